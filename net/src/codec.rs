@@ -1,0 +1,218 @@
+//! The compact binary form of records inside network buffers.
+//!
+//! A record type implements [`Wire`]: it says how many bytes it needs, writes
+//! itself into a slice of exactly that size, and reads itself back from the
+//! front of a slice. Integers are little-endian; byte strings carry a `u32`
+//! length prefix. Records are read in place from the buffer they arrived in:
+//! nothing is copied into an intermediate allocation.
+
+use std::fmt;
+
+/// A record that cannot be decoded: the buffer ended early or held bytes
+/// that are not a valid value. Buffers are written by weir itself, so this
+/// points at a bug or at corruption, never at a user mistake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// What was being decoded.
+    pub what: &'static str,
+    /// Bytes needed.
+    pub needed: usize,
+    /// Bytes available.
+    pub available: usize,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "malformed record: decoding {} needs {} bytes, {} left in the buffer",
+            self.what, self.needed, self.available
+        )
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// A value that can travel through a network buffer.
+pub trait Wire: Sized + Send + 'static {
+    /// Bytes [`Wire::write`] produces for this value.
+    fn encoded_len(&self) -> usize;
+    /// Writes the value into `out`, whose length is exactly `encoded_len()`.
+    fn write(&self, out: &mut [u8]);
+    /// Reads a value from the front of `input`; returns it and the bytes used.
+    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError>;
+}
+
+#[inline(always)]
+fn need(what: &'static str, input: &[u8], n: usize) -> Result<(), DecodeError> {
+    if input.len() < n {
+        Err(DecodeError {
+            what,
+            needed: n,
+            available: input.len(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+macro_rules! wire_int {
+    ($($t:ty),*) => {$(
+        impl Wire for $t {
+            #[inline(always)]
+            fn encoded_len(&self) -> usize {
+                std::mem::size_of::<$t>()
+            }
+            #[inline(always)]
+            fn write(&self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+            #[inline(always)]
+            fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+                const N: usize = std::mem::size_of::<$t>();
+                need(stringify!($t), input, N)?;
+                let mut bytes = [0u8; N];
+                bytes.copy_from_slice(&input[..N]);
+                Ok((<$t>::from_le_bytes(bytes), N))
+            }
+        }
+    )*};
+}
+wire_int!(u8, u16, u32, u64, u128, i8, i16, i32, i64, i128, f32, f64);
+
+impl Wire for bool {
+    #[inline(always)]
+    fn encoded_len(&self) -> usize {
+        1
+    }
+    #[inline(always)]
+    fn write(&self, out: &mut [u8]) {
+        out[0] = u8::from(*self);
+    }
+    #[inline(always)]
+    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+        need("bool", input, 1)?;
+        match input[0] {
+            0 => Ok((false, 1)),
+            1 => Ok((true, 1)),
+            _ => Err(DecodeError {
+                what: "bool (byte is neither 0 nor 1)",
+                needed: 1,
+                available: input.len(),
+            }),
+        }
+    }
+}
+
+impl Wire for Vec<u8> {
+    fn encoded_len(&self) -> usize {
+        4 + self.len()
+    }
+    fn write(&self, out: &mut [u8]) {
+        let len = u32::try_from(self.len()).expect("byte string longer than 4 GiB");
+        out[..4].copy_from_slice(&len.to_le_bytes());
+        out[4..].copy_from_slice(self);
+    }
+    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+        let (len, _) = u32::read(input)?;
+        let total = 4 + len as usize;
+        need("byte string", input, total)?;
+        Ok((input[4..total].to_vec(), total))
+    }
+}
+
+impl Wire for String {
+    fn encoded_len(&self) -> usize {
+        4 + self.len()
+    }
+    fn write(&self, out: &mut [u8]) {
+        let len = u32::try_from(self.len()).expect("string longer than 4 GiB");
+        out[..4].copy_from_slice(&len.to_le_bytes());
+        out[4..].copy_from_slice(self.as_bytes());
+    }
+    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+        let (len, _) = u32::read(input)?;
+        let total = 4 + len as usize;
+        need("string", input, total)?;
+        match std::str::from_utf8(&input[4..total]) {
+            Ok(s) => Ok((s.to_owned(), total)),
+            Err(_) => Err(DecodeError {
+                what: "string (not UTF-8)",
+                needed: total,
+                available: input.len(),
+            }),
+        }
+    }
+}
+
+macro_rules! wire_tuple {
+    ($($name:ident : $idx:tt),+) => {
+        impl<$($name: Wire),+> Wire for ($($name,)+) {
+            #[inline(always)]
+            fn encoded_len(&self) -> usize {
+                0 $(+ self.$idx.encoded_len())+
+            }
+            #[inline(always)]
+            fn write(&self, out: &mut [u8]) {
+                let mut at = 0;
+                $(
+                    let n = self.$idx.encoded_len();
+                    self.$idx.write(&mut out[at..at + n]);
+                    at += n;
+                )+
+                debug_assert_eq!(at, out.len());
+            }
+            #[inline(always)]
+            fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+                let mut at = 0;
+                Ok((($(
+                    {
+                        let (v, n) = $name::read(&input[at..])?;
+                        at += n;
+                        v
+                    },
+                )+), at))
+            }
+        }
+    };
+}
+wire_tuple!(A: 0);
+wire_tuple!(A: 0, B: 1);
+wire_tuple!(A: 0, B: 1, C: 2);
+wire_tuple!(A: 0, B: 1, C: 2, D: 3);
+wire_tuple!(A: 0, B: 1, C: 2, D: 3, E: 4);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip<T: Wire + PartialEq + fmt::Debug>(v: T) {
+        let mut buf = vec![0u8; v.encoded_len()];
+        v.write(&mut buf);
+        let (back, n) = T::read(&buf).unwrap();
+        assert_eq!(n, buf.len());
+        assert_eq!(back, v);
+    }
+
+    #[test]
+    fn values_round_trip() {
+        round_trip(7u64);
+        round_trip(-3i32);
+        round_trip(true);
+        round_trip((1u64, 2u64, 3u64));
+        round_trip(("sensor-7".to_string(), 21.5f64));
+        round_trip(vec![1u8, 2, 3]);
+    }
+
+    #[test]
+    fn truncated_input_is_an_error_not_a_panic() {
+        let v = ("hello".to_string(), 5u64);
+        let mut buf = vec![0u8; v.encoded_len()];
+        v.write(&mut buf);
+        for cut in 0..buf.len() {
+            assert!(<(String, u64)>::read(&buf[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(bool::read(&[2]).is_err());
+        assert!(String::read(&[2, 0, 0, 0, 0xff, 0xfe]).is_err());
+    }
+}

@@ -1,0 +1,32 @@
+//! What travels in a channel's ring, in order: data buffers, checkpoint
+//! barriers, watermarks and the end of a partition.
+//!
+//! Barriers and watermarks ride in the same FIFO as data, which is what makes
+//! an aligned snapshot consistent and event time monotone per channel.
+
+use crate::buffer::NetworkBuffer;
+
+/// A checkpoint barrier: everything before it on a channel belongs to
+/// checkpoint `id`, everything after it to later ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointBarrier {
+    /// Checkpoint id, increasing from 1.
+    pub id: u64,
+    /// Wall-clock milliseconds when the coordinator triggered it.
+    pub timestamp_ms: u64,
+}
+
+/// One event in a channel.
+#[derive(Debug)]
+pub enum ChannelEvent {
+    /// A buffer of serialized records, owned by the receiver until it is
+    /// returned to the sender's pool.
+    Buffer(NetworkBuffer),
+    /// No record with an event time at or below this (ms) follows on this
+    /// channel.
+    Watermark(i64),
+    /// A checkpoint barrier.
+    Barrier(CheckpointBarrier),
+    /// The sender's partition is finished: nothing follows.
+    EndOfPartition,
+}

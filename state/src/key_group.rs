@@ -1,0 +1,424 @@
+//! Key groups: the stable key hash, the key → key group mapping and the
+//! key group → subtask mapping, with Apache Flink's exact formulas.
+//!
+//! A key group is the unit in which keyed state is partitioned, snapshotted
+//! and redistributed on rescaling. A key belongs to key group
+//! `key_hash(key) % max_parallelism`; a subtask `i` of an operator with
+//! parallelism `P` owns the contiguous range of key groups returned by
+//! [`KeyGroupRange::for_subtask`]. Because snapshot bytes are laid out per key
+//! group, [`KeyHash`] must never change: it is specified bit for bit below
+//! and pinned by golden tests.
+
+use std::fmt;
+
+/// Maximum parallelism used when the job does not set one (Flink's default
+/// lower bound for derived max parallelism).
+pub const DEFAULT_MAX_PARALLELISM: u32 = 128;
+
+/// Largest allowed max parallelism (Flink's `UPPER_BOUND_MAX_PARALLELISM`,
+/// `1 << 15`). It keeps subtask indices within `u16`.
+pub const UPPER_BOUND_MAX_PARALLELISM: u32 = 1 << 15;
+
+/// murmur3's 64-bit finaliser (`fmix64`): a bijective avalanche mix.
+///
+/// `k ^= k >> 33; k *= 0xff51afd7ed558ccd; k ^= k >> 33;
+/// k *= 0xc4ceb9fe1a85ec53; k ^= k >> 33` (wrapping multiplication).
+#[inline]
+pub const fn fmix64(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^= k >> 33;
+    k
+}
+
+/// FNV-1a 64 offset basis.
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+/// FNV-1a 64 prime.
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// The stable byte-string hash: FNV-1a 64 over `bytes`, then [`fmix64`].
+///
+/// FNV-1a alone has weak low bits for short inputs; the finaliser spreads
+/// every input bit over the low bits that pick the key group.
+#[inline]
+pub fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h = FNV_OFFSET;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(FNV_PRIME);
+    }
+    fmix64(h)
+}
+
+/// A key hash that is stable across platforms, Rust versions and releases of
+/// weir.
+///
+/// It decides the key group of a key and so which snapshot bytes the key's
+/// state lands in; it must therefore never depend on `std`'s `Hasher`,
+/// `RandomState` or the pointer width. The definition, which is part of
+/// weir's snapshot format:
+///
+/// - unsigned integers (`u8`, `u16`, `u32`, `u64`, `usize`), `bool`
+///   (`false` = 0, `true` = 1) and `char` (its scalar value): [`fmix64`] of
+///   the value zero-extended to `u64`;
+/// - signed integers (`i8`, `i16`, `i32`, `i64`, `isize`): [`fmix64`] of the
+///   value sign-extended to `i64` and then cast to `u64` (so `-1i8` hashes
+///   like `u64::MAX`);
+/// - byte strings (`[u8]`, `str`, `String`, `Vec<u8>`, `[u8; N]`):
+///   [`hash_bytes`], i.e. FNV-1a 64 over the bytes followed by [`fmix64`];
+/// - pairs `(A, B)`: `fmix64(a ^ b.rotate_left(32))` where `a` and `b` are the
+///   elements' key hashes (the rotation keeps `(x, y)` and `(y, x)` apart);
+/// - triples `(A, B, C)`: the pair hash of `((A, B), C)`;
+/// - `&T`, `&mut T` and `Box<T>`: forward to `T`.
+pub trait KeyHash {
+    /// The stable 64-bit hash of this key.
+    fn key_hash(&self) -> u64;
+}
+
+macro_rules! key_hash_unsigned {
+    ($($t:ty),*) => {$(
+        impl KeyHash for $t {
+            #[inline]
+            fn key_hash(&self) -> u64 {
+                fmix64(*self as u64)
+            }
+        }
+    )*};
+}
+key_hash_unsigned!(u8, u16, u32, u64, usize);
+
+macro_rules! key_hash_signed {
+    ($($t:ty),*) => {$(
+        impl KeyHash for $t {
+            #[inline]
+            fn key_hash(&self) -> u64 {
+                // Sign-extend first so the hash does not depend on the width
+                // of the type the value happened to be stored in.
+                fmix64(*self as i64 as u64)
+            }
+        }
+    )*};
+}
+key_hash_signed!(i8, i16, i32, i64, isize);
+
+impl KeyHash for bool {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        fmix64(u64::from(*self))
+    }
+}
+
+impl KeyHash for char {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        fmix64(u64::from(u32::from(*self)))
+    }
+}
+
+impl KeyHash for [u8] {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        hash_bytes(self)
+    }
+}
+
+impl<const N: usize> KeyHash for [u8; N] {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        hash_bytes(self)
+    }
+}
+
+impl KeyHash for str {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        hash_bytes(self.as_bytes())
+    }
+}
+
+impl KeyHash for String {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        hash_bytes(self.as_bytes())
+    }
+}
+
+impl KeyHash for Vec<u8> {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        hash_bytes(self)
+    }
+}
+
+impl<A: KeyHash, B: KeyHash> KeyHash for (A, B) {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        fmix64(self.0.key_hash() ^ self.1.key_hash().rotate_left(32))
+    }
+}
+
+impl<A: KeyHash, B: KeyHash, C: KeyHash> KeyHash for (A, B, C) {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        let ab = fmix64(self.0.key_hash() ^ self.1.key_hash().rotate_left(32));
+        fmix64(ab ^ self.2.key_hash().rotate_left(32))
+    }
+}
+
+impl<T: KeyHash + ?Sized> KeyHash for &T {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        (**self).key_hash()
+    }
+}
+
+impl<T: KeyHash + ?Sized> KeyHash for &mut T {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        (**self).key_hash()
+    }
+}
+
+impl<T: KeyHash + ?Sized> KeyHash for Box<T> {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        (**self).key_hash()
+    }
+}
+
+/// Panics unless `1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM`.
+#[inline]
+fn check_max_parallelism(max_parallelism: u32) {
+    assert!(
+        (1..=UPPER_BOUND_MAX_PARALLELISM).contains(&max_parallelism),
+        "max parallelism must be in 1..={UPPER_BOUND_MAX_PARALLELISM}, got {max_parallelism}"
+    );
+}
+
+/// Panics unless `1 <= parallelism <= max_parallelism <= UPPER_BOUND`.
+fn check_parallelism(max_parallelism: u32, parallelism: u32) {
+    check_max_parallelism(max_parallelism);
+    assert!(
+        (1..=max_parallelism).contains(&parallelism),
+        "parallelism must be in 1..={max_parallelism} (the max parallelism), got {parallelism}"
+    );
+}
+
+/// The key group of a key whose [`KeyHash`] is `hash`: `hash % max_parallelism`.
+///
+/// # Panics
+/// If `max_parallelism` is 0 (division by zero).
+#[inline]
+pub fn key_group_for_hash(hash: u64, max_parallelism: u32) -> u32 {
+    (hash % u64::from(max_parallelism)) as u32
+}
+
+/// The key group of `key`: `key_group_for_hash(key.key_hash(), max_parallelism)`.
+#[inline]
+pub fn assign_to_key_group<K: KeyHash + ?Sized>(key: &K, max_parallelism: u32) -> u32 {
+    key_group_for_hash(key.key_hash(), max_parallelism)
+}
+
+/// The subtask that owns `key_group`: `key_group * parallelism / max_parallelism`
+/// (Flink's `computeOperatorIndexForKeyGroup`).
+///
+/// This is the inverse of [`KeyGroupRange::for_subtask`]: `subtask_for_key_group(m, p, g) == i`
+/// exactly when `KeyGroupRange::for_subtask(m, p, i).contains(g)`.
+///
+/// # Panics
+/// Unless `1 <= parallelism <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM`
+/// and `key_group < max_parallelism`. Callers validate user input earlier;
+/// a failure here is a bug.
+#[inline]
+pub fn subtask_for_key_group(max_parallelism: u32, parallelism: u32, key_group: u32) -> u32 {
+    check_parallelism(max_parallelism, parallelism);
+    assert!(
+        key_group < max_parallelism,
+        "key group {key_group} out of range for max parallelism {max_parallelism}"
+    );
+    (u64::from(key_group) * u64::from(parallelism) / u64::from(max_parallelism)) as u32
+}
+
+/// A half-open range `[start, end)` of key groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KeyGroupRange {
+    start: u32,
+    end: u32,
+}
+
+impl KeyGroupRange {
+    /// The range `[start, end)`.
+    ///
+    /// # Panics
+    /// If `start > end`.
+    #[inline]
+    pub fn new(start: u32, end: u32) -> Self {
+        assert!(start <= end, "key group range start {start} > end {end}");
+        Self { start, end }
+    }
+
+    /// The key groups owned by subtask `subtask_index` of an operator with
+    /// `parallelism` subtasks, with Flink's formula
+    /// (`computeKeyGroupRangeForOperatorIndex`): `start = ceil(i * maxP / P)`,
+    /// `end = ceil((i + 1) * maxP / P)` (exclusive).
+    ///
+    /// The ranges of subtasks `0..P` are contiguous, disjoint, non-empty and
+    /// cover `[0, max_parallelism)`; [`subtask_for_key_group`] is the inverse.
+    ///
+    /// # Panics
+    /// Unless `1 <= parallelism <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM`
+    /// and `subtask_index < parallelism`.
+    pub fn for_subtask(max_parallelism: u32, parallelism: u32, subtask_index: u32) -> Self {
+        check_parallelism(max_parallelism, parallelism);
+        assert!(
+            subtask_index < parallelism,
+            "subtask index {subtask_index} out of range for parallelism {parallelism}"
+        );
+        let (m, p, i) = (
+            u64::from(max_parallelism),
+            u64::from(parallelism),
+            u64::from(subtask_index),
+        );
+        let start = (i * m).div_ceil(p);
+        let end = ((i + 1) * m).div_ceil(p);
+        Self::new(start as u32, end as u32)
+    }
+
+    /// First key group in the range.
+    #[inline]
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    /// One past the last key group in the range.
+    #[inline]
+    pub fn end(&self) -> u32 {
+        self.end
+    }
+
+    /// Number of key groups in the range.
+    #[inline]
+    pub fn len(&self) -> u32 {
+        self.end - self.start
+    }
+
+    /// Whether the range holds no key group.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Whether `key_group` lies in the range.
+    #[inline]
+    pub fn contains(&self, key_group: u32) -> bool {
+        self.start <= key_group && key_group < self.end
+    }
+
+    /// The key groups of the range, in ascending order.
+    #[inline]
+    pub fn iter(&self) -> std::ops::Range<u32> {
+        self.start..self.end
+    }
+}
+
+impl IntoIterator for KeyGroupRange {
+    type Item = u32;
+    type IntoIter = std::ops::Range<u32>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl fmt::Display for KeyGroupRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}, {})", self.start, self.end)
+    }
+}
+
+/// Precomputed key → key group → subtask routing for one
+/// `(max_parallelism, parallelism)` pair, for the per-record hot path.
+///
+/// It gives the same answers as [`key_group_for_hash`] and
+/// [`subtask_for_key_group`] but replaces the division by a mask (when the
+/// max parallelism is a power of two) and by a table lookup.
+#[derive(Clone, Debug)]
+pub struct KeyGroupAssigner {
+    max_parallelism: u32,
+    parallelism: u32,
+    /// `max_parallelism - 1` when it is a power of two, so `hash & mask`
+    /// equals `hash % max_parallelism`.
+    mask: Option<u64>,
+    /// Owning subtask of each key group; `u16` suffices because
+    /// `parallelism <= UPPER_BOUND_MAX_PARALLELISM = 2^15`.
+    subtask_of: Box<[u16]>,
+}
+
+impl KeyGroupAssigner {
+    /// Builds the assigner.
+    ///
+    /// # Panics
+    /// Unless `1 <= parallelism <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM`.
+    pub fn new(max_parallelism: u32, parallelism: u32) -> Self {
+        check_parallelism(max_parallelism, parallelism);
+        let subtask_of = (0..max_parallelism)
+            .map(|kg| subtask_for_key_group(max_parallelism, parallelism, kg) as u16)
+            .collect();
+        let mask = max_parallelism
+            .is_power_of_two()
+            .then(|| u64::from(max_parallelism) - 1);
+        Self {
+            max_parallelism,
+            parallelism,
+            mask,
+            subtask_of,
+        }
+    }
+
+    /// The max parallelism (number of key groups).
+    #[inline]
+    pub fn max_parallelism(&self) -> u32 {
+        self.max_parallelism
+    }
+
+    /// The operator parallelism (number of subtasks).
+    #[inline]
+    pub fn parallelism(&self) -> u32 {
+        self.parallelism
+    }
+
+    /// Key group of a key hash; equals [`key_group_for_hash`].
+    #[inline]
+    pub fn key_group(&self, hash: u64) -> u32 {
+        match self.mask {
+            Some(mask) => (hash & mask) as u32,
+            None => (hash % u64::from(self.max_parallelism)) as u32,
+        }
+    }
+
+    /// Subtask owning `key_group`; equals [`subtask_for_key_group`].
+    ///
+    /// # Panics
+    /// If `key_group >= max_parallelism`.
+    #[inline]
+    pub fn subtask(&self, key_group: u32) -> u32 {
+        u32::from(self.subtask_of[key_group as usize])
+    }
+
+    /// Subtask owning the key whose [`KeyHash`] is `hash`.
+    #[inline]
+    pub fn subtask_for_hash(&self, hash: u64) -> u32 {
+        self.subtask(self.key_group(hash))
+    }
+
+    /// Key group range owned by `subtask_index`; equals
+    /// [`KeyGroupRange::for_subtask`].
+    pub fn range_for_subtask(&self, subtask_index: u32) -> KeyGroupRange {
+        KeyGroupRange::for_subtask(self.max_parallelism, self.parallelism, subtask_index)
+    }
+}
+
+#[cfg(test)]
+mod tests;

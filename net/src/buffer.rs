@@ -233,7 +233,10 @@ mod tests {
         let mut b = NetworkBuffer::with_capacity(40);
         assert!(b.try_append(&(1u64, 10u64)));
         assert!(b.try_append(&(2u64, 20u64)));
-        assert!(!b.try_append(&(3u64, 30u64)), "a record that does not fit is refused");
+        assert!(
+            !b.try_append(&(3u64, 30u64)),
+            "a record that does not fit is refused"
+        );
         assert_eq!(b.len(), 32);
         let got: Vec<(u64, u64)> = b.records().map(Result::unwrap).collect();
         assert_eq!(got, vec![(1, 10), (2, 20)]);

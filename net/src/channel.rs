@@ -7,7 +7,7 @@
 //! so a return never fails. Each side rings the other side's [`Doorbell`]
 //! after publishing, so a parked worker wakes up.
 
-use crate::buffer::{BufferPool, NetworkBuffer};
+use crate::buffer::NetworkBuffer;
 use crate::doorbell::Doorbell;
 use crate::event::ChannelEvent;
 use crate::ring::{ring, Consumer, Producer};
@@ -52,7 +52,7 @@ impl ChannelReceiver {
     /// Takes the next event, if any.
     #[inline]
     pub fn recv(&mut self) -> Option<ChannelEvent> {
-        let was_full = self.events.len() == self.events.capacity();
+        let was_full = self.events.queued() == self.events.capacity();
         let event = self.events.pop()?;
         if was_full {
             // The sender may be parked waiting for credit.
@@ -80,20 +80,20 @@ impl ChannelReceiver {
     }
 }
 
-/// Creates a channel whose sender draws buffers from `pool`.
+/// Creates a channel.
 ///
-/// `credit` bounds the events in flight; the pool gains the channel's return
-/// ring, sized for all of the pool's buffers (`pool_size`).
+/// `credit` bounds the events in flight. `return_capacity` must be at least
+/// the number of buffers in the sender's pool, so that a return never fails;
+/// the returned `Consumer` is that pool's return path for this channel
+/// ([`crate::BufferPool::add_return_path`]).
 pub fn channel(
     credit: usize,
-    pool: &mut BufferPool,
-    pool_size: usize,
+    return_capacity: usize,
     sender_bell: Arc<Doorbell>,
     receiver_bell: Arc<Doorbell>,
-) -> (ChannelSender, ChannelReceiver) {
+) -> (ChannelSender, ChannelReceiver, Consumer<NetworkBuffer>) {
     let (ev_tx, ev_rx) = ring(credit);
-    let (ret_tx, ret_rx) = ring(pool_size.max(1) + credit);
-    pool.add_return_path(ret_rx);
+    let (ret_tx, ret_rx) = ring(return_capacity.max(1));
     (
         ChannelSender {
             events: ev_tx,
@@ -104,19 +104,22 @@ pub fn channel(
             returns: ret_tx,
             sender_bell,
         },
+        ret_rx,
     )
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::buffer::BufferPool;
 
     #[test]
     fn buffers_travel_and_come_back() {
         let bell_s = Arc::new(Doorbell::new());
         let bell_r = Arc::new(Doorbell::new());
         let mut pool = BufferPool::new(3, 64);
-        let (mut tx, mut rx) = channel(2, &mut pool, 3, bell_s, bell_r);
+        let (mut tx, mut rx, returns) = channel(2, 3, bell_s, bell_r);
+        pool.add_return_path(returns);
         for i in 0..100u64 {
             let mut b = loop {
                 if let Some(b) = pool.request() {

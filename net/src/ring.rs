@@ -189,7 +189,7 @@ impl<T> Consumer<T> {
     }
 
     /// Values ready to pop.
-    pub fn len(&self) -> usize {
+    pub fn queued(&self) -> usize {
         self.ring
             .tail
             .load(Ordering::Acquire)

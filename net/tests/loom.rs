@@ -60,7 +60,8 @@ fn buffers_return_to_their_pool_with_their_records_intact() {
         let sender_bell = Arc::new(Doorbell::new());
         let receiver_bell = Arc::new(Doorbell::new());
         let mut pool = BufferPool::new(1, 16);
-        let (mut tx, mut rx) = channel(1, &mut pool, 1, sender_bell, receiver_bell);
+        let (mut tx, mut rx, returns) = channel(1, 1, sender_bell, receiver_bell);
+        pool.add_return_path(returns);
         let producer = thread::spawn(move || {
             for i in 0..2u64 {
                 let mut buf = loop {

@@ -1,0 +1,502 @@
+//! The job API: building a dataflow of sources, chained operators, key_by
+//! exchanges, keyed process operators and sinks.
+//!
+//! ```ignore
+//! let mut job = JobGraph::new("keyed-count");
+//! job.source("numbers", |info| SequenceSource::new(info, 1_000, |i| (i % 10, i)))
+//!     .key_by(|r: &(u64, u64)| r.0)
+//!     .process("count", |_| Count::new())
+//!     .sink("print", |_| PrintSink);
+//! ```
+//!
+//! Every operator has a `uid` (stable across versions of a job; it will
+//! name the operator's state in snapshots) and belongs to a *stage*: a chain
+//! of operators joined by forward edges, which runs as one task per subtask
+//! with direct calls between operators. A `key_by` ends a stage with an
+//! exchange and starts the next. A stage's parallelism defaults to the number
+//! of workers; subtask `i` runs on worker `i % workers`.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use weir_net::Wire;
+use weir_state::KeyHash;
+
+use crate::exchange::{ExchangeOutput, InputGate, InputTask};
+use crate::keyed::{KeyedProcessFunction, KeyedProcessOp};
+use crate::operator::{Collector, FilterOp, FlatMapOp, MapOp};
+use crate::sink::{Sink, SinkOp};
+use crate::source::{Source, SourceTask, SubtaskInfo};
+use crate::task::Task;
+use crate::worker::BuildContext;
+
+/// Builds a chain's head task around a given downstream collector.
+pub trait ChainBuilder<T>: Send + Sync + 'static {
+    /// Builds the task of subtask `ctx.info` whose chain ends in `out`.
+    fn build<C: Collector<T> + 'static>(&self, ctx: &mut BuildContext<'_>, out: C)
+        -> Box<dyn Task>;
+}
+
+/// Builds a chain's tail (a sink or an exchange output).
+pub trait TailBuilder<T>: Send + Sync + 'static {
+    /// The tail's collector type.
+    type Tail: Collector<T> + 'static;
+    /// Builds the tail of subtask `ctx.info`.
+    fn make(&self, ctx: &mut BuildContext<'_>) -> Self::Tail;
+}
+
+/// A finished stage, type-erased.
+pub(crate) trait StageSpec: Send + Sync {
+    fn build(&self, ctx: &mut BuildContext<'_>) -> Box<dyn Task>;
+}
+
+struct Stage<T, B, TB> {
+    chain: B,
+    tail: TB,
+    _record: PhantomData<fn(T)>,
+}
+
+impl<T: 'static, B: ChainBuilder<T>, TB: TailBuilder<T>> StageSpec for Stage<T, B, TB> {
+    fn build(&self, ctx: &mut BuildContext<'_>) -> Box<dyn Task> {
+        let tail = self.tail.make(ctx);
+        self.chain.build(ctx, tail)
+    }
+}
+
+/// A stage of the graph with its wiring.
+pub(crate) struct StageNode {
+    /// Uids of the stage's operators joined by " -> ".
+    pub name: String,
+    pub spec: Box<dyn StageSpec>,
+    pub parallelism: Option<usize>,
+    /// Exchange feeding this stage, if it does not start at a source.
+    pub input: Option<usize>,
+    /// Exchange this stage feeds, if it does not end at a sink.
+    pub output: Option<usize>,
+}
+
+/// A job's logical dataflow.
+pub struct JobGraph {
+    name: String,
+    pub(crate) stages: Vec<StageNode>,
+    pub(crate) exchanges: usize,
+    uids: Vec<String>,
+    pub(crate) errors: Vec<String>,
+}
+
+impl JobGraph {
+    /// An empty job.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            stages: Vec::new(),
+            exchanges: 0,
+            uids: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// The job's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of stages (chains between exchanges).
+    pub fn stage_count(&self) -> usize {
+        self.stages.len()
+    }
+
+    fn register_uid(&mut self, uid: &str) {
+        if uid.is_empty() {
+            self.errors.push("an operator has an empty uid".into());
+        } else if self.uids.iter().any(|u| u == uid) {
+            self.errors.push(format!(
+                "operator uid `{uid}` is used twice; uids must be unique"
+            ));
+        } else {
+            self.uids.push(uid.to_owned());
+        }
+    }
+
+    /// Adds a source; `factory` makes the source of each subtask.
+    pub fn source<S, SF>(&mut self, uid: &str, factory: SF) -> Stream<'_, S::Out, SourceChain<SF>>
+    where
+        S: Source,
+        SF: Fn(&SubtaskInfo) -> S + Send + Sync + 'static,
+    {
+        self.register_uid(uid);
+        Stream {
+            name: uid.to_owned(),
+            job: self,
+            chain: SourceChain { factory },
+            parallelism: None,
+            input: None,
+            _record: PhantomData,
+        }
+    }
+}
+
+/// A stream of `T` inside the stage being built.
+pub struct Stream<'j, T, B> {
+    job: &'j mut JobGraph,
+    chain: B,
+    name: String,
+    parallelism: Option<usize>,
+    input: Option<usize>,
+    _record: PhantomData<fn() -> T>,
+}
+
+impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
+    fn then<U, B2>(self, uid: &str, wrap: impl FnOnce(B) -> B2) -> Stream<'j, U, B2> {
+        self.job.register_uid(uid);
+        Stream {
+            name: format!("{} -> {uid}", self.name),
+            job: self.job,
+            chain: wrap(self.chain),
+            parallelism: self.parallelism,
+            input: self.input,
+            _record: PhantomData,
+        }
+    }
+
+    /// Sets the parallelism of this stage: every operator chained in it
+    /// (as in Flink, chained operators share one parallelism).
+    pub fn parallelism(mut self, parallelism: usize) -> Self {
+        if parallelism == 0 {
+            self.job
+                .errors
+                .push(format!("stage `{}` has parallelism 0", self.name));
+        }
+        self.parallelism = Some(parallelism);
+        self
+    }
+
+    /// Transforms each record.
+    pub fn map<U, F>(self, uid: &str, f: F) -> Stream<'j, U, MapChain<B, F, T>>
+    where
+        U: 'static,
+        F: Fn(T) -> U + Clone + Send + Sync + 'static,
+    {
+        self.then(uid, |prev| MapChain {
+            prev,
+            f,
+            _input: PhantomData,
+        })
+    }
+
+    /// Keeps the records for which `f` holds.
+    pub fn filter<F>(self, uid: &str, f: F) -> Stream<'j, T, FilterChain<B, F>>
+    where
+        F: Fn(&T) -> bool + Clone + Send + Sync + 'static,
+    {
+        self.then(uid, |prev| FilterChain { prev, f })
+    }
+
+    /// Turns each record into zero or more.
+    pub fn flat_map<U, I, F>(self, uid: &str, f: F) -> Stream<'j, U, FlatMapChain<B, F, T>>
+    where
+        U: 'static,
+        I: IntoIterator<Item = U>,
+        F: Fn(T) -> I + Clone + Send + Sync + 'static,
+    {
+        self.then(uid, |prev| FlatMapChain {
+            prev,
+            f,
+            _input: PhantomData,
+        })
+    }
+
+    /// Partitions the stream by key: records travel to the subtask owning
+    /// their key's key group. Ends this stage.
+    pub fn key_by<K, KF>(self, key_fn: KF) -> KeyedStream<'j, T, K, KF>
+    where
+        T: Wire,
+        K: KeyHash + 'static,
+        KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+    {
+        let exchange = self.job.exchanges;
+        self.job.exchanges += 1;
+        self.job.stages.push(StageNode {
+            name: self.name.clone(),
+            spec: Box::new(Stage {
+                chain: self.chain,
+                tail: ExchangeTail {
+                    exchange,
+                    key_fn: key_fn.clone(),
+                    _types: PhantomData,
+                },
+                _record: PhantomData,
+            }),
+            parallelism: self.parallelism,
+            input: self.input,
+            output: Some(exchange),
+        });
+        KeyedStream {
+            job: self.job,
+            exchange,
+            key_fn,
+            _types: PhantomData,
+        }
+    }
+
+    /// Ends the stream in a sink; `factory` makes each subtask's sink.
+    pub fn sink<S, SF>(self, uid: &str, factory: SF)
+    where
+        S: Sink<In = T>,
+        SF: Fn(&SubtaskInfo) -> S + Send + Sync + 'static,
+    {
+        self.job.register_uid(uid);
+        self.job.stages.push(StageNode {
+            name: format!("{} -> {uid}", self.name),
+            spec: Box::new(Stage {
+                chain: self.chain,
+                tail: SinkTail { factory },
+                _record: PhantomData,
+            }),
+            parallelism: self.parallelism,
+            input: self.input,
+            output: None,
+        });
+    }
+}
+
+/// A stream partitioned by key, ready for a keyed operator.
+pub struct KeyedStream<'j, T, K, KF> {
+    job: &'j mut JobGraph,
+    exchange: usize,
+    key_fn: KF,
+    _types: PhantomData<fn(T) -> K>,
+}
+
+impl<'j, T, K, KF> KeyedStream<'j, T, K, KF>
+where
+    T: Wire,
+    K: KeyHash + Copy + Eq + 'static,
+    KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+{
+    /// Applies a keyed process function; `factory` makes each subtask's
+    /// instance. Starts a new stage fed by the exchange.
+    pub fn process<F, FF>(
+        self,
+        uid: &str,
+        factory: FF,
+    ) -> Stream<'j, F::Out, KeyedProcessChain<ExchangeInputChain<T>, FF, KF>>
+    where
+        F: KeyedProcessFunction<Key = K, In = T>,
+        FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
+    {
+        self.job.register_uid(uid);
+        Stream {
+            name: uid.to_owned(),
+            chain: KeyedProcessChain {
+                prev: ExchangeInputChain {
+                    exchange: self.exchange,
+                    _record: PhantomData,
+                },
+                factory: Arc::new(factory),
+                key_fn: self.key_fn,
+            },
+            job: self.job,
+            parallelism: None,
+            input: Some(self.exchange),
+            _record: PhantomData,
+        }
+    }
+}
+
+/// Head of a stage that starts at a source.
+pub struct SourceChain<SF> {
+    factory: SF,
+}
+
+impl<S, SF> ChainBuilder<S::Out> for SourceChain<SF>
+where
+    S: Source,
+    SF: Fn(&SubtaskInfo) -> S + Send + Sync + 'static,
+{
+    fn build<C: Collector<S::Out> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Box<dyn Task> {
+        let source = (self.factory)(&ctx.info);
+        Box::new(SourceTask::new(
+            ctx.task_name(),
+            source,
+            out,
+            ctx.metrics.source_records.clone(),
+        ))
+    }
+}
+
+/// Head of a stage fed by an exchange.
+pub struct ExchangeInputChain<T> {
+    exchange: usize,
+    _record: PhantomData<fn() -> T>,
+}
+
+impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
+    fn build<C: Collector<T> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Box<dyn Task> {
+        let gate = InputGate::new(ctx.take_input(self.exchange));
+        Box::new(InputTask::new(ctx.task_name(), gate, out))
+    }
+}
+
+/// Chain link of [`Stream::map`].
+pub struct MapChain<B, F, T> {
+    prev: B,
+    f: F,
+    _input: PhantomData<fn(T)>,
+}
+
+/// Chain link of [`Stream::filter`].
+pub struct FilterChain<B, F> {
+    prev: B,
+    f: F,
+}
+
+/// Chain link of [`Stream::flat_map`].
+pub struct FlatMapChain<B, F, T> {
+    prev: B,
+    f: F,
+    _input: PhantomData<fn(T)>,
+}
+
+impl<T, U, B, F> ChainBuilder<U> for MapChain<B, F, T>
+where
+    T: 'static,
+    U: 'static,
+    B: ChainBuilder<T>,
+    F: Fn(T) -> U + Clone + Send + Sync + 'static,
+{
+    fn build<C: Collector<U> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Box<dyn Task> {
+        self.prev.build(
+            ctx,
+            MapOp {
+                f: self.f.clone(),
+                out,
+            },
+        )
+    }
+}
+
+impl<T, B, F> ChainBuilder<T> for FilterChain<B, F>
+where
+    T: 'static,
+    B: ChainBuilder<T>,
+    F: Fn(&T) -> bool + Clone + Send + Sync + 'static,
+{
+    fn build<C: Collector<T> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Box<dyn Task> {
+        self.prev.build(
+            ctx,
+            FilterOp {
+                f: self.f.clone(),
+                out,
+            },
+        )
+    }
+}
+
+impl<T, U, I, B, F> ChainBuilder<U> for FlatMapChain<B, F, T>
+where
+    T: 'static,
+    U: 'static,
+    I: IntoIterator<Item = U>,
+    B: ChainBuilder<T>,
+    F: Fn(T) -> I + Clone + Send + Sync + 'static,
+{
+    fn build<C: Collector<U> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Box<dyn Task> {
+        self.prev.build(
+            ctx,
+            FlatMapOp {
+                f: self.f.clone(),
+                out,
+            },
+        )
+    }
+}
+
+/// Chain link of [`KeyedStream::process`].
+pub struct KeyedProcessChain<B, FF, KF> {
+    prev: B,
+    factory: Arc<FF>,
+    key_fn: KF,
+}
+
+impl<B, FF, KF, F> ChainBuilder<F::Out> for KeyedProcessChain<B, FF, KF>
+where
+    F: KeyedProcessFunction,
+    F::In: 'static,
+    F::Out: 'static,
+    B: ChainBuilder<F::In>,
+    FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
+    KF: Fn(&F::In) -> F::Key + Clone + Send + Sync + 'static,
+{
+    fn build<C: Collector<F::Out> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Box<dyn Task> {
+        let func = (self.factory)(&ctx.info);
+        let op = KeyedProcessOp::new(func, self.key_fn.clone(), out, &ctx.info);
+        self.prev.build(ctx, op)
+    }
+}
+
+/// Tail of a stage that ends in a sink.
+struct SinkTail<SF> {
+    factory: SF,
+}
+
+impl<S, SF> TailBuilder<S::In> for SinkTail<SF>
+where
+    S: Sink,
+    SF: Fn(&SubtaskInfo) -> S + Send + Sync + 'static,
+{
+    type Tail = SinkOp<S>;
+    fn make(&self, ctx: &mut BuildContext<'_>) -> SinkOp<S> {
+        SinkOp::new((self.factory)(&ctx.info), ctx.metrics.sink_records.clone())
+    }
+}
+
+/// Tail of a stage that ends in a key_by exchange.
+struct ExchangeTail<T, K, KF> {
+    exchange: usize,
+    key_fn: KF,
+    _types: PhantomData<fn(T) -> K>,
+}
+
+impl<T, K, KF> TailBuilder<T> for ExchangeTail<T, K, KF>
+where
+    T: Wire,
+    K: KeyHash + 'static,
+    KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+{
+    type Tail = ExchangeOutput<T, K, KF>;
+    fn make(&self, ctx: &mut BuildContext<'_>) -> Self::Tail {
+        let (senders, pool) = ctx.take_output(self.exchange);
+        ExchangeOutput::new(
+            self.key_fn.clone(),
+            ctx.info.max_parallelism,
+            senders,
+            pool,
+            ctx.buffer_timeout,
+        )
+    }
+}

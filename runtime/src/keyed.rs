@@ -1,0 +1,204 @@
+//! The keyed process operator and keyed `ValueState`.
+//!
+//! After a key_by exchange every record's key belongs to a key group owned
+//! by the receiving subtask. The operator computes the key's stable hash once
+//! and hands the user's [`KeyedProcessFunction`] a [`KeyContext`]: the
+//! current key, as in Flink, through which keyed state is read and written.
+//! [`KeyedValueState`] is Flink's `ValueState`, stored in the worker's own
+//! arena ([`weir_state::ValueState`]), one entry per key, no allocation per
+//! entry.
+
+use weir_state::{KeyGroupRange, KeyHash, ValueState};
+
+use crate::operator::{ChainControl, Collector, FlushOutcome};
+use crate::source::SubtaskInfo;
+
+/// The key of the record being processed, with its precomputed hash.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyContext<K> {
+    key: K,
+    hash: u64,
+}
+
+impl<K: KeyHash> KeyContext<K> {
+    /// The context for `key`.
+    #[inline]
+    pub fn new(key: K) -> Self {
+        let hash = key.key_hash();
+        Self { key, hash }
+    }
+}
+
+impl<K> KeyContext<K> {
+    /// The current key.
+    #[inline]
+    pub fn key(&self) -> &K {
+        &self.key
+    }
+
+    /// The current key's stable hash (decides its key group).
+    #[inline]
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// User logic of a keyed process operator.
+pub trait KeyedProcessFunction: 'static {
+    /// The key type of the key_by before it.
+    type Key: Copy + Eq + KeyHash + 'static;
+    /// Records in.
+    type In;
+    /// Records out.
+    type Out;
+
+    /// Processes one record of key `ctx.key()`.
+    fn process<C: Collector<Self::Out>>(
+        &mut self,
+        ctx: &KeyContext<Self::Key>,
+        value: Self::In,
+        out: &mut C,
+    );
+
+    /// The input ended (bounded sources): emit any final results.
+    fn on_end_of_input<C: Collector<Self::Out>>(&mut self, out: &mut C) {
+        let _ = out;
+    }
+}
+
+/// Flink's keyed `ValueState<V>`: one value per key, scoped to the current
+/// key of a [`KeyContext`].
+pub struct KeyedValueState<K, V>
+where
+    K: Copy + Eq + KeyHash,
+    V: Copy,
+{
+    inner: ValueState<K, V>,
+}
+
+impl<K: Copy + Eq + KeyHash, V: Copy> KeyedValueState<K, V> {
+    /// An empty state named `name` (the name identifies it in snapshots).
+    pub fn new(name: &str) -> Self {
+        Self {
+            inner: ValueState::new(name),
+        }
+    }
+
+    /// The current key's value, if any.
+    #[inline]
+    pub fn value(&self, ctx: &KeyContext<K>) -> Option<V> {
+        self.inner.get_hashed(&ctx.key, ctx.hash).copied()
+    }
+
+    /// Sets the current key's value.
+    #[inline]
+    pub fn update(&mut self, ctx: &KeyContext<K>, value: V) {
+        self.inner.put_hashed(ctx.key, ctx.hash, value);
+    }
+
+    /// Removes the current key's value.
+    #[inline]
+    pub fn clear(&mut self, ctx: &KeyContext<K>) {
+        self.inner.remove_hashed(&ctx.key, ctx.hash);
+    }
+
+    /// The current key's value for in-place update, created with `init` if
+    /// absent (one lookup: the hot path of a keyed aggregate).
+    #[inline]
+    pub fn value_mut_or_insert_with(
+        &mut self,
+        ctx: &KeyContext<K>,
+        init: impl FnOnce() -> V,
+    ) -> &mut V {
+        self.inner
+            .get_or_insert_with_hashed(ctx.key, ctx.hash, init)
+    }
+
+    /// Keys with a value on this subtask.
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// True if no key has a value.
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    /// All entries of this subtask (for inspection and tests).
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.inner.iter()
+    }
+}
+
+/// The keyed process operator in a chain: key extraction, hashing, the
+/// user's function.
+pub struct KeyedProcessOp<F, KF, C> {
+    pub(crate) func: F,
+    pub(crate) key_fn: KF,
+    pub(crate) out: C,
+    pub(crate) ended: bool,
+    /// Key groups this subtask owns (checked in debug builds).
+    pub(crate) owned: KeyGroupRange,
+    pub(crate) max_parallelism: u32,
+}
+
+impl<F, KF, C> KeyedProcessOp<F, KF, C> {
+    /// The operator for subtask `info`.
+    pub fn new(func: F, key_fn: KF, out: C, info: &SubtaskInfo) -> Self {
+        Self {
+            func,
+            key_fn,
+            out,
+            ended: false,
+            owned: KeyGroupRange::for_subtask(
+                info.max_parallelism,
+                info.parallelism as u32,
+                info.index as u32,
+            ),
+            max_parallelism: info.max_parallelism,
+        }
+    }
+}
+
+impl<F, KF, C> ChainControl for KeyedProcessOp<F, KF, C>
+where
+    F: KeyedProcessFunction,
+    C: Collector<F::Out>,
+{
+    #[inline(always)]
+    fn is_available(&self) -> bool {
+        self.out.is_available()
+    }
+
+    fn flush(&mut self, now: std::time::Instant) -> FlushOutcome {
+        self.out.flush(now)
+    }
+
+    fn finish(&mut self) -> bool {
+        if !self.ended {
+            self.ended = true;
+            self.func.on_end_of_input(&mut self.out);
+        }
+        self.out.finish()
+    }
+}
+
+impl<F, KF, C> Collector<F::In> for KeyedProcessOp<F, KF, C>
+where
+    F: KeyedProcessFunction,
+    KF: Fn(&F::In) -> F::Key,
+    C: Collector<F::Out>,
+{
+    #[inline(always)]
+    fn collect(&mut self, record: F::In) {
+        let ctx = KeyContext::new((self.key_fn)(&record));
+        debug_assert!(
+            self.owned.contains(weir_state::key_group_for_hash(
+                ctx.hash,
+                self.max_parallelism
+            )),
+            "record routed to a subtask that does not own its key group"
+        );
+        self.func.process(&ctx, record, &mut self.out);
+    }
+}

@@ -1,0 +1,37 @@
+//! What runs in weir: the job API, pinned glommio workers, chained
+//! operators, key_by exchanges, keyed state, configuration and metrics.
+//!
+//! A job is a [`JobGraph`] of sources, chained operators (`map`, `filter`,
+//! `flat_map`), `key_by` exchanges, keyed process operators and sinks.
+//! [`execute`] runs it with one glommio executor per worker, each pinned to
+//! its own core; subtask `i` of every stage runs on worker `i % workers`.
+//! Operators joined by forward edges call each other directly; a `key_by`
+//! becomes an all-to-all exchange of one lock-free SPSC channel per
+//! (sender, receiver) pair, carrying buffers by ownership (see `weir-net`).
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod error;
+pub mod exchange;
+pub mod execute;
+pub mod job;
+pub mod keyed;
+pub mod metrics;
+pub mod operator;
+pub mod sink;
+pub mod source;
+pub mod task;
+pub mod worker;
+
+pub use config::{Config, ConfigError, JobName};
+pub use error::{JobError, Result};
+pub use execute::{
+    available_cores, execute, execute_with_progress, ExecutionOptions, JobResult, Progress,
+};
+pub use job::{JobGraph, KeyedStream, Stream};
+pub use keyed::{KeyContext, KeyedProcessFunction, KeyedValueState};
+pub use operator::{ChainControl, Collector, FlushOutcome};
+pub use sink::Sink;
+pub use source::{SequenceSource, Source, SourcePoll, SubtaskInfo};
+pub use weir_net::Wire;
+pub use weir_state::KeyHash;

@@ -1,0 +1,165 @@
+//! Sources: the heads of the first stage, and the task that drives them.
+//!
+//! A [`Source`] emits records into its chain when polled, at most a budget
+//! per poll, and stops early when the chain is unavailable (backpressure), so
+//! that a worker never blocks inside a source while its own input channels
+//! need draining. A bounded source returns [`SourcePoll::Finished`]; the task
+//! then finishes the chain, which sends end-of-partition downstream.
+
+use std::time::Instant;
+
+use crate::metrics::Counter;
+use crate::operator::Collector;
+use crate::task::{Task, TaskPoll};
+
+/// What a [`Source::poll_next`] call did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourcePoll {
+    /// Emitted this many records (0 if the chain was unavailable).
+    Emitted(usize),
+    /// Nothing to emit before `until` (pacing), or until woken if `None`.
+    Idle {
+        /// When to poll again.
+        until: Option<Instant>,
+    },
+    /// The source is exhausted: the partition ends.
+    Finished,
+}
+
+/// A source subtask.
+pub trait Source: 'static {
+    /// Records produced.
+    type Out;
+    /// Emits up to `budget` records into `out`, checking
+    /// `out.is_available()` before each one.
+    fn poll_next<C: Collector<Self::Out>>(&mut self, out: &mut C, budget: usize) -> SourcePoll;
+}
+
+/// Where a subtask runs: passed to every factory of sources, operators and
+/// sinks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubtaskInfo {
+    /// This subtask's index in `0..parallelism`.
+    pub index: usize,
+    /// The operator's parallelism.
+    pub parallelism: usize,
+    /// The worker (core) it runs on.
+    pub worker: usize,
+    /// Number of key groups of the job.
+    pub max_parallelism: u32,
+}
+
+/// A bounded source of records `f(i)` for `i = index, index + P, ...` below
+/// `count` — the partitioning every WORKLOADS.md source uses.
+pub struct SequenceSource<F> {
+    next: u64,
+    step: u64,
+    count: u64,
+    f: F,
+}
+
+impl<F> SequenceSource<F> {
+    /// Records `f(i)` for this subtask's share of `0..count`.
+    pub fn new(info: &SubtaskInfo, count: u64, f: F) -> Self {
+        Self {
+            next: info.index as u64,
+            step: info.parallelism as u64,
+            count,
+            f,
+        }
+    }
+}
+
+impl<T, F: FnMut(u64) -> T + 'static> Source for SequenceSource<F> {
+    type Out = T;
+
+    #[inline]
+    fn poll_next<C: Collector<T>>(&mut self, out: &mut C, budget: usize) -> SourcePoll {
+        let mut n = 0;
+        while n < budget {
+            if self.next >= self.count {
+                return if n == 0 {
+                    SourcePoll::Finished
+                } else {
+                    SourcePoll::Emitted(n)
+                };
+            }
+            if !out.is_available() {
+                break;
+            }
+            out.collect((self.f)(self.next));
+            self.next += self.step;
+            n += 1;
+        }
+        SourcePoll::Emitted(n)
+    }
+}
+
+/// Records a source may emit per poll before the worker looks at its inputs.
+const SOURCE_BUDGET: usize = 4096;
+
+/// Drives one source subtask and its chain.
+pub struct SourceTask<S, C> {
+    name: String,
+    source: S,
+    out: C,
+    exhausted: bool,
+    finished: bool,
+    emitted: Counter,
+}
+
+impl<S, C> SourceTask<S, C> {
+    /// A task running `source` into `out`.
+    pub fn new(name: String, source: S, out: C, emitted: Counter) -> Self {
+        Self {
+            name,
+            source,
+            out,
+            exhausted: false,
+            finished: false,
+            emitted,
+        }
+    }
+}
+
+impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
+    fn poll(&mut self, now: Instant) -> TaskPoll {
+        if self.finished {
+            return TaskPoll {
+                finished: true,
+                ..TaskPoll::default()
+            };
+        }
+        let flushed = self.out.flush(now);
+        let mut result = TaskPoll {
+            progressed: flushed.progressed,
+            ..TaskPoll::default()
+        }
+        .with_deadline(flushed.next_deadline);
+        if !self.exhausted && self.out.is_available() {
+            match self.source.poll_next(&mut self.out, SOURCE_BUDGET) {
+                SourcePoll::Emitted(n) => {
+                    if n > 0 {
+                        self.emitted.add(n as u64);
+                        result.progressed = true;
+                    }
+                }
+                SourcePoll::Idle { until } => result = result.with_deadline(until),
+                SourcePoll::Finished => {
+                    self.exhausted = true;
+                    result.progressed = true;
+                }
+            }
+        }
+        if self.exhausted && self.out.finish() {
+            self.finished = true;
+            result.finished = true;
+            result.progressed = true;
+        }
+        result
+    }
+
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+}

@@ -1,0 +1,278 @@
+//! A worker: one glommio executor pinned to one core, running the tasks of
+//! every subtask assigned to it.
+//!
+//! The worker's loop polls its tasks round-robin; each poll does a bounded
+//! amount of work. When nothing progressed it spins for
+//! `weir.worker.spin-before-park`, then parks on its [`Doorbell`]: it
+//! announces itself asleep, polls once more (so nothing published in between
+//! is missed), and awaits a ring of the doorbell or its next deadline (a
+//! buffer timeout or a paced source). A panic in a task fails the job: the
+//! worker records the failure, cancels the job and rings every doorbell so
+//! that no worker waits for input that will never come.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use futures_lite::future;
+use weir_net::{BufferPool, ChannelReceiver, ChannelSender, Consumer, Doorbell, NetworkBuffer};
+
+use crate::metrics::WorkerMetrics;
+use crate::source::SubtaskInfo;
+use crate::task::{earliest, Task};
+
+/// The sending side of one exchange for one subtask, before its pool exists.
+pub(crate) struct OutputEndpoint {
+    pub senders: Vec<ChannelSender>,
+    pub returns: Vec<Consumer<NetworkBuffer>>,
+    pub pool_size: usize,
+    pub buffer_size: usize,
+}
+
+/// Channel endpoints handed to one worker, keyed by (exchange, subtask).
+#[derive(Default)]
+pub(crate) struct WorkerEndpoints {
+    pub inputs: HashMap<(usize, usize), Vec<ChannelReceiver>>,
+    pub outputs: HashMap<(usize, usize), OutputEndpoint>,
+}
+
+/// What a stage's builders may ask for while building one subtask.
+pub struct BuildContext<'a> {
+    /// The subtask being built.
+    pub info: SubtaskInfo,
+    /// `execution.buffer-timeout`.
+    pub buffer_timeout: Duration,
+    /// The worker's counters.
+    pub metrics: &'a WorkerMetrics,
+    pub(crate) stage_name: &'a str,
+    pub(crate) endpoints: &'a mut WorkerEndpoints,
+}
+
+impl BuildContext<'_> {
+    /// "stage (i/P)", as Flink names subtasks.
+    pub fn task_name(&self) -> String {
+        format!(
+            "{} ({}/{})",
+            self.stage_name,
+            self.info.index + 1,
+            self.info.parallelism
+        )
+    }
+
+    /// The receivers of `exchange` for this subtask, one per sender.
+    pub(crate) fn take_input(&mut self, exchange: usize) -> Vec<ChannelReceiver> {
+        self.endpoints
+            .inputs
+            .remove(&(exchange, self.info.index))
+            .expect("every receiving subtask has its input channels")
+    }
+
+    /// The senders of `exchange` for this subtask (one per receiver) and the
+    /// buffer pool, allocated here, on the worker's own core.
+    pub(crate) fn take_output(&mut self, exchange: usize) -> (Vec<ChannelSender>, BufferPool) {
+        let ep = self
+            .endpoints
+            .outputs
+            .remove(&(exchange, self.info.index))
+            .expect("every sending subtask has its output channels");
+        let mut pool = BufferPool::new(ep.pool_size, ep.buffer_size);
+        for r in ep.returns {
+            pool.add_return_path(r);
+        }
+        (ep.senders, pool)
+    }
+}
+
+/// State every worker and the control thread share.
+pub(crate) struct JobShared {
+    pub ready: AtomicUsize,
+    pub go: AtomicBool,
+    pub cancelled: AtomicBool,
+    pub finished: AtomicUsize,
+    pub failure: OnceLock<(usize, String, String)>,
+    pub bells: Vec<Arc<Doorbell>>,
+    pub finished_at: Vec<OnceLock<Instant>>,
+}
+
+impl JobShared {
+    pub fn new(workers: usize) -> Self {
+        Self {
+            ready: AtomicUsize::new(0),
+            go: AtomicBool::new(false),
+            cancelled: AtomicBool::new(false),
+            finished: AtomicUsize::new(0),
+            failure: OnceLock::new(),
+            bells: (0..workers).map(|_| Arc::new(Doorbell::new())).collect(),
+            finished_at: (0..workers).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// Records the first failure and stops every worker.
+    pub fn fail(&self, worker: usize, task: String, message: String) {
+        let _ = self.failure.set((worker, task, message));
+        self.cancel();
+    }
+
+    /// Stops every worker at its next loop iteration.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        for bell in &self.bells {
+            bell.ring();
+        }
+    }
+}
+
+/// How the worker loop behaves when idle.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IdlePolicy {
+    pub spin_before_park: Duration,
+}
+
+/// Outcome of one pass over the tasks.
+struct Pass {
+    progressed: bool,
+    deadline: Option<Instant>,
+}
+
+struct TaskSet {
+    tasks: Vec<Box<dyn Task>>,
+    done: Vec<bool>,
+    remaining: usize,
+}
+
+impl TaskSet {
+    /// Polls every unfinished task once. A panic becomes `Err((task, msg))`.
+    fn poll_all(&mut self, now: Instant) -> Result<Pass, (String, String)> {
+        let mut pass = Pass {
+            progressed: false,
+            deadline: None,
+        };
+        for (task, done) in self.tasks.iter_mut().zip(self.done.iter_mut()) {
+            if *done {
+                continue;
+            }
+            let polled = catch_unwind(AssertUnwindSafe(|| task.poll(now)))
+                .map_err(|panic| (task.describe(), panic_message(panic)))?;
+            pass.progressed |= polled.progressed;
+            pass.deadline = earliest(pass.deadline, polled.deadline);
+            if polled.finished {
+                *done = true;
+                self.remaining -= 1;
+            }
+        }
+        Ok(pass)
+    }
+}
+
+fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}
+
+/// Iterations between voluntary yields to glommio (its timers and I/O).
+const YIELD_EVERY: u32 = 64;
+/// Longest a parked worker sleeps without a deadline before re-checking the
+/// job's state (a safety net; doorbells wake it much sooner).
+const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
+
+/// Runs one worker until all its tasks finished or the job is cancelled.
+pub(crate) async fn run_worker(
+    index: usize,
+    tasks: Vec<Box<dyn Task>>,
+    shared: Arc<JobShared>,
+    metrics: WorkerMetrics,
+    idle: IdlePolicy,
+) {
+    let n = tasks.len();
+    let mut set = TaskSet {
+        tasks,
+        done: vec![false; n],
+        remaining: n,
+    };
+    let bell = shared.bells[index].clone();
+
+    // Start together, so that the measured time covers the run, not setup.
+    shared.ready.fetch_add(1, Ordering::AcqRel);
+    while !shared.go.load(Ordering::Acquire) {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return;
+        }
+        glommio::timer::sleep(Duration::from_micros(50)).await;
+    }
+
+    let mut idle_since: Option<Instant> = None;
+    let mut iterations: u32 = 0;
+    while set.remaining > 0 {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return;
+        }
+        let now = Instant::now();
+        let pass = match set.poll_all(now) {
+            Ok(pass) => pass,
+            Err((task, message)) => {
+                shared.fail(index, task, message);
+                return;
+            }
+        };
+        if pass.progressed || set.remaining == 0 {
+            idle_since = None;
+            iterations = iterations.wrapping_add(1);
+            if iterations.is_multiple_of(YIELD_EVERY) {
+                glommio::yield_if_needed().await;
+            }
+            continue;
+        }
+        if pass.deadline.is_some_and(|d| d <= now) {
+            continue;
+        }
+        let since = *idle_since.get_or_insert(now);
+        if now.duration_since(since) < idle.spin_before_park {
+            std::hint::spin_loop();
+            continue;
+        }
+
+        // Park: announce, re-check once, then wait for a ring or a deadline.
+        future::poll_fn(|cx| {
+            bell.prepare_park(cx.waker());
+            Poll::Ready(())
+        })
+        .await;
+        let recheck = match set.poll_all(Instant::now()) {
+            Ok(pass) => pass,
+            Err((task, message)) => {
+                bell.cancel_park();
+                shared.fail(index, task, message);
+                return;
+            }
+        };
+        if recheck.progressed || set.remaining == 0 || shared.cancelled.load(Ordering::Relaxed) {
+            bell.cancel_park();
+            idle_since = None;
+            continue;
+        }
+        metrics.parks.add(1);
+        let wait = recheck.deadline.map_or(PARK_SAFETY_NET, |d| {
+            d.saturating_duration_since(Instant::now())
+        });
+        let rung = future::poll_fn(|_| {
+            if bell.is_parked() {
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        });
+        future::or(rung, glommio::timer::sleep(wait)).await;
+        bell.cancel_park();
+        idle_since = None;
+    }
+    let _ = shared.finished_at[index].set(Instant::now());
+    shared.finished.fetch_add(1, Ordering::AcqRel);
+}

@@ -1,0 +1,68 @@
+//! The built-in jobs: the quickstart job and the W1/W3 benchmark jobs,
+//! written with the public job API exactly as a user would write them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use weir_runtime::{JobGraph, SubtaskInfo};
+
+use crate::workload::{
+    splitmix64, ChecksumSink, KeyedCount, RunClock, SinkResults, SourceCounts, SourcePlan,
+    WorkloadSource,
+};
+
+/// W1 keyed-count: `source(P) -> key_by(key) -> keyed op -> sink(P)`.
+pub fn w1(records: u64, keys: u64, rate: Option<u64>, results: Arc<SinkResults>) -> JobGraph {
+    let clock = Arc::new(RunClock::default());
+    let plan = SourcePlan {
+        records,
+        rate,
+        run_for: None,
+    };
+    let mut job = JobGraph::new("w1-keyed-count");
+    job.source("w1-source", move |info: &SubtaskInfo| {
+        WorkloadSource::new(info, plan, clock.clone(), move |i| {
+            (splitmix64(i) % keys, i)
+        })
+    })
+    .key_by(|r: &(u64, u64)| r.0)
+    .process("w1-keyed-count", |_| KeyedCount::<(u64, u64)>::default())
+    .sink("w1-checksum-sink", move |info: &SubtaskInfo| {
+        ChecksumSink::new(info, results.clone())
+    });
+    job
+}
+
+/// W3 end-to-end latency: the W1 pipeline with a `ts_ns` on every record,
+/// sources paced to `rate` records/s in total, run for `warmup + duration`.
+pub fn w3(
+    keys: u64,
+    rate: u64,
+    warmup: Duration,
+    duration: Duration,
+    results: Arc<SinkResults>,
+    counts: Arc<SourceCounts>,
+) -> JobGraph {
+    let clock = Arc::new(RunClock::default());
+    let sink_clock = clock.clone();
+    let plan = SourcePlan {
+        records: u64::MAX,
+        rate: Some(rate),
+        run_for: Some(warmup + duration),
+    };
+    let mut job = JobGraph::new("w3-latency");
+    job.source("w3-source", move |info: &SubtaskInfo| {
+        WorkloadSource::new(info, plan, clock.clone(), move |i| {
+            (splitmix64(i) % keys, i, crate::workload::clock_ns())
+        })
+        .reporting_to(counts.clone())
+    })
+    .key_by(|r: &(u64, u64, u64)| r.0)
+    .process("w3-keyed-count", |_| {
+        KeyedCount::<(u64, u64, u64)>::default()
+    })
+    .sink("w3-latency-sink", move |info: &SubtaskInfo| {
+        ChecksumSink::with_latency(info, results.clone(), sink_clock.clone(), warmup, duration)
+    });
+    job
+}

@@ -1,0 +1,144 @@
+//! The quickstart job: what `weir run --config configs/quickstart.toml` runs.
+//!
+//! A stream of generated network events `(user, bytes)` is filtered (runt
+//! packets under 64 bytes are dropped), keyed by user, and a keyed process
+//! operator keeps each user's event count and byte total in keyed
+//! `ValueState`. The sink keeps the latest totals per user; at the end the
+//! job prints the heaviest users and checks every user's totals against a
+//! single-threaded computation of the same data.
+
+use std::sync::{Arc, OnceLock};
+
+use weir_runtime::{
+    Collector, JobGraph, KeyContext, KeyedProcessFunction, KeyedValueState, SequenceSource, Sink,
+    SubtaskInfo,
+};
+
+use crate::workload::splitmix64;
+
+/// Default number of events.
+pub const DEFAULT_EVENTS: u64 = 100_000_000;
+/// Default number of users.
+pub const DEFAULT_USERS: u64 = 10_000;
+/// Events smaller than this are dropped by the filter.
+pub const RUNT_BYTES: u64 = 64;
+
+/// Event `i`: `(user, bytes)`.
+#[inline(always)]
+pub fn event(i: u64, users: u64) -> (u64, u64) {
+    let user = splitmix64(i) % users;
+    let bytes = splitmix64(i ^ 0x5EED) % 1500 + 40;
+    (user, bytes)
+}
+
+/// Per user: events and bytes, emitted on every event.
+#[derive(Default)]
+pub struct UserTotals {
+    totals: Option<KeyedValueState<u64, (u64, u64)>>,
+}
+
+impl KeyedProcessFunction for UserTotals {
+    type Key = u64;
+    type In = (u64, u64);
+    type Out = (u64, u64, u64);
+
+    #[inline]
+    fn process<C: Collector<Self::Out>>(
+        &mut self,
+        ctx: &KeyContext<u64>,
+        e: (u64, u64),
+        out: &mut C,
+    ) {
+        let state = self
+            .totals
+            .get_or_insert_with(|| KeyedValueState::new("user-totals"));
+        let t = state.value_mut_or_insert_with(ctx, || (0, 0));
+        t.0 += 1;
+        t.1 += e.1;
+        out.collect((e.0, t.0, t.1));
+    }
+}
+
+/// Final per-user totals of all sink subtasks.
+pub struct QuickstartResults {
+    slots: Vec<OnceLock<Vec<(u64, u64, u64)>>>,
+}
+
+struct LatestTotals {
+    index: usize,
+    latest: Vec<(u64, u64)>,
+    results: Arc<QuickstartResults>,
+}
+
+impl Sink for LatestTotals {
+    type In = (u64, u64, u64);
+
+    #[inline]
+    fn invoke(&mut self, (user, count, bytes): (u64, u64, u64)) {
+        self.latest[user as usize] = (count, bytes);
+    }
+
+    fn finish(&mut self) {
+        let totals = self
+            .latest
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.0 > 0)
+            .map(|(u, t)| (u as u64, t.0, t.1))
+            .collect();
+        let _ = self.results.slots[self.index].set(totals);
+    }
+}
+
+/// Builds the quickstart job for `workers` sink subtasks.
+pub fn job(events: u64, users: u64, workers: usize) -> (JobGraph, Arc<QuickstartResults>) {
+    let results = Arc::new(QuickstartResults {
+        slots: (0..workers).map(|_| OnceLock::new()).collect(),
+    });
+    let sink_results = results.clone();
+    let mut job = JobGraph::new("quickstart");
+    job.source("events", move |info: &SubtaskInfo| {
+        SequenceSource::new(info, events, move |i| event(i, users))
+    })
+    .filter("drop-runts", |e: &(u64, u64)| e.1 >= RUNT_BYTES)
+    .key_by(|e: &(u64, u64)| e.0)
+    .process("user-totals", |_| UserTotals::default())
+    .sink("latest-totals", move |info: &SubtaskInfo| LatestTotals {
+        index: info.index,
+        latest: vec![(0, 0); users as usize],
+        results: sink_results.clone(),
+    });
+    (job, results)
+}
+
+impl QuickstartResults {
+    /// `(user, events, bytes)` for every user seen, sorted by user.
+    pub fn totals(&self) -> Vec<(u64, u64, u64)> {
+        let mut all: Vec<_> = self
+            .slots
+            .iter()
+            .filter_map(|s| s.get())
+            .flatten()
+            .copied()
+            .collect();
+        all.sort_unstable();
+        all
+    }
+}
+
+/// The same totals computed on one thread without the engine.
+pub fn reference_totals(events: u64, users: u64) -> Vec<(u64, u64, u64)> {
+    let mut t = vec![(0u64, 0u64); users as usize];
+    for i in 0..events {
+        let (u, b) = event(i, users);
+        if b >= RUNT_BYTES {
+            t[u as usize].0 += 1;
+            t[u as usize].1 += b;
+        }
+    }
+    t.iter()
+        .enumerate()
+        .filter(|(_, x)| x.0 > 0)
+        .map(|(u, x)| (u as u64, x.0, x.1))
+        .collect()
+}

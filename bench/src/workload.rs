@@ -1,0 +1,443 @@
+//! The building blocks of the WORKLOADS.md jobs: the record generator, the
+//! paced source, the keyed count and the checksum/latency sink.
+//!
+//! Everything here follows `shared/bench/WORKLOADS.md` to the letter, so that
+//! another engine can run the very same work: record `i` has
+//! `key = splitmix64(i) % K` and `value = i`; source subtask `s` of `P` emits
+//! `i = s, s + P, s + 2P, ...`; the keyed op keeps `count` and `sum` per key
+//! and emits `(key, count, sum)`; the sink folds
+//! `checksum += key * M + count` (wrapping).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use weir_runtime::{
+    Collector, KeyContext, KeyedProcessFunction, KeyedValueState, Sink, Source, SourcePoll,
+    SubtaskInfo, Wire,
+};
+
+/// The multiplier of the sink checksum.
+pub const M: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// splitmix64 as WORKLOADS.md defines it (all arithmetic wrapping).
+#[inline(always)]
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Nanoseconds on the process's monotonic clock (W3's `ts_ns`).
+#[inline]
+pub fn clock_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// A record of the keyed-count workloads.
+pub trait CountRecord: Wire + Copy {
+    /// What the keyed count emits for it.
+    type Out: CountOutput;
+    /// The record's key.
+    fn key(&self) -> u64;
+    /// The record's value.
+    fn value(&self) -> u64;
+    /// The output after this record: the key's new count and sum.
+    fn output(&self, count: u64, sum: u64) -> Self::Out;
+}
+
+/// An output of the keyed count, as the sink sees it.
+pub trait CountOutput: Copy + 'static {
+    /// The key.
+    fn key(&self) -> u64;
+    /// The key's count after the record.
+    fn count(&self) -> u64;
+    /// When the source emitted the record (W3), if carried.
+    fn ts_ns(&self) -> Option<u64>;
+}
+
+/// W1's record: `(key, value)`.
+impl CountRecord for (u64, u64) {
+    type Out = (u64, u64, u64);
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        self.0
+    }
+    #[inline(always)]
+    fn value(&self) -> u64 {
+        self.1
+    }
+    #[inline(always)]
+    fn output(&self, count: u64, sum: u64) -> Self::Out {
+        (self.0, count, sum)
+    }
+}
+
+/// W1's output: `(key, count, sum)`.
+impl CountOutput for (u64, u64, u64) {
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        self.0
+    }
+    #[inline(always)]
+    fn count(&self) -> u64 {
+        self.1
+    }
+    #[inline(always)]
+    fn ts_ns(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// W3's record: `(key, value, ts_ns)`.
+impl CountRecord for (u64, u64, u64) {
+    type Out = (u64, u64, u64, u64);
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        self.0
+    }
+    #[inline(always)]
+    fn value(&self) -> u64 {
+        self.1
+    }
+    #[inline(always)]
+    fn output(&self, count: u64, sum: u64) -> Self::Out {
+        (self.0, count, sum, self.2)
+    }
+}
+
+/// W3's output: `(key, count, sum, ts_ns)`.
+impl CountOutput for (u64, u64, u64, u64) {
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        self.0
+    }
+    #[inline(always)]
+    fn count(&self) -> u64 {
+        self.1
+    }
+    #[inline(always)]
+    fn ts_ns(&self) -> Option<u64> {
+        Some(self.3)
+    }
+}
+
+/// The shared start of a timed run: set by the first source poll, read by
+/// sinks to tell warm-up from the recorded window.
+#[derive(Debug, Default)]
+pub struct RunClock {
+    start_ns: AtomicU64,
+}
+
+impl RunClock {
+    /// Marks the start (first caller wins) and returns it.
+    pub fn start(&self) -> u64 {
+        let now = clock_ns().max(1);
+        match self
+            .start_ns
+            .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => now,
+            Err(earlier) => earlier,
+        }
+    }
+
+    /// The start, if it happened.
+    pub fn started_at(&self) -> Option<u64> {
+        match self.start_ns.load(Ordering::Acquire) {
+            0 => None,
+            t => Some(t),
+        }
+    }
+}
+
+/// How a [`WorkloadSource`] is paced and bounded.
+#[derive(Clone, Copy, Debug)]
+pub struct SourcePlan {
+    /// Records over all subtasks: the source emits `i < records`.
+    pub records: u64,
+    /// Total records/s over all subtasks (`None`: as fast as allowed).
+    pub rate: Option<u64>,
+    /// Stop after this long even if records remain (timed runs).
+    pub run_for: Option<Duration>,
+}
+
+/// The WORKLOADS.md source: subtask `s` emits `make(i)` for
+/// `i = s, s + P, ...`, optionally paced to its share of the rate.
+pub struct WorkloadSource<F> {
+    next: u64,
+    step: u64,
+    plan: SourcePlan,
+    per_second: f64,
+    start: Option<Instant>,
+    emitted: u64,
+    clock: Arc<RunClock>,
+    counts: Option<Arc<SourceCounts>>,
+    index: usize,
+    make: F,
+}
+
+/// How many records each source subtask emitted, reported when it finishes
+/// (timed runs end by the clock, so the reference needs these).
+#[derive(Debug)]
+pub struct SourceCounts {
+    slots: Vec<AtomicU64>,
+}
+
+impl SourceCounts {
+    /// Slots for `parallelism` source subtasks.
+    pub fn new(parallelism: usize) -> Arc<Self> {
+        Arc::new(Self {
+            slots: (0..parallelism).map(|_| AtomicU64::new(0)).collect(),
+        })
+    }
+
+    /// Records emitted per subtask.
+    pub fn get(&self) -> Vec<u64> {
+        self.slots
+            .iter()
+            .map(|s| s.load(Ordering::Acquire))
+            .collect()
+    }
+}
+
+impl<F> WorkloadSource<F> {
+    /// The source of subtask `info`.
+    pub fn new(info: &SubtaskInfo, plan: SourcePlan, clock: Arc<RunClock>, make: F) -> Self {
+        let per_second = plan
+            .rate
+            .map_or(0.0, |r| r as f64 / info.parallelism as f64);
+        Self {
+            next: info.index as u64,
+            step: info.parallelism as u64,
+            plan,
+            per_second,
+            start: None,
+            emitted: 0,
+            clock,
+            counts: None,
+            index: info.index,
+            make,
+        }
+    }
+
+    /// Reports the emitted count into `counts` when the source finishes.
+    pub fn reporting_to(mut self, counts: Arc<SourceCounts>) -> Self {
+        self.counts = Some(counts);
+        self
+    }
+
+    fn finished(&self) -> SourcePoll {
+        if let Some(c) = &self.counts {
+            c.slots[self.index].store(self.emitted, Ordering::Release);
+        }
+        SourcePoll::Finished
+    }
+}
+
+impl<T, F: FnMut(u64) -> T + 'static> Source for WorkloadSource<F> {
+    type Out = T;
+
+    #[inline]
+    fn poll_next<C: Collector<T>>(&mut self, out: &mut C, budget: usize) -> SourcePoll {
+        let start = *self.start.get_or_insert_with(|| {
+            self.clock.start();
+            Instant::now()
+        });
+        let mut allowed = budget as u64;
+        if self.plan.rate.is_some() || self.plan.run_for.is_some() {
+            let elapsed = start.elapsed();
+            if self.plan.run_for.is_some_and(|d| elapsed >= d) {
+                return self.finished();
+            }
+            if self.plan.rate.is_some() {
+                let due = (elapsed.as_secs_f64() * self.per_second) as u64;
+                if due <= self.emitted {
+                    let next_at = (self.emitted + 1) as f64 / self.per_second;
+                    return SourcePoll::Idle {
+                        until: Some(start + Duration::from_secs_f64(next_at)),
+                    };
+                }
+                allowed = allowed.min(due - self.emitted);
+            }
+        }
+        let mut n = 0;
+        while n < allowed {
+            if self.next >= self.plan.records {
+                self.emitted += n;
+                return if n == 0 {
+                    self.finished()
+                } else {
+                    SourcePoll::Emitted(n as usize)
+                };
+            }
+            if !out.is_available() {
+                break;
+            }
+            out.collect((self.make)(self.next));
+            self.next += self.step;
+            n += 1;
+        }
+        self.emitted += n;
+        SourcePoll::Emitted(n as usize)
+    }
+}
+
+/// The keyed op of W1/W3: `count += 1; sum += value`, emit the new totals.
+pub struct KeyedCount<R: CountRecord> {
+    totals: KeyedValueState<u64, (u64, u64)>,
+    _record: std::marker::PhantomData<fn(R)>,
+}
+
+impl<R: CountRecord> Default for KeyedCount<R> {
+    fn default() -> Self {
+        Self {
+            totals: KeyedValueState::new("totals"),
+            _record: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<R: CountRecord> KeyedProcessFunction for KeyedCount<R> {
+    type Key = u64;
+    type In = R;
+    type Out = R::Out;
+
+    #[inline(always)]
+    fn process<C: Collector<R::Out>>(&mut self, ctx: &KeyContext<u64>, value: R, out: &mut C) {
+        let t = self.totals.value_mut_or_insert_with(ctx, || (0, 0));
+        t.0 += 1;
+        t.1 = t.1.wrapping_add(value.value());
+        out.collect(value.output(t.0, t.1));
+    }
+}
+
+/// What one sink subtask saw.
+#[derive(Clone, Debug)]
+pub struct SinkResult {
+    /// Records received.
+    pub records: u64,
+    /// `sum(key * M + count)`, wrapping.
+    pub checksum: u64,
+    /// Records whose `ts_ns` fell in the recorded window (W3).
+    pub recorded: u64,
+    /// Latency of the recorded records, in nanoseconds (W3).
+    pub latency_ns: Option<Histogram<u64>>,
+}
+
+/// Where sink subtasks leave their results, one slot per subtask.
+#[derive(Debug)]
+pub struct SinkResults {
+    slots: Vec<OnceLock<SinkResult>>,
+}
+
+impl SinkResults {
+    /// Slots for `parallelism` sink subtasks.
+    pub fn new(parallelism: usize) -> Arc<Self> {
+        Arc::new(Self {
+            slots: (0..parallelism).map(|_| OnceLock::new()).collect(),
+        })
+    }
+
+    /// Every subtask's result (missing ones, e.g. after a failure, skipped).
+    pub fn collected(&self) -> Vec<SinkResult> {
+        self.slots.iter().filter_map(|s| s.get().cloned()).collect()
+    }
+}
+
+/// The checksum sink; with a latency window it also records W3 latency.
+pub struct ChecksumSink<O> {
+    index: usize,
+    results: Arc<SinkResults>,
+    records: u64,
+    checksum: u64,
+    recorded: u64,
+    latency: Option<LatencyWindow>,
+    _out: std::marker::PhantomData<fn(O)>,
+}
+
+/// W3: which records count (by their source timestamp) and their latencies.
+struct LatencyWindow {
+    clock: Arc<RunClock>,
+    warmup_ns: u64,
+    duration_ns: u64,
+    from_ns: u64,
+    to_ns: u64,
+    histogram: Histogram<u64>,
+}
+
+impl<O> ChecksumSink<O> {
+    /// A plain checksum sink for subtask `info`.
+    pub fn new(info: &SubtaskInfo, results: Arc<SinkResults>) -> Self {
+        Self {
+            index: info.index,
+            results,
+            records: 0,
+            checksum: 0,
+            recorded: 0,
+            latency: None,
+            _out: std::marker::PhantomData,
+        }
+    }
+
+    /// A sink that also records the latency of records emitted after
+    /// `warmup` and within `duration` of the run's start.
+    pub fn with_latency(
+        info: &SubtaskInfo,
+        results: Arc<SinkResults>,
+        clock: Arc<RunClock>,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Self {
+        let mut sink = Self::new(info, results);
+        sink.latency = Some(LatencyWindow {
+            clock,
+            warmup_ns: warmup.as_nanos() as u64,
+            duration_ns: duration.as_nanos() as u64,
+            from_ns: u64::MAX,
+            to_ns: u64::MAX,
+            // 1 us .. 60 s with 3 significant digits, in nanoseconds.
+            histogram: Histogram::new_with_bounds(1_000, 60_000_000_000, 3)
+                .expect("valid histogram bounds"),
+        });
+        sink
+    }
+}
+
+impl<O: CountOutput> Sink for ChecksumSink<O> {
+    type In = O;
+
+    #[inline(always)]
+    fn invoke(&mut self, record: O) {
+        self.records += 1;
+        self.checksum = self
+            .checksum
+            .wrapping_add(record.key().wrapping_mul(M))
+            .wrapping_add(record.count());
+        if let (Some(w), Some(ts)) = (self.latency.as_mut(), record.ts_ns()) {
+            if w.from_ns == u64::MAX {
+                if let Some(start) = w.clock.started_at() {
+                    w.from_ns = start + w.warmup_ns;
+                    w.to_ns = w.from_ns + w.duration_ns;
+                }
+            }
+            if ts >= w.from_ns && ts < w.to_ns {
+                let latency = clock_ns().saturating_sub(ts);
+                w.histogram.saturating_record(latency.max(1_000));
+                self.recorded += 1;
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        let _ = self.results.slots[self.index].set(SinkResult {
+            records: self.records,
+            checksum: self.checksum,
+            recorded: self.recorded,
+            latency_ns: self.latency.as_ref().map(|w| w.histogram.clone()),
+        });
+    }
+}

@@ -1,0 +1,231 @@
+//! The `weir` command line: run a job from a config file, or run one of the
+//! WORKLOADS.md benchmarks.
+//!
+//! Exit codes: 0 success; 1 the job failed or produced a wrong result;
+//! 2 bad usage, config key or value.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use weir_bench::{quickstart, Workload};
+use weir_runtime::{execute, Config, ExecutionOptions, JobName};
+
+#[derive(Parser)]
+#[command(
+    name = "weir",
+    version,
+    about = "A thread-per-core stream processor with Flink's semantics"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the job a config file names (job.name); without --config, the
+    /// quickstart job on its embedded defaults.
+    Run {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Run a benchmark workload of WORKLOADS.md; the last line of stdout is
+    /// one JSON object with the figures.
+    Bench {
+        /// Which workload.
+        workload: BenchName,
+        /// Records N (job.records).
+        #[arg(long)]
+        n: Option<u64>,
+        /// Keys K (job.keys).
+        #[arg(long)]
+        k: Option<u64>,
+        /// Total source rate in records/s (job.rate); unpaced when absent (W1).
+        #[arg(long)]
+        rate: Option<u64>,
+        /// W3 warm-up in seconds or with a unit (job.warmup).
+        #[arg(long)]
+        warmup: Option<String>,
+        /// W3 recorded run time in seconds or with a unit (job.duration).
+        #[arg(long)]
+        duration: Option<String>,
+        /// No progress lines on stderr.
+        #[arg(long)]
+        quiet: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Args)]
+struct Common {
+    /// A TOML config file (see configs/README.md).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Overrides a config key: --set key=value (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Workers, one pinned per core (parallelism.default).
+    #[arg(long)]
+    workers: Option<usize>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BenchName {
+    W1,
+    W3,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run { common } => {
+            let config = match load(&common, Vec::new()) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            match config.job {
+                JobName::Quickstart => run_quickstart(&config),
+                JobName::W1 => run_bench(Workload::W1, &config, false, false),
+                JobName::W3 => run_bench(Workload::W3, &config, false, false),
+            }
+        }
+        Command::Bench {
+            workload,
+            n,
+            k,
+            rate,
+            warmup,
+            duration,
+            quiet,
+            common,
+        } => {
+            let mut extra = Vec::new();
+            if let Some(n) = n {
+                extra.push(format!("job.records={n}"));
+            }
+            if let Some(k) = k {
+                extra.push(format!("job.keys={k}"));
+            }
+            if let Some(r) = rate {
+                extra.push(format!("job.rate={r}"));
+            }
+            if let Some(w) = warmup {
+                extra.push(format!("job.warmup={}", seconds_by_default(&w)));
+            }
+            if let Some(d) = duration {
+                extra.push(format!("job.duration={}", seconds_by_default(&d)));
+            }
+            let config = match load(&common, extra) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let workload = match workload {
+                BenchName::W1 => Workload::W1,
+                BenchName::W3 => Workload::W3,
+            };
+            run_bench(workload, &config, quiet, true)
+        }
+    }
+}
+
+/// `--warmup 5` means five seconds; `--warmup 500ms` is passed through.
+fn seconds_by_default(text: &str) -> String {
+    let t = text.trim();
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+        format!("{t}s")
+    } else {
+        t.to_owned()
+    }
+}
+
+/// The config file, then `--set` overrides, then the command's own flags.
+fn load(common: &Common, extra: Vec<String>) -> Result<Config, ExitCode> {
+    let mut overrides = common.set.clone();
+    if let Some(w) = common.workers {
+        overrides.push(format!("parallelism.default={w}"));
+    }
+    overrides.extend(extra);
+    Config::load(common.config.as_deref(), &overrides).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn run_bench(workload: Workload, config: &Config, quiet: bool, json: bool) -> ExitCode {
+    match weir_bench::run(workload, config, quiet) {
+        Ok(report) => {
+            print!("{}", report.summary());
+            if json {
+                println!("{}", report.to_json());
+            }
+            if report.verified() {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!("error: the result does not match the reference computation");
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run_quickstart(config: &Config) -> ExitCode {
+    let options = ExecutionOptions::from_config(config);
+    let events = config.records.unwrap_or(quickstart::DEFAULT_EVENTS);
+    let users = config.keys.unwrap_or(quickstart::DEFAULT_USERS);
+    println!(
+        "weir quickstart: {events} generated events of {users} users -> filter(drop runts) -> \
+         key_by(user) -> keyed totals (ValueState) -> sink"
+    );
+    println!(
+        "{} workers{}, buffer timeout {:?}, {} key groups",
+        options.workers,
+        if options.pin_cores {
+            " pinned one per core"
+        } else {
+            ""
+        },
+        options.buffer_timeout,
+        options.max_parallelism
+    );
+    let (job, results) = quickstart::job(events, users, options.workers);
+    let started = Instant::now();
+    let result = match execute(job, &options) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let totals = results.totals();
+    let records = result.metrics.total_sink_records();
+    println!(
+        "done: {records} events kept and processed in {:.2} s ({} events/s end to end, {:.2} s with setup)",
+        result.elapsed.as_secs_f64(),
+        weir_runtime::execute::human_rate(records as f64 / result.elapsed.as_secs_f64().max(1e-9)),
+        started.elapsed().as_secs_f64()
+    );
+    let mut top = totals.clone();
+    top.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    println!("heaviest users (user, events, bytes):");
+    for (u, c, b) in top.iter().take(5) {
+        println!("  user {u:>6}  {c:>8} events  {b:>12} bytes");
+    }
+    let reference = quickstart::reference_totals(events, users);
+    if totals == reference {
+        println!(
+            "verified: all {} users' totals equal a single-threaded computation of the same events",
+            reference.len()
+        );
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("error: totals differ from the single-threaded reference");
+        ExitCode::from(1)
+    }
+}

@@ -137,9 +137,9 @@ impl BenchReport {
         );
         if let (Some(rate), Some(l)) = (self.achieved_rate, self.latency) {
             s += &format!(
-                "latency at {} records/s (buffer timeout {:?}): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, max {:.0} us\n",
+                "latency at {} records/s (buffer timeout {}): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, max {:.0} us\n",
                 human_rate(rate),
-                self.buffer_timeout,
+                weir_runtime::config::format_duration(self.buffer_timeout),
                 l.p50,
                 l.p99,
                 l.p999,

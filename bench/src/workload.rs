@@ -307,6 +307,11 @@ impl<R: CountRecord> KeyedProcessFunction for KeyedCount<R> {
     type Out = R::Out;
 
     #[inline(always)]
+    fn prefetch(&self, ctx: &KeyContext<u64>) {
+        self.totals.prefetch(ctx);
+    }
+
+    #[inline(always)]
     fn process<C: Collector<R::Out>>(&mut self, ctx: &KeyContext<u64>, value: R, out: &mut C) {
         let t = self.totals.value_mut_or_insert_with(ctx, || (0, 0));
         t.0 += 1;

@@ -416,6 +416,7 @@ impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
                     result.progressed = true;
                 }
             }
+            self.out.end_of_batch();
         }
         if self.input_ended && self.out.finish() {
             self.finished = true;

@@ -1,16 +1,12 @@
 //! Flink's keyed `ValueState`, for all keys of one operator subtask on one
-//! worker, backed by the chunked [`Arena`].
+//! worker, stored inline in a [`SlotArena`].
 //!
-//! Entries `(K, V)` live in the arena and never move. An open-addressing
-//! index (linear probing, power-of-two capacity, max load 5/8) maps keys to
-//! arena slots; growing doubles and rehashes only the index, from the hash
-//! bits it stores, without touching the arena.
-//!
-//! Index slot layout (`u64`, 0 = empty): the high 32 bits are the high 32
-//! bits of the key's [`KeyHash`], the low 32 bits are `arena slot + 1`. The
-//! stored hash bits let most mismatches be rejected without reading the
-//! arena, and they contain the bucket (see below), so growth and deletion
-//! work on the index alone.
+//! Each arena slot holds `(hash, key, value)` — for a `u64` key and a
+//! `(u64, u64)` value that is 32 bytes, two entries per cache line — so a
+//! lookup usually costs one cache line, and [`ValueState::prefetch_hashed`]
+//! can start loading it before the record is processed. The table is open
+//! addressing with linear probing, power-of-two capacity and at most 13/16
+//! of the slots used; it grows by doubling into a new arena.
 //!
 //! The bucket is taken from the HIGH bits of the hash (`hash >> (64 -
 //! log2(capacity))`): the low bits choose the key group (`hash %
@@ -24,45 +20,42 @@
 
 use std::fmt;
 
-use crate::arena::Arena;
+use crate::arena::SlotArena;
 use crate::key_group::KeyHash;
 
-/// Empty index slot.
-const EMPTY: u64 = 0;
-/// The hash bits stored in an index slot.
-const HASH_BITS: u64 = 0xFFFF_FFFF_0000_0000;
-/// Smallest index capacity: a few cache lines, so `new` is cheap but the
-/// first inserts do not rehash repeatedly.
+/// Smallest capacity: a few cache lines, so `new` is cheap.
 const MIN_CAPACITY: usize = 16;
-/// Largest index capacity: the bucket must fit in the 32 stored hash bits.
-const MAX_CAPACITY: usize = 1 << 32;
 
-/// Packs an index slot.
-#[inline]
-fn pack(hash: u64, slot: u32) -> u64 {
-    (hash & HASH_BITS) | (u64::from(slot) + 1)
+/// One slot: `tag == 0` means empty; otherwise `tag = hash | 1` (the low
+/// bit forced so no real entry looks empty).
+#[derive(Clone, Copy, Debug)]
+struct Slot<K, V> {
+    tag: u64,
+    key: K,
+    value: V,
 }
 
-/// Arena slot of a non-empty index slot.
-#[inline]
-fn slot_of(entry: u64) -> u32 {
-    (entry as u32) - 1
+const EMPTY: u64 = 0;
+
+#[inline(always)]
+fn tag_of(hash: u64) -> u64 {
+    hash | 1
 }
 
-/// Most entries an index of `capacity` slots may hold (load 5/8): with
-/// linear probing that keeps expected probes for a miss around 4 slots,
-/// i.e. within one or two cache lines of 8-byte index slots.
+/// Most entries a table of `capacity` slots may hold (13/16): with linear
+/// probing a hit then costs ~3 slots on average, within one or two cache
+/// lines of 32-byte slots, and the table stays small enough for L2.
 #[inline]
 fn max_len_for(capacity: usize) -> usize {
-    capacity / 2 + capacity / 8
+    capacity / 2 + capacity / 4 + capacity / 16
 }
 
 /// Result of a probe sequence.
 enum Probe {
-    /// The key is present: its index position and arena slot.
-    Found { pos: usize, slot: u32 },
-    /// The key is absent; `pos` is the empty index slot where it would go.
-    Vacant { pos: usize },
+    /// The key is at this position.
+    Found(usize),
+    /// The key is absent; this empty position is where it would go.
+    Vacant(usize),
 }
 
 /// Keyed value state: one `V` per key `K` for all keys of an operator
@@ -73,14 +66,17 @@ where
     V: Copy,
 {
     name: String,
-    entries: Arena<(K, V)>,
-    index: Box<[u64]>,
-    /// `index.len() - 1`.
+    slots: SlotArena<Slot<K, V>>,
+    len: usize,
+    /// `capacity - 1`.
     mask: usize,
-    /// `64 - log2(index.len())`: `hash >> shift` is the bucket.
+    /// `64 - log2(capacity)`: `hash >> shift` is the bucket.
     shift: u32,
     /// Grow before an insert would exceed this many entries.
     max_len: usize,
+    /// Filler for empty slots (keys and values of empty slots are never
+    /// read; they only need to be some valid value).
+    filler: Option<Slot<K, V>>,
 }
 
 impl<K, V> ValueState<K, V>
@@ -93,20 +89,24 @@ where
         Self::with_capacity(name, 0)
     }
 
-    /// An empty state whose index holds `n` keys without growing.
+    /// An empty state that holds `n` keys without growing.
     pub fn with_capacity(name: &str, n: usize) -> Self {
         let mut capacity = MIN_CAPACITY;
         while max_len_for(capacity) < n {
-            assert!(capacity < MAX_CAPACITY, "ValueState capacity {n} too large");
-            capacity *= 2;
+            capacity = capacity
+                .checked_mul(2)
+                .unwrap_or_else(|| panic!("ValueState capacity {n} too large"));
         }
         Self {
             name: name.to_owned(),
-            entries: Arena::new(),
-            index: vec![EMPTY; capacity].into_boxed_slice(),
+            // No filler yet: the arena is created on the first insert, when
+            // a key and value exist to fill empty slots with.
+            slots: SlotArena::empty(),
+            len: 0,
             mask: capacity - 1,
             shift: 64 - capacity.trailing_zeros(),
             max_len: max_len_for(capacity),
+            filler: None,
         }
     }
 
@@ -118,99 +118,114 @@ where
     /// Number of keys with a value.
     #[inline]
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
     /// Whether no key has a value.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len == 0
     }
 
-    /// Number of index slots (a power of two); up to 5/8 of them are used.
+    /// Number of slots (a power of two); up to 13/16 of them are used.
     pub fn capacity(&self) -> usize {
-        self.index.len()
+        self.mask + 1
     }
 
-    /// The arena holding the entries; for snapshots and diagnostics.
-    pub fn arena(&self) -> &Arena<(K, V)> {
-        &self.entries
+    /// Bytes of slot memory (for metrics and snapshot sizing).
+    pub fn memory_bytes(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<Slot<K, V>>()
     }
 
-    /// Finds `key` (whose hash is `hash`) in the index: one probe sequence.
-    #[inline]
+    /// Starts loading the slot where the key of `hash` would be, so that a
+    /// lookup a few records later finds it in cache.
+    #[inline(always)]
+    pub fn prefetch_hashed(&self, hash: u64) {
+        if !self.slots.is_empty() {
+            self.slots.prefetch((hash >> self.shift) as usize);
+        }
+    }
+
+    /// Finds `key` (whose hash is `hash`): one probe sequence.
+    #[inline(always)]
     fn probe(&self, key: &K, hash: u64) -> Probe {
+        if self.slots.is_empty() {
+            return Probe::Vacant(0);
+        }
+        let tag = tag_of(hash);
         let mut pos = (hash >> self.shift) as usize;
         loop {
-            let entry = self.index[pos];
-            if entry == EMPTY {
-                return Probe::Vacant { pos };
+            let slot = self.slots.get(pos);
+            if slot.tag == EMPTY {
+                return Probe::Vacant(pos);
             }
-            // Only touch the arena when the stored hash bits match.
-            if (entry ^ hash) & HASH_BITS == 0 {
-                let slot = slot_of(entry);
-                if self.entries.get(slot).0 == *key {
-                    return Probe::Found { pos, slot };
-                }
+            if slot.tag == tag && slot.key == *key {
+                return Probe::Found(pos);
             }
             // Terminates: the load is capped below 1, so an empty slot exists.
             pos = (pos + 1) & self.mask;
         }
     }
 
-    /// First empty index position on the probe path of `hash`; for keys
-    /// known to be absent.
+    /// First empty position on the probe path of `hash`.
     #[inline]
     fn vacant_pos(&self, hash: u64) -> usize {
         let mut pos = (hash >> self.shift) as usize;
-        while self.index[pos] != EMPTY {
+        while self.slots.get(pos).tag != EMPTY {
             pos = (pos + 1) & self.mask;
         }
         pos
     }
 
-    /// Doubles the index and re-inserts every index slot from its stored
-    /// hash bits. Arena entries do not move.
+    /// Moves every entry into an arena of `capacity` slots.
     #[cold]
-    fn grow(&mut self) {
-        let capacity = self.index.len() * 2;
-        assert!(
-            capacity <= MAX_CAPACITY,
-            "ValueState '{}' cannot hold more than {} keys",
-            self.name,
-            max_len_for(MAX_CAPACITY)
-        );
-        let old = std::mem::replace(&mut self.index, vec![EMPTY; capacity].into_boxed_slice());
+    fn rebuild(&mut self, capacity: usize, filler: Slot<K, V>) {
+        let empty = Slot {
+            tag: EMPTY,
+            ..filler
+        };
+        let old = std::mem::replace(&mut self.slots, SlotArena::new(capacity, empty));
         self.mask = capacity - 1;
-        self.shift -= 1;
+        self.shift = 64 - capacity.trailing_zeros();
         self.max_len = max_len_for(capacity);
-        for &entry in old.iter().filter(|&&e| e != EMPTY) {
-            // The stored high hash bits are all the bucket needs.
-            let pos = self.vacant_pos(entry);
-            self.index[pos] = entry;
+        for slot in old.iter().filter(|s| s.tag != EMPTY) {
+            let pos = self.vacant_pos(slot.tag);
+            *self.slots.get_mut(pos) = *slot;
         }
     }
 
-    /// Stores `(key, value)` at the vacant index position `pos`, growing
-    /// first if needed. Returns the arena slot.
+    /// Stores `(key, value)` at the vacant position `pos`, creating or
+    /// growing the arena first if needed. Returns the position.
     ///
     /// Kept out of line: inserts are the rare case of a running keyed
-    /// aggregation, and with them inlined `get_or_insert_with` itself was
-    /// no longer inlined into the caller's loop (the out-of-line insert made
-    /// the keyed-count benchmark ~20% faster).
+    /// aggregation, and inlining them stopped the lookup from being inlined
+    /// into the caller's loop.
     #[inline(never)]
-    fn insert_at(&mut self, mut pos: usize, key: K, hash: u64, value: V) -> u32 {
-        if self.entries.len() >= self.max_len {
-            self.grow();
+    fn insert_at(&mut self, mut pos: usize, key: K, hash: u64, value: V) -> usize {
+        let slot = Slot {
+            tag: tag_of(hash),
+            key,
+            value,
+        };
+        if self.slots.is_empty() {
+            self.filler = Some(slot);
+            self.rebuild(self.capacity(), slot);
+            pos = self.vacant_pos(hash);
+        } else if self.len >= self.max_len {
+            let capacity = self
+                .capacity()
+                .checked_mul(2)
+                .unwrap_or_else(|| panic!("ValueState '{}' is full", self.name));
+            self.rebuild(capacity, slot);
             pos = self.vacant_pos(hash);
         }
-        let slot = self.entries.push((key, value));
-        self.index[pos] = pack(hash, slot);
-        slot
+        *self.slots.get_mut(pos) = slot;
+        self.len += 1;
+        pos
     }
 
     /// Debug check that a caller-supplied hash is the key's [`KeyHash`].
-    #[inline]
+    #[inline(always)]
     fn check_hash(key: &K, hash: u64) {
         debug_assert_eq!(
             hash,
@@ -224,8 +239,8 @@ where
     pub fn get_hashed(&self, key: &K, hash: u64) -> Option<&V> {
         Self::check_hash(key, hash);
         match self.probe(key, hash) {
-            Probe::Found { slot, .. } => Some(&self.entries.get(slot).1),
-            Probe::Vacant { .. } => None,
+            Probe::Found(pos) => Some(&self.slots.get(pos).value),
+            Probe::Vacant(_) => None,
         }
     }
 
@@ -240,8 +255,8 @@ where
     pub fn get_mut_hashed(&mut self, key: &K, hash: u64) -> Option<&mut V> {
         Self::check_hash(key, hash);
         match self.probe(key, hash) {
-            Probe::Found { slot, .. } => Some(&mut self.entries.get_mut(slot).1),
-            Probe::Vacant { .. } => None,
+            Probe::Found(pos) => Some(&mut self.slots.get_mut(pos).value),
+            Probe::Vacant(_) => None,
         }
     }
 
@@ -252,10 +267,10 @@ where
     }
 
     /// The value of `key`, inserting `f()` first if there is none, given
-    /// `hash == key.key_hash()`. One probe sequence (plus a re-probe of the
-    /// grown index on the rare insert that grows it). If `f` panics the
-    /// state is unchanged.
-    #[inline]
+    /// `hash == key.key_hash()`. One probe sequence (plus a re-probe on the
+    /// rare insert that grows the table). If `f` panics the state is
+    /// unchanged.
+    #[inline(always)]
     pub fn get_or_insert_with_hashed(
         &mut self,
         key: K,
@@ -263,14 +278,14 @@ where
         f: impl FnOnce() -> V,
     ) -> &mut V {
         Self::check_hash(&key, hash);
-        let slot = match self.probe(&key, hash) {
-            Probe::Found { slot, .. } => slot,
-            Probe::Vacant { pos } => {
+        let pos = match self.probe(&key, hash) {
+            Probe::Found(pos) => pos,
+            Probe::Vacant(pos) => {
                 let value = f();
                 self.insert_at(pos, key, hash, value)
             }
         };
-        &mut self.entries.get_mut(slot).1
+        &mut self.slots.get_mut(pos).value
     }
 
     /// The value of `key`, inserting `f()` first if there is none.
@@ -286,8 +301,8 @@ where
     pub fn put_hashed(&mut self, key: K, hash: u64, value: V) {
         Self::check_hash(&key, hash);
         match self.probe(&key, hash) {
-            Probe::Found { slot, .. } => self.entries.get_mut(slot).1 = value,
-            Probe::Vacant { pos } => {
+            Probe::Found(pos) => self.slots.get_mut(pos).value = value,
+            Probe::Vacant(pos) => {
                 self.insert_at(pos, key, hash, value);
             }
         }
@@ -300,16 +315,15 @@ where
     }
 
     /// Removes `key` and returns its value, given `hash == key.key_hash()`.
-    /// The arena slot goes on the free list for the next insert.
     #[inline]
     pub fn remove_hashed(&mut self, key: &K, hash: u64) -> Option<V> {
         Self::check_hash(key, hash);
         match self.probe(key, hash) {
-            Probe::Vacant { .. } => None,
-            Probe::Found { pos, slot } => {
-                let value = self.entries.get(slot).1;
-                self.entries.free(slot);
+            Probe::Vacant(_) => None,
+            Probe::Found(pos) => {
+                let value = self.slots.get(pos).value;
                 self.backward_shift(pos);
+                self.len -= 1;
                 Some(value)
             }
         }
@@ -321,41 +335,48 @@ where
         self.remove_hashed(key, key.key_hash())
     }
 
-    /// Empties index position `hole`, shifting later entries of its cluster
-    /// back so that every entry stays reachable from its bucket without
-    /// crossing an empty slot (the linear-probing invariant).
+    /// Empties position `hole`, shifting later entries of its cluster back
+    /// so that every entry stays reachable from its bucket without crossing
+    /// an empty slot (the linear-probing invariant).
     fn backward_shift(&mut self, mut hole: usize) {
         let mut pos = hole;
         loop {
             pos = (pos + 1) & self.mask;
-            let entry = self.index[pos];
-            if entry == EMPTY {
+            let slot = *self.slots.get(pos);
+            if slot.tag == EMPTY {
                 break;
             }
-            let bucket = (entry >> self.shift) as usize;
+            let bucket = (slot.tag >> self.shift) as usize;
             // The entry may move into the hole iff the hole lies on its probe
             // path: its distance from its bucket reaches back to the hole.
             // Distances are taken modulo the capacity (the table wraps).
             let distance = pos.wrapping_sub(bucket) & self.mask;
             let to_hole = pos.wrapping_sub(hole) & self.mask;
             if distance >= to_hole {
-                self.index[hole] = entry;
+                *self.slots.get_mut(hole) = slot;
                 hole = pos;
             }
         }
-        self.index[hole] = EMPTY;
+        self.slots.get_mut(hole).tag = EMPTY;
     }
 
-    /// Every `(key, value)`, in arena order (not insertion order).
+    /// Every `(key, value)`, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
-        self.entries.iter().map(|(_, (k, v))| (k, v))
+        self.slots
+            .iter()
+            .filter(|s| s.tag != EMPTY)
+            .map(|s| (&s.key, &s.value))
     }
 
-    /// Removes every key. The index keeps its capacity; the arena releases
-    /// its chunks.
+    /// Removes every key; the table keeps its capacity.
     pub fn clear(&mut self) {
-        self.entries.clear();
-        self.index.fill(EMPTY);
+        if let Some(filler) = self.filler {
+            self.slots.fill(Slot {
+                tag: EMPTY,
+                ..filler
+            });
+        }
+        self.len = 0;
     }
 }
 

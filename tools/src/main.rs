@@ -184,14 +184,14 @@ fn run_quickstart(config: &Config) -> ExitCode {
          key_by(user) -> keyed totals (ValueState) -> sink"
     );
     println!(
-        "{} workers{}, buffer timeout {:?}, {} key groups",
+        "{} workers{}, buffer timeout {}, {} key groups",
         options.workers,
         if options.pin_cores {
             " pinned one per core"
         } else {
             ""
         },
-        options.buffer_timeout,
+        weir_runtime::config::format_duration(options.buffer_timeout),
         options.max_parallelism
     );
     let (job, results) = quickstart::job(events, users, options.workers);

@@ -187,6 +187,14 @@ impl BufferPool {
         self.free.pop()
     }
 
+    /// A buffer beyond the pool's size, which joins the pool for good.
+    /// For the rare record whose output exceeds every buffer of the pool;
+    /// the caller bounds how often (return rings are sized for `total`).
+    pub fn grow(&mut self) -> NetworkBuffer {
+        self.total += 1;
+        NetworkBuffer::with_capacity(self.buffer_size)
+    }
+
     /// Puts a buffer this side still holds back into the free list.
     #[inline]
     pub fn recycle(&mut self, mut buffer: NetworkBuffer) {

@@ -5,10 +5,10 @@
 //! key with the stable key hash, maps the key group to the subtask that owns
 //! it, and appends the record to that channel's current buffer. A buffer is
 //! sent when it is full, or when `execution.buffer-timeout` has passed since
-//! its first record (immediately with a timeout of zero). Buffers that find no
-//! credit wait in a per-channel queue; they are pool buffers, so the queue is
-//! bounded by the pool. When the pool is empty the output reports itself
-//! unavailable and the chain's head stops taking input: backpressure.
+//! its first record (immediately with a timeout of zero). A buffer that finds
+//! no credit waits in a per-channel queue. While one waits, or when the pool
+//! is empty, the output reports itself unavailable and the chain's head stops
+//! taking input: backpressure.
 //!
 //! [`InputGate`] is the receiving side: it takes events from its channels
 //! round-robin, lends each buffer's records to the chain in place, and returns
@@ -69,15 +69,6 @@ impl OutChannel {
     }
 }
 
-/// Counters of one exchange output, published by its task.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct OutputCounters {
-    /// Records written.
-    pub records: u64,
-    /// Buffers sent.
-    pub buffers: u64,
-}
-
 /// The sending side of a key_by exchange for one subtask.
 pub struct ExchangeOutput<T, K, KF> {
     key_fn: KF,
@@ -88,7 +79,9 @@ pub struct ExchangeOutput<T, K, KF> {
     flush_every_record: bool,
     available: bool,
     finishing: bool,
-    records: u64,
+    /// Most buffers the pool may own after overdrafts: what a return ring
+    /// holds, so a return can never overflow.
+    max_pool: usize,
     _types: PhantomData<fn(T) -> K>,
 }
 
@@ -99,12 +92,14 @@ where
     KF: Fn(&T) -> K,
 {
     /// An output over `senders` (indexed by receiving subtask) drawing
-    /// buffers from `pool`.
+    /// buffers from `pool`; the pool may grow to `max_pool` buffers (the
+    /// capacity of each channel's return ring).
     pub fn new(
         key_fn: KF,
         max_parallelism: u32,
         senders: Vec<ChannelSender>,
         pool: BufferPool,
+        max_pool: usize,
         buffer_timeout: Duration,
     ) -> Self {
         let assigner = KeyGroupAssigner::new(max_parallelism, senders.len() as u32);
@@ -127,25 +122,42 @@ where
             timeout: buffer_timeout,
             flush_every_record: buffer_timeout.is_zero(),
             finishing: false,
-            records: 0,
+            max_pool,
             _types: PhantomData,
         }
-    }
-
-    /// Records written so far.
-    pub fn records(&self) -> u64 {
-        self.records
     }
 
     #[inline]
     fn fresh_buffer(&mut self) -> NetworkBuffer {
         match self.pool.request() {
             Some(b) => b,
-            // Only reachable when one input record produced more output than
-            // the whole pool holds (a large flat_map): grow the pool by one
-            // buffer rather than deadlock a worker on its own channel.
-            None => NetworkBuffer::with_capacity(self.pool.buffer_size()),
+            None => self.overdraft(),
         }
+    }
+
+    /// Only reachable when one input record produced more output than the
+    /// whole pool holds (a large flat_map): the head checks availability
+    /// before every record, but cannot stop in the middle of one. Grow the
+    /// pool rather than deadlock a worker that must also drain its own
+    /// input channels.
+    #[cold]
+    fn overdraft(&mut self) -> NetworkBuffer {
+        // Ship what is ready first: returns may follow before the next record.
+        for ch in self.channels.iter_mut() {
+            ch.drain_queue();
+        }
+        if let Some(b) = self.pool.request() {
+            return b;
+        }
+        assert!(
+            self.pool.total() < self.max_pool,
+            "one record's output filled the whole buffer pool ({} buffers of {} bytes); \
+             raise taskmanager.memory.segment-size or \
+             taskmanager.network.memory.floating-buffers-per-gate",
+            self.max_pool,
+            self.pool.buffer_size()
+        );
+        self.pool.grow()
     }
 
     #[cold]
@@ -168,12 +180,12 @@ where
     fn collect(&mut self, record: T) {
         let key = (self.key_fn)(&record);
         let target = self.assigner.subtask_for_hash(key.key_hash()) as usize;
-        self.records += 1;
         let ch = &mut self.channels[target];
         if let Some(buf) = ch.current.as_mut() {
             if buf.try_append(&record) {
                 if self.flush_every_record {
                     ch.ship_current();
+                    self.available &= ch.queued.is_empty();
                 }
                 return;
             }
@@ -190,7 +202,11 @@ where
         } else {
             ch.since = Some(Instant::now());
         }
-        self.available = self.pool.available() > 0 || self.pool.reclaim() > 0;
+        // Available again only if nothing waits for credit on this channel
+        // (else the head would keep filling buffers the receiver cannot take
+        // yet) and a buffer is free for the next record.
+        self.available =
+            ch.queued.is_empty() && (self.pool.available() > 0 || self.pool.reclaim() > 0);
     }
 }
 
@@ -203,6 +219,7 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
     fn flush(&mut self, now: Instant) -> FlushOutcome {
         let mut progressed = false;
         let mut next_deadline: Option<Instant> = None;
+        let mut waiting = false;
         for ch in self.channels.iter_mut() {
             progressed |= ch.drain_queue();
             if let Some(since) = ch.since {
@@ -214,9 +231,10 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
                     next_deadline = Some(next_deadline.map_or(due, |d| d.min(due)));
                 }
             }
+            waiting |= !ch.queued.is_empty();
         }
         progressed |= self.pool.reclaim() > 0;
-        self.available = self.pool.available() > 0;
+        self.available = !waiting && self.pool.available() > 0;
         FlushOutcome {
             progressed,
             next_deadline,
@@ -416,7 +434,6 @@ impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
                     result.progressed = true;
                 }
             }
-            self.out.end_of_batch();
         }
         if self.input_ended && self.out.finish() {
             self.finished = true;

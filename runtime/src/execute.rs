@@ -149,6 +149,10 @@ pub struct JobResult {
     pub metrics: MetricsSnapshot,
 }
 
+/// Buffers a pool may borrow beyond its size when a single record's output
+/// exceeds it (see `ExchangeOutput`); bounds the return rings' capacity.
+const OVERDRAFT_BUFFERS: usize = 1024;
+
 struct ResolvedStage {
     parallelism: usize,
 }
@@ -356,7 +360,11 @@ fn wire_channels(
             .position(|s| s.input == Some(e))
             .expect("validated");
         let (ps, pr) = (stages[from].parallelism, stages[to].parallelism);
-        let pool_size = pr * credit + options.floating_buffers;
+        // Every channel keeps one buffer being filled; one more guarantees
+        // that a full buffer can always be replaced while it travels (as
+        // Flink requires subpartitions + 1 buffers), whatever the config.
+        let pool_size = (pr * credit + options.floating_buffers).max(pr + 1);
+        let max_pool = pool_size + OVERDRAFT_BUFFERS;
         let mut receivers: HashMap<usize, Vec<_>> = HashMap::new();
         for s in 0..ps {
             let ws = s % workers;
@@ -364,11 +372,11 @@ fn wire_channels(
             let mut returns = Vec::with_capacity(pr);
             for r in 0..pr {
                 let wr = r % workers;
-                // The return ring holds the whole pool twice over: every
-                // buffer of the pool plus any overdraft can come back at once.
+                // The return ring holds every buffer the pool may ever own,
+                // so a return never fails.
                 let (tx, rx, ret) = channel(
                     credit,
-                    2 * pool_size,
+                    max_pool,
                     shared.bells[ws].clone(),
                     shared.bells[wr].clone(),
                 );
@@ -382,6 +390,7 @@ fn wire_channels(
                     senders,
                     returns,
                     pool_size,
+                    max_pool,
                     buffer_size: options.segment_size,
                 },
             );

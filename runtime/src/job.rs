@@ -271,7 +271,7 @@ pub struct KeyedStream<'j, T, K, KF> {
 impl<'j, T, K, KF> KeyedStream<'j, T, K, KF>
 where
     T: Wire,
-    K: KeyHash + Copy + Eq + 'static,
+    K: KeyHash + Eq + 'static,
     KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
 {
     /// Applies a keyed process function; `factory` makes each subtask's
@@ -490,12 +490,13 @@ where
 {
     type Tail = ExchangeOutput<T, K, KF>;
     fn make(&self, ctx: &mut BuildContext<'_>) -> Self::Tail {
-        let (senders, pool) = ctx.take_output(self.exchange);
+        let (senders, pool, max_pool) = ctx.take_output(self.exchange);
         ExchangeOutput::new(
             self.key_fn.clone(),
             ctx.info.max_parallelism,
             senders,
             pool,
+            max_pool,
             ctx.buffer_timeout,
         )
     }

@@ -29,6 +29,8 @@ pub(crate) struct OutputEndpoint {
     pub senders: Vec<ChannelSender>,
     pub returns: Vec<Consumer<NetworkBuffer>>,
     pub pool_size: usize,
+    /// Capacity of each return ring: the most buffers the pool may own.
+    pub max_pool: usize,
     pub buffer_size: usize,
 }
 
@@ -72,7 +74,10 @@ impl BuildContext<'_> {
 
     /// The senders of `exchange` for this subtask (one per receiver) and the
     /// buffer pool, allocated here, on the worker's own core.
-    pub(crate) fn take_output(&mut self, exchange: usize) -> (Vec<ChannelSender>, BufferPool) {
+    pub(crate) fn take_output(
+        &mut self,
+        exchange: usize,
+    ) -> (Vec<ChannelSender>, BufferPool, usize) {
         let ep = self
             .endpoints
             .outputs
@@ -82,7 +87,7 @@ impl BuildContext<'_> {
         for r in ep.returns {
             pool.add_return_path(r);
         }
-        (ep.senders, pool)
+        (ep.senders, pool, ep.max_pool)
     }
 }
 

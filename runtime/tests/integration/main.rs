@@ -1,0 +1,161 @@
+//! End-to-end tests of weir-runtime: whole jobs built with the public API,
+//! run on real glommio workers, checked against references computed here,
+//! in the tests, independently of the engine and of weir-bench.
+//!
+//! Every job runs through [`run_job`], which fails the test instead of
+//! hanging when the engine does not finish a bounded job in time.
+
+mod backpressure;
+mod chaining;
+mod failure;
+mod lifecycle;
+mod routing;
+mod strings;
+mod w1;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use weir_runtime::{execute, ExecutionOptions, JobError, JobGraph, JobResult, Sink, SubtaskInfo};
+
+/// The longest a test job may take before the test calls it a hang.
+pub const JOB_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The checksum multiplier of WORKLOADS.md (also splitmix64's increment).
+pub const M: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// splitmix64 as WORKLOADS.md defines it, written out here on purpose (not
+/// imported from weir-bench) so that the tests do not share code with the
+/// benchmark they check.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Options for `workers` workers, unpinned (so that tests running in
+/// parallel do not fight over pinned cores), without progress output.
+pub fn options(workers: usize) -> ExecutionOptions {
+    let mut options = ExecutionOptions::with_workers(workers);
+    options.pin_cores = false;
+    options
+}
+
+/// Runs `job` on its own thread and returns what `execute` returned; fails
+/// the test if the job has not finished after [`JOB_TIMEOUT`].
+pub fn run_job(job: JobGraph, options: &ExecutionOptions) -> Result<JobResult, JobError> {
+    let name = job.name().to_owned();
+    let options = options.clone();
+    let (tx, rx) = channel();
+    std::thread::Builder::new()
+        .name(format!("run-{name}"))
+        .spawn(move || {
+            let _ = tx.send(execute(job, &options));
+        })
+        .expect("spawn the job's control thread");
+    match rx.recv_timeout(JOB_TIMEOUT) {
+        Ok(result) => result,
+        Err(RecvTimeoutError::Timeout) => panic!(
+            "job `{name}` did not finish within {JOB_TIMEOUT:?}: the engine hangs on a bounded job"
+        ),
+        Err(RecvTimeoutError::Disconnected) => {
+            panic!("execute() panicked while running job `{name}` instead of returning")
+        }
+    }
+}
+
+/// Runs `job` and expects success.
+pub fn run_ok(job: JobGraph, options: &ExecutionOptions) -> JobResult {
+    match run_job(job, options) {
+        Ok(result) => result,
+        Err(e) => panic!("the job failed: {e}"),
+    }
+}
+
+/// What every subtask of a [`CollectSink`] received, handed over at
+/// `finish`.
+pub struct Collected<T> {
+    parts: Mutex<Vec<(SubtaskInfo, Vec<T>)>>,
+    finishes: AtomicUsize,
+}
+
+impl<T> Collected<T> {
+    /// Empty.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            parts: Mutex::new(Vec::new()),
+            finishes: AtomicUsize::new(0),
+        })
+    }
+
+    /// Times any subtask's `finish` was called.
+    pub fn finishes(&self) -> usize {
+        self.finishes.load(Ordering::SeqCst)
+    }
+
+    /// Each finished subtask with the records it received, in order.
+    pub fn take_parts(&self) -> Vec<(SubtaskInfo, Vec<T>)> {
+        std::mem::take(&mut *self.parts.lock().unwrap())
+    }
+
+    /// Every record of every finished subtask.
+    pub fn take_all(&self) -> Vec<T> {
+        self.take_parts()
+            .into_iter()
+            .flat_map(|(_, records)| records)
+            .collect()
+    }
+}
+
+/// A sink that keeps every record and hands them to a [`Collected`] when
+/// its input ends.
+pub struct CollectSink<T> {
+    info: SubtaskInfo,
+    records: Vec<T>,
+    into: Arc<Collected<T>>,
+}
+
+impl<T: 'static> Sink for CollectSink<T> {
+    type In = T;
+
+    fn invoke(&mut self, record: T) {
+        self.records.push(record);
+    }
+
+    fn finish(&mut self) {
+        self.into.finishes.fetch_add(1, Ordering::SeqCst);
+        let records = std::mem::take(&mut self.records);
+        self.into.parts.lock().unwrap().push((self.info, records));
+    }
+}
+
+/// A sink factory collecting into `into`.
+pub fn collect_into<T: Send + 'static>(
+    into: &Arc<Collected<T>>,
+) -> impl Fn(&SubtaskInfo) -> CollectSink<T> + Send + Sync + 'static {
+    let into = into.clone();
+    move |info: &SubtaskInfo| CollectSink {
+        info: *info,
+        records: Vec::new(),
+        into: into.clone(),
+    }
+}
+
+/// Sorts a multiset so two of them compare with `==`.
+pub fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn splitmix64_matches_the_published_test_vector() {
+    // The first outputs of splitmix64 seeded with 0 (Vigna's reference
+    // implementation): state x = k * 0x9E37..., output = mix(x). Our
+    // function takes the pre-increment state, so outputs are f(k * M).
+    assert_eq!(splitmix64(0), 0xE220_A839_7B1D_CDAF);
+    assert_eq!(splitmix64(M), 0x6E78_9E6A_A1B9_65F4);
+    assert_eq!(splitmix64(M.wrapping_mul(2)), 0x06C4_5D18_8009_454F);
+}

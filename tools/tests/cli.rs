@@ -1,0 +1,291 @@
+//! End-to-end tests of the `weir` command line: the real binary, its exit
+//! codes, its JSON report and its configuration errors.
+//!
+//! Expected checksums are computed here, independently of weir-bench.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+const QUICKSTART_TOML: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/quickstart.toml");
+const M: u64 = 0x9E37_79B9_7F4A_7C15;
+/// The longest one `weir` invocation may take before the test calls it a hang.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Benchmarks measure time; running them one at a time keeps the timing
+/// figures (W3's achieved rate) undisturbed by the other tests' runs.
+static BENCH_LOCK: Mutex<()> = Mutex::new(());
+
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// W1's checksum in closed form: per key with count c, the sinks add
+/// `key·M + 1, key·M + 2, …, key·M + c`, i.e. `c·key·M + c(c+1)/2`.
+fn w1_checksum(n: u64, k: u64) -> u64 {
+    let mut counts: HashMap<u64, u64> = HashMap::new();
+    for i in 0..n {
+        *counts.entry(splitmix64(i) % k).or_default() += 1;
+    }
+    counts.iter().fold(0u64, |acc, (&key, &c)| {
+        acc.wrapping_add(c.wrapping_mul(key).wrapping_mul(M))
+            .wrapping_add(c * (c + 1) / 2)
+    })
+}
+
+/// Runs `weir args…`, failing the test if it does not exit within
+/// [`RUN_TIMEOUT`] (the child is then killed).
+fn weir(args: &[&str]) -> Output {
+    let child = Command::new(WEIR)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the weir binary");
+    let pid = child.id();
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(RUN_TIMEOUT) {
+        Ok(output) => output.expect("wait for weir"),
+        Err(RecvTimeoutError::Timeout) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            panic!(
+                "`weir {}` did not exit within {RUN_TIMEOUT:?}",
+                args.join(" ")
+            )
+        }
+        Err(RecvTimeoutError::Disconnected) => panic!("lost the weir child process"),
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        output.status.code(),
+        text(&output.stdout),
+        text(&output.stderr)
+    )
+}
+
+/// The JSON object on the last line of stdout.
+fn last_line_json(output: &Output) -> Value {
+    let stdout = text(&output.stdout);
+    let last = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_else(|| panic!("no output: {}", describe(output)));
+    serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("last line is not JSON ({e}): {}", describe(output)))
+}
+
+fn number(report: &Value, field: &str) -> f64 {
+    report[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("`{field}` is not a number in {report}"))
+}
+
+fn bench_w1(workers: usize) {
+    let (n, k) = (1_000_000u64, 1_000u64);
+    let expected = w1_checksum(n, k);
+    let output = {
+        let _serial = BENCH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        weir(&[
+            "bench",
+            "w1",
+            "--n",
+            &n.to_string(),
+            "--k",
+            &k.to_string(),
+            "--workers",
+            &workers.to_string(),
+            "--quiet",
+        ])
+    };
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let report = last_line_json(&output);
+    assert_eq!(report["workload"], "w1", "{report}");
+    assert_eq!(report["workers"].as_u64(), Some(workers as u64), "{report}");
+    assert_eq!(report["records"].as_u64(), Some(n), "{report}");
+    assert_eq!(
+        report["checksum"].as_str(),
+        Some(expected.to_string().as_str()),
+        "checksum against this test's own reference: {report}"
+    );
+    assert!(number(&report, "elapsed_s") > 0.0, "{report}");
+    assert!(number(&report, "records_per_s") > 0.0, "{report}");
+}
+
+#[test]
+fn bench_w1_one_worker() {
+    bench_w1(1);
+}
+
+#[test]
+fn bench_w1_two_workers() {
+    bench_w1(2);
+}
+
+#[test]
+fn bench_w1_three_workers() {
+    bench_w1(3);
+}
+
+#[test]
+fn bench_w3_paced_latency_report() {
+    let output = {
+        let _serial = BENCH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        weir(&[
+            "bench",
+            "w3",
+            "--rate",
+            "20000",
+            "--warmup",
+            "1",
+            "--duration",
+            "1",
+            "--workers",
+            "2",
+            "--quiet",
+            "--set",
+            "execution.buffer-timeout=0ms",
+        ])
+    };
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let report = last_line_json(&output);
+    assert_eq!(report["workload"], "w3", "{report}");
+    assert_eq!(report["verified"], true, "{report}");
+    assert!(report["records"].as_u64().unwrap_or(0) > 0, "{report}");
+    let rate = number(&report, "achieved_rate");
+    assert!(
+        (16_000.0..=24_000.0).contains(&rate),
+        "achieved rate {rate} not within 20% of 20000: {report}"
+    );
+    let latency = &report["latency_us"];
+    let p = |q: &str| {
+        latency[q]
+            .as_f64()
+            .unwrap_or_else(|| panic!("latency_us.{q} missing: {report}"))
+    };
+    let (p50, p99, p999, max) = (p("p50"), p("p99"), p("p999"), p("max"));
+    assert!(p50 > 0.0, "{report}");
+    assert!(
+        p50 <= p99 && p99 <= p999 && p999 <= max,
+        "percentiles out of order: {report}"
+    );
+}
+
+/// A unique scratch directory for one test.
+fn scratch_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("weir-cli-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create a scratch directory");
+    dir
+}
+
+#[test]
+fn run_quickstart_config_verifies() {
+    let config = if Path::new(QUICKSTART_TOML).exists() {
+        PathBuf::from(QUICKSTART_TOML)
+    } else {
+        let path = scratch_dir("quickstart").join("quickstart.toml");
+        std::fs::write(&path, "job.name = \"quickstart\"\n").unwrap();
+        path
+    };
+    let output = {
+        let _serial = BENCH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        weir(&[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--set",
+            "job.records=2000000",
+        ])
+    };
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(
+        text(&output.stdout).contains("verified"),
+        "{}",
+        describe(&output)
+    );
+}
+
+/// Runs weir with a config problem and returns its stderr, after checking
+/// the exit code is 2. A tiny `job.records` keeps the run short should the
+/// problem go unnoticed.
+fn config_error(args: &[&str]) -> String {
+    let mut all = vec!["run", "--set", "job.records=1000"];
+    all.extend_from_slice(args);
+    let output = weir(&all);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "a config error exits with 2: {}",
+        describe(&output)
+    );
+    text(&output.stderr)
+}
+
+#[test]
+fn unknown_key_is_named_with_a_suggestion() {
+    let stderr = config_error(&["--set", "execution.bufer-timeout=1ms"]);
+    assert!(stderr.contains("execution.bufer-timeout"), "{stderr}");
+    assert!(
+        stderr.contains("did you mean `execution.buffer-timeout`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_override_value_names_the_key() {
+    let stderr = config_error(&["--set", "execution.buffer-timeout=fast"]);
+    assert!(stderr.contains("execution.buffer-timeout"), "{stderr}");
+    assert!(stderr.contains("fast"), "{stderr}");
+}
+
+#[test]
+fn bad_value_in_a_config_file_names_the_key_and_the_file() {
+    let path = scratch_dir("bad-value").join("bad.toml");
+    std::fs::write(&path, "pipeline.max-parallelism = 0\n").unwrap();
+    let stderr = config_error(&["--config", path.to_str().unwrap()]);
+    assert!(stderr.contains("pipeline.max-parallelism"), "{stderr}");
+    assert!(stderr.contains("bad.toml"), "{stderr}");
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[test]
+fn missing_config_file_is_named() {
+    let path = scratch_dir("missing").join("does-not-exist.toml");
+    let stderr = config_error(&["--config", path.to_str().unwrap()]);
+    assert!(stderr.contains(path.to_str().unwrap()), "{stderr}");
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[test]
+fn override_without_equals_sign_is_rejected() {
+    let stderr = config_error(&["--set", "execution.buffer-timeout"]);
+    assert!(stderr.contains("execution.buffer-timeout"), "{stderr}");
+    assert!(stderr.contains("key=value"), "{stderr}");
+}
+
+#[test]
+fn unknown_workload_is_a_usage_error() {
+    let output = weir(&["bench", "w9"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(text(&output.stderr).contains("w9"), "{}", describe(&output));
+}

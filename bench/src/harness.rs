@@ -78,6 +78,8 @@ pub struct BenchReport {
     pub achieved_rate: Option<f64>,
     /// W3: latency of the recorded records.
     pub latency: Option<Latency>,
+    /// Per worker: times it ran out of work and parked.
+    pub parks: Vec<u64>,
 }
 
 impl BenchReport {
@@ -105,6 +107,7 @@ impl BenchReport {
             "keys": self.keys,
             "rate": self.rate,
             "buffer_timeout_ms": self.buffer_timeout.as_secs_f64() * 1e3,
+            "parks": self.parks,
         });
         if let Some(rate) = self.achieved_rate {
             v["achieved_rate"] = json!(rate);
@@ -180,6 +183,7 @@ pub fn run(workload: Workload, config: &Config, quiet: bool) -> Result<BenchRepo
                 buffer_timeout: options.buffer_timeout,
                 achieved_rate: None,
                 latency: None,
+                parks: result.metrics.parks.clone(),
             })
         }
         Workload::W3 => {
@@ -226,6 +230,7 @@ pub fn run(workload: Workload, config: &Config, quiet: bool) -> Result<BenchRepo
                     p999: us(0.999),
                     max: histogram.max() as f64 / 1e3,
                 }),
+                parks: result.metrics.parks.clone(),
             })
         }
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use weir_runtime::{JobGraph, SubtaskInfo};
 
 use crate::workload::{
-    splitmix64, ChecksumSink, KeyedCount, RunClock, SinkResults, SourceCounts, SourcePlan,
+    splitmix64, ChecksumSink, FastMod, KeyedCount, RunClock, SinkResults, SourceCounts, SourcePlan,
     WorkloadSource,
 };
 
@@ -50,10 +50,11 @@ pub fn w3(
         rate: Some(rate),
         run_for: Some(warmup + duration),
     };
+    let modulo = FastMod::new(keys);
     let mut job = JobGraph::new("w3-latency");
     job.source("w3-source", move |info: &SubtaskInfo| {
         WorkloadSource::new(info, plan, clock.clone(), move |i| {
-            (splitmix64(i) % keys, i, crate::workload::clock_ns())
+            (modulo.rem(splitmix64(i)), i, crate::workload::clock_ns())
         })
         .reporting_to(counts.clone())
     })

@@ -30,6 +30,38 @@ pub fn splitmix64(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// `x % d` for a divisor fixed at run time, without a division instruction
+/// (Lemire, Kaser & Kurz, "Faster remainder by direct computation", 2019):
+/// exact for every `x` and every `d >= 1`. The W1 source computes
+/// `splitmix64(i) % K` per record, and the 64-bit `div` was its most
+/// expensive instruction.
+#[derive(Clone, Copy, Debug)]
+pub struct FastMod {
+    m: u128,
+    d: u64,
+}
+
+impl FastMod {
+    /// Precomputes for divisor `d` (`d >= 1`).
+    pub fn new(d: u64) -> Self {
+        assert!(d >= 1, "modulus must be at least 1");
+        Self {
+            m: (u128::MAX / u128::from(d)).wrapping_add(1),
+            d,
+        }
+    }
+
+    /// `x % d`.
+    #[inline(always)]
+    pub fn rem(&self, x: u64) -> u64 {
+        let low = self.m.wrapping_mul(u128::from(x));
+        let d = u128::from(self.d);
+        let bottom = ((low & u128::from(u64::MAX)) * d) >> 64;
+        let top = (low >> 64) * d;
+        ((bottom + top) >> 64) as u64
+    }
+}
+
 /// Nanoseconds on the process's monotonic clock (W3's `ts_ns`).
 #[inline]
 pub fn clock_ns() -> u64 {
@@ -307,11 +339,6 @@ impl<R: CountRecord> KeyedProcessFunction for KeyedCount<R> {
     type Out = R::Out;
 
     #[inline(always)]
-    fn prefetch(&self, ctx: &KeyContext<u64>) {
-        self.totals.prefetch(ctx);
-    }
-
-    #[inline(always)]
     fn process<C: Collector<R::Out>>(&mut self, ctx: &KeyContext<u64>, value: R, out: &mut C) {
         let t = self.totals.value_mut_or_insert_with(ctx, || (0, 0));
         t.0 += 1;
@@ -444,5 +471,37 @@ impl<O: CountOutput> Sink for ChecksumSink<O> {
             recorded: self.recorded,
             latency_ns: self.latency.as_ref().map(|w| w.histogram.clone()),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_mod_equals_the_remainder() {
+        let divisors = [
+            1u64,
+            2,
+            3,
+            7,
+            1000,
+            100_000,
+            10_000_000,
+            1 << 40,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for &d in &divisors {
+            let f = FastMod::new(d);
+            for i in 0..20_000u64 {
+                x = splitmix64(x ^ i);
+                assert_eq!(f.rem(x), x % d, "{x} % {d}");
+                assert_eq!(f.rem(i), i % d);
+            }
+            assert_eq!(f.rem(u64::MAX), u64::MAX % d);
+            assert_eq!(f.rem(0), 0);
+        }
     }
 }

@@ -8,8 +8,6 @@
 //! arena ([`weir_state::ValueState`]), one entry per key, no allocation per
 //! entry.
 
-use std::collections::VecDeque;
-
 use weir_state::{KeyGroupRange, KeyHash, ValueState};
 
 use crate::operator::{ChainControl, Collector, FlushOutcome};
@@ -48,7 +46,9 @@ impl<K> KeyContext<K> {
 /// User logic of a keyed process operator.
 pub trait KeyedProcessFunction: 'static {
     /// The key type of the key_by before it.
-    type Key: Copy + Eq + KeyHash + 'static;
+    /// Any `Eq + KeyHash` type; keyed `ValueState` needs fixed-size
+    /// (`Copy`) keys.
+    type Key: Eq + KeyHash + 'static;
     /// Records in.
     type In;
     /// Records out.
@@ -61,14 +61,6 @@ pub trait KeyedProcessFunction: 'static {
         value: Self::In,
         out: &mut C,
     );
-
-    /// A record of key `ctx.key()` will be processed a few records from now:
-    /// start loading its state into cache (e.g. with
-    /// [`KeyedValueState::prefetch`]). Only a hint; the default does nothing.
-    #[inline(always)]
-    fn prefetch(&self, ctx: &KeyContext<Self::Key>) {
-        let _ = ctx;
-    }
 
     /// The input ended (bounded sources): emit any final results.
     fn on_end_of_input<C: Collector<Self::Out>>(&mut self, out: &mut C) {
@@ -124,12 +116,6 @@ impl<K: Copy + Eq + KeyHash, V: Copy> KeyedValueState<K, V> {
             .get_or_insert_with_hashed(ctx.key, ctx.hash, init)
     }
 
-    /// Starts loading the current key's entry into cache.
-    #[inline(always)]
-    pub fn prefetch(&self, ctx: &KeyContext<K>) {
-        self.inner.prefetch_hashed(ctx.hash);
-    }
-
     /// Keys with a value on this subtask.
     pub fn len(&self) -> usize {
         self.inner.len()
@@ -146,37 +132,30 @@ impl<K: Copy + Eq + KeyHash, V: Copy> KeyedValueState<K, V> {
     }
 }
 
-/// Records the keyed operator holds back while their state is prefetched.
-/// Deep enough to hide a cache miss behind the work of the records before.
-const PREFETCH_DISTANCE: usize = 8;
-
 /// The keyed process operator in a chain: key extraction, hashing, the
 /// user's function.
 ///
-/// Keyed state lookups are random memory accesses; to overlap them, the
-/// operator asks the function to prefetch a record's state when the record
-/// arrives and processes it [`PREFETCH_DISTANCE`] records later (or at the
-/// end of the batch, so nothing waits for more input). Per key the order of
-/// records is unchanged.
-pub struct KeyedProcessOp<F: KeyedProcessFunction, KF, C> {
+/// Records are processed as they arrive. (Holding them back a few records
+/// to prefetch their state was measured on W1 and made it slower: the
+/// lookups of consecutive records are independent, so the CPU already
+/// overlaps their cache misses.)
+pub struct KeyedProcessOp<F, KF, C> {
     func: F,
     key_fn: KF,
     out: C,
-    pending: VecDeque<(KeyContext<F::Key>, F::In)>,
     ended: bool,
     /// Key groups this subtask owns (checked in debug builds).
     owned: KeyGroupRange,
     max_parallelism: u32,
 }
 
-impl<F: KeyedProcessFunction, KF, C: Collector<F::Out>> KeyedProcessOp<F, KF, C> {
+impl<F, KF, C> KeyedProcessOp<F, KF, C> {
     /// The operator for subtask `info`.
     pub fn new(func: F, key_fn: KF, out: C, info: &SubtaskInfo) -> Self {
         Self {
             func,
             key_fn,
             out,
-            pending: VecDeque::with_capacity(PREFETCH_DISTANCE + 1),
             ended: false,
             owned: KeyGroupRange::for_subtask(
                 info.max_parallelism,
@@ -184,14 +163,6 @@ impl<F: KeyedProcessFunction, KF, C: Collector<F::Out>> KeyedProcessOp<F, KF, C>
                 info.index as u32,
             ),
             max_parallelism: info.max_parallelism,
-        }
-    }
-
-    /// Processes every held-back record.
-    #[inline]
-    fn drain(&mut self) {
-        while let Some((ctx, record)) = self.pending.pop_front() {
-            self.func.process(&ctx, record, &mut self.out);
         }
     }
 }
@@ -207,23 +178,15 @@ where
     }
 
     fn flush(&mut self, now: std::time::Instant) -> FlushOutcome {
-        self.drain();
         self.out.flush(now)
     }
 
     fn finish(&mut self) -> bool {
-        self.drain();
         if !self.ended {
             self.ended = true;
             self.func.on_end_of_input(&mut self.out);
         }
         self.out.finish()
-    }
-
-    #[inline]
-    fn end_of_batch(&mut self) {
-        self.drain();
-        self.out.end_of_batch();
     }
 }
 
@@ -243,12 +206,6 @@ where
             )),
             "record routed to a subtask that does not own its key group"
         );
-        self.func.prefetch(&ctx);
-        if self.pending.len() == PREFETCH_DISTANCE {
-            if let Some((c, r)) = self.pending.pop_front() {
-                self.func.process(&c, r, &mut self.out);
-            }
-        }
-        self.pending.push_back((ctx, record));
+        self.func.process(&ctx, record, &mut self.out);
     }
 }

@@ -31,11 +31,6 @@ pub trait ChainControl {
     /// everything and signal end-of-partition downstream. Called repeatedly
     /// until it returns true (the tail may need credit to finish).
     fn finish(&mut self) -> bool;
-
-    /// The head has handed over everything it had for now: links that hold
-    /// records back (the keyed operator prefetches state a few records
-    /// ahead) must process them before returning.
-    fn end_of_batch(&mut self) {}
 }
 
 /// What a [`ChainControl::flush`] did.
@@ -67,10 +62,6 @@ macro_rules! forward_chain_control {
             }
             fn finish(&mut self) -> bool {
                 self.out.finish()
-            }
-            #[inline]
-            fn end_of_batch(&mut self) {
-                self.out.end_of_batch()
             }
         }
     };

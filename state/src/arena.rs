@@ -66,25 +66,6 @@ impl<T: Copy> SlotArena<T> {
         &mut self.chunks[i >> CHUNK_SHIFT][i & CHUNK_MASK]
     }
 
-    /// Asks the CPU to start loading slot `i` into cache: a hint, with no
-    /// effect on behaviour.
-    #[inline(always)]
-    pub fn prefetch(&self, i: usize) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let p: *const T = self.get(i);
-            // SAFETY: PREFETCHT0 only hints the cache; it never faults and
-            // reads nothing observable. `p` points into a live chunk anyway.
-            unsafe {
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                    p.cast::<i8>(),
-                )
-            };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
-    }
-
     /// The chunks, in slot order.
     pub fn chunks(&self) -> impl Iterator<Item = &[T]> + '_ {
         self.chunks.iter().map(|c| &c[..])
@@ -123,7 +104,6 @@ mod tests {
         assert!(a.iter().enumerate().all(|(i, v)| *v == i as u32));
         let sizes: Vec<usize> = a.chunks().map(<[u32]>::len).collect();
         assert_eq!(sizes, vec![CHUNK_LEN, CHUNK_LEN, 3]);
-        a.prefetch(5);
         a.fill(7);
         assert!(a.iter().all(|v| *v == 7));
     }

@@ -1,10 +1,11 @@
 //! Flink's keyed `ValueState`, for all keys of one operator subtask on one
 //! worker, stored inline in a [`SlotArena`].
 //!
-//! Each arena slot holds `(hash, key, value)` — for a `u64` key and a
-//! `(u64, u64)` value that is 32 bytes, two entries per cache line — so a
-//! lookup usually costs one cache line, and [`ValueState::prefetch_hashed`]
-//! can start loading it before the record is processed. The table is open
+//! Entries `(key, value)` live inline in the arena's slots; beside them a
+//! one-byte tag per slot (0 = empty, else 7 bits of the hash with the top bit
+//! set) is all a probe reads until a tag matches. The tag array is small
+//! (64 KiB for 64 Ki slots) and stays in cache, so a lookup usually costs one
+//! cache miss, on the entry itself. The table is open
 //! addressing with linear probing, power-of-two capacity and at most 13/16
 //! of the slots used; it grows by doubling into a new arena.
 //!
@@ -26,20 +27,46 @@ use crate::key_group::KeyHash;
 /// Smallest capacity: a few cache lines, so `new` is cheap.
 const MIN_CAPACITY: usize = 16;
 
-/// One slot: `tag == 0` means empty; otherwise `tag = hash | 1` (the low
-/// bit forced so no real entry looks empty).
+/// One entry.
 #[derive(Clone, Copy, Debug)]
 struct Slot<K, V> {
-    tag: u64,
     key: K,
     value: V,
 }
 
-const EMPTY: u64 = 0;
+/// Tag of an empty slot.
+const EMPTY: u8 = 0;
 
+/// Tags a probe examines at once (one `u64`).
+const GROUP: usize = 8;
+const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// Bytes of `group` equal to `tag`, as their high bits (exact: no false
+/// positives, no carries between bytes).
 #[inline(always)]
-fn tag_of(hash: u64) -> u64 {
-    hash | 1
+fn match_tag(group: u64, tag: u8) -> u64 {
+    let x = group ^ (LOW_BITS * u64::from(tag));
+    !(((x & !HIGH_BITS).wrapping_add(!HIGH_BITS)) | x) & HIGH_BITS
+}
+
+/// Empty bytes of `group` (used tags have their high bit set).
+#[inline(always)]
+fn match_empty(group: u64) -> u64 {
+    !group & HIGH_BITS
+}
+
+/// Byte index of the lowest set high bit.
+#[inline(always)]
+fn first_byte(mask: u64) -> usize {
+    (mask.trailing_zeros() / 8) as usize
+}
+
+/// Tag of a used slot: bits 32..39 of the hash (neither the bucket's high
+/// bits nor the key group's low bits) with the top bit set.
+#[inline(always)]
+fn tag_of(hash: u64) -> u8 {
+    ((hash >> 32) as u8) | 0x80
 }
 
 /// Most entries a table of `capacity` slots may hold (13/16): with linear
@@ -67,6 +94,7 @@ where
 {
     name: String,
     slots: SlotArena<Slot<K, V>>,
+    tags: Box<[u8]>,
     len: usize,
     /// `capacity - 1`.
     mask: usize,
@@ -74,9 +102,6 @@ where
     shift: u32,
     /// Grow before an insert would exceed this many entries.
     max_len: usize,
-    /// Filler for empty slots (keys and values of empty slots are never
-    /// read; they only need to be some valid value).
-    filler: Option<Slot<K, V>>,
 }
 
 impl<K, V> ValueState<K, V>
@@ -102,11 +127,11 @@ where
             // No filler yet: the arena is created on the first insert, when
             // a key and value exist to fill empty slots with.
             slots: SlotArena::empty(),
+            tags: Box::new([]),
             len: 0,
             mask: capacity - 1,
             shift: 64 - capacity.trailing_zeros(),
             max_len: max_len_for(capacity),
-            filler: None,
         }
     }
 
@@ -134,16 +159,7 @@ where
 
     /// Bytes of slot memory (for metrics and snapshot sizing).
     pub fn memory_bytes(&self) -> usize {
-        self.slots.len() * std::mem::size_of::<Slot<K, V>>()
-    }
-
-    /// Starts loading the slot where the key of `hash` would be, so that a
-    /// lookup a few records later finds it in cache.
-    #[inline(always)]
-    pub fn prefetch_hashed(&self, hash: u64) {
-        if !self.slots.is_empty() {
-            self.slots.prefetch((hash >> self.shift) as usize);
-        }
+        self.slots.len() * (std::mem::size_of::<Slot<K, V>>() + 1)
     }
 
     /// Finds `key` (whose hash is `hash`): one probe sequence.
@@ -155,15 +171,45 @@ where
         let tag = tag_of(hash);
         let mut pos = (hash >> self.shift) as usize;
         loop {
-            let slot = self.slots.get(pos);
-            if slot.tag == EMPTY {
-                return Probe::Vacant(pos);
+            // Tags pos..pos+8, read as one word: mostly one candidate, so
+            // the branches below are predictable (SwissTable's idea, with
+            // linear probing's invariant kept slot by slot).
+            let group = self.group_at(pos);
+            let mut matches = match_tag(group, tag);
+            while matches != 0 {
+                let at = (pos + first_byte(matches)) & self.mask;
+                if self.slots.get(at).key == *key {
+                    return Probe::Found(at);
+                }
+                matches &= matches - 1;
             }
-            if slot.tag == tag && slot.key == *key {
-                return Probe::Found(pos);
+            // A key is never stored past an empty slot of its probe path, so
+            // the first empty slot ends the search.
+            let empty = match_empty(group);
+            if empty != 0 {
+                return Probe::Vacant((pos + first_byte(empty)) & self.mask);
             }
             // Terminates: the load is capped below 1, so an empty slot exists.
-            pos = (pos + 1) & self.mask;
+            pos = (pos + GROUP) & self.mask;
+        }
+    }
+
+    /// The 8 tags at `pos..pos + 8` (the tag array repeats its first
+    /// `GROUP` tags at its end, so a group never wraps).
+    #[inline(always)]
+    fn group_at(&self, pos: usize) -> u64 {
+        let bytes: [u8; GROUP] = self.tags[pos..pos + GROUP]
+            .try_into()
+            .expect("tag array has GROUP trailing bytes");
+        u64::from_le_bytes(bytes)
+    }
+
+    /// Sets the tag of `pos`, and its mirror past the end if it has one.
+    #[inline(always)]
+    fn set_tag(&mut self, pos: usize, tag: u8) {
+        self.tags[pos] = tag;
+        if pos < GROUP {
+            self.tags[self.mask + 1 + pos] = tag;
         }
     }
 
@@ -171,26 +217,36 @@ where
     #[inline]
     fn vacant_pos(&self, hash: u64) -> usize {
         let mut pos = (hash >> self.shift) as usize;
-        while self.slots.get(pos).tag != EMPTY {
-            pos = (pos + 1) & self.mask;
+        loop {
+            let empty = match_empty(self.group_at(pos));
+            if empty != 0 {
+                return (pos + first_byte(empty)) & self.mask;
+            }
+            pos = (pos + GROUP) & self.mask;
         }
-        pos
     }
 
     /// Moves every entry into an arena of `capacity` slots.
     #[cold]
     fn rebuild(&mut self, capacity: usize, filler: Slot<K, V>) {
-        let empty = Slot {
-            tag: EMPTY,
-            ..filler
-        };
-        let old = std::mem::replace(&mut self.slots, SlotArena::new(capacity, empty));
+        let old_slots = std::mem::replace(&mut self.slots, SlotArena::new(capacity, filler));
+        let old_tags = std::mem::replace(
+            &mut self.tags,
+            vec![EMPTY; capacity + GROUP].into_boxed_slice(),
+        );
         self.mask = capacity - 1;
         self.shift = 64 - capacity.trailing_zeros();
         self.max_len = max_len_for(capacity);
-        for slot in old.iter().filter(|s| s.tag != EMPTY) {
-            let pos = self.vacant_pos(slot.tag);
+        // Zip stops at the slots, skipping the mirrored tags.
+        for (slot, _) in old_slots
+            .iter()
+            .zip(old_tags.iter())
+            .filter(|(_, &t)| t != EMPTY)
+        {
+            let hash = slot.key.key_hash();
+            let pos = self.vacant_pos(hash);
             *self.slots.get_mut(pos) = *slot;
+            self.set_tag(pos, tag_of(hash));
         }
     }
 
@@ -202,13 +258,10 @@ where
     /// into the caller's loop.
     #[inline(never)]
     fn insert_at(&mut self, mut pos: usize, key: K, hash: u64, value: V) -> usize {
-        let slot = Slot {
-            tag: tag_of(hash),
-            key,
-            value,
-        };
+        let slot = Slot { key, value };
         if self.slots.is_empty() {
-            self.filler = Some(slot);
+            // The first entry fills the arena's empty slots: their content is
+            // never read (the tags say they are empty), it only has to exist.
             self.rebuild(self.capacity(), slot);
             pos = self.vacant_pos(hash);
         } else if self.len >= self.max_len {
@@ -220,6 +273,7 @@ where
             pos = self.vacant_pos(hash);
         }
         *self.slots.get_mut(pos) = slot;
+        self.set_tag(pos, tag_of(hash));
         self.len += 1;
         pos
     }
@@ -342,11 +396,12 @@ where
         let mut pos = hole;
         loop {
             pos = (pos + 1) & self.mask;
-            let slot = *self.slots.get(pos);
-            if slot.tag == EMPTY {
+            let tag = self.tags[pos];
+            if tag == EMPTY {
                 break;
             }
-            let bucket = (slot.tag >> self.shift) as usize;
+            let slot = *self.slots.get(pos);
+            let bucket = (slot.key.key_hash() >> self.shift) as usize;
             // The entry may move into the hole iff the hole lies on its probe
             // path: its distance from its bucket reaches back to the hole.
             // Distances are taken modulo the capacity (the table wraps).
@@ -354,28 +409,25 @@ where
             let to_hole = pos.wrapping_sub(hole) & self.mask;
             if distance >= to_hole {
                 *self.slots.get_mut(hole) = slot;
+                self.set_tag(hole, tag);
                 hole = pos;
             }
         }
-        self.slots.get_mut(hole).tag = EMPTY;
+        self.set_tag(hole, EMPTY);
     }
 
     /// Every `(key, value)`, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
         self.slots
             .iter()
-            .filter(|s| s.tag != EMPTY)
-            .map(|s| (&s.key, &s.value))
+            .zip(self.tags.iter())
+            .filter(|(_, &t)| t != EMPTY)
+            .map(|(s, _)| (&s.key, &s.value))
     }
 
     /// Removes every key; the table keeps its capacity.
     pub fn clear(&mut self) {
-        if let Some(filler) = self.filler {
-            self.slots.fill(Slot {
-                tag: EMPTY,
-                ..filler
-            });
-        }
+        self.tags.fill(EMPTY);
         self.len = 0;
     }
 }

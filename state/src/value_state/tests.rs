@@ -18,18 +18,33 @@ fn assert_index_invariant<K: Copy + Eq + KeyHash + std::fmt::Debug, V: Copy>(s: 
     let mut used = 0;
     for pos in 0..s.slots.len() {
         let slot = s.slots.get(pos);
-        if slot.tag == EMPTY {
+        if s.tags[pos] == EMPTY {
             continue;
         }
         used += 1;
-        assert_eq!(slot.tag, tag_of(slot.key.key_hash()));
-        let mut p = (slot.tag >> s.shift) as usize;
+        assert_eq!(s.tags[pos], tag_of(slot.key.key_hash()));
+        let mut p = (slot.key.key_hash() >> s.shift) as usize;
         while p != pos {
-            assert_ne!(s.slots.get(p).tag, EMPTY, "gap before {:?}", slot.key);
+            assert_ne!(s.tags[p], EMPTY, "gap before {:?}", slot.key);
             p = (p + 1) & s.mask;
         }
     }
     assert_eq!(used, s.len());
+    if !s.slots.is_empty() {
+        let cap = s.capacity();
+        assert_eq!(&s.tags[cap..], &s.tags[..GROUP], "mirrored tags drifted");
+    }
+}
+
+#[test]
+fn tag_matching_is_exact() {
+    let group = u64::from_le_bytes([0x80, 0x81, 0, 0xFF, 0x81, 0x7F, 1, 0x81]);
+    assert_eq!(match_tag(group, 0x81), 0x8000_0080_0000_8000);
+    assert_eq!(match_tag(group, 0x80), 0x80);
+    assert_eq!(match_tag(group, 0xFF), 0x8000_0000);
+    // Bytes without the high bit count as empty (valid tags always have it).
+    assert_eq!(match_empty(group), 0x0080_8000_0080_0000);
+    assert_eq!(first_byte(0x8000_0000), 3);
 }
 
 #[test]
@@ -99,16 +114,6 @@ fn grows_and_keeps_every_entry() {
     );
     assert!((0..50_000u64).all(|k| s.get(&k) == Some(&(k * 2))));
     assert_index_invariant(&s);
-}
-
-#[test]
-fn prefetch_is_only_a_hint() {
-    let mut s: ValueState<u64, u64> = ValueState::new("pf");
-    s.prefetch_hashed(7u64.key_hash());
-    s.put(7, 1);
-    s.prefetch_hashed(7u64.key_hash());
-    s.prefetch_hashed(u64::MAX);
-    assert_eq!(s.get(&7), Some(&1));
 }
 
 #[test]

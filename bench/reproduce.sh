@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Reproduces the figures of bench/RESULTS.md in one command:
+#   bench/reproduce.sh            # W1 (5 runs) and the W3 timeout sweep
+#   RUNS=3 W3_DURATION=5 bench/reproduce.sh   # quicker
+# Prints a markdown table per workload; each row comes from the JSON line
+# `weir bench` prints last. Needs python3 to read the JSON.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-5}
+WORKERS=${WORKERS:-2}
+W1_N=${W1_N:-200000000}
+W3_WARMUP=${W3_WARMUP:-5}
+W3_DURATION=${W3_DURATION:-20}
+cargo build --release --quiet
+WEIR=target/release/weir
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -r); date: $(date -u +%F)"
+echo
+echo "## W1: weir bench w1 --n $W1_N --k 100000 --workers $WORKERS --quiet"
+echo
+echo "| run | records/s | elapsed s | verified |"
+echo "|---|---|---|---|"
+for i in $(seq 1 "$RUNS"); do
+    $WEIR bench w1 --n "$W1_N" --k 100000 --workers "$WORKERS" --quiet | tail -1 |
+        python3 -c "import json,sys; j=json.loads(sys.stdin.read()); print(f\"| $i | {j['records_per_s']/1e6:.1f} M | {j['elapsed_s']:.3f} | {j['verified']} |\")"
+done
+echo
+echo "## W3: weir bench w3 --rate R --warmup $W3_WARMUP --duration $W3_DURATION --workers $WORKERS --set execution.buffer-timeout=T --quiet"
+echo
+echo "| rate | buffer timeout | achieved/s | p50 us | p99 us | p99.9 us | max us | verified |"
+echo "|---|---|---|---|---|---|---|---|"
+for rate in 200000 1000000; do
+    for t in 0ms 1ms 10ms 100ms; do
+        $WEIR bench w3 --rate "$rate" --warmup "$W3_WARMUP" --duration "$W3_DURATION" \
+            --workers "$WORKERS" --set "execution.buffer-timeout=$t" --quiet | tail -1 |
+            python3 -c "import json,sys; j=json.loads(sys.stdin.read()); l=j['latency_us']; print(f\"| $rate | $t | {j['achieved_rate']:.0f} | {l['p50']:.0f} | {l['p99']:.0f} | {l['p999']:.0f} | {l['max']:.0f} | {j['verified']} |\")"
+    done
+done

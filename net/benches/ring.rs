@@ -3,6 +3,8 @@
 //! ring's cost is measured, not assumed.
 //!
 //! Run: `cargo bench -p weir-net --bench ring`.
+// criterion_group!/criterion_main! generate undocumented functions.
+#![allow(missing_docs)]
 
 use std::sync::Arc;
 use std::thread;

@@ -6,15 +6,19 @@
 //!   routing ([`KeyGroupRange`], [`KeyGroupAssigner`]);
 //! - [`arena`]: the chunked [`SlotArena`] keyed state lives in, the base
 //!   for copy-on-write snapshots;
-//! - [`value_state`]: the arena-backed keyed [`ValueState`].
+//! - [`value_state`]: the arena-backed keyed [`ValueState`];
+//! - [`snapshot`]: the on-disk snapshot format: checksummed blocks in
+//!   log-structured segment files, and the rkyv checkpoint manifest.
 //!
-//! Snapshots and restore of this state, per key group, come later and will
-//! build on the stable hash and the arena's chunks.
+//! Writing this state into snapshots and restoring it, per key group, come
+//! later and will build on the stable hash, the arena's chunks and
+//! [`snapshot`].
 
 #![deny(missing_docs)]
 
 pub mod arena;
 pub mod key_group;
+pub mod snapshot;
 pub mod value_state;
 
 pub use arena::SlotArena;

@@ -1,0 +1,86 @@
+//! The on-disk snapshot format: log-structured segment files of checksummed
+//! blocks, and the rkyv manifest that names a checkpoint's blocks.
+//!
+//! A checkpoint is written in two steps. Each worker appends the frozen
+//! state of its operators to its own **segment** files, one **block** per
+//! key-group range of one named state of one operator (or any other opaque
+//! payload), and reports an [`Extent`] per block. The coordinator then
+//! collects every subtask's extents in a [`Manifest`] and writes it with
+//! [`write_atomically`]; the checkpoint is complete once that rename is
+//! durable. Restore reads the manifest with [`Manifest::from_bytes`] (or
+//! [`Manifest::read`]), maps the segments with [`SegmentReader`] and reads
+//! each extent with [`SegmentReader::read_block`], which checks every byte.
+//!
+//! # Segment files
+//!
+//! A segment is a sequence of blocks, each starting at a multiple of
+//! [`BLOCK_ALIGN`] (4096) bytes, so blocks can later be written with
+//! `O_DIRECT`. A segment is only ever appended to; once a checkpoint that
+//! references it is complete, its referenced bytes never change. There is
+//! no segment header or footer: the blocks a checkpoint needs are named by
+//! its manifest, and [`SegmentReader::scan`] finds the others by walking.
+//!
+//! One block, all integers little-endian:
+//!
+//! | offset | size | field | meaning |
+//! |---:|---:|---|---|
+//! | 0 | 4 | `magic` | the bytes `b"WRSB"` ([`BLOCK_MAGIC`]) |
+//! | 4 | 2 | `version` | [`BLOCK_VERSION`] = 1 |
+//! | 6 | 2 | `kind` | [`BlockKind`]: 1 keyed state, 2 operator state, 3 channel state, 4 opaque |
+//! | 8 | 4 | `key_group_start` | first key group of the block |
+//! | 12 | 4 | `key_group_end` | one past the last key group (half-open; `start <= end`) |
+//! | 16 | 4 | `payload_len` | payload bytes that follow the header |
+//! | 20 | 4 | `payload_crc32c` | CRC-32C (Castagnoli) of the payload bytes |
+//! | 24 | 4 | `header_crc32c` | CRC-32C of header bytes `0..24` |
+//! | 28 | `payload_len` | payload | opaque to this module |
+//! | `28 + payload_len` | .. | padding | zero bytes up to the next multiple of 4096 |
+//!
+//! A block therefore occupies [`padded_block_len`]`(payload_len)` =
+//! `round_up(28 + payload_len, 4096)` bytes; an empty payload still takes
+//! 4096. The reader checks the magic, version, header checksum, kind,
+//! key-group range, bounds, payload checksum and that the padding is zero,
+//! so any single changed byte of a block is reported as a
+//! [`SnapshotError::Corrupt`] naming the file and the block's offset.
+//!
+//! # Manifest files
+//!
+//! A manifest file is an rkyv 0.8 archive (little-endian, 32-bit relative
+//! pointers, aligned: the crate pins these rkyv format features) of the
+//! manifest, followed by a 20-byte trailer:
+//!
+//! | offset from the trailer | size | field | meaning |
+//! |---:|---:|---|---|
+//! | 0 | 4 | `magic` | the bytes `b"WRSM"` ([`MANIFEST_MAGIC`]) |
+//! | 4 | 2 | `version` | [`MANIFEST_VERSION`] = 1 |
+//! | 6 | 2 | `reserved` | zero |
+//! | 8 | 8 | `length` | archive bytes before the trailer (= file length - 20) |
+//! | 16 | 4 | `crc32c` | CRC-32C of the archive bytes |
+//!
+//! [`Manifest::from_bytes`] checks the trailer and the checksum, then
+//! validates the archive with rkyv's checked access (bytecheck) and the
+//! decoded values (key-group ranges, block kinds), so arbitrary bytes give
+//! an error, never a panic or undefined behaviour.
+//!
+//! # What is not here yet
+//!
+//! The writer is a buffered `std::fs::File`; an io_uring / `O_DIRECT`
+//! writer for the workers will produce the same bytes (the 4096-byte
+//! alignment is for it).
+
+mod error;
+mod format;
+mod manifest;
+mod reader;
+mod writer;
+
+pub use error::{Result, SnapshotError};
+pub use format::{
+    padded_block_len, BlockKind, Extent, BLOCK_ALIGN, BLOCK_HEADER_LEN, BLOCK_MAGIC, BLOCK_VERSION,
+    MAX_PAYLOAD_LEN,
+};
+pub use manifest::{
+    write_atomically, Manifest, OperatorSnapshot, SubtaskSnapshot, MANIFEST_MAGIC,
+    MANIFEST_TRAILER_LEN, MANIFEST_VERSION,
+};
+pub use reader::{Scan, SegmentReader};
+pub use writer::SegmentWriter;

@@ -1,0 +1,446 @@
+//! The checkpoint [`Manifest`]: which extents of which segments hold each
+//! operator subtask's state, stored as a validated rkyv archive with a
+//! checksummed trailer, and [`write_atomically`], which makes it durable.
+//!
+//! The layout is documented in the [parent module](super).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rkyv::rancor;
+use rkyv::util::AlignedVec;
+
+use super::error::{Result, SnapshotError};
+use super::format::{BlockKind, Extent};
+use crate::key_group::KeyGroupRange;
+
+/// Magic number of the manifest trailer: the bytes `b"WRSM"`, read as a
+/// little-endian `u32`.
+pub const MANIFEST_MAGIC: u32 = u32::from_le_bytes(*b"WRSM");
+
+/// Version of the manifest format this crate writes and reads.
+pub const MANIFEST_VERSION: u16 = 1;
+
+/// Bytes of the manifest trailer.
+pub const MANIFEST_TRAILER_LEN: usize = 20;
+
+/// What one checkpoint holds: every operator's subtasks and their extents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Manifest {
+    /// The checkpoint's id (increasing per job).
+    pub checkpoint_id: u64,
+    /// When the checkpoint was triggered, in milliseconds since the epoch.
+    pub timestamp_ms: u64,
+    /// The job's max parallelism (number of key groups).
+    pub max_parallelism: u32,
+    /// One entry per stateful operator.
+    pub operators: Vec<OperatorSnapshot>,
+}
+
+/// The state of one operator in a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorSnapshot {
+    /// The operator's stable uid (how restore matches operators).
+    pub uid: String,
+    /// The operator's parallelism when the checkpoint was taken.
+    pub parallelism: u32,
+    /// One entry per subtask.
+    pub subtasks: Vec<SubtaskSnapshot>,
+}
+
+/// The state of one operator subtask in a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubtaskSnapshot {
+    /// The subtask's index.
+    pub index: u32,
+    /// The key groups the subtask owned.
+    pub key_groups: KeyGroupRange,
+    /// The blocks holding the subtask's state (possibly in segments of
+    /// earlier checkpoints, for incremental checkpoints).
+    pub extents: Vec<Extent>,
+    /// A source subtask's replayable position, opaque here.
+    pub source_position: Option<Vec<u8>>,
+}
+
+// The archived form: plain integers and strings, so bytecheck can validate
+// any input; semantic checks happen when converting back.
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct WireManifest {
+    checkpoint_id: u64,
+    timestamp_ms: u64,
+    max_parallelism: u32,
+    operators: Vec<WireOperator>,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct WireOperator {
+    uid: String,
+    parallelism: u32,
+    subtasks: Vec<WireSubtask>,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct WireSubtask {
+    index: u32,
+    key_group_start: u32,
+    key_group_end: u32,
+    extents: Vec<WireExtent>,
+    source_position: Option<Vec<u8>>,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct WireExtent {
+    segment: String,
+    offset: u64,
+    length: u64,
+    key_group_start: u32,
+    key_group_end: u32,
+    kind: u16,
+    payload_crc32c: u32,
+}
+
+impl Manifest {
+    /// The manifest file's bytes: the rkyv archive followed by the trailer.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let archive = rkyv::to_bytes::<rancor::Error>(&self.to_wire())
+            .map_err(|e| SnapshotError::manifest(format!("cannot archive: {e}")))?;
+        let mut out = Vec::with_capacity(archive.len() + MANIFEST_TRAILER_LEN);
+        out.extend_from_slice(&archive);
+        out.extend_from_slice(&MANIFEST_MAGIC.to_le_bytes());
+        out.extend_from_slice(&MANIFEST_VERSION.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
+        out.extend_from_slice(&crc32c::crc32c(&archive).to_le_bytes());
+        Ok(out)
+    }
+
+    /// Parses a manifest file's bytes, checking the trailer, the checksum,
+    /// the archive (rkyv's checked access) and the values. Any input that
+    /// is not a valid manifest is an error.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let archive = check_trailer(bytes).map_err(SnapshotError::manifest)?;
+        // rkyv reads the archive in place and needs it aligned; the input
+        // slice may be anywhere.
+        let mut aligned = AlignedVec::<16>::with_capacity(archive.len());
+        aligned.extend_from_slice(archive);
+        let wire = rkyv::from_bytes::<WireManifest, rancor::Error>(&aligned)
+            .map_err(|e| SnapshotError::manifest(format!("invalid archive: {e}")))?;
+        Self::from_wire(wire).map_err(SnapshotError::manifest)
+    }
+
+    /// Reads and parses the manifest file at `path`.
+    pub fn read(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let bytes = fs::read(path).map_err(|e| SnapshotError::io("read manifest", path, e))?;
+        Self::from_bytes(&bytes).map_err(|e| match e {
+            SnapshotError::Manifest { what } => {
+                SnapshotError::manifest(format!("{}: {what}", path.display()))
+            }
+            other => other,
+        })
+    }
+
+    /// Writes the manifest to `dir/file_name` with [`write_atomically`].
+    pub fn write(&self, dir: impl AsRef<Path>, file_name: &str) -> Result<PathBuf> {
+        write_atomically(dir, file_name, &self.to_bytes()?)
+    }
+
+    fn to_wire(&self) -> WireManifest {
+        WireManifest {
+            checkpoint_id: self.checkpoint_id,
+            timestamp_ms: self.timestamp_ms,
+            max_parallelism: self.max_parallelism,
+            operators: self
+                .operators
+                .iter()
+                .map(|o| WireOperator {
+                    uid: o.uid.clone(),
+                    parallelism: o.parallelism,
+                    subtasks: o.subtasks.iter().map(SubtaskSnapshot::to_wire).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    fn from_wire(w: WireManifest) -> Result<Self, String> {
+        let operators = w
+            .operators
+            .into_iter()
+            .map(|o| {
+                let subtasks = o
+                    .subtasks
+                    .into_iter()
+                    .map(SubtaskSnapshot::from_wire)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("operator {:?}: {e}", o.uid))?;
+                Ok(OperatorSnapshot {
+                    uid: o.uid,
+                    parallelism: o.parallelism,
+                    subtasks,
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Self {
+            checkpoint_id: w.checkpoint_id,
+            timestamp_ms: w.timestamp_ms,
+            max_parallelism: w.max_parallelism,
+            operators,
+        })
+    }
+}
+
+impl SubtaskSnapshot {
+    fn to_wire(&self) -> WireSubtask {
+        WireSubtask {
+            index: self.index,
+            key_group_start: self.key_groups.start(),
+            key_group_end: self.key_groups.end(),
+            extents: self
+                .extents
+                .iter()
+                .map(|e| WireExtent {
+                    segment: e.segment.clone(),
+                    offset: e.offset,
+                    length: e.length,
+                    key_group_start: e.key_groups.start(),
+                    key_group_end: e.key_groups.end(),
+                    kind: e.kind.as_u16(),
+                    payload_crc32c: e.payload_crc32c,
+                })
+                .collect(),
+            source_position: self.source_position.clone(),
+        }
+    }
+
+    fn from_wire(w: WireSubtask) -> Result<Self, String> {
+        let index = w.index;
+        let key_groups = range(w.key_group_start, w.key_group_end)
+            .map_err(|e| format!("subtask {index}: {e}"))?;
+        let extents = w
+            .extents
+            .into_iter()
+            .map(|e| {
+                check_segment_name(&e.segment)?;
+                Ok(Extent {
+                    kind: BlockKind::from_u16(e.kind)
+                        .ok_or_else(|| format!("unknown block kind {}", e.kind))?,
+                    key_groups: range(e.key_group_start, e.key_group_end)?,
+                    segment: e.segment,
+                    offset: e.offset,
+                    length: e.length,
+                    payload_crc32c: e.payload_crc32c,
+                })
+            })
+            .collect::<Result<_, String>>()
+            .map_err(|e| format!("subtask {index}: extent: {e}"))?;
+        Ok(Self {
+            index,
+            key_groups,
+            extents,
+            source_position: w.source_position,
+        })
+    }
+}
+
+/// A key-group range, or why `[start, end)` is not one.
+fn range(start: u32, end: u32) -> Result<KeyGroupRange, String> {
+    if start > end {
+        return Err(format!("bad key-group range: start {start} > end {end}"));
+    }
+    Ok(KeyGroupRange::new(start, end))
+}
+
+/// Segment names are plain file names: restore joins them to a directory,
+/// so they must not reach outside it.
+fn check_segment_name(name: &str) -> Result<(), String> {
+    let plain =
+        !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0']);
+    if plain {
+        Ok(())
+    } else {
+        Err(format!("bad segment name {name:?}"))
+    }
+}
+
+/// The archive bytes of a manifest file, after checking its trailer and
+/// checksum; the error says what is wrong.
+fn check_trailer(bytes: &[u8]) -> Result<&[u8], String> {
+    let Some(archive_len) = bytes.len().checked_sub(MANIFEST_TRAILER_LEN) else {
+        return Err(format!(
+            "truncated: {} bytes, shorter than the {MANIFEST_TRAILER_LEN}-byte trailer",
+            bytes.len()
+        ));
+    };
+    let (archive, t) = bytes.split_at(archive_len);
+    let u16_at = |i: usize| u16::from_le_bytes([t[i], t[i + 1]]);
+    let u32_at = |i: usize| u32::from_le_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
+    let magic = u32_at(0);
+    if magic != MANIFEST_MAGIC {
+        return Err(format!(
+            "bad trailer magic (expected {MANIFEST_MAGIC:#010x} \"WRSM\", found {magic:#010x})"
+        ));
+    }
+    let version = u16_at(4);
+    if version != MANIFEST_VERSION {
+        return Err(format!(
+            "unsupported manifest version {version} (this build reads version {MANIFEST_VERSION})"
+        ));
+    }
+    let reserved = u16_at(6);
+    if reserved != 0 {
+        return Err(format!("reserved trailer field is {reserved:#06x}, not 0"));
+    }
+    let mut len = [0u8; 8];
+    len.copy_from_slice(&t[8..16]);
+    let length = u64::from_le_bytes(len);
+    if length != archive_len as u64 {
+        return Err(format!(
+            "length mismatch: trailer says {length} archive bytes, file has {archive_len}"
+        ));
+    }
+    let stored = u32_at(16);
+    let computed = crc32c::crc32c(archive);
+    if stored != computed {
+        return Err(format!(
+            "checksum mismatch (expected {stored:#010x}, found {computed:#010x})"
+        ));
+    }
+    Ok(archive)
+}
+
+/// Distinguishes the temporary files of concurrent writers in one process.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Makes `dir/file_name` hold exactly `bytes`, all or nothing, durably:
+/// writes a temporary file in `dir`, fsyncs it, renames it to `file_name`
+/// and fsyncs `dir`. A crash leaves either no file or the whole file (and
+/// perhaps a stray `.*.tmp.*` file to clean up). Returns the final path.
+pub fn write_atomically(dir: impl AsRef<Path>, file_name: &str, bytes: &[u8]) -> Result<PathBuf> {
+    let dir = dir.as_ref();
+    let target = dir.join(file_name);
+    if check_segment_name(file_name).is_err() {
+        let e = std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the file name must be a plain name inside the directory",
+        );
+        return Err(SnapshotError::io("write", target, e));
+    }
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let temp = dir.join(format!(".{file_name}.tmp.{}.{n}", std::process::id()));
+    let written = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|e| SnapshotError::io("create", &temp, e))?;
+        f.write_all(bytes)
+            .map_err(|e| SnapshotError::io("write", &temp, e))?;
+        f.sync_all()
+            .map_err(|e| SnapshotError::io("fsync", &temp, e))?;
+        fs::rename(&temp, &target).map_err(|e| SnapshotError::io("rename into place", &target, e))
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(e);
+    }
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| SnapshotError::io("fsync directory", dir, e))?;
+    Ok(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn magic_is_wrsm_on_disk() {
+        assert_eq!(&MANIFEST_MAGIC.to_le_bytes(), b"WRSM");
+    }
+
+    #[test]
+    fn trailer_errors_say_what_is_wrong() {
+        let m = Manifest {
+            checkpoint_id: 1,
+            timestamp_ms: 2,
+            max_parallelism: 128,
+            operators: vec![],
+        };
+        let good = m.to_bytes().unwrap();
+        let n = good.len();
+        let what = |b: &[u8]| match Manifest::from_bytes(b) {
+            Err(SnapshotError::Manifest { what }) => what,
+            other => panic!("expected a manifest error, got {other:?}"),
+        };
+        assert!(what(&good[..5]).starts_with("truncated"));
+        let flip = |i: usize| {
+            let mut b = good.clone();
+            b[i] ^= 1;
+            what(&b)
+        };
+        assert!(flip(n - 20).starts_with("bad trailer magic"));
+        assert!(flip(n - 16).starts_with("unsupported manifest version"));
+        assert!(flip(n - 14).starts_with("reserved trailer field"));
+        assert!(flip(n - 12).starts_with("length mismatch"));
+        assert!(flip(n - 4).starts_with("checksum mismatch"));
+        assert!(flip(0).starts_with("checksum mismatch"));
+    }
+
+    #[test]
+    fn bad_values_in_a_valid_archive_are_rejected() {
+        let extent = |segment: &str, start, end, kind| WireExtent {
+            segment: segment.into(),
+            offset: 0,
+            length: 4096,
+            key_group_start: start,
+            key_group_end: end,
+            kind,
+            payload_crc32c: 0,
+        };
+        let wire = |kg: (u32, u32), e: WireExtent| WireManifest {
+            checkpoint_id: 1,
+            timestamp_ms: 1,
+            max_parallelism: 8,
+            operators: vec![WireOperator {
+                uid: "op".into(),
+                parallelism: 1,
+                subtasks: vec![WireSubtask {
+                    index: 0,
+                    key_group_start: kg.0,
+                    key_group_end: kg.1,
+                    extents: vec![e],
+                    source_position: None,
+                }],
+            }],
+        };
+        let parse = |w: &WireManifest| {
+            let archive = rkyv::to_bytes::<rancor::Error>(w).unwrap();
+            let mut bytes = archive.to_vec();
+            bytes.extend_from_slice(&MANIFEST_MAGIC.to_le_bytes());
+            bytes.extend_from_slice(&MANIFEST_VERSION.to_le_bytes());
+            bytes.extend_from_slice(&0u16.to_le_bytes());
+            bytes.extend_from_slice(&(archive.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(&crc32c::crc32c(&archive).to_le_bytes());
+            Manifest::from_bytes(&bytes).map_err(|e| e.to_string())
+        };
+        assert!(parse(&wire((0, 8), extent("s", 0, 8, 1))).is_ok());
+        for (w, what) in [
+            (wire((5, 4), extent("s", 0, 8, 1)), "bad key-group range"),
+            (wire((0, 8), extent("s", 3, 2, 1)), "bad key-group range"),
+            (wire((0, 8), extent("s", 0, 8, 0)), "unknown block kind 0"),
+            (wire((0, 8), extent("s", 0, 8, 9)), "unknown block kind 9"),
+            (wire((0, 8), extent("../s", 0, 8, 1)), "bad segment name"),
+            (wire((0, 8), extent("", 0, 8, 1)), "bad segment name"),
+            (wire((0, 8), extent("..", 0, 8, 1)), "bad segment name"),
+        ] {
+            let err = parse(&w).unwrap_err();
+            assert!(
+                err.contains(what) && err.contains("operator \"op\""),
+                "{err}"
+            );
+        }
+    }
+}

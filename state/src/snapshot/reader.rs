@@ -1,0 +1,229 @@
+//! [`SegmentReader`]: maps a segment file and reads its blocks, checking
+//! every byte against the format and against the extent that named it.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use super::error::{Result, SnapshotError};
+use super::format::{BlockHeader, Extent, BLOCK_ALIGN, BLOCK_HEADER_LEN};
+
+/// Maps `file` read-only.
+fn map_file(file: &File) -> std::io::Result<Mmap> {
+    // SAFETY: `Mmap::map` is unsafe because the mapped file could be
+    // changed (or truncated) by someone else while we hold `&[u8]`s into
+    // it. Snapshot segments are immutable once complete: workers only ever
+    // append to segments they are writing, and restore and inspection only
+    // map segments named by a complete checkpoint, whose referenced bytes
+    // nobody rewrites (appends past the mapped length do not touch the
+    // mapped bytes). The mapping is read-only, and every byte read
+    // through it is validated (bounds, magic, version, checksums, padding)
+    // before it is trusted, so corrupt contents yield errors, never panics.
+    unsafe { Mmap::map(file) }
+}
+
+/// A segment file, mapped for reading.
+#[derive(Debug)]
+pub struct SegmentReader {
+    path: PathBuf,
+    name: String,
+    /// `None` for an empty file (which cannot be mapped).
+    map: Option<Mmap>,
+}
+
+impl SegmentReader {
+    /// Opens and maps the segment at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(|e| SnapshotError::io("open segment", path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| SnapshotError::io("stat segment", path, e))?
+            .len();
+        let map = if len == 0 {
+            None
+        } else {
+            Some(map_file(&file).map_err(|e| SnapshotError::io("map segment", path, e))?)
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(Self {
+            path: path.to_owned(),
+            name,
+            map,
+        })
+    }
+
+    /// The segment's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The segment's file name, which extents must name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The file's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or(&[])
+    }
+
+    /// The file's length.
+    pub fn len(&self) -> u64 {
+        self.bytes().len() as u64
+    }
+
+    /// Whether the file is empty.
+    pub fn is_empty(&self) -> bool {
+        self.bytes().is_empty()
+    }
+
+    /// The payload of the block `extent` names, after checking the block
+    /// against the format and against the extent (segment name, length,
+    /// kind, key groups, payload checksum).
+    pub fn read_block(&self, extent: &Extent) -> Result<&[u8]> {
+        let corrupt = |what: String| self.corrupt(extent.offset, what);
+        if extent.segment != self.name {
+            return Err(corrupt(format!(
+                "extent names segment {:?}, not this one",
+                extent.segment
+            )));
+        }
+        let (header, payload) = self.block_at(extent.offset)?;
+        if header.padded_len() != extent.length {
+            return Err(corrupt(format!(
+                "block length mismatch (expected {}, found {})",
+                extent.length,
+                header.padded_len()
+            )));
+        }
+        if header.kind != extent.kind {
+            return Err(corrupt(format!(
+                "block kind mismatch (expected {}, found {})",
+                extent.kind, header.kind
+            )));
+        }
+        if header.key_groups != extent.key_groups {
+            return Err(corrupt(format!(
+                "key-group range mismatch (expected {}, found {})",
+                extent.key_groups, header.key_groups
+            )));
+        }
+        if header.payload_crc32c != extent.payload_crc32c {
+            return Err(corrupt(format!(
+                "payload checksum mismatch with the extent (expected {:#010x}, found {:#010x})",
+                extent.payload_crc32c, header.payload_crc32c
+            )));
+        }
+        Ok(payload)
+    }
+
+    /// Every block of the segment in file order, with the extent that names
+    /// it. Stops after the first error (a corrupt or truncated block).
+    pub fn scan(&self) -> Scan<'_> {
+        Scan {
+            reader: self,
+            offset: 0,
+            done: false,
+        }
+    }
+
+    /// The block at `offset`, checked against the format: header, bounds,
+    /// payload checksum and zero padding.
+    fn block_at(&self, offset: u64) -> Result<(BlockHeader, &[u8])> {
+        let bytes = self.bytes();
+        let corrupt = |what: String| self.corrupt(offset, what);
+        let file_len = bytes.len() as u64;
+        if !offset.is_multiple_of(BLOCK_ALIGN) {
+            return Err(corrupt(format!(
+                "block offset is not a multiple of {BLOCK_ALIGN}"
+            )));
+        }
+        let header_end = offset.saturating_add(BLOCK_HEADER_LEN as u64);
+        if header_end > file_len {
+            return Err(corrupt(format!(
+                "truncated: block header ends at {header_end}, beyond the end of the file ({file_len} bytes)"
+            )));
+        }
+        // Both fit in usize: they are at most the length of a mapped slice.
+        let start = offset as usize;
+        let mut raw = [0u8; BLOCK_HEADER_LEN];
+        raw.copy_from_slice(&bytes[start..start + BLOCK_HEADER_LEN]);
+        let header = BlockHeader::decode(&raw).map_err(corrupt)?;
+        let block_end = offset.saturating_add(header.padded_len());
+        if block_end > file_len {
+            return Err(corrupt(format!(
+                "truncated: block of {} bytes ends at {block_end}, beyond the end of the file ({file_len} bytes)",
+                header.padded_len()
+            )));
+        }
+        let payload_start = start + BLOCK_HEADER_LEN;
+        let payload_end = payload_start + header.payload_len as usize;
+        let payload = &bytes[payload_start..payload_end];
+        let computed = crc32c::crc32c(payload);
+        if computed != header.payload_crc32c {
+            return Err(corrupt(format!(
+                "payload checksum mismatch (expected {:#010x}, found {computed:#010x})",
+                header.payload_crc32c
+            )));
+        }
+        let padding = &bytes[payload_end..block_end as usize];
+        if let Some(i) = padding.iter().position(|&b| b != 0) {
+            return Err(corrupt(format!(
+                "non-zero padding byte at file offset {}",
+                payload_end + i
+            )));
+        }
+        Ok((header, payload))
+    }
+
+    fn corrupt(&self, offset: u64, what: String) -> SnapshotError {
+        SnapshotError::Corrupt {
+            path: self.path.clone(),
+            offset,
+            what,
+        }
+    }
+}
+
+/// Iterator over the blocks of a segment: see [`SegmentReader::scan`].
+#[derive(Debug)]
+pub struct Scan<'a> {
+    reader: &'a SegmentReader,
+    offset: u64,
+    done: bool,
+}
+
+impl<'a> Iterator for Scan<'a> {
+    type Item = Result<(Extent, &'a [u8])>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.offset >= self.reader.len() {
+            return None;
+        }
+        match self.reader.block_at(self.offset) {
+            Ok((header, payload)) => {
+                let extent = Extent {
+                    segment: self.reader.name.clone(),
+                    offset: self.offset,
+                    length: header.padded_len(),
+                    key_groups: header.key_groups,
+                    kind: header.kind,
+                    payload_crc32c: header.payload_crc32c,
+                };
+                self.offset += header.padded_len();
+                Some(Ok((extent, payload)))
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl std::iter::FusedIterator for Scan<'_> {}

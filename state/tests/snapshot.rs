@@ -1,0 +1,531 @@
+//! Segment files and manifests of `weir_state::snapshot`: round trips, and
+//! detection of every single-byte corruption, truncation and bad extent.
+
+use std::fs::{self, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use weir_state::snapshot::{
+    padded_block_len, BlockKind, Extent, Manifest, OperatorSnapshot, SegmentReader, SegmentWriter,
+    SnapshotError, SubtaskSnapshot, BLOCK_ALIGN, BLOCK_HEADER_LEN,
+};
+use weir_state::KeyGroupRange;
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("weir-snap-{}-{tag}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Deterministic pseudo-random payload bytes.
+fn payload(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+const KINDS: [BlockKind; 4] = [
+    BlockKind::KeyedState,
+    BlockKind::OperatorState,
+    BlockKind::ChannelState,
+    BlockKind::Opaque,
+];
+
+/// Writes blocks of `sizes` to `path`; returns their extents and payloads.
+fn write_segment(path: &Path, sizes: &[usize]) -> Vec<(Extent, Vec<u8>)> {
+    let mut w = SegmentWriter::create(path).unwrap();
+    let mut out = Vec::new();
+    for (i, &len) in sizes.iter().enumerate() {
+        let p = payload(len, i as u64 + 1);
+        let range = KeyGroupRange::new(i as u32 * 7, i as u32 * 7 + (i as u32 % 3) * 5);
+        let e = w.append_block(KINDS[i % 4], range, &p).unwrap();
+        out.push((e, p));
+    }
+    w.sync().unwrap();
+    let len = w.finish().unwrap();
+    assert_eq!(len, fs::metadata(path).unwrap().len());
+    out
+}
+
+/// Asserts that `r` is a `Corrupt` error for `path` at `offset`, and that
+/// its message names both.
+fn assert_corrupt<T: std::fmt::Debug>(r: Result<T, SnapshotError>, path: &Path, offset: u64) {
+    let err = r.expect_err("corruption not detected");
+    let msg = err.to_string();
+    match &err {
+        SnapshotError::Corrupt {
+            path: p, offset: o, ..
+        } => {
+            assert_eq!((p.as_path(), *o), (path, offset), "{msg}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    let expected = format!("snapshot segment {} offset {offset}: ", path.display());
+    assert!(msg.starts_with(&expected), "{msg}");
+}
+
+const SIZES: [usize; 9] = [
+    0,
+    1,
+    4095,
+    4096,
+    4096 - BLOCK_HEADER_LEN,
+    4097,
+    100_000,
+    33,
+    0,
+];
+
+#[test]
+fn blocks_round_trip_and_extents_point_at_their_bytes() {
+    let dir = TempDir::new("round-trip");
+    let path = dir.join("seg-1");
+    let blocks = write_segment(&path, &SIZES);
+    let raw = fs::read(&path).unwrap();
+    let mut expected_offset = 0;
+    for (e, p) in &blocks {
+        assert_eq!(e.segment, "seg-1");
+        assert_eq!(e.offset, expected_offset);
+        assert_eq!(e.offset % BLOCK_ALIGN, 0);
+        assert_eq!(e.length, padded_block_len(p.len() as u32));
+        assert_eq!(e.payload_crc32c, crc32c::crc32c(p));
+        let start = e.offset as usize + BLOCK_HEADER_LEN;
+        assert_eq!(&raw[start..start + p.len()], &p[..]);
+        assert_eq!(&raw[e.offset as usize..][..4], b"WRSB");
+        expected_offset += e.length;
+    }
+    assert_eq!(raw.len() as u64, expected_offset);
+
+    let r = SegmentReader::open(&path).unwrap();
+    assert_eq!(r.name(), "seg-1");
+    assert_eq!(r.len(), expected_offset);
+    // Out of order, and twice.
+    for (e, p) in blocks.iter().rev().chain(&blocks) {
+        assert_eq!(r.read_block(e).unwrap(), &p[..]);
+    }
+    let scanned: Vec<_> = r.scan().map(Result::unwrap).collect();
+    assert_eq!(scanned.len(), blocks.len());
+    for ((se, sp), (e, p)) in scanned.iter().zip(&blocks) {
+        assert_eq!(se, e);
+        assert_eq!(sp, p);
+    }
+}
+
+#[test]
+fn empty_segment_has_no_blocks() {
+    let dir = TempDir::new("empty");
+    let path = dir.join("seg-0");
+    assert_eq!(SegmentWriter::create(&path).unwrap().finish().unwrap(), 0);
+    let r = SegmentReader::open(&path).unwrap();
+    assert!(r.is_empty());
+    assert_eq!(r.scan().count(), 0);
+    let e = Extent {
+        segment: "seg-0".into(),
+        offset: 0,
+        length: BLOCK_ALIGN,
+        key_groups: KeyGroupRange::new(0, 1),
+        kind: BlockKind::KeyedState,
+        payload_crc32c: 0,
+    };
+    assert_corrupt(r.read_block(&e), &path, 0);
+}
+
+#[test]
+fn every_single_byte_flip_is_detected() {
+    let dir = TempDir::new("flip");
+    let path = dir.join("seg-3");
+    let blocks = write_segment(&path, &[10, 0, 5000]);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let len = file.metadata().unwrap().len();
+    for pos in 0..len {
+        let mut b = [0u8];
+        file.read_exact_at(&mut b, pos).unwrap();
+        file.write_all_at(&[b[0] ^ 0x5a], pos).unwrap();
+        let r = SegmentReader::open(&path).unwrap();
+        for (e, p) in &blocks {
+            if (e.offset..e.offset + e.length).contains(&pos) {
+                assert_corrupt(r.read_block(e), &path, e.offset);
+            } else {
+                assert_eq!(r.read_block(e).unwrap(), &p[..]);
+            }
+        }
+        let scanned: Vec<_> = r.scan().collect();
+        let last = scanned.last().unwrap();
+        assert!(last.is_err(), "scan missed a flip at {pos}");
+        assert!(scanned[..scanned.len() - 1].iter().all(Result::is_ok));
+        file.write_all_at(&b, pos).unwrap();
+    }
+}
+
+#[test]
+fn payload_checksum_error_reads_well() {
+    let dir = TempDir::new("message");
+    let path = dir.join("seg-3");
+    let blocks = write_segment(&path, &[100, 100, 100]);
+    let file = OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all_at(&[0xff], 8192 + BLOCK_HEADER_LEN as u64 + 5)
+        .unwrap();
+    let r = SegmentReader::open(&path).unwrap();
+    let msg = r.read_block(&blocks[2].0).unwrap_err().to_string();
+    let prefix = format!(
+        "snapshot segment {} offset 8192: payload checksum mismatch (expected 0x",
+        path.display()
+    );
+    assert!(msg.starts_with(&prefix), "{msg}");
+    assert!(msg.contains(", found 0x"), "{msg}");
+}
+
+#[test]
+fn truncation_is_detected() {
+    let dir = TempDir::new("truncate");
+    let path = dir.join("seg-t");
+    let blocks = write_segment(&path, &[0, 9000, 1, 4068]);
+    let full = fs::read(&path).unwrap();
+    let mut cuts: Vec<u64> = (0..full.len() as u64).step_by(509).collect();
+    for (e, _) in &blocks {
+        for d in [0, 1, 27, 28, 29, 100, e.length - 1] {
+            cuts.push(e.offset + d);
+        }
+        cuts.push(e.offset + e.length - 1);
+    }
+    for cut in cuts {
+        fs::write(&path, &full[..cut as usize]).unwrap();
+        let r = SegmentReader::open(&path).unwrap();
+        let whole = blocks
+            .iter()
+            .filter(|(e, _)| e.offset + e.length <= cut)
+            .count();
+        for (e, p) in &blocks {
+            if e.offset + e.length <= cut {
+                assert_eq!(r.read_block(e).unwrap(), &p[..]);
+            } else {
+                assert_corrupt(r.read_block(e), &path, e.offset);
+            }
+        }
+        let scanned: Vec<_> = r.scan().collect();
+        let at_boundary = blocks.iter().any(|(e, _)| e.offset == cut) || cut == 0;
+        assert_eq!(
+            scanned.len(),
+            whole + usize::from(!at_boundary),
+            "cut {cut}"
+        );
+        assert!(scanned[..whole].iter().all(Result::is_ok));
+        if !at_boundary {
+            let boundary = blocks[whole].0.offset;
+            assert_corrupt(
+                scanned[whole].as_ref().map(|_| ()).map_err(clone_err),
+                &path,
+                boundary,
+            );
+        }
+    }
+}
+
+/// A `Corrupt` error's fields, rebuilt (errors are not `Clone`).
+fn clone_err(e: &SnapshotError) -> SnapshotError {
+    match e {
+        SnapshotError::Corrupt { path, offset, what } => SnapshotError::Corrupt {
+            path: path.clone(),
+            offset: *offset,
+            what: what.clone(),
+        },
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
+fn trailing_garbage_stops_the_scan() {
+    let dir = TempDir::new("garbage");
+    let path = dir.join("seg-g");
+    let blocks = write_segment(&path, &[7]);
+    let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut f, &[0u8; 100]).unwrap();
+    let r = SegmentReader::open(&path).unwrap();
+    assert_eq!(r.read_block(&blocks[0].0).unwrap(), &blocks[0].1[..]);
+    let scanned: Vec<_> = r.scan().collect();
+    assert_eq!(scanned.len(), 2);
+    assert_corrupt(
+        scanned[1].as_ref().map(|_| ()).map_err(clone_err),
+        &path,
+        4096,
+    );
+}
+
+#[test]
+fn extents_that_do_not_match_the_block_are_rejected() {
+    let dir = TempDir::new("extent");
+    let path = dir.join("seg-e");
+    let blocks = write_segment(&path, &[50, 50]);
+    let r = SegmentReader::open(&path).unwrap();
+    let good = blocks[1].0.clone();
+    let cases: Vec<(Extent, &str)> = vec![
+        (
+            Extent {
+                segment: "seg-x".into(),
+                ..good.clone()
+            },
+            "extent names segment",
+        ),
+        (
+            Extent {
+                kind: BlockKind::ChannelState,
+                ..good.clone()
+            },
+            "block kind mismatch",
+        ),
+        (
+            Extent {
+                key_groups: KeyGroupRange::new(7, 9),
+                ..good.clone()
+            },
+            "key-group range mismatch",
+        ),
+        (
+            Extent {
+                length: 8192,
+                ..good.clone()
+            },
+            "block length mismatch",
+        ),
+        (
+            Extent {
+                payload_crc32c: good.payload_crc32c ^ 1,
+                ..good.clone()
+            },
+            "payload checksum mismatch",
+        ),
+        (
+            Extent {
+                offset: 8192,
+                ..good.clone()
+            },
+            "truncated",
+        ),
+        (
+            Extent {
+                offset: 1 << 40,
+                ..good.clone()
+            },
+            "truncated",
+        ),
+        (
+            Extent {
+                offset: u64::MAX - 4095,
+                ..good.clone()
+            },
+            "truncated",
+        ),
+        (
+            Extent {
+                offset: 100,
+                ..good.clone()
+            },
+            "not a multiple of 4096",
+        ),
+    ];
+    for (e, what) in cases {
+        let offset = e.offset;
+        let msg = r.read_block(&e).unwrap_err().to_string();
+        assert!(msg.contains(what), "{msg}");
+        assert_corrupt(r.read_block(&e), &path, offset);
+    }
+    assert_eq!(r.read_block(&good).unwrap(), &blocks[1].1[..]);
+}
+
+#[test]
+fn missing_file_is_an_error_naming_the_path() {
+    let dir = TempDir::new("missing");
+    let path = dir.join("no-such-segment");
+    let err = SegmentReader::open(&path).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    assert!(msg.contains("open segment"), "{msg}");
+    match err {
+        SnapshotError::Io {
+            source, path: p, ..
+        } => {
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            assert_eq!(p, path);
+        }
+        other => panic!("expected Io, got {other:?}"),
+    }
+    assert!(matches!(
+        Manifest::read(&path),
+        Err(SnapshotError::Io {
+            op: "read manifest",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn writer_never_overwrites_a_segment() {
+    let dir = TempDir::new("exists");
+    let path = dir.join("seg-1");
+    write_segment(&path, &[1]);
+    let err = SegmentWriter::create(&path).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SnapshotError::Io {
+                op: "create segment",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+fn sample_manifest() -> Manifest {
+    let extent = |seg: &str, offset: u64, kg: (u32, u32), kind| Extent {
+        segment: seg.into(),
+        offset,
+        length: 8192,
+        key_groups: KeyGroupRange::new(kg.0, kg.1),
+        kind,
+        payload_crc32c: 0x1234_5678 ^ offset as u32,
+    };
+    Manifest {
+        checkpoint_id: 42,
+        timestamp_ms: 1_700_000_000_123,
+        max_parallelism: 128,
+        operators: vec![
+            OperatorSnapshot {
+                uid: "source-1".into(),
+                parallelism: 1,
+                subtasks: vec![SubtaskSnapshot {
+                    index: 0,
+                    key_groups: KeyGroupRange::new(0, 128),
+                    extents: vec![],
+                    source_position: Some(vec![1, 2, 3, 0, 255]),
+                }],
+            },
+            OperatorSnapshot {
+                uid: "window-agg".into(),
+                parallelism: 2,
+                subtasks: vec![
+                    SubtaskSnapshot {
+                        index: 0,
+                        key_groups: KeyGroupRange::new(0, 64),
+                        extents: vec![
+                            extent("w0-seg-1", 0, (0, 64), BlockKind::KeyedState),
+                            extent("w0-seg-1", 8192, (0, 0), BlockKind::OperatorState),
+                        ],
+                        source_position: None,
+                    },
+                    SubtaskSnapshot {
+                        index: 1,
+                        key_groups: KeyGroupRange::new(64, 128),
+                        extents: vec![extent("w1-seg-7", 4096, (64, 128), BlockKind::KeyedState)],
+                        source_position: None,
+                    },
+                ],
+            },
+        ],
+    }
+}
+
+#[test]
+fn manifest_round_trips() {
+    let m = sample_manifest();
+    let bytes = m.to_bytes().unwrap();
+    assert_eq!(&bytes[bytes.len() - 20..][..4], b"WRSM");
+    assert_eq!(Manifest::from_bytes(&bytes).unwrap(), m);
+    // From an unaligned slice too.
+    let mut shifted = vec![0u8];
+    shifted.extend_from_slice(&bytes);
+    assert_eq!(Manifest::from_bytes(&shifted[1..]).unwrap(), m);
+    // Deterministic encoding.
+    assert_eq!(m.to_bytes().unwrap(), bytes);
+    let empty = Manifest {
+        operators: vec![],
+        ..m
+    };
+    assert_eq!(
+        Manifest::from_bytes(&empty.to_bytes().unwrap()).unwrap(),
+        empty
+    );
+}
+
+#[test]
+fn manifest_corruption_is_always_an_error() {
+    let bytes = sample_manifest().to_bytes().unwrap();
+    for i in 0..bytes.len() {
+        for x in [0x01, 0x80, 0xff] {
+            let mut b = bytes.clone();
+            b[i] ^= x;
+            let err = Manifest::from_bytes(&b).unwrap_err();
+            assert!(matches!(err, SnapshotError::Manifest { .. }), "{err}");
+        }
+    }
+    for len in 0..bytes.len() {
+        assert!(Manifest::from_bytes(&bytes[..len]).is_err(), "len {len}");
+    }
+    let mut longer = bytes.clone();
+    longer.insert(0, 0);
+    assert!(Manifest::from_bytes(&longer).is_err());
+}
+
+#[test]
+fn manifest_is_written_atomically() {
+    let dir = TempDir::new("manifest");
+    let m = sample_manifest();
+    let path = m.write(&dir.0, "_metadata").unwrap();
+    assert_eq!(path, dir.join("_metadata"));
+    assert_eq!(Manifest::read(&path).unwrap(), m);
+    // Replacing an existing file.
+    let m2 = Manifest {
+        checkpoint_id: 43,
+        ..m
+    };
+    m2.write(&dir.0, "_metadata").unwrap();
+    assert_eq!(Manifest::read(&path).unwrap(), m2);
+    let names: Vec<_> = fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["_metadata"], "temporary files left behind");
+    // A corrupt file's error names it.
+    fs::write(&path, b"not a manifest at all, long enough").unwrap();
+    let msg = Manifest::read(&path).unwrap_err().to_string();
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    // Names that leave the directory are refused.
+    for bad in ["", "..", "a/b"] {
+        assert!(weir_state::snapshot::write_atomically(&dir.0, bad, b"x").is_err());
+    }
+    // A missing directory is an I/O error.
+    let missing = dir.join("nope");
+    assert!(matches!(
+        m2.write(&missing, "_metadata"),
+        Err(SnapshotError::Io { op: "create", .. })
+    ));
+}

@@ -22,7 +22,7 @@ use weir_net::{BufferPool, ChannelEvent, ChannelReceiver, ChannelSender, Network
 use weir_state::{KeyGroupAssigner, KeyHash};
 
 use crate::operator::{ChainControl, Collector, FlushOutcome};
-use crate::task::{Task, TaskPoll};
+use crate::task::{ChainHead, InputStep, Task, TaskPoll};
 
 struct OutChannel {
     sender: ChannelSender,
@@ -392,9 +392,7 @@ const INPUT_BUDGET: usize = 8192;
 pub struct InputTask<T, C> {
     name: String,
     gate: InputGate,
-    out: C,
-    input_ended: bool,
-    finished: bool,
+    head: ChainHead<C>,
     _record: PhantomData<fn(T)>,
 }
 
@@ -404,9 +402,7 @@ impl<T, C> InputTask<T, C> {
         Self {
             name,
             gate,
-            out,
-            input_ended: false,
-            finished: false,
+            head: ChainHead::new(out),
             _record: PhantomData,
         }
     }
@@ -414,33 +410,18 @@ impl<T, C> InputTask<T, C> {
 
 impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
     fn poll(&mut self, now: Instant) -> TaskPoll {
-        if self.finished {
-            return TaskPoll {
-                finished: true,
-                ..TaskPoll::default()
-            };
-        }
-        let flushed = self.out.flush(now);
-        let mut result = TaskPoll {
-            progressed: flushed.progressed,
-            ..TaskPoll::default()
-        }
-        .with_deadline(flushed.next_deadline);
-        if !self.input_ended {
-            match self.gate.pump(&mut self.out, INPUT_BUDGET) {
-                GateStatus::Moved(n) => result.progressed |= n > 0,
-                GateStatus::Ended => {
-                    self.input_ended = true;
-                    result.progressed = true;
-                }
-            }
-        }
-        if self.input_ended && self.out.finish() {
-            self.finished = true;
-            result.finished = true;
-            result.progressed = true;
-        }
-        result
+        let gate = &mut self.gate;
+        self.head
+            .poll(now, |out| match gate.pump(out, INPUT_BUDGET) {
+                GateStatus::Moved(n) => InputStep {
+                    progressed: n > 0,
+                    ..InputStep::default()
+                },
+                GateStatus::Ended => InputStep {
+                    ended: true,
+                    ..InputStep::default()
+                },
+            })
     }
 
     fn describe(&self) -> String {

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crate::metrics::Counter;
 use crate::operator::Collector;
-use crate::task::{Task, TaskPoll};
+use crate::task::{ChainHead, InputStep, Task, TaskPoll};
 
 /// What a [`Source::poll_next`] call did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,9 +102,7 @@ const SOURCE_BUDGET: usize = 4096;
 pub struct SourceTask<S, C> {
     name: String,
     source: S,
-    out: C,
-    exhausted: bool,
-    finished: bool,
+    head: ChainHead<C>,
     emitted: Counter,
 }
 
@@ -114,9 +112,7 @@ impl<S, C> SourceTask<S, C> {
         Self {
             name,
             source,
-            out,
-            exhausted: false,
-            finished: false,
+            head: ChainHead::new(out),
             emitted,
         }
     }
@@ -124,39 +120,29 @@ impl<S, C> SourceTask<S, C> {
 
 impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
     fn poll(&mut self, now: Instant) -> TaskPoll {
-        if self.finished {
-            return TaskPoll {
-                finished: true,
-                ..TaskPoll::default()
-            };
-        }
-        let flushed = self.out.flush(now);
-        let mut result = TaskPoll {
-            progressed: flushed.progressed,
-            ..TaskPoll::default()
-        }
-        .with_deadline(flushed.next_deadline);
-        if !self.exhausted && self.out.is_available() {
-            match self.source.poll_next(&mut self.out, SOURCE_BUDGET) {
+        let (source, emitted) = (&mut self.source, &self.emitted);
+        self.head.poll(now, |out| {
+            if !out.is_available() {
+                return InputStep::default();
+            }
+            match source.poll_next(out, SOURCE_BUDGET) {
                 SourcePoll::Emitted(n) => {
-                    if n > 0 {
-                        self.emitted.add(n as u64);
-                        result.progressed = true;
+                    emitted.add(n as u64);
+                    InputStep {
+                        progressed: n > 0,
+                        ..InputStep::default()
                     }
                 }
-                SourcePoll::Idle { until } => result = result.with_deadline(until),
-                SourcePoll::Finished => {
-                    self.exhausted = true;
-                    result.progressed = true;
-                }
+                SourcePoll::Idle { until } => InputStep {
+                    deadline: until,
+                    ..InputStep::default()
+                },
+                SourcePoll::Finished => InputStep {
+                    ended: true,
+                    ..InputStep::default()
+                },
             }
-        }
-        if self.exhausted && self.out.finish() {
-            self.finished = true;
-            result.finished = true;
-            result.progressed = true;
-        }
-        result
+        })
     }
 
     fn describe(&self) -> String {

@@ -7,6 +7,8 @@
 
 use std::time::Instant;
 
+use crate::operator::ChainControl;
+
 /// What one [`Task::poll`] did.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TaskPoll {
@@ -42,4 +44,68 @@ pub trait Task {
     fn poll(&mut self, now: Instant) -> TaskPoll;
     /// Operator name and subtask, for messages.
     fn describe(&self) -> String;
+}
+
+/// What a head did with its input in one poll.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InputStep {
+    /// Records or events moved.
+    pub progressed: bool,
+    /// The input is exhausted: nothing will come any more.
+    pub ended: bool,
+    /// Poll again at this time even without input (source pacing).
+    pub deadline: Option<Instant>,
+}
+
+/// The part every task shares: the chain it feeds and the end-of-input
+/// sequence. Each poll flushes the chain's tail (buffer timeout, queued
+/// buffers), lets the task move input unless the input has ended, and once
+/// it has, finishes the chain until end-of-partition is delivered.
+pub struct ChainHead<C> {
+    /// The chain.
+    pub out: C,
+    input_ended: bool,
+    finished: bool,
+}
+
+impl<C> ChainHead<C> {
+    /// A head feeding `out`.
+    pub fn new(out: C) -> Self {
+        Self {
+            out,
+            input_ended: false,
+            finished: false,
+        }
+    }
+}
+
+impl<C: ChainControl> ChainHead<C> {
+    /// One poll; `input` moves what the task's input has, into the chain.
+    #[inline]
+    pub fn poll(&mut self, now: Instant, input: impl FnOnce(&mut C) -> InputStep) -> TaskPoll {
+        if self.finished {
+            return TaskPoll {
+                finished: true,
+                ..TaskPoll::default()
+            };
+        }
+        let flushed = self.out.flush(now);
+        let mut result = TaskPoll {
+            progressed: flushed.progressed,
+            ..TaskPoll::default()
+        }
+        .with_deadline(flushed.next_deadline);
+        if !self.input_ended {
+            let step = input(&mut self.out);
+            result.progressed |= step.progressed || step.ended;
+            result = result.with_deadline(step.deadline);
+            self.input_ended = step.ended;
+        }
+        if self.input_ended && self.out.finish() {
+            self.finished = true;
+            result.finished = true;
+            result.progressed = true;
+        }
+        result
+    }
 }

@@ -7,16 +7,18 @@
 //! chunks rather than one block is what lets a snapshot later freeze the
 //! state copy-on-write, chunk by chunk, while the worker keeps writing.
 
-/// Slots per chunk (a power of two): 1,024 slots, 32 KiB for the 32-byte
-/// slots of a `ValueState<u64, (u64, u64)>`.
-pub const CHUNK_SHIFT: u32 = 10;
+/// Slots per chunk (a power of two): 512 slots, 12 KiB for the 24-byte
+/// entries of a `ValueState<u64, (u64, u64)>`. Every chunk has exactly
+/// this many slots (a small arena's one chunk too), so indexing inside a
+/// chunk needs no bounds check.
+pub const CHUNK_SHIFT: u32 = 9;
 /// Slots per chunk.
 pub const CHUNK_LEN: usize = 1 << CHUNK_SHIFT;
 const CHUNK_MASK: usize = CHUNK_LEN - 1;
 
 /// A fixed number of `T` slots in chunks of [`CHUNK_LEN`].
 pub struct SlotArena<T: Copy> {
-    chunks: Vec<Box<[T]>>,
+    chunks: Vec<Box<[T; CHUNK_LEN]>>,
     len: usize,
 }
 
@@ -29,16 +31,17 @@ impl<T: Copy> SlotArena<T> {
         }
     }
 
-    /// `len` slots, each set to `fill`. Chunks are `CHUNK_LEN` long (the
-    /// only chunk of a smaller arena is `len` long).
+    /// `len` slots, each set to `fill`, in `len / CHUNK_LEN` chunks
+    /// (rounded up; the slots past `len` in the last chunk are unused).
     pub fn new(len: usize, fill: T) -> Self {
-        let mut chunks = Vec::with_capacity(len.div_ceil(CHUNK_LEN));
-        let mut left = len;
-        while left > 0 {
-            let n = left.min(CHUNK_LEN);
-            chunks.push(vec![fill; n].into_boxed_slice());
-            left -= n;
-        }
+        let chunks = (0..len.div_ceil(CHUNK_LEN))
+            .map(|_| {
+                vec![fill; CHUNK_LEN]
+                    .into_boxed_slice()
+                    .try_into()
+                    .unwrap_or_else(|_| unreachable!("the vector has CHUNK_LEN slots"))
+            })
+            .collect();
         Self { chunks, len }
     }
 
@@ -57,18 +60,24 @@ impl<T: Copy> SlotArena<T> {
     /// Slot `i`.
     #[inline(always)]
     pub fn get(&self, i: usize) -> &T {
+        debug_assert!(i < self.len, "slot {i} of {}", self.len);
         &self.chunks[i >> CHUNK_SHIFT][i & CHUNK_MASK]
     }
 
     /// Slot `i`, mutably.
     #[inline(always)]
     pub fn get_mut(&mut self, i: usize) -> &mut T {
+        debug_assert!(i < self.len, "slot {i} of {}", self.len);
         &mut self.chunks[i >> CHUNK_SHIFT][i & CHUNK_MASK]
     }
 
-    /// The chunks, in slot order.
+    /// The chunks, in slot order, each cut to the arena's `len`.
     pub fn chunks(&self) -> impl Iterator<Item = &[T]> + '_ {
-        self.chunks.iter().map(|c| &c[..])
+        let len = self.len;
+        self.chunks
+            .iter()
+            .enumerate()
+            .map(move |(i, c)| &c[..(len - i * CHUNK_LEN).min(CHUNK_LEN)])
     }
 
     /// Number of chunks.
@@ -78,7 +87,7 @@ impl<T: Copy> SlotArena<T> {
 
     /// Every slot, in order.
     pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
-        self.chunks.iter().flat_map(|c| c.iter())
+        self.chunks().flat_map(|c| c.iter())
     }
 
     /// Sets every slot to `fill`.

@@ -170,6 +170,10 @@ where
         }
         let tag = tag_of(hash);
         let mut pos = (hash >> self.shift) as usize;
+        // Most keys sit in their home slot: check it before the group scan.
+        if self.tags[pos] == tag && self.slots.get(pos).key == *key {
+            return Probe::Found(pos);
+        }
         loop {
             // Tags pos..pos+8, read as one word: mostly one candidate, so
             // the branches below are predictable (SwissTable's idea, with

@@ -377,11 +377,6 @@ impl InputGate {
         }
         false
     }
-
-    /// True if an event or a partly read buffer is waiting.
-    pub fn has_pending(&mut self) -> bool {
-        self.reading.is_some() || self.receivers.iter_mut().any(|r| !r.is_empty())
-    }
 }
 
 /// Records and events an input task moves per poll before the worker looks

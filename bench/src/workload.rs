@@ -316,6 +316,22 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for WorkloadSource<F> {
         self.emitted += n;
         SourcePoll::Emitted(n as usize)
     }
+
+    fn snapshot_position(&mut self) -> Vec<u8> {
+        self.next.to_le_bytes().to_vec()
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
+        let next = weir_runtime::source::decode_u64_position(position)?;
+        if next % self.step != self.index as u64 % self.step {
+            return Err(format!(
+                "position {next} is not a record of source subtask {} of {}",
+                self.index, self.step
+            ));
+        }
+        self.next = next;
+        Ok(())
+    }
 }
 
 /// The keyed op of W1/W3: `count += 1; sum += value`, emit the new totals.

@@ -11,13 +11,48 @@ use crate::metrics::Counter;
 use crate::operator::{ChainControl, Collector, FlushOutcome};
 
 /// A sink subtask.
+///
+/// With checkpointing on, a sink takes part in two-phase commit, as Flink's
+/// `TwoPhaseCommitSinkFunction` does: at checkpoint `n`'s barrier it
+/// *pre-commits* what it received since the previous barrier and returns the
+/// state to keep ([`Sink::snapshot_state`]); once checkpoint `n` is complete
+/// it *commits* ([`Sink::notify_checkpoint_complete`]). After a failure it is
+/// handed the state of the restored checkpoint before any record
+/// ([`Sink::initialize_state`]): it must commit what that state pre-committed
+/// (commit is idempotent) and abort everything else. The defaults suit a
+/// sink without external effects.
+///
+/// An `Err` from these methods fails the job, naming the sink's subtask.
 pub trait Sink: 'static {
     /// Records it takes.
     type In;
     /// Takes one record.
     fn invoke(&mut self, record: Self::In);
-    /// The input ended: every record has been invoked.
+    /// The input ended: every record has been invoked. Records that reach
+    /// the sink after this are none; the final checkpoint's barrier (with
+    /// checkpointing on) follows.
     fn finish(&mut self) {}
+
+    /// Called once before the first record: `restored` is the checkpoint id
+    /// and the bytes [`Sink::snapshot_state`] returned for this subtask, or
+    /// `None` on a fresh start.
+    fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
+        let _ = restored;
+        Ok(())
+    }
+
+    /// Checkpoint `checkpoint_id`'s barrier arrived after every record
+    /// before it: pre-commit and return the state to store.
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, String> {
+        let _ = checkpoint_id;
+        Ok(Vec::new())
+    }
+
+    /// Checkpoint `checkpoint_id` (and so every earlier one) is complete.
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), String> {
+        let _ = checkpoint_id;
+        Ok(())
+    }
 }
 
 /// Wraps a [`Sink`] as the tail of a chain and counts what it receives.

@@ -27,12 +27,39 @@ pub enum SourcePoll {
 }
 
 /// A source subtask.
+///
+/// Sources are *replayable*, as exactly-once checkpoints need: at a
+/// checkpoint barrier the runtime asks for the position after the last
+/// emitted record ([`Source::snapshot_position`]); after a failure the
+/// source is rewound to the position of the restored checkpoint
+/// ([`Source::restore_position`]) and emits the same records again.
 pub trait Source: 'static {
     /// Records produced.
     type Out;
     /// Emits up to `budget` records into `out`, checking
     /// `out.is_available()` before each one.
     fn poll_next<C: Collector<Self::Out>>(&mut self, out: &mut C, budget: usize) -> SourcePoll;
+
+    /// The position just after the last record emitted, opaque to the
+    /// runtime; stored in the checkpoint whose barrier follows that record.
+    fn snapshot_position(&mut self) -> Vec<u8>;
+
+    /// Rewinds to a position returned by [`Source::snapshot_position`] of
+    /// the same subtask. Called once, before the first `poll_next`. An error
+    /// (a position this source cannot resume from) fails the restore.
+    fn restore_position(&mut self, position: &[u8]) -> Result<(), String>;
+}
+
+/// Decodes a position made of one little-endian `u64` (the record index
+/// most sources resume from); the error names what is wrong.
+pub fn decode_u64_position(position: &[u8]) -> Result<u64, String> {
+    let bytes: [u8; 8] = position.try_into().map_err(|_| {
+        format!(
+            "expected an 8-byte position, found {} bytes",
+            position.len()
+        )
+    })?;
+    Ok(u64::from_le_bytes(bytes))
 }
 
 /// Where a subtask runs: passed to every factory of sources, operators and
@@ -92,6 +119,23 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for SequenceSource<F> {
             n += 1;
         }
         SourcePoll::Emitted(n)
+    }
+
+    fn snapshot_position(&mut self) -> Vec<u8> {
+        self.next.to_le_bytes().to_vec()
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
+        let next = decode_u64_position(position)?;
+        if next % self.step != self.next % self.step {
+            return Err(format!(
+                "position {next} does not belong to this subtask (records {} mod {})",
+                self.next % self.step,
+                self.step
+            ));
+        }
+        self.next = next;
+        Ok(())
     }
 }
 

@@ -5,6 +5,11 @@
 //! Keys are `splitmix64(i) % K` for K = 1,000 (fits in L1/L2) and 100,000
 //! (index and entries spill into L3/DRAM). The state is warmed once, so the
 //! measurement is the steady state of a running count: almost all hits.
+//!
+//! The `checkpoint` group prices copy-on-write: the same count with a
+//! checkpoint every batch (freeze, the batch's writes copying each chunk
+//! they touch once, drop the view), and the synchronous freeze alone of a
+//! state of a million keys.
 // criterion_group!/criterion_main! generate undocumented functions.
 #![allow(missing_docs)]
 
@@ -111,8 +116,41 @@ fn bench_count(c: &mut Criterion) {
     group.finish();
 }
 
+fn bench_checkpoint(c: &mut Criterion) {
+    let mut group = c.benchmark_group("checkpoint");
+    for distinct in [1_000u64, 100_000] {
+        let hashed: Vec<(u64, u64, u64)> = (0..RECORDS as u64)
+            .map(|i| {
+                let k = splitmix64(i) % distinct;
+                (k, k.key_hash(), i)
+            })
+            .collect();
+        let mut state: ValueState<u64, Agg> = ValueState::new("count");
+        group.throughput(Throughput::Elements(RECORDS as u64));
+        group.bench_function(BenchmarkId::new("freeze_then_count", distinct), |b| {
+            b.iter(|| {
+                let view = state.freeze();
+                for &(k, h, v) in &hashed {
+                    let a = state.get_or_insert_with_hashed(black_box(k), h, Agg::default);
+                    a.count += 1;
+                    a.sum = a.sum.wrapping_add(v);
+                }
+                view
+            })
+        });
+        black_box(state.cow_stats());
+    }
+
+    const KEYS: u64 = 1_000_000;
+    let mut state: ValueState<u64, Agg> = ValueState::with_capacity("count", KEYS as usize);
+    (0..KEYS).for_each(|k| state.put(k, Agg::default()));
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("freeze_and_drop_1m_keys", |b| b.iter(|| state.freeze()));
+    group.finish();
+}
+
 /// Private so the `pub fn` that `criterion_group!` generates needs no docs.
 mod group {
-    criterion::criterion_group!(benches, super::bench_count);
+    criterion::criterion_group!(benches, super::bench_count, super::bench_checkpoint);
 }
 criterion_main!(group::benches);

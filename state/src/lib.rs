@@ -4,15 +4,24 @@
 //!
 //! - [`key_group`]: the stable [`KeyHash`], key → key group → subtask
 //!   routing ([`KeyGroupRange`], [`KeyGroupAssigner`]);
-//! - [`arena`]: the chunked [`SlotArena`] keyed state lives in, the base
-//!   for copy-on-write snapshots;
-//! - [`value_state`]: the arena-backed keyed [`ValueState`];
+//! - [`arena`]: the chunked [`SlotArena`] keyed state lives in, whose
+//!   chunks are shared copy-on-write with [`FrozenArena`] views;
+//! - [`value_state`]: the arena-backed keyed [`ValueState`], and the
+//!   [`FrozenValueState`] view a checkpoint serializes;
 //! - [`snapshot`]: the on-disk snapshot format: checksummed blocks in
 //!   log-structured segment files, and the rkyv checkpoint manifest.
 //!
-//! Writing this state into snapshots and restoring it, per key group, come
-//! later and will build on the stable hash, the arena's chunks and
-//! [`snapshot`].
+//! Checkpoints are asynchronous. Their synchronous part only freezes each
+//! state ([`ValueState::freeze`]): no entry is copied, the view shares the
+//! live state's memory. The worker then keeps processing while another task
+//! on the same thread serializes the frozen views; a write into memory that
+//! a view still shares copies that chunk first, once per freeze
+//! ([`ValueState::cow_stats`] counts it). State and views are `!Send`: they
+//! stay on their worker's thread.
+//!
+//! Writing the frozen views into snapshots and restoring them, per key
+//! group, come later and will build on the stable hash, the views'
+//! iteration, [`ValueState::reserve`] and [`snapshot`].
 
 #![deny(missing_docs)]
 
@@ -21,9 +30,9 @@ pub mod key_group;
 pub mod snapshot;
 pub mod value_state;
 
-pub use arena::SlotArena;
+pub use arena::{FrozenArena, SlotArena};
 pub use key_group::{
     assign_to_key_group, key_group_for_hash, subtask_for_key_group, KeyGroupAssigner,
     KeyGroupRange, KeyHash, DEFAULT_MAX_PARALLELISM, UPPER_BOUND_MAX_PARALLELISM,
 };
-pub use value_state::ValueState;
+pub use value_state::{CowStats, FrozenValueState, ValueState};

@@ -18,10 +18,41 @@
 //! following entries of the cluster that may legally move are shifted back
 //! into the hole, so lookups never walk over dead slots and the load never
 //! creeps up under churn.
+//!
+//! # Freezing for checkpoints
+//!
+//! [`ValueState::freeze`] returns a [`FrozenValueState`]: exactly the
+//! entries present at that moment, whatever the live state does afterwards
+//! (put, update, remove, clear, growth into a bigger table). A checkpoint
+//! freezes synchronously, then serializes the view from another task on the
+//! same thread while the worker keeps processing and writing. The freeze
+//! copies nothing: the view shares the arena's chunks (see
+//! [`crate::arena`]) and the tag array, both reference-counted. The first
+//! write into a shared chunk copies that chunk, once per freeze; the first
+//! insert or remove copies the tag array (1 byte per slot; updates of
+//! existing keys never touch it, so a running aggregation over known keys
+//! copies only the chunks it writes). Growth needs no copy at all: the new
+//! table is the live state's alone and the view keeps the old one.
+//! [`ValueState::cow_stats`] counts what was copied.
+//!
+//! The writing hot paths ([`ValueState::get_or_insert_with_hashed`],
+//! [`ValueState::put_hashed`]) branch once on
+//! [`SlotArena::writes_are_direct`], which is false while a view may share
+//! a chunk and also while the table has no arena yet; that one branch
+//! replaces the empty-table check the probe needed anyway, and everything
+//! rare runs out of line. With no freeze outstanding they cost what they
+//! cost without copy-on-write.
+//!
+//! # Restoring
+//!
+//! [`ValueState::with_capacity`] and [`ValueState::reserve`] size the table
+//! for a known number of keys up front, so that a restore inserting
+//! millions of entries never rehashes.
 
 use std::fmt;
+use std::rc::Rc;
 
-use crate::arena::SlotArena;
+use crate::arena::{FrozenArena, SlotArena, CHUNK_LEN};
 use crate::key_group::KeyHash;
 
 /// Smallest capacity: a few cache lines, so `new` is cheap.
@@ -77,6 +108,18 @@ fn max_len_for(capacity: usize) -> usize {
     capacity / 2 + capacity / 4 + capacity / 16
 }
 
+/// Smallest power-of-two capacity (at least [`MIN_CAPACITY`]) whose load
+/// limit admits `n` entries.
+fn capacity_for(n: usize, name: &str) -> usize {
+    let mut capacity = MIN_CAPACITY;
+    while max_len_for(capacity) < n {
+        capacity = capacity
+            .checked_mul(2)
+            .unwrap_or_else(|| panic!("ValueState '{name}': capacity for {n} keys too large"));
+    }
+    capacity
+}
+
 /// Result of a probe sequence.
 enum Probe {
     /// The key is at this position.
@@ -94,7 +137,9 @@ where
 {
     name: String,
     slots: SlotArena<Slot<K, V>>,
-    tags: Box<[u8]>,
+    /// One tag per slot, then the first `GROUP` tags again. Shared with
+    /// frozen views, copied by the first tag write after a freeze.
+    tags: Rc<[u8]>,
     len: usize,
     /// `capacity - 1`.
     mask: usize,
@@ -102,6 +147,11 @@ where
     shift: u32,
     /// Grow before an insert would exceed this many entries.
     max_len: usize,
+    /// Copy-on-write work of arenas this state has since replaced, and of
+    /// its tag arrays.
+    retired_chunk_copies: u64,
+    tag_copies: u64,
+    tag_bytes_copied: u64,
 }
 
 impl<K, V> ValueState<K, V>
@@ -114,24 +164,47 @@ where
         Self::with_capacity(name, 0)
     }
 
-    /// An empty state that holds `n` keys without growing.
+    /// An empty state that holds `n` keys without growing: inserting `n`
+    /// distinct keys never rehashes (what a restore wants). The slots are
+    /// allocated by the first insert.
     pub fn with_capacity(name: &str, n: usize) -> Self {
-        let mut capacity = MIN_CAPACITY;
-        while max_len_for(capacity) < n {
-            capacity = capacity
-                .checked_mul(2)
-                .unwrap_or_else(|| panic!("ValueState capacity {n} too large"));
-        }
+        let capacity = capacity_for(n, name);
         Self {
             name: name.to_owned(),
             // No filler yet: the arena is created on the first insert, when
             // a key and value exist to fill empty slots with.
             slots: SlotArena::empty(),
-            tags: Box::new([]),
+            tags: Rc::new([]),
             len: 0,
             mask: capacity - 1,
             shift: 64 - capacity.trailing_zeros(),
             max_len: max_len_for(capacity),
+            retired_chunk_copies: 0,
+            tag_copies: 0,
+            tag_bytes_copied: 0,
+        }
+    }
+
+    /// Makes room for `additional` more keys, so that inserting them never
+    /// rehashes: grows the table once, now, to the capacity they need (a
+    /// restore calls this with the number of entries it will insert).
+    pub fn reserve(&mut self, additional: usize) {
+        let needed = self.len.checked_add(additional).unwrap_or_else(|| {
+            panic!(
+                "ValueState '{}': reserve({additional}) overflows",
+                self.name
+            )
+        });
+        if needed <= self.max_len {
+            return;
+        }
+        let capacity = capacity_for(needed, &self.name);
+        if self.slots.is_empty() {
+            self.set_capacity(capacity);
+        } else {
+            // Any entry fills the new arena's empty slots.
+            let filler = *self.slots.get(0);
+            self.rebuild(capacity, filler);
         }
     }
 
@@ -162,12 +235,20 @@ where
         self.slots.len() * (std::mem::size_of::<Slot<K, V>>() + 1)
     }
 
-    /// Finds `key` (whose hash is `hash`): one probe sequence.
+    /// Finds `key` (whose hash is `hash`), also in a table that has no
+    /// arena yet.
     #[inline(always)]
-    fn probe(&self, key: &K, hash: u64) -> Probe {
+    fn find(&self, key: &K, hash: u64) -> Probe {
         if self.slots.is_empty() {
             return Probe::Vacant(0);
         }
+        self.probe(key, hash)
+    }
+
+    /// Finds `key` (whose hash is `hash`) in a table that has its arena:
+    /// one probe sequence.
+    #[inline(always)]
+    fn probe(&self, key: &K, hash: u64) -> Probe {
         let tag = tag_of(hash);
         let mut pos = (hash >> self.shift) as usize;
         // Most keys sit in their home slot: check it before the group scan.
@@ -211,10 +292,37 @@ where
     /// Sets the tag of `pos`, and its mirror past the end if it has one.
     #[inline(always)]
     fn set_tag(&mut self, pos: usize, tag: u8) {
-        self.tags[pos] = tag;
+        let mirror = self.mask + 1 + pos;
+        let tags = self.tags_mut();
+        tags[pos] = tag;
         if pos < GROUP {
-            self.tags[self.mask + 1 + pos] = tag;
+            tags[mirror] = tag;
         }
+    }
+
+    /// The tag array, writable: copied first if a frozen view shares it.
+    #[inline(always)]
+    fn tags_mut(&mut self) -> &mut [u8] {
+        if Rc::get_mut(&mut self.tags).is_none() {
+            self.unshare_tags();
+        }
+        Rc::get_mut(&mut self.tags).unwrap_or_else(|| unreachable!("the tags were just unshared"))
+    }
+
+    /// Gives the live state its own copy of the tag array.
+    #[cold]
+    #[inline(never)]
+    fn unshare_tags(&mut self) {
+        self.tags = Rc::from(&self.tags[..]);
+        self.tag_copies += 1;
+        self.tag_bytes_copied += self.tags.len() as u64;
+    }
+
+    /// Sets the capacity fields for `capacity` slots.
+    fn set_capacity(&mut self, capacity: usize) {
+        self.mask = capacity - 1;
+        self.shift = 64 - capacity.trailing_zeros();
+        self.max_len = max_len_for(capacity);
     }
 
     /// First empty position on the probe path of `hash`.
@@ -233,14 +341,12 @@ where
     /// Moves every entry into an arena of `capacity` slots.
     #[cold]
     fn rebuild(&mut self, capacity: usize, filler: Slot<K, V>) {
+        // Frozen views keep the old arena's chunks and tags alive; the new
+        // ones are this state's alone.
         let old_slots = std::mem::replace(&mut self.slots, SlotArena::new(capacity, filler));
-        let old_tags = std::mem::replace(
-            &mut self.tags,
-            vec![EMPTY; capacity + GROUP].into_boxed_slice(),
-        );
-        self.mask = capacity - 1;
-        self.shift = 64 - capacity.trailing_zeros();
-        self.max_len = max_len_for(capacity);
+        self.retired_chunk_copies += old_slots.cow_copies();
+        let old_tags = std::mem::replace(&mut self.tags, Rc::from(vec![EMPTY; capacity + GROUP]));
+        self.set_capacity(capacity);
         // Zip stops at the slots, skipping the mirrored tags.
         for (slot, _) in old_slots
             .iter()
@@ -255,13 +361,13 @@ where
     }
 
     /// Stores `(key, value)` at the vacant position `pos`, creating or
-    /// growing the arena first if needed. Returns the position.
+    /// growing the arena first if needed. Returns the value's slot.
     ///
     /// Kept out of line: inserts are the rare case of a running keyed
     /// aggregation, and inlining them stopped the lookup from being inlined
     /// into the caller's loop.
     #[inline(never)]
-    fn insert_at(&mut self, mut pos: usize, key: K, hash: u64, value: V) -> usize {
+    fn insert_at(&mut self, mut pos: usize, key: K, hash: u64, value: V) -> &mut V {
         let slot = Slot { key, value };
         if self.slots.is_empty() {
             // The first entry fills the arena's empty slots: their content is
@@ -276,10 +382,11 @@ where
             self.rebuild(capacity, slot);
             pos = self.vacant_pos(hash);
         }
-        *self.slots.get_mut(pos) = slot;
         self.set_tag(pos, tag_of(hash));
         self.len += 1;
-        pos
+        let stored = self.slots.get_mut(pos);
+        *stored = slot;
+        &mut stored.value
     }
 
     /// Debug check that a caller-supplied hash is the key's [`KeyHash`].
@@ -296,7 +403,7 @@ where
     #[inline]
     pub fn get_hashed(&self, key: &K, hash: u64) -> Option<&V> {
         Self::check_hash(key, hash);
-        match self.probe(key, hash) {
+        match self.find(key, hash) {
             Probe::Found(pos) => Some(&self.slots.get(pos).value),
             Probe::Vacant(_) => None,
         }
@@ -308,11 +415,19 @@ where
         self.get_hashed(key, key.key_hash())
     }
 
+    // `get_or_insert_with_hashed` and `put_hashed` branch once on
+    // `writes_are_direct` (the arena exists and no frozen view may share a
+    // chunk): then the probe skips its empty-table check and the write its
+    // copy-on-write check, so with no freeze outstanding copy-on-write costs
+    // them only that branch. The rare rest runs out of line in a `*_slow`
+    // twin. `get_mut_hashed` keeps the arena's own check, whose out-of-line
+    // path touches only the arena's boxed bookkeeping.
+
     /// The value of `key`, mutably, given `hash == key.key_hash()`.
     #[inline]
     pub fn get_mut_hashed(&mut self, key: &K, hash: u64) -> Option<&mut V> {
         Self::check_hash(key, hash);
-        match self.probe(key, hash) {
+        match self.find(key, hash) {
             Probe::Found(pos) => Some(&mut self.slots.get_mut(pos).value),
             Probe::Vacant(_) => None,
         }
@@ -336,14 +451,30 @@ where
         f: impl FnOnce() -> V,
     ) -> &mut V {
         Self::check_hash(&key, hash);
-        let pos = match self.probe(&key, hash) {
-            Probe::Found(pos) => pos,
+        if !self.slots.writes_are_direct() {
+            return self.get_or_insert_slow(key, hash, f);
+        }
+        match self.probe(&key, hash) {
+            Probe::Found(pos) => &mut self.slots.get_mut(pos).value,
             Probe::Vacant(pos) => {
                 let value = f();
                 self.insert_at(pos, key, hash, value)
             }
-        };
-        &mut self.slots.get_mut(pos).value
+        }
+    }
+
+    /// [`get_or_insert_with_hashed`](Self::get_or_insert_with_hashed)
+    /// without the arena or with chunks shared with a frozen view.
+    #[cold]
+    #[inline(never)]
+    fn get_or_insert_slow(&mut self, key: K, hash: u64, f: impl FnOnce() -> V) -> &mut V {
+        match self.find(&key, hash) {
+            Probe::Found(pos) => &mut self.slots.get_mut(pos).value,
+            Probe::Vacant(pos) => {
+                let value = f();
+                self.insert_at(pos, key, hash, value)
+            }
+        }
     }
 
     /// The value of `key`, inserting `f()` first if there is none.
@@ -358,7 +489,23 @@ where
     #[inline]
     pub fn put_hashed(&mut self, key: K, hash: u64, value: V) {
         Self::check_hash(&key, hash);
+        if !self.slots.writes_are_direct() {
+            return self.put_slow(key, hash, value);
+        }
         match self.probe(&key, hash) {
+            Probe::Found(pos) => self.slots.get_mut(pos).value = value,
+            Probe::Vacant(pos) => {
+                self.insert_at(pos, key, hash, value);
+            }
+        }
+    }
+
+    /// [`put_hashed`](Self::put_hashed) without the arena or with chunks
+    /// shared with a frozen view.
+    #[cold]
+    #[inline(never)]
+    fn put_slow(&mut self, key: K, hash: u64, value: V) {
+        match self.find(&key, hash) {
             Probe::Found(pos) => self.slots.get_mut(pos).value = value,
             Probe::Vacant(pos) => {
                 self.insert_at(pos, key, hash, value);
@@ -376,7 +523,7 @@ where
     #[inline]
     pub fn remove_hashed(&mut self, key: &K, hash: u64) -> Option<V> {
         Self::check_hash(key, hash);
-        match self.probe(key, hash) {
+        match self.find(key, hash) {
             Probe::Vacant(_) => None,
             Probe::Found(pos) => {
                 let value = self.slots.get(pos).value;
@@ -431,8 +578,46 @@ where
 
     /// Removes every key; the table keeps its capacity.
     pub fn clear(&mut self) {
-        self.tags.fill(EMPTY);
+        match Rc::get_mut(&mut self.tags) {
+            Some(tags) => tags.fill(EMPTY),
+            // A frozen view holds the tags: start a new array rather than
+            // copy the old one only to overwrite it.
+            None => self.tags = Rc::from(vec![EMPTY; self.tags.len()]),
+        }
         self.len = 0;
+    }
+
+    /// A read-only view of exactly the entries present now, unaffected by
+    /// anything done to this state afterwards (puts, updates, removes,
+    /// `clear`, growth into a bigger table).
+    ///
+    /// Costs one reference-count increment per arena chunk and one for the
+    /// tag array; nothing is copied here. Later writes copy what they
+    /// touch while a view still shares it: each arena chunk at most once per
+    /// freeze (see [`crate::arena`]), the tag array on the first insert or
+    /// remove. Dropping every view ends the sharing. Until every shared
+    /// chunk has been written or every view dropped, writes take an
+    /// out-of-line path that checks their chunk.
+    pub fn freeze(&self) -> FrozenValueState<K, V> {
+        FrozenValueState {
+            name: self.name.clone(),
+            slots: self.slots.freeze(),
+            tags: Rc::clone(&self.tags),
+            len: self.len,
+            mask: self.mask,
+            shift: self.shift,
+        }
+    }
+
+    /// Copy-on-write work done so far because of frozen views.
+    pub fn cow_stats(&self) -> CowStats {
+        let chunks_copied = self.retired_chunk_copies + self.slots.cow_copies();
+        let chunk_bytes = (CHUNK_LEN * std::mem::size_of::<Slot<K, V>>()) as u64;
+        CowStats {
+            chunks_copied,
+            tag_arrays_copied: self.tag_copies,
+            bytes_copied: chunks_copied * chunk_bytes + self.tag_bytes_copied,
+        }
     }
 }
 
@@ -445,6 +630,115 @@ where
         f.debug_struct("ValueState")
             .field("name", &self.name)
             .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .finish()
+    }
+}
+
+/// Copy-on-write work a [`ValueState`] has done because frozen views
+/// shared its memory (for checkpoint statistics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CowStats {
+    /// Arena chunks copied ([`CHUNK_LEN`] slots each).
+    pub chunks_copied: u64,
+    /// Tag arrays copied (one byte per slot).
+    pub tag_arrays_copied: u64,
+    /// Bytes copied by both.
+    pub bytes_copied: u64,
+}
+
+/// The entries of a [`ValueState`] as they were at
+/// [`ValueState::freeze`]: read-only, and unchanged by anything the live
+/// state does afterwards. It shares the live state's memory until the live
+/// state writes to it; dropping it ends the sharing.
+///
+/// A checkpoint freezes the state synchronously, then serializes the view
+/// from another task on the same thread while the worker keeps processing.
+/// Like the state it is `!Send`. Cloning it is cheap and shares too.
+#[derive(Clone)]
+pub struct FrozenValueState<K, V>
+where
+    K: Copy + Eq + KeyHash,
+    V: Copy,
+{
+    name: String,
+    slots: FrozenArena<Slot<K, V>>,
+    tags: Rc<[u8]>,
+    len: usize,
+    mask: usize,
+    shift: u32,
+}
+
+impl<K, V> FrozenValueState<K, V>
+where
+    K: Copy + Eq + KeyHash,
+    V: Copy,
+{
+    /// The state's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of keys with a value.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no key had a value.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of slots of the table the view was taken of.
+    pub fn capacity(&self) -> usize {
+        self.mask + 1
+    }
+
+    /// Bytes of slot memory the view refers to (shared with the live state
+    /// until it writes).
+    pub fn memory_bytes(&self) -> usize {
+        self.slots.len() * (std::mem::size_of::<Slot<K, V>>() + 1)
+    }
+
+    /// The value `key` had.
+    pub fn get(&self, key: &K) -> Option<&V> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let hash = key.key_hash();
+        let tag = tag_of(hash);
+        let mut pos = (hash >> self.shift) as usize;
+        // Slot by slot: a view is read by iteration, lookups are for checks.
+        loop {
+            match self.tags[pos] {
+                EMPTY => return None,
+                t if t == tag && self.slots.get(pos).key == *key => {
+                    return Some(&self.slots.get(pos).value)
+                }
+                _ => pos = (pos + 1) & self.mask,
+            }
+        }
+    }
+
+    /// Every `(key, value)`, in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
+        self.slots
+            .iter()
+            .zip(self.tags.iter())
+            .filter(|(_, &t)| t != EMPTY)
+            .map(|(s, _)| (&s.key, &s.value))
+    }
+}
+
+impl<K, V> fmt::Debug for FrozenValueState<K, V>
+where
+    K: Copy + Eq + KeyHash,
+    V: Copy,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FrozenValueState")
+            .field("name", &self.name)
+            .field("len", &self.len)
             .field("capacity", &self.capacity())
             .finish()
     }

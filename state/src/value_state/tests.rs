@@ -1,5 +1,6 @@
 //! Unit and model-based tests of [`ValueState`](super::ValueState): index
-//! invariants checked from the inside, and a proptest against `HashMap`.
+//! invariants checked from the inside, frozen views, and a proptest against
+//! `HashMap` with freezes interleaved.
 
 use super::*;
 
@@ -188,12 +189,187 @@ fn panicking_initialiser_leaves_state_unchanged() {
     assert_index_invariant(&s);
 }
 
+/// The entries of a frozen view, checked against `want` both by iteration
+/// and by lookup.
+fn assert_view_eq<K, V>(f: &FrozenValueState<K, V>, want: &std::collections::HashMap<K, V>)
+where
+    K: Copy + Eq + KeyHash + std::hash::Hash + std::fmt::Debug,
+    V: Copy + PartialEq + std::fmt::Debug,
+{
+    let seen: std::collections::HashMap<K, V> = f.iter().map(|(k, v)| (*k, *v)).collect();
+    assert_eq!(f.iter().count(), seen.len(), "a view yielded a key twice");
+    assert_eq!(&seen, want);
+    assert_eq!((f.len(), f.is_empty()), (want.len(), want.is_empty()));
+    for (k, v) in want {
+        assert_eq!(f.get(k), Some(v), "key {k:?}");
+    }
+}
+
+#[test]
+fn frozen_view_ignores_every_later_change() {
+    let mut s: ValueState<u64, u64> = ValueState::new("v");
+    (0..500u64).for_each(|k| s.put(k, k));
+    let want: std::collections::HashMap<u64, u64> = (0..500u64).map(|k| (k, k)).collect();
+    let f = s.freeze();
+    assert_eq!((f.name(), f.capacity()), ("v", s.capacity()));
+    assert_eq!(f.memory_bytes(), s.memory_bytes());
+    for k in 0..100u64 {
+        s.put(k, k + 1_000); // overwrite
+        *s.get_mut(&(k + 100)).unwrap() += 1; // update in place
+        *s.get_or_insert_with(k + 200, || 0) += 1; // update via insert path
+        assert_eq!(s.remove(&(k + 300)), Some(k + 300)); // remove (backward shift)
+    }
+    (500..5_000u64).for_each(|k| s.put(k, k)); // grow several times
+    assert!(s.capacity() > f.capacity());
+    assert_view_eq(&f, &want);
+    assert_eq!(f.get(&4_000), None);
+    s.clear();
+    assert_view_eq(&f, &want);
+    assert_index_invariant(&s);
+    assert_eq!(
+        format!("{f:?}"),
+        format!(
+            "FrozenValueState {{ name: \"v\", len: 500, capacity: {} }}",
+            f.capacity()
+        )
+    );
+}
+
+#[test]
+fn frozen_empty_state() {
+    let mut s: ValueState<u64, u64> = ValueState::new("e");
+    let f = s.freeze();
+    s.put(1, 1);
+    assert!(f.is_empty() && f.iter().next().is_none() && f.get(&1).is_none());
+    assert_eq!(f.memory_bytes(), 0);
+    // A cleared state freezes to an empty view too, its slots notwithstanding.
+    s.clear();
+    let g = s.freeze();
+    s.put(2, 2);
+    assert!(g.is_empty() && g.iter().next().is_none() && g.get(&2).is_none());
+}
+
+#[test]
+fn updates_copy_each_touched_chunk_once_and_leave_the_tags_shared() {
+    let mut s: ValueState<u64, u64> = ValueState::with_capacity("c", 20_000);
+    (0..20_000u64).for_each(|k| s.put(k, 0));
+    let chunks = s.slots.chunk_count() as u64;
+    assert!(chunks > 4);
+    let f = s.freeze();
+    assert_eq!(s.cow_stats(), CowStats::default());
+    for round in 1..=3u64 {
+        (0..20_000u64).for_each(|k| *s.get_mut(&k).unwrap() = round);
+        // Keys are spread over all chunks: every chunk is copied, and only
+        // in the first round.
+        let st = s.cow_stats();
+        assert_eq!(st.chunks_copied, chunks, "round {round}");
+        assert_eq!(st.tag_arrays_copied, 0, "updates leave the tags alone");
+        let chunk_bytes = (CHUNK_LEN * std::mem::size_of::<Slot<u64, u64>>()) as u64;
+        assert_eq!(st.bytes_copied, chunks * chunk_bytes);
+    }
+    assert!(f.iter().all(|(_, v)| *v == 0) && f.len() == 20_000);
+    assert!((0..20_000u64).all(|k| s.get(&k) == Some(&3)));
+    // An insert copies the tag array, once.
+    s.put(1_000_000, 1);
+    s.put(1_000_001, 1);
+    assert_eq!(s.cow_stats().tag_arrays_copied, 1);
+    assert_eq!(f.get(&1_000_000), None);
+    drop(f);
+    // No view left: writes and inserts copy nothing more.
+    let before = s.cow_stats();
+    (0..20_000u64).for_each(|k| s.put(k, 4));
+    assert_eq!(s.remove(&1_000_000), Some(1));
+    assert_eq!(s.cow_stats(), before);
+    assert_index_invariant(&s);
+}
+
+#[test]
+fn a_write_to_one_key_copies_one_chunk() {
+    let mut s: ValueState<u64, u64> = ValueState::new("one");
+    (0..10_000u64).for_each(|k| s.put(k, k));
+    let f = s.freeze();
+    s.put(42, 0);
+    *s.get_or_insert_with(42, || unreachable!("present")) += 1;
+    s.put_hashed(42, 42u64.key_hash(), 5);
+    assert_eq!(s.cow_stats().chunks_copied, 1);
+    assert_eq!((f.get(&42), s.get(&42)), (Some(&42), Some(&5)));
+}
+
+#[test]
+fn growth_after_a_freeze_keeps_the_old_table_for_the_view() {
+    let mut s: ValueState<u64, u64> = ValueState::new("g");
+    (0..13u64).for_each(|k| s.put(k, k));
+    assert_eq!(s.capacity(), 16);
+    let f = s.freeze();
+    s.put(13, 13); // 14 > 13/16 of 16: grows into a new arena
+    assert_eq!(s.capacity(), 32);
+    *s.get_mut(&0).unwrap() = 99;
+    assert_eq!(
+        s.cow_stats().chunks_copied,
+        0,
+        "a new arena needs no copies"
+    );
+    assert_view_eq(&f, &(0..13u64).map(|k| (k, k)).collect());
+    assert_eq!(f.capacity(), 16);
+}
+
+#[test]
+fn inserting_up_to_the_requested_capacity_never_rehashes() {
+    // Around every load limit, in both directions.
+    for n in [0, 1, 13, 14, 26, 27, 832, 833, 3_328, 3_329, 100_000] {
+        let mut s: ValueState<u64, u32> = ValueState::with_capacity("c", n);
+        let cap = s.capacity();
+        (0..n as u64).for_each(|k| s.put(k, 1));
+        assert_eq!(s.capacity(), cap, "with_capacity({n})");
+        assert!(
+            cap == MIN_CAPACITY || max_len_for(cap / 2) < n,
+            "with_capacity({n}) over-allocates: {cap}"
+        );
+    }
+}
+
+#[test]
+fn reserve_grows_once_then_never_rehashes() {
+    // On a table with no arena yet.
+    let mut s: ValueState<u64, u64> = ValueState::new("r");
+    s.reserve(50_000);
+    let cap = s.capacity();
+    assert!(max_len_for(cap) >= 50_000);
+    (0..50_000u64).for_each(|k| s.put(k, k));
+    assert_eq!(s.capacity(), cap);
+    // On a table with entries: they survive the one rebuild.
+    let mut s: ValueState<u64, u64> = ValueState::new("r");
+    (0..100u64).for_each(|k| s.put(k, k));
+    assert_eq!(s.capacity(), 128);
+    s.reserve(0);
+    s.reserve(max_len_for(128) - 100);
+    assert_eq!(s.capacity(), 128, "room already");
+    s.reserve(200_000);
+    let cap = s.capacity();
+    assert!(max_len_for(cap) >= 200_100 && max_len_for(cap / 2) < 200_100);
+    assert!((0..100u64).all(|k| s.get(&k) == Some(&k)));
+    (100..200_100u64).for_each(|k| s.put(k, k));
+    assert_eq!(s.capacity(), cap);
+    assert_eq!(s.len(), 200_100);
+    assert_index_invariant(&s);
+}
+
+#[test]
+#[should_panic(expected = "ValueState 'big': reserve(")]
+fn reserve_overflow_names_the_state() {
+    let mut s: ValueState<u64, u64> = ValueState::new("big");
+    s.put(1, 1);
+    s.reserve(usize::MAX);
+}
+
 mod model {
     //! Random operation sequences run against `ValueState` and a `HashMap`
-    //! model side by side.
+    //! model side by side, with freezes interleaved: every frozen view must
+    //! equal the model as it was when the view was taken.
 
-    use super::{assert_index_invariant, RawHash};
+    use super::{assert_index_invariant, assert_view_eq, RawHash};
     use crate::key_group::{fmix64, KeyHash};
+    use crate::value_state::FrozenValueState;
     use crate::ValueState;
     use proptest::prelude::*;
     use std::collections::HashMap;
@@ -208,6 +384,10 @@ mod model {
         Remove(K),
         GetOrInsert(K, u32, u32),
         Clear,
+        Freeze,
+        /// Drops the view at this index (modulo the number alive).
+        DropView(usize),
+        Reserve(usize),
     }
 
     fn ops<K: Clone + Debug>(
@@ -221,15 +401,26 @@ mod model {
             3 => key.clone().prop_map(Op::Remove),
             4 => (key, any::<u32>(), any::<u32>()).prop_map(|(k, v, d)| Op::GetOrInsert(k, v, d)),
             1 => Just(Op::Clear),
+            1 => Just(Op::Freeze),
+            1 => any::<usize>().prop_map(Op::DropView),
+            1 => (0usize..64).prop_map(Op::Reserve),
         ];
         proptest::collection::vec(op, 0..len)
     }
 
-    fn run<K: Copy + Eq + KeyHash + Hash + Debug>(ops: &[Op<K>]) -> Result<(), TestCaseError> {
+    /// Runs `ops`; with `check_views_often`, compares every alive view with
+    /// its model after every operation (else when it is dropped and at the
+    /// end), to catch a write that leaks into a view only for a while.
+    fn run<K: Copy + Eq + KeyHash + Hash + Debug>(
+        ops: &[Op<K>],
+        check_views_often: bool,
+    ) -> Result<(), TestCaseError> {
         let mut s: ValueState<K, u32> = ValueState::new("model");
         let mut m: HashMap<K, u32> = HashMap::new();
-        // The table only grows when the live entries outgrow it: its
-        // capacity never exceeds what the peak number of live keys needs.
+        let mut views: Vec<(FrozenValueState<K, u32>, HashMap<K, u32>)> = Vec::new();
+        let mut freezes = 0;
+        // The table only grows when the live entries (or a reserve) outgrow
+        // it: its capacity never exceeds what the peak of those needs.
         let mut peak = 0;
         for op in ops {
             match *op {
@@ -258,10 +449,43 @@ mod model {
                     s.clear();
                     m.clear();
                 }
+                Op::Freeze => {
+                    views.push((s.freeze(), m.clone()));
+                    freezes += 1;
+                }
+                Op::DropView(i) => {
+                    if !views.is_empty() {
+                        let (view, want) = views.remove(i % views.len());
+                        assert_view_eq(&view, &want);
+                    }
+                }
+                Op::Reserve(n) => {
+                    s.reserve(n);
+                    peak = peak.max(m.len() + n);
+                }
             }
             prop_assert_eq!(s.len(), m.len());
             peak = peak.max(m.len());
+            if check_views_often {
+                for (view, want) in &views {
+                    assert_view_eq(view, want);
+                }
+            }
         }
+        for (view, want) in &views {
+            assert_view_eq(view, want);
+        }
+        // Each chunk at most once per freeze, the tag array too (capacity
+        // only grows, so the final chunk count is the largest).
+        let cow = s.cow_stats();
+        prop_assert!(
+            cow.chunks_copied <= freezes * s.slots.chunk_count() as u64,
+            "{cow:?} after {freezes} freezes"
+        );
+        prop_assert!(
+            cow.tag_arrays_copied <= freezes,
+            "{cow:?} after {freezes} freezes"
+        );
         assert_index_invariant(&s);
         let mut needed = 16;
         while super::max_len_for(needed) < peak {
@@ -287,20 +511,21 @@ mod model {
         /// Few keys: constant hits, overwrites and remove/reinsert churn.
         #[test]
         fn small_key_space(ops in ops(0u64..16, 400)) {
-            run(&ops)?;
+            run(&ops, true)?;
         }
 
-        /// Many keys: the index grows several times.
+        /// Many keys: the index grows several times, also while views of
+        /// its older tables are alive.
         #[test]
         fn large_key_space(ops in ops(0u64..4000, 3000)) {
-            run(&ops)?;
+            run(&ops, false)?;
         }
 
         /// Hashes that share their low bits, like the keys of one worker's
         /// key groups.
         #[test]
         fn shared_low_bits(ops in ops((0u64..3000).prop_map(|x| RawHash((fmix64(x) & !0x7F) | 5)), 2000)) {
-            run(&ops)?;
+            run(&ops, false)?;
         }
 
         /// Hashes with only four distinct high halves: long clusters, equal
@@ -308,13 +533,13 @@ mod model {
         /// table end.
         #[test]
         fn colliding_high_bits(ops in ops((0u64..4, 0u64..64).prop_map(|(a, b)| RawHash((a << 62) | (0x3FFF_FFFF << 32) | b)), 600)) {
-            run(&ops)?;
+            run(&ops, false)?;
         }
 
         /// String-like keys (byte arrays) whose hash is FNV-1a + fmix64.
         #[test]
         fn byte_array_keys(ops in ops(any::<[u8; 2]>().prop_map(|b| [b[0] % 8, b[1] % 8, 1]), 600)) {
-            run(&ops)?;
+            run(&ops, false)?;
         }
     }
 }

@@ -1,0 +1,190 @@
+//! Unit tests of [`SlotArena`](super::SlotArena) and its frozen views.
+
+use super::*;
+
+#[test]
+fn slots_span_chunks() {
+    let mut a = SlotArena::new(CHUNK_LEN * 2 + 3, 0u32);
+    assert_eq!(a.len(), CHUNK_LEN * 2 + 3);
+    assert_eq!(a.chunk_count(), 3);
+    for i in 0..a.len() {
+        *a.get_mut(i) = i as u32;
+    }
+    assert!(a.iter().enumerate().all(|(i, v)| *v == i as u32));
+    let sizes: Vec<usize> = a.chunks().map(<[u32]>::len).collect();
+    assert_eq!(sizes, vec![CHUNK_LEN, CHUNK_LEN, 3]);
+    a.fill(7);
+    assert!(a.iter().all(|v| *v == 7));
+}
+
+#[test]
+fn small_arena_is_one_short_chunk() {
+    let a = SlotArena::new(16, 1u8);
+    assert_eq!(a.chunk_count(), 1);
+    assert_eq!(a.chunks().next().unwrap().len(), 16);
+    assert!(SlotArena::new(0, 0u8).is_empty());
+}
+
+/// An arena of `chunks` full chunks whose slot `i` holds `i`.
+fn numbered(chunks: usize) -> SlotArena<u32> {
+    let mut a = SlotArena::new(chunks * CHUNK_LEN, 0u32);
+    for i in 0..a.len() {
+        *a.get_mut(i) = i as u32;
+    }
+    a
+}
+
+#[test]
+fn freeze_shares_every_chunk_and_copies_nothing() {
+    let a = numbered(3);
+    let f = a.freeze();
+    assert_eq!(a.shared_chunks(), 3);
+    assert_eq!(a.cow_copies(), 0);
+    assert!(!a.writes_are_direct());
+    assert_eq!(
+        (f.len(), f.chunk_count(), f.is_empty()),
+        (a.len(), 3, false)
+    );
+    assert!(f.iter().enumerate().all(|(i, v)| *v == i as u32));
+    for (fc, ac) in f.chunks().zip(a.chunks()) {
+        assert!(std::ptr::eq(fc, ac), "a frozen chunk is the live chunk");
+    }
+}
+
+#[test]
+fn first_write_copies_the_chunk_once_and_the_view_keeps_the_old_slots() {
+    let mut a = numbered(3);
+    let f = a.freeze();
+    *a.get_mut(CHUNK_LEN + 5) = 1_000_000;
+    assert_eq!(a.cow_copies(), 1);
+    assert_eq!(a.shared_chunks(), 2);
+    // More writes to the copied chunk are direct.
+    for i in CHUNK_LEN..2 * CHUNK_LEN {
+        *a.get_mut(i) += 1;
+    }
+    assert_eq!(a.cow_copies(), 1);
+    assert_eq!(*a.get(CHUNK_LEN + 5), 1_000_001);
+    assert_eq!(*a.get(CHUNK_LEN + 6), (CHUNK_LEN + 7) as u32);
+    // The view still has the slots of freeze time, all of them.
+    assert!(f.iter().enumerate().all(|(i, v)| *v == i as u32));
+    assert_eq!(*f.get(CHUNK_LEN + 5), (CHUNK_LEN + 5) as u32);
+    // Untouched chunks are still shared, not copied.
+    assert!(std::ptr::eq(
+        f.chunks().next().unwrap(),
+        a.chunks().next().unwrap()
+    ));
+}
+
+#[test]
+fn every_chunk_is_copied_at_most_once_per_freeze() {
+    let mut a = numbered(4);
+    let f = a.freeze();
+    for _ in 0..3 {
+        for i in 0..a.len() {
+            *a.get_mut(i) += 1;
+        }
+    }
+    assert_eq!(a.cow_copies(), 4);
+    assert_eq!(a.shared_chunks(), 0);
+    assert!(a.writes_are_direct(), "all chunks owned again");
+    assert!(f.iter().enumerate().all(|(i, v)| *v == i as u32));
+    assert!(a.iter().enumerate().all(|(i, v)| *v == i as u32 + 3));
+    // A second freeze: each chunk once more.
+    let g = a.freeze();
+    for i in (0..a.len()).rev() {
+        *a.get_mut(i) = 0;
+    }
+    assert_eq!(a.cow_copies(), 8);
+    assert!(g.iter().enumerate().all(|(i, v)| *v == i as u32 + 3));
+    assert!(f.iter().enumerate().all(|(i, v)| *v == i as u32));
+}
+
+#[test]
+fn dropping_the_view_ends_the_sharing_without_copies() {
+    let mut a = numbered(3);
+    let f = a.freeze();
+    *a.get_mut(0) = 7;
+    assert_eq!(a.cow_copies(), 1);
+    drop(f);
+    assert_eq!(a.shared_chunks(), 0);
+    // The next write sees no view alive: no copy, and direct writes again.
+    *a.get_mut(2 * CHUNK_LEN) = 9;
+    assert_eq!(a.cow_copies(), 1);
+    assert!(a.writes_are_direct());
+    *a.get_mut(CHUNK_LEN) = 8;
+    assert_eq!(a.cow_copies(), 1);
+    assert_eq!(
+        (*a.get(0), *a.get(CHUNK_LEN), *a.get(2 * CHUNK_LEN)),
+        (7, 8, 9)
+    );
+}
+
+#[test]
+fn several_views_each_keep_their_own_time() {
+    let mut a = numbered(2);
+    let f1 = a.freeze();
+    *a.get_mut(3) = 100;
+    let f2 = a.freeze();
+    *a.get_mut(3) = 200;
+    *a.get_mut(CHUNK_LEN) = 300;
+    let f3 = f2.clone();
+    drop(f2);
+    assert_eq!((*f1.get(3), *f3.get(3), *a.get(3)), (3, 100, 200));
+    assert_eq!(
+        (*f1.get(CHUNK_LEN), *f3.get(CHUNK_LEN), *a.get(CHUNK_LEN)),
+        (CHUNK_LEN as u32, CHUNK_LEN as u32, 300)
+    );
+    // Chunk 0: copied once per freeze; chunk 1: once, for the last freeze.
+    assert_eq!(a.cow_copies(), 3);
+    drop(f1);
+    // The clone of the second view still holds chunk 1's old copy.
+    *a.get_mut(CHUNK_LEN + 1) = 1;
+    assert_eq!(*f3.get(CHUNK_LEN + 1), CHUNK_LEN as u32 + 1);
+    assert_eq!(
+        a.cow_copies(),
+        3,
+        "chunk 1 was already copied for that view"
+    );
+}
+
+#[test]
+fn fill_replaces_shared_chunks_instead_of_writing_them() {
+    let mut a = numbered(2);
+    let f = a.freeze();
+    a.fill(5);
+    assert!(a.iter().all(|v| *v == 5));
+    assert!(f.iter().enumerate().all(|(i, v)| *v == i as u32));
+    assert_eq!((a.cow_copies(), a.shared_chunks()), (0, 0));
+    assert!(a.writes_are_direct());
+}
+
+#[test]
+fn frozen_view_of_a_short_arena_is_cut_to_its_length() {
+    let mut a = SlotArena::new(CHUNK_LEN + 10, 1u64);
+    let f = a.freeze();
+    *a.get_mut(CHUNK_LEN + 9) = 2;
+    let sizes: Vec<usize> = f.chunks().map(<[u64]>::len).collect();
+    assert_eq!(sizes, vec![CHUNK_LEN, 10]);
+    assert_eq!(f.iter().count(), CHUNK_LEN + 10);
+    assert!(f.iter().all(|v| *v == 1));
+    assert_eq!(*f.get(CHUNK_LEN + 9), 1);
+}
+
+#[test]
+#[should_panic(expected = "slot 10 of a frozen arena of 10")]
+fn frozen_get_past_the_end_panics() {
+    let a = SlotArena::new(10, 0u8);
+    let _ = a.freeze().get(10);
+}
+
+#[test]
+fn empty_arena_freezes_to_an_empty_view() {
+    let a: SlotArena<u16> = SlotArena::empty();
+    assert!(
+        !a.writes_are_direct(),
+        "an empty arena has nothing to write"
+    );
+    let f = a.freeze();
+    assert!(f.is_empty() && f.iter().next().is_none());
+    assert_eq!((f.len(), f.chunk_count()), (0, 0));
+}

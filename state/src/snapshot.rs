@@ -37,7 +37,11 @@
 //!
 //! A block therefore occupies [`padded_block_len`]`(payload_len)` =
 //! `round_up(28 + payload_len, 4096)` bytes; an empty payload still takes
-//! 4096. The reader checks the magic, version, header checksum, kind,
+//! 4096. [`encode_block`] writes exactly these bytes into a buffer of that
+//! length, and [`seal_block`] completes them around a payload the caller
+//! wrote in place at offset 28; every segment writer uses one of the two,
+//! so all produce identical bytes. A block does not record the name of the
+//! state it holds: its [`Extent`] in the manifest does. The reader checks the magic, version, header checksum, kind,
 //! key-group range, bounds, payload checksum and that the padding is zero,
 //! so any single changed byte of a block is reported as a
 //! [`SnapshotError::Corrupt`] naming the file and the block's offset.
@@ -51,21 +55,38 @@
 //! | offset from the trailer | size | field | meaning |
 //! |---:|---:|---|---|
 //! | 0 | 4 | `magic` | the bytes `b"WRSM"` ([`MANIFEST_MAGIC`]) |
-//! | 4 | 2 | `version` | [`MANIFEST_VERSION`] = 1 |
+//! | 4 | 2 | `version` | [`MANIFEST_VERSION`] = 2 |
 //! | 6 | 2 | `reserved` | zero |
 //! | 8 | 8 | `length` | archive bytes before the trailer (= file length - 20) |
 //! | 16 | 4 | `crc32c` | CRC-32C of the archive bytes |
 //!
+//! The archive holds, in this order of nesting (all strings UTF-8):
+//!
+//! | value | fields |
+//! |---|---|
+//! | manifest | `job_name`, `checkpoint_id: u64`, `timestamp_ms: u64`, `max_parallelism: u32`, operators |
+//! | operator | `uid`, `parallelism: u32`, subtasks |
+//! | subtask | `index: u32`, key-group range, extents, inline states |
+//! | extent | `segment` (a plain file name), `offset: u64`, `length: u64`, key-group range, `kind: u16`, `payload_crc32c: u32`, `state` (at most [`MAX_STATE_NAME_LEN`] = 255 bytes, `""` if none) |
+//! | inline state | `name` (1 to 255 bytes, unique within its subtask), `bytes` |
+//!
+//! Inline states are small operator states kept in the manifest itself
+//! rather than in a segment: a source's position, a sink's pending
+//! transactions, a task's end-of-input flag.
+//!
 //! [`Manifest::from_bytes`] checks the trailer and the checksum, then
 //! validates the archive with rkyv's checked access (bytecheck) and the
-//! decoded values (key-group ranges, block kinds), so arbitrary bytes give
-//! an error, never a panic or undefined behaviour.
+//! decoded values (key-group ranges, block kinds, segment and state names,
+//! unique inline state names), so arbitrary bytes give an error, never a
+//! panic or undefined behaviour. [`Manifest::to_bytes`] refuses to encode
+//! a manifest that would not pass these checks.
 //!
-//! # What is not here yet
+//! # Writers
 //!
-//! The writer is a buffered `std::fs::File`; an io_uring / `O_DIRECT`
-//! writer for the workers will produce the same bytes (the 4096-byte
-//! alignment is for it).
+//! [`SegmentWriter`] writes through a buffered `std::fs::File`; the
+//! runtime's io_uring writer (`weir_runtime::checkpoint::segment_file`)
+//! writes the same bytes with `O_DIRECT` (the 4096-byte alignment is for
+//! it).
 
 mod error;
 mod format;
@@ -75,11 +96,11 @@ mod writer;
 
 pub use error::{Result, SnapshotError};
 pub use format::{
-    padded_block_len, BlockKind, Extent, BLOCK_ALIGN, BLOCK_HEADER_LEN, BLOCK_MAGIC, BLOCK_VERSION,
-    MAX_PAYLOAD_LEN,
+    encode_block, padded_block_len, seal_block, BlockKind, Extent, BLOCK_ALIGN, BLOCK_HEADER_LEN,
+    BLOCK_MAGIC, BLOCK_VERSION, MAX_PAYLOAD_LEN, MAX_STATE_NAME_LEN,
 };
 pub use manifest::{
-    write_atomically, Manifest, OperatorSnapshot, SubtaskSnapshot, MANIFEST_MAGIC,
+    write_atomically, InlineState, Manifest, OperatorSnapshot, SubtaskSnapshot, MANIFEST_MAGIC,
     MANIFEST_TRAILER_LEN, MANIFEST_VERSION,
 };
 pub use reader::{Scan, SegmentReader};

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use weir_state::snapshot::{
-    padded_block_len, BlockKind, Extent, Manifest, OperatorSnapshot, SegmentReader, SegmentWriter,
-    SnapshotError, SubtaskSnapshot, BLOCK_ALIGN, BLOCK_HEADER_LEN,
+    encode_block, padded_block_len, BlockKind, Extent, InlineState, Manifest, OperatorSnapshot,
+    SegmentReader, SegmentWriter, SnapshotError, SubtaskSnapshot, BLOCK_ALIGN, BLOCK_HEADER_LEN,
+    MAX_STATE_NAME_LEN,
 };
 use weir_state::KeyGroupRange;
 
@@ -56,6 +57,23 @@ const KINDS: [BlockKind; 4] = [
     BlockKind::Opaque,
 ];
 
+/// The state name block `i` of a test segment holds: sometimes none.
+fn state_name(i: usize) -> String {
+    if i % 3 == 2 {
+        String::new()
+    } else {
+        format!("state-{i}")
+    }
+}
+
+/// `e` as a scan reports it: blocks do not record their state's name.
+fn scanned(e: &Extent) -> Extent {
+    Extent {
+        state: String::new(),
+        ..e.clone()
+    }
+}
+
 /// Writes blocks of `sizes` to `path`; returns their extents and payloads.
 fn write_segment(path: &Path, sizes: &[usize]) -> Vec<(Extent, Vec<u8>)> {
     let mut w = SegmentWriter::create(path).unwrap();
@@ -63,7 +81,10 @@ fn write_segment(path: &Path, sizes: &[usize]) -> Vec<(Extent, Vec<u8>)> {
     for (i, &len) in sizes.iter().enumerate() {
         let p = payload(len, i as u64 + 1);
         let range = KeyGroupRange::new(i as u32 * 7, i as u32 * 7 + (i as u32 % 3) * 5);
-        let e = w.append_block(KINDS[i % 4], range, &p).unwrap();
+        let e = w
+            .append_block(KINDS[i % 4], range, &state_name(i), &p)
+            .unwrap();
+        assert_eq!(e.state, state_name(i));
         out.push((e, p));
     }
     w.sync().unwrap();
@@ -131,9 +152,47 @@ fn blocks_round_trip_and_extents_point_at_their_bytes() {
     let scanned: Vec<_> = r.scan().map(Result::unwrap).collect();
     assert_eq!(scanned.len(), blocks.len());
     for ((se, sp), (e, p)) in scanned.iter().zip(&blocks) {
-        assert_eq!(se, e);
+        assert_eq!(*se, self::scanned(e));
         assert_eq!(sp, p);
     }
+}
+
+#[test]
+fn segments_hold_exactly_what_encode_block_writes() {
+    let dir = TempDir::new("encode");
+    let path = dir.join("seg-enc");
+    let blocks = write_segment(&path, &SIZES);
+    let raw = fs::read(&path).unwrap();
+    let mut expected = Vec::new();
+    for (e, p) in &blocks {
+        let mut block = vec![0xeeu8; padded_block_len(p.len() as u32) as usize];
+        let crc = encode_block(&mut block, e.kind, e.key_groups, p);
+        assert_eq!(crc, e.payload_crc32c);
+        expected.extend_from_slice(&block);
+    }
+    assert!(raw == expected, "segment bytes differ from encode_block's");
+}
+
+#[test]
+fn long_state_names_are_refused() {
+    let dir = TempDir::new("state-name");
+    let path = dir.join("seg-s");
+    let mut w = SegmentWriter::create(&path).unwrap();
+    let range = KeyGroupRange::new(0, 1);
+    let longest = "n".repeat(MAX_STATE_NAME_LEN);
+    let e = w
+        .append_block(BlockKind::KeyedState, range, &longest, b"x")
+        .unwrap();
+    assert_eq!(e.state, longest);
+    let err = w
+        .append_block(BlockKind::KeyedState, range, &"n".repeat(256), b"x")
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    assert!(msg.contains("256 bytes long, more than 255"), "{msg}");
+    // A refused block leaves the writer usable.
+    w.append_block(BlockKind::Opaque, range, "", b"y").unwrap();
+    assert_eq!(w.finish().unwrap(), 2 * BLOCK_ALIGN);
 }
 
 #[test]
@@ -151,6 +210,7 @@ fn empty_segment_has_no_blocks() {
         key_groups: KeyGroupRange::new(0, 1),
         kind: BlockKind::KeyedState,
         payload_crc32c: 0,
+        state: String::new(),
     };
     assert_corrupt(r.read_block(&e), &path, 0);
 }
@@ -406,15 +466,21 @@ fn writer_never_overwrites_a_segment() {
 }
 
 fn sample_manifest() -> Manifest {
-    let extent = |seg: &str, offset: u64, kg: (u32, u32), kind| Extent {
+    let extent = |seg: &str, offset: u64, kg: (u32, u32), kind, state: &str| Extent {
         segment: seg.into(),
         offset,
         length: 8192,
         key_groups: KeyGroupRange::new(kg.0, kg.1),
         kind,
         payload_crc32c: 0x1234_5678 ^ offset as u32,
+        state: state.into(),
+    };
+    let inline = |name: &str, bytes: &[u8]| InlineState {
+        name: name.into(),
+        bytes: bytes.to_vec(),
     };
     Manifest {
+        job_name: "word-count ✓".into(),
         checkpoint_id: 42,
         timestamp_ms: 1_700_000_000_123,
         max_parallelism: 128,
@@ -426,7 +492,10 @@ fn sample_manifest() -> Manifest {
                     index: 0,
                     key_groups: KeyGroupRange::new(0, 128),
                     extents: vec![],
-                    source_position: Some(vec![1, 2, 3, 0, 255]),
+                    inline_state: vec![
+                        inline("position", &[1, 2, 3, 0, 255]),
+                        inline("end-of-input", &[]),
+                    ],
                 }],
             },
             OperatorSnapshot {
@@ -437,16 +506,22 @@ fn sample_manifest() -> Manifest {
                         index: 0,
                         key_groups: KeyGroupRange::new(0, 64),
                         extents: vec![
-                            extent("w0-seg-1", 0, (0, 64), BlockKind::KeyedState),
-                            extent("w0-seg-1", 8192, (0, 0), BlockKind::OperatorState),
+                            extent("w0-seg-1", 0, (0, 64), BlockKind::KeyedState, "sum"),
+                            extent("w0-seg-1", 8192, (0, 0), BlockKind::OperatorState, ""),
                         ],
-                        source_position: None,
+                        inline_state: vec![],
                     },
                     SubtaskSnapshot {
                         index: 1,
                         key_groups: KeyGroupRange::new(64, 128),
-                        extents: vec![extent("w1-seg-7", 4096, (64, 128), BlockKind::KeyedState)],
-                        source_position: None,
+                        extents: vec![extent(
+                            "w1-seg-7",
+                            4096,
+                            (64, 128),
+                            BlockKind::KeyedState,
+                            "sum",
+                        )],
+                        inline_state: vec![inline("pending-transactions", b"txn-17")],
                     },
                 ],
             },
@@ -466,6 +541,11 @@ fn manifest_round_trips() {
     assert_eq!(Manifest::from_bytes(&shifted[1..]).unwrap(), m);
     // Deterministic encoding.
     assert_eq!(m.to_bytes().unwrap(), bytes);
+    let source = &m.operators[0].subtasks[0];
+    assert_eq!(source.inline("position"), Some(&[1, 2, 3, 0, 255][..]));
+    assert_eq!(source.inline("end-of-input"), Some(&[][..]));
+    assert_eq!(source.inline("missing"), None);
+    assert_eq!(m.operators[1].subtasks[0].extents[0].state, "sum");
     let empty = Manifest {
         operators: vec![],
         ..m

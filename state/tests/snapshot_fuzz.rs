@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use proptest::prelude::*;
 use weir_state::snapshot::{
-    BlockKind, Extent, Manifest, OperatorSnapshot, SegmentReader, SegmentWriter, SubtaskSnapshot,
-    MANIFEST_MAGIC, MANIFEST_VERSION,
+    BlockKind, Extent, InlineState, Manifest, OperatorSnapshot, SegmentReader, SegmentWriter,
+    SubtaskSnapshot, MANIFEST_MAGIC, MANIFEST_VERSION,
 };
 use weir_state::KeyGroupRange;
 
@@ -66,17 +66,33 @@ fn extent() -> impl Strategy<Value = Extent> {
         range(),
         kind(),
         any::<u32>(),
+        "\\PC{0,12}",
     )
         .prop_map(
-            |(segment, offset, length, key_groups, kind, payload_crc32c)| Extent {
+            |(segment, offset, length, key_groups, kind, payload_crc32c, state)| Extent {
                 segment,
                 offset,
                 length,
                 key_groups,
                 kind,
                 payload_crc32c,
+                state,
             },
         )
+}
+
+/// Inline states with distinct, non-empty names.
+fn inline_states() -> impl Strategy<Value = Vec<InlineState>> {
+    prop::collection::btree_map(
+        "\\PC{1,10}",
+        prop::collection::vec(any::<u8>(), 0..16),
+        0..4,
+    )
+    .prop_map(|m| {
+        m.into_iter()
+            .map(|(name, bytes)| InlineState { name, bytes })
+            .collect()
+    })
 }
 
 fn manifest() -> impl Strategy<Value = Manifest> {
@@ -84,14 +100,14 @@ fn manifest() -> impl Strategy<Value = Manifest> {
         any::<u32>(),
         range(),
         prop::collection::vec(extent(), 0..4),
-        prop::option::of(prop::collection::vec(any::<u8>(), 0..16)),
+        inline_states(),
     )
         .prop_map(
-            |(index, key_groups, extents, source_position)| SubtaskSnapshot {
+            |(index, key_groups, extents, inline_state)| SubtaskSnapshot {
                 index,
                 key_groups,
                 extents,
-                source_position,
+                inline_state,
             },
         );
     let operator = (
@@ -105,13 +121,15 @@ fn manifest() -> impl Strategy<Value = Manifest> {
             subtasks,
         });
     (
+        "\\PC{0,10}",
         any::<u64>(),
         any::<u64>(),
         any::<u32>(),
         prop::collection::vec(operator, 0..3),
     )
         .prop_map(
-            |(checkpoint_id, timestamp_ms, max_parallelism, operators)| Manifest {
+            |(job_name, checkpoint_id, timestamp_ms, max_parallelism, operators)| Manifest {
+                job_name,
                 checkpoint_id,
                 timestamp_ms,
                 max_parallelism,
@@ -144,6 +162,26 @@ proptest! {
     #[test]
     fn manifest_round_trips(m in manifest()) {
         prop_assert_eq!(Manifest::from_bytes(&m.to_bytes().unwrap()).unwrap(), m);
+    }
+
+    #[test]
+    fn manifests_with_duplicate_inline_names_are_refused(m in manifest(), pick in any::<usize>()) {
+        let mut m = m;
+        let subtasks: Vec<_> = m
+            .operators
+            .iter_mut()
+            .flat_map(|o| o.subtasks.iter_mut())
+            .filter(|t| !t.inline_state.is_empty())
+            .collect();
+        if !subtasks.is_empty() {
+            let n = subtasks.len();
+            let t = subtasks.into_iter().nth(pick % n).unwrap();
+            let dup = t.inline_state[pick % t.inline_state.len()].clone();
+            let name = dup.name.clone();
+            t.inline_state.push(dup);
+            let err = m.to_bytes().unwrap_err().to_string();
+            prop_assert!(err.contains(&format!("two inline states named {name:?}")), "{}", err);
+        }
     }
 
     #[test]
@@ -198,7 +236,7 @@ proptest! {
         let mut w = SegmentWriter::create(&f.0).unwrap();
         let written: Vec<_> = blocks
             .iter()
-            .map(|(k, r, p)| w.append_block(*k, *r, p).unwrap())
+            .map(|(k, r, p)| w.append_block(*k, *r, "state", p).unwrap())
             .collect();
         w.finish().unwrap();
         let mut bytes = fs::read(&f.0).unwrap();

@@ -26,6 +26,10 @@ pub const BLOCK_ALIGN: u64 = 4096;
 pub const MAX_PAYLOAD_LEN: u32 =
     (u32::MAX as u64 / BLOCK_ALIGN * BLOCK_ALIGN) as u32 - BLOCK_HEADER_LEN as u32;
 
+/// Longest state name, in bytes, an [`Extent`] (or an inline state of a
+/// manifest) may carry.
+pub const MAX_STATE_NAME_LEN: usize = 255;
+
 /// Bytes a block with `payload_len` payload bytes occupies in its segment:
 /// header plus payload, rounded up to a multiple of [`BLOCK_ALIGN`].
 #[inline]
@@ -96,6 +100,85 @@ pub struct Extent {
     pub kind: BlockKind,
     /// CRC-32C of the payload.
     pub payload_crc32c: u32,
+    /// Name of the state the block holds (at most [`MAX_STATE_NAME_LEN`]
+    /// bytes), `""` if none. Only the manifest records it: blocks do not
+    /// carry it, so [`SegmentReader::read_block`](super::SegmentReader::read_block)
+    /// cannot check it and [`SegmentReader::scan`](super::SegmentReader::scan)
+    /// reports `""`.
+    pub state: String,
+}
+
+/// Encodes one block holding `payload` into `block`, which must be exactly
+/// [`padded_block_len`]`(payload.len())` bytes long: header, payload and
+/// zero padding, the bytes a segment holds for it. Returns the payload's
+/// CRC-32C, as the block's [`Extent`] records it. Every writer of segments
+/// goes through this (or [`seal_block`]), so all produce the same bytes.
+///
+/// # Panics
+///
+/// If `payload` is longer than [`MAX_PAYLOAD_LEN`] or `block` has the
+/// wrong length.
+pub fn encode_block(
+    block: &mut [u8],
+    kind: BlockKind,
+    key_groups: KeyGroupRange,
+    payload: &[u8],
+) -> u32 {
+    let payload_len = checked_payload_len(payload.len());
+    check_block_len(block, payload_len);
+    block[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + payload.len()].copy_from_slice(payload);
+    seal_block(block, kind, key_groups, payload_len)
+}
+
+/// Completes a block whose payload the caller already wrote in place, at
+/// `block[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + payload_len]`: writes the
+/// header in front of it and zeroes the padding after it, so `block` holds
+/// exactly what [`encode_block`] would have written. `block` must be
+/// exactly [`padded_block_len`]`(payload_len)` bytes long. This lets a
+/// serializer write straight into an aligned I/O buffer. Returns the
+/// payload's CRC-32C.
+///
+/// # Panics
+///
+/// If `payload_len` exceeds [`MAX_PAYLOAD_LEN`] or `block` has the wrong
+/// length.
+pub fn seal_block(
+    block: &mut [u8],
+    kind: BlockKind,
+    key_groups: KeyGroupRange,
+    payload_len: u32,
+) -> u32 {
+    let payload_len = checked_payload_len(payload_len as usize);
+    check_block_len(block, payload_len);
+    let payload_end = BLOCK_HEADER_LEN + payload_len as usize;
+    let payload_crc32c = crc32c::crc32c(&block[BLOCK_HEADER_LEN..payload_end]);
+    let header = BlockHeader {
+        kind,
+        key_groups,
+        payload_len,
+        payload_crc32c,
+    };
+    block[..BLOCK_HEADER_LEN].copy_from_slice(&header.encode());
+    block[payload_end..].fill(0);
+    payload_crc32c
+}
+
+/// `len` as a payload length, or a panic saying it is too long.
+fn checked_payload_len(len: usize) -> u32 {
+    match u32::try_from(len) {
+        Ok(n) if n <= MAX_PAYLOAD_LEN => n,
+        _ => panic!("block payload of {len} bytes exceeds the maximum {MAX_PAYLOAD_LEN}"),
+    }
+}
+
+/// Panics unless `block` is as long as a block of `payload_len` bytes.
+fn check_block_len(block: &[u8], payload_len: u32) {
+    let expected = padded_block_len(payload_len);
+    assert!(
+        block.len() as u64 == expected,
+        "block buffer of {} bytes for a payload of {payload_len} bytes: expected {expected}",
+        block.len()
+    );
 }
 
 /// A decoded, self-consistent block header.
@@ -203,6 +286,42 @@ mod tests {
         }
         assert_eq!(BlockKind::from_u16(0), None);
         assert_eq!(BlockKind::from_u16(5), None);
+    }
+
+    #[test]
+    fn encode_and_seal_write_the_same_bytes() {
+        for len in [0usize, 1, 4068, 4069, 10_000] {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            let n = padded_block_len(len as u32) as usize;
+            let range = KeyGroupRange::new(2, 9);
+            // Dirty buffers: padding must be zeroed, not assumed zero.
+            let mut encoded = vec![0xa5u8; n];
+            let crc = encode_block(&mut encoded, BlockKind::KeyedState, range, &payload);
+            assert_eq!(crc, crc32c::crc32c(&payload));
+            let mut sealed = vec![0x5au8; n];
+            sealed[BLOCK_HEADER_LEN..][..len].copy_from_slice(&payload);
+            let crc2 = seal_block(&mut sealed, BlockKind::KeyedState, range, len as u32);
+            assert_eq!(crc2, crc);
+            assert_eq!(encoded, sealed);
+            let mut raw = [0u8; BLOCK_HEADER_LEN];
+            raw.copy_from_slice(&encoded[..BLOCK_HEADER_LEN]);
+            let header = BlockHeader::decode(&raw).unwrap();
+            assert_eq!(header.payload_len as usize, len);
+            assert_eq!(header.payload_crc32c, crc);
+            assert_eq!(&encoded[BLOCK_HEADER_LEN..][..len], &payload[..]);
+            assert!(encoded[BLOCK_HEADER_LEN + len..].iter().all(|&b| b == 0));
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "block buffer of 4095 bytes for a payload of 1 bytes: expected 4096")]
+    fn encode_refuses_a_buffer_of_the_wrong_length() {
+        encode_block(
+            &mut [0; 4095],
+            BlockKind::Opaque,
+            KeyGroupRange::new(0, 0),
+            &[1],
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //!
 //! The layout is documented in the [parent module](super).
 
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,15 +14,16 @@ use rkyv::rancor;
 use rkyv::util::AlignedVec;
 
 use super::error::{Result, SnapshotError};
-use super::format::{BlockKind, Extent};
+use super::format::{BlockKind, Extent, MAX_STATE_NAME_LEN};
 use crate::key_group::KeyGroupRange;
 
 /// Magic number of the manifest trailer: the bytes `b"WRSM"`, read as a
 /// little-endian `u32`.
 pub const MANIFEST_MAGIC: u32 = u32::from_le_bytes(*b"WRSM");
 
-/// Version of the manifest format this crate writes and reads.
-pub const MANIFEST_VERSION: u16 = 1;
+/// Version of the manifest format this crate writes and reads (2: job
+/// name, extents' state names and inline state; version 1 is not read).
+pub const MANIFEST_VERSION: u16 = 2;
 
 /// Bytes of the manifest trailer.
 pub const MANIFEST_TRAILER_LEN: usize = 20;
@@ -29,6 +31,8 @@ pub const MANIFEST_TRAILER_LEN: usize = 20;
 /// What one checkpoint holds: every operator's subtasks and their extents.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Manifest {
+    /// The name of the job the checkpoint belongs to.
+    pub job_name: String,
     /// The checkpoint's id (increasing per job).
     pub checkpoint_id: u64,
     /// When the checkpoint was triggered, in milliseconds since the epoch.
@@ -60,8 +64,30 @@ pub struct SubtaskSnapshot {
     /// The blocks holding the subtask's state (possibly in segments of
     /// earlier checkpoints, for incremental checkpoints).
     pub extents: Vec<Extent>,
-    /// A source subtask's replayable position, opaque here.
-    pub source_position: Option<Vec<u8>>,
+    /// Small states kept in the manifest itself rather than in a segment
+    /// (a source's position, a sink's pending transactions, a task's
+    /// end-of-input flag); names are unique within the subtask.
+    pub inline_state: Vec<InlineState>,
+}
+
+impl SubtaskSnapshot {
+    /// The bytes of the inline state named `name`, if there is one.
+    pub fn inline(&self, name: &str) -> Option<&[u8]> {
+        self.inline_state
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.bytes.as_slice())
+    }
+}
+
+/// A small named state stored in the manifest itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlineState {
+    /// The state's name: not empty, at most [`MAX_STATE_NAME_LEN`] bytes,
+    /// unique within its subtask.
+    pub name: String,
+    /// The state's bytes, opaque here.
+    pub bytes: Vec<u8>,
 }
 
 // The archived form: plain integers and strings, so bytecheck can validate
@@ -69,6 +95,7 @@ pub struct SubtaskSnapshot {
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 struct WireManifest {
+    job_name: String,
     checkpoint_id: u64,
     timestamp_ms: u64,
     max_parallelism: u32,
@@ -88,7 +115,13 @@ struct WireSubtask {
     key_group_start: u32,
     key_group_end: u32,
     extents: Vec<WireExtent>,
-    source_position: Option<Vec<u8>>,
+    inline_state: Vec<WireInline>,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct WireInline {
+    name: String,
+    bytes: Vec<u8>,
 }
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -100,11 +133,16 @@ struct WireExtent {
     key_group_end: u32,
     kind: u16,
     payload_crc32c: u32,
+    state: String,
 }
 
 impl Manifest {
     /// The manifest file's bytes: the rkyv archive followed by the trailer.
+    /// Fails, saying why, on a manifest that [`Manifest::from_bytes`] would
+    /// refuse (a bad segment or state name, duplicate inline state names).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        self.check()
+            .map_err(|e| SnapshotError::manifest(format!("cannot write: {e}")))?;
         let archive = rkyv::to_bytes::<rancor::Error>(&self.to_wire())
             .map_err(|e| SnapshotError::manifest(format!("cannot archive: {e}")))?;
         let mut out = Vec::with_capacity(archive.len() + MANIFEST_TRAILER_LEN);
@@ -148,8 +186,20 @@ impl Manifest {
         write_atomically(dir, file_name, &self.to_bytes()?)
     }
 
+    /// Checks what the types do not: names of segments and states.
+    fn check(&self) -> Result<(), String> {
+        for o in &self.operators {
+            for t in &o.subtasks {
+                t.check()
+                    .map_err(|e| format!("operator {:?}: subtask {}: {e}", o.uid, t.index))?;
+            }
+        }
+        Ok(())
+    }
+
     fn to_wire(&self) -> WireManifest {
         WireManifest {
+            job_name: self.job_name.clone(),
             checkpoint_id: self.checkpoint_id,
             timestamp_ms: self.timestamp_ms,
             max_parallelism: self.max_parallelism,
@@ -184,6 +234,7 @@ impl Manifest {
             })
             .collect::<Result<_, String>>()?;
         Ok(Self {
+            job_name: w.job_name,
             checkpoint_id: w.checkpoint_id,
             timestamp_ms: w.timestamp_ms,
             max_parallelism: w.max_parallelism,
@@ -193,6 +244,26 @@ impl Manifest {
 }
 
 impl SubtaskSnapshot {
+    /// Checks the extents' segment and state names and the inline states'
+    /// names.
+    fn check(&self) -> Result<(), String> {
+        for e in &self.extents {
+            check_segment_name(&e.segment).map_err(|e| format!("extent: {e}"))?;
+            check_state_name(&e.state).map_err(|e| format!("extent: {e}"))?;
+        }
+        let mut names = HashSet::with_capacity(self.inline_state.len());
+        for s in &self.inline_state {
+            if s.name.is_empty() {
+                return Err("inline state with an empty name".into());
+            }
+            check_state_name(&s.name).map_err(|e| format!("inline {e}"))?;
+            if !names.insert(s.name.as_str()) {
+                return Err(format!("two inline states named {:?}", s.name));
+            }
+        }
+        Ok(())
+    }
+
     fn to_wire(&self) -> WireSubtask {
         WireSubtask {
             index: self.index,
@@ -209,9 +280,17 @@ impl SubtaskSnapshot {
                     key_group_end: e.key_groups.end(),
                     kind: e.kind.as_u16(),
                     payload_crc32c: e.payload_crc32c,
+                    state: e.state.clone(),
                 })
                 .collect(),
-            source_position: self.source_position.clone(),
+            inline_state: self
+                .inline_state
+                .iter()
+                .map(|s| WireInline {
+                    name: s.name.clone(),
+                    bytes: s.bytes.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -223,7 +302,6 @@ impl SubtaskSnapshot {
             .extents
             .into_iter()
             .map(|e| {
-                check_segment_name(&e.segment)?;
                 Ok(Extent {
                     kind: BlockKind::from_u16(e.kind)
                         .ok_or_else(|| format!("unknown block kind {}", e.kind))?,
@@ -232,16 +310,29 @@ impl SubtaskSnapshot {
                     offset: e.offset,
                     length: e.length,
                     payload_crc32c: e.payload_crc32c,
+                    state: e.state,
                 })
             })
             .collect::<Result<_, String>>()
             .map_err(|e| format!("subtask {index}: extent: {e}"))?;
-        Ok(Self {
+        let inline_state = w
+            .inline_state
+            .into_iter()
+            .map(|s| InlineState {
+                name: s.name,
+                bytes: s.bytes,
+            })
+            .collect();
+        let subtask = Self {
             index,
             key_groups,
             extents,
-            source_position: w.source_position,
-        })
+            inline_state,
+        };
+        subtask
+            .check()
+            .map_err(|e| format!("subtask {index}: {e}"))?;
+        Ok(subtask)
     }
 }
 
@@ -262,6 +353,18 @@ fn check_segment_name(name: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("bad segment name {name:?}"))
+    }
+}
+
+/// State names are short: at most [`MAX_STATE_NAME_LEN`] bytes.
+fn check_state_name(name: &str) -> Result<(), String> {
+    if name.len() <= MAX_STATE_NAME_LEN {
+        Ok(())
+    } else {
+        Err(format!(
+            "state name {name:?} is {} bytes long, more than {MAX_STATE_NAME_LEN}",
+            name.len()
+        ))
     }
 }
 
@@ -364,6 +467,7 @@ mod tests {
     #[test]
     fn trailer_errors_say_what_is_wrong() {
         let m = Manifest {
+            job_name: "job".into(),
             checkpoint_id: 1,
             timestamp_ms: 2,
             max_parallelism: 128,
@@ -399,8 +503,19 @@ mod tests {
             key_group_end: end,
             kind,
             payload_crc32c: 0,
+            state: "count".into(),
         };
-        let wire = |kg: (u32, u32), e: WireExtent| WireManifest {
+        let inline = |names: &[&str]| {
+            names
+                .iter()
+                .map(|&n| WireInline {
+                    name: n.into(),
+                    bytes: vec![1, 2],
+                })
+                .collect::<Vec<_>>()
+        };
+        let wire_with = |kg: (u32, u32), e: WireExtent, inline_state| WireManifest {
+            job_name: "job".into(),
             checkpoint_id: 1,
             timestamp_ms: 1,
             max_parallelism: 8,
@@ -412,10 +527,11 @@ mod tests {
                     key_group_start: kg.0,
                     key_group_end: kg.1,
                     extents: vec![e],
-                    source_position: None,
+                    inline_state,
                 }],
             }],
         };
+        let wire = |kg, e| wire_with(kg, e, inline(&["position", "done"]));
         let parse = |w: &WireManifest| {
             let archive = rkyv::to_bytes::<rancor::Error>(w).unwrap();
             let mut bytes = archive.to_vec();
@@ -435,10 +551,82 @@ mod tests {
             (wire((0, 8), extent("../s", 0, 8, 1)), "bad segment name"),
             (wire((0, 8), extent("", 0, 8, 1)), "bad segment name"),
             (wire((0, 8), extent("..", 0, 8, 1)), "bad segment name"),
+            (
+                wire(
+                    (0, 8),
+                    WireExtent {
+                        state: "s".repeat(256),
+                        ..extent("s", 0, 8, 1)
+                    },
+                ),
+                "is 256 bytes long, more than 255",
+            ),
+            (
+                wire_with((0, 8), extent("s", 0, 8, 1), inline(&["a", "b", "a"])),
+                "two inline states named \"a\"",
+            ),
+            (
+                wire_with((0, 8), extent("s", 0, 8, 1), inline(&[""])),
+                "inline state with an empty name",
+            ),
+            (
+                wire_with((0, 8), extent("s", 0, 8, 1), inline(&[&"n".repeat(256)])),
+                "inline state name",
+            ),
         ] {
             let err = parse(&w).unwrap_err();
             assert!(
                 err.contains(what) && err.contains("operator \"op\""),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_manifests_are_not_written() {
+        let subtask = |extent_state: &str, inline: &[&str]| SubtaskSnapshot {
+            index: 3,
+            key_groups: KeyGroupRange::new(0, 4),
+            extents: vec![Extent {
+                segment: "seg".into(),
+                offset: 0,
+                length: 4096,
+                key_groups: KeyGroupRange::new(0, 4),
+                kind: BlockKind::KeyedState,
+                payload_crc32c: 0,
+                state: extent_state.into(),
+            }],
+            inline_state: inline
+                .iter()
+                .map(|&n| InlineState {
+                    name: n.into(),
+                    bytes: vec![],
+                })
+                .collect(),
+        };
+        let manifest = |t| Manifest {
+            job_name: "j".into(),
+            checkpoint_id: 1,
+            timestamp_ms: 1,
+            max_parallelism: 4,
+            operators: vec![OperatorSnapshot {
+                uid: "agg".into(),
+                parallelism: 1,
+                subtasks: vec![t],
+            }],
+        };
+        let ok = manifest(subtask(&"s".repeat(255), &["x", "y"]));
+        assert_eq!(Manifest::from_bytes(&ok.to_bytes().unwrap()).unwrap(), ok);
+        assert_eq!(ok.operators[0].subtasks[0].inline("y"), Some(&[][..]));
+        assert_eq!(ok.operators[0].subtasks[0].inline("z"), None);
+        for (t, what) in [
+            (subtask(&"s".repeat(256), &[]), "more than 255"),
+            (subtask("", &["x", "x"]), "two inline states named \"x\""),
+            (subtask("", &[""]), "inline state with an empty name"),
+        ] {
+            let err = manifest(t).to_bytes().unwrap_err().to_string();
+            assert!(
+                err.contains(what) && err.contains("cannot write: operator \"agg\": subtask 3: "),
                 "{err}"
             );
         }

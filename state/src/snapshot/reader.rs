@@ -84,7 +84,8 @@ impl SegmentReader {
 
     /// The payload of the block `extent` names, after checking the block
     /// against the format and against the extent (segment name, length,
-    /// kind, key groups, payload checksum).
+    /// kind, key groups, payload checksum; not the state name, which the
+    /// block does not record).
     pub fn read_block(&self, extent: &Extent) -> Result<&[u8]> {
         let corrupt = |what: String| self.corrupt(extent.offset, what);
         if extent.segment != self.name {
@@ -123,7 +124,9 @@ impl SegmentReader {
     }
 
     /// Every block of the segment in file order, with the extent that names
-    /// it. Stops after the first error (a corrupt or truncated block).
+    /// it (with an empty [`Extent::state`]: blocks do not record their
+    /// state's name). Stops after the first error (a corrupt or truncated
+    /// block).
     pub fn scan(&self) -> Scan<'_> {
         Scan {
             reader: self,
@@ -214,6 +217,8 @@ impl<'a> Iterator for Scan<'a> {
                     key_groups: header.key_groups,
                     kind: header.kind,
                     payload_crc32c: header.payload_crc32c,
+                    // Blocks do not record it; the manifest does.
+                    state: String::new(),
                 };
                 self.offset += header.padded_len();
                 Some(Ok((extent, payload)))

@@ -1,5 +1,6 @@
 //! [`SegmentWriter`]: appends checksummed, 4096-byte-aligned blocks to a
-//! new segment file through a buffered `std::fs::File`.
+//! new segment file through a buffered `std::fs::File`. Blocks are encoded
+//! by [`encode_block`], like every other writer's.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -7,17 +8,17 @@ use std::path::{Path, PathBuf};
 
 use super::error::{Result, SnapshotError};
 use super::format::{
-    padded_block_len, BlockHeader, BlockKind, Extent, BLOCK_ALIGN, BLOCK_HEADER_LEN,
-    MAX_PAYLOAD_LEN,
+    encode_block, padded_block_len, BlockKind, Extent, MAX_PAYLOAD_LEN, MAX_STATE_NAME_LEN,
 };
 use crate::key_group::KeyGroupRange;
 
 /// Write buffer: large enough that small blocks coalesce into few writes;
-/// larger payloads pass straight through to the file without a copy.
+/// larger blocks pass straight through to the file.
 const BUFFER_LEN: usize = 256 * 1024;
 
-/// Zero bytes to pad blocks from.
-static ZEROS: [u8; BLOCK_ALIGN as usize] = [0; BLOCK_ALIGN as usize];
+/// Largest encoding buffer kept between blocks; a larger one, needed for
+/// a large block, is freed after it.
+const MAX_KEPT_SCRATCH: usize = 1 << 20;
 
 /// Appends blocks to one segment file.
 ///
@@ -35,6 +36,8 @@ pub struct SegmentWriter {
     offset: u64,
     /// Set when a write failed: the file's contents are then unknown.
     failed: bool,
+    /// Where blocks are encoded before they are written.
+    scratch: Vec<u8>,
 }
 
 impl SegmentWriter {
@@ -64,6 +67,7 @@ impl SegmentWriter {
             name,
             offset: 0,
             failed: false,
+            scratch: Vec::new(),
         })
     }
 
@@ -87,42 +91,44 @@ impl SegmentWriter {
         self.offset == 0
     }
 
-    /// Appends one block holding `payload` for `key_groups`, and returns
-    /// its extent. The payload is checksummed and written in place, never
-    /// copied whole (unless it is small enough to go through the buffer).
+    /// Appends one block holding `payload` for `key_groups` of the state
+    /// named `state` (at most [`MAX_STATE_NAME_LEN`] bytes, `""` if none),
+    /// and returns its extent. The block is encoded by [`encode_block`].
     pub fn append_block(
         &mut self,
         kind: BlockKind,
         key_groups: KeyGroupRange,
+        state: &str,
         payload: &[u8],
     ) -> Result<Extent> {
         self.check_usable("append block to")?;
+        let invalid = |what: String| {
+            let e = io::Error::new(io::ErrorKind::InvalidInput, what);
+            SnapshotError::io("append block to", &self.path, e)
+        };
         let payload_len = u32::try_from(payload.len())
             .ok()
             .filter(|&n| n <= MAX_PAYLOAD_LEN)
             .ok_or_else(|| {
-                let e = io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "block payload of {} bytes exceeds the maximum {MAX_PAYLOAD_LEN}",
-                        payload.len()
-                    ),
-                );
-                SnapshotError::io("append block to", &self.path, e)
+                invalid(format!(
+                    "block payload of {} bytes exceeds the maximum {MAX_PAYLOAD_LEN}",
+                    payload.len()
+                ))
             })?;
-        let header = BlockHeader {
-            kind,
-            key_groups,
-            payload_len,
-            payload_crc32c: crc32c::crc32c(payload),
-        };
+        if state.len() > MAX_STATE_NAME_LEN {
+            return Err(invalid(format!(
+                "state name {state:?} is {} bytes long, more than {MAX_STATE_NAME_LEN}",
+                state.len()
+            )));
+        }
         let length = padded_block_len(payload_len);
-        let pad = (length - BLOCK_HEADER_LEN as u64 - u64::from(payload_len)) as usize;
-        let written = self
-            .out
-            .write_all(&header.encode())
-            .and_then(|()| self.out.write_all(payload))
-            .and_then(|()| self.out.write_all(&ZEROS[..pad]));
+        self.scratch.clear();
+        self.scratch.resize(length as usize, 0);
+        let payload_crc32c = encode_block(&mut self.scratch, kind, key_groups, payload);
+        let written = self.out.write_all(&self.scratch);
+        if self.scratch.capacity() > MAX_KEPT_SCRATCH {
+            self.scratch = Vec::new();
+        }
         if let Err(e) = written {
             self.failed = true;
             return Err(SnapshotError::io("append block to", &self.path, e));
@@ -133,7 +139,8 @@ impl SegmentWriter {
             length,
             key_groups,
             kind,
-            payload_crc32c: header.payload_crc32c,
+            payload_crc32c,
+            state: state.to_owned(),
         };
         self.offset += length;
         Ok(extent)

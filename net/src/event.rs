@@ -1,5 +1,5 @@
 //! What travels in a channel's ring, in order: data buffers, checkpoint
-//! barriers, watermarks and the end of a partition.
+//! barriers, watermarks, the end of data and the end of a partition.
 //!
 //! Barriers and watermarks ride in the same FIFO as data, which is what makes
 //! an aligned snapshot consistent and event time monotone per channel.
@@ -27,6 +27,10 @@ pub enum ChannelEvent {
     Watermark(i64),
     /// A checkpoint barrier.
     Barrier(CheckpointBarrier),
+    /// The sender's input has ended: no record follows on this channel, but
+    /// checkpoint barriers still may (the final checkpoint, which commits
+    /// the last output of a bounded job, is taken after end of data).
+    EndOfData,
     /// The sender's partition is finished: nothing follows.
     EndOfPartition,
 }

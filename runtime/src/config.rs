@@ -48,6 +48,46 @@ pub const KEYS: &[KeyDoc] = &[
         description: "number of key groups, 1 to 32768; must not be below `parallelism.default`" },
     KeyDoc { key: "execution.buffer-timeout", default: "100ms",
         description: "a partly filled output buffer is sent at most this long after its first record; `0ms` sends after every record" },
+    KeyDoc { key: "execution.checkpointing.interval", default: "unset",
+        description: "time between the starts of two checkpoints, at least 10ms; unset = checkpointing off. Needs `state.checkpoints.dir`" },
+    KeyDoc { key: "execution.checkpointing.mode", default: "EXACTLY_ONCE",
+        description: "`EXACTLY_ONCE` (barriers are aligned) or `AT_LEAST_ONCE` (they are not), in any case" },
+    KeyDoc { key: "execution.checkpointing.min-pause", default: "0ms",
+        description: "least time from the end of one checkpoint to the start of the next" },
+    KeyDoc { key: "execution.checkpointing.timeout", default: "10min",
+        description: "a checkpoint not complete after this long is aborted and counts as failed; at least 10ms" },
+    KeyDoc { key: "execution.checkpointing.max-concurrent-checkpoints", default: "1",
+        description: "checkpoints that may be in progress at once, at least 1" },
+    KeyDoc { key: "execution.checkpointing.tolerable-failed-checkpoints", default: "0",
+        description: "consecutive failed checkpoints tolerated; one more fails the job (which then restarts as `restart-strategy.type` says)" },
+    KeyDoc { key: "state.checkpoints.dir", default: "unset",
+        description: "local directory (a path or a `file://` URI) that checkpoints are written to; required when checkpointing is on" },
+    KeyDoc { key: "state.checkpoints.num-retained", default: "1",
+        description: "completed checkpoints kept, at least 1" },
+    KeyDoc { key: "restart-strategy.type", default: "unset",
+        description: "`none` (also `off`, `disable`), `fixed-delay`, `failure-rate` or `exponential-delay` (also without the dash); unset = `none` without checkpointing, `exponential-delay` with it" },
+    KeyDoc { key: "restart-strategy.fixed-delay.attempts", default: "1",
+        description: "fixed-delay: restarts in the job's lifetime, 0 to 2147483647; the failure after the last one fails the job" },
+    KeyDoc { key: "restart-strategy.fixed-delay.delay", default: "1s",
+        description: "fixed-delay: wait before each restart" },
+    KeyDoc { key: "restart-strategy.failure-rate.max-failures-per-interval", default: "1",
+        description: "failure-rate: failures tolerated within one interval, at least 1; one more fails the job" },
+    KeyDoc { key: "restart-strategy.failure-rate.failure-rate-interval", default: "1min",
+        description: "failure-rate: the sliding interval failures are counted in, at least 1ms" },
+    KeyDoc { key: "restart-strategy.failure-rate.delay", default: "1s",
+        description: "failure-rate: wait before each restart" },
+    KeyDoc { key: "restart-strategy.exponential-delay.initial-backoff", default: "1s",
+        description: "exponential-delay: wait before the first restart after a reset, at least 1ms and at most `max-backoff`" },
+    KeyDoc { key: "restart-strategy.exponential-delay.max-backoff", default: "1min",
+        description: "exponential-delay: the longest wait, at least 1ms" },
+    KeyDoc { key: "restart-strategy.exponential-delay.backoff-multiplier", default: "1.5",
+        description: "exponential-delay: the wait grows by this factor per restart; above 1" },
+    KeyDoc { key: "restart-strategy.exponential-delay.reset-backoff-threshold", default: "1h",
+        description: "exponential-delay: a run this long before its failure resets the wait and the attempt count; at least 1ms" },
+    KeyDoc { key: "restart-strategy.exponential-delay.jitter-factor", default: "0.1",
+        description: "exponential-delay: each wait moves by a random amount of up to this fraction of itself, either way; 0 to 1" },
+    KeyDoc { key: "restart-strategy.exponential-delay.attempts-before-reset-backoff", default: "infinite",
+        description: "exponential-delay: restarts allowed between resets, at least 1, or `infinite`" },
     KeyDoc { key: "taskmanager.memory.segment-size", default: "32kb",
         description: "capacity of one network buffer, 64b to 16mb" },
     KeyDoc { key: "taskmanager.network.memory.buffers-per-channel", default: "4",
@@ -111,6 +151,57 @@ impl FromStr for JobName {
     }
 }
 
+/// The value of `execution.checkpointing.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CheckpointingMode {
+    /// `EXACTLY_ONCE`: an operator with several inputs aligns barriers, so
+    /// each record affects the state of exactly one checkpoint.
+    #[default]
+    ExactlyOnce,
+    /// `AT_LEAST_ONCE`: barriers are not aligned; after a restore some
+    /// records may be processed again.
+    AtLeastOnce,
+}
+
+impl CheckpointingMode {
+    /// Both modes.
+    pub const ALL: [CheckpointingMode; 2] = [
+        CheckpointingMode::ExactlyOnce,
+        CheckpointingMode::AtLeastOnce,
+    ];
+
+    /// Flink's name of the mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckpointingMode::ExactlyOnce => "EXACTLY_ONCE",
+            CheckpointingMode::AtLeastOnce => "AT_LEAST_ONCE",
+        }
+    }
+}
+
+impl fmt::Display for CheckpointingMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error of parsing a [`CheckpointingMode`] from text that names none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown checkpointing mode {0:?}: expected {MODE_EXPECTED}")]
+pub struct UnknownCheckpointingMode(pub String);
+
+impl FromStr for CheckpointingMode {
+    type Err = UnknownCheckpointingMode;
+
+    /// Flink's names in any case, as Flink reads enum options.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        CheckpointingMode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownCheckpointingMode(s.to_string()))
+    }
+}
+
 /// Why a configuration could not be loaded. Every variant names what the user
 /// has to fix; the CLI maps all of them to exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -156,6 +247,15 @@ pub enum ConfigError {
         /// The file name, or `--set`.
         origin: String,
     },
+    /// Keys whose values are each valid but do not fit together. The
+    /// message names every key involved and their values.
+    #[error("inconsistent configuration: {message}")]
+    Conflict {
+        /// The keys involved.
+        keys: Vec<&'static str>,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// A `--set` argument without `=`.
     #[error(
         "malformed override {text:?}: expected key=value, e.g. --set execution.buffer-timeout=10ms"
@@ -182,10 +282,24 @@ const SIZE_EXPECTED: &str = "a memory size from 64b to 16mb such as 32kb (an int
      unit: b, kb, mb or gb; a bare integer means bytes)";
 const BOOL_EXPECTED: &str = "true or false";
 const POSITIVE_OR_UNSET: &str = "an integer of at least 1, or unset";
+const MODE_EXPECTED: &str = "EXACTLY_ONCE or AT_LEAST_ONCE (in any case)";
+const DIR_EXPECTED: &str = "a local directory: a path such as /var/lib/weir/checkpoints or a \
+     file:// URI (weir writes checkpoints to the local file system), or unset";
+/// Flink's upper bound of its integer options (a Java `int`).
+const FLINK_INT_MAX: u64 = i32::MAX as u64;
+/// Flink's least checkpoint interval and timeout (`MINIMAL_CHECKPOINT_TIME`).
+const MIN_CHECKPOINT_TIME: Duration = Duration::from_millis(10);
+/// Flink keeps restart durations in whole milliseconds and requires these to
+/// be at least 1.
+const ONE_MS: Duration = Duration::from_millis(1);
+/// Origin of checks that involve several keys: no single source is to blame.
+const FINAL_ORIGIN: &str = "the final configuration";
 
 /// weir's whole configuration. Build it with [`Config::load`]; `Default` is
 /// the documented defaults of [`KEYS`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Not `Eq`: two restart options are floating-point numbers.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// `job.name`: which built-in job `weir run` runs.
     pub job: JobName,
@@ -205,6 +319,25 @@ pub struct Config {
     pub max_parallelism: u32,
     /// `execution.buffer-timeout`: longest time a partly filled buffer waits; zero = flush every record.
     pub buffer_timeout: Duration,
+    /// `execution.checkpointing.interval`: time between checkpoint starts; `None` = checkpointing off.
+    pub checkpoint_interval: Option<Duration>,
+    /// `execution.checkpointing.mode`: exactly-once (aligned barriers) or at-least-once.
+    pub checkpointing_mode: CheckpointingMode,
+    /// `execution.checkpointing.min-pause`: least time from one checkpoint's end to the next's start.
+    pub checkpoint_min_pause: Duration,
+    /// `execution.checkpointing.timeout`: a checkpoint still running after this is aborted.
+    pub checkpoint_timeout: Duration,
+    /// `execution.checkpointing.max-concurrent-checkpoints`: checkpoints in progress at once.
+    pub max_concurrent_checkpoints: u32,
+    /// `execution.checkpointing.tolerable-failed-checkpoints`: consecutive checkpoint failures tolerated.
+    pub tolerable_failed_checkpoints: u32,
+    /// `state.checkpoints.dir`: where checkpoints are written; `None` = not configured.
+    pub checkpoints_dir: Option<PathBuf>,
+    /// `state.checkpoints.num-retained`: completed checkpoints kept.
+    pub checkpoints_num_retained: u32,
+    /// `restart-strategy.*`: the chosen type and every type's options; see
+    /// [`Config::effective_restart_strategy`] for the one in effect.
+    pub restart_strategy: RestartStrategyConfig,
     /// `taskmanager.memory.segment-size`: bytes in one network buffer.
     pub segment_size: usize,
     /// `taskmanager.network.memory.buffers-per-channel`: in-flight buffers (credit) per channel.
@@ -231,6 +364,15 @@ impl Default for Config {
             parallelism: None,
             max_parallelism: 128,
             buffer_timeout: Duration::from_millis(100),
+            checkpoint_interval: None,
+            checkpointing_mode: CheckpointingMode::ExactlyOnce,
+            checkpoint_min_pause: Duration::ZERO,
+            checkpoint_timeout: Duration::from_secs(600),
+            max_concurrent_checkpoints: 1,
+            tolerable_failed_checkpoints: 0,
+            checkpoints_dir: None,
+            checkpoints_num_retained: 1,
+            restart_strategy: RestartStrategyConfig::default(),
             segment_size: 32 * 1024,
             buffers_per_channel: 4,
             floating_buffers_per_gate: 8,
@@ -293,7 +435,7 @@ impl Setting<'_> {
 
     /// An optional count: "unset" clears it, otherwise an integer of at least 1.
     fn positive_or_unset(&self) -> Result<Option<u64>, ConfigError> {
-        if self.text().is_some_and(|t| t.eq_ignore_ascii_case("unset")) {
+        if self.is_unset() {
             return Ok(None);
         }
         let parsed = self.number(|n| n, parse_uint).filter(|n| *n >= 1);
@@ -305,9 +447,70 @@ impl Setting<'_> {
         let parsed = self.number(Duration::from_millis, parse_duration);
         self.check(parsed, DURATION_EXPECTED)
     }
+
+    fn duration_at_least(&self, min: Duration) -> Result<Duration, ConfigError> {
+        let parsed = self.number(Duration::from_millis, parse_duration);
+        let expected = format!("{DURATION_EXPECTED}, of at least {}", format_duration(min));
+        self.check(parsed.filter(|d| *d >= min), &expected)
+    }
+
+    fn is_unset(&self) -> bool {
+        self.text().is_some_and(|t| t.eq_ignore_ascii_case("unset"))
+    }
+
+    /// A finite number (TOML float or integer, or text) that `ok` accepts.
+    fn float(&self, ok: fn(f64) -> bool, expected: &str) -> Result<f64, ConfigError> {
+        let parsed = match self.value {
+            toml::Value::Float(f) => Some(*f),
+            toml::Value::Integer(i) => Some(*i as f64),
+            toml::Value::String(s) => s.trim().parse::<f64>().ok(),
+            _ => None,
+        };
+        self.check(parsed.filter(|f| f.is_finite() && ok(*f)), expected)
+    }
+
+    /// `unset`, a path, or a `file:` URI of a local path.
+    fn directory(&self) -> Result<Option<PathBuf>, ConfigError> {
+        if self.is_unset() {
+            return Ok(None);
+        }
+        let path = self.text().and_then(|t| {
+            let local = match t.split_once(':') {
+                // `file:///tmp/x` and Flink's short `file:/tmp/x`.
+                Some((scheme, rest)) if scheme.eq_ignore_ascii_case("file") => {
+                    let rest = rest.strip_prefix("//").unwrap_or(rest);
+                    rest.starts_with('/').then_some(rest)?
+                }
+                // Any other URI scheme names storage weir cannot write to.
+                Some((scheme, rest))
+                    if rest.starts_with("//")
+                        && scheme
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+                {
+                    return None
+                }
+                _ => t,
+            };
+            (!local.is_empty()).then(|| PathBuf::from(local))
+        });
+        self.check(path, DIR_EXPECTED).map(Some)
+    }
 }
 
 impl Config {
+    /// Whether checkpointing is on (`execution.checkpointing.interval` is set).
+    pub fn checkpointing_enabled(&self) -> bool {
+        self.checkpoint_interval.is_some()
+    }
+
+    /// The restart strategy in effect: `restart-strategy.type` with its
+    /// options, or, when the type is unset, Flink's default for this
+    /// configuration (`none` without checkpointing, `exponential-delay` with it).
+    pub fn effective_restart_strategy(&self) -> RestartStrategy {
+        self.restart_strategy.resolve(self.checkpointing_enabled())
+    }
+
     /// Parses a whole TOML config over the defaults and validates the result.
     /// `origin` names the text's source (usually the file path) in errors.
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
@@ -359,6 +562,8 @@ impl Config {
     pub fn get(&self, key: &str) -> Option<String> {
         let dur = format_duration;
         let opt = |n: Option<u64>| n.map_or_else(|| "unset".to_string(), |n| n.to_string());
+        let rs = &self.restart_strategy;
+        let ed = &rs.exponential_delay;
         Some(match key {
             "job.name" => self.job.to_string(),
             "job.records" => opt(self.records),
@@ -369,6 +574,47 @@ impl Config {
             "parallelism.default" => opt(self.parallelism.map(|p| p as u64)),
             "pipeline.max-parallelism" => self.max_parallelism.to_string(),
             "execution.buffer-timeout" => dur(self.buffer_timeout),
+            "execution.checkpointing.interval" => self
+                .checkpoint_interval
+                .map_or_else(|| "unset".to_string(), dur),
+            "execution.checkpointing.mode" => self.checkpointing_mode.to_string(),
+            "execution.checkpointing.min-pause" => dur(self.checkpoint_min_pause),
+            "execution.checkpointing.timeout" => dur(self.checkpoint_timeout),
+            "execution.checkpointing.max-concurrent-checkpoints" => {
+                self.max_concurrent_checkpoints.to_string()
+            }
+            "execution.checkpointing.tolerable-failed-checkpoints" => {
+                self.tolerable_failed_checkpoints.to_string()
+            }
+            "state.checkpoints.dir" => self
+                .checkpoints_dir
+                .as_ref()
+                .map_or_else(|| "unset".to_string(), |p| p.display().to_string()),
+            "state.checkpoints.num-retained" => self.checkpoints_num_retained.to_string(),
+            "restart-strategy.type" => rs
+                .kind
+                .map_or_else(|| "unset".to_string(), |t| t.to_string()),
+            "restart-strategy.fixed-delay.attempts" => rs.fixed_delay.attempts.to_string(),
+            "restart-strategy.fixed-delay.delay" => dur(rs.fixed_delay.delay),
+            "restart-strategy.failure-rate.max-failures-per-interval" => {
+                rs.failure_rate.max_failures_per_interval.to_string()
+            }
+            "restart-strategy.failure-rate.failure-rate-interval" => {
+                dur(rs.failure_rate.failure_rate_interval)
+            }
+            "restart-strategy.failure-rate.delay" => dur(rs.failure_rate.delay),
+            "restart-strategy.exponential-delay.initial-backoff" => dur(ed.initial_backoff),
+            "restart-strategy.exponential-delay.max-backoff" => dur(ed.max_backoff),
+            "restart-strategy.exponential-delay.backoff-multiplier" => {
+                ed.backoff_multiplier.to_string()
+            }
+            "restart-strategy.exponential-delay.reset-backoff-threshold" => {
+                dur(ed.reset_backoff_threshold)
+            }
+            "restart-strategy.exponential-delay.jitter-factor" => ed.jitter_factor.to_string(),
+            "restart-strategy.exponential-delay.attempts-before-reset-backoff" => {
+                format_attempts(ed.attempts_before_reset_backoff)
+            }
             "taskmanager.memory.segment-size" => format_memory_size(self.segment_size as u64),
             "taskmanager.network.memory.buffers-per-channel" => {
                 self.buffers_per_channel.to_string()
@@ -396,15 +642,18 @@ impl Config {
                 doc.description, doc.default
             ));
             let value = self.get(doc.key).unwrap_or_default();
-            // Integers and booleans stay bare so the file reads like a hand-written
-            // one; durations, sizes and names are TOML strings.
-            let bare = value == "true"
-                || value == "false"
-                || (!value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()));
+            // Numbers and booleans stay bare so the file reads like a hand-written
+            // one; durations, sizes, names and paths are TOML strings (escaped,
+            // as a path may hold quotes or backslashes).
+            let number = value.bytes().any(|b| b.is_ascii_digit())
+                && value.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+            // A path is text even when it looks like a number.
+            let text_only = doc.key == "state.checkpoints.dir";
+            let bare = !text_only && (value == "true" || value == "false" || number);
             out.push_str(&match value.as_str() {
                 "unset" => format!("# {} is unset\n", doc.key),
                 _ if bare => format!("{} = {value}\n", doc.key),
-                _ => format!("{} = \"{value}\"\n", doc.key),
+                _ => format!("{} = {}\n", doc.key, toml::Value::String(value)),
             });
         }
         out
@@ -415,18 +664,52 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         match self.parallelism {
             // Flink rejects this too: every subtask needs at least one key group.
-            Some(p) if p > self.max_parallelism as usize => Err(ConfigError::InvalidValue {
-                key: "parallelism.default".to_string(),
-                value: p.to_string(),
-                expected: format!(
-                    "an integer from 1 to pipeline.max-parallelism ({})",
-                    self.max_parallelism
-                ),
-                // No single source is to blame when two keys disagree.
-                origin: "the final configuration".to_string(),
-            }),
-            _ => Ok(()),
+            Some(p) if p > self.max_parallelism as usize => {
+                return Err(ConfigError::InvalidValue {
+                    key: "parallelism.default".to_string(),
+                    value: p.to_string(),
+                    expected: format!(
+                        "an integer from 1 to pipeline.max-parallelism ({})",
+                        self.max_parallelism
+                    ),
+                    // No single source is to blame when two keys disagree.
+                    origin: FINAL_ORIGIN.to_string(),
+                });
+            }
+            _ => {}
         }
+        // Flink would fall back to keeping checkpoints in the JobManager's
+        // memory; weir has no such place, so a directory is required.
+        if let (Some(interval), None) = (self.checkpoint_interval, &self.checkpoints_dir) {
+            return Err(ConfigError::Conflict {
+                keys: vec!["execution.checkpointing.interval", "state.checkpoints.dir"],
+                message: format!(
+                    "execution.checkpointing.interval is set ({}) but state.checkpoints.dir is \
+                     not: checkpoints need a directory, so set state.checkpoints.dir or unset \
+                     execution.checkpointing.interval",
+                    format_duration(interval)
+                ),
+            });
+        }
+        // Flink checks this only when exponential-delay is in effect; weir
+        // checks it always, so a file is valid or not whatever the type.
+        let ed = &self.restart_strategy.exponential_delay;
+        if ed.initial_backoff > ed.max_backoff {
+            return Err(ConfigError::Conflict {
+                keys: vec![
+                    "restart-strategy.exponential-delay.initial-backoff",
+                    "restart-strategy.exponential-delay.max-backoff",
+                ],
+                message: format!(
+                    "restart-strategy.exponential-delay.initial-backoff ({}) is above \
+                     restart-strategy.exponential-delay.max-backoff ({}); the first wait \
+                     cannot be longer than the longest",
+                    format_duration(ed.initial_backoff),
+                    format_duration(ed.max_backoff)
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Parses TOML and applies each leaf, without the checks across keys.
@@ -476,6 +759,94 @@ impl Config {
             }
             "pipeline.max-parallelism" => self.max_parallelism = s.int_in(1, 32768)? as u32,
             "execution.buffer-timeout" => self.buffer_timeout = s.duration()?,
+            "execution.checkpointing.interval" => {
+                self.checkpoint_interval = if s.is_unset() {
+                    None
+                } else {
+                    Some(s.duration_at_least(MIN_CHECKPOINT_TIME)?)
+                };
+            }
+            "execution.checkpointing.mode" => {
+                let mode = s.text().and_then(|t| t.parse().ok());
+                self.checkpointing_mode = s.check(mode, MODE_EXPECTED)?;
+            }
+            "execution.checkpointing.min-pause" => self.checkpoint_min_pause = s.duration()?,
+            "execution.checkpointing.timeout" => {
+                self.checkpoint_timeout = s.duration_at_least(MIN_CHECKPOINT_TIME)?;
+            }
+            "execution.checkpointing.max-concurrent-checkpoints" => {
+                self.max_concurrent_checkpoints = s.int_in(1, FLINK_INT_MAX)? as u32;
+            }
+            "execution.checkpointing.tolerable-failed-checkpoints" => {
+                self.tolerable_failed_checkpoints = s.int_in(0, FLINK_INT_MAX)? as u32;
+            }
+            "state.checkpoints.dir" => self.checkpoints_dir = s.directory()?,
+            "state.checkpoints.num-retained" => {
+                self.checkpoints_num_retained = s.int_in(1, FLINK_INT_MAX)? as u32;
+            }
+            "restart-strategy.type" => {
+                let rs = &mut self.restart_strategy;
+                rs.kind = if s.is_unset() {
+                    None
+                } else {
+                    let kind = s.text().and_then(|t| t.parse().ok());
+                    Some(s.check(kind, RESTART_STRATEGY_TYPE_EXPECTED)?)
+                };
+            }
+            "restart-strategy.fixed-delay.attempts" => {
+                self.restart_strategy.fixed_delay.attempts = s.int_in(0, FLINK_INT_MAX)? as u32;
+            }
+            "restart-strategy.fixed-delay.delay" => {
+                self.restart_strategy.fixed_delay.delay = s.duration()?;
+            }
+            "restart-strategy.failure-rate.max-failures-per-interval" => {
+                let max = s.int_in(1, FLINK_INT_MAX)? as u32;
+                self.restart_strategy.failure_rate.max_failures_per_interval = max;
+            }
+            "restart-strategy.failure-rate.failure-rate-interval" => {
+                let interval = s.duration_at_least(ONE_MS)?;
+                self.restart_strategy.failure_rate.failure_rate_interval = interval;
+            }
+            "restart-strategy.failure-rate.delay" => {
+                self.restart_strategy.failure_rate.delay = s.duration()?;
+            }
+            "restart-strategy.exponential-delay.initial-backoff" => {
+                self.restart_strategy.exponential_delay.initial_backoff =
+                    s.duration_at_least(ONE_MS)?;
+            }
+            "restart-strategy.exponential-delay.max-backoff" => {
+                self.restart_strategy.exponential_delay.max_backoff =
+                    s.duration_at_least(ONE_MS)?;
+            }
+            "restart-strategy.exponential-delay.backoff-multiplier" => {
+                let expected = "a number above 1 such as 1.5 or 2";
+                let multiplier = s.float(|f| f > 1.0, expected)?;
+                self.restart_strategy.exponential_delay.backoff_multiplier = multiplier;
+            }
+            "restart-strategy.exponential-delay.reset-backoff-threshold" => {
+                self.restart_strategy
+                    .exponential_delay
+                    .reset_backoff_threshold = s.duration_at_least(ONE_MS)?;
+            }
+            "restart-strategy.exponential-delay.jitter-factor" => {
+                let expected = "a number from 0 to 1 such as 0.1";
+                let jitter = s.float(|f| (0.0..=1.0).contains(&f), expected)?;
+                self.restart_strategy.exponential_delay.jitter_factor = jitter;
+            }
+            "restart-strategy.exponential-delay.attempts-before-reset-backoff" => {
+                let attempts = match s.text() {
+                    Some(t) if t.eq_ignore_ascii_case("infinite") => None,
+                    _ => {
+                        let n = s.number(|n| n, parse_uint);
+                        let n = n.filter(|n| (1..=FLINK_INT_MAX).contains(n));
+                        let expected = format!("an integer from 1 to {FLINK_INT_MAX}, or infinite");
+                        Some(s.check(n, &expected)? as u32)
+                    }
+                };
+                self.restart_strategy
+                    .exponential_delay
+                    .attempts_before_reset_backoff = attempts;
+            }
             "taskmanager.memory.segment-size" => {
                 let size = s
                     .number(|n| n, parse_memory_size)
@@ -553,6 +924,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 mod units;
+use crate::restart::{
+    format_attempts, RestartStrategy, RestartStrategyConfig, RESTART_STRATEGY_TYPE_EXPECTED,
+};
 use units::parse_uint;
 pub use units::{format_duration, format_memory_size, parse_duration, parse_memory_size};
 

@@ -1,6 +1,8 @@
 //! Tests of the config module: defaults, both TOML key styles, every unit
-//! form, each error kind and the README table.
+//! form, each error kind, the checkpointing and restart keys, the README
+//! table and the example files.
 use super::*;
+use crate::restart::{ExponentialDelay, FailureRate, FixedDelay, RestartStrategyType};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -221,8 +223,24 @@ fn to_toml_round_trips() {
         duration: ms(60_000), parallelism: Some(2), max_parallelism: 4096, buffer_timeout: ms(0),
         segment_size: 1 << 20, buffers_per_channel: 16, floating_buffers_per_gate: 0,
         pin_cores: false, spin_before_park: Duration::from_nanos(500), progress_interval: ms(250),
+        checkpoint_interval: Some(ms(30_000)), checkpointing_mode: CheckpointingMode::AtLeastOnce,
+        checkpoint_min_pause: ms(500), checkpoint_timeout: ms(90_000), max_concurrent_checkpoints: 3,
+        tolerable_failed_checkpoints: 2,
+        // Quotes and backslashes must survive the TOML string.
+        checkpoints_dir: Some(PathBuf::from("/tmp/weir \"ckpt\"\\x")), checkpoints_num_retained: 4,
+        restart_strategy: RestartStrategyConfig {
+            kind: Some(RestartStrategyType::FailureRate),
+            fixed_delay: FixedDelay { attempts: 0, delay: ms(0) },
+            failure_rate: FailureRate { max_failures_per_interval: 9, failure_rate_interval: ms(1), delay: ms(1500) },
+            exponential_delay: ExponentialDelay {
+                initial_backoff: ms(250), max_backoff: ms(250), backoff_multiplier: 2.0,
+                reset_backoff_threshold: ms(7_200_000), jitter_factor: 0.0, attempts_before_reset_backoff: Some(5),
+            },
+        },
     };
-    for config in [Config::default(), custom] {
+    // A directory named like a number stays a string.
+    let numeric_dir = Config { checkpoints_dir: Some(PathBuf::from("0042")), ..Config::default() };
+    for config in [Config::default(), custom, numeric_dir] {
         let text = config.to_toml();
         assert_eq!(toml(&text).unwrap(), config, "{text}");
         assert!(KEYS.iter().all(|doc| text.contains(doc.key)), "{text}");
@@ -250,4 +268,252 @@ fn job_names_parse_and_display() {
         err,
         "unknown job \"Quickstart\": expected one of quickstart, w1, w3"
     );
+}
+
+/// The checkpointing keys and the default of every restart option are
+/// Flink's (checked against Flink's `CheckpointingOptions` and
+/// `RestartStrategyOptions`), and parsed into the right fields.
+#[test]
+#[rustfmt::skip]
+fn checkpointing_keys_parse() {
+    let c = Config::default();
+    assert_eq!((c.checkpoint_interval, c.checkpointing_mode), (None, CheckpointingMode::ExactlyOnce));
+    assert_eq!((c.checkpoint_min_pause, c.checkpoint_timeout), (ms(0), ms(600_000)));
+    assert_eq!((c.max_concurrent_checkpoints, c.tolerable_failed_checkpoints), (1, 0));
+    assert_eq!((c.checkpoints_dir.clone(), c.checkpoints_num_retained), (None, 1));
+    assert!(!c.checkpointing_enabled());
+
+    let c = toml("execution.checkpointing.interval = \"10s\"\nexecution.checkpointing.mode = \"AT_LEAST_ONCE\"\n\
+                  execution.checkpointing.min-pause = 500\nexecution.checkpointing.timeout = \"1 min\"\n\
+                  execution.checkpointing.max-concurrent-checkpoints = 2\n\
+                  execution.checkpointing.tolerable-failed-checkpoints = \"3\"\n\
+                  state.checkpoints.dir = \"/tmp/weir-ckpt\"\nstate.checkpoints.num-retained = 5\n").unwrap();
+    assert_eq!((c.checkpoint_interval, c.checkpointing_mode), (Some(ms(10_000)), CheckpointingMode::AtLeastOnce));
+    assert_eq!((c.checkpoint_min_pause, c.checkpoint_timeout), (ms(500), ms(60_000)));
+    assert_eq!((c.max_concurrent_checkpoints, c.tolerable_failed_checkpoints), (2, 3));
+    assert_eq!((c.checkpoints_dir.as_deref(), c.checkpoints_num_retained), (Some(Path::new("/tmp/weir-ckpt")), 5));
+    assert!(c.checkpointing_enabled());
+
+    // Flink's spellings of the mode in any case; Flink's least interval and timeout.
+    for (text, mode) in [("EXACTLY_ONCE", CheckpointingMode::ExactlyOnce), ("exactly_once", CheckpointingMode::ExactlyOnce),
+                         ("at_least_once", CheckpointingMode::AtLeastOnce), ("At_Least_Once", CheckpointingMode::AtLeastOnce)] {
+        let mut c = Config::default();
+        c.set("execution.checkpointing.mode", text).unwrap();
+        assert_eq!(c.checkpointing_mode, mode, "{text}");
+        assert_eq!(mode.to_string().parse::<CheckpointingMode>(), Ok(mode));
+    }
+    let dir = ["state.checkpoints.dir=/tmp/c"];
+    let c = Config::load(None, &sets(&[&dir[..], &["execution.checkpointing.interval=10ms", "execution.checkpointing.timeout=10ms"]].concat())).unwrap();
+    assert_eq!((c.checkpoint_interval, c.checkpoint_timeout), (Some(ms(10)), ms(10)));
+    let c = Config::load(None, &sets(&[&dir[..], &["execution.checkpointing.interval=1s", "execution.checkpointing.interval=unset"]].concat())).unwrap();
+    assert_eq!(c.checkpoint_interval, None);
+
+    // Directories: paths, Flink's file:// URIs (long and short), unset.
+    for (text, path) in [("/var/ckpt", "/var/ckpt"), ("relative/dir", "relative/dir"), ("file:///var/ckpt", "/var/ckpt"),
+                         ("file:/var/ckpt", "/var/ckpt"), ("FILE:///x", "/x"), ("/a:b/c", "/a:b/c")] {
+        let mut c = Config::default();
+        c.set("state.checkpoints.dir", text).unwrap();
+        assert_eq!(c.checkpoints_dir.as_deref(), Some(Path::new(path)), "{text}");
+        c.set("state.checkpoints.dir", "unset").unwrap();
+        assert_eq!(c.checkpoints_dir, None);
+    }
+}
+
+#[test]
+#[rustfmt::skip]
+fn restart_keys_parse() {
+    let c = toml("[restart-strategy]\ntype = \"fixed-delay\"\nfixed-delay.attempts = 3\nfixed-delay.delay = \"5s\"\n\
+                  failure-rate.max-failures-per-interval = 4\nfailure-rate.failure-rate-interval = \"5 min\"\n\
+                  failure-rate.delay = \"2s\"\n\
+                  [restart-strategy.exponential-delay]\ninitial-backoff = \"100ms\"\nmax-backoff = \"30s\"\n\
+                  backoff-multiplier = 2\nreset-backoff-threshold = \"10min\"\njitter-factor = 0.5\n\
+                  attempts-before-reset-backoff = 7\n").unwrap();
+    let rs = c.restart_strategy;
+    assert_eq!(rs.kind, Some(RestartStrategyType::FixedDelay));
+    assert_eq!(rs.fixed_delay, FixedDelay { attempts: 3, delay: ms(5000) });
+    assert_eq!(rs.failure_rate, FailureRate { max_failures_per_interval: 4, failure_rate_interval: ms(300_000), delay: ms(2000) });
+    assert_eq!(rs.exponential_delay, ExponentialDelay {
+        initial_backoff: ms(100), max_backoff: ms(30_000), backoff_multiplier: 2.0,
+        reset_backoff_threshold: ms(600_000), jitter_factor: 0.5, attempts_before_reset_backoff: Some(7),
+    });
+    assert_eq!(c.effective_restart_strategy(), RestartStrategy::FixedDelay(rs.fixed_delay));
+
+    // Every alias of the type, in any case.
+    for (text, kind) in [("none", RestartStrategyType::None), ("off", RestartStrategyType::None), ("DISABLE", RestartStrategyType::None),
+                         ("fixeddelay", RestartStrategyType::FixedDelay), ("failure-rate", RestartStrategyType::FailureRate),
+                         ("failurerate", RestartStrategyType::FailureRate), ("exponentialdelay", RestartStrategyType::ExponentialDelay),
+                         ("Exponential-Delay", RestartStrategyType::ExponentialDelay)] {
+        let mut c = Config::default();
+        c.set("restart-strategy.type", text).unwrap();
+        assert_eq!(c.restart_strategy.kind, Some(kind), "{text}");
+        assert_eq!(c.get("restart-strategy.type").as_deref(), Some(kind.as_str()));
+        c.set("restart-strategy.type", "unset").unwrap();
+        assert_eq!(c.restart_strategy.kind, None);
+    }
+    // Numbers as strings, floats as integers, the boundaries, `infinite`.
+    let c = Config::load(None, &sets(&["restart-strategy.exponential-delay.backoff-multiplier=1.0001",
+        "restart-strategy.exponential-delay.jitter-factor=1", "restart-strategy.exponential-delay.attempts-before-reset-backoff=2_147_483_647",
+        "restart-strategy.fixed-delay.attempts=0", "restart-strategy.failure-rate.failure-rate-interval=1ms",
+        "restart-strategy.exponential-delay.initial-backoff=1ms", "restart-strategy.exponential-delay.max-backoff=1ms"])).unwrap();
+    let ed = c.restart_strategy.exponential_delay;
+    assert_eq!((ed.backoff_multiplier, ed.jitter_factor, ed.attempts_before_reset_backoff), (1.0001, 1.0, Some(i32::MAX as u32)));
+    assert_eq!((ed.initial_backoff, ed.max_backoff), (ms(1), ms(1)));
+    assert_eq!((c.restart_strategy.fixed_delay.attempts, c.restart_strategy.failure_rate.failure_rate_interval), (0, ms(1)));
+    let c = toml("restart-strategy.exponential-delay.jitter-factor = 0\nrestart-strategy.exponential-delay.attempts-before-reset-backoff = \"Infinite\"").unwrap();
+    assert_eq!(c.restart_strategy.exponential_delay.jitter_factor, 0.0);
+    assert_eq!(c.restart_strategy.exponential_delay.attempts_before_reset_backoff, None);
+}
+
+/// Flink's rule for an unset `restart-strategy.type`.
+#[test]
+fn unset_restart_type_depends_on_checkpointing() {
+    let c = Config::default();
+    assert_eq!(c.effective_restart_strategy(), RestartStrategy::None);
+    let on = sets(&[
+        "execution.checkpointing.interval=1s",
+        "state.checkpoints.dir=/tmp/c",
+        "restart-strategy.exponential-delay.max-backoff=2min",
+    ]);
+    let c = Config::load(None, &on).unwrap();
+    let expected = ExponentialDelay {
+        max_backoff: Duration::from_secs(120),
+        ..ExponentialDelay::default()
+    };
+    assert_eq!(
+        c.effective_restart_strategy(),
+        RestartStrategy::ExponentialDelay(expected)
+    );
+    let c = Config::load(None, &[on, sets(&["restart-strategy.type=none"])].concat()).unwrap();
+    assert_eq!(c.effective_restart_strategy(), RestartStrategy::None);
+}
+
+#[test]
+#[rustfmt::skip]
+fn bad_checkpointing_and_restart_values_name_the_key() {
+    let duration = "a duration such as 100ms";
+    let cases = [
+        ("execution.checkpointing.interval = \"9ms\"", "execution.checkpointing.interval", "of at least 10ms"),
+        ("execution.checkpointing.interval = 0", "execution.checkpointing.interval", "of at least 10ms"),
+        ("execution.checkpointing.interval = \"often\"", "execution.checkpointing.interval", duration),
+        ("execution.checkpointing.mode = \"EXACTLY-ONCE\"", "execution.checkpointing.mode", "EXACTLY_ONCE or AT_LEAST_ONCE"),
+        ("execution.checkpointing.mode = 1", "execution.checkpointing.mode", "EXACTLY_ONCE or AT_LEAST_ONCE"),
+        ("execution.checkpointing.min-pause = -1", "execution.checkpointing.min-pause", duration),
+        ("execution.checkpointing.timeout = \"5ms\"", "execution.checkpointing.timeout", "of at least 10ms"),
+        ("execution.checkpointing.max-concurrent-checkpoints = 0", "execution.checkpointing.max-concurrent-checkpoints", "an integer from 1 to 2147483647"),
+        ("execution.checkpointing.tolerable-failed-checkpoints = -1", "execution.checkpointing.tolerable-failed-checkpoints", "an integer from 0 to 2147483647"),
+        ("execution.checkpointing.tolerable-failed-checkpoints = 2147483648", "execution.checkpointing.tolerable-failed-checkpoints", "an integer from 0 to 2147483647"),
+        ("state.checkpoints.dir = \"\"", "state.checkpoints.dir", "a local directory"),
+        ("state.checkpoints.dir = \"hdfs://nn/ckpt\"", "state.checkpoints.dir", "a local directory"),
+        ("state.checkpoints.dir = \"s3://bucket/ckpt\"", "state.checkpoints.dir", "a local directory"),
+        ("state.checkpoints.dir = \"file://relative\"", "state.checkpoints.dir", "a local directory"),
+        ("state.checkpoints.dir = 5", "state.checkpoints.dir", "a local directory"),
+        ("state.checkpoints.num-retained = 0", "state.checkpoints.num-retained", "an integer from 1 to 2147483647"),
+        ("restart-strategy.type = \"fixed_delay\"", "restart-strategy.type", "one of none (also off, disable), fixed-delay"),
+        ("restart-strategy.type = true", "restart-strategy.type", "one of none"),
+        ("restart-strategy.fixed-delay.attempts = -1", "restart-strategy.fixed-delay.attempts", "an integer from 0 to 2147483647"),
+        ("restart-strategy.fixed-delay.delay = \"soon\"", "restart-strategy.fixed-delay.delay", duration),
+        ("restart-strategy.failure-rate.max-failures-per-interval = 0", "restart-strategy.failure-rate.max-failures-per-interval", "an integer from 1 to 2147483647"),
+        ("restart-strategy.failure-rate.failure-rate-interval = 0", "restart-strategy.failure-rate.failure-rate-interval", "of at least 1ms"),
+        ("restart-strategy.failure-rate.failure-rate-interval = \"999us\"", "restart-strategy.failure-rate.failure-rate-interval", "of at least 1ms"),
+        ("restart-strategy.failure-rate.delay = 1.5", "restart-strategy.failure-rate.delay", duration),
+        ("restart-strategy.exponential-delay.initial-backoff = 0", "restart-strategy.exponential-delay.initial-backoff", "of at least 1ms"),
+        ("restart-strategy.exponential-delay.max-backoff = \"0ms\"", "restart-strategy.exponential-delay.max-backoff", "of at least 1ms"),
+        ("restart-strategy.exponential-delay.reset-backoff-threshold = 0", "restart-strategy.exponential-delay.reset-backoff-threshold", "of at least 1ms"),
+        ("restart-strategy.exponential-delay.backoff-multiplier = 1", "restart-strategy.exponential-delay.backoff-multiplier", "a number above 1"),
+        ("restart-strategy.exponential-delay.backoff-multiplier = 0.5", "restart-strategy.exponential-delay.backoff-multiplier", "a number above 1"),
+        ("restart-strategy.exponential-delay.backoff-multiplier = \"inf\"", "restart-strategy.exponential-delay.backoff-multiplier", "a number above 1"),
+        ("restart-strategy.exponential-delay.backoff-multiplier = nan", "restart-strategy.exponential-delay.backoff-multiplier", "a number above 1"),
+        ("restart-strategy.exponential-delay.backoff-multiplier = \"double\"", "restart-strategy.exponential-delay.backoff-multiplier", "a number above 1"),
+        ("restart-strategy.exponential-delay.jitter-factor = 1.01", "restart-strategy.exponential-delay.jitter-factor", "a number from 0 to 1"),
+        ("restart-strategy.exponential-delay.jitter-factor = -0.1", "restart-strategy.exponential-delay.jitter-factor", "a number from 0 to 1"),
+        ("restart-strategy.exponential-delay.jitter-factor = true", "restart-strategy.exponential-delay.jitter-factor", "a number from 0 to 1"),
+        ("restart-strategy.exponential-delay.attempts-before-reset-backoff = 0", "restart-strategy.exponential-delay.attempts-before-reset-backoff", "an integer from 1 to 2147483647, or infinite"),
+        ("restart-strategy.exponential-delay.attempts-before-reset-backoff = \"unset\"", "restart-strategy.exponential-delay.attempts-before-reset-backoff", "or infinite"),
+    ];
+    for (text, key, expected) in cases {
+        let err = toml(text).unwrap_err();
+        assert!(matches!(&err, ConfigError::InvalidValue { key: k, .. } if k == key), "{text}: {err:?}");
+        let named = format!("for key {key} in test.toml: expected ");
+        let err = err.to_string();
+        assert!(err.contains(&named) && err.contains(expected), "{text}: {err}");
+    }
+    // The old un-suffixed Flink key is not silently taken.
+    let err = toml("restart-strategy = \"none\"").unwrap_err();
+    assert!(matches!(err, ConfigError::UnknownKey { .. }), "{err:?}");
+}
+
+#[test]
+fn checks_across_checkpointing_and_restart_keys() {
+    let err = Config::load(None, &sets(&["execution.checkpointing.interval=30s"])).unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::Conflict { keys, .. }
+            if keys == &["execution.checkpointing.interval", "state.checkpoints.dir"]),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "inconsistent configuration: execution.checkpointing.interval is set (30s) but \
+         state.checkpoints.dir is not: checkpoints need a directory, so set \
+         state.checkpoints.dir or unset execution.checkpointing.interval"
+    );
+    // The order of overrides does not matter; a later override may fix it.
+    let fixed = [
+        "execution.checkpointing.interval=30s",
+        "state.checkpoints.dir=/tmp/c",
+    ];
+    assert!(Config::load(None, &sets(&fixed)).is_ok());
+    let fixed = [
+        "execution.checkpointing.interval=30s",
+        "execution.checkpointing.interval=unset",
+    ];
+    assert!(Config::load(None, &sets(&fixed)).is_ok());
+    // A directory without checkpointing is fine (and unused).
+    assert!(toml("state.checkpoints.dir = \"/tmp/c\"").is_ok());
+
+    let backoff = [
+        "restart-strategy.exponential-delay.initial-backoff=2min",
+        "restart-strategy.exponential-delay.max-backoff=1min",
+    ];
+    let err = Config::load(None, &sets(&backoff)).unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::Conflict { keys, .. } if keys.len() == 2),
+        "{err:?}"
+    );
+    let err = err.to_string();
+    assert!(
+        err.contains(
+            "restart-strategy.exponential-delay.initial-backoff (2min) is above \
+             restart-strategy.exponential-delay.max-backoff (1min)"
+        ),
+        "{err}"
+    );
+    // Checked whatever the type, so a file is valid or not as a whole.
+    let err = toml("restart-strategy.type = \"none\"\nrestart-strategy.exponential-delay.initial-backoff = \"2min\"");
+    assert!(matches!(err, Err(ConfigError::Conflict { .. })), "{err:?}");
+    // Equal is allowed.
+    let equal = ["restart-strategy.exponential-delay.initial-backoff=1min"];
+    assert!(Config::load(None, &sets(&equal)).is_ok());
+}
+
+/// Every example in configs/ loads, so the examples cannot rot.
+#[test]
+fn example_configs_load() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
+    let mut loaded = 0;
+    for entry in std::fs::read_dir(&dir).expect("read configs/") {
+        let path = entry.expect("configs/ entry").path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            if let Err(err) = Config::load(Some(&path), &[]) {
+                panic!("{}: {err}", path.display());
+            }
+            loaded += 1;
+        }
+    }
+    assert!(
+        loaded >= 4,
+        "only {loaded} example configs in {}",
+        dir.display()
+    );
+    let checkpointing = Config::load(Some(&dir.join("checkpointing.toml")), &[]).unwrap();
+    assert!(checkpointing.checkpointing_enabled());
 }

@@ -1,0 +1,748 @@
+//! A replayable source reading a directory of newline-delimited records.
+//!
+//! [`FileSource`] lists the regular files of a directory whose names do not
+//! start with `.` (symbolic links to regular files count), sorted by name
+//! (byte order), when it is created. Subtask `s` of `P` reads the files at
+//! positions `i` of that list with `i % P == s`, one after the other, and
+//! emits each line as a `String` without its `\n` (a `\r` before it is
+//! kept). A last line without a trailing newline is still a record; an
+//! empty file has none.
+//!
+//! # Position
+//!
+//! The position after the last emitted line is the name of the file being
+//! read and the byte offset just after that line's newline (at the end of
+//! a file the source moves on to the next file at offset 0; after the last
+//! file it stays at that file's end). It is encoded as a version byte `1`,
+//! the name's length (`u32`, little-endian), the name's bytes and the offset
+//! (`u64`, little-endian); a subtask without files has an empty name.
+//! Restoring a position opens that file and seeks to the offset; a file that
+//! is missing, shorter than the offset, not this subtask's, or whose offset
+//! is not just after a newline (or at its end) fails the restore with an
+//! error naming the file.
+//!
+//! # Failures
+//!
+//! An I/O error or a line that is not UTF-8 while reading fails the job
+//! (the source panics, as sources do; [`crate::Source::poll_next`] cannot
+//! return an error) with a message naming the file and the byte offset.
+//!
+//! Reads go through a 1 MiB buffer (grown for a longer line) with blocking
+//! `read` calls: a worker waits for the disk while it reads, which suits
+//! local files and the page cache.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::operator::Collector;
+use crate::source::{Source, SourcePoll, SubtaskInfo};
+
+/// Version byte of an encoded position.
+const POSITION_VERSION: u8 = 1;
+
+/// Default size of the read buffer.
+const READ_BUFFER: usize = 1 << 20;
+
+/// A bounded, replayable source of the lines of a directory's files (see
+/// the module doc).
+pub struct FileSource {
+    dir: PathBuf,
+    subtask: usize,
+    parallelism: usize,
+    /// Every input file of the directory, sorted (all subtasks').
+    listing: Vec<OsString>,
+    /// This subtask's files, in reading order.
+    files: Vec<OsString>,
+    /// Index in `files` of the file being read (or to be opened).
+    cur: usize,
+    /// The open file `files[cur]`.
+    file: Option<File>,
+    /// The file offset of `buf[start]`: just after the last emitted line.
+    offset: u64,
+    buf: Vec<u8>,
+    /// Unconsumed bytes are `buf[start..end]`.
+    start: usize,
+    end: usize,
+    /// `buf[start..scanned]` holds no newline.
+    scanned: usize,
+    /// The current file returned end-of-file.
+    eof: bool,
+    /// Every file is done.
+    finished: bool,
+}
+
+impl FileSource {
+    /// The source of subtask `info.index` over the files of `dir`, listed
+    /// now. The error names the directory or the file that could not be
+    /// inspected.
+    pub fn new(dir: impl Into<PathBuf>, info: &SubtaskInfo) -> Result<Self, String> {
+        let dir = dir.into();
+        if info.index >= info.parallelism {
+            return Err(format!(
+                "file source {}: subtask {} of a parallelism of {}",
+                dir.display(),
+                info.index,
+                info.parallelism
+            ));
+        }
+        let listing = list_inputs(&dir)?;
+        let files: Vec<OsString> = listing
+            .iter()
+            .skip(info.index)
+            .step_by(info.parallelism)
+            .cloned()
+            .collect();
+        Ok(Self {
+            dir,
+            subtask: info.index,
+            parallelism: info.parallelism,
+            listing,
+            finished: files.is_empty(),
+            files,
+            cur: 0,
+            file: None,
+            offset: 0,
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            scanned: 0,
+            eof: false,
+        })
+    }
+
+    /// Reads through a buffer of `bytes` (at least 1) instead of 1 MiB; a
+    /// line longer than the buffer grows it.
+    pub fn with_read_buffer(mut self, bytes: usize) -> Self {
+        self.buf = vec![0; bytes.max(1)];
+        self
+    }
+
+    /// The files this subtask reads, in order.
+    pub fn files(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        self.files.iter().map(|name| self.dir.join(name))
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.join(&self.files[self.cur])
+    }
+
+    /// Resets the read buffer for a file opened at `self.offset`.
+    fn reset_buffer(&mut self) {
+        self.start = 0;
+        self.end = 0;
+        self.scanned = 0;
+        self.eof = false;
+        if self.buf.is_empty() {
+            self.buf = vec![0; READ_BUFFER];
+        }
+    }
+
+    /// The next line as `(start, end, next)`: its bytes are
+    /// `buf[start..end]` and consuming it moves `start` to `next`. Opens and
+    /// reads files as needed; `None` when every file is done.
+    fn peek_line(&mut self) -> Result<Option<(usize, usize, usize)>, String> {
+        loop {
+            if self.finished {
+                return Ok(None);
+            }
+            if self.file.is_none() {
+                let path = self.path();
+                let file = File::open(&path)
+                    .map_err(|e| format!("cannot open input file {}: {e}", path.display()))?;
+                self.file = Some(file);
+                self.reset_buffer();
+            }
+            let unscanned = &self.buf[self.scanned..self.end];
+            if let Some(i) = unscanned.iter().position(|&b| b == b'\n') {
+                let newline = self.scanned + i;
+                return Ok(Some((self.start, newline, newline + 1)));
+            }
+            self.scanned = self.end;
+            if self.eof {
+                if self.start < self.end {
+                    return Ok(Some((self.start, self.end, self.end)));
+                }
+                self.next_file();
+                continue;
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Reads more of the current file into the buffer (making room first).
+    fn fill(&mut self) -> Result<(), String> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+            self.scanned = 0;
+        } else if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.scanned -= self.start;
+                self.start = 0;
+            } else {
+                let len = self.buf.len();
+                self.buf.resize(len * 2, 0);
+            }
+        }
+        let Some(file) = &mut self.file else {
+            return Ok(());
+        };
+        loop {
+            match file.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let at = self.offset + (self.end - self.start) as u64;
+                    return Err(format!(
+                        "cannot read input file {} at byte offset {at}: {e}",
+                        self.path().display()
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The current file is done: on to the next one, or finished (staying
+    /// at the end of the last file).
+    fn next_file(&mut self) {
+        self.file = None;
+        self.start = 0;
+        self.end = 0;
+        self.scanned = 0;
+        self.eof = false;
+        if self.cur + 1 < self.files.len() {
+            self.cur += 1;
+            self.offset = 0;
+        } else {
+            self.finished = true;
+        }
+    }
+
+    /// Why `name` of a restored position is not one of this subtask's files.
+    fn foreign_file_error(&self, name: &OsStr) -> String {
+        let path = self.dir.join(name);
+        match self.listing.iter().position(|n| n == name) {
+            Some(i) => format!(
+                "cannot restore file source position: input file {} belongs to subtask {} \
+                 of {}, not to subtask {}",
+                path.display(),
+                i % self.parallelism,
+                self.parallelism,
+                self.subtask
+            ),
+            None if fs::symlink_metadata(&path).is_ok() => format!(
+                "cannot restore file source position: {} is not an input file (hidden, or \
+                 not a regular file, or created after the source listed {})",
+                path.display(),
+                self.dir.display()
+            ),
+            None => format!(
+                "cannot restore file source position: input file {} is missing",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl Source for FileSource {
+    type Out = String;
+
+    fn poll_next<C: Collector<String>>(&mut self, out: &mut C, budget: usize) -> SourcePoll {
+        let mut n = 0;
+        while n < budget {
+            let (start, end, next) = match self.peek_line() {
+                Ok(Some(line)) => line,
+                Ok(None) => {
+                    return if n == 0 {
+                        SourcePoll::Finished
+                    } else {
+                        SourcePoll::Emitted(n)
+                    }
+                }
+                Err(e) => panic!("{e}"),
+            };
+            if !out.is_available() {
+                break;
+            }
+            let line = match std::str::from_utf8(&self.buf[start..end]) {
+                Ok(line) => line.to_owned(),
+                Err(e) => panic!(
+                    "input file {}: invalid UTF-8 at byte offset {}",
+                    self.path().display(),
+                    self.offset + e.valid_up_to() as u64
+                ),
+            };
+            self.offset += (next - start) as u64;
+            self.start = next;
+            self.scanned = next;
+            out.collect(line);
+            n += 1;
+        }
+        SourcePoll::Emitted(n)
+    }
+
+    fn snapshot_position(&mut self) -> Vec<u8> {
+        let name: &[u8] = self.files.get(self.cur).map_or(&[], |n| n.as_bytes());
+        let mut out = Vec::with_capacity(13 + name.len());
+        out.push(POSITION_VERSION);
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(name);
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
+        let (name, offset) = decode_position(position).map_err(|e| {
+            format!(
+                "malformed position of file source {} (subtask {}): {e}",
+                self.dir.display(),
+                self.subtask
+            )
+        })?;
+        if name.is_empty() {
+            if offset != 0 {
+                return Err(format!(
+                    "malformed position of file source {} (subtask {}): offset {offset} \
+                     without a file",
+                    self.dir.display(),
+                    self.subtask
+                ));
+            }
+            // Nothing was read yet.
+            self.cur = 0;
+            self.offset = 0;
+            self.file = None;
+            self.finished = self.files.is_empty();
+            return Ok(());
+        }
+        let name = OsStr::from_bytes(name);
+        let Some(cur) = self.files.iter().position(|n| n == name) else {
+            return Err(self.foreign_file_error(name));
+        };
+        let path = self.dir.join(name);
+        let mut file = File::open(&path).map_err(|e| {
+            format!(
+                "cannot restore file source position: cannot open input file {} to resume \
+                 at byte offset {offset}: {e}",
+                path.display()
+            )
+        })?;
+        let len = file
+            .metadata()
+            .map_err(|e| format!("cannot inspect input file {}: {e}", path.display()))?
+            .len();
+        if offset > len {
+            return Err(format!(
+                "cannot restore file source position: input file {} has {len} bytes, fewer \
+                 than the restored offset {offset}",
+                path.display()
+            ));
+        }
+        if offset > 0 && offset < len {
+            let mut before = [0u8];
+            file.read_exact_at(&mut before, offset - 1).map_err(|e| {
+                format!(
+                    "cannot read input file {} at byte offset {}: {e}",
+                    path.display(),
+                    offset - 1
+                )
+            })?;
+            if before[0] != b'\n' {
+                return Err(format!(
+                    "cannot restore file source position: byte offset {offset} of input \
+                     file {} is not at the start of a line (the file changed?)",
+                    path.display()
+                ));
+            }
+        }
+        file.seek(SeekFrom::Start(offset)).map_err(|e| {
+            format!(
+                "cannot seek input file {} to byte offset {offset}: {e}",
+                path.display()
+            )
+        })?;
+        self.cur = cur;
+        self.offset = offset;
+        self.file = Some(file);
+        self.finished = false;
+        self.reset_buffer();
+        Ok(())
+    }
+}
+
+/// The sorted names of the regular, non-hidden files of `dir`.
+fn list_inputs(dir: &Path) -> Result<Vec<OsString>, String> {
+    let entries = fs::read_dir(dir)
+        .map_err(|e| format!("cannot list input directory {}: {e}", dir.display()))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry =
+            entry.map_err(|e| format!("cannot list input directory {}: {e}", dir.display()))?;
+        let name = entry.file_name();
+        if name.as_bytes().starts_with(b".") {
+            continue;
+        }
+        let path = entry.path();
+        let meta =
+            fs::metadata(&path).map_err(|e| format!("cannot inspect {}: {e}", path.display()))?;
+        if meta.is_file() {
+            names.push(name);
+        }
+    }
+    names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    Ok(names)
+}
+
+/// Splits an encoded position into the file name and the offset.
+fn decode_position(bytes: &[u8]) -> Result<(&[u8], u64), String> {
+    let (&version, rest) = bytes
+        .split_first()
+        .ok_or("the position is empty (expected a version byte)")?;
+    if version != POSITION_VERSION {
+        return Err(format!(
+            "unknown position version {version} (expected {POSITION_VERSION})"
+        ));
+    }
+    let (len, rest) = rest
+        .split_first_chunk::<4>()
+        .ok_or("the file name's length is truncated")?;
+    let len = u32::from_le_bytes(*len) as usize;
+    if rest.len() != len + 8 {
+        return Err(format!(
+            "expected a {len}-byte file name and an 8-byte offset, found {} bytes",
+            rest.len()
+        ));
+    }
+    let (name, offset) = rest.split_at(len);
+    let offset = u64::from_le_bytes(offset.try_into().expect("8 bytes, checked above"));
+    Ok((name, offset))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::{ChainControl, FlushOutcome};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Instant;
+
+    static DIRS: AtomicU64 = AtomicU64::new(0);
+
+    /// A fresh directory under the system temp dir, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(test: &str) -> Self {
+            let n = DIRS.fetch_add(1, Ordering::Relaxed);
+            let p = std::env::temp_dir().join(format!(
+                "weir-file-source-{}-{test}-{n}",
+                std::process::id()
+            ));
+            let _ = fs::remove_dir_all(&p);
+            fs::create_dir_all(&p).unwrap();
+            Self(p)
+        }
+
+        fn write(&self, name: &str, contents: &[u8]) {
+            fs::write(self.0.join(name), contents).unwrap();
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A chain tail that keeps what it receives and takes at most `room`
+    /// records (then reports backpressure).
+    struct Tail {
+        items: Vec<String>,
+        room: usize,
+    }
+
+    impl Tail {
+        fn new() -> Self {
+            Self {
+                items: Vec::new(),
+                room: usize::MAX,
+            }
+        }
+    }
+
+    impl ChainControl for Tail {
+        fn is_available(&self) -> bool {
+            self.items.len() < self.room
+        }
+        fn flush(&mut self, _now: Instant) -> FlushOutcome {
+            FlushOutcome::default()
+        }
+        fn end_input(&mut self) {}
+        fn snapshot(&mut self, _snapshot: &mut crate::checkpoint::TaskSnapshot) {}
+        fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {}
+        fn finish(&mut self) -> bool {
+            true
+        }
+    }
+
+    impl Collector<String> for Tail {
+        fn collect(&mut self, record: String) {
+            assert!(self.is_available(), "collect while unavailable");
+            self.items.push(record);
+        }
+    }
+
+    fn info(index: usize, parallelism: usize) -> SubtaskInfo {
+        SubtaskInfo {
+            index,
+            parallelism,
+            worker: 0,
+            max_parallelism: 128,
+        }
+    }
+
+    /// Polls with `budget` until finished; returns every line.
+    fn drain(source: &mut FileSource, budget: usize) -> Vec<String> {
+        let mut tail = Tail::new();
+        loop {
+            match source.poll_next(&mut tail, budget) {
+                SourcePoll::Emitted(n) => assert!(n > 0 && n <= budget, "{n}"),
+                SourcePoll::Finished => return tail.items,
+                SourcePoll::Idle { .. } => panic!("a file source is never idle"),
+            }
+        }
+    }
+
+    fn strings(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Files `f0..f4` (with an empty one, an empty line and a missing final
+    /// newline), a hidden file and a subdirectory.
+    fn sample(test: &str) -> TempDir {
+        let d = TempDir::new(test);
+        d.write("f0", b"a0\na1\n");
+        d.write("f1", b"b0\n\nb2");
+        d.write("f2", b"");
+        d.write("f3", "c0 é\nc1\nc2\n".as_bytes());
+        d.write("f4", b"\n");
+        d.write(".hidden", b"never\n");
+        fs::create_dir(d.0.join("sub")).unwrap();
+        fs::write(d.0.join("sub").join("x"), b"never\n").unwrap();
+        d
+    }
+
+    #[test]
+    fn subtasks_read_their_share_of_the_files_in_order() {
+        let d = sample("share");
+        let mut all = FileSource::new(&d.0, &info(0, 1)).unwrap();
+        assert_eq!(
+            drain(&mut all, 4096),
+            strings(&["a0", "a1", "b0", "", "b2", "c0 é", "c1", "c2", ""])
+        );
+        let mut s0 = FileSource::new(&d.0, &info(0, 2)).unwrap();
+        let names: Vec<PathBuf> = s0.files().collect();
+        assert_eq!(names, vec![d.0.join("f0"), d.0.join("f2"), d.0.join("f4")]);
+        assert_eq!(drain(&mut s0, 1), strings(&["a0", "a1", ""]));
+        let mut s1 = FileSource::new(&d.0, &info(1, 2)).unwrap();
+        assert_eq!(
+            drain(&mut s1, 2),
+            strings(&["b0", "", "b2", "c0 é", "c1", "c2"])
+        );
+        // More subtasks than files: the extra ones finish at once.
+        let mut s7 = FileSource::new(&d.0, &info(7, 8)).unwrap();
+        let mut tail = Tail::new();
+        assert_eq!(s7.poll_next(&mut tail, 10), SourcePoll::Finished);
+        let pos = s7.snapshot_position();
+        let mut again = FileSource::new(&d.0, &info(7, 8)).unwrap();
+        again.restore_position(&pos).unwrap();
+        assert_eq!(again.poll_next(&mut tail, 10), SourcePoll::Finished);
+    }
+
+    #[test]
+    fn restoring_any_snapshot_replays_exactly_the_remaining_lines() {
+        let d = sample("restore");
+        for buffer in [1, 3, 64, READ_BUFFER] {
+            let all = drain(
+                &mut FileSource::new(&d.0, &info(0, 1))
+                    .unwrap()
+                    .with_read_buffer(buffer),
+                4096,
+            );
+            for cut in 0..=all.len() {
+                let mut first = FileSource::new(&d.0, &info(0, 1))
+                    .unwrap()
+                    .with_read_buffer(buffer);
+                let mut tail = Tail::new();
+                tail.room = cut;
+                // Polls until the tail is full: the rest stays unread.
+                for _ in 0..=cut {
+                    first.poll_next(&mut tail, 2);
+                }
+                assert_eq!(tail.items, all[..cut], "cut {cut}");
+                let pos = first.snapshot_position();
+                let mut second = FileSource::new(&d.0, &info(0, 1))
+                    .unwrap()
+                    .with_read_buffer(buffer);
+                second.restore_position(&pos).unwrap();
+                assert_eq!(drain(&mut second, 3), all[cut..], "cut {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn position_names_the_file_and_the_offset() {
+        let d = sample("position");
+        let mut s = FileSource::new(&d.0, &info(1, 2)).unwrap();
+        let mut tail = Tail::new();
+        assert_eq!(s.poll_next(&mut tail, 2), SourcePoll::Emitted(2));
+        let mut expected = vec![POSITION_VERSION, 2, 0, 0, 0, b'f', b'1'];
+        expected.extend_from_slice(&4u64.to_le_bytes());
+        assert_eq!(s.snapshot_position(), expected);
+        // After the last line of f1 (no trailing newline), on to f3.
+        s.poll_next(&mut tail, 1);
+        assert_eq!(s.snapshot_position()[5..7], *b"f1");
+        assert_eq!(decode_position(&s.snapshot_position()).unwrap().1, 6);
+        s.poll_next(&mut tail, 1);
+        assert_eq!(
+            decode_position(&s.snapshot_position()).unwrap(),
+            (&b"f3"[..], 6)
+        );
+        // Finished: stays at the end of the last file.
+        assert_eq!(tail.items, strings(&["b0", "", "b2", "c0 é"]));
+        assert_eq!(drain(&mut s, 10), strings(&["c1", "c2"]));
+        assert_eq!(
+            decode_position(&s.snapshot_position()).unwrap(),
+            (&b"f3"[..], 12)
+        );
+    }
+
+    #[test]
+    fn backpressure_stops_the_source_without_losing_lines() {
+        let d = sample("backpressure");
+        let mut s = FileSource::new(&d.0, &info(0, 1)).unwrap();
+        let mut tail = Tail::new();
+        tail.room = 3;
+        assert_eq!(s.poll_next(&mut tail, 100), SourcePoll::Emitted(3));
+        assert_eq!(s.poll_next(&mut tail, 100), SourcePoll::Emitted(0));
+        tail.room = usize::MAX;
+        assert_eq!(s.poll_next(&mut tail, 100), SourcePoll::Emitted(6));
+        assert_eq!(s.poll_next(&mut tail, 100), SourcePoll::Finished);
+        assert_eq!(
+            tail.items,
+            strings(&["a0", "a1", "b0", "", "b2", "c0 é", "c1", "c2", ""])
+        );
+    }
+
+    #[test]
+    fn lines_longer_than_the_read_buffer_and_across_its_boundary() {
+        let d = TempDir::new("long");
+        let lines: Vec<String> = (0..200)
+            .map(|i| "x".repeat(i * 7 % 41) + &i.to_string())
+            .collect();
+        let mut text = lines.join("\n");
+        text.push('\n');
+        d.write("big", text.as_bytes());
+        for buffer in [1, 5, 16, 40, 64, 1000] {
+            let mut s = FileSource::new(&d.0, &info(0, 1))
+                .unwrap()
+                .with_read_buffer(buffer);
+            assert_eq!(drain(&mut s, 7), lines, "buffer {buffer}");
+        }
+    }
+
+    #[test]
+    fn a_last_line_without_newline_is_a_record() {
+        let d = TempDir::new("no-newline");
+        d.write("a", b"one\ntwo");
+        d.write("b", b"three");
+        let mut s = FileSource::new(&d.0, &info(0, 1)).unwrap();
+        assert_eq!(drain(&mut s, 10), strings(&["one", "two", "three"]));
+    }
+
+    #[test]
+    fn restore_errors_name_the_file() {
+        let d = sample("errors");
+        let mut s = FileSource::new(&d.0, &info(1, 2)).unwrap();
+        let mut tail = Tail::new();
+        s.poll_next(&mut tail, 4); // b0, "", b2, "c0 é": in f3 at offset 6
+        let pos = s.snapshot_position();
+        let f3 = d.0.join("f3").display().to_string();
+
+        // A file of the other subtask.
+        let mut other = FileSource::new(&d.0, &info(0, 2)).unwrap();
+        let err = other.restore_position(&pos).unwrap_err();
+        assert!(
+            err.contains(&f3) && err.contains("belongs to subtask 1 of 2"),
+            "{err}"
+        );
+
+        // Not at a line boundary.
+        let mut mid = pos.clone();
+        let n = mid.len();
+        mid[n - 8..].copy_from_slice(&5u64.to_le_bytes());
+        let mut s2 = FileSource::new(&d.0, &info(1, 2)).unwrap();
+        let err = s2.restore_position(&mid).unwrap_err();
+        assert!(err.contains(&f3) && err.contains("offset 5"), "{err}");
+
+        // Malformed bytes.
+        for bad in [&[][..], &[9][..], &[1, 2, 0][..], &pos[..pos.len() - 1]] {
+            let mut s2 = FileSource::new(&d.0, &info(1, 2)).unwrap();
+            let err = s2.restore_position(bad).unwrap_err();
+            assert!(err.contains("malformed position"), "{err}");
+            assert!(err.contains(&d.0.display().to_string()), "{err}");
+        }
+
+        // The file shrank below the offset.
+        let mut fresh = FileSource::new(&d.0, &info(1, 2)).unwrap();
+        d.write("f3", b"c0\n");
+        let err = fresh.restore_position(&pos).unwrap_err();
+        assert!(
+            err.contains(&f3) && err.contains("fewer than the restored offset 6"),
+            "{err}"
+        );
+
+        // The file is gone.
+        let mut fresh = FileSource::new(&d.0, &info(1, 2)).unwrap();
+        fs::remove_file(d.0.join("f3")).unwrap();
+        let err = fresh.restore_position(&pos).unwrap_err();
+        assert!(err.contains(&f3), "{err}");
+        let mut relisted = FileSource::new(&d.0, &info(1, 2)).unwrap();
+        let err = relisted.restore_position(&pos).unwrap_err();
+        assert!(err.contains(&f3) && err.contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn invalid_utf8_fails_naming_the_file_and_offset() {
+        let d = TempDir::new("utf8");
+        d.write("a", b"fine\nab\xffcd\n");
+        let mut s = FileSource::new(&d.0, &info(0, 1)).unwrap();
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            drain(&mut s, 10);
+        }))
+        .unwrap_err();
+        let msg = err.downcast_ref::<String>().unwrap();
+        assert!(msg.contains(&d.0.join("a").display().to_string()), "{msg}");
+        assert!(msg.contains("byte offset 7"), "{msg}");
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error_naming_it() {
+        let d = TempDir::new("nodir");
+        let missing = d.0.join("nope");
+        let err = FileSource::new(&missing, &info(0, 1)).err().unwrap();
+        assert!(err.contains(&missing.display().to_string()), "{err}");
+    }
+}

@@ -26,6 +26,17 @@ pub enum JobError {
         /// The panic message or error.
         message: String,
     },
+    /// No checkpoint could be restored, or checkpoint storage failed.
+    #[error("checkpoint error: {0}")]
+    Checkpoint(String),
+    /// The job failed and the restart strategy allows no more restarts.
+    #[error("{failure}; not restarting: {reason}")]
+    RestartsExhausted {
+        /// The last failure.
+        failure: Box<JobError>,
+        /// Which limit of the restart strategy was hit.
+        reason: String,
+    },
 }
 
 /// Result alias of the runtime.

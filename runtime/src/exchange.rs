@@ -12,15 +12,24 @@
 //!
 //! [`InputGate`] is the receiving side: it takes events from its channels
 //! round-robin, lends each buffer's records to the chain in place, and returns
-//! the buffer to its owner's pool when done.
+//! the buffer to its owner's pool when done. It also aligns checkpoint
+//! barriers across its channels: alignment lives here, in the runtime, so
+//! operators only ever see one aligned snapshot call per checkpoint.
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
-use weir_net::{BufferPool, ChannelEvent, ChannelReceiver, ChannelSender, NetworkBuffer, Wire};
+use std::rc::Rc;
+
+use weir_net::{
+    BufferPool, ChannelEvent, ChannelReceiver, ChannelSender, CheckpointBarrier, NetworkBuffer,
+    Wire,
+};
 use weir_state::{KeyGroupAssigner, KeyHash};
 
+use crate::checkpoint::snapshot::TaskSnapshot;
+use crate::checkpoint::TaskCheckpointing;
 use crate::operator::{ChainControl, Collector, FlushOutcome};
 use crate::task::{ChainHead, InputStep, Task, TaskPoll};
 
@@ -241,6 +250,27 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
         }
     }
 
+    fn end_input(&mut self) {
+        for ch in self.channels.iter_mut() {
+            ch.ship_current();
+            ch.enqueue(ChannelEvent::EndOfData);
+        }
+        self.available = false;
+    }
+
+    fn snapshot(&mut self, snapshot: &mut TaskSnapshot) {
+        // The barrier goes behind every record before it, without waiting
+        // for the buffer timeout.
+        for ch in self.channels.iter_mut() {
+            ch.ship_current();
+            ch.enqueue(ChannelEvent::Barrier(snapshot.barrier));
+        }
+        self.available = self.channels.iter().all(|c| c.queued.is_empty())
+            && (self.pool.available() > 0 || self.pool.reclaim() > 0);
+    }
+
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {}
+
     fn finish(&mut self) -> bool {
         if !self.finishing {
             self.finishing = true;
@@ -266,11 +296,45 @@ struct Reading {
     pos: usize,
 }
 
-/// The receiving side of an exchange for one subtask: its input channels.
+/// Barrier `barrier` being aligned: which inputs delivered it.
+struct Alignment {
+    barrier: CheckpointBarrier,
+    first_at: Instant,
+    arrived: Box<[bool]>,
+}
+
+/// A barrier that arrived on every input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlignedBarrier {
+    /// The barrier.
+    pub barrier: CheckpointBarrier,
+    /// When its first copy arrived.
+    pub first_at: Instant,
+    /// From the first to the last copy.
+    pub alignment: Duration,
+}
+
+/// The receiving side of an exchange for one subtask: its input channels,
+/// and the alignment of checkpoint barriers across them.
+///
+/// In exactly-once mode an input whose barrier `n` arrived is *blocked*:
+/// the gate reads nothing more from it until barrier `n` arrived on every
+/// input, so the snapshot taken then reflects exactly the records before
+/// the barrier on every input (Flink's aligned checkpoints). In
+/// at-least-once mode inputs are never blocked: records after the barrier
+/// on early inputs may be processed before the snapshot, and are then
+/// replayed after a restore.
 pub struct InputGate {
     receivers: Box<[ChannelReceiver]>,
     ended: Box<[bool]>,
     open: usize,
+    data_ended: Box<[bool]>,
+    data_open: usize,
+    data_end_reported: bool,
+    blocked: Box<[bool]>,
+    exactly_once: bool,
+    aligning: Option<Alignment>,
+    last_barrier: u64,
     next: usize,
     reading: Option<Reading>,
 }
@@ -280,25 +344,46 @@ pub struct InputGate {
 pub enum GateStatus {
     /// Moved this many records and events; more may be waiting.
     Moved(usize),
+    /// A barrier arrived on every input: snapshot now, then call
+    /// [`InputGate::barrier_done`].
+    Barrier(AlignedBarrier),
+    /// Every input delivered end-of-data (reported once).
+    DataEnded,
     /// Every channel delivered end-of-partition.
     Ended,
 }
 
+enum Next {
+    Nothing,
+    Moved,
+    Aligned(AlignedBarrier),
+    DataEnded,
+}
+
 impl InputGate {
-    /// A gate over `receivers` (one per sending subtask).
-    pub fn new(receivers: Vec<ChannelReceiver>) -> Self {
+    /// A gate over `receivers` (one per sending subtask); `exactly_once`
+    /// blocks inputs during alignment.
+    pub fn new(receivers: Vec<ChannelReceiver>, exactly_once: bool) -> Self {
         let n = receivers.len();
         Self {
             receivers: receivers.into_boxed_slice(),
             ended: vec![false; n].into_boxed_slice(),
             open: n,
+            data_ended: vec![false; n].into_boxed_slice(),
+            data_open: n,
+            data_end_reported: false,
+            blocked: vec![false; n].into_boxed_slice(),
+            exactly_once,
+            aligning: None,
+            last_barrier: 0,
             next: 0,
             reading: None,
         }
     }
 
     /// Moves up to about `budget` records into `out`, stopping early when
-    /// `out` is unavailable (backpressure) or nothing is waiting.
+    /// `out` is unavailable (backpressure), nothing is waiting, or a
+    /// barrier is aligned.
     #[inline]
     pub fn pump<T: Wire, C: Collector<T>>(&mut self, out: &mut C, budget: usize) -> GateStatus {
         let mut moved = 0;
@@ -334,48 +419,126 @@ impl InputGate {
             if self.open == 0 {
                 return GateStatus::Ended;
             }
-            if !self.next_event() {
-                return GateStatus::Moved(moved);
+            match self.next_event() {
+                Next::Nothing => return GateStatus::Moved(moved),
+                Next::Moved => moved += 1,
+                Next::Aligned(b) => return GateStatus::Barrier(b),
+                Next::DataEnded => return GateStatus::DataEnded,
             }
-            moved += 1;
         }
     }
 
-    /// Takes the next event from the channels round-robin; false if none.
-    fn next_event(&mut self) -> bool {
+    /// The snapshot of the aligned barrier is taken: unblock every input.
+    pub fn barrier_done(&mut self) {
+        if let Some(a) = self.aligning.take() {
+            self.last_barrier = a.barrier.id;
+        }
+        self.blocked.fill(false);
+    }
+
+    /// True if the current alignment is complete: every input delivered
+    /// the barrier or ended its partition.
+    fn aligned(&self) -> Option<AlignedBarrier> {
+        let a = self.aligning.as_ref()?;
+        let all = a
+            .arrived
+            .iter()
+            .zip(self.ended.iter())
+            .all(|(&arrived, &ended)| arrived || ended);
+        all.then(|| AlignedBarrier {
+            barrier: a.barrier,
+            first_at: a.first_at,
+            alignment: a.first_at.elapsed(),
+        })
+    }
+
+    fn on_barrier(&mut self, c: usize, barrier: CheckpointBarrier) -> Next {
+        crate::checkpoint::trace!("gate: barrier {} on input {c}", barrier.id);
+        if barrier.id <= self.last_barrier {
+            return Next::Moved; // stale: an aborted alignment's late copy
+        }
+        match &self.aligning {
+            Some(a) if barrier.id < a.barrier.id => return Next::Moved,
+            Some(a) if barrier.id > a.barrier.id => {
+                // A newer checkpoint overtook one that cannot complete here
+                // any more (a source skipped it): give the older one up.
+                self.blocked.fill(false);
+                self.aligning = None;
+            }
+            _ => {}
+        }
+        let n = self.receivers.len();
+        let a = self.aligning.get_or_insert_with(|| Alignment {
+            barrier,
+            first_at: Instant::now(),
+            arrived: vec![false; n].into_boxed_slice(),
+        });
+        a.arrived[c] = true;
+        if self.exactly_once {
+            self.blocked[c] = true;
+        }
+        match self.aligned() {
+            Some(b) => Next::Aligned(b),
+            None => Next::Moved,
+        }
+    }
+
+    /// Takes the next event from the unblocked channels round-robin.
+    fn next_event(&mut self) -> Next {
         let n = self.receivers.len();
         for _ in 0..n {
             let c = self.next;
             self.next = if c + 1 == n { 0 } else { c + 1 };
-            if self.ended[c] {
+            if self.ended[c] || self.blocked[c] {
                 continue;
             }
             let Some(event) = self.receivers[c].recv() else {
                 continue;
             };
-            match event {
+            return match event {
                 ChannelEvent::Buffer(buffer) => {
                     self.reading = Some(Reading {
                         channel: c,
                         buffer,
                         pos: 0,
                     });
+                    Next::Moved
+                }
+                ChannelEvent::Barrier(b) => self.on_barrier(c, b),
+                ChannelEvent::EndOfData => {
+                    if !self.data_ended[c] {
+                        self.data_ended[c] = true;
+                        self.data_open -= 1;
+                    }
+                    if self.data_open == 0 && !self.data_end_reported {
+                        self.data_end_reported = true;
+                        Next::DataEnded
+                    } else {
+                        Next::Moved
+                    }
                 }
                 ChannelEvent::EndOfPartition => {
                     self.ended[c] = true;
                     self.open -= 1;
+                    if !self.data_ended[c] {
+                        self.data_ended[c] = true;
+                        self.data_open -= 1;
+                    }
+                    match self.aligned() {
+                        Some(b) => Next::Aligned(b),
+                        None if self.data_open == 0 && !self.data_end_reported => {
+                            self.data_end_reported = true;
+                            Next::DataEnded
+                        }
+                        None => Next::Moved,
+                    }
                 }
-                ChannelEvent::Barrier(b) => panic!(
-                    "channel {c} delivered checkpoint barrier {} but this job runs without checkpointing",
-                    b.id
-                ),
                 ChannelEvent::Watermark(w) => panic!(
                     "channel {c} delivered watermark {w} but this job has no event-time operators"
                 ),
-            }
-            return true;
+            };
         }
-        false
+        Next::Nothing
     }
 }
 
@@ -388,16 +551,23 @@ pub struct InputTask<T, C> {
     name: String,
     gate: InputGate,
     head: ChainHead<C>,
+    checkpointing: Option<Rc<TaskCheckpointing>>,
     _record: PhantomData<fn(T)>,
 }
 
 impl<T, C> InputTask<T, C> {
     /// A task pumping `gate` into `out`.
-    pub fn new(name: String, gate: InputGate, out: C) -> Self {
+    pub fn new(
+        name: String,
+        gate: InputGate,
+        out: C,
+        checkpointing: Option<Rc<TaskCheckpointing>>,
+    ) -> Self {
         Self {
             name,
             gate,
-            head: ChainHead::new(out),
+            head: ChainHead::new(out, checkpointing.clone()),
+            checkpointing,
             _record: PhantomData,
         }
     }
@@ -405,14 +575,43 @@ impl<T, C> InputTask<T, C> {
 
 impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
     fn poll(&mut self, now: Instant) -> TaskPoll {
-        let gate = &mut self.gate;
+        let (gate, name, cp) = (&mut self.gate, &self.name, &self.checkpointing);
         self.head
             .poll(now, |out| match gate.pump(out, INPUT_BUDGET) {
                 GateStatus::Moved(n) => InputStep {
                     progressed: n > 0,
                     ..InputStep::default()
                 },
+                GateStatus::Barrier(aligned) => {
+                    let mut snapshot = TaskSnapshot::new(
+                        aligned.barrier,
+                        name.clone(),
+                        aligned.first_at,
+                        aligned.alignment,
+                    );
+                    out.snapshot(&mut snapshot);
+                    snapshot.end_sync();
+                    match cp {
+                        Some(cp) => cp.writer.submit(snapshot),
+                        None => panic!(
+                            "{name} received checkpoint barrier {} but checkpointing is off",
+                            aligned.barrier.id
+                        ),
+                    }
+                    gate.barrier_done();
+                    InputStep {
+                        progressed: true,
+                        ..InputStep::default()
+                    }
+                }
+                GateStatus::DataEnded => InputStep {
+                    progressed: true,
+                    data_ended: true,
+                    ..InputStep::default()
+                },
                 GateStatus::Ended => InputStep {
+                    progressed: true,
+                    data_ended: true,
                     ended: true,
                     ..InputStep::default()
                 },
@@ -421,5 +620,143 @@ impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
 
     fn describe(&self) -> String {
         self.name.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use weir_net::{channel, ChannelSender, Consumer, Doorbell};
+
+    use super::*;
+    use crate::operator::tests::VecTail;
+
+    fn buffer(records: &[u64]) -> ChannelEvent {
+        let mut b = NetworkBuffer::with_capacity(1024);
+        for r in records {
+            assert!(b.try_append(r));
+        }
+        ChannelEvent::Buffer(b)
+    }
+
+    fn barrier(id: u64) -> ChannelEvent {
+        ChannelEvent::Barrier(CheckpointBarrier {
+            id,
+            timestamp_ms: 0,
+        })
+    }
+
+    /// A gate over two channels, with the events of each already sent.
+    fn gate(
+        exactly_once: bool,
+        inputs: [Vec<ChannelEvent>; 2],
+    ) -> (InputGate, Vec<ChannelSender>, Vec<Consumer<NetworkBuffer>>) {
+        let (mut senders, mut receivers, mut returns) = (Vec::new(), Vec::new(), Vec::new());
+        for events in inputs {
+            let bell = Arc::new(Doorbell::new());
+            let (mut tx, rx, ret) = channel(16, 16, bell.clone(), bell);
+            for e in events {
+                assert!(tx.send(e).is_ok());
+            }
+            senders.push(tx);
+            receivers.push(rx);
+            returns.push(ret);
+        }
+        (InputGate::new(receivers, exactly_once), senders, returns)
+    }
+
+    /// Pumps until the gate reports something other than progress.
+    fn pump_until_status(g: &mut InputGate, out: &mut VecTail<u64>) -> GateStatus {
+        loop {
+            match g.pump(out, 1) {
+                GateStatus::Moved(0) => return GateStatus::Moved(0),
+                GateStatus::Moved(_) => continue,
+                other => return other,
+            }
+        }
+    }
+
+    #[test]
+    fn exactly_once_holds_an_input_back_until_the_barrier_is_aligned() {
+        let (mut g, _tx, _ret) = gate(
+            true,
+            [
+                vec![buffer(&[1, 2]), barrier(1), buffer(&[3, 4])],
+                vec![buffer(&[10]), buffer(&[11]), barrier(1), buffer(&[12])],
+            ],
+        );
+        let mut out = VecTail::default();
+        let status = pump_until_status(&mut g, &mut out);
+        let GateStatus::Barrier(aligned) = status else {
+            panic!("expected the aligned barrier, got {status:?}");
+        };
+        assert_eq!(aligned.barrier.id, 1);
+        // Exactly the records before the barrier on each input: none after.
+        assert_eq!(sorted(out.items.clone()), vec![1, 2, 10, 11]);
+        g.barrier_done();
+        assert_eq!(pump_until_status(&mut g, &mut out), GateStatus::Moved(0));
+        assert_eq!(sorted(out.items), vec![1, 2, 3, 4, 10, 11, 12]);
+    }
+
+    #[test]
+    fn at_least_once_does_not_hold_inputs_back() {
+        let (mut g, _tx, _ret) = gate(
+            false,
+            [
+                vec![barrier(1), buffer(&[3, 4])],
+                vec![buffer(&[10]), buffer(&[11]), buffer(&[12]), barrier(1)],
+            ],
+        );
+        let mut out = VecTail::default();
+        let status = pump_until_status(&mut g, &mut out);
+        assert!(matches!(status, GateStatus::Barrier(_)), "{status:?}");
+        // Input 0's records after its barrier went ahead of the snapshot.
+        assert!(out.items.contains(&3), "{:?}", out.items);
+    }
+
+    #[test]
+    fn end_of_data_and_partitions_and_stale_barriers() {
+        let (mut g, _tx, _ret) = gate(
+            true,
+            [
+                vec![
+                    buffer(&[1]),
+                    ChannelEvent::EndOfData,
+                    barrier(2),
+                    ChannelEvent::EndOfPartition,
+                ],
+                vec![
+                    barrier(2),
+                    ChannelEvent::EndOfData,
+                    barrier(2),
+                    ChannelEvent::EndOfPartition,
+                ],
+            ],
+        );
+        let mut out = VecTail::default();
+        let mut seen = Vec::new();
+        loop {
+            match pump_until_status(&mut g, &mut out) {
+                GateStatus::Barrier(b) => {
+                    seen.push(format!("barrier {}", b.barrier.id));
+                    g.barrier_done();
+                }
+                GateStatus::DataEnded => seen.push("data ended".into()),
+                GateStatus::Ended => {
+                    seen.push("ended".into());
+                    break;
+                }
+                GateStatus::Moved(_) => panic!("stalled after {seen:?}"),
+            }
+        }
+        // The second copy of barrier 2 on input 1 is stale and ignored.
+        assert_eq!(seen, vec!["barrier 2", "data ended", "ended"]);
+        assert_eq!(out.items, vec![1]);
+    }
+
+    fn sorted(mut v: Vec<u64>) -> Vec<u64> {
+        v.sort_unstable();
+        v
     }
 }

@@ -8,22 +8,57 @@
 //! the workers' counters for progress lines and waits for them to finish.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use glommio::{LocalExecutorBuilder, Placement};
 use weir_net::channel;
 
-use crate::config::Config;
+use crate::checkpoint::segment_file::IoMode;
+use crate::checkpoint::writer::{spawn_writer, WriterSetup};
+use crate::checkpoint::{
+    find_latest, CheckpointCoordinator, CheckpointRecord, CheckpointSignals, CheckpointStorage,
+    CoordinatorOptions, RestoredCheckpoint, TaskCheckpointing,
+};
+use crate::config::{CheckpointingMode, Config};
 use crate::error::{JobError, Result};
 use crate::job::JobGraph;
 use crate::metrics::{MetricsSnapshot, WorkerMetrics};
+use crate::restart::{RestartDecision, RestartStrategy, RestartTracker};
 use crate::source::SubtaskInfo;
 use crate::task::Task;
 use crate::worker::{
-    run_worker, BuildContext, IdlePolicy, JobShared, OutputEndpoint, WorkerEndpoints,
+    panic_message, run_worker, BuildContext, IdlePolicy, JobShared, OutputEndpoint, WorkerEndpoints,
 };
+
+/// Where a run starts from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum RestoreFrom {
+    /// A fresh start.
+    #[default]
+    Nothing,
+    /// The newest complete and verified checkpoint in
+    /// `state.checkpoints.dir` (a fresh start if there is none).
+    Latest,
+    /// This checkpoint (a `chk-<id>` directory or its `_metadata`).
+    Path(PathBuf),
+}
+
+/// How checkpoints are taken.
+#[derive(Clone, Debug)]
+pub struct CheckpointingOptions {
+    /// `state.checkpoints.dir`.
+    pub dir: PathBuf,
+    /// Triggering, timeouts, failures, retention.
+    pub coordinator: CoordinatorOptions,
+    /// `execution.checkpointing.mode` is exactly-once (else at-least-once).
+    pub exactly_once: bool,
+    /// How segment files are written.
+    pub io_mode: IoMode,
+}
 
 /// How a job is executed (from [`Config`], or set directly in tests).
 #[derive(Clone, Debug)]
@@ -46,11 +81,33 @@ pub struct ExecutionOptions {
     pub spin_before_park: Duration,
     /// `weir.progress.interval` (zero: no progress reports).
     pub progress_interval: Duration,
+    /// Checkpointing, if `execution.checkpointing.interval` is set.
+    pub checkpointing: Option<CheckpointingOptions>,
+    /// Where the run starts from (`--restore`).
+    pub restore: RestoreFrom,
+    /// `restart-strategy.*`.
+    pub restart: RestartStrategy,
 }
 
 impl ExecutionOptions {
     /// Options from a configuration; workers default to every usable core.
     pub fn from_config(config: &Config) -> Self {
+        let checkpointing = match (config.checkpoint_interval, &config.checkpoints_dir) {
+            (Some(interval), Some(dir)) => Some(CheckpointingOptions {
+                dir: dir.clone(),
+                coordinator: CoordinatorOptions {
+                    interval,
+                    min_pause: config.checkpoint_min_pause,
+                    timeout: config.checkpoint_timeout,
+                    max_concurrent: config.max_concurrent_checkpoints as usize,
+                    tolerable_failures: config.tolerable_failed_checkpoints,
+                    num_retained: config.checkpoints_num_retained as usize,
+                },
+                exactly_once: config.checkpointing_mode == CheckpointingMode::ExactlyOnce,
+                io_mode: IoMode::Auto,
+            }),
+            _ => None,
+        };
         Self {
             workers: config.parallelism.unwrap_or_else(available_cores),
             pin_cores: config.pin_cores,
@@ -61,6 +118,9 @@ impl ExecutionOptions {
             floating_buffers: config.floating_buffers_per_gate as usize,
             spin_before_park: config.spin_before_park,
             progress_interval: config.progress_interval,
+            checkpointing,
+            restore: RestoreFrom::Nothing,
+            restart: config.effective_restart_strategy(),
         }
     }
 
@@ -71,6 +131,26 @@ impl ExecutionOptions {
         options.workers = workers;
         options.progress_interval = Duration::ZERO;
         options
+    }
+
+    /// Turns checkpointing on with the given interval and directory, other
+    /// options at their defaults (handy in tests).
+    pub fn with_checkpointing(mut self, interval: Duration, dir: impl Into<PathBuf>) -> Self {
+        let defaults = Config::default();
+        self.checkpointing = Some(CheckpointingOptions {
+            dir: dir.into(),
+            coordinator: CoordinatorOptions {
+                interval,
+                min_pause: defaults.checkpoint_min_pause,
+                timeout: defaults.checkpoint_timeout,
+                max_concurrent: defaults.max_concurrent_checkpoints as usize,
+                tolerable_failures: defaults.tolerable_failed_checkpoints,
+                num_retained: defaults.checkpoints_num_retained as usize,
+            },
+            exactly_once: true,
+            io_mode: IoMode::Auto,
+        });
+        self
     }
 }
 
@@ -94,6 +174,8 @@ pub struct Progress {
     pub now: MetricsSnapshot,
     /// Counters at the previous report.
     pub before: MetricsSnapshot,
+    /// Checkpoints that ended during the interval.
+    pub checkpoints: Vec<CheckpointRecord>,
 }
 
 impl Progress {
@@ -117,13 +199,18 @@ impl Progress {
             .enumerate()
             .map(|(i, r)| format!("w{i} {}", human_rate(*r)))
             .collect();
-        format!(
+        let mut line = format!(
             "[{:>6.1}s] {} records/s into sinks ({} total) | {}",
             self.elapsed.as_secs_f64(),
             human_rate(total),
             self.now.total_sink_records(),
             per_worker.join(", ")
-        )
+        );
+        for c in &self.checkpoints {
+            line.push_str(" | ");
+            line.push_str(&c.line());
+        }
+        line
     }
 }
 
@@ -138,15 +225,42 @@ pub fn human_rate(r: f64) -> String {
     }
 }
 
+/// What a run restored from.
+#[derive(Clone, Debug)]
+pub struct RestoreInfo {
+    /// The checkpoint.
+    pub checkpoint_id: u64,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Bytes of state payload it holds.
+    pub state_bytes: u64,
+    /// Time to find and verify it (every block's checksum).
+    pub verify: Duration,
+    /// Time from starting the workers to all of them having restored their
+    /// state and being ready to process records.
+    pub load: Duration,
+}
+
 /// What a finished job reports.
 #[derive(Clone, Debug)]
 pub struct JobResult {
     /// Workers that ran it.
     pub workers: usize,
-    /// From the release of the workers to the last one finishing.
+    /// From the release of the workers to the last one finishing (of the
+    /// last attempt).
     pub elapsed: Duration,
-    /// Final counters.
+    /// Final counters (of the last attempt).
     pub metrics: MetricsSnapshot,
+    /// Every checkpoint of every attempt.
+    pub checkpoints: Vec<CheckpointRecord>,
+    /// Restarts by the restart strategy.
+    pub restarts: u32,
+    /// What the last attempt restored (from `--restore`, or after a
+    /// restart).
+    pub restored: Option<RestoreInfo>,
+    /// Wall-clock time when the last attempt's workers were released to
+    /// process records.
+    pub released_at: SystemTime,
 }
 
 /// Buffers a pool may borrow beyond its size when a single record's output
@@ -162,18 +276,198 @@ pub fn execute(job: JobGraph, options: &ExecutionOptions) -> Result<JobResult> {
     execute_with_progress(job, options, &mut |p: &Progress| eprintln!("{}", p.line()))
 }
 
+/// Finds the checkpoint `from` names, verifying it. Prints why newer
+/// checkpoints were skipped and when there is none.
+fn select_restore(
+    from: &RestoreFrom,
+    storage: Option<&CheckpointStorage>,
+    job_name: &str,
+    max_parallelism: u32,
+) -> Result<Option<(Arc<RestoredCheckpoint>, Duration)>> {
+    let started = Instant::now();
+    match from {
+        RestoreFrom::Nothing => Ok(None),
+        RestoreFrom::Path(path) => {
+            let r = RestoredCheckpoint::open(path, job_name, max_parallelism).map_err(|e| {
+                JobError::Checkpoint(format!("cannot restore {}: {e}", path.display()))
+            })?;
+            eprintln!("restoring checkpoint {} from {}", r.id(), r.dir().display());
+            Ok(Some((Arc::new(r), started.elapsed())))
+        }
+        RestoreFrom::Latest => {
+            let Some(storage) = storage else {
+                return Err(JobError::Checkpoint(
+                    "--restore latest needs state.checkpoints.dir".into(),
+                ));
+            };
+            let search =
+                find_latest(storage, job_name, max_parallelism).map_err(JobError::Checkpoint)?;
+            for (id, why) in &search.skipped {
+                eprintln!("checkpoint {id} is unusable, trying an older one: {why}");
+            }
+            match search.found {
+                Some(r) => {
+                    eprintln!("restoring checkpoint {} from {}", r.id(), r.dir().display());
+                    Ok(Some((Arc::new(r), started.elapsed())))
+                }
+                None => {
+                    eprintln!(
+                        "no complete checkpoint in {}: starting fresh",
+                        storage.root().display()
+                    );
+                    Ok(None)
+                }
+            }
+        }
+    }
+}
+
 /// Runs `job` to completion, calling `on_progress` every
-/// `options.progress_interval` (never if zero).
+/// `options.progress_interval` (never if zero). A failure restarts the job
+/// from the latest complete checkpoint as the restart strategy allows.
 pub fn execute_with_progress(
     job: JobGraph,
     options: &ExecutionOptions,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<JobResult> {
-    let workers = options.workers;
     let stages = validate(&job, options)?;
+    let storage = match &options.checkpointing {
+        Some(c) => {
+            let storage =
+                CheckpointStorage::open(&c.dir).map_err(|e| JobError::Checkpoint(e.to_string()))?;
+            let removed = storage
+                .clean_incomplete()
+                .map_err(|e| JobError::Checkpoint(e.to_string()))?;
+            if !removed.is_empty() {
+                eprintln!("removed incomplete checkpoints {removed:?}");
+            }
+            Some(Arc::new(storage))
+        }
+        None => None,
+    };
+    let job = Arc::new(job);
+    let stages = Arc::new(stages);
+    let mut restore = select_restore(
+        &options.restore,
+        storage.as_deref(),
+        job.name(),
+        options.max_parallelism,
+    )?;
+    let mut tracker = RestartTracker::new(options.restart);
+    let mut records = Vec::new();
+    let mut restarts = 0;
+    loop {
+        let running_since = Instant::now();
+        let outcome = run_attempt(
+            &job,
+            &stages,
+            options,
+            storage.as_ref(),
+            restore.take(),
+            on_progress,
+            &mut records,
+        );
+        let (result, restored) = match outcome {
+            Ok(r) => r,
+            Err(e @ JobError::TaskFailed { .. }) => {
+                let decision = tracker.on_failure(Instant::now(), running_since);
+                match decision {
+                    RestartDecision::Restart { delay, attempt } => {
+                        eprintln!("{e}; restarting (attempt {attempt}) in {delay:?}");
+                        std::thread::sleep(delay);
+                        restarts += 1;
+                        let from = if storage.is_some() {
+                            RestoreFrom::Latest
+                        } else {
+                            RestoreFrom::Nothing
+                        };
+                        restore = select_restore(
+                            &from,
+                            storage.as_deref(),
+                            job.name(),
+                            options.max_parallelism,
+                        )?;
+                        continue;
+                    }
+                    RestartDecision::GiveUp { .. } if options.restart == RestartStrategy::None => {
+                        return Err(e)
+                    }
+                    RestartDecision::GiveUp { reason } => {
+                        return Err(JobError::RestartsExhausted {
+                            failure: Box::new(e),
+                            reason,
+                        })
+                    }
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        return Ok(JobResult {
+            workers: result.workers,
+            elapsed: result.elapsed,
+            metrics: result.metrics,
+            checkpoints: records,
+            restarts,
+            restored,
+            released_at: result.released_at,
+        });
+    }
+}
+
+struct AttemptResult {
+    workers: usize,
+    elapsed: Duration,
+    metrics: MetricsSnapshot,
+    released_at: SystemTime,
+}
+
+/// One attempt: wires channels, starts the workers (restoring `restore`),
+/// coordinates checkpoints and waits for the end or the first failure.
+fn run_attempt(
+    job: &Arc<JobGraph>,
+    stages: &Arc<Vec<ResolvedStage>>,
+    options: &ExecutionOptions,
+    storage: Option<&Arc<CheckpointStorage>>,
+    restore: Option<(Arc<RestoredCheckpoint>, Duration)>,
+    on_progress: &mut dyn FnMut(&Progress),
+    records: &mut Vec<CheckpointRecord>,
+) -> Result<(AttemptResult, Option<RestoreInfo>)> {
+    let workers = options.workers;
     let shared = Arc::new(JobShared::new(workers));
     let metrics: Vec<WorkerMetrics> = (0..workers).map(|_| WorkerMetrics::default()).collect();
-    let mut endpoints = wire_channels(&job, &stages, options, &shared);
+    let mut endpoints = wire_channels(job, stages, options, &shared);
+    let restored_id = restore.as_ref().map_or(0, |(r, _)| r.id());
+    let signals = Arc::new(CheckpointSignals::new(restored_id));
+    let (ack_tx, ack_rx) = std::sync::mpsc::channel();
+    let mut coordinator = match (&options.checkpointing, storage) {
+        (Some(c), Some(storage)) => {
+            let tasks: usize = stages.iter().map(|s| s.parallelism).sum();
+            let sources: usize = job
+                .stages
+                .iter()
+                .zip(stages.iter())
+                .filter(|(n, _)| n.input.is_none())
+                .map(|(_, s)| s.parallelism)
+                .sum();
+            let first_id = storage
+                .max_id()
+                .map_err(|e| JobError::Checkpoint(e.to_string()))?
+                .max(restored_id)
+                + 1;
+            Some(CheckpointCoordinator::new(
+                c.coordinator.clone(),
+                storage.clone(),
+                signals.clone(),
+                ack_rx,
+                job.name().to_owned(),
+                options.max_parallelism,
+                tasks,
+                sources,
+                first_id,
+            ))
+        }
+        _ => None,
+    };
 
     let cores = core_affinity::get_core_ids().unwrap_or_default();
     if options.pin_cores && !cores.is_empty() && workers > cores.len() {
@@ -183,11 +477,11 @@ pub fn execute_with_progress(
             cores.len()
         );
     }
-    let job = Arc::new(job);
-    let stages = Arc::new(stages);
     let idle = IdlePolicy {
         spin_before_park: options.spin_before_park,
     };
+    let restore_arc = restore.as_ref().map(|(r, _)| r.clone());
+    let spawn_start = Instant::now();
     let mut handles = Vec::with_capacity(workers);
     for (w, worker_metrics) in metrics.iter().enumerate() {
         let placement = if options.pin_cores && !cores.is_empty() {
@@ -200,29 +494,56 @@ pub fn execute_with_progress(
         let stages = stages.clone();
         let shared2 = shared.clone();
         let worker_metrics = worker_metrics.clone();
-        let timeout = options.buffer_timeout;
-        let max_parallelism = options.max_parallelism;
-        let spawned = LocalExecutorBuilder::new(placement)
+        let settings = WorkerSettings {
+            buffer_timeout: options.buffer_timeout,
+            max_parallelism: options.max_parallelism,
+            exactly_once: options
+                .checkpointing
+                .as_ref()
+                .is_none_or(|c| c.exactly_once),
+            restore: restore_arc.clone(),
+        };
+        let writer_setup = match (&options.checkpointing, storage) {
+            (Some(c), Some(storage)) => Some((
+                signals.clone(),
+                WriterSetup {
+                    worker: w,
+                    storage: storage.clone(),
+                    tasks: tasks_on_worker(stages.as_slice(), w, workers),
+                    io_mode: c.io_mode,
+                    acks: ack_tx.clone(),
+                },
+            )),
+            _ => None,
+        };
+        let builder = LocalExecutorBuilder::new(placement)
             .name(&format!("weir-worker-{w}"))
             // Little registered I/O memory: keeps many workers under the
             // default locked-memory limit (ulimit -l) of unprivileged users.
-            .io_memory(1 << 20)
-            .spawn(move || async move {
-                let tasks = build_tasks(
-                    w,
-                    workers,
-                    &job,
-                    &stages,
-                    &mut eps,
-                    &worker_metrics,
-                    timeout,
-                    max_parallelism,
-                );
-                match tasks {
-                    Ok(tasks) => run_worker(w, tasks, shared2, worker_metrics, idle).await,
-                    Err((task, message)) => shared2.fail(w, task, message),
-                }
+            .io_memory(1 << 20);
+        let spawned = builder.spawn(move || async move {
+            let checkpointing = writer_setup.map(|(signals, setup)| {
+                Rc::new(TaskCheckpointing {
+                    signals,
+                    writer: spawn_writer(setup),
+                })
             });
+            let writer = checkpointing.as_ref().map(|c| c.writer.clone());
+            let tasks = build_tasks(
+                w,
+                workers,
+                &job,
+                &stages,
+                &mut eps,
+                &worker_metrics,
+                &settings,
+                checkpointing,
+            );
+            match tasks {
+                Ok(tasks) => run_worker(w, tasks, shared2, worker_metrics, idle, writer).await,
+                Err((task, message)) => shared2.fail(w, task, message),
+            }
+        });
         match spawned {
             Ok(h) => handles.push(h),
             Err(e) => {
@@ -237,26 +558,54 @@ pub fn execute_with_progress(
             }
         }
     }
+    drop(ack_tx);
 
     // Release the workers together once all have built their tasks.
     while shared.ready.load(Ordering::Acquire) < workers && shared.failure.get().is_none() {
         std::thread::sleep(Duration::from_micros(200));
     }
     let start = Instant::now();
+    let released_at = SystemTime::now();
     shared.go.store(true, Ordering::Release);
+    let restored = restore.map(|(r, verify)| RestoreInfo {
+        checkpoint_id: r.id(),
+        dir: r.dir().to_path_buf(),
+        state_bytes: r.state_bytes(),
+        verify,
+        load: start.duration_since(spawn_start),
+    });
 
     let mut last_report = start;
     let mut before = MetricsSnapshot::read(&metrics);
-    let tick = if options.progress_interval.is_zero() {
+    let mut fresh_checkpoints = Vec::new();
+    let idle_tick = if options.progress_interval.is_zero() {
         Duration::from_millis(5)
     } else {
         options.progress_interval.min(Duration::from_millis(5))
     };
+    let ring = || {
+        for bell in &shared.bells {
+            bell.ring();
+        }
+    };
     while shared.finished.load(Ordering::Acquire) < workers
         && !shared.cancelled.load(Ordering::Acquire)
     {
+        // Acknowledgements are collected promptly while a checkpoint is
+        // pending; otherwise the control thread stays out of the workers'
+        // way.
+        let tick = match &coordinator {
+            Some(c) if c.has_pending() => Duration::from_millis(1),
+            _ => idle_tick,
+        };
         std::thread::sleep(tick);
         let now = Instant::now();
+        if let Some(c) = coordinator.as_mut() {
+            if let Err(message) = c.tick(now, &ring) {
+                shared.fail(usize::MAX, "checkpoint coordinator".into(), message);
+            }
+            fresh_checkpoints.extend(c.take_fresh());
+        }
         if !options.progress_interval.is_zero()
             && now.duration_since(last_report) >= options.progress_interval
         {
@@ -266,6 +615,7 @@ pub fn execute_with_progress(
                 interval: now.duration_since(last_report),
                 now: snapshot.clone(),
                 before: std::mem::replace(&mut before, snapshot),
+                checkpoints: std::mem::take(&mut fresh_checkpoints),
             });
             last_report = now;
         }
@@ -274,6 +624,11 @@ pub fn execute_with_progress(
         if let Err(e) = h.join() {
             let _ = shared.failure.set((w, "worker".into(), e.to_string()));
         }
+    }
+    if let Some(c) = coordinator.as_mut() {
+        // Acknowledgements that arrived while the workers ended.
+        let _ = c.tick(Instant::now(), &ring);
+        records.extend(c.records().iter().cloned());
     }
     if let Some((worker, task, message)) = shared.failure.get() {
         return Err(JobError::TaskFailed {
@@ -288,11 +643,31 @@ pub fn execute_with_progress(
         .filter_map(|t| t.get().copied())
         .max()
         .unwrap_or_else(Instant::now);
-    Ok(JobResult {
-        workers,
-        elapsed: end.duration_since(start),
-        metrics: MetricsSnapshot::read(&metrics),
-    })
+    Ok((
+        AttemptResult {
+            workers,
+            elapsed: end.duration_since(start),
+            metrics: MetricsSnapshot::read(&metrics),
+            released_at,
+        },
+        restored,
+    ))
+}
+
+/// Subtasks (tasks) that run on worker `w`.
+fn tasks_on_worker(stages: &[ResolvedStage], w: usize, workers: usize) -> usize {
+    stages
+        .iter()
+        .map(|s| (w..s.parallelism).step_by(workers).count())
+        .sum()
+}
+
+/// What every subtask of a worker is built with.
+struct WorkerSettings {
+    buffer_timeout: Duration,
+    max_parallelism: u32,
+    exactly_once: bool,
+    restore: Option<Arc<RestoredCheckpoint>>,
 }
 
 /// Checks the graph and options; returns each stage's parallelism.
@@ -411,8 +786,8 @@ fn build_tasks(
     stages: &[ResolvedStage],
     endpoints: &mut WorkerEndpoints,
     metrics: &WorkerMetrics,
-    buffer_timeout: Duration,
-    max_parallelism: u32,
+    settings: &WorkerSettings,
+    checkpointing: Option<Rc<TaskCheckpointing>>,
 ) -> std::result::Result<Vec<Box<dyn Task>>, (String, String)> {
     let mut tasks = Vec::new();
     for (node, resolved) in job.stages.iter().zip(stages) {
@@ -422,18 +797,21 @@ fn build_tasks(
                     index,
                     parallelism: resolved.parallelism,
                     worker: w,
-                    max_parallelism,
+                    max_parallelism: settings.max_parallelism,
                 },
-                buffer_timeout,
+                buffer_timeout: settings.buffer_timeout,
                 metrics,
                 stage_name: &node.name,
                 endpoints,
+                checkpointing: checkpointing.clone(),
+                exactly_once: settings.exactly_once,
+                restore: settings.restore.clone(),
             };
             let name = ctx.task_name();
             let task = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 node.spec.build(&mut ctx)
             }))
-            .map_err(|_| (name, "building the subtask panicked".to_owned()))?;
+            .map_err(|panic| (name, panic_message(panic)))?;
             tasks.push(task);
         }
     }

@@ -64,11 +64,12 @@ use std::sync::Arc;
 use weir_net::Wire;
 use weir_state::KeyHash;
 
+use crate::checkpoint::KeyedStates;
 use crate::exchange::{ExchangeOutput, InputGate, InputTask};
-use crate::keyed::{KeyedProcessFunction, KeyedProcessOp};
+use crate::keyed::{take_created_states, KeyedProcessFunction, KeyedProcessOp, INPUT_ENDED_STATE};
 use crate::operator::{Collector, FilterOp, FlatMapOp, MapOp};
-use crate::sink::{Sink, SinkOp};
-use crate::source::{Source, SourceTask, SubtaskInfo};
+use crate::sink::{Sink, SinkOp, SINK_STATE};
+use crate::source::{Source, SourceTask, SubtaskInfo, POSITION_STATE};
 use crate::task::Task;
 use crate::worker::BuildContext;
 
@@ -170,7 +171,10 @@ impl JobGraph {
         Stream {
             name: uid.to_owned(),
             job: self,
-            chain: SourceChain { factory },
+            chain: SourceChain {
+                uid: uid.to_owned(),
+                factory,
+            },
             parallelism: None,
             input: None,
             _record: PhantomData,
@@ -292,7 +296,10 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             name: format!("{} -> {uid}", self.name),
             spec: Box::new(Stage {
                 chain: self.chain,
-                tail: SinkTail { factory },
+                tail: SinkTail {
+                    uid: uid.to_owned(),
+                    factory,
+                },
                 _record: PhantomData,
             }),
             parallelism: self.parallelism,
@@ -335,6 +342,7 @@ where
                     exchange: self.exchange,
                     _record: PhantomData,
                 },
+                uid: uid.to_owned(),
                 factory: Arc::new(factory),
                 key_fn: self.key_fn,
             },
@@ -348,6 +356,7 @@ where
 
 /// Head of a stage that starts at a source.
 pub struct SourceChain<SF> {
+    uid: String,
     factory: SF,
 }
 
@@ -361,12 +370,38 @@ where
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Box<dyn Task> {
-        let source = (self.factory)(&ctx.info);
+        let mut source = (self.factory)(&ctx.info);
+        if let Some(restore) = ctx.restore.clone() {
+            let scope = restore.scope(&self.uid, &ctx.info);
+            let position = scope
+                .inline(POSITION_STATE)
+                .unwrap_or_else(|e| panic!("source `{}`: {e}", self.uid));
+            match position {
+                Some(p) => {
+                    if let Err(e) = source.restore_position(p) {
+                        panic!(
+                            "source `{}` cannot resume from checkpoint {}: {e}",
+                            self.uid,
+                            restore.id()
+                        );
+                    }
+                }
+                None => panic!(
+                    "checkpoint {} has no position for source `{}` subtask {}",
+                    restore.id(),
+                    self.uid,
+                    ctx.info.index
+                ),
+            }
+        }
         Box::new(SourceTask::new(
             ctx.task_name(),
+            self.uid.clone(),
+            ctx.info,
             source,
             out,
             ctx.metrics.source_records.clone(),
+            ctx.checkpointing.clone(),
         ))
     }
 }
@@ -383,8 +418,13 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Box<dyn Task> {
-        let gate = InputGate::new(ctx.take_input(self.exchange));
-        Box::new(InputTask::new(ctx.task_name(), gate, out))
+        let gate = InputGate::new(ctx.take_input(self.exchange), ctx.exactly_once);
+        Box::new(InputTask::new(
+            ctx.task_name(),
+            gate,
+            out,
+            ctx.checkpointing.clone(),
+        ))
     }
 }
 
@@ -477,6 +517,7 @@ where
 /// Chain link of [`KeyedStream::process`].
 pub struct KeyedProcessChain<B, FF, KF> {
     prev: B,
+    uid: String,
     factory: Arc<FF>,
     key_fn: KF,
 }
@@ -495,14 +536,60 @@ where
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Box<dyn Task> {
-        let func = (self.factory)(&ctx.info);
-        let op = KeyedProcessOp::new(func, self.key_fn.clone(), out, &ctx.info);
+        let _ = take_created_states();
+        let mut func = (self.factory)(&ctx.info);
+        let mut created = take_created_states();
+        if ctx.checkpointing.is_some() {
+            let mut visited = Vec::new();
+            func.visit_state(&mut KeyedStates::names(&mut visited));
+            created.sort();
+            visited.sort();
+            if let Some(dup) = visited.windows(2).find(|w| w[0] == w[1]) {
+                panic!(
+                    "keyed operator `{}` has two states named `{}`: state names must be unique",
+                    self.uid, dup[0]
+                );
+            }
+            if let Some(missing) = created.iter().find(|c| !visited.contains(c)) {
+                panic!(
+                    "keyed operator `{}` creates state `{missing}` but its visit_state does not \
+                     visit it: the state would be lost by checkpoints",
+                    self.uid
+                );
+            }
+        }
+        let mut input_ended = false;
+        if let Some(restore) = ctx.restore.clone() {
+            let scope = restore.scope(&self.uid, &ctx.info);
+            let mut states = KeyedStates::restore(&scope);
+            func.visit_state(&mut states);
+            if let Some(e) = states.into_error() {
+                panic!(
+                    "keyed operator `{}` cannot restore checkpoint {}: {e}",
+                    self.uid,
+                    restore.id()
+                );
+            }
+            input_ended = scope
+                .inline(INPUT_ENDED_STATE)
+                .unwrap_or_else(|e| panic!("keyed operator `{}`: {e}", self.uid))
+                .is_some();
+        }
+        let op = KeyedProcessOp::new(
+            func,
+            self.key_fn.clone(),
+            out,
+            &self.uid,
+            &ctx.info,
+            input_ended,
+        );
         self.prev.build(ctx, op)
     }
 }
 
 /// Tail of a stage that ends in a sink.
 struct SinkTail<SF> {
+    uid: String,
     factory: SF,
 }
 
@@ -513,7 +600,25 @@ where
 {
     type Tail = SinkOp<S>;
     fn make(&self, ctx: &mut BuildContext<'_>) -> SinkOp<S> {
-        SinkOp::new((self.factory)(&ctx.info), ctx.metrics.sink_records.clone())
+        let sink = (self.factory)(&ctx.info);
+        let restore = ctx.restore.clone();
+        let restored = restore.as_ref().map(|r| {
+            let state = r
+                .scope(&self.uid, &ctx.info)
+                .inline(SINK_STATE)
+                .unwrap_or_else(|e| panic!("sink `{}`: {e}", self.uid))
+                .unwrap_or(&[]);
+            (r.id(), state)
+        });
+        SinkOp::new(
+            sink,
+            &self.uid,
+            ctx.info,
+            ctx.task_name(),
+            ctx.checkpointing.is_some(),
+            restored,
+            ctx.metrics.sink_records.clone(),
+        )
     }
 }
 

@@ -10,6 +10,7 @@
 
 use weir_state::{KeyGroupRange, KeyHash, ValueState};
 
+use crate::checkpoint::snapshot::{KeyedStates, TaskSnapshot};
 use crate::operator::{ChainControl, Collector, FlushOutcome};
 use crate::source::SubtaskInfo;
 
@@ -66,6 +67,34 @@ pub trait KeyedProcessFunction: 'static {
     fn on_end_of_input<C: Collector<Self::Out>>(&mut self, out: &mut C) {
         let _ = out;
     }
+
+    /// Hands every keyed state of this function to `states`, the same way
+    /// for snapshots and restores:
+    ///
+    /// ```ignore
+    /// fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+    ///     states.value(&mut self.totals);
+    /// }
+    /// ```
+    ///
+    /// A function with keyed state must list all of it: with checkpointing
+    /// on, a state created but not visited fails the job at start (it would
+    /// be lost on restore).
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        let _ = states;
+    }
+}
+
+thread_local! {
+    /// Names of the keyed states created on this thread since the last
+    /// [`take_created_states`] (the runtime checks them against
+    /// `visit_state`).
+    static CREATED_STATES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The keyed states created on this thread since the last call.
+pub(crate) fn take_created_states() -> Vec<String> {
+    CREATED_STATES.with(|c| std::mem::take(&mut *c.borrow_mut()))
 }
 
 /// Flink's keyed `ValueState<V>`: one value per key, scoped to the current
@@ -79,11 +108,28 @@ where
 }
 
 impl<K: Copy + Eq + KeyHash, V: Copy> KeyedValueState<K, V> {
-    /// An empty state named `name` (the name identifies it in snapshots).
+    /// An empty state named `name` (the name identifies it in snapshots;
+    /// unique within its operator).
     pub fn new(name: &str) -> Self {
+        CREATED_STATES.with(|c| c.borrow_mut().push(name.to_owned()));
         Self {
             inner: ValueState::new(name),
         }
+    }
+
+    /// The state's name.
+    pub fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// The table behind it.
+    pub fn inner(&self) -> &ValueState<K, V> {
+        &self.inner
+    }
+
+    /// The table behind it, for restores.
+    pub fn inner_mut(&mut self) -> &mut ValueState<K, V> {
+        &mut self.inner
     }
 
     /// The current key's value, if any.
@@ -132,6 +178,11 @@ impl<K: Copy + Eq + KeyHash, V: Copy> KeyedValueState<K, V> {
     }
 }
 
+/// Name of the keyed process operator's end-of-input flag in its inline
+/// state: set once `on_end_of_input` ran, so that a restore after it does
+/// not run it again.
+pub const INPUT_ENDED_STATE: &str = "keyed.input-ended";
+
 /// The keyed process operator in a chain: key extraction, hashing, the
 /// user's function.
 ///
@@ -144,25 +195,35 @@ pub struct KeyedProcessOp<F, KF, C> {
     key_fn: KF,
     out: C,
     ended: bool,
+    uid: String,
+    info: SubtaskInfo,
     /// Key groups this subtask owns (checked in debug builds).
     owned: KeyGroupRange,
-    max_parallelism: u32,
 }
 
 impl<F, KF, C> KeyedProcessOp<F, KF, C> {
-    /// The operator for subtask `info`.
-    pub fn new(func: F, key_fn: KF, out: C, info: &SubtaskInfo) -> Self {
+    /// The operator `uid` for subtask `info`; `input_ended` is restored
+    /// from a checkpoint taken after its end of input.
+    pub fn new(
+        func: F,
+        key_fn: KF,
+        out: C,
+        uid: &str,
+        info: &SubtaskInfo,
+        input_ended: bool,
+    ) -> Self {
         Self {
             func,
             key_fn,
             out,
-            ended: false,
+            ended: input_ended,
+            uid: uid.to_owned(),
+            info: *info,
             owned: KeyGroupRange::for_subtask(
                 info.max_parallelism,
                 info.parallelism as u32,
                 info.index as u32,
             ),
-            max_parallelism: info.max_parallelism,
         }
     }
 }
@@ -181,11 +242,29 @@ where
         self.out.flush(now)
     }
 
-    fn finish(&mut self) -> bool {
+    fn end_input(&mut self) {
         if !self.ended {
             self.ended = true;
             self.func.on_end_of_input(&mut self.out);
         }
+        self.out.end_input();
+    }
+
+    fn snapshot(&mut self, snapshot: &mut TaskSnapshot) {
+        let part = snapshot.operator(&self.uid, &self.info);
+        self.func
+            .visit_state(&mut KeyedStates::snapshot(&mut part.keyed));
+        if self.ended {
+            part.inline.push((INPUT_ENDED_STATE.to_owned(), vec![1]));
+        }
+        self.out.snapshot(snapshot);
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) {
+        self.out.notify_checkpoint_complete(checkpoint_id);
+    }
+
+    fn finish(&mut self) -> bool {
         self.out.finish()
     }
 }
@@ -202,7 +281,7 @@ where
         debug_assert!(
             self.owned.contains(weir_state::key_group_for_hash(
                 ctx.hash,
-                self.max_parallelism
+                self.info.max_parallelism
             )),
             "record routed to a subtask that does not own its key group"
         );

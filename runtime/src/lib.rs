@@ -1,5 +1,6 @@
 //! What runs in weir: the job API, pinned glommio workers, chained
-//! operators, key_by exchanges, keyed state, configuration and metrics.
+//! operators, key_by exchanges, keyed state, checkpoints, configuration,
+//! restart strategies and metrics.
 //!
 //! A job is a [`JobGraph`] of sources, chained operators (`map`, `filter`,
 //! `flat_map`), `key_by` exchanges, keyed process operators and sinks.
@@ -10,27 +11,37 @@
 //! (sender, receiver) pair, carrying buffers by ownership (see `weir-net`).
 #![deny(missing_docs)]
 
+pub mod checkpoint;
 pub mod config;
+pub mod connectors;
 pub mod error;
 pub mod exchange;
 pub mod execute;
+pub mod failpoint;
 pub mod job;
 pub mod keyed;
 pub mod metrics;
 pub mod operator;
+pub mod restart;
 pub mod sink;
 pub mod source;
 pub mod task;
 pub mod worker;
 
-pub use config::{Config, ConfigError, JobName};
+pub use checkpoint::{CheckpointRecord, CheckpointSummary, KeyedStates};
+pub use config::{CheckpointingMode, Config, ConfigError, JobName};
+pub use connectors::{FileSource, TransactionalFileSink};
 pub use error::{JobError, Result};
 pub use execute::{
-    available_cores, execute, execute_with_progress, ExecutionOptions, JobResult, Progress,
+    available_cores, execute, execute_with_progress, CheckpointingOptions, ExecutionOptions,
+    JobResult, Progress, RestoreFrom, RestoreInfo,
 };
 pub use job::{JobGraph, KeyedStream, Stream};
 pub use keyed::{KeyContext, KeyedProcessFunction, KeyedValueState};
 pub use operator::{ChainControl, Collector, FlushOutcome};
+pub use restart::{
+    RestartDecision, RestartStrategy, RestartStrategyConfig, RestartStrategyType, RestartTracker,
+};
 pub use sink::Sink;
 pub use source::{SequenceSource, Source, SourcePoll, SubtaskInfo};
 pub use weir_net::Wire;

@@ -10,9 +10,14 @@
 //! record ([`ChainControl::is_available`], the backpressure signal), flushing
 //! of output buffers when the buffer timeout is due, and the end of input.
 //! Every link forwards these; operators with their own end-of-input work
-//! (the keyed process operator, sinks) hook in on the way.
+//! (the keyed process operator, sinks) hook in on the way. Checkpoint
+//! barriers travel the same way: the head calls [`ChainControl::snapshot`]
+//! once the barrier is aligned, each stateful link adds its state, and the
+//! tail forwards the barrier (or, in a sink, pre-commits).
 
 use std::time::Instant;
+
+use crate::checkpoint::snapshot::TaskSnapshot;
 
 /// Control calls that travel down a chain, head to tail.
 pub trait ChainControl {
@@ -27,9 +32,27 @@ pub trait ChainControl {
     /// whether anything moved.
     fn flush(&mut self, now: Instant) -> FlushOutcome;
 
-    /// The input of this chain has ended: run end-of-input hooks, flush
-    /// everything and signal end-of-partition downstream. Called repeatedly
-    /// until it returns true (the tail may need credit to finish).
+    /// The input of this chain has ended: every record has been collected.
+    /// Operators emit their final results (the keyed process function's
+    /// `on_end_of_input`); an exchange tail sends its buffers and
+    /// end-of-data downstream; a sink finishes. Called once per attempt,
+    /// before [`ChainControl::finish`]; barriers may still follow (the
+    /// final checkpoint).
+    fn end_input(&mut self);
+
+    /// Checkpoint barrier `snapshot.barrier` reached this link after every
+    /// record before it: add this link's state to `snapshot` (the
+    /// synchronous part: freeze, do not write), then pass it on. An
+    /// exchange tail sends the barrier into every channel, behind the
+    /// records before it.
+    fn snapshot(&mut self, snapshot: &mut TaskSnapshot);
+
+    /// Checkpoint `checkpoint_id` (and every earlier one) is complete.
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64);
+
+    /// Flushes everything and signals end-of-partition downstream, after
+    /// [`ChainControl::end_input`] and the final checkpoint. Called
+    /// repeatedly until it returns true (the tail may need credit).
     fn finish(&mut self) -> bool;
 }
 
@@ -59,6 +82,15 @@ macro_rules! forward_chain_control {
             #[inline]
             fn flush(&mut self, now: std::time::Instant) -> $crate::operator::FlushOutcome {
                 self.out.flush(now)
+            }
+            fn end_input(&mut self) {
+                self.out.end_input()
+            }
+            fn snapshot(&mut self, snapshot: &mut $crate::checkpoint::snapshot::TaskSnapshot) {
+                self.out.snapshot(snapshot)
+            }
+            fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) {
+                self.out.notify_checkpoint_complete(checkpoint_id)
             }
             fn finish(&mut self) -> bool {
                 self.out.finish()
@@ -140,6 +172,9 @@ pub(crate) mod tests {
         fn flush(&mut self, _now: Instant) -> FlushOutcome {
             FlushOutcome::default()
         }
+        fn end_input(&mut self) {}
+        fn snapshot(&mut self, _snapshot: &mut TaskSnapshot) {}
+        fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {}
         fn finish(&mut self) -> bool {
             self.finished = true;
             true

@@ -7,8 +7,10 @@
 
 use std::time::Instant;
 
+use crate::checkpoint::snapshot::TaskSnapshot;
 use crate::metrics::Counter;
 use crate::operator::{ChainControl, Collector, FlushOutcome};
+use crate::source::SubtaskInfo;
 
 /// A sink subtask.
 ///
@@ -56,9 +58,16 @@ pub trait Sink: 'static {
 }
 
 /// Wraps a [`Sink`] as the tail of a chain and counts what it receives.
+/// It drives the sink's two-phase commit: pre-commit at a barrier (the
+/// returned state goes into the checkpoint), commit on completion. Without
+/// checkpointing, the end of input is its single commit point: `finish`,
+/// then `snapshot_state(0)` and `notify_checkpoint_complete(0)`.
 pub struct SinkOp<S> {
     sink: S,
-    finished: bool,
+    uid: String,
+    info: SubtaskInfo,
+    checkpointing: bool,
+    name: String,
     local: u64,
     received: Counter,
 }
@@ -66,15 +75,39 @@ pub struct SinkOp<S> {
 /// Records between publications of the sink's counter to the metrics.
 const PUBLISH_EVERY: u64 = 1024;
 
-impl<S> SinkOp<S> {
-    /// A chain tail feeding `sink`.
-    pub fn new(sink: S, received: Counter) -> Self {
+/// Name of a sink's state in its inline state.
+pub const SINK_STATE: &str = "sink.state";
+
+impl<S: Sink> SinkOp<S> {
+    /// A chain tail feeding `sink`, operator `uid` of subtask `info` in
+    /// task `name`; `restored` is the checkpoint id and state this subtask
+    /// restores (None: a fresh start).
+    pub fn new(
+        mut sink: S,
+        uid: &str,
+        info: SubtaskInfo,
+        name: String,
+        checkpointing: bool,
+        restored: Option<(u64, &[u8])>,
+        received: Counter,
+    ) -> Self {
+        if let Err(e) = sink.initialize_state(restored) {
+            panic!("sink `{uid}` ({name}) cannot initialize its state: {e}");
+        }
         Self {
             sink,
-            finished: false,
+            uid: uid.to_owned(),
+            info,
+            checkpointing,
+            name,
             local: 0,
             received,
         }
+    }
+
+    #[cold]
+    fn failed(&self, what: &str, e: String) -> ! {
+        panic!("sink `{}` ({}) failed to {what}: {e}", self.uid, self.name)
     }
 }
 
@@ -89,12 +122,38 @@ impl<S: Sink> ChainControl for SinkOp<S> {
         FlushOutcome::default()
     }
 
+    fn end_input(&mut self) {
+        self.received.add(std::mem::take(&mut self.local));
+        self.sink.finish();
+        if !self.checkpointing {
+            if let Err(e) = self.sink.snapshot_state(0) {
+                self.failed("pre-commit at the end of input", e);
+            }
+            if let Err(e) = self.sink.notify_checkpoint_complete(0) {
+                self.failed("commit at the end of input", e);
+            }
+        }
+    }
+
+    fn snapshot(&mut self, snapshot: &mut TaskSnapshot) {
+        self.received.add(std::mem::take(&mut self.local));
+        match self.sink.snapshot_state(snapshot.checkpoint_id()) {
+            Ok(state) => snapshot.add_inline(&self.uid, &self.info, SINK_STATE, state),
+            Err(e) => self.failed(
+                &format!("pre-commit for checkpoint {}", snapshot.checkpoint_id()),
+                e,
+            ),
+        }
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) {
+        if let Err(e) = self.sink.notify_checkpoint_complete(checkpoint_id) {
+            self.failed(&format!("commit checkpoint {checkpoint_id}"), e);
+        }
+    }
+
     fn finish(&mut self) -> bool {
         self.received.add(std::mem::take(&mut self.local));
-        if !self.finished {
-            self.finished = true;
-            self.sink.finish();
-        }
         true
     }
 }

@@ -6,8 +6,13 @@
 //! need draining. A bounded source returns [`SourcePoll::Finished`]; the task
 //! then finishes the chain, which sends end-of-partition downstream.
 
-use std::time::Instant;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 
+use weir_net::CheckpointBarrier;
+
+use crate::checkpoint::snapshot::TaskSnapshot;
+use crate::checkpoint::TaskCheckpointing;
 use crate::metrics::Counter;
 use crate::operator::Collector;
 use crate::task::{ChainHead, InputStep, Task, TaskPoll};
@@ -142,50 +147,118 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for SequenceSource<F> {
 /// Records a source may emit per poll before the worker looks at its inputs.
 const SOURCE_BUDGET: usize = 4096;
 
-/// Drives one source subtask and its chain.
+/// Drives one source subtask and its chain, and injects checkpoint
+/// barriers: when the coordinator has triggered a checkpoint newer than the
+/// last one injected, the task records the source's position, snapshots
+/// its chain (which sends the barrier into every output channel behind the
+/// records emitted so far) and hands the snapshot to the worker's writer.
+/// After the end of its input it keeps answering triggers and ends its
+/// partitions only once the final checkpoint is complete.
 pub struct SourceTask<S, C> {
     name: String,
+    uid: String,
+    info: SubtaskInfo,
     source: S,
     head: ChainHead<C>,
     emitted: Counter,
+    checkpointing: Option<Rc<TaskCheckpointing>>,
+    injected: u64,
+    exhausted: bool,
 }
 
 impl<S, C> SourceTask<S, C> {
     /// A task running `source` into `out`.
-    pub fn new(name: String, source: S, out: C, emitted: Counter) -> Self {
+    pub fn new(
+        name: String,
+        uid: String,
+        info: SubtaskInfo,
+        source: S,
+        out: C,
+        emitted: Counter,
+        checkpointing: Option<Rc<TaskCheckpointing>>,
+    ) -> Self {
+        let injected = checkpointing
+            .as_ref()
+            .map_or(0, |c| c.signals.triggered_id());
         Self {
             name,
+            uid,
+            info,
             source,
-            head: ChainHead::new(out),
+            head: ChainHead::new(out, checkpointing.clone()),
             emitted,
+            checkpointing,
+            injected,
+            exhausted: false,
         }
     }
 }
 
+/// Name of a source's position in its inline state.
+pub const POSITION_STATE: &str = "source.position";
+
 impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
     fn poll(&mut self, now: Instant) -> TaskPoll {
-        let (source, emitted) = (&mut self.source, &self.emitted);
-        self.head.poll(now, |out| {
+        let Self {
+            name,
+            uid,
+            info,
+            source,
+            head,
+            emitted,
+            checkpointing,
+            injected,
+            exhausted,
+        } = self;
+        head.poll(now, |out| {
+            let mut step = InputStep::default();
+            if let Some(cp) = checkpointing {
+                if cp.signals.triggered_id() > *injected {
+                    let (id, timestamp_ms) = cp.signals.triggered();
+                    let mut snapshot = TaskSnapshot::new(
+                        CheckpointBarrier { id, timestamp_ms },
+                        name.clone(),
+                        Instant::now(),
+                        Duration::ZERO,
+                    );
+                    snapshot.add_inline(uid, info, POSITION_STATE, source.snapshot_position());
+                    out.snapshot(&mut snapshot);
+                    snapshot.end_sync();
+                    cp.writer.submit(snapshot);
+                    crate::checkpoint::trace!("{name}: injected barrier {id}");
+                    *injected = id;
+                    step.progressed = true;
+                }
+                if *exhausted {
+                    let last = cp.signals.final_id();
+                    step.ended =
+                        last != 0 && *injected >= last && cp.signals.completed_id() >= last;
+                    return step;
+                }
+            } else if *exhausted {
+                step.ended = true;
+                return step;
+            }
             if !out.is_available() {
-                return InputStep::default();
+                return step;
             }
             match source.poll_next(out, SOURCE_BUDGET) {
                 SourcePoll::Emitted(n) => {
                     emitted.add(n as u64);
-                    InputStep {
-                        progressed: n > 0,
-                        ..InputStep::default()
+                    step.progressed |= n > 0;
+                }
+                SourcePoll::Idle { until } => step.deadline = until,
+                SourcePoll::Finished => {
+                    *exhausted = true;
+                    step.progressed = true;
+                    step.data_ended = true;
+                    match checkpointing {
+                        Some(cp) => cp.signals.source_ended(),
+                        None => step.ended = true,
                     }
                 }
-                SourcePoll::Idle { until } => InputStep {
-                    deadline: until,
-                    ..InputStep::default()
-                },
-                SourcePoll::Finished => InputStep {
-                    ended: true,
-                    ..InputStep::default()
-                },
             }
+            step
         })
     }
 

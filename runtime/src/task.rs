@@ -5,8 +5,10 @@
 //! work and says whether it progressed, when it next has something to do
 //! (buffer timeout, source pacing) and whether it is finished.
 
+use std::rc::Rc;
 use std::time::Instant;
 
+use crate::checkpoint::TaskCheckpointing;
 use crate::operator::ChainControl;
 
 /// What one [`Task::poll`] did.
@@ -51,28 +53,42 @@ pub trait Task {
 pub struct InputStep {
     /// Records or events moved.
     pub progressed: bool,
-    /// The input is exhausted: nothing will come any more.
+    /// Every record of the input has been delivered: end the chain's input
+    /// (once).
+    pub data_ended: bool,
+    /// Nothing at all will come any more: finish the chain.
     pub ended: bool,
     /// Poll again at this time even without input (source pacing).
     pub deadline: Option<Instant>,
 }
 
-/// The part every task shares: the chain it feeds and the end-of-input
-/// sequence. Each poll flushes the chain's tail (buffer timeout, queued
-/// buffers), lets the task move input unless the input has ended, and once
-/// it has, finishes the chain until end-of-partition is delivered.
+/// The part every task shares: the chain it feeds, checkpoint-completion
+/// notifications and the end-of-input sequence. Each poll forwards a newly
+/// completed checkpoint down the chain (sinks commit), flushes the chain's
+/// tail (buffer timeout, queued buffers), lets the task move input, ends
+/// the chain's input once the input says so, and once the input is over
+/// finishes the chain until end-of-partition is delivered.
 pub struct ChainHead<C> {
     /// The chain.
     pub out: C,
+    checkpointing: Option<Rc<TaskCheckpointing>>,
+    notified: u64,
+    data_ended: bool,
     input_ended: bool,
     finished: bool,
 }
 
 impl<C> ChainHead<C> {
     /// A head feeding `out`.
-    pub fn new(out: C) -> Self {
+    pub fn new(out: C, checkpointing: Option<Rc<TaskCheckpointing>>) -> Self {
+        let notified = checkpointing
+            .as_ref()
+            .map_or(0, |c| c.signals.completed_id());
         Self {
             out,
+            checkpointing,
+            notified,
+            data_ended: false,
             input_ended: false,
             finished: false,
         }
@@ -80,6 +96,21 @@ impl<C> ChainHead<C> {
 }
 
 impl<C: ChainControl> ChainHead<C> {
+    /// Forwards the newest completed checkpoint, if it is new.
+    #[inline]
+    fn notify(&mut self) -> bool {
+        let Some(cp) = &self.checkpointing else {
+            return false;
+        };
+        let done = cp.signals.completed_id();
+        if done > self.notified {
+            self.notified = done;
+            self.out.notify_checkpoint_complete(done);
+            return true;
+        }
+        false
+    }
+
     /// One poll; `input` moves what the task's input has, into the chain.
     #[inline]
     pub fn poll(&mut self, now: Instant, input: impl FnOnce(&mut C) -> InputStep) -> TaskPoll {
@@ -89,22 +120,33 @@ impl<C: ChainControl> ChainHead<C> {
                 ..TaskPoll::default()
             };
         }
+        let notified = self.notify();
         let flushed = self.out.flush(now);
         let mut result = TaskPoll {
-            progressed: flushed.progressed,
+            progressed: flushed.progressed || notified,
             ..TaskPoll::default()
         }
         .with_deadline(flushed.next_deadline);
         if !self.input_ended {
             let step = input(&mut self.out);
-            result.progressed |= step.progressed || step.ended;
+            result.progressed |= step.progressed;
             result = result.with_deadline(step.deadline);
+            if (step.data_ended || step.ended) && !self.data_ended {
+                self.data_ended = true;
+                self.out.end_input();
+                result.progressed = true;
+            }
             self.input_ended = step.ended;
         }
-        if self.input_ended && self.out.finish() {
-            self.finished = true;
-            result.finished = true;
-            result.progressed = true;
+        if self.input_ended {
+            // A completion published before the end of the input must reach
+            // the sinks before they finish.
+            self.notify();
+            if self.out.finish() {
+                self.finished = true;
+                result.finished = true;
+                result.progressed = true;
+            }
         }
         result
     }

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
@@ -20,6 +21,8 @@ use std::time::{Duration, Instant};
 use futures_lite::future;
 use weir_net::{BufferPool, ChannelReceiver, ChannelSender, Consumer, Doorbell, NetworkBuffer};
 
+use crate::checkpoint::writer::SnapshotWriter;
+use crate::checkpoint::{RestoredCheckpoint, TaskCheckpointing};
 use crate::metrics::WorkerMetrics;
 use crate::source::SubtaskInfo;
 use crate::task::{earliest, Task};
@@ -51,6 +54,12 @@ pub struct BuildContext<'a> {
     pub metrics: &'a WorkerMetrics,
     pub(crate) stage_name: &'a str,
     pub(crate) endpoints: &'a mut WorkerEndpoints,
+    /// Checkpointing, if on: the worker's writer and the signals.
+    pub(crate) checkpointing: Option<Rc<TaskCheckpointing>>,
+    /// Align barriers exactly-once (else at-least-once).
+    pub(crate) exactly_once: bool,
+    /// The checkpoint this attempt restores, if any.
+    pub(crate) restore: Option<Arc<RestoredCheckpoint>>,
 }
 
 impl BuildContext<'_> {
@@ -172,7 +181,7 @@ impl TaskSet {
     }
 }
 
-fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+pub(crate) fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = panic.downcast_ref::<String>() {
@@ -184,6 +193,9 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
 
 /// Iterations between voluntary yields to glommio (its timers and I/O).
 const YIELD_EVERY: u32 = 64;
+/// While the snapshot writer works, how often the loop steps aside so
+/// that glommio reaps the writer's I/O completions.
+const IO_TURN_EVERY: Duration = Duration::from_micros(500);
 /// Longest a parked worker sleeps without a deadline before re-checking the
 /// job's state (a safety net; doorbells wake it much sooner).
 const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
@@ -195,6 +207,7 @@ pub(crate) async fn run_worker(
     shared: Arc<JobShared>,
     metrics: WorkerMetrics,
     idle: IdlePolicy,
+    writer: Option<SnapshotWriter>,
 ) {
     let n = tasks.len();
     let mut set = TaskSet {
@@ -215,6 +228,7 @@ pub(crate) async fn run_worker(
 
     let mut idle_since: Option<Instant> = None;
     let mut iterations: u32 = 0;
+    let mut last_io_turn = Instant::now();
     while set.remaining > 0 {
         if shared.cancelled.load(Ordering::Relaxed) {
             return;
@@ -230,7 +244,19 @@ pub(crate) async fn run_worker(
         if pass.progressed || set.remaining == 0 {
             idle_since = None;
             iterations = iterations.wrapping_add(1);
-            if iterations.is_multiple_of(YIELD_EVERY) {
+            if writer.as_ref().is_some_and(|w| w.is_busy()) {
+                // Let the snapshot writer (a task on this executor) take
+                // its turn: the asynchronous part of a checkpoint. glommio
+                // reaps I/O completions only when no task is runnable (or
+                // at preemption), so now and then the loop sleeps for a
+                // moment instead, letting the writer's writes complete.
+                if now.duration_since(last_io_turn) >= IO_TURN_EVERY {
+                    last_io_turn = now;
+                    glommio::timer::sleep(Duration::from_micros(1)).await;
+                } else {
+                    futures_lite::future::yield_now().await;
+                }
+            } else if iterations.is_multiple_of(YIELD_EVERY) {
                 glommio::yield_if_needed().await;
             }
             continue;
@@ -277,6 +303,14 @@ pub(crate) async fn run_worker(
         future::or(rung, glommio::timer::sleep(wait)).await;
         bell.cancel_park();
         idle_since = None;
+    }
+    // Snapshots still being written belong to checkpoints that can still
+    // complete (the final one): finish them before the worker ends.
+    while writer.as_ref().is_some_and(|w| w.is_busy()) {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return;
+        }
+        glommio::timer::sleep(Duration::from_micros(200)).await;
     }
     let _ = shared.finished_at[index].set(Instant::now());
     shared.finished.fetch_add(1, Ordering::AcqRel);

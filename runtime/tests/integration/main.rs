@@ -7,6 +7,7 @@
 
 mod backpressure;
 mod chaining;
+mod checkpoint;
 mod failure;
 mod lifecycle;
 mod routing;

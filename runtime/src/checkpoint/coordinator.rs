@@ -1,0 +1,431 @@
+//! The checkpoint coordinator, on the control thread.
+//!
+//! Every `execution.checkpointing.interval` it triggers checkpoint `n`
+//! (creating `chk-<n>`, then publishing the trigger to the sources), unless
+//! `max-concurrent-checkpoints` are already pending or less than `min-pause`
+//! has passed since the last one ended. It collects one acknowledgement per
+//! task; when it has all of them it writes the manifest atomically, and only
+//! then is checkpoint `n` complete: it announces the completion (sinks
+//! commit), older pending checkpoints are subsumed, and checkpoints beyond
+//! `state.checkpoints.num-retained` are deleted. A checkpoint that a task
+//! declines or that outlives `execution.checkpointing.timeout` fails; more
+//! than `tolerable-failed-checkpoints` consecutive failures fail the job.
+//! When every source has reached the end of its input the coordinator
+//! triggers the *final* checkpoint, which commits a bounded job's last
+//! output (sources end their partitions once it is complete).
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use weir_state::snapshot::{Manifest, OperatorSnapshot, SubtaskSnapshot};
+
+use crate::checkpoint::signals::CheckpointSignals;
+pub use crate::checkpoint::stats::TaskCheckpointStats;
+use crate::checkpoint::stats::{CheckpointRecord, CheckpointStatus};
+use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
+
+/// A task's acknowledgement of a checkpoint: its operators' state handles.
+pub struct TaskAck {
+    /// The checkpoint.
+    pub checkpoint: u64,
+    /// The task, for messages.
+    pub task: String,
+    /// `(operator uid, operator parallelism, this subtask's snapshot)`.
+    pub operators: Vec<(String, u32, SubtaskSnapshot)>,
+    /// When the asynchronous part started.
+    pub async_started: Instant,
+    /// Statistics.
+    pub stats: TaskCheckpointStats,
+}
+
+/// What workers send the coordinator.
+pub enum CoordinatorMsg {
+    /// A task's part is durable.
+    Ack(TaskAck),
+    /// A task could not take part.
+    Decline {
+        /// The checkpoint.
+        checkpoint: u64,
+        /// Who declined.
+        task: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// How checkpoints are taken (the `execution.checkpointing.*` and
+/// `state.checkpoints.*` options).
+#[derive(Clone, Debug)]
+pub struct CoordinatorOptions {
+    /// Interval between triggers.
+    pub interval: Duration,
+    /// Least time between the end of one checkpoint and the next trigger.
+    pub min_pause: Duration,
+    /// A checkpoint pending longer fails.
+    pub timeout: Duration,
+    /// Most checkpoints pending at once.
+    pub max_concurrent: usize,
+    /// Consecutive failed checkpoints tolerated before the job fails.
+    pub tolerable_failures: u32,
+    /// Complete checkpoints kept.
+    pub num_retained: usize,
+}
+
+struct Pending {
+    triggered_at: Instant,
+    trigger_ms: u64,
+    is_final: bool,
+    acks: Vec<TaskAck>,
+}
+
+/// Triggers, collects and completes checkpoints for one attempt.
+pub struct CheckpointCoordinator {
+    options: CoordinatorOptions,
+    storage: Arc<CheckpointStorage>,
+    signals: Arc<CheckpointSignals>,
+    inbox: Receiver<CoordinatorMsg>,
+    job_name: String,
+    max_parallelism: u32,
+    expected_acks: usize,
+    source_subtasks: usize,
+    next_id: u64,
+    pending: BTreeMap<u64, Pending>,
+    started: Instant,
+    last_trigger: Option<Instant>,
+    last_end: Option<Instant>,
+    consecutive_failures: u32,
+    final_pending: bool,
+    final_completed: bool,
+    records: Vec<CheckpointRecord>,
+    fresh: Vec<CheckpointRecord>,
+}
+
+/// Milliseconds since the epoch.
+pub fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl CheckpointCoordinator {
+    /// A coordinator numbering checkpoints from `first_id`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        options: CoordinatorOptions,
+        storage: Arc<CheckpointStorage>,
+        signals: Arc<CheckpointSignals>,
+        inbox: Receiver<CoordinatorMsg>,
+        job_name: String,
+        max_parallelism: u32,
+        expected_acks: usize,
+        source_subtasks: usize,
+        first_id: u64,
+    ) -> Self {
+        Self {
+            options,
+            storage,
+            signals,
+            inbox,
+            job_name,
+            max_parallelism,
+            expected_acks,
+            source_subtasks,
+            next_id: first_id,
+            pending: BTreeMap::new(),
+            started: Instant::now(),
+            last_trigger: None,
+            last_end: None,
+            consecutive_failures: 0,
+            final_pending: false,
+            final_completed: false,
+            records: Vec::new(),
+            fresh: Vec::new(),
+        }
+    }
+
+    /// The checkpoints of this attempt so far.
+    pub fn records(&self) -> &[CheckpointRecord] {
+        &self.records
+    }
+
+    /// Checkpoints that ended since the last call (for progress lines).
+    pub fn take_fresh(&mut self) -> Vec<CheckpointRecord> {
+        std::mem::take(&mut self.fresh)
+    }
+
+    /// The next id this coordinator would use.
+    pub fn next_id(&self) -> u64 {
+        self.next_id
+    }
+
+    /// True while a checkpoint is pending (the control thread then polls
+    /// for acknowledgements more often).
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// True once the final checkpoint completed.
+    pub fn final_completed(&self) -> bool {
+        self.final_completed
+    }
+
+    /// Does whatever is due at `now`; `ring` wakes every worker. An `Err`
+    /// fails the job (too many consecutive checkpoint failures).
+    pub fn tick(&mut self, now: Instant, ring: &dyn Fn()) -> Result<(), String> {
+        while let Ok(msg) = self.inbox.try_recv() {
+            match msg {
+                CoordinatorMsg::Ack(ack) => {
+                    trace!("ack {} from {}", ack.checkpoint, ack.task);
+                    if let Some(p) = self.pending.get_mut(&ack.checkpoint) {
+                        p.acks.push(ack);
+                    }
+                }
+                CoordinatorMsg::Decline {
+                    checkpoint,
+                    task,
+                    reason,
+                } => {
+                    trace!("decline {checkpoint} from {task}: {reason}");
+                    if self.pending.contains_key(&checkpoint) {
+                        self.fail(checkpoint, format!("declined by {task}: {reason}"))?;
+                    }
+                }
+            }
+        }
+        let ready: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.acks.len() >= self.expected_acks)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in ready {
+            self.complete(id, ring)?;
+        }
+        let expired: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| now.duration_since(p.triggered_at) > self.options.timeout)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in expired {
+            self.fail(
+                id,
+                format!(
+                    "expired after execution.checkpointing.timeout {:?}",
+                    self.options.timeout
+                ),
+            )?;
+        }
+        if !self.final_pending
+            && !self.final_completed
+            && self.signals.sources_ended() >= self.source_subtasks
+        {
+            self.trigger(now, true, ring)?;
+            return Ok(());
+        }
+        if self.final_pending || self.final_completed {
+            return Ok(());
+        }
+        let due = self
+            .last_trigger
+            .map_or(self.started + self.options.interval, |t| {
+                t + self.options.interval
+            });
+        let paused = self
+            .last_end
+            .is_none_or(|t| now.duration_since(t) >= self.options.min_pause);
+        if now >= due && paused && self.pending.len() < self.options.max_concurrent {
+            self.trigger(now, false, ring)?;
+        }
+        Ok(())
+    }
+
+    fn trigger(&mut self, now: Instant, is_final: bool, ring: &dyn Fn()) -> Result<(), String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.last_trigger = Some(now);
+        let dir = self.storage.checkpoint_dir(id);
+        let trigger_ms = wall_ms();
+        self.pending.insert(
+            id,
+            Pending {
+                triggered_at: now,
+                trigger_ms,
+                is_final,
+                acks: Vec::new(),
+            },
+        );
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            return self.fail(id, format!("cannot create {}: {e}", dir.display()));
+        }
+        trace!("trigger {id}{}", if is_final { " (final)" } else { "" });
+        if is_final {
+            self.final_pending = true;
+            self.signals.trigger_final(id, trigger_ms);
+        } else {
+            self.signals.trigger(id, trigger_ms);
+        }
+        ring();
+        Ok(())
+    }
+
+    fn complete(&mut self, id: u64, ring: &dyn Fn()) -> Result<(), String> {
+        let p = self.pending.remove(&id).expect("pending");
+        let mut operators: BTreeMap<String, OperatorSnapshot> = BTreeMap::new();
+        let mut tasks = Vec::with_capacity(p.acks.len());
+        for ack in p.acks {
+            for (uid, parallelism, sub) in ack.operators {
+                let op = operators
+                    .entry(uid.clone())
+                    .or_insert_with(|| OperatorSnapshot {
+                        uid,
+                        parallelism,
+                        subtasks: Vec::new(),
+                    });
+                op.subtasks.push(sub);
+            }
+            tasks.push(ack.stats);
+        }
+        let mut ops: Vec<OperatorSnapshot> = operators.into_values().collect();
+        for op in &mut ops {
+            op.subtasks.sort_by_key(|s| s.index);
+        }
+        let manifest = Manifest {
+            checkpoint_id: id,
+            timestamp_ms: p.trigger_ms,
+            max_parallelism: self.max_parallelism,
+            job_name: self.job_name.clone(),
+            operators: ops,
+        };
+        let dir = self.storage.checkpoint_dir(id);
+        if let Err(e) = manifest.write(&dir, METADATA_FILE) {
+            self.pending.insert(
+                id,
+                Pending {
+                    acks: Vec::new(),
+                    ..p
+                },
+            );
+            return self.fail(id, format!("cannot write the manifest: {e}"));
+        }
+        // Durable: the checkpoint is complete.
+        crate::failpoint::hit("checkpoint-complete", id);
+        trace!("complete {id}");
+        self.signals.complete(id);
+        ring();
+        self.consecutive_failures = 0;
+        self.last_end = Some(Instant::now());
+        if p.is_final {
+            self.final_pending = false;
+            self.final_completed = true;
+        }
+        let max = |f: fn(&TaskCheckpointStats) -> f64| tasks.iter().map(f).fold(0.0, f64::max);
+        let record = CheckpointRecord {
+            id,
+            status: CheckpointStatus::Completed,
+            is_final: p.is_final,
+            trigger_ms: p.trigger_ms,
+            duration_ms: p.triggered_at.elapsed().as_secs_f64() * 1e3,
+            alignment_ms: max(|t| t.alignment_ms),
+            sync_ms: max(|t| t.sync_ms),
+            async_ms: max(|t| t.async_ms),
+            bytes: tasks.iter().map(|t| t.bytes).sum(),
+            failure: None,
+            tasks,
+        };
+        self.push_record(record);
+        // Older pending checkpoints are subsumed.
+        let older: Vec<u64> = self.pending.range(..id).map(|(&i, _)| i).collect();
+        for old in older {
+            if let Some(p) = self.pending.remove(&old) {
+                self.push_failed(old, &p, format!("subsumed by checkpoint {id}"));
+            }
+        }
+        if let Err(e) = self.storage.retain(self.options.num_retained) {
+            eprintln!("warning: cannot delete old checkpoints: {e}");
+        }
+        // Directories of failed checkpoints below the newest complete one.
+        if let Ok(list) = self.storage.list() {
+            for c in list {
+                if !c.complete && c.id < id && !self.pending.contains_key(&c.id) {
+                    let _ = self.storage.delete(c.id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn fail(&mut self, id: u64, reason: String) -> Result<(), String> {
+        let Some(p) = self.pending.remove(&id) else {
+            return Ok(());
+        };
+        trace!("fail {id}: {reason}");
+        if p.is_final {
+            self.final_pending = false;
+        }
+        self.last_end = Some(Instant::now());
+        let _ = self.storage.delete(id);
+        self.push_failed(id, &p, reason.clone());
+        self.consecutive_failures += 1;
+        if self.consecutive_failures > self.options.tolerable_failures {
+            return Err(format!(
+                "{} consecutive checkpoints failed, more than \
+                 execution.checkpointing.tolerable-failed-checkpoints = {} (last: checkpoint {id} {reason})",
+                self.consecutive_failures, self.options.tolerable_failures
+            ));
+        }
+        Ok(())
+    }
+
+    fn push_failed(&mut self, id: u64, p: &Pending, reason: String) {
+        self.push_record(CheckpointRecord {
+            id,
+            status: CheckpointStatus::Failed,
+            is_final: p.is_final,
+            trigger_ms: p.trigger_ms,
+            duration_ms: p.triggered_at.elapsed().as_secs_f64() * 1e3,
+            alignment_ms: 0.0,
+            sync_ms: 0.0,
+            async_ms: 0.0,
+            bytes: 0,
+            failure: Some(reason),
+            tasks: Vec::new(),
+        });
+    }
+
+    fn push_record(&mut self, record: CheckpointRecord) {
+        self.records.push(record.clone());
+        self.fresh.push(record);
+        self.write_history();
+    }
+
+    /// Rewrites `checkpoint-history.json` (the newest 100 checkpoints).
+    fn write_history(&self) {
+        let path = self.storage.history_path();
+        let mut history: Vec<serde_json::Value> = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        if let Some(r) = self.records.last() {
+            if let Ok(v) = serde_json::to_value(r) {
+                history.push(v);
+            }
+        }
+        let keep = history.len().saturating_sub(100);
+        history.drain(..keep);
+        match serde_json::to_vec_pretty(&history) {
+            Ok(bytes) => {
+                if let Err(e) = weir_state::snapshot::write_atomically(
+                    self.storage.root(),
+                    crate::checkpoint::storage::HISTORY_FILE,
+                    &bytes,
+                ) {
+                    eprintln!("warning: cannot write {}: {e}", path.display());
+                }
+            }
+            Err(e) => eprintln!("warning: cannot encode checkpoint statistics: {e}"),
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! The few atomics through which the checkpoint coordinator (on the control
+//! thread) and the workers talk.
+//!
+//! The coordinator *triggers* checkpoint `n` by publishing its timestamp and
+//! then its id; source tasks compare the id with the last one they injected
+//! once per poll (one relaxed load) and inject a barrier for the newest id.
+//! It announces *completion* the same way; every task forwards the newest
+//! completed id down its chain (sinks commit). Sources report the end of
+//! their input, so the coordinator can take the final checkpoint that
+//! commits a bounded job's last output; sources then wait for that
+//! checkpoint to complete before they end their partitions. Every change is
+//! followed by ringing all workers' doorbells, so parked workers see it.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Shared between the coordinator and every task of one attempt.
+#[derive(Debug, Default)]
+pub struct CheckpointSignals {
+    trigger_id: AtomicU64,
+    trigger_ms: AtomicU64,
+    completed_id: AtomicU64,
+    final_id: AtomicU64,
+    sources_ended: AtomicUsize,
+}
+
+impl CheckpointSignals {
+    /// Signals for an attempt whose latest complete checkpoint is
+    /// `restored` (0 if none): tasks consider it already notified.
+    pub fn new(restored: u64) -> Self {
+        let s = Self::default();
+        s.completed_id.store(restored, Ordering::Relaxed);
+        s.trigger_id.store(restored, Ordering::Relaxed);
+        s
+    }
+
+    /// Publishes checkpoint `id`, triggered at `timestamp_ms`.
+    pub fn trigger(&self, id: u64, timestamp_ms: u64) {
+        self.trigger_ms.store(timestamp_ms, Ordering::Relaxed);
+        self.trigger_id.store(id, Ordering::Release);
+    }
+
+    /// Marks `id` as the final checkpoint (and triggers it).
+    pub fn trigger_final(&self, id: u64, timestamp_ms: u64) {
+        self.final_id.store(id, Ordering::Release);
+        self.trigger(id, timestamp_ms);
+    }
+
+    /// The newest triggered checkpoint: `(id, timestamp_ms)`.
+    #[inline]
+    pub fn triggered(&self) -> (u64, u64) {
+        let id = self.trigger_id.load(Ordering::Acquire);
+        (id, self.trigger_ms.load(Ordering::Relaxed))
+    }
+
+    /// Cheap check used on every source poll.
+    #[inline]
+    pub fn triggered_id(&self) -> u64 {
+        self.trigger_id.load(Ordering::Relaxed)
+    }
+
+    /// The final checkpoint's id, 0 until it is triggered.
+    #[inline]
+    pub fn final_id(&self) -> u64 {
+        self.final_id.load(Ordering::Acquire)
+    }
+
+    /// Announces that checkpoint `id` is complete.
+    pub fn complete(&self, id: u64) {
+        self.completed_id.fetch_max(id, Ordering::AcqRel);
+    }
+
+    /// The newest complete checkpoint (0 if none).
+    #[inline]
+    pub fn completed_id(&self) -> u64 {
+        self.completed_id.load(Ordering::Acquire)
+    }
+
+    /// A source subtask's input has ended.
+    pub fn source_ended(&self) {
+        self.sources_ended.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Source subtasks whose input has ended.
+    pub fn sources_ended(&self) -> usize {
+        self.sources_ended.load(Ordering::Acquire)
+    }
+}

@@ -1,0 +1,275 @@
+//! What a task hands over at a checkpoint barrier, and how operators expose
+//! their keyed state to snapshots and restores.
+//!
+//! When barrier `n` has been aligned at a task, the task walks its chain
+//! head to tail ([`crate::operator::ChainControl::snapshot`]); every stateful
+//! operator adds its part to the [`TaskSnapshot`]: small states inline
+//! (a source's position, a sink's pending transactions) and keyed states as
+//! *frozen views* ([`FrozenKeyedState`]), which cost O(chunks) to take and
+//! stay valid while the operator keeps writing (copy-on-write arena chunks).
+//! This is the synchronous part of the checkpoint. The worker's snapshot
+//! writer later serializes the frozen views per key group into blocks of
+//! the worker's segment file — the asynchronous part — and acknowledges the
+//! checkpoint to the coordinator.
+//!
+//! A keyed process function lists its states in
+//! [`KeyedProcessFunction::visit_state`](crate::KeyedProcessFunction::visit_state);
+//! the same visit serves snapshots and restores ([`KeyedStates`]).
+
+use std::time::{Duration, Instant};
+
+use weir_net::{CheckpointBarrier, Wire};
+use weir_state::value_state::FrozenValueState;
+use weir_state::{key_group_for_hash, KeyGroupRange, KeyHash};
+
+use crate::checkpoint::restore::RestoreScope;
+use crate::keyed::KeyedValueState;
+use crate::source::SubtaskInfo;
+
+/// A keyed state frozen at a barrier, to be written per key group.
+pub trait FrozenKeyedState {
+    /// Entries in the view.
+    fn len(&self) -> usize;
+
+    /// True if the view holds no entry.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The serialized entries of each key group of `range`, in order
+    /// (`result[i]` holds key group `range.start() + i`).
+    fn serialize_key_groups(&self, max_parallelism: u32, range: KeyGroupRange) -> Vec<Vec<u8>>;
+}
+
+impl<K, V> FrozenKeyedState for FrozenValueState<K, V>
+where
+    K: Copy + Eq + KeyHash + Wire,
+    V: Copy + Wire,
+{
+    fn len(&self) -> usize {
+        FrozenValueState::len(self)
+    }
+
+    fn serialize_key_groups(&self, max_parallelism: u32, range: KeyGroupRange) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = (0..range.len()).map(|_| Vec::new()).collect();
+        for (k, v) in self.iter() {
+            let kg = key_group_for_hash(k.key_hash(), max_parallelism);
+            debug_assert!(range.contains(kg), "a key outside the subtask's range");
+            let buf = &mut out[(kg - range.start()) as usize];
+            append_wire(buf, k);
+            append_wire(buf, v);
+        }
+        out
+    }
+}
+
+fn append_wire<T: Wire>(buf: &mut Vec<u8>, value: &T) {
+    let at = buf.len();
+    buf.resize(at + value.encoded_len(), 0);
+    value.write(&mut buf[at..]);
+}
+
+/// One operator subtask's part of a task snapshot.
+pub struct OperatorState {
+    /// The operator's uid.
+    pub uid: String,
+    /// Subtask index and parallelism.
+    pub info: SubtaskInfo,
+    /// Small states stored in the manifest: `(name, bytes)`.
+    pub inline: Vec<(String, Vec<u8>)>,
+    /// Keyed states: `(state name, frozen view)`.
+    pub keyed: Vec<(String, Box<dyn FrozenKeyedState>)>,
+}
+
+impl OperatorState {
+    /// The key groups this subtask owns.
+    pub fn key_groups(&self) -> KeyGroupRange {
+        KeyGroupRange::for_subtask(
+            self.info.max_parallelism,
+            self.info.parallelism as u32,
+            self.info.index as u32,
+        )
+    }
+}
+
+/// Timing of one task's checkpoint, for statistics.
+#[derive(Clone, Copy, Debug)]
+pub struct SnapshotTiming {
+    /// When the first barrier of the checkpoint reached the task (for a
+    /// source: when it saw the trigger).
+    pub first_barrier_at: Instant,
+    /// From the first to the last input's barrier (0 for one input).
+    pub alignment: Duration,
+    /// When the synchronous part started.
+    pub sync_started: Instant,
+    /// How long the synchronous part took (set when the chain is done).
+    pub sync: Duration,
+}
+
+/// Everything one task snapshots at one barrier.
+pub struct TaskSnapshot {
+    /// The barrier.
+    pub barrier: CheckpointBarrier,
+    /// The task's name, for messages.
+    pub task: String,
+    /// The operators' parts, in chain order.
+    pub operators: Vec<OperatorState>,
+    /// Timing.
+    pub timing: SnapshotTiming,
+}
+
+impl TaskSnapshot {
+    /// A snapshot of `task` for `barrier` whose first barrier arrived at
+    /// `first_barrier_at` after `alignment` of waiting for the others.
+    pub fn new(
+        barrier: CheckpointBarrier,
+        task: String,
+        first_barrier_at: Instant,
+        alignment: Duration,
+    ) -> Self {
+        let now = Instant::now();
+        Self {
+            barrier,
+            task,
+            operators: Vec::new(),
+            timing: SnapshotTiming {
+                first_barrier_at,
+                alignment,
+                sync_started: now,
+                sync: Duration::ZERO,
+            },
+        }
+    }
+
+    /// The checkpoint id.
+    pub fn checkpoint_id(&self) -> u64 {
+        self.barrier.id
+    }
+
+    /// The part of operator `uid` (created on first use).
+    pub fn operator(&mut self, uid: &str, info: &SubtaskInfo) -> &mut OperatorState {
+        if let Some(i) = self.operators.iter().position(|o| o.uid == uid) {
+            return &mut self.operators[i];
+        }
+        self.operators.push(OperatorState {
+            uid: uid.to_owned(),
+            info: *info,
+            inline: Vec::new(),
+            keyed: Vec::new(),
+        });
+        self.operators.last_mut().expect("just pushed")
+    }
+
+    /// Adds a small state of operator `uid`, kept in the manifest.
+    pub fn add_inline(&mut self, uid: &str, info: &SubtaskInfo, name: &str, bytes: Vec<u8>) {
+        self.operator(uid, info)
+            .inline
+            .push((name.to_owned(), bytes));
+    }
+
+    /// Ends the synchronous part.
+    pub fn end_sync(&mut self) {
+        self.timing.sync = self.timing.sync_started.elapsed();
+    }
+}
+
+enum Mode<'a> {
+    /// Collect frozen views.
+    Snapshot(&'a mut Vec<(String, Box<dyn FrozenKeyedState>)>),
+    /// Fill states from a checkpoint.
+    Restore(&'a RestoreScope<'a>),
+    /// List state names (to check that every state is visited).
+    Names(&'a mut Vec<String>),
+}
+
+/// The visitor a [`KeyedProcessFunction`](crate::KeyedProcessFunction)
+/// hands each of its keyed states to, for snapshots and restores alike.
+pub struct KeyedStates<'a> {
+    mode: Mode<'a>,
+    error: Option<String>,
+}
+
+impl<'a> KeyedStates<'a> {
+    pub(crate) fn snapshot(out: &'a mut Vec<(String, Box<dyn FrozenKeyedState>)>) -> Self {
+        Self {
+            mode: Mode::Snapshot(out),
+            error: None,
+        }
+    }
+
+    pub(crate) fn restore(scope: &'a RestoreScope<'a>) -> Self {
+        Self {
+            mode: Mode::Restore(scope),
+            error: None,
+        }
+    }
+
+    pub(crate) fn names(out: &'a mut Vec<String>) -> Self {
+        Self {
+            mode: Mode::Names(out),
+            error: None,
+        }
+    }
+
+    /// The first error a restore met.
+    pub(crate) fn into_error(self) -> Option<String> {
+        self.error
+    }
+
+    /// Visits a keyed `ValueState`.
+    pub fn value<K, V>(&mut self, state: &mut KeyedValueState<K, V>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        V: Copy + Wire,
+    {
+        match &mut self.mode {
+            Mode::Snapshot(out) => {
+                out.push((state.name().to_owned(), Box::new(state.inner().freeze())));
+            }
+            Mode::Names(out) => out.push(state.name().to_owned()),
+            Mode::Restore(scope) => {
+                if self.error.is_some() {
+                    return;
+                }
+                if let Err(e) = restore_value_state(scope, state) {
+                    self.error = Some(e);
+                }
+            }
+        }
+    }
+}
+
+fn restore_value_state<K, V>(
+    scope: &RestoreScope<'_>,
+    state: &mut KeyedValueState<K, V>,
+) -> Result<(), String>
+where
+    K: Copy + Eq + KeyHash + Wire,
+    V: Copy + Wire,
+{
+    let name = state.name().to_owned();
+    let blocks = scope.keyed_blocks(&name)?;
+    let inner = state.inner_mut();
+    for block in &blocks {
+        let mut pos = 0;
+        let bytes = block.payload;
+        while pos < bytes.len() {
+            let (k, n) = K::read(&bytes[pos..]).map_err(|e| block.describe(&name, pos, &e))?;
+            pos += n;
+            let (v, n) = V::read(&bytes[pos..]).map_err(|e| block.describe(&name, pos, &e))?;
+            pos += n;
+            let hash = k.key_hash();
+            let kg = key_group_for_hash(hash, scope.max_parallelism());
+            if !block.key_groups.contains(kg) {
+                return Err(format!(
+                    "state `{name}`: a key of key group {kg} is stored in the block of key groups {:?} ({})",
+                    block.key_groups, block.segment
+                ));
+            }
+            if scope.key_groups().contains(kg) {
+                inner.put_hashed(k, hash, v);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,280 @@
+//! The asynchronous part of a checkpoint: each worker's snapshot writer.
+//!
+//! Tasks hand their [`TaskSnapshot`]s (frozen views, taken synchronously at
+//! the barrier) to the writer of their worker, a glommio task on the same
+//! core. It serializes each keyed state per key group, appends one
+//! checksummed block per non-empty key group to the worker's segment file of
+//! that checkpoint (`chk-<id>/w<worker>.seg`, through io_uring, O_DIRECT
+//! where the device allows it), and once every task of the worker has
+//! snapshotted checkpoint `n` it syncs and closes the file and acknowledges
+//! each task's part to the coordinator. The worker loop keeps processing
+//! records in between: the writer yields after every block.
+
+use std::cell::Cell;
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use glommio::channels::local_channel::{self, LocalSender};
+use weir_state::snapshot::{BlockKind, InlineState, SubtaskSnapshot};
+use weir_state::KeyGroupRange;
+
+use crate::checkpoint::coordinator::{CoordinatorMsg, TaskAck, TaskCheckpointStats};
+use crate::checkpoint::segment_file::{IoMode, SegmentFile};
+use crate::checkpoint::snapshot::TaskSnapshot;
+use crate::checkpoint::storage::CheckpointStorage;
+
+/// A task's handle on its worker's snapshot writer.
+#[derive(Clone)]
+pub struct SnapshotWriter {
+    tx: Rc<LocalSender<TaskSnapshot>>,
+    busy: Rc<Cell<usize>>,
+}
+
+impl SnapshotWriter {
+    /// Queues a task's snapshot for writing.
+    pub fn submit(&self, snapshot: TaskSnapshot) {
+        self.busy.set(self.busy.get() + 1);
+        if self.tx.try_send(snapshot).is_err() {
+            panic!("the worker's snapshot writer has stopped");
+        }
+    }
+
+    /// True while snapshots are queued or being written.
+    #[inline]
+    pub fn is_busy(&self) -> bool {
+        self.busy.get() > 0
+    }
+}
+
+/// Where and how a worker writes its snapshots.
+pub struct WriterSetup {
+    /// The worker's index.
+    pub worker: usize,
+    /// The checkpoint directory.
+    pub storage: Arc<CheckpointStorage>,
+    /// Tasks on this worker: each snapshots every checkpoint.
+    pub tasks: usize,
+    /// Direct, buffered, or direct with fallback.
+    pub io_mode: IoMode,
+    /// The coordinator's inbox.
+    pub acks: Sender<CoordinatorMsg>,
+}
+
+struct OpenSegment {
+    checkpoint: u64,
+    file: SegmentFile,
+    jobs: usize,
+    acks: Vec<TaskAck>,
+    failed: Option<String>,
+}
+
+/// Spawns the writer of a worker on the current glommio executor.
+pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
+    let (tx, rx) = local_channel::new_unbounded::<TaskSnapshot>();
+    let busy = Rc::new(Cell::new(0usize));
+    let busy2 = busy.clone();
+    glommio::spawn_local(async move {
+        // One open segment per checkpoint: with the final checkpoint (or a
+        // source that skipped an older trigger) a task may snapshot an
+        // older checkpoint after another task on this worker snapshotted a
+        // newer one.
+        let mut open: BTreeMap<u64, OpenSegment> = BTreeMap::new();
+        let mut finished_up_to = 0u64;
+        while let Some(job) = rx.recv().await {
+            let id = job.barrier.id;
+            trace!("writer w{}: job {id} of {}", setup.worker, job.task);
+            if id <= finished_up_to {
+                let _ = setup.acks.send(CoordinatorMsg::Decline {
+                    checkpoint: id,
+                    task: job.task.clone(),
+                    reason: "snapshot arrived after a newer checkpoint's was written".into(),
+                });
+                busy2.set(busy2.get() - 1);
+                continue;
+            }
+            let seg = match open.entry(id) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(slot) => {
+                    let path: PathBuf = setup
+                        .storage
+                        .checkpoint_dir(id)
+                        .join(CheckpointStorage::segment_name(setup.worker));
+                    match SegmentFile::create(&path, setup.io_mode).await {
+                        Ok(file) => slot.insert(OpenSegment {
+                            checkpoint: id,
+                            file,
+                            jobs: 0,
+                            acks: Vec::new(),
+                            failed: None,
+                        }),
+                        Err(e) => {
+                            let _ = setup.acks.send(CoordinatorMsg::Decline {
+                                checkpoint: id,
+                                task: job.task.clone(),
+                                reason: e.to_string(),
+                            });
+                            busy2.set(busy2.get() - 1);
+                            continue;
+                        }
+                    }
+                }
+            };
+            seg.jobs += 1;
+            if seg.failed.is_none() {
+                match write_job(&mut seg.file, &job, setup.worker).await {
+                    Ok(ack) => seg.acks.push(ack),
+                    Err(e) => seg.failed = Some(e),
+                }
+            }
+            trace!(
+                "writer w{}: wrote {id} of {} ({} of {} jobs)",
+                setup.worker,
+                job.task,
+                seg.jobs,
+                setup.tasks
+            );
+            if seg.jobs == setup.tasks {
+                let seg = open.remove(&id).expect("open");
+                finish_segment(seg, &setup.acks).await;
+                trace!("writer w{}: synced {id}", setup.worker);
+                // Every task of this worker has passed checkpoint `id`, so
+                // none will snapshot an older one any more: those were
+                // abandoned (the coordinator subsumes them).
+                finished_up_to = id;
+                let older: Vec<u64> = open.range(..id).map(|(&k, _)| k).collect();
+                for k in older {
+                    if let Some(old) = open.remove(&k) {
+                        let _ = old.file.close().await;
+                    }
+                }
+            }
+            busy2.set(busy2.get() - 1);
+        }
+    })
+    .detach();
+    SnapshotWriter {
+        tx: Rc::new(tx),
+        busy,
+    }
+}
+
+/// Syncs and closes a worker's segment of one checkpoint, then acknowledges
+/// every task's part (or declines them all if anything failed).
+async fn finish_segment(mut seg: OpenSegment, acks: &Sender<CoordinatorMsg>) {
+    if seg.failed.is_none() {
+        if let Err(e) = seg.file.sync().await {
+            seg.failed = Some(e.to_string());
+        }
+    }
+    let direct = seg.file.is_direct();
+    if let Err(e) = seg.file.close().await {
+        seg.failed.get_or_insert(e.to_string());
+    }
+    match seg.failed {
+        None => {
+            for mut ack in seg.acks {
+                ack.stats.async_ms = ack.async_started.elapsed().as_secs_f64() * 1e3;
+                ack.stats.direct_io = direct;
+                let _ = acks.send(CoordinatorMsg::Ack(ack));
+            }
+        }
+        Some(reason) => {
+            let _ = acks.send(CoordinatorMsg::Decline {
+                checkpoint: seg.checkpoint,
+                task: format!("snapshot writer of checkpoint {}", seg.checkpoint),
+                reason,
+            });
+        }
+    }
+}
+
+fn wall_ms_of(at: Instant) -> f64 {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3);
+    now_ms - at.elapsed().as_secs_f64() * 1e3
+}
+
+/// Writes one task's snapshot; returns its acknowledgement (without the
+/// final async duration, which includes the segment's sync).
+async fn write_job(
+    file: &mut SegmentFile,
+    job: &TaskSnapshot,
+    worker: usize,
+) -> Result<TaskAck, String> {
+    let async_started = job.timing.sync_started + job.timing.sync;
+    let mut bytes = 0u64;
+    let mut entries = 0u64;
+    let mut operators = Vec::with_capacity(job.operators.len());
+    for op in &job.operators {
+        let range = op.key_groups();
+        let mut extents = Vec::new();
+        for (name, frozen) in &op.keyed {
+            entries += frozen.len() as u64;
+            let parts = frozen.serialize_key_groups(op.info.max_parallelism, range);
+            for (i, payload) in parts.iter().enumerate() {
+                if payload.is_empty() {
+                    continue;
+                }
+                let kg = range.start() + i as u32;
+                let extent = file
+                    .append_block(
+                        BlockKind::KeyedState,
+                        KeyGroupRange::new(kg, kg + 1),
+                        name,
+                        payload,
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+                bytes += extent.length;
+                extents.push(extent);
+                crate::failpoint::hit("snapshot-write", job.barrier.id);
+                glommio::yield_if_needed().await;
+            }
+        }
+        let inline_state: Vec<InlineState> = op
+            .inline
+            .iter()
+            .map(|(name, b)| InlineState {
+                name: name.clone(),
+                bytes: b.clone(),
+            })
+            .collect();
+        bytes += inline_state
+            .iter()
+            .map(|i| i.bytes.len() as u64)
+            .sum::<u64>();
+        operators.push((
+            op.uid.clone(),
+            op.info.parallelism as u32,
+            SubtaskSnapshot {
+                index: op.info.index as u32,
+                key_groups: range,
+                extents,
+                inline_state,
+            },
+        ));
+    }
+    Ok(TaskAck {
+        checkpoint: job.barrier.id,
+        task: job.task.clone(),
+        operators,
+        async_started,
+        stats: TaskCheckpointStats {
+            task: job.task.clone(),
+            worker,
+            first_barrier_ms: wall_ms_of(job.timing.first_barrier_at),
+            alignment_ms: job.timing.alignment.as_secs_f64() * 1e3,
+            sync_ms: job.timing.sync.as_secs_f64() * 1e3,
+            async_ms: 0.0,
+            bytes,
+            entries,
+            direct_io: false,
+        },
+    })
+}

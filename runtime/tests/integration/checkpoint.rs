@@ -1,0 +1,528 @@
+//! Checkpoints end to end: aligned barriers, asynchronous snapshots,
+//! completion, restore, in-process failover and corrupt checkpoints.
+//!
+//! The job is W1's shape with a paced source (so that it lives long enough
+//! for many checkpoints), a keyed count and a sink whose running totals are
+//! its checkpointed state. Exactly-once shows in two ways: the final totals
+//! equal the reference even after failures and restores, and in *every*
+//! completed checkpoint the count of records the sources had emitted, the
+//! sum of the keyed counts and the sink's count are equal (the consistency
+//! check of the Chandy-Lamport / ABS papers: no recorded receive without
+//! its recorded send, and nothing in flight in an aligned snapshot).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use weir_runtime::checkpoint::{find_latest, CheckpointStorage, RestoredCheckpoint};
+use weir_runtime::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::source::decode_u64_position;
+use weir_runtime::{
+    Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
+    KeyedValueState, RestoreFrom, Sink, Source, SourcePoll, SubtaskInfo,
+};
+use weir_state::snapshot::{BlockKind, Manifest, SegmentReader};
+
+use crate::w1::reference;
+use crate::{options, run_job, run_ok, splitmix64, M};
+
+/// Records `(splitmix64(i) % keys, i)` for this subtask's share of
+/// `0..count`, at most `per_ms` per millisecond.
+struct PacedSource {
+    next: u64,
+    step: u64,
+    count: u64,
+    keys: u64,
+    per_ms: u64,
+    started: Option<Instant>,
+    emitted: u64,
+}
+
+impl Source for PacedSource {
+    type Out = (u64, u64);
+
+    fn poll_next<C: Collector<(u64, u64)>>(&mut self, out: &mut C, budget: usize) -> SourcePoll {
+        let started = *self.started.get_or_insert_with(Instant::now);
+        let due = (started.elapsed().as_micros() as u64 * self.per_ms) / 1000;
+        if self.next >= self.count {
+            return SourcePoll::Finished;
+        }
+        if due <= self.emitted {
+            return SourcePoll::Idle {
+                until: Some(Instant::now() + Duration::from_micros(200)),
+            };
+        }
+        let mut n = 0;
+        while n < budget as u64 && self.emitted < due && self.next < self.count {
+            if !out.is_available() {
+                break;
+            }
+            out.collect((splitmix64(self.next) % self.keys, self.next));
+            self.next += self.step;
+            self.emitted += 1;
+            n += 1;
+        }
+        SourcePoll::Emitted(n as usize)
+    }
+
+    fn snapshot_position(&mut self) -> Vec<u8> {
+        self.next.to_le_bytes().to_vec()
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
+        self.next = decode_u64_position(position)?;
+        Ok(())
+    }
+}
+
+/// Keyed `count += 1; sum += value`, emitting `(key, count, sum)`; panics
+/// once on value `fail_at` while `armed`.
+struct CountAndSum {
+    totals: KeyedValueState<u64, (u64, u64)>,
+    fail_at: u64,
+    armed: Arc<AtomicBool>,
+}
+
+impl KeyedProcessFunction for CountAndSum {
+    type Key = u64;
+    type In = (u64, u64);
+    type Out = (u64, u64, u64);
+
+    fn process<C: Collector<Self::Out>>(
+        &mut self,
+        ctx: &KeyContext<u64>,
+        (key, value): (u64, u64),
+        out: &mut C,
+    ) {
+        if value == self.fail_at && self.armed.swap(false, Ordering::SeqCst) {
+            panic!("injected failure at record {value}");
+        }
+        let t = self.totals.value_mut_or_insert_with(ctx, || (0, 0));
+        t.0 += 1;
+        t.1 = t.1.wrapping_add(value);
+        out.collect((key, t.0, t.1));
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.totals);
+    }
+}
+
+/// Folds `checksum += key·M + count`; the running totals are its state.
+struct TallySink {
+    index: usize,
+    records: u64,
+    checksum: u64,
+    into: Arc<Mutex<Vec<(usize, u64, u64)>>>,
+}
+
+impl Sink for TallySink {
+    type In = (u64, u64, u64);
+
+    fn invoke(&mut self, (key, count, _sum): (u64, u64, u64)) {
+        self.records += 1;
+        self.checksum = self
+            .checksum
+            .wrapping_add(key.wrapping_mul(M))
+            .wrapping_add(count);
+    }
+
+    fn finish(&mut self) {
+        let mut into = self.into.lock().unwrap();
+        into.retain(|(i, _, _)| *i != self.index);
+        into.push((self.index, self.records, self.checksum));
+    }
+
+    fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
+        if let Some((_, state)) = restored {
+            (self.records, self.checksum) = decode_tally(state)?;
+        }
+        Ok(())
+    }
+
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Vec<u8>, String> {
+        let mut s = self.records.to_le_bytes().to_vec();
+        s.extend_from_slice(&self.checksum.to_le_bytes());
+        Ok(s)
+    }
+}
+
+fn decode_tally(state: &[u8]) -> Result<(u64, u64), String> {
+    if state.len() != 16 {
+        return Err(format!("tally state has {} bytes", state.len()));
+    }
+    let v = |i: usize| u64::from_le_bytes(state[i..i + 8].try_into().unwrap());
+    Ok((v(0), v(8)))
+}
+
+struct Setup {
+    n: u64,
+    keys: u64,
+    per_ms: u64,
+    fail_at: Option<u64>,
+}
+
+type Tallies = Arc<Mutex<Vec<(usize, u64, u64)>>>;
+
+fn job(s: &Setup) -> (JobGraph, Tallies) {
+    let (n, keys, per_ms) = (s.n, s.keys, s.per_ms);
+    let armed = Arc::new(AtomicBool::new(s.fail_at.is_some()));
+    let fail_at = s.fail_at.unwrap_or(u64::MAX);
+    let tallies: Tallies = Arc::new(Mutex::new(Vec::new()));
+    let into = tallies.clone();
+    let mut job = JobGraph::new("checkpointed-count");
+    job.source("paced", move |info: &SubtaskInfo| PacedSource {
+        next: info.index as u64,
+        step: info.parallelism as u64,
+        count: n,
+        keys,
+        per_ms: per_ms / info.parallelism as u64,
+        started: None,
+        emitted: 0,
+    })
+    .key_by(|r: &(u64, u64)| r.0)
+    .process("count", move |_: &SubtaskInfo| CountAndSum {
+        totals: KeyedValueState::new("totals"),
+        fail_at,
+        armed: armed.clone(),
+    })
+    .sink("tally", move |info: &SubtaskInfo| TallySink {
+        index: info.index,
+        records: 0,
+        checksum: 0,
+        into: into.clone(),
+    });
+    (job, tallies)
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("weir-it-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn checkpointed(workers: usize, dir: &Path, retained: usize) -> ExecutionOptions {
+    let mut o = options(workers).with_checkpointing(Duration::from_millis(15), dir);
+    o.checkpointing.as_mut().unwrap().coordinator.num_retained = retained;
+    o
+}
+
+fn assert_exact(tallies: &Tallies, n: u64, keys: u64) {
+    let t = tallies.lock().unwrap();
+    let records: u64 = t.iter().map(|x| x.1).sum();
+    let checksum = t.iter().fold(0u64, |a, x| a.wrapping_add(x.2));
+    assert_eq!(records, n, "every record reached the sinks exactly once");
+    assert_eq!(
+        checksum,
+        reference(n, keys).checksum,
+        "checksum equals the reference"
+    );
+}
+
+/// Per complete checkpoint: (records the sources had emitted, sum of the
+/// keyed counts, records the sinks had received).
+fn counters_of(dir: &Path, workers: u64) -> Vec<(u64, u64, u64, u64)> {
+    let storage = CheckpointStorage::open(dir).unwrap();
+    let mut out = Vec::new();
+    for c in storage.list().unwrap().into_iter().filter(|c| c.complete) {
+        let manifest = Manifest::read(c.dir.join("_metadata")).unwrap();
+        let (mut emitted, mut keyed, mut sunk) = (0u64, 0u64, 0u64);
+        for op in &manifest.operators {
+            for st in &op.subtasks {
+                for inline in &st.inline_state {
+                    match (op.uid.as_str(), inline.name.as_str()) {
+                        ("paced", "source.position") => {
+                            let next = decode_u64_position(&inline.bytes).unwrap();
+                            emitted += (next - u64::from(st.index)) / workers;
+                        }
+                        ("tally", "sink.state") => sunk += decode_tally(&inline.bytes).unwrap().0,
+                        _ => {}
+                    }
+                }
+                for e in &st.extents {
+                    assert_eq!(e.kind, BlockKind::KeyedState);
+                    let seg = SegmentReader::open(c.dir.join(&e.segment)).unwrap();
+                    let payload = seg.read_block(e).unwrap();
+                    assert_eq!(payload.len() % 24, 0, "(key, (count, sum)) entries");
+                    for entry in payload.chunks_exact(24) {
+                        keyed += u64::from_le_bytes(entry[8..16].try_into().unwrap());
+                    }
+                }
+            }
+        }
+        out.push((c.id, emitted, keyed, sunk));
+    }
+    out
+}
+
+#[test]
+fn every_checkpoint_is_consistent_and_the_result_exact() {
+    let dir = temp_dir("consistent");
+    let s = Setup {
+        n: 300_000,
+        keys: 1_000,
+        per_ms: 1_000,
+        fail_at: None,
+    };
+    let (job, tallies) = job(&s);
+    let result = run_ok(job, &checkpointed(2, &dir, 1_000));
+    assert_exact(&tallies, s.n, s.keys);
+    let completed = result
+        .checkpoints
+        .iter()
+        .filter(|c| c.status == weir_runtime::checkpoint::stats::CheckpointStatus::Completed)
+        .count();
+    assert!(
+        completed >= 5,
+        "checkpoints every 15 ms over ~300 ms: {completed}"
+    );
+    assert!(
+        result.checkpoints.last().unwrap().is_final,
+        "the last one is final"
+    );
+    let counters = counters_of(&dir, 2);
+    assert_eq!(
+        counters.len(),
+        completed,
+        "every completed checkpoint is retained"
+    );
+    let mut nonzero = 0;
+    for (id, emitted, keyed, sunk) in &counters {
+        assert_eq!(
+            (emitted, keyed),
+            (sunk, sunk),
+            "checkpoint {id}: the sources' emitted count, the keyed counts and the sink's count differ"
+        );
+        nonzero += usize::from(*emitted > 0 && *emitted < s.n);
+    }
+    assert!(nonzero >= 3, "checkpoints taken mid-stream: {counters:?}");
+    assert_eq!(
+        counters[0].1, s.n,
+        "the final checkpoint holds every record"
+    );
+    assert!(dir.join("checkpoint-history.json").is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn retention_keeps_the_newest_checkpoints() {
+    let dir = temp_dir("retained");
+    let s = Setup {
+        n: 100_000,
+        keys: 100,
+        per_ms: 1_000,
+        fail_at: None,
+    };
+    let (job, tallies) = job(&s);
+    run_ok(job, &checkpointed(2, &dir, 2));
+    assert_exact(&tallies, s.n, s.keys);
+    let list = CheckpointStorage::open(&dir).unwrap().list().unwrap();
+    assert_eq!(list.len(), 2, "{list:?}");
+    assert!(list.iter().all(|c| c.complete));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_failure_restarts_from_the_latest_checkpoint_exactly_once() {
+    let dir = temp_dir("failover");
+    let s = Setup {
+        n: 300_000,
+        keys: 500,
+        per_ms: 1_000,
+        fail_at: Some(150_001),
+    };
+    let (job, tallies) = job(&s);
+    let mut o = checkpointed(2, &dir, 1);
+    o.restart = RestartStrategy::FixedDelay(FixedDelay {
+        attempts: 2,
+        delay: Duration::from_millis(10),
+    });
+    let result = run_ok(job, &o);
+    assert_eq!(result.restarts, 1);
+    let restored = result.restored.expect("the second attempt restored");
+    assert!(
+        restored.checkpoint_id >= 2,
+        "restored from a mid-stream checkpoint"
+    );
+    assert_exact(&tallies, s.n, s.keys);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn without_restarts_a_failure_fails_the_job() {
+    let dir = temp_dir("no-restart");
+    let s = Setup {
+        n: 100_000,
+        keys: 100,
+        per_ms: 1_000,
+        fail_at: Some(50_000),
+    };
+    let (job, _) = job(&s);
+    let mut o = checkpointed(2, &dir, 1);
+    o.restart = RestartStrategy::None;
+    match run_job(job, &o) {
+        Err(JobError::TaskFailed { message, .. }) => {
+            assert!(
+                message.contains("injected failure at record 50000"),
+                "{message}"
+            )
+        }
+        other => panic!("expected the failure, got {other:?}"),
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs the job to the end keeping 3 checkpoints, damages the newest with
+/// `damage`, and checks that restore skips it (naming `expect_in_error`),
+/// picks the previous one, and that a run restored from it is exact.
+fn falls_back_after(name: &str, damage: impl Fn(&Path), expect_in_error: &str) {
+    let dir = temp_dir(name);
+    let s = Setup {
+        n: 200_000,
+        keys: 300,
+        per_ms: 1_000,
+        fail_at: None,
+    };
+    let (job1, _) = job(&s);
+    run_ok(job1, &checkpointed(2, &dir, 3));
+    let storage = CheckpointStorage::open(&dir).unwrap();
+    let ids: Vec<u64> = storage.list().unwrap().iter().map(|c| c.id).collect();
+    assert_eq!(ids.len(), 3);
+    damage(&storage.checkpoint_dir(ids[0]));
+    let search = find_latest(&storage, "checkpointed-count", 128).unwrap();
+    assert_eq!(search.skipped.len(), 1, "{:?}", search.skipped);
+    assert_eq!(search.skipped[0].0, ids[0]);
+    assert!(
+        search.skipped[0].1.contains(expect_in_error),
+        "the error names the problem: {}",
+        search.skipped[0].1
+    );
+    assert_eq!(
+        search.found.as_ref().map(RestoredCheckpoint::id),
+        Some(ids[1])
+    );
+
+    let (job2, tallies) = job(&s);
+    let mut o = checkpointed(2, &dir, 3);
+    o.restore = RestoreFrom::Latest;
+    let result = run_ok(job2, &o);
+    assert_eq!(result.restored.unwrap().checkpoint_id, ids[1]);
+    assert_exact(&tallies, s.n, s.keys);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_flipped_byte_in_a_segment_falls_back_to_the_previous_checkpoint() {
+    falls_back_after(
+        "flip",
+        |chk| {
+            let seg = chk.join("w000.seg");
+            let mut bytes = std::fs::read(&seg).unwrap();
+            let at = 40.min(bytes.len() - 1);
+            bytes[at] ^= 0x20;
+            std::fs::write(&seg, bytes).unwrap();
+        },
+        "w000.seg",
+    );
+}
+
+#[test]
+fn a_truncated_manifest_falls_back_to_the_previous_checkpoint() {
+    falls_back_after(
+        "truncate",
+        |chk| {
+            let meta = chk.join("_metadata");
+            let bytes = std::fs::read(&meta).unwrap();
+            std::fs::write(&meta, &bytes[..bytes.len() / 2]).unwrap();
+        },
+        "_metadata",
+    );
+}
+
+#[test]
+fn a_deleted_segment_falls_back_to_the_previous_checkpoint() {
+    falls_back_after(
+        "delete",
+        |chk| std::fs::remove_file(chk.join("w001.seg")).unwrap(),
+        "w001.seg",
+    );
+}
+
+#[test]
+fn restore_latest_without_checkpoints_starts_fresh() {
+    let dir = temp_dir("fresh");
+    let s = Setup {
+        n: 50_000,
+        keys: 50,
+        per_ms: 5_000,
+        fail_at: None,
+    };
+    let (job, tallies) = job(&s);
+    let mut o = checkpointed(2, &dir, 1);
+    o.restore = RestoreFrom::Latest;
+    let result = run_ok(job, &o);
+    assert!(result.restored.is_none());
+    assert_exact(&tallies, s.n, s.keys);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn at_least_once_mode_completes_checkpoints() {
+    let dir = temp_dir("alo");
+    let s = Setup {
+        n: 100_000,
+        keys: 100,
+        per_ms: 1_000,
+        fail_at: None,
+    };
+    let (job, tallies) = job(&s);
+    let mut o = checkpointed(2, &dir, 1);
+    o.checkpointing.as_mut().unwrap().exactly_once = false;
+    let result = run_ok(job, &o);
+    assert!(result.checkpoints.len() >= 3);
+    assert_exact(&tallies, s.n, s.keys);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_function_that_does_not_visit_its_state_is_rejected() {
+    struct Forgetful(KeyedValueState<u64, u64>);
+    impl KeyedProcessFunction for Forgetful {
+        type Key = u64;
+        type In = (u64, u64);
+        type Out = (u64, u64, u64);
+        fn process<C: Collector<Self::Out>>(
+            &mut self,
+            ctx: &KeyContext<u64>,
+            r: (u64, u64),
+            out: &mut C,
+        ) {
+            self.0.update(ctx, r.1);
+            out.collect((r.0, 1, r.1));
+        }
+    }
+    let dir = temp_dir("forgetful");
+    let mut job = JobGraph::new("forgetful");
+    job.source("numbers", |info: &SubtaskInfo| {
+        weir_runtime::SequenceSource::new(info, 100, |i| (i % 7, i))
+    })
+    .key_by(|r: &(u64, u64)| r.0)
+    .process("forgets", |_: &SubtaskInfo| {
+        Forgetful(KeyedValueState::new("remembered"))
+    })
+    .sink("tally", |info: &SubtaskInfo| TallySink {
+        index: info.index,
+        records: 0,
+        checksum: 0,
+        into: Arc::default(),
+    });
+    match run_job(job, &checkpointed(1, &dir, 1)) {
+        Err(JobError::TaskFailed { message, .. }) => assert!(
+            message.contains("creates state `remembered` but its visit_state does not visit it"),
+            "{message}"
+        ),
+        other => panic!("expected a failure at start, got {other:?}"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2,13 +2,18 @@
 //! verify the result against the independent reference and report it as a
 //! readable summary plus one JSON object.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use weir_runtime::execute::human_rate;
-use weir_runtime::{execute_with_progress, Config, ExecutionOptions, JobError, Progress};
+use weir_runtime::{
+    execute_with_progress, CheckpointSummary, Config, ExecutionOptions, JobError, JobResult,
+    Progress, RestoreFrom, RestoreInfo,
+};
 
 use crate::jobs;
+use crate::output::{self, OutputCheck};
 use crate::reference;
 use crate::workload::{SinkResults, SourceCounts};
 
@@ -80,12 +85,35 @@ pub struct BenchReport {
     pub latency: Option<Latency>,
     /// Per worker: times it ran out of work and parked.
     pub parks: Vec<u64>,
+    /// Checkpoints taken, if checkpointing was on.
+    pub checkpoints: Option<CheckpointSummary>,
+    /// What the run restored.
+    pub restored: Option<RestoreInfo>,
+    /// In-process restarts.
+    pub restarts: u32,
+    /// The check of the committed output (`--output`).
+    pub output: Option<OutputCheck>,
+    /// Wall-clock ms (since the epoch) when the workers started processing.
+    pub released_unix_ms: f64,
+}
+
+/// How `weir bench` runs a workload beyond its configuration.
+#[derive(Clone, Debug, Default)]
+pub struct BenchOptions {
+    /// No progress lines.
+    pub quiet: bool,
+    /// `--restore`.
+    pub restore: RestoreFrom,
+    /// `--output DIR` (W1): write records exactly once into DIR.
+    pub output: Option<PathBuf>,
 }
 
 impl BenchReport {
     /// True if the engine's answer matches the reference exactly.
     pub fn verified(&self) -> bool {
-        self.records == self.expected_records && self.checksum == self.expected_checksum
+        self.records == self.expected_records
+            && self.checksum == self.expected_checksum
+            && self.output.as_ref().is_none_or(|o| o.exactly_once())
     }
 
     /// Records per second over the whole job.
@@ -115,6 +143,35 @@ impl BenchReport {
         if let Some(l) = self.latency {
             v["latency_us"] = json!({"p50": l.p50, "p99": l.p99, "p999": l.p999, "max": l.max});
         }
+        if let Some(c) = &self.checkpoints {
+            v["checkpoints"] = json!({
+                "completed": c.completed,
+                "failed": c.failed,
+                "duration_ms": {"p50": c.duration_ms.p50, "max": c.duration_ms.max},
+                "alignment_ms": {"p50": c.alignment_ms.p50, "max": c.alignment_ms.max},
+                "bytes": c.bytes,
+            });
+        }
+        if let Some(r) = &self.restored {
+            let secs = (r.verify + r.load).as_secs_f64().max(1e-9);
+            v["restored"] = json!({
+                "checkpoint": r.checkpoint_id,
+                "state_bytes": r.state_bytes,
+                "verify_s": r.verify.as_secs_f64(),
+                "load_s": r.load.as_secs_f64(),
+                "bytes_per_s": r.state_bytes as f64 / secs,
+            });
+        }
+        v["restarts"] = json!(self.restarts);
+        v["released_unix_ms"] = json!(self.released_unix_ms);
+        if let Some(o) = &self.output {
+            v["output"] = json!({
+                "files": o.files,
+                "lines": o.lines,
+                "exactly_once": o.exactly_once(),
+                "problems": o.problems,
+            });
+        }
         v
     }
 
@@ -138,6 +195,40 @@ impl BenchReport {
                 "MISMATCH"
             }
         );
+        if let Some(r) = &self.restored {
+            s += &format!(
+                "restored checkpoint {} ({} of state): verified in {:.3} s, loaded in {:.3} s\n",
+                r.checkpoint_id,
+                weir_runtime::checkpoint::stats::human_bytes(r.state_bytes),
+                r.verify.as_secs_f64(),
+                r.load.as_secs_f64()
+            );
+        }
+        if let Some(c) = &self.checkpoints {
+            s += &format!(
+                "checkpoints: {} completed, {} failed; duration p50 {:.0} ms max {:.0} ms; \
+                 alignment p50 {:.1} ms max {:.1} ms; {} written\n",
+                c.completed,
+                c.failed,
+                c.duration_ms.p50,
+                c.duration_ms.max,
+                c.alignment_ms.p50,
+                c.alignment_ms.max,
+                weir_runtime::checkpoint::stats::human_bytes(c.bytes)
+            );
+        }
+        if let Some(o) = &self.output {
+            s += &format!(
+                "output: {} lines in {} committed part files: {}\n",
+                o.lines,
+                o.files,
+                if o.exactly_once() {
+                    "every record exactly once".to_owned()
+                } else {
+                    format!("WRONG: {}", o.problems.join("; "))
+                }
+            );
+        }
         if let (Some(rate), Some(l)) = (self.achieved_rate, self.latency) {
             s += &format!(
                 "latency at {} records/s (buffer timeout {}): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, max {:.0} us\n",
@@ -155,10 +246,20 @@ impl BenchReport {
 
 /// Runs `workload` as configured by `config` (`job.records`, `job.keys`,
 /// `job.rate`, `job.warmup`, `job.duration` and the engine keys).
-pub fn run(workload: Workload, config: &Config, quiet: bool) -> Result<BenchReport, JobError> {
+pub fn run(
+    workload: Workload,
+    config: &Config,
+    bench: &BenchOptions,
+) -> Result<BenchReport, JobError> {
     let mut options = ExecutionOptions::from_config(config);
-    if quiet {
+    if bench.quiet {
         options.progress_interval = Duration::ZERO;
+    }
+    options.restore = bench.restore.clone();
+    if bench.output.is_some() && workload != Workload::W1 {
+        return Err(JobError::InvalidJob(
+            "--output is supported by w1 only".into(),
+        ));
     }
     let workers = options.workers;
     let keys = config.keys.unwrap_or(DEFAULT_KEYS);
@@ -167,9 +268,26 @@ pub fn run(workload: Workload, config: &Config, quiet: bool) -> Result<BenchRepo
     match workload {
         Workload::W1 => {
             let records = config.records.unwrap_or(W1_DEFAULT_RECORDS);
-            let job = jobs::w1(records, keys, config.rate, results.clone());
+            if let Some(dir) = &bench.output {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    JobError::InvalidJob(format!("cannot create --output {}: {e}", dir.display()))
+                })?;
+            }
+            let job = jobs::w1(
+                records,
+                keys,
+                config.rate,
+                results.clone(),
+                bench.output.clone(),
+            );
             let result = execute_with_progress(job, &options, &mut progress)?;
             let sinks = results.collected();
+            let output = match &bench.output {
+                Some(dir) => {
+                    Some(output::verify_output(dir, records, keys).map_err(JobError::InvalidJob)?)
+                }
+                None => None,
+            };
             Ok(BenchReport {
                 workload,
                 workers,
@@ -184,6 +302,11 @@ pub fn run(workload: Workload, config: &Config, quiet: bool) -> Result<BenchRepo
                 achieved_rate: None,
                 latency: None,
                 parks: result.metrics.parks.clone(),
+                checkpoints: summary(&options, &result),
+                restored: result.restored.clone(),
+                restarts: result.restarts,
+                output,
+                released_unix_ms: unix_ms(result.released_at),
             })
         }
         Workload::W3 => {
@@ -231,7 +354,24 @@ pub fn run(workload: Workload, config: &Config, quiet: bool) -> Result<BenchRepo
                     max: histogram.max() as f64 / 1e3,
                 }),
                 parks: result.metrics.parks.clone(),
+                checkpoints: summary(&options, &result),
+                restored: result.restored.clone(),
+                restarts: result.restarts,
+                output: None,
+                released_unix_ms: unix_ms(result.released_at),
             })
         }
     }
+}
+
+fn summary(options: &ExecutionOptions, result: &JobResult) -> Option<CheckpointSummary> {
+    options
+        .checkpointing
+        .as_ref()
+        .map(|_| CheckpointSummary::of(&result.checkpoints))
+}
+
+fn unix_ms(t: std::time::SystemTime) -> f64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }

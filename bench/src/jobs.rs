@@ -1,18 +1,28 @@
 //! The built-in jobs: the quickstart job and the W1/W3 benchmark jobs,
 //! written with the public job API exactly as a user would write them.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use weir_runtime::{JobGraph, SubtaskInfo};
 
+use crate::output::W1OutputSink;
 use crate::workload::{
     splitmix64, ChecksumSink, FastMod, KeyedCount, RunClock, SinkResults, SourceCounts, SourcePlan,
     WorkloadSource,
 };
 
-/// W1 keyed-count: `source(P) -> key_by(key) -> keyed op -> sink(P)`.
-pub fn w1(records: u64, keys: u64, rate: Option<u64>, results: Arc<SinkResults>) -> JobGraph {
+/// W1 keyed-count: `source(P) -> key_by(key) -> keyed op -> sink(P)`;
+/// with `output`, the sink also writes every record as a line
+/// `key,count,sum` into that directory, exactly once (transactional).
+pub fn w1(
+    records: u64,
+    keys: u64,
+    rate: Option<u64>,
+    results: Arc<SinkResults>,
+    output: Option<PathBuf>,
+) -> JobGraph {
     let clock = Arc::new(RunClock::default());
     let plan = SourcePlan {
         records,
@@ -20,16 +30,22 @@ pub fn w1(records: u64, keys: u64, rate: Option<u64>, results: Arc<SinkResults>)
         run_for: None,
     };
     let mut job = JobGraph::new("w1-keyed-count");
-    job.source("w1-source", move |info: &SubtaskInfo| {
-        WorkloadSource::new(info, plan, clock.clone(), move |i| {
-            (splitmix64(i) % keys, i)
+    let counted = job
+        .source("w1-source", move |info: &SubtaskInfo| {
+            WorkloadSource::new(info, plan, clock.clone(), move |i| {
+                (splitmix64(i) % keys, i)
+            })
         })
-    })
-    .key_by(|r: &(u64, u64)| r.0)
-    .process("w1-keyed-count", |_| KeyedCount::<(u64, u64)>::default())
-    .sink("w1-checksum-sink", move |info: &SubtaskInfo| {
-        ChecksumSink::new(info, results.clone())
-    });
+        .key_by(|r: &(u64, u64)| r.0)
+        .process("w1-keyed-count", |_| KeyedCount::<(u64, u64)>::default());
+    match output {
+        Some(dir) => counted.sink("w1-output-sink", move |info: &SubtaskInfo| {
+            W1OutputSink::new(info, results.clone(), &dir)
+        }),
+        None => counted.sink("w1-checksum-sink", move |info: &SubtaskInfo| {
+            ChecksumSink::new(info, results.clone())
+        }),
+    }
     job
 }
 

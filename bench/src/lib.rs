@@ -8,10 +8,13 @@
 //! reports the figures. `weir bench w1|w3` is the command-line front end.
 #![deny(missing_docs)]
 
+pub mod disk;
 pub mod harness;
 pub mod jobs;
+pub mod output;
 pub mod quickstart;
 pub mod reference;
+pub mod w5;
 pub mod workload;
 
-pub use harness::{run, BenchReport, Latency, Workload};
+pub use harness::{run, BenchOptions, BenchReport, Latency, Workload};

@@ -7,11 +7,11 @@
 //! job prints the heaviest users and checks every user's totals against a
 //! single-threaded computation of the same data.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use weir_runtime::{
-    Collector, JobGraph, KeyContext, KeyedProcessFunction, KeyedValueState, SequenceSource, Sink,
-    SubtaskInfo,
+    Collector, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates, KeyedValueState,
+    SequenceSource, Sink, SubtaskInfo,
 };
 
 use crate::workload::splitmix64;
@@ -32,9 +32,16 @@ pub fn event(i: u64, users: u64) -> (u64, u64) {
 }
 
 /// Per user: events and bytes, emitted on every event.
-#[derive(Default)]
 pub struct UserTotals {
-    totals: Option<KeyedValueState<u64, (u64, u64)>>,
+    totals: KeyedValueState<u64, (u64, u64)>,
+}
+
+impl Default for UserTotals {
+    fn default() -> Self {
+        Self {
+            totals: KeyedValueState::new("user-totals"),
+        }
+    }
 }
 
 impl KeyedProcessFunction for UserTotals {
@@ -49,19 +56,23 @@ impl KeyedProcessFunction for UserTotals {
         e: (u64, u64),
         out: &mut C,
     ) {
-        let state = self
-            .totals
-            .get_or_insert_with(|| KeyedValueState::new("user-totals"));
-        let t = state.value_mut_or_insert_with(ctx, || (0, 0));
+        let t = self.totals.value_mut_or_insert_with(ctx, || (0, 0));
         t.0 += 1;
         t.1 += e.1;
         out.collect((e.0, t.0, t.1));
     }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.totals);
+    }
 }
+
+/// `(user, events, bytes)` of the users one sink subtask saw.
+type Totals = Vec<(u64, u64, u64)>;
 
 /// Final per-user totals of all sink subtasks.
 pub struct QuickstartResults {
-    slots: Vec<OnceLock<Vec<(u64, u64, u64)>>>,
+    slots: Vec<Mutex<Option<Totals>>>,
 }
 
 struct LatestTotals {
@@ -86,14 +97,51 @@ impl Sink for LatestTotals {
             .filter(|(_, t)| t.0 > 0)
             .map(|(u, t)| (u as u64, t.0, t.1))
             .collect();
-        let _ = self.results.slots[self.index].set(totals);
+        *self.results.slots[self.index]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(totals);
+    }
+
+    /// The latest totals are the sink's state (a restored run reports
+    /// users whose last event came before the checkpoint too).
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Vec<u8>, String> {
+        let mut state = Vec::new();
+        for (user, t) in self.latest.iter().enumerate() {
+            if t.0 > 0 {
+                for v in [user as u64, t.0, t.1] {
+                    state.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        Ok(state)
+    }
+
+    fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
+        let Some((checkpoint, state)) = restored else {
+            return Ok(());
+        };
+        if state.len() % 24 != 0 {
+            return Err(format!(
+                "latest-totals state of checkpoint {checkpoint} has {} bytes, not a multiple of 24",
+                state.len()
+            ));
+        }
+        for entry in state.chunks_exact(24) {
+            let v = |i: usize| u64::from_le_bytes(entry[i * 8..i * 8 + 8].try_into().expect("8"));
+            let user = v(0) as usize;
+            let slot = self.latest.get_mut(user).ok_or_else(|| {
+                format!("latest-totals state of checkpoint {checkpoint} names unknown user {user}")
+            })?;
+            *slot = (v(1), v(2));
+        }
+        Ok(())
     }
 }
 
 /// Builds the quickstart job for `workers` sink subtasks.
 pub fn job(events: u64, users: u64, workers: usize) -> (JobGraph, Arc<QuickstartResults>) {
     let results = Arc::new(QuickstartResults {
-        slots: (0..workers).map(|_| OnceLock::new()).collect(),
+        slots: (0..workers).map(|_| Mutex::new(None)).collect(),
     });
     let sink_results = results.clone();
     let mut job = JobGraph::new("quickstart");
@@ -117,9 +165,8 @@ impl QuickstartResults {
         let mut all: Vec<_> = self
             .slots
             .iter()
-            .filter_map(|s| s.get())
+            .filter_map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).clone())
             .flatten()
-            .copied()
             .collect();
         all.sort_unstable();
         all

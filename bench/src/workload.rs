@@ -9,13 +9,13 @@
 //! `checksum += key * M + count` (wrapping).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use weir_runtime::{
-    Collector, KeyContext, KeyedProcessFunction, KeyedValueState, Sink, Source, SourcePoll,
-    SubtaskInfo, Wire,
+    Collector, KeyContext, KeyedProcessFunction, KeyedStates, KeyedValueState, Sink, Source,
+    SourcePoll, SubtaskInfo, Wire,
 };
 
 /// The multiplier of the sink checksum.
@@ -296,6 +296,8 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for WorkloadSource<F> {
                 allowed = allowed.min(due - self.emitted);
             }
         }
+        weir_runtime::failpoint::panic_once("source-panic", self.next);
+        weir_runtime::failpoint::panic_always("source-panic-always", self.next);
         let mut n = 0;
         while n < allowed {
             if self.next >= self.plan.records {
@@ -361,6 +363,10 @@ impl<R: CountRecord> KeyedProcessFunction for KeyedCount<R> {
         t.1 = t.1.wrapping_add(value.value());
         out.collect(value.output(t.0, t.1));
     }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.totals);
+    }
 }
 
 /// What one sink subtask saw.
@@ -376,23 +382,31 @@ pub struct SinkResult {
     pub latency_ns: Option<Histogram<u64>>,
 }
 
-/// Where sink subtasks leave their results, one slot per subtask.
+/// Where sink subtasks leave their results, one slot per subtask (the
+/// last attempt's, after in-process restarts).
 #[derive(Debug)]
 pub struct SinkResults {
-    slots: Vec<OnceLock<SinkResult>>,
+    slots: Vec<Mutex<Option<SinkResult>>>,
 }
 
 impl SinkResults {
     /// Slots for `parallelism` sink subtasks.
     pub fn new(parallelism: usize) -> Arc<Self> {
         Arc::new(Self {
-            slots: (0..parallelism).map(|_| OnceLock::new()).collect(),
+            slots: (0..parallelism).map(|_| Mutex::new(None)).collect(),
         })
     }
 
     /// Every subtask's result (missing ones, e.g. after a failure, skipped).
     pub fn collected(&self) -> Vec<SinkResult> {
-        self.slots.iter().filter_map(|s| s.get().cloned()).collect()
+        self.slots
+            .iter()
+            .filter_map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect()
+    }
+
+    fn set(&self, index: usize, result: SinkResult) {
+        *self.slots[index].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
     }
 }
 
@@ -481,12 +495,39 @@ impl<O: CountOutput> Sink for ChecksumSink<O> {
     }
 
     fn finish(&mut self) {
-        let _ = self.results.slots[self.index].set(SinkResult {
-            records: self.records,
-            checksum: self.checksum,
-            recorded: self.recorded,
-            latency_ns: self.latency.as_ref().map(|w| w.histogram.clone()),
-        });
+        self.results.set(
+            self.index,
+            SinkResult {
+                records: self.records,
+                checksum: self.checksum,
+                recorded: self.recorded,
+                latency_ns: self.latency.as_ref().map(|w| w.histogram.clone()),
+            },
+        );
+    }
+
+    /// The running count and checksum are the sink's state: restored, they
+    /// let a run that resumed from a checkpoint verify the whole output.
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Vec<u8>, String> {
+        let mut state = Vec::with_capacity(16);
+        state.extend_from_slice(&self.records.to_le_bytes());
+        state.extend_from_slice(&self.checksum.to_le_bytes());
+        Ok(state)
+    }
+
+    fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
+        let Some((checkpoint, state)) = restored else {
+            return Ok(());
+        };
+        let state: [u8; 16] = state.try_into().map_err(|_| {
+            format!(
+                "checksum sink state of checkpoint {checkpoint} has {} bytes, expected 16",
+                state.len()
+            )
+        })?;
+        self.records = u64::from_le_bytes(state[..8].try_into().expect("8 bytes"));
+        self.checksum = u64::from_le_bytes(state[8..].try_into().expect("8 bytes"));
+        Ok(())
     }
 }
 

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use weir_bench::{quickstart, Workload};
-use weir_runtime::{execute, Config, ExecutionOptions, JobName};
+use weir_bench::{quickstart, BenchOptions, Workload};
+use weir_runtime::{execute, Config, ExecutionOptions, JobName, RestoreFrom};
 
 #[derive(Parser)]
 #[command(
@@ -54,6 +54,15 @@ enum Command {
         /// No progress lines on stderr.
         #[arg(long)]
         quiet: bool,
+        /// W1: write every sink record as a line `key,count,sum` into DIR
+        /// through the exactly-once transactional file sink, and verify the
+        /// committed files at the end.
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+        /// W5: working directory for checkpoints, output and logs (default
+        /// `w5-work` in the current directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -70,12 +79,28 @@ struct Common {
     /// Workers, one pinned per core (parallelism.default).
     #[arg(long)]
     workers: Option<usize>,
+    /// Resume from a checkpoint: `latest` (the newest complete and verified
+    /// one in state.checkpoints.dir; a fresh start if there is none) or the
+    /// path of a `chk-<id>` directory.
+    #[arg(long, value_name = "latest|PATH")]
+    restore: Option<String>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+impl Common {
+    fn restore_from(&self) -> RestoreFrom {
+        match self.restore.as_deref() {
+            None => RestoreFrom::Nothing,
+            Some("latest") => RestoreFrom::Latest,
+            Some(path) => RestoreFrom::Path(PathBuf::from(path)),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BenchName {
     W1,
     W3,
+    W5,
 }
 
 fn main() -> ExitCode {
@@ -86,10 +111,15 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
+            let bench = BenchOptions {
+                quiet: false,
+                restore: common.restore_from(),
+                output: None,
+            };
             match config.job {
-                JobName::Quickstart => run_quickstart(&config),
-                JobName::W1 => run_bench(Workload::W1, &config, false, false),
-                JobName::W3 => run_bench(Workload::W3, &config, false, false),
+                JobName::Quickstart => run_quickstart(&config, common.restore_from()),
+                JobName::W1 => run_bench(Workload::W1, &config, &bench, false),
+                JobName::W3 => run_bench(Workload::W3, &config, &bench, false),
             }
         }
         Command::Bench {
@@ -100,8 +130,13 @@ fn main() -> ExitCode {
             warmup,
             duration,
             quiet,
+            output,
+            dir,
             common,
         } => {
+            if workload == BenchName::W5 {
+                return run_w5(n, k, dir, &common);
+            }
             let mut extra = Vec::new();
             if let Some(n) = n {
                 extra.push(format!("job.records={n}"));
@@ -125,8 +160,14 @@ fn main() -> ExitCode {
             let workload = match workload {
                 BenchName::W1 => Workload::W1,
                 BenchName::W3 => Workload::W3,
+                BenchName::W5 => unreachable!("handled above"),
             };
-            run_bench(workload, &config, quiet, true)
+            let bench = BenchOptions {
+                quiet,
+                restore: common.restore_from(),
+                output,
+            };
+            run_bench(workload, &config, &bench, true)
         }
     }
 }
@@ -154,8 +195,8 @@ fn load(common: &Common, extra: Vec<String>) -> Result<Config, ExitCode> {
     })
 }
 
-fn run_bench(workload: Workload, config: &Config, quiet: bool, json: bool) -> ExitCode {
-    match weir_bench::run(workload, config, quiet) {
+fn run_bench(workload: Workload, config: &Config, bench: &BenchOptions, json: bool) -> ExitCode {
+    match weir_bench::run(workload, config, bench) {
         Ok(report) => {
             print!("{}", report.summary());
             if json {
@@ -175,8 +216,9 @@ fn run_bench(workload: Workload, config: &Config, quiet: bool, json: bool) -> Ex
     }
 }
 
-fn run_quickstart(config: &Config) -> ExitCode {
-    let options = ExecutionOptions::from_config(config);
+fn run_quickstart(config: &Config, restore: RestoreFrom) -> ExitCode {
+    let mut options = ExecutionOptions::from_config(config);
+    options.restore = restore;
     let events = config.records.unwrap_or(quickstart::DEFAULT_EVENTS);
     let users = config.keys.unwrap_or(quickstart::DEFAULT_USERS);
     println!(
@@ -227,5 +269,76 @@ fn run_quickstart(config: &Config) -> ExitCode {
     } else {
         eprintln!("error: totals differ from the single-threaded reference");
         ExitCode::from(1)
+    }
+}
+
+/// `weir bench w5`: two child runs of `weir bench w1` with a SIGKILL in
+/// between (see weir_bench::w5).
+fn run_w5(n: Option<u64>, k: Option<u64>, dir: Option<PathBuf>, common: &Common) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot find the weir executable: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut passthrough = Vec::new();
+    let mut interval = std::time::Duration::from_secs(5);
+    if let Some(c) = &common.config {
+        passthrough.extend(["--config".to_owned(), c.display().to_string()]);
+    }
+    for s in &common.set {
+        if let Some(v) = s.strip_prefix("execution.checkpointing.interval=") {
+            match weir_runtime::config::parse_duration(v) {
+                Some(d) => interval = d,
+                None => {
+                    eprintln!(
+                        "error: execution.checkpointing.interval: `{v}` is not a duration (e.g. 5s, 300ms)"
+                    );
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        passthrough.extend(["--set".to_owned(), s.clone()]);
+    }
+    if let Some(w) = common.workers {
+        passthrough.extend(["--workers".to_owned(), w.to_string()]);
+    }
+    passthrough.push("--quiet".to_owned());
+    let args = weir_bench::w5::W5Args {
+        records: n.unwrap_or(weir_bench::w5::W5_RECORDS),
+        keys: k.unwrap_or(weir_bench::w5::W5_KEYS),
+        interval,
+        kill_after: 3,
+        dir: dir.unwrap_or_else(|| PathBuf::from("w5-work")),
+        passthrough,
+    };
+    match weir_bench::w5::run(&exe, &args) {
+        Ok(report) => {
+            let ok = report["exactly_once"] == true && report["verified"] == true;
+            println!(
+                "weir bench w5: restored {} bytes of state in {:.3} s ({:.2} GB/s, disk reads {:.2} GB/s); \
+                 snapshots written at {:.2} GB/s (disk writes {:.2} GB/s); first record {:.0} ms after \
+                 process start; output {}",
+                report["restore"]["state_bytes"],
+                report["restore"]["seconds"].as_f64().unwrap_or(0.0),
+                report["restore"]["bytes_per_s"].as_f64().unwrap_or(0.0) / 1e9,
+                report["disk"]["read_bytes_per_s"].as_f64().unwrap_or(0.0) / 1e9,
+                report["snapshot"]["write_bytes_per_s_p50"].as_f64().unwrap_or(0.0) / 1e9,
+                report["disk"]["write_bytes_per_s"].as_f64().unwrap_or(0.0) / 1e9,
+                report["restore"]["process_start_to_first_record_ms"].as_f64().unwrap_or(0.0),
+                if ok { "exactly once" } else { "WRONG" }
+            );
+            println!("{report}");
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
     }
 }

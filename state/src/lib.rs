@@ -27,6 +27,7 @@
 
 pub mod arena;
 pub mod key_group;
+pub mod prefetch;
 pub mod snapshot;
 pub mod value_state;
 

@@ -185,6 +185,19 @@ where
         }
     }
 
+    /// Prefetches the table position `hash` would be stored at, for bulk
+    /// inserts that know their next keys (a restore): a hint, no effect on
+    /// the state.
+    #[inline(always)]
+    pub fn prefetch_hashed(&self, hash: u64) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let pos = (hash >> self.shift) as usize;
+        crate::prefetch::prefetch_read(&self.tags[pos]);
+        crate::prefetch::prefetch_read(self.slots.get(pos));
+    }
+
     /// Makes room for `additional` more keys, so that inserting them never
     /// rehashes: grows the table once, now, to the capacity they need (a
     /// restore calls this with the number of entries it will insert).

@@ -16,6 +16,7 @@
 //! [`KeyedProcessFunction::visit_state`](crate::KeyedProcessFunction::visit_state);
 //! the same visit serves snapshots and restores ([`KeyedStates`]).
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use weir_net::{CheckpointBarrier, Wire};
@@ -51,7 +52,18 @@ where
     }
 
     fn serialize_key_groups(&self, max_parallelism: u32, range: KeyGroupRange) -> Vec<Vec<u8>> {
-        let mut out: Vec<Vec<u8>> = (0..range.len()).map(|_| Vec::new()).collect();
+        // Keys spread evenly over key groups: reserve each group's share
+        // (with 1/8 slack) from the first entry's size, so the buffers do
+        // not grow entry by entry.
+        let per_entry = self
+            .iter()
+            .next()
+            .map_or(0, |(k, v)| k.encoded_len() + v.encoded_len());
+        let share = self.len() / range.len().max(1) as usize;
+        let reserve = (share + share / 8 + 16) * per_entry;
+        let mut out: Vec<Vec<u8>> = (0..range.len())
+            .map(|_| Vec::with_capacity(reserve))
+            .collect();
         for (k, v) in self.iter() {
             let kg = key_group_for_hash(k.key_hash(), max_parallelism);
             debug_assert!(range.contains(kg), "a key outside the subtask's range");
@@ -63,10 +75,19 @@ where
     }
 }
 
+#[inline]
 fn append_wire<T: Wire>(buf: &mut Vec<u8>, value: &T) {
-    let at = buf.len();
-    buf.resize(at + value.encoded_len(), 0);
-    value.write(&mut buf[at..]);
+    let n = value.encoded_len();
+    if n <= 32 {
+        // Small fixed-size values: encode on the stack, then one copy.
+        let mut tmp = [0u8; 32];
+        value.write(&mut tmp[..n]);
+        buf.extend_from_slice(&tmp[..n]);
+    } else {
+        let at = buf.len();
+        buf.resize(at + n, 0);
+        value.write(&mut buf[at..]);
+    }
 }
 
 /// One operator subtask's part of a task snapshot.
@@ -248,28 +269,71 @@ where
     V: Copy + Wire,
 {
     let name = state.name().to_owned();
+    let started = Instant::now();
     let blocks = scope.keyed_blocks(&name)?;
     let inner = state.inner_mut();
-    for block in &blocks {
-        let mut pos = 0;
-        let bytes = block.payload;
-        while pos < bytes.len() {
-            let (k, n) = K::read(&bytes[pos..]).map_err(|e| block.describe(&name, pos, &e))?;
-            pos += n;
-            let (v, n) = V::read(&bytes[pos..]).map_err(|e| block.describe(&name, pos, &e))?;
-            pos += n;
-            let hash = k.key_hash();
-            let kg = key_group_for_hash(hash, scope.max_parallelism());
-            if !block.key_groups.contains(kg) {
-                return Err(format!(
-                    "state `{name}`: a key of key group {kg} is stored in the block of key groups {:?} ({})",
-                    block.key_groups, block.segment
-                ));
-            }
-            if scope.key_groups().contains(kg) {
-                inner.put_hashed(k, hash, v);
+    // Size the table once: the first entry's encoded size estimates the
+    // number of entries (exactly, for fixed-size keys and values).
+    let total: usize = blocks.iter().map(|b| b.payload.len()).sum();
+    if let Some(first) = blocks.iter().find(|b| !b.payload.is_empty()) {
+        let entry = K::read(first.payload)
+            .and_then(|(_, n)| V::read(&first.payload[n..]).map(|(_, m)| n + m))
+            .map_err(|e| first.describe(&name, 0, &e))?;
+        inner.reserve(total / entry.max(1));
+    }
+    // Entries land at random table positions: prefetch each one's slot a
+    // few entries before inserting it, so the cache misses overlap.
+    const AHEAD: usize = 16;
+    let reserved = started.elapsed();
+    let mine = scope.key_groups();
+    let max_parallelism = scope.max_parallelism();
+    let mut pipeline: VecDeque<(K, u64, V)> = VecDeque::with_capacity(AHEAD + 1);
+    // Each key group's block lists its entries in the order of the table
+    // they were frozen from, i.e. by table position. Taking the blocks in
+    // lockstep, a slice of each per round, makes each round insert into
+    // one region of the new table: cache-friendly. (Only speed depends on
+    // this order; any order restores the same state.)
+    const ROUNDS: usize = 256;
+    let mut cursors = vec![0usize; blocks.len()];
+    for round in 1..=ROUNDS {
+        for (block, pos) in blocks.iter().zip(cursors.iter_mut()) {
+            let bytes = block.payload;
+            let end = bytes.len() * round / ROUNDS;
+            while *pos < end {
+                let at = *pos;
+                let (k, n) = K::read(&bytes[at..]).map_err(|e| block.describe(&name, at, &e))?;
+                let (v, m) =
+                    V::read(&bytes[at + n..]).map_err(|e| block.describe(&name, at + n, &e))?;
+                *pos = at + n + m;
+                let hash = k.key_hash();
+                let kg = key_group_for_hash(hash, max_parallelism);
+                if !block.key_groups.contains(kg) {
+                    return Err(format!(
+                        "state `{name}`: a key of key group {kg} is stored in the block of key groups {:?} ({})",
+                        block.key_groups, block.segment
+                    ));
+                }
+                if mine.contains(kg) {
+                    inner.prefetch_hashed(hash);
+                    pipeline.push_back((k, hash, v));
+                    if pipeline.len() > AHEAD {
+                        let (k, hash, v) = pipeline.pop_front().expect("not empty");
+                        inner.put_hashed(k, hash, v);
+                    }
+                }
             }
         }
     }
+    for (k, hash, v) in pipeline {
+        inner.put_hashed(k, hash, v);
+    }
+    crate::checkpoint::trace!(
+        "restored state `{name}`: {} entries from {} blocks ({} bytes) in {:?} ({:?} to size the table)",
+        inner.len(),
+        blocks.len(),
+        total,
+        started.elapsed(),
+        reserved
+    );
     Ok(())
 }

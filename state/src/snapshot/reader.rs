@@ -20,7 +20,13 @@ fn map_file(file: &File) -> std::io::Result<Mmap> {
     // mapped bytes). The mapping is read-only, and every byte read
     // through it is validated (bounds, magic, version, checksums, padding)
     // before it is trusted, so corrupt contents yield errors, never panics.
-    unsafe { Mmap::map(file) }
+    let map = unsafe { Mmap::map(file) }?;
+    // A segment is read front to back, once: ask the kernel to read ahead
+    // aggressively and to start now (both are hints; failures are
+    // harmless).
+    let _ = map.advise(memmap2::Advice::Sequential);
+    let _ = map.advise(memmap2::Advice::WillNeed);
+    Ok(map)
 }
 
 /// A segment file, mapped for reading.

@@ -36,3 +36,25 @@ for rate in 200000 1000000; do
             python3 -c "import json,sys; j=json.loads(sys.stdin.read()); l=j['latency_us']; print(f\"| $rate | $t | {j['achieved_rate']:.0f} | {l['p50']:.0f} | {l['p99']:.0f} | {l['p999']:.0f} | {l['max']:.0f} | {j['verified']} |\")"
     done
 done
+echo
+echo "## W1 with aligned checkpoints every 1 s vs none, alternating (ratio = with / without)"
+echo
+echo "| pair | without | with | ratio | checkpoints | duration p50/max ms | alignment p50/max ms |"
+echo "|---|---|---|---|---|---|---|"
+CK_DIR=${CK_DIR:-target/bench-checkpoints}
+for i in $(seq 1 "$RUNS"); do
+    a=$($WEIR bench w1 --n "$W1_N" --k 100000 --workers "$WORKERS" --quiet | tail -1)
+    rm -rf "$CK_DIR"
+    b=$($WEIR bench w1 --n "$W1_N" --k 100000 --workers "$WORKERS" --quiet \
+        --set execution.checkpointing.interval=1s --set "state.checkpoints.dir=$CK_DIR" | tail -1)
+    python3 -c "
+import json,sys
+a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); c=b['checkpoints']
+print(f\"| $i | {a['records_per_s']/1e6:.1f} M | {b['records_per_s']/1e6:.1f} M | {b['records_per_s']/a['records_per_s']:.2f} | {c['completed']} ok, {c['failed']} failed | {c['duration_ms']['p50']:.0f}/{c['duration_ms']['max']:.0f} | {c['alignment_ms']['p50']:.2f}/{c['alignment_ms']['max']:.2f} |\")
+" "$a" "$b"
+done
+echo
+echo "## W5 recovery: weir bench w5 (N = 100,000,000, K = 10,000,000, checkpoints every 5 s)"
+echo
+W5_DIR=${W5_DIR:-target/w5}
+$WEIR bench w5 --workers "$WORKERS" --dir "$W5_DIR" | head -1

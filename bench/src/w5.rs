@@ -141,16 +141,22 @@ pub fn run(exe: &Path, a: &W5Args) -> Result<Value, String> {
         killed_after.len(),
         started.elapsed().as_secs_f64()
     );
-    // Snapshot write throughput: bytes of a checkpoint over its slowest
-    // task's asynchronous part (the workers write in parallel).
-    let mut write_rates: Vec<f64> = killed_after
-        .iter()
-        .filter_map(|r| {
-            let bytes = r["bytes"].as_f64()?;
-            let secs = r["async_ms"].as_f64()? / 1e3;
-            (secs > 0.0).then_some(bytes / secs)
-        })
-        .collect();
+    // Snapshot write throughput: a checkpoint's bytes over the longest
+    // asynchronous part of the tasks that wrote state (the workers write in
+    // parallel; a source's acknowledgement also waits for the other tasks
+    // of its worker, including their synchronous part).
+    let rate_of = |r: &Value| -> Option<f64> {
+        let bytes = r["bytes"].as_f64()?;
+        let secs = r["tasks"]
+            .as_array()?
+            .iter()
+            .filter(|t| t["bytes"].as_u64().unwrap_or(0) > 0)
+            .filter_map(|t| t["async_ms"].as_f64())
+            .fold(0.0, f64::max)
+            / 1e3;
+        (secs > 0.0).then_some(bytes / secs)
+    };
+    let mut write_rates: Vec<f64> = killed_after.iter().filter_map(rate_of).collect();
     write_rates.sort_by(f64::total_cmp);
     let state_bytes = killed_after
         .last()
@@ -184,6 +190,15 @@ pub fn run(exe: &Path, a: &W5Args) -> Result<Value, String> {
                 a.dir.join("run2.stderr").display()
             )
         })?;
+    // The restored run's final checkpoint is taken after the end of input:
+    // the same snapshot path without records competing for the cores.
+    let idle_write_rate = fs::read(&history)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Vec<Value>>(&b).ok())
+        .and_then(|h| h.into_iter().rev().find(|r| r["is_final"] == true))
+        .as_ref()
+        .and_then(rate_of)
+        .unwrap_or(0.0);
     let restored = &report["restored"];
     let restore_bytes = restored["state_bytes"].as_f64().unwrap_or(0.0);
     let restore_secs =
@@ -209,6 +224,8 @@ pub fn run(exe: &Path, a: &W5Args) -> Result<Value, String> {
             "bytes": state_bytes,
             "write_bytes_per_s_p50": write_p50,
             "write_vs_disk": write_p50 / rates.write_bytes_per_s,
+            "final_write_bytes_per_s": idle_write_rate,
+            "final_write_vs_disk": idle_write_rate / rates.write_bytes_per_s,
         },
         "restore": {
             "checkpoint": restored["checkpoint"],

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use weir_net::{CheckpointBarrier, Wire};
 use weir_state::value_state::FrozenValueState;
-use weir_state::{key_group_for_hash, KeyGroupRange, KeyHash};
+use weir_state::{KeyGroupAssigner, KeyGroupRange, KeyHash};
 
 use crate::checkpoint::restore::RestoreScope;
 use crate::keyed::KeyedValueState;
@@ -64,8 +64,11 @@ where
         let mut out: Vec<Vec<u8>> = (0..range.len())
             .map(|_| Vec::with_capacity(reserve))
             .collect();
+        // A mask instead of a division when the key groups are a power of
+        // two (the default 128).
+        let groups = KeyGroupAssigner::new(max_parallelism, 1);
         for (k, v) in self.iter() {
-            let kg = key_group_for_hash(k.key_hash(), max_parallelism);
+            let kg = groups.key_group(k.key_hash());
             debug_assert!(range.contains(kg), "a key outside the subtask's range");
             let buf = &mut out[(kg - range.start()) as usize];
             append_wire(buf, k);
@@ -286,7 +289,7 @@ where
     const AHEAD: usize = 16;
     let reserved = started.elapsed();
     let mine = scope.key_groups();
-    let max_parallelism = scope.max_parallelism();
+    let groups = KeyGroupAssigner::new(scope.max_parallelism(), 1);
     let mut pipeline: VecDeque<(K, u64, V)> = VecDeque::with_capacity(AHEAD + 1);
     // Each key group's block lists its entries in the order of the table
     // they were frozen from, i.e. by table position. Taking the blocks in
@@ -306,7 +309,7 @@ where
                     V::read(&bytes[at + n..]).map_err(|e| block.describe(&name, at + n, &e))?;
                 *pos = at + n + m;
                 let hash = k.key_hash();
-                let kg = key_group_for_hash(hash, max_parallelism);
+                let kg = groups.key_group(hash);
                 if !block.key_groups.contains(kg) {
                     return Err(format!(
                         "state `{name}`: a key of key group {kg} is stored in the block of key groups {:?} ({})",

@@ -172,6 +172,7 @@ async fn finish_segment(mut seg: OpenSegment, acks: &Sender<CoordinatorMsg>) {
         }
     }
     let direct = seg.file.is_direct();
+    trace!("writer: checkpoint {} synced", seg.checkpoint);
     if let Err(e) = seg.file.close().await {
         seg.failed.get_or_insert(e.to_string());
     }
@@ -216,7 +217,9 @@ async fn write_job(
         let mut extents = Vec::new();
         for (name, frozen) in &op.keyed {
             entries += frozen.len() as u64;
+            let t0 = Instant::now();
             let parts = frozen.serialize_key_groups(op.info.max_parallelism, range);
+            let serialized = t0.elapsed();
             for (i, payload) in parts.iter().enumerate() {
                 if payload.is_empty() {
                     continue;
@@ -236,6 +239,12 @@ async fn write_job(
                 crate::failpoint::hit("snapshot-write", job.barrier.id);
                 glommio::yield_if_needed().await;
             }
+            trace!(
+                "writer w{worker}: state `{name}` of {}: {} entries serialized in {serialized:?}, written in {:?}",
+                job.task,
+                frozen.len(),
+                t0.elapsed() - serialized
+            );
         }
         let inline_state: Vec<InlineState> = op
             .inline

@@ -9,6 +9,7 @@ mod backpressure;
 mod chaining;
 mod checkpoint;
 mod failure;
+mod files;
 mod lifecycle;
 mod routing;
 mod strings;

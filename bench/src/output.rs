@@ -114,6 +114,10 @@ impl Sink for W1OutputSink {
     fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), String> {
         self.file.notify_checkpoint_complete(checkpoint_id)
     }
+
+    fn take_files_to_sync(&mut self) -> Vec<std::path::PathBuf> {
+        self.file.take_files_to_sync()
+    }
 }
 
 fn split_state(state: &[u8]) -> Option<(&[u8], &[u8])> {

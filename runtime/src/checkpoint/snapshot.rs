@@ -140,6 +140,9 @@ pub struct TaskSnapshot {
     pub operators: Vec<OperatorState>,
     /// Timing.
     pub timing: SnapshotTiming,
+    /// Files sinks pre-committed without syncing: fsynced in the
+    /// asynchronous part, before the acknowledgement.
+    pub files_to_sync: Vec<std::path::PathBuf>,
 }
 
 impl TaskSnapshot {
@@ -162,6 +165,7 @@ impl TaskSnapshot {
                 sync_started: now,
                 sync: Duration::ZERO,
             },
+            files_to_sync: Vec::new(),
         }
     }
 

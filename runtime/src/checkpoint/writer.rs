@@ -269,6 +269,16 @@ async fn write_job(
             },
         ));
     }
+    // Sinks' pre-committed files: durable before the acknowledgement.
+    for path in &job.files_to_sync {
+        let synced = async {
+            let f = glommio::io::BufferedFile::open(path).await?;
+            f.fdatasync().await?;
+            f.close().await
+        }
+        .await;
+        synced.map_err(|e| format!("cannot fsync {}: {e}", path.display()))?;
+    }
     Ok(TaskAck {
         checkpoint: job.barrier.id,
         task: job.task.clone(),

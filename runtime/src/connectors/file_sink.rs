@@ -35,8 +35,13 @@
 //!   created with the first bytes of a transaction, so an empty transaction
 //!   creates no file.
 //! - [`Sink::snapshot_state`]`(n)` (barrier `n`, *pre-commit*): write the
-//!   buffer, fsync and close the in-progress file, rename it to
-//!   `.pending-{s}-{n}`, fsync the directory. The returned state lists the
+//!   buffer, close the in-progress file and rename it to `.pending-{s}-{n}`.
+//!   The pending file and the directory are then handed to the runtime
+//!   ([`Sink::take_files_to_sync`]), which fsyncs both through io_uring in
+//!   the checkpoint's asynchronous part and acknowledges the checkpoint only
+//!   after that, so the synchronous part does not wait for the disk and a
+//!   complete checkpoint never names a pending file that is not durable
+//!   (used on its own, the caller must fsync them). The returned state lists the
 //!   pending transactions of this subtask (those not yet committed,
 //!   including `n` unless it was empty): a version byte `1`, the count as an
 //!   unsigned LEB128 varint, then the ids as varints, the first in full and
@@ -104,6 +109,9 @@ pub struct TransactionalFileSink<T, F> {
     /// The last snapshot's id, or the restored checkpoint's id.
     last_id: Option<u64>,
     initialized: bool,
+    /// Pre-committed files and the directory, to be fsynced by the runtime
+    /// before the checkpoint is acknowledged.
+    to_sync: Vec<PathBuf>,
     _records: PhantomData<fn(&T)>,
 }
 
@@ -150,6 +158,7 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
             pending: Vec::new(),
             last_id: None,
             initialized: false,
+            to_sync: Vec::new(),
             _records: PhantomData,
         }
     }
@@ -355,10 +364,11 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
         }
         if self.file.is_some() || !self.buf.is_empty() {
             self.write_buffer()?;
-            if let Some(file) = self.file.take() {
-                file.sync_all()
-                    .map_err(|e| format!("cannot fsync {}: {e}", self.in_progress.display()))?;
-            }
+            // Closed, not synced: the runtime fsyncs the pending file and
+            // the directory in the checkpoint's asynchronous part, before
+            // acknowledging it (see `take_files_to_sync`). Until then the
+            // checkpoint is not complete, so a crash aborts this file.
+            drop(self.file.take());
             let pending = self.pending_path(checkpoint_id);
             if exists(&pending)? {
                 return Err(format!(
@@ -374,11 +384,16 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
                     pending.display()
                 )
             })?;
-            sync_dir(&self.dir)?;
+            self.to_sync.push(pending);
+            self.to_sync.push(self.dir.clone());
             self.pending.push(checkpoint_id);
         }
         self.last_id = Some(checkpoint_id);
         Ok(encode_state(&self.pending))
+    }
+
+    fn take_files_to_sync(&mut self) -> Vec<PathBuf> {
+        std::mem::take(&mut self.to_sync)
     }
 
     fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), String> {

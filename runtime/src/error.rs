@@ -26,6 +26,15 @@ pub enum JobError {
         /// The panic message or error.
         message: String,
     },
+    /// A block of the checkpoint being restored failed its checks while a
+    /// worker loaded it: the checkpoint is unusable.
+    #[error("checkpoint {checkpoint} is unusable: {message}")]
+    RestoreCorrupt {
+        /// The checkpoint.
+        checkpoint: u64,
+        /// What failed, naming the file.
+        message: String,
+    },
     /// No checkpoint could be restored, or checkpoint storage failed.
     #[error("checkpoint error: {0}")]
     Checkpoint(String),

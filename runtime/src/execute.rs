@@ -283,6 +283,7 @@ fn select_restore(
     storage: Option<&CheckpointStorage>,
     job_name: &str,
     max_parallelism: u32,
+    below: Option<u64>,
 ) -> Result<Option<(Arc<RestoredCheckpoint>, Duration)>> {
     let started = Instant::now();
     match from {
@@ -300,8 +301,8 @@ fn select_restore(
                     "--restore latest needs state.checkpoints.dir".into(),
                 ));
             };
-            let search =
-                find_latest(storage, job_name, max_parallelism).map_err(JobError::Checkpoint)?;
+            let search = find_latest(storage, job_name, max_parallelism, below)
+                .map_err(JobError::Checkpoint)?;
             for (id, why) in &search.skipped {
                 eprintln!("checkpoint {id} is unusable, trying an older one: {why}");
             }
@@ -352,7 +353,9 @@ pub fn execute_with_progress(
         storage.as_deref(),
         job.name(),
         options.max_parallelism,
+        None,
     )?;
+    let mut explicit = matches!(options.restore, RestoreFrom::Path(_));
     let mut tracker = RestartTracker::new(options.restart);
     let mut records = Vec::new();
     let mut restarts = 0;
@@ -369,6 +372,22 @@ pub fn execute_with_progress(
         );
         let (result, restored) = match outcome {
             Ok(r) => r,
+            Err(JobError::RestoreCorrupt {
+                checkpoint,
+                message,
+            }) if !explicit => {
+                // Found while loading, before any record was processed:
+                // fall back as if it had failed verification up front.
+                eprintln!("checkpoint {checkpoint} is unusable, trying an older one: {message}");
+                restore = select_restore(
+                    &RestoreFrom::Latest,
+                    storage.as_deref(),
+                    job.name(),
+                    options.max_parallelism,
+                    Some(checkpoint),
+                )?;
+                continue;
+            }
             Err(e @ JobError::TaskFailed { .. }) => {
                 let decision = tracker.on_failure(Instant::now(), running_since);
                 match decision {
@@ -386,7 +405,9 @@ pub fn execute_with_progress(
                             storage.as_deref(),
                             job.name(),
                             options.max_parallelism,
+                            None,
                         )?;
+                        explicit = false;
                         continue;
                     }
                     RestartDecision::GiveUp { .. } if options.restart == RestartStrategy::None => {
@@ -629,6 +650,15 @@ fn run_attempt(
         // Acknowledgements that arrived while the workers ended.
         let _ = c.tick(Instant::now(), &ring);
         records.extend(c.records().iter().cloned());
+    }
+    if let Some(corrupt) = restore_arc
+        .as_ref()
+        .and_then(|r| r.corrupt().map(|m| (r.id(), m)))
+    {
+        return Err(JobError::RestoreCorrupt {
+            checkpoint: corrupt.0,
+            message: corrupt.1,
+        });
     }
     if let Some((worker, task, message)) = shared.failure.get() {
         return Err(JobError::TaskFailed {

@@ -602,13 +602,13 @@ where
     fn make(&self, ctx: &mut BuildContext<'_>) -> SinkOp<S> {
         let sink = (self.factory)(&ctx.info);
         let restore = ctx.restore.clone();
-        let restored = restore.as_ref().map(|r| {
-            let state = r
-                .scope(&self.uid, &ctx.info)
+        // A sink the checkpoint has no state for (a new operator) starts
+        // fresh, as in Flink.
+        let restored = restore.as_ref().and_then(|r| {
+            r.scope(&self.uid, &ctx.info)
                 .inline(SINK_STATE)
                 .unwrap_or_else(|e| panic!("sink `{}`: {e}", self.uid))
-                .unwrap_or(&[]);
-            (r.id(), state)
+                .map(|state| (r.id(), state))
         });
         SinkOp::new(
             sink,

@@ -103,5 +103,5 @@ pub use manifest::{
     write_atomically, InlineState, Manifest, OperatorSnapshot, SubtaskSnapshot, MANIFEST_MAGIC,
     MANIFEST_TRAILER_LEN, MANIFEST_VERSION,
 };
-pub use reader::{Scan, SegmentReader};
+pub use reader::{PayloadCheck, Scan, SegmentReader};
 pub use writer::SegmentWriter;

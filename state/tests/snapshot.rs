@@ -609,3 +609,44 @@ fn manifest_is_written_atomically() {
         Err(SnapshotError::Io { op: "create", .. })
     ));
 }
+
+/// `read_block` and `read_block_deferred` + `PayloadCheck` (fed in pieces)
+/// agree on every block after any single byte flip.
+#[test]
+fn deferred_checks_catch_every_flip_that_read_block_catches() {
+    let dir = TempDir::new("deferred");
+    let path = dir.join("seg-3");
+    let blocks = write_segment(&path, &[10, 0, 5000]);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let len = file.metadata().unwrap().len();
+    let deferred = |r: &SegmentReader, e: &Extent| -> Result<Vec<u8>, SnapshotError> {
+        let (payload, mut check) = r.read_block_deferred(e)?;
+        for piece in payload.chunks(7) {
+            check.update(piece);
+        }
+        check.finish()?;
+        Ok(payload.to_vec())
+    };
+    for pos in (0..len).step_by(3) {
+        let mut b = [0u8];
+        file.read_exact_at(&mut b, pos).unwrap();
+        file.write_all_at(&[b[0] ^ 0x21], pos).unwrap();
+        let r = SegmentReader::open(&path).unwrap();
+        for (e, p) in &blocks {
+            match (r.read_block(e), deferred(&r, e)) {
+                (Ok(a), Ok(d)) => assert!(a == &p[..] && d == *p, "flip at {pos}"),
+                (Err(_), Err(d)) => assert_corrupt::<()>(Err(d), &path, e.offset),
+                (a, d) => panic!(
+                    "flip at {pos}: read_block {:?}, deferred {:?}",
+                    a.is_ok(),
+                    d.is_ok()
+                ),
+            }
+        }
+        file.write_all_at(&b, pos).unwrap();
+    }
+}

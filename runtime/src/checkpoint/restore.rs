@@ -2,10 +2,14 @@
 //!
 //! A checkpoint is used only if it is complete (its manifest exists) and
 //! verified: the manifest's trailer, checksum and archive validate, it
-//! belongs to this job, and every block it names is present and passes its
-//! checksums. `--restore latest` walks the complete checkpoints newest first
-//! and takes the first that verifies, reporting why each newer one was
-//! skipped (Flink fails the recovery instead; weir falls back, but only to a
+//! belongs to this job, every segment it names is there and long enough,
+//! and every block passes its checks (header, checksums, padding) when a
+//! worker loads it — in parallel with the other workers, as the pages are
+//! read. `--restore latest` walks the complete checkpoints newest first;
+//! a checkpoint that fails any check, including a corrupt block found while
+//! loading (the attempt is then abandoned before any record is processed),
+//! is reported with the file that failed and the next older one is tried
+//! (Flink fails the recovery instead; weir falls back, but only to a
 //! checkpoint that is complete and verified). Segments are mapped with
 //! memmap2, so restoring reads them in place.
 
@@ -13,7 +17,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use weir_state::snapshot::{BlockKind, Extent, Manifest, SegmentReader, SubtaskSnapshot};
+use weir_state::snapshot::{
+    BlockKind, Extent, Manifest, PayloadCheck, SegmentReader, SubtaskSnapshot,
+};
 use weir_state::KeyGroupRange;
 
 use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
@@ -24,9 +30,9 @@ pub struct RestoredCheckpoint {
     dir: PathBuf,
     manifest: Manifest,
     segments: HashMap<String, SegmentReader>,
-    /// Verified blocks: `(segment, offset)` -> payload range in the mapping.
-    verified: HashMap<(String, u64), std::ops::Range<usize>>,
     state_bytes: u64,
+    /// The first block that failed its checks while being restored.
+    corrupt: std::sync::Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for RestoredCheckpoint {
@@ -71,71 +77,51 @@ impl RestoredCheckpoint {
                 manifest.max_parallelism
             ));
         }
-        // Open every segment the manifest names, then check each
-        // segment's blocks on its own thread (checksums over hundreds of MB
-        // are the bulk of a restore's reading).
-        let mut by_segment: HashMap<String, Vec<&Extent>> = HashMap::new();
+        // Every segment the manifest names must exist and hold its blocks.
+        // The blocks' checksums are checked as the workers load them, in
+        // parallel and as the pages are read ([`RestoredCheckpoint::corrupt`]
+        // reports a block that fails); [`RestoredCheckpoint::verify`]
+        // checks them all up front.
+        let mut segments: HashMap<String, SegmentReader> = HashMap::new();
+        let mut state_bytes = 0;
         for op in &manifest.operators {
             for st in &op.subtasks {
                 for e in &st.extents {
-                    if e.segment.contains('/') || e.segment.starts_with('.') {
+                    if !segments.contains_key(&e.segment) {
+                        if e.segment.contains('/') || e.segment.starts_with('.') {
+                            return Err(format!(
+                                "{} names segment `{}` outside the checkpoint directory",
+                                meta.display(),
+                                e.segment
+                            ));
+                        }
+                        let reader =
+                            SegmentReader::open(dir.join(&e.segment)).map_err(|e| e.to_string())?;
+                        segments.insert(e.segment.clone(), reader);
+                    }
+                    let reader = &segments[&e.segment];
+                    if e.offset
+                        .checked_add(e.length)
+                        .is_none_or(|end| end > reader.len())
+                    {
                         return Err(format!(
-                            "{} names segment `{}` outside the checkpoint directory",
-                            meta.display(),
-                            e.segment
+                            "{} is truncated: {} bytes, but the block at offset {} needs {}",
+                            reader.path().display(),
+                            reader.len(),
+                            e.offset,
+                            e.length
                         ));
                     }
-                    by_segment.entry(e.segment.clone()).or_default().push(e);
+                    state_bytes += e.length;
                 }
-            }
-        }
-        let mut segments: HashMap<String, SegmentReader> = HashMap::new();
-        for name in by_segment.keys() {
-            let reader = SegmentReader::open(dir.join(name)).map_err(|e| e.to_string())?;
-            segments.insert(name.clone(), reader);
-        }
-        type Checked = Result<Vec<((String, u64), std::ops::Range<usize>)>, String>;
-        let results: Vec<Checked> = std::thread::scope(|scope| {
-            let handles: Vec<_> = by_segment
-                .iter()
-                .map(|(name, extents)| {
-                    let reader = &segments[name];
-                    scope.spawn(move || {
-                        let base = reader.bytes().as_ptr() as usize;
-                        extents
-                            .iter()
-                            .map(|e| {
-                                let payload =
-                                    reader.read_block(e).map_err(|err| err.to_string())?;
-                                let start = payload.as_ptr() as usize - base;
-                                Ok(((name.clone(), e.offset), start..start + payload.len()))
-                            })
-                            .collect()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err("verifying a segment panicked".into()))
-                })
-                .collect()
-        });
-        let mut verified = HashMap::new();
-        let mut state_bytes = 0;
-        for checked in results {
-            for (key, range) in checked? {
-                state_bytes += range.len() as u64;
-                verified.insert(key, range);
             }
         }
         Ok(Self {
             dir,
             manifest,
             segments,
-            verified,
             state_bytes,
+            corrupt: std::sync::Mutex::new(None),
         })
     }
 
@@ -154,9 +140,48 @@ impl RestoredCheckpoint {
         &self.manifest
     }
 
-    /// Bytes of state payload in its blocks.
+    /// Bytes of its blocks (headers, payloads and padding).
     pub fn state_bytes(&self) -> u64 {
         self.state_bytes
+    }
+
+    /// Checks every block (checksums and all), one thread per segment.
+    pub fn verify(&self) -> Result<(), String> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = self
+                .segments
+                .iter()
+                .map(|(name, reader)| {
+                    let extents: Vec<&Extent> = self
+                        .manifest
+                        .operators
+                        .iter()
+                        .flat_map(|o| &o.subtasks)
+                        .flat_map(|s| &s.extents)
+                        .filter(|e| &e.segment == name)
+                        .collect();
+                    scope.spawn(move || {
+                        extents
+                            .iter()
+                            .try_for_each(|e| reader.read_block(e).map(|_| ()))
+                            .map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles.into_iter().try_for_each(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("verifying a segment panicked".into()))
+            })
+        })
+    }
+
+    /// The first block that failed its checks while being restored, if any:
+    /// the checkpoint is then unusable.
+    pub fn corrupt(&self) -> Option<String> {
+        self.corrupt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// What subtask `info` of operator `uid` restores from.
@@ -168,17 +193,26 @@ impl RestoredCheckpoint {
         }
     }
 
-    /// The payload of a block named by the manifest: verified (checksums
-    /// and all) when the checkpoint was opened, so not checked again.
-    fn payload(&self, e: &Extent) -> Result<&[u8], String> {
+    /// The payload of a block named by the manifest, its header, lengths
+    /// and padding checked, the checksum left to the caller (see
+    /// [`SegmentReader::read_block_deferred`]); a failure marks the
+    /// checkpoint corrupt.
+    fn payload_deferred(&self, e: &Extent) -> Result<(&[u8], PayloadCheck), String> {
         let seg = self
             .segments
             .get(&e.segment)
             .ok_or_else(|| format!("segment {} was not opened", e.segment))?;
-        match self.verified.get(&(e.segment.clone(), e.offset)) {
-            Some(range) => Ok(&seg.bytes()[range.clone()]),
-            None => seg.read_block(e).map_err(|err| err.to_string()),
-        }
+        seg.read_block_deferred(e)
+            .map_err(|err| self.mark_corrupt(err.to_string()))
+    }
+
+    /// Records that a block failed its checks; returns the message.
+    pub(crate) fn mark_corrupt(&self, message: String) -> String {
+        self.corrupt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(|| message.clone());
+        message
     }
 }
 
@@ -197,10 +231,14 @@ pub fn find_latest(
     storage: &CheckpointStorage,
     job_name: &str,
     max_parallelism: u32,
+    below: Option<u64>,
 ) -> Result<LatestSearch, String> {
     let mut search = LatestSearch::default();
     let list = storage.list().map_err(|e| e.to_string())?;
-    for c in list.into_iter().filter(|c| c.complete) {
+    for c in list
+        .into_iter()
+        .filter(|c| c.complete && below.is_none_or(|b| c.id < b))
+    {
         match RestoredCheckpoint::open(&c.dir, job_name, max_parallelism) {
             Ok(r) => {
                 search.found = Some(r);
@@ -214,8 +252,11 @@ pub fn find_latest(
 
 /// A block of keyed state to restore.
 pub struct KeyedBlock<'a> {
-    /// Its payload (validated).
+    /// Its payload: everything but the checksum validated; feed it through
+    /// `check` and finish that before trusting what was decoded.
     pub payload: &'a [u8],
+    /// The payload's checksum, to compute while decoding.
+    pub check: PayloadCheck,
     /// The key groups it holds.
     pub key_groups: KeyGroupRange,
     /// Its segment, for messages.
@@ -243,6 +284,11 @@ impl<'a> RestoreScope<'a> {
     /// The checkpoint id.
     pub fn checkpoint_id(&self) -> u64 {
         self.checkpoint.id()
+    }
+
+    /// Records that a block failed its checks (the checkpoint is unusable).
+    pub fn mark_corrupt(&self, message: String) -> String {
+        self.checkpoint.mark_corrupt(message)
     }
 
     /// The job's number of key groups.
@@ -282,8 +328,10 @@ impl<'a> RestoreScope<'a> {
                 if e.key_groups.end() <= mine.start() || e.key_groups.start() >= mine.end() {
                     continue;
                 }
+                let (payload, check) = self.checkpoint.payload_deferred(e)?;
                 blocks.push(KeyedBlock {
-                    payload: self.checkpoint.payload(e)?,
+                    payload,
+                    check,
                     key_groups: e.key_groups,
                     segment: &e.segment,
                 });

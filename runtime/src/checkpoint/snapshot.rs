@@ -277,7 +277,7 @@ where
 {
     let name = state.name().to_owned();
     let started = Instant::now();
-    let blocks = scope.keyed_blocks(&name)?;
+    let mut blocks = scope.keyed_blocks(&name)?;
     let inner = state.inner_mut();
     // Size the table once: the first entry's encoded size estimates the
     // number of entries (exactly, for fixed-size keys and values).
@@ -302,23 +302,28 @@ where
     // this order; any order restores the same state.)
     const ROUNDS: usize = 256;
     let mut cursors = vec![0usize; blocks.len()];
+    // Each block's checksum is computed over the bytes as they are decoded
+    // (one pass over the mapped pages); nothing decoded counts until every
+    // checksum matched: a mismatch makes the checkpoint unusable.
     for round in 1..=ROUNDS {
-        for (block, pos) in blocks.iter().zip(cursors.iter_mut()) {
+        for (block, pos) in blocks.iter_mut().zip(cursors.iter_mut()) {
             let bytes = block.payload;
             let end = bytes.len() * round / ROUNDS;
+            let from = *pos;
             while *pos < end {
                 let at = *pos;
-                let (k, n) = K::read(&bytes[at..]).map_err(|e| block.describe(&name, at, &e))?;
-                let (v, m) =
-                    V::read(&bytes[at + n..]).map_err(|e| block.describe(&name, at + n, &e))?;
+                let (k, n) = K::read(&bytes[at..])
+                    .map_err(|e| scope.mark_corrupt(block.describe(&name, at, &e)))?;
+                let (v, m) = V::read(&bytes[at + n..])
+                    .map_err(|e| scope.mark_corrupt(block.describe(&name, at + n, &e)))?;
                 *pos = at + n + m;
                 let hash = k.key_hash();
                 let kg = groups.key_group(hash);
                 if !block.key_groups.contains(kg) {
-                    return Err(format!(
+                    return Err(scope.mark_corrupt(format!(
                         "state `{name}`: a key of key group {kg} is stored in the block of key groups {:?} ({})",
                         block.key_groups, block.segment
-                    ));
+                    )));
                 }
                 if mine.contains(kg) {
                     inner.prefetch_hashed(hash);
@@ -329,7 +334,14 @@ where
                     }
                 }
             }
+            block.check.update(&bytes[from..*pos]);
         }
+    }
+    for block in blocks.drain(..) {
+        block
+            .check
+            .finish()
+            .map_err(|e| scope.mark_corrupt(e.to_string()))?;
     }
     for (k, hash, v) in pipeline {
         inner.put_hashed(k, hash, v);

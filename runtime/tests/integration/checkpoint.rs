@@ -374,9 +374,12 @@ fn without_restarts_a_failure_fails_the_job() {
 }
 
 /// Runs the job to the end keeping 3 checkpoints, damages the newest with
-/// `damage`, and checks that restore skips it (naming `expect_in_error`),
-/// picks the previous one, and that a run restored from it is exact.
-fn falls_back_after(name: &str, damage: impl Fn(&Path), expect_in_error: &str) {
+/// `damage`, and checks that the damage is reported naming
+/// `expect_in_error` — when the checkpoint is opened (`up_front`) or by a
+/// full verification (a flipped byte is found as the blocks are loaded) —
+/// and that a run restoring "latest" falls back to the previous checkpoint
+/// and is exact.
+fn falls_back_after(name: &str, damage: impl Fn(&Path), expect_in_error: &str, up_front: bool) {
     let dir = temp_dir(name);
     let s = Setup {
         n: 200_000,
@@ -390,17 +393,25 @@ fn falls_back_after(name: &str, damage: impl Fn(&Path), expect_in_error: &str) {
     let ids: Vec<u64> = storage.list().unwrap().iter().map(|c| c.id).collect();
     assert_eq!(ids.len(), 3);
     damage(&storage.checkpoint_dir(ids[0]));
-    let search = find_latest(&storage, "checkpointed-count", 128).unwrap();
-    assert_eq!(search.skipped.len(), 1, "{:?}", search.skipped);
-    assert_eq!(search.skipped[0].0, ids[0]);
+    let search = find_latest(&storage, "checkpointed-count", 128, None).unwrap();
+    let error = if up_front {
+        assert_eq!(search.skipped.len(), 1, "{:?}", search.skipped);
+        assert_eq!(search.skipped[0].0, ids[0]);
+        assert_eq!(
+            search.found.as_ref().map(RestoredCheckpoint::id),
+            Some(ids[1])
+        );
+        search.skipped[0].1.clone()
+    } else {
+        let found = search.found.expect("the manifest and segments are intact");
+        assert_eq!(found.id(), ids[0]);
+        found
+            .verify()
+            .expect_err("a flipped byte fails verification")
+    };
     assert!(
-        search.skipped[0].1.contains(expect_in_error),
-        "the error names the problem: {}",
-        search.skipped[0].1
-    );
-    assert_eq!(
-        search.found.as_ref().map(RestoredCheckpoint::id),
-        Some(ids[1])
+        error.contains(expect_in_error),
+        "the error names the problem: {error}"
     );
 
     let (job2, tallies) = job(&s);
@@ -408,6 +419,7 @@ fn falls_back_after(name: &str, damage: impl Fn(&Path), expect_in_error: &str) {
     o.restore = RestoreFrom::Latest;
     let result = run_ok(job2, &o);
     assert_eq!(result.restored.unwrap().checkpoint_id, ids[1]);
+    assert_eq!(result.restarts, 0, "falling back is not a restart");
     assert_exact(&tallies, s.n, s.keys);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -424,6 +436,7 @@ fn a_flipped_byte_in_a_segment_falls_back_to_the_previous_checkpoint() {
             std::fs::write(&seg, bytes).unwrap();
         },
         "w000.seg",
+        false,
     );
 }
 
@@ -437,6 +450,7 @@ fn a_truncated_manifest_falls_back_to_the_previous_checkpoint() {
             std::fs::write(&meta, &bytes[..bytes.len() / 2]).unwrap();
         },
         "_metadata",
+        true,
     );
 }
 
@@ -446,6 +460,7 @@ fn a_deleted_segment_falls_back_to_the_previous_checkpoint() {
         "delete",
         |chk| std::fs::remove_file(chk.join("w001.seg")).unwrap(),
         "w001.seg",
+        true,
     );
 }
 

@@ -129,6 +129,38 @@ impl SegmentReader {
         Ok(payload)
     }
 
+    /// Like [`SegmentReader::read_block`], but the payload's checksum is
+    /// left to the caller, who feeds the payload through the returned
+    /// [`PayloadCheck`] (in any number of pieces, in order) and must call
+    /// [`PayloadCheck::finish`] before trusting what it read: for readers
+    /// that decode and checksum in one pass over the bytes. Everything
+    /// else (header, lengths, padding, the extent's fields) is checked here.
+    pub fn read_block_deferred(&self, extent: &Extent) -> Result<(&[u8], PayloadCheck)> {
+        let corrupt = |what: String| self.corrupt(extent.offset, what);
+        if extent.segment != self.name {
+            return Err(corrupt(format!(
+                "extent names segment {:?}, not this one",
+                extent.segment
+            )));
+        }
+        let (header, payload) = self.block_at_unchecked(extent.offset)?;
+        if header.padded_len() != extent.length
+            || header.kind != extent.kind
+            || header.key_groups != extent.key_groups
+            || header.payload_crc32c != extent.payload_crc32c
+        {
+            // The full check says precisely which field differs.
+            return self.read_block(extent).map(|p| {
+                let check = PayloadCheck::new(self, extent.offset, header.payload_crc32c);
+                (p, check)
+            });
+        }
+        Ok((
+            payload,
+            PayloadCheck::new(self, extent.offset, header.payload_crc32c),
+        ))
+    }
+
     /// Every block of the segment in file order, with the extent that names
     /// it (with an empty [`Extent::state`]: blocks do not record their
     /// state's name). Stops after the first error (a corrupt or truncated
@@ -144,6 +176,22 @@ impl SegmentReader {
     /// The block at `offset`, checked against the format: header, bounds,
     /// payload checksum and zero padding.
     fn block_at(&self, offset: u64) -> Result<(BlockHeader, &[u8])> {
+        let (header, payload) = self.block_at_unchecked(offset)?;
+        let computed = crc32c::crc32c(payload);
+        if computed != header.payload_crc32c {
+            return Err(self.corrupt(
+                offset,
+                format!(
+                    "payload checksum mismatch (expected {:#010x}, found {computed:#010x})",
+                    header.payload_crc32c
+                ),
+            ));
+        }
+        Ok((header, payload))
+    }
+
+    /// [`Self::block_at`] without the payload checksum.
+    fn block_at_unchecked(&self, offset: u64) -> Result<(BlockHeader, &[u8])> {
         let bytes = self.bytes();
         let corrupt = |what: String| self.corrupt(offset, what);
         let file_len = bytes.len() as u64;
@@ -173,13 +221,6 @@ impl SegmentReader {
         let payload_start = start + BLOCK_HEADER_LEN;
         let payload_end = payload_start + header.payload_len as usize;
         let payload = &bytes[payload_start..payload_end];
-        let computed = crc32c::crc32c(payload);
-        if computed != header.payload_crc32c {
-            return Err(corrupt(format!(
-                "payload checksum mismatch (expected {:#010x}, found {computed:#010x})",
-                header.payload_crc32c
-            )));
-        }
         let padding = &bytes[payload_end..block_end as usize];
         if let Some(i) = padding.iter().position(|&b| b != 0) {
             return Err(corrupt(format!(
@@ -238,3 +279,47 @@ impl<'a> Iterator for Scan<'a> {
 }
 
 impl std::iter::FusedIterator for Scan<'_> {}
+
+/// The payload checksum of a block read with
+/// [`SegmentReader::read_block_deferred`], computed piece by piece.
+#[derive(Debug)]
+pub struct PayloadCheck {
+    path: std::path::PathBuf,
+    offset: u64,
+    expected: u32,
+    crc: u32,
+}
+
+impl PayloadCheck {
+    fn new(reader: &SegmentReader, offset: u64, expected: u32) -> Self {
+        Self {
+            path: reader.path.clone(),
+            offset,
+            expected,
+            crc: 0,
+        }
+    }
+
+    /// Feeds the next piece of the payload.
+    #[inline]
+    pub fn update(&mut self, piece: &[u8]) {
+        self.crc = crc32c::crc32c_append(self.crc, piece);
+    }
+
+    /// The payload fed so far must be the whole payload, with the
+    /// block's checksum.
+    pub fn finish(self) -> Result<()> {
+        if self.crc == self.expected {
+            Ok(())
+        } else {
+            Err(SnapshotError::Corrupt {
+                path: self.path,
+                offset: self.offset,
+                what: format!(
+                    "payload checksum mismatch (expected {:#010x}, found {:#010x})",
+                    self.expected, self.crc
+                ),
+            })
+        }
+    }
+}

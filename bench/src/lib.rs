@@ -3,7 +3,7 @@
 //!
 //! [`jobs`] builds the W1 and W3 jobs with the public job API, [`workload`]
 //! holds their sources, keyed operator and sinks exactly as WORKLOADS.md
-//! defines them, [`reference`] computes the expected results independently,
+//! defines them, [`reference`](mod@reference) computes the expected results independently,
 //! single-threaded, and [`harness`] runs a workload from a configuration and
 //! reports the figures. `weir bench w1|w3` is the command-line front end.
 #![deny(missing_docs)]

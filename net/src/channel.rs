@@ -3,7 +3,7 @@
 //!
 //! The forward ring carries [`ChannelEvent`]s in order; its capacity is the
 //! channel's credit (how many buffers may be in flight). The return ring
-//! carries consumed buffers back to the sender's [`BufferPool`]; it is sized
+//! carries consumed buffers back to the sender's [`BufferPool`](crate::BufferPool); it is sized
 //! so a return never fails. Each side rings the other side's [`Doorbell`]
 //! after publishing, so a parked worker wakes up.
 

@@ -2,7 +2,7 @@
 //! the doorbells that wake parked workers.
 //!
 //! Data crosses cores as [`NetworkBuffer`]s passed by ownership through
-//! [`ring`]s: the sender fills a buffer from its [`BufferPool`], pushes it
+//! [`ring`](mod@ring)s: the sender fills a buffer from its [`BufferPool`], pushes it
 //! into the channel's forward ring, the receiver reads the records in place
 //! and pushes the buffer into the channel's return ring, back to the pool.
 //! There is no lock, no unbounded queue and no per-record allocation on this

@@ -4,7 +4,7 @@
 //!
 //! A job is a [`JobGraph`] of sources, chained operators (`map`, `filter`,
 //! `flat_map`), `key_by` exchanges, keyed process operators and sinks.
-//! [`execute`] runs it with one glommio executor per worker, each pinned to
+//! [`execute()`] runs it with one glommio executor per worker, each pinned to
 //! its own core; subtask `i` of every stage runs on worker `i % workers`.
 //! Operators joined by forward edges call each other directly; a `key_by`
 //! becomes an all-to-all exchange of one lock-free SPSC channel per

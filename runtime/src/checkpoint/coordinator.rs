@@ -429,3 +429,179 @@ impl CheckpointCoordinator {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::{channel, Sender};
+
+    use weir_state::snapshot::{InlineState, SubtaskSnapshot};
+    use weir_state::KeyGroupRange;
+
+    use super::*;
+    use crate::checkpoint::stats::CheckpointStatus;
+
+    struct Fixture {
+        coordinator: CheckpointCoordinator,
+        signals: Arc<CheckpointSignals>,
+        acks: Sender<CoordinatorMsg>,
+        root: std::path::PathBuf,
+    }
+
+    impl Drop for Fixture {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+
+    fn fixture(name: &str, tolerable_failures: u32) -> Fixture {
+        let root = std::env::temp_dir().join(format!("weir-coord-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let storage = Arc::new(CheckpointStorage::open(&root).unwrap());
+        let signals = Arc::new(CheckpointSignals::new(0));
+        let (acks, inbox) = channel();
+        let options = CoordinatorOptions {
+            interval: Duration::from_millis(100),
+            min_pause: Duration::ZERO,
+            timeout: Duration::from_secs(1),
+            max_concurrent: 1,
+            tolerable_failures,
+            num_retained: 1,
+        };
+        let coordinator = CheckpointCoordinator::new(
+            options,
+            storage,
+            signals.clone(),
+            inbox,
+            "job".into(),
+            128,
+            1,
+            1,
+            1,
+        );
+        Fixture {
+            coordinator,
+            signals,
+            acks,
+            root,
+        }
+    }
+
+    fn ack(id: u64) -> CoordinatorMsg {
+        CoordinatorMsg::Ack(TaskAck {
+            checkpoint: id,
+            task: "t (1/1)".into(),
+            operators: vec![(
+                "src".into(),
+                1,
+                SubtaskSnapshot {
+                    index: 0,
+                    key_groups: KeyGroupRange::new(0, 128),
+                    extents: Vec::new(),
+                    inline_state: vec![InlineState {
+                        name: "source.position".into(),
+                        bytes: id.to_le_bytes().to_vec(),
+                    }],
+                },
+            )],
+            async_started: Instant::now(),
+            stats: TaskCheckpointStats {
+                task: "t (1/1)".into(),
+                worker: 0,
+                first_barrier_ms: 0.0,
+                alignment_ms: 0.0,
+                sync_ms: 0.0,
+                async_ms: 0.0,
+                bytes: 8,
+                entries: 0,
+                direct_io: false,
+            },
+        })
+    }
+
+    #[test]
+    fn triggers_on_the_interval_and_completes_with_every_ack() {
+        let mut f = fixture("complete", 0);
+        let t0 = Instant::now();
+        f.coordinator.tick(t0, &|| {}).unwrap();
+        assert_eq!(f.signals.triggered_id(), 0, "not before the interval");
+        f.coordinator
+            .tick(t0 + Duration::from_millis(150), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.triggered_id(), 1);
+        assert!(f.coordinator.has_pending());
+        // Max one concurrent checkpoint: no second trigger while 1 pends.
+        f.coordinator
+            .tick(t0 + Duration::from_millis(300), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.triggered_id(), 1);
+        f.acks.send(ack(1)).unwrap();
+        f.coordinator
+            .tick(t0 + Duration::from_millis(310), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.completed_id(), 1);
+        let m = Manifest::read(f.root.join("chk-1").join(METADATA_FILE)).unwrap();
+        assert_eq!((m.checkpoint_id, m.job_name.as_str()), (1, "job"));
+        assert_eq!(
+            m.operators[0].subtasks[0].inline("source.position"),
+            Some(&1u64.to_le_bytes()[..])
+        );
+        let r = &f.coordinator.records()[0];
+        assert_eq!((r.id, r.status), (1, CheckpointStatus::Completed));
+        assert!(f.root.join("checkpoint-history.json").is_file());
+    }
+
+    #[test]
+    fn consecutive_failures_beyond_the_tolerance_fail_the_job() {
+        let mut f = fixture("tolerance", 1);
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        f.coordinator.tick(at(150), &|| {}).unwrap(); // trigger 1
+                                                      // Checkpoint 1 times out: one failure is tolerated.
+        f.coordinator.tick(at(1_300), &|| {}).unwrap();
+        assert_eq!(f.coordinator.records()[0].status, CheckpointStatus::Failed);
+        assert!(
+            !f.root.join("chk-1").exists(),
+            "a failed checkpoint's directory is deleted"
+        );
+        f.coordinator.tick(at(1_450), &|| {}).unwrap(); // trigger 2
+        assert_eq!(f.signals.triggered_id(), 2);
+        // A success resets the count ...
+        f.acks.send(ack(2)).unwrap();
+        f.coordinator.tick(at(1_460), &|| {}).unwrap();
+        assert_eq!(f.signals.completed_id(), 2);
+        f.coordinator.tick(at(1_600), &|| {}).unwrap(); // trigger 3
+        f.acks
+            .send(CoordinatorMsg::Decline {
+                checkpoint: 3,
+                task: "t (1/1)".into(),
+                reason: "disk full".into(),
+            })
+            .unwrap();
+        f.coordinator.tick(at(1_610), &|| {}).unwrap(); // one failure: tolerated
+        f.coordinator.tick(at(1_750), &|| {}).unwrap(); // trigger 4
+        let err = f.coordinator.tick(at(2_900), &|| {}).unwrap_err(); // 4 times out
+        assert!(
+            err.contains("2 consecutive checkpoints failed")
+                && err.contains("tolerable-failed-checkpoints = 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_final_checkpoint_follows_the_end_of_every_source() {
+        let mut f = fixture("final", 0);
+        let t0 = Instant::now();
+        f.signals.source_ended();
+        f.coordinator.tick(t0, &|| {}).unwrap();
+        assert_eq!((f.signals.triggered_id(), f.signals.final_id()), (1, 1));
+        f.acks.send(ack(1)).unwrap();
+        f.coordinator.tick(t0, &|| {}).unwrap();
+        assert!(f.coordinator.final_completed());
+        assert!(f.coordinator.records()[0].is_final);
+        // Nothing is triggered after the final checkpoint.
+        f.coordinator
+            .tick(t0 + Duration::from_secs(5), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.triggered_id(), 1);
+    }
+}

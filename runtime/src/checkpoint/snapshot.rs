@@ -37,9 +37,16 @@ pub trait FrozenKeyedState {
         self.len() == 0
     }
 
-    /// The serialized entries of each key group of `range`, in order
-    /// (`result[i]` holds key group `range.start() + i`).
-    fn serialize_key_groups(&self, max_parallelism: u32, range: KeyGroupRange) -> Vec<Vec<u8>>;
+    /// Serializes the entries of each key group of `range` into `out`
+    /// (`out[i]` holds key group `range.start() + i`), reusing the
+    /// buffers' memory: the writer keeps them across checkpoints, so their
+    /// pages are not faulted in and zeroed by the kernel every time.
+    fn serialize_key_groups(
+        &self,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        out: &mut Vec<Vec<u8>>,
+    );
 }
 
 impl<K, V> FrozenKeyedState for FrozenValueState<K, V>
@@ -51,7 +58,12 @@ where
         FrozenValueState::len(self)
     }
 
-    fn serialize_key_groups(&self, max_parallelism: u32, range: KeyGroupRange) -> Vec<Vec<u8>> {
+    fn serialize_key_groups(
+        &self,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        out: &mut Vec<Vec<u8>>,
+    ) {
         // Keys spread evenly over key groups: reserve each group's share
         // (with 1/8 slack) from the first entry's size, so the buffers do
         // not grow entry by entry.
@@ -61,9 +73,11 @@ where
             .map_or(0, |(k, v)| k.encoded_len() + v.encoded_len());
         let share = self.len() / range.len().max(1) as usize;
         let reserve = (share + share / 8 + 16) * per_entry;
-        let mut out: Vec<Vec<u8>> = (0..range.len())
-            .map(|_| Vec::with_capacity(reserve))
-            .collect();
+        out.resize_with(range.len() as usize, Vec::new);
+        for buf in out.iter_mut() {
+            buf.clear();
+            buf.reserve(reserve);
+        }
         // A mask instead of a division when the key groups are a power of
         // two (the default 128).
         let groups = KeyGroupAssigner::new(max_parallelism, 1);
@@ -74,7 +88,6 @@ where
             append_wire(buf, k);
             append_wire(buf, v);
         }
-        out
     }
 }
 

@@ -85,6 +85,9 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
         // newer one.
         let mut open: BTreeMap<u64, OpenSegment> = BTreeMap::new();
         let mut finished_up_to = 0u64;
+        // Serialization buffers, kept across checkpoints (see
+        // `FrozenKeyedState::serialize_key_groups`).
+        let mut parts: Vec<Vec<u8>> = Vec::new();
         while let Some(job) = rx.recv().await {
             let id = job.barrier.id;
             trace!("writer w{}: job {id} of {}", setup.worker, job.task);
@@ -126,7 +129,7 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
             };
             seg.jobs += 1;
             if seg.failed.is_none() {
-                match write_job(&mut seg.file, &job, setup.worker).await {
+                match write_job(&mut seg.file, &job, setup.worker, &mut parts).await {
                     Ok(ack) => seg.acks.push(ack),
                     Err(e) => seg.failed = Some(e),
                 }
@@ -207,6 +210,7 @@ async fn write_job(
     file: &mut SegmentFile,
     job: &TaskSnapshot,
     worker: usize,
+    parts: &mut Vec<Vec<u8>>,
 ) -> Result<TaskAck, String> {
     let async_started = job.timing.sync_started + job.timing.sync;
     let mut bytes = 0u64;
@@ -218,7 +222,7 @@ async fn write_job(
         for (name, frozen) in &op.keyed {
             entries += frozen.len() as u64;
             let t0 = Instant::now();
-            let parts = frozen.serialize_key_groups(op.info.max_parallelism, range);
+            frozen.serialize_key_groups(op.info.max_parallelism, range, parts);
             let serialized = t0.elapsed();
             for (i, payload) in parts.iter().enumerate() {
                 if payload.is_empty() {

@@ -324,14 +324,8 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for WorkloadSource<F> {
     }
 
     fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
-        let next = weir_runtime::source::decode_u64_position(position)?;
-        if next % self.step != self.index as u64 % self.step {
-            return Err(format!(
-                "position {next} is not a record of source subtask {} of {}",
-                self.index, self.step
-            ));
-        }
-        self.next = next;
+        self.next =
+            weir_runtime::source::decode_strided_position(position, self.index as u64, self.step)?;
         Ok(())
     }
 }

@@ -49,15 +49,17 @@ pub fn hit(name: &str, checkpoint: u64) {
     }
 }
 
+/// True if fail point `name` is armed at a position at or below `position`.
+fn reached(name: &str, position: u64) -> bool {
+    armed().iter().any(|(n, at)| n == name && position >= *at)
+}
+
 /// Panics, once per process, if fail point `name` is armed at a position at
 /// or below `position`.
 pub fn panic_once(name: &str, position: u64) {
     static FIRED: AtomicBool = AtomicBool::new(false);
-    let armed = armed();
-    if armed.is_empty() || FIRED.load(Ordering::Relaxed) {
-        return;
-    }
-    if armed.iter().any(|(n, at)| n == name && position >= *at)
+    if !FIRED.load(Ordering::Relaxed)
+        && reached(name, position)
         && !FIRED.swap(true, Ordering::SeqCst)
     {
         panic!("injected failure (fail point {name} at {position})");
@@ -67,8 +69,7 @@ pub fn panic_once(name: &str, position: u64) {
 /// Panics, every time, if fail point `name` is armed at a position at or
 /// below `position`.
 pub fn panic_always(name: &str, position: u64) {
-    let armed = armed();
-    if !armed.is_empty() && armed.iter().any(|(n, at)| n == name && position >= *at) {
+    if reached(name, position) {
         panic!("injected failure (fail point {name} at {position})");
     }
 }

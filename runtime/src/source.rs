@@ -55,6 +55,20 @@ pub trait Source: 'static {
     fn restore_position(&mut self, position: &[u8]) -> Result<(), String>;
 }
 
+/// Decodes the position of a source whose subtask emits records
+/// `first, first + step, ...` (the partitioning of every WORKLOADS.md
+/// source): the next record's index, which must be one of this subtask's.
+pub fn decode_strided_position(position: &[u8], first: u64, step: u64) -> Result<u64, String> {
+    let next = decode_u64_position(position)?;
+    if next % step != first % step {
+        return Err(format!(
+            "position {next} is not a record of this subtask (records {} mod {step})",
+            first % step
+        ));
+    }
+    Ok(next)
+}
+
 /// Decodes a position made of one little-endian `u64` (the record index
 /// most sources resume from); the error names what is wrong.
 pub fn decode_u64_position(position: &[u8]) -> Result<u64, String> {
@@ -131,15 +145,7 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for SequenceSource<F> {
     }
 
     fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
-        let next = decode_u64_position(position)?;
-        if next % self.step != self.next % self.step {
-            return Err(format!(
-                "position {next} does not belong to this subtask (records {} mod {})",
-                self.next % self.step,
-                self.step
-            ));
-        }
-        self.next = next;
+        self.next = decode_strided_position(position, self.next % self.step, self.step)?;
         Ok(())
     }
 }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use weir_state::snapshot::{
-    BlockKind, Extent, Manifest, PayloadCheck, SegmentReader, SubtaskSnapshot,
+    BlockKind, Extent, Manifest, OperatorSnapshot, PayloadCheck, SegmentReader, SubtaskSnapshot,
 };
 use weir_state::KeyGroupRange;
 
@@ -286,6 +286,15 @@ impl<'a> RestoreScope<'a> {
         self.checkpoint.id()
     }
 
+    /// This operator's entry in the manifest, if it has one.
+    fn operator(&self) -> Option<&'a OperatorSnapshot> {
+        self.checkpoint
+            .manifest
+            .operators
+            .iter()
+            .find(|o| o.uid == self.uid)
+    }
+
     /// Records that a block failed its checks (the checkpoint is unusable).
     pub fn mark_corrupt(&self, message: String) -> String {
         self.checkpoint.mark_corrupt(message)
@@ -311,13 +320,7 @@ impl<'a> RestoreScope<'a> {
     pub fn keyed_blocks(&self, state: &str) -> Result<Vec<KeyedBlock<'a>>, String> {
         let mine = self.key_groups();
         let mut blocks = Vec::new();
-        let Some(op) = self
-            .checkpoint
-            .manifest
-            .operators
-            .iter()
-            .find(|o| o.uid == self.uid)
-        else {
+        let Some(op) = self.operator() else {
             return Ok(blocks);
         };
         for st in &op.subtasks {
@@ -344,13 +347,7 @@ impl<'a> RestoreScope<'a> {
     /// (non-keyed) state belongs to a subtask index, so it needs the same
     /// parallelism as when it was taken.
     pub fn subtask(&self) -> Result<Option<&'a SubtaskSnapshot>, String> {
-        let Some(op) = self
-            .checkpoint
-            .manifest
-            .operators
-            .iter()
-            .find(|o| o.uid == self.uid)
-        else {
+        let Some(op) = self.operator() else {
             return Ok(None);
         };
         if op.parallelism as usize != self.info.parallelism {

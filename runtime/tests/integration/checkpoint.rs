@@ -10,7 +10,7 @@
 //! check of the Chandy-Lamport / ABS papers: no recorded receive without
 //! its recorded send, and nothing in flight in an aligned snapshot).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,7 +25,7 @@ use weir_runtime::{
 use weir_state::snapshot::{BlockKind, Manifest, SegmentReader};
 
 use crate::w1::reference;
-use crate::{options, run_job, run_ok, splitmix64, M};
+use crate::{options, run_job, run_ok, splitmix64, temp_dir, M};
 
 /// Records `(splitmix64(i) % keys, i)` for this subtask's share of
 /// `0..count`, at most `per_ms` per millisecond.
@@ -163,6 +163,18 @@ struct Setup {
     fail_at: Option<u64>,
 }
 
+impl Setup {
+    /// `n` records over `keys` keys, 1,000 records per ms, no failure.
+    fn new(n: u64, keys: u64) -> Self {
+        Self {
+            n,
+            keys,
+            per_ms: 1_000,
+            fail_at: None,
+        }
+    }
+}
+
 type Tallies = Arc<Mutex<Vec<(usize, u64, u64)>>>;
 
 fn job(s: &Setup) -> (JobGraph, Tallies) {
@@ -194,12 +206,6 @@ fn job(s: &Setup) -> (JobGraph, Tallies) {
         into: into.clone(),
     });
     (job, tallies)
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("weir-it-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
 }
 
 fn checkpointed(workers: usize, dir: &Path, retained: usize) -> ExecutionOptions {
@@ -259,12 +265,7 @@ fn counters_of(dir: &Path, workers: u64) -> Vec<(u64, u64, u64, u64)> {
 #[test]
 fn every_checkpoint_is_consistent_and_the_result_exact() {
     let dir = temp_dir("consistent");
-    let s = Setup {
-        n: 300_000,
-        keys: 1_000,
-        per_ms: 1_000,
-        fail_at: None,
-    };
+    let s = Setup::new(300_000, 1_000);
     let (job, tallies) = job(&s);
     let result = run_ok(job, &checkpointed(2, &dir, 1_000));
     assert_exact(&tallies, s.n, s.keys);
@@ -308,12 +309,7 @@ fn every_checkpoint_is_consistent_and_the_result_exact() {
 #[test]
 fn retention_keeps_the_newest_checkpoints() {
     let dir = temp_dir("retained");
-    let s = Setup {
-        n: 100_000,
-        keys: 100,
-        per_ms: 1_000,
-        fail_at: None,
-    };
+    let s = Setup::new(100_000, 100);
     let (job, tallies) = job(&s);
     run_ok(job, &checkpointed(2, &dir, 2));
     assert_exact(&tallies, s.n, s.keys);
@@ -327,10 +323,8 @@ fn retention_keeps_the_newest_checkpoints() {
 fn a_failure_restarts_from_the_latest_checkpoint_exactly_once() {
     let dir = temp_dir("failover");
     let s = Setup {
-        n: 300_000,
-        keys: 500,
-        per_ms: 1_000,
         fail_at: Some(150_001),
+        ..Setup::new(300_000, 500)
     };
     let (job, tallies) = job(&s);
     let mut o = checkpointed(2, &dir, 1);
@@ -353,10 +347,8 @@ fn a_failure_restarts_from_the_latest_checkpoint_exactly_once() {
 fn without_restarts_a_failure_fails_the_job() {
     let dir = temp_dir("no-restart");
     let s = Setup {
-        n: 100_000,
-        keys: 100,
-        per_ms: 1_000,
         fail_at: Some(50_000),
+        ..Setup::new(100_000, 100)
     };
     let (job, _) = job(&s);
     let mut o = checkpointed(2, &dir, 1);
@@ -381,12 +373,7 @@ fn without_restarts_a_failure_fails_the_job() {
 /// and is exact.
 fn falls_back_after(name: &str, damage: impl Fn(&Path), expect_in_error: &str, up_front: bool) {
     let dir = temp_dir(name);
-    let s = Setup {
-        n: 200_000,
-        keys: 300,
-        per_ms: 1_000,
-        fail_at: None,
-    };
+    let s = Setup::new(200_000, 300);
     let (job1, _) = job(&s);
     run_ok(job1, &checkpointed(2, &dir, 3));
     let storage = CheckpointStorage::open(&dir).unwrap();
@@ -468,10 +455,8 @@ fn a_deleted_segment_falls_back_to_the_previous_checkpoint() {
 fn restore_latest_without_checkpoints_starts_fresh() {
     let dir = temp_dir("fresh");
     let s = Setup {
-        n: 50_000,
-        keys: 50,
         per_ms: 5_000,
-        fail_at: None,
+        ..Setup::new(50_000, 50)
     };
     let (job, tallies) = job(&s);
     let mut o = checkpointed(2, &dir, 1);
@@ -485,12 +470,7 @@ fn restore_latest_without_checkpoints_starts_fresh() {
 #[test]
 fn at_least_once_mode_completes_checkpoints() {
     let dir = temp_dir("alo");
-    let s = Setup {
-        n: 100_000,
-        keys: 100,
-        per_ms: 1_000,
-        fail_at: None,
-    };
+    let s = Setup::new(100_000, 100);
     let (job, tallies) = job(&s);
     let mut o = checkpointed(2, &dir, 1);
     o.checkpointing.as_mut().unwrap().exactly_once = false;

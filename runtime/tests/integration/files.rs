@@ -5,7 +5,7 @@
 //! output line exactly once.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +16,7 @@ use weir_runtime::{
     KeyedValueState, SubtaskInfo, TransactionalFileSink,
 };
 
-use crate::{options, run_ok, splitmix64};
+use crate::{options, run_ok, splitmix64, temp_dir};
 
 const LINES: u64 = 400_000;
 const KEYS: u64 = 777;
@@ -53,13 +53,6 @@ impl KeyedProcessFunction for CountLines {
     }
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("weir-it-files-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Lines `key,line` spread over `FILES` files; returns each key's count.
 fn write_input(dir: &Path) -> HashMap<u64, u64> {
     let mut counts = HashMap::new();
@@ -77,7 +70,8 @@ fn write_input(dir: &Path) -> HashMap<u64, u64> {
 
 #[test]
 fn file_source_to_transactional_sink_is_exactly_once_across_a_restart() {
-    let root = temp_dir("e2e");
+    let root = temp_dir("files-e2e");
+    std::fs::create_dir_all(&root).unwrap();
     let (input, output, checkpoints) = (root.join("in"), root.join("out"), root.join("ck"));
     std::fs::create_dir_all(&input).unwrap();
     std::fs::create_dir_all(&output).unwrap();

@@ -146,6 +146,14 @@ pub fn collect_into<T: Send + 'static>(
     }
 }
 
+/// A fresh (removed if it existed, not created) directory for test `tag`
+/// of this process, under the system's temp directory.
+pub fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("weir-it-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 /// Sorts a multiset so two of them compare with `==`.
 pub fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
     v.sort_unstable();

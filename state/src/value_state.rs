@@ -741,6 +741,35 @@ where
             .filter(|(_, &t)| t != EMPTY)
             .map(|(s, _)| (&s.key, &s.value))
     }
+
+    /// Number of arena chunks the slots are stored in (see
+    /// [`iter_chunks`](Self::iter_chunks)).
+    pub fn chunk_count(&self) -> usize {
+        self.slots.chunk_count()
+    }
+
+    /// The `(key, value)`s stored in the arena chunks `chunks`, in slot
+    /// order: a snapshot serializes a large view part by part this way and
+    /// writes each part while it serializes the next. Chunks past the end
+    /// yield nothing.
+    pub fn iter_chunks(
+        &self,
+        chunks: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (&K, &V)> + '_ {
+        let first = chunks.start;
+        self.slots
+            .chunks()
+            .enumerate()
+            .skip(first)
+            .take(chunks.len())
+            .flat_map(move |(c, slots)| {
+                slots
+                    .iter()
+                    .zip(self.tags[c * CHUNK_LEN..].iter())
+                    .filter(|(_, &t)| t != EMPTY)
+                    .map(|(s, _)| (&s.key, &s.value))
+            })
+    }
 }
 
 impl<K, V> fmt::Debug for FrozenValueState<K, V>

@@ -511,6 +511,7 @@ mod tests {
                 alignment_ms: 0.0,
                 sync_ms: 0.0,
                 async_ms: 0.0,
+                persist_ms: 0.0,
                 bytes: 8,
                 entries: 0,
                 direct_io: false,

@@ -314,33 +314,38 @@ impl<'a> RestoreScope<'a> {
         )
     }
 
-    /// Every block of keyed state `state` of this operator whose key groups
-    /// overlap the subtask's (from any subtask of the checkpoint, so keyed
-    /// state follows its key groups when the parallelism changes).
-    pub fn keyed_blocks(&self, state: &str) -> Result<Vec<KeyedBlock<'a>>, String> {
+    /// The extents of keyed state `state` of this operator whose key
+    /// groups overlap the subtask's (from any subtask of the checkpoint, so
+    /// keyed state follows its key groups when the parallelism changes), in
+    /// file order (segment, offset). Reads nothing: open each with
+    /// [`open_block`](Self::open_block) when it is needed, so that decoding
+    /// follows the device's sequential read-ahead instead of waiting for it.
+    pub fn keyed_extents(&self, state: &str) -> Vec<&'a Extent> {
         let mine = self.key_groups();
-        let mut blocks = Vec::new();
         let Some(op) = self.operator() else {
-            return Ok(blocks);
+            return Vec::new();
         };
-        for st in &op.subtasks {
-            for e in &st.extents {
-                if e.kind != BlockKind::KeyedState || e.state != state {
-                    continue;
-                }
-                if e.key_groups.end() <= mine.start() || e.key_groups.start() >= mine.end() {
-                    continue;
-                }
-                let (payload, check) = self.checkpoint.payload_deferred(e)?;
-                blocks.push(KeyedBlock {
-                    payload,
-                    check,
-                    key_groups: e.key_groups,
-                    segment: &e.segment,
-                });
-            }
-        }
-        Ok(blocks)
+        let mut extents: Vec<&'a Extent> = op
+            .subtasks
+            .iter()
+            .flat_map(|st| st.extents.iter())
+            .filter(|e| e.kind == BlockKind::KeyedState && e.state == state)
+            .filter(|e| e.key_groups.end() > mine.start() && e.key_groups.start() < mine.end())
+            .collect();
+        extents.sort_by(|a, b| (&a.segment, a.offset).cmp(&(&b.segment, b.offset)));
+        extents
+    }
+
+    /// Opens the block of `extent`: checks its header against the extent
+    /// (the payload's checksum is left to the returned block's `check`).
+    pub fn open_block(&self, extent: &'a Extent) -> Result<KeyedBlock<'a>, String> {
+        let (payload, check) = self.checkpoint.payload_deferred(extent)?;
+        Ok(KeyedBlock {
+            payload,
+            check,
+            key_groups: extent.key_groups,
+            segment: &extent.segment,
+        })
     }
 
     /// This subtask's entry, if the operator is in the checkpoint. Inline

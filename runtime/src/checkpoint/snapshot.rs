@@ -23,7 +23,7 @@ use weir_net::{CheckpointBarrier, Wire};
 use weir_state::value_state::FrozenValueState;
 use weir_state::{KeyGroupAssigner, KeyGroupRange, KeyHash};
 
-use crate::checkpoint::restore::RestoreScope;
+use crate::checkpoint::restore::{KeyedBlock, RestoreScope};
 use crate::keyed::KeyedValueState;
 use crate::source::SubtaskInfo;
 
@@ -37,14 +37,26 @@ pub trait FrozenKeyedState {
         self.len() == 0
     }
 
-    /// Serializes the entries of each key group of `range` into `out`
-    /// (`out[i]` holds key group `range.start() + i`), reusing the
-    /// buffers' memory: the writer keeps them across checkpoints, so their
-    /// pages are not faulted in and zeroed by the kernel every time.
-    fn serialize_key_groups(
+    /// Number of parts the view can be serialized in (its arena chunks):
+    /// see [`serialize_part`](Self::serialize_part).
+    fn chunk_count(&self) -> usize;
+
+    /// Bytes the whole view serializes to (an estimate from one entry for
+    /// variable-size keys or values).
+    fn estimated_bytes(&self) -> usize;
+
+    /// Serializes the entries stored in the arena chunks `chunks` into
+    /// `out`, per key group of `range` (`out[i]` holds key group
+    /// `range.start() + i`), reusing the buffers' memory: the writer keeps
+    /// them across parts and checkpoints, so their pages are not faulted
+    /// in and zeroed by the kernel every time. Serializing disjoint chunk
+    /// ranges that cover `0..chunk_count()` serializes every entry once;
+    /// the writer writes one part's blocks while it serializes the next.
+    fn serialize_part(
         &self,
         max_parallelism: u32,
         range: KeyGroupRange,
+        chunks: std::ops::Range<usize>,
         out: &mut Vec<Vec<u8>>,
     );
 }
@@ -58,30 +70,40 @@ where
         FrozenValueState::len(self)
     }
 
-    fn serialize_key_groups(
-        &self,
-        max_parallelism: u32,
-        range: KeyGroupRange,
-        out: &mut Vec<Vec<u8>>,
-    ) {
-        // Keys spread evenly over key groups: reserve each group's share
-        // (with 1/8 slack) from the first entry's size, so the buffers do
-        // not grow entry by entry.
+    fn chunk_count(&self) -> usize {
+        FrozenValueState::chunk_count(self)
+    }
+
+    fn estimated_bytes(&self) -> usize {
         let per_entry = self
             .iter()
             .next()
             .map_or(0, |(k, v)| k.encoded_len() + v.encoded_len());
-        let share = self.len() / range.len().max(1) as usize;
-        let reserve = (share + share / 8 + 16) * per_entry;
+        per_entry * self.len()
+    }
+
+    fn serialize_part(
+        &self,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        chunks: std::ops::Range<usize>,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        // Keys spread evenly over chunks and key groups: reserve each
+        // group's share of the part (with 1/8 slack), so the buffers do
+        // not grow entry by entry.
+        let all = self.chunk_count().max(1);
+        let share =
+            self.estimated_bytes() * chunks.len().min(all) / all / range.len().max(1) as usize;
         out.resize_with(range.len() as usize, Vec::new);
         for buf in out.iter_mut() {
             buf.clear();
-            buf.reserve(reserve);
+            buf.reserve(share + share / 8 + 64);
         }
         // A mask instead of a division when the key groups are a power of
         // two (the default 128).
         let groups = KeyGroupAssigner::new(max_parallelism, 1);
-        for (k, v) in self.iter() {
+        for (k, v) in self.iter_chunks(chunks) {
             let kg = groups.key_group(k.key_hash());
             debug_assert!(range.contains(kg), "a key outside the subtask's range");
             let buf = &mut out[(kg - range.start()) as usize];
@@ -290,71 +312,104 @@ where
 {
     let name = state.name().to_owned();
     let started = Instant::now();
-    let mut blocks = scope.keyed_blocks(&name)?;
+    let extents = scope.keyed_extents(&name);
     let inner = state.inner_mut();
     // Size the table once: the first entry's encoded size estimates the
-    // number of entries (exactly, for fixed-size keys and values).
-    let total: usize = blocks.iter().map(|b| b.payload.len()).sum();
-    if let Some(first) = blocks.iter().find(|b| !b.payload.is_empty()) {
-        let entry = K::read(first.payload)
-            .and_then(|(_, n)| V::read(&first.payload[n..]).map(|(_, m)| n + m))
-            .map_err(|e| first.describe(&name, 0, &e))?;
-        inner.reserve(total / entry.max(1));
+    // number of entries from the extents' lengths (slightly over, by the
+    // blocks' headers and padding).
+    let total: u64 = extents.iter().map(|e| e.length).sum();
+    if let Some(&first) = extents.first() {
+        let block = scope.open_block(first)?;
+        if !block.payload.is_empty() {
+            let entry = K::read(block.payload)
+                .and_then(|(_, n)| V::read(&block.payload[n..]).map(|(_, m)| n + m))
+                .map_err(|e| scope.mark_corrupt(block.describe(&name, 0, &e)))?;
+            inner.reserve((total / entry.max(1) as u64) as usize);
+        }
     }
+    let reserved = started.elapsed();
     // Entries land at random table positions: prefetch each one's slot a
     // few entries before inserting it, so the cache misses overlap.
     const AHEAD: usize = 16;
-    let reserved = started.elapsed();
     let mine = scope.key_groups();
     let groups = KeyGroupAssigner::new(scope.max_parallelism(), 1);
     let mut pipeline: VecDeque<(K, u64, V)> = VecDeque::with_capacity(AHEAD + 1);
-    // Each key group's block lists its entries in the order of the table
-    // they were frozen from, i.e. by table position. Taking the blocks in
-    // lockstep, a slice of each per round, makes each round insert into
-    // one region of the new table: cache-friendly. (Only speed depends on
-    // this order; any order restores the same state.)
-    const ROUNDS: usize = 256;
-    let mut cursors = vec![0usize; blocks.len()];
-    // Each block's checksum is computed over the bytes as they are decoded
-    // (one pass over the mapped pages); nothing decoded counts until every
-    // checksum matched: a mismatch makes the checkpoint unusable.
-    for round in 1..=ROUNDS {
-        for (block, pos) in blocks.iter_mut().zip(cursors.iter_mut()) {
-            let bytes = block.payload;
-            let end = bytes.len() * round / ROUNDS;
-            let from = *pos;
-            while *pos < end {
-                let at = *pos;
-                let (k, n) = K::read(&bytes[at..])
-                    .map_err(|e| scope.mark_corrupt(block.describe(&name, at, &e)))?;
-                let (v, m) = V::read(&bytes[at + n..])
-                    .map_err(|e| scope.mark_corrupt(block.describe(&name, at + n, &e)))?;
-                *pos = at + n + m;
-                let hash = k.key_hash();
-                let kg = groups.key_group(hash);
-                if !block.key_groups.contains(kg) {
-                    return Err(scope.mark_corrupt(format!(
-                        "state `{name}`: a key of key group {kg} is stored in the block of key groups {:?} ({})",
-                        block.key_groups, block.segment
-                    )));
-                }
-                if mine.contains(kg) {
-                    inner.prefetch_hashed(hash);
-                    pipeline.push_back((k, hash, v));
-                    if pipeline.len() > AHEAD {
-                        let (k, hash, v) = pipeline.pop_front().expect("not empty");
-                        inner.put_hashed(k, hash, v);
+    // The blocks are taken in file order, a window of about WINDOW bytes
+    // at a time, so that decoding follows the sequential read-ahead of the
+    // segment (started when it was opened) instead of waiting for all of
+    // it. A writer serializes a large state part by part, each part one
+    // region of its table, with one block per key group: within a window
+    // the blocks are taken in lockstep, a slice of each per round, so that
+    // each round inserts into one region of the new table, which is
+    // cache-friendly. (Only speed depends on this order; any order
+    // restores the same state.)
+    const WINDOW: u64 = 16 << 20;
+    const ROUNDS: usize = 64;
+    let mut blocks: Vec<KeyedBlock<'_>> = Vec::new();
+    let mut cursors: Vec<usize> = Vec::new();
+    let mut rest = extents.as_slice();
+    let mut block_count = 0;
+    while !rest.is_empty() {
+        let mut bytes = 0;
+        let take = rest
+            .iter()
+            .take_while(|e| {
+                let more = bytes < WINDOW && e.segment == rest[0].segment;
+                bytes += e.length;
+                more
+            })
+            .count();
+        let (window, later) = rest.split_at(take);
+        rest = later;
+        blocks.clear();
+        for &e in window {
+            blocks.push(scope.open_block(e)?);
+        }
+        block_count += blocks.len();
+        cursors.clear();
+        cursors.resize(blocks.len(), 0);
+        // Each block's checksum is computed over the bytes as they are
+        // decoded (one pass over the mapped pages); nothing decoded counts
+        // until every checksum matched: a mismatch makes the checkpoint
+        // unusable.
+        for round in 1..=ROUNDS {
+            for (block, pos) in blocks.iter_mut().zip(cursors.iter_mut()) {
+                let bytes = block.payload;
+                let end = bytes.len() * round / ROUNDS;
+                let from = *pos;
+                while *pos < end {
+                    let at = *pos;
+                    let (k, n) = K::read(&bytes[at..])
+                        .map_err(|e| scope.mark_corrupt(block.describe(&name, at, &e)))?;
+                    let (v, m) = V::read(&bytes[at + n..])
+                        .map_err(|e| scope.mark_corrupt(block.describe(&name, at + n, &e)))?;
+                    *pos = at + n + m;
+                    let hash = k.key_hash();
+                    let kg = groups.key_group(hash);
+                    if !block.key_groups.contains(kg) {
+                        return Err(scope.mark_corrupt(format!(
+                            "state `{name}`: a key of key group {kg} is stored in the block of key groups {:?} ({})",
+                            block.key_groups, block.segment
+                        )));
+                    }
+                    if mine.contains(kg) {
+                        inner.prefetch_hashed(hash);
+                        pipeline.push_back((k, hash, v));
+                        if pipeline.len() > AHEAD {
+                            let (k, hash, v) = pipeline.pop_front().expect("not empty");
+                            inner.put_hashed(k, hash, v);
+                        }
                     }
                 }
+                block.check.update(&bytes[from..*pos]);
             }
-            block.check.update(&bytes[from..*pos]);
         }
-    }
-    for block in blocks.drain(..) {
-        block
-            .check
-            .finish()
-            .map_err(|e| scope.mark_corrupt(e.to_string()))?;
+        for block in blocks.drain(..) {
+            block
+                .check
+                .finish()
+                .map_err(|e| scope.mark_corrupt(e.to_string()))?;
+        }
     }
     for (k, hash, v) in pipeline {
         inner.put_hashed(k, hash, v);
@@ -362,7 +417,7 @@ where
     crate::checkpoint::trace!(
         "restored state `{name}`: {} entries from {} blocks ({} bytes) in {:?} ({:?} to size the table)",
         inner.len(),
-        blocks.len(),
+        block_count,
         total,
         started.elapsed(),
         reserved

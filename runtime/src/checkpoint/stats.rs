@@ -17,8 +17,14 @@ pub struct TaskCheckpointStats {
     pub alignment_ms: f64,
     /// The synchronous part (freezing state, pre-committing).
     pub sync_ms: f64,
-    /// The asynchronous part (serializing, writing, syncing).
+    /// The asynchronous part (serializing, writing, syncing), until the
+    /// acknowledgement: also waits for the worker's other tasks and for
+    /// the sinks' pre-committed files to be synced.
     pub async_ms: f64,
+    /// From the start of the asynchronous part until the worker's segment,
+    /// with this task's state, was durable (before the sinks' files were
+    /// synced): how long persisting the state took.
+    pub persist_ms: f64,
     /// Bytes written (blocks including padding, plus inline state).
     pub bytes: u64,
     /// Keyed-state entries written.

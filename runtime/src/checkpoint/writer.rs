@@ -20,12 +20,12 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use glommio::channels::local_channel::{self, LocalSender};
-use weir_state::snapshot::{BlockKind, InlineState, SubtaskSnapshot};
+use weir_state::snapshot::{BlockKind, Extent, InlineState, SubtaskSnapshot};
 use weir_state::KeyGroupRange;
 
 use crate::checkpoint::coordinator::{CoordinatorMsg, TaskAck, TaskCheckpointStats};
 use crate::checkpoint::segment_file::{IoMode, SegmentFile};
-use crate::checkpoint::snapshot::TaskSnapshot;
+use crate::checkpoint::snapshot::{FrozenKeyedState, TaskSnapshot};
 use crate::checkpoint::storage::CheckpointStorage;
 
 /// A task's handle on its worker's snapshot writer.
@@ -70,6 +70,8 @@ struct OpenSegment {
     file: SegmentFile,
     jobs: usize,
     acks: Vec<TaskAck>,
+    /// Sinks' pre-committed files, synced after the segment.
+    files_to_sync: Vec<PathBuf>,
     failed: Option<String>,
 }
 
@@ -113,6 +115,7 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
                             file,
                             jobs: 0,
                             acks: Vec::new(),
+                            files_to_sync: Vec::new(),
                             failed: None,
                         }),
                         Err(e) => {
@@ -128,6 +131,7 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
                 }
             };
             seg.jobs += 1;
+            seg.files_to_sync.extend(job.files_to_sync.iter().cloned());
             if seg.failed.is_none() {
                 match write_job(&mut seg.file, &job, setup.worker, &mut parts).await {
                     Ok(ack) => seg.acks.push(ack),
@@ -166,22 +170,37 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
     }
 }
 
-/// Syncs and closes a worker's segment of one checkpoint, then acknowledges
-/// every task's part (or declines them all if anything failed).
+/// Syncs and closes a worker's segment of one checkpoint, syncs the sinks'
+/// pre-committed files, then acknowledges every task's part (or declines
+/// them all if anything failed).
+///
+/// The segment goes first: the state is then durable, and its persist time
+/// does not include flushing the sinks' output, which competes for the
+/// same device (both are synced before the acknowledgement).
 async fn finish_segment(mut seg: OpenSegment, acks: &Sender<CoordinatorMsg>) {
     if seg.failed.is_none() {
         if let Err(e) = seg.file.sync().await {
             seg.failed = Some(e.to_string());
         }
     }
+    let persisted = Instant::now();
     let direct = seg.file.is_direct();
     trace!("writer: checkpoint {} synced", seg.checkpoint);
     if let Err(e) = seg.file.close().await {
         seg.failed.get_or_insert(e.to_string());
     }
+    if seg.failed.is_none() {
+        if let Err(e) = sync_files(&seg.files_to_sync).await {
+            seg.failed = Some(e);
+        }
+    }
     match seg.failed {
         None => {
             for mut ack in seg.acks {
+                ack.stats.persist_ms = persisted
+                    .saturating_duration_since(ack.async_started)
+                    .as_secs_f64()
+                    * 1e3;
                 ack.stats.async_ms = ack.async_started.elapsed().as_secs_f64() * 1e3;
                 ack.stats.direct_io = direct;
                 let _ = acks.send(CoordinatorMsg::Ack(ack));
@@ -204,8 +223,14 @@ fn wall_ms_of(at: Instant) -> f64 {
     now_ms - at.elapsed().as_secs_f64() * 1e3
 }
 
+/// Serialized bytes per part of a large keyed state: the writer writes one
+/// part's blocks while it serializes the next, so the device and the core
+/// work at the same time (see [`write_keyed_state`]).
+const PART_BYTES: usize = 16 << 20;
+
 /// Writes one task's snapshot; returns its acknowledgement (without the
-/// final async duration, which includes the segment's sync).
+/// final async duration, which includes the segment's sync). The sinks'
+/// files are synced later, after the segment ([`finish_segment`]).
 async fn write_job(
     file: &mut SegmentFile,
     job: &TaskSnapshot,
@@ -222,32 +247,22 @@ async fn write_job(
         for (name, frozen) in &op.keyed {
             entries += frozen.len() as u64;
             let t0 = Instant::now();
-            frozen.serialize_key_groups(op.info.max_parallelism, range, parts);
-            let serialized = t0.elapsed();
-            for (i, payload) in parts.iter().enumerate() {
-                if payload.is_empty() {
-                    continue;
-                }
-                let kg = range.start() + i as u32;
-                let extent = file
-                    .append_block(
-                        BlockKind::KeyedState,
-                        KeyGroupRange::new(kg, kg + 1),
-                        name,
-                        payload,
-                    )
-                    .await
-                    .map_err(|e| e.to_string())?;
-                bytes += extent.length;
-                extents.push(extent);
-                crate::failpoint::hit("snapshot-write", job.barrier.id);
-                glommio::yield_if_needed().await;
-            }
+            let written = write_keyed_state(
+                file,
+                &**frozen,
+                (name, op.info.max_parallelism, range),
+                PART_BYTES,
+                parts,
+                job.barrier.id,
+                &mut extents,
+            )
+            .await?;
+            bytes += written;
             trace!(
-                "writer w{worker}: state `{name}` of {}: {} entries serialized in {serialized:?}, written in {:?}",
+                "writer w{worker}: state `{name}` of {}: {} entries, {written} bytes in {:?}",
                 job.task,
                 frozen.len(),
-                t0.elapsed() - serialized
+                t0.elapsed()
             );
         }
         let inline_state: Vec<InlineState> = op
@@ -273,16 +288,6 @@ async fn write_job(
             },
         ));
     }
-    // Sinks' pre-committed files: durable before the acknowledgement.
-    for path in &job.files_to_sync {
-        let synced = async {
-            let f = glommio::io::BufferedFile::open(path).await?;
-            f.fdatasync().await?;
-            f.close().await
-        }
-        .await;
-        synced.map_err(|e| format!("cannot fsync {}: {e}", path.display()))?;
-    }
     Ok(TaskAck {
         checkpoint: job.barrier.id,
         task: job.task.clone(),
@@ -295,9 +300,168 @@ async fn write_job(
             alignment_ms: job.timing.alignment.as_secs_f64() * 1e3,
             sync_ms: job.timing.sync.as_secs_f64() * 1e3,
             async_ms: 0.0,
+            persist_ms: 0.0,
             bytes,
             entries,
             direct_io: false,
         },
     })
+}
+
+/// Writes a frozen keyed state as blocks of one key group each, part by
+/// part (about `part_bytes` serialized at a time, split at arena chunks;
+/// the state is named by its name, the job's max parallelism and the
+/// subtask's key groups):
+/// after appending a part's blocks the writer lets the executor submit
+/// their writes before it serializes the next part, so serialization and
+/// the device overlap. A key group has one block per part that holds any
+/// of its entries. Returns the bytes written; pushes the extents.
+async fn write_keyed_state(
+    file: &mut SegmentFile,
+    frozen: &dyn FrozenKeyedState,
+    (name, max_parallelism, range): (&str, u32, KeyGroupRange),
+    part_bytes: usize,
+    parts: &mut Vec<Vec<u8>>,
+    checkpoint: u64,
+    extents: &mut Vec<Extent>,
+) -> Result<u64, String> {
+    let chunks = frozen.chunk_count();
+    let n = frozen
+        .estimated_bytes()
+        .div_ceil(part_bytes.max(1))
+        .clamp(1, chunks.max(1));
+    let mut bytes = 0;
+    for part in 0..n {
+        frozen.serialize_part(
+            max_parallelism,
+            range,
+            chunks * part / n..chunks * (part + 1) / n,
+            parts,
+        );
+        for (i, payload) in parts.iter().enumerate() {
+            if payload.is_empty() {
+                continue;
+            }
+            let kg = range.start() + i as u32;
+            let extent = file
+                .append_block(
+                    BlockKind::KeyedState,
+                    KeyGroupRange::new(kg, kg + 1),
+                    name,
+                    payload,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            bytes += extent.length;
+            extents.push(extent);
+            crate::failpoint::hit("snapshot-write", checkpoint);
+        }
+        // The blocks' writes are tasks of their own: give them (and the
+        // worker's processing) a turn, so the reactor submits them before
+        // the next part is serialized.
+        glommio::timer::sleep(std::time::Duration::from_micros(1)).await;
+    }
+    Ok(bytes)
+}
+
+/// Syncs sinks' pre-committed files (opened by path: the sink has closed
+/// them).
+async fn sync_files(paths: &[PathBuf]) -> Result<(), String> {
+    for path in paths {
+        let synced = async {
+            let f = glommio::io::BufferedFile::open(path).await?;
+            f.fdatasync().await?;
+            f.close().await
+        }
+        .await;
+        synced.map_err(|e| format!("cannot fsync {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use weir_net::Wire;
+    use weir_state::snapshot::SegmentReader;
+    use weir_state::value_state::ValueState;
+    use weir_state::{KeyGroupAssigner, KeyHash};
+
+    use super::*;
+
+    /// A large state written part by part: every key group gets one block
+    /// per part, each block holds only its key group's entries, and the
+    /// blocks together hold exactly the frozen entries, although the live
+    /// state kept changing while they were written.
+    #[test]
+    fn a_state_written_in_parts_is_one_block_per_key_group_and_part() {
+        let dir = std::env::temp_dir().join(format!("weir-writer-parts-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("w0.seg");
+        let path2 = path.clone();
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let (max_parallelism, range) = (128, KeyGroupRange::new(0, 64));
+                let groups = KeyGroupAssigner::new(max_parallelism, 1);
+                let mut live: ValueState<u64, (u64, u64)> = ValueState::new("totals");
+                let mut want = HashMap::new();
+                for i in 0..200_000u64 {
+                    let key = i * 7 + 1;
+                    if range.contains(groups.key_group(key.key_hash())) {
+                        live.put(key, (i, i * 3));
+                        want.insert(key, (i, i * 3));
+                    }
+                }
+                let frozen = live.freeze();
+                for (k, v) in want.iter().take(1_000) {
+                    live.put(*k, (v.0 + 1, 0));
+                }
+                let mut file = SegmentFile::create(&path2, IoMode::Auto).await.unwrap();
+                let (mut parts, mut extents) = (Vec::new(), Vec::new());
+                let part_bytes = 256 << 10;
+                let bytes = write_keyed_state(
+                    &mut file,
+                    &frozen,
+                    ("totals", max_parallelism, range),
+                    part_bytes,
+                    &mut parts,
+                    1,
+                    &mut extents,
+                )
+                .await
+                .unwrap();
+                file.close().await.unwrap();
+                assert_eq!(bytes, extents.iter().map(|e| e.length).sum::<u64>());
+                let n = (want.len() * 24).div_ceil(part_bytes);
+                assert!(n > 4, "{n} parts");
+                let reader = SegmentReader::open(&path2).unwrap();
+                let mut got = HashMap::new();
+                let mut blocks_per_group = vec![0usize; 64];
+                for e in &extents {
+                    assert_eq!(e.key_groups.len(), 1);
+                    let kg = e.key_groups.start();
+                    blocks_per_group[kg as usize] += 1;
+                    let mut payload = reader.read_block(e).unwrap();
+                    while !payload.is_empty() {
+                        let (k, a) = u64::read(payload).unwrap();
+                        let (v, b) = <(u64, u64)>::read(&payload[a..]).unwrap();
+                        payload = &payload[a + b..];
+                        assert_eq!(groups.key_group(k.key_hash()), kg);
+                        assert!(got.insert(k, v).is_none(), "key {k} twice");
+                    }
+                }
+                assert_eq!(got, want);
+                assert!(
+                    blocks_per_group.iter().all(|&b| b == n),
+                    "{blocks_per_group:?}"
+                );
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(path.exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -343,6 +343,74 @@ fn a_failure_restarts_from_the_latest_checkpoint_exactly_once() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Every keyed entry `(key, (count, sum))` of a checkpoint, and the number
+/// of blocks per key group.
+fn keyed_entries(
+    chk: &Path,
+) -> (
+    std::collections::HashMap<u64, (u64, u64)>,
+    std::collections::HashMap<u32, usize>,
+) {
+    let manifest = Manifest::read(chk.join("_metadata")).unwrap();
+    let count = manifest
+        .operators
+        .iter()
+        .find(|o| o.uid == "count")
+        .unwrap();
+    let (mut entries, mut blocks) = (
+        std::collections::HashMap::new(),
+        std::collections::HashMap::new(),
+    );
+    for e in count.subtasks.iter().flat_map(|st| &st.extents) {
+        *blocks.entry(e.key_groups.start()).or_insert(0) += 1;
+        let seg = SegmentReader::open(chk.join(&e.segment)).unwrap();
+        for entry in seg.read_block(e).unwrap().chunks_exact(24) {
+            let word = |i: usize| u64::from_le_bytes(entry[i..i + 8].try_into().unwrap());
+            assert!(entries.insert(word(0), (word(8), word(16))).is_none());
+        }
+    }
+    (entries, blocks)
+}
+
+/// A state larger than the writer's part size (16 MiB per worker) is
+/// written in several blocks per key group and restored window by window:
+/// a job restored from its own final checkpoint takes a final checkpoint
+/// with exactly the same entries.
+#[test]
+fn a_large_state_is_written_in_parts_and_restored_exactly() {
+    let dir = temp_dir("large");
+    let s = Setup {
+        per_ms: 50_000,
+        ..Setup::new(4_000_000, 2_000_000)
+    };
+    let mut o = options(2).with_checkpointing(Duration::from_secs(600), &dir);
+    o.checkpointing.as_mut().unwrap().coordinator.num_retained = 2;
+    let (first, tallies) = job(&s);
+    run_ok(first, &o);
+    assert_exact(&tallies, s.n, s.keys);
+    o.restore = RestoreFrom::Latest;
+    let (second, tallies) = job(&s);
+    let result = run_ok(second, &o);
+    let restored = result.restored.expect("restored the final checkpoint");
+    assert!(
+        restored.state_bytes > 2 * (16 << 20),
+        "restored {} bytes",
+        restored.state_bytes
+    );
+    assert_exact(&tallies, s.n, s.keys);
+    let list = CheckpointStorage::open(&dir).unwrap().list().unwrap();
+    assert_eq!(list.len(), 2, "{list:?}");
+    let (before, blocks) = keyed_entries(&list[1].dir);
+    let (after, _) = keyed_entries(&list[0].dir);
+    assert!(before.len() > 1_500_000, "{} keys", before.len());
+    assert!(before == after, "the restored state differs");
+    assert!(
+        blocks.values().all(|&b| b >= 2),
+        "blocks per key group: {blocks:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn without_restarts_a_failure_fails_the_job() {
     let dir = temp_dir("no-restart");

@@ -200,6 +200,19 @@ where
     assert_eq!(f.iter().count(), seen.len(), "a view yielded a key twice");
     assert_eq!(&seen, want);
     assert_eq!((f.len(), f.is_empty()), (want.len(), want.is_empty()));
+    // Part by part (as a snapshot serializes it), the same entries in the
+    // same order, whatever the split; chunks past the end yield nothing.
+    let whole: Vec<(K, V)> = f.iter().map(|(k, v)| (*k, *v)).collect();
+    let n = f.chunk_count();
+    for parts in [1, 2, 3, n.max(1), n + 2] {
+        let mut joined = Vec::new();
+        for p in 0..parts {
+            let chunks = n * p / parts..n * (p + 1) / parts;
+            joined.extend(f.iter_chunks(chunks).map(|(k, v)| (*k, *v)));
+        }
+        assert_eq!(joined, whole, "{parts} parts of {n} chunks");
+    }
+    assert_eq!(f.iter_chunks(n..n + 3).count(), 0);
     for (k, v) in want {
         assert_eq!(f.get(k), Some(v), "key {k:?}");
     }

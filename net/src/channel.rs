@@ -1,29 +1,52 @@
 //! A channel: the connection between one sending subtask and one receiving
-//! subtask, made of two SPSC rings.
+//! subtask, made of SPSC rings.
 //!
 //! The forward ring carries [`ChannelEvent`]s in order; its capacity is the
 //! channel's credit (how many buffers may be in flight). The return ring
 //! carries consumed buffers back to the sender's [`BufferPool`](crate::BufferPool); it is sized
-//! so a return never fails. Each side rings the other side's [`Doorbell`]
-//! after publishing, so a parked worker wakes up.
+//! so a return never fails. A small priority ring carries the barriers of
+//! unaligned checkpoints ([`PriorityBarrier`]), which overtake the data:
+//! the receiver looks at it before the forward ring. Each side rings the
+//! other side's [`Doorbell`] after publishing, so a parked worker wakes up.
+//!
+//! The receiver may lower the credit below the forward ring's capacity and
+//! ask senders to ship smaller buffers ([`ChannelReceiver::announce`]):
+//! that is how buffer debloating bounds the data in flight.
 
 use crate::buffer::NetworkBuffer;
 use crate::doorbell::Doorbell;
-use crate::event::ChannelEvent;
+use crate::event::{ChannelEvent, PriorityBarrier};
 use crate::ring::{ring, Consumer, Producer};
-use crate::sync::Arc;
+use crate::sync::{Arc, AtomicUsize, Ordering};
+
+/// Priority barriers that may be outstanding on one channel; a sender
+/// whose priority ring is full sends its barrier in band instead.
+pub const PRIORITY_CAPACITY: usize = 16;
+
+/// What the receiver announced to the sender (buffer debloating).
+struct Announced {
+    /// Events the sender may have in flight (at most the ring's capacity).
+    credit: AtomicUsize,
+    /// Bytes to which the sender fills a buffer before shipping it.
+    buffer_size: AtomicUsize,
+}
 
 /// The sending end of a channel.
 pub struct ChannelSender {
     events: Producer<ChannelEvent>,
+    priority: Producer<PriorityBarrier>,
+    announced: Arc<Announced>,
     receiver_bell: Arc<Doorbell>,
 }
 
 impl ChannelSender {
     /// Sends `event`, or hands it back if the receiver granted no more
-    /// credit (the ring is full).
+    /// credit.
     #[inline]
     pub fn send(&mut self, event: ChannelEvent) -> Result<(), ChannelEvent> {
+        if !self.has_credit() {
+            return Err(event);
+        }
         self.events.push(event)?;
         self.receiver_bell.ring();
         Ok(())
@@ -32,18 +55,47 @@ impl ChannelSender {
     /// True if the receiver has room for another event.
     #[inline]
     pub fn has_credit(&mut self) -> bool {
-        !self.events.is_full()
+        let credit = self.announced.credit.load(Ordering::Relaxed);
+        if credit >= self.events.capacity() {
+            !self.events.is_full()
+        } else {
+            self.events.len() < credit
+        }
+    }
+
+    /// Sends `barrier` ahead of the data in flight, or hands it back if
+    /// [`PRIORITY_CAPACITY`] priority barriers are still unread.
+    pub fn send_priority(&mut self, barrier: PriorityBarrier) -> Result<(), PriorityBarrier> {
+        self.priority.push(barrier)?;
+        self.receiver_bell.ring();
+        Ok(())
+    }
+
+    /// Events pushed into the data ring so far (wrapping): the position a
+    /// [`PriorityBarrier`] sent now stands at.
+    #[inline]
+    pub fn position(&self) -> usize {
+        self.events.pushed()
     }
 
     /// Events in flight (sent, not yet taken by the receiver).
     pub fn in_flight(&self) -> usize {
         self.events.len()
     }
+
+    /// The buffer size the receiver asked for (the full buffer size unless
+    /// it debloats).
+    #[inline]
+    pub fn buffer_size(&self) -> usize {
+        self.announced.buffer_size.load(Ordering::Relaxed)
+    }
 }
 
 /// The receiving end of a channel.
 pub struct ChannelReceiver {
     events: Consumer<ChannelEvent>,
+    priority: Consumer<PriorityBarrier>,
+    announced: Arc<Announced>,
     returns: Producer<NetworkBuffer>,
     sender_bell: Arc<Doorbell>,
 }
@@ -54,11 +106,30 @@ impl ChannelReceiver {
     pub fn recv(&mut self) -> Option<ChannelEvent> {
         let was_full = self.events.queued() == self.events.capacity();
         let event = self.events.pop()?;
-        if was_full {
+        if was_full || self.announced.credit.load(Ordering::Relaxed) < self.events.capacity() {
             // The sender may be parked waiting for credit.
             self.sender_bell.ring();
         }
         Some(event)
+    }
+
+    /// Takes the next priority barrier, if any.
+    #[inline]
+    pub fn recv_priority(&mut self) -> Option<PriorityBarrier> {
+        self.priority.pop()
+    }
+
+    /// True if a priority barrier is waiting.
+    #[inline]
+    pub fn has_priority(&mut self) -> bool {
+        !self.priority.is_empty()
+    }
+
+    /// Events taken from the data ring so far (wrapping): compare with a
+    /// [`PriorityBarrier::position`].
+    #[inline]
+    pub fn received(&self) -> usize {
+        self.events.popped()
     }
 
     /// True if nothing is waiting.
@@ -78,13 +149,39 @@ impl ChannelReceiver {
         }
         self.sender_bell.ring();
     }
+
+    /// Grants the sender `credit` events in flight (clamped to 1 ..= the
+    /// ring's capacity) and asks it to ship buffers once they hold
+    /// `buffer_size` bytes.
+    pub fn announce(&self, credit: usize, buffer_size: usize) {
+        let credit = credit.clamp(1, self.events.capacity());
+        let old = self.announced.credit.swap(credit, Ordering::Relaxed);
+        self.announced
+            .buffer_size
+            .store(buffer_size.max(1), Ordering::Relaxed);
+        if credit > old {
+            self.sender_bell.ring();
+        }
+    }
+
+    /// The credit currently granted.
+    pub fn credit(&self) -> usize {
+        self.announced.credit.load(Ordering::Relaxed)
+    }
+
+    /// The data ring's capacity (the most credit there can be).
+    pub fn capacity(&self) -> usize {
+        self.events.capacity()
+    }
 }
 
 /// Creates a channel.
 ///
-/// `credit` bounds the events in flight. `return_capacity` must be at least
-/// the number of buffers in the sender's pool, so that a return never fails;
-/// the returned `Consumer` is that pool's return path for this channel
+/// `credit` bounds the events in flight; `buffer_size` is what senders
+/// fill buffers to until the receiver announces otherwise.
+/// `return_capacity` must be at least the number of buffers in the sender's
+/// pool, so that a return never fails; the returned `Consumer` is that
+/// pool's return path for this channel
 /// ([`crate::BufferPool::add_return_path`]).
 pub fn channel(
     credit: usize,
@@ -93,14 +190,23 @@ pub fn channel(
     receiver_bell: Arc<Doorbell>,
 ) -> (ChannelSender, ChannelReceiver, Consumer<NetworkBuffer>) {
     let (ev_tx, ev_rx) = ring(credit);
+    let (pr_tx, pr_rx) = ring(PRIORITY_CAPACITY);
     let (ret_tx, ret_rx) = ring(return_capacity.max(1));
+    let announced = Arc::new(Announced {
+        credit: AtomicUsize::new(ev_tx.capacity()),
+        buffer_size: AtomicUsize::new(usize::MAX),
+    });
     (
         ChannelSender {
             events: ev_tx,
+            priority: pr_tx,
+            announced: announced.clone(),
             receiver_bell,
         },
         ChannelReceiver {
             events: ev_rx,
+            priority: pr_rx,
+            announced,
             returns: ret_tx,
             sender_bell,
         },
@@ -161,5 +267,68 @@ mod tests {
         assert!(seen > 0);
         pool.reclaim();
         assert_eq!(pool.available(), 3, "every buffer returned to its pool");
+    }
+
+    #[test]
+    fn a_priority_barrier_overtakes_and_says_where_it_stands() {
+        use crate::event::{CheckpointBarrier, PriorityBarrier};
+        let bell = Arc::new(Doorbell::new());
+        let (mut tx, mut rx, _returns) = channel(4, 4, bell.clone(), bell);
+        for _ in 0..3 {
+            assert!(tx.send(ChannelEvent::EndOfData).is_ok());
+        }
+        assert!(matches!(rx.recv(), Some(ChannelEvent::EndOfData)));
+        let barrier = CheckpointBarrier {
+            id: 7,
+            timestamp_ms: 0,
+        };
+        assert!(!rx.has_priority());
+        tx.send_priority(PriorityBarrier {
+            barrier,
+            position: tx.position(),
+            overtaken: vec![ChannelEvent::EndOfPartition],
+        })
+        .unwrap();
+        assert!(rx.has_priority());
+        let p = rx.recv_priority().unwrap();
+        assert_eq!((p.barrier, p.position, rx.received()), (barrier, 3, 1));
+        assert_eq!(p.overtaken.len(), 1);
+        // Two events before the barrier are still in the ring.
+        assert!(rx.recv().is_some() && rx.recv().is_some());
+        assert_eq!(rx.received(), p.position);
+        assert!(rx.recv_priority().is_none());
+    }
+
+    #[test]
+    fn the_receiver_lowers_and_raises_the_credit() {
+        let bell = Arc::new(Doorbell::new());
+        let (mut tx, mut rx, _returns) = channel(8, 8, bell.clone(), bell);
+        assert_eq!(
+            (rx.credit(), rx.capacity(), tx.buffer_size()),
+            (8, 8, usize::MAX)
+        );
+        rx.announce(2, 4096);
+        assert_eq!(tx.buffer_size(), 4096);
+        assert!(tx.send(ChannelEvent::EndOfData).is_ok());
+        assert!(tx.send(ChannelEvent::EndOfData).is_ok());
+        assert!(!tx.has_credit());
+        assert!(
+            tx.send(ChannelEvent::EndOfData).is_err(),
+            "two in flight at most"
+        );
+        assert!(rx.recv().is_some());
+        assert!(tx.send(ChannelEvent::EndOfData).is_ok());
+        rx.announce(100, 1 << 20);
+        assert_eq!(rx.credit(), 8, "clamped to the ring's capacity");
+        for _ in 0..6 {
+            assert!(tx.send(ChannelEvent::EndOfData).is_ok());
+        }
+        assert!(tx.send(ChannelEvent::EndOfData).is_err());
+        rx.announce(0, 0);
+        assert_eq!(
+            (rx.credit(), tx.buffer_size()),
+            (1, 1),
+            "at least one of each"
+        );
     }
 }

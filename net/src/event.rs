@@ -2,7 +2,9 @@
 //! barriers, watermarks, the end of data and the end of a partition.
 //!
 //! Barriers and watermarks ride in the same FIFO as data, which is what makes
-//! an aligned snapshot consistent and event time monotone per channel.
+//! an aligned snapshot consistent and event time monotone per channel. An
+//! unaligned checkpoint's barrier takes the channel's priority path instead
+//! ([`PriorityBarrier`]) and overtakes the data.
 
 use crate::buffer::NetworkBuffer;
 
@@ -33,4 +35,21 @@ pub enum ChannelEvent {
     EndOfData,
     /// The sender's partition is finished: nothing follows.
     EndOfPartition,
+}
+
+/// A checkpoint barrier that overtakes the data of its channel (unaligned
+/// checkpoints): it travels on the channel's priority path and says where
+/// in the channel's sequence of events it stands.
+#[derive(Debug)]
+pub struct PriorityBarrier {
+    /// The barrier.
+    pub barrier: CheckpointBarrier,
+    /// Events the sender had pushed into the data ring when it sent the
+    /// barrier ([`crate::ChannelReceiver::received`] counts the receiver's
+    /// side): those before this position precede the barrier.
+    pub position: usize,
+    /// Events the sender had queued for the channel but not yet pushed
+    /// (no credit): they precede the barrier too and are handed over with
+    /// it, by ownership, after the events before `position`.
+    pub overtaken: Vec<ChannelEvent>,
 }

@@ -141,6 +141,13 @@ impl<T> Producer<T> {
         self.len() == 0
     }
 
+    /// Values pushed since the ring was created (wrapping): the position
+    /// in the ring's sequence the next push takes.
+    #[inline]
+    pub fn pushed(&self) -> usize {
+        self.tail
+    }
+
     /// The ring's capacity.
     pub fn capacity(&self) -> usize {
         self.capacity
@@ -186,6 +193,13 @@ impl<T> Consumer<T> {
         }
         self.cached_tail = self.ring.tail.load(Ordering::Acquire);
         self.head == self.cached_tail
+    }
+
+    /// Values popped since the ring was created (wrapping): the position
+    /// in the ring's sequence of the next pop.
+    #[inline]
+    pub fn popped(&self) -> usize {
+        self.head
     }
 
     /// Values ready to pop.

@@ -4,17 +4,22 @@
 //! [`ExchangeOutput`] is the tail of a sending chain. It hashes each record's
 //! key with the stable key hash, maps the key group to the subtask that owns
 //! it, and appends the record to that channel's current buffer. A buffer is
-//! sent when it is full, or when `execution.buffer-timeout` has passed since
-//! its first record (immediately with a timeout of zero). A buffer that finds
-//! no credit waits in a per-channel queue. While one waits, or when the pool
-//! is empty, the output reports itself unavailable and the chain's head stops
+//! sent when it is full (or holds the size the receiver asked for, when it
+//! debloats), or when `execution.buffer-timeout` has passed since its first
+//! record (immediately with a timeout of zero). A buffer that finds no
+//! credit waits in a per-channel queue. While one waits, or when the pool is
+//! empty, the output reports itself unavailable and the chain's head stops
 //! taking input: backpressure.
 //!
-//! [`InputGate`] is the receiving side: it takes events from its channels
-//! round-robin, lends each buffer's records to the chain in place, and returns
-//! the buffer to its owner's pool when done. It also aligns checkpoint
-//! barriers across its channels: alignment lives here, in the runtime, so
-//! operators only ever see one aligned snapshot call per checkpoint.
+//! At a checkpoint the output sends the barrier behind every record before
+//! it (aligned), or, for an unaligned snapshot, on each channel's priority
+//! path together with the events still queued for lack of credit, which the
+//! barrier overtakes ([`weir_net::PriorityBarrier`]). With an aligned
+//! checkpoint timeout, a barrier still queued after the timeout is sent
+//! that way too.
+//!
+//! [`InputTask`] drives the receiving side: an [`InputGate`] (see
+//! [`crate::gate`]) pumping records into the chain.
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -23,14 +28,16 @@ use std::time::{Duration, Instant};
 use std::rc::Rc;
 
 use weir_net::{
-    BufferPool, ChannelEvent, ChannelReceiver, ChannelSender, CheckpointBarrier, NetworkBuffer,
+    BufferPool, ChannelEvent, ChannelSender, CheckpointBarrier, NetworkBuffer, PriorityBarrier,
     Wire,
 };
 use weir_state::{KeyGroupAssigner, KeyHash};
 
 use crate::checkpoint::snapshot::TaskSnapshot;
 use crate::checkpoint::TaskCheckpointing;
+use crate::gate::{BarrierMode, ChannelState, GateStatus, InputGate};
 use crate::operator::{ChainControl, Collector, FlushOutcome};
+use crate::source::SubtaskInfo;
 use crate::task::{ChainHead, InputStep, Task, TaskPoll};
 
 struct OutChannel {
@@ -40,6 +47,12 @@ struct OutChannel {
     since: Option<Instant>,
     /// Events that found no credit, in order.
     queued: VecDeque<ChannelEvent>,
+    /// A barrier sent in band that was still queued, and since when (only
+    /// with an aligned checkpoint timeout).
+    barrier_queued: Option<(CheckpointBarrier, Instant)>,
+    /// Ship the current buffer once it holds this many bytes (what the
+    /// receiver announced; refreshed at every flush).
+    fill: usize,
 }
 
 impl OutChannel {
@@ -76,6 +89,46 @@ impl OutChannel {
             self.enqueue(ChannelEvent::Buffer(buf));
         }
     }
+
+    /// Sends `barrier` on the priority path, handing over the queued events
+    /// it overtakes; in band if the priority path is full.
+    fn send_overtaking(&mut self, barrier: CheckpointBarrier) {
+        let overtaken: Vec<ChannelEvent> = self.queued.drain(..).collect();
+        let position = self.sender.position();
+        if let Err(back) = self.sender.send_priority(PriorityBarrier {
+            barrier,
+            position,
+            overtaken,
+        }) {
+            self.queued.extend(back.overtaken);
+            self.enqueue(ChannelEvent::Barrier(barrier));
+        }
+    }
+
+    /// With an aligned checkpoint timeout: a barrier queued for `timeout`
+    /// is sent overtaking the events queued before it. Returns when to look
+    /// again, if it is still queued.
+    fn convert_late_barrier(&mut self, now: Instant, timeout: Duration) -> Option<Instant> {
+        let (barrier, since) = self.barrier_queued?;
+        let Some(at) = self
+            .queued
+            .iter()
+            .position(|e| matches!(e, ChannelEvent::Barrier(b) if *b == barrier))
+        else {
+            self.barrier_queued = None; // it went out in band
+            return None;
+        };
+        if now < since + timeout {
+            return Some(since + timeout);
+        }
+        self.barrier_queued = None;
+        let after: VecDeque<ChannelEvent> = self.queued.split_off(at + 1);
+        self.queued.pop_back(); // the barrier itself
+        crate::checkpoint::trace!("output: barrier {} overtakes after {timeout:?}", barrier.id);
+        self.send_overtaking(barrier);
+        self.queued.extend(after);
+        None
+    }
 }
 
 /// The sending side of a key_by exchange for one subtask.
@@ -91,6 +144,11 @@ pub struct ExchangeOutput<T, K, KF> {
     /// Most buffers the pool may own after overdrafts: what a return ring
     /// holds, so a return can never overflow.
     max_pool: usize,
+    /// How barriers are sent.
+    barrier_mode: BarrierMode,
+    /// End of data was sent: later barriers (the final checkpoint's) go in
+    /// band, behind all data, never overtaking it.
+    data_ended: bool,
     _types: PhantomData<fn(T) -> K>,
 }
 
@@ -110,6 +168,7 @@ where
         pool: BufferPool,
         max_pool: usize,
         buffer_timeout: Duration,
+        barrier_mode: BarrierMode,
     ) -> Self {
         let assigner = KeyGroupAssigner::new(max_parallelism, senders.len() as u32);
         let capacity = pool.total() + 4;
@@ -120,6 +179,8 @@ where
                 current: None,
                 since: None,
                 queued: VecDeque::with_capacity(capacity),
+                barrier_queued: None,
+                fill: usize::MAX,
             })
             .collect();
         Self {
@@ -132,6 +193,8 @@ where
             flush_every_record: buffer_timeout.is_zero(),
             finishing: false,
             max_pool,
+            barrier_mode,
+            data_ended: false,
             _types: PhantomData,
         }
     }
@@ -192,7 +255,7 @@ where
         let ch = &mut self.channels[target];
         if let Some(buf) = ch.current.as_mut() {
             if buf.try_append(&record) {
-                if self.flush_every_record {
+                if self.flush_every_record || buf.len() >= ch.fill {
                     ch.ship_current();
                     self.available &= ch.queued.is_empty();
                 }
@@ -229,8 +292,18 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
         let mut progressed = false;
         let mut next_deadline: Option<Instant> = None;
         let mut waiting = false;
+        let late_barriers = match self.barrier_mode {
+            BarrierMode::AlignedWithTimeout(t) => Some(t),
+            _ => None,
+        };
         for ch in self.channels.iter_mut() {
+            if let Some(t) = late_barriers {
+                if let Some(at) = ch.convert_late_barrier(now, t) {
+                    next_deadline = Some(next_deadline.map_or(at, |d| d.min(at)));
+                }
+            }
             progressed |= ch.drain_queue();
+            ch.fill = ch.sender.buffer_size();
             if let Some(since) = ch.since {
                 let due = since + self.timeout;
                 if due <= now {
@@ -255,15 +328,26 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
             ch.ship_current();
             ch.enqueue(ChannelEvent::EndOfData);
         }
+        self.data_ended = true;
         self.available = false;
     }
 
     fn snapshot(&mut self, snapshot: &mut TaskSnapshot) {
         // The barrier goes behind every record before it, without waiting
-        // for the buffer timeout.
+        // for the buffer timeout; an unaligned one overtakes them.
+        let barrier = snapshot.barrier;
         for ch in self.channels.iter_mut() {
             ch.ship_current();
-            ch.enqueue(ChannelEvent::Barrier(snapshot.barrier));
+            if snapshot.unaligned && !self.data_ended {
+                ch.send_overtaking(barrier);
+            } else {
+                ch.enqueue(ChannelEvent::Barrier(barrier));
+                if matches!(self.barrier_mode, BarrierMode::AlignedWithTimeout(_))
+                    && !ch.queued.is_empty()
+                {
+                    ch.barrier_queued = Some((barrier, Instant::now()));
+                }
+            }
         }
         self.available = self.channels.iter().all(|c| c.queued.is_empty())
             && (self.pool.available() > 0 || self.pool.reclaim() > 0);
@@ -289,259 +373,6 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
     }
 }
 
-/// A buffer being read, and where.
-struct Reading {
-    channel: usize,
-    buffer: NetworkBuffer,
-    pos: usize,
-}
-
-/// Barrier `barrier` being aligned: which inputs delivered it.
-struct Alignment {
-    barrier: CheckpointBarrier,
-    first_at: Instant,
-    arrived: Box<[bool]>,
-}
-
-/// A barrier that arrived on every input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AlignedBarrier {
-    /// The barrier.
-    pub barrier: CheckpointBarrier,
-    /// When its first copy arrived.
-    pub first_at: Instant,
-    /// From the first to the last copy.
-    pub alignment: Duration,
-}
-
-/// The receiving side of an exchange for one subtask: its input channels,
-/// and the alignment of checkpoint barriers across them.
-///
-/// In exactly-once mode an input whose barrier `n` arrived is *blocked*:
-/// the gate reads nothing more from it until barrier `n` arrived on every
-/// input, so the snapshot taken then reflects exactly the records before
-/// the barrier on every input (Flink's aligned checkpoints). In
-/// at-least-once mode inputs are never blocked: records after the barrier
-/// on early inputs may be processed before the snapshot, and are then
-/// replayed after a restore.
-pub struct InputGate {
-    receivers: Box<[ChannelReceiver]>,
-    ended: Box<[bool]>,
-    open: usize,
-    data_ended: Box<[bool]>,
-    data_open: usize,
-    data_end_reported: bool,
-    blocked: Box<[bool]>,
-    exactly_once: bool,
-    aligning: Option<Alignment>,
-    last_barrier: u64,
-    next: usize,
-    reading: Option<Reading>,
-}
-
-/// What [`InputGate::pump`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GateStatus {
-    /// Moved this many records and events; more may be waiting.
-    Moved(usize),
-    /// A barrier arrived on every input: snapshot now, then call
-    /// [`InputGate::barrier_done`].
-    Barrier(AlignedBarrier),
-    /// Every input delivered end-of-data (reported once).
-    DataEnded,
-    /// Every channel delivered end-of-partition.
-    Ended,
-}
-
-enum Next {
-    Nothing,
-    Moved,
-    Aligned(AlignedBarrier),
-    DataEnded,
-}
-
-impl InputGate {
-    /// A gate over `receivers` (one per sending subtask); `exactly_once`
-    /// blocks inputs during alignment.
-    pub fn new(receivers: Vec<ChannelReceiver>, exactly_once: bool) -> Self {
-        let n = receivers.len();
-        Self {
-            receivers: receivers.into_boxed_slice(),
-            ended: vec![false; n].into_boxed_slice(),
-            open: n,
-            data_ended: vec![false; n].into_boxed_slice(),
-            data_open: n,
-            data_end_reported: false,
-            blocked: vec![false; n].into_boxed_slice(),
-            exactly_once,
-            aligning: None,
-            last_barrier: 0,
-            next: 0,
-            reading: None,
-        }
-    }
-
-    /// Moves up to about `budget` records into `out`, stopping early when
-    /// `out` is unavailable (backpressure), nothing is waiting, or a
-    /// barrier is aligned.
-    #[inline]
-    pub fn pump<T: Wire, C: Collector<T>>(&mut self, out: &mut C, budget: usize) -> GateStatus {
-        let mut moved = 0;
-        loop {
-            if let Some(reading) = self.reading.as_mut() {
-                let bytes = reading.buffer.as_bytes();
-                let mut pos = reading.pos;
-                while pos < bytes.len() {
-                    if !out.is_available() {
-                        reading.pos = pos;
-                        return GateStatus::Moved(moved);
-                    }
-                    match T::read(&bytes[pos..]) {
-                        Ok((record, n)) => {
-                            pos += n;
-                            moved += 1;
-                            out.collect(record);
-                        }
-                        Err(e) => panic!(
-                            "channel {} delivered a corrupt buffer: {e}",
-                            reading.channel
-                        ),
-                    }
-                }
-                let Reading {
-                    channel, buffer, ..
-                } = self.reading.take().expect("reading is set");
-                self.receivers[channel].recycle(buffer);
-                if moved >= budget {
-                    return GateStatus::Moved(moved);
-                }
-            }
-            if self.open == 0 {
-                return GateStatus::Ended;
-            }
-            match self.next_event() {
-                Next::Nothing => return GateStatus::Moved(moved),
-                Next::Moved => moved += 1,
-                Next::Aligned(b) => return GateStatus::Barrier(b),
-                Next::DataEnded => return GateStatus::DataEnded,
-            }
-        }
-    }
-
-    /// The snapshot of the aligned barrier is taken: unblock every input.
-    pub fn barrier_done(&mut self) {
-        if let Some(a) = self.aligning.take() {
-            self.last_barrier = a.barrier.id;
-        }
-        self.blocked.fill(false);
-    }
-
-    /// True if the current alignment is complete: every input delivered
-    /// the barrier or ended its partition.
-    fn aligned(&self) -> Option<AlignedBarrier> {
-        let a = self.aligning.as_ref()?;
-        let all = a
-            .arrived
-            .iter()
-            .zip(self.ended.iter())
-            .all(|(&arrived, &ended)| arrived || ended);
-        all.then(|| AlignedBarrier {
-            barrier: a.barrier,
-            first_at: a.first_at,
-            alignment: a.first_at.elapsed(),
-        })
-    }
-
-    fn on_barrier(&mut self, c: usize, barrier: CheckpointBarrier) -> Next {
-        crate::checkpoint::trace!("gate: barrier {} on input {c}", barrier.id);
-        if barrier.id <= self.last_barrier {
-            return Next::Moved; // stale: an aborted alignment's late copy
-        }
-        match &self.aligning {
-            Some(a) if barrier.id < a.barrier.id => return Next::Moved,
-            Some(a) if barrier.id > a.barrier.id => {
-                // A newer checkpoint overtook one that cannot complete here
-                // any more (a source skipped it): give the older one up.
-                self.blocked.fill(false);
-                self.aligning = None;
-            }
-            _ => {}
-        }
-        let n = self.receivers.len();
-        let a = self.aligning.get_or_insert_with(|| Alignment {
-            barrier,
-            first_at: Instant::now(),
-            arrived: vec![false; n].into_boxed_slice(),
-        });
-        a.arrived[c] = true;
-        if self.exactly_once {
-            self.blocked[c] = true;
-        }
-        match self.aligned() {
-            Some(b) => Next::Aligned(b),
-            None => Next::Moved,
-        }
-    }
-
-    /// Takes the next event from the unblocked channels round-robin.
-    fn next_event(&mut self) -> Next {
-        let n = self.receivers.len();
-        for _ in 0..n {
-            let c = self.next;
-            self.next = if c + 1 == n { 0 } else { c + 1 };
-            if self.ended[c] || self.blocked[c] {
-                continue;
-            }
-            let Some(event) = self.receivers[c].recv() else {
-                continue;
-            };
-            return match event {
-                ChannelEvent::Buffer(buffer) => {
-                    self.reading = Some(Reading {
-                        channel: c,
-                        buffer,
-                        pos: 0,
-                    });
-                    Next::Moved
-                }
-                ChannelEvent::Barrier(b) => self.on_barrier(c, b),
-                ChannelEvent::EndOfData => {
-                    if !self.data_ended[c] {
-                        self.data_ended[c] = true;
-                        self.data_open -= 1;
-                    }
-                    if self.data_open == 0 && !self.data_end_reported {
-                        self.data_end_reported = true;
-                        Next::DataEnded
-                    } else {
-                        Next::Moved
-                    }
-                }
-                ChannelEvent::EndOfPartition => {
-                    self.ended[c] = true;
-                    self.open -= 1;
-                    if !self.data_ended[c] {
-                        self.data_ended[c] = true;
-                        self.data_open -= 1;
-                    }
-                    match self.aligned() {
-                        Some(b) => Next::Aligned(b),
-                        None if self.data_open == 0 && !self.data_end_reported => {
-                            self.data_end_reported = true;
-                            Next::DataEnded
-                        }
-                        None => Next::Moved,
-                    }
-                }
-                ChannelEvent::Watermark(w) => panic!(
-                    "channel {c} delivered watermark {w} but this job has no event-time operators"
-                ),
-            };
-        }
-        Next::Nothing
-    }
-}
-
 /// Records and events an input task moves per poll before the worker looks
 /// at its other tasks.
 const INPUT_BUDGET: usize = 8192;
@@ -552,53 +383,120 @@ pub struct InputTask<T, C> {
     gate: InputGate,
     head: ChainHead<C>,
     checkpointing: Option<Rc<TaskCheckpointing>>,
+    /// Where its channel state goes in a snapshot: (uid, subtask).
+    channel_state_of: (String, SubtaskInfo),
+    /// An unaligned snapshot waiting for its channel state.
+    held: Option<TaskSnapshot>,
     _record: PhantomData<fn(T)>,
 }
 
 impl<T, C> InputTask<T, C> {
-    /// A task pumping `gate` into `out`.
+    /// A task pumping `gate` into `out`; an unaligned snapshot stores the
+    /// gate's channel state under operator `uid` for subtask `info`.
     pub fn new(
         name: String,
         gate: InputGate,
         out: C,
         checkpointing: Option<Rc<TaskCheckpointing>>,
+        (uid, info): (String, SubtaskInfo),
     ) -> Self {
         Self {
             name,
             gate,
             head: ChainHead::new(out, checkpointing.clone()),
             checkpointing,
+            channel_state_of: (uid, info),
+            held: None,
             _record: PhantomData,
+        }
+    }
+
+    /// Completes a held unaligned snapshot once the gate captured its
+    /// channel state (or drops it if the gate gave the checkpoint up).
+    fn complete_held(&mut self) -> bool {
+        let Some(outcome) = self.gate.take_channel_state() else {
+            return false;
+        };
+        let held_id = self.held.as_ref().map(TaskSnapshot::checkpoint_id);
+        match outcome {
+            Ok(state) if held_id == Some(state.checkpoint) => {
+                crate::checkpoint::trace!(
+                    "{}: channel state of {} complete",
+                    self.name,
+                    state.checkpoint
+                );
+                let mut snapshot = self.held.take().expect("held");
+                add_channel_state(&mut snapshot, &self.channel_state_of, state);
+                self.submit(snapshot);
+            }
+            Err(id) if held_id == Some(id) => {
+                crate::checkpoint::trace!("{}: checkpoint {id} abandoned", self.name);
+                self.held = None;
+            }
+            _ => {}
+        }
+        true
+    }
+
+    fn submit(&self, snapshot: TaskSnapshot) {
+        match &self.checkpointing {
+            Some(cp) => cp.writer.submit(snapshot),
+            None => panic!(
+                "{} received checkpoint barrier {} but checkpointing is off",
+                self.name,
+                snapshot.checkpoint_id()
+            ),
+        }
+    }
+}
+
+/// The name of input channel `channel`'s state in a snapshot.
+pub fn channel_state_name(channel: usize) -> String {
+    format!("input-{channel}")
+}
+
+fn add_channel_state(
+    snapshot: &mut TaskSnapshot,
+    (uid, info): &(String, SubtaskInfo),
+    state: ChannelState,
+) {
+    if state.channels.iter().all(Vec::is_empty) {
+        return;
+    }
+    let op = snapshot.operator(uid, info);
+    for (c, bytes) in state.channels.into_iter().enumerate() {
+        if !bytes.is_empty() {
+            op.channel.push((channel_state_name(c), bytes));
         }
     }
 }
 
 impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
     fn poll(&mut self, now: Instant) -> TaskPoll {
-        let (gate, name, cp) = (&mut self.gate, &self.name, &self.checkpointing);
-        self.head
+        let mut progressed = self.complete_held();
+        let (gate, name, held) = (&mut self.gate, &self.name, &mut self.held);
+        let mut ready: Option<TaskSnapshot> = None;
+        let mut poll = self
+            .head
             .poll(now, |out| match gate.pump(out, INPUT_BUDGET) {
                 GateStatus::Moved(n) => InputStep {
                     progressed: n > 0,
+                    deadline: gate.deadline(),
                     ..InputStep::default()
                 },
-                GateStatus::Barrier(aligned) => {
-                    let mut snapshot = TaskSnapshot::new(
-                        aligned.barrier,
-                        name.clone(),
-                        aligned.first_at,
-                        aligned.alignment,
-                    );
+                GateStatus::Barrier(b) => {
+                    let mut snapshot =
+                        TaskSnapshot::new(b.barrier, name.clone(), b.first_at, b.alignment);
+                    snapshot.unaligned = b.unaligned;
                     out.snapshot(&mut snapshot);
                     snapshot.end_sync();
-                    match cp {
-                        Some(cp) => cp.writer.submit(snapshot),
-                        None => panic!(
-                            "{name} received checkpoint barrier {} but checkpointing is off",
-                            aligned.barrier.id
-                        ),
-                    }
                     gate.barrier_done();
+                    if b.unaligned {
+                        crate::checkpoint::trace!("{name}: unaligned snapshot {}", b.barrier.id);
+                        *held = Some(snapshot);
+                    } else {
+                        ready = Some(snapshot);
+                    }
                     InputStep {
                         progressed: true,
                         ..InputStep::default()
@@ -615,148 +513,16 @@ impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
                     ended: true,
                     ..InputStep::default()
                 },
-            })
+            });
+        if let Some(snapshot) = ready {
+            self.submit(snapshot);
+        }
+        progressed |= self.complete_held();
+        poll.progressed |= progressed;
+        poll
     }
 
     fn describe(&self) -> String {
         self.name.clone()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use weir_net::{channel, ChannelSender, Consumer, Doorbell};
-
-    use super::*;
-    use crate::operator::tests::VecTail;
-
-    fn buffer(records: &[u64]) -> ChannelEvent {
-        let mut b = NetworkBuffer::with_capacity(1024);
-        for r in records {
-            assert!(b.try_append(r));
-        }
-        ChannelEvent::Buffer(b)
-    }
-
-    fn barrier(id: u64) -> ChannelEvent {
-        ChannelEvent::Barrier(CheckpointBarrier {
-            id,
-            timestamp_ms: 0,
-        })
-    }
-
-    /// A gate over two channels, with the events of each already sent.
-    fn gate(
-        exactly_once: bool,
-        inputs: [Vec<ChannelEvent>; 2],
-    ) -> (InputGate, Vec<ChannelSender>, Vec<Consumer<NetworkBuffer>>) {
-        let (mut senders, mut receivers, mut returns) = (Vec::new(), Vec::new(), Vec::new());
-        for events in inputs {
-            let bell = Arc::new(Doorbell::new());
-            let (mut tx, rx, ret) = channel(16, 16, bell.clone(), bell);
-            for e in events {
-                assert!(tx.send(e).is_ok());
-            }
-            senders.push(tx);
-            receivers.push(rx);
-            returns.push(ret);
-        }
-        (InputGate::new(receivers, exactly_once), senders, returns)
-    }
-
-    /// Pumps until the gate reports something other than progress.
-    fn pump_until_status(g: &mut InputGate, out: &mut VecTail<u64>) -> GateStatus {
-        loop {
-            match g.pump(out, 1) {
-                GateStatus::Moved(0) => return GateStatus::Moved(0),
-                GateStatus::Moved(_) => continue,
-                other => return other,
-            }
-        }
-    }
-
-    #[test]
-    fn exactly_once_holds_an_input_back_until_the_barrier_is_aligned() {
-        let (mut g, _tx, _ret) = gate(
-            true,
-            [
-                vec![buffer(&[1, 2]), barrier(1), buffer(&[3, 4])],
-                vec![buffer(&[10]), buffer(&[11]), barrier(1), buffer(&[12])],
-            ],
-        );
-        let mut out = VecTail::default();
-        let status = pump_until_status(&mut g, &mut out);
-        let GateStatus::Barrier(aligned) = status else {
-            panic!("expected the aligned barrier, got {status:?}");
-        };
-        assert_eq!(aligned.barrier.id, 1);
-        // Exactly the records before the barrier on each input: none after.
-        assert_eq!(sorted(out.items.clone()), vec![1, 2, 10, 11]);
-        g.barrier_done();
-        assert_eq!(pump_until_status(&mut g, &mut out), GateStatus::Moved(0));
-        assert_eq!(sorted(out.items), vec![1, 2, 3, 4, 10, 11, 12]);
-    }
-
-    #[test]
-    fn at_least_once_does_not_hold_inputs_back() {
-        let (mut g, _tx, _ret) = gate(
-            false,
-            [
-                vec![barrier(1), buffer(&[3, 4])],
-                vec![buffer(&[10]), buffer(&[11]), buffer(&[12]), barrier(1)],
-            ],
-        );
-        let mut out = VecTail::default();
-        let status = pump_until_status(&mut g, &mut out);
-        assert!(matches!(status, GateStatus::Barrier(_)), "{status:?}");
-        // Input 0's records after its barrier went ahead of the snapshot.
-        assert!(out.items.contains(&3), "{:?}", out.items);
-    }
-
-    #[test]
-    fn end_of_data_and_partitions_and_stale_barriers() {
-        let (mut g, _tx, _ret) = gate(
-            true,
-            [
-                vec![
-                    buffer(&[1]),
-                    ChannelEvent::EndOfData,
-                    barrier(2),
-                    ChannelEvent::EndOfPartition,
-                ],
-                vec![
-                    barrier(2),
-                    ChannelEvent::EndOfData,
-                    barrier(2),
-                    ChannelEvent::EndOfPartition,
-                ],
-            ],
-        );
-        let mut out = VecTail::default();
-        let mut seen = Vec::new();
-        loop {
-            match pump_until_status(&mut g, &mut out) {
-                GateStatus::Barrier(b) => {
-                    seen.push(format!("barrier {}", b.barrier.id));
-                    g.barrier_done();
-                }
-                GateStatus::DataEnded => seen.push("data ended".into()),
-                GateStatus::Ended => {
-                    seen.push("ended".into());
-                    break;
-                }
-                GateStatus::Moved(_) => panic!("stalled after {seen:?}"),
-            }
-        }
-        // The second copy of barrier 2 on input 1 is stale and ignored.
-        assert_eq!(seen, vec!["barrier 2", "data ended", "ended"]);
-        assert_eq!(out.items, vec![1]);
-    }
-
-    fn sorted(mut v: Vec<u64>) -> Vec<u64> {
-        v.sort_unstable();
-        v
     }
 }

@@ -25,6 +25,7 @@ use crate::checkpoint::{
 };
 use crate::config::{CheckpointingMode, Config};
 use crate::error::{JobError, Result};
+use crate::gate::BarrierMode;
 use crate::job::JobGraph;
 use crate::metrics::{MetricsSnapshot, WorkerMetrics};
 use crate::restart::{RestartDecision, RestartStrategy, RestartTracker};
@@ -56,8 +57,23 @@ pub struct CheckpointingOptions {
     pub coordinator: CoordinatorOptions,
     /// `execution.checkpointing.mode` is exactly-once (else at-least-once).
     pub exactly_once: bool,
+    /// `execution.checkpointing.unaligned.enabled`.
+    pub unaligned: bool,
+    /// `execution.checkpointing.aligned-checkpoint-timeout`.
+    pub aligned_checkpoint_timeout: Duration,
     /// How segment files are written.
     pub io_mode: IoMode,
+}
+
+impl CheckpointingOptions {
+    /// How barriers are aligned and sent.
+    pub fn barrier_mode(&self) -> BarrierMode {
+        BarrierMode::of(
+            self.exactly_once,
+            self.unaligned,
+            self.aligned_checkpoint_timeout,
+        )
+    }
 }
 
 /// How a job is executed (from [`Config`], or set directly in tests).
@@ -104,6 +120,8 @@ impl ExecutionOptions {
                     num_retained: config.checkpoints_num_retained as usize,
                 },
                 exactly_once: config.checkpointing_mode == CheckpointingMode::ExactlyOnce,
+                unaligned: false,
+                aligned_checkpoint_timeout: Duration::ZERO,
                 io_mode: IoMode::Auto,
             }),
             _ => None,
@@ -148,6 +166,8 @@ impl ExecutionOptions {
                 num_retained: defaults.checkpoints_num_retained as usize,
             },
             exactly_once: true,
+            unaligned: false,
+            aligned_checkpoint_timeout: Duration::ZERO,
             io_mode: IoMode::Auto,
         });
         self
@@ -518,10 +538,10 @@ fn run_attempt(
         let settings = WorkerSettings {
             buffer_timeout: options.buffer_timeout,
             max_parallelism: options.max_parallelism,
-            exactly_once: options
+            barrier_mode: options
                 .checkpointing
                 .as_ref()
-                .is_none_or(|c| c.exactly_once),
+                .map_or(BarrierMode::Aligned, CheckpointingOptions::barrier_mode),
             restore: restore_arc.clone(),
         };
         let writer_setup = match (&options.checkpointing, storage) {
@@ -547,6 +567,7 @@ fn run_attempt(
                 Rc::new(TaskCheckpointing {
                     signals,
                     writer: spawn_writer(setup),
+                    barrier_mode: settings.barrier_mode,
                 })
             });
             let writer = checkpointing.as_ref().map(|c| c.writer.clone());
@@ -696,7 +717,7 @@ fn tasks_on_worker(stages: &[ResolvedStage], w: usize, workers: usize) -> usize 
 struct WorkerSettings {
     buffer_timeout: Duration,
     max_parallelism: u32,
-    exactly_once: bool,
+    barrier_mode: BarrierMode,
     restore: Option<Arc<RestoredCheckpoint>>,
 }
 
@@ -834,7 +855,7 @@ fn build_tasks(
                 stage_name: &node.name,
                 endpoints,
                 checkpointing: checkpointing.clone(),
-                exactly_once: settings.exactly_once,
+                barrier_mode: settings.barrier_mode,
                 restore: settings.restore.clone(),
             };
             let name = ctx.task_name();

@@ -65,7 +65,8 @@ use weir_net::Wire;
 use weir_state::KeyHash;
 
 use crate::checkpoint::KeyedStates;
-use crate::exchange::{ExchangeOutput, InputGate, InputTask};
+use crate::exchange::{channel_state_name, ExchangeOutput, InputTask};
+use crate::gate::InputGate;
 use crate::keyed::{take_created_states, KeyedProcessFunction, KeyedProcessOp, INPUT_ENDED_STATE};
 use crate::operator::{Collector, FilterOp, FlatMapOp, MapOp};
 use crate::sink::{Sink, SinkOp, SINK_STATE};
@@ -418,12 +419,25 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Box<dyn Task> {
-        let gate = InputGate::new(ctx.take_input(self.exchange), ctx.exactly_once);
+        let mut gate = InputGate::new(ctx.take_input(self.exchange), ctx.barrier_mode);
+        // Unaligned checkpoints keep the data their barriers overtook under
+        // the exchange's input, per receiving subtask.
+        let uid = format!("weir.exchange-{}.input", self.exchange);
+        if let Some(restore) = ctx.restore.clone() {
+            let scope = restore.scope(&uid, &ctx.info);
+            let state = scope
+                .channel_state(gate.channels(), channel_state_name)
+                .unwrap_or_else(|e| panic!("{}: {e}", ctx.task_name()));
+            for (c, records) in state.into_iter().enumerate() {
+                gate.restore_channel_state(c, records);
+            }
+        }
         Box::new(InputTask::new(
             ctx.task_name(),
             gate,
             out,
             ctx.checkpointing.clone(),
+            (uid, ctx.info),
         ))
     }
 }
@@ -645,6 +659,7 @@ where
             pool,
             max_pool,
             ctx.buffer_timeout,
+            ctx.barrier_mode,
         )
     }
 }

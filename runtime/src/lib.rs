@@ -18,6 +18,7 @@ pub mod error;
 pub mod exchange;
 pub mod execute;
 pub mod failpoint;
+pub mod gate;
 pub mod job;
 pub mod keyed;
 pub mod metrics;

@@ -13,6 +13,7 @@ use weir_net::CheckpointBarrier;
 
 use crate::checkpoint::snapshot::TaskSnapshot;
 use crate::checkpoint::TaskCheckpointing;
+use crate::gate::BarrierMode;
 use crate::metrics::Counter;
 use crate::operator::Collector;
 use crate::task::{ChainHead, InputStep, Task, TaskPoll};
@@ -227,6 +228,7 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
                         Instant::now(),
                         Duration::ZERO,
                     );
+                    snapshot.unaligned = cp.barrier_mode == BarrierMode::Unaligned;
                     snapshot.add_inline(uid, info, POSITION_STATE, source.snapshot_position());
                     out.snapshot(&mut snapshot);
                     snapshot.end_sync();

@@ -23,6 +23,7 @@ use weir_net::{BufferPool, ChannelReceiver, ChannelSender, Consumer, Doorbell, N
 
 use crate::checkpoint::writer::SnapshotWriter;
 use crate::checkpoint::{RestoredCheckpoint, TaskCheckpointing};
+use crate::gate::BarrierMode;
 use crate::metrics::WorkerMetrics;
 use crate::source::SubtaskInfo;
 use crate::task::{earliest, Task};
@@ -56,8 +57,8 @@ pub struct BuildContext<'a> {
     pub(crate) endpoints: &'a mut WorkerEndpoints,
     /// Checkpointing, if on: the worker's writer and the signals.
     pub(crate) checkpointing: Option<Rc<TaskCheckpointing>>,
-    /// Align barriers exactly-once (else at-least-once).
-    pub(crate) exactly_once: bool,
+    /// How barriers are aligned (or not) and sent.
+    pub(crate) barrier_mode: BarrierMode,
     /// The checkpoint this attempt restores, if any.
     pub(crate) restore: Option<Arc<RestoredCheckpoint>>,
 }

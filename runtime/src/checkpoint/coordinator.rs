@@ -332,6 +332,7 @@ impl CheckpointCoordinator {
             sync_ms: max(|t| t.sync_ms),
             async_ms: max(|t| t.async_ms),
             bytes: tasks.iter().map(|t| t.bytes).sum(),
+            inflight_bytes: tasks.iter().map(|t| t.inflight_bytes).sum(),
             failure: None,
             tasks,
         };
@@ -390,6 +391,7 @@ impl CheckpointCoordinator {
             sync_ms: 0.0,
             async_ms: 0.0,
             bytes: 0,
+            inflight_bytes: 0,
             failure: Some(reason),
             tasks: Vec::new(),
         });
@@ -513,6 +515,7 @@ mod tests {
                 async_ms: 0.0,
                 persist_ms: 0.0,
                 bytes: 8,
+                inflight_bytes: 0,
                 entries: 0,
                 direct_io: false,
             },

@@ -26,10 +26,20 @@ pub(crate) fn trace_enabled() -> bool {
     *ON.get_or_init(|| std::env::var_os("WEIR_TRACE_CHECKPOINTS").is_some_and(|v| v != "0"))
 }
 
+/// Milliseconds since the first trace line, to put on each line.
+pub(crate) fn trace_ms() -> f64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs_f64()
+        * 1e3
+}
+
 macro_rules! trace {
     ($($arg:tt)*) => {
         if $crate::checkpoint::trace_enabled() {
-            eprintln!("[checkpoint] {}", format!($($arg)*));
+            eprintln!("[checkpoint {:9.3} ms] {}", $crate::checkpoint::trace_ms(), format!($($arg)*));
         }
     };
 }
@@ -57,4 +67,7 @@ pub struct TaskCheckpointing {
     pub signals: Arc<CheckpointSignals>,
     /// The worker's snapshot writer.
     pub writer: writer::SnapshotWriter,
+    /// How barriers are aligned and sent: a source's snapshot is unaligned
+    /// from the start in [`BarrierMode::Unaligned`](crate::gate::BarrierMode::Unaligned).
+    pub barrier_mode: crate::gate::BarrierMode,
 }

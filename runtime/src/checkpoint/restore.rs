@@ -348,6 +348,45 @@ impl<'a> RestoreScope<'a> {
         })
     }
 
+    /// The channel state of this subtask's `channels` inputs (records an
+    /// unaligned checkpoint's barrier overtook, per input; empty where there
+    /// were none), read and fully checked. Channel state belongs to a
+    /// subtask and its senders, so it needs the parallelism it was taken
+    /// with.
+    pub fn channel_state(
+        &self,
+        channels: usize,
+        name_of: impl Fn(usize) -> String,
+    ) -> Result<Vec<Vec<u8>>, String> {
+        let mut out = vec![Vec::new(); channels];
+        let Some(subtask) = self.subtask()? else {
+            return Ok(out);
+        };
+        for e in subtask
+            .extents
+            .iter()
+            .filter(|e| e.kind == BlockKind::ChannelState)
+        {
+            let Some(c) = (0..channels).find(|&c| name_of(c) == e.state) else {
+                return Err(format!(
+                    "checkpoint {} holds channel state `{}` of operator `{}` subtask {}, which has \
+                     only {channels} inputs now",
+                    self.checkpoint.id(),
+                    e.state,
+                    self.uid,
+                    self.info.index
+                ));
+            };
+            let (payload, mut check) = self.checkpoint.payload_deferred(e)?;
+            check.update(payload);
+            check
+                .finish()
+                .map_err(|err| self.mark_corrupt(err.to_string()))?;
+            out[c].extend_from_slice(payload);
+        }
+        Ok(out)
+    }
+
     /// This subtask's entry, if the operator is in the checkpoint. Inline
     /// (non-keyed) state belongs to a subtask index, so it needs the same
     /// parallelism as when it was taken.

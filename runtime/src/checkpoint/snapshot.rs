@@ -138,6 +138,8 @@ pub struct OperatorState {
     pub inline: Vec<(String, Vec<u8>)>,
     /// Keyed states: `(state name, frozen view)`.
     pub keyed: Vec<(String, Box<dyn FrozenKeyedState>)>,
+    /// Channel state of an unaligned checkpoint: `(input name, records)`.
+    pub channel: Vec<(String, Vec<u8>)>,
 }
 
 impl OperatorState {
@@ -178,6 +180,9 @@ pub struct TaskSnapshot {
     /// Files sinks pre-committed without syncing: fsynced in the
     /// asynchronous part, before the acknowledgement.
     pub files_to_sync: Vec<std::path::PathBuf>,
+    /// An unaligned snapshot: outputs send the barrier overtaking their
+    /// queued data, and the task adds its inputs' channel state.
+    pub unaligned: bool,
 }
 
 impl TaskSnapshot {
@@ -201,6 +206,7 @@ impl TaskSnapshot {
                 sync: Duration::ZERO,
             },
             files_to_sync: Vec::new(),
+            unaligned: false,
         }
     }
 
@@ -219,6 +225,7 @@ impl TaskSnapshot {
             info: *info,
             inline: Vec::new(),
             keyed: Vec::new(),
+            channel: Vec::new(),
         });
         self.operators.last_mut().expect("just pushed")
     }

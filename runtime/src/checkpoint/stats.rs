@@ -27,6 +27,9 @@ pub struct TaskCheckpointStats {
     pub persist_ms: f64,
     /// Bytes written (blocks including padding, plus inline state).
     pub bytes: u64,
+    /// Of those, in-flight data persisted as channel state (unaligned
+    /// checkpoints).
+    pub inflight_bytes: u64,
     /// Keyed-state entries written.
     pub entries: u64,
     /// The segment was written with O_DIRECT.
@@ -64,6 +67,8 @@ pub struct CheckpointRecord {
     pub async_ms: f64,
     /// Bytes written by all tasks.
     pub bytes: u64,
+    /// Of those, in-flight data persisted as channel state.
+    pub inflight_bytes: u64,
     /// Why it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
@@ -84,7 +89,11 @@ impl CheckpointRecord {
                 self.sync_ms,
                 self.async_ms,
                 human_bytes(self.bytes)
-            ),
+            ) + &if self.inflight_bytes > 0 {
+                format!(", {} in flight", human_bytes(self.inflight_bytes))
+            } else {
+                String::new()
+            },
             CheckpointStatus::Failed => format!(
                 "checkpoint {} failed after {:.0} ms: {}",
                 self.id,
@@ -144,6 +153,8 @@ pub struct CheckpointSummary {
     pub alignment_ms: P50Max,
     /// Bytes written by the completed ones, in total.
     pub bytes: u64,
+    /// Of those, in-flight data persisted as channel state.
+    pub inflight_bytes: u64,
 }
 
 impl CheckpointSummary {
@@ -159,6 +170,7 @@ impl CheckpointSummary {
             duration_ms: P50Max::of(done.iter().map(|r| r.duration_ms).collect()),
             alignment_ms: P50Max::of(done.iter().map(|r| r.alignment_ms).collect()),
             bytes: done.iter().map(|r| r.bytes).sum(),
+            inflight_bytes: done.iter().map(|r| r.inflight_bytes).sum(),
         }
     }
 }
@@ -183,6 +195,7 @@ mod tests {
             sync_ms: 0.0,
             async_ms: 0.0,
             bytes: 10,
+            inflight_bytes: 0,
             failure: None,
             tasks: Vec::new(),
         }

@@ -239,6 +239,7 @@ async fn write_job(
 ) -> Result<TaskAck, String> {
     let async_started = job.timing.sync_started + job.timing.sync;
     let mut bytes = 0u64;
+    let mut inflight_bytes = 0u64;
     let mut entries = 0u64;
     let mut operators = Vec::with_capacity(job.operators.len());
     for op in &job.operators {
@@ -264,6 +265,15 @@ async fn write_job(
                 frozen.len(),
                 t0.elapsed()
             );
+        }
+        for (name, records) in &op.channel {
+            let extent = file
+                .append_block(BlockKind::ChannelState, range, name, records)
+                .await
+                .map_err(|e| e.to_string())?;
+            bytes += extent.length;
+            inflight_bytes += extent.length;
+            extents.push(extent);
         }
         let inline_state: Vec<InlineState> = op
             .inline
@@ -302,6 +312,7 @@ async fn write_job(
             async_ms: 0.0,
             persist_ms: 0.0,
             bytes,
+            inflight_bytes,
             entries,
             direct_io: false,
         },

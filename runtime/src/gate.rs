@@ -1,0 +1,773 @@
+//! The receiving side of an exchange for one subtask: [`InputGate`] takes
+//! events from its channels round-robin, lends each buffer's records to the
+//! chain in place, returns the buffer to its owner's pool when done, and
+//! handles checkpoint barriers, so that operators only ever see one
+//! snapshot call per checkpoint.
+//!
+//! # Barriers
+//!
+//! How a gate treats barriers is its [`BarrierMode`]:
+//!
+//! - **At least once**: nothing is held back; the snapshot is taken when the
+//!   barrier arrived on every input.
+//! - **Aligned** (exactly once): an input whose barrier `n` arrived is
+//!   blocked until barrier `n` arrived on every input, so the snapshot
+//!   reflects exactly the records before the barrier on every input.
+//! - **Unaligned** (exactly once): the first barrier `n` on any input — on
+//!   the channel's priority path, ahead of the data, or in band — takes the
+//!   snapshot at once. The data that precedes barrier `n` on each input but
+//!   was not processed yet is then *captured*: the rest of the buffer being
+//!   read, the events already taken out of the channel, and every event the
+//!   channel delivers up to its barrier. The gate takes those events out of
+//!   the channel's ring as soon as they are there (without waiting to
+//!   process them) and keeps them in a per-channel queue that is processed
+//!   before the ring, so the barrier of every input is found quickly even
+//!   when processing is slow; a [`PriorityBarrier`] says at which position
+//!   of the channel's sequence it stands and hands over the events its
+//!   sender had not pushed yet. Once every input's pre-barrier data is
+//!   captured, the gate offers the [`ChannelState`] to the task, which adds
+//!   it to its snapshot. Captured data is processed normally too: it is
+//!   what the operator state of checkpoint `n` does not reflect, and a
+//!   restore replays it ([`InputGate::restore_channel_state`]) before
+//!   anything else.
+//! - **Aligned with a timeout**: aligned, but an alignment that lasts longer
+//!   than the timeout switches to unaligned: the snapshot is taken then, the
+//!   inputs whose barrier arrived are released and the others are captured
+//!   up to their barrier. A priority barrier (its sender timed out waiting
+//!   for credit) switches at once.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use weir_net::{
+    ChannelEvent, ChannelReceiver, CheckpointBarrier, NetworkBuffer, PriorityBarrier, Wire,
+};
+
+use crate::operator::Collector;
+
+/// How a gate (and the outputs of its task) treat checkpoint barriers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarrierMode {
+    /// `AT_LEAST_ONCE`: inputs are never held back.
+    AtLeastOnce,
+    /// `EXACTLY_ONCE`, aligned checkpoints.
+    Aligned,
+    /// `EXACTLY_ONCE`, unaligned checkpoints from the start.
+    Unaligned,
+    /// `EXACTLY_ONCE`, aligned until alignment (or a barrier waiting for
+    /// credit in an output queue) takes longer than this, then unaligned.
+    AlignedWithTimeout(Duration),
+}
+
+impl BarrierMode {
+    /// The mode for `execution.checkpointing.mode` (exactly-once or not),
+    /// `execution.checkpointing.unaligned.enabled` and
+    /// `execution.checkpointing.aligned-checkpoint-timeout`.
+    pub fn of(exactly_once: bool, unaligned: bool, aligned_timeout: Duration) -> Self {
+        match (exactly_once, unaligned) {
+            (false, _) => Self::AtLeastOnce,
+            (true, false) => Self::Aligned,
+            (true, true) if aligned_timeout.is_zero() => Self::Unaligned,
+            (true, true) => Self::AlignedWithTimeout(aligned_timeout),
+        }
+    }
+
+    /// Whether barriers may overtake data in this mode.
+    pub fn may_overtake(self) -> bool {
+        matches!(self, Self::Unaligned | Self::AlignedWithTimeout(_))
+    }
+}
+
+/// A barrier the task must snapshot now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlignedBarrier {
+    /// The barrier.
+    pub barrier: CheckpointBarrier,
+    /// When its first copy arrived.
+    pub first_at: Instant,
+    /// From the first copy to the snapshot.
+    pub alignment: Duration,
+    /// The snapshot is unaligned: the gate is capturing the data the
+    /// barrier overtook; the task completes its snapshot with
+    /// [`InputGate::take_channel_state`].
+    pub unaligned: bool,
+}
+
+/// The data an unaligned checkpoint's barrier overtook on each input of a
+/// gate: per input channel, the serialized records, in order.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ChannelState {
+    /// The checkpoint.
+    pub checkpoint: u64,
+    /// Per input channel (sending subtask), its records' bytes.
+    pub channels: Vec<Vec<u8>>,
+}
+
+/// What [`InputGate::pump`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GateStatus {
+    /// Moved this many records and events; more may be waiting.
+    Moved(usize),
+    /// Snapshot now, then call [`InputGate::barrier_done`].
+    Barrier(AlignedBarrier),
+    /// Every input delivered end-of-data (reported once).
+    DataEnded,
+    /// Every channel delivered end-of-partition.
+    Ended,
+}
+
+/// Records to read: a buffer of a channel, or restored channel state.
+enum Data {
+    Net(NetworkBuffer),
+    Restored(Vec<u8>),
+}
+
+impl Data {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Data::Net(b) => b.as_bytes(),
+            Data::Restored(v) => v,
+        }
+    }
+}
+
+/// An event taken out of its channel ahead of its turn, or restored
+/// channel state, waiting to be processed.
+enum Pending {
+    Event(ChannelEvent),
+    Restored(Vec<u8>),
+}
+
+impl Pending {
+    /// The records it carries.
+    fn records(&self) -> &[u8] {
+        match self {
+            Pending::Event(ChannelEvent::Buffer(b)) => b.as_bytes(),
+            Pending::Event(_) => &[],
+            Pending::Restored(v) => v,
+        }
+    }
+}
+
+/// A buffer being read, and where.
+struct Reading {
+    channel: usize,
+    data: Data,
+    pos: usize,
+}
+
+/// Barrier `barrier` being aligned: which inputs delivered it.
+struct Alignment {
+    barrier: CheckpointBarrier,
+    first_at: Instant,
+    arrived: Box<[bool]>,
+}
+
+/// The channel state of an unaligned checkpoint being captured.
+struct Capture {
+    barrier: CheckpointBarrier,
+    /// Per channel: everything before the barrier is processed or captured.
+    done: Box<[bool]>,
+    open: usize,
+    bytes: Box<[Vec<u8>]>,
+}
+
+/// What [`InputGate::refill`] did.
+enum Refill {
+    Empty,
+    Moved,
+    Snapshot(AlignedBarrier),
+}
+
+/// `a` comes before `b` in a channel's (wrapping) sequence.
+#[inline]
+fn before(a: usize, b: usize) -> bool {
+    (b.wrapping_sub(a) as isize) > 0
+}
+
+enum Next {
+    Nothing,
+    Moved,
+    Snapshot(AlignedBarrier),
+    DataEnded,
+}
+
+/// Most records between two looks at the priority path and the clock
+/// while a buffer is read; fewer when records are slow to process (see
+/// [`InputGate::pump`]).
+const CHECK_EVERY: usize = 128;
+
+/// Aim for a look at the priority path and the clock about this often.
+const CHECK_PERIOD: Duration = Duration::from_micros(20);
+
+/// Longest a pump reads before it returns, so the worker's other tasks
+/// (a source injecting a barrier, say) get their turn even when records are
+/// slow to process.
+const PUMP_SLICE: Duration = Duration::from_micros(500);
+
+/// The receiving side of an exchange for one subtask (see the module doc).
+pub struct InputGate {
+    receivers: Box<[ChannelReceiver]>,
+    ended: Box<[bool]>,
+    open: usize,
+    data_ended: Box<[bool]>,
+    data_open: usize,
+    data_end_reported: bool,
+    blocked: Box<[bool]>,
+    mode: BarrierMode,
+    aligning: Option<Alignment>,
+    capture: Option<Capture>,
+    /// A finished capture (`Ok`) or the id of an abandoned one (`Err`).
+    outcome: Option<Result<ChannelState, u64>>,
+    last_barrier: u64,
+    next: usize,
+    reading: Option<Reading>,
+    pending: Box<[VecDeque<Pending>]>,
+    /// Records between two looks at the priority path and the clock:
+    /// [`CHECK_EVERY`] for fast records, down to 1 for slow ones.
+    check_every: usize,
+}
+
+impl InputGate {
+    /// A gate over `receivers` (one per sending subtask).
+    pub fn new(receivers: Vec<ChannelReceiver>, mode: BarrierMode) -> Self {
+        let n = receivers.len();
+        Self {
+            receivers: receivers.into_boxed_slice(),
+            ended: vec![false; n].into_boxed_slice(),
+            open: n,
+            data_ended: vec![false; n].into_boxed_slice(),
+            data_open: n,
+            data_end_reported: false,
+            blocked: vec![false; n].into_boxed_slice(),
+            mode,
+            aligning: None,
+            capture: None,
+            outcome: None,
+            last_barrier: 0,
+            next: 0,
+            reading: None,
+            pending: (0..n).map(|_| VecDeque::new()).collect(),
+            check_every: CHECK_EVERY,
+        }
+    }
+
+    /// Number of input channels.
+    pub fn channels(&self) -> usize {
+        self.receivers.len()
+    }
+
+    /// Queues restored channel state (records of input `channel` that a
+    /// checkpoint's barrier had overtaken) ahead of everything the channel
+    /// delivers. Call before the first pump.
+    pub fn restore_channel_state(&mut self, channel: usize, records: Vec<u8>) {
+        if !records.is_empty() {
+            self.pending[channel].push_back(Pending::Restored(records));
+        }
+    }
+
+    /// When the gate must be pumped even without input: the end of an
+    /// alignment's timeout.
+    pub fn deadline(&self) -> Option<Instant> {
+        match (self.mode, &self.aligning) {
+            (BarrierMode::AlignedWithTimeout(t), Some(a)) => Some(a.first_at + t),
+            _ => None,
+        }
+    }
+
+    /// The channel state of an unaligned snapshot, once every input's data
+    /// before the barrier has been captured (`Ok`), or the id of a
+    /// checkpoint whose capture was abandoned for a newer one (`Err`): its
+    /// snapshot cannot complete.
+    pub fn take_channel_state(&mut self) -> Option<Result<ChannelState, u64>> {
+        self.outcome.take()
+    }
+
+    /// Moves up to about `budget` records into `out`, stopping early when
+    /// `out` is unavailable (backpressure), nothing is waiting, a snapshot
+    /// is due, or it has read for a while.
+    #[inline]
+    pub fn pump<T: Wire, C: Collector<T>>(&mut self, out: &mut C, budget: usize) -> GateStatus {
+        let started = Instant::now();
+        let mut last_check = started;
+        // Records since the last look, across buffers (small buffers of
+        // slow records must not escape the look).
+        let mut unchecked = 0;
+        let mut moved = 0;
+        let overtaking = self.mode.may_overtake();
+        loop {
+            if overtaking {
+                if let Some(b) = self
+                    .poll_priority()
+                    .or_else(|| self.check_timeout())
+                    .or_else(|| self.drain_capture())
+                {
+                    return GateStatus::Barrier(b);
+                }
+            }
+            if let Some(reading) = self.reading.as_mut() {
+                let bytes = reading.data.bytes();
+                let mut pos = reading.pos;
+                let mut interrupted = false;
+                let check_every = &mut self.check_every;
+                while pos < bytes.len() {
+                    if !out.is_available() {
+                        reading.pos = pos;
+                        return GateStatus::Moved(moved);
+                    }
+                    match T::read(&bytes[pos..]) {
+                        Ok((record, n)) => {
+                            pos += n;
+                            moved += 1;
+                            out.collect(record);
+                        }
+                        Err(e) => panic!(
+                            "channel {} delivered a corrupt buffer: {e}",
+                            reading.channel
+                        ),
+                    }
+                    unchecked += 1;
+                    if unchecked >= *check_every {
+                        unchecked = 0;
+                        // Look about every CHECK_PERIOD: fewer records
+                        // between looks when they are slow.
+                        let now = Instant::now();
+                        let took = now - last_check;
+                        last_check = now;
+                        if took > CHECK_PERIOD * 2 {
+                            *check_every = (*check_every / 2).max(1);
+                        } else if took < CHECK_PERIOD / 2 {
+                            *check_every = (*check_every * 2).min(CHECK_EVERY);
+                        }
+                        if now - started >= PUMP_SLICE {
+                            reading.pos = pos;
+                            return GateStatus::Moved(moved);
+                        }
+                        if overtaking && self.receivers.iter_mut().any(|r| r.has_priority()) {
+                            interrupted = true;
+                            break;
+                        }
+                    }
+                }
+                if interrupted {
+                    self.reading.as_mut().expect("reading is set").pos = pos;
+                    continue;
+                }
+                let Reading { channel, data, .. } = self.reading.take().expect("reading is set");
+                if let Data::Net(buffer) = data {
+                    self.receivers[channel].recycle(buffer);
+                }
+                if moved >= budget {
+                    return GateStatus::Moved(moved);
+                }
+            }
+            if self.open == 0 {
+                return GateStatus::Ended;
+            }
+            match self.next_event() {
+                Next::Nothing => return GateStatus::Moved(moved),
+                Next::Moved => moved += 1,
+                Next::Snapshot(b) => return GateStatus::Barrier(b),
+                Next::DataEnded => return GateStatus::DataEnded,
+            }
+        }
+    }
+
+    /// The snapshot of the barrier is taken: unblock every input.
+    pub fn barrier_done(&mut self) {
+        if let Some(a) = self.aligning.take() {
+            self.last_barrier = self.last_barrier.max(a.barrier.id);
+        }
+        self.blocked.fill(false);
+    }
+
+    /// The current alignment, if every input delivered its barrier or
+    /// ended its partition.
+    fn aligned(&self) -> Option<AlignedBarrier> {
+        let a = self.aligning.as_ref()?;
+        let all = a
+            .arrived
+            .iter()
+            .zip(self.ended.iter())
+            .all(|(&arrived, &ended)| arrived || ended);
+        all.then(|| AlignedBarrier {
+            barrier: a.barrier,
+            first_at: a.first_at,
+            alignment: a.first_at.elapsed(),
+            unaligned: false,
+        })
+    }
+
+    /// An in-band barrier on input `c`, in its turn.
+    fn on_barrier(&mut self, c: usize, barrier: CheckpointBarrier) -> Next {
+        crate::checkpoint::trace!("gate: barrier {} on input {c}", barrier.id);
+        if self
+            .capture
+            .as_ref()
+            .is_some_and(|k| k.barrier.id == barrier.id)
+        {
+            self.mark_captured(c);
+            return Next::Moved;
+        }
+        if barrier.id <= self.last_barrier || self.is_older_than_current(barrier.id) {
+            return Next::Moved; // stale: an aborted checkpoint's late copy
+        }
+        // A barrier behind the end of its input's data (the final
+        // checkpoint's) is aligned: nothing can overtake it, and everything
+        // before it is processed before the snapshot.
+        if self.mode == BarrierMode::Unaligned && !self.data_ended[c] {
+            self.abandon_older(barrier.id);
+            let b = self.start_capture(barrier, Instant::now());
+            self.mark_captured(c);
+            return Next::Snapshot(b);
+        }
+        if self
+            .aligning
+            .as_ref()
+            .is_some_and(|a| barrier.id > a.barrier.id)
+        {
+            // A newer checkpoint overtook one that cannot complete here any
+            // more (a source skipped it): give the older one up.
+            self.blocked.fill(false);
+            self.aligning = None;
+        }
+        self.abandon_older(barrier.id);
+        let n = self.receivers.len();
+        let a = self.aligning.get_or_insert_with(|| Alignment {
+            barrier,
+            first_at: Instant::now(),
+            arrived: vec![false; n].into_boxed_slice(),
+        });
+        a.arrived[c] = true;
+        if self.mode != BarrierMode::AtLeastOnce {
+            self.blocked[c] = true;
+        }
+        match self.aligned() {
+            Some(b) => Next::Snapshot(b),
+            None => Next::Moved,
+        }
+    }
+
+    /// True if a newer checkpoint than `id` is being aligned or captured.
+    fn is_older_than_current(&self, id: u64) -> bool {
+        self.aligning.as_ref().is_some_and(|a| id < a.barrier.id)
+            || self.capture.as_ref().is_some_and(|k| id < k.barrier.id)
+    }
+
+    /// Gives up a capture older than checkpoint `id`.
+    fn abandon_older(&mut self, id: u64) {
+        if let Some(k) = self.capture.as_ref().filter(|k| k.barrier.id < id) {
+            self.outcome = Some(Err(k.barrier.id));
+            self.capture = None;
+        }
+    }
+
+    /// Takes every priority barrier waiting; returns the snapshot one of
+    /// them starts.
+    fn poll_priority(&mut self) -> Option<AlignedBarrier> {
+        let mut start = None;
+        for c in 0..self.receivers.len() {
+            while let Some(p) = self.receivers[c].recv_priority() {
+                if let Some(b) = self.on_priority(c, p) {
+                    start = Some(b);
+                }
+            }
+        }
+        start
+    }
+
+    /// A priority barrier on input `c`: the events before its position and
+    /// those it overtook go to the input's queue, in order (captured if
+    /// they belong to the checkpoint being captured).
+    fn on_priority(&mut self, c: usize, p: PriorityBarrier) -> Option<AlignedBarrier> {
+        let id = p.barrier.id;
+        crate::checkpoint::trace!("gate: priority barrier {id} on input {c}");
+        let current = self.capture.as_ref().is_some_and(|k| k.barrier.id == id);
+        let stale = !current && (id <= self.last_barrier || self.is_older_than_current(id));
+        let start = if current || stale {
+            None
+        } else {
+            self.abandon_older(id);
+            let first_at = match &self.aligning {
+                Some(a) if a.barrier.id == id => a.first_at,
+                _ => Instant::now(),
+            };
+            Some(self.start_capture(p.barrier, first_at))
+        };
+        let capturing = !stale;
+        while before(self.receivers[c].received(), p.position) {
+            let Some(event) = self.receivers[c].recv() else {
+                break; // cannot happen: the sender pushed them before
+            };
+            self.queue(c, Pending::Event(event), capturing);
+        }
+        for event in p.overtaken {
+            self.queue(c, Pending::Event(event), capturing);
+        }
+        if capturing {
+            self.mark_captured(c);
+        }
+        start
+    }
+
+    /// Queues `item` for input `c`, capturing its records if asked.
+    fn queue(&mut self, c: usize, item: Pending, capture: bool) {
+        if capture {
+            if let Some(k) = self.capture.as_mut() {
+                k.bytes[c].extend_from_slice(item.records());
+            }
+        }
+        self.pending[c].push_back(item);
+    }
+
+    /// Switches a too-long alignment to unaligned.
+    fn check_timeout(&mut self) -> Option<AlignedBarrier> {
+        let BarrierMode::AlignedWithTimeout(t) = self.mode else {
+            return None;
+        };
+        let a = self.aligning.as_ref()?;
+        if a.first_at.elapsed() < t {
+            return None;
+        }
+        let (barrier, first_at) = (a.barrier, a.first_at);
+        crate::checkpoint::trace!("gate: alignment of {} timed out", barrier.id);
+        Some(self.start_capture(barrier, first_at))
+    }
+
+    /// Starts capturing the channel state of `barrier`'s checkpoint and
+    /// returns the snapshot to take now. Inputs that ended, and those whose
+    /// barrier already arrived in an alignment of the same checkpoint, have
+    /// nothing to capture; for the others, the rest of the buffer being read
+    /// and their queued events are captured now.
+    fn start_capture(&mut self, barrier: CheckpointBarrier, first_at: Instant) -> AlignedBarrier {
+        let n = self.receivers.len();
+        let mut done: Box<[bool]> = self.ended.clone();
+        if let Some(a) = self.aligning.take() {
+            if a.barrier.id == barrier.id {
+                for (d, arrived) in done.iter_mut().zip(a.arrived.iter()) {
+                    *d |= arrived;
+                }
+            }
+        }
+        self.blocked.fill(false);
+        let mut bytes: Box<[Vec<u8>]> = (0..n).map(|_| Vec::new()).collect();
+        if let Some(r) = &self.reading {
+            if !done[r.channel] {
+                bytes[r.channel].extend_from_slice(&r.data.bytes()[r.pos..]);
+            }
+        }
+        for c in (0..n).filter(|&c| !done[c]) {
+            for item in &self.pending[c] {
+                bytes[c].extend_from_slice(item.records());
+            }
+        }
+        let open = done.iter().filter(|d| !**d).count();
+        self.last_barrier = self.last_barrier.max(barrier.id);
+        self.capture = Some(Capture {
+            barrier,
+            done,
+            open,
+            bytes,
+        });
+        self.finish_capture_if_done();
+        AlignedBarrier {
+            barrier,
+            first_at,
+            alignment: first_at.elapsed(),
+            unaligned: true,
+        }
+    }
+
+    /// Input `c` has no more data before the captured barrier.
+    fn mark_captured(&mut self, c: usize) {
+        if let Some(k) = self.capture.as_mut() {
+            if !k.done[c] {
+                k.done[c] = true;
+                k.open -= 1;
+            }
+        }
+        self.finish_capture_if_done();
+    }
+
+    fn finish_capture_if_done(&mut self) {
+        if self.capture.as_ref().is_some_and(|k| k.open == 0) {
+            let k = self.capture.take().expect("checked");
+            crate::checkpoint::trace!(
+                "gate: channel state of {} captured ({} bytes)",
+                k.barrier.id,
+                k.bytes.iter().map(Vec::len).sum::<usize>()
+            );
+            self.outcome = Some(Ok(ChannelState {
+                checkpoint: k.barrier.id,
+                channels: k.bytes.into_vec(),
+            }));
+        }
+    }
+
+    /// Takes everything the inputs still being captured have delivered out
+    /// of their rings, capturing it, up to each one's barrier. Returns the
+    /// snapshot a priority barrier found on the way starts.
+    fn drain_capture(&mut self) -> Option<AlignedBarrier> {
+        let k = self.capture.as_ref()?;
+        let waiting: Vec<usize> = (0..k.done.len()).filter(|&c| !k.done[c]).collect();
+        let mut start = None;
+        for c in waiting {
+            while self.capture.as_ref().is_some_and(|k| !k.done[c]) {
+                match self.refill(c) {
+                    Refill::Empty => break,
+                    Refill::Moved => {}
+                    Refill::Snapshot(b) => start = Some(b),
+                }
+            }
+        }
+        start
+    }
+
+    /// Moves input `c`'s next event from its ring to its queue, in the
+    /// input's order (barrier modes that may overtake only).
+    ///
+    /// A priority barrier is pushed before any event its sender sends after
+    /// it, so once an event is taken, every priority barrier that precedes
+    /// it is visible: each is handled before the event when the event stands
+    /// at or after its position (its overtaken events go first), and after
+    /// it otherwise.
+    fn refill(&mut self, c: usize) -> Refill {
+        let seq = self.receivers[c].received();
+        let Some(event) = self.receivers[c].recv() else {
+            return Refill::Empty;
+        };
+        let mut start = None;
+        while let Some(p) = self.receivers[c].recv_priority() {
+            if before(seq, p.position) {
+                // The event precedes this barrier (and any later one).
+                self.push_event(c, event);
+                if let Some(b) = self.on_priority(c, p) {
+                    start = Some(b);
+                }
+                return start.map_or(Refill::Moved, Refill::Snapshot);
+            }
+            if let Some(b) = self.on_priority(c, p) {
+                start = Some(b);
+            }
+        }
+        self.push_event(c, event);
+        start.map_or(Refill::Moved, Refill::Snapshot)
+    }
+
+    /// Queues an event taken from input `c`'s ring: captured while the
+    /// input's data before the barrier being captured is still coming; the
+    /// in-band barrier of that checkpoint ends it (and is not queued).
+    fn push_event(&mut self, c: usize, event: ChannelEvent) {
+        let waiting = self
+            .capture
+            .as_ref()
+            .filter(|k| !k.done[c])
+            .map(|k| k.barrier.id);
+        let barrier = match &event {
+            ChannelEvent::Barrier(b) => Some(b.id),
+            _ => None,
+        };
+        match (barrier, &event, waiting) {
+            (Some(b), _, Some(id)) if b == id => self.mark_captured(c),
+            (Some(b), _, Some(id)) if b > id => {
+                // A newer checkpoint's barrier before this one's: this
+                // checkpoint cannot complete here.
+                self.pending[c].push_back(Pending::Event(event));
+                self.abandon_older(b);
+            }
+            (_, ChannelEvent::EndOfPartition, Some(_)) => {
+                self.pending[c].push_back(Pending::Event(event));
+                self.mark_captured(c);
+            }
+            _ => self.queue(c, Pending::Event(event), waiting.is_some()),
+        }
+    }
+
+    /// Takes the next event from the unblocked inputs round-robin (an
+    /// input's queue before its ring).
+    fn next_event(&mut self) -> Next {
+        let n = self.receivers.len();
+        let overtaking = self.mode.may_overtake();
+        for _ in 0..n {
+            let c = self.next;
+            self.next = if c + 1 == n { 0 } else { c + 1 };
+            if self.ended[c] || self.blocked[c] {
+                continue;
+            }
+            if overtaking && self.pending[c].is_empty() {
+                match self.refill(c) {
+                    Refill::Empty => continue,
+                    Refill::Moved => {}
+                    Refill::Snapshot(b) => return Next::Snapshot(b),
+                }
+            }
+            let event = match self.pending[c].pop_front() {
+                Some(Pending::Restored(records)) => {
+                    self.reading = Some(Reading {
+                        channel: c,
+                        data: Data::Restored(records),
+                        pos: 0,
+                    });
+                    return Next::Moved;
+                }
+                Some(Pending::Event(event)) => event,
+                None if overtaking => continue,
+                None => match self.receivers[c].recv() {
+                    Some(event) => event,
+                    None => continue,
+                },
+            };
+            return self.on_event(c, event);
+        }
+        Next::Nothing
+    }
+
+    fn on_event(&mut self, c: usize, event: ChannelEvent) -> Next {
+        match event {
+            ChannelEvent::Buffer(buffer) => {
+                self.reading = Some(Reading {
+                    channel: c,
+                    data: Data::Net(buffer),
+                    pos: 0,
+                });
+                Next::Moved
+            }
+            ChannelEvent::Barrier(b) => self.on_barrier(c, b),
+            ChannelEvent::EndOfData => {
+                if !self.data_ended[c] {
+                    self.data_ended[c] = true;
+                    self.data_open -= 1;
+                }
+                if self.data_open == 0 && !self.data_end_reported {
+                    self.data_end_reported = true;
+                    Next::DataEnded
+                } else {
+                    Next::Moved
+                }
+            }
+            ChannelEvent::EndOfPartition => {
+                self.ended[c] = true;
+                self.open -= 1;
+                if !self.data_ended[c] {
+                    self.data_ended[c] = true;
+                    self.data_open -= 1;
+                }
+                self.mark_captured(c);
+                match self.aligned() {
+                    Some(b) => Next::Snapshot(b),
+                    None if self.data_open == 0 && !self.data_end_reported => {
+                        self.data_end_reported = true;
+                        Next::DataEnded
+                    }
+                    None => Next::Moved,
+                }
+            }
+            ChannelEvent::Watermark(w) => panic!(
+                "channel {c} delivered watermark {w} but this job has no event-time operators"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -332,6 +332,8 @@ impl CheckpointCoordinator {
             sync_ms: max(|t| t.sync_ms),
             async_ms: max(|t| t.async_ms),
             bytes: tasks.iter().map(|t| t.bytes).sum(),
+            // Only aligned checkpoints so far: no channel state is persisted.
+            inflight_bytes: 0,
             failure: None,
             tasks,
         };
@@ -390,6 +392,7 @@ impl CheckpointCoordinator {
             sync_ms: 0.0,
             async_ms: 0.0,
             bytes: 0,
+            inflight_bytes: 0,
             failure: Some(reason),
             tasks: Vec::new(),
         });

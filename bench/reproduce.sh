@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reproduces the figures of bench/RESULTS.md in one command:
-#   bench/reproduce.sh            # W1 (5 runs) and the W3 timeout sweep
-#   RUNS=3 W3_DURATION=5 bench/reproduce.sh   # quicker
+#   bench/reproduce.sh            # W1 (5 runs), the W3 timeout sweep, W4, W5
+#   RUNS=3 W3_DURATION=5 W4_DURATION=10 bench/reproduce.sh   # quicker
 # Prints a markdown table per workload; each row comes from the JSON line
 # `weir bench` prints last. Needs python3 to read the JSON.
 set -euo pipefail
@@ -11,6 +11,7 @@ WORKERS=${WORKERS:-2}
 W1_N=${W1_N:-200000000}
 W3_WARMUP=${W3_WARMUP:-5}
 W3_DURATION=${W3_DURATION:-20}
+W4_DURATION=${W4_DURATION:-60}
 cargo build --release --quiet
 WEIR=target/release/weir
 
@@ -53,6 +54,31 @@ a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); c=b['checkpoints']
 print(f\"| $i | {a['records_per_s']/1e6:.1f} M | {b['records_per_s']/1e6:.1f} M | {b['records_per_s']/a['records_per_s']:.2f} | {c['completed']} ok, {c['failed']} failed | {c['duration_ms']['p50']:.0f}/{c['duration_ms']['max']:.0f} | {c['alignment_ms']['p50']:.2f}/{c['alignment_ms']['max']:.2f} |\")
 " "$a" "$b"
 done
+echo
+echo "## W4 checkpoints under backpressure: weir bench w4 --mode M --duration $W4_DURATION --workers $WORKERS --quiet"
+echo
+echo "The sink spins 10 us per record; checkpoints every 1 s. Target: the sink rate within 5% of mode none."
+echo
+echo "| mode | sink records/s | vs none | checkpoints | duration p50/max ms | alignment p50/max ms | bytes | in flight | verified |"
+echo "|---|---|---|---|---|---|---|---|---|"
+W4_DIR=${W4_DIR:-target/w4-checkpoints}
+base=""
+for mode in none aligned unaligned debloat timeout; do
+    rm -rf "$W4_DIR"
+    j=$($WEIR bench w4 --mode "$mode" --duration "$W4_DURATION" --workers "$WORKERS" --quiet \
+        --set "state.checkpoints.dir=$W4_DIR" | tail -1)
+    if [ "$mode" = none ]; then base=$j; fi
+    python3 -c "
+import json,sys
+j=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); c=j['checkpoints']
+r=j['sink_records_per_s']; ratio=r/b['sink_records_per_s']
+if c is None:
+    print(f\"| $mode | {r/1e3:.1f} k | {ratio:.3f} | - | - | - | - | - | {j['verified']} |\")
+else:
+    print(f\"| $mode | {r/1e3:.1f} k | {ratio:.3f} | {c['completed']} ok, {c['failed']} failed | {c['duration_ms']['p50']:.0f}/{c['duration_ms']['max']:.0f} | {c['alignment_ms']['p50']:.1f}/{c['alignment_ms']['max']:.1f} | {c['bytes']/2**20:.1f} MiB | {c['inflight_bytes']/2**20:.1f} MiB | {j['verified']} |\")
+" "$j" "$base"
+done
+rm -rf "$W4_DIR"
 echo
 echo "## W5 recovery: weir bench w5 (N = 100,000,000, K = 10,000,000, checkpoints every 5 s)"
 echo

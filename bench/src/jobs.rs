@@ -1,4 +1,4 @@
-//! The built-in jobs: the quickstart job and the W1/W3 benchmark jobs,
+//! The built-in jobs: the quickstart job and the W1/W3/W4 benchmark jobs,
 //! written with the public job API exactly as a user would write them.
 
 use std::path::PathBuf;
@@ -9,8 +9,8 @@ use weir_runtime::{JobGraph, SubtaskInfo};
 
 use crate::output::W1OutputSink;
 use crate::workload::{
-    splitmix64, ChecksumSink, FastMod, KeyedCount, RunClock, SinkResults, SourceCounts, SourcePlan,
-    WorkloadSource,
+    splitmix64, ChecksumSink, FastMod, KeyedCount, RunClock, SinkResults, SlowSink, SourceCounts,
+    SourcePlan, WorkloadSource,
 };
 
 /// W1 keyed-count: `source(P) -> key_by(key) -> keyed op -> sink(P)`;
@@ -80,6 +80,42 @@ pub fn w3(
     })
     .sink("w3-latency-sink", move |info: &SubtaskInfo| {
         ChecksumSink::with_latency(info, results.clone(), sink_clock.clone(), warmup, duration)
+    });
+    job
+}
+
+/// W4 checkpoints under backpressure: the W1 pipeline, its source as fast
+/// as allowed (or paced to `rate`) for `duration` (or until `records`),
+/// into a sink that spins `spin` per record. The sink also counts what it
+/// finished within `duration` of the start (the rate while the source ran).
+pub fn w4(
+    records: Option<u64>,
+    keys: u64,
+    rate: Option<u64>,
+    duration: Duration,
+    spin: Duration,
+    results: Arc<SinkResults>,
+    counts: Arc<SourceCounts>,
+) -> JobGraph {
+    let clock = Arc::new(RunClock::default());
+    let sink_clock = clock.clone();
+    let plan = SourcePlan {
+        records: records.unwrap_or(u64::MAX),
+        rate,
+        run_for: Some(duration),
+    };
+    let modulo = FastMod::new(keys);
+    let mut job = JobGraph::new("w4-backpressure");
+    job.source("w4-source", move |info: &SubtaskInfo| {
+        WorkloadSource::new(info, plan, clock.clone(), move |i| {
+            (modulo.rem(splitmix64(i)), i)
+        })
+        .reporting_to(counts.clone())
+    })
+    .key_by(|r: &(u64, u64)| r.0)
+    .process("w4-keyed-count", |_| KeyedCount::<(u64, u64)>::default())
+    .sink("w4-slow-sink", move |info: &SubtaskInfo| {
+        SlowSink::new(info, results.clone(), sink_clock.clone(), spin, duration)
     });
     job
 }

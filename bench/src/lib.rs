@@ -1,11 +1,13 @@
 //! The workloads of `shared/bench/WORKLOADS.md` and weir's benchmark
 //! harness.
 //!
-//! [`jobs`] builds the W1 and W3 jobs with the public job API, [`workload`]
+//! [`jobs`] builds the W1, W3 and W4 jobs with the public job API, [`workload`]
 //! holds their sources, keyed operator and sinks exactly as WORKLOADS.md
 //! defines them, [`reference`](mod@reference) computes the expected results independently,
-//! single-threaded, and [`harness`] runs a workload from a configuration and
-//! reports the figures. `weir bench w1|w3` is the command-line front end.
+//! single-threaded, [`harness`] runs a workload from a configuration and
+//! reports the figures, [`w4`] does the same for W4's checkpoint modes and
+//! [`w5`] drives W5's crash and recovery. `weir bench w1|w3|w4|w5` is the
+//! command-line front end.
 #![deny(missing_docs)]
 
 pub mod disk;
@@ -14,6 +16,7 @@ pub mod jobs;
 pub mod output;
 pub mod quickstart;
 pub mod reference;
+pub mod w4;
 pub mod w5;
 pub mod workload;
 

@@ -525,9 +525,96 @@ impl<O: CountOutput> Sink for ChecksumSink<O> {
     }
 }
 
+/// Waits `d` by spinning on the monotonic clock (no sleep: the core stays
+/// busy, as a costly operator would keep it); returns the time it ended.
+#[inline]
+pub fn spin_for(d: Duration) -> Instant {
+    let until = Instant::now() + d;
+    loop {
+        let now = Instant::now();
+        if now >= until {
+            return now;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// W4's slow sink: spins `spin` per record (WORKLOADS.md: 10 us), then
+/// folds the record into the checksum sink's count and checksum (and its
+/// checkpointed state). It also counts, as its `recorded` result, the
+/// records it finished within `window` of the run's start: the sink's
+/// rate while the source was running, without the drain after it.
+pub struct SlowSink {
+    sink: ChecksumSink<(u64, u64, u64)>,
+    spin: Duration,
+    clock: Arc<RunClock>,
+    window_ns: u64,
+    /// End of the window on [`clock_ns`]'s scale, once the run has started.
+    until_ns: Option<u64>,
+}
+
+impl SlowSink {
+    /// The sink of subtask `info`.
+    pub fn new(
+        info: &SubtaskInfo,
+        results: Arc<SinkResults>,
+        clock: Arc<RunClock>,
+        spin: Duration,
+        window: Duration,
+    ) -> Self {
+        Self {
+            sink: ChecksumSink::new(info, results),
+            spin,
+            clock,
+            window_ns: window.as_nanos() as u64,
+            until_ns: None,
+        }
+    }
+}
+
+impl Sink for SlowSink {
+    type In = (u64, u64, u64);
+
+    #[inline]
+    fn invoke(&mut self, record: (u64, u64, u64)) {
+        spin_for(self.spin);
+        self.sink.invoke(record);
+        if self.until_ns.is_none() {
+            self.until_ns = self.clock.started_at().map(|t| t + self.window_ns);
+        }
+        if self.until_ns.is_some_and(|until| clock_ns() < until) {
+            self.sink.recorded += 1;
+        }
+    }
+
+    fn finish(&mut self) {
+        self.sink.finish();
+    }
+
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, String> {
+        self.sink.snapshot_state(checkpoint_id)
+    }
+
+    fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
+        self.sink.initialize_state(restored)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spin_waits_at_least_as_long_as_asked() {
+        let start = Instant::now();
+        let mut last = start;
+        for _ in 0..100 {
+            let ended = spin_for(Duration::from_micros(10));
+            assert!(ended >= last + Duration::from_micros(10));
+            last = ended;
+        }
+        assert!(start.elapsed() >= Duration::from_millis(1));
+    }
 
     #[test]
     fn fast_mod_equals_the_remainder() {

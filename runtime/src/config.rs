@@ -41,7 +41,7 @@ pub const KEYS: &[KeyDoc] = &[
     KeyDoc { key: "job.warmup", default: "5s",
         description: "W3: warm-up time that is run but not recorded" },
     KeyDoc { key: "job.duration", default: "20s",
-        description: "W3: recorded run time" },
+        description: "W3: recorded run time; W4: how long the source runs (`weir bench w4` runs 60s unless `--duration` or `--set job.duration` says otherwise)" },
     KeyDoc { key: "parallelism.default", default: "unset",
         description: "number of workers (one pinned per core) and every operator's default parallelism (at least 1); unset = every core the process may use" },
     KeyDoc { key: "pipeline.max-parallelism", default: "128",
@@ -60,6 +60,10 @@ pub const KEYS: &[KeyDoc] = &[
         description: "checkpoints that may be in progress at once, at least 1" },
     KeyDoc { key: "execution.checkpointing.tolerable-failed-checkpoints", default: "0",
         description: "consecutive failed checkpoints tolerated; one more fails the job (which then restarts as `restart-strategy.type` says)" },
+    KeyDoc { key: "execution.checkpointing.unaligned.enabled", default: "false",
+        description: "unaligned checkpoints: a barrier overtakes the buffered records, which are persisted with the checkpoint; only with `EXACTLY_ONCE` and `max-concurrent-checkpoints` 1" },
+    KeyDoc { key: "execution.checkpointing.aligned-checkpoint-timeout", default: "0ms",
+        description: "with unaligned checkpoints on: `0ms` = every checkpoint is unaligned from the start; more = start aligned and switch to unaligned when alignment takes longer. No effect while `unaligned.enabled` is false" },
     KeyDoc { key: "state.checkpoints.dir", default: "unset",
         description: "local directory (a path or a `file://` URI) that checkpoints are written to; required when checkpointing is on" },
     KeyDoc { key: "state.checkpoints.num-retained", default: "1",
@@ -90,10 +94,22 @@ pub const KEYS: &[KeyDoc] = &[
         description: "exponential-delay: restarts allowed between resets, at least 1, or `infinite`" },
     KeyDoc { key: "taskmanager.memory.segment-size", default: "32kb",
         description: "capacity of one network buffer, 64b to 16mb" },
+    KeyDoc { key: "taskmanager.memory.min-segment-size", default: "256b",
+        description: "least size buffer debloating may shrink a buffer to, 64b to 16mb and at most `segment-size`" },
     KeyDoc { key: "taskmanager.network.memory.buffers-per-channel", default: "4",
         description: "buffers that may be in flight on one channel (the ring's credit), 1 to 1024" },
     KeyDoc { key: "taskmanager.network.memory.floating-buffers-per-gate", default: "8",
         description: "extra buffers in each worker's pool beyond those per channel, 0 to 65536" },
+    KeyDoc { key: "taskmanager.network.memory.buffer-debloat.enabled", default: "false",
+        description: "buffer debloating: each input gate sizes its in-flight data (buffer size and credit) to its measured throughput times `buffer-debloat.target`" },
+    KeyDoc { key: "taskmanager.network.memory.buffer-debloat.target", default: "20ms",
+        description: "time in which a gate should be able to consume its in-flight data, at least 1ms (Flink: 1s; see configs/README.md)" },
+    KeyDoc { key: "taskmanager.network.memory.buffer-debloat.period", default: "50ms",
+        description: "how often a gate measures its throughput and recalculates, at least 1ms (Flink: 200ms)" },
+    KeyDoc { key: "taskmanager.network.memory.buffer-debloat.samples", default: "20",
+        description: "periods the throughput is averaged over (an exponential moving average), 1 to 2147483647" },
+    KeyDoc { key: "taskmanager.network.memory.buffer-debloat.threshold-percentages", default: "25",
+        description: "a new buffer size is announced only when it differs from the last announced one by more than this percentage (or reaches a bound), 0 to 100" },
     KeyDoc { key: "weir.worker.pin-cores", default: "true",
         description: "pin each worker thread to its own core" },
     KeyDoc { key: "weir.worker.spin-before-park", default: "50us",
@@ -289,8 +305,9 @@ const DIR_EXPECTED: &str = "a local directory: a path such as /var/lib/weir/chec
 const FLINK_INT_MAX: u64 = i32::MAX as u64;
 /// Flink's least checkpoint interval and timeout (`MINIMAL_CHECKPOINT_TIME`).
 const MIN_CHECKPOINT_TIME: Duration = Duration::from_millis(10);
-/// Flink keeps restart durations in whole milliseconds and requires these to
-/// be at least 1.
+/// The least value of durations that must be positive: Flink keeps restart
+/// durations in whole milliseconds and requires these to be at least 1; the
+/// buffer debloater's target and period are held to the same.
 const ONE_MS: Duration = Duration::from_millis(1);
 /// Origin of checks that involve several keys: no single source is to blame.
 const FINAL_ORIGIN: &str = "the final configuration";
@@ -311,7 +328,7 @@ pub struct Config {
     pub rate: Option<u64>,
     /// `job.warmup`: W3's warm-up, not recorded.
     pub warmup: Duration,
-    /// `job.duration`: W3's recorded run time.
+    /// `job.duration`: W3's recorded run time; W4's source run time.
     pub duration: Duration,
     /// `parallelism.default`: workers and default operator parallelism; `None` = every usable core.
     pub parallelism: Option<usize>,
@@ -331,6 +348,11 @@ pub struct Config {
     pub max_concurrent_checkpoints: u32,
     /// `execution.checkpointing.tolerable-failed-checkpoints`: consecutive checkpoint failures tolerated.
     pub tolerable_failed_checkpoints: u32,
+    /// `execution.checkpointing.unaligned.enabled`: barriers may overtake buffered records.
+    pub unaligned_checkpoints: bool,
+    /// `execution.checkpointing.aligned-checkpoint-timeout`: with unaligned checkpoints, how long
+    /// a checkpoint stays aligned before it switches; zero = unaligned from the start.
+    pub aligned_checkpoint_timeout: Duration,
     /// `state.checkpoints.dir`: where checkpoints are written; `None` = not configured.
     pub checkpoints_dir: Option<PathBuf>,
     /// `state.checkpoints.num-retained`: completed checkpoints kept.
@@ -340,10 +362,22 @@ pub struct Config {
     pub restart_strategy: RestartStrategyConfig,
     /// `taskmanager.memory.segment-size`: bytes in one network buffer.
     pub segment_size: usize,
+    /// `taskmanager.memory.min-segment-size`: the least size debloating shrinks a buffer to.
+    pub min_segment_size: usize,
     /// `taskmanager.network.memory.buffers-per-channel`: in-flight buffers (credit) per channel.
     pub buffers_per_channel: u32,
     /// `taskmanager.network.memory.floating-buffers-per-gate`: extra buffers per worker pool.
     pub floating_buffers_per_gate: u32,
+    /// `taskmanager.network.memory.buffer-debloat.enabled`: size in-flight data to throughput.
+    pub debloat_enabled: bool,
+    /// `taskmanager.network.memory.buffer-debloat.target`: time to consume the in-flight data.
+    pub debloat_target: Duration,
+    /// `taskmanager.network.memory.buffer-debloat.period`: time between recalculations.
+    pub debloat_period: Duration,
+    /// `taskmanager.network.memory.buffer-debloat.samples`: periods the throughput is averaged over.
+    pub debloat_samples: u32,
+    /// `taskmanager.network.memory.buffer-debloat.threshold-percentages`: least change announced.
+    pub debloat_threshold_percentages: u32,
     /// `weir.worker.pin-cores`: pin each worker to a core.
     pub pin_cores: bool,
     /// `weir.worker.spin-before-park`: idle spin time before a worker parks.
@@ -370,12 +404,20 @@ impl Default for Config {
             checkpoint_timeout: Duration::from_secs(600),
             max_concurrent_checkpoints: 1,
             tolerable_failed_checkpoints: 0,
+            unaligned_checkpoints: false,
+            aligned_checkpoint_timeout: Duration::ZERO,
             checkpoints_dir: None,
             checkpoints_num_retained: 1,
             restart_strategy: RestartStrategyConfig::default(),
             segment_size: 32 * 1024,
+            min_segment_size: 256,
             buffers_per_channel: 4,
             floating_buffers_per_gate: 8,
+            debloat_enabled: false,
+            debloat_target: Duration::from_millis(20),
+            debloat_period: Duration::from_millis(50),
+            debloat_samples: 20,
+            debloat_threshold_percentages: 25,
             pin_cores: true,
             spin_before_park: Duration::from_micros(50),
             progress_interval: Duration::from_secs(1),
@@ -586,6 +628,10 @@ impl Config {
             "execution.checkpointing.tolerable-failed-checkpoints" => {
                 self.tolerable_failed_checkpoints.to_string()
             }
+            "execution.checkpointing.unaligned.enabled" => self.unaligned_checkpoints.to_string(),
+            "execution.checkpointing.aligned-checkpoint-timeout" => {
+                dur(self.aligned_checkpoint_timeout)
+            }
             "state.checkpoints.dir" => self
                 .checkpoints_dir
                 .as_ref()
@@ -616,11 +662,21 @@ impl Config {
                 format_attempts(ed.attempts_before_reset_backoff)
             }
             "taskmanager.memory.segment-size" => format_memory_size(self.segment_size as u64),
+            "taskmanager.memory.min-segment-size" => {
+                format_memory_size(self.min_segment_size as u64)
+            }
             "taskmanager.network.memory.buffers-per-channel" => {
                 self.buffers_per_channel.to_string()
             }
             "taskmanager.network.memory.floating-buffers-per-gate" => {
                 self.floating_buffers_per_gate.to_string()
+            }
+            "taskmanager.network.memory.buffer-debloat.enabled" => self.debloat_enabled.to_string(),
+            "taskmanager.network.memory.buffer-debloat.target" => dur(self.debloat_target),
+            "taskmanager.network.memory.buffer-debloat.period" => dur(self.debloat_period),
+            "taskmanager.network.memory.buffer-debloat.samples" => self.debloat_samples.to_string(),
+            "taskmanager.network.memory.buffer-debloat.threshold-percentages" => {
+                self.debloat_threshold_percentages.to_string()
             }
             "weir.worker.pin-cores" => self.pin_cores.to_string(),
             "weir.worker.spin-before-park" => dur(self.spin_before_park),
@@ -688,6 +744,58 @@ impl Config {
                      not: checkpoints need a directory, so set state.checkpoints.dir or unset \
                      execution.checkpointing.interval",
                     format_duration(interval)
+                ),
+            });
+        }
+        // Flink logs a warning and quietly takes aligned checkpoints instead;
+        // weir refuses what it would not do.
+        if self.unaligned_checkpoints && self.checkpointing_mode == CheckpointingMode::AtLeastOnce {
+            return Err(ConfigError::Conflict {
+                keys: vec![
+                    "execution.checkpointing.unaligned.enabled",
+                    "execution.checkpointing.mode",
+                ],
+                message: "execution.checkpointing.unaligned.enabled is true but \
+                          execution.checkpointing.mode is AT_LEAST_ONCE: unaligned checkpoints \
+                          exist only in EXACTLY_ONCE mode (AT_LEAST_ONCE never aligns barriers, \
+                          so there is nothing to unalign); set the mode to EXACTLY_ONCE or \
+                          unaligned.enabled to false"
+                    .to_string(),
+            });
+        }
+        // Flink's rule too: an unaligned barrier persists the records it
+        // overtakes, which is defined for one checkpoint in flight at a time.
+        if self.unaligned_checkpoints && self.max_concurrent_checkpoints > 1 {
+            return Err(ConfigError::Conflict {
+                keys: vec![
+                    "execution.checkpointing.unaligned.enabled",
+                    "execution.checkpointing.max-concurrent-checkpoints",
+                ],
+                message: format!(
+                    "execution.checkpointing.unaligned.enabled is true but \
+                     execution.checkpointing.max-concurrent-checkpoints is {}: unaligned \
+                     checkpoints allow one checkpoint in progress at a time; set \
+                     max-concurrent-checkpoints to 1 or unaligned.enabled to false",
+                    self.max_concurrent_checkpoints
+                ),
+            });
+        }
+        // Only with debloating on: a small segment-size alone must not fail
+        // because of a default the user never relied on.
+        if self.debloat_enabled && self.min_segment_size > self.segment_size {
+            return Err(ConfigError::Conflict {
+                keys: vec![
+                    "taskmanager.network.memory.buffer-debloat.enabled",
+                    "taskmanager.memory.min-segment-size",
+                    "taskmanager.memory.segment-size",
+                ],
+                message: format!(
+                    "taskmanager.network.memory.buffer-debloat.enabled is true and \
+                     taskmanager.memory.min-segment-size ({}) is above \
+                     taskmanager.memory.segment-size ({}): the least size of a debloated buffer \
+                     cannot exceed its capacity; lower min-segment-size or raise segment-size",
+                    format_memory_size(self.min_segment_size as u64),
+                    format_memory_size(self.segment_size as u64)
                 ),
             });
         }
@@ -780,6 +888,12 @@ impl Config {
             "execution.checkpointing.tolerable-failed-checkpoints" => {
                 self.tolerable_failed_checkpoints = s.int_in(0, FLINK_INT_MAX)? as u32;
             }
+            "execution.checkpointing.unaligned.enabled" => {
+                self.unaligned_checkpoints = s.check(s.boolean(), BOOL_EXPECTED)?;
+            }
+            "execution.checkpointing.aligned-checkpoint-timeout" => {
+                self.aligned_checkpoint_timeout = s.duration()?;
+            }
             "state.checkpoints.dir" => self.checkpoints_dir = s.directory()?,
             "state.checkpoints.num-retained" => {
                 self.checkpoints_num_retained = s.int_in(1, FLINK_INT_MAX)? as u32;
@@ -853,11 +967,32 @@ impl Config {
                     .filter(|n| (64..=16 << 20).contains(n));
                 self.segment_size = s.check(size, SIZE_EXPECTED)? as usize;
             }
+            "taskmanager.memory.min-segment-size" => {
+                let size = s
+                    .number(|n| n, parse_memory_size)
+                    .filter(|n| (64..=16 << 20).contains(n));
+                self.min_segment_size = s.check(size, SIZE_EXPECTED)? as usize;
+            }
             "taskmanager.network.memory.buffers-per-channel" => {
                 self.buffers_per_channel = s.int_in(1, 1024)? as u32;
             }
             "taskmanager.network.memory.floating-buffers-per-gate" => {
                 self.floating_buffers_per_gate = s.int_in(0, 65536)? as u32;
+            }
+            "taskmanager.network.memory.buffer-debloat.enabled" => {
+                self.debloat_enabled = s.check(s.boolean(), BOOL_EXPECTED)?;
+            }
+            "taskmanager.network.memory.buffer-debloat.target" => {
+                self.debloat_target = s.duration_at_least(ONE_MS)?;
+            }
+            "taskmanager.network.memory.buffer-debloat.period" => {
+                self.debloat_period = s.duration_at_least(ONE_MS)?;
+            }
+            "taskmanager.network.memory.buffer-debloat.samples" => {
+                self.debloat_samples = s.int_in(1, FLINK_INT_MAX)? as u32;
+            }
+            "taskmanager.network.memory.buffer-debloat.threshold-percentages" => {
+                self.debloat_threshold_percentages = s.int_in(0, 100)? as u32;
             }
             "weir.worker.pin-cores" => self.pin_cores = s.check(s.boolean(), BOOL_EXPECTED)?,
             "weir.worker.spin-before-park" => self.spin_before_park = s.duration()?,

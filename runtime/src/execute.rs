@@ -24,6 +24,7 @@ use crate::checkpoint::{
     CoordinatorOptions, RestoredCheckpoint, TaskCheckpointing,
 };
 use crate::config::{CheckpointingMode, Config};
+use crate::debloat::DebloatOptions;
 use crate::error::{JobError, Result};
 use crate::gate::BarrierMode;
 use crate::job::JobGraph;
@@ -57,9 +58,12 @@ pub struct CheckpointingOptions {
     pub coordinator: CoordinatorOptions,
     /// `execution.checkpointing.mode` is exactly-once (else at-least-once).
     pub exactly_once: bool,
-    /// `execution.checkpointing.unaligned.enabled`.
+    /// `execution.checkpointing.unaligned.enabled` (only with exactly-once;
+    /// the configuration rejects it with at-least-once).
     pub unaligned: bool,
-    /// `execution.checkpointing.aligned-checkpoint-timeout`.
+    /// `execution.checkpointing.aligned-checkpoint-timeout`: with
+    /// `unaligned`, how long a checkpoint stays aligned before switching;
+    /// zero = unaligned from the start. Ignored without `unaligned`.
     pub aligned_checkpoint_timeout: Duration,
     /// How segment files are written.
     pub io_mode: IoMode,
@@ -99,6 +103,8 @@ pub struct ExecutionOptions {
     pub progress_interval: Duration,
     /// Checkpointing, if `execution.checkpointing.interval` is set.
     pub checkpointing: Option<CheckpointingOptions>,
+    /// Buffer debloating, if `taskmanager.network.memory.buffer-debloat.enabled`.
+    pub debloat: Option<DebloatOptions>,
     /// Where the run starts from (`--restore`).
     pub restore: RestoreFrom,
     /// `restart-strategy.*`.
@@ -120,8 +126,8 @@ impl ExecutionOptions {
                     num_retained: config.checkpoints_num_retained as usize,
                 },
                 exactly_once: config.checkpointing_mode == CheckpointingMode::ExactlyOnce,
-                unaligned: false,
-                aligned_checkpoint_timeout: Duration::ZERO,
+                unaligned: config.unaligned_checkpoints,
+                aligned_checkpoint_timeout: config.aligned_checkpoint_timeout,
                 io_mode: IoMode::Auto,
             }),
             _ => None,
@@ -137,6 +143,9 @@ impl ExecutionOptions {
             spin_before_park: config.spin_before_park,
             progress_interval: config.progress_interval,
             checkpointing,
+            debloat: config
+                .debloat_enabled
+                .then(|| DebloatOptions::from_config(config)),
             restore: RestoreFrom::Nothing,
             restart: config.effective_restart_strategy(),
         }
@@ -166,8 +175,8 @@ impl ExecutionOptions {
                 num_retained: defaults.checkpoints_num_retained as usize,
             },
             exactly_once: true,
-            unaligned: false,
-            aligned_checkpoint_timeout: Duration::ZERO,
+            unaligned: defaults.unaligned_checkpoints,
+            aligned_checkpoint_timeout: defaults.aligned_checkpoint_timeout,
             io_mode: IoMode::Auto,
         });
         self
@@ -867,4 +876,89 @@ fn build_tasks(
         }
     }
     Ok(tasks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(sets: &[&str]) -> ExecutionOptions {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        ExecutionOptions::from_config(&Config::load(None, &sets).expect("valid config"))
+    }
+
+    /// The keys of checkpointing under backpressure reach the options the
+    /// runtime is built from, and the alignment timeout means what
+    /// configs/README.md says.
+    #[test]
+    fn unaligned_and_debloat_options_come_from_the_config() {
+        let on = [
+            "execution.checkpointing.interval=1s",
+            "state.checkpoints.dir=/tmp/c",
+        ];
+        let defaults = load(&on);
+        let c = defaults.checkpointing.as_ref().expect("checkpointing on");
+        assert!(!c.unaligned);
+        assert_eq!(c.aligned_checkpoint_timeout, Duration::ZERO);
+        assert_eq!(c.barrier_mode(), BarrierMode::Aligned, "aligned by default");
+        assert_eq!(defaults.debloat, None, "debloating off by default");
+
+        let unaligned =
+            load(&[&on[..], &["execution.checkpointing.unaligned.enabled=true"]].concat());
+        let c = unaligned.checkpointing.expect("checkpointing on");
+        assert_eq!(
+            c.barrier_mode(),
+            BarrierMode::Unaligned,
+            "unaligned from the start"
+        );
+
+        let timeout = [
+            "execution.checkpointing.unaligned.enabled=true",
+            "execution.checkpointing.aligned-checkpoint-timeout=100ms",
+        ];
+        let c = load(&[&on[..], &timeout].concat())
+            .checkpointing
+            .expect("on");
+        assert_eq!(
+            c.barrier_mode(),
+            BarrierMode::AlignedWithTimeout(Duration::from_millis(100))
+        );
+        // A timeout alone changes nothing.
+        let c = load(&[&on[..], &timeout[1..]].concat())
+            .checkpointing
+            .expect("on");
+        assert_eq!(c.barrier_mode(), BarrierMode::Aligned);
+        // Set directly (tests), at-least-once never unaligns.
+        let mut c = ExecutionOptions::with_workers(1)
+            .with_checkpointing(Duration::from_secs(1), "/tmp/c")
+            .checkpointing
+            .expect("on");
+        c.unaligned = true;
+        assert_eq!(c.barrier_mode(), BarrierMode::Unaligned);
+        c.exactly_once = false;
+        assert_eq!(c.barrier_mode(), BarrierMode::AtLeastOnce);
+
+        let debloat = load(&[
+            "taskmanager.network.memory.buffer-debloat.enabled=true",
+            "taskmanager.network.memory.buffer-debloat.target=30ms",
+            "taskmanager.memory.min-segment-size=512b",
+        ]);
+        let d = debloat.debloat.expect("debloating on");
+        assert_eq!(
+            (
+                d.target,
+                d.period,
+                d.samples,
+                d.threshold_percentages,
+                d.min_buffer_size
+            ),
+            (
+                Duration::from_millis(30),
+                Duration::from_millis(50),
+                20,
+                25,
+                512
+            )
+        );
+    }
 }

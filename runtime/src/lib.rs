@@ -14,6 +14,7 @@
 pub mod checkpoint;
 pub mod config;
 pub mod connectors;
+pub mod debloat;
 pub mod error;
 pub mod exchange;
 pub mod execute;
@@ -32,6 +33,7 @@ pub mod worker;
 pub use checkpoint::{CheckpointRecord, CheckpointSummary, KeyedStates};
 pub use config::{CheckpointingMode, Config, ConfigError, JobName};
 pub use connectors::{FileSource, TransactionalFileSink};
+pub use debloat::{BufferDebloater, DebloatOptions, DebloatTarget};
 pub use error::{JobError, Result};
 pub use execute::{
     available_cores, execute, execute_with_progress, CheckpointingOptions, ExecutionOptions,

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use weir_bench::w4::{W4Mode, W4_DEFAULT_DURATION};
 use weir_bench::{quickstart, BenchOptions, Workload};
 use weir_runtime::{execute, Config, ExecutionOptions, JobName, RestoreFrom};
 
@@ -42,13 +43,15 @@ enum Command {
         /// Keys K (job.keys).
         #[arg(long)]
         k: Option<u64>,
-        /// Total source rate in records/s (job.rate); unpaced when absent (W1).
+        /// Total source rate in records/s (job.rate); unpaced when absent
+        /// (W1, W4).
         #[arg(long)]
         rate: Option<u64>,
         /// W3 warm-up in seconds or with a unit (job.warmup).
         #[arg(long)]
         warmup: Option<String>,
-        /// W3 recorded run time in seconds or with a unit (job.duration).
+        /// W3 recorded run time, W4 source run time, in seconds or with a
+        /// unit (job.duration).
         #[arg(long)]
         duration: Option<String>,
         /// No progress lines on stderr.
@@ -63,6 +66,14 @@ enum Command {
         /// `w5-work` in the current directory).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// W4: how checkpoints are taken: `none` (the baseline sink rate),
+        /// `aligned`, `unaligned`, `debloat` (aligned with buffer
+        /// debloating) or `timeout` (aligned, unaligned after 100 ms of
+        /// alignment). W4 runs 60 s unless --duration says otherwise, with
+        /// checkpoints every 1 s unless execution.checkpointing.interval is
+        /// set, into a temporary directory unless state.checkpoints.dir is.
+        #[arg(long, value_enum)]
+        mode: Option<ModeArg>,
         #[command(flatten)]
         common: Common,
     },
@@ -100,14 +111,37 @@ impl Common {
 enum BenchName {
     W1,
     W3,
+    W4,
     W5,
+}
+
+/// W4's modes on the command line.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ModeArg {
+    None,
+    Aligned,
+    Unaligned,
+    Debloat,
+    Timeout,
+}
+
+impl From<ModeArg> for W4Mode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::None => W4Mode::None,
+            ModeArg::Aligned => W4Mode::Aligned,
+            ModeArg::Unaligned => W4Mode::Unaligned,
+            ModeArg::Debloat => W4Mode::Debloat,
+            ModeArg::Timeout => W4Mode::Timeout,
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run { common } => {
-            let config = match load(&common, Vec::new()) {
+            let config = match load(&common, Vec::new(), Vec::new()) {
                 Ok(c) => c,
                 Err(code) => return code,
             };
@@ -132,8 +166,17 @@ fn main() -> ExitCode {
             quiet,
             output,
             dir,
+            mode,
             common,
         } => {
+            if mode.is_some() && workload != BenchName::W4 {
+                eprintln!("error: --mode is for w4 only");
+                return ExitCode::from(2);
+            }
+            if output.is_some() && workload == BenchName::W4 {
+                eprintln!("error: --output is supported by w1 only");
+                return ExitCode::from(2);
+            }
             if workload == BenchName::W5 {
                 return run_w5(n, k, dir, &common);
             }
@@ -150,16 +193,33 @@ fn main() -> ExitCode {
             if let Some(w) = warmup {
                 extra.push(format!("job.warmup={}", seconds_by_default(&w)));
             }
+            // W4's mode and default duration come before the user's own
+            // --set, which may tune them.
+            let mut before = Vec::new();
+            if workload == BenchName::W4 {
+                let mode = W4Mode::from(mode.unwrap_or(ModeArg::Aligned));
+                before.extend(mode.overrides());
+                if duration.is_none() {
+                    before.push(format!(
+                        "job.duration={}",
+                        weir_runtime::config::format_duration(W4_DEFAULT_DURATION)
+                    ));
+                }
+            }
             if let Some(d) = duration {
                 extra.push(format!("job.duration={}", seconds_by_default(&d)));
             }
-            let config = match load(&common, extra) {
+            let config = match load(&common, before, extra) {
                 Ok(c) => c,
                 Err(code) => return code,
             };
             let workload = match workload {
                 BenchName::W1 => Workload::W1,
                 BenchName::W3 => Workload::W3,
+                BenchName::W4 => {
+                    let mode = W4Mode::from(mode.unwrap_or(ModeArg::Aligned));
+                    return run_w4(&config, mode, quiet);
+                }
                 BenchName::W5 => unreachable!("handled above"),
             };
             let bench = BenchOptions {
@@ -182,9 +242,11 @@ fn seconds_by_default(text: &str) -> String {
     }
 }
 
-/// The config file, then `--set` overrides, then the command's own flags.
-fn load(common: &Common, extra: Vec<String>) -> Result<Config, ExitCode> {
-    let mut overrides = common.set.clone();
+/// The config file, then the command's defaults (`before`), then `--set`
+/// overrides, then the command's own flags (`extra`).
+fn load(common: &Common, before: Vec<String>, extra: Vec<String>) -> Result<Config, ExitCode> {
+    let mut overrides = before;
+    overrides.extend(common.set.iter().cloned());
     if let Some(w) = common.workers {
         overrides.push(format!("parallelism.default={w}"));
     }
@@ -202,6 +264,33 @@ fn run_bench(workload: Workload, config: &Config, bench: &BenchOptions, json: bo
             if json {
                 println!("{}", report.to_json());
             }
+            if report.verified() {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!("error: the result does not match the reference computation");
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `weir bench w4`: checkpoints under backpressure (see weir_bench::w4).
+fn run_w4(config: &Config, mode: W4Mode, quiet: bool) -> ExitCode {
+    let setup = match weir_bench::w4::prepare(config, mode) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match weir_bench::w4::run(&setup, quiet) {
+        Ok(report) => {
+            print!("{}", report.summary());
+            println!("{}", report.to_json());
             if report.verified() {
                 ExitCode::SUCCESS
             } else {

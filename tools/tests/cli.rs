@@ -289,3 +289,115 @@ fn unknown_workload_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
     assert!(text(&output.stderr).contains("w9"), "{}", describe(&output));
 }
+
+/// W4 in aligned mode end to end: a short run under backpressure from the
+/// slow sink takes checkpoints into a temporary directory (named on stderr
+/// and deleted afterwards) and reports them, with the sink rate, in the
+/// fields WORKLOADS.md asks for.
+#[test]
+fn bench_w4_aligned_reports_checkpoints_under_backpressure() {
+    let output = {
+        let _serial = BENCH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        weir(&[
+            "bench",
+            "w4",
+            "--mode",
+            "aligned",
+            "--duration",
+            "2",
+            "--workers",
+            "2",
+            "--quiet",
+        ])
+    };
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let report = last_line_json(&output);
+    assert_eq!(report["workload"], "w4", "{report}");
+    assert_eq!(report["mode"], "aligned", "{report}");
+    assert_eq!(report["verified"], true, "{report}");
+    assert_eq!(report["duration_s"].as_f64(), Some(2.0), "{report}");
+    assert_eq!(report["unaligned"], false, "{report}");
+    assert_eq!(report["debloat"], false, "{report}");
+    assert_eq!(
+        report["checkpoint_interval_ms"].as_f64(),
+        Some(1000.0),
+        "{report}"
+    );
+    // Two sinks spinning 10 us per record take at most 200,000 records/s.
+    let rate = number(&report, "sink_records_per_s");
+    assert!(rate > 0.0 && rate <= 200_000.0 * 1.01, "{report}");
+    assert!(report["records"].as_u64().unwrap_or(0) > 0, "{report}");
+
+    let c = &report["checkpoints"];
+    let completed = c["completed"].as_u64().unwrap_or(0);
+    assert!(completed > 0, "no checkpoint completed: {report}");
+    assert!(c["failed"].as_u64().is_some(), "{report}");
+    for field in ["duration_ms", "alignment_ms"] {
+        let (p50, max) = (c[field]["p50"].as_f64(), c[field]["max"].as_f64());
+        assert!(
+            matches!((p50, max), (Some(p), Some(m)) if 0.0 <= p && p <= m),
+            "{field}: {report}"
+        );
+    }
+    assert!(c["bytes"].as_u64().unwrap_or(0) > 0, "{report}");
+    assert_eq!(c["inflight_bytes"].as_u64(), Some(0), "aligned: {report}");
+    let list = report["checkpoint_list"]
+        .as_array()
+        .expect("checkpoint_list");
+    let done = list.iter().filter(|r| r["status"] == "completed").count();
+    assert_eq!(done as u64, completed, "{report}");
+
+    // The temporary checkpoint directory was announced and removed.
+    let stderr = text(&output.stderr);
+    let dir = stderr
+        .lines()
+        .find_map(|l| l.split("checkpoints go to ").nth(1))
+        .and_then(|rest| rest.split(" (deleted").next())
+        .unwrap_or_else(|| panic!("no checkpoint directory named: {stderr}"));
+    assert!(!Path::new(dir).exists(), "{dir} was left behind");
+}
+
+/// W4 without checkpoints (the baseline) reports no checkpoints; an
+/// unaligned mode with AT_LEAST_ONCE is a configuration error.
+#[test]
+fn bench_w4_baseline_and_a_bad_mode_combination() {
+    let output = {
+        let _serial = BENCH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        weir(&[
+            "bench",
+            "w4",
+            "--mode",
+            "none",
+            "--duration",
+            "1",
+            "--workers",
+            "2",
+            "--quiet",
+        ])
+    };
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let report = last_line_json(&output);
+    assert_eq!(report["mode"], "none", "{report}");
+    assert_eq!(report["verified"], true, "{report}");
+    assert!(report["checkpoints"].is_null(), "{report}");
+    assert_eq!(report["checkpoint_list"].as_array().map(Vec::len), Some(0));
+    assert!(number(&report, "sink_records_per_s") > 0.0, "{report}");
+
+    let output = weir(&[
+        "bench",
+        "w4",
+        "--mode",
+        "unaligned",
+        "--set",
+        "execution.checkpointing.mode=AT_LEAST_ONCE",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("execution.checkpointing.unaligned.enabled")
+            && stderr.contains("AT_LEAST_ONCE"),
+        "{stderr}"
+    );
+    let output = weir(&["bench", "w1", "--mode", "aligned"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+}

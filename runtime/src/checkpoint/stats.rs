@@ -67,7 +67,8 @@ pub struct CheckpointRecord {
     pub async_ms: f64,
     /// Bytes written by all tasks.
     pub bytes: u64,
-    /// Of those, in-flight data persisted as channel state.
+    /// Of `bytes`, the in-flight data (channel state) that unaligned
+    /// checkpoints persist with the barrier; 0 for aligned ones.
     pub inflight_bytes: u64,
     /// Why it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -81,19 +82,20 @@ impl CheckpointRecord {
     pub fn line(&self) -> String {
         match self.status {
             CheckpointStatus::Completed => format!(
-                "checkpoint {}{} completed in {:.0} ms (align {:.1} ms, sync {:.1} ms, async {:.0} ms, {})",
+                "checkpoint {}{} completed in {:.0} ms (align {:.1} ms, sync {:.1} ms, async {:.0} ms, {}{})",
                 self.id,
                 if self.is_final { " (final)" } else { "" },
                 self.duration_ms,
                 self.alignment_ms,
                 self.sync_ms,
                 self.async_ms,
-                human_bytes(self.bytes)
-            ) + &if self.inflight_bytes > 0 {
-                format!(", {} in flight", human_bytes(self.inflight_bytes))
-            } else {
-                String::new()
-            },
+                human_bytes(self.bytes),
+                if self.inflight_bytes > 0 {
+                    format!(", {} of it in flight", human_bytes(self.inflight_bytes))
+                } else {
+                    String::new()
+                }
+            ),
             CheckpointStatus::Failed => format!(
                 "checkpoint {} failed after {:.0} ms: {}",
                 self.id,
@@ -153,7 +155,7 @@ pub struct CheckpointSummary {
     pub alignment_ms: P50Max,
     /// Bytes written by the completed ones, in total.
     pub bytes: u64,
-    /// Of those, in-flight data persisted as channel state.
+    /// Of `bytes`, the in-flight data persisted by unaligned checkpoints.
     pub inflight_bytes: u64,
 }
 
@@ -195,7 +197,7 @@ mod tests {
             sync_ms: 0.0,
             async_ms: 0.0,
             bytes: 10,
-            inflight_bytes: 0,
+            inflight_bytes: id,
             failure: None,
             tasks: Vec::new(),
         }
@@ -211,6 +213,8 @@ mod tests {
         ];
         let s = CheckpointSummary::of(&records);
         assert_eq!((s.completed, s.failed, s.bytes), (3, 1, 30));
+        // Checkpoints 1, 3 and 4 completed.
+        assert_eq!(s.inflight_bytes, 8);
         assert_eq!(
             s.duration_ms,
             P50Max {
@@ -220,5 +224,24 @@ mod tests {
         );
         assert_eq!(s.alignment_ms, P50Max { p50: 2.0, max: 3.0 });
         assert_eq!(CheckpointSummary::of(&[]), CheckpointSummary::default());
+    }
+
+    #[test]
+    fn lines_mention_in_flight_data_only_when_there_is_some() {
+        let mut r = record(7, CheckpointStatus::Completed, 12.0, 1.0);
+        r.bytes = 3 << 20;
+        r.inflight_bytes = 0;
+        let aligned = r.line();
+        assert!(
+            aligned.starts_with("checkpoint 7 completed in 12 ms"),
+            "{aligned}"
+        );
+        assert!(aligned.ends_with("3.0 MiB)"), "{aligned}");
+        r.inflight_bytes = 1 << 20;
+        let unaligned = r.line();
+        assert!(
+            unaligned.ends_with("3.0 MiB, 1.0 MiB of it in flight)"),
+            "{unaligned}"
+        );
     }
 }

@@ -225,7 +225,9 @@ fn to_toml_round_trips() {
         pin_cores: false, spin_before_park: Duration::from_nanos(500), progress_interval: ms(250),
         checkpoint_interval: Some(ms(30_000)), checkpointing_mode: CheckpointingMode::AtLeastOnce,
         checkpoint_min_pause: ms(500), checkpoint_timeout: ms(90_000), max_concurrent_checkpoints: 3,
-        tolerable_failed_checkpoints: 2,
+        tolerable_failed_checkpoints: 2, unaligned_checkpoints: false, aligned_checkpoint_timeout: ms(100),
+        min_segment_size: 4096, debloat_enabled: true, debloat_target: ms(1500), debloat_period: ms(7),
+        debloat_samples: 3, debloat_threshold_percentages: 0,
         // Quotes and backslashes must survive the TOML string.
         checkpoints_dir: Some(PathBuf::from("/tmp/weir \"ckpt\"\\x")), checkpoints_num_retained: 4,
         restart_strategy: RestartStrategyConfig {
@@ -240,7 +242,8 @@ fn to_toml_round_trips() {
     };
     // A directory named like a number stays a string.
     let numeric_dir = Config { checkpoints_dir: Some(PathBuf::from("0042")), ..Config::default() };
-    for config in [Config::default(), custom, numeric_dir] {
+    let unaligned = Config { unaligned_checkpoints: true, ..Config::default() };
+    for config in [Config::default(), custom, numeric_dir, unaligned] {
         let text = config.to_toml();
         assert_eq!(toml(&text).unwrap(), config, "{text}");
         assert!(KEYS.iter().all(|doc| text.contains(doc.key)), "{text}");
@@ -516,4 +519,134 @@ fn example_configs_load() {
     );
     let checkpointing = Config::load(Some(&dir.join("checkpointing.toml")), &[]).unwrap();
     assert!(checkpointing.checkpointing_enabled());
+}
+
+/// The keys of checkpointing under backpressure: Flink's names; Flink's
+/// defaults where weir keeps them, weir's own where it does not.
+#[test]
+#[rustfmt::skip]
+fn unaligned_and_debloat_keys_parse() {
+    let c = Config::default();
+    assert_eq!((c.unaligned_checkpoints, c.aligned_checkpoint_timeout), (false, ms(0)));
+    assert_eq!((c.debloat_enabled, c.debloat_target, c.debloat_period), (false, ms(20), ms(50)));
+    assert_eq!((c.debloat_samples, c.debloat_threshold_percentages, c.min_segment_size), (20, 25, 256));
+
+    let c = toml("execution.checkpointing.unaligned.enabled = true\n\
+                  execution.checkpointing.aligned-checkpoint-timeout = \"100ms\"\n\
+                  [taskmanager.network.memory.buffer-debloat]\nenabled = \"TRUE\"\ntarget = \"1s\"\n\
+                  period = 200\nsamples = \"1\"\nthreshold-percentages = 100\n\
+                  [taskmanager.memory]\nmin-segment-size = \"1kb\"\n").unwrap();
+    assert_eq!((c.unaligned_checkpoints, c.aligned_checkpoint_timeout), (true, ms(100)));
+    assert_eq!((c.debloat_enabled, c.debloat_target, c.debloat_period), (true, ms(1000), ms(200)));
+    assert_eq!((c.debloat_samples, c.debloat_threshold_percentages, c.min_segment_size), (1, 100, 1024));
+    for (key, value) in [("execution.checkpointing.unaligned.enabled", "true"),
+                         ("execution.checkpointing.aligned-checkpoint-timeout", "100ms"),
+                         ("taskmanager.network.memory.buffer-debloat.enabled", "true"),
+                         ("taskmanager.network.memory.buffer-debloat.target", "1s"),
+                         ("taskmanager.network.memory.buffer-debloat.period", "200ms"),
+                         ("taskmanager.network.memory.buffer-debloat.samples", "1"),
+                         ("taskmanager.network.memory.buffer-debloat.threshold-percentages", "100"),
+                         ("taskmanager.memory.min-segment-size", "1kb")] {
+        assert_eq!(c.get(key).as_deref(), Some(value), "{key}");
+    }
+    // Boundaries are inclusive; the least segment may equal the segment.
+    let c = Config::load(None, &sets(&["taskmanager.network.memory.buffer-debloat.threshold-percentages=0",
+        "taskmanager.network.memory.buffer-debloat.target=1ms", "taskmanager.network.memory.buffer-debloat.period=1ms",
+        "taskmanager.memory.min-segment-size=64b", "taskmanager.network.memory.buffer-debloat.enabled=true",
+        "taskmanager.memory.segment-size=64b"])).unwrap();
+    assert_eq!((c.debloat_threshold_percentages, c.debloat_target, c.debloat_period), (0, ms(1), ms(1)));
+    assert_eq!((c.min_segment_size, c.segment_size), (64, 64));
+
+    let cases = [
+        ("execution.checkpointing.unaligned.enabled = \"yes\"", "execution.checkpointing.unaligned.enabled", "true or false"),
+        ("execution.checkpointing.aligned-checkpoint-timeout = -1", "execution.checkpointing.aligned-checkpoint-timeout", "a duration such as"),
+        ("taskmanager.network.memory.buffer-debloat.enabled = 1", "taskmanager.network.memory.buffer-debloat.enabled", "true or false"),
+        ("taskmanager.network.memory.buffer-debloat.target = 0", "taskmanager.network.memory.buffer-debloat.target", "of at least 1ms"),
+        ("taskmanager.network.memory.buffer-debloat.period = \"500us\"", "taskmanager.network.memory.buffer-debloat.period", "of at least 1ms"),
+        ("taskmanager.network.memory.buffer-debloat.samples = 0", "taskmanager.network.memory.buffer-debloat.samples", "an integer from 1 to 2147483647"),
+        ("taskmanager.network.memory.buffer-debloat.threshold-percentages = 101", "taskmanager.network.memory.buffer-debloat.threshold-percentages", "an integer from 0 to 100"),
+        ("taskmanager.network.memory.buffer-debloat.threshold-percentages = \"25%\"", "taskmanager.network.memory.buffer-debloat.threshold-percentages", "an integer from 0 to 100"),
+        ("taskmanager.memory.min-segment-size = \"32b\"", "taskmanager.memory.min-segment-size", "a memory size from 64b to 16mb"),
+    ];
+    for (text, key, expected) in cases {
+        let err = toml(text).unwrap_err();
+        assert!(matches!(&err, ConfigError::InvalidValue { key: k, .. } if k == key), "{text}: {err:?}");
+        let err = err.to_string();
+        assert!(err.contains(&format!("for key {key} in test.toml: expected ")) && err.contains(expected), "{text}: {err}");
+    }
+}
+
+/// Unaligned checkpoints need EXACTLY_ONCE and one checkpoint at a time;
+/// a debloated buffer's least size must fit in a buffer. The order of
+/// overrides does not matter.
+#[test]
+fn checks_across_unaligned_and_debloat_keys() {
+    let unaligned = "execution.checkpointing.unaligned.enabled=true";
+    let err = Config::load(
+        None,
+        &sets(&[unaligned, "execution.checkpointing.mode=at_least_once"]),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::Conflict { keys, .. }
+            if keys == &["execution.checkpointing.unaligned.enabled", "execution.checkpointing.mode"]),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("execution.checkpointing.unaligned.enabled is true but execution.checkpointing.mode is AT_LEAST_ONCE")
+            && text.contains("only in EXACTLY_ONCE mode"),
+        "{text}"
+    );
+    // Fixed by a later override, in either direction.
+    for fix in [
+        "execution.checkpointing.mode=EXACTLY_ONCE",
+        "execution.checkpointing.unaligned.enabled=false",
+    ] {
+        let list = [unaligned, "execution.checkpointing.mode=AT_LEAST_ONCE", fix];
+        assert!(Config::load(None, &sets(&list)).is_ok(), "{fix}");
+    }
+    // At-least-once alone, or a timeout without unaligned, is fine.
+    assert!(toml("execution.checkpointing.mode = \"AT_LEAST_ONCE\"").is_ok());
+    let c = toml("execution.checkpointing.aligned-checkpoint-timeout = \"5s\"").unwrap();
+    assert!(!c.unaligned_checkpoints);
+
+    let err = Config::load(
+        None,
+        &sets(&[
+            unaligned,
+            "execution.checkpointing.max-concurrent-checkpoints=2",
+        ]),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::Conflict { keys, .. }
+            if keys == &["execution.checkpointing.unaligned.enabled", "execution.checkpointing.max-concurrent-checkpoints"]),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("execution.checkpointing.max-concurrent-checkpoints is 2"),
+        "{err}"
+    );
+
+    let small = [
+        "taskmanager.memory.segment-size=128b",
+        "taskmanager.network.memory.buffer-debloat.enabled=true",
+    ];
+    let err = Config::load(None, &sets(&small)).unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::Conflict { keys, .. } if keys.len() == 3),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains(
+            "taskmanager.memory.min-segment-size (256b) is above taskmanager.memory.segment-size (128b)"
+        ),
+        "{err}"
+    );
+    // Without debloating the least size is unused, so a small segment is fine.
+    assert!(Config::load(None, &sets(&small[..1])).is_ok());
+    let fixed = [&small[..], &["taskmanager.memory.min-segment-size=128b"]].concat();
+    assert!(Config::load(None, &sets(&fixed)).is_ok());
 }

@@ -15,12 +15,19 @@
 //! the buffer to its owner's pool when done. It also aligns checkpoint
 //! barriers across its channels: alignment lives here, in the runtime, so
 //! operators only ever see one aligned snapshot call per checkpoint.
+//!
+//! Both sides count what they move for the subtask metrics (see
+//! [`crate::metrics`]) in plain fields: the output the records it takes and
+//! the bytes of every buffer it ships, per channel; the gate the records it
+//! reads and the bytes of every buffer it takes, per channel. They publish
+//! once per poll.
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 use std::rc::Rc;
+use std::sync::Arc;
 
 use weir_net::{
     BufferPool, ChannelEvent, ChannelReceiver, ChannelSender, CheckpointBarrier, NetworkBuffer,
@@ -30,6 +37,7 @@ use weir_state::{KeyGroupAssigner, KeyHash};
 
 use crate::checkpoint::snapshot::TaskSnapshot;
 use crate::checkpoint::TaskCheckpointing;
+use crate::metrics::{ChannelBytes, ChannelCounters, SubtaskId, SubtaskMetrics};
 use crate::operator::{ChainControl, Collector, FlushOutcome};
 use crate::task::{ChainHead, InputStep, Task, TaskPoll};
 
@@ -40,6 +48,10 @@ struct OutChannel {
     since: Option<Instant>,
     /// Events that found no credit, in order.
     queued: VecDeque<ChannelEvent>,
+    /// Bytes of the buffers shipped, and as last published.
+    shipped: u64,
+    published: u64,
+    counters: Arc<ChannelCounters>,
 }
 
 impl OutChannel {
@@ -73,9 +85,27 @@ impl OutChannel {
     fn ship_current(&mut self) {
         if let Some(buf) = self.current.take() {
             self.since = None;
+            self.shipped += buf.len() as u64;
             self.enqueue(ChannelEvent::Buffer(buf));
         }
     }
+
+    fn publish(&mut self) {
+        if self.shipped != self.published {
+            self.published = self.shipped;
+            self.counters.publish_shipped(self.shipped);
+        }
+    }
+}
+
+/// Metrics of a component built outside a job: counted, never reported.
+fn unregistered_metrics() -> SubtaskMetrics {
+    SubtaskMetrics::new(SubtaskId {
+        stage: "unregistered".into(),
+        index: 0,
+        parallelism: 1,
+        worker: 0,
+    })
 }
 
 /// The sending side of a key_by exchange for one subtask.
@@ -91,6 +121,9 @@ pub struct ExchangeOutput<T, K, KF> {
     /// Most buffers the pool may own after overdrafts: what a return ring
     /// holds, so a return can never overflow.
     max_pool: usize,
+    /// Records taken (`records_out` of the subtask).
+    records: u64,
+    metrics: SubtaskMetrics,
     _types: PhantomData<fn(T) -> K>,
 }
 
@@ -120,6 +153,9 @@ where
                 current: None,
                 since: None,
                 queued: VecDeque::with_capacity(capacity),
+                shipped: 0,
+                published: 0,
+                counters: Arc::default(),
             })
             .collect();
         Self {
@@ -132,8 +168,29 @@ where
             flush_every_record: buffer_timeout.is_zero(),
             finishing: false,
             max_pool,
+            records: 0,
+            metrics: unregistered_metrics(),
             _types: PhantomData,
         }
+    }
+
+    /// Reports into `metrics` (records out) and `channels` (bytes shipped,
+    /// one per receiving subtask, in the order of the senders).
+    pub fn with_metrics(
+        mut self,
+        metrics: SubtaskMetrics,
+        channels: Vec<Arc<ChannelCounters>>,
+    ) -> Self {
+        assert_eq!(
+            channels.len(),
+            self.channels.len(),
+            "one channel counter per output channel"
+        );
+        self.metrics = metrics;
+        for (ch, counters) in self.channels.iter_mut().zip(channels) {
+            ch.counters = counters;
+        }
+        self
     }
 
     #[inline]
@@ -187,6 +244,7 @@ where
 {
     #[inline]
     fn collect(&mut self, record: T) {
+        self.records += 1;
         let key = (self.key_fn)(&record);
         let target = self.assigner.subtask_for_hash(key.key_hash()) as usize;
         let ch = &mut self.channels[target];
@@ -287,6 +345,17 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
         self.pool.reclaim();
         done
     }
+
+    fn publish_metrics(&mut self) {
+        self.metrics.publish_records_out(self.records);
+        for ch in self.channels.iter_mut() {
+            ch.publish();
+        }
+    }
+
+    fn output_pending(&self) -> bool {
+        self.channels.iter().any(|c| !c.queued.is_empty())
+    }
 }
 
 /// A buffer being read, and where.
@@ -337,6 +406,14 @@ pub struct InputGate {
     last_barrier: u64,
     next: usize,
     reading: Option<Reading>,
+    /// The last pump stopped because no input was waiting.
+    drained: bool,
+    /// The pump in progress stopped for its budget.
+    budget_stop: bool,
+    /// Records read, and as last published.
+    records: u64,
+    published_records: u64,
+    bytes: ChannelBytes,
 }
 
 /// What [`InputGate::pump`] did.
@@ -378,6 +455,40 @@ impl InputGate {
             last_barrier: 0,
             next: 0,
             reading: None,
+            drained: false,
+            budget_stop: false,
+            records: 0,
+            published_records: 0,
+            bytes: ChannelBytes::unshared(n),
+        }
+    }
+
+    /// Reports the bytes taken from each channel into `channels` (one per
+    /// sending subtask, in the order of the receivers).
+    pub fn with_channel_counters(mut self, channels: Vec<Arc<ChannelCounters>>) -> Self {
+        assert_eq!(
+            channels.len(),
+            self.receivers.len(),
+            "one channel counter per input channel"
+        );
+        self.bytes = ChannelBytes::new(channels);
+        self
+    }
+
+    /// True if the last [`InputGate::pump`] stopped because no input was
+    /// waiting (on the channels it may read), rather than for its budget,
+    /// an unavailable output or an event.
+    pub fn drained(&self) -> bool {
+        self.drained
+    }
+
+    /// Publishes the bytes taken per channel, and the records read into
+    /// `metrics` (once per poll).
+    pub(crate) fn publish(&mut self, metrics: &SubtaskMetrics) {
+        self.bytes.publish(false);
+        if self.records != self.published_records {
+            self.published_records = self.records;
+            metrics.publish_records_in(self.records);
         }
     }
 
@@ -386,7 +497,23 @@ impl InputGate {
     /// barrier is aligned.
     #[inline]
     pub fn pump<T: Wire, C: Collector<T>>(&mut self, out: &mut C, budget: usize) -> GateStatus {
+        let mut records = 0;
+        let status = self.pump_counting(out, budget, &mut records);
+        self.records += records;
+        self.drained =
+            matches!(status, GateStatus::Moved(_)) && self.reading.is_none() && !self.budget_stop;
+        status
+    }
+
+    #[inline]
+    fn pump_counting<T: Wire, C: Collector<T>>(
+        &mut self,
+        out: &mut C,
+        budget: usize,
+        records: &mut u64,
+    ) -> GateStatus {
         let mut moved = 0;
+        self.budget_stop = false;
         loop {
             if let Some(reading) = self.reading.as_mut() {
                 let bytes = reading.buffer.as_bytes();
@@ -400,6 +527,7 @@ impl InputGate {
                         Ok((record, n)) => {
                             pos += n;
                             moved += 1;
+                            *records += 1;
                             out.collect(record);
                         }
                         Err(e) => panic!(
@@ -413,6 +541,7 @@ impl InputGate {
                 } = self.reading.take().expect("reading is set");
                 self.receivers[channel].recycle(buffer);
                 if moved >= budget {
+                    self.budget_stop = true;
                     return GateStatus::Moved(moved);
                 }
             }
@@ -497,6 +626,7 @@ impl InputGate {
             };
             return match event {
                 ChannelEvent::Buffer(buffer) => {
+                    self.bytes.add(c, buffer.len());
                     self.reading = Some(Reading {
                         channel: c,
                         buffer,
@@ -552,22 +682,26 @@ pub struct InputTask<T, C> {
     gate: InputGate,
     head: ChainHead<C>,
     checkpointing: Option<Rc<TaskCheckpointing>>,
+    metrics: SubtaskMetrics,
     _record: PhantomData<fn(T)>,
 }
 
 impl<T, C> InputTask<T, C> {
-    /// A task pumping `gate` into `out`.
+    /// A task pumping `gate` into `out`, counting the records it reads
+    /// into `metrics`.
     pub fn new(
         name: String,
         gate: InputGate,
         out: C,
         checkpointing: Option<Rc<TaskCheckpointing>>,
+        metrics: SubtaskMetrics,
     ) -> Self {
         Self {
             name,
             gate,
             head: ChainHead::new(out, checkpointing.clone()),
             checkpointing,
+            metrics,
             _record: PhantomData,
         }
     }
@@ -576,10 +710,12 @@ impl<T, C> InputTask<T, C> {
 impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
     fn poll(&mut self, now: Instant) -> TaskPoll {
         let (gate, name, cp) = (&mut self.gate, &self.name, &self.checkpointing);
-        self.head
+        let polled = self
+            .head
             .poll(now, |out| match gate.pump(out, INPUT_BUDGET) {
                 GateStatus::Moved(n) => InputStep {
                     progressed: n > 0,
+                    more: !gate.drained(),
                     ..InputStep::default()
                 },
                 GateStatus::Barrier(aligned) => {
@@ -601,12 +737,14 @@ impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
                     gate.barrier_done();
                     InputStep {
                         progressed: true,
+                        more: true,
                         ..InputStep::default()
                     }
                 }
                 GateStatus::DataEnded => InputStep {
                     progressed: true,
                     data_ended: true,
+                    more: true,
                     ..InputStep::default()
                 },
                 GateStatus::Ended => InputStep {
@@ -615,7 +753,9 @@ impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
                     ended: true,
                     ..InputStep::default()
                 },
-            })
+            });
+        self.gate.publish(&self.metrics);
+        polled
     }
 
     fn describe(&self) -> String {

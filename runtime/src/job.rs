@@ -418,12 +418,14 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Box<dyn Task> {
-        let gate = InputGate::new(ctx.take_input(self.exchange), ctx.exactly_once);
+        let (receivers, counters) = ctx.take_input(self.exchange);
+        let gate = InputGate::new(receivers, ctx.exactly_once).with_channel_counters(counters);
         Box::new(InputTask::new(
             ctx.task_name(),
             gate,
             out,
             ctx.checkpointing.clone(),
+            ctx.subtask.clone(),
         ))
     }
 }
@@ -618,6 +620,7 @@ where
             ctx.checkpointing.is_some(),
             restored,
             ctx.metrics.sink_records.clone(),
+            ctx.subtask.clone(),
         )
     }
 }
@@ -637,7 +640,7 @@ where
 {
     type Tail = ExchangeOutput<T, K, KF>;
     fn make(&self, ctx: &mut BuildContext<'_>) -> Self::Tail {
-        let (senders, pool, max_pool) = ctx.take_output(self.exchange);
+        let (senders, pool, max_pool, counters) = ctx.take_output(self.exchange);
         ExchangeOutput::new(
             self.key_fn.clone(),
             ctx.info.max_parallelism,
@@ -646,5 +649,6 @@ where
             max_pool,
             ctx.buffer_timeout,
         )
+        .with_metrics(ctx.subtask.clone(), counters)
     }
 }

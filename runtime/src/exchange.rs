@@ -497,9 +497,11 @@ impl InputGate {
     /// barrier is aligned.
     #[inline]
     pub fn pump<T: Wire, C: Collector<T>>(&mut self, out: &mut C, budget: usize) -> GateStatus {
-        let mut records = 0;
-        let status = self.pump_counting(out, budget, &mut records);
-        self.records += records;
+        // Records are what moved minus the events (counted per event, so
+        // the per-record loop does no extra work).
+        let (mut moved, mut events) = (0, 0);
+        let status = self.pump_counting(out, budget, &mut moved, &mut events);
+        self.records += (moved - events) as u64;
         self.drained =
             matches!(status, GateStatus::Moved(_)) && self.reading.is_none() && !self.budget_stop;
         status
@@ -510,9 +512,9 @@ impl InputGate {
         &mut self,
         out: &mut C,
         budget: usize,
-        records: &mut u64,
+        moved: &mut usize,
+        events: &mut usize,
     ) -> GateStatus {
-        let mut moved = 0;
         self.budget_stop = false;
         loop {
             if let Some(reading) = self.reading.as_mut() {
@@ -521,13 +523,12 @@ impl InputGate {
                 while pos < bytes.len() {
                     if !out.is_available() {
                         reading.pos = pos;
-                        return GateStatus::Moved(moved);
+                        return GateStatus::Moved(*moved);
                     }
                     match T::read(&bytes[pos..]) {
                         Ok((record, n)) => {
                             pos += n;
-                            moved += 1;
-                            *records += 1;
+                            *moved += 1;
                             out.collect(record);
                         }
                         Err(e) => panic!(
@@ -540,17 +541,20 @@ impl InputGate {
                     channel, buffer, ..
                 } = self.reading.take().expect("reading is set");
                 self.receivers[channel].recycle(buffer);
-                if moved >= budget {
+                if *moved >= budget {
                     self.budget_stop = true;
-                    return GateStatus::Moved(moved);
+                    return GateStatus::Moved(*moved);
                 }
             }
             if self.open == 0 {
                 return GateStatus::Ended;
             }
             match self.next_event() {
-                Next::Nothing => return GateStatus::Moved(moved),
-                Next::Moved => moved += 1,
+                Next::Nothing => return GateStatus::Moved(*moved),
+                Next::Moved => {
+                    *moved += 1;
+                    *events += 1;
+                }
                 Next::Aligned(b) => return GateStatus::Barrier(b),
                 Next::DataEnded => return GateStatus::DataEnded,
             }

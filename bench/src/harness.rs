@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use weir_runtime::execute::human_rate;
 use weir_runtime::{
     execute_with_progress, CheckpointSummary, Config, ExecutionOptions, JobError, JobResult,
-    Progress, RestoreFrom, RestoreInfo,
+    Progress, RestoreFrom, RestoreInfo, SubtaskSummary,
 };
 
 use crate::jobs;
@@ -95,6 +95,9 @@ pub struct BenchReport {
     pub output: Option<OutputCheck>,
     /// Wall-clock ms (since the epoch) when the workers started processing.
     pub released_unix_ms: f64,
+    /// Every subtask over the run: time split, backpressure, records,
+    /// bytes, in-flight bytes.
+    pub subtasks: Vec<SubtaskSummary>,
 }
 
 /// How `weir bench` runs a workload beyond its configuration.
@@ -164,6 +167,7 @@ impl BenchReport {
         }
         v["restarts"] = json!(self.restarts);
         v["released_unix_ms"] = json!(self.released_unix_ms);
+        v["subtasks"] = self.subtasks.iter().map(subtask_json).collect();
         if let Some(o) = &self.output {
             v["output"] = json!({
                 "files": o.files,
@@ -195,6 +199,14 @@ impl BenchReport {
                 "MISMATCH"
             }
         );
+        if !self.subtasks.is_empty() {
+            let parts: Vec<String> = self
+                .subtasks
+                .iter()
+                .map(|t| format!("{} {}", t.id.short_name(), t.shares.compact()))
+                .collect();
+            s += &format!("subtasks (ms/s over the run): {}\n", parts.join(" | "));
+        }
         if let Some(r) = &self.restored {
             s += &format!(
                 "restored checkpoint {} ({} of state): verified in {:.3} s, loaded in {:.3} s\n",
@@ -264,7 +276,7 @@ pub fn run(
     let workers = options.workers;
     let keys = config.keys.unwrap_or(DEFAULT_KEYS);
     let results = SinkResults::new(workers);
-    let mut progress = |p: &Progress| eprintln!("{}", p.line());
+    let mut progress = |p: &Progress| eprintln!("{}", p.lines());
     match workload {
         Workload::W1 => {
             let records = config.records.unwrap_or(W1_DEFAULT_RECORDS);
@@ -307,6 +319,7 @@ pub fn run(
                 restarts: result.restarts,
                 output,
                 released_unix_ms: unix_ms(result.released_at),
+                subtasks: result.subtasks.clone(),
             })
         }
         Workload::W3 => {
@@ -359,9 +372,31 @@ pub fn run(
                 restarts: result.restarts,
                 output: None,
                 released_unix_ms: unix_ms(result.released_at),
+                subtasks: result.subtasks.clone(),
             })
         }
     }
+}
+
+/// One subtask in the report's `subtasks` list.
+fn subtask_json(t: &SubtaskSummary) -> Value {
+    json!({
+        "name": t.id.task_name(),
+        "worker": t.id.worker,
+        "busy_ms_per_s": t.shares.busy,
+        "backpressured_ms_per_s": t.shares.backpressured,
+        "idle_ms_per_s": t.shares.idle,
+        "backpressure": t.backpressure.as_str(),
+        "records_in": t.records_in,
+        "records_out": t.records_out,
+        "bytes_in": t.bytes_in,
+        "bytes_out": t.bytes_out,
+        "in_flight_bytes": t
+            .in_flight_bytes
+            .iter()
+            .map(|g| json!({"mean": g.mean, "max": g.max}))
+            .collect::<Vec<_>>(),
+    })
 }
 
 fn summary(options: &ExecutionOptions, result: &JobResult) -> Option<CheckpointSummary> {

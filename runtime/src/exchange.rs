@@ -20,12 +20,19 @@
 //!
 //! [`InputTask`] drives the receiving side: an [`InputGate`] (see
 //! [`crate::gate`]) pumping records into the chain.
+//!
+//! Both sides count what they move for the subtask metrics (see
+//! [`crate::metrics`]) in plain fields: the output the records it takes and
+//! the bytes of every buffer it ships, per channel; the gate the records it
+//! reads and the bytes of every buffer it takes, per channel. They publish
+//! once per poll.
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 use std::rc::Rc;
+use std::sync::Arc;
 
 use weir_net::{
     BufferPool, ChannelEvent, ChannelSender, CheckpointBarrier, NetworkBuffer, PriorityBarrier,
@@ -36,6 +43,7 @@ use weir_state::{KeyGroupAssigner, KeyHash};
 use crate::checkpoint::snapshot::TaskSnapshot;
 use crate::checkpoint::TaskCheckpointing;
 use crate::gate::{BarrierMode, ChannelState, GateStatus, InputGate};
+use crate::metrics::{ChannelCounters, SubtaskId, SubtaskMetrics};
 use crate::operator::{ChainControl, Collector, FlushOutcome};
 use crate::source::SubtaskInfo;
 use crate::task::{ChainHead, InputStep, Task, TaskPoll};
@@ -53,6 +61,10 @@ struct OutChannel {
     /// Ship the current buffer once it holds this many bytes (what the
     /// receiver announced; refreshed at every flush).
     fill: usize,
+    /// Bytes of the buffers shipped, and as last published.
+    shipped: u64,
+    published: u64,
+    counters: Arc<ChannelCounters>,
 }
 
 impl OutChannel {
@@ -86,7 +98,15 @@ impl OutChannel {
     fn ship_current(&mut self) {
         if let Some(buf) = self.current.take() {
             self.since = None;
+            self.shipped += buf.len() as u64;
             self.enqueue(ChannelEvent::Buffer(buf));
+        }
+    }
+
+    fn publish(&mut self) {
+        if self.shipped != self.published {
+            self.published = self.shipped;
+            self.counters.publish_shipped(self.shipped);
         }
     }
 
@@ -131,6 +151,16 @@ impl OutChannel {
     }
 }
 
+/// Metrics of a component built outside a job: counted, never reported.
+fn unregistered_metrics() -> SubtaskMetrics {
+    SubtaskMetrics::new(SubtaskId {
+        stage: "unregistered".into(),
+        index: 0,
+        parallelism: 1,
+        worker: 0,
+    })
+}
+
 /// The sending side of a key_by exchange for one subtask.
 pub struct ExchangeOutput<T, K, KF> {
     key_fn: KF,
@@ -149,6 +179,9 @@ pub struct ExchangeOutput<T, K, KF> {
     /// End of data was sent: later barriers (the final checkpoint's) go in
     /// band, behind all data, never overtaking it.
     data_ended: bool,
+    /// Records taken (`records_out` of the subtask).
+    records: u64,
+    metrics: SubtaskMetrics,
     _types: PhantomData<fn(T) -> K>,
 }
 
@@ -181,6 +214,9 @@ where
                 queued: VecDeque::with_capacity(capacity),
                 barrier_queued: None,
                 fill: usize::MAX,
+                shipped: 0,
+                published: 0,
+                counters: Arc::default(),
             })
             .collect();
         Self {
@@ -195,8 +231,29 @@ where
             max_pool,
             barrier_mode,
             data_ended: false,
+            records: 0,
+            metrics: unregistered_metrics(),
             _types: PhantomData,
         }
+    }
+
+    /// Reports into `metrics` (records out) and `channels` (bytes shipped,
+    /// one per receiving subtask, in the order of the senders).
+    pub fn with_metrics(
+        mut self,
+        metrics: SubtaskMetrics,
+        channels: Vec<Arc<ChannelCounters>>,
+    ) -> Self {
+        assert_eq!(
+            channels.len(),
+            self.channels.len(),
+            "one channel counter per output channel"
+        );
+        self.metrics = metrics;
+        for (ch, counters) in self.channels.iter_mut().zip(channels) {
+            ch.counters = counters;
+        }
+        self
     }
 
     #[inline]
@@ -250,6 +307,7 @@ where
 {
     #[inline]
     fn collect(&mut self, record: T) {
+        self.records += 1;
         let key = (self.key_fn)(&record);
         let target = self.assigner.subtask_for_hash(key.key_hash()) as usize;
         let ch = &mut self.channels[target];
@@ -371,6 +429,17 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
         self.pool.reclaim();
         done
     }
+
+    fn publish_metrics(&mut self) {
+        self.metrics.publish_records_out(self.records);
+        for ch in self.channels.iter_mut() {
+            ch.publish();
+        }
+    }
+
+    fn output_pending(&self) -> bool {
+        self.channels.iter().any(|c| !c.queued.is_empty())
+    }
 }
 
 /// Records and events an input task moves per poll before the worker looks
@@ -387,18 +456,21 @@ pub struct InputTask<T, C> {
     channel_state_of: (String, SubtaskInfo),
     /// An unaligned snapshot waiting for its channel state.
     held: Option<TaskSnapshot>,
+    metrics: SubtaskMetrics,
     _record: PhantomData<fn(T)>,
 }
 
 impl<T, C> InputTask<T, C> {
-    /// A task pumping `gate` into `out`; an unaligned snapshot stores the
-    /// gate's channel state under operator `uid` for subtask `info`.
+    /// A task pumping `gate` into `out`, counting the records it reads
+    /// into `metrics`; an unaligned snapshot stores the gate's channel
+    /// state under operator `uid` for subtask `info`.
     pub fn new(
         name: String,
         gate: InputGate,
         out: C,
         checkpointing: Option<Rc<TaskCheckpointing>>,
         (uid, info): (String, SubtaskInfo),
+        metrics: SubtaskMetrics,
     ) -> Self {
         Self {
             name,
@@ -407,6 +479,7 @@ impl<T, C> InputTask<T, C> {
             checkpointing,
             channel_state_of: (uid, info),
             held: None,
+            metrics,
             _record: PhantomData,
         }
     }
@@ -481,6 +554,7 @@ impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
             .poll(now, |out| match gate.pump(out, INPUT_BUDGET) {
                 GateStatus::Moved(n) => InputStep {
                     progressed: n > 0,
+                    more: !gate.drained(),
                     deadline: gate.deadline(),
                     ..InputStep::default()
                 },
@@ -499,12 +573,14 @@ impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
                     }
                     InputStep {
                         progressed: true,
+                        more: true,
                         ..InputStep::default()
                     }
                 }
                 GateStatus::DataEnded => InputStep {
                     progressed: true,
                     data_ended: true,
+                    more: true,
                     ..InputStep::default()
                 },
                 GateStatus::Ended => InputStep {
@@ -519,6 +595,7 @@ impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
         }
         progressed |= self.complete_held();
         poll.progressed |= progressed;
+        self.gate.publish(&self.metrics);
         poll
     }
 

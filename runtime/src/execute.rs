@@ -28,12 +28,16 @@ use crate::debloat::DebloatOptions;
 use crate::error::{JobError, Result};
 use crate::gate::BarrierMode;
 use crate::job::JobGraph;
-use crate::metrics::{MetricsSnapshot, WorkerMetrics};
+use crate::metrics::{
+    ChannelCounters, InFlightSampler, MetricsSnapshot, SubtaskEntry, SubtaskId, SubtaskMetrics,
+    SubtaskSummary, TimeShares, WorkerMetrics,
+};
 use crate::restart::{RestartDecision, RestartStrategy, RestartTracker};
 use crate::source::SubtaskInfo;
 use crate::task::Task;
 use crate::worker::{
-    panic_message, run_worker, BuildContext, IdlePolicy, JobShared, OutputEndpoint, WorkerEndpoints,
+    panic_message, run_worker, BuildContext, IdlePolicy, InputEndpoint, JobShared, OutputEndpoint,
+    WorkerEndpoints,
 };
 
 /// Where a run starts from.
@@ -219,6 +223,63 @@ impl Progress {
             .collect()
     }
 
+    /// Per subtask that ran during the interval: busy, backpressured and
+    /// idle milliseconds per second over it (subtasks that had finished
+    /// before it are left out).
+    pub fn subtask_shares(&self) -> Vec<(SubtaskId, TimeShares)> {
+        self.now
+            .subtasks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let before = self.before.subtasks.get(i).filter(|b| b.id == s.id);
+                s.shares_since(before).map(|shares| (s.id.clone(), shares))
+            })
+            .collect()
+    }
+
+    /// The subtasks' line: each as `w1-keyed-count#0 busy 812 bp 0 idle
+    /// 188 OK`. With more than [`Progress::MAX_SUBTASKS_SHOWN`] subtasks,
+    /// the most backpressured and then busiest ones, and how many more.
+    pub fn subtask_line(&self) -> Option<String> {
+        let mut shares = self.subtask_shares();
+        if shares.is_empty() {
+            return None;
+        }
+        let hidden = shares.len().saturating_sub(Self::MAX_SUBTASKS_SHOWN);
+        if hidden > 0 {
+            shares.sort_by(|a, b| {
+                b.1.backpressured
+                    .total_cmp(&a.1.backpressured)
+                    .then(b.1.busy.total_cmp(&a.1.busy))
+            });
+            shares.truncate(Self::MAX_SUBTASKS_SHOWN);
+        }
+        // Under the main line, past its "[   1.0s] " prefix.
+        let mut line = String::from("          ");
+        let parts: Vec<String> = shares
+            .iter()
+            .map(|(id, s)| format!("{} {}", id.short_name(), s.compact()))
+            .collect();
+        line.push_str(&parts.join(" | "));
+        if hidden > 0 {
+            line.push_str(&format!(" | {hidden} more"));
+        }
+        Some(line)
+    }
+
+    /// Most subtasks [`Progress::subtask_line`] shows.
+    pub const MAX_SUBTASKS_SHOWN: usize = 8;
+
+    /// What `weir run` and `weir bench` print: [`Progress::line`], then
+    /// [`Progress::subtask_line`] on a line of its own.
+    pub fn lines(&self) -> String {
+        match self.subtask_line() {
+            Some(subtasks) => format!("{}\n{subtasks}", self.line()),
+            None => self.line(),
+        }
+    }
+
     /// A one-line summary: total and per-worker sink throughput.
     pub fn line(&self) -> String {
         let rates = self.sink_rates();
@@ -280,6 +341,10 @@ pub struct JobResult {
     pub elapsed: Duration,
     /// Final counters (of the last attempt).
     pub metrics: MetricsSnapshot,
+    /// Every subtask of the last attempt over its whole run: busy,
+    /// backpressured and idle time per second, backpressure level,
+    /// records and bytes, in-flight bytes per output channel.
+    pub subtasks: Vec<SubtaskSummary>,
     /// Every checkpoint of every attempt.
     pub checkpoints: Vec<CheckpointRecord>,
     /// Restarts by the restart strategy.
@@ -302,7 +367,7 @@ struct ResolvedStage {
 
 /// Runs `job` to completion, printing progress lines to stderr.
 pub fn execute(job: JobGraph, options: &ExecutionOptions) -> Result<JobResult> {
-    execute_with_progress(job, options, &mut |p: &Progress| eprintln!("{}", p.line()))
+    execute_with_progress(job, options, &mut |p: &Progress| eprintln!("{}", p.lines()))
 }
 
 /// Finds the checkpoint `from` names, verifying it. Prints why newer
@@ -456,6 +521,7 @@ pub fn execute_with_progress(
             workers: result.workers,
             elapsed: result.elapsed,
             metrics: result.metrics,
+            subtasks: result.subtasks,
             checkpoints: records,
             restarts,
             restored,
@@ -468,6 +534,7 @@ struct AttemptResult {
     workers: usize,
     elapsed: Duration,
     metrics: MetricsSnapshot,
+    subtasks: Vec<SubtaskSummary>,
     released_at: SystemTime,
 }
 
@@ -483,6 +550,8 @@ fn run_attempt(
     records: &mut Vec<CheckpointRecord>,
 ) -> Result<(AttemptResult, Option<RestoreInfo>)> {
     let workers = options.workers;
+    // Fix the metrics' time origin before any time is taken.
+    let _ = crate::metrics::epoch();
     let shared = Arc::new(JobShared::new(workers));
     let metrics: Vec<WorkerMetrics> = (0..workers).map(|_| WorkerMetrics::default()).collect();
     let mut endpoints = wire_channels(job, stages, options, &shared);
@@ -617,6 +686,7 @@ fn run_attempt(
     }
     let start = Instant::now();
     let released_at = SystemTime::now();
+    let _ = shared.released.set(start);
     shared.go.store(true, Ordering::Release);
     let restored = restore.map(|(r, verify)| RestoreInfo {
         checkpoint_id: r.id(),
@@ -628,6 +698,7 @@ fn run_attempt(
 
     let mut last_report = start;
     let mut before = MetricsSnapshot::read(&metrics);
+    let mut in_flight = InFlightSampler::new(&metrics);
     let mut fresh_checkpoints = Vec::new();
     let idle_tick = if options.progress_interval.is_zero() {
         Duration::from_millis(5)
@@ -651,6 +722,7 @@ fn run_attempt(
         };
         std::thread::sleep(tick);
         let now = Instant::now();
+        in_flight.tick(now);
         if let Some(c) = coordinator.as_mut() {
             if let Err(message) = c.tick(now, &ring) {
                 shared.fail(usize::MAX, "checkpoint coordinator".into(), message);
@@ -703,11 +775,13 @@ fn run_attempt(
         .filter_map(|t| t.get().copied())
         .max()
         .unwrap_or_else(Instant::now);
+    let last = MetricsSnapshot::read(&metrics);
     Ok((
         AttemptResult {
             workers,
             elapsed: end.duration_since(start),
-            metrics: MetricsSnapshot::read(&metrics),
+            subtasks: SubtaskSummary::of_run(&last, &in_flight),
+            metrics: last,
             released_at,
         },
         restored,
@@ -800,11 +874,12 @@ fn wire_channels(
         // Flink requires subpartitions + 1 buffers), whatever the config.
         let pool_size = (pr * credit + options.floating_buffers).max(pr + 1);
         let max_pool = pool_size + OVERDRAFT_BUFFERS;
-        let mut receivers: HashMap<usize, Vec<_>> = HashMap::new();
+        let mut receivers: HashMap<usize, InputEndpoint> = HashMap::new();
         for s in 0..ps {
             let ws = s % workers;
             let mut senders = Vec::with_capacity(pr);
             let mut returns = Vec::with_capacity(pr);
+            let mut counters = Vec::with_capacity(pr);
             for r in 0..pr {
                 let wr = r % workers;
                 // The return ring holds every buffer the pool may ever own,
@@ -815,14 +890,19 @@ fn wire_channels(
                     shared.bells[ws].clone(),
                     shared.bells[wr].clone(),
                 );
+                let bytes = Arc::new(ChannelCounters::default());
                 senders.push(tx);
                 returns.push(ret);
-                receivers.entry(r).or_default().push(rx);
+                counters.push(bytes.clone());
+                let input = receivers.entry(r).or_default();
+                input.receivers.push(rx);
+                input.counters.push(bytes);
             }
             endpoints[ws].outputs.insert(
                 (e, s),
                 OutputEndpoint {
                     senders,
+                    counters,
                     returns,
                     pool_size,
                     max_pool,
@@ -837,6 +917,9 @@ fn wire_channels(
     endpoints
 }
 
+/// A subtask's task and its registry entry (metrics, channel counters).
+type BuiltTask = (Box<dyn Task>, SubtaskEntry);
+
 /// Builds the tasks of every subtask that runs on worker `w`.
 #[allow(clippy::too_many_arguments)]
 fn build_tasks(
@@ -848,10 +931,16 @@ fn build_tasks(
     metrics: &WorkerMetrics,
     settings: &WorkerSettings,
     checkpointing: Option<Rc<TaskCheckpointing>>,
-) -> std::result::Result<Vec<Box<dyn Task>>, (String, String)> {
+) -> std::result::Result<Vec<BuiltTask>, (String, String)> {
     let mut tasks = Vec::new();
     for (node, resolved) in job.stages.iter().zip(stages) {
         for index in (w..resolved.parallelism).step_by(workers) {
+            let subtask = SubtaskMetrics::new(SubtaskId {
+                stage: node.name.clone(),
+                index,
+                parallelism: resolved.parallelism,
+                worker: w,
+            });
             let mut ctx = BuildContext {
                 info: SubtaskInfo {
                     index,
@@ -866,13 +955,21 @@ fn build_tasks(
                 checkpointing: checkpointing.clone(),
                 barrier_mode: settings.barrier_mode,
                 restore: settings.restore.clone(),
+                subtask,
+                input_channels: Vec::new(),
+                output_channels: Vec::new(),
             };
             let name = ctx.task_name();
             let task = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 node.spec.build(&mut ctx)
             }))
             .map_err(|panic| (name, panic_message(panic)))?;
-            tasks.push(task);
+            let entry = SubtaskEntry {
+                metrics: ctx.subtask,
+                inputs: ctx.input_channels,
+                outputs: ctx.output_channels,
+            };
+            tasks.push((task, entry));
         }
     }
     Ok(tasks)

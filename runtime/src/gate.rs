@@ -37,12 +37,14 @@
 //!   for credit) switches at once.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use weir_net::{
     ChannelEvent, ChannelReceiver, CheckpointBarrier, NetworkBuffer, PriorityBarrier, Wire,
 };
 
+use crate::metrics::{ChannelBytes, ChannelCounters, SubtaskMetrics};
 use crate::operator::Collector;
 
 /// How a gate (and the outputs of its task) treat checkpoint barriers.
@@ -226,6 +228,14 @@ pub struct InputGate {
     /// Records between two looks at the priority path and the clock:
     /// [`CHECK_EVERY`] for fast records, down to 1 for slow ones.
     check_every: usize,
+    /// The last pump stopped because no input was waiting.
+    drained: bool,
+    /// The pump in progress stopped for its budget (or its time slice).
+    budget_stop: bool,
+    /// Records read, and as last published.
+    records: u64,
+    published_records: u64,
+    bytes: ChannelBytes,
 }
 
 impl InputGate {
@@ -249,6 +259,40 @@ impl InputGate {
             reading: None,
             pending: (0..n).map(|_| VecDeque::new()).collect(),
             check_every: CHECK_EVERY,
+            drained: false,
+            budget_stop: false,
+            records: 0,
+            published_records: 0,
+            bytes: ChannelBytes::unshared(n),
+        }
+    }
+
+    /// Reports the bytes taken from each channel into `channels` (one per
+    /// sending subtask, in the order of the receivers).
+    pub fn with_channel_counters(mut self, channels: Vec<Arc<ChannelCounters>>) -> Self {
+        assert_eq!(
+            channels.len(),
+            self.receivers.len(),
+            "one channel counter per input channel"
+        );
+        self.bytes = ChannelBytes::new(channels);
+        self
+    }
+
+    /// True if the last [`InputGate::pump`] stopped because no input was
+    /// waiting (on the channels it may read), rather than for its budget,
+    /// its time slice, an unavailable output or an event.
+    pub fn drained(&self) -> bool {
+        self.drained
+    }
+
+    /// Publishes the bytes taken per channel, and the records read into
+    /// `metrics` (once per poll).
+    pub(crate) fn publish(&mut self, metrics: &SubtaskMetrics) {
+        self.bytes.publish(false);
+        if self.records != self.published_records {
+            self.published_records = self.records;
+            metrics.publish_records_in(self.records);
         }
     }
 
@@ -288,12 +332,30 @@ impl InputGate {
     /// is due, or it has read for a while.
     #[inline]
     pub fn pump<T: Wire, C: Collector<T>>(&mut self, out: &mut C, budget: usize) -> GateStatus {
+        // Records are what moved minus the events (counted per event, so
+        // the per-record loop does no extra work).
+        let (mut moved, mut events) = (0, 0);
+        let status = self.pump_counting(out, budget, &mut moved, &mut events);
+        self.records += (moved - events) as u64;
+        self.drained =
+            matches!(status, GateStatus::Moved(_)) && self.reading.is_none() && !self.budget_stop;
+        status
+    }
+
+    #[inline]
+    fn pump_counting<T: Wire, C: Collector<T>>(
+        &mut self,
+        out: &mut C,
+        budget: usize,
+        moved: &mut usize,
+        events: &mut usize,
+    ) -> GateStatus {
+        self.budget_stop = false;
         let started = Instant::now();
         let mut last_check = started;
         // Records since the last look, across buffers (small buffers of
         // slow records must not escape the look).
         let mut unchecked = 0;
-        let mut moved = 0;
         let overtaking = self.mode.may_overtake();
         loop {
             if overtaking {
@@ -313,12 +375,12 @@ impl InputGate {
                 while pos < bytes.len() {
                     if !out.is_available() {
                         reading.pos = pos;
-                        return GateStatus::Moved(moved);
+                        return GateStatus::Moved(*moved);
                     }
                     match T::read(&bytes[pos..]) {
                         Ok((record, n)) => {
                             pos += n;
-                            moved += 1;
+                            *moved += 1;
                             out.collect(record);
                         }
                         Err(e) => panic!(
@@ -341,7 +403,8 @@ impl InputGate {
                         }
                         if now - started >= PUMP_SLICE {
                             reading.pos = pos;
-                            return GateStatus::Moved(moved);
+                            self.budget_stop = true;
+                            return GateStatus::Moved(*moved);
                         }
                         if overtaking && self.receivers.iter_mut().any(|r| r.has_priority()) {
                             interrupted = true;
@@ -357,16 +420,20 @@ impl InputGate {
                 if let Data::Net(buffer) = data {
                     self.receivers[channel].recycle(buffer);
                 }
-                if moved >= budget {
-                    return GateStatus::Moved(moved);
+                if *moved >= budget {
+                    self.budget_stop = true;
+                    return GateStatus::Moved(*moved);
                 }
             }
             if self.open == 0 {
                 return GateStatus::Ended;
             }
             match self.next_event() {
-                Next::Nothing => return GateStatus::Moved(moved),
-                Next::Moved => moved += 1,
+                Next::Nothing => return GateStatus::Moved(*moved),
+                Next::Moved => {
+                    *moved += 1;
+                    *events += 1;
+                }
                 Next::Snapshot(b) => return GateStatus::Barrier(b),
                 Next::DataEnded => return GateStatus::DataEnded,
             }
@@ -725,6 +792,7 @@ impl InputGate {
     fn on_event(&mut self, c: usize, event: ChannelEvent) -> Next {
         match event {
             ChannelEvent::Buffer(buffer) => {
+                self.bytes.add(c, buffer.len());
                 self.reading = Some(Reading {
                     channel: c,
                     data: Data::Net(buffer),

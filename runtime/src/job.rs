@@ -419,7 +419,8 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Box<dyn Task> {
-        let mut gate = InputGate::new(ctx.take_input(self.exchange), ctx.barrier_mode);
+        let (receivers, counters) = ctx.take_input(self.exchange);
+        let mut gate = InputGate::new(receivers, ctx.barrier_mode).with_channel_counters(counters);
         // Unaligned checkpoints keep the data their barriers overtook under
         // the exchange's input, per receiving subtask.
         let uid = format!("weir.exchange-{}.input", self.exchange);
@@ -438,6 +439,7 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
             out,
             ctx.checkpointing.clone(),
             (uid, ctx.info),
+            ctx.subtask.clone(),
         ))
     }
 }
@@ -632,6 +634,7 @@ where
             ctx.checkpointing.is_some(),
             restored,
             ctx.metrics.sink_records.clone(),
+            ctx.subtask.clone(),
         )
     }
 }
@@ -651,7 +654,7 @@ where
 {
     type Tail = ExchangeOutput<T, K, KF>;
     fn make(&self, ctx: &mut BuildContext<'_>) -> Self::Tail {
-        let (senders, pool, max_pool) = ctx.take_output(self.exchange);
+        let (senders, pool, max_pool, counters) = ctx.take_output(self.exchange);
         ExchangeOutput::new(
             self.key_fn.clone(),
             ctx.info.max_parallelism,
@@ -661,5 +664,6 @@ where
             ctx.buffer_timeout,
             ctx.barrier_mode,
         )
+        .with_metrics(ctx.subtask.clone(), counters)
     }
 }

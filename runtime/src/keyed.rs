@@ -267,6 +267,15 @@ where
     fn finish(&mut self) -> bool {
         self.out.finish()
     }
+
+    #[inline]
+    fn publish_metrics(&mut self) {
+        self.out.publish_metrics()
+    }
+
+    fn output_pending(&self) -> bool {
+        self.out.output_pending()
+    }
 }
 
 impl<F, KF, C> Collector<F::In> for KeyedProcessOp<F, KF, C>

@@ -41,6 +41,7 @@ pub use execute::{
 };
 pub use job::{JobGraph, KeyedStream, Stream};
 pub use keyed::{KeyContext, KeyedProcessFunction, KeyedValueState};
+pub use metrics::{BackpressureLevel, GaugeSummary, SubtaskId, SubtaskSummary, TimeShares};
 pub use operator::{ChainControl, Collector, FlushOutcome};
 pub use restart::{
     RestartDecision, RestartStrategy, RestartStrategyConfig, RestartStrategyType, RestartTracker,

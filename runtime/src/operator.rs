@@ -54,6 +54,18 @@ pub trait ChainControl {
     /// [`ChainControl::end_input`] and the final checkpoint. Called
     /// repeatedly until it returns true (the tail may need credit).
     fn finish(&mut self) -> bool;
+
+    /// Publishes the chain's counters (records emitted at its end, bytes
+    /// shipped per channel) to the subtask's metrics. The head calls it
+    /// once at the end of every poll: the batch in which counters reach
+    /// the shared atomics.
+    fn publish_metrics(&mut self);
+
+    /// True if the tail holds events it could not send for lack of credit
+    /// (full buffers, a barrier, end-of-data or end-of-partition). After
+    /// the end of the input, when the tail takes no more records, this is
+    /// what makes the subtask backpressured rather than idle.
+    fn output_pending(&self) -> bool;
 }
 
 /// What a [`ChainControl::flush`] did.
@@ -94,6 +106,13 @@ macro_rules! forward_chain_control {
             }
             fn finish(&mut self) -> bool {
                 self.out.finish()
+            }
+            #[inline]
+            fn publish_metrics(&mut self) {
+                self.out.publish_metrics()
+            }
+            fn output_pending(&self) -> bool {
+                self.out.output_pending()
             }
         }
     };
@@ -178,6 +197,10 @@ pub(crate) mod tests {
         fn finish(&mut self) -> bool {
             self.finished = true;
             true
+        }
+        fn publish_metrics(&mut self) {}
+        fn output_pending(&self) -> bool {
+            false
         }
     }
 

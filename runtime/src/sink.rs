@@ -3,12 +3,13 @@
 //! A sink sees every record of its subtask through [`Sink::invoke`], then
 //! [`Sink::finish`] once when its input has ended. The wrapping [`SinkOp`]
 //! counts records into the worker's metrics (publishing every 1,024 records,
-//! so the hot path stays free of atomic read-modify-writes).
+//! so the hot path stays free of atomic read-modify-writes) and into its
+//! subtask's `records_out` (published once per poll).
 
 use std::time::Instant;
 
 use crate::checkpoint::snapshot::TaskSnapshot;
-use crate::metrics::Counter;
+use crate::metrics::{Counter, SubtaskMetrics};
 use crate::operator::{ChainControl, Collector, FlushOutcome};
 use crate::source::SubtaskInfo;
 
@@ -79,6 +80,9 @@ pub struct SinkOp<S> {
     name: String,
     local: u64,
     received: Counter,
+    /// Records added to `received` so far.
+    counted: u64,
+    subtask: SubtaskMetrics,
 }
 
 /// Records between publications of the sink's counter to the metrics.
@@ -90,7 +94,9 @@ pub const SINK_STATE: &str = "sink.state";
 impl<S: Sink> SinkOp<S> {
     /// A chain tail feeding `sink`, operator `uid` of subtask `info` in
     /// task `name`; `restored` is the checkpoint id and state this subtask
-    /// restores (None: a fresh start).
+    /// restores (None: a fresh start). Records are counted into `received`
+    /// (the worker's) and `subtask`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         mut sink: S,
         uid: &str,
@@ -99,6 +105,7 @@ impl<S: Sink> SinkOp<S> {
         checkpointing: bool,
         restored: Option<(u64, &[u8])>,
         received: Counter,
+        subtask: SubtaskMetrics,
     ) -> Self {
         if let Err(e) = sink.initialize_state(restored) {
             panic!("sink `{uid}` ({name}) cannot initialize its state: {e}");
@@ -111,7 +118,16 @@ impl<S: Sink> SinkOp<S> {
             name,
             local: 0,
             received,
+            counted: 0,
+            subtask,
         }
+    }
+
+    /// Adds the records counted since the last time to the worker's count.
+    fn count(&mut self) {
+        let n = std::mem::take(&mut self.local);
+        self.counted += n;
+        self.received.add(n);
     }
 
     #[cold]
@@ -127,12 +143,12 @@ impl<S: Sink> ChainControl for SinkOp<S> {
     }
 
     fn flush(&mut self, _now: Instant) -> FlushOutcome {
-        self.received.add(std::mem::take(&mut self.local));
+        self.count();
         FlushOutcome::default()
     }
 
     fn end_input(&mut self) {
-        self.received.add(std::mem::take(&mut self.local));
+        self.count();
         self.sink.finish();
         if !self.checkpointing {
             if let Err(e) = self.sink.snapshot_state(0) {
@@ -150,7 +166,7 @@ impl<S: Sink> ChainControl for SinkOp<S> {
     }
 
     fn snapshot(&mut self, snapshot: &mut TaskSnapshot) {
-        self.received.add(std::mem::take(&mut self.local));
+        self.count();
         match self.sink.snapshot_state(snapshot.checkpoint_id()) {
             Ok(state) => {
                 snapshot.add_inline(&self.uid, &self.info, SINK_STATE, state);
@@ -172,8 +188,17 @@ impl<S: Sink> ChainControl for SinkOp<S> {
     }
 
     fn finish(&mut self) -> bool {
-        self.received.add(std::mem::take(&mut self.local));
+        self.count();
         true
+    }
+
+    #[inline]
+    fn publish_metrics(&mut self) {
+        self.subtask.publish_records_out(self.counted + self.local);
+    }
+
+    fn output_pending(&self) -> bool {
+        false
     }
 }
 
@@ -182,8 +207,7 @@ impl<S: Sink> Collector<S::In> for SinkOp<S> {
     fn collect(&mut self, record: S::In) {
         self.local += 1;
         if self.local == PUBLISH_EVERY {
-            self.received.add(PUBLISH_EVERY);
-            self.local = 0;
+            self.count();
         }
         self.sink.invoke(record);
     }

@@ -254,6 +254,9 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
                 SourcePoll::Emitted(n) => {
                     emitted.add(n as u64);
                     step.progressed |= n > 0;
+                    // Fewer than the budget: it ran out of records (for
+                    // now, if paced) or of output.
+                    step.more = n >= SOURCE_BUDGET;
                 }
                 SourcePoll::Idle { until } => step.deadline = until,
                 SourcePoll::Finished => {

@@ -3,12 +3,15 @@
 //! A stage (a chain between two exchanges) becomes one task per subtask. A
 //! task is polled by its worker's loop; each poll does a bounded amount of
 //! work and says whether it progressed, when it next has something to do
-//! (buffer timeout, source pacing) and whether it is finished.
+//! (buffer timeout, source pacing), what it waits for until its next poll
+//! (for the split of its time into busy, backpressured and idle, see
+//! [`crate::metrics`]) and whether it is finished.
 
 use std::rc::Rc;
 use std::time::Instant;
 
 use crate::checkpoint::TaskCheckpointing;
+use crate::metrics::TimeState;
 use crate::operator::ChainControl;
 
 /// What one [`Task::poll`] did.
@@ -21,6 +24,11 @@ pub struct TaskPoll {
     /// The task wants to be polled again at this time even if no input
     /// arrives (buffer timeout, source pacing).
     pub deadline: Option<Instant>,
+    /// What the task waits for until its next poll: the state its time
+    /// counts in meanwhile. `Busy`: it used up its budget and could go on
+    /// at once; `BackPressured`: its output can take no more; `Idle`: its
+    /// input has nothing more.
+    pub waiting: TimeState,
 }
 
 impl TaskPoll {
@@ -60,6 +68,10 @@ pub struct InputStep {
     pub ended: bool,
     /// Poll again at this time even without input (source pacing).
     pub deadline: Option<Instant>,
+    /// The input stopped for its per-poll budget and has more to move
+    /// right now (else it stopped because it had nothing more, or because
+    /// the chain was unavailable).
+    pub more: bool,
 }
 
 /// The part every task shares: the chain it feeds, checkpoint-completion
@@ -67,7 +79,9 @@ pub struct InputStep {
 /// completed checkpoint down the chain (sinks commit), flushes the chain's
 /// tail (buffer timeout, queued buffers), lets the task move input, ends
 /// the chain's input once the input says so, and once the input is over
-/// finishes the chain until end-of-partition is delivered.
+/// finishes the chain until end-of-partition is delivered. At the end of
+/// every poll the chain publishes its counters and the head says what the
+/// task waits for.
 pub struct ChainHead<C> {
     /// The chain.
     pub out: C,
@@ -127,10 +141,12 @@ impl<C: ChainControl> ChainHead<C> {
             ..TaskPoll::default()
         }
         .with_deadline(flushed.next_deadline);
+        let mut more = false;
         if !self.input_ended {
             let step = input(&mut self.out);
             result.progressed |= step.progressed;
             result = result.with_deadline(step.deadline);
+            more = step.more;
             if (step.data_ended || step.ended) && !self.data_ended {
                 self.data_ended = true;
                 self.out.end_input();
@@ -148,6 +164,23 @@ impl<C: ChainControl> ChainHead<C> {
                 result.progressed = true;
             }
         }
+        self.out.publish_metrics();
+        // Output first, as Flink does: a task whose output is blocked is
+        // backpressured whatever its input. After the end of the data the
+        // tail is closed to records, so only events stuck for lack of
+        // credit count.
+        let blocked = if self.data_ended {
+            self.out.output_pending()
+        } else {
+            !self.out.is_available()
+        };
+        result.waiting = if blocked {
+            TimeState::BackPressured
+        } else if more {
+            TimeState::Busy
+        } else {
+            TimeState::Idle
+        };
         result
     }
 }

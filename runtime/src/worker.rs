@@ -2,7 +2,10 @@
 //! every subtask assigned to it.
 //!
 //! The worker's loop polls its tasks round-robin; each poll does a bounded
-//! amount of work. When nothing progressed it spins for
+//! amount of work; the worker reads the clock once after each poll and
+//! tells the subtask's `TaskClock` how the poll went, which splits the
+//! subtask's time into busy, backpressured and idle (see
+//! [`crate::metrics`]). When nothing progressed it spins for
 //! `weir.worker.spin-before-park`, then parks on its [`Doorbell`]: it
 //! announces itself asleep, polls once more (so nothing published in between
 //! is missed), and awaits a ring of the doorbell or its next deadline (a
@@ -24,13 +27,15 @@ use weir_net::{BufferPool, ChannelReceiver, ChannelSender, Consumer, Doorbell, N
 use crate::checkpoint::writer::SnapshotWriter;
 use crate::checkpoint::{RestoredCheckpoint, TaskCheckpointing};
 use crate::gate::BarrierMode;
-use crate::metrics::WorkerMetrics;
+use crate::metrics::{ChannelCounters, SubtaskEntry, SubtaskMetrics, TaskClock, WorkerMetrics};
 use crate::source::SubtaskInfo;
 use crate::task::{earliest, Task};
 
 /// The sending side of one exchange for one subtask, before its pool exists.
 pub(crate) struct OutputEndpoint {
     pub senders: Vec<ChannelSender>,
+    /// Byte counters of the channels, one per sender.
+    pub counters: Vec<Arc<ChannelCounters>>,
     pub returns: Vec<Consumer<NetworkBuffer>>,
     pub pool_size: usize,
     /// Capacity of each return ring: the most buffers the pool may own.
@@ -38,10 +43,19 @@ pub(crate) struct OutputEndpoint {
     pub buffer_size: usize,
 }
 
+/// The receiving side of one exchange for one subtask.
+#[derive(Default)]
+pub(crate) struct InputEndpoint {
+    /// One per sending subtask, in order.
+    pub receivers: Vec<ChannelReceiver>,
+    /// Byte counters of the same channels.
+    pub counters: Vec<Arc<ChannelCounters>>,
+}
+
 /// Channel endpoints handed to one worker, keyed by (exchange, subtask).
 #[derive(Default)]
 pub(crate) struct WorkerEndpoints {
-    pub inputs: HashMap<(usize, usize), Vec<ChannelReceiver>>,
+    pub inputs: HashMap<(usize, usize), InputEndpoint>,
     pub outputs: HashMap<(usize, usize), OutputEndpoint>,
 }
 
@@ -61,6 +75,13 @@ pub struct BuildContext<'a> {
     pub(crate) barrier_mode: BarrierMode,
     /// The checkpoint this attempt restores, if any.
     pub(crate) restore: Option<Arc<RestoredCheckpoint>>,
+    /// The subtask's metrics.
+    pub(crate) subtask: SubtaskMetrics,
+    /// Byte counters of the input channels the subtask took (for the
+    /// registry).
+    pub(crate) input_channels: Vec<Arc<ChannelCounters>>,
+    /// Byte counters of the output channels the subtask took.
+    pub(crate) output_channels: Vec<Arc<ChannelCounters>>,
 }
 
 impl BuildContext<'_> {
@@ -74,20 +95,33 @@ impl BuildContext<'_> {
         )
     }
 
-    /// The receivers of `exchange` for this subtask, one per sender.
-    pub(crate) fn take_input(&mut self, exchange: usize) -> Vec<ChannelReceiver> {
-        self.endpoints
+    /// The receivers of `exchange` for this subtask, one per sender, and
+    /// their byte counters.
+    pub(crate) fn take_input(
+        &mut self,
+        exchange: usize,
+    ) -> (Vec<ChannelReceiver>, Vec<Arc<ChannelCounters>>) {
+        let ep = self
+            .endpoints
             .inputs
             .remove(&(exchange, self.info.index))
-            .expect("every receiving subtask has its input channels")
+            .expect("every receiving subtask has its input channels");
+        self.input_channels.extend(ep.counters.iter().cloned());
+        (ep.receivers, ep.counters)
     }
 
-    /// The senders of `exchange` for this subtask (one per receiver) and the
-    /// buffer pool, allocated here, on the worker's own core.
+    /// The senders of `exchange` for this subtask (one per receiver), the
+    /// buffer pool, allocated here, on the worker's own core, the pool's
+    /// largest size and the channels' byte counters.
     pub(crate) fn take_output(
         &mut self,
         exchange: usize,
-    ) -> (Vec<ChannelSender>, BufferPool, usize) {
+    ) -> (
+        Vec<ChannelSender>,
+        BufferPool,
+        usize,
+        Vec<Arc<ChannelCounters>>,
+    ) {
         let ep = self
             .endpoints
             .outputs
@@ -97,7 +131,8 @@ impl BuildContext<'_> {
         for r in ep.returns {
             pool.add_return_path(r);
         }
-        (ep.senders, pool, ep.max_pool)
+        self.output_channels.extend(ep.counters.iter().cloned());
+        (ep.senders, pool, ep.max_pool, ep.counters)
     }
 }
 
@@ -110,6 +145,8 @@ pub(crate) struct JobShared {
     pub failure: OnceLock<(usize, String, String)>,
     pub bells: Vec<Arc<Doorbell>>,
     pub finished_at: Vec<OnceLock<Instant>>,
+    /// When the control thread released the workers (set before `go`).
+    pub released: OnceLock<Instant>,
 }
 
 impl JobShared {
@@ -122,6 +159,7 @@ impl JobShared {
             failure: OnceLock::new(),
             bells: (0..workers).map(|_| Arc::new(Doorbell::new())).collect(),
             finished_at: (0..workers).map(|_| OnceLock::new()).collect(),
+            released: OnceLock::new(),
         }
     }
 
@@ -154,23 +192,42 @@ struct Pass {
 
 struct TaskSet {
     tasks: Vec<Box<dyn Task>>,
+    /// One per task, in the same order.
+    clocks: Vec<TaskClock>,
     done: Vec<bool>,
     remaining: usize,
 }
 
 impl TaskSet {
-    /// Polls every unfinished task once. A panic becomes `Err((task, msg))`.
+    /// Polls every unfinished task once, starting at `now`; reads the clock
+    /// after each poll (the end of one poll is the start of the next) and
+    /// accounts the task's time. A panic becomes `Err((task, msg))`.
     fn poll_all(&mut self, now: Instant) -> Result<Pass, (String, String)> {
         let mut pass = Pass {
             progressed: false,
             deadline: None,
         };
-        for (task, done) in self.tasks.iter_mut().zip(self.done.iter_mut()) {
+        let mut start = now;
+        for ((task, done), clock) in self
+            .tasks
+            .iter_mut()
+            .zip(self.done.iter_mut())
+            .zip(self.clocks.iter_mut())
+        {
             if *done {
                 continue;
             }
-            let polled = catch_unwind(AssertUnwindSafe(|| task.poll(now)))
+            let polled = catch_unwind(AssertUnwindSafe(|| task.poll(start)))
                 .map_err(|panic| (task.describe(), panic_message(panic)))?;
+            let end = Instant::now();
+            clock.on_poll(
+                start,
+                end,
+                polled.progressed,
+                polled.waiting,
+                polled.finished,
+            );
+            start = end;
             pass.progressed |= polled.progressed;
             pass.deadline = earliest(pass.deadline, polled.deadline);
             if polled.finished {
@@ -204,18 +261,17 @@ const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
 /// Runs one worker until all its tasks finished or the job is cancelled.
 pub(crate) async fn run_worker(
     index: usize,
-    tasks: Vec<Box<dyn Task>>,
+    tasks: Vec<(Box<dyn Task>, SubtaskEntry)>,
     shared: Arc<JobShared>,
     metrics: WorkerMetrics,
     idle: IdlePolicy,
     writer: Option<SnapshotWriter>,
 ) {
     let n = tasks.len();
-    let mut set = TaskSet {
-        tasks,
-        done: vec![false; n],
-        remaining: n,
-    };
+    let (tasks, entries): (Vec<_>, Vec<_>) = tasks.into_iter().unzip();
+    let subtasks: Vec<SubtaskMetrics> = entries.iter().map(|e| e.metrics.clone()).collect();
+    // Registered before `ready`, so the control thread sees every subtask.
+    let _ = metrics.subtasks.set(entries);
     let bell = shared.bells[index].clone();
 
     // Start together, so that the measured time covers the run, not setup.
@@ -226,6 +282,17 @@ pub(crate) async fn run_worker(
         }
         glommio::timer::sleep(Duration::from_micros(50)).await;
     }
+    let epoch = crate::metrics::epoch();
+    let released = shared.released.get().copied().unwrap_or_else(Instant::now);
+    let mut set = TaskSet {
+        tasks,
+        clocks: subtasks
+            .into_iter()
+            .map(|m| TaskClock::start(m, epoch, released))
+            .collect(),
+        done: vec![false; n],
+        remaining: n,
+    };
 
     let mut idle_since: Option<Instant> = None;
     let mut iterations: u32 = 0;

@@ -130,6 +130,50 @@ fn bench_w1(workers: usize) {
     );
     assert!(number(&report, "elapsed_s") > 0.0, "{report}");
     assert!(number(&report, "records_per_s") > 0.0, "{report}");
+    check_subtasks(&report, workers, n);
+}
+
+/// The report's `subtasks`: a source and a keyed-count subtask per worker,
+/// each with times adding up to about 1000 ms/s, a level, and records and
+/// bytes that add up across the exchange.
+fn check_subtasks(report: &Value, workers: usize, n: u64) {
+    let subtasks = report["subtasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no `subtasks` list in {report}"));
+    assert_eq!(subtasks.len(), 2 * workers, "{report}");
+    let (mut out_records, mut in_records, mut out_bytes, mut in_bytes) = (0, 0, 0, 0);
+    for s in subtasks {
+        let total = number(s, "busy_ms_per_s")
+            + number(s, "backpressured_ms_per_s")
+            + number(s, "idle_ms_per_s");
+        assert!((900.0..=1100.0).contains(&total), "times add up: {s}");
+        let level = s["backpressure"].as_str().unwrap_or_default();
+        assert!(["OK", "LOW", "HIGH"].contains(&level), "{s}");
+        assert!(
+            s["worker"].as_u64().is_some_and(|w| w < workers as u64),
+            "{s}"
+        );
+        let name = s["name"].as_str().unwrap_or_default();
+        let field = |f: &str| s[f].as_u64().unwrap_or_else(|| panic!("`{f}` in {s}"));
+        if name.starts_with("w1-source") {
+            assert_eq!(
+                s["in_flight_bytes"].as_array().map(Vec::len),
+                Some(workers),
+                "{s}"
+            );
+            out_records += field("records_out");
+            out_bytes += field("bytes_out");
+        } else {
+            in_records += field("records_in");
+            in_bytes += field("bytes_in");
+        }
+    }
+    assert_eq!((out_records, in_records), (n, n), "{report}");
+    assert_eq!(
+        out_bytes, in_bytes,
+        "every byte shipped was taken: {report}"
+    );
+    assert_eq!(out_bytes, 16 * n, "two u64 per record: {report}");
 }
 
 #[test]

@@ -495,6 +495,10 @@ mod tests {
         fn finish(&mut self) -> bool {
             true
         }
+        fn publish_metrics(&mut self) {}
+        fn output_pending(&self) -> bool {
+            false
+        }
     }
 
     impl Collector<String> for Tail {

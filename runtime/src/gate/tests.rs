@@ -249,6 +249,10 @@ fn a_barrier_interrupts_a_buffer_and_captures_its_rest() {
         fn finish(&mut self) -> bool {
             true
         }
+        fn publish_metrics(&mut self) {}
+        fn output_pending(&self) -> bool {
+            false
+        }
     }
     let (first, second) = tx.split_at_mut(1);
     let _ = first;

@@ -11,6 +11,7 @@ mod checkpoint;
 mod failure;
 mod files;
 mod lifecycle;
+mod metrics;
 mod routing;
 mod strings;
 mod w1;

@@ -153,6 +153,7 @@ impl BenchReport {
                 "duration_ms": {"p50": c.duration_ms.p50, "max": c.duration_ms.max},
                 "alignment_ms": {"p50": c.alignment_ms.p50, "max": c.alignment_ms.max},
                 "bytes": c.bytes,
+                "inflight_bytes": c.inflight_bytes,
             });
         }
         if let Some(r) = &self.restored {

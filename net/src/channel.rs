@@ -138,6 +138,11 @@ impl ChannelReceiver {
         self.events.is_empty()
     }
 
+    /// Events waiting in the data ring.
+    pub fn queued(&self) -> usize {
+        self.events.queued()
+    }
+
     /// Gives a consumed buffer back to the sender's pool.
     #[inline]
     pub fn recycle(&mut self, mut buffer: NetworkBuffer) {

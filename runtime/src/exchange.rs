@@ -42,7 +42,7 @@ use weir_state::{KeyGroupAssigner, KeyHash};
 
 use crate::checkpoint::snapshot::TaskSnapshot;
 use crate::checkpoint::TaskCheckpointing;
-use crate::gate::{BarrierMode, ChannelState, GateStatus, InputGate};
+use crate::gate::{alignment_deadline, BarrierMode, ChannelState, GateStatus, InputGate};
 use crate::metrics::{ChannelCounters, SubtaskId, SubtaskMetrics};
 use crate::operator::{ChainControl, Collector, FlushOutcome};
 use crate::source::SubtaskInfo;
@@ -55,8 +55,8 @@ struct OutChannel {
     since: Option<Instant>,
     /// Events that found no credit, in order.
     queued: VecDeque<ChannelEvent>,
-    /// A barrier sent in band that was still queued, and since when (only
-    /// with an aligned checkpoint timeout).
+    /// A barrier sent in band that was still queued, and when it is to
+    /// overtake (only with an aligned checkpoint timeout).
     barrier_queued: Option<(CheckpointBarrier, Instant)>,
     /// Ship the current buffer once it holds this many bytes (what the
     /// receiver announced; refreshed at every flush).
@@ -125,11 +125,11 @@ impl OutChannel {
         }
     }
 
-    /// With an aligned checkpoint timeout: a barrier queued for `timeout`
-    /// is sent overtaking the events queued before it. Returns when to look
-    /// again, if it is still queued.
-    fn convert_late_barrier(&mut self, now: Instant, timeout: Duration) -> Option<Instant> {
-        let (barrier, since) = self.barrier_queued?;
+    /// With an aligned checkpoint timeout: a barrier still queued when its
+    /// checkpoint's alignment times out is sent overtaking the events queued
+    /// before it. Returns when to look again, if it is still queued.
+    fn convert_late_barrier(&mut self, now: Instant) -> Option<Instant> {
+        let (barrier, due) = self.barrier_queued?;
         let Some(at) = self
             .queued
             .iter()
@@ -138,13 +138,16 @@ impl OutChannel {
             self.barrier_queued = None; // it went out in band
             return None;
         };
-        if now < since + timeout {
-            return Some(since + timeout);
+        if now < due {
+            return Some(due);
         }
         self.barrier_queued = None;
         let after: VecDeque<ChannelEvent> = self.queued.split_off(at + 1);
         self.queued.pop_back(); // the barrier itself
-        crate::checkpoint::trace!("output: barrier {} overtakes after {timeout:?}", barrier.id);
+        crate::checkpoint::trace!(
+            "output: barrier {} overtakes (alignment timeout)",
+            barrier.id
+        );
         self.send_overtaking(barrier);
         self.queued.extend(after);
         None
@@ -350,15 +353,9 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
         let mut progressed = false;
         let mut next_deadline: Option<Instant> = None;
         let mut waiting = false;
-        let late_barriers = match self.barrier_mode {
-            BarrierMode::AlignedWithTimeout(t) => Some(t),
-            _ => None,
-        };
         for ch in self.channels.iter_mut() {
-            if let Some(t) = late_barriers {
-                if let Some(at) = ch.convert_late_barrier(now, t) {
-                    next_deadline = Some(next_deadline.map_or(at, |d| d.min(at)));
-                }
+            if let Some(at) = ch.convert_late_barrier(now) {
+                next_deadline = Some(next_deadline.map_or(at, |d| d.min(at)));
             }
             progressed |= ch.drain_queue();
             ch.fill = ch.sender.buffer_size();
@@ -400,10 +397,10 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
                 ch.send_overtaking(barrier);
             } else {
                 ch.enqueue(ChannelEvent::Barrier(barrier));
-                if matches!(self.barrier_mode, BarrierMode::AlignedWithTimeout(_))
-                    && !ch.queued.is_empty()
-                {
-                    ch.barrier_queued = Some((barrier, Instant::now()));
+                if let BarrierMode::AlignedWithTimeout(t) = self.barrier_mode {
+                    if !ch.queued.is_empty() {
+                        ch.barrier_queued = Some((barrier, alignment_deadline(&barrier, t)));
+                    }
                 }
             }
         }

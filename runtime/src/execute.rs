@@ -620,6 +620,10 @@ fn run_attempt(
                 .checkpointing
                 .as_ref()
                 .map_or(BarrierMode::Aligned, CheckpointingOptions::barrier_mode),
+            debloat: options
+                .debloat
+                .clone()
+                .map(|d| (d, options.buffers_per_channel, options.segment_size)),
             restore: restore_arc.clone(),
         };
         let writer_setup = match (&options.checkpointing, storage) {
@@ -801,6 +805,8 @@ struct WorkerSettings {
     buffer_timeout: Duration,
     max_parallelism: u32,
     barrier_mode: BarrierMode,
+    /// Buffer debloating: options, credit per channel, segment size.
+    debloat: Option<(DebloatOptions, usize, usize)>,
     restore: Option<Arc<RestoredCheckpoint>>,
 }
 
@@ -954,6 +960,7 @@ fn build_tasks(
                 endpoints,
                 checkpointing: checkpointing.clone(),
                 barrier_mode: settings.barrier_mode,
+                debloat: settings.debloat.clone(),
                 restore: settings.restore.clone(),
                 subtask,
                 input_channels: Vec::new(),

@@ -38,12 +38,14 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use weir_net::{
     ChannelEvent, ChannelReceiver, CheckpointBarrier, NetworkBuffer, PriorityBarrier, Wire,
 };
 
+use crate::checkpoint::signals::CheckpointSignals;
+use crate::debloat::BufferDebloater;
 use crate::metrics::{ChannelBytes, ChannelCounters, SubtaskMetrics};
 use crate::operator::Collector;
 
@@ -163,6 +165,22 @@ struct Alignment {
     barrier: CheckpointBarrier,
     first_at: Instant,
     arrived: Box<[bool]>,
+    /// With an aligned checkpoint timeout: when it switches to unaligned.
+    deadline: Option<Instant>,
+}
+
+/// When the alignment of `barrier`'s checkpoint times out: `timeout` after
+/// the checkpoint was triggered (Flink measures the checkpoint's start
+/// delay, from the trigger to the barrier's arrival, against the timeout).
+pub fn alignment_deadline(barrier: &CheckpointBarrier, timeout: Duration) -> Instant {
+    let now = Instant::now();
+    let wall_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let due_ms = barrier
+        .timestamp_ms
+        .saturating_add(timeout.as_millis() as u64);
+    now + Duration::from_millis(due_ms.saturating_sub(wall_ms))
 }
 
 /// The channel state of an unaligned checkpoint being captured.
@@ -236,6 +254,66 @@ pub struct InputGate {
     records: u64,
     published_records: u64,
     bytes: ChannelBytes,
+    /// With an aligned checkpoint timeout: the triggers, so the gate knows
+    /// a checkpoint started before any of its barriers arrived.
+    signals: Option<Arc<CheckpointSignals>>,
+    /// What the gate reads: bytes of buffers taken, and its recent rate.
+    throughput: Throughput,
+    /// Buffer debloating: sizes the credit and buffers of the inputs.
+    debloater: Option<BufferDebloater>,
+}
+
+/// The rate at which a gate takes bytes in, smoothed, to estimate how long
+/// the data in flight ahead of a barrier takes to drain.
+#[derive(Debug)]
+struct Throughput {
+    bytes: u64,
+    at_last: (Instant, u64),
+    bytes_per_s: f64,
+    buffers: u64,
+}
+
+impl Throughput {
+    /// Sampling period of the rate.
+    const PERIOD: Duration = Duration::from_millis(10);
+
+    fn new() -> Self {
+        Self {
+            bytes: 0,
+            at_last: (Instant::now(), 0),
+            bytes_per_s: 0.0,
+            buffers: 0,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, bytes: usize) {
+        self.bytes += bytes as u64;
+        self.buffers += 1;
+    }
+
+    fn sample(&mut self, now: Instant) {
+        let (then, bytes) = self.at_last;
+        let dt = now.saturating_duration_since(then);
+        if dt >= Self::PERIOD {
+            let rate = (self.bytes - bytes) as f64 / dt.as_secs_f64();
+            self.bytes_per_s = if self.bytes_per_s == 0.0 {
+                rate
+            } else {
+                0.7 * self.bytes_per_s + 0.3 * rate
+            };
+            self.at_last = (now, self.bytes);
+        }
+    }
+
+    /// Mean bytes per buffer so far.
+    fn mean_buffer(&self) -> f64 {
+        if self.buffers == 0 {
+            0.0
+        } else {
+            self.bytes as f64 / self.buffers as f64
+        }
+    }
 }
 
 impl InputGate {
@@ -264,7 +342,32 @@ impl InputGate {
             records: 0,
             published_records: 0,
             bytes: ChannelBytes::unshared(n),
+            signals: None,
+            throughput: Throughput::new(),
+            debloater: None,
         }
+    }
+
+    /// Sizes the data in flight on the inputs to what the gate reads in
+    /// the debloater's target time (buffer debloating, see
+    /// [`crate::debloat`]): the gate tells it what it read and when it was
+    /// idle, and announces each new target to its senders.
+    pub fn with_debloater(mut self, debloater: BufferDebloater) -> Self {
+        self.debloater = Some(debloater);
+        self
+    }
+
+    /// What the debloater last announced, if the gate debloats.
+    pub fn debloat_target(&self) -> Option<crate::debloat::DebloatTarget> {
+        self.debloater.as_ref().map(BufferDebloater::current)
+    }
+
+    /// Lets the gate see checkpoint triggers (with an aligned checkpoint
+    /// timeout): a checkpoint whose alignment cannot finish within the
+    /// timeout switches to unaligned without waiting for a barrier.
+    pub fn with_trigger_signals(mut self, signals: Arc<CheckpointSignals>) -> Self {
+        self.signals = Some(signals);
+        self
     }
 
     /// Reports the bytes taken from each channel into `channels` (one per
@@ -313,10 +416,15 @@ impl InputGate {
     /// When the gate must be pumped even without input: the end of an
     /// alignment's timeout.
     pub fn deadline(&self) -> Option<Instant> {
-        match (self.mode, &self.aligning) {
-            (BarrierMode::AlignedWithTimeout(t), Some(a)) => Some(a.first_at + t),
-            _ => None,
+        if let Some(a) = &self.aligning {
+            return a.deadline;
         }
+        let (BarrierMode::AlignedWithTimeout(t), Some(s)) = (self.mode, &self.signals) else {
+            return None;
+        };
+        let (id, timestamp_ms) = s.triggered();
+        (id > self.last_barrier && self.capture.is_none())
+            .then(|| alignment_deadline(&CheckpointBarrier { id, timestamp_ms }, t))
     }
 
     /// The channel state of an unaligned snapshot, once every input's data
@@ -335,11 +443,43 @@ impl InputGate {
         // Records are what moved minus the events (counted per event, so
         // the per-record loop does no extra work).
         let (mut moved, mut events) = (0, 0);
+        let bytes_before = self.throughput.bytes;
         let status = self.pump_counting(out, budget, &mut moved, &mut events);
         self.records += (moved - events) as u64;
         self.drained =
             matches!(status, GateStatus::Moved(_)) && self.reading.is_none() && !self.budget_stop;
+        if self.debloater.is_some() {
+            self.debloat(moved > 0, self.throughput.bytes - bytes_before);
+        }
         status
+    }
+
+    /// Feeds the debloater what the last pump read and whether it ran dry;
+    /// announces a new target to every input when there is one.
+    #[cold]
+    fn debloat(&mut self, moved: bool, bytes: u64) {
+        let Some(d) = self.debloater.as_mut() else {
+            return;
+        };
+        let now = Instant::now();
+        if moved {
+            d.on_data(now);
+        }
+        d.on_consumed(bytes);
+        if self.drained {
+            d.on_idle(now);
+        }
+        if let Some(t) = d.recalculate(now) {
+            crate::checkpoint::trace!(
+                "gate: debloat to {} buffers of {} bytes per input ({:.0} bytes/s)",
+                t.buffers,
+                t.buffer_size,
+                d.throughput_bytes_per_s()
+            );
+            for r in self.receivers.iter() {
+                r.announce(t.buffers, t.buffer_size);
+            }
+        }
     }
 
     #[inline]
@@ -352,6 +492,7 @@ impl InputGate {
     ) -> GateStatus {
         self.budget_stop = false;
         let started = Instant::now();
+        self.throughput.sample(started);
         let mut last_check = started;
         // Records since the last look, across buffers (small buffers of
         // slow records must not escape the look).
@@ -361,7 +502,7 @@ impl InputGate {
             if overtaking {
                 if let Some(b) = self
                     .poll_priority()
-                    .or_else(|| self.check_timeout())
+                    .or_else(|| self.check_timeout(started))
                     .or_else(|| self.drain_capture())
                 {
                     return GateStatus::Barrier(b);
@@ -500,10 +641,15 @@ impl InputGate {
         }
         self.abandon_older(barrier.id);
         let n = self.receivers.len();
+        let mode = self.mode;
         let a = self.aligning.get_or_insert_with(|| Alignment {
             barrier,
             first_at: Instant::now(),
             arrived: vec![false; n].into_boxed_slice(),
+            deadline: match mode {
+                BarrierMode::AlignedWithTimeout(t) => Some(alignment_deadline(&barrier, t)),
+                _ => None,
+            },
         });
         a.arrived[c] = true;
         if self.mode != BarrierMode::AtLeastOnce {
@@ -587,18 +733,76 @@ impl InputGate {
         self.pending[c].push_back(item);
     }
 
-    /// Switches a too-long alignment to unaligned.
-    fn check_timeout(&mut self) -> Option<AlignedBarrier> {
+    /// With an aligned checkpoint timeout, switches the newest triggered
+    /// checkpoint to unaligned once its alignment has taken, or is bound to
+    /// take, longer than the timeout.
+    ///
+    /// The timeout runs from the trigger (Flink measures a checkpoint's
+    /// start delay against it). The gate switches when it is over, or as
+    /// soon as the data in flight on its inputs would take longer than the
+    /// rest of the timeout to drain at the rate the gate reads: waiting
+    /// could only end in the same switch, later. A checkpoint may switch
+    /// before any of its barriers arrived: the gate then snapshots at once
+    /// and captures every input up to its barrier, which is Chandy and
+    /// Lamport's spontaneous recording of state.
+    fn check_timeout(&mut self, started: Instant) -> Option<AlignedBarrier> {
         let BarrierMode::AlignedWithTimeout(t) = self.mode else {
             return None;
         };
-        let a = self.aligning.as_ref()?;
-        if a.first_at.elapsed() < t {
+        let (barrier, first_at, due) = match (&self.aligning, &self.signals) {
+            (Some(a), _) => (a.barrier, a.first_at, a.deadline?),
+            (None, Some(s)) => {
+                let (id, timestamp_ms) = s.triggered();
+                if id <= self.last_barrier
+                    || id == s.final_id()
+                    || self.capture.is_some()
+                    || self.data_ended.iter().any(|&d| d)
+                {
+                    return None;
+                }
+                let b = CheckpointBarrier { id, timestamp_ms };
+                (b, started, alignment_deadline(&b, t))
+            }
+            (None, None) => return None,
+        };
+        let now = Instant::now();
+        let drained_at = now.checked_add(self.expected_drain());
+        if now < due && drained_at.is_some_and(|at| at < due) {
             return None;
         }
-        let (barrier, first_at) = (a.barrier, a.first_at);
-        crate::checkpoint::trace!("gate: alignment of {} timed out", barrier.id);
+        crate::checkpoint::trace!(
+            "gate: alignment of {} {}",
+            barrier.id,
+            if now < due {
+                "would time out"
+            } else {
+                "timed out"
+            }
+        );
         Some(self.start_capture(barrier, first_at))
+    }
+
+    /// How long the data waiting on the inputs would take to drain at the
+    /// gate's recent rate.
+    fn expected_drain(&self) -> Duration {
+        let waiting: f64 = self
+            .receivers
+            .iter()
+            .map(|r| r.queued() as f64)
+            .sum::<f64>()
+            * self.throughput.mean_buffer()
+            + self
+                .pending
+                .iter()
+                .flatten()
+                .map(|p| p.records().len() as f64)
+                .sum::<f64>();
+        if waiting == 0.0 || self.throughput.bytes_per_s <= 0.0 {
+            // Nothing waiting, or no rate measured yet: no prediction, the
+            // timeout decides.
+            return Duration::ZERO;
+        }
+        Duration::from_secs_f64((waiting / self.throughput.bytes_per_s).min(3600.0))
     }
 
     /// Starts capturing the channel state of `barrier`'s checkpoint and
@@ -793,6 +997,7 @@ impl InputGate {
         match event {
             ChannelEvent::Buffer(buffer) => {
                 self.bytes.add(c, buffer.len());
+                self.throughput.add(buffer.len());
                 self.reading = Some(Reading {
                     channel: c,
                     data: Data::Net(buffer),

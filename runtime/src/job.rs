@@ -65,8 +65,9 @@ use weir_net::Wire;
 use weir_state::KeyHash;
 
 use crate::checkpoint::KeyedStates;
+use crate::debloat::BufferDebloater;
 use crate::exchange::{channel_state_name, ExchangeOutput, InputTask};
-use crate::gate::InputGate;
+use crate::gate::{BarrierMode, InputGate};
 use crate::keyed::{take_created_states, KeyedProcessFunction, KeyedProcessOp, INPUT_ENDED_STATE};
 use crate::operator::{Collector, FilterOp, FlatMapOp, MapOp};
 use crate::sink::{Sink, SinkOp, SINK_STATE};
@@ -421,6 +422,21 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
     ) -> Box<dyn Task> {
         let (receivers, counters) = ctx.take_input(self.exchange);
         let mut gate = InputGate::new(receivers, ctx.barrier_mode).with_channel_counters(counters);
+        if let (BarrierMode::AlignedWithTimeout(_), Some(cp)) =
+            (ctx.barrier_mode, &ctx.checkpointing)
+        {
+            gate = gate.with_trigger_signals(cp.signals.clone());
+        }
+        if let Some((options, credit, segment_size)) = &ctx.debloat {
+            let channels = gate.channels();
+            gate = gate.with_debloater(BufferDebloater::new(
+                options,
+                channels,
+                *credit,
+                *segment_size,
+                std::time::Instant::now(),
+            ));
+        }
         // Unaligned checkpoints keep the data their barriers overtook under
         // the exchange's input, per receiving subtask.
         let uid = format!("weir.exchange-{}.input", self.exchange);

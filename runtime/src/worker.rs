@@ -73,6 +73,9 @@ pub struct BuildContext<'a> {
     pub(crate) checkpointing: Option<Rc<TaskCheckpointing>>,
     /// How barriers are aligned (or not) and sent.
     pub(crate) barrier_mode: BarrierMode,
+    /// Buffer debloating of input gates: options, credit per channel and
+    /// segment size.
+    pub(crate) debloat: Option<(crate::debloat::DebloatOptions, usize, usize)>,
     /// The checkpoint this attempt restores, if any.
     pub(crate) restore: Option<Arc<RestoredCheckpoint>>,
     /// The subtask's metrics.

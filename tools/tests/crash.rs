@@ -7,6 +7,8 @@
 //! uninterrupted run: for every key seen c times, the lines with counts
 //! 1..=c, each exactly once, and the last one with the key's total sum.
 //! The expected output is computed here, independently of weir-bench.
+//! The same kills are repeated with unaligned checkpoints, whose snapshots
+//! include the data in flight between the source and the keyed operator.
 
 use std::collections::HashMap;
 use std::os::unix::process::ExitStatusExt;
@@ -29,14 +31,23 @@ fn splitmix64(x: u64) -> u64 {
 
 struct Dirs {
     root: PathBuf,
+    /// Settings every run of the test gets.
+    mode: &'static [&'static str],
 }
+
+/// Unaligned checkpoints (barriers overtake the data in flight, which is
+/// persisted with the snapshot and replayed on restore).
+const UNALIGNED: &[&str] = &["--set", "execution.checkpointing.unaligned.enabled=true"];
 
 impl Dirs {
     fn new(name: &str) -> Self {
+        Self::with_mode(name, &[])
+    }
+    fn with_mode(name: &str, mode: &'static [&'static str]) -> Self {
         let root = std::env::temp_dir().join(format!("weir-crash-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
-        Self { root }
+        Self { root, mode }
     }
     fn output(&self) -> PathBuf {
         self.root.join("output")
@@ -74,6 +85,7 @@ fn w1(d: &Dirs, extra: &[&str]) -> Command {
     ))
     .args(["--set", "state.checkpoints.num-retained=2"])
     .args(["--set", "weir.worker.pin-cores=false"])
+    .args(d.mode)
     .args(extra)
     .stdin(Stdio::null());
     c
@@ -151,9 +163,17 @@ fn run_killed_at(d: &Dirs, after: Duration) -> bool {
 
 #[test]
 fn sigkill_at_random_moments_and_restore_is_exactly_once() {
-    let d = Dirs::new("random");
+    killed_at_random_moments(Dirs::new("random"), 0x5EED);
+}
+
+#[test]
+fn unaligned_sigkill_at_random_moments_and_restore_is_exactly_once() {
+    killed_at_random_moments(Dirs::with_mode("random-unaligned", UNALIGNED), 0xA11E);
+}
+
+fn killed_at_random_moments(d: Dirs, seed: u64) {
     // A fixed pseudo-random sequence of kill times, so failures reproduce.
-    let mut x = 0x5EED_u64;
+    let mut x = seed;
     let mut kills = 0;
     for _ in 0..4 {
         x = splitmix64(x);
@@ -183,7 +203,15 @@ fn killed_by_fail_point(d: &Dirs, point: &str) {
 
 #[test]
 fn sigkill_during_an_asynchronous_snapshot_write() {
-    let d = Dirs::new("async-write");
+    killed_during_a_snapshot_write(Dirs::new("async-write"));
+}
+
+#[test]
+fn unaligned_sigkill_during_an_asynchronous_snapshot_write() {
+    killed_during_a_snapshot_write(Dirs::with_mode("async-write-unaligned", UNALIGNED));
+}
+
+fn killed_during_a_snapshot_write(d: Dirs) {
     killed_by_fail_point(&d, "snapshot-write=3");
     let report = finish(&d);
     assert_eq!(report["output"]["exactly_once"], true, "{report}");
@@ -219,7 +247,15 @@ fn sigkill_between_completion_and_commit() {
 
 #[test]
 fn operator_failure_restarts_in_process() {
-    let d = Dirs::new("in-process");
+    fails_in_process(Dirs::new("in-process"));
+}
+
+#[test]
+fn unaligned_operator_failure_restarts_in_process() {
+    fails_in_process(Dirs::with_mode("in-process-unaligned", UNALIGNED));
+}
+
+fn fails_in_process(d: Dirs) {
     let out = w1(
         &d,
         &[

@@ -8,6 +8,7 @@
 mod backpressure;
 mod chaining;
 mod checkpoint;
+mod debloat;
 mod failure;
 mod files;
 mod lifecycle;

@@ -144,7 +144,7 @@ fn buffer_cycle(c: &mut Criterion) {
             fwd_tx.push(buf).unwrap();
             let buf = fwd_rx.pop().unwrap();
             let mut sum = 0u64;
-            for r in buf.records::<(u64, u64)>() {
+            for r in buf.read_records::<(u64, u64)>() {
                 let (k, v) = r.unwrap();
                 sum = sum.wrapping_add(k ^ v);
             }

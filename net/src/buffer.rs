@@ -13,10 +13,19 @@ use crate::codec::{DecodeError, Wire};
 use crate::ring::Consumer;
 
 /// A fixed-capacity block of serialized records.
+///
+/// A writer may fill it only up to a *limit* below its capacity
+/// ([`NetworkBuffer::limit_to`]): buffer debloating ships smaller buffers
+/// without allocating new ones, and the check costs nothing more than the
+/// capacity check [`NetworkBuffer::try_append`] makes anyway.
 #[derive(Debug)]
 pub struct NetworkBuffer {
     data: Box<[u8]>,
     len: usize,
+    /// Bytes a writer may fill (at most the capacity).
+    limit: usize,
+    /// Records appended.
+    records: u32,
 }
 
 impl NetworkBuffer {
@@ -25,7 +34,22 @@ impl NetworkBuffer {
         Self {
             data: vec![0u8; capacity].into_boxed_slice(),
             len: 0,
+            limit: capacity,
+            records: 0,
         }
+    }
+
+    /// Lets writers fill only `limit` bytes (clamped to at least the bytes
+    /// written and at most the capacity) until [`NetworkBuffer::clear`].
+    #[inline]
+    pub fn limit_to(&mut self, limit: usize) {
+        self.limit = limit.clamp(self.len, self.data.len());
+    }
+
+    /// Records appended since the last [`NetworkBuffer::clear`].
+    #[inline]
+    pub fn records(&self) -> u32 {
+        self.records
     }
 
     /// Bytes this buffer can hold.
@@ -46,10 +70,10 @@ impl NetworkBuffer {
         self.len == 0
     }
 
-    /// Bytes still free.
+    /// Bytes still free (up to the limit).
     #[inline]
     pub fn remaining(&self) -> usize {
-        self.data.len() - self.len
+        self.limit - self.len
     }
 
     /// The written bytes.
@@ -58,27 +82,32 @@ impl NetworkBuffer {
         &self.data[..self.len]
     }
 
-    /// Forgets the content (the bytes are overwritten by the next writer).
+    /// Forgets the content (the bytes are overwritten by the next writer)
+    /// and the limit.
     #[inline]
     pub fn clear(&mut self) {
         self.len = 0;
+        self.records = 0;
+        self.limit = self.data.len();
     }
 
-    /// Appends `record` if it fits; returns false (and writes nothing) if not.
+    /// Appends `record` if it fits below the limit; returns false (and
+    /// writes nothing) if not.
     #[inline]
     pub fn try_append<T: Wire>(&mut self, record: &T) -> bool {
         let n = record.encoded_len();
-        if n > self.data.len() - self.len {
+        if n > self.limit - self.len {
             return false;
         }
         record.write(&mut self.data[self.len..self.len + n]);
         self.len += n;
+        self.records += 1;
         true
     }
 
     /// Reads the records in place, front to back.
     #[inline]
-    pub fn records<T: Wire>(&self) -> RecordReader<'_, T> {
+    pub fn read_records<T: Wire>(&self) -> RecordReader<'_, T> {
         RecordReader::new(self.as_bytes())
     }
 }
@@ -246,7 +275,7 @@ mod tests {
             "a record that does not fit is refused"
         );
         assert_eq!(b.len(), 32);
-        let got: Vec<(u64, u64)> = b.records().map(Result::unwrap).collect();
+        let got: Vec<(u64, u64)> = b.read_records().map(Result::unwrap).collect();
         assert_eq!(got, vec![(1, 10), (2, 20)]);
     }
 
@@ -264,5 +293,20 @@ mod tests {
         assert!(again.is_empty(), "returned buffers come back cleared");
         pool.recycle(a);
         assert_eq!(pool.available(), 1);
+    }
+
+    #[test]
+    fn a_limit_ships_smaller_buffers_and_clear_lifts_it() {
+        let mut b = NetworkBuffer::with_capacity(64);
+        b.limit_to(20);
+        assert!(b.try_append(&1u64) && b.try_append(&2u64));
+        assert!(!b.try_append(&3u64), "20 bytes hold two u64s");
+        assert_eq!((b.len(), b.records(), b.remaining()), (16, 2, 4));
+        b.limit_to(0);
+        assert_eq!(b.remaining(), 0, "never below what is written");
+        b.limit_to(usize::MAX);
+        assert_eq!(b.remaining(), 48, "never above the capacity");
+        b.clear();
+        assert_eq!((b.len(), b.records(), b.remaining()), (0, 0, 64));
     }
 }

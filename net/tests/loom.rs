@@ -84,7 +84,7 @@ fn buffers_return_to_their_pool_with_their_records_intact() {
         while got.len() < 2 {
             match rx.recv() {
                 Some(ChannelEvent::Buffer(b)) => {
-                    got.extend(b.records::<u64>().map(Result::unwrap));
+                    got.extend(b.read_records::<u64>().map(Result::unwrap));
                     rx.recycle(b);
                 }
                 Some(other) => panic!("unexpected {other:?}"),

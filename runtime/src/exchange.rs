@@ -65,6 +65,8 @@ struct OutChannel {
     shipped: u64,
     published: u64,
     counters: Arc<ChannelCounters>,
+    /// Records in the buffers shipped (counted per buffer).
+    records: u64,
 }
 
 impl OutChannel {
@@ -99,6 +101,7 @@ impl OutChannel {
         if let Some(buf) = self.current.take() {
             self.since = None;
             self.shipped += buf.len() as u64;
+            self.records += u64::from(buf.records());
             self.enqueue(ChannelEvent::Buffer(buf));
         }
     }
@@ -182,8 +185,6 @@ pub struct ExchangeOutput<T, K, KF> {
     /// End of data was sent: later barriers (the final checkpoint's) go in
     /// band, behind all data, never overtaking it.
     data_ended: bool,
-    /// Records taken (`records_out` of the subtask).
-    records: u64,
     metrics: SubtaskMetrics,
     _types: PhantomData<fn(T) -> K>,
 }
@@ -220,6 +221,7 @@ where
                 shipped: 0,
                 published: 0,
                 counters: Arc::default(),
+                records: 0,
             })
             .collect();
         Self {
@@ -234,7 +236,6 @@ where
             max_pool,
             barrier_mode,
             data_ended: false,
-            records: 0,
             metrics: unregistered_metrics(),
             _types: PhantomData,
         }
@@ -310,13 +311,12 @@ where
 {
     #[inline]
     fn collect(&mut self, record: T) {
-        self.records += 1;
         let key = (self.key_fn)(&record);
         let target = self.assigner.subtask_for_hash(key.key_hash()) as usize;
         let ch = &mut self.channels[target];
         if let Some(buf) = ch.current.as_mut() {
             if buf.try_append(&record) {
-                if self.flush_every_record || buf.len() >= ch.fill {
+                if self.flush_every_record {
                     ch.ship_current();
                     self.available &= ch.queued.is_empty();
                 }
@@ -325,8 +325,14 @@ where
             ch.ship_current();
         }
         let mut buf = self.fresh_buffer();
+        // Filled up to the size the receiver asked for (debloating); a
+        // record larger than that still gets the whole buffer.
+        buf.limit_to(self.channels[target].fill);
         if !buf.try_append(&record) {
-            self.record_too_large(record.encoded_len());
+            buf.limit_to(usize::MAX);
+            if !buf.try_append(&record) {
+                self.record_too_large(record.encoded_len());
+            }
         }
         let ch = &mut self.channels[target];
         ch.current = Some(buf);
@@ -428,7 +434,10 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
     }
 
     fn publish_metrics(&mut self) {
-        self.metrics.publish_records_out(self.records);
+        // Records out as shipped: those still in a current buffer follow
+        // when it is shipped.
+        let records = self.channels.iter().map(|c| c.records).sum();
+        self.metrics.publish_records_out(records);
         for ch in self.channels.iter_mut() {
             ch.publish();
         }

@@ -442,9 +442,8 @@ impl InputGate {
     pub fn pump<T: Wire, C: Collector<T>>(&mut self, out: &mut C, budget: usize) -> GateStatus {
         // Records are what moved minus the events (counted per event, so
         // the per-record loop does no extra work).
-        let (mut moved, mut events) = (0, 0);
         let bytes_before = self.throughput.bytes;
-        let status = self.pump_counting(out, budget, &mut moved, &mut events);
+        let (status, moved, events) = self.pump_counting(out, budget);
         self.records += (moved - events) as u64;
         self.drained =
             matches!(status, GateStatus::Moved(_)) && self.reading.is_none() && !self.budget_stop;
@@ -487,16 +486,15 @@ impl InputGate {
         &mut self,
         out: &mut C,
         budget: usize,
-        moved: &mut usize,
-        events: &mut usize,
-    ) -> GateStatus {
+    ) -> (GateStatus, usize, usize) {
         self.budget_stop = false;
         let started = Instant::now();
         self.throughput.sample(started);
         let mut last_check = started;
-        // Records since the last look, across buffers (small buffers of
-        // slow records must not escape the look).
-        let mut unchecked = 0;
+        let (mut moved, mut events) = (0, 0);
+        // Records until the next look at the clock and the priority path,
+        // across buffers (small buffers of slow records must not escape it).
+        let mut left = self.check_every;
         let overtaking = self.mode.may_overtake();
         loop {
             if overtaking {
@@ -505,7 +503,7 @@ impl InputGate {
                     .or_else(|| self.check_timeout(started))
                     .or_else(|| self.drain_capture())
                 {
-                    return GateStatus::Barrier(b);
+                    return (GateStatus::Barrier(b), moved, events);
                 }
             }
             if let Some(reading) = self.reading.as_mut() {
@@ -516,12 +514,12 @@ impl InputGate {
                 while pos < bytes.len() {
                     if !out.is_available() {
                         reading.pos = pos;
-                        return GateStatus::Moved(*moved);
+                        return (GateStatus::Moved(moved), moved, events);
                     }
                     match T::read(&bytes[pos..]) {
                         Ok((record, n)) => {
                             pos += n;
-                            *moved += 1;
+                            moved += 1;
                             out.collect(record);
                         }
                         Err(e) => panic!(
@@ -529,9 +527,8 @@ impl InputGate {
                             reading.channel
                         ),
                     }
-                    unchecked += 1;
-                    if unchecked >= *check_every {
-                        unchecked = 0;
+                    left -= 1;
+                    if left == 0 {
                         // Look about every CHECK_PERIOD: fewer records
                         // between looks when they are slow.
                         let now = Instant::now();
@@ -542,10 +539,11 @@ impl InputGate {
                         } else if took < CHECK_PERIOD / 2 {
                             *check_every = (*check_every * 2).min(CHECK_EVERY);
                         }
+                        left = *check_every;
                         if now - started >= PUMP_SLICE {
                             reading.pos = pos;
                             self.budget_stop = true;
-                            return GateStatus::Moved(*moved);
+                            return (GateStatus::Moved(moved), moved, events);
                         }
                         if overtaking && self.receivers.iter_mut().any(|r| r.has_priority()) {
                             interrupted = true;
@@ -561,22 +559,22 @@ impl InputGate {
                 if let Data::Net(buffer) = data {
                     self.receivers[channel].recycle(buffer);
                 }
-                if *moved >= budget {
+                if moved >= budget {
                     self.budget_stop = true;
-                    return GateStatus::Moved(*moved);
+                    return (GateStatus::Moved(moved), moved, events);
                 }
             }
             if self.open == 0 {
-                return GateStatus::Ended;
+                return (GateStatus::Ended, moved, events);
             }
             match self.next_event() {
-                Next::Nothing => return GateStatus::Moved(*moved),
+                Next::Nothing => return (GateStatus::Moved(moved), moved, events),
                 Next::Moved => {
-                    *moved += 1;
-                    *events += 1;
+                    moved += 1;
+                    events += 1;
                 }
-                Next::Snapshot(b) => return GateStatus::Barrier(b),
-                Next::DataEnded => return GateStatus::DataEnded,
+                Next::Snapshot(b) => return (GateStatus::Barrier(b), moved, events),
+                Next::DataEnded => return (GateStatus::DataEnded, moved, events),
             }
         }
     }

@@ -380,7 +380,7 @@ pub fn run(
 }
 
 /// One subtask in the report's `subtasks` list.
-fn subtask_json(t: &SubtaskSummary) -> Value {
+pub(crate) fn subtask_json(t: &SubtaskSummary) -> Value {
     json!({
         "name": t.id.task_name(),
         "worker": t.id.worker,

@@ -215,6 +215,8 @@ pub struct W4Report {
     pub checkpoint_list: Vec<CheckpointRecord>,
     /// In-process restarts.
     pub restarts: u32,
+    /// Busy, backpressured and idle time, records and bytes per subtask.
+    pub subtasks: Vec<weir_runtime::SubtaskSummary>,
 }
 
 impl W4Report {
@@ -286,6 +288,11 @@ impl W4Report {
             "checkpoints": checkpoints,
             "checkpoint_list": each,
             "restarts": self.restarts,
+            "subtasks": self
+                .subtasks
+                .iter()
+                .map(crate::harness::subtask_json)
+                .collect::<Vec<_>>(),
         })
     }
 
@@ -382,6 +389,7 @@ pub fn run(setup: &W4Setup, quiet: bool) -> Result<W4Report, JobError> {
         checkpoints: checkpointing.map(|_| CheckpointSummary::of(&result.checkpoints)),
         checkpoint_list: result.checkpoints,
         restarts: result.restarts,
+        subtasks: result.subtasks,
     })
 }
 

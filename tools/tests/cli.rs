@@ -390,6 +390,8 @@ fn bench_w4_aligned_reports_checkpoints_under_backpressure() {
         .expect("checkpoint_list");
     let done = list.iter().filter(|r| r["status"] == "completed").count();
     assert_eq!(done as u64, completed, "{report}");
+    let subtasks = report["subtasks"].as_array().expect("subtasks");
+    assert_eq!(subtasks.len(), 4, "two sources, two keyed/sink: {report}");
 
     // The temporary checkpoint directory was announced and removed.
     let stderr = text(&output.stderr);
@@ -399,6 +401,37 @@ fn bench_w4_aligned_reports_checkpoints_under_backpressure() {
         .and_then(|rest| rest.split(" (deleted").next())
         .unwrap_or_else(|| panic!("no checkpoint directory named: {stderr}"));
     assert!(!Path::new(dir).exists(), "{dir} was left behind");
+}
+
+/// W4 with unaligned checkpoints: barriers overtake the data in flight,
+/// which is persisted (in-flight bytes reported) and the run verifies.
+#[test]
+fn bench_w4_unaligned_persists_data_in_flight() {
+    let output = {
+        let _serial = BENCH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        weir(&[
+            "bench",
+            "w4",
+            "--mode",
+            "unaligned",
+            "--duration",
+            "2",
+            "--workers",
+            "2",
+            "--quiet",
+        ])
+    };
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let report = last_line_json(&output);
+    assert_eq!(report["unaligned"], true, "{report}");
+    assert_eq!(report["verified"], true, "{report}");
+    let c = &report["checkpoints"];
+    assert!(c["completed"].as_u64().unwrap_or(0) > 0, "{report}");
+    assert_eq!(c["failed"].as_u64(), Some(0), "{report}");
+    assert!(
+        c["inflight_bytes"].as_u64().unwrap_or(0) > 0,
+        "under backpressure an unaligned checkpoint persists data in flight: {report}"
+    );
 }
 
 /// W4 without checkpoints (the baseline) reports no checkpoints; an

@@ -147,14 +147,7 @@ impl BenchReport {
             v["latency_us"] = json!({"p50": l.p50, "p99": l.p99, "p999": l.p999, "max": l.max});
         }
         if let Some(c) = &self.checkpoints {
-            v["checkpoints"] = json!({
-                "completed": c.completed,
-                "failed": c.failed,
-                "duration_ms": {"p50": c.duration_ms.p50, "max": c.duration_ms.max},
-                "alignment_ms": {"p50": c.alignment_ms.p50, "max": c.alignment_ms.max},
-                "bytes": c.bytes,
-                "inflight_bytes": c.inflight_bytes,
-            });
+            v["checkpoints"] = checkpoints_json(c);
         }
         if let Some(r) = &self.restored {
             let secs = (r.verify + r.load).as_secs_f64().max(1e-9);
@@ -377,6 +370,18 @@ pub fn run(
             })
         }
     }
+}
+
+/// The report's `checkpoints` object (the fields WORKLOADS.md asks for).
+pub(crate) fn checkpoints_json(c: &CheckpointSummary) -> Value {
+    json!({
+        "completed": c.completed,
+        "failed": c.failed,
+        "duration_ms": {"p50": c.duration_ms.p50, "max": c.duration_ms.max},
+        "alignment_ms": {"p50": c.alignment_ms.p50, "max": c.alignment_ms.max},
+        "bytes": c.bytes,
+        "inflight_bytes": c.inflight_bytes,
+    })
 }
 
 /// One subtask in the report's `subtasks` list.

@@ -239,16 +239,10 @@ impl W4Report {
     /// The JSON object printed as the last line of `weir bench w4`.
     pub fn to_json(&self) -> Value {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let checkpoints = self.checkpoints.as_ref().map(|c| {
-            json!({
-                "completed": c.completed,
-                "failed": c.failed,
-                "duration_ms": {"p50": c.duration_ms.p50, "max": c.duration_ms.max},
-                "alignment_ms": {"p50": c.alignment_ms.p50, "max": c.alignment_ms.max},
-                "bytes": c.bytes,
-                "inflight_bytes": c.inflight_bytes,
-            })
-        });
+        let checkpoints = self
+            .checkpoints
+            .as_ref()
+            .map(crate::harness::checkpoints_json);
         let each: Vec<Value> = self
             .checkpoint_list
             .iter()

@@ -259,22 +259,30 @@ fn load(common: &Common, before: Vec<String>, extra: Vec<String>) -> Result<Conf
 
 fn run_bench(workload: Workload, config: &Config, bench: &BenchOptions, json: bool) -> ExitCode {
     match weir_bench::run(workload, config, bench) {
-        Ok(report) => {
-            print!("{}", report.summary());
-            if json {
-                println!("{}", report.to_json());
-            }
-            if report.verified() {
-                ExitCode::SUCCESS
-            } else {
-                eprintln!("error: the result does not match the reference computation");
-                ExitCode::from(1)
-            }
-        }
+        Ok(report) => print_report(
+            &report.summary(),
+            json.then(|| report.to_json().to_string()),
+            report.verified(),
+        ),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Prints a bench report (its readable lines, then its JSON line if asked
+/// for); exits 1 if the result does not match the reference.
+fn print_report(summary: &str, json: Option<String>, verified: bool) -> ExitCode {
+    print!("{summary}");
+    if let Some(json) = json {
+        println!("{json}");
+    }
+    if verified {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("error: the result does not match the reference computation");
+        ExitCode::from(1)
     }
 }
 
@@ -288,16 +296,11 @@ fn run_w4(config: &Config, mode: W4Mode, quiet: bool) -> ExitCode {
         }
     };
     match weir_bench::w4::run(&setup, quiet) {
-        Ok(report) => {
-            print!("{}", report.summary());
-            println!("{}", report.to_json());
-            if report.verified() {
-                ExitCode::SUCCESS
-            } else {
-                eprintln!("error: the result does not match the reference computation");
-                ExitCode::from(1)
-            }
-        }
+        Ok(report) => print_report(
+            &report.summary(),
+            Some(report.to_json().to_string()),
+            report.verified(),
+        ),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(1)

@@ -13,7 +13,7 @@
 //! - [`stats`]: per-checkpoint statistics and their history.
 //!
 //! Barrier injection lives in the source task, alignment in the input gate
-//! ([`crate::exchange::InputGate`]), the chain walk in
+//! ([`crate::gate::InputGate`]), the chain walk in
 //! [`crate::operator::ChainControl::snapshot`].
 
 use std::sync::Arc;

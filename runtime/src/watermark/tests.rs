@@ -172,3 +172,51 @@ fn an_idle_subtask_at_end_of_input_becomes_active_for_the_final_watermark() {
     assert_eq!(op.out.statuses, vec![Idle, Active]);
     assert_eq!(op.out.watermarks, vec![i64::MAX]);
 }
+
+#[test]
+fn an_exchange_output_broadcasts_watermarks_behind_its_buffers() {
+    use std::sync::Arc;
+
+    use weir_net::{channel, BufferPool, ChannelEvent, Doorbell};
+
+    use crate::exchange::ExchangeOutput;
+    use crate::gate::BarrierMode;
+
+    let mut pool = BufferPool::new(8, 1024);
+    let (mut senders, mut receivers) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        let bell = Arc::new(Doorbell::new());
+        let (tx, rx, ret) = channel(16, 16, bell.clone(), bell);
+        pool.add_return_path(ret);
+        senders.push(tx);
+        receivers.push(rx);
+    }
+    let mut out = ExchangeOutput::new(
+        |r: &u64| *r,
+        128,
+        senders,
+        pool,
+        16,
+        Duration::from_secs(60),
+        BarrierMode::Aligned,
+    );
+    for r in 0..20u64 {
+        out.collect(r);
+    }
+    out.on_watermark(42);
+    out.on_watermark_status(Idle);
+    for (c, rx) in receivers.iter_mut().enumerate() {
+        // The partly filled buffer goes first, then the watermark events.
+        let first = rx.recv();
+        assert!(
+            matches!(first, Some(ChannelEvent::Buffer(ref b)) if b.records() > 0),
+            "channel {c}: {first:?}"
+        );
+        assert!(matches!(rx.recv(), Some(ChannelEvent::Watermark(42))));
+        assert!(matches!(
+            rx.recv(),
+            Some(ChannelEvent::WatermarkStatus(Idle))
+        ));
+        assert!(rx.recv().is_none());
+    }
+}

@@ -2,7 +2,8 @@
 //! out-of-orderness watermarks; one emits a few records and then nothing, so
 //! it goes idle; the keyed function downstream must see watermarks that only
 //! go up, never pass what the records emitted so far allow, advance although
-//! one input is idle, and end with `i64::MAX`.
+//! one input is idle, and end with `i64::MAX`; so must a second keyed
+//! function behind another exchange.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -149,6 +150,7 @@ fn watermarks_advance_past_an_idle_source_and_end_at_max() {
         max_emitted.clone(),
         log.clone(),
     );
+    let (max_fn2, log_fn2) = (max_emitted.clone(), log.clone());
     let strategy =
         WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND_MS as u64))
             .with_timestamp_assigner(|r: &(u64, i64)| r.1)
@@ -170,6 +172,14 @@ fn watermarks_advance_past_an_idle_source_and_end_at_max() {
         log: log_fn.clone(),
         subtask: info.index,
     })
+    // A second exchange: the keyed operators' watermarks are re-broadcast.
+    .key_by(|r: &(u64, i64)| r.0 / 7)
+    .process("log-again", move |info: &SubtaskInfo| WatermarkLog {
+        last: i64::MIN,
+        max_emitted: max_fn2.clone(),
+        log: log_fn2.clone(),
+        subtask: 2 + info.index,
+    })
     .sink("collect", collect_into(&collected));
     let mut opts = options(2);
     opts.auto_watermark_interval = Duration::from_millis(5);
@@ -177,7 +187,8 @@ fn watermarks_advance_past_an_idle_source_and_end_at_max() {
 
     assert_eq!(collected.take_all().len(), BUSY_RECORDS as usize + 4);
     let log = log.lock().unwrap().clone();
-    for subtask in 0..2 {
+    // Subtasks 0 and 1 of the first keyed operator, 2 and 3 of the second.
+    for subtask in 0..4 {
         let seen: Vec<Observed> = log
             .iter()
             .filter(|(s, _)| *s == subtask)

@@ -18,6 +18,18 @@ pub struct CheckpointBarrier {
     pub timestamp_ms: u64,
 }
 
+/// Whether a stream currently produces watermarks (Flink's
+/// `WatermarkStatus`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatermarkStatus {
+    /// The stream produces records and watermarks: it takes part in the
+    /// minimum that is its receivers' event time.
+    Active,
+    /// The stream has nothing for now: its receivers' event time ignores it
+    /// until it is active again.
+    Idle,
+}
+
 /// One event in a channel.
 #[derive(Debug)]
 pub enum ChannelEvent {
@@ -27,6 +39,9 @@ pub enum ChannelEvent {
     /// No record with an event time at or below this (ms) follows on this
     /// channel.
     Watermark(i64),
+    /// The sender stopped (idle) or resumed (active) producing watermarks;
+    /// an idle channel does not hold back its receiver's event time.
+    WatermarkStatus(WatermarkStatus),
     /// A checkpoint barrier.
     Barrier(CheckpointBarrier),
     /// The sender's input has ended: no record follows on this channel, but

@@ -48,6 +48,8 @@ pub const KEYS: &[KeyDoc] = &[
         description: "number of key groups, 1 to 32768; must not be below `parallelism.default`" },
     KeyDoc { key: "execution.buffer-timeout", default: "100ms",
         description: "a partly filled output buffer is sent at most this long after its first record; `0ms` sends after every record" },
+    KeyDoc { key: "pipeline.auto-watermark-interval", default: "200ms",
+        description: "how often sources with a watermark strategy emit a watermark (and check idleness); `0ms` emits none but the final one; otherwise at least 1ms" },
     KeyDoc { key: "execution.checkpointing.interval", default: "unset",
         description: "time between the starts of two checkpoints, at least 10ms; unset = checkpointing off. Needs `state.checkpoints.dir`" },
     KeyDoc { key: "execution.checkpointing.mode", default: "EXACTLY_ONCE",
@@ -336,6 +338,8 @@ pub struct Config {
     pub max_parallelism: u32,
     /// `execution.buffer-timeout`: longest time a partly filled buffer waits; zero = flush every record.
     pub buffer_timeout: Duration,
+    /// `pipeline.auto-watermark-interval`: period of watermark emission; zero = only the final watermark.
+    pub auto_watermark_interval: Duration,
     /// `execution.checkpointing.interval`: time between checkpoint starts; `None` = checkpointing off.
     pub checkpoint_interval: Option<Duration>,
     /// `execution.checkpointing.mode`: exactly-once (aligned barriers) or at-least-once.
@@ -398,6 +402,7 @@ impl Default for Config {
             parallelism: None,
             max_parallelism: 128,
             buffer_timeout: Duration::from_millis(100),
+            auto_watermark_interval: crate::watermark::DEFAULT_AUTO_WATERMARK_INTERVAL,
             checkpoint_interval: None,
             checkpointing_mode: CheckpointingMode::ExactlyOnce,
             checkpoint_min_pause: Duration::ZERO,
@@ -616,6 +621,7 @@ impl Config {
             "parallelism.default" => opt(self.parallelism.map(|p| p as u64)),
             "pipeline.max-parallelism" => self.max_parallelism.to_string(),
             "execution.buffer-timeout" => dur(self.buffer_timeout),
+            "pipeline.auto-watermark-interval" => dur(self.auto_watermark_interval),
             "execution.checkpointing.interval" => self
                 .checkpoint_interval
                 .map_or_else(|| "unset".to_string(), dur),
@@ -867,6 +873,12 @@ impl Config {
             }
             "pipeline.max-parallelism" => self.max_parallelism = s.int_in(1, 32768)? as u32,
             "execution.buffer-timeout" => self.buffer_timeout = s.duration()?,
+            "pipeline.auto-watermark-interval" => {
+                let d = s.duration()?;
+                let ok = d.is_zero() || d >= ONE_MS;
+                let expected = format!("{DURATION_EXPECTED}: 0ms (off) or at least 1ms");
+                self.auto_watermark_interval = s.check(ok.then_some(d), &expected)?;
+            }
             "execution.checkpointing.interval" => {
                 self.checkpoint_interval = if s.is_unset() {
                     None

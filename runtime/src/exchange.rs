@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use weir_net::{
     BufferPool, ChannelEvent, ChannelSender, CheckpointBarrier, NetworkBuffer, PriorityBarrier,
-    Wire,
+    WatermarkStatus, Wire,
 };
 use weir_state::{KeyGroupAssigner, KeyHash};
 
@@ -445,6 +445,31 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
 
     fn output_pending(&self) -> bool {
         self.channels.iter().any(|c| !c.queued.is_empty())
+    }
+
+    fn on_watermark(&mut self, watermark: i64) {
+        self.broadcast(|| ChannelEvent::Watermark(watermark));
+    }
+
+    fn on_watermark_status(&mut self, status: WatermarkStatus) {
+        self.broadcast(|| ChannelEvent::WatermarkStatus(status));
+    }
+}
+
+impl<T, K, KF> ExchangeOutput<T, K, KF> {
+    /// Sends a watermark or watermark status into every channel, behind
+    /// the records before it (the partly filled buffers are shipped
+    /// first). Nothing follows the end of data.
+    fn broadcast(&mut self, event: impl Fn() -> ChannelEvent) {
+        if self.data_ended {
+            return;
+        }
+        for ch in self.channels.iter_mut() {
+            ch.ship_current();
+            ch.enqueue(event());
+        }
+        self.available = self.channels.iter().all(|c| c.queued.is_empty())
+            && (self.pool.available() > 0 || self.pool.reclaim() > 0);
     }
 }
 

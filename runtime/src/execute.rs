@@ -95,6 +95,8 @@ pub struct ExecutionOptions {
     pub max_parallelism: u32,
     /// `execution.buffer-timeout`.
     pub buffer_timeout: Duration,
+    /// `pipeline.auto-watermark-interval` (zero: only final watermarks).
+    pub auto_watermark_interval: Duration,
     /// `taskmanager.memory.segment-size`: bytes per network buffer.
     pub segment_size: usize,
     /// `taskmanager.network.memory.buffers-per-channel`: credit per channel.
@@ -141,6 +143,7 @@ impl ExecutionOptions {
             pin_cores: config.pin_cores,
             max_parallelism: config.max_parallelism,
             buffer_timeout: config.buffer_timeout,
+            auto_watermark_interval: config.auto_watermark_interval,
             segment_size: config.segment_size,
             buffers_per_channel: config.buffers_per_channel as usize,
             floating_buffers: config.floating_buffers_per_gate as usize,
@@ -615,6 +618,7 @@ fn run_attempt(
         let worker_metrics = worker_metrics.clone();
         let settings = WorkerSettings {
             buffer_timeout: options.buffer_timeout,
+            auto_watermark_interval: options.auto_watermark_interval,
             max_parallelism: options.max_parallelism,
             barrier_mode: options
                 .checkpointing
@@ -803,6 +807,7 @@ fn tasks_on_worker(stages: &[ResolvedStage], w: usize, workers: usize) -> usize 
 /// What every subtask of a worker is built with.
 struct WorkerSettings {
     buffer_timeout: Duration,
+    auto_watermark_interval: Duration,
     max_parallelism: u32,
     barrier_mode: BarrierMode,
     /// Buffer debloating: options, credit per channel, segment size.
@@ -955,6 +960,7 @@ fn build_tasks(
                     max_parallelism: settings.max_parallelism,
                 },
                 buffer_timeout: settings.buffer_timeout,
+                auto_watermark_interval: settings.auto_watermark_interval,
                 metrics,
                 stage_name: &node.name,
                 endpoints,

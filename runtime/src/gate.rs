@@ -35,6 +35,15 @@
 //!   inputs whose barrier arrived are released and the others are captured
 //!   up to their barrier. A priority barrier (its sender timed out waiting
 //!   for credit) switches at once.
+//!
+//! # Watermarks
+//!
+//! Watermarks and watermark statuses are taken in their turn like records
+//! (so a capture's queued events keep their order too) and go to the gate's
+//! [`WatermarkValve`]: when the minimum over the active inputs advances, or
+//! every input becomes idle or one becomes active again, the gate passes it
+//! down the chain ([`crate::operator::ChainControl::on_watermark`]) before
+//! the next record.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -48,6 +57,7 @@ use crate::checkpoint::signals::CheckpointSignals;
 use crate::debloat::BufferDebloater;
 use crate::metrics::{ChannelBytes, ChannelCounters, SubtaskMetrics};
 use crate::operator::Collector;
+use crate::watermark::{ValveOutput, WatermarkValve};
 
 /// How a gate (and the outputs of its task) treat checkpoint barriers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -208,8 +218,21 @@ fn before(a: usize, b: usize) -> bool {
 enum Next {
     Nothing,
     Moved,
+    /// A watermark event that changes the gate's event time or status.
+    Watermark(ValveOutput),
     Snapshot(AlignedBarrier),
     DataEnded,
+}
+
+impl Next {
+    /// A watermark event's outcome: passed on if the valve emits anything.
+    fn of(o: ValveOutput) -> Self {
+        if o.is_empty() {
+            Next::Moved
+        } else {
+            Next::Watermark(o)
+        }
+    }
 }
 
 /// Most records between two looks at the priority path and the clock
@@ -261,6 +284,8 @@ pub struct InputGate {
     throughput: Throughput,
     /// Buffer debloating: sizes the credit and buffers of the inputs.
     debloater: Option<BufferDebloater>,
+    /// The event time over the inputs.
+    valve: WatermarkValve,
 }
 
 /// The rate at which a gate takes bytes in, smoothed, to estimate how long
@@ -345,6 +370,7 @@ impl InputGate {
             signals: None,
             throughput: Throughput::new(),
             debloater: None,
+            valve: WatermarkValve::new(n),
         }
     }
 
@@ -573,10 +599,30 @@ impl InputGate {
                     moved += 1;
                     events += 1;
                 }
+                Next::Watermark(o) => {
+                    moved += 1;
+                    events += 1;
+                    if let Some(w) = o.watermark {
+                        out.on_watermark(w);
+                    }
+                    if let Some(s) = o.status {
+                        out.on_watermark_status(s);
+                    }
+                }
                 Next::Snapshot(b) => return (GateStatus::Barrier(b), moved, events),
                 Next::DataEnded => return (GateStatus::DataEnded, moved, events),
             }
         }
+    }
+
+    /// The combined watermark (`i64::MIN` before the first).
+    pub fn current_watermark(&self) -> i64 {
+        self.valve.current_watermark()
+    }
+
+    /// True if every input is idle.
+    pub fn is_idle(&self) -> bool {
+        self.valve.is_idle()
     }
 
     /// The snapshot of the barrier is taken: unblock every input.
@@ -1033,9 +1079,8 @@ impl InputGate {
                     None => Next::Moved,
                 }
             }
-            ChannelEvent::Watermark(w) => panic!(
-                "channel {c} delivered watermark {w} but this job has no event-time operators"
-            ),
+            ChannelEvent::Watermark(w) => Next::of(self.valve.input_watermark(c, w)),
+            ChannelEvent::WatermarkStatus(s) => Next::of(self.valve.input_status(c, s)),
         }
     }
 }

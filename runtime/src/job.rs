@@ -73,6 +73,7 @@ use crate::operator::{Collector, FilterOp, FlatMapOp, MapOp};
 use crate::sink::{Sink, SinkOp, SINK_STATE};
 use crate::source::{Source, SourceTask, SubtaskInfo, POSITION_STATE};
 use crate::task::Task;
+use crate::watermark::{TimestampsOp, WatermarkStrategy};
 use crate::worker::BuildContext;
 
 /// Builds a chain's head task around a given downstream collector.
@@ -252,6 +253,34 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             f,
             _input: PhantomData,
         })
+    }
+
+    /// Gives the stream event time (Flink's `assignTimestampsAndWatermarks`):
+    /// each record's timestamp comes from `strategy`'s extractor, and this
+    /// subtask emits watermarks every `pipeline.auto-watermark-interval`,
+    /// marks itself idle after the strategy's idleness timeout, and emits
+    /// `i64::MAX` at the end of its input. Put it right after the source,
+    /// so each source subtask generates its own watermarks. Watermarks from
+    /// upstream of it are dropped (but the final one). The operator holds
+    /// no state, so it needs no uid.
+    pub fn assign_timestamps_and_watermarks<TF>(
+        self,
+        strategy: WatermarkStrategy<TF>,
+    ) -> Stream<'j, T, TimestampsChain<B, TF>>
+    where
+        TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+    {
+        Stream {
+            name: format!("{} -> timestamps/watermarks", self.name),
+            job: self.job,
+            chain: TimestampsChain {
+                prev: self.chain,
+                strategy,
+            },
+            parallelism: self.parallelism,
+            input: self.input,
+            _record: PhantomData,
+        }
     }
 
     /// Partitions the stream by key: records travel to the subtask owning
@@ -543,6 +572,28 @@ where
                 out,
             },
         )
+    }
+}
+
+/// Chain link of [`Stream::assign_timestamps_and_watermarks`].
+pub struct TimestampsChain<B, TF> {
+    prev: B,
+    strategy: WatermarkStrategy<TF>,
+}
+
+impl<T, B, TF> ChainBuilder<T> for TimestampsChain<B, TF>
+where
+    T: 'static,
+    B: ChainBuilder<T>,
+    TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+{
+    fn build<C: Collector<T> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Box<dyn Task> {
+        let op = TimestampsOp::new(&self.strategy, ctx.auto_watermark_interval, out);
+        self.prev.build(ctx, op)
     }
 }
 

@@ -14,19 +14,31 @@ use crate::checkpoint::snapshot::{KeyedStates, TaskSnapshot};
 use crate::operator::{ChainControl, Collector, FlushOutcome};
 use crate::source::SubtaskInfo;
 
-/// The key of the record being processed, with its precomputed hash.
+/// The key of the record being processed, with its precomputed hash, and
+/// the operator's current event time.
 #[derive(Clone, Copy, Debug)]
 pub struct KeyContext<K> {
     key: K,
     hash: u64,
+    watermark: i64,
 }
 
 impl<K: KeyHash> KeyContext<K> {
-    /// The context for `key`.
+    /// The context for `key`, before any watermark (`i64::MIN`).
     #[inline]
     pub fn new(key: K) -> Self {
+        Self::with_watermark(key, i64::MIN)
+    }
+
+    /// The context for `key` in an operator whose watermark is `watermark`.
+    #[inline]
+    pub fn with_watermark(key: K, watermark: i64) -> Self {
         let hash = key.key_hash();
-        Self { key, hash }
+        Self {
+            key,
+            hash,
+            watermark,
+        }
     }
 }
 
@@ -41,6 +53,15 @@ impl<K> KeyContext<K> {
     #[inline]
     pub fn hash(&self) -> u64 {
         self.hash
+    }
+
+    /// The operator's current watermark (ms): the minimum over its active
+    /// inputs of their watermarks, as Flink's
+    /// `TimerService::currentWatermark`; `i64::MIN` before the first one
+    /// and in jobs without event time, `i64::MAX` once every input ended.
+    #[inline]
+    pub fn current_watermark(&self) -> i64 {
+        self.watermark
     }
 }
 
@@ -62,6 +83,14 @@ pub trait KeyedProcessFunction: 'static {
         value: Self::In,
         out: &mut C,
     );
+
+    /// The operator's event time advanced to `watermark` (ms; `i64::MAX`
+    /// once every input ended), before the watermark is passed on: the
+    /// place for event-time logic (timers, windows) to emit what is due.
+    /// Called only when it advances.
+    fn on_watermark<C: Collector<Self::Out>>(&mut self, watermark: i64, out: &mut C) {
+        let _ = (watermark, out);
+    }
 
     /// The input ended (bounded sources): emit any final results.
     fn on_end_of_input<C: Collector<Self::Out>>(&mut self, out: &mut C) {
@@ -199,6 +228,8 @@ pub struct KeyedProcessOp<F, KF, C> {
     info: SubtaskInfo,
     /// Key groups this subtask owns (checked in debug builds).
     owned: KeyGroupRange,
+    /// The current watermark (`i64::MIN` before the first).
+    watermark: i64,
 }
 
 impl<F, KF, C> KeyedProcessOp<F, KF, C> {
@@ -224,7 +255,13 @@ impl<F, KF, C> KeyedProcessOp<F, KF, C> {
                 info.parallelism as u32,
                 info.index as u32,
             ),
+            watermark: i64::MIN,
         }
+    }
+
+    /// The operator's current watermark.
+    pub fn current_watermark(&self) -> i64 {
+        self.watermark
     }
 }
 
@@ -276,6 +313,18 @@ where
     fn output_pending(&self) -> bool {
         self.out.output_pending()
     }
+
+    fn on_watermark(&mut self, watermark: i64) {
+        if watermark > self.watermark {
+            self.watermark = watermark;
+            self.func.on_watermark(watermark, &mut self.out);
+            self.out.on_watermark(watermark);
+        }
+    }
+
+    fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
+        self.out.on_watermark_status(status);
+    }
 }
 
 impl<F, KF, C> Collector<F::In> for KeyedProcessOp<F, KF, C>
@@ -286,7 +335,7 @@ where
 {
     #[inline(always)]
     fn collect(&mut self, record: F::In) {
-        let ctx = KeyContext::new((self.key_fn)(&record));
+        let ctx = KeyContext::with_watermark((self.key_fn)(&record), self.watermark);
         debug_assert!(
             self.owned.contains(weir_state::key_group_for_hash(
                 ctx.hash,

@@ -28,6 +28,7 @@ pub mod restart;
 pub mod sink;
 pub mod source;
 pub mod task;
+pub mod watermark;
 pub mod worker;
 
 pub use checkpoint::{CheckpointRecord, CheckpointSummary, KeyedStates};
@@ -48,5 +49,6 @@ pub use restart::{
 };
 pub use sink::Sink;
 pub use source::{SequenceSource, Source, SourcePoll, SubtaskInfo};
-pub use weir_net::Wire;
+pub use watermark::{WatermarkStrategy, WatermarkValve};
+pub use weir_net::{WatermarkStatus, Wire};
 pub use weir_state::KeyHash;

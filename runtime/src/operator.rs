@@ -66,6 +66,17 @@ pub trait ChainControl {
     /// the end of the input, when the tail takes no more records, this is
     /// what makes the subtask backpressured rather than idle.
     fn output_pending(&self) -> bool;
+
+    /// The event time of the records that follow is at least `watermark`
+    /// (ms): it advanced to it. Operators with event-time logic act on it
+    /// and pass it on; an exchange tail sends it into every channel, behind
+    /// the records before it. Only jobs with a
+    /// [`crate::WatermarkStrategy`] see watermarks.
+    fn on_watermark(&mut self, watermark: i64);
+
+    /// The stream became idle (no watermarks for now: it must not hold back
+    /// event time downstream) or active again. Passed on like a watermark.
+    fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus);
 }
 
 /// What a [`ChainControl::flush`] did.
@@ -113,6 +124,12 @@ macro_rules! forward_chain_control {
             }
             fn output_pending(&self) -> bool {
                 self.out.output_pending()
+            }
+            fn on_watermark(&mut self, watermark: i64) {
+                self.out.on_watermark(watermark)
+            }
+            fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
+                self.out.on_watermark_status(status)
             }
         }
     };
@@ -182,6 +199,8 @@ pub(crate) mod tests {
     pub struct VecTail<T> {
         pub items: Vec<T>,
         pub finished: bool,
+        pub watermarks: Vec<i64>,
+        pub statuses: Vec<weir_net::WatermarkStatus>,
     }
 
     impl<T> ChainControl for VecTail<T> {
@@ -201,6 +220,12 @@ pub(crate) mod tests {
         fn publish_metrics(&mut self) {}
         fn output_pending(&self) -> bool {
             false
+        }
+        fn on_watermark(&mut self, watermark: i64) {
+            self.watermarks.push(watermark);
+        }
+        fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
+            self.statuses.push(status);
         }
     }
 

@@ -200,6 +200,11 @@ impl<S: Sink> ChainControl for SinkOp<S> {
     fn output_pending(&self) -> bool {
         false
     }
+
+    /// A sink has no event-time logic: watermarks end here.
+    fn on_watermark(&mut self, _watermark: i64) {}
+
+    fn on_watermark_status(&mut self, _status: weir_net::WatermarkStatus) {}
 }
 
 impl<S: Sink> Collector<S::In> for SinkOp<S> {

@@ -65,6 +65,8 @@ pub struct BuildContext<'a> {
     pub info: SubtaskInfo,
     /// `execution.buffer-timeout`.
     pub buffer_timeout: Duration,
+    /// `pipeline.auto-watermark-interval` (zero: only final watermarks).
+    pub auto_watermark_interval: Duration,
     /// The worker's counters.
     pub metrics: &'a WorkerMetrics,
     pub(crate) stage_name: &'a str,

@@ -111,6 +111,14 @@ fn bare_integers_strings_and_separators() {
     let c = toml("taskmanager.memory.segment-size = 64\npipeline.max-parallelism = 32768\n\
                   taskmanager.network.memory.floating-buffers-per-gate = 0\n").unwrap();
     assert_eq!((c.segment_size, c.max_parallelism, c.floating_buffers_per_gate), (64, 32768, 0));
+    // The watermark interval: Flink's 200ms by default; 0ms turns it off.
+    assert_eq!(Config::default().auto_watermark_interval, ms(200));
+    let c = toml("pipeline.auto-watermark-interval = \"0ms\"").unwrap();
+    assert_eq!(c.auto_watermark_interval, Duration::ZERO);
+    let c = toml("pipeline.auto-watermark-interval = \"1ms\"").unwrap();
+    assert_eq!(c.auto_watermark_interval, ms(1));
+    let err = toml("pipeline.auto-watermark-interval = \"500us\"").unwrap_err();
+    assert!(err.to_string().ends_with("0ms (off) or at least 1ms"), "{err}");
 }
 
 #[test]
@@ -139,6 +147,8 @@ fn invalid_values_name_the_key_and_the_expected_form() {
         ("weir.worker.pin-cores = 1", "weir.worker.pin-cores", "true or false"),
         ("job.records = 0", "job.records", "an integer of at least 1, or unset"),
         ("parallelism.default = true", "parallelism.default", "an integer of at least 1, or unset"),
+        ("pipeline.auto-watermark-interval = \"500us\"", "pipeline.auto-watermark-interval",
+         "a duration such as 100ms, 1s or 2min"),
     ];
     for (text, key, expected) in cases {
         let err = toml(text).unwrap_err();
@@ -221,6 +231,7 @@ fn to_toml_round_trips() {
     let custom = Config {
         job: JobName::W3, records: Some(1_000_000), keys: None, rate: Some(5), warmup: ms(1500),
         duration: ms(60_000), parallelism: Some(2), max_parallelism: 4096, buffer_timeout: ms(0),
+        auto_watermark_interval: ms(50),
         segment_size: 1 << 20, buffers_per_channel: 16, floating_buffers_per_gate: 0,
         pin_cores: false, spin_before_park: Duration::from_nanos(500), progress_interval: ms(250),
         checkpoint_interval: Some(ms(30_000)), checkpointing_mode: CheckpointingMode::AtLeastOnce,

@@ -496,6 +496,8 @@ mod tests {
             true
         }
         fn publish_metrics(&mut self) {}
+        fn on_watermark(&mut self, _watermark: i64) {}
+        fn on_watermark_status(&mut self, _status: weir_net::WatermarkStatus) {}
         fn output_pending(&self) -> bool {
             false
         }

@@ -257,6 +257,12 @@ fn a_barrier_interrupts_a_buffer_and_captures_its_rest() {
         fn output_pending(&self) -> bool {
             false
         }
+        fn on_watermark(&mut self, watermark: i64) {
+            self.out.on_watermark(watermark);
+        }
+        fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
+            self.out.on_watermark_status(status);
+        }
     }
     let (first, second) = tx.split_at_mut(1);
     let _ = first;
@@ -404,4 +410,92 @@ fn a_triggered_checkpoint_past_its_timeout_snapshots_before_any_barrier() {
     assert_eq!(records_of(&state.channels[0]), vec![2]);
     assert_eq!(records_of(&state.channels[1]), vec![11]);
     assert_eq!(sorted(out.items), vec![1, 2, 10, 11]);
+}
+
+/// What a chain saw, in order: records, watermarks and statuses.
+#[derive(Debug, PartialEq, Eq)]
+enum Seen {
+    Record(u64),
+    Watermark(i64),
+    Status(weir_net::WatermarkStatus),
+}
+
+#[derive(Default)]
+struct Log(Vec<Seen>);
+
+impl crate::operator::ChainControl for Log {
+    fn is_available(&self) -> bool {
+        true
+    }
+    fn flush(&mut self, _now: Instant) -> crate::operator::FlushOutcome {
+        crate::operator::FlushOutcome::default()
+    }
+    fn end_input(&mut self) {}
+    fn snapshot(&mut self, _s: &mut crate::checkpoint::snapshot::TaskSnapshot) {}
+    fn notify_checkpoint_complete(&mut self, _id: u64) {}
+    fn finish(&mut self) -> bool {
+        true
+    }
+    fn publish_metrics(&mut self) {}
+    fn output_pending(&self) -> bool {
+        false
+    }
+    fn on_watermark(&mut self, watermark: i64) {
+        self.0.push(Seen::Watermark(watermark));
+    }
+    fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
+        self.0.push(Seen::Status(status));
+    }
+}
+
+impl Collector<u64> for Log {
+    fn collect(&mut self, record: u64) {
+        self.0.push(Seen::Record(record));
+    }
+}
+
+#[test]
+fn watermarks_reach_the_chain_in_order_with_records_in_every_mode() {
+    use weir_net::WatermarkStatus::{Active, Idle};
+    for mode in [BarrierMode::Aligned, BarrierMode::Unaligned] {
+        let (mut g, _tx, _ret) = gate(
+            mode,
+            [
+                vec![
+                    buffer(&[1]),
+                    ChannelEvent::Watermark(10),
+                    buffer(&[2]),
+                    ChannelEvent::WatermarkStatus(Idle),
+                ],
+                vec![
+                    ChannelEvent::Watermark(5),
+                    buffer(&[3]),
+                    ChannelEvent::Watermark(20),
+                    ChannelEvent::WatermarkStatus(Idle),
+                    ChannelEvent::WatermarkStatus(Active),
+                    ChannelEvent::Watermark(30),
+                ],
+            ],
+        );
+        let mut out = Log::default();
+        while g.pump(&mut out, 1) != GateStatus::Moved(0) {}
+        // Round-robin: input 0's event, then input 1's, and so on.
+        assert_eq!(
+            out.0,
+            vec![
+                Seen::Record(1),
+                Seen::Watermark(5), // min(10, 5)
+                Seen::Record(3),
+                Seen::Record(2),
+                Seen::Watermark(10), // min(10, 20)
+                Seen::Watermark(20), // input 0 idle: input 1 alone
+                Seen::Status(Idle),  // both idle
+                Seen::Status(Active),
+                Seen::Watermark(30),
+            ],
+            "{mode:?}"
+        );
+        assert_eq!(g.current_watermark(), 30);
+        assert!(!g.is_idle());
+    }
 }

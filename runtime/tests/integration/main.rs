@@ -9,6 +9,7 @@ mod backpressure;
 mod chaining;
 mod checkpoint;
 mod debloat;
+mod event_time;
 mod failure;
 mod files;
 mod lifecycle;

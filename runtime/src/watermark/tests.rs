@@ -1,0 +1,222 @@
+//! Tests of the watermark valve (Flink's `StatusWatermarkValve` semantics)
+//! and of watermark generation by [`TimestampsOp`].
+
+use std::time::{Duration, Instant};
+
+use weir_net::WatermarkStatus::{Active, Idle};
+
+use super::*;
+use crate::operator::tests::VecTail;
+
+fn wm(w: i64) -> ValveOutput {
+    ValveOutput {
+        watermark: Some(w),
+        status: None,
+    }
+}
+
+const NONE: ValveOutput = ValveOutput {
+    watermark: None,
+    status: None,
+};
+
+#[test]
+fn combined_watermark_is_the_minimum_over_inputs() {
+    let mut v = WatermarkValve::new(3);
+    assert_eq!(v.input_watermark(0, 10), NONE);
+    assert_eq!(v.input_watermark(1, 5), NONE);
+    assert_eq!(v.input_watermark(2, 7), wm(5));
+    assert_eq!(v.input_watermark(1, 20), wm(7));
+    // A watermark below an input's last one is ignored.
+    assert_eq!(v.input_watermark(1, 3), NONE);
+    assert_eq!(v.input_watermark(2, 30), wm(10));
+    // Equal to the combined one: no new output.
+    assert_eq!(v.input_watermark(0, 10), NONE);
+    assert_eq!(v.current_watermark(), 10);
+}
+
+#[test]
+fn an_idle_input_stops_holding_event_time_back() {
+    let mut v = WatermarkValve::new(2);
+    v.input_watermark(0, 100);
+    assert_eq!(v.input_watermark(1, 4), wm(4));
+    // Input 1 held the minimum: going idle lets input 0 lead.
+    assert_eq!(v.input_status(1, Idle), wm(100));
+    assert!(!v.is_idle());
+    assert_eq!(v.input_watermark(0, 150), wm(150));
+    // Watermarks of an idle input are ignored.
+    assert_eq!(v.input_watermark(1, 400), NONE);
+    assert_eq!(v.current_watermark(), 150);
+}
+
+#[test]
+fn a_rejoining_input_never_moves_event_time_back() {
+    let mut v = WatermarkValve::new(2);
+    v.input_watermark(0, 100);
+    v.input_watermark(1, 4);
+    v.input_status(1, Idle);
+    assert_eq!(v.current_watermark(), 100);
+    // Active again, but behind: not aligned, so it neither lowers nor
+    // holds back the combined watermark.
+    assert_eq!(v.input_status(1, Active), NONE);
+    assert_eq!(v.input_watermark(1, 50), NONE);
+    assert_eq!(v.input_watermark(0, 120), wm(120));
+    // Caught up: it takes part in the minimum again.
+    assert_eq!(v.input_watermark(1, 130), NONE);
+    assert_eq!(v.input_watermark(0, 200), wm(130));
+    assert_eq!(v.input_watermark(1, 250), wm(200));
+}
+
+#[test]
+fn all_inputs_idle_makes_the_valve_idle_and_flushes_the_maximum() {
+    let mut v = WatermarkValve::new(2);
+    v.input_watermark(0, 30);
+    assert_eq!(v.input_watermark(1, 20), wm(20));
+    assert_eq!(v.input_status(0, Idle), NONE);
+    // The last active input held the minimum: the largest watermark of
+    // all inputs is emitted before the idle status.
+    assert_eq!(
+        v.input_status(1, Idle),
+        ValveOutput {
+            watermark: Some(30),
+            status: Some(Idle)
+        }
+    );
+    assert!(v.is_idle());
+    // Idle twice is no change.
+    assert_eq!(v.input_status(1, Idle), NONE);
+    // One input back: the valve is active again, at the same watermark.
+    assert_eq!(
+        v.input_status(0, Active),
+        ValveOutput {
+            watermark: None,
+            status: Some(Active)
+        }
+    );
+    assert_eq!(v.current_watermark(), 30);
+    assert_eq!(v.input_watermark(0, 40), wm(40));
+}
+
+#[test]
+fn the_final_watermark_passes_once_every_input_sent_it() {
+    let mut v = WatermarkValve::new(2);
+    v.input_watermark(0, 10);
+    v.input_watermark(1, 10);
+    assert_eq!(v.input_watermark(0, i64::MAX), NONE);
+    assert_eq!(v.input_watermark(1, i64::MAX), wm(i64::MAX));
+}
+
+fn strategy(bound_ms: u64) -> WatermarkStrategy<fn(&i64) -> i64> {
+    WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(bound_ms))
+        .with_timestamp_assigner(|r: &i64| *r)
+}
+
+#[test]
+fn watermarks_are_periodic_and_trail_the_largest_timestamp() {
+    let interval = Duration::from_millis(200);
+    let mut op = TimestampsOp::new(&strategy(10), interval, VecTail::<i64>::default());
+    let t0 = Instant::now();
+    let first = op.flush(t0);
+    assert_eq!(first.next_deadline, Some(t0 + interval));
+    for ts in [100, 50, 120, 90] {
+        op.collect(ts);
+    }
+    // Not per record: nothing before the interval is over.
+    assert!(op.out.watermarks.is_empty());
+    op.flush(t0 + Duration::from_millis(100));
+    assert!(op.out.watermarks.is_empty());
+    let out = op.flush(t0 + interval);
+    assert!(out.progressed);
+    assert_eq!(op.out.watermarks, vec![120 - 10 - 1]);
+    // No new record: no new watermark.
+    op.flush(t0 + interval * 2);
+    assert_eq!(op.out.watermarks, vec![109]);
+    op.end_input();
+    assert_eq!(op.out.watermarks, vec![109, i64::MAX]);
+    assert_eq!(op.out.items, vec![100, 50, 120, 90]);
+}
+
+#[test]
+fn a_quiet_subtask_marks_itself_idle_and_its_next_record_active() {
+    let interval = Duration::from_millis(10);
+    let s = strategy(0).with_idleness(Duration::from_millis(25));
+    let mut op = TimestampsOp::new(&s, interval, VecTail::<i64>::default());
+    let t0 = Instant::now();
+    op.flush(t0);
+    op.collect(5);
+    op.flush(t0 + interval);
+    assert_eq!(op.out.watermarks, vec![4]);
+    // The check at 10ms saw the record; 20 and 30ms are within 25ms of it.
+    for k in 2..=3 {
+        op.flush(t0 + interval * k);
+    }
+    assert!(op.out.statuses.is_empty(), "idle only after the timeout");
+    op.flush(t0 + interval * 4);
+    assert_eq!(op.out.statuses, vec![Idle]);
+    assert!(op.is_idle());
+    op.collect(7);
+    assert_eq!(op.out.statuses, vec![Idle, Active]);
+    op.flush(t0 + interval * 5);
+    assert_eq!(op.out.watermarks, vec![4, 6]);
+}
+
+#[test]
+fn an_idle_subtask_at_end_of_input_becomes_active_for_the_final_watermark() {
+    let s = strategy(0).with_idleness(Duration::from_millis(1));
+    let mut op = TimestampsOp::new(&s, Duration::from_millis(1), VecTail::<i64>::default());
+    let t0 = Instant::now();
+    op.flush(t0);
+    op.flush(t0 + Duration::from_millis(5));
+    assert_eq!(op.out.statuses, vec![Idle]);
+    op.end_input();
+    assert_eq!(op.out.statuses, vec![Idle, Active]);
+    assert_eq!(op.out.watermarks, vec![i64::MAX]);
+}
+
+#[test]
+fn an_exchange_output_broadcasts_watermarks_behind_its_buffers() {
+    use std::sync::Arc;
+
+    use weir_net::{channel, BufferPool, ChannelEvent, Doorbell};
+
+    use crate::exchange::ExchangeOutput;
+    use crate::gate::BarrierMode;
+
+    let mut pool = BufferPool::new(8, 1024);
+    let (mut senders, mut receivers) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        let bell = Arc::new(Doorbell::new());
+        let (tx, rx, ret) = channel(16, 16, bell.clone(), bell);
+        pool.add_return_path(ret);
+        senders.push(tx);
+        receivers.push(rx);
+    }
+    let mut out = ExchangeOutput::new(
+        |r: &u64| *r,
+        128,
+        senders,
+        pool,
+        16,
+        Duration::from_secs(60),
+        BarrierMode::Aligned,
+    );
+    for r in 0..20u64 {
+        out.collect(r);
+    }
+    out.on_watermark(42);
+    out.on_watermark_status(Idle);
+    for (c, rx) in receivers.iter_mut().enumerate() {
+        // The partly filled buffer goes first, then the watermark events.
+        let first = rx.recv();
+        assert!(
+            matches!(first, Some(ChannelEvent::Buffer(ref b)) if b.records() > 0),
+            "channel {c}: {first:?}"
+        );
+        assert!(matches!(rx.recv(), Some(ChannelEvent::Watermark(42))));
+        assert!(matches!(
+            rx.recv(),
+            Some(ChannelEvent::WatermarkStatus(Idle))
+        ));
+        assert!(rx.recv().is_none());
+    }
+}

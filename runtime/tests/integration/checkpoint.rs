@@ -29,7 +29,7 @@ use crate::{options, run_job, run_ok, splitmix64, temp_dir, M};
 
 /// Records `(splitmix64(i) % keys, i)` for this subtask's share of
 /// `0..count`, at most `per_ms` per millisecond.
-struct PacedSource {
+pub struct PacedSource {
     next: u64,
     step: u64,
     count: u64,
@@ -37,6 +37,22 @@ struct PacedSource {
     per_ms: u64,
     started: Option<Instant>,
     emitted: u64,
+}
+
+impl PacedSource {
+    /// Subtask `info`'s share of `count` records over `keys` keys, at most
+    /// `per_ms` per millisecond over all subtasks.
+    pub fn new(info: &SubtaskInfo, count: u64, keys: u64, per_ms: u64) -> Self {
+        Self {
+            next: info.index as u64,
+            step: info.parallelism as u64,
+            count,
+            keys,
+            per_ms: per_ms / info.parallelism as u64,
+            started: None,
+            emitted: 0,
+        }
+    }
 }
 
 impl Source for PacedSource {
@@ -194,14 +210,8 @@ fn job(s: &Setup) -> (JobGraph, Tallies) {
     let tallies: Tallies = Arc::new(Mutex::new(Vec::new()));
     let into = tallies.clone();
     let mut job = JobGraph::new("checkpointed-count");
-    job.source("paced", move |info: &SubtaskInfo| PacedSource {
-        next: info.index as u64,
-        step: info.parallelism as u64,
-        count: n,
-        keys,
-        per_ms: per_ms / info.parallelism as u64,
-        started: None,
-        emitted: 0,
+    job.source("paced", move |info: &SubtaskInfo| {
+        PacedSource::new(info, n, keys, per_ms)
     })
     .key_by(|r: &(u64, u64)| r.0)
     .process("count", move |_: &SubtaskInfo| CountAndSum {

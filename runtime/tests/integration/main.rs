@@ -14,6 +14,7 @@ mod files;
 mod lifecycle;
 mod metrics;
 mod routing;
+mod state_kinds;
 mod strings;
 mod w1;
 

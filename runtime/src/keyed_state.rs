@@ -1,7 +1,8 @@
 //! Flink's other keyed state kinds: [`KeyedMapState`], [`KeyedListState`],
 //! [`KeyedReducingState`] and [`KeyedAggregatingState`], each scoped to the
 //! current key of a [`KeyContext`], each optionally with a time-to-live
-//! ([`crate::ttl`]).
+//! ([`crate::ttl`]), and [`KeyedTtlValueState`], value state with a
+//! time-to-live.
 //!
 //! # Storage
 //!
@@ -19,7 +20,7 @@
 //! - **List state** is one table keyed by `(key, index)` for the elements
 //!   and a table of list lengths: elements `0..len` of a key, in order.
 //! - **Reducing** and **aggregating state** are one table of the
-//!   accumulated value per key.
+//!   accumulated value per key; **TTL value state** one table of values.
 //!
 //! Every stored value carries its last-access time in milliseconds (0 and
 //! never looked at without TTL; 8 bytes per entry).
@@ -32,8 +33,8 @@
 //! a key's map entries and list elements with the key. Map heads and list
 //! lengths are not written; a restore rebuilds them from the entries.
 //! Entry formats (each field in its [`Wire`] encoding): map `key, user key,
-//! value, timestamp`; list `key, index, element, timestamp`; reducing and
-//! aggregating `key, accumulator, timestamp`. With TTL the snapshot leaves
+//! value, timestamp`; list `key, index, element, timestamp`; reducing,
+//! aggregating and TTL value `key, accumulator | value, timestamp`. With TTL the snapshot leaves
 //! out entries expired when it was taken (full cleanup); list elements
 //! that were left out are closed up on restore.
 
@@ -793,6 +794,80 @@ where
     /// Removes the current key's accumulator.
     pub fn clear(&mut self, ctx: &KeyContext<K>) {
         self.acc.clear(ctx);
+    }
+}
+
+/// Flink's keyed `ValueState<V>` with a time-to-live: one value per key
+/// that expires (see [`crate::ttl`]). A separate type from
+/// [`crate::KeyedValueState`], whose entries carry no timestamp, so that
+/// state without TTL costs nothing for it.
+pub struct KeyedTtlValueState<K, V>
+where
+    K: Copy + Eq + KeyHash,
+    V: Copy,
+{
+    acc: AccTable<K, V>,
+}
+
+impl<K, V> KeyedTtlValueState<K, V>
+where
+    K: Copy + Eq + KeyHash,
+    V: Copy,
+{
+    /// An empty value state named `name` whose values live as `config`
+    /// says, on processing time.
+    pub fn new(name: &str, config: StateTtlConfig) -> Self {
+        let mut acc = AccTable::new(name);
+        acc.ttl = ttl_for(config, None);
+        Self { acc }
+    }
+
+    /// The same state with time-to-live `config` measured by `clock`.
+    pub fn with_ttl_clock(mut self, config: StateTtlConfig, clock: Rc<dyn TtlClock>) -> Self {
+        self.acc.ttl = ttl_for(config, Some(clock));
+        self
+    }
+
+    /// The state's name.
+    pub fn name(&self) -> &str {
+        self.acc.table.name()
+    }
+
+    /// The current key's value, if any and not expired.
+    pub fn value(&mut self, ctx: &KeyContext<K>) -> Option<V> {
+        self.acc.get(ctx)
+    }
+
+    /// Sets the current key's value.
+    pub fn update(&mut self, ctx: &KeyContext<K>, value: V) {
+        self.acc.update(ctx, |_| value);
+    }
+
+    /// Removes the current key's value.
+    pub fn clear(&mut self, ctx: &KeyContext<K>) {
+        self.acc.clear(ctx);
+    }
+
+    /// Values of all keys on this subtask (expired ones not cleaned up
+    /// yet included).
+    pub fn total_len(&self) -> usize {
+        self.acc.table.len()
+    }
+}
+
+impl<K, V> KeyedTtlValueState<K, V>
+where
+    K: Copy + Eq + KeyHash + Wire,
+    V: Copy + Wire,
+{
+    /// A frozen view for a checkpoint (see the module doc for the format).
+    pub(crate) fn freeze(&self) -> FrozenTable<K, (V, u64)> {
+        self.acc.freeze()
+    }
+
+    /// The value table, for restores.
+    pub(crate) fn table_mut(&mut self) -> &mut ValueState<K, (V, u64)> {
+        &mut self.acc.table
     }
 }
 

@@ -45,6 +45,7 @@ pub use job::{JobGraph, KeyedStream, Stream};
 pub use keyed::{KeyContext, KeyedProcessFunction, KeyedValueState};
 pub use keyed_state::{
     AggregateFunction, KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedReducingState,
+    KeyedTtlValueState,
 };
 pub use metrics::{BackpressureLevel, GaugeSummary, SubtaskId, SubtaskSummary, TimeShares};
 pub use operator::{ChainControl, Collector, FlushOutcome};

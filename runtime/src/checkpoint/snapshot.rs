@@ -27,6 +27,7 @@ use crate::checkpoint::restore::{KeyedBlock, RestoreScope};
 use crate::keyed::KeyedValueState;
 use crate::keyed_state::{
     AggregateFunction, KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedReducingState,
+    KeyedTtlValueState,
 };
 use crate::source::SubtaskInfo;
 
@@ -500,6 +501,21 @@ impl<'a> KeyedStates<'a> {
         K: Copy + Eq + KeyHash + Wire,
         V: Copy + Wire,
         F: Fn(V, V) -> V,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.freeze()),
+            |scope, s| restore_entries(scope, &name, &mut ValueSink(s.table_mut())),
+        );
+    }
+
+    /// Visits a keyed `ValueState` with a time-to-live.
+    pub fn ttl_value<K, V>(&mut self, state: &mut KeyedTtlValueState<K, V>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        V: Copy + Wire,
     {
         let name = state.name().to_owned();
         self.visit(

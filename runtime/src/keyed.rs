@@ -121,6 +121,13 @@ thread_local! {
     static CREATED_STATES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Records that keyed state `name` was created on this thread (every keyed
+/// state kind's constructor calls it, so that the runtime can check it
+/// against `visit_state`).
+pub(crate) fn register_state(name: &str) {
+    CREATED_STATES.with(|c| c.borrow_mut().push(name.to_owned()));
+}
+
 /// The keyed states created on this thread since the last call.
 pub(crate) fn take_created_states() -> Vec<String> {
     CREATED_STATES.with(|c| std::mem::take(&mut *c.borrow_mut()))

@@ -22,12 +22,14 @@ pub mod failpoint;
 pub mod gate;
 pub mod job;
 pub mod keyed;
+pub mod keyed_state;
 pub mod metrics;
 pub mod operator;
 pub mod restart;
 pub mod sink;
 pub mod source;
 pub mod task;
+pub mod ttl;
 pub mod watermark;
 pub mod worker;
 
@@ -42,6 +44,10 @@ pub use execute::{
 };
 pub use job::{JobGraph, KeyedStream, Stream};
 pub use keyed::{KeyContext, KeyedProcessFunction, KeyedValueState};
+pub use keyed_state::{
+    AggregateFunction, KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedReducingState,
+    KeyedTtlValueState,
+};
 pub use metrics::{BackpressureLevel, GaugeSummary, SubtaskId, SubtaskSummary, TimeShares};
 pub use operator::{ChainControl, Collector, FlushOutcome};
 pub use restart::{
@@ -49,6 +55,7 @@ pub use restart::{
 };
 pub use sink::Sink;
 pub use source::{SequenceSource, Source, SourcePoll, SubtaskInfo};
+pub use ttl::{ManualClock, ProcessingTimeClock, StateTtlConfig, TtlClock, UpdateType};
 pub use watermark::{WatermarkStrategy, WatermarkValve};
 pub use weir_net::{WatermarkStatus, Wire};
 pub use weir_state::KeyHash;

@@ -25,6 +25,10 @@ use weir_state::{KeyGroupAssigner, KeyGroupRange, KeyHash};
 
 use crate::checkpoint::restore::{KeyedBlock, RestoreScope};
 use crate::keyed::KeyedValueState;
+use crate::keyed_state::{
+    AggregateFunction, KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedReducingState,
+    KeyedTtlValueState,
+};
 use crate::source::SubtaskInfo;
 
 /// A keyed state frozen at a barrier, to be written per key group.
@@ -89,32 +93,162 @@ where
         chunks: std::ops::Range<usize>,
         out: &mut Vec<Vec<u8>>,
     ) {
-        // Keys spread evenly over chunks and key groups: reserve each
-        // group's share of the part (with 1/8 slack), so the buffers do
-        // not grow entry by entry.
-        let all = self.chunk_count().max(1);
-        let share =
-            self.estimated_bytes() * chunks.len().min(all) / all / range.len().max(1) as usize;
-        out.resize_with(range.len() as usize, Vec::new);
-        for buf in out.iter_mut() {
-            buf.clear();
-            buf.reserve(share + share / 8 + 64);
-        }
-        // A mask instead of a division when the key groups are a power of
-        // two (the default 128).
-        let groups = KeyGroupAssigner::new(max_parallelism, 1);
-        for (k, v) in self.iter_chunks(chunks) {
-            let kg = groups.key_group(k.key_hash());
-            debug_assert!(range.contains(kg), "a key outside the subtask's range");
-            let buf = &mut out[(kg - range.start()) as usize];
-            append_wire(buf, k);
-            append_wire(buf, v);
-        }
+        let share = part_share(self, range, &chunks);
+        serialize_entries(
+            self.iter_chunks(chunks),
+            share,
+            max_parallelism,
+            range,
+            out,
+            |k| k.key_hash(),
+            |buf, k, v| {
+                append_wire(buf, k);
+                append_wire(buf, v);
+            },
+        );
     }
 }
 
+/// Bytes each key group's buffer should reserve for serializing the
+/// arena chunks `chunks` of `view`: keys spread evenly over chunks and key
+/// groups.
+fn part_share(
+    view: &dyn FrozenKeyedState,
+    range: KeyGroupRange,
+    chunks: &std::ops::Range<usize>,
+) -> usize {
+    let all = view.chunk_count().max(1);
+    view.estimated_bytes() * chunks.len().min(all) / all / range.len().max(1) as usize
+}
+
+/// Serializes `entries` into `out` per key group of `range` (see
+/// [`FrozenKeyedState::serialize_part`]): `group_hash` gives the hash that
+/// decides an entry's key group (its primary key's), `write` appends the
+/// entry's bytes (or nothing, to leave it out). Each buffer reserves
+/// `share` bytes (with 1/8 slack), so they do not grow entry by entry.
 #[inline]
-fn append_wire<T: Wire>(buf: &mut Vec<u8>, value: &T) {
+fn serialize_entries<'v, KK: 'v, VV: 'v>(
+    entries: impl Iterator<Item = (&'v KK, &'v VV)>,
+    share: usize,
+    max_parallelism: u32,
+    range: KeyGroupRange,
+    out: &mut Vec<Vec<u8>>,
+    group_hash: impl Fn(&KK) -> u64,
+    mut write: impl FnMut(&mut Vec<u8>, &KK, &VV),
+) {
+    out.resize_with(range.len() as usize, Vec::new);
+    for buf in out.iter_mut() {
+        buf.clear();
+        buf.reserve(share + share / 8 + 64);
+    }
+    // A mask instead of a division when the key groups are a power of
+    // two (the default 128).
+    let groups = KeyGroupAssigner::new(max_parallelism, 1);
+    for (k, v) in entries {
+        let kg = groups.key_group(group_hash(k));
+        debug_assert!(range.contains(kg), "a key outside the subtask's range");
+        write(&mut out[(kg - range.start()) as usize], k, v);
+    }
+}
+
+/// A frozen table of one of the composite keyed states (map, list,
+/// reducing, aggregating; see [`crate::keyed_state`]), with how its
+/// entries are written: the hash of an entry's *primary* key, which alone
+/// decides its key group (a map entry `(key, user key)` belongs to `key`'s
+/// group, so a restore at another parallelism finds it), the entry's
+/// bytes, and its TTL timestamp. With TTL the snapshot is also the full
+/// cleanup: entries expired when the view was taken are not written.
+pub struct FrozenTable<KK, VV>
+where
+    KK: Copy + Eq + KeyHash,
+    VV: Copy,
+{
+    view: FrozenValueState<KK, VV>,
+    group_hash: fn(&KK) -> u64,
+    write: fn(&mut Vec<u8>, &KK, &VV),
+    stamp: fn(&VV) -> u64,
+    /// `(now, ttl)` in milliseconds, when expired entries are left out.
+    expiry: Option<(u64, u64)>,
+}
+
+impl<KK, VV> FrozenTable<KK, VV>
+where
+    KK: Copy + Eq + KeyHash,
+    VV: Copy,
+{
+    /// `view` written entry by entry with `write`, into the key group of
+    /// `group_hash`; with `expiry = Some((now, ttl))` an entry whose
+    /// `stamp + ttl <= now` is left out.
+    pub fn new(
+        view: FrozenValueState<KK, VV>,
+        group_hash: fn(&KK) -> u64,
+        write: fn(&mut Vec<u8>, &KK, &VV),
+        stamp: fn(&VV) -> u64,
+        expiry: Option<(u64, u64)>,
+    ) -> Self {
+        Self {
+            view,
+            group_hash,
+            write,
+            stamp,
+            expiry,
+        }
+    }
+
+    fn live(&self, v: &VV) -> bool {
+        self.expiry
+            .is_none_or(|(now, ttl)| (self.stamp)(v).saturating_add(ttl) > now)
+    }
+}
+
+impl<KK, VV> FrozenKeyedState for FrozenTable<KK, VV>
+where
+    KK: Copy + Eq + KeyHash,
+    VV: Copy,
+{
+    fn len(&self) -> usize {
+        self.view.len()
+    }
+
+    fn chunk_count(&self) -> usize {
+        self.view.chunk_count()
+    }
+
+    fn estimated_bytes(&self) -> usize {
+        let mut one = Vec::new();
+        if let Some((k, v)) = self.view.iter().next() {
+            (self.write)(&mut one, k, v);
+        }
+        one.len() * self.view.len()
+    }
+
+    fn serialize_part(
+        &self,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        chunks: std::ops::Range<usize>,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        let share = part_share(self, range, &chunks);
+        serialize_entries(
+            self.view.iter_chunks(chunks),
+            share,
+            max_parallelism,
+            range,
+            out,
+            self.group_hash,
+            |buf, k, v| {
+                if self.live(v) {
+                    (self.write)(buf, k, v);
+                }
+            },
+        );
+    }
+}
+
+/// Appends `value`'s wire bytes to `buf`.
+#[inline]
+pub(crate) fn append_wire<T: Wire>(buf: &mut Vec<u8>, value: &T) {
     let n = value.encoded_len();
     if n <= 32 {
         // Small fixed-size values: encode on the stack, then one copy.
@@ -307,6 +441,183 @@ impl<'a> KeyedStates<'a> {
             }
         }
     }
+
+    /// Records the name of `state`, or snapshots it with `freeze`, or
+    /// restores it with `restore`: what every state kind's visit does.
+    fn visit<S>(
+        &mut self,
+        name: &str,
+        state: &mut S,
+        freeze: impl FnOnce(&S) -> Box<dyn FrozenKeyedState>,
+        restore: impl FnOnce(&RestoreScope<'_>, &mut S) -> Result<(), String>,
+    ) {
+        match &mut self.mode {
+            Mode::Snapshot(out) => out.push((name.to_owned(), freeze(state))),
+            Mode::Names(out) => out.push(name.to_owned()),
+            Mode::Restore(scope) => {
+                if self.error.is_none() {
+                    if let Err(e) = restore(scope, state) {
+                        self.error = Some(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Visits a keyed `MapState`.
+    pub fn map<K, UK, UV>(&mut self, state: &mut KeyedMapState<K, UK, UV>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        UK: Copy + Eq + KeyHash + Wire,
+        UV: Copy + Wire,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.freeze()),
+            |scope, s| restore_entries(scope, &name, s),
+        );
+    }
+
+    /// Visits a keyed `ListState`.
+    pub fn list<K, T>(&mut self, state: &mut KeyedListState<K, T>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        T: Copy + Wire,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.freeze()),
+            |scope, s| restore_entries(scope, &name, s),
+        );
+    }
+
+    /// Visits a keyed `ReducingState`.
+    pub fn reducing<K, V, F>(&mut self, state: &mut KeyedReducingState<K, V, F>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        V: Copy + Wire,
+        F: Fn(V, V) -> V,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.freeze()),
+            |scope, s| restore_entries(scope, &name, &mut ValueSink(s.table_mut())),
+        );
+    }
+
+    /// Visits a keyed `ValueState` with a time-to-live.
+    pub fn ttl_value<K, V>(&mut self, state: &mut KeyedTtlValueState<K, V>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        V: Copy + Wire,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.freeze()),
+            |scope, s| restore_entries(scope, &name, &mut ValueSink(s.table_mut())),
+        );
+    }
+
+    /// Visits a keyed `AggregatingState`.
+    pub fn aggregating<K, A>(&mut self, state: &mut KeyedAggregatingState<K, A>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        A: AggregateFunction,
+        A::Acc: Wire,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.freeze()),
+            |scope, s| restore_entries(scope, &name, &mut ValueSink(s.table_mut())),
+        );
+    }
+}
+
+/// Where a restore puts the entries of one keyed state: how an entry is
+/// decoded, which hash decides its key group, and how it is inserted.
+/// [`restore_entries`] does the rest (windows, checksums, key-group checks)
+/// for every state kind.
+pub(crate) trait RestoreSink {
+    /// One decoded entry.
+    type Entry;
+
+    /// Reads one entry from the front of `bytes`; returns it and the bytes
+    /// used.
+    fn decode(bytes: &[u8]) -> Result<(Self::Entry, usize), weir_net::DecodeError>;
+
+    /// The hash deciding the entry's key group (its primary key's).
+    fn group_hash(entry: &Self::Entry) -> u64;
+
+    /// Makes room for about `entries` more entries.
+    fn reserve(&mut self, entries: usize);
+
+    /// A hint that `entry` (of key-group hash `hash`) is inserted soon.
+    fn prefetch(&self, entry: &Self::Entry, hash: u64) {
+        let _ = (entry, hash);
+    }
+
+    /// Inserts `entry`, whose key-group hash is `hash`.
+    fn insert(&mut self, entry: Self::Entry, hash: u64);
+
+    /// Called once every block was read and checked.
+    fn finish(&mut self) {}
+
+    /// Entries now held (for the trace).
+    fn entry_count(&self) -> usize;
+}
+
+/// A keyed `ValueState`'s table as a restore target: entries `(key, value)`.
+pub(crate) struct ValueSink<'s, K, V>(pub(crate) &'s mut weir_state::ValueState<K, V>)
+where
+    K: Copy + Eq + KeyHash,
+    V: Copy;
+
+impl<K, V> RestoreSink for ValueSink<'_, K, V>
+where
+    K: Copy + Eq + KeyHash + Wire,
+    V: Copy + Wire,
+{
+    type Entry = (K, V);
+
+    #[inline]
+    fn decode(bytes: &[u8]) -> Result<((K, V), usize), weir_net::DecodeError> {
+        let (k, n) = K::read(bytes)?;
+        let (v, m) = V::read(&bytes[n..])?;
+        Ok(((k, v), n + m))
+    }
+
+    #[inline]
+    fn group_hash(entry: &(K, V)) -> u64 {
+        entry.0.key_hash()
+    }
+
+    fn reserve(&mut self, entries: usize) {
+        self.0.reserve(entries);
+    }
+
+    #[inline]
+    fn prefetch(&self, _entry: &(K, V), hash: u64) {
+        self.0.prefetch_hashed(hash);
+    }
+
+    #[inline]
+    fn insert(&mut self, (k, v): (K, V), hash: u64) {
+        self.0.put_hashed(k, hash, v);
+    }
+
+    fn entry_count(&self) -> usize {
+        self.0.len()
+    }
 }
 
 fn restore_value_state<K, V>(
@@ -318,9 +629,19 @@ where
     V: Copy + Wire,
 {
     let name = state.name().to_owned();
+    restore_entries(scope, &name, &mut ValueSink(state.inner_mut()))
+}
+
+/// Restores keyed state `name` of `scope` into `sink`: every entry of every
+/// block overlapping the subtask's key groups whose key group it owns.
+pub(crate) fn restore_entries<S: RestoreSink>(
+    scope: &RestoreScope<'_>,
+    name: &str,
+    sink: &mut S,
+) -> Result<(), String> {
+    let name = name.to_owned();
     let started = Instant::now();
     let extents = scope.keyed_extents(&name);
-    let inner = state.inner_mut();
     // Size the table once: the first entry's encoded size estimates the
     // number of entries from the extents' lengths (slightly over, by the
     // blocks' headers and padding).
@@ -328,10 +649,9 @@ where
     if let Some(&first) = extents.first() {
         let block = scope.open_block(first)?;
         if !block.payload.is_empty() {
-            let entry = K::read(block.payload)
-                .and_then(|(_, n)| V::read(&block.payload[n..]).map(|(_, m)| n + m))
+            let (_, entry) = S::decode(block.payload)
                 .map_err(|e| scope.mark_corrupt(block.describe(&name, 0, &e)))?;
-            inner.reserve((total / entry.max(1) as u64) as usize);
+            sink.reserve((total / entry.max(1) as u64) as usize);
         }
     }
     let reserved = started.elapsed();
@@ -340,7 +660,7 @@ where
     const AHEAD: usize = 16;
     let mine = scope.key_groups();
     let groups = KeyGroupAssigner::new(scope.max_parallelism(), 1);
-    let mut pipeline: VecDeque<(K, u64, V)> = VecDeque::with_capacity(AHEAD + 1);
+    let mut pipeline: VecDeque<(S::Entry, u64)> = VecDeque::with_capacity(AHEAD + 1);
     // The blocks are taken in file order, a window of about WINDOW bytes
     // at a time, so that decoding follows the sequential read-ahead of the
     // segment (started when it was opened) instead of waiting for all of
@@ -386,12 +706,10 @@ where
                 let from = *pos;
                 while *pos < end {
                     let at = *pos;
-                    let (k, n) = K::read(&bytes[at..])
+                    let (entry, n) = S::decode(&bytes[at..])
                         .map_err(|e| scope.mark_corrupt(block.describe(&name, at, &e)))?;
-                    let (v, m) = V::read(&bytes[at + n..])
-                        .map_err(|e| scope.mark_corrupt(block.describe(&name, at + n, &e)))?;
-                    *pos = at + n + m;
-                    let hash = k.key_hash();
+                    *pos = at + n;
+                    let hash = S::group_hash(&entry);
                     let kg = groups.key_group(hash);
                     if !block.key_groups.contains(kg) {
                         return Err(scope.mark_corrupt(format!(
@@ -400,11 +718,11 @@ where
                         )));
                     }
                     if mine.contains(kg) {
-                        inner.prefetch_hashed(hash);
-                        pipeline.push_back((k, hash, v));
+                        sink.prefetch(&entry, hash);
+                        pipeline.push_back((entry, hash));
                         if pipeline.len() > AHEAD {
-                            let (k, hash, v) = pipeline.pop_front().expect("not empty");
-                            inner.put_hashed(k, hash, v);
+                            let (entry, hash) = pipeline.pop_front().expect("not empty");
+                            sink.insert(entry, hash);
                         }
                     }
                 }
@@ -418,12 +736,13 @@ where
                 .map_err(|e| scope.mark_corrupt(e.to_string()))?;
         }
     }
-    for (k, hash, v) in pipeline {
-        inner.put_hashed(k, hash, v);
+    for (entry, hash) in pipeline {
+        sink.insert(entry, hash);
     }
+    sink.finish();
     crate::checkpoint::trace!(
         "restored state `{name}`: {} entries from {} blocks ({} bytes) in {:?} ({:?} to size the table)",
-        inner.len(),
+        sink.entry_count(),
         block_count,
         total,
         started.elapsed(),

@@ -29,7 +29,7 @@ use crate::{options, run_job, run_ok, splitmix64, temp_dir, M};
 
 /// Records `(splitmix64(i) % keys, i)` for this subtask's share of
 /// `0..count`, at most `per_ms` per millisecond.
-struct PacedSource {
+pub struct PacedSource {
     next: u64,
     step: u64,
     count: u64,
@@ -37,6 +37,22 @@ struct PacedSource {
     per_ms: u64,
     started: Option<Instant>,
     emitted: u64,
+}
+
+impl PacedSource {
+    /// Subtask `info`'s share of `count` records over `keys` keys, at most
+    /// `per_ms` per millisecond over all subtasks.
+    pub fn new(info: &SubtaskInfo, count: u64, keys: u64, per_ms: u64) -> Self {
+        Self {
+            next: info.index as u64,
+            step: info.parallelism as u64,
+            count,
+            keys,
+            per_ms: per_ms / info.parallelism as u64,
+            started: None,
+            emitted: 0,
+        }
+    }
 }
 
 impl Source for PacedSource {
@@ -194,14 +210,8 @@ fn job(s: &Setup) -> (JobGraph, Tallies) {
     let tallies: Tallies = Arc::new(Mutex::new(Vec::new()));
     let into = tallies.clone();
     let mut job = JobGraph::new("checkpointed-count");
-    job.source("paced", move |info: &SubtaskInfo| PacedSource {
-        next: info.index as u64,
-        step: info.parallelism as u64,
-        count: n,
-        keys,
-        per_ms: per_ms / info.parallelism as u64,
-        started: None,
-        emitted: 0,
+    job.source("paced", move |info: &SubtaskInfo| {
+        PacedSource::new(info, n, keys, per_ms)
     })
     .key_by(|r: &(u64, u64)| r.0)
     .process("count", move |_: &SubtaskInfo| CountAndSum {
@@ -276,7 +286,12 @@ fn counters_of(dir: &Path, workers: u64) -> Vec<(u64, u64, u64, u64)> {
 #[test]
 fn every_checkpoint_is_consistent_and_the_result_exact() {
     let dir = temp_dir("consistent");
-    let s = Setup::new(300_000, 1_000);
+    // 600 ms of input: room for several checkpoints every 15 ms even on a
+    // loaded machine.
+    let s = Setup {
+        per_ms: 500,
+        ..Setup::new(300_000, 1_000)
+    };
     let (job, tallies) = job(&s);
     let result = run_ok(job, &checkpointed(2, &dir, 1_000));
     assert_exact(&tallies, s.n, s.keys);
@@ -287,7 +302,7 @@ fn every_checkpoint_is_consistent_and_the_result_exact() {
         .count();
     assert!(
         completed >= 5,
-        "checkpoints every 15 ms over ~300 ms: {completed}"
+        "checkpoints every 15 ms over ~600 ms: {completed}"
     );
     assert!(
         result.checkpoints.last().unwrap().is_final,
@@ -335,6 +350,7 @@ fn a_failure_restarts_from_the_latest_checkpoint_exactly_once() {
     let dir = temp_dir("failover");
     let s = Setup {
         fail_at: Some(150_001),
+        per_ms: 500,
         ..Setup::new(300_000, 500)
     };
     let (job, tallies) = job(&s);
@@ -652,7 +668,10 @@ fn restore_latest_without_checkpoints_starts_fresh() {
 #[test]
 fn at_least_once_mode_completes_checkpoints() {
     let dir = temp_dir("alo");
-    let s = Setup::new(100_000, 100);
+    let s = Setup {
+        per_ms: 250,
+        ..Setup::new(100_000, 100)
+    };
     let (job, tallies) = job(&s);
     let mut o = checkpointed(2, &dir, 1);
     o.checkpointing.as_mut().unwrap().exactly_once = false;

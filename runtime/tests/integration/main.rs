@@ -15,6 +15,7 @@ mod files;
 mod lifecycle;
 mod metrics;
 mod routing;
+mod state_kinds;
 mod strings;
 mod w1;
 

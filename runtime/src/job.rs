@@ -653,6 +653,15 @@ where
                     restore.id()
                 );
             }
+            if let Some(timers) = func.timer_service() {
+                if let Err(e) = timers.restore(&scope) {
+                    panic!(
+                        "keyed operator `{}` cannot restore the timers of checkpoint {}: {e}",
+                        self.uid,
+                        restore.id()
+                    );
+                }
+            }
             input_ended = scope
                 .inline(INPUT_ENDED_STATE)
                 .unwrap_or_else(|e| panic!("keyed operator `{}`: {e}", self.uid))

@@ -28,6 +28,7 @@ pub mod restart;
 pub mod sink;
 pub mod source;
 pub mod task;
+pub mod timers;
 pub mod watermark;
 pub mod worker;
 
@@ -49,6 +50,7 @@ pub use restart::{
 };
 pub use sink::Sink;
 pub use source::{SequenceSource, Source, SourcePoll, SubtaskInfo};
+pub use timers::{KeyedTimerService, TimeDomain, TimerQueues};
 pub use watermark::{WatermarkStrategy, WatermarkValve};
 pub use weir_net::{WatermarkStatus, Wire};
 pub use weir_state::KeyHash;

@@ -298,6 +298,12 @@ where
     F: KeyedProcessFunction,
     C: Collector<F::Out>,
 {
+    /// The chain after this operator (tests).
+    #[cfg(test)]
+    pub(crate) fn output_mut(&mut self) -> &mut C {
+        &mut self.out
+    }
+
     /// Fires the event-time timers at or before `watermark`, in timestamp
     /// order (including those `on_timer` registers for passed times).
     fn fire_event_timers(&mut self, watermark: i64) {

@@ -16,6 +16,7 @@ mod lifecycle;
 mod metrics;
 mod routing;
 mod strings;
+mod timers;
 mod w1;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

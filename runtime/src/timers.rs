@@ -722,7 +722,11 @@ mod tests {
             s.delete_event_time_timer(&ctx, i as i64);
         }
         assert_eq!(s.event_time_timers(), 0);
-        assert!(s.event.heap.len() <= 1024 + 1, "heap kept {}", s.event.heap.len());
+        assert!(
+            s.event.heap.len() <= 1024 + 1,
+            "heap kept {}",
+            s.event.heap.len()
+        );
         assert_eq!(s.next_timer(TimeDomain::EventTime), None);
     }
 

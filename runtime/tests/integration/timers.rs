@@ -140,7 +140,7 @@ fn mix(key: u64, ts: i64) -> u64 {
 struct FiredSink {
     index: usize,
     state: [u64; 3],
-    into: Arc<Mutex<Vec<(usize, [u64; 3])>>>,
+    into: Fired,
 }
 
 impl Sink for FiredSink {
@@ -162,7 +162,10 @@ impl Sink for FiredSink {
     fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
         if let Some((_, bytes)) = restored {
             if bytes.len() != 24 {
-                return Err(format!("fired-sink state has {} bytes, not 24", bytes.len()));
+                return Err(format!(
+                    "fired-sink state has {} bytes, not 24",
+                    bytes.len()
+                ));
             }
             for (slot, chunk) in self.state.iter_mut().zip(bytes.chunks_exact(8)) {
                 *slot = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));

@@ -633,6 +633,19 @@ where
                     self.uid, dup[0]
                 );
             }
+            if let Some(reserved) = visited.iter().find(|v| {
+                [
+                    crate::timers::EVENT_TIMERS_STATE,
+                    crate::timers::PROCESSING_TIMERS_STATE,
+                ]
+                .contains(&v.as_str())
+            }) {
+                panic!(
+                    "keyed operator `{}` has a state named `{reserved}`, the name of its timers \
+                     in checkpoints: rename the state",
+                    self.uid
+                );
+            }
             if let Some(missing) = created.iter().find(|c| !visited.contains(c)) {
                 panic!(
                     "keyed operator `{}` creates state `{missing}` but its visit_state does not \
@@ -652,6 +665,15 @@ where
                     self.uid,
                     restore.id()
                 );
+            }
+            if let Some(timers) = func.timer_service() {
+                if let Err(e) = timers.restore(&scope) {
+                    panic!(
+                        "keyed operator `{}` cannot restore the timers of checkpoint {}: {e}",
+                        self.uid,
+                        restore.id()
+                    );
+                }
             }
             input_ended = scope
                 .inline(INPUT_ENDED_STATE)

@@ -13,6 +13,7 @@ use weir_state::{KeyGroupRange, KeyHash, ValueState};
 use crate::checkpoint::snapshot::{KeyedStates, TaskSnapshot};
 use crate::operator::{ChainControl, Collector, FlushOutcome};
 use crate::source::SubtaskInfo;
+use crate::timers::{processing_deadline, TimeDomain, TimerQueues};
 
 /// The key of the record being processed, with its precomputed hash, and
 /// the operator's current event time.
@@ -100,7 +101,7 @@ pub trait KeyedProcessFunction: 'static {
     /// Hands every keyed state of this function to `states`, the same way
     /// for snapshots and restores:
     ///
-    /// ```ignore
+    /// ```text
     /// fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
     ///     states.value(&mut self.totals);
     /// }
@@ -111,6 +112,33 @@ pub trait KeyedProcessFunction: 'static {
     /// be lost on restore).
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
         let _ = states;
+    }
+
+    /// The function's timer service, if it uses timers: a
+    /// [`KeyedTimerService`](crate::KeyedTimerService) field it registers
+    /// timers in. The operator fires them (calling
+    /// [`on_timer`](Self::on_timer)), checkpoints and restores them.
+    ///
+    /// ```text
+    /// fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<u64>> {
+    ///     Some(&mut self.timers)
+    /// }
+    /// ```
+    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Self::Key>> {
+        None
+    }
+
+    /// Timer `timestamp` of domain `domain` fired for key `ctx.key()`
+    /// (event-time timers in timestamp order, before the watermark that
+    /// fired them is passed on).
+    fn on_timer<C: Collector<Self::Out>>(
+        &mut self,
+        timestamp: i64,
+        ctx: &KeyContext<Self::Key>,
+        domain: TimeDomain,
+        out: &mut C,
+    ) {
+        let _ = (timestamp, ctx, domain, out);
     }
 }
 
@@ -272,6 +300,65 @@ impl<F, KF, C> KeyedProcessOp<F, KF, C> {
     }
 }
 
+impl<F, KF, C> KeyedProcessOp<F, KF, C>
+where
+    F: KeyedProcessFunction,
+    C: Collector<F::Out>,
+{
+    /// The chain after this operator (tests).
+    #[cfg(test)]
+    pub(crate) fn output_mut(&mut self) -> &mut C {
+        &mut self.out
+    }
+
+    /// Fires the event-time timers at or before `watermark`, in timestamp
+    /// order (including those `on_timer` registers for passed times).
+    fn fire_event_timers(&mut self, watermark: i64) {
+        let ctx_watermark = self.watermark.max(watermark);
+        loop {
+            let Some(timers) = self.func.timer_service() else {
+                return;
+            };
+            timers.advance_watermark(watermark);
+            let Some((ts, key)) = timers.pop_due(TimeDomain::EventTime, watermark) else {
+                return;
+            };
+            let ctx = KeyContext::with_watermark(key, ctx_watermark);
+            self.func
+                .on_timer(ts, &ctx, TimeDomain::EventTime, &mut self.out);
+        }
+    }
+
+    /// Fires the processing-time timers due by the service's clock; returns
+    /// whether any fired and when the next one is due (none after the end
+    /// of the input).
+    fn fire_processing_timers(&mut self, now: std::time::Instant) -> FlushOutcome {
+        let mut outcome = FlushOutcome::default();
+        if self.ended {
+            return outcome;
+        }
+        let Some(timers) = self.func.timer_service() else {
+            return outcome;
+        };
+        let now_ms = timers.processing_time();
+        loop {
+            let Some(timers) = self.func.timer_service() else {
+                return outcome;
+            };
+            let Some((ts, key)) = timers.pop_due(TimeDomain::ProcessingTime, now_ms) else {
+                outcome.next_deadline = timers
+                    .next_processing_timer()
+                    .and_then(|ts| processing_deadline(now, now_ms, ts));
+                return outcome;
+            };
+            outcome.progressed = true;
+            let ctx = KeyContext::with_watermark(key, self.watermark);
+            self.func
+                .on_timer(ts, &ctx, TimeDomain::ProcessingTime, &mut self.out);
+        }
+    }
+}
+
 impl<F, KF, C> ChainControl for KeyedProcessOp<F, KF, C>
 where
     F: KeyedProcessFunction,
@@ -283,11 +370,17 @@ where
     }
 
     fn flush(&mut self, now: std::time::Instant) -> FlushOutcome {
-        self.out.flush(now)
+        let timers = self.fire_processing_timers(now);
+        let flushed = self.out.flush(now);
+        FlushOutcome {
+            progressed: flushed.progressed || timers.progressed,
+            next_deadline: crate::task::earliest(flushed.next_deadline, timers.next_deadline),
+        }
     }
 
     fn end_input(&mut self) {
         if !self.ended {
+            self.fire_event_timers(i64::MAX);
             self.ended = true;
             self.func.on_end_of_input(&mut self.out);
         }
@@ -298,6 +391,9 @@ where
         let part = snapshot.operator(&self.uid, &self.info);
         self.func
             .visit_state(&mut KeyedStates::snapshot(&mut part.keyed));
+        if let Some(timers) = self.func.timer_service() {
+            timers.snapshot(&mut part.keyed);
+        }
         if self.ended {
             part.inline.push((INPUT_ENDED_STATE.to_owned(), vec![1]));
         }
@@ -324,6 +420,7 @@ where
     fn on_watermark(&mut self, watermark: i64) {
         if watermark > self.watermark {
             self.watermark = watermark;
+            self.fire_event_timers(watermark);
             self.func.on_watermark(watermark, &mut self.out);
             self.out.on_watermark(watermark);
         }

@@ -29,6 +29,7 @@ pub mod restart;
 pub mod sink;
 pub mod source;
 pub mod task;
+pub mod timers;
 pub mod ttl;
 pub mod watermark;
 pub mod worker;
@@ -55,6 +56,7 @@ pub use restart::{
 };
 pub use sink::Sink;
 pub use source::{SequenceSource, Source, SourcePoll, SubtaskInfo};
+pub use timers::{KeyedTimerService, TimeDomain, TimerQueues};
 pub use ttl::{ManualClock, ProcessingTimeClock, StateTtlConfig, TtlClock, UpdateType};
 pub use watermark::{WatermarkStrategy, WatermarkValve};
 pub use weir_net::{WatermarkStatus, Wire};

@@ -17,6 +17,7 @@ mod metrics;
 mod routing;
 mod state_kinds;
 mod strings;
+mod timers;
 mod w1;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

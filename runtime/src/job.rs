@@ -69,11 +69,15 @@ use crate::debloat::BufferDebloater;
 use crate::exchange::{channel_state_name, ExchangeOutput, InputTask};
 use crate::gate::{BarrierMode, InputGate};
 use crate::keyed::{take_created_states, KeyedProcessFunction, KeyedProcessOp, INPUT_ENDED_STATE};
+use crate::keyed_state::AggregateFunction;
 use crate::operator::{Collector, FilterOp, FlatMapOp, MapOp};
 use crate::sink::{Sink, SinkOp, SINK_STATE};
 use crate::source::{Source, SourceTask, SubtaskInfo, POSITION_STATE};
 use crate::task::Task;
 use crate::watermark::{TimestampsOp, WatermarkStrategy};
+use crate::window::{
+    AggregateFold, ReduceFold, TumblingEventTimeWindows, WindowFold, WindowOperator,
+};
 use crate::worker::BuildContext;
 
 /// Builds a chain's head task around a given downstream collector.
@@ -382,6 +386,92 @@ where
             input: Some(self.exchange),
             _record: PhantomData,
         }
+    }
+}
+
+impl<'j, T, K, KF> KeyedStream<'j, T, K, KF>
+where
+    T: Wire,
+    K: KeyHash + Eq + Copy + Wire + 'static,
+    KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+{
+    /// Groups each key's records into the event-time windows of `assigner`
+    /// (Flink's `KeyedStream::window`); finish with
+    /// [`aggregate`](WindowedStream::aggregate) or
+    /// [`reduce`](WindowedStream::reduce).
+    pub fn window<TF>(
+        self,
+        assigner: TumblingEventTimeWindows<TF>,
+    ) -> WindowedStream<'j, T, K, KF, TF>
+    where
+        TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+    {
+        WindowedStream {
+            keyed: self,
+            assigner,
+        }
+    }
+}
+
+/// What a window operator emits: `(key, window_start, result)` records.
+pub type WindowStream<'j, K, O, B> = Stream<'j, (K, i64, O), B>;
+
+/// A keyed stream with a window assigner, waiting for its window function.
+pub struct WindowedStream<'j, T, K, KF, TF> {
+    keyed: KeyedStream<'j, T, K, KF>,
+    assigner: TumblingEventTimeWindows<TF>,
+}
+
+impl<'j, T, K, KF, TF> WindowedStream<'j, T, K, KF, TF>
+where
+    T: Wire + 'static,
+    K: KeyHash + Eq + Copy + Wire + 'static,
+    KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+    TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+{
+    /// Folds each window's records incrementally with `agg` (Flink's
+    /// `WindowedStream::aggregate`); emits `(key, window_start,
+    /// agg.get_result(acc))` when the watermark passes the window's end.
+    pub fn aggregate<A>(
+        self,
+        uid: &str,
+        agg: A,
+    ) -> WindowStream<'j, K, A::Out, impl ChainBuilder<(K, i64, A::Out)>>
+    where
+        A: AggregateFunction<In = T> + Clone + Send + Sync,
+        A::Acc: Wire,
+    {
+        self.with_fold(uid, AggregateFold(agg))
+    }
+
+    /// Combines each window's records pairwise with `reduce` (Flink's
+    /// `WindowedStream::reduce`); emits `(key, window_start, reduced)`
+    /// when the watermark passes the window's end.
+    pub fn reduce<F>(
+        self,
+        uid: &str,
+        reduce: F,
+    ) -> WindowStream<'j, K, T, impl ChainBuilder<(K, i64, T)>>
+    where
+        T: Copy,
+        F: Fn(T, T) -> T + Clone + Send + Sync + 'static,
+    {
+        self.with_fold(uid, ReduceFold::new(reduce))
+    }
+
+    fn with_fold<W>(
+        self,
+        uid: &str,
+        fold: W,
+    ) -> WindowStream<'j, K, W::Out, impl ChainBuilder<(K, i64, W::Out)>>
+    where
+        W: WindowFold<In = T> + Clone + Send + Sync,
+        W::Acc: Wire,
+    {
+        let assigner = self.assigner;
+        self.keyed.process(uid, move |_: &SubtaskInfo| {
+            WindowOperator::new(assigner.clone(), fold.clone())
+        })
     }
 }
 

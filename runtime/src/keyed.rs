@@ -311,6 +311,12 @@ where
         &mut self.out
     }
 
+    /// The user's function (tests).
+    #[cfg(test)]
+    pub(crate) fn function_mut(&mut self) -> &mut F {
+        &mut self.func
+    }
+
     /// Fires the event-time timers at or before `watermark`, in timestamp
     /// order (including those `on_timer` registers for passed times).
     fn fire_event_timers(&mut self, watermark: i64) {

@@ -32,6 +32,7 @@ pub mod task;
 pub mod timers;
 pub mod ttl;
 pub mod watermark;
+pub mod window;
 pub mod worker;
 
 pub use checkpoint::{CheckpointRecord, CheckpointSummary, KeyedStates};
@@ -43,7 +44,7 @@ pub use execute::{
     available_cores, execute, execute_with_progress, CheckpointingOptions, ExecutionOptions,
     JobResult, Progress, RestoreFrom, RestoreInfo,
 };
-pub use job::{JobGraph, KeyedStream, Stream};
+pub use job::{JobGraph, KeyedStream, Stream, WindowedStream};
 pub use keyed::{KeyContext, KeyedProcessFunction, KeyedValueState};
 pub use keyed_state::{
     AggregateFunction, KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedReducingState,
@@ -61,3 +62,4 @@ pub use ttl::{ManualClock, ProcessingTimeClock, StateTtlConfig, TtlClock, Update
 pub use watermark::{WatermarkStrategy, WatermarkValve};
 pub use weir_net::{WatermarkStatus, Wire};
 pub use weir_state::KeyHash;
+pub use window::{TumblingEventTimeWindows, WindowFold, WindowOperator};

@@ -19,6 +19,7 @@ mod state_kinds;
 mod strings;
 mod timers;
 mod w1;
+mod windows;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError};

@@ -1,0 +1,130 @@
+//! Tumbling event-time windows end to end: two source subtasks with
+//! monotonous timestamps, a key_by exchange and a window aggregate (and a
+//! window reduce) on two workers must fire every `(key, window)` exactly
+//! once with what a brute-force grouping of the input computes.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use weir_runtime::{
+    AggregateFunction, JobGraph, SequenceSource, SubtaskInfo, TumblingEventTimeWindows,
+    WatermarkStrategy,
+};
+
+use crate::{collect_into, options, run_ok, Collected};
+
+/// Records in all.
+const N: u64 = 20_000;
+/// Keys.
+const KEYS: u64 = 13;
+/// Window size (ms).
+const SIZE: i64 = 50;
+
+/// Record `i`: key `i % KEYS`, timestamp `i / 10` ms, value `i`.
+fn record(i: u64) -> (u64, i64, u64) {
+    (i % KEYS, (i / 10) as i64, i)
+}
+
+/// Count and sum of the values.
+#[derive(Clone)]
+struct CountSum;
+
+impl AggregateFunction for CountSum {
+    type In = (u64, i64, u64);
+    type Acc = (u64, u64);
+    type Out = (u64, u64);
+    fn create_accumulator(&self) -> (u64, u64) {
+        (0, 0)
+    }
+    fn add(&self, r: (u64, i64, u64), (c, s): (u64, u64)) -> (u64, u64) {
+        (c + 1, s + r.2)
+    }
+    fn get_result(&self, acc: &(u64, u64)) -> (u64, u64) {
+        *acc
+    }
+    fn merge(&self, a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
+        (a.0 + b.0, a.1 + b.1)
+    }
+}
+
+fn strategy() -> WatermarkStrategy<impl Fn(&(u64, i64, u64)) -> i64 + Clone + Send + Sync> {
+    WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
+        .with_timestamp_assigner(|r: &(u64, i64, u64)| r.1)
+}
+
+/// `(key, window_start) -> (count, sum, max value)` by brute force.
+fn reference() -> BTreeMap<(u64, i64), (u64, u64, u64)> {
+    let mut windows = BTreeMap::new();
+    for i in 0..N {
+        let (key, ts, v) = record(i);
+        let e: &mut (u64, u64, u64) = windows.entry((key, ts - ts % SIZE)).or_default();
+        e.0 += 1;
+        e.1 += v;
+        e.2 = e.2.max(v);
+    }
+    windows
+}
+
+#[test]
+fn tumbling_aggregate_fires_every_window_once_with_its_records() {
+    let collected = Collected::new();
+    let mut job = JobGraph::new("windows-aggregate");
+    job.source("numbers", |info: &SubtaskInfo| {
+        SequenceSource::new(info, N, record)
+    })
+    .assign_timestamps_and_watermarks(strategy())
+    .key_by(|r: &(u64, i64, u64)| r.0)
+    .window(TumblingEventTimeWindows::of(SIZE, |r: &(u64, i64, u64)| {
+        r.1
+    }))
+    .aggregate("count-sum", CountSum)
+    .sink("collect", collect_into(&collected));
+    run_ok(job, &options(2));
+
+    let mut got = collected.take_all();
+    got.sort();
+    let want: Vec<_> = reference()
+        .into_iter()
+        .map(|((k, s), (c, sum, _))| (k, s, (c, sum)))
+        .collect();
+    assert_eq!(got.len(), want.len(), "windows fired");
+    assert_eq!(got, want);
+}
+
+#[test]
+fn tumbling_reduce_keeps_the_largest_value_per_window() {
+    let collected = Collected::new();
+    let mut job = JobGraph::new("windows-reduce");
+    job.source("numbers", |info: &SubtaskInfo| {
+        SequenceSource::new(info, N, record)
+    })
+    .assign_timestamps_and_watermarks(strategy())
+    .key_by(|r: &(u64, i64, u64)| r.0)
+    .window(TumblingEventTimeWindows::of(SIZE, |r: &(u64, i64, u64)| {
+        r.1
+    }))
+    .reduce(
+        "max",
+        |a: (u64, i64, u64), b: (u64, i64, u64)| {
+            if a.2 >= b.2 {
+                a
+            } else {
+                b
+            }
+        },
+    )
+    .sink("collect", collect_into(&collected));
+    run_ok(job, &options(2));
+
+    let mut got: Vec<_> = collected
+        .take_all()
+        .into_iter()
+        .map(|(k, s, r)| (k, s, r.2))
+        .collect();
+    got.sort();
+    let want: Vec<_> = reference()
+        .into_iter()
+        .map(|((k, s), (_, _, max))| (k, s, max))
+        .collect();
+    assert_eq!(got, want);
+}

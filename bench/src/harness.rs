@@ -15,6 +15,7 @@ use weir_runtime::{
 use crate::jobs;
 use crate::output::{self, OutputCheck};
 use crate::reference;
+use crate::w2::{WindowResults, W2_DEFAULT_KEYS, W2_DEFAULT_RECORDS};
 use crate::workload::{SinkResults, SourceCounts};
 
 /// A workload of WORKLOADS.md that `weir bench` runs.
@@ -22,6 +23,8 @@ use crate::workload::{SinkResults, SourceCounts};
 pub enum Workload {
     /// W1 keyed-count (throughput).
     W1,
+    /// W2 event-time tumbling window.
+    W2,
     /// W3 end-to-end latency at a fixed rate.
     W3,
 }
@@ -31,6 +34,7 @@ impl Workload {
     pub fn name(self) -> &'static str {
         match self {
             Workload::W1 => "w1",
+            Workload::W2 => "w2",
             Workload::W3 => "w3",
         }
     }
@@ -38,7 +42,8 @@ impl Workload {
 
 /// W1's default N (WORKLOADS.md).
 pub const W1_DEFAULT_RECORDS: u64 = 50_000_000;
-/// The default K of W1 and W3 (WORKLOADS.md).
+/// The default K of W1 and W3 (WORKLOADS.md; W2's is
+/// [`W2_DEFAULT_KEYS`]).
 pub const DEFAULT_KEYS: u64 = 100_000;
 /// W3's default rate: the heaviest point of its sweep.
 pub const W3_DEFAULT_RATE: u64 = 1_000_000;
@@ -63,8 +68,10 @@ pub struct BenchReport {
     pub workload: Workload,
     /// Workers used.
     pub workers: usize,
-    /// Records that reached the sinks.
+    /// Records that reached the sinks (W2: records in the fired windows).
     pub records: u64,
+    /// W2: windows fired, and how many the reference fires.
+    pub windows: Option<(u64, u64)>,
     /// The sinks' combined checksum.
     pub checksum: u64,
     /// The independent reference's checksum for the same records.
@@ -116,6 +123,7 @@ impl BenchReport {
     pub fn verified(&self) -> bool {
         self.records == self.expected_records
             && self.checksum == self.expected_checksum
+            && self.windows.is_none_or(|(got, expected)| got == expected)
             && self.output.as_ref().is_none_or(|o| o.exactly_once())
     }
 
@@ -140,6 +148,10 @@ impl BenchReport {
             "buffer_timeout_ms": self.buffer_timeout.as_secs_f64() * 1e3,
             "parks": self.parks,
         });
+        if let Some((windows, expected)) = self.windows {
+            v["windows"] = json!(windows);
+            v["expected_windows"] = json!(expected);
+        }
         if let Some(rate) = self.achieved_rate {
             v["achieved_rate"] = json!(rate);
         }
@@ -183,6 +195,9 @@ impl BenchReport {
             self.elapsed.as_secs_f64(),
             human_rate(self.records_per_s()),
         );
+        if let Some((windows, expected)) = self.windows {
+            s += &format!("windows fired {windows} (reference {expected})\n");
+        }
         s += &format!(
             "checksum {} (reference {}): {}\n",
             self.checksum,
@@ -268,7 +283,11 @@ pub fn run(
         ));
     }
     let workers = options.workers;
-    let keys = config.keys.unwrap_or(DEFAULT_KEYS);
+    let default_keys = match workload {
+        Workload::W2 => W2_DEFAULT_KEYS,
+        Workload::W1 | Workload::W3 => DEFAULT_KEYS,
+    };
+    let keys = config.keys.unwrap_or(default_keys);
     let results = SinkResults::new(workers);
     let mut progress = |p: &Progress| eprintln!("{}", p.lines());
     match workload {
@@ -298,6 +317,7 @@ pub fn run(
                 workload,
                 workers,
                 records: sinks.iter().map(|r| r.records).sum(),
+                windows: None,
                 checksum: sinks.iter().fold(0u64, |a, r| a.wrapping_add(r.checksum)),
                 expected_checksum: reference::w1_checksum(records, keys),
                 expected_records: records,
@@ -312,6 +332,37 @@ pub fn run(
                 restored: result.restored.clone(),
                 restarts: result.restarts,
                 output,
+                released_unix_ms: unix_ms(result.released_at),
+                subtasks: result.subtasks.clone(),
+            })
+        }
+        Workload::W2 => {
+            let records = config.records.unwrap_or(W2_DEFAULT_RECORDS);
+            let windows = WindowResults::new(workers);
+            let job = jobs::w2(records, keys, config.rate, windows.clone());
+            let result = execute_with_progress(job, &options, &mut progress)?;
+            let got = windows.total();
+            let (expected_windows, expected_checksum) =
+                reference::w2_windows_and_checksum(records, keys);
+            Ok(BenchReport {
+                workload,
+                workers,
+                records: got.records,
+                windows: Some((got.windows, expected_windows)),
+                checksum: got.checksum,
+                expected_checksum,
+                expected_records: records,
+                elapsed: result.elapsed,
+                keys,
+                rate: config.rate,
+                buffer_timeout: options.buffer_timeout,
+                achieved_rate: None,
+                latency: None,
+                parks: result.metrics.parks.clone(),
+                checkpoints: summary(&options, &result),
+                restored: result.restored.clone(),
+                restarts: result.restarts,
+                output: None,
                 released_unix_ms: unix_ms(result.released_at),
                 subtasks: result.subtasks.clone(),
             })
@@ -346,6 +397,7 @@ pub fn run(
                 workload,
                 workers,
                 records: sinks.iter().map(|r| r.records).sum(),
+                windows: None,
                 checksum: sinks.iter().fold(0u64, |a, r| a.wrapping_add(r.checksum)),
                 expected_checksum,
                 expected_records,

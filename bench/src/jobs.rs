@@ -1,13 +1,14 @@
-//! The built-in jobs: the quickstart job and the W1/W3/W4 benchmark jobs,
+//! The built-in jobs: the quickstart job and the W1/W2/W3/W4 benchmark jobs,
 //! written with the public job API exactly as a user would write them.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use weir_runtime::{JobGraph, SubtaskInfo};
+use weir_runtime::{JobGraph, SubtaskInfo, TumblingEventTimeWindows, WatermarkStrategy};
 
 use crate::output::W1OutputSink;
+use crate::w2::{w2_timestamp, CountAndSum, WindowChecksumSink, WindowResults, W2_WINDOW_MS};
 use crate::workload::{
     splitmix64, ChecksumSink, FastMod, KeyedCount, RunClock, SinkResults, SlowSink, SourceCounts,
     SourcePlan, WorkloadSource,
@@ -116,6 +117,36 @@ pub fn w4(
     .process("w4-keyed-count", |_| KeyedCount::<(u64, u64)>::default())
     .sink("w4-slow-sink", move |info: &SubtaskInfo| {
         SlowSink::new(info, results.clone(), sink_clock.clone(), spin, duration)
+    });
+    job
+}
+
+/// W2 event-time tumbling window: `source(P) -> watermarks (max seen event
+/// time, no out-of-orderness) -> key_by(key) -> tumbling 1000 ms
+/// event-time window (count, sum) -> sink(P)`.
+pub fn w2(records: u64, keys: u64, rate: Option<u64>, results: Arc<WindowResults>) -> JobGraph {
+    let clock = Arc::new(RunClock::default());
+    let plan = SourcePlan {
+        records,
+        rate,
+        run_for: None,
+    };
+    let modulo = FastMod::new(keys);
+    let mut job = JobGraph::new("w2-event-time-window");
+    job.source("w2-source", move |info: &SubtaskInfo| {
+        WorkloadSource::new(info, plan, clock.clone(), move |i| {
+            (modulo.rem(splitmix64(i)), i)
+        })
+    })
+    .assign_timestamps_and_watermarks(
+        WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
+            .with_timestamp_assigner(w2_timestamp),
+    )
+    .key_by(|r: &(u64, u64)| r.0)
+    .window(TumblingEventTimeWindows::of(W2_WINDOW_MS, w2_timestamp))
+    .aggregate("w2-window", CountAndSum)
+    .sink("w2-window-sink", move |info: &SubtaskInfo| {
+        WindowChecksumSink::new(info, results.clone())
     });
     job
 }

@@ -1,12 +1,13 @@
 //! The workloads of `shared/bench/WORKLOADS.md` and weir's benchmark
 //! harness.
 //!
-//! [`jobs`] builds the W1, W3 and W4 jobs with the public job API, [`workload`]
+//! [`jobs`] builds the W1, W2, W3 and W4 jobs with the public job API, [`workload`]
 //! holds their sources, keyed operator and sinks exactly as WORKLOADS.md
 //! defines them, [`reference`](mod@reference) computes the expected results independently,
 //! single-threaded, [`harness`] runs a workload from a configuration and
 //! reports the figures, [`w4`] does the same for W4's checkpoint modes and
-//! [`w5`] drives W5's crash and recovery. `weir bench w1|w3|w4|w5` is the
+//! [`w5`] drives W5's crash and recovery; [`w2`] holds W2's window
+//! aggregate and sink. `weir bench w1|w2|w3|w4|w5` is the
 //! command-line front end.
 #![deny(missing_docs)]
 
@@ -16,6 +17,7 @@ pub mod jobs;
 pub mod output;
 pub mod quickstart;
 pub mod reference;
+pub mod w2;
 pub mod w4;
 pub mod w5;
 pub mod workload;

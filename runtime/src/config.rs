@@ -31,7 +31,7 @@ pub struct KeyDoc {
 #[rustfmt::skip] // one key per entry, like the table in configs/README.md
 pub const KEYS: &[KeyDoc] = &[
     KeyDoc { key: "job.name", default: "quickstart",
-        description: "which built-in job `weir run` runs: quickstart, w1 or w3" },
+        description: "which built-in job `weir run` runs: quickstart, w1, w2 or w3" },
     KeyDoc { key: "job.records", default: "unset",
         description: "N: records the bounded sources emit in total (at least 1); unset = the job's default" },
     KeyDoc { key: "job.keys", default: "unset",
@@ -128,19 +128,22 @@ pub enum JobName {
     Quickstart,
     /// Workload W1.
     W1,
+    /// Workload W2 (event-time tumbling window).
+    W2,
     /// Workload W3 (timed: warm-up, then a recorded run).
     W3,
 }
 
 impl JobName {
     /// Every job, in the order error messages list them.
-    pub const ALL: [JobName; 3] = [JobName::Quickstart, JobName::W1, JobName::W3];
+    pub const ALL: [JobName; 4] = [JobName::Quickstart, JobName::W1, JobName::W2, JobName::W3];
 
     /// The job's name as written in config files and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
             JobName::Quickstart => "quickstart",
             JobName::W1 => "w1",
+            JobName::W2 => "w2",
             JobName::W3 => "w3",
         }
     }
@@ -293,7 +296,7 @@ fn did_you_mean(suggestion: &Option<&'static str>) -> String {
 
 /// Origin of values given with `--set`.
 const OVERRIDE_ORIGIN: &str = "--set";
-const JOB_EXPECTED: &str = "one of quickstart, w1, w3";
+const JOB_EXPECTED: &str = "one of quickstart, w1, w2, w3";
 const DURATION_EXPECTED: &str = "a duration such as 100ms, 1s or 2min (a non-negative integer \
      and a unit: ns, us, ms, s, min, h or d; a bare integer means milliseconds)";
 const SIZE_EXPECTED: &str = "a memory size from 64b to 16mb such as 32kb (an integer and a \

@@ -110,6 +110,7 @@ impl Common {
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BenchName {
     W1,
+    W2,
     W3,
     W4,
     W5,
@@ -153,6 +154,7 @@ fn main() -> ExitCode {
             match config.job {
                 JobName::Quickstart => run_quickstart(&config, common.restore_from()),
                 JobName::W1 => run_bench(Workload::W1, &config, &bench, false),
+                JobName::W2 => run_bench(Workload::W2, &config, &bench, false),
                 JobName::W3 => run_bench(Workload::W3, &config, &bench, false),
             }
         }
@@ -215,6 +217,7 @@ fn main() -> ExitCode {
             };
             let workload = match workload {
                 BenchName::W1 => Workload::W1,
+                BenchName::W2 => Workload::W2,
                 BenchName::W3 => Workload::W3,
                 BenchName::W4 => {
                     let mode = W4Mode::from(mode.unwrap_or(ModeArg::Aligned));

@@ -191,6 +191,62 @@ fn bench_w1_three_workers() {
     bench_w1(3);
 }
 
+/// W2 by brute force: `(key, window_start)` -> `(count, sum)` over every
+/// record, then the checksum of WORKLOADS.md over the windows.
+fn w2_reference(n: u64, k: u64) -> (u64, u64) {
+    let mut windows: HashMap<(u64, u64), (u64, u64)> = HashMap::new();
+    for i in 0..n {
+        let ts = i / 1000;
+        let w = windows
+            .entry((splitmix64(i) % k, ts - ts % 1000))
+            .or_default();
+        w.0 += 1;
+        w.1 = w.1.wrapping_add(i);
+    }
+    let checksum = windows
+        .iter()
+        .fold(0u64, |acc, (&(key, start), &(c, sum))| {
+            acc.wrapping_add(key.wrapping_mul(M))
+                .wrapping_add(start)
+                .wrapping_add(c.wrapping_mul(31))
+                .wrapping_add(sum)
+        });
+    (windows.len() as u64, checksum)
+}
+
+#[test]
+fn bench_w2_fires_every_window_with_the_reference_checksum() {
+    // 1.5 event-time seconds: a full window and a half one per key.
+    let (n, k) = (1_500_000u64, 300u64);
+    let (windows, checksum) = w2_reference(n, k);
+    let output = {
+        let _serial = BENCH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        weir(&[
+            "bench",
+            "w2",
+            "--n",
+            &n.to_string(),
+            "--k",
+            &k.to_string(),
+            "--workers",
+            "2",
+            "--quiet",
+        ])
+    };
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let report = last_line_json(&output);
+    assert_eq!(report["workload"], "w2", "{report}");
+    assert_eq!(report["windows"].as_u64(), Some(windows), "{report}");
+    assert_eq!(report["records"].as_u64(), Some(n), "{report}");
+    assert_eq!(
+        report["checksum"].as_str(),
+        Some(checksum.to_string().as_str()),
+        "checksum against this test's own reference: {report}"
+    );
+    assert_eq!(report["verified"], true, "{report}");
+    assert!(number(&report, "records_per_s") > 0.0, "{report}");
+}
+
 #[test]
 fn bench_w3_paced_latency_report() {
     let output = {

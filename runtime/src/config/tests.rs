@@ -133,8 +133,8 @@ fn invalid_values_name_the_key_and_the_expected_form() {
         ("job.duration = 1.5", "job.duration", "a duration such as"),
         ("weir.progress.interval = [1]", "weir.progress.interval", "a duration such as"),
         ("weir.worker.spin-before-park = \"\"", "weir.worker.spin-before-park", "a duration"),
-        ("job.name = \"W1\"", "job.name", "one of quickstart, w1, w3"),
-        ("job.name = 1", "job.name", "one of quickstart, w1, w3"),
+        ("job.name = \"W1\"", "job.name", "one of quickstart, w1, w2, w3"),
+        ("job.name = 1", "job.name", "one of quickstart, w1, w2, w3"),
         ("pipeline.max-parallelism = 32769", "pipeline.max-parallelism", "an integer from 1 to 32768"),
         ("pipeline.max-parallelism = 0", "pipeline.max-parallelism", "an integer from 1 to 32768"),
         ("taskmanager.network.memory.buffers-per-channel = 1025",
@@ -280,7 +280,7 @@ fn job_names_parse_and_display() {
     let err = "Quickstart".parse::<JobName>().unwrap_err().to_string();
     assert_eq!(
         err,
-        "unknown job \"Quickstart\": expected one of quickstart, w1, w3"
+        "unknown job \"Quickstart\": expected one of quickstart, w1, w2, w3"
     );
 }
 

@@ -76,7 +76,7 @@ use crate::source::{Source, SourceTask, SubtaskInfo, POSITION_STATE};
 use crate::task::Task;
 use crate::watermark::{TimestampsOp, WatermarkStrategy};
 use crate::window::{
-    AggregateFold, ReduceFold, TumblingEventTimeWindows, WindowFold, WindowOperator,
+    AggregateFold, LateOutput, ReduceFold, WindowAssigner, WindowFold, WindowOperator,
 };
 use crate::worker::BuildContext;
 
@@ -396,50 +396,86 @@ where
     KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
 {
     /// Groups each key's records into the event-time windows of `assigner`
-    /// (Flink's `KeyedStream::window`); finish with
+    /// ([`TumblingEventTimeWindows`](crate::TumblingEventTimeWindows) or
+    /// [`SlidingEventTimeWindows`](crate::SlidingEventTimeWindows); Flink's
+    /// `KeyedStream::window`); finish with
     /// [`aggregate`](WindowedStream::aggregate) or
     /// [`reduce`](WindowedStream::reduce).
-    pub fn window<TF>(
-        self,
-        assigner: TumblingEventTimeWindows<TF>,
-    ) -> WindowedStream<'j, T, K, KF, TF>
+    pub fn window<A>(self, assigner: A) -> WindowedStream<'j, T, K, KF, A>
     where
-        TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+        A: WindowAssigner<T>,
     {
         WindowedStream {
             keyed: self,
             assigner,
+            lateness: 0,
+            late_output: None,
         }
     }
+}
+
+/// Makes each subtask's late-data output.
+type LateOutputFactory<T> = Arc<dyn Fn(&SubtaskInfo) -> LateOutput<T> + Send + Sync>;
+
+/// A keyed stream with a window assigner, waiting for its window function.
+pub struct WindowedStream<'j, T, K, KF, A> {
+    keyed: KeyedStream<'j, T, K, KF>,
+    assigner: A,
+    lateness: i64,
+    late_output: Option<LateOutputFactory<T>>,
 }
 
 /// What a window operator emits: `(key, window_start, result)` records.
 pub type WindowStream<'j, K, O, B> = Stream<'j, (K, i64, O), B>;
 
-/// A keyed stream with a window assigner, waiting for its window function.
-pub struct WindowedStream<'j, T, K, KF, TF> {
-    keyed: KeyedStream<'j, T, K, KF>,
-    assigner: TumblingEventTimeWindows<TF>,
-}
-
-impl<'j, T, K, KF, TF> WindowedStream<'j, T, K, KF, TF>
+impl<'j, T, K, KF, A> WindowedStream<'j, T, K, KF, A>
 where
-    T: Wire + 'static,
+    T: Wire + Clone + 'static,
     K: KeyHash + Eq + Copy + Wire + 'static,
     KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
-    TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+    A: WindowAssigner<T>,
 {
+    /// Keeps windows `lateness_ms` after they fired (Flink's
+    /// `allowedLateness`): a record for such a window is added and fires
+    /// it again with the updated result. Default 0.
+    ///
+    /// # Panics
+    ///
+    /// If `lateness_ms` is negative.
+    pub fn allowed_lateness(mut self, lateness_ms: i64) -> Self {
+        assert!(
+            lateness_ms >= 0,
+            "window allowed lateness must not be negative, got {lateness_ms} ms"
+        );
+        self.lateness = lateness_ms;
+        self
+    }
+
+    /// Hands the records late for all their windows (past the allowed
+    /// lateness) to the output `factory` makes for each subtask, instead
+    /// of only dropping them (Flink's `sideOutputLateData`).
+    pub fn side_output_late_data<L, LF>(mut self, factory: LF) -> Self
+    where
+        L: FnMut(T) + 'static,
+        LF: Fn(&SubtaskInfo) -> L + Send + Sync + 'static,
+    {
+        self.late_output = Some(Arc::new(move |info: &SubtaskInfo| {
+            Box::new(factory(info)) as LateOutput<T>
+        }));
+        self
+    }
+
     /// Folds each window's records incrementally with `agg` (Flink's
     /// `WindowedStream::aggregate`); emits `(key, window_start,
     /// agg.get_result(acc))` when the watermark passes the window's end.
-    pub fn aggregate<A>(
+    pub fn aggregate<AF>(
         self,
         uid: &str,
-        agg: A,
-    ) -> WindowStream<'j, K, A::Out, impl ChainBuilder<(K, i64, A::Out)>>
+        agg: AF,
+    ) -> WindowStream<'j, K, AF::Out, impl ChainBuilder<(K, i64, AF::Out)>>
     where
-        A: AggregateFunction<In = T> + Clone + Send + Sync,
-        A::Acc: Wire,
+        AF: AggregateFunction<In = T> + Clone + Send + Sync,
+        AF::Acc: Wire,
     {
         self.with_fold(uid, AggregateFold(agg))
     }
@@ -468,9 +504,14 @@ where
         W: WindowFold<In = T> + Clone + Send + Sync,
         W::Acc: Wire,
     {
-        let assigner = self.assigner;
-        self.keyed.process(uid, move |_: &SubtaskInfo| {
-            WindowOperator::new(assigner.clone(), fold.clone())
+        let (assigner, lateness, late_output) = (self.assigner, self.lateness, self.late_output);
+        self.keyed.process(uid, move |info: &SubtaskInfo| {
+            let op =
+                WindowOperator::new(assigner.clone(), fold.clone()).with_allowed_lateness(lateness);
+            match &late_output {
+                Some(factory) => op.with_late_output(factory(info)),
+                None => op,
+            }
         })
     }
 }

@@ -62,4 +62,6 @@ pub use ttl::{ManualClock, ProcessingTimeClock, StateTtlConfig, TtlClock, Update
 pub use watermark::{WatermarkStrategy, WatermarkValve};
 pub use weir_net::{WatermarkStatus, Wire};
 pub use weir_state::KeyHash;
-pub use window::{TumblingEventTimeWindows, WindowFold, WindowOperator};
+pub use window::{
+    SlidingEventTimeWindows, TumblingEventTimeWindows, WindowAssigner, WindowFold, WindowOperator,
+};

@@ -1,8 +1,10 @@
-//! Event-time tumbling windows with incremental aggregation (Flink's
-//! `TumblingEventTimeWindows` with `reduce` / `aggregate`).
+//! Event-time windows with incremental aggregation (Flink's
+//! `TumblingEventTimeWindows` and `SlidingEventTimeWindows` with `reduce` /
+//! `aggregate`, allowed lateness and a side output for late data).
 //!
-//! `keyed.window(TumblingEventTimeWindows::of(size_ms, timestamp_fn))`
-//! gives a [`WindowedStream`](crate::job::WindowedStream); its
+//! `keyed.window(TumblingEventTimeWindows::of(size_ms, timestamp_fn))` (or
+//! `SlidingEventTimeWindows::of(size_ms, slide_ms, timestamp_fn)`) gives a
+//! [`WindowedStream`](crate::job::WindowedStream); its
 //! `aggregate(uid, AggregateFunction)` or `reduce(uid, fn)` becomes a keyed
 //! process operator ([`WindowOperator`]) that emits `(key, window_start,
 //! result)` for every window of every key once the watermark passes the
@@ -11,27 +13,35 @@
 //! Records carry no timestamp field, so the assigner takes the timestamp
 //! extractor (the same `Fn(&T) -> i64` as the stream's
 //! [`WatermarkStrategy`](crate::WatermarkStrategy)). A record with
-//! timestamp `ts` belongs to the window `[start, start + size)` with
-//! `start = ts - (ts - offset) mod size` (Flink's
-//! `TimeWindow::getWindowStartWithOffset`).
+//! timestamp `ts` belongs to the tumbling window `[start, start + size)`
+//! with `start = ts - (ts - offset) mod size` (Flink's
+//! `TimeWindow::getWindowStartWithOffset`), or to the `size / slide`
+//! sliding windows starting at `ts - (ts - offset) mod slide` and every
+//! `slide` before it while they still hold `ts`.
 //!
 //! **State.** One accumulator per `(key, window start)` in a
-//! [`KeyedMapState`] named [`WINDOW_CONTENTS_STATE`], and one event-time
-//! timer per `(key, window)` at `end - 1` (Flink's `maxTimestamp`) in a
-//! [`KeyedTimerService`]. A record of an open window folds into the
+//! [`KeyedMapState`] named [`WINDOW_CONTENTS_STATE`], and event-time timers
+//! per `(key, window)` in a [`KeyedTimerService`]: at `end - 1` (Flink's
+//! `maxTimestamp`) to fire, and with an allowed lateness `L > 0` at
+//! `end - 1 + L` to clean up. A record of an open window folds into the
 //! accumulator (two map lookups); only the first record of a window
-//! registers its timer (a window's entry and its timer are created and
-//! removed together). Both are checkpointed per key group by the keyed
-//! operator, so windows survive failover and rescaling.
+//! registers its timers (a window's entry and its timers are created
+//! together and the entry is removed by the last of them). Both are
+//! checkpointed per key group by the keyed operator, so windows survive
+//! failover and rescaling.
 //!
 //! **Firing.** When the timer at `end - 1` fires (the watermark reached
-//! it), the window's result is emitted and its accumulator removed. At the
-//! end of the input every remaining window fires (Flink's final `i64::MAX`
-//! watermark).
+//! it), the window's result is emitted; without lateness its accumulator is
+//! removed then, with lateness at the cleanup timer. At the end of the
+//! input every remaining window fires (Flink's final `i64::MAX` watermark).
 //!
-//! **Late records.** A record whose window already fired (`end - 1 <=
-//! watermark`) is dropped, as with Flink's default allowed lateness of 0;
-//! [`WindowOperator::late_records`] counts them.
+//! **Late records.** A record is late for a window once `end - 1 + L <=
+//! watermark` (Flink's `isWindowLate`). A record for a window that fired
+//! but is still within its lateness is added and fires the window again at
+//! once, with the updated result (a *late firing*). A record late for all
+//! its windows is dropped, counted by [`WindowOperator::late_records`] and
+//! handed to the late-data side output if the job set one
+//! (`side_output_late_data`).
 
 use std::marker::PhantomData;
 
@@ -46,6 +56,48 @@ use crate::timers::{KeyedTimerService, TimeDomain, TimerQueues};
 
 /// State name of a window operator's accumulators in checkpoints.
 pub const WINDOW_CONTENTS_STATE: &str = "_window_contents";
+
+/// Decides which event-time windows hold a record (Flink's
+/// `WindowAssigner` for time windows).
+pub trait WindowAssigner<T>: Clone + Send + Sync + 'static {
+    /// The record's event time (ms).
+    fn timestamp(&self, record: &T) -> i64;
+
+    /// The windows' size (ms): window `start` is `[start, start + size)`.
+    fn size(&self) -> i64;
+
+    /// The starts of the windows holding timestamp `ts`.
+    fn window_starts(&self, ts: i64) -> WindowStarts;
+}
+
+/// The starts of the windows holding a timestamp, latest first.
+#[derive(Clone, Copy, Debug)]
+pub struct WindowStarts {
+    next: i64,
+    left: u32,
+    step: i64,
+}
+
+impl Iterator for WindowStarts {
+    type Item = i64;
+
+    #[inline]
+    fn next(&mut self) -> Option<i64> {
+        if self.left == 0 {
+            return None;
+        }
+        let start = self.next;
+        self.left -= 1;
+        self.next = self.next.wrapping_sub(self.step);
+        Some(start)
+    }
+}
+
+/// The start of the window of `size` and `offset` holding `ts`.
+#[inline]
+fn start_with_offset(ts: i64, offset: i64, size: i64) -> i64 {
+    ts - (ts - offset).rem_euclid(size)
+}
 
 /// Flink's `TumblingEventTimeWindows`: fixed-size, non-overlapping
 /// event-time windows, with the record timestamp extractor.
@@ -82,24 +134,101 @@ impl<TF> TumblingEventTimeWindows<TF> {
         self
     }
 
-    /// The window size (ms).
-    pub fn size(&self) -> i64 {
-        self.size
-    }
-
     /// The start of the window holding timestamp `ts`.
     #[inline]
     pub fn window_start(&self, ts: i64) -> i64 {
-        ts - (ts - self.offset).rem_euclid(self.size)
+        start_with_offset(ts, self.offset, self.size)
+    }
+}
+
+impl<T, TF> WindowAssigner<T> for TumblingEventTimeWindows<TF>
+where
+    TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+{
+    #[inline]
+    fn timestamp(&self, record: &T) -> i64 {
+        (self.timestamp)(record)
     }
 
-    /// The timestamp of `record`.
+    fn size(&self) -> i64 {
+        self.size
+    }
+
     #[inline]
-    pub fn timestamp_of<T>(&self, record: &T) -> i64
-    where
-        TF: Fn(&T) -> i64,
-    {
+    fn window_starts(&self, ts: i64) -> WindowStarts {
+        WindowStarts {
+            next: self.window_start(ts),
+            left: 1,
+            step: self.size,
+        }
+    }
+}
+
+/// Flink's `SlidingEventTimeWindows`: windows of `size` starting every
+/// `slide`, so a record is in `size / slide` of them (rounded up).
+#[derive(Clone, Debug)]
+pub struct SlidingEventTimeWindows<TF> {
+    size: i64,
+    slide: i64,
+    offset: i64,
+    timestamp: TF,
+}
+
+impl<TF> SlidingEventTimeWindows<TF> {
+    /// Windows of `size_ms` starting every `slide_ms`, aligned to the
+    /// epoch; `timestamp` gives a record's event time (ms).
+    ///
+    /// # Panics
+    ///
+    /// If the size or the slide is not positive.
+    pub fn of(size_ms: i64, slide_ms: i64, timestamp: TF) -> Self {
+        assert!(
+            size_ms > 0 && slide_ms > 0,
+            "SlidingEventTimeWindows: size and slide must be positive, got {size_ms} ms and {slide_ms} ms"
+        );
+        Self {
+            size: size_ms,
+            slide: slide_ms,
+            offset: 0,
+            timestamp,
+        }
+    }
+
+    /// The same windows shifted by `offset_ms`; taken modulo the slide.
+    pub fn with_offset(mut self, offset_ms: i64) -> Self {
+        self.offset = offset_ms.rem_euclid(self.slide);
+        self
+    }
+}
+
+impl<T, TF> WindowAssigner<T> for SlidingEventTimeWindows<TF>
+where
+    TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+{
+    #[inline]
+    fn timestamp(&self, record: &T) -> i64 {
         (self.timestamp)(record)
+    }
+
+    fn size(&self) -> i64 {
+        self.size
+    }
+
+    #[inline]
+    fn window_starts(&self, ts: i64) -> WindowStarts {
+        let last = start_with_offset(ts, self.offset, self.slide);
+        // Windows starting at last, last - slide, ... while start > ts - size.
+        let span = last - (ts - self.size);
+        let count = if span > 0 {
+            (span - 1) / self.slide + 1
+        } else {
+            0
+        };
+        WindowStarts {
+            next: last,
+            left: u32::try_from(count).unwrap_or(u32::MAX),
+            step: self.slide,
+        }
     }
 }
 
@@ -186,79 +315,128 @@ where
     }
 }
 
-/// The keyed process function behind a tumbling event-time window: one
-/// accumulator per `(key, window start)`, fired by an event-time timer at
-/// the window's end - 1. Emits `(key, window_start, result)`.
-pub struct WindowOperator<K, W, TF>
+/// Where a window operator hands the records it drops as late.
+pub type LateOutput<T> = Box<dyn FnMut(T)>;
+
+/// The keyed process function behind event-time windows: one accumulator
+/// per `(key, window start)`, fired by an event-time timer at the window's
+/// end - 1 and removed after the allowed lateness. Emits `(key,
+/// window_start, result)`.
+pub struct WindowOperator<K, W, A>
 where
     K: Copy + Eq + KeyHash,
     W: WindowFold,
 {
-    assigner: TumblingEventTimeWindows<TF>,
+    assigner: A,
+    size: i64,
+    lateness: i64,
     fold: W,
     contents: KeyedMapState<K, i64, W::Acc>,
     timers: KeyedTimerService<K>,
     late: u64,
+    late_output: Option<LateOutput<W::In>>,
 }
 
-impl<K, W, TF> WindowOperator<K, W, TF>
+impl<K, W, A> WindowOperator<K, W, A>
 where
     K: Copy + Eq + KeyHash,
     W: WindowFold,
+    A: WindowAssigner<W::In>,
 {
-    /// The operator of windows `assigner` folding records with `fold`.
-    pub fn new(assigner: TumblingEventTimeWindows<TF>, fold: W) -> Self {
+    /// The operator of windows `assigner` folding records with `fold`,
+    /// without allowed lateness or late-data output.
+    pub fn new(assigner: A, fold: W) -> Self {
         Self {
+            size: assigner.size(),
             assigner,
+            lateness: 0,
             fold,
             contents: KeyedMapState::new(WINDOW_CONTENTS_STATE),
             timers: KeyedTimerService::new(),
             late: 0,
+            late_output: None,
         }
     }
 
-    /// Records dropped because their window had already fired.
+    /// The same operator keeping windows `lateness_ms` after they fired:
+    /// records arriving meanwhile update them and fire them again.
+    ///
+    /// # Panics
+    ///
+    /// If `lateness_ms` is negative.
+    pub fn with_allowed_lateness(mut self, lateness_ms: i64) -> Self {
+        assert!(
+            lateness_ms >= 0,
+            "window allowed lateness must not be negative, got {lateness_ms} ms"
+        );
+        self.lateness = lateness_ms;
+        self
+    }
+
+    /// The same operator handing records late for all their windows to
+    /// `late` (Flink's `sideOutputLateData`).
+    pub fn with_late_output(mut self, late: LateOutput<W::In>) -> Self {
+        self.late_output = Some(late);
+        self
+    }
+
+    /// Records dropped because all their windows were past their lateness.
     pub fn late_records(&self) -> u64 {
         self.late
     }
 
-    /// Windows open (not fired yet) on this subtask, over all keys.
+    /// Windows kept (not cleaned up yet) on this subtask, over all keys.
     pub fn open_windows(&self) -> usize {
         self.contents.total_len()
     }
 }
 
-impl<K, W, TF> KeyedProcessFunction for WindowOperator<K, W, TF>
+impl<K, W, A> KeyedProcessFunction for WindowOperator<K, W, A>
 where
     K: Copy + Eq + KeyHash + Wire + 'static,
     W: WindowFold,
+    W::In: Clone,
     W::Acc: Wire,
-    TF: Fn(&W::In) -> i64 + 'static,
+    A: WindowAssigner<W::In>,
 {
     type Key = K;
     type In = W::In;
     type Out = (K, i64, W::Out);
 
     #[inline]
-    fn process<C: Collector<Self::Out>>(
-        &mut self,
-        ctx: &KeyContext<K>,
-        value: W::In,
-        _out: &mut C,
-    ) {
-        let ts = self.assigner.timestamp_of(&value);
-        let start = self.assigner.window_start(ts);
-        let max_ts = start.saturating_add(self.assigner.size - 1);
-        if max_ts <= ctx.current_watermark() {
+    fn process<C: Collector<Self::Out>>(&mut self, ctx: &KeyContext<K>, value: W::In, out: &mut C) {
+        let ts = self.assigner.timestamp(&value);
+        let watermark = ctx.current_watermark();
+        let mut taken = false;
+        for start in self.assigner.window_starts(ts) {
+            let max_ts = start.saturating_add(self.size - 1);
+            let cleanup = max_ts.saturating_add(self.lateness);
+            if cleanup <= watermark {
+                continue;
+            }
+            taken = true;
+            let acc = self.contents.get(ctx, &start);
+            if acc.is_none() {
+                if max_ts > watermark {
+                    self.timers.register_event_time_timer(ctx, max_ts);
+                }
+                if cleanup != max_ts {
+                    self.timers.register_event_time_timer(ctx, cleanup);
+                }
+            }
+            let acc = self.fold.fold(acc, value.clone());
+            self.contents.put(ctx, start, acc);
+            if max_ts <= watermark {
+                // Within the allowed lateness: a late firing.
+                out.collect((*ctx.key(), start, self.fold.result(&acc)));
+            }
+        }
+        if !taken {
             self.late += 1;
-            return;
+            if let Some(late) = &mut self.late_output {
+                late(value);
+            }
         }
-        let acc = self.contents.get(ctx, &start);
-        if acc.is_none() {
-            self.timers.register_event_time_timer(ctx, max_ts);
-        }
-        let acc = self.fold.fold(acc, value);
-        self.contents.put(ctx, start, acc);
     }
 
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
@@ -279,10 +457,19 @@ where
         if domain != TimeDomain::EventTime {
             return;
         }
-        let start = timestamp - (self.assigner.size - 1);
-        if let Some(acc) = self.contents.remove(ctx, &start) {
+        // The window whose end - 1 this is fires ...
+        let start = timestamp - (self.size - 1);
+        if self.lateness == 0 {
+            if let Some(acc) = self.contents.remove(ctx, &start) {
+                out.collect((*ctx.key(), start, self.fold.result(&acc)));
+            }
+            return;
+        }
+        if let Some(acc) = self.contents.get(ctx, &start) {
             out.collect((*ctx.key(), start, self.fold.result(&acc)));
         }
+        // ... and the one whose end - 1 + lateness this is goes.
+        self.contents.remove(ctx, &(start - self.lateness));
     }
 }
 
@@ -320,8 +507,8 @@ mod tests {
 
     type Rec = (u64, i64, u64);
     type Ts = fn(&Rec) -> i64;
-    type Op<W> = KeyedProcessOp<
-        WindowOperator<u64, W, Ts>,
+    type Op<W, A = TumblingEventTimeWindows<Ts>> = KeyedProcessOp<
+        WindowOperator<u64, W, A>,
         fn(&Rec) -> u64,
         VecTail<(u64, i64, <W as WindowFold>::Out)>,
     >;
@@ -340,8 +527,17 @@ mod tests {
         W::Acc: Wire,
     {
         let assigner = TumblingEventTimeWindows::of(size, (|r: &Rec| r.1) as Ts);
+        op_with(WindowOperator::new(assigner, fold))
+    }
+
+    fn op_with<W: WindowFold<In = Rec>, A: WindowAssigner<Rec>>(
+        window: WindowOperator<u64, W, A>,
+    ) -> Op<W, A>
+    where
+        W::Acc: Wire,
+    {
         KeyedProcessOp::new(
-            WindowOperator::new(assigner, fold),
+            window,
             (|r: &Rec| r.0) as fn(&Rec) -> u64,
             VecTail {
                 items: Vec::new(),
@@ -447,6 +643,121 @@ mod tests {
             assert_eq!(op.function_mut().late_records(), late, "round {round}");
             assert_eq!(op.function_mut().open_windows(), 0, "round {round}");
         }
+    }
+
+    /// Brute force of sliding windows with allowed lateness over random
+    /// out-of-order input: replays the input keeping, per `(key, window)`,
+    /// its records; a window fires when the watermark reaches its end - 1
+    /// and again on every record accepted after that; a record goes to the
+    /// side output when all its windows are past their lateness.
+    #[test]
+    fn sliding_windows_with_lateness_match_a_brute_force_reference() {
+        use std::cell::RefCell;
+        use std::rc::Rc;
+
+        let mut rng = 0xABCD_u64;
+        let mut next = move || {
+            rng = mix(rng);
+            rng
+        };
+        for round in 0..60 {
+            let slide = 1 + (next() % 7) as i64;
+            let size = slide * (1 + (next() % 4) as i64)
+                + if round % 3 == 0 {
+                    0
+                } else {
+                    (next() % 3) as i64
+                };
+            let lateness = [0, 0, 3, 10][(next() % 4) as usize];
+            let late_seen = Rc::new(RefCell::new(Vec::new()));
+            let sink = late_seen.clone();
+            let assigner = SlidingEventTimeWindows::of(size, slide, (|r: &Rec| r.1) as Ts);
+            let mut op = op_with(
+                WindowOperator::new(assigner, AggregateFold(CountSum))
+                    .with_allowed_lateness(lateness)
+                    .with_late_output(Box::new(move |r: Rec| sink.borrow_mut().push(r))),
+            );
+            // Per window: (count, sum), fired yet.
+            let mut windows: BTreeMap<(u64, i64), ((u64, u64), bool)> = BTreeMap::new();
+            let mut want = Vec::new();
+            let mut want_late = Vec::new();
+            let mut watermark = i64::MIN;
+            for i in 0..300u64 {
+                if next() % 8 == 0 {
+                    let w = (i as i64) / 2 - (next() % 25) as i64;
+                    if w > watermark {
+                        watermark = w;
+                        op.on_watermark(w);
+                        for (&(k, s), (acc, fired)) in windows.iter_mut() {
+                            if !*fired && s + size - 1 <= w {
+                                *fired = true;
+                                want.push((k, s, *acc));
+                            }
+                        }
+                    }
+                }
+                let key = next() % 3;
+                let ts = (i as i64) / 2 - (next() % 30) as i64;
+                op.collect((key, ts, i));
+                let mut taken = false;
+                // Every window start s with s <= ts < s + size, s = k * slide.
+                let mut s = ts - ts.rem_euclid(slide);
+                while s > ts - size {
+                    if s + size - 1 + lateness > watermark {
+                        taken = true;
+                        let (acc, fired) = windows.entry((key, s)).or_insert(((0, 0), false));
+                        acc.0 += 1;
+                        acc.1 += i;
+                        if s + size - 1 <= watermark {
+                            *fired = true;
+                            want.push((key, s, *acc));
+                        }
+                    }
+                    s -= slide;
+                }
+                if !taken {
+                    want_late.push((key, ts, i));
+                }
+            }
+            op.end_input();
+            for (&(k, s), (acc, fired)) in windows.iter() {
+                if !*fired {
+                    want.push((k, s, *acc));
+                }
+            }
+            let mut got = std::mem::take(&mut op.output_mut().items);
+            got.sort();
+            want.sort();
+            let what = format!("round {round}: size {size}, slide {slide}, lateness {lateness}");
+            assert_eq!(got, want, "{what}");
+            assert_eq!(*late_seen.borrow(), want_late, "{what}");
+            assert_eq!(
+                op.function_mut().late_records(),
+                want_late.len() as u64,
+                "{what}"
+            );
+            assert_eq!(op.function_mut().open_windows(), 0, "{what}");
+        }
+    }
+
+    #[test]
+    fn sliding_windows_assign_every_window_holding_a_timestamp() {
+        let w = SlidingEventTimeWindows::of(10, 3, |_: &()| 0);
+        assert_eq!(
+            WindowAssigner::<()>::window_starts(&w, 7).collect::<Vec<_>>(),
+            vec![6, 3, 0]
+        );
+        assert_eq!(
+            WindowAssigner::<()>::window_starts(&w, -1).collect::<Vec<_>>(),
+            vec![-3, -6, -9]
+        );
+        // Windows shorter than the slide leave gaps: no window there.
+        let gaps = SlidingEventTimeWindows::of(2, 5, |_: &()| 0);
+        assert_eq!(
+            WindowAssigner::<()>::window_starts(&gaps, 6).collect::<Vec<_>>(),
+            vec![5]
+        );
+        assert_eq!(WindowAssigner::<()>::window_starts(&gaps, 7).count(), 0);
     }
 
     /// splitmix64's finalizer, as a small deterministic generator.

@@ -247,6 +247,58 @@ fn bench_w2_fires_every_window_with_the_reference_checksum() {
     assert!(number(&report, "records_per_s") > 0.0, "{report}");
 }
 
+/// W2 with checkpoints and a source failure two thirds in: the job
+/// restarts in process from a checkpoint (open windows, their timers and
+/// the sinks' totals restored) and still fires every window exactly once.
+#[test]
+fn bench_w2_restores_open_windows_after_a_failure() {
+    let (n, k) = (3_000_000u64, 200u64);
+    let (windows, checksum) = w2_reference(n, k);
+    let dir = scratch_dir("w2-failover");
+    let output = {
+        let _serial = BENCH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        Command::new(WEIR)
+            .args([
+                "bench",
+                "w2",
+                "--n",
+                &n.to_string(),
+                "--k",
+                &k.to_string(),
+                "--workers",
+                "2",
+                "--quiet",
+                "--set",
+                "execution.checkpointing.interval=20ms",
+                "--set",
+                &format!("state.checkpoints.dir={}", dir.display()),
+                "--set",
+                "restart-strategy.type=fixed-delay",
+                "--set",
+                "restart-strategy.fixed-delay.delay=10ms",
+            ])
+            .env("WEIR_FAILPOINTS", "source-panic=2000000")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run the weir binary")
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let report = last_line_json(&output);
+    assert_eq!(report["restarts"], 1, "{report}");
+    assert!(
+        report["restored"]["checkpoint"].as_u64().is_some(),
+        "restarted from a checkpoint: {report}"
+    );
+    assert_eq!(report["windows"].as_u64(), Some(windows), "{report}");
+    assert_eq!(report["records"].as_u64(), Some(n), "{report}");
+    assert_eq!(
+        report["checksum"].as_str(),
+        Some(checksum.to_string().as_str()),
+        "{report}"
+    );
+}
+
 #[test]
 fn bench_w3_paced_latency_report() {
     let output = {

@@ -191,6 +191,33 @@ where
         );
     }
 
+    /// Replaces the current key's value for `user_key` by `f` of it (`None`
+    /// if absent or expired) and returns the new value and whether the
+    /// entry is new: one lookup when the entry exists (a read and a write,
+    /// as for TTL; the hot path of window aggregation).
+    #[inline]
+    pub fn upsert(
+        &mut self,
+        ctx: &KeyContext<K>,
+        user_key: UK,
+        f: impl FnOnce(Option<UV>) -> UV,
+    ) -> (UV, bool) {
+        let key = (*ctx.key(), user_key);
+        let now = self.ttl.now();
+        if let Some(slot) = self.entries.get_mut(&key) {
+            if !self.ttl.expired(slot.stamp, now) {
+                slot.value = f(Some(slot.value));
+                slot.stamp = now;
+                return (slot.value, false);
+            }
+            let expired = *slot;
+            self.unlink(key, expired);
+        }
+        let value = f(None);
+        self.put_stamped(key.0, user_key, value, now);
+        (value, true)
+    }
+
     /// Removes the current key's value for `user_key`; returns it unless
     /// it had expired.
     pub fn remove(&mut self, ctx: &KeyContext<K>, user_key: &UK) -> Option<UV> {

@@ -24,7 +24,7 @@
 //! per `(key, window)` in a [`KeyedTimerService`]: at `end - 1` (Flink's
 //! `maxTimestamp`) to fire, and with an allowed lateness `L > 0` at
 //! `end - 1 + L` to clean up. A record of an open window folds into the
-//! accumulator (two map lookups); only the first record of a window
+//! accumulator (one map lookup, [`KeyedMapState::upsert`]); only the first record of a window
 //! registers its timers (a window's entry and its timers are created
 //! together and the entry is removed by the last of them). Both are
 //! checkpointed per key group by the keyed operator, so windows survive
@@ -415,8 +415,11 @@ where
                 continue;
             }
             taken = true;
-            let acc = self.contents.get(ctx, &start);
-            if acc.is_none() {
+            let fold = &self.fold;
+            let (acc, new) = self
+                .contents
+                .upsert(ctx, start, |acc| fold.fold(acc, value.clone()));
+            if new {
                 if max_ts > watermark {
                     self.timers.register_event_time_timer(ctx, max_ts);
                 }
@@ -424,8 +427,6 @@ where
                     self.timers.register_event_time_timer(ctx, cleanup);
                 }
             }
-            let acc = self.fold.fold(acc, value.clone());
-            self.contents.put(ctx, start, acc);
             if max_ts <= watermark {
                 // Within the allowed lateness: a late firing.
                 out.collect((*ctx.key(), start, self.fold.result(&acc)));

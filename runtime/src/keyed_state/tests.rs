@@ -462,3 +462,25 @@ fn a_snapshot_leaves_out_expired_entries() {
         );
     }
 }
+
+#[test]
+fn map_upsert_updates_in_place_and_treats_expired_entries_as_absent() {
+    let clock = ManualClock::new(10_000);
+    let ttl = StateTtlConfig::new(Duration::from_secs(1));
+    let mut map =
+        KeyedMapState::<u64, u64, u64>::new("map").with_ttl_clock(ttl, Rc::new(clock.clone()));
+    let c = ctx(3);
+    assert_eq!(map.upsert(&c, 1, |v| v.unwrap_or(0) + 5), (5, true));
+    assert_eq!(map.upsert(&c, 2, |v| v.unwrap_or(0) + 1), (1, true));
+    clock.advance(Duration::from_millis(600));
+    // A write renews entry 1; entry 2 is left to expire.
+    assert_eq!(map.upsert(&c, 1, |v| v.unwrap_or(0) + 5), (10, false));
+    clock.advance(Duration::from_millis(600));
+    assert_eq!(map.get(&c, &1), Some(10));
+    // Entry 2 expired: upsert sees none and starts over, as a new entry.
+    assert_eq!(map.upsert(&c, 2, |v| v.map_or(100, |x| x + 1)), (100, true));
+    assert_eq!(map.len(&c), 2);
+    let mut entries: Vec<_> = map.entries(&c).collect();
+    entries.sort();
+    assert_eq!(entries, vec![(1, 10), (2, 100)]);
+}

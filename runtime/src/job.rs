@@ -807,9 +807,8 @@ where
                 }
             }
             input_ended = scope
-                .inline(INPUT_ENDED_STATE)
-                .unwrap_or_else(|e| panic!("keyed operator `{}`: {e}", self.uid))
-                .is_some();
+                .flag(INPUT_ENDED_STATE)
+                .unwrap_or_else(|e| panic!("keyed operator `{}`: {e}", self.uid));
         }
         let op = KeyedProcessOp::new(
             func,
@@ -842,7 +841,7 @@ where
         // fresh, as in Flink.
         let restored = restore.as_ref().and_then(|r| {
             r.scope(&self.uid, &ctx.info)
-                .inline(SINK_STATE)
+                .inline_unless_empty(SINK_STATE)
                 .unwrap_or_else(|e| panic!("sink `{}`: {e}", self.uid))
                 .map(|state| (r.id(), state))
         });

@@ -410,6 +410,42 @@ impl<'a> RestoreScope<'a> {
             .find(|s| s.index as usize == self.info.index))
     }
 
+    /// A flag kept as inline state `name` (present = set). At the
+    /// parallelism the checkpoint was taken with, this subtask's; at
+    /// another (a keyed operator rescaled), set only if every subtask of
+    /// the checkpoint had it set: a flag such as "the input ended" holds
+    /// for the new subtasks only if it held for all the old ones.
+    pub fn flag(&self, name: &str) -> Result<bool, String> {
+        let Some(op) = self.operator() else {
+            return Ok(false);
+        };
+        if op.parallelism as usize == self.info.parallelism {
+            return Ok(self.inline(name)?.is_some());
+        }
+        Ok(!op.subtasks.is_empty()
+            && op
+                .subtasks
+                .iter()
+                .all(|s| s.inline_state.iter().any(|i| i.name == name)))
+    }
+
+    /// Like [`inline`](Self::inline), but an operator whose old subtasks
+    /// all stored nothing under `name` (empty) may change parallelism: it
+    /// has no state to redistribute (a stateless sink, say).
+    pub fn inline_unless_empty(&self, name: &str) -> Result<Option<&'a [u8]>, String> {
+        if let Some(op) = self.operator() {
+            let empty = op.subtasks.iter().all(|s| {
+                s.inline_state
+                    .iter()
+                    .all(|i| i.name != name || i.bytes.is_empty())
+            });
+            if empty && op.parallelism as usize != self.info.parallelism {
+                return Ok(None);
+            }
+        }
+        self.inline(name)
+    }
+
     /// The inline state `name` of this subtask, if stored.
     pub fn inline(&self, name: &str) -> Result<Option<&'a [u8]>, String> {
         Ok(self.subtask()?.and_then(|s| {

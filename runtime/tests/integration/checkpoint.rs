@@ -722,3 +722,79 @@ fn a_function_that_does_not_visit_its_state_is_rejected() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Keeps, per key, the largest `(count, sum)` the keyed operator emitted
+/// (counts grow by one per record, so a replay re-emits what is already
+/// there): the final totals, whatever restarts happened. No checkpointed
+/// state, so the sink stage may change parallelism.
+struct LatestTotals(Arc<Mutex<std::collections::HashMap<u64, (u64, u64)>>>);
+
+impl Sink for LatestTotals {
+    type In = (u64, u64, u64);
+
+    fn invoke(&mut self, (key, count, sum): (u64, u64, u64)) {
+        let mut m = self.0.lock().unwrap();
+        let e = m.entry(key).or_insert((0, 0));
+        if count > e.0 {
+            *e = (count, sum);
+        }
+    }
+}
+
+/// Keyed state follows its key groups: a job whose keyed stage ran with 2
+/// subtasks fails, and is restored with 3; every key's final totals are
+/// those of the workload.
+#[test]
+fn keyed_state_is_restored_at_another_parallelism() {
+    let dir = temp_dir("rescale");
+    let (n, keys) = (120_000u64, 500u64);
+    let totals = Arc::new(Mutex::new(std::collections::HashMap::new()));
+    let build = |parallelism: usize, fail_at: u64| {
+        let armed = Arc::new(AtomicBool::new(true));
+        let into = totals.clone();
+        let mut job = JobGraph::new("rescaled-count");
+        job.source("paced", move |info: &SubtaskInfo| {
+            PacedSource::new(info, n, keys, 1_000)
+        })
+        .key_by(|r: &(u64, u64)| r.0)
+        .process("count", move |_: &SubtaskInfo| CountAndSum {
+            totals: KeyedValueState::new("totals"),
+            fail_at,
+            armed: armed.clone(),
+            slow: Duration::ZERO,
+        })
+        .parallelism(parallelism)
+        .sink("latest", move |_: &SubtaskInfo| LatestTotals(into.clone()));
+        job
+    };
+    let mut o = checkpointed(2, &dir, 2);
+    o.restart = RestartStrategy::None;
+    match run_job(build(2, 80_001), &o) {
+        Err(JobError::TaskFailed { .. }) => {}
+        other => panic!("expected the injected failure, got {other:?}"),
+    }
+    o.restore = RestoreFrom::Latest;
+    let result = run_ok(build(3, u64::MAX), &o);
+    let restored = result
+        .restored
+        .expect("restored the failed run's checkpoint");
+    assert!(restored.state_bytes > 0);
+    let want = reference_totals(n, keys);
+    let got = totals.lock().unwrap().clone();
+    assert_eq!(got.len(), want.len(), "every key");
+    for (k, t) in &want {
+        assert_eq!(got.get(k), Some(t), "key {k}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Per key: the number of records and the sum of their values.
+fn reference_totals(n: u64, keys: u64) -> std::collections::HashMap<u64, (u64, u64)> {
+    let mut m = std::collections::HashMap::new();
+    for i in 0..n {
+        let e = m.entry(splitmix64(i) % keys).or_insert((0u64, 0u64));
+        e.0 += 1;
+        e.1 = e.1.wrapping_add(i);
+    }
+    m
+}

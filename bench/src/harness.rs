@@ -314,26 +314,13 @@ pub fn run(
                 None => None,
             };
             Ok(BenchReport {
-                workload,
-                workers,
                 records: sinks.iter().map(|r| r.records).sum(),
-                windows: None,
                 checksum: sinks.iter().fold(0u64, |a, r| a.wrapping_add(r.checksum)),
                 expected_checksum: reference::w1_checksum(records, keys),
                 expected_records: records,
-                elapsed: result.elapsed,
-                keys,
                 rate: config.rate,
-                buffer_timeout: options.buffer_timeout,
-                achieved_rate: None,
-                latency: None,
-                parks: result.metrics.parks.clone(),
-                checkpoints: summary(&options, &result),
-                restored: result.restored.clone(),
-                restarts: result.restarts,
                 output,
-                released_unix_ms: unix_ms(result.released_at),
-                subtasks: result.subtasks.clone(),
+                ..BenchReport::of_run(workload, workers, keys, &options, &result)
             })
         }
         Workload::W2 => {
@@ -345,26 +332,13 @@ pub fn run(
             let (expected_windows, expected_checksum) =
                 reference::w2_windows_and_checksum(records, keys);
             Ok(BenchReport {
-                workload,
-                workers,
                 records: got.records,
                 windows: Some((got.windows, expected_windows)),
                 checksum: got.checksum,
                 expected_checksum,
                 expected_records: records,
-                elapsed: result.elapsed,
-                keys,
                 rate: config.rate,
-                buffer_timeout: options.buffer_timeout,
-                achieved_rate: None,
-                latency: None,
-                parks: result.metrics.parks.clone(),
-                checkpoints: summary(&options, &result),
-                restored: result.restored.clone(),
-                restarts: result.restarts,
-                output: None,
-                released_unix_ms: unix_ms(result.released_at),
-                subtasks: result.subtasks.clone(),
+                ..BenchReport::of_run(workload, workers, keys, &options, &result)
             })
         }
         Workload::W3 => {
@@ -394,17 +368,11 @@ pub fn run(
             }
             let us = |q: f64| histogram.value_at_quantile(q) as f64 / 1e3;
             Ok(BenchReport {
-                workload,
-                workers,
                 records: sinks.iter().map(|r| r.records).sum(),
-                windows: None,
                 checksum: sinks.iter().fold(0u64, |a, r| a.wrapping_add(r.checksum)),
                 expected_checksum,
                 expected_records,
-                elapsed: result.elapsed,
-                keys,
                 rate: Some(rate),
-                buffer_timeout: options.buffer_timeout,
                 achieved_rate: Some(recorded as f64 / config.duration.as_secs_f64().max(1e-9)),
                 latency: Some(Latency {
                     p50: us(0.5),
@@ -412,13 +380,7 @@ pub fn run(
                     p999: us(0.999),
                     max: histogram.max() as f64 / 1e3,
                 }),
-                parks: result.metrics.parks.clone(),
-                checkpoints: summary(&options, &result),
-                restored: result.restored.clone(),
-                restarts: result.restarts,
-                output: None,
-                released_unix_ms: unix_ms(result.released_at),
-                subtasks: result.subtasks.clone(),
+                ..BenchReport::of_run(workload, workers, keys, &options, &result)
             })
         }
     }
@@ -455,6 +417,41 @@ pub(crate) fn subtask_json(t: &SubtaskSummary) -> Value {
             .map(|g| json!({"mean": g.mean, "max": g.max}))
             .collect::<Vec<_>>(),
     })
+}
+
+impl BenchReport {
+    /// What every workload's report takes from the run itself; the
+    /// workload fills in its results (records, checksums, rates).
+    fn of_run(
+        workload: Workload,
+        workers: usize,
+        keys: u64,
+        options: &ExecutionOptions,
+        result: &JobResult,
+    ) -> Self {
+        Self {
+            workload,
+            workers,
+            records: 0,
+            windows: None,
+            checksum: 0,
+            expected_checksum: 0,
+            expected_records: 0,
+            elapsed: result.elapsed,
+            keys,
+            rate: None,
+            buffer_timeout: options.buffer_timeout,
+            achieved_rate: None,
+            latency: None,
+            parks: result.metrics.parks.clone(),
+            checkpoints: summary(options, result),
+            restored: result.restored.clone(),
+            restarts: result.restarts,
+            output: None,
+            released_unix_ms: unix_ms(result.released_at),
+            subtasks: result.subtasks.clone(),
+        }
+    }
 }
 
 fn summary(options: &ExecutionOptions, result: &JobResult) -> Option<CheckpointSummary> {

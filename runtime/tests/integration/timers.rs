@@ -6,16 +6,16 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use weir_runtime::restart::{FixedDelay, RestartStrategy};
-use weir_runtime::source::decode_u64_position;
 use weir_runtime::{
     Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
-    KeyedTimerService, KeyedValueState, Sink, Source, SourcePoll, SubtaskInfo, TimeDomain,
-    TimerQueues, WatermarkStrategy,
+    KeyedTimerService, KeyedValueState, Sink, SubtaskInfo, TimeDomain, TimerQueues,
+    WatermarkStrategy,
 };
 
+use crate::checkpoint::PacedSource;
 use crate::{options, run_job, run_ok, splitmix64, temp_dir, M};
 
 /// Event time of record `i` (ms).
@@ -36,55 +36,6 @@ fn timers_of(i: u64) -> [i64; 2] {
         event_time(i) + DELAY + 1,
         event_time((i / WINDOW + 1) * WINDOW) + DELAY,
     ]
-}
-
-/// Records `(splitmix64(i) % keys, i)` of this subtask's share of
-/// `0..count`, at most `per_ms` per millisecond.
-struct PacedSource {
-    next: u64,
-    step: u64,
-    count: u64,
-    keys: u64,
-    per_ms: u64,
-    started: Option<Instant>,
-    emitted: u64,
-}
-
-impl Source for PacedSource {
-    type Out = (u64, u64);
-
-    fn poll_next<C: Collector<(u64, u64)>>(&mut self, out: &mut C, budget: usize) -> SourcePoll {
-        let started = *self.started.get_or_insert_with(Instant::now);
-        let due = (started.elapsed().as_micros() as u64 * self.per_ms) / 1000;
-        if self.next >= self.count {
-            return SourcePoll::Finished;
-        }
-        if due <= self.emitted {
-            return SourcePoll::Idle {
-                until: Some(Instant::now() + Duration::from_micros(200)),
-            };
-        }
-        let mut n = 0;
-        while n < budget as u64 && self.emitted < due && self.next < self.count {
-            if !out.is_available() {
-                break;
-            }
-            out.collect((splitmix64(self.next) % self.keys, self.next));
-            self.next += self.step;
-            self.emitted += 1;
-            n += 1;
-        }
-        SourcePoll::Emitted(n as usize)
-    }
-
-    fn snapshot_position(&mut self) -> Vec<u8> {
-        self.next.to_le_bytes().to_vec()
-    }
-
-    fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
-        self.next = decode_u64_position(position)?;
-        Ok(())
-    }
 }
 
 /// Registers [`timers_of`] each record; emits `(key, timestamp)` per
@@ -190,14 +141,8 @@ fn job(n: u64, keys: u64, fail_at: Option<u64>) -> (JobGraph, Fired) {
     let strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
         .with_timestamp_assigner(|r: &(u64, u64)| event_time(r.1));
     let mut job = JobGraph::new("timers");
-    job.source("paced", move |info: &SubtaskInfo| PacedSource {
-        next: info.index as u64,
-        step: info.parallelism as u64,
-        count: n,
-        keys,
-        per_ms: 1_000 / info.parallelism as u64,
-        started: None,
-        emitted: 0,
+    job.source("paced", move |info: &SubtaskInfo| {
+        PacedSource::new(info, n, keys, 1_000)
     })
     .assign_timestamps_and_watermarks(strategy)
     .key_by(|r: &(u64, u64)| r.0)

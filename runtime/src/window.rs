@@ -19,21 +19,18 @@
 //! sliding windows starting at `ts - (ts - offset) mod slide` and every
 //! `slide` before it while they still hold `ts`.
 //!
-//! **State.** One accumulator per `(key, window start)` in a
-//! [`KeyedMapState`] named [`WINDOW_CONTENTS_STATE`], and event-time timers
-//! per `(key, window)` in a [`KeyedTimerService`]: at `end - 1` (Flink's
-//! `maxTimestamp`) to fire, and with an allowed lateness `L > 0` at
-//! `end - 1 + L` to clean up. A record of an open window folds into the
-//! accumulator (one map lookup, [`KeyedMapState::upsert`]); only the first record of a window
-//! registers its timers (a window's entry and its timers are created
-//! together and the entry is removed by the last of them). Both are
-//! checkpointed per key group by the keyed operator, so windows survive
-//! failover and rescaling.
+//! **State.** The accumulators are kept by window: one arena table per
+//! open window start (a *pane*, [`panes`]) from key to accumulator, all
+//! checkpointed as one keyed state named [`WINDOW_CONTENTS_STATE`], per key
+//! group of the key, so windows survive failover and rescaling. A record
+//! folds into its window's pane with one probe by the key's hash.
 //!
-//! **Firing.** When the timer at `end - 1` fires (the watermark reached
-//! it), the window's result is emitted; without lateness its accumulator is
-//! removed then, with lateness at the cleanup timer. At the end of the
-//! input every remaining window fires (Flink's final `i64::MAX` watermark).
+//! **Firing.** When the watermark reaches a window's `end - 1` (Flink's
+//! `maxTimestamp`) its pane fires as a whole: every key's result is
+//! emitted, windows in start order (the order Flink's per-`(key, window)`
+//! timers fire in). Without lateness the pane is then dropped, with an
+//! allowed lateness `L > 0` at `end - 1 + L`. At the end of the input every
+//! remaining window fires (Flink's final `i64::MAX` watermark).
 //!
 //! **Late records.** A record is late for a window once `end - 1 + L <=
 //! watermark` (Flink's `isWindowLate`). A record for a window that fired
@@ -48,11 +45,15 @@ use std::marker::PhantomData;
 use weir_net::Wire;
 use weir_state::KeyHash;
 
+use crate::checkpoint::snapshot::restore_entries;
 use crate::checkpoint::KeyedStates;
 use crate::keyed::{KeyContext, KeyedProcessFunction};
-use crate::keyed_state::{AggregateFunction, KeyedMapState};
+use crate::keyed_state::AggregateFunction;
 use crate::operator::Collector;
-use crate::timers::{KeyedTimerService, TimeDomain, TimerQueues};
+
+mod panes;
+
+use panes::WindowPanes;
 
 /// State name of a window operator's accumulators in checkpoints.
 pub const WINDOW_CONTENTS_STATE: &str = "_window_contents";
@@ -319,9 +320,9 @@ where
 pub type LateOutput<T> = Box<dyn FnMut(T)>;
 
 /// The keyed process function behind event-time windows: one accumulator
-/// per `(key, window start)`, fired by an event-time timer at the window's
-/// end - 1 and removed after the allowed lateness. Emits `(key,
-/// window_start, result)`.
+/// per `(key, window start)` in the window's pane ([`panes`]), fired as a
+/// whole when the watermark reaches the window's end - 1 and retired after
+/// the allowed lateness. Emits `(key, window_start, result)`.
 pub struct WindowOperator<K, W, A>
 where
     K: Copy + Eq + KeyHash,
@@ -331,8 +332,7 @@ where
     size: i64,
     lateness: i64,
     fold: W,
-    contents: KeyedMapState<K, i64, W::Acc>,
-    timers: KeyedTimerService<K>,
+    contents: WindowPanes<K, W::Acc>,
     late: u64,
     late_output: Option<LateOutput<W::In>>,
 }
@@ -351,8 +351,7 @@ where
             assigner,
             lateness: 0,
             fold,
-            contents: KeyedMapState::new(WINDOW_CONTENTS_STATE),
-            timers: KeyedTimerService::new(),
+            contents: WindowPanes::new(WINDOW_CONTENTS_STATE),
             late: 0,
             late_output: None,
         }
@@ -387,7 +386,16 @@ where
 
     /// Windows kept (not cleaned up yet) on this subtask, over all keys.
     pub fn open_windows(&self) -> usize {
-        self.contents.total_len()
+        self.contents.len()
+    }
+
+    /// Fires the windows the watermark `watermark` completed.
+    fn fire<C: Collector<(K, i64, W::Out)>>(&mut self, watermark: i64, out: &mut C) {
+        let fold = &self.fold;
+        self.contents
+            .fire(watermark, self.size, self.lateness, |key, start, acc| {
+                out.collect((key, start, fold.result(acc)));
+            });
     }
 }
 
@@ -416,18 +424,12 @@ where
             }
             taken = true;
             let fold = &self.fold;
-            let (acc, new) = self
+            let (acc, fired) = self
                 .contents
-                .upsert(ctx, start, |acc| fold.fold(acc, value.clone()));
-            if new {
-                if max_ts > watermark {
-                    self.timers.register_event_time_timer(ctx, max_ts);
-                }
-                if cleanup != max_ts {
-                    self.timers.register_event_time_timer(ctx, cleanup);
-                }
-            }
-            if max_ts <= watermark {
+                .upsert(ctx, start, max_ts <= watermark, |acc| {
+                    fold.fold(acc, value.clone())
+                });
+            if fired {
                 // Within the allowed lateness: a late firing.
                 out.collect((*ctx.key(), start, self.fold.result(&acc)));
             }
@@ -440,37 +442,23 @@ where
         }
     }
 
+    fn on_watermark<C: Collector<Self::Out>>(&mut self, watermark: i64, out: &mut C) {
+        self.fire(watermark, out);
+    }
+
+    fn on_end_of_input<C: Collector<Self::Out>>(&mut self, out: &mut C) {
+        // Flink's final watermark: every window fires.
+        self.fire(i64::MAX, out);
+    }
+
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
-        states.map(&mut self.contents);
-    }
-
-    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<K>> {
-        Some(&mut self.timers)
-    }
-
-    fn on_timer<C: Collector<Self::Out>>(
-        &mut self,
-        timestamp: i64,
-        ctx: &KeyContext<K>,
-        domain: TimeDomain,
-        out: &mut C,
-    ) {
-        if domain != TimeDomain::EventTime {
-            return;
-        }
-        // The window whose end - 1 this is fires ...
-        let start = timestamp - (self.size - 1);
-        if self.lateness == 0 {
-            if let Some(acc) = self.contents.remove(ctx, &start) {
-                out.collect((*ctx.key(), start, self.fold.result(&acc)));
-            }
-            return;
-        }
-        if let Some(acc) = self.contents.get(ctx, &start) {
-            out.collect((*ctx.key(), start, self.fold.result(&acc)));
-        }
-        // ... and the one whose end - 1 + lateness this is goes.
-        self.contents.remove(ctx, &(start - self.lateness));
+        let name = self.contents.name().to_owned();
+        states.visit(
+            &name,
+            &mut self.contents,
+            |c| Box::new(c.freeze()),
+            |scope, c| restore_entries(scope, &name, c),
+        );
     }
 }
 

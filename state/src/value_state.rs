@@ -526,6 +526,38 @@ where
         }
     }
 
+    /// Replaces the value of `key` by `f` of it (`None` if absent), given
+    /// `hash == key.key_hash()`; returns the new value and whether the key
+    /// is new. One probe sequence: the fold of an incremental aggregate
+    /// (a window's accumulator), which has no neutral value to insert
+    /// first. If `f` panics the state is unchanged.
+    #[inline(always)]
+    pub fn upsert_hashed(
+        &mut self,
+        key: K,
+        hash: u64,
+        f: impl FnOnce(Option<V>) -> V,
+    ) -> (V, bool) {
+        Self::check_hash(&key, hash);
+        let probe = if self.slots.writes_are_direct() {
+            self.probe(&key, hash)
+        } else {
+            self.find(&key, hash)
+        };
+        match probe {
+            Probe::Found(pos) => {
+                let slot = &mut self.slots.get_mut(pos).value;
+                *slot = f(Some(*slot));
+                (*slot, false)
+            }
+            Probe::Vacant(pos) => {
+                let value = f(None);
+                self.insert_at(pos, key, hash, value);
+                (value, true)
+            }
+        }
+    }
+
     /// Sets the value of `key` (insert or overwrite).
     #[inline]
     pub fn put(&mut self, key: K, value: V) {

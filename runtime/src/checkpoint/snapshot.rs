@@ -444,7 +444,7 @@ impl<'a> KeyedStates<'a> {
 
     /// Records the name of `state`, or snapshots it with `freeze`, or
     /// restores it with `restore`: what every state kind's visit does.
-    fn visit<S>(
+    pub(crate) fn visit<S>(
         &mut self,
         name: &str,
         state: &mut S,

@@ -396,6 +396,8 @@ mod model {
         GetMut(K, u32),
         Remove(K),
         GetOrInsert(K, u32, u32),
+        /// Adds `d` to the value, or inserts `v`.
+        Upsert(K, u32, u32),
         Clear,
         Freeze,
         /// Drops the view at this index (modulo the number alive).
@@ -412,7 +414,8 @@ mod model {
             3 => key.clone().prop_map(Op::Get),
             2 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::GetMut(k, v)),
             3 => key.clone().prop_map(Op::Remove),
-            4 => (key, any::<u32>(), any::<u32>()).prop_map(|(k, v, d)| Op::GetOrInsert(k, v, d)),
+            4 => (key.clone(), any::<u32>(), any::<u32>()).prop_map(|(k, v, d)| Op::GetOrInsert(k, v, d)),
+            3 => (key, any::<u32>(), any::<u32>()).prop_map(|(k, v, d)| Op::Upsert(k, v, d)),
             1 => Just(Op::Clear),
             1 => Just(Op::Freeze),
             1 => any::<usize>().prop_map(Op::DropView),
@@ -457,6 +460,16 @@ mod model {
                     let want = m.entry(k).or_insert(v);
                     *want = want.wrapping_add(d);
                     prop_assert_eq!(*got, *want);
+                }
+                Op::Upsert(k, v, d) => {
+                    let (got, new) = s
+                        .upsert_hashed(k, k.key_hash(), |old| old.map_or(v, |o| o.wrapping_add(d)));
+                    let was_absent = !m.contains_key(&k);
+                    let want = *m
+                        .entry(k)
+                        .and_modify(|o| *o = o.wrapping_add(d))
+                        .or_insert(v);
+                    prop_assert_eq!((got, new), (want, was_absent));
                 }
                 Op::Clear => {
                     s.clear();

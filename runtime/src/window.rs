@@ -69,6 +69,15 @@ pub trait WindowAssigner<T>: Clone + Send + Sync + 'static {
 
     /// The starts of the windows holding timestamp `ts`.
     fn window_starts(&self, ts: i64) -> WindowStarts;
+
+    /// [`window_starts`](Self::window_starts) of `ts` and the timestamps
+    /// `lo..hi` (holding `ts`) that have the very same windows, so that
+    /// the operator assigns consecutive records of one window without
+    /// dividing again. By default only `ts` itself.
+    #[inline]
+    fn window_starts_range(&self, ts: i64) -> (WindowStarts, i64, i64) {
+        (self.window_starts(ts), ts, ts.saturating_add(1))
+    }
 }
 
 /// The starts of the windows holding a timestamp, latest first.
@@ -163,6 +172,12 @@ where
             step: self.size,
         }
     }
+
+    #[inline]
+    fn window_starts_range(&self, ts: i64) -> (WindowStarts, i64, i64) {
+        let starts = self.window_starts(ts);
+        (starts, starts.next, starts.next.saturating_add(self.size))
+    }
 }
 
 /// Flink's `SlidingEventTimeWindows`: windows of `size` starting every
@@ -230,6 +245,24 @@ where
             left: u32::try_from(count).unwrap_or(u32::MAX),
             step: self.slide,
         }
+    }
+
+    #[inline]
+    fn window_starts_range(&self, ts: i64) -> (WindowStarts, i64, i64) {
+        // The same windows hold the timestamps from the latest start (and
+        // past the end of the window before the oldest) up to the next
+        // start or the oldest window's end, whichever comes first.
+        let starts = self.window_starts(ts);
+        if starts.left == 0 {
+            return (starts, ts, ts.saturating_add(1));
+        }
+        let last = starts.next;
+        let oldest = last.saturating_sub(i64::from(starts.left - 1).saturating_mul(self.slide));
+        let lo = last.max(oldest.saturating_sub(self.slide).saturating_add(self.size));
+        let hi = last
+            .saturating_add(self.slide)
+            .min(oldest.saturating_add(self.size));
+        (starts, lo, hi)
     }
 }
 
@@ -333,6 +366,8 @@ where
     lateness: i64,
     fold: W,
     contents: WindowPanes<K, W::Acc>,
+    /// The windows last assigned and the timestamps `lo..hi` that have them.
+    assigned: (WindowStarts, i64, i64),
     late: u64,
     late_output: Option<LateOutput<W::In>>,
 }
@@ -352,6 +387,15 @@ where
             lateness: 0,
             fold,
             contents: WindowPanes::new(WINDOW_CONTENTS_STATE),
+            assigned: (
+                WindowStarts {
+                    next: 0,
+                    left: 0,
+                    step: 1,
+                },
+                0,
+                0,
+            ),
             late: 0,
             late_output: None,
         }
@@ -416,7 +460,14 @@ where
         let ts = self.assigner.timestamp(&value);
         let watermark = ctx.current_watermark();
         let mut taken = false;
-        for start in self.assigner.window_starts(ts) {
+        let (starts, lo, hi) = self.assigned;
+        let starts = if lo <= ts && ts < hi {
+            starts
+        } else {
+            self.assigned = self.assigner.window_starts_range(ts);
+            self.assigned.0
+        };
+        for start in starts {
             let max_ts = start.saturating_add(self.size - 1);
             let cleanup = max_ts.saturating_add(self.lateness);
             if cleanup <= watermark {
@@ -747,6 +798,38 @@ mod tests {
             vec![5]
         );
         assert_eq!(WindowAssigner::<()>::window_starts(&gaps, 7).count(), 0);
+    }
+
+    /// The range an assigner reports holds exactly the timestamps with the
+    /// same windows: the operator reuses them there without re-assigning.
+    #[test]
+    fn window_starts_range_covers_exactly_the_timestamps_with_the_same_windows() {
+        fn check<A: WindowAssigner<()>>(a: &A, ts: i64) {
+            let (starts, lo, hi) = a.window_starts_range(ts);
+            let want: Vec<i64> = a.window_starts(ts).collect();
+            assert_eq!(starts.collect::<Vec<_>>(), want);
+            assert!(lo <= ts && ts < hi, "{ts} outside {lo}..{hi}");
+            for t in lo..hi {
+                assert_eq!(a.window_starts(t).collect::<Vec<_>>(), want, "ts {t}");
+            }
+            assert_ne!(a.window_starts(lo - 1).collect::<Vec<_>>(), want);
+            assert_ne!(a.window_starts(hi).collect::<Vec<_>>(), want);
+        }
+        let mut rng = 99_u64;
+        for _ in 0..200 {
+            rng = mix(rng);
+            let size = 1 + (rng % 17) as i64;
+            let slide = 1 + (rng >> 8) as i64 % 9;
+            let offset = (rng >> 16) as i64 % 50;
+            let ts = (rng >> 24) as i64 % 1000 - 500;
+            check(
+                &TumblingEventTimeWindows::of(size, |_: &()| 0).with_offset(offset),
+                ts,
+            );
+            // Windows shorter than their slide leave gaps with no window.
+            let sliding = SlidingEventTimeWindows::of(size.max(slide), slide, |_: &()| 0);
+            check(&sliding.with_offset(offset), ts);
+        }
     }
 
     /// splitmix64's finalizer, as a small deterministic generator.

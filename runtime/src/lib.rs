@@ -25,6 +25,8 @@ pub mod keyed;
 pub mod keyed_state;
 pub mod metrics;
 pub mod operator;
+pub mod operator_state;
+pub mod process;
 pub mod restart;
 pub mod sink;
 pub mod source;
@@ -52,6 +54,8 @@ pub use keyed_state::{
 };
 pub use metrics::{BackpressureLevel, GaugeSummary, SubtaskId, SubtaskSummary, TimeShares};
 pub use operator::{ChainControl, Collector, FlushOutcome};
+pub use operator_state::{OperatorListState, OperatorStates, Redistribution, UnionListState};
+pub use process::{InitializationContext, ProcessContext, ProcessFunction};
 pub use restart::{
     RestartDecision, RestartStrategy, RestartStrategyConfig, RestartStrategyType, RestartTracker,
 };

@@ -336,6 +336,37 @@ impl<'a> RestoreScope<'a> {
         extents
     }
 
+    /// The subtask restoring.
+    pub fn subtask_info(&self) -> SubtaskInfo {
+        self.info
+    }
+
+    /// The blocks of operator (non-keyed) state `state` of every subtask of
+    /// this operator in the checkpoint, with the parallelism it had: per old
+    /// subtask index, its extents in the order they were written. `None`
+    /// if the operator is not in the checkpoint. Any parallelism: the
+    /// caller redistributes (see [`crate::operator_state`]).
+    pub fn operator_state_extents(
+        &self,
+        state: &str,
+    ) -> Option<(u32, Vec<(u32, Vec<&'a Extent>)>)> {
+        let op = self.operator()?;
+        let mut subtasks: Vec<(u32, Vec<&'a Extent>)> = op
+            .subtasks
+            .iter()
+            .map(|st| {
+                let extents = st
+                    .extents
+                    .iter()
+                    .filter(|e| e.kind == BlockKind::OperatorState && e.state == state)
+                    .collect();
+                (st.index, extents)
+            })
+            .collect();
+        subtasks.sort_by_key(|(index, _)| *index);
+        Some((op.parallelism, subtasks))
+    }
+
     /// Opens the block of `extent`: checks its header against the extent
     /// (the payload's checksum is left to the returned block's `check`).
     pub fn open_block(&self, extent: &'a Extent) -> Result<KeyedBlock<'a>, String> {

@@ -1,0 +1,637 @@
+//! Operator (non-keyed) state: Flink's `OperatorStateStore.getListState`
+//! and `getUnionListState`, for functions that are not keyed.
+//!
+//! An operator state belongs to a parallel instance of an operator, not to
+//! a key. It is a list of elements, so that a restore at another
+//! parallelism can redistribute it, as Flink does:
+//!
+//! - [`OperatorListState`] (Flink's *even-split redistribution*): the lists
+//!   of all old subtasks are concatenated (in subtask order) and split into
+//!   contiguous parts as even as possible, the first `total % P` new
+//!   subtasks taking one element more (Flink's
+//!   `RoundRobinOperatorStateRepartitioner`). At the parallelism it was
+//!   taken with, every subtask gets its own list back.
+//! - [`UnionListState`] (Flink's *union redistribution*): every new subtask
+//!   gets the elements of every old subtask, at any parallelism (the same
+//!   one too), and picks what it needs.
+//!
+//! Elements are fixed-size `Copy + Wire` values stored in a
+//! [`SlotArena`]'s chunks, so adding one never allocates (the list grows by
+//! doubling) and a checkpoint freezes a list in O(chunks): the frozen view
+//! shares the chunks copy-on-write while the function keeps writing.
+//!
+//! A function lists its operator states in a visitor,
+//! [`OperatorStates`], the same way for snapshots and restores. The
+//! asynchronous writer stores each list as blocks of kind
+//! [`BlockKind::OperatorState`] of the subtask (payload: the redistribution
+//! mode, the element count and the elements' wire bytes); a restore reads
+//! the blocks of every old subtask, checks them and takes its share
+//! ([`assigned_to`]).
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use weir_net::Wire;
+use weir_state::arena::CHUNK_LEN;
+use weir_state::snapshot::{BlockKind, Extent, MAX_STATE_NAME_LEN};
+use weir_state::{FrozenArena, KeyGroupRange, SlotArena};
+
+use crate::checkpoint::restore::RestoreScope;
+use crate::checkpoint::segment_file::SegmentFile;
+use crate::checkpoint::snapshot::append_wire;
+
+/// How a list state's elements are redistributed when a job is restored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Redistribution {
+    /// Even split (Flink's `getListState`): concatenate the old subtasks'
+    /// lists and cut them into contiguous even parts.
+    EvenSplit,
+    /// Union (Flink's `getUnionListState`): every new subtask gets all
+    /// elements of all old subtasks.
+    Union,
+}
+
+impl Redistribution {
+    /// The mode's byte at the front of each block's payload.
+    fn tag(self) -> u8 {
+        match self {
+            Self::EvenSplit => 1,
+            Self::Union => 2,
+        }
+    }
+
+    fn from_tag(tag: u8) -> Option<Self> {
+        match tag {
+            1 => Some(Self::EvenSplit),
+            2 => Some(Self::Union),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Redistribution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::EvenSplit => "list state (even-split redistribution)",
+            Self::Union => "union list state (union redistribution)",
+        })
+    }
+}
+
+/// The range of the `total` concatenated elements that new subtask `index`
+/// of `parallelism` gets under even-split redistribution: contiguous parts
+/// of `total / parallelism` elements, one more for the first
+/// `total % parallelism` subtasks.
+///
+/// # Panics
+///
+/// If `index >= parallelism`.
+pub fn even_split_range(total: usize, parallelism: usize, index: usize) -> Range<usize> {
+    assert!(
+        index < parallelism,
+        "subtask {index} of parallelism {parallelism}"
+    );
+    let (base, extra) = (total / parallelism, total % parallelism);
+    let start = index * base + index.min(extra);
+    start..start + base + usize::from(index < extra)
+}
+
+/// The elements new subtask `index` of `new_parallelism` restores from the
+/// lists `old` of the old subtasks (indexed by old subtask), under `mode`.
+/// Even split at the old parallelism gives each subtask its own list; at
+/// another, the contiguous part [`even_split_range`] of the concatenation.
+/// Union gives every subtask the concatenation.
+///
+/// # Panics
+///
+/// If `index >= new_parallelism`.
+pub fn assigned_to<T: Copy>(
+    mode: Redistribution,
+    old: &[Vec<T>],
+    new_parallelism: usize,
+    index: usize,
+) -> Vec<T> {
+    assert!(
+        index < new_parallelism,
+        "subtask {index} of parallelism {new_parallelism}"
+    );
+    match mode {
+        Redistribution::EvenSplit if old.len() == new_parallelism => old[index].clone(),
+        Redistribution::EvenSplit => {
+            let total: usize = old.iter().map(Vec::len).sum();
+            let range = even_split_range(total, new_parallelism, index);
+            old.iter()
+                .flatten()
+                .skip(range.start)
+                .take(range.len())
+                .copied()
+                .collect()
+        }
+        Redistribution::Union => old.iter().flatten().copied().collect(),
+    }
+}
+
+/// What every new subtask of `new_parallelism` restores (see
+/// [`assigned_to`]).
+pub fn redistribute<T: Copy>(
+    mode: Redistribution,
+    old: &[Vec<T>],
+    new_parallelism: usize,
+) -> Vec<Vec<T>> {
+    (0..new_parallelism)
+        .map(|i| assigned_to(mode, old, new_parallelism, i))
+        .collect()
+}
+
+/// A growable list of fixed-size elements in arena chunks: the storage of
+/// [`OperatorListState`] and [`UnionListState`] (both dereference to it).
+/// Flink's `ListState` operations: [`get`](Self::get) /
+/// [`iter`](Self::iter), [`add`](Self::add), [`add_all`](Self::add_all),
+/// [`update`](Self::update), [`clear`](Self::clear).
+pub struct ArenaList<T: Copy> {
+    name: String,
+    slots: SlotArena<T>,
+    len: usize,
+}
+
+impl<T: Copy> ArenaList<T> {
+    fn new(name: &str) -> Self {
+        register_operator_state(name);
+        Self {
+            name: name.to_owned(),
+            slots: SlotArena::empty(),
+            len: 0,
+        }
+    }
+
+    /// The state's name (unique within its operator; names it in
+    /// checkpoints).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if the list holds no element.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Element `i`, if `i < len()`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<T> {
+        (i < self.len).then(|| *self.slots.get(i))
+    }
+
+    /// The elements, in order.
+    pub fn iter(&self) -> impl Iterator<Item = T> + '_ {
+        self.slots.iter().take(self.len).copied()
+    }
+
+    /// The elements as a `Vec` (for inspection and tests).
+    pub fn to_vec(&self) -> Vec<T> {
+        self.iter().collect()
+    }
+
+    /// Appends `value`. Grows the arena by doubling when it is full (one
+    /// move of the elements), never allocating per element.
+    #[inline]
+    pub fn add(&mut self, value: T) {
+        if self.len == self.slots.len() {
+            self.grow(value);
+        }
+        *self.slots.get_mut(self.len) = value;
+        self.len += 1;
+    }
+
+    #[cold]
+    fn grow(&mut self, fill: T) {
+        let capacity = (self.slots.len() * 2).max(CHUNK_LEN);
+        let mut bigger = SlotArena::new(capacity, fill);
+        for (i, v) in self.slots.iter().take(self.len).enumerate() {
+            *bigger.get_mut(i) = *v;
+        }
+        self.slots = bigger;
+    }
+
+    /// Appends every element of `values`.
+    pub fn add_all(&mut self, values: impl IntoIterator<Item = T>) {
+        for v in values {
+            self.add(v);
+        }
+    }
+
+    /// Replaces the elements by `values`.
+    pub fn update(&mut self, values: impl IntoIterator<Item = T>) {
+        self.clear();
+        self.add_all(values);
+    }
+
+    /// Removes every element (keeps the arena for the next ones).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn frozen(&self, mode: Redistribution) -> FrozenList<T> {
+        FrozenList {
+            slots: self.slots.freeze(),
+            len: self.len,
+            mode,
+        }
+    }
+}
+
+/// Flink's operator `ListState` with even-split redistribution
+/// (`OperatorStateStore.getListState`): see the [module](self) docs.
+pub struct OperatorListState<T: Copy>(ArenaList<T>);
+
+impl<T: Copy> OperatorListState<T> {
+    /// An empty list state named `name` (unique within its operator).
+    pub fn new(name: &str) -> Self {
+        Self(ArenaList::new(name))
+    }
+}
+
+/// Flink's operator `ListState` with union redistribution
+/// (`OperatorStateStore.getUnionListState`): see the [module](self) docs.
+pub struct UnionListState<T: Copy>(ArenaList<T>);
+
+impl<T: Copy> UnionListState<T> {
+    /// An empty union list state named `name` (unique within its operator).
+    pub fn new(name: &str) -> Self {
+        Self(ArenaList::new(name))
+    }
+}
+
+impl<T: Copy> std::ops::Deref for OperatorListState<T> {
+    type Target = ArenaList<T>;
+    fn deref(&self) -> &ArenaList<T> {
+        &self.0
+    }
+}
+
+impl<T: Copy> std::ops::DerefMut for OperatorListState<T> {
+    fn deref_mut(&mut self) -> &mut ArenaList<T> {
+        &mut self.0
+    }
+}
+
+impl<T: Copy> std::ops::Deref for UnionListState<T> {
+    type Target = ArenaList<T>;
+    fn deref(&self) -> &ArenaList<T> {
+        &self.0
+    }
+}
+
+impl<T: Copy> std::ops::DerefMut for UnionListState<T> {
+    fn deref_mut(&mut self) -> &mut ArenaList<T> {
+        &mut self.0
+    }
+}
+
+/// An operator list state frozen at a barrier, to be written as blocks.
+pub trait FrozenOperatorList {
+    /// Elements in the view.
+    fn len(&self) -> usize;
+
+    /// True if the view holds no element.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How the list is redistributed on restore.
+    fn redistribution(&self) -> Redistribution;
+
+    /// Bytes of one element (0 if empty).
+    fn element_bytes(&self) -> usize;
+
+    /// Replaces `out` by the payload of one block holding the elements
+    /// `elements`: the mode's tag, their count (u32, little-endian), their
+    /// wire bytes.
+    fn serialize(&self, elements: Range<usize>, out: &mut Vec<u8>);
+}
+
+/// The frozen view of an [`ArenaList`].
+struct FrozenList<T: Copy> {
+    slots: FrozenArena<T>,
+    len: usize,
+    mode: Redistribution,
+}
+
+impl<T: Copy + Wire> FrozenOperatorList for FrozenList<T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn redistribution(&self) -> Redistribution {
+        self.mode
+    }
+
+    fn element_bytes(&self) -> usize {
+        if self.len == 0 {
+            0
+        } else {
+            self.slots.get(0).encoded_len()
+        }
+    }
+
+    fn serialize(&self, elements: Range<usize>, out: &mut Vec<u8>) {
+        debug_assert!(elements.end <= self.len);
+        out.clear();
+        out.reserve(PAYLOAD_HEADER + elements.len() * self.element_bytes());
+        out.push(self.mode.tag());
+        let count = u32::try_from(elements.len()).expect("a block holds under 2^32 elements");
+        out.extend_from_slice(&count.to_le_bytes());
+        for i in elements {
+            append_wire(out, self.slots.get(i));
+        }
+    }
+}
+
+/// Bytes before the elements of a block's payload: the tag and the count.
+const PAYLOAD_HEADER: usize = 5;
+
+/// Serialized bytes per block of a large list: the writer writes one block
+/// while it serializes the next.
+const PART_BYTES: usize = 16 << 20;
+
+/// Writes `list` (operator state `name` of the subtask owning `key_groups`)
+/// as blocks of at most about [`PART_BYTES`] each, in element order;
+/// nothing for an empty list. Returns the bytes written; pushes the
+/// extents.
+pub(crate) async fn write_operator_list(
+    file: &mut SegmentFile,
+    name: &str,
+    list: &dyn FrozenOperatorList,
+    key_groups: KeyGroupRange,
+    extents: &mut Vec<Extent>,
+) -> Result<u64, String> {
+    let len = list.len();
+    if len == 0 {
+        return Ok(0);
+    }
+    let parts = (len * list.element_bytes())
+        .div_ceil(PART_BYTES)
+        .clamp(1, len);
+    let mut payload = Vec::new();
+    let mut bytes = 0;
+    for part in 0..parts {
+        list.serialize(len * part / parts..len * (part + 1) / parts, &mut payload);
+        let extent = file
+            .append_block(BlockKind::OperatorState, key_groups, name, &payload)
+            .await
+            .map_err(|e| e.to_string())?;
+        bytes += extent.length;
+        extents.push(extent);
+    }
+    Ok(bytes)
+}
+
+thread_local! {
+    /// Names of the operator states created on this thread since the last
+    /// [`take_created_operator_states`].
+    static CREATED: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+fn register_operator_state(name: &str) {
+    CREATED.with(|c| c.borrow_mut().push(name.to_owned()));
+}
+
+/// The operator states created on this thread since the last call (the
+/// process operator checks them against its function's `visit_state`).
+pub(crate) fn take_created_operator_states() -> Vec<String> {
+    CREATED.with(|c| std::mem::take(&mut *c.borrow_mut()))
+}
+
+/// Checks the operator states a function created (`created`) against those
+/// its `visit_state` visited (`visited`): names unique, valid, and every
+/// created state visited (else it would be lost by checkpoints).
+pub(crate) fn check_state_names(
+    mut created: Vec<String>,
+    mut visited: Vec<String>,
+) -> Result<(), String> {
+    created.sort();
+    visited.sort();
+    if let Some(dup) = visited.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!(
+            "has two operator states named `{}`: state names must be unique",
+            dup[0]
+        ));
+    }
+    if let Some(bad) = visited
+        .iter()
+        .find(|v| v.is_empty() || v.len() > MAX_STATE_NAME_LEN)
+    {
+        return Err(format!(
+            "has an operator state named `{bad}`: names must be 1 to {MAX_STATE_NAME_LEN} bytes"
+        ));
+    }
+    if let Some(missing) = created.iter().find(|c| !visited.contains(c)) {
+        return Err(format!(
+            "creates operator state `{missing}` but its visit_state does not visit it: the state \
+             would be lost by checkpoints"
+        ));
+    }
+    Ok(())
+}
+
+enum Mode<'a> {
+    /// Collect frozen views.
+    Snapshot(&'a mut Vec<(String, Box<dyn FrozenOperatorList>)>),
+    /// Fill states from a checkpoint.
+    Restore(&'a RestoreScope<'a>),
+    /// List state names (to check that every state is visited).
+    Names(&'a mut Vec<String>),
+}
+
+/// The visitor a [`ProcessFunction`](crate::ProcessFunction) hands each of
+/// its operator states to, for snapshots and restores alike:
+///
+/// ```text
+/// fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
+///     states.list(&mut self.buffer);
+///     states.union_list(&mut self.seen);
+/// }
+/// ```
+pub struct OperatorStates<'a> {
+    mode: Mode<'a>,
+    error: Option<String>,
+}
+
+impl<'a> OperatorStates<'a> {
+    pub(crate) fn snapshot(out: &'a mut Vec<(String, Box<dyn FrozenOperatorList>)>) -> Self {
+        Self {
+            mode: Mode::Snapshot(out),
+            error: None,
+        }
+    }
+
+    pub(crate) fn restore(scope: &'a RestoreScope<'a>) -> Self {
+        Self {
+            mode: Mode::Restore(scope),
+            error: None,
+        }
+    }
+
+    pub(crate) fn names(out: &'a mut Vec<String>) -> Self {
+        Self {
+            mode: Mode::Names(out),
+            error: None,
+        }
+    }
+
+    /// The first error a restore met.
+    pub(crate) fn into_error(self) -> Option<String> {
+        self.error
+    }
+
+    /// Visits a list state with even-split redistribution.
+    pub fn list<T: Copy + Wire>(&mut self, state: &mut OperatorListState<T>) {
+        self.visit(&mut state.0, Redistribution::EvenSplit);
+    }
+
+    /// Visits a list state with union redistribution.
+    pub fn union_list<T: Copy + Wire>(&mut self, state: &mut UnionListState<T>) {
+        self.visit(&mut state.0, Redistribution::Union);
+    }
+
+    fn visit<T: Copy + Wire>(&mut self, list: &mut ArenaList<T>, mode: Redistribution) {
+        match &mut self.mode {
+            Mode::Snapshot(out) => out.push((list.name.clone(), Box::new(list.frozen(mode)))),
+            Mode::Names(out) => out.push(list.name.clone()),
+            Mode::Restore(scope) => {
+                if self.error.is_none() {
+                    if let Err(e) = restore_list(scope, list, mode) {
+                        self.error = Some(e);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Restores `list` (redistributed by `mode`) from the blocks of every old
+/// subtask in `scope`'s checkpoint: each block's checksum, tag and count
+/// are checked; the list gets [`assigned_to`] this subtask. A state the
+/// checkpoint does not hold (a new one, or one that was empty) restores
+/// empty.
+fn restore_list<T: Copy + Wire>(
+    scope: &RestoreScope<'_>,
+    list: &mut ArenaList<T>,
+    mode: Redistribution,
+) -> Result<(), String> {
+    let name = list.name.clone();
+    let info = scope.subtask_info();
+    let Some((old_parallelism, subtasks)) = scope.operator_state_extents(&name) else {
+        list.clear();
+        return Ok(());
+    };
+    let mut old: Vec<Vec<T>> = vec![Vec::new(); old_parallelism as usize];
+    for (index, extents) in subtasks {
+        let Some(elements) = old.get_mut(index as usize) else {
+            return Err(scope.mark_corrupt(format!(
+                "operator state `{name}`: the checkpoint names subtask {index} of parallelism \
+                 {old_parallelism}"
+            )));
+        };
+        for e in extents {
+            decode_block(scope, &name, e, mode, elements)?;
+        }
+    }
+    list.clear();
+    list.add_all(assigned_to(mode, &old, info.parallelism, info.index));
+    crate::checkpoint::trace!(
+        "restored operator state `{name}` ({mode}): {} elements of {} from {old_parallelism} \
+         subtasks into subtask {} of {}",
+        list.len(),
+        old.iter().map(Vec::len).sum::<usize>(),
+        info.index,
+        info.parallelism
+    );
+    Ok(())
+}
+
+/// Appends the elements of the block of `extent` to `into`, after checking
+/// its checksum, then its payload ([`decode_payload`]).
+fn decode_block<T: Wire>(
+    scope: &RestoreScope<'_>,
+    name: &str,
+    extent: &Extent,
+    mode: Redistribution,
+    into: &mut Vec<T>,
+) -> Result<(), String> {
+    let mut block = scope.open_block(extent)?;
+    let payload = block.payload;
+    block.check.update(payload);
+    block
+        .check
+        .finish()
+        .map_err(|e| scope.mark_corrupt(e.to_string()))?;
+    decode_payload(payload, mode, into).map_err(|e| match e {
+        PayloadError::Mode(stored) => format!(
+            "operator state `{name}` was checkpointed as {stored} and is now declared as {mode}: \
+             the redistribution mode of a state cannot change"
+        ),
+        PayloadError::Malformed(what) => scope.mark_corrupt(format!(
+            "operator state `{name}`: block at offset {} of {} is malformed: {what}",
+            extent.offset, extent.segment
+        )),
+    })
+}
+
+/// Why a block's payload was refused.
+#[derive(Debug, PartialEq, Eq)]
+enum PayloadError {
+    /// It was written by a state of the other mode.
+    Mode(Redistribution),
+    /// It does not hold what its header says.
+    Malformed(String),
+}
+
+/// Appends the elements of a block's payload (see
+/// [`FrozenOperatorList::serialize`]) to `into`: its mode must be `mode`,
+/// and it must hold exactly its count of elements.
+fn decode_payload<T: Wire>(
+    payload: &[u8],
+    mode: Redistribution,
+    into: &mut Vec<T>,
+) -> Result<(), PayloadError> {
+    if payload.len() < PAYLOAD_HEADER {
+        return Err(PayloadError::Malformed(format!(
+            "{} bytes of payload",
+            payload.len()
+        )));
+    }
+    let stored = Redistribution::from_tag(payload[0]).ok_or_else(|| {
+        PayloadError::Malformed(format!("unknown redistribution mode {}", payload[0]))
+    })?;
+    if stored != mode {
+        return Err(PayloadError::Mode(stored));
+    }
+    let count = u32::from_le_bytes(payload[1..PAYLOAD_HEADER].try_into().expect("4 bytes"));
+    let mut at = PAYLOAD_HEADER;
+    // Not trusting the count for the allocation: a payload holds at most
+    // one element per byte.
+    into.reserve((count as usize).min(payload.len()));
+    for i in 0..count {
+        let (v, n) = T::read(&payload[at..])
+            .map_err(|e| PayloadError::Malformed(format!("element {i} of {count}: {e}")))?;
+        into.push(v);
+        at += n;
+    }
+    if at != payload.len() {
+        return Err(PayloadError::Malformed(format!(
+            "{} bytes after its {count} elements",
+            payload.len() - at
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -346,12 +346,9 @@ impl<'a> RestoreScope<'a> {
     /// subtask index, its extents in the order they were written. `None`
     /// if the operator is not in the checkpoint. Any parallelism: the
     /// caller redistributes (see [`crate::operator_state`]).
-    pub fn operator_state_extents(
-        &self,
-        state: &str,
-    ) -> Option<(u32, Vec<(u32, Vec<&'a Extent>)>)> {
+    pub fn operator_state_extents(&self, state: &str) -> Option<(u32, Vec<SubtaskExtents<'a>>)> {
         let op = self.operator()?;
-        let mut subtasks: Vec<(u32, Vec<&'a Extent>)> = op
+        let mut subtasks: Vec<SubtaskExtents<'a>> = op
             .subtasks
             .iter()
             .map(|st| {
@@ -487,6 +484,9 @@ impl<'a> RestoreScope<'a> {
         }))
     }
 }
+
+/// An old subtask's index and its extents of one state.
+pub type SubtaskExtents<'a> = (u32, Vec<&'a Extent>);
 
 /// Shared by every worker of an attempt.
 pub type SharedRestore = Option<Arc<RestoredCheckpoint>>;

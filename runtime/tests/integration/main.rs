@@ -14,6 +14,7 @@ mod failure;
 mod files;
 mod lifecycle;
 mod metrics;
+mod operator_state;
 mod routing;
 mod state_kinds;
 mod strings;

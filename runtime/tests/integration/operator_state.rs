@@ -378,3 +378,170 @@ fn operator_state_is_redistributed_at_another_parallelism() {
     assert_eq!(delivered(&report), (0..n).collect::<Vec<_>>());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Keeps the last [`KEPT`] values it saw in list state `kept`, of the
+/// even-split kind or, with `union`, of the union kind; reports what it
+/// restored.
+struct KeepLast<S> {
+    kept: S,
+    restored: Arc<Mutex<Vec<Vec<u64>>>>,
+}
+
+/// Values [`KeepLast`] keeps.
+const KEPT: usize = 10;
+
+/// The list states [`KeepLast`] may keep its values in.
+trait KeptList: 'static {
+    fn new(name: &str) -> Self;
+    fn list(&mut self) -> &mut weir_runtime::operator_state::ArenaList<u64>;
+    fn visit(&mut self, states: &mut OperatorStates<'_>);
+}
+
+impl KeptList for OperatorListState<u64> {
+    fn new(name: &str) -> Self {
+        OperatorListState::new(name)
+    }
+    fn list(&mut self) -> &mut weir_runtime::operator_state::ArenaList<u64> {
+        self
+    }
+    fn visit(&mut self, states: &mut OperatorStates<'_>) {
+        states.list(self);
+    }
+}
+
+impl KeptList for UnionListState<u64> {
+    fn new(name: &str) -> Self {
+        UnionListState::new(name)
+    }
+    fn list(&mut self) -> &mut weir_runtime::operator_state::ArenaList<u64> {
+        self
+    }
+    fn visit(&mut self, states: &mut OperatorStates<'_>) {
+        states.union_list(self);
+    }
+}
+
+impl<S: KeptList> ProcessFunction for KeepLast<S> {
+    type In = u64;
+    type Out = u64;
+
+    fn process<C: Collector<u64>>(&mut self, _ctx: &ProcessContext, value: u64, out: &mut C) {
+        let list = self.kept.list();
+        let mut last: Vec<u64> = list.iter().collect();
+        last.push(value);
+        let from = last.len().saturating_sub(KEPT);
+        list.update(last[from..].iter().copied());
+        out.collect(value);
+    }
+
+    fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
+        self.kept.visit(states);
+    }
+
+    fn initialize_state(&mut self, ctx: &InitializationContext) {
+        if ctx.is_restored() {
+            let list = self.kept.list().to_vec();
+            self.restored.lock().unwrap().push(list);
+        }
+    }
+}
+
+/// Drops what it receives.
+struct Discard;
+
+impl Sink for Discard {
+    type In = u64;
+    fn invoke(&mut self, _: u64) {}
+}
+
+/// A bounded job of `n` values on one subtask through [`KeepLast`] with
+/// state kind `S`.
+fn keep_last_job<S: KeptList>(n: u64, restored: &Arc<Mutex<Vec<Vec<u64>>>>) -> JobGraph {
+    let restored = restored.clone();
+    let mut job = JobGraph::new("keep-last");
+    job.source("numbers", move |info: &SubtaskInfo| {
+        weir_runtime::SequenceSource::new(info, n, |i| i)
+    })
+    .process("keep", move |_: &SubtaskInfo| KeepLast {
+        kept: S::new("kept"),
+        restored: restored.clone(),
+    })
+    .parallelism(1)
+    .sink("discard", |_: &SubtaskInfo| Discard);
+    job
+}
+
+/// A job restored from its final checkpoint finds its list as it was, and
+/// a job that declares the same state with the other redistribution mode
+/// is refused with an error naming the state and both modes (Flink's
+/// "incompatible assignment mode").
+#[test]
+fn a_state_restored_with_another_redistribution_mode_is_refused() {
+    let dir = temp_dir("opstate-mode");
+    let restored = Arc::new(Mutex::new(Vec::new()));
+    let mut o = checkpointed(&dir);
+    o.restart = RestartStrategy::None;
+    run_ok(
+        keep_last_job::<OperatorListState<u64>>(1_000, &restored),
+        &o,
+    );
+    o.restore = RestoreFrom::Latest;
+    run_ok(
+        keep_last_job::<OperatorListState<u64>>(1_000, &restored),
+        &o,
+    );
+    assert_eq!(
+        *restored.lock().unwrap(),
+        vec![(990..1_000).collect::<Vec<u64>>()],
+        "the last {KEPT} values"
+    );
+    match run_job(keep_last_job::<UnionListState<u64>>(1_000, &restored), &o) {
+        Err(JobError::TaskFailed { message, .. }) => assert!(
+            message.contains(
+                "operator state `kept` was checkpointed as list state (even-split \
+                 redistribution) and is now declared as union list state"
+            ),
+            "{message}"
+        ),
+        other => panic!("expected the restore to be refused, got {other:?}"),
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// With checkpointing on, a function whose `visit_state` misses one of its
+/// operator states fails the job at start, naming the state.
+#[test]
+fn a_function_that_does_not_visit_its_operator_state_is_rejected() {
+    struct Forgetful {
+        _kept: OperatorListState<u64>,
+    }
+    impl ProcessFunction for Forgetful {
+        type In = u64;
+        type Out = u64;
+        fn process<C: Collector<u64>>(&mut self, _: &ProcessContext, v: u64, out: &mut C) {
+            out.collect(v);
+        }
+    }
+    let dir = temp_dir("opstate-forgetful");
+    let mut job = JobGraph::new("forgetful-process");
+    job.source("numbers", |info: &SubtaskInfo| {
+        weir_runtime::SequenceSource::new(info, 100, |i| i)
+    })
+    .process("forgets", |_: &SubtaskInfo| Forgetful {
+        _kept: OperatorListState::new("remembered"),
+    })
+    .sink("discard", |_: &SubtaskInfo| Discard);
+    let mut o = checkpointed(&dir);
+    o.restart = RestartStrategy::None;
+    match run_job(job, &o) {
+        Err(JobError::TaskFailed { message, .. }) => assert!(
+            message.contains(
+                "process operator `forgets` creates operator state `remembered` but its \
+                 visit_state does not visit it"
+            ),
+            "{message}"
+        ),
+        other => panic!("expected a failure at start, got {other:?}"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -546,12 +546,17 @@ where
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Box<dyn Task> {
-        let mut source = (self.factory)(&ctx.info);
+        // A source with operator states (splits) may rescale: its states
+        // are redistributed and its position may be empty.
+        let (mut source, split) = crate::split_source::build_source(&self.factory, &self.uid, ctx);
         if let Some(restore) = ctx.restore.clone() {
             let scope = restore.scope(&self.uid, &ctx.info);
-            let position = scope
-                .inline(POSITION_STATE)
-                .unwrap_or_else(|e| panic!("source `{}`: {e}", self.uid));
+            let position = if split {
+                scope.inline_unless_empty(POSITION_STATE)
+            } else {
+                scope.inline(POSITION_STATE)
+            }
+            .unwrap_or_else(|e| panic!("source `{}`: {e}", self.uid));
             match position {
                 Some(p) => {
                     if let Err(e) = source.restore_position(p) {
@@ -562,6 +567,9 @@ where
                         );
                     }
                 }
+                // Its splits are its position (or it is new: it starts
+                // fresh).
+                None if split => {}
                 None => panic!(
                     "checkpoint {} has no position for source `{}` subtask {}",
                     restore.id(),

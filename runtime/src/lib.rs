@@ -30,6 +30,7 @@ pub mod process;
 pub mod restart;
 pub mod sink;
 pub mod source;
+pub mod split_source;
 pub mod task;
 pub mod timers;
 pub mod ttl;
@@ -61,6 +62,7 @@ pub use restart::{
 };
 pub use sink::Sink;
 pub use source::{SequenceSource, Source, SourcePoll, SubtaskInfo};
+pub use split_source::NumberSequenceSource;
 pub use timers::{KeyedTimerService, TimeDomain, TimerQueues};
 pub use ttl::{ManualClock, ProcessingTimeClock, StateTtlConfig, TtlClock, UpdateType};
 pub use watermark::{WatermarkStrategy, WatermarkValve};

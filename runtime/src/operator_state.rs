@@ -237,6 +237,39 @@ impl<T: Copy> ArenaList<T> {
         self.len = 0;
     }
 
+    /// Replaces element `i` (a split's progress, say).
+    ///
+    /// # Panics
+    ///
+    /// If `i >= len()`.
+    #[inline]
+    pub fn set(&mut self, i: usize, value: T) {
+        assert!(i < self.len, "element {i} of a list of {}", self.len);
+        *self.slots.get_mut(i) = value;
+    }
+
+    /// Keeps the first `len` elements (all if there are fewer).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Removes element `i` and returns it; the last element takes its
+    /// place (O(1), order not kept).
+    ///
+    /// # Panics
+    ///
+    /// If `i >= len()`.
+    pub fn swap_remove(&mut self, i: usize) -> T {
+        assert!(i < self.len, "element {i} of a list of {}", self.len);
+        let removed = *self.slots.get(i);
+        let last = *self.slots.get(self.len - 1);
+        if i + 1 < self.len {
+            *self.slots.get_mut(i) = last;
+        }
+        self.len -= 1;
+        removed
+    }
+
     fn frozen(&self, mode: Redistribution) -> FrozenList<T> {
         FrozenList {
             slots: self.slots.freeze(),
@@ -517,9 +550,11 @@ impl<'a> OperatorStates<'a> {
 
 /// Restores `list` (redistributed by `mode`) from the blocks of every old
 /// subtask in `scope`'s checkpoint: each block's checksum, tag and count
-/// are checked; the list gets [`assigned_to`] this subtask. A state the
-/// checkpoint does not hold (a new one, or one that was empty) restores
-/// empty.
+/// are checked; the list gets [`assigned_to`] this subtask. If the
+/// operator is in the checkpoint, a state it has no block of (one that was
+/// empty, or a new one) restores empty; if the operator is not (a new
+/// operator), the list is left as the function's constructor made it: it
+/// starts fresh, as in Flink.
 fn restore_list<T: Copy + Wire>(
     scope: &RestoreScope<'_>,
     list: &mut ArenaList<T>,
@@ -528,7 +563,6 @@ fn restore_list<T: Copy + Wire>(
     let name = list.name.clone();
     let info = scope.subtask_info();
     let Some((old_parallelism, subtasks)) = scope.operator_state_extents(&name) else {
-        list.clear();
         return Ok(());
     };
     let mut old: Vec<Vec<T>> = vec![Vec::new(); old_parallelism as usize];

@@ -55,7 +55,8 @@ proptest! {
     }
 
     /// An arena list behaves like a `Vec` under any sequence of adds,
-    /// updates and clears, across chunk boundaries and growth.
+    /// updates, sets, truncations, swap-removes and clears, across chunk
+    /// boundaries and growth.
     #[test]
     fn an_arena_list_is_a_vec(ops in proptest::collection::vec((0u8..10, 0u64..2_000), 0..60)) {
         let mut list = OperatorListState::<u64>::new("l");
@@ -70,6 +71,19 @@ proptest! {
                     let values: Vec<u64> = (0..n % 700).map(|i| i * 3 + n).collect();
                     list.update(values.iter().copied());
                     want = values;
+                }
+                2 if !want.is_empty() => {
+                    let i = n as usize % want.len();
+                    list.set(i, n + 7);
+                    want[i] = n + 7;
+                }
+                3 => {
+                    list.truncate(n as usize % 900);
+                    want.truncate(n as usize % 900);
+                }
+                4 if !want.is_empty() => {
+                    let i = n as usize % want.len();
+                    prop_assert_eq!(list.swap_remove(i), want.swap_remove(i));
                 }
                 _ => {
                     let values: Vec<u64> = (0..n).map(|i| i ^ n).collect();

@@ -16,6 +16,7 @@ mod lifecycle;
 mod metrics;
 mod operator_state;
 mod routing;
+mod split_source;
 mod state_kinds;
 mod strings;
 mod timers;

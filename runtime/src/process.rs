@@ -9,6 +9,54 @@
 //! (after the function's [`snapshot_state`](ProcessFunction::snapshot_state)
 //! hook) and restored, redistributed when the parallelism changed, before
 //! [`initialize_state`](ProcessFunction::initialize_state) runs.
+//!
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use std::sync::Arc;
+//! use weir_runtime::*;
+//!
+//! /// Emits running sums of pairs; a value waiting for its partner is
+//! /// operator state, so a checkpoint keeps it.
+//! struct Pairs(OperatorListState<u64>);
+//!
+//! impl ProcessFunction for Pairs {
+//!     type In = u64;
+//!     type Out = u64;
+//!     fn process<C: Collector<u64>>(&mut self, _: &ProcessContext, v: u64, out: &mut C) {
+//!         match self.0.get(0) {
+//!             Some(first) => {
+//!                 self.0.clear();
+//!                 out.collect(first + v);
+//!             }
+//!             None => self.0.add(v),
+//!         }
+//!     }
+//!     fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
+//!         states.list(&mut self.0);
+//!     }
+//! }
+//!
+//! struct Total(Arc<AtomicU64>);
+//!
+//! impl Sink for Total {
+//!     type In = u64;
+//!     fn invoke(&mut self, v: u64) {
+//!         self.0.fetch_add(v, Ordering::Relaxed);
+//!     }
+//! }
+//!
+//! let total = Arc::new(AtomicU64::new(0));
+//! let into = total.clone();
+//! let mut job = JobGraph::new("pairs");
+//! job.source("numbers", |info: &SubtaskInfo| SequenceSource::new(info, 100, |i| i))
+//!     .process("pairs", |_: &SubtaskInfo| Pairs(OperatorListState::new("waiting")))
+//!     .parallelism(1)
+//!     .sink("total", move |_: &SubtaskInfo| Total(into.clone()));
+//! let mut options = ExecutionOptions::with_workers(1);
+//! options.pin_cores = false;
+//! execute(job, &options).unwrap();
+//! assert_eq!(total.load(Ordering::Relaxed), (0..100).sum::<u64>());
+//! ```
 
 use crate::job::ChainBuilder;
 use crate::operator::{ChainControl, Collector, FlushOutcome};

@@ -424,8 +424,9 @@ impl<'a> RestoreScope<'a> {
         };
         if op.parallelism as usize != self.info.parallelism {
             return Err(format!(
-                "operator `{}` had parallelism {} in checkpoint {}, now {}: its non-keyed state \
-                 cannot be redistributed yet",
+                "operator `{}` had parallelism {} in checkpoint {}, now {}: its per-subtask state \
+                 (a source position, a sink's transactions, channel state) cannot be \
+                 redistributed; only keyed state and operator list state can",
                 self.uid,
                 op.parallelism,
                 self.checkpoint.id(),

@@ -220,7 +220,8 @@ fn a_source_with_a_position_still_refuses_to_rescale() {
     match run_job(build(3), &o) {
         Err(JobError::TaskFailed { message, .. }) => assert!(
             message.contains("source `numbers`")
-                && message.contains("had parallelism 2 in checkpoint"),
+                && message.contains("had parallelism 2 in checkpoint")
+                && message.contains("only keyed state and operator list state can"),
             "{message}"
         ),
         other => panic!("expected the restore to be refused, got {other:?}"),

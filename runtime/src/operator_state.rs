@@ -23,22 +23,27 @@
 //! A function lists its operator states in a visitor,
 //! [`OperatorStates`], the same way for snapshots and restores. The
 //! asynchronous writer stores each list as blocks of kind
-//! [`BlockKind::OperatorState`] of the subtask (payload: the redistribution
+//! [`BlockKind::OperatorState`](weir_state::snapshot::BlockKind::OperatorState) of the subtask (payload: the redistribution
 //! mode, the element count and the elements' wire bytes); a restore reads
 //! the blocks of every old subtask, checks them and takes its share
 //! ([`assigned_to`]).
 
 use std::cell::RefCell;
-use std::ops::Range;
 
 use weir_net::Wire;
 use weir_state::arena::CHUNK_LEN;
-use weir_state::snapshot::{BlockKind, Extent, MAX_STATE_NAME_LEN};
-use weir_state::{FrozenArena, KeyGroupRange, SlotArena};
+use weir_state::snapshot::MAX_STATE_NAME_LEN;
+use weir_state::SlotArena;
 
 use crate::checkpoint::restore::RestoreScope;
-use crate::checkpoint::segment_file::SegmentFile;
-use crate::checkpoint::snapshot::append_wire;
+
+mod blocks;
+mod redistribute;
+
+pub(crate) use blocks::write_operator_list;
+pub use blocks::FrozenOperatorList;
+use blocks::{restore_list, FrozenList};
+pub use redistribute::{assigned_to, even_split_range, redistribute};
 
 /// How a list state's elements are redistributed when a job is restored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,71 +81,6 @@ impl std::fmt::Display for Redistribution {
             Self::Union => "union list state (union redistribution)",
         })
     }
-}
-
-/// The range of the `total` concatenated elements that new subtask `index`
-/// of `parallelism` gets under even-split redistribution: contiguous parts
-/// of `total / parallelism` elements, one more for the first
-/// `total % parallelism` subtasks.
-///
-/// # Panics
-///
-/// If `index >= parallelism`.
-pub fn even_split_range(total: usize, parallelism: usize, index: usize) -> Range<usize> {
-    assert!(
-        index < parallelism,
-        "subtask {index} of parallelism {parallelism}"
-    );
-    let (base, extra) = (total / parallelism, total % parallelism);
-    let start = index * base + index.min(extra);
-    start..start + base + usize::from(index < extra)
-}
-
-/// The elements new subtask `index` of `new_parallelism` restores from the
-/// lists `old` of the old subtasks (indexed by old subtask), under `mode`.
-/// Even split at the old parallelism gives each subtask its own list; at
-/// another, the contiguous part [`even_split_range`] of the concatenation.
-/// Union gives every subtask the concatenation.
-///
-/// # Panics
-///
-/// If `index >= new_parallelism`.
-pub fn assigned_to<T: Copy>(
-    mode: Redistribution,
-    old: &[Vec<T>],
-    new_parallelism: usize,
-    index: usize,
-) -> Vec<T> {
-    assert!(
-        index < new_parallelism,
-        "subtask {index} of parallelism {new_parallelism}"
-    );
-    match mode {
-        Redistribution::EvenSplit if old.len() == new_parallelism => old[index].clone(),
-        Redistribution::EvenSplit => {
-            let total: usize = old.iter().map(Vec::len).sum();
-            let range = even_split_range(total, new_parallelism, index);
-            old.iter()
-                .flatten()
-                .skip(range.start)
-                .take(range.len())
-                .copied()
-                .collect()
-        }
-        Redistribution::Union => old.iter().flatten().copied().collect(),
-    }
-}
-
-/// What every new subtask of `new_parallelism` restores (see
-/// [`assigned_to`]).
-pub fn redistribute<T: Copy>(
-    mode: Redistribution,
-    old: &[Vec<T>],
-    new_parallelism: usize,
-) -> Vec<Vec<T>> {
-    (0..new_parallelism)
-        .map(|i| assigned_to(mode, old, new_parallelism, i))
-        .collect()
 }
 
 /// A growable list of fixed-size elements in arena chunks: the storage of
@@ -327,104 +267,6 @@ impl<T: Copy> std::ops::DerefMut for UnionListState<T> {
     }
 }
 
-/// An operator list state frozen at a barrier, to be written as blocks.
-pub trait FrozenOperatorList {
-    /// Elements in the view.
-    fn len(&self) -> usize;
-
-    /// True if the view holds no element.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// How the list is redistributed on restore.
-    fn redistribution(&self) -> Redistribution;
-
-    /// Bytes of one element (0 if empty).
-    fn element_bytes(&self) -> usize;
-
-    /// Replaces `out` by the payload of one block holding the elements
-    /// `elements`: the mode's tag, their count (u32, little-endian), their
-    /// wire bytes.
-    fn serialize(&self, elements: Range<usize>, out: &mut Vec<u8>);
-}
-
-/// The frozen view of an [`ArenaList`].
-struct FrozenList<T: Copy> {
-    slots: FrozenArena<T>,
-    len: usize,
-    mode: Redistribution,
-}
-
-impl<T: Copy + Wire> FrozenOperatorList for FrozenList<T> {
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn redistribution(&self) -> Redistribution {
-        self.mode
-    }
-
-    fn element_bytes(&self) -> usize {
-        if self.len == 0 {
-            0
-        } else {
-            self.slots.get(0).encoded_len()
-        }
-    }
-
-    fn serialize(&self, elements: Range<usize>, out: &mut Vec<u8>) {
-        debug_assert!(elements.end <= self.len);
-        out.clear();
-        out.reserve(PAYLOAD_HEADER + elements.len() * self.element_bytes());
-        out.push(self.mode.tag());
-        let count = u32::try_from(elements.len()).expect("a block holds under 2^32 elements");
-        out.extend_from_slice(&count.to_le_bytes());
-        for i in elements {
-            append_wire(out, self.slots.get(i));
-        }
-    }
-}
-
-/// Bytes before the elements of a block's payload: the tag and the count.
-const PAYLOAD_HEADER: usize = 5;
-
-/// Serialized bytes per block of a large list: the writer writes one block
-/// while it serializes the next.
-const PART_BYTES: usize = 16 << 20;
-
-/// Writes `list` (operator state `name` of the subtask owning `key_groups`)
-/// as blocks of at most about [`PART_BYTES`] each, in element order;
-/// nothing for an empty list. Returns the bytes written; pushes the
-/// extents.
-pub(crate) async fn write_operator_list(
-    file: &mut SegmentFile,
-    name: &str,
-    list: &dyn FrozenOperatorList,
-    key_groups: KeyGroupRange,
-    extents: &mut Vec<Extent>,
-) -> Result<u64, String> {
-    let len = list.len();
-    if len == 0 {
-        return Ok(0);
-    }
-    let parts = (len * list.element_bytes())
-        .div_ceil(PART_BYTES)
-        .clamp(1, len);
-    let mut payload = Vec::new();
-    let mut bytes = 0;
-    for part in 0..parts {
-        list.serialize(len * part / parts..len * (part + 1) / parts, &mut payload);
-        let extent = file
-            .append_block(BlockKind::OperatorState, key_groups, name, &payload)
-            .await
-            .map_err(|e| e.to_string())?;
-        bytes += extent.length;
-        extents.push(extent);
-    }
-    Ok(bytes)
-}
-
 thread_local! {
     /// Names of the operator states created on this thread since the last
     /// [`take_created_operator_states`].
@@ -546,125 +388,6 @@ impl<'a> OperatorStates<'a> {
             }
         }
     }
-}
-
-/// Restores `list` (redistributed by `mode`) from the blocks of every old
-/// subtask in `scope`'s checkpoint: each block's checksum, tag and count
-/// are checked; the list gets [`assigned_to`] this subtask. If the
-/// operator is in the checkpoint, a state it has no block of (one that was
-/// empty, or a new one) restores empty; if the operator is not (a new
-/// operator), the list is left as the function's constructor made it: it
-/// starts fresh, as in Flink.
-fn restore_list<T: Copy + Wire>(
-    scope: &RestoreScope<'_>,
-    list: &mut ArenaList<T>,
-    mode: Redistribution,
-) -> Result<(), String> {
-    let name = list.name.clone();
-    let info = scope.subtask_info();
-    let Some((old_parallelism, subtasks)) = scope.operator_state_extents(&name) else {
-        return Ok(());
-    };
-    let mut old: Vec<Vec<T>> = vec![Vec::new(); old_parallelism as usize];
-    for (index, extents) in subtasks {
-        let Some(elements) = old.get_mut(index as usize) else {
-            return Err(scope.mark_corrupt(format!(
-                "operator state `{name}`: the checkpoint names subtask {index} of parallelism \
-                 {old_parallelism}"
-            )));
-        };
-        for e in extents {
-            decode_block(scope, &name, e, mode, elements)?;
-        }
-    }
-    list.clear();
-    list.add_all(assigned_to(mode, &old, info.parallelism, info.index));
-    crate::checkpoint::trace!(
-        "restored operator state `{name}` ({mode}): {} elements of {} from {old_parallelism} \
-         subtasks into subtask {} of {}",
-        list.len(),
-        old.iter().map(Vec::len).sum::<usize>(),
-        info.index,
-        info.parallelism
-    );
-    Ok(())
-}
-
-/// Appends the elements of the block of `extent` to `into`, after checking
-/// its checksum, then its payload ([`decode_payload`]).
-fn decode_block<T: Wire>(
-    scope: &RestoreScope<'_>,
-    name: &str,
-    extent: &Extent,
-    mode: Redistribution,
-    into: &mut Vec<T>,
-) -> Result<(), String> {
-    let mut block = scope.open_block(extent)?;
-    let payload = block.payload;
-    block.check.update(payload);
-    block
-        .check
-        .finish()
-        .map_err(|e| scope.mark_corrupt(e.to_string()))?;
-    decode_payload(payload, mode, into).map_err(|e| match e {
-        PayloadError::Mode(stored) => format!(
-            "operator state `{name}` was checkpointed as {stored} and is now declared as {mode}: \
-             the redistribution mode of a state cannot change"
-        ),
-        PayloadError::Malformed(what) => scope.mark_corrupt(format!(
-            "operator state `{name}`: block at offset {} of {} is malformed: {what}",
-            extent.offset, extent.segment
-        )),
-    })
-}
-
-/// Why a block's payload was refused.
-#[derive(Debug, PartialEq, Eq)]
-enum PayloadError {
-    /// It was written by a state of the other mode.
-    Mode(Redistribution),
-    /// It does not hold what its header says.
-    Malformed(String),
-}
-
-/// Appends the elements of a block's payload (see
-/// [`FrozenOperatorList::serialize`]) to `into`: its mode must be `mode`,
-/// and it must hold exactly its count of elements.
-fn decode_payload<T: Wire>(
-    payload: &[u8],
-    mode: Redistribution,
-    into: &mut Vec<T>,
-) -> Result<(), PayloadError> {
-    if payload.len() < PAYLOAD_HEADER {
-        return Err(PayloadError::Malformed(format!(
-            "{} bytes of payload",
-            payload.len()
-        )));
-    }
-    let stored = Redistribution::from_tag(payload[0]).ok_or_else(|| {
-        PayloadError::Malformed(format!("unknown redistribution mode {}", payload[0]))
-    })?;
-    if stored != mode {
-        return Err(PayloadError::Mode(stored));
-    }
-    let count = u32::from_le_bytes(payload[1..PAYLOAD_HEADER].try_into().expect("4 bytes"));
-    let mut at = PAYLOAD_HEADER;
-    // Not trusting the count for the allocation: a payload holds at most
-    // one element per byte.
-    into.reserve((count as usize).min(payload.len()));
-    for i in 0..count {
-        let (v, n) = T::read(&payload[at..])
-            .map_err(|e| PayloadError::Malformed(format!("element {i} of {count}: {e}")))?;
-        into.push(v);
-        at += n;
-    }
-    if at != payload.len() {
-        return Err(PayloadError::Malformed(format!(
-            "{} bytes after its {count} elements",
-            payload.len() - at
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! sources.
 //!
 //! A source lists its operator states in
-//! [`Source::visit_state`](crate::Source::visit_state). Its splits (fixed-size
+//! [`Source::visit_state`]. Its splits (fixed-size
 //! `(next, end)` progress records, say) are frozen with every checkpoint
 //! and, on a restore at another parallelism, redistributed by even split:
 //! the old subtasks' unfinished splits are concatenated and cut into

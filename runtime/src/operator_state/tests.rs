@@ -1,5 +1,8 @@
 use proptest::prelude::*;
+use weir_state::snapshot::BlockKind;
+use weir_state::KeyGroupRange;
 
+use super::blocks::{decode_payload, PayloadError, PART_BYTES};
 use super::*;
 
 /// Old subtasks' lists with distinct elements `(old subtask, position)`,

@@ -71,6 +71,7 @@ use crate::gate::{BarrierMode, InputGate};
 use crate::keyed::{take_created_states, KeyedProcessFunction, KeyedProcessOp, INPUT_ENDED_STATE};
 use crate::keyed_state::AggregateFunction;
 use crate::operator::{Collector, FilterOp, FlatMapOp, MapOp};
+use crate::process::{ProcessChain, ProcessFunction};
 use crate::sink::{Sink, SinkOp, SINK_STATE};
 use crate::source::{Source, SourceTask, SubtaskInfo, POSITION_STATE};
 use crate::task::Task;
@@ -257,6 +258,19 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             f,
             _input: PhantomData,
         })
+    }
+
+    /// Applies a non-keyed process function (Flink's `DataStream::process`
+    /// with a `CheckpointedFunction`), chained in this stage; `factory`
+    /// makes each subtask's instance. Its operator states are
+    /// checkpointed and, when the parallelism changes, redistributed
+    /// (see [`crate::operator_state`]).
+    pub fn process<F, FF>(self, uid: &str, factory: FF) -> Stream<'j, F::Out, ProcessChain<B, FF>>
+    where
+        F: ProcessFunction<In = T>,
+        FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
+    {
+        self.then(uid, |prev| ProcessChain::new(prev, uid, factory))
     }
 
     /// Gives the stream event time (Flink's `assignTimestampsAndWatermarks`):
@@ -532,12 +546,17 @@ where
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Box<dyn Task> {
-        let mut source = (self.factory)(&ctx.info);
+        // A source with operator states (splits) may rescale: its states
+        // are redistributed and its position may be empty.
+        let (mut source, split) = crate::split_source::build_source(&self.factory, &self.uid, ctx);
         if let Some(restore) = ctx.restore.clone() {
             let scope = restore.scope(&self.uid, &ctx.info);
-            let position = scope
-                .inline(POSITION_STATE)
-                .unwrap_or_else(|e| panic!("source `{}`: {e}", self.uid));
+            let position = if split {
+                scope.inline_unless_empty(POSITION_STATE)
+            } else {
+                scope.inline(POSITION_STATE)
+            }
+            .unwrap_or_else(|e| panic!("source `{}`: {e}", self.uid));
             match position {
                 Some(p) => {
                     if let Err(e) = source.restore_position(p) {
@@ -548,6 +567,9 @@ where
                         );
                     }
                 }
+                // Its splits are its position (or it is new: it starts
+                // fresh).
+                None if split => {}
                 None => panic!(
                     "checkpoint {} has no position for source `{}` subtask {}",
                     restore.id(),

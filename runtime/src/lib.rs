@@ -25,9 +25,12 @@ pub mod keyed;
 pub mod keyed_state;
 pub mod metrics;
 pub mod operator;
+pub mod operator_state;
+pub mod process;
 pub mod restart;
 pub mod sink;
 pub mod source;
+pub mod split_source;
 pub mod task;
 pub mod timers;
 pub mod ttl;
@@ -52,11 +55,14 @@ pub use keyed_state::{
 };
 pub use metrics::{BackpressureLevel, GaugeSummary, SubtaskId, SubtaskSummary, TimeShares};
 pub use operator::{ChainControl, Collector, FlushOutcome};
+pub use operator_state::{OperatorListState, OperatorStates, Redistribution, UnionListState};
+pub use process::{InitializationContext, ProcessContext, ProcessFunction};
 pub use restart::{
     RestartDecision, RestartStrategy, RestartStrategyConfig, RestartStrategyType, RestartTracker,
 };
 pub use sink::Sink;
 pub use source::{SequenceSource, Source, SourcePoll, SubtaskInfo};
+pub use split_source::NumberSequenceSource;
 pub use timers::{KeyedTimerService, TimeDomain, TimerQueues};
 pub use ttl::{ManualClock, ProcessingTimeClock, StateTtlConfig, TtlClock, UpdateType};
 pub use watermark::{WatermarkStrategy, WatermarkValve};

@@ -54,6 +54,17 @@ pub trait Source: 'static {
     /// the same subtask. Called once, before the first `poll_next`. An error
     /// (a position this source cannot resume from) fails the restore.
     fn restore_position(&mut self, position: &[u8]) -> Result<(), String>;
+
+    /// Hands the source's operator states to `states`, for snapshots and
+    /// restores (see [`crate::operator_state`]). A source whose position
+    /// is a list of splits keeps them there: they are then redistributed
+    /// when the parallelism changes (the source may rescale), and its
+    /// `snapshot_position` returns no bytes (see
+    /// [`NumberSequenceSource`](crate::split_source::NumberSequenceSource)).
+    /// A restore fills the states before `restore_position`.
+    fn visit_state(&mut self, states: &mut crate::operator_state::OperatorStates<'_>) {
+        let _ = states;
+    }
 }
 
 /// Decodes the position of a source whose subtask emits records
@@ -230,6 +241,10 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
                     );
                     snapshot.unaligned = cp.barrier_mode == BarrierMode::Unaligned;
                     snapshot.add_inline(uid, info, POSITION_STATE, source.snapshot_position());
+                    let part = snapshot.operator(uid, info);
+                    source.visit_state(&mut crate::operator_state::OperatorStates::snapshot(
+                        &mut part.operator_lists,
+                    ));
                     out.snapshot(&mut snapshot);
                     snapshot.end_sync();
                     cp.writer.submit(snapshot);

@@ -336,6 +336,34 @@ impl<'a> RestoreScope<'a> {
         extents
     }
 
+    /// The subtask restoring.
+    pub fn subtask_info(&self) -> SubtaskInfo {
+        self.info
+    }
+
+    /// The blocks of operator (non-keyed) state `state` of every subtask of
+    /// this operator in the checkpoint, with the parallelism it had: per old
+    /// subtask index, its extents in the order they were written. `None`
+    /// if the operator is not in the checkpoint. Any parallelism: the
+    /// caller redistributes (see [`crate::operator_state`]).
+    pub fn operator_state_extents(&self, state: &str) -> Option<(u32, Vec<SubtaskExtents<'a>>)> {
+        let op = self.operator()?;
+        let mut subtasks: Vec<SubtaskExtents<'a>> = op
+            .subtasks
+            .iter()
+            .map(|st| {
+                let extents = st
+                    .extents
+                    .iter()
+                    .filter(|e| e.kind == BlockKind::OperatorState && e.state == state)
+                    .collect();
+                (st.index, extents)
+            })
+            .collect();
+        subtasks.sort_by_key(|(index, _)| *index);
+        Some((op.parallelism, subtasks))
+    }
+
     /// Opens the block of `extent`: checks its header against the extent
     /// (the payload's checksum is left to the returned block's `check`).
     pub fn open_block(&self, extent: &'a Extent) -> Result<KeyedBlock<'a>, String> {
@@ -396,8 +424,9 @@ impl<'a> RestoreScope<'a> {
         };
         if op.parallelism as usize != self.info.parallelism {
             return Err(format!(
-                "operator `{}` had parallelism {} in checkpoint {}, now {}: its non-keyed state \
-                 cannot be redistributed yet",
+                "operator `{}` had parallelism {} in checkpoint {}, now {}: its per-subtask state \
+                 (a source position, a sink's transactions, channel state) cannot be \
+                 redistributed; only keyed state and operator list state can",
                 self.uid,
                 op.parallelism,
                 self.checkpoint.id(),
@@ -456,6 +485,9 @@ impl<'a> RestoreScope<'a> {
         }))
     }
 }
+
+/// An old subtask's index and its extents of one state.
+pub type SubtaskExtents<'a> = (u32, Vec<&'a Extent>);
 
 /// Shared by every worker of an attempt.
 pub type SharedRestore = Option<Arc<RestoredCheckpoint>>;

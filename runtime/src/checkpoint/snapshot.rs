@@ -274,6 +274,8 @@ pub struct OperatorState {
     pub keyed: Vec<(String, Box<dyn FrozenKeyedState>)>,
     /// Channel state of an unaligned checkpoint: `(input name, records)`.
     pub channel: Vec<(String, Vec<u8>)>,
+    /// Operator (non-keyed) list states: `(state name, frozen view)`.
+    pub operator_lists: Vec<(String, Box<dyn crate::operator_state::FrozenOperatorList>)>,
 }
 
 impl OperatorState {
@@ -360,6 +362,7 @@ impl TaskSnapshot {
             inline: Vec::new(),
             keyed: Vec::new(),
             channel: Vec::new(),
+            operator_lists: Vec::new(),
         });
         self.operators.last_mut().expect("just pushed")
     }

@@ -266,6 +266,17 @@ async fn write_job(
                 t0.elapsed()
             );
         }
+        for (name, list) in &op.operator_lists {
+            entries += list.len() as u64;
+            bytes += crate::operator_state::write_operator_list(
+                file,
+                name,
+                &**list,
+                range,
+                &mut extents,
+            )
+            .await?;
+        }
         for (name, records) in &op.channel {
             let extent = file
                 .append_block(BlockKind::ChannelState, range, name, records)

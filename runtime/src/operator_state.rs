@@ -1,0 +1,394 @@
+//! Operator (non-keyed) state: Flink's `OperatorStateStore.getListState`
+//! and `getUnionListState`, for functions that are not keyed.
+//!
+//! An operator state belongs to a parallel instance of an operator, not to
+//! a key. It is a list of elements, so that a restore at another
+//! parallelism can redistribute it, as Flink does:
+//!
+//! - [`OperatorListState`] (Flink's *even-split redistribution*): the lists
+//!   of all old subtasks are concatenated (in subtask order) and split into
+//!   contiguous parts as even as possible, the first `total % P` new
+//!   subtasks taking one element more (Flink's
+//!   `RoundRobinOperatorStateRepartitioner`). At the parallelism it was
+//!   taken with, every subtask gets its own list back.
+//! - [`UnionListState`] (Flink's *union redistribution*): every new subtask
+//!   gets the elements of every old subtask, at any parallelism (the same
+//!   one too), and picks what it needs.
+//!
+//! Elements are fixed-size `Copy + Wire` values stored in a
+//! [`SlotArena`]'s chunks, so adding one never allocates (the list grows by
+//! doubling) and a checkpoint freezes a list in O(chunks): the frozen view
+//! shares the chunks copy-on-write while the function keeps writing.
+//!
+//! A function lists its operator states in a visitor,
+//! [`OperatorStates`], the same way for snapshots and restores. The
+//! asynchronous writer stores each list as blocks of kind
+//! [`BlockKind::OperatorState`](weir_state::snapshot::BlockKind::OperatorState) of the subtask (payload: the redistribution
+//! mode, the element count and the elements' wire bytes); a restore reads
+//! the blocks of every old subtask, checks them and takes its share
+//! ([`assigned_to`]).
+
+use std::cell::RefCell;
+
+use weir_net::Wire;
+use weir_state::arena::CHUNK_LEN;
+use weir_state::snapshot::MAX_STATE_NAME_LEN;
+use weir_state::SlotArena;
+
+use crate::checkpoint::restore::RestoreScope;
+
+mod blocks;
+mod redistribute;
+
+pub(crate) use blocks::write_operator_list;
+pub use blocks::FrozenOperatorList;
+use blocks::{restore_list, FrozenList};
+pub use redistribute::{assigned_to, even_split_range, redistribute};
+
+/// How a list state's elements are redistributed when a job is restored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Redistribution {
+    /// Even split (Flink's `getListState`): concatenate the old subtasks'
+    /// lists and cut them into contiguous even parts.
+    EvenSplit,
+    /// Union (Flink's `getUnionListState`): every new subtask gets all
+    /// elements of all old subtasks.
+    Union,
+}
+
+impl Redistribution {
+    /// The mode's byte at the front of each block's payload.
+    fn tag(self) -> u8 {
+        match self {
+            Self::EvenSplit => 1,
+            Self::Union => 2,
+        }
+    }
+
+    fn from_tag(tag: u8) -> Option<Self> {
+        match tag {
+            1 => Some(Self::EvenSplit),
+            2 => Some(Self::Union),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Redistribution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::EvenSplit => "list state (even-split redistribution)",
+            Self::Union => "union list state (union redistribution)",
+        })
+    }
+}
+
+/// A growable list of fixed-size elements in arena chunks: the storage of
+/// [`OperatorListState`] and [`UnionListState`] (both dereference to it).
+/// Flink's `ListState` operations: [`get`](Self::get) /
+/// [`iter`](Self::iter), [`add`](Self::add), [`add_all`](Self::add_all),
+/// [`update`](Self::update), [`clear`](Self::clear).
+pub struct ArenaList<T: Copy> {
+    name: String,
+    slots: SlotArena<T>,
+    len: usize,
+}
+
+impl<T: Copy> ArenaList<T> {
+    fn new(name: &str) -> Self {
+        register_operator_state(name);
+        Self {
+            name: name.to_owned(),
+            slots: SlotArena::empty(),
+            len: 0,
+        }
+    }
+
+    /// The state's name (unique within its operator; names it in
+    /// checkpoints).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if the list holds no element.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Element `i`, if `i < len()`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<T> {
+        (i < self.len).then(|| *self.slots.get(i))
+    }
+
+    /// The elements, in order.
+    pub fn iter(&self) -> impl Iterator<Item = T> + '_ {
+        self.slots.iter().take(self.len).copied()
+    }
+
+    /// The elements as a `Vec` (for inspection and tests).
+    pub fn to_vec(&self) -> Vec<T> {
+        self.iter().collect()
+    }
+
+    /// Appends `value`. Grows the arena by doubling when it is full (one
+    /// move of the elements), never allocating per element.
+    #[inline]
+    pub fn add(&mut self, value: T) {
+        if self.len == self.slots.len() {
+            self.grow(value);
+        }
+        *self.slots.get_mut(self.len) = value;
+        self.len += 1;
+    }
+
+    #[cold]
+    fn grow(&mut self, fill: T) {
+        let capacity = (self.slots.len() * 2).max(CHUNK_LEN);
+        let mut bigger = SlotArena::new(capacity, fill);
+        for (i, v) in self.slots.iter().take(self.len).enumerate() {
+            *bigger.get_mut(i) = *v;
+        }
+        self.slots = bigger;
+    }
+
+    /// Appends every element of `values`.
+    pub fn add_all(&mut self, values: impl IntoIterator<Item = T>) {
+        for v in values {
+            self.add(v);
+        }
+    }
+
+    /// Replaces the elements by `values`.
+    pub fn update(&mut self, values: impl IntoIterator<Item = T>) {
+        self.clear();
+        self.add_all(values);
+    }
+
+    /// Removes every element (keeps the arena for the next ones).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Replaces element `i` (a split's progress, say).
+    ///
+    /// # Panics
+    ///
+    /// If `i >= len()`.
+    #[inline]
+    pub fn set(&mut self, i: usize, value: T) {
+        assert!(i < self.len, "element {i} of a list of {}", self.len);
+        *self.slots.get_mut(i) = value;
+    }
+
+    /// Keeps the first `len` elements (all if there are fewer).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Removes element `i` and returns it; the last element takes its
+    /// place (O(1), order not kept).
+    ///
+    /// # Panics
+    ///
+    /// If `i >= len()`.
+    pub fn swap_remove(&mut self, i: usize) -> T {
+        assert!(i < self.len, "element {i} of a list of {}", self.len);
+        let removed = *self.slots.get(i);
+        let last = *self.slots.get(self.len - 1);
+        if i + 1 < self.len {
+            *self.slots.get_mut(i) = last;
+        }
+        self.len -= 1;
+        removed
+    }
+
+    fn frozen(&self, mode: Redistribution) -> FrozenList<T> {
+        FrozenList {
+            slots: self.slots.freeze(),
+            len: self.len,
+            mode,
+        }
+    }
+}
+
+/// Flink's operator `ListState` with even-split redistribution
+/// (`OperatorStateStore.getListState`): see the [module](self) docs.
+pub struct OperatorListState<T: Copy>(ArenaList<T>);
+
+impl<T: Copy> OperatorListState<T> {
+    /// An empty list state named `name` (unique within its operator).
+    pub fn new(name: &str) -> Self {
+        Self(ArenaList::new(name))
+    }
+}
+
+/// Flink's operator `ListState` with union redistribution
+/// (`OperatorStateStore.getUnionListState`): see the [module](self) docs.
+pub struct UnionListState<T: Copy>(ArenaList<T>);
+
+impl<T: Copy> UnionListState<T> {
+    /// An empty union list state named `name` (unique within its operator).
+    pub fn new(name: &str) -> Self {
+        Self(ArenaList::new(name))
+    }
+}
+
+impl<T: Copy> std::ops::Deref for OperatorListState<T> {
+    type Target = ArenaList<T>;
+    fn deref(&self) -> &ArenaList<T> {
+        &self.0
+    }
+}
+
+impl<T: Copy> std::ops::DerefMut for OperatorListState<T> {
+    fn deref_mut(&mut self) -> &mut ArenaList<T> {
+        &mut self.0
+    }
+}
+
+impl<T: Copy> std::ops::Deref for UnionListState<T> {
+    type Target = ArenaList<T>;
+    fn deref(&self) -> &ArenaList<T> {
+        &self.0
+    }
+}
+
+impl<T: Copy> std::ops::DerefMut for UnionListState<T> {
+    fn deref_mut(&mut self) -> &mut ArenaList<T> {
+        &mut self.0
+    }
+}
+
+thread_local! {
+    /// Names of the operator states created on this thread since the last
+    /// [`take_created_operator_states`].
+    static CREATED: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+fn register_operator_state(name: &str) {
+    CREATED.with(|c| c.borrow_mut().push(name.to_owned()));
+}
+
+/// The operator states created on this thread since the last call (the
+/// process operator checks them against its function's `visit_state`).
+pub(crate) fn take_created_operator_states() -> Vec<String> {
+    CREATED.with(|c| std::mem::take(&mut *c.borrow_mut()))
+}
+
+/// Checks the operator states a function created (`created`) against those
+/// its `visit_state` visited (`visited`): names unique, valid, and every
+/// created state visited (else it would be lost by checkpoints).
+pub(crate) fn check_state_names(
+    mut created: Vec<String>,
+    mut visited: Vec<String>,
+) -> Result<(), String> {
+    created.sort();
+    visited.sort();
+    if let Some(dup) = visited.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!(
+            "has two operator states named `{}`: state names must be unique",
+            dup[0]
+        ));
+    }
+    if let Some(bad) = visited
+        .iter()
+        .find(|v| v.is_empty() || v.len() > MAX_STATE_NAME_LEN)
+    {
+        return Err(format!(
+            "has an operator state named `{bad}`: names must be 1 to {MAX_STATE_NAME_LEN} bytes"
+        ));
+    }
+    if let Some(missing) = created.iter().find(|c| !visited.contains(c)) {
+        return Err(format!(
+            "creates operator state `{missing}` but its visit_state does not visit it: the state \
+             would be lost by checkpoints"
+        ));
+    }
+    Ok(())
+}
+
+enum Mode<'a> {
+    /// Collect frozen views.
+    Snapshot(&'a mut Vec<(String, Box<dyn FrozenOperatorList>)>),
+    /// Fill states from a checkpoint.
+    Restore(&'a RestoreScope<'a>),
+    /// List state names (to check that every state is visited).
+    Names(&'a mut Vec<String>),
+}
+
+/// The visitor a [`ProcessFunction`](crate::ProcessFunction) hands each of
+/// its operator states to, for snapshots and restores alike:
+///
+/// ```text
+/// fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
+///     states.list(&mut self.buffer);
+///     states.union_list(&mut self.seen);
+/// }
+/// ```
+pub struct OperatorStates<'a> {
+    mode: Mode<'a>,
+    error: Option<String>,
+}
+
+impl<'a> OperatorStates<'a> {
+    pub(crate) fn snapshot(out: &'a mut Vec<(String, Box<dyn FrozenOperatorList>)>) -> Self {
+        Self {
+            mode: Mode::Snapshot(out),
+            error: None,
+        }
+    }
+
+    pub(crate) fn restore(scope: &'a RestoreScope<'a>) -> Self {
+        Self {
+            mode: Mode::Restore(scope),
+            error: None,
+        }
+    }
+
+    pub(crate) fn names(out: &'a mut Vec<String>) -> Self {
+        Self {
+            mode: Mode::Names(out),
+            error: None,
+        }
+    }
+
+    /// The first error a restore met.
+    pub(crate) fn into_error(self) -> Option<String> {
+        self.error
+    }
+
+    /// Visits a list state with even-split redistribution.
+    pub fn list<T: Copy + Wire>(&mut self, state: &mut OperatorListState<T>) {
+        self.visit(&mut state.0, Redistribution::EvenSplit);
+    }
+
+    /// Visits a list state with union redistribution.
+    pub fn union_list<T: Copy + Wire>(&mut self, state: &mut UnionListState<T>) {
+        self.visit(&mut state.0, Redistribution::Union);
+    }
+
+    fn visit<T: Copy + Wire>(&mut self, list: &mut ArenaList<T>, mode: Redistribution) {
+        match &mut self.mode {
+            Mode::Snapshot(out) => out.push((list.name.clone(), Box::new(list.frozen(mode)))),
+            Mode::Names(out) => out.push(list.name.clone()),
+            Mode::Restore(scope) => {
+                if self.error.is_none() {
+                    if let Err(e) = restore_list(scope, list, mode) {
+                        self.error = Some(e);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

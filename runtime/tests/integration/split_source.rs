@@ -1,0 +1,230 @@
+//! A source whose position is its splits (operator list state) rescales:
+//! a job reading a `NumberSequenceSource` with 2 subtasks fails after a
+//! checkpoint and is restored with 3 (and another with 3 restored with 2);
+//! the keyed counts downstream equal the workload's, so no record was lost
+//! or read twice. A source with a per-subtask position still refuses.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use weir_runtime::restart::RestartStrategy;
+use weir_runtime::{
+    Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
+    KeyedValueState, NumberSequenceSource, OperatorStates, ProcessContext, ProcessFunction,
+    RestoreFrom, SequenceSource, Sink, Source, SourcePoll, SubtaskInfo,
+};
+
+use crate::{options, run_job, run_ok, splitmix64, temp_dir};
+
+/// Keys of the workload.
+const KEYS: u64 = 300;
+
+/// Emits at most `per_poll` records of `inner` per millisecond (so that
+/// the job lives long enough for checkpoints); its state is the inner
+/// source's.
+struct Paced<S> {
+    inner: S,
+    per_poll: usize,
+    resume_at: Option<Instant>,
+}
+
+impl<S: Source> Source for Paced<S> {
+    type Out = S::Out;
+
+    fn poll_next<C: Collector<S::Out>>(&mut self, out: &mut C, budget: usize) -> SourcePoll {
+        let now = Instant::now();
+        if let Some(at) = self.resume_at.filter(|&at| at > now) {
+            return SourcePoll::Idle { until: Some(at) };
+        }
+        self.resume_at = Some(now + Duration::from_millis(1));
+        self.inner.poll_next(out, budget.min(self.per_poll))
+    }
+
+    fn snapshot_position(&mut self) -> Vec<u8> {
+        self.inner.snapshot_position()
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
+        self.inner.restore_position(position)
+    }
+
+    fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
+        self.inner.visit_state(states);
+    }
+}
+
+/// Passes records on; once a checkpoint completed after it saw 1,000
+/// records, panics at its next one (once per job: `armed`).
+struct FailAfterCheckpoint {
+    seen: u64,
+    checkpointed: bool,
+    armed: Arc<AtomicBool>,
+}
+
+impl ProcessFunction for FailAfterCheckpoint {
+    type In = (u64, u64);
+    type Out = (u64, u64);
+
+    fn process<C: Collector<(u64, u64)>>(
+        &mut self,
+        _: &ProcessContext,
+        r: (u64, u64),
+        out: &mut C,
+    ) {
+        if self.checkpointed && self.armed.swap(false, Ordering::SeqCst) {
+            panic!("injected failure at record {}", r.1);
+        }
+        self.seen += 1;
+        out.collect(r);
+    }
+
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {
+        self.checkpointed |= self.seen >= 1_000;
+    }
+}
+
+/// Keyed `count += 1`, emitting `(key, count)`.
+struct Count(KeyedValueState<u64, u64>);
+
+impl KeyedProcessFunction for Count {
+    type Key = u64;
+    type In = (u64, u64);
+    type Out = (u64, u64);
+
+    fn process<C: Collector<(u64, u64)>>(
+        &mut self,
+        ctx: &KeyContext<u64>,
+        _: (u64, u64),
+        out: &mut C,
+    ) {
+        let n = self.0.value_mut_or_insert_with(ctx, || 0);
+        *n += 1;
+        out.collect((*ctx.key(), *n));
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.0);
+    }
+}
+
+/// The largest count seen per key (a replay re-emits smaller ones): the
+/// final counts, with no state of its own.
+struct Latest(Arc<Mutex<HashMap<u64, u64>>>);
+
+impl Sink for Latest {
+    type In = (u64, u64);
+
+    fn invoke(&mut self, (key, n): (u64, u64)) {
+        let mut m = self.0.lock().unwrap();
+        let e = m.entry(key).or_insert(0);
+        *e = (*e).max(n);
+    }
+}
+
+/// Reads `n` numbers in 12 splits with the source at `parallelism`.
+fn job(n: u64, parallelism: usize, fail: bool, counts: &Arc<Mutex<HashMap<u64, u64>>>) -> JobGraph {
+    let armed = Arc::new(AtomicBool::new(fail));
+    let into = counts.clone();
+    let mut job = JobGraph::new("split-source");
+    job.source("sequence", move |info: &SubtaskInfo| Paced {
+        inner: NumberSequenceSource::new(info, n, 12, |i| (splitmix64(i) % KEYS, i)),
+        per_poll: 40,
+        resume_at: None,
+    })
+    .process("fail", move |_: &SubtaskInfo| FailAfterCheckpoint {
+        seen: 0,
+        checkpointed: false,
+        armed: armed.clone(),
+    })
+    .parallelism(parallelism)
+    .key_by(|r: &(u64, u64)| r.0)
+    .process("count", |_: &SubtaskInfo| {
+        Count(KeyedValueState::new("count"))
+    })
+    .parallelism(2)
+    .sink("latest", move |_: &SubtaskInfo| Latest(into.clone()));
+    job
+}
+
+fn checkpointed(dir: &std::path::Path) -> ExecutionOptions {
+    let mut o = options(2).with_checkpointing(Duration::from_millis(15), dir);
+    o.checkpointing.as_mut().unwrap().coordinator.num_retained = 2;
+    o.restart = RestartStrategy::None;
+    o
+}
+
+/// Runs the job at `before` until its injected failure, then restores it
+/// at `after`; the final counts are the workload's.
+fn rescale(before: usize, after: usize) {
+    let n = 60_000;
+    let dir = temp_dir(&format!("split-source-{before}-{after}"));
+    let counts = Arc::new(Mutex::new(HashMap::new()));
+    let mut o = checkpointed(&dir);
+    match run_job(job(n, before, true, &counts), &o) {
+        Err(JobError::TaskFailed { message, .. }) => {
+            assert!(message.contains("injected failure"), "{message}")
+        }
+        other => panic!("expected the injected failure, got {other:?}"),
+    }
+    o.restore = RestoreFrom::Latest;
+    let result = run_ok(job(n, after, false, &counts), &o);
+    let restored = result
+        .restored
+        .expect("restored the failed run's checkpoint");
+    let mut want: HashMap<u64, u64> = HashMap::new();
+    for i in 0..n {
+        *want.entry(splitmix64(i) % KEYS).or_insert(0) += 1;
+    }
+    assert_eq!(
+        *counts.lock().unwrap(),
+        want,
+        "every number counted once after restoring checkpoint {} at parallelism {after}",
+        restored.checkpoint_id
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_split_source_scales_up_from_its_checkpoint() {
+    rescale(2, 3);
+}
+
+#[test]
+fn a_split_source_scales_down_from_its_checkpoint() {
+    rescale(3, 2);
+}
+
+/// A source with a per-subtask position cannot change parallelism: the
+/// restore fails and names the source.
+#[test]
+fn a_source_with_a_position_still_refuses_to_rescale() {
+    let dir = temp_dir("position-source-rescale");
+    let build = |parallelism: usize| {
+        let mut job = JobGraph::new("position-source");
+        job.source("numbers", |info: &SubtaskInfo| {
+            SequenceSource::new(info, 1_000, |i| (i % 7, i))
+        })
+        .parallelism(parallelism)
+        .key_by(|r: &(u64, u64)| r.0)
+        .process("count", |_: &SubtaskInfo| {
+            Count(KeyedValueState::new("count"))
+        })
+        .sink("latest", |_: &SubtaskInfo| Latest(Arc::default()));
+        job
+    };
+    let mut o = checkpointed(&dir);
+    run_ok(build(2), &o);
+    o.restore = RestoreFrom::Latest;
+    match run_job(build(3), &o) {
+        Err(JobError::TaskFailed { message, .. }) => assert!(
+            message.contains("source `numbers`")
+                && message.contains("had parallelism 2 in checkpoint")
+                && message.contains("only keyed state and operator list state can"),
+            "{message}"
+        ),
+        other => panic!("expected the restore to be refused, got {other:?}"),
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

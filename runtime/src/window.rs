@@ -42,6 +42,17 @@
 //! its windows is dropped, counted by [`WindowOperator::late_records`] and
 //! handed to the late-data side output if the job set one
 //! (`side_output_late_data`).
+//!
+//! **Other windows and functions.** Session windows
+//! ([`EventTimeSessionWindows`], [`ProcessingTimeSessionWindows`], with a
+//! static or dynamic gap), processing-time tumbling and sliding windows
+//! ([`TumblingProcessingTimeWindows`], [`SlidingProcessingTimeWindows`]),
+//! and full-window functions (`process`, and `aggregate_with` /
+//! `reduce_with`, which hand the window function the pre-aggregated result
+//! and the [`TimeWindow`]) for every kind run on the general window
+//! operator of [`general`]; [`assign`] has the assigners and the
+//! [`Windowing`] trait `KeyedStream::window` takes, [`api`] the
+//! `WindowedStream` methods of the full-window functions.
 
 use std::marker::PhantomData;
 
@@ -473,6 +484,21 @@ where
         self.contents.remove(ctx, &(start - self.lateness));
     }
 }
+
+pub mod api;
+pub mod assign;
+pub mod general;
+
+pub use assign::{
+    DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows, EventTimeSessionWindows,
+    ProcessingClock, ProcessingTimeSessionWindows, SlidingProcessingTimeWindows, TimeWindow,
+    TumblingProcessingTimeWindows, WindowSpec, Windowing,
+};
+pub use general::{
+    Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, GeneralWindowOperator,
+    KeyStartResult, MergeFold, ProcessWindowFunction, WindowCollector, WindowContents,
+    WindowFunction, WINDOWS_STATE, WINDOW_ELEMENTS_STATE,
+};
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,801 @@
+//! The general window operator: every window kind (fixed and session, on
+//! event or processing time) with every window function (incremental
+//! aggregation, with or without a window function, and full-window process
+//! functions), Flink's `WindowOperator` with its default triggers.
+//!
+//! **Window set.** Per key, the open windows in a [`KeyedMapState`] named
+//! [`WINDOWS_STATE`]: window start `->` `(end, state id, contents)`. The
+//! *state id* names where the window's contents live (Flink's "state
+//! window" of `MergingWindowSet`): a fixed window's is its start; a
+//! session's is the start of one of the sessions it merged, which always
+//! lies inside it, so the ids of a key's (disjoint) sessions differ. The
+//! contents are the accumulator (incremental aggregation, [`Accumulated`])
+//! or the element count (full-window functions, [`Buffered`], whose
+//! elements are in a second map state, [`WINDOW_ELEMENTS_STATE`], keyed by
+//! `(state id, index)`). All of it is arena-backed keyed state, written per
+//! key group by checkpoints, so windows survive failover and rescaling.
+//!
+//! **Assigning.** A record goes to the windows of its time: its timestamp
+//! (event time) or the operator's clock (processing time). For fixed
+//! windows those of the assigner's size and slide holding it; a session
+//! record opens `[t, t + gap)`, which merges with every session of its key
+//! it intersects (overlaps or touches, as Flink's `TimeWindow::intersects`)
+//! into their cover: the contents of the merged sessions are merged into
+//! the largest one's ([`WindowContents::merge`]: `AggregateFunction::merge`,
+//! the reduce function, or appending the elements), their timers deleted
+//! and the merged session's registered.
+//!
+//! **Firing (Flink's `EventTimeTrigger` / `ProcessingTimeTrigger`).** A
+//! window fires at a timer at its `end - 1` of its time domain. On event
+//! time a window is kept for the allowed lateness `L` more (its cleanup
+//! timer is at `end - 1 + L`), and a record for a window that already
+//! fired but is within its lateness fires it again at once (a late
+//! firing). A record whose every window is past its lateness (a session
+//! record: whose own window is, and merges with none) is late: counted,
+//! and handed to the late-data output if any. Processing-time windows are
+//! never late and have no lateness (Flink ignores it there). At the end of
+//! the input, event-time windows fire by the final `i64::MAX` watermark
+//! and the remaining processing-time windows fire too, in the order of
+//! their ends (as Flink's bounded jobs end them).
+//!
+//! Timers are per `(key, timestamp)`, so a timer firing scans the key's
+//! open windows for those ending (or cleaned up) then: a key has few.
+
+use std::marker::PhantomData;
+
+use weir_net::Wire;
+use weir_state::KeyHash;
+
+use super::assign::{TimeWindow, WindowKind, WindowSpec};
+use super::{start_with_offset, AggregateFold, LateOutput, ReduceFold, WindowFold};
+use crate::checkpoint::KeyedStates;
+use crate::keyed::{KeyContext, KeyedProcessFunction};
+use crate::keyed_state::{AggregateFunction, KeyedMapState};
+use crate::operator::Collector;
+use crate::timers::{KeyedTimerService, TimeDomain, TimerQueues};
+
+/// State name of the general window operator's window set in checkpoints.
+pub const WINDOWS_STATE: &str = "_windows";
+
+/// State name of the elements buffered for full-window functions.
+pub const WINDOW_ELEMENTS_STATE: &str = "_window_elements";
+
+/// A [`WindowFold`] whose accumulators merge (what session windows need).
+pub trait MergeFold: WindowFold + Clone + Send + Sync {
+    /// The accumulator of the records of `a` and of `b`.
+    fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+}
+
+impl<A: AggregateFunction + Clone + Send + Sync> MergeFold for AggregateFold<A> {
+    fn merge(&self, a: A::Acc, b: A::Acc) -> A::Acc {
+        self.0.merge(a, b)
+    }
+}
+
+impl<T, F> MergeFold for ReduceFold<T, F>
+where
+    T: Copy + 'static,
+    F: Fn(T, T) -> T + Clone + Send + Sync + 'static,
+{
+    fn merge(&self, a: T, b: T) -> T {
+        self.fold(Some(a), b)
+    }
+}
+
+/// Where a window function emits: Flink's `Collector` for window
+/// functions.
+pub struct WindowCollector<'a, O> {
+    out: &'a mut dyn FnMut(O),
+}
+
+impl<'a, O> WindowCollector<'a, O> {
+    /// A collector handing what it collects to `out`.
+    pub fn new(out: &'a mut dyn FnMut(O)) -> Self {
+        Self { out }
+    }
+
+    /// Emits `value` downstream.
+    #[inline]
+    pub fn collect(&mut self, value: O) {
+        (self.out)(value)
+    }
+}
+
+/// What turns a window's pre-aggregated result into output records (the
+/// window function of Flink's `aggregate(aggFn, windowFn)` and
+/// `reduce(reduceFn, windowFn)`).
+pub trait WindowFunction<K, R>: 'static {
+    /// Records out.
+    type Out;
+
+    /// Window `window` of `key` fired with `result`.
+    fn apply(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        result: R,
+        out: &mut WindowCollector<'_, Self::Out>,
+    );
+}
+
+/// The window function of plain `aggregate` / `reduce`: emits `(key,
+/// window_start, result)`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KeyStartResult;
+
+impl<K: Copy + 'static, R: 'static> WindowFunction<K, R> for KeyStartResult {
+    type Out = (K, i64, R);
+
+    #[inline]
+    fn apply(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        result: R,
+        out: &mut WindowCollector<'_, (K, i64, R)>,
+    ) {
+        out.collect((*key, window.start, result));
+    }
+}
+
+/// A closure as a [`WindowFunction`].
+pub struct FnWindowFunction<F, O> {
+    f: F,
+    _out: PhantomData<fn() -> O>,
+}
+
+impl<F: Clone, O> Clone for FnWindowFunction<F, O> {
+    fn clone(&self) -> Self {
+        Self::new(self.f.clone())
+    }
+}
+
+impl<F, O> FnWindowFunction<F, O> {
+    /// The window function calling `f(key, window, result, out)`.
+    pub fn new(f: F) -> Self {
+        Self {
+            f,
+            _out: PhantomData,
+        }
+    }
+}
+
+impl<K, R, O, F> WindowFunction<K, R> for FnWindowFunction<F, O>
+where
+    O: 'static,
+    F: FnMut(&K, &TimeWindow, R, &mut WindowCollector<'_, O>) + 'static,
+{
+    type Out = O;
+
+    fn apply(&mut self, key: &K, window: &TimeWindow, result: R, out: &mut WindowCollector<'_, O>) {
+        (self.f)(key, window, result, out)
+    }
+}
+
+/// Flink's `ProcessWindowFunction`: gets all the elements of a window when
+/// it fires.
+pub trait ProcessWindowFunction<K, T>: 'static {
+    /// Records out.
+    type Out;
+
+    /// Window `window` of `key` fired holding `elements` (in the order
+    /// they were added; a merged session's are its parts' one after the
+    /// other).
+    fn process(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        elements: &[T],
+        out: &mut WindowCollector<'_, Self::Out>,
+    );
+}
+
+/// A closure as a [`ProcessWindowFunction`].
+pub struct FnProcessWindowFunction<F, O> {
+    f: F,
+    _out: PhantomData<fn() -> O>,
+}
+
+impl<F: Clone, O> Clone for FnProcessWindowFunction<F, O> {
+    fn clone(&self) -> Self {
+        Self::new(self.f.clone())
+    }
+}
+
+impl<F, O> FnProcessWindowFunction<F, O> {
+    /// The process function calling `f(key, window, elements, out)`.
+    pub fn new(f: F) -> Self {
+        Self {
+            f,
+            _out: PhantomData,
+        }
+    }
+}
+
+impl<K, T, O, F> ProcessWindowFunction<K, T> for FnProcessWindowFunction<F, O>
+where
+    O: 'static,
+    F: FnMut(&K, &TimeWindow, &[T], &mut WindowCollector<'_, O>) + 'static,
+{
+    type Out = O;
+
+    fn process(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        elements: &[T],
+        out: &mut WindowCollector<'_, O>,
+    ) {
+        (self.f)(key, window, elements, out)
+    }
+}
+
+/// What a window holds and how it is emitted: an accumulator
+/// ([`Accumulated`]) or its elements ([`Buffered`]).
+pub trait WindowContents<K, T>: 'static {
+    /// Stored with the window in the window set: the accumulator, or the
+    /// element count.
+    type Meta: Copy + Wire;
+    /// Records out.
+    type Out;
+
+    /// Adds `value` to the window whose contents are `id` and `meta`
+    /// (none for a new window); returns the new `meta`.
+    fn add(
+        &mut self,
+        ctx: &KeyContext<K>,
+        id: i64,
+        meta: Option<Self::Meta>,
+        value: T,
+    ) -> Self::Meta;
+
+    /// Merges the contents `from` (id `from_id`) into `into` (id
+    /// `into_id`); returns the merged `meta` (kept under `into_id`).
+    fn merge(
+        &mut self,
+        ctx: &KeyContext<K>,
+        into_id: i64,
+        into: Self::Meta,
+        from_id: i64,
+        from: Self::Meta,
+    ) -> Self::Meta;
+
+    /// How much there is to move when merging (the largest part of a merge
+    /// keeps its contents in place).
+    fn weight(meta: &Self::Meta) -> u64;
+
+    /// Emits window `window` of the current key.
+    fn emit<C: Collector<Self::Out>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        window: &TimeWindow,
+        id: i64,
+        meta: &Self::Meta,
+        out: &mut C,
+    );
+
+    /// Drops the contents.
+    fn clear(&mut self, ctx: &KeyContext<K>, id: i64, meta: &Self::Meta);
+
+    /// Visits the contents' own keyed states.
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>);
+}
+
+/// Incremental aggregation: one accumulator per window, folded by `fold`,
+/// its result handed to `function` when the window fires.
+pub struct Accumulated<W, F> {
+    fold: W,
+    function: F,
+}
+
+impl<W, F> Accumulated<W, F> {
+    /// Contents folding with `fold`, emitted through `function`.
+    pub fn new(fold: W, function: F) -> Self {
+        Self { fold, function }
+    }
+}
+
+impl<K, W, F> WindowContents<K, W::In> for Accumulated<W, F>
+where
+    K: 'static,
+    W: MergeFold,
+    W::Acc: Wire,
+    F: WindowFunction<K, W::Out>,
+{
+    type Meta = W::Acc;
+    type Out = F::Out;
+
+    #[inline]
+    fn add(&mut self, _: &KeyContext<K>, _: i64, meta: Option<W::Acc>, value: W::In) -> W::Acc {
+        self.fold.fold(meta, value)
+    }
+
+    fn merge(&mut self, _: &KeyContext<K>, _: i64, into: W::Acc, _: i64, from: W::Acc) -> W::Acc {
+        self.fold.merge(into, from)
+    }
+
+    fn weight(_: &W::Acc) -> u64 {
+        0
+    }
+
+    fn emit<C: Collector<F::Out>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        window: &TimeWindow,
+        _: i64,
+        meta: &W::Acc,
+        out: &mut C,
+    ) {
+        let result = self.fold.result(meta);
+        let mut sink = |o| out.collect(o);
+        self.function.apply(
+            ctx.key(),
+            window,
+            result,
+            &mut WindowCollector::new(&mut sink),
+        );
+    }
+
+    fn clear(&mut self, _: &KeyContext<K>, _: i64, _: &W::Acc) {}
+
+    fn visit_state(&mut self, _: &mut KeyedStates<'_>) {}
+}
+
+/// Full-window contents: every element, kept in keyed map state under
+/// `(state id, index)`, handed to `function` when the window fires.
+pub struct Buffered<K, T, P>
+where
+    K: Copy + Eq + KeyHash,
+    T: Copy,
+{
+    elements: KeyedMapState<K, (i64, u32), T>,
+    function: P,
+    scratch: Vec<T>,
+}
+
+impl<K, T, P> Buffered<K, T, P>
+where
+    K: Copy + Eq + KeyHash,
+    T: Copy,
+{
+    /// Contents buffering elements for `function`.
+    pub fn new(function: P) -> Self {
+        Self {
+            elements: KeyedMapState::new(WINDOW_ELEMENTS_STATE),
+            function,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Elements buffered on this subtask, over all keys and windows.
+    pub fn buffered(&self) -> usize {
+        self.elements.total_len()
+    }
+}
+
+impl<K, T, P> WindowContents<K, T> for Buffered<K, T, P>
+where
+    K: Copy + Eq + KeyHash + Wire + 'static,
+    T: Copy + Wire + 'static,
+    P: ProcessWindowFunction<K, T>,
+{
+    type Meta = u32;
+    type Out = P::Out;
+
+    #[inline]
+    fn add(&mut self, ctx: &KeyContext<K>, id: i64, meta: Option<u32>, value: T) -> u32 {
+        let n = meta.unwrap_or(0);
+        self.elements.put(ctx, (id, n), value);
+        n + 1
+    }
+
+    fn merge(
+        &mut self,
+        ctx: &KeyContext<K>,
+        into_id: i64,
+        into: u32,
+        from_id: i64,
+        from: u32,
+    ) -> u32 {
+        for i in 0..from {
+            let v = self
+                .elements
+                .remove(ctx, &(from_id, i))
+                .expect("a window's elements are buffered");
+            self.elements.put(ctx, (into_id, into + i), v);
+        }
+        into + from
+    }
+
+    fn weight(meta: &u32) -> u64 {
+        u64::from(*meta)
+    }
+
+    fn emit<C: Collector<P::Out>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        window: &TimeWindow,
+        id: i64,
+        meta: &u32,
+        out: &mut C,
+    ) {
+        self.scratch.clear();
+        for i in 0..*meta {
+            let v = self
+                .elements
+                .get(ctx, &(id, i))
+                .expect("a window's elements are buffered");
+            self.scratch.push(v);
+        }
+        let mut sink = |o| out.collect(o);
+        self.function.process(
+            ctx.key(),
+            window,
+            &self.scratch,
+            &mut WindowCollector::new(&mut sink),
+        );
+    }
+
+    fn clear(&mut self, ctx: &KeyContext<K>, id: i64, meta: &u32) {
+        for i in 0..*meta {
+            self.elements.remove(ctx, &(id, i));
+        }
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.map(&mut self.elements);
+    }
+}
+
+/// A window of the window set: its start, and its end, state id and
+/// contents.
+type Slot<M> = (i64, (i64, i64, M));
+
+/// Flink's `WindowOperator` for every window kind and function (see the
+/// [module docs](self)).
+pub struct GeneralWindowOperator<K, T, C>
+where
+    K: Copy + Eq + KeyHash,
+    C: WindowContents<K, T>,
+{
+    spec: WindowSpec<T>,
+    domain: TimeDomain,
+    lateness: i64,
+    contents: C,
+    windows: KeyedMapState<K, i64, (i64, i64, C::Meta)>,
+    timers: KeyedTimerService<K>,
+    late: u64,
+    late_output: Option<LateOutput<T>>,
+    scratch: Vec<Slot<C::Meta>>,
+}
+
+impl<K, T, C> GeneralWindowOperator<K, T, C>
+where
+    K: Copy + Eq + KeyHash + Wire + 'static,
+    T: 'static,
+    C: WindowContents<K, T>,
+{
+    /// The operator of windows `spec` with `contents`, keeping event-time
+    /// windows `lateness_ms` after they fire (ignored on processing time,
+    /// as in Flink) and handing late records to `late`.
+    ///
+    /// # Panics
+    ///
+    /// If `lateness_ms` is negative.
+    pub fn new(
+        spec: WindowSpec<T>,
+        contents: C,
+        lateness_ms: i64,
+        late: Option<LateOutput<T>>,
+    ) -> Self {
+        assert!(
+            lateness_ms >= 0,
+            "window allowed lateness must not be negative, got {lateness_ms} ms"
+        );
+        let domain = spec.domain();
+        let timers = match &spec.clock {
+            Some(clock) => {
+                let clock = clock.clone();
+                KeyedTimerService::with_clock(move || clock())
+            }
+            None => KeyedTimerService::new(),
+        };
+        Self {
+            domain,
+            lateness: if domain == TimeDomain::EventTime {
+                lateness_ms
+            } else {
+                0
+            },
+            spec,
+            contents,
+            windows: KeyedMapState::new(WINDOWS_STATE),
+            timers,
+            late: 0,
+            late_output: late,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Records dropped as late (all their windows past their lateness).
+    pub fn late_records(&self) -> u64 {
+        self.late
+    }
+
+    /// Windows kept (not cleaned up yet) on this subtask, over all keys.
+    pub fn open_windows(&self) -> usize {
+        self.windows.total_len()
+    }
+
+    /// Registered timers (both domains) on this subtask.
+    pub fn timers(&self) -> usize {
+        self.timers.event_time_timers() + self.timers.processing_time_timers()
+    }
+
+    /// The window contents (e.g. to inspect what is buffered).
+    pub fn contents(&self) -> &C {
+        &self.contents
+    }
+
+    /// When window `w` is cleaned up.
+    #[inline]
+    fn cleanup_time(&self, w: &TimeWindow) -> i64 {
+        w.max_timestamp().saturating_add(self.lateness)
+    }
+
+    /// Flink's `isWindowLate`: an event-time window past its lateness.
+    #[inline]
+    fn is_late(&self, w: &TimeWindow, watermark: i64) -> bool {
+        self.domain == TimeDomain::EventTime && self.cleanup_time(w) <= watermark
+    }
+
+    fn register(&mut self, ctx: &KeyContext<K>, ts: i64) {
+        match self.domain {
+            TimeDomain::EventTime => self.timers.register_event_time_timer(ctx, ts),
+            TimeDomain::ProcessingTime => self.timers.register_processing_time_timer(ctx, ts),
+        }
+    }
+
+    fn delete(&mut self, ctx: &KeyContext<K>, ts: i64) {
+        match self.domain {
+            TimeDomain::EventTime => self.timers.delete_event_time_timer(ctx, ts),
+            TimeDomain::ProcessingTime => self.timers.delete_processing_time_timer(ctx, ts),
+        }
+    }
+
+    /// The trigger's `onElement` after a record went into `w` (contents
+    /// `id`, `meta`), and the cleanup timer: on event time a window the
+    /// watermark passed fires at once (a late firing), another gets its
+    /// timer; on processing time the timer.
+    fn on_element<O: Collector<C::Out>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        w: TimeWindow,
+        id: i64,
+        meta: C::Meta,
+        time: i64,
+        out: &mut O,
+    ) {
+        let max_ts = w.max_timestamp();
+        if self.domain == TimeDomain::EventTime && max_ts <= time {
+            self.contents.emit(ctx, &w, id, &meta, out);
+        } else {
+            self.register(ctx, max_ts);
+        }
+        let cleanup = self.cleanup_time(&w);
+        if cleanup != max_ts {
+            self.register(ctx, cleanup);
+        }
+    }
+
+    /// Adds `value` to the fixed window `w`.
+    fn add_fixed<O: Collector<C::Out>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        w: TimeWindow,
+        value: T,
+        time: i64,
+        out: &mut O,
+    ) {
+        let meta = self.windows.get(ctx, &w.start).map(|(_, _, m)| m);
+        let meta = self.contents.add(ctx, w.start, meta, value);
+        self.windows.put(ctx, w.start, (w.end, w.start, meta));
+        self.on_element(ctx, w, w.start, meta, time, out);
+    }
+
+    /// Adds `value`, which opens session `new`, merging the sessions it
+    /// intersects (Flink's `MergingWindowSet::addWindow`).
+    fn add_session<O: Collector<C::Out>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        new: TimeWindow,
+        value: T,
+        time: i64,
+        out: &mut O,
+    ) {
+        let mut sessions = std::mem::take(&mut self.scratch);
+        sessions.clear();
+        sessions.extend(self.windows.entries(ctx));
+        // The sessions merging with `new`: those intersecting the growing
+        // cover (the key's sessions are disjoint and do not touch, so only
+        // `new` can join them).
+        let mut merged = new;
+        let mut members = 0;
+        loop {
+            let mut grew = false;
+            let mut i = members;
+            while i < sessions.len() {
+                let (start, (end, _, _)) = sessions[i];
+                let w = TimeWindow::new(start, end);
+                if merged.intersects(&w) {
+                    merged = merged.cover(&w);
+                    sessions.swap(members, i);
+                    members += 1;
+                    grew = true;
+                }
+                i += 1;
+            }
+            if !grew {
+                break;
+            }
+        }
+        if members == 0 {
+            if self.is_late(&new, time) {
+                self.scratch = sessions;
+                self.drop_late(value);
+                return;
+            }
+            let meta = self.contents.add(ctx, new.start, None, value);
+            self.windows.put(ctx, new.start, (new.end, new.start, meta));
+            self.on_element(ctx, new, new.start, meta, time, out);
+            self.scratch = sessions;
+            return;
+        }
+        let (id, mut meta) =
+            if members == 1 && sessions[0].0 == merged.start && sessions[0].1 .0 == merged.end {
+                // Inside one session, which does not grow: no merge.
+                let (_, (_, id, meta)) = sessions[0];
+                (id, meta)
+            } else {
+                // The largest part keeps its contents; the others merge in.
+                let target = (0..members)
+                    .max_by_key(|&i| C::weight(&sessions[i].1 .2))
+                    .expect("members");
+                let (_, (_, id, mut meta)) = sessions[target];
+                for (i, &(start, (end, from_id, from))) in sessions[..members].iter().enumerate() {
+                    if i != target {
+                        meta = self.contents.merge(ctx, id, meta, from_id, from);
+                    }
+                    self.windows.remove(ctx, &start);
+                    // The merged session's timers go, unless another window of
+                    // the key (or the merged one) uses the same time.
+                    let w = TimeWindow::new(start, end);
+                    for ts in [w.max_timestamp(), self.cleanup_time(&w)] {
+                        let used = [merged.max_timestamp(), self.cleanup_time(&merged)]
+                            .contains(&ts)
+                            || sessions[members..].iter().any(|&(s, (e, _, _))| {
+                                let other = TimeWindow::new(s, e);
+                                other.max_timestamp() == ts || self.cleanup_time(&other) == ts
+                            });
+                        if !used {
+                            self.delete(ctx, ts);
+                        }
+                    }
+                }
+                (id, meta)
+            };
+        meta = self.contents.add(ctx, id, Some(meta), value);
+        self.windows.put(ctx, merged.start, (merged.end, id, meta));
+        self.on_element(ctx, merged, id, meta, time, out);
+        self.scratch = sessions;
+    }
+
+    fn drop_late(&mut self, value: T) {
+        self.late += 1;
+        if let Some(late) = &mut self.late_output {
+            late(value);
+        }
+    }
+
+    /// Fires and cleans up the current key's windows due at timer `ts`.
+    fn on_due<O: Collector<C::Out>>(&mut self, ts: i64, ctx: &KeyContext<K>, out: &mut O) {
+        let mut windows = std::mem::take(&mut self.scratch);
+        windows.clear();
+        windows.extend(self.windows.entries(ctx));
+        for &(start, (end, id, meta)) in &windows {
+            let w = TimeWindow::new(start, end);
+            if w.max_timestamp() == ts {
+                self.contents.emit(ctx, &w, id, &meta, out);
+            }
+            if self.cleanup_time(&w) == ts {
+                self.contents.clear(ctx, id, &meta);
+                self.windows.remove(ctx, &start);
+            }
+        }
+        self.scratch = windows;
+    }
+}
+
+impl<K, T, C> KeyedProcessFunction for GeneralWindowOperator<K, T, C>
+where
+    K: Copy + Eq + KeyHash + Wire + 'static,
+    T: Clone + 'static,
+    C: WindowContents<K, T>,
+    C::Meta: Wire,
+{
+    type Key = K;
+    type In = T;
+    type Out = C::Out;
+
+    fn process<O: Collector<C::Out>>(&mut self, ctx: &KeyContext<K>, value: T, out: &mut O) {
+        let (ts, time) = match &self.spec.timestamp {
+            Some(timestamp) => (timestamp(&value), ctx.current_watermark()),
+            None => {
+                let now = self.timers.current_processing_time();
+                (now, now)
+            }
+        };
+        match &self.spec.kind {
+            WindowKind::Fixed {
+                size,
+                slide,
+                offset,
+            } => {
+                let (size, slide) = (*size, *slide);
+                let mut start = start_with_offset(ts, *offset, slide);
+                let mut taken = false;
+                while start > ts.saturating_sub(size) {
+                    let w = TimeWindow::new(start, start.saturating_add(size));
+                    if !self.is_late(&w, time) {
+                        taken = true;
+                        self.add_fixed(ctx, w, value.clone(), time, out);
+                    }
+                    start -= slide;
+                }
+                if !taken {
+                    self.drop_late(value);
+                }
+            }
+            WindowKind::Session(gap) => {
+                let gap = gap.of(&value);
+                let w = TimeWindow::new(ts, ts.saturating_add(gap));
+                self.add_session(ctx, w, value, time, out);
+            }
+        }
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.map(&mut self.windows);
+        self.contents.visit_state(states);
+    }
+
+    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<K>> {
+        Some(&mut self.timers)
+    }
+
+    fn on_timer<O: Collector<C::Out>>(
+        &mut self,
+        ts: i64,
+        ctx: &KeyContext<K>,
+        domain: TimeDomain,
+        out: &mut O,
+    ) {
+        if domain == self.domain {
+            self.on_due(ts, ctx, out);
+        }
+    }
+
+    fn on_end_of_input<O: Collector<C::Out>>(&mut self, out: &mut O) {
+        // Event-time windows fired by the final watermark; processing-time
+        // ones fire now, in the order of their ends.
+        while let Some((ts, key)) = self.timers.pop_due(TimeDomain::ProcessingTime, i64::MAX) {
+            let ctx = KeyContext::with_watermark(key, i64::MAX);
+            if self.domain == TimeDomain::ProcessingTime {
+                self.on_due(ts, &ctx, out);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -26,7 +26,10 @@
 //! and the merged session's registered.
 //!
 //! **Firing (Flink's `EventTimeTrigger` / `ProcessingTimeTrigger`).** A
-//! window fires at a timer at its `end - 1` of its time domain. On event
+//! window fires at a timer of its time domain: on event time when the
+//! watermark reaches its `end - 1`, on processing time when the clock
+//! reaches its `end` (Flink fires processing-time timers 1 ms after their
+//! time, `end - 1`, so no record of the last millisecond is left out). On event
 //! time a window is kept for the allowed lateness `L` more (its cleanup
 //! timer is at `end - 1 + L`), and a record for a window that already
 //! fired but is within its lateness fires it again at once (a late
@@ -540,7 +543,23 @@ where
     /// When window `w` is cleaned up.
     #[inline]
     fn cleanup_time(&self, w: &TimeWindow) -> i64 {
-        w.max_timestamp().saturating_add(self.lateness)
+        match self.domain {
+            TimeDomain::EventTime => w.max_timestamp().saturating_add(self.lateness),
+            TimeDomain::ProcessingTime => w.end,
+        }
+    }
+
+    /// When window `w` fires: on event time once the watermark reaches its
+    /// end - 1; on processing time once the clock reaches its end, i.e.
+    /// 1 ms after its end - 1, as Flink fires processing-time timers (so
+    /// that no record of the window's last millisecond comes after it
+    /// fired).
+    #[inline]
+    fn fire_time(&self, w: &TimeWindow) -> i64 {
+        match self.domain {
+            TimeDomain::EventTime => w.max_timestamp(),
+            TimeDomain::ProcessingTime => w.end,
+        }
     }
 
     /// Flink's `isWindowLate`: an event-time window past its lateness.
@@ -576,14 +595,14 @@ where
         time: i64,
         out: &mut O,
     ) {
-        let max_ts = w.max_timestamp();
-        if self.domain == TimeDomain::EventTime && max_ts <= time {
+        let fire = self.fire_time(&w);
+        if self.domain == TimeDomain::EventTime && fire <= time {
             self.contents.emit(ctx, &w, id, &meta, out);
         } else {
-            self.register(ctx, max_ts);
+            self.register(ctx, fire);
         }
         let cleanup = self.cleanup_time(&w);
-        if cleanup != max_ts {
+        if cleanup != fire {
             self.register(ctx, cleanup);
         }
     }
@@ -670,12 +689,12 @@ where
                     // The merged session's timers go, unless another window of
                     // the key (or the merged one) uses the same time.
                     let w = TimeWindow::new(start, end);
-                    for ts in [w.max_timestamp(), self.cleanup_time(&w)] {
-                        let used = [merged.max_timestamp(), self.cleanup_time(&merged)]
+                    for ts in [self.fire_time(&w), self.cleanup_time(&w)] {
+                        let used = [self.fire_time(&merged), self.cleanup_time(&merged)]
                             .contains(&ts)
                             || sessions[members..].iter().any(|&(s, (e, _, _))| {
                                 let other = TimeWindow::new(s, e);
-                                other.max_timestamp() == ts || self.cleanup_time(&other) == ts
+                                self.fire_time(&other) == ts || self.cleanup_time(&other) == ts
                             });
                         if !used {
                             self.delete(ctx, ts);
@@ -704,7 +723,7 @@ where
         windows.extend(self.windows.entries(ctx));
         for &(start, (end, id, meta)) in &windows {
             let w = TimeWindow::new(start, end);
-            if w.max_timestamp() == ts {
+            if self.fire_time(&w) == ts {
                 self.contents.emit(ctx, &w, id, &meta, out);
             }
             if self.cleanup_time(&w) == ts {

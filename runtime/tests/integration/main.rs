@@ -15,6 +15,7 @@ mod files;
 mod lifecycle;
 mod metrics;
 mod routing;
+mod sessions;
 mod state_kinds;
 mod strings;
 mod timers;

@@ -240,8 +240,8 @@ impl Model {
 
     /// The time advances to `to`: windows ending by then fire (those whose
     /// end - 1 the time had not reached), those past the lateness go.
-    /// On processing time every window ending by `to` fires (and goes):
-    /// the flush at `to` fires what the clock passed.
+    /// On processing time every window whose end the clock reached fires
+    /// (and goes) at the flush at `to`.
     fn advance(&mut self, to: i64) {
         let from = self.time;
         if self.event_time && to <= from {
@@ -253,11 +253,23 @@ impl Model {
         for (&key, list) in self.windows.iter_mut() {
             for (w, values) in list.iter() {
                 let max = w.end - 1;
-                if (max > from || !event_time) && max <= to {
+                let fires = if event_time {
+                    max > from && max <= to
+                } else {
+                    // 1 ms after end - 1, as Flink's processing-time timers.
+                    w.end <= to
+                };
+                if fires {
                     Self::emit(&mut self.fired, key, *w, values);
                 }
             }
-            list.retain(|(w, _)| w.end - 1 + lateness > to);
+            list.retain(|(w, _)| {
+                if event_time {
+                    w.end - 1 + lateness > to
+                } else {
+                    w.end > to
+                }
+            });
         }
     }
 
@@ -512,8 +524,8 @@ fn fixed_event_time_windows_with_window_functions_match_a_brute_force_reference(
 
 /// Processing-time tumbling, sliding and session windows on a manual
 /// clock: records go to the windows of the clock's time, windows fire at
-/// the flush after the clock passed their end - 1, and the rest at the end
-/// of the input.
+/// the first flush once the clock reached their end, and the rest at the
+/// end of the input.
 #[test]
 fn processing_time_windows_match_a_brute_force_reference_on_a_manual_clock() {
     let mut next = rng(0xC10C);

@@ -1,0 +1,389 @@
+//! Session windows, full-window functions and processing-time windows end
+//! to end: event-time sessions over out-of-order input on two workers fire
+//! every session of every key once with exactly its records (compared with
+//! sessions computed by sorting each key's timestamps); a job with session
+//! windows and a process-window function that fails mid-run and restores
+//! from a checkpoint emits exactly what an uninterrupted run does (window
+//! contents and timers survive); processing-time windows fire on the
+//! clock, and the ones still open at the end of the input fire then.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use weir_runtime::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::{
+    AggregateFunction, EventTimeSessionWindows, ExecutionOptions, JobGraph,
+    ProcessingTimeSessionWindows, Sink, SubtaskInfo, TimeWindow, TumblingProcessingTimeWindows,
+    WatermarkStrategy, WindowCollector,
+};
+
+use crate::checkpoint::PacedSource;
+use crate::{collect_into, options, run_ok, sorted, splitmix64, temp_dir, Collected, M};
+
+/// `(key, event time, value)`.
+type Rec = (u64, i64, u64);
+
+/// A fired session: key, start, end, record count, value sum.
+type Session = (u64, i64, i64, u64, u64);
+
+/// The session gap (ms).
+const GAP: i64 = 40;
+
+/// How far a record's timestamp may lag the largest one before it (ms).
+const JITTER: u64 = 8;
+
+/// Record `i`'s event time: `i / 20` ms, a pause of 150 ms every 4,000
+/// records (so that every key's sessions end there), and up to
+/// [`JITTER`] ms of disorder.
+fn event_time(i: u64) -> i64 {
+    (i / 20 + (i / 4_000) * 150 + splitmix64(i ^ 0xA5A5) % JITTER) as i64
+}
+
+/// Record `i` of `(key, i)` from the paced source.
+fn stamp((key, i): (u64, u64)) -> Rec {
+    (key, event_time(i), i)
+}
+
+fn strategy() -> WatermarkStrategy<impl Fn(&Rec) -> i64 + Clone + Send + Sync> {
+    WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(JITTER))
+        .with_timestamp_assigner(|r: &Rec| r.1)
+}
+
+/// The sessions of records `0..n` over `keys` keys by brute force: each
+/// key's timestamps sorted, cut where two are more than the gap apart
+/// (closer ones' windows `[t, t + gap)` overlap or touch, so they merge).
+fn reference(n: u64, keys: u64) -> Vec<Session> {
+    let mut per_key: BTreeMap<u64, Vec<(i64, u64)>> = BTreeMap::new();
+    for i in 0..n {
+        let (k, ts, v) = stamp((splitmix64(i) % keys, i));
+        per_key.entry(k).or_default().push((ts, v));
+    }
+    let mut out = Vec::new();
+    for (k, mut recs) in per_key {
+        recs.sort_unstable();
+        let mut cur: Option<Session> = None;
+        for (ts, v) in recs {
+            cur = Some(match cur {
+                Some((_, s, e, c, sum)) if ts <= e => (k, s, e.max(ts + GAP), c + 1, sum + v),
+                other => {
+                    out.extend(other);
+                    (k, ts, ts + GAP, 1, v)
+                }
+            });
+        }
+        out.extend(cur);
+    }
+    sorted(out)
+}
+
+/// Count and sum of the values.
+#[derive(Clone)]
+struct CountSum;
+
+impl AggregateFunction for CountSum {
+    type In = Rec;
+    type Acc = (u64, u64);
+    type Out = (u64, u64);
+    fn create_accumulator(&self) -> (u64, u64) {
+        (0, 0)
+    }
+    fn add(&self, r: Rec, (c, s): (u64, u64)) -> (u64, u64) {
+        (c + 1, s + r.2)
+    }
+    fn get_result(&self, acc: &(u64, u64)) -> (u64, u64) {
+        *acc
+    }
+    fn merge(&self, a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
+        (a.0 + b.0, a.1 + b.1)
+    }
+}
+
+/// The process-window function of the tests: the session and its count
+/// and sum, checked against the elements themselves.
+fn summarize(key: &u64, w: &TimeWindow, elements: &[Rec], out: &mut WindowCollector<'_, Session>) {
+    let first = elements
+        .iter()
+        .map(|r| r.1)
+        .min()
+        .expect("a fired window has elements");
+    let last = elements
+        .iter()
+        .map(|r| r.1)
+        .max()
+        .expect("a fired window has elements");
+    assert_eq!(
+        (w.start, w.end),
+        (first, last + GAP),
+        "a session spans its first record to its last + the gap"
+    );
+    assert!(
+        elements.iter().all(|r| r.0 == *key),
+        "elements of another key"
+    );
+    let sum = elements.iter().map(|r| r.2).sum();
+    out.collect((*key, w.start, w.end, elements.len() as u64, sum));
+}
+
+#[test]
+fn event_time_sessions_fire_once_with_all_their_records() {
+    let (n, keys) = (40_000, 37);
+    let by_process = Collected::new();
+    let by_aggregate = Collected::new();
+    for (uid, collected) in [("process", &by_process), ("aggregate", &by_aggregate)] {
+        let mut job = JobGraph::new(format!("sessions-{uid}"));
+        let windowed = job
+            .source("paced", move |info: &SubtaskInfo| {
+                PacedSource::new(info, n, keys, 4_000)
+            })
+            .map("stamp", stamp)
+            .assign_timestamps_and_watermarks(strategy())
+            .key_by(|r: &Rec| r.0)
+            .window(EventTimeSessionWindows::with_gap(GAP, |r: &Rec| r.1));
+        if uid == "process" {
+            windowed
+                .process("sessions", summarize)
+                .sink("collect", collect_into(collected));
+        } else {
+            windowed
+                .aggregate_with(
+                    "sessions",
+                    CountSum,
+                    |k: &u64,
+                     w: &TimeWindow,
+                     (c, s): (u64, u64),
+                     out: &mut WindowCollector<'_, Session>| {
+                        out.collect((*k, w.start, w.end, c, s))
+                    },
+                )
+                .sink("collect", collect_into(collected));
+        }
+        let mut o = options(2);
+        o.auto_watermark_interval = Duration::from_millis(2);
+        run_ok(job, &o);
+    }
+    let want = reference(n, keys);
+    assert!(
+        want.len() > 2 * keys as usize,
+        "keys have several sessions each"
+    );
+    assert_eq!(sorted(by_process.take_all()), want, "process");
+    assert_eq!(sorted(by_aggregate.take_all()), want, "aggregate_with");
+}
+
+/// The fold of one fired session into the sinks' checksums.
+fn mix((k, s, e, c, sum): Session) -> u64 {
+    splitmix64(k.wrapping_mul(M) ^ (s as u64) ^ ((e as u64) << 20) ^ (c << 40) ^ sum)
+}
+
+type Totals = Arc<Mutex<Vec<(usize, [u64; 3])>>>;
+
+/// Counts fired sessions and folds them into a sum and an xor of [`mix`];
+/// the three are its checkpointed state (so the job's output is exactly
+/// once across a restore).
+struct SessionSink {
+    index: usize,
+    state: [u64; 3],
+    into: Totals,
+}
+
+impl Sink for SessionSink {
+    type In = Session;
+
+    fn invoke(&mut self, s: Session) {
+        let h = mix(s);
+        self.state[0] += 1;
+        self.state[1] = self.state[1].wrapping_add(h);
+        self.state[2] ^= h;
+    }
+
+    fn finish(&mut self) {
+        let mut into = self.into.lock().unwrap();
+        into.retain(|(i, _)| *i != self.index);
+        into.push((self.index, self.state));
+    }
+
+    fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
+        if let Some((_, bytes)) = restored {
+            if bytes.len() != 24 {
+                return Err(format!(
+                    "session-sink state has {} bytes, not 24",
+                    bytes.len()
+                ));
+            }
+            for (slot, chunk) in self.state.iter_mut().zip(bytes.chunks_exact(8)) {
+                *slot = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            }
+        }
+        Ok(())
+    }
+
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Vec<u8>, String> {
+        Ok(self.state.iter().flat_map(|v| v.to_le_bytes()).collect())
+    }
+}
+
+fn total(totals: &Totals) -> [u64; 3] {
+    totals
+        .lock()
+        .unwrap()
+        .iter()
+        .fold([0, 0, 0], |[c, s, x], (_, st)| {
+            [c + st[0], s.wrapping_add(st[1]), x ^ st[2]]
+        })
+}
+
+/// A session job whose process-window function panics once when it fires
+/// the session holding record `fail_at`.
+fn failing_job(n: u64, keys: u64, fail_at: Option<u64>) -> (JobGraph, Totals) {
+    let armed = Arc::new(AtomicBool::new(fail_at.is_some()));
+    let fail_at = fail_at.unwrap_or(u64::MAX);
+    let totals: Totals = Arc::default();
+    let into = totals.clone();
+    let mut job = JobGraph::new("sessions-failover");
+    job.source("paced", move |info: &SubtaskInfo| {
+        PacedSource::new(info, n, keys, 1_000)
+    })
+    .map("stamp", stamp)
+    .assign_timestamps_and_watermarks(strategy())
+    .key_by(|r: &Rec| r.0)
+    .window(EventTimeSessionWindows::with_gap(GAP, |r: &Rec| r.1))
+    .process(
+        "sessions",
+        move |k: &u64, w: &TimeWindow, elements: &[Rec], out: &mut WindowCollector<'_, Session>| {
+            if elements.iter().any(|r| r.2 == fail_at) && armed.swap(false, Ordering::SeqCst) {
+                panic!("injected failure firing the session of record {fail_at}");
+            }
+            summarize(k, w, elements, out);
+        },
+    )
+    .sink("sessions-out", move |info: &SubtaskInfo| SessionSink {
+        index: info.index,
+        state: [0; 3],
+        into: into.clone(),
+    });
+    (job, totals)
+}
+
+fn checkpointed(dir: &std::path::Path) -> ExecutionOptions {
+    let mut o = options(2).with_checkpointing(Duration::from_millis(15), dir);
+    o.checkpointing.as_mut().unwrap().coordinator.num_retained = 1;
+    o.auto_watermark_interval = Duration::from_millis(5);
+    o
+}
+
+#[test]
+fn session_windows_survive_a_crash_and_restore_with_the_output_of_an_uninterrupted_run() {
+    let (n, keys) = (120_000, 41);
+    let want = reference(n, keys)
+        .into_iter()
+        .fold([0u64, 0, 0], |[c, s, x], session| {
+            let h = mix(session);
+            [c + 1, s.wrapping_add(h), x ^ h]
+        });
+
+    let dir = temp_dir("sessions-uninterrupted");
+    let (job_a, totals_a) = failing_job(n, keys, None);
+    run_ok(job_a, &checkpointed(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        total(&totals_a),
+        want,
+        "uninterrupted run against the reference"
+    );
+
+    let dir = temp_dir("sessions-failover");
+    let (job_b, totals_b) = failing_job(n, keys, Some(70_001));
+    let mut o = checkpointed(&dir);
+    o.restart = RestartStrategy::FixedDelay(FixedDelay {
+        attempts: 2,
+        delay: Duration::from_millis(10),
+    });
+    let result = run_ok(job_b, &o);
+    assert_eq!(
+        result.restarts, 1,
+        "the injected failure restarted the job once"
+    );
+    let restored = result
+        .restored
+        .expect("the second attempt restored a checkpoint");
+    assert!(restored.checkpoint_id >= 1);
+    assert_eq!(
+        total(&totals_b),
+        total(&totals_a),
+        "the restored run fired every session once, with its records, as the uninterrupted one"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Processing-time windows in a job: on the system clock, tumbling windows
+/// of 5 ms fire while the job runs and the last ones at the end, and
+/// together hold every record once; on a clock stopped at 7,000 ms, every
+/// key has one session, which only the end of the input fires.
+#[test]
+fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
+    let (n, keys) = (30_000, 11);
+    let mut per_key: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for i in 0..n {
+        let e = per_key.entry(splitmix64(i) % keys).or_default();
+        e.0 += 1;
+        e.1 += i;
+    }
+
+    let tumbling = Collected::new();
+    let mut job = JobGraph::new("processing-tumbling");
+    job.source("paced", move |info: &SubtaskInfo| {
+        PacedSource::new(info, n, keys, 1_000)
+    })
+    .map("stamp", stamp)
+    .key_by(|r: &Rec| r.0)
+    .window(TumblingProcessingTimeWindows::of(5))
+    .aggregate("count-sum", CountSum)
+    .sink("collect", collect_into(&tumbling));
+    run_ok(job, &options(2));
+    let windows = tumbling.take_all();
+    let mut summed: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for &(k, start, (c, s)) in &windows {
+        assert_eq!(start.rem_euclid(5), 0, "windows are aligned to their size");
+        let e = summed.entry(k).or_default();
+        e.0 += c;
+        e.1 += s;
+    }
+    assert_eq!(summed, per_key, "every record in exactly one window");
+    let mut starts: Vec<_> = windows.iter().map(|&(k, s, _)| (k, s)).collect();
+    starts.sort_unstable();
+    starts.dedup();
+    assert_eq!(starts.len(), windows.len(), "each (key, window) fired once");
+    assert!(
+        windows.len() > keys as usize,
+        "the 30 ms run spans several windows"
+    );
+
+    let clock = Arc::new(AtomicI64::new(7_000));
+    let sessions = Collected::new();
+    let mut job = JobGraph::new("processing-sessions");
+    job.source("paced", move |info: &SubtaskInfo| {
+        PacedSource::new(info, n, keys, 10_000)
+    })
+    .map("stamp", stamp)
+    .key_by(|r: &Rec| r.0)
+    .window(
+        ProcessingTimeSessionWindows::with_gap(100)
+            .with_clock(move || clock.load(Ordering::Relaxed)),
+    )
+    .process(
+        "sessions",
+        |k: &u64, w: &TimeWindow, elements: &[Rec], out: &mut WindowCollector<'_, Session>| {
+            let sum = elements.iter().map(|r| r.2).sum();
+            out.collect((*k, w.start, w.end, elements.len() as u64, sum));
+        },
+    )
+    .sink("collect", collect_into(&sessions));
+    run_ok(job, &options(2));
+    let want: Vec<Session> = per_key
+        .iter()
+        .map(|(&k, &(c, s))| (k, 7_000, 7_100, c, s))
+        .collect();
+    assert_eq!(sorted(sessions.take_all()), want);
+}

@@ -4,19 +4,21 @@
 //! sessions computed by sorting each key's timestamps); a job with session
 //! windows and a process-window function that fails mid-run and restores
 //! from a checkpoint emits exactly what an uninterrupted run does (window
-//! contents and timers survive); processing-time windows fire on the
-//! clock, and the ones still open at the end of the input fire then.
+//! contents and timers survive); with allowed lateness late session
+//! records fire their sessions again (extended if they extend them) and
+//! those past it reach the side output; processing-time windows fire on
+//! the clock, and the ones still open at the end of the input fire then.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use weir_runtime::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
-    AggregateFunction, EventTimeSessionWindows, ExecutionOptions, JobGraph,
-    ProcessingTimeSessionWindows, Sink, SubtaskInfo, TimeWindow, TumblingProcessingTimeWindows,
-    WatermarkStrategy, WindowCollector,
+    AggregateFunction, Collector, EventTimeSessionWindows, ExecutionOptions, JobGraph,
+    ProcessingTimeSessionWindows, Sink, Source, SourcePoll, SubtaskInfo, TimeWindow,
+    TumblingProcessingTimeWindows, WatermarkStrategy, WindowCollector,
 };
 
 use crate::checkpoint::PacedSource;
@@ -386,4 +388,114 @@ fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
         .map(|(&k, &(c, s))| (k, 7_000, 7_100, c, s))
         .collect();
     assert_eq!(sorted(sessions.take_all()), want);
+}
+
+/// Emits key 1 at timestamps 0..10, 20..30, 40..50 and 100 (three
+/// sessions of gap 5 and a fourth that moves the watermark to 99), waits
+/// long enough for the watermark to fire them, then the late records.
+struct LateSource {
+    early: Vec<Rec>,
+    resume: Option<Instant>,
+    late: Vec<Rec>,
+}
+
+impl Source for LateSource {
+    type Out = Rec;
+
+    fn poll_next<C: Collector<Rec>>(&mut self, out: &mut C, _budget: usize) -> SourcePoll {
+        if !out.is_available() {
+            return SourcePoll::Emitted(0);
+        }
+        if let Some(r) = self.early.pop() {
+            out.collect(r);
+            return SourcePoll::Emitted(1);
+        }
+        let resume = *self
+            .resume
+            .get_or_insert_with(|| Instant::now() + Duration::from_millis(300));
+        if Instant::now() < resume {
+            return SourcePoll::Idle {
+                until: Some(resume),
+            };
+        }
+        match self.late.pop() {
+            Some(r) => {
+                out.collect(r);
+                SourcePoll::Emitted(1)
+            }
+            None => SourcePoll::Finished,
+        }
+    }
+
+    fn snapshot_position(&mut self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    fn restore_position(&mut self, _position: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// With an allowed lateness of 50 ms, after the watermark reached 99:
+/// a record inside the session [40, 50 + 5) fires it again with the
+/// record; one that extends it fires the extended session at once; one
+/// for the session [0, 14), cleaned up at 13 + 50, goes to the side
+/// output.
+#[test]
+fn late_session_records_fire_late_or_reach_the_side_output() {
+    let mut early: Vec<Rec> = (0..10)
+        .chain(20..30)
+        .chain(40..50)
+        .chain([100])
+        .map(|t| (1, t, t as u64))
+        .collect();
+    early.reverse();
+    let collected = Collected::new();
+    let late: Arc<Mutex<Vec<Rec>>> = Arc::default();
+    let late_in = late.clone();
+    let mut job = JobGraph::new("sessions-lateness");
+    job.source("late", move |_: &SubtaskInfo| LateSource {
+        early: early.clone(),
+        resume: None,
+        // Popped from the back.
+        late: vec![(1, 52, 1_000), (1, 5, 2_000), (1, 45, 3_000)],
+    })
+    .parallelism(1)
+    .assign_timestamps_and_watermarks(
+        WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
+            .with_timestamp_assigner(|r: &Rec| r.1),
+    )
+    .key_by(|r: &Rec| r.0)
+    .window(EventTimeSessionWindows::with_gap(5, |r: &Rec| r.1))
+    .allowed_lateness(50)
+    .side_output_late_data(move |_: &SubtaskInfo| {
+        let late = late_in.clone();
+        move |r: Rec| late.lock().unwrap().push(r)
+    })
+    .aggregate_with(
+        "sessions",
+        CountSum,
+        |k: &u64, w: &TimeWindow, (c, s): (u64, u64), out: &mut WindowCollector<'_, Session>| {
+            out.collect((*k, w.start, w.end, c, s))
+        },
+    )
+    .sink("collect", collect_into(&collected));
+    let mut o = options(2);
+    o.auto_watermark_interval = Duration::from_millis(5);
+    run_ok(job, &o);
+
+    let sum = |r: std::ops::Range<u64>| r.sum::<u64>();
+    let got = collected.take_all();
+    let want = vec![
+        (1, 0, 14, 10, sum(0..10)),
+        (1, 20, 34, 10, sum(20..30)),
+        (1, 40, 54, 10, sum(40..50)),
+        // The late firings, in the order of their records.
+        (1, 40, 54, 11, sum(40..50) + 3_000),
+        (1, 40, 57, 12, sum(40..50) + 3_000 + 1_000),
+        // At the end of the input.
+        (1, 100, 105, 1, 100),
+    ];
+    assert_eq!(got, want);
+    assert_eq!(*late.lock().unwrap(), vec![(1, 5, 2_000)]);
 }

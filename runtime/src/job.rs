@@ -437,7 +437,8 @@ where
 {
     /// Keeps windows `lateness_ms` after they fired (Flink's
     /// `allowedLateness`): a record for such a window is added and fires
-    /// it again with the updated result. Default 0.
+    /// it again with the updated result. Default 0. Ignored by
+    /// processing-time windows, as in Flink.
     ///
     /// # Panics
     ///

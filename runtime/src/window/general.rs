@@ -616,9 +616,14 @@ where
         time: i64,
         out: &mut O,
     ) {
-        let meta = self.windows.get(ctx, &w.start).map(|(_, _, m)| m);
-        let meta = self.contents.add(ctx, w.start, meta, value);
-        self.windows.put(ctx, w.start, (w.end, w.start, meta));
+        let contents = &mut self.contents;
+        let ((_, _, meta), _) = self.windows.upsert(ctx, w.start, |slot| {
+            (
+                w.end,
+                w.start,
+                contents.add(ctx, w.start, slot.map(|(_, _, m)| m), value),
+            )
+        });
         self.on_element(ctx, w, w.start, meta, time, out);
     }
 

@@ -363,8 +363,17 @@ fn event_time_sessions_match_a_brute_force_reference() {
         ));
         let mut agg = harness(agg_op(spec.clone(), lateness));
         let mut plain = harness(GeneralWindowOperator::new(
-            spec,
+            spec.clone(),
             Accumulated::new(AggregateFold(CountSum), KeyStartResult),
+            lateness,
+            None,
+        ));
+        let mut reduce = harness(GeneralWindowOperator::new(
+            spec.clone(),
+            Accumulated::new(
+                ReduceFold::new(|a: Rec, b: Rec| if a.2 >= b.2 { a } else { b }),
+                KeyStartResult,
+            ),
             lateness,
             None,
         ));
@@ -378,6 +387,7 @@ fn event_time_sessions_match_a_brute_force_reference() {
                     process.on_watermark(w);
                     agg.on_watermark(w);
                     plain.on_watermark(w);
+                    reduce.on_watermark(w);
                     model.advance(w);
                 }
             }
@@ -385,13 +395,29 @@ fn event_time_sessions_match_a_brute_force_reference() {
             process.collect(r);
             agg.collect(r);
             plain.collect(r);
+            reduce.collect(r);
             model.record(r);
         }
         process.end_input();
         agg.end_input();
         plain.end_input();
+        reduce.end_input();
         model.end();
         let what = format!("round {round}: gap {gap} (dynamic {dynamic}), lateness {lateness}");
+        let want_max: Vec<_> = sorted(
+            model
+                .fired()
+                .into_iter()
+                .map(|(k, s, _, v)| (k, s, *v.last().expect("a fired window has values")))
+                .collect(),
+        );
+        let got_max: Vec<_> = sorted(
+            std::mem::take(&mut reduce.output_mut().items)
+                .into_iter()
+                .map(|(k, s, r)| (k, s, r.2))
+                .collect(),
+        );
+        assert_eq!(got_max, want_max, "{what}: reduce");
         let want = model.fired();
         assert!(!want.is_empty(), "{what}: the model fired nothing");
         assert_eq!(

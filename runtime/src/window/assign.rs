@@ -5,7 +5,7 @@
 //! sliding windows of the [parent module](super).
 //!
 //! An assigner describes its windows to the general window operator
-//! ([`GeneralWindowOperator`](super::general::GeneralWindowOperator)) as a
+//! ([`GeneralWindowOperator`]) as a
 //! [`WindowSpec`]: *fixed* windows (a size, a slide, an offset) or
 //! *session* windows (a gap, fixed or per record), on event time (a
 //! timestamp extractor) or processing time (the operator's clock).

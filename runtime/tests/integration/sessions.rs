@@ -9,20 +9,20 @@
 //! those past it reach the side output; processing-time windows fire on
 //! the clock, and the ones still open at the end of the input fire then.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use weir_runtime::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
-    AggregateFunction, Collector, EventTimeSessionWindows, ExecutionOptions, JobGraph,
-    ProcessingTimeSessionWindows, Sink, Source, SourcePoll, SubtaskInfo, TimeWindow,
+    AggregateFunction, Collector, EventTimeSessionWindows, ExecutionOptions, JobError, JobGraph,
+    ProcessingTimeSessionWindows, RestoreFrom, Sink, Source, SourcePoll, SubtaskInfo, TimeWindow,
     TumblingProcessingTimeWindows, WatermarkStrategy, WindowCollector,
 };
 
 use crate::checkpoint::PacedSource;
-use crate::{collect_into, options, run_ok, sorted, splitmix64, temp_dir, Collected, M};
+use crate::{collect_into, options, run_job, run_ok, sorted, splitmix64, temp_dir, Collected, M};
 
 /// `(key, event time, value)`.
 type Rec = (u64, i64, u64);
@@ -316,6 +316,71 @@ fn session_windows_survive_a_crash_and_restore_with_the_output_of_an_uninterrupt
         total(&totals_a),
         "the restored run fired every session once, with its records, as the uninterrupted one"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Keeps every session fired, once (replays after a restore fire the same
+/// sessions again): no checkpointed state, so its stage may rescale.
+struct SessionSet(Arc<Mutex<BTreeSet<Session>>>);
+
+impl Sink for SessionSet {
+    type In = Session;
+
+    fn invoke(&mut self, s: Session) {
+        self.0.lock().unwrap().insert(s);
+    }
+}
+
+/// Window contents and timers follow their key groups: a session job with
+/// 2 window subtasks fails, is restored with 3, and has fired exactly the
+/// sessions of the workload (a session restored without some of its
+/// records, or without its timer, would be missing or extra).
+#[test]
+fn session_windows_are_restored_at_another_parallelism() {
+    let (n, keys) = (120_000u64, 300u64);
+    let dir = temp_dir("sessions-rescale");
+    let fired: Arc<Mutex<BTreeSet<Session>>> = Arc::default();
+    let build = |parallelism: usize, fail_at: u64| {
+        let armed = Arc::new(AtomicBool::new(true));
+        let into = fired.clone();
+        let mut job = JobGraph::new("sessions-rescaled");
+        job.source("paced", move |info: &SubtaskInfo| {
+            PacedSource::new(info, n, keys, 1_000)
+        })
+        .map("stamp", stamp)
+        .assign_timestamps_and_watermarks(strategy())
+        .key_by(|r: &Rec| r.0)
+        .window(EventTimeSessionWindows::with_gap(GAP, |r: &Rec| r.1))
+        .process(
+            "sessions",
+            move |k: &u64,
+                  w: &TimeWindow,
+                  elements: &[Rec],
+                  out: &mut WindowCollector<'_, Session>| {
+                if elements.iter().any(|r| r.2 == fail_at) && armed.swap(false, Ordering::SeqCst) {
+                    panic!("injected failure firing the session of record {fail_at}");
+                }
+                summarize(k, w, elements, out);
+            },
+        )
+        .parallelism(parallelism)
+        .sink("set", move |_: &SubtaskInfo| SessionSet(into.clone()));
+        job
+    };
+    let mut o = checkpointed(&dir);
+    o.restart = RestartStrategy::None;
+    match run_job(build(2, 80_001), &o) {
+        Err(JobError::TaskFailed { .. }) => {}
+        other => panic!("expected the injected failure, got {other:?}"),
+    }
+    o.restore = RestoreFrom::Latest;
+    let result = run_ok(build(3, u64::MAX), &o);
+    let restored = result
+        .restored
+        .expect("restored the failed run's checkpoint");
+    assert!(restored.state_bytes > 0, "open sessions were checkpointed");
+    let got: Vec<Session> = fired.lock().unwrap().iter().copied().collect();
+    assert_eq!(got, reference(n, keys));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -51,8 +51,9 @@
 //! `reduce_with`, which hand the window function the pre-aggregated result
 //! and the [`TimeWindow`]) for every kind run on the general window
 //! operator of [`general`]; [`assign`] has the assigners and the
-//! [`Windowing`] trait `KeyedStream::window` takes, [`api`] the
-//! `WindowedStream` methods of the full-window functions.
+//! [`Windowing`] trait `KeyedStream::window` takes, [`contents`] the
+//! window contents and functions, [`api`] the `WindowedStream` methods of
+//! the full-window functions.
 
 use std::marker::PhantomData;
 
@@ -487,17 +488,22 @@ where
 
 pub mod api;
 pub mod assign;
+pub mod contents;
 pub mod general;
+pub mod processing_time;
 
 pub use assign::{
-    DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows, EventTimeSessionWindows,
-    ProcessingClock, ProcessingTimeSessionWindows, SlidingProcessingTimeWindows, TimeWindow,
-    TumblingProcessingTimeWindows, WindowSpec, Windowing,
+    DynamicEventTimeSessionWindows, EventTimeSessionWindows, ProcessingClock, TimeWindow,
+    WindowSpec, Windowing,
 };
-pub use general::{
-    Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, GeneralWindowOperator,
-    KeyStartResult, MergeFold, ProcessWindowFunction, WindowCollector, WindowContents,
-    WindowFunction, WINDOWS_STATE, WINDOW_ELEMENTS_STATE,
+pub use contents::{
+    Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, KeyStartResult, MergeFold,
+    ProcessWindowFunction, WindowCollector, WindowContents, WindowFunction, WINDOW_ELEMENTS_STATE,
+};
+pub use general::{GeneralWindowOperator, WINDOWS_STATE};
+pub use processing_time::{
+    DynamicProcessingTimeSessionWindows, ProcessingTimeSessionWindows,
+    SlidingProcessingTimeWindows, TumblingProcessingTimeWindows,
 };
 
 #[cfg(test)]

@@ -8,10 +8,11 @@ use weir_net::Wire;
 use weir_state::KeyHash;
 
 use super::assign::{TimeWindow, Windowing};
-use super::general::{
-    Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, GeneralWindowOperator,
-    WindowCollector, WindowContents,
+use super::contents::{
+    Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, WindowCollector,
+    WindowContents,
 };
+use super::general::GeneralWindowOperator;
 use super::{AggregateFold, ReduceFold};
 use crate::job::{ChainBuilder, Stream, WindowedStream};
 use crate::keyed_state::AggregateFunction;

@@ -1,8 +1,8 @@
-//! Window assigners of every kind and what [`KeyedStream::window`] takes
-//! ([`Windowing`]): Flink's `EventTimeSessionWindows` (static and dynamic
-//! gap), `TumblingProcessingTimeWindows`, `SlidingProcessingTimeWindows`
-//! and `ProcessingTimeSessionWindows`, beside the event-time tumbling and
-//! sliding windows of the [parent module](super).
+//! What [`KeyedStream::window`] takes ([`Windowing`]), the window
+//! ([`TimeWindow`]) and Flink's `EventTimeSessionWindows` (static and
+//! dynamic gap), beside the event-time tumbling and sliding windows of the
+//! [parent module](super) and the processing-time assigners of
+//! [`processing_time`](super::processing_time).
 //!
 //! An assigner describes its windows to the general window operator
 //! ([`GeneralWindowOperator`]) as a
@@ -20,7 +20,8 @@ use std::sync::Arc;
 use weir_net::Wire;
 use weir_state::KeyHash;
 
-use super::general::{Accumulated, GeneralWindowOperator, KeyStartResult, MergeFold};
+use super::contents::{Accumulated, KeyStartResult, MergeFold};
+use super::general::GeneralWindowOperator;
 use super::{LateOutput, SlidingEventTimeWindows, TumblingEventTimeWindows, WindowOperator};
 use crate::keyed::KeyedProcessFunction;
 use crate::timers::TimeDomain;
@@ -201,9 +202,10 @@ impl<T> WindowSpec<T> {
 /// [`KeyedStream::window`](crate::KeyedStream::window) takes. Implemented
 /// by [`TumblingEventTimeWindows`], [`SlidingEventTimeWindows`],
 /// [`EventTimeSessionWindows`], [`DynamicEventTimeSessionWindows`],
-/// [`TumblingProcessingTimeWindows`], [`SlidingProcessingTimeWindows`],
-/// [`ProcessingTimeSessionWindows`] and
-/// [`DynamicProcessingTimeSessionWindows`].
+/// [`TumblingProcessingTimeWindows`](super::TumblingProcessingTimeWindows),
+/// [`SlidingProcessingTimeWindows`](super::SlidingProcessingTimeWindows),
+/// [`ProcessingTimeSessionWindows`](super::ProcessingTimeSessionWindows) and
+/// [`DynamicProcessingTimeSessionWindows`](super::DynamicProcessingTimeSessionWindows).
 pub trait Windowing<T>: Clone + Send + Sync + 'static {
     /// The operator `aggregate` and `reduce` run for these windows: it
     /// emits `(key, window_start, result)`.
@@ -233,7 +235,7 @@ pub trait Windowing<T>: Clone + Send + Sync + 'static {
 
 /// The general operator folding with `fold` and emitting `(key,
 /// window_start, result)`.
-fn general_incremental<K, T, W>(
+pub(crate) fn general_incremental<K, T, W>(
     spec: WindowSpec<T>,
     fold: W,
     lateness: i64,
@@ -349,38 +351,44 @@ where
 /// with a `spec_of` method.
 macro_rules! general_windowing {
     ([$($gen:tt)*] $ty:ty, $t:ty, [$($bounds:tt)*]) => {
-        impl<$($gen)*> Windowing<$t> for $ty
+        impl<$($gen)*> $crate::window::Windowing<$t> for $ty
         where
             $t: Clone + 'static,
             $($bounds)*
         {
             type Incremental<K, W>
-                = GeneralWindowOperator<K, $t, Accumulated<W, KeyStartResult>>
+                = $crate::window::GeneralWindowOperator<
+                    K,
+                    $t,
+                    $crate::window::Accumulated<W, $crate::window::KeyStartResult>,
+                >
             where
-                K: Copy + Eq + KeyHash + Wire + 'static,
-                W: MergeFold<In = $t>,
-                W::Acc: Wire;
+                K: Copy + Eq + $crate::KeyHash + $crate::Wire + 'static,
+                W: $crate::window::MergeFold<In = $t>,
+                W::Acc: $crate::Wire;
 
             fn incremental<K, W>(
                 &self,
                 fold: W,
                 lateness: i64,
-                late: Option<LateOutput<$t>>,
+                late: Option<$crate::window::LateOutput<$t>>,
             ) -> Self::Incremental<K, W>
             where
-                K: Copy + Eq + KeyHash + Wire + 'static,
-                W: MergeFold<In = $t>,
-                W::Acc: Wire,
+                K: Copy + Eq + $crate::KeyHash + $crate::Wire + 'static,
+                W: $crate::window::MergeFold<In = $t>,
+                W::Acc: $crate::Wire,
             {
-                general_incremental(self.spec_of(), fold, lateness, late)
+                $crate::window::assign::general_incremental(self.spec_of(), fold, lateness, late)
             }
 
-            fn spec(&self) -> WindowSpec<$t> {
+            fn spec(&self) -> $crate::window::WindowSpec<$t> {
                 self.spec_of()
             }
         }
     };
 }
+
+pub(crate) use general_windowing;
 
 /// Flink's `EventTimeSessionWindows::withGap`: per key, a record at `t`
 /// opens the session `[t, t + gap)`, and sessions that overlap or touch
@@ -462,220 +470,5 @@ impl<TF, GF> DynamicEventTimeSessionWindows<TF, GF> {
 general_windowing!([T, TF, GF] DynamicEventTimeSessionWindows<TF, GF>, T, [
     T: 'static,
     TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
-    GF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
-]);
-
-/// The processing-time clock of an assigner, printed for `Debug`.
-#[derive(Clone, Default)]
-struct Clock(Option<ProcessingClock>);
-
-impl std::fmt::Debug for Clock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "injected"
-        } else {
-            "system"
-        })
-    }
-}
-
-/// Flink's `TumblingProcessingTimeWindows`: fixed-size, non-overlapping
-/// windows of the operator's processing time (wall-clock ms). A record
-/// belongs to the window holding the time it is processed at; the window
-/// fires when the clock passes its end - 1, and at the end of the input.
-#[derive(Clone, Debug)]
-pub struct TumblingProcessingTimeWindows {
-    size: i64,
-    offset: i64,
-    clock: Clock,
-}
-
-impl TumblingProcessingTimeWindows {
-    /// Windows of `size_ms` aligned to the epoch.
-    ///
-    /// # Panics
-    ///
-    /// If `size_ms` is not positive.
-    pub fn of(size_ms: i64) -> Self {
-        assert!(
-            size_ms > 0,
-            "TumblingProcessingTimeWindows: window size must be positive, got {size_ms} ms"
-        );
-        Self {
-            size: size_ms,
-            offset: 0,
-            clock: Clock::default(),
-        }
-    }
-
-    /// The same windows shifted by `offset_ms` (taken modulo the size).
-    pub fn with_offset(mut self, offset_ms: i64) -> Self {
-        self.offset = offset_ms.rem_euclid(self.size);
-        self
-    }
-
-    /// The same windows on `clock` (ms) instead of the system clock: for
-    /// tests that drive time by hand.
-    pub fn with_clock(mut self, clock: impl Fn() -> i64 + Send + Sync + 'static) -> Self {
-        self.clock = Clock(Some(Arc::new(clock)));
-        self
-    }
-
-    fn spec_of<T>(&self) -> WindowSpec<T> {
-        WindowSpec {
-            kind: WindowKind::Fixed {
-                size: self.size,
-                slide: self.size,
-                offset: self.offset,
-            },
-            timestamp: None,
-            clock: self.clock.0.clone(),
-        }
-    }
-}
-
-general_windowing!([T] TumblingProcessingTimeWindows, T, [T: 'static,]);
-
-/// Flink's `SlidingProcessingTimeWindows`: windows of `size` starting every
-/// `slide` of processing time.
-#[derive(Clone, Debug)]
-pub struct SlidingProcessingTimeWindows {
-    size: i64,
-    slide: i64,
-    offset: i64,
-    clock: Clock,
-}
-
-impl SlidingProcessingTimeWindows {
-    /// Windows of `size_ms` starting every `slide_ms`, aligned to the epoch.
-    ///
-    /// # Panics
-    ///
-    /// If the size or the slide is not positive.
-    pub fn of(size_ms: i64, slide_ms: i64) -> Self {
-        assert!(
-            size_ms > 0 && slide_ms > 0,
-            "SlidingProcessingTimeWindows: size and slide must be positive, got {size_ms} ms and {slide_ms} ms"
-        );
-        Self {
-            size: size_ms,
-            slide: slide_ms,
-            offset: 0,
-            clock: Clock::default(),
-        }
-    }
-
-    /// The same windows shifted by `offset_ms` (taken modulo the slide).
-    pub fn with_offset(mut self, offset_ms: i64) -> Self {
-        self.offset = offset_ms.rem_euclid(self.slide);
-        self
-    }
-
-    /// The same windows on `clock` (ms) instead of the system clock.
-    pub fn with_clock(mut self, clock: impl Fn() -> i64 + Send + Sync + 'static) -> Self {
-        self.clock = Clock(Some(Arc::new(clock)));
-        self
-    }
-
-    fn spec_of<T>(&self) -> WindowSpec<T> {
-        WindowSpec {
-            kind: WindowKind::Fixed {
-                size: self.size,
-                slide: self.slide,
-                offset: self.offset,
-            },
-            timestamp: None,
-            clock: self.clock.0.clone(),
-        }
-    }
-}
-
-general_windowing!([T] SlidingProcessingTimeWindows, T, [T: 'static,]);
-
-/// Flink's `ProcessingTimeSessionWindows::withGap`: per key, a record
-/// processed at `t` opens `[t, t + gap)` and intersecting sessions merge;
-/// a session fires when the clock passes its end - 1 (a gap without
-/// records), and at the end of the input.
-#[derive(Clone, Debug)]
-pub struct ProcessingTimeSessionWindows {
-    gap: i64,
-    clock: Clock,
-}
-
-impl ProcessingTimeSessionWindows {
-    /// Sessions closing after `gap_ms` of processing time without records.
-    ///
-    /// # Panics
-    ///
-    /// If `gap_ms` is not positive.
-    pub fn with_gap(gap_ms: i64) -> Self {
-        assert!(
-            gap_ms > 0,
-            "ProcessingTimeSessionWindows: the session gap must be positive, got {gap_ms} ms"
-        );
-        Self {
-            gap: gap_ms,
-            clock: Clock::default(),
-        }
-    }
-
-    /// Flink's `ProcessingTimeSessionWindows::withDynamicGap`: each
-    /// record's gap is `gap(record)` (ms; must be positive).
-    pub fn with_dynamic_gap<GF>(gap: GF) -> DynamicProcessingTimeSessionWindows<GF> {
-        DynamicProcessingTimeSessionWindows {
-            gap,
-            clock: Clock::default(),
-        }
-    }
-
-    /// The same windows on `clock` (ms) instead of the system clock.
-    pub fn with_clock(mut self, clock: impl Fn() -> i64 + Send + Sync + 'static) -> Self {
-        self.clock = Clock(Some(Arc::new(clock)));
-        self
-    }
-
-    fn spec_of<T>(&self) -> WindowSpec<T> {
-        WindowSpec {
-            kind: WindowKind::Session(Gap::Static(self.gap)),
-            timestamp: None,
-            clock: self.clock.0.clone(),
-        }
-    }
-}
-
-general_windowing!([T] ProcessingTimeSessionWindows, T, [T: 'static,]);
-
-/// Flink's `DynamicProcessingTimeSessionWindows`: processing-time sessions
-/// whose gap each record gives.
-#[derive(Clone, Debug)]
-pub struct DynamicProcessingTimeSessionWindows<GF> {
-    gap: GF,
-    clock: Clock,
-}
-
-impl<GF> DynamicProcessingTimeSessionWindows<GF> {
-    /// The same windows on `clock` (ms) instead of the system clock.
-    pub fn with_clock(mut self, clock: impl Fn() -> i64 + Send + Sync + 'static) -> Self {
-        self.clock = Clock(Some(Arc::new(clock)));
-        self
-    }
-
-    fn spec_of<T>(&self) -> WindowSpec<T>
-    where
-        GF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
-    {
-        WindowSpec {
-            kind: WindowKind::Session(Gap::Dynamic(
-                Arc::new(self.gap.clone()),
-                "DynamicProcessingTimeSessionWindows",
-            )),
-            timestamp: None,
-            clock: self.clock.0.clone(),
-        }
-    }
-}
-
-general_windowing!([T, GF] DynamicProcessingTimeSessionWindows<GF>, T, [
-    T: 'static,
     GF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
 ]);

@@ -12,10 +12,14 @@ use std::time::Instant;
 
 use super::*;
 use crate::keyed::KeyedProcessOp;
+use crate::keyed_state::AggregateFunction;
 use crate::operator::tests::VecTail;
 use crate::operator::ChainControl;
 use crate::source::SubtaskInfo;
 use crate::window::assign::*;
+use crate::window::contents::*;
+use crate::window::processing_time::*;
+use crate::window::{AggregateFold, ReduceFold};
 use crate::window::{SlidingEventTimeWindows, TumblingEventTimeWindows, WindowOperator};
 
 /// `(key, timestamp, value)`.

@@ -294,7 +294,7 @@ where
                 // The largest part keeps its contents; the others merge in.
                 let target = (0..members)
                     .max_by_key(|&i| C::weight(&sessions[i].1 .2))
-                    .expect("members");
+                    .expect("a merge has members");
                 let (_, (_, id, mut meta)) = sessions[target];
                 for (i, &(start, (end, from_id, from))) in sessions[..members].iter().enumerate() {
                     if i != target {
@@ -384,7 +384,7 @@ where
                         taken = true;
                         self.add_fixed(ctx, w, value.clone(), time, out);
                     }
-                    start -= slide;
+                    start = start.saturating_sub(slide);
                 }
                 if !taken {
                     self.drop_late(value);

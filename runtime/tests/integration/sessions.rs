@@ -6,8 +6,10 @@
 //! from a checkpoint emits exactly what an uninterrupted run does (window
 //! contents and timers survive); with allowed lateness late session
 //! records fire their sessions again (extended if they extend them) and
-//! those past it reach the side output; processing-time windows fire on
-//! the clock, and the ones still open at the end of the input fire then.
+//! those past it reach the side output; session windows restored at
+//! another parallelism fire exactly the workload's sessions;
+//! processing-time windows fire on the clock, the ones still open at the
+//! end of the input fire then, and their contents survive a restore.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -563,4 +565,73 @@ fn late_session_records_fire_late_or_reach_the_side_output() {
     ];
     assert_eq!(got, want);
     assert_eq!(*late.lock().unwrap(), vec![(1, 5, 2_000)]);
+}
+
+/// Processing-time window contents and timers survive a restore: on a
+/// clock stopped at 5,500 ms every key's records gather in its window
+/// `[5000, 6000)`, which only the end of the input fires; a failure
+/// mid-run (in the stage before the windows) restores them from a
+/// checkpoint, and the run still fires each key's window once with all
+/// its records.
+#[test]
+fn processing_time_windows_survive_a_crash_and_restore() {
+    let (n, keys) = (120_000u64, 23u64);
+    let want = {
+        let mut per_key: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+        for i in 0..n {
+            let e = per_key.entry(splitmix64(i) % keys).or_default();
+            e.0 += 1;
+            e.1 += i;
+        }
+        per_key
+            .into_iter()
+            .fold([0u64, 0, 0], |[c, s, x], (k, (count, sum))| {
+                let h = mix((k, 5_000, 6_000, count, sum));
+                [c + 1, s.wrapping_add(h), x ^ h]
+            })
+    };
+    let armed = Arc::new(AtomicBool::new(true));
+    let totals: Totals = Arc::default();
+    let into = totals.clone();
+    let mut job = JobGraph::new("processing-failover");
+    job.source("paced", move |info: &SubtaskInfo| {
+        PacedSource::new(info, n, keys, 1_000)
+    })
+    .map("trip", move |r: (u64, u64)| {
+        if r.1 == 60_001 && armed.swap(false, Ordering::SeqCst) {
+            panic!("injected failure at record 60001");
+        }
+        stamp(r)
+    })
+    .key_by(|r: &Rec| r.0)
+    .window(TumblingProcessingTimeWindows::of(1_000).with_clock(|| 5_500))
+    .process(
+        "windows",
+        |k: &u64, w: &TimeWindow, elements: &[Rec], out: &mut WindowCollector<'_, Session>| {
+            let sum = elements.iter().map(|r| r.2).sum();
+            out.collect((*k, w.start, w.end, elements.len() as u64, sum));
+        },
+    )
+    .sink("windows-out", move |info: &SubtaskInfo| SessionSink {
+        index: info.index,
+        state: [0; 3],
+        into: into.clone(),
+    });
+    let dir = temp_dir("processing-failover");
+    let mut o = checkpointed(&dir);
+    o.restart = RestartStrategy::FixedDelay(FixedDelay {
+        attempts: 2,
+        delay: Duration::from_millis(10),
+    });
+    let result = run_ok(job, &o);
+    assert_eq!(
+        result.restarts, 1,
+        "the injected failure restarted the job once"
+    );
+    let restored = result
+        .restored
+        .expect("the second attempt restored a checkpoint");
+    assert!(restored.checkpoint_id >= 1);
+    assert_eq!(total(&totals), want);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -14,6 +14,7 @@ mod failure;
 mod files;
 mod lifecycle;
 mod metrics;
+mod processing_time;
 mod routing;
 mod sessions;
 mod state_kinds;

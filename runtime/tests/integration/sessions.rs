@@ -7,30 +7,28 @@
 //! contents and timers survive); with allowed lateness late session
 //! records fire their sessions again (extended if they extend them) and
 //! those past it reach the side output; session windows restored at
-//! another parallelism fire exactly the workload's sessions;
-//! processing-time windows fire on the clock, the ones still open at the
-//! end of the input fire then, and their contents survive a restore.
+//! another parallelism fire exactly the workload's sessions.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use weir_runtime::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
     AggregateFunction, Collector, EventTimeSessionWindows, ExecutionOptions, JobError, JobGraph,
-    ProcessingTimeSessionWindows, RestoreFrom, Sink, Source, SourcePoll, SubtaskInfo, TimeWindow,
-    TumblingProcessingTimeWindows, WatermarkStrategy, WindowCollector,
+    RestoreFrom, Sink, Source, SourcePoll, SubtaskInfo, TimeWindow, WatermarkStrategy,
+    WindowCollector,
 };
 
 use crate::checkpoint::PacedSource;
 use crate::{collect_into, options, run_job, run_ok, sorted, splitmix64, temp_dir, Collected, M};
 
 /// `(key, event time, value)`.
-type Rec = (u64, i64, u64);
+pub(crate) type Rec = (u64, i64, u64);
 
 /// A fired session: key, start, end, record count, value sum.
-type Session = (u64, i64, i64, u64, u64);
+pub(crate) type Session = (u64, i64, i64, u64, u64);
 
 /// The session gap (ms).
 const GAP: i64 = 40;
@@ -46,7 +44,7 @@ fn event_time(i: u64) -> i64 {
 }
 
 /// Record `i` of `(key, i)` from the paced source.
-fn stamp((key, i): (u64, u64)) -> Rec {
+pub(crate) fn stamp((key, i): (u64, u64)) -> Rec {
     (key, event_time(i), i)
 }
 
@@ -84,7 +82,7 @@ fn reference(n: u64, keys: u64) -> Vec<Session> {
 
 /// Count and sum of the values.
 #[derive(Clone)]
-struct CountSum;
+pub(crate) struct CountSum;
 
 impl AggregateFunction for CountSum {
     type In = Rec;
@@ -177,19 +175,19 @@ fn event_time_sessions_fire_once_with_all_their_records() {
 }
 
 /// The fold of one fired session into the sinks' checksums.
-fn mix((k, s, e, c, sum): Session) -> u64 {
+pub(crate) fn mix((k, s, e, c, sum): Session) -> u64 {
     splitmix64(k.wrapping_mul(M) ^ (s as u64) ^ ((e as u64) << 20) ^ (c << 40) ^ sum)
 }
 
-type Totals = Arc<Mutex<Vec<(usize, [u64; 3])>>>;
+pub(crate) type Totals = Arc<Mutex<Vec<(usize, [u64; 3])>>>;
 
 /// Counts fired sessions and folds them into a sum and an xor of [`mix`];
 /// the three are its checkpointed state (so the job's output is exactly
 /// once across a restore).
-struct SessionSink {
-    index: usize,
-    state: [u64; 3],
-    into: Totals,
+pub(crate) struct SessionSink {
+    pub(crate) index: usize,
+    pub(crate) state: [u64; 3],
+    pub(crate) into: Totals,
 }
 
 impl Sink for SessionSink {
@@ -228,7 +226,7 @@ impl Sink for SessionSink {
     }
 }
 
-fn total(totals: &Totals) -> [u64; 3] {
+pub(crate) fn total(totals: &Totals) -> [u64; 3] {
     totals
         .lock()
         .unwrap()
@@ -239,8 +237,15 @@ fn total(totals: &Totals) -> [u64; 3] {
 }
 
 /// A session job whose process-window function panics once when it fires
-/// the session holding record `fail_at`.
-fn failing_job(n: u64, keys: u64, fail_at: Option<u64>) -> (JobGraph, Totals) {
+/// a session holding a record from `fail_at` on, once `dir` has a
+/// complete checkpoint.
+fn failing_job(
+    n: u64,
+    keys: u64,
+    fail_at: Option<u64>,
+    dir: &std::path::Path,
+) -> (JobGraph, Totals) {
+    let dir = dir.to_owned();
     let armed = Arc::new(AtomicBool::new(fail_at.is_some()));
     let fail_at = fail_at.unwrap_or(u64::MAX);
     let totals: Totals = Arc::default();
@@ -256,8 +261,12 @@ fn failing_job(n: u64, keys: u64, fail_at: Option<u64>) -> (JobGraph, Totals) {
     .process(
         "sessions",
         move |k: &u64, w: &TimeWindow, elements: &[Rec], out: &mut WindowCollector<'_, Session>| {
-            if elements.iter().any(|r| r.2 == fail_at) && armed.swap(false, Ordering::SeqCst) {
-                panic!("injected failure firing the session of record {fail_at}");
+            if armed.load(Ordering::SeqCst)
+                && elements.iter().any(|r| r.2 >= fail_at)
+                && has_completed_checkpoint(&dir)
+                && armed.swap(false, Ordering::SeqCst)
+            {
+                panic!("injected failure firing a session after record {fail_at}");
             }
             summarize(k, w, elements, out);
         },
@@ -270,7 +279,19 @@ fn failing_job(n: u64, keys: u64, fail_at: Option<u64>) -> (JobGraph, Totals) {
     (job, totals)
 }
 
-fn checkpointed(dir: &std::path::Path) -> ExecutionOptions {
+/// True once `dir` holds a complete checkpoint (a `chk-<id>` with its
+/// `_metadata`): injected failures wait for one, so that the restore has
+/// something to restore however slow the machine is.
+pub(crate) fn has_completed_checkpoint(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name().to_string_lossy().starts_with("chk-")
+                && e.path().join("_metadata").exists()
+        })
+    })
+}
+
+pub(crate) fn checkpointed(dir: &std::path::Path) -> ExecutionOptions {
     let mut o = options(2).with_checkpointing(Duration::from_millis(15), dir);
     o.checkpointing.as_mut().unwrap().coordinator.num_retained = 1;
     o.auto_watermark_interval = Duration::from_millis(5);
@@ -288,7 +309,7 @@ fn session_windows_survive_a_crash_and_restore_with_the_output_of_an_uninterrupt
         });
 
     let dir = temp_dir("sessions-uninterrupted");
-    let (job_a, totals_a) = failing_job(n, keys, None);
+    let (job_a, totals_a) = failing_job(n, keys, None, &dir);
     run_ok(job_a, &checkpointed(&dir));
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(
@@ -298,7 +319,7 @@ fn session_windows_survive_a_crash_and_restore_with_the_output_of_an_uninterrupt
     );
 
     let dir = temp_dir("sessions-failover");
-    let (job_b, totals_b) = failing_job(n, keys, Some(70_001));
+    let (job_b, totals_b) = failing_job(n, keys, Some(70_001), &dir);
     let mut o = checkpointed(&dir);
     o.restart = RestartStrategy::FixedDelay(FixedDelay {
         attempts: 2,
@@ -344,6 +365,7 @@ fn session_windows_are_restored_at_another_parallelism() {
     let fired: Arc<Mutex<BTreeSet<Session>>> = Arc::default();
     let build = |parallelism: usize, fail_at: u64| {
         let armed = Arc::new(AtomicBool::new(true));
+        let dir = dir.clone();
         let into = fired.clone();
         let mut job = JobGraph::new("sessions-rescaled");
         job.source("paced", move |info: &SubtaskInfo| {
@@ -359,8 +381,12 @@ fn session_windows_are_restored_at_another_parallelism() {
                   w: &TimeWindow,
                   elements: &[Rec],
                   out: &mut WindowCollector<'_, Session>| {
-                if elements.iter().any(|r| r.2 == fail_at) && armed.swap(false, Ordering::SeqCst) {
-                    panic!("injected failure firing the session of record {fail_at}");
+                if armed.load(Ordering::SeqCst)
+                    && elements.iter().any(|r| r.2 >= fail_at)
+                    && has_completed_checkpoint(&dir)
+                    && armed.swap(false, Ordering::SeqCst)
+                {
+                    panic!("injected failure firing a session after record {fail_at}");
                 }
                 summarize(k, w, elements, out);
             },
@@ -384,77 +410,6 @@ fn session_windows_are_restored_at_another_parallelism() {
     let got: Vec<Session> = fired.lock().unwrap().iter().copied().collect();
     assert_eq!(got, reference(n, keys));
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// Processing-time windows in a job: on the system clock, tumbling windows
-/// of 5 ms fire while the job runs and the last ones at the end, and
-/// together hold every record once; on a clock stopped at 7,000 ms, every
-/// key has one session, which only the end of the input fires.
-#[test]
-fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
-    let (n, keys) = (30_000, 11);
-    let mut per_key: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-    for i in 0..n {
-        let e = per_key.entry(splitmix64(i) % keys).or_default();
-        e.0 += 1;
-        e.1 += i;
-    }
-
-    let tumbling = Collected::new();
-    let mut job = JobGraph::new("processing-tumbling");
-    job.source("paced", move |info: &SubtaskInfo| {
-        PacedSource::new(info, n, keys, 1_000)
-    })
-    .map("stamp", stamp)
-    .key_by(|r: &Rec| r.0)
-    .window(TumblingProcessingTimeWindows::of(5))
-    .aggregate("count-sum", CountSum)
-    .sink("collect", collect_into(&tumbling));
-    run_ok(job, &options(2));
-    let windows = tumbling.take_all();
-    let mut summed: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-    for &(k, start, (c, s)) in &windows {
-        assert_eq!(start.rem_euclid(5), 0, "windows are aligned to their size");
-        let e = summed.entry(k).or_default();
-        e.0 += c;
-        e.1 += s;
-    }
-    assert_eq!(summed, per_key, "every record in exactly one window");
-    let mut starts: Vec<_> = windows.iter().map(|&(k, s, _)| (k, s)).collect();
-    starts.sort_unstable();
-    starts.dedup();
-    assert_eq!(starts.len(), windows.len(), "each (key, window) fired once");
-    assert!(
-        windows.len() > keys as usize,
-        "the 30 ms run spans several windows"
-    );
-
-    let clock = Arc::new(AtomicI64::new(7_000));
-    let sessions = Collected::new();
-    let mut job = JobGraph::new("processing-sessions");
-    job.source("paced", move |info: &SubtaskInfo| {
-        PacedSource::new(info, n, keys, 10_000)
-    })
-    .map("stamp", stamp)
-    .key_by(|r: &Rec| r.0)
-    .window(
-        ProcessingTimeSessionWindows::with_gap(100)
-            .with_clock(move || clock.load(Ordering::Relaxed)),
-    )
-    .process(
-        "sessions",
-        |k: &u64, w: &TimeWindow, elements: &[Rec], out: &mut WindowCollector<'_, Session>| {
-            let sum = elements.iter().map(|r| r.2).sum();
-            out.collect((*k, w.start, w.end, elements.len() as u64, sum));
-        },
-    )
-    .sink("collect", collect_into(&sessions));
-    run_ok(job, &options(2));
-    let want: Vec<Session> = per_key
-        .iter()
-        .map(|(&k, &(c, s))| (k, 7_000, 7_100, c, s))
-        .collect();
-    assert_eq!(sorted(sessions.take_all()), want);
 }
 
 /// Emits key 1 at timestamps 0..10, 20..30, 40..50 and 100 (three
@@ -565,73 +520,4 @@ fn late_session_records_fire_late_or_reach_the_side_output() {
     ];
     assert_eq!(got, want);
     assert_eq!(*late.lock().unwrap(), vec![(1, 5, 2_000)]);
-}
-
-/// Processing-time window contents and timers survive a restore: on a
-/// clock stopped at 5,500 ms every key's records gather in its window
-/// `[5000, 6000)`, which only the end of the input fires; a failure
-/// mid-run (in the stage before the windows) restores them from a
-/// checkpoint, and the run still fires each key's window once with all
-/// its records.
-#[test]
-fn processing_time_windows_survive_a_crash_and_restore() {
-    let (n, keys) = (120_000u64, 23u64);
-    let want = {
-        let mut per_key: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-        for i in 0..n {
-            let e = per_key.entry(splitmix64(i) % keys).or_default();
-            e.0 += 1;
-            e.1 += i;
-        }
-        per_key
-            .into_iter()
-            .fold([0u64, 0, 0], |[c, s, x], (k, (count, sum))| {
-                let h = mix((k, 5_000, 6_000, count, sum));
-                [c + 1, s.wrapping_add(h), x ^ h]
-            })
-    };
-    let armed = Arc::new(AtomicBool::new(true));
-    let totals: Totals = Arc::default();
-    let into = totals.clone();
-    let mut job = JobGraph::new("processing-failover");
-    job.source("paced", move |info: &SubtaskInfo| {
-        PacedSource::new(info, n, keys, 1_000)
-    })
-    .map("trip", move |r: (u64, u64)| {
-        if r.1 == 60_001 && armed.swap(false, Ordering::SeqCst) {
-            panic!("injected failure at record 60001");
-        }
-        stamp(r)
-    })
-    .key_by(|r: &Rec| r.0)
-    .window(TumblingProcessingTimeWindows::of(1_000).with_clock(|| 5_500))
-    .process(
-        "windows",
-        |k: &u64, w: &TimeWindow, elements: &[Rec], out: &mut WindowCollector<'_, Session>| {
-            let sum = elements.iter().map(|r| r.2).sum();
-            out.collect((*k, w.start, w.end, elements.len() as u64, sum));
-        },
-    )
-    .sink("windows-out", move |info: &SubtaskInfo| SessionSink {
-        index: info.index,
-        state: [0; 3],
-        into: into.clone(),
-    });
-    let dir = temp_dir("processing-failover");
-    let mut o = checkpointed(&dir);
-    o.restart = RestartStrategy::FixedDelay(FixedDelay {
-        attempts: 2,
-        delay: Duration::from_millis(10),
-    });
-    let result = run_ok(job, &o);
-    assert_eq!(
-        result.restarts, 1,
-        "the injected failure restarted the job once"
-    );
-    let restored = result
-        .restored
-        .expect("the second attempt restored a checkpoint");
-    assert!(restored.checkpoint_id >= 1);
-    assert_eq!(total(&totals), want);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

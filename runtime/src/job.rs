@@ -468,7 +468,10 @@ where
 
     /// Folds each window's records incrementally with `agg` (Flink's
     /// `WindowedStream::aggregate`); emits `(key, window_start,
-    /// agg.get_result(acc))` when the watermark passes the window's end.
+    /// agg.get_result(acc))` when the watermark passes the window's end
+    /// (processing time: the clock). Session windows merge accumulators
+    /// with `AggregateFunction::merge`; to see a session's end use
+    /// [`aggregate_with`](Self::aggregate_with).
     pub fn aggregate<AF>(
         self,
         uid: &str,
@@ -483,7 +486,8 @@ where
 
     /// Combines each window's records pairwise with `reduce` (Flink's
     /// `WindowedStream::reduce`); emits `(key, window_start, reduced)`
-    /// when the watermark passes the window's end.
+    /// when the watermark passes the window's end (processing time: the
+    /// clock).
     pub fn reduce<F>(
         self,
         uid: &str,

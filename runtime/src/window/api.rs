@@ -1,4 +1,5 @@
-//! The full-window functions of [`WindowedStream`]: `process` (Flink's
+//! The full-window functions of [`WindowedStream`]: `process` and
+//! `process_with` (Flink's
 //! `WindowedStream::process(ProcessWindowFunction)`), `aggregate_with` and
 //! `reduce_with` (Flink's `aggregate(aggFn, windowFn)` and
 //! `reduce(reduceFn, windowFn)`), for every window kind. They run on the
@@ -9,8 +10,8 @@ use weir_state::KeyHash;
 
 use super::assign::{TimeWindow, Windowing};
 use super::contents::{
-    Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, WindowCollector,
-    WindowContents,
+    Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, ProcessWindowFunction,
+    WindowCollector, WindowContents,
 };
 use super::general::GeneralWindowOperator;
 use super::{AggregateFold, ReduceFold};
@@ -44,6 +45,23 @@ where
         self.with_contents(uid, move || {
             Buffered::new(FnProcessWindowFunction::new(f.clone()))
         })
+    }
+
+    /// Hands each window's records, all at once, to `function` (a
+    /// [`ProcessWindowFunction`] implemented by a type of the job's own,
+    /// e.g. one with configuration fields; each subtask gets a clone), as
+    /// [`process`](Self::process) does with a closure.
+    pub fn process_with<P>(
+        self,
+        uid: &str,
+        function: P,
+    ) -> Stream<'j, P::Out, impl ChainBuilder<P::Out>>
+    where
+        T: Copy,
+        P: ProcessWindowFunction<K, T> + Clone + Send + Sync,
+        P::Out: 'static,
+    {
+        self.with_contents(uid, move || Buffered::new(function.clone()))
     }
 
     /// Folds each window's records incrementally with `agg`, and hands the

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use weir_runtime::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
-    JobGraph, ProcessingTimeSessionWindows, SubtaskInfo, TimeWindow, TumblingProcessingTimeWindows,
-    WindowCollector,
+    JobGraph, ProcessWindowFunction, ProcessingTimeSessionWindows, SubtaskInfo, TimeWindow,
+    TumblingProcessingTimeWindows, WindowCollector,
 };
 
 use crate::checkpoint::PacedSource;
@@ -19,6 +19,26 @@ use crate::sessions::{
     Totals,
 };
 use crate::{collect_into, options, run_ok, sorted, splitmix64, temp_dir, Collected};
+
+/// A process-window function as a type: the window with its record count
+/// and value sum.
+#[derive(Clone)]
+struct CountAndSum;
+
+impl ProcessWindowFunction<u64, Rec> for CountAndSum {
+    type Out = Session;
+
+    fn process(
+        &mut self,
+        key: &u64,
+        w: &TimeWindow,
+        elements: &[Rec],
+        out: &mut WindowCollector<'_, Session>,
+    ) {
+        let sum = elements.iter().map(|r| r.2).sum();
+        out.collect((*key, w.start, w.end, elements.len() as u64, sum));
+    }
+}
 
 /// Processing-time windows in a job: on the system clock, tumbling windows
 /// of 5 ms fire while the job runs and the last ones at the end, and
@@ -75,13 +95,7 @@ fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
         ProcessingTimeSessionWindows::with_gap(100)
             .with_clock(move || clock.load(Ordering::Relaxed)),
     )
-    .process(
-        "sessions",
-        |k: &u64, w: &TimeWindow, elements: &[Rec], out: &mut WindowCollector<'_, Session>| {
-            let sum = elements.iter().map(|r| r.2).sum();
-            out.collect((*k, w.start, w.end, elements.len() as u64, sum));
-        },
-    )
+    .process_with("sessions", CountAndSum)
     .sink("collect", collect_into(&sessions));
     run_ok(job, &options(2));
     let want: Vec<Session> = per_key

@@ -76,9 +76,7 @@ use crate::sink::{Sink, SinkOp, SINK_STATE};
 use crate::source::{Source, SourceTask, SubtaskInfo, POSITION_STATE};
 use crate::task::Task;
 use crate::watermark::{TimestampsOp, WatermarkStrategy};
-use crate::window::{
-    AggregateFold, LateOutput, ReduceFold, WindowAssigner, WindowFold, WindowOperator,
-};
+use crate::window::{AggregateFold, LateOutput, MergeFold, ReduceFold, Windowing};
 use crate::worker::BuildContext;
 
 /// Builds a chain's head task around a given downstream collector.
@@ -409,15 +407,17 @@ where
     K: KeyHash + Eq + Copy + Wire + 'static,
     KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
 {
-    /// Groups each key's records into the event-time windows of `assigner`
-    /// ([`TumblingEventTimeWindows`](crate::TumblingEventTimeWindows) or
-    /// [`SlidingEventTimeWindows`](crate::SlidingEventTimeWindows); Flink's
-    /// `KeyedStream::window`); finish with
-    /// [`aggregate`](WindowedStream::aggregate) or
-    /// [`reduce`](WindowedStream::reduce).
+    /// Groups each key's records into the windows of `assigner` (Flink's
+    /// `KeyedStream::window`): tumbling, sliding or session windows on
+    /// event or processing time (see [`Windowing`]); finish with
+    /// [`aggregate`](WindowedStream::aggregate),
+    /// [`reduce`](WindowedStream::reduce),
+    /// [`aggregate_with`](WindowedStream::aggregate_with),
+    /// [`reduce_with`](WindowedStream::reduce_with) or
+    /// [`process`](WindowedStream::process).
     pub fn window<A>(self, assigner: A) -> WindowedStream<'j, T, K, KF, A>
     where
-        A: WindowAssigner<T>,
+        A: Windowing<T>,
     {
         WindowedStream {
             keyed: self,
@@ -429,14 +429,14 @@ where
 }
 
 /// Makes each subtask's late-data output.
-type LateOutputFactory<T> = Arc<dyn Fn(&SubtaskInfo) -> LateOutput<T> + Send + Sync>;
+pub(crate) type LateOutputFactory<T> = Arc<dyn Fn(&SubtaskInfo) -> LateOutput<T> + Send + Sync>;
 
 /// A keyed stream with a window assigner, waiting for its window function.
 pub struct WindowedStream<'j, T, K, KF, A> {
-    keyed: KeyedStream<'j, T, K, KF>,
-    assigner: A,
-    lateness: i64,
-    late_output: Option<LateOutputFactory<T>>,
+    pub(crate) keyed: KeyedStream<'j, T, K, KF>,
+    pub(crate) assigner: A,
+    pub(crate) lateness: i64,
+    pub(crate) late_output: Option<LateOutputFactory<T>>,
 }
 
 /// What a window operator emits: `(key, window_start, result)` records.
@@ -447,11 +447,12 @@ where
     T: Wire + Clone + 'static,
     K: KeyHash + Eq + Copy + Wire + 'static,
     KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
-    A: WindowAssigner<T>,
+    A: Windowing<T>,
 {
     /// Keeps windows `lateness_ms` after they fired (Flink's
     /// `allowedLateness`): a record for such a window is added and fires
-    /// it again with the updated result. Default 0.
+    /// it again with the updated result. Default 0. Ignored by
+    /// processing-time windows, as in Flink.
     ///
     /// # Panics
     ///
@@ -481,7 +482,10 @@ where
 
     /// Folds each window's records incrementally with `agg` (Flink's
     /// `WindowedStream::aggregate`); emits `(key, window_start,
-    /// agg.get_result(acc))` when the watermark passes the window's end.
+    /// agg.get_result(acc))` when the watermark passes the window's end
+    /// (processing time: the clock). Session windows merge accumulators
+    /// with `AggregateFunction::merge`; to see a session's end use
+    /// [`aggregate_with`](Self::aggregate_with).
     pub fn aggregate<AF>(
         self,
         uid: &str,
@@ -496,7 +500,8 @@ where
 
     /// Combines each window's records pairwise with `reduce` (Flink's
     /// `WindowedStream::reduce`); emits `(key, window_start, reduced)`
-    /// when the watermark passes the window's end.
+    /// when the watermark passes the window's end (processing time: the
+    /// clock).
     pub fn reduce<F>(
         self,
         uid: &str,
@@ -515,17 +520,13 @@ where
         fold: W,
     ) -> WindowStream<'j, K, W::Out, impl ChainBuilder<(K, i64, W::Out)>>
     where
-        W: WindowFold<In = T> + Clone + Send + Sync,
+        W: MergeFold<In = T>,
         W::Acc: Wire,
     {
         let (assigner, lateness, late_output) = (self.assigner, self.lateness, self.late_output);
         self.keyed.process(uid, move |info: &SubtaskInfo| {
-            let op =
-                WindowOperator::new(assigner.clone(), fold.clone()).with_allowed_lateness(lateness);
-            match &late_output {
-                Some(factory) => op.with_late_output(factory(info)),
-                None => op,
-            }
+            let late = late_output.as_ref().map(|factory| factory(info));
+            assigner.incremental::<K, W>(fold.clone(), lateness, late)
         })
     }
 }

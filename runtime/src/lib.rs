@@ -69,5 +69,11 @@ pub use watermark::{WatermarkStrategy, WatermarkValve};
 pub use weir_net::{WatermarkStatus, Wire};
 pub use weir_state::KeyHash;
 pub use window::{
+    DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows, EventTimeSessionWindows,
+    GeneralWindowOperator, ProcessWindowFunction, ProcessingTimeSessionWindows,
+    SlidingProcessingTimeWindows, TimeWindow, TumblingProcessingTimeWindows, WindowCollector,
+    WindowFunction, Windowing,
+};
+pub use window::{
     SlidingEventTimeWindows, TumblingEventTimeWindows, WindowAssigner, WindowFold, WindowOperator,
 };

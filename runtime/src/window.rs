@@ -39,6 +39,18 @@
 //! its windows is dropped, counted by [`WindowOperator::late_records`] and
 //! handed to the late-data side output if the job set one
 //! (`side_output_late_data`).
+//!
+//! **Other windows and functions.** Session windows
+//! ([`EventTimeSessionWindows`], [`ProcessingTimeSessionWindows`], with a
+//! static or dynamic gap), processing-time tumbling and sliding windows
+//! ([`TumblingProcessingTimeWindows`], [`SlidingProcessingTimeWindows`]),
+//! and full-window functions (`process`, and `aggregate_with` /
+//! `reduce_with`, which hand the window function the pre-aggregated result
+//! and the [`TimeWindow`]) for every kind run on the general window
+//! operator of [`general`]; [`assign`] has the assigners and the
+//! [`Windowing`] trait `KeyedStream::window` takes, [`contents`] the
+//! window contents and functions, [`api`] the `WindowedStream` methods of
+//! the full-window functions.
 
 use std::marker::PhantomData;
 
@@ -512,6 +524,26 @@ where
         );
     }
 }
+
+pub mod api;
+pub mod assign;
+pub mod contents;
+pub mod general;
+pub mod processing_time;
+
+pub use assign::{
+    DynamicEventTimeSessionWindows, EventTimeSessionWindows, ProcessingClock, TimeWindow,
+    WindowSpec, Windowing,
+};
+pub use contents::{
+    Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, KeyStartResult, MergeFold,
+    ProcessWindowFunction, WindowCollector, WindowContents, WindowFunction, WINDOW_ELEMENTS_STATE,
+};
+pub use general::{GeneralWindowOperator, WINDOWS_STATE};
+pub use processing_time::{
+    DynamicProcessingTimeSessionWindows, ProcessingTimeSessionWindows,
+    SlidingProcessingTimeWindows, TumblingProcessingTimeWindows,
+};
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces the figures of bench/RESULTS.md in one command:
-#   bench/reproduce.sh            # W1 (5 runs), the W3 timeout sweep, W4, W5
+#   bench/reproduce.sh            # W1 and W2 (5 runs), the W3 timeout sweep, W4, W5
 #   RUNS=3 W3_DURATION=5 W4_DURATION=10 bench/reproduce.sh   # quicker
 # Prints a markdown table per workload; each row comes from the JSON line
 # `weir bench` prints last. Needs python3 to read the JSON.
@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
 WORKERS=${WORKERS:-2}
 W1_N=${W1_N:-200000000}
+W2_N=${W2_N:-200000000}
 W3_WARMUP=${W3_WARMUP:-5}
 W3_DURATION=${W3_DURATION:-20}
 W4_DURATION=${W4_DURATION:-60}
@@ -24,6 +25,15 @@ echo "|---|---|---|---|"
 for i in $(seq 1 "$RUNS"); do
     $WEIR bench w1 --n "$W1_N" --k 100000 --workers "$WORKERS" --quiet | tail -1 |
         python3 -c "import json,sys; j=json.loads(sys.stdin.read()); print(f\"| $i | {j['records_per_s']/1e6:.1f} M | {j['elapsed_s']:.3f} | {j['verified']} |\")"
+done
+echo
+echo "## W2: weir bench w2 --n $W2_N --k 10000 --workers $WORKERS --quiet"
+echo
+echo "| run | records/s | elapsed s | windows fired (expected) | verified |"
+echo "|---|---|---|---|---|"
+for i in $(seq 1 "$RUNS"); do
+    $WEIR bench w2 --n "$W2_N" --k 10000 --workers "$WORKERS" --quiet | tail -1 |
+        python3 -c "import json,sys; j=json.loads(sys.stdin.read()); print(f\"| $i | {j['records_per_s']/1e6:.1f} M | {j['elapsed_s']:.3f} | {j['windows']} ({j['expected_windows']}) | {j['verified']} |\")"
 done
 echo
 echo "## W3: weir bench w3 --rate R --warmup $W3_WARMUP --duration $W3_DURATION --workers $WORKERS --set execution.buffer-timeout=T --quiet"

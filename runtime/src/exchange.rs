@@ -42,7 +42,10 @@ use weir_state::{KeyGroupAssigner, KeyHash};
 
 use crate::checkpoint::snapshot::TaskSnapshot;
 use crate::checkpoint::TaskCheckpointing;
-use crate::gate::{alignment_deadline, BarrierMode, ChannelState, GateStatus, InputGate};
+use crate::gate::{
+    alignment_deadline, BarrierMode, ChannelState, GateStatus, InputGate, RecordDecoder,
+    WireDecoder,
+};
 use crate::metrics::{ChannelCounters, SubtaskId, SubtaskMetrics};
 use crate::operator::{ChainControl, Collector, FlushOutcome};
 use crate::source::SubtaskInfo;
@@ -477,8 +480,9 @@ impl<T, K, KF> ExchangeOutput<T, K, KF> {
 /// at its other tasks.
 const INPUT_BUDGET: usize = 8192;
 
-/// Drives one subtask of a stage fed by an exchange.
-pub struct InputTask<T, C> {
+/// Drives one subtask of a stage fed by an exchange (or two: `D` decodes
+/// the records of each channel).
+pub struct InputTask<T, C, D = WireDecoder<T>> {
     name: String,
     gate: InputGate,
     head: ChainHead<C>,
@@ -488,6 +492,7 @@ pub struct InputTask<T, C> {
     /// An unaligned snapshot waiting for its channel state.
     held: Option<TaskSnapshot>,
     metrics: SubtaskMetrics,
+    decoder: D,
     _record: PhantomData<fn(T)>,
 }
 
@@ -500,8 +505,32 @@ impl<T, C> InputTask<T, C> {
         gate: InputGate,
         out: C,
         checkpointing: Option<Rc<TaskCheckpointing>>,
+        state_of: (String, SubtaskInfo),
+        metrics: SubtaskMetrics,
+    ) -> Self {
+        InputTask::with_decoder(
+            name,
+            gate,
+            out,
+            checkpointing,
+            state_of,
+            metrics,
+            WireDecoder::default(),
+        )
+    }
+}
+
+impl<T, C, D> InputTask<T, C, D> {
+    /// [`new`](InputTask::new) with the records of each channel read by
+    /// `decoder`.
+    pub fn with_decoder(
+        name: String,
+        gate: InputGate,
+        out: C,
+        checkpointing: Option<Rc<TaskCheckpointing>>,
         (uid, info): (String, SubtaskInfo),
         metrics: SubtaskMetrics,
+        decoder: D,
     ) -> Self {
         Self {
             name,
@@ -511,6 +540,7 @@ impl<T, C> InputTask<T, C> {
             channel_state_of: (uid, info),
             held: None,
             metrics,
+            decoder,
             _record: PhantomData,
         }
     }
@@ -575,14 +605,14 @@ fn add_channel_state(
     }
 }
 
-impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
+impl<T, C: Collector<D::Record>, D: RecordDecoder> Task for InputTask<T, C, D> {
     fn poll(&mut self, now: Instant) -> TaskPoll {
         let mut progressed = self.complete_held();
         let (gate, name, held) = (&mut self.gate, &self.name, &mut self.held);
+        let decoder = &self.decoder;
         let mut ready: Option<TaskSnapshot> = None;
-        let mut poll = self
-            .head
-            .poll(now, |out| match gate.pump(out, INPUT_BUDGET) {
+        let mut poll = self.head.poll(now, |out| {
+            match gate.pump_decoded(decoder, out, INPUT_BUDGET) {
                 GateStatus::Moved(n) => InputStep {
                     progressed: n > 0,
                     more: !gate.drained(),
@@ -620,7 +650,8 @@ impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
                     ended: true,
                     ..InputStep::default()
                 },
-            });
+            }
+        });
         if let Some(snapshot) = ready {
             self.submit(snapshot);
         }

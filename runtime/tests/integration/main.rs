@@ -18,6 +18,7 @@ mod routing;
 mod state_kinds;
 mod strings;
 mod timers;
+mod two_input;
 mod w1;
 mod windows;
 

@@ -20,6 +20,7 @@ pub mod exchange;
 pub mod execute;
 pub mod failpoint;
 pub mod gate;
+pub mod interval_join;
 pub mod job;
 pub mod keyed;
 pub mod keyed_state;
@@ -44,6 +45,10 @@ pub use error::{JobError, Result};
 pub use execute::{
     available_cores, execute, execute_with_progress, CheckpointingOptions, ExecutionOptions,
     JobResult, Progress, RestoreFrom, RestoreInfo,
+};
+pub use interval_join::{
+    IntervalJoin, IntervalJoinOperator, IntervalJoined, JoinBounds, JoinContext,
+    ProcessJoinFunction,
 };
 pub use job::{JobGraph, KeyedStream, Stream, WindowedStream};
 pub use keyed::{KeyContext, KeyedProcessFunction, KeyedValueState};

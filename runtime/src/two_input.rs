@@ -305,6 +305,13 @@ where
     }
 }
 
+impl<A, B, K, KA, KB> ConnectedKeyedStreams<'_, A, B, K, KA, KB> {
+    /// The job's list of errors (reported when it starts).
+    pub(crate) fn job_errors(&mut self) -> &mut Vec<String> {
+        &mut self.first.job.errors
+    }
+}
+
 /// The chain builder of a keyed two-input operator.
 type CoProcessChain<A, B, FF, KF> = KeyedProcessChain<TwoInputChain<A, B>, FF, KF>;
 

@@ -12,6 +12,7 @@ mod debloat;
 mod event_time;
 mod failure;
 mod files;
+mod interval_join;
 mod lifecycle;
 mod metrics;
 mod routing;

@@ -316,9 +316,38 @@ where
     fn collect(&mut self, record: T) {
         let key = (self.key_fn)(&record);
         let target = self.assigner.subtask_for_hash(key.key_hash()) as usize;
+        self.send_to(target, &record);
+    }
+}
+
+impl<T, K, KF> ExchangeOutput<T, K, KF>
+where
+    T: Wire,
+    K: KeyHash,
+    KF: Fn(&T) -> K,
+{
+    /// Appends `record` to every channel's buffer (a broadcast edge).
+    #[inline]
+    pub(crate) fn send_to_all(&mut self, record: &T) {
+        for target in 0..self.channels.len() {
+            self.send_to(target, record);
+        }
+        self.available = self.channels.iter().all(|c| c.queued.is_empty())
+            && (self.pool.available() > 0 || self.pool.reclaim() > 0);
+    }
+
+    /// Number of receiving subtasks.
+    pub(crate) fn channel_count(&self) -> usize {
+        self.channels.len()
+    }
+
+    /// Appends `record` to the buffer of channel `target` (the per-record
+    /// path of every partitioning: by key, to all, round-robin).
+    #[inline(always)]
+    pub(crate) fn send_to(&mut self, target: usize, record: &T) {
         let ch = &mut self.channels[target];
         if let Some(buf) = ch.current.as_mut() {
-            if buf.try_append(&record) {
+            if buf.try_append(record) {
                 if self.flush_every_record {
                     ch.ship_current();
                     self.available &= ch.queued.is_empty();
@@ -331,9 +360,9 @@ where
         // Filled up to the size the receiver asked for (debloating); a
         // record larger than that still gets the whole buffer.
         buf.limit_to(self.channels[target].fill);
-        if !buf.try_append(&record) {
+        if !buf.try_append(record) {
             buf.limit_to(usize::MAX);
-            if !buf.try_append(&record) {
+            if !buf.try_append(record) {
                 self.record_too_large(record.encoded_len());
             }
         }

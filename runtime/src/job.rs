@@ -324,6 +324,23 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         }
     }
 
+    /// Ends this stage in `tail`, which feeds exchange `output` (the
+    /// edges of other modules: broadcast, rebalance).
+    pub(crate) fn end_with<TB: TailBuilder<T>>(self, tail: TB, output: usize) -> &'j mut JobGraph {
+        self.job.stages.push(StageNode {
+            name: self.name,
+            spec: Box::new(Stage {
+                chain: self.chain,
+                tail,
+                _record: PhantomData,
+            }),
+            parallelism: self.parallelism,
+            input: self.input,
+            output: Some(output),
+        });
+        self.job
+    }
+
     /// Ends the stream in a sink; `factory` makes each subtask's sink.
     pub fn sink<S, SF>(self, uid: &str, factory: SF)
     where

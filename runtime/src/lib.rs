@@ -11,6 +11,7 @@
 //! (sender, receiver) pair, carrying buffers by ownership (see `weir-net`).
 #![deny(missing_docs)]
 
+pub mod broadcast;
 pub mod checkpoint;
 pub mod config;
 pub mod connectors;
@@ -37,6 +38,9 @@ pub mod watermark;
 pub mod window;
 pub mod worker;
 
+pub use broadcast::{
+    BroadcastProcessFunction, BroadcastState, BroadcastStream, KeyedBroadcastProcessFunction,
+};
 pub use checkpoint::{CheckpointRecord, CheckpointSummary, KeyedStates};
 pub use config::{CheckpointingMode, Config, ConfigError, JobName};
 pub use connectors::{FileSource, TransactionalFileSink};

@@ -282,24 +282,42 @@ where
         }
     }
 
-    /// Connects this keyed stream with `other` (built earlier in the same
-    /// job and [`detach`](Self::detach)ed), keyed by the same key type
-    /// (Flink's `KeyedStream.connect`), for
+    /// Connects this keyed stream with `other` (Flink's
+    /// `KeyedStream.connect`): either another keyed stream with the same
+    /// key type, built earlier in the same job and
+    /// [`detach`](Self::detach)ed, for
     /// [`process`](ConnectedKeyedStreams::process) with a
-    /// [`KeyedCoProcessFunction`]: this stream is its first input, `other`
-    /// its second.
-    pub fn connect<B, KB>(
-        self,
-        other: DetachedKeyedStream<B, K, KB>,
-    ) -> ConnectedKeyedStreams<'j, A, B, K, KA, KB>
-    where
-        B: Wire,
-        KB: Fn(&B) -> K + Clone + Send + Sync + 'static,
-    {
+    /// [`KeyedCoProcessFunction`] (this stream is its first input, `other`
+    /// its second); or a [`BroadcastStream`](crate::broadcast::BroadcastStream),
+    /// for a [`KeyedBroadcastProcessFunction`](crate::broadcast::KeyedBroadcastProcessFunction).
+    pub fn connect<O: ConnectWith<'j, A, K, KA>>(self, other: O) -> O::Connected {
+        other.connect_to(self)
+    }
+}
+
+/// What a keyed stream can be connected with (see [`KeyedStream::connect`]).
+pub trait ConnectWith<'j, A, K, KA> {
+    /// The connected streams.
+    type Connected;
+    /// Connects `first` (the first input) with `self`.
+    fn connect_to(self, first: KeyedStream<'j, A, K, KA>) -> Self::Connected;
+}
+
+impl<'j, A, B, K, KA, KB> ConnectWith<'j, A, K, KA> for DetachedKeyedStream<B, K, KB>
+where
+    A: Wire,
+    B: Wire,
+    K: KeyHash + Eq + 'static,
+    KA: Fn(&A) -> K + Clone + Send + Sync + 'static,
+    KB: Fn(&B) -> K + Clone + Send + Sync + 'static,
+{
+    type Connected = ConnectedKeyedStreams<'j, A, B, K, KA, KB>;
+
+    fn connect_to(self, first: KeyedStream<'j, A, K, KA>) -> Self::Connected {
         ConnectedKeyedStreams {
-            first: self,
-            second_exchange: other.exchange,
-            second_key: other.key_fn,
+            first,
+            second_exchange: self.exchange,
+            second_key: self.key_fn,
             _types: PhantomData,
         }
     }

@@ -6,6 +6,7 @@
 //! hanging when the engine does not finish a bounded job in time.
 
 mod backpressure;
+mod broadcast;
 mod chaining;
 mod checkpoint;
 mod debloat;

@@ -10,7 +10,9 @@
 //! Flink's `IntervalJoinOperator`:
 //!
 //! - A record is **late** when the operator's watermark is set and the
-//!   record's timestamp is below it; it is dropped and counted.
+//!   record's timestamp is below it; it is dropped and counted, and
+//!   handed to the side's late-data output if there is one (Flink's
+//!   `sideOutputLeftLateData` / `sideOutputRightLateData`).
 //! - Otherwise it is **buffered** in its side's keyed map state under
 //!   `(timestamp, n)` (the `n`-th record of that timestamp; a second map
 //!   holds the count per timestamp), then joined with every buffered record
@@ -29,6 +31,8 @@
 //! The buffers and timers are keyed state, so they are checkpointed per key
 //! group, restored, and follow their keys when the stage rescales.
 
+use std::sync::Arc;
+
 use weir_net::Wire;
 use weir_state::KeyHash;
 
@@ -40,6 +44,7 @@ use crate::operator::Collector;
 use crate::source::SubtaskInfo;
 use crate::timers::{KeyedTimerService, TimeDomain, TimerQueues};
 use crate::two_input::{ConnectedKeyedStreams, DetachedKeyedStream, KeyedCoProcessFunction};
+use crate::window::LateOutput;
 
 /// The timestamps of a joined pair (Flink's `ProcessJoinFunction.Context`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,6 +202,8 @@ where
     right: SideBuffer<K, R>,
     timers: KeyedTimerService<K>,
     late: [u64; 2],
+    late_left: Option<LateOutput<L>>,
+    late_right: Option<LateOutput<R>>,
 }
 
 impl<K, L, R, TL, TR, F> IntervalJoinOperator<K, L, R, TL, TR, F>
@@ -220,7 +227,23 @@ where
             right: SideBuffer::new("right"),
             timers: KeyedTimerService::new(),
             late: [0, 0],
+            late_left: None,
+            late_right: None,
         }
+    }
+
+    /// Hands the left records dropped as late to `late` (Flink's
+    /// `sideOutputLeftLateData`).
+    pub fn with_left_late_output(mut self, late: LateOutput<L>) -> Self {
+        self.late_left = Some(late);
+        self
+    }
+
+    /// Hands the right records dropped as late to `late` (Flink's
+    /// `sideOutputRightLateData`).
+    pub fn with_right_late_output(mut self, late: LateOutput<R>) -> Self {
+        self.late_right = Some(late);
+        self
     }
 
     /// Records buffered on this subtask: (left, right).
@@ -271,6 +294,9 @@ where
         let tl = (self.left_ts)(&value);
         if is_late(tl, ctx.current_watermark()) {
             self.late[0] += 1;
+            if let Some(late) = self.late_left.as_mut() {
+                late(value);
+            }
             return;
         }
         self.left.add(ctx, tl, value);
@@ -296,6 +322,9 @@ where
         let tr = (self.right_ts)(&value);
         if is_late(tr, ctx.current_watermark()) {
             self.late[1] += 1;
+            if let Some(late) = self.late_right.as_mut() {
+                late(value);
+            }
             return;
         }
         self.right.add(ctx, tr, value);
@@ -355,6 +384,19 @@ pub struct IntervalJoined<'j, L, R, K, KL, KR, TL, TR> {
     upper: i64,
     lower_exclusive: bool,
     upper_exclusive: bool,
+    late_left: Option<LateOutputFactory<L>>,
+    late_right: Option<LateOutputFactory<R>>,
+}
+
+/// Makes each subtask's late-data output.
+type LateOutputFactory<T> = Arc<dyn Fn(&SubtaskInfo) -> LateOutput<T> + Send + Sync>;
+
+fn late_factory<T, O, OF>(factory: OF) -> LateOutputFactory<T>
+where
+    O: FnMut(T) + 'static,
+    OF: Fn(&SubtaskInfo) -> O + Send + Sync + 'static,
+{
+    Arc::new(move |info: &SubtaskInfo| Box::new(factory(info)) as LateOutput<T>)
 }
 
 impl<'j, L, K, KL> KeyedStream<'j, L, K, KL>
@@ -403,6 +445,8 @@ impl<'j, L, R, K, KL, KR, TL, TR> IntervalJoin<'j, L, R, K, KL, KR, TL, TR> {
             upper: upper_ms,
             lower_exclusive: false,
             upper_exclusive: false,
+            late_left: None,
+            late_right: None,
         }
     }
 }
@@ -426,6 +470,28 @@ where
     /// Excludes the upper bound: `tR < tL + upper`.
     pub fn upper_bound_exclusive(mut self) -> Self {
         self.upper_exclusive = true;
+        self
+    }
+
+    /// Hands the left records dropped as late to the output `factory`
+    /// makes for each subtask (Flink's `sideOutputLeftLateData`).
+    pub fn side_output_left_late_data<O, OF>(mut self, factory: OF) -> Self
+    where
+        O: FnMut(L) + 'static,
+        OF: Fn(&SubtaskInfo) -> O + Send + Sync + 'static,
+    {
+        self.late_left = Some(late_factory(factory));
+        self
+    }
+
+    /// Hands the right records dropped as late to the output `factory`
+    /// makes for each subtask (Flink's `sideOutputRightLateData`).
+    pub fn side_output_right_late_data<O, OF>(mut self, factory: OF) -> Self
+    where
+        O: FnMut(R) + 'static,
+        OF: Fn(&SubtaskInfo) -> O + Send + Sync + 'static,
+    {
+        self.late_right = Some(late_factory(factory));
         self
     }
 
@@ -461,8 +527,17 @@ where
                 JoinBounds { lower: 0, upper: 0 }
             }
         };
+        let (late_left, late_right) = (self.late_left, self.late_right);
         connected.process(uid, move |info: &SubtaskInfo| {
-            IntervalJoinOperator::new(bounds, left_ts.clone(), right_ts.clone(), factory(info))
+            let mut op =
+                IntervalJoinOperator::new(bounds, left_ts.clone(), right_ts.clone(), factory(info));
+            if let Some(f) = &late_left {
+                op = op.with_left_late_output(f(info));
+            }
+            if let Some(f) = &late_right {
+                op = op.with_right_late_output(f(info));
+            }
+            op
         })
     }
 }

@@ -1,3 +1,6 @@
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use proptest::prelude::*;
 
 use super::*;
@@ -44,6 +47,10 @@ fn key_of(r: &CoInput<Rec, Rec>) -> u64 {
 }
 
 fn op(bounds: JoinBounds) -> Op {
+    op_with(bounds, |j| j)
+}
+
+fn op_with(bounds: JoinBounds, configure: impl FnOnce(Join) -> Join) -> Op {
     let info = SubtaskInfo {
         index: 0,
         parallelism: 1,
@@ -57,7 +64,7 @@ fn op(bounds: JoinBounds) -> Op {
         PairIds,
     );
     KeyedProcessOp::new(
-        CoProcessAdapter(join),
+        CoProcessAdapter(configure(join)),
         key_of as fn(&CoInput<Rec, Rec>) -> u64,
         VecTail::default(),
         "join",
@@ -149,7 +156,12 @@ fn nested_loop(steps: &[Step], lower: i64, upper: i64) -> Vec<Pair> {
 }
 
 fn run(steps: &[Step], bounds: JoinBounds, lower: i64, upper: i64) {
-    let mut op = op(bounds);
+    let late_out: Rc<RefCell<Vec<Rec>>> = Rc::default();
+    let (l_out, r_out) = (late_out.clone(), late_out.clone());
+    let mut op = op_with(bounds, move |join| {
+        join.with_left_late_output(Box::new(move |r| l_out.borrow_mut().push(r)))
+            .with_right_late_output(Box::new(move |r| r_out.borrow_mut().push(r)))
+    });
     let mut wm = i64::MIN;
     let (mut seen_l, mut seen_r) = (Vec::new(), Vec::new());
     for s in steps {
@@ -189,6 +201,18 @@ fn run(steps: &[Step], bounds: JoinBounds, lower: i64, upper: i64) {
         Step::Watermark(_) => (l, r),
     });
     assert_eq!(late, ((nl - kl.len()) as u64, (nr - kr.len()) as u64));
+    // The late records reached the side outputs, each once.
+    let mut late_ids: Vec<u64> = late_out.borrow().iter().map(|r| r.2).collect();
+    late_ids.sort_unstable();
+    let kept_ids: std::collections::HashSet<u64> = kl.iter().chain(&kr).map(|r| r.2).collect();
+    let want_late: Vec<u64> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Left(r) | Step::Right(r) if !kept_ids.contains(&r.2) => Some(r.2),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(late_ids, want_late);
     op.end_input();
     assert_eq!(op.function_mut().0.buffered(), (0, 0), "all cleaned up");
     let mut got = std::mem::take(&mut op.output_mut().items);

@@ -53,7 +53,7 @@ fn final_rules() -> HashMap<u64, (u64, u64)> {
 
 fn apply<'a>(rules: impl Iterator<Item = (u64, (u64, u64))> + 'a, v: u64) -> u64 {
     rules
-        .filter(|(id, (m, _))| *id != END_OF_RULES && v % m == 0)
+        .filter(|(id, (m, _))| *id != END_OF_RULES && v.is_multiple_of(*m))
         .map(|(_, (_, w))| w)
         .sum()
 }

@@ -265,6 +265,23 @@ where
     }
 }
 
+/// Flink rejects `i64::MIN`, the "no timestamp" value: the extractor is
+/// wrong.
+#[inline]
+fn check_timestamp(ts: i64, side: &str) {
+    if ts == i64::MIN {
+        missing_timestamp(side);
+    }
+}
+
+#[cold]
+fn missing_timestamp(side: &str) -> ! {
+    panic!(
+        "interval join: a {side} record has timestamp i64::MIN; records of an interval join \
+         need meaningful timestamps (check the {side} timestamp extractor)"
+    )
+}
+
 /// Flink drops a record below a set watermark (`i64::MIN`: none yet).
 #[inline]
 fn is_late(ts: i64, watermark: i64) -> bool {
@@ -292,6 +309,7 @@ where
         out: &mut C,
     ) {
         let tl = (self.left_ts)(&value);
+        check_timestamp(tl, "left");
         if is_late(tl, ctx.current_watermark()) {
             self.late[0] += 1;
             if let Some(late) = self.late_left.as_mut() {
@@ -320,6 +338,7 @@ where
         out: &mut C,
     ) {
         let tr = (self.right_ts)(&value);
+        check_timestamp(tr, "right");
         if is_late(tr, ctx.current_watermark()) {
             self.late[1] += 1;
             if let Some(late) = self.late_right.as_mut() {

@@ -305,3 +305,10 @@ fn a_wide_interval_on_a_fixed_scenario_joins_many_pairs_and_drops_late_records()
         30,
     );
 }
+
+#[test]
+#[should_panic(expected = "a right record has timestamp i64::MIN")]
+fn a_record_without_a_timestamp_is_rejected_naming_its_side() {
+    let mut op = op(JoinBounds::new(0, 10, false, false).unwrap());
+    op.collect(CoInput::Second((1, i64::MIN, 0)));
+}

@@ -347,3 +347,114 @@ fn broadcast_rules_reach_every_subtask_of_a_rebalanced_stream() {
     let got = sorted(parts.into_iter().flat_map(|(_, r)| r).collect());
     assert_eq!(got, want);
 }
+
+/// Emits `(value, weight of the rules it matches)` once the end-of-rules
+/// marker is in the state (values before it are ignored); fails once at
+/// value `fail_at`.
+struct ApplyOrIgnore {
+    fail_at: u64,
+    armed: Arc<AtomicBool>,
+}
+
+impl BroadcastProcessFunction for ApplyOrIgnore {
+    type In = u64;
+    type Broadcast = Rule;
+    type Out = (u64, u64);
+    type StateKey = u64;
+    type StateValue = (u64, u64);
+
+    fn process_element<C: Collector<(u64, u64)>>(
+        &mut self,
+        v: u64,
+        state: &BroadcastState<u64, (u64, u64)>,
+        out: &mut C,
+    ) {
+        if v == self.fail_at && self.armed.swap(false, Ordering::SeqCst) {
+            panic!("injected failure at value {v}");
+        }
+        if state.contains(&END_OF_RULES) {
+            out.collect((v, apply(state.iter(), v)));
+        }
+    }
+
+    fn process_broadcast_element<C: Collector<(u64, u64)>>(
+        &mut self,
+        r: Rule,
+        state: &mut BroadcastState<u64, (u64, u64)>,
+        _out: &mut C,
+    ) {
+        update_rules(state, r);
+    }
+}
+
+/// A non-keyed broadcast operator fails at parallelism 2 and restores at
+/// 3: every value processed after the restore sees all the rules (the new
+/// third subtask too), though the rules' source does not send them again.
+#[test]
+fn a_non_keyed_broadcast_operator_restores_its_rules_at_another_parallelism() {
+    let (n, fail_at) = (150_000u64, 100_001u64);
+    let dir = temp_dir("bc-non-keyed");
+    let seen: Arc<Mutex<HashMap<u64, u64>>> = Arc::default();
+    let build = |parallelism: usize, fail: bool| {
+        let armed = Arc::new(AtomicBool::new(fail));
+        let into = seen.clone();
+        let mut job = JobGraph::new("broadcast-non-keyed-restore");
+        let rules = job
+            .source("rules", |info: &SubtaskInfo| {
+                SequenceSource::new(info, RULE_EVENTS, rule)
+            })
+            .parallelism(1)
+            .broadcast();
+        job.source("values", move |info: &SubtaskInfo| {
+            PacedSource::new(info, n, 1, 1_000)
+        })
+        .map("value", |(_, i): (u64, u64)| i)
+        .connect(rules)
+        .process("apply", move |_: &SubtaskInfo| ApplyOrIgnore {
+            fail_at,
+            armed: armed.clone(),
+        })
+        .parallelism(parallelism)
+        .sink("out", move |_: &SubtaskInfo| SeenSink(into.clone()));
+        job
+    };
+    let mut o = checkpointed(&dir);
+    o.restart = RestartStrategy::None;
+    match run_job(build(2, true), &o) {
+        Err(JobError::TaskFailed { .. }) => {}
+        other => panic!("expected the injected failure, got {other:?}"),
+    }
+    o.restore = RestoreFrom::Latest;
+    let result = run_ok(build(3, false), &o);
+    assert!(
+        result.restored.is_some(),
+        "restored the failed run's checkpoint"
+    );
+    let rules = final_rules();
+    let seen = seen.lock().unwrap();
+    for (v, w) in seen.iter() {
+        assert_eq!(
+            *w,
+            apply(rules.iter().map(|(k, r)| (*k, *r)), *v),
+            "value {v}"
+        );
+    }
+    let missing: Vec<u64> = (fail_at..n).filter(|v| !seen.contains_key(v)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} values after the failure were not processed with the rules, first {:?}",
+        missing.len(),
+        missing.first()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Keeps each value's result (a replay writes the same again).
+struct SeenSink(Arc<Mutex<HashMap<u64, u64>>>);
+
+impl Sink for SeenSink {
+    type In = (u64, u64);
+    fn invoke(&mut self, (v, w): (u64, u64)) {
+        self.0.lock().unwrap().insert(v, w);
+    }
+}

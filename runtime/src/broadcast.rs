@@ -30,12 +30,13 @@ use crate::operator::Collector;
 use crate::timers::{TimeDomain, TimerQueues};
 use crate::worker::BuildContext;
 
+mod api;
 mod op;
 
-pub use op::{
-    BroadcastChain, BroadcastConnectedStream, BroadcastProcessOp, FanOutOutput,
-    KeyedBroadcastChain, KeyedBroadcastConnectedStream, KeyedBroadcastProcessOp,
+pub use api::{
+    BroadcastChain, BroadcastConnectedStream, KeyedBroadcastChain, KeyedBroadcastConnectedStream,
 };
+pub use op::{BroadcastProcessOp, FanOutOutput, KeyedBroadcastProcessOp};
 
 /// Name of the broadcast state in an operator's inline state.
 pub const BROADCAST_STATE: &str = "broadcast-state";

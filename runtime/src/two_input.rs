@@ -1,8 +1,10 @@
 //! Two-input stages: two keyed streams meet in one operator (Flink's
 //! `ConnectedStreams` and `KeyedCoProcessFunction`).
 //!
-//! `keyed_a.connect(keyed_b)` ends both upstream stages in their own key_by
-//! exchange, as any keyed operator's input would be; the receiving stage's
+//! `keyed_a.connect(keyed_b)` (`keyed_b` built first and
+//! [`detach`](crate::KeyedStream::detach)ed) ends both upstream stages in
+//! their own key_by exchange, as any keyed operator's input would be; the
+//! receiving stage's
 //! head is one [`InputGate`](crate::gate::InputGate) over the channels of
 //! both exchanges (first input's channels first). So, as in Flink's
 //! two-input tasks, barrier alignment, unaligned capture and the watermark

@@ -52,6 +52,25 @@ where
         if ctx.checkpointing.is_some() {
             let mut visited = Vec::new();
             func.visit_state(&mut KeyedStates::names(&mut visited));
+            visited.sort();
+            if let Some(dup) = visited.windows(2).find(|w| w[0] == w[1]) {
+                panic!(
+                    "keyed broadcast operator `{}` has two states named `{}`: state names must \
+                     be unique",
+                    self.uid, dup[0]
+                );
+            }
+            let reserved = [
+                crate::timers::EVENT_TIMERS_STATE,
+                crate::timers::PROCESSING_TIMERS_STATE,
+            ];
+            if let Some(r) = visited.iter().find(|v| reserved.contains(&v.as_str())) {
+                panic!(
+                    "keyed broadcast operator `{}` has a state named `{r}`, the name of its \
+                     timers in checkpoints: rename the state",
+                    self.uid
+                );
+            }
             if let Some(missing) = created.iter().find(|c| !visited.contains(c)) {
                 panic!(
                     "keyed broadcast operator `{}` creates state `{missing}` but its visit_state \

@@ -458,3 +458,65 @@ impl Sink for SeenSink {
         self.0.lock().unwrap().insert(v, w);
     }
 }
+
+/// Keeps a keyed state it does not visit.
+struct Forgetful(KeyedValueState<u64, u64>);
+
+impl KeyedBroadcastProcessFunction for Forgetful {
+    type Key = u64;
+    type In = (u64, u64);
+    type Broadcast = Rule;
+    type Out = (u64, u64, u64);
+    type StateKey = u64;
+    type StateValue = (u64, u64);
+
+    fn process_element<C: Collector<Self::Out>>(
+        &mut self,
+        ctx: &KeyContext<u64>,
+        (_, i): (u64, u64),
+        _state: &BroadcastState<u64, (u64, u64)>,
+        _out: &mut C,
+    ) {
+        self.0.update(ctx, i);
+    }
+
+    fn process_broadcast_element<C: Collector<Self::Out>>(
+        &mut self,
+        r: Rule,
+        state: &mut BroadcastState<u64, (u64, u64)>,
+        _out: &mut C,
+    ) {
+        update_rules(state, r);
+    }
+}
+
+#[test]
+fn a_keyed_broadcast_function_that_does_not_visit_its_state_is_rejected() {
+    let dir = temp_dir("bc-forgetful");
+    let mut job = JobGraph::new("broadcast-forgetful");
+    let rules = job
+        .source("rules", |info: &SubtaskInfo| {
+            SequenceSource::new(info, RULE_EVENTS, rule)
+        })
+        .broadcast();
+    job.source("records", |info: &SubtaskInfo| {
+        SequenceSource::new(info, 100, |i| (i % 7, i))
+    })
+    .key_by(|r: &(u64, u64)| r.0)
+    .connect(rules)
+    .process("forgets", |_: &SubtaskInfo| {
+        Forgetful(KeyedValueState::new("remembered"))
+    })
+    .sink("latest", |_: &SubtaskInfo| LatestTotals(Arc::default()));
+    match run_job(job, &checkpointed(&dir)) {
+        Err(JobError::TaskFailed { message, .. }) => assert!(
+            message.contains(
+                "keyed broadcast operator `forgets` creates state `remembered` but its \
+                 visit_state does not visit it"
+            ),
+            "{message}"
+        ),
+        other => panic!("expected a failure at start, got {other:?}"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

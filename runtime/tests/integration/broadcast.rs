@@ -172,7 +172,7 @@ fn keyed_job(
         .broadcast();
     let into = totals.clone();
     job.source("records", move |info: &SubtaskInfo| {
-        PacedSource::new(info, n, keys, 1_000)
+        PacedSource::new(info, n, keys, 500)
     })
     .assign_timestamps_and_watermarks(
         WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
@@ -406,7 +406,7 @@ fn a_non_keyed_broadcast_operator_restores_its_rules_at_another_parallelism() {
             .parallelism(1)
             .broadcast();
         job.source("values", move |info: &SubtaskInfo| {
-            PacedSource::new(info, n, 1, 1_000)
+            PacedSource::new(info, n, 1, 500)
         })
         .map("value", |(_, i): (u64, u64)| i)
         .connect(rules)

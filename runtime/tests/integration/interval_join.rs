@@ -83,7 +83,7 @@ where
     let mut job = JobGraph::new("interval-join");
     let rights = job
         .source("rights", move |info: &SubtaskInfo| {
-            PacedSource::new(info, n2, keys, 500)
+            PacedSource::new(info, n2, keys, 250)
         })
         .map("right", move |(k, i): (u64, u64)| right(k, i, keys))
         .assign_timestamps_and_watermarks(strategy())
@@ -91,7 +91,7 @@ where
         .detach();
     let join = job
         .source("lefts", move |info: &SubtaskInfo| {
-            PacedSource::new(info, n, keys, 1_000)
+            PacedSource::new(info, n, keys, 500)
         })
         .map("left", move |(k, i): (u64, u64)| {
             if i == fail_at && armed.swap(false, Ordering::SeqCst) {

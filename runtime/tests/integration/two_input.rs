@@ -162,7 +162,7 @@ fn job(
     let mut job = JobGraph::new("co-process");
     let second = job
         .source("second", move |info: &SubtaskInfo| {
-            PacedSource::new(info, n2, keys, 300)
+            PacedSource::new(info, n2, keys, 200)
         })
         .map("rekey", move |(k, i): (u64, u64)| (second_key(k, keys), i))
         .assign_timestamps_and_watermarks(strategy())

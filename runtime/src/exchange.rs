@@ -42,7 +42,10 @@ use weir_state::{KeyGroupAssigner, KeyHash};
 
 use crate::checkpoint::snapshot::TaskSnapshot;
 use crate::checkpoint::TaskCheckpointing;
-use crate::gate::{alignment_deadline, BarrierMode, ChannelState, GateStatus, InputGate};
+use crate::gate::{
+    alignment_deadline, BarrierMode, ChannelState, GateStatus, InputGate, RecordDecoder,
+    WireDecoder,
+};
 use crate::metrics::{ChannelCounters, SubtaskId, SubtaskMetrics};
 use crate::operator::{ChainControl, Collector, FlushOutcome};
 use crate::source::SubtaskInfo;
@@ -313,9 +316,38 @@ where
     fn collect(&mut self, record: T) {
         let key = (self.key_fn)(&record);
         let target = self.assigner.subtask_for_hash(key.key_hash()) as usize;
+        self.send_to(target, &record);
+    }
+}
+
+impl<T, K, KF> ExchangeOutput<T, K, KF>
+where
+    T: Wire,
+    K: KeyHash,
+    KF: Fn(&T) -> K,
+{
+    /// Appends `record` to every channel's buffer (a broadcast edge).
+    #[inline]
+    pub(crate) fn send_to_all(&mut self, record: &T) {
+        for target in 0..self.channels.len() {
+            self.send_to(target, record);
+        }
+        self.available = self.channels.iter().all(|c| c.queued.is_empty())
+            && (self.pool.available() > 0 || self.pool.reclaim() > 0);
+    }
+
+    /// Number of receiving subtasks.
+    pub(crate) fn channel_count(&self) -> usize {
+        self.channels.len()
+    }
+
+    /// Appends `record` to the buffer of channel `target` (the per-record
+    /// path of every partitioning: by key, to all, round-robin).
+    #[inline(always)]
+    pub(crate) fn send_to(&mut self, target: usize, record: &T) {
         let ch = &mut self.channels[target];
         if let Some(buf) = ch.current.as_mut() {
-            if buf.try_append(&record) {
+            if buf.try_append(record) {
                 if self.flush_every_record {
                     ch.ship_current();
                     self.available &= ch.queued.is_empty();
@@ -328,9 +360,9 @@ where
         // Filled up to the size the receiver asked for (debloating); a
         // record larger than that still gets the whole buffer.
         buf.limit_to(self.channels[target].fill);
-        if !buf.try_append(&record) {
+        if !buf.try_append(record) {
             buf.limit_to(usize::MAX);
-            if !buf.try_append(&record) {
+            if !buf.try_append(record) {
                 self.record_too_large(record.encoded_len());
             }
         }
@@ -477,8 +509,9 @@ impl<T, K, KF> ExchangeOutput<T, K, KF> {
 /// at its other tasks.
 const INPUT_BUDGET: usize = 8192;
 
-/// Drives one subtask of a stage fed by an exchange.
-pub struct InputTask<T, C> {
+/// Drives one subtask of a stage fed by an exchange (or two: `D` decodes
+/// the records of each channel).
+pub struct InputTask<T, C, D = WireDecoder<T>> {
     name: String,
     gate: InputGate,
     head: ChainHead<C>,
@@ -488,6 +521,7 @@ pub struct InputTask<T, C> {
     /// An unaligned snapshot waiting for its channel state.
     held: Option<TaskSnapshot>,
     metrics: SubtaskMetrics,
+    decoder: D,
     _record: PhantomData<fn(T)>,
 }
 
@@ -500,8 +534,32 @@ impl<T, C> InputTask<T, C> {
         gate: InputGate,
         out: C,
         checkpointing: Option<Rc<TaskCheckpointing>>,
+        state_of: (String, SubtaskInfo),
+        metrics: SubtaskMetrics,
+    ) -> Self {
+        InputTask::with_decoder(
+            name,
+            gate,
+            out,
+            checkpointing,
+            state_of,
+            metrics,
+            WireDecoder::default(),
+        )
+    }
+}
+
+impl<T, C, D> InputTask<T, C, D> {
+    /// [`new`](InputTask::new) with the records of each channel read by
+    /// `decoder`.
+    pub fn with_decoder(
+        name: String,
+        gate: InputGate,
+        out: C,
+        checkpointing: Option<Rc<TaskCheckpointing>>,
         (uid, info): (String, SubtaskInfo),
         metrics: SubtaskMetrics,
+        decoder: D,
     ) -> Self {
         Self {
             name,
@@ -511,6 +569,7 @@ impl<T, C> InputTask<T, C> {
             channel_state_of: (uid, info),
             held: None,
             metrics,
+            decoder,
             _record: PhantomData,
         }
     }
@@ -575,14 +634,14 @@ fn add_channel_state(
     }
 }
 
-impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
+impl<T, C: Collector<D::Record>, D: RecordDecoder> Task for InputTask<T, C, D> {
     fn poll(&mut self, now: Instant) -> TaskPoll {
         let mut progressed = self.complete_held();
         let (gate, name, held) = (&mut self.gate, &self.name, &mut self.held);
+        let decoder = &self.decoder;
         let mut ready: Option<TaskSnapshot> = None;
-        let mut poll = self
-            .head
-            .poll(now, |out| match gate.pump(out, INPUT_BUDGET) {
+        let mut poll = self.head.poll(now, |out| {
+            match gate.pump_decoded(decoder, out, INPUT_BUDGET) {
                 GateStatus::Moved(n) => InputStep {
                     progressed: n > 0,
                     more: !gate.drained(),
@@ -620,7 +679,8 @@ impl<T: Wire, C: Collector<T>> Task for InputTask<T, C> {
                     ended: true,
                     ..InputStep::default()
                 },
-            });
+            }
+        });
         if let Some(snapshot) = ready {
             self.submit(snapshot);
         }

@@ -844,7 +844,9 @@ fn validate(job: &JobGraph, options: &ExecutionOptions) -> Result<Vec<ResolvedSt
     }
     for e in 0..job.exchanges {
         let senders = job.stages.iter().filter(|s| s.output == Some(e)).count();
-        let receivers = job.stages.iter().filter(|s| s.input == Some(e)).count();
+        let receivers = (0..job.stages.len())
+            .filter(|&s| job.stage_receives(s, e))
+            .count();
         if senders != 1 || receivers != 1 {
             return Err(JobError::InvalidJob(format!(
                 "a key_by is not followed by a keyed operator ending in a sink \
@@ -874,10 +876,8 @@ fn wire_channels(
             .iter()
             .position(|s| s.output == Some(e))
             .expect("validated");
-        let to = job
-            .stages
-            .iter()
-            .position(|s| s.input == Some(e))
+        let to = (0..job.stages.len())
+            .find(|&s| job.stage_receives(s, e))
             .expect("validated");
         let (ps, pr) = (stages[from].parallelism, stages[to].parallelism);
         // Every channel keeps one buffer being filled; one more guarantees

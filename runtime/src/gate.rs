@@ -50,7 +50,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use weir_net::{
-    ChannelEvent, ChannelReceiver, CheckpointBarrier, NetworkBuffer, PriorityBarrier, Wire,
+    ChannelEvent, ChannelReceiver, CheckpointBarrier, DecodeError, NetworkBuffer, PriorityBarrier,
+    Wire,
 };
 
 use crate::checkpoint::signals::CheckpointSignals;
@@ -115,6 +116,32 @@ pub struct ChannelState {
     pub checkpoint: u64,
     /// Per input channel (sending subtask), its records' bytes.
     pub channels: Vec<Vec<u8>>,
+}
+
+/// How a gate turns the bytes of a channel into records.
+pub trait RecordDecoder {
+    /// The records it produces.
+    type Record;
+    /// Reads one record of input channel `channel` from the front of
+    /// `bytes`; returns it and the bytes used.
+    fn read(&self, channel: usize, bytes: &[u8]) -> Result<(Self::Record, usize), DecodeError>;
+}
+
+/// Every channel carries `T` in its [`Wire`] form (single-input stages).
+pub struct WireDecoder<T>(std::marker::PhantomData<fn() -> T>);
+
+impl<T> Default for WireDecoder<T> {
+    fn default() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+impl<T: Wire> RecordDecoder for WireDecoder<T> {
+    type Record = T;
+    #[inline(always)]
+    fn read(&self, _channel: usize, bytes: &[u8]) -> Result<(T, usize), DecodeError> {
+        T::read(bytes)
+    }
 }
 
 /// What [`InputGate::pump`] did.
@@ -466,10 +493,23 @@ impl InputGate {
     /// is due, or it has read for a while.
     #[inline]
     pub fn pump<T: Wire, C: Collector<T>>(&mut self, out: &mut C, budget: usize) -> GateStatus {
+        self.pump_decoded(&WireDecoder::<T>::default(), out, budget)
+    }
+
+    /// [`pump`](Self::pump) with records decoded by `decoder`, which knows
+    /// the channel each comes from (two-input stages, whose channels carry
+    /// two record types).
+    #[inline]
+    pub fn pump_decoded<D: RecordDecoder, C: Collector<D::Record>>(
+        &mut self,
+        decoder: &D,
+        out: &mut C,
+        budget: usize,
+    ) -> GateStatus {
         // Records are what moved minus the events (counted per event, so
         // the per-record loop does no extra work).
         let bytes_before = self.throughput.bytes;
-        let (status, moved, events) = self.pump_counting(out, budget);
+        let (status, moved, events) = self.pump_counting(decoder, out, budget);
         self.records += (moved - events) as u64;
         self.drained =
             matches!(status, GateStatus::Moved(_)) && self.reading.is_none() && !self.budget_stop;
@@ -508,8 +548,9 @@ impl InputGate {
     }
 
     #[inline]
-    fn pump_counting<T: Wire, C: Collector<T>>(
+    fn pump_counting<D: RecordDecoder, C: Collector<D::Record>>(
         &mut self,
+        decoder: &D,
         out: &mut C,
         budget: usize,
     ) -> (GateStatus, usize, usize) {
@@ -534,6 +575,7 @@ impl InputGate {
             }
             if let Some(reading) = self.reading.as_mut() {
                 let bytes = reading.data.bytes();
+                let channel = reading.channel;
                 let mut pos = reading.pos;
                 let mut interrupted = false;
                 let check_every = &mut self.check_every;
@@ -542,7 +584,7 @@ impl InputGate {
                         reading.pos = pos;
                         return (GateStatus::Moved(moved), moved, events);
                     }
-                    match T::read(&bytes[pos..]) {
+                    match decoder.read(channel, &bytes[pos..]) {
                         Ok((record, n)) => {
                             pos += n;
                             moved += 1;

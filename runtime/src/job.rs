@@ -67,7 +67,7 @@ use weir_state::KeyHash;
 use crate::checkpoint::KeyedStates;
 use crate::debloat::BufferDebloater;
 use crate::exchange::{channel_state_name, ExchangeOutput, InputTask};
-use crate::gate::{BarrierMode, InputGate};
+use crate::gate::{BarrierMode, InputGate, WireDecoder};
 use crate::keyed::{take_created_states, KeyedProcessFunction, KeyedProcessOp, INPUT_ENDED_STATE};
 use crate::keyed_state::AggregateFunction;
 use crate::operator::{Collector, FilterOp, FlatMapOp, MapOp};
@@ -131,6 +131,9 @@ pub struct JobGraph {
     pub(crate) exchanges: usize,
     uids: Vec<String>,
     pub(crate) errors: Vec<String>,
+    /// Second inputs of two-input stages: (exchange, the exchange the
+    /// receiving stage names as its `input`).
+    pub(crate) co_inputs: Vec<(usize, usize)>,
 }
 
 impl JobGraph {
@@ -142,6 +145,7 @@ impl JobGraph {
             exchanges: 0,
             uids: Vec::new(),
             errors: Vec::new(),
+            co_inputs: Vec::new(),
         }
     }
 
@@ -155,7 +159,7 @@ impl JobGraph {
         self.stages.len()
     }
 
-    fn register_uid(&mut self, uid: &str) {
+    pub(crate) fn register_uid(&mut self, uid: &str) {
         if uid.is_empty() {
             self.errors.push("an operator has an empty uid".into());
         } else if self.uids.iter().any(|u| u == uid) {
@@ -190,12 +194,12 @@ impl JobGraph {
 
 /// A stream of `T` inside the stage being built.
 pub struct Stream<'j, T, B> {
-    job: &'j mut JobGraph,
-    chain: B,
-    name: String,
-    parallelism: Option<usize>,
-    input: Option<usize>,
-    _record: PhantomData<fn() -> T>,
+    pub(crate) job: &'j mut JobGraph,
+    pub(crate) chain: B,
+    pub(crate) name: String,
+    pub(crate) parallelism: Option<usize>,
+    pub(crate) input: Option<usize>,
+    pub(crate) _record: PhantomData<fn() -> T>,
 }
 
 impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
@@ -332,6 +336,23 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         }
     }
 
+    /// Ends this stage in `tail`, which feeds exchange `output` (the
+    /// edges of other modules: broadcast, rebalance).
+    pub(crate) fn end_with<TB: TailBuilder<T>>(self, tail: TB, output: usize) -> &'j mut JobGraph {
+        self.job.stages.push(StageNode {
+            name: self.name,
+            spec: Box::new(Stage {
+                chain: self.chain,
+                tail,
+                _record: PhantomData,
+            }),
+            parallelism: self.parallelism,
+            input: self.input,
+            output: Some(output),
+        });
+        self.job
+    }
+
     /// Ends the stream in a sink; `factory` makes each subtask's sink.
     pub fn sink<S, SF>(self, uid: &str, factory: SF)
     where
@@ -358,10 +379,10 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
 
 /// A stream partitioned by key, ready for a keyed operator.
 pub struct KeyedStream<'j, T, K, KF> {
-    job: &'j mut JobGraph,
-    exchange: usize,
-    key_fn: KF,
-    _types: PhantomData<fn(T) -> K>,
+    pub(crate) job: &'j mut JobGraph,
+    pub(crate) exchange: usize,
+    pub(crate) key_fn: KF,
+    pub(crate) _types: PhantomData<fn(T) -> K>,
 }
 
 impl<'j, T, K, KF> KeyedStream<'j, T, K, KF>
@@ -604,43 +625,64 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
         out: C,
     ) -> Box<dyn Task> {
         let (receivers, counters) = ctx.take_input(self.exchange);
-        let mut gate = InputGate::new(receivers, ctx.barrier_mode).with_channel_counters(counters);
-        if let (BarrierMode::AlignedWithTimeout(_), Some(cp)) =
-            (ctx.barrier_mode, &ctx.checkpointing)
-        {
-            gate = gate.with_trigger_signals(cp.signals.clone());
-        }
-        if let Some((options, credit, segment_size)) = &ctx.debloat {
-            let channels = gate.channels();
-            gate = gate.with_debloater(BufferDebloater::new(
-                options,
-                channels,
-                *credit,
-                *segment_size,
-                std::time::Instant::now(),
-            ));
-        }
-        // Unaligned checkpoints keep the data their barriers overtook under
-        // the exchange's input, per receiving subtask.
-        let uid = format!("weir.exchange-{}.input", self.exchange);
-        if let Some(restore) = ctx.restore.clone() {
-            let scope = restore.scope(&uid, &ctx.info);
-            let state = scope
-                .channel_state(gate.channels(), channel_state_name)
-                .unwrap_or_else(|e| panic!("{}: {e}", ctx.task_name()));
-            for (c, records) in state.into_iter().enumerate() {
-                gate.restore_channel_state(c, records);
-            }
-        }
-        Box::new(InputTask::new(
-            ctx.task_name(),
-            gate,
+        let task: InputTask<T, C> = build_input_task(
+            ctx,
+            self.exchange,
+            receivers,
+            counters,
             out,
-            ctx.checkpointing.clone(),
-            (uid, ctx.info),
-            ctx.subtask.clone(),
-        ))
+            WireDecoder::default(),
+        );
+        Box::new(task)
     }
+}
+
+/// The input task of a stage over `receivers` (the channels of one or more
+/// exchanges, `exchange` the first), decoding records with `decoder`: the
+/// gate with its trigger signals, debloater and restored channel state.
+pub(crate) fn build_input_task<T, C, D>(
+    ctx: &mut BuildContext<'_>,
+    exchange: usize,
+    receivers: Vec<weir_net::ChannelReceiver>,
+    counters: Vec<Arc<crate::metrics::ChannelCounters>>,
+    out: C,
+    decoder: D,
+) -> InputTask<T, C, D> {
+    let mut gate = InputGate::new(receivers, ctx.barrier_mode).with_channel_counters(counters);
+    if let (BarrierMode::AlignedWithTimeout(_), Some(cp)) = (ctx.barrier_mode, &ctx.checkpointing) {
+        gate = gate.with_trigger_signals(cp.signals.clone());
+    }
+    if let Some((options, credit, segment_size)) = &ctx.debloat {
+        let channels = gate.channels();
+        gate = gate.with_debloater(BufferDebloater::new(
+            options,
+            channels,
+            *credit,
+            *segment_size,
+            std::time::Instant::now(),
+        ));
+    }
+    // Unaligned checkpoints keep the data their barriers overtook under
+    // the exchange's input, per receiving subtask.
+    let uid = format!("weir.exchange-{exchange}.input");
+    if let Some(restore) = ctx.restore.clone() {
+        let scope = restore.scope(&uid, &ctx.info);
+        let state = scope
+            .channel_state(gate.channels(), channel_state_name)
+            .unwrap_or_else(|e| panic!("{}: {e}", ctx.task_name()));
+        for (c, records) in state.into_iter().enumerate() {
+            gate.restore_channel_state(c, records);
+        }
+    }
+    InputTask::with_decoder(
+        ctx.task_name(),
+        gate,
+        out,
+        ctx.checkpointing.clone(),
+        (uid, ctx.info),
+        ctx.subtask.clone(),
+        decoder,
+    )
 }
 
 /// Chain link of [`Stream::map`].
@@ -753,10 +795,10 @@ where
 
 /// Chain link of [`KeyedStream::process`].
 pub struct KeyedProcessChain<B, FF, KF> {
-    prev: B,
-    uid: String,
-    factory: Arc<FF>,
-    key_fn: KF,
+    pub(crate) prev: B,
+    pub(crate) uid: String,
+    pub(crate) factory: Arc<FF>,
+    pub(crate) key_fn: KF,
 }
 
 impl<B, FF, KF, F> ChainBuilder<F::Out> for KeyedProcessChain<B, FF, KF>

@@ -11,6 +11,7 @@
 //! (sender, receiver) pair, carrying buffers by ownership (see `weir-net`).
 #![deny(missing_docs)]
 
+pub mod broadcast;
 pub mod checkpoint;
 pub mod config;
 pub mod connectors;
@@ -20,6 +21,7 @@ pub mod exchange;
 pub mod execute;
 pub mod failpoint;
 pub mod gate;
+pub mod interval_join;
 pub mod job;
 pub mod keyed;
 pub mod keyed_state;
@@ -34,10 +36,14 @@ pub mod split_source;
 pub mod task;
 pub mod timers;
 pub mod ttl;
+pub mod two_input;
 pub mod watermark;
 pub mod window;
 pub mod worker;
 
+pub use broadcast::{
+    BroadcastProcessFunction, BroadcastState, BroadcastStream, KeyedBroadcastProcessFunction,
+};
 pub use checkpoint::{CheckpointRecord, CheckpointSummary, KeyedStates};
 pub use config::{CheckpointingMode, Config, ConfigError, JobName};
 pub use connectors::{FileSource, TransactionalFileSink};
@@ -46,6 +52,10 @@ pub use error::{JobError, Result};
 pub use execute::{
     available_cores, execute, execute_with_progress, CheckpointingOptions, ExecutionOptions,
     JobResult, Progress, RestoreFrom, RestoreInfo,
+};
+pub use interval_join::{
+    IntervalJoin, IntervalJoinOperator, IntervalJoined, JoinBounds, JoinContext,
+    ProcessJoinFunction,
 };
 pub use job::{JobGraph, KeyedStream, Stream, WindowedStream};
 pub use keyed::{KeyContext, KeyedProcessFunction, KeyedValueState};
@@ -65,6 +75,7 @@ pub use source::{SequenceSource, Source, SourcePoll, SubtaskInfo};
 pub use split_source::NumberSequenceSource;
 pub use timers::{KeyedTimerService, TimeDomain, TimerQueues};
 pub use ttl::{ManualClock, ProcessingTimeClock, StateTtlConfig, TtlClock, UpdateType};
+pub use two_input::{CoInput, ConnectedKeyedStreams, DetachedKeyedStream, KeyedCoProcessFunction};
 pub use watermark::{WatermarkStrategy, WatermarkValve};
 pub use weir_net::{WatermarkStatus, Wire};
 pub use weir_state::KeyHash;

@@ -475,6 +475,26 @@ impl<'a> RestoreScope<'a> {
         self.inline(name)
     }
 
+    /// Inline state `name` that every subtask holds a copy of (broadcast
+    /// state): this subtask's at the checkpoint's parallelism, else that of
+    /// old subtask `index % old parallelism`, so at any parallelism every
+    /// new subtask gets a copy, as in Flink.
+    pub fn inline_replicated(&self, name: &str) -> Result<Option<&'a [u8]>, String> {
+        let Some(op) = self.operator() else {
+            return Ok(None);
+        };
+        if op.parallelism as usize == self.info.parallelism {
+            return self.inline(name);
+        }
+        let from = self.info.index % (op.parallelism as usize).max(1);
+        Ok(op
+            .subtasks
+            .iter()
+            .find(|s| s.index as usize == from)
+            .and_then(|s| s.inline_state.iter().find(|i| i.name == name))
+            .map(|i| i.bytes.as_slice()))
+    }
+
     /// The inline state `name` of this subtask, if stored.
     pub fn inline(&self, name: &str) -> Result<Option<&'a [u8]>, String> {
         Ok(self.subtask()?.and_then(|s| {

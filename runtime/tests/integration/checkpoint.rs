@@ -754,7 +754,7 @@ fn keyed_state_is_restored_at_another_parallelism() {
         let into = totals.clone();
         let mut job = JobGraph::new("rescaled-count");
         job.source("paced", move |info: &SubtaskInfo| {
-            PacedSource::new(info, n, keys, 1_000)
+            PacedSource::new(info, n, keys, 400)
         })
         .key_by(|r: &(u64, u64)| r.0)
         .process("count", move |_: &SubtaskInfo| CountAndSum {

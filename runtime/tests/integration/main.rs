@@ -6,12 +6,14 @@
 //! hanging when the engine does not finish a bounded job in time.
 
 mod backpressure;
+mod broadcast;
 mod chaining;
 mod checkpoint;
 mod debloat;
 mod event_time;
 mod failure;
 mod files;
+mod interval_join;
 mod lifecycle;
 mod metrics;
 mod operator_state;
@@ -22,6 +24,7 @@ mod split_source;
 mod state_kinds;
 mod strings;
 mod timers;
+mod two_input;
 mod w1;
 mod windows;
 

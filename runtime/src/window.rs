@@ -378,8 +378,8 @@ where
     lateness: i64,
     fold: W,
     contents: WindowPanes<K, W::Acc>,
-    /// The windows last assigned and the timestamps `lo..hi` that have them.
-    assigned: (WindowStarts, i64, i64),
+    /// The windows last assigned, for the timestamps that have them.
+    assigned: Assigned,
     late: u64,
     late_output: Option<LateOutput<W::In>>,
 }
@@ -399,15 +399,7 @@ where
             lateness: 0,
             fold,
             contents: WindowPanes::new(WINDOW_CONTENTS_STATE),
-            assigned: (
-                WindowStarts {
-                    next: 0,
-                    left: 0,
-                    step: 1,
-                },
-                0,
-                0,
-            ),
+            assigned: Assigned::NONE,
             late: 0,
             late_output: None,
         }
@@ -453,6 +445,106 @@ where
                 out.collect((key, start, fold.result(acc)));
             });
     }
+
+    /// Assigns the windows of timestamp `ts` (and of the timestamps that
+    /// share them).
+    #[cold]
+    #[inline(never)]
+    fn assign(&mut self, ts: i64) {
+        let (starts, lo, hi) = self.assigner.window_starts_range(ts);
+        // The oldest window ends first.
+        let open_below = starts
+            .last()
+            .map_or(i64::MIN, |oldest| oldest.saturating_add(self.size - 1));
+        self.assigned = Assigned {
+            starts,
+            lo,
+            hi,
+            open_below,
+        };
+    }
+
+    /// Emits the current result of the current key's window `start`: a
+    /// late firing.
+    #[cold]
+    #[inline(never)]
+    fn late_firing<C: Collector<(K, i64, W::Out)>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        start: i64,
+        out: &mut C,
+    ) {
+        if let Some(acc) = self.contents.get(ctx, start) {
+            out.collect((*ctx.key(), start, self.fold.result(&acc)));
+        }
+    }
+
+    /// A record some of whose windows reached their end: windows past
+    /// their lateness skip it, the others take it (and fire again if they
+    /// fired); a record no window takes is late.
+    #[cold]
+    #[inline(never)]
+    fn process_late<C: Collector<(K, i64, W::Out)>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        value: W::In,
+        watermark: i64,
+        out: &mut C,
+    ) where
+        W::In: Clone,
+    {
+        let mut taken = false;
+        for start in self.assigned.starts {
+            let max_ts = start.saturating_add(self.size - 1);
+            let cleanup = max_ts.saturating_add(self.lateness);
+            if cleanup <= watermark {
+                continue;
+            }
+            taken = true;
+            let fold = &self.fold;
+            let fired = self
+                .contents
+                .fold_or_fire(ctx, start, max_ts <= watermark, |acc| {
+                    fold.fold(acc, value.clone())
+                });
+            if fired {
+                // Within the allowed lateness: a late firing.
+                self.late_firing(ctx, start, out);
+            }
+        }
+        if !taken {
+            self.late += 1;
+            if let Some(late) = &mut self.late_output {
+                late(value);
+            }
+        }
+    }
+}
+
+/// The windows a window operator assigned last.
+#[derive(Clone, Copy, Debug)]
+struct Assigned {
+    starts: WindowStarts,
+    /// The timestamps `lo..hi` have these windows.
+    lo: i64,
+    hi: i64,
+    /// The last timestamp of the window that ends first: while the
+    /// watermark is below it, every window is open.
+    open_below: i64,
+}
+
+impl Assigned {
+    /// Before the first record: no timestamp has these windows.
+    const NONE: Self = Self {
+        starts: WindowStarts {
+            next: 0,
+            left: 0,
+            step: 1,
+        },
+        lo: 0,
+        hi: 0,
+        open_below: i64::MIN,
+    };
 }
 
 impl<K, W, A> KeyedProcessFunction for WindowOperator<K, W, A>
@@ -471,36 +563,21 @@ where
     fn process<C: Collector<Self::Out>>(&mut self, ctx: &KeyContext<K>, value: W::In, out: &mut C) {
         let ts = self.assigner.timestamp(&value);
         let watermark = ctx.current_watermark();
-        let mut taken = false;
-        let (starts, lo, hi) = self.assigned;
-        let starts = if lo <= ts && ts < hi {
-            starts
-        } else {
-            self.assigned = self.assigner.window_starts_range(ts);
-            self.assigned.0
-        };
-        for start in starts {
-            let max_ts = start.saturating_add(self.size - 1);
-            let cleanup = max_ts.saturating_add(self.lateness);
-            if cleanup <= watermark {
-                continue;
-            }
-            taken = true;
-            let fold = &self.fold;
-            let (acc, fired) = self
-                .contents
-                .upsert(ctx, start, max_ts <= watermark, |acc| {
-                    fold.fold(acc, value.clone())
-                });
-            if fired {
-                // Within the allowed lateness: a late firing.
-                out.collect((*ctx.key(), start, self.fold.result(&acc)));
-            }
+        if !(self.assigned.lo <= ts && ts < self.assigned.hi) {
+            self.assign(ts);
         }
-        if !taken {
-            self.late += 1;
-            if let Some(late) = &mut self.late_output {
-                late(value);
+        if watermark >= self.assigned.open_below {
+            return self.process_late(ctx, value, watermark, out);
+        }
+        // Every window of the record is before its end: fold, and emit
+        // only for a window restored as fired (a late firing).
+        for start in self.assigned.starts {
+            let fold = &self.fold;
+            let fired = self
+                .contents
+                .fold(ctx, start, |acc| fold.fold(acc, value.clone()));
+            if fired {
+                self.late_firing(ctx, start, out);
             }
         }
     }

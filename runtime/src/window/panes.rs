@@ -126,24 +126,46 @@ where
 
     /// Folds into the current key's accumulator of window `start` with `f`
     /// (given `None` for the window's first record of this key); returns
-    /// the new accumulator and whether the window already fired (the record
-    /// is then a late firing). A new window counts as fired when
-    /// `fired_if_new` (its end passed the watermark, within the lateness).
+    /// whether the window fired already (only after a restore, for a window
+    /// before its end: the record is then a late firing). The window must
+    /// be before its end (the watermark below its last timestamp).
     #[inline(always)]
-    pub(crate) fn upsert(
+    pub(crate) fn fold(
+        &mut self,
+        ctx: &KeyContext<K>,
+        start: i64,
+        f: impl FnOnce(Option<A>) -> A,
+    ) -> bool {
+        let at = self.pane(start);
+        let pane = &mut self.panes[at];
+        pane.table.upsert_hashed(*ctx.key(), ctx.hash(), f);
+        pane.fired
+    }
+
+    /// [`fold`](Self::fold) into a window that may have reached its end: a
+    /// new window counts as fired when `fired_if_new` (its end passed the
+    /// watermark, within the lateness). Returns whether the window fired
+    /// (the record is a late firing).
+    pub(crate) fn fold_or_fire(
         &mut self,
         ctx: &KeyContext<K>,
         start: i64,
         fired_if_new: bool,
         f: impl FnOnce(Option<A>) -> A,
-    ) -> (A, bool) {
+    ) -> bool {
         let at = self.pane(start);
         let pane = &mut self.panes[at];
         if pane.table.is_empty() && fired_if_new {
             pane.fired = true;
         }
-        let (acc, _) = pane.table.upsert_hashed(*ctx.key(), ctx.hash(), f);
-        (acc, pane.fired)
+        pane.table.upsert_hashed(*ctx.key(), ctx.hash(), f);
+        pane.fired
+    }
+
+    /// The current key's accumulator of window `start`, if any.
+    pub(crate) fn get(&self, ctx: &KeyContext<K>, start: i64) -> Option<A> {
+        let pane = self.panes.iter().find(|p| p.start == start)?;
+        pane.table.get_hashed(ctx.key(), ctx.hash()).copied()
     }
 
     /// Fires, in window order, every window whose last timestamp `start +
@@ -306,8 +328,11 @@ mod tests {
         KeyContext::new(k)
     }
 
+    /// Adds `v` to `key`'s window `start`; its new sum and whether the
+    /// window fired.
     fn add(panes: &mut WindowPanes<u64, u64>, key: u64, start: i64, v: u64) -> (u64, bool) {
-        panes.upsert(&ctx(key), start, false, |a| a.unwrap_or(0) + v)
+        let fired = panes.fold(&ctx(key), start, |a| a.unwrap_or(0) + v);
+        (panes.get(&ctx(key), start).unwrap(), fired)
     }
 
     fn fired(
@@ -359,8 +384,9 @@ mod tests {
         assert_eq!(fired(&mut p, 14, 10, 5), vec![]);
         assert_eq!(p.len(), 0, "cleaned up at end - 1 + lateness");
         // A window first seen after its end (within lateness) is fired.
-        let (_, late) = p.upsert(&ctx(4), 20, true, |a| a.unwrap_or(0) + 1);
-        assert!(late);
+        assert!(p.fold_or_fire(&ctx(4), 20, true, |a| a.unwrap_or(0) + 1));
+        // A new window before its end is not.
+        assert!(!p.fold_or_fire(&ctx(4), 30, false, |a| a.unwrap_or(0) + 1));
     }
 
     #[test]

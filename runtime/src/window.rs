@@ -570,8 +570,20 @@ where
             return self.process_late(ctx, value, watermark, out);
         }
         // Every window of the record is before its end: fold, and emit
-        // only for a window restored as fired (a late firing).
-        for start in self.assigned.starts {
+        // only for a window restored as fired (a late firing). Tumbling
+        // windows have one, without the loop.
+        let starts = self.assigned.starts;
+        if starts.left == 1 {
+            let fold = &self.fold;
+            if self
+                .contents
+                .fold(ctx, starts.next, |acc| fold.fold(acc, value))
+            {
+                self.late_firing(ctx, starts.next, out);
+            }
+            return;
+        }
+        for start in starts {
             let fold = &self.fold;
             let fired = self
                 .contents

@@ -3,8 +3,8 @@
 //! broadcast state keeps the rules (the rules' source does not send them
 //! again), also when the stage restores at another parallelism.
 
+use crate::InjectedFailure;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -73,8 +73,7 @@ struct RuleTotals {
     pending: KeyedMapState<u64, i64, u64>,
     totals: KeyedValueState<u64, (u64, u64)>,
     timers: KeyedTimerService<u64>,
-    fail_at: u64,
-    armed: Arc<AtomicBool>,
+    fail: InjectedFailure,
 }
 
 impl KeyedBroadcastProcessFunction for RuleTotals {
@@ -92,7 +91,7 @@ impl KeyedBroadcastProcessFunction for RuleTotals {
         _state: &BroadcastState<u64, (u64, u64)>,
         _out: &mut C,
     ) {
-        if i == self.fail_at && self.armed.swap(false, Ordering::SeqCst) {
+        if self.fail.hits(i) {
             panic!("injected failure at record {i}");
         }
         let ts = i as i64 + 1;
@@ -154,11 +153,9 @@ type Totals = Arc<Mutex<HashMap<u64, (u64, u64)>>>;
 fn keyed_job(
     (n, keys): (u64, u64),
     parallelism: usize,
-    fail_at: Option<u64>,
+    fail: InjectedFailure,
     totals: &Totals,
 ) -> JobGraph {
-    let armed = Arc::new(AtomicBool::new(fail_at.is_some()));
-    let fail_at = fail_at.unwrap_or(u64::MAX);
     let mut job = JobGraph::new("broadcast-rules");
     let rules = job
         .source("rules", |info: &SubtaskInfo| {
@@ -184,8 +181,7 @@ fn keyed_job(
         pending: KeyedMapState::new("pending"),
         totals: KeyedValueState::new("totals"),
         timers: KeyedTimerService::new(),
-        fail_at,
-        armed: armed.clone(),
+        fail: fail.clone(),
     })
     .parallelism(parallelism)
     .sink("latest", move |_: &SubtaskInfo| LatestTotals(into.clone()));
@@ -223,7 +219,10 @@ fn broadcast_rules_reach_every_subtask_of_a_keyed_stream() {
     let sizes = (30_000, 60);
     let totals = Totals::default();
     let dir = temp_dir("bc-plain");
-    run_ok(keyed_job(sizes, 3, None, &totals), &checkpointed(&dir));
+    run_ok(
+        keyed_job(sizes, 3, InjectedFailure::never(), &totals),
+        &checkpointed(&dir),
+    );
     let want = reference(sizes);
     assert!(want.values().any(|t| t.1 > 0), "rules matched");
     assert_totals(&totals, &want, "plain run");
@@ -241,7 +240,10 @@ fn broadcast_state_survives_a_crash_and_restore() {
         attempts: 2,
         delay: Duration::from_millis(10),
     });
-    let result = run_ok(keyed_job(CRASH_SIZES, 2, Some(100_001), &totals), &o);
+    let result = run_ok(
+        keyed_job(CRASH_SIZES, 2, InjectedFailure::at(100_001, &dir), &totals),
+        &o,
+    );
     assert_eq!(result.restarts, 1);
     assert!(result.restored.expect("restored").checkpoint_id >= 1);
     assert_totals(&totals, &reference(CRASH_SIZES), "restored run");
@@ -255,12 +257,18 @@ fn broadcast_state_is_copied_to_every_subtask_at_another_parallelism() {
     let dir = temp_dir("bc-rescale");
     let mut o = checkpointed(&dir);
     o.restart = RestartStrategy::None;
-    match run_job(keyed_job(CRASH_SIZES, 2, Some(100_001), &totals), &o) {
+    match run_job(
+        keyed_job(CRASH_SIZES, 2, InjectedFailure::at(100_001, &dir), &totals),
+        &o,
+    ) {
         Err(JobError::TaskFailed { .. }) => {}
         other => panic!("expected the injected failure, got {other:?}"),
     }
     o.restore = RestoreFrom::Latest;
-    let result = run_ok(keyed_job(CRASH_SIZES, 3, None, &totals), &o);
+    let result = run_ok(
+        keyed_job(CRASH_SIZES, 3, InjectedFailure::never(), &totals),
+        &o,
+    );
     assert!(result.restored.expect("restored").state_bytes > 0);
     assert_totals(&totals, &reference(CRASH_SIZES), "rescaled 2 -> 3");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -352,8 +360,7 @@ fn broadcast_rules_reach_every_subtask_of_a_rebalanced_stream() {
 /// marker is in the state (values before it are ignored); fails once at
 /// value `fail_at`.
 struct ApplyOrIgnore {
-    fail_at: u64,
-    armed: Arc<AtomicBool>,
+    fail: InjectedFailure,
 }
 
 impl BroadcastProcessFunction for ApplyOrIgnore {
@@ -369,7 +376,7 @@ impl BroadcastProcessFunction for ApplyOrIgnore {
         state: &BroadcastState<u64, (u64, u64)>,
         out: &mut C,
     ) {
-        if v == self.fail_at && self.armed.swap(false, Ordering::SeqCst) {
+        if self.fail.hits(v) {
             panic!("injected failure at value {v}");
         }
         if state.contains(&END_OF_RULES) {
@@ -396,7 +403,11 @@ fn a_non_keyed_broadcast_operator_restores_its_rules_at_another_parallelism() {
     let dir = temp_dir("bc-non-keyed");
     let seen: Arc<Mutex<HashMap<u64, u64>>> = Arc::default();
     let build = |parallelism: usize, fail: bool| {
-        let armed = Arc::new(AtomicBool::new(fail));
+        let fail = if fail {
+            InjectedFailure::at(fail_at, &dir)
+        } else {
+            InjectedFailure::never()
+        };
         let into = seen.clone();
         let mut job = JobGraph::new("broadcast-non-keyed-restore");
         let rules = job
@@ -411,8 +422,7 @@ fn a_non_keyed_broadcast_operator_restores_its_rules_at_another_parallelism() {
         .map("value", |(_, i): (u64, u64)| i)
         .connect(rules)
         .process("apply", move |_: &SubtaskInfo| ApplyOrIgnore {
-            fail_at,
-            armed: armed.clone(),
+            fail: fail.clone(),
         })
         .parallelism(parallelism)
         .sink("out", move |_: &SubtaskInfo| SeenSink(into.clone()));

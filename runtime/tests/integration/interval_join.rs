@@ -3,8 +3,8 @@
 //! computed here; after a crash and restore (also at another parallelism)
 //! the buffered records come back and the output is the same.
 
+use crate::InjectedFailure;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -67,15 +67,13 @@ fn job<S, SF>(
     (n, n2, keys): (u64, u64, u64),
     (lower, upper, exclusive): (i64, i64, bool),
     parallelism: usize,
-    fail_at: Option<u64>,
+    fail: InjectedFailure,
     sink: SF,
 ) -> JobGraph
 where
     S: Sink<In = Pair>,
     SF: Fn(&SubtaskInfo) -> S + Send + Sync + 'static,
 {
-    let armed = Arc::new(AtomicBool::new(fail_at.is_some()));
-    let fail_at = fail_at.unwrap_or(u64::MAX);
     let strategy = || {
         WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND as u64))
             .with_timestamp_assigner(|r: &Rec| r.1)
@@ -94,7 +92,7 @@ where
             PacedSource::new(info, n, keys, 500)
         })
         .map("left", move |(k, i): (u64, u64)| {
-            if i == fail_at && armed.swap(false, Ordering::SeqCst) {
+            if fail.hits(i) {
                 panic!("injected failure at left record {i}");
             }
             left(k, i)
@@ -152,7 +150,7 @@ fn an_interval_join_of_out_of_order_streams_equals_a_nested_loop() {
                 sizes,
                 (lower, upper, exclusive),
                 2,
-                None,
+                InjectedFailure::never(),
                 collect_into(&collected),
             ),
             &checkpointed(&dir),
@@ -223,7 +221,7 @@ fn an_interval_join_restored_after_a_crash_has_the_pairs_of_an_uninterrupted_run
             CRASH_SIZES,
             (-20, 15, false),
             2,
-            Some(110_001),
+            InjectedFailure::at(110_001, &dir),
             move |_: &SubtaskInfo| PairSet(into.clone()),
         ),
         &o,
@@ -243,7 +241,13 @@ fn an_interval_join_restores_its_buffers_at_another_parallelism() {
     let into = set.clone();
     let sink = move |_: &SubtaskInfo| PairSet(into.clone());
     match run_job(
-        job(CRASH_SIZES, (-20, 15, false), 2, Some(110_001), sink),
+        job(
+            CRASH_SIZES,
+            (-20, 15, false),
+            2,
+            InjectedFailure::at(110_001, &dir),
+            sink,
+        ),
         &o,
     ) {
         Err(JobError::TaskFailed { .. }) => {}
@@ -252,7 +256,16 @@ fn an_interval_join_restores_its_buffers_at_another_parallelism() {
     o.restore = RestoreFrom::Latest;
     let into = set.clone();
     let sink = move |_: &SubtaskInfo| PairSet(into.clone());
-    let result = run_ok(job(CRASH_SIZES, (-20, 15, false), 3, None, sink), &o);
+    let result = run_ok(
+        job(
+            CRASH_SIZES,
+            (-20, 15, false),
+            3,
+            InjectedFailure::never(),
+            sink,
+        ),
+        &o,
+    );
     assert!(result.restored.expect("restored").state_bytes > 0);
     assert_eq!(pair_set(&set), reference(CRASH_SIZES, -20, 15));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -262,7 +275,13 @@ fn an_interval_join_restores_its_buffers_at_another_parallelism() {
 fn bounds_that_leave_no_interval_fail_the_job_naming_the_join() {
     let collected: Arc<Collected<Pair>> = Collected::new();
     match run_job(
-        job((10, 10, 5), (5, 5, true), 1, None, collect_into(&collected)),
+        job(
+            (10, 10, 5),
+            (5, 5, true),
+            1,
+            InjectedFailure::never(),
+            collect_into(&collected),
+        ),
         &options(1),
     ) {
         Err(JobError::InvalidJob(e)) => assert!(

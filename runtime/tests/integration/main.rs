@@ -59,6 +59,56 @@ pub fn options(workers: usize) -> ExecutionOptions {
     options
 }
 
+/// True once `dir` holds a complete checkpoint (a `chk-<id>` with its
+/// `_metadata`).
+pub fn has_completed_checkpoint(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name().to_string_lossy().starts_with("chk-")
+                && e.path().join("_metadata").exists()
+        })
+    })
+}
+
+/// A failure a test injects once: at the first record numbered `at` or
+/// later that arrives after `dir` holds a complete checkpoint, so that the
+/// restore that follows has a checkpoint however slow the machine is.
+#[derive(Clone)]
+pub struct InjectedFailure {
+    at: u64,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+    dir: Option<std::path::PathBuf>,
+}
+
+impl InjectedFailure {
+    /// A failure that never happens.
+    pub fn never() -> Self {
+        Self {
+            at: u64::MAX,
+            armed: Arc::default(),
+            dir: None,
+        }
+    }
+
+    /// Fails at record `at` or the first one after it that comes once a
+    /// checkpoint of `dir` is complete.
+    pub fn at(at: u64, dir: &std::path::Path) -> Self {
+        Self {
+            at,
+            armed: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            dir: Some(dir.to_owned()),
+        }
+    }
+
+    /// True, once, for the record numbered `i` that is to fail.
+    pub fn hits(&self, i: u64) -> bool {
+        i >= self.at
+            && self.armed.load(Ordering::Relaxed)
+            && self.dir.as_deref().is_some_and(has_completed_checkpoint)
+            && self.armed.swap(false, Ordering::SeqCst)
+    }
+}
+
 /// Runs `job` on its own thread and returns what `execute` returned; fails
 /// the test if the job has not finished after [`JOB_TIMEOUT`].
 pub fn run_job(job: JobGraph, options: &ExecutionOptions) -> Result<JobResult, JobError> {

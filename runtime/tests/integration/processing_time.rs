@@ -15,10 +15,12 @@ use weir_runtime::{
 
 use crate::checkpoint::PacedSource;
 use crate::sessions::{
-    checkpointed, has_completed_checkpoint, mix, stamp, total, CountSum, Rec, Session, SessionSink,
-    Totals,
+    checkpointed, mix, stamp, total, CountSum, Rec, Session, SessionSink, Totals,
 };
-use crate::{collect_into, options, run_ok, sorted, splitmix64, temp_dir, Collected};
+use crate::{
+    collect_into, has_completed_checkpoint, options, run_ok, sorted, splitmix64, temp_dir,
+    Collected,
+};
 
 /// A process-window function as a type: the window with its record count
 /// and value sum.

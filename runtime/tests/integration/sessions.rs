@@ -22,7 +22,10 @@ use weir_runtime::{
 };
 
 use crate::checkpoint::PacedSource;
-use crate::{collect_into, options, run_job, run_ok, sorted, splitmix64, temp_dir, Collected, M};
+use crate::{
+    collect_into, has_completed_checkpoint, options, run_job, run_ok, sorted, splitmix64, temp_dir,
+    Collected, M,
+};
 
 /// `(key, event time, value)`.
 pub(crate) type Rec = (u64, i64, u64);
@@ -277,18 +280,6 @@ fn failing_job(
         into: into.clone(),
     });
     (job, totals)
-}
-
-/// True once `dir` holds a complete checkpoint (a `chk-<id>` with its
-/// `_metadata`): injected failures wait for one, so that the restore has
-/// something to restore however slow the machine is.
-pub(crate) fn has_completed_checkpoint(dir: &std::path::Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries.flatten().any(|e| {
-            e.file_name().to_string_lossy().starts_with("chk-")
-                && e.path().join("_metadata").exists()
-        })
-    })
 }
 
 pub(crate) fn checkpointed(dir: &std::path::Path) -> ExecutionOptions {

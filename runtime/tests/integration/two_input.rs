@@ -4,8 +4,8 @@
 //! computed here, and after a crash and restore (aligned, unaligned, and at
 //! another parallelism) against the same reference.
 
+use crate::InjectedFailure;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,17 +35,15 @@ struct WindowTally {
     /// Per key: window -> (first-input count, second-input sum).
     tallies: KeyedMapState<u64, i64, (u64, u64)>,
     timers: KeyedTimerService<u64>,
-    fail_at: u64,
-    armed: Arc<AtomicBool>,
+    fail: InjectedFailure,
 }
 
 impl WindowTally {
-    fn new(fail_at: u64, armed: Arc<AtomicBool>) -> Self {
+    fn new(fail: InjectedFailure) -> Self {
         Self {
             tallies: KeyedMapState::new("tallies"),
             timers: KeyedTimerService::new(),
-            fail_at,
-            armed,
+            fail,
         }
     }
 
@@ -80,7 +78,7 @@ impl KeyedCoProcessFunction for WindowTally {
         (_, i): (u64, u64),
         _out: &mut C,
     ) {
-        if i == self.fail_at && self.armed.swap(false, Ordering::SeqCst) {
+        if self.fail.hits(i) {
             panic!("injected failure at second-input record {i}");
         }
         let ts = i as i64;
@@ -150,11 +148,9 @@ fn job(
     n2: u64,
     keys: u64,
     parallelism: usize,
-    fail_at: Option<u64>,
+    fail: InjectedFailure,
     results: &Shared,
 ) -> JobGraph {
-    let armed = Arc::new(AtomicBool::new(fail_at.is_some()));
-    let fail_at = fail_at.unwrap_or(u64::MAX);
     let strategy = || {
         WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
             .with_timestamp_assigner(|r: &(u64, u64)| r.1 as i64)
@@ -176,7 +172,7 @@ fn job(
     .key_by(|r: &(u64, u64)| r.0)
     .connect(second)
     .process("tally", move |_: &SubtaskInfo| {
-        WindowTally::new(fail_at, armed.clone())
+        WindowTally::new(fail.clone())
     })
     .parallelism(parallelism)
     .sink("results", move |_: &SubtaskInfo| ResultSink(into.clone()));
@@ -219,7 +215,10 @@ fn a_keyed_co_process_function_sees_both_inputs_and_the_minimum_watermark() {
     let (n, n2, keys) = (40_000, 16_000, 30);
     let results = Shared::default();
     let dir = temp_dir("co-plain");
-    run_ok(job(n, n2, keys, 2, None, &results), &checkpointed(&dir));
+    run_ok(
+        job(n, n2, keys, 2, InjectedFailure::never(), &results),
+        &checkpointed(&dir),
+    );
     assert_matches(&results, &reference(n, n2, keys), "plain run");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -237,7 +236,10 @@ fn crash_and_restore(tag: &str, configure: impl Fn(&mut ExecutionOptions)) {
         attempts: 2,
         delay: Duration::from_millis(10),
     });
-    let result = run_ok(job(n, n2, keys, 2, Some(50_001), &results), &o);
+    let result = run_ok(
+        job(n, n2, keys, 2, InjectedFailure::at(50_001, &dir), &results),
+        &o,
+    );
     assert_eq!(result.restarts, 1);
     assert!(result.restored.expect("restored").checkpoint_id >= 1);
     assert_matches(&results, &reference(n, n2, keys), tag);
@@ -265,7 +267,7 @@ fn a_co_process_job_completes_at_least_once_checkpoints() {
     let dir = temp_dir("co-alo");
     let mut o = checkpointed(&dir);
     o.checkpointing.as_mut().unwrap().exactly_once = false;
-    let result = run_ok(job(n, n2, keys, 2, None, &results), &o);
+    let result = run_ok(job(n, n2, keys, 2, InjectedFailure::never(), &results), &o);
     assert!(!result.checkpoints.is_empty(), "checkpoints completed");
     assert_matches(&results, &reference(n, n2, keys), "at least once");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -280,12 +282,15 @@ fn a_co_process_stage_restores_at_another_parallelism() {
     let dir = temp_dir("co-rescale");
     let mut o = checkpointed(&dir);
     o.restart = RestartStrategy::None;
-    match run_job(job(n, n2, keys, 2, Some(50_001), &results), &o) {
+    match run_job(
+        job(n, n2, keys, 2, InjectedFailure::at(50_001, &dir), &results),
+        &o,
+    ) {
         Err(JobError::TaskFailed { .. }) => {}
         other => panic!("expected the injected failure, got {other:?}"),
     }
     o.restore = RestoreFrom::Latest;
-    let result = run_ok(job(n, n2, keys, 3, None, &results), &o);
+    let result = run_ok(job(n, n2, keys, 3, InjectedFailure::never(), &results), &o);
     assert!(result.restored.expect("restored").state_bytes > 0);
     assert_matches(&results, &reference(n, n2, keys), "rescaled 2 -> 3");
     std::fs::remove_dir_all(&dir).unwrap();

@@ -11,7 +11,6 @@
 //! its recorded send, and nothing in flight in an aligned snapshot).
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,7 +24,7 @@ use weir_runtime::{
 use weir_state::snapshot::{BlockKind, Manifest, SegmentReader};
 
 use crate::w1::reference;
-use crate::{options, run_job, run_ok, splitmix64, temp_dir, M};
+use crate::{options, run_job, run_ok, splitmix64, temp_dir, InjectedFailure, M};
 
 /// Records `(splitmix64(i) % keys, i)` for this subtask's share of
 /// `0..count`, at most `per_ms` per millisecond.
@@ -93,11 +92,10 @@ impl Source for PacedSource {
 }
 
 /// Keyed `count += 1; sum += value`, emitting `(key, count, sum)`; panics
-/// once on value `fail_at` while `armed`.
+/// once where `fail` says.
 struct CountAndSum {
     totals: KeyedValueState<u64, (u64, u64)>,
-    fail_at: u64,
-    armed: Arc<AtomicBool>,
+    fail: InjectedFailure,
     /// Busy time per record (to fill the channels: backpressure).
     slow: Duration,
 }
@@ -113,7 +111,7 @@ impl KeyedProcessFunction for CountAndSum {
         (key, value): (u64, u64),
         out: &mut C,
     ) {
-        if value == self.fail_at && self.armed.swap(false, Ordering::SeqCst) {
+        if self.fail.hits(value) {
             panic!("injected failure at record {value}");
         }
         if !self.slow.is_zero() {
@@ -184,7 +182,7 @@ struct Setup {
     n: u64,
     keys: u64,
     per_ms: u64,
-    fail_at: Option<u64>,
+    fail: InjectedFailure,
     slow: Duration,
 }
 
@@ -195,7 +193,7 @@ impl Setup {
             n,
             keys,
             per_ms: 1_000,
-            fail_at: None,
+            fail: InjectedFailure::never(),
             slow: Duration::ZERO,
         }
     }
@@ -205,8 +203,7 @@ type Tallies = Arc<Mutex<Vec<(usize, u64, u64)>>>;
 
 fn job(s: &Setup) -> (JobGraph, Tallies) {
     let (n, keys, per_ms, slow) = (s.n, s.keys, s.per_ms, s.slow);
-    let armed = Arc::new(AtomicBool::new(s.fail_at.is_some()));
-    let fail_at = s.fail_at.unwrap_or(u64::MAX);
+    let fail = s.fail.clone();
     let tallies: Tallies = Arc::new(Mutex::new(Vec::new()));
     let into = tallies.clone();
     let mut job = JobGraph::new("checkpointed-count");
@@ -216,8 +213,7 @@ fn job(s: &Setup) -> (JobGraph, Tallies) {
     .key_by(|r: &(u64, u64)| r.0)
     .process("count", move |_: &SubtaskInfo| CountAndSum {
         totals: KeyedValueState::new("totals"),
-        fail_at,
-        armed: armed.clone(),
+        fail: fail.clone(),
         slow,
     })
     .sink("tally", move |info: &SubtaskInfo| TallySink {
@@ -349,7 +345,7 @@ fn retention_keeps_the_newest_checkpoints() {
 fn a_failure_restarts_from_the_latest_checkpoint_exactly_once() {
     let dir = temp_dir("failover");
     let s = Setup {
-        fail_at: Some(150_001),
+        fail: InjectedFailure::at(150_001, &dir),
         per_ms: 500,
         ..Setup::new(300_000, 500)
     };
@@ -446,7 +442,7 @@ fn a_large_state_is_written_in_parts_and_restored_exactly() {
 fn unaligned_checkpoints_under_backpressure_restore_exactly_once() {
     let dir = temp_dir("unaligned");
     let s = Setup {
-        fail_at: Some(16_001),
+        fail: InjectedFailure::at(16_001, &dir),
         slow: Duration::from_micros(20),
         per_ms: 2_000,
         ..Setup::new(24_000, 300)
@@ -545,7 +541,7 @@ fn counters_with_inflight(dir: &Path, workers: u64) -> Vec<(u64, u64, u64, u64, 
 fn without_restarts_a_failure_fails_the_job() {
     let dir = temp_dir("no-restart");
     let s = Setup {
-        fail_at: Some(50_000),
+        fail: InjectedFailure::exactly(50_000),
         ..Setup::new(100_000, 100)
     };
     let (job, _) = job(&s);
@@ -749,8 +745,7 @@ fn keyed_state_is_restored_at_another_parallelism() {
     let dir = temp_dir("rescale");
     let (n, keys) = (120_000u64, 500u64);
     let totals = Arc::new(Mutex::new(std::collections::HashMap::new()));
-    let build = |parallelism: usize, fail_at: u64| {
-        let armed = Arc::new(AtomicBool::new(true));
+    let build = |parallelism: usize, fail: InjectedFailure| {
         let into = totals.clone();
         let mut job = JobGraph::new("rescaled-count");
         job.source("paced", move |info: &SubtaskInfo| {
@@ -759,8 +754,7 @@ fn keyed_state_is_restored_at_another_parallelism() {
         .key_by(|r: &(u64, u64)| r.0)
         .process("count", move |_: &SubtaskInfo| CountAndSum {
             totals: KeyedValueState::new("totals"),
-            fail_at,
-            armed: armed.clone(),
+            fail: fail.clone(),
             slow: Duration::ZERO,
         })
         .parallelism(parallelism)
@@ -769,12 +763,12 @@ fn keyed_state_is_restored_at_another_parallelism() {
     };
     let mut o = checkpointed(2, &dir, 2);
     o.restart = RestartStrategy::None;
-    match run_job(build(2, 80_001), &o) {
+    match run_job(build(2, InjectedFailure::at(80_001, &dir)), &o) {
         Err(JobError::TaskFailed { .. }) => {}
         other => panic!("expected the injected failure, got {other:?}"),
     }
     o.restore = RestoreFrom::Latest;
-    let result = run_ok(build(3, u64::MAX), &o);
+    let result = run_ok(build(3, InjectedFailure::never()), &o);
     let restored = result
         .restored
         .expect("restored the failed run's checkpoint");

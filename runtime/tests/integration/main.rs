@@ -100,12 +100,24 @@ impl InjectedFailure {
         }
     }
 
+    /// Fails at record `at` exactly, checkpoint or not.
+    pub fn exactly(at: u64) -> Self {
+        Self {
+            at,
+            armed: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            dir: None,
+        }
+    }
+
     /// True, once, for the record numbered `i` that is to fail.
     pub fn hits(&self, i: u64) -> bool {
-        i >= self.at
-            && self.armed.load(Ordering::Relaxed)
-            && self.dir.as_deref().is_some_and(has_completed_checkpoint)
-            && self.armed.swap(false, Ordering::SeqCst)
+        let due = match &self.dir {
+            Some(dir) => {
+                i >= self.at && self.armed.load(Ordering::Relaxed) && has_completed_checkpoint(dir)
+            }
+            None => i == self.at,
+        };
+        due && self.armed.swap(false, Ordering::SeqCst)
     }
 }
 

@@ -59,6 +59,68 @@ pub fn options(workers: usize) -> ExecutionOptions {
     options
 }
 
+/// Per sink subtask at its end: its index and its [`DigestSink`] digest.
+pub type Digests = Arc<Mutex<Vec<(usize, [u64; 3])>>>;
+
+/// Folds each record's hash into an order-independent digest (count,
+/// wrapping sum, xor) that is its checkpointed state, so a job restored
+/// after a failure still digests its whole output exactly once; at the end
+/// it stores the digest in `into` under its subtask index.
+pub struct DigestSink<T> {
+    index: usize,
+    hash: fn(&T) -> u64,
+    state: [u64; 3],
+    into: Digests,
+}
+
+impl<T> DigestSink<T> {
+    /// The sink of subtask `info` hashing records with `hash`.
+    pub fn new(info: &weir_runtime::SubtaskInfo, hash: fn(&T) -> u64, into: &Digests) -> Self {
+        Self {
+            index: info.index,
+            hash,
+            state: [0; 3],
+            into: into.clone(),
+        }
+    }
+}
+
+impl<T: 'static> weir_runtime::Sink for DigestSink<T> {
+    type In = T;
+
+    fn invoke(&mut self, record: T) {
+        let h = (self.hash)(&record);
+        self.state[0] += 1;
+        self.state[1] = self.state[1].wrapping_add(h);
+        self.state[2] ^= h;
+    }
+
+    fn finish(&mut self) {
+        let mut into = self.into.lock().unwrap();
+        into.retain(|(i, _)| *i != self.index);
+        into.push((self.index, self.state));
+    }
+
+    fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
+        if let Some((_, bytes)) = restored {
+            if bytes.len() != 24 {
+                return Err(format!(
+                    "digest-sink state has {} bytes, not 24",
+                    bytes.len()
+                ));
+            }
+            for (slot, chunk) in self.state.iter_mut().zip(bytes.chunks_exact(8)) {
+                *slot = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            }
+        }
+        Ok(())
+    }
+
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Vec<u8>, String> {
+        Ok(self.state.iter().flat_map(|v| v.to_le_bytes()).collect())
+    }
+}
+
 /// True once `dir` holds a complete checkpoint (a `chk-<id>` with its
 /// `_metadata`).
 pub fn has_completed_checkpoint(dir: &std::path::Path) -> bool {

@@ -15,7 +15,7 @@ use weir_runtime::{
 
 use crate::checkpoint::PacedSource;
 use crate::sessions::{
-    checkpointed, mix, stamp, total, CountSum, Rec, Session, SessionSink, Totals,
+    checkpointed, mix, session_sink, stamp, total, CountSum, Rec, Session, Totals,
 };
 use crate::{
     collect_into, has_completed_checkpoint, options, run_ok, sorted, splitmix64, temp_dir,
@@ -162,10 +162,8 @@ fn processing_time_windows_survive_a_crash_and_restore() {
             out.collect((*k, w.start, w.end, elements.len() as u64, sum));
         },
     )
-    .sink("windows-out", move |info: &SubtaskInfo| SessionSink {
-        index: info.index,
-        state: [0; 3],
-        into: into.clone(),
+    .sink("windows-out", move |info: &SubtaskInfo| {
+        session_sink(info, &into)
     });
     let mut o = checkpointed(&dir);
     o.restart = RestartStrategy::FixedDelay(FixedDelay {

@@ -182,51 +182,12 @@ pub(crate) fn mix((k, s, e, c, sum): Session) -> u64 {
     splitmix64(k.wrapping_mul(M) ^ (s as u64) ^ ((e as u64) << 20) ^ (c << 40) ^ sum)
 }
 
-pub(crate) type Totals = Arc<Mutex<Vec<(usize, [u64; 3])>>>;
+pub(crate) type Totals = crate::Digests;
 
-/// Counts fired sessions and folds them into a sum and an xor of [`mix`];
-/// the three are its checkpointed state (so the job's output is exactly
-/// once across a restore).
-pub(crate) struct SessionSink {
-    pub(crate) index: usize,
-    pub(crate) state: [u64; 3],
-    pub(crate) into: Totals,
-}
-
-impl Sink for SessionSink {
-    type In = Session;
-
-    fn invoke(&mut self, s: Session) {
-        let h = mix(s);
-        self.state[0] += 1;
-        self.state[1] = self.state[1].wrapping_add(h);
-        self.state[2] ^= h;
-    }
-
-    fn finish(&mut self) {
-        let mut into = self.into.lock().unwrap();
-        into.retain(|(i, _)| *i != self.index);
-        into.push((self.index, self.state));
-    }
-
-    fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
-        if let Some((_, bytes)) = restored {
-            if bytes.len() != 24 {
-                return Err(format!(
-                    "session-sink state has {} bytes, not 24",
-                    bytes.len()
-                ));
-            }
-            for (slot, chunk) in self.state.iter_mut().zip(bytes.chunks_exact(8)) {
-                *slot = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-            }
-        }
-        Ok(())
-    }
-
-    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Vec<u8>, String> {
-        Ok(self.state.iter().flat_map(|v| v.to_le_bytes()).collect())
-    }
+/// Digests fired sessions by [`mix`] (checkpointed: exactly once across a
+/// restore).
+pub(crate) fn session_sink(info: &SubtaskInfo, into: &Totals) -> crate::DigestSink<Session> {
+    crate::DigestSink::new(info, |s| mix(*s), into)
 }
 
 pub(crate) fn total(totals: &Totals) -> [u64; 3] {
@@ -274,10 +235,8 @@ fn failing_job(
             summarize(k, w, elements, out);
         },
     )
-    .sink("sessions-out", move |info: &SubtaskInfo| SessionSink {
-        index: info.index,
-        state: [0; 3],
-        into: into.clone(),
+    .sink("sessions-out", move |info: &SubtaskInfo| {
+        session_sink(info, &into)
     });
     (job, totals)
 }

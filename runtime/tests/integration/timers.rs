@@ -11,12 +11,11 @@ use std::time::Duration;
 use weir_runtime::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
     Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
-    KeyedTimerService, KeyedValueState, Sink, SubtaskInfo, TimeDomain, TimerQueues,
-    WatermarkStrategy,
+    KeyedTimerService, KeyedValueState, SubtaskInfo, TimeDomain, TimerQueues, WatermarkStrategy,
 };
 
 use crate::checkpoint::PacedSource;
-use crate::{options, run_job, run_ok, splitmix64, temp_dir, M};
+use crate::{options, run_job, run_ok, splitmix64, temp_dir, DigestSink, Digests, M};
 
 /// Event time of record `i` (ms).
 fn event_time(i: u64) -> i64 {
@@ -87,51 +86,12 @@ fn mix(key: u64, ts: i64) -> u64 {
     splitmix64(key.wrapping_mul(M) ^ ts as u64)
 }
 
-/// Counts firings and folds them into a sum and an xor of [`mix`]; the
-/// three are its checkpointed state.
-struct FiredSink {
-    index: usize,
-    state: [u64; 3],
-    into: Fired,
+/// Digests firings by [`mix`] (checkpointed).
+fn fired_sink(info: &SubtaskInfo, into: &Fired) -> DigestSink<(u64, i64)> {
+    DigestSink::new(info, |&(k, ts)| mix(k, ts), into)
 }
 
-impl Sink for FiredSink {
-    type In = (u64, i64);
-
-    fn invoke(&mut self, (key, ts): (u64, i64)) {
-        let h = mix(key, ts);
-        self.state[0] += 1;
-        self.state[1] = self.state[1].wrapping_add(h);
-        self.state[2] ^= h;
-    }
-
-    fn finish(&mut self) {
-        let mut into = self.into.lock().unwrap();
-        into.retain(|(i, _)| *i != self.index);
-        into.push((self.index, self.state));
-    }
-
-    fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
-        if let Some((_, bytes)) = restored {
-            if bytes.len() != 24 {
-                return Err(format!(
-                    "fired-sink state has {} bytes, not 24",
-                    bytes.len()
-                ));
-            }
-            for (slot, chunk) in self.state.iter_mut().zip(bytes.chunks_exact(8)) {
-                *slot = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-            }
-        }
-        Ok(())
-    }
-
-    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Vec<u8>, String> {
-        Ok(self.state.iter().flat_map(|v| v.to_le_bytes()).collect())
-    }
-}
-
-type Fired = Arc<Mutex<Vec<(usize, [u64; 3])>>>;
+type Fired = Digests;
 
 fn job(n: u64, keys: u64, fail_at: Option<u64>) -> (JobGraph, Fired) {
     let armed = Arc::new(AtomicBool::new(fail_at.is_some()));
@@ -151,11 +111,7 @@ fn job(n: u64, keys: u64, fail_at: Option<u64>) -> (JobGraph, Fired) {
         fail_at,
         armed: armed.clone(),
     })
-    .sink("fired", move |info: &SubtaskInfo| FiredSink {
-        index: info.index,
-        state: [0; 3],
-        into: into.clone(),
-    });
+    .sink("fired", move |info: &SubtaskInfo| fired_sink(info, &into));
     (job, fired)
 }
 
@@ -262,10 +218,8 @@ fn a_state_named_like_the_timers_is_rejected() {
             weir_runtime::timers::EVENT_TIMERS_STATE,
         ))
     })
-    .sink("fired", |info: &SubtaskInfo| FiredSink {
-        index: info.index,
-        state: [0; 3],
-        into: Arc::default(),
+    .sink("fired", |info: &SubtaskInfo| {
+        fired_sink(info, &Fired::default())
     });
     match run_job(job, &checkpointed(&dir)) {
         Err(JobError::TaskFailed { message, .. }) => assert!(

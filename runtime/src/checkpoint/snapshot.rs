@@ -16,7 +16,6 @@
 //! [`KeyedProcessFunction::visit_state`](crate::KeyedProcessFunction::visit_state);
 //! the same visit serves snapshots and restores ([`KeyedStates`]).
 
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use weir_net::{CheckpointBarrier, Wire};
@@ -95,16 +94,14 @@ where
     ) {
         let share = part_share(self, range, &chunks);
         serialize_entries(
-            self.iter_chunks(chunks),
+            self,
+            chunks,
             share,
             max_parallelism,
             range,
             out,
             |k| k.key_hash(),
-            |buf, k, v| {
-                append_wire(buf, k);
-                append_wire(buf, v);
-            },
+            append_entry,
         );
     }
 }
@@ -121,14 +118,17 @@ fn part_share(
     view.estimated_bytes() * chunks.len().min(all) / all / range.len().max(1) as usize
 }
 
-/// Serializes `entries` into `out` per key group of `range` (see
+/// Serializes the entries of `view` stored in the arena chunks `chunks`
+/// into `out` per key group of `range` (see
 /// [`FrozenKeyedState::serialize_part`]): `group_hash` gives the hash that
 /// decides an entry's key group (its primary key's), `write` appends the
 /// entry's bytes (or nothing, to leave it out). Each buffer reserves
 /// `share` bytes (with 1/8 slack), so they do not grow entry by entry.
 #[inline]
-fn serialize_entries<'v, KK: 'v, VV: 'v>(
-    entries: impl Iterator<Item = (&'v KK, &'v VV)>,
+#[allow(clippy::too_many_arguments)]
+fn serialize_entries<KK: Copy + Eq + KeyHash, VV: Copy>(
+    view: &FrozenValueState<KK, VV>,
+    chunks: std::ops::Range<usize>,
     share: usize,
     max_parallelism: u32,
     range: KeyGroupRange,
@@ -144,11 +144,12 @@ fn serialize_entries<'v, KK: 'v, VV: 'v>(
     // A mask instead of a division when the key groups are a power of
     // two (the default 128).
     let groups = KeyGroupAssigner::new(max_parallelism, 1);
-    for (k, v) in entries {
+    let start = range.start();
+    view.for_each_in_chunks(chunks, |k, v| {
         let kg = groups.key_group(group_hash(k));
         debug_assert!(range.contains(kg), "a key outside the subtask's range");
-        write(&mut out[(kg - range.start()) as usize], k, v);
-    }
+        write(&mut out[(kg - start) as usize], k, v);
+    });
 }
 
 /// A frozen table of one of the composite keyed states (map, list,
@@ -231,7 +232,8 @@ where
     ) {
         let share = part_share(self, range, &chunks);
         serialize_entries(
-            self.view.iter_chunks(chunks),
+            &self.view,
+            chunks,
             share,
             max_parallelism,
             range,
@@ -243,6 +245,22 @@ where
                 }
             },
         );
+    }
+}
+
+/// Appends an entry's key and value, in one copy when both are small (the
+/// snapshot writer's per-entry step).
+#[inline(always)]
+fn append_entry<K: Wire, V: Wire>(buf: &mut Vec<u8>, k: &K, v: &V) {
+    let (n, m) = (k.encoded_len(), v.encoded_len());
+    if n + m <= 64 {
+        let mut tmp = [0u8; 64];
+        k.write(&mut tmp[..n]);
+        v.write(&mut tmp[n..n + m]);
+        buf.extend_from_slice(&tmp[..n + m]);
+    } else {
+        append_wire(buf, k);
+        append_wire(buf, v);
     }
 }
 
@@ -613,9 +631,9 @@ where
         self.0.prefetch_hashed(hash);
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, (k, v): (K, V), hash: u64) {
-        self.0.put_hashed(k, hash, v);
+        self.0.load_hashed(k, hash, v);
     }
 
     fn entry_count(&self) -> usize {
@@ -658,12 +676,13 @@ pub(crate) fn restore_entries<S: RestoreSink>(
         }
     }
     let reserved = started.elapsed();
-    // Entries land at random table positions: prefetch each one's slot a
-    // few entries before inserting it, so the cache misses overlap.
-    const AHEAD: usize = 16;
+    // Entries land at scattered table positions: they are decoded in
+    // batches, each one's slot prefetched as it is decoded and the batch
+    // inserted after, so the cache misses overlap.
+    const BATCH: usize = 32;
     let mine = scope.key_groups();
     let groups = KeyGroupAssigner::new(scope.max_parallelism(), 1);
-    let mut pipeline: VecDeque<(S::Entry, u64)> = VecDeque::with_capacity(AHEAD + 1);
+    let mut batch: Vec<(S::Entry, u64)> = Vec::with_capacity(BATCH);
     // The blocks are taken in file order, a window of about WINDOW bytes
     // at a time, so that decoding follows the sequential read-ahead of the
     // segment (started when it was opened) instead of waiting for all of
@@ -722,10 +741,11 @@ pub(crate) fn restore_entries<S: RestoreSink>(
                     }
                     if mine.contains(kg) {
                         sink.prefetch(&entry, hash);
-                        pipeline.push_back((entry, hash));
-                        if pipeline.len() > AHEAD {
-                            let (entry, hash) = pipeline.pop_front().expect("not empty");
-                            sink.insert(entry, hash);
+                        batch.push((entry, hash));
+                        if batch.len() == BATCH {
+                            for (entry, hash) in batch.drain(..) {
+                                sink.insert(entry, hash);
+                            }
                         }
                     }
                 }
@@ -739,7 +759,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
                 .map_err(|e| scope.mark_corrupt(e.to_string()))?;
         }
     }
-    for (entry, hash) in pipeline {
+    for (entry, hash) in batch {
         sink.insert(entry, hash);
     }
     sink.finish();

@@ -208,11 +208,18 @@ where
         let mut joined = Vec::new();
         for p in 0..parts {
             let chunks = n * p / parts..n * (p + 1) / parts;
-            joined.extend(f.iter_chunks(chunks).map(|(k, v)| (*k, *v)));
+            joined.extend(f.iter_chunks(chunks.clone()).map(|(k, v)| (*k, *v)));
+            let mut visited = Vec::new();
+            f.for_each_in_chunks(chunks.clone(), |k, v| visited.push((*k, *v)));
+            let iterated: Vec<(K, V)> = f.iter_chunks(chunks).map(|(k, v)| (*k, *v)).collect();
+            assert_eq!(visited, iterated, "for_each_in_chunks, part {p} of {parts}");
         }
         assert_eq!(joined, whole, "{parts} parts of {n} chunks");
     }
     assert_eq!(f.iter_chunks(n..n + 3).count(), 0);
+    let mut past_end = 0;
+    f.for_each_in_chunks(n..n + 3, |_, _| past_end += 1);
+    assert_eq!(past_end, 0);
     for (k, v) in want {
         assert_eq!(f.get(k), Some(v), "key {k:?}");
     }
@@ -392,6 +399,8 @@ mod model {
     #[derive(Clone, Debug)]
     enum Op<K> {
         Put(K, u32),
+        /// `load_hashed`, the restore's put.
+        Load(K, u32),
         Get(K),
         GetMut(K, u32),
         Remove(K),
@@ -410,7 +419,9 @@ mod model {
         len: usize,
     ) -> impl Strategy<Value = Vec<Op<K>>> {
         let op = prop_oneof![
-            4 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::Put(k, v)),
+            // One arm for both puts (prop_oneof! takes at most ten).
+            5 => (key.clone(), any::<u32>(), any::<bool>())
+                .prop_map(|(k, v, load)| if load { Op::Load(k, v) } else { Op::Put(k, v) }),
             3 => key.clone().prop_map(Op::Get),
             2 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::GetMut(k, v)),
             3 => key.clone().prop_map(Op::Remove),
@@ -442,6 +453,10 @@ mod model {
             match *op {
                 Op::Put(k, v) => {
                     s.put(k, v);
+                    m.insert(k, v);
+                }
+                Op::Load(k, v) => {
+                    s.load_hashed(k, k.key_hash(), v);
                     m.insert(k, v);
                 }
                 Op::Get(k) => prop_assert_eq!(s.get(&k), m.get(&k)),

@@ -412,9 +412,9 @@ fn run_w5(n: Option<u64>, k: Option<u64>, dir: Option<PathBuf>, common: &Common)
         Ok(report) => {
             let ok = report["exactly_once"] == true && report["verified"] == true;
             println!(
-                "weir bench w5: restored {} bytes of state in {:.3} s ({:.2} GB/s, disk reads {:.2} GB/s); \
+                "weir bench w5: restored {} bytes of state in {:.3} s ({:.2} GB/s, disk reads up to {:.2} GB/s); \
                  snapshots written at {:.2} GB/s while processing, {:.2} GB/s for the final checkpoint \
-                 (disk writes {:.2} GB/s); first record {:.0} ms after process start; output {}",
+                 (disk writes up to {:.2} GB/s); first record {:.0} ms after process start; output {}",
                 report["restore"]["state_bytes"],
                 report["restore"]["seconds"].as_f64().unwrap_or(0.0),
                 report["restore"]["bytes_per_s"].as_f64().unwrap_or(0.0) / 1e9,

@@ -35,7 +35,7 @@ use weir_state::arena::CHUNK_LEN;
 use weir_state::snapshot::MAX_STATE_NAME_LEN;
 use weir_state::SlotArena;
 
-use crate::checkpoint::restore::RestoreScope;
+use crate::checkpoint::snapshot::StateVisitor;
 
 mod blocks;
 mod redistribute;
@@ -315,15 +315,6 @@ pub(crate) fn check_state_names(
     Ok(())
 }
 
-enum Mode<'a> {
-    /// Collect frozen views.
-    Snapshot(&'a mut Vec<(String, Box<dyn FrozenOperatorList>)>),
-    /// Fill states from a checkpoint.
-    Restore(&'a RestoreScope<'a>),
-    /// List state names (to check that every state is visited).
-    Names(&'a mut Vec<String>),
-}
-
 /// The visitor a [`ProcessFunction`](crate::ProcessFunction) hands each of
 /// its operator states to, for snapshots and restores alike:
 ///
@@ -333,60 +324,27 @@ enum Mode<'a> {
 ///     states.union_list(&mut self.seen);
 /// }
 /// ```
-pub struct OperatorStates<'a> {
-    mode: Mode<'a>,
-    error: Option<String>,
-}
+pub type OperatorStates<'a> = StateVisitor<'a, dyn FrozenOperatorList + 'static>;
 
-impl<'a> OperatorStates<'a> {
-    pub(crate) fn snapshot(out: &'a mut Vec<(String, Box<dyn FrozenOperatorList>)>) -> Self {
-        Self {
-            mode: Mode::Snapshot(out),
-            error: None,
-        }
-    }
-
-    pub(crate) fn restore(scope: &'a RestoreScope<'a>) -> Self {
-        Self {
-            mode: Mode::Restore(scope),
-            error: None,
-        }
-    }
-
-    pub(crate) fn names(out: &'a mut Vec<String>) -> Self {
-        Self {
-            mode: Mode::Names(out),
-            error: None,
-        }
-    }
-
-    /// The first error a restore met.
-    pub(crate) fn into_error(self) -> Option<String> {
-        self.error
-    }
-
+impl OperatorStates<'_> {
     /// Visits a list state with even-split redistribution.
     pub fn list<T: Copy + Wire>(&mut self, state: &mut OperatorListState<T>) {
-        self.visit(&mut state.0, Redistribution::EvenSplit);
+        self.list_of(&mut state.0, Redistribution::EvenSplit);
     }
 
     /// Visits a list state with union redistribution.
     pub fn union_list<T: Copy + Wire>(&mut self, state: &mut UnionListState<T>) {
-        self.visit(&mut state.0, Redistribution::Union);
+        self.list_of(&mut state.0, Redistribution::Union);
     }
 
-    fn visit<T: Copy + Wire>(&mut self, list: &mut ArenaList<T>, mode: Redistribution) {
-        match &mut self.mode {
-            Mode::Snapshot(out) => out.push((list.name.clone(), Box::new(list.frozen(mode)))),
-            Mode::Names(out) => out.push(list.name.clone()),
-            Mode::Restore(scope) => {
-                if self.error.is_none() {
-                    if let Err(e) = restore_list(scope, list, mode) {
-                        self.error = Some(e);
-                    }
-                }
-            }
-        }
+    fn list_of<T: Copy + Wire>(&mut self, list: &mut ArenaList<T>, mode: Redistribution) {
+        let name = list.name.clone();
+        self.visit(
+            &name,
+            list,
+            |l| Box::new(l.frozen(mode)),
+            |scope, l| restore_list(scope, l, mode),
+        );
     }
 }
 

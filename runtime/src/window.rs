@@ -20,7 +20,7 @@
 //! `slide` before it while they still hold `ts`.
 //!
 //! **State.** The accumulators are kept by window: one arena table per
-//! open window start (a *pane*, [`panes`]) from key to accumulator, all
+//! open window start (a *pane*, `window::panes`) from key to accumulator, all
 //! checkpointed as one keyed state named [`WINDOW_CONTENTS_STATE`], per key
 //! group of the key, so windows survive failover and rescaling. A record
 //! folds into its window's pane with one probe by the key's hash.
@@ -365,7 +365,7 @@ where
 pub type LateOutput<T> = Box<dyn FnMut(T)>;
 
 /// The keyed process function behind event-time windows: one accumulator
-/// per `(key, window start)` in the window's pane ([`panes`]), fired as a
+/// per `(key, window start)` in the window's pane (`window::panes`), fired as a
 /// whole when the watermark reaches the window's end - 1 and retired after
 /// the allowed lateness. Emits `(key, window_start, result)`.
 pub struct WindowOperator<K, W, A>

@@ -398,24 +398,30 @@ impl TaskSnapshot {
     }
 }
 
-enum Mode<'a> {
+enum Mode<'a, F: ?Sized> {
     /// Collect frozen views.
-    Snapshot(&'a mut Vec<(String, Box<dyn FrozenKeyedState>)>),
+    Snapshot(&'a mut Vec<(String, Box<F>)>),
     /// Fill states from a checkpoint.
     Restore(&'a RestoreScope<'a>),
     /// List state names (to check that every state is visited).
     Names(&'a mut Vec<String>),
 }
 
-/// The visitor a [`KeyedProcessFunction`](crate::KeyedProcessFunction)
-/// hands each of its keyed states to, for snapshots and restores alike.
-pub struct KeyedStates<'a> {
-    mode: Mode<'a>,
+/// A visitor a function hands each of its states to, for snapshots and
+/// restores alike: collecting frozen views `F`, restoring, or listing
+/// names. Keyed states ([`KeyedStates`]) and operator states
+/// ([`OperatorStates`](crate::OperatorStates)) are its two kinds.
+pub struct StateVisitor<'a, F: ?Sized> {
+    mode: Mode<'a, F>,
     error: Option<String>,
 }
 
-impl<'a> KeyedStates<'a> {
-    pub(crate) fn snapshot(out: &'a mut Vec<(String, Box<dyn FrozenKeyedState>)>) -> Self {
+/// The visitor a [`KeyedProcessFunction`](crate::KeyedProcessFunction)
+/// hands each of its keyed states to, for snapshots and restores alike.
+pub type KeyedStates<'a> = StateVisitor<'a, dyn FrozenKeyedState + 'static>;
+
+impl<'a, F: ?Sized> StateVisitor<'a, F> {
+    pub(crate) fn snapshot(out: &'a mut Vec<(String, Box<F>)>) -> Self {
         Self {
             mode: Mode::Snapshot(out),
             error: None,
@@ -441,35 +447,14 @@ impl<'a> KeyedStates<'a> {
         self.error
     }
 
-    /// Visits a keyed `ValueState`.
-    pub fn value<K, V>(&mut self, state: &mut KeyedValueState<K, V>)
-    where
-        K: Copy + Eq + KeyHash + Wire,
-        V: Copy + Wire,
-    {
-        match &mut self.mode {
-            Mode::Snapshot(out) => {
-                out.push((state.name().to_owned(), Box::new(state.inner().freeze())));
-            }
-            Mode::Names(out) => out.push(state.name().to_owned()),
-            Mode::Restore(scope) => {
-                if self.error.is_some() {
-                    return;
-                }
-                if let Err(e) = restore_value_state(scope, state) {
-                    self.error = Some(e);
-                }
-            }
-        }
-    }
-
     /// Records the name of `state`, or snapshots it with `freeze`, or
-    /// restores it with `restore`: what every state kind's visit does.
+    /// restores it with `restore` (after an error, restores nothing more):
+    /// what every state kind's visit does.
     pub(crate) fn visit<S>(
         &mut self,
         name: &str,
         state: &mut S,
-        freeze: impl FnOnce(&S) -> Box<dyn FrozenKeyedState>,
+        freeze: impl FnOnce(&S) -> Box<F>,
         restore: impl FnOnce(&RestoreScope<'_>, &mut S) -> Result<(), String>,
     ) {
         match &mut self.mode {
@@ -483,6 +468,23 @@ impl<'a> KeyedStates<'a> {
                 }
             }
         }
+    }
+}
+
+impl KeyedStates<'_> {
+    /// Visits a keyed `ValueState`.
+    pub fn value<K, V>(&mut self, state: &mut KeyedValueState<K, V>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        V: Copy + Wire,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.inner().freeze()),
+            restore_value_state,
+        );
     }
 
     /// Visits a keyed `MapState`.

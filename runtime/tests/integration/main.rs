@@ -291,6 +291,71 @@ pub fn temp_dir(tag: &str) -> std::path::PathBuf {
     dir
 }
 
+/// A one-subtask source for lateness tests: emits `early`, waits `pause`
+/// (long enough for the watermark to fire what those records opened),
+/// then emits `late`, each in order.
+pub struct EarlyThenLate<T> {
+    early: std::collections::VecDeque<T>,
+    pause: Duration,
+    resume: Option<std::time::Instant>,
+    late: std::collections::VecDeque<T>,
+}
+
+impl<T> EarlyThenLate<T> {
+    /// Emits `early`, pauses for `pause`, then emits `late`.
+    pub fn new(early: Vec<T>, pause: Duration, late: Vec<T>) -> Self {
+        Self {
+            early: early.into(),
+            pause,
+            resume: None,
+            late: late.into(),
+        }
+    }
+}
+
+impl<T: 'static> weir_runtime::Source for EarlyThenLate<T> {
+    type Out = T;
+
+    fn poll_next<C: weir_runtime::Collector<T>>(
+        &mut self,
+        out: &mut C,
+        _budget: usize,
+    ) -> weir_runtime::SourcePoll {
+        use weir_runtime::SourcePoll;
+        if !out.is_available() {
+            return SourcePoll::Emitted(0);
+        }
+        if let Some(r) = self.early.pop_front() {
+            out.collect(r);
+            return SourcePoll::Emitted(1);
+        }
+        let pause = self.pause;
+        let resume = *self
+            .resume
+            .get_or_insert_with(|| std::time::Instant::now() + pause);
+        if std::time::Instant::now() < resume {
+            return SourcePoll::Idle {
+                until: Some(resume),
+            };
+        }
+        match self.late.pop_front() {
+            Some(r) => {
+                out.collect(r);
+                SourcePoll::Emitted(1)
+            }
+            None => SourcePoll::Finished,
+        }
+    }
+
+    fn snapshot_position(&mut self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    fn restore_position(&mut self, _position: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 /// Sorts a multiset so two of them compare with `==`.
 pub fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
     v.sort_unstable();

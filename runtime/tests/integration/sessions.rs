@@ -12,19 +12,18 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use weir_runtime::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
-    AggregateFunction, Collector, EventTimeSessionWindows, ExecutionOptions, JobError, JobGraph,
-    RestoreFrom, Sink, Source, SourcePoll, SubtaskInfo, TimeWindow, WatermarkStrategy,
-    WindowCollector,
+    AggregateFunction, EventTimeSessionWindows, ExecutionOptions, JobError, JobGraph, RestoreFrom,
+    Sink, SubtaskInfo, TimeWindow, WatermarkStrategy, WindowCollector,
 };
 
 use crate::checkpoint::PacedSource;
 use crate::{
     collect_into, has_completed_checkpoint, options, run_job, run_ok, sorted, splitmix64, temp_dir,
-    Collected, M,
+    Collected, EarlyThenLate, M,
 };
 
 /// `(key, event time, value)`.
@@ -362,52 +361,6 @@ fn session_windows_are_restored_at_another_parallelism() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Emits key 1 at timestamps 0..10, 20..30, 40..50 and 100 (three
-/// sessions of gap 5 and a fourth that moves the watermark to 99), waits
-/// long enough for the watermark to fire them, then the late records.
-struct LateSource {
-    early: Vec<Rec>,
-    resume: Option<Instant>,
-    late: Vec<Rec>,
-}
-
-impl Source for LateSource {
-    type Out = Rec;
-
-    fn poll_next<C: Collector<Rec>>(&mut self, out: &mut C, _budget: usize) -> SourcePoll {
-        if !out.is_available() {
-            return SourcePoll::Emitted(0);
-        }
-        if let Some(r) = self.early.pop() {
-            out.collect(r);
-            return SourcePoll::Emitted(1);
-        }
-        let resume = *self
-            .resume
-            .get_or_insert_with(|| Instant::now() + Duration::from_millis(300));
-        if Instant::now() < resume {
-            return SourcePoll::Idle {
-                until: Some(resume),
-            };
-        }
-        match self.late.pop() {
-            Some(r) => {
-                out.collect(r);
-                SourcePoll::Emitted(1)
-            }
-            None => SourcePoll::Finished,
-        }
-    }
-
-    fn snapshot_position(&mut self) -> Vec<u8> {
-        Vec::new()
-    }
-
-    fn restore_position(&mut self, _position: &[u8]) -> Result<(), String> {
-        Ok(())
-    }
-}
-
 /// With an allowed lateness of 50 ms, after the watermark reached 99:
 /// a record inside the session [40, 50 + 5) fires it again with the
 /// record; one that extends it fires the extended session at once; one
@@ -415,22 +368,24 @@ impl Source for LateSource {
 /// output.
 #[test]
 fn late_session_records_fire_late_or_reach_the_side_output() {
-    let mut early: Vec<Rec> = (0..10)
+    // Key 1 at timestamps 0..10, 20..30, 40..50 and 100: three sessions
+    // of gap 5 and a fourth that moves the watermark to 99.
+    let early: Vec<Rec> = (0..10)
         .chain(20..30)
         .chain(40..50)
         .chain([100])
         .map(|t| (1, t, t as u64))
         .collect();
-    early.reverse();
     let collected = Collected::new();
     let late: Arc<Mutex<Vec<Rec>>> = Arc::default();
     let late_in = late.clone();
     let mut job = JobGraph::new("sessions-lateness");
-    job.source("late", move |_: &SubtaskInfo| LateSource {
-        early: early.clone(),
-        resume: None,
-        // Popped from the back.
-        late: vec![(1, 52, 1_000), (1, 5, 2_000), (1, 45, 3_000)],
+    job.source("late", move |_: &SubtaskInfo| {
+        EarlyThenLate::new(
+            early.clone(),
+            Duration::from_millis(300),
+            vec![(1, 45, 3_000), (1, 5, 2_000), (1, 52, 1_000)],
+        )
     })
     .parallelism(1)
     .assign_timestamps_and_watermarks(

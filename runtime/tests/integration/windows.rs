@@ -8,14 +8,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use weir_runtime::{
-    AggregateFunction, Collector, JobGraph, SequenceSource, SlidingEventTimeWindows, Source,
-    SourcePoll, SubtaskInfo, TumblingEventTimeWindows, WatermarkStrategy,
+    AggregateFunction, JobGraph, SequenceSource, SlidingEventTimeWindows, SubtaskInfo,
+    TumblingEventTimeWindows, WatermarkStrategy,
 };
 
-use crate::{collect_into, options, run_ok, Collected};
+use crate::{collect_into, options, run_ok, Collected, EarlyThenLate};
 
 /// Records in all.
 const N: u64 = 20_000;
@@ -167,63 +167,21 @@ fn sliding_aggregate_puts_each_record_in_every_window_holding_it() {
     assert_eq!(got, want);
 }
 
-/// Emits key 1 at timestamps 0..100, waits long enough for the watermark
-/// (99 - 1) to reach the windows, then a record at 85 (its window [80, 90)
-/// fired but is within the lateness) and one at 5 (past it).
-struct LateSource {
-    next: i64,
-    resume: Option<Instant>,
-    late: Vec<(u64, i64, u64)>,
-}
-
-impl Source for LateSource {
-    type Out = (u64, i64, u64);
-
-    fn poll_next<C: Collector<Self::Out>>(&mut self, out: &mut C, _budget: usize) -> SourcePoll {
-        if !out.is_available() {
-            return SourcePoll::Emitted(0);
-        }
-        if self.next < 100 {
-            out.collect((1, self.next, 1));
-            self.next += 1;
-            return SourcePoll::Emitted(1);
-        }
-        let resume = *self
-            .resume
-            .get_or_insert_with(|| Instant::now() + Duration::from_millis(500));
-        if Instant::now() < resume {
-            return SourcePoll::Idle {
-                until: Some(resume),
-            };
-        }
-        match self.late.pop() {
-            Some(r) => {
-                out.collect(r);
-                SourcePoll::Emitted(1)
-            }
-            None => SourcePoll::Finished,
-        }
-    }
-
-    fn snapshot_position(&mut self) -> Vec<u8> {
-        Vec::new()
-    }
-
-    fn restore_position(&mut self, _position: &[u8]) -> Result<(), String> {
-        Ok(())
-    }
-}
-
 #[test]
 fn allowed_lateness_refires_windows_and_later_records_go_to_the_side_output() {
     let collected = Collected::new();
     let late: Arc<Mutex<Vec<(u64, i64, u64)>>> = Arc::default();
     let late_in = late.clone();
     let mut job = JobGraph::new("windows-lateness");
-    job.source("late", |_: &SubtaskInfo| LateSource {
-        next: 0,
-        resume: None,
-        late: vec![(1, 5, 100), (1, 85, 10)],
+    // Key 1 at timestamps 0..100, a pause long enough for the watermark
+    // (99 - 1) to reach the windows, then a record at 85 (its window
+    // [80, 90) fired but is within the lateness) and one at 5 (past it).
+    job.source("late", |_: &SubtaskInfo| {
+        EarlyThenLate::new(
+            (0..100).map(|t| (1, t, 1)).collect(),
+            Duration::from_millis(500),
+            vec![(1, 85, 10), (1, 5, 100)],
+        )
     })
     .parallelism(1)
     .assign_timestamps_and_watermarks(strategy())

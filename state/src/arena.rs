@@ -32,15 +32,29 @@
 //! therefore costs one predictable branch on a field the caller has in
 //! cache, and the out-of-line path gets no pointer into the arena's owner,
 //! so a caller's loop keeps the owner's fields in registers. The one
-//! `unsafe` block turns the shared chunk into `&mut` once the flag or the
-//! owned mark says no other reference to it exists (`Rc::get_mut` would
-//! read the reference counts, in the chunk's first cache line, on every
-//! write).
+//! `unsafe` write path turns the shared chunk into `&mut` once the flag or the
+//! owned mark says no other reference to it exists (checking the chunk's
+//! reference count instead would load it on every write).
 //!
 //! Chunks are counted with [`Rc`], so arenas and their frozen views are
 //! `!Send`: keyed state and its snapshots stay on their worker's thread.
+//!
+//! # Where the chunks live
+//!
+//! A small arena allocates each chunk on the heap. A large one (at least
+//! [`SLAB_MIN_BYTES`] of slots, such as the table a restore of millions
+//! of keys builds) takes all its chunks from one anonymous mapping, a
+//! slab, advised to use transparent huge pages: creating it then costs a
+//! few hundred page faults instead of one per 4 KiB page (which was half
+//! of a restore's time), and random lookups into it miss the TLB far less.
+//! Each chunk still has its own reference count, so copy-on-write works
+//! chunk by chunk as above; a chunk copied away from a slab goes to the
+//! heap, and the slab is unmapped when its last chunk is dropped. Where
+//! huge pages are off, the advice is ignored and the slab is ordinary
+//! memory.
 
 use std::cell::Cell;
+use std::ptr::NonNull;
 use std::rc::Rc;
 
 /// Slots per chunk (a power of two): 512 slots, 12 KiB for the 24-byte
@@ -52,24 +66,176 @@ pub const CHUNK_SHIFT: u32 = 9;
 pub const CHUNK_LEN: usize = 1 << CHUNK_SHIFT;
 const CHUNK_MASK: usize = CHUNK_LEN - 1;
 
-/// One chunk's slots, shared by the live arena and its frozen views.
-type Chunk<T> = Rc<[T; CHUNK_LEN]>;
+/// Arenas with at least this many bytes of slots take their chunks from
+/// one slab (see "Where the chunks live"): 4 MiB, two huge pages.
+pub const SLAB_MIN_BYTES: usize = 4 << 20;
 
-/// A chunk of `fill`s, built in place on the heap (a chunk can be larger
-/// than a stack should hold).
-fn new_chunk<T: Copy>(fill: T) -> Chunk<T> {
-    let slots: Rc<[T]> = std::iter::repeat_n(fill, CHUNK_LEN).collect();
-    slots
-        .try_into()
-        .unwrap_or_else(|_| unreachable!("the chunk has CHUNK_LEN slots"))
+/// One chunk's slots, shared by the live arena and its frozen views: a
+/// pointer to the slots and the reference-counted owner of their memory.
+struct Chunk<T: Copy> {
+    /// The chunk's `CHUNK_LEN` slots, all initialized; valid for as long
+    /// as `backing` is alive.
+    slots: NonNull<[T; CHUNK_LEN]>,
+    /// Counts the holders of this chunk (the arena and its frozen views);
+    /// no `Weak` is ever made.
+    backing: Rc<Backing<T>>,
 }
 
-/// A private copy of `chunk`, copied heap to heap.
-fn copy_chunk<T: Copy>(chunk: &[T; CHUNK_LEN]) -> Chunk<T> {
-    let slots: Rc<[T]> = Rc::from(&chunk[..]);
-    slots
-        .try_into()
-        .unwrap_or_else(|_| unreachable!("the copy has CHUNK_LEN slots"))
+/// What keeps a chunk's memory alive.
+enum Backing<T: Copy> {
+    /// A heap allocation of its own (a `Box<[T; CHUNK_LEN]>` turned into
+    /// a raw pointer, freed on drop).
+    Heap(NonNull<[T; CHUNK_LEN]>),
+    /// A share of a slab, which lives until its last chunk is dropped.
+    Slab {
+        /// Keeps the mapping alive (never read).
+        _slab: Rc<Slab>,
+    },
+}
+
+impl<T: Copy> Drop for Backing<T> {
+    fn drop(&mut self) {
+        if let Backing::Heap(slots) = *self {
+            // SAFETY: `slots` came from `Box::into_raw` in `Chunk::heap` and
+            // is freed only here, once, when the chunk's last holder drops
+            // its `Rc`.
+            drop(unsafe { Box::from_raw(slots.as_ptr()) });
+        }
+    }
+}
+
+/// One anonymous mapping holding the chunks of a large arena.
+struct Slab {
+    _map: memmap2::MmapRaw,
+}
+
+impl<T: Copy> Chunk<T> {
+    /// A heap chunk of `fill`s, built in place (a chunk can be larger than
+    /// a stack should hold).
+    fn heap(fill: T) -> Self {
+        let slots: Box<[T]> = std::iter::repeat_n(fill, CHUNK_LEN).collect();
+        let slots: Box<[T; CHUNK_LEN]> = slots
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("the chunk has CHUNK_LEN slots"));
+        Self::from_box(slots)
+    }
+
+    fn from_box(slots: Box<[T; CHUNK_LEN]>) -> Self {
+        let slots = NonNull::from(Box::leak(slots));
+        Self {
+            slots,
+            backing: Rc::new(Backing::Heap(slots)),
+        }
+    }
+
+    /// A private heap copy of this chunk's slots, copied heap to heap.
+    fn copy(&self) -> Self {
+        let slots: Box<[T]> = Box::from(&self[..]);
+        Self::from_box(
+            slots
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("the copy has CHUNK_LEN slots")),
+        )
+    }
+
+    /// `count` chunks of `fill`s in one slab, or `None` if the mapping
+    /// cannot be made (the caller then uses heap chunks).
+    fn slab(count: usize, fill: T) -> Option<Vec<Self>> {
+        if cfg!(miri) || std::mem::align_of::<[T; CHUNK_LEN]>() > 4096 {
+            return None;
+        }
+        let bytes = count.checked_mul(std::mem::size_of::<[T; CHUNK_LEN]>())?;
+        let map: memmap2::MmapRaw = memmap2::MmapOptions::new()
+            .len(bytes)
+            .map_anon()
+            .ok()?
+            .into();
+        // A hint: without transparent huge pages the slab is still correct.
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        let base = map.as_mut_ptr().cast::<[T; CHUNK_LEN]>();
+        let slab = Rc::new(Slab { _map: map });
+        let chunks = (0..count)
+            .map(|c| {
+                // SAFETY: chunk `c` is the `c`-th of `count` chunk-sized,
+                // suitably aligned (the mapping is page-aligned, and the
+                // alignment was checked above) pieces of the mapping, which
+                // `slab` keeps alive for as long as this chunk's backing;
+                // nothing else points into it. Writing every slot before
+                // the chunk is handed out initializes it.
+                let slots = unsafe {
+                    let slots = base.add(c);
+                    for i in 0..CHUNK_LEN {
+                        slots.cast::<T>().add(i).write(fill);
+                    }
+                    NonNull::new_unchecked(slots)
+                };
+                Self {
+                    slots,
+                    backing: Rc::new(Backing::Slab {
+                        _slab: Rc::clone(&slab),
+                    }),
+                }
+            })
+            .collect();
+        Some(chunks)
+    }
+
+    /// True if no frozen view holds this chunk.
+    #[inline]
+    fn is_unique(&self) -> bool {
+        Rc::strong_count(&self.backing) == 1
+    }
+
+    /// The slots, mutably.
+    ///
+    /// # Safety
+    ///
+    /// No other reference to this chunk's slots may exist while the
+    /// returned borrow is alive: the caller holds the chunk's only handle
+    /// (or knows that every other holder is gone) and has it borrowed
+    /// mutably.
+    #[inline(always)]
+    unsafe fn slots_mut(&mut self) -> &mut [T; CHUNK_LEN] {
+        // SAFETY: valid and initialized as long as `backing` is alive
+        // (held by `self`); exclusive by the caller's contract.
+        unsafe { self.slots.as_mut() }
+    }
+}
+
+impl<T: Copy> Clone for Chunk<T> {
+    fn clone(&self) -> Self {
+        Self {
+            slots: self.slots,
+            backing: Rc::clone(&self.backing),
+        }
+    }
+}
+
+impl<T: Copy> std::ops::Deref for Chunk<T> {
+    type Target = [T; CHUNK_LEN];
+
+    #[inline(always)]
+    fn deref(&self) -> &[T; CHUNK_LEN] {
+        // SAFETY: the slots are initialized and stay allocated while
+        // `backing`, held by `self`, is alive. A mutable borrow of them is
+        // only ever made through `slots_mut` while the chunk is exclusive
+        // to the live arena and that arena is borrowed mutably, so no
+        // shared borrow from `&self` can overlap it.
+        unsafe { self.slots.as_ref() }
+    }
+}
+
+/// `count` chunks of `fill`s: from one slab if they make a large arena,
+/// else each on the heap.
+fn new_chunks<T: Copy>(count: usize, fill: T) -> Vec<Chunk<T>> {
+    let bytes = count.saturating_mul(std::mem::size_of::<[T; CHUNK_LEN]>());
+    if bytes >= SLAB_MIN_BYTES {
+        if let Some(chunks) = Chunk::slab(count, fill) {
+            return chunks;
+        }
+    }
+    (0..count).map(|_| Chunk::heap(fill)).collect()
 }
 
 /// A fixed number of `T` slots in chunks of [`CHUNK_LEN`].
@@ -129,8 +295,8 @@ impl Cow {
             self.mark_all(true);
         } else if !self.owned[c].get() {
             let chunk = &mut chunks[c];
-            if Rc::get_mut(chunk).is_none() {
-                *chunk = copy_chunk(chunk);
+            if !chunk.is_unique() {
+                *chunk = chunk.copy();
                 self.copies += 1;
             }
             self.owned[c].set(true);
@@ -155,9 +321,7 @@ impl<T: Copy> SlotArena<T> {
     /// `len` slots, each set to `fill`, in `len / CHUNK_LEN` chunks
     /// (rounded up; the slots past `len` in the last chunk are unused).
     pub fn new(len: usize, fill: T) -> Self {
-        let chunks: Vec<Chunk<T>> = (0..len.div_ceil(CHUNK_LEN))
-            .map(|_| new_chunk(fill))
-            .collect();
+        let chunks = new_chunks(len.div_ceil(CHUNK_LEN), fill);
         Self {
             cow: Cow::new(chunks.len()),
             direct: Cell::new(len > 0),
@@ -206,21 +370,20 @@ impl<T: Copy> SlotArena<T> {
             // fields in registers; the flag is updated here instead.
             self.direct.set(self.len > 0);
         }
-        let chunk = &self.chunks[c];
         // SAFETY: no reference to chunk `c`'s slots exists but through
-        // `self`, so turning `Rc`'s shared pointer into `&mut` is sound for
-        // as long as `&mut self` is borrowed. Chunk `c` is marked owned
+        // `self`, so borrowing them mutably is sound for as long as
+        // `&mut self` is borrowed. Chunk `c` is marked owned
         // here: either `direct` is set, which happens only while every
         // chunk is owned (`new`, `fill`, or `own_chunk` finding none
         // unowned), or `own_chunk` just marked it. A chunk is marked owned
-        // only while this arena holds its sole `Rc` (a new chunk, a fresh
-        // copy, one `Rc::get_mut` found unique, or every chunk once the
-        // `views` token shows that no frozen view, the only other holder
-        // of chunks, is alive). `freeze`, the only code that clones a
-        // chunk's `Rc`, first clears every mark and `direct`; no `Weak` is
-        // ever made, and `&self` accessors hand out only borrows, which
+        // only while this arena holds its sole handle (a new chunk, a fresh
+        // copy, one `is_unique` found, or every chunk once the `views`
+        // token shows that no frozen view, the only other holder of
+        // chunks, is alive). `freeze`, the only code that clones a chunk's
+        // handle, first clears every mark and `direct`; no `Weak` is ever
+        // made, and `&self` accessors hand out only borrows, which
         // `&mut self` rules out here.
-        let slots = unsafe { &mut *Rc::as_ptr(chunk).cast_mut() };
+        let slots = unsafe { self.chunks[c].slots_mut() };
         &mut slots[i & CHUNK_MASK]
     }
 
@@ -244,9 +407,13 @@ impl<T: Copy> SlotArena<T> {
     /// (and is not counted in [`cow_copies`](Self::cow_copies)).
     pub fn fill(&mut self, fill: T) {
         for chunk in &mut self.chunks {
-            match Rc::get_mut(chunk) {
-                Some(slots) => slots.fill(fill),
-                None => *chunk = new_chunk(fill),
+            if chunk.is_unique() {
+                // SAFETY: this arena holds the chunk's only handle and is
+                // borrowed mutably, so no other reference to its slots
+                // exists.
+                unsafe { chunk.slots_mut() }.fill(fill);
+            } else {
+                *chunk = Chunk::heap(fill);
             }
         }
         self.cow.mark_all(true);
@@ -273,12 +440,18 @@ impl<T: Copy> SlotArena<T> {
         self.cow.copies
     }
 
-    /// Chunks currently shared with at least one frozen view.
-    pub fn shared_chunks(&self) -> usize {
+    /// Chunks whose slots lie in a slab (see "Where the chunks live"); the
+    /// others are on the heap.
+    pub fn slab_chunks(&self) -> usize {
         self.chunks
             .iter()
-            .filter(|c| Rc::strong_count(c) > 1)
+            .filter(|c| matches!(*c.backing, Backing::Slab { .. }))
             .count()
+    }
+
+    /// Chunks currently shared with at least one frozen view.
+    pub fn shared_chunks(&self) -> usize {
+        self.chunks.iter().filter(|c| !c.is_unique()).count()
     }
 }
 

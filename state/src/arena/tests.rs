@@ -188,3 +188,58 @@ fn empty_arena_freezes_to_an_empty_view() {
     assert!(f.is_empty() && f.iter().next().is_none());
     assert_eq!((f.len(), f.chunk_count()), (0, 0));
 }
+
+/// Chunks of `u64` slots that make an arena just large enough for a slab.
+fn slab_sized_chunks() -> usize {
+    SLAB_MIN_BYTES.div_ceil(CHUNK_LEN * std::mem::size_of::<u64>())
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "millions of slots are too slow to interpret")]
+fn small_arenas_are_on_the_heap_and_large_ones_in_a_slab() {
+    let chunks = slab_sized_chunks();
+    let small = SlotArena::new((chunks - 1) * CHUNK_LEN, 0u64);
+    assert_eq!(small.slab_chunks(), 0);
+    let large = SlotArena::new(chunks * CHUNK_LEN - 3, 5u64);
+    if cfg!(miri) {
+        assert_eq!(large.slab_chunks(), 0, "miri cannot map memory");
+    } else {
+        assert_eq!(large.slab_chunks(), chunks);
+    }
+    assert_eq!(large.len(), chunks * CHUNK_LEN - 3);
+    assert!(large.iter().all(|v| *v == 5), "every slab slot is filled");
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "millions of slots are too slow to interpret")]
+fn slab_chunks_are_copied_on_write_and_outlive_their_arena_in_a_view() {
+    let chunks = slab_sized_chunks();
+    let mut a = SlotArena::new(chunks * CHUNK_LEN, 0u64);
+    for i in 0..a.len() {
+        *a.get_mut(i) = i as u64;
+    }
+    let f = a.freeze();
+    assert_eq!(a.shared_chunks(), chunks);
+    // A write copies its chunk out of the slab onto the heap; the view
+    // keeps the slab's slots.
+    *a.get_mut(3 * CHUNK_LEN + 1) = u64::MAX;
+    assert_eq!(a.cow_copies(), 1);
+    let slab = a.slab_chunks();
+    assert!(slab == chunks - 1 || cfg!(miri), "{slab} of {chunks}");
+    assert_eq!(*f.get(3 * CHUNK_LEN + 1), (3 * CHUNK_LEN + 1) as u64);
+    assert_eq!(*a.get(3 * CHUNK_LEN + 1), u64::MAX);
+    // `fill` writes unshared slab chunks in place and replaces shared ones.
+    let g = a.freeze();
+    drop(f);
+    a.fill(9);
+    assert!(a.iter().all(|v| *v == 9));
+    assert_eq!(*g.get(3 * CHUNK_LEN + 1), u64::MAX);
+    // The view keeps the slab alive after the arena is gone.
+    drop(a);
+    assert!(g.iter().enumerate().all(|(i, v)| *v
+        == if i == 3 * CHUNK_LEN + 1 {
+            u64::MAX
+        } else {
+            i as u64
+        }));
+}

@@ -573,6 +573,67 @@ where
         }
     }
 
+    /// [`load_hashed`](Self::load_hashed) of every `((key, value), hash)`
+    /// of `entries`, in order (a restore's batch of decoded entries). The
+    /// checks that choose the inlined path (the arena exists and is not
+    /// shared, the tags are not shared, the batch fits without growing)
+    /// are made once for the batch instead of once per entry.
+    pub fn load_batch(&mut self, entries: &[((K, V), u64)]) {
+        let fits = self
+            .len
+            .checked_add(entries.len())
+            .is_some_and(|n| n <= self.max_len);
+        if !(self.slots.writes_are_direct() && fits && Rc::get_mut(&mut self.tags).is_some()) {
+            for &((key, value), hash) in entries {
+                self.load_hashed(key, hash, value);
+            }
+            return;
+        }
+        let Self {
+            slots,
+            tags,
+            len,
+            mask,
+            shift,
+            ..
+        } = self;
+        let tags = Rc::get_mut(tags).unwrap_or_else(|| unreachable!("checked above"));
+        let (mask, shift) = (*mask, *shift);
+        'entries: for &((key, value), hash) in entries {
+            Self::check_hash(&key, hash);
+            let tag = tag_of(hash);
+            let mut pos = (hash >> shift) as usize;
+            loop {
+                let group = u64::from_le_bytes(
+                    tags[pos..pos + GROUP]
+                        .try_into()
+                        .expect("tag array has GROUP trailing bytes"),
+                );
+                let mut matches = match_tag(group, tag);
+                while matches != 0 {
+                    let at = (pos + first_byte(matches)) & mask;
+                    if slots.get(at).key == key {
+                        slots.get_mut(at).value = value;
+                        continue 'entries;
+                    }
+                    matches &= matches - 1;
+                }
+                let empty = match_empty(group);
+                if empty != 0 {
+                    let at = (pos + first_byte(empty)) & mask;
+                    tags[at] = tag;
+                    if at < GROUP {
+                        tags[mask + 1 + at] = tag;
+                    }
+                    *len += 1;
+                    *slots.get_mut(at) = Slot { key, value };
+                    continue 'entries;
+                }
+                pos = (pos + GROUP) & mask;
+            }
+        }
+    }
+
     /// Replaces the value of `key` by `f` of it (`None` if absent), given
     /// `hash == key.key_hash()`; returns the new value and whether the key
     /// is new. One probe sequence: the fold of an incremental aggregate

@@ -592,6 +592,13 @@ pub(crate) trait RestoreSink {
     /// Inserts `entry`, whose key-group hash is `hash`.
     fn insert(&mut self, entry: Self::Entry, hash: u64);
 
+    /// Inserts every `(entry, hash)` of `batch`, in order, and empties it.
+    fn insert_batch(&mut self, batch: &mut Vec<(Self::Entry, u64)>) {
+        for (entry, hash) in batch.drain(..) {
+            self.insert(entry, hash);
+        }
+    }
+
     /// Called once every block was read and checked.
     fn finish(&mut self) {}
 
@@ -636,6 +643,12 @@ where
     #[inline(always)]
     fn insert(&mut self, (k, v): (K, V), hash: u64) {
         self.0.load_hashed(k, hash, v);
+    }
+
+    #[inline]
+    fn insert_batch(&mut self, batch: &mut Vec<((K, V), u64)>) {
+        self.0.load_batch(batch);
+        batch.clear();
     }
 
     fn entry_count(&self) -> usize {
@@ -726,6 +739,11 @@ pub(crate) fn restore_entries<S: RestoreSink>(
         for round in 1..=ROUNDS {
             for (block, pos) in blocks.iter_mut().zip(cursors.iter_mut()) {
                 let bytes = block.payload;
+                // At an unchanged parallelism every key of a block is ours.
+                // (Ranges are contiguous: holding both ends holds it all.)
+                let all_mine = !block.key_groups.is_empty()
+                    && mine.contains(block.key_groups.start())
+                    && mine.contains(block.key_groups.end() - 1);
                 let end = bytes.len() * round / ROUNDS;
                 let from = *pos;
                 while *pos < end {
@@ -741,13 +759,11 @@ pub(crate) fn restore_entries<S: RestoreSink>(
                             block.key_groups, block.segment
                         )));
                     }
-                    if mine.contains(kg) {
+                    if all_mine || mine.contains(kg) {
                         sink.prefetch(&entry, hash);
                         batch.push((entry, hash));
                         if batch.len() == BATCH {
-                            for (entry, hash) in batch.drain(..) {
-                                sink.insert(entry, hash);
-                            }
+                            sink.insert_batch(&mut batch);
                         }
                     }
                 }
@@ -761,9 +777,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
                 .map_err(|e| scope.mark_corrupt(e.to_string()))?;
         }
     }
-    for (entry, hash) in batch {
-        sink.insert(entry, hash);
-    }
+    sink.insert_batch(&mut batch);
     sink.finish();
     crate::checkpoint::trace!(
         "restored state `{name}`: {} entries from {} blocks ({} bytes) in {:?} ({:?} to size the table)",

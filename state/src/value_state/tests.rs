@@ -584,3 +584,87 @@ mod model {
         }
     }
 }
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "hundreds of thousands of keys are too slow to interpret"
+)]
+fn a_table_in_a_slab_is_frozen_and_written_like_one_on_the_heap() {
+    // 200,000 keys need 262,144 slots of 24 bytes: 6 MiB, above
+    // SLAB_MIN_BYTES, so the arena takes its chunks from one slab.
+    let n = 200_000u64;
+    let mut s: ValueState<u64, (u64, u64)> = ValueState::with_capacity("big", n as usize);
+    for k in 0..n {
+        s.load_hashed(k, k.key_hash(), (k, 0));
+    }
+    assert!(s.memory_bytes() >= crate::arena::SLAB_MIN_BYTES);
+    if !cfg!(miri) {
+        assert_eq!(s.slots.slab_chunks(), s.slots.chunk_count());
+    }
+    let view = s.freeze();
+    // Every tenth key changes and some new ones arrive after the freeze:
+    // the touched chunks are copied out of the slab.
+    for k in (0..n).step_by(10) {
+        s.put(k, (k, 1));
+    }
+    for k in n..n + 1_000 {
+        s.put(k, (k, 2));
+    }
+    assert!(s.slots.slab_chunks() < s.slots.chunk_count() || cfg!(miri));
+    assert_eq!(view.len(), n as usize);
+    assert!(view.iter().all(|(k, v)| *v == (*k, 0)));
+    assert_eq!(s.len(), n as usize + 1_000);
+    for k in 0..n + 1_000 {
+        let want = if k >= n {
+            (k, 2)
+        } else if k % 10 == 0 {
+            (k, 1)
+        } else {
+            (k, 0)
+        };
+        assert_eq!(s.get(&k), Some(&want), "key {k}");
+    }
+    assert_index_invariant(&s);
+    // The view outlives the state: the slab stays mapped for it.
+    drop(s);
+    assert!(view.iter().all(|(k, v)| *v == (*k, 0)));
+}
+
+#[test]
+fn load_batch_agrees_with_load_hashed_on_every_path() {
+    // Keys repeat (later values win), batches overflow the reserved size
+    // (the table grows), and a frozen view shares the arena (copies).
+    let entries: Vec<((u64, u64), u64)> = (0..5_000u64)
+        .map(|i| {
+            let k = i * 7 % 3_001;
+            ((k, i), k.key_hash())
+        })
+        .collect();
+    let mut batched: ValueState<u64, u64> = ValueState::with_capacity("b", 1_000);
+    let mut single: ValueState<u64, u64> = ValueState::with_capacity("s", 1_000);
+    let mut views = Vec::new();
+    for (n, batch) in entries.chunks(32).enumerate() {
+        if n % 40 == 7 {
+            views.push((batched.freeze(), single.freeze()));
+        }
+        batched.load_batch(batch);
+        for &((k, v), h) in batch {
+            single.load_hashed(k, h, v);
+        }
+        assert_eq!(batched.len(), single.len());
+    }
+    let mut want: Vec<(u64, u64)> = single.iter().map(|(k, v)| (*k, *v)).collect();
+    let mut got: Vec<(u64, u64)> = batched.iter().map(|(k, v)| (*k, *v)).collect();
+    want.sort_unstable();
+    got.sort_unstable();
+    assert_eq!(got, want);
+    assert_index_invariant(&batched);
+    for (b, s) in &views {
+        let mut b: Vec<(u64, u64)> = b.iter().map(|(k, v)| (*k, *v)).collect();
+        let mut s: Vec<(u64, u64)> = s.iter().map(|(k, v)| (*k, *v)).collect();
+        b.sort_unstable();
+        s.sort_unstable();
+        assert_eq!(b, s, "a frozen view saw a later batch");
+    }
+}

@@ -49,9 +49,11 @@
 //! of a restore's time), and random lookups into it miss the TLB far less.
 //! Each chunk still has its own reference count, so copy-on-write works
 //! chunk by chunk as above; a chunk copied away from a slab goes to the
-//! heap, and the slab is unmapped when its last chunk is dropped. Where
-//! huge pages are off, the advice is ignored and the slab is ordinary
-//! memory.
+//! heap, and once no view holds its old slots any more their whole pages
+//! are given back to the system (so a slab whose chunks were mostly
+//! copied does not keep twice the memory). The slab is unmapped when its
+//! last chunk is dropped. Where huge pages are off, the advice is ignored
+//! and the slab is ordinary memory.
 
 use std::cell::Cell;
 use std::ptr::NonNull;
@@ -86,27 +88,77 @@ enum Backing<T: Copy> {
     /// A heap allocation of its own (a `Box<[T; CHUNK_LEN]>` turned into
     /// a raw pointer, freed on drop).
     Heap(NonNull<[T; CHUNK_LEN]>),
-    /// A share of a slab, which lives until its last chunk is dropped.
+    /// A share of a slab, which lives until its last chunk is dropped:
+    /// bytes `offset..offset + len` of it.
     Slab {
-        /// Keeps the mapping alive (never read).
-        _slab: Rc<Slab>,
+        slab: Rc<Slab>,
+        offset: usize,
+        len: usize,
     },
 }
 
 impl<T: Copy> Drop for Backing<T> {
     fn drop(&mut self) {
-        if let Backing::Heap(slots) = *self {
-            // SAFETY: `slots` came from `Box::into_raw` in `Chunk::heap` and
-            // is freed only here, once, when the chunk's last holder drops
-            // its `Rc`.
-            drop(unsafe { Box::from_raw(slots.as_ptr()) });
+        match self {
+            Backing::Heap(slots) => {
+                // SAFETY: `slots` came from `Box::into_raw` in
+                // `Chunk::from_box` and is freed only here, once, when the
+                // chunk's last holder drops its `Rc`.
+                drop(unsafe { Box::from_raw(slots.as_ptr()) });
+            }
+            Backing::Slab { slab, offset, len } => slab.release(*offset, *len),
         }
     }
 }
 
-/// One anonymous mapping holding the chunks of a large arena.
+/// One anonymous mapping holding the chunks of a large arena. It is
+/// unmapped when its last chunk is dropped; a chunk dropped before that
+/// (copied away by a write after a freeze, and its view gone) gives its
+/// whole pages back to the system at once, so a slab whose chunks were
+/// mostly copied does not keep their memory.
 struct Slab {
-    _map: memmap2::MmapRaw,
+    map: memmap2::MmapRaw,
+    /// Bytes given back so far (for tests).
+    released: Cell<usize>,
+}
+
+impl Slab {
+    /// Gives back the pages lying wholly inside bytes `offset..offset +
+    /// len`, the memory of a chunk nothing refers to any more.
+    fn release(&self, offset: usize, len: usize) {
+        let page = page_size();
+        let start = offset.next_multiple_of(page);
+        let end = (offset + len) / page * page;
+        if cfg!(miri) || end <= start {
+            return;
+        }
+        // SAFETY: bytes `offset..offset + len` belonged to one chunk, whose
+        // last holder is being dropped, so nothing reads or writes them
+        // again; the range is cut to whole pages inside them, so no other
+        // chunk's bytes are touched. Afterwards the pages read as zeros,
+        // which nobody does.
+        let given_back = unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+        };
+        if given_back.is_ok() {
+            self.released.set(self.released.get() + (end - start));
+        }
+    }
+}
+
+/// The system's page size (4 KiB if it cannot be read).
+fn page_size() -> usize {
+    use std::sync::OnceLock;
+    static PAGE: OnceLock<usize> = OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: `sysconf` only reads a system constant.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(size)
+            .ok()
+            .filter(|s| s.is_power_of_two())
+            .unwrap_or(4096)
+    })
 }
 
 impl<T: Copy> Chunk<T> {
@@ -154,7 +206,11 @@ impl<T: Copy> Chunk<T> {
         #[cfg(target_os = "linux")]
         let _ = map.advise(memmap2::Advice::HugePage);
         let base = map.as_mut_ptr().cast::<[T; CHUNK_LEN]>();
-        let slab = Rc::new(Slab { _map: map });
+        let slab = Rc::new(Slab {
+            map,
+            released: Cell::new(0),
+        });
+        let chunk_bytes = std::mem::size_of::<[T; CHUNK_LEN]>();
         let chunks = (0..count)
             .map(|c| {
                 // SAFETY: chunk `c` is the `c`-th of `count` chunk-sized,
@@ -173,7 +229,9 @@ impl<T: Copy> Chunk<T> {
                 Self {
                     slots,
                     backing: Rc::new(Backing::Slab {
-                        _slab: Rc::clone(&slab),
+                        slab: Rc::clone(&slab),
+                        offset: c * chunk_bytes,
+                        len: chunk_bytes,
                     }),
                 }
             })
@@ -447,6 +505,23 @@ impl<T: Copy> SlotArena<T> {
             .iter()
             .filter(|c| matches!(*c.backing, Backing::Slab { .. }))
             .count()
+    }
+
+    /// Bytes of this arena's slabs given back to the system because their
+    /// chunks were copied away and no frozen view holds them any more (see
+    /// "Where the chunks live").
+    pub fn slab_bytes_released(&self) -> usize {
+        let mut seen: Vec<*const Slab> = Vec::new();
+        let mut bytes = 0;
+        for c in &self.chunks {
+            if let Backing::Slab { slab, .. } = &*c.backing {
+                if !seen.contains(&Rc::as_ptr(slab)) {
+                    seen.push(Rc::as_ptr(slab));
+                    bytes += slab.released.get();
+                }
+            }
+        }
+        bytes
     }
 
     /// Chunks currently shared with at least one frozen view.

@@ -243,3 +243,27 @@ fn slab_chunks_are_copied_on_write_and_outlive_their_arena_in_a_view() {
             i as u64
         }));
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "miri cannot map memory")]
+fn a_slab_gives_back_the_pages_of_chunks_copied_away() {
+    let chunks = slab_sized_chunks();
+    let mut a = SlotArena::new(chunks * CHUNK_LEN, 1u64);
+    let f = a.freeze();
+    // Every chunk but the first is written, so copied to the heap.
+    for c in 1..chunks {
+        *a.get_mut(c * CHUNK_LEN) = 2;
+    }
+    assert_eq!(a.slab_chunks(), 1);
+    assert_eq!(a.slab_bytes_released(), 0, "the view still holds them");
+    drop(f);
+    // The view held the last handles of the copied chunks: their pages
+    // (whole pages only) are given back; the first chunk stays.
+    let chunk_bytes = CHUNK_LEN * std::mem::size_of::<u64>();
+    let released = a.slab_bytes_released();
+    assert!(released > 0);
+    assert!(released <= (chunks - 1) * chunk_bytes);
+    assert!(released + 2 * super::page_size() * chunks >= (chunks - 1) * chunk_bytes);
+    assert!(a.iter().take(CHUNK_LEN).all(|v| *v == 1));
+    assert!((1..chunks).all(|c| *a.get(c * CHUNK_LEN) == 2 && *a.get(c * CHUNK_LEN + 1) == 1));
+}

@@ -540,37 +540,16 @@ where
         let Some(tags) = Rc::get_mut(&mut self.tags) else {
             return self.put_slow(key, hash, value);
         };
-        let tag = tag_of(hash);
-        let mask = self.mask;
-        let mut pos = (hash >> self.shift) as usize;
-        loop {
-            let group = u64::from_le_bytes(
-                tags[pos..pos + GROUP]
-                    .try_into()
-                    .expect("tag array has GROUP trailing bytes"),
-            );
-            let mut matches = match_tag(group, tag);
-            while matches != 0 {
-                let at = (pos + first_byte(matches)) & mask;
-                if self.slots.get(at).key == key {
-                    self.slots.get_mut(at).value = value;
-                    return;
-                }
-                matches &= matches - 1;
-            }
-            let empty = match_empty(group);
-            if empty != 0 {
-                let at = (pos + first_byte(empty)) & mask;
-                tags[at] = tag;
-                if at < GROUP {
-                    tags[mask + 1 + at] = tag;
-                }
-                self.len += 1;
-                *self.slots.get_mut(at) = Slot { key, value };
-                return;
-            }
-            pos = (pos + GROUP) & mask;
-        }
+        let added = Self::load_in_place(
+            &mut self.slots,
+            tags,
+            self.mask,
+            self.shift,
+            key,
+            hash,
+            value,
+        );
+        self.len += usize::from(added);
     }
 
     /// [`load_hashed`](Self::load_hashed) of every `((key, value), hash)`
@@ -599,38 +578,57 @@ where
         } = self;
         let tags = Rc::get_mut(tags).unwrap_or_else(|| unreachable!("checked above"));
         let (mask, shift) = (*mask, *shift);
-        'entries: for &((key, value), hash) in entries {
+        for &((key, value), hash) in entries {
             Self::check_hash(&key, hash);
-            let tag = tag_of(hash);
-            let mut pos = (hash >> shift) as usize;
-            loop {
-                let group = u64::from_le_bytes(
-                    tags[pos..pos + GROUP]
-                        .try_into()
-                        .expect("tag array has GROUP trailing bytes"),
-                );
-                let mut matches = match_tag(group, tag);
-                while matches != 0 {
-                    let at = (pos + first_byte(matches)) & mask;
-                    if slots.get(at).key == key {
-                        slots.get_mut(at).value = value;
-                        continue 'entries;
-                    }
-                    matches &= matches - 1;
+            *len += usize::from(Self::load_in_place(
+                slots, tags, mask, shift, key, hash, value,
+            ));
+        }
+    }
+
+    /// The probe of the bulk loads, on an arena whose writes are direct and
+    /// an exclusive tag array with room for one more key: overwrites the
+    /// value of `key` or stores it in the first empty slot of its probe
+    /// path. Returns true if the key is new. Takes the fields it needs, so
+    /// that a caller's loop keeps the others in registers.
+    #[inline(always)]
+    fn load_in_place(
+        slots: &mut SlotArena<Slot<K, V>>,
+        tags: &mut [u8],
+        mask: usize,
+        shift: u32,
+        key: K,
+        hash: u64,
+        value: V,
+    ) -> bool {
+        let tag = tag_of(hash);
+        let mut pos = (hash >> shift) as usize;
+        loop {
+            let group = u64::from_le_bytes(
+                tags[pos..pos + GROUP]
+                    .try_into()
+                    .expect("tag array has GROUP trailing bytes"),
+            );
+            let mut matches = match_tag(group, tag);
+            while matches != 0 {
+                let at = (pos + first_byte(matches)) & mask;
+                if slots.get(at).key == key {
+                    slots.get_mut(at).value = value;
+                    return false;
                 }
-                let empty = match_empty(group);
-                if empty != 0 {
-                    let at = (pos + first_byte(empty)) & mask;
-                    tags[at] = tag;
-                    if at < GROUP {
-                        tags[mask + 1 + at] = tag;
-                    }
-                    *len += 1;
-                    *slots.get_mut(at) = Slot { key, value };
-                    continue 'entries;
-                }
-                pos = (pos + GROUP) & mask;
+                matches &= matches - 1;
             }
+            let empty = match_empty(group);
+            if empty != 0 {
+                let at = (pos + first_byte(empty)) & mask;
+                tags[at] = tag;
+                if at < GROUP {
+                    tags[mask + 1 + at] = tag;
+                }
+                *slots.get_mut(at) = Slot { key, value };
+                return true;
+            }
+            pos = (pos + GROUP) & mask;
         }
     }
 

@@ -1,5 +1,6 @@
 //! What building the table of a 5 M-key restore costs, split into the
-//! arena's allocation (the first insert creates it) and the inserts, in
+//! arena's allocation (the first insert creates it) and the inserts (and
+//! what dropping it costs), in
 //! random key order or, with `SORTED=1`, in table order (what a restore's
 //! lockstep reading approaches). Used for the W5 figures in
 //! `bench/RESULTS.md`:
@@ -37,11 +38,13 @@ fn main() {
             table.load_hashed(k, h, (1, k));
         }
         let total = started.elapsed();
+        let (keys, mb) = (table.len(), table.memory_bytes() >> 20);
+        let dropping = Instant::now();
+        drop(table);
         println!(
-            "round {round}: allocation and first insert {allocated:?}, the other inserts {:?}, total {total:?} ({} keys, {} MB of slots)",
+            "round {round}: allocation and first insert {allocated:?}, the other inserts {:?}, total {total:?} ({keys} keys, {mb} MB of slots); dropped in {:?}",
             total - allocated,
-            table.len(),
-            table.memory_bytes() >> 20
+            dropping.elapsed()
         );
     }
 }

@@ -89,12 +89,8 @@ enum Backing<T: Copy> {
     /// a raw pointer, freed on drop).
     Heap(NonNull<[T; CHUNK_LEN]>),
     /// A share of a slab, which lives until its last chunk is dropped:
-    /// bytes `offset..offset + len` of it.
-    Slab {
-        slab: Rc<Slab>,
-        offset: usize,
-        len: usize,
-    },
+    /// the chunk-sized bytes at `offset` of it.
+    Slab { slab: Rc<Slab>, offset: usize },
 }
 
 impl<T: Copy> Drop for Backing<T> {
@@ -106,7 +102,9 @@ impl<T: Copy> Drop for Backing<T> {
                 // chunk's last holder drops its `Rc`.
                 drop(unsafe { Box::from_raw(slots.as_ptr()) });
             }
-            Backing::Slab { slab, offset, len } => slab.release(*offset, *len),
+            Backing::Slab { slab, offset } => {
+                slab.release(*offset, std::mem::size_of::<[T; CHUNK_LEN]>());
+            }
         }
     }
 }
@@ -120,6 +118,10 @@ struct Slab {
     map: memmap2::MmapRaw,
     /// Bytes given back so far (for tests).
     released: Cell<usize>,
+    /// Set when the arena holding every remaining chunk is dropped: the
+    /// whole mapping goes at once, so its chunks give nothing back one by
+    /// one (that was one `madvise` per chunk for nothing).
+    retiring: Cell<bool>,
 }
 
 impl Slab {
@@ -129,7 +131,7 @@ impl Slab {
         let page = page_size();
         let start = offset.next_multiple_of(page);
         let end = (offset + len) / page * page;
-        if cfg!(miri) || end <= start {
+        if cfg!(miri) || self.retiring.get() || end <= start {
             return;
         }
         // SAFETY: bytes `offset..offset + len` belonged to one chunk, whose
@@ -209,6 +211,7 @@ impl<T: Copy> Chunk<T> {
         let slab = Rc::new(Slab {
             map,
             released: Cell::new(0),
+            retiring: Cell::new(false),
         });
         let chunk_bytes = std::mem::size_of::<[T; CHUNK_LEN]>();
         let chunks = (0..count)
@@ -231,7 +234,6 @@ impl<T: Copy> Chunk<T> {
                     backing: Rc::new(Backing::Slab {
                         slab: Rc::clone(&slab),
                         offset: c * chunk_bytes,
-                        len: chunk_bytes,
                     }),
                 }
             })
@@ -511,22 +513,43 @@ impl<T: Copy> SlotArena<T> {
     /// chunks were copied away and no frozen view holds them any more (see
     /// "Where the chunks live").
     pub fn slab_bytes_released(&self) -> usize {
-        let mut seen: Vec<*const Slab> = Vec::new();
-        let mut bytes = 0;
-        for c in &self.chunks {
-            if let Backing::Slab { slab, .. } = &*c.backing {
-                if !seen.contains(&Rc::as_ptr(slab)) {
-                    seen.push(Rc::as_ptr(slab));
-                    bytes += slab.released.get();
-                }
-            }
-        }
-        bytes
+        self.slab().map_or(0, |slab| slab.released.get())
+    }
+
+    /// The slab this arena's slab chunks come from (only [`new`](Self::new)
+    /// makes one, so there is at most one).
+    fn slab(&self) -> Option<&Rc<Slab>> {
+        self.chunks.iter().find_map(|c| match &*c.backing {
+            Backing::Slab { slab, .. } => Some(slab),
+            Backing::Heap(_) => None,
+        })
     }
 
     /// Chunks currently shared with at least one frozen view.
     pub fn shared_chunks(&self) -> usize {
         self.chunks.iter().filter(|c| !c.is_unique()).count()
+    }
+}
+
+impl<T: Copy> Drop for SlotArena<T> {
+    fn drop(&mut self) {
+        // If this arena holds every chunk left in its slab, and no view
+        // shares any of them, the slab is unmapped with the last of them:
+        // tell it not to give their pages back one chunk at a time first.
+        if let Some(slab) = self.slab() {
+            let mut held = 0;
+            for c in &self.chunks {
+                if let Backing::Slab { .. } = &*c.backing {
+                    if !c.is_unique() {
+                        return;
+                    }
+                    held += 1;
+                }
+            }
+            if Rc::strong_count(slab) == held {
+                slab.retiring.set(true);
+            }
+        }
     }
 }
 

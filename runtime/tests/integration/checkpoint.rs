@@ -567,7 +567,13 @@ fn without_restarts_a_failure_fails_the_job() {
 /// and is exact.
 fn falls_back_after(name: &str, damage: impl Fn(&Path), expect_in_error: &str, up_front: bool) {
     let dir = temp_dir(name);
-    let s = Setup::new(200_000, 300);
+    // 400 ms of records, so that at least three checkpoints complete even
+    // when the CI machine is loaded by the other tests (at 200 ms a run
+    // once completed only two).
+    let s = Setup {
+        per_ms: 500,
+        ..Setup::new(200_000, 300)
+    };
     let (job1, _) = job(&s);
     run_ok(job1, &checkpointed(2, &dir, 3));
     let storage = CheckpointStorage::open(&dir).unwrap();

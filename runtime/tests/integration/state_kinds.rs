@@ -176,8 +176,11 @@ fn map_list_reducing_and_aggregating_state_restore_exactly_after_a_failure() {
     let armed = Arc::new(AtomicBool::new(true));
     let into = finals.clone();
     let mut job = JobGraph::new("state-kinds");
+    // 200 records/ms: the failure comes ~600 ms in, so that a checkpoint
+    // has completed before it even on a loaded CI machine (at 400/ms one
+    // run restarted without any).
     job.source("paced", move |info: &SubtaskInfo| {
-        PacedSource::new(info, n, keys, 400)
+        PacedSource::new(info, n, keys, 200)
     })
     .key_by(|r: &(u64, u64)| r.0)
     .process("all-kinds", move |_: &SubtaskInfo| AllKinds {

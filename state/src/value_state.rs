@@ -87,6 +87,15 @@ fn match_empty(group: u64) -> u64 {
     !group & HIGH_BITS
 }
 
+/// The high bit of each byte of `group`, packed: bit `i` of the result is
+/// the high bit of byte `i` (a used slot's tag, for occupancy bitmaps).
+#[inline(always)]
+fn pack_high_bits(group: u64) -> u64 {
+    // Each byte's bit, moved to bit 0 of its byte, is carried by the
+    // multiplication to bit 56 + i; no two products meet in the top byte.
+    (((group & HIGH_BITS) >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
+}
+
 /// Byte index of the lowest set high bit.
 #[inline(always)]
 fn first_byte(mask: u64) -> usize {
@@ -126,6 +135,15 @@ enum Probe {
     Found(usize),
     /// The key is absent; this empty position is where it would go.
     Vacant(usize),
+}
+
+/// What a bulk load writes, taken apart ([`ValueState::bulk`]).
+struct Bulk<'a, K: Copy, V: Copy> {
+    slots: &'a mut SlotArena<Slot<K, V>>,
+    tags: &'a mut [u8],
+    len: &'a mut usize,
+    mask: usize,
+    shift: u32,
 }
 
 /// Keyed value state: one `V` per key `K` for all keys of an operator
@@ -558,32 +576,133 @@ where
     /// shared, the tags are not shared, the batch fits without growing)
     /// are made once for the batch instead of once per entry.
     pub fn load_batch(&mut self, entries: &[((K, V), u64)]) {
-        let fits = self
-            .len
-            .checked_add(entries.len())
-            .is_some_and(|n| n <= self.max_len);
-        if !(self.slots.writes_are_direct() && fits && Rc::get_mut(&mut self.tags).is_some()) {
-            for &((key, value), hash) in entries {
-                self.load_hashed(key, hash, value);
-            }
-            return;
-        }
-        let Self {
+        let Some(Bulk {
             slots,
             tags,
             len,
             mask,
             shift,
-            ..
-        } = self;
-        let tags = Rc::get_mut(tags).unwrap_or_else(|| unreachable!("checked above"));
-        let (mask, shift) = (*mask, *shift);
+        }) = self.bulk(entries.len())
+        else {
+            for &((key, value), hash) in entries {
+                self.load_hashed(key, hash, value);
+            }
+            return;
+        };
         for &((key, value), hash) in entries {
             Self::check_hash(&key, hash);
             *len += usize::from(Self::load_in_place(
                 slots, tags, mask, shift, key, hash, value,
             ));
         }
+    }
+
+    /// Makes the table at least `capacity` slots large (rounded up to a
+    /// power of two), so that a restore of a table block finds the
+    /// capacity its positions were taken at (see
+    /// [`load_placed_batch`](Self::load_placed_batch)).
+    pub fn reserve_capacity(&mut self, capacity: usize) {
+        let capacity = capacity
+            .max(MIN_CAPACITY)
+            .checked_next_power_of_two()
+            .unwrap_or_else(|| panic!("ValueState '{}': capacity {capacity} too large", self.name));
+        if capacity <= self.capacity() {
+            return;
+        }
+        if self.slots.is_empty() {
+            self.set_capacity(capacity);
+        } else {
+            let filler = *self.slots.get(0);
+            self.rebuild(capacity, filler);
+        }
+    }
+
+    /// [`load_batch`](Self::load_batch) of entries that carry the position
+    /// a table of this capacity held them at, `(pos, (key, value), hash)`
+    /// (a restore of a table block, taken in slot order): an entry is
+    /// stored at `pos` without a probe for its key when `pos` is the first
+    /// empty slot of its probe path, which is where an insert would put it
+    /// (always so when a whole table of the same capacity is loaded in
+    /// slot order); any other entry is appended to `deferred`, for the
+    /// caller to [`load_batch`](Self::load_batch) after the last placed
+    /// batch. (Inserting it at once could take the place of a later
+    /// entry: the entries at a table's start whose cluster wraps around its
+    /// end come before the end's entries in slot order.)
+    ///
+    /// The keys must not be in the table yet (a snapshot of one table holds
+    /// each key once): a placed key is not looked for first. Whatever the
+    /// positions say, the table stays a valid one; they only save the work.
+    pub fn load_placed_batch(
+        &mut self,
+        entries: &[(usize, (K, V), u64)],
+        deferred: &mut Vec<((K, V), u64)>,
+    ) {
+        if let (true, Some(&(_, (key, value), _))) = (self.slots.is_empty(), entries.first()) {
+            // The first entry fills the new arena's empty slots.
+            self.rebuild(self.capacity(), Slot { key, value });
+        }
+        let Some(Bulk {
+            slots,
+            tags,
+            len,
+            mask,
+            shift,
+        }) = self.bulk(entries.len())
+        else {
+            // Shared with a frozen view, or too full: nothing is placed.
+            deferred.extend(entries.iter().map(|&(_, entry, hash)| (entry, hash)));
+            return;
+        };
+        for &(pos, (key, value), hash) in entries {
+            Self::check_hash(&key, hash);
+            // The first empty slot from the key's bucket on (terminates:
+            // the load is capped below 1).
+            let mut at = (hash >> shift) as usize;
+            let vacant = loop {
+                let group = u64::from_le_bytes(
+                    tags[at..at + GROUP]
+                        .try_into()
+                        .expect("tag array has GROUP trailing bytes"),
+                );
+                let empty = match_empty(group);
+                if empty != 0 {
+                    break (at + first_byte(empty)) & mask;
+                }
+                at = (at + GROUP) & mask;
+            };
+            if vacant == pos {
+                let tag = tag_of(hash);
+                tags[pos] = tag;
+                if pos < GROUP {
+                    tags[mask + 1 + pos] = tag;
+                }
+                *slots.get_mut(pos) = Slot { key, value };
+                *len += 1;
+            } else {
+                deferred.push(((key, value), hash));
+            }
+        }
+    }
+
+    /// The fields a bulk load of `n` entries writes, if it may take the
+    /// inlined path: the arena exists and no frozen view shares it or the
+    /// tags, and `n` more keys fit without growing. The checks are made
+    /// once for a batch; the fields come apart so that the batch's loop
+    /// keeps them in registers.
+    #[inline(always)]
+    fn bulk(&mut self, n: usize) -> Option<Bulk<'_, K, V>> {
+        let fits = self.len.checked_add(n).is_some_and(|n| n <= self.max_len);
+        if !(self.slots.writes_are_direct() && fits) {
+            return None;
+        }
+        let tags = Rc::get_mut(&mut self.tags)?;
+        Some(Bulk {
+            slots: &mut self.slots,
+            tags,
+            len: &mut self.len,
+            mask: self.mask,
+            shift: self.shift,
+        })
     }
 
     /// The probe of the bulk loads, on an arena whose writes are direct and
@@ -884,6 +1003,56 @@ where
     /// [`iter_chunks`](Self::iter_chunks)).
     pub fn chunk_count(&self) -> usize {
         self.slots.chunk_count()
+    }
+
+    /// `log2` of [`capacity`](Self::capacity).
+    pub fn log2_capacity(&self) -> u32 {
+        self.capacity().trailing_zeros()
+    }
+
+    /// The table positions held by the arena chunks `chunks` (empty past
+    /// the end; a table smaller than a chunk uses the chunk's first slots).
+    pub fn chunk_slots(&self, chunks: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let end = (chunks.end.min(self.slots.chunk_count()) * CHUNK_LEN).min(self.capacity());
+        (chunks.start * CHUNK_LEN).min(end)..end
+    }
+
+    /// Appends the occupancy of the positions `slots` to `out` as a bitmap
+    /// of little-endian 64-bit words: bit `i % 64` of word `i / 64` is set
+    /// iff position `slots.start + i` holds an entry; the last word is
+    /// padded with zero bits. Returns the number of entries. `slots` must
+    /// lie in the table and start at a multiple of 8 (as
+    /// [`chunk_slots`](Self::chunk_slots) ranges do).
+    ///
+    /// # Panics
+    /// If `slots` does not.
+    pub fn occupancy(&self, slots: std::ops::Range<usize>, out: &mut Vec<u8>) -> usize {
+        assert!(
+            slots.start.is_multiple_of(GROUP)
+                && slots.end <= self.capacity()
+                && slots.start <= slots.end,
+            "occupancy of positions {slots:?} of a table of {}",
+            self.capacity()
+        );
+        let mut used = 0;
+        if self.slots.is_empty() {
+            out.resize(out.len() + slots.len().div_ceil(64) * 8, 0);
+            return 0;
+        }
+        let tags = &self.tags[slots.clone()];
+        let words = tags.chunks(64);
+        for word_tags in words {
+            let mut word = 0u64;
+            for (i, group) in word_tags.chunks(GROUP).enumerate() {
+                let mut bytes = [EMPTY; GROUP];
+                bytes[..group.len()].copy_from_slice(group);
+                let bits = pack_high_bits(u64::from_le_bytes(bytes));
+                word |= bits << (i * GROUP);
+            }
+            used += word.count_ones() as usize;
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+        used
     }
 
     /// The `(key, value)`s stored in the arena chunks `chunks`, in slot

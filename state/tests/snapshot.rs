@@ -50,11 +50,12 @@ fn payload(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-const KINDS: [BlockKind; 4] = [
+const KINDS: [BlockKind; 5] = [
     BlockKind::KeyedState,
     BlockKind::OperatorState,
     BlockKind::ChannelState,
     BlockKind::Opaque,
+    BlockKind::KeyedTable,
 ];
 
 /// The state name block `i` of a test segment holds: sometimes none.
@@ -82,7 +83,7 @@ fn write_segment(path: &Path, sizes: &[usize]) -> Vec<(Extent, Vec<u8>)> {
         let p = payload(len, i as u64 + 1);
         let range = KeyGroupRange::new(i as u32 * 7, i as u32 * 7 + (i as u32 % 3) * 5);
         let e = w
-            .append_block(KINDS[i % 4], range, &state_name(i), &p)
+            .append_block(KINDS[i % KINDS.len()], range, &state_name(i), &p)
             .unwrap();
         assert_eq!(e.state, state_name(i));
         out.push((e, p));

@@ -51,6 +51,7 @@ fn kind() -> impl Strategy<Value = BlockKind> {
         Just(BlockKind::OperatorState),
         Just(BlockKind::ChannelState),
         Just(BlockKind::Opaque),
+        Just(BlockKind::KeyedTable),
     ]
 }
 

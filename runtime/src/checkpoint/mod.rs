@@ -8,6 +8,7 @@
 //!   copy-on-write views of its state) and the keyed-state visitor;
 //! - [`writer`]: each worker's asynchronous snapshot writer;
 //! - [`segment_file`]: segment files written through io_uring;
+//! - [`table_block`]: the format of a keyed table written in slot order;
 //! - [`storage`]: the checkpoint directory's layout and retention;
 //! - [`restore`]: finding, verifying and reading a checkpoint;
 //! - [`stats`]: per-checkpoint statistics and their history.
@@ -52,6 +53,7 @@ pub mod signals;
 pub mod snapshot;
 pub mod stats;
 pub mod storage;
+pub mod table_block;
 pub mod writer;
 
 pub use coordinator::{CheckpointCoordinator, CoordinatorMsg, CoordinatorOptions};

@@ -259,6 +259,8 @@ pub struct KeyedBlock<'a> {
     pub check: PayloadCheck,
     /// The key groups it holds.
     pub key_groups: KeyGroupRange,
+    /// What it holds (entries per key group, or a table in slot order).
+    pub kind: BlockKind,
     /// Its segment, for messages.
     pub segment: &'a str,
 }
@@ -329,7 +331,8 @@ impl<'a> RestoreScope<'a> {
             .subtasks
             .iter()
             .flat_map(|st| st.extents.iter())
-            .filter(|e| e.kind == BlockKind::KeyedState && e.state == state)
+            .filter(|e| matches!(e.kind, BlockKind::KeyedState | BlockKind::KeyedTable))
+            .filter(|e| e.state == state)
             .filter(|e| e.key_groups.end() > mine.start() && e.key_groups.start() < mine.end())
             .collect();
         extents.sort_by(|a, b| (&a.segment, a.offset).cmp(&(&b.segment, b.offset)));
@@ -372,6 +375,7 @@ impl<'a> RestoreScope<'a> {
             payload,
             check,
             key_groups: extent.key_groups,
+            kind: extent.kind,
             segment: &extent.segment,
         })
     }

@@ -869,11 +869,12 @@ mod tests {
 
     /// Blocks of `sizes` bytes with deterministic pseudo-random payloads.
     fn blocks(sizes: &[usize]) -> Vec<Block> {
-        const KINDS: [BlockKind; 4] = [
+        const KINDS: [BlockKind; 5] = [
             BlockKind::KeyedState,
             BlockKind::OperatorState,
             BlockKind::ChannelState,
             BlockKind::Opaque,
+            BlockKind::KeyedTable,
         ];
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         sizes
@@ -895,7 +896,7 @@ mod tests {
                 } else {
                     format!("state-{i}")
                 };
-                (KINDS[i % 4], range, state, payload)
+                (KINDS[i % KINDS.len()], range, state, payload)
             })
             .collect()
     }

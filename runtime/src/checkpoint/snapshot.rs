@@ -19,10 +19,12 @@
 use std::time::{Duration, Instant};
 
 use weir_net::{CheckpointBarrier, Wire};
+use weir_state::snapshot::BlockKind;
 use weir_state::value_state::FrozenValueState;
 use weir_state::{KeyGroupAssigner, KeyGroupRange, KeyHash};
 
 use crate::checkpoint::restore::{KeyedBlock, RestoreScope};
+use crate::checkpoint::table_block::{TableBlock, TableHeader};
 use crate::keyed::KeyedValueState;
 use crate::keyed_state::{
     AggregateFunction, KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedReducingState,
@@ -62,6 +64,17 @@ pub trait FrozenKeyedState {
         chunks: std::ops::Range<usize>,
         out: &mut Vec<Vec<u8>>,
     );
+
+    /// Serializes the slots of the arena chunks `chunks` into `out` as the
+    /// payload of one table block ([`table_block`](super::table_block):
+    /// the slots in table order with their occupancy), or leaves `out`
+    /// empty if they hold no entry. Returns false, writing nothing, for a
+    /// state written per key group instead ([`serialize_part`](Self::serialize_part)):
+    /// every kind but a plain `ValueState`.
+    fn serialize_table_part(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) -> bool {
+        let _ = (chunks, out);
+        false
+    }
 }
 
 impl<K, V> FrozenKeyedState for FrozenValueState<K, V>
@@ -103,6 +116,27 @@ where
             |k| k.key_hash(),
             append_entry,
         );
+    }
+
+    fn serialize_table_part(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) -> bool {
+        out.clear();
+        let slots = self.chunk_slots(chunks.clone());
+        TableHeader {
+            log2_capacity: self.log2_capacity() as u8,
+            table_len: self.len() as u64,
+            first_slot: slots.start as u64,
+            slot_count: slots.len() as u64,
+        }
+        .write(out);
+        let used = self.occupancy(slots, out);
+        if used == 0 {
+            out.clear();
+            return true;
+        }
+        let per_entry = self.estimated_bytes() / self.len().max(1);
+        out.reserve(used * per_entry + per_entry);
+        self.for_each_in_chunks(chunks, |k, v| append_entry(out, k, v));
+        true
     }
 }
 
@@ -599,6 +633,32 @@ pub(crate) trait RestoreSink {
         }
     }
 
+    /// Whether entries of a table block of a table of `2^log2_capacity`
+    /// slots can go back to their slots ([`place_batch`](Self::place_batch)):
+    /// only a `ValueState` of that capacity can take them.
+    fn placeable(&self, log2_capacity: u8) -> bool {
+        let _ = log2_capacity;
+        false
+    }
+
+    /// Makes the target a table of at least `capacity` slots (before a
+    /// restore of table blocks of that capacity).
+    fn reserve_table(&mut self, capacity: usize) {
+        let _ = capacity;
+    }
+
+    /// Stores every `(slot, entry, hash)` of `batch` at its slot where
+    /// that is where an insert would put it, appends the others to
+    /// `deferred` (to [`insert_batch`](Self::insert_batch) after the last
+    /// table block), and empties `batch`.
+    fn place_batch(
+        &mut self,
+        batch: &mut Vec<(usize, Self::Entry, u64)>,
+        deferred: &mut Vec<(Self::Entry, u64)>,
+    ) {
+        deferred.extend(batch.drain(..).map(|(_, entry, hash)| (entry, hash)));
+    }
+
     /// Called once every block was read and checked.
     fn finish(&mut self) {}
 
@@ -651,6 +711,24 @@ where
         batch.clear();
     }
 
+    fn placeable(&self, log2_capacity: u8) -> bool {
+        u32::from(log2_capacity) < usize::BITS && self.0.capacity() == 1 << log2_capacity
+    }
+
+    fn reserve_table(&mut self, capacity: usize) {
+        self.0.reserve_capacity(capacity);
+    }
+
+    #[inline]
+    fn place_batch(
+        &mut self,
+        batch: &mut Vec<(usize, (K, V), u64)>,
+        deferred: &mut Vec<((K, V), u64)>,
+    ) {
+        self.0.load_placed_batch(batch, deferred);
+        batch.clear();
+    }
+
     fn entry_count(&self) -> usize {
         self.0.len()
     }
@@ -668,8 +746,69 @@ where
     restore_entries(scope, &name, &mut ValueSink(state.inner_mut()))
 }
 
+/// Entries of a table block with their slots, `(slot, entry, hash)`.
+type Placed<E> = Vec<(usize, E, u64)>;
+
+/// Entries with their hashes, `(entry, hash)`.
+type Batch<E> = Vec<(E, u64)>;
+
+/// Puts the entries of the table block `table` (of `block`, whose payload
+/// holds `head` bytes of header and occupancy before them) back at their
+/// slots in `sink`, which [`RestoreSink::placeable`] said has the block's
+/// capacity, checking each entry's key group against the block's and
+/// feeding the entries' bytes to the block's checksum. Entries that cannot
+/// go to their slot are left in `deferred`.
+fn place_table_block<S: RestoreSink>(
+    scope: &RestoreScope<'_>,
+    name: &str,
+    block: &mut KeyedBlock<'_>,
+    table: &TableBlock<'_>,
+    (groups, head): (&KeyGroupAssigner, usize),
+    sink: &mut S,
+    (placed, deferred): (&mut Placed<S::Entry>, &mut Batch<S::Entry>),
+) -> Result<(), String> {
+    const BATCH: usize = 64;
+    let bytes = table.entries;
+    let mut at = 0;
+    let mut checked = 0;
+    for pos in table.positions() {
+        let (entry, n) = S::decode(&bytes[at..])
+            .map_err(|e| scope.mark_corrupt(block.describe(name, head + at, &e)))?;
+        at += n;
+        let hash = S::group_hash(&entry);
+        let kg = groups.key_group(hash);
+        if !block.key_groups.contains(kg) {
+            return Err(scope.mark_corrupt(format!(
+                "state `{name}`: a key of key group {kg} is stored in the table block of key groups {:?} ({})",
+                block.key_groups, block.segment
+            )));
+        }
+        placed.push((pos, entry, hash));
+        if placed.len() == BATCH {
+            sink.place_batch(placed, deferred);
+            block.check.update(&bytes[checked..at]);
+            checked = at;
+        }
+    }
+    sink.place_batch(placed, deferred);
+    block.check.update(&bytes[checked..at]);
+    if at != bytes.len() {
+        return Err(scope.mark_corrupt(block.describe(
+            name,
+            head + at,
+            &"bytes after the entries of its used slots",
+        )));
+    }
+    Ok(())
+}
+
 /// Restores keyed state `name` of `scope` into `sink`: every entry of every
 /// block overlapping the subtask's key groups whose key group it owns.
+///
+/// Table blocks ([`super::table_block`]) of a table of the capacity the
+/// sink has put their entries back at their slots; table blocks of
+/// another capacity, or overlapping other key groups (the parallelism
+/// changed), are read entry by entry like blocks per key group.
 pub(crate) fn restore_entries<S: RestoreSink>(
     scope: &RestoreScope<'_>,
     name: &str,
@@ -678,15 +817,43 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     let name = name.to_owned();
     let started = Instant::now();
     let extents = scope.keyed_extents(&name);
-    // Size the table once: the first entry's encoded size estimates the
+    let mine = scope.key_groups();
+    // At an unchanged parallelism every key of a block is ours.
+    // (Ranges are contiguous: holding both ends holds it all.)
+    let all_mine = |kgs: KeyGroupRange| {
+        !kgs.is_empty() && mine.contains(kgs.start()) && mine.contains(kgs.end() - 1)
+    };
+    let total: u64 = extents.iter().map(|e| e.length).sum();
+    // Size the table once. The blocks of one table of exactly our key
+    // groups (the parallelism did not change) say its capacity and
+    // length; otherwise the first entry's encoded size estimates the
     // number of entries from the extents' lengths (slightly over, by the
     // blocks' headers and padding).
-    let total: u64 = extents.iter().map(|e| e.length).sum();
+    let one_table = extents
+        .iter()
+        .all(|e| e.kind == BlockKind::KeyedTable && e.key_groups == mine);
     if let Some(&first) = extents.first() {
         let block = scope.open_block(first)?;
-        if !block.payload.is_empty() {
-            let (_, entry) = S::decode(block.payload)
-                .map_err(|e| scope.mark_corrupt(block.describe(&name, 0, &e)))?;
+        let corrupt = |e: String| scope.mark_corrupt(block.describe(&name, 0, &e));
+        let entries = if first.kind == BlockKind::KeyedTable {
+            let table = TableBlock::parse(block.payload).map_err(corrupt)?;
+            if one_table {
+                // Every slot is one bit of some block's occupancy.
+                let capacity = 1u64 << table.header.log2_capacity;
+                if capacity > total.saturating_mul(8) {
+                    return Err(corrupt(format!(
+                        "a table of {capacity} slots cannot be stored in {total} bytes"
+                    )));
+                }
+                sink.reserve(table.header.table_len.min(total) as usize);
+                sink.reserve_table(capacity as usize);
+            }
+            table.entries
+        } else {
+            block.payload
+        };
+        if !one_table && !entries.is_empty() {
+            let (_, entry) = S::decode(entries).map_err(|e| corrupt(e.to_string()))?;
             sink.reserve((total / entry.max(1) as u64) as usize);
         }
     }
@@ -695,9 +862,10 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     // batches, each one's slot prefetched as it is decoded and the batch
     // inserted after, so the cache misses overlap.
     const BATCH: usize = 32;
-    let mine = scope.key_groups();
     let groups = KeyGroupAssigner::new(scope.max_parallelism(), 1);
     let mut batch: Vec<(S::Entry, u64)> = Vec::with_capacity(BATCH);
+    let mut placed: Vec<(usize, S::Entry, u64)> = Vec::with_capacity(2 * BATCH);
+    let mut deferred: Vec<(S::Entry, u64)> = Vec::new();
     // The blocks are taken in file order, a window of about WINDOW bytes
     // at a time, so that decoding follows the sequential read-ahead of the
     // segment (started when it was opened) instead of waiting for all of
@@ -713,6 +881,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     let mut cursors: Vec<usize> = Vec::new();
     let mut rest = extents.as_slice();
     let mut block_count = 0;
+    let mut table_blocks_placed = 0;
     while !rest.is_empty() {
         let mut bytes = 0;
         let take = rest
@@ -727,9 +896,35 @@ pub(crate) fn restore_entries<S: RestoreSink>(
         rest = later;
         blocks.clear();
         for &e in window {
-            blocks.push(scope.open_block(e)?);
+            let mut block = scope.open_block(e)?;
+            block_count += 1;
+            if block.kind == BlockKind::KeyedTable {
+                let table = TableBlock::parse(block.payload)
+                    .map_err(|e| scope.mark_corrupt(block.describe(&name, 0, &e)))?;
+                let head = block.payload.len() - table.entries.len();
+                block.check.update(&block.payload[..head]);
+                if all_mine(block.key_groups) && sink.placeable(table.header.log2_capacity) {
+                    place_table_block(
+                        scope,
+                        &name,
+                        &mut block,
+                        &table,
+                        (&groups, head),
+                        sink,
+                        (&mut placed, &mut deferred),
+                    )?;
+                    table_blocks_placed += 1;
+                    block
+                        .check
+                        .finish()
+                        .map_err(|e| scope.mark_corrupt(e.to_string()))?;
+                    continue;
+                }
+                // Read entry by entry, like a block per key group.
+                block.payload = table.entries;
+            }
+            blocks.push(block);
         }
-        block_count += blocks.len();
         cursors.clear();
         cursors.resize(blocks.len(), 0);
         // Each block's checksum is computed over the bytes as they are
@@ -739,11 +934,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
         for round in 1..=ROUNDS {
             for (block, pos) in blocks.iter_mut().zip(cursors.iter_mut()) {
                 let bytes = block.payload;
-                // At an unchanged parallelism every key of a block is ours.
-                // (Ranges are contiguous: holding both ends holds it all.)
-                let all_mine = !block.key_groups.is_empty()
-                    && mine.contains(block.key_groups.start())
-                    && mine.contains(block.key_groups.end() - 1);
+                let all_mine = all_mine(block.key_groups);
                 let end = bytes.len() * round / ROUNDS;
                 let from = *pos;
                 while *pos < end {
@@ -778,14 +969,18 @@ pub(crate) fn restore_entries<S: RestoreSink>(
         }
     }
     sink.insert_batch(&mut batch);
+    let deferred_count = deferred.len();
+    sink.insert_batch(&mut deferred);
     sink.finish();
     crate::checkpoint::trace!(
-        "restored state `{name}`: {} entries from {} blocks ({} bytes) in {:?} ({:?} to size the table)",
+        "restored state `{name}`: {} entries from {} blocks ({} bytes) in {:?} ({:?} to size the table; {} table blocks put back slot for slot, {} of their entries inserted after)",
         sink.entry_count(),
         block_count,
         total,
         started.elapsed(),
-        reserved
+        reserved,
+        table_blocks_placed,
+        deferred_count
     );
     Ok(())
 }

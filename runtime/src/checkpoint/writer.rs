@@ -330,14 +330,16 @@ async fn write_job(
     })
 }
 
-/// Writes a frozen keyed state as blocks of one key group each, part by
-/// part (about `part_bytes` serialized at a time, split at arena chunks;
-/// the state is named by its name, the job's max parallelism and the
-/// subtask's key groups):
-/// after appending a part's blocks the writer lets the executor submit
-/// their writes before it serializes the next part, so serialization and
-/// the device overlap. A key group has one block per part that holds any
-/// of its entries. Returns the bytes written; pushes the extents.
+/// Writes a frozen keyed state part by part (about `part_bytes`
+/// serialized at a time, split at arena chunks; the state is named by its
+/// name, the job's max parallelism and the subtask's key groups): a plain
+/// `ValueState` as one table block per part (its slots in table order,
+/// see [`super::table_block`]), every other kind as blocks of one key
+/// group each, a key group having one block per part that holds any of
+/// its entries. After appending a part's blocks the writer lets the
+/// executor submit their writes before it serializes the next part, so
+/// serialization and the device overlap. Returns the bytes written;
+/// pushes the extents.
 async fn write_keyed_state(
     file: &mut SegmentFile,
     frozen: &dyn FrozenKeyedState,
@@ -354,24 +356,26 @@ async fn write_keyed_state(
         .clamp(1, chunks.max(1));
     let mut bytes = 0;
     for part in 0..n {
-        frozen.serialize_part(
-            max_parallelism,
-            range,
-            chunks * part / n..chunks * (part + 1) / n,
-            parts,
-        );
-        for (i, payload) in parts.iter().enumerate() {
+        let part_chunks = chunks * part / n..chunks * (part + 1) / n;
+        if parts.is_empty() {
+            parts.push(Vec::new());
+        }
+        // `(kind, key groups)` of each buffer of `parts` this part filled.
+        let blocks: Vec<(BlockKind, KeyGroupRange)> =
+            if frozen.serialize_table_part(part_chunks.clone(), &mut parts[0]) {
+                vec![(BlockKind::KeyedTable, range)]
+            } else {
+                frozen.serialize_part(max_parallelism, range, part_chunks, parts);
+                (range.start()..range.end())
+                    .map(|kg| (BlockKind::KeyedState, KeyGroupRange::new(kg, kg + 1)))
+                    .collect()
+            };
+        for ((kind, key_groups), payload) in blocks.into_iter().zip(parts.iter()) {
             if payload.is_empty() {
                 continue;
             }
-            let kg = range.start() + i as u32;
             let extent = file
-                .append_block(
-                    BlockKind::KeyedState,
-                    KeyGroupRange::new(kg, kg + 1),
-                    name,
-                    payload,
-                )
+                .append_block(kind, key_groups, name, payload)
                 .await
                 .map_err(|e| e.to_string())?;
             bytes += extent.length;
@@ -405,6 +409,8 @@ async fn sync_files(paths: &[PathBuf]) -> Result<(), String> {
 mod tests {
     use std::collections::HashMap;
 
+    use crate::checkpoint::snapshot::FrozenTable;
+    use crate::checkpoint::table_block::TableBlock;
     use weir_net::Wire;
     use weir_state::snapshot::SegmentReader;
     use weir_state::value_state::ValueState;
@@ -412,13 +418,15 @@ mod tests {
 
     use super::*;
 
-    /// A large state written part by part: every key group gets one block
-    /// per part, each block holds only its key group's entries, and the
-    /// blocks together hold exactly the frozen entries, although the live
-    /// state kept changing while they were written.
-    #[test]
-    fn a_state_written_in_parts_is_one_block_per_key_group_and_part() {
-        let dir = std::env::temp_dir().join(format!("weir-writer-parts-{}", std::process::id()));
+    /// A frozen 200 k-entry state (while the live one keeps changing),
+    /// written part by part with `write_keyed_state` as `frozen` makes it:
+    /// the frozen entries, the extents and the segment to read them from.
+    fn write_in_parts(
+        tag: &str,
+        frozen: impl FnOnce(&ValueState<u64, (u64, u64)>) -> Box<dyn FrozenKeyedState> + Send + 'static,
+        check: impl FnOnce(&HashMap<u64, (u64, u64)>, &[Extent], &SegmentReader, usize) + Send + 'static,
+    ) {
+        let dir = std::env::temp_dir().join(format!("weir-writer-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("w0.seg");
@@ -436,16 +444,17 @@ mod tests {
                         want.insert(key, (i, i * 3));
                     }
                 }
-                let frozen = live.freeze();
+                let frozen = frozen(&live);
                 for (k, v) in want.iter().take(1_000) {
                     live.put(*k, (v.0 + 1, 0));
                 }
+                live.put(u64::MAX, (0, 0));
                 let mut file = SegmentFile::create(&path2, IoMode::Auto).await.unwrap();
                 let (mut parts, mut extents) = (Vec::new(), Vec::new());
                 let part_bytes = 256 << 10;
                 let bytes = write_keyed_state(
                     &mut file,
-                    &frozen,
+                    &*frozen,
                     ("totals", max_parallelism, range),
                     part_bytes,
                     &mut parts,
@@ -459,31 +468,108 @@ mod tests {
                 let n = (want.len() * 24).div_ceil(part_bytes);
                 assert!(n > 4, "{n} parts");
                 let reader = SegmentReader::open(&path2).unwrap();
-                let mut got = HashMap::new();
-                let mut blocks_per_group = vec![0usize; 64];
-                for e in &extents {
-                    assert_eq!(e.key_groups.len(), 1);
-                    let kg = e.key_groups.start();
-                    blocks_per_group[kg as usize] += 1;
-                    let mut payload = reader.read_block(e).unwrap();
-                    while !payload.is_empty() {
-                        let (k, a) = u64::read(payload).unwrap();
-                        let (v, b) = <(u64, u64)>::read(&payload[a..]).unwrap();
-                        payload = &payload[a + b..];
-                        assert_eq!(groups.key_group(k.key_hash()), kg);
-                        assert!(got.insert(k, v).is_none(), "key {k} twice");
-                    }
-                }
-                assert_eq!(got, want);
-                assert!(
-                    blocks_per_group.iter().all(|&b| b == n),
-                    "{blocks_per_group:?}"
-                );
+                check(&want, &extents, &reader, n);
             })
             .unwrap()
             .join()
             .unwrap();
         assert!(path.exists());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Reads one `(u64, (u64, u64))` entry from the front of `bytes`.
+    fn entry(bytes: &mut &[u8]) -> (u64, (u64, u64)) {
+        let (k, a) = u64::read(bytes).unwrap();
+        let (v, b) = <(u64, u64)>::read(&bytes[a..]).unwrap();
+        *bytes = &bytes[a + b..];
+        (k, v)
+    }
+
+    /// A `ValueState` is written as one table block per part: the slots in
+    /// table order with their occupancy, together exactly the frozen
+    /// entries, each part's positions after the last part's.
+    #[test]
+    fn a_value_state_written_in_parts_is_one_table_block_per_part() {
+        write_in_parts(
+            "table",
+            |live| Box::new(live.freeze()),
+            |want, extents, reader, n| {
+                let mut got = HashMap::new();
+                let mut next_slot = 0;
+                assert_eq!(extents.len(), n);
+                for e in extents {
+                    assert_eq!(e.kind, BlockKind::KeyedTable);
+                    assert_eq!(e.key_groups, KeyGroupRange::new(0, 64));
+                    let payload = reader.read_block(e).unwrap();
+                    let table = TableBlock::parse(payload).unwrap();
+                    assert_eq!(table.header.table_len, want.len() as u64);
+                    assert_eq!(table.header.first_slot, next_slot);
+                    next_slot += table.header.slot_count;
+                    let mut bytes = table.entries;
+                    let mut last = None;
+                    for pos in table.positions() {
+                        assert!(last < Some(pos));
+                        last = Some(pos);
+                        let (k, v) = entry(&mut bytes);
+                        assert!(got.insert(k, v).is_none(), "key {k} twice");
+                    }
+                    assert!(bytes.is_empty());
+                }
+                assert_eq!(
+                    next_slot,
+                    1 << extents.first().map_or(0, |e| {
+                        TableBlock::parse(reader.read_block(e).unwrap())
+                            .unwrap()
+                            .header
+                            .log2_capacity
+                    })
+                );
+                assert_eq!(&got, want);
+            },
+        );
+    }
+
+    /// The other state kinds are written as one block per key group and
+    /// part, each block holding only its key group's entries.
+    #[test]
+    fn a_state_written_in_parts_is_one_block_per_key_group_and_part() {
+        fn write(buf: &mut Vec<u8>, k: &u64, v: &(u64, u64)) {
+            crate::checkpoint::snapshot::append_wire(buf, k);
+            crate::checkpoint::snapshot::append_wire(buf, v);
+        }
+        write_in_parts(
+            "groups",
+            |live| {
+                Box::new(FrozenTable::new(
+                    live.freeze(),
+                    |k| k.key_hash(),
+                    write,
+                    |_| 0,
+                    None,
+                ))
+            },
+            |want, extents, reader, n| {
+                let groups = KeyGroupAssigner::new(128, 1);
+                let mut got = HashMap::new();
+                let mut blocks_per_group = vec![0usize; 64];
+                for e in extents {
+                    assert_eq!(e.kind, BlockKind::KeyedState);
+                    assert_eq!(e.key_groups.len(), 1);
+                    let kg = e.key_groups.start();
+                    blocks_per_group[kg as usize] += 1;
+                    let mut payload = reader.read_block(e).unwrap();
+                    while !payload.is_empty() {
+                        let (k, v) = entry(&mut payload);
+                        assert_eq!(groups.key_group(k.key_hash()), kg);
+                        assert!(got.insert(k, v).is_none(), "key {k} twice");
+                    }
+                }
+                assert_eq!(&got, want);
+                assert!(
+                    blocks_per_group.iter().all(|&b| b == n),
+                    "{blocks_per_group:?}"
+                );
+            },
+        );
     }
 }

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use weir_runtime::checkpoint::table_block::TableBlock;
 use weir_runtime::checkpoint::{find_latest, CheckpointStorage, RestoredCheckpoint};
 use weir_runtime::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::source::decode_u64_position;
@@ -264,19 +265,35 @@ fn counters_of(dir: &Path, workers: u64) -> Vec<(u64, u64, u64, u64)> {
                     }
                 }
                 for e in &st.extents {
-                    assert_eq!(e.kind, BlockKind::KeyedState);
                     let seg = SegmentReader::open(c.dir.join(&e.segment)).unwrap();
-                    let payload = seg.read_block(e).unwrap();
-                    assert_eq!(payload.len() % 24, 0, "(key, (count, sum)) entries");
-                    for entry in payload.chunks_exact(24) {
-                        keyed += u64::from_le_bytes(entry[8..16].try_into().unwrap());
-                    }
+                    keyed += keyed_counts(e.kind, seg.read_block(e).unwrap());
                 }
             }
         }
         out.push((c.id, emitted, keyed, sunk));
     }
     out
+}
+
+/// The sum of the counts of a W1 state block's `(key, (count, sum))`
+/// entries: per key group (`KeyedState`) or in table order with the
+/// slots' occupancy first (`KeyedTable`), whose used slots must match the
+/// entries.
+fn keyed_counts(kind: BlockKind, payload: &[u8]) -> u64 {
+    let entries = match kind {
+        BlockKind::KeyedState => payload,
+        BlockKind::KeyedTable => {
+            let table = TableBlock::parse(payload).unwrap();
+            assert_eq!(table.positions().count() * 24, table.entries.len());
+            table.entries
+        }
+        other => panic!("W1's keyed state in a block of kind {other}"),
+    };
+    assert_eq!(entries.len() % 24, 0, "(key, (count, sum)) entries");
+    entries
+        .chunks_exact(24)
+        .map(|entry| u64::from_le_bytes(entry[8..16].try_into().unwrap()))
+        .sum()
 }
 
 #[test]
@@ -366,13 +383,16 @@ fn a_failure_restarts_from_the_latest_checkpoint_exactly_once() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Every keyed entry `(key, (count, sum))` of a checkpoint, and the number
-/// of blocks per key group.
+/// Every keyed entry `(key, (count, sum))` of a checkpoint, the number
+/// of blocks per first key group, and the slot of every entry of a table
+/// block as `(first key group, slot, key)`, sorted.
+#[allow(clippy::type_complexity)]
 fn keyed_entries(
     chk: &Path,
 ) -> (
     std::collections::HashMap<u64, (u64, u64)>,
     std::collections::HashMap<u32, usize>,
+    Vec<(u32, usize, u64)>,
 ) {
     let manifest = Manifest::read(chk.join("_metadata")).unwrap();
     let count = manifest
@@ -380,19 +400,32 @@ fn keyed_entries(
         .iter()
         .find(|o| o.uid == "count")
         .unwrap();
-    let (mut entries, mut blocks) = (
+    let (mut entries, mut blocks, mut slots) = (
         std::collections::HashMap::new(),
         std::collections::HashMap::new(),
+        Vec::new(),
     );
     for e in count.subtasks.iter().flat_map(|st| &st.extents) {
         *blocks.entry(e.key_groups.start()).or_insert(0) += 1;
         let seg = SegmentReader::open(chk.join(&e.segment)).unwrap();
-        for entry in seg.read_block(e).unwrap().chunks_exact(24) {
+        let payload = seg.read_block(e).unwrap();
+        let (bytes, positions): (_, Vec<usize>) = match e.kind {
+            BlockKind::KeyedTable => {
+                let table = TableBlock::parse(payload).unwrap();
+                (table.entries, table.positions().collect())
+            }
+            _ => (payload, Vec::new()),
+        };
+        for (i, entry) in bytes.chunks_exact(24).enumerate() {
             let word = |i: usize| u64::from_le_bytes(entry[i..i + 8].try_into().unwrap());
             assert!(entries.insert(word(0), (word(8), word(16))).is_none());
+            if let Some(&pos) = positions.get(i) {
+                slots.push((e.key_groups.start(), pos, word(0)));
+            }
         }
     }
-    (entries, blocks)
+    slots.sort_unstable();
+    (entries, blocks, slots)
 }
 
 /// A state larger than the writer's part size (16 MiB per worker) is
@@ -423,10 +456,13 @@ fn a_large_state_is_written_in_parts_and_restored_exactly() {
     assert_exact(&tallies, s.n, s.keys);
     let list = CheckpointStorage::open(&dir).unwrap().list().unwrap();
     assert_eq!(list.len(), 2, "{list:?}");
-    let (before, blocks) = keyed_entries(&list[1].dir);
-    let (after, _) = keyed_entries(&list[0].dir);
+    let (before, blocks, slots_before) = keyed_entries(&list[1].dir);
+    let (after, _, slots_after) = keyed_entries(&list[0].dir);
     assert!(before.len() > 1_500_000, "{} keys", before.len());
     assert!(before == after, "the restored state differs");
+    // Restored at the same parallelism, every entry went back to its slot.
+    assert_eq!(slots_before.len(), before.len(), "all in table blocks");
+    assert!(slots_before == slots_after, "the restored tables differ");
     assert!(
         blocks.values().all(|&b| b >= 2),
         "blocks per key group: {blocks:?}"
@@ -518,10 +554,8 @@ fn counters_with_inflight(dir: &Path, workers: u64) -> Vec<(u64, u64, u64, u64, 
                     let seg = SegmentReader::open(c.dir.join(&e.segment)).unwrap();
                     let payload = seg.read_block(e).unwrap();
                     match e.kind {
-                        BlockKind::KeyedState => {
-                            for entry in payload.chunks_exact(24) {
-                                keyed += u64::from_le_bytes(entry[8..16].try_into().unwrap());
-                            }
+                        BlockKind::KeyedState | BlockKind::KeyedTable => {
+                            keyed += keyed_counts(e.kind, payload);
                         }
                         BlockKind::ChannelState => {
                             assert_eq!(payload.len() % 16, 0, "(key, value) records");

@@ -49,6 +49,11 @@ pub enum BlockKind {
     ChannelState = 3,
     /// Any other payload (e.g. source positions or timers), opaque here.
     Opaque = 4,
+    /// Keyed state of one key-group range written in the order of its
+    /// hash table's slots, with the slots' occupancy, so that a restore
+    /// into a table of the same size puts every entry back where it was
+    /// without probing (the runtime's `table_block` format).
+    KeyedTable = 5,
 }
 
 impl BlockKind {
@@ -59,6 +64,7 @@ impl BlockKind {
             2 => Some(Self::OperatorState),
             3 => Some(Self::ChannelState),
             4 => Some(Self::Opaque),
+            5 => Some(Self::KeyedTable),
             _ => None,
         }
     }
@@ -77,6 +83,7 @@ impl fmt::Display for BlockKind {
             Self::OperatorState => "operator state",
             Self::ChannelState => "channel state",
             Self::Opaque => "opaque",
+            Self::KeyedTable => "keyed table",
         };
         f.write_str(name)
     }
@@ -285,7 +292,7 @@ mod tests {
             }
         }
         assert_eq!(BlockKind::from_u16(0), None);
-        assert_eq!(BlockKind::from_u16(5), None);
+        assert_eq!(BlockKind::from_u16(6), None);
     }
 
     #[test]

@@ -668,3 +668,170 @@ fn load_batch_agrees_with_load_hashed_on_every_path() {
         assert_eq!(b, s, "a frozen view saw a later batch");
     }
 }
+
+#[test]
+fn pack_high_bits_packs_every_pattern() {
+    for pattern in 0u32..256 {
+        let mut bytes = [0u8; GROUP];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            // Low bits set too: only the high bit may count.
+            *b = if pattern >> i & 1 == 1 {
+                0x80 | (i as u8 * 13)
+            } else {
+                0x7F & (i as u8 * 29)
+            };
+        }
+        assert_eq!(
+            pack_high_bits(u64::from_le_bytes(bytes)),
+            u64::from(pattern)
+        );
+    }
+}
+
+/// `(pos, (key, value), hash)` of every entry of `view`, in slot order:
+/// what a table block of the whole view holds.
+fn placed_entries(view: &FrozenValueState<u64, u64>) -> Vec<(usize, (u64, u64), u64)> {
+    (0..view.capacity())
+        .filter(|&p| view.tags[p] != EMPTY)
+        .map(|p| {
+            let s = view.slots.get(p);
+            (p, (s.key, s.value), s.key.key_hash())
+        })
+        .collect()
+}
+
+#[test]
+fn occupancy_is_the_tags_as_bits() {
+    let mut s: ValueState<u64, u64> = ValueState::new("o");
+    for k in 0..3_000u64 {
+        s.put(k * 31, k);
+    }
+    for k in 0..1_000u64 {
+        s.remove(&(k * 93));
+    }
+    let view = s.freeze();
+    let capacity = view.capacity();
+    for slots in [
+        0..capacity,
+        8..capacity,
+        512..1_024.min(capacity),
+        0..8,
+        64..64,
+    ] {
+        let mut out = vec![0xAA];
+        let used = view.occupancy(slots.clone(), &mut out);
+        assert_eq!(out[0], 0xAA, "appends");
+        let bits = &out[1..];
+        assert_eq!(bits.len(), slots.len().div_ceil(64) * 8);
+        let mut count = 0;
+        for i in 0..bits.len() * 8 {
+            let set = bits[i / 8] >> (i % 8) & 1 == 1;
+            let want = i < slots.len() && view.tags[slots.start + i] != EMPTY;
+            assert_eq!(set, want, "bit {i} of {slots:?}");
+            count += usize::from(set);
+        }
+        assert_eq!(used, count);
+    }
+    assert_eq!(view.chunk_slots(0..usize::MAX), 0..capacity);
+    let empty: ValueState<u64, u64> = ValueState::new("e");
+    let mut out = Vec::new();
+    assert_eq!(empty.freeze().occupancy(0..16, &mut out), 0);
+    assert_eq!(out, vec![0; 8]);
+}
+
+#[test]
+fn a_table_loaded_at_its_positions_is_the_same_table() {
+    // Churn first, so clusters and backward shifts have moved entries
+    // away from their buckets; a small table at high load also has
+    // clusters wrapping around its end.
+    let mut s: ValueState<u64, u64> = ValueState::with_capacity("t", 200);
+    for k in 0..200u64 {
+        s.put(k * 7_919, k);
+    }
+    for k in (0..200u64).step_by(3) {
+        s.remove(&(k * 7_919));
+    }
+    for k in 200..230u64 {
+        s.put(k * 7_919, k);
+    }
+    // Three keys whose bucket is the last slot: two of them wrap.
+    let (last, shift) = (s.capacity() - 1, s.shift);
+    let aimed: Vec<u64> = (1_000_000u64..)
+        .filter(|k| (k.key_hash() >> shift) as usize == last)
+        .take(3)
+        .collect();
+    for k in aimed {
+        s.put(k, 0);
+    }
+    let view = s.freeze();
+    let entries = placed_entries(&view);
+    let wraps = entries
+        .iter()
+        .any(|&(p, _, h)| p < (h >> view.shift) as usize);
+    assert!(wraps, "the test wants a cluster wrapping around the end");
+    for batch in [1, 7, 32, 1_000] {
+        let mut r: ValueState<u64, u64> = ValueState::new("r");
+        r.reserve(entries.len());
+        r.reserve_capacity(view.capacity());
+        assert_eq!(r.capacity(), view.capacity());
+        let mut deferred = Vec::new();
+        for b in entries.chunks(batch) {
+            r.load_placed_batch(b, &mut deferred);
+        }
+        assert!(!deferred.is_empty() && deferred.len() < 5, "{deferred:?}");
+        r.load_batch(&deferred);
+        assert_index_invariant(&r);
+        assert_eq!(r.len(), view.len());
+        // Every entry whose cluster does not wrap is where it was.
+        for &(p, (k, v), h) in &entries {
+            assert_eq!(r.get(&k), Some(&v));
+            if p >= (h >> view.shift) as usize {
+                assert_eq!(r.tags[p], view.tags[p], "entry {k} at {p} moved");
+            }
+        }
+    }
+}
+
+#[test]
+fn wrong_positions_still_give_a_valid_table() {
+    let mut s: ValueState<u64, u64> = ValueState::new("w");
+    for k in 0..2_000u64 {
+        s.put(k, k + 1);
+    }
+    let view = s.freeze();
+    let mut entries = placed_entries(&view);
+    // Out of order, and some positions lying (past the end, taken, or
+    // off the probe path): all go through the probe instead.
+    entries.reverse();
+    for (i, e) in entries.iter_mut().enumerate() {
+        match i % 5 {
+            0 => e.0 = usize::MAX,
+            1 => e.0 = 0,
+            2 => e.0 = e.0.wrapping_add(1),
+            _ => {}
+        }
+    }
+    let mut r: ValueState<u64, u64> = ValueState::with_capacity("r", 2_000);
+    r.reserve_capacity(view.capacity());
+    let keep = r.freeze();
+    let mut deferred = Vec::new();
+    for b in entries.chunks(32) {
+        r.load_placed_batch(b, &mut deferred);
+    }
+    r.load_batch(&deferred);
+    assert_index_invariant(&r);
+    assert_eq!(r.len(), 2_000);
+    for k in 0..2_000u64 {
+        assert_eq!(r.get(&k), Some(&(k + 1)));
+    }
+    assert!(keep.is_empty(), "a view taken before the load saw it");
+    // A table too small for its positions grows and still holds them all.
+    let mut small: ValueState<u64, u64> = ValueState::new("s");
+    let mut deferred = Vec::new();
+    for b in placed_entries(&view).chunks(32) {
+        small.load_placed_batch(b, &mut deferred);
+    }
+    small.load_batch(&deferred);
+    assert_index_invariant(&small);
+    assert_eq!(small.len(), 2_000);
+}

@@ -367,6 +367,19 @@ impl<'a> RestoreScope<'a> {
         Some((op.parallelism, subtasks))
     }
 
+    /// Starts reading the blocks of `extents` (of one segment, in file
+    /// order) from the device: a hint for the window after the one being
+    /// decoded.
+    pub fn will_need(&self, extents: &[&Extent]) {
+        let (Some(first), Some(last)) = (extents.first(), extents.last()) else {
+            return;
+        };
+        if let Some(seg) = self.checkpoint.segments.get(&first.segment) {
+            let end = last.offset.saturating_add(last.length);
+            seg.will_need(first.offset, end.saturating_sub(first.offset));
+        }
+    }
+
     /// Opens the block of `extent`: checks its header against the extent
     /// (the payload's checksum is left to the returned block's `check`).
     pub fn open_block(&self, extent: &'a Extent) -> Result<KeyedBlock<'a>, String> {

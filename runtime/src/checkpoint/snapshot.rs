@@ -19,7 +19,7 @@
 use std::time::{Duration, Instant};
 
 use weir_net::{CheckpointBarrier, Wire};
-use weir_state::snapshot::BlockKind;
+use weir_state::snapshot::{BlockKind, Extent};
 use weir_state::value_state::FrozenValueState;
 use weir_state::{KeyGroupAssigner, KeyGroupRange, KeyHash};
 
@@ -65,15 +65,21 @@ pub trait FrozenKeyedState {
         out: &mut Vec<Vec<u8>>,
     );
 
+    /// Whether the state is written as table blocks
+    /// ([`serialize_table_part`](Self::serialize_table_part)) instead of
+    /// per key group ([`serialize_part`](Self::serialize_part)): a plain
+    /// `ValueState`.
+    fn is_table(&self) -> bool {
+        false
+    }
+
     /// Serializes the slots of the arena chunks `chunks` into `out` as the
     /// payload of one table block ([`table_block`](super::table_block):
     /// the slots in table order with their occupancy), or leaves `out`
-    /// empty if they hold no entry. Returns false, writing nothing, for a
-    /// state written per key group instead ([`serialize_part`](Self::serialize_part)):
-    /// every kind but a plain `ValueState`.
-    fn serialize_table_part(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) -> bool {
-        let _ = (chunks, out);
-        false
+    /// empty if they hold no entry (or the state is no table).
+    fn serialize_table_part(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) {
+        let _ = chunks;
+        out.clear();
     }
 }
 
@@ -118,7 +124,11 @@ where
         );
     }
 
-    fn serialize_table_part(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) -> bool {
+    fn is_table(&self) -> bool {
+        true
+    }
+
+    fn serialize_table_part(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) {
         out.clear();
         let slots = self.chunk_slots(chunks.clone());
         TableHeader {
@@ -131,12 +141,11 @@ where
         let used = self.occupancy(slots, out);
         if used == 0 {
             out.clear();
-            return true;
+            return;
         }
         let per_entry = self.estimated_bytes() / self.len().max(1);
         out.reserve(used * per_entry + per_entry);
         self.for_each_in_chunks(chunks, |k, v| append_entry(out, k, v));
-        true
     }
 }
 
@@ -768,6 +777,7 @@ fn place_table_block<S: RestoreSink>(
     (placed, deferred): (&mut Placed<S::Entry>, &mut Batch<S::Entry>),
 ) -> Result<(), String> {
     const BATCH: usize = 64;
+    const CHECKED: usize = 32 << 10;
     let bytes = table.entries;
     let mut at = 0;
     let mut checked = 0;
@@ -786,8 +796,12 @@ fn place_table_block<S: RestoreSink>(
         placed.push((pos, entry, hash));
         if placed.len() == BATCH {
             sink.place_batch(placed, deferred);
-            block.check.update(&bytes[checked..at]);
-            checked = at;
+            // The checksum in pieces of CHECKED bytes, while they are in
+            // cache: large enough for its three-way parallel loop.
+            if at - checked >= CHECKED {
+                block.check.update(&bytes[checked..at]);
+                checked = at;
+            }
         }
     }
     sink.place_batch(placed, deferred);
@@ -882,18 +896,23 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     let mut rest = extents.as_slice();
     let mut block_count = 0;
     let mut table_blocks_placed = 0;
-    while !rest.is_empty() {
+    // The next window of `rest`: about WINDOW bytes of one segment.
+    let next_window = |rest: &[&Extent]| {
         let mut bytes = 0;
-        let take = rest
-            .iter()
+        rest.iter()
             .take_while(|e| {
                 let more = bytes < WINDOW && e.segment == rest[0].segment;
                 bytes += e.length;
                 more
             })
-            .count();
-        let (window, later) = rest.split_at(take);
+            .count()
+    };
+    scope.will_need(&rest[..next_window(rest)]);
+    while !rest.is_empty() {
+        let (window, later) = rest.split_at(next_window(rest));
         rest = later;
+        // While this window is decoded, the device reads the next one.
+        scope.will_need(&rest[..next_window(rest)]);
         blocks.clear();
         for &e in window {
             let mut block = scope.open_block(e)?;

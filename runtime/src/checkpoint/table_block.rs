@@ -4,10 +4,9 @@
 //! same capacity puts every entry back at its slot without probing for it
 //! (see `ValueState::load_placed_batch`).
 //!
-//! A writer serializes a large table part by part, each part a run of
-//! arena chunks, i.e. a run of slots; each part becomes one block whose
-//! key-group range is the whole subtask's (a table mixes all its key
-//! groups). A restore at another parallelism reads the same blocks entry
+//! A writer serializes a table as blocks of a run of arena chunks each,
+//! i.e. a run of slots, whose key-group range is the whole subtask's (a
+//! table mixes all its key groups). A restore at another parallelism reads the same blocks entry
 //! by entry and keeps the entries of the key groups it owns.
 //!
 //! Layout, little-endian:

@@ -4,7 +4,6 @@
 //! run, each once.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +14,9 @@ use weir_runtime::{
 };
 
 use crate::checkpoint::PacedSource;
-use crate::{options, run_job, run_ok, splitmix64, temp_dir, DigestSink, Digests, M};
+use crate::{
+    options, run_job, run_ok, splitmix64, temp_dir, DigestSink, Digests, InjectedFailure, M,
+};
 
 /// Event time of record `i` (ms).
 fn event_time(i: u64) -> i64 {
@@ -38,11 +39,10 @@ fn timers_of(i: u64) -> [i64; 2] {
 }
 
 /// Registers [`timers_of`] each record; emits `(key, timestamp)` per
-/// firing; panics once on record `fail_at` while `armed`.
+/// firing; panics once when `fail` says so.
 struct TimerJob {
     timers: KeyedTimerService<u64>,
-    fail_at: u64,
-    armed: Arc<AtomicBool>,
+    fail: Arc<InjectedFailure>,
 }
 
 impl KeyedProcessFunction for TimerJob {
@@ -56,7 +56,7 @@ impl KeyedProcessFunction for TimerJob {
         (_, i): (u64, u64),
         _out: &mut C,
     ) {
-        if i == self.fail_at && self.armed.swap(false, Ordering::SeqCst) {
+        if self.fail.hits(i) {
             panic!("injected failure at record {i}");
         }
         for ts in timers_of(i) {
@@ -93,9 +93,8 @@ fn fired_sink(info: &SubtaskInfo, into: &Fired) -> DigestSink<(u64, i64)> {
 
 type Fired = Digests;
 
-fn job(n: u64, keys: u64, fail_at: Option<u64>) -> (JobGraph, Fired) {
-    let armed = Arc::new(AtomicBool::new(fail_at.is_some()));
-    let fail_at = fail_at.unwrap_or(u64::MAX);
+fn job(n: u64, keys: u64, fail: InjectedFailure) -> (JobGraph, Fired) {
+    let fail = Arc::new(fail);
     let fired: Fired = Arc::new(Mutex::new(Vec::new()));
     let into = fired.clone();
     let strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
@@ -108,8 +107,7 @@ fn job(n: u64, keys: u64, fail_at: Option<u64>) -> (JobGraph, Fired) {
     .key_by(|r: &(u64, u64)| r.0)
     .process("timers", move |_: &SubtaskInfo| TimerJob {
         timers: KeyedTimerService::new(),
-        fail_at,
-        armed: armed.clone(),
+        fail: fail.clone(),
     })
     .sink("fired", move |info: &SubtaskInfo| fired_sink(info, &into));
     (job, fired)
@@ -148,7 +146,7 @@ fn checkpointed(dir: &std::path::Path) -> ExecutionOptions {
 fn timers_fire_once_each_and_all_by_the_end_of_input() {
     let (n, keys) = (60_000, 40);
     let dir = temp_dir("timers-plain");
-    let (job, fired) = job(n, keys, None);
+    let (job, fired) = job(n, keys, InjectedFailure::never());
     run_ok(job, &checkpointed(&dir));
     let expected = reference(n, keys);
     assert!(expected[0] > n, "both kinds of timers are registered");
@@ -162,13 +160,13 @@ fn timers_survive_a_crash_and_restore_with_the_firings_of_an_uninterrupted_run()
     let expected = reference(n, keys);
 
     let dir = temp_dir("timers-uninterrupted");
-    let (job_a, fired_a) = job(n, keys, None);
+    let (job_a, fired_a) = job(n, keys, InjectedFailure::never());
     run_ok(job_a, &checkpointed(&dir));
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(total(&fired_a), expected, "uninterrupted run");
 
     let dir = temp_dir("timers-failover");
-    let (job_b, fired_b) = job(n, keys, Some(100_001));
+    let (job_b, fired_b) = job(n, keys, InjectedFailure::at(100_001, &dir));
     let mut o = checkpointed(&dir);
     o.restart = RestartStrategy::FixedDelay(FixedDelay {
         attempts: 2,

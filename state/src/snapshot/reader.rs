@@ -73,6 +73,23 @@ impl SegmentReader {
         &self.name
     }
 
+    /// Asks the kernel to start reading the bytes `offset..offset + len`
+    /// now (a hint: a restore calls it for its next window while it
+    /// decodes the current one). The kernel reads at most one read-ahead
+    /// window per call, so the range is advised in pieces of that size.
+    pub fn will_need(&self, offset: u64, len: u64) {
+        const PIECE: u64 = 4 << 20;
+        let Some(map) = &self.map else { return };
+        let end = offset.saturating_add(len).min(map.len() as u64);
+        let mut at = offset;
+        while at < end {
+            let n = PIECE.min(end - at);
+            // Offsets need not be page-aligned: memmap2 aligns them.
+            let _ = map.advise_range(memmap2::Advice::WillNeed, at as usize, n as usize);
+            at += n;
+        }
+    }
+
     /// The file's bytes.
     pub fn bytes(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])

@@ -832,3 +832,112 @@ fn reference_totals(n: u64, keys: u64) -> std::collections::HashMap<u64, (u64, u
     }
     m
 }
+
+/// Rewrites the first table block of operator `count`'s subtask 0 in
+/// checkpoint `chk` with `lie` applied to its payload (which may grow by
+/// up to its padding), sealing it again and recording the new checksum in
+/// the manifest: a block whose checksum is right and whose contents lie.
+/// Returns the block's segment.
+fn rewrite_table_block(chk: &Path, lie: impl Fn(&mut Vec<u8>)) -> String {
+    let mut manifest = Manifest::read(chk.join("_metadata")).unwrap();
+    let op = manifest
+        .operators
+        .iter_mut()
+        .find(|o| o.uid == "count")
+        .unwrap();
+    let st = op.subtasks.iter_mut().find(|s| s.index == 0).unwrap();
+    let e = st
+        .extents
+        .iter_mut()
+        .find(|e| e.kind == BlockKind::KeyedTable)
+        .expect("W1's counts are written as table blocks");
+    let seg_path = chk.join(&e.segment);
+    let mut payload = SegmentReader::open(&seg_path)
+        .unwrap()
+        .read_block(e)
+        .unwrap()
+        .to_vec();
+    lie(&mut payload);
+    let length = weir_state::snapshot::padded_block_len(payload.len() as u32);
+    assert_eq!(length, e.length, "the lie fits the block's padding");
+    let mut block = vec![0u8; length as usize];
+    e.payload_crc32c =
+        weir_state::snapshot::encode_block(&mut block, e.kind, e.key_groups, &payload);
+    let mut seg = std::fs::read(&seg_path).unwrap();
+    seg[e.offset as usize..(e.offset + length) as usize].copy_from_slice(&block);
+    std::fs::write(&seg_path, seg).unwrap();
+    let segment = e.segment.clone();
+    std::fs::remove_file(chk.join("_metadata")).unwrap();
+    manifest.write(chk, "_metadata").unwrap();
+    segment
+}
+
+/// A table block whose checksum is right but whose contents lie — an
+/// entry of another subtask's key group, or bytes after the entries of
+/// its used slots — is refused while it is loaded, naming the segment;
+/// restoring "latest" then falls back to the previous checkpoint and the
+/// result is exact.
+#[test]
+fn a_table_block_that_lies_is_refused_and_the_previous_checkpoint_used() {
+    use weir_state::{KeyGroupAssigner, KeyHash};
+    let foreign = |payload: &mut Vec<u8>| {
+        // Subtask 0 of 2 owns key groups 0..64 of 128.
+        let groups = KeyGroupAssigner::new(128, 1);
+        let key = (1_000_000u64..)
+            .find(|k| groups.key_group(k.key_hash()) >= 64)
+            .unwrap();
+        let at = TableBlock::parse(payload).unwrap().bitmap.len()
+            + weir_runtime::checkpoint::table_block::HEADER_LEN;
+        payload[at..at + 8].copy_from_slice(&key.to_le_bytes());
+    };
+    let trailing = |payload: &mut Vec<u8>| payload.extend_from_slice(&[0; 8]);
+    type Lie<'a> = &'a dyn Fn(&mut Vec<u8>);
+    let cases: [(&str, Lie<'_>, &str); 2] = [
+        ("lie-foreign", &foreign, "key group"),
+        ("lie-trailing", &trailing, "bytes after the entries"),
+    ];
+    for (name, lie, expect) in cases {
+        let dir = temp_dir(name);
+        let s = Setup {
+            per_ms: 500,
+            ..Setup::new(200_000, 300)
+        };
+        let (job1, _) = job(&s);
+        run_ok(job1, &checkpointed(2, &dir, 3));
+        let storage = CheckpointStorage::open(&dir).unwrap();
+        let ids: Vec<u64> = storage.list().unwrap().iter().map(|c| c.id).collect();
+        assert!(ids.len() >= 2, "{ids:?}");
+        let newest = storage.checkpoint_dir(ids[0]);
+        let segment = rewrite_table_block(&newest, lie);
+        // The checksums and the manifest are right: only loading finds it.
+        let found = find_latest(&storage, "checkpointed-count", 128, None)
+            .unwrap()
+            .found
+            .expect("the checkpoint verifies");
+        assert_eq!(found.id(), ids[0]);
+        found.verify().unwrap();
+
+        let (job2, _) = job(&s);
+        let mut o = checkpointed(2, &dir, 3);
+        o.restore = RestoreFrom::Path(newest.clone());
+        match run_job(job2, &o) {
+            Err(JobError::RestoreCorrupt {
+                checkpoint,
+                message,
+            }) => {
+                assert_eq!(checkpoint, ids[0]);
+                assert!(
+                    message.contains(expect) && message.contains(&segment),
+                    "{message}"
+                );
+            }
+            other => panic!("expected the lie to be found, got {other:?}"),
+        }
+        let (job3, tallies) = job(&s);
+        o.restore = RestoreFrom::Latest;
+        let result = run_ok(job3, &o);
+        assert_eq!(result.restored.unwrap().checkpoint_id, ids[1]);
+        assert_exact(&tallies, s.n, s.keys);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -260,6 +260,40 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Valid blocks with bytes flipped, cut or appended: parsing
+        /// never panics, and what parses names no slot outside its part.
+        #[test]
+        fn mutated_blocks_never_panic(
+            log2 in 0u8..20,
+            first in 0u64..4_096,
+            slots in 0u64..2_000,
+            words in proptest::collection::vec(proptest::num::u64::ANY, 0..40),
+            flips in proptest::collection::vec((0usize..400, 0u8..8), 0..4),
+            cut in proptest::option::of(0usize..400),
+            extra in proptest::collection::vec(proptest::num::u8::ANY, 0..16),
+        ) {
+            let header = TableHeader { log2_capacity: log2, table_len: 1, first_slot: first, slot_count: slots };
+            let mut bytes = block(header, &words, b"entries");
+            for (at, bit) in flips {
+                if let Some(b) = bytes.get_mut(at) {
+                    *b ^= 1 << bit;
+                }
+            }
+            if let Some(cut) = cut {
+                bytes.truncate(cut);
+            }
+            bytes.extend_from_slice(&extra);
+            if let Ok(b) = TableBlock::parse(&bytes) {
+                let end = b.header.first_slot + b.header.slot_count;
+                proptest::prop_assert!(end <= 1 << b.header.log2_capacity);
+                for pos in b.positions() {
+                    proptest::prop_assert!((pos as u64) >= b.header.first_slot && (pos as u64) < end);
+                }
+            }
+        }
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic() {
         let mut x = 0x2545_f491_4f6c_dd1du64;

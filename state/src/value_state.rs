@@ -229,7 +229,12 @@ where
         if needed <= self.max_len {
             return;
         }
-        let capacity = capacity_for(needed, &self.name);
+        self.grow_to(capacity_for(needed, &self.name));
+    }
+
+    /// Moves the table to `capacity` slots (a power of two, larger than
+    /// now): only the capacity is set while there is no arena yet.
+    fn grow_to(&mut self, capacity: usize) {
         if self.slots.is_empty() {
             self.set_capacity(capacity);
         } else {
@@ -606,14 +611,8 @@ where
             .max(MIN_CAPACITY)
             .checked_next_power_of_two()
             .unwrap_or_else(|| panic!("ValueState '{}': capacity {capacity} too large", self.name));
-        if capacity <= self.capacity() {
-            return;
-        }
-        if self.slots.is_empty() {
-            self.set_capacity(capacity);
-        } else {
-            let filler = *self.slots.get(0);
-            self.rebuild(capacity, filler);
+        if capacity > self.capacity() {
+            self.grow_to(capacity);
         }
     }
 

@@ -761,6 +761,29 @@ type Placed<E> = Vec<(usize, E, u64)>;
 /// Entries with their hashes, `(entry, hash)`.
 type Batch<E> = Vec<(E, u64)>;
 
+/// Entries of a table block placed at once ([`RestoreSink::place_batch`]).
+const PLACE_BATCH: usize = 64;
+
+/// The key group of the entry of key-group hash `hash` read from `block`,
+/// or the error that makes the checkpoint unusable if the block does not
+/// hold that key group.
+fn checked_key_group(
+    scope: &RestoreScope<'_>,
+    name: &str,
+    block: &KeyedBlock<'_>,
+    groups: &KeyGroupAssigner,
+    hash: u64,
+) -> Result<u32, String> {
+    let kg = groups.key_group(hash);
+    if block.key_groups.contains(kg) {
+        return Ok(kg);
+    }
+    Err(scope.mark_corrupt(format!(
+        "state `{name}`: a key of key group {kg} is stored in the {} block of key groups {:?} ({})",
+        block.kind, block.key_groups, block.segment
+    )))
+}
+
 /// Puts the entries of the table block `table` (of `block`, whose payload
 /// holds `head` bytes of header and occupancy before them) back at their
 /// slots in `sink`, which [`RestoreSink::placeable`] said has the block's
@@ -776,7 +799,6 @@ fn place_table_block<S: RestoreSink>(
     sink: &mut S,
     (placed, deferred): (&mut Placed<S::Entry>, &mut Batch<S::Entry>),
 ) -> Result<(), String> {
-    const BATCH: usize = 64;
     const CHECKED: usize = 32 << 10;
     let bytes = table.entries;
     let mut at = 0;
@@ -786,15 +808,9 @@ fn place_table_block<S: RestoreSink>(
             .map_err(|e| scope.mark_corrupt(block.describe(name, head + at, &e)))?;
         at += n;
         let hash = S::group_hash(&entry);
-        let kg = groups.key_group(hash);
-        if !block.key_groups.contains(kg) {
-            return Err(scope.mark_corrupt(format!(
-                "state `{name}`: a key of key group {kg} is stored in the table block of key groups {:?} ({})",
-                block.key_groups, block.segment
-            )));
-        }
+        checked_key_group(scope, name, block, groups, hash)?;
         placed.push((pos, entry, hash));
-        if placed.len() == BATCH {
+        if placed.len() == PLACE_BATCH {
             sink.place_batch(placed, deferred);
             // The checksum in pieces of CHECKED bytes, while they are in
             // cache: large enough for its three-way parallel loop.
@@ -877,13 +893,13 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     // inserted after, so the cache misses overlap.
     const BATCH: usize = 32;
     let groups = KeyGroupAssigner::new(scope.max_parallelism(), 1);
-    let mut batch: Vec<(S::Entry, u64)> = Vec::with_capacity(BATCH);
-    let mut placed: Vec<(usize, S::Entry, u64)> = Vec::with_capacity(2 * BATCH);
-    let mut deferred: Vec<(S::Entry, u64)> = Vec::new();
+    let mut batch: Batch<S::Entry> = Vec::with_capacity(BATCH);
+    let mut placed: Placed<S::Entry> = Vec::with_capacity(PLACE_BATCH);
+    let mut deferred: Batch<S::Entry> = Vec::new();
     // The blocks are taken in file order, a window of about WINDOW bytes
-    // at a time, so that decoding follows the sequential read-ahead of the
-    // segment (started when it was opened) instead of waiting for all of
-    // it. A writer serializes a large state part by part, each part one
+    // at a time, the next window asked for while this one is decoded, so
+    // that decoding follows the device's reads instead of waiting for the
+    // whole segment. A writer serializes a large state part by part, each part one
     // region of its table, with one block per key group: within a window
     // the blocks are taken in lockstep, a slice of each per round, so that
     // each round inserts into one region of the new table, which is
@@ -962,13 +978,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
                         .map_err(|e| scope.mark_corrupt(block.describe(&name, at, &e)))?;
                     *pos = at + n;
                     let hash = S::group_hash(&entry);
-                    let kg = groups.key_group(hash);
-                    if !block.key_groups.contains(kg) {
-                        return Err(scope.mark_corrupt(format!(
-                            "state `{name}`: a key of key group {kg} is stored in the block of key groups {:?} ({})",
-                            block.key_groups, block.segment
-                        )));
-                    }
+                    let kg = checked_key_group(scope, &name, block, &groups, hash)?;
                     if all_mine || mine.contains(kg) {
                         sink.prefetch(&entry, hash);
                         batch.push((entry, hash));

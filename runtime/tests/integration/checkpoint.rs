@@ -593,13 +593,12 @@ fn without_restarts_a_failure_fails_the_job() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Runs the job to the end keeping 3 checkpoints, damages the newest with
-/// `damage`, and checks that the damage is reported naming
-/// `expect_in_error` — when the checkpoint is opened (`up_front`) or by a
-/// full verification (a flipped byte is found as the blocks are loaded) —
-/// and that a run restoring "latest" falls back to the previous checkpoint
-/// and is exact.
-fn falls_back_after(name: &str, damage: impl Fn(&Path), expect_in_error: &str, up_front: bool) {
+/// Runs the paced job of the corruption tests to its end in a fresh
+/// directory `name`, keeping up to 3 checkpoints: the directory, the
+/// setup, the storage and the checkpoint ids, newest first.
+fn run_keeping_three_checkpoints(
+    name: &str,
+) -> (std::path::PathBuf, Setup, CheckpointStorage, Vec<u64>) {
     let dir = temp_dir(name);
     // 400 ms of records, so that at least three checkpoints complete even
     // when the CI machine is loaded by the other tests (at 200 ms a run
@@ -612,6 +611,17 @@ fn falls_back_after(name: &str, damage: impl Fn(&Path), expect_in_error: &str, u
     run_ok(job1, &checkpointed(2, &dir, 3));
     let storage = CheckpointStorage::open(&dir).unwrap();
     let ids: Vec<u64> = storage.list().unwrap().iter().map(|c| c.id).collect();
+    (dir, s, storage, ids)
+}
+
+/// Runs the job to the end keeping 3 checkpoints, damages the newest with
+/// `damage`, and checks that the damage is reported naming
+/// `expect_in_error` — when the checkpoint is opened (`up_front`) or by a
+/// full verification (a flipped byte is found as the blocks are loaded) —
+/// and that a run restoring "latest" falls back to the previous checkpoint
+/// and is exact.
+fn falls_back_after(name: &str, damage: impl Fn(&Path), expect_in_error: &str, up_front: bool) {
+    let (dir, s, storage, ids) = run_keeping_three_checkpoints(name);
     assert_eq!(ids.len(), 3);
     damage(&storage.checkpoint_dir(ids[0]));
     let search = find_latest(&storage, "checkpointed-count", 128, None).unwrap();
@@ -897,15 +907,7 @@ fn a_table_block_that_lies_is_refused_and_the_previous_checkpoint_used() {
         ("lie-trailing", &trailing, "bytes after the entries"),
     ];
     for (name, lie, expect) in cases {
-        let dir = temp_dir(name);
-        let s = Setup {
-            per_ms: 500,
-            ..Setup::new(200_000, 300)
-        };
-        let (job1, _) = job(&s);
-        run_ok(job1, &checkpointed(2, &dir, 3));
-        let storage = CheckpointStorage::open(&dir).unwrap();
-        let ids: Vec<u64> = storage.list().unwrap().iter().map(|c| c.id).collect();
+        let (dir, s, storage, ids) = run_keeping_three_checkpoints(name);
         assert!(ids.len() >= 2, "{ids:?}");
         let newest = storage.checkpoint_dir(ids[0]);
         let segment = rewrite_table_block(&newest, lie);

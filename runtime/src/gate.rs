@@ -127,6 +127,40 @@ pub trait RecordDecoder {
     fn read(&self, channel: usize, bytes: &[u8]) -> Result<(Self::Record, usize), DecodeError>;
 }
 
+/// The records of one buffer of input `channel` from `pos` on, decoded as
+/// they are taken. A corrupt buffer panics (it fails the job), naming the
+/// channel.
+struct Decoded<'a, D> {
+    decoder: &'a D,
+    channel: usize,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<D: RecordDecoder> Iterator for Decoded<'_, D> {
+    type Item = D::Record;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<D::Record> {
+        if self.pos >= self.bytes.len() {
+            return None;
+        }
+        match self.decoder.read(self.channel, &self.bytes[self.pos..]) {
+            Ok((record, n)) => {
+                self.pos += n;
+                Some(record)
+            }
+            Err(e) => corrupt_buffer(self.channel, e),
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn corrupt_buffer(channel: usize, e: DecodeError) -> ! {
+    panic!("channel {channel} delivered a corrupt buffer: {e}")
+}
+
 /// Every channel carries `T` in its [`Wire`] form (single-input stages).
 pub struct WireDecoder<T>(std::marker::PhantomData<fn() -> T>);
 
@@ -584,18 +618,18 @@ impl InputGate {
                         reading.pos = pos;
                         return (GateStatus::Moved(moved), moved, events);
                     }
-                    match decoder.read(channel, &bytes[pos..]) {
-                        Ok((record, n)) => {
-                            pos += n;
-                            moved += 1;
-                            out.collect(record);
-                        }
-                        Err(e) => panic!(
-                            "channel {} delivered a corrupt buffer: {e}",
-                            reading.channel
-                        ),
-                    }
-                    left -= 1;
+                    // Up to `left` records in one call, so that the chain
+                    // can run through them in one loop.
+                    let mut records = Decoded {
+                        decoder,
+                        channel,
+                        bytes,
+                        pos,
+                    };
+                    let read = out.collect_many(&mut records, left);
+                    pos = records.pos;
+                    moved += read;
+                    left -= read;
                     if left == 0 {
                         // Look about every CHECK_PERIOD: fewer records
                         // between looks when they are slow.

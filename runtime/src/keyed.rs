@@ -85,6 +85,39 @@ pub trait KeyedProcessFunction: 'static {
         out: &mut C,
     );
 
+    /// Processes records of `records` while `out` is available, at most
+    /// `limit`, each with the context of its key (`key_of`) at operator
+    /// watermark `watermark`; returns how many it took. The default calls
+    /// [`process`](Self::process) for each. A function overrides it to
+    /// run through several records in one loop (the event-time window
+    /// folds a run of records of one window into its table); the result
+    /// must be the same.
+    #[inline]
+    fn process_many<I, KF, C>(
+        &mut self,
+        records: &mut I,
+        key_of: &KF,
+        watermark: i64,
+        limit: usize,
+        out: &mut C,
+    ) -> usize
+    where
+        I: Iterator<Item = Self::In>,
+        KF: Fn(&Self::In) -> Self::Key,
+        C: Collector<Self::Out>,
+    {
+        let mut taken = 0;
+        while taken < limit && out.is_available() {
+            let Some(record) = records.next() else {
+                break;
+            };
+            let ctx = KeyContext::with_watermark(key_of(&record), watermark);
+            self.process(&ctx, record, out);
+            taken += 1;
+        }
+        taken
+    }
+
     /// The operator's event time advanced to `watermark` (ms; `i64::MAX`
     /// once every input ended), before the watermark is passed on: the
     /// place for event-time logic (timers, windows) to emit what is due.
@@ -454,5 +487,27 @@ where
             "record routed to a subtask that does not own its key group"
         );
         self.func.process(&ctx, record, &mut self.out);
+    }
+
+    #[inline]
+    fn collect_many<I: Iterator<Item = F::In>>(&mut self, records: &mut I, limit: usize) -> usize {
+        let (key_fn, owned, max_parallelism) =
+            (&self.key_fn, self.owned, self.info.max_parallelism);
+        let mut records = records.by_ref().inspect(|record| {
+            debug_assert!(
+                owned.contains(weir_state::key_group_for_hash(
+                    key_fn(record).key_hash(),
+                    max_parallelism
+                )),
+                "record routed to a subtask that does not own its key group"
+            );
+        });
+        self.func.process_many(
+            &mut records,
+            &self.key_fn,
+            self.watermark,
+            limit,
+            &mut self.out,
+        )
     }
 }

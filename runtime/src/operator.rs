@@ -92,6 +92,25 @@ pub struct FlushOutcome {
 pub trait Collector<T>: ChainControl {
     /// Takes one record.
     fn collect(&mut self, record: T);
+
+    /// Takes records from `records` while the chain is available, at most
+    /// `limit`; returns how many it took. The default is what a head
+    /// calling [`collect`](Self::collect) for each record after checking
+    /// [`ChainControl::is_available`] does; the keyed operator overrides
+    /// it so that a function can run through several records in one loop
+    /// ([`crate::KeyedProcessFunction::process_many`]).
+    #[inline]
+    fn collect_many<I: Iterator<Item = T>>(&mut self, records: &mut I, limit: usize) -> usize {
+        let mut taken = 0;
+        while taken < limit && self.is_available() {
+            let Some(record) = records.next() else {
+                break;
+            };
+            self.collect(record);
+            taken += 1;
+        }
+        taken
+    }
 }
 
 /// Implements [`ChainControl`] for a link by forwarding to its `out` field.

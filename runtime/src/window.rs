@@ -521,6 +521,51 @@ where
     }
 }
 
+/// The records that follow a run's first, while their timestamps fall
+/// in `lo..hi` (the run's window), as `(key, hash, record)`: at most
+/// `left`; the first record outside the range ends the run and is kept in
+/// `stopped`.
+struct WindowRun<'a, I: Iterator, KF, A> {
+    records: &'a mut I,
+    key_of: &'a KF,
+    assigner: &'a A,
+    lo: i64,
+    hi: i64,
+    left: usize,
+    /// Records taken from `records` (the one in `stopped` too).
+    pulled: usize,
+    stopped: Option<I::Item>,
+}
+
+impl<I, K, KF, A> Iterator for WindowRun<'_, I, KF, A>
+where
+    I: Iterator,
+    K: KeyHash,
+    KF: Fn(&I::Item) -> K,
+    A: WindowAssigner<I::Item>,
+{
+    type Item = (K, u64, I::Item);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        let record = self.records.next()?;
+        self.pulled += 1;
+        self.left -= 1;
+        let ts = self.assigner.timestamp(&record);
+        if !(self.lo <= ts && ts < self.hi) {
+            self.stopped = Some(record);
+            self.left = 0;
+            return None;
+        }
+        let key = (self.key_of)(&record);
+        let hash = key.key_hash();
+        Some((key, hash, record))
+    }
+}
+
 /// The windows a window operator assigned last.
 #[derive(Clone, Copy, Debug)]
 struct Assigned {
@@ -592,6 +637,68 @@ where
                 self.late_firing(ctx, start, out);
             }
         }
+    }
+
+    /// Runs of records that share the window last assigned, which is open
+    /// and has not fired (every in-order record of a tumbling window), are
+    /// folded into its table in one loop ([`WindowPanes::fold_run`]); any
+    /// other record goes through [`process`](Self::process).
+    #[inline]
+    fn process_many<I, KF, C>(
+        &mut self,
+        records: &mut I,
+        key_of: &KF,
+        watermark: i64,
+        limit: usize,
+        out: &mut C,
+    ) -> usize
+    where
+        I: Iterator<Item = W::In>,
+        KF: Fn(&W::In) -> K,
+        C: Collector<Self::Out>,
+    {
+        let mut taken = 0;
+        while taken < limit && out.is_available() {
+            let Some(first) = records.next() else {
+                break;
+            };
+            taken += 1;
+            let ts = self.assigner.timestamp(&first);
+            let a = self.assigned;
+            if !(a.lo <= ts && ts < a.hi && watermark < a.open_below && a.starts.left == 1) {
+                let ctx = KeyContext::with_watermark(key_of(&first), watermark);
+                self.process(&ctx, first, out);
+                continue;
+            }
+            // Folding emits nothing, so the chain stays available.
+            let key = key_of(&first);
+            let mut run = WindowRun {
+                records: &mut *records,
+                key_of,
+                assigner: &self.assigner,
+                lo: a.lo,
+                hi: a.hi,
+                left: limit - taken,
+                pulled: 0,
+                stopped: None,
+            };
+            let fold = &self.fold;
+            let head = (key, key.key_hash(), first);
+            let refused = self
+                .contents
+                .fold_run(a.starts.next, head, &mut run, |acc, v| fold.fold(acc, v));
+            let (pulled, stopped) = (run.pulled, run.stopped.take());
+            taken += pulled;
+            if let Err((key, _, first)) = refused {
+                let ctx = KeyContext::with_watermark(key, watermark);
+                self.process(&ctx, first, out);
+            }
+            if let Some(record) = stopped {
+                let ctx = KeyContext::with_watermark(key_of(&record), watermark);
+                self.process(&ctx, record, out);
+            }
+        }
+        taken
     }
 
     fn on_watermark<C: Collector<Self::Out>>(&mut self, watermark: i64, out: &mut C) {

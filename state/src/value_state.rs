@@ -102,6 +102,15 @@ fn first_byte(mask: u64) -> usize {
     (mask.trailing_zeros() / 8) as usize
 }
 
+/// The 8 tags of `tags` at `pos..pos + 8` (see [`ValueState::group_at`]).
+#[inline(always)]
+fn group_at(tags: &[u8], pos: usize) -> u64 {
+    let bytes: [u8; GROUP] = tags[pos..pos + GROUP]
+        .try_into()
+        .expect("tag array has GROUP trailing bytes");
+    u64::from_le_bytes(bytes)
+}
+
 /// Tag of a used slot: bits 32..39 of the hash (neither the bucket's high
 /// bits nor the key group's low bits) with the top bit set.
 #[inline(always)]
@@ -285,21 +294,35 @@ where
     /// one probe sequence.
     #[inline(always)]
     fn probe(&self, key: &K, hash: u64) -> Probe {
+        Self::probe_in(&self.tags, &self.slots, self.shift, self.mask, key, hash)
+    }
+
+    /// [`probe`](Self::probe) over the table's parts, which a loop over
+    /// many records holds in locals (see [`upsert_run`](Self::upsert_run)).
+    #[inline(always)]
+    fn probe_in(
+        tags: &[u8],
+        slots: &SlotArena<Slot<K, V>>,
+        shift: u32,
+        mask: usize,
+        key: &K,
+        hash: u64,
+    ) -> Probe {
         let tag = tag_of(hash);
-        let mut pos = (hash >> self.shift) as usize;
+        let mut pos = (hash >> shift) as usize;
         // Most keys sit in their home slot: check it before the group scan.
-        if self.tags[pos] == tag && self.slots.get(pos).key == *key {
+        if tags[pos] == tag && slots.get(pos).key == *key {
             return Probe::Found(pos);
         }
         loop {
             // Tags pos..pos+8, read as one word: mostly one candidate, so
             // the branches below are predictable (SwissTable's idea, with
             // linear probing's invariant kept slot by slot).
-            let group = self.group_at(pos);
+            let group = group_at(tags, pos);
             let mut matches = match_tag(group, tag);
             while matches != 0 {
-                let at = (pos + first_byte(matches)) & self.mask;
-                if self.slots.get(at).key == *key {
+                let at = (pos + first_byte(matches)) & mask;
+                if slots.get(at).key == *key {
                     return Probe::Found(at);
                 }
                 matches &= matches - 1;
@@ -308,10 +331,10 @@ where
             // the first empty slot ends the search.
             let empty = match_empty(group);
             if empty != 0 {
-                return Probe::Vacant((pos + first_byte(empty)) & self.mask);
+                return Probe::Vacant((pos + first_byte(empty)) & mask);
             }
             // Terminates: the load is capped below 1, so an empty slot exists.
-            pos = (pos + GROUP) & self.mask;
+            pos = (pos + GROUP) & mask;
         }
     }
 
@@ -319,10 +342,7 @@ where
     /// `GROUP` tags at its end, so a group never wraps).
     #[inline(always)]
     fn group_at(&self, pos: usize) -> u64 {
-        let bytes: [u8; GROUP] = self.tags[pos..pos + GROUP]
-            .try_into()
-            .expect("tag array has GROUP trailing bytes");
-        u64::from_le_bytes(bytes)
+        group_at(&self.tags, pos)
     }
 
     /// Sets the tag of `pos`, and its mirror past the end if it has one.
@@ -779,6 +799,55 @@ where
                 self.insert_at(pos, key, hash, value);
                 (value, true)
             }
+        }
+    }
+
+    /// [`upsert_hashed`](Self::upsert_hashed) for each `(key, hash,
+    /// input)` of `records`, in order: folds the input into the key's value
+    /// with `f` (given `None` for a new key). Returns how many records it
+    /// took (all of them).
+    ///
+    /// The same as calling `upsert_hashed` for each, but the loop holds the
+    /// table's fields (tag array, shift, mask) in locals for as long as no
+    /// insert changes them: after a write through a slot the compiler must
+    /// assume any field may have changed and reads it again, which costs a
+    /// per-record call a dozen loads.
+    #[inline(always)]
+    pub fn upsert_run<T>(
+        &mut self,
+        mut records: impl Iterator<Item = (K, u64, T)>,
+        f: impl Fn(Option<V>, T) -> V,
+    ) -> usize {
+        let mut taken = 0;
+        loop {
+            if !self.slots.writes_are_direct() {
+                // No arena yet, or chunks shared with a frozen view.
+                let Some((key, hash, input)) = records.next() else {
+                    return taken;
+                };
+                taken += 1;
+                self.upsert_hashed(key, hash, |v| f(v, input));
+                continue;
+            }
+            let (tags, slots, shift, mask) = (&*self.tags, &mut self.slots, self.shift, self.mask);
+            let vacant = loop {
+                let Some((key, hash, input)) = records.next() else {
+                    return taken;
+                };
+                taken += 1;
+                Self::check_hash(&key, hash);
+                match Self::probe_in(tags, slots, shift, mask, &key, hash) {
+                    Probe::Found(pos) => {
+                        let slot = &mut slots.get_mut(pos).value;
+                        *slot = f(Some(*slot), input);
+                    }
+                    Probe::Vacant(pos) => break (pos, key, hash, input),
+                }
+            };
+            // A new key: the insert may grow the table (new fields).
+            let (pos, key, hash, input) = vacant;
+            let value = f(None, input);
+            self.insert_at(pos, key, hash, value);
         }
     }
 

@@ -142,6 +142,30 @@ where
         pane.fired
     }
 
+    /// Folds a run of records into window `start` (created if absent),
+    /// before its end: `head` first, then every `(key, hash, record)` of
+    /// `rest`, each into its key's accumulator with `f`. A window that
+    /// fired already (restored as fired: each of its records is a late
+    /// firing) takes none and gives `head` back.
+    #[inline(always)]
+    pub(crate) fn fold_run<T, I: Iterator<Item = (K, u64, T)>>(
+        &mut self,
+        start: i64,
+        head: (K, u64, T),
+        rest: &mut I,
+        f: impl Fn(Option<A>, T) -> A,
+    ) -> Result<(), (K, u64, T)> {
+        let at = self.pane(start);
+        let pane = &mut self.panes[at];
+        if pane.fired {
+            return Err(head);
+        }
+        let (key, hash, record) = head;
+        pane.table.upsert_hashed(key, hash, |acc| f(acc, record));
+        pane.table.upsert_run(rest, f);
+        Ok(())
+    }
+
     /// [`fold`](Self::fold) into a window that may have reached its end: a
     /// new window counts as fired when `fired_if_new` (its end passed the
     /// watermark, within the lateness). Returns whether the window fired

@@ -326,3 +326,88 @@ fn mix(x: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
+
+/// Records taken a run at a time (`collect_many`, the path of a gate's
+/// buffer) give exactly what they give one by one (`collect`): the same
+/// firings in the same order, the same late records. Mostly in-order
+/// timestamps, so that long runs share a window, with jumps back (late
+/// and within-lateness records), for tumbling and sliding windows.
+#[test]
+fn records_taken_a_run_at_a_time_give_what_they_give_one_by_one() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    let mut rng = 0x5EED_u64;
+    let mut next = move || {
+        rng = mix(rng);
+        rng
+    };
+    for round in 0..80 {
+        let size = 2 + (next() % 9) as i64;
+        let slide = if round % 2 == 0 {
+            size
+        } else {
+            1 + (next() % size as u64) as i64
+        };
+        let lateness = [0, 0, 2, 7][(next() % 4) as usize];
+        let records: Vec<Rec> = (0..400u64)
+            .map(|i| {
+                let back = if next() % 10 == 0 {
+                    (next() % 20) as i64
+                } else {
+                    0
+                };
+                (next() % 4, (i as i64) / 3 - back, i)
+            })
+            .collect();
+        // Watermarks between chunks of records: (records before it, watermark).
+        let mut cuts = Vec::new();
+        let mut at = 0usize;
+        while at < records.len() {
+            at += 1 + (next() % 40) as usize;
+            cuts.push((at.min(records.len()), (at as i64) / 3 - (next() % 6) as i64));
+        }
+        let make = |late: Rc<RefCell<Vec<Rec>>>| {
+            let assigner = SlidingEventTimeWindows::of(size, slide, (|r: &Rec| r.1) as Ts);
+            op_with(
+                WindowOperator::new(assigner, AggregateFold(CountSum))
+                    .with_allowed_lateness(lateness)
+                    .with_late_output(Box::new(move |r: Rec| late.borrow_mut().push(r))),
+            )
+        };
+        let (late_one, late_many) = (Rc::default(), Rc::default());
+        let (mut one, mut many) = (make(Rc::clone(&late_one)), make(Rc::clone(&late_many)));
+        let mut from = 0;
+        for &(to, watermark) in &cuts {
+            for r in &records[from..to] {
+                one.collect(*r);
+            }
+            let mut rest = records[from..to].iter().copied();
+            let mut left = to - from;
+            while left > 0 {
+                let limit = 1 + (next() % 50) as usize;
+                let taken = many.collect_many(&mut rest, limit);
+                assert_eq!(
+                    taken,
+                    limit.min(left),
+                    "round {round}: takes up to its limit"
+                );
+                left -= taken;
+            }
+            one.on_watermark(watermark);
+            many.on_watermark(watermark);
+            from = to;
+        }
+        one.end_input();
+        many.end_input();
+        let what = format!("round {round}: size {size}, slide {slide}, lateness {lateness}");
+        assert!(!one.output_mut().items.is_empty(), "{what}: windows fired");
+        assert_eq!(one.output_mut().items, many.output_mut().items, "{what}");
+        assert_eq!(*late_one.borrow(), *late_many.borrow(), "{what}");
+        assert_eq!(
+            one.function_mut().late_records(),
+            many.function_mut().late_records(),
+            "{what}"
+        );
+    }
+}

@@ -298,23 +298,15 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for WorkloadSource<F> {
         }
         weir_runtime::failpoint::panic_once("source-panic", self.next);
         weir_runtime::failpoint::panic_always("source-panic-always", self.next);
-        let mut n = 0;
-        while n < allowed {
-            if self.next >= self.plan.records {
-                self.emitted += n;
-                return if n == 0 {
-                    self.finished()
-                } else {
-                    SourcePoll::Emitted(n as usize)
-                };
-            }
-            if !out.is_available() {
-                break;
-            }
-            out.collect((self.make)(self.next));
-            self.next += self.step;
-            n += 1;
+        if self.next >= self.plan.records {
+            return self.finished();
         }
+        // This subtask's records left, made as the chain takes them.
+        let left = (self.plan.records - self.next).div_ceil(self.step);
+        let (make, first, step) = (&mut self.make, self.next, self.step);
+        let mut records = (0..left).map(|j| make(first + j * step));
+        let n = out.collect_many(&mut records, allowed.min(left) as usize) as u64;
+        self.next += n * self.step;
         self.emitted += n;
         SourcePoll::Emitted(n as usize)
     }

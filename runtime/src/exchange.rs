@@ -318,6 +318,49 @@ where
         let target = self.assigner.subtask_for_hash(key.key_hash()) as usize;
         self.send_to(target, &record);
     }
+
+    /// Appends records to their channels' current buffers in one loop
+    /// that holds the exchange's own fields (key routing, channels) in
+    /// locals: the per-record path re-reads them after every write into a
+    /// buffer. A record that needs a new buffer, or a flush per record,
+    /// goes through [`send_to`](Self::send_to).
+    #[inline]
+    fn collect_many<I: Iterator<Item = T>>(&mut self, records: &mut I, limit: usize) -> usize {
+        let mut taken = 0;
+        if self.flush_every_record {
+            // A buffer per record (buffer timeout 0): one by one.
+            while taken < limit && self.available {
+                let Some(record) = records.next() else {
+                    break;
+                };
+                self.collect(record);
+                taken += 1;
+            }
+            return taken;
+        }
+        while taken < limit && self.available {
+            let (key_fn, assigner, channels) = (&self.key_fn, &self.assigner, &mut *self.channels);
+            let (target, record) = loop {
+                if taken == limit {
+                    return taken;
+                }
+                let Some(record) = records.next() else {
+                    return taken;
+                };
+                taken += 1;
+                let target = assigner.subtask_for_hash(key_fn(&record).key_hash()) as usize;
+                let appended = match channels[target].current.as_mut() {
+                    Some(buf) => buf.try_append(&record),
+                    None => false,
+                };
+                if !appended {
+                    break (target, record);
+                }
+            };
+            self.send_to(target, &record);
+        }
+        taken
+    }
 }
 
 impl<T, K, KF> ExchangeOutput<T, K, KF>

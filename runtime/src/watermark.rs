@@ -291,6 +291,31 @@ impl<T, TF: Fn(&T) -> i64, C: Collector<T>> Collector<T> for TimestampsOp<TF, C>
         self.activate();
         self.out.collect(record);
     }
+
+    /// Tracks the largest timestamp of the records as the chain pulls
+    /// them, so that the chain below runs through them in its own loop.
+    #[inline]
+    fn collect_many<I: Iterator<Item = T>>(&mut self, records: &mut I, limit: usize) -> usize {
+        if self.idle {
+            // Its first record makes the stream active again (`collect`).
+            if limit == 0 || !self.out.is_available() {
+                return 0;
+            }
+            let Some(record) = records.next() else {
+                return 0;
+            };
+            self.collect(record);
+            return 1 + self.collect_many(records, limit - 1);
+        }
+        let (extract, mut max_ts) = (&self.extract, self.max_ts);
+        let mut tracked = records.by_ref().inspect(|record| {
+            max_ts = max_ts.max(extract(record));
+        });
+        let taken = self.out.collect_many(&mut tracked, limit);
+        self.max_ts = max_ts;
+        self.seen |= taken > 0;
+        taken
+    }
 }
 
 /// One input of a [`WatermarkValve`].

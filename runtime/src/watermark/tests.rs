@@ -220,3 +220,129 @@ fn an_exchange_output_broadcasts_watermarks_behind_its_buffers() {
         assert!(rx.recv().is_none());
     }
 }
+
+/// A timestamps link in front of a key_by exchange takes runs of records
+/// (`collect_many`, how sources hand them over) exactly as it takes them
+/// one by one: the same records on every channel in the same order, the
+/// same buffers, the same largest timestamp, and it stops where the pool
+/// runs out of buffers.
+#[test]
+fn a_timestamps_link_and_an_exchange_take_runs_as_they_take_single_records() {
+    use std::sync::Arc;
+
+    use weir_net::{channel, BufferPool, ChannelEvent, ChannelReceiver, Doorbell};
+
+    use crate::exchange::ExchangeOutput;
+    use crate::gate::BarrierMode;
+
+    // Small buffers (4 records), few of them: buffers fill, ship, run out.
+    let chain = || {
+        let mut pool = BufferPool::new(4, 32);
+        let (mut senders, mut receivers) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            let bell = Arc::new(Doorbell::new());
+            let (tx, rx, ret) = channel(16, 16, bell.clone(), bell);
+            pool.add_return_path(ret);
+            senders.push(tx);
+            receivers.push(rx);
+        }
+        let exchange = ExchangeOutput::new(
+            |r: &i64| *r % 7,
+            128,
+            senders,
+            pool,
+            16,
+            Duration::from_secs(60),
+            BarrierMode::Aligned,
+        );
+        let op = TimestampsOp::new(&strategy(0), Duration::from_secs(60), exchange);
+        (op, receivers)
+    };
+    // Every event so far, per channel: a buffer's records, or a watermark.
+    fn drain(receivers: &mut [ChannelReceiver], got: &mut [Vec<Vec<i64>>]) {
+        for (rx, got) in receivers.iter_mut().zip(got.iter_mut()) {
+            while let Some(event) = rx.recv() {
+                match event {
+                    ChannelEvent::Buffer(b) => {
+                        got.push(b.read_records::<i64>().map(|r| r.unwrap()).collect());
+                        rx.recycle(b);
+                    }
+                    ChannelEvent::Watermark(w) => got.push(vec![i64::MIN, w]),
+                    ChannelEvent::EndOfData => {}
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+        }
+    }
+    let mut rng = 0x7157_u64;
+    let mut next = move || {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        rng >> 33
+    };
+    let records: Vec<i64> = (0..300).map(|_| (next() % 1000) as i64).collect();
+    let (mut one, mut rx_one) = chain();
+    let (mut many, mut rx_many) = chain();
+    let (mut got_one, mut got_many) = (vec![Vec::new(); 3], vec![Vec::new(); 3]);
+    let mut stops = 0;
+    let (mut a, mut b) = (0, 0);
+    while a < records.len() || b < records.len() {
+        while a < records.len() && one.is_available() {
+            one.collect(records[a]);
+            a += 1;
+        }
+        let mut rest = records[b..].iter().copied();
+        let limit = 1 + (next() % 40) as usize;
+        let taken = many.collect_many(&mut rest, limit);
+        assert!(taken <= limit);
+        b += taken;
+        if taken < limit.min(records.len() - b + taken) {
+            stops += 1;
+            assert!(!many.is_available(), "stops only when out of buffers");
+        }
+        if !one.is_available() || a == records.len() {
+            one.flush(Instant::now());
+            drain(&mut rx_one, &mut got_one);
+        }
+        if !many.is_available() || b == records.len() {
+            many.flush(Instant::now());
+            drain(&mut rx_many, &mut got_many);
+        }
+    }
+    assert!(stops > 0, "the pool ran out of buffers");
+    one.end_input();
+    many.end_input();
+    drain(&mut rx_one, &mut got_one);
+    drain(&mut rx_many, &mut got_many);
+    assert_eq!(
+        got_one, got_many,
+        "the same buffers and watermarks per channel"
+    );
+    let flat = |got: &[Vec<Vec<i64>>]| -> Vec<Vec<i64>> {
+        got.iter()
+            .map(|c| {
+                c.iter()
+                    .filter(|e| e.first() != Some(&i64::MIN))
+                    .flatten()
+                    .copied()
+                    .collect()
+            })
+            .collect()
+    };
+    assert_eq!(one.current_watermark(), many.current_watermark());
+    assert_eq!(one.current_watermark(), i64::MAX, "the final watermark");
+    let want: Vec<Vec<i64>> = (0..3)
+        .map(|c| {
+            let assigner = weir_state::KeyGroupAssigner::new(128, 3);
+            records
+                .iter()
+                .copied()
+                .filter(|r| {
+                    assigner.subtask_for_hash(weir_state::KeyHash::key_hash(&(*r % 7))) == c
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(flat(&got_many), want, "every record on its key's channel");
+}

@@ -414,6 +414,27 @@ mod tests {
     }
 
     #[test]
+    fn a_run_folds_into_an_open_window_and_a_restored_fired_window_refuses_it() {
+        let mut p: WindowPanes<u64, u64> = WindowPanes::new("w");
+        let item = |k: u64, v: u64| (k, k.key_hash(), v);
+        let mut rest = vec![item(2, 10), item(1, 5), item(3, 1)].into_iter();
+        let folded = p.fold_run(0, item(1, 1), &mut rest, |a, v| a.unwrap_or(0) + v);
+        assert!(folded.is_ok());
+        assert_eq!(rest.len(), 0, "the whole run");
+        assert_eq!(p.get(&ctx(1), 0), Some(6));
+        assert_eq!(p.get(&ctx(2), 0), Some(10));
+        assert_eq!(p.get(&ctx(3), 0), Some(1));
+        // Restored as fired (within its lateness): every record of it is a
+        // late firing, so a run takes none and hands its first one back.
+        p.insert((7, 10, 4, 1), 7u64.key_hash());
+        let mut rest = vec![item(8, 1)].into_iter();
+        let refused = p.fold_run(10, item(7, 2), &mut rest, |a, v| a.unwrap_or(0) + v);
+        assert_eq!(refused.err(), Some(item(7, 2)));
+        assert_eq!(rest.len(), 1, "nothing taken");
+        assert_eq!(p.get(&ctx(7), 10), Some(4), "nothing folded");
+    }
+
+    #[test]
     fn frozen_panes_write_every_entry_once_in_its_key_group_and_restore_them() {
         let mut p: WindowPanes<u64, u64> = WindowPanes::new("w");
         for k in 0..200u64 {

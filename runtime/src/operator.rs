@@ -96,9 +96,11 @@ pub trait Collector<T>: ChainControl {
     /// Takes records from `records` while the chain is available, at most
     /// `limit`; returns how many it took. The default is what a head
     /// calling [`collect`](Self::collect) for each record after checking
-    /// [`ChainControl::is_available`] does; the keyed operator overrides
-    /// it so that a function can run through several records in one loop
-    /// ([`crate::KeyedProcessFunction::process_many`]).
+    /// [`ChainControl::is_available`] does. Links that can run through
+    /// several records in one loop override it, with the same result: the
+    /// keyed operator (handing them to
+    /// [`crate::KeyedProcessFunction::process_many`]), the timestamps link
+    /// and the `key_by` exchange (see ARCHITECTURE, "Runs of records").
     #[inline]
     fn collect_many<I: Iterator<Item = T>>(&mut self, records: &mut I, limit: usize) -> usize {
         let mut taken = 0;

@@ -323,7 +323,7 @@ where
     /// that holds the exchange's own fields (key routing, channels) in
     /// locals: the per-record path re-reads them after every write into a
     /// buffer. A record that needs a new buffer, or a flush per record,
-    /// goes through [`send_to`](Self::send_to).
+    /// goes through `send_to`.
     #[inline]
     fn collect_many<I: Iterator<Item = T>>(&mut self, records: &mut I, limit: usize) -> usize {
         let mut taken = 0;

@@ -641,7 +641,7 @@ where
 
     /// Runs of records that share the window last assigned, which is open
     /// and has not fired (every in-order record of a tumbling window), are
-    /// folded into its table in one loop ([`WindowPanes::fold_run`]); any
+    /// folded into its table in one loop (`WindowPanes::fold_run`); any
     /// other record goes through [`process`](Self::process).
     #[inline]
     fn process_many<I, KF, C>(

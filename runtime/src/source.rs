@@ -133,22 +133,16 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for SequenceSource<F> {
 
     #[inline]
     fn poll_next<C: Collector<T>>(&mut self, out: &mut C, budget: usize) -> SourcePoll {
-        let mut n = 0;
-        while n < budget {
-            if self.next >= self.count {
-                return if n == 0 {
-                    SourcePoll::Finished
-                } else {
-                    SourcePoll::Emitted(n)
-                };
-            }
-            if !out.is_available() {
-                break;
-            }
-            out.collect((self.f)(self.next));
-            self.next += self.step;
-            n += 1;
+        if self.next >= self.count {
+            return SourcePoll::Finished;
         }
+        // The records left, each made as the chain takes it (a run: see
+        // `Collector::collect_many`).
+        let left = (self.count - self.next).div_ceil(self.step);
+        let (f, first, step) = (&mut self.f, self.next, self.step);
+        let mut records = (0..left).map(|j| f(first + j * step));
+        let n = out.collect_many(&mut records, budget.min(left as usize));
+        self.next += n as u64 * self.step;
         SourcePoll::Emitted(n)
     }
 

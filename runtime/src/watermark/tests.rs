@@ -173,33 +173,53 @@ fn an_idle_subtask_at_end_of_input_becomes_active_for_the_final_watermark() {
     assert_eq!(op.out.watermarks, vec![i64::MAX]);
 }
 
-#[test]
-fn an_exchange_output_broadcasts_watermarks_behind_its_buffers() {
+/// A key_by exchange (128 key groups, buffer timeout 60 s) into `channels`
+/// new channels, drawing on a pool of `buffers` buffers of `buffer_size`
+/// bytes; and the channels' receiving ends.
+fn exchange<T, K, KF>(
+    key_fn: KF,
+    channels: usize,
+    buffers: usize,
+    buffer_size: usize,
+) -> (
+    crate::exchange::ExchangeOutput<T, K, KF>,
+    Vec<weir_net::ChannelReceiver>,
+)
+where
+    T: weir_net::Wire,
+    K: weir_state::KeyHash,
+    KF: Fn(&T) -> K,
+{
     use std::sync::Arc;
 
-    use weir_net::{channel, BufferPool, ChannelEvent, Doorbell};
+    use weir_net::{channel, BufferPool, Doorbell};
 
-    use crate::exchange::ExchangeOutput;
-    use crate::gate::BarrierMode;
-
-    let mut pool = BufferPool::new(8, 1024);
+    let mut pool = BufferPool::new(buffers, buffer_size);
     let (mut senders, mut receivers) = (Vec::new(), Vec::new());
-    for _ in 0..2 {
+    for _ in 0..channels {
         let bell = Arc::new(Doorbell::new());
         let (tx, rx, ret) = channel(16, 16, bell.clone(), bell);
         pool.add_return_path(ret);
         senders.push(tx);
         receivers.push(rx);
     }
-    let mut out = ExchangeOutput::new(
-        |r: &u64| *r,
+    let out = crate::exchange::ExchangeOutput::new(
+        key_fn,
         128,
         senders,
         pool,
         16,
         Duration::from_secs(60),
-        BarrierMode::Aligned,
+        crate::gate::BarrierMode::Aligned,
     );
+    (out, receivers)
+}
+
+#[test]
+fn an_exchange_output_broadcasts_watermarks_behind_its_buffers() {
+    use weir_net::ChannelEvent;
+
+    let (mut out, mut receivers) = exchange(|r: &u64| *r, 2, 8, 1024);
     for r in 0..20u64 {
         out.collect(r);
     }
@@ -228,34 +248,12 @@ fn an_exchange_output_broadcasts_watermarks_behind_its_buffers() {
 /// runs out of buffers.
 #[test]
 fn a_timestamps_link_and_an_exchange_take_runs_as_they_take_single_records() {
-    use std::sync::Arc;
-
-    use weir_net::{channel, BufferPool, ChannelEvent, ChannelReceiver, Doorbell};
-
-    use crate::exchange::ExchangeOutput;
-    use crate::gate::BarrierMode;
+    use weir_net::{ChannelEvent, ChannelReceiver};
 
     // Small buffers (4 records), few of them: buffers fill, ship, run out.
     let chain = || {
-        let mut pool = BufferPool::new(4, 32);
-        let (mut senders, mut receivers) = (Vec::new(), Vec::new());
-        for _ in 0..3 {
-            let bell = Arc::new(Doorbell::new());
-            let (tx, rx, ret) = channel(16, 16, bell.clone(), bell);
-            pool.add_return_path(ret);
-            senders.push(tx);
-            receivers.push(rx);
-        }
-        let exchange = ExchangeOutput::new(
-            |r: &i64| *r % 7,
-            128,
-            senders,
-            pool,
-            16,
-            Duration::from_secs(60),
-            BarrierMode::Aligned,
-        );
-        let op = TimestampsOp::new(&strategy(0), Duration::from_secs(60), exchange);
+        let (out, receivers) = exchange(|r: &i64| *r % 7, 3, 4, 32);
+        let op = TimestampsOp::new(&strategy(0), Duration::from_secs(60), out);
         (op, receivers)
     };
     // Every event so far, per channel: a buffer's records, or a watermark.

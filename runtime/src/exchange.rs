@@ -339,28 +339,70 @@ where
             return taken;
         }
         while taken < limit && self.available {
-            let (key_fn, assigner, channels) = (&self.key_fn, &self.assigner, &mut *self.channels);
-            let (target, record) = loop {
-                if taken == limit {
-                    return taken;
+            // Branch on the key-group mask once per run, not per record.
+            let stopped = match self.assigner.masked() {
+                Some(masked) => append_run(
+                    &self.key_fn,
+                    |hash| masked.subtask_for_hash(hash),
+                    &mut self.channels,
+                    records,
+                    limit,
+                    &mut taken,
+                ),
+                None => {
+                    let assigner = &self.assigner;
+                    append_run(
+                        &self.key_fn,
+                        |hash| assigner.subtask_for_hash(hash),
+                        &mut self.channels,
+                        records,
+                        limit,
+                        &mut taken,
+                    )
                 }
-                let Some(record) = records.next() else {
-                    return taken;
-                };
-                taken += 1;
-                let target = assigner.subtask_for_hash(key_fn(&record).key_hash()) as usize;
-                let appended = match channels[target].current.as_mut() {
-                    Some(buf) => buf.try_append(&record),
-                    None => false,
-                };
-                if !appended {
-                    break (target, record);
-                }
+            };
+            let Some((target, record)) = stopped else {
+                return taken;
             };
             self.send_to(target, &record);
         }
         taken
     }
+}
+
+/// The loop of [`ExchangeOutput::collect_many`]: appends records to their
+/// channels' current buffers until `limit` records are taken, the
+/// records end (`None`), or one does not fit its channel's current buffer
+/// (it is returned, taken but not written, with its channel).
+#[inline(always)]
+fn append_run<T: Wire, K: KeyHash>(
+    key_fn: &impl Fn(&T) -> K,
+    route: impl Fn(u64) -> u32,
+    channels: &mut [OutChannel],
+    records: &mut impl Iterator<Item = T>,
+    limit: usize,
+    taken: &mut usize,
+) -> Option<(usize, T)> {
+    let mut n = *taken;
+    let stopped = loop {
+        if n == limit {
+            break None;
+        }
+        let Some(record) = records.next() else {
+            break None;
+        };
+        n += 1;
+        let target = route(key_fn(&record).key_hash()) as usize;
+        let appended = match channels[target].current.as_mut() {
+            Some(buf) => buf.try_append(&record),
+            None => false,
+        };
+        if !appended {
+            break Some((target, record));
+        }
+    };
+    *taken = n;
+    stopped
 }
 
 impl<T, K, KF> ExchangeOutput<T, K, KF>

@@ -413,10 +413,43 @@ impl KeyGroupAssigner {
         self.subtask(self.key_group(hash))
     }
 
+    /// The routing table alone, when `max_parallelism` is a power of two
+    /// (as Flink's default of 128 is): a loop over many records branches
+    /// on this once, and its lookups then need neither the branch on the
+    /// mask nor a bounds check.
+    #[inline]
+    pub fn masked(&self) -> Option<MaskedAssigner<'_>> {
+        let mask = self.mask? as usize;
+        Some(MaskedAssigner {
+            subtask_of: &self.subtask_of[..=mask],
+        })
+    }
+
     /// Key group range owned by `subtask_index`; equals
     /// [`KeyGroupRange::for_subtask`].
     pub fn range_for_subtask(&self, subtask_index: u32) -> KeyGroupRange {
         KeyGroupRange::for_subtask(self.max_parallelism, self.parallelism, subtask_index)
+    }
+}
+
+/// [`KeyGroupAssigner::subtask_for_hash`] for a power-of-two max
+/// parallelism: the key group is the hash's low bits, and the table has
+/// exactly one entry per key group.
+#[derive(Clone, Copy, Debug)]
+pub struct MaskedAssigner<'a> {
+    /// One entry per key group; the length is a power of two.
+    subtask_of: &'a [u16],
+}
+
+impl MaskedAssigner<'_> {
+    /// Subtask owning the key whose [`KeyHash`] is `hash`; equals
+    /// [`KeyGroupAssigner::subtask_for_hash`].
+    #[inline(always)]
+    pub fn subtask_for_hash(self, hash: u64) -> u32 {
+        // `len - 1` is the mask: the index is below `len` (which is at
+        // least 1), so the compiler drops the bounds check.
+        let mask = self.subtask_of.len() - 1;
+        u32::from(self.subtask_of[hash as usize & mask])
     }
 }
 

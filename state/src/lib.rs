@@ -34,6 +34,6 @@ pub mod value_state;
 pub use arena::{FrozenArena, SlotArena};
 pub use key_group::{
     assign_to_key_group, key_group_for_hash, subtask_for_key_group, KeyGroupAssigner,
-    KeyGroupRange, KeyHash, DEFAULT_MAX_PARALLELISM, UPPER_BOUND_MAX_PARALLELISM,
+    KeyGroupRange, KeyHash, MaskedAssigner, DEFAULT_MAX_PARALLELISM, UPPER_BOUND_MAX_PARALLELISM,
 };
 pub use value_state::{CowStats, FrozenValueState, ValueState};

@@ -194,3 +194,30 @@ fn assigner_power_of_two_and_not() {
         }
     }
 }
+
+#[test]
+fn the_masked_assigner_routes_every_hash_like_the_assigner() {
+    for (m, p) in [(128, 2), (128, 3), (1, 1), (2, 2), (32768, 7), (4096, 4096)] {
+        let a = KeyGroupAssigner::new(m, p);
+        let masked = a.masked().expect("a power-of-two max parallelism");
+        let mut h = 0x1234_5678_9abc_def0u64;
+        for i in 0..10_000u64 {
+            h = fmix64(h ^ i);
+            assert_eq!(
+                masked.subtask_for_hash(h),
+                a.subtask_for_hash(h),
+                "m {m} p {p} hash {h:#x}"
+            );
+        }
+        for h in [0, u64::MAX, u64::from(m) - 1, u64::from(m)] {
+            assert_eq!(
+                masked.subtask_for_hash(h),
+                a.subtask_for_hash(h),
+                "m {m} p {p} hash {h:#x}"
+            );
+        }
+    }
+    for m in [100, 3, 32767] {
+        assert!(KeyGroupAssigner::new(m, 1).masked().is_none(), "m {m}");
+    }
+}

@@ -309,11 +309,25 @@ where
         hash: u64,
     ) -> Probe {
         let tag = tag_of(hash);
-        let mut pos = (hash >> shift) as usize;
+        let pos = (hash >> shift) as usize;
         // Most keys sit in their home slot: check it before the group scan.
         if tags[pos] == tag && slots.get(pos).key == *key {
             return Probe::Found(pos);
         }
+        Self::scan_from(tags, slots, mask, key, tag, pos)
+    }
+
+    /// The group scan of [`probe_in`](Self::probe_in), from the key's home
+    /// slot `pos` (whose own check the caller has made).
+    #[inline(always)]
+    fn scan_from(
+        tags: &[u8],
+        slots: &SlotArena<Slot<K, V>>,
+        mask: usize,
+        key: &K,
+        tag: u8,
+        mut pos: usize,
+    ) -> Probe {
         loop {
             // Tags pos..pos+8, read as one word: mostly one candidate, so
             // the branches below are predictable (SwissTable's idea, with
@@ -836,7 +850,18 @@ where
                 };
                 taken += 1;
                 Self::check_hash(&key, hash);
-                match Self::probe_in(tags, slots, shift, mask, &key, hash) {
+                // The home slot first, through one mutable borrow: the
+                // slot's address is computed once for the check and the
+                // write (a `Found` from the probe computes it again).
+                let (tag, home) = (tag_of(hash), (hash >> shift) as usize);
+                if tags[home] == tag {
+                    let slot = slots.get_mut(home);
+                    if slot.key == key {
+                        slot.value = f(Some(slot.value), input);
+                        continue;
+                    }
+                }
+                match Self::scan_from(tags, slots, mask, &key, tag, home) {
                     Probe::Found(pos) => {
                         let slot = &mut slots.get_mut(pos).value;
                         *slot = f(Some(*slot), input);

@@ -407,6 +407,8 @@ mod model {
         GetOrInsert(K, u32, u32),
         /// Adds `d` to the value, or inserts `v`.
         Upsert(K, u32, u32),
+        /// `Upsert`s of several records in one `upsert_run`.
+        UpsertRun(Vec<(K, u32, u32)>),
         Clear,
         Freeze,
         /// Drops the view at this index (modulo the number alive).
@@ -426,7 +428,16 @@ mod model {
             2 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::GetMut(k, v)),
             3 => key.clone().prop_map(Op::Remove),
             4 => (key.clone(), any::<u32>(), any::<u32>()).prop_map(|(k, v, d)| Op::GetOrInsert(k, v, d)),
-            3 => (key, any::<u32>(), any::<u32>()).prop_map(|(k, v, d)| Op::Upsert(k, v, d)),
+            // One arm for both upserts: a run of one is a single upsert.
+            3 => proptest::collection::vec((key, any::<u32>(), any::<u32>()), 1..12).prop_map(
+                |mut run| match run.len() {
+                    1 => {
+                        let (k, v, d) = run.pop().expect("a run of one");
+                        Op::Upsert(k, v, d)
+                    }
+                    _ => Op::UpsertRun(run),
+                }
+            ),
             1 => Just(Op::Clear),
             1 => Just(Op::Freeze),
             1 => any::<usize>().prop_map(Op::DropView),
@@ -485,6 +496,21 @@ mod model {
                         .and_modify(|o| *o = o.wrapping_add(d))
                         .or_insert(v);
                     prop_assert_eq!((got, new), (want, was_absent));
+                }
+                Op::UpsertRun(ref run) => {
+                    let records = run.iter().map(|&(k, v, d)| (k, k.key_hash(), (v, d)));
+                    let taken = s.upsert_run(records, |old, (v, d)| {
+                        old.map_or(v, |o: u32| o.wrapping_add(d))
+                    });
+                    prop_assert_eq!(taken, run.len());
+                    for &(k, v, d) in run {
+                        m.entry(k)
+                            .and_modify(|o| *o = o.wrapping_add(d))
+                            .or_insert(v);
+                    }
+                    for &(k, _, _) in run {
+                        prop_assert_eq!(s.get(&k), m.get(&k));
+                    }
                 }
                 Op::Clear => {
                     s.clear();

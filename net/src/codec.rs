@@ -41,6 +41,11 @@ pub trait Wire: Sized + Send + 'static {
     fn write(&self, out: &mut [u8]);
     /// Reads a value from the front of `input`; returns it and the bytes used.
     fn read(input: &[u8]) -> Result<(Self, usize), DecodeError>;
+    /// The encoded length of every value, for types whose values all
+    /// encode to the same number of bytes (integers, `bool`, tuples of
+    /// such); `None` (the default) for the others. A tuple of fixed-length
+    /// fields checks its input's length once instead of once per field.
+    const FIXED_LEN: Option<usize> = None;
 }
 
 #[inline(always)]
@@ -59,6 +64,7 @@ fn need(what: &'static str, input: &[u8], n: usize) -> Result<(), DecodeError> {
 macro_rules! wire_int {
     ($($t:ty),*) => {$(
         impl Wire for $t {
+            const FIXED_LEN: Option<usize> = Some(std::mem::size_of::<$t>());
             #[inline(always)]
             fn encoded_len(&self) -> usize {
                 std::mem::size_of::<$t>()
@@ -81,6 +87,7 @@ macro_rules! wire_int {
 wire_int!(u8, u16, u32, u64, u128, i8, i16, i32, i64, i128, f32, f64);
 
 impl Wire for bool {
+    const FIXED_LEN: Option<usize> = Some(1);
     #[inline(always)]
     fn encoded_len(&self) -> usize {
         1
@@ -148,9 +155,22 @@ impl Wire for String {
 macro_rules! wire_tuple {
     ($($name:ident : $idx:tt),+) => {
         impl<$($name: Wire),+> Wire for ($($name,)+) {
+            const FIXED_LEN: Option<usize> = {
+                let total = Some(0);
+                $(
+                    let total = match (total, $name::FIXED_LEN) {
+                        (Some(t), Some(n)) => Some(t + n),
+                        _ => None,
+                    };
+                )+
+                total
+            };
             #[inline(always)]
             fn encoded_len(&self) -> usize {
-                0 $(+ self.$idx.encoded_len())+
+                match Self::FIXED_LEN {
+                    Some(n) => n,
+                    None => 0 $(+ self.$idx.encoded_len())+,
+                }
             }
             #[inline(always)]
             fn write(&self, out: &mut [u8]) {
@@ -164,6 +184,11 @@ macro_rules! wire_tuple {
             }
             #[inline(always)]
             fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+                if let Some(n) = Self::FIXED_LEN {
+                    // One check for every field: the fields' own checks
+                    // below then always pass, and the compiler drops them.
+                    need("tuple", input, n)?;
+                }
                 let mut at = 0;
                 Ok((($(
                     {
@@ -214,5 +239,33 @@ mod tests {
         }
         assert!(bool::read(&[2]).is_err());
         assert!(String::read(&[2, 0, 0, 0, 0xff, 0xfe]).is_err());
+    }
+
+    #[test]
+    fn fixed_lengths_are_known_for_fixed_types_only() {
+        assert_eq!(u64::FIXED_LEN, Some(8));
+        assert_eq!(bool::FIXED_LEN, Some(1));
+        assert_eq!(<(u64, u64)>::FIXED_LEN, Some(16));
+        assert_eq!(<(u8, (i32, bool), f64)>::FIXED_LEN, Some(14));
+        assert_eq!(String::FIXED_LEN, None);
+        assert_eq!(<(u64, String)>::FIXED_LEN, None);
+        assert_eq!(<(Vec<u8>, u64, u64)>::FIXED_LEN, None);
+        assert_eq!((1u8, (2i32, true), 3.0f64).encoded_len(), 14);
+        assert_eq!((1u64, "ab".to_string()).encoded_len(), 14);
+    }
+
+    #[test]
+    fn a_truncated_fixed_tuple_is_one_error_for_the_whole_tuple() {
+        let v = (7u64, (9u32, true));
+        let mut buf = vec![0u8; v.encoded_len()];
+        v.write(&mut buf);
+        for cut in 0..buf.len() {
+            let e = <(u64, (u32, bool))>::read(&buf[..cut]).unwrap_err();
+            assert_eq!((e.what, e.needed, e.available), ("tuple", 13, cut));
+        }
+        assert_eq!(<(u64, (u32, bool))>::read(&buf).unwrap(), (v, 13));
+        // The fields' own checks still apply: a bad bool is still refused.
+        buf[12] = 2;
+        assert!(<(u64, (u32, bool))>::read(&buf).is_err());
     }
 }

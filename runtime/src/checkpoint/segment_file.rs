@@ -328,6 +328,21 @@ impl SegmentFile {
         .await
     }
 
+    /// Like [`append_block_with`](Self::append_block_with), for a `fill`
+    /// that writes every one of the `payload_len` bytes: they are not
+    /// zeroed first, so `fill` gets whatever the reused I/O buffer held.
+    pub async fn append_block_filled(
+        &mut self,
+        kind: BlockKind,
+        key_groups: KeyGroupRange,
+        state: &str,
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<Extent> {
+        self.append(kind, key_groups, state, payload_len, false, fill)
+            .await
+    }
+
     /// Appends one block of `payload_len` payload bytes that `fill` writes
     /// in place, straight into the I/O buffer (no copy); otherwise like
     /// [`append_block`](Self::append_block). `fill` gets exactly

@@ -81,6 +81,33 @@ pub trait FrozenKeyedState {
         let _ = chunks;
         out.clear();
     }
+
+    /// The layout of the table block of `chunks` when its entries are of
+    /// fixed size, so the writer can write it straight into the segment's
+    /// I/O buffer: sets `prefix` to the payload's header and occupancy and
+    /// returns the whole payload's length (0 if the chunks hold no entry).
+    /// `None` (the default) if the state is no table or its entries vary
+    /// in size: the writer then uses
+    /// [`serialize_table_part`](Self::serialize_table_part).
+    fn table_part_layout(
+        &self,
+        chunks: std::ops::Range<usize>,
+        prefix: &mut Vec<u8>,
+    ) -> Option<usize> {
+        let _ = (chunks, prefix);
+        None
+    }
+
+    /// Writes the entries of the table block of `chunks` into `out`, which
+    /// is exactly the payload's length less its prefix's (see
+    /// [`table_part_layout`](Self::table_part_layout)).
+    ///
+    /// # Panics
+    /// If `out` is not that long, or the state has no such layout.
+    fn write_table_entries(&self, chunks: std::ops::Range<usize>, out: &mut [u8]) {
+        let _ = (chunks, out);
+        unreachable!("write_table_entries of a state without a table layout");
+    }
 }
 
 impl<K, V> FrozenKeyedState for FrozenValueState<K, V>
@@ -146,6 +173,49 @@ where
         let per_entry = self.estimated_bytes() / self.len().max(1);
         out.reserve(used * per_entry + per_entry);
         self.for_each_in_chunks(chunks, |k, v| append_entry(out, k, v));
+    }
+
+    fn table_part_layout(
+        &self,
+        chunks: std::ops::Range<usize>,
+        prefix: &mut Vec<u8>,
+    ) -> Option<usize> {
+        let entry = K::FIXED_LEN? + V::FIXED_LEN?;
+        prefix.clear();
+        let slots = self.chunk_slots(chunks);
+        TableHeader {
+            log2_capacity: self.log2_capacity() as u8,
+            table_len: self.len() as u64,
+            first_slot: slots.start as u64,
+            slot_count: slots.len() as u64,
+        }
+        .write(prefix);
+        let used = self.occupancy(slots, prefix);
+        Some(if used == 0 {
+            0
+        } else {
+            prefix.len() + used * entry
+        })
+    }
+
+    fn write_table_entries(&self, chunks: std::ops::Range<usize>, out: &mut [u8]) {
+        let (kn, vn) = match (K::FIXED_LEN, V::FIXED_LEN) {
+            (Some(kn), Some(vn)) => (kn, vn),
+            _ => unreachable!("write_table_entries of a table of variable-size entries"),
+        };
+        let mut rest = out;
+        self.for_each_in_chunks(chunks, |k, v| {
+            // Panics if `out` is shorter than the entries.
+            let (entry, tail) = std::mem::take(&mut rest).split_at_mut(kn + vn);
+            k.write(&mut entry[..kn]);
+            v.write(&mut entry[kn..]);
+            rest = tail;
+        });
+        assert!(
+            rest.is_empty(),
+            "table block entries left {} bytes of the payload unwritten",
+            rest.len()
+        );
     }
 }
 

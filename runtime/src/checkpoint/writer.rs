@@ -363,38 +363,62 @@ async fn write_keyed_state(
     let mut bytes = 0;
     for part in 0..n {
         let part_chunks = chunks * part / n..chunks * (part + 1) / n;
-        // `(kind, key groups)` of each buffer of `parts` this part filled.
-        let blocks: Vec<(BlockKind, KeyGroupRange)> = if frozen.is_table() {
+        if frozen.is_table() {
             // Blocks of TABLE_BLOCK_CHUNKS chunks each, small enough to be
             // packed into the segment's reused I/O buffers (a buffer of
             // its own per block would be fresh memory each time, a page
-            // fault per page).
-            let firsts: Vec<usize> = part_chunks.clone().step_by(TABLE_BLOCK_CHUNKS).collect();
-            if parts.len() < firsts.len() {
-                parts.resize_with(firsts.len(), Vec::new);
+            // fault per page). Entries of fixed size are written straight
+            // into the I/O buffer; others are serialized first, then copied.
+            if parts.is_empty() {
+                parts.push(Vec::new());
             }
-            for (&first, out) in firsts.iter().zip(parts.iter_mut()) {
-                let last = (first + TABLE_BLOCK_CHUNKS).min(part_chunks.end);
-                frozen.serialize_table_part(first..last, out);
+            for first in part_chunks.clone().step_by(TABLE_BLOCK_CHUNKS) {
+                let chunks = first..(first + TABLE_BLOCK_CHUNKS).min(part_chunks.end);
+                let scratch = &mut parts[0];
+                let appended = match frozen.table_part_layout(chunks.clone(), scratch) {
+                    Some(0) => continue,
+                    Some(len) => {
+                        let prefix = &*scratch;
+                        file.append_block_filled(BlockKind::KeyedTable, range, name, len, |out| {
+                            let (head, entries) = out.split_at_mut(prefix.len());
+                            head.copy_from_slice(prefix);
+                            frozen.write_table_entries(chunks, entries);
+                        })
+                        .await
+                    }
+                    None => {
+                        frozen.serialize_table_part(chunks, scratch);
+                        if scratch.is_empty() {
+                            continue;
+                        }
+                        file.append_block(BlockKind::KeyedTable, range, name, scratch)
+                            .await
+                    }
+                };
+                let extent = appended.map_err(|e| e.to_string())?;
+                bytes += extent.length;
+                extents.push(extent);
+                crate::failpoint::hit("snapshot-write", checkpoint);
             }
-            vec![(BlockKind::KeyedTable, range); firsts.len()]
         } else {
             frozen.serialize_part(max_parallelism, range, part_chunks, parts);
-            (range.start()..range.end())
-                .map(|kg| (BlockKind::KeyedState, KeyGroupRange::new(kg, kg + 1)))
-                .collect()
-        };
-        for ((kind, key_groups), payload) in blocks.into_iter().zip(parts.iter()) {
-            if payload.is_empty() {
-                continue;
+            for (kg, payload) in (range.start()..range.end()).zip(parts.iter()) {
+                if payload.is_empty() {
+                    continue;
+                }
+                let extent = file
+                    .append_block(
+                        BlockKind::KeyedState,
+                        KeyGroupRange::new(kg, kg + 1),
+                        name,
+                        payload,
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+                bytes += extent.length;
+                extents.push(extent);
+                crate::failpoint::hit("snapshot-write", checkpoint);
             }
-            let extent = file
-                .append_block(kind, key_groups, name, payload)
-                .await
-                .map_err(|e| e.to_string())?;
-            bytes += extent.length;
-            extents.push(extent);
-            crate::failpoint::hit("snapshot-write", checkpoint);
         }
         // The blocks' writes are tasks of their own: give them (and the
         // worker's processing) a turn, so the reactor submits them before
@@ -544,6 +568,83 @@ mod tests {
                 assert_eq!(&got, want);
             },
         );
+    }
+
+    /// The writer writes a table block of fixed-size entries straight into
+    /// the I/O buffer: the bytes must be those `serialize_table_part`
+    /// makes, whatever the reused buffer held before, and a part without
+    /// entries must have no block.
+    #[test]
+    fn a_table_block_written_in_place_has_the_serialized_bytes() {
+        use crate::checkpoint::snapshot::FrozenKeyedState;
+        let mut live: ValueState<u64, (u64, u64)> = ValueState::new("t");
+        // Keys in a narrow hash range leave most chunks empty.
+        let mut k = 0u64;
+        while live.len() < 3000 {
+            if k.key_hash() >> 61 == 0 {
+                live.put(k, (k, k * 3));
+            }
+            k += 1;
+        }
+        let frozen = live.freeze();
+        let mut prefix = Vec::new();
+        let (mut empty, mut full) = (0, 0);
+        for first in 0..frozen.chunk_count() {
+            for n in [1, 2, 5] {
+                let chunks = first..(first + n).min(frozen.chunk_count());
+                let mut want = Vec::new();
+                frozen.serialize_table_part(chunks.clone(), &mut want);
+                let len = frozen
+                    .table_part_layout(chunks.clone(), &mut prefix)
+                    .expect("fixed-size entries");
+                assert_eq!(len, want.len(), "chunks {chunks:?}");
+                if len == 0 {
+                    empty += 1;
+                    continue;
+                }
+                full += 1;
+                let mut got = vec![0xA5u8; len];
+                got[..prefix.len()].copy_from_slice(&prefix);
+                frozen.write_table_entries(chunks, &mut got[prefix.len()..]);
+                assert_eq!(got, want);
+            }
+        }
+        assert!(empty > 0 && full > 0, "{empty} empty and {full} used parts");
+    }
+
+    /// Entries whose size varies have no in-place layout: the writer falls
+    /// back to serializing them first.
+    #[test]
+    fn a_table_of_variable_size_entries_has_no_in_place_layout() {
+        use crate::checkpoint::snapshot::FrozenKeyedState;
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        struct Short(u8);
+        impl Wire for Short {
+            fn encoded_len(&self) -> usize {
+                1 + usize::from(self.0 > 9)
+            }
+            fn write(&self, out: &mut [u8]) {
+                out.fill(self.0);
+            }
+            fn read(input: &[u8]) -> Result<(Self, usize), weir_net::DecodeError> {
+                let b = *input.first().ok_or(weir_net::DecodeError {
+                    what: "Short",
+                    needed: 1,
+                    available: 0,
+                })?;
+                Ok((Short(b), 1 + usize::from(b > 9)))
+            }
+        }
+        let mut live: ValueState<u64, Short> = ValueState::new("v");
+        for k in 0..100 {
+            live.put(k, Short((k % 20) as u8));
+        }
+        let frozen = live.freeze();
+        let mut prefix = Vec::new();
+        assert_eq!(frozen.table_part_layout(0..1, &mut prefix), None);
+        let mut bytes = Vec::new();
+        frozen.serialize_table_part(0..1, &mut bytes);
+        assert!(TableBlock::parse(&bytes).is_ok());
     }
 
     /// The other state kinds are written as one block per key group and

@@ -211,12 +211,18 @@ fn check_times_add_up(result: &JobResult, reports: &[Progress], subtasks: usize)
             s.shares.idle
         );
     }
+    // A poll is credited to the interval it ends in, so one that a slow
+    // host stretches across an interval's end moves its time into the
+    // next interval (1133 ms/s was seen once on a loaded CI machine, with
+    // 300 ms intervals). The run's totals above stay within 10%; each
+    // interval gets 20%, still far from a category counted twice (about
+    // 2,000) or left out.
     let mut intervals = 0;
     for p in reports {
         for (id, shares) in p.subtask_shares() {
             let total = shares.total();
             assert!(
-                (900.0..=1100.0).contains(&total),
+                (800.0..=1200.0).contains(&total),
                 "{} in the interval ending at {:?}: {shares:?} adds up to {total:.0}",
                 id.task_name(),
                 p.elapsed

@@ -156,16 +156,7 @@ where
     }
 
     fn serialize_table_part(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) {
-        out.clear();
-        let slots = self.chunk_slots(chunks.clone());
-        TableHeader {
-            log2_capacity: self.log2_capacity() as u8,
-            table_len: self.len() as u64,
-            first_slot: slots.start as u64,
-            slot_count: slots.len() as u64,
-        }
-        .write(out);
-        let used = self.occupancy(slots, out);
+        let used = table_prefix(self, chunks.clone(), out);
         if used == 0 {
             out.clear();
             return;
@@ -181,16 +172,7 @@ where
         prefix: &mut Vec<u8>,
     ) -> Option<usize> {
         let entry = K::FIXED_LEN? + V::FIXED_LEN?;
-        prefix.clear();
-        let slots = self.chunk_slots(chunks);
-        TableHeader {
-            log2_capacity: self.log2_capacity() as u8,
-            table_len: self.len() as u64,
-            first_slot: slots.start as u64,
-            slot_count: slots.len() as u64,
-        }
-        .write(prefix);
-        let used = self.occupancy(slots, prefix);
+        let used = table_prefix(self, chunks, prefix);
         Some(if used == 0 {
             0
         } else {
@@ -217,6 +199,29 @@ where
             rest.len()
         );
     }
+}
+
+/// Sets `out` to the header and occupancy bitmap of the table block of
+/// the arena chunks `chunks` of `view`; returns the entries they hold.
+fn table_prefix<K, V>(
+    view: &FrozenValueState<K, V>,
+    chunks: std::ops::Range<usize>,
+    out: &mut Vec<u8>,
+) -> usize
+where
+    K: Copy + Eq + KeyHash,
+    V: Copy,
+{
+    out.clear();
+    let slots = view.chunk_slots(chunks);
+    TableHeader {
+        log2_capacity: view.log2_capacity() as u8,
+        table_len: view.len() as u64,
+        first_slot: slots.start as u64,
+        slot_count: slots.len() as u64,
+    }
+    .write(out);
+    view.occupancy(slots, out)
 }
 
 /// Bytes each key group's buffer should reserve for serializing the

@@ -294,31 +294,18 @@ where
     /// one probe sequence.
     #[inline(always)]
     fn probe(&self, key: &K, hash: u64) -> Probe {
-        Self::probe_in(&self.tags, &self.slots, self.shift, self.mask, key, hash)
-    }
-
-    /// [`probe`](Self::probe) over the table's parts, which a loop over
-    /// many records holds in locals (see [`upsert_run`](Self::upsert_run)).
-    #[inline(always)]
-    fn probe_in(
-        tags: &[u8],
-        slots: &SlotArena<Slot<K, V>>,
-        shift: u32,
-        mask: usize,
-        key: &K,
-        hash: u64,
-    ) -> Probe {
         let tag = tag_of(hash);
-        let pos = (hash >> shift) as usize;
+        let pos = (hash >> self.shift) as usize;
         // Most keys sit in their home slot: check it before the group scan.
-        if tags[pos] == tag && slots.get(pos).key == *key {
+        if self.tags[pos] == tag && self.slots.get(pos).key == *key {
             return Probe::Found(pos);
         }
-        Self::scan_from(tags, slots, mask, key, tag, pos)
+        Self::scan_from(&self.tags, &self.slots, self.mask, key, tag, pos)
     }
 
-    /// The group scan of [`probe_in`](Self::probe_in), from the key's home
-    /// slot `pos` (whose own check the caller has made).
+    /// The group scan of [`probe`](Self::probe), from the key's home slot
+    /// `pos` (whose own check the caller has made), over the table's parts:
+    /// [`upsert_run`](Self::upsert_run) holds them in locals.
     #[inline(always)]
     fn scan_from(
         tags: &[u8],

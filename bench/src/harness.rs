@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use weir_runtime::execute::human_rate;
+use weir_runtime::exec::progress::human_rate;
 use weir_runtime::{
     execute_with_progress, CheckpointSummary, Config, ExecutionOptions, JobError, JobResult,
     Progress, RestoreFrom, RestoreInfo, SubtaskSummary,
@@ -254,7 +254,7 @@ impl BenchReport {
             s += &format!(
                 "latency at {} records/s (buffer timeout {}): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, max {:.0} us\n",
                 human_rate(rate),
-                weir_runtime::config::format_duration(self.buffer_timeout),
+                weir_runtime::core::units::format_duration(self.buffer_timeout),
                 l.p50,
                 l.p99,
                 l.p999,

@@ -18,8 +18,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use weir_runtime::checkpoint::stats::{human_bytes, CheckpointStatus};
-use weir_runtime::config::format_duration;
-use weir_runtime::execute::human_rate;
+use weir_runtime::core::units::format_duration;
+use weir_runtime::exec::progress::human_rate;
 use weir_runtime::{
     execute_with_progress, CheckpointRecord, CheckpointSummary, Config, ConfigError,
     ExecutionOptions, JobError, Progress,

@@ -296,8 +296,8 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for WorkloadSource<F> {
                 allowed = allowed.min(due - self.emitted);
             }
         }
-        weir_runtime::failpoint::panic_once("source-panic", self.next);
-        weir_runtime::failpoint::panic_always("source-panic-always", self.next);
+        weir_runtime::core::failpoint::panic_once("source-panic", self.next);
+        weir_runtime::core::failpoint::panic_always("source-panic-always", self.next);
         if self.next >= self.plan.records {
             return self.finished();
         }
@@ -316,8 +316,11 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for WorkloadSource<F> {
     }
 
     fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
-        self.next =
-            weir_runtime::source::decode_strided_position(position, self.index as u64, self.step)?;
+        self.next = weir_runtime::operators::source::function::decode_strided_position(
+            position,
+            self.index as u64,
+            self.step,
+        )?;
         Ok(())
     }
 }

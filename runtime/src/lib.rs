@@ -9,82 +9,88 @@
 //! Operators joined by forward edges call each other directly; a `key_by`
 //! becomes an all-to-all exchange of one lock-free SPSC channel per
 //! (sender, receiver) pair, carrying buffers by ownership (see `weir-net`).
+//!
+//! # Layers
+//!
+//! Each folder owns one idea and imports only from the folders below it
+//! (`tests/layers.rs` checks it):
+//!
+//! ```text
+//! config       Config, its keys, and the options built from it
+//! exec         options, execute, attempts, wiring, workers, progress, restarts
+//! api          the user's job API: graph, streams, one file per feature
+//! connectors   file source and transactional file sink
+//! operators    keyed process, process, sources, sinks, two-input,
+//!              broadcast, interval join, windows (each with its builder)
+//! build        BuildContext, builder traits, builders of links and exchanges
+//! exchange     output side, input gate and alignment, decoders,
+//!              debloating, watermark valve, input task
+//! chain        ChainControl, Collector, chained map/filter/flat_map, tasks
+//! state        key context, state kinds, TTL, timers, operator state,
+//!              registry, visitor, codecs
+//! checkpoint   coordinator, signals, stats, storage, segment files,
+//!              table blocks, restore plumbing, the writer
+//! metrics      hot-path counters, subtask time accounting, reports
+//! core         shared vocabulary: SubtaskInfo, snapshot hand-off types,
+//!              BarrierMode, time, units, failpoints
+//! ```
 #![deny(missing_docs)]
 
-pub mod broadcast;
+pub mod api;
+pub mod build;
+pub mod chain;
 pub mod checkpoint;
 pub mod config;
 pub mod connectors;
-pub mod debloat;
-pub mod error;
+pub mod core;
 pub mod exchange;
-pub mod execute;
-pub mod failpoint;
-pub mod gate;
-pub mod interval_join;
-pub mod job;
-pub mod keyed;
-pub mod keyed_state;
+pub mod exec;
 pub mod metrics;
-pub mod operator;
-pub mod operator_state;
-pub mod process;
-pub mod restart;
-pub mod sink;
-pub mod source;
-pub mod split_source;
-pub mod task;
-pub mod timers;
-pub mod ttl;
-pub mod two_input;
-pub mod watermark;
-pub mod window;
-pub mod worker;
+pub mod operators;
+pub mod state;
 
-pub use broadcast::{
-    BroadcastProcessFunction, BroadcastState, BroadcastStream, KeyedBroadcastProcessFunction,
+pub use crate::api::{
+    BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream, IntervalJoin, IntervalJoined,
+    JobGraph, KeyedStream, Stream, WindowedStream,
 };
-pub use checkpoint::{CheckpointRecord, CheckpointSummary, KeyedStates};
-pub use config::{CheckpointingMode, Config, ConfigError, JobName};
-pub use connectors::{FileSource, TransactionalFileSink};
-pub use debloat::{BufferDebloater, DebloatOptions, DebloatTarget};
-pub use error::{JobError, Result};
-pub use execute::{
+pub use crate::chain::{ChainControl, Collector, FlushOutcome};
+pub use crate::checkpoint::{CheckpointRecord, CheckpointSummary};
+pub use crate::config::{CheckpointingMode, Config, ConfigError, JobName};
+pub use crate::connectors::{FileSource, TransactionalFileSink};
+pub use crate::core::{Redistribution, SubtaskInfo};
+pub use crate::exchange::{
+    BufferDebloater, CoInput, DebloatOptions, DebloatTarget, WatermarkValve,
+};
+pub use crate::exec::{
     available_cores, execute, execute_with_progress, CheckpointingOptions, ExecutionOptions,
-    JobResult, Progress, RestoreFrom, RestoreInfo,
+    JobError, JobResult, Progress, RestartDecision, RestartStrategy, RestartStrategyConfig,
+    RestartStrategyType, RestartTracker, RestoreFrom, RestoreInfo, Result,
 };
-pub use interval_join::{
-    IntervalJoin, IntervalJoinOperator, IntervalJoined, JoinBounds, JoinContext,
-    ProcessJoinFunction,
+pub use crate::metrics::{BackpressureLevel, GaugeSummary, SubtaskId, SubtaskSummary, TimeShares};
+pub use crate::operators::broadcast::{
+    BroadcastProcessFunction, BroadcastState, KeyedBroadcastProcessFunction,
 };
-pub use job::{JobGraph, KeyedStream, Stream, WindowedStream};
-pub use keyed::{KeyContext, KeyedProcessFunction, KeyedValueState};
-pub use keyed_state::{
-    AggregateFunction, KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedReducingState,
-    KeyedTtlValueState,
+pub use crate::operators::interval_join::{
+    IntervalJoinOperator, JoinBounds, JoinContext, ProcessJoinFunction,
 };
-pub use metrics::{BackpressureLevel, GaugeSummary, SubtaskId, SubtaskSummary, TimeShares};
-pub use operator::{ChainControl, Collector, FlushOutcome};
-pub use operator_state::{OperatorListState, OperatorStates, Redistribution, UnionListState};
-pub use process::{InitializationContext, ProcessContext, ProcessFunction};
-pub use restart::{
-    RestartDecision, RestartStrategy, RestartStrategyConfig, RestartStrategyType, RestartTracker,
-};
-pub use sink::Sink;
-pub use source::{SequenceSource, Source, SourcePoll, SubtaskInfo};
-pub use split_source::NumberSequenceSource;
-pub use timers::{KeyedTimerService, TimeDomain, TimerQueues};
-pub use ttl::{ManualClock, ProcessingTimeClock, StateTtlConfig, TtlClock, UpdateType};
-pub use two_input::{CoInput, ConnectedKeyedStreams, DetachedKeyedStream, KeyedCoProcessFunction};
-pub use watermark::{WatermarkStrategy, WatermarkValve};
-pub use weir_net::{WatermarkStatus, Wire};
-pub use weir_state::KeyHash;
-pub use window::{
+pub use crate::operators::keyed::KeyedProcessFunction;
+pub use crate::operators::process::{InitializationContext, ProcessContext, ProcessFunction};
+pub use crate::operators::sink::Sink;
+pub use crate::operators::source::{NumberSequenceSource, SequenceSource, Source, SourcePoll};
+pub use crate::operators::timestamps::WatermarkStrategy;
+pub use crate::operators::two_input::KeyedCoProcessFunction;
+pub use crate::operators::window::{
     DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows, EventTimeSessionWindows,
     GeneralWindowOperator, ProcessWindowFunction, ProcessingTimeSessionWindows,
-    SlidingProcessingTimeWindows, TimeWindow, TumblingProcessingTimeWindows, WindowCollector,
-    WindowFunction, Windowing,
+    SlidingEventTimeWindows, SlidingProcessingTimeWindows, TimeWindow, TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows, WindowAssigner, WindowCollector, WindowFold, WindowFunction,
+    WindowOperator, Windowing,
 };
-pub use window::{
-    SlidingEventTimeWindows, TumblingEventTimeWindows, WindowAssigner, WindowFold, WindowOperator,
+pub use crate::state::{
+    AggregateFunction, KeyContext, KeyedAggregatingState, KeyedListState, KeyedMapState,
+    KeyedReducingState, KeyedStates, KeyedTimerService, KeyedTtlValueState, KeyedValueState,
+    ManualClock, OperatorListState, OperatorStates, ProcessingTimeClock, StateTtlConfig,
+    TimeDomain, TimerQueues, TtlClock, UnionListState, UpdateType,
 };
+pub use weir_net::{WatermarkStatus, Wire};
+pub use weir_state::KeyHash;

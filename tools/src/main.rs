@@ -204,7 +204,7 @@ fn main() -> ExitCode {
                 if duration.is_none() {
                     before.push(format!(
                         "job.duration={}",
-                        weir_runtime::config::format_duration(W4_DEFAULT_DURATION)
+                        weir_runtime::core::units::format_duration(W4_DEFAULT_DURATION)
                     ));
                 }
             }
@@ -328,7 +328,7 @@ fn run_quickstart(config: &Config, restore: RestoreFrom) -> ExitCode {
         } else {
             ""
         },
-        weir_runtime::config::format_duration(options.buffer_timeout),
+        weir_runtime::core::units::format_duration(options.buffer_timeout),
         options.max_parallelism
     );
     let (job, results) = quickstart::job(events, users, options.workers);
@@ -345,7 +345,7 @@ fn run_quickstart(config: &Config, restore: RestoreFrom) -> ExitCode {
     println!(
         "done: {records} events kept and processed in {:.2} s ({} events/s end to end, {:.2} s with setup)",
         result.elapsed.as_secs_f64(),
-        weir_runtime::execute::human_rate(records as f64 / result.elapsed.as_secs_f64().max(1e-9)),
+        weir_runtime::exec::progress::human_rate(records as f64 / result.elapsed.as_secs_f64().max(1e-9)),
         started.elapsed().as_secs_f64()
     );
     let mut top = totals.clone();
@@ -384,7 +384,7 @@ fn run_w5(n: Option<u64>, k: Option<u64>, dir: Option<PathBuf>, common: &Common)
     }
     for s in &common.set {
         if let Some(v) = s.strip_prefix("execution.checkpointing.interval=") {
-            match weir_runtime::config::parse_duration(v) {
+            match weir_runtime::core::units::parse_duration(v) {
                 Some(d) => interval = d,
                 None => {
                     eprintln!(

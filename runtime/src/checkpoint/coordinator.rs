@@ -14,17 +14,18 @@
 //! triggers the *final* checkpoint, which commits a bounded job's last
 //! output (sources end their partitions once it is complete).
 
+use crate::checkpoint::signals::CheckpointSignals;
+use crate::checkpoint::stats::{CheckpointRecord, CheckpointStatus};
+use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
 use std::collections::BTreeMap;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
+use std::time::{Duration, Instant};
 use weir_state::snapshot::{Manifest, OperatorSnapshot, SubtaskSnapshot};
 
-use crate::checkpoint::signals::CheckpointSignals;
 pub use crate::checkpoint::stats::TaskCheckpointStats;
-use crate::checkpoint::stats::{CheckpointRecord, CheckpointStatus};
-use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
+use crate::core::time::wall_ms;
+use crate::core::trace::trace;
 
 /// A task's acknowledgement of a checkpoint: its operators' state handles.
 pub struct TaskAck {
@@ -100,13 +101,6 @@ pub struct CheckpointCoordinator {
     final_completed: bool,
     records: Vec<CheckpointRecord>,
     fresh: Vec<CheckpointRecord>,
-}
-
-/// Milliseconds since the epoch.
-pub fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl CheckpointCoordinator {
@@ -311,7 +305,7 @@ impl CheckpointCoordinator {
             return self.fail(id, format!("cannot write the manifest: {e}"));
         }
         // Durable: the checkpoint is complete.
-        crate::failpoint::hit("checkpoint-complete", id);
+        crate::core::failpoint::hit("checkpoint-complete", id);
         trace!("complete {id}");
         self.signals.complete(id);
         ring();

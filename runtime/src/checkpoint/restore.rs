@@ -23,7 +23,7 @@ use weir_state::snapshot::{
 use weir_state::KeyGroupRange;
 
 use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
-use crate::source::SubtaskInfo;
+use crate::core::subtask::SubtaskInfo;
 
 /// A verified checkpoint, ready to restore from.
 pub struct RestoredCheckpoint {

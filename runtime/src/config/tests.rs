@@ -2,7 +2,7 @@
 //! form, each error kind, the checkpointing and restart keys, the README
 //! table and the example files.
 use super::*;
-use crate::restart::{ExponentialDelay, FailureRate, FixedDelay, RestartStrategyType};
+use crate::exec::restart::{ExponentialDelay, FailureRate, FixedDelay, RestartStrategyType};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)

@@ -76,8 +76,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::sink::Sink;
-use crate::source::SubtaskInfo;
+use crate::core::subtask::SubtaskInfo;
+use crate::operators::sink::Sink;
 
 /// Version byte of the state returned by `snapshot_state`.
 const STATE_VERSION: u8 = 1;

@@ -24,7 +24,7 @@
 //! # Failures
 //!
 //! An I/O error or a line that is not UTF-8 while reading fails the job
-//! (the source panics, as sources do; [`crate::Source::poll_next`] cannot
+//! (the source panics, as sources do; [`crate::operators::source::function::Source::poll_next`] cannot
 //! return an error) with a message naming the file and the byte offset.
 //!
 //! Reads go through a 1 MiB buffer (grown for a longer line) with blocking
@@ -38,8 +38,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::operator::Collector;
-use crate::source::{Source, SourcePoll, SubtaskInfo};
+use crate::chain::control::Collector;
+use crate::core::subtask::SubtaskInfo;
+use crate::operators::source::function::{Source, SourcePoll};
 
 /// Version byte of an encoded position.
 const POSITION_VERSION: u8 = 1;
@@ -434,7 +435,7 @@ fn decode_position(bytes: &[u8]) -> Result<(&[u8], u64), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operator::{ChainControl, FlushOutcome};
+    use crate::chain::control::{ChainControl, FlushOutcome};
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::Instant;
 
@@ -490,7 +491,7 @@ mod tests {
             FlushOutcome::default()
         }
         fn end_input(&mut self) {}
-        fn snapshot(&mut self, _snapshot: &mut crate::checkpoint::TaskSnapshot) {}
+        fn snapshot(&mut self, _snapshot: &mut crate::core::snapshot::TaskSnapshot) {}
         fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {}
         fn finish(&mut self) -> bool {
             true

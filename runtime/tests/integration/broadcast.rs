@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use weir_runtime::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
     BroadcastProcessFunction, BroadcastState, Collector, ExecutionOptions, JobError, JobGraph,
     KeyContext, KeyedBroadcastProcessFunction, KeyedMapState, KeyedStates, KeyedTimerService,

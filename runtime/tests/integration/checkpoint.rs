@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use weir_runtime::checkpoint::table_block::TableBlock;
 use weir_runtime::checkpoint::{find_latest, CheckpointStorage, RestoredCheckpoint};
-use weir_runtime::restart::{FixedDelay, RestartStrategy};
-use weir_runtime::source::decode_u64_position;
+use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::operators::source::function::decode_u64_position;
 use weir_runtime::{
     Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
     KeyedValueState, RestoreFrom, Sink, Source, SourcePoll, SubtaskInfo,

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use weir_runtime::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
     Collector, FileSource, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
     KeyedValueState, SubtaskInfo, TransactionalFileSink,

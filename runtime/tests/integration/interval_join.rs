@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use weir_runtime::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
     Collector, ExecutionOptions, JobError, JobGraph, JoinContext, ProcessJoinFunction, RestoreFrom,
     Sink, SubtaskInfo, WatermarkStrategy,

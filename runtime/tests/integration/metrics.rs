@@ -13,7 +13,7 @@ use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use weir_runtime::source::decode_u64_position;
+use weir_runtime::operators::source::function::decode_u64_position;
 use weir_runtime::{
     execute_with_progress, BackpressureLevel, Collector, ExecutionOptions, JobGraph, JobResult,
     KeyContext, KeyedProcessFunction, Progress, Sink, Source, SourcePoll, SubtaskInfo,

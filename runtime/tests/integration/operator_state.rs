@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir_runtime::checkpoint::{find_latest, CheckpointStorage};
-use weir_runtime::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
     Collector, ExecutionOptions, InitializationContext, JobError, JobGraph, KeyContext,
     KeyedProcessFunction, OperatorListState, OperatorStates, ProcessContext, ProcessFunction,
@@ -393,7 +393,7 @@ const KEPT: usize = 10;
 /// The list states [`KeepLast`] may keep its values in.
 trait KeptList: 'static {
     fn new(name: &str) -> Self;
-    fn list(&mut self) -> &mut weir_runtime::operator_state::ArenaList<u64>;
+    fn list(&mut self) -> &mut weir_runtime::state::operator::ArenaList<u64>;
     fn visit(&mut self, states: &mut OperatorStates<'_>);
 }
 
@@ -401,7 +401,7 @@ impl KeptList for OperatorListState<u64> {
     fn new(name: &str) -> Self {
         OperatorListState::new(name)
     }
-    fn list(&mut self) -> &mut weir_runtime::operator_state::ArenaList<u64> {
+    fn list(&mut self) -> &mut weir_runtime::state::operator::ArenaList<u64> {
         self
     }
     fn visit(&mut self, states: &mut OperatorStates<'_>) {
@@ -413,7 +413,7 @@ impl KeptList for UnionListState<u64> {
     fn new(name: &str) -> Self {
         UnionListState::new(name)
     }
-    fn list(&mut self) -> &mut weir_runtime::operator_state::ArenaList<u64> {
+    fn list(&mut self) -> &mut weir_runtime::state::operator::ArenaList<u64> {
         self
     }
     fn visit(&mut self, states: &mut OperatorStates<'_>) {

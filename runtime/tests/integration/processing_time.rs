@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use weir_runtime::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
     JobGraph, ProcessWindowFunction, ProcessingTimeSessionWindows, SubtaskInfo, TimeWindow,
     TumblingProcessingTimeWindows, WindowCollector,

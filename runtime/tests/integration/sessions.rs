@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use weir_runtime::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
     AggregateFunction, EventTimeSessionWindows, ExecutionOptions, JobError, JobGraph, RestoreFrom,
     Sink, SubtaskInfo, TimeWindow, WatermarkStrategy, WindowCollector,

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use weir_runtime::restart::RestartStrategy;
+use weir_runtime::exec::restart::RestartStrategy;
 use weir_runtime::{
     Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
     KeyedValueState, NumberSequenceSource, OperatorStates, ProcessContext, ProcessFunction,

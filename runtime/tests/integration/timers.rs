@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use weir_runtime::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
     Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
     KeyedTimerService, KeyedValueState, SubtaskInfo, TimeDomain, TimerQueues, WatermarkStrategy,
@@ -213,7 +213,7 @@ fn a_state_named_like_the_timers_is_rejected() {
     .key_by(|r: &(u64, u64)| r.0)
     .process("clash", |_: &SubtaskInfo| {
         Clashing(KeyedValueState::new(
-            weir_runtime::timers::EVENT_TIMERS_STATE,
+            weir_runtime::state::timers::EVENT_TIMERS_STATE,
         ))
     })
     .sink("fired", |info: &SubtaskInfo| {

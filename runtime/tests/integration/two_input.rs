@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use weir_runtime::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
     Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyedCoProcessFunction,
     KeyedMapState, KeyedStates, KeyedTimerService, RestoreFrom, Sink, SubtaskInfo, TimeDomain,

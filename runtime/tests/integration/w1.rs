@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use weir_runtime::job::ChainBuilder;
+use weir_runtime::build::ChainBuilder;
 use weir_runtime::{
     Collector, ExecutionOptions, JobGraph, KeyContext, KeyedProcessFunction, KeyedValueState,
     SequenceSource, Sink, Stream, SubtaskInfo,

@@ -1,0 +1,110 @@
+//! A job's logical dataflow: its stages (chains between exchanges) with
+//! their wiring, and the uids of its operators.
+
+use crate::api::stream::Stream;
+use crate::build::builder::ChainBuilder;
+use crate::build::builder::TailBuilder;
+use crate::build::context::BuildContext;
+use crate::chain::task::Task;
+use crate::core::subtask::SubtaskInfo;
+use crate::operators::source::chain::SourceChain;
+use crate::operators::source::function::Source;
+use std::marker::PhantomData;
+
+/// A finished stage, type-erased.
+pub(crate) trait StageSpec: Send + Sync {
+    fn build(&self, ctx: &mut BuildContext<'_>) -> Box<dyn Task>;
+}
+
+pub(crate) struct Stage<T, B, TB> {
+    pub(crate) chain: B,
+    pub(crate) tail: TB,
+    pub(crate) _record: PhantomData<fn(T)>,
+}
+
+impl<T: 'static, B: ChainBuilder<T>, TB: TailBuilder<T>> StageSpec for Stage<T, B, TB> {
+    fn build(&self, ctx: &mut BuildContext<'_>) -> Box<dyn Task> {
+        let tail = self.tail.make(ctx);
+        self.chain.build(ctx, tail)
+    }
+}
+
+/// A stage of the graph with its wiring.
+pub(crate) struct StageNode {
+    /// Uids of the stage's operators joined by " -> ".
+    pub name: String,
+    pub spec: Box<dyn StageSpec>,
+    pub parallelism: Option<usize>,
+    /// Exchange feeding this stage, if it does not start at a source.
+    pub input: Option<usize>,
+    /// Exchange this stage feeds, if it does not end at a sink.
+    pub output: Option<usize>,
+}
+
+/// A job's logical dataflow.
+pub struct JobGraph {
+    name: String,
+    pub(crate) stages: Vec<StageNode>,
+    pub(crate) exchanges: usize,
+    uids: Vec<String>,
+    pub(crate) errors: Vec<String>,
+    /// Second inputs of two-input stages: (exchange, the exchange the
+    /// receiving stage names as its `input`).
+    pub(crate) co_inputs: Vec<(usize, usize)>,
+}
+
+impl JobGraph {
+    /// An empty job.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            stages: Vec::new(),
+            exchanges: 0,
+            uids: Vec::new(),
+            errors: Vec::new(),
+            co_inputs: Vec::new(),
+        }
+    }
+
+    /// The job's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of stages (chains between exchanges).
+    pub fn stage_count(&self) -> usize {
+        self.stages.len()
+    }
+
+    pub(crate) fn register_uid(&mut self, uid: &str) {
+        if uid.is_empty() {
+            self.errors.push("an operator has an empty uid".into());
+        } else if self.uids.iter().any(|u| u == uid) {
+            self.errors.push(format!(
+                "operator uid `{uid}` is used twice; uids must be unique"
+            ));
+        } else {
+            self.uids.push(uid.to_owned());
+        }
+    }
+
+    /// Adds a source; `factory` makes the source of each subtask.
+    pub fn source<S, SF>(&mut self, uid: &str, factory: SF) -> Stream<'_, S::Out, SourceChain<SF>>
+    where
+        S: Source,
+        SF: Fn(&SubtaskInfo) -> S + Send + Sync + 'static,
+    {
+        self.register_uid(uid);
+        Stream {
+            name: uid.to_owned(),
+            job: self,
+            chain: SourceChain {
+                uid: uid.to_owned(),
+                factory,
+            },
+            parallelism: None,
+            input: None,
+            _record: PhantomData,
+        }
+    }
+}

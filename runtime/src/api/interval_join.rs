@@ -1,0 +1,189 @@
+//! The interval join of two keyed streams (Flink's
+//! `KeyedStream::intervalJoin`).
+
+use crate::api::keyed::KeyedStream;
+use crate::api::stream::Stream;
+use crate::api::two_input::{ConnectedKeyedStreams, DetachedKeyedStream};
+use crate::build::builder::ChainBuilder;
+use crate::core::subtask::SubtaskInfo;
+use crate::operators::interval_join::IntervalJoinOperator;
+use crate::operators::interval_join::JoinBounds;
+use crate::operators::interval_join::ProcessJoinFunction;
+use crate::operators::late_data::LateOutput;
+use std::sync::Arc;
+use weir_net::Wire;
+use weir_state::KeyHash;
+
+/// A keyed stream interval-joined with another, waiting for its bounds
+/// (Flink's `KeyedStream.IntervalJoin`).
+pub struct IntervalJoin<'j, L, R, K, KL, KR, TL, TR> {
+    connected: ConnectedKeyedStreams<'j, L, R, K, KL, KR>,
+    left_ts: TL,
+    right_ts: TR,
+}
+
+/// An interval join with its bounds, waiting for its join function
+/// (Flink's `KeyedStream.IntervalJoined`).
+pub struct IntervalJoined<'j, L, R, K, KL, KR, TL, TR> {
+    join: IntervalJoin<'j, L, R, K, KL, KR, TL, TR>,
+    lower: i64,
+    upper: i64,
+    lower_exclusive: bool,
+    upper_exclusive: bool,
+    late_left: Option<LateOutputFactory<L>>,
+    late_right: Option<LateOutputFactory<R>>,
+}
+
+/// Makes each subtask's late-data output.
+type LateOutputFactory<T> = Arc<dyn Fn(&SubtaskInfo) -> LateOutput<T> + Send + Sync>;
+
+fn late_factory<T, O, OF>(factory: OF) -> LateOutputFactory<T>
+where
+    O: FnMut(T) + 'static,
+    OF: Fn(&SubtaskInfo) -> O + Send + Sync + 'static,
+{
+    Arc::new(move |info: &SubtaskInfo| Box::new(factory(info)) as LateOutput<T>)
+}
+
+impl<'j, L, K, KL> KeyedStream<'j, L, K, KL>
+where
+    L: Copy + Wire,
+    K: Copy + Eq + KeyHash + Wire,
+    KL: Fn(&L) -> K + Clone + Send + Sync + 'static,
+{
+    /// Joins this keyed stream (the left side) with `other` (the right
+    /// side, built earlier and [`detach`](KeyedStream::detach)ed) by key
+    /// and event time (Flink's `intervalJoin`); `left_ts` and `right_ts`
+    /// give each side's record timestamp (ms). Continue with
+    /// [`between`](IntervalJoin::between).
+    pub fn interval_join<R, KR, TL, TR>(
+        self,
+        other: DetachedKeyedStream<R, K, KR>,
+        left_ts: TL,
+        right_ts: TR,
+    ) -> IntervalJoin<'j, L, R, K, KL, KR, TL, TR>
+    where
+        R: Copy + Wire,
+        KR: Fn(&R) -> K + Clone + Send + Sync + 'static,
+        TL: Fn(&L) -> i64 + Clone + Send + Sync + 'static,
+        TR: Fn(&R) -> i64 + Clone + Send + Sync + 'static,
+    {
+        IntervalJoin {
+            connected: self.connect(other),
+            left_ts,
+            right_ts,
+        }
+    }
+}
+
+impl<'j, L, R, K, KL, KR, TL, TR> IntervalJoin<'j, L, R, K, KL, KR, TL, TR> {
+    /// Joins a left record at `tL` with the right records at `tR` with
+    /// `tL + lower_ms <= tR <= tL + upper_ms` (both inclusive; see
+    /// [`IntervalJoined::lower_bound_exclusive`]).
+    pub fn between(
+        self,
+        lower_ms: i64,
+        upper_ms: i64,
+    ) -> IntervalJoined<'j, L, R, K, KL, KR, TL, TR> {
+        IntervalJoined {
+            join: self,
+            lower: lower_ms,
+            upper: upper_ms,
+            lower_exclusive: false,
+            upper_exclusive: false,
+            late_left: None,
+            late_right: None,
+        }
+    }
+}
+
+impl<'j, L, R, K, KL, KR, TL, TR> IntervalJoined<'j, L, R, K, KL, KR, TL, TR>
+where
+    L: Copy + Wire,
+    R: Copy + Wire,
+    K: Copy + Eq + KeyHash + Wire,
+    KL: Fn(&L) -> K + Clone + Send + Sync + 'static,
+    KR: Fn(&R) -> K + Clone + Send + Sync + 'static,
+    TL: Fn(&L) -> i64 + Clone + Send + Sync + 'static,
+    TR: Fn(&R) -> i64 + Clone + Send + Sync + 'static,
+{
+    /// Excludes the lower bound: `tL + lower < tR`.
+    pub fn lower_bound_exclusive(mut self) -> Self {
+        self.lower_exclusive = true;
+        self
+    }
+
+    /// Excludes the upper bound: `tR < tL + upper`.
+    pub fn upper_bound_exclusive(mut self) -> Self {
+        self.upper_exclusive = true;
+        self
+    }
+
+    /// Hands the left records dropped as late to the output `factory`
+    /// makes for each subtask (Flink's `sideOutputLeftLateData`).
+    pub fn side_output_left_late_data<O, OF>(mut self, factory: OF) -> Self
+    where
+        O: FnMut(L) + 'static,
+        OF: Fn(&SubtaskInfo) -> O + Send + Sync + 'static,
+    {
+        self.late_left = Some(late_factory(factory));
+        self
+    }
+
+    /// Hands the right records dropped as late to the output `factory`
+    /// makes for each subtask (Flink's `sideOutputRightLateData`).
+    pub fn side_output_right_late_data<O, OF>(mut self, factory: OF) -> Self
+    where
+        O: FnMut(R) + 'static,
+        OF: Fn(&SubtaskInfo) -> O + Send + Sync + 'static,
+    {
+        self.late_right = Some(late_factory(factory));
+        self
+    }
+
+    /// Hands every joined pair to the function `factory` makes for each
+    /// subtask (Flink's `IntervalJoined.process`). Bounds that leave no
+    /// interval fail the job at start, naming the operator.
+    pub fn process<F, FF>(
+        self,
+        uid: &str,
+        factory: FF,
+    ) -> Stream<'j, F::Out, impl ChainBuilder<F::Out>>
+    where
+        F: ProcessJoinFunction<L, R>,
+        F::Out: 'static,
+        FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
+    {
+        let IntervalJoin {
+            mut connected,
+            left_ts,
+            right_ts,
+        } = self.join;
+        let bounds = match JoinBounds::new(
+            self.lower,
+            self.upper,
+            self.lower_exclusive,
+            self.upper_exclusive,
+        ) {
+            Ok(b) => b,
+            Err(e) => {
+                connected
+                    .job_errors()
+                    .push(format!("interval join `{uid}`: {e}"));
+                JoinBounds { lower: 0, upper: 0 }
+            }
+        };
+        let (late_left, late_right) = (self.late_left, self.late_right);
+        connected.process(uid, move |info: &SubtaskInfo| {
+            let mut op =
+                IntervalJoinOperator::new(bounds, left_ts.clone(), right_ts.clone(), factory(info));
+            if let Some(f) = &late_left {
+                op = op.with_left_late_output(f(info));
+            }
+            if let Some(f) = &late_right {
+                op = op.with_right_late_output(f(info));
+            }
+            op
+        })
+    }
+}

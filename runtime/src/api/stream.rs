@@ -1,0 +1,208 @@
+//! A stream of records inside the stage being built: the chained
+//! transformations (`map`, `filter`, `flat_map`, `process`), event time, and
+//! the ends of a stage (`key_by`, `sink`).
+
+use crate::api::graph::JobGraph;
+use crate::api::graph::Stage;
+use crate::api::graph::StageNode;
+use crate::api::keyed::KeyedStream;
+use crate::build::builder::ChainBuilder;
+use crate::build::builder::TailBuilder;
+use crate::build::chains::FilterChain;
+use crate::build::chains::FlatMapChain;
+use crate::build::chains::MapChain;
+use crate::build::exchange::ExchangeTail;
+use crate::core::subtask::SubtaskInfo;
+use crate::operators::process::{ProcessChain, ProcessFunction};
+use crate::operators::sink::Sink;
+use crate::operators::sink::SinkTail;
+use crate::operators::timestamps::TimestampsChain;
+use crate::operators::timestamps::WatermarkStrategy;
+use std::marker::PhantomData;
+use weir_net::Wire;
+use weir_state::KeyHash;
+
+/// A stream of `T` inside the stage being built.
+pub struct Stream<'j, T, B> {
+    pub(crate) job: &'j mut JobGraph,
+    pub(crate) chain: B,
+    pub(crate) name: String,
+    pub(crate) parallelism: Option<usize>,
+    pub(crate) input: Option<usize>,
+    pub(crate) _record: PhantomData<fn() -> T>,
+}
+
+impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
+    fn then<U, B2>(self, uid: &str, wrap: impl FnOnce(B) -> B2) -> Stream<'j, U, B2> {
+        self.job.register_uid(uid);
+        Stream {
+            name: format!("{} -> {uid}", self.name),
+            job: self.job,
+            chain: wrap(self.chain),
+            parallelism: self.parallelism,
+            input: self.input,
+            _record: PhantomData,
+        }
+    }
+
+    /// Sets the parallelism of this stage: every operator chained in it
+    /// (as in Flink, chained operators share one parallelism).
+    pub fn parallelism(mut self, parallelism: usize) -> Self {
+        if parallelism == 0 {
+            self.job
+                .errors
+                .push(format!("stage `{}` has parallelism 0", self.name));
+        }
+        self.parallelism = Some(parallelism);
+        self
+    }
+
+    /// Transforms each record.
+    pub fn map<U, F>(self, uid: &str, f: F) -> Stream<'j, U, MapChain<B, F, T>>
+    where
+        U: 'static,
+        F: Fn(T) -> U + Clone + Send + Sync + 'static,
+    {
+        self.then(uid, |prev| MapChain {
+            prev,
+            f,
+            _input: PhantomData,
+        })
+    }
+
+    /// Keeps the records for which `f` holds.
+    pub fn filter<F>(self, uid: &str, f: F) -> Stream<'j, T, FilterChain<B, F>>
+    where
+        F: Fn(&T) -> bool + Clone + Send + Sync + 'static,
+    {
+        self.then(uid, |prev| FilterChain { prev, f })
+    }
+
+    /// Turns each record into zero or more.
+    pub fn flat_map<U, I, F>(self, uid: &str, f: F) -> Stream<'j, U, FlatMapChain<B, F, T>>
+    where
+        U: 'static,
+        I: IntoIterator<Item = U>,
+        F: Fn(T) -> I + Clone + Send + Sync + 'static,
+    {
+        self.then(uid, |prev| FlatMapChain {
+            prev,
+            f,
+            _input: PhantomData,
+        })
+    }
+
+    /// Applies a non-keyed process function (Flink's `DataStream::process`
+    /// with a `CheckpointedFunction`), chained in this stage; `factory`
+    /// makes each subtask's instance. Its operator states are
+    /// checkpointed and, when the parallelism changes, redistributed
+    /// (see [`crate::operator_state`]).
+    pub fn process<F, FF>(self, uid: &str, factory: FF) -> Stream<'j, F::Out, ProcessChain<B, FF>>
+    where
+        F: ProcessFunction<In = T>,
+        FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
+    {
+        self.then(uid, |prev| ProcessChain::new(prev, uid, factory))
+    }
+
+    /// Gives the stream event time (Flink's `assignTimestampsAndWatermarks`):
+    /// each record's timestamp comes from `strategy`'s extractor, and this
+    /// subtask emits watermarks every `pipeline.auto-watermark-interval`,
+    /// marks itself idle after the strategy's idleness timeout, and emits
+    /// `i64::MAX` at the end of its input. Put it right after the source,
+    /// so each source subtask generates its own watermarks. Watermarks from
+    /// upstream of it are dropped (but the final one). The operator holds
+    /// no state, so it needs no uid.
+    pub fn assign_timestamps_and_watermarks<TF>(
+        self,
+        strategy: WatermarkStrategy<TF>,
+    ) -> Stream<'j, T, TimestampsChain<B, TF>>
+    where
+        TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+    {
+        Stream {
+            name: format!("{} -> timestamps/watermarks", self.name),
+            job: self.job,
+            chain: TimestampsChain {
+                prev: self.chain,
+                strategy,
+            },
+            parallelism: self.parallelism,
+            input: self.input,
+            _record: PhantomData,
+        }
+    }
+
+    /// Partitions the stream by key: records travel to the subtask owning
+    /// their key's key group. Ends this stage.
+    pub fn key_by<K, KF>(self, key_fn: KF) -> KeyedStream<'j, T, K, KF>
+    where
+        T: Wire,
+        K: KeyHash + 'static,
+        KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+    {
+        let exchange = self.job.exchanges;
+        self.job.exchanges += 1;
+        self.job.stages.push(StageNode {
+            name: self.name.clone(),
+            spec: Box::new(Stage {
+                chain: self.chain,
+                tail: ExchangeTail {
+                    exchange,
+                    key_fn: key_fn.clone(),
+                    _types: PhantomData,
+                },
+                _record: PhantomData,
+            }),
+            parallelism: self.parallelism,
+            input: self.input,
+            output: Some(exchange),
+        });
+        KeyedStream {
+            job: self.job,
+            exchange,
+            key_fn,
+            _types: PhantomData,
+        }
+    }
+
+    /// Ends this stage in `tail`, which feeds exchange `output` (the
+    /// edges of other modules: broadcast, rebalance).
+    pub(crate) fn end_with<TB: TailBuilder<T>>(self, tail: TB, output: usize) -> &'j mut JobGraph {
+        self.job.stages.push(StageNode {
+            name: self.name,
+            spec: Box::new(Stage {
+                chain: self.chain,
+                tail,
+                _record: PhantomData,
+            }),
+            parallelism: self.parallelism,
+            input: self.input,
+            output: Some(output),
+        });
+        self.job
+    }
+
+    /// Ends the stream in a sink; `factory` makes each subtask's sink.
+    pub fn sink<S, SF>(self, uid: &str, factory: SF)
+    where
+        S: Sink<In = T>,
+        SF: Fn(&SubtaskInfo) -> S + Send + Sync + 'static,
+    {
+        self.job.register_uid(uid);
+        self.job.stages.push(StageNode {
+            name: format!("{} -> {uid}", self.name),
+            spec: Box::new(Stage {
+                chain: self.chain,
+                tail: SinkTail {
+                    uid: uid.to_owned(),
+                    factory,
+                },
+                _record: PhantomData,
+            }),
+            parallelism: self.parallelism,
+            input: self.input,
+            output: None,
+        });
+    }
+}

@@ -1,0 +1,125 @@
+//! What a stage's builders may ask for while they build one subtask: its
+//! place, the job's settings, its channel endpoints, checkpointing and the
+//! checkpoint it restores.
+
+use crate::checkpoint::restore::RestoredCheckpoint;
+use crate::checkpoint::task::TaskCheckpointing;
+use crate::core::barrier::BarrierMode;
+use crate::core::subtask::SubtaskInfo;
+use crate::metrics::counters::{ChannelCounters, WorkerMetrics};
+use crate::metrics::subtask::SubtaskMetrics;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+use weir_net::{BufferPool, ChannelReceiver, ChannelSender, Consumer, NetworkBuffer};
+
+/// The sending side of one exchange for one subtask, before its pool exists.
+pub(crate) struct OutputEndpoint {
+    pub senders: Vec<ChannelSender>,
+    /// Byte counters of the channels, one per sender.
+    pub counters: Vec<Arc<ChannelCounters>>,
+    pub returns: Vec<Consumer<NetworkBuffer>>,
+    pub pool_size: usize,
+    /// Capacity of each return ring: the most buffers the pool may own.
+    pub max_pool: usize,
+    pub buffer_size: usize,
+}
+
+/// The receiving side of one exchange for one subtask.
+#[derive(Default)]
+pub(crate) struct InputEndpoint {
+    /// One per sending subtask, in order.
+    pub receivers: Vec<ChannelReceiver>,
+    /// Byte counters of the same channels.
+    pub counters: Vec<Arc<ChannelCounters>>,
+}
+
+/// Channel endpoints handed to one worker, keyed by (exchange, subtask).
+#[derive(Default)]
+pub(crate) struct WorkerEndpoints {
+    pub inputs: HashMap<(usize, usize), InputEndpoint>,
+    pub outputs: HashMap<(usize, usize), OutputEndpoint>,
+}
+
+/// What a stage's builders may ask for while building one subtask.
+pub struct BuildContext<'a> {
+    /// The subtask being built.
+    pub info: SubtaskInfo,
+    /// `execution.buffer-timeout`.
+    pub buffer_timeout: Duration,
+    /// `pipeline.auto-watermark-interval` (zero: only final watermarks).
+    pub auto_watermark_interval: Duration,
+    /// The worker's counters.
+    pub metrics: &'a WorkerMetrics,
+    pub(crate) stage_name: &'a str,
+    pub(crate) endpoints: &'a mut WorkerEndpoints,
+    /// Checkpointing, if on: the worker's writer and the signals.
+    pub(crate) checkpointing: Option<Rc<TaskCheckpointing>>,
+    /// How barriers are aligned (or not) and sent.
+    pub(crate) barrier_mode: BarrierMode,
+    /// Buffer debloating of input gates: options, credit per channel and
+    /// segment size.
+    pub(crate) debloat: Option<(crate::exchange::debloat::DebloatOptions, usize, usize)>,
+    /// The checkpoint this attempt restores, if any.
+    pub(crate) restore: Option<Arc<RestoredCheckpoint>>,
+    /// The subtask's metrics.
+    pub(crate) subtask: SubtaskMetrics,
+    /// Byte counters of the input channels the subtask took (for the
+    /// registry).
+    pub(crate) input_channels: Vec<Arc<ChannelCounters>>,
+    /// Byte counters of the output channels the subtask took.
+    pub(crate) output_channels: Vec<Arc<ChannelCounters>>,
+}
+
+impl BuildContext<'_> {
+    /// "stage (i/P)", as Flink names subtasks.
+    pub fn task_name(&self) -> String {
+        format!(
+            "{} ({}/{})",
+            self.stage_name,
+            self.info.index + 1,
+            self.info.parallelism
+        )
+    }
+
+    /// The receivers of `exchange` for this subtask, one per sender, and
+    /// their byte counters.
+    pub(crate) fn take_input(
+        &mut self,
+        exchange: usize,
+    ) -> (Vec<ChannelReceiver>, Vec<Arc<ChannelCounters>>) {
+        let ep = self
+            .endpoints
+            .inputs
+            .remove(&(exchange, self.info.index))
+            .expect("every receiving subtask has its input channels");
+        self.input_channels.extend(ep.counters.iter().cloned());
+        (ep.receivers, ep.counters)
+    }
+
+    /// The senders of `exchange` for this subtask (one per receiver), the
+    /// buffer pool, allocated here, on the worker's own core, the pool's
+    /// largest size and the channels' byte counters.
+    pub(crate) fn take_output(
+        &mut self,
+        exchange: usize,
+    ) -> (
+        Vec<ChannelSender>,
+        BufferPool,
+        usize,
+        Vec<Arc<ChannelCounters>>,
+    ) {
+        let ep = self
+            .endpoints
+            .outputs
+            .remove(&(exchange, self.info.index))
+            .expect("every sending subtask has its output channels");
+        let mut pool = BufferPool::new(ep.pool_size, ep.buffer_size);
+        for r in ep.returns {
+            pool.add_return_path(r);
+        }
+        self.output_channels.extend(ep.counters.iter().cloned());
+        (ep.senders, pool, ep.max_pool, ep.counters)
+    }
+}

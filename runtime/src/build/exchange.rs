@@ -1,0 +1,164 @@
+//! The builders of exchanges: a stage's input task over an exchange's
+//! channels (with its gate, debloater and restored channel state) and the
+//! tails that feed an exchange.
+
+use crate::build::builder::{ChainBuilder, TailBuilder};
+use crate::build::context::BuildContext;
+use crate::chain::control::Collector;
+use crate::chain::task::Task;
+use crate::core::barrier::BarrierMode;
+use crate::exchange::debloat::BufferDebloater;
+use crate::exchange::decoder::WireDecoder;
+use crate::exchange::fan_out::{no_key, FanOutOutput};
+use crate::exchange::gate::InputGate;
+use crate::exchange::input_task::{channel_state_name, InputTask};
+use crate::exchange::output::ExchangeOutput;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use weir_net::Wire;
+use weir_state::KeyHash;
+
+/// Head of a stage fed by an exchange.
+pub struct ExchangeInputChain<T> {
+    pub(crate) exchange: usize,
+    pub(crate) _record: PhantomData<fn() -> T>,
+}
+
+impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
+    fn build<C: Collector<T> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Box<dyn Task> {
+        let (receivers, counters) = ctx.take_input(self.exchange);
+        let task: InputTask<T, C> = build_input_task(
+            ctx,
+            self.exchange,
+            receivers,
+            counters,
+            out,
+            WireDecoder::default(),
+        );
+        Box::new(task)
+    }
+}
+
+/// The input task of a stage over `receivers` (the channels of one or more
+/// exchanges, `exchange` the first), decoding records with `decoder`: the
+/// gate with its trigger signals, debloater and restored channel state.
+pub(crate) fn build_input_task<T, C, D>(
+    ctx: &mut BuildContext<'_>,
+    exchange: usize,
+    receivers: Vec<weir_net::ChannelReceiver>,
+    counters: Vec<Arc<crate::metrics::counters::ChannelCounters>>,
+    out: C,
+    decoder: D,
+) -> InputTask<T, C, D> {
+    let mut gate = InputGate::new(receivers, ctx.barrier_mode).with_channel_counters(counters);
+    if let (BarrierMode::AlignedWithTimeout(_), Some(cp)) = (ctx.barrier_mode, &ctx.checkpointing) {
+        gate = gate.with_trigger_signals(cp.signals.clone());
+    }
+    if let Some((options, credit, segment_size)) = &ctx.debloat {
+        let channels = gate.channels();
+        gate = gate.with_debloater(BufferDebloater::new(
+            options,
+            channels,
+            *credit,
+            *segment_size,
+            std::time::Instant::now(),
+        ));
+    }
+    // Unaligned checkpoints keep the data their barriers overtook under
+    // the exchange's input, per receiving subtask.
+    let uid = format!("weir.exchange-{exchange}.input");
+    if let Some(restore) = ctx.restore.clone() {
+        let scope = restore.scope(&uid, &ctx.info);
+        let state = scope
+            .channel_state(gate.channels(), channel_state_name)
+            .unwrap_or_else(|e| panic!("{}: {e}", ctx.task_name()));
+        for (c, records) in state.into_iter().enumerate() {
+            gate.restore_channel_state(c, records);
+        }
+    }
+    InputTask::with_decoder(
+        ctx.task_name(),
+        gate,
+        out,
+        ctx.checkpointing.clone(),
+        (uid, ctx.info),
+        ctx.subtask.clone(),
+        decoder,
+    )
+}
+
+/// Tail of a stage that ends in a key_by exchange.
+pub(crate) struct ExchangeTail<T, K, KF> {
+    pub(crate) exchange: usize,
+    pub(crate) key_fn: KF,
+    pub(crate) _types: PhantomData<fn(T) -> K>,
+}
+
+impl<T, K, KF> TailBuilder<T> for ExchangeTail<T, K, KF>
+where
+    T: Wire,
+    K: KeyHash + 'static,
+    KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+{
+    type Tail = ExchangeOutput<T, K, KF>;
+    fn make(&self, ctx: &mut BuildContext<'_>) -> Self::Tail {
+        exchange_output(ctx, self.exchange, self.key_fn.clone())
+    }
+}
+
+/// The output of this subtask into `exchange`, routing by `key_fn`: its
+/// channels and a buffer pool allocated here, on the worker's own core.
+fn exchange_output<T, K, KF>(
+    ctx: &mut BuildContext<'_>,
+    exchange: usize,
+    key_fn: KF,
+) -> ExchangeOutput<T, K, KF>
+where
+    T: Wire,
+    K: KeyHash,
+    KF: Fn(&T) -> K,
+{
+    let (senders, pool, max_pool, counters) = ctx.take_output(exchange);
+    ExchangeOutput::new(
+        key_fn,
+        ctx.info.max_parallelism,
+        senders,
+        pool,
+        max_pool,
+        ctx.buffer_timeout,
+        ctx.barrier_mode,
+    )
+    .with_metrics(ctx.subtask.clone(), counters)
+}
+
+/// Tail of a stage whose records go to every receiving subtask (`all`) or
+/// round-robin to one.
+pub(crate) struct FanOutTail<T> {
+    exchange: usize,
+    all: bool,
+    _record: PhantomData<fn(T)>,
+}
+
+impl<T> FanOutTail<T> {
+    pub(crate) fn new(exchange: usize, all: bool) -> Self {
+        Self {
+            exchange,
+            all,
+            _record: PhantomData,
+        }
+    }
+}
+
+impl<T: Wire> TailBuilder<T> for FanOutTail<T> {
+    type Tail = FanOutOutput<T>;
+    fn make(&self, ctx: &mut BuildContext<'_>) -> Self::Tail {
+        let inner = exchange_output(ctx, self.exchange, no_key::<T> as fn(&T) -> u64);
+        // Round-robin starts at different receivers from different senders.
+        let first = ctx.info.index % inner.channel_count().max(1);
+        FanOutOutput::new(inner, self.all, first)
+    }
+}

@@ -1,0 +1,12 @@
+//! Building a stage's tasks: the context a builder gets for one subtask,
+//! the builder traits, and the builders of chained links and exchanges.
+//! Each operator's own builder sits beside the operator, above this layer.
+
+pub mod builder;
+pub mod chains;
+pub mod context;
+pub mod exchange;
+pub mod two_input;
+
+pub use builder::{ChainBuilder, TailBuilder};
+pub use context::BuildContext;

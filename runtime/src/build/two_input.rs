@@ -1,0 +1,55 @@
+//! The head of a two-input stage: one gate over the channels of both
+//! input exchanges.
+
+use crate::build::builder::ChainBuilder;
+use crate::build::context::BuildContext;
+use crate::build::exchange::build_input_task;
+use crate::chain::control::Collector;
+use crate::chain::task::Task;
+use crate::exchange::decoder::CoInput;
+use crate::exchange::decoder::CoInputDecoder;
+use std::marker::PhantomData;
+use weir_net::Wire;
+
+/// Head of a two-input stage: one gate over the channels of `first`
+/// then `second`.
+pub struct TwoInputChain<A, B> {
+    first: usize,
+    second: usize,
+    _types: PhantomData<fn() -> (A, B)>,
+}
+
+impl<A, B> TwoInputChain<A, B> {
+    /// The head reading exchanges `first` and `second`.
+    pub(crate) fn new(first: usize, second: usize) -> Self {
+        Self {
+            first,
+            second,
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<A: Wire, B: Wire> ChainBuilder<CoInput<A, B>> for TwoInputChain<A, B> {
+    fn build<C: Collector<CoInput<A, B>> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Box<dyn Task> {
+        let (mut receivers, mut counters) = ctx.take_input(self.first);
+        let split = receivers.len();
+        let (r2, c2) = ctx.take_input(self.second);
+        receivers.extend(r2);
+        counters.extend(c2);
+        let task: crate::exchange::input_task::InputTask<CoInput<A, B>, C, CoInputDecoder<A, B>> =
+            build_input_task(
+                ctx,
+                self.first,
+                receivers,
+                counters,
+                out,
+                CoInputDecoder::new(split),
+            );
+        Box::new(task)
+    }
+}

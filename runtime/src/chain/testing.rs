@@ -1,0 +1,69 @@
+use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+use crate::chain::ops::{FilterOp, FlatMapOp, MapOp};
+use crate::core::snapshot::TaskSnapshot;
+use std::time::Instant;
+
+/// A chain tail that keeps what it receives (tests only).
+#[derive(Default)]
+pub struct VecTail<T> {
+    pub items: Vec<T>,
+    pub finished: bool,
+    pub watermarks: Vec<i64>,
+    pub statuses: Vec<weir_net::WatermarkStatus>,
+}
+
+impl<T> ChainControl for VecTail<T> {
+    fn is_available(&self) -> bool {
+        true
+    }
+    fn flush(&mut self, _now: Instant) -> FlushOutcome {
+        FlushOutcome::default()
+    }
+    fn end_input(&mut self) {}
+    fn snapshot(&mut self, _snapshot: &mut TaskSnapshot) {}
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {}
+    fn finish(&mut self) -> bool {
+        self.finished = true;
+        true
+    }
+    fn publish_metrics(&mut self) {}
+    fn output_pending(&self) -> bool {
+        false
+    }
+    fn on_watermark(&mut self, watermark: i64) {
+        self.watermarks.push(watermark);
+    }
+    fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
+        self.statuses.push(status);
+    }
+}
+
+impl<T> Collector<T> for VecTail<T> {
+    fn collect(&mut self, record: T) {
+        self.items.push(record);
+    }
+}
+
+#[test]
+fn chained_operators_apply_in_order() {
+    let tail = VecTail::default();
+    let fm = FlatMapOp {
+        f: |x: u32| vec![x; x as usize],
+        out: tail,
+    };
+    let filt = FilterOp {
+        f: |x: &u32| x % 2 == 1,
+        out: fm,
+    };
+    let mut chain = MapOp {
+        f: |x: u32| x + 1,
+        out: filt,
+    };
+    for x in 0..5 {
+        chain.collect(x);
+    }
+    assert!(chain.finish());
+    let tail = chain.out.out.out;
+    assert_eq!(tail.items, vec![1, 3, 3, 3, 5, 5, 5, 5, 5]);
+    assert!(tail.finished);
+}

@@ -1,0 +1,334 @@
+//! Reading a keyed state back from a checkpoint: every block of the state
+//! that overlaps the subtask's key groups, checked and decoded into a
+//! [`RestoreSink`] that each state kind implements.
+
+use crate::checkpoint::restore::{KeyedBlock, RestoreScope};
+use crate::checkpoint::table_block::TableBlock;
+use std::time::Instant;
+use weir_state::snapshot::{BlockKind, Extent};
+use weir_state::{KeyGroupAssigner, KeyGroupRange};
+
+/// Where a restore puts the entries of one keyed state: how an entry is
+/// decoded, which hash decides its key group, and how it is inserted.
+/// [`restore_entries`] does the rest (windows, checksums, key-group checks)
+/// for every state kind.
+pub(crate) trait RestoreSink {
+    /// One decoded entry.
+    type Entry;
+
+    /// Reads one entry from the front of `bytes`; returns it and the bytes
+    /// used.
+    fn decode(bytes: &[u8]) -> Result<(Self::Entry, usize), weir_net::DecodeError>;
+
+    /// The hash deciding the entry's key group (its primary key's).
+    fn group_hash(entry: &Self::Entry) -> u64;
+
+    /// Makes room for about `entries` more entries.
+    fn reserve(&mut self, entries: usize);
+
+    /// A hint that `entry` (of key-group hash `hash`) is inserted soon.
+    fn prefetch(&self, entry: &Self::Entry, hash: u64) {
+        let _ = (entry, hash);
+    }
+
+    /// Inserts `entry`, whose key-group hash is `hash`.
+    fn insert(&mut self, entry: Self::Entry, hash: u64);
+
+    /// Inserts every `(entry, hash)` of `batch`, in order, and empties it.
+    fn insert_batch(&mut self, batch: &mut Vec<(Self::Entry, u64)>) {
+        for (entry, hash) in batch.drain(..) {
+            self.insert(entry, hash);
+        }
+    }
+
+    /// Whether entries of a table block of a table of `2^log2_capacity`
+    /// slots can go back to their slots ([`place_batch`](Self::place_batch)):
+    /// only a `ValueState` of that capacity can take them.
+    fn placeable(&self, log2_capacity: u8) -> bool {
+        let _ = log2_capacity;
+        false
+    }
+
+    /// Makes the target a table of at least `capacity` slots (before a
+    /// restore of table blocks of that capacity).
+    fn reserve_table(&mut self, capacity: usize) {
+        let _ = capacity;
+    }
+
+    /// Stores every `(slot, entry, hash)` of `batch` at its slot where
+    /// that is where an insert would put it, appends the others to
+    /// `deferred` (to [`insert_batch`](Self::insert_batch) after the last
+    /// table block), and empties `batch`.
+    fn place_batch(
+        &mut self,
+        batch: &mut Vec<(usize, Self::Entry, u64)>,
+        deferred: &mut Vec<(Self::Entry, u64)>,
+    ) {
+        deferred.extend(batch.drain(..).map(|(_, entry, hash)| (entry, hash)));
+    }
+
+    /// Called once every block was read and checked.
+    fn finish(&mut self) {}
+
+    /// Entries now held (for the trace).
+    fn entry_count(&self) -> usize;
+}
+
+/// Entries of a table block with their slots, `(slot, entry, hash)`.
+type Placed<E> = Vec<(usize, E, u64)>;
+
+/// Entries with their hashes, `(entry, hash)`.
+type Batch<E> = Vec<(E, u64)>;
+
+/// Entries of a table block placed at once ([`RestoreSink::place_batch`]).
+const PLACE_BATCH: usize = 64;
+
+/// The key group of the entry of key-group hash `hash` read from `block`,
+/// or the error that makes the checkpoint unusable if the block does not
+/// hold that key group.
+fn checked_key_group(
+    scope: &RestoreScope<'_>,
+    name: &str,
+    block: &KeyedBlock<'_>,
+    groups: &KeyGroupAssigner,
+    hash: u64,
+) -> Result<u32, String> {
+    let kg = groups.key_group(hash);
+    if block.key_groups.contains(kg) {
+        return Ok(kg);
+    }
+    Err(scope.mark_corrupt(format!(
+        "state `{name}`: a key of key group {kg} is stored in the {} block of key groups {:?} ({})",
+        block.kind, block.key_groups, block.segment
+    )))
+}
+
+/// Puts the entries of the table block `table` (of `block`, whose payload
+/// holds `head` bytes of header and occupancy before them) back at their
+/// slots in `sink`, which [`RestoreSink::placeable`] said has the block's
+/// capacity, checking each entry's key group against the block's and
+/// feeding the entries' bytes to the block's checksum. Entries that cannot
+/// go to their slot are left in `deferred`.
+fn place_table_block<S: RestoreSink>(
+    scope: &RestoreScope<'_>,
+    name: &str,
+    block: &mut KeyedBlock<'_>,
+    table: &TableBlock<'_>,
+    (groups, head): (&KeyGroupAssigner, usize),
+    sink: &mut S,
+    (placed, deferred): (&mut Placed<S::Entry>, &mut Batch<S::Entry>),
+) -> Result<(), String> {
+    const CHECKED: usize = 32 << 10;
+    let bytes = table.entries;
+    let mut at = 0;
+    let mut checked = 0;
+    for pos in table.positions() {
+        let (entry, n) = S::decode(&bytes[at..])
+            .map_err(|e| scope.mark_corrupt(block.describe(name, head + at, &e)))?;
+        at += n;
+        let hash = S::group_hash(&entry);
+        checked_key_group(scope, name, block, groups, hash)?;
+        placed.push((pos, entry, hash));
+        if placed.len() == PLACE_BATCH {
+            sink.place_batch(placed, deferred);
+            // The checksum in pieces of CHECKED bytes, while they are in
+            // cache: large enough for its three-way parallel loop.
+            if at - checked >= CHECKED {
+                block.check.update(&bytes[checked..at]);
+                checked = at;
+            }
+        }
+    }
+    sink.place_batch(placed, deferred);
+    block.check.update(&bytes[checked..at]);
+    if at != bytes.len() {
+        return Err(scope.mark_corrupt(block.describe(
+            name,
+            head + at,
+            &"bytes after the entries of its used slots",
+        )));
+    }
+    Ok(())
+}
+
+/// Restores keyed state `name` of `scope` into `sink`: every entry of every
+/// block overlapping the subtask's key groups whose key group it owns.
+///
+/// Table blocks ([`super::table_block`]) of a table of the capacity the
+/// sink has put their entries back at their slots; table blocks of
+/// another capacity, or overlapping other key groups (the parallelism
+/// changed), are read entry by entry like blocks per key group.
+pub(crate) fn restore_entries<S: RestoreSink>(
+    scope: &RestoreScope<'_>,
+    name: &str,
+    sink: &mut S,
+) -> Result<(), String> {
+    let name = name.to_owned();
+    let started = Instant::now();
+    let extents = scope.keyed_extents(&name);
+    let mine = scope.key_groups();
+    // At an unchanged parallelism every key of a block is ours.
+    // (Ranges are contiguous: holding both ends holds it all.)
+    let all_mine = |kgs: KeyGroupRange| {
+        !kgs.is_empty() && mine.contains(kgs.start()) && mine.contains(kgs.end() - 1)
+    };
+    let total: u64 = extents.iter().map(|e| e.length).sum();
+    // Size the table once. The blocks of one table of exactly our key
+    // groups (the parallelism did not change) say its capacity and
+    // length; otherwise the first entry's encoded size estimates the
+    // number of entries from the extents' lengths (slightly over, by the
+    // blocks' headers and padding).
+    let one_table = extents
+        .iter()
+        .all(|e| e.kind == BlockKind::KeyedTable && e.key_groups == mine);
+    if let Some(&first) = extents.first() {
+        let block = scope.open_block(first)?;
+        let corrupt = |e: String| scope.mark_corrupt(block.describe(&name, 0, &e));
+        let entries = if first.kind == BlockKind::KeyedTable {
+            let table = TableBlock::parse(block.payload).map_err(corrupt)?;
+            if one_table {
+                // Every slot is one bit of some block's occupancy.
+                let capacity = 1u64 << table.header.log2_capacity;
+                if capacity > total.saturating_mul(8) {
+                    return Err(corrupt(format!(
+                        "a table of {capacity} slots cannot be stored in {total} bytes"
+                    )));
+                }
+                sink.reserve(table.header.table_len.min(total) as usize);
+                sink.reserve_table(capacity as usize);
+            }
+            table.entries
+        } else {
+            block.payload
+        };
+        if !one_table && !entries.is_empty() {
+            let (_, entry) = S::decode(entries).map_err(|e| corrupt(e.to_string()))?;
+            sink.reserve((total / entry.max(1) as u64) as usize);
+        }
+    }
+    let reserved = started.elapsed();
+    // Entries land at scattered table positions: they are decoded in
+    // batches, each one's slot prefetched as it is decoded and the batch
+    // inserted after, so the cache misses overlap.
+    const BATCH: usize = 32;
+    let groups = KeyGroupAssigner::new(scope.max_parallelism(), 1);
+    let mut batch: Batch<S::Entry> = Vec::with_capacity(BATCH);
+    let mut placed: Placed<S::Entry> = Vec::with_capacity(PLACE_BATCH);
+    let mut deferred: Batch<S::Entry> = Vec::new();
+    // The blocks are taken in file order, a window of about WINDOW bytes
+    // at a time, the next window asked for while this one is decoded, so
+    // that decoding follows the device's reads instead of waiting for the
+    // whole segment. A writer serializes a large state part by part, each part one
+    // region of its table, with one block per key group: within a window
+    // the blocks are taken in lockstep, a slice of each per round, so that
+    // each round inserts into one region of the new table, which is
+    // cache-friendly. (Only speed depends on this order; any order
+    // restores the same state.)
+    const WINDOW: u64 = 16 << 20;
+    const ROUNDS: usize = 64;
+    let mut blocks: Vec<KeyedBlock<'_>> = Vec::new();
+    let mut cursors: Vec<usize> = Vec::new();
+    let mut rest = extents.as_slice();
+    let mut block_count = 0;
+    let mut table_blocks_placed = 0;
+    // The next window of `rest`: about WINDOW bytes of one segment.
+    let next_window = |rest: &[&Extent]| {
+        let mut bytes = 0;
+        rest.iter()
+            .take_while(|e| {
+                let more = bytes < WINDOW && e.segment == rest[0].segment;
+                bytes += e.length;
+                more
+            })
+            .count()
+    };
+    scope.will_need(&rest[..next_window(rest)]);
+    while !rest.is_empty() {
+        let (window, later) = rest.split_at(next_window(rest));
+        rest = later;
+        // While this window is decoded, the device reads the next one.
+        scope.will_need(&rest[..next_window(rest)]);
+        blocks.clear();
+        for &e in window {
+            let mut block = scope.open_block(e)?;
+            block_count += 1;
+            if block.kind == BlockKind::KeyedTable {
+                let table = TableBlock::parse(block.payload)
+                    .map_err(|e| scope.mark_corrupt(block.describe(&name, 0, &e)))?;
+                let head = block.payload.len() - table.entries.len();
+                block.check.update(&block.payload[..head]);
+                if all_mine(block.key_groups) && sink.placeable(table.header.log2_capacity) {
+                    place_table_block(
+                        scope,
+                        &name,
+                        &mut block,
+                        &table,
+                        (&groups, head),
+                        sink,
+                        (&mut placed, &mut deferred),
+                    )?;
+                    table_blocks_placed += 1;
+                    block
+                        .check
+                        .finish()
+                        .map_err(|e| scope.mark_corrupt(e.to_string()))?;
+                    continue;
+                }
+                // Read entry by entry, like a block per key group.
+                block.payload = table.entries;
+            }
+            blocks.push(block);
+        }
+        cursors.clear();
+        cursors.resize(blocks.len(), 0);
+        // Each block's checksum is computed over the bytes as they are
+        // decoded (one pass over the mapped pages); nothing decoded counts
+        // until every checksum matched: a mismatch makes the checkpoint
+        // unusable.
+        for round in 1..=ROUNDS {
+            for (block, pos) in blocks.iter_mut().zip(cursors.iter_mut()) {
+                let bytes = block.payload;
+                let all_mine = all_mine(block.key_groups);
+                let end = bytes.len() * round / ROUNDS;
+                let from = *pos;
+                while *pos < end {
+                    let at = *pos;
+                    let (entry, n) = S::decode(&bytes[at..])
+                        .map_err(|e| scope.mark_corrupt(block.describe(&name, at, &e)))?;
+                    *pos = at + n;
+                    let hash = S::group_hash(&entry);
+                    let kg = checked_key_group(scope, &name, block, &groups, hash)?;
+                    if all_mine || mine.contains(kg) {
+                        sink.prefetch(&entry, hash);
+                        batch.push((entry, hash));
+                        if batch.len() == BATCH {
+                            sink.insert_batch(&mut batch);
+                        }
+                    }
+                }
+                block.check.update(&bytes[from..*pos]);
+            }
+        }
+        for block in blocks.drain(..) {
+            block
+                .check
+                .finish()
+                .map_err(|e| scope.mark_corrupt(e.to_string()))?;
+        }
+    }
+    sink.insert_batch(&mut batch);
+    let deferred_count = deferred.len();
+    sink.insert_batch(&mut deferred);
+    sink.finish();
+    crate::core::trace::trace!(
+        "restored state `{name}`: {} entries from {} blocks ({} bytes) in {:?} ({:?} to size the table; {} table blocks put back slot for slot, {} of their entries inserted after)",
+        sink.entry_count(),
+        block_count,
+        total,
+        started.elapsed(),
+        reserved,
+        table_blocks_placed,
+        deferred_count
+    );
+    Ok(())
+}

@@ -1,0 +1,19 @@
+//! Shared vocabulary: the small types and helpers every layer speaks, kept
+//! at the bottom so that no heavy module is imported for a small type.
+//! Imports nothing else of the crate.
+
+pub mod barrier;
+pub mod failpoint;
+pub mod snapshot;
+pub mod subtask;
+pub mod time;
+pub mod trace;
+pub mod units;
+pub mod wire;
+
+pub use barrier::BarrierMode;
+pub use snapshot::{
+    FrozenKeyedState, FrozenOperatorList, OperatorState, Redistribution, SnapshotTiming,
+    TaskSnapshot,
+};
+pub use subtask::SubtaskInfo;

@@ -1,0 +1,20 @@
+//! Exchanges: how records cross from one stage to the next. The output
+//! side (per-channel buffers, credit, buffer timeout), the input gate
+//! (reading channels, barrier alignment, unaligned capture), the record
+//! decoders, buffer debloating, the watermark valve, and the input task.
+
+pub mod debloat;
+pub mod decoder;
+pub mod fan_out;
+pub mod gate;
+pub mod input_task;
+pub mod output;
+pub mod valve;
+
+pub use debloat::{BufferDebloater, DebloatOptions, DebloatTarget};
+pub use decoder::{CoInput, CoInputDecoder, RecordDecoder, WireDecoder};
+pub use fan_out::FanOutOutput;
+pub use gate::InputGate;
+pub use input_task::InputTask;
+pub use output::ExchangeOutput;
+pub use valve::WatermarkValve;

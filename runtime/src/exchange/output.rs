@@ -1,0 +1,583 @@
+//! The key_by exchange: partitioning records by key group into one channel
+//! per receiving subtask, and reading them back on the other side.
+//!
+//! [`ExchangeOutput`] is the tail of a sending chain. It hashes each record's
+//! key with the stable key hash, maps the key group to the subtask that owns
+//! it, and appends the record to that channel's current buffer. A buffer is
+//! sent when it is full (or holds the size the receiver asked for, when it
+//! debloats), or when `execution.buffer-timeout` has passed since its first
+//! record (immediately with a timeout of zero). A buffer that finds no
+//! credit waits in a per-channel queue. While one waits, or when the pool is
+//! empty, the output reports itself unavailable and the chain's head stops
+//! taking input: backpressure.
+//!
+//! At a checkpoint the output sends the barrier behind every record before
+//! it (aligned), or, for an unaligned snapshot, on each channel's priority
+//! path together with the events still queued for lack of credit, which the
+//! barrier overtakes ([`weir_net::PriorityBarrier`]). With an aligned
+//! checkpoint timeout, a barrier still queued after the timeout is sent
+//! that way too.
+//!
+//! [`InputTask`] drives the receiving side: an [`InputGate`] (see
+//! [`crate::gate`]) pumping records into the chain.
+//!
+//! Both sides count what they move for the subtask metrics (see
+//! [`crate::metrics`]) in plain fields: the output the records it takes and
+//! the bytes of every buffer it ships, per channel; the gate the records it
+//! reads and the bytes of every buffer it takes, per channel. They publish
+//! once per poll.
+
+use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+use crate::core::barrier::BarrierMode;
+use crate::core::snapshot::TaskSnapshot;
+use crate::exchange::gate::alignment_deadline;
+use crate::metrics::counters::ChannelCounters;
+use crate::metrics::subtask::{SubtaskId, SubtaskMetrics};
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use weir_net::{
+    BufferPool, ChannelEvent, ChannelSender, CheckpointBarrier, NetworkBuffer, PriorityBarrier,
+    WatermarkStatus, Wire,
+};
+use weir_state::{KeyGroupAssigner, KeyHash};
+
+struct OutChannel {
+    sender: ChannelSender,
+    current: Option<NetworkBuffer>,
+    /// When the first record went into `current`.
+    since: Option<Instant>,
+    /// Events that found no credit, in order.
+    queued: VecDeque<ChannelEvent>,
+    /// A barrier sent in band that was still queued, and when it is to
+    /// overtake (only with an aligned checkpoint timeout).
+    barrier_queued: Option<(CheckpointBarrier, Instant)>,
+    /// Ship the current buffer once it holds this many bytes (what the
+    /// receiver announced; refreshed at every flush).
+    fill: usize,
+    /// Bytes of the buffers shipped, and as last published.
+    shipped: u64,
+    published: u64,
+    counters: Arc<ChannelCounters>,
+    /// Records in the buffers shipped (counted per buffer).
+    records: u64,
+}
+
+impl OutChannel {
+    /// Sends `event` after everything queued before it.
+    #[inline]
+    fn enqueue(&mut self, event: ChannelEvent) {
+        if self.queued.is_empty() {
+            if let Err(back) = self.sender.send(event) {
+                self.queued.push_back(back);
+            }
+        } else {
+            self.queued.push_back(event);
+        }
+    }
+
+    /// Sends queued events while credit lasts; true if any moved.
+    fn drain_queue(&mut self) -> bool {
+        let mut moved = false;
+        while let Some(event) = self.queued.pop_front() {
+            match self.sender.send(event) {
+                Ok(()) => moved = true,
+                Err(back) => {
+                    self.queued.push_front(back);
+                    break;
+                }
+            }
+        }
+        moved
+    }
+
+    fn ship_current(&mut self) {
+        if let Some(buf) = self.current.take() {
+            self.since = None;
+            self.shipped += buf.len() as u64;
+            self.records += u64::from(buf.records());
+            self.enqueue(ChannelEvent::Buffer(buf));
+        }
+    }
+
+    fn publish(&mut self) {
+        if self.shipped != self.published {
+            self.published = self.shipped;
+            self.counters.publish_shipped(self.shipped);
+        }
+    }
+
+    /// Sends `barrier` on the priority path, handing over the queued events
+    /// it overtakes; in band if the priority path is full.
+    fn send_overtaking(&mut self, barrier: CheckpointBarrier) {
+        let overtaken: Vec<ChannelEvent> = self.queued.drain(..).collect();
+        let position = self.sender.position();
+        if let Err(back) = self.sender.send_priority(PriorityBarrier {
+            barrier,
+            position,
+            overtaken,
+        }) {
+            self.queued.extend(back.overtaken);
+            self.enqueue(ChannelEvent::Barrier(barrier));
+        }
+    }
+
+    /// With an aligned checkpoint timeout: a barrier still queued when its
+    /// checkpoint's alignment times out is sent overtaking the events queued
+    /// before it. Returns when to look again, if it is still queued.
+    fn convert_late_barrier(&mut self, now: Instant) -> Option<Instant> {
+        let (barrier, due) = self.barrier_queued?;
+        let Some(at) = self
+            .queued
+            .iter()
+            .position(|e| matches!(e, ChannelEvent::Barrier(b) if *b == barrier))
+        else {
+            self.barrier_queued = None; // it went out in band
+            return None;
+        };
+        if now < due {
+            return Some(due);
+        }
+        self.barrier_queued = None;
+        let after: VecDeque<ChannelEvent> = self.queued.split_off(at + 1);
+        self.queued.pop_back(); // the barrier itself
+        crate::core::trace::trace!(
+            "output: barrier {} overtakes (alignment timeout)",
+            barrier.id
+        );
+        self.send_overtaking(barrier);
+        self.queued.extend(after);
+        None
+    }
+}
+
+/// Metrics of a component built outside a job: counted, never reported.
+fn unregistered_metrics() -> SubtaskMetrics {
+    SubtaskMetrics::new(SubtaskId {
+        stage: "unregistered".into(),
+        index: 0,
+        parallelism: 1,
+        worker: 0,
+    })
+}
+
+/// The sending side of a key_by exchange for one subtask.
+pub struct ExchangeOutput<T, K, KF> {
+    key_fn: KF,
+    assigner: KeyGroupAssigner,
+    channels: Box<[OutChannel]>,
+    pool: BufferPool,
+    timeout: Duration,
+    flush_every_record: bool,
+    available: bool,
+    finishing: bool,
+    /// Most buffers the pool may own after overdrafts: what a return ring
+    /// holds, so a return can never overflow.
+    max_pool: usize,
+    /// How barriers are sent.
+    barrier_mode: BarrierMode,
+    /// End of data was sent: later barriers (the final checkpoint's) go in
+    /// band, behind all data, never overtaking it.
+    data_ended: bool,
+    metrics: SubtaskMetrics,
+    _types: PhantomData<fn(T) -> K>,
+}
+
+impl<T, K, KF> ExchangeOutput<T, K, KF>
+where
+    T: Wire,
+    K: KeyHash,
+    KF: Fn(&T) -> K,
+{
+    /// An output over `senders` (indexed by receiving subtask) drawing
+    /// buffers from `pool`; the pool may grow to `max_pool` buffers (the
+    /// capacity of each channel's return ring).
+    pub fn new(
+        key_fn: KF,
+        max_parallelism: u32,
+        senders: Vec<ChannelSender>,
+        pool: BufferPool,
+        max_pool: usize,
+        buffer_timeout: Duration,
+        barrier_mode: BarrierMode,
+    ) -> Self {
+        let assigner = KeyGroupAssigner::new(max_parallelism, senders.len() as u32);
+        let capacity = pool.total() + 4;
+        let channels = senders
+            .into_iter()
+            .map(|sender| OutChannel {
+                sender,
+                current: None,
+                since: None,
+                queued: VecDeque::with_capacity(capacity),
+                barrier_queued: None,
+                fill: usize::MAX,
+                shipped: 0,
+                published: 0,
+                counters: Arc::default(),
+                records: 0,
+            })
+            .collect();
+        Self {
+            key_fn,
+            assigner,
+            channels,
+            available: pool.available() > 0,
+            pool,
+            timeout: buffer_timeout,
+            flush_every_record: buffer_timeout.is_zero(),
+            finishing: false,
+            max_pool,
+            barrier_mode,
+            data_ended: false,
+            metrics: unregistered_metrics(),
+            _types: PhantomData,
+        }
+    }
+
+    /// Reports into `metrics` (records out) and `channels` (bytes shipped,
+    /// one per receiving subtask, in the order of the senders).
+    pub fn with_metrics(
+        mut self,
+        metrics: SubtaskMetrics,
+        channels: Vec<Arc<ChannelCounters>>,
+    ) -> Self {
+        assert_eq!(
+            channels.len(),
+            self.channels.len(),
+            "one channel counter per output channel"
+        );
+        self.metrics = metrics;
+        for (ch, counters) in self.channels.iter_mut().zip(channels) {
+            ch.counters = counters;
+        }
+        self
+    }
+
+    #[inline]
+    fn fresh_buffer(&mut self) -> NetworkBuffer {
+        match self.pool.request() {
+            Some(b) => b,
+            None => self.overdraft(),
+        }
+    }
+
+    /// Only reachable when one input record produced more output than the
+    /// whole pool holds (a large flat_map): the head checks availability
+    /// before every record, but cannot stop in the middle of one. Grow the
+    /// pool rather than deadlock a worker that must also drain its own
+    /// input channels.
+    #[cold]
+    fn overdraft(&mut self) -> NetworkBuffer {
+        // Ship what is ready first: returns may follow before the next record.
+        for ch in self.channels.iter_mut() {
+            ch.drain_queue();
+        }
+        if let Some(b) = self.pool.request() {
+            return b;
+        }
+        assert!(
+            self.pool.total() < self.max_pool,
+            "one record's output filled the whole buffer pool ({} buffers of {} bytes); \
+             raise taskmanager.memory.segment-size or \
+             taskmanager.network.memory.floating-buffers-per-gate",
+            self.max_pool,
+            self.pool.buffer_size()
+        );
+        self.pool.grow()
+    }
+
+    #[cold]
+    fn record_too_large(&self, len: usize) -> ! {
+        panic!(
+            "a record of {len} bytes does not fit in a network buffer of {} bytes; \
+             raise taskmanager.memory.segment-size",
+            self.pool.buffer_size()
+        )
+    }
+}
+
+impl<T, K, KF> Collector<T> for ExchangeOutput<T, K, KF>
+where
+    T: Wire,
+    K: KeyHash,
+    KF: Fn(&T) -> K,
+{
+    #[inline]
+    fn collect(&mut self, record: T) {
+        let key = (self.key_fn)(&record);
+        let target = self.assigner.subtask_for_hash(key.key_hash()) as usize;
+        self.send_to(target, &record);
+    }
+
+    /// Appends records to their channels' current buffers in one loop
+    /// that holds the exchange's own fields (key routing, channels) in
+    /// locals: the per-record path re-reads them after every write into a
+    /// buffer. A record that needs a new buffer, or a flush per record,
+    /// goes through `send_to`.
+    #[inline]
+    fn collect_many<I: Iterator<Item = T>>(&mut self, records: &mut I, limit: usize) -> usize {
+        let mut taken = 0;
+        if self.flush_every_record {
+            // A buffer per record (buffer timeout 0): one by one.
+            while taken < limit && self.available {
+                let Some(record) = records.next() else {
+                    break;
+                };
+                self.collect(record);
+                taken += 1;
+            }
+            return taken;
+        }
+        while taken < limit && self.available {
+            // Branch on the key-group mask once per run, not per record.
+            let stopped = match self.assigner.masked() {
+                Some(masked) => append_run(
+                    &self.key_fn,
+                    |hash| masked.subtask_for_hash(hash),
+                    &mut self.channels,
+                    records,
+                    limit,
+                    &mut taken,
+                ),
+                None => {
+                    let assigner = &self.assigner;
+                    append_run(
+                        &self.key_fn,
+                        |hash| assigner.subtask_for_hash(hash),
+                        &mut self.channels,
+                        records,
+                        limit,
+                        &mut taken,
+                    )
+                }
+            };
+            let Some((target, record)) = stopped else {
+                return taken;
+            };
+            self.send_to(target, &record);
+        }
+        taken
+    }
+}
+
+/// The loop of [`ExchangeOutput::collect_many`]: appends records to their
+/// channels' current buffers until `limit` records are taken, the
+/// records end (`None`), or one does not fit its channel's current buffer
+/// (it is returned, taken but not written, with its channel).
+#[inline(always)]
+fn append_run<T: Wire, K: KeyHash>(
+    key_fn: &impl Fn(&T) -> K,
+    route: impl Fn(u64) -> u32,
+    channels: &mut [OutChannel],
+    records: &mut impl Iterator<Item = T>,
+    limit: usize,
+    taken: &mut usize,
+) -> Option<(usize, T)> {
+    let mut n = *taken;
+    let stopped = loop {
+        if n == limit {
+            break None;
+        }
+        let Some(record) = records.next() else {
+            break None;
+        };
+        n += 1;
+        let target = route(key_fn(&record).key_hash()) as usize;
+        let appended = match channels[target].current.as_mut() {
+            Some(buf) => buf.try_append(&record),
+            None => false,
+        };
+        if !appended {
+            break Some((target, record));
+        }
+    };
+    *taken = n;
+    stopped
+}
+
+impl<T, K, KF> ExchangeOutput<T, K, KF>
+where
+    T: Wire,
+    K: KeyHash,
+    KF: Fn(&T) -> K,
+{
+    /// Appends `record` to every channel's buffer (a broadcast edge).
+    #[inline]
+    pub(crate) fn send_to_all(&mut self, record: &T) {
+        for target in 0..self.channels.len() {
+            self.send_to(target, record);
+        }
+        self.available = self.channels.iter().all(|c| c.queued.is_empty())
+            && (self.pool.available() > 0 || self.pool.reclaim() > 0);
+    }
+
+    /// Number of receiving subtasks.
+    pub(crate) fn channel_count(&self) -> usize {
+        self.channels.len()
+    }
+
+    /// Appends `record` to the buffer of channel `target` (the per-record
+    /// path of every partitioning: by key, to all, round-robin).
+    #[inline(always)]
+    pub(crate) fn send_to(&mut self, target: usize, record: &T) {
+        let ch = &mut self.channels[target];
+        if let Some(buf) = ch.current.as_mut() {
+            if buf.try_append(record) {
+                if self.flush_every_record {
+                    ch.ship_current();
+                    self.available &= ch.queued.is_empty();
+                }
+                return;
+            }
+            ch.ship_current();
+        }
+        let mut buf = self.fresh_buffer();
+        // Filled up to the size the receiver asked for (debloating); a
+        // record larger than that still gets the whole buffer.
+        buf.limit_to(self.channels[target].fill);
+        if !buf.try_append(record) {
+            buf.limit_to(usize::MAX);
+            if !buf.try_append(record) {
+                self.record_too_large(record.encoded_len());
+            }
+        }
+        let ch = &mut self.channels[target];
+        ch.current = Some(buf);
+        if self.flush_every_record {
+            ch.ship_current();
+        } else {
+            ch.since = Some(Instant::now());
+        }
+        // Available again only if nothing waits for credit on this channel
+        // (else the head would keep filling buffers the receiver cannot take
+        // yet) and a buffer is free for the next record.
+        self.available =
+            ch.queued.is_empty() && (self.pool.available() > 0 || self.pool.reclaim() > 0);
+    }
+}
+
+impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
+    #[inline(always)]
+    fn is_available(&self) -> bool {
+        self.available
+    }
+
+    fn flush(&mut self, now: Instant) -> FlushOutcome {
+        let mut progressed = false;
+        let mut next_deadline: Option<Instant> = None;
+        let mut waiting = false;
+        for ch in self.channels.iter_mut() {
+            if let Some(at) = ch.convert_late_barrier(now) {
+                next_deadline = Some(next_deadline.map_or(at, |d| d.min(at)));
+            }
+            progressed |= ch.drain_queue();
+            ch.fill = ch.sender.buffer_size();
+            if let Some(since) = ch.since {
+                let due = since + self.timeout;
+                if due <= now {
+                    ch.ship_current();
+                    progressed = true;
+                } else {
+                    next_deadline = Some(next_deadline.map_or(due, |d| d.min(due)));
+                }
+            }
+            waiting |= !ch.queued.is_empty();
+        }
+        progressed |= self.pool.reclaim() > 0;
+        self.available = !waiting && self.pool.available() > 0;
+        FlushOutcome {
+            progressed,
+            next_deadline,
+        }
+    }
+
+    fn end_input(&mut self) {
+        for ch in self.channels.iter_mut() {
+            ch.ship_current();
+            ch.enqueue(ChannelEvent::EndOfData);
+        }
+        self.data_ended = true;
+        self.available = false;
+    }
+
+    fn snapshot(&mut self, snapshot: &mut TaskSnapshot) {
+        // The barrier goes behind every record before it, without waiting
+        // for the buffer timeout; an unaligned one overtakes them.
+        let barrier = snapshot.barrier;
+        for ch in self.channels.iter_mut() {
+            ch.ship_current();
+            if snapshot.unaligned && !self.data_ended {
+                ch.send_overtaking(barrier);
+            } else {
+                ch.enqueue(ChannelEvent::Barrier(barrier));
+                if let BarrierMode::AlignedWithTimeout(t) = self.barrier_mode {
+                    if !ch.queued.is_empty() {
+                        ch.barrier_queued = Some((barrier, alignment_deadline(&barrier, t)));
+                    }
+                }
+            }
+        }
+        self.available = self.channels.iter().all(|c| c.queued.is_empty())
+            && (self.pool.available() > 0 || self.pool.reclaim() > 0);
+    }
+
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {}
+
+    fn finish(&mut self) -> bool {
+        if !self.finishing {
+            self.finishing = true;
+            for ch in self.channels.iter_mut() {
+                ch.ship_current();
+                ch.enqueue(ChannelEvent::EndOfPartition);
+            }
+        }
+        let mut done = true;
+        for ch in self.channels.iter_mut() {
+            ch.drain_queue();
+            done &= ch.queued.is_empty();
+        }
+        self.pool.reclaim();
+        done
+    }
+
+    fn publish_metrics(&mut self) {
+        // Records out as shipped: those still in a current buffer follow
+        // when it is shipped.
+        let records = self.channels.iter().map(|c| c.records).sum();
+        self.metrics.publish_records_out(records);
+        for ch in self.channels.iter_mut() {
+            ch.publish();
+        }
+    }
+
+    fn output_pending(&self) -> bool {
+        self.channels.iter().any(|c| !c.queued.is_empty())
+    }
+
+    fn on_watermark(&mut self, watermark: i64) {
+        self.broadcast(|| ChannelEvent::Watermark(watermark));
+    }
+
+    fn on_watermark_status(&mut self, status: WatermarkStatus) {
+        self.broadcast(|| ChannelEvent::WatermarkStatus(status));
+    }
+}
+
+impl<T, K, KF> ExchangeOutput<T, K, KF> {
+    /// Sends a watermark or watermark status into every channel, behind
+    /// the records before it (the partly filled buffers are shipped
+    /// first). Nothing follows the end of data.
+    fn broadcast(&mut self, event: impl Fn() -> ChannelEvent) {
+        if self.data_ended {
+            return;
+        }
+        for ch in self.channels.iter_mut() {
+            ch.ship_current();
+            ch.enqueue(event());
+        }
+        self.available = self.channels.iter().all(|c| c.queued.is_empty())
+            && (self.pool.available() > 0 || self.pool.reclaim() > 0);
+    }
+}

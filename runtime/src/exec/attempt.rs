@@ -1,0 +1,305 @@
+//! One attempt of a job: wires its channels, starts one pinned glommio
+//! executor per worker, coordinates checkpoints and waits for the end or the
+//! first failure.
+
+use crate::api::graph::JobGraph;
+use crate::checkpoint::coordinator::CheckpointCoordinator;
+use crate::checkpoint::restore::RestoredCheckpoint;
+use crate::checkpoint::signals::CheckpointSignals;
+use crate::checkpoint::stats::CheckpointRecord;
+use crate::checkpoint::storage::CheckpointStorage;
+use crate::checkpoint::task::TaskCheckpointing;
+use crate::checkpoint::writer::{spawn_writer, WriterSetup};
+use crate::core::barrier::BarrierMode;
+use crate::exchange::debloat::DebloatOptions;
+use crate::exec::error::{JobError, Result};
+use crate::exec::execute::RestoreInfo;
+use crate::exec::options::CheckpointingOptions;
+use crate::exec::options::ExecutionOptions;
+use crate::exec::progress::Progress;
+use crate::exec::wiring::build_tasks;
+use crate::exec::wiring::tasks_on_worker;
+use crate::exec::wiring::wire_channels;
+use crate::exec::wiring::ResolvedStage;
+use crate::exec::worker::{run_worker, IdlePolicy, JobShared};
+use crate::metrics::counters::WorkerMetrics;
+use crate::metrics::report::{InFlightSampler, MetricsSnapshot, SubtaskSummary};
+use glommio::{LocalExecutorBuilder, Placement};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+pub(crate) struct AttemptResult {
+    pub(crate) workers: usize,
+    pub(crate) elapsed: Duration,
+    pub(crate) metrics: MetricsSnapshot,
+    pub(crate) subtasks: Vec<SubtaskSummary>,
+    pub(crate) released_at: SystemTime,
+}
+
+/// One attempt: wires channels, starts the workers (restoring `restore`),
+/// coordinates checkpoints and waits for the end or the first failure.
+pub(crate) fn run_attempt(
+    job: &Arc<JobGraph>,
+    stages: &Arc<Vec<ResolvedStage>>,
+    options: &ExecutionOptions,
+    storage: Option<&Arc<CheckpointStorage>>,
+    restore: Option<(Arc<RestoredCheckpoint>, Duration)>,
+    on_progress: &mut dyn FnMut(&Progress),
+    records: &mut Vec<CheckpointRecord>,
+) -> Result<(AttemptResult, Option<RestoreInfo>)> {
+    let workers = options.workers;
+    // Fix the metrics' time origin before any time is taken.
+    let _ = crate::metrics::counters::epoch();
+    let shared = Arc::new(JobShared::new(workers));
+    let metrics: Vec<WorkerMetrics> = (0..workers).map(|_| WorkerMetrics::default()).collect();
+    let mut endpoints = wire_channels(job, stages, options, &shared);
+    let restored_id = restore.as_ref().map_or(0, |(r, _)| r.id());
+    let signals = Arc::new(CheckpointSignals::new(restored_id));
+    let (ack_tx, ack_rx) = std::sync::mpsc::channel();
+    let mut coordinator = match (&options.checkpointing, storage) {
+        (Some(c), Some(storage)) => {
+            let tasks: usize = stages.iter().map(|s| s.parallelism).sum();
+            let sources: usize = job
+                .stages
+                .iter()
+                .zip(stages.iter())
+                .filter(|(n, _)| n.input.is_none())
+                .map(|(_, s)| s.parallelism)
+                .sum();
+            let first_id = storage
+                .max_id()
+                .map_err(|e| JobError::Checkpoint(e.to_string()))?
+                .max(restored_id)
+                + 1;
+            Some(CheckpointCoordinator::new(
+                c.coordinator.clone(),
+                storage.clone(),
+                signals.clone(),
+                ack_rx,
+                job.name().to_owned(),
+                options.max_parallelism,
+                tasks,
+                sources,
+                first_id,
+            ))
+        }
+        _ => None,
+    };
+
+    let cores = core_affinity::get_core_ids().unwrap_or_default();
+    if options.pin_cores && !cores.is_empty() && workers > cores.len() {
+        eprintln!(
+            "warning: {workers} workers on {} cores: workers share cores (pinned round-robin); \
+             throughput and latency suffer",
+            cores.len()
+        );
+    }
+    let idle = IdlePolicy {
+        spin_before_park: options.spin_before_park,
+    };
+    let restore_arc = restore.as_ref().map(|(r, _)| r.clone());
+    let spawn_start = Instant::now();
+    let mut handles = Vec::with_capacity(workers);
+    for (w, worker_metrics) in metrics.iter().enumerate() {
+        let placement = if options.pin_cores && !cores.is_empty() {
+            Placement::Fixed(cores[w % cores.len()].id)
+        } else {
+            Placement::Unbound
+        };
+        let mut eps = std::mem::take(&mut endpoints[w]);
+        let job = job.clone();
+        let stages = stages.clone();
+        let shared2 = shared.clone();
+        let worker_metrics = worker_metrics.clone();
+        let settings = WorkerSettings {
+            buffer_timeout: options.buffer_timeout,
+            auto_watermark_interval: options.auto_watermark_interval,
+            max_parallelism: options.max_parallelism,
+            barrier_mode: options
+                .checkpointing
+                .as_ref()
+                .map_or(BarrierMode::Aligned, CheckpointingOptions::barrier_mode),
+            debloat: options
+                .debloat
+                .clone()
+                .map(|d| (d, options.buffers_per_channel, options.segment_size)),
+            restore: restore_arc.clone(),
+        };
+        let writer_setup = match (&options.checkpointing, storage) {
+            (Some(c), Some(storage)) => Some((
+                signals.clone(),
+                WriterSetup {
+                    worker: w,
+                    storage: storage.clone(),
+                    tasks: tasks_on_worker(stages.as_slice(), w, workers),
+                    io_mode: c.io_mode,
+                    acks: ack_tx.clone(),
+                },
+            )),
+            _ => None,
+        };
+        let builder = LocalExecutorBuilder::new(placement)
+            .name(&format!("weir-worker-{w}"))
+            // Little registered I/O memory: keeps many workers under the
+            // default locked-memory limit (ulimit -l) of unprivileged users.
+            .io_memory(1 << 20);
+        let spawned = builder.spawn(move || async move {
+            let checkpointing = writer_setup.map(|(signals, setup)| {
+                Rc::new(TaskCheckpointing {
+                    signals,
+                    writer: spawn_writer(setup),
+                    barrier_mode: settings.barrier_mode,
+                })
+            });
+            let writer = checkpointing.as_ref().map(|c| c.writer.clone());
+            let tasks = build_tasks(
+                w,
+                workers,
+                &job,
+                &stages,
+                &mut eps,
+                &worker_metrics,
+                &settings,
+                checkpointing,
+            );
+            match tasks {
+                Ok(tasks) => run_worker(w, tasks, shared2, worker_metrics, idle, writer).await,
+                Err((task, message)) => shared2.fail(w, task, message),
+            }
+        });
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                shared.cancel();
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(JobError::Spawn {
+                    worker: w,
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
+    drop(ack_tx);
+
+    // Release the workers together once all have built their tasks.
+    while shared.ready.load(Ordering::Acquire) < workers && shared.failure.get().is_none() {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let start = Instant::now();
+    let released_at = SystemTime::now();
+    let _ = shared.released.set(start);
+    shared.go.store(true, Ordering::Release);
+    let restored = restore.map(|(r, verify)| RestoreInfo {
+        checkpoint_id: r.id(),
+        dir: r.dir().to_path_buf(),
+        state_bytes: r.state_bytes(),
+        verify,
+        load: start.duration_since(spawn_start),
+    });
+
+    let mut last_report = start;
+    let mut before = MetricsSnapshot::read(&metrics);
+    let mut in_flight = InFlightSampler::new(&metrics);
+    let mut fresh_checkpoints = Vec::new();
+    let idle_tick = if options.progress_interval.is_zero() {
+        Duration::from_millis(5)
+    } else {
+        options.progress_interval.min(Duration::from_millis(5))
+    };
+    let ring = || {
+        for bell in &shared.bells {
+            bell.ring();
+        }
+    };
+    while shared.finished.load(Ordering::Acquire) < workers
+        && !shared.cancelled.load(Ordering::Acquire)
+    {
+        // Acknowledgements are collected promptly while a checkpoint is
+        // pending; otherwise the control thread stays out of the workers'
+        // way.
+        let tick = match &coordinator {
+            Some(c) if c.has_pending() => Duration::from_millis(1),
+            _ => idle_tick,
+        };
+        std::thread::sleep(tick);
+        let now = Instant::now();
+        in_flight.tick(now);
+        if let Some(c) = coordinator.as_mut() {
+            if let Err(message) = c.tick(now, &ring) {
+                shared.fail(usize::MAX, "checkpoint coordinator".into(), message);
+            }
+            fresh_checkpoints.extend(c.take_fresh());
+        }
+        if !options.progress_interval.is_zero()
+            && now.duration_since(last_report) >= options.progress_interval
+        {
+            let snapshot = MetricsSnapshot::read(&metrics);
+            on_progress(&Progress {
+                elapsed: now.duration_since(start),
+                interval: now.duration_since(last_report),
+                now: snapshot.clone(),
+                before: std::mem::replace(&mut before, snapshot),
+                checkpoints: std::mem::take(&mut fresh_checkpoints),
+            });
+            last_report = now;
+        }
+    }
+    for (w, h) in handles.into_iter().enumerate() {
+        if let Err(e) = h.join() {
+            let _ = shared.failure.set((w, "worker".into(), e.to_string()));
+        }
+    }
+    if let Some(c) = coordinator.as_mut() {
+        // Acknowledgements that arrived while the workers ended.
+        let _ = c.tick(Instant::now(), &ring);
+        records.extend(c.records().iter().cloned());
+    }
+    if let Some(corrupt) = restore_arc
+        .as_ref()
+        .and_then(|r| r.corrupt().map(|m| (r.id(), m)))
+    {
+        return Err(JobError::RestoreCorrupt {
+            checkpoint: corrupt.0,
+            message: corrupt.1,
+        });
+    }
+    if let Some((worker, task, message)) = shared.failure.get() {
+        return Err(JobError::TaskFailed {
+            worker: *worker,
+            task: task.clone(),
+            message: message.clone(),
+        });
+    }
+    let end = shared
+        .finished_at
+        .iter()
+        .filter_map(|t| t.get().copied())
+        .max()
+        .unwrap_or_else(Instant::now);
+    let last = MetricsSnapshot::read(&metrics);
+    Ok((
+        AttemptResult {
+            workers,
+            elapsed: end.duration_since(start),
+            subtasks: SubtaskSummary::of_run(&last, &in_flight),
+            metrics: last,
+            released_at,
+        },
+        restored,
+    ))
+}
+
+/// What every subtask of a worker is built with.
+pub(crate) struct WorkerSettings {
+    pub(crate) buffer_timeout: Duration,
+    pub(crate) auto_watermark_interval: Duration,
+    pub(crate) max_parallelism: u32,
+    pub(crate) barrier_mode: BarrierMode,
+    /// Buffer debloating: options, credit per channel, segment size.
+    pub(crate) debloat: Option<(DebloatOptions, usize, usize)>,
+    pub(crate) restore: Option<Arc<RestoredCheckpoint>>,
+}

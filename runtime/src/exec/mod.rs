@@ -1,0 +1,21 @@
+//! Executing a job: options, the restart loop, one attempt, the wiring of
+//! channels and tasks, the workers' loop, progress reports, restart
+//! strategies and the job's errors.
+
+pub mod attempt;
+pub mod error;
+pub mod execute;
+pub mod options;
+pub mod progress;
+pub mod restart;
+pub mod restore;
+pub mod wiring;
+pub mod worker;
+
+pub use error::{JobError, Result};
+pub use execute::{execute, execute_with_progress, JobResult, RestoreInfo};
+pub use options::{available_cores, CheckpointingOptions, ExecutionOptions, RestoreFrom};
+pub use progress::Progress;
+pub use restart::{
+    RestartDecision, RestartStrategy, RestartStrategyConfig, RestartStrategyType, RestartTracker,
+};

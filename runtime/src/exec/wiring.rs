@@ -1,0 +1,207 @@
+//! Resolving a job graph into tasks: the stages' parallelism, the channel
+//! mesh of every exchange, and each worker's tasks.
+
+use crate::api::graph::JobGraph;
+use crate::build::context::{BuildContext, InputEndpoint, OutputEndpoint, WorkerEndpoints};
+use crate::chain::task::Task;
+use crate::checkpoint::task::TaskCheckpointing;
+use crate::core::subtask::SubtaskInfo;
+use crate::exec::attempt::WorkerSettings;
+use crate::exec::error::{JobError, Result};
+use crate::exec::options::ExecutionOptions;
+use crate::exec::worker::{panic_message, JobShared};
+use crate::metrics::counters::{ChannelCounters, WorkerMetrics};
+use crate::metrics::subtask::{SubtaskEntry, SubtaskId, SubtaskMetrics};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use weir_net::channel;
+
+/// Buffers a pool may borrow beyond its size when a single record's output
+/// exceeds it (see `ExchangeOutput`); bounds the return rings' capacity.
+const OVERDRAFT_BUFFERS: usize = 1024;
+
+pub(crate) struct ResolvedStage {
+    pub(crate) parallelism: usize,
+}
+
+/// Subtasks (tasks) that run on worker `w`.
+pub(crate) fn tasks_on_worker(stages: &[ResolvedStage], w: usize, workers: usize) -> usize {
+    stages
+        .iter()
+        .map(|s| (w..s.parallelism).step_by(workers).count())
+        .sum()
+}
+
+/// Checks the graph and options; returns each stage's parallelism.
+pub(crate) fn validate(job: &JobGraph, options: &ExecutionOptions) -> Result<Vec<ResolvedStage>> {
+    if let Some(e) = job.errors.first() {
+        return Err(JobError::InvalidJob(e.clone()));
+    }
+    if options.workers == 0 {
+        return Err(JobError::InvalidJob(
+            "a job needs at least one worker".into(),
+        ));
+    }
+    if job.stages.is_empty() {
+        return Err(JobError::InvalidJob(format!(
+            "job `{}` has no sink: nothing would run",
+            job.name()
+        )));
+    }
+    let mut resolved = Vec::with_capacity(job.stages.len());
+    for stage in &job.stages {
+        let p = stage.parallelism.unwrap_or(options.workers);
+        if p as u64 > u64::from(options.max_parallelism) {
+            return Err(JobError::InvalidJob(format!(
+                "stage `{}` has parallelism {p}, above pipeline.max-parallelism {}",
+                stage.name, options.max_parallelism
+            )));
+        }
+        resolved.push(ResolvedStage { parallelism: p });
+    }
+    for e in 0..job.exchanges {
+        let senders = job.stages.iter().filter(|s| s.output == Some(e)).count();
+        let receivers = (0..job.stages.len())
+            .filter(|&s| job.stage_receives(s, e))
+            .count();
+        if senders != 1 || receivers != 1 {
+            return Err(JobError::InvalidJob(format!(
+                "a key_by is not followed by a keyed operator ending in a sink \
+                 (exchange {e} has {senders} sending and {receivers} receiving stages)"
+            )));
+        }
+    }
+    Ok(resolved)
+}
+
+/// Builds every channel of every exchange: one SPSC channel per (sending
+/// subtask, receiving subtask) pair, and hands the endpoints to the workers
+/// that run those subtasks.
+pub(crate) fn wire_channels(
+    job: &JobGraph,
+    stages: &[ResolvedStage],
+    options: &ExecutionOptions,
+    shared: &JobShared,
+) -> Vec<WorkerEndpoints> {
+    let workers = options.workers;
+    let mut endpoints: Vec<WorkerEndpoints> =
+        (0..workers).map(|_| WorkerEndpoints::default()).collect();
+    let credit = options.buffers_per_channel.max(1);
+    for e in 0..job.exchanges {
+        let from = job
+            .stages
+            .iter()
+            .position(|s| s.output == Some(e))
+            .expect("validated");
+        let to = (0..job.stages.len())
+            .find(|&s| job.stage_receives(s, e))
+            .expect("validated");
+        let (ps, pr) = (stages[from].parallelism, stages[to].parallelism);
+        // Every channel keeps one buffer being filled; one more guarantees
+        // that a full buffer can always be replaced while it travels (as
+        // Flink requires subpartitions + 1 buffers), whatever the config.
+        let pool_size = (pr * credit + options.floating_buffers).max(pr + 1);
+        let max_pool = pool_size + OVERDRAFT_BUFFERS;
+        let mut receivers: HashMap<usize, InputEndpoint> = HashMap::new();
+        for s in 0..ps {
+            let ws = s % workers;
+            let mut senders = Vec::with_capacity(pr);
+            let mut returns = Vec::with_capacity(pr);
+            let mut counters = Vec::with_capacity(pr);
+            for r in 0..pr {
+                let wr = r % workers;
+                // The return ring holds every buffer the pool may ever own,
+                // so a return never fails.
+                let (tx, rx, ret) = channel(
+                    credit,
+                    max_pool,
+                    shared.bells[ws].clone(),
+                    shared.bells[wr].clone(),
+                );
+                let bytes = Arc::new(ChannelCounters::default());
+                senders.push(tx);
+                returns.push(ret);
+                counters.push(bytes.clone());
+                let input = receivers.entry(r).or_default();
+                input.receivers.push(rx);
+                input.counters.push(bytes);
+            }
+            endpoints[ws].outputs.insert(
+                (e, s),
+                OutputEndpoint {
+                    senders,
+                    counters,
+                    returns,
+                    pool_size,
+                    max_pool,
+                    buffer_size: options.segment_size,
+                },
+            );
+        }
+        for (r, rx) in receivers {
+            endpoints[r % workers].inputs.insert((e, r), rx);
+        }
+    }
+    endpoints
+}
+
+/// A subtask's task and its registry entry (metrics, channel counters).
+type BuiltTask = (Box<dyn Task>, SubtaskEntry);
+
+/// Builds the tasks of every subtask that runs on worker `w`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build_tasks(
+    w: usize,
+    workers: usize,
+    job: &JobGraph,
+    stages: &[ResolvedStage],
+    endpoints: &mut WorkerEndpoints,
+    metrics: &WorkerMetrics,
+    settings: &WorkerSettings,
+    checkpointing: Option<Rc<TaskCheckpointing>>,
+) -> std::result::Result<Vec<BuiltTask>, (String, String)> {
+    let mut tasks = Vec::new();
+    for (node, resolved) in job.stages.iter().zip(stages) {
+        for index in (w..resolved.parallelism).step_by(workers) {
+            let subtask = SubtaskMetrics::new(SubtaskId {
+                stage: node.name.clone(),
+                index,
+                parallelism: resolved.parallelism,
+                worker: w,
+            });
+            let mut ctx = BuildContext {
+                info: SubtaskInfo {
+                    index,
+                    parallelism: resolved.parallelism,
+                    worker: w,
+                    max_parallelism: settings.max_parallelism,
+                },
+                buffer_timeout: settings.buffer_timeout,
+                auto_watermark_interval: settings.auto_watermark_interval,
+                metrics,
+                stage_name: &node.name,
+                endpoints,
+                checkpointing: checkpointing.clone(),
+                barrier_mode: settings.barrier_mode,
+                debloat: settings.debloat.clone(),
+                restore: settings.restore.clone(),
+                subtask,
+                input_channels: Vec::new(),
+                output_channels: Vec::new(),
+            };
+            let name = ctx.task_name();
+            let task = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                node.spec.build(&mut ctx)
+            }))
+            .map_err(|panic| (name, panic_message(panic)))?;
+            let entry = SubtaskEntry {
+                metrics: ctx.subtask,
+                inputs: ctx.input_channels,
+                outputs: ctx.output_channels,
+            };
+            tasks.push((task, entry));
+        }
+    }
+    Ok(tasks)
+}

@@ -1,0 +1,277 @@
+//! A worker: one glommio executor pinned to one core, running the tasks of
+//! every subtask assigned to it.
+//!
+//! The worker's loop polls its tasks round-robin; each poll does a bounded
+//! amount of work; the worker reads the clock once after each poll and
+//! tells the subtask's `TaskClock` how the poll went, which splits the
+//! subtask's time into busy, backpressured and idle (see
+//! [`crate::metrics`]). When nothing progressed it spins for
+//! `weir.worker.spin-before-park`, then parks on its [`Doorbell`]: it
+//! announces itself asleep, polls once more (so nothing published in between
+//! is missed), and awaits a ring of the doorbell or its next deadline (a
+//! buffer timeout or a paced source). A panic in a task fails the job: the
+//! worker records the failure, cancels the job and rings every doorbell so
+//! that no worker waits for input that will never come.
+
+use crate::chain::task::Task;
+use crate::checkpoint::writer::SnapshotWriter;
+use crate::core::time::earliest;
+use crate::metrics::counters::WorkerMetrics;
+use crate::metrics::subtask::{SubtaskEntry, SubtaskMetrics, TaskClock};
+use futures_lite::future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+use weir_net::Doorbell;
+
+/// State every worker and the control thread share.
+pub(crate) struct JobShared {
+    pub ready: AtomicUsize,
+    pub go: AtomicBool,
+    pub cancelled: AtomicBool,
+    pub finished: AtomicUsize,
+    pub failure: OnceLock<(usize, String, String)>,
+    pub bells: Vec<Arc<Doorbell>>,
+    pub finished_at: Vec<OnceLock<Instant>>,
+    /// When the control thread released the workers (set before `go`).
+    pub released: OnceLock<Instant>,
+}
+
+impl JobShared {
+    pub fn new(workers: usize) -> Self {
+        Self {
+            ready: AtomicUsize::new(0),
+            go: AtomicBool::new(false),
+            cancelled: AtomicBool::new(false),
+            finished: AtomicUsize::new(0),
+            failure: OnceLock::new(),
+            bells: (0..workers).map(|_| Arc::new(Doorbell::new())).collect(),
+            finished_at: (0..workers).map(|_| OnceLock::new()).collect(),
+            released: OnceLock::new(),
+        }
+    }
+
+    /// Records the first failure and stops every worker.
+    pub fn fail(&self, worker: usize, task: String, message: String) {
+        let _ = self.failure.set((worker, task, message));
+        self.cancel();
+    }
+
+    /// Stops every worker at its next loop iteration.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        for bell in &self.bells {
+            bell.ring();
+        }
+    }
+}
+
+/// How the worker loop behaves when idle.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IdlePolicy {
+    pub spin_before_park: Duration,
+}
+
+/// Outcome of one pass over the tasks.
+struct Pass {
+    progressed: bool,
+    deadline: Option<Instant>,
+}
+
+struct TaskSet {
+    tasks: Vec<Box<dyn Task>>,
+    /// One per task, in the same order.
+    clocks: Vec<TaskClock>,
+    done: Vec<bool>,
+    remaining: usize,
+}
+
+impl TaskSet {
+    /// Polls every unfinished task once, starting at `now`; reads the clock
+    /// after each poll (the end of one poll is the start of the next) and
+    /// accounts the task's time. A panic becomes `Err((task, msg))`.
+    fn poll_all(&mut self, now: Instant) -> Result<Pass, (String, String)> {
+        let mut pass = Pass {
+            progressed: false,
+            deadline: None,
+        };
+        let mut start = now;
+        for ((task, done), clock) in self
+            .tasks
+            .iter_mut()
+            .zip(self.done.iter_mut())
+            .zip(self.clocks.iter_mut())
+        {
+            if *done {
+                continue;
+            }
+            let polled = catch_unwind(AssertUnwindSafe(|| task.poll(start)))
+                .map_err(|panic| (task.describe(), panic_message(panic)))?;
+            let end = Instant::now();
+            clock.on_poll(
+                start,
+                end,
+                polled.progressed,
+                polled.waiting,
+                polled.finished,
+            );
+            start = end;
+            pass.progressed |= polled.progressed;
+            pass.deadline = earliest(pass.deadline, polled.deadline);
+            if polled.finished {
+                *done = true;
+                self.remaining -= 1;
+            }
+        }
+        Ok(pass)
+    }
+}
+
+pub(crate) fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}
+
+/// Iterations between voluntary yields to glommio (its timers and I/O).
+const YIELD_EVERY: u32 = 64;
+
+/// While the snapshot writer works, how often the loop steps aside so
+/// that glommio reaps the writer's I/O completions.
+const IO_TURN_EVERY: Duration = Duration::from_micros(500);
+
+/// Longest a parked worker sleeps without a deadline before re-checking the
+/// job's state (a safety net; doorbells wake it much sooner).
+const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
+
+/// Runs one worker until all its tasks finished or the job is cancelled.
+pub(crate) async fn run_worker(
+    index: usize,
+    tasks: Vec<(Box<dyn Task>, SubtaskEntry)>,
+    shared: Arc<JobShared>,
+    metrics: WorkerMetrics,
+    idle: IdlePolicy,
+    writer: Option<SnapshotWriter>,
+) {
+    let n = tasks.len();
+    let (tasks, entries): (Vec<_>, Vec<_>) = tasks.into_iter().unzip();
+    let subtasks: Vec<SubtaskMetrics> = entries.iter().map(|e| e.metrics.clone()).collect();
+    // Registered before `ready`, so the control thread sees every subtask.
+    let _ = metrics.subtasks.set(entries);
+    let bell = shared.bells[index].clone();
+
+    // Start together, so that the measured time covers the run, not setup.
+    shared.ready.fetch_add(1, Ordering::AcqRel);
+    while !shared.go.load(Ordering::Acquire) {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return;
+        }
+        glommio::timer::sleep(Duration::from_micros(50)).await;
+    }
+    let epoch = crate::metrics::counters::epoch();
+    let released = shared.released.get().copied().unwrap_or_else(Instant::now);
+    let mut set = TaskSet {
+        tasks,
+        clocks: subtasks
+            .into_iter()
+            .map(|m| TaskClock::start(m, epoch, released))
+            .collect(),
+        done: vec![false; n],
+        remaining: n,
+    };
+
+    let mut idle_since: Option<Instant> = None;
+    let mut iterations: u32 = 0;
+    let mut last_io_turn = Instant::now();
+    while set.remaining > 0 {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return;
+        }
+        let now = Instant::now();
+        let pass = match set.poll_all(now) {
+            Ok(pass) => pass,
+            Err((task, message)) => {
+                shared.fail(index, task, message);
+                return;
+            }
+        };
+        if pass.progressed || set.remaining == 0 {
+            idle_since = None;
+            iterations = iterations.wrapping_add(1);
+            if writer.as_ref().is_some_and(|w| w.is_busy()) {
+                // Let the snapshot writer (a task on this executor) take
+                // its turn: the asynchronous part of a checkpoint. glommio
+                // reaps I/O completions only when no task is runnable (or
+                // at preemption), so now and then the loop sleeps for a
+                // moment instead, letting the writer's writes complete.
+                if now.duration_since(last_io_turn) >= IO_TURN_EVERY {
+                    last_io_turn = now;
+                    glommio::timer::sleep(Duration::from_micros(1)).await;
+                } else {
+                    futures_lite::future::yield_now().await;
+                }
+            } else if iterations.is_multiple_of(YIELD_EVERY) {
+                glommio::yield_if_needed().await;
+            }
+            continue;
+        }
+        if pass.deadline.is_some_and(|d| d <= now) {
+            continue;
+        }
+        let since = *idle_since.get_or_insert(now);
+        if now.duration_since(since) < idle.spin_before_park {
+            std::hint::spin_loop();
+            continue;
+        }
+
+        // Park: announce, re-check once, then wait for a ring or a deadline.
+        future::poll_fn(|cx| {
+            bell.prepare_park(cx.waker());
+            Poll::Ready(())
+        })
+        .await;
+        let recheck = match set.poll_all(Instant::now()) {
+            Ok(pass) => pass,
+            Err((task, message)) => {
+                bell.cancel_park();
+                shared.fail(index, task, message);
+                return;
+            }
+        };
+        if recheck.progressed || set.remaining == 0 || shared.cancelled.load(Ordering::Relaxed) {
+            bell.cancel_park();
+            idle_since = None;
+            continue;
+        }
+        metrics.parks.add(1);
+        let wait = recheck.deadline.map_or(PARK_SAFETY_NET, |d| {
+            d.saturating_duration_since(Instant::now())
+        });
+        let rung = future::poll_fn(|_| {
+            if bell.is_parked() {
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        });
+        future::or(rung, glommio::timer::sleep(wait)).await;
+        bell.cancel_park();
+        idle_since = None;
+    }
+    // Snapshots still being written belong to checkpoints that can still
+    // complete (the final one): finish them before the worker ends.
+    while writer.as_ref().is_some_and(|w| w.is_busy()) {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return;
+        }
+        glommio::timer::sleep(Duration::from_micros(200)).await;
+    }
+    let _ = shared.finished_at[index].set(Instant::now());
+    shared.finished.fetch_add(1, Ordering::AcqRel);
+}

@@ -1,0 +1,309 @@
+//! Per-subtask metrics: how a subtask's wall time splits into busy,
+//! backpressured and idle, records and bytes in and out.
+
+use crate::metrics::counters::ns_since;
+use crate::metrics::counters::ChannelCounters;
+use crate::metrics::report::SubtaskSnapshot;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What a subtask is doing, for the split of its wall time (see the module
+/// documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TimeState {
+    /// Working, or runnable and waiting for its worker.
+    Busy,
+    /// Blocked on output: no buffer, or no credit downstream.
+    BackPressured,
+    /// Waiting for input.
+    #[default]
+    Idle,
+}
+
+impl TimeState {
+    fn index(self) -> usize {
+        match self {
+            TimeState::Busy => 0,
+            TimeState::BackPressured => 1,
+            TimeState::Idle => 2,
+        }
+    }
+
+    fn from_index(i: u64) -> Self {
+        match i {
+            0 => TimeState::Busy,
+            1 => TimeState::BackPressured,
+            _ => TimeState::Idle,
+        }
+    }
+}
+
+/// Marks a time that has not happened (not started, not ended).
+const NEVER: u64 = u64::MAX;
+
+/// Where a subtask runs and what it is called.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubtaskId {
+    /// The stage: its operators' uids joined by " -> ".
+    pub stage: String,
+    /// The subtask's index in `0..parallelism`.
+    pub index: usize,
+    /// The stage's parallelism.
+    pub parallelism: usize,
+    /// The worker that runs it.
+    pub worker: usize,
+}
+
+impl SubtaskId {
+    /// Flink's task name: "stage (i/P)".
+    pub fn task_name(&self) -> String {
+        format!("{} ({}/{})", self.stage, self.index + 1, self.parallelism)
+    }
+
+    /// A compact name for progress lines: the stage's first operator and
+    /// the subtask index, as in `w1-keyed-count#0`.
+    pub fn short_name(&self) -> String {
+        let head = self.stage.split(" -> ").next().unwrap_or(&self.stage);
+        format!("{head}#{}", self.index)
+    }
+}
+
+/// The shared side of one subtask's metrics.
+#[derive(Debug)]
+struct SubtaskShared {
+    id: SubtaskId,
+    /// Sequence lock over the time fields below: odd while being written.
+    seq: AtomicU64,
+    state: AtomicU64,
+    since: AtomicU64,
+    busy: AtomicU64,
+    backpressured: AtomicU64,
+    idle: AtomicU64,
+    started: AtomicU64,
+    ended: AtomicU64,
+    records_in: AtomicU64,
+    records_out: AtomicU64,
+}
+
+/// One subtask's metrics, shared by the components that write them (its
+/// task, its chain's tail, its worker's loop) and the control thread.
+#[derive(Clone, Debug)]
+pub struct SubtaskMetrics(Arc<SubtaskShared>);
+
+/// A consistent reading of a subtask's times (nanoseconds since
+/// [`epoch`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TimeReading {
+    state: TimeState,
+    pub(crate) since: u64,
+    pub(crate) totals: [u64; 3],
+    pub(crate) started: Option<u64>,
+    ended: Option<u64>,
+}
+
+impl SubtaskMetrics {
+    /// Metrics of subtask `id`, not started yet.
+    pub fn new(id: SubtaskId) -> Self {
+        Self(Arc::new(SubtaskShared {
+            id,
+            seq: AtomicU64::new(0),
+            state: AtomicU64::new(TimeState::Idle.index() as u64),
+            since: AtomicU64::new(0),
+            busy: AtomicU64::new(0),
+            backpressured: AtomicU64::new(0),
+            idle: AtomicU64::new(0),
+            started: AtomicU64::new(NEVER),
+            ended: AtomicU64::new(NEVER),
+            records_in: AtomicU64::new(0),
+            records_out: AtomicU64::new(0),
+        }))
+    }
+
+    /// Who this is.
+    pub fn id(&self) -> &SubtaskId {
+        &self.0.id
+    }
+
+    /// Publishes the records read from the input so far.
+    #[inline]
+    pub(crate) fn publish_records_in(&self, n: u64) {
+        self.0.records_in.store(n, Ordering::Relaxed);
+    }
+
+    /// Publishes the records emitted at the chain's end so far.
+    #[inline]
+    pub(crate) fn publish_records_out(&self, n: u64) {
+        self.0.records_out.store(n, Ordering::Relaxed);
+    }
+
+    /// Records read from the input (as of the last poll).
+    pub fn records_in(&self) -> u64 {
+        self.0.records_in.load(Ordering::Relaxed)
+    }
+
+    /// Records emitted at the chain's end (as of the last poll).
+    pub fn records_out(&self) -> u64 {
+        self.0.records_out.load(Ordering::Relaxed)
+    }
+
+    /// Publishes the times (single writer: the subtask's worker).
+    fn publish_time(&self, state: TimeState, since: u64, totals: [u64; 3], ended: u64) {
+        let s = &self.0;
+        let seq = s.seq.load(Ordering::Relaxed);
+        s.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        s.state.store(state.index() as u64, Ordering::Relaxed);
+        s.since.store(since, Ordering::Relaxed);
+        s.busy.store(totals[0], Ordering::Relaxed);
+        s.backpressured.store(totals[1], Ordering::Relaxed);
+        s.idle.store(totals[2], Ordering::Relaxed);
+        s.ended.store(ended, Ordering::Relaxed);
+        s.seq.store(seq.wrapping_add(2), Ordering::Release);
+    }
+
+    /// Reads the times consistently (retries while the worker writes).
+    pub(crate) fn read_time(&self) -> TimeReading {
+        let s = &self.0;
+        loop {
+            let before = s.seq.load(Ordering::Acquire);
+            if before % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let state = s.state.load(Ordering::Relaxed);
+            let since = s.since.load(Ordering::Relaxed);
+            let totals = [
+                s.busy.load(Ordering::Relaxed),
+                s.backpressured.load(Ordering::Relaxed),
+                s.idle.load(Ordering::Relaxed),
+            ];
+            let started = s.started.load(Ordering::Relaxed);
+            let ended = s.ended.load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            if s.seq.load(Ordering::Relaxed) == before {
+                return TimeReading {
+                    state: TimeState::from_index(state),
+                    since,
+                    totals,
+                    started: (started != NEVER).then_some(started),
+                    ended: (ended != NEVER).then_some(ended),
+                };
+            }
+        }
+    }
+}
+
+/// The worker's side of a subtask's time: which state it is in since when,
+/// and the time spent in each state before that. It is told about every
+/// poll of the subtask and publishes after each one.
+#[derive(Debug)]
+pub(crate) struct TaskClock {
+    metrics: SubtaskMetrics,
+    epoch: Instant,
+    state: TimeState,
+    since: u64,
+    totals: [u64; 3],
+}
+
+impl TaskClock {
+    /// Starts accounting at `started`: the subtask is idle until its first
+    /// poll.
+    pub fn start(metrics: SubtaskMetrics, epoch: Instant, started: Instant) -> Self {
+        Self::start_at(metrics, epoch, ns_since(epoch, started))
+    }
+
+    /// As [`TaskClock::start`], at `started` nanoseconds since `epoch`.
+    pub(crate) fn start_at(metrics: SubtaskMetrics, epoch: Instant, started: u64) -> Self {
+        let clock = Self {
+            metrics,
+            epoch,
+            state: TimeState::Idle,
+            since: started,
+            totals: [0; 3],
+        };
+        let s = &clock.metrics.0;
+        let seq = s.seq.load(Ordering::Relaxed);
+        s.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        s.started.store(started, Ordering::Relaxed);
+        s.since.store(started, Ordering::Relaxed);
+        s.seq.store(seq.wrapping_add(2), Ordering::Release);
+        clock
+    }
+
+    /// A poll ran from `start` to `end`; it `progressed` or not, and ended
+    /// waiting in state `next` (ignored if `finished`: the subtask's time
+    /// stops at `end`).
+    #[inline]
+    pub fn on_poll(
+        &mut self,
+        start: Instant,
+        end: Instant,
+        progressed: bool,
+        next: TimeState,
+        finished: bool,
+    ) {
+        let (start, end) = (ns_since(self.epoch, start), ns_since(self.epoch, end));
+        self.record(start, end, progressed, next, finished);
+    }
+
+    pub(crate) fn record(
+        &mut self,
+        start: u64,
+        end: u64,
+        progressed: bool,
+        next: TimeState,
+        finished: bool,
+    ) {
+        let start = start.clamp(self.since, end.max(self.since));
+        let end = end.max(start);
+        self.totals[self.state.index()] += start - self.since;
+        let during = if progressed { TimeState::Busy } else { next };
+        self.totals[during.index()] += end - start;
+        self.state = next;
+        self.since = end;
+        let ended = if finished { end } else { NEVER };
+        self.metrics
+            .publish_time(self.state, self.since, self.totals, ended);
+    }
+}
+
+/// A subtask as registered by its worker: its metrics and the counters of
+/// its input and output channels.
+#[derive(Clone, Debug)]
+pub(crate) struct SubtaskEntry {
+    pub metrics: SubtaskMetrics,
+    /// One per sending subtask of its input exchange.
+    pub inputs: Vec<Arc<ChannelCounters>>,
+    /// One per receiving subtask of its output exchange.
+    pub outputs: Vec<Arc<ChannelCounters>>,
+}
+
+impl SubtaskEntry {
+    pub(crate) fn read(&self, at: u64) -> SubtaskSnapshot {
+        let t = self.metrics.read_time();
+        let mut totals = t.totals;
+        if t.started.is_none() {
+            // Not released yet: nothing to count.
+            totals = [0; 3];
+        } else if t.ended.is_none() {
+            // The current state lasts until now.
+            totals[t.state.index()] += at.saturating_sub(t.since);
+        }
+        SubtaskSnapshot {
+            id: self.metrics.id().clone(),
+            at_ns: at,
+            started_ns: t.started,
+            ended_ns: t.ended,
+            busy_ns: totals[0],
+            backpressured_ns: totals[1],
+            idle_ns: totals[2],
+            records_in: self.metrics.records_in(),
+            records_out: self.metrics.records_out(),
+            bytes_in: self.inputs.iter().map(|c| c.taken()).sum(),
+            bytes_out: self.outputs.iter().map(|c| c.shipped()).sum(),
+            in_flight_bytes: self.outputs.iter().map(|c| c.in_flight()).collect(),
+        }
+    }
+}

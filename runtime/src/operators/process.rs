@@ -1,0 +1,362 @@
+//! The non-keyed process operator: Flink's `DataStream::process` with a
+//! `ProcessFunction` that is also a `CheckpointedFunction`.
+//!
+//! [`Stream::process`](crate::api::stream::Stream::process) chains a [`ProcessOp`] into
+//! the current stage: every record goes to the user's [`ProcessFunction`],
+//! which may emit any number of records. Its state is *operator state*
+//! ([`crate::operator_state`]): lists that belong to the parallel instance,
+//! listed in [`ProcessFunction::visit_state`], frozen at every checkpoint
+//! (after the function's [`snapshot_state`](ProcessFunction::snapshot_state)
+//! hook) and restored, redistributed when the parallelism changed, before
+//! [`initialize_state`](ProcessFunction::initialize_state) runs.
+//!
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use std::sync::Arc;
+//! use weir_runtime::*;
+//!
+//! /// Emits running sums of pairs; a value waiting for its partner is
+//! /// operator state, so a checkpoint keeps it.
+//! struct Pairs(OperatorListState<u64>);
+//!
+//! impl ProcessFunction for Pairs {
+//!     type In = u64;
+//!     type Out = u64;
+//!     fn process<C: Collector<u64>>(&mut self, _: &ProcessContext, v: u64, out: &mut C) {
+//!         match self.0.get(0) {
+//!             Some(first) => {
+//!                 self.0.clear();
+//!                 out.collect(first + v);
+//!             }
+//!             None => self.0.add(v),
+//!         }
+//!     }
+//!     fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
+//!         states.list(&mut self.0);
+//!     }
+//! }
+//!
+//! struct Total(Arc<AtomicU64>);
+//!
+//! impl Sink for Total {
+//!     type In = u64;
+//!     fn invoke(&mut self, v: u64) {
+//!         self.0.fetch_add(v, Ordering::Relaxed);
+//!     }
+//! }
+//!
+//! let total = Arc::new(AtomicU64::new(0));
+//! let into = total.clone();
+//! let mut job = JobGraph::new("pairs");
+//! job.source("numbers", |info: &SubtaskInfo| SequenceSource::new(info, 100, |i| i))
+//!     .process("pairs", |_: &SubtaskInfo| Pairs(OperatorListState::new("waiting")))
+//!     .parallelism(1)
+//!     .sink("total", move |_: &SubtaskInfo| Total(into.clone()));
+//! let mut options = ExecutionOptions::with_workers(1);
+//! options.pin_cores = false;
+//! execute(job, &options).unwrap();
+//! assert_eq!(total.load(Ordering::Relaxed), (0..100).sum::<u64>());
+//! ```
+
+use crate::build::builder::ChainBuilder;
+use crate::build::context::BuildContext;
+use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+use crate::chain::task::Task;
+use crate::core::subtask::SubtaskInfo;
+use crate::state::registry::{check_state_names, take_created_operator_states};
+use crate::state::visitor::OperatorStates;
+
+/// What a [`ProcessFunction`] sees of its operator while processing: the
+/// subtask it runs in and the current watermark.
+#[derive(Clone, Copy, Debug)]
+pub struct ProcessContext {
+    info: SubtaskInfo,
+    watermark: i64,
+}
+
+impl ProcessContext {
+    /// This subtask's index in `0..parallelism()`.
+    pub fn subtask_index(&self) -> usize {
+        self.info.index
+    }
+
+    /// The operator's parallelism.
+    pub fn parallelism(&self) -> usize {
+        self.info.parallelism
+    }
+
+    /// The operator's current watermark (ms; `i64::MIN` before the first
+    /// and in jobs without event time), as Flink's
+    /// `TimerService::currentWatermark`.
+    pub fn current_watermark(&self) -> i64 {
+        self.watermark
+    }
+}
+
+/// What [`ProcessFunction::initialize_state`] is told (Flink's
+/// `FunctionInitializationContext`).
+#[derive(Clone, Copy, Debug)]
+pub struct InitializationContext {
+    info: SubtaskInfo,
+    restored_from: Option<u64>,
+}
+
+impl InitializationContext {
+    /// True if the job restored a checkpoint: the states hold what was
+    /// redistributed to this subtask (Flink's `isRestored`).
+    pub fn is_restored(&self) -> bool {
+        self.restored_from.is_some()
+    }
+
+    /// The checkpoint restored, if any.
+    pub fn restored_checkpoint(&self) -> Option<u64> {
+        self.restored_from
+    }
+
+    /// This subtask's index.
+    pub fn subtask_index(&self) -> usize {
+        self.info.index
+    }
+
+    /// The operator's parallelism now (it may differ from the one the
+    /// checkpoint was taken with).
+    pub fn parallelism(&self) -> usize {
+        self.info.parallelism
+    }
+}
+
+/// User logic of a non-keyed process operator (Flink's `ProcessFunction`
+/// with `CheckpointedFunction`'s hooks).
+pub trait ProcessFunction: 'static {
+    /// Records in.
+    type In;
+    /// Records out.
+    type Out;
+
+    /// Processes one record; emits any number of records into `out`.
+    fn process<C: Collector<Self::Out>>(
+        &mut self,
+        ctx: &ProcessContext,
+        value: Self::In,
+        out: &mut C,
+    );
+
+    /// The input ended (bounded sources): emit any final results. Runs once:
+    /// a restore from a checkpoint taken after it does not run it again.
+    fn on_end_of_input<C: Collector<Self::Out>>(&mut self, out: &mut C) {
+        let _ = out;
+    }
+
+    /// Hands every operator state of this function to `states`, the same
+    /// way for snapshots and restores:
+    ///
+    /// ```text
+    /// fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
+    ///     states.list(&mut self.buffer);
+    /// }
+    /// ```
+    ///
+    /// With checkpointing on, a state created but not visited fails the
+    /// job at start (it would be lost on restore).
+    fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
+        let _ = states;
+    }
+
+    /// Called once before the first record, after the states were restored
+    /// (Flink's `initializeState`): the place to read them into the
+    /// function's own fields.
+    fn initialize_state(&mut self, ctx: &InitializationContext) {
+        let _ = ctx;
+    }
+
+    /// Checkpoint `checkpoint_id`'s barrier arrived, after every record
+    /// before it (Flink's `snapshotState`): bring the states up to date;
+    /// they are frozen right after.
+    fn snapshot_state(&mut self, checkpoint_id: u64) {
+        let _ = checkpoint_id;
+    }
+
+    /// Checkpoint `checkpoint_id` (and every earlier one) is complete
+    /// (Flink's `CheckpointListener::notifyCheckpointComplete`).
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) {
+        let _ = checkpoint_id;
+    }
+}
+
+/// Name of the process operator's end-of-input flag in its inline state.
+pub const PROCESS_INPUT_ENDED_STATE: &str = "process.input-ended";
+
+/// The non-keyed process operator in a chain.
+pub struct ProcessOp<F, C> {
+    func: F,
+    out: C,
+    ctx: ProcessContext,
+    uid: String,
+    ended: bool,
+}
+
+impl<F, C> ProcessOp<F, C> {
+    /// Operator `uid` of subtask `info` running `func` into `out`;
+    /// `input_ended` is restored from a checkpoint taken after its end of
+    /// input.
+    pub fn new(func: F, out: C, uid: &str, info: &SubtaskInfo, input_ended: bool) -> Self {
+        Self {
+            func,
+            out,
+            ctx: ProcessContext {
+                info: *info,
+                watermark: i64::MIN,
+            },
+            uid: uid.to_owned(),
+            ended: input_ended,
+        }
+    }
+
+    /// The user's function.
+    pub fn function(&self) -> &F {
+        &self.func
+    }
+
+    /// The chain after this operator.
+    pub fn output(&self) -> &C {
+        &self.out
+    }
+}
+
+impl<F: ProcessFunction, C: Collector<F::Out>> Collector<F::In> for ProcessOp<F, C> {
+    #[inline(always)]
+    fn collect(&mut self, record: F::In) {
+        self.func.process(&self.ctx, record, &mut self.out);
+    }
+}
+
+impl<F: ProcessFunction, C: Collector<F::Out>> ChainControl for ProcessOp<F, C> {
+    #[inline(always)]
+    fn is_available(&self) -> bool {
+        self.out.is_available()
+    }
+
+    #[inline]
+    fn flush(&mut self, now: std::time::Instant) -> FlushOutcome {
+        self.out.flush(now)
+    }
+
+    fn end_input(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            self.func.on_end_of_input(&mut self.out);
+        }
+        self.out.end_input();
+    }
+
+    fn snapshot(&mut self, snapshot: &mut crate::core::snapshot::TaskSnapshot) {
+        self.func.snapshot_state(snapshot.checkpoint_id());
+        let part = snapshot.operator(&self.uid, &self.ctx.info);
+        self.func
+            .visit_state(&mut OperatorStates::snapshot(&mut part.operator_lists));
+        if self.ended {
+            part.inline
+                .push((PROCESS_INPUT_ENDED_STATE.to_owned(), vec![1]));
+        }
+        self.out.snapshot(snapshot);
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) {
+        self.func.notify_checkpoint_complete(checkpoint_id);
+        self.out.notify_checkpoint_complete(checkpoint_id);
+    }
+
+    fn finish(&mut self) -> bool {
+        self.out.finish()
+    }
+
+    #[inline]
+    fn publish_metrics(&mut self) {
+        self.out.publish_metrics()
+    }
+
+    fn output_pending(&self) -> bool {
+        self.out.output_pending()
+    }
+
+    fn on_watermark(&mut self, watermark: i64) {
+        if watermark > self.ctx.watermark {
+            self.ctx.watermark = watermark;
+            self.out.on_watermark(watermark);
+        }
+    }
+
+    fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
+        self.out.on_watermark_status(status);
+    }
+}
+
+/// Chain link of [`Stream::process`](crate::api::stream::Stream::process).
+pub struct ProcessChain<B, FF> {
+    prev: B,
+    uid: String,
+    factory: FF,
+}
+
+impl<B, FF> ProcessChain<B, FF> {
+    pub(crate) fn new(prev: B, uid: &str, factory: FF) -> Self {
+        Self {
+            prev,
+            uid: uid.to_owned(),
+            factory,
+        }
+    }
+}
+
+impl<B, FF, F> ChainBuilder<F::Out> for ProcessChain<B, FF>
+where
+    F: ProcessFunction,
+    F::In: 'static,
+    F::Out: 'static,
+    B: ChainBuilder<F::In>,
+    FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
+{
+    fn build<C: Collector<F::Out> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Box<dyn Task> {
+        let _ = take_created_operator_states();
+        let mut func = (self.factory)(&ctx.info);
+        let created = take_created_operator_states();
+        if ctx.checkpointing.is_some() {
+            let mut visited = Vec::new();
+            func.visit_state(&mut OperatorStates::names(&mut visited));
+            if let Err(e) = check_state_names(created, visited) {
+                panic!("process operator `{}` {e}", self.uid);
+            }
+        }
+        let mut input_ended = false;
+        let mut restored_from = None;
+        if let Some(restore) = ctx.restore.clone() {
+            let scope = restore.scope(&self.uid, &ctx.info);
+            let mut states = OperatorStates::restore(&scope);
+            func.visit_state(&mut states);
+            if let Some(e) = states.into_error() {
+                panic!(
+                    "process operator `{}` cannot restore checkpoint {}: {e}",
+                    self.uid,
+                    restore.id()
+                );
+            }
+            input_ended = scope
+                .flag(PROCESS_INPUT_ENDED_STATE)
+                .unwrap_or_else(|e| panic!("process operator `{}`: {e}", self.uid));
+            restored_from = Some(restore.id());
+        }
+        func.initialize_state(&InitializationContext {
+            info: ctx.info,
+            restored_from,
+        });
+        let op = ProcessOp::new(func, out, &self.uid, &ctx.info, input_ended);
+        self.prev.build(ctx, op)
+    }
+}
+
+#[cfg(test)]
+mod tests;

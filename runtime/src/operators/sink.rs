@@ -1,0 +1,259 @@
+//! Sinks: the tails of chains that leave the dataflow.
+//!
+//! A sink sees every record of its subtask through [`Sink::invoke`], then
+//! [`Sink::finish`] once when its input has ended. The wrapping [`SinkOp`]
+//! counts records into the worker's metrics (publishing every 1,024 records,
+//! so the hot path stays free of atomic read-modify-writes) and into its
+//! subtask's `records_out` (published once per poll).
+
+use std::time::Instant;
+
+use crate::build::builder::TailBuilder;
+use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+use crate::core::snapshot::TaskSnapshot;
+use crate::core::subtask::SubtaskInfo;
+use crate::metrics::counters::Counter;
+use crate::metrics::subtask::SubtaskMetrics;
+
+/// A sink subtask.
+///
+/// With checkpointing on, a sink takes part in two-phase commit, as Flink's
+/// `TwoPhaseCommitSinkFunction` does: at checkpoint `n`'s barrier it
+/// *pre-commits* what it received since the previous barrier and returns the
+/// state to keep ([`Sink::snapshot_state`]); once checkpoint `n` is complete
+/// it *commits* ([`Sink::notify_checkpoint_complete`]). After a failure it is
+/// handed the state of the restored checkpoint before any record
+/// ([`Sink::initialize_state`]): it must commit what that state pre-committed
+/// (commit is idempotent) and abort everything else. The defaults suit a
+/// sink without external effects.
+///
+/// An `Err` from these methods fails the job, naming the sink's subtask.
+pub trait Sink: 'static {
+    /// Records it takes.
+    type In;
+    /// Takes one record.
+    fn invoke(&mut self, record: Self::In);
+    /// The input ended: every record has been invoked. Records that reach
+    /// the sink after this are none; the final checkpoint's barrier (with
+    /// checkpointing on) follows.
+    fn finish(&mut self) {}
+
+    /// Called once before the first record: `restored` is the checkpoint id
+    /// and the bytes [`Sink::snapshot_state`] returned for this subtask, or
+    /// `None` on a fresh start.
+    fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
+        let _ = restored;
+        Ok(())
+    }
+
+    /// Checkpoint `checkpoint_id`'s barrier arrived after every record
+    /// before it: pre-commit and return the state to store.
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, String> {
+        let _ = checkpoint_id;
+        Ok(Vec::new())
+    }
+
+    /// Checkpoint `checkpoint_id` (and so every earlier one) is complete.
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), String> {
+        let _ = checkpoint_id;
+        Ok(())
+    }
+
+    /// Files (or directories) the last [`Sink::snapshot_state`] left to be
+    /// made durable: the runtime fsyncs them through io_uring in the
+    /// checkpoint's asynchronous part, before acknowledging it, so the
+    /// synchronous part does not wait for the disk. A sink that syncs in
+    /// `snapshot_state` itself returns none (the default).
+    fn take_files_to_sync(&mut self) -> Vec<std::path::PathBuf> {
+        Vec::new()
+    }
+}
+
+/// Wraps a [`Sink`] as the tail of a chain and counts what it receives.
+/// It drives the sink's two-phase commit: pre-commit at a barrier (the
+/// returned state goes into the checkpoint), commit on completion. Without
+/// checkpointing, the end of input is its single commit point: `finish`,
+/// then `snapshot_state(0)` and `notify_checkpoint_complete(0)`.
+pub struct SinkOp<S> {
+    sink: S,
+    uid: String,
+    info: SubtaskInfo,
+    checkpointing: bool,
+    name: String,
+    local: u64,
+    received: Counter,
+    /// Records added to `received` so far.
+    counted: u64,
+    subtask: SubtaskMetrics,
+}
+
+/// Records between publications of the sink's counter to the metrics.
+const PUBLISH_EVERY: u64 = 1024;
+
+/// Name of a sink's state in its inline state.
+pub const SINK_STATE: &str = "sink.state";
+
+impl<S: Sink> SinkOp<S> {
+    /// A chain tail feeding `sink`, operator `uid` of subtask `info` in
+    /// task `name`; `restored` is the checkpoint id and state this subtask
+    /// restores (None: a fresh start). Records are counted into `received`
+    /// (the worker's) and `subtask`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        mut sink: S,
+        uid: &str,
+        info: SubtaskInfo,
+        name: String,
+        checkpointing: bool,
+        restored: Option<(u64, &[u8])>,
+        received: Counter,
+        subtask: SubtaskMetrics,
+    ) -> Self {
+        if let Err(e) = sink.initialize_state(restored) {
+            panic!("sink `{uid}` ({name}) cannot initialize its state: {e}");
+        }
+        Self {
+            sink,
+            uid: uid.to_owned(),
+            info,
+            checkpointing,
+            name,
+            local: 0,
+            received,
+            counted: 0,
+            subtask,
+        }
+    }
+
+    /// Adds the records counted since the last time to the worker's count.
+    fn count(&mut self) {
+        let n = std::mem::take(&mut self.local);
+        self.counted += n;
+        self.received.add(n);
+    }
+
+    #[cold]
+    fn failed(&self, what: &str, e: String) -> ! {
+        panic!("sink `{}` ({}) failed to {what}: {e}", self.uid, self.name)
+    }
+}
+
+impl<S: Sink> ChainControl for SinkOp<S> {
+    #[inline(always)]
+    fn is_available(&self) -> bool {
+        true
+    }
+
+    fn flush(&mut self, _now: Instant) -> FlushOutcome {
+        self.count();
+        FlushOutcome::default()
+    }
+
+    fn end_input(&mut self) {
+        self.count();
+        self.sink.finish();
+        if !self.checkpointing {
+            if let Err(e) = self.sink.snapshot_state(0) {
+                self.failed("pre-commit at the end of input", e);
+            }
+            for path in self.sink.take_files_to_sync() {
+                if let Err(e) = std::fs::File::open(&path).and_then(|f| f.sync_all()) {
+                    self.failed(&format!("fsync {}", path.display()), e.to_string());
+                }
+            }
+            if let Err(e) = self.sink.notify_checkpoint_complete(0) {
+                self.failed("commit at the end of input", e);
+            }
+        }
+    }
+
+    fn snapshot(&mut self, snapshot: &mut TaskSnapshot) {
+        self.count();
+        match self.sink.snapshot_state(snapshot.checkpoint_id()) {
+            Ok(state) => {
+                snapshot.add_inline(&self.uid, &self.info, SINK_STATE, state);
+                snapshot
+                    .files_to_sync
+                    .extend(self.sink.take_files_to_sync());
+            }
+            Err(e) => self.failed(
+                &format!("pre-commit for checkpoint {}", snapshot.checkpoint_id()),
+                e,
+            ),
+        }
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) {
+        if let Err(e) = self.sink.notify_checkpoint_complete(checkpoint_id) {
+            self.failed(&format!("commit checkpoint {checkpoint_id}"), e);
+        }
+    }
+
+    fn finish(&mut self) -> bool {
+        self.count();
+        true
+    }
+
+    #[inline]
+    fn publish_metrics(&mut self) {
+        self.subtask.publish_records_out(self.counted + self.local);
+    }
+
+    fn output_pending(&self) -> bool {
+        false
+    }
+
+    /// A sink has no event-time logic: watermarks end here.
+    fn on_watermark(&mut self, _watermark: i64) {}
+
+    fn on_watermark_status(&mut self, _status: weir_net::WatermarkStatus) {}
+}
+
+impl<S: Sink> Collector<S::In> for SinkOp<S> {
+    #[inline(always)]
+    fn collect(&mut self, record: S::In) {
+        self.local += 1;
+        if self.local == PUBLISH_EVERY {
+            self.count();
+        }
+        self.sink.invoke(record);
+    }
+}
+
+use crate::build::context::BuildContext;
+
+/// Tail of a stage that ends in a sink.
+pub(crate) struct SinkTail<SF> {
+    pub(crate) uid: String,
+    pub(crate) factory: SF,
+}
+
+impl<S, SF> TailBuilder<S::In> for SinkTail<SF>
+where
+    S: Sink,
+    SF: Fn(&SubtaskInfo) -> S + Send + Sync + 'static,
+{
+    type Tail = SinkOp<S>;
+    fn make(&self, ctx: &mut BuildContext<'_>) -> SinkOp<S> {
+        let sink = (self.factory)(&ctx.info);
+        let restore = ctx.restore.clone();
+        // A sink the checkpoint has no state for (a new operator) starts
+        // fresh, as in Flink.
+        let restored = restore.as_ref().and_then(|r| {
+            r.scope(&self.uid, &ctx.info)
+                .inline_unless_empty(SINK_STATE)
+                .unwrap_or_else(|e| panic!("sink `{}`: {e}", self.uid))
+                .map(|state| (r.id(), state))
+        });
+        SinkOp::new(
+            sink,
+            &self.uid,
+            ctx.info,
+            ctx.task_name(),
+            ctx.checkpointing.is_some(),
+            restored,
+            ctx.metrics.sink_records.clone(),
+            ctx.subtask.clone(),
+        )
+    }
+}

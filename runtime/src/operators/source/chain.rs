@@ -1,0 +1,71 @@
+//! The head of a stage that starts at a source: builds the source of each
+//! subtask, rewinds it to its checkpointed position, and its task.
+
+use crate::build::builder::ChainBuilder;
+use crate::build::context::BuildContext;
+use crate::chain::control::Collector;
+use crate::chain::task::Task;
+use crate::core::subtask::SubtaskInfo;
+use crate::operators::source::function::Source;
+use crate::operators::source::task::{SourceTask, POSITION_STATE};
+
+/// Head of a stage that starts at a source.
+pub struct SourceChain<SF> {
+    pub(crate) uid: String,
+    pub(crate) factory: SF,
+}
+
+impl<S, SF> ChainBuilder<S::Out> for SourceChain<SF>
+where
+    S: Source,
+    SF: Fn(&SubtaskInfo) -> S + Send + Sync + 'static,
+{
+    fn build<C: Collector<S::Out> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Box<dyn Task> {
+        // A source with operator states (splits) may rescale: its states
+        // are redistributed and its position may be empty.
+        let (mut source, split) =
+            crate::operators::source::split::build_source(&self.factory, &self.uid, ctx);
+        if let Some(restore) = ctx.restore.clone() {
+            let scope = restore.scope(&self.uid, &ctx.info);
+            let position = if split {
+                scope.inline_unless_empty(POSITION_STATE)
+            } else {
+                scope.inline(POSITION_STATE)
+            }
+            .unwrap_or_else(|e| panic!("source `{}`: {e}", self.uid));
+            match position {
+                Some(p) => {
+                    if let Err(e) = source.restore_position(p) {
+                        panic!(
+                            "source `{}` cannot resume from checkpoint {}: {e}",
+                            self.uid,
+                            restore.id()
+                        );
+                    }
+                }
+                // Its splits are its position (or it is new: it starts
+                // fresh).
+                None if split => {}
+                None => panic!(
+                    "checkpoint {} has no position for source `{}` subtask {}",
+                    restore.id(),
+                    self.uid,
+                    ctx.info.index
+                ),
+            }
+        }
+        Box::new(SourceTask::new(
+            ctx.task_name(),
+            self.uid.clone(),
+            ctx.info,
+            source,
+            out,
+            ctx.metrics.source_records.clone(),
+            ctx.checkpointing.clone(),
+        ))
+    }
+}

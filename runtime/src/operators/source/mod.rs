@@ -1,0 +1,13 @@
+//! Sources: what a source is, the built-in ones, the task that drives a
+//! source subtask and injects barriers, and its builder.
+
+pub mod chain;
+pub mod function;
+pub mod sequence;
+pub mod split;
+pub mod task;
+
+pub use function::{Source, SourcePoll};
+pub use sequence::SequenceSource;
+pub use split::NumberSequenceSource;
+pub use task::SourceTask;

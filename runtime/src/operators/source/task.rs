@@ -1,0 +1,146 @@
+//! The task that drives a source subtask and its chain, and injects
+//! checkpoint barriers.
+
+use crate::chain::control::Collector;
+use crate::chain::task::{ChainHead, InputStep, Task, TaskPoll};
+use crate::checkpoint::task::TaskCheckpointing;
+use crate::core::barrier::BarrierMode;
+use crate::core::snapshot::TaskSnapshot;
+use crate::core::subtask::SubtaskInfo;
+use crate::metrics::counters::Counter;
+use crate::operators::source::function::Source;
+use crate::operators::source::function::SourcePoll;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use weir_net::CheckpointBarrier;
+
+/// Records a source may emit per poll before the worker looks at its inputs.
+const SOURCE_BUDGET: usize = 4096;
+
+/// Drives one source subtask and its chain, and injects checkpoint
+/// barriers: when the coordinator has triggered a checkpoint newer than the
+/// last one injected, the task records the source's position, snapshots
+/// its chain (which sends the barrier into every output channel behind the
+/// records emitted so far) and hands the snapshot to the worker's writer.
+/// After the end of its input it keeps answering triggers and ends its
+/// partitions only once the final checkpoint is complete.
+pub struct SourceTask<S, C> {
+    name: String,
+    uid: String,
+    info: SubtaskInfo,
+    source: S,
+    head: ChainHead<C>,
+    emitted: Counter,
+    checkpointing: Option<Rc<TaskCheckpointing>>,
+    injected: u64,
+    exhausted: bool,
+}
+
+impl<S, C> SourceTask<S, C> {
+    /// A task running `source` into `out`.
+    pub fn new(
+        name: String,
+        uid: String,
+        info: SubtaskInfo,
+        source: S,
+        out: C,
+        emitted: Counter,
+        checkpointing: Option<Rc<TaskCheckpointing>>,
+    ) -> Self {
+        let injected = checkpointing
+            .as_ref()
+            .map_or(0, |c| c.signals.triggered_id());
+        Self {
+            name,
+            uid,
+            info,
+            source,
+            head: ChainHead::new(out, checkpointing.clone()),
+            emitted,
+            checkpointing,
+            injected,
+            exhausted: false,
+        }
+    }
+}
+
+/// Name of a source's position in its inline state.
+pub const POSITION_STATE: &str = "source.position";
+
+impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
+    fn poll(&mut self, now: Instant) -> TaskPoll {
+        let Self {
+            name,
+            uid,
+            info,
+            source,
+            head,
+            emitted,
+            checkpointing,
+            injected,
+            exhausted,
+        } = self;
+        head.poll(now, |out| {
+            let mut step = InputStep::default();
+            if let Some(cp) = checkpointing {
+                if cp.signals.triggered_id() > *injected {
+                    let (id, timestamp_ms) = cp.signals.triggered();
+                    let mut snapshot = TaskSnapshot::new(
+                        CheckpointBarrier { id, timestamp_ms },
+                        name.clone(),
+                        Instant::now(),
+                        Duration::ZERO,
+                    );
+                    snapshot.unaligned = cp.barrier_mode == BarrierMode::Unaligned;
+                    snapshot.add_inline(uid, info, POSITION_STATE, source.snapshot_position());
+                    let part = snapshot.operator(uid, info);
+                    source.visit_state(&mut crate::state::visitor::OperatorStates::snapshot(
+                        &mut part.operator_lists,
+                    ));
+                    out.snapshot(&mut snapshot);
+                    snapshot.end_sync();
+                    cp.writer.submit(snapshot);
+                    crate::core::trace::trace!("{name}: injected barrier {id}");
+                    *injected = id;
+                    step.progressed = true;
+                }
+                if *exhausted {
+                    let last = cp.signals.final_id();
+                    step.ended =
+                        last != 0 && *injected >= last && cp.signals.completed_id() >= last;
+                    return step;
+                }
+            } else if *exhausted {
+                step.ended = true;
+                return step;
+            }
+            if !out.is_available() {
+                return step;
+            }
+            match source.poll_next(out, SOURCE_BUDGET) {
+                SourcePoll::Emitted(n) => {
+                    emitted.add(n as u64);
+                    step.progressed |= n > 0;
+                    // Fewer than the budget: it ran out of records (for
+                    // now, if paced) or of output.
+                    step.more = n >= SOURCE_BUDGET;
+                }
+                SourcePoll::Idle { until } => step.deadline = until,
+                SourcePoll::Finished => {
+                    *exhausted = true;
+                    step.progressed = true;
+                    step.data_ended = true;
+                    match checkpointing {
+                        Some(cp) => cp.signals.source_ended(),
+                        None => step.ended = true,
+                    }
+                }
+            }
+            step
+        })
+    }
+
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+}

@@ -1,0 +1,212 @@
+//! Flink's tumbling and sliding event-time window assigners.
+
+/// State name of a window operator's accumulators in checkpoints.
+pub const WINDOW_CONTENTS_STATE: &str = "_window_contents";
+
+/// Decides which event-time windows hold a record (Flink's
+/// `WindowAssigner` for time windows).
+pub trait WindowAssigner<T>: Clone + Send + Sync + 'static {
+    /// The record's event time (ms).
+    fn timestamp(&self, record: &T) -> i64;
+
+    /// The windows' size (ms): window `start` is `[start, start + size)`.
+    fn size(&self) -> i64;
+
+    /// The starts of the windows holding timestamp `ts`.
+    fn window_starts(&self, ts: i64) -> WindowStarts;
+
+    /// [`window_starts`](Self::window_starts) of `ts` and the timestamps
+    /// `lo..hi` (holding `ts`) that have the very same windows, so that
+    /// the operator assigns consecutive records of one window without
+    /// dividing again. By default only `ts` itself.
+    #[inline]
+    fn window_starts_range(&self, ts: i64) -> (WindowStarts, i64, i64) {
+        (self.window_starts(ts), ts, ts.saturating_add(1))
+    }
+}
+
+/// The starts of the windows holding a timestamp, latest first.
+#[derive(Clone, Copy, Debug)]
+pub struct WindowStarts {
+    pub(crate) next: i64,
+    pub(crate) left: u32,
+    pub(crate) step: i64,
+}
+
+impl Iterator for WindowStarts {
+    type Item = i64;
+
+    #[inline]
+    fn next(&mut self) -> Option<i64> {
+        if self.left == 0 {
+            return None;
+        }
+        let start = self.next;
+        self.left -= 1;
+        self.next = self.next.wrapping_sub(self.step);
+        Some(start)
+    }
+}
+
+/// The start of the window of `size` and `offset` holding `ts`.
+#[inline]
+pub(crate) fn start_with_offset(ts: i64, offset: i64, size: i64) -> i64 {
+    ts - (ts - offset).rem_euclid(size)
+}
+
+/// Flink's `TumblingEventTimeWindows`: fixed-size, non-overlapping
+/// event-time windows, with the record timestamp extractor.
+#[derive(Clone, Debug)]
+pub struct TumblingEventTimeWindows<TF> {
+    pub(crate) size: i64,
+    pub(crate) offset: i64,
+    pub(crate) timestamp: TF,
+}
+
+impl<TF> TumblingEventTimeWindows<TF> {
+    /// Windows of `size_ms` milliseconds aligned to the epoch; `timestamp`
+    /// gives a record's event time (ms).
+    ///
+    /// # Panics
+    ///
+    /// If `size_ms` is not positive.
+    pub fn of(size_ms: i64, timestamp: TF) -> Self {
+        assert!(
+            size_ms > 0,
+            "TumblingEventTimeWindows: window size must be positive, got {size_ms} ms"
+        );
+        Self {
+            size: size_ms,
+            offset: 0,
+            timestamp,
+        }
+    }
+
+    /// The same windows shifted by `offset_ms` (e.g. to align daily windows
+    /// to a time zone); taken modulo the size.
+    pub fn with_offset(mut self, offset_ms: i64) -> Self {
+        self.offset = offset_ms.rem_euclid(self.size);
+        self
+    }
+
+    /// The start of the window holding timestamp `ts`.
+    #[inline]
+    pub fn window_start(&self, ts: i64) -> i64 {
+        start_with_offset(ts, self.offset, self.size)
+    }
+}
+
+impl<T, TF> WindowAssigner<T> for TumblingEventTimeWindows<TF>
+where
+    TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+{
+    #[inline]
+    fn timestamp(&self, record: &T) -> i64 {
+        (self.timestamp)(record)
+    }
+
+    fn size(&self) -> i64 {
+        self.size
+    }
+
+    #[inline]
+    fn window_starts(&self, ts: i64) -> WindowStarts {
+        WindowStarts {
+            next: self.window_start(ts),
+            left: 1,
+            step: self.size,
+        }
+    }
+
+    #[inline]
+    fn window_starts_range(&self, ts: i64) -> (WindowStarts, i64, i64) {
+        let starts = self.window_starts(ts);
+        (starts, starts.next, starts.next.saturating_add(self.size))
+    }
+}
+
+/// Flink's `SlidingEventTimeWindows`: windows of `size` starting every
+/// `slide`, so a record is in `size / slide` of them (rounded up).
+#[derive(Clone, Debug)]
+pub struct SlidingEventTimeWindows<TF> {
+    pub(crate) size: i64,
+    pub(crate) slide: i64,
+    pub(crate) offset: i64,
+    pub(crate) timestamp: TF,
+}
+
+impl<TF> SlidingEventTimeWindows<TF> {
+    /// Windows of `size_ms` starting every `slide_ms`, aligned to the
+    /// epoch; `timestamp` gives a record's event time (ms).
+    ///
+    /// # Panics
+    ///
+    /// If the size or the slide is not positive.
+    pub fn of(size_ms: i64, slide_ms: i64, timestamp: TF) -> Self {
+        assert!(
+            size_ms > 0 && slide_ms > 0,
+            "SlidingEventTimeWindows: size and slide must be positive, got {size_ms} ms and {slide_ms} ms"
+        );
+        Self {
+            size: size_ms,
+            slide: slide_ms,
+            offset: 0,
+            timestamp,
+        }
+    }
+
+    /// The same windows shifted by `offset_ms`; taken modulo the slide.
+    pub fn with_offset(mut self, offset_ms: i64) -> Self {
+        self.offset = offset_ms.rem_euclid(self.slide);
+        self
+    }
+}
+
+impl<T, TF> WindowAssigner<T> for SlidingEventTimeWindows<TF>
+where
+    TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+{
+    #[inline]
+    fn timestamp(&self, record: &T) -> i64 {
+        (self.timestamp)(record)
+    }
+
+    fn size(&self) -> i64 {
+        self.size
+    }
+
+    #[inline]
+    fn window_starts(&self, ts: i64) -> WindowStarts {
+        let last = start_with_offset(ts, self.offset, self.slide);
+        // Windows starting at last, last - slide, ... while start > ts - size.
+        let span = last - (ts - self.size);
+        let count = if span > 0 {
+            (span - 1) / self.slide + 1
+        } else {
+            0
+        };
+        WindowStarts {
+            next: last,
+            left: u32::try_from(count).unwrap_or(u32::MAX),
+            step: self.slide,
+        }
+    }
+
+    #[inline]
+    fn window_starts_range(&self, ts: i64) -> (WindowStarts, i64, i64) {
+        // The same windows hold the timestamps from the latest start (and
+        // past the end of the window before the oldest) up to the next
+        // start or the oldest window's end, whichever comes first.
+        let starts = self.window_starts(ts);
+        if starts.left == 0 {
+            return (starts, ts, ts.saturating_add(1));
+        }
+        let last = starts.next;
+        let oldest = last.saturating_sub(i64::from(starts.left - 1).saturating_mul(self.slide));
+        let lo = last.max(oldest.saturating_sub(self.slide).saturating_add(self.size));
+        let hi = last
+            .saturating_add(self.slide)
+            .min(oldest.saturating_add(self.size));
+        (starts, lo, hi)
+    }
+}

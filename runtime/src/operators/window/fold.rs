@@ -1,0 +1,88 @@
+//! How a window folds its records incrementally: an `AggregateFunction` or a
+//! reduce function.
+
+use crate::state::aggregating::AggregateFunction;
+use std::marker::PhantomData;
+
+/// How a window's accumulator takes a record and yields its result: the
+/// common part of `aggregate` and `reduce`.
+pub trait WindowFold: 'static {
+    /// Records in.
+    type In;
+    /// The accumulator stored per `(key, window)`.
+    type Acc: Copy;
+    /// The window's result.
+    type Out;
+
+    /// `acc` (none for the window's first record) with `value` folded in.
+    fn fold(&self, acc: Option<Self::Acc>, value: Self::In) -> Self::Acc;
+
+    /// The result of a window whose accumulator is `acc`.
+    fn result(&self, acc: &Self::Acc) -> Self::Out;
+}
+
+/// [`WindowFold`] by an [`AggregateFunction`] (Flink's
+/// `WindowedStream::aggregate`).
+#[derive(Clone, Debug)]
+pub struct AggregateFold<A>(pub A);
+
+impl<A: AggregateFunction> WindowFold for AggregateFold<A> {
+    type In = A::In;
+    type Acc = A::Acc;
+    type Out = A::Out;
+
+    #[inline]
+    fn fold(&self, acc: Option<A::Acc>, value: A::In) -> A::Acc {
+        let acc = acc.unwrap_or_else(|| self.0.create_accumulator());
+        self.0.add(value, acc)
+    }
+
+    fn result(&self, acc: &A::Acc) -> A::Out {
+        self.0.get_result(acc)
+    }
+}
+
+/// [`WindowFold`] by a reduce function (Flink's `WindowedStream::reduce`):
+/// the window's result is its records combined pairwise.
+pub struct ReduceFold<T, F> {
+    reduce: F,
+    _record: PhantomData<fn(T) -> T>,
+}
+
+impl<T, F: Clone> Clone for ReduceFold<T, F> {
+    fn clone(&self) -> Self {
+        Self::new(self.reduce.clone())
+    }
+}
+
+impl<T, F> ReduceFold<T, F> {
+    /// The fold combining records with `reduce`.
+    pub fn new(reduce: F) -> Self {
+        Self {
+            reduce,
+            _record: PhantomData,
+        }
+    }
+}
+
+impl<T, F> WindowFold for ReduceFold<T, F>
+where
+    T: Copy + 'static,
+    F: Fn(T, T) -> T + 'static,
+{
+    type In = T;
+    type Acc = T;
+    type Out = T;
+
+    #[inline]
+    fn fold(&self, acc: Option<T>, value: T) -> T {
+        match acc {
+            Some(a) => (self.reduce)(a, value),
+            None => value,
+        }
+    }
+
+    fn result(&self, acc: &T) -> T {
+        *acc
+    }
+}

@@ -1,0 +1,373 @@
+//! The event-time tumbling and sliding window operator: one table per open
+//! window (a pane), fired as a whole when the watermark passes its end.
+
+use crate::chain::control::Collector;
+use crate::checkpoint::keyed_restore::restore_entries;
+use crate::operators::keyed::function::KeyedProcessFunction;
+use crate::operators::late_data::LateOutput;
+use crate::operators::window::event_time::WindowAssigner;
+use crate::operators::window::event_time::WindowStarts;
+use crate::operators::window::event_time::WINDOW_CONTENTS_STATE;
+use crate::operators::window::fold::WindowFold;
+use crate::operators::window::panes::WindowPanes;
+use crate::state::key_context::KeyContext;
+use crate::state::visitor::KeyedStates;
+use weir_net::Wire;
+use weir_state::KeyHash;
+
+/// The keyed process function behind event-time windows: one accumulator
+/// per `(key, window start)` in the window's pane (`window::panes`), fired as a
+/// whole when the watermark reaches the window's end - 1 and retired after
+/// the allowed lateness. Emits `(key, window_start, result)`.
+pub struct WindowOperator<K, W, A>
+where
+    K: Copy + Eq + KeyHash,
+    W: WindowFold,
+{
+    assigner: A,
+    size: i64,
+    lateness: i64,
+    fold: W,
+    contents: WindowPanes<K, W::Acc>,
+    /// The windows last assigned, for the timestamps that have them.
+    assigned: Assigned,
+    late: u64,
+    late_output: Option<LateOutput<W::In>>,
+}
+
+impl<K, W, A> WindowOperator<K, W, A>
+where
+    K: Copy + Eq + KeyHash,
+    W: WindowFold,
+    A: WindowAssigner<W::In>,
+{
+    /// The operator of windows `assigner` folding records with `fold`,
+    /// without allowed lateness or late-data output.
+    pub fn new(assigner: A, fold: W) -> Self {
+        Self {
+            size: assigner.size(),
+            assigner,
+            lateness: 0,
+            fold,
+            contents: WindowPanes::new(WINDOW_CONTENTS_STATE),
+            assigned: Assigned::NONE,
+            late: 0,
+            late_output: None,
+        }
+    }
+
+    /// The same operator keeping windows `lateness_ms` after they fired:
+    /// records arriving meanwhile update them and fire them again.
+    ///
+    /// # Panics
+    ///
+    /// If `lateness_ms` is negative.
+    pub fn with_allowed_lateness(mut self, lateness_ms: i64) -> Self {
+        assert!(
+            lateness_ms >= 0,
+            "window allowed lateness must not be negative, got {lateness_ms} ms"
+        );
+        self.lateness = lateness_ms;
+        self
+    }
+
+    /// The same operator handing records late for all their windows to
+    /// `late` (Flink's `sideOutputLateData`).
+    pub fn with_late_output(mut self, late: LateOutput<W::In>) -> Self {
+        self.late_output = Some(late);
+        self
+    }
+
+    /// Records dropped because all their windows were past their lateness.
+    pub fn late_records(&self) -> u64 {
+        self.late
+    }
+
+    /// Windows kept (not cleaned up yet) on this subtask, over all keys.
+    pub fn open_windows(&self) -> usize {
+        self.contents.len()
+    }
+
+    /// Fires the windows the watermark `watermark` completed.
+    fn fire<C: Collector<(K, i64, W::Out)>>(&mut self, watermark: i64, out: &mut C) {
+        let fold = &self.fold;
+        self.contents
+            .fire(watermark, self.size, self.lateness, |key, start, acc| {
+                out.collect((key, start, fold.result(acc)));
+            });
+    }
+
+    /// Assigns the windows of timestamp `ts` (and of the timestamps that
+    /// share them).
+    #[cold]
+    #[inline(never)]
+    fn assign(&mut self, ts: i64) {
+        let (starts, lo, hi) = self.assigner.window_starts_range(ts);
+        // The oldest window ends first.
+        let open_below = starts
+            .last()
+            .map_or(i64::MIN, |oldest| oldest.saturating_add(self.size - 1));
+        self.assigned = Assigned {
+            starts,
+            lo,
+            hi,
+            open_below,
+        };
+    }
+
+    /// Emits the current result of the current key's window `start`: a
+    /// late firing.
+    #[cold]
+    #[inline(never)]
+    fn late_firing<C: Collector<(K, i64, W::Out)>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        start: i64,
+        out: &mut C,
+    ) {
+        if let Some(acc) = self.contents.get(ctx, start) {
+            out.collect((*ctx.key(), start, self.fold.result(&acc)));
+        }
+    }
+
+    /// A record some of whose windows reached their end: windows past
+    /// their lateness skip it, the others take it (and fire again if they
+    /// fired); a record no window takes is late.
+    #[cold]
+    #[inline(never)]
+    fn process_late<C: Collector<(K, i64, W::Out)>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        value: W::In,
+        watermark: i64,
+        out: &mut C,
+    ) where
+        W::In: Clone,
+    {
+        let mut taken = false;
+        for start in self.assigned.starts {
+            let max_ts = start.saturating_add(self.size - 1);
+            let cleanup = max_ts.saturating_add(self.lateness);
+            if cleanup <= watermark {
+                continue;
+            }
+            taken = true;
+            let fold = &self.fold;
+            let fired = self
+                .contents
+                .fold_or_fire(ctx, start, max_ts <= watermark, |acc| {
+                    fold.fold(acc, value.clone())
+                });
+            if fired {
+                // Within the allowed lateness: a late firing.
+                self.late_firing(ctx, start, out);
+            }
+        }
+        if !taken {
+            self.late += 1;
+            if let Some(late) = &mut self.late_output {
+                late(value);
+            }
+        }
+    }
+}
+
+/// The records that follow a run's first, while their timestamps fall
+/// in `lo..hi` (the run's window), as `(key, hash, record)`: at most
+/// `left`; the first record outside the range ends the run and is kept in
+/// `stopped`.
+struct WindowRun<'a, I: Iterator, KF, A> {
+    records: &'a mut I,
+    key_of: &'a KF,
+    assigner: &'a A,
+    lo: i64,
+    hi: i64,
+    left: usize,
+    /// Records taken from `records` (the one in `stopped` too).
+    pulled: usize,
+    stopped: Option<I::Item>,
+}
+
+impl<I, K, KF, A> Iterator for WindowRun<'_, I, KF, A>
+where
+    I: Iterator,
+    K: KeyHash,
+    KF: Fn(&I::Item) -> K,
+    A: WindowAssigner<I::Item>,
+{
+    type Item = (K, u64, I::Item);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        let record = self.records.next()?;
+        self.pulled += 1;
+        self.left -= 1;
+        let ts = self.assigner.timestamp(&record);
+        if !(self.lo <= ts && ts < self.hi) {
+            self.stopped = Some(record);
+            self.left = 0;
+            return None;
+        }
+        let key = (self.key_of)(&record);
+        let hash = key.key_hash();
+        Some((key, hash, record))
+    }
+}
+
+/// The windows a window operator assigned last.
+#[derive(Clone, Copy, Debug)]
+struct Assigned {
+    starts: WindowStarts,
+    /// The timestamps `lo..hi` have these windows.
+    lo: i64,
+    hi: i64,
+    /// The last timestamp of the window that ends first: while the
+    /// watermark is below it, every window is open.
+    open_below: i64,
+}
+
+impl Assigned {
+    /// Before the first record: no timestamp has these windows.
+    const NONE: Self = Self {
+        starts: WindowStarts {
+            next: 0,
+            left: 0,
+            step: 1,
+        },
+        lo: 0,
+        hi: 0,
+        open_below: i64::MIN,
+    };
+}
+
+impl<K, W, A> KeyedProcessFunction for WindowOperator<K, W, A>
+where
+    K: Copy + Eq + KeyHash + Wire + 'static,
+    W: WindowFold,
+    W::In: Clone,
+    W::Acc: Wire,
+    A: WindowAssigner<W::In>,
+{
+    type Key = K;
+    type In = W::In;
+    type Out = (K, i64, W::Out);
+
+    #[inline]
+    fn process<C: Collector<Self::Out>>(&mut self, ctx: &KeyContext<K>, value: W::In, out: &mut C) {
+        let ts = self.assigner.timestamp(&value);
+        let watermark = ctx.current_watermark();
+        if !(self.assigned.lo <= ts && ts < self.assigned.hi) {
+            self.assign(ts);
+        }
+        if watermark >= self.assigned.open_below {
+            return self.process_late(ctx, value, watermark, out);
+        }
+        // Every window of the record is before its end: fold, and emit
+        // only for a window restored as fired (a late firing). Tumbling
+        // windows have one, without the loop.
+        let starts = self.assigned.starts;
+        if starts.left == 1 {
+            let fold = &self.fold;
+            if self
+                .contents
+                .fold(ctx, starts.next, |acc| fold.fold(acc, value))
+            {
+                self.late_firing(ctx, starts.next, out);
+            }
+            return;
+        }
+        for start in starts {
+            let fold = &self.fold;
+            let fired = self
+                .contents
+                .fold(ctx, start, |acc| fold.fold(acc, value.clone()));
+            if fired {
+                self.late_firing(ctx, start, out);
+            }
+        }
+    }
+
+    /// Runs of records that share the window last assigned, which is open
+    /// and has not fired (every in-order record of a tumbling window), are
+    /// folded into its table in one loop (`WindowPanes::fold_run`); any
+    /// other record goes through [`process`](Self::process).
+    #[inline]
+    fn process_many<I, KF, C>(
+        &mut self,
+        records: &mut I,
+        key_of: &KF,
+        watermark: i64,
+        limit: usize,
+        out: &mut C,
+    ) -> usize
+    where
+        I: Iterator<Item = W::In>,
+        KF: Fn(&W::In) -> K,
+        C: Collector<Self::Out>,
+    {
+        let mut taken = 0;
+        while taken < limit && out.is_available() {
+            let Some(first) = records.next() else {
+                break;
+            };
+            taken += 1;
+            let ts = self.assigner.timestamp(&first);
+            let a = self.assigned;
+            if !(a.lo <= ts && ts < a.hi && watermark < a.open_below && a.starts.left == 1) {
+                let ctx = KeyContext::with_watermark(key_of(&first), watermark);
+                self.process(&ctx, first, out);
+                continue;
+            }
+            // Folding emits nothing, so the chain stays available.
+            let key = key_of(&first);
+            let mut run = WindowRun {
+                records: &mut *records,
+                key_of,
+                assigner: &self.assigner,
+                lo: a.lo,
+                hi: a.hi,
+                left: limit - taken,
+                pulled: 0,
+                stopped: None,
+            };
+            let fold = &self.fold;
+            let head = (key, key.key_hash(), first);
+            let refused = self
+                .contents
+                .fold_run(a.starts.next, head, &mut run, |acc, v| fold.fold(acc, v));
+            let (pulled, stopped) = (run.pulled, run.stopped.take());
+            taken += pulled;
+            if let Err((key, _, first)) = refused {
+                let ctx = KeyContext::with_watermark(key, watermark);
+                self.process(&ctx, first, out);
+            }
+            if let Some(record) = stopped {
+                let ctx = KeyContext::with_watermark(key_of(&record), watermark);
+                self.process(&ctx, record, out);
+            }
+        }
+        taken
+    }
+
+    fn on_watermark<C: Collector<Self::Out>>(&mut self, watermark: i64, out: &mut C) {
+        self.fire(watermark, out);
+    }
+
+    fn on_end_of_input<C: Collector<Self::Out>>(&mut self, out: &mut C) {
+        // Flink's final watermark: every window fires.
+        self.fire(i64::MAX, out);
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        let name = self.contents.name().to_owned();
+        states.visit(
+            &name,
+            &mut self.contents,
+            |c| Box::new(c.freeze()),
+            |scope, c| restore_entries(scope, &name, c),
+        );
+    }
+}

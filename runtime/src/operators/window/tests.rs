@@ -1,0 +1,416 @@
+//! Tests of the event-time window operator: window assignment against
+//! Flink's formulas and its output against brute-force references over
+//! random out-of-order input, with lateness and the late-data output.
+
+use std::collections::BTreeMap;
+use weir_net::Wire;
+
+use super::*;
+use crate::chain::control::ChainControl;
+use crate::chain::control::Collector;
+use crate::chain::testing::VecTail;
+use crate::core::subtask::SubtaskInfo;
+use crate::operators::keyed::op::KeyedProcessOp;
+use crate::state::aggregating::AggregateFunction;
+
+/// Count and sum of the second field.
+#[derive(Clone)]
+struct CountSum;
+
+impl AggregateFunction for CountSum {
+    type In = (u64, i64, u64);
+    type Acc = (u64, u64);
+    type Out = (u64, u64);
+    fn create_accumulator(&self) -> (u64, u64) {
+        (0, 0)
+    }
+    fn add(&self, v: (u64, i64, u64), (c, s): (u64, u64)) -> (u64, u64) {
+        (c + 1, s + v.2)
+    }
+    fn get_result(&self, acc: &(u64, u64)) -> (u64, u64) {
+        *acc
+    }
+    fn merge(&self, a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
+        (a.0 + b.0, a.1 + b.1)
+    }
+}
+
+type Rec = (u64, i64, u64);
+type Ts = fn(&Rec) -> i64;
+type Op<W, A = TumblingEventTimeWindows<Ts>> = KeyedProcessOp<
+    WindowOperator<u64, W, A>,
+    fn(&Rec) -> u64,
+    VecTail<(u64, i64, <W as WindowFold>::Out)>,
+>;
+
+fn info() -> SubtaskInfo {
+    SubtaskInfo {
+        index: 0,
+        parallelism: 1,
+        worker: 0,
+        max_parallelism: 128,
+    }
+}
+
+fn op<W: WindowFold<In = Rec>>(size: i64, fold: W) -> Op<W>
+where
+    W::Acc: Wire,
+{
+    let assigner = TumblingEventTimeWindows::of(size, (|r: &Rec| r.1) as Ts);
+    op_with(WindowOperator::new(assigner, fold))
+}
+
+fn op_with<W: WindowFold<In = Rec>, A: WindowAssigner<Rec>>(
+    window: WindowOperator<u64, W, A>,
+) -> Op<W, A>
+where
+    W::Acc: Wire,
+{
+    KeyedProcessOp::new(
+        window,
+        (|r: &Rec| r.0) as fn(&Rec) -> u64,
+        VecTail {
+            items: Vec::new(),
+            finished: false,
+            watermarks: Vec::new(),
+            statuses: Vec::new(),
+        },
+        "window",
+        &info(),
+        false,
+    )
+}
+
+#[test]
+fn window_start_follows_flink_also_for_negative_times_and_offsets() {
+    let w = TumblingEventTimeWindows::of(1000, |_: &()| 0);
+    assert_eq!(w.window_start(0), 0);
+    assert_eq!(w.window_start(999), 0);
+    assert_eq!(w.window_start(1000), 1000);
+    assert_eq!(w.window_start(-1), -1000);
+    let w = w.with_offset(250);
+    assert_eq!(w.window_start(249), -750);
+    assert_eq!(w.window_start(250), 250);
+}
+
+#[test]
+fn windows_fire_when_the_watermark_passes_their_end_and_late_records_are_dropped() {
+    let mut op = op(10, AggregateFold(CountSum));
+    op.collect((1, 0, 5));
+    op.collect((1, 9, 7));
+    op.collect((2, 3, 1));
+    op.collect((1, 10, 100));
+    op.on_watermark(8);
+    assert!(op.output_mut().items.is_empty(), "no window ended yet");
+    op.on_watermark(9);
+    let mut fired = std::mem::take(&mut op.output_mut().items);
+    fired.sort();
+    assert_eq!(fired, vec![(1, 0, (2, 12)), (2, 0, (1, 1))]);
+    // Window [0, 10) fired: a record for it is late and dropped.
+    op.collect((2, 5, 1000));
+    op.collect((2, 15, 3));
+    op.end_input();
+    let mut fired = std::mem::take(&mut op.output_mut().items);
+    fired.sort();
+    assert_eq!(fired, vec![(1, 10, (1, 100)), (2, 10, (1, 3))]);
+    // The watermark reached the chain after the windows it fired.
+    assert_eq!(op.output_mut().watermarks, vec![8, 9]);
+}
+
+#[test]
+fn reduce_keeps_one_value_per_window() {
+    let mut op = op(
+        5,
+        ReduceFold::new(|a: Rec, b: Rec| (a.0, a.1.max(b.1), a.2.max(b.2))),
+    );
+    for (k, ts, v) in [(7, 1, 3), (7, 4, 9), (7, 2, 4), (7, 6, 1)] {
+        op.collect((k, ts, v));
+    }
+    op.on_watermark(4);
+    assert_eq!(op.output_mut().items, vec![(7, 0, (7, 4, 9))]);
+}
+
+/// Brute force: every record of a window that had not fired when it
+/// arrived counts; a window fires once, with what it had.
+#[test]
+fn random_out_of_order_inputs_match_a_brute_force_reference() {
+    let mut rng = 0x1234_5678_u64;
+    let mut next = move || {
+        rng = crate::operators::window::tests::mix(rng);
+        rng
+    };
+    for round in 0..50 {
+        let size = 1 + (next() % 20) as i64;
+        let mut op = op(size, AggregateFold(CountSum));
+        let mut expected: BTreeMap<(u64, i64), (u64, u64)> = BTreeMap::new();
+        let mut watermark = i64::MIN;
+        let mut late = 0u64;
+        for i in 0..400u64 {
+            if next() % 10 == 0 {
+                let w = (i as i64) / 2 - (next() % 30) as i64;
+                if w > watermark {
+                    watermark = w;
+                    op.on_watermark(w);
+                }
+            }
+            let key = next() % 4;
+            let ts = (i as i64) / 2 - (next() % 40) as i64;
+            let start = ts - ts.rem_euclid(size);
+            op.collect((key, ts, i));
+            if start + size - 1 <= watermark {
+                late += 1;
+                continue;
+            }
+            let e = expected.entry((key, start)).or_default();
+            e.0 += 1;
+            e.1 += i;
+        }
+        op.end_input();
+        let mut got: Vec<_> = std::mem::take(&mut op.output_mut().items);
+        got.sort();
+        let want: Vec<_> = expected.into_iter().map(|((k, s), r)| (k, s, r)).collect();
+        assert_eq!(got, want, "round {round}, size {size}");
+        assert_eq!(op.function_mut().late_records(), late, "round {round}");
+        assert_eq!(op.function_mut().open_windows(), 0, "round {round}");
+    }
+}
+
+/// Brute force of sliding windows with allowed lateness over random
+/// out-of-order input: replays the input keeping, per `(key, window)`,
+/// its records; a window fires when the watermark reaches its end - 1
+/// and again on every record accepted after that; a record goes to the
+/// side output when all its windows are past their lateness.
+#[test]
+fn sliding_windows_with_lateness_match_a_brute_force_reference() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    let mut rng = 0xABCD_u64;
+    let mut next = move || {
+        rng = mix(rng);
+        rng
+    };
+    for round in 0..60 {
+        let slide = 1 + (next() % 7) as i64;
+        let size = slide * (1 + (next() % 4) as i64)
+            + if round % 3 == 0 {
+                0
+            } else {
+                (next() % 3) as i64
+            };
+        let lateness = [0, 0, 3, 10][(next() % 4) as usize];
+        let late_seen = Rc::new(RefCell::new(Vec::new()));
+        let sink = late_seen.clone();
+        let assigner = SlidingEventTimeWindows::of(size, slide, (|r: &Rec| r.1) as Ts);
+        let mut op = op_with(
+            WindowOperator::new(assigner, AggregateFold(CountSum))
+                .with_allowed_lateness(lateness)
+                .with_late_output(Box::new(move |r: Rec| sink.borrow_mut().push(r))),
+        );
+        // Per window: (count, sum), fired yet.
+        let mut windows: BTreeMap<(u64, i64), ((u64, u64), bool)> = BTreeMap::new();
+        let mut want = Vec::new();
+        let mut want_late = Vec::new();
+        let mut watermark = i64::MIN;
+        for i in 0..300u64 {
+            if next() % 8 == 0 {
+                let w = (i as i64) / 2 - (next() % 25) as i64;
+                if w > watermark {
+                    watermark = w;
+                    op.on_watermark(w);
+                    for (&(k, s), (acc, fired)) in windows.iter_mut() {
+                        if !*fired && s + size - 1 <= w {
+                            *fired = true;
+                            want.push((k, s, *acc));
+                        }
+                    }
+                }
+            }
+            let key = next() % 3;
+            let ts = (i as i64) / 2 - (next() % 30) as i64;
+            op.collect((key, ts, i));
+            let mut taken = false;
+            // Every window start s with s <= ts < s + size, s = k * slide.
+            let mut s = ts - ts.rem_euclid(slide);
+            while s > ts - size {
+                if s + size - 1 + lateness > watermark {
+                    taken = true;
+                    let (acc, fired) = windows.entry((key, s)).or_insert(((0, 0), false));
+                    acc.0 += 1;
+                    acc.1 += i;
+                    if s + size - 1 <= watermark {
+                        *fired = true;
+                        want.push((key, s, *acc));
+                    }
+                }
+                s -= slide;
+            }
+            if !taken {
+                want_late.push((key, ts, i));
+            }
+        }
+        op.end_input();
+        for (&(k, s), (acc, fired)) in windows.iter() {
+            if !*fired {
+                want.push((k, s, *acc));
+            }
+        }
+        let mut got = std::mem::take(&mut op.output_mut().items);
+        got.sort();
+        want.sort();
+        let what = format!("round {round}: size {size}, slide {slide}, lateness {lateness}");
+        assert_eq!(got, want, "{what}");
+        assert_eq!(*late_seen.borrow(), want_late, "{what}");
+        assert_eq!(
+            op.function_mut().late_records(),
+            want_late.len() as u64,
+            "{what}"
+        );
+        assert_eq!(op.function_mut().open_windows(), 0, "{what}");
+    }
+}
+
+#[test]
+fn sliding_windows_assign_every_window_holding_a_timestamp() {
+    let w = SlidingEventTimeWindows::of(10, 3, |_: &()| 0);
+    assert_eq!(
+        WindowAssigner::<()>::window_starts(&w, 7).collect::<Vec<_>>(),
+        vec![6, 3, 0]
+    );
+    assert_eq!(
+        WindowAssigner::<()>::window_starts(&w, -1).collect::<Vec<_>>(),
+        vec![-3, -6, -9]
+    );
+    // Windows shorter than the slide leave gaps: no window there.
+    let gaps = SlidingEventTimeWindows::of(2, 5, |_: &()| 0);
+    assert_eq!(
+        WindowAssigner::<()>::window_starts(&gaps, 6).collect::<Vec<_>>(),
+        vec![5]
+    );
+    assert_eq!(WindowAssigner::<()>::window_starts(&gaps, 7).count(), 0);
+}
+
+/// The range an assigner reports holds exactly the timestamps with the
+/// same windows: the operator reuses them there without re-assigning.
+#[test]
+fn window_starts_range_covers_exactly_the_timestamps_with_the_same_windows() {
+    fn check<A: WindowAssigner<()>>(a: &A, ts: i64) {
+        let (starts, lo, hi) = a.window_starts_range(ts);
+        let want: Vec<i64> = a.window_starts(ts).collect();
+        assert_eq!(starts.collect::<Vec<_>>(), want);
+        assert!(lo <= ts && ts < hi, "{ts} outside {lo}..{hi}");
+        for t in lo..hi {
+            assert_eq!(a.window_starts(t).collect::<Vec<_>>(), want, "ts {t}");
+        }
+        assert_ne!(a.window_starts(lo - 1).collect::<Vec<_>>(), want);
+        assert_ne!(a.window_starts(hi).collect::<Vec<_>>(), want);
+    }
+    let mut rng = 99_u64;
+    for _ in 0..200 {
+        rng = mix(rng);
+        let size = 1 + (rng % 17) as i64;
+        let slide = 1 + (rng >> 8) as i64 % 9;
+        let offset = (rng >> 16) as i64 % 50;
+        let ts = (rng >> 24) as i64 % 1000 - 500;
+        check(
+            &TumblingEventTimeWindows::of(size, |_: &()| 0).with_offset(offset),
+            ts,
+        );
+        // Windows shorter than their slide leave gaps with no window.
+        let sliding = SlidingEventTimeWindows::of(size.max(slide), slide, |_: &()| 0);
+        check(&sliding.with_offset(offset), ts);
+    }
+}
+
+/// splitmix64's finalizer, as a small deterministic generator.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Records taken a run at a time (`collect_many`, the path of a gate's
+/// buffer) give exactly what they give one by one (`collect`): the same
+/// firings in the same order, the same late records. Mostly in-order
+/// timestamps, so that long runs share a window, with jumps back (late
+/// and within-lateness records), for tumbling and sliding windows.
+#[test]
+fn records_taken_a_run_at_a_time_give_what_they_give_one_by_one() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    let mut rng = 0x5EED_u64;
+    let mut next = move || {
+        rng = mix(rng);
+        rng
+    };
+    for round in 0..80 {
+        let size = 2 + (next() % 9) as i64;
+        let slide = if round % 2 == 0 {
+            size
+        } else {
+            1 + (next() % size as u64) as i64
+        };
+        let lateness = [0, 0, 2, 7][(next() % 4) as usize];
+        let records: Vec<Rec> = (0..400u64)
+            .map(|i| {
+                let back = if next() % 10 == 0 {
+                    (next() % 20) as i64
+                } else {
+                    0
+                };
+                (next() % 4, (i as i64) / 3 - back, i)
+            })
+            .collect();
+        // Watermarks between chunks of records: (records before it, watermark).
+        let mut cuts = Vec::new();
+        let mut at = 0usize;
+        while at < records.len() {
+            at += 1 + (next() % 40) as usize;
+            cuts.push((at.min(records.len()), (at as i64) / 3 - (next() % 6) as i64));
+        }
+        let make = |late: Rc<RefCell<Vec<Rec>>>| {
+            let assigner = SlidingEventTimeWindows::of(size, slide, (|r: &Rec| r.1) as Ts);
+            op_with(
+                WindowOperator::new(assigner, AggregateFold(CountSum))
+                    .with_allowed_lateness(lateness)
+                    .with_late_output(Box::new(move |r: Rec| late.borrow_mut().push(r))),
+            )
+        };
+        let (late_one, late_many) = (Rc::default(), Rc::default());
+        let (mut one, mut many) = (make(Rc::clone(&late_one)), make(Rc::clone(&late_many)));
+        let mut from = 0;
+        for &(to, watermark) in &cuts {
+            for r in &records[from..to] {
+                one.collect(*r);
+            }
+            let mut rest = records[from..to].iter().copied();
+            let mut left = to - from;
+            while left > 0 {
+                let limit = 1 + (next() % 50) as usize;
+                let taken = many.collect_many(&mut rest, limit);
+                assert_eq!(
+                    taken,
+                    limit.min(left),
+                    "round {round}: takes up to its limit"
+                );
+                left -= taken;
+            }
+            one.on_watermark(watermark);
+            many.on_watermark(watermark);
+            from = to;
+        }
+        one.end_input();
+        many.end_input();
+        let what = format!("round {round}: size {size}, slide {slide}, lateness {lateness}");
+        assert!(!one.output_mut().items.is_empty(), "{what}: windows fired");
+        assert_eq!(one.output_mut().items, many.output_mut().items, "{what}");
+        assert_eq!(*late_one.borrow(), *late_many.borrow(), "{what}");
+        assert_eq!(
+            one.function_mut().late_records(),
+            many.function_mut().late_records(),
+            "{what}"
+        );
+    }
+}

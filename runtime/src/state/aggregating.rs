@@ -1,0 +1,276 @@
+//! Flink's keyed `ReducingState` and `AggregatingState` (with its
+//! `AggregateFunction`): one accumulator per key.
+
+use crate::core::wire::append_wire;
+use crate::state::codec::FrozenTable;
+use crate::state::key_context::KeyContext;
+use crate::state::registry::register_state;
+use crate::state::ttl::ttl_for;
+use crate::state::ttl::{StateTtlConfig, Ttl, TtlClock};
+use std::rc::Rc;
+use weir_net::Wire;
+use weir_state::{KeyHash, ValueState};
+
+// ---------------------------------------------------- reducing, aggregating
+
+/// Flink's `AggregateFunction`: folds inputs into an accumulator and reads
+/// a result from it.
+pub trait AggregateFunction: 'static {
+    /// Values added.
+    type In;
+    /// The accumulator stored per key (fixed size).
+    type Acc: Copy;
+    /// Results read.
+    type Out;
+
+    /// A new, empty accumulator.
+    fn create_accumulator(&self) -> Self::Acc;
+    /// `acc` with `value` added.
+    fn add(&self, value: Self::In, acc: Self::Acc) -> Self::Acc;
+    /// The result of `acc`.
+    fn get_result(&self, acc: &Self::Acc) -> Self::Out;
+    /// Two accumulators merged into one.
+    fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+}
+
+/// One accumulator per key with its last access: what reducing and
+/// aggregating state store.
+pub(crate) struct AccTable<K, A>
+where
+    K: Copy + Eq + KeyHash,
+    A: Copy,
+{
+    pub(crate) table: ValueState<K, (A, u64)>,
+    pub(crate) ttl: Ttl,
+}
+
+impl<K, A> AccTable<K, A>
+where
+    K: Copy + Eq + KeyHash,
+    A: Copy,
+{
+    pub(crate) fn new(name: &str) -> Self {
+        register_state(name);
+        Self {
+            table: ValueState::new(name),
+            ttl: Ttl::default(),
+        }
+    }
+
+    /// The key's unexpired accumulator (an expired one is removed).
+    pub(crate) fn get(&mut self, ctx: &KeyContext<K>) -> Option<A> {
+        let &(acc, stamp) = self.table.get_hashed(ctx.key(), ctx.hash())?;
+        if self.ttl.enabled() {
+            let now = self.ttl.now();
+            if self.ttl.expired(stamp, now) {
+                self.table.remove_hashed(ctx.key(), ctx.hash());
+                return None;
+            }
+            if self.ttl.renew_on_read() {
+                self.table
+                    .get_mut_hashed(ctx.key(), ctx.hash())
+                    .expect("just read")
+                    .1 = now;
+            }
+        }
+        Some(acc)
+    }
+
+    /// Sets the key's accumulator to `f(current unexpired one)`.
+    pub(crate) fn update(&mut self, ctx: &KeyContext<K>, f: impl FnOnce(Option<A>) -> A) {
+        let now = self.ttl.now();
+        let current = self
+            .table
+            .get_hashed(ctx.key(), ctx.hash())
+            .filter(|(_, stamp)| !self.ttl.expired(*stamp, now))
+            .map(|&(acc, _)| acc);
+        self.table
+            .put_hashed(*ctx.key(), ctx.hash(), (f(current), now));
+    }
+
+    pub(crate) fn clear(&mut self, ctx: &KeyContext<K>) {
+        self.table.remove_hashed(ctx.key(), ctx.hash());
+    }
+}
+
+impl<K, A> AccTable<K, A>
+where
+    K: Copy + Eq + KeyHash + Wire,
+    A: Copy + Wire,
+{
+    pub(crate) fn freeze(&self) -> FrozenTable<K, (A, u64)> {
+        FrozenTable::new(
+            self.table.freeze(),
+            |k| k.key_hash(),
+            |buf, k, (acc, stamp)| {
+                append_wire(buf, k);
+                append_wire(buf, acc);
+                append_wire(buf, stamp);
+            },
+            |(_, stamp)| *stamp,
+            self.ttl.snapshot_cutoff(),
+        )
+    }
+}
+
+/// Flink's keyed `ReducingState<V>`: per key, the values added so far
+/// combined by a reduce function `f(accumulated, new)`.
+pub struct KeyedReducingState<K, V, F>
+where
+    K: Copy + Eq + KeyHash,
+    V: Copy,
+    F: Fn(V, V) -> V,
+{
+    acc: AccTable<K, V>,
+    reduce: F,
+}
+
+impl<K, V, F> KeyedReducingState<K, V, F>
+where
+    K: Copy + Eq + KeyHash,
+    V: Copy,
+    F: Fn(V, V) -> V,
+{
+    /// An empty reducing state named `name` combining with `reduce`.
+    pub fn new(name: &str, reduce: F) -> Self {
+        Self {
+            acc: AccTable::new(name),
+            reduce,
+        }
+    }
+
+    /// The same state with time-to-live `config`, on processing time.
+    pub fn with_ttl(mut self, config: StateTtlConfig) -> Self {
+        self.acc.ttl = ttl_for(config, None);
+        self
+    }
+
+    /// The same state with time-to-live `config` measured by `clock`.
+    pub fn with_ttl_clock(mut self, config: StateTtlConfig, clock: Rc<dyn TtlClock>) -> Self {
+        self.acc.ttl = ttl_for(config, Some(clock));
+        self
+    }
+
+    /// The state's name.
+    pub fn name(&self) -> &str {
+        self.acc.table.name()
+    }
+
+    /// The current key's reduced value, if any and not expired.
+    pub fn get(&mut self, ctx: &KeyContext<K>) -> Option<V> {
+        self.acc.get(ctx)
+    }
+
+    /// Reduces `value` into the current key's value.
+    pub fn add(&mut self, ctx: &KeyContext<K>, value: V) {
+        let reduce = &self.reduce;
+        self.acc
+            .update(ctx, |cur| cur.map_or(value, |acc| reduce(acc, value)));
+    }
+
+    /// Removes the current key's value.
+    pub fn clear(&mut self, ctx: &KeyContext<K>) {
+        self.acc.clear(ctx);
+    }
+}
+
+/// Flink's keyed `AggregatingState<IN, OUT>`: per key, an accumulator of
+/// the values added so far, read through an [`AggregateFunction`].
+pub struct KeyedAggregatingState<K, A>
+where
+    K: Copy + Eq + KeyHash,
+    A: AggregateFunction,
+{
+    acc: AccTable<K, A::Acc>,
+    agg: A,
+}
+
+impl<K, A> KeyedAggregatingState<K, A>
+where
+    K: Copy + Eq + KeyHash,
+    A: AggregateFunction,
+{
+    /// An empty aggregating state named `name` aggregating with `agg`.
+    pub fn new(name: &str, agg: A) -> Self {
+        Self {
+            acc: AccTable::new(name),
+            agg,
+        }
+    }
+
+    /// The same state with time-to-live `config`, on processing time.
+    pub fn with_ttl(mut self, config: StateTtlConfig) -> Self {
+        self.acc.ttl = ttl_for(config, None);
+        self
+    }
+
+    /// The same state with time-to-live `config` measured by `clock`.
+    pub fn with_ttl_clock(mut self, config: StateTtlConfig, clock: Rc<dyn TtlClock>) -> Self {
+        self.acc.ttl = ttl_for(config, Some(clock));
+        self
+    }
+
+    /// The state's name.
+    pub fn name(&self) -> &str {
+        self.acc.table.name()
+    }
+
+    /// The current key's result, if it has an unexpired accumulator.
+    pub fn get(&mut self, ctx: &KeyContext<K>) -> Option<A::Out> {
+        self.acc.get(ctx).map(|acc| self.agg.get_result(&acc))
+    }
+
+    /// Adds `value` to the current key's accumulator.
+    pub fn add(&mut self, ctx: &KeyContext<K>, value: A::In) {
+        let agg = &self.agg;
+        self.acc.update(ctx, |cur| {
+            agg.add(value, cur.unwrap_or_else(|| agg.create_accumulator()))
+        });
+    }
+
+    /// Merges `acc` into the current key's accumulator.
+    pub fn merge_accumulator(&mut self, ctx: &KeyContext<K>, acc: A::Acc) {
+        let agg = &self.agg;
+        self.acc
+            .update(ctx, |cur| cur.map_or(acc, |mine| agg.merge(mine, acc)));
+    }
+
+    /// Removes the current key's accumulator.
+    pub fn clear(&mut self, ctx: &KeyContext<K>) {
+        self.acc.clear(ctx);
+    }
+}
+
+impl<K, V, F> KeyedReducingState<K, V, F>
+where
+    K: Copy + Eq + KeyHash + Wire,
+    V: Copy + Wire,
+    F: Fn(V, V) -> V,
+{
+    /// A frozen view for a checkpoint (see the module doc for the format).
+    pub(crate) fn freeze(&self) -> FrozenTable<K, (V, u64)> {
+        self.acc.freeze()
+    }
+
+    /// The accumulator table, for restores.
+    pub(crate) fn table_mut(&mut self) -> &mut ValueState<K, (V, u64)> {
+        &mut self.acc.table
+    }
+}
+
+impl<K, A> KeyedAggregatingState<K, A>
+where
+    K: Copy + Eq + KeyHash + Wire,
+    A: AggregateFunction,
+    A::Acc: Wire,
+{
+    /// A frozen view for a checkpoint (see the module doc for the format).
+    pub(crate) fn freeze(&self) -> FrozenTable<K, (A::Acc, u64)> {
+        self.acc.freeze()
+    }
+
+    /// The accumulator table, for restores.
+    pub(crate) fn table_mut(&mut self) -> &mut ValueState<K, (A::Acc, u64)> {
+        &mut self.acc.table
+    }
+}

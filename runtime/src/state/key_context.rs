@@ -1,0 +1,55 @@
+//! The key of the record being processed, with its precomputed hash: the
+//! scope every keyed state is read and written in.
+
+use weir_state::KeyHash;
+
+/// The key of the record being processed, with its precomputed hash, and
+/// the operator's current event time.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyContext<K> {
+    pub(crate) key: K,
+    pub(crate) hash: u64,
+    watermark: i64,
+}
+
+impl<K: KeyHash> KeyContext<K> {
+    /// The context for `key`, before any watermark (`i64::MIN`).
+    #[inline]
+    pub fn new(key: K) -> Self {
+        Self::with_watermark(key, i64::MIN)
+    }
+
+    /// The context for `key` in an operator whose watermark is `watermark`.
+    #[inline]
+    pub fn with_watermark(key: K, watermark: i64) -> Self {
+        let hash = key.key_hash();
+        Self {
+            key,
+            hash,
+            watermark,
+        }
+    }
+}
+
+impl<K> KeyContext<K> {
+    /// The current key.
+    #[inline]
+    pub fn key(&self) -> &K {
+        &self.key
+    }
+
+    /// The current key's stable hash (decides its key group).
+    #[inline]
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+
+    /// The operator's current watermark (ms): the minimum over its active
+    /// inputs of their watermarks, as Flink's
+    /// `TimerService::currentWatermark`; `i64::MIN` before the first one
+    /// and in jobs without event time, `i64::MAX` once every input ended.
+    #[inline]
+    pub fn current_watermark(&self) -> i64 {
+        self.watermark
+    }
+}

@@ -1,0 +1,232 @@
+//! Flink's keyed `ListState`: elements in a table keyed by `(key, index)`,
+//! lengths in another.
+
+use crate::checkpoint::keyed_restore::RestoreSink;
+use crate::core::wire::append_wire;
+use crate::state::codec::FrozenTable;
+use crate::state::key_context::KeyContext;
+use crate::state::registry::register_state;
+use crate::state::ttl::ttl_for;
+use crate::state::ttl::{StateTtlConfig, Ttl, TtlClock};
+use std::rc::Rc;
+use weir_net::{DecodeError, Wire};
+use weir_state::{KeyHash, ValueState};
+
+// ---------------------------------------------------------------- list
+
+/// Flink's keyed `ListState<T>`: a list per key, scoped to the current key
+/// of a [`KeyContext`]. With TTL each element expires on its own.
+pub struct KeyedListState<K, T>
+where
+    K: Copy + Eq + KeyHash,
+    T: Copy,
+{
+    elements: ValueState<(K, u32), (T, u64)>,
+    lens: ValueState<K, u32>,
+    ttl: Ttl,
+    /// Set by a restore: the number of elements restored per key, to find
+    /// the lists whose expired elements a snapshot left out.
+    restored: Option<ValueState<K, u32>>,
+}
+
+impl<K, T> KeyedListState<K, T>
+where
+    K: Copy + Eq + KeyHash,
+    T: Copy,
+{
+    /// An empty list state named `name` (unique within its operator).
+    pub fn new(name: &str) -> Self {
+        register_state(name);
+        Self {
+            elements: ValueState::new(name),
+            lens: ValueState::new(name),
+            ttl: Ttl::default(),
+            restored: None,
+        }
+    }
+
+    /// The same state with time-to-live `config`, on processing time.
+    pub fn with_ttl(self, config: StateTtlConfig) -> Self {
+        Self {
+            ttl: ttl_for(config, None),
+            ..self
+        }
+    }
+
+    /// The same state with time-to-live `config` measured by `clock`.
+    pub fn with_ttl_clock(self, config: StateTtlConfig, clock: Rc<dyn TtlClock>) -> Self {
+        Self {
+            ttl: ttl_for(config, Some(clock)),
+            ..self
+        }
+    }
+
+    /// The state's name.
+    pub fn name(&self) -> &str {
+        self.elements.name()
+    }
+
+    /// Elements of all keys on this subtask (expired ones not cleaned up
+    /// yet included).
+    pub fn total_len(&self) -> usize {
+        self.elements.len()
+    }
+
+    /// The current key's elements, in the order they were added (expired
+    /// ones are removed first).
+    pub fn get(&mut self, ctx: &KeyContext<K>) -> impl Iterator<Item = T> + '_ {
+        let key = *ctx.key();
+        if self.ttl.enabled() {
+            let now = self.ttl.now();
+            self.compact(key, Some(now));
+            if self.ttl.renew_on_read() {
+                let len = self.lens.get(&key).copied().unwrap_or(0);
+                for i in 0..len {
+                    self.elements
+                        .get_mut(&(key, i))
+                        .expect("element of a list")
+                        .1 = now;
+                }
+            }
+        }
+        let len = self.lens.get(&key).copied().unwrap_or(0);
+        let elements = &self.elements;
+        (0..len).map(move |i| elements.get(&(key, i)).expect("element of a list").0)
+    }
+
+    /// Appends `value` to the current key's list.
+    pub fn add(&mut self, ctx: &KeyContext<K>, value: T) {
+        let stamp = self.ttl.now();
+        let key = *ctx.key();
+        let len = self.lens.get_or_insert_with(key, || 0);
+        let at = *len;
+        *len += 1;
+        self.elements.put((key, at), (value, stamp));
+    }
+
+    /// Appends every value of `values` to the current key's list.
+    pub fn add_all(&mut self, ctx: &KeyContext<K>, values: impl IntoIterator<Item = T>) {
+        for v in values {
+            self.add(ctx, v);
+        }
+    }
+
+    /// Replaces the current key's list with `values`.
+    pub fn update(&mut self, ctx: &KeyContext<K>, values: impl IntoIterator<Item = T>) {
+        self.clear(ctx);
+        self.add_all(ctx, values);
+    }
+
+    /// Removes the current key's list.
+    pub fn clear(&mut self, ctx: &KeyContext<K>) {
+        let key = *ctx.key();
+        if let Some(len) = self.lens.remove(&key) {
+            for i in 0..len {
+                self.elements.remove(&(key, i));
+            }
+        }
+    }
+
+    /// Closes up the gaps in `key`'s list: elements that are missing (left
+    /// out by a snapshot) or, with `now`, expired are dropped and the rest
+    /// keep their order.
+    fn compact(&mut self, key: K, now: Option<u64>) {
+        let Some(len) = self.lens.get(&key).copied() else {
+            return;
+        };
+        let mut kept = 0;
+        for i in 0..len {
+            let Some(&(v, stamp)) = self.elements.get(&(key, i)) else {
+                continue;
+            };
+            if now.is_some_and(|now| self.ttl.expired(stamp, now)) {
+                self.elements.remove(&(key, i));
+                continue;
+            }
+            if kept != i {
+                self.elements.remove(&(key, i));
+                self.elements.put((key, kept), (v, stamp));
+            }
+            kept += 1;
+        }
+        if kept == 0 {
+            self.lens.remove(&key);
+        } else if kept != len {
+            self.lens.put(key, kept);
+        }
+    }
+}
+
+impl<K, T> KeyedListState<K, T>
+where
+    K: Copy + Eq + KeyHash + Wire,
+    T: Copy + Wire,
+{
+    /// A frozen view for a checkpoint (see the module doc for the format).
+    pub(crate) fn freeze(&self) -> FrozenTable<(K, u32), (T, u64)> {
+        FrozenTable::new(
+            self.elements.freeze(),
+            |(k, _)| k.key_hash(),
+            |buf, (k, i), (v, stamp)| {
+                append_wire(buf, k);
+                append_wire(buf, i);
+                append_wire(buf, v);
+                append_wire(buf, stamp);
+            },
+            |(_, stamp)| *stamp,
+            self.ttl.snapshot_cutoff(),
+        )
+    }
+}
+
+impl<K, T> RestoreSink for KeyedListState<K, T>
+where
+    K: Copy + Eq + KeyHash + Wire,
+    T: Copy + Wire,
+{
+    type Entry = (K, u32, T, u64);
+
+    fn decode(bytes: &[u8]) -> Result<(Self::Entry, usize), DecodeError> {
+        <(K, u32, T, u64)>::read(bytes)
+    }
+
+    fn group_hash(entry: &Self::Entry) -> u64 {
+        entry.0.key_hash()
+    }
+
+    fn reserve(&mut self, entries: usize) {
+        self.elements.reserve(entries);
+    }
+
+    fn insert(&mut self, (k, i, v, stamp): Self::Entry, _hash: u64) {
+        if self.elements.get(&(k, i)).is_none() {
+            *self
+                .restored
+                .get_or_insert_with(|| ValueState::new("restored"))
+                .get_or_insert_with(k, || 0) += 1;
+        }
+        self.elements.put((k, i), (v, stamp));
+        let len = self.lens.get_or_insert_with(k, || 0);
+        *len = (*len).max(i + 1);
+    }
+
+    fn finish(&mut self) {
+        // Lists with fewer elements than their highest index had elements
+        // left out by the snapshot's TTL cleanup: close them up.
+        let Some(restored) = self.restored.take() else {
+            return;
+        };
+        let gappy: Vec<K> = restored
+            .iter()
+            .filter(|&(k, n)| self.lens.get(k) != Some(n))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in gappy {
+            self.compact(k, None);
+        }
+    }
+
+    fn entry_count(&self) -> usize {
+        self.elements.len()
+    }
+}

@@ -1,0 +1,31 @@
+//! What operators remember: the key context, Flink's keyed state kinds in
+//! the worker's arena, state TTL, timers, operator (non-keyed) list
+//! state, the registry of the states a function creates, the visitor that
+//! snapshots and restores them, and their codecs.
+
+pub mod aggregating;
+pub mod codec;
+pub mod key_context;
+pub mod list;
+pub mod map;
+pub mod operator;
+pub mod registry;
+pub mod timers;
+pub mod ttl;
+pub mod ttl_value;
+pub mod value;
+pub mod visitor;
+
+pub use aggregating::{AggregateFunction, KeyedAggregatingState, KeyedReducingState};
+pub use key_context::KeyContext;
+pub use list::KeyedListState;
+pub use map::KeyedMapState;
+pub use operator::{OperatorListState, OperatorStates, UnionListState};
+pub use timers::{KeyedTimerService, TimeDomain, TimerQueues};
+pub use ttl::{ManualClock, ProcessingTimeClock, StateTtlConfig, TtlClock, UpdateType};
+pub use ttl_value::KeyedTtlValueState;
+pub use value::KeyedValueState;
+pub use visitor::KeyedStates;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,219 @@
+//! Operator (non-keyed) state: Flink's `OperatorStateStore.getListState`
+//! and `getUnionListState`, for functions that are not keyed.
+//!
+//! An operator state belongs to a parallel instance of an operator, not to
+//! a key. It is a list of elements, so that a restore at another
+//! parallelism can redistribute it, as Flink does:
+//!
+//! - [`OperatorListState`] (Flink's *even-split redistribution*): the lists
+//!   of all old subtasks are concatenated (in subtask order) and split into
+//!   contiguous parts as even as possible, the first `total % P` new
+//!   subtasks taking one element more (Flink's
+//!   `RoundRobinOperatorStateRepartitioner`). At the parallelism it was
+//!   taken with, every subtask gets its own list back.
+//! - [`UnionListState`] (Flink's *union redistribution*): every new subtask
+//!   gets the elements of every old subtask, at any parallelism (the same
+//!   one too), and picks what it needs.
+//!
+//! Elements are fixed-size `Copy + Wire` values stored in a
+//! [`SlotArena`]'s chunks, so adding one never allocates (the list grows by
+//! doubling) and a checkpoint freezes a list in O(chunks): the frozen view
+//! shares the chunks copy-on-write while the function keeps writing.
+//!
+//! A function lists its operator states in a visitor,
+//! [`OperatorStates`], the same way for snapshots and restores. The
+//! asynchronous writer stores each list as blocks of kind
+//! [`BlockKind::OperatorState`](weir_state::snapshot::BlockKind::OperatorState) of the subtask (payload: the redistribution
+//! mode, the element count and the elements' wire bytes); a restore reads
+//! the blocks of every old subtask, checks them and takes its share
+//! ([`assigned_to`]).
+
+use crate::core::snapshot::Redistribution;
+use crate::state::operator::blocks::FrozenList;
+use crate::state::registry::register_operator_state;
+use weir_state::arena::CHUNK_LEN;
+use weir_state::SlotArena;
+
+/// A growable list of fixed-size elements in arena chunks: the storage of
+/// [`OperatorListState`] and [`UnionListState`] (both dereference to it).
+/// Flink's `ListState` operations: [`get`](Self::get) /
+/// [`iter`](Self::iter), [`add`](Self::add), [`add_all`](Self::add_all),
+/// [`update`](Self::update), [`clear`](Self::clear).
+pub struct ArenaList<T: Copy> {
+    pub(crate) name: String,
+    slots: SlotArena<T>,
+    len: usize,
+}
+
+impl<T: Copy> ArenaList<T> {
+    fn new(name: &str) -> Self {
+        register_operator_state(name);
+        Self {
+            name: name.to_owned(),
+            slots: SlotArena::empty(),
+            len: 0,
+        }
+    }
+
+    /// The state's name (unique within its operator; names it in
+    /// checkpoints).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if the list holds no element.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Element `i`, if `i < len()`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<T> {
+        (i < self.len).then(|| *self.slots.get(i))
+    }
+
+    /// The elements, in order.
+    pub fn iter(&self) -> impl Iterator<Item = T> + '_ {
+        self.slots.iter().take(self.len).copied()
+    }
+
+    /// The elements as a `Vec` (for inspection and tests).
+    pub fn to_vec(&self) -> Vec<T> {
+        self.iter().collect()
+    }
+
+    /// Appends `value`. Grows the arena by doubling when it is full (one
+    /// move of the elements), never allocating per element.
+    #[inline]
+    pub fn add(&mut self, value: T) {
+        if self.len == self.slots.len() {
+            self.grow(value);
+        }
+        *self.slots.get_mut(self.len) = value;
+        self.len += 1;
+    }
+
+    #[cold]
+    fn grow(&mut self, fill: T) {
+        let capacity = (self.slots.len() * 2).max(CHUNK_LEN);
+        let mut bigger = SlotArena::new(capacity, fill);
+        for (i, v) in self.slots.iter().take(self.len).enumerate() {
+            *bigger.get_mut(i) = *v;
+        }
+        self.slots = bigger;
+    }
+
+    /// Appends every element of `values`.
+    pub fn add_all(&mut self, values: impl IntoIterator<Item = T>) {
+        for v in values {
+            self.add(v);
+        }
+    }
+
+    /// Replaces the elements by `values`.
+    pub fn update(&mut self, values: impl IntoIterator<Item = T>) {
+        self.clear();
+        self.add_all(values);
+    }
+
+    /// Removes every element (keeps the arena for the next ones).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Replaces element `i` (a split's progress, say).
+    ///
+    /// # Panics
+    ///
+    /// If `i >= len()`.
+    #[inline]
+    pub fn set(&mut self, i: usize, value: T) {
+        assert!(i < self.len, "element {i} of a list of {}", self.len);
+        *self.slots.get_mut(i) = value;
+    }
+
+    /// Keeps the first `len` elements (all if there are fewer).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Removes element `i` and returns it; the last element takes its
+    /// place (O(1), order not kept).
+    ///
+    /// # Panics
+    ///
+    /// If `i >= len()`.
+    pub fn swap_remove(&mut self, i: usize) -> T {
+        assert!(i < self.len, "element {i} of a list of {}", self.len);
+        let removed = *self.slots.get(i);
+        let last = *self.slots.get(self.len - 1);
+        if i + 1 < self.len {
+            *self.slots.get_mut(i) = last;
+        }
+        self.len -= 1;
+        removed
+    }
+
+    pub(crate) fn frozen(&self, mode: Redistribution) -> FrozenList<T> {
+        FrozenList {
+            slots: self.slots.freeze(),
+            len: self.len,
+            mode,
+        }
+    }
+}
+
+/// Flink's operator `ListState` with even-split redistribution
+/// (`OperatorStateStore.getListState`): see the [module](self) docs.
+pub struct OperatorListState<T: Copy>(pub(crate) ArenaList<T>);
+
+impl<T: Copy> OperatorListState<T> {
+    /// An empty list state named `name` (unique within its operator).
+    pub fn new(name: &str) -> Self {
+        Self(ArenaList::new(name))
+    }
+}
+
+/// Flink's operator `ListState` with union redistribution
+/// (`OperatorStateStore.getUnionListState`): see the [module](self) docs.
+pub struct UnionListState<T: Copy>(pub(crate) ArenaList<T>);
+
+impl<T: Copy> UnionListState<T> {
+    /// An empty union list state named `name` (unique within its operator).
+    pub fn new(name: &str) -> Self {
+        Self(ArenaList::new(name))
+    }
+}
+
+impl<T: Copy> std::ops::Deref for OperatorListState<T> {
+    type Target = ArenaList<T>;
+    fn deref(&self) -> &ArenaList<T> {
+        &self.0
+    }
+}
+
+impl<T: Copy> std::ops::DerefMut for OperatorListState<T> {
+    fn deref_mut(&mut self) -> &mut ArenaList<T> {
+        &mut self.0
+    }
+}
+
+impl<T: Copy> std::ops::Deref for UnionListState<T> {
+    type Target = ArenaList<T>;
+    fn deref(&self) -> &ArenaList<T> {
+        &self.0
+    }
+}
+
+impl<T: Copy> std::ops::DerefMut for UnionListState<T> {
+    fn deref_mut(&mut self) -> &mut ArenaList<T> {
+        &mut self.0
+    }
+}

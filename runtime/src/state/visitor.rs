@@ -1,0 +1,223 @@
+//! The visitor a function hands each of its states to, for snapshots and
+//! restores alike: keyed states ([`KeyedStates`]) and operator states
+//! ([`OperatorStates`](crate::state::visitor::OperatorStates)).
+
+use crate::checkpoint::keyed_restore::restore_entries;
+use crate::checkpoint::restore::RestoreScope;
+use crate::core::snapshot::FrozenKeyedState;
+use crate::core::snapshot::FrozenOperatorList;
+use crate::core::snapshot::Redistribution;
+use crate::state::aggregating::{AggregateFunction, KeyedAggregatingState, KeyedReducingState};
+use crate::state::codec::restore_value_state;
+use crate::state::codec::ValueSink;
+use crate::state::list::KeyedListState;
+use crate::state::map::KeyedMapState;
+use crate::state::operator::blocks::restore_list;
+use crate::state::operator::list::ArenaList;
+use crate::state::operator::list::OperatorListState;
+use crate::state::operator::list::UnionListState;
+use crate::state::ttl_value::KeyedTtlValueState;
+use crate::state::value::KeyedValueState;
+use weir_net::Wire;
+use weir_state::KeyHash;
+
+enum Mode<'a, F: ?Sized> {
+    /// Collect frozen views.
+    Snapshot(&'a mut Vec<(String, Box<F>)>),
+    /// Fill states from a checkpoint.
+    Restore(&'a RestoreScope<'a>),
+    /// List state names (to check that every state is visited).
+    Names(&'a mut Vec<String>),
+}
+
+/// A visitor a function hands each of its states to, for snapshots and
+/// restores alike: collecting frozen views `F`, restoring, or listing
+/// names. Keyed states ([`KeyedStates`]) and operator states
+/// ([`OperatorStates`](crate::state::visitor::OperatorStates)) are its two kinds.
+pub struct StateVisitor<'a, F: ?Sized> {
+    mode: Mode<'a, F>,
+    error: Option<String>,
+}
+
+/// The visitor a [`KeyedProcessFunction`](crate::operators::keyed::function::KeyedProcessFunction)
+/// hands each of its keyed states to, for snapshots and restores alike.
+pub type KeyedStates<'a> = StateVisitor<'a, dyn FrozenKeyedState + 'static>;
+
+impl<'a, F: ?Sized> StateVisitor<'a, F> {
+    pub(crate) fn snapshot(out: &'a mut Vec<(String, Box<F>)>) -> Self {
+        Self {
+            mode: Mode::Snapshot(out),
+            error: None,
+        }
+    }
+
+    pub(crate) fn restore(scope: &'a RestoreScope<'a>) -> Self {
+        Self {
+            mode: Mode::Restore(scope),
+            error: None,
+        }
+    }
+
+    pub(crate) fn names(out: &'a mut Vec<String>) -> Self {
+        Self {
+            mode: Mode::Names(out),
+            error: None,
+        }
+    }
+
+    /// The first error a restore met.
+    pub(crate) fn into_error(self) -> Option<String> {
+        self.error
+    }
+
+    /// Records the name of `state`, or snapshots it with `freeze`, or
+    /// restores it with `restore` (after an error, restores nothing more):
+    /// what every state kind's visit does.
+    pub(crate) fn visit<S>(
+        &mut self,
+        name: &str,
+        state: &mut S,
+        freeze: impl FnOnce(&S) -> Box<F>,
+        restore: impl FnOnce(&RestoreScope<'_>, &mut S) -> Result<(), String>,
+    ) {
+        match &mut self.mode {
+            Mode::Snapshot(out) => out.push((name.to_owned(), freeze(state))),
+            Mode::Names(out) => out.push(name.to_owned()),
+            Mode::Restore(scope) => {
+                if self.error.is_none() {
+                    if let Err(e) = restore(scope, state) {
+                        self.error = Some(e);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl KeyedStates<'_> {
+    /// Visits a keyed `ValueState`.
+    pub fn value<K, V>(&mut self, state: &mut KeyedValueState<K, V>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        V: Copy + Wire,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.inner().freeze()),
+            restore_value_state,
+        );
+    }
+
+    /// Visits a keyed `MapState`.
+    pub fn map<K, UK, UV>(&mut self, state: &mut KeyedMapState<K, UK, UV>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        UK: Copy + Eq + KeyHash + Wire,
+        UV: Copy + Wire,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.freeze()),
+            |scope, s| restore_entries(scope, &name, s),
+        );
+    }
+
+    /// Visits a keyed `ListState`.
+    pub fn list<K, T>(&mut self, state: &mut KeyedListState<K, T>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        T: Copy + Wire,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.freeze()),
+            |scope, s| restore_entries(scope, &name, s),
+        );
+    }
+
+    /// Visits a keyed `ReducingState`.
+    pub fn reducing<K, V, F>(&mut self, state: &mut KeyedReducingState<K, V, F>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        V: Copy + Wire,
+        F: Fn(V, V) -> V,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.freeze()),
+            |scope, s| restore_entries(scope, &name, &mut ValueSink(s.table_mut())),
+        );
+    }
+
+    /// Visits a keyed `ValueState` with a time-to-live.
+    pub fn ttl_value<K, V>(&mut self, state: &mut KeyedTtlValueState<K, V>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        V: Copy + Wire,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.freeze()),
+            |scope, s| restore_entries(scope, &name, &mut ValueSink(s.table_mut())),
+        );
+    }
+
+    /// Visits a keyed `AggregatingState`.
+    pub fn aggregating<K, A>(&mut self, state: &mut KeyedAggregatingState<K, A>)
+    where
+        K: Copy + Eq + KeyHash + Wire,
+        A: AggregateFunction,
+        A::Acc: Wire,
+    {
+        let name = state.name().to_owned();
+        self.visit(
+            &name,
+            state,
+            |s| Box::new(s.freeze()),
+            |scope, s| restore_entries(scope, &name, &mut ValueSink(s.table_mut())),
+        );
+    }
+}
+
+/// The visitor a [`ProcessFunction`](crate::operators::process::ProcessFunction) hands each of
+/// its operator states to, for snapshots and restores alike:
+///
+/// ```text
+/// fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
+///     states.list(&mut self.buffer);
+///     states.union_list(&mut self.seen);
+/// }
+/// ```
+pub type OperatorStates<'a> = StateVisitor<'a, dyn FrozenOperatorList + 'static>;
+
+impl OperatorStates<'_> {
+    /// Visits a list state with even-split redistribution.
+    pub fn list<T: Copy + Wire>(&mut self, state: &mut OperatorListState<T>) {
+        self.list_of(&mut state.0, Redistribution::EvenSplit);
+    }
+
+    /// Visits a list state with union redistribution.
+    pub fn union_list<T: Copy + Wire>(&mut self, state: &mut UnionListState<T>) {
+        self.list_of(&mut state.0, Redistribution::Union);
+    }
+
+    fn list_of<T: Copy + Wire>(&mut self, list: &mut ArenaList<T>, mode: Redistribution) {
+        let name = list.name.clone();
+        self.visit(
+            &name,
+            list,
+            |l| Box::new(l.frozen(mode)),
+            |scope, l| restore_list(scope, l, mode),
+        );
+    }
+}

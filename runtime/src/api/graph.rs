@@ -1,14 +1,10 @@
 //! A job's logical dataflow: its stages (chains between exchanges) with
 //! their wiring, and the uids of its operators.
 
-use crate::api::stream::Stream;
 use crate::build::builder::ChainBuilder;
 use crate::build::builder::TailBuilder;
 use crate::build::context::BuildContext;
 use crate::chain::task::Task;
-use crate::core::subtask::SubtaskInfo;
-use crate::operators::source::chain::SourceChain;
-use crate::operators::source::function::Source;
 use std::marker::PhantomData;
 
 /// A finished stage, type-erased.
@@ -85,26 +81,6 @@ impl JobGraph {
             ));
         } else {
             self.uids.push(uid.to_owned());
-        }
-    }
-
-    /// Adds a source; `factory` makes the source of each subtask.
-    pub fn source<S, SF>(&mut self, uid: &str, factory: SF) -> Stream<'_, S::Out, SourceChain<SF>>
-    where
-        S: Source,
-        SF: Fn(&SubtaskInfo) -> S + Send + Sync + 'static,
-    {
-        self.register_uid(uid);
-        Stream {
-            name: uid.to_owned(),
-            job: self,
-            chain: SourceChain {
-                uid: uid.to_owned(),
-                factory,
-            },
-            parallelism: None,
-            input: None,
-            _record: PhantomData,
         }
     }
 }

@@ -1,17 +1,54 @@
 //! A stream partitioned by key, ready for a keyed operator or windows.
 
 use crate::api::graph::JobGraph;
+use crate::api::graph::Stage;
+use crate::api::graph::StageNode;
 use crate::api::stream::Stream;
-use crate::api::window::WindowedStream;
+use crate::build::builder::ChainBuilder;
 use crate::build::exchange::ExchangeInputChain;
+use crate::build::exchange::ExchangeTail;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::chain::KeyedProcessChain;
 use crate::operators::keyed::function::KeyedProcessFunction;
-use crate::operators::window::assign::Windowing;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use weir_net::Wire;
 use weir_state::KeyHash;
+
+impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
+    /// Partitions the stream by key: records travel to the subtask owning
+    /// their key's key group. Ends this stage.
+    pub fn key_by<K, KF>(self, key_fn: KF) -> KeyedStream<'j, T, K, KF>
+    where
+        T: Wire,
+        K: KeyHash + 'static,
+        KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+    {
+        let exchange = self.job.exchanges;
+        self.job.exchanges += 1;
+        self.job.stages.push(StageNode {
+            name: self.name.clone(),
+            spec: Box::new(Stage {
+                chain: self.chain,
+                tail: ExchangeTail {
+                    exchange,
+                    key_fn: key_fn.clone(),
+                    _types: PhantomData,
+                },
+                _record: PhantomData,
+            }),
+            parallelism: self.parallelism,
+            input: self.input,
+            output: Some(exchange),
+        });
+        KeyedStream {
+            job: self.job,
+            exchange,
+            key_fn,
+            _types: PhantomData,
+        }
+    }
+}
 
 /// A stream partitioned by key, ready for a keyed operator.
 pub struct KeyedStream<'j, T, K, KF> {
@@ -54,33 +91,6 @@ where
             parallelism: None,
             input: Some(self.exchange),
             _record: PhantomData,
-        }
-    }
-}
-
-impl<'j, T, K, KF> KeyedStream<'j, T, K, KF>
-where
-    T: Wire,
-    K: KeyHash + Eq + Copy + Wire + 'static,
-    KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
-{
-    /// Groups each key's records into the windows of `assigner` (Flink's
-    /// `KeyedStream::window`): tumbling, sliding or session windows on
-    /// event or processing time (see [`Windowing`]); finish with
-    /// [`aggregate`](WindowedStream::aggregate),
-    /// [`reduce`](WindowedStream::reduce),
-    /// [`aggregate_with`](WindowedStream::aggregate_with),
-    /// [`reduce_with`](WindowedStream::reduce_with) or
-    /// [`process`](WindowedStream::process).
-    pub fn window<A>(self, assigner: A) -> WindowedStream<'j, T, K, KF, A>
-    where
-        A: Windowing<T>,
-    {
-        WindowedStream {
-            keyed: self,
-            assigner,
-            lateness: 0,
-            late_output: None,
         }
     }
 }

@@ -5,22 +5,42 @@
 use crate::api::graph::JobGraph;
 use crate::api::graph::Stage;
 use crate::api::graph::StageNode;
-use crate::api::keyed::KeyedStream;
 use crate::build::builder::ChainBuilder;
 use crate::build::builder::TailBuilder;
 use crate::build::chains::FilterChain;
 use crate::build::chains::FlatMapChain;
 use crate::build::chains::MapChain;
-use crate::build::exchange::ExchangeTail;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::process::{ProcessChain, ProcessFunction};
 use crate::operators::sink::Sink;
 use crate::operators::sink::SinkTail;
+use crate::operators::source::chain::SourceChain;
+use crate::operators::source::function::Source;
 use crate::operators::timestamps::TimestampsChain;
 use crate::operators::timestamps::WatermarkStrategy;
 use std::marker::PhantomData;
-use weir_net::Wire;
-use weir_state::KeyHash;
+
+impl JobGraph {
+    /// Adds a source; `factory` makes the source of each subtask.
+    pub fn source<S, SF>(&mut self, uid: &str, factory: SF) -> Stream<'_, S::Out, SourceChain<SF>>
+    where
+        S: Source,
+        SF: Fn(&SubtaskInfo) -> S + Send + Sync + 'static,
+    {
+        self.register_uid(uid);
+        Stream {
+            name: uid.to_owned(),
+            job: self,
+            chain: SourceChain {
+                uid: uid.to_owned(),
+                factory,
+            },
+            parallelism: None,
+            input: None,
+            _record: PhantomData,
+        }
+    }
+}
 
 /// A stream of `T` inside the stage being built.
 pub struct Stream<'j, T, B> {
@@ -130,39 +150,6 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             parallelism: self.parallelism,
             input: self.input,
             _record: PhantomData,
-        }
-    }
-
-    /// Partitions the stream by key: records travel to the subtask owning
-    /// their key's key group. Ends this stage.
-    pub fn key_by<K, KF>(self, key_fn: KF) -> KeyedStream<'j, T, K, KF>
-    where
-        T: Wire,
-        K: KeyHash + 'static,
-        KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
-    {
-        let exchange = self.job.exchanges;
-        self.job.exchanges += 1;
-        self.job.stages.push(StageNode {
-            name: self.name.clone(),
-            spec: Box::new(Stage {
-                chain: self.chain,
-                tail: ExchangeTail {
-                    exchange,
-                    key_fn: key_fn.clone(),
-                    _types: PhantomData,
-                },
-                _record: PhantomData,
-            }),
-            parallelism: self.parallelism,
-            input: self.input,
-            output: Some(exchange),
-        });
-        KeyedStream {
-            job: self.job,
-            exchange,
-            key_fn,
-            _types: PhantomData,
         }
     }
 

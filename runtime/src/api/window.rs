@@ -6,7 +6,6 @@ use crate::api::stream::Stream;
 use crate::build::builder::ChainBuilder;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::late_data::LateOutput;
-use crate::operators::window::assign::TimeWindow;
 use crate::operators::window::assign::Windowing;
 use crate::operators::window::contents::MergeFold;
 use crate::operators::window::contents::{
@@ -15,10 +14,38 @@ use crate::operators::window::contents::{
 };
 use crate::operators::window::fold::{AggregateFold, ReduceFold};
 use crate::operators::window::general::GeneralWindowOperator;
+use crate::operators::window::spec::TimeWindow;
 use crate::state::aggregating::AggregateFunction;
 use std::sync::Arc;
 use weir_net::Wire;
 use weir_state::KeyHash;
+
+impl<'j, T, K, KF> KeyedStream<'j, T, K, KF>
+where
+    T: Wire,
+    K: KeyHash + Eq + Copy + Wire + 'static,
+    KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+{
+    /// Groups each key's records into the windows of `assigner` (Flink's
+    /// `KeyedStream::window`): tumbling, sliding or session windows on
+    /// event or processing time (see [`Windowing`]); finish with
+    /// [`aggregate`](WindowedStream::aggregate),
+    /// [`reduce`](WindowedStream::reduce),
+    /// [`aggregate_with`](WindowedStream::aggregate_with),
+    /// [`reduce_with`](WindowedStream::reduce_with) or
+    /// [`process`](WindowedStream::process).
+    pub fn window<A>(self, assigner: A) -> WindowedStream<'j, T, K, KF, A>
+    where
+        A: Windowing<T>,
+    {
+        WindowedStream {
+            keyed: self,
+            assigner,
+            lateness: 0,
+            late_output: None,
+        }
+    }
+}
 
 /// Makes each subtask's late-data output.
 pub(crate) type LateOutputFactory<T> = Arc<dyn Fn(&SubtaskInfo) -> LateOutput<T> + Send + Sync>;

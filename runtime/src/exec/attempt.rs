@@ -11,20 +11,19 @@ use crate::checkpoint::storage::CheckpointStorage;
 use crate::checkpoint::task::TaskCheckpointing;
 use crate::checkpoint::writer::{spawn_writer, WriterSetup};
 use crate::core::barrier::BarrierMode;
-use crate::exchange::debloat::DebloatOptions;
 use crate::exec::error::{JobError, Result};
-use crate::exec::execute::RestoreInfo;
 use crate::exec::options::CheckpointingOptions;
 use crate::exec::options::ExecutionOptions;
 use crate::exec::progress::Progress;
 use crate::exec::wiring::build_tasks;
 use crate::exec::wiring::tasks_on_worker;
-use crate::exec::wiring::wire_channels;
 use crate::exec::wiring::ResolvedStage;
+use crate::exec::wiring::{wire_channels, WorkerSettings};
 use crate::exec::worker::{run_worker, IdlePolicy, JobShared};
-use crate::metrics::counters::WorkerMetrics;
 use crate::metrics::report::{InFlightSampler, MetricsSnapshot, SubtaskSummary};
+use crate::metrics::worker::WorkerMetrics;
 use glommio::{LocalExecutorBuilder, Placement};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -36,6 +35,22 @@ pub(crate) struct AttemptResult {
     pub(crate) metrics: MetricsSnapshot,
     pub(crate) subtasks: Vec<SubtaskSummary>,
     pub(crate) released_at: SystemTime,
+}
+
+/// What a run restored from.
+#[derive(Clone, Debug)]
+pub struct RestoreInfo {
+    /// The checkpoint.
+    pub checkpoint_id: u64,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Bytes of state payload it holds.
+    pub state_bytes: u64,
+    /// Time to find and verify it (every block's checksum).
+    pub verify: Duration,
+    /// Time from starting the workers to all of them having restored their
+    /// state and being ready to process records.
+    pub load: Duration,
 }
 
 /// One attempt: wires channels, starts the workers (restoring `restore`),
@@ -291,15 +306,4 @@ pub(crate) fn run_attempt(
         },
         restored,
     ))
-}
-
-/// What every subtask of a worker is built with.
-pub(crate) struct WorkerSettings {
-    pub(crate) buffer_timeout: Duration,
-    pub(crate) auto_watermark_interval: Duration,
-    pub(crate) max_parallelism: u32,
-    pub(crate) barrier_mode: BarrierMode,
-    /// Buffer debloating: options, credit per channel, segment size.
-    pub(crate) debloat: Option<(DebloatOptions, usize, usize)>,
-    pub(crate) restore: Option<Arc<RestoredCheckpoint>>,
 }

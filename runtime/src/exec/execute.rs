@@ -9,7 +9,7 @@
 use crate::api::graph::JobGraph;
 use crate::checkpoint::stats::CheckpointRecord;
 use crate::checkpoint::storage::CheckpointStorage;
-use crate::exec::attempt::run_attempt;
+use crate::exec::attempt::{run_attempt, RestoreInfo};
 use crate::exec::error::{JobError, Result};
 use crate::exec::options::ExecutionOptions;
 use crate::exec::options::RestoreFrom;
@@ -18,25 +18,8 @@ use crate::exec::restart::{RestartDecision, RestartStrategy, RestartTracker};
 use crate::exec::restore::select_restore;
 use crate::exec::wiring::validate;
 use crate::metrics::report::{MetricsSnapshot, SubtaskSummary};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-
-/// What a run restored from.
-#[derive(Clone, Debug)]
-pub struct RestoreInfo {
-    /// The checkpoint.
-    pub checkpoint_id: u64,
-    /// Its directory.
-    pub dir: PathBuf,
-    /// Bytes of state payload it holds.
-    pub state_bytes: u64,
-    /// Time to find and verify it (every block's checksum).
-    pub verify: Duration,
-    /// Time from starting the workers to all of them having restored their
-    /// state and being ready to process records.
-    pub load: Duration,
-}
 
 /// What a finished job reports.
 #[derive(Clone, Debug)]

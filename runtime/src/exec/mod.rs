@@ -12,8 +12,9 @@ pub mod restore;
 pub mod wiring;
 pub mod worker;
 
+pub use attempt::RestoreInfo;
 pub use error::{JobError, Result};
-pub use execute::{execute, execute_with_progress, JobResult, RestoreInfo};
+pub use execute::{execute, execute_with_progress, JobResult};
 pub use options::{available_cores, CheckpointingOptions, ExecutionOptions, RestoreFrom};
 pub use progress::Progress;
 pub use restart::{

@@ -4,17 +4,21 @@
 use crate::api::graph::JobGraph;
 use crate::build::context::{BuildContext, InputEndpoint, OutputEndpoint, WorkerEndpoints};
 use crate::chain::task::Task;
+use crate::checkpoint::restore::RestoredCheckpoint;
 use crate::checkpoint::task::TaskCheckpointing;
+use crate::core::barrier::BarrierMode;
 use crate::core::subtask::SubtaskInfo;
-use crate::exec::attempt::WorkerSettings;
+use crate::exchange::debloat::DebloatOptions;
 use crate::exec::error::{JobError, Result};
 use crate::exec::options::ExecutionOptions;
 use crate::exec::worker::{panic_message, JobShared};
-use crate::metrics::counters::{ChannelCounters, WorkerMetrics};
+use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::{SubtaskEntry, SubtaskId, SubtaskMetrics};
+use crate::metrics::worker::WorkerMetrics;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 use weir_net::channel;
 
 /// Buffers a pool may borrow beyond its size when a single record's output
@@ -31,6 +35,17 @@ pub(crate) fn tasks_on_worker(stages: &[ResolvedStage], w: usize, workers: usize
         .iter()
         .map(|s| (w..s.parallelism).step_by(workers).count())
         .sum()
+}
+
+/// What every subtask of a worker is built with.
+pub(crate) struct WorkerSettings {
+    pub(crate) buffer_timeout: Duration,
+    pub(crate) auto_watermark_interval: Duration,
+    pub(crate) max_parallelism: u32,
+    pub(crate) barrier_mode: BarrierMode,
+    /// Buffer debloating: options, credit per channel, segment size.
+    pub(crate) debloat: Option<(DebloatOptions, usize, usize)>,
+    pub(crate) restore: Option<Arc<RestoredCheckpoint>>,
 }
 
 /// Checks the graph and options; returns each stage's parallelism.

@@ -16,8 +16,8 @@
 use crate::chain::task::Task;
 use crate::checkpoint::writer::SnapshotWriter;
 use crate::core::time::earliest;
-use crate::metrics::counters::WorkerMetrics;
 use crate::metrics::subtask::{SubtaskEntry, SubtaskMetrics, TaskClock};
+use crate::metrics::worker::WorkerMetrics;
 use futures_lite::future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -1,6 +1,5 @@
 //! Hot-path counters: plain fields published to atomics in batches.
 
-use crate::metrics::subtask::SubtaskEntry;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -22,19 +21,6 @@ impl Counter {
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
-}
-
-/// Counters of one worker.
-#[derive(Clone, Debug, Default)]
-pub struct WorkerMetrics {
-    /// Records emitted by the worker's source subtasks.
-    pub source_records: Counter,
-    /// Records that reached the worker's sink subtasks.
-    pub sink_records: Counter,
-    /// Times the worker parked because it had nothing to do.
-    pub parks: Counter,
-    /// The worker's subtasks, registered once it has built them.
-    pub(crate) subtasks: Arc<OnceLock<Vec<SubtaskEntry>>>,
 }
 
 /// The instant every metric time is measured from (nanoseconds since it):

@@ -4,12 +4,14 @@
 pub mod counters;
 pub mod report;
 pub mod subtask;
+pub mod worker;
 
-pub use counters::{ChannelCounters, Counter, WorkerMetrics};
+pub use counters::{ChannelCounters, Counter};
 pub use report::{
     BackpressureLevel, GaugeSummary, MetricsSnapshot, SubtaskSnapshot, SubtaskSummary, TimeShares,
 };
 pub use subtask::{SubtaskId, SubtaskMetrics, TimeState};
+pub use worker::WorkerMetrics;
 
 #[cfg(test)]
 mod tests;

@@ -4,9 +4,9 @@
 use crate::metrics::counters::epoch;
 use crate::metrics::counters::ns_since;
 use crate::metrics::counters::ChannelCounters;
-use crate::metrics::counters::WorkerMetrics;
 use crate::metrics::subtask::SubtaskEntry;
 use crate::metrics::subtask::SubtaskId;
+use crate::metrics::worker::WorkerMetrics;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -111,6 +111,35 @@ impl BackpressureLevel {
 impl std::fmt::Display for BackpressureLevel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Reading a registered subtask.
+impl SubtaskEntry {
+    pub(crate) fn read(&self, at: u64) -> SubtaskSnapshot {
+        let t = self.metrics.read_time();
+        let mut totals = t.totals;
+        if t.started.is_none() {
+            // Not released yet: nothing to count.
+            totals = [0; 3];
+        } else if t.ended.is_none() {
+            // The current state lasts until now.
+            totals[t.state.index()] += at.saturating_sub(t.since);
+        }
+        SubtaskSnapshot {
+            id: self.metrics.id().clone(),
+            at_ns: at,
+            started_ns: t.started,
+            ended_ns: t.ended,
+            busy_ns: totals[0],
+            backpressured_ns: totals[1],
+            idle_ns: totals[2],
+            records_in: self.metrics.records_in(),
+            records_out: self.metrics.records_out(),
+            bytes_in: self.inputs.iter().map(|c| c.taken()).sum(),
+            bytes_out: self.outputs.iter().map(|c| c.shipped()).sum(),
+            in_flight_bytes: self.outputs.iter().map(|c| c.in_flight()).collect(),
+        }
     }
 }
 

@@ -3,7 +3,6 @@
 
 use crate::metrics::counters::ns_since;
 use crate::metrics::counters::ChannelCounters;
-use crate::metrics::report::SubtaskSnapshot;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -22,7 +21,7 @@ pub enum TimeState {
 }
 
 impl TimeState {
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         match self {
             TimeState::Busy => 0,
             TimeState::BackPressured => 1,
@@ -95,11 +94,11 @@ pub struct SubtaskMetrics(Arc<SubtaskShared>);
 /// [`epoch`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TimeReading {
-    state: TimeState,
+    pub(crate) state: TimeState,
     pub(crate) since: u64,
     pub(crate) totals: [u64; 3],
     pub(crate) started: Option<u64>,
-    ended: Option<u64>,
+    pub(crate) ended: Option<u64>,
 }
 
 impl SubtaskMetrics {
@@ -278,32 +277,4 @@ pub(crate) struct SubtaskEntry {
     pub inputs: Vec<Arc<ChannelCounters>>,
     /// One per receiving subtask of its output exchange.
     pub outputs: Vec<Arc<ChannelCounters>>,
-}
-
-impl SubtaskEntry {
-    pub(crate) fn read(&self, at: u64) -> SubtaskSnapshot {
-        let t = self.metrics.read_time();
-        let mut totals = t.totals;
-        if t.started.is_none() {
-            // Not released yet: nothing to count.
-            totals = [0; 3];
-        } else if t.ended.is_none() {
-            // The current state lasts until now.
-            totals[t.state.index()] += at.saturating_sub(t.since);
-        }
-        SubtaskSnapshot {
-            id: self.metrics.id().clone(),
-            at_ns: at,
-            started_ns: t.started,
-            ended_ns: t.ended,
-            busy_ns: totals[0],
-            backpressured_ns: totals[1],
-            idle_ns: totals[2],
-            records_in: self.metrics.records_in(),
-            records_out: self.metrics.records_out(),
-            bytes_in: self.inputs.iter().map(|c| c.taken()).sum(),
-            bytes_out: self.outputs.iter().map(|c| c.shipped()).sum(),
-            in_flight_bytes: self.outputs.iter().map(|c| c.in_flight()).collect(),
-        }
-    }
 }

@@ -12,7 +12,7 @@ use crate::state::codec::restore_value_state;
 use crate::state::codec::ValueSink;
 use crate::state::list::KeyedListState;
 use crate::state::map::KeyedMapState;
-use crate::state::operator::blocks::restore_list;
+use crate::state::operator::list::restore_list;
 use crate::state::operator::list::ArenaList;
 use crate::state::operator::list::OperatorListState;
 use crate::state::operator::list::UnionListState;

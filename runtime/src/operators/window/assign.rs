@@ -1,24 +1,17 @@
-//! What [`KeyedStream::window`] takes ([`Windowing`]), the window
-//! ([`TimeWindow`]) and Flink's `EventTimeSessionWindows` (static and
-//! dynamic gap), beside the event-time tumbling and sliding windows of the
-//! [parent module](super) and the processing-time assigners of
-//! [`processing_time`](super::processing_time).
+//! What [`KeyedStream::window`] takes ([`Windowing`]) and Flink's
+//! `EventTimeSessionWindows` (static and dynamic gap), beside the event-time
+//! tumbling and sliding windows of [`event_time`](crate::operators::window::event_time)
+//! and the processing-time assigners of
+//! [`processing_time`](crate::operators::window::processing_time).
 //!
 //! An assigner describes its windows to the general window operator
 //! ([`GeneralWindowOperator`]) as a
-//! [`WindowSpec`]: *fixed* windows (a size, a slide, an offset) or
-//! *session* windows (a gap, fixed or per record), on event time (a
-//! timestamp extractor) or processing time (the operator's clock).
+//! [`WindowSpec`](crate::operators::window::spec::WindowSpec).
 //! Event-time tumbling and sliding windows with `aggregate` / `reduce` keep
 //! their own, faster operator ([`WindowOperator`]); every other combination
 //! runs on the general one.
 //!
 //! [`KeyedStream::window`]: crate::api::keyed::KeyedStream::window
-
-use std::sync::Arc;
-
-use weir_net::Wire;
-use weir_state::KeyHash;
 
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::late_data::LateOutput;
@@ -26,179 +19,12 @@ use crate::operators::window::contents::{Accumulated, KeyStartResult, MergeFold}
 use crate::operators::window::event_time::{SlidingEventTimeWindows, TumblingEventTimeWindows};
 use crate::operators::window::general::GeneralWindowOperator;
 use crate::operators::window::operator::WindowOperator;
-use crate::state::timers::TimeDomain;
-
-/// A window: the half-open interval `[start, end)` of milliseconds (Flink's
-/// `TimeWindow`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TimeWindow {
-    /// First millisecond in the window.
-    pub start: i64,
-    /// First millisecond after the window.
-    pub end: i64,
-}
-
-impl TimeWindow {
-    /// The window `[start, end)`.
-    pub fn new(start: i64, end: i64) -> Self {
-        Self { start, end }
-    }
-
-    /// The window's last millisecond, `end - 1`: when it fires (Flink's
-    /// `maxTimestamp`).
-    #[inline]
-    pub fn max_timestamp(&self) -> i64 {
-        self.end.saturating_sub(1)
-    }
-
-    /// True if the two windows overlap or touch (Flink's
-    /// `TimeWindow::intersects`, which session windows merge by).
-    #[inline]
-    pub fn intersects(&self, other: &TimeWindow) -> bool {
-        self.start <= other.end && self.end >= other.start
-    }
-
-    /// The smallest window holding both.
-    #[inline]
-    pub fn cover(&self, other: &TimeWindow) -> TimeWindow {
-        TimeWindow::new(self.start.min(other.start), self.end.max(other.end))
-    }
-}
-
-impl Wire for TimeWindow {
-    fn encoded_len(&self) -> usize {
-        16
-    }
-
-    fn write(&self, out: &mut [u8]) {
-        self.start.write(&mut out[..8]);
-        self.end.write(&mut out[8..]);
-    }
-
-    fn read(input: &[u8]) -> Result<(Self, usize), weir_net::DecodeError> {
-        let ((start, end), used) = <(i64, i64)>::read(input)?;
-        Ok((TimeWindow::new(start, end), used))
-    }
-}
-
-/// A record's event time (ms).
-pub type TimestampFn<T> = Arc<dyn Fn(&T) -> i64 + Send + Sync>;
-
-/// A processing-time clock: milliseconds since the epoch (tests inject a
-/// manual one).
-pub type ProcessingClock = Arc<dyn Fn() -> i64 + Send + Sync>;
-
-/// How a session window's gap is found.
-pub(crate) enum Gap<T> {
-    /// The same gap (ms) for every record.
-    Static(i64),
-    /// Per record, by the extractor of a dynamic-gap assigner (named for
-    /// errors).
-    Dynamic(Arc<dyn Fn(&T) -> i64 + Send + Sync>, &'static str),
-}
-
-impl<T> Clone for Gap<T> {
-    fn clone(&self) -> Self {
-        match self {
-            Gap::Static(g) => Gap::Static(*g),
-            Gap::Dynamic(f, name) => Gap::Dynamic(f.clone(), name),
-        }
-    }
-}
-
-impl<T> Gap<T> {
-    /// The gap (ms) of the session `record` opens.
-    ///
-    /// # Panics
-    ///
-    /// If a dynamic gap extractor returns a gap that is not positive
-    /// (Flink fails the job likewise).
-    #[inline]
-    pub(crate) fn of(&self, record: &T) -> i64 {
-        match self {
-            Gap::Static(g) => *g,
-            Gap::Dynamic(f, name) => {
-                let gap = f(record);
-                assert!(
-                    gap > 0,
-                    "{name}: the session gap extractor returned {gap} ms for a record; \
-                     session gaps must be positive"
-                );
-                gap
-            }
-        }
-    }
-}
-
-/// Which windows hold a record.
-pub(crate) enum WindowKind<T> {
-    /// Windows of `size` starting every `slide` (tumbling: `slide ==
-    /// size`), at `offset` from the epoch.
-    Fixed {
-        /// Window length (ms).
-        size: i64,
-        /// Distance between window starts (ms).
-        slide: i64,
-        /// Shift of the window starts (ms, `0 <= offset < slide`).
-        offset: i64,
-    },
-    /// A record at `t` opens `[t, t + gap)`; windows that intersect merge.
-    Session(Gap<T>),
-}
-
-impl<T> Clone for WindowKind<T> {
-    fn clone(&self) -> Self {
-        match self {
-            WindowKind::Fixed {
-                size,
-                slide,
-                offset,
-            } => WindowKind::Fixed {
-                size: *size,
-                slide: *slide,
-                offset: *offset,
-            },
-            WindowKind::Session(g) => WindowKind::Session(g.clone()),
-        }
-    }
-}
-
-/// What an assigner tells the general window operator: which windows hold
-/// a record and by which time they are assigned and fire. Opaque: made by
-/// the assigners of this module.
-pub struct WindowSpec<T> {
-    pub(crate) kind: WindowKind<T>,
-    /// Event time: the record's timestamp; processing time: `None`.
-    pub(crate) timestamp: Option<TimestampFn<T>>,
-    /// Processing time: the clock replacing the system clock, if any.
-    pub(crate) clock: Option<ProcessingClock>,
-}
-
-impl<T> Clone for WindowSpec<T> {
-    fn clone(&self) -> Self {
-        Self {
-            kind: self.kind.clone(),
-            timestamp: self.timestamp.clone(),
-            clock: self.clock.clone(),
-        }
-    }
-}
-
-impl<T> WindowSpec<T> {
-    /// The time domain the windows are assigned and fired in.
-    pub fn domain(&self) -> TimeDomain {
-        if self.timestamp.is_some() {
-            TimeDomain::EventTime
-        } else {
-            TimeDomain::ProcessingTime
-        }
-    }
-
-    /// True for session (merging) windows.
-    pub fn is_merging(&self) -> bool {
-        matches!(self.kind, WindowKind::Session(_))
-    }
-}
+use crate::operators::window::spec::Gap;
+use crate::operators::window::spec::WindowKind;
+use crate::operators::window::spec::WindowSpec;
+use std::sync::Arc;
+use weir_net::Wire;
+use weir_state::KeyHash;
 
 /// A window assigner of any kind: what
 /// [`KeyedStream::window`](crate::api::keyed::KeyedStream::window) takes. Implemented
@@ -261,8 +87,8 @@ fn fast_incremental<K, W, A>(
 ) -> WindowOperator<K, W, A>
 where
     K: Copy + Eq + KeyHash,
-    W: super::WindowFold,
-    A: super::WindowAssigner<W::In>,
+    W: crate::operators::window::fold::WindowFold,
+    A: crate::operators::window::event_time::WindowAssigner<W::In>,
 {
     let op = WindowOperator::new(assigner, fold).with_allowed_lateness(lateness);
     match late {
@@ -383,7 +209,7 @@ macro_rules! general_windowing {
                 $crate::operators::window::assign::general_incremental(self.spec_of(), fold, lateness, late)
             }
 
-            fn spec(&self) -> $crate::operators::window::assign::WindowSpec<$t> {
+            fn spec(&self) -> $crate::operators::window::spec::WindowSpec<$t> {
                 self.spec_of()
             }
         }

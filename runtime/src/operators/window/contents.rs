@@ -18,8 +18,8 @@ use weir_net::Wire;
 use weir_state::KeyHash;
 
 use crate::chain::control::Collector;
-use crate::operators::window::assign::TimeWindow;
 use crate::operators::window::fold::{AggregateFold, ReduceFold, WindowFold};
+use crate::operators::window::spec::TimeWindow;
 use crate::state::aggregating::AggregateFunction;
 use crate::state::key_context::KeyContext;
 use crate::state::map::KeyedMapState;

@@ -10,11 +10,9 @@ pub mod general;
 pub mod operator;
 pub mod panes;
 pub mod processing_time;
+pub mod spec;
 
-pub use assign::{
-    DynamicEventTimeSessionWindows, EventTimeSessionWindows, ProcessingClock, TimeWindow,
-    WindowSpec, Windowing,
-};
+pub use assign::{DynamicEventTimeSessionWindows, EventTimeSessionWindows, Windowing};
 pub use contents::{
     Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, KeyStartResult, MergeFold,
     ProcessWindowFunction, WindowCollector, WindowContents, WindowFunction, WINDOW_ELEMENTS_STATE,
@@ -27,6 +25,7 @@ pub use processing_time::{
     DynamicProcessingTimeSessionWindows, ProcessingTimeSessionWindows,
     SlidingProcessingTimeWindows, TumblingProcessingTimeWindows,
 };
+pub use spec::{ProcessingClock, TimeWindow, WindowSpec};
 
 #[cfg(test)]
 mod tests;

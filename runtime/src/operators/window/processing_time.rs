@@ -9,9 +9,8 @@
 
 use std::sync::Arc;
 
-use crate::operators::window::assign::{
-    general_windowing, Gap, ProcessingClock, WindowKind, WindowSpec,
-};
+use crate::operators::window::assign::general_windowing;
+use crate::operators::window::spec::{Gap, ProcessingClock, WindowKind, WindowSpec};
 
 /// The processing-time clock of an assigner, printed for `Debug`.
 #[derive(Clone, Default)]

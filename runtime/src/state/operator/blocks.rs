@@ -6,8 +6,6 @@ use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::FrozenOperatorList;
 use crate::core::snapshot::Redistribution;
 use crate::core::wire::append_wire;
-use crate::state::operator::list::ArenaList;
-use crate::state::operator::redistribute::assigned_to;
 use std::ops::Range;
 use weir_net::Wire;
 use weir_state::snapshot::Extent;
@@ -53,51 +51,9 @@ impl<T: Copy + Wire> FrozenOperatorList for FrozenList<T> {
 /// Bytes before the elements of a block's payload: the tag and the count.
 const PAYLOAD_HEADER: usize = 5;
 
-/// Restores `list` (redistributed by `mode`) from the blocks of every old
-/// subtask in `scope`'s checkpoint: each block's checksum, tag and count
-/// are checked; the list gets [`assigned_to`] this subtask. If the
-/// operator is in the checkpoint, a state it has no block of (one that was
-/// empty, or a new one) restores empty; if the operator is not (a new
-/// operator), the list is left as the function's constructor made it: it
-/// starts fresh, as in Flink.
-pub(crate) fn restore_list<T: Copy + Wire>(
-    scope: &RestoreScope<'_>,
-    list: &mut ArenaList<T>,
-    mode: Redistribution,
-) -> Result<(), String> {
-    let name = list.name.clone();
-    let info = scope.subtask_info();
-    let Some((old_parallelism, subtasks)) = scope.operator_state_extents(&name) else {
-        return Ok(());
-    };
-    let mut old: Vec<Vec<T>> = vec![Vec::new(); old_parallelism as usize];
-    for (index, extents) in subtasks {
-        let Some(elements) = old.get_mut(index as usize) else {
-            return Err(scope.mark_corrupt(format!(
-                "operator state `{name}`: the checkpoint names subtask {index} of parallelism \
-                 {old_parallelism}"
-            )));
-        };
-        for e in extents {
-            decode_block(scope, &name, e, mode, elements)?;
-        }
-    }
-    list.clear();
-    list.add_all(assigned_to(mode, &old, info.parallelism, info.index));
-    crate::core::trace::trace!(
-        "restored operator state `{name}` ({mode}): {} elements of {} from {old_parallelism} \
-         subtasks into subtask {} of {}",
-        list.len(),
-        old.iter().map(Vec::len).sum::<usize>(),
-        info.index,
-        info.parallelism
-    );
-    Ok(())
-}
-
 /// Appends the elements of the block of `extent` to `into`, after checking
 /// its checksum, then its payload ([`decode_payload`]).
-fn decode_block<T: Wire>(
+pub(crate) fn decode_block<T: Wire>(
     scope: &RestoreScope<'_>,
     name: &str,
     extent: &Extent,

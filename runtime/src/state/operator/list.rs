@@ -28,9 +28,12 @@
 //! the blocks of every old subtask, checks them and takes its share
 //! ([`assigned_to`]).
 
+use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::Redistribution;
-use crate::state::operator::blocks::FrozenList;
+use crate::state::operator::blocks::{decode_block, FrozenList};
+use crate::state::operator::redistribute::assigned_to;
 use crate::state::registry::register_operator_state;
+use weir_net::Wire;
 use weir_state::arena::CHUNK_LEN;
 use weir_state::SlotArena;
 
@@ -216,4 +219,46 @@ impl<T: Copy> std::ops::DerefMut for UnionListState<T> {
     fn deref_mut(&mut self) -> &mut ArenaList<T> {
         &mut self.0
     }
+}
+
+/// Restores `list` (redistributed by `mode`) from the blocks of every old
+/// subtask in `scope`'s checkpoint: each block's checksum, tag and count
+/// are checked; the list gets [`assigned_to`] this subtask. If the
+/// operator is in the checkpoint, a state it has no block of (one that was
+/// empty, or a new one) restores empty; if the operator is not (a new
+/// operator), the list is left as the function's constructor made it: it
+/// starts fresh, as in Flink.
+pub(crate) fn restore_list<T: Copy + Wire>(
+    scope: &RestoreScope<'_>,
+    list: &mut ArenaList<T>,
+    mode: Redistribution,
+) -> Result<(), String> {
+    let name = list.name.clone();
+    let info = scope.subtask_info();
+    let Some((old_parallelism, subtasks)) = scope.operator_state_extents(&name) else {
+        return Ok(());
+    };
+    let mut old: Vec<Vec<T>> = vec![Vec::new(); old_parallelism as usize];
+    for (index, extents) in subtasks {
+        let Some(elements) = old.get_mut(index as usize) else {
+            return Err(scope.mark_corrupt(format!(
+                "operator state `{name}`: the checkpoint names subtask {index} of parallelism \
+                 {old_parallelism}"
+            )));
+        };
+        for e in extents {
+            decode_block(scope, &name, e, mode, elements)?;
+        }
+    }
+    list.clear();
+    list.add_all(assigned_to(mode, &old, info.parallelism, info.index));
+    crate::core::trace::trace!(
+        "restored operator state `{name}` ({mode}): {} elements of {} from {old_parallelism} \
+         subtasks into subtask {} of {}",
+        list.len(),
+        old.iter().map(Vec::len).sum::<usize>(),
+        info.index,
+        info.parallelism
+    );
+    Ok(())
 }

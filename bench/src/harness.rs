@@ -14,6 +14,7 @@ use weir_runtime::{
 
 use crate::jobs;
 use crate::output::{self, OutputCheck};
+use crate::params::JobParams;
 use crate::reference;
 use crate::w2::{WindowResults, W2_DEFAULT_KEYS, W2_DEFAULT_RECORDS};
 use crate::workload::{SinkResults, SourceCounts};
@@ -265,11 +266,12 @@ impl BenchReport {
     }
 }
 
-/// Runs `workload` as configured by `config` (`job.records`, `job.keys`,
-/// `job.rate`, `job.warmup`, `job.duration` and the engine keys).
+/// Runs `workload` as configured by `params` (`job.records`, `job.keys`,
+/// `job.rate`, `job.warmup`, `job.duration`) and `config` (the engine keys).
 pub fn run(
     workload: Workload,
     config: &Config,
+    params: &JobParams,
     bench: &BenchOptions,
 ) -> Result<BenchReport, JobError> {
     let mut options = ExecutionOptions::from_config(config);
@@ -287,12 +289,12 @@ pub fn run(
         Workload::W2 => W2_DEFAULT_KEYS,
         Workload::W1 | Workload::W3 => DEFAULT_KEYS,
     };
-    let keys = config.keys.unwrap_or(default_keys);
+    let keys = params.keys.unwrap_or(default_keys);
     let results = SinkResults::new(workers);
     let mut progress = |p: &Progress| eprintln!("{}", p.lines());
     match workload {
         Workload::W1 => {
-            let records = config.records.unwrap_or(W1_DEFAULT_RECORDS);
+            let records = params.records.unwrap_or(W1_DEFAULT_RECORDS);
             if let Some(dir) = &bench.output {
                 std::fs::create_dir_all(dir).map_err(|e| {
                     JobError::InvalidJob(format!("cannot create --output {}: {e}", dir.display()))
@@ -301,7 +303,7 @@ pub fn run(
             let job = jobs::w1(
                 records,
                 keys,
-                config.rate,
+                params.rate,
                 results.clone(),
                 bench.output.clone(),
             );
@@ -318,15 +320,15 @@ pub fn run(
                 checksum: sinks.iter().fold(0u64, |a, r| a.wrapping_add(r.checksum)),
                 expected_checksum: reference::w1_checksum(records, keys),
                 expected_records: records,
-                rate: config.rate,
+                rate: params.rate,
                 output,
                 ..BenchReport::of_run(workload, workers, keys, &options, &result)
             })
         }
         Workload::W2 => {
-            let records = config.records.unwrap_or(W2_DEFAULT_RECORDS);
+            let records = params.records.unwrap_or(W2_DEFAULT_RECORDS);
             let windows = WindowResults::new(workers);
-            let job = jobs::w2(records, keys, config.rate, windows.clone());
+            let job = jobs::w2(records, keys, params.rate, windows.clone());
             let result = execute_with_progress(job, &options, &mut progress)?;
             let got = windows.total();
             let (expected_windows, expected_checksum) =
@@ -337,18 +339,18 @@ pub fn run(
                 checksum: got.checksum,
                 expected_checksum,
                 expected_records: records,
-                rate: config.rate,
+                rate: params.rate,
                 ..BenchReport::of_run(workload, workers, keys, &options, &result)
             })
         }
         Workload::W3 => {
-            let rate = config.rate.unwrap_or(W3_DEFAULT_RATE);
+            let rate = params.rate.unwrap_or(W3_DEFAULT_RATE);
             let counts = SourceCounts::new(workers);
             let job = jobs::w3(
                 keys,
                 rate,
-                config.warmup,
-                config.duration,
+                params.warmup,
+                params.duration,
                 results.clone(),
                 counts.clone(),
             );
@@ -373,7 +375,7 @@ pub fn run(
                 expected_checksum,
                 expected_records,
                 rate: Some(rate),
-                achieved_rate: Some(recorded as f64 / config.duration.as_secs_f64().max(1e-9)),
+                achieved_rate: Some(recorded as f64 / params.duration.as_secs_f64().max(1e-9)),
                 latency: Some(Latency {
                     p50: us(0.5),
                     p99: us(0.99),

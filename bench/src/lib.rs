@@ -15,6 +15,7 @@ pub mod disk;
 pub mod harness;
 pub mod jobs;
 pub mod output;
+pub mod params;
 pub mod quickstart;
 pub mod reference;
 pub mod w2;

@@ -27,6 +27,7 @@ use weir_runtime::{
 
 use crate::harness::DEFAULT_KEYS;
 use crate::jobs;
+use crate::params::JobParams;
 use crate::reference;
 use crate::workload::{SinkResults, SourceCounts};
 
@@ -133,6 +134,8 @@ pub struct W4Setup {
     pub mode: W4Mode,
     /// The configuration the run uses.
     pub config: Config,
+    /// The job's parameters (`job.*`).
+    pub params: JobParams,
     /// The checkpoint directory W4 made up because none was configured; it
     /// is deleted after the run.
     pub temporary_dir: Option<PathBuf>,
@@ -144,7 +147,7 @@ pub struct W4Setup {
 /// `state.checkpoints.dir` is not set (said on stderr). Fails when the
 /// result is not a valid configuration (e.g. an unaligned mode with
 /// `AT_LEAST_ONCE`).
-pub fn prepare(config: &Config, mode: W4Mode) -> Result<W4Setup, ConfigError> {
+pub fn prepare(config: &Config, params: &JobParams, mode: W4Mode) -> Result<W4Setup, ConfigError> {
     let mut config = config.clone();
     let mut temporary_dir = None;
     if mode.checkpoints() {
@@ -173,6 +176,7 @@ pub fn prepare(config: &Config, mode: W4Mode) -> Result<W4Setup, ConfigError> {
     Ok(W4Setup {
         mode,
         config,
+        params: params.clone(),
         temporary_dir,
     })
 }
@@ -335,20 +339,20 @@ impl W4Report {
 /// `job.records` if set, and the engine keys); deletes the temporary
 /// checkpoint directory afterwards.
 pub fn run(setup: &W4Setup, quiet: bool) -> Result<W4Report, JobError> {
-    let config = &setup.config;
+    let (config, params) = (&setup.config, &setup.params);
     let mut options = ExecutionOptions::from_config(config);
     if quiet {
         options.progress_interval = Duration::ZERO;
     }
     let workers = options.workers;
-    let keys = config.keys.unwrap_or(DEFAULT_KEYS);
+    let keys = params.keys.unwrap_or(DEFAULT_KEYS);
     let results = SinkResults::new(workers);
     let counts = SourceCounts::new(workers);
     let job = jobs::w4(
-        config.records,
+        params.records,
         keys,
-        config.rate,
-        config.duration,
+        params.rate,
+        params.duration,
         W4_SINK_SPIN,
         results.clone(),
         counts.clone(),
@@ -369,7 +373,7 @@ pub fn run(setup: &W4Setup, quiet: bool) -> Result<W4Report, JobError> {
         mode: setup.mode,
         workers,
         keys,
-        duration: config.duration,
+        duration: params.duration,
         records: sinks.iter().map(|r| r.records).sum(),
         checksum: sinks.iter().fold(0u64, |a, r| a.wrapping_add(r.checksum)),
         expected_checksum,
@@ -437,7 +441,7 @@ mod tests {
     #[test]
     fn prepare_turns_checkpoints_on_or_off() {
         let c = config(&W4Mode::Aligned.overrides());
-        let setup = prepare(&c, W4Mode::Aligned).unwrap();
+        let setup = prepare(&c, &JobParams::default(), W4Mode::Aligned).unwrap();
         assert_eq!(
             setup.config.checkpoint_interval,
             Some(W4_CHECKPOINT_INTERVAL)
@@ -451,14 +455,14 @@ mod tests {
             "execution.checkpointing.interval=250ms".into(),
             "state.checkpoints.dir=/tmp/w4-test".into(),
         ]);
-        let setup = prepare(&c, W4Mode::Debloat).unwrap();
+        let setup = prepare(&c, &JobParams::default(), W4Mode::Debloat).unwrap();
         assert_eq!(
             setup.config.checkpoint_interval,
             Some(Duration::from_millis(250))
         );
         assert_eq!(setup.temporary_dir, None);
         // Mode none turns them off whatever was configured.
-        let setup = prepare(&c, W4Mode::None).unwrap();
+        let setup = prepare(&c, &JobParams::default(), W4Mode::None).unwrap();
         assert_eq!(setup.config.checkpoint_interval, None);
         assert_eq!(setup.temporary_dir, None);
 

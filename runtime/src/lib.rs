@@ -55,7 +55,7 @@ pub use crate::api::{
 };
 pub use crate::chain::{ChainControl, Collector, FlushOutcome};
 pub use crate::checkpoint::{CheckpointRecord, CheckpointSummary};
-pub use crate::config::{CheckpointingMode, Config, ConfigError, JobName};
+pub use crate::config::{CheckpointingMode, Config, ConfigError};
 pub use crate::connectors::{FileSource, TransactionalFileSink};
 pub use crate::core::{Redistribution, SubtaskInfo};
 pub use crate::exchange::{

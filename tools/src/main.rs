@@ -9,9 +9,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use weir_bench::params::{JobName, JobParams};
 use weir_bench::w4::{W4Mode, W4_DEFAULT_DURATION};
 use weir_bench::{quickstart, BenchOptions, Workload};
-use weir_runtime::{execute, Config, ExecutionOptions, JobName, RestoreFrom};
+use weir_runtime::{execute, Config, ExecutionOptions, RestoreFrom};
 
 #[derive(Parser)]
 #[command(
@@ -142,7 +143,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run { common } => {
-            let config = match load(&common, Vec::new(), Vec::new()) {
+            let (config, params) = match load(&common, Vec::new(), Vec::new()) {
                 Ok(c) => c,
                 Err(code) => return code,
             };
@@ -151,11 +152,11 @@ fn main() -> ExitCode {
                 restore: common.restore_from(),
                 output: None,
             };
-            match config.job {
-                JobName::Quickstart => run_quickstart(&config, common.restore_from()),
-                JobName::W1 => run_bench(Workload::W1, &config, &bench, false),
-                JobName::W2 => run_bench(Workload::W2, &config, &bench, false),
-                JobName::W3 => run_bench(Workload::W3, &config, &bench, false),
+            match params.job {
+                JobName::Quickstart => run_quickstart(&config, &params, common.restore_from()),
+                JobName::W1 => run_bench(Workload::W1, &config, &params, &bench, false),
+                JobName::W2 => run_bench(Workload::W2, &config, &params, &bench, false),
+                JobName::W3 => run_bench(Workload::W3, &config, &params, &bench, false),
             }
         }
         Command::Bench {
@@ -211,7 +212,7 @@ fn main() -> ExitCode {
             if let Some(d) = duration {
                 extra.push(format!("job.duration={}", seconds_by_default(&d)));
             }
-            let config = match load(&common, before, extra) {
+            let (config, params) = match load(&common, before, extra) {
                 Ok(c) => c,
                 Err(code) => return code,
             };
@@ -221,7 +222,7 @@ fn main() -> ExitCode {
                 BenchName::W3 => Workload::W3,
                 BenchName::W4 => {
                     let mode = W4Mode::from(mode.unwrap_or(ModeArg::Aligned));
-                    return run_w4(&config, mode, quiet);
+                    return run_w4(&config, &params, mode, quiet);
                 }
                 BenchName::W5 => unreachable!("handled above"),
             };
@@ -230,7 +231,7 @@ fn main() -> ExitCode {
                 restore: common.restore_from(),
                 output,
             };
-            run_bench(workload, &config, &bench, true)
+            run_bench(workload, &config, &params, &bench, true)
         }
     }
 }
@@ -247,21 +248,31 @@ fn seconds_by_default(text: &str) -> String {
 
 /// The config file, then the command's defaults (`before`), then `--set`
 /// overrides, then the command's own flags (`extra`).
-fn load(common: &Common, before: Vec<String>, extra: Vec<String>) -> Result<Config, ExitCode> {
+fn load(
+    common: &Common,
+    before: Vec<String>,
+    extra: Vec<String>,
+) -> Result<(Config, JobParams), ExitCode> {
     let mut overrides = before;
     overrides.extend(common.set.iter().cloned());
     if let Some(w) = common.workers {
         overrides.push(format!("parallelism.default={w}"));
     }
     overrides.extend(extra);
-    Config::load(common.config.as_deref(), &overrides).map_err(|e| {
+    Config::load_with::<JobParams>(common.config.as_deref(), &overrides).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(2)
     })
 }
 
-fn run_bench(workload: Workload, config: &Config, bench: &BenchOptions, json: bool) -> ExitCode {
-    match weir_bench::run(workload, config, bench) {
+fn run_bench(
+    workload: Workload,
+    config: &Config,
+    params: &JobParams,
+    bench: &BenchOptions,
+    json: bool,
+) -> ExitCode {
+    match weir_bench::run(workload, config, params, bench) {
         Ok(report) => print_report(
             &report.summary(),
             json.then(|| report.to_json().to_string()),
@@ -290,8 +301,8 @@ fn print_report(summary: &str, json: Option<String>, verified: bool) -> ExitCode
 }
 
 /// `weir bench w4`: checkpoints under backpressure (see weir_bench::w4).
-fn run_w4(config: &Config, mode: W4Mode, quiet: bool) -> ExitCode {
-    let setup = match weir_bench::w4::prepare(config, mode) {
+fn run_w4(config: &Config, params: &JobParams, mode: W4Mode, quiet: bool) -> ExitCode {
+    let setup = match weir_bench::w4::prepare(config, params, mode) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -311,11 +322,11 @@ fn run_w4(config: &Config, mode: W4Mode, quiet: bool) -> ExitCode {
     }
 }
 
-fn run_quickstart(config: &Config, restore: RestoreFrom) -> ExitCode {
+fn run_quickstart(config: &Config, params: &JobParams, restore: RestoreFrom) -> ExitCode {
     let mut options = ExecutionOptions::from_config(config);
     options.restore = restore;
-    let events = config.records.unwrap_or(quickstart::DEFAULT_EVENTS);
-    let users = config.keys.unwrap_or(quickstart::DEFAULT_USERS);
+    let events = params.records.unwrap_or(quickstart::DEFAULT_EVENTS);
+    let users = params.keys.unwrap_or(quickstart::DEFAULT_USERS);
     println!(
         "weir quickstart: {events} generated events of {users} users -> filter(drop runts) -> \
          key_by(user) -> keyed totals (ValueState) -> sink"

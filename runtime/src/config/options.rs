@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::checkpoint::coordinator::CoordinatorOptions;
 use crate::checkpoint::segment_file::IoMode;
-use crate::config::{CheckpointingMode, Config};
+use crate::config::settings::{CheckpointingMode, Config};
 use crate::exchange::debloat::DebloatOptions;
 use crate::exec::options::{available_cores, CheckpointingOptions, ExecutionOptions, RestoreFrom};
 

@@ -1,8 +1,13 @@
-//! Tests of the config module: defaults, both TOML key styles, every unit
-//! form, each error kind, the checkpointing and restart keys, the README
-//! table and the example files.
+//! Tests of the config module: defaults, every unit form, each error kind,
+//! the checkpointing and restart keys. The job parameters' keys, the README
+//! table and the example files are tested beside the jobs (weir-bench).
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
 use super::*;
+use crate::core::units::{format_duration, format_memory_size, parse_duration, parse_memory_size};
 use crate::exec::restart::{ExponentialDelay, FailureRate, FixedDelay, RestartStrategyType};
+use crate::exec::restart::{RestartStrategy, RestartStrategyConfig};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -22,10 +27,16 @@ fn sets(list: &[&str]) -> Vec<String> {
 fn defaults_match_the_table() {
     let c = Config::default();
     let mut set_back = c.clone();
-    for (i, doc) in KEYS.iter().enumerate() {
-        assert!(KEYS[..i].iter().all(|d| d.key != doc.key), "{}", doc.key);
-        assert_eq!(c.get(doc.key).as_deref(), Some(doc.default), "{}", doc.key);
-        set_back.set(doc.key, doc.default).unwrap();
+    for (i, key) in KEYS.iter().enumerate() {
+        assert!(KEYS[..i].iter().all(|k| k.name != key.name), "{}", key.name);
+        let default = key.default_value();
+        assert_eq!(
+            c.get(key.name).as_deref(),
+            Some(default.as_str()),
+            "{}",
+            key.name
+        );
+        set_back.set(key.name, &default).unwrap();
     }
     assert_eq!(set_back, c);
     assert_eq!(c.get("no.such.key"), None);
@@ -33,23 +44,6 @@ fn defaults_match_the_table() {
     assert_eq!(Config::load(None, &[]).unwrap(), c);
     assert_eq!(c.segment_size, 32768);
     assert_eq!(c.spin_before_park, Duration::from_micros(50));
-}
-
-#[test]
-#[rustfmt::skip]
-fn flat_dotted_and_table_keys_mean_the_same() {
-    let expected = Config { buffer_timeout: ms(10), job: JobName::W3, buffers_per_channel: 2, ..Config::default() };
-    let styles = [
-        "\"execution.buffer-timeout\" = \"10ms\"\n\"job.name\" = \"w3\"\n\"taskmanager.network.memory.buffers-per-channel\" = 2",
-        "execution.buffer-timeout = \"10ms\"\njob.name = \"w3\"\ntaskmanager.network.memory.buffers-per-channel = 2",
-        "[execution]\nbuffer-timeout = \"10ms\"\n[job]\nname = \"w3\"\n[taskmanager.network]\nmemory.buffers-per-channel = 2",
-    ];
-    for text in styles {
-        assert_eq!(toml(text).unwrap(), expected, "{text}");
-    }
-    // Different TOML keys that name one weir key: TOML cannot see it, weir must.
-    let err = toml("\"job.name\" = \"w1\"\n[job]\nname = \"w3\"\n").unwrap_err();
-    assert!(matches!(err, ConfigError::Parse { .. }) && err.to_string().contains("job.name"), "{err}");
 }
 
 #[test]
@@ -96,69 +90,6 @@ fn duration_and_size_forms() {
 }
 
 #[test]
-#[rustfmt::skip]
-fn bare_integers_strings_and_separators() {
-    let c = toml("job.warmup = 250\njob.duration = \"1500\"\ntaskmanager.memory.segment-size = 4096\n\
-                  job.records = \"20_000_000\"\njob.keys = 1_000\njob.rate = \"7\"\n\
-                  parallelism.default = 2\nweir.worker.pin-cores = \"FALSE\"\n").unwrap();
-    assert_eq!((c.warmup, c.duration, c.segment_size), (ms(250), ms(1500), 4096));
-    assert_eq!((c.records, c.keys, c.rate), (Some(20_000_000), Some(1000), Some(7)));
-    assert_eq!((c.parallelism, c.pin_cores), (Some(2), false));
-    for bad in ["\"_1\"", "\"1_\"", "\"1__0\"", "\"0x10\"", "\"-1\"", "-1", "0", "\"\""] {
-        assert!(toml(&format!("job.records = {bad}")).is_err(), "{bad}");
-    }
-    // Range boundaries are inclusive.
-    let c = toml("taskmanager.memory.segment-size = 64\npipeline.max-parallelism = 32768\n\
-                  taskmanager.network.memory.floating-buffers-per-gate = 0\n").unwrap();
-    assert_eq!((c.segment_size, c.max_parallelism, c.floating_buffers_per_gate), (64, 32768, 0));
-    // The watermark interval: Flink's 200ms by default; 0ms turns it off.
-    assert_eq!(Config::default().auto_watermark_interval, ms(200));
-    let c = toml("pipeline.auto-watermark-interval = \"0ms\"").unwrap();
-    assert_eq!(c.auto_watermark_interval, Duration::ZERO);
-    let c = toml("pipeline.auto-watermark-interval = \"1ms\"").unwrap();
-    assert_eq!(c.auto_watermark_interval, ms(1));
-    let err = toml("pipeline.auto-watermark-interval = \"500us\"").unwrap_err();
-    assert!(err.to_string().ends_with("0ms (off) or at least 1ms"), "{err}");
-}
-
-#[test]
-#[rustfmt::skip]
-fn invalid_values_name_the_key_and_the_expected_form() {
-    let err = toml("execution.buffer-timeout = \"10 parsecs\"").unwrap_err();
-    let start = "invalid value \"10 parsecs\" for key execution.buffer-timeout in test.toml: \
-                 expected a duration such as 100ms, 1s or 2min";
-    assert!(err.to_string().starts_with(start), "{err}");
-    let cases = [
-        ("job.warmup = -5", "job.warmup", "a duration such as"),
-        ("job.duration = 1.5", "job.duration", "a duration such as"),
-        ("weir.progress.interval = [1]", "weir.progress.interval", "a duration such as"),
-        ("weir.worker.spin-before-park = \"\"", "weir.worker.spin-before-park", "a duration"),
-        ("job.name = \"W1\"", "job.name", "one of quickstart, w1, w2, w3"),
-        ("job.name = 1", "job.name", "one of quickstart, w1, w2, w3"),
-        ("pipeline.max-parallelism = 32769", "pipeline.max-parallelism", "an integer from 1 to 32768"),
-        ("pipeline.max-parallelism = 0", "pipeline.max-parallelism", "an integer from 1 to 32768"),
-        ("taskmanager.network.memory.buffers-per-channel = 1025",
-         "taskmanager.network.memory.buffers-per-channel", "an integer from 1 to 1024"),
-        ("taskmanager.network.memory.floating-buffers-per-gate = 65537",
-         "taskmanager.network.memory.floating-buffers-per-gate", "an integer from 0 to 65536"),
-        ("taskmanager.memory.segment-size = \"32b\"", "taskmanager.memory.segment-size", "a memory size from 64b to 16mb"),
-        ("taskmanager.memory.segment-size = \"17mb\"", "taskmanager.memory.segment-size", "a memory size from 64b to 16mb"),
-        ("weir.worker.pin-cores = \"yes\"", "weir.worker.pin-cores", "true or false"),
-        ("weir.worker.pin-cores = 1", "weir.worker.pin-cores", "true or false"),
-        ("job.records = 0", "job.records", "an integer of at least 1, or unset"),
-        ("parallelism.default = true", "parallelism.default", "an integer of at least 1, or unset"),
-        ("pipeline.auto-watermark-interval = \"500us\"", "pipeline.auto-watermark-interval",
-         "a duration such as 100ms, 1s or 2min"),
-    ];
-    for (text, key, expected) in cases {
-        let err = toml(text).unwrap_err();
-        assert!(matches!(&err, ConfigError::InvalidValue { key: k, .. } if k == key), "{err:?}");
-        let named = format!("for key {key} in test.toml: expected {expected}");
-        assert!(err.to_string().contains(&named), "{err}");
-    }
-}
-
-#[test]
 fn unknown_keys_suggest_the_closest_known_key() {
     let err = toml("execution.bufer-timeout = \"10ms\"").unwrap_err();
     let expected = "unknown config key `execution.bufer-timeout` in test.toml; \
@@ -194,43 +125,10 @@ fn parse_io_and_override_errors() {
 }
 
 #[test]
-fn overrides_win_over_the_file_in_order() {
-    let name = format!("weir-config-test-{}.toml", std::process::id());
-    let path = std::env::temp_dir().join(name);
-    let file = "job.name = \"w1\"\nexecution.buffer-timeout = \"5ms\"\njob.records = 10\n";
-    std::fs::write(&path, file).expect("write temp config");
-    let later = [
-        "execution.buffer-timeout=7ms",
-        "job.name = w3",
-        "job.records=unset",
-    ];
-    let ok = Config::load(Some(&path), &sets(&later));
-    let bad = Config::load(Some(&path), &sets(&["job.rate=fast"]));
-    std::fs::remove_file(&path).ok();
-    let c = ok.unwrap();
-    assert_eq!(c.job, JobName::W3);
-    assert_eq!(c.buffer_timeout, ms(7));
-    assert_eq!(c.records, None);
-    let err = bad.unwrap_err().to_string();
-    assert!(err.contains("for key job.rate in --set"), "{err}");
-    let last = ["job.warmup=1s", "job.warmup = \"2s\""];
-    assert_eq!(Config::load(None, &sets(&last)).unwrap().warmup, ms(2000));
-    // Checks across keys wait for the last override.
-    let err = Config::load(None, &sets(&["parallelism.default=200"])).unwrap_err();
-    assert!(
-        err.to_string().contains("pipeline.max-parallelism (128)"),
-        "{err}"
-    );
-    let both = sets(&["parallelism.default=200", "pipeline.max-parallelism=256"]);
-    assert_eq!(Config::load(None, &both).unwrap().parallelism, Some(200));
-}
-
-#[test]
 #[rustfmt::skip]
 fn to_toml_round_trips() {
     let custom = Config {
-        job: JobName::W3, records: Some(1_000_000), keys: None, rate: Some(5), warmup: ms(1500),
-        duration: ms(60_000), parallelism: Some(2), max_parallelism: 4096, buffer_timeout: ms(0),
+        parallelism: Some(2), max_parallelism: 4096, buffer_timeout: ms(0),
         auto_watermark_interval: ms(50),
         segment_size: 1 << 20, buffers_per_channel: 16, floating_buffers_per_gate: 0,
         pin_cores: false, spin_before_park: Duration::from_nanos(500), progress_interval: ms(250),
@@ -257,31 +155,8 @@ fn to_toml_round_trips() {
     for config in [Config::default(), custom, numeric_dir, unaligned] {
         let text = config.to_toml();
         assert_eq!(toml(&text).unwrap(), config, "{text}");
-        assert!(KEYS.iter().all(|doc| text.contains(doc.key)), "{text}");
+        assert!(KEYS.iter().all(|key| text.contains(key.name)), "{text}");
     }
-}
-
-#[test]
-fn readme_documents_every_key_with_its_default() {
-    let readme = include_str!("../../../configs/README.md");
-    for doc in KEYS {
-        let row = format!("| `{}` | `{}` |", doc.key, doc.default);
-        assert!(readme.lines().any(|l| l.starts_with(&row)), "no {row}");
-    }
-    let rows = readme.lines().filter(|l| l.starts_with("| `")).count();
-    assert_eq!(rows, KEYS.len(), "README's table has keys that KEYS lacks");
-}
-
-#[test]
-fn job_names_parse_and_display() {
-    for job in JobName::ALL {
-        assert_eq!(job.to_string().parse::<JobName>(), Ok(job));
-    }
-    let err = "Quickstart".parse::<JobName>().unwrap_err().to_string();
-    assert_eq!(
-        err,
-        "unknown job \"Quickstart\": expected one of quickstart, w1, w2, w3"
-    );
 }
 
 /// The checkpointing keys and the default of every restart option are
@@ -507,29 +382,6 @@ fn checks_across_checkpointing_and_restart_keys() {
     // Equal is allowed.
     let equal = ["restart-strategy.exponential-delay.initial-backoff=1min"];
     assert!(Config::load(None, &sets(&equal)).is_ok());
-}
-
-/// Every example in configs/ loads, so the examples cannot rot.
-#[test]
-fn example_configs_load() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
-    let mut loaded = 0;
-    for entry in std::fs::read_dir(&dir).expect("read configs/") {
-        let path = entry.expect("configs/ entry").path();
-        if path.extension().is_some_and(|e| e == "toml") {
-            if let Err(err) = Config::load(Some(&path), &[]) {
-                panic!("{}: {err}", path.display());
-            }
-            loaded += 1;
-        }
-    }
-    assert!(
-        loaded >= 4,
-        "only {loaded} example configs in {}",
-        dir.display()
-    );
-    let checkpointing = Config::load(Some(&dir.join("checkpointing.toml")), &[]).unwrap();
-    assert!(checkpointing.checkpointing_enabled());
 }
 
 /// The keys of checkpointing under backpressure: Flink's names; Flink's

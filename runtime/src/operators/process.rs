@@ -63,7 +63,7 @@ use crate::build::context::BuildContext;
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::task::Task;
 use crate::core::subtask::SubtaskInfo;
-use crate::state::registry::{check_state_names, take_created_operator_states};
+use crate::state::registry::{check_state_names, created_by, StateKind};
 use crate::state::visitor::OperatorStates;
 
 /// What a [`ProcessFunction`] sees of its operator while processing: the
@@ -321,13 +321,11 @@ where
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Box<dyn Task> {
-        let _ = take_created_operator_states();
-        let mut func = (self.factory)(&ctx.info);
-        let created = take_created_operator_states();
+        let (mut func, created) = created_by(StateKind::Operator, || (self.factory)(&ctx.info));
         if ctx.checkpointing.is_some() {
             let mut visited = Vec::new();
             func.visit_state(&mut OperatorStates::names(&mut visited));
-            if let Err(e) = check_state_names(created, visited) {
+            if let Err(e) = check_state_names(StateKind::Operator, created, visited, &[]) {
                 panic!("process operator `{}` {e}", self.uid);
             }
         }

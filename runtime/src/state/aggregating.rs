@@ -4,7 +4,7 @@
 use crate::core::wire::append_wire;
 use crate::state::codec::FrozenTable;
 use crate::state::key_context::KeyContext;
-use crate::state::registry::register_state;
+use crate::state::registry::{register_state, StateKind};
 use crate::state::ttl::ttl_for;
 use crate::state::ttl::{StateTtlConfig, Ttl, TtlClock};
 use std::rc::Rc;
@@ -50,7 +50,7 @@ where
     A: Copy,
 {
     pub(crate) fn new(name: &str) -> Self {
-        register_state(name);
+        register_state(StateKind::Keyed, name);
         Self {
             table: ValueState::new(name),
             ttl: Ttl::default(),

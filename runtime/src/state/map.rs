@@ -6,7 +6,7 @@ use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::core::wire::append_wire;
 use crate::state::codec::FrozenTable;
 use crate::state::key_context::KeyContext;
-use crate::state::registry::register_state;
+use crate::state::registry::{register_state, StateKind};
 use crate::state::ttl::ttl_for;
 use crate::state::ttl::{StateTtlConfig, Ttl, TtlClock};
 use std::rc::Rc;
@@ -53,7 +53,7 @@ where
 {
     /// An empty map state named `name` (unique within its operator).
     pub fn new(name: &str) -> Self {
-        register_state(name);
+        register_state(StateKind::Keyed, name);
         Self {
             entries: ValueState::new(name),
             heads: ValueState::new(name),

@@ -1,37 +1,82 @@
 //! The states a function creates, recorded as they are constructed, so the
-//! runtime can check them against what its `visit_state` visits.
+//! runtime can check them against what its `visit_state` visits: one
+//! registry and one name check for keyed and operator states alike.
 
 use std::cell::RefCell;
+
 use weir_state::snapshot::MAX_STATE_NAME_LEN;
 
+/// The kind of a state, as the registry records it and its check names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateKind {
+    /// Keyed state (value, map, list, reducing, aggregating, windows).
+    Keyed,
+    /// Operator (non-keyed) list state.
+    Operator,
+}
+
+impl StateKind {
+    /// How messages name a state of this kind.
+    fn noun(self) -> &'static str {
+        match self {
+            StateKind::Keyed => "state",
+            StateKind::Operator => "operator state",
+        }
+    }
+
+    /// The noun with its article.
+    fn one(self) -> &'static str {
+        match self {
+            StateKind::Keyed => "a state",
+            StateKind::Operator => "an operator state",
+        }
+    }
+}
+
 thread_local! {
-    /// Names of the operator states created on this thread since the last
-    /// [`take_created_operator_states`].
-    static CREATED: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    /// The states created on this thread since the registry was last
+    /// cleared ([`created_by`]).
+    static CREATED: RefCell<Vec<(StateKind, String)>> = const { RefCell::new(Vec::new()) };
 }
 
-pub(crate) fn register_operator_state(name: &str) {
-    CREATED.with(|c| c.borrow_mut().push(name.to_owned()));
+/// Records that a state of `kind` named `name` was created on this thread
+/// (every state kind's constructor calls it).
+pub(crate) fn register_state(kind: StateKind, name: &str) {
+    CREATED.with(|c| c.borrow_mut().push((kind, name.to_owned())));
 }
 
-/// The operator states created on this thread since the last call (the
-/// process operator checks them against its function's `visit_state`).
-pub(crate) fn take_created_operator_states() -> Vec<String> {
-    CREATED.with(|c| std::mem::take(&mut *c.borrow_mut()))
+/// Runs `make` (a function's factory) and returns what it made with the
+/// names of the states of `kind` it created.
+pub(crate) fn created_by<T>(kind: StateKind, make: impl FnOnce() -> T) -> (T, Vec<String>) {
+    CREATED.with(|c| c.borrow_mut().clear());
+    let made = make();
+    let created = CREATED.with(|c| {
+        std::mem::take(&mut *c.borrow_mut())
+            .into_iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, name)| name)
+            .collect()
+    });
+    (made, created)
 }
 
-/// Checks the operator states a function created (`created`) against those
-/// its `visit_state` visited (`visited`): names unique, valid, and every
-/// created state visited (else it would be lost by checkpoints).
+/// Checks the states of `kind` a function created (`created`) against those
+/// its `visit_state` visited (`visited`): names unique, 1 to
+/// [`MAX_STATE_NAME_LEN`] bytes, none of the `reserved` names (the
+/// operator's own states), and every created state visited (else it would
+/// be lost by checkpoints). The error reads after the operator's name.
 pub(crate) fn check_state_names(
+    kind: StateKind,
     mut created: Vec<String>,
     mut visited: Vec<String>,
+    reserved: &[&str],
 ) -> Result<(), String> {
     created.sort();
     visited.sort();
     if let Some(dup) = visited.windows(2).find(|w| w[0] == w[1]) {
         return Err(format!(
-            "has two operator states named `{}`: state names must be unique",
+            "has two {}s named `{}`: state names must be unique",
+            kind.noun(),
             dup[0]
         ));
     }
@@ -40,33 +85,22 @@ pub(crate) fn check_state_names(
         .find(|v| v.is_empty() || v.len() > MAX_STATE_NAME_LEN)
     {
         return Err(format!(
-            "has an operator state named `{bad}`: names must be 1 to {MAX_STATE_NAME_LEN} bytes"
+            "has {} named `{bad}`: names must be 1 to {MAX_STATE_NAME_LEN} bytes",
+            kind.one()
+        ));
+    }
+    if let Some(r) = visited.iter().find(|v| reserved.contains(&v.as_str())) {
+        return Err(format!(
+            "has {} named `{r}`, the name of its timers in checkpoints: rename the state",
+            kind.one()
         ));
     }
     if let Some(missing) = created.iter().find(|c| !visited.contains(c)) {
         return Err(format!(
-            "creates operator state `{missing}` but its visit_state does not visit it: the state \
-             would be lost by checkpoints"
+            "creates {} `{missing}` but its visit_state does not visit it: the state would be \
+             lost by checkpoints",
+            kind.noun()
         ));
     }
     Ok(())
-}
-
-thread_local! {
-    /// Names of the keyed states created on this thread since the last
-    /// [`take_created_states`] (the runtime checks them against
-    /// `visit_state`).
-    static CREATED_STATES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Records that keyed state `name` was created on this thread (every keyed
-/// state kind's constructor calls it, so that the runtime can check it
-/// against `visit_state`).
-pub(crate) fn register_state(name: &str) {
-    CREATED_STATES.with(|c| c.borrow_mut().push(name.to_owned()));
-}
-
-/// The keyed states created on this thread since the last call.
-pub(crate) fn take_created_states() -> Vec<String> {
-    CREATED_STATES.with(|c| std::mem::take(&mut *c.borrow_mut()))
 }

@@ -2,7 +2,7 @@
 //! ([`weir_state::ValueState`]), one entry per key, no allocation per entry.
 
 use crate::state::key_context::KeyContext;
-use crate::state::registry::register_state;
+use crate::state::registry::{register_state, StateKind};
 use weir_state::{KeyHash, ValueState};
 
 /// Flink's keyed `ValueState<V>`: one value per key, scoped to the current
@@ -19,7 +19,7 @@ impl<K: Copy + Eq + KeyHash, V: Copy> KeyedValueState<K, V> {
     /// An empty state named `name` (the name identifies it in snapshots;
     /// unique within its operator).
     pub fn new(name: &str) -> Self {
-        register_state(name);
+        register_state(StateKind::Keyed, name);
         Self {
             inner: ValueState::new(name),
         }

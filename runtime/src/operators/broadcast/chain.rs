@@ -11,11 +11,10 @@ use crate::operators::broadcast::function::{
     BroadcastProcessFunction, KeyedBroadcastProcessFunction,
 };
 use crate::operators::broadcast::op::{
-    restore_broadcast, BroadcastProcessOp, KeyedBroadcastProcessOp,
+    keyed_hooks, restore_broadcast, BroadcastProcessOp, KeyedBroadcastProcessOp,
 };
 use crate::operators::broadcast::state::BroadcastState;
-use crate::state::registry::take_created_states;
-use crate::state::visitor::KeyedStates;
+use crate::operators::keyed::base::build_keyed_function;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use weir_net::Wire;
@@ -45,63 +44,17 @@ where
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Box<dyn Task> {
-        let _ = take_created_states();
-        let mut func = (self.factory)(&ctx.info);
-        let created = take_created_states();
-        if ctx.checkpointing.is_some() {
-            let mut visited = Vec::new();
-            func.visit_state(&mut KeyedStates::names(&mut visited));
-            visited.sort();
-            if let Some(dup) = visited.windows(2).find(|w| w[0] == w[1]) {
-                panic!(
-                    "keyed broadcast operator `{}` has two states named `{}`: state names must \
-                     be unique",
-                    self.uid, dup[0]
-                );
-            }
-            let reserved = [
-                crate::state::timers::EVENT_TIMERS_STATE,
-                crate::state::timers::PROCESSING_TIMERS_STATE,
-            ];
-            if let Some(r) = visited.iter().find(|v| reserved.contains(&v.as_str())) {
-                panic!(
-                    "keyed broadcast operator `{}` has a state named `{r}`, the name of its \
-                     timers in checkpoints: rename the state",
-                    self.uid
-                );
-            }
-            if let Some(missing) = created.iter().find(|c| !visited.contains(c)) {
-                panic!(
-                    "keyed broadcast operator `{}` creates state `{missing}` but its visit_state \
-                     does not visit it: the state would be lost by checkpoints",
-                    self.uid
-                );
-            }
-        }
         let mut state = BroadcastState::default();
-        if let Some(restore) = ctx.restore.clone() {
-            let scope = restore.scope(&self.uid, &ctx.info);
-            let mut states = KeyedStates::restore(&scope);
-            func.visit_state(&mut states);
-            if let Some(e) = states.into_error() {
-                panic!(
-                    "keyed broadcast operator `{}` cannot restore checkpoint {}: {e}",
-                    self.uid,
-                    restore.id()
-                );
-            }
-            if let Some(timers) = func.timer_service() {
-                if let Err(e) = timers.restore(&scope) {
-                    panic!(
-                        "keyed broadcast operator `{}` cannot restore its timers: {e}",
-                        self.uid
-                    );
-                }
-            }
-            restore_broadcast(&scope, &self.uid, &mut state);
-        }
+        let built = build_keyed_function(
+            ctx,
+            &self.uid,
+            "keyed broadcast operator",
+            |info| (self.factory)(info),
+            keyed_hooks::<F>(),
+            |scope| restore_broadcast(scope, &self.uid, &mut state),
+        );
         let op = KeyedBroadcastProcessOp::new(
-            func,
+            built.func,
             self.key_fn.clone(),
             out,
             state,

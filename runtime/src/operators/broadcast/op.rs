@@ -5,17 +5,17 @@ use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::subtask::SubtaskInfo;
-use crate::core::time::processing_deadline;
+use crate::core::time::earliest;
 use crate::exchange::decoder::CoInput;
 use crate::operators::broadcast::function::{
     BroadcastProcessFunction, KeyedBroadcastProcessFunction,
 };
 use crate::operators::broadcast::state::{BroadcastState, BROADCAST_STATE};
+use crate::operators::keyed::base::{KeyedCore, KeyedHooks, TimerTarget};
 use crate::state::key_context::KeyContext;
-use crate::state::timers::TimeDomain;
-use crate::state::visitor::KeyedStates;
+use crate::state::timers::{TimeDomain, TimerQueues};
 use weir_net::{WatermarkStatus, Wire};
-use weir_state::{KeyGroupRange, KeyHash};
+use weir_state::KeyHash;
 
 /// Restores broadcast state `state` of operator `uid` from `scope`.
 pub(crate) fn restore_broadcast<K, V>(
@@ -42,18 +42,43 @@ pub(crate) fn restore_broadcast<K, V>(
 
 /// The keyed broadcast operator: keyed records with their key context and
 /// the read-only broadcast state; broadcast records with the state
-/// read-write; the keyed function's timers fired as in the keyed process
-/// operator.
+/// read-write; the keyed function's states, timers and event time run
+/// through the [`KeyedCore`] every keyed operator shares.
 pub struct KeyedBroadcastProcessOp<F: KeyedBroadcastProcessFunction, KF, C> {
     func: F,
     key_fn: KF,
     out: C,
     state: BroadcastState<F::StateKey, F::StateValue>,
-    uid: String,
-    info: SubtaskInfo,
-    owned: KeyGroupRange,
-    watermark: i64,
-    ended: bool,
+    core: KeyedCore,
+}
+
+/// The keyed broadcast function's hooks for the [`KeyedCore`].
+pub(crate) fn keyed_hooks<F: KeyedBroadcastProcessFunction>() -> KeyedHooks<F, F::Key> {
+    KeyedHooks {
+        visit_state: F::visit_state,
+        timer_service: F::timer_service,
+    }
+}
+
+/// Where the keyed broadcast operator's timers fire: its function, with
+/// the read-only broadcast state, into its chain.
+struct Fire<'a, F: KeyedBroadcastProcessFunction, C> {
+    func: &'a mut F,
+    state: &'a BroadcastState<F::StateKey, F::StateValue>,
+    out: &'a mut C,
+}
+
+impl<F: KeyedBroadcastProcessFunction, C: Collector<F::Out>> TimerTarget for Fire<'_, F, C> {
+    type Key = F::Key;
+
+    fn timers(&mut self) -> Option<&mut dyn TimerQueues<F::Key>> {
+        self.func.timer_service()
+    }
+
+    fn on_timer(&mut self, timestamp: i64, ctx: &KeyContext<F::Key>, domain: TimeDomain) {
+        self.func
+            .on_timer(timestamp, ctx, domain, self.state, self.out);
+    }
 }
 
 impl<F: KeyedBroadcastProcessFunction, KF, C: Collector<F::Out>> KeyedBroadcastProcessOp<F, KF, C> {
@@ -71,15 +96,9 @@ impl<F: KeyedBroadcastProcessFunction, KF, C: Collector<F::Out>> KeyedBroadcastP
             key_fn,
             out,
             state,
-            uid: uid.to_owned(),
-            info: *info,
-            owned: KeyGroupRange::for_subtask(
-                info.max_parallelism,
-                info.parallelism as u32,
-                info.index as u32,
-            ),
-            watermark: i64::MIN,
-            ended: false,
+            // Unlike the keyed process operator, this one keeps no
+            // end-of-input flag in its checkpoints: it starts as not ended.
+            core: KeyedCore::new(uid, info, false),
         }
     }
 
@@ -93,53 +112,6 @@ impl<F: KeyedBroadcastProcessFunction, KF, C: Collector<F::Out>> KeyedBroadcastP
     pub fn broadcast_state(&self) -> &BroadcastState<F::StateKey, F::StateValue> {
         &self.state
     }
-
-    fn fire_event_timers(&mut self, watermark: i64) {
-        let ctx_watermark = self.watermark.max(watermark);
-        loop {
-            let Some(timers) = self.func.timer_service() else {
-                return;
-            };
-            timers.advance_watermark(watermark);
-            let Some((ts, key)) = timers.pop_due(TimeDomain::EventTime, watermark) else {
-                return;
-            };
-            let ctx = KeyContext::with_watermark(key, ctx_watermark);
-            self.func
-                .on_timer(ts, &ctx, TimeDomain::EventTime, &self.state, &mut self.out);
-        }
-    }
-
-    fn fire_processing_timers(&mut self, now: std::time::Instant) -> FlushOutcome {
-        let mut outcome = FlushOutcome::default();
-        if self.ended {
-            return outcome;
-        }
-        let Some(timers) = self.func.timer_service() else {
-            return outcome;
-        };
-        let now_ms = timers.processing_time();
-        loop {
-            let Some(timers) = self.func.timer_service() else {
-                return outcome;
-            };
-            let Some((ts, key)) = timers.pop_due(TimeDomain::ProcessingTime, now_ms) else {
-                outcome.next_deadline = timers
-                    .next_processing_timer()
-                    .and_then(|ts| processing_deadline(now, now_ms, ts));
-                return outcome;
-            };
-            outcome.progressed = true;
-            let ctx = KeyContext::with_watermark(key, self.watermark);
-            self.func.on_timer(
-                ts,
-                &ctx,
-                TimeDomain::ProcessingTime,
-                &self.state,
-                &mut self.out,
-            );
-        }
-    }
 }
 
 impl<F, KF, C> Collector<CoInput<F::In, F::Broadcast>> for KeyedBroadcastProcessOp<F, KF, C>
@@ -152,14 +124,7 @@ where
     fn collect(&mut self, record: CoInput<F::In, F::Broadcast>) {
         match record {
             CoInput::First(r) => {
-                let ctx = KeyContext::with_watermark((self.key_fn)(&r), self.watermark);
-                debug_assert!(
-                    self.owned.contains(weir_state::key_group_for_hash(
-                        ctx.hash(),
-                        self.info.max_parallelism
-                    )),
-                    "record routed to a subtask that does not own its key group"
-                );
+                let ctx = self.core.context((self.key_fn)(&r));
                 self.func
                     .process_element(&ctx, r, &self.state, &mut self.out);
             }
@@ -182,29 +147,33 @@ where
     }
 
     fn flush(&mut self, now: std::time::Instant) -> FlushOutcome {
-        let timers = self.fire_processing_timers(now);
+        let mut target = Fire {
+            func: &mut self.func,
+            state: &self.state,
+            out: &mut self.out,
+        };
+        let timers = self.core.fire_processing_timers(now, &mut target);
         let flushed = self.out.flush(now);
         FlushOutcome {
             progressed: flushed.progressed || timers.progressed,
-            next_deadline: crate::core::time::earliest(flushed.next_deadline, timers.next_deadline),
+            next_deadline: earliest(flushed.next_deadline, timers.next_deadline),
         }
     }
 
     fn end_input(&mut self) {
-        if !self.ended {
-            self.fire_event_timers(i64::MAX);
-            self.ended = true;
-        }
+        let mut target = Fire {
+            func: &mut self.func,
+            state: &self.state,
+            out: &mut self.out,
+        };
+        self.core.end_input(&mut target);
         self.out.end_input();
     }
 
     fn snapshot(&mut self, snapshot: &mut TaskSnapshot) {
-        let part = snapshot.operator(&self.uid, &self.info);
-        self.func
-            .visit_state(&mut KeyedStates::snapshot(&mut part.keyed));
-        if let Some(timers) = self.func.timer_service() {
-            timers.snapshot(&mut part.keyed);
-        }
+        let part = self
+            .core
+            .snapshot(snapshot, &mut self.func, &keyed_hooks::<F>());
         part.inline
             .push((BROADCAST_STATE.to_owned(), self.state.encode()));
         self.out.snapshot(snapshot);
@@ -227,9 +196,13 @@ where
     }
 
     fn on_watermark(&mut self, watermark: i64) {
-        if watermark > self.watermark {
-            self.watermark = watermark;
-            self.fire_event_timers(watermark);
+        if self.core.advance_watermark(watermark) {
+            let mut target = Fire {
+                func: &mut self.func,
+                state: &self.state,
+                out: &mut self.out,
+            };
+            self.core.fire_event_timers(watermark, &mut target);
             self.out.on_watermark(watermark);
         }
     }

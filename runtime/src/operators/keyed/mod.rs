@@ -1,10 +1,12 @@
 //! The keyed process operator: the user's function, the operator in a
-//! chain and its builder.
+//! chain and its builder, and the core every keyed operator shares.
 
+pub mod base;
 pub mod chain;
 pub mod function;
 pub mod op;
 
+pub use base::{KeyedCore, INPUT_ENDED_STATE};
 pub use function::KeyedProcessFunction;
 pub use op::KeyedProcessOp;
 

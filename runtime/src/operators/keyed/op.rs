@@ -5,23 +5,20 @@
 //! and hands the user's [`KeyedProcessFunction`] a [`KeyContext`]: the
 //! current key, as in Flink, through which keyed state is read and written.
 
+use weir_state::KeyHash;
+
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::subtask::SubtaskInfo;
-use crate::core::time::processing_deadline;
+use crate::core::time::earliest;
+use crate::operators::keyed::base::{KeyedCore, KeyedHooks, TimerTarget, INPUT_ENDED_STATE};
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::state::key_context::KeyContext;
-use crate::state::timers::TimeDomain;
-use crate::state::visitor::KeyedStates;
-use weir_state::{KeyGroupRange, KeyHash};
-
-/// Name of the keyed process operator's end-of-input flag in its inline
-/// state: set once `on_end_of_input` ran, so that a restore after it does
-/// not run it again.
-pub const INPUT_ENDED_STATE: &str = "keyed.input-ended";
+use crate::state::timers::{TimeDomain, TimerQueues};
 
 /// The keyed process operator in a chain: key extraction, hashing, the
-/// user's function.
+/// user's function; its timers, states and event time run through the
+/// [`KeyedCore`] every keyed operator shares.
 ///
 /// Records are processed as they arrive. (Holding them back a few records
 /// to prefetch their state was measured on W1 and made it slower: the
@@ -31,13 +28,7 @@ pub struct KeyedProcessOp<F, KF, C> {
     func: F,
     key_fn: KF,
     out: C,
-    ended: bool,
-    uid: String,
-    info: SubtaskInfo,
-    /// Key groups this subtask owns (checked in debug builds).
-    owned: KeyGroupRange,
-    /// The current watermark (`i64::MIN` before the first).
-    watermark: i64,
+    core: KeyedCore,
 }
 
 impl<F, KF, C> KeyedProcessOp<F, KF, C> {
@@ -55,21 +46,40 @@ impl<F, KF, C> KeyedProcessOp<F, KF, C> {
             func,
             key_fn,
             out,
-            ended: input_ended,
-            uid: uid.to_owned(),
-            info: *info,
-            owned: KeyGroupRange::for_subtask(
-                info.max_parallelism,
-                info.parallelism as u32,
-                info.index as u32,
-            ),
-            watermark: i64::MIN,
+            core: KeyedCore::new(uid, info, input_ended),
         }
     }
 
     /// The operator's current watermark.
     pub fn current_watermark(&self) -> i64 {
-        self.watermark
+        self.core.watermark()
+    }
+}
+
+/// The keyed process function's hooks for the [`KeyedCore`].
+pub(crate) fn hooks<F: KeyedProcessFunction>() -> KeyedHooks<F, F::Key> {
+    KeyedHooks {
+        visit_state: F::visit_state,
+        timer_service: F::timer_service,
+    }
+}
+
+/// Where the keyed process operator's timers fire: its function, into its
+/// chain.
+struct Fire<'a, F, C> {
+    func: &'a mut F,
+    out: &'a mut C,
+}
+
+impl<F: KeyedProcessFunction, C: Collector<F::Out>> TimerTarget for Fire<'_, F, C> {
+    type Key = F::Key;
+
+    fn timers(&mut self) -> Option<&mut dyn TimerQueues<F::Key>> {
+        self.func.timer_service()
+    }
+
+    fn on_timer(&mut self, timestamp: i64, ctx: &KeyContext<F::Key>, domain: TimeDomain) {
+        self.func.on_timer(timestamp, ctx, domain, self.out);
     }
 }
 
@@ -89,53 +99,6 @@ where
     pub(crate) fn function_mut(&mut self) -> &mut F {
         &mut self.func
     }
-
-    /// Fires the event-time timers at or before `watermark`, in timestamp
-    /// order (including those `on_timer` registers for passed times).
-    fn fire_event_timers(&mut self, watermark: i64) {
-        let ctx_watermark = self.watermark.max(watermark);
-        loop {
-            let Some(timers) = self.func.timer_service() else {
-                return;
-            };
-            timers.advance_watermark(watermark);
-            let Some((ts, key)) = timers.pop_due(TimeDomain::EventTime, watermark) else {
-                return;
-            };
-            let ctx = KeyContext::with_watermark(key, ctx_watermark);
-            self.func
-                .on_timer(ts, &ctx, TimeDomain::EventTime, &mut self.out);
-        }
-    }
-
-    /// Fires the processing-time timers due by the service's clock; returns
-    /// whether any fired and when the next one is due (none after the end
-    /// of the input).
-    fn fire_processing_timers(&mut self, now: std::time::Instant) -> FlushOutcome {
-        let mut outcome = FlushOutcome::default();
-        if self.ended {
-            return outcome;
-        }
-        let Some(timers) = self.func.timer_service() else {
-            return outcome;
-        };
-        let now_ms = timers.processing_time();
-        loop {
-            let Some(timers) = self.func.timer_service() else {
-                return outcome;
-            };
-            let Some((ts, key)) = timers.pop_due(TimeDomain::ProcessingTime, now_ms) else {
-                outcome.next_deadline = timers
-                    .next_processing_timer()
-                    .and_then(|ts| processing_deadline(now, now_ms, ts));
-                return outcome;
-            };
-            outcome.progressed = true;
-            let ctx = KeyContext::with_watermark(key, self.watermark);
-            self.func
-                .on_timer(ts, &ctx, TimeDomain::ProcessingTime, &mut self.out);
-        }
-    }
 }
 
 impl<F, KF, C> ChainControl for KeyedProcessOp<F, KF, C>
@@ -149,31 +112,32 @@ where
     }
 
     fn flush(&mut self, now: std::time::Instant) -> FlushOutcome {
-        let timers = self.fire_processing_timers(now);
+        let mut target = Fire {
+            func: &mut self.func,
+            out: &mut self.out,
+        };
+        let timers = self.core.fire_processing_timers(now, &mut target);
         let flushed = self.out.flush(now);
         FlushOutcome {
             progressed: flushed.progressed || timers.progressed,
-            next_deadline: crate::core::time::earliest(flushed.next_deadline, timers.next_deadline),
+            next_deadline: earliest(flushed.next_deadline, timers.next_deadline),
         }
     }
 
     fn end_input(&mut self) {
-        if !self.ended {
-            self.fire_event_timers(i64::MAX);
-            self.ended = true;
+        let mut target = Fire {
+            func: &mut self.func,
+            out: &mut self.out,
+        };
+        if self.core.end_input(&mut target) {
             self.func.on_end_of_input(&mut self.out);
         }
         self.out.end_input();
     }
 
     fn snapshot(&mut self, snapshot: &mut TaskSnapshot) {
-        let part = snapshot.operator(&self.uid, &self.info);
-        self.func
-            .visit_state(&mut KeyedStates::snapshot(&mut part.keyed));
-        if let Some(timers) = self.func.timer_service() {
-            timers.snapshot(&mut part.keyed);
-        }
-        if self.ended {
+        let part = self.core.snapshot(snapshot, &mut self.func, &hooks::<F>());
+        if self.core.ended() {
             part.inline.push((INPUT_ENDED_STATE.to_owned(), vec![1]));
         }
         self.out.snapshot(snapshot);
@@ -197,9 +161,12 @@ where
     }
 
     fn on_watermark(&mut self, watermark: i64) {
-        if watermark > self.watermark {
-            self.watermark = watermark;
-            self.fire_event_timers(watermark);
+        if self.core.advance_watermark(watermark) {
+            let mut target = Fire {
+                func: &mut self.func,
+                out: &mut self.out,
+            };
+            self.core.fire_event_timers(watermark, &mut target);
             self.func.on_watermark(watermark, &mut self.out);
             self.out.on_watermark(watermark);
         }
@@ -218,34 +185,20 @@ where
 {
     #[inline(always)]
     fn collect(&mut self, record: F::In) {
-        let ctx = KeyContext::with_watermark((self.key_fn)(&record), self.watermark);
-        debug_assert!(
-            self.owned.contains(weir_state::key_group_for_hash(
-                ctx.hash,
-                self.info.max_parallelism
-            )),
-            "record routed to a subtask that does not own its key group"
-        );
+        let ctx = self.core.context((self.key_fn)(&record));
         self.func.process(&ctx, record, &mut self.out);
     }
 
     #[inline]
     fn collect_many<I: Iterator<Item = F::In>>(&mut self, records: &mut I, limit: usize) -> usize {
-        let (key_fn, owned, max_parallelism) =
-            (&self.key_fn, self.owned, self.info.max_parallelism);
-        let mut records = records.by_ref().inspect(|record| {
-            debug_assert!(
-                owned.contains(weir_state::key_group_for_hash(
-                    key_fn(record).key_hash(),
-                    max_parallelism
-                )),
-                "record routed to a subtask that does not own its key group"
-            );
-        });
+        let (key_fn, core) = (&self.key_fn, &self.core);
+        let mut records = records
+            .by_ref()
+            .inspect(|record| core.debug_check_owned(key_fn(record).key_hash()));
         self.func.process_many(
             &mut records,
             &self.key_fn,
-            self.watermark,
+            self.core.watermark(),
             limit,
             &mut self.out,
         )

@@ -7,7 +7,6 @@ use crate::chain::testing::VecTail;
 use crate::core::snapshot::Redistribution;
 use crate::core::snapshot::TaskSnapshot;
 use crate::state::operator::list::OperatorListState;
-use crate::state::registry::take_created_operator_states;
 
 /// Emits the sum of every 3 records; keeps the records of an unfinished
 /// group in `pending` (a field) and copies them to list state at each
@@ -65,7 +64,6 @@ fn a_snapshot_freezes_the_state_after_snapshot_state() {
         state: OperatorListState::new("pending"),
         ended: 0,
     };
-    let _ = take_created_operator_states();
     let mut op = ProcessOp::new(func, VecTail::default(), "triples", &info(), false);
     for v in 1..=5 {
         op.collect(v);

@@ -18,7 +18,7 @@ use crate::chain::control::Collector;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::source::function::{Source, SourcePoll};
 use crate::state::operator::list::OperatorListState;
-use crate::state::registry::{check_state_names, take_created_operator_states};
+use crate::state::registry::{check_state_names, created_by, StateKind};
 use crate::state::visitor::OperatorStates;
 
 /// Makes the source of `ctx.info` with `factory`, checks its operator
@@ -30,14 +30,12 @@ pub(crate) fn build_source<S: Source>(
     uid: &str,
     ctx: &BuildContext<'_>,
 ) -> (S, bool) {
-    let _ = take_created_operator_states();
-    let mut source = factory(&ctx.info);
-    let created = take_created_operator_states();
+    let (mut source, created) = created_by(StateKind::Operator, || factory(&ctx.info));
     let mut visited = Vec::new();
     source.visit_state(&mut OperatorStates::names(&mut visited));
     let split = !visited.is_empty() || !created.is_empty();
     if ctx.checkpointing.is_some() {
-        if let Err(e) = check_state_names(created, visited) {
+        if let Err(e) = check_state_names(StateKind::Operator, created, visited, &[]) {
             panic!("source `{uid}` {e}");
         }
     }
@@ -190,7 +188,6 @@ mod tests {
                 "{count} in {splits} splits"
             );
         }
-        let _ = take_created_operator_states();
     }
 
     /// Progress is kept in the splits: after part of a split was read the
@@ -207,6 +204,5 @@ mod tests {
         assert!(source.restore_position(&[]).is_ok());
         let e = source.restore_position(&[1; 8]).unwrap_err();
         assert!(e.contains("8-byte position"), "{e}");
-        let _ = take_created_operator_states();
     }
 }

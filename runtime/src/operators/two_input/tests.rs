@@ -69,7 +69,6 @@ fn the_adapter_routes_each_input_to_its_function_and_shares_the_keys_state() {
         count: crate::state::value::KeyedValueState::new("count"),
         sum: crate::state::value::KeyedValueState::new("sum"),
     });
-    let _ = crate::state::registry::take_created_states();
     let mut out = VecTail::default();
     let k1 = KeyContext::new(1u64);
     let k2 = KeyContext::new(2u64);

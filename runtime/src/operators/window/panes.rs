@@ -32,7 +32,7 @@ use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::core::snapshot::FrozenKeyedState;
 use crate::core::wire::append_wire;
 use crate::state::key_context::KeyContext;
-use crate::state::registry::register_state;
+use crate::state::registry::{register_state, StateKind};
 
 /// Retired tables kept for reuse (a window or two ahead of the watermark).
 const SPARE_TABLES: usize = 4;
@@ -73,7 +73,7 @@ where
     /// No open window; registers the state `name` (see
     /// [`crate::operators::keyed::function::KeyedProcessFunction::visit_state`]).
     pub(crate) fn new(name: &str) -> Self {
-        register_state(name);
+        register_state(StateKind::Keyed, name);
         Self {
             name: name.to_owned(),
             panes: Vec::new(),
@@ -376,12 +376,11 @@ mod tests {
 
     #[test]
     fn panes_fire_in_window_order_and_are_reused_after_cleanup() {
-        let _ = crate::state::registry::take_created_states();
-        let mut p: WindowPanes<u64, u64> = WindowPanes::new("w");
-        assert_eq!(
-            crate::state::registry::take_created_states(),
-            vec!["w".to_owned()]
-        );
+        let (mut p, created) =
+            crate::state::registry::created_by(crate::state::registry::StateKind::Keyed, || {
+                WindowPanes::<u64, u64>::new("w")
+            });
+        assert_eq!(created, vec!["w".to_owned()]);
         add(&mut p, 1, 10, 5);
         add(&mut p, 1, 0, 1);
         add(&mut p, 2, 0, 2);

@@ -32,7 +32,7 @@ use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::Redistribution;
 use crate::state::operator::blocks::{decode_block, FrozenList};
 use crate::state::operator::redistribute::assigned_to;
-use crate::state::registry::register_operator_state;
+use crate::state::registry::{register_state, StateKind};
 use weir_net::Wire;
 use weir_state::arena::CHUNK_LEN;
 use weir_state::SlotArena;
@@ -50,7 +50,7 @@ pub struct ArenaList<T: Copy> {
 
 impl<T: Copy> ArenaList<T> {
     fn new(name: &str) -> Self {
-        register_operator_state(name);
+        register_state(StateKind::Operator, name);
         Self {
             name: name.to_owned(),
             slots: SlotArena::empty(),

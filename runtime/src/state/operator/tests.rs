@@ -8,8 +8,7 @@ use crate::checkpoint::operator_list::write_operator_list;
 use crate::checkpoint::operator_list::PART_BYTES;
 use crate::core::snapshot::FrozenOperatorList;
 use crate::core::snapshot::Redistribution;
-use crate::state::registry::check_state_names;
-use crate::state::registry::take_created_operator_states;
+use crate::state::registry::{check_state_names, StateKind};
 
 /// Old subtasks' lists with distinct elements `(old subtask, position)`,
 /// so that a lost or duplicated element shows.
@@ -107,7 +106,6 @@ proptest! {
         if let Some(&last) = want.last() {
             prop_assert_eq!(list.get(want.len() - 1), Some(last));
         }
-        let _ = take_created_operator_states();
     }
 }
 
@@ -152,7 +150,6 @@ fn a_frozen_list_keeps_the_barriers_elements() {
         decode_payload(&payload, Redistribution::Union, &mut back).unwrap();
     }
     assert_eq!(back, before);
-    let _ = take_created_operator_states();
 }
 
 /// A block is refused when read as the other mode, when its count does not
@@ -189,7 +186,6 @@ fn a_wrong_mode_or_malformed_payload_is_refused() {
         ),
         Err(PayloadError::Malformed(_))
     ));
-    let _ = take_created_operator_states();
 }
 
 /// The start-up check names the state that is duplicated, badly named or
@@ -197,15 +193,17 @@ fn a_wrong_mode_or_malformed_payload_is_refused() {
 #[test]
 fn state_names_are_checked() {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    assert!(check_state_names(s(&["a", "b"]), s(&["b", "a"])).is_ok());
-    let dup = check_state_names(s(&["a", "a"]), s(&["a", "a"])).unwrap_err();
+    assert!(check_state_names(StateKind::Operator, s(&["a", "b"]), s(&["b", "a"]), &[]).is_ok());
+    let dup =
+        check_state_names(StateKind::Operator, s(&["a", "a"]), s(&["a", "a"]), &[]).unwrap_err();
     assert!(dup.contains("two operator states named `a`"), "{dup}");
-    let missing = check_state_names(s(&["a", "b"]), s(&["a"])).unwrap_err();
+    let missing =
+        check_state_names(StateKind::Operator, s(&["a", "b"]), s(&["a"]), &[]).unwrap_err();
     assert!(
         missing.contains("creates operator state `b` but its visit_state does not visit it"),
         "{missing}"
     );
-    let empty = check_state_names(s(&[""]), s(&[""])).unwrap_err();
+    let empty = check_state_names(StateKind::Operator, s(&[""]), s(&[""]), &[]).unwrap_err();
     assert!(empty.contains("names must be 1 to 255 bytes"), "{empty}");
 }
 
@@ -257,7 +255,6 @@ fn a_large_list_is_written_in_ordered_blocks() {
                 decode_payload(payload, Redistribution::EvenSplit, &mut back).unwrap();
             }
             assert_eq!(back, (0..n as u64).map(|i| i * 5 + 1).collect::<Vec<_>>());
-            let _ = take_created_operator_states();
         })
         .unwrap()
         .join()

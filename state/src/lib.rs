@@ -19,9 +19,11 @@
 //! ([`ValueState::cow_stats`] counts it). State and views are `!Send`: they
 //! stay on their worker's thread.
 //!
-//! Writing the frozen views into snapshots and restoring them, per key
-//! group, come later and will build on the stable hash, the views'
-//! iteration, [`ValueState::reserve`] and [`snapshot`].
+//! The runtime (`weir-runtime`) writes the frozen views into snapshot
+//! segments, a plain value state as table blocks in slot order and every
+//! other kind per key group, and restores them by key group at any
+//! parallelism, building on the stable hash, the views' iteration, the bulk
+//! loads of [`ValueState`] and the [`snapshot`] format.
 
 #![deny(missing_docs)]
 

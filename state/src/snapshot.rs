@@ -26,7 +26,7 @@
 //! |---:|---:|---|---|
 //! | 0 | 4 | `magic` | the bytes `b"WRSB"` ([`BLOCK_MAGIC`]) |
 //! | 4 | 2 | `version` | [`BLOCK_VERSION`] = 1 |
-//! | 6 | 2 | `kind` | [`BlockKind`]: 1 keyed state, 2 operator state, 3 channel state, 4 opaque |
+//! | 6 | 2 | `kind` | [`BlockKind`]: 1 keyed state, 2 operator state, 3 channel state, 4 opaque, 5 keyed table |
 //! | 8 | 4 | `key_group_start` | first key group of the block |
 //! | 12 | 4 | `key_group_end` | one past the last key group (half-open; `start <= end`) |
 //! | 16 | 4 | `payload_len` | payload bytes that follow the header |

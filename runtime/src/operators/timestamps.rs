@@ -1,5 +1,5 @@
-//! Event time: watermark generation at the sources and the valve that
-//! combines the watermarks of a gate's inputs, as in Flink.
+//! Event time at the sources: timestamps and watermark generation, as in
+//! Flink.
 //!
 //! A [`WatermarkStrategy`] says how a stream's records carry event time (a
 //! timestamp extractor, in milliseconds) and how watermarks follow from it:
@@ -16,7 +16,8 @@
 //! Watermarks and watermark statuses travel through the chain by
 //! [`ChainControl::on_watermark`] and [`ChainControl::on_watermark_status`]
 //! and through exchanges as channel events, in order with the records.
-//! Each input gate feeds them to a [`WatermarkValve`] (Flink's
+//! Each input gate feeds them to a
+//! [`WatermarkValve`](crate::exchange::valve::WatermarkValve) (Flink's
 //! `StatusWatermarkValve`): the operator's event time is the minimum of the
 //! watermarks of its active inputs, never goes backwards, and the gate is
 //! idle when every input is.

@@ -1,32 +1,12 @@
-//! Operator (non-keyed) state: Flink's `OperatorStateStore.getListState`
-//! and `getUnionListState`, for functions that are not keyed.
+//! The operator list states, [`OperatorListState`] (Flink's even-split
+//! redistribution) and [`UnionListState`] (union redistribution), over one
+//! growable list of fixed-size elements in arena chunks ([`ArenaList`]),
+//! and how a list restores itself from every old subtask's blocks.
 //!
-//! An operator state belongs to a parallel instance of an operator, not to
-//! a key. It is a list of elements, so that a restore at another
-//! parallelism can redistribute it, as Flink does:
-//!
-//! - [`OperatorListState`] (Flink's *even-split redistribution*): the lists
-//!   of all old subtasks are concatenated (in subtask order) and split into
-//!   contiguous parts as even as possible, the first `total % P` new
-//!   subtasks taking one element more (Flink's
-//!   `RoundRobinOperatorStateRepartitioner`). At the parallelism it was
-//!   taken with, every subtask gets its own list back.
-//! - [`UnionListState`] (Flink's *union redistribution*): every new subtask
-//!   gets the elements of every old subtask, at any parallelism (the same
-//!   one too), and picks what it needs.
-//!
-//! Elements are fixed-size `Copy + Wire` values stored in a
-//! [`SlotArena`]'s chunks, so adding one never allocates (the list grows by
-//! doubling) and a checkpoint freezes a list in O(chunks): the frozen view
-//! shares the chunks copy-on-write while the function keeps writing.
-//!
-//! A function lists its operator states in a visitor,
-//! [`OperatorStates`], the same way for snapshots and restores. The
-//! asynchronous writer stores each list as blocks of kind
-//! [`BlockKind::OperatorState`](weir_state::snapshot::BlockKind::OperatorState) of the subtask (payload: the redistribution
-//! mode, the element count and the elements' wire bytes); a restore reads
-//! the blocks of every old subtask, checks them and takes its share
-//! ([`assigned_to`]).
+//! Elements are `Copy + Wire` values stored in a `SlotArena`'s chunks, so
+//! adding one never allocates (the list grows by doubling) and a
+//! checkpoint freezes a list in O(chunks): the frozen view shares the
+//! chunks copy-on-write while the function keeps writing.
 
 use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::Redistribution;

@@ -10,6 +10,10 @@
 //! becomes an all-to-all exchange of one lock-free SPSC channel per
 //! (sender, receiver) pair, carrying buffers by ownership (see `weir-net`).
 //!
+//! The crate logs through `tracing` (targets in [`core::log`]) and prints
+//! nothing itself: a program that wants its messages installs a
+//! subscriber, as the `weir` command line does.
+//!
 //! # Layers
 //!
 //! Each folder owns one idea and imports only from the folders below it
@@ -32,7 +36,7 @@
 //!              table blocks, restore plumbing, the writer
 //! metrics      hot-path counters, subtask time accounting, reports
 //! core         shared vocabulary: SubtaskInfo, snapshot hand-off types,
-//!              BarrierMode, time, units, failpoints
+//!              BarrierMode, time, units, failpoints, log targets
 //! ```
 #![deny(missing_docs)]
 

@@ -3,6 +3,12 @@
 //!
 //! Exit codes: 0 success; 1 the job failed or produced a wrong result;
 //! 2 bad usage, config key or value.
+//!
+//! The library logs through `tracing`; [`logging`] prints its events on
+//! stderr. Progress lines and reports are the command's own output and
+//! printed here (and by weir-bench's harness) directly.
+
+mod logging;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,7 +18,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use weir_bench::params::{JobName, JobParams};
 use weir_bench::w4::{W4Mode, W4_DEFAULT_DURATION};
 use weir_bench::{quickstart, BenchOptions, Workload};
-use weir_runtime::{execute, Config, ExecutionOptions, RestoreFrom};
+use weir_runtime::{execute_with_progress, Config, ExecutionOptions, Progress, RestoreFrom};
 
 #[derive(Parser)]
 #[command(
@@ -141,6 +147,7 @@ impl From<ModeArg> for W4Mode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::install();
     match cli.command {
         Command::Run { common } => {
             let (config, params) = match load(&common, Vec::new(), Vec::new()) {
@@ -344,7 +351,10 @@ fn run_quickstart(config: &Config, params: &JobParams, restore: RestoreFrom) -> 
     );
     let (job, results) = quickstart::job(events, users, options.workers);
     let started = Instant::now();
-    let result = match execute(job, &options) {
+    // Printed, not logged: they are this command's report, like the
+    // bench harness's, and stay whatever RUST_LOG says.
+    let mut progress = |p: &Progress| eprintln!("{}", p.lines());
+    let result = match execute_with_progress(job, &options, &mut progress) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");

@@ -45,8 +45,18 @@ fn w1_checksum(n: u64, k: u64) -> u64 {
 /// Runs `weir args…`, failing the test if it does not exit within
 /// [`RUN_TIMEOUT`] (the child is then killed).
 fn weir(args: &[&str]) -> Output {
+    weir_with_env(args, &[])
+}
+
+/// [`weir`] with environment variables `env` set. `RUST_LOG` and
+/// `WEIR_TRACE_CHECKPOINTS` are not inherited: what weir prints on stderr
+/// is then the same wherever the tests run.
+fn weir_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let child = Command::new(WEIR)
         .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("WEIR_TRACE_CHECKPOINTS")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -375,6 +385,63 @@ fn run_quickstart_config_verifies() {
         "{}",
         describe(&output)
     );
+}
+
+/// `WEIR_TRACE_CHECKPOINTS=1` prints the checkpoint trace (timed lines,
+/// ids as fields) next to the usual messages; without it a run with
+/// checkpoints prints no trace line.
+#[test]
+fn checkpoint_trace_is_printed_when_asked_for() {
+    let dir = scratch_dir("trace");
+    let checkpoints = format!("state.checkpoints.dir={}", dir.join("chk").display());
+    let run = |restore: &[&'static str], env: &[(&str, &str)]| {
+        let mut args = vec![
+            "bench",
+            "w1",
+            "--n",
+            "200000",
+            "--k",
+            "1000",
+            "--workers",
+            "1",
+            "--quiet",
+            "--set",
+            "execution.checkpointing.interval=50ms",
+            "--set",
+            &checkpoints,
+        ];
+        args.extend_from_slice(restore);
+        let output = {
+            let _serial = BENCH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+            weir_with_env(&args, env)
+        };
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        text(&output.stderr)
+    };
+    // The final checkpoint at the end of the input completes at least.
+    let quiet = run(&[], &[]);
+    assert!(!quiet.contains("[checkpoint"), "{quiet}");
+    let traced = run(&["--restore", "latest"], &[("WEIR_TRACE_CHECKPOINTS", "1")]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        traced
+            .lines()
+            .any(|l| l.starts_with("restoring checkpoint ") && l.contains(" from ")),
+        "{traced}"
+    );
+    for event in [
+        "triggered",
+        "source: barrier injected",
+        "acknowledged",
+        "completed",
+    ] {
+        assert!(
+            traced
+                .lines()
+                .any(|l| l.starts_with("[checkpoint ") && l.contains(&format!(" ms] {event} "))),
+            "no `{event}` line: {traced}"
+        );
+    }
 }
 
 /// Runs weir with a config problem and returns its stderr, after checking

@@ -87,6 +87,9 @@ fn w1(d: &Dirs, extra: &[&str]) -> Command {
     .args(["--set", "weir.worker.pin-cores=false"])
     .args(d.mode)
     .args(extra)
+    // What weir prints on stderr must not depend on the environment.
+    .env_remove("RUST_LOG")
+    .env_remove("WEIR_TRACE_CHECKPOINTS")
     .stdin(Stdio::null());
     c
 }

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use weir_state::snapshot::{Manifest, OperatorSnapshot, SubtaskSnapshot};
 
 pub use crate::checkpoint::stats::TaskCheckpointStats;
+use crate::core::log::CHECKPOINT;
 use crate::core::time::wall_ms;
-use crate::core::trace::trace;
 
 /// A task's acknowledgement of a checkpoint: its operators' state handles.
 pub struct TaskAck {
@@ -171,7 +171,12 @@ impl CheckpointCoordinator {
         while let Ok(msg) = self.inbox.try_recv() {
             match msg {
                 CoordinatorMsg::Ack(ack) => {
-                    trace!("ack {} from {}", ack.checkpoint, ack.task);
+                    tracing::debug!(
+                        target: CHECKPOINT,
+                        checkpoint = ack.checkpoint,
+                        task = ack.task.as_str(),
+                        "acknowledged"
+                    );
                     if let Some(p) = self.pending.get_mut(&ack.checkpoint) {
                         p.acks.push(ack);
                     }
@@ -181,7 +186,13 @@ impl CheckpointCoordinator {
                     task,
                     reason,
                 } => {
-                    trace!("decline {checkpoint} from {task}: {reason}");
+                    tracing::debug!(
+                        target: CHECKPOINT,
+                        checkpoint,
+                        task = task.as_str(),
+                        reason = reason.as_str(),
+                        "declined"
+                    );
                     if self.pending.contains_key(&checkpoint) {
                         self.fail(checkpoint, format!("declined by {task}: {reason}"))?;
                     }
@@ -254,7 +265,7 @@ impl CheckpointCoordinator {
         if let Err(e) = std::fs::create_dir_all(&dir) {
             return self.fail(id, format!("cannot create {}: {e}", dir.display()));
         }
-        trace!("trigger {id}{}", if is_final { " (final)" } else { "" });
+        tracing::debug!(target: CHECKPOINT, checkpoint = id, is_final, "triggered");
         if is_final {
             self.final_pending = true;
             self.signals.trigger_final(id, trigger_ms);
@@ -306,7 +317,7 @@ impl CheckpointCoordinator {
         }
         // Durable: the checkpoint is complete.
         crate::core::failpoint::hit("checkpoint-complete", id);
-        trace!("complete {id}");
+        tracing::debug!(target: CHECKPOINT, checkpoint = id, "completed");
         self.signals.complete(id);
         ring();
         self.consecutive_failures = 0;
@@ -339,7 +350,7 @@ impl CheckpointCoordinator {
             }
         }
         if let Err(e) = self.storage.retain(self.options.num_retained) {
-            eprintln!("warning: cannot delete old checkpoints: {e}");
+            tracing::warn!(target: CHECKPOINT, "cannot delete old checkpoints: {e}");
         }
         // Directories of failed checkpoints below the newest complete one.
         if let Ok(list) = self.storage.list() {
@@ -356,7 +367,7 @@ impl CheckpointCoordinator {
         let Some(p) = self.pending.remove(&id) else {
             return Ok(());
         };
-        trace!("fail {id}: {reason}");
+        tracing::debug!(target: CHECKPOINT, checkpoint = id, reason = reason.as_str(), "failed");
         if p.is_final {
             self.final_pending = false;
         }
@@ -418,10 +429,12 @@ impl CheckpointCoordinator {
                     crate::checkpoint::storage::HISTORY_FILE,
                     &bytes,
                 ) {
-                    eprintln!("warning: cannot write {}: {e}", path.display());
+                    tracing::warn!(target: CHECKPOINT, "cannot write {}: {e}", path.display());
                 }
             }
-            Err(e) => eprintln!("warning: cannot encode checkpoint statistics: {e}"),
+            Err(e) => {
+                tracing::warn!(target: CHECKPOINT, "cannot encode checkpoint statistics: {e}")
+            }
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::checkpoint::restore::{KeyedBlock, RestoreScope};
 use crate::checkpoint::table_block::TableBlock;
+use crate::core::log::CHECKPOINT;
 use std::time::Instant;
 use weir_state::snapshot::{BlockKind, Extent};
 use weir_state::{KeyGroupAssigner, KeyGroupRange};
@@ -320,15 +321,25 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     let deferred_count = deferred.len();
     sink.insert_batch(&mut deferred);
     sink.finish();
-    crate::core::trace::trace!(
-        "restored state `{name}`: {} entries from {} blocks ({} bytes) in {:?} ({:?} to size the table; {} table blocks put back slot for slot, {} of their entries inserted after)",
-        sink.entry_count(),
-        block_count,
-        total,
-        started.elapsed(),
-        reserved,
+    let info = scope.subtask_info();
+    // `sizing`: the time to size the table; `table_blocks_placed`: table
+    // blocks put back slot for slot; `inserted_after`: their entries that
+    // did not fit their slots and were inserted after.
+    tracing::debug!(
+        target: CHECKPOINT,
+        checkpoint = scope.checkpoint_id(),
+        operator = scope.uid(),
+        subtask = info.index,
+        worker = info.worker,
+        state = name.as_str(),
+        entries = sink.entry_count(),
+        blocks = block_count,
+        bytes = total,
+        elapsed = ?started.elapsed(),
+        sizing = ?reserved,
         table_blocks_placed,
-        deferred_count
+        inserted_after = deferred_count,
+        "restored state"
     );
     Ok(())
 }

@@ -288,6 +288,11 @@ impl<'a> RestoreScope<'a> {
         self.checkpoint.id()
     }
 
+    /// The operator's uid.
+    pub fn uid(&self) -> &'a str {
+        self.uid
+    }
+
     /// This operator's entry in the manifest, if it has one.
     fn operator(&self) -> Option<&'a OperatorSnapshot> {
         self.checkpoint

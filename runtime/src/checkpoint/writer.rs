@@ -27,8 +27,8 @@ use crate::checkpoint::coordinator::{CoordinatorMsg, TaskAck};
 use crate::checkpoint::segment_file::{IoMode, SegmentFile};
 use crate::checkpoint::stats::TaskCheckpointStats;
 use crate::checkpoint::storage::CheckpointStorage;
+use crate::core::log::CHECKPOINT;
 use crate::core::snapshot::{FrozenKeyedState, TaskSnapshot};
-use crate::core::trace::trace;
 
 /// A task's handle on its worker's snapshot writer.
 #[derive(Clone)]
@@ -94,7 +94,13 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
         let mut parts: Vec<Vec<u8>> = Vec::new();
         while let Some(job) = rx.recv().await {
             let id = job.barrier.id;
-            trace!("writer w{}: job {id} of {}", setup.worker, job.task);
+            tracing::trace!(
+                target: CHECKPOINT,
+                worker = setup.worker,
+                checkpoint = id,
+                task = job.task.as_str(),
+                "writer: snapshot received"
+            );
             if id <= finished_up_to {
                 let _ = setup.acks.send(CoordinatorMsg::Decline {
                     checkpoint: id,
@@ -140,17 +146,24 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
                     Err(e) => seg.failed = Some(e),
                 }
             }
-            trace!(
-                "writer w{}: wrote {id} of {} ({} of {} jobs)",
-                setup.worker,
-                job.task,
-                seg.jobs,
-                setup.tasks
+            tracing::debug!(
+                target: CHECKPOINT,
+                worker = setup.worker,
+                checkpoint = id,
+                task = job.task.as_str(),
+                written = seg.jobs,
+                of = setup.tasks,
+                "writer: snapshot written"
             );
             if seg.jobs == setup.tasks {
                 let seg = open.remove(&id).expect("open");
-                finish_segment(seg, &setup.acks).await;
-                trace!("writer w{}: synced {id}", setup.worker);
+                finish_segment(seg, setup.worker, &setup.acks).await;
+                tracing::debug!(
+                    target: CHECKPOINT,
+                    worker = setup.worker,
+                    checkpoint = id,
+                    "writer: segment finished"
+                );
                 // Every task of this worker has passed checkpoint `id`, so
                 // none will snapshot an older one any more: those were
                 // abandoned (the coordinator subsumes them).
@@ -179,7 +192,7 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
 /// The segment goes first: the state is then durable, and its persist time
 /// does not include flushing the sinks' output, which competes for the
 /// same device (both are synced before the acknowledgement).
-async fn finish_segment(mut seg: OpenSegment, acks: &Sender<CoordinatorMsg>) {
+async fn finish_segment(mut seg: OpenSegment, worker: usize, acks: &Sender<CoordinatorMsg>) {
     if seg.failed.is_none() {
         if let Err(e) = seg.file.sync().await {
             seg.failed = Some(e.to_string());
@@ -187,7 +200,12 @@ async fn finish_segment(mut seg: OpenSegment, acks: &Sender<CoordinatorMsg>) {
     }
     let persisted = Instant::now();
     let direct = seg.file.is_direct();
-    trace!("writer: checkpoint {} synced", seg.checkpoint);
+    tracing::debug!(
+        target: CHECKPOINT,
+        worker,
+        checkpoint = seg.checkpoint,
+        "writer: segment synced"
+    );
     if let Err(e) = seg.file.close().await {
         seg.failed.get_or_insert(e.to_string());
     }
@@ -266,11 +284,16 @@ async fn write_job(
             )
             .await?;
             bytes += written;
-            trace!(
-                "writer w{worker}: state `{name}` of {}: {} entries, {written} bytes in {:?}",
-                job.task,
-                frozen.len(),
-                t0.elapsed()
+            tracing::debug!(
+                target: CHECKPOINT,
+                worker,
+                checkpoint = job.barrier.id,
+                task = job.task.as_str(),
+                state = name.as_str(),
+                entries = frozen.len(),
+                bytes = written,
+                elapsed = ?t0.elapsed(),
+                "writer: state written"
             );
         }
         for (name, list) in &op.operator_lists {

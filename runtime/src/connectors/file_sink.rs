@@ -268,7 +268,9 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
                         Some(n) => format!("newer than the restored checkpoint {n}"),
                         None => "no checkpoint was restored".to_string(),
                     };
-                    eprintln!(
+                    tracing::info!(
+                        target: crate::core::log::SINK,
+                        transaction = id,
                         "weir: file sink: removing committed file {} (transaction {id}: {why}; \
                          the replay writes its records again)",
                         path.display()

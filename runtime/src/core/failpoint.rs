@@ -40,7 +40,11 @@ fn armed() -> &'static [(String, u64)] {
 /// checkpoint `checkpoint`.
 pub fn hit(name: &str, checkpoint: u64) {
     if armed().iter().any(|(n, id)| n == name && *id == checkpoint) {
-        eprintln!("fail point `{name}` at checkpoint {checkpoint}: killing the process");
+        tracing::info!(
+            target: crate::core::log::FAILPOINT,
+            checkpoint,
+            "fail point `{name}` at checkpoint {checkpoint}: killing the process"
+        );
         // SAFETY: kill(2) with our own pid and a valid signal number has no
         // memory-safety preconditions.
         unsafe {

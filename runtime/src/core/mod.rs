@@ -4,10 +4,10 @@
 
 pub mod barrier;
 pub mod failpoint;
+pub mod log;
 pub mod snapshot;
 pub mod subtask;
 pub mod time;
-pub mod trace;
 pub mod units;
 pub mod wire;
 

@@ -478,11 +478,14 @@ impl InputGate {
             d.on_idle(now);
         }
         if let Some(t) = d.recalculate(now) {
-            crate::core::trace::trace!(
-                "gate: debloat to {} buffers of {} bytes per input ({:.0} bytes/s)",
-                t.buffers,
-                t.buffer_size,
-                d.throughput_bytes_per_s()
+            // In the checkpoint trace: debloating exists to shorten the
+            // time barriers wait behind data.
+            tracing::trace!(
+                target: crate::core::log::CHECKPOINT,
+                buffers = t.buffers,
+                buffer_size = t.buffer_size,
+                throughput_bytes_per_s = d.throughput_bytes_per_s().round(),
+                "gate: debloat"
             );
             for r in self.receivers.iter() {
                 r.announce(t.buffers, t.buffer_size);
@@ -637,7 +640,7 @@ impl InputGate {
 
     /// An in-band barrier on input `c`, in its turn.
     fn on_barrier(&mut self, c: usize, barrier: CheckpointBarrier) -> Next {
-        crate::core::trace::trace!("gate: barrier {} on input {c}", barrier.id);
+        tracing::trace!(target: crate::core::log::CHECKPOINT, checkpoint = barrier.id, input = c, "gate: barrier");
         if self
             .capture
             .as_ref()
@@ -723,7 +726,7 @@ impl InputGate {
     /// they belong to the checkpoint being captured).
     fn on_priority(&mut self, c: usize, p: PriorityBarrier) -> Option<AlignedBarrier> {
         let id = p.barrier.id;
-        crate::core::trace::trace!("gate: priority barrier {id} on input {c}");
+        tracing::trace!(target: crate::core::log::CHECKPOINT, checkpoint = id, input = c, "gate: priority barrier");
         let current = self.capture.as_ref().is_some_and(|k| k.barrier.id == id);
         let stale = !current && (id <= self.last_barrier || self.is_older_than_current(id));
         let start = if current || stale {
@@ -799,9 +802,10 @@ impl InputGate {
         if now < due && drained_at.is_some_and(|at| at < due) {
             return None;
         }
-        crate::core::trace::trace!(
-            "gate: alignment of {} {}",
-            barrier.id,
+        tracing::trace!(
+            target: crate::core::log::CHECKPOINT,
+            checkpoint = barrier.id,
+            "gate: alignment {}",
             if now < due {
                 "would time out"
             } else {
@@ -892,10 +896,11 @@ impl InputGate {
     fn finish_capture_if_done(&mut self) {
         if self.capture.as_ref().is_some_and(|k| k.open == 0) {
             let k = self.capture.take().expect("checked");
-            crate::core::trace::trace!(
-                "gate: channel state of {} captured ({} bytes)",
-                k.barrier.id,
-                k.bytes.iter().map(Vec::len).sum::<usize>()
+            tracing::trace!(
+                target: crate::core::log::CHECKPOINT,
+                checkpoint = k.barrier.id,
+                bytes = k.bytes.iter().map(Vec::len).sum::<usize>(),
+                "gate: channel state captured"
             );
             self.outcome = Some(Ok(ChannelState {
                 checkpoint: k.barrier.id,

@@ -91,17 +91,23 @@ impl<T, C, D> InputTask<T, C, D> {
         let held_id = self.held.as_ref().map(TaskSnapshot::checkpoint_id);
         match outcome {
             Ok(state) if held_id == Some(state.checkpoint) => {
-                crate::core::trace::trace!(
-                    "{}: channel state of {} complete",
-                    self.name,
-                    state.checkpoint
+                tracing::trace!(
+                    target: crate::core::log::CHECKPOINT,
+                    checkpoint = state.checkpoint,
+                    task = self.name.as_str(),
+                    "channel state complete"
                 );
                 let mut snapshot = self.held.take().expect("held");
                 add_channel_state(&mut snapshot, &self.channel_state_of, state);
                 self.submit(snapshot);
             }
             Err(id) if held_id == Some(id) => {
-                crate::core::trace::trace!("{}: checkpoint {id} abandoned", self.name);
+                tracing::trace!(
+                    target: crate::core::log::CHECKPOINT,
+                    checkpoint = id,
+                    task = self.name.as_str(),
+                    "unaligned snapshot abandoned"
+                );
                 self.held = None;
             }
             _ => {}
@@ -164,7 +170,12 @@ impl<T, C: Collector<D::Record>, D: RecordDecoder> Task for InputTask<T, C, D> {
                     snapshot.end_sync();
                     gate.barrier_done();
                     if b.unaligned {
-                        crate::core::trace::trace!("{name}: unaligned snapshot {}", b.barrier.id);
+                        tracing::trace!(
+                            target: crate::core::log::CHECKPOINT,
+                            checkpoint = b.barrier.id,
+                            task = name.as_str(),
+                            "unaligned snapshot taken"
+                        );
                         *held = Some(snapshot);
                     } else {
                         ready = Some(snapshot);

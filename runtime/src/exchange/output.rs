@@ -142,9 +142,10 @@ impl OutChannel {
         self.barrier_queued = None;
         let after: VecDeque<ChannelEvent> = self.queued.split_off(at + 1);
         self.queued.pop_back(); // the barrier itself
-        crate::core::trace::trace!(
-            "output: barrier {} overtakes (alignment timeout)",
-            barrier.id
+        tracing::trace!(
+            target: crate::core::log::CHECKPOINT,
+            checkpoint = barrier.id,
+            "output: barrier overtakes (alignment timeout)"
         );
         self.send_overtaking(barrier);
         self.queued.extend(after);

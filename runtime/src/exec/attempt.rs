@@ -11,6 +11,7 @@ use crate::checkpoint::storage::CheckpointStorage;
 use crate::checkpoint::task::TaskCheckpointing;
 use crate::checkpoint::writer::{spawn_writer, WriterSetup};
 use crate::core::barrier::BarrierMode;
+use crate::core::log::WORKERS;
 use crate::exec::error::{JobError, Result};
 use crate::exec::options::CheckpointingOptions;
 use crate::exec::options::ExecutionOptions;
@@ -105,8 +106,11 @@ pub(crate) fn run_attempt(
 
     let cores = core_affinity::get_core_ids().unwrap_or_default();
     if options.pin_cores && !cores.is_empty() && workers > cores.len() {
-        eprintln!(
-            "warning: {workers} workers on {} cores: workers share cores (pinned round-robin); \
+        tracing::warn!(
+            target: WORKERS,
+            workers,
+            cores = cores.len(),
+            "{workers} workers on {} cores: workers share cores (pinned round-robin); \
              throughput and latency suffer",
             cores.len()
         );

@@ -9,13 +9,14 @@
 use crate::api::graph::JobGraph;
 use crate::checkpoint::stats::CheckpointRecord;
 use crate::checkpoint::storage::CheckpointStorage;
+use crate::core::log::{PROGRESS, RESTART, RESTORE};
 use crate::exec::attempt::{run_attempt, RestoreInfo};
 use crate::exec::error::{JobError, Result};
 use crate::exec::options::ExecutionOptions;
 use crate::exec::options::RestoreFrom;
 use crate::exec::progress::Progress;
 use crate::exec::restart::{RestartDecision, RestartStrategy, RestartTracker};
-use crate::exec::restore::select_restore;
+use crate::exec::restore::{log_unusable, select_restore};
 use crate::exec::wiring::validate;
 use crate::metrics::report::{MetricsSnapshot, SubtaskSummary};
 use std::sync::Arc;
@@ -47,9 +48,14 @@ pub struct JobResult {
     pub released_at: SystemTime,
 }
 
-/// Runs `job` to completion, printing progress lines to stderr.
+/// Runs `job` to completion, logging progress lines (`info`, target
+/// `weir::progress`): printed if the caller installed a `tracing`
+/// subscriber that lets them through, dropped otherwise. To print them
+/// unconditionally, or otherwise, use [`execute_with_progress`].
 pub fn execute(job: JobGraph, options: &ExecutionOptions) -> Result<JobResult> {
-    execute_with_progress(job, options, &mut |p: &Progress| eprintln!("{}", p.lines()))
+    execute_with_progress(job, options, &mut |p: &Progress| {
+        tracing::info!(target: PROGRESS, "{}", p.lines());
+    })
 }
 
 /// Runs `job` to completion, calling `on_progress` every
@@ -69,7 +75,7 @@ pub fn execute_with_progress(
                 .clean_incomplete()
                 .map_err(|e| JobError::Checkpoint(e.to_string()))?;
             if !removed.is_empty() {
-                eprintln!("removed incomplete checkpoints {removed:?}");
+                tracing::info!(target: RESTORE, "removed incomplete checkpoints {removed:?}");
             }
             Some(Arc::new(storage))
         }
@@ -107,7 +113,7 @@ pub fn execute_with_progress(
             }) if !explicit => {
                 // Found while loading, before any record was processed:
                 // fall back as if it had failed verification up front.
-                eprintln!("checkpoint {checkpoint} is unusable, trying an older one: {message}");
+                log_unusable(checkpoint, &message);
                 restore = select_restore(
                     &RestoreFrom::Latest,
                     storage.as_deref(),
@@ -121,7 +127,12 @@ pub fn execute_with_progress(
                 let decision = tracker.on_failure(Instant::now(), running_since);
                 match decision {
                     RestartDecision::Restart { delay, attempt } => {
-                        eprintln!("{e}; restarting (attempt {attempt}) in {delay:?}");
+                        tracing::info!(
+                            target: RESTART,
+                            attempt,
+                            ?delay,
+                            "{e}; restarting (attempt {attempt}) in {delay:?}"
+                        );
                         std::thread::sleep(delay);
                         restarts += 1;
                         let from = if storage.is_some() {

@@ -3,13 +3,14 @@
 
 use crate::checkpoint::restore::{find_latest, RestoredCheckpoint};
 use crate::checkpoint::storage::CheckpointStorage;
+use crate::core::log::RESTORE;
 use crate::exec::error::{JobError, Result};
 use crate::exec::options::RestoreFrom;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Finds the checkpoint `from` names, verifying it. Prints why newer
-/// checkpoints were skipped and when there is none.
+/// Finds the checkpoint `from` names, verifying it. Logs the one it
+/// restores, why newer checkpoints were skipped, and when there is none.
 pub(crate) fn select_restore(
     from: &RestoreFrom,
     storage: Option<&CheckpointStorage>,
@@ -24,7 +25,7 @@ pub(crate) fn select_restore(
             let r = RestoredCheckpoint::open(path, job_name, max_parallelism).map_err(|e| {
                 JobError::Checkpoint(format!("cannot restore {}: {e}", path.display()))
             })?;
-            eprintln!("restoring checkpoint {} from {}", r.id(), r.dir().display());
+            log_restoring(&r);
             Ok(Some((Arc::new(r), started.elapsed())))
         }
         RestoreFrom::Latest => {
@@ -36,15 +37,16 @@ pub(crate) fn select_restore(
             let search = find_latest(storage, job_name, max_parallelism, below)
                 .map_err(JobError::Checkpoint)?;
             for (id, why) in &search.skipped {
-                eprintln!("checkpoint {id} is unusable, trying an older one: {why}");
+                log_unusable(*id, why);
             }
             match search.found {
                 Some(r) => {
-                    eprintln!("restoring checkpoint {} from {}", r.id(), r.dir().display());
+                    log_restoring(&r);
                     Ok(Some((Arc::new(r), started.elapsed())))
                 }
                 None => {
-                    eprintln!(
+                    tracing::info!(
+                        target: RESTORE,
                         "no complete checkpoint in {}: starting fresh",
                         storage.root().display()
                     );
@@ -53,4 +55,26 @@ pub(crate) fn select_restore(
             }
         }
     }
+}
+
+fn log_restoring(r: &RestoredCheckpoint) {
+    tracing::info!(
+        target: RESTORE,
+        checkpoint = r.id(),
+        "restoring checkpoint {} from {}",
+        r.id(),
+        r.dir().display()
+    );
+}
+
+/// A newer checkpoint that cannot be restored: the run falls back to an
+/// older one. `info` like the other restore messages: the run recovers by
+/// itself, and as a warning the command line would print it with a
+/// `warning: ` it never had.
+pub(crate) fn log_unusable(checkpoint: u64, why: &str) {
+    tracing::info!(
+        target: RESTORE,
+        checkpoint,
+        "checkpoint {checkpoint} is unusable, trying an older one: {why}"
+    );
 }

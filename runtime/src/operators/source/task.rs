@@ -100,7 +100,12 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
                     out.snapshot(&mut snapshot);
                     snapshot.end_sync();
                     cp.writer.submit(snapshot);
-                    crate::core::trace::trace!("{name}: injected barrier {id}");
+                    tracing::trace!(
+                        target: crate::core::log::CHECKPOINT,
+                        checkpoint = id,
+                        task = name.as_str(),
+                        "source: barrier injected"
+                    );
                     *injected = id;
                     step.progressed = true;
                 }

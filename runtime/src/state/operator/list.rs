@@ -232,13 +232,19 @@ pub(crate) fn restore_list<T: Copy + Wire>(
     }
     list.clear();
     list.add_all(assigned_to(mode, &old, info.parallelism, info.index));
-    crate::core::trace::trace!(
-        "restored operator state `{name}` ({mode}): {} elements of {} from {old_parallelism} \
-         subtasks into subtask {} of {}",
-        list.len(),
-        old.iter().map(Vec::len).sum::<usize>(),
-        info.index,
-        info.parallelism
+    tracing::debug!(
+        target: crate::core::log::CHECKPOINT,
+        checkpoint = scope.checkpoint_id(),
+        operator = scope.uid(),
+        subtask = info.index,
+        parallelism = info.parallelism,
+        worker = info.worker,
+        state = name.as_str(),
+        %mode,
+        elements = list.len(),
+        of = old.iter().map(Vec::len).sum::<usize>(),
+        from_parallelism = old_parallelism,
+        "restored operator state"
     );
     Ok(())
 }

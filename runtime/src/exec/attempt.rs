@@ -244,8 +244,8 @@ pub(crate) fn run_attempt(
         let now = Instant::now();
         in_flight.tick(now);
         if let Some(c) = coordinator.as_mut() {
-            if let Err(message) = c.tick(now, &ring) {
-                shared.fail(usize::MAX, "checkpoint coordinator".into(), message);
+            if let Err(e) = c.tick(now, &ring) {
+                shared.fail(usize::MAX, "checkpoint coordinator".into(), e.to_string());
             }
             fresh_checkpoints.extend(c.take_fresh());
         }

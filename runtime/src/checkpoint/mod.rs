@@ -13,7 +13,7 @@
 //! - [`restore`]: finding, verifying and reading a checkpoint, and
 //!   [`keyed_restore`], reading a keyed state's blocks back;
 //! - [`stats`]: per-checkpoint statistics and their history;
-//! - [`error`]: what goes wrong taking checkpoints, and whose fault it is.
+//! - [`error`]: what goes wrong, and whose fault it is.
 //!
 //! What a task hands over at a barrier is in [`crate::core::snapshot`];
 //! barrier injection lives in the source task, alignment in the input gate
@@ -35,7 +35,7 @@ pub mod task;
 pub mod writer;
 
 pub use coordinator::{CheckpointCoordinator, CoordinatorMsg, CoordinatorOptions};
-pub use error::CheckpointError;
+pub use error::{CheckpointError, RestoreError};
 pub use restore::{find_latest, RestoredCheckpoint};
 pub use signals::CheckpointSignals;
 pub use stats::{CheckpointRecord, CheckpointSummary};

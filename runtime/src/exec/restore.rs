@@ -22,19 +22,19 @@ pub(crate) fn select_restore(
         RestoreFrom::Nothing => Ok(None),
         RestoreFrom::Path(path) => {
             let r = RestoredCheckpoint::open(path, job_name, max_parallelism).map_err(|e| {
-                JobError::Checkpoint(format!("cannot restore {}: {e}", path.display()))
+                JobError::Restore {
+                    path: path.clone(),
+                    source: Box::new(e),
+                }
             })?;
             eprintln!("restoring checkpoint {} from {}", r.id(), r.dir().display());
             Ok(Some((Arc::new(r), started.elapsed())))
         }
         RestoreFrom::Latest => {
             let Some(storage) = storage else {
-                return Err(JobError::Checkpoint(
-                    "--restore latest needs state.checkpoints.dir".into(),
-                ));
+                return Err(JobError::RestoreLatestWithoutStorage);
             };
-            let search = find_latest(storage, job_name, max_parallelism, below)
-                .map_err(JobError::Checkpoint)?;
+            let search = find_latest(storage, job_name, max_parallelism, below)?;
             for (id, why) in &search.skipped {
                 eprintln!("checkpoint {id} is unusable, trying an older one: {why}");
             }

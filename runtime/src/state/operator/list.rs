@@ -28,6 +28,7 @@
 //! the blocks of every old subtask, checks them and takes its share
 //! ([`assigned_to`]).
 
+use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::Redistribution;
 use crate::state::operator::blocks::{decode_block, FrozenList};
@@ -232,7 +233,7 @@ pub(crate) fn restore_list<T: Copy + Wire>(
     scope: &RestoreScope<'_>,
     list: &mut ArenaList<T>,
     mode: Redistribution,
-) -> Result<(), String> {
+) -> Result<(), RestoreError> {
     let name = list.name.clone();
     let info = scope.subtask_info();
     let Some((old_parallelism, subtasks)) = scope.operator_state_extents(&name) else {
@@ -241,10 +242,11 @@ pub(crate) fn restore_list<T: Copy + Wire>(
     let mut old: Vec<Vec<T>> = vec![Vec::new(); old_parallelism as usize];
     for (index, extents) in subtasks {
         let Some(elements) = old.get_mut(index as usize) else {
-            return Err(scope.mark_corrupt(format!(
-                "operator state `{name}`: the checkpoint names subtask {index} of parallelism \
-                 {old_parallelism}"
-            )));
+            return Err(scope.reject(RestoreError::UnknownSubtask {
+                state: name,
+                index,
+                parallelism: old_parallelism,
+            }));
         };
         for e in extents {
             decode_block(scope, &name, e, mode, elements)?;

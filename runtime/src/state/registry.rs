@@ -1,6 +1,7 @@
 //! The states a function creates, recorded as they are constructed, so the
 //! runtime can check them against what its `visit_state` visits.
 
+use crate::state::error::{Result, StateError};
 use std::cell::RefCell;
 use weir_state::snapshot::MAX_STATE_NAME_LEN;
 
@@ -23,31 +24,24 @@ pub(crate) fn take_created_operator_states() -> Vec<String> {
 /// Checks the operator states a function created (`created`) against those
 /// its `visit_state` visited (`visited`): names unique, valid, and every
 /// created state visited (else it would be lost by checkpoints).
-pub(crate) fn check_state_names(
-    mut created: Vec<String>,
-    mut visited: Vec<String>,
-) -> Result<(), String> {
+pub(crate) fn check_state_names(mut created: Vec<String>, mut visited: Vec<String>) -> Result<()> {
     created.sort();
     visited.sort();
     if let Some(dup) = visited.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!(
-            "has two operator states named `{}`: state names must be unique",
-            dup[0]
-        ));
+        return Err(StateError::DuplicateName {
+            name: dup[0].clone(),
+        });
     }
     if let Some(bad) = visited
         .iter()
         .find(|v| v.is_empty() || v.len() > MAX_STATE_NAME_LEN)
     {
-        return Err(format!(
-            "has an operator state named `{bad}`: names must be 1 to {MAX_STATE_NAME_LEN} bytes"
-        ));
+        return Err(StateError::InvalidName { name: bad.clone() });
     }
     if let Some(missing) = created.iter().find(|c| !visited.contains(c)) {
-        return Err(format!(
-            "creates operator state `{missing}` but its visit_state does not visit it: the state \
-             would be lost by checkpoints"
-        ));
+        return Err(StateError::NotVisited {
+            name: missing.clone(),
+        });
     }
     Ok(())
 }

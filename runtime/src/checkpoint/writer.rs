@@ -433,13 +433,14 @@ pub(crate) async fn write_keyed_state(
 /// them).
 async fn sync_files(paths: &[PathBuf]) -> Result<()> {
     for path in paths {
-        let synced = async {
-            let f = glommio::io::BufferedFile::open(path).await?;
-            f.fdatasync().await?;
-            f.close().await
-        }
-        .await;
-        synced.map_err(|e| CheckpointError::io("fsync", path, into_io(e)))?;
+        let failed = |op: &'static str| {
+            move |e: glommio::GlommioError<()>| CheckpointError::io(op, path, into_io(e))
+        };
+        let f = glommio::io::BufferedFile::open(path)
+            .await
+            .map_err(failed("open for fsync"))?;
+        f.fdatasync().await.map_err(failed("fsync"))?;
+        f.close().await.map_err(failed("close after fsync"))?;
     }
     Ok(())
 }

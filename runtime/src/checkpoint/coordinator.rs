@@ -14,6 +14,7 @@
 //! triggers the *final* checkpoint, which commits a bounded job's last
 //! output (sources end their partitions once it is complete).
 
+use crate::checkpoint::error::{CheckpointError, Result};
 use crate::checkpoint::signals::CheckpointSignals;
 use crate::checkpoint::stats::{CheckpointRecord, CheckpointStatus};
 use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
@@ -167,7 +168,7 @@ impl CheckpointCoordinator {
 
     /// Does whatever is due at `now`; `ring` wakes every worker. An `Err`
     /// fails the job (too many consecutive checkpoint failures).
-    pub fn tick(&mut self, now: Instant, ring: &dyn Fn()) -> Result<(), String> {
+    pub fn tick(&mut self, now: Instant, ring: &dyn Fn()) -> Result<()> {
         while let Ok(msg) = self.inbox.try_recv() {
             match msg {
                 CoordinatorMsg::Ack(ack) => {
@@ -247,7 +248,7 @@ impl CheckpointCoordinator {
         Ok(())
     }
 
-    fn trigger(&mut self, now: Instant, is_final: bool, ring: &dyn Fn()) -> Result<(), String> {
+    fn trigger(&mut self, now: Instant, is_final: bool, ring: &dyn Fn()) -> Result<()> {
         let id = self.next_id;
         self.next_id += 1;
         self.last_trigger = Some(now);
@@ -263,7 +264,8 @@ impl CheckpointCoordinator {
             },
         );
         if let Err(e) = std::fs::create_dir_all(&dir) {
-            return self.fail(id, format!("cannot create {}: {e}", dir.display()));
+            let e = CheckpointError::io("create", dir, e);
+            return self.fail(id, e.to_string());
         }
         tracing::debug!(target: CHECKPOINT, checkpoint = id, is_final, "triggered");
         if is_final {
@@ -276,7 +278,7 @@ impl CheckpointCoordinator {
         Ok(())
     }
 
-    fn complete(&mut self, id: u64, ring: &dyn Fn()) -> Result<(), String> {
+    fn complete(&mut self, id: u64, ring: &dyn Fn()) -> Result<()> {
         let p = self.pending.remove(&id).expect("pending");
         let mut operators: BTreeMap<String, OperatorSnapshot> = BTreeMap::new();
         let mut tasks = Vec::with_capacity(p.acks.len());
@@ -363,7 +365,7 @@ impl CheckpointCoordinator {
         Ok(())
     }
 
-    fn fail(&mut self, id: u64, reason: String) -> Result<(), String> {
+    fn fail(&mut self, id: u64, reason: String) -> Result<()> {
         let Some(p) = self.pending.remove(&id) else {
             return Ok(());
         };
@@ -376,11 +378,12 @@ impl CheckpointCoordinator {
         self.push_failed(id, &p, reason.clone());
         self.consecutive_failures += 1;
         if self.consecutive_failures > self.options.tolerable_failures {
-            return Err(format!(
-                "{} consecutive checkpoints failed, more than \
-                 execution.checkpointing.tolerable-failed-checkpoints = {} (last: checkpoint {id} {reason})",
-                self.consecutive_failures, self.options.tolerable_failures
-            ));
+            return Err(CheckpointError::TooManyFailures {
+                failed: self.consecutive_failures,
+                tolerable: self.options.tolerable_failures,
+                last: id,
+                reason,
+            });
         }
         Ok(())
     }
@@ -590,7 +593,11 @@ mod tests {
             .unwrap();
         f.coordinator.tick(at(1_610), &|| {}).unwrap(); // one failure: tolerated
         f.coordinator.tick(at(1_750), &|| {}).unwrap(); // trigger 4
-        let err = f.coordinator.tick(at(2_900), &|| {}).unwrap_err(); // 4 times out
+        let err = f
+            .coordinator
+            .tick(at(2_900), &|| {})
+            .unwrap_err()
+            .to_string(); // 4 times out
         assert!(
             err.contains("2 consecutive checkpoints failed")
                 && err.contains("tolerable-failed-checkpoints = 1"),

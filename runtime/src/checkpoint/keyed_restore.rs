@@ -2,6 +2,7 @@
 //! that overlaps the subtask's key groups, checked and decoded into a
 //! [`RestoreSink`] that each state kind implements.
 
+use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::{KeyedBlock, RestoreScope};
 use crate::checkpoint::table_block::TableBlock;
 use crate::core::log::CHECKPOINT;
@@ -93,15 +94,12 @@ fn checked_key_group(
     block: &KeyedBlock<'_>,
     groups: &KeyGroupAssigner,
     hash: u64,
-) -> Result<u32, String> {
+) -> Result<u32, RestoreError> {
     let kg = groups.key_group(hash);
     if block.key_groups.contains(kg) {
         return Ok(kg);
     }
-    Err(scope.mark_corrupt(format!(
-        "state `{name}`: a key of key group {kg} is stored in the {} block of key groups {:?} ({})",
-        block.kind, block.key_groups, block.segment
-    )))
+    Err(scope.reject(block.misplaced(name, "key", kg)))
 }
 
 /// Puts the entries of the table block `table` (of `block`, whose payload
@@ -118,14 +116,14 @@ fn place_table_block<S: RestoreSink>(
     (groups, head): (&KeyGroupAssigner, usize),
     sink: &mut S,
     (placed, deferred): (&mut Placed<S::Entry>, &mut Batch<S::Entry>),
-) -> Result<(), String> {
+) -> Result<(), RestoreError> {
     const CHECKED: usize = 32 << 10;
     let bytes = table.entries;
     let mut at = 0;
     let mut checked = 0;
     for pos in table.positions() {
         let (entry, n) = S::decode(&bytes[at..])
-            .map_err(|e| scope.mark_corrupt(block.describe(name, head + at, &e)))?;
+            .map_err(|e| scope.reject(block.malformed(name, head + at, e)))?;
         at += n;
         let hash = S::group_hash(&entry);
         checked_key_group(scope, name, block, groups, hash)?;
@@ -143,10 +141,10 @@ fn place_table_block<S: RestoreSink>(
     sink.place_batch(placed, deferred);
     block.check.update(&bytes[checked..at]);
     if at != bytes.len() {
-        return Err(scope.mark_corrupt(block.describe(
+        return Err(scope.reject(block.malformed(
             name,
             head + at,
-            &"bytes after the entries of its used slots",
+            "bytes after the entries of its used slots",
         )));
     }
     Ok(())
@@ -163,7 +161,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     scope: &RestoreScope<'_>,
     name: &str,
     sink: &mut S,
-) -> Result<(), String> {
+) -> Result<(), RestoreError> {
     let name = name.to_owned();
     let started = Instant::now();
     let extents = scope.keyed_extents(&name);
@@ -184,14 +182,14 @@ pub(crate) fn restore_entries<S: RestoreSink>(
         .all(|e| e.kind == BlockKind::KeyedTable && e.key_groups == mine);
     if let Some(&first) = extents.first() {
         let block = scope.open_block(first)?;
-        let corrupt = |e: String| scope.mark_corrupt(block.describe(&name, 0, &e));
+        let corrupt = |e: &dyn std::fmt::Display| scope.reject(block.malformed(&name, 0, e));
         let entries = if first.kind == BlockKind::KeyedTable {
-            let table = TableBlock::parse(block.payload).map_err(corrupt)?;
+            let table = TableBlock::parse(block.payload).map_err(|e| corrupt(&e))?;
             if one_table {
                 // Every slot is one bit of some block's occupancy.
                 let capacity = 1u64 << table.header.log2_capacity;
                 if capacity > total.saturating_mul(8) {
-                    return Err(corrupt(format!(
+                    return Err(corrupt(&format_args!(
                         "a table of {capacity} slots cannot be stored in {total} bytes"
                     )));
                 }
@@ -203,7 +201,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
             block.payload
         };
         if !one_table && !entries.is_empty() {
-            let (_, entry) = S::decode(entries).map_err(|e| corrupt(e.to_string()))?;
+            let (_, entry) = S::decode(entries).map_err(|e| corrupt(&e))?;
             sink.reserve((total / entry.max(1) as u64) as usize);
         }
     }
@@ -255,7 +253,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
             block_count += 1;
             if block.kind == BlockKind::KeyedTable {
                 let table = TableBlock::parse(block.payload)
-                    .map_err(|e| scope.mark_corrupt(block.describe(&name, 0, &e)))?;
+                    .map_err(|e| scope.reject(block.malformed(&name, 0, e)))?;
                 let head = block.payload.len() - table.entries.len();
                 block.check.update(&block.payload[..head]);
                 if all_mine(block.key_groups) && sink.placeable(table.header.log2_capacity) {
@@ -269,10 +267,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
                         (&mut placed, &mut deferred),
                     )?;
                     table_blocks_placed += 1;
-                    block
-                        .check
-                        .finish()
-                        .map_err(|e| scope.mark_corrupt(e.to_string()))?;
+                    scope.finish_check(&name, block.check)?;
                     continue;
                 }
                 // Read entry by entry, like a block per key group.
@@ -295,7 +290,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
                 while *pos < end {
                     let at = *pos;
                     let (entry, n) = S::decode(&bytes[at..])
-                        .map_err(|e| scope.mark_corrupt(block.describe(&name, at, &e)))?;
+                        .map_err(|e| scope.reject(block.malformed(&name, at, e)))?;
                     *pos = at + n;
                     let hash = S::group_hash(&entry);
                     let kg = checked_key_group(scope, &name, block, &groups, hash)?;
@@ -311,10 +306,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
             }
         }
         for block in blocks.drain(..) {
-            block
-                .check
-                .finish()
-                .map_err(|e| scope.mark_corrupt(e.to_string()))?;
+            scope.finish_check(&name, block.check)?;
         }
     }
     sink.insert_batch(&mut batch);

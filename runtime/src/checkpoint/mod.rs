@@ -12,7 +12,8 @@
 //! - [`storage`]: the checkpoint directory's layout and retention;
 //! - [`restore`]: finding, verifying and reading a checkpoint, and
 //!   [`keyed_restore`], reading a keyed state's blocks back;
-//! - [`stats`]: per-checkpoint statistics and their history.
+//! - [`stats`]: per-checkpoint statistics and their history;
+//! - [`error`]: what goes wrong, and whose fault it is.
 //!
 //! What a task hands over at a barrier is in [`crate::core::snapshot`];
 //! barrier injection lives in the source task, alignment in the input gate
@@ -21,6 +22,7 @@
 //! layer, bring their own codecs.
 
 pub mod coordinator;
+pub mod error;
 pub mod keyed_restore;
 pub mod operator_list;
 pub mod restore;
@@ -33,6 +35,7 @@ pub mod task;
 pub mod writer;
 
 pub use coordinator::{CheckpointCoordinator, CoordinatorMsg, CoordinatorOptions};
+pub use error::{CheckpointError, RestoreError};
 pub use restore::{find_latest, RestoredCheckpoint};
 pub use signals::CheckpointSignals;
 pub use stats::{CheckpointRecord, CheckpointSummary};

@@ -1,5 +1,6 @@
 //! Writing a frozen operator list state as blocks of a segment.
 
+use crate::checkpoint::error::Result;
 use crate::checkpoint::segment_file::SegmentFile;
 use crate::core::snapshot::FrozenOperatorList;
 use weir_state::snapshot::{BlockKind, Extent};
@@ -19,7 +20,7 @@ pub(crate) async fn write_operator_list(
     list: &dyn FrozenOperatorList,
     key_groups: KeyGroupRange,
     extents: &mut Vec<Extent>,
-) -> Result<u64, String> {
+) -> Result<u64> {
     let len = list.len();
     if len == 0 {
         return Ok(0);
@@ -33,8 +34,7 @@ pub(crate) async fn write_operator_list(
         list.serialize(len * part / parts..len * (part + 1) / parts, &mut payload);
         let extent = file
             .append_block(BlockKind::OperatorState, key_groups, name, &payload)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         bytes += extent.length;
         extents.push(extent);
     }

@@ -22,6 +22,7 @@ use weir_state::snapshot::{
 };
 use weir_state::KeyGroupRange;
 
+use crate::checkpoint::error::{CheckpointError, RestoreError};
 use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
 use crate::core::subtask::SubtaskInfo;
 
@@ -31,8 +32,8 @@ pub struct RestoredCheckpoint {
     manifest: Manifest,
     segments: HashMap<String, SegmentReader>,
     state_bytes: u64,
-    /// The first block that failed its checks while being restored.
-    corrupt: std::sync::Mutex<Option<String>>,
+    /// The first error that made it unusable while being restored.
+    corrupt: std::sync::Mutex<Option<RestoreError>>,
 }
 
 impl std::fmt::Debug for RestoredCheckpoint {
@@ -47,8 +48,9 @@ impl std::fmt::Debug for RestoredCheckpoint {
 impl RestoredCheckpoint {
     /// Opens and verifies the checkpoint in `dir` (a `chk-<id>` directory
     /// or its `_metadata` file) for job `job_name` with `max_parallelism`
-    /// key groups. The error names the file that is missing or corrupt.
-    pub fn open(dir: &Path, job_name: &str, max_parallelism: u32) -> Result<Self, String> {
+    /// key groups. The error names the file that is missing or corrupt, or
+    /// says how the checkpoint does not fit the job.
+    pub fn open(dir: &Path, job_name: &str, max_parallelism: u32) -> Result<Self, RestoreError> {
         let dir = if dir.file_name().is_some_and(|n| n == METADATA_FILE) {
             dir.parent().unwrap_or(Path::new(".")).to_path_buf()
         } else {
@@ -56,26 +58,22 @@ impl RestoredCheckpoint {
         };
         let meta = dir.join(METADATA_FILE);
         if !meta.is_file() {
-            return Err(format!(
-                "{} is missing: the checkpoint is incomplete",
-                meta.display()
-            ));
+            return Err(RestoreError::Incomplete { manifest: meta });
         }
-        let manifest = Manifest::read(&meta).map_err(|e| e.to_string())?;
+        let manifest = Manifest::read(&meta)?;
         if manifest.job_name != job_name {
-            return Err(format!(
-                "{} belongs to job `{}`, not `{job_name}`",
-                meta.display(),
-                manifest.job_name
-            ));
+            return Err(RestoreError::OtherJob {
+                manifest: meta,
+                found: manifest.job_name,
+                expected: job_name.to_owned(),
+            });
         }
         if manifest.max_parallelism != max_parallelism {
-            return Err(format!(
-                "{} was taken with pipeline.max-parallelism {}, the job runs with {max_parallelism} \
-                 (key groups cannot be remapped)",
-                meta.display(),
-                manifest.max_parallelism
-            ));
+            return Err(RestoreError::MaxParallelism {
+                manifest: meta,
+                found: manifest.max_parallelism,
+                expected: max_parallelism,
+            });
         }
         // Every segment the manifest names must exist and hold its blocks.
         // The blocks' checksums are checked as the workers load them, in
@@ -89,14 +87,12 @@ impl RestoredCheckpoint {
                 for e in &st.extents {
                     if !segments.contains_key(&e.segment) {
                         if e.segment.contains('/') || e.segment.starts_with('.') {
-                            return Err(format!(
-                                "{} names segment `{}` outside the checkpoint directory",
-                                meta.display(),
-                                e.segment
-                            ));
+                            return Err(RestoreError::SegmentOutside {
+                                manifest: meta,
+                                segment: e.segment.clone(),
+                            });
                         }
-                        let reader =
-                            SegmentReader::open(dir.join(&e.segment)).map_err(|e| e.to_string())?;
+                        let reader = SegmentReader::open(dir.join(&e.segment))?;
                         segments.insert(e.segment.clone(), reader);
                     }
                     let reader = &segments[&e.segment];
@@ -104,13 +100,12 @@ impl RestoredCheckpoint {
                         .checked_add(e.length)
                         .is_none_or(|end| end > reader.len())
                     {
-                        return Err(format!(
-                            "{} is truncated: {} bytes, but the block at offset {} needs {}",
-                            reader.path().display(),
-                            reader.len(),
-                            e.offset,
-                            e.length
-                        ));
+                        return Err(RestoreError::Truncated {
+                            segment: reader.path().to_path_buf(),
+                            len: reader.len(),
+                            offset: e.offset,
+                            needed: e.length,
+                        });
                     }
                     state_bytes += e.length;
                 }
@@ -146,38 +141,41 @@ impl RestoredCheckpoint {
     }
 
     /// Checks every block (checksums and all), one thread per segment.
-    pub fn verify(&self) -> Result<(), String> {
+    pub fn verify(&self) -> Result<(), RestoreError> {
+        let verify_segment = |name: &str, reader: &SegmentReader| {
+            self.manifest
+                .operators
+                .iter()
+                .flat_map(|o| &o.subtasks)
+                .flat_map(|s| &s.extents)
+                .filter(|e| e.segment == name)
+                .try_for_each(|e| match reader.read_block(e) {
+                    Ok(_) => Ok(()),
+                    Err(err) => Err(RestoreError::Block {
+                        state: e.state.clone(),
+                        source: Arc::new(err),
+                    }),
+                })
+        };
         std::thread::scope(|scope| {
             let handles: Vec<_> = self
                 .segments
                 .iter()
-                .map(|(name, reader)| {
-                    let extents: Vec<&Extent> = self
-                        .manifest
-                        .operators
-                        .iter()
-                        .flat_map(|o| &o.subtasks)
-                        .flat_map(|s| &s.extents)
-                        .filter(|e| &e.segment == name)
-                        .collect();
-                    scope.spawn(move || {
-                        extents
-                            .iter()
-                            .try_for_each(|e| reader.read_block(e).map(|_| ()))
-                            .map_err(|e| e.to_string())
+                .map(|(name, reader)| (reader, scope.spawn(move || verify_segment(name, reader))))
+                .collect();
+            handles.into_iter().try_for_each(|(reader, verified)| {
+                verified.join().unwrap_or_else(|_| {
+                    Err(RestoreError::VerifyPanicked {
+                        segment: reader.path().to_path_buf(),
                     })
                 })
-                .collect();
-            handles.into_iter().try_for_each(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("verifying a segment panicked".into()))
             })
         })
     }
 
-    /// The first block that failed its checks while being restored, if any:
-    /// the checkpoint is then unusable.
-    pub fn corrupt(&self) -> Option<String> {
+    /// The first error that made the checkpoint unusable
+    /// ([`RestoreError::unusable`]) while it was being restored, if any.
+    pub fn corrupt(&self) -> Option<RestoreError> {
         self.corrupt
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -195,24 +193,28 @@ impl RestoredCheckpoint {
 
     /// The payload of a block named by the manifest, its header, lengths
     /// and padding checked, the checksum left to the caller (see
-    /// [`SegmentReader::read_block_deferred`]); a failure marks the
-    /// checkpoint corrupt.
-    fn payload_deferred(&self, e: &Extent) -> Result<(&[u8], PayloadCheck), String> {
+    /// [`SegmentReader::read_block_deferred`]).
+    fn payload_deferred(&self, e: &Extent) -> Result<(&[u8], PayloadCheck), RestoreError> {
         let seg = self
             .segments
             .get(&e.segment)
-            .ok_or_else(|| format!("segment {} was not opened", e.segment))?;
+            .ok_or_else(|| RestoreError::SegmentNotOpened {
+                segment: e.segment.clone(),
+            })?;
         seg.read_block_deferred(e)
-            .map_err(|err| self.mark_corrupt(err.to_string()))
+            .map_err(|err| RestoreError::Block {
+                state: e.state.clone(),
+                source: Arc::new(err),
+            })
     }
 
-    /// Records that a block failed its checks; returns the message.
-    pub(crate) fn mark_corrupt(&self, message: String) -> String {
+    /// Records `e`, found while restoring, as what makes the checkpoint
+    /// unusable (the first one recorded is kept).
+    fn mark_corrupt(&self, e: &RestoreError) {
         self.corrupt
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert_with(|| message.clone());
-        message
+            .get_or_insert_with(|| e.clone());
     }
 }
 
@@ -222,19 +224,22 @@ pub struct LatestSearch {
     /// The newest complete checkpoint that verified, if any.
     pub found: Option<RestoredCheckpoint>,
     /// Newer complete checkpoints that could not be used, and why.
-    pub skipped: Vec<(u64, String)>,
+    pub skipped: Vec<(u64, RestoreError)>,
 }
 
 /// Walks the complete checkpoints under `storage`, newest first, and opens
-/// the first that verifies.
+/// the first that verifies. Every checkpoint that cannot be opened is
+/// skipped, whatever the reason: an unusable one, and also one of another
+/// job or another max parallelism (which this job could not restore either).
+/// The error is the storage's.
 pub fn find_latest(
     storage: &CheckpointStorage,
     job_name: &str,
     max_parallelism: u32,
     below: Option<u64>,
-) -> Result<LatestSearch, String> {
+) -> Result<LatestSearch, CheckpointError> {
     let mut search = LatestSearch::default();
-    let list = storage.list().map_err(|e| e.to_string())?;
+    let list = storage.list()?;
     for c in list
         .into_iter()
         .filter(|c| c.complete && below.is_none_or(|b| c.id < b))
@@ -263,15 +268,37 @@ pub struct KeyedBlock<'a> {
     pub kind: BlockKind,
     /// Its segment, for messages.
     pub segment: &'a str,
+    /// Its offset in the segment, for messages.
+    pub offset: u64,
 }
 
 impl KeyedBlock<'_> {
-    /// An error about the entry at `pos` of this block.
-    pub fn describe(&self, state: &str, pos: usize, e: &dyn std::fmt::Display) -> String {
-        format!(
-            "state `{state}`: block of key groups {:?} in {} is malformed at payload byte {pos}: {e}",
-            self.key_groups, self.segment
-        )
+    /// The error of state `state`'s block whose payload is malformed at
+    /// byte `pos`: `what` says how.
+    pub fn malformed(&self, state: &str, pos: usize, what: impl std::fmt::Display) -> RestoreError {
+        RestoreError::MalformedBlock {
+            state: state.to_owned(),
+            kind: self.kind,
+            key_groups: self.key_groups,
+            segment: self.segment.to_owned(),
+            offset: self.offset,
+            pos,
+            what: what.to_string(),
+        }
+    }
+
+    /// The error of state `state`'s block holding a `entry` (`"key"`,
+    /// `"timer"`) of key group `key_group`, which it should not.
+    pub fn misplaced(&self, state: &str, entry: &'static str, key_group: u32) -> RestoreError {
+        RestoreError::MisplacedEntry {
+            state: state.to_owned(),
+            entry,
+            key_group,
+            kind: self.kind,
+            key_groups: self.key_groups,
+            segment: self.segment.to_owned(),
+            offset: self.offset,
+        }
     }
 }
 
@@ -302,9 +329,20 @@ impl<'a> RestoreScope<'a> {
             .find(|o| o.uid == self.uid)
     }
 
-    /// Records that a block failed its checks (the checkpoint is unusable).
-    pub fn mark_corrupt(&self, message: String) -> String {
-        self.checkpoint.mark_corrupt(message)
+    /// Returns `e`, an error of this subtask's restore, after recording it
+    /// on the checkpoint if it makes the checkpoint unusable
+    /// ([`RestoreError::unusable`]): the attempt is then abandoned and an
+    /// older checkpoint tried. Every error found while loading passes
+    /// through here; its type decides.
+    pub fn reject(&self, e: RestoreError) -> RestoreError {
+        if e.unusable() {
+            self.checkpoint.mark_corrupt(&RestoreError::Operator {
+                uid: self.uid.to_owned(),
+                subtask: self.info.index,
+                source: Box::new(e.clone()),
+            });
+        }
+        e
     }
 
     /// The job's number of key groups.
@@ -387,14 +425,28 @@ impl<'a> RestoreScope<'a> {
 
     /// Opens the block of `extent`: checks its header against the extent
     /// (the payload's checksum is left to the returned block's `check`).
-    pub fn open_block(&self, extent: &'a Extent) -> Result<KeyedBlock<'a>, String> {
-        let (payload, check) = self.checkpoint.payload_deferred(extent)?;
+    pub fn open_block(&self, extent: &'a Extent) -> Result<KeyedBlock<'a>, RestoreError> {
+        let (payload, check) = self
+            .checkpoint
+            .payload_deferred(extent)
+            .map_err(|e| self.reject(e))?;
         Ok(KeyedBlock {
             payload,
             check,
             key_groups: extent.key_groups,
             kind: extent.kind,
             segment: &extent.segment,
+            offset: extent.offset,
+        })
+    }
+
+    /// Finishes the checksum `check` of the block of state `state`.
+    pub fn finish_check(&self, state: &str, check: PayloadCheck) -> Result<(), RestoreError> {
+        check.finish().map_err(|err| {
+            self.reject(RestoreError::Block {
+                state: state.to_owned(),
+                source: Arc::new(err),
+            })
         })
     }
 
@@ -407,7 +459,7 @@ impl<'a> RestoreScope<'a> {
         &self,
         channels: usize,
         name_of: impl Fn(usize) -> String,
-    ) -> Result<Vec<Vec<u8>>, String> {
+    ) -> Result<Vec<Vec<u8>>, RestoreError> {
         let mut out = vec![Vec::new(); channels];
         let Some(subtask) = self.subtask()? else {
             return Ok(out);
@@ -418,20 +470,20 @@ impl<'a> RestoreScope<'a> {
             .filter(|e| e.kind == BlockKind::ChannelState)
         {
             let Some(c) = (0..channels).find(|&c| name_of(c) == e.state) else {
-                return Err(format!(
-                    "checkpoint {} holds channel state `{}` of operator `{}` subtask {}, which has \
-                     only {channels} inputs now",
-                    self.checkpoint.id(),
-                    e.state,
-                    self.uid,
-                    self.info.index
-                ));
+                return Err(self.reject(RestoreError::ChannelInputs {
+                    checkpoint: self.checkpoint.id(),
+                    channel: e.state.clone(),
+                    uid: self.uid.to_owned(),
+                    subtask: self.info.index,
+                    inputs: channels,
+                }));
             };
-            let (payload, mut check) = self.checkpoint.payload_deferred(e)?;
+            let (payload, mut check) = self
+                .checkpoint
+                .payload_deferred(e)
+                .map_err(|e| self.reject(e))?;
             check.update(payload);
-            check
-                .finish()
-                .map_err(|err| self.mark_corrupt(err.to_string()))?;
+            self.finish_check(&e.state, check)?;
             out[c].extend_from_slice(payload);
         }
         Ok(out)
@@ -440,20 +492,17 @@ impl<'a> RestoreScope<'a> {
     /// This subtask's entry, if the operator is in the checkpoint. Inline
     /// (non-keyed) state belongs to a subtask index, so it needs the same
     /// parallelism as when it was taken.
-    pub fn subtask(&self) -> Result<Option<&'a SubtaskSnapshot>, String> {
+    pub fn subtask(&self) -> Result<Option<&'a SubtaskSnapshot>, RestoreError> {
         let Some(op) = self.operator() else {
             return Ok(None);
         };
         if op.parallelism as usize != self.info.parallelism {
-            return Err(format!(
-                "operator `{}` had parallelism {} in checkpoint {}, now {}: its per-subtask state \
-                 (a source position, a sink's transactions, channel state) cannot be \
-                 redistributed; only keyed state and operator list state can",
-                self.uid,
-                op.parallelism,
-                self.checkpoint.id(),
-                self.info.parallelism
-            ));
+            return Err(self.reject(RestoreError::Rescale {
+                uid: self.uid.to_owned(),
+                checkpoint: self.checkpoint.id(),
+                was: op.parallelism,
+                now: self.info.parallelism,
+            }));
         }
         Ok(op
             .subtasks
@@ -466,7 +515,7 @@ impl<'a> RestoreScope<'a> {
     /// another (a keyed operator rescaled), set only if every subtask of
     /// the checkpoint had it set: a flag such as "the input ended" holds
     /// for the new subtasks only if it held for all the old ones.
-    pub fn flag(&self, name: &str) -> Result<bool, String> {
+    pub fn flag(&self, name: &str) -> Result<bool, RestoreError> {
         let Some(op) = self.operator() else {
             return Ok(false);
         };
@@ -483,7 +532,7 @@ impl<'a> RestoreScope<'a> {
     /// Like [`inline`](Self::inline), but an operator whose old subtasks
     /// all stored nothing under `name` (empty) may change parallelism: it
     /// has no state to redistribute (a stateless sink, say).
-    pub fn inline_unless_empty(&self, name: &str) -> Result<Option<&'a [u8]>, String> {
+    pub fn inline_unless_empty(&self, name: &str) -> Result<Option<&'a [u8]>, RestoreError> {
         if let Some(op) = self.operator() {
             let empty = op.subtasks.iter().all(|s| {
                 s.inline_state
@@ -501,7 +550,7 @@ impl<'a> RestoreScope<'a> {
     /// state): this subtask's at the checkpoint's parallelism, else that of
     /// old subtask `index % old parallelism`, so at any parallelism every
     /// new subtask gets a copy, as in Flink.
-    pub fn inline_replicated(&self, name: &str) -> Result<Option<&'a [u8]>, String> {
+    pub fn inline_replicated(&self, name: &str) -> Result<Option<&'a [u8]>, RestoreError> {
         let Some(op) = self.operator() else {
             return Ok(None);
         };
@@ -518,7 +567,7 @@ impl<'a> RestoreScope<'a> {
     }
 
     /// The inline state `name` of this subtask, if stored.
-    pub fn inline(&self, name: &str) -> Result<Option<&'a [u8]>, String> {
+    pub fn inline(&self, name: &str) -> Result<Option<&'a [u8]>, RestoreError> {
         Ok(self.subtask()?.and_then(|s| {
             s.inline_state
                 .iter()

@@ -811,7 +811,7 @@ fn refuses_direct(e: &io::Error) -> bool {
 
 /// The `std::io::Error` inside a glommio error, keeping its OS error code
 /// (glommio's own conversion keeps only the kind).
-fn into_io<T>(e: GlommioError<T>) -> io::Error {
+pub(crate) fn into_io<T>(e: GlommioError<T>) -> io::Error {
     match e {
         GlommioError::IoError(e) | GlommioError::EnhancedIoError { source: e, .. } => e,
         other => io::Error::from(other),

@@ -13,6 +13,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::checkpoint::error::{CheckpointError, Result};
+
 /// Name of a checkpoint's manifest inside its directory (as in Flink).
 pub const METADATA_FILE: &str = "_metadata";
 /// Name of the statistics history file.
@@ -37,14 +39,10 @@ pub struct StoredCheckpoint {
 
 impl CheckpointStorage {
     /// The layout under `root` (created if missing).
-    pub fn open(root: impl Into<PathBuf>) -> io::Result<Self> {
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
         let root = root.into();
-        fs::create_dir_all(&root).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot create checkpoint directory {}: {e}", root.display()),
-            )
-        })?;
+        fs::create_dir_all(&root)
+            .map_err(|e| CheckpointError::io("create checkpoint directory", &root, e))?;
         Ok(Self { root })
     }
 
@@ -69,19 +67,13 @@ impl CheckpointStorage {
     }
 
     /// Every `chk-<id>` directory, newest first.
-    pub fn list(&self) -> io::Result<Vec<StoredCheckpoint>> {
+    pub fn list(&self) -> Result<Vec<StoredCheckpoint>> {
+        let op = "list checkpoint directory";
         let mut found = Vec::new();
-        let entries = fs::read_dir(&self.root).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "cannot list checkpoint directory {}: {e}",
-                    self.root.display()
-                ),
-            )
-        })?;
+        let entries =
+            fs::read_dir(&self.root).map_err(|e| CheckpointError::io(op, &self.root, e))?;
         for entry in entries {
-            let entry = entry?;
+            let entry = entry.map_err(|e| CheckpointError::io(op, &self.root, e))?;
             let name = entry.file_name();
             let Some(id) = name
                 .to_str()
@@ -90,10 +82,13 @@ impl CheckpointStorage {
             else {
                 continue;
             };
-            if !entry.file_type()?.is_dir() {
+            let dir = entry.path();
+            let file_type = entry
+                .file_type()
+                .map_err(|e| CheckpointError::io("inspect", &dir, e))?;
+            if !file_type.is_dir() {
                 continue;
             }
-            let dir = entry.path();
             let complete = dir.join(METADATA_FILE).is_file();
             found.push(StoredCheckpoint { id, dir, complete });
         }
@@ -103,12 +98,12 @@ impl CheckpointStorage {
 
     /// The largest id of any checkpoint directory (complete or not), 0 if
     /// none: new checkpoints are numbered above it.
-    pub fn max_id(&self) -> io::Result<u64> {
+    pub fn max_id(&self) -> Result<u64> {
         Ok(self.list()?.first().map_or(0, |c| c.id))
     }
 
     /// Deletes every incomplete checkpoint directory; returns their ids.
-    pub fn clean_incomplete(&self) -> io::Result<Vec<u64>> {
+    pub fn clean_incomplete(&self) -> Result<Vec<u64>> {
         let mut removed = Vec::new();
         for c in self.list()? {
             if !c.complete {
@@ -122,26 +117,24 @@ impl CheckpointStorage {
     /// Deletes checkpoint `id`'s directory (manifest first, so a crash in
     /// between leaves an incomplete checkpoint, never a manifest naming
     /// deleted segments).
-    pub fn delete(&self, id: u64) -> io::Result<()> {
+    pub fn delete(&self, id: u64) -> Result<()> {
         let dir = self.checkpoint_dir(id);
-        match fs::remove_file(dir.join(METADATA_FILE)) {
-            Ok(()) => sync_dir(&dir)?,
+        let manifest = dir.join(METADATA_FILE);
+        match fs::remove_file(&manifest) {
+            Ok(()) => sync_dir(&dir).map_err(|e| CheckpointError::io("fsync", &dir, e))?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+            Err(e) => return Err(CheckpointError::io("delete", manifest, e)),
         }
         match fs::remove_dir_all(&dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io::Error::new(
-                e.kind(),
-                format!("cannot delete {}: {e}", dir.display()),
-            )),
+            Err(e) => Err(CheckpointError::io("delete", dir, e)),
         }
     }
 
     /// Keeps the newest `retained` complete checkpoints and deletes the
     /// older complete ones; returns the deleted ids.
-    pub fn retain(&self, retained: usize) -> io::Result<Vec<u64>> {
+    pub fn retain(&self, retained: usize) -> Result<Vec<u64>> {
         let mut removed = Vec::new();
         let complete: Vec<u64> = self
             .list()?

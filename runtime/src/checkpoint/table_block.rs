@@ -47,6 +47,52 @@ pub struct TableHeader {
     pub slot_count: u64,
 }
 
+/// What is wrong with a table block's header or occupancy (the caller
+/// reports it with the block's state, segment and offset).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TableBlockError {
+    /// The payload is shorter than the header.
+    #[error("table block of {len} bytes is shorter than its {HEADER_LEN}-byte header")]
+    Short {
+        /// The payload's length.
+        len: usize,
+    },
+    /// The magic or the reserved bytes are wrong.
+    #[error("table block has no valid header")]
+    BadHeader,
+    /// The table is larger than any table a block may describe.
+    #[error(
+        "table block claims a table of 2^{log2_capacity} slots (at most 2^{MAX_LOG2_CAPACITY})"
+    )]
+    Capacity {
+        /// `log2` of the claimed capacity.
+        log2_capacity: u8,
+    },
+    /// The part's slots do not lie inside the table.
+    #[error("table block's slots {first}+{count} lie outside its table of {capacity}")]
+    SlotsOutside {
+        /// The part's first slot.
+        first: u64,
+        /// Slots in the part.
+        count: u64,
+        /// The table's capacity.
+        capacity: u64,
+    },
+    /// The occupancy bitmap is cut short.
+    #[error("table block's occupancy of {slots} slots needs {needed} bytes, {left} left")]
+    ShortBitmap {
+        /// Slots in the part.
+        slots: u64,
+        /// Bytes the bitmap needs.
+        needed: u64,
+        /// Bytes left after the header.
+        left: usize,
+    },
+    /// The bitmap's last word marks slots beyond the part.
+    #[error("table block marks slots past its part as used")]
+    SlotsPastPart,
+}
+
 /// A parsed table block: its header, occupancy bitmap and entry bytes.
 pub struct TableBlock<'a> {
     /// The header.
@@ -75,12 +121,9 @@ impl TableHeader {
 
 impl<'a> TableBlock<'a> {
     /// Splits and checks `payload`; the error says what is wrong.
-    pub fn parse(payload: &'a [u8]) -> Result<Self, String> {
+    pub fn parse(payload: &'a [u8]) -> Result<Self, TableBlockError> {
         if payload.len() < HEADER_LEN {
-            return Err(format!(
-                "table block of {} bytes is shorter than its {HEADER_LEN}-byte header",
-                payload.len()
-            ));
+            return Err(TableBlockError::Short { len: payload.len() });
         }
         let word = |at: usize| {
             u64::from_le_bytes(
@@ -90,7 +133,7 @@ impl<'a> TableBlock<'a> {
             )
         };
         if payload[..4] != MAGIC || payload[5..8] != [0, 0, 0] {
-            return Err("table block has no valid header".to_owned());
+            return Err(TableBlockError::BadHeader);
         }
         let header = TableHeader {
             log2_capacity: payload[4],
@@ -99,10 +142,9 @@ impl<'a> TableBlock<'a> {
             slot_count: word(24),
         };
         if header.log2_capacity > MAX_LOG2_CAPACITY {
-            return Err(format!(
-                "table block claims a table of 2^{} slots (at most 2^{MAX_LOG2_CAPACITY})",
-                header.log2_capacity
-            ));
+            return Err(TableBlockError::Capacity {
+                log2_capacity: header.log2_capacity,
+            });
         }
         let capacity = 1u64 << header.log2_capacity;
         if header
@@ -110,19 +152,20 @@ impl<'a> TableBlock<'a> {
             .checked_add(header.slot_count)
             .is_none_or(|end| end > capacity)
         {
-            return Err(format!(
-                "table block's slots {}+{} lie outside its table of {capacity}",
-                header.first_slot, header.slot_count
-            ));
+            return Err(TableBlockError::SlotsOutside {
+                first: header.first_slot,
+                count: header.slot_count,
+                capacity,
+            });
         }
         let rest = &payload[HEADER_LEN..];
         let bitmap_len = TableHeader::bitmap_len(header.slot_count);
         if bitmap_len > rest.len() as u64 {
-            return Err(format!(
-                "table block's occupancy of {} slots needs {bitmap_len} bytes, {} left",
-                header.slot_count,
-                rest.len()
-            ));
+            return Err(TableBlockError::ShortBitmap {
+                slots: header.slot_count,
+                needed: bitmap_len,
+                left: rest.len(),
+            });
         }
         let (bitmap, entries) = rest.split_at(bitmap_len as usize);
         let tail = header.slot_count % 64;
@@ -133,7 +176,7 @@ impl<'a> TableBlock<'a> {
                     .expect("a bitmap word"),
             );
             if last >> tail != 0 {
-                return Err("table block marks slots past its part as used".to_owned());
+                return Err(TableBlockError::SlotsPastPart);
             }
         }
         Ok(Self {
@@ -255,7 +298,7 @@ mod tests {
             ),
         ];
         for (bytes, want) in cases {
-            let err = TableBlock::parse(&bytes).err().expect(want);
+            let err = TableBlock::parse(&bytes).err().expect(want).to_string();
             assert!(err.contains(want), "{err} (wanted {want})");
         }
     }

@@ -24,7 +24,8 @@ use weir_state::snapshot::{BlockKind, Extent, InlineState, SubtaskSnapshot};
 use weir_state::KeyGroupRange;
 
 use crate::checkpoint::coordinator::{CoordinatorMsg, TaskAck};
-use crate::checkpoint::segment_file::{IoMode, SegmentFile};
+use crate::checkpoint::error::{CheckpointError, Result};
+use crate::checkpoint::segment_file::{into_io, IoMode, SegmentFile};
 use crate::checkpoint::stats::TaskCheckpointStats;
 use crate::checkpoint::storage::CheckpointStorage;
 use crate::core::log::CHECKPOINT;
@@ -74,7 +75,7 @@ struct OpenSegment {
     acks: Vec<TaskAck>,
     /// Sinks' pre-committed files, synced after the segment.
     files_to_sync: Vec<PathBuf>,
-    failed: Option<String>,
+    failed: Option<CheckpointError>,
 }
 
 /// Spawns the writer of a worker on the current glommio executor.
@@ -195,7 +196,7 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
 async fn finish_segment(mut seg: OpenSegment, worker: usize, acks: &Sender<CoordinatorMsg>) {
     if seg.failed.is_none() {
         if let Err(e) = seg.file.sync().await {
-            seg.failed = Some(e.to_string());
+            seg.failed = Some(e.into());
         }
     }
     let persisted = Instant::now();
@@ -207,7 +208,7 @@ async fn finish_segment(mut seg: OpenSegment, worker: usize, acks: &Sender<Coord
         "writer: segment synced"
     );
     if let Err(e) = seg.file.close().await {
-        seg.failed.get_or_insert(e.to_string());
+        seg.failed.get_or_insert(e.into());
     }
     if seg.failed.is_none() {
         if let Err(e) = sync_files(&seg.files_to_sync).await {
@@ -226,11 +227,11 @@ async fn finish_segment(mut seg: OpenSegment, worker: usize, acks: &Sender<Coord
                 let _ = acks.send(CoordinatorMsg::Ack(ack));
             }
         }
-        Some(reason) => {
+        Some(e) => {
             let _ = acks.send(CoordinatorMsg::Decline {
                 checkpoint: seg.checkpoint,
                 task: format!("snapshot writer of checkpoint {}", seg.checkpoint),
-                reason,
+                reason: e.to_string(),
             });
         }
     }
@@ -261,7 +262,7 @@ async fn write_job(
     job: &TaskSnapshot,
     worker: usize,
     parts: &mut Vec<Vec<u8>>,
-) -> Result<TaskAck, String> {
+) -> Result<TaskAck> {
     let async_started = job.timing.sync_started + job.timing.sync;
     let mut bytes = 0u64;
     let mut inflight_bytes = 0u64;
@@ -310,8 +311,7 @@ async fn write_job(
         for (name, records) in &op.channel {
             let extent = file
                 .append_block(BlockKind::ChannelState, range, name, records)
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             bytes += extent.length;
             inflight_bytes += extent.length;
             extents.push(extent);
@@ -379,7 +379,7 @@ pub(crate) async fn write_keyed_state(
     parts: &mut Vec<Vec<u8>>,
     checkpoint: u64,
     extents: &mut Vec<Extent>,
-) -> Result<u64, String> {
+) -> Result<u64> {
     let chunks = frozen.chunk_count();
     let n = frozen
         .estimated_bytes()
@@ -420,7 +420,7 @@ pub(crate) async fn write_keyed_state(
                             .await
                     }
                 };
-                let extent = appended.map_err(|e| e.to_string())?;
+                let extent = appended?;
                 bytes += extent.length;
                 extents.push(extent);
                 crate::core::failpoint::hit("snapshot-write", checkpoint);
@@ -438,8 +438,7 @@ pub(crate) async fn write_keyed_state(
                         name,
                         payload,
                     )
-                    .await
-                    .map_err(|e| e.to_string())?;
+                    .await?;
                 bytes += extent.length;
                 extents.push(extent);
                 crate::core::failpoint::hit("snapshot-write", checkpoint);
@@ -455,15 +454,16 @@ pub(crate) async fn write_keyed_state(
 
 /// Syncs sinks' pre-committed files (opened by path: the sink has closed
 /// them).
-async fn sync_files(paths: &[PathBuf]) -> Result<(), String> {
+async fn sync_files(paths: &[PathBuf]) -> Result<()> {
     for path in paths {
-        let synced = async {
-            let f = glommio::io::BufferedFile::open(path).await?;
-            f.fdatasync().await?;
-            f.close().await
-        }
-        .await;
-        synced.map_err(|e| format!("cannot fsync {}: {e}", path.display()))?;
+        let failed = |op: &'static str| {
+            move |e: glommio::GlommioError<()>| CheckpointError::io(op, path, into_io(e))
+        };
+        let f = glommio::io::BufferedFile::open(path)
+            .await
+            .map_err(failed("open for fsync"))?;
+        f.fdatasync().await.map_err(failed("fsync"))?;
+        f.close().await.map_err(failed("close after fsync"))?;
     }
     Ok(())
 }

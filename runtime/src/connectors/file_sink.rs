@@ -64,8 +64,9 @@
 //! Checkpoint ids must strictly increase within a sink instance and exceed
 //! the restored checkpoint's id, which also guarantees that no pending name
 //! is ever reused. At most one live instance may write a given subtask's
-//! files (the runtime never runs two attempts at once). Errors are
-//! `Err(String)` naming the file or directory; an I/O error inside
+//! files (the runtime never runs two attempts at once). Errors are the
+//! message of a [`ConnectorError`] naming the file or directory (the
+//! [`Sink`] trait's error is a `String`); an I/O error inside
 //! [`Sink::invoke`], which cannot return one, panics with that message,
 //! which fails the job.
 
@@ -76,6 +77,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::connectors::error::{ConnectorError, Result, SinkStateDefect, SinkStateField};
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::sink::Sink;
 
@@ -180,7 +182,7 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
     }
 
     /// Writes the buffer to the in-progress file, creating it if needed.
-    fn write_buffer(&mut self) -> Result<(), String> {
+    fn write_buffer(&mut self) -> Result<()> {
         let file = match &mut self.file {
             Some(file) => file,
             None => {
@@ -189,69 +191,58 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
                     .create_new(true)
                     .open(&self.in_progress)
                     .map_err(|e| {
-                        format!(
-                            "cannot create in-progress file {}: {e}",
-                            self.in_progress.display()
-                        )
+                        ConnectorError::io("create in-progress file", &self.in_progress, e)
                     })?;
                 self.file.insert(file)
             }
         };
-        file.write_all(&self.buf).map_err(|e| {
-            format!(
-                "cannot write in-progress file {}: {e}",
-                self.in_progress.display()
-            )
-        })?;
+        file.write_all(&self.buf)
+            .map_err(|e| ConnectorError::io("write in-progress file", &self.in_progress, e))?;
         self.buf.clear();
         Ok(())
     }
 
     /// Commits transaction `id`: returns whether a rename happened (the
     /// directory then needs an fsync).
-    fn commit(&self, id: u64) -> Result<bool, String> {
+    fn commit(&self, id: u64) -> Result<bool> {
         let pending = self.pending_path(id);
         let part = self.part_path(id);
         match (exists(&pending)?, exists(&part)?) {
-            (true, false) => {
-                fs::rename(&pending, &part).map_err(|e| {
-                    format!(
-                        "cannot commit {} as {}: {e}",
-                        pending.display(),
-                        part.display()
-                    )
-                })?;
-                Ok(true)
-            }
+            (true, false) => match fs::rename(&pending, &part) {
+                Ok(()) => Ok(true),
+                Err(source) => Err(ConnectorError::Rename {
+                    op: "commit",
+                    from: pending,
+                    to: part,
+                    source,
+                }),
+            },
             (false, true) => Ok(false),
-            (true, true) => Err(format!(
-                "cannot commit transaction {id} of subtask {}: both the pending file {} and \
-                 the committed file {} exist, and committed output is never overwritten",
-                self.subtask,
-                pending.display(),
-                part.display()
-            )),
-            (false, false) => Err(format!(
-                "cannot commit transaction {id} of subtask {}: neither the pending file {} \
-                 nor the committed file {} exists (pre-committed output was lost)",
-                self.subtask,
-                pending.display(),
-                part.display()
-            )),
+            (true, true) => Err(ConnectorError::CommitConflict {
+                id,
+                subtask: self.subtask,
+                pending,
+                part,
+            }),
+            (false, false) => Err(ConnectorError::CommitLost {
+                id,
+                subtask: self.subtask,
+                pending,
+                part,
+            }),
         }
     }
 
     /// Deletes this subtask's in-progress and pending files, and its part
     /// files with an id above `restored` (all of them if `None`). Returns
     /// whether anything was deleted.
-    fn abort_rest(&self, restored: Option<u64>) -> Result<bool, String> {
+    fn abort_rest(&self, restored: Option<u64>) -> Result<bool> {
         let names = Names::new(self.subtask);
-        let entries = fs::read_dir(&self.dir)
-            .map_err(|e| format!("cannot list sink directory {}: {e}", self.dir.display()))?;
+        let op = "list sink directory";
+        let entries = fs::read_dir(&self.dir).map_err(|e| ConnectorError::io(op, &self.dir, e))?;
         let mut deleted = false;
         for entry in entries {
-            let entry = entry
-                .map_err(|e| format!("cannot list sink directory {}: {e}", self.dir.display()))?;
+            let entry = entry.map_err(|e| ConnectorError::io(op, &self.dir, e))?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else {
                 continue; // not a name this sink writes
@@ -277,64 +268,50 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
                     );
                 }
             }
-            fs::remove_file(&path).map_err(|e| format!("cannot delete {}: {e}", path.display()))?;
+            fs::remove_file(&path).map_err(|e| ConnectorError::io("delete", &path, e))?;
             deleted = true;
         }
         Ok(deleted)
     }
 
-    fn check_initialized(&self, call: &str) -> Result<(), String> {
+    fn check_initialized(&self, call: &'static str) -> Result<()> {
         if self.initialized {
             Ok(())
         } else {
-            Err(format!(
-                "file sink {} (subtask {}): {call} before initialize_state",
-                self.dir.display(),
-                self.subtask
-            ))
-        }
-    }
-}
-
-impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFileSink<T, F> {
-    type In = T;
-
-    #[inline]
-    fn invoke(&mut self, record: T) {
-        (self.format)(&record, &mut self.buf);
-        if self.buf.len() >= WRITE_AT {
-            if let Err(e) = self.write_buffer() {
-                panic!("{e}");
-            }
+            Err(ConnectorError::NotInitialized {
+                dir: self.dir.clone(),
+                subtask: self.subtask,
+                call,
+            })
         }
     }
 
-    fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
+    /// [`Sink::initialize_state`]: recover-and-commit, then abort the rest.
+    fn initialize(&mut self, restored: Option<(u64, &[u8])>) -> Result<()> {
         if self.initialized {
-            return Err(format!(
-                "file sink {} (subtask {}): initialize_state called twice",
-                self.dir.display(),
-                self.subtask
-            ));
+            return Err(ConnectorError::InitializedTwice {
+                dir: self.dir.clone(),
+                subtask: self.subtask,
+            });
         }
         if self.file.is_some() || !self.buf.is_empty() {
-            return Err(format!(
-                "file sink {} (subtask {}): records arrived before initialize_state",
-                self.dir.display(),
-                self.subtask
-            ));
+            return Err(ConnectorError::RecordsBeforeInitialize {
+                dir: self.dir.clone(),
+                subtask: self.subtask,
+            });
         }
         fs::create_dir_all(&self.dir)
-            .map_err(|e| format!("cannot create sink directory {}: {e}", self.dir.display()))?;
+            .map_err(|e| ConnectorError::io("create sink directory", &self.dir, e))?;
         let (restored_id, listed) = match restored {
             None => (None, Vec::new()),
             Some((n, bytes)) => {
-                let ids = decode_state(bytes, n).map_err(|e| {
-                    format!(
-                        "malformed state of file sink {} (subtask {}, checkpoint {n}): {e}",
-                        self.dir.display(),
-                        self.subtask
-                    )
+                let ids = decode_state(bytes, n).map_err(|defect| {
+                    ConnectorError::MalformedSinkState {
+                        dir: self.dir.clone(),
+                        subtask: self.subtask,
+                        checkpoint: n,
+                        defect,
+                    }
                 })?;
                 (Some(n), ids)
             }
@@ -352,16 +329,18 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
         Ok(())
     }
 
-    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, String> {
+    /// [`Sink::snapshot_state`]: pre-commit the transaction of checkpoint
+    /// `checkpoint_id`.
+    fn pre_commit(&mut self, checkpoint_id: u64) -> Result<Vec<u8>> {
         self.check_initialized("snapshot_state")?;
         if let Some(last) = self.last_id {
             if checkpoint_id <= last {
-                return Err(format!(
-                    "file sink {} (subtask {}): checkpoint id {checkpoint_id} is not above \
-                     the previous one, {last}",
-                    self.dir.display(),
-                    self.subtask
-                ));
+                return Err(ConnectorError::CheckpointIdNotIncreasing {
+                    dir: self.dir.clone(),
+                    subtask: self.subtask,
+                    id: checkpoint_id,
+                    last,
+                });
             }
         }
         if self.file.is_some() || !self.buf.is_empty() {
@@ -373,19 +352,19 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
             drop(self.file.take());
             let pending = self.pending_path(checkpoint_id);
             if exists(&pending)? {
-                return Err(format!(
-                    "cannot pre-commit {}: the pending file {} already exists",
-                    self.in_progress.display(),
-                    pending.display()
-                ));
+                return Err(ConnectorError::PendingExists {
+                    in_progress: self.in_progress.clone(),
+                    pending,
+                });
             }
-            fs::rename(&self.in_progress, &pending).map_err(|e| {
-                format!(
-                    "cannot pre-commit {} as {}: {e}",
-                    self.in_progress.display(),
-                    pending.display()
-                )
-            })?;
+            if let Err(source) = fs::rename(&self.in_progress, &pending) {
+                return Err(ConnectorError::Rename {
+                    op: "pre-commit",
+                    from: self.in_progress.clone(),
+                    to: pending,
+                    source,
+                });
+            }
             self.to_sync.push(pending);
             self.to_sync.push(self.dir.clone());
             self.pending.push(checkpoint_id);
@@ -394,11 +373,9 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
         Ok(encode_state(&self.pending))
     }
 
-    fn take_files_to_sync(&mut self) -> Vec<PathBuf> {
-        std::mem::take(&mut self.to_sync)
-    }
-
-    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), String> {
+    /// [`Sink::notify_checkpoint_complete`]: commit every pending
+    /// transaction up to `checkpoint_id`.
+    fn commit_through(&mut self, checkpoint_id: u64) -> Result<()> {
         self.check_initialized("notify_checkpoint_complete")?;
         let due = self.pending.partition_point(|&id| id <= checkpoint_id);
         let mut renamed = false;
@@ -419,6 +396,43 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
             sync_dir(&self.dir)?;
         }
         result
+    }
+}
+
+impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFileSink<T, F> {
+    type In = T;
+
+    #[inline]
+    fn invoke(&mut self, record: T) {
+        (self.format)(&record, &mut self.buf);
+        if self.buf.len() >= WRITE_AT {
+            if let Err(e) = self.write_buffer() {
+                panic!("{e}");
+            }
+        }
+    }
+
+    fn initialize_state(
+        &mut self,
+        restored: Option<(u64, &[u8])>,
+    ) -> std::result::Result<(), String> {
+        self.initialize(restored).map_err(|e| e.to_string())
+    }
+
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> std::result::Result<Vec<u8>, String> {
+        self.pre_commit(checkpoint_id).map_err(|e| e.to_string())
+    }
+
+    fn take_files_to_sync(&mut self) -> Vec<PathBuf> {
+        std::mem::take(&mut self.to_sync)
+    }
+
+    fn notify_checkpoint_complete(
+        &mut self,
+        checkpoint_id: u64,
+    ) -> std::result::Result<(), String> {
+        self.commit_through(checkpoint_id)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -468,19 +482,19 @@ fn parse_id(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
-fn exists(path: &Path) -> Result<bool, String> {
+fn exists(path: &Path) -> Result<bool> {
     match fs::symlink_metadata(path) {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(format!("cannot inspect {}: {e}", path.display())),
+        Err(e) => Err(ConnectorError::io("inspect", path, e)),
     }
 }
 
 /// Makes renames and deletions in `dir` durable.
-fn sync_dir(dir: &Path) -> Result<(), String> {
+fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .map_err(|e| format!("cannot fsync sink directory {}: {e}", dir.display()))
+        .map_err(|e| ConnectorError::io("fsync sink directory", dir, e))
 }
 
 /// Encodes increasing transaction ids (see the module doc).
@@ -498,48 +512,38 @@ fn encode_state(ids: &[u64]) -> Vec<u8> {
 
 /// Decodes a state of checkpoint `checkpoint_id`; the error says what is
 /// wrong.
-fn decode_state(bytes: &[u8], checkpoint_id: u64) -> Result<Vec<u64>, String> {
-    let (&version, mut rest) = bytes
-        .split_first()
-        .ok_or("the state is empty (expected a version byte)")?;
+fn decode_state(bytes: &[u8], checkpoint_id: u64) -> Result<Vec<u64>, SinkStateDefect> {
+    let (&version, mut rest) = bytes.split_first().ok_or(SinkStateDefect::Empty)?;
     if version != STATE_VERSION {
-        return Err(format!(
-            "unknown state version {version} (expected {STATE_VERSION})"
-        ));
+        return Err(SinkStateDefect::Version {
+            found: version,
+            expected: STATE_VERSION,
+        });
     }
-    let count = get_varint(&mut rest, "the transaction count")?;
+    let count = get_varint(&mut rest, SinkStateField::Count)?;
     if count > rest.len() as u64 {
-        return Err(format!(
-            "it lists {count} transactions but only {} bytes follow",
-            rest.len()
-        ));
+        return Err(SinkStateDefect::Count {
+            count,
+            left: rest.len(),
+        });
     }
     let mut ids = Vec::with_capacity(count as usize);
     for i in 0..count {
-        let what = format!("transaction {i}");
-        let v = get_varint(&mut rest, &what)?;
+        let v = get_varint(&mut rest, SinkStateField::Transaction(i))?;
         let id = match ids.last() {
             None => v,
-            Some(&prev) if v == 0 => {
-                return Err(format!(
-                    "transaction ids are not increasing (a repeat of {prev})"
-                ))
+            Some(&prev) if v == 0 => return Err(SinkStateDefect::NotIncreasing(prev)),
+            Some(&prev) => {
+                u64::checked_add(prev, v).ok_or(SinkStateDefect::Overflow { prev, delta: v })?
             }
-            Some(&prev) => u64::checked_add(prev, v)
-                .ok_or_else(|| format!("transaction id {prev} + {v} overflows"))?,
         };
         if id > checkpoint_id {
-            return Err(format!(
-                "it lists transaction {id}, newer than the checkpoint it belongs to"
-            ));
+            return Err(SinkStateDefect::NewerThanCheckpoint(id));
         }
         ids.push(id);
     }
     if !rest.is_empty() {
-        return Err(format!(
-            "{} unexpected bytes after the transaction list",
-            rest.len()
-        ));
+        return Err(SinkStateDefect::TrailingBytes(rest.len()));
     }
     Ok(ids)
 }
@@ -554,12 +558,12 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Reads an unsigned LEB128 varint from the front of `bytes`.
-fn get_varint(bytes: &mut &[u8], what: &str) -> Result<u64, String> {
+fn get_varint(bytes: &mut &[u8], what: SinkStateField) -> Result<u64, SinkStateDefect> {
     let mut v = 0u64;
     for (i, &b) in bytes.iter().enumerate() {
         let shift = 7 * i as u32;
         if shift > 63 || (shift == 63 && b & 0x7f > 1) {
-            return Err(format!("{what} does not fit in 64 bits"));
+            return Err(SinkStateDefect::TooLong(what));
         }
         v |= u64::from(b & 0x7f) << shift;
         if b & 0x80 == 0 {
@@ -567,7 +571,7 @@ fn get_varint(bytes: &mut &[u8], what: &str) -> Result<u64, String> {
             return Ok(v);
         }
     }
-    Err(format!("{what} is truncated"))
+    Err(SinkStateDefect::Truncated(what))
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::chain::control::Collector;
+use crate::connectors::error::{ConnectorError, PositionDefect, Result};
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::source::function::{Source, SourcePoll};
 
@@ -80,15 +81,14 @@ impl FileSource {
     /// The source of subtask `info.index` over the files of `dir`, listed
     /// now. The error names the directory or the file that could not be
     /// inspected.
-    pub fn new(dir: impl Into<PathBuf>, info: &SubtaskInfo) -> Result<Self, String> {
+    pub fn new(dir: impl Into<PathBuf>, info: &SubtaskInfo) -> Result<Self> {
         let dir = dir.into();
         if info.index >= info.parallelism {
-            return Err(format!(
-                "file source {}: subtask {} of a parallelism of {}",
-                dir.display(),
-                info.index,
-                info.parallelism
-            ));
+            return Err(ConnectorError::SubtaskOutOfRange {
+                dir,
+                index: info.index,
+                parallelism: info.parallelism,
+            });
         }
         let listing = list_inputs(&dir)?;
         let files: Vec<OsString> = listing
@@ -145,7 +145,7 @@ impl FileSource {
     /// The next line as `(start, end, next)`: its bytes are
     /// `buf[start..end]` and consuming it moves `start` to `next`. Opens and
     /// reads files as needed; `None` when every file is done.
-    fn peek_line(&mut self) -> Result<Option<(usize, usize, usize)>, String> {
+    fn peek_line(&mut self) -> Result<Option<(usize, usize, usize)>> {
         loop {
             if self.finished {
                 return Ok(None);
@@ -153,7 +153,7 @@ impl FileSource {
             if self.file.is_none() {
                 let path = self.path();
                 let file = File::open(&path)
-                    .map_err(|e| format!("cannot open input file {}: {e}", path.display()))?;
+                    .map_err(|e| ConnectorError::io("open input file", path, e))?;
                 self.file = Some(file);
                 self.reset_buffer();
             }
@@ -175,7 +175,7 @@ impl FileSource {
     }
 
     /// Reads more of the current file into the buffer (making room first).
-    fn fill(&mut self) -> Result<(), String> {
+    fn fill(&mut self) -> Result<()> {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -205,12 +205,13 @@ impl FileSource {
                     return Ok(());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    let at = self.offset + (self.end - self.start) as u64;
-                    return Err(format!(
-                        "cannot read input file {} at byte offset {at}: {e}",
-                        self.path().display()
-                    ));
+                Err(source) => {
+                    return Err(ConnectorError::IoAt {
+                        op: "read input file",
+                        path: self.path(),
+                        offset: self.offset + (self.end - self.start) as u64,
+                        source,
+                    });
                 }
             }
         }
@@ -233,28 +234,89 @@ impl FileSource {
     }
 
     /// Why `name` of a restored position is not one of this subtask's files.
-    fn foreign_file_error(&self, name: &OsStr) -> String {
+    fn foreign_file_error(&self, name: &OsStr) -> ConnectorError {
         let path = self.dir.join(name);
         match self.listing.iter().position(|n| n == name) {
-            Some(i) => format!(
-                "cannot restore file source position: input file {} belongs to subtask {} \
-                 of {}, not to subtask {}",
-                path.display(),
-                i % self.parallelism,
-                self.parallelism,
-                self.subtask
-            ),
-            None if fs::symlink_metadata(&path).is_ok() => format!(
-                "cannot restore file source position: {} is not an input file (hidden, or \
-                 not a regular file, or created after the source listed {})",
-                path.display(),
-                self.dir.display()
-            ),
-            None => format!(
-                "cannot restore file source position: input file {} is missing",
-                path.display()
-            ),
+            Some(i) => ConnectorError::ForeignFile {
+                path,
+                owner: i % self.parallelism,
+                parallelism: self.parallelism,
+                subtask: self.subtask,
+            },
+            None if fs::symlink_metadata(&path).is_ok() => ConnectorError::NotAnInput {
+                path,
+                dir: self.dir.clone(),
+            },
+            None => ConnectorError::MissingInput { path },
         }
+    }
+
+    /// A [`ConnectorError::MalformedPosition`] of this subtask.
+    fn malformed(&self, defect: PositionDefect) -> ConnectorError {
+        ConnectorError::MalformedPosition {
+            dir: self.dir.clone(),
+            subtask: self.subtask,
+            defect,
+        }
+    }
+
+    /// Rewinds to `position` (see [`Source::restore_position`]).
+    fn restore(&mut self, position: &[u8]) -> Result<()> {
+        let (name, offset) = decode_position(position).map_err(|e| self.malformed(e))?;
+        if name.is_empty() {
+            if offset != 0 {
+                return Err(self.malformed(PositionDefect::OffsetWithoutFile(offset)));
+            }
+            // Nothing was read yet.
+            self.cur = 0;
+            self.offset = 0;
+            self.file = None;
+            self.finished = self.files.is_empty();
+            return Ok(());
+        }
+        let name = OsStr::from_bytes(name);
+        let Some(cur) = self.files.iter().position(|n| n == name) else {
+            return Err(self.foreign_file_error(name));
+        };
+        let path = self.dir.join(name);
+        let mut file = File::open(&path).map_err(|source| ConnectorError::Resume {
+            path: path.clone(),
+            offset,
+            source,
+        })?;
+        let len = file
+            .metadata()
+            .map_err(|e| ConnectorError::io("inspect input file", &path, e))?
+            .len();
+        if offset > len {
+            return Err(ConnectorError::ShortInput { path, len, offset });
+        }
+        if offset > 0 && offset < len {
+            let mut before = [0u8];
+            file.read_exact_at(&mut before, offset - 1)
+                .map_err(|source| ConnectorError::IoAt {
+                    op: "read input file",
+                    path: path.clone(),
+                    offset: offset - 1,
+                    source,
+                })?;
+            if before[0] != b'\n' {
+                return Err(ConnectorError::NotAtLineStart { path, offset });
+            }
+        }
+        file.seek(SeekFrom::Start(offset))
+            .map_err(|source| ConnectorError::IoAt {
+                op: "seek input file",
+                path,
+                offset,
+                source,
+            })?;
+        self.cur = cur;
+        self.offset = offset;
+        self.file = Some(file);
+        self.finished = false;
+        self.reset_buffer();
+        Ok(())
     }
 }
 
@@ -305,100 +367,24 @@ impl Source for FileSource {
         out
     }
 
-    fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
-        let (name, offset) = decode_position(position).map_err(|e| {
-            format!(
-                "malformed position of file source {} (subtask {}): {e}",
-                self.dir.display(),
-                self.subtask
-            )
-        })?;
-        if name.is_empty() {
-            if offset != 0 {
-                return Err(format!(
-                    "malformed position of file source {} (subtask {}): offset {offset} \
-                     without a file",
-                    self.dir.display(),
-                    self.subtask
-                ));
-            }
-            // Nothing was read yet.
-            self.cur = 0;
-            self.offset = 0;
-            self.file = None;
-            self.finished = self.files.is_empty();
-            return Ok(());
-        }
-        let name = OsStr::from_bytes(name);
-        let Some(cur) = self.files.iter().position(|n| n == name) else {
-            return Err(self.foreign_file_error(name));
-        };
-        let path = self.dir.join(name);
-        let mut file = File::open(&path).map_err(|e| {
-            format!(
-                "cannot restore file source position: cannot open input file {} to resume \
-                 at byte offset {offset}: {e}",
-                path.display()
-            )
-        })?;
-        let len = file
-            .metadata()
-            .map_err(|e| format!("cannot inspect input file {}: {e}", path.display()))?
-            .len();
-        if offset > len {
-            return Err(format!(
-                "cannot restore file source position: input file {} has {len} bytes, fewer \
-                 than the restored offset {offset}",
-                path.display()
-            ));
-        }
-        if offset > 0 && offset < len {
-            let mut before = [0u8];
-            file.read_exact_at(&mut before, offset - 1).map_err(|e| {
-                format!(
-                    "cannot read input file {} at byte offset {}: {e}",
-                    path.display(),
-                    offset - 1
-                )
-            })?;
-            if before[0] != b'\n' {
-                return Err(format!(
-                    "cannot restore file source position: byte offset {offset} of input \
-                     file {} is not at the start of a line (the file changed?)",
-                    path.display()
-                ));
-            }
-        }
-        file.seek(SeekFrom::Start(offset)).map_err(|e| {
-            format!(
-                "cannot seek input file {} to byte offset {offset}: {e}",
-                path.display()
-            )
-        })?;
-        self.cur = cur;
-        self.offset = offset;
-        self.file = Some(file);
-        self.finished = false;
-        self.reset_buffer();
-        Ok(())
+    fn restore_position(&mut self, position: &[u8]) -> std::result::Result<(), String> {
+        self.restore(position).map_err(|e| e.to_string())
     }
 }
 
 /// The sorted names of the regular, non-hidden files of `dir`.
-fn list_inputs(dir: &Path) -> Result<Vec<OsString>, String> {
-    let entries = fs::read_dir(dir)
-        .map_err(|e| format!("cannot list input directory {}: {e}", dir.display()))?;
+fn list_inputs(dir: &Path) -> Result<Vec<OsString>> {
+    let op = "list input directory";
+    let entries = fs::read_dir(dir).map_err(|e| ConnectorError::io(op, dir, e))?;
     let mut names = Vec::new();
     for entry in entries {
-        let entry =
-            entry.map_err(|e| format!("cannot list input directory {}: {e}", dir.display()))?;
+        let entry = entry.map_err(|e| ConnectorError::io(op, dir, e))?;
         let name = entry.file_name();
         if name.as_bytes().starts_with(b".") {
             continue;
         }
         let path = entry.path();
-        let meta =
-            fs::metadata(&path).map_err(|e| format!("cannot inspect {}: {e}", path.display()))?;
+        let meta = fs::metadata(&path).map_err(|e| ConnectorError::io("inspect", &path, e))?;
         if meta.is_file() {
             names.push(name);
         }
@@ -408,24 +394,23 @@ fn list_inputs(dir: &Path) -> Result<Vec<OsString>, String> {
 }
 
 /// Splits an encoded position into the file name and the offset.
-fn decode_position(bytes: &[u8]) -> Result<(&[u8], u64), String> {
-    let (&version, rest) = bytes
-        .split_first()
-        .ok_or("the position is empty (expected a version byte)")?;
+fn decode_position(bytes: &[u8]) -> Result<(&[u8], u64), PositionDefect> {
+    let (&version, rest) = bytes.split_first().ok_or(PositionDefect::Empty)?;
     if version != POSITION_VERSION {
-        return Err(format!(
-            "unknown position version {version} (expected {POSITION_VERSION})"
-        ));
+        return Err(PositionDefect::Version {
+            found: version,
+            expected: POSITION_VERSION,
+        });
     }
     let (len, rest) = rest
         .split_first_chunk::<4>()
-        .ok_or("the file name's length is truncated")?;
+        .ok_or(PositionDefect::NameLength)?;
     let len = u32::from_le_bytes(*len) as usize;
     if rest.len() != len + 8 {
-        return Err(format!(
-            "expected a {len}-byte file name and an 8-byte offset, found {} bytes",
-            rest.len()
-        ));
+        return Err(PositionDefect::Length {
+            name: len,
+            found: rest.len(),
+        });
     }
     let (name, offset) = rest.split_at(len);
     let offset = u64::from_le_bytes(offset.try_into().expect("8 bytes, checked above"));
@@ -749,7 +734,10 @@ mod tests {
     fn a_missing_directory_is_an_error_naming_it() {
         let d = TempDir::new("nodir");
         let missing = d.0.join("nope");
-        let err = FileSource::new(&missing, &info(0, 1)).err().unwrap();
+        let err = FileSource::new(&missing, &info(0, 1))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains(&missing.display().to_string()), "{err}");
     }
 }

@@ -6,10 +6,13 @@
 //! records after it. [`TransactionalFileSink`] writes the records between
 //! two checkpoint barriers to a hidden file, pre-commits it at the barrier
 //! and makes it visible only once the checkpoint is complete; together they
-//! give end-to-end exactly-once output.
+//! give end-to-end exactly-once output. Their errors are a
+//! [`ConnectorError`].
 
+pub mod error;
 pub mod file_sink;
 pub mod file_source;
 
+pub use error::ConnectorError;
 pub use file_sink::TransactionalFileSink;
 pub use file_source::FileSource;

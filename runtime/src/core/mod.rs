@@ -4,6 +4,7 @@
 
 pub mod barrier;
 pub mod failpoint;
+pub mod fault;
 pub mod log;
 pub mod snapshot;
 pub mod subtask;
@@ -12,6 +13,7 @@ pub mod units;
 pub mod wire;
 
 pub use barrier::BarrierMode;
+pub use fault::Fault;
 pub use snapshot::{
     FrozenKeyedState, FrozenOperatorList, OperatorState, Redistribution, SnapshotTiming,
     TaskSnapshot,

@@ -84,11 +84,7 @@ pub(crate) fn run_attempt(
                 .filter(|(n, _)| n.input.is_none())
                 .map(|(_, s)| s.parallelism)
                 .sum();
-            let first_id = storage
-                .max_id()
-                .map_err(|e| JobError::Checkpoint(e.to_string()))?
-                .max(restored_id)
-                + 1;
+            let first_id = storage.max_id()?.max(restored_id) + 1;
             Some(CheckpointCoordinator::new(
                 c.coordinator.clone(),
                 storage.clone(),
@@ -248,8 +244,8 @@ pub(crate) fn run_attempt(
         let now = Instant::now();
         in_flight.tick(now);
         if let Some(c) = coordinator.as_mut() {
-            if let Err(message) = c.tick(now, &ring) {
-                shared.fail(usize::MAX, "checkpoint coordinator".into(), message);
+            if let Err(e) = c.tick(now, &ring) {
+                shared.fail(usize::MAX, "checkpoint coordinator".into(), e.to_string());
             }
             fresh_checkpoints.extend(c.take_fresh());
         }
@@ -279,11 +275,11 @@ pub(crate) fn run_attempt(
     }
     if let Some(corrupt) = restore_arc
         .as_ref()
-        .and_then(|r| r.corrupt().map(|m| (r.id(), m)))
+        .and_then(|r| r.corrupt().map(|e| (r.id(), e)))
     {
         return Err(JobError::RestoreCorrupt {
             checkpoint: corrupt.0,
-            message: corrupt.1,
+            message: corrupt.1.to_string(),
         });
     }
     if let Some((worker, task, message)) = shared.failure.get() {

@@ -1,6 +1,10 @@
 //! Errors of the runtime, saying whose fault a failure is.
 
+use std::path::PathBuf;
+
 use thiserror::Error;
+
+use crate::checkpoint::error::{CheckpointError, RestoreError};
 
 /// Why a job could not run or did not finish.
 #[derive(Debug, Error)]
@@ -27,17 +31,36 @@ pub enum JobError {
         message: String,
     },
     /// A block of the checkpoint being restored failed its checks while a
-    /// worker loaded it: the checkpoint is unusable.
+    /// worker loaded it: the checkpoint is unusable (outside world; an
+    /// older checkpoint may do, and is tried unless this one was named
+    /// explicitly).
     #[error("checkpoint {checkpoint} is unusable: {message}")]
     RestoreCorrupt {
         /// The checkpoint.
         checkpoint: u64,
-        /// What failed, naming the file.
+        /// What failed, naming the operator, the state and the file (the
+        /// [`RestoreError`] itself is
+        /// [`RestoredCheckpoint::corrupt`](crate::checkpoint::restore::RestoredCheckpoint::corrupt)).
         message: String,
     },
-    /// No checkpoint could be restored, or checkpoint storage failed.
+    /// The checkpoint directory could not be read or changed (outside
+    /// world; a retry may help).
     #[error("checkpoint error: {0}")]
-    Checkpoint(String),
+    Checkpoint(#[from] CheckpointError),
+    /// The checkpoint `--restore` names cannot be restored: it is unusable
+    /// or does not fit the job ([`RestoreError::fault`] says whose fault).
+    #[error("checkpoint error: cannot restore {}: {source}", path.display())]
+    Restore {
+        /// The path given.
+        path: PathBuf,
+        /// Why (boxed: a restore error is large, and rare).
+        #[source]
+        source: Box<RestoreError>,
+    },
+    /// `--restore latest` without a checkpoint directory (the user's to
+    /// fix).
+    #[error("checkpoint error: --restore latest needs state.checkpoints.dir")]
+    RestoreLatestWithoutStorage,
     /// The job failed and the restart strategy allows no more restarts.
     #[error("{failure}; not restarting: {reason}")]
     RestartsExhausted {

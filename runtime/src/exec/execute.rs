@@ -69,11 +69,8 @@ pub fn execute_with_progress(
     let stages = validate(&job, options)?;
     let storage = match &options.checkpointing {
         Some(c) => {
-            let storage =
-                CheckpointStorage::open(&c.dir).map_err(|e| JobError::Checkpoint(e.to_string()))?;
-            let removed = storage
-                .clean_incomplete()
-                .map_err(|e| JobError::Checkpoint(e.to_string()))?;
+            let storage = CheckpointStorage::open(&c.dir)?;
+            let removed = storage.clean_incomplete()?;
             if !removed.is_empty() {
                 tracing::info!(target: RESTORE, "removed incomplete checkpoints {removed:?}");
             }

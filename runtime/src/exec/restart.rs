@@ -294,6 +294,71 @@ pub enum RestartDecision {
     },
 }
 
+/// The limit of a restart strategy that a failure hit: why it gives up.
+/// [`RestartDecision::GiveUp`] carries its text, in the strategy's own
+/// terms and naming the option that set the limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum RestartLimit {
+    /// `none`: no restart at all.
+    Disabled,
+    /// `fixed-delay`: every attempt used.
+    FixedDelayAttempts {
+        /// `restart-strategy.fixed-delay.attempts`.
+        attempts: u32,
+    },
+    /// `failure-rate`: too many failures within the interval.
+    FailureRate {
+        /// Failures within the interval.
+        failures: usize,
+        /// `restart-strategy.failure-rate.failure-rate-interval`.
+        interval: Duration,
+        /// `restart-strategy.failure-rate.max-failures-per-interval`.
+        max_per_interval: u32,
+    },
+    /// `exponential-delay`: every attempt used without a long enough run.
+    ExponentialDelayAttempts {
+        /// `restart-strategy.exponential-delay.attempts-before-reset-backoff`.
+        limit: u32,
+        /// `restart-strategy.exponential-delay.reset-backoff-threshold`.
+        reset_threshold: Duration,
+    },
+}
+
+impl fmt::Display for RestartLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Disabled => {
+                f.write_str("restart-strategy none: restarts are disabled (restart-strategy.type)")
+            }
+            Self::FixedDelayAttempts { attempts: n } => write!(
+                f,
+                "restart-strategy fixed-delay: {n} attempts used \
+                 (restart-strategy.fixed-delay.attempts = {n})"
+            ),
+            Self::FailureRate {
+                failures,
+                interval,
+                max_per_interval,
+            } => write!(
+                f,
+                "restart-strategy failure-rate: {failures} failures within {} \
+                 (restart-strategy.failure-rate.max-failures-per-interval = {max_per_interval})",
+                format_duration(*interval)
+            ),
+            Self::ExponentialDelayAttempts {
+                limit,
+                reset_threshold,
+            } => write!(
+                f,
+                "restart-strategy exponential-delay: {limit} attempts used without \
+                 {} of running between failures \
+                 (restart-strategy.exponential-delay.attempts-before-reset-backoff = {limit})",
+                format_duration(*reset_threshold)
+            ),
+        }
+    }
+}
+
 /// Decides, failure by failure, whether a job restarts and after how long.
 ///
 /// One tracker lives as long as the job (across its restarts). Once it has
@@ -310,7 +375,7 @@ pub struct RestartTracker {
     failures: VecDeque<Instant>,
     /// exponential-delay: restarts granted since the backoff was last reset.
     attempts_since_reset: u32,
-    gave_up: Option<String>,
+    gave_up: Option<RestartLimit>,
 }
 
 impl RestartTracker {
@@ -346,15 +411,13 @@ impl RestartTracker {
     /// started (the job's start, or the end of the last restart's delay).
     /// A `running_since` after `now` counts as no running time.
     pub fn on_failure(&mut self, now: Instant, running_since: Instant) -> RestartDecision {
-        if let Some(reason) = &self.gave_up {
+        if let Some(limit) = &self.gave_up {
             return RestartDecision::GiveUp {
-                reason: reason.clone(),
+                reason: limit.to_string(),
             };
         }
         let delay = match self.strategy {
-            RestartStrategy::None => {
-                Err("restart-strategy none: restarts are disabled (restart-strategy.type)".into())
-            }
+            RestartStrategy::None => Err(RestartLimit::Disabled),
             RestartStrategy::FixedDelay(p) => self.fixed_delay(&p),
             RestartStrategy::FailureRate(p) => self.failure_rate(&p, now),
             RestartStrategy::ExponentialDelay(p) => {
@@ -370,8 +433,9 @@ impl RestartTracker {
                     attempt: self.restarts,
                 }
             }
-            Err(reason) => {
-                self.gave_up = Some(reason.clone());
+            Err(limit) => {
+                let reason = limit.to_string();
+                self.gave_up = Some(limit);
                 RestartDecision::GiveUp { reason }
             }
         }
@@ -379,13 +443,11 @@ impl RestartTracker {
 
     /// Flink's `FixedDelayRestartBackoffTimeStrategy`: failure `k` (from 1)
     /// restarts while `k <= attempts`.
-    fn fixed_delay(&mut self, p: &FixedDelay) -> Result<Duration, String> {
+    fn fixed_delay(&mut self, p: &FixedDelay) -> Result<Duration, RestartLimit> {
         if self.restarts >= p.attempts {
-            return Err(format!(
-                "restart-strategy fixed-delay: {n} attempts used \
-                 (restart-strategy.fixed-delay.attempts = {n})",
-                n = p.attempts
-            ));
+            return Err(RestartLimit::FixedDelayAttempts {
+                attempts: p.attempts,
+            });
         }
         Ok(p.delay)
     }
@@ -393,7 +455,7 @@ impl RestartTracker {
     /// Flink's `FailureRateRestartBackoffTimeStrategy`: keep the latest
     /// `max + 1` failure times; give up when all of them lie within the
     /// interval (the oldest is not more than the interval before `now`).
-    fn failure_rate(&mut self, p: &FailureRate, now: Instant) -> Result<Duration, String> {
+    fn failure_rate(&mut self, p: &FailureRate, now: Instant) -> Result<Duration, RestartLimit> {
         let window = p.max_failures_per_interval as usize + 1;
         self.failures.push_back(now);
         while self.failures.len() > window {
@@ -403,12 +465,11 @@ impl RestartTracker {
         if self.failures.len() == window
             && now.saturating_duration_since(oldest) <= p.failure_rate_interval
         {
-            return Err(format!(
-                "restart-strategy failure-rate: {window} failures within {} \
-                 (restart-strategy.failure-rate.max-failures-per-interval = {})",
-                format_duration(p.failure_rate_interval),
-                p.max_failures_per_interval
-            ));
+            return Err(RestartLimit::FailureRate {
+                failures: window,
+                interval: p.failure_rate_interval,
+                max_per_interval: p.max_failures_per_interval,
+            });
         }
         Ok(p.delay)
     }
@@ -422,18 +483,16 @@ impl RestartTracker {
         &mut self,
         p: &ExponentialDelay,
         ran: Duration,
-    ) -> Result<Duration, String> {
+    ) -> Result<Duration, RestartLimit> {
         if ran >= p.reset_backoff_threshold {
             self.attempts_since_reset = 0;
         }
         if let Some(limit) = p.attempts_before_reset_backoff {
             if self.attempts_since_reset >= limit {
-                return Err(format!(
-                    "restart-strategy exponential-delay: {limit} attempts used without \
-                     {} of running between failures \
-                     (restart-strategy.exponential-delay.attempts-before-reset-backoff = {limit})",
-                    format_duration(p.reset_backoff_threshold)
-                ));
+                return Err(RestartLimit::ExponentialDelayAttempts {
+                    limit,
+                    reset_threshold: p.reset_backoff_threshold,
+                });
             }
         }
         let delay = backoff(p, self.attempts_since_reset, &mut self.rng);

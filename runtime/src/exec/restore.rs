@@ -23,19 +23,19 @@ pub(crate) fn select_restore(
         RestoreFrom::Nothing => Ok(None),
         RestoreFrom::Path(path) => {
             let r = RestoredCheckpoint::open(path, job_name, max_parallelism).map_err(|e| {
-                JobError::Checkpoint(format!("cannot restore {}: {e}", path.display()))
+                JobError::Restore {
+                    path: path.clone(),
+                    source: Box::new(e),
+                }
             })?;
             log_restoring(&r);
             Ok(Some((Arc::new(r), started.elapsed())))
         }
         RestoreFrom::Latest => {
             let Some(storage) = storage else {
-                return Err(JobError::Checkpoint(
-                    "--restore latest needs state.checkpoints.dir".into(),
-                ));
+                return Err(JobError::RestoreLatestWithoutStorage);
             };
-            let search = find_latest(storage, job_name, max_parallelism, below)
-                .map_err(JobError::Checkpoint)?;
+            let search = find_latest(storage, job_name, max_parallelism, below)?;
             for (id, why) in &search.skipped {
                 log_unusable(*id, why);
             }
@@ -71,7 +71,7 @@ fn log_restoring(r: &RestoredCheckpoint) {
 /// older one. `info` like the other restore messages: the run recovers by
 /// itself, and as a warning the command line would print it with a
 /// `warning: ` it never had.
-pub(crate) fn log_unusable(checkpoint: u64, why: &str) {
+pub(crate) fn log_unusable(checkpoint: u64, why: &dyn std::fmt::Display) {
     tracing::info!(
         target: RESTORE,
         checkpoint,

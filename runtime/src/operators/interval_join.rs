@@ -32,6 +32,7 @@
 //! group, restored, and follow their keys when the stage rescales.
 
 use crate::chain::control::Collector;
+use crate::operators::error::OperatorError;
 use crate::operators::late_data::LateOutput;
 use crate::operators::two_input::KeyedCoProcessFunction;
 use crate::state::key_context::KeyContext;
@@ -98,7 +99,7 @@ impl JoinBounds {
         upper: i64,
         lower_exclusive: bool,
         upper_exclusive: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, OperatorError> {
         let l = if lower_exclusive {
             lower.saturating_add(1)
         } else {
@@ -110,12 +111,12 @@ impl JoinBounds {
             upper
         };
         if l > u {
-            return Err(format!(
-                "interval join bounds leave no interval: lower {lower} ms{} is above upper \
-                 {upper} ms{}",
-                if lower_exclusive { " (exclusive)" } else { "" },
-                if upper_exclusive { " (exclusive)" } else { "" },
-            ));
+            return Err(OperatorError::EmptyJoinInterval {
+                lower,
+                upper,
+                lower_exclusive,
+                upper_exclusive,
+            });
         }
         Ok(Self { lower: l, upper: u })
     }

@@ -2,6 +2,7 @@
 //! frozen tables serialized per key group or as table blocks, and the
 //! restore target of a plain value table.
 
+use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::keyed_restore::restore_entries;
 use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::checkpoint::restore::RestoreScope;
@@ -356,7 +357,7 @@ where
 pub(crate) fn restore_value_state<K, V>(
     scope: &RestoreScope<'_>,
     state: &mut KeyedValueState<K, V>,
-) -> Result<(), String>
+) -> Result<(), RestoreError>
 where
     K: Copy + Eq + KeyHash + Wire,
     V: Copy + Wire,

@@ -1,10 +1,11 @@
 //! What operators remember: the key context, Flink's keyed state kinds in
 //! the worker's arena, state TTL, timers, operator (non-keyed) list
 //! state, the registry of the states a function creates, the visitor that
-//! snapshots and restores them, and their codecs.
+//! snapshots and restores them, their codecs, and [`StateError`].
 
 pub mod aggregating;
 pub mod codec;
+pub mod error;
 pub mod key_context;
 pub mod list;
 pub mod map;
@@ -17,6 +18,7 @@ pub mod value;
 pub mod visitor;
 
 pub use aggregating::{AggregateFunction, KeyedAggregatingState, KeyedReducingState};
+pub use error::StateError;
 pub use key_context::KeyContext;
 pub use list::KeyedListState;
 pub use map::KeyedMapState;

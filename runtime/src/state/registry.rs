@@ -6,32 +6,8 @@ use std::cell::RefCell;
 
 use weir_state::snapshot::MAX_STATE_NAME_LEN;
 
-/// The kind of a state, as the registry records it and its check names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StateKind {
-    /// Keyed state (value, map, list, reducing, aggregating, windows).
-    Keyed,
-    /// Operator (non-keyed) list state.
-    Operator,
-}
-
-impl StateKind {
-    /// How messages name a state of this kind.
-    fn noun(self) -> &'static str {
-        match self {
-            StateKind::Keyed => "state",
-            StateKind::Operator => "operator state",
-        }
-    }
-
-    /// The noun with its article.
-    fn one(self) -> &'static str {
-        match self {
-            StateKind::Keyed => "a state",
-            StateKind::Operator => "an operator state",
-        }
-    }
-}
+pub use crate::state::error::StateKind;
+use crate::state::error::{Result, StateError};
 
 thread_local! {
     /// The states created on this thread since the registry was last
@@ -70,37 +46,35 @@ pub(crate) fn check_state_names(
     mut created: Vec<String>,
     mut visited: Vec<String>,
     reserved: &[&str],
-) -> Result<(), String> {
+) -> Result<()> {
     created.sort();
     visited.sort();
     if let Some(dup) = visited.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!(
-            "has two {}s named `{}`: state names must be unique",
-            kind.noun(),
-            dup[0]
-        ));
+        return Err(StateError::DuplicateName {
+            kind,
+            name: dup[0].clone(),
+        });
     }
     if let Some(bad) = visited
         .iter()
         .find(|v| v.is_empty() || v.len() > MAX_STATE_NAME_LEN)
     {
-        return Err(format!(
-            "has {} named `{bad}`: names must be 1 to {MAX_STATE_NAME_LEN} bytes",
-            kind.one()
-        ));
+        return Err(StateError::InvalidName {
+            kind,
+            name: bad.clone(),
+        });
     }
     if let Some(r) = visited.iter().find(|v| reserved.contains(&v.as_str())) {
-        return Err(format!(
-            "has {} named `{r}`, the name of its timers in checkpoints: rename the state",
-            kind.one()
-        ));
+        return Err(StateError::ReservedName {
+            kind,
+            name: r.clone(),
+        });
     }
     if let Some(missing) = created.iter().find(|c| !visited.contains(c)) {
-        return Err(format!(
-            "creates {} `{missing}` but its visit_state does not visit it: the state would be \
-             lost by checkpoints",
-            kind.noun()
-        ));
+        return Err(StateError::NotVisited {
+            kind,
+            name: missing.clone(),
+        });
     }
     Ok(())
 }

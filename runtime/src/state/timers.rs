@@ -42,6 +42,7 @@
 //! the entries of the subtask's key groups, from whatever subtask wrote
 //! them, so timers follow their keys when the parallelism changes.
 
+use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::FrozenKeyedState;
 use crate::core::time::system_time_ms;
@@ -319,7 +320,7 @@ pub trait TimerQueues<K> {
     fn snapshot(&self, out: &mut Vec<(String, Box<dyn FrozenKeyedState>)>);
 
     /// Registers the timers of the subtask's key groups from a checkpoint.
-    fn restore(&mut self, scope: &RestoreScope<'_>) -> Result<(), String>;
+    fn restore(&mut self, scope: &RestoreScope<'_>) -> Result<(), RestoreError>;
 }
 
 impl<K> TimerQueues<K> for KeyedTimerService<K>
@@ -352,7 +353,7 @@ where
         }
     }
 
-    fn restore(&mut self, scope: &RestoreScope<'_>) -> Result<(), String> {
+    fn restore(&mut self, scope: &RestoreScope<'_>) -> Result<(), RestoreError> {
         restore_queue(scope, EVENT_TIMERS_STATE, &mut self.event)?;
         restore_queue(scope, PROCESSING_TIMERS_STATE, &mut self.processing)
     }
@@ -417,7 +418,7 @@ fn restore_queue<K>(
     scope: &RestoreScope<'_>,
     name: &str,
     queue: &mut TimerQueue<K>,
-) -> Result<(), String>
+) -> Result<(), RestoreError>
 where
     K: Copy + Eq + KeyHash + Wire,
 {
@@ -430,18 +431,14 @@ where
         let mut at = 0;
         found.clear();
         while at < bytes.len() {
-            let (key, n) = K::read(&bytes[at..])
-                .map_err(|e| scope.mark_corrupt(block.describe(name, at, &e)))?;
+            let (key, n) =
+                K::read(&bytes[at..]).map_err(|e| scope.reject(block.malformed(name, at, e)))?;
             let (ts, m) = i64::read(&bytes[at + n..])
-                .map_err(|e| scope.mark_corrupt(block.describe(name, at + n, &e)))?;
+                .map_err(|e| scope.reject(block.malformed(name, at + n, e)))?;
             let hash = key.key_hash();
             let kg = groups.key_group(hash);
             if !block.key_groups.contains(kg) {
-                return Err(scope.mark_corrupt(format!(
-                    "state `{name}`: a timer of key group {kg} is stored in the block of key \
-                     groups {:?} ({})",
-                    block.key_groups, block.segment
-                )));
+                return Err(scope.reject(block.misplaced(name, "timer", kg)));
             }
             if mine.contains(kg) {
                 found.push(Timer { ts, hash, key });
@@ -449,10 +446,7 @@ where
             at += n + m;
         }
         block.check.update(bytes);
-        block
-            .check
-            .finish()
-            .map_err(|e| scope.mark_corrupt(format!("state `{name}`: {e}")))?;
+        scope.finish_check(name, block.check)?;
         for &t in &found {
             queue.register(t);
         }

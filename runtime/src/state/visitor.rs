@@ -2,6 +2,7 @@
 //! restores alike: keyed states ([`KeyedStates`]) and operator states
 //! ([`OperatorStates`](crate::state::visitor::OperatorStates)).
 
+use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::keyed_restore::restore_entries;
 use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::FrozenKeyedState;
@@ -36,7 +37,7 @@ enum Mode<'a, F: ?Sized> {
 /// ([`OperatorStates`](crate::state::visitor::OperatorStates)) are its two kinds.
 pub struct StateVisitor<'a, F: ?Sized> {
     mode: Mode<'a, F>,
-    error: Option<String>,
+    error: Option<RestoreError>,
 }
 
 /// The visitor a [`KeyedProcessFunction`](crate::operators::keyed::function::KeyedProcessFunction)
@@ -66,7 +67,7 @@ impl<'a, F: ?Sized> StateVisitor<'a, F> {
     }
 
     /// The first error a restore met.
-    pub(crate) fn into_error(self) -> Option<String> {
+    pub(crate) fn into_error(self) -> Option<RestoreError> {
         self.error
     }
 
@@ -78,7 +79,7 @@ impl<'a, F: ?Sized> StateVisitor<'a, F> {
         name: &str,
         state: &mut S,
         freeze: impl FnOnce(&S) -> Box<F>,
-        restore: impl FnOnce(&RestoreScope<'_>, &mut S) -> Result<(), String>,
+        restore: impl FnOnce(&RestoreScope<'_>, &mut S) -> Result<(), RestoreError>,
     ) {
         match &mut self.mode {
             Mode::Snapshot(out) => out.push((name.to_owned(), freeze(state))),

@@ -635,13 +635,14 @@ fn falls_back_after(name: &str, damage: impl Fn(&Path), expect_in_error: &str, u
             search.found.as_ref().map(RestoredCheckpoint::id),
             Some(ids[1])
         );
-        search.skipped[0].1.clone()
+        search.skipped[0].1.to_string()
     } else {
         let found = search.found.expect("the manifest and segments are intact");
         assert_eq!(found.id(), ids[0]);
         found
             .verify()
             .expect_err("a flipped byte fails verification")
+            .to_string()
     };
     assert!(
         error.contains(expect_in_error),

@@ -2,6 +2,7 @@
 //! (mode tag, u32 count, elements' wire bytes) and the restore that reads
 //! every old subtask's blocks back and takes this subtask's share.
 
+use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::FrozenOperatorList;
 use crate::core::snapshot::Redistribution;
@@ -59,23 +60,25 @@ pub(crate) fn decode_block<T: Wire>(
     extent: &Extent,
     mode: Redistribution,
     into: &mut Vec<T>,
-) -> Result<(), String> {
+) -> Result<(), RestoreError> {
     let mut block = scope.open_block(extent)?;
     let payload = block.payload;
     block.check.update(payload);
-    block
-        .check
-        .finish()
-        .map_err(|e| scope.mark_corrupt(e.to_string()))?;
-    decode_payload(payload, mode, into).map_err(|e| match e {
-        PayloadError::Mode(stored) => format!(
-            "operator state `{name}` was checkpointed as {stored} and is now declared as {mode}: \
-             the redistribution mode of a state cannot change"
-        ),
-        PayloadError::Malformed(what) => scope.mark_corrupt(format!(
-            "operator state `{name}`: block at offset {} of {} is malformed: {what}",
-            extent.offset, extent.segment
-        )),
+    scope.finish_check(name, block.check)?;
+    decode_payload(payload, mode, into).map_err(|e| {
+        scope.reject(match e {
+            PayloadError::Mode(stored) => RestoreError::Redistribution {
+                state: name.to_owned(),
+                stored,
+                declared: mode,
+            },
+            PayloadError::Malformed(what) => RestoreError::MalformedListBlock {
+                state: name.to_owned(),
+                segment: extent.segment.clone(),
+                offset: extent.offset,
+                what,
+            },
+        })
     })
 }
 

@@ -8,6 +8,7 @@
 //! checkpoint freezes a list in O(chunks): the frozen view shares the
 //! chunks copy-on-write while the function keeps writing.
 
+use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::Redistribution;
 use crate::state::operator::blocks::{decode_block, FrozenList};
@@ -212,7 +213,7 @@ pub(crate) fn restore_list<T: Copy + Wire>(
     scope: &RestoreScope<'_>,
     list: &mut ArenaList<T>,
     mode: Redistribution,
-) -> Result<(), String> {
+) -> Result<(), RestoreError> {
     let name = list.name.clone();
     let info = scope.subtask_info();
     let Some((old_parallelism, subtasks)) = scope.operator_state_extents(&name) else {
@@ -221,10 +222,11 @@ pub(crate) fn restore_list<T: Copy + Wire>(
     let mut old: Vec<Vec<T>> = vec![Vec::new(); old_parallelism as usize];
     for (index, extents) in subtasks {
         let Some(elements) = old.get_mut(index as usize) else {
-            return Err(scope.mark_corrupt(format!(
-                "operator state `{name}`: the checkpoint names subtask {index} of parallelism \
-                 {old_parallelism}"
-            )));
+            return Err(scope.reject(RestoreError::UnknownSubtask {
+                state: name,
+                index,
+                parallelism: old_parallelism,
+            }));
         };
         for e in extents {
             decode_block(scope, &name, e, mode, elements)?;

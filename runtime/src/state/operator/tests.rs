@@ -194,16 +194,20 @@ fn a_wrong_mode_or_malformed_payload_is_refused() {
 fn state_names_are_checked() {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     assert!(check_state_names(StateKind::Operator, s(&["a", "b"]), s(&["b", "a"]), &[]).is_ok());
-    let dup =
-        check_state_names(StateKind::Operator, s(&["a", "a"]), s(&["a", "a"]), &[]).unwrap_err();
+    let dup = check_state_names(StateKind::Operator, s(&["a", "a"]), s(&["a", "a"]), &[])
+        .unwrap_err()
+        .to_string();
     assert!(dup.contains("two operator states named `a`"), "{dup}");
-    let missing =
-        check_state_names(StateKind::Operator, s(&["a", "b"]), s(&["a"]), &[]).unwrap_err();
+    let missing = check_state_names(StateKind::Operator, s(&["a", "b"]), s(&["a"]), &[])
+        .unwrap_err()
+        .to_string();
     assert!(
         missing.contains("creates operator state `b` but its visit_state does not visit it"),
         "{missing}"
     );
-    let empty = check_state_names(StateKind::Operator, s(&[""]), s(&[""]), &[]).unwrap_err();
+    let empty = check_state_names(StateKind::Operator, s(&[""]), s(&[""]), &[])
+        .unwrap_err()
+        .to_string();
     assert!(empty.contains("names must be 1 to 255 bytes"), "{empty}");
 }
 

@@ -72,3 +72,95 @@ fn a_snapshot_serializes_each_timer_in_its_key_group() {
     let expected: Vec<(u64, i64)> = (0..100u64).map(|k| (k, k as i64 * 10)).collect();
     assert_eq!(seen, expected);
 }
+
+/// A checkpoint of operator `timed` (parallelism 1, 128 key groups) in a
+/// fresh directory named after `test`, whose event-time timers block
+/// holds `payload`.
+fn checkpoint_with_timers(test: &str, payload: &[u8]) -> crate::checkpoint::RestoredCheckpoint {
+    use weir_state::snapshot::{
+        BlockKind, InlineState, Manifest, OperatorSnapshot, SegmentWriter, SubtaskSnapshot,
+    };
+    let dir = std::env::temp_dir().join(format!("weir-timers-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let all = KeyGroupRange::new(0, 128);
+    let mut segment = SegmentWriter::create(dir.join("w000.seg")).unwrap();
+    let extent = segment
+        .append_block(BlockKind::KeyedState, all, EVENT_TIMERS_STATE, payload)
+        .unwrap();
+    segment.finish().unwrap();
+    let manifest = Manifest {
+        job_name: "timers".into(),
+        checkpoint_id: 7,
+        timestamp_ms: 0,
+        max_parallelism: 128,
+        operators: vec![OperatorSnapshot {
+            uid: "timed".into(),
+            parallelism: 1,
+            subtasks: vec![SubtaskSnapshot {
+                index: 0,
+                key_groups: all,
+                extents: vec![extent],
+                inline_state: vec![InlineState {
+                    name: "flag".into(),
+                    bytes: vec![1],
+                }],
+            }],
+        }],
+    };
+    manifest.write(&dir, "_metadata").unwrap();
+    let restored = crate::checkpoint::RestoredCheckpoint::open(&dir, "timers", 128).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    restored
+}
+
+fn subtask(index: usize, parallelism: usize) -> crate::core::SubtaskInfo {
+    crate::core::SubtaskInfo {
+        index,
+        parallelism,
+        worker: 0,
+        max_parallelism: 128,
+    }
+}
+
+/// A timers block that does not decode makes the checkpoint unusable (an
+/// older one is then restored): the error is the outside world's and
+/// names the operator, the state, the segment and the offset.
+#[test]
+fn a_malformed_timers_block_makes_the_checkpoint_unusable() {
+    let restored = checkpoint_with_timers("malformed", &[1, 2, 3]);
+    let scope = restored.scope("timed", &subtask(0, 1));
+    let mut s: KeyedTimerService<u64> = KeyedTimerService::with_clock(|| 0);
+    let e = TimerQueues::restore(&mut s, &scope).unwrap_err();
+    assert!(e.unusable(), "{e}");
+    assert_eq!(e.fault(), crate::core::Fault::Outside);
+    let corrupt = restored
+        .corrupt()
+        .expect("recorded as unusable")
+        .to_string();
+    for part in [
+        "operator `timed` subtask 0",
+        "state `_timers_event`",
+        "w000.seg",
+        "offset 0",
+    ] {
+        assert!(corrupt.contains(part), "{part}: {corrupt}");
+    }
+}
+
+/// Per-subtask state asked to rescale is refused as the user's mistake:
+/// the checkpoint stays usable, so no older one replaces it.
+#[test]
+fn a_refused_rescale_leaves_the_checkpoint_usable() {
+    let restored = checkpoint_with_timers("rescale", &[]);
+    let e = restored
+        .scope("timed", &subtask(1, 2))
+        .inline("flag")
+        .unwrap_err();
+    assert!(!e.unusable(), "{e}");
+    assert_eq!(e.fault(), crate::core::Fault::User);
+    assert!(e
+        .to_string()
+        .contains("had parallelism 1 in checkpoint 7, now 2"));
+    assert!(restored.corrupt().is_none());
+}

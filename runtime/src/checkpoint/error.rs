@@ -1,0 +1,392 @@
+//! The errors of checkpointing: [`CheckpointError`] for taking checkpoints
+//! (the checkpoint directory, the writer, the coordinator) and
+//! [`RestoreError`] for reading one back.
+//!
+//! I/O errors say what was being done to which file, as glommio's
+//! `EnhancedIoError` does; restore errors name the file, the offset, the
+//! state, the key groups or the operator involved and what was expected.
+//! Every error says whose fault it is ([`Fault`]) and whether a retry can
+//! help; a restore error also says whether it makes the checkpoint unusable
+//! ([`RestoreError::unusable`]), which decides whether an older checkpoint
+//! is tried.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use weir_state::snapshot::{BlockKind, SnapshotError};
+use weir_state::KeyGroupRange;
+
+use crate::core::fault::Fault;
+use crate::core::snapshot::Redistribution;
+
+/// Result of taking checkpoints.
+pub type Result<T, E = CheckpointError> = std::result::Result<T, E>;
+
+/// Why a checkpoint could not be taken, or the checkpoint directory not
+/// read or changed.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// An operation on the checkpoint directory or a file the checkpoint
+    /// syncs failed.
+    #[error("cannot {op} {}: {source}", path.display())]
+    Io {
+        /// What was being done, e.g. `"list checkpoint directory"`.
+        op: &'static str,
+        /// The file or directory it was done to.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing, syncing or closing a segment file failed (the error names
+    /// the segment and the operation).
+    #[error(transparent)]
+    Segment(#[from] SnapshotError),
+    /// More consecutive checkpoints failed than
+    /// `execution.checkpointing.tolerable-failed-checkpoints` allows: the
+    /// job fails.
+    #[error(
+        "{failed} consecutive checkpoints failed, more than \
+         execution.checkpointing.tolerable-failed-checkpoints = {tolerable} \
+         (last: checkpoint {last} {reason})"
+    )]
+    TooManyFailures {
+        /// Consecutive failed checkpoints.
+        failed: u32,
+        /// The tolerated number.
+        tolerable: u32,
+        /// The last failed checkpoint.
+        last: u64,
+        /// Why it failed.
+        reason: String,
+    },
+}
+
+impl CheckpointError {
+    /// A [`CheckpointError::Io`].
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Self::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Whose fault it is: the outside world's (the disk, or checkpoints
+    /// failing one after the other because of it), except a block the
+    /// segment format cannot hold (a payload or state name too large),
+    /// which is the user's.
+    pub fn fault(&self) -> Fault {
+        match self {
+            Self::Segment(SnapshotError::Io { source, .. })
+                if source.kind() == io::ErrorKind::InvalidInput =>
+            {
+                Fault::User
+            }
+            _ => Fault::Outside,
+        }
+    }
+
+    /// Whether trying again can help: every checkpoint is a fresh attempt,
+    /// and a job failed by too many failed checkpoints restarts as its
+    /// restart strategy allows; a block the format cannot hold stays so.
+    pub fn retryable(&self) -> bool {
+        self.fault() != Fault::User
+    }
+}
+
+/// Why a checkpoint cannot be restored.
+///
+/// [`unusable`](Self::unusable) splits the variants in two. Either the
+/// checkpoint itself is bad (incomplete, truncated, corrupt): an older
+/// checkpoint may do, and a restore of the latest checkpoint falls back to
+/// it, also when a worker finds the damage while loading. Or the checkpoint
+/// is sound but does not fit the job as it now runs (per-subtask state
+/// asked to rescale, a state declared another way, fewer inputs): the user
+/// must change the job or pick another checkpoint, and the restore fails.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RestoreError {
+    // The checkpoint is unusable.
+    /// The checkpoint has no manifest: it never completed.
+    #[error("{} is missing: the checkpoint is incomplete", manifest.display())]
+    Incomplete {
+        /// The missing manifest.
+        manifest: PathBuf,
+    },
+    /// The manifest or a segment cannot be read or fails its checks (the
+    /// error names the file, and for a block its offset).
+    #[error(transparent)]
+    Snapshot(Arc<SnapshotError>),
+    /// The manifest names a segment outside the checkpoint's directory.
+    #[error(
+        "{} names segment `{segment}` outside the checkpoint directory",
+        manifest.display()
+    )]
+    SegmentOutside {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The segment it names.
+        segment: String,
+    },
+    /// A segment is shorter than a block the manifest places in it.
+    #[error(
+        "{} is truncated: {len} bytes, but the block at offset {offset} needs {needed}",
+        segment.display()
+    )]
+    Truncated {
+        /// The segment file.
+        segment: PathBuf,
+        /// Its length.
+        len: u64,
+        /// Offset of the block.
+        offset: u64,
+        /// The block's length.
+        needed: u64,
+    },
+    /// A block of state `state` fails its checks: header, padding or
+    /// payload checksum (the error names the segment and the offset).
+    #[error("state `{state}`: {source}")]
+    Block {
+        /// The state (or channel) the block belongs to.
+        state: String,
+        /// What failed.
+        #[source]
+        source: Arc<SnapshotError>,
+    },
+    /// A keyed block's payload does not hold what its format says (an
+    /// entry that does not decode, bytes after the last entry, a bad table
+    /// header).
+    #[error(
+        "state `{state}`: {kind} block of key groups {key_groups:?} at offset {offset} in \
+         {segment} is malformed at payload byte {pos}: {what}"
+    )]
+    MalformedBlock {
+        /// The state.
+        state: String,
+        /// The block's kind.
+        kind: BlockKind,
+        /// The key groups the block holds.
+        key_groups: KeyGroupRange,
+        /// The segment.
+        segment: String,
+        /// The block's offset in the segment.
+        offset: u64,
+        /// Where in the payload the problem is.
+        pos: usize,
+        /// What is wrong.
+        what: String,
+    },
+    /// A keyed block holds an entry of a key group outside its own.
+    #[error(
+        "state `{state}`: a {entry} of key group {key_group} is stored in the {kind} block of \
+         key groups {key_groups:?} at offset {offset} in {segment}"
+    )]
+    MisplacedEntry {
+        /// The state.
+        state: String,
+        /// What the entry is (`"key"`, `"timer"`).
+        entry: &'static str,
+        /// The entry's key group.
+        key_group: u32,
+        /// The block's kind.
+        kind: BlockKind,
+        /// The key groups the block holds.
+        key_groups: KeyGroupRange,
+        /// The segment.
+        segment: String,
+        /// The block's offset in the segment.
+        offset: u64,
+    },
+    /// An operator list state's block does not hold what its header says.
+    #[error(
+        "operator state `{state}`: block at offset {offset} of {segment} is malformed: {what}"
+    )]
+    MalformedListBlock {
+        /// The state.
+        state: String,
+        /// The segment.
+        segment: String,
+        /// The block's offset in the segment.
+        offset: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// The manifest gives an operator list state a subtask its operator
+    /// did not have.
+    #[error(
+        "operator state `{state}`: the checkpoint names subtask {index} of parallelism \
+         {parallelism}"
+    )]
+    UnknownSubtask {
+        /// The state.
+        state: String,
+        /// The subtask named.
+        index: u32,
+        /// The operator's parallelism in the checkpoint.
+        parallelism: u32,
+    },
+
+    // The checkpoint does not fit the job: the user's to fix.
+    /// The checkpoint belongs to another job.
+    #[error("{} belongs to job `{found}`, not `{expected}`", manifest.display())]
+    OtherJob {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The checkpoint's job.
+        found: String,
+        /// The job restoring.
+        expected: String,
+    },
+    /// The checkpoint was taken with another number of key groups.
+    #[error(
+        "{} was taken with pipeline.max-parallelism {found}, the job runs with {expected} \
+         (key groups cannot be remapped)",
+        manifest.display()
+    )]
+    MaxParallelism {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The checkpoint's max parallelism.
+        found: u32,
+        /// The job's.
+        expected: u32,
+    },
+    /// An operator with per-subtask state runs at another parallelism.
+    #[error(
+        "operator `{uid}` had parallelism {was} in checkpoint {checkpoint}, now {now}: its \
+         per-subtask state (a source position, a sink's transactions, channel state) cannot be \
+         redistributed; only keyed state and operator list state can"
+    )]
+    Rescale {
+        /// The operator.
+        uid: String,
+        /// The checkpoint.
+        checkpoint: u64,
+        /// Its parallelism in the checkpoint.
+        was: u32,
+        /// Its parallelism now.
+        now: usize,
+    },
+    /// The checkpoint holds channel state of an input the subtask no
+    /// longer has.
+    #[error(
+        "checkpoint {checkpoint} holds channel state `{channel}` of operator `{uid}` subtask \
+         {subtask}, which has only {inputs} inputs now"
+    )]
+    ChannelInputs {
+        /// The checkpoint.
+        checkpoint: u64,
+        /// The channel state's name.
+        channel: String,
+        /// The operator (the exchange's input).
+        uid: String,
+        /// The subtask.
+        subtask: usize,
+        /// Its inputs now.
+        inputs: usize,
+    },
+    /// An operator list state was checkpointed with another redistribution
+    /// mode than it is declared with now.
+    #[error(
+        "operator state `{state}` was checkpointed as {stored} and is now declared as \
+         {declared}: the redistribution mode of a state cannot change"
+    )]
+    Redistribution {
+        /// The state.
+        state: String,
+        /// The mode in the checkpoint.
+        stored: Redistribution,
+        /// The mode declared now.
+        declared: Redistribution,
+    },
+
+    // Ours.
+    /// A block of a segment that was not opened with the checkpoint.
+    #[error("segment {segment} was not opened with the checkpoint")]
+    SegmentNotOpened {
+        /// The segment.
+        segment: String,
+    },
+    /// Verifying a segment panicked.
+    #[error("verifying segment {} panicked", segment.display())]
+    VerifyPanicked {
+        /// The segment.
+        segment: PathBuf,
+    },
+
+    // Context.
+    /// An error of one operator subtask's restore, naming the operator.
+    #[error("operator `{uid}` subtask {subtask}: {source}")]
+    Operator {
+        /// The operator.
+        uid: String,
+        /// The restoring subtask.
+        subtask: usize,
+        /// What failed.
+        #[source]
+        source: Box<RestoreError>,
+    },
+}
+
+impl From<SnapshotError> for RestoreError {
+    fn from(e: SnapshotError) -> Self {
+        Self::Snapshot(Arc::new(e))
+    }
+}
+
+impl RestoreError {
+    /// Whether the checkpoint itself is bad (missing, truncated or corrupt
+    /// data): an older checkpoint may do. A worker that finds such an error
+    /// while loading marks the checkpoint unusable
+    /// ([`RestoredCheckpoint::corrupt`](crate::checkpoint::restore::RestoredCheckpoint::corrupt)):
+    /// the attempt is abandoned before any record is processed and, unless
+    /// the checkpoint was named explicitly, the next older one is restored.
+    /// False for a checkpoint that does not fit the job (the user's to fix:
+    /// the restore fails) and for weir's own faults.
+    pub fn unusable(&self) -> bool {
+        match self {
+            Self::Incomplete { .. }
+            | Self::Snapshot(_)
+            | Self::SegmentOutside { .. }
+            | Self::Truncated { .. }
+            | Self::Block { .. }
+            | Self::MalformedBlock { .. }
+            | Self::MisplacedEntry { .. }
+            | Self::MalformedListBlock { .. }
+            | Self::UnknownSubtask { .. } => true,
+            Self::OtherJob { .. }
+            | Self::MaxParallelism { .. }
+            | Self::Rescale { .. }
+            | Self::ChannelInputs { .. }
+            | Self::Redistribution { .. }
+            | Self::SegmentNotOpened { .. }
+            | Self::VerifyPanicked { .. } => false,
+            Self::Operator { source, .. } => source.unusable(),
+        }
+    }
+
+    /// Whose fault it is: the outside world's for an unusable checkpoint,
+    /// the user's for one that does not fit the job, ours for a broken
+    /// invariant.
+    pub fn fault(&self) -> Fault {
+        match self {
+            Self::Operator { source, .. } => source.fault(),
+            Self::SegmentNotOpened { .. } | Self::VerifyPanicked { .. } => Fault::Ours,
+            e if e.unusable() => Fault::Outside,
+            _ => Fault::User,
+        }
+    }
+
+    /// Whether restoring the same checkpoint again can help: only after an
+    /// I/O error (a file that could not be opened or read).
+    pub fn retryable(&self) -> bool {
+        match self {
+            Self::Snapshot(e) | Self::Block { source: e, .. } => {
+                matches!(**e, SnapshotError::Io { .. })
+            }
+            Self::Operator { source, .. } => source.retryable(),
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,463 @@
+//! The two-phase-commit file sink: pending files, commits, aborts and
+//! recovery of every state a crash can leave behind.
+
+use super::*;
+
+static DIRS: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(test: &str) -> Self {
+        let n = DIRS.fetch_add(1, Ordering::Relaxed);
+        let p =
+            std::env::temp_dir().join(format!("weir-file-sink-{}-{test}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&p);
+        Self(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn info(index: usize, parallelism: usize) -> SubtaskInfo {
+    SubtaskInfo {
+        index,
+        parallelism,
+        worker: 0,
+        max_parallelism: 128,
+    }
+}
+
+type LineSink = TransactionalFileSink<u64, fn(&u64, &mut Vec<u8>)>;
+
+/// Record `r` is the line `r,1,r*3` (the shape W1 writes).
+fn format_line(r: &u64, out: &mut Vec<u8>) {
+    writeln!(out, "{r},1,{}", r * 3).unwrap();
+}
+
+fn line(r: u64) -> String {
+    format!("{r},1,{}", r * 3)
+}
+
+fn sink(dir: &Path, subtask: usize) -> LineSink {
+    TransactionalFileSink::new(
+        dir,
+        &info(subtask, 2),
+        format_line as fn(&u64, &mut Vec<u8>),
+    )
+}
+
+fn feed(sink: &mut LineSink, records: std::ops::Range<u64>) {
+    for r in records {
+        sink.invoke(r);
+    }
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+fn hidden(dir: &Path) -> Vec<String> {
+    names(dir)
+        .into_iter()
+        .filter(|n| n.starts_with('.'))
+        .collect()
+}
+
+/// The lines of every committed file, sorted.
+fn committed_lines(dir: &Path) -> Vec<String> {
+    let mut lines = Vec::new();
+    for name in names(dir) {
+        if name.starts_with("part-") {
+            let text = fs::read_to_string(dir.join(&name)).unwrap();
+            assert!(text.is_empty() || text.ends_with('\n'), "{name}");
+            lines.extend(text.lines().map(str::to_string));
+        }
+    }
+    lines.sort();
+    lines
+}
+
+fn expected(records: impl IntoIterator<Item = u64>) -> Vec<String> {
+    let mut v: Vec<String> = records.into_iter().map(line).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn commit_makes_output_visible_only_after_notify() {
+    let d = TempDir::new("commit");
+    let mut s = sink(&d.0, 1);
+    s.initialize_state(None).unwrap();
+    feed(&mut s, 0..100);
+    assert_eq!(committed_lines(&d.0), Vec::<String>::new());
+    let state = s.snapshot_state(1).unwrap();
+    assert_eq!(decode_state(&state, 1).unwrap(), vec![1]);
+    assert_eq!(names(&d.0), vec![".pending-0001-0000000001".to_string()]);
+    assert_eq!(committed_lines(&d.0), Vec::<String>::new());
+    s.notify_checkpoint_complete(1).unwrap();
+    assert_eq!(names(&d.0), vec!["part-0001-0000000001".to_string()]);
+    assert_eq!(committed_lines(&d.0), expected(0..100));
+    // A repeated notification changes nothing.
+    s.notify_checkpoint_complete(1).unwrap();
+    assert_eq!(committed_lines(&d.0), expected(0..100));
+}
+
+#[test]
+fn large_transactions_spill_to_a_hidden_file_before_the_barrier() {
+    let d = TempDir::new("spill");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    let n = 50_000; // about 650 KB of lines: several buffer writes
+    feed(&mut s, 0..n);
+    let hidden_now = hidden(&d.0);
+    assert_eq!(hidden_now.len(), 1, "{hidden_now:?}");
+    assert!(hidden_now[0].starts_with(".inprogress-0000-"));
+    assert!(fs::metadata(d.0.join(&hidden_now[0])).unwrap().len() >= WRITE_AT as u64);
+    assert_eq!(committed_lines(&d.0), Vec::<String>::new());
+    s.snapshot_state(7).unwrap();
+    s.notify_checkpoint_complete(7).unwrap();
+    assert_eq!(committed_lines(&d.0), expected(0..n));
+    assert!(hidden(&d.0).is_empty());
+}
+
+#[test]
+fn empty_transactions_create_no_file() {
+    let d = TempDir::new("empty");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    let state = s.snapshot_state(1).unwrap();
+    assert_eq!(decode_state(&state, 1).unwrap(), Vec::<u64>::new());
+    assert!(names(&d.0).is_empty());
+    s.notify_checkpoint_complete(1).unwrap();
+    feed(&mut s, 0..3);
+    s.snapshot_state(2).unwrap();
+    let state = s.snapshot_state(3).unwrap(); // empty, 2 still pending
+    assert_eq!(decode_state(&state, 3).unwrap(), vec![2]);
+    s.notify_checkpoint_complete(3).unwrap();
+    assert_eq!(names(&d.0), vec!["part-0000-0000000002".to_string()]);
+    assert_eq!(committed_lines(&d.0), expected(0..3));
+}
+
+#[test]
+fn one_notification_commits_every_earlier_pending_transaction() {
+    let d = TempDir::new("several");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    feed(&mut s, 0..10);
+    s.snapshot_state(1).unwrap();
+    feed(&mut s, 10..20);
+    s.snapshot_state(2).unwrap();
+    feed(&mut s, 20..30);
+    let state = s.snapshot_state(4).unwrap();
+    assert_eq!(decode_state(&state, 4).unwrap(), vec![1, 2, 4]);
+    feed(&mut s, 30..40);
+    s.snapshot_state(5).unwrap();
+    // Checkpoint 4 completes after barrier 5 was taken.
+    s.notify_checkpoint_complete(4).unwrap();
+    assert_eq!(committed_lines(&d.0), expected(0..30));
+    assert_eq!(hidden(&d.0), vec![".pending-0000-0000000005".to_string()]);
+    s.finish();
+    let state = s.snapshot_state(6).unwrap();
+    assert_eq!(decode_state(&state, 6).unwrap(), vec![5]);
+    s.notify_checkpoint_complete(6).unwrap();
+    assert_eq!(committed_lines(&d.0), expected(0..40));
+    assert!(hidden(&d.0).is_empty());
+}
+
+#[test]
+fn checkpointing_off_commits_everything_as_transaction_zero() {
+    let d = TempDir::new("off");
+    for run in 0..2 {
+        // Running the job twice into the same directory replaces the
+        // output of the first run.
+        let mut s = sink(&d.0, 0);
+        s.initialize_state(None).unwrap();
+        feed(&mut s, 0..25);
+        s.finish();
+        s.snapshot_state(0).unwrap();
+        s.notify_checkpoint_complete(0).unwrap();
+        assert_eq!(
+            names(&d.0),
+            vec!["part-0000-0000000000".to_string()],
+            "run {run}"
+        );
+        assert_eq!(committed_lines(&d.0), expected(0..25));
+    }
+}
+
+#[test]
+fn subtasks_share_the_directory_without_touching_each_other() {
+    let d = TempDir::new("subtasks");
+    let mut a = sink(&d.0, 0);
+    let mut b = sink(&d.0, 1);
+    a.initialize_state(None).unwrap();
+    b.initialize_state(None).unwrap();
+    feed(&mut a, 0..10);
+    feed(&mut b, 10..20);
+    let sa = a.snapshot_state(1).unwrap();
+    b.snapshot_state(1).unwrap();
+    a.notify_checkpoint_complete(1).unwrap();
+    b.notify_checkpoint_complete(1).unwrap();
+    feed(&mut b, 20..30);
+    b.snapshot_state(2).unwrap();
+    b.notify_checkpoint_complete(2).unwrap();
+    // Subtask 0 restarts from checkpoint 1: subtask 1's part of 2 stays.
+    let mut a2 = sink(&d.0, 0);
+    a2.initialize_state(Some((1, &sa))).unwrap();
+    assert_eq!(committed_lines(&d.0), expected(0..30));
+}
+
+/// (a) Barrier 2 taken but checkpoint 2 never completes; restart from 1.
+#[test]
+fn restart_from_an_older_checkpoint_aborts_newer_transactions() {
+    let d = TempDir::new("restart-a");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    feed(&mut s, 0..10);
+    let state1 = s.snapshot_state(1).unwrap();
+    feed(&mut s, 10..20);
+    s.snapshot_state(2).unwrap();
+    s.notify_checkpoint_complete(1).unwrap(); // late, after barrier 2
+                                              // In progress when the crash comes, partly written to disk.
+    feed(&mut s, 20..30_000);
+    drop(s);
+    let before = hidden(&d.0);
+    assert_eq!(before.len(), 2, "{before:?}");
+    assert!(before[0].starts_with(".inprogress-0000-"), "{before:?}");
+    assert_eq!(before[1], ".pending-0000-0000000002");
+
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(Some((1, &state1))).unwrap();
+    assert_eq!(names(&d.0), vec!["part-0000-0000000001".to_string()]);
+    // The replay starts after checkpoint 1.
+    feed(&mut s, 10..30_000);
+    s.finish();
+    s.snapshot_state(3).unwrap();
+    s.notify_checkpoint_complete(3).unwrap();
+    assert_eq!(committed_lines(&d.0), expected(0..30_000));
+    assert!(hidden(&d.0).is_empty());
+}
+
+/// (b) Crash after checkpoint 2 was committed; restart from 2.
+#[test]
+fn restart_after_commit_recommits_nothing() {
+    let d = TempDir::new("restart-b");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    feed(&mut s, 0..10);
+    s.snapshot_state(1).unwrap();
+    s.notify_checkpoint_complete(1).unwrap();
+    feed(&mut s, 10..20);
+    let state2 = s.snapshot_state(2).unwrap();
+    s.notify_checkpoint_complete(2).unwrap();
+    feed(&mut s, 20..23);
+    s.snapshot_state(3).unwrap(); // never completes
+    drop(s);
+
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(Some((2, &state2))).unwrap();
+    assert_eq!(
+        names(&d.0),
+        vec![
+            "part-0000-0000000001".to_string(),
+            "part-0000-0000000002".to_string()
+        ]
+    );
+    feed(&mut s, 20..30);
+    s.snapshot_state(4).unwrap();
+    s.notify_checkpoint_complete(4).unwrap();
+    assert_eq!(committed_lines(&d.0), expected(0..30));
+    assert!(hidden(&d.0).is_empty());
+}
+
+/// (c) Crash between pre-commit and commit of checkpoint 2, which is
+/// complete; restart from 2 commits it.
+#[test]
+fn restart_commits_the_pending_transactions_of_the_restored_checkpoint() {
+    let d = TempDir::new("restart-c");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    feed(&mut s, 0..10);
+    s.snapshot_state(1).unwrap();
+    feed(&mut s, 10..20);
+    let state2 = s.snapshot_state(2).unwrap();
+    assert_eq!(decode_state(&state2, 2).unwrap(), vec![1, 2]);
+    feed(&mut s, 20..24);
+    drop(s);
+    assert_eq!(committed_lines(&d.0), Vec::<String>::new());
+
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(Some((2, &state2))).unwrap();
+    assert_eq!(committed_lines(&d.0), expected(0..20));
+    assert!(hidden(&d.0).is_empty());
+    feed(&mut s, 20..30);
+    s.snapshot_state(3).unwrap();
+    s.notify_checkpoint_complete(3).unwrap();
+    assert_eq!(committed_lines(&d.0), expected(0..30));
+}
+
+/// (d) Checkpoint 2 was committed but is found corrupt; restart from 1
+/// removes its part file, and the replay writes its records again.
+#[test]
+fn restart_from_before_a_committed_checkpoint_removes_its_output() {
+    let d = TempDir::new("restart-d");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    feed(&mut s, 0..10);
+    let state1 = s.snapshot_state(1).unwrap();
+    s.notify_checkpoint_complete(1).unwrap();
+    feed(&mut s, 10..20);
+    s.snapshot_state(2).unwrap();
+    s.notify_checkpoint_complete(2).unwrap();
+    drop(s);
+
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(Some((1, &state1))).unwrap();
+    assert_eq!(names(&d.0), vec!["part-0000-0000000001".to_string()]);
+    feed(&mut s, 10..30);
+    s.snapshot_state(3).unwrap();
+    s.notify_checkpoint_complete(3).unwrap();
+    assert_eq!(committed_lines(&d.0), expected(0..30));
+}
+
+#[test]
+fn a_fresh_start_removes_all_earlier_output_of_the_subtask() {
+    let d = TempDir::new("fresh");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    feed(&mut s, 0..10);
+    s.snapshot_state(1).unwrap();
+    s.notify_checkpoint_complete(1).unwrap();
+    feed(&mut s, 10..15);
+    s.snapshot_state(2).unwrap();
+    drop(s);
+    // Nothing restorable: the whole input is replayed.
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    assert!(names(&d.0).is_empty());
+    feed(&mut s, 0..15);
+    s.snapshot_state(3).unwrap();
+    s.notify_checkpoint_complete(3).unwrap();
+    assert_eq!(committed_lines(&d.0), expected(0..15));
+}
+
+#[test]
+fn committed_output_is_never_overwritten() {
+    let d = TempDir::new("both");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    feed(&mut s, 0..5);
+    s.snapshot_state(1).unwrap();
+    let part = s.part_path(1);
+    fs::write(&part, "someone else's\n").unwrap();
+    let err = s.notify_checkpoint_complete(1).unwrap_err();
+    assert!(err.contains(".pending-0000-0000000001"), "{err}");
+    assert!(err.contains(&part.display().to_string()), "{err}");
+    assert_eq!(fs::read_to_string(&part).unwrap(), "someone else's\n");
+}
+
+#[test]
+fn a_lost_pending_file_is_an_error() {
+    let d = TempDir::new("lost");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    feed(&mut s, 0..5);
+    let state = s.snapshot_state(1).unwrap();
+    drop(s);
+    fs::remove_file(d.0.join(".pending-0000-0000000001")).unwrap();
+    let mut s = sink(&d.0, 0);
+    let err = s.initialize_state(Some((1, &state))).unwrap_err();
+    assert!(err.contains(".pending-0000-0000000001"), "{err}");
+    assert!(err.contains("part-0000-0000000001"), "{err}");
+}
+
+#[test]
+fn malformed_states_are_rejected_with_the_reason() {
+    let d = TempDir::new("malformed");
+    let dir = d.0.display().to_string();
+    let cases: [(&[u8], &str); 7] = [
+        (&[], "empty"),
+        (&[2, 0], "version 2"),
+        (&[1], "count is truncated"),
+        (&[1, 3, 1], "3 transactions"),
+        (&[1, 2, 1, 0], "not increasing"),
+        (&[1, 1, 9], "transaction 9, newer"),
+        (&[1, 1, 1, 0], "1 unexpected bytes"),
+    ];
+    for (bytes, why) in cases {
+        let mut s = sink(&d.0, 0);
+        let err = s.initialize_state(Some((5, bytes))).unwrap_err();
+        assert!(err.contains(&dir) && err.contains(why), "{bytes:?}: {err}");
+    }
+    let mut s = sink(&d.0, 0);
+    let too_big = [
+        1, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+    ];
+    let err = s.initialize_state(Some((5, &too_big))).unwrap_err();
+    assert!(err.contains("64 bits"), "{err}");
+}
+
+#[test]
+fn state_encoding_round_trips_and_is_compact() {
+    for ids in [
+        vec![],
+        vec![0],
+        vec![1, 2, 3],
+        vec![7, 300, 1 << 40, u64::MAX],
+    ] {
+        let bytes = encode_state(&ids);
+        assert_eq!(decode_state(&bytes, u64::MAX).unwrap(), ids);
+    }
+    assert_eq!(encode_state(&[1000, 1001]), vec![1, 2, 0xe8, 0x07, 1]);
+}
+
+#[test]
+fn checkpoint_ids_must_increase() {
+    let d = TempDir::new("ids");
+    let mut s = sink(&d.0, 0);
+    let err = s.snapshot_state(1).unwrap_err();
+    assert!(err.contains("before initialize_state"), "{err}");
+    s.initialize_state(Some((4, &[1, 0]))).unwrap();
+    let err = s.snapshot_state(4).unwrap_err();
+    assert!(
+        err.contains("checkpoint id 4 is not above the previous one, 4"),
+        "{err}"
+    );
+    s.snapshot_state(5).unwrap();
+    assert!(s.snapshot_state(5).is_err());
+    assert!(s.initialize_state(None).unwrap_err().contains("twice"));
+}
+
+#[test]
+fn only_this_sinks_names_are_recognized() {
+    let n = Names::new(3);
+    assert_eq!(
+        n.classify(".inprogress-0003-1a-2b-0"),
+        Some(Kind::InProgress)
+    );
+    assert_eq!(
+        n.classify(".pending-0003-0000000042"),
+        Some(Kind::Pending(42))
+    );
+    assert_eq!(n.classify("part-0003-0000000042"), Some(Kind::Part(42)));
+    assert_eq!(n.classify("part-0013-0000000042"), None);
+    assert_eq!(n.classify("part-00031-0000000042"), None);
+    assert_eq!(n.classify("part-0003-00042.txt"), None);
+    assert_eq!(n.classify("part-0003-"), None);
+    assert_eq!(n.classify("part-0003--1"), None);
+    assert_eq!(
+        Names::new(12345).classify("part-12345-7"),
+        Some(Kind::Part(7))
+    );
+}

@@ -3,7 +3,8 @@
 //! first failure.
 
 use crate::api::graph::JobGraph;
-use crate::checkpoint::coordinator::CheckpointCoordinator;
+use crate::build::context::WorkerEndpoints;
+use crate::checkpoint::coordinator::{CheckpointCoordinator, CoordinatorMsg};
 use crate::checkpoint::restore::RestoredCheckpoint;
 use crate::checkpoint::signals::CheckpointSignals;
 use crate::checkpoint::stats::CheckpointRecord;
@@ -23,10 +24,11 @@ use crate::exec::wiring::{wire_channels, WorkerSettings};
 use crate::exec::worker::{run_worker, IdlePolicy, JobShared};
 use crate::metrics::report::{InFlightSampler, MetricsSnapshot, SubtaskSummary};
 use crate::metrics::worker::WorkerMetrics;
-use glommio::{LocalExecutorBuilder, Placement};
+use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -70,135 +72,36 @@ pub(crate) fn run_attempt(
     let _ = crate::metrics::counters::epoch();
     let shared = Arc::new(JobShared::new(workers));
     let metrics: Vec<WorkerMetrics> = (0..workers).map(|_| WorkerMetrics::default()).collect();
-    let mut endpoints = wire_channels(job, stages, options, &shared);
+    let endpoints = wire_channels(job, stages, options, &shared);
     let restored_id = restore.as_ref().map_or(0, |(r, _)| r.id());
     let signals = Arc::new(CheckpointSignals::new(restored_id));
     let (ack_tx, ack_rx) = std::sync::mpsc::channel();
     let mut coordinator = match (&options.checkpointing, storage) {
-        (Some(c), Some(storage)) => {
-            let tasks: usize = stages.iter().map(|s| s.parallelism).sum();
-            let sources: usize = job
-                .stages
-                .iter()
-                .zip(stages.iter())
-                .filter(|(n, _)| n.input.is_none())
-                .map(|(_, s)| s.parallelism)
-                .sum();
-            let first_id = storage.max_id()?.max(restored_id) + 1;
-            Some(CheckpointCoordinator::new(
-                c.coordinator.clone(),
-                storage.clone(),
-                signals.clone(),
-                ack_rx,
-                job.name().to_owned(),
-                options.max_parallelism,
-                tasks,
-                sources,
-                first_id,
-            ))
-        }
+        (Some(c), Some(storage)) => Some(CheckpointCoordinator::new(
+            c.coordinator.clone(),
+            storage.clone(),
+            signals.clone(),
+            ack_rx,
+            job.name().to_owned(),
+            options.max_parallelism,
+            stages.iter().map(|s| s.parallelism).sum(),
+            source_subtasks(job, stages),
+            storage.max_id()?.max(restored_id) + 1,
+        )),
         _ => None,
-    };
-
-    let cores = core_affinity::get_core_ids().unwrap_or_default();
-    if options.pin_cores && !cores.is_empty() && workers > cores.len() {
-        tracing::warn!(
-            target: WORKERS,
-            workers,
-            cores = cores.len(),
-            "{workers} workers on {} cores: workers share cores (pinned round-robin); \
-             throughput and latency suffer",
-            cores.len()
-        );
-    }
-    let idle = IdlePolicy {
-        spin_before_park: options.spin_before_park,
     };
     let restore_arc = restore.as_ref().map(|(r, _)| r.clone());
     let spawn_start = Instant::now();
-    let mut handles = Vec::with_capacity(workers);
-    for (w, worker_metrics) in metrics.iter().enumerate() {
-        let placement = if options.pin_cores && !cores.is_empty() {
-            Placement::Fixed(cores[w % cores.len()].id)
-        } else {
-            Placement::Unbound
-        };
-        let mut eps = std::mem::take(&mut endpoints[w]);
-        let job = job.clone();
-        let stages = stages.clone();
-        let shared2 = shared.clone();
-        let worker_metrics = worker_metrics.clone();
-        let settings = WorkerSettings {
-            buffer_timeout: options.buffer_timeout,
-            auto_watermark_interval: options.auto_watermark_interval,
-            max_parallelism: options.max_parallelism,
-            barrier_mode: options
-                .checkpointing
-                .as_ref()
-                .map_or(BarrierMode::Aligned, CheckpointingOptions::barrier_mode),
-            debloat: options
-                .debloat
-                .clone()
-                .map(|d| (d, options.buffers_per_channel, options.segment_size)),
-            restore: restore_arc.clone(),
-        };
-        let writer_setup = match (&options.checkpointing, storage) {
-            (Some(c), Some(storage)) => Some((
-                signals.clone(),
-                WriterSetup {
-                    worker: w,
-                    storage: storage.clone(),
-                    tasks: tasks_on_worker(stages.as_slice(), w, workers),
-                    io_mode: c.io_mode,
-                    acks: ack_tx.clone(),
-                },
-            )),
-            _ => None,
-        };
-        let builder = LocalExecutorBuilder::new(placement)
-            .name(&format!("weir-worker-{w}"))
-            // Little registered I/O memory: keeps many workers under the
-            // default locked-memory limit (ulimit -l) of unprivileged users.
-            .io_memory(1 << 20);
-        let spawned = builder.spawn(move || async move {
-            let checkpointing = writer_setup.map(|(signals, setup)| {
-                Rc::new(TaskCheckpointing {
-                    signals,
-                    writer: spawn_writer(setup),
-                    barrier_mode: settings.barrier_mode,
-                })
-            });
-            let writer = checkpointing.as_ref().map(|c| c.writer.clone());
-            let tasks = build_tasks(
-                w,
-                workers,
-                &job,
-                &stages,
-                &mut eps,
-                &worker_metrics,
-                &settings,
-                checkpointing,
-            );
-            match tasks {
-                Ok(tasks) => run_worker(w, tasks, shared2, worker_metrics, idle, writer).await,
-                Err((task, message)) => shared2.fail(w, task, message),
-            }
-        });
-        match spawned {
-            Ok(h) => handles.push(h),
-            Err(e) => {
-                shared.cancel();
-                for h in handles {
-                    let _ = h.join();
-                }
-                return Err(JobError::Spawn {
-                    worker: w,
-                    message: e.to_string(),
-                });
-            }
-        }
-    }
-    drop(ack_tx);
+    let spawn = Spawn {
+        job,
+        stages,
+        options,
+        storage,
+        signals: &signals,
+        shared: &shared,
+        restore: &restore_arc,
+    };
+    let handles = spawn.workers(&metrics, endpoints, ack_tx)?;
 
     // Release the workers together once all have built their tasks.
     while shared.ready.load(Ordering::Acquire) < workers && shared.failure.get().is_none() {
@@ -216,53 +119,14 @@ pub(crate) fn run_attempt(
         load: start.duration_since(spawn_start),
     });
 
-    let mut last_report = start;
-    let mut before = MetricsSnapshot::read(&metrics);
-    let mut in_flight = InFlightSampler::new(&metrics);
-    let mut fresh_checkpoints = Vec::new();
-    let idle_tick = if options.progress_interval.is_zero() {
-        Duration::from_millis(5)
-    } else {
-        options.progress_interval.min(Duration::from_millis(5))
-    };
-    let ring = || {
-        for bell in &shared.bells {
-            bell.ring();
-        }
-    };
-    while shared.finished.load(Ordering::Acquire) < workers
-        && !shared.cancelled.load(Ordering::Acquire)
-    {
-        // Acknowledgements are collected promptly while a checkpoint is
-        // pending; otherwise the control thread stays out of the workers'
-        // way.
-        let tick = match &coordinator {
-            Some(c) if c.has_pending() => Duration::from_millis(1),
-            _ => idle_tick,
-        };
-        std::thread::sleep(tick);
-        let now = Instant::now();
-        in_flight.tick(now);
-        if let Some(c) = coordinator.as_mut() {
-            if let Err(e) = c.tick(now, &ring) {
-                shared.fail(usize::MAX, "checkpoint coordinator".into(), e.to_string());
-            }
-            fresh_checkpoints.extend(c.take_fresh());
-        }
-        if !options.progress_interval.is_zero()
-            && now.duration_since(last_report) >= options.progress_interval
-        {
-            let snapshot = MetricsSnapshot::read(&metrics);
-            on_progress(&Progress {
-                elapsed: now.duration_since(start),
-                interval: now.duration_since(last_report),
-                now: snapshot.clone(),
-                before: std::mem::replace(&mut before, snapshot),
-                checkpoints: std::mem::take(&mut fresh_checkpoints),
-            });
-            last_report = now;
-        }
-    }
+    let in_flight = watch(
+        &shared,
+        &metrics,
+        coordinator.as_mut(),
+        options.progress_interval,
+        start,
+        on_progress,
+    );
     for (w, h) in handles.into_iter().enumerate() {
         if let Err(e) = h.join() {
             let _ = shared.failure.set((w, "worker".into(), e.to_string()));
@@ -270,7 +134,7 @@ pub(crate) fn run_attempt(
     }
     if let Some(c) = coordinator.as_mut() {
         // Acknowledgements that arrived while the workers ended.
-        let _ = c.tick(Instant::now(), &ring);
+        let _ = c.tick(Instant::now(), &|| ring_all(&shared));
         records.extend(c.records().iter().cloned());
     }
     if let Some(corrupt) = restore_arc
@@ -306,4 +170,200 @@ pub(crate) fn run_attempt(
         },
         restored,
     ))
+}
+
+/// Subtasks of the stages that start at a source.
+fn source_subtasks(job: &JobGraph, stages: &[ResolvedStage]) -> usize {
+    job.stages
+        .iter()
+        .zip(stages)
+        .filter(|(n, _)| n.input.is_none())
+        .map(|(_, s)| s.parallelism)
+        .sum()
+}
+
+/// Rings every worker's doorbell (a checkpoint was triggered or completed).
+fn ring_all(shared: &JobShared) {
+    for bell in &shared.bells {
+        bell.ring();
+    }
+}
+
+/// What every worker of an attempt is started with.
+struct Spawn<'a> {
+    job: &'a Arc<JobGraph>,
+    stages: &'a Arc<Vec<ResolvedStage>>,
+    options: &'a ExecutionOptions,
+    storage: Option<&'a Arc<CheckpointStorage>>,
+    signals: &'a Arc<CheckpointSignals>,
+    shared: &'a Arc<JobShared>,
+    restore: &'a Option<Arc<RestoredCheckpoint>>,
+}
+
+impl Spawn<'_> {
+    /// Starts one executor per worker, pinned round-robin to the cores
+    /// when pinning is on; each builds its tasks (and its snapshot writer)
+    /// and runs them. If one cannot be started, the others are cancelled
+    /// and joined.
+    fn workers(
+        &self,
+        metrics: &[WorkerMetrics],
+        mut endpoints: Vec<WorkerEndpoints>,
+        acks: Sender<CoordinatorMsg>,
+    ) -> Result<Vec<ExecutorJoinHandle<()>>> {
+        let options = self.options;
+        let workers = options.workers;
+        let cores = core_affinity::get_core_ids().unwrap_or_default();
+        if options.pin_cores && !cores.is_empty() && workers > cores.len() {
+            tracing::warn!(
+                target: WORKERS,
+                workers,
+                cores = cores.len(),
+                "{workers} workers on {} cores: workers share cores (pinned round-robin); \
+                 throughput and latency suffer",
+                cores.len()
+            );
+        }
+        let idle = IdlePolicy {
+            spin_before_park: options.spin_before_park,
+        };
+        let mut handles = Vec::with_capacity(workers);
+        for (w, worker_metrics) in metrics.iter().enumerate() {
+            let placement = if options.pin_cores && !cores.is_empty() {
+                Placement::Fixed(cores[w % cores.len()].id)
+            } else {
+                Placement::Unbound
+            };
+            let mut eps = std::mem::take(&mut endpoints[w]);
+            let job = self.job.clone();
+            let stages = self.stages.clone();
+            let shared = self.shared.clone();
+            let worker_metrics = worker_metrics.clone();
+            let settings = WorkerSettings {
+                buffer_timeout: options.buffer_timeout,
+                auto_watermark_interval: options.auto_watermark_interval,
+                max_parallelism: options.max_parallelism,
+                barrier_mode: options
+                    .checkpointing
+                    .as_ref()
+                    .map_or(BarrierMode::Aligned, CheckpointingOptions::barrier_mode),
+                debloat: options
+                    .debloat
+                    .clone()
+                    .map(|d| (d, options.buffers_per_channel, options.segment_size)),
+                restore: self.restore.clone(),
+            };
+            let writer_setup = match (&options.checkpointing, self.storage) {
+                (Some(c), Some(storage)) => Some((
+                    self.signals.clone(),
+                    WriterSetup {
+                        worker: w,
+                        storage: storage.clone(),
+                        tasks: tasks_on_worker(stages.as_slice(), w, workers),
+                        io_mode: c.io_mode,
+                        acks: acks.clone(),
+                    },
+                )),
+                _ => None,
+            };
+            let builder = LocalExecutorBuilder::new(placement)
+                .name(&format!("weir-worker-{w}"))
+                // Little registered I/O memory: keeps many workers under the
+                // default locked-memory limit (ulimit -l) of unprivileged users.
+                .io_memory(1 << 20);
+            let spawned = builder.spawn(move || async move {
+                let checkpointing = writer_setup.map(|(signals, setup)| {
+                    Rc::new(TaskCheckpointing {
+                        signals,
+                        writer: spawn_writer(setup),
+                        barrier_mode: settings.barrier_mode,
+                    })
+                });
+                let writer = checkpointing.as_ref().map(|c| c.writer.clone());
+                let tasks = build_tasks(
+                    w,
+                    workers,
+                    &job,
+                    &stages,
+                    &mut eps,
+                    &worker_metrics,
+                    &settings,
+                    checkpointing,
+                );
+                match tasks {
+                    Ok(tasks) => run_worker(w, tasks, shared, worker_metrics, idle, writer).await,
+                    Err((task, message)) => shared.fail(w, task, message),
+                }
+            });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    self.shared.cancel();
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(JobError::Spawn {
+                        worker: w,
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(handles)
+    }
+}
+
+/// The control thread's watch over a running attempt, until every worker
+/// finished or the job was cancelled: it ticks the checkpoint coordinator
+/// (promptly while a checkpoint is pending, otherwise staying out of the
+/// workers' way), samples the in-flight bytes and reports progress every
+/// `progress_interval` (never if zero). Returns the in-flight samples.
+fn watch(
+    shared: &JobShared,
+    metrics: &[WorkerMetrics],
+    mut coordinator: Option<&mut CheckpointCoordinator>,
+    progress_interval: Duration,
+    start: Instant,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> InFlightSampler {
+    let workers = metrics.len();
+    let mut last_report = start;
+    let mut before = MetricsSnapshot::read(metrics);
+    let mut in_flight = InFlightSampler::new(metrics);
+    let mut fresh_checkpoints = Vec::new();
+    let idle_tick = if progress_interval.is_zero() {
+        Duration::from_millis(5)
+    } else {
+        progress_interval.min(Duration::from_millis(5))
+    };
+    let ring = || ring_all(shared);
+    while shared.finished.load(Ordering::Acquire) < workers
+        && !shared.cancelled.load(Ordering::Acquire)
+    {
+        let tick = match &coordinator {
+            Some(c) if c.has_pending() => Duration::from_millis(1),
+            _ => idle_tick,
+        };
+        std::thread::sleep(tick);
+        let now = Instant::now();
+        in_flight.tick(now);
+        if let Some(c) = coordinator.as_deref_mut() {
+            if let Err(e) = c.tick(now, &ring) {
+                shared.fail(usize::MAX, "checkpoint coordinator".into(), e.to_string());
+            }
+            fresh_checkpoints.extend(c.take_fresh());
+        }
+        if !progress_interval.is_zero() && now.duration_since(last_report) >= progress_interval {
+            let snapshot = MetricsSnapshot::read(metrics);
+            on_progress(&Progress {
+                elapsed: now.duration_since(start),
+                interval: now.duration_since(last_report),
+                now: snapshot.clone(),
+                before: std::mem::replace(&mut before, snapshot),
+                checkpoints: std::mem::take(&mut fresh_checkpoints),
+            });
+            last_report = now;
+        }
+    }
+    in_flight
 }

@@ -116,7 +116,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
     /// with a `CheckpointedFunction`), chained in this stage; `factory`
     /// makes each subtask's instance. Its operator states are
     /// checkpointed and, when the parallelism changes, redistributed
-    /// (see [`crate::operator_state`]).
+    /// (see [`crate::state::operator`]).
     pub fn process<F, FF>(self, uid: &str, factory: FF) -> Stream<'j, F::Out, ProcessChain<B, FF>>
     where
         F: ProcessFunction<In = T>,

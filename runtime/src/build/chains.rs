@@ -8,20 +8,20 @@ use crate::chain::ops::{FilterOp, FlatMapOp, MapOp};
 use crate::chain::task::Task;
 use std::marker::PhantomData;
 
-/// Chain link of [`Stream::map`].
+/// Chain link of [`Stream::map`](crate::api::stream::Stream::map).
 pub struct MapChain<B, F, T> {
     pub(crate) prev: B,
     pub(crate) f: F,
     pub(crate) _input: PhantomData<fn(T)>,
 }
 
-/// Chain link of [`Stream::filter`].
+/// Chain link of [`Stream::filter`](crate::api::stream::Stream::filter).
 pub struct FilterChain<B, F> {
     pub(crate) prev: B,
     pub(crate) f: F,
 }
 
-/// Chain link of [`Stream::flat_map`].
+/// Chain link of [`Stream::flat_map`](crate::api::stream::Stream::flat_map).
 pub struct FlatMapChain<B, F, T> {
     pub(crate) prev: B,
     pub(crate) f: F,

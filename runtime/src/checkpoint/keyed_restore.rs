@@ -1,6 +1,6 @@
 //! Reading a keyed state back from a checkpoint: every block of the state
 //! that overlaps the subtask's key groups, checked and decoded into a
-//! [`RestoreSink`] that each state kind implements.
+//! `RestoreSink` that each state kind implements.
 
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::{KeyedBlock, RestoreScope};

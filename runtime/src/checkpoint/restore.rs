@@ -391,7 +391,7 @@ impl<'a> RestoreScope<'a> {
     /// this operator in the checkpoint, with the parallelism it had: per old
     /// subtask index, its extents in the order they were written. `None`
     /// if the operator is not in the checkpoint. Any parallelism: the
-    /// caller redistributes (see [`crate::operator_state`]).
+    /// caller redistributes (see `state::operator`, above this layer).
     pub fn operator_state_extents(&self, state: &str) -> Option<(u32, Vec<SubtaskExtents<'a>>)> {
         let op = self.operator()?;
         let mut subtasks: Vec<SubtaskExtents<'a>> = op

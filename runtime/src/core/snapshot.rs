@@ -62,7 +62,7 @@ pub trait FrozenKeyedState {
     }
 
     /// Serializes the slots of the arena chunks `chunks` into `out` as the
-    /// payload of one table block ([`table_block`](super::table_block):
+    /// payload of one table block ([`table_block`](crate::checkpoint::table_block):
     /// the slots in table order with their occupancy), or leaves `out`
     /// empty if they hold no entry (or the state is no table).
     fn serialize_table_part(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) {

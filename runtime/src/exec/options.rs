@@ -53,7 +53,8 @@ impl CheckpointingOptions {
     }
 }
 
-/// How a job is executed (from [`Config`], or set directly in tests).
+/// How a job is executed (from a [`Config`](crate::config::Config), or set
+/// directly in tests).
 #[derive(Clone, Debug)]
 pub struct ExecutionOptions {
     /// Workers (one executor each).

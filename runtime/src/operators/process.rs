@@ -4,7 +4,7 @@
 //! [`Stream::process`](crate::api::stream::Stream::process) chains a [`ProcessOp`] into
 //! the current stage: every record goes to the user's [`ProcessFunction`],
 //! which may emit any number of records. Its state is *operator state*
-//! ([`crate::operator_state`]): lists that belong to the parallel instance,
+//! ([`crate::state::operator`]): lists that belong to the parallel instance,
 //! listed in [`ProcessFunction::visit_state`], frozen at every checkpoint
 //! (after the function's [`snapshot_state`](ProcessFunction::snapshot_state)
 //! hook) and restored, redistributed when the parallelism changed, before

@@ -320,7 +320,8 @@ impl<T, TF: Fn(&T) -> i64, C: Collector<T>> Collector<T> for TimestampsOp<TF, C>
     }
 }
 
-/// Chain link of [`Stream::assign_timestamps_and_watermarks`].
+/// Chain link of
+/// [`Stream::assign_timestamps_and_watermarks`](crate::api::stream::Stream::assign_timestamps_and_watermarks).
 pub struct TimestampsChain<B, TF> {
     pub(crate) prev: B,
     pub(crate) strategy: WatermarkStrategy<TF>,

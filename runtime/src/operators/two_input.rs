@@ -9,8 +9,8 @@
 //! both exchanges (first input's channels first). So, as in Flink's
 //! two-input tasks, barrier alignment, unaligned capture and the watermark
 //! minimum span both inputs, and the stage checkpoints once per barrier.
-//! Records travel in their own [`Wire`] form, untagged: the gate's
-//! [`CoInputDecoder`] knows from the channel index which input a buffer
+//! Records travel in their own [`Wire`](weir_net::Wire) form, untagged: the gate's
+//! [`CoInputDecoder`](crate::exchange::decoder::CoInputDecoder) knows from the channel index which input a buffer
 //! came from and yields a [`CoInput`]. Single-input stages keep their
 //! decoder and pay nothing for this.
 //!

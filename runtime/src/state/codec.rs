@@ -175,7 +175,7 @@ fn serialize_entries<KK: Copy + Eq + KeyHash, VV: Copy>(
 }
 
 /// A frozen table of one of the composite keyed states (map, list,
-/// reducing, aggregating; see [`crate::keyed_state`]), with how its
+/// reducing, aggregating; see [`crate::state`]), with how its
 /// entries are written: the hash of an entry's *primary* key, which alone
 /// decides its key group (a map entry `(key, user key)` belongs to `key`'s
 /// group, so a restore at another parallelism finds it), the entry's

@@ -11,7 +11,7 @@ use weir_net::Wire;
 use weir_state::{KeyHash, ValueState};
 
 /// Flink's keyed `ValueState<V>` with a time-to-live: one value per key
-/// that expires (see [`crate::ttl`]). A separate type from
+/// that expires (see [`crate::state::ttl`]). A separate type from
 /// [`crate::state::value::KeyedValueState`], whose entries carry no timestamp, so that
 /// state without TTL costs nothing for it.
 pub struct KeyedTtlValueState<K, V>

@@ -1,6 +1,6 @@
 //! The visitor a function hands each of its states to, for snapshots and
 //! restores alike: keyed states ([`KeyedStates`]) and operator states
-//! ([`OperatorStates`](crate::state::visitor::OperatorStates)).
+//! ([`OperatorStates`]).
 
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::keyed_restore::restore_entries;
@@ -34,7 +34,7 @@ enum Mode<'a, F: ?Sized> {
 /// A visitor a function hands each of its states to, for snapshots and
 /// restores alike: collecting frozen views `F`, restoring, or listing
 /// names. Keyed states ([`KeyedStates`]) and operator states
-/// ([`OperatorStates`](crate::state::visitor::OperatorStates)) are its two kinds.
+/// ([`OperatorStates`]) are its two kinds.
 pub struct StateVisitor<'a, F: ?Sized> {
     mode: Mode<'a, F>,
     error: Option<RestoreError>,

@@ -4,7 +4,7 @@
 //!
 //! - At build time, [`build_keyed_function`] makes the subtask's function,
 //!   checks the states it creates against those it visits (one name
-//!   check, [`check_state_names`]), and restores its keyed states and
+//!   check, `check_state_names`), and restores its keyed states and
 //!   timers from the checkpoint being restored.
 //! - While it runs, a [`KeyedCore`] holds the operator's identity (uid,
 //!   subtask, owned key groups), its event time and whether its input

@@ -11,7 +11,7 @@ use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::keyed::op::{hooks, KeyedProcessOp};
 use std::sync::Arc;
 
-/// Chain link of [`KeyedStream::process`].
+/// Chain link of [`KeyedStream::process`](crate::api::keyed::KeyedStream::process).
 pub struct KeyedProcessChain<B, FF, KF> {
     pub(crate) prev: B,
     pub(crate) uid: String,

@@ -48,7 +48,7 @@ pub trait Source: 'static {
     fn restore_position(&mut self, position: &[u8]) -> Result<(), String>;
 
     /// Hands the source's operator states to `states`, for snapshots and
-    /// restores (see [`crate::operator_state`]). A source whose position
+    /// restores (see [`crate::state::operator`]). A source whose position
     /// is a list of splits keeps them there: they are then redistributed
     /// when the parallelism changes (the source may rescale), and its
     /// `snapshot_position` returns no bytes (see

@@ -6,7 +6,7 @@
 //!
 //! An assigner describes its windows to the general window operator
 //! ([`GeneralWindowOperator`]) as a
-//! [`WindowSpec`](crate::operators::window::spec::WindowSpec).
+//! [`WindowSpec`].
 //! Event-time tumbling and sliding windows with `aggregate` / `reduce` keep
 //! their own, faster operator ([`WindowOperator`]); every other combination
 //! runs on the general one.

@@ -22,7 +22,7 @@
 //! window fired: it then only sees late firings until its cleanup). The
 //! pending firings are implied by the panes, so no timers are written.
 //!
-//! [`WINDOW_CONTENTS_STATE`]: super::WINDOW_CONTENTS_STATE
+//! [`WINDOW_CONTENTS_STATE`]: crate::operators::window::event_time::WINDOW_CONTENTS_STATE
 
 use weir_net::{DecodeError, Wire};
 use weir_state::value_state::FrozenValueState;

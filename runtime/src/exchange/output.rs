@@ -30,7 +30,7 @@
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::core::barrier::BarrierMode;
 use crate::core::snapshot::TaskSnapshot;
-use crate::exchange::gate::alignment_deadline;
+use crate::exchange::alignment::alignment_deadline;
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::{SubtaskId, SubtaskMetrics};
 use std::collections::VecDeque;

@@ -193,6 +193,14 @@ impl BarrierAligner {
         self
     }
 
+    /// Reads trigger times against `unix_ms` (milliseconds since the Unix
+    /// epoch) instead of the system clock.
+    #[cfg(test)]
+    pub(crate) fn with_wall_clock(mut self, unix_ms: fn() -> u64) -> Self {
+        self.wall_clock = unix_ms;
+        self
+    }
+
     /// The barrier mode.
     pub fn mode(&self) -> BarrierMode {
         self.mode
@@ -578,3 +586,6 @@ fn unix_now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
+
+#[cfg(test)]
+mod tests;

@@ -49,12 +49,11 @@ use crate::exchange::throughput::Throughput;
 use crate::exchange::valve::{ValveOutput, WatermarkValve};
 use crate::metrics::counters::{ChannelBytes, ChannelCounters};
 use crate::metrics::subtask::SubtaskMetrics;
+use held::{Data, Pending, Reading};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weir_net::{
-    ChannelEvent, ChannelReceiver, CheckpointBarrier, NetworkBuffer, PriorityBarrier, Wire,
-};
+use weir_net::{ChannelEvent, ChannelReceiver, CheckpointBarrier, PriorityBarrier, Wire};
 
 /// What [`InputGate::pump`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,64 +68,11 @@ pub enum GateStatus {
     Ended,
 }
 
-/// Records to read: a buffer of a channel, or restored channel state.
-enum Data {
-    Net(NetworkBuffer),
-    Restored(Vec<u8>),
-}
-
-impl Data {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Data::Net(b) => b.as_bytes(),
-            Data::Restored(v) => v,
-        }
-    }
-}
-
-/// An event taken out of its channel ahead of its turn, or restored
-/// channel state, waiting to be processed.
-enum Pending {
-    Event(ChannelEvent),
-    Restored(Vec<u8>),
-}
-
-impl Pending {
-    /// The records it carries.
-    fn records(&self) -> &[u8] {
-        match self {
-            Pending::Event(ChannelEvent::Buffer(b)) => b.as_bytes(),
-            Pending::Event(_) => &[],
-            Pending::Restored(v) => v,
-        }
-    }
-}
-
-/// A buffer being read, and where.
-struct Reading {
-    channel: usize,
-    data: Data,
-    pos: usize,
-}
-
 /// What [`InputGate::refill`] did.
 enum Refill {
     Empty,
     Moved,
     Snapshot(AlignedBarrier),
-}
-
-/// How long the data waiting on a gate's inputs — the buffers in their
-/// rings and the records in their queues — would take to drain at the
-/// gate's recent rate.
-fn expected_drain(
-    receivers: &[ChannelReceiver],
-    pending: &[VecDeque<Pending>],
-    throughput: &Throughput,
-) -> Duration {
-    let buffers: usize = receivers.iter().map(ChannelReceiver::queued).sum();
-    let bytes: usize = pending.iter().flatten().map(|p| p.records().len()).sum();
-    throughput.drain_time(buffers, bytes)
 }
 
 /// `a` comes before `b` in a channel's (wrapping) sequence.
@@ -561,29 +507,15 @@ impl InputGate {
     fn check_timeout(&mut self, started: Instant) -> Option<AlignedBarrier> {
         let (receivers, pending, throughput) = (&self.receivers, &self.pending, &self.throughput);
         let b = self.aligner.check_timeout(started, Instant::now, || {
-            expected_drain(receivers, pending, throughput)
+            held::expected_drain(receivers, pending, throughput)
         })?;
         self.capture_held();
         Some(b)
     }
 
-    /// An unaligned snapshot just started: the rest of the buffer being read
-    /// and the events queued are data its barrier overtook, on the inputs
-    /// whose barrier is still to come.
+    /// An unaligned snapshot just started: capture what the gate holds.
     fn capture_held(&mut self) {
-        if let Some(r) = &self.reading {
-            if self.aligner.is_capturing(r.channel) {
-                self.aligner
-                    .capture_records(r.channel, &r.data.bytes()[r.pos..]);
-            }
-        }
-        for (c, queue) in self.pending.iter().enumerate() {
-            if self.aligner.is_capturing(c) {
-                for item in queue {
-                    self.aligner.capture_records(c, item.records());
-                }
-            }
-        }
+        held::capture_held(self.reading.as_ref(), &self.pending, &mut self.aligner);
     }
 
     /// Takes everything the inputs still being captured have delivered out
@@ -735,5 +667,6 @@ impl InputGate {
     }
 }
 
+mod held;
 #[cfg(test)]
 mod tests;

@@ -6,35 +6,25 @@
 //!
 //! # Barriers
 //!
-//! How a gate treats barriers is its [`BarrierMode`]:
-//!
-//! - **At least once**: nothing is held back; the snapshot is taken when the
-//!   barrier arrived on every input.
-//! - **Aligned** (exactly once): an input whose barrier `n` arrived is
-//!   blocked until barrier `n` arrived on every input, so the snapshot
-//!   reflects exactly the records before the barrier on every input.
-//! - **Unaligned** (exactly once): the first barrier `n` on any input — on
-//!   the channel's priority path, ahead of the data, or in band — takes the
-//!   snapshot at once. The data that precedes barrier `n` on each input but
-//!   was not processed yet is then *captured*: the rest of the buffer being
-//!   read, the events already taken out of the channel, and every event the
-//!   channel delivers up to its barrier. The gate takes those events out of
-//!   the channel's ring as soon as they are there (without waiting to
-//!   process them) and keeps them in a per-channel queue that is processed
-//!   before the ring, so the barrier of every input is found quickly even
-//!   when processing is slow; a [`PriorityBarrier`] says at which position
-//!   of the channel's sequence it stands and hands over the events its
-//!   sender had not pushed yet. Once every input's pre-barrier data is
-//!   captured, the gate offers the [`ChannelState`] to the task, which adds
-//!   it to its snapshot. Captured data is processed normally too: it is
-//!   what the operator state of checkpoint `n` does not reflect, and a
-//!   restore replays it ([`InputGate::restore_channel_state`]) before
-//!   anything else.
-//! - **Aligned with a timeout**: aligned, but an alignment that lasts longer
-//!   than the timeout switches to unaligned: the snapshot is taken then, the
-//!   inputs whose barrier arrived are released and the others are captured
-//!   up to their barrier. A priority barrier (its sender timed out waiting
-//!   for credit) switches at once.
+//! What a barrier means — block an input, snapshot now, drop a stale copy,
+//! switch to unaligned — is decided by the gate's [`BarrierAligner`] (see
+//! [`crate::exchange::alignment`] for the barrier modes); the gate tells it
+//! what arrived and acts on its answer. In the modes where barriers may
+//! overtake data (unaligned, and aligned with a timeout), the data that
+//! precedes an unaligned checkpoint's barrier on each input but was not
+//! processed yet is *captured*: the rest of the buffer being read, the
+//! events already taken out of the channel, and every event the channel
+//! delivers up to its barrier. The gate takes those events out of the
+//! channel's ring as soon as they are there (without waiting to process
+//! them) and keeps them in a per-channel queue that is processed before the
+//! ring, so the barrier of every input is found quickly even when
+//! processing is slow; a [`PriorityBarrier`] says at which position of the
+//! channel's sequence it stands and hands over the events its sender had
+//! not pushed yet. Once every input's pre-barrier data is captured, the
+//! gate offers the [`ChannelState`] to the task, which adds it to its
+//! snapshot. Captured data is processed normally too: it is what the
+//! operator state of the checkpoint does not reflect, and a restore replays
+//! it ([`InputGate::restore_channel_state`]) before anything else.
 //!
 //! # Watermarks
 //!
@@ -48,44 +38,22 @@
 use crate::chain::control::Collector;
 use crate::checkpoint::signals::CheckpointSignals;
 use crate::core::barrier::BarrierMode;
+use crate::exchange::alignment::{
+    AlignedBarrier, BarrierAction, BarrierAligner, ChannelState, PriorityAction,
+};
 use crate::exchange::debloat::BufferDebloater;
 use crate::exchange::decoder::Decoded;
 use crate::exchange::decoder::RecordDecoder;
 use crate::exchange::decoder::WireDecoder;
+use crate::exchange::throughput::Throughput;
 use crate::exchange::valve::{ValveOutput, WatermarkValve};
 use crate::metrics::counters::{ChannelBytes, ChannelCounters};
 use crate::metrics::subtask::SubtaskMetrics;
+use held::{Data, Pending, Reading};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use weir_net::{
-    ChannelEvent, ChannelReceiver, CheckpointBarrier, NetworkBuffer, PriorityBarrier, Wire,
-};
-
-/// A barrier the task must snapshot now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AlignedBarrier {
-    /// The barrier.
-    pub barrier: CheckpointBarrier,
-    /// When its first copy arrived.
-    pub first_at: Instant,
-    /// From the first copy to the snapshot.
-    pub alignment: Duration,
-    /// The snapshot is unaligned: the gate is capturing the data the
-    /// barrier overtook; the task completes its snapshot with
-    /// [`InputGate::take_channel_state`].
-    pub unaligned: bool,
-}
-
-/// The data an unaligned checkpoint's barrier overtook on each input of a
-/// gate: per input channel, the serialized records, in order.
-#[derive(Debug, PartialEq, Eq)]
-pub struct ChannelState {
-    /// The checkpoint.
-    pub checkpoint: u64,
-    /// Per input channel (sending subtask), its records' bytes.
-    pub channels: Vec<Vec<u8>>,
-}
+use std::time::{Duration, Instant};
+use weir_net::{ChannelEvent, ChannelReceiver, CheckpointBarrier, PriorityBarrier, Wire};
 
 /// What [`InputGate::pump`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,78 +66,6 @@ pub enum GateStatus {
     DataEnded,
     /// Every channel delivered end-of-partition.
     Ended,
-}
-
-/// Records to read: a buffer of a channel, or restored channel state.
-enum Data {
-    Net(NetworkBuffer),
-    Restored(Vec<u8>),
-}
-
-impl Data {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Data::Net(b) => b.as_bytes(),
-            Data::Restored(v) => v,
-        }
-    }
-}
-
-/// An event taken out of its channel ahead of its turn, or restored
-/// channel state, waiting to be processed.
-enum Pending {
-    Event(ChannelEvent),
-    Restored(Vec<u8>),
-}
-
-impl Pending {
-    /// The records it carries.
-    fn records(&self) -> &[u8] {
-        match self {
-            Pending::Event(ChannelEvent::Buffer(b)) => b.as_bytes(),
-            Pending::Event(_) => &[],
-            Pending::Restored(v) => v,
-        }
-    }
-}
-
-/// A buffer being read, and where.
-struct Reading {
-    channel: usize,
-    data: Data,
-    pos: usize,
-}
-
-/// Barrier `barrier` being aligned: which inputs delivered it.
-struct Alignment {
-    barrier: CheckpointBarrier,
-    first_at: Instant,
-    arrived: Box<[bool]>,
-    /// With an aligned checkpoint timeout: when it switches to unaligned.
-    deadline: Option<Instant>,
-}
-
-/// When the alignment of `barrier`'s checkpoint times out: `timeout` after
-/// the checkpoint was triggered (Flink measures the checkpoint's start
-/// delay, from the trigger to the barrier's arrival, against the timeout).
-pub fn alignment_deadline(barrier: &CheckpointBarrier, timeout: Duration) -> Instant {
-    let now = Instant::now();
-    let wall_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let due_ms = barrier
-        .timestamp_ms
-        .saturating_add(timeout.as_millis() as u64);
-    now + Duration::from_millis(due_ms.saturating_sub(wall_ms))
-}
-
-/// The channel state of an unaligned checkpoint being captured.
-struct Capture {
-    barrier: CheckpointBarrier,
-    /// Per channel: everything before the barrier is processed or captured.
-    done: Box<[bool]>,
-    open: usize,
-    bytes: Box<[Vec<u8>]>,
 }
 
 /// What [`InputGate::refill`] did.
@@ -226,13 +122,8 @@ pub struct InputGate {
     data_ended: Box<[bool]>,
     data_open: usize,
     data_end_reported: bool,
-    blocked: Box<[bool]>,
-    mode: BarrierMode,
-    aligning: Option<Alignment>,
-    capture: Option<Capture>,
-    /// A finished capture (`Ok`) or the id of an abandoned one (`Err`).
-    outcome: Option<Result<ChannelState, u64>>,
-    last_barrier: u64,
+    /// What barriers mean: blocked inputs, snapshots, the capture.
+    aligner: BarrierAligner,
     next: usize,
     reading: Option<Reading>,
     pending: Box<[VecDeque<Pending>]>,
@@ -247,68 +138,12 @@ pub struct InputGate {
     records: u64,
     published_records: u64,
     bytes: ChannelBytes,
-    /// With an aligned checkpoint timeout: the triggers, so the gate knows
-    /// a checkpoint started before any of its barriers arrived.
-    signals: Option<Arc<CheckpointSignals>>,
     /// What the gate reads: bytes of buffers taken, and its recent rate.
     throughput: Throughput,
     /// Buffer debloating: sizes the credit and buffers of the inputs.
     debloater: Option<BufferDebloater>,
     /// The event time over the inputs.
     valve: WatermarkValve,
-}
-
-/// The rate at which a gate takes bytes in, smoothed, to estimate how long
-/// the data in flight ahead of a barrier takes to drain.
-#[derive(Debug)]
-struct Throughput {
-    bytes: u64,
-    at_last: (Instant, u64),
-    bytes_per_s: f64,
-    buffers: u64,
-}
-
-impl Throughput {
-    /// Sampling period of the rate.
-    const PERIOD: Duration = Duration::from_millis(10);
-
-    fn new() -> Self {
-        Self {
-            bytes: 0,
-            at_last: (Instant::now(), 0),
-            bytes_per_s: 0.0,
-            buffers: 0,
-        }
-    }
-
-    #[inline]
-    fn add(&mut self, bytes: usize) {
-        self.bytes += bytes as u64;
-        self.buffers += 1;
-    }
-
-    fn sample(&mut self, now: Instant) {
-        let (then, bytes) = self.at_last;
-        let dt = now.saturating_duration_since(then);
-        if dt >= Self::PERIOD {
-            let rate = (self.bytes - bytes) as f64 / dt.as_secs_f64();
-            self.bytes_per_s = if self.bytes_per_s == 0.0 {
-                rate
-            } else {
-                0.7 * self.bytes_per_s + 0.3 * rate
-            };
-            self.at_last = (now, self.bytes);
-        }
-    }
-
-    /// Mean bytes per buffer so far.
-    fn mean_buffer(&self) -> f64 {
-        if self.buffers == 0 {
-            0.0
-        } else {
-            self.bytes as f64 / self.buffers as f64
-        }
-    }
 }
 
 impl InputGate {
@@ -322,12 +157,7 @@ impl InputGate {
             data_ended: vec![false; n].into_boxed_slice(),
             data_open: n,
             data_end_reported: false,
-            blocked: vec![false; n].into_boxed_slice(),
-            mode,
-            aligning: None,
-            capture: None,
-            outcome: None,
-            last_barrier: 0,
+            aligner: BarrierAligner::new(n, mode),
             next: 0,
             reading: None,
             pending: (0..n).map(|_| VecDeque::new()).collect(),
@@ -337,8 +167,7 @@ impl InputGate {
             records: 0,
             published_records: 0,
             bytes: ChannelBytes::unshared(n),
-            signals: None,
-            throughput: Throughput::new(),
+            throughput: Throughput::new(Instant::now()),
             debloater: None,
             valve: WatermarkValve::new(n),
         }
@@ -346,8 +175,8 @@ impl InputGate {
 
     /// Sizes the data in flight on the inputs to what the gate reads in
     /// the debloater's target time (buffer debloating, see
-    /// [`crate::debloat`]): the gate tells it what it read and when it was
-    /// idle, and announces each new target to its senders.
+    /// [`crate::exchange::debloat`]): the gate tells it what it read and
+    /// when it was idle, and announces each new target to its senders.
     pub fn with_debloater(mut self, debloater: BufferDebloater) -> Self {
         self.debloater = Some(debloater);
         self
@@ -362,7 +191,7 @@ impl InputGate {
     /// timeout): a checkpoint whose alignment cannot finish within the
     /// timeout switches to unaligned without waiting for a barrier.
     pub fn with_trigger_signals(mut self, signals: Arc<CheckpointSignals>) -> Self {
-        self.signals = Some(signals);
+        self.aligner = self.aligner.with_trigger_signals(signals);
         self
     }
 
@@ -412,15 +241,7 @@ impl InputGate {
     /// When the gate must be pumped even without input: the end of an
     /// alignment's timeout.
     pub fn deadline(&self) -> Option<Instant> {
-        if let Some(a) = &self.aligning {
-            return a.deadline;
-        }
-        let (BarrierMode::AlignedWithTimeout(t), Some(s)) = (self.mode, &self.signals) else {
-            return None;
-        };
-        let (id, timestamp_ms) = s.triggered();
-        (id > self.last_barrier && self.capture.is_none())
-            .then(|| alignment_deadline(&CheckpointBarrier { id, timestamp_ms }, t))
+        self.aligner.deadline(Instant::now)
     }
 
     /// The channel state of an unaligned snapshot, once every input's data
@@ -428,7 +249,7 @@ impl InputGate {
     /// checkpoint whose capture was abandoned for a newer one (`Err`): its
     /// snapshot cannot complete.
     pub fn take_channel_state(&mut self) -> Option<Result<ChannelState, u64>> {
-        self.outcome.take()
+        self.aligner.take_channel_state()
     }
 
     /// Moves up to about `budget` records into `out`, stopping early when
@@ -451,13 +272,13 @@ impl InputGate {
     ) -> GateStatus {
         // Records are what moved minus the events (counted per event, so
         // the per-record loop does no extra work).
-        let bytes_before = self.throughput.bytes;
+        let bytes_before = self.throughput.bytes();
         let (status, moved, events) = self.pump_counting(decoder, out, budget);
         self.records += (moved - events) as u64;
         self.drained =
             matches!(status, GateStatus::Moved(_)) && self.reading.is_none() && !self.budget_stop;
         if self.debloater.is_some() {
-            self.debloat(moved > 0, self.throughput.bytes - bytes_before);
+            self.debloat(moved > 0, self.throughput.bytes() - bytes_before);
         }
         status
     }
@@ -508,7 +329,7 @@ impl InputGate {
         // Records until the next look at the clock and the priority path,
         // across buffers (small buffers of slow records must not escape it).
         let mut left = self.check_every;
-        let overtaking = self.mode.may_overtake();
+        let overtaking = self.aligner.mode().may_overtake();
         loop {
             if overtaking {
                 if let Some(b) = self
@@ -615,95 +436,20 @@ impl InputGate {
 
     /// The snapshot of the barrier is taken: unblock every input.
     pub fn barrier_done(&mut self) {
-        if let Some(a) = self.aligning.take() {
-            self.last_barrier = self.last_barrier.max(a.barrier.id);
-        }
-        self.blocked.fill(false);
-    }
-
-    /// The current alignment, if every input delivered its barrier or
-    /// ended its partition.
-    fn aligned(&self) -> Option<AlignedBarrier> {
-        let a = self.aligning.as_ref()?;
-        let all = a
-            .arrived
-            .iter()
-            .zip(self.ended.iter())
-            .all(|(&arrived, &ended)| arrived || ended);
-        all.then(|| AlignedBarrier {
-            barrier: a.barrier,
-            first_at: a.first_at,
-            alignment: a.first_at.elapsed(),
-            unaligned: false,
-        })
+        self.aligner.snapshot_taken();
     }
 
     /// An in-band barrier on input `c`, in its turn.
     fn on_barrier(&mut self, c: usize, barrier: CheckpointBarrier) -> Next {
         tracing::trace!(target: crate::core::log::CHECKPOINT, checkpoint = barrier.id, input = c, "gate: barrier");
-        if self
-            .capture
-            .as_ref()
-            .is_some_and(|k| k.barrier.id == barrier.id)
-        {
-            self.mark_captured(c);
-            return Next::Moved;
-        }
-        if barrier.id <= self.last_barrier || self.is_older_than_current(barrier.id) {
-            return Next::Moved; // stale: an aborted checkpoint's late copy
-        }
-        // A barrier behind the end of its input's data (the final
-        // checkpoint's) is aligned: nothing can overtake it, and everything
-        // before it is processed before the snapshot.
-        if self.mode == BarrierMode::Unaligned && !self.data_ended[c] {
-            self.abandon_older(barrier.id);
-            let b = self.start_capture(barrier, Instant::now());
-            self.mark_captured(c);
-            return Next::Snapshot(b);
-        }
-        if self
-            .aligning
-            .as_ref()
-            .is_some_and(|a| barrier.id > a.barrier.id)
-        {
-            // A newer checkpoint overtook one that cannot complete here any
-            // more (a source skipped it): give the older one up.
-            self.blocked.fill(false);
-            self.aligning = None;
-        }
-        self.abandon_older(barrier.id);
-        let n = self.receivers.len();
-        let mode = self.mode;
-        let a = self.aligning.get_or_insert_with(|| Alignment {
-            barrier,
-            first_at: Instant::now(),
-            arrived: vec![false; n].into_boxed_slice(),
-            deadline: match mode {
-                BarrierMode::AlignedWithTimeout(t) => Some(alignment_deadline(&barrier, t)),
-                _ => None,
-            },
-        });
-        a.arrived[c] = true;
-        if self.mode != BarrierMode::AtLeastOnce {
-            self.blocked[c] = true;
-        }
-        match self.aligned() {
-            Some(b) => Next::Snapshot(b),
-            None => Next::Moved,
-        }
-    }
-
-    /// True if a newer checkpoint than `id` is being aligned or captured.
-    fn is_older_than_current(&self, id: u64) -> bool {
-        self.aligning.as_ref().is_some_and(|a| id < a.barrier.id)
-            || self.capture.as_ref().is_some_and(|k| id < k.barrier.id)
-    }
-
-    /// Gives up a capture older than checkpoint `id`.
-    fn abandon_older(&mut self, id: u64) {
-        if let Some(k) = self.capture.as_ref().filter(|k| k.barrier.id < id) {
-            self.outcome = Some(Err(k.barrier.id));
-            self.capture = None;
+        match self.aligner.on_barrier(c, barrier, Instant::now()) {
+            BarrierAction::Stale | BarrierAction::Captured | BarrierAction::Wait => Next::Moved,
+            BarrierAction::Snapshot(b) => Next::Snapshot(b),
+            BarrierAction::StartCapture(b) => {
+                self.capture_held();
+                self.aligner.input_captured(c);
+                Next::Snapshot(b)
+            }
         }
     }
 
@@ -725,21 +471,15 @@ impl InputGate {
     /// those it overtook go to the input's queue, in order (captured if
     /// they belong to the checkpoint being captured).
     fn on_priority(&mut self, c: usize, p: PriorityBarrier) -> Option<AlignedBarrier> {
-        let id = p.barrier.id;
-        tracing::trace!(target: crate::core::log::CHECKPOINT, checkpoint = id, input = c, "gate: priority barrier");
-        let current = self.capture.as_ref().is_some_and(|k| k.barrier.id == id);
-        let stale = !current && (id <= self.last_barrier || self.is_older_than_current(id));
-        let start = if current || stale {
-            None
-        } else {
-            self.abandon_older(id);
-            let first_at = match &self.aligning {
-                Some(a) if a.barrier.id == id => a.first_at,
-                _ => Instant::now(),
-            };
-            Some(self.start_capture(p.barrier, first_at))
+        tracing::trace!(target: crate::core::log::CHECKPOINT, checkpoint = p.barrier.id, input = c, "gate: priority barrier");
+        let (capturing, start) = match self.aligner.on_priority_barrier(p.barrier, Instant::now()) {
+            PriorityAction::Stale => (false, None),
+            PriorityAction::Capture => (true, None),
+            PriorityAction::StartCapture(b) => {
+                self.capture_held();
+                (true, Some(b))
+            }
         };
-        let capturing = !stale;
         while before(self.receivers[c].received(), p.position) {
             let Some(event) = self.receivers[c].recv() else {
                 break; // cannot happen: the sender pushed them before
@@ -750,7 +490,7 @@ impl InputGate {
             self.queue(c, Pending::Event(event), capturing);
         }
         if capturing {
-            self.mark_captured(c);
+            self.aligner.input_captured(c);
         }
         start
     }
@@ -758,166 +498,41 @@ impl InputGate {
     /// Queues `item` for input `c`, capturing its records if asked.
     fn queue(&mut self, c: usize, item: Pending, capture: bool) {
         if capture {
-            if let Some(k) = self.capture.as_mut() {
-                k.bytes[c].extend_from_slice(item.records());
-            }
+            self.aligner.capture_records(c, item.records());
         }
         self.pending[c].push_back(item);
     }
 
-    /// With an aligned checkpoint timeout, switches the newest triggered
-    /// checkpoint to unaligned once its alignment has taken, or is bound to
-    /// take, longer than the timeout.
-    ///
-    /// The timeout runs from the trigger (Flink measures a checkpoint's
-    /// start delay against it). The gate switches when it is over, or as
-    /// soon as the data in flight on its inputs would take longer than the
-    /// rest of the timeout to drain at the rate the gate reads: waiting
-    /// could only end in the same switch, later. A checkpoint may switch
-    /// before any of its barriers arrived: the gate then snapshots at once
-    /// and captures every input up to its barrier, which is Chandy and
-    /// Lamport's spontaneous recording of state.
+    /// With an aligned checkpoint timeout, asks the aligner whether the
+    /// newest triggered checkpoint switches to unaligned now (see
+    /// [`BarrierAligner::check_timeout`]); if it does, captures what the
+    /// gate holds and returns the snapshot.
     fn check_timeout(&mut self, started: Instant) -> Option<AlignedBarrier> {
-        let BarrierMode::AlignedWithTimeout(t) = self.mode else {
-            return None;
-        };
-        let (barrier, first_at, due) = match (&self.aligning, &self.signals) {
-            (Some(a), _) => (a.barrier, a.first_at, a.deadline?),
-            (None, Some(s)) => {
-                let (id, timestamp_ms) = s.triggered();
-                if id <= self.last_barrier
-                    || id == s.final_id()
-                    || self.capture.is_some()
-                    || self.data_ended.iter().any(|&d| d)
-                {
-                    return None;
-                }
-                let b = CheckpointBarrier { id, timestamp_ms };
-                (b, started, alignment_deadline(&b, t))
-            }
-            (None, None) => return None,
-        };
-        let now = Instant::now();
-        let drained_at = now.checked_add(self.expected_drain());
-        if now < due && drained_at.is_some_and(|at| at < due) {
-            return None;
-        }
-        tracing::trace!(
-            target: crate::core::log::CHECKPOINT,
-            checkpoint = barrier.id,
-            "gate: alignment {}",
-            if now < due {
-                "would time out"
-            } else {
-                "timed out"
-            }
-        );
-        Some(self.start_capture(barrier, first_at))
+        let (receivers, pending, throughput) = (&self.receivers, &self.pending, &self.throughput);
+        let b = self.aligner.check_timeout(started, Instant::now, || {
+            held::expected_drain(receivers, pending, throughput)
+        })?;
+        self.capture_held();
+        Some(b)
     }
 
-    /// How long the data waiting on the inputs would take to drain at the
-    /// gate's recent rate.
-    fn expected_drain(&self) -> Duration {
-        let waiting: f64 = self
-            .receivers
-            .iter()
-            .map(|r| r.queued() as f64)
-            .sum::<f64>()
-            * self.throughput.mean_buffer()
-            + self
-                .pending
-                .iter()
-                .flatten()
-                .map(|p| p.records().len() as f64)
-                .sum::<f64>();
-        if waiting == 0.0 || self.throughput.bytes_per_s <= 0.0 {
-            // Nothing waiting, or no rate measured yet: no prediction, the
-            // timeout decides.
-            return Duration::ZERO;
-        }
-        Duration::from_secs_f64((waiting / self.throughput.bytes_per_s).min(3600.0))
-    }
-
-    /// Starts capturing the channel state of `barrier`'s checkpoint and
-    /// returns the snapshot to take now. Inputs that ended, and those whose
-    /// barrier already arrived in an alignment of the same checkpoint, have
-    /// nothing to capture; for the others, the rest of the buffer being read
-    /// and their queued events are captured now.
-    fn start_capture(&mut self, barrier: CheckpointBarrier, first_at: Instant) -> AlignedBarrier {
-        let n = self.receivers.len();
-        let mut done: Box<[bool]> = self.ended.clone();
-        if let Some(a) = self.aligning.take() {
-            if a.barrier.id == barrier.id {
-                for (d, arrived) in done.iter_mut().zip(a.arrived.iter()) {
-                    *d |= arrived;
-                }
-            }
-        }
-        self.blocked.fill(false);
-        let mut bytes: Box<[Vec<u8>]> = (0..n).map(|_| Vec::new()).collect();
-        if let Some(r) = &self.reading {
-            if !done[r.channel] {
-                bytes[r.channel].extend_from_slice(&r.data.bytes()[r.pos..]);
-            }
-        }
-        for c in (0..n).filter(|&c| !done[c]) {
-            for item in &self.pending[c] {
-                bytes[c].extend_from_slice(item.records());
-            }
-        }
-        let open = done.iter().filter(|d| !**d).count();
-        self.last_barrier = self.last_barrier.max(barrier.id);
-        self.capture = Some(Capture {
-            barrier,
-            done,
-            open,
-            bytes,
-        });
-        self.finish_capture_if_done();
-        AlignedBarrier {
-            barrier,
-            first_at,
-            alignment: first_at.elapsed(),
-            unaligned: true,
-        }
-    }
-
-    /// Input `c` has no more data before the captured barrier.
-    fn mark_captured(&mut self, c: usize) {
-        if let Some(k) = self.capture.as_mut() {
-            if !k.done[c] {
-                k.done[c] = true;
-                k.open -= 1;
-            }
-        }
-        self.finish_capture_if_done();
-    }
-
-    fn finish_capture_if_done(&mut self) {
-        if self.capture.as_ref().is_some_and(|k| k.open == 0) {
-            let k = self.capture.take().expect("checked");
-            tracing::trace!(
-                target: crate::core::log::CHECKPOINT,
-                checkpoint = k.barrier.id,
-                bytes = k.bytes.iter().map(Vec::len).sum::<usize>(),
-                "gate: channel state captured"
-            );
-            self.outcome = Some(Ok(ChannelState {
-                checkpoint: k.barrier.id,
-                channels: k.bytes.into_vec(),
-            }));
-        }
+    /// An unaligned snapshot just started: capture what the gate holds.
+    fn capture_held(&mut self) {
+        held::capture_held(self.reading.as_ref(), &self.pending, &mut self.aligner);
     }
 
     /// Takes everything the inputs still being captured have delivered out
     /// of their rings, capturing it, up to each one's barrier. Returns the
     /// snapshot a priority barrier found on the way starts.
     fn drain_capture(&mut self) -> Option<AlignedBarrier> {
-        let k = self.capture.as_ref()?;
-        let waiting: Vec<usize> = (0..k.done.len()).filter(|&c| !k.done[c]).collect();
+        if !self.aligner.capture_in_progress() {
+            return None;
+        }
+        let n = self.receivers.len();
+        let waiting: Vec<usize> = (0..n).filter(|&c| self.aligner.is_capturing(c)).collect();
         let mut start = None;
         for c in waiting {
-            while self.capture.as_ref().is_some_and(|k| !k.done[c]) {
+            while self.aligner.is_capturing(c) {
                 match self.refill(c) {
                     Refill::Empty => break,
                     Refill::Moved => {}
@@ -963,28 +578,8 @@ impl InputGate {
     /// input's data before the barrier being captured is still coming; the
     /// in-band barrier of that checkpoint ends it (and is not queued).
     fn push_event(&mut self, c: usize, event: ChannelEvent) {
-        let waiting = self
-            .capture
-            .as_ref()
-            .filter(|k| !k.done[c])
-            .map(|k| k.barrier.id);
-        let barrier = match &event {
-            ChannelEvent::Barrier(b) => Some(b.id),
-            _ => None,
-        };
-        match (barrier, &event, waiting) {
-            (Some(b), _, Some(id)) if b == id => self.mark_captured(c),
-            (Some(b), _, Some(id)) if b > id => {
-                // A newer checkpoint's barrier before this one's: this
-                // checkpoint cannot complete here.
-                self.pending[c].push_back(Pending::Event(event));
-                self.abandon_older(b);
-            }
-            (_, ChannelEvent::EndOfPartition, Some(_)) => {
-                self.pending[c].push_back(Pending::Event(event));
-                self.mark_captured(c);
-            }
-            _ => self.queue(c, Pending::Event(event), waiting.is_some()),
+        if self.aligner.on_early_event(c, &event) {
+            self.pending[c].push_back(Pending::Event(event));
         }
     }
 
@@ -992,11 +587,11 @@ impl InputGate {
     /// input's queue before its ring).
     fn next_event(&mut self) -> Next {
         let n = self.receivers.len();
-        let overtaking = self.mode.may_overtake();
+        let overtaking = self.aligner.mode().may_overtake();
         for _ in 0..n {
             let c = self.next;
             self.next = if c + 1 == n { 0 } else { c + 1 };
-            if self.ended[c] || self.blocked[c] {
+            if self.ended[c] || self.aligner.is_blocked(c) {
                 continue;
             }
             if overtaking && self.pending[c].is_empty() {
@@ -1045,6 +640,7 @@ impl InputGate {
                     self.data_ended[c] = true;
                     self.data_open -= 1;
                 }
+                self.aligner.on_end_of_data(c);
                 if self.data_open == 0 && !self.data_end_reported {
                     self.data_end_reported = true;
                     Next::DataEnded
@@ -1059,8 +655,7 @@ impl InputGate {
                     self.data_ended[c] = true;
                     self.data_open -= 1;
                 }
-                self.mark_captured(c);
-                match self.aligned() {
+                match self.aligner.on_end_of_partition(c, Instant::now()) {
                     Some(b) => Next::Snapshot(b),
                     None if self.data_open == 0 && !self.data_end_reported => {
                         self.data_end_reported = true;
@@ -1075,5 +670,6 @@ impl InputGate {
     }
 }
 
+mod held;
 #[cfg(test)]
 mod tests;

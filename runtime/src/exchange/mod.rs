@@ -3,14 +3,17 @@
 //! (reading channels, barrier alignment, unaligned capture), the record
 //! decoders, buffer debloating, the watermark valve, and the input task.
 
+pub mod alignment;
 pub mod debloat;
 pub mod decoder;
 pub mod fan_out;
 pub mod gate;
 pub mod input_task;
 pub mod output;
+pub mod throughput;
 pub mod valve;
 
+pub use alignment::BarrierAligner;
 pub use debloat::{BufferDebloater, DebloatOptions, DebloatTarget};
 pub use decoder::{CoInput, CoInputDecoder, RecordDecoder, WireDecoder};
 pub use fan_out::FanOutOutput;

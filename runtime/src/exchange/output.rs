@@ -18,8 +18,9 @@
 //! checkpoint timeout, a barrier still queued after the timeout is sent
 //! that way too.
 //!
-//! [`InputTask`] drives the receiving side: an [`InputGate`] (see
-//! [`crate::gate`]) pumping records into the chain.
+//! [`InputTask`](crate::exchange::input_task::InputTask) drives the
+//! receiving side: an [`InputGate`](crate::exchange::gate::InputGate)
+//! pumping records into the chain.
 //!
 //! Both sides count what they move for the subtask metrics (see
 //! [`crate::metrics`]) in plain fields: the output the records it takes and
@@ -30,7 +31,7 @@
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::core::barrier::BarrierMode;
 use crate::core::snapshot::TaskSnapshot;
-use crate::exchange::gate::alignment_deadline;
+use crate::exchange::alignment::alignment_deadline;
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::{SubtaskId, SubtaskMetrics};
 use std::collections::VecDeque;

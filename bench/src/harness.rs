@@ -12,12 +12,11 @@ use weir_runtime::{
     Progress, RestoreFrom, RestoreInfo, SubtaskSummary,
 };
 
-use crate::jobs;
 use crate::output::{self, OutputCheck};
 use crate::params::JobParams;
-use crate::reference;
 use crate::w2::{WindowResults, W2_DEFAULT_KEYS, W2_DEFAULT_RECORDS};
 use crate::workload::{SinkResults, SourceCounts};
+use crate::{jobs, reference};
 
 /// A workload of WORKLOADS.md that `weir bench` runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

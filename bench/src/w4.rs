@@ -26,10 +26,9 @@ use weir_runtime::{
 };
 
 use crate::harness::DEFAULT_KEYS;
-use crate::jobs;
 use crate::params::JobParams;
-use crate::reference;
 use crate::workload::{SinkResults, SourceCounts};
+use crate::{jobs, reference};
 
 /// How long W4's source runs unless configured (WORKLOADS.md).
 pub const W4_DEFAULT_DURATION: Duration = Duration::from_secs(60);

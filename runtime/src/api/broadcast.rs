@@ -7,6 +7,12 @@
 //! BroadcastProcessFunction)`), it meets the other input in a two-input
 //! stage.
 
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use weir_net::Wire;
+use weir_state::KeyHash;
+
 use crate::api::graph::JobGraph;
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
@@ -14,15 +20,10 @@ use crate::api::two_input::ConnectWith;
 use crate::build::builder::ChainBuilder;
 use crate::build::exchange::FanOutTail;
 use crate::core::subtask::SubtaskInfo;
-use crate::operators::broadcast::chain::BroadcastChain;
-use crate::operators::broadcast::chain::KeyedBroadcastChain;
+use crate::operators::broadcast::chain::{BroadcastChain, KeyedBroadcastChain};
 use crate::operators::broadcast::function::{
     BroadcastProcessFunction, KeyedBroadcastProcessFunction,
 };
-use std::marker::PhantomData;
-use std::sync::Arc;
-use weir_net::Wire;
-use weir_state::KeyHash;
 
 /// A stream ended in a broadcast edge, to be connected with another stream
 /// (Flink's `BroadcastStream`). It does not borrow the job: build it first.

@@ -1,11 +1,11 @@
 //! A job's logical dataflow: its stages (chains between exchanges) with
 //! their wiring, and the uids of its operators.
 
-use crate::build::builder::ChainBuilder;
-use crate::build::builder::TailBuilder;
+use std::marker::PhantomData;
+
+use crate::build::builder::{ChainBuilder, TailBuilder};
 use crate::build::context::BuildContext;
 use crate::chain::task::Task;
-use std::marker::PhantomData;
 
 /// A finished stage, type-erased.
 pub(crate) trait StageSpec: Send + Sync {

@@ -1,18 +1,18 @@
 //! The interval join of two keyed streams (Flink's
 //! `KeyedStream::intervalJoin`).
 
+use std::sync::Arc;
+
+use weir_net::Wire;
+use weir_state::KeyHash;
+
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::api::two_input::{ConnectedKeyedStreams, DetachedKeyedStream};
 use crate::build::builder::ChainBuilder;
 use crate::core::subtask::SubtaskInfo;
-use crate::operators::interval_join::IntervalJoinOperator;
-use crate::operators::interval_join::JoinBounds;
-use crate::operators::interval_join::ProcessJoinFunction;
+use crate::operators::interval_join::{IntervalJoinOperator, JoinBounds, ProcessJoinFunction};
 use crate::operators::late_data::LateOutput;
-use std::sync::Arc;
-use weir_net::Wire;
-use weir_state::KeyHash;
 
 /// A keyed stream interval-joined with another, waiting for its bounds
 /// (Flink's `KeyedStream.IntervalJoin`).

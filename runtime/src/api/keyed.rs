@@ -1,19 +1,18 @@
 //! A stream partitioned by key, ready for a keyed operator or windows.
 
-use crate::api::graph::JobGraph;
-use crate::api::graph::Stage;
-use crate::api::graph::StageNode;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use weir_net::Wire;
+use weir_state::KeyHash;
+
+use crate::api::graph::{JobGraph, Stage, StageNode};
 use crate::api::stream::Stream;
 use crate::build::builder::ChainBuilder;
-use crate::build::exchange::ExchangeInputChain;
-use crate::build::exchange::ExchangeTail;
+use crate::build::exchange::{ExchangeInputChain, ExchangeTail};
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::chain::KeyedProcessChain;
 use crate::operators::keyed::function::KeyedProcessFunction;
-use std::marker::PhantomData;
-use std::sync::Arc;
-use weir_net::Wire;
-use weir_state::KeyHash;
 
 impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
     /// Partitions the stream by key: records travel to the subtask owning

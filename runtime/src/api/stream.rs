@@ -2,23 +2,17 @@
 //! transformations (`map`, `filter`, `flat_map`, `process`), event time, and
 //! the ends of a stage (`key_by`, `sink`).
 
-use crate::api::graph::JobGraph;
-use crate::api::graph::Stage;
-use crate::api::graph::StageNode;
-use crate::build::builder::ChainBuilder;
-use crate::build::builder::TailBuilder;
-use crate::build::chains::FilterChain;
-use crate::build::chains::FlatMapChain;
-use crate::build::chains::MapChain;
+use std::marker::PhantomData;
+
+use crate::api::graph::{JobGraph, Stage, StageNode};
+use crate::build::builder::{ChainBuilder, TailBuilder};
+use crate::build::chains::{FilterChain, FlatMapChain, MapChain};
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::process::{ProcessChain, ProcessFunction};
-use crate::operators::sink::Sink;
-use crate::operators::sink::SinkTail;
+use crate::operators::sink::{Sink, SinkTail};
 use crate::operators::source::chain::SourceChain;
 use crate::operators::source::function::Source;
-use crate::operators::timestamps::TimestampsChain;
-use crate::operators::timestamps::WatermarkStrategy;
-use std::marker::PhantomData;
+use crate::operators::timestamps::{TimestampsChain, WatermarkStrategy};
 
 impl JobGraph {
     /// Adds a source; `factory` makes the source of each subtask.

@@ -4,6 +4,12 @@
 //! A job is built through one stream at a time, so the second input is built
 //! first and set aside with `detach()`.
 
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use weir_net::Wire;
+use weir_state::KeyHash;
+
 use crate::api::graph::JobGraph;
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
@@ -12,12 +18,7 @@ use crate::build::two_input::TwoInputChain;
 use crate::core::subtask::SubtaskInfo;
 use crate::exchange::decoder::CoInput;
 use crate::operators::keyed::chain::KeyedProcessChain;
-use crate::operators::two_input::CoProcessAdapter;
-use crate::operators::two_input::KeyedCoProcessFunction;
-use std::marker::PhantomData;
-use std::sync::Arc;
-use weir_net::Wire;
-use weir_state::KeyHash;
+use crate::operators::two_input::{CoProcessAdapter, KeyedCoProcessFunction};
 
 impl JobGraph {
     /// Whether stage `stage` reads exchange `exchange` (as its input or as

@@ -1,24 +1,25 @@
 //! A keyed stream grouped into windows (Flink's `WindowedStream`):
 //! lateness, late data, and the window functions that finish it.
 
+use std::sync::Arc;
+
+use weir_net::Wire;
+use weir_state::KeyHash;
+
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::build::builder::ChainBuilder;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::late_data::LateOutput;
 use crate::operators::window::assign::Windowing;
-use crate::operators::window::contents::MergeFold;
 use crate::operators::window::contents::{
-    Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, ProcessWindowFunction,
-    WindowCollector, WindowContents,
+    Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, MergeFold,
+    ProcessWindowFunction, WindowCollector, WindowContents,
 };
 use crate::operators::window::fold::{AggregateFold, ReduceFold};
 use crate::operators::window::general::GeneralWindowOperator;
 use crate::operators::window::spec::TimeWindow;
 use crate::state::aggregating::AggregateFunction;
-use std::sync::Arc;
-use weir_net::Wire;
-use weir_state::KeyHash;
 
 impl<'j, T, K, KF> KeyedStream<'j, T, K, KF>
 where

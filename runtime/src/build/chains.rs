@@ -1,12 +1,13 @@
 //! The builders of the stateless chained links: `map`, `filter`,
 //! `flat_map`.
 
+use std::marker::PhantomData;
+
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
 use crate::chain::control::Collector;
 use crate::chain::ops::{FilterOp, FlatMapOp, MapOp};
 use crate::chain::task::Task;
-use std::marker::PhantomData;
 
 /// Chain link of [`Stream::map`](crate::api::stream::Stream::map).
 pub struct MapChain<B, F, T> {

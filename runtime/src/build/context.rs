@@ -2,6 +2,13 @@
 //! place, the job's settings, its channel endpoints, checkpointing and the
 //! checkpoint it restores.
 
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use weir_net::{BufferPool, ChannelReceiver, ChannelSender, Consumer, NetworkBuffer};
+
 use crate::checkpoint::restore::RestoredCheckpoint;
 use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::barrier::BarrierMode;
@@ -9,11 +16,6 @@ use crate::core::subtask::SubtaskInfo;
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::SubtaskMetrics;
 use crate::metrics::worker::WorkerMetrics;
-use std::collections::HashMap;
-use std::rc::Rc;
-use std::sync::Arc;
-use std::time::Duration;
-use weir_net::{BufferPool, ChannelReceiver, ChannelSender, Consumer, NetworkBuffer};
 
 /// The sending side of one exchange for one subtask, before its pool exists.
 pub(crate) struct OutputEndpoint {

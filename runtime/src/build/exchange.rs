@@ -2,6 +2,12 @@
 //! channels (with its gate, debloater and restored channel state) and the
 //! tails that feed an exchange.
 
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use weir_net::Wire;
+use weir_state::KeyHash;
+
 use crate::build::builder::{ChainBuilder, TailBuilder};
 use crate::build::context::BuildContext;
 use crate::chain::control::Collector;
@@ -13,10 +19,6 @@ use crate::exchange::fan_out::{no_key, FanOutOutput};
 use crate::exchange::gate::InputGate;
 use crate::exchange::input_task::{channel_state_name, InputTask};
 use crate::exchange::output::ExchangeOutput;
-use std::marker::PhantomData;
-use std::sync::Arc;
-use weir_net::Wire;
-use weir_state::KeyHash;
 
 /// Head of a stage fed by an exchange.
 pub struct ExchangeInputChain<T> {

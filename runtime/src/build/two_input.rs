@@ -1,15 +1,16 @@
 //! The head of a two-input stage: one gate over the channels of both
 //! input exchanges.
 
+use std::marker::PhantomData;
+
+use weir_net::Wire;
+
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
 use crate::build::exchange::build_input_task;
 use crate::chain::control::Collector;
 use crate::chain::task::Task;
-use crate::exchange::decoder::CoInput;
-use crate::exchange::decoder::CoInputDecoder;
-use std::marker::PhantomData;
-use weir_net::Wire;
+use crate::exchange::decoder::{CoInput, CoInputDecoder};
 
 /// Head of a two-input stage: one gate over the channels of `first`
 /// then `second`.

@@ -15,8 +15,9 @@
 //! once the barrier is aligned, each stateful link adds its state, and the
 //! tail forwards the barrier (or, in a sink, pre-commits).
 
-use crate::core::snapshot::TaskSnapshot;
 use std::time::Instant;
+
+use crate::core::snapshot::TaskSnapshot;
 
 /// Control calls that travel down a chain, head to tail.
 pub trait ChainControl {

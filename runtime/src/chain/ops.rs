@@ -1,7 +1,6 @@
 //! The stateless chained operators: `map`, `filter` and `flat_map`.
 
-use crate::chain::control::Collector;
-use crate::chain::control::{forward_chain_control, ChainControl};
+use crate::chain::control::{forward_chain_control, ChainControl, Collector};
 
 /// `map`: one record in, one out.
 pub struct MapOp<F, C> {

@@ -7,12 +7,13 @@
 //! (for the split of its time into busy, backpressured and idle, see
 //! [`crate::metrics`]) and whether it is finished.
 
+use std::rc::Rc;
+use std::time::Instant;
+
 use crate::chain::control::ChainControl;
 use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::time::earliest;
 use crate::metrics::subtask::TimeState;
-use std::rc::Rc;
-use std::time::Instant;
 
 /// What one [`Task::poll`] did.
 #[derive(Clone, Copy, Debug, Default)]

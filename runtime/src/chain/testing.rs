@@ -1,7 +1,8 @@
+use std::time::Instant;
+
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::ops::{FilterOp, FlatMapOp, MapOp};
 use crate::core::snapshot::TaskSnapshot;
-use std::time::Instant;
 
 /// A chain tail that keeps what it receives (tests only).
 #[derive(Default)]

@@ -14,15 +14,17 @@
 //! triggers the *final* checkpoint, which commits a bounded job's last
 //! output (sources end their partitions once it is complete).
 
-use crate::checkpoint::error::{CheckpointError, Result};
-use crate::checkpoint::signals::CheckpointSignals;
-use crate::checkpoint::stats::{CheckpointRecord, CheckpointStatus};
-use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
 use std::collections::BTreeMap;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
 use weir_state::snapshot::{Manifest, OperatorSnapshot, SubtaskSnapshot};
+
+use crate::checkpoint::error::{CheckpointError, Result};
+use crate::checkpoint::signals::CheckpointSignals;
+use crate::checkpoint::stats::{CheckpointRecord, CheckpointStatus};
+use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
 
 pub use crate::checkpoint::stats::TaskCheckpointStats;
 use crate::core::log::CHECKPOINT;

@@ -2,13 +2,15 @@
 //! that overlaps the subtask's key groups, checked and decoded into a
 //! `RestoreSink` that each state kind implements.
 
+use std::time::Instant;
+
+use weir_state::snapshot::{BlockKind, Extent};
+use weir_state::{KeyGroupAssigner, KeyGroupRange};
+
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::{KeyedBlock, RestoreScope};
 use crate::checkpoint::table_block::TableBlock;
 use crate::core::log::CHECKPOINT;
-use std::time::Instant;
-use weir_state::snapshot::{BlockKind, Extent};
-use weir_state::{KeyGroupAssigner, KeyGroupRange};
 
 /// Where a restore puts the entries of one keyed state: how an entry is
 /// decoded, which hash decides its key group, and how it is inserted.

@@ -1,10 +1,11 @@
 //! Writing a frozen operator list state as blocks of a segment.
 
+use weir_state::snapshot::{BlockKind, Extent};
+use weir_state::KeyGroupRange;
+
 use crate::checkpoint::error::Result;
 use crate::checkpoint::segment_file::SegmentFile;
 use crate::core::snapshot::FrozenOperatorList;
-use weir_state::snapshot::{BlockKind, Extent};
-use weir_state::KeyGroupRange;
 
 /// Serialized bytes per block of a large list: the writer writes one block
 /// while it serializes the next.

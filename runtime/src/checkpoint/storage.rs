@@ -9,9 +9,8 @@
 //! directory, so deleting a checkpoint (retention, failure, incomplete at
 //! start) deletes exactly the segments nobody else references.
 
-use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
+use std::{fs, io};
 
 use crate::checkpoint::error::{CheckpointError, Result};
 

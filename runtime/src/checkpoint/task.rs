@@ -1,7 +1,8 @@
 //! What a task needs to take part in checkpoints.
 
-use crate::checkpoint::signals::CheckpointSignals;
 use std::sync::Arc;
+
+use crate::checkpoint::signals::CheckpointSignals;
 
 /// What a task needs to take part in checkpoints.
 pub struct TaskCheckpointing {

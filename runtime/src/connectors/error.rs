@@ -7,9 +7,8 @@
 //! implement them); the connectors' implementations hand over this error's
 //! message.
 
-use std::fmt;
-use std::io;
 use std::path::PathBuf;
+use std::{fmt, io};
 
 use crate::core::fault::Fault;
 

@@ -14,11 +14,13 @@
 //! coordinator. The state kinds implement the traits (they bring their own
 //! codecs); the writer only sees the traits.
 
-use crate::core::subtask::SubtaskInfo;
 use std::ops::Range;
 use std::time::{Duration, Instant};
+
 use weir_net::CheckpointBarrier;
 use weir_state::KeyGroupRange;
+
+use crate::core::subtask::SubtaskInfo;
 
 /// A keyed state frozen at a barrier, to be written per key group.
 pub trait FrozenKeyedState {

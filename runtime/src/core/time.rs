@@ -1,8 +1,7 @@
 //! Small helpers about time shared by every layer: deadlines, wall-clock
 //! milliseconds, processing-time timers' instants.
 
-use std::time::Instant;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The earlier of two optional instants.
 pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {

@@ -53,11 +53,13 @@
 //! of older barriers are dropped, and an input that ended its partition
 //! counts as aligned and has nothing to capture.
 
-use crate::checkpoint::signals::CheckpointSignals;
-use crate::core::barrier::BarrierMode;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
 use weir_net::{ChannelEvent, CheckpointBarrier};
+
+use crate::checkpoint::signals::CheckpointSignals;
+use crate::core::barrier::BarrierMode;
 
 /// A barrier the task must snapshot now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

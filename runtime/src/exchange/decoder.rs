@@ -2,6 +2,7 @@
 //! single-input and two-input stages.
 
 use std::marker::PhantomData;
+
 use weir_net::{DecodeError, Wire};
 
 /// How a gate turns the bytes of a channel into records.

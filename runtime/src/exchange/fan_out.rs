@@ -1,10 +1,11 @@
 //! A stage's tail that sends every record to every receiving subtask: the
 //! output of a broadcast edge.
 
+use weir_net::{WatermarkStatus, Wire};
+
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::core::snapshot::TaskSnapshot;
 use crate::exchange::output::ExchangeOutput;
-use weir_net::{WatermarkStatus, Wire};
 
 /// The sending side of a broadcast edge (every record to every channel) or
 /// a rebalance edge (round-robin).

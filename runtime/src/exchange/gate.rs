@@ -35,6 +35,13 @@
 //! down the chain ([`crate::chain::control::ChainControl::on_watermark`]) before
 //! the next record.
 
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use held::{Data, Pending, Reading};
+use weir_net::{ChannelEvent, ChannelReceiver, CheckpointBarrier, PriorityBarrier, Wire};
+
 use crate::chain::control::Collector;
 use crate::checkpoint::signals::CheckpointSignals;
 use crate::core::barrier::BarrierMode;
@@ -42,18 +49,11 @@ use crate::exchange::alignment::{
     AlignedBarrier, BarrierAction, BarrierAligner, ChannelState, PriorityAction,
 };
 use crate::exchange::debloat::BufferDebloater;
-use crate::exchange::decoder::Decoded;
-use crate::exchange::decoder::RecordDecoder;
-use crate::exchange::decoder::WireDecoder;
+use crate::exchange::decoder::{Decoded, RecordDecoder, WireDecoder};
 use crate::exchange::throughput::Throughput;
 use crate::exchange::valve::{ValveOutput, WatermarkValve};
 use crate::metrics::counters::{ChannelBytes, ChannelCounters};
 use crate::metrics::subtask::SubtaskMetrics;
-use held::{Data, Pending, Reading};
-use std::collections::VecDeque;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use weir_net::{ChannelEvent, ChannelReceiver, CheckpointBarrier, PriorityBarrier, Wire};
 
 /// What [`InputGate::pump`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,10 @@
 //! The task at the head of a stage fed by an exchange: its input gate
 //! drives the chain, and it snapshots once per aligned barrier.
 
+use std::marker::PhantomData;
+use std::rc::Rc;
+use std::time::Instant;
+
 use crate::chain::control::Collector;
 use crate::chain::task::{ChainHead, InputStep, Task, TaskPoll};
 use crate::checkpoint::task::TaskCheckpointing;
@@ -10,9 +14,6 @@ use crate::exchange::alignment::ChannelState;
 use crate::exchange::decoder::{RecordDecoder, WireDecoder};
 use crate::exchange::gate::{GateStatus, InputGate};
 use crate::metrics::subtask::SubtaskMetrics;
-use std::marker::PhantomData;
-use std::rc::Rc;
-use std::time::Instant;
 
 /// Records and events an input task moves per poll before the worker looks
 /// at its other tasks.

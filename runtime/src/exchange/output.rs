@@ -28,21 +28,23 @@
 //! reads and the bytes of every buffer it takes, per channel. They publish
 //! once per poll.
 
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use weir_net::{
+    BufferPool, ChannelEvent, ChannelSender, CheckpointBarrier, NetworkBuffer, PriorityBarrier,
+    WatermarkStatus, Wire,
+};
+use weir_state::{KeyGroupAssigner, KeyHash};
+
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::core::barrier::BarrierMode;
 use crate::core::snapshot::TaskSnapshot;
 use crate::exchange::alignment::alignment_deadline;
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::{SubtaskId, SubtaskMetrics};
-use std::collections::VecDeque;
-use std::marker::PhantomData;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use weir_net::{
-    BufferPool, ChannelEvent, ChannelSender, CheckpointBarrier, NetworkBuffer, PriorityBarrier,
-    WatermarkStatus, Wire,
-};
-use weir_state::{KeyGroupAssigner, KeyHash};
 
 struct OutChannel {
     sender: ChannelSender,

@@ -2,6 +2,15 @@
 //! executor per worker, coordinates checkpoints and waits for the end or the
 //! first failure.
 
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
+
 use crate::api::graph::JobGraph;
 use crate::build::context::WorkerEndpoints;
 use crate::checkpoint::coordinator::{CheckpointCoordinator, CoordinatorMsg};
@@ -14,23 +23,14 @@ use crate::checkpoint::writer::{spawn_writer, WriterSetup};
 use crate::core::barrier::BarrierMode;
 use crate::core::log::WORKERS;
 use crate::exec::error::{JobError, Result};
-use crate::exec::options::CheckpointingOptions;
-use crate::exec::options::ExecutionOptions;
+use crate::exec::options::{CheckpointingOptions, ExecutionOptions};
 use crate::exec::progress::Progress;
-use crate::exec::wiring::build_tasks;
-use crate::exec::wiring::tasks_on_worker;
-use crate::exec::wiring::ResolvedStage;
-use crate::exec::wiring::{wire_channels, WorkerSettings};
+use crate::exec::wiring::{
+    build_tasks, tasks_on_worker, wire_channels, ResolvedStage, WorkerSettings,
+};
 use crate::exec::worker::{run_worker, IdlePolicy, JobShared};
 use crate::metrics::report::{InFlightSampler, MetricsSnapshot, SubtaskSummary};
 use crate::metrics::worker::WorkerMetrics;
-use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
-use std::path::PathBuf;
-use std::rc::Rc;
-use std::sync::atomic::Ordering;
-use std::sync::mpsc::Sender;
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
 
 pub(crate) struct AttemptResult {
     pub(crate) workers: usize,

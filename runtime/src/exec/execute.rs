@@ -6,21 +6,21 @@
 //! built their tasks, releases them together and then only watches: it reads
 //! the workers' counters for progress lines and waits for them to finish.
 
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
 use crate::api::graph::JobGraph;
 use crate::checkpoint::stats::CheckpointRecord;
 use crate::checkpoint::storage::CheckpointStorage;
 use crate::core::log::{PROGRESS, RESTART, RESTORE};
 use crate::exec::attempt::{run_attempt, RestoreInfo};
 use crate::exec::error::{JobError, Result};
-use crate::exec::options::ExecutionOptions;
-use crate::exec::options::RestoreFrom;
+use crate::exec::options::{ExecutionOptions, RestoreFrom};
 use crate::exec::progress::Progress;
 use crate::exec::restart::{RestartDecision, RestartStrategy, RestartTracker};
 use crate::exec::restore::{log_unusable, select_restore};
 use crate::exec::wiring::validate;
 use crate::metrics::report::{MetricsSnapshot, SubtaskSummary};
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
 
 /// What a finished job reports.
 #[derive(Clone, Debug)]

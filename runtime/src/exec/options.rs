@@ -1,13 +1,14 @@
 //! How a job is executed: workers, buffers, checkpointing, restore and
 //! restarts, resolved from the configuration or set directly.
 
+use std::path::PathBuf;
+use std::time::Duration;
+
 use crate::checkpoint::coordinator::CoordinatorOptions;
 use crate::checkpoint::segment_file::IoMode;
 use crate::core::barrier::BarrierMode;
 use crate::exchange::debloat::DebloatOptions;
 use crate::exec::restart::RestartStrategy;
-use std::path::PathBuf;
-use std::time::Duration;
 
 /// Where a run starts from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

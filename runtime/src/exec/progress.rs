@@ -1,10 +1,11 @@
 //! The progress report the control thread hands out every interval, and
 //! its rendering as the lines `weir run` and `weir bench` print.
 
+use std::time::Duration;
+
 use crate::checkpoint::stats::CheckpointRecord;
 use crate::metrics::report::{MetricsSnapshot, TimeShares};
 use crate::metrics::subtask::SubtaskId;
-use std::time::Duration;
 
 /// A progress report, handed to the progress callback every interval.
 #[derive(Clone, Debug)]

@@ -1,13 +1,14 @@
 //! Choosing the checkpoint a run restores: an explicit path, or the newest
 //! complete and verified one.
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use crate::checkpoint::restore::{find_latest, RestoredCheckpoint};
 use crate::checkpoint::storage::CheckpointStorage;
 use crate::core::log::RESTORE;
 use crate::exec::error::{JobError, Result};
 use crate::exec::options::RestoreFrom;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// Finds the checkpoint `from` names, verifying it. Logs the one it
 /// restores, why newer checkpoints were skipped, and when there is none.

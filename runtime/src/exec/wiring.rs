@@ -1,6 +1,13 @@
 //! Resolving a job graph into tasks: the stages' parallelism, the channel
 //! mesh of every exchange, and each worker's tasks.
 
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use weir_net::channel;
+
 use crate::api::graph::JobGraph;
 use crate::build::context::{BuildContext, InputEndpoint, OutputEndpoint, WorkerEndpoints};
 use crate::chain::task::Task;
@@ -15,11 +22,6 @@ use crate::exec::worker::{panic_message, JobShared};
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::{SubtaskEntry, SubtaskId, SubtaskMetrics};
 use crate::metrics::worker::WorkerMetrics;
-use std::collections::HashMap;
-use std::rc::Rc;
-use std::sync::Arc;
-use std::time::Duration;
-use weir_net::channel;
 
 /// Buffers a pool may borrow beyond its size when a single record's output
 /// exceeds it (see `ExchangeOutput`); bounds the return rings' capacity.

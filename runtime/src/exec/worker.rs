@@ -13,18 +13,20 @@
 //! worker records the failure, cancels the job and rings every doorbell so
 //! that no worker waits for input that will never come.
 
-use crate::chain::task::Task;
-use crate::checkpoint::writer::SnapshotWriter;
-use crate::core::time::earliest;
-use crate::metrics::subtask::{SubtaskEntry, SubtaskMetrics, TaskClock};
-use crate::metrics::worker::WorkerMetrics;
-use futures_lite::future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 use std::time::{Duration, Instant};
+
+use futures_lite::future;
 use weir_net::Doorbell;
+
+use crate::chain::task::Task;
+use crate::checkpoint::writer::SnapshotWriter;
+use crate::core::time::earliest;
+use crate::metrics::subtask::{SubtaskEntry, SubtaskMetrics, TaskClock};
+use crate::metrics::worker::WorkerMetrics;
 
 /// State every worker and the control thread share.
 pub(crate) struct JobShared {

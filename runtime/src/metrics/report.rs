@@ -1,14 +1,12 @@
 //! Readings of the counters: snapshots, shares over an interval, Flink's
 //! backpressure levels and the run's summaries.
 
-use crate::metrics::counters::epoch;
-use crate::metrics::counters::ns_since;
-use crate::metrics::counters::ChannelCounters;
-use crate::metrics::subtask::SubtaskEntry;
-use crate::metrics::subtask::SubtaskId;
-use crate::metrics::worker::WorkerMetrics;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use crate::metrics::counters::{epoch, ns_since, ChannelCounters};
+use crate::metrics::subtask::{SubtaskEntry, SubtaskId};
+use crate::metrics::worker::WorkerMetrics;
 
 /// A point-in-time copy of one subtask's metrics.
 #[derive(Clone, Debug, PartialEq, Eq)]

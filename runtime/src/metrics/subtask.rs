@@ -1,11 +1,11 @@
 //! Per-subtask metrics: how a subtask's wall time splits into busy,
 //! backpressured and idle, records and bytes in and out.
 
-use crate::metrics::counters::ns_since;
-use crate::metrics::counters::ChannelCounters;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+
+use crate::metrics::counters::{ns_since, ChannelCounters};
 
 /// What a subtask is doing, for the split of its wall time (see the module
 /// documentation).

@@ -1,10 +1,11 @@
+use std::sync::Arc;
+use std::time::Duration;
+
 use super::*;
 use crate::metrics::counters::epoch;
 use crate::metrics::counters::ChannelBytes;
 use crate::metrics::subtask::SubtaskEntry;
 use crate::metrics::subtask::TaskClock;
-use std::sync::Arc;
-use std::time::Duration;
 const MS: u64 = 1_000_000;
 
 fn id() -> SubtaskId {

@@ -31,6 +31,9 @@
 //! The buffers and timers are keyed state, so they are checkpointed per key
 //! group, restored, and follow their keys when the stage rescales.
 
+use weir_net::Wire;
+use weir_state::KeyHash;
+
 use crate::chain::control::Collector;
 use crate::operators::error::OperatorError;
 use crate::operators::late_data::LateOutput;
@@ -39,8 +42,6 @@ use crate::state::key_context::KeyContext;
 use crate::state::map::KeyedMapState;
 use crate::state::timers::{KeyedTimerService, TimeDomain, TimerQueues};
 use crate::state::visitor::KeyedStates;
-use weir_net::Wire;
-use weir_state::KeyHash;
 
 /// The timestamps of a joined pair (Flink's `ProcessJoinFunction.Context`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

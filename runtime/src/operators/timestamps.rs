@@ -22,14 +22,16 @@
 //! watermarks of its active inputs, never goes backwards, and the gate is
 //! idle when every input is.
 
+use std::time::{Duration, Instant};
+
+use weir_net::WatermarkStatus;
+
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::task::Task;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::time::earliest;
-use std::time::{Duration, Instant};
-use weir_net::WatermarkStatus;
 
 /// Flink's default of `pipeline.auto-watermark-interval`.
 pub const DEFAULT_AUTO_WATERMARK_INTERVAL: Duration = Duration::from_millis(200);

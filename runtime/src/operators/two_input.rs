@@ -19,13 +19,14 @@
 //! keyed state (shared by both inputs for the current key), timers,
 //! checkpoints and rescaling.
 
+use weir_state::KeyHash;
+
 use crate::chain::control::Collector;
 use crate::exchange::decoder::CoInput;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::state::key_context::KeyContext;
 use crate::state::timers::{TimeDomain, TimerQueues};
 use crate::state::visitor::KeyedStates;
-use weir_state::KeyHash;
 
 /// User logic of a keyed two-input operator (Flink's
 /// `KeyedCoProcessFunction`): both inputs are keyed by the same key type,

@@ -1,15 +1,16 @@
 //! Flink's keyed `ReducingState` and `AggregatingState` (with its
 //! `AggregateFunction`): one accumulator per key.
 
+use std::rc::Rc;
+
+use weir_net::Wire;
+use weir_state::{KeyHash, ValueState};
+
 use crate::core::wire::append_wire;
 use crate::state::codec::FrozenTable;
 use crate::state::key_context::KeyContext;
 use crate::state::registry::{register_state, StateKind};
-use crate::state::ttl::ttl_for;
-use crate::state::ttl::{StateTtlConfig, Ttl, TtlClock};
-use std::rc::Rc;
-use weir_net::Wire;
-use weir_state::{KeyHash, ValueState};
+use crate::state::ttl::{ttl_for, StateTtlConfig, Ttl, TtlClock};
 
 // ---------------------------------------------------- reducing, aggregating
 

@@ -2,17 +2,17 @@
 //! frozen tables serialized per key group or as table blocks, and the
 //! restore target of a plain value table.
 
+use weir_net::Wire;
+use weir_state::value_state::FrozenValueState;
+use weir_state::{KeyGroupAssigner, KeyGroupRange, KeyHash};
+
 use crate::checkpoint::error::RestoreError;
-use crate::checkpoint::keyed_restore::restore_entries;
-use crate::checkpoint::keyed_restore::RestoreSink;
+use crate::checkpoint::keyed_restore::{restore_entries, RestoreSink};
 use crate::checkpoint::restore::RestoreScope;
 use crate::checkpoint::table_block::TableHeader;
 use crate::core::snapshot::FrozenKeyedState;
 use crate::core::wire::append_wire;
 use crate::state::value::KeyedValueState;
-use weir_net::Wire;
-use weir_state::value_state::FrozenValueState;
-use weir_state::{KeyGroupAssigner, KeyGroupRange, KeyHash};
 
 impl<K, V> FrozenKeyedState for FrozenValueState<K, V>
 where

@@ -1,16 +1,17 @@
 //! Flink's keyed `ListState`: elements in a table keyed by `(key, index)`,
 //! lengths in another.
 
+use std::rc::Rc;
+
+use weir_net::{DecodeError, Wire};
+use weir_state::{KeyHash, ValueState};
+
 use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::core::wire::append_wire;
 use crate::state::codec::FrozenTable;
 use crate::state::key_context::KeyContext;
 use crate::state::registry::{register_state, StateKind};
-use crate::state::ttl::ttl_for;
-use crate::state::ttl::{StateTtlConfig, Ttl, TtlClock};
-use std::rc::Rc;
-use weir_net::{DecodeError, Wire};
-use weir_state::{KeyHash, ValueState};
+use crate::state::ttl::{ttl_for, StateTtlConfig, Ttl, TtlClock};
 
 // ---------------------------------------------------------------- list
 

@@ -2,16 +2,17 @@
 //! values also link each key's entries (a doubly linked list through the
 //! table), plus a table of each key's first user key and entry count.
 
+use std::rc::Rc;
+
+use weir_net::{DecodeError, Wire};
+use weir_state::{KeyHash, ValueState};
+
 use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::core::wire::append_wire;
 use crate::state::codec::FrozenTable;
 use crate::state::key_context::KeyContext;
 use crate::state::registry::{register_state, StateKind};
-use crate::state::ttl::ttl_for;
-use crate::state::ttl::{StateTtlConfig, Ttl, TtlClock};
-use std::rc::Rc;
-use weir_net::{DecodeError, Wire};
-use weir_state::{KeyHash, ValueState};
+use crate::state::ttl::{ttl_for, StateTtlConfig, Ttl, TtlClock};
 
 // ---------------------------------------------------------------- map
 

@@ -42,17 +42,18 @@
 //! the entries of the subtask's key groups, from whatever subtask wrote
 //! them, so timers follow their keys when the parallelism changes.
 
-use crate::checkpoint::error::RestoreError;
-use crate::checkpoint::restore::RestoreScope;
-use crate::core::snapshot::FrozenKeyedState;
-use crate::core::time::system_time_ms;
-use crate::state::key_context::KeyContext;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use weir_net::Wire;
 use weir_state::{KeyGroupAssigner, KeyGroupRange, KeyHash};
+
+use crate::checkpoint::error::RestoreError;
+use crate::checkpoint::restore::RestoreScope;
+use crate::core::snapshot::FrozenKeyedState;
+use crate::core::time::system_time_ms;
+use crate::state::key_context::KeyContext;
 
 /// State name of the event-time timers in checkpoints.
 pub const EVENT_TIMERS_STATE: &str = "_timers_event";

@@ -1,14 +1,15 @@
 //! A keyed `ValueState` with a time-to-live: one table of `(value,
 //! timestamp)`, so the plain value state's hot path stays as it is.
 
+use std::rc::Rc;
+
+use weir_net::Wire;
+use weir_state::{KeyHash, ValueState};
+
 use crate::state::aggregating::AccTable;
 use crate::state::codec::FrozenTable;
 use crate::state::key_context::KeyContext;
-use crate::state::ttl::ttl_for;
-use crate::state::ttl::{StateTtlConfig, TtlClock};
-use std::rc::Rc;
-use weir_net::Wire;
-use weir_state::{KeyHash, ValueState};
+use crate::state::ttl::{ttl_for, StateTtlConfig, TtlClock};
 
 /// Flink's keyed `ValueState<V>` with a time-to-live: one value per key
 /// that expires (see [`crate::state::ttl`]). A separate type from

@@ -1,9 +1,10 @@
 //! Flink's keyed `ValueState`, stored in the worker's own arena
 //! ([`weir_state::ValueState`]), one entry per key, no allocation per entry.
 
+use weir_state::{KeyHash, ValueState};
+
 use crate::state::key_context::KeyContext;
 use crate::state::registry::{register_state, StateKind};
-use weir_state::{KeyHash, ValueState};
 
 /// Flink's keyed `ValueState<V>`: one value per key, scoped to the current
 /// key of a [`KeyContext`].

@@ -2,25 +2,20 @@
 //! restores alike: keyed states ([`KeyedStates`]) and operator states
 //! ([`OperatorStates`]).
 
+use weir_net::Wire;
+use weir_state::KeyHash;
+
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::keyed_restore::restore_entries;
 use crate::checkpoint::restore::RestoreScope;
-use crate::core::snapshot::FrozenKeyedState;
-use crate::core::snapshot::FrozenOperatorList;
-use crate::core::snapshot::Redistribution;
+use crate::core::snapshot::{FrozenKeyedState, FrozenOperatorList, Redistribution};
 use crate::state::aggregating::{AggregateFunction, KeyedAggregatingState, KeyedReducingState};
-use crate::state::codec::restore_value_state;
-use crate::state::codec::ValueSink;
+use crate::state::codec::{restore_value_state, ValueSink};
 use crate::state::list::KeyedListState;
 use crate::state::map::KeyedMapState;
-use crate::state::operator::list::restore_list;
-use crate::state::operator::list::ArenaList;
-use crate::state::operator::list::OperatorListState;
-use crate::state::operator::list::UnionListState;
+use crate::state::operator::list::{restore_list, ArenaList, OperatorListState, UnionListState};
 use crate::state::ttl_value::KeyedTtlValueState;
 use crate::state::value::KeyedValueState;
-use weir_net::Wire;
-use weir_state::KeyHash;
 
 enum Mode<'a, F: ?Sized> {
     /// Collect frozen views.

@@ -1,10 +1,11 @@
 //! The replayable file source: reading, positions, and resuming from a
 //! position, at every byte.
 
-use super::*;
-use crate::chain::control::{ChainControl, FlushOutcome};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+
+use super::*;
+use crate::chain::control::{ChainControl, FlushOutcome};
 
 static DIRS: AtomicU64 = AtomicU64::new(0);
 

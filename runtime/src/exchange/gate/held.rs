@@ -7,11 +7,13 @@
 //! `ChannelStatePersister` records them up to the barrier) and replays
 //! restored channel state through `RecoveredInputChannel`s.
 
-use crate::exchange::alignment::BarrierAligner;
-use crate::exchange::throughput::Throughput;
 use std::collections::VecDeque;
 use std::time::Duration;
+
 use weir_net::{ChannelEvent, ChannelReceiver, NetworkBuffer};
+
+use crate::exchange::alignment::BarrierAligner;
+use crate::exchange::throughput::Throughput;
 
 /// Records to read: a buffer of a channel, or restored channel state.
 pub(super) enum Data {

@@ -1,6 +1,11 @@
 //! The builders of the broadcast process operators: make each subtask's
 //! function, check and restore its states and the broadcast state.
 
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use weir_net::Wire;
+
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
 use crate::build::two_input::TwoInputChain;
@@ -15,9 +20,6 @@ use crate::operators::broadcast::op::{
 };
 use crate::operators::broadcast::state::BroadcastState;
 use crate::operators::keyed::base::build_keyed_function;
-use std::marker::PhantomData;
-use std::sync::Arc;
-use weir_net::Wire;
 
 /// Chain link of a keyed broadcast operator: the two-input head, then the
 /// operator.

@@ -1,12 +1,13 @@
 //! The user's functions of the broadcast state pattern: keyed and non-keyed.
 
+use weir_net::Wire;
+use weir_state::KeyHash;
+
 use crate::chain::control::Collector;
 use crate::operators::broadcast::state::BroadcastState;
 use crate::state::key_context::KeyContext;
 use crate::state::timers::{TimeDomain, TimerQueues};
 use crate::state::visitor::KeyedStates;
-use weir_net::Wire;
-use weir_state::KeyHash;
 
 /// User logic of a keyed stream connected with a broadcast stream (Flink's
 /// `KeyedBroadcastProcessFunction`).

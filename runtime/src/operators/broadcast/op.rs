@@ -1,6 +1,9 @@
 //! The broadcast process operators: keyed records get a key context and
 //! read-only broadcast state, broadcast records the state read-write.
 
+use weir_net::{WatermarkStatus, Wire};
+use weir_state::KeyHash;
+
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::TaskSnapshot;
@@ -14,8 +17,6 @@ use crate::operators::broadcast::state::{BroadcastState, BROADCAST_STATE};
 use crate::operators::keyed::base::{KeyedCore, KeyedHooks, TimerTarget};
 use crate::state::key_context::KeyContext;
 use crate::state::timers::{TimeDomain, TimerQueues};
-use weir_net::{WatermarkStatus, Wire};
-use weir_state::KeyHash;
 
 /// Restores broadcast state `state` of operator `uid` from `scope`.
 pub(crate) fn restore_broadcast<K, V>(

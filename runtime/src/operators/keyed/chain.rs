@@ -1,6 +1,8 @@
 //! The builder of a keyed process operator: makes each subtask's function,
 //! checks its states, restores them and its timers.
 
+use std::sync::Arc;
+
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
 use crate::chain::control::Collector;
@@ -9,7 +11,6 @@ use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::base::build_keyed_function;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::keyed::op::{hooks, KeyedProcessOp};
-use std::sync::Arc;
 
 /// Chain link of [`KeyedStream::process`](crate::api::keyed::KeyedStream::process).
 pub struct KeyedProcessChain<B, FF, KF> {

@@ -1,11 +1,12 @@
 //! The user's logic of a keyed process operator (Flink's
 //! `KeyedProcessFunction`).
 
+use weir_state::KeyHash;
+
 use crate::chain::control::Collector;
 use crate::state::key_context::KeyContext;
 use crate::state::timers::{TimeDomain, TimerQueues};
 use crate::state::visitor::KeyedStates;
-use weir_state::KeyHash;
 
 /// User logic of a keyed process operator.
 pub trait KeyedProcessFunction: 'static {

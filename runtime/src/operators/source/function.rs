@@ -7,8 +7,9 @@
 //! need draining. A bounded source returns [`SourcePoll::Finished`]; the task
 //! then finishes the chain, which sends end-of-partition downstream.
 
-use crate::chain::control::Collector;
 use std::time::Instant;
+
+use crate::chain::control::Collector;
 
 /// What a [`Source::poll_next`] call did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,9 +3,7 @@
 
 use crate::chain::control::Collector;
 use crate::core::subtask::SubtaskInfo;
-use crate::operators::source::function::decode_strided_position;
-use crate::operators::source::function::Source;
-use crate::operators::source::function::SourcePoll;
+use crate::operators::source::function::{decode_strided_position, Source, SourcePoll};
 
 /// A bounded source of records `f(i)` for `i = index, index + P, ...` below
 /// `count` — the partitioning every WORKLOADS.md source uses.

@@ -1,6 +1,11 @@
 //! The task that drives a source subtask and its chain, and injects
 //! checkpoint barriers.
 
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use weir_net::CheckpointBarrier;
+
 use crate::chain::control::Collector;
 use crate::chain::task::{ChainHead, InputStep, Task, TaskPoll};
 use crate::checkpoint::task::TaskCheckpointing;
@@ -8,11 +13,7 @@ use crate::core::barrier::BarrierMode;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::subtask::SubtaskInfo;
 use crate::metrics::counters::Counter;
-use crate::operators::source::function::Source;
-use crate::operators::source::function::SourcePoll;
-use std::rc::Rc;
-use std::time::{Duration, Instant};
-use weir_net::CheckpointBarrier;
+use crate::operators::source::function::{Source, SourcePoll};
 
 /// Records a source may emit per poll before the worker looks at its inputs.
 const SOURCE_BUDGET: usize = 4096;

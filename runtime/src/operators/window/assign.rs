@@ -13,18 +13,18 @@
 //!
 //! [`KeyedStream::window`]: crate::api::keyed::KeyedStream::window
 
+use std::sync::Arc;
+
+use weir_net::Wire;
+use weir_state::KeyHash;
+
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::late_data::LateOutput;
 use crate::operators::window::contents::{Accumulated, KeyStartResult, MergeFold};
 use crate::operators::window::event_time::{SlidingEventTimeWindows, TumblingEventTimeWindows};
 use crate::operators::window::general::GeneralWindowOperator;
 use crate::operators::window::operator::WindowOperator;
-use crate::operators::window::spec::Gap;
-use crate::operators::window::spec::WindowKind;
-use crate::operators::window::spec::WindowSpec;
-use std::sync::Arc;
-use weir_net::Wire;
-use weir_state::KeyHash;
+use crate::operators::window::spec::{Gap, WindowKind, WindowSpec};
 
 /// A window assigner of any kind: what
 /// [`KeyedStream::window`](crate::api::keyed::KeyedStream::window) takes. Implemented

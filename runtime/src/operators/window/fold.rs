@@ -1,8 +1,9 @@
 //! How a window folds its records incrementally: an `AggregateFunction` or a
 //! reduce function.
 
-use crate::state::aggregating::AggregateFunction;
 use std::marker::PhantomData;
+
+use crate::state::aggregating::AggregateFunction;
 
 /// How a window's accumulator takes a record and yields its result: the
 /// common part of `aggregate` and `reduce`.

@@ -1,19 +1,18 @@
 //! The event-time tumbling and sliding window operator: one table per open
 //! window (a pane), fired as a whole when the watermark passes its end.
 
+use weir_net::Wire;
+use weir_state::KeyHash;
+
 use crate::chain::control::Collector;
 use crate::checkpoint::keyed_restore::restore_entries;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::late_data::LateOutput;
-use crate::operators::window::event_time::WindowAssigner;
-use crate::operators::window::event_time::WindowStarts;
-use crate::operators::window::event_time::WINDOW_CONTENTS_STATE;
+use crate::operators::window::event_time::{WindowAssigner, WindowStarts, WINDOW_CONTENTS_STATE};
 use crate::operators::window::fold::WindowFold;
 use crate::operators::window::panes::WindowPanes;
 use crate::state::key_context::KeyContext;
 use crate::state::visitor::KeyedStates;
-use weir_net::Wire;
-use weir_state::KeyHash;
 
 /// The keyed process function behind event-time windows: one accumulator
 /// per `(key, window start)` in the window's pane (`window::panes`), fired as a

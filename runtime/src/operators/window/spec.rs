@@ -3,9 +3,11 @@
 //! an offset) or *session* windows (a gap, fixed or per record), on event time
 //! (a timestamp extractor) or processing time (the operator's clock).
 
-use crate::state::timers::TimeDomain;
 use std::sync::Arc;
+
 use weir_net::Wire;
+
+use crate::state::timers::TimeDomain;
 
 /// A window: the half-open interval `[start, end)` of milliseconds (Flink's
 /// `TimeWindow`).

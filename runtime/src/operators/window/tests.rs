@@ -3,6 +3,7 @@
 //! random out-of-order input, with lateness and the late-data output.
 
 use std::collections::BTreeMap;
+
 use weir_net::Wire;
 
 use super::*;

@@ -4,8 +4,6 @@
 
 use std::collections::HashMap;
 
-use crate::checkpoint::table_block::TableBlock;
-use crate::state::codec::FrozenTable;
 use weir_net::Wire;
 use weir_state::snapshot::{BlockKind, Extent, SegmentReader};
 use weir_state::value_state::ValueState;
@@ -13,7 +11,9 @@ use weir_state::{KeyGroupAssigner, KeyHash};
 
 use super::*;
 use crate::checkpoint::segment_file::*;
+use crate::checkpoint::table_block::TableBlock;
 use crate::checkpoint::writer::{write_keyed_state, TABLE_BLOCK_CHUNKS};
+use crate::state::codec::FrozenTable;
 
 /// A frozen 200 k-entry state (while the live one keeps changing),
 /// written part by part with `write_keyed_state` as `frozen` makes it:

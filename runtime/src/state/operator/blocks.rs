@@ -2,15 +2,16 @@
 //! (mode tag, u32 count, elements' wire bytes) and the restore that reads
 //! every old subtask's blocks back and takes this subtask's share.
 
-use crate::checkpoint::error::RestoreError;
-use crate::checkpoint::restore::RestoreScope;
-use crate::core::snapshot::FrozenOperatorList;
-use crate::core::snapshot::Redistribution;
-use crate::core::wire::append_wire;
 use std::ops::Range;
+
 use weir_net::Wire;
 use weir_state::snapshot::Extent;
 use weir_state::FrozenArena;
+
+use crate::checkpoint::error::RestoreError;
+use crate::checkpoint::restore::RestoreScope;
+use crate::core::snapshot::{FrozenOperatorList, Redistribution};
+use crate::core::wire::append_wire;
 
 /// The frozen view of an [`ArenaList`].
 pub(crate) struct FrozenList<T: Copy> {

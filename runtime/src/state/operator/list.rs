@@ -8,15 +8,16 @@
 //! checkpoint freezes a list in O(chunks): the frozen view shares the
 //! chunks copy-on-write while the function keeps writing.
 
+use weir_net::Wire;
+use weir_state::arena::CHUNK_LEN;
+use weir_state::SlotArena;
+
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::Redistribution;
 use crate::state::operator::blocks::{decode_block, FrozenList};
 use crate::state::operator::redistribute::assigned_to;
 use crate::state::registry::{register_state, StateKind};
-use weir_net::Wire;
-use weir_state::arena::CHUNK_LEN;
-use weir_state::SlotArena;
 
 /// A growable list of fixed-size elements in arena chunks: the storage of
 /// [`OperatorListState`] and [`UnionListState`] (both dereference to it).

@@ -13,6 +13,7 @@ mod debloat;
 mod event_time;
 mod failure;
 mod files;
+mod golden;
 mod interval_join;
 mod lifecycle;
 mod metrics;

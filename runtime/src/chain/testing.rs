@@ -1,3 +1,6 @@
+//! Test helpers shared by the crate's unit tests (a chain tail that keeps
+//! what it receives), and a test of chained operators applied in order.
+
 use std::time::Instant;
 
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};

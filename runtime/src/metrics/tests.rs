@@ -1,3 +1,6 @@
+//! How a subtask's time splits into busy, backpressured and idle, and
+//! the readings and summaries made of it.
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,3 +1,6 @@
+//! The broadcast operators: broadcast records reach the state, keyed
+//! records read it.
+
 use super::*;
 use crate::chain::control::Collector;
 use crate::chain::testing::VecTail;

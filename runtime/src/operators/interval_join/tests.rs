@@ -1,3 +1,6 @@
+//! The interval join against a nested loop over both sides, its bounds,
+//! late records and the cleanup of buffered records.
+
 use std::cell::RefCell;
 use std::rc::Rc;
 

@@ -1,3 +1,6 @@
+//! The non-keyed process operator: its operator state through a
+//! snapshot, and its end of input run once across restores.
+
 use std::time::{Duration, Instant};
 
 use weir_net::CheckpointBarrier;

@@ -1,3 +1,6 @@
+//! Two-input records: the decoder tells the inputs apart by channel, and
+//! the adapter routes each to its function over shared keyed state.
+
 use weir_net::Wire;
 
 use super::*;

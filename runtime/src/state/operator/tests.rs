@@ -1,3 +1,6 @@
+//! Operator list state: the lists, their blocks, the checks of their names
+//! and their redistribution at another parallelism.
+
 use proptest::prelude::*;
 use weir_state::snapshot::BlockKind;
 use weir_state::KeyGroupRange;

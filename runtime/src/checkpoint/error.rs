@@ -17,7 +17,7 @@ use std::sync::Arc;
 use weir_state::snapshot::{BlockKind, SnapshotError};
 use weir_state::KeyGroupRange;
 
-use crate::core::fault::Fault;
+use crate::core::fault::{io_retryable, Fault};
 use crate::core::snapshot::Redistribution;
 
 /// Result of taking checkpoints.
@@ -90,9 +90,16 @@ impl CheckpointError {
 
     /// Whether trying again can help: every checkpoint is a fresh attempt,
     /// and a job failed by too many failed checkpoints restarts as its
-    /// restart strategy allows; a block the format cannot hold stays so.
+    /// restart strategy allows. Not after an I/O error that stays
+    /// ([`io_retryable`]: permission denied, a checkpoint directory that is
+    /// a regular file, ...), nor for a block the format cannot hold.
     pub fn retryable(&self) -> bool {
-        self.fault() != Fault::User
+        match self {
+            Self::Io { source, .. } | Self::Segment(SnapshotError::Io { source, .. }) => {
+                io_retryable(source)
+            }
+            Self::Segment(_) | Self::TooManyFailures { .. } => true,
+        }
     }
 }
 
@@ -379,11 +386,12 @@ impl RestoreError {
     }
 
     /// Whether restoring the same checkpoint again can help: only after an
-    /// I/O error (a file that could not be opened or read).
+    /// I/O error (a file that could not be opened or read) that may pass
+    /// ([`io_retryable`]).
     pub fn retryable(&self) -> bool {
         match self {
             Self::Snapshot(e) | Self::Block { source: e, .. } => {
-                matches!(**e, SnapshotError::Io { .. })
+                matches!(&**e, SnapshotError::Io { source, .. } if io_retryable(source))
             }
             Self::Operator { source, .. } => source.retryable(),
             _ => false,

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::{fmt, io};
 
-use crate::core::fault::Fault;
+use crate::core::fault::{io_retryable, Fault};
 
 /// Result of the connectors.
 pub type Result<T, E = ConnectorError> = std::result::Result<T, E>;
@@ -290,14 +290,18 @@ impl ConnectorError {
         }
     }
 
-    /// Whether a retry can help: after an I/O error only. Files that
-    /// changed behind the connector's back and malformed restored bytes
-    /// stay as they are.
+    /// Whether a retry can help: after an I/O error that may pass (a full
+    /// disk, a failing device; not permission denied or a directory that
+    /// is a regular file: [`io_retryable`]). Files that changed behind the
+    /// connector's back and malformed restored bytes stay as they are.
     pub fn retryable(&self) -> bool {
-        matches!(
-            self,
-            Self::Io { .. } | Self::IoAt { .. } | Self::Rename { .. } | Self::Resume { .. }
-        )
+        match self {
+            Self::Io { source, .. }
+            | Self::IoAt { source, .. }
+            | Self::Rename { source, .. }
+            | Self::Resume { source, .. } => io_retryable(source),
+            _ => false,
+        }
     }
 }
 

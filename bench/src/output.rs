@@ -59,6 +59,9 @@ type LineFormat = fn(&(u64, u64, u64), &mut Vec<u8>);
 pub struct W1OutputSink {
     checksum: ChecksumSink<(u64, u64, u64)>,
     file: TransactionalFileSink<(u64, u64, u64), LineFormat>,
+    /// The restored state could not be split or read by the checksum sink:
+    /// its error stays, whatever a restart does.
+    state_malformed: bool,
 }
 
 impl W1OutputSink {
@@ -67,6 +70,7 @@ impl W1OutputSink {
         Self {
             checksum: ChecksumSink::new(info, results),
             file: TransactionalFileSink::new(dir, info, format_line as LineFormat),
+            state_malformed: false,
         }
     }
 }
@@ -85,10 +89,18 @@ impl Sink for W1OutputSink {
         self.file.finish();
     }
 
+    /// A malformed restored state stays so; the file sink says of its own
+    /// errors.
+    fn is_retryable(&self, error: &str) -> bool {
+        !self.state_malformed && self.file.is_retryable(error)
+    }
+
     fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
+        self.state_malformed = true;
         match restored {
             None => {
                 self.checksum.initialize_state(None)?;
+                self.state_malformed = false;
                 self.file.initialize_state(None)
             }
             Some((id, state)) => {
@@ -96,6 +108,7 @@ impl Sink for W1OutputSink {
                     format!("W1 output sink state of checkpoint {id} is truncated")
                 })?;
                 self.checksum.initialize_state(Some((id, checksum)))?;
+                self.state_malformed = false;
                 self.file.initialize_state(Some((id, file)))
             }
         }

@@ -323,6 +323,12 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for WorkloadSource<F> {
         )?;
         Ok(())
     }
+
+    /// A position that does not decode stays so: a restart restores the
+    /// same bytes.
+    fn is_retryable(&self, _error: &str) -> bool {
+        false
+    }
 }
 
 /// The keyed op of W1/W3: `count += 1; sum += value`, emit the new totals.

@@ -57,6 +57,7 @@ pub use crate::api::{
     BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream, IntervalJoin, IntervalJoined,
     JobGraph, KeyedStream, Stream, WindowedStream,
 };
+pub use crate::build::{BuildError, Restoring};
 pub use crate::chain::{ChainControl, Collector, FlushOutcome};
 pub use crate::checkpoint::{CheckpointRecord, CheckpointSummary};
 pub use crate::config::{CheckpointingMode, Config, ConfigError};
@@ -68,7 +69,7 @@ pub use crate::exchange::{
 pub use crate::exec::{
     available_cores, execute, execute_with_progress, CheckpointingOptions, ExecutionOptions,
     JobError, JobResult, Progress, RestartDecision, RestartStrategy, RestartStrategyConfig,
-    RestartStrategyType, RestartTracker, RestoreFrom, RestoreInfo, Result,
+    RestartStrategyType, RestartTracker, RestoreFrom, RestoreInfo, Result, TaskFailure,
 };
 pub use crate::metrics::{BackpressureLevel, GaugeSummary, SubtaskId, SubtaskSummary, TimeShares};
 pub use crate::operators::broadcast::{

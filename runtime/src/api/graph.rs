@@ -5,11 +5,12 @@ use std::marker::PhantomData;
 
 use crate::build::builder::{ChainBuilder, TailBuilder};
 use crate::build::context::BuildContext;
+use crate::build::error::BuildError;
 use crate::chain::task::Task;
 
 /// A finished stage, type-erased.
 pub(crate) trait StageSpec: Send + Sync {
-    fn build(&self, ctx: &mut BuildContext<'_>) -> Box<dyn Task>;
+    fn build(&self, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Task>, BuildError>;
 }
 
 pub(crate) struct Stage<T, B, TB> {
@@ -19,8 +20,8 @@ pub(crate) struct Stage<T, B, TB> {
 }
 
 impl<T: 'static, B: ChainBuilder<T>, TB: TailBuilder<T>> StageSpec for Stage<T, B, TB> {
-    fn build(&self, ctx: &mut BuildContext<'_>) -> Box<dyn Task> {
-        let tail = self.tail.make(ctx);
+    fn build(&self, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Task>, BuildError> {
+        let tail = self.tail.make(ctx)?;
         self.chain.build(ctx, tail)
     }
 }

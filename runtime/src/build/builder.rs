@@ -1,15 +1,20 @@
 //! The builders a stage is made of: its chain's links, head to tail
-//! ([`ChainBuilder`]), and its tail ([`TailBuilder`]).
+//! ([`ChainBuilder`]), and its tail ([`TailBuilder`]). Building a subtask
+//! checks and restores its operators; a failure is a [`BuildError`].
 
 use crate::build::context::BuildContext;
+use crate::build::error::BuildError;
 use crate::chain::control::Collector;
 use crate::chain::task::Task;
 
 /// Builds a chain's head task around a given downstream collector.
 pub trait ChainBuilder<T>: Send + Sync + 'static {
     /// Builds the task of subtask `ctx.info` whose chain ends in `out`.
-    fn build<C: Collector<T> + 'static>(&self, ctx: &mut BuildContext<'_>, out: C)
-        -> Box<dyn Task>;
+    fn build<C: Collector<T> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Result<Box<dyn Task>, BuildError>;
 }
 
 /// Builds a chain's tail (a sink or an exchange output).
@@ -17,5 +22,5 @@ pub trait TailBuilder<T>: Send + Sync + 'static {
     /// The tail's collector type.
     type Tail: Collector<T> + 'static;
     /// Builds the tail of subtask `ctx.info`.
-    fn make(&self, ctx: &mut BuildContext<'_>) -> Self::Tail;
+    fn make(&self, ctx: &mut BuildContext<'_>) -> Result<Self::Tail, BuildError>;
 }

@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
+use crate::build::error::BuildError;
 use crate::chain::control::Collector;
 use crate::chain::ops::{FilterOp, FlatMapOp, MapOp};
 use crate::chain::task::Task;
@@ -40,7 +41,7 @@ where
         &self,
         ctx: &mut BuildContext<'_>,
         out: C,
-    ) -> Box<dyn Task> {
+    ) -> Result<Box<dyn Task>, BuildError> {
         self.prev.build(
             ctx,
             MapOp {
@@ -61,7 +62,7 @@ where
         &self,
         ctx: &mut BuildContext<'_>,
         out: C,
-    ) -> Box<dyn Task> {
+    ) -> Result<Box<dyn Task>, BuildError> {
         self.prev.build(
             ctx,
             FilterOp {
@@ -84,7 +85,7 @@ where
         &self,
         ctx: &mut BuildContext<'_>,
         out: C,
-    ) -> Box<dyn Task> {
+    ) -> Result<Box<dyn Task>, BuildError> {
         self.prev.build(
             ctx,
             FlatMapOp {

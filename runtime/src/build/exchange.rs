@@ -10,6 +10,7 @@ use weir_state::KeyHash;
 
 use crate::build::builder::{ChainBuilder, TailBuilder};
 use crate::build::context::BuildContext;
+use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::Collector;
 use crate::chain::task::Task;
 use crate::core::barrier::BarrierMode;
@@ -31,7 +32,7 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
         &self,
         ctx: &mut BuildContext<'_>,
         out: C,
-    ) -> Box<dyn Task> {
+    ) -> Result<Box<dyn Task>, BuildError> {
         let (receivers, counters) = ctx.take_input(self.exchange);
         let task: InputTask<T, C> = build_input_task(
             ctx,
@@ -40,14 +41,15 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
             counters,
             out,
             WireDecoder::default(),
-        );
-        Box::new(task)
+        )?;
+        Ok(Box::new(task))
     }
 }
 
 /// The input task of a stage over `receivers` (the channels of one or more
 /// exchanges, `exchange` the first), decoding records with `decoder`: the
 /// gate with its trigger signals, debloater and restored channel state.
+/// Fails if the channel state of the checkpoint being restored cannot be.
 pub(crate) fn build_input_task<T, C, D>(
     ctx: &mut BuildContext<'_>,
     exchange: usize,
@@ -55,7 +57,7 @@ pub(crate) fn build_input_task<T, C, D>(
     counters: Vec<Arc<crate::metrics::counters::ChannelCounters>>,
     out: C,
     decoder: D,
-) -> InputTask<T, C, D> {
+) -> Result<InputTask<T, C, D>, BuildError> {
     let mut gate = InputGate::new(receivers, ctx.barrier_mode).with_channel_counters(counters);
     if let (BarrierMode::AlignedWithTimeout(_), Some(cp)) = (ctx.barrier_mode, &ctx.checkpointing) {
         gate = gate.with_trigger_signals(cp.signals.clone());
@@ -77,12 +79,19 @@ pub(crate) fn build_input_task<T, C, D>(
         let scope = restore.scope(&uid, &ctx.info);
         let state = scope
             .channel_state(gate.channels(), channel_state_name)
-            .unwrap_or_else(|e| panic!("{}: {e}", ctx.task_name()));
+            .map_err(|source| BuildError::Restore {
+                task: ctx.task_name(),
+                kind: "exchange input",
+                uid: uid.clone(),
+                checkpoint: restore.id(),
+                part: Restoring::Inline,
+                source: Box::new(source),
+            })?;
         for (c, records) in state.into_iter().enumerate() {
             gate.restore_channel_state(c, records);
         }
     }
-    InputTask::with_decoder(
+    Ok(InputTask::with_decoder(
         ctx.task_name(),
         gate,
         out,
@@ -90,7 +99,7 @@ pub(crate) fn build_input_task<T, C, D>(
         (uid, ctx.info),
         ctx.subtask.clone(),
         decoder,
-    )
+    ))
 }
 
 /// Tail of a stage that ends in a key_by exchange.
@@ -107,8 +116,8 @@ where
     KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
 {
     type Tail = ExchangeOutput<T, K, KF>;
-    fn make(&self, ctx: &mut BuildContext<'_>) -> Self::Tail {
-        exchange_output(ctx, self.exchange, self.key_fn.clone())
+    fn make(&self, ctx: &mut BuildContext<'_>) -> Result<Self::Tail, BuildError> {
+        Ok(exchange_output(ctx, self.exchange, self.key_fn.clone()))
     }
 }
 
@@ -157,10 +166,10 @@ impl<T> FanOutTail<T> {
 
 impl<T: Wire> TailBuilder<T> for FanOutTail<T> {
     type Tail = FanOutOutput<T>;
-    fn make(&self, ctx: &mut BuildContext<'_>) -> Self::Tail {
+    fn make(&self, ctx: &mut BuildContext<'_>) -> Result<Self::Tail, BuildError> {
         let inner = exchange_output(ctx, self.exchange, no_key::<T> as fn(&T) -> u64);
         // Round-robin starts at different receivers from different senders.
         let first = ctx.info.index % inner.channel_count().max(1);
-        FanOutOutput::new(inner, self.all, first)
+        Ok(FanOutOutput::new(inner, self.all, first))
     }
 }

@@ -7,6 +7,7 @@ use weir_net::Wire;
 
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
+use crate::build::error::BuildError;
 use crate::build::exchange::build_input_task;
 use crate::chain::control::Collector;
 use crate::chain::task::Task;
@@ -36,7 +37,7 @@ impl<A: Wire, B: Wire> ChainBuilder<CoInput<A, B>> for TwoInputChain<A, B> {
         &self,
         ctx: &mut BuildContext<'_>,
         out: C,
-    ) -> Box<dyn Task> {
+    ) -> Result<Box<dyn Task>, BuildError> {
         let (mut receivers, mut counters) = ctx.take_input(self.first);
         let split = receivers.len();
         let (r2, c2) = ctx.take_input(self.second);
@@ -50,7 +51,7 @@ impl<A: Wire, B: Wire> ChainBuilder<CoInput<A, B>> for TwoInputChain<A, B> {
                 counters,
                 out,
                 CoInputDecoder::new(split),
-            );
-        Box::new(task)
+            )?;
+        Ok(Box::new(task))
     }
 }

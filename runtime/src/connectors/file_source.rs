@@ -75,6 +75,8 @@ pub struct FileSource {
     eof: bool,
     /// Every file is done.
     finished: bool,
+    /// Whether the last `restore_position` error may pass on a restart.
+    restore_retryable: bool,
 }
 
 impl FileSource {
@@ -112,6 +114,7 @@ impl FileSource {
             end: 0,
             scanned: 0,
             eof: false,
+            restore_retryable: true,
         })
     }
 
@@ -368,7 +371,18 @@ impl Source for FileSource {
     }
 
     fn restore_position(&mut self, position: &[u8]) -> std::result::Result<(), String> {
-        self.restore(position).map_err(|e| e.to_string())
+        self.restore(position).map_err(|e| {
+            self.restore_retryable = e.retryable();
+            e.to_string()
+        })
+    }
+
+    /// What [`ConnectorError::retryable`] said of the last
+    /// `restore_position` error: an input file that could not be opened
+    /// may be readable later; one that changed or belongs to another
+    /// subtask stays so.
+    fn is_retryable(&self, _error: &str) -> bool {
+        self.restore_retryable
     }
 }
 

@@ -22,7 +22,7 @@ use crate::checkpoint::task::TaskCheckpointing;
 use crate::checkpoint::writer::{spawn_writer, WriterSetup};
 use crate::core::barrier::BarrierMode;
 use crate::core::log::WORKERS;
-use crate::exec::error::{JobError, Result};
+use crate::exec::error::{JobError, Result, TaskFailure};
 use crate::exec::options::{CheckpointingOptions, ExecutionOptions};
 use crate::exec::progress::Progress;
 use crate::exec::wiring::{
@@ -104,7 +104,7 @@ pub(crate) fn run_attempt(
     let handles = spawn.workers(&metrics, endpoints, ack_tx)?;
 
     // Release the workers together once all have built their tasks.
-    while shared.ready.load(Ordering::Acquire) < workers && shared.failure.get().is_none() {
+    while shared.ready.load(Ordering::Acquire) < workers && !shared.has_failed() {
         std::thread::sleep(Duration::from_micros(200));
     }
     let start = Instant::now();
@@ -129,7 +129,7 @@ pub(crate) fn run_attempt(
     );
     for (w, h) in handles.into_iter().enumerate() {
         if let Err(e) = h.join() {
-            let _ = shared.failure.set((w, "worker".into(), e.to_string()));
+            shared.fail(w, "worker".into(), TaskFailure::Panic(e.to_string()));
         }
     }
     if let Some(c) = coordinator.as_mut() {
@@ -146,11 +146,11 @@ pub(crate) fn run_attempt(
             message: corrupt.1.to_string(),
         });
     }
-    if let Some((worker, task, message)) = shared.failure.get() {
+    if let Some((worker, task, cause)) = shared.take_failure() {
         return Err(JobError::TaskFailed {
-            worker: *worker,
-            task: task.clone(),
-            message: message.clone(),
+            worker,
+            task,
+            cause,
         });
     }
     let end = shared
@@ -292,7 +292,7 @@ impl Spawn<'_> {
                 );
                 match tasks {
                     Ok(tasks) => run_worker(w, tasks, shared, worker_metrics, idle, writer).await,
-                    Err((task, message)) => shared.fail(w, task, message),
+                    Err((task, cause)) => shared.fail(w, task, cause),
                 }
             });
             match spawned {
@@ -349,7 +349,11 @@ fn watch(
         in_flight.tick(now);
         if let Some(c) = coordinator.as_deref_mut() {
             if let Err(e) = c.tick(now, &ring) {
-                shared.fail(usize::MAX, "checkpoint coordinator".into(), e.to_string());
+                shared.fail(
+                    usize::MAX,
+                    "checkpoint coordinator".into(),
+                    TaskFailure::Checkpoint(e),
+                );
             }
             fresh_checkpoints.extend(c.take_fresh());
         }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
+use crate::build::error::BuildError;
 use crate::checkpoint::error::{CheckpointError, RestoreError};
 
 /// Why a job could not run or did not finish.
@@ -20,15 +21,16 @@ pub enum JobError {
         /// What failed.
         message: String,
     },
-    /// An operator failed while the job ran; the job was cancelled.
-    #[error("job failed: {task} on worker {worker}: {message}")]
+    /// A task could not be built, or failed while the job ran; the job
+    /// was cancelled.
+    #[error("job failed: {task} on worker {worker}: {cause}")]
     TaskFailed {
         /// Worker index.
         worker: usize,
         /// The failing task (operator chain and subtask).
         task: String,
-        /// The panic message or error.
-        message: String,
+        /// Why it failed.
+        cause: TaskFailure,
     },
     /// A block of the checkpoint being restored failed its checks while a
     /// worker loaded it: the checkpoint is unusable (outside world; an
@@ -73,3 +75,28 @@ pub enum JobError {
 
 /// Result alias of the runtime.
 pub type Result<T, E = JobError> = std::result::Result<T, E>;
+
+/// Why a task failed: the typed cause of [`JobError::TaskFailed`]. (The
+/// large causes are boxed: they are rare, and keep every `Result` that
+/// carries a [`JobError`] small.)
+#[derive(Debug, Error)]
+pub enum TaskFailure {
+    /// Its task could not be built: a state-name check, a restore, a
+    /// source's or sink's hook failed.
+    #[error(transparent)]
+    Build(Box<BuildError>),
+    /// Checkpoints failed more often than tolerated, or the checkpoint
+    /// directory could not be changed (the coordinator's failure).
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// The task panicked: a bug, weir's or a user function's (the panic's
+    /// message).
+    #[error("{0}")]
+    Panic(String),
+}
+
+impl From<BuildError> for TaskFailure {
+    fn from(e: BuildError) -> Self {
+        Self::Build(Box::new(e))
+    }
+}

@@ -13,7 +13,7 @@ pub mod wiring;
 pub mod worker;
 
 pub use attempt::RestoreInfo;
-pub use error::{JobError, Result};
+pub use error::{JobError, Result, TaskFailure};
 pub use execute::{execute, execute_with_progress, JobResult};
 pub use options::{available_cores, CheckpointingOptions, ExecutionOptions, RestoreFrom};
 pub use progress::Progress;

@@ -16,7 +16,7 @@ use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::barrier::BarrierMode;
 use crate::core::subtask::SubtaskInfo;
 use crate::exchange::debloat::DebloatOptions;
-use crate::exec::error::{JobError, Result};
+use crate::exec::error::{JobError, Result, TaskFailure};
 use crate::exec::options::ExecutionOptions;
 use crate::exec::worker::{panic_message, JobShared};
 use crate::metrics::counters::ChannelCounters;
@@ -166,7 +166,10 @@ pub(crate) fn wire_channels(
 /// A subtask's task and its registry entry (metrics, channel counters).
 type BuiltTask = (Box<dyn Task>, SubtaskEntry);
 
-/// Builds the tasks of every subtask that runs on worker `w`.
+/// Builds the tasks of every subtask that runs on worker `w`. The first
+/// that cannot be built fails with its task's name and why: a
+/// [`BuildError`](crate::build::error::BuildError), or the message of a
+/// panic while building (a bug, weir's or a user function's).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn build_tasks(
     w: usize,
@@ -177,7 +180,7 @@ pub(crate) fn build_tasks(
     metrics: &WorkerMetrics,
     settings: &WorkerSettings,
     checkpointing: Option<Rc<TaskCheckpointing>>,
-) -> std::result::Result<Vec<BuiltTask>, (String, String)> {
+) -> std::result::Result<Vec<BuiltTask>, (String, TaskFailure)> {
     let mut tasks = Vec::new();
     for (node, resolved) in job.stages.iter().zip(stages) {
         for index in (w..resolved.parallelism).step_by(workers) {
@@ -208,10 +211,14 @@ pub(crate) fn build_tasks(
                 output_channels: Vec::new(),
             };
             let name = ctx.task_name();
-            let task = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 node.spec.build(&mut ctx)
-            }))
-            .map_err(|panic| (name, panic_message(panic)))?;
+            }));
+            let task = match built {
+                Ok(Ok(task)) => task,
+                Ok(Err(e)) => return Err((name, TaskFailure::from(e))),
+                Err(panic) => return Err((name, TaskFailure::Panic(panic_message(panic)))),
+            };
             let entry = SubtaskEntry {
                 metrics: ctx.subtask,
                 inputs: ctx.input_channels,

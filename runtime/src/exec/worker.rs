@@ -15,7 +15,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -25,8 +25,12 @@ use weir_net::Doorbell;
 use crate::chain::task::Task;
 use crate::checkpoint::writer::SnapshotWriter;
 use crate::core::time::earliest;
+use crate::exec::error::TaskFailure;
 use crate::metrics::subtask::{SubtaskEntry, SubtaskMetrics, TaskClock};
 use crate::metrics::worker::WorkerMetrics;
+
+/// A task's failure: its worker, its name and why.
+pub(crate) type Failure = (usize, String, TaskFailure);
 
 /// State every worker and the control thread share.
 pub(crate) struct JobShared {
@@ -34,7 +38,8 @@ pub(crate) struct JobShared {
     pub go: AtomicBool,
     pub cancelled: AtomicBool,
     pub finished: AtomicUsize,
-    pub failure: OnceLock<(usize, String, String)>,
+    /// The first failure (set once; taken by the control thread).
+    failure: Mutex<Option<Failure>>,
     pub bells: Vec<Arc<Doorbell>>,
     pub finished_at: Vec<OnceLock<Instant>>,
     /// When the control thread released the workers (set before `go`).
@@ -48,7 +53,7 @@ impl JobShared {
             go: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
             finished: AtomicUsize::new(0),
-            failure: OnceLock::new(),
+            failure: Mutex::new(None),
             bells: (0..workers).map(|_| Arc::new(Doorbell::new())).collect(),
             finished_at: (0..workers).map(|_| OnceLock::new()).collect(),
             released: OnceLock::new(),
@@ -56,9 +61,28 @@ impl JobShared {
     }
 
     /// Records the first failure and stops every worker.
-    pub fn fail(&self, worker: usize, task: String, message: String) {
-        let _ = self.failure.set((worker, task, message));
+    pub fn fail(&self, worker: usize, task: String, cause: TaskFailure) {
+        self.failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert((worker, task, cause));
         self.cancel();
+    }
+
+    /// Whether a failure was recorded.
+    pub fn has_failed(&self) -> bool {
+        self.failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// The first failure, taken.
+    pub fn take_failure(&self) -> Option<Failure> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     /// Stops every worker at its next loop iteration.
@@ -93,8 +117,8 @@ struct TaskSet {
 impl TaskSet {
     /// Polls every unfinished task once, starting at `now`; reads the clock
     /// after each poll (the end of one poll is the start of the next) and
-    /// accounts the task's time. A panic becomes `Err((task, msg))`.
-    fn poll_all(&mut self, now: Instant) -> Result<Pass, (String, String)> {
+    /// accounts the task's time. A panic becomes `Err((task, cause))`.
+    fn poll_all(&mut self, now: Instant) -> Result<Pass, (String, TaskFailure)> {
         let mut pass = Pass {
             progressed: false,
             deadline: None,
@@ -110,7 +134,7 @@ impl TaskSet {
                 continue;
             }
             let polled = catch_unwind(AssertUnwindSafe(|| task.poll(start)))
-                .map_err(|panic| (task.describe(), panic_message(panic)))?;
+                .map_err(|panic| (task.describe(), TaskFailure::Panic(panic_message(panic))))?;
             let end = Instant::now();
             clock.on_poll(
                 start,
@@ -198,8 +222,8 @@ pub(crate) async fn run_worker(
         let now = Instant::now();
         let pass = match set.poll_all(now) {
             Ok(pass) => pass,
-            Err((task, message)) => {
-                shared.fail(index, task, message);
+            Err((task, cause)) => {
+                shared.fail(index, task, cause);
                 return;
             }
         };
@@ -240,9 +264,9 @@ pub(crate) async fn run_worker(
         .await;
         let recheck = match set.poll_all(Instant::now()) {
             Ok(pass) => pass,
-            Err((task, message)) => {
+            Err((task, cause)) => {
                 bell.cancel_park();
-                shared.fail(index, task, message);
+                shared.fail(index, task, cause);
                 return;
             }
         };

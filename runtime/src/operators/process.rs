@@ -60,6 +60,7 @@
 
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
+use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::task::Task;
 use crate::core::subtask::SubtaskInfo;
@@ -320,31 +321,41 @@ where
         &self,
         ctx: &mut BuildContext<'_>,
         out: C,
-    ) -> Box<dyn Task> {
+    ) -> Result<Box<dyn Task>, BuildError> {
+        const KIND: &str = "process operator";
         let (mut func, created) = created_by(StateKind::Operator, || (self.factory)(&ctx.info));
         if ctx.checkpointing.is_some() {
             let mut visited = Vec::new();
             func.visit_state(&mut OperatorStates::names(&mut visited));
-            if let Err(e) = check_state_names(StateKind::Operator, created, visited, &[]) {
-                panic!("process operator `{}` {e}", self.uid);
-            }
+            check_state_names(StateKind::Operator, created, visited, &[]).map_err(|source| {
+                BuildError::StateNames {
+                    task: ctx.task_name(),
+                    kind: KIND,
+                    uid: self.uid.clone(),
+                    source,
+                }
+            })?;
         }
         let mut input_ended = false;
         let mut restored_from = None;
         if let Some(restore) = ctx.restore.clone() {
+            let failed = |part, source| BuildError::Restore {
+                task: ctx.task_name(),
+                kind: KIND,
+                uid: self.uid.clone(),
+                checkpoint: restore.id(),
+                part,
+                source: Box::new(source),
+            };
             let scope = restore.scope(&self.uid, &ctx.info);
             let mut states = OperatorStates::restore(&scope);
             func.visit_state(&mut states);
             if let Some(e) = states.into_error() {
-                panic!(
-                    "process operator `{}` cannot restore checkpoint {}: {e}",
-                    self.uid,
-                    restore.id()
-                );
+                return Err(failed(Restoring::States, e));
             }
             input_ended = scope
                 .flag(PROCESS_INPUT_ENDED_STATE)
-                .unwrap_or_else(|e| panic!("process operator `{}`: {e}", self.uid));
+                .map_err(|e| failed(Restoring::Inline, e))?;
             restored_from = Some(restore.id());
         }
         func.initialize_state(&InitializationContext {

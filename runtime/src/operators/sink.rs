@@ -9,6 +9,8 @@
 use std::time::Instant;
 
 use crate::build::builder::TailBuilder;
+use crate::build::context::BuildContext;
+use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::subtask::SubtaskInfo;
@@ -27,12 +29,25 @@ use crate::metrics::subtask::SubtaskMetrics;
 /// (commit is idempotent) and abort everything else. The defaults suit a
 /// sink without external effects.
 ///
-/// An `Err` from these methods fails the job, naming the sink's subtask.
+/// An `Err` from these methods fails the job, naming the sink's subtask;
+/// [`Sink::is_retryable`] says whether the restart strategy may restart it.
 pub trait Sink: 'static {
     /// Records it takes.
     type In;
     /// Takes one record.
     fn invoke(&mut self, record: Self::In);
+
+    /// Whether `error`, just returned by one of this sink's methods, may
+    /// pass when the job restarts (an I/O error, a full disk): the restart
+    /// strategy then decides. `false` fails the job at once, without the
+    /// restart strategy: for an error a restart would meet again (an
+    /// output directory that is a file, a restored state this sink cannot
+    /// read). The default says it may, as Flink restarts after any
+    /// exception.
+    fn is_retryable(&self, error: &str) -> bool {
+        let _ = error;
+        true
+    }
     /// The input ended: every record has been invoked. Records that reach
     /// the sink after this are none; the final checkpoint's barrier (with
     /// checkpointing on) follows.
@@ -97,7 +112,8 @@ impl<S: Sink> SinkOp<S> {
     /// A chain tail feeding `sink`, operator `uid` of subtask `info` in
     /// task `name`; `restored` is the checkpoint id and state this subtask
     /// restores (None: a fresh start). Records are counted into `received`
-    /// (the worker's) and `subtask`.
+    /// (the worker's) and `subtask`. Fails if the sink's
+    /// `initialize_state` does.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         mut sink: S,
@@ -108,11 +124,16 @@ impl<S: Sink> SinkOp<S> {
         restored: Option<(u64, &[u8])>,
         received: Counter,
         subtask: SubtaskMetrics,
-    ) -> Self {
-        if let Err(e) = sink.initialize_state(restored) {
-            panic!("sink `{uid}` ({name}) cannot initialize its state: {e}");
+    ) -> Result<Self, BuildError> {
+        if let Err(message) = sink.initialize_state(restored) {
+            return Err(BuildError::InitializeState {
+                task: name,
+                uid: uid.to_owned(),
+                retryable: sink.is_retryable(&message),
+                message,
+            });
         }
-        Self {
+        Ok(Self {
             sink,
             uid: uid.to_owned(),
             info,
@@ -122,7 +143,7 @@ impl<S: Sink> SinkOp<S> {
             received,
             counted: 0,
             subtask,
-        }
+        })
     }
 
     /// Adds the records counted since the last time to the worker's count.
@@ -220,8 +241,6 @@ impl<S: Sink> Collector<S::In> for SinkOp<S> {
     }
 }
 
-use crate::build::context::BuildContext;
-
 /// Tail of a stage that ends in a sink.
 pub(crate) struct SinkTail<SF> {
     pub(crate) uid: String,
@@ -234,17 +253,26 @@ where
     SF: Fn(&SubtaskInfo) -> S + Send + Sync + 'static,
 {
     type Tail = SinkOp<S>;
-    fn make(&self, ctx: &mut BuildContext<'_>) -> SinkOp<S> {
+    fn make(&self, ctx: &mut BuildContext<'_>) -> Result<SinkOp<S>, BuildError> {
         let sink = (self.factory)(&ctx.info);
         let restore = ctx.restore.clone();
         // A sink the checkpoint has no state for (a new operator) starts
         // fresh, as in Flink.
-        let restored = restore.as_ref().and_then(|r| {
-            r.scope(&self.uid, &ctx.info)
+        let restored = match &restore {
+            None => None,
+            Some(r) => r
+                .scope(&self.uid, &ctx.info)
                 .inline_unless_empty(SINK_STATE)
-                .unwrap_or_else(|e| panic!("sink `{}`: {e}", self.uid))
-                .map(|state| (r.id(), state))
-        });
+                .map_err(|source| BuildError::Restore {
+                    task: ctx.task_name(),
+                    kind: "sink",
+                    uid: self.uid.clone(),
+                    checkpoint: r.id(),
+                    part: Restoring::Inline,
+                    source: Box::new(source),
+                })?
+                .map(|state| (r.id(), state)),
+        };
         SinkOp::new(
             sink,
             &self.uid,

@@ -28,6 +28,7 @@ use weir_net::WatermarkStatus;
 
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
+use crate::build::error::BuildError;
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::task::Task;
 use crate::core::snapshot::TaskSnapshot;
@@ -339,7 +340,7 @@ where
         &self,
         ctx: &mut BuildContext<'_>,
         out: C,
-    ) -> Box<dyn Task> {
+    ) -> Result<Box<dyn Task>, BuildError> {
         let op = TimestampsOp::new(&self.strategy, ctx.auto_watermark_interval, out);
         self.prev.build(ctx, op)
     }

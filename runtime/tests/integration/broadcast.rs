@@ -519,12 +519,12 @@ fn a_keyed_broadcast_function_that_does_not_visit_its_state_is_rejected() {
     })
     .sink("latest", |_: &SubtaskInfo| LatestTotals(Arc::default()));
     match run_job(job, &checkpointed(&dir)) {
-        Err(JobError::TaskFailed { message, .. }) => assert!(
-            message.contains(
+        Err(e @ JobError::TaskFailed { .. }) => assert!(
+            e.to_string().contains(
                 "keyed broadcast operator `forgets` creates state `remembered` but its \
                  visit_state does not visit it"
             ),
-            "{message}"
+            "{e}"
         ),
         other => panic!("expected a failure at start, got {other:?}"),
     }

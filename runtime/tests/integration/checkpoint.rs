@@ -585,10 +585,10 @@ fn without_restarts_a_failure_fails_the_job() {
     let mut o = checkpointed(2, &dir, 1);
     o.restart = RestartStrategy::None;
     match run_job(job, &o) {
-        Err(JobError::TaskFailed { message, .. }) => {
+        Err(e @ JobError::TaskFailed { .. }) => {
             assert!(
-                message.contains("injected failure at record 50000"),
-                "{message}"
+                e.to_string().contains("injected failure at record 50000"),
+                "{e}"
             )
         }
         other => panic!("expected the failure, got {other:?}"),
@@ -764,9 +764,10 @@ fn a_function_that_does_not_visit_its_state_is_rejected() {
         into: Arc::default(),
     });
     match run_job(job, &checkpointed(1, &dir, 1)) {
-        Err(JobError::TaskFailed { message, .. }) => assert!(
-            message.contains("creates state `remembered` but its visit_state does not visit it"),
-            "{message}"
+        Err(e @ JobError::TaskFailed { .. }) => assert!(
+            e.to_string()
+                .contains("creates state `remembered` but its visit_state does not visit it"),
+            "{e}"
         ),
         other => panic!("expected a failure at start, got {other:?}"),
     }

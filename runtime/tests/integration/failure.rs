@@ -3,6 +3,7 @@
 
 use weir_runtime::{
     Collector, JobError, JobGraph, KeyContext, KeyedProcessFunction, SequenceSource, SubtaskInfo,
+    TaskFailure,
 };
 
 use crate::{collect_into, options, run_job, Collected};
@@ -47,11 +48,12 @@ fn expect_task_failure(workers: usize) {
         Err(JobError::TaskFailed {
             worker,
             task,
-            message,
+            cause,
         }) => {
             assert!(
-                message.contains("poisoned record 4242 reached the keyed operator"),
-                "the panic message is reported, got {message:?}"
+                matches!(&cause, TaskFailure::Panic(message)
+                    if message.contains("poisoned record 4242 reached the keyed operator")),
+                "the panic message is reported, got {cause:?}"
             );
             assert!(
                 task.contains("explode"),
@@ -87,8 +89,8 @@ fn panic_in_a_source_fails_the_job() {
     .process("pass", |_: &SubtaskInfo| PanicAt { at: u64::MAX })
     .sink("collect", collect_into(&Collected::new()));
     match run_job(job, &options(2)) {
-        Err(JobError::TaskFailed { message, .. }) => {
-            assert!(message.contains("source gave up at 777"), "{message:?}")
+        Err(e @ JobError::TaskFailed { .. }) => {
+            assert!(e.to_string().contains("source gave up at 777"), "{e}")
         }
         other => panic!("expected TaskFailed, got {other:?}"),
     }

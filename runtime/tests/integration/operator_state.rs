@@ -496,12 +496,12 @@ fn a_state_restored_with_another_redistribution_mode_is_refused() {
         "the last {KEPT} values"
     );
     match run_job(keep_last_job::<UnionListState<u64>>(1_000, &restored), &o) {
-        Err(JobError::TaskFailed { message, .. }) => assert!(
-            message.contains(
+        Err(e @ JobError::TaskFailed { .. }) => assert!(
+            e.to_string().contains(
                 "operator state `kept` was checkpointed as list state (even-split \
                  redistribution) and is now declared as union list state"
             ),
-            "{message}"
+            "{e}"
         ),
         other => panic!("expected the restore to be refused, got {other:?}"),
     }
@@ -534,12 +534,12 @@ fn a_function_that_does_not_visit_its_operator_state_is_rejected() {
     let mut o = checkpointed(&dir);
     o.restart = RestartStrategy::None;
     match run_job(job, &o) {
-        Err(JobError::TaskFailed { message, .. }) => assert!(
-            message.contains(
+        Err(e @ JobError::TaskFailed { .. }) => assert!(
+            e.to_string().contains(
                 "process operator `forgets` creates operator state `remembered` but its \
                  visit_state does not visit it"
             ),
-            "{message}"
+            "{e}"
         ),
         other => panic!("expected a failure at start, got {other:?}"),
     }

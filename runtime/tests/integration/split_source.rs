@@ -163,8 +163,8 @@ fn rescale(before: usize, after: usize) {
     let counts = Arc::new(Mutex::new(HashMap::new()));
     let mut o = checkpointed(&dir);
     match run_job(job(n, before, true, &counts), &o) {
-        Err(JobError::TaskFailed { message, .. }) => {
-            assert!(message.contains("injected failure"), "{message}")
+        Err(e @ JobError::TaskFailed { .. }) => {
+            assert!(e.to_string().contains("injected failure"), "{e}")
         }
         other => panic!("expected the injected failure, got {other:?}"),
     }
@@ -218,11 +218,12 @@ fn a_source_with_a_position_still_refuses_to_rescale() {
     run_ok(build(2), &o);
     o.restore = RestoreFrom::Latest;
     match run_job(build(3), &o) {
-        Err(JobError::TaskFailed { message, .. }) => assert!(
-            message.contains("source `numbers`")
-                && message.contains("had parallelism 2 in checkpoint")
-                && message.contains("only keyed state and operator list state can"),
-            "{message}"
+        Err(e @ JobError::TaskFailed { .. }) => assert!(
+            e.to_string().contains("source `numbers`")
+                && e.to_string().contains("had parallelism 2 in checkpoint")
+                && e.to_string()
+                    .contains("only keyed state and operator list state can"),
+            "{e}"
         ),
         other => panic!("expected the restore to be refused, got {other:?}"),
     }

@@ -220,9 +220,10 @@ fn a_state_named_like_the_timers_is_rejected() {
         fired_sink(info, &Fired::default())
     });
     match run_job(job, &checkpointed(&dir)) {
-        Err(JobError::TaskFailed { message, .. }) => assert!(
-            message.contains("has a state named `_timers_event`, the name of its timers"),
-            "{message}"
+        Err(e @ JobError::TaskFailed { .. }) => assert!(
+            e.to_string()
+                .contains("has a state named `_timers_event`, the name of its timers"),
+            "{e}"
         ),
         other => panic!("expected a failure at start, got {other:?}"),
     }

@@ -8,6 +8,7 @@ use weir_net::Wire;
 
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
+use crate::build::error::BuildError;
 use crate::build::two_input::TwoInputChain;
 use crate::chain::control::Collector;
 use crate::chain::task::Task;
@@ -45,7 +46,7 @@ where
         &self,
         ctx: &mut BuildContext<'_>,
         out: C,
-    ) -> Box<dyn Task> {
+    ) -> Result<Box<dyn Task>, BuildError> {
         let mut state = BroadcastState::default();
         let built = build_keyed_function(
             ctx,
@@ -53,8 +54,8 @@ where
             "keyed broadcast operator",
             |info| (self.factory)(info),
             keyed_hooks::<F>(),
-            |scope| restore_broadcast(scope, &self.uid, &mut state),
-        );
+            |scope| restore_broadcast(scope, ctx, &self.uid, &mut state),
+        )?;
         let op = KeyedBroadcastProcessOp::new(
             built.func,
             self.key_fn.clone(),
@@ -88,11 +89,16 @@ where
         &self,
         ctx: &mut BuildContext<'_>,
         out: C,
-    ) -> Box<dyn Task> {
+    ) -> Result<Box<dyn Task>, BuildError> {
         let func = (self.factory)(&ctx.info);
         let mut state = BroadcastState::default();
         if let Some(restore) = ctx.restore.clone() {
-            restore_broadcast(&restore.scope(&self.uid, &ctx.info), &self.uid, &mut state);
+            restore_broadcast(
+                &restore.scope(&self.uid, &ctx.info),
+                ctx,
+                &self.uid,
+                &mut state,
+            )?;
         }
         let op = BroadcastProcessOp::new(func, out, state, &self.uid, &ctx.info);
         TwoInputChain::<A, B>::new(self.first, self.second).build(ctx, op)

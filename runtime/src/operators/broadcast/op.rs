@@ -4,6 +4,8 @@
 use weir_net::{WatermarkStatus, Wire};
 use weir_state::KeyHash;
 
+use crate::build::context::BuildContext;
+use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::TaskSnapshot;
@@ -18,27 +20,39 @@ use crate::operators::keyed::base::{KeyedCore, KeyedHooks, TimerTarget};
 use crate::state::key_context::KeyContext;
 use crate::state::timers::{TimeDomain, TimerQueues};
 
-/// Restores broadcast state `state` of operator `uid` from `scope`.
+/// Restores broadcast state `state` of operator `uid` from `scope`, for
+/// the task `ctx` builds.
 pub(crate) fn restore_broadcast<K, V>(
     scope: &RestoreScope<'_>,
+    ctx: &BuildContext<'_>,
     uid: &str,
     state: &mut BroadcastState<K, V>,
-) where
+) -> Result<(), BuildError>
+where
     K: Copy + Eq + KeyHash + Wire,
     V: Copy + Wire,
 {
     let bytes = scope
         .inline_replicated(BROADCAST_STATE)
-        .unwrap_or_else(|e| panic!("broadcast operator `{uid}`: {e}"));
+        .map_err(|source| BuildError::Restore {
+            task: ctx.task_name(),
+            kind: "broadcast operator",
+            uid: uid.to_owned(),
+            checkpoint: scope.checkpoint_id(),
+            part: Restoring::Inline,
+            source: Box::new(source),
+        })?;
     if let Some(bytes) = bytes {
-        if let Err(e) = state.decode_into(bytes) {
-            panic!(
-                "broadcast operator `{uid}` cannot restore its broadcast state from checkpoint {}: \
-                 {e}",
-                scope.checkpoint_id()
-            );
-        }
+        state
+            .decode_into(bytes)
+            .map_err(|source| BuildError::BroadcastState {
+                task: ctx.task_name(),
+                uid: uid.to_owned(),
+                checkpoint: scope.checkpoint_id(),
+                source,
+            })?;
     }
+    Ok(())
 }
 
 /// The keyed broadcast operator: keyed records with their key context and

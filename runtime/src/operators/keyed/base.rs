@@ -17,6 +17,7 @@ use std::time::Instant;
 use weir_state::KeyGroupRange;
 
 use crate::build::context::BuildContext;
+use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::FlushOutcome;
 use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::{OperatorState, TaskSnapshot};
@@ -58,52 +59,57 @@ pub struct BuiltKeyedFunction<F> {
 /// lets `restore_more` restore the operator's own state from the same
 /// scope. `what` names the operator in messages ("keyed operator").
 ///
-/// # Panics
-///
-/// On a failed check or restore: the task fails to start, naming the
-/// operator and the checkpoint.
+/// A failed check or restore is a [`BuildError`] naming the operator and
+/// the checkpoint: the task does not start.
 pub fn build_keyed_function<F, K>(
     ctx: &BuildContext<'_>,
     uid: &str,
-    what: &str,
+    what: &'static str,
     factory: impl FnOnce(&SubtaskInfo) -> F,
     hooks: KeyedHooks<F, K>,
-    restore_more: impl FnOnce(&RestoreScope<'_>),
-) -> BuiltKeyedFunction<F> {
+    restore_more: impl FnOnce(&RestoreScope<'_>) -> Result<(), BuildError>,
+) -> Result<BuiltKeyedFunction<F>, BuildError> {
     let (mut func, created) = created_by(StateKind::Keyed, || factory(&ctx.info));
     if ctx.checkpointing.is_some() {
         let mut visited = Vec::new();
         (hooks.visit_state)(&mut func, &mut KeyedStates::names(&mut visited));
         let reserved = [EVENT_TIMERS_STATE, PROCESSING_TIMERS_STATE];
-        if let Err(e) = check_state_names(StateKind::Keyed, created, visited, &reserved) {
-            panic!("{what} `{uid}` {e}");
-        }
+        check_state_names(StateKind::Keyed, created, visited, &reserved).map_err(|source| {
+            BuildError::StateNames {
+                task: ctx.task_name(),
+                kind: what,
+                uid: uid.to_owned(),
+                source,
+            }
+        })?;
     }
     let mut input_ended = false;
     if let Some(restore) = ctx.restore.clone() {
+        let failed = |part, source| BuildError::Restore {
+            task: ctx.task_name(),
+            kind: what,
+            uid: uid.to_owned(),
+            checkpoint: restore.id(),
+            part,
+            source: Box::new(source),
+        };
         let scope = restore.scope(uid, &ctx.info);
         let mut states = KeyedStates::restore(&scope);
         (hooks.visit_state)(&mut func, &mut states);
         if let Some(e) = states.into_error() {
-            panic!(
-                "{what} `{uid}` cannot restore checkpoint {}: {e}",
-                restore.id()
-            );
+            return Err(failed(Restoring::States, e));
         }
         if let Some(timers) = (hooks.timer_service)(&mut func) {
-            if let Err(e) = timers.restore(&scope) {
-                panic!(
-                    "{what} `{uid}` cannot restore the timers of checkpoint {}: {e}",
-                    restore.id()
-                );
-            }
+            timers
+                .restore(&scope)
+                .map_err(|e| failed(Restoring::Timers, e))?;
         }
         input_ended = scope
             .flag(INPUT_ENDED_STATE)
-            .unwrap_or_else(|e| panic!("{what} `{uid}`: {e}"));
-        restore_more(&scope);
+            .map_err(|e| failed(Restoring::Inline, e))?;
+        restore_more(&scope)?;
     }
-    BuiltKeyedFunction { func, input_ended }
+    Ok(BuiltKeyedFunction { func, input_ended })
 }
 
 /// Where a fired timer goes: the function's `on_timer`, with whatever else

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
+use crate::build::error::BuildError;
 use crate::chain::control::Collector;
 use crate::chain::task::Task;
 use crate::core::subtask::SubtaskInfo;
@@ -33,15 +34,15 @@ where
         &self,
         ctx: &mut BuildContext<'_>,
         out: C,
-    ) -> Box<dyn Task> {
+    ) -> Result<Box<dyn Task>, BuildError> {
         let built = build_keyed_function(
             ctx,
             &self.uid,
             "keyed operator",
             |info| (self.factory)(info),
             hooks::<F>(),
-            |_| {},
-        );
+            |_| Ok(()),
+        )?;
         let op = KeyedProcessOp::new(
             built.func,
             self.key_fn.clone(),

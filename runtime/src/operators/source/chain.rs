@@ -3,6 +3,7 @@
 
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
+use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::Collector;
 use crate::chain::task::Task;
 use crate::core::subtask::SubtaskInfo;
@@ -24,11 +25,11 @@ where
         &self,
         ctx: &mut BuildContext<'_>,
         out: C,
-    ) -> Box<dyn Task> {
+    ) -> Result<Box<dyn Task>, BuildError> {
         // A source with operator states (splits) may rescale: its states
         // are redistributed and its position may be empty.
         let (mut source, split) =
-            crate::operators::source::split::build_source(&self.factory, &self.uid, ctx);
+            crate::operators::source::split::build_source(&self.factory, &self.uid, ctx)?;
         if let Some(restore) = ctx.restore.clone() {
             let scope = restore.scope(&self.uid, &ctx.info);
             let position = if split {
@@ -36,29 +37,40 @@ where
             } else {
                 scope.inline(POSITION_STATE)
             }
-            .unwrap_or_else(|e| panic!("source `{}`: {e}", self.uid));
+            .map_err(|source| BuildError::Restore {
+                task: ctx.task_name(),
+                kind: "source",
+                uid: self.uid.clone(),
+                checkpoint: restore.id(),
+                part: Restoring::Inline,
+                source: Box::new(source),
+            })?;
             match position {
                 Some(p) => {
-                    if let Err(e) = source.restore_position(p) {
-                        panic!(
-                            "source `{}` cannot resume from checkpoint {}: {e}",
-                            self.uid,
-                            restore.id()
-                        );
+                    if let Err(message) = source.restore_position(p) {
+                        return Err(BuildError::RestorePosition {
+                            task: ctx.task_name(),
+                            uid: self.uid.clone(),
+                            checkpoint: restore.id(),
+                            retryable: source.is_retryable(&message),
+                            message,
+                        });
                     }
                 }
                 // Its splits are its position (or it is new: it starts
                 // fresh).
                 None if split => {}
-                None => panic!(
-                    "checkpoint {} has no position for source `{}` subtask {}",
-                    restore.id(),
-                    self.uid,
-                    ctx.info.index
-                ),
+                None => {
+                    return Err(BuildError::MissingPosition {
+                        task: ctx.task_name(),
+                        uid: self.uid.clone(),
+                        checkpoint: restore.id(),
+                        subtask: ctx.info.index,
+                    })
+                }
             }
         }
-        Box::new(SourceTask::new(
+        Ok(Box::new(SourceTask::new(
             ctx.task_name(),
             self.uid.clone(),
             ctx.info,
@@ -66,6 +78,6 @@ where
             out,
             ctx.metrics.source_records.clone(),
             ctx.checkpointing.clone(),
-        ))
+        )))
     }
 }

@@ -58,6 +58,17 @@ pub trait Source: 'static {
     fn visit_state(&mut self, states: &mut crate::state::visitor::OperatorStates<'_>) {
         let _ = states;
     }
+
+    /// Whether `error`, just returned by [`Source::restore_position`], may
+    /// pass when the job restarts (an I/O error): the restart strategy then
+    /// decides. `false` fails the job at once, without the restart
+    /// strategy: for an error a restart would meet again (a position from
+    /// another source, an input file that changed). The default says it
+    /// may, as Flink restarts after any exception.
+    fn is_retryable(&self, error: &str) -> bool {
+        let _ = error;
+        true
+    }
 }
 
 /// Decodes the position of a source whose subtask emits records

@@ -52,4 +52,10 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for SequenceSource<F> {
         self.next = decode_strided_position(position, self.next % self.step, self.step)?;
         Ok(())
     }
+
+    /// A position that does not decode stays so: a restart restores the
+    /// same bytes.
+    fn is_retryable(&self, _error: &str) -> bool {
+        false
+    }
 }

@@ -14,6 +14,7 @@
 //! per-subtask position still needs its old parallelism, and says so.
 
 use crate::build::context::BuildContext;
+use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::Collector;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::source::function::{Source, SourcePoll};
@@ -29,30 +30,39 @@ pub(crate) fn build_source<S: Source>(
     factory: &impl Fn(&SubtaskInfo) -> S,
     uid: &str,
     ctx: &BuildContext<'_>,
-) -> (S, bool) {
+) -> Result<(S, bool), BuildError> {
     let (mut source, created) = created_by(StateKind::Operator, || factory(&ctx.info));
     let mut visited = Vec::new();
     source.visit_state(&mut OperatorStates::names(&mut visited));
     let split = !visited.is_empty() || !created.is_empty();
     if ctx.checkpointing.is_some() {
-        if let Err(e) = check_state_names(StateKind::Operator, created, visited, &[]) {
-            panic!("source `{uid}` {e}");
-        }
+        check_state_names(StateKind::Operator, created, visited, &[]).map_err(|source| {
+            BuildError::StateNames {
+                task: ctx.task_name(),
+                kind: "source",
+                uid: uid.to_owned(),
+                source,
+            }
+        })?;
     }
     if split {
         if let Some(restore) = ctx.restore.clone() {
             let scope = restore.scope(uid, &ctx.info);
             let mut states = OperatorStates::restore(&scope);
             source.visit_state(&mut states);
-            if let Some(e) = states.into_error() {
-                panic!(
-                    "source `{uid}` cannot restore its splits from checkpoint {}: {e}",
-                    restore.id()
-                );
+            if let Some(source) = states.into_error() {
+                return Err(BuildError::Restore {
+                    task: ctx.task_name(),
+                    kind: "source",
+                    uid: uid.to_owned(),
+                    checkpoint: restore.id(),
+                    part: Restoring::Splits,
+                    source: Box::new(source),
+                });
             }
         }
     }
-    (source, split)
+    Ok((source, split))
 }
 
 /// Records `f(i)` for `i` in `0..count`, read as `splits` contiguous
@@ -142,6 +152,12 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for NumberSequenceSource<F> {
                 position.len()
             ))
         }
+    }
+
+    /// A position that does not decode stays so: a restart restores the
+    /// same bytes.
+    fn is_retryable(&self, _error: &str) -> bool {
+        false
     }
 
     fn visit_state(&mut self, states: &mut OperatorStates<'_>) {

@@ -89,6 +89,10 @@ impl Sink for W1OutputSink {
         self.file.finish();
     }
 
+    fn check(&mut self) -> Result<(), String> {
+        self.file.check()
+    }
+
     /// A malformed restored state stays so; the file sink says of its own
     /// errors.
     fn is_retryable(&self, error: &str) -> bool {

@@ -58,7 +58,7 @@ pub use crate::api::{
     JobGraph, KeyedStream, Stream, WindowedStream,
 };
 pub use crate::build::{BuildError, Restoring};
-pub use crate::chain::{ChainControl, Collector, FlushOutcome};
+pub use crate::chain::{ChainControl, Collector, FlushOutcome, TaskError};
 pub use crate::checkpoint::{CheckpointRecord, CheckpointSummary};
 pub use crate::config::{CheckpointingMode, Config, ConfigError};
 pub use crate::connectors::{FileSource, TransactionalFileSink};

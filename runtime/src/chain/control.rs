@@ -17,6 +17,7 @@
 
 use std::time::Instant;
 
+use crate::chain::error::TaskError;
 use crate::core::snapshot::TaskSnapshot;
 
 /// Control calls that travel down a chain, head to tail.
@@ -77,6 +78,14 @@ pub trait ChainControl {
     /// The stream became idle (no watermarks for now: it must not hold back
     /// event time downstream) or active again. Passed on like a watermark.
     fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus);
+
+    /// The error a link of the chain failed with, if one did (a sink whose
+    /// pre-commit, commit or write failed): the link then does nothing
+    /// more, the head does not hand over the snapshot it was taking and
+    /// its task fails with the error (see [`TaskError`]). Every link
+    /// forwards it; links that cannot fail return `None`, so for their
+    /// chains the head's check compiles to nothing.
+    fn failure(&self) -> Option<&TaskError>;
 }
 
 /// What a [`ChainControl::flush`] did.
@@ -151,6 +160,10 @@ macro_rules! forward_chain_control {
             }
             fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
                 self.out.on_watermark_status(status)
+            }
+            #[inline]
+            fn failure(&self) -> Option<&$crate::chain::error::TaskError> {
+                self.out.failure()
             }
         }
     };

@@ -5,12 +5,15 @@
 //! work and says whether it progressed, when it next has something to do
 //! (buffer timeout, source pacing), what it waits for until its next poll
 //! (for the split of its time into busy, backpressured and idle, see
-//! [`crate::metrics`]) and whether it is finished.
+//! [`crate::metrics`]) and whether it is finished. A task whose chain
+//! failed says so through [`Task::failure`], which its worker asks after
+//! every poll.
 
 use std::rc::Rc;
 use std::time::Instant;
 
 use crate::chain::control::ChainControl;
+use crate::chain::error::TaskError;
 use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::time::earliest;
 use crate::metrics::subtask::TimeState;
@@ -44,6 +47,12 @@ impl TaskPoll {
 pub trait Task {
     /// Does a bounded amount of work.
     fn poll(&mut self, now: Instant) -> TaskPoll;
+    /// The error a link of the task's chain failed with, if one did
+    /// ([`ChainControl::failure`]): the worker asks after every poll and
+    /// then polls the task no more and fails the job. (Asked apart from
+    /// [`Task::poll`], whose result stays a plain [`TaskPoll`]: its code
+    /// around the per-record loops stays as it was.)
+    fn failure(&self) -> Option<&TaskError>;
     /// Operator name and subtask, for messages.
     fn describe(&self) -> String;
 }
@@ -73,7 +82,8 @@ pub struct InputStep {
 /// the chain's input once the input says so, and once the input is over
 /// finishes the chain until end-of-partition is delivered. At the end of
 /// every poll the chain publishes its counters and the head says what the
-/// task waits for.
+/// task waits for. A head that takes a snapshot hands it over only if the
+/// chain did not fail while taking it ([`ChainHead::failure`]).
 pub struct ChainHead<C> {
     /// The chain.
     pub out: C,
@@ -102,6 +112,12 @@ impl<C> ChainHead<C> {
 }
 
 impl<C: ChainControl> ChainHead<C> {
+    /// The error a link of the chain failed with, if one did.
+    #[inline]
+    pub fn failure(&self) -> Option<&TaskError> {
+        self.out.failure()
+    }
+
     /// Forwards the newest completed checkpoint, if it is new.
     #[inline]
     fn notify(&mut self) -> bool {

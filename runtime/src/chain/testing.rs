@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+use crate::chain::error::TaskError;
 use crate::chain::ops::{FilterOp, FlatMapOp, MapOp};
 use crate::core::snapshot::TaskSnapshot;
 
@@ -39,6 +40,11 @@ impl<T> ChainControl for VecTail<T> {
     }
     fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
         self.statuses.push(status);
+    }
+
+    #[inline]
+    fn failure(&self) -> Option<&TaskError> {
+        None
     }
 }
 

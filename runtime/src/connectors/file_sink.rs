@@ -66,9 +66,13 @@
 //! is ever reused. At most one live instance may write a given subtask's
 //! files (the runtime never runs two attempts at once). Errors are the
 //! message of a [`ConnectorError`] naming the file or directory (the
-//! [`Sink`] trait's error is a `String`); an I/O error inside
-//! [`Sink::invoke`], which cannot return one, panics with that message,
-//! which fails the job.
+//! [`Sink`] trait's error is a `String`; [`Sink::is_retryable`] says what
+//! [`ConnectorError::retryable`] says of it). An I/O error inside
+//! [`Sink::invoke`], which cannot return one, is remembered: the sink drops
+//! the transaction's records from then on, [`Sink::check`] returns the
+//! error (the runtime asks at every poll, which fails the job) and so does
+//! the next [`Sink::snapshot_state`], so the broken file is never
+//! pre-committed.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -114,6 +118,10 @@ pub struct TransactionalFileSink<T, F> {
     /// Pre-committed files and the directory, to be fsynced by the runtime
     /// before the checkpoint is acknowledged.
     to_sync: Vec<PathBuf>,
+    /// The error `invoke` met writing the in-progress file.
+    write_failed: Option<ConnectorError>,
+    /// Whether the last error returned may pass on a restart.
+    retryable: bool,
     _records: PhantomData<fn(&T)>,
 }
 
@@ -161,6 +169,8 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
             last_id: None,
             initialized: false,
             to_sync: Vec::new(),
+            write_failed: None,
+            retryable: true,
             _records: PhantomData,
         }
     }
@@ -200,6 +210,26 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
             .map_err(|e| ConnectorError::io("write in-progress file", &self.in_progress, e))?;
         self.buf.clear();
         Ok(())
+    }
+
+    /// `invoke`'s write of a full buffer. An error is remembered for
+    /// [`Sink::check`]; the transaction's records are dropped from then on.
+    fn write_from_invoke(&mut self) {
+        if self.write_failed.is_none() {
+            if let Err(e) = self.write_buffer() {
+                self.write_failed = Some(e);
+            }
+        }
+        if self.write_failed.is_some() {
+            self.buf.clear();
+        }
+    }
+
+    /// `e`'s message for the [`Sink`] trait, remembering whether it may
+    /// pass on a restart ([`Sink::is_retryable`]).
+    fn report(&mut self, e: &ConnectorError) -> String {
+        self.retryable = e.retryable();
+        e.to_string()
     }
 
     /// Commits transaction `id`: returns whether a rename happened (the
@@ -406,21 +436,35 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
     fn invoke(&mut self, record: T) {
         (self.format)(&record, &mut self.buf);
         if self.buf.len() >= WRITE_AT {
-            if let Err(e) = self.write_buffer() {
-                panic!("{e}");
+            self.write_from_invoke();
+        }
+    }
+
+    fn check(&mut self) -> std::result::Result<(), String> {
+        match self.write_failed.take() {
+            None => Ok(()),
+            Some(e) => {
+                let message = self.report(&e);
+                self.write_failed = Some(e);
+                Err(message)
             }
         }
+    }
+
+    fn is_retryable(&self, _error: &str) -> bool {
+        self.retryable
     }
 
     fn initialize_state(
         &mut self,
         restored: Option<(u64, &[u8])>,
     ) -> std::result::Result<(), String> {
-        self.initialize(restored).map_err(|e| e.to_string())
+        self.initialize(restored).map_err(|e| self.report(&e))
     }
 
     fn snapshot_state(&mut self, checkpoint_id: u64) -> std::result::Result<Vec<u8>, String> {
-        self.pre_commit(checkpoint_id).map_err(|e| e.to_string())
+        self.check()?;
+        self.pre_commit(checkpoint_id).map_err(|e| self.report(&e))
     }
 
     fn take_files_to_sync(&mut self) -> Vec<PathBuf> {
@@ -432,7 +476,7 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
         checkpoint_id: u64,
     ) -> std::result::Result<(), String> {
         self.commit_through(checkpoint_id)
-            .map_err(|e| e.to_string())
+            .map_err(|e| self.report(&e))
     }
 }
 

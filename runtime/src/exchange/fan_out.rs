@@ -4,6 +4,7 @@
 use weir_net::{WatermarkStatus, Wire};
 
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+use crate::chain::error::TaskError;
 use crate::core::snapshot::TaskSnapshot;
 use crate::exchange::output::ExchangeOutput;
 
@@ -79,5 +80,10 @@ impl<T> ChainControl for FanOutOutput<T> {
     }
     fn on_watermark_status(&mut self, status: WatermarkStatus) {
         self.inner.on_watermark_status(status)
+    }
+
+    #[inline]
+    fn failure(&self) -> Option<&TaskError> {
+        self.inner.failure()
     }
 }

@@ -5,7 +5,8 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::chain::control::Collector;
+use crate::chain::control::{ChainControl, Collector};
+use crate::chain::error::TaskError;
 use crate::chain::task::{ChainHead, InputStep, Task, TaskPoll};
 use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::snapshot::TaskSnapshot;
@@ -83,7 +84,9 @@ impl<T, C, D> InputTask<T, C, D> {
             _record: PhantomData,
         }
     }
+}
 
+impl<T, C: ChainControl, D> InputTask<T, C, D> {
     /// Completes a held unaligned snapshot once the gate captured its
     /// channel state (or drops it if the gate gave the checkpoint up).
     fn complete_held(&mut self) -> bool {
@@ -117,7 +120,13 @@ impl<T, C, D> InputTask<T, C, D> {
         true
     }
 
+    /// Hands `snapshot` to the writer, unless the chain failed (a sink's
+    /// pre-commit): then it is dropped, its checkpoint never completes, and
+    /// the task fails after this poll.
     fn submit(&self, snapshot: TaskSnapshot) {
+        if self.head.failure().is_some() {
+            return;
+        }
         match &self.checkpointing {
             Some(cp) => cp.writer.submit(snapshot),
             None => panic!(
@@ -209,6 +218,10 @@ impl<T, C: Collector<D::Record>, D: RecordDecoder> Task for InputTask<T, C, D> {
         poll.progressed |= progressed;
         self.gate.publish(&self.metrics);
         poll
+    }
+
+    fn failure(&self) -> Option<&TaskError> {
+        self.head.failure()
     }
 
     fn describe(&self) -> String {

@@ -40,6 +40,7 @@ use weir_net::{
 use weir_state::{KeyGroupAssigner, KeyHash};
 
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+use crate::chain::error::TaskError;
 use crate::core::barrier::BarrierMode;
 use crate::core::snapshot::TaskSnapshot;
 use crate::exchange::alignment::alignment_deadline;
@@ -566,6 +567,13 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
 
     fn on_watermark_status(&mut self, status: WatermarkStatus) {
         self.broadcast(|| ChannelEvent::WatermarkStatus(status));
+    }
+
+    /// An exchange output does not fail: a record too large for a buffer
+    /// is a panic (see `record_too_large`).
+    #[inline]
+    fn failure(&self) -> Option<&TaskError> {
+        None
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 use crate::build::error::BuildError;
+use crate::chain::error::TaskError;
 use crate::checkpoint::error::{CheckpointError, RestoreError};
 
 /// Why a job could not run or did not finish.
@@ -85,6 +86,9 @@ pub enum TaskFailure {
     /// source's or sink's hook failed.
     #[error(transparent)]
     Build(Box<BuildError>),
+    /// An operator of the running task failed (a sink's I/O error).
+    #[error(transparent)]
+    Run(Box<TaskError>),
     /// Checkpoints failed more often than tolerated, or the checkpoint
     /// directory could not be changed (the coordinator's failure).
     #[error(transparent)]
@@ -98,5 +102,11 @@ pub enum TaskFailure {
 impl From<BuildError> for TaskFailure {
     fn from(e: BuildError) -> Self {
         Self::Build(Box::new(e))
+    }
+}
+
+impl From<TaskError> for TaskFailure {
+    fn from(e: TaskError) -> Self {
+        Self::Run(Box::new(e))
     }
 }

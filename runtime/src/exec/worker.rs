@@ -9,9 +9,11 @@
 //! `weir.worker.spin-before-park`, then parks on its [`Doorbell`]: it
 //! announces itself asleep, polls once more (so nothing published in between
 //! is missed), and awaits a ring of the doorbell or its next deadline (a
-//! buffer timeout or a paced source). A panic in a task fails the job: the
-//! worker records the failure, cancels the job and rings every doorbell so
-//! that no worker waits for input that will never come.
+//! buffer timeout or a paced source). A task that fails (after a poll, it
+//! reports the [`TaskError`](crate::chain::error::TaskError) a link of its
+//! chain met: [`Task::failure`]) or panics fails the job: the worker
+//! records the failure, cancels the job and rings every doorbell so that no
+//! worker waits for input that will never come.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -117,7 +119,8 @@ struct TaskSet {
 impl TaskSet {
     /// Polls every unfinished task once, starting at `now`; reads the clock
     /// after each poll (the end of one poll is the start of the next) and
-    /// accounts the task's time. A panic becomes `Err((task, cause))`.
+    /// accounts the task's time. A task's error or panic becomes
+    /// `Err((task, cause))`.
     fn poll_all(&mut self, now: Instant) -> Result<Pass, (String, TaskFailure)> {
         let mut pass = Pass {
             progressed: false,
@@ -135,6 +138,9 @@ impl TaskSet {
             }
             let polled = catch_unwind(AssertUnwindSafe(|| task.poll(start)))
                 .map_err(|panic| (task.describe(), TaskFailure::Panic(panic_message(panic))))?;
+            if let Some(e) = task.failure() {
+                return Err((task.describe(), TaskFailure::from(e.clone())));
+            }
             let end = Instant::now();
             clock.on_poll(
                 start,

@@ -62,6 +62,7 @@ use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
 use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+use crate::chain::error::TaskError;
 use crate::chain::task::Task;
 use crate::core::subtask::SubtaskInfo;
 use crate::state::registry::{check_state_names, created_by, StateKind};
@@ -289,6 +290,11 @@ impl<F: ProcessFunction, C: Collector<F::Out>> ChainControl for ProcessOp<F, C> 
 
     fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
         self.out.on_watermark_status(status);
+    }
+
+    #[inline]
+    fn failure(&self) -> Option<&TaskError> {
+        self.out.failure()
     }
 }
 

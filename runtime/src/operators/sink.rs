@@ -4,7 +4,8 @@
 //! [`Sink::finish`] once when its input has ended. The wrapping [`SinkOp`]
 //! counts records into the worker's metrics (publishing every 1,024 records,
 //! so the hot path stays free of atomic read-modify-writes) and into its
-//! subtask's `records_out` (published once per poll).
+//! subtask's `records_out` (published once per poll). A sink's error fails
+//! its task through [`ChainControl::failure`], never a panic.
 
 use std::time::Instant;
 
@@ -12,6 +13,7 @@ use crate::build::builder::TailBuilder;
 use crate::build::context::BuildContext;
 use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+use crate::chain::error::TaskError;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::subtask::SubtaskInfo;
 use crate::metrics::counters::Counter;
@@ -31,11 +33,21 @@ use crate::metrics::subtask::SubtaskMetrics;
 ///
 /// An `Err` from these methods fails the job, naming the sink's subtask;
 /// [`Sink::is_retryable`] says whether the restart strategy may restart it.
+/// [`Sink::invoke`] cannot return one: a sink remembers an error it meets
+/// there and returns it from [`Sink::check`] (and refuses to pre-commit).
 pub trait Sink: 'static {
     /// Records it takes.
     type In;
     /// Takes one record.
     fn invoke(&mut self, record: Self::In);
+
+    /// An error [`Sink::invoke`] met (an I/O error writing the records),
+    /// which it could not return. The runtime asks once per poll of the
+    /// sink's task, after at most a few thousand records, and fails the
+    /// task with it. The default has none.
+    fn check(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 
     /// Whether `error`, just returned by one of this sink's methods, may
     /// pass when the job restarts (an I/O error, a full disk): the restart
@@ -100,6 +112,8 @@ pub struct SinkOp<S> {
     /// Records added to `received` so far.
     counted: u64,
     subtask: SubtaskMetrics,
+    /// The error the sink failed with: it is called no more.
+    failure: Option<TaskError>,
 }
 
 /// Records between publications of the sink's counter to the metrics.
@@ -143,6 +157,7 @@ impl<S: Sink> SinkOp<S> {
             received,
             counted: 0,
             subtask,
+            failure: None,
         })
     }
 
@@ -153,9 +168,19 @@ impl<S: Sink> SinkOp<S> {
         self.received.add(n);
     }
 
+    /// Records the sink's first error: the chain reports it and the task
+    /// fails.
     #[cold]
-    fn failed(&self, what: &str, e: String) -> ! {
-        panic!("sink `{}` ({}) failed to {what}: {e}", self.uid, self.name)
+    fn fail(&mut self, action: impl Into<String>, message: String) {
+        if self.failure.is_none() {
+            self.failure = Some(TaskError::Sink {
+                task: self.name.clone(),
+                uid: self.uid.clone(),
+                action: action.into(),
+                retryable: self.sink.is_retryable(&message),
+                message,
+            });
+        }
     }
 }
 
@@ -167,29 +192,39 @@ impl<S: Sink> ChainControl for SinkOp<S> {
 
     fn flush(&mut self, _now: Instant) -> FlushOutcome {
         self.count();
+        if let Err(e) = self.sink.check() {
+            self.fail("write its records", e);
+        }
         FlushOutcome::default()
     }
 
     fn end_input(&mut self) {
         self.count();
+        if self.failure.is_some() {
+            return;
+        }
         self.sink.finish();
         if !self.checkpointing {
             if let Err(e) = self.sink.snapshot_state(0) {
-                self.failed("pre-commit at the end of input", e);
+                return self.fail("pre-commit at the end of input", e);
             }
             for path in self.sink.take_files_to_sync() {
                 if let Err(e) = std::fs::File::open(&path).and_then(|f| f.sync_all()) {
-                    self.failed(&format!("fsync {}", path.display()), e.to_string());
+                    return self.fail(format!("fsync {}", path.display()), e.to_string());
                 }
             }
             if let Err(e) = self.sink.notify_checkpoint_complete(0) {
-                self.failed("commit at the end of input", e);
+                self.fail("commit at the end of input", e);
             }
         }
     }
 
     fn snapshot(&mut self, snapshot: &mut TaskSnapshot) {
         self.count();
+        if self.failure.is_some() {
+            // The head drops this snapshot: its checkpoint never completes.
+            return;
+        }
         match self.sink.snapshot_state(snapshot.checkpoint_id()) {
             Ok(state) => {
                 snapshot.add_inline(&self.uid, &self.info, SINK_STATE, state);
@@ -197,16 +232,19 @@ impl<S: Sink> ChainControl for SinkOp<S> {
                     .files_to_sync
                     .extend(self.sink.take_files_to_sync());
             }
-            Err(e) => self.failed(
-                &format!("pre-commit for checkpoint {}", snapshot.checkpoint_id()),
+            Err(e) => self.fail(
+                format!("pre-commit for checkpoint {}", snapshot.checkpoint_id()),
                 e,
             ),
         }
     }
 
     fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) {
+        if self.failure.is_some() {
+            return;
+        }
         if let Err(e) = self.sink.notify_checkpoint_complete(checkpoint_id) {
-            self.failed(&format!("commit checkpoint {checkpoint_id}"), e);
+            self.fail(format!("commit checkpoint {checkpoint_id}"), e);
         }
     }
 
@@ -228,6 +266,11 @@ impl<S: Sink> ChainControl for SinkOp<S> {
     fn on_watermark(&mut self, _watermark: i64) {}
 
     fn on_watermark_status(&mut self, _status: weir_net::WatermarkStatus) {}
+
+    #[inline]
+    fn failure(&self) -> Option<&TaskError> {
+        self.failure.as_ref()
+    }
 }
 
 impl<S: Sink> Collector<S::In> for SinkOp<S> {

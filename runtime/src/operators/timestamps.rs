@@ -30,6 +30,7 @@ use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
 use crate::build::error::BuildError;
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+use crate::chain::error::TaskError;
 use crate::chain::task::Task;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::time::earliest;
@@ -282,6 +283,11 @@ impl<TF, C: ChainControl> ChainControl for TimestampsOp<TF, C> {
 
     fn on_watermark_status(&mut self, _status: WatermarkStatus) {
         // This link decides its stream's status itself.
+    }
+
+    #[inline]
+    fn failure(&self) -> Option<&TaskError> {
+        self.out.failure()
     }
 }
 

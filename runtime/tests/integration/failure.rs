@@ -1,12 +1,17 @@
 //! Failures: a panicking operator fails the job promptly with its message;
-//! malformed jobs are rejected before anything runs.
+//! a sink's error fails it without a panic; malformed jobs are rejected
+//! before anything runs.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use weir_runtime::{
-    Collector, JobError, JobGraph, KeyContext, KeyedProcessFunction, SequenceSource, SubtaskInfo,
-    TaskFailure,
+    Collector, JobError, JobGraph, KeyContext, KeyedProcessFunction, RestartStrategy,
+    SequenceSource, Sink, SubtaskInfo, TaskError, TaskFailure,
 };
 
-use crate::{collect_into, options, run_job, Collected};
+use crate::{collect_into, options, run_job, temp_dir, Collected};
 
 /// Panics on the record whose value is `at`; passes everything else on.
 struct PanicAt {
@@ -94,6 +99,151 @@ fn panic_in_a_source_fails_the_job() {
         }
         other => panic!("expected TaskFailed, got {other:?}"),
     }
+}
+
+/// A sink whose `invoke` fails after `fail_after` records (reported by
+/// `check`, as the file sink does with a write error), or whose end-of-input
+/// commit fails; `retryable` is what it says of its errors. It counts its
+/// `initialize_state` calls: one per attempt.
+struct FailingSink {
+    seen: u64,
+    fail_after: Option<u64>,
+    retryable: bool,
+    attempts: Arc<AtomicUsize>,
+}
+
+impl Sink for FailingSink {
+    type In = (u64, u64);
+    fn invoke(&mut self, _record: (u64, u64)) {
+        self.seen += 1;
+    }
+    fn check(&mut self) -> Result<(), String> {
+        match self.fail_after {
+            Some(n) if self.seen >= n => Err(format!("disk full after {n} records")),
+            _ => Ok(()),
+        }
+    }
+    fn initialize_state(&mut self, _restored: Option<(u64, &[u8])>) -> Result<(), String> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> Result<(), String> {
+        Err("the commit was refused".into())
+    }
+    fn is_retryable(&self, _error: &str) -> bool {
+        self.retryable
+    }
+}
+
+fn failing_sink_job(
+    fail_after: Option<u64>,
+    retryable: bool,
+    attempts: &Arc<AtomicUsize>,
+) -> JobGraph {
+    let attempts = attempts.clone();
+    let mut job = JobGraph::new("failing-sink");
+    job.source("numbers", |info: &SubtaskInfo| {
+        SequenceSource::new(info, 100_000, |i| (i % 7, i))
+    })
+    .sink("out", move |_: &SubtaskInfo| FailingSink {
+        seen: 0,
+        fail_after,
+        retryable,
+        attempts: attempts.clone(),
+    });
+    job
+}
+
+/// The sink's error fails its task as a typed error naming the sink and
+/// what it was doing: no panic.
+fn expect_sink_failure(e: &JobError, action: &str, message: &str) {
+    let JobError::TaskFailed { cause, task, .. } = e else {
+        panic!("expected the sink's task to fail, got {e:?}");
+    };
+    let TaskFailure::Run(error) = cause else {
+        panic!("expected the sink's own error, not a panic: {cause:?}");
+    };
+    let TaskError::Sink {
+        uid,
+        action: a,
+        message: m,
+        ..
+    } = &**error;
+    assert_eq!((uid.as_str(), a.as_str()), ("out", action), "{e}");
+    assert!(m.contains(message), "{e}");
+    assert!(task.contains("out"), "{task}");
+}
+
+#[test]
+fn a_sink_error_in_invoke_fails_the_job_without_a_panic() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let e = run_job(failing_sink_job(Some(5_000), true, &attempts), &options(2)).unwrap_err();
+    expect_sink_failure(&e, "write its records", "disk full after 5000 records");
+    let message = e.to_string();
+    assert!(
+        message.contains("sink `out` (numbers -> out (")
+            && message.contains("failed to write its records: disk full after 5000 records"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_sink_error_at_the_end_of_input_fails_the_job_without_a_panic() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let e = run_job(failing_sink_job(None, true, &attempts), &options(1)).unwrap_err();
+    expect_sink_failure(&e, "commit at the end of input", "the commit was refused");
+}
+
+/// A sink that refuses to pre-commit from checkpoint 2 on, noting the
+/// first checkpoint it refused.
+struct RefusingSink {
+    refused: Arc<AtomicU64>,
+}
+
+impl Sink for RefusingSink {
+    type In = (u64, u64);
+    fn invoke(&mut self, _record: (u64, u64)) {}
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, String> {
+        if checkpoint_id < 2 {
+            return Ok(Vec::new());
+        }
+        let _ = self
+            .refused
+            .compare_exchange(0, checkpoint_id, Ordering::SeqCst, Ordering::SeqCst);
+        Err("no space left for the transaction".into())
+    }
+}
+
+/// A sink whose pre-commit fails fails its task without a panic, and the
+/// snapshot it could not complete is dropped: that checkpoint never
+/// completes.
+#[test]
+fn a_failed_pre_commit_fails_the_job_and_its_checkpoint_never_completes() {
+    let dir = temp_dir("failed-pre-commit");
+    let refused = Arc::new(AtomicU64::new(0));
+    let mut job = JobGraph::new("refusing-sink");
+    let r = refused.clone();
+    job.source("numbers", |info: &SubtaskInfo| {
+        SequenceSource::new(info, u64::MAX, |i| (i % 7, i))
+    })
+    .sink("out", move |_: &SubtaskInfo| RefusingSink {
+        refused: r.clone(),
+    });
+    let mut o = options(2).with_checkpointing(Duration::from_millis(10), &dir);
+    o.restart = RestartStrategy::None;
+    let e = run_job(job, &o).unwrap_err();
+    let id = refused.load(Ordering::SeqCst);
+    assert!(id >= 2, "{e}");
+    expect_sink_failure(
+        &e,
+        &format!("pre-commit for checkpoint {id}"),
+        "no space left for the transaction",
+    );
+    assert!(
+        !dir.join(format!("chk-{id}")).join("_metadata").exists(),
+        "checkpoint {id} completed without the sink's state"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn invalid_job_message(job: JobGraph, options: &weir_runtime::ExecutionOptions) -> String {

@@ -461,3 +461,60 @@ fn only_this_sinks_names_are_recognized() {
         Some(Kind::Part(7))
     );
 }
+
+/// A write error inside `invoke`, which cannot return it, is reported by
+/// `check` and by the next pre-commit (the broken file is never
+/// pre-committed), without a panic; an error that may pass is retryable.
+#[test]
+fn a_write_error_in_invoke_is_reported_by_check_and_the_pre_commit() {
+    let d = TempDir::new("invoke-error");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    assert_eq!(s.check(), Ok(()));
+    // The directory vanishes behind the sink's back: the in-progress file
+    // cannot be created.
+    fs::remove_dir_all(&d.0).unwrap();
+    feed(&mut s, 0..50_000);
+    let err = s.check().unwrap_err();
+    assert!(
+        err.contains("cannot create in-progress file") && err.contains(".inprogress-0000-"),
+        "{err}"
+    );
+    assert!(s.is_retryable(&err), "a missing file may be back: {err}");
+    assert_eq!(s.check().unwrap_err(), err, "the error stays");
+    assert_eq!(s.snapshot_state(1).unwrap_err(), err);
+    assert!(!d.0.exists(), "nothing was pre-committed");
+}
+
+/// An output directory that became a regular file is an error no restart
+/// cures: the sink says so.
+#[test]
+fn a_directory_that_is_a_file_is_not_retryable() {
+    let d = TempDir::new("dir-is-file");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    fs::remove_dir_all(&d.0).unwrap();
+    fs::write(&d.0, b"not a directory").unwrap();
+    feed(&mut s, 0..50_000);
+    let err = s.check().unwrap_err();
+    assert!(err.contains("Not a directory"), "{err}");
+    assert!(!s.is_retryable(&err), "{err}");
+    fs::remove_file(&d.0).unwrap();
+
+    let mut fresh = sink(&d.0, 0);
+    fs::write(&d.0, b"not a directory").unwrap();
+    let err = fresh.initialize_state(None).unwrap_err();
+    assert!(err.contains("cannot create sink directory"), "{err}");
+    assert!(!fresh.is_retryable(&err), "{err}");
+    fs::remove_file(&d.0).unwrap();
+}
+
+/// A restored state the sink cannot read stays unreadable on a restart.
+#[test]
+fn a_malformed_restored_state_is_not_retryable() {
+    let d = TempDir::new("malformed-retry");
+    let mut s = sink(&d.0, 0);
+    let err = s.initialize_state(Some((3, &[9]))).unwrap_err();
+    assert!(err.contains("unknown state version 9"), "{err}");
+    assert!(!s.is_retryable(&err), "{err}");
+}

@@ -67,6 +67,9 @@ impl ChainControl for Tail {
     fn publish_metrics(&mut self) {}
     fn on_watermark(&mut self, _watermark: i64) {}
     fn on_watermark_status(&mut self, _status: weir_net::WatermarkStatus) {}
+    fn failure(&self) -> Option<&crate::chain::error::TaskError> {
+        None
+    }
     fn output_pending(&self) -> bool {
         false
     }

@@ -263,6 +263,9 @@ fn a_barrier_interrupts_a_buffer_and_captures_its_rest() {
         fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
             self.out.on_watermark_status(status);
         }
+        fn failure(&self) -> Option<&crate::chain::error::TaskError> {
+            self.out.failure()
+        }
     }
     let (first, second) = tx.split_at_mut(1);
     let _ = first;
@@ -445,6 +448,11 @@ impl crate::chain::control::ChainControl for Log {
     }
     fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
         self.0.push(Seen::Status(status));
+    }
+
+    #[inline]
+    fn failure(&self) -> Option<&crate::chain::error::TaskError> {
+        None
     }
 }
 

@@ -7,6 +7,7 @@ use weir_state::KeyHash;
 use crate::build::context::BuildContext;
 use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+use crate::chain::error::TaskError;
 use crate::checkpoint::restore::RestoreScope;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::subtask::SubtaskInfo;
@@ -225,6 +226,11 @@ where
     fn on_watermark_status(&mut self, status: WatermarkStatus) {
         self.out.on_watermark_status(status);
     }
+
+    #[inline]
+    fn failure(&self) -> Option<&TaskError> {
+        self.out.failure()
+    }
 }
 
 /// The non-keyed broadcast operator.
@@ -311,5 +317,10 @@ where
     }
     fn on_watermark_status(&mut self, status: WatermarkStatus) {
         self.out.on_watermark_status(status)
+    }
+
+    #[inline]
+    fn failure(&self) -> Option<&TaskError> {
+        self.out.failure()
     }
 }

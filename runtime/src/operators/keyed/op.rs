@@ -8,6 +8,7 @@
 use weir_state::KeyHash;
 
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+use crate::chain::error::TaskError;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::subtask::SubtaskInfo;
 use crate::core::time::earliest;
@@ -174,6 +175,11 @@ where
 
     fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
         self.out.on_watermark_status(status);
+    }
+
+    #[inline]
+    fn failure(&self) -> Option<&TaskError> {
+        self.out.failure()
     }
 }
 

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use weir_net::CheckpointBarrier;
 
 use crate::chain::control::Collector;
+use crate::chain::error::TaskError;
 use crate::chain::task::{ChainHead, InputStep, Task, TaskPoll};
 use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::barrier::BarrierMode;
@@ -100,7 +101,13 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
                     ));
                     out.snapshot(&mut snapshot);
                     snapshot.end_sync();
-                    cp.writer.submit(snapshot);
+                    // A chain that failed while snapshotting (a sink's
+                    // pre-commit) fails the task after this poll; its
+                    // snapshot is dropped, so the checkpoint never
+                    // completes.
+                    if out.failure().is_none() {
+                        cp.writer.submit(snapshot);
+                    }
                     tracing::trace!(
                         target: crate::core::log::CHECKPOINT,
                         checkpoint = id,
@@ -144,6 +151,10 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
             }
             step
         })
+    }
+
+    fn failure(&self) -> Option<&TaskError> {
+        self.head.failure()
     }
 
     fn describe(&self) -> String {

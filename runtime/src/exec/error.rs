@@ -1,4 +1,7 @@
-//! Errors of the runtime, saying whose fault a failure is.
+//! Errors of the runtime, saying whose fault a failure is and whether a
+//! restart can help ([`JobError::retryable`]): `execute` restarts a job
+//! only after a failure a retry may cure, and the `weir` command's exit
+//! code follows the same split.
 
 use std::path::PathBuf;
 
@@ -7,6 +10,7 @@ use thiserror::Error;
 use crate::build::error::BuildError;
 use crate::chain::error::TaskError;
 use crate::checkpoint::error::{CheckpointError, RestoreError};
+use crate::core::fault::Fault;
 
 /// Why a job could not run or did not finish.
 #[derive(Debug, Error)]
@@ -77,6 +81,52 @@ pub enum JobError {
 /// Result alias of the runtime.
 pub type Result<T, E = JobError> = std::result::Result<T, E>;
 
+impl JobError {
+    /// Whose fault the failure is: the user's (a job, option or
+    /// checkpoint to change), the outside world's (the disk, files changed
+    /// behind weir's back) or ours (a bug).
+    pub fn fault(&self) -> Fault {
+        match self {
+            Self::InvalidJob(_) | Self::RestoreLatestWithoutStorage => Fault::User,
+            Self::Spawn { .. } | Self::RestoreCorrupt { .. } => Fault::Outside,
+            Self::TaskFailed { cause, .. } => cause.fault(),
+            Self::Checkpoint(e) => e.fault(),
+            Self::Restore { source, .. } => source.fault(),
+            Self::RestartsExhausted { failure, .. } => failure.fault(),
+        }
+    }
+
+    /// Whether running the job again may succeed without anyone changing
+    /// anything: after an I/O error, a full disk, a panic (a user
+    /// function's, or a bug that may not recur). Not after a mistake to
+    /// fix: an invalid job or option, a checkpoint that does not fit the
+    /// job (another job's, a refused rescale, a changed redistribution
+    /// mode), an unusable checkpoint named explicitly, a state-name error,
+    /// a directory weir may not write or that is a regular file.
+    ///
+    /// `execute` consults the restart strategy only for a retryable task
+    /// failure; the `weir` command exits with 1 for a retryable error
+    /// (the restart strategy gave up, or was `none`) and 2 for the others.
+    /// A job whose restart strategy gave up is retryable: its last failure
+    /// was.
+    pub fn retryable(&self) -> bool {
+        match self {
+            Self::InvalidJob(_) | Self::RestoreLatestWithoutStorage => false,
+            // A worker that could not start (no thread, no io_uring
+            // memory) may start once the machine has room again.
+            Self::Spawn { .. } => true,
+            // Found while loading a checkpoint `--restore` named: it is
+            // not replaced by another (a checkpoint `latest` chose falls
+            // back to an older one instead of failing).
+            Self::RestoreCorrupt { .. } => false,
+            Self::TaskFailed { cause, .. } => cause.retryable(),
+            Self::Checkpoint(e) => e.retryable(),
+            Self::Restore { source, .. } => source.retryable(),
+            Self::RestartsExhausted { failure, .. } => failure.retryable(),
+        }
+    }
+}
+
 /// Why a task failed: the typed cause of [`JobError::TaskFailed`]. (The
 /// large causes are boxed: they are rare, and keep every `Result` that
 /// carries a [`JobError`] small.)
@@ -110,3 +160,31 @@ impl From<TaskError> for TaskFailure {
         Self::Run(Box::new(e))
     }
 }
+
+impl TaskFailure {
+    /// Whose fault it is: the cause's; a panic is a bug, and weir cannot
+    /// tell whether it is its own or the user function's: ours.
+    pub fn fault(&self) -> Fault {
+        match self {
+            Self::Build(e) => e.fault(),
+            Self::Run(e) => e.fault(),
+            Self::Checkpoint(e) => e.fault(),
+            Self::Panic(_) => Fault::Ours,
+        }
+    }
+
+    /// Whether a restart may help: the cause's; after a panic, yes (a user
+    /// function that panicked on one record may not on the replay, as
+    /// Flink restarts after any exception).
+    pub fn retryable(&self) -> bool {
+        match self {
+            Self::Build(e) => e.retryable(),
+            Self::Run(e) => e.retryable(),
+            Self::Checkpoint(e) => e.retryable(),
+            Self::Panic(_) => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

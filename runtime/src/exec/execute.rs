@@ -120,7 +120,9 @@ pub fn execute_with_progress(
                 )?;
                 continue;
             }
-            Err(e @ JobError::TaskFailed { .. }) => {
+            // A failure a restart cannot cure (a refused rescale, a state
+            // name, ...) fails the job at once, below.
+            Err(e @ JobError::TaskFailed { .. }) if e.retryable() => {
                 let decision = tracker.on_failure(Instant::now(), running_since);
                 match decision {
                     RestartDecision::Restart { delay, attempt } => {

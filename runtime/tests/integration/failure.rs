@@ -1,11 +1,13 @@
 //! Failures: a panicking operator fails the job promptly with its message;
-//! a sink's error fails it without a panic; malformed jobs are rejected
-//! before anything runs.
+//! a sink's error fails it without a panic, through the restart strategy
+//! only if the sink calls it retryable; malformed jobs are rejected before
+//! anything runs.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use weir_runtime::exec::restart::FixedDelay;
 use weir_runtime::{
     Collector, JobError, JobGraph, KeyContext, KeyedProcessFunction, RestartStrategy,
     SequenceSource, Sink, SubtaskInfo, TaskError, TaskFailure,
@@ -59,6 +61,10 @@ fn expect_task_failure(workers: usize) {
                 matches!(&cause, TaskFailure::Panic(message)
                     if message.contains("poisoned record 4242 reached the keyed operator")),
                 "the panic message is reported, got {cause:?}"
+            );
+            assert!(
+                cause.retryable(),
+                "a panicking function is for the restart strategy"
             );
             assert!(
                 task.contains("explode"),
@@ -154,6 +160,15 @@ fn failing_sink_job(
     job
 }
 
+fn restarting(workers: usize, attempts: u32) -> weir_runtime::ExecutionOptions {
+    let mut o = options(workers);
+    o.restart = RestartStrategy::FixedDelay(FixedDelay {
+        attempts,
+        delay: Duration::from_millis(5),
+    });
+    o
+}
+
 /// The sink's error fails its task as a typed error naming the sink and
 /// what it was doing: no panic.
 fn expect_sink_failure(e: &JobError, action: &str, message: &str) {
@@ -192,6 +207,43 @@ fn a_sink_error_at_the_end_of_input_fails_the_job_without_a_panic() {
     let attempts = Arc::new(AtomicUsize::new(0));
     let e = run_job(failing_sink_job(None, true, &attempts), &options(1)).unwrap_err();
     expect_sink_failure(&e, "commit at the end of input", "the commit was refused");
+}
+
+/// A retryable sink error goes through the restart strategy, which gives
+/// up after its attempts.
+#[test]
+fn a_retryable_sink_error_is_restarted() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let e = run_job(
+        failing_sink_job(Some(5_000), true, &attempts),
+        &restarting(1, 2),
+    )
+    .unwrap_err();
+    let JobError::RestartsExhausted { failure, .. } = &e else {
+        panic!("expected the restart strategy to give up, got {e:?}");
+    };
+    expect_sink_failure(failure, "write its records", "disk full");
+    assert!(e.retryable());
+    assert_eq!(
+        attempts.load(Ordering::SeqCst),
+        3,
+        "the first run and two restarts"
+    );
+}
+
+/// A sink error the sink calls permanent fails the job at once, whatever
+/// the restart strategy allows.
+#[test]
+fn a_permanent_sink_error_is_not_restarted() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let e = run_job(
+        failing_sink_job(Some(5_000), false, &attempts),
+        &restarting(1, 5),
+    )
+    .unwrap_err();
+    expect_sink_failure(&e, "write its records", "disk full");
+    assert!(!e.retryable());
+    assert_eq!(attempts.load(Ordering::SeqCst), 1, "no restart");
 }
 
 /// A sink that refuses to pre-commit from checkpoint 2 on, noting the

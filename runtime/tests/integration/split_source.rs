@@ -9,11 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use weir_runtime::exec::restart::RestartStrategy;
+use weir_runtime::exec::restart::{ExponentialDelay, RestartStrategy};
 use weir_runtime::{
-    Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
-    KeyedValueState, NumberSequenceSource, OperatorStates, ProcessContext, ProcessFunction,
-    RestoreFrom, SequenceSource, Sink, Source, SourcePoll, SubtaskInfo,
+    BuildError, Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyedProcessFunction,
+    KeyedStates, KeyedValueState, NumberSequenceSource, OperatorStates, ProcessContext,
+    ProcessFunction, RestoreFrom, SequenceSource, Sink, Source, SourcePoll, SubtaskInfo,
+    TaskFailure,
 };
 
 use crate::{options, run_job, run_ok, splitmix64, temp_dir};
@@ -197,7 +198,8 @@ fn a_split_source_scales_down_from_its_checkpoint() {
 }
 
 /// A source with a per-subtask position cannot change parallelism: the
-/// restore fails and names the source.
+/// restore fails and names the source, at once, without the restart
+/// strategy (a restart would restore the same checkpoint).
 #[test]
 fn a_source_with_a_position_still_refuses_to_rescale() {
     let dir = temp_dir("position-source-rescale");
@@ -217,15 +219,28 @@ fn a_source_with_a_position_still_refuses_to_rescale() {
     let mut o = checkpointed(&dir);
     run_ok(build(2), &o);
     o.restore = RestoreFrom::Latest;
+    // Were the refusal retried, this strategy would give up after one
+    // restart (`RestartsExhausted`).
+    o.restart = RestartStrategy::ExponentialDelay(ExponentialDelay {
+        initial_backoff: Duration::from_millis(5),
+        attempts_before_reset_backoff: Some(1),
+        ..ExponentialDelay::default()
+    });
     match run_job(build(3), &o) {
-        Err(e @ JobError::TaskFailed { .. }) => assert!(
-            e.to_string().contains("source `numbers`")
-                && e.to_string().contains("had parallelism 2 in checkpoint")
-                && e.to_string()
-                    .contains("only keyed state and operator list state can"),
-            "{e}"
-        ),
-        other => panic!("expected the restore to be refused, got {other:?}"),
+        Err(e @ JobError::TaskFailed { .. })
+            if matches!(&e, JobError::TaskFailed { cause: TaskFailure::Build(b), .. }
+                if matches!(**b, BuildError::Restore { .. })) =>
+        {
+            assert!(!e.retryable(), "{e}");
+            assert!(
+                e.to_string().contains("source `numbers`")
+                    && e.to_string().contains("had parallelism 2 in checkpoint")
+                    && e.to_string()
+                        .contains("only keyed state and operator list state can"),
+                "{e}"
+            )
+        }
+        other => panic!("expected the restore to be refused at once, got {other:?}"),
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,8 +1,13 @@
 //! The `weir` command line: run a job from a config file, or run one of the
 //! WORKLOADS.md benchmarks.
 //!
-//! Exit codes: 0 success; 1 the job failed or produced a wrong result;
-//! 2 bad usage, config key or value.
+//! Exit codes: 0 success; 1 the job failed at run time (a failure a restart
+//! may cure, after the restart strategy gave up or with none), or produced
+//! a wrong result; 2 bad usage, config key or value, and every failure a
+//! restart cannot cure (`JobError::retryable`: a checkpoint that does not
+//! fit the job, a refused rescale, a state-name error, permission denied,
+//! a directory that is a regular file, ...). Errors print as one
+//! `error: ...` line on stderr.
 //!
 //! The library logs through `tracing`; [`logging`] prints its events on
 //! stderr. Progress lines and reports are the command's own output and
@@ -18,7 +23,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use weir_bench::params::{JobName, JobParams};
 use weir_bench::w4::{W4Mode, W4_DEFAULT_DURATION};
 use weir_bench::{quickstart, BenchOptions, Workload};
-use weir_runtime::{execute_with_progress, Config, ExecutionOptions, Progress, RestoreFrom};
+use weir_runtime::{
+    execute_with_progress, Config, ExecutionOptions, JobError, Progress, RestoreFrom,
+};
 
 #[derive(Parser)]
 #[command(
@@ -285,11 +292,16 @@ fn run_bench(
             json.then(|| report.to_json().to_string()),
             report.verified(),
         ),
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(1)
-        }
+        Err(e) => job_failed(&e),
     }
+}
+
+/// Prints a job's error; its exit code is 1 if running the job again may
+/// succeed (the restart strategy gave up, or there was none), 2 if
+/// something must change first.
+fn job_failed(e: &JobError) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(if e.retryable() { 1 } else { 2 })
 }
 
 /// Prints a bench report (its readable lines, then its JSON line if asked
@@ -322,10 +334,7 @@ fn run_w4(config: &Config, params: &JobParams, mode: W4Mode, quiet: bool) -> Exi
             Some(report.to_json().to_string()),
             report.verified(),
         ),
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(1)
-        }
+        Err(e) => job_failed(&e),
     }
 }
 
@@ -356,10 +365,7 @@ fn run_quickstart(config: &Config, params: &JobParams, restore: RestoreFrom) -> 
     let mut progress = |p: &Progress| eprintln!("{}", p.lines());
     let result = match execute_with_progress(job, &options, &mut progress) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return job_failed(&e),
     };
     let totals = results.totals();
     let records = result.metrics.total_sink_records();

@@ -23,6 +23,7 @@ use crate::checkpoint::writer::{spawn_writer, WriterSetup};
 use crate::core::barrier::BarrierMode;
 use crate::core::log::WORKERS;
 use crate::exec::error::{JobError, Result};
+use crate::exec::identity::RunIdentity;
 use crate::exec::options::{CheckpointingOptions, ExecutionOptions};
 use crate::exec::progress::Progress;
 use crate::exec::wiring::{
@@ -64,6 +65,7 @@ pub(crate) fn run_attempt(
     options: &ExecutionOptions,
     storage: Option<&Arc<CheckpointStorage>>,
     restore: Option<(Arc<RestoredCheckpoint>, Duration)>,
+    run: &RunIdentity,
     on_progress: &mut dyn FnMut(&Progress),
     records: &mut Vec<CheckpointRecord>,
 ) -> Result<(AttemptResult, Option<RestoreInfo>)> {
@@ -77,17 +79,24 @@ pub(crate) fn run_attempt(
     let signals = Arc::new(CheckpointSignals::new(restored_id));
     let (ack_tx, ack_rx) = std::sync::mpsc::channel();
     let mut coordinator = match (&options.checkpointing, storage) {
-        (Some(c), Some(storage)) => Some(CheckpointCoordinator::new(
-            c.coordinator.clone(),
-            storage.clone(),
-            signals.clone(),
-            ack_rx,
-            job.name().to_owned(),
-            options.max_parallelism,
-            stages.iter().map(|s| s.parallelism).sum(),
-            source_subtasks(job, stages),
-            storage.max_id()?.max(restored_id) + 1,
-        )),
+        (Some(c), Some(storage)) => Some(
+            CheckpointCoordinator::new(
+                c.coordinator.clone(),
+                storage.clone(),
+                signals.clone(),
+                ack_rx,
+                job.name().to_owned(),
+                options.max_parallelism,
+                stages.iter().map(|s| s.parallelism).sum(),
+                source_subtasks(job, stages),
+                storage.max_id()?.max(restored_id) + 1,
+            )
+            .with_lineage(
+                &run.job_id,
+                (restored_id > 0).then_some(restored_id),
+                &run.fingerprint,
+            ),
+        ),
         _ => None,
     };
     let restore_arc = restore.as_ref().map(|(r, _)| r.clone());

@@ -61,6 +61,64 @@ pub enum JobError {
     /// fix).
     #[error("checkpoint error: --restore latest needs state.checkpoints.dir")]
     RestoreLatestWithoutStorage,
+    /// A directory the run needs (`what`: `state.checkpoints.dir`, an
+    /// output directory) cannot be used: it is a file, or cannot be created
+    /// or opened.
+    #[error("{what} {}: {source}", dir.display())]
+    Directory {
+        /// What the directory is.
+        what: &'static str,
+        /// The directory.
+        dir: PathBuf,
+        /// Why it cannot be used.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another run holds a directory this one needs (the user's to sort
+    /// out: two jobs must not share a checkpoint or output directory).
+    #[error(
+        "{what} {} is in use by {} (lock {}): two jobs cannot share it; wait for that run to \
+         end or give this one its own directory",
+        dir.display(),
+        holder.map_or_else(|| "another process".to_string(), |pid| format!("process {pid}")),
+        lock.display()
+    )]
+    Locked {
+        /// What the directory is.
+        what: &'static str,
+        /// The directory.
+        dir: PathBuf,
+        /// Its lock file.
+        lock: PathBuf,
+        /// The holder's process id, if it wrote one.
+        holder: Option<u32>,
+    },
+    /// `--restore latest` found complete checkpoints, but none is usable:
+    /// never a silent fresh start (a source that cannot replay from the
+    /// start would lose data).
+    #[error(
+        "no checkpoint in {} can be restored: {}; move the directory away to start fresh",
+        dir.display(),
+        reasons.iter().map(|(id, why)| format!("checkpoint {id}: {why}")).collect::<Vec<_>>().join("; ")
+    )]
+    AllUnusable {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// Every checkpoint, newest first, and why it is unusable.
+        reasons: Vec<(u64, String)>,
+    },
+    /// An output directory holds committed output this job did not write.
+    #[error(
+        "output directory {} holds committed output of another job ({what}): move it away or \
+         give this job another directory",
+        dir.display()
+    )]
+    ForeignOutput {
+        /// The directory.
+        dir: PathBuf,
+        /// What differs.
+        what: String,
+    },
     /// The job failed and the restart strategy allows no more restarts.
     #[error("{failure}; not restarting: {reason}")]
     RestartsExhausted {

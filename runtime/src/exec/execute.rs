@@ -98,12 +98,7 @@ pub fn execute_with_progress(
     let mut restore = context.choose(&options.restore, None)?;
     check_outputs(&run, restore.is_none())?;
     // Checked: from here on the run changes things.
-    if let Some(storage) = &storage {
-        let removed = storage.clean_incomplete()?;
-        if !removed.is_empty() {
-            tracing::info!(target: RESTORE, "removed incomplete checkpoints {removed:?}");
-        }
-    }
+    clean_incomplete(storage.as_deref())?;
     context.start_timeline(&restore)?;
     mark_outputs(&run)?;
     // Where a restart starts when the timeline has no checkpoint yet: the
@@ -169,6 +164,8 @@ pub fn execute_with_progress(
                                 restore = context.choose(&RestoreFrom::Path(dir.clone()), None)?;
                             }
                         }
+                        // What the failed attempt left half written.
+                        clean_incomplete(storage.as_deref())?;
                         context.start_timeline(&restore)?;
                         continue;
                     }
@@ -196,4 +193,17 @@ pub fn execute_with_progress(
             released_at: result.released_at,
         });
     }
+}
+
+/// Deletes the incomplete checkpoints of the directory (a crashed run's, or
+/// a failed attempt's): nobody will complete them, and their ids are not
+/// used again.
+fn clean_incomplete(storage: Option<&CheckpointStorage>) -> Result<()> {
+    if let Some(storage) = storage {
+        let removed = storage.clean_incomplete()?;
+        if !removed.is_empty() {
+            tracing::info!(target: RESTORE, "removed incomplete checkpoints {removed:?}");
+        }
+    }
+    Ok(())
 }

@@ -275,7 +275,7 @@ pub enum RestoreError {
         /// The path given.
         path: PathBuf,
         /// What it is instead, and what to name.
-        what: &'static str,
+        what: String,
     },
     /// The checkpoint's state means something else than this job's: another
     /// job, other parameters, other outputs, operators this job lacks.

@@ -25,7 +25,7 @@ use weir_state::KeyGroupRange;
 
 use crate::checkpoint::error::{CheckpointError, RestoreError};
 use crate::checkpoint::lineage::Fingerprint;
-use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
+use crate::checkpoint::storage::{CheckpointStorage, ABANDONED_DIR, METADATA_FILE};
 use crate::core::subtask::SubtaskInfo;
 
 /// A verified checkpoint, ready to restore from.
@@ -54,11 +54,24 @@ impl RestoredCheckpoint {
     /// says how the checkpoint does not fit the job.
     pub fn open(dir: &Path, job_name: &str, max_parallelism: u32) -> Result<Self, RestoreError> {
         let given = dir;
-        let not_a_checkpoint = |what| RestoreError::NotACheckpoint {
+        let not_a_checkpoint = |what: &str| RestoreError::NotACheckpoint {
             path: given.to_path_buf(),
-            what,
+            what: what.to_owned(),
         };
         if !given.exists() {
+            // A checkpoint a later restore abandoned: say where it went.
+            let aside = given
+                .parent()
+                .zip(given.file_name())
+                .map(|(root, name)| root.join(ABANDONED_DIR).join(name))
+                .filter(|aside| aside.is_dir());
+            if let Some(aside) = aside {
+                return Err(not_a_checkpoint(&format!(
+                    "no such checkpoint: a run that restored an older checkpoint abandoned it and \
+                     moved it to {}; name it there to go back to its timeline",
+                    aside.display()
+                )));
+            }
             return Err(not_a_checkpoint("no such file or directory"));
         }
         let dir = if given.is_file() {

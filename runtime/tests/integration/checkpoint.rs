@@ -796,6 +796,11 @@ fn an_explicit_restore_starts_a_timeline_that_latest_keeps_to() {
             "{} kept",
             aside.display()
         );
+        // Named where it was, it says where it went.
+        let e = RestoredCheckpoint::open(&storage.checkpoint_dir(*id), "checkpointed-count", 128)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&aside.display().to_string()), "{e}");
     }
     // The new run's checkpoints: its job id, numbered above every old one,
     // each the child of the one before, the first of the restored one.

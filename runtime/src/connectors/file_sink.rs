@@ -29,6 +29,13 @@
 //! again; a fresh start of the same job moves all of them. A reader that
 //! wants a stable view reads after the job has ended.
 //!
+//! **Declare the directory** with [`JobGraph::output_directory`]: the run
+//! then owns it (a second process is refused), it is part of the job's
+//! fingerprint (a checkpoint of a job writing elsewhere is refused), and a
+//! fresh start refuses it while it holds another job's committed output.
+//!
+//! [`JobGraph::output_directory`]: crate::api::graph::JobGraph::output_directory
+//!
 //! # Protocol
 //!
 //! - [`Sink::invoke`] formats the record into a 256 KiB buffer, written to

@@ -31,6 +31,10 @@ pub fn w1(
         run_for: None,
     };
     let mut job = JobGraph::new("w1-keyed-count");
+    job.parameter("records", records).parameter("keys", keys);
+    if let Some(dir) = &output {
+        job.output_directory(dir);
+    }
     let counted = job
         .source("w1-source", move |info: &SubtaskInfo| {
             WorkloadSource::new(info, plan, clock.clone(), move |i| {
@@ -69,6 +73,7 @@ pub fn w3(
     };
     let modulo = FastMod::new(keys);
     let mut job = JobGraph::new("w3-latency");
+    job.parameter("keys", keys);
     job.source("w3-source", move |info: &SubtaskInfo| {
         WorkloadSource::new(info, plan, clock.clone(), move |i| {
             (modulo.rem(splitmix64(i)), i, crate::workload::clock_ns())
@@ -107,6 +112,10 @@ pub fn w4(
     };
     let modulo = FastMod::new(keys);
     let mut job = JobGraph::new("w4-backpressure");
+    job.parameter("keys", keys);
+    if let Some(records) = records {
+        job.parameter("records", records);
+    }
     job.source("w4-source", move |info: &SubtaskInfo| {
         WorkloadSource::new(info, plan, clock.clone(), move |i| {
             (modulo.rem(splitmix64(i)), i)
@@ -133,6 +142,7 @@ pub fn w2(records: u64, keys: u64, rate: Option<u64>, results: Arc<WindowResults
     };
     let modulo = FastMod::new(keys);
     let mut job = JobGraph::new("w2-event-time-window");
+    job.parameter("records", records).parameter("keys", keys);
     job.source("w2-source", move |info: &SubtaskInfo| {
         WorkloadSource::new(info, plan, clock.clone(), move |i| {
             (modulo.rem(splitmix64(i)), i)

@@ -145,6 +145,7 @@ pub fn job(events: u64, users: u64, workers: usize) -> (JobGraph, Arc<Quickstart
     });
     let sink_results = results.clone();
     let mut job = JobGraph::new("quickstart");
+    job.parameter("events", events).parameter("users", users);
     job.source("events", move |info: &SubtaskInfo| {
         SequenceSource::new(info, events, move |i| event(i, users))
     })

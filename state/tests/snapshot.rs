@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use weir_state::snapshot::{
-    encode_block, padded_block_len, BlockKind, Extent, InlineState, Manifest, OperatorSnapshot,
-    SegmentReader, SegmentWriter, SnapshotError, SubtaskSnapshot, BLOCK_ALIGN, BLOCK_HEADER_LEN,
-    MAX_STATE_NAME_LEN,
+    encode_block, padded_block_len, BlockKind, Extent, InlineState, Lineage, Manifest,
+    OperatorSnapshot, SegmentReader, SegmentWriter, SnapshotError, SubtaskSnapshot, BLOCK_ALIGN,
+    BLOCK_HEADER_LEN, MAX_STATE_NAME_LEN,
 };
 use weir_state::KeyGroupRange;
 
@@ -527,7 +527,40 @@ fn sample_manifest() -> Manifest {
                 ],
             },
         ],
+        lineage: Some(Lineage {
+            job_id: "5f0c6a1e9b2d4c7e8a1f3b5d7c9e0a24".into(),
+            parent: Some(41),
+            fingerprint: vec![
+                ("job".into(), "word-count ✓".into()),
+                ("parameter job.keys".into(), "1000".into()),
+            ],
+        }),
     }
+}
+
+/// A manifest of format version 2 (no lineage), as weir `a054281` wrote
+/// it for a W1 run's final checkpoint, still reads.
+#[test]
+fn a_version_2_manifest_reads_without_lineage() {
+    let bytes = include_bytes!("fixtures/manifest-v2-w1.bin");
+    assert_eq!(
+        u16::from_le_bytes([bytes[bytes.len() - 16], bytes[bytes.len() - 15]]),
+        2
+    );
+    let m = Manifest::from_bytes(bytes).unwrap();
+    assert_eq!(
+        (m.job_name.as_str(), m.checkpoint_id),
+        ("w1-keyed-count", 1)
+    );
+    assert_eq!(m.lineage, None);
+    assert!(
+        m.operators.iter().any(|o| o.uid == "w1-source"),
+        "{:?}",
+        m.operators
+    );
+    // Written again, it is version 3 and reads back the same.
+    let again = m.to_bytes().unwrap();
+    assert_eq!(Manifest::from_bytes(&again).unwrap(), m);
 }
 
 #[test]

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use proptest::prelude::*;
 use weir_state::snapshot::{
-    BlockKind, Extent, InlineState, Manifest, OperatorSnapshot, SegmentReader, SegmentWriter,
-    SubtaskSnapshot, MANIFEST_MAGIC, MANIFEST_VERSION,
+    BlockKind, Extent, InlineState, Lineage, Manifest, OperatorSnapshot, SegmentReader,
+    SegmentWriter, SubtaskSnapshot, MANIFEST_MAGIC, MANIFEST_VERSION,
 };
 use weir_state::KeyGroupRange;
 
@@ -121,20 +121,36 @@ fn manifest() -> impl Strategy<Value = Manifest> {
             parallelism,
             subtasks,
         });
+    let lineage = prop::option::of(
+        (
+            "[0-9a-f]{0,32}",
+            prop::option::of(any::<u64>()),
+            prop::collection::vec(("\\PC{0,8}", "\\PC{0,8}"), 0..4),
+        )
+            .prop_map(|(job_id, parent, fingerprint)| Lineage {
+                job_id,
+                parent,
+                fingerprint,
+            }),
+    );
     (
         "\\PC{0,10}",
         any::<u64>(),
         any::<u64>(),
         any::<u32>(),
         prop::collection::vec(operator, 0..3),
+        lineage,
     )
         .prop_map(
-            |(job_name, checkpoint_id, timestamp_ms, max_parallelism, operators)| Manifest {
-                job_name,
-                checkpoint_id,
-                timestamp_ms,
-                max_parallelism,
-                operators,
+            |(job_name, checkpoint_id, timestamp_ms, max_parallelism, operators, lineage)| {
+                Manifest {
+                    job_name,
+                    checkpoint_id,
+                    timestamp_ms,
+                    max_parallelism,
+                    operators,
+                    lineage,
+                }
             },
         )
 }

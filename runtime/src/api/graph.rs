@@ -2,6 +2,7 @@
 //! their wiring, and the uids of its operators.
 
 use std::marker::PhantomData;
+use std::path::PathBuf;
 
 use crate::build::builder::{ChainBuilder, TailBuilder};
 use crate::build::context::BuildContext;
@@ -48,6 +49,10 @@ pub struct JobGraph {
     /// Second inputs of two-input stages: (exchange, the exchange the
     /// receiving stage names as its `input`).
     pub(crate) co_inputs: Vec<(usize, usize)>,
+    /// Declared parameters: `(name, value)`, in declaration order.
+    parameters: Vec<(String, String)>,
+    /// Declared output directories.
+    outputs: Vec<PathBuf>,
 }
 
 impl JobGraph {
@@ -60,7 +65,50 @@ impl JobGraph {
             uids: Vec::new(),
             errors: Vec::new(),
             co_inputs: Vec::new(),
+            parameters: Vec::new(),
+            outputs: Vec::new(),
         }
+    }
+
+    /// Declares a parameter of the job, such as a source's input or a
+    /// constant its logic depends on: it is part of what the job's state
+    /// means (its fingerprint), so a checkpoint taken with another value is
+    /// refused instead of restored into the wrong job. Declaring a name
+    /// again replaces its value.
+    pub fn parameter(&mut self, name: &str, value: impl ToString) -> &mut Self {
+        let value = value.to_string();
+        match self.parameters.iter_mut().find(|(n, _)| n == name) {
+            Some(p) => p.1 = value,
+            None => self.parameters.push((name.to_owned(), value)),
+        }
+        self
+    }
+
+    /// Declares a directory the job writes its output to (an exactly-once
+    /// file sink's): while the job runs, no other weir process may use it;
+    /// it is part of the job's fingerprint; and a fresh start refuses it if
+    /// it holds committed output of another job.
+    pub fn output_directory(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        let dir = dir.into();
+        if !self.outputs.contains(&dir) {
+            self.outputs.push(dir);
+        }
+        self
+    }
+
+    /// The operator uids, in the order they were added.
+    pub fn uids(&self) -> &[String] {
+        &self.uids
+    }
+
+    /// The declared parameters, `(name, value)`.
+    pub fn parameters(&self) -> &[(String, String)] {
+        &self.parameters
+    }
+
+    /// The declared output directories.
+    pub fn output_directories(&self) -> &[PathBuf] {
+        &self.outputs
     }
 
     /// The job's name.

@@ -19,9 +19,10 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use weir_state::snapshot::{Manifest, OperatorSnapshot, SubtaskSnapshot};
+use weir_state::snapshot::{Lineage, Manifest, OperatorSnapshot, SubtaskSnapshot};
 
 use crate::checkpoint::error::{CheckpointError, Result};
+use crate::checkpoint::lineage::Fingerprint;
 use crate::checkpoint::signals::CheckpointSignals;
 use crate::checkpoint::stats::{CheckpointRecord, CheckpointStatus};
 use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
@@ -104,6 +105,10 @@ pub struct CheckpointCoordinator {
     final_completed: bool,
     records: Vec<CheckpointRecord>,
     fresh: Vec<CheckpointRecord>,
+    /// The lineage written into every manifest: the run's job id and
+    /// fingerprint, and as the parent the last checkpoint completed (or
+    /// restored) before the one being completed.
+    lineage: Option<Lineage>,
 }
 
 impl CheckpointCoordinator {
@@ -139,7 +144,26 @@ impl CheckpointCoordinator {
             final_completed: false,
             records: Vec::new(),
             fresh: Vec::new(),
+            lineage: None,
         }
+    }
+
+    /// Records `job_id` and `fingerprint` in every manifest, with as the
+    /// first checkpoint's parent `restored` (the checkpoint the run
+    /// restored; `None` for a fresh start) and as every later one's the
+    /// checkpoint completed before it.
+    pub fn with_lineage(
+        mut self,
+        job_id: &str,
+        restored: Option<u64>,
+        fingerprint: &Fingerprint,
+    ) -> Self {
+        self.lineage = Some(Lineage {
+            job_id: job_id.to_owned(),
+            parent: restored,
+            fingerprint: fingerprint.entries().to_vec(),
+        });
+        self
     }
 
     /// The checkpoints of this attempt so far.
@@ -307,6 +331,7 @@ impl CheckpointCoordinator {
             max_parallelism: self.max_parallelism,
             job_name: self.job_name.clone(),
             operators: ops,
+            lineage: self.lineage.clone(),
         };
         let dir = self.storage.checkpoint_dir(id);
         if let Err(e) = manifest.write(&dir, METADATA_FILE) {
@@ -319,7 +344,10 @@ impl CheckpointCoordinator {
             );
             return self.fail(id, format!("cannot write the manifest: {e}"));
         }
-        // Durable: the checkpoint is complete.
+        // Durable: the checkpoint is complete, and the next one follows it.
+        if let Some(lineage) = &mut self.lineage {
+            lineage.parent = Some(id);
+        }
         crate::core::failpoint::hit("checkpoint-complete", id);
         tracing::debug!(target: CHECKPOINT, checkpoint = id, "completed");
         self.signals.complete(id);

@@ -43,6 +43,28 @@ pub enum CheckpointError {
     /// the segment and the operation).
     #[error(transparent)]
     Segment(#[from] SnapshotError),
+    /// The checkpoint directory (or a path weir keeps in it) is not a
+    /// directory.
+    #[error("{what} {} is a file, not a directory", path.display())]
+    NotADirectory {
+        /// What the path is, e.g. `"state.checkpoints.dir"`.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+    },
+    /// The checkpoint directory's `_timeline` cannot be read: weir does not
+    /// guess which checkpoints belong to the current timeline.
+    #[error(
+        "{} is not a timeline weir wrote ({what}): move it away only if no checkpoint of this \
+         directory is abandoned",
+        path.display()
+    )]
+    Timeline {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
     /// More consecutive checkpoints failed than
     /// `execution.checkpointing.tolerable-failed-checkpoints` allows: the
     /// job fails.
@@ -84,6 +106,10 @@ impl CheckpointError {
             {
                 Fault::User
             }
+            Self::NotADirectory { .. } | Self::Timeline { .. } => Fault::User,
+            Self::Io { source, .. } if source.kind() == io::ErrorKind::PermissionDenied => {
+                Fault::User
+            }
             _ => Fault::Outside,
         }
     }
@@ -92,12 +118,15 @@ impl CheckpointError {
     /// and a job failed by too many failed checkpoints restarts as its
     /// restart strategy allows. Not after an I/O error that stays
     /// ([`io_retryable`]: permission denied, a checkpoint directory that is
-    /// a regular file, ...), nor for a block the format cannot hold.
+    /// a regular file, ...), nor for a block the format cannot hold, a
+    /// checkpoint directory that is not one or a timeline weir did not
+    /// write.
     pub fn retryable(&self) -> bool {
         match self {
             Self::Io { source, .. } | Self::Segment(SnapshotError::Io { source, .. }) => {
                 io_retryable(source)
             }
+            Self::NotADirectory { .. } | Self::Timeline { .. } => false,
             Self::Segment(_) | Self::TooManyFailures { .. } => true,
         }
     }
@@ -233,8 +262,44 @@ pub enum RestoreError {
         /// The operator's parallelism in the checkpoint.
         parallelism: u32,
     },
+    /// The manifest's checkpoint id is not the one its directory is named
+    /// after (a copied or renamed checkpoint).
+    #[error(
+        "{} holds checkpoint {found}, but its directory is named for checkpoint {expected}",
+        manifest.display()
+    )]
+    IdMismatch {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The id in the manifest.
+        found: u64,
+        /// The id in the directory's name.
+        expected: u64,
+    },
 
     // The checkpoint does not fit the job: the user's to fix.
+    /// The path `--restore` names is no checkpoint: missing, a file other
+    /// than a manifest, or the checkpoint directory's root.
+    #[error("--restore {}: {what}", path.display())]
+    NotACheckpoint {
+        /// The path given.
+        path: PathBuf,
+        /// What it is instead, and what to name.
+        what: String,
+    },
+    /// The checkpoint's state means something else than this job's: another
+    /// job, other parameters, other outputs, operators this job lacks.
+    #[error(
+        "{} was written by another job ({what}): restore a checkpoint of this job, or start \
+         fresh",
+        manifest.display()
+    )]
+    Foreign {
+        /// The manifest.
+        manifest: PathBuf,
+        /// What differs.
+        what: String,
+    },
     /// The checkpoint belongs to another job.
     #[error("{} belongs to job `{found}`, not `{expected}`", manifest.display())]
     OtherJob {
@@ -361,8 +426,11 @@ impl RestoreError {
             | Self::MalformedBlock { .. }
             | Self::MisplacedEntry { .. }
             | Self::MalformedListBlock { .. }
-            | Self::UnknownSubtask { .. } => true,
-            Self::OtherJob { .. }
+            | Self::UnknownSubtask { .. }
+            | Self::IdMismatch { .. } => true,
+            Self::NotACheckpoint { .. }
+            | Self::Foreign { .. }
+            | Self::OtherJob { .. }
             | Self::MaxParallelism { .. }
             | Self::Rescale { .. }
             | Self::ChannelInputs { .. }

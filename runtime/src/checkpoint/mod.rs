@@ -24,6 +24,7 @@
 pub mod coordinator;
 pub mod error;
 pub mod keyed_restore;
+pub mod lineage;
 pub mod operator_list;
 pub mod restore;
 pub mod segment_file;

@@ -1,29 +1,31 @@
 //! Finding, verifying and reading the checkpoint a job restarts from.
 //!
 //! A checkpoint is used only if it is complete (its manifest exists) and
-//! verified: the manifest's trailer, checksum and archive validate, it
-//! belongs to this job, every segment it names is there and long enough,
-//! and every block passes its checks (header, checksums, padding) when a
-//! worker loads it — in parallel with the other workers, as the pages are
-//! read. `--restore latest` walks the complete checkpoints newest first;
-//! a checkpoint that fails any check, including a corrupt block found while
-//! loading (the attempt is then abandoned before any record is processed),
-//! is reported with the file that failed and the next older one is tried
-//! (Flink fails the recovery instead; weir falls back, but only to a
-//! checkpoint that is complete and verified). Segments are mapped with
-//! memmap2, so restoring reads them in place.
+//! verified: the manifest's trailer, checksum and archive validate, its id
+//! is its directory's, it belongs to this job and its state means what this
+//! job's does (its lineage's fingerprint, [`RestoredCheckpoint::check_fits`]),
+//! every segment it names is there and long enough, and every block passes
+//! its checks (header, checksums, padding): up front
+//! ([`RestoredCheckpoint::verify`], before a run changes anything) and
+//! again as a worker loads it, where a block that is sound but says what it
+//! should not (a key of another key group) is found. [`find_latest`] walks
+//! the complete checkpoints of the current timeline newest first and skips
+//! unusable ones with their reasons; one of another job ends the search.
+//! Segments are mapped with memmap2, so restoring reads them in place.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use weir_state::snapshot::{
-    BlockKind, Extent, Manifest, OperatorSnapshot, PayloadCheck, SegmentReader, SubtaskSnapshot,
+    BlockKind, Extent, Lineage, Manifest, OperatorSnapshot, PayloadCheck, SegmentReader,
+    SubtaskSnapshot,
 };
 use weir_state::KeyGroupRange;
 
 use crate::checkpoint::error::{CheckpointError, RestoreError};
-use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
+use crate::checkpoint::lineage::Fingerprint;
+use crate::checkpoint::storage::{CheckpointStorage, ABANDONED_DIR, METADATA_FILE};
 use crate::core::subtask::SubtaskInfo;
 
 /// A verified checkpoint, ready to restore from.
@@ -51,16 +53,68 @@ impl RestoredCheckpoint {
     /// key groups. The error names the file that is missing or corrupt, or
     /// says how the checkpoint does not fit the job.
     pub fn open(dir: &Path, job_name: &str, max_parallelism: u32) -> Result<Self, RestoreError> {
-        let dir = if dir.file_name().is_some_and(|n| n == METADATA_FILE) {
-            dir.parent().unwrap_or(Path::new(".")).to_path_buf()
+        let given = dir;
+        let not_a_checkpoint = |what: &str| RestoreError::NotACheckpoint {
+            path: given.to_path_buf(),
+            what: what.to_owned(),
+        };
+        if !given.exists() {
+            // A checkpoint a later restore abandoned: say where it went.
+            let aside = given
+                .parent()
+                .zip(given.file_name())
+                .map(|(root, name)| root.join(ABANDONED_DIR).join(name))
+                .filter(|aside| aside.is_dir());
+            if let Some(aside) = aside {
+                return Err(not_a_checkpoint(&format!(
+                    "no such checkpoint: a run that restored an older checkpoint abandoned it and \
+                     moved it to {}; name it there to go back to its timeline",
+                    aside.display()
+                )));
+            }
+            return Err(not_a_checkpoint("no such file or directory"));
+        }
+        let dir = if given.is_file() {
+            if given.file_name().is_some_and(|n| n == METADATA_FILE) {
+                given.parent().unwrap_or(Path::new(".")).to_path_buf()
+            } else {
+                return Err(not_a_checkpoint(
+                    "is a file, not a checkpoint: name a chk-<id> directory or its _metadata",
+                ));
+            }
         } else {
-            dir.to_path_buf()
+            given.to_path_buf()
         };
         let meta = dir.join(METADATA_FILE);
         if !meta.is_file() {
+            let holds_checkpoints = std::fs::read_dir(&dir).is_ok_and(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| e.file_name().to_string_lossy().starts_with("chk-"))
+            });
+            if holds_checkpoints {
+                return Err(not_a_checkpoint(
+                    "is a checkpoint directory's root: name a chk-<id> in it, or use --restore \
+                     latest",
+                ));
+            }
             return Err(RestoreError::Incomplete { manifest: meta });
         }
         let manifest = Manifest::read(&meta)?;
+        if let Some(named) = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("chk-"))
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            if named != manifest.checkpoint_id {
+                return Err(RestoreError::IdMismatch {
+                    manifest: meta,
+                    found: manifest.checkpoint_id,
+                    expected: named,
+                });
+            }
+        }
         if manifest.job_name != job_name {
             return Err(RestoreError::OtherJob {
                 manifest: meta,
@@ -138,6 +192,28 @@ impl RestoredCheckpoint {
     /// Bytes of its blocks (headers, payloads and padding).
     pub fn state_bytes(&self) -> u64 {
         self.state_bytes
+    }
+
+    /// Where it comes from; `None` for a checkpoint of the previous format.
+    pub fn lineage(&self) -> Option<&Lineage> {
+        self.manifest.lineage.as_ref()
+    }
+
+    /// Whether its state means what the state of a job with `fingerprint`
+    /// means ([`Fingerprint::mismatch`]); a checkpoint without lineage (the
+    /// previous format) cannot be checked and passes.
+    pub fn check_fits(&self, fingerprint: &Fingerprint) -> Result<(), RestoreError> {
+        let Some(lineage) = self.lineage() else {
+            return Ok(());
+        };
+        let stored = Fingerprint::new(lineage.fingerprint.iter().cloned());
+        match fingerprint.mismatch(&stored) {
+            None => Ok(()),
+            Some(what) => Err(RestoreError::Foreign {
+                manifest: self.dir.join(METADATA_FILE),
+                what,
+            }),
+        }
     }
 
     /// Checks every block (checksums and all), one thread per segment.
@@ -223,36 +299,42 @@ impl RestoredCheckpoint {
 pub struct LatestSearch {
     /// The newest complete checkpoint that verified, if any.
     pub found: Option<RestoredCheckpoint>,
-    /// Newer complete checkpoints that could not be used, and why.
+    /// Newer complete checkpoints that are unusable, and why.
     pub skipped: Vec<(u64, RestoreError)>,
 }
 
-/// Walks the complete checkpoints under `storage`, newest first, and opens
-/// the first that verifies. Every checkpoint that cannot be opened is
-/// skipped, whatever the reason: an unusable one, and also one of another
-/// job or another max parallelism (which this job could not restore either).
-/// The error is the storage's.
+/// Walks the complete checkpoints of the current timeline under `storage`,
+/// newest first (below `below` if given), and opens the first that
+/// verifies and fits the job of `fingerprint`. An unusable checkpoint
+/// ([`RestoreError::unusable`]) is skipped with its reason; one that does
+/// not fit the job (another job, another max parallelism, another
+/// fingerprint) ends the search with that error: the directory holds
+/// another job's checkpoints, and falling back would hide it.
 pub fn find_latest(
     storage: &CheckpointStorage,
     job_name: &str,
     max_parallelism: u32,
+    fingerprint: &Fingerprint,
     below: Option<u64>,
-) -> Result<LatestSearch, CheckpointError> {
+) -> Result<Result<LatestSearch, RestoreError>, CheckpointError> {
     let mut search = LatestSearch::default();
     let list = storage.list()?;
     for c in list
         .into_iter()
         .filter(|c| c.complete && below.is_none_or(|b| c.id < b))
     {
-        match RestoredCheckpoint::open(&c.dir, job_name, max_parallelism) {
+        let opened = RestoredCheckpoint::open(&c.dir, job_name, max_parallelism)
+            .and_then(|r| r.check_fits(fingerprint).map(|()| r));
+        match opened {
             Ok(r) => {
                 search.found = Some(r);
                 break;
             }
-            Err(why) => search.skipped.push((c.id, why)),
+            Err(why) if why.unusable() => search.skipped.push((c.id, why)),
+            Err(why) => return Ok(Err(why)),
         }
     }
-    Ok(search)
+    Ok(Ok(search))
 }
 
 /// A block of keyed state to restore.

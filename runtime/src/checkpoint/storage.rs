@@ -8,9 +8,23 @@
 //! Every checkpoint is a full snapshot whose segments live in its own
 //! directory, so deleting a checkpoint (retention, failure, incomplete at
 //! start) deletes exactly the segments nobody else references.
+//!
+//! The directory holds one **timeline**: the checkpoints of the latest run
+//! and those it started from. `_timeline` ([`Timeline`]) names the latest
+//! run, the checkpoint it started from and every checkpoint a run
+//! abandoned: a run that starts from checkpoint `x` abandons every newer
+//! one, a fresh start all of them. Abandoned checkpoints are recorded
+//! first, then moved to `abandoned/` ([`CheckpointStorage::start_timeline`]):
+//! never deleted by weir, never listed, never restored by `latest`. New
+//! checkpoint ids are above every id the directory ever held
+//! ([`CheckpointStorage::max_id`]).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::{fs, io};
+
+use serde::{Deserialize, Serialize};
+use weir_state::snapshot::write_atomically;
 
 use crate::checkpoint::error::{CheckpointError, Result};
 
@@ -18,6 +32,22 @@ use crate::checkpoint::error::{CheckpointError, Result};
 pub const METADATA_FILE: &str = "_metadata";
 /// Name of the statistics history file.
 pub const HISTORY_FILE: &str = "checkpoint-history.json";
+/// Name of the timeline file in the root.
+pub const TIMELINE_FILE: &str = "_timeline";
+/// Name of the directory abandoned checkpoints are moved to.
+pub const ABANDONED_DIR: &str = "abandoned";
+
+/// The checkpoint directory's timeline: the latest run and what every run
+/// abandoned.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeline {
+    /// The job id of the latest run.
+    pub job_id: String,
+    /// The checkpoint the latest run started from; `None` for a fresh start.
+    pub started_from: Option<u64>,
+    /// Every checkpoint a run of this directory abandoned.
+    pub abandoned: BTreeSet<u64>,
+}
 
 /// The layout of a checkpoint directory.
 #[derive(Clone, Debug)]
@@ -40,9 +70,78 @@ impl CheckpointStorage {
     /// The layout under `root` (created if missing).
     pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
         let root = root.into();
+        if root.exists() && !root.is_dir() {
+            return Err(CheckpointError::NotADirectory {
+                what: "state.checkpoints.dir",
+                path: root,
+            });
+        }
         fs::create_dir_all(&root)
             .map_err(|e| CheckpointError::io("create checkpoint directory", &root, e))?;
         Ok(Self { root })
+    }
+
+    /// The directory's timeline, if a run recorded one.
+    pub fn timeline(&self) -> Result<Option<Timeline>> {
+        let path = self.root.join(TIMELINE_FILE);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(CheckpointError::io("read", path, e)),
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| CheckpointError::Timeline {
+                path,
+                what: e.to_string(),
+            })
+    }
+
+    /// Starts the timeline of run `job_id` from checkpoint `from` (`None`:
+    /// a fresh start): every checkpoint of the root newer than `from` (all
+    /// of them for a fresh start) is abandoned. The abandoned ids are
+    /// recorded in `_timeline` first (durably), then their directories are
+    /// moved to `abandoned/`, newest first, so that a crash at any point
+    /// leaves `latest` with a checkpoint of the new timeline. Returns the
+    /// ids abandoned now.
+    pub fn start_timeline(&self, job_id: &str, from: Option<u64>) -> Result<Vec<u64>> {
+        let mut timeline = self.timeline()?.unwrap_or_default();
+        let newer: Vec<u64> = self
+            .list()?
+            .iter()
+            .map(|c| c.id)
+            .filter(|&id| from.is_none_or(|x| id > x))
+            .collect();
+        timeline.job_id = job_id.to_owned();
+        timeline.started_from = from;
+        timeline.abandoned.extend(&newer);
+        let json = serde_json::to_vec_pretty(&timeline).expect("a timeline serializes");
+        write_atomically(&self.root, TIMELINE_FILE, &json)?;
+        for &id in timeline.abandoned.iter().rev() {
+            self.move_aside(id)?;
+        }
+        Ok(newer)
+    }
+
+    /// Moves checkpoint `id`'s directory, if it is still in the root, to
+    /// `abandoned/` (beside an earlier one of the same name if needed).
+    fn move_aside(&self, id: u64) -> Result<()> {
+        let dir = self.checkpoint_dir(id);
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        let aside = self.root.join(ABANDONED_DIR);
+        fs::create_dir_all(&aside)
+            .map_err(|e| CheckpointError::io("create directory", &aside, e))?;
+        let mut to = aside.join(format!("chk-{id}"));
+        let mut n = 1;
+        while to.exists() {
+            to = aside.join(format!("chk-{id}.{n}"));
+            n += 1;
+        }
+        fs::rename(&dir, &to).map_err(|e| CheckpointError::io("move aside", &dir, e))?;
+        sync_dir(&self.root).map_err(|e| CheckpointError::io("fsync", &self.root, e))?;
+        sync_dir(&aside).map_err(|e| CheckpointError::io("fsync", &aside, e))
     }
 
     /// The root directory.
@@ -65,8 +164,10 @@ impl CheckpointStorage {
         self.root.join(HISTORY_FILE)
     }
 
-    /// Every `chk-<id>` directory, newest first.
+    /// Every `chk-<id>` directory of the current timeline, newest first
+    /// (abandoned checkpoints not yet moved aside are left out).
     pub fn list(&self) -> Result<Vec<StoredCheckpoint>> {
+        let abandoned = self.timeline()?.map(|t| t.abandoned).unwrap_or_default();
         let op = "list checkpoint directory";
         let mut found = Vec::new();
         let entries =
@@ -85,7 +186,7 @@ impl CheckpointStorage {
             let file_type = entry
                 .file_type()
                 .map_err(|e| CheckpointError::io("inspect", &dir, e))?;
-            if !file_type.is_dir() {
+            if !file_type.is_dir() || abandoned.contains(&id) {
                 continue;
             }
             let complete = dir.join(METADATA_FILE).is_file();
@@ -95,10 +196,33 @@ impl CheckpointStorage {
         Ok(found)
     }
 
-    /// The largest id of any checkpoint directory (complete or not), 0 if
-    /// none: new checkpoints are numbered above it.
+    /// The largest id the directory ever held, 0 if none: of a checkpoint
+    /// directory (complete or not), a stray file named like one, an
+    /// abandoned checkpoint. New checkpoints are numbered above it, so an
+    /// id is never used twice.
     pub fn max_id(&self) -> Result<u64> {
-        Ok(self.list()?.first().map_or(0, |c| c.id))
+        let mut max = self
+            .timeline()?
+            .and_then(|t| t.abandoned.last().copied())
+            .unwrap_or(0);
+        for dir in [self.root.clone(), self.root.join(ABANDONED_DIR)] {
+            let entries = match fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(CheckpointError::io("list checkpoint directory", dir, e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| CheckpointError::io("list", &dir, e))?;
+                let id = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.strip_prefix("chk-"))
+                    .and_then(|n| n.split('.').next())
+                    .and_then(|n| n.parse::<u64>().ok());
+                max = max.max(id.unwrap_or(0));
+            }
+        }
+        Ok(max)
     }
 
     /// Deletes every incomplete checkpoint directory; returns their ids.
@@ -189,5 +313,105 @@ mod tests {
         let ids: Vec<u64> = s.list().unwrap().iter().map(|c| c.id).collect();
         assert_eq!(ids, vec![3, 2]);
         fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Makes complete checkpoints `ids` under `s`.
+    fn complete(s: &CheckpointStorage, ids: &[u64]) {
+        for &id in ids {
+            fs::create_dir_all(s.checkpoint_dir(id)).unwrap();
+            fs::write(s.checkpoint_dir(id).join(METADATA_FILE), b"m").unwrap();
+        }
+    }
+
+    fn listed(s: &CheckpointStorage) -> Vec<u64> {
+        s.list().unwrap().iter().map(|c| c.id).collect()
+    }
+
+    #[test]
+    fn a_timeline_started_from_a_checkpoint_abandons_every_newer_one() {
+        let root = temp_root("timeline");
+        let s = CheckpointStorage::open(&root).unwrap();
+        complete(&s, &[1, 2, 3, 4, 5, 6]);
+        assert_eq!(s.timeline().unwrap(), None);
+
+        assert_eq!(s.start_timeline("run-a", Some(3)).unwrap(), vec![6, 5, 4]);
+        assert_eq!(listed(&s), vec![3, 2, 1]);
+        let t = s.timeline().unwrap().unwrap();
+        assert_eq!(t.job_id, "run-a");
+        assert_eq!(t.started_from, Some(3));
+        assert_eq!(t.abandoned, BTreeSet::from([4, 5, 6]));
+        for id in [4, 5, 6] {
+            let aside = root.join(ABANDONED_DIR).join(format!("chk-{id}"));
+            assert!(aside.join(METADATA_FILE).is_file(), "{id} kept, intact");
+        }
+        // Ids are never used twice: the next is above the abandoned ones.
+        assert_eq!(s.max_id().unwrap(), 6);
+
+        // A fresh start abandons everything; a second abandoned chk-4 (ids
+        // are never reused, but a copied-in directory may be) goes beside
+        // the first.
+        complete(&s, &[4]);
+        assert_eq!(listed(&s), vec![3, 2, 1], "chk-4 is of the old timeline");
+        assert_eq!(s.start_timeline("run-b", None).unwrap(), vec![3, 2, 1]);
+        assert!(listed(&s).is_empty());
+        assert!(!s.checkpoint_dir(4).exists());
+        assert!(root.join(ABANDONED_DIR).join("chk-4.1").is_dir());
+        let t = s.timeline().unwrap().unwrap();
+        assert_eq!((t.job_id.as_str(), t.started_from), ("run-b", None));
+        assert_eq!(t.abandoned, (1..=6).collect());
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn an_abandonment_recorded_but_not_yet_moved_is_not_listed() {
+        // A crash between writing `_timeline` and moving the directories.
+        let root = temp_root("recorded");
+        let s = CheckpointStorage::open(&root).unwrap();
+        complete(&s, &[1, 2, 3]);
+        let t = Timeline {
+            job_id: "run".into(),
+            started_from: Some(1),
+            abandoned: BTreeSet::from([2, 3]),
+        };
+        fs::write(root.join(TIMELINE_FILE), serde_json::to_vec(&t).unwrap()).unwrap();
+        assert_eq!(listed(&s), vec![1]);
+        assert_eq!(s.max_id().unwrap(), 3);
+        // The next run finishes the move.
+        assert!(s.start_timeline("next", Some(1)).unwrap().is_empty());
+        assert!(root.join(ABANDONED_DIR).join("chk-3").is_dir());
+        assert!(root.join(ABANDONED_DIR).join("chk-2").is_dir());
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn ids_stay_above_stray_files_and_abandoned_checkpoints() {
+        let root = temp_root("max-id");
+        let s = CheckpointStorage::open(&root).unwrap();
+        fs::write(root.join("chk-5"), b"a plain file").unwrap();
+        assert!(listed(&s).is_empty(), "a file is not a checkpoint");
+        assert_eq!(s.max_id().unwrap(), 5);
+        fs::create_dir_all(root.join(ABANDONED_DIR).join("chk-9.2")).unwrap();
+        assert_eq!(s.max_id().unwrap(), 9);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_damaged_timeline_is_an_error_naming_it() {
+        let root = temp_root("bad-timeline");
+        let s = CheckpointStorage::open(&root).unwrap();
+        fs::write(root.join(TIMELINE_FILE), b"{ not json").unwrap();
+        let e = s.list().unwrap_err().to_string();
+        assert!(e.contains(TIMELINE_FILE), "{e}");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_file_as_the_root_is_refused_naming_it() {
+        let root = temp_root("file-root");
+        fs::write(&root, b"x").unwrap();
+        let e = CheckpointStorage::open(&root).unwrap_err();
+        assert!(e.to_string().contains(&root.display().to_string()), "{e}");
+        assert_eq!(fs::read(&root).unwrap(), b"x");
+        fs::remove_file(&root).unwrap();
     }
 }

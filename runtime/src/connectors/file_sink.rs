@@ -21,12 +21,20 @@
 //! committed output; every name starting with `.` is work in progress (or
 //! the leftover of a failed attempt, removed by the next restart) and must
 //! be skipped. A `part-*` file appears complete, in one atomic rename, and
-//! is never modified. The one exception to "never removed": when a restart
-//! restores a checkpoint *older* than one whose transactions were already
-//! committed (the newest checkpoint was found corrupt), those newer `part-*`
-//! files are deleted, one stderr line each, because the replay from the
-//! older checkpoint writes their records again. A reader that wants a
-//! stable view reads after the job has ended.
+//! is never modified or deleted. When a run restores a checkpoint *older*
+//! than one whose transactions were already committed (an explicit restore
+//! of an older checkpoint, or the newest found corrupt), those newer
+//! `part-*` files are moved to `.abandoned/<time>-<pid>/`, one log line
+//! each, because the replay from the older checkpoint writes their records
+//! again; a fresh start of the same job moves all of them. A reader that
+//! wants a stable view reads after the job has ended.
+//!
+//! **Declare the directory** with [`JobGraph::output_directory`]: the run
+//! then owns it (a second process is refused), it is part of the job's
+//! fingerprint (a checkpoint of a job writing elsewhere is refused), and a
+//! fresh start refuses it while it holds another job's committed output.
+//!
+//! [`JobGraph::output_directory`]: crate::api::graph::JobGraph::output_directory
 //!
 //! # Protocol
 //!
@@ -55,11 +63,12 @@
 //! - [`Sink::initialize_state`]`(Some((n, state)))` (restart from complete
 //!   checkpoint `n`): *recover-and-commit* every transaction the state lists
 //!   (they belong to a complete checkpoint), then *abort* the rest: delete
-//!   this subtask's in-progress and remaining pending files, and delete its
-//!   `part-*` files with an id `> n` (see above). `initialize_state(None)`
-//!   (nothing restored: all of the input is replayed) deletes all of this
-//!   subtask's hidden files and all of its `part-*` files, so a job run
-//!   again into the same directory starts from a clean slate.
+//!   this subtask's in-progress and remaining pending files, and move its
+//!   `part-*` files with an id `> n` aside (see above).
+//!   `initialize_state(None)` (nothing restored: all of the input is
+//!   replayed) deletes all of this subtask's hidden files and moves all of
+//!   its `part-*` files aside, so a job run again into the same directory
+//!   starts from a clean slate.
 //!
 //! Checkpoint ids must strictly increase within a sink instance and exceed
 //! the restored checkpoint's id, which also guarantees that no pending name
@@ -263,9 +272,10 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
         }
     }
 
-    /// Deletes this subtask's in-progress and pending files, and its part
-    /// files with an id above `restored` (all of them if `None`). Returns
-    /// whether anything was deleted.
+    /// Deletes this subtask's in-progress and pending files, and moves its
+    /// part files with an id above `restored` (all of them if `None`) to
+    /// [`abandoned_dir`]: committed output is never deleted. Returns
+    /// whether anything changed.
     fn abort_rest(&self, restored: Option<u64>) -> Result<bool> {
         let names = Names::new(self.subtask);
         let op = "list sink directory";
@@ -289,13 +299,27 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
                         Some(n) => format!("newer than the restored checkpoint {n}"),
                         None => "no checkpoint was restored".to_string(),
                     };
+                    let aside = abandoned_dir(&self.dir);
+                    fs::create_dir_all(&aside)
+                        .map_err(|e| ConnectorError::io("create directory", &aside, e))?;
+                    let to = aside.join(name);
                     tracing::info!(
                         target: crate::core::log::SINK,
                         transaction = id,
-                        "weir: file sink: removing committed file {} (transaction {id}: {why}; \
+                        "weir: file sink: moving committed file {} to {} (transaction {id}: {why}; \
                          the replay writes its records again)",
-                        path.display()
+                        path.display(),
+                        aside.display()
                     );
+                    fs::rename(&path, &to).map_err(|source| ConnectorError::Rename {
+                        op: "move aside",
+                        from: path.clone(),
+                        to: to.clone(),
+                        source,
+                    })?;
+                    sync_dir(&aside)?;
+                    deleted = true;
+                    continue;
                 }
             }
             fs::remove_file(&path).map_err(|e| ConnectorError::io("delete", &path, e))?;
@@ -515,6 +539,41 @@ impl Names {
         name.strip_prefix(&self.part)
             .and_then(parse_id)
             .map(Kind::Part)
+    }
+}
+
+/// Where this process moves the committed files a rollback takes back:
+/// `<dir>/.abandoned/<unix ms>-<pid>/` (hidden, so never committed output),
+/// one directory per process whatever its subtasks and attempts.
+pub fn abandoned_dir(dir: &Path) -> PathBuf {
+    static STAMP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let stamp = STAMP.get_or_init(|| {
+        let ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        format!("{ms}-{}", std::process::id())
+    });
+    dir.join(ABANDONED_DIR).join(stamp)
+}
+
+/// Name of the directory rolled-back committed files are moved to.
+pub const ABANDONED_DIR: &str = ".abandoned";
+
+/// How many committed (`part-*`) files of any subtask `dir` holds; 0 if
+/// it does not exist.
+pub fn committed_parts(dir: &Path) -> io::Result<usize> {
+    match fs::read_dir(dir) {
+        Ok(entries) => {
+            let mut parts = 0;
+            for entry in entries {
+                if entry?.file_name().to_string_lossy().starts_with("part-") {
+                    parts += 1;
+                }
+            }
+            Ok(parts)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(e),
     }
 }
 

@@ -6,7 +6,9 @@
 //! positions `i` of that list with `i % P == s`, one after the other, and
 //! emits each line as a `String` without its `\n` (a `\r` before it is
 //! kept). A last line without a trailing newline is still a record; an
-//! empty file has none.
+//! empty file has none. A position means something only for its
+//! directory: declare it with `JobGraph::parameter("input", dir)` so that
+//! a checkpoint of a job reading another directory is refused.
 //!
 //! # Position
 //!

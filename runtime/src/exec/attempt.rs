@@ -23,6 +23,7 @@ use crate::checkpoint::writer::{spawn_writer, WriterSetup};
 use crate::core::barrier::BarrierMode;
 use crate::core::log::WORKERS;
 use crate::exec::error::{JobError, Result, TaskFailure};
+use crate::exec::identity::RunIdentity;
 use crate::exec::options::{CheckpointingOptions, ExecutionOptions};
 use crate::exec::progress::Progress;
 use crate::exec::wiring::{
@@ -58,12 +59,14 @@ pub struct RestoreInfo {
 
 /// One attempt: wires channels, starts the workers (restoring `restore`),
 /// coordinates checkpoints and waits for the end or the first failure.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_attempt(
     job: &Arc<JobGraph>,
     stages: &Arc<Vec<ResolvedStage>>,
     options: &ExecutionOptions,
     storage: Option<&Arc<CheckpointStorage>>,
     restore: Option<(Arc<RestoredCheckpoint>, Duration)>,
+    run: &RunIdentity,
     on_progress: &mut dyn FnMut(&Progress),
     records: &mut Vec<CheckpointRecord>,
 ) -> Result<(AttemptResult, Option<RestoreInfo>)> {
@@ -77,17 +80,24 @@ pub(crate) fn run_attempt(
     let signals = Arc::new(CheckpointSignals::new(restored_id));
     let (ack_tx, ack_rx) = std::sync::mpsc::channel();
     let mut coordinator = match (&options.checkpointing, storage) {
-        (Some(c), Some(storage)) => Some(CheckpointCoordinator::new(
-            c.coordinator.clone(),
-            storage.clone(),
-            signals.clone(),
-            ack_rx,
-            job.name().to_owned(),
-            options.max_parallelism,
-            stages.iter().map(|s| s.parallelism).sum(),
-            source_subtasks(job, stages),
-            storage.max_id()?.max(restored_id) + 1,
-        )),
+        (Some(c), Some(storage)) => Some(
+            CheckpointCoordinator::new(
+                c.coordinator.clone(),
+                storage.clone(),
+                signals.clone(),
+                ack_rx,
+                job.name().to_owned(),
+                options.max_parallelism,
+                stages.iter().map(|s| s.parallelism).sum(),
+                source_subtasks(job, stages),
+                storage.max_id()?.max(restored_id) + 1,
+            )
+            .with_lineage(
+                &run.job_id,
+                (restored_id > 0).then_some(restored_id),
+                &run.fingerprint,
+            ),
+        ),
         _ => None,
     };
     let restore_arc = restore.as_ref().map(|(r, _)| r.clone());

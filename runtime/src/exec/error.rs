@@ -10,7 +10,7 @@ use thiserror::Error;
 use crate::build::error::BuildError;
 use crate::chain::error::TaskError;
 use crate::checkpoint::error::{CheckpointError, RestoreError};
-use crate::core::fault::Fault;
+use crate::core::fault::{io_retryable, Fault};
 
 /// Why a job could not run or did not finish.
 #[derive(Debug, Error)]
@@ -68,6 +68,64 @@ pub enum JobError {
     /// fix).
     #[error("checkpoint error: --restore latest needs state.checkpoints.dir")]
     RestoreLatestWithoutStorage,
+    /// A directory the run needs (`what`: `state.checkpoints.dir`, an
+    /// output directory) cannot be used: it is a file, or cannot be created
+    /// or opened.
+    #[error("{what} {}: {source}", dir.display())]
+    Directory {
+        /// What the directory is.
+        what: &'static str,
+        /// The directory.
+        dir: PathBuf,
+        /// Why it cannot be used.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another run holds a directory this one needs (the user's to sort
+    /// out: two jobs must not share a checkpoint or output directory).
+    #[error(
+        "{what} {} is in use by {} (lock {}): two jobs cannot share it; wait for that run to \
+         end or give this one its own directory",
+        dir.display(),
+        holder.map_or_else(|| "another process".to_string(), |pid| format!("process {pid}")),
+        lock.display()
+    )]
+    Locked {
+        /// What the directory is.
+        what: &'static str,
+        /// The directory.
+        dir: PathBuf,
+        /// Its lock file.
+        lock: PathBuf,
+        /// The holder's process id, if it wrote one.
+        holder: Option<u32>,
+    },
+    /// `--restore latest` found complete checkpoints, but none is usable:
+    /// never a silent fresh start (a source that cannot replay from the
+    /// start would lose data).
+    #[error(
+        "no checkpoint in {} can be restored: {}; move the directory away to start fresh",
+        dir.display(),
+        reasons.iter().map(|(id, why)| format!("checkpoint {id}: {why}")).collect::<Vec<_>>().join("; ")
+    )]
+    AllUnusable {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// Every checkpoint, newest first, and why it is unusable.
+        reasons: Vec<(u64, String)>,
+    },
+    /// An output directory holds committed output this job did not write.
+    #[error(
+        "output directory {} holds committed output of another job ({what}): move it away or \
+         give this job another directory",
+        dir.display()
+    )]
+    ForeignOutput {
+        /// The directory.
+        dir: PathBuf,
+        /// What differs.
+        what: String,
+    },
     /// The job failed and the restart strategy allows no more restarts.
     #[error("{failure}; not restarting: {reason}")]
     RestartsExhausted {
@@ -88,7 +146,12 @@ impl JobError {
     pub fn fault(&self) -> Fault {
         match self {
             Self::InvalidJob(_) | Self::RestoreLatestWithoutStorage => Fault::User,
-            Self::Spawn { .. } | Self::RestoreCorrupt { .. } => Fault::Outside,
+            Self::Spawn { .. } | Self::RestoreCorrupt { .. } | Self::AllUnusable { .. } => {
+                Fault::Outside
+            }
+            Self::Locked { .. } | Self::ForeignOutput { .. } => Fault::User,
+            Self::Directory { source, .. } if !io_retryable(source) => Fault::User,
+            Self::Directory { .. } => Fault::Outside,
             Self::TaskFailed { cause, .. } => cause.fault(),
             Self::Checkpoint(e) => e.fault(),
             Self::Restore { source, .. } => source.fault(),
@@ -101,8 +164,10 @@ impl JobError {
     /// function's, or a bug that may not recur). Not after a mistake to
     /// fix: an invalid job or option, a checkpoint that does not fit the
     /// job (another job's, a refused rescale, a changed redistribution
-    /// mode), an unusable checkpoint named explicitly, a state-name error,
-    /// a directory weir may not write or that is a regular file.
+    /// mode), an unusable checkpoint named explicitly or no usable
+    /// checkpoint at all, a state-name error, a directory another run
+    /// holds, weir may not write or that is a regular file, an output
+    /// directory of another job.
     ///
     /// `execute` consults the restart strategy only for a retryable task
     /// failure; the `weir` command exits with 1 for a retryable error
@@ -119,6 +184,11 @@ impl JobError {
             // not replaced by another (a checkpoint `latest` chose falls
             // back to an older one instead of failing).
             Self::RestoreCorrupt { .. } => false,
+            // The other run may end, but two jobs must not share a
+            // directory: the user decides, at once.
+            Self::Locked { .. } => false,
+            Self::AllUnusable { .. } | Self::ForeignOutput { .. } => false,
+            Self::Directory { source, .. } => io_retryable(source),
             Self::TaskFailed { cause, .. } => cause.retryable(),
             Self::Checkpoint(e) => e.retryable(),
             Self::Restore { source, .. } => source.retryable(),

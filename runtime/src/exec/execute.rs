@@ -15,10 +15,13 @@ use crate::checkpoint::storage::CheckpointStorage;
 use crate::core::log::{PROGRESS, RESTART, RESTORE};
 use crate::exec::attempt::{run_attempt, RestoreInfo};
 use crate::exec::error::{JobError, Result};
+use crate::exec::identity::RunIdentity;
+use crate::exec::lock::lock_dir;
 use crate::exec::options::{ExecutionOptions, RestoreFrom};
+use crate::exec::outputs::{check_outputs, lock_outputs, mark_outputs};
 use crate::exec::progress::Progress;
 use crate::exec::restart::{RestartDecision, RestartStrategy, RestartTracker};
-use crate::exec::restore::{log_unusable, select_restore};
+use crate::exec::restore::{log_unusable, RestoreContext};
 use crate::exec::wiring::validate;
 use crate::metrics::report::{MetricsSnapshot, SubtaskSummary};
 
@@ -60,34 +63,50 @@ pub fn execute(job: JobGraph, options: &ExecutionOptions) -> Result<JobResult> {
 
 /// Runs `job` to completion, calling `on_progress` every
 /// `options.progress_interval` (never if zero). A failure restarts the job
-/// from the latest complete checkpoint as the restart strategy allows.
+/// from the latest complete checkpoint of its timeline as the restart
+/// strategy allows.
+///
+/// Before anything is changed, the run takes its checkpoint directory and
+/// its declared output directories for itself (a second process is
+/// refused), chooses the checkpoint to restore and checks that its state
+/// means what this job's does, and that the outputs hold no other job's
+/// committed output. Only then does it start its timeline (abandoning the
+/// checkpoints newer than where it starts) and mark its outputs.
 pub fn execute_with_progress(
     job: JobGraph,
     options: &ExecutionOptions,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<JobResult> {
     let stages = validate(&job, options)?;
+    let run = RunIdentity::of(&job, options);
     let storage = match &options.checkpointing {
-        Some(c) => {
-            let storage = CheckpointStorage::open(&c.dir)?;
-            let removed = storage.clean_incomplete()?;
-            if !removed.is_empty() {
-                tracing::info!(target: RESTORE, "removed incomplete checkpoints {removed:?}");
-            }
-            Some(Arc::new(storage))
-        }
+        Some(c) => Some(Arc::new(CheckpointStorage::open(&c.dir)?)),
         None => None,
     };
+    let _checkpoints_lock = storage
+        .as_ref()
+        .map(|s| lock_dir(s.root(), "state.checkpoints.dir"))
+        .transpose()?;
+    let _output_locks = lock_outputs(&run)?;
+    let job_name = job.name().to_owned();
+    let context = RestoreContext {
+        job_name: &job_name,
+        max_parallelism: options.max_parallelism,
+        storage: storage.as_deref(),
+        run: &run,
+    };
+    let mut restore = context.choose(&options.restore, None)?;
+    check_outputs(&run, restore.is_none())?;
+    // Checked: from here on the run changes things.
+    clean_incomplete(storage.as_deref())?;
+    context.start_timeline(&restore)?;
+    mark_outputs(&run)?;
+    // Where a restart starts when the timeline has no checkpoint yet: the
+    // checkpoint the run was told to restore (never another), or nothing.
+    let first = restore.as_ref().map(|(r, _)| r.dir().to_path_buf());
+    let explicit = matches!(options.restore, RestoreFrom::Path(_));
     let job = Arc::new(job);
     let stages = Arc::new(stages);
-    let mut restore = select_restore(
-        &options.restore,
-        storage.as_deref(),
-        job.name(),
-        options.max_parallelism,
-        None,
-    )?;
-    let mut explicit = matches!(options.restore, RestoreFrom::Path(_));
     let mut tracker = RestartTracker::new(options.restart);
     let mut records = Vec::new();
     let mut restarts = 0;
@@ -99,6 +118,7 @@ pub fn execute_with_progress(
             options,
             storage.as_ref(),
             restore.take(),
+            &run,
             on_progress,
             &mut records,
         );
@@ -111,13 +131,14 @@ pub fn execute_with_progress(
                 // Found while loading, before any record was processed:
                 // fall back as if it had failed verification up front.
                 log_unusable(checkpoint, &message);
-                restore = select_restore(
-                    &RestoreFrom::Latest,
-                    storage.as_deref(),
-                    job.name(),
-                    options.max_parallelism,
-                    Some(checkpoint),
-                )?;
+                restore = match context.choose(&RestoreFrom::Latest, Some(checkpoint)) {
+                    Err(JobError::AllUnusable { dir, mut reasons }) => {
+                        reasons.insert(0, (checkpoint, message));
+                        return Err(JobError::AllUnusable { dir, reasons });
+                    }
+                    chosen => chosen?,
+                };
+                context.start_timeline(&restore)?;
                 continue;
             }
             // A failure a restart cannot cure (a refused rescale, a state
@@ -134,19 +155,20 @@ pub fn execute_with_progress(
                         );
                         std::thread::sleep(delay);
                         restarts += 1;
-                        let from = if storage.is_some() {
-                            RestoreFrom::Latest
-                        } else {
-                            RestoreFrom::Nothing
+                        // The newest checkpoint of this run's timeline, or
+                        // where the run started.
+                        restore = match &storage {
+                            Some(_) => context.choose(&RestoreFrom::Latest, None)?,
+                            None => None,
                         };
-                        restore = select_restore(
-                            &from,
-                            storage.as_deref(),
-                            job.name(),
-                            options.max_parallelism,
-                            None,
-                        )?;
-                        explicit = false;
+                        if restore.is_none() {
+                            if let Some(dir) = &first {
+                                restore = context.choose(&RestoreFrom::Path(dir.clone()), None)?;
+                            }
+                        }
+                        // What the failed attempt left half written.
+                        clean_incomplete(storage.as_deref())?;
+                        context.start_timeline(&restore)?;
                         continue;
                     }
                     RestartDecision::GiveUp { .. } if options.restart == RestartStrategy::None => {
@@ -173,4 +195,17 @@ pub fn execute_with_progress(
             released_at: result.released_at,
         });
     }
+}
+
+/// Deletes the incomplete checkpoints of the directory (a crashed run's, or
+/// a failed attempt's): nobody will complete them, and their ids are not
+/// used again.
+fn clean_incomplete(storage: Option<&CheckpointStorage>) -> Result<()> {
+    if let Some(storage) = storage {
+        let removed = storage.clean_incomplete()?;
+        if !removed.is_empty() {
+            tracing::info!(target: RESTORE, "removed incomplete checkpoints {removed:?}");
+        }
+    }
+    Ok(())
 }

@@ -5,7 +5,10 @@
 pub mod attempt;
 pub mod error;
 pub mod execute;
+pub mod identity;
+pub mod lock;
 pub mod options;
+pub mod outputs;
 pub mod progress;
 pub mod restart;
 pub mod restore;
@@ -15,6 +18,7 @@ pub mod worker;
 pub use attempt::RestoreInfo;
 pub use error::{JobError, Result, TaskFailure};
 pub use execute::{execute, execute_with_progress, JobResult};
+pub use identity::RunIdentity;
 pub use options::{available_cores, CheckpointingOptions, ExecutionOptions, RestoreFrom};
 pub use progress::Progress;
 pub use restart::{

@@ -1,6 +1,10 @@
-//! Choosing the checkpoint a run restores: an explicit path, or the newest
-//! complete and verified one.
+//! Choosing the checkpoint a run restores, before anything is changed: an
+//! explicit path (never replaced by another checkpoint), or the newest
+//! complete, verified checkpoint of the directory's current timeline; in
+//! either case one whose state means what this job's does. Then starting
+//! the run's timeline from it, which abandons every newer checkpoint.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -8,54 +12,141 @@ use crate::checkpoint::restore::{find_latest, RestoredCheckpoint};
 use crate::checkpoint::storage::CheckpointStorage;
 use crate::core::log::RESTORE;
 use crate::exec::error::{JobError, Result};
+use crate::exec::identity::RunIdentity;
 use crate::exec::options::RestoreFrom;
 
-/// Finds the checkpoint `from` names, verifying it. Logs the one it
-/// restores, why newer checkpoints were skipped, and when there is none.
-pub(crate) fn select_restore(
-    from: &RestoreFrom,
-    storage: Option<&CheckpointStorage>,
-    job_name: &str,
-    max_parallelism: u32,
-    below: Option<u64>,
-) -> Result<Option<(Arc<RestoredCheckpoint>, Duration)>> {
-    let started = Instant::now();
-    match from {
-        RestoreFrom::Nothing => Ok(None),
-        RestoreFrom::Path(path) => {
-            let r = RestoredCheckpoint::open(path, job_name, max_parallelism).map_err(|e| {
-                JobError::Restore {
+/// A checkpoint chosen for restore, and how long finding and verifying it
+/// took.
+pub(crate) type Chosen = Option<(Arc<RestoredCheckpoint>, Duration)>;
+
+/// What the restore of a run needs to know: the job, the checkpoint
+/// directory (if checkpointing is on) and the run's identity.
+pub(crate) struct RestoreContext<'a> {
+    /// The job's name.
+    pub job_name: &'a str,
+    /// The job's max parallelism.
+    pub max_parallelism: u32,
+    /// The checkpoint directory.
+    pub storage: Option<&'a CheckpointStorage>,
+    /// This run.
+    pub run: &'a RunIdentity,
+}
+
+impl RestoreContext<'_> {
+    /// Finds the checkpoint `from` names, verifies it and checks that it
+    /// fits the job; with `below`, only checkpoints older than that one
+    /// (after it turned out unusable while loading). Changes nothing.
+    ///
+    /// - `Path`: that checkpoint or an error saying why not: never
+    ///   another.
+    /// - `Latest`: the newest usable checkpoint of the current timeline;
+    ///   a fresh start if the directory has none at all; an error if it
+    ///   has some but none is usable, or if the newest that is sound
+    ///   belongs to another job.
+    pub(crate) fn choose(&self, from: &RestoreFrom, below: Option<u64>) -> Result<Chosen> {
+        let started = Instant::now();
+        match from {
+            RestoreFrom::Nothing => Ok(None),
+            RestoreFrom::Path(path) => {
+                let opened = RestoredCheckpoint::open(path, self.job_name, self.max_parallelism)
+                    .and_then(|r| r.check_fits(&self.run.fingerprint).map(|()| r))
+                    .and_then(|r| r.verify().map(|()| r));
+                let r = opened.map_err(|e| JobError::Restore {
                     path: path.clone(),
                     source: Box::new(e),
-                }
-            })?;
-            log_restoring(&r);
-            Ok(Some((Arc::new(r), started.elapsed())))
-        }
-        RestoreFrom::Latest => {
-            let Some(storage) = storage else {
-                return Err(JobError::RestoreLatestWithoutStorage);
-            };
-            let search = find_latest(storage, job_name, max_parallelism, below)?;
-            for (id, why) in &search.skipped {
-                log_unusable(*id, why);
+                })?;
+                log_restoring(&r);
+                Ok(Some((Arc::new(r), started.elapsed())))
             }
-            match search.found {
-                Some(r) => {
-                    log_restoring(&r);
-                    Ok(Some((Arc::new(r), started.elapsed())))
+            RestoreFrom::Latest => {
+                let Some(storage) = self.storage else {
+                    return Err(JobError::RestoreLatestWithoutStorage);
+                };
+                let mut skipped = Vec::new();
+                let mut below = below;
+                loop {
+                    let search = find_latest(
+                        storage,
+                        self.job_name,
+                        self.max_parallelism,
+                        &self.run.fingerprint,
+                        below,
+                    )?
+                    .map_err(|e| JobError::Restore {
+                        path: storage.root().to_path_buf(),
+                        source: Box::new(e),
+                    })?;
+                    skipped.extend(search.skipped);
+                    let Some(r) = search.found else { break };
+                    // Every block, before anything is changed: a corrupt
+                    // one found while loading would come after the sinks
+                    // rolled back their output.
+                    match r.verify() {
+                        Ok(()) => {
+                            for (id, why) in &skipped {
+                                log_unusable(*id, why);
+                            }
+                            log_restoring(&r);
+                            return Ok(Some((Arc::new(r), started.elapsed())));
+                        }
+                        Err(why) => {
+                            below = Some(r.id());
+                            skipped.push((r.id(), why));
+                        }
+                    }
                 }
-                None => {
-                    tracing::info!(
-                        target: RESTORE,
-                        "no complete checkpoint in {}: starting fresh",
-                        storage.root().display()
-                    );
-                    Ok(None)
+                if !skipped.is_empty() || below.is_some() {
+                    return Err(JobError::AllUnusable {
+                        dir: storage.root().to_path_buf(),
+                        reasons: skipped
+                            .iter()
+                            .map(|(id, why)| (*id, why.to_string()))
+                            .collect(),
+                    });
                 }
+                tracing::info!(
+                    target: RESTORE,
+                    "no complete checkpoint in {}: starting fresh",
+                    storage.root().display()
+                );
+                Ok(None)
             }
         }
     }
+
+    /// Starts this run's timeline in the checkpoint directory from
+    /// `chosen` (see [`CheckpointStorage::start_timeline`]): a checkpoint
+    /// of the directory abandons every newer one, one from elsewhere or a
+    /// fresh start all of them. Logs what it abandoned.
+    pub(crate) fn start_timeline(&self, chosen: &Chosen) -> Result<()> {
+        let Some(storage) = self.storage else {
+            return Ok(());
+        };
+        let from = chosen
+            .as_ref()
+            .map(|(r, _)| r.as_ref())
+            .filter(|r| is_in(storage.root(), r.dir()))
+            .map(RestoredCheckpoint::id);
+        let abandoned = storage.start_timeline(&self.run.job_id, from)?;
+        if !abandoned.is_empty() {
+            tracing::info!(
+                target: RESTORE,
+                "abandoned checkpoints {abandoned:?}, newer than where this run starts: moved to \
+                 {} (never restored by --restore latest)",
+                storage
+                    .root()
+                    .join(crate::checkpoint::storage::ABANDONED_DIR)
+                    .display()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Whether checkpoint directory `dir` is one of `root`'s.
+fn is_in(root: &Path, dir: &Path) -> bool {
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| PathBuf::from(p));
+    dir.parent().map(canonical) == Some(canonical(root))
 }
 
 fn log_restoring(r: &RestoredCheckpoint) {

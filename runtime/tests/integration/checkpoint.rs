@@ -14,15 +14,17 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use weir_runtime::checkpoint::lineage::Fingerprint;
 use weir_runtime::checkpoint::table_block::TableBlock;
 use weir_runtime::checkpoint::{find_latest, CheckpointStorage, RestoredCheckpoint};
 use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::exec::RunIdentity;
 use weir_runtime::operators::source::function::decode_u64_position;
 use weir_runtime::{
     Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
     KeyedValueState, RestoreFrom, Sink, Source, SourcePoll, SubtaskInfo,
 };
-use weir_state::snapshot::{BlockKind, Manifest, SegmentReader};
+use weir_state::snapshot::{BlockKind, Lineage, Manifest, SegmentReader};
 
 use crate::w1::reference;
 use crate::{options, run_job, run_ok, splitmix64, temp_dir, InjectedFailure, M};
@@ -224,6 +226,11 @@ fn job(s: &Setup) -> (JobGraph, Tallies) {
         into: into.clone(),
     });
     (job, tallies)
+}
+
+/// The fingerprint of the job of `s` checkpointing into `dir`.
+fn fingerprint(s: &Setup, dir: &Path) -> Fingerprint {
+    RunIdentity::of(&job(s).0, &checkpointed(2, dir, 3)).fingerprint
 }
 
 fn checkpointed(workers: usize, dir: &Path, retained: usize) -> ExecutionOptions {
@@ -627,7 +634,15 @@ fn falls_back_after(name: &str, damage: impl Fn(&Path), expect_in_error: &str, u
     let (dir, s, storage, ids) = run_keeping_three_checkpoints(name);
     assert_eq!(ids.len(), 3);
     damage(&storage.checkpoint_dir(ids[0]));
-    let search = find_latest(&storage, "checkpointed-count", 128, None).unwrap();
+    let search = find_latest(
+        &storage,
+        "checkpointed-count",
+        128,
+        &fingerprint(&s, &dir),
+        None,
+    )
+    .unwrap()
+    .unwrap();
     let error = if up_front {
         assert_eq!(search.skipped.len(), 1, "{:?}", search.skipped);
         assert_eq!(search.skipped[0].0, ids[0]);
@@ -712,6 +727,165 @@ fn restore_latest_without_checkpoints_starts_fresh() {
     let result = run_ok(job, &o);
     assert!(result.restored.is_none());
     assert_exact(&tallies, s.n, s.keys);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The lineage checkpoint `id` under `storage` records.
+fn lineage_of(storage: &CheckpointStorage, id: u64) -> Lineage {
+    Manifest::read(storage.checkpoint_dir(id).join("_metadata"))
+        .unwrap()
+        .lineage
+        .expect("a checkpoint records its lineage")
+}
+
+fn flip_a_byte(chk: &Path) {
+    let seg = chk.join("w000.seg");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let at = 40.min(bytes.len() - 1);
+    bytes[at] ^= 0x20;
+    std::fs::write(&seg, bytes).unwrap();
+}
+
+/// Every file under `dir` (relative path, contents), sorted.
+fn tree(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.file_name().is_some_and(|n| n != ".weir-lock") {
+                let bytes = std::fs::read(&p).unwrap();
+                out.push((p.strip_prefix(dir).unwrap().to_path_buf(), bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn an_explicit_restore_starts_a_timeline_that_latest_keeps_to() {
+    let (dir, s, storage, ids) = run_keeping_three_checkpoints("timeline");
+    assert_eq!(ids.len(), 3);
+    // One run: one job id, each checkpoint the child of the one before.
+    let first: Vec<Lineage> = ids.iter().map(|&id| lineage_of(&storage, id)).collect();
+    assert!(first.iter().all(|l| l.job_id == first[0].job_id));
+    assert_eq!(first[0].parent, Some(ids[1]));
+    assert_eq!(first[1].parent, Some(ids[2]));
+    assert!(first[0]
+        .fingerprint
+        .contains(&("job".to_string(), "checkpointed-count".to_string())));
+
+    // Restoring the oldest abandons the two newer ones: moved aside, kept.
+    let (job2, tallies) = job(&s);
+    let mut o = checkpointed(2, &dir, 3);
+    o.restore = RestoreFrom::Path(storage.checkpoint_dir(ids[2]));
+    let result = run_ok(job2, &o);
+    assert_eq!(result.restored.unwrap().checkpoint_id, ids[2]);
+    assert_exact(&tallies, s.n, s.keys);
+    let timeline = storage.timeline().unwrap().unwrap();
+    assert_eq!(timeline.started_from, Some(ids[2]));
+    assert!(timeline.abandoned.contains(&ids[0]) && timeline.abandoned.contains(&ids[1]));
+    assert_ne!(timeline.job_id, first[0].job_id);
+    for id in &ids[..2] {
+        let aside = dir.join("abandoned").join(format!("chk-{id}"));
+        assert!(
+            aside.join("_metadata").is_file(),
+            "{} kept",
+            aside.display()
+        );
+        // Named where it was, it says where it went.
+        let e = RestoredCheckpoint::open(&storage.checkpoint_dir(*id), "checkpointed-count", 128)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&aside.display().to_string()), "{e}");
+    }
+    // The new run's checkpoints: its job id, numbered above every old one,
+    // each the child of the one before, the first of the restored one.
+    let second: Vec<u64> = storage.list().unwrap().iter().map(|c| c.id).collect();
+    assert!(!second.is_empty());
+    for (i, &id) in second.iter().enumerate() {
+        let l = lineage_of(&storage, id);
+        if id == ids[2] {
+            continue;
+        }
+        assert!(id > ids[0], "{id} is above every id used: {ids:?}");
+        assert_eq!(l.job_id, timeline.job_id);
+        let parent = l.parent.unwrap();
+        assert!(parent == ids[2] || parent > ids[0], "{id}: parent {parent}");
+        if let Some(&older) = second.get(i + 1) {
+            if older != ids[2] {
+                assert_eq!(parent, older);
+            }
+        }
+    }
+    // `latest` restores the new timeline's newest, never an abandoned one.
+    let found = find_latest(
+        &storage,
+        "checkpointed-count",
+        128,
+        &fingerprint(&s, &dir),
+        None,
+    )
+    .unwrap()
+    .unwrap()
+    .found
+    .unwrap();
+    assert_eq!(found.id(), second[0]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_checkpoint_of_another_job_is_refused_before_anything_changes() {
+    let (dir, s, _storage, ids) = run_keeping_three_checkpoints("foreign");
+    let before = tree(&dir);
+    for restore in [
+        RestoreFrom::Latest,
+        RestoreFrom::Path(dir.join(format!("chk-{}", ids[0]))),
+    ] {
+        let (mut job2, _) = job(&s);
+        job2.parameter("keys", 7);
+        let mut o = checkpointed(2, &dir, 3);
+        o.restore = restore.clone();
+        match run_job(job2, &o) {
+            Err(e @ JobError::Restore { .. }) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains("parameter keys: none in the checkpoint, 7 in this job"),
+                    "{restore:?}: {text}"
+                );
+            }
+            other => panic!("{restore:?}: expected the checkpoint refused, got {other:?}"),
+        }
+        assert_eq!(tree(&dir), before, "{restore:?}: nothing changed");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn every_checkpoint_unusable_is_an_error_not_a_fresh_start() {
+    let (dir, s, storage, ids) = run_keeping_three_checkpoints("all-unusable");
+    for &id in &ids {
+        flip_a_byte(&storage.checkpoint_dir(id));
+    }
+    let before = tree(&dir);
+    let (job2, tallies) = job(&s);
+    let mut o = checkpointed(2, &dir, 3);
+    o.restore = RestoreFrom::Latest;
+    match run_job(job2, &o) {
+        Err(JobError::AllUnusable { reasons, .. }) => {
+            let named: Vec<u64> = reasons.iter().map(|r| r.0).collect();
+            assert_eq!(named, ids, "every checkpoint, newest first");
+            for (id, why) in &reasons {
+                assert!(why.contains("w000.seg"), "checkpoint {id}: {why}");
+            }
+        }
+        other => panic!("expected every checkpoint unusable, got {other:?}"),
+    }
+    assert!(tallies.lock().unwrap().is_empty(), "nothing ran");
+    assert_eq!(tree(&dir), before, "nothing moved or removed");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -917,10 +1091,17 @@ fn a_table_block_that_lies_is_refused_and_the_previous_checkpoint_used() {
         let newest = storage.checkpoint_dir(ids[0]);
         let segment = rewrite_table_block(&newest, lie);
         // The checksums and the manifest are right: only loading finds it.
-        let found = find_latest(&storage, "checkpointed-count", 128, None)
-            .unwrap()
-            .found
-            .expect("the checkpoint verifies");
+        let found = find_latest(
+            &storage,
+            "checkpointed-count",
+            128,
+            &fingerprint(&s, &dir),
+            None,
+        )
+        .unwrap()
+        .unwrap()
+        .found
+        .expect("the checkpoint verifies");
         assert_eq!(found.id(), ids[0]);
         found.verify().unwrap();
 

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use weir_runtime::checkpoint::{find_latest, CheckpointStorage};
 use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
+use weir_runtime::exec::RunIdentity;
 use weir_runtime::{
     Collector, ExecutionOptions, InitializationContext, JobError, JobGraph, KeyContext,
     KeyedProcessFunction, OperatorListState, OperatorStates, ProcessContext, ProcessFunction,
@@ -302,7 +303,10 @@ fn a_process_function_restores_its_operator_state_exactly_once() {
 /// segments (payload: mode tag, u32 count, u64 elements).
 fn buffers_in_checkpoint(dir: &Path) -> Vec<Vec<u64>> {
     let storage = CheckpointStorage::open(dir).unwrap();
-    let latest = find_latest(&storage, "operator-state", 128, None)
+    let report = Shared::default();
+    let fingerprint = RunIdentity::of(&job(0, 2, false, &report), &checkpointed(dir)).fingerprint;
+    let latest = find_latest(&storage, "operator-state", 128, &fingerprint, None)
+        .unwrap()
         .unwrap()
         .found
         .expect("a complete checkpoint");

@@ -21,9 +21,13 @@ use crate::key_group::KeyGroupRange;
 /// little-endian `u32`.
 pub const MANIFEST_MAGIC: u32 = u32::from_le_bytes(*b"WRSM");
 
-/// Version of the manifest format this crate writes and reads (2: job
-/// name, extents' state names and inline state; version 1 is not read).
-pub const MANIFEST_VERSION: u16 = 2;
+/// Version of the manifest format this crate writes (3: version 2 and the
+/// checkpoint's [`Lineage`]). Version 2 (job name, extents' state names
+/// and inline state, no lineage) is still read; version 1 is not.
+pub const MANIFEST_VERSION: u16 = 3;
+
+/// The oldest manifest version this crate reads.
+pub const MIN_MANIFEST_VERSION: u16 = 2;
 
 /// Bytes of the manifest trailer.
 pub const MANIFEST_TRAILER_LEN: usize = 20;
@@ -41,6 +45,25 @@ pub struct Manifest {
     pub max_parallelism: u32,
     /// One entry per stateful operator.
     pub operators: Vec<OperatorSnapshot>,
+    /// Which run wrote the checkpoint, what it follows and what its state
+    /// means; `None` in a manifest of format version 2.
+    pub lineage: Option<Lineage>,
+}
+
+/// Where a checkpoint comes from: the run (job id) that wrote it, the
+/// checkpoint it follows, and the fingerprint of what its state means (the
+/// job's name, operators, parameters and outputs, as `(key, value)` pairs
+/// the runtime chooses), so that a restore can tell its own checkpoints
+/// from another job's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lineage {
+    /// The id of the run that wrote the checkpoint.
+    pub job_id: String,
+    /// The checkpoint this one follows: the run's previous checkpoint, or
+    /// the checkpoint the run restored; `None` after a fresh start.
+    pub parent: Option<u64>,
+    /// What the state means, as `(key, value)` pairs.
+    pub fingerprint: Vec<(String, String)>,
 }
 
 /// The state of one operator in a checkpoint.
@@ -100,6 +123,24 @@ struct WireManifest {
     timestamp_ms: u64,
     max_parallelism: u32,
     operators: Vec<WireOperator>,
+    lineage: Option<WireLineage>,
+}
+
+/// Format version 2: without lineage.
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct WireManifestV2 {
+    job_name: String,
+    checkpoint_id: u64,
+    timestamp_ms: u64,
+    max_parallelism: u32,
+    operators: Vec<WireOperator>,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct WireLineage {
+    job_id: String,
+    parent: Option<u64>,
+    fingerprint: Vec<(String, String)>,
 }
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -159,13 +200,25 @@ impl Manifest {
     /// the archive (rkyv's checked access) and the values. Any input that
     /// is not a valid manifest is an error.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let archive = check_trailer(bytes).map_err(SnapshotError::manifest)?;
+        let (archive, version) = check_trailer(bytes).map_err(SnapshotError::manifest)?;
         // rkyv reads the archive in place and needs it aligned; the input
         // slice may be anywhere.
         let mut aligned = AlignedVec::<16>::with_capacity(archive.len());
         aligned.extend_from_slice(archive);
-        let wire = rkyv::from_bytes::<WireManifest, rancor::Error>(&aligned)
-            .map_err(|e| SnapshotError::manifest(format!("invalid archive: {e}")))?;
+        let invalid = |e: rancor::Error| SnapshotError::manifest(format!("invalid archive: {e}"));
+        let wire = if version == 2 {
+            let w = rkyv::from_bytes::<WireManifestV2, rancor::Error>(&aligned).map_err(invalid)?;
+            WireManifest {
+                job_name: w.job_name,
+                checkpoint_id: w.checkpoint_id,
+                timestamp_ms: w.timestamp_ms,
+                max_parallelism: w.max_parallelism,
+                operators: w.operators,
+                lineage: None,
+            }
+        } else {
+            rkyv::from_bytes::<WireManifest, rancor::Error>(&aligned).map_err(invalid)?
+        };
         Self::from_wire(wire).map_err(SnapshotError::manifest)
     }
 
@@ -212,6 +265,11 @@ impl Manifest {
                     subtasks: o.subtasks.iter().map(SubtaskSnapshot::to_wire).collect(),
                 })
                 .collect(),
+            lineage: self.lineage.as_ref().map(|l| WireLineage {
+                job_id: l.job_id.clone(),
+                parent: l.parent,
+                fingerprint: l.fingerprint.clone(),
+            }),
         }
     }
 
@@ -239,6 +297,11 @@ impl Manifest {
             timestamp_ms: w.timestamp_ms,
             max_parallelism: w.max_parallelism,
             operators,
+            lineage: w.lineage.map(|l| Lineage {
+                job_id: l.job_id,
+                parent: l.parent,
+                fingerprint: l.fingerprint,
+            }),
         })
     }
 }
@@ -368,9 +431,9 @@ fn check_state_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// The archive bytes of a manifest file, after checking its trailer and
-/// checksum; the error says what is wrong.
-fn check_trailer(bytes: &[u8]) -> Result<&[u8], String> {
+/// The archive bytes of a manifest file and its format version, after
+/// checking its trailer and checksum; the error says what is wrong.
+fn check_trailer(bytes: &[u8]) -> Result<(&[u8], u16), String> {
     let Some(archive_len) = bytes.len().checked_sub(MANIFEST_TRAILER_LEN) else {
         return Err(format!(
             "truncated: {} bytes, shorter than the {MANIFEST_TRAILER_LEN}-byte trailer",
@@ -387,9 +450,10 @@ fn check_trailer(bytes: &[u8]) -> Result<&[u8], String> {
         ));
     }
     let version = u16_at(4);
-    if version != MANIFEST_VERSION {
+    if !(MIN_MANIFEST_VERSION..=MANIFEST_VERSION).contains(&version) {
         return Err(format!(
-            "unsupported manifest version {version} (this build reads version {MANIFEST_VERSION})"
+            "unsupported manifest version {version} (this build reads versions \
+             {MIN_MANIFEST_VERSION} to {MANIFEST_VERSION})"
         ));
     }
     let reserved = u16_at(6);
@@ -411,7 +475,7 @@ fn check_trailer(bytes: &[u8]) -> Result<&[u8], String> {
             "checksum mismatch (expected {stored:#010x}, found {computed:#010x})"
         ));
     }
-    Ok(archive)
+    Ok((archive, version))
 }
 
 /// Distinguishes the temporary files of concurrent writers in one process.
@@ -472,6 +536,7 @@ mod tests {
             timestamp_ms: 2,
             max_parallelism: 128,
             operators: vec![],
+            lineage: None,
         };
         let good = m.to_bytes().unwrap();
         let n = good.len();
@@ -486,7 +551,11 @@ mod tests {
             what(&b)
         };
         assert!(flip(n - 20).starts_with("bad trailer magic"));
-        assert!(flip(n - 16).starts_with("unsupported manifest version"));
+        // Version 3 with bit 4 flipped is 19: no version this build reads
+        // (bit 0 would give 2, which it still reads).
+        let mut unsupported = good.clone();
+        unsupported[n - 16] ^= 0x10;
+        assert!(what(&unsupported).starts_with("unsupported manifest version"));
         assert!(flip(n - 14).starts_with("reserved trailer field"));
         assert!(flip(n - 12).starts_with("length mismatch"));
         assert!(flip(n - 4).starts_with("checksum mismatch"));
@@ -530,6 +599,7 @@ mod tests {
                     inline_state,
                 }],
             }],
+            lineage: None,
         };
         let wire = |kg, e| wire_with(kg, e, inline(&["position", "done"]));
         let parse = |w: &WireManifest| {
@@ -614,6 +684,7 @@ mod tests {
                 parallelism: 1,
                 subtasks: vec![t],
             }],
+            lineage: None,
         };
         let ok = manifest(subtask(&"s".repeat(255), &["x", "y"]));
         assert_eq!(Manifest::from_bytes(&ok.to_bytes().unwrap()).unwrap(), ok);

@@ -67,6 +67,29 @@ fn names(dir: &Path) -> Vec<String> {
     v
 }
 
+/// The names of `dir` that may be committed output (not hidden).
+fn visible(dir: &Path) -> Vec<String> {
+    names(dir)
+        .into_iter()
+        .filter(|n| !n.starts_with('.'))
+        .collect()
+}
+
+/// The files moved aside under `dir/.abandoned`: `(name, contents)`, sorted.
+fn moved_aside(dir: &Path) -> Vec<(String, String)> {
+    let root = dir.join(ABANDONED_DIR);
+    let mut v = Vec::new();
+    for rollback in fs::read_dir(&root).into_iter().flatten() {
+        for f in fs::read_dir(rollback.unwrap().path()).unwrap() {
+            let f = f.unwrap();
+            let name = f.file_name().into_string().unwrap();
+            v.push((name, fs::read_to_string(f.path()).unwrap()));
+        }
+    }
+    v.sort();
+    v
+}
+
 fn hidden(dir: &Path) -> Vec<String> {
     names(dir)
         .into_iter()
@@ -180,7 +203,7 @@ fn checkpointing_off_commits_everything_as_transaction_zero() {
     let d = TempDir::new("off");
     for run in 0..2 {
         // Running the job twice into the same directory replaces the
-        // output of the first run.
+        // output of the first run, which is moved aside, not deleted.
         let mut s = sink(&d.0, 0);
         s.initialize_state(None).unwrap();
         feed(&mut s, 0..25);
@@ -188,11 +211,12 @@ fn checkpointing_off_commits_everything_as_transaction_zero() {
         s.snapshot_state(0).unwrap();
         s.notify_checkpoint_complete(0).unwrap();
         assert_eq!(
-            names(&d.0),
+            visible(&d.0),
             vec!["part-0000-0000000000".to_string()],
             "run {run}"
         );
         assert_eq!(committed_lines(&d.0), expected(0..25));
+        assert_eq!(moved_aside(&d.0).len(), run, "run {run}");
     }
 }
 
@@ -308,9 +332,9 @@ fn restart_commits_the_pending_transactions_of_the_restored_checkpoint() {
 }
 
 /// (d) Checkpoint 2 was committed but is found corrupt; restart from 1
-/// removes its part file, and the replay writes its records again.
+/// moves its part file aside, and the replay writes its records again.
 #[test]
-fn restart_from_before_a_committed_checkpoint_removes_its_output() {
+fn restart_from_before_a_committed_checkpoint_moves_its_output_aside() {
     let d = TempDir::new("restart-d");
     let mut s = sink(&d.0, 0);
     s.initialize_state(None).unwrap();
@@ -321,10 +345,16 @@ fn restart_from_before_a_committed_checkpoint_removes_its_output() {
     s.snapshot_state(2).unwrap();
     s.notify_checkpoint_complete(2).unwrap();
     drop(s);
+    let part2 = fs::read_to_string(d.0.join("part-0000-0000000002")).unwrap();
 
     let mut s = sink(&d.0, 0);
     s.initialize_state(Some((1, &state1))).unwrap();
-    assert_eq!(names(&d.0), vec!["part-0000-0000000001".to_string()]);
+    assert_eq!(visible(&d.0), vec!["part-0000-0000000001".to_string()]);
+    assert_eq!(
+        moved_aside(&d.0),
+        vec![("part-0000-0000000002".to_string(), part2)],
+        "the rolled-back part is kept, unchanged"
+    );
     feed(&mut s, 10..30);
     s.snapshot_state(3).unwrap();
     s.notify_checkpoint_complete(3).unwrap();
@@ -332,7 +362,7 @@ fn restart_from_before_a_committed_checkpoint_removes_its_output() {
 }
 
 #[test]
-fn a_fresh_start_removes_all_earlier_output_of_the_subtask() {
+fn a_fresh_start_moves_all_earlier_output_of_the_subtask_aside() {
     let d = TempDir::new("fresh");
     let mut s = sink(&d.0, 0);
     s.initialize_state(None).unwrap();
@@ -345,7 +375,9 @@ fn a_fresh_start_removes_all_earlier_output_of_the_subtask() {
     // Nothing restorable: the whole input is replayed.
     let mut s = sink(&d.0, 0);
     s.initialize_state(None).unwrap();
-    assert!(names(&d.0).is_empty());
+    assert!(visible(&d.0).is_empty());
+    let moved: Vec<String> = moved_aside(&d.0).into_iter().map(|m| m.0).collect();
+    assert_eq!(moved, vec!["part-0000-0000000001".to_string()]);
     feed(&mut s, 0..15);
     s.snapshot_state(3).unwrap();
     s.notify_checkpoint_complete(3).unwrap();

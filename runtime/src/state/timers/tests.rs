@@ -94,6 +94,7 @@ fn checkpoint_with_timers(test: &str, payload: &[u8]) -> crate::checkpoint::Rest
         checkpoint_id: 7,
         timestamp_ms: 0,
         max_parallelism: 128,
+        lineage: None,
         operators: vec![OperatorSnapshot {
             uid: "timed".into(),
             parallelism: 1,

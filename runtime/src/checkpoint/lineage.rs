@@ -1,0 +1,125 @@
+//! Lineage: which run wrote a checkpoint, which checkpoint it follows, and
+//! what its state means, so that a restore can tell a checkpoint of this
+//! job's timeline from an abandoned one or another job's.
+//!
+//! Every run of a job gets a [`new_job_id`]; every checkpoint it writes
+//! records that id, its parent (the run's previous checkpoint, or the one
+//! the run restored) and the job's [`Fingerprint`]: the job's name, max
+//! parallelism, operator uids, declared parameters and output directories.
+//! A restore compares the checkpoint's fingerprint with the job's before
+//! anything is changed ([`Fingerprint::mismatch`]). Which checkpoints of the
+//! directory belong to the current timeline is the checkpoint directory's
+//! `_timeline` ([`crate::checkpoint::storage::Timeline`]).
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::io::Read;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Fingerprint key of the job's name.
+pub const JOB: &str = "job";
+/// Fingerprint key of the job's max parallelism.
+pub const MAX_PARALLELISM: &str = "max-parallelism";
+/// Fingerprint key of an operator uid (one entry per operator).
+pub const OPERATOR: &str = "operator";
+/// Fingerprint key prefix of a declared parameter (`parameter <name>`).
+pub const PARAMETER: &str = "parameter";
+/// Fingerprint key of a declared output directory (one entry each).
+pub const OUTPUT: &str = "output";
+
+/// What a job's state means: `(key, value)` pairs, sorted, without
+/// duplicates.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fingerprint(Vec<(String, String)>);
+
+impl Fingerprint {
+    /// The fingerprint of these entries (sorted, duplicates dropped).
+    pub fn new(entries: impl IntoIterator<Item = (String, String)>) -> Self {
+        let set: BTreeSet<(String, String)> = entries.into_iter().collect();
+        Self(set.into_iter().collect())
+    }
+
+    /// The entries, sorted.
+    pub fn entries(&self) -> &[(String, String)] {
+        &self.0
+    }
+
+    fn values(&self, key: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    fn keys(&self) -> BTreeSet<&str> {
+        self.0.iter().map(|(k, _)| k.as_str()).collect()
+    }
+
+    /// What differs between a checkpoint whose state means `stored` and
+    /// this job, or `None` when the checkpoint's state fits it: the same
+    /// name, max parallelism, parameters and outputs, and every operator of
+    /// the checkpoint in this job (a new operator starts empty, as in
+    /// Flink).
+    pub fn mismatch(&self, stored: &Fingerprint) -> Option<String> {
+        let mut what = Vec::new();
+        let keys: BTreeSet<&str> = self.keys().union(&stored.keys()).copied().collect();
+        for key in keys {
+            let (here, there) = (self.values(key), stored.values(key));
+            if key == OPERATOR {
+                for uid in there.iter().filter(|uid| !here.contains(uid)) {
+                    what.push(format!(
+                        "operator `{uid}` of the checkpoint is not in this job"
+                    ));
+                }
+                continue;
+            }
+            if here != there {
+                let show = |v: &[&str]| match v {
+                    [] => "none".to_string(),
+                    [one] => one.to_string(),
+                    many => many.join(", "),
+                };
+                what.push(format!(
+                    "{key}: {} in the checkpoint, {} in this job",
+                    show(&there),
+                    show(&here)
+                ));
+            }
+        }
+        (!what.is_empty()).then(|| what.join("; "))
+    }
+}
+
+/// A new job id: 32 hex digits, random (from the kernel), unique per run.
+pub fn new_job_id() -> String {
+    let mut bytes = [0u8; 16];
+    let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if random.is_err() {
+        // No /dev/urandom: the clock and the process id, mixed.
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let seed = nanos ^ (u128::from(std::process::id()) << 96);
+        bytes = mix(seed).to_le_bytes();
+    }
+    let mut id = String::with_capacity(32);
+    for b in bytes {
+        let _ = write!(id, "{b:02x}");
+    }
+    id
+}
+
+/// splitmix64 over both halves of `x`.
+fn mix(x: u128) -> u128 {
+    let half = |z: u64| {
+        let mut z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    (u128::from(half((x >> 64) as u64)) << 64) | u128::from(half(x as u64))
+}
+
+#[cfg(test)]
+mod tests;

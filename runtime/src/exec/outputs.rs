@@ -1,0 +1,215 @@
+//! The job's declared output directories: the run owns them (a lock), they
+//! record which job writes them (`.weir-lineage`, a hidden file, so never
+//! committed output), and a fresh start refuses one that holds another
+//! job's committed output.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use weir_state::snapshot::write_atomically;
+
+use crate::checkpoint::lineage::Fingerprint;
+use crate::connectors::file_sink::committed_parts;
+use crate::exec::error::{JobError, Result};
+use crate::exec::identity::RunIdentity;
+use crate::exec::lock::{lock_dir, DirLock};
+
+/// Name of the lineage marker in an output directory.
+pub const LINEAGE_FILE: &str = ".weir-lineage";
+
+/// What an output directory records of the job that writes it.
+#[derive(Debug, Serialize, Deserialize)]
+struct OutputLineage {
+    /// The job id of the latest run that wrote it.
+    job_id: String,
+    /// The fingerprint of that job.
+    fingerprint: Vec<(String, String)>,
+}
+
+/// Creates every output directory of `run` and takes it for this run.
+pub fn lock_outputs(run: &RunIdentity) -> Result<Vec<DirLock>> {
+    run.outputs
+        .iter()
+        .map(|dir| {
+            if dir.exists() && !dir.is_dir() {
+                return Err(JobError::Directory {
+                    what: "output directory",
+                    dir: dir.clone(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::AlreadyExists,
+                        "it is a file, not a directory",
+                    ),
+                });
+            }
+            std::fs::create_dir_all(dir).map_err(|source| JobError::Directory {
+                what: "output directory",
+                dir: dir.clone(),
+                source,
+            })?;
+            lock_dir(dir, "output directory")
+        })
+        .collect()
+}
+
+/// Checks, before anything is changed, that `run` may write its output
+/// directories: one that records another job's fingerprint is refused;
+/// on a `fresh` start, so is one that holds committed output without a
+/// record of who wrote it.
+pub fn check_outputs(run: &RunIdentity, fresh: bool) -> Result<()> {
+    for dir in &run.outputs {
+        match read_lineage(dir)? {
+            Some(stored) => {
+                let stored = Fingerprint::new(stored.fingerprint);
+                if let Some(what) = run.fingerprint.mismatch(&stored) {
+                    return Err(JobError::ForeignOutput {
+                        dir: dir.clone(),
+                        what,
+                    });
+                }
+            }
+            None if fresh => {
+                let parts = committed_parts(dir).map_err(|source| JobError::Directory {
+                    what: "output directory",
+                    dir: dir.clone(),
+                    source,
+                })?;
+                if parts > 0 {
+                    return Err(JobError::ForeignOutput {
+                        dir: dir.clone(),
+                        what: format!(
+                            "{parts} committed part file{} and no {LINEAGE_FILE} saying which \
+                             job wrote {}",
+                            if parts == 1 { "" } else { "s" },
+                            if parts == 1 { "it" } else { "them" },
+                        ),
+                    });
+                }
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// Records `run` as the writer of its output directories.
+pub fn mark_outputs(run: &RunIdentity) -> Result<()> {
+    let json = serde_json::to_vec_pretty(&OutputLineage {
+        job_id: run.job_id.clone(),
+        fingerprint: run.fingerprint.entries().to_vec(),
+    })
+    .expect("an output lineage serializes");
+    for dir in &run.outputs {
+        write_atomically(dir, LINEAGE_FILE, &json).map_err(|e| JobError::Directory {
+            what: "output directory",
+            dir: dir.clone(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+    }
+    Ok(())
+}
+
+fn read_lineage(dir: &Path) -> Result<Option<OutputLineage>> {
+    let path = dir.join(LINEAGE_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| JobError::ForeignOutput {
+                    dir: dir.to_path_buf(),
+                    what: format!("{} is not a lineage weir wrote: {e}", path.display()),
+                })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(JobError::Directory {
+            what: "output directory",
+            dir: dir.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn run(out: &Path, k: &str) -> RunIdentity {
+        RunIdentity {
+            job_id: crate::checkpoint::lineage::new_job_id(),
+            fingerprint: Fingerprint::new([
+                ("job".to_owned(), "w1".to_owned()),
+                ("parameter keys".to_owned(), k.to_owned()),
+            ]),
+            outputs: vec![out.to_path_buf()],
+        }
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("weir-outputs-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_fresh_start_refuses_committed_output_of_another_job() {
+        let out = temp_dir("other");
+        let a = run(&out, "100");
+        let locks = lock_outputs(&a).unwrap();
+        check_outputs(&a, true).unwrap();
+        mark_outputs(&a).unwrap();
+        std::fs::write(out.join("part-0000-0000000001"), b"1,1,1\n").unwrap();
+        drop(locks);
+
+        // The same job again (a new run id): allowed, fresh or restored.
+        let again = run(&out, "100");
+        check_outputs(&again, true).unwrap();
+        check_outputs(&again, false).unwrap();
+        // Another K: refused either way, naming the directory and what
+        // differs.
+        let other = run(&out, "7");
+        for fresh in [true, false] {
+            let e = check_outputs(&other, fresh).unwrap_err();
+            assert!(matches!(e, JobError::ForeignOutput { .. }), "{e:?}");
+            let text = e.to_string();
+            assert!(text.contains(&out.display().to_string()), "{text}");
+            assert!(text.contains("keys") && text.contains('7'), "{text}");
+        }
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
+    fn committed_output_without_a_record_is_refused_on_a_fresh_start() {
+        let out = temp_dir("unmarked");
+        let a = run(&out, "100");
+        check_outputs(&a, true).unwrap();
+        std::fs::write(out.join("notes.txt"), b"not output").unwrap();
+        check_outputs(&a, true).unwrap();
+        std::fs::write(out.join("part-0001-0000000004"), b"1,1,1\n").unwrap();
+        let e = check_outputs(&a, true).unwrap_err().to_string();
+        assert!(e.contains("1 committed part file and no"), "{e}");
+        // Restoring a checkpoint: its state says what the output holds.
+        check_outputs(&a, false).unwrap();
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
+    fn an_output_that_is_a_file_or_a_damaged_record_is_named() {
+        let root = temp_dir("file");
+        let file = root.join("out");
+        std::fs::write(&file, b"x").unwrap();
+        let e = lock_outputs(&run(&file, "1")).unwrap_err().to_string();
+        assert!(e.contains(&file.display().to_string()), "{e}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"x");
+
+        let out = root.join("damaged");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join(LINEAGE_FILE), b"{").unwrap();
+        let e = check_outputs(&run(&out, "1"), true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(LINEAGE_FILE), "{e}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -1,8 +1,9 @@
 //! Failures as a user of the `weir` binary meets them: an error a restart
 //! cannot cure exits 2 at once with one `error:` line and no panic output
-//! (a refused rescale, a sink that cannot write its file), while an
-//! operator's panic still goes through the restart strategy and the job
-//! completes with exactly-once output.
+//! (a refused rescale, a sink that cannot write its file, a checkpoint
+//! directory another run holds or that is a file), while an operator's
+//! panic still goes through the restart strategy and the job completes
+//! with exactly-once output.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -285,4 +286,75 @@ fn a_panicking_function_is_still_restarted() {
     assert_eq!(report["restarts"], 1, "{report}");
     assert_eq!(report["output"]["exactly_once"], true, "{report}");
     assert_exactly_once(&out_dir, n, k);
+}
+
+/// A checkpoint directory that is a regular file: exit 2, naming it.
+#[test]
+fn a_checkpoint_directory_that_is_a_file_exits_2() {
+    let d = Scratch::new("dir-is-file");
+    let file = d.join("ck");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let dir = format!("state.checkpoints.dir={}", path(&file));
+    let (out, _) = run(weir(&[
+        "bench",
+        "w1",
+        "--quiet",
+        "--n",
+        "1000",
+        "--set",
+        "execution.checkpointing.interval=50ms",
+        "--set",
+        &dir,
+    ]));
+    assert_fails_fast_and_clean(&out);
+    assert!(stderr(&out).contains(path(&file)), "{}", describe(&out));
+}
+
+/// A second run into a checkpoint directory a running job holds exits 2
+/// at once, naming the holder, and leaves the first run alone.
+#[test]
+fn a_checkpoint_directory_in_use_exits_2() {
+    let d = Scratch::new("locked");
+    let ck = d.join("ck");
+    let dir = format!("state.checkpoints.dir={}", path(&ck));
+    // Paced: it runs until killed.
+    let args = [
+        "bench",
+        "w1",
+        "--quiet",
+        "--workers",
+        "1",
+        "--n",
+        "100000000",
+        "--rate",
+        "1000",
+        "--set",
+        "execution.checkpointing.interval=100ms",
+        "--set",
+        &dir,
+    ];
+    let mut first = weir(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = ck.join(".weir-lock");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&lock).map_or(true, |pid| pid.trim().is_empty()) {
+        assert!(
+            Instant::now() < deadline,
+            "the first run never took {lock:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (out, _) = run(weir(&args));
+    let _ = first.kill();
+    let _ = first.wait();
+    assert_fails_fast_and_clean(&out);
+    assert!(
+        stderr(&out).contains(&format!("is in use by process {}", first.id())),
+        "{}",
+        describe(&out)
+    );
 }

@@ -211,3 +211,37 @@ fn a_job_whose_restart_strategy_gave_up_is_retryable() {
     assert!(e.retryable(), "the `weir` command exits 1");
     assert_eq!(e.fault(), Fault::Outside);
 }
+
+#[test]
+fn shared_foreign_or_unusable_directories_are_not_retryable() {
+    let locked = JobError::Locked {
+        what: "state.checkpoints.dir",
+        dir: PathBuf::from("ck"),
+        lock: PathBuf::from("ck/.weir-lock"),
+        holder: Some(42),
+    };
+    let all_unusable = JobError::AllUnusable {
+        dir: PathBuf::from("ck"),
+        reasons: vec![(3, "bad checksum".into())],
+    };
+    let foreign = JobError::ForeignOutput {
+        dir: PathBuf::from("out"),
+        what: "another fingerprint".into(),
+    };
+    for e in [locked, all_unusable, foreign] {
+        assert!(!e.retryable(), "{e}");
+    }
+    let directory = |kind| JobError::Directory {
+        what: "output directory",
+        dir: PathBuf::from("out"),
+        source: io::Error::from(kind),
+    };
+    assert!(!directory(io::ErrorKind::AlreadyExists).retryable());
+    assert_eq!(directory(io::ErrorKind::AlreadyExists).fault(), Fault::User);
+    assert!(directory(io::ErrorKind::Other).retryable());
+    let not_a_dir = CheckpointError::NotADirectory {
+        what: "state.checkpoints.dir",
+        path: PathBuf::from("ck"),
+    };
+    assert!(!JobError::Checkpoint(not_a_dir).retryable());
+}

@@ -294,11 +294,6 @@ pub fn run(
     match workload {
         Workload::W1 => {
             let records = params.records.unwrap_or(W1_DEFAULT_RECORDS);
-            if let Some(dir) = &bench.output {
-                std::fs::create_dir_all(dir).map_err(|e| {
-                    JobError::InvalidJob(format!("cannot create --output {}: {e}", dir.display()))
-                })?;
-            }
             let job = jobs::w1(
                 records,
                 keys,

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use weir_state::snapshot::write_atomically;
+use weir_state::snapshot::{write_atomically, SnapshotError};
 
 use crate::checkpoint::lineage::Fingerprint;
 use crate::connectors::file_sink::committed_parts;
@@ -20,7 +20,7 @@ pub const LINEAGE_FILE: &str = ".weir-lineage";
 /// What an output directory records of the job that writes it.
 #[derive(Debug, Serialize, Deserialize)]
 struct OutputLineage {
-    /// The job id of the latest run that wrote it.
+    /// The job id of the run that marked it (the first of its job).
     job_id: String,
     /// The fingerprint of that job.
     fingerprint: Vec<(String, String)>,
@@ -91,7 +91,9 @@ pub fn check_outputs(run: &RunIdentity, fresh: bool) -> Result<()> {
     Ok(())
 }
 
-/// Records `run` as the writer of its output directories.
+/// Records `run`'s job as the writer of its output directories, where
+/// they do not say so already (a directory is marked once: later runs of
+/// the same job leave it as it is).
 pub fn mark_outputs(run: &RunIdentity) -> Result<()> {
     let json = serde_json::to_vec_pretty(&OutputLineage {
         job_id: run.job_id.clone(),
@@ -99,10 +101,18 @@ pub fn mark_outputs(run: &RunIdentity) -> Result<()> {
     })
     .expect("an output lineage serializes");
     for dir in &run.outputs {
+        let marked =
+            read_lineage(dir)?.is_some_and(|l| Fingerprint::new(l.fingerprint) == run.fingerprint);
+        if marked {
+            continue;
+        }
         write_atomically(dir, LINEAGE_FILE, &json).map_err(|e| JobError::Directory {
             what: "output directory",
             dir: dir.clone(),
-            source: std::io::Error::other(e.to_string()),
+            source: match e {
+                SnapshotError::Io { source, .. } => source,
+                other => std::io::Error::other(other.to_string()),
+            },
         })?;
     }
     Ok(())
@@ -162,10 +172,14 @@ mod tests {
         std::fs::write(out.join("part-0000-0000000001"), b"1,1,1\n").unwrap();
         drop(locks);
 
-        // The same job again (a new run id): allowed, fresh or restored.
+        // The same job again (a new run id): allowed, fresh or restored,
+        // and the mark stays as it is.
         let again = run(&out, "100");
         check_outputs(&again, true).unwrap();
         check_outputs(&again, false).unwrap();
+        let mark = std::fs::read(out.join(LINEAGE_FILE)).unwrap();
+        mark_outputs(&again).unwrap();
+        assert_eq!(std::fs::read(out.join(LINEAGE_FILE)).unwrap(), mark);
         // Another K: refused either way, naming the directory and what
         // differs.
         let other = run(&out, "7");

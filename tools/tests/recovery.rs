@@ -1383,6 +1383,62 @@ fn scenario8_a_stray_file_named_like_a_checkpoint_is_harmless() {
     assert_output(&out, &job.expected(), "with a stray file");
 }
 
+/// Contract 8 and 9: a fresh start refuses an output directory holding
+/// committed output of another job (another K) or of no job weir knows,
+/// exit 2 naming it, with nothing changed; a fresh start of the same job
+/// moves the earlier parts aside (kept, unchanged) and writes its output
+/// again, exactly once.
+#[test]
+fn a_fresh_start_guards_committed_output() {
+    let s = Scratch::new("fresh-guard");
+    let (d, out) = (s.path("ck"), s.path("out"));
+    let job = W1::quick(&out);
+    let settings = checkpointing("100ms", 3);
+    let first = s.run("first", job.cmd(&d).args(&settings), FINISH);
+    first.assert_exit(0, "the first run");
+    assert_output(&out, &job.expected(), "the first run");
+    let parts = committed_parts(&out);
+
+    // Another K, fresh, into the same directory (its own checkpoints).
+    let other = W1 {
+        k: 13,
+        ..job.clone()
+    };
+    let before = tree(&out);
+    let run = s.run(
+        "other-k",
+        other.cmd(&s.path("ck-other")).args(&settings),
+        FAIL_FAST,
+    );
+    run.assert_refused("a fresh start into another job's output");
+    run.assert_stderr_names("the output directory", &out.display().to_string());
+    assert_unchanged("the output directory", &before, &tree(&out), &run);
+
+    // Committed output nobody claims: refused too.
+    let unmarked = s.path("unmarked");
+    fs::create_dir_all(&unmarked).unwrap();
+    fs::write(unmarked.join("part-0000-0000000003"), b"1,1,1\n").unwrap();
+    let before = tree(&unmarked);
+    let run = s.run(
+        "unmarked",
+        W1::quick(&unmarked)
+            .cmd(&s.path("ck-unmarked"))
+            .args(&settings),
+        FAIL_FAST,
+    );
+    run.assert_refused("a fresh start into unclaimed committed output");
+    run.assert_stderr_names("the output directory", &unmarked.display().to_string());
+    assert_unchanged("the unclaimed directory", &before, &tree(&unmarked), &run);
+
+    // The same job, fresh: the old parts are moved aside, not deleted.
+    let again = s.run("same-job-fresh", job.cmd(&d).args(&settings), FINISH);
+    again.assert_exit(0, "a fresh start of the same job");
+    assert_output(&out, &job.expected(), "the same job, fresh");
+    let aside: BTreeMap<String, Vec<u8>> =
+        files_under(&out.join(".abandoned")).into_iter().collect();
+    assert_eq!(aside, parts, "every earlier part kept, unchanged");
+}
+
 // ---------------------------------------------------------------------------
 // The harness itself.
 

@@ -145,7 +145,11 @@ impl CheckpointError {
 pub enum RestoreError {
     // The checkpoint is unusable.
     /// The checkpoint has no manifest: it never completed.
-    #[error("{} is missing: the checkpoint is incomplete", manifest.display())]
+    #[error(
+        "{} is missing: the checkpoint is incomplete (its run ended before it completed); name \
+         a complete chk-<id>, or use --restore latest",
+        manifest.display()
+    )]
     Incomplete {
         /// The missing manifest.
         manifest: PathBuf,
@@ -265,7 +269,9 @@ pub enum RestoreError {
     /// The manifest's checkpoint id is not the one its directory is named
     /// after (a copied or renamed checkpoint).
     #[error(
-        "{} holds checkpoint {found}, but its directory is named for checkpoint {expected}",
+        "{} holds checkpoint {found}, but its directory is named for checkpoint {expected}: a \
+         copied or renamed checkpoint cannot be trusted; restore it under its own name \
+         (chk-{found})",
         manifest.display()
     )]
     IdMismatch {
@@ -328,7 +334,8 @@ pub enum RestoreError {
     #[error(
         "operator `{uid}` had parallelism {was} in checkpoint {checkpoint}, now {now}: its \
          per-subtask state (a source position, a sink's transactions, channel state) cannot be \
-         redistributed; only keyed state and operator list state can"
+         redistributed; only keyed state and operator list state can: run it with parallelism \
+         {was} (for the built-in jobs, --workers {was})"
     )]
     Rescale {
         /// The operator.

@@ -837,6 +837,49 @@ fn an_explicit_restore_starts_a_timeline_that_latest_keeps_to() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Restore ownership: a checkpoint of another directory is only read (no
+/// claim): that directory stays as it was, whatever the run does in its
+/// own; one of the run's own directory belongs to its timeline (claim):
+/// retention deletes it once enough newer checkpoints complete.
+#[test]
+fn a_checkpoint_elsewhere_is_only_read_one_of_the_directory_is_claimed() {
+    let (dir, s, storage, ids) = run_keeping_three_checkpoints("no-claim");
+    let before = tree(&dir);
+    let own = temp_dir("no-claim-own");
+    let (job2, tallies) = job(&s);
+    let mut o = checkpointed(2, &own, 1);
+    o.restore = RestoreFrom::Path(storage.checkpoint_dir(ids[2]));
+    let result = run_ok(job2, &o);
+    assert_eq!(result.restored.unwrap().checkpoint_id, ids[2]);
+    assert_exact(&tallies, s.n, s.keys);
+    assert_eq!(tree(&dir), before, "the other directory is untouched");
+    let own_ids: Vec<u64> = CheckpointStorage::open(&own)
+        .unwrap()
+        .list()
+        .unwrap()
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(own_ids.len(), 1, "{own_ids:?}");
+    assert!(own_ids[0] > ids[2], "{own_ids:?} after {ids:?}");
+
+    // Restored in its own directory with one retained checkpoint, the
+    // restored checkpoint is the timeline's and goes once a newer one
+    // completes.
+    let (job3, tallies) = job(&s);
+    let mut o = checkpointed(2, &dir, 1);
+    o.restore = RestoreFrom::Path(storage.checkpoint_dir(ids[2]));
+    run_ok(job3, &o);
+    assert_exact(&tallies, s.n, s.keys);
+    assert!(
+        !storage.checkpoint_dir(ids[2]).exists(),
+        "claimed and retired"
+    );
+    assert_eq!(storage.list().unwrap().len(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&own).unwrap();
+}
+
 #[test]
 fn a_checkpoint_of_another_job_is_refused_before_anything_changes() {
     let (dir, s, _storage, ids) = run_keeping_three_checkpoints("foreign");

@@ -1,5 +1,5 @@
 //! [`TaskError`]: an error an operator of a running chain met and cannot
-//! go on after (a sink's I/O error). The operator records it and reports
+//! go on after (a sink's I/O error, a source's unreadable input). The operator records it and reports
 //! it through [`ChainControl::failure`](crate::chain::control::ChainControl::failure);
 //! its task hands it to the worker after the poll
 //! ([`Task::failure`](crate::chain::task::Task::failure)), and the worker
@@ -28,6 +28,19 @@ pub enum TaskError {
         /// What the sink's `is_retryable` said of it.
         retryable: bool,
     },
+    /// A source met an error while reading its input (reported by its
+    /// `check`).
+    #[error("source `{uid}` ({task}) failed: {message}")]
+    Source {
+        /// The task: "stage (i/P)".
+        task: String,
+        /// The source.
+        uid: String,
+        /// The source's error.
+        message: String,
+        /// What the source's `is_retryable` said of it.
+        retryable: bool,
+    },
 }
 
 impl TaskError {
@@ -44,7 +57,7 @@ impl TaskError {
     /// Whether restarting the job may help, as the operator says.
     pub fn retryable(&self) -> bool {
         match self {
-            Self::Sink { retryable, .. } => *retryable,
+            Self::Sink { retryable, .. } | Self::Source { retryable, .. } => *retryable,
         }
     }
 }

@@ -155,6 +155,19 @@ pub enum ConnectorError {
         offset: u64,
     },
 
+    /// An input line is not UTF-8.
+    #[error(
+        "input file {}: invalid UTF-8 at byte offset {offset}; the file source reads UTF-8 text \
+         lines",
+        path.display()
+    )]
+    InvalidUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// The offset of the first byte that is not UTF-8.
+        offset: u64,
+    },
+
     // The transactional file sink.
     /// The sink was used before `initialize_state`.
     #[error("file sink {} (subtask {subtask}): {call} before initialize_state", dir.display())]

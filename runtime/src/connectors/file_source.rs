@@ -77,8 +77,11 @@ pub struct FileSource {
     eof: bool,
     /// Every file is done.
     finished: bool,
-    /// Whether the last `restore_position` error may pass on a restart.
-    restore_retryable: bool,
+    /// The error reading met, kept for [`Source::check`].
+    error: Option<ConnectorError>,
+    /// Whether the last error (of `restore_position`, or of reading) may
+    /// pass on a restart.
+    retryable: bool,
 }
 
 impl FileSource {
@@ -116,7 +119,8 @@ impl FileSource {
             end: 0,
             scanned: 0,
             eof: false,
-            restore_retryable: true,
+            error: None,
+            retryable: true,
         })
     }
 
@@ -150,6 +154,14 @@ impl FileSource {
     /// The next line as `(start, end, next)`: its bytes are
     /// `buf[start..end]` and consuming it moves `start` to `next`. Opens and
     /// reads files as needed; `None` when every file is done.
+    /// Keeps `e` for [`Source::check`] and stops: the task asks when the
+    /// source goes idle, and fails.
+    fn fail(&mut self, e: ConnectorError) -> SourcePoll {
+        self.retryable = e.retryable();
+        self.error = Some(e);
+        SourcePoll::Idle { until: None }
+    }
+
     fn peek_line(&mut self) -> Result<Option<(usize, usize, usize)>> {
         loop {
             if self.finished {
@@ -340,18 +352,18 @@ impl Source for FileSource {
                         SourcePoll::Emitted(n)
                     }
                 }
-                Err(e) => panic!("{e}"),
+                Err(e) => return self.fail(e),
             };
             if !out.is_available() {
                 break;
             }
             let line = match std::str::from_utf8(&self.buf[start..end]) {
                 Ok(line) => line.to_owned(),
-                Err(e) => panic!(
-                    "input file {}: invalid UTF-8 at byte offset {}",
-                    self.path().display(),
-                    self.offset + e.valid_up_to() as u64
-                ),
+                Err(e) => {
+                    let offset = self.offset + e.valid_up_to() as u64;
+                    let path = self.path();
+                    return self.fail(ConnectorError::InvalidUtf8 { path, offset });
+                }
             };
             self.offset += (next - start) as u64;
             self.start = next;
@@ -374,17 +386,23 @@ impl Source for FileSource {
 
     fn restore_position(&mut self, position: &[u8]) -> std::result::Result<(), String> {
         self.restore(position).map_err(|e| {
-            self.restore_retryable = e.retryable();
+            self.retryable = e.retryable();
             e.to_string()
         })
     }
 
-    /// What [`ConnectorError::retryable`] said of the last
-    /// `restore_position` error: an input file that could not be opened
-    /// may be readable later; one that changed or belongs to another
-    /// subtask stays so.
+    fn check(&mut self) -> std::result::Result<(), String> {
+        match &self.error {
+            Some(e) => Err(e.to_string()),
+            None => Ok(()),
+        }
+    }
+
+    /// What [`ConnectorError::retryable`] said of the last error: an input
+    /// file that could not be opened or read may be readable later; one
+    /// that changed, belongs to another subtask or is not UTF-8 stays so.
     fn is_retryable(&self, _error: &str) -> bool {
-        self.restore_retryable
+        self.retryable
     }
 }
 

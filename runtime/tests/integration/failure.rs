@@ -183,7 +183,10 @@ fn expect_sink_failure(e: &JobError, action: &str, message: &str) {
         action: a,
         message: m,
         ..
-    } = &**error;
+    } = &**error
+    else {
+        panic!("expected the sink's error, got {error:?}");
+    };
     assert_eq!((uid.as_str(), a.as_str()), ("out", action), "{e}");
     assert!(m.contains(message), "{e}");
     assert!(task.contains("out"), "{task}");

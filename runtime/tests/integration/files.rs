@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
-    Collector, FileSource, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
-    KeyedValueState, SubtaskInfo, TransactionalFileSink,
+    Collector, FileSource, JobError, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
+    KeyedValueState, SubtaskInfo, TaskError, TaskFailure, TransactionalFileSink,
 };
 
-use crate::{options, run_ok, splitmix64, temp_dir};
+use crate::{collect_into, options, run_job, run_ok, splitmix64, temp_dir, Collected};
 
 const LINES: u64 = 400_000;
 const KEYS: u64 = 777;
@@ -135,5 +135,47 @@ fn file_source_to_transactional_sink_is_exactly_once_across_a_restart() {
             "key {key} reached {count}"
         );
     }
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// An input line that is not UTF-8 fails the job with the source's typed
+/// error naming the file and offset: no panic, and no restart (the file
+/// will be the same), whatever the restart strategy.
+#[test]
+fn an_input_that_is_not_utf8_fails_the_job_at_once_without_a_panic() {
+    let root = temp_dir("files-utf8");
+    let input = root.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(input.join("a.txt"), b"one\ntwo\nthr\xffee\nfour\n").unwrap();
+    let collected: Arc<Collected<String>> = Collected::new();
+    let mut job = JobGraph::new("utf8");
+    let inp = input.clone();
+    job.source("lines", move |info: &SubtaskInfo| {
+        FileSource::new(&inp, info).expect("the input directory exists")
+    })
+    .sink("collect", collect_into(&collected));
+    let mut o = options(1);
+    o.restart = RestartStrategy::FixedDelay(FixedDelay {
+        attempts: 5,
+        delay: Duration::from_millis(5),
+    });
+    let e = run_job(job, &o).unwrap_err();
+    let JobError::TaskFailed {
+        cause: TaskFailure::Run(error),
+        ..
+    } = &e
+    else {
+        panic!("expected the source's own error, got {e:?}");
+    };
+    let TaskError::Source { uid, message, .. } = &**error else {
+        panic!("expected the source's error, got {error:?}");
+    };
+    assert_eq!(uid, "lines");
+    assert!(
+        message.contains(&input.join("a.txt").display().to_string())
+            && message.contains("byte offset 11"),
+        "{message}"
+    );
+    assert!(!e.retryable(), "{e}");
     std::fs::remove_dir_all(&root).unwrap();
 }

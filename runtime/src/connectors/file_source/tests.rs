@@ -98,7 +98,12 @@ fn drain(source: &mut FileSource, budget: usize) -> Vec<String> {
         match source.poll_next(&mut tail, budget) {
             SourcePoll::Emitted(n) => assert!(n > 0 && n <= budget, "{n}"),
             SourcePoll::Finished => return tail.items,
-            SourcePoll::Idle { .. } => panic!("a file source is never idle"),
+            SourcePoll::Idle { .. } => {
+                panic!(
+                    "a file source is idle only after an error: {:?}",
+                    source.check()
+                )
+            }
         }
     }
 }
@@ -307,13 +312,35 @@ fn invalid_utf8_fails_naming_the_file_and_offset() {
     let d = TempDir::new("utf8");
     d.write("a", b"fine\nab\xffcd\n");
     let mut s = FileSource::new(&d.0, &info(0, 1)).unwrap();
-    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        drain(&mut s, 10);
-    }))
-    .unwrap_err();
-    let msg = err.downcast_ref::<String>().unwrap();
+    let mut tail = Tail::new();
+    // The good line, then idle with the error kept for `check`: no panic.
+    assert_eq!(s.poll_next(&mut tail, 10), SourcePoll::Idle { until: None });
+    assert_eq!(tail.items, strings(&["fine"]));
+    let msg = s.check().unwrap_err();
     assert!(msg.contains(&d.0.join("a").display().to_string()), "{msg}");
     assert!(msg.contains("byte offset 7"), "{msg}");
+    assert!(
+        !s.is_retryable(&msg),
+        "the file will not change on a restart"
+    );
+}
+
+#[test]
+fn an_input_file_that_cannot_be_opened_fails_without_a_panic() {
+    let d = TempDir::new("vanished");
+    d.write("a", b"one\n");
+    d.write("b", b"two\n");
+    let mut s = FileSource::new(&d.0, &info(0, 1)).unwrap();
+    fs::remove_file(d.0.join("b")).unwrap();
+    let mut tail = Tail::new();
+    let mut polls = 0;
+    while !matches!(s.poll_next(&mut tail, 10), SourcePoll::Idle { .. }) {
+        polls += 1;
+        assert!(polls < 10, "the missing file is noticed");
+    }
+    assert_eq!(tail.items, strings(&["one"]));
+    let msg = s.check().unwrap_err();
+    assert!(msg.contains(&d.0.join("b").display().to_string()), "{msg}");
 }
 
 #[test]

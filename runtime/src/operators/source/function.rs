@@ -59,8 +59,18 @@ pub trait Source: 'static {
         let _ = states;
     }
 
-    /// Whether `error`, just returned by [`Source::restore_position`], may
-    /// pass when the job restarts (an I/O error): the restart strategy then
+    /// The error [`Source::poll_next`] met and could not return (an input
+    /// that cannot be read), if any: a source that meets one returns
+    /// [`SourcePoll::Idle`] and keeps it for this call, which its task makes
+    /// whenever `poll_next` returns `Idle`; the task then fails with it, no
+    /// panic. The default has none.
+    fn check(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Whether `error`, just returned by [`Source::restore_position`] or
+    /// [`Source::check`], may pass when the job restarts (an I/O error):
+    /// the restart strategy then
     /// decides. `false` fails the job at once, without the restart
     /// strategy: for an error a restart would meet again (a position from
     /// another source, an input file that changed). The default says it

@@ -36,6 +36,8 @@ pub struct SourceTask<S, C> {
     checkpointing: Option<Rc<TaskCheckpointing>>,
     injected: u64,
     exhausted: bool,
+    /// The error the source reported ([`Source::check`]).
+    failed: Option<TaskError>,
 }
 
 impl<S, C> SourceTask<S, C> {
@@ -62,6 +64,7 @@ impl<S, C> SourceTask<S, C> {
             checkpointing,
             injected,
             exhausted: false,
+            failed: None,
         }
     }
 }
@@ -81,6 +84,7 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
             checkpointing,
             injected,
             exhausted,
+            failed,
         } = self;
         head.poll(now, |out| {
             let mut step = InputStep::default();
@@ -138,7 +142,19 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
                     // now, if paced) or of output.
                     step.more = n >= SOURCE_BUDGET;
                 }
-                SourcePoll::Idle { until } => step.deadline = until,
+                SourcePoll::Idle { until } => {
+                    step.deadline = until;
+                    // Idle is where a source that met an error stops (off
+                    // the per-record path): ask it.
+                    if let Err(message) = source.check() {
+                        *failed = Some(TaskError::Source {
+                            task: name.clone(),
+                            uid: uid.clone(),
+                            retryable: source.is_retryable(&message),
+                            message,
+                        });
+                    }
+                }
                 SourcePoll::Finished => {
                     *exhausted = true;
                     step.progressed = true;
@@ -154,7 +170,7 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
     }
 
     fn failure(&self) -> Option<&TaskError> {
-        self.head.failure()
+        self.failed.as_ref().or_else(|| self.head.failure())
     }
 
     fn describe(&self) -> String {

@@ -98,4 +98,4 @@ pub use crate::state::{
     TimeDomain, TimerQueues, TtlClock, UnionListState, UpdateType,
 };
 pub use weir_net::{WatermarkStatus, Wire};
-pub use weir_state::KeyHash;
+pub use weir_state::{KeyHash, StateKey, StateValue};

@@ -105,7 +105,9 @@ where
     pub fn add(&mut self, ctx: &KeyContext<K>, value: T) {
         let stamp = self.ttl.now();
         let key = ctx.key();
-        let len = self.lens.get_or_insert_with_hashed_ref(key, ctx.hash(), || 0);
+        let len = self
+            .lens
+            .get_or_insert_with_hashed_ref(key, ctx.hash(), || 0);
         let at = *len;
         *len += 1;
         self.elements.put((key.clone(), at), (value, stamp));

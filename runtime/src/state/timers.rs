@@ -165,7 +165,11 @@ impl<K: StateKey> TimerQueue<K> {
         if self.live.remove(timer) && self.heap.len() > 2 * self.live.len() + 1024 {
             // Stale entries outnumber the live ones: rebuild (O(n), at most
             // once per n deletions).
-            self.heap = self.live.iter().map(|t| Reverse(ByTime(t.clone()))).collect();
+            self.heap = self
+                .live
+                .iter()
+                .map(|t| Reverse(ByTime(t.clone())))
+                .collect();
         }
     }
 

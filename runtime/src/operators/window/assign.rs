@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use weir_net::Wire;
-use weir_state::{StateKey};
+use weir_state::StateKey;
 
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::late_data::LateOutput;

@@ -3,7 +3,7 @@
 
 use std::marker::PhantomData;
 
-use weir_state::{StateValue};
+use weir_state::StateValue;
 
 use crate::state::aggregating::AggregateFunction;
 

@@ -46,7 +46,7 @@
 //! open windows for those ending (or cleaned up) then: a key has few.
 
 use weir_net::Wire;
-use weir_state::{StateKey};
+use weir_state::StateKey;
 
 use crate::chain::control::Collector;
 use crate::operators::keyed::function::KeyedProcessFunction;

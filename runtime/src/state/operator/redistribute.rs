@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use weir_state::{StateValue};
+use weir_state::StateValue;
 
 use crate::core::snapshot::Redistribution;
 

@@ -6,14 +6,20 @@
 //! `ValueState`. The sink keeps the latest totals per user; at the end the
 //! job prints the heaviest users and checks every user's totals against a
 //! single-threaded computation of the same data.
+//!
+//! User ids are integers by default; `job.key-type = "string"` makes them
+//! `String`s (`user-<n>`), allocated per event, hashed by their bytes and
+//! kept as variable-size keys in the keyed state and its checkpoints: the
+//! same job and results over the key type most real jobs have.
 
 use std::sync::{Arc, Mutex};
 
 use weir_runtime::{
     Collector, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates, KeyedValueState,
-    SequenceSource, Sink, SubtaskInfo,
+    SequenceSource, Sink, StateKey, SubtaskInfo, Wire,
 };
 
+use crate::params::KeyType;
 use crate::workload::splitmix64;
 
 /// Default number of events.
@@ -31,12 +37,70 @@ pub fn event(i: u64, users: u64) -> (u64, u64) {
     (user, bytes)
 }
 
-/// Per user: events and bytes, emitted on every event.
-pub struct UserTotals {
-    totals: KeyedValueState<u64, (u64, u64)>,
+/// The type of the quickstart's user ids: `u64`, or `String` (`user-<n>`).
+pub trait UserId: StateKey + Wire + Send + Sync + std::fmt::Debug + 'static {
+    /// The type as `job.key-type` names it.
+    const KEY_TYPE: KeyType;
+    /// The id of user number `user`.
+    fn from_number(user: u64) -> Self;
+    /// The user's number; `None` if the id is none this job makes.
+    fn number(&self) -> Option<u64>;
+    /// What a source subtask makes once to pick ids from ([`UserId::pick`]).
+    fn table(users: u64) -> Vec<Self>;
+    /// The id of user number `user`, from `table`.
+    fn pick(table: &[Self], user: u64) -> Self;
 }
 
-impl Default for UserTotals {
+impl UserId for u64 {
+    const KEY_TYPE: KeyType = KeyType::Integer;
+    #[inline(always)]
+    fn from_number(user: u64) -> Self {
+        user
+    }
+    #[inline(always)]
+    fn number(&self) -> Option<u64> {
+        Some(*self)
+    }
+    /// No table: the ids are the numbers.
+    fn table(_: u64) -> Vec<Self> {
+        Vec::new()
+    }
+    #[inline(always)]
+    fn pick(_: &[Self], user: u64) -> Self {
+        user
+    }
+}
+
+/// `user-` and the number in decimal.
+const USER_PREFIX: &str = "user-";
+
+impl UserId for String {
+    const KEY_TYPE: KeyType = KeyType::String;
+    #[inline]
+    fn from_number(user: u64) -> Self {
+        format!("{USER_PREFIX}{user}")
+    }
+    #[inline]
+    fn number(&self) -> Option<u64> {
+        self.strip_prefix(USER_PREFIX)?.parse().ok()
+    }
+    /// Every id, made once: a generator picks among known ids, as a real
+    /// stream's users repeat.
+    fn table(users: u64) -> Vec<Self> {
+        (0..users).map(Self::from_number).collect()
+    }
+    #[inline(always)]
+    fn pick(table: &[Self], user: u64) -> Self {
+        table[user as usize].clone()
+    }
+}
+
+/// Per user: events and bytes, emitted on every event.
+pub struct UserTotals<U: UserId> {
+    totals: KeyedValueState<U, (u64, u64)>,
+}
+
+impl<U: UserId> Default for UserTotals<U> {
     fn default() -> Self {
         Self {
             totals: KeyedValueState::new("user-totals"),
@@ -44,18 +108,13 @@ impl Default for UserTotals {
     }
 }
 
-impl KeyedProcessFunction for UserTotals {
-    type Key = u64;
-    type In = (u64, u64);
-    type Out = (u64, u64, u64);
+impl<U: UserId> KeyedProcessFunction for UserTotals<U> {
+    type Key = U;
+    type In = (U, u64);
+    type Out = (U, u64, u64);
 
     #[inline]
-    fn process<C: Collector<Self::Out>>(
-        &mut self,
-        ctx: &KeyContext<u64>,
-        e: (u64, u64),
-        out: &mut C,
-    ) {
+    fn process<C: Collector<Self::Out>>(&mut self, ctx: &KeyContext<U>, e: (U, u64), out: &mut C) {
         let t = self.totals.value_mut_or_insert_with(ctx, || (0, 0));
         t.0 += 1;
         t.1 += e.1;
@@ -75,18 +134,24 @@ pub struct QuickstartResults {
     slots: Vec<Mutex<Option<Totals>>>,
 }
 
-struct LatestTotals {
+struct LatestTotals<U> {
     index: usize,
     latest: Vec<(u64, u64)>,
     results: Arc<QuickstartResults>,
+    ids: std::marker::PhantomData<U>,
 }
 
-impl Sink for LatestTotals {
-    type In = (u64, u64, u64);
+impl<U: UserId> Sink for LatestTotals<U> {
+    type In = (U, u64, u64);
 
     #[inline]
-    fn invoke(&mut self, (user, count, bytes): (u64, u64, u64)) {
-        self.latest[user as usize] = (count, bytes);
+    fn invoke(&mut self, (user, count, bytes): (U, u64, u64)) {
+        // Every id comes from `UserId::from_number` below `users`.
+        let slot = user
+            .number()
+            .and_then(|u| self.latest.get_mut(usize::try_from(u).ok()?))
+            .unwrap_or_else(|| panic!("the quickstart made no user id {user:?}"));
+        *slot = (count, bytes);
     }
 
     fn finish(&mut self) {
@@ -138,25 +203,49 @@ impl Sink for LatestTotals {
     }
 }
 
-/// Builds the quickstart job for `workers` sink subtasks.
+/// Builds the quickstart job for `workers` sink subtasks, with integer
+/// user ids.
 pub fn job(events: u64, users: u64, workers: usize) -> (JobGraph, Arc<QuickstartResults>) {
+    job_with::<u64>(events, users, workers)
+}
+
+/// Builds the quickstart job for `workers` sink subtasks, with user ids of
+/// type `U`.
+pub fn job_with<U: UserId>(
+    events: u64,
+    users: u64,
+    workers: usize,
+) -> (JobGraph, Arc<QuickstartResults>) {
     let results = Arc::new(QuickstartResults {
         slots: (0..workers).map(|_| Mutex::new(None)).collect(),
     });
     let sink_results = results.clone();
     let mut job = JobGraph::new("quickstart");
     job.parameter("events", events).parameter("users", users);
+    if U::KEY_TYPE != KeyType::Integer {
+        // Its state cannot be read as the other's: part of the fingerprint
+        // (only when not the default, so integer checkpoints still match).
+        job.parameter("key-type", U::KEY_TYPE);
+    }
     job.source("events", move |info: &SubtaskInfo| {
-        SequenceSource::new(info, events, move |i| event(i, users))
+        let ids = U::table(users);
+        SequenceSource::new(info, events, move |i| {
+            let (user, bytes) = event(i, users);
+            (U::pick(&ids, user), bytes)
+        })
     })
-    .filter("drop-runts", |e: &(u64, u64)| e.1 >= RUNT_BYTES)
-    .key_by(|e: &(u64, u64)| e.0)
-    .process("user-totals", |_| UserTotals::default())
-    .sink("latest-totals", move |info: &SubtaskInfo| LatestTotals {
-        index: info.index,
-        latest: vec![(0, 0); users as usize],
-        results: sink_results.clone(),
-    });
+    .filter("drop-runts", |e: &(U, u64)| e.1 >= RUNT_BYTES)
+    .key_by(|e: &(U, u64)| e.0.clone())
+    .process("user-totals", |_| UserTotals::<U>::default())
+    .sink(
+        "latest-totals",
+        move |info: &SubtaskInfo| LatestTotals::<U> {
+            index: info.index,
+            latest: vec![(0, 0); users as usize],
+            results: sink_results.clone(),
+            ids: std::marker::PhantomData,
+        },
+    );
     (job, results)
 }
 

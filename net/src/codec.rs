@@ -141,7 +141,17 @@ impl Wire for String {
         let (len, _) = u32::read(input)?;
         let total = 4 + len as usize;
         need("string", input, total)?;
-        match std::str::from_utf8(&input[4..total]) {
+        let bytes = &input[4..total];
+        // Most keys are short and ASCII: one word-wise check instead of
+        // the general UTF-8 validation (measured: a third of the decode).
+        if bytes.is_ascii() {
+            // SAFETY: ASCII bytes are valid UTF-8.
+            return Ok((
+                unsafe { String::from_utf8_unchecked(bytes.to_vec()) },
+                total,
+            ));
+        }
+        match std::str::from_utf8(bytes) {
             Ok(s) => Ok((s.to_owned(), total)),
             Err(_) => Err(DecodeError {
                 what: "string (not UTF-8)",
@@ -259,6 +269,8 @@ mod tests {
         round_trip(("sensor-7".to_string(), 21.5f64));
         round_trip(vec![1u8, 2, 3]);
         round_trip(Some("x".to_string()));
+        round_trip("Zürich, ünïcødé".to_string());
+        round_trip(String::new());
         round_trip(None::<u64>);
         round_trip((Some(3u32), None::<String>));
     }

@@ -15,12 +15,19 @@
 
 mod logging;
 
+/// mimalloc, not glibc's malloc: a record that owns memory (a `String`
+/// key) is allocated on one core and freed on another, and glibc's free
+/// of a small block costs several times mimalloc's (measured: RESULTS.md,
+/// "Variable-size state"). Integer jobs allocate nothing per record.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use weir_bench::params::{JobName, JobParams};
+use weir_bench::params::{JobName, JobParams, KeyType};
 use weir_bench::w4::{W4Mode, W4_DEFAULT_DURATION};
 use weir_bench::{quickstart, BenchOptions, Workload};
 use weir_runtime::{
@@ -286,6 +293,9 @@ fn run_bench(
     bench: &BenchOptions,
     json: bool,
 ) -> ExitCode {
+    if let Err(code) = integer_keys_only(params, workload.name()) {
+        return code;
+    }
     match weir_bench::run(workload, config, params, bench) {
         Ok(report) => print_report(
             &report.summary(),
@@ -294,6 +304,19 @@ fn run_bench(
         ),
         Err(e) => job_failed(&e),
     }
+}
+
+/// The workloads are defined over integer keys (WORKLOADS.md): exit 2 if
+/// `job.key-type` asks for another.
+fn integer_keys_only(params: &JobParams, workload: &str) -> Result<(), ExitCode> {
+    if params.key_type == KeyType::Integer {
+        return Ok(());
+    }
+    eprintln!(
+        "error: job.key-type = {}: {workload} is defined over integer keys; only the quickstart job takes string ids",
+        params.key_type
+    );
+    Err(ExitCode::from(2))
 }
 
 /// Prints a job's error; its exit code is 1 if running the job again may
@@ -321,6 +344,9 @@ fn print_report(summary: &str, json: Option<String>, verified: bool) -> ExitCode
 
 /// `weir bench w4`: checkpoints under backpressure (see weir_bench::w4).
 fn run_w4(config: &Config, params: &JobParams, mode: W4Mode, quiet: bool) -> ExitCode {
+    if let Err(code) = integer_keys_only(params, "w4") {
+        return code;
+    }
     let setup = match weir_bench::w4::prepare(config, params, mode) {
         Ok(s) => s,
         Err(e) => {
@@ -344,8 +370,9 @@ fn run_quickstart(config: &Config, params: &JobParams, restore: RestoreFrom) -> 
     let events = params.records.unwrap_or(quickstart::DEFAULT_EVENTS);
     let users = params.keys.unwrap_or(quickstart::DEFAULT_USERS);
     println!(
-        "weir quickstart: {events} generated events of {users} users -> filter(drop runts) -> \
-         key_by(user) -> keyed totals (ValueState) -> sink"
+        "weir quickstart: {events} generated events of {users} users ({} ids) -> \
+         filter(drop runts) -> key_by(user) -> keyed totals (ValueState) -> sink",
+        params.key_type
     );
     println!(
         "{} workers{}, buffer timeout {}, {} key groups",
@@ -358,7 +385,10 @@ fn run_quickstart(config: &Config, params: &JobParams, restore: RestoreFrom) -> 
         weir_runtime::core::units::format_duration(options.buffer_timeout),
         options.max_parallelism
     );
-    let (job, results) = quickstart::job(events, users, options.workers);
+    let (job, results) = match params.key_type {
+        KeyType::Integer => quickstart::job(events, users, options.workers),
+        KeyType::String => quickstart::job_with::<String>(events, users, options.workers),
+    };
     let started = Instant::now();
     // Printed, not logged: they are this command's report, like the
     // bench harness's, and stay whatever RUST_LOG says.

@@ -77,6 +77,9 @@ pub struct QuickstartResults {
 
 struct LatestTotals {
     index: usize,
+    /// The sink's subtask: a rescaled restore keeps the users of its key
+    /// groups.
+    info: SubtaskInfo,
     latest: Vec<(u64, u64)>,
     results: Arc<QuickstartResults>,
 }
@@ -120,6 +123,43 @@ impl Sink for LatestTotals {
         let Some((checkpoint, state)) = restored else {
             return Ok(());
         };
+        self.restore_totals(checkpoint, state, |_| true)
+    }
+
+    /// The sink follows `key_by(user)` by a forward edge, so it sees the
+    /// users of its key groups: at another parallelism it keeps, of every
+    /// old subtask's totals, those of its users (each user's are in one
+    /// old state, and go to the one new subtask that now sees the user).
+    fn initialize_rescaled_state(
+        &mut self,
+        checkpoint_id: u64,
+        states: &[&[u8]],
+    ) -> Option<Result<(), String>> {
+        let info = self.info;
+        let mine = |user: u64| {
+            let max = info.max_parallelism;
+            let group = weir_state::assign_to_key_group(&user, max);
+            weir_state::subtask_for_key_group(max, info.parallelism as u32, group) as usize
+                == info.index
+        };
+        for state in states {
+            if let Err(e) = self.restore_totals(checkpoint_id, state, mine) {
+                return Some(Err(e));
+            }
+        }
+        Some(Ok(()))
+    }
+}
+
+impl LatestTotals {
+    /// Takes the totals of the users `keep` accepts from a state of
+    /// checkpoint `checkpoint`.
+    fn restore_totals(
+        &mut self,
+        checkpoint: u64,
+        state: &[u8],
+        keep: impl Fn(u64) -> bool,
+    ) -> Result<(), String> {
         if state.len() % 24 != 0 {
             return Err(format!(
                 "latest-totals state of checkpoint {checkpoint} has {} bytes, not a multiple of 24",
@@ -128,6 +168,9 @@ impl Sink for LatestTotals {
         }
         for entry in state.chunks_exact(24) {
             let v = |i: usize| u64::from_le_bytes(entry[i * 8..i * 8 + 8].try_into().expect("8"));
+            if !keep(v(0)) {
+                continue;
+            }
             let user = v(0) as usize;
             let slot = self.latest.get_mut(user).ok_or_else(|| {
                 format!("latest-totals state of checkpoint {checkpoint} names unknown user {user}")
@@ -154,6 +197,7 @@ pub fn job(events: u64, users: u64, workers: usize) -> (JobGraph, Arc<Quickstart
     .process("user-totals", |_| UserTotals::default())
     .sink("latest-totals", move |info: &SubtaskInfo| LatestTotals {
         index: info.index,
+        info: *info,
         latest: vec![(0, 0); users as usize],
         results: sink_results.clone(),
     });

@@ -412,6 +412,8 @@ impl SinkResults {
 /// The checksum sink; with a latency window it also records W3 latency.
 pub struct ChecksumSink<O> {
     index: usize,
+    /// The sink's subtask: a rescaled restore takes its share by it.
+    info: SubtaskInfo,
     results: Arc<SinkResults>,
     records: u64,
     checksum: u64,
@@ -435,6 +437,7 @@ impl<O> ChecksumSink<O> {
     pub fn new(info: &SubtaskInfo, results: Arc<SinkResults>) -> Self {
         Self {
             index: info.index,
+            info: *info,
             results,
             records: 0,
             checksum: 0,
@@ -518,16 +521,44 @@ impl<O: CountOutput> Sink for ChecksumSink<O> {
         let Some((checkpoint, state)) = restored else {
             return Ok(());
         };
-        let state: [u8; 16] = state.try_into().map_err(|_| {
-            format!(
-                "checksum sink state of checkpoint {checkpoint} has {} bytes, expected 16",
-                state.len()
-            )
-        })?;
-        self.records = u64::from_le_bytes(state[..8].try_into().expect("8 bytes"));
-        self.checksum = u64::from_le_bytes(state[8..].try_into().expect("8 bytes"));
+        (self.records, self.checksum) = decode_checksum_state(checkpoint, state)?;
         Ok(())
     }
+
+    /// Count and checksum are sums: the new subtasks add up their shares
+    /// of the old subtasks' (each old one's goes to one new subtask), so
+    /// the totals over all subtasks stay the whole output's.
+    fn initialize_rescaled_state(
+        &mut self,
+        checkpoint_id: u64,
+        states: &[&[u8]],
+    ) -> Option<Result<(), String>> {
+        let mut sum = (0u64, 0u64);
+        for k in weir_runtime::rescaled_share(&self.info, states.len()) {
+            match decode_checksum_state(checkpoint_id, states[k]) {
+                Ok((records, checksum)) => {
+                    sum = (sum.0 + records, sum.1.wrapping_add(checksum));
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        (self.records, self.checksum) = sum;
+        Some(Ok(()))
+    }
+}
+
+/// A checksum sink's state: `(records, checksum)`.
+fn decode_checksum_state(checkpoint: u64, state: &[u8]) -> Result<(u64, u64), String> {
+    let state: [u8; 16] = state.try_into().map_err(|_| {
+        format!(
+            "checksum sink state of checkpoint {checkpoint} has {} bytes, expected 16",
+            state.len()
+        )
+    })?;
+    Ok((
+        u64::from_le_bytes(state[..8].try_into().expect("8 bytes")),
+        u64::from_le_bytes(state[8..].try_into().expect("8 bytes")),
+    ))
 }
 
 /// Waits `d` by spinning on the monotonic clock (no sleep: the core stays
@@ -602,6 +633,14 @@ impl Sink for SlowSink {
 
     fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
         self.sink.initialize_state(restored)
+    }
+
+    fn initialize_rescaled_state(
+        &mut self,
+        checkpoint_id: u64,
+        states: &[&[u8]],
+    ) -> Option<Result<(), String>> {
+        self.sink.initialize_rescaled_state(checkpoint_id, states)
     }
 }
 

@@ -80,7 +80,7 @@ pub use crate::operators::interval_join::{
 };
 pub use crate::operators::keyed::KeyedProcessFunction;
 pub use crate::operators::process::{InitializationContext, ProcessContext, ProcessFunction};
-pub use crate::operators::sink::Sink;
+pub use crate::operators::sink::{rescaled_share, Sink};
 pub use crate::operators::source::{
     NumberSequenceSource, SequenceSource, Source, SourcePoll, StridedSplits,
 };

@@ -628,6 +628,29 @@ impl<'a> RestoreScope<'a> {
         self.inline(name)
     }
 
+    /// Inline state `name` of every subtask of the checkpoint, indexed by
+    /// old subtask (empty where one stored none), if the operator is in
+    /// it: what a new subtask needs to take its share of per-subtask
+    /// state at another parallelism (a sink's transactions, say). Its
+    /// length is the old parallelism.
+    pub fn inline_of_every_subtask(&self, name: &str) -> Option<Vec<&'a [u8]>> {
+        let op = self.operator()?;
+        let mut out = vec![&[][..]; op.parallelism as usize];
+        for s in &op.subtasks {
+            if let (Some(slot), Some(bytes)) = (out.get_mut(s.index as usize), s.inline(name)) {
+                *slot = bytes;
+            }
+        }
+        Some(out)
+    }
+
+    /// Whether the checkpoint holds this operator at another parallelism
+    /// than the restoring subtask's.
+    pub fn rescaled(&self) -> bool {
+        self.operator()
+            .is_some_and(|op| op.parallelism as usize != self.info.parallelism)
+    }
+
     /// Inline state `name` that every subtask holds a copy of (broadcast
     /// state): this subtask's at the checkpoint's parallelism, else that of
     /// old subtask `index % old parallelism`, so at any parallelism every

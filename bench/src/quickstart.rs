@@ -160,7 +160,7 @@ impl LatestTotals {
         state: &[u8],
         keep: impl Fn(u64) -> bool,
     ) -> Result<(), String> {
-        if state.len() % 24 != 0 {
+        if !state.len().is_multiple_of(24) {
             return Err(format!(
                 "latest-totals state of checkpoint {checkpoint} has {} bytes, not a multiple of 24",
                 state.len()

@@ -162,7 +162,7 @@ impl StridedSplits {
             at: 0,
             add: 0,
         }
-        .map(|i| make(i));
+        .map(&mut *make);
         let n = out.collect_many(&mut records, limit.min(below as usize));
         // The first `n % g` members of the group moved one step more.
         let (rounds, extra) = ((n / g) as u64, n % g);

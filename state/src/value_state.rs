@@ -718,7 +718,11 @@ where
         }) = self.bulk(entries.len())
         else {
             // Shared with a frozen view, or too full: nothing is placed.
-            deferred.extend(entries.iter().map(|(_, entry, hash)| (entry.clone(), *hash)));
+            deferred.extend(
+                entries
+                    .iter()
+                    .map(|(_, entry, hash)| (entry.clone(), *hash)),
+            );
             return;
         };
         for (pos, (key, value), hash) in entries {

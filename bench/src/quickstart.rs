@@ -136,6 +136,9 @@ pub struct QuickstartResults {
 
 struct LatestTotals<U> {
     index: usize,
+    /// The sink's subtask: a rescaled restore keeps the users of its key
+    /// groups.
+    info: SubtaskInfo,
     latest: Vec<(u64, u64)>,
     results: Arc<QuickstartResults>,
     ids: std::marker::PhantomData<U>,
@@ -185,7 +188,45 @@ impl<U: UserId> Sink for LatestTotals<U> {
         let Some((checkpoint, state)) = restored else {
             return Ok(());
         };
-        if state.len() % 24 != 0 {
+        self.restore_totals(checkpoint, state, |_| true)
+    }
+
+    /// The sink follows `key_by(user)` by a forward edge, so it sees the
+    /// users of its key groups: at another parallelism it keeps, of every
+    /// old subtask's totals, those of its users (each user's are in one
+    /// old state, and go to the one new subtask that now sees the user).
+    fn initialize_rescaled_state(
+        &mut self,
+        checkpoint_id: u64,
+        states: &[&[u8]],
+    ) -> Option<Result<(), String>> {
+        let info = self.info;
+        let mine = |user: u64| {
+            let max = info.max_parallelism;
+            // The key group of the id the job keys by, not of its number.
+            let group = weir_state::assign_to_key_group(&U::from_number(user), max);
+            weir_state::subtask_for_key_group(max, info.parallelism as u32, group) as usize
+                == info.index
+        };
+        for state in states {
+            if let Err(e) = self.restore_totals(checkpoint_id, state, mine) {
+                return Some(Err(e));
+            }
+        }
+        Some(Ok(()))
+    }
+}
+
+impl<U: UserId> LatestTotals<U> {
+    /// Takes the totals of the users `keep` accepts from a state of
+    /// checkpoint `checkpoint`.
+    fn restore_totals(
+        &mut self,
+        checkpoint: u64,
+        state: &[u8],
+        keep: impl Fn(u64) -> bool,
+    ) -> Result<(), String> {
+        if !state.len().is_multiple_of(24) {
             return Err(format!(
                 "latest-totals state of checkpoint {checkpoint} has {} bytes, not a multiple of 24",
                 state.len()
@@ -193,6 +234,9 @@ impl<U: UserId> Sink for LatestTotals<U> {
         }
         for entry in state.chunks_exact(24) {
             let v = |i: usize| u64::from_le_bytes(entry[i * 8..i * 8 + 8].try_into().expect("8"));
+            if !keep(v(0)) {
+                continue;
+            }
             let user = v(0) as usize;
             let slot = self.latest.get_mut(user).ok_or_else(|| {
                 format!("latest-totals state of checkpoint {checkpoint} names unknown user {user}")
@@ -237,15 +281,13 @@ pub fn job_with<U: UserId>(
     .filter("drop-runts", |e: &(U, u64)| e.1 >= RUNT_BYTES)
     .key_by(|e: &(U, u64)| e.0.clone())
     .process("user-totals", |_| UserTotals::<U>::default())
-    .sink(
-        "latest-totals",
-        move |info: &SubtaskInfo| LatestTotals::<U> {
-            index: info.index,
-            latest: vec![(0, 0); users as usize],
-            results: sink_results.clone(),
-            ids: std::marker::PhantomData,
-        },
-    );
+    .sink("latest-totals", move |info: &SubtaskInfo| LatestTotals::<U> {
+        index: info.index,
+        info: *info,
+        latest: vec![(0, 0); users as usize],
+        results: sink_results.clone(),
+        ids: std::marker::PhantomData,
+    });
     (job, results)
 }
 

@@ -80,8 +80,10 @@ pub use crate::operators::interval_join::{
 };
 pub use crate::operators::keyed::KeyedProcessFunction;
 pub use crate::operators::process::{InitializationContext, ProcessContext, ProcessFunction};
-pub use crate::operators::sink::Sink;
-pub use crate::operators::source::{NumberSequenceSource, SequenceSource, Source, SourcePoll};
+pub use crate::operators::sink::{rescaled_share, Sink};
+pub use crate::operators::source::{
+    NumberSequenceSource, SequenceSource, Source, SourcePoll, StridedSplits,
+};
 pub use crate::operators::timestamps::WatermarkStrategy;
 pub use crate::operators::two_input::KeyedCoProcessFunction;
 pub use crate::operators::window::{

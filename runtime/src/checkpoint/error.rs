@@ -333,9 +333,9 @@ pub enum RestoreError {
     /// An operator with per-subtask state runs at another parallelism.
     #[error(
         "operator `{uid}` had parallelism {was} in checkpoint {checkpoint}, now {now}: its \
-         per-subtask state (a source position, a sink's transactions, channel state) cannot be \
-         redistributed; only keyed state and operator list state can: run it with parallelism \
-         {was} (for the built-in jobs, --workers {was})"
+         per-subtask state cannot be redistributed (a source whose position is not splits in \
+         operator state, or a sink without `Sink::initialize_rescaled_state`): run it with \
+         parallelism {was}"
     )]
     Rescale {
         /// The operator.
@@ -343,6 +343,25 @@ pub enum RestoreError {
         /// The checkpoint.
         checkpoint: u64,
         /// Its parallelism in the checkpoint.
+        was: u32,
+        /// Its parallelism now.
+        now: usize,
+    },
+    /// The checkpoint holds channel state (in-flight records of an
+    /// unaligned checkpoint) of an input that cannot be redistributed by
+    /// key group (a two-input stage's), taken at another parallelism.
+    #[error(
+        "checkpoint {checkpoint} holds in-flight records (unaligned channel state) of `{uid}`, \
+         the input of a two-input stage, taken with parallelism {was}: they cannot be \
+         redistributed to {now} subtasks; restore it with parallelism {was}, or rescale from a \
+         checkpoint without them (an aligned one)"
+    )]
+    ChannelStateRescale {
+        /// The exchange's input.
+        uid: String,
+        /// The checkpoint.
+        checkpoint: u64,
+        /// The receiving stage's parallelism in the checkpoint.
         was: u32,
         /// Its parallelism now.
         now: usize,
@@ -440,6 +459,7 @@ impl RestoreError {
             | Self::OtherJob { .. }
             | Self::MaxParallelism { .. }
             | Self::Rescale { .. }
+            | Self::ChannelStateRescale { .. }
             | Self::ChannelInputs { .. }
             | Self::Redistribution { .. }
             | Self::SegmentNotOpened { .. }

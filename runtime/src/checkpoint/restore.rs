@@ -571,6 +571,42 @@ impl<'a> RestoreScope<'a> {
         Ok(out)
     }
 
+    /// The channel state of every old subtask of this operator (any
+    /// parallelism), read and fully checked: `(old subtask, state name,
+    /// records)` in subtask order, then in the order written. For a
+    /// restore at another parallelism, which redistributes the records.
+    pub fn channel_state_of_every_subtask(
+        &self,
+    ) -> Result<Vec<SubtaskChannelState<'a>>, RestoreError> {
+        let Some(op) = self.operator() else {
+            return Ok(Vec::new());
+        };
+        let mut subtasks: Vec<&SubtaskSnapshot> = op.subtasks.iter().collect();
+        subtasks.sort_by_key(|s| s.index);
+        let mut out = Vec::new();
+        for st in subtasks {
+            for e in st
+                .extents
+                .iter()
+                .filter(|e| e.kind == BlockKind::ChannelState)
+            {
+                let (payload, mut check) = self
+                    .checkpoint
+                    .payload_deferred(e)
+                    .map_err(|e| self.reject(e))?;
+                check.update(payload);
+                self.finish_check(&e.state, check)?;
+                out.push((st.index, e, payload.to_vec()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The parallelism of this operator in the checkpoint, if it is there.
+    pub fn old_parallelism(&self) -> Option<u32> {
+        self.operator().map(|op| op.parallelism)
+    }
+
     /// This subtask's entry, if the operator is in the checkpoint. Inline
     /// (non-keyed) state belongs to a subtask index, so it needs the same
     /// parallelism as when it was taken.
@@ -628,6 +664,43 @@ impl<'a> RestoreScope<'a> {
         self.inline(name)
     }
 
+    /// Inline state `name` of every subtask of the checkpoint, indexed by
+    /// old subtask (empty where one stored none), if the operator is in
+    /// it: what a new subtask needs to take its share of per-subtask
+    /// state at another parallelism (a sink's transactions, say). Its
+    /// length is the old parallelism.
+    pub fn inline_of_every_subtask(&self, name: &str) -> Option<Vec<&'a [u8]>> {
+        let op = self.operator()?;
+        let mut out = vec![&[][..]; op.parallelism as usize];
+        for s in &op.subtasks {
+            if let (Some(slot), Some(bytes)) = (out.get_mut(s.index as usize), s.inline(name)) {
+                *slot = bytes;
+            }
+        }
+        Some(out)
+    }
+
+    /// Rejects `what` found at byte `pos` of the block of `extent`: a
+    /// malformed block makes the checkpoint unusable.
+    pub fn malformed(&self, extent: &Extent, pos: usize, what: String) -> RestoreError {
+        self.reject(RestoreError::MalformedBlock {
+            state: extent.state.clone(),
+            kind: extent.kind,
+            key_groups: extent.key_groups,
+            segment: extent.segment.clone(),
+            offset: extent.offset,
+            pos,
+            what,
+        })
+    }
+
+    /// Whether the checkpoint holds this operator at another parallelism
+    /// than the restoring subtask's.
+    pub fn rescaled(&self) -> bool {
+        self.operator()
+            .is_some_and(|op| op.parallelism as usize != self.info.parallelism)
+    }
+
     /// Inline state `name` that every subtask holds a copy of (broadcast
     /// state): this subtask's at the checkpoint's parallelism, else that of
     /// old subtask `index % old parallelism`, so at any parallelism every
@@ -658,6 +731,10 @@ impl<'a> RestoreScope<'a> {
         }))
     }
 }
+
+/// An old subtask's index, the extent of one of its channel states, and
+/// the records it holds.
+pub type SubtaskChannelState<'a> = (u32, &'a Extent, Vec<u8>);
 
 /// An old subtask's index and its extents of one state.
 pub type SubtaskExtents<'a> = (u32, Vec<&'a Extent>);

@@ -332,6 +332,7 @@ impl CheckpointCoordinator {
             job_name: self.job_name.clone(),
             operators: ops,
             lineage: self.lineage.clone(),
+            kind: weir_state::snapshot::SnapshotKind::Checkpoint,
         };
         let dir = self.storage.checkpoint_dir(id);
         if let Err(e) = manifest.write(&dir, METADATA_FILE) {

@@ -241,6 +241,9 @@ impl CheckpointCoordinator {
         {
             return Ok(());
         }
+        if let Some(ms) = crate::core::failpoint::armed_ms("stop-delay") {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
         self.trigger(now, Trigger::Stop, ring)
     }
 

@@ -67,7 +67,7 @@ impl Fingerprint {
             .iter()
             .map(|uid| format!("operator `{uid}` of the checkpoint is not in this job"))
             .collect();
-        what.extend(self.mismatch_but_operators(stored));
+        what.extend(self.mismatch_but_operators(stored, false));
         (!what.is_empty()).then(|| what.join("; "))
     }
 
@@ -87,13 +87,24 @@ impl Fingerprint {
     /// What differs besides operators (name, max parallelism, parameters,
     /// outputs), or `None`: what must match for any restore, of a
     /// checkpoint or a savepoint, with or without
-    /// `--allow-non-restored-state`.
-    pub fn mismatch_but_operators(&self, stored: &Fingerprint) -> Option<String> {
+    /// `--allow-non-restored-state`. With `outputs_may_go` (operators of
+    /// the snapshot are missing from the job, and their state is skipped),
+    /// the snapshot may declare outputs the job no longer writes (those of
+    /// a removed sink); every output of the job must still be the
+    /// snapshot's.
+    pub fn mismatch_but_operators(
+        &self,
+        stored: &Fingerprint,
+        outputs_may_go: bool,
+    ) -> Option<String> {
         let mut what = Vec::new();
         let keys: BTreeSet<&str> = self.keys().union(&stored.keys()).copied().collect();
         for key in keys {
             let (here, there) = (self.values(key), stored.values(key));
             if key == OPERATOR {
+                continue;
+            }
+            if key == OUTPUT && outputs_may_go && here.iter().all(|o| there.contains(o)) {
                 continue;
             }
             if here != there {

@@ -241,10 +241,10 @@ impl RestoredCheckpoint {
         };
         let manifest = self.dir.join(METADATA_FILE);
         let stored = Fingerprint::new(lineage.fingerprint.iter().cloned());
-        if let Some(what) = fingerprint.mismatch_but_operators(&stored) {
+        let missing = fingerprint.missing_operators(&stored);
+        if let Some(what) = fingerprint.mismatch_but_operators(&stored, !missing.is_empty()) {
             return Err(RestoreError::Foreign { manifest, what });
         }
-        let missing = fingerprint.missing_operators(&stored);
         if !missing.is_empty() && !allow_non_restored_state {
             return Err(RestoreError::NonRestoredState {
                 manifest,

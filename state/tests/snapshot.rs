@@ -718,3 +718,43 @@ fn deferred_checks_catch_every_flip_that_read_block_catches() {
         file.write_all_at(&b, pos).unwrap();
     }
 }
+
+/// The savepoint of `fixtures/savepoint-v4-w1` (weir's manifest format 4,
+/// kind savepoint; see its README) still reads: its manifest, with
+/// segment names relative to its directory, and every block it names,
+/// checksums and all.
+#[test]
+fn a_version_4_savepoint_reads_with_every_block() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/savepoint-v4-w1");
+    let bytes = std::fs::read(dir.join("_metadata")).unwrap();
+    assert_eq!(
+        u16::from_le_bytes([bytes[bytes.len() - 16], bytes[bytes.len() - 15]]),
+        4
+    );
+    let m = Manifest::from_bytes(&bytes).unwrap();
+    assert_eq!(
+        (
+            m.job_name.as_str(),
+            m.checkpoint_id,
+            m.kind,
+            m.max_parallelism
+        ),
+        ("w1-keyed-count", 4, SnapshotKind::Savepoint, 128)
+    );
+    let uids: Vec<&str> = m.operators.iter().map(|o| o.uid.as_str()).collect();
+    assert_eq!(uids, ["w1-checksum-sink", "w1-keyed-count", "w1-source"]);
+    let mut blocks = 0;
+    for e in m
+        .operators
+        .iter()
+        .flat_map(|o| &o.subtasks)
+        .flat_map(|s| &s.extents)
+    {
+        assert!(!e.segment.contains('/'), "relative: {}", e.segment);
+        let reader = SegmentReader::open(dir.join(&e.segment)).unwrap();
+        reader.read_block(e).unwrap();
+        blocks += 1;
+    }
+    assert_eq!(blocks, 1, "the keyed totals' table block");
+}

@@ -351,7 +351,7 @@ fn run_bench(
                 summary += &format!(
                     "stopped with a {}: {}\n",
                     stopped.kind,
-                    stopped.dir.display()
+                    absolute(&stopped.dir).display()
                 );
             }
             print_report(

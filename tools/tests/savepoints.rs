@@ -623,3 +623,51 @@ fn a_savepoint_restores_at_another_parallelism_exactly_once() {
     restored.assert_exit(0, "the savepoint restores at 2 workers");
     assert_eq!(restored.report()["output"]["exactly_once"], true);
 }
+
+/// The savepoint this version wrote and the repository keeps
+/// (`state/tests/fixtures/savepoint-v4-w1`, see its README) restores, from
+/// a copy (weir would not change it anyway), and the run ends with the
+/// totals of all 300 records: later versions must keep reading it.
+#[test]
+fn the_kept_v4_savepoint_restores_and_completes_the_job() {
+    let s = Scratch::new("fixture");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../state/tests/fixtures/savepoint-v4-w1");
+    let copy = s.path("savepoint-v4-w1");
+    fs::create_dir_all(&copy).unwrap();
+    for name in ["_metadata", "w000.seg"] {
+        fs::copy(fixture.join(name), copy.join(name)).unwrap();
+    }
+    let mut cmd = Command::new(WEIR);
+    cmd.args([
+        "bench",
+        "w1",
+        "--quiet",
+        "--workers",
+        "1",
+        "--n",
+        "300",
+        "--k",
+        "50",
+    ])
+    .arg("--set")
+    .arg(format!("state.checkpoints.dir={}", s.path("ck").display()))
+    .args(["--set", "execution.checkpointing.interval=500ms"])
+    .args(["--set", "weir.worker.pin-cores=false"])
+    .arg("--restore")
+    .arg(&copy)
+    .env_remove("RUST_LOG")
+    .env_remove("WEIR_FAILPOINTS")
+    .stdin(Stdio::null());
+    let restored = s.run("restore-fixture", &mut cmd);
+    restored.assert_exit(0, "the kept savepoint restores and the job verifies");
+    let report = restored.report();
+    assert_eq!(
+        report["restored"]["checkpoint"],
+        4,
+        "{}",
+        restored.describe()
+    );
+    assert_eq!(report["verified"], true);
+    assert_eq!(report["records"], 300, "the totals of every record");
+}

@@ -152,6 +152,37 @@ impl Wire for String {
     }
 }
 
+/// `None` is one byte 0; `Some(v)` is a byte 1 and then `v`.
+impl<T: Wire> Wire for Option<T> {
+    fn encoded_len(&self) -> usize {
+        1 + self.as_ref().map_or(0, Wire::encoded_len)
+    }
+    fn write(&self, out: &mut [u8]) {
+        match self {
+            None => out[0] = 0,
+            Some(v) => {
+                out[0] = 1;
+                v.write(&mut out[1..]);
+            }
+        }
+    }
+    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+        need("option", input, 1)?;
+        match input[0] {
+            0 => Ok((None, 1)),
+            1 => {
+                let (v, n) = T::read(&input[1..])?;
+                Ok((Some(v), 1 + n))
+            }
+            _ => Err(DecodeError {
+                what: "option (tag is neither 0 nor 1)",
+                needed: 1,
+                available: input.len(),
+            }),
+        }
+    }
+}
+
 macro_rules! wire_tuple {
     ($($name:ident : $idx:tt),+) => {
         impl<$($name: Wire),+> Wire for ($($name,)+) {
@@ -227,6 +258,9 @@ mod tests {
         round_trip((1u64, 2u64, 3u64));
         round_trip(("sensor-7".to_string(), 21.5f64));
         round_trip(vec![1u8, 2, 3]);
+        round_trip(Some("x".to_string()));
+        round_trip(None::<u64>);
+        round_trip((Some(3u32), None::<String>));
     }
 
     #[test]

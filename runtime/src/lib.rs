@@ -98,5 +98,13 @@ pub use crate::state::{
     ManualClock, OperatorListState, OperatorStates, ProcessingTimeClock, StateTtlConfig,
     TimeDomain, TimerQueues, TtlClock, UnionListState, UpdateType,
 };
-pub use weir_net::{WatermarkStatus, Wire};
-pub use weir_state::KeyHash;
+pub use weir_derive::{KeyHash, Wire};
+pub use weir_net::{DecodeError, WatermarkStatus, Wire};
+pub use weir_state::{KeyHash, StateKey, StateValue};
+
+// `#[derive(Wire, KeyHash)]` names `::weir_runtime::__derive`, inside this
+// crate too.
+extern crate self as weir_runtime;
+
+#[doc(hidden)]
+pub use crate::core::derive as __derive;

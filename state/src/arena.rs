@@ -1,5 +1,13 @@
-//! The arena behind keyed state: a fixed number of fixed-size slots stored
-//! in large chunks, shared copy-on-write with frozen views of it.
+//! The arena behind keyed state: a fixed number of slots stored in large
+//! chunks, shared copy-on-write with frozen views of it.
+//!
+//! A slot holds a `T: Clone`. For a plain-data `T` (no destructor: the
+//! integers and tuples of them that W1 keys by) a slot is the whole entry,
+//! chunks may come from one huge-page slab, and a copy-on-write copy is a
+//! memcpy. A `T` that owns memory (a `String` key, a user struct with a
+//! `Vec`) keeps its bytes on the heap behind the slot: its chunks are
+//! ordinary heap chunks that run the destructors when dropped, and a
+//! copy-on-write copy clones each slot of the chunk.
 //!
 //! A [`SlotArena`] is allocated chunk by chunk when it is created (never per
 //! entry) and its slots never move while it lives: a table that grows
@@ -74,7 +82,7 @@ pub const SLAB_MIN_BYTES: usize = 4 << 20;
 
 /// One chunk's slots, shared by the live arena and its frozen views: a
 /// pointer to the slots and the reference-counted owner of their memory.
-struct Chunk<T: Copy> {
+struct Chunk<T: Clone> {
     /// The chunk's `CHUNK_LEN` slots, all initialized; valid for as long
     /// as `backing` is alive.
     slots: NonNull<[T; CHUNK_LEN]>,
@@ -84,7 +92,7 @@ struct Chunk<T: Copy> {
 }
 
 /// What keeps a chunk's memory alive.
-enum Backing<T: Copy> {
+enum Backing<T: Clone> {
     /// A heap allocation of its own (a `Box<[T; CHUNK_LEN]>` turned into
     /// a raw pointer, freed on drop).
     Heap(NonNull<[T; CHUNK_LEN]>),
@@ -93,7 +101,7 @@ enum Backing<T: Copy> {
     Slab { slab: Rc<Slab>, offset: usize },
 }
 
-impl<T: Copy> Drop for Backing<T> {
+impl<T: Clone> Drop for Backing<T> {
     fn drop(&mut self) {
         match self {
             Backing::Heap(slots) => {
@@ -163,7 +171,7 @@ fn page_size() -> usize {
     })
 }
 
-impl<T: Copy> Chunk<T> {
+impl<T: Clone> Chunk<T> {
     /// A heap chunk of `fill`s, built in place (a chunk can be larger than
     /// a stack should hold).
     fn heap(fill: T) -> Self {
@@ -195,7 +203,12 @@ impl<T: Copy> Chunk<T> {
     /// `count` chunks of `fill`s in one slab, or `None` if the mapping
     /// cannot be made (the caller then uses heap chunks).
     fn slab(count: usize, fill: T) -> Option<Vec<Self>> {
-        if cfg!(miri) || std::mem::align_of::<[T; CHUNK_LEN]>() > 4096 {
+        // A slab gives its pages back without running destructors: slots
+        // that own memory (a `String`) live in heap chunks, which drop them.
+        if cfg!(miri)
+            || std::mem::needs_drop::<T>()
+            || std::mem::align_of::<[T; CHUNK_LEN]>() > 4096
+        {
             return None;
         }
         let bytes = count.checked_mul(std::mem::size_of::<[T; CHUNK_LEN]>())?;
@@ -225,7 +238,7 @@ impl<T: Copy> Chunk<T> {
                 let slots = unsafe {
                     let slots = base.add(c);
                     for i in 0..CHUNK_LEN {
-                        slots.cast::<T>().add(i).write(fill);
+                        slots.cast::<T>().add(i).write(fill.clone());
                     }
                     NonNull::new_unchecked(slots)
                 };
@@ -263,7 +276,7 @@ impl<T: Copy> Chunk<T> {
     }
 }
 
-impl<T: Copy> Clone for Chunk<T> {
+impl<T: Clone> Clone for Chunk<T> {
     fn clone(&self) -> Self {
         Self {
             slots: self.slots,
@@ -272,7 +285,7 @@ impl<T: Copy> Clone for Chunk<T> {
     }
 }
 
-impl<T: Copy> std::ops::Deref for Chunk<T> {
+impl<T: Clone> std::ops::Deref for Chunk<T> {
     type Target = [T; CHUNK_LEN];
 
     #[inline(always)]
@@ -288,18 +301,18 @@ impl<T: Copy> std::ops::Deref for Chunk<T> {
 
 /// `count` chunks of `fill`s: from one slab if they make a large arena,
 /// else each on the heap.
-fn new_chunks<T: Copy>(count: usize, fill: T) -> Vec<Chunk<T>> {
+fn new_chunks<T: Clone>(count: usize, fill: T) -> Vec<Chunk<T>> {
     let bytes = count.saturating_mul(std::mem::size_of::<[T; CHUNK_LEN]>());
     if bytes >= SLAB_MIN_BYTES {
-        if let Some(chunks) = Chunk::slab(count, fill) {
+        if let Some(chunks) = Chunk::slab(count, fill.clone()) {
             return chunks;
         }
     }
-    (0..count).map(|_| Chunk::heap(fill)).collect()
+    (0..count).map(|_| Chunk::heap(fill.clone())).collect()
 }
 
 /// A fixed number of `T` slots in chunks of [`CHUNK_LEN`].
-pub struct SlotArena<T: Copy> {
+pub struct SlotArena<T: Clone> {
     chunks: Vec<Chunk<T>>,
     len: usize,
     /// On the heap, so that the out-of-line copy path gets no pointer into
@@ -348,7 +361,7 @@ impl Cow {
     /// chunk is now exclusive.
     #[cold]
     #[inline(never)]
-    fn own_chunk<T: Copy>(&mut self, chunks: &mut [Chunk<T>], c: usize) -> bool {
+    fn own_chunk<T: Clone>(&mut self, chunks: &mut [Chunk<T>], c: usize) -> bool {
         if Rc::strong_count(&self.views) == 1 {
             // Every view is gone, and with them every other holder of a
             // chunk: all chunks are exclusive again.
@@ -366,7 +379,7 @@ impl Cow {
     }
 }
 
-impl<T: Copy> SlotArena<T> {
+impl<T: Clone> SlotArena<T> {
     /// An arena of no slots (allocates no chunk, only its small
     /// copy-on-write bookkeeping).
     pub fn empty() -> Self {
@@ -471,9 +484,9 @@ impl<T: Copy> SlotArena<T> {
                 // SAFETY: this arena holds the chunk's only handle and is
                 // borrowed mutably, so no other reference to its slots
                 // exists.
-                unsafe { chunk.slots_mut() }.fill(fill);
+                unsafe { chunk.slots_mut() }.fill(fill.clone());
             } else {
-                *chunk = Chunk::heap(fill);
+                *chunk = Chunk::heap(fill.clone());
             }
         }
         self.cow.mark_all(true);
@@ -531,7 +544,7 @@ impl<T: Copy> SlotArena<T> {
     }
 }
 
-impl<T: Copy> Drop for SlotArena<T> {
+impl<T: Clone> Drop for SlotArena<T> {
     fn drop(&mut self) {
         // If this arena holds every chunk left in its slab, and no view
         // shares any of them, the slab is unmapped with the last of them:
@@ -554,7 +567,7 @@ impl<T: Copy> Drop for SlotArena<T> {
 }
 
 /// `chunks` as slices, each cut to `len` slots in all.
-fn chunk_slices<T: Copy>(chunks: &[Chunk<T>], len: usize) -> impl Iterator<Item = &[T]> + '_ {
+fn chunk_slices<T: Clone>(chunks: &[Chunk<T>], len: usize) -> impl Iterator<Item = &[T]> + '_ {
     chunks
         .iter()
         .enumerate()
@@ -568,14 +581,14 @@ fn chunk_slices<T: Copy>(chunks: &[Chunk<T>], len: usize) -> impl Iterator<Item 
 /// writes in place again, also to the chunks it had not copied yet.
 /// Cloning it shares the chunks too.
 #[derive(Clone)]
-pub struct FrozenArena<T: Copy> {
+pub struct FrozenArena<T: Clone> {
     chunks: Vec<Chunk<T>>,
     len: usize,
     /// A clone of the live arena's `views`: tells it a view is alive.
     _alive: Rc<()>,
 }
 
-impl<T: Copy> FrozenArena<T> {
+impl<T: Clone> FrozenArena<T> {
     /// Number of slots.
     #[inline]
     pub fn len(&self) -> usize {

@@ -6,6 +6,8 @@
 //!   routing ([`KeyGroupRange`], [`KeyGroupAssigner`]);
 //! - [`arena`]: the chunked [`SlotArena`] keyed state lives in, whose
 //!   chunks are shared copy-on-write with [`FrozenArena`] views;
+//! - [`bounds`]: what keys and values of keyed state must be
+//!   ([`StateKey`], [`StateValue`]): fixed-size or variable-size;
 //! - [`value_state`]: the arena-backed keyed [`ValueState`], and the
 //!   [`FrozenValueState`] view a checkpoint serializes;
 //! - [`snapshot`]: the on-disk snapshot format: checksummed blocks in
@@ -28,12 +30,14 @@
 #![deny(missing_docs)]
 
 pub mod arena;
+pub mod bounds;
 pub mod key_group;
 pub mod prefetch;
 pub mod snapshot;
 pub mod value_state;
 
 pub use arena::{FrozenArena, SlotArena};
+pub use bounds::{StateKey, StateValue};
 pub use key_group::{
     assign_to_key_group, key_group_for_hash, subtask_for_key_group, KeyGroupAssigner,
     KeyGroupRange, KeyHash, MaskedAssigner, DEFAULT_MAX_PARALLELISM, UPPER_BOUND_MAX_PARALLELISM,

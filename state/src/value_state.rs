@@ -53,13 +53,13 @@ use std::fmt;
 use std::rc::Rc;
 
 use crate::arena::{FrozenArena, SlotArena, CHUNK_LEN};
-use crate::key_group::KeyHash;
+use crate::bounds::{StateKey, StateValue};
 
 /// Smallest capacity: a few cache lines, so `new` is cheap.
 const MIN_CAPACITY: usize = 16;
 
-/// One entry.
-#[derive(Clone, Copy, Debug)]
+/// One entry (an empty slot holds `Default` values).
+#[derive(Clone, Debug, Default)]
 struct Slot<K, V> {
     key: K,
     value: V,
@@ -138,6 +138,18 @@ fn capacity_for(n: usize, name: &str) -> usize {
     capacity
 }
 
+/// The value of `slot`, for a fold that replaces it: a copy for a type
+/// that owns no memory (the slot keeps it, so a panicking fold changes
+/// nothing), else moved out (no clone of a `String`), leaving `Default`.
+#[inline(always)]
+fn take_for_update<V: StateValue>(slot: &mut V) -> V {
+    if std::mem::needs_drop::<V>() {
+        std::mem::take(slot)
+    } else {
+        slot.clone()
+    }
+}
+
 /// Result of a probe sequence.
 enum Probe {
     /// The key is at this position.
@@ -147,7 +159,7 @@ enum Probe {
 }
 
 /// What a bulk load writes, taken apart ([`ValueState::bulk`]).
-struct Bulk<'a, K: Copy, V: Copy> {
+struct Bulk<'a, K: StateKey, V: StateValue> {
     slots: &'a mut SlotArena<Slot<K, V>>,
     tags: &'a mut [u8],
     len: &'a mut usize,
@@ -159,8 +171,8 @@ struct Bulk<'a, K: Copy, V: Copy> {
 /// subtask on one worker.
 pub struct ValueState<K, V>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     name: String,
     slots: SlotArena<Slot<K, V>>,
@@ -183,8 +195,8 @@ where
 
 impl<K, V> ValueState<K, V>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     /// An empty state called `name` (the name a snapshot files it under).
     pub fn new(name: &str) -> Self {
@@ -247,9 +259,7 @@ where
         if self.slots.is_empty() {
             self.set_capacity(capacity);
         } else {
-            // Any entry fills the new arena's empty slots.
-            let filler = *self.slots.get(0);
-            self.rebuild(capacity, filler);
+            self.rebuild(capacity);
         }
     }
 
@@ -395,24 +405,32 @@ where
         }
     }
 
-    /// Moves every entry into an arena of `capacity` slots.
+    /// Moves every entry into an arena of `capacity` slots (whose empty
+    /// slots hold `Default` values).
     #[cold]
-    fn rebuild(&mut self, capacity: usize, filler: Slot<K, V>) {
+    fn rebuild(&mut self, capacity: usize) {
         // Frozen views keep the old arena's chunks and tags alive; the new
         // ones are this state's alone.
-        let old_slots = std::mem::replace(&mut self.slots, SlotArena::new(capacity, filler));
+        let new_slots = SlotArena::new(capacity, Slot::default());
+        let mut old_slots = std::mem::replace(&mut self.slots, new_slots);
         self.retired_chunk_copies += old_slots.cow_copies();
         let old_tags = std::mem::replace(&mut self.tags, Rc::from(vec![EMPTY; capacity + GROUP]));
         self.set_capacity(capacity);
-        // Zip stops at the slots, skipping the mirrored tags.
-        for (slot, _) in old_slots
-            .iter()
-            .zip(old_tags.iter())
-            .filter(|(_, &t)| t != EMPTY)
-        {
+        // Entries move out of an old arena no view shares (for types that
+        // own memory, no clone); one a view shares is cloned from.
+        let movable = old_slots.writes_are_direct();
+        for old in 0..old_slots.len() {
+            if old_tags[old] == EMPTY {
+                continue;
+            }
+            let slot = if movable {
+                std::mem::take(old_slots.get_mut(old))
+            } else {
+                old_slots.get(old).clone()
+            };
             let hash = slot.key.key_hash();
             let pos = self.vacant_pos(hash);
-            *self.slots.get_mut(pos) = *slot;
+            *self.slots.get_mut(pos) = slot;
             self.set_tag(pos, tag_of(hash));
         }
     }
@@ -427,16 +445,15 @@ where
     fn insert_at(&mut self, mut pos: usize, key: K, hash: u64, value: V) -> &mut V {
         let slot = Slot { key, value };
         if self.slots.is_empty() {
-            // The first entry fills the arena's empty slots: their content is
-            // never read (the tags say they are empty), it only has to exist.
-            self.rebuild(self.capacity(), slot);
+            // The arena is made by the first insert.
+            self.rebuild(self.capacity());
             pos = self.vacant_pos(hash);
         } else if self.len >= self.max_len {
             let capacity = self
                 .capacity()
                 .checked_mul(2)
                 .unwrap_or_else(|| panic!("ValueState '{}' is full", self.name));
-            self.rebuild(capacity, slot);
+            self.rebuild(capacity);
             pos = self.vacant_pos(hash);
         }
         self.set_tag(pos, tag_of(hash));
@@ -507,15 +524,28 @@ where
         hash: u64,
         f: impl FnOnce() -> V,
     ) -> &mut V {
-        Self::check_hash(&key, hash);
+        self.get_or_insert_with_hashed_ref(&key, hash, f)
+    }
+
+    /// [`get_or_insert_with_hashed`](Self::get_or_insert_with_hashed) of a
+    /// borrowed key, cloned only if it is inserted (a `String` key that is
+    /// there already costs no allocation).
+    #[inline(always)]
+    pub fn get_or_insert_with_hashed_ref(
+        &mut self,
+        key: &K,
+        hash: u64,
+        f: impl FnOnce() -> V,
+    ) -> &mut V {
+        Self::check_hash(key, hash);
         if !self.slots.writes_are_direct() {
             return self.get_or_insert_slow(key, hash, f);
         }
-        match self.probe(&key, hash) {
+        match self.probe(key, hash) {
             Probe::Found(pos) => &mut self.slots.get_mut(pos).value,
             Probe::Vacant(pos) => {
                 let value = f();
-                self.insert_at(pos, key, hash, value)
+                self.insert_at(pos, key.clone(), hash, value)
             }
         }
     }
@@ -524,12 +554,12 @@ where
     /// without the arena or with chunks shared with a frozen view.
     #[cold]
     #[inline(never)]
-    fn get_or_insert_slow(&mut self, key: K, hash: u64, f: impl FnOnce() -> V) -> &mut V {
-        match self.find(&key, hash) {
+    fn get_or_insert_slow(&mut self, key: &K, hash: u64, f: impl FnOnce() -> V) -> &mut V {
+        match self.find(key, hash) {
             Probe::Found(pos) => &mut self.slots.get_mut(pos).value,
             Probe::Vacant(pos) => {
                 let value = f();
-                self.insert_at(pos, key, hash, value)
+                self.insert_at(pos, key.clone(), hash, value)
             }
         }
     }
@@ -553,6 +583,19 @@ where
             Probe::Found(pos) => self.slots.get_mut(pos).value = value,
             Probe::Vacant(pos) => {
                 self.insert_at(pos, key, hash, value);
+            }
+        }
+    }
+
+    /// [`put_hashed`](Self::put_hashed) of a borrowed key, cloned only if
+    /// it is inserted.
+    #[inline]
+    pub fn put_hashed_ref(&mut self, key: &K, hash: u64, value: V) {
+        Self::check_hash(key, hash);
+        match self.find(key, hash) {
+            Probe::Found(pos) => self.slots.get_mut(pos).value = value,
+            Probe::Vacant(pos) => {
+                self.insert_at(pos, key.clone(), hash, value);
             }
         }
     }
@@ -610,15 +653,21 @@ where
             shift,
         }) = self.bulk(entries.len())
         else {
-            for &((key, value), hash) in entries {
-                self.load_hashed(key, hash, value);
+            for ((key, value), hash) in entries {
+                self.load_hashed(key.clone(), *hash, value.clone());
             }
             return;
         };
-        for &((key, value), hash) in entries {
-            Self::check_hash(&key, hash);
+        for ((key, value), hash) in entries {
+            Self::check_hash(key, *hash);
             *len += usize::from(Self::load_in_place(
-                slots, tags, mask, shift, key, hash, value,
+                slots,
+                tags,
+                mask,
+                shift,
+                key.clone(),
+                *hash,
+                value.clone(),
             ));
         }
     }
@@ -657,9 +706,8 @@ where
         entries: &[(usize, (K, V), u64)],
         deferred: &mut Vec<((K, V), u64)>,
     ) {
-        if let (true, Some(&(_, (key, value), _))) = (self.slots.is_empty(), entries.first()) {
-            // The first entry fills the new arena's empty slots.
-            self.rebuild(self.capacity(), Slot { key, value });
+        if self.slots.is_empty() && !entries.is_empty() {
+            self.rebuild(self.capacity());
         }
         let Some(Bulk {
             slots,
@@ -670,11 +718,12 @@ where
         }) = self.bulk(entries.len())
         else {
             // Shared with a frozen view, or too full: nothing is placed.
-            deferred.extend(entries.iter().map(|&(_, entry, hash)| (entry, hash)));
+            deferred.extend(entries.iter().map(|(_, entry, hash)| (entry.clone(), *hash)));
             return;
         };
-        for &(pos, (key, value), hash) in entries {
-            Self::check_hash(&key, hash);
+        for (pos, (key, value), hash) in entries {
+            let (pos, hash) = (*pos, *hash);
+            Self::check_hash(key, hash);
             // The first empty slot from the key's bucket on (terminates:
             // the load is capped below 1).
             let mut at = (hash >> shift) as usize;
@@ -696,10 +745,13 @@ where
                 if pos < GROUP {
                     tags[mask + 1 + pos] = tag;
                 }
-                *slots.get_mut(pos) = Slot { key, value };
+                *slots.get_mut(pos) = Slot {
+                    key: key.clone(),
+                    value: value.clone(),
+                };
                 *len += 1;
             } else {
-                deferred.push(((key, value), hash));
+                deferred.push(((key.clone(), value.clone()), hash));
             }
         }
     }
@@ -775,30 +827,42 @@ where
     /// `hash == key.key_hash()`; returns the new value and whether the key
     /// is new. One probe sequence: the fold of an incremental aggregate
     /// (a window's accumulator), which has no neutral value to insert
-    /// first. If `f` panics the state is unchanged.
+    /// first. If `f` panics a fixed-size state is unchanged; a value that
+    /// owns memory was moved into `f` and its slot holds `Default`.
     #[inline(always)]
     pub fn upsert_hashed(
         &mut self,
         key: K,
         hash: u64,
         f: impl FnOnce(Option<V>) -> V,
-    ) -> (V, bool) {
-        Self::check_hash(&key, hash);
+    ) -> (&mut V, bool) {
+        self.upsert_hashed_ref(&key, hash, f)
+    }
+
+    /// [`upsert_hashed`](Self::upsert_hashed) of a borrowed key, cloned
+    /// only if it is inserted.
+    #[inline(always)]
+    pub fn upsert_hashed_ref(
+        &mut self,
+        key: &K,
+        hash: u64,
+        f: impl FnOnce(Option<V>) -> V,
+    ) -> (&mut V, bool) {
+        Self::check_hash(key, hash);
         let probe = if self.slots.writes_are_direct() {
-            self.probe(&key, hash)
+            self.probe(key, hash)
         } else {
-            self.find(&key, hash)
+            self.find(key, hash)
         };
         match probe {
             Probe::Found(pos) => {
                 let slot = &mut self.slots.get_mut(pos).value;
-                *slot = f(Some(*slot));
-                (*slot, false)
+                *slot = f(Some(take_for_update(slot)));
+                (slot, false)
             }
             Probe::Vacant(pos) => {
                 let value = f(None);
-                self.insert_at(pos, key, hash, value);
-                (value, true)
+                (self.insert_at(pos, key.clone(), hash, value), true)
             }
         }
     }
@@ -844,14 +908,14 @@ where
                 if tags[home] == tag {
                     let slot = slots.get_mut(home);
                     if slot.key == key {
-                        slot.value = f(Some(slot.value), input);
+                        slot.value = f(Some(take_for_update(&mut slot.value)), input);
                         continue;
                     }
                 }
                 match Self::scan_from(tags, slots, mask, &key, tag, home) {
                     Probe::Found(pos) => {
                         let slot = &mut slots.get_mut(pos).value;
-                        *slot = f(Some(*slot), input);
+                        *slot = f(Some(take_for_update(slot)), input);
                     }
                     Probe::Vacant(pos) => break (pos, key, hash, input),
                 }
@@ -866,7 +930,8 @@ where
     /// Sets the value of `key` (insert or overwrite).
     #[inline]
     pub fn put(&mut self, key: K, value: V) {
-        self.put_hashed(key, key.key_hash(), value)
+        let hash = key.key_hash();
+        self.put_hashed(key, hash, value)
     }
 
     /// Removes `key` and returns its value, given `hash == key.key_hash()`.
@@ -876,11 +941,24 @@ where
         match self.find(key, hash) {
             Probe::Vacant(_) => None,
             Probe::Found(pos) => {
-                let value = self.slots.get(pos).value;
+                let removed = self.take_slot(pos);
                 self.backward_shift(pos);
                 self.len -= 1;
-                Some(value)
+                Some(removed.value)
             }
+        }
+    }
+
+    /// The entry at `pos`, taken out: a type that owns memory is moved out
+    /// and the slot reset to `Default` (so a removal frees it); a
+    /// fixed-size one is copied and the slot left as it is (no write, so no
+    /// copy of a chunk a frozen view shares).
+    #[inline]
+    fn take_slot(&mut self, pos: usize) -> Slot<K, V> {
+        if std::mem::needs_drop::<Slot<K, V>>() {
+            std::mem::take(self.slots.get_mut(pos))
+        } else {
+            self.slots.get(pos).clone()
         }
     }
 
@@ -901,14 +979,14 @@ where
             if tag == EMPTY {
                 break;
             }
-            let slot = *self.slots.get(pos);
-            let bucket = (slot.key.key_hash() >> self.shift) as usize;
+            let bucket = (self.slots.get(pos).key.key_hash() >> self.shift) as usize;
             // The entry may move into the hole iff the hole lies on its probe
             // path: its distance from its bucket reaches back to the hole.
             // Distances are taken modulo the capacity (the table wraps).
             let distance = pos.wrapping_sub(bucket) & self.mask;
             let to_hole = pos.wrapping_sub(hole) & self.mask;
             if distance >= to_hole {
+                let slot = self.take_slot(pos);
                 *self.slots.get_mut(hole) = slot;
                 self.set_tag(hole, tag);
                 hole = pos;
@@ -933,6 +1011,10 @@ where
             // A frozen view holds the tags: start a new array rather than
             // copy the old one only to overwrite it.
             None => self.tags = Rc::from(vec![EMPTY; self.tags.len()]),
+        }
+        if std::mem::needs_drop::<Slot<K, V>>() && !self.slots.is_empty() {
+            // Free what the entries own (a frozen view keeps its chunks).
+            self.slots.fill(Slot::default());
         }
         self.len = 0;
     }
@@ -973,8 +1055,8 @@ where
 
 impl<K, V> fmt::Debug for ValueState<K, V>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ValueState")
@@ -1008,8 +1090,8 @@ pub struct CowStats {
 #[derive(Clone)]
 pub struct FrozenValueState<K, V>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     name: String,
     slots: FrozenArena<Slot<K, V>>,
@@ -1021,8 +1103,8 @@ where
 
 impl<K, V> FrozenValueState<K, V>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     /// The state's name.
     pub fn name(&self) -> &str {
@@ -1161,8 +1243,8 @@ where
 
 impl<K, V> FrozenValueState<K, V>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     /// Calls `f` on every `(key, value)` stored in the arena chunks
     /// `chunks`, in slot order (what [`iter_chunks`](Self::iter_chunks)
@@ -1195,8 +1277,8 @@ where
 
 impl<K, V> fmt::Debug for FrozenValueState<K, V>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FrozenValueState")

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use weir_net::Wire;
-use weir_state::KeyHash;
+use weir_state::{KeyHash, StateKey};
 
 use crate::api::graph::JobGraph;
 use crate::api::keyed::KeyedStream;
@@ -80,7 +80,7 @@ impl<'j, A, B, K, KA> KeyedBroadcastConnectedStream<'j, A, B, K, KA>
 where
     A: Wire,
     B: Wire,
-    K: Copy + KeyHash + Eq + 'static,
+    K: StateKey + 'static,
     KA: Fn(&A) -> K + Clone + Send + Sync + 'static,
 {
     /// Applies a keyed broadcast process function; `factory` makes each

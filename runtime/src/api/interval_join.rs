@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use weir_net::Wire;
-use weir_state::KeyHash;
+use weir_state::{StateKey, StateValue};
 
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
@@ -47,8 +47,8 @@ where
 
 impl<'j, L, K, KL> KeyedStream<'j, L, K, KL>
 where
-    L: Copy + Wire,
-    K: Copy + Eq + KeyHash + Wire,
+    L: StateValue + Wire,
+    K: StateKey + Wire,
     KL: Fn(&L) -> K + Clone + Send + Sync + 'static,
 {
     /// Joins this keyed stream (the left side) with `other` (the right
@@ -63,7 +63,7 @@ where
         right_ts: TR,
     ) -> IntervalJoin<'j, L, R, K, KL, KR, TL, TR>
     where
-        R: Copy + Wire,
+        R: StateValue + Wire,
         KR: Fn(&R) -> K + Clone + Send + Sync + 'static,
         TL: Fn(&L) -> i64 + Clone + Send + Sync + 'static,
         TR: Fn(&R) -> i64 + Clone + Send + Sync + 'static,
@@ -99,9 +99,9 @@ impl<'j, L, R, K, KL, KR, TL, TR> IntervalJoin<'j, L, R, K, KL, KR, TL, TR> {
 
 impl<'j, L, R, K, KL, KR, TL, TR> IntervalJoined<'j, L, R, K, KL, KR, TL, TR>
 where
-    L: Copy + Wire,
-    R: Copy + Wire,
-    K: Copy + Eq + KeyHash + Wire,
+    L: StateValue + Wire,
+    R: StateValue + Wire,
+    K: StateKey + Wire,
     KL: Fn(&L) -> K + Clone + Send + Sync + 'static,
     KR: Fn(&R) -> K + Clone + Send + Sync + 'static,
     TL: Fn(&L) -> i64 + Clone + Send + Sync + 'static,

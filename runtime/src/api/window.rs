@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use weir_net::Wire;
-use weir_state::KeyHash;
+use weir_state::{StateKey, StateValue};
 
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
@@ -24,7 +24,7 @@ use crate::state::aggregating::AggregateFunction;
 impl<'j, T, K, KF> KeyedStream<'j, T, K, KF>
 where
     T: Wire,
-    K: KeyHash + Eq + Copy + Wire + 'static,
+    K: StateKey + Wire + 'static,
     KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
 {
     /// Groups each key's records into the windows of `assigner` (Flink's
@@ -65,7 +65,7 @@ pub type WindowStream<'j, K, O, B> = Stream<'j, (K, i64, O), B>;
 impl<'j, T, K, KF, A> WindowedStream<'j, T, K, KF, A>
 where
     T: Wire + Clone + 'static,
-    K: KeyHash + Eq + Copy + Wire + 'static,
+    K: StateKey + Wire + 'static,
     KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
     A: Windowing<T>,
 {
@@ -128,7 +128,7 @@ where
         reduce: F,
     ) -> WindowStream<'j, K, T, impl ChainBuilder<(K, i64, T)>>
     where
-        T: Copy,
+        T: StateValue,
         F: Fn(T, T) -> T + Clone + Send + Sync + 'static,
     {
         self.with_fold(uid, ReduceFold::new(reduce))
@@ -154,7 +154,7 @@ where
 impl<'j, T, K, KF, A> WindowedStream<'j, T, K, KF, A>
 where
     T: Wire + Clone + 'static,
-    K: KeyHash + Eq + Copy + Wire + 'static,
+    K: StateKey + Wire + 'static,
     KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
     A: Windowing<T>,
 {
@@ -166,7 +166,7 @@ where
     /// again, with the late one.
     pub fn process<O, F>(self, uid: &str, f: F) -> Stream<'j, O, impl ChainBuilder<O>>
     where
-        T: Copy,
+        T: StateValue,
         O: 'static,
         F: FnMut(&K, &TimeWindow, &[T], &mut WindowCollector<'_, O>)
             + Clone
@@ -189,7 +189,7 @@ where
         function: P,
     ) -> Stream<'j, P::Out, impl ChainBuilder<P::Out>>
     where
-        T: Copy,
+        T: StateValue,
         P: ProcessWindowFunction<K, T> + Clone + Send + Sync,
         P::Out: 'static,
     {
@@ -230,7 +230,7 @@ where
         f: F,
     ) -> Stream<'j, O, impl ChainBuilder<O>>
     where
-        T: Copy,
+        T: StateValue,
         R: Fn(T, T) -> T + Clone + Send + Sync + 'static,
         O: 'static,
         F: FnMut(&K, &TimeWindow, T, &mut WindowCollector<'_, O>) + Clone + Send + Sync + 'static,

@@ -3,6 +3,7 @@
 //! Imports nothing else of the crate.
 
 pub mod barrier;
+pub mod derive;
 pub mod failpoint;
 pub mod fault;
 pub mod log;

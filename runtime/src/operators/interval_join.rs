@@ -32,7 +32,7 @@
 //! group, restored, and follow their keys when the stage rescales.
 
 use weir_net::Wire;
-use weir_state::KeyHash;
+use weir_state::{StateKey, StateValue};
 
 use crate::chain::control::Collector;
 use crate::operators::error::OperatorError;
@@ -144,8 +144,8 @@ impl JoinBounds {
 /// timestamp.
 struct SideBuffer<K, T>
 where
-    K: Copy + Eq + KeyHash,
-    T: Copy,
+    K: StateKey,
+    T: StateValue,
 {
     records: KeyedMapState<K, (i64, u32), T>,
     counts: KeyedMapState<K, i64, u32>,
@@ -153,8 +153,8 @@ where
 
 impl<K, T> SideBuffer<K, T>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    T: Copy + Wire,
+    K: StateKey + Wire,
+    T: StateValue + Wire,
 {
     fn new(side: &str) -> Self {
         Self {
@@ -187,9 +187,9 @@ where
 /// module documentation.
 pub struct IntervalJoinOperator<K, L, R, TL, TR, F>
 where
-    K: Copy + Eq + KeyHash,
-    L: Copy,
-    R: Copy,
+    K: StateKey,
+    L: StateValue,
+    R: StateValue,
 {
     bounds: JoinBounds,
     left_ts: TL,
@@ -205,9 +205,9 @@ where
 
 impl<K, L, R, TL, TR, F> IntervalJoinOperator<K, L, R, TL, TR, F>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    L: Copy + Wire,
-    R: Copy + Wire,
+    K: StateKey + Wire,
+    L: StateValue + Wire,
+    R: StateValue + Wire,
     TL: Fn(&L) -> i64,
     TR: Fn(&R) -> i64,
     F: ProcessJoinFunction<L, R>,
@@ -287,9 +287,9 @@ fn is_late(ts: i64, watermark: i64) -> bool {
 
 impl<K, L, R, TL, TR, F> KeyedCoProcessFunction for IntervalJoinOperator<K, L, R, TL, TR, F>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    L: Copy + Wire,
-    R: Copy + Wire,
+    K: StateKey + Wire,
+    L: StateValue + Wire,
+    R: StateValue + Wire,
     TL: Fn(&L) -> i64 + 'static,
     TR: Fn(&R) -> i64 + 'static,
     F: ProcessJoinFunction<L, R>,
@@ -314,14 +314,14 @@ where
             }
             return;
         }
-        self.left.add(ctx, tl, value);
+        self.left.add(ctx, tl, value.clone());
         for ((tr, _), right) in self.right.records.entries(ctx) {
             if self.bounds.contains(tl, tr) {
                 let jc = JoinContext {
                     left: tl,
                     right: tr,
                 };
-                self.func.process_element(value, right, &jc, out);
+                self.func.process_element(value.clone(), right, &jc, out);
             }
         }
         self.timers
@@ -343,14 +343,14 @@ where
             }
             return;
         }
-        self.right.add(ctx, tr, value);
+        self.right.add(ctx, tr, value.clone());
         for ((tl, _), left) in self.left.records.entries(ctx) {
             if self.bounds.contains(tl, tr) {
                 let jc = JoinContext {
                     left: tl,
                     right: tr,
                 };
-                self.func.process_element(left, value, &jc, out);
+                self.func.process_element(left, value.clone(), &jc, out);
             }
         }
         self.timers

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use weir_net::Wire;
-use weir_state::{KeyHash, ValueState};
+use weir_state::{StateKey, StateValue, ValueState};
 
 use crate::core::wire::append_wire;
 use crate::state::codec::FrozenTable;
@@ -19,8 +19,9 @@ use crate::state::ttl::{ttl_for, StateTtlConfig, Ttl, TtlClock};
 pub trait AggregateFunction: 'static {
     /// Values added.
     type In;
-    /// The accumulator stored per key (fixed size).
-    type Acc: Copy;
+    /// The accumulator stored per key (any [`StateValue`]: fixed-size or
+    /// owning memory, with a `Default` for empty slots).
+    type Acc: StateValue;
     /// Results read.
     type Out;
 
@@ -38,8 +39,8 @@ pub trait AggregateFunction: 'static {
 /// aggregating state store.
 pub(crate) struct AccTable<K, A>
 where
-    K: Copy + Eq + KeyHash,
-    A: Copy,
+    K: StateKey,
+    A: StateValue,
 {
     pub(crate) table: ValueState<K, (A, u64)>,
     pub(crate) ttl: Ttl,
@@ -47,8 +48,8 @@ where
 
 impl<K, A> AccTable<K, A>
 where
-    K: Copy + Eq + KeyHash,
-    A: Copy,
+    K: StateKey,
+    A: StateValue,
 {
     pub(crate) fn new(name: &str) -> Self {
         register_state(StateKind::Keyed, name);
@@ -60,7 +61,8 @@ where
 
     /// The key's unexpired accumulator (an expired one is removed).
     pub(crate) fn get(&mut self, ctx: &KeyContext<K>) -> Option<A> {
-        let &(acc, stamp) = self.table.get_hashed(ctx.key(), ctx.hash())?;
+        let (acc, stamp) = self.table.get_hashed(ctx.key(), ctx.hash())?;
+        let (acc, stamp) = (acc.clone(), *stamp);
         if self.ttl.enabled() {
             let now = self.ttl.now();
             if self.ttl.expired(stamp, now) {
@@ -80,13 +82,19 @@ where
     /// Sets the key's accumulator to `f(current unexpired one)`.
     pub(crate) fn update(&mut self, ctx: &KeyContext<K>, f: impl FnOnce(Option<A>) -> A) {
         let now = self.ttl.now();
-        let current = self
-            .table
-            .get_hashed(ctx.key(), ctx.hash())
-            .filter(|(_, stamp)| !self.ttl.expired(*stamp, now))
-            .map(|&(acc, _)| acc);
-        self.table
-            .put_hashed(*ctx.key(), ctx.hash(), (f(current), now));
+        let ttl = &self.ttl;
+        match self.table.get_mut_hashed(ctx.key(), ctx.hash()) {
+            Some(slot) => {
+                // Moved out, not cloned: an accumulator that owns memory
+                // (a `String`) is folded in place.
+                let current = (!ttl.expired(slot.1, now)).then(|| std::mem::take(&mut slot.0));
+                *slot = (f(current), now);
+            }
+            None => {
+                let value = (f(None), now);
+                self.table.put_hashed_ref(ctx.key(), ctx.hash(), value);
+            }
+        }
     }
 
     pub(crate) fn clear(&mut self, ctx: &KeyContext<K>) {
@@ -96,8 +104,8 @@ where
 
 impl<K, A> AccTable<K, A>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    A: Copy + Wire,
+    K: StateKey + Wire,
+    A: StateValue + Wire,
 {
     pub(crate) fn freeze(&self) -> FrozenTable<K, (A, u64)> {
         FrozenTable::new(
@@ -118,8 +126,8 @@ where
 /// combined by a reduce function `f(accumulated, new)`.
 pub struct KeyedReducingState<K, V, F>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
     F: Fn(V, V) -> V,
 {
     acc: AccTable<K, V>,
@@ -128,8 +136,8 @@ where
 
 impl<K, V, F> KeyedReducingState<K, V, F>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
     F: Fn(V, V) -> V,
 {
     /// An empty reducing state named `name` combining with `reduce`.
@@ -165,8 +173,10 @@ where
     /// Reduces `value` into the current key's value.
     pub fn add(&mut self, ctx: &KeyContext<K>, value: V) {
         let reduce = &self.reduce;
-        self.acc
-            .update(ctx, |cur| cur.map_or(value, |acc| reduce(acc, value)));
+        self.acc.update(ctx, |cur| match cur {
+            Some(acc) => reduce(acc, value),
+            None => value,
+        });
     }
 
     /// Removes the current key's value.
@@ -179,7 +189,7 @@ where
 /// the values added so far, read through an [`AggregateFunction`].
 pub struct KeyedAggregatingState<K, A>
 where
-    K: Copy + Eq + KeyHash,
+    K: StateKey,
     A: AggregateFunction,
 {
     acc: AccTable<K, A::Acc>,
@@ -188,7 +198,7 @@ where
 
 impl<K, A> KeyedAggregatingState<K, A>
 where
-    K: Copy + Eq + KeyHash,
+    K: StateKey,
     A: AggregateFunction,
 {
     /// An empty aggregating state named `name` aggregating with `agg`.
@@ -232,8 +242,10 @@ where
     /// Merges `acc` into the current key's accumulator.
     pub fn merge_accumulator(&mut self, ctx: &KeyContext<K>, acc: A::Acc) {
         let agg = &self.agg;
-        self.acc
-            .update(ctx, |cur| cur.map_or(acc, |mine| agg.merge(mine, acc)));
+        self.acc.update(ctx, |cur| match cur {
+            Some(mine) => agg.merge(mine, acc),
+            None => acc,
+        });
     }
 
     /// Removes the current key's accumulator.
@@ -244,8 +256,8 @@ where
 
 impl<K, V, F> KeyedReducingState<K, V, F>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    V: Copy + Wire,
+    K: StateKey + Wire,
+    V: StateValue + Wire,
     F: Fn(V, V) -> V,
 {
     /// A frozen view for a checkpoint (see the module doc for the format).
@@ -261,7 +273,7 @@ where
 
 impl<K, A> KeyedAggregatingState<K, A>
 where
-    K: Copy + Eq + KeyHash + Wire,
+    K: StateKey + Wire,
     A: AggregateFunction,
     A::Acc: Wire,
 {

@@ -4,7 +4,7 @@
 
 use weir_net::Wire;
 use weir_state::value_state::FrozenValueState;
-use weir_state::{KeyGroupAssigner, KeyGroupRange, KeyHash};
+use weir_state::{KeyGroupAssigner, KeyGroupRange, StateKey, StateValue};
 
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::keyed_restore::{restore_entries, RestoreSink};
@@ -16,8 +16,8 @@ use crate::state::value::KeyedValueState;
 
 impl<K, V> FrozenKeyedState for FrozenValueState<K, V>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    V: Copy + Wire,
+    K: StateKey + Wire,
+    V: StateValue + Wire,
 {
     fn len(&self) -> usize {
         FrozenValueState::len(self)
@@ -113,8 +113,8 @@ fn table_prefix<K, V>(
     out: &mut Vec<u8>,
 ) -> usize
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     out.clear();
     let slots = view.chunk_slots(chunks);
@@ -148,7 +148,7 @@ fn part_share(
 /// `share` bytes (with 1/8 slack), so they do not grow entry by entry.
 #[inline]
 #[allow(clippy::too_many_arguments)]
-fn serialize_entries<KK: Copy + Eq + KeyHash, VV: Copy>(
+fn serialize_entries<KK: StateKey, VV: StateValue>(
     view: &FrozenValueState<KK, VV>,
     chunks: std::ops::Range<usize>,
     share: usize,
@@ -183,8 +183,8 @@ fn serialize_entries<KK: Copy + Eq + KeyHash, VV: Copy>(
 /// cleanup: entries expired when the view was taken are not written.
 pub struct FrozenTable<KK, VV>
 where
-    KK: Copy + Eq + KeyHash,
-    VV: Copy,
+    KK: StateKey,
+    VV: StateValue,
 {
     view: FrozenValueState<KK, VV>,
     group_hash: fn(&KK) -> u64,
@@ -196,8 +196,8 @@ where
 
 impl<KK, VV> FrozenTable<KK, VV>
 where
-    KK: Copy + Eq + KeyHash,
-    VV: Copy,
+    KK: StateKey,
+    VV: StateValue,
 {
     /// `view` written entry by entry with `write`, into the key group of
     /// `group_hash`; with `expiry = Some((now, ttl))` an entry whose
@@ -226,8 +226,8 @@ where
 
 impl<KK, VV> FrozenKeyedState for FrozenTable<KK, VV>
 where
-    KK: Copy + Eq + KeyHash,
-    VV: Copy,
+    KK: StateKey,
+    VV: StateValue,
 {
     fn len(&self) -> usize {
         self.view.len()
@@ -289,13 +289,13 @@ fn append_entry<K: Wire, V: Wire>(buf: &mut Vec<u8>, k: &K, v: &V) {
 /// A keyed `ValueState`'s table as a restore target: entries `(key, value)`.
 pub(crate) struct ValueSink<'s, K, V>(pub(crate) &'s mut weir_state::ValueState<K, V>)
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy;
+    K: StateKey,
+    V: StateValue;
 
 impl<K, V> RestoreSink for ValueSink<'_, K, V>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    V: Copy + Wire,
+    K: StateKey + Wire,
+    V: StateValue + Wire,
 {
     type Entry = (K, V);
 
@@ -359,8 +359,8 @@ pub(crate) fn restore_value_state<K, V>(
     state: &mut KeyedValueState<K, V>,
 ) -> Result<(), RestoreError>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    V: Copy + Wire,
+    K: StateKey + Wire,
+    V: StateValue + Wire,
 {
     let name = state.name().to_owned();
     restore_entries(scope, &name, &mut ValueSink(state.inner_mut()))

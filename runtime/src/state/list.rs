@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use weir_net::{DecodeError, Wire};
-use weir_state::{KeyHash, ValueState};
+use weir_state::{StateKey, StateValue, ValueState};
 
 use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::core::wire::append_wire;
@@ -19,8 +19,8 @@ use crate::state::ttl::{ttl_for, StateTtlConfig, Ttl, TtlClock};
 /// of a [`KeyContext`]. With TTL each element expires on its own.
 pub struct KeyedListState<K, T>
 where
-    K: Copy + Eq + KeyHash,
-    T: Copy,
+    K: StateKey,
+    T: StateValue,
 {
     elements: ValueState<(K, u32), (T, u64)>,
     lens: ValueState<K, u32>,
@@ -32,8 +32,8 @@ where
 
 impl<K, T> KeyedListState<K, T>
 where
-    K: Copy + Eq + KeyHash,
-    T: Copy,
+    K: StateKey,
+    T: StateValue,
 {
     /// An empty list state named `name` (unique within its operator).
     pub fn new(name: &str) -> Self {
@@ -76,15 +76,15 @@ where
     /// The current key's elements, in the order they were added (expired
     /// ones are removed first).
     pub fn get(&mut self, ctx: &KeyContext<K>) -> impl Iterator<Item = T> + '_ {
-        let key = *ctx.key();
+        let key = ctx.key().clone();
         if self.ttl.enabled() {
             let now = self.ttl.now();
-            self.compact(key, Some(now));
+            self.compact(&key, Some(now));
             if self.ttl.renew_on_read() {
                 let len = self.lens.get(&key).copied().unwrap_or(0);
                 for i in 0..len {
                     self.elements
-                        .get_mut(&(key, i))
+                        .get_mut(&(key.clone(), i))
                         .expect("element of a list")
                         .1 = now;
                 }
@@ -92,17 +92,25 @@ where
         }
         let len = self.lens.get(&key).copied().unwrap_or(0);
         let elements = &self.elements;
-        (0..len).map(move |i| elements.get(&(key, i)).expect("element of a list").0)
+        (0..len).map(move |i| {
+            elements
+                .get(&(key.clone(), i))
+                .expect("element of a list")
+                .0
+                .clone()
+        })
     }
 
     /// Appends `value` to the current key's list.
     pub fn add(&mut self, ctx: &KeyContext<K>, value: T) {
         let stamp = self.ttl.now();
-        let key = *ctx.key();
-        let len = self.lens.get_or_insert_with(key, || 0);
+        let key = ctx.key();
+        let len = self
+            .lens
+            .get_or_insert_with_hashed_ref(key, ctx.hash(), || 0);
         let at = *len;
         *len += 1;
-        self.elements.put((key, at), (value, stamp));
+        self.elements.put((key.clone(), at), (value, stamp));
     }
 
     /// Appends every value of `values` to the current key's list.
@@ -120,10 +128,10 @@ where
 
     /// Removes the current key's list.
     pub fn clear(&mut self, ctx: &KeyContext<K>) {
-        let key = *ctx.key();
-        if let Some(len) = self.lens.remove(&key) {
+        let key = ctx.key();
+        if let Some(len) = self.lens.remove(key) {
             for i in 0..len {
-                self.elements.remove(&(key, i));
+                self.elements.remove(&(key.clone(), i));
             }
         }
     }
@@ -131,37 +139,38 @@ where
     /// Closes up the gaps in `key`'s list: elements that are missing (left
     /// out by a snapshot) or, with `now`, expired are dropped and the rest
     /// keep their order.
-    fn compact(&mut self, key: K, now: Option<u64>) {
-        let Some(len) = self.lens.get(&key).copied() else {
+    fn compact(&mut self, key: &K, now: Option<u64>) {
+        let Some(len) = self.lens.get(key).copied() else {
             return;
         };
         let mut kept = 0;
         for i in 0..len {
-            let Some(&(v, stamp)) = self.elements.get(&(key, i)) else {
+            let at = (key.clone(), i);
+            let Some(&(_, stamp)) = self.elements.get(&at) else {
                 continue;
             };
             if now.is_some_and(|now| self.ttl.expired(stamp, now)) {
-                self.elements.remove(&(key, i));
+                self.elements.remove(&at);
                 continue;
             }
             if kept != i {
-                self.elements.remove(&(key, i));
-                self.elements.put((key, kept), (v, stamp));
+                let element = self.elements.remove(&at).expect("just read");
+                self.elements.put((key.clone(), kept), element);
             }
             kept += 1;
         }
         if kept == 0 {
-            self.lens.remove(&key);
+            self.lens.remove(key);
         } else if kept != len {
-            self.lens.put(key, kept);
+            self.lens.put(key.clone(), kept);
         }
     }
 }
 
 impl<K, T> KeyedListState<K, T>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    T: Copy + Wire,
+    K: StateKey + Wire,
+    T: StateValue + Wire,
 {
     /// A frozen view for a checkpoint (see the module doc for the format).
     pub(crate) fn freeze(&self) -> FrozenTable<(K, u32), (T, u64)> {
@@ -182,8 +191,8 @@ where
 
 impl<K, T> RestoreSink for KeyedListState<K, T>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    T: Copy + Wire,
+    K: StateKey + Wire,
+    T: StateValue + Wire,
 {
     type Entry = (K, u32, T, u64);
 
@@ -199,16 +208,17 @@ where
         self.elements.reserve(entries);
     }
 
-    fn insert(&mut self, (k, i, v, stamp): Self::Entry, _hash: u64) {
-        if self.elements.get(&(k, i)).is_none() {
+    fn insert(&mut self, (k, i, v, stamp): Self::Entry, hash: u64) {
+        let at = (k, i);
+        if self.elements.get(&at).is_none() {
             *self
                 .restored
                 .get_or_insert_with(|| ValueState::new("restored"))
-                .get_or_insert_with(k, || 0) += 1;
+                .get_or_insert_with_hashed_ref(&at.0, hash, || 0) += 1;
         }
-        self.elements.put((k, i), (v, stamp));
-        let len = self.lens.get_or_insert_with(k, || 0);
+        let len = self.lens.get_or_insert_with_hashed_ref(&at.0, hash, || 0);
         *len = (*len).max(i + 1);
+        self.elements.put(at, (v, stamp));
     }
 
     fn finish(&mut self) {
@@ -220,10 +230,10 @@ where
         let gappy: Vec<K> = restored
             .iter()
             .filter(|&(k, n)| self.lens.get(k) != Some(n))
-            .map(|(k, _)| *k)
+            .map(|(k, _)| k.clone())
             .collect();
         for k in gappy {
-            self.compact(k, None);
+            self.compact(&k, None);
         }
     }
 

@@ -5,7 +5,7 @@
 use std::rc::Rc;
 
 use weir_net::{DecodeError, Wire};
-use weir_state::{KeyHash, ValueState};
+use weir_state::{StateKey, StateValue, ValueState};
 
 use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::core::wire::append_wire;
@@ -18,7 +18,7 @@ use crate::state::ttl::{ttl_for, StateTtlConfig, Ttl, TtlClock};
 
 /// A map entry: the value, its last access, and the neighbouring user keys
 /// of the same key.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct MapSlot<UK, UV> {
     value: UV,
     stamp: u64,
@@ -27,7 +27,7 @@ pub(crate) struct MapSlot<UK, UV> {
 }
 
 /// A key's map: its first user key and its number of entries.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug, Default)]
 struct MapHead<UK> {
     first: UK,
     len: u32,
@@ -37,9 +37,9 @@ struct MapHead<UK> {
 /// key of a [`KeyContext`].
 pub struct KeyedMapState<K, UK, UV>
 where
-    K: Copy + Eq + KeyHash,
-    UK: Copy + Eq + KeyHash,
-    UV: Copy,
+    K: StateKey,
+    UK: StateKey,
+    UV: StateValue,
 {
     entries: ValueState<(K, UK), MapSlot<UK, UV>>,
     heads: ValueState<K, MapHead<UK>>,
@@ -48,9 +48,9 @@ where
 
 impl<K, UK, UV> KeyedMapState<K, UK, UV>
 where
-    K: Copy + Eq + KeyHash,
-    UK: Copy + Eq + KeyHash,
-    UV: Copy,
+    K: StateKey,
+    UK: StateKey,
+    UV: StateValue,
 {
     /// An empty map state named `name` (unique within its operator).
     pub fn new(name: &str) -> Self {
@@ -91,19 +91,19 @@ where
 
     /// The current key's value for `user_key`, if any and not expired.
     pub fn get(&mut self, ctx: &KeyContext<K>, user_key: &UK) -> Option<UV> {
-        let key = (*ctx.key(), *user_key);
-        let slot = *self.entries.get(&key)?;
+        let key = (ctx.key().clone(), user_key.clone());
+        let stamp = self.entries.get(&key)?.stamp;
         if self.ttl.enabled() {
             let now = self.ttl.now();
-            if self.ttl.expired(slot.stamp, now) {
-                self.unlink(key, slot);
+            if self.ttl.expired(stamp, now) {
+                self.unlink(&key);
                 return None;
             }
             if self.ttl.renew_on_read() {
                 self.entries.get_mut(&key).expect("just read").stamp = now;
             }
         }
-        Some(slot.value)
+        self.entries.get(&key).map(|slot| slot.value.clone())
     }
 
     /// True if the current key has a value for `user_key` (a read).
@@ -114,26 +114,29 @@ where
     /// Sets the current key's value for `user_key`.
     pub fn put(&mut self, ctx: &KeyContext<K>, user_key: UK, value: UV) {
         let stamp = self.ttl.now();
-        self.put_stamped(*ctx.key(), user_key, value, stamp);
+        self.put_stamped(ctx.key().clone(), user_key, value, stamp);
     }
 
     /// Sets `(key, user_key)` to `value` last accessed at `stamp`.
     fn put_stamped(&mut self, key: K, user_key: UK, value: UV, stamp: u64) {
-        if let Some(slot) = self.entries.get_mut(&(key, user_key)) {
+        let entry = (key, user_key);
+        if let Some(slot) = self.entries.get_mut(&entry) {
             slot.value = value;
             slot.stamp = stamp;
             return;
         }
+        let (key, user_key) = entry;
         // New entries go to the front of the key's list.
-        let head = self.heads.get(&key).copied();
-        if let Some(h) = head {
+        let head = self.heads.get(&key).cloned();
+        if let Some(h) = &head {
             self.entries
-                .get_mut(&(key, h.first))
+                .get_mut(&(key.clone(), h.first.clone()))
                 .expect("a map head names a stored entry")
-                .prev = Some(user_key);
+                .prev = Some(user_key.clone());
         }
+        let len = head.as_ref().map_or(0, |h| h.len) + 1;
         self.entries.put(
-            (key, user_key),
+            (key.clone(), user_key.clone()),
             MapSlot {
                 value,
                 stamp,
@@ -145,7 +148,7 @@ where
             key,
             MapHead {
                 first: user_key,
-                len: head.map_or(0, |h| h.len) + 1,
+                len,
             },
         );
     }
@@ -161,89 +164,96 @@ where
         user_key: UK,
         f: impl FnOnce(Option<UV>) -> UV,
     ) -> (UV, bool) {
-        let key = (*ctx.key(), user_key);
+        let key = (ctx.key().clone(), user_key);
         let now = self.ttl.now();
         if let Some(slot) = self.entries.get_mut(&key) {
             if !self.ttl.expired(slot.stamp, now) {
-                slot.value = f(Some(slot.value));
+                slot.value = f(Some(std::mem::take(&mut slot.value)));
                 slot.stamp = now;
-                return (slot.value, false);
+                return (slot.value.clone(), false);
             }
-            let expired = *slot;
-            self.unlink(key, expired);
+            self.unlink(&key);
         }
         let value = f(None);
-        self.put_stamped(key.0, user_key, value, now);
+        let (key, user_key) = key;
+        self.put_stamped(key, user_key, value.clone(), now);
         (value, true)
     }
 
     /// Removes the current key's value for `user_key`; returns it unless
     /// it had expired.
     pub fn remove(&mut self, ctx: &KeyContext<K>, user_key: &UK) -> Option<UV> {
-        let key = (*ctx.key(), *user_key);
-        let slot = *self.entries.get(&key)?;
-        self.unlink(key, slot);
+        let key = (ctx.key().clone(), user_key.clone());
+        let slot = self.unlink(&key)?;
         (!self.ttl.expired(slot.stamp, self.ttl.now())).then_some(slot.value)
     }
 
-    /// Removes the entry `key` (stored as `slot`) and its links.
-    fn unlink(&mut self, key: (K, UK), slot: MapSlot<UK, UV>) {
-        let (k, _) = key;
-        if let Some(p) = slot.prev {
+    /// Removes the entry `key` and its links; returns it, if it was stored.
+    fn unlink(&mut self, key: &(K, UK)) -> Option<MapSlot<UK, UV>> {
+        let slot = self.entries.remove(key)?;
+        let k = &key.0;
+        if let Some(p) = &slot.prev {
             self.entries
-                .get_mut(&(k, p))
+                .get_mut(&(k.clone(), p.clone()))
                 .expect("a map entry's predecessor is stored")
-                .next = slot.next;
+                .next = slot.next.clone();
         }
-        if let Some(n) = slot.next {
+        if let Some(n) = &slot.next {
             self.entries
-                .get_mut(&(k, n))
+                .get_mut(&(k.clone(), n.clone()))
                 .expect("a map entry's successor is stored")
-                .prev = slot.prev;
+                .prev = slot.prev.clone();
         }
         let head = self
             .heads
-            .get_mut(&k)
+            .get_mut(k)
             .expect("a stored entry's key has a head");
         head.len -= 1;
         if head.len == 0 {
-            self.heads.remove(&k);
+            self.heads.remove(k);
         } else if slot.prev.is_none() {
-            head.first = slot.next.expect("a head of more entries has a successor");
+            head.first = slot
+                .next
+                .clone()
+                .expect("a head of more entries has a successor");
         }
-        self.entries.remove(&key);
+        Some(slot)
     }
 
     /// Removes the current key's expired entries and, when reads renew
     /// them, renews the others: what every iteration does first.
-    fn prepare_iteration(&mut self, key: K) {
+    fn prepare_iteration(&mut self, key: &K) {
         if !self.ttl.enabled() {
             return;
         }
         let now = self.ttl.now();
         let renew = self.ttl.renew_on_read();
-        let mut cur = self.heads.get(&key).map(|h| h.first);
+        let mut cur = self.heads.get(key).map(|h| h.first.clone());
         while let Some(uk) = cur {
-            let slot = *self.entries.get(&(key, uk)).expect("a listed entry");
-            cur = slot.next;
+            let entry = (key.clone(), uk);
+            let slot = self.entries.get_mut(&entry).expect("a listed entry");
+            cur = slot.next.clone();
             if self.ttl.expired(slot.stamp, now) {
-                self.unlink((key, uk), slot);
+                self.unlink(&entry);
             } else if renew {
-                self.entries.get_mut(&(key, uk)).expect("listed").stamp = now;
+                slot.stamp = now;
             }
         }
     }
 
     /// The current key's `(user key, value)`s, newest first.
     pub fn entries(&mut self, ctx: &KeyContext<K>) -> impl Iterator<Item = (UK, UV)> + '_ {
-        let key = *ctx.key();
-        self.prepare_iteration(key);
-        let mut cur = self.heads.get(&key).map(|h| h.first);
+        let key = ctx.key().clone();
+        self.prepare_iteration(&key);
+        let mut cur = self.heads.get(&key).map(|h| h.first.clone());
         std::iter::from_fn(move || {
-            let uk = cur?;
-            let slot = self.entries.get(&(key, uk)).expect("a listed entry");
-            cur = slot.next;
-            Some((uk, slot.value))
+            let uk = cur.take()?;
+            let slot = self
+                .entries
+                .get(&(key.clone(), uk.clone()))
+                .expect("a listed entry");
+            cur = slot.next.clone();
+            Some((uk, slot.value.clone()))
         })
     }
 
@@ -259,7 +269,7 @@ where
 
     /// The current key's number of (unexpired) entries.
     pub fn len(&mut self, ctx: &KeyContext<K>) -> usize {
-        self.prepare_iteration(*ctx.key());
+        self.prepare_iteration(ctx.key());
         self.heads.get(ctx.key()).map_or(0, |h| h.len as usize)
     }
 
@@ -270,12 +280,12 @@ where
 
     /// Removes every entry of the current key.
     pub fn clear(&mut self, ctx: &KeyContext<K>) {
-        let key = *ctx.key();
-        let mut cur = self.heads.remove(&key).map(|h| h.first);
+        let key = ctx.key();
+        let mut cur = self.heads.remove(key).map(|h| h.first);
         while let Some(uk) = cur {
             cur = self
                 .entries
-                .remove(&(key, uk))
+                .remove(&(key.clone(), uk))
                 .expect("a listed entry")
                 .next;
         }
@@ -284,9 +294,9 @@ where
 
 impl<K, UK, UV> KeyedMapState<K, UK, UV>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    UK: Copy + Eq + KeyHash + Wire,
-    UV: Copy + Wire,
+    K: StateKey + Wire,
+    UK: StateKey + Wire,
+    UV: StateValue + Wire,
 {
     /// A frozen view for a checkpoint (see the module doc for the format).
     pub(crate) fn freeze(&self) -> FrozenTable<(K, UK), MapSlot<UK, UV>> {
@@ -307,9 +317,9 @@ where
 
 impl<K, UK, UV> RestoreSink for KeyedMapState<K, UK, UV>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    UK: Copy + Eq + KeyHash + Wire,
-    UV: Copy + Wire,
+    K: StateKey + Wire,
+    UK: StateKey + Wire,
+    UV: StateValue + Wire,
 {
     type Entry = (K, UK, UV, u64);
 

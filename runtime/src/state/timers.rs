@@ -47,7 +47,7 @@ use std::collections::{BinaryHeap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use weir_net::Wire;
-use weir_state::{KeyGroupAssigner, KeyGroupRange, KeyHash};
+use weir_state::{KeyGroupAssigner, KeyGroupRange, StateKey};
 
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::RestoreScope;
@@ -72,7 +72,7 @@ pub enum TimeDomain {
 
 /// One timer: a key and a timestamp (the hash is the key's, kept so that
 /// neither the heap nor the set rehashes the key).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Timer<K> {
     ts: i64,
     hash: u64,
@@ -153,9 +153,10 @@ impl<K> Default for TimerQueue<K> {
     }
 }
 
-impl<K: Copy + Eq> TimerQueue<K> {
+impl<K: StateKey> TimerQueue<K> {
     fn register(&mut self, timer: Timer<K>) {
-        if self.live.insert(timer) {
+        if !self.live.contains(&timer) {
+            self.live.insert(timer.clone());
             self.heap.push(Reverse(ByTime(timer)));
         }
     }
@@ -164,7 +165,11 @@ impl<K: Copy + Eq> TimerQueue<K> {
         if self.live.remove(timer) && self.heap.len() > 2 * self.live.len() + 1024 {
             // Stale entries outnumber the live ones: rebuild (O(n), at most
             // once per n deletions).
-            self.heap = self.live.iter().map(|&t| Reverse(ByTime(t))).collect();
+            self.heap = self
+                .live
+                .iter()
+                .map(|t| Reverse(ByTime(t.clone())))
+                .collect();
         }
     }
 
@@ -210,13 +215,13 @@ pub struct KeyedTimerService<K> {
     clock: Box<dyn Fn() -> i64>,
 }
 
-impl<K: Copy + Eq + KeyHash> Default for KeyedTimerService<K> {
+impl<K: StateKey> Default for KeyedTimerService<K> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<K: Copy + Eq + KeyHash> KeyedTimerService<K> {
+impl<K: StateKey> KeyedTimerService<K> {
     /// A service without timers whose processing time is the system clock.
     pub fn new() -> Self {
         Self::with_clock(system_time_ms)
@@ -237,7 +242,7 @@ impl<K: Copy + Eq + KeyHash> KeyedTimerService<K> {
         Timer {
             ts,
             hash: ctx.hash(),
-            key: *ctx.key(),
+            key: ctx.key().clone(),
         }
     }
 
@@ -326,7 +331,7 @@ pub trait TimerQueues<K> {
 
 impl<K> TimerQueues<K> for KeyedTimerService<K>
 where
-    K: Copy + Eq + KeyHash + Wire + 'static,
+    K: StateKey + Wire + 'static,
 {
     fn advance_watermark(&mut self, watermark: i64) {
         self.watermark = self.watermark.max(watermark);
@@ -349,7 +354,7 @@ where
             (EVENT_TIMERS_STATE, &self.event),
             (PROCESSING_TIMERS_STATE, &self.processing),
         ] {
-            let entries: Vec<(K, i64)> = queue.live.iter().map(|t| (t.key, t.ts)).collect();
+            let entries: Vec<(K, i64)> = queue.live.iter().map(|t| (t.key.clone(), t.ts)).collect();
             out.push((name.to_owned(), Box::new(FrozenTimers { entries })));
         }
     }
@@ -368,7 +373,7 @@ struct FrozenTimers<K> {
 /// Entries per serialization part.
 const TIMER_CHUNK: usize = 1 << 16;
 
-impl<K: Copy + KeyHash + Wire> FrozenKeyedState for FrozenTimers<K> {
+impl<K: StateKey + Wire> FrozenKeyedState for FrozenTimers<K> {
     fn len(&self) -> usize {
         self.entries.len()
     }
@@ -421,7 +426,7 @@ fn restore_queue<K>(
     queue: &mut TimerQueue<K>,
 ) -> Result<(), RestoreError>
 where
-    K: Copy + Eq + KeyHash + Wire,
+    K: StateKey + Wire,
 {
     let mine = scope.key_groups();
     let groups = KeyGroupAssigner::new(scope.max_parallelism(), 1);
@@ -448,7 +453,7 @@ where
         }
         block.check.update(bytes);
         scope.finish_check(name, block.check)?;
-        for &t in &found {
+        for t in found.drain(..) {
             queue.register(t);
         }
     }

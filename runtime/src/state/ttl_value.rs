@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use weir_net::Wire;
-use weir_state::{KeyHash, ValueState};
+use weir_state::{StateKey, StateValue, ValueState};
 
 use crate::state::aggregating::AccTable;
 use crate::state::codec::FrozenTable;
@@ -17,16 +17,16 @@ use crate::state::ttl::{ttl_for, StateTtlConfig, TtlClock};
 /// state without TTL costs nothing for it.
 pub struct KeyedTtlValueState<K, V>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     acc: AccTable<K, V>,
 }
 
 impl<K, V> KeyedTtlValueState<K, V>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     /// An empty value state named `name` whose values live as `config`
     /// says, on processing time.
@@ -71,8 +71,8 @@ where
 
 impl<K, V> KeyedTtlValueState<K, V>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    V: Copy + Wire,
+    K: StateKey + Wire,
+    V: StateValue + Wire,
 {
     /// A frozen view for a checkpoint (see the module doc for the format).
     pub(crate) fn freeze(&self) -> FrozenTable<K, (V, u64)> {

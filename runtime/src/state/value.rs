@@ -1,7 +1,7 @@
 //! Flink's keyed `ValueState`, stored in the worker's own arena
 //! ([`weir_state::ValueState`]), one entry per key, no allocation per entry.
 
-use weir_state::{KeyHash, ValueState};
+use weir_state::{StateKey, StateValue, ValueState};
 
 use crate::state::key_context::KeyContext;
 use crate::state::registry::{register_state, StateKind};
@@ -10,13 +10,13 @@ use crate::state::registry::{register_state, StateKind};
 /// key of a [`KeyContext`].
 pub struct KeyedValueState<K, V>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     inner: ValueState<K, V>,
 }
 
-impl<K: Copy + Eq + KeyHash, V: Copy> KeyedValueState<K, V> {
+impl<K: StateKey, V: StateValue> KeyedValueState<K, V> {
     /// An empty state named `name` (the name identifies it in snapshots;
     /// unique within its operator).
     pub fn new(name: &str) -> Self {
@@ -41,16 +41,23 @@ impl<K: Copy + Eq + KeyHash, V: Copy> KeyedValueState<K, V> {
         &mut self.inner
     }
 
-    /// The current key's value, if any.
+    /// The current key's value, if any (a copy, as Flink's `value()`
+    /// returns the stored object; [`value_ref`](Self::value_ref) borrows).
     #[inline]
     pub fn value(&self, ctx: &KeyContext<K>) -> Option<V> {
-        self.inner.get_hashed(&ctx.key, ctx.hash).copied()
+        self.inner.get_hashed(&ctx.key, ctx.hash).cloned()
+    }
+
+    /// The current key's value, borrowed (no clone of a `String`).
+    #[inline]
+    pub fn value_ref(&self, ctx: &KeyContext<K>) -> Option<&V> {
+        self.inner.get_hashed(&ctx.key, ctx.hash)
     }
 
     /// Sets the current key's value.
     #[inline]
     pub fn update(&mut self, ctx: &KeyContext<K>, value: V) {
-        self.inner.put_hashed(ctx.key, ctx.hash, value);
+        self.inner.put_hashed_ref(&ctx.key, ctx.hash, value);
     }
 
     /// Removes the current key's value.
@@ -68,7 +75,7 @@ impl<K: Copy + Eq + KeyHash, V: Copy> KeyedValueState<K, V> {
         init: impl FnOnce() -> V,
     ) -> &mut V {
         self.inner
-            .get_or_insert_with_hashed(ctx.key, ctx.hash, init)
+            .get_or_insert_with_hashed_ref(&ctx.key, ctx.hash, init)
     }
 
     /// Keys with a value on this subtask.

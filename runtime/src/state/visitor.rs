@@ -3,7 +3,7 @@
 //! ([`OperatorStates`]).
 
 use weir_net::Wire;
-use weir_state::KeyHash;
+use weir_state::{StateKey, StateValue};
 
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::keyed_restore::restore_entries;
@@ -94,8 +94,8 @@ impl KeyedStates<'_> {
     /// Visits a keyed `ValueState`.
     pub fn value<K, V>(&mut self, state: &mut KeyedValueState<K, V>)
     where
-        K: Copy + Eq + KeyHash + Wire,
-        V: Copy + Wire,
+        K: StateKey + Wire,
+        V: StateValue + Wire,
     {
         let name = state.name().to_owned();
         self.visit(
@@ -109,9 +109,9 @@ impl KeyedStates<'_> {
     /// Visits a keyed `MapState`.
     pub fn map<K, UK, UV>(&mut self, state: &mut KeyedMapState<K, UK, UV>)
     where
-        K: Copy + Eq + KeyHash + Wire,
-        UK: Copy + Eq + KeyHash + Wire,
-        UV: Copy + Wire,
+        K: StateKey + Wire,
+        UK: StateKey + Wire,
+        UV: StateValue + Wire,
     {
         let name = state.name().to_owned();
         self.visit(
@@ -125,8 +125,8 @@ impl KeyedStates<'_> {
     /// Visits a keyed `ListState`.
     pub fn list<K, T>(&mut self, state: &mut KeyedListState<K, T>)
     where
-        K: Copy + Eq + KeyHash + Wire,
-        T: Copy + Wire,
+        K: StateKey + Wire,
+        T: StateValue + Wire,
     {
         let name = state.name().to_owned();
         self.visit(
@@ -140,8 +140,8 @@ impl KeyedStates<'_> {
     /// Visits a keyed `ReducingState`.
     pub fn reducing<K, V, F>(&mut self, state: &mut KeyedReducingState<K, V, F>)
     where
-        K: Copy + Eq + KeyHash + Wire,
-        V: Copy + Wire,
+        K: StateKey + Wire,
+        V: StateValue + Wire,
         F: Fn(V, V) -> V,
     {
         let name = state.name().to_owned();
@@ -156,8 +156,8 @@ impl KeyedStates<'_> {
     /// Visits a keyed `ValueState` with a time-to-live.
     pub fn ttl_value<K, V>(&mut self, state: &mut KeyedTtlValueState<K, V>)
     where
-        K: Copy + Eq + KeyHash + Wire,
-        V: Copy + Wire,
+        K: StateKey + Wire,
+        V: StateValue + Wire,
     {
         let name = state.name().to_owned();
         self.visit(
@@ -171,7 +171,7 @@ impl KeyedStates<'_> {
     /// Visits a keyed `AggregatingState`.
     pub fn aggregating<K, A>(&mut self, state: &mut KeyedAggregatingState<K, A>)
     where
-        K: Copy + Eq + KeyHash + Wire,
+        K: StateKey + Wire,
         A: AggregateFunction,
         A::Acc: Wire,
     {
@@ -198,16 +198,16 @@ pub type OperatorStates<'a> = StateVisitor<'a, dyn FrozenOperatorList + 'static>
 
 impl OperatorStates<'_> {
     /// Visits a list state with even-split redistribution.
-    pub fn list<T: Copy + Wire>(&mut self, state: &mut OperatorListState<T>) {
+    pub fn list<T: StateValue + Wire>(&mut self, state: &mut OperatorListState<T>) {
         self.list_of(&mut state.0, Redistribution::EvenSplit);
     }
 
     /// Visits a list state with union redistribution.
-    pub fn union_list<T: Copy + Wire>(&mut self, state: &mut UnionListState<T>) {
+    pub fn union_list<T: StateValue + Wire>(&mut self, state: &mut UnionListState<T>) {
         self.list_of(&mut state.0, Redistribution::Union);
     }
 
-    fn list_of<T: Copy + Wire>(&mut self, list: &mut ArenaList<T>, mode: Redistribution) {
+    fn list_of<T: StateValue + Wire>(&mut self, list: &mut ArenaList<T>, mode: Redistribution) {
         let name = list.name.clone();
         self.visit(
             &name,

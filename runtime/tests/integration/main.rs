@@ -26,6 +26,7 @@ mod state_kinds;
 mod strings;
 mod timers;
 mod two_input;
+mod variable_state;
 mod w1;
 mod windows;
 

@@ -3,9 +3,11 @@
 //! `HashMap` with freezes interleaved.
 
 use super::*;
+use std::rc::Rc;
+use crate::key_group::KeyHash;
 
 /// A key whose hash is its value: lets tests aim keys at chosen buckets.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, Default)]
 struct RawHash(u64);
 impl KeyHash for RawHash {
     fn key_hash(&self) -> u64 {
@@ -13,9 +15,84 @@ impl KeyHash for RawHash {
     }
 }
 
+/// A value that owns memory: `token`'s strong count says how many copies
+/// of it are alive (`Default` holds none).
+#[derive(Clone, Debug, Default)]
+struct Tracked(Option<Rc<()>>);
+
+/// Copies of `token` alive besides `token` itself.
+fn alive(token: &Rc<()>) -> usize {
+    Rc::strong_count(token) - 1
+}
+
+#[test]
+fn values_that_own_memory_are_freed_by_removal_clear_and_drop() {
+    let token = Rc::new(());
+    let mut s: ValueState<String, Tracked> = ValueState::new("owned");
+    for i in 0..5_000 {
+        s.put(format!("key-{i}"), Tracked(Some(token.clone())));
+    }
+    // Growth moved the entries: no copy left behind.
+    assert_eq!(alive(&token), 5_000);
+    assert_eq!(s.get(&"key-42".to_string()).map(|t| t.0.is_some()), Some(true));
+
+    // A view keeps what it saw; removals after the freeze copy chunks.
+    let view = s.freeze();
+    for i in 0..2_000 {
+        assert!(s.remove(&format!("key-{i}")).is_some());
+    }
+    assert!(alive(&token) >= 5_000, "the view still holds every entry");
+    assert_eq!(view.len(), 5_000);
+    drop(view);
+    assert_eq!(alive(&token), 3_000, "removed entries are freed");
+    assert_index_invariant(&s);
+
+    // Overwrites drop the old value; get_or_insert keeps one.
+    s.put("key-4999".to_string(), Tracked::default());
+    assert_eq!(alive(&token), 2_999);
+    s.get_or_insert_with("key-4998".to_string(), || Tracked(Some(token.clone())));
+    assert_eq!(alive(&token), 2_999);
+
+    let view = s.freeze();
+    s.clear();
+    assert_eq!(view.len(), 3_000);
+    drop(view);
+    assert_eq!(alive(&token), 0, "clear frees every entry");
+    for i in 0..100 {
+        s.put(format!("again-{i}"), Tracked(Some(token.clone())));
+    }
+    drop(s);
+    assert_eq!(alive(&token), 0, "dropping the state frees every entry");
+}
+
+#[test]
+fn string_keys_and_values_fold_and_remove_like_a_map() {
+    let mut s: ValueState<String, String> = ValueState::new("strings");
+    let mut m = std::collections::HashMap::new();
+    for i in 0..3_000u64 {
+        let k = format!("user-{}", i % 700);
+        let hash = k.key_hash();
+        s.upsert_hashed(k.clone(), hash, |old| {
+            let mut v = old.unwrap_or_default();
+            v.push_str(&i.to_string());
+            v
+        });
+        m.entry(k).or_insert_with(String::new).push_str(&i.to_string());
+        if i % 5 == 0 {
+            let gone = format!("user-{}", (i * 7) % 700);
+            assert_eq!(s.remove(&gone), m.remove(&gone));
+        }
+    }
+    assert_eq!(s.len(), m.len());
+    for (k, v) in &m {
+        assert_eq!(s.get(k), Some(v));
+    }
+    assert_index_invariant(&s);
+}
+
 /// Checks the linear-probing invariant: no empty slot between any
 /// entry's bucket and its position, tags match keys, and `len` is right.
-fn assert_index_invariant<K: Copy + Eq + KeyHash + std::fmt::Debug, V: Copy>(s: &ValueState<K, V>) {
+fn assert_index_invariant<K: StateKey + std::fmt::Debug, V: StateValue>(s: &ValueState<K, V>) {
     let mut used = 0;
     for pos in 0..s.slots.len() {
         let slot = s.slots.get(pos);
@@ -193,25 +270,26 @@ fn panicking_initialiser_leaves_state_unchanged() {
 /// and by lookup.
 fn assert_view_eq<K, V>(f: &FrozenValueState<K, V>, want: &std::collections::HashMap<K, V>)
 where
-    K: Copy + Eq + KeyHash + std::hash::Hash + std::fmt::Debug,
-    V: Copy + PartialEq + std::fmt::Debug,
+    K: StateKey + std::hash::Hash + std::fmt::Debug,
+    V: StateValue + PartialEq + std::fmt::Debug,
 {
-    let seen: std::collections::HashMap<K, V> = f.iter().map(|(k, v)| (*k, *v)).collect();
+    let seen: std::collections::HashMap<K, V> =
+        f.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(f.iter().count(), seen.len(), "a view yielded a key twice");
     assert_eq!(&seen, want);
     assert_eq!((f.len(), f.is_empty()), (want.len(), want.is_empty()));
     // Part by part (as a snapshot serializes it), the same entries in the
     // same order, whatever the split; chunks past the end yield nothing.
-    let whole: Vec<(K, V)> = f.iter().map(|(k, v)| (*k, *v)).collect();
+    let whole: Vec<(K, V)> = f.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let n = f.chunk_count();
     for parts in [1, 2, 3, n.max(1), n + 2] {
         let mut joined = Vec::new();
         for p in 0..parts {
             let chunks = n * p / parts..n * (p + 1) / parts;
-            joined.extend(f.iter_chunks(chunks.clone()).map(|(k, v)| (*k, *v)));
+            joined.extend(f.iter_chunks(chunks.clone()).map(|(k, v)| (k.clone(), v.clone())));
             let mut visited = Vec::new();
-            f.for_each_in_chunks(chunks.clone(), |k, v| visited.push((*k, *v)));
-            let iterated: Vec<(K, V)> = f.iter_chunks(chunks).map(|(k, v)| (*k, *v)).collect();
+            f.for_each_in_chunks(chunks.clone(), |k, v| visited.push((k.clone(), v.clone())));
+            let iterated: Vec<(K, V)> = f.iter_chunks(chunks).map(|(k, v)| (k.clone(), v.clone())).collect();
             assert_eq!(visited, iterated, "for_each_in_chunks, part {p} of {parts}");
         }
         assert_eq!(joined, whole, "{parts} parts of {n} chunks");
@@ -388,9 +466,9 @@ mod model {
     //! equal the model as it was when the view was taken.
 
     use super::{assert_index_invariant, assert_view_eq, RawHash};
-    use crate::key_group::{fmix64, KeyHash};
+    use crate::key_group::fmix64;
     use crate::value_state::FrozenValueState;
-    use crate::ValueState;
+    use crate::{StateKey, ValueState};
     use proptest::prelude::*;
     use std::collections::HashMap;
     use std::fmt::Debug;
@@ -449,7 +527,7 @@ mod model {
     /// Runs `ops`; with `check_views_often`, compares every alive view with
     /// its model after every operation (else when it is dropped and at the
     /// end), to catch a write that leaks into a view only for a while.
-    fn run<K: Copy + Eq + KeyHash + Hash + Debug>(
+    fn run<K: StateKey + Hash + Debug>(
         ops: &[Op<K>],
         check_views_often: bool,
     ) -> Result<(), TestCaseError> {
@@ -461,13 +539,13 @@ mod model {
         // it: its capacity never exceeds what the peak of those needs.
         let mut peak = 0;
         for op in ops {
-            match *op {
+            match op.clone() {
                 Op::Put(k, v) => {
-                    s.put(k, v);
+                    s.put(k.clone(), v);
                     m.insert(k, v);
                 }
                 Op::Load(k, v) => {
-                    s.load_hashed(k, k.key_hash(), v);
+                    s.load_hashed(k.clone(), k.key_hash(), v);
                     m.insert(k, v);
                 }
                 Op::Get(k) => prop_assert_eq!(s.get(&k), m.get(&k)),
@@ -481,15 +559,17 @@ mod model {
                 }
                 Op::Remove(k) => prop_assert_eq!(s.remove(&k), m.remove(&k)),
                 Op::GetOrInsert(k, v, d) => {
-                    let got = s.get_or_insert_with(k, || v);
+                    let got = s.get_or_insert_with(k.clone(), || v);
                     *got = got.wrapping_add(d);
                     let want = m.entry(k).or_insert(v);
                     *want = want.wrapping_add(d);
                     prop_assert_eq!(*got, *want);
                 }
                 Op::Upsert(k, v, d) => {
+                    let hash = k.key_hash();
                     let (got, new) = s
-                        .upsert_hashed(k, k.key_hash(), |old| old.map_or(v, |o| o.wrapping_add(d)));
+                        .upsert_hashed(k.clone(), hash, |old| old.map_or(v, |o| o.wrapping_add(d)));
+                    let got = *got;
                     let was_absent = !m.contains_key(&k);
                     let want = *m
                         .entry(k)
@@ -497,19 +577,19 @@ mod model {
                         .or_insert(v);
                     prop_assert_eq!((got, new), (want, was_absent));
                 }
-                Op::UpsertRun(ref run) => {
-                    let records = run.iter().map(|&(k, v, d)| (k, k.key_hash(), (v, d)));
+                Op::UpsertRun(run) => {
+                    let records = run.iter().map(|(k, v, d)| (k.clone(), k.key_hash(), (*v, *d)));
                     let taken = s.upsert_run(records, |old, (v, d)| {
                         old.map_or(v, |o: u32| o.wrapping_add(d))
                     });
                     prop_assert_eq!(taken, run.len());
-                    for &(k, v, d) in run {
-                        m.entry(k)
-                            .and_modify(|o| *o = o.wrapping_add(d))
-                            .or_insert(v);
+                    for (k, v, d) in &run {
+                        m.entry(k.clone())
+                            .and_modify(|o| *o = o.wrapping_add(*d))
+                            .or_insert(*v);
                     }
-                    for &(k, _, _) in run {
-                        prop_assert_eq!(s.get(&k), m.get(&k));
+                    for (k, _, _) in &run {
+                        prop_assert_eq!(s.get(k), m.get(k));
                     }
                 }
                 Op::Clear => {
@@ -563,7 +643,7 @@ mod model {
             "capacity {} for a peak of {peak}",
             s.capacity()
         );
-        let seen: HashMap<K, u32> = s.iter().map(|(k, v)| (*k, *v)).collect();
+        let seen: HashMap<K, u32> = s.iter().map(|(k, v)| (k.clone(), *v)).collect();
         prop_assert_eq!(s.iter().count(), seen.len(), "iter yielded a key twice");
         prop_assert_eq!(seen, m.clone());
         for (k, v) in &m {
@@ -578,6 +658,13 @@ mod model {
         /// Few keys: constant hits, overwrites and remove/reinsert churn.
         #[test]
         fn small_key_space(ops in ops(0u64..16, 400)) {
+            run(&ops, true)?;
+        }
+
+        /// Keys that own memory (`String`): moved, taken and cloned, never
+        /// copied bit for bit.
+        #[test]
+        fn string_keys(ops in ops((0u64..300).prop_map(|x| format!("user-{x}")), 800)) {
             run(&ops, true)?;
         }
 

@@ -1,7 +1,7 @@
 //! The user's functions of the broadcast state pattern: keyed and non-keyed.
 
 use weir_net::Wire;
-use weir_state::KeyHash;
+use weir_state::StateKey;
 
 use crate::chain::control::Collector;
 use crate::operators::broadcast::state::BroadcastState;
@@ -13,7 +13,7 @@ use crate::state::visitor::KeyedStates;
 /// `KeyedBroadcastProcessFunction`).
 pub trait KeyedBroadcastProcessFunction: 'static {
     /// The keyed input's key type.
-    type Key: Copy + Eq + KeyHash + 'static;
+    type Key: StateKey + 'static;
     /// Records of the keyed input.
     type In;
     /// Records of the broadcast input.
@@ -21,9 +21,9 @@ pub trait KeyedBroadcastProcessFunction: 'static {
     /// Records out.
     type Out;
     /// Keys of the broadcast state.
-    type StateKey: Copy + Eq + KeyHash + Wire;
+    type StateKey: weir_state::StateKey + Wire;
     /// Values of the broadcast state.
-    type StateValue: Copy + Wire;
+    type StateValue: weir_state::StateValue + Wire;
 
     /// Processes one keyed record of key `ctx.key()`; the broadcast state
     /// is read-only here.
@@ -79,9 +79,9 @@ pub trait BroadcastProcessFunction: 'static {
     /// Records out.
     type Out;
     /// Keys of the broadcast state.
-    type StateKey: Copy + Eq + KeyHash + Wire;
+    type StateKey: weir_state::StateKey + Wire;
     /// Values of the broadcast state.
-    type StateValue: Copy + Wire;
+    type StateValue: weir_state::StateValue + Wire;
 
     /// Processes one record of the non-broadcast input; the broadcast
     /// state is read-only here.

@@ -2,7 +2,7 @@
 //! read-only broadcast state, broadcast records the state read-write.
 
 use weir_net::{WatermarkStatus, Wire};
-use weir_state::KeyHash;
+use weir_state::{StateKey, StateValue};
 
 use crate::build::context::BuildContext;
 use crate::build::error::{BuildError, Restoring};
@@ -30,8 +30,8 @@ pub(crate) fn restore_broadcast<K, V>(
     state: &mut BroadcastState<K, V>,
 ) -> Result<(), BuildError>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    V: Copy + Wire,
+    K: StateKey + Wire,
+    V: StateValue + Wire,
 {
     let bytes = scope
         .inline_replicated(BROADCAST_STATE)

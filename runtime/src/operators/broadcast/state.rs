@@ -2,7 +2,7 @@
 //! sees the same broadcast records in the same order.
 
 use weir_net::{DecodeError, Wire};
-use weir_state::{KeyHash, ValueState};
+use weir_state::{StateKey, StateValue, ValueState};
 
 /// Name of the broadcast state in an operator's inline state.
 pub const BROADCAST_STATE: &str = "broadcast-state";
@@ -11,16 +11,16 @@ pub const BROADCAST_STATE: &str = "broadcast-state";
 /// holds a copy of, written only from broadcast records.
 pub struct BroadcastState<K, V>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     table: ValueState<K, V>,
 }
 
 impl<K, V> Default for BroadcastState<K, V>
 where
-    K: Copy + Eq + KeyHash,
-    V: Copy,
+    K: StateKey,
+    V: StateValue,
 {
     fn default() -> Self {
         Self {
@@ -31,12 +31,12 @@ where
 
 impl<K, V> BroadcastState<K, V>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    V: Copy + Wire,
+    K: StateKey + Wire,
+    V: StateValue + Wire,
 {
     /// The value of `key`, if any.
     pub fn get(&self, key: &K) -> Option<V> {
-        self.table.get(key).copied()
+        self.table.get(key).cloned()
     }
 
     /// Whether `key` has a value.
@@ -61,7 +61,7 @@ where
 
     /// Every entry, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (K, V)> + '_ {
-        self.table.iter().map(|(k, v)| (*k, *v))
+        self.table.iter().map(|(k, v)| (k.clone(), v.clone()))
     }
 
     /// Number of entries.

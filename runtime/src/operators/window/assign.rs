@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use weir_net::Wire;
-use weir_state::KeyHash;
+use weir_state::StateKey;
 
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::late_data::LateOutput;
@@ -39,7 +39,7 @@ pub trait Windowing<T>: Clone + Send + Sync + 'static {
     /// emits `(key, window_start, result)`.
     type Incremental<K, W>: KeyedProcessFunction<Key = K, In = T, Out = (K, i64, W::Out)>
     where
-        K: Copy + Eq + KeyHash + Wire + 'static,
+        K: StateKey + Wire + 'static,
         W: MergeFold<In = T>,
         W::Acc: Wire;
 
@@ -53,7 +53,7 @@ pub trait Windowing<T>: Clone + Send + Sync + 'static {
         late: Option<LateOutput<T>>,
     ) -> Self::Incremental<K, W>
     where
-        K: Copy + Eq + KeyHash + Wire + 'static,
+        K: StateKey + Wire + 'static,
         W: MergeFold<In = T>,
         W::Acc: Wire;
 
@@ -70,7 +70,7 @@ pub(crate) fn general_incremental<K, T, W>(
     late: Option<LateOutput<T>>,
 ) -> GeneralWindowOperator<K, T, Accumulated<W, KeyStartResult>>
 where
-    K: Copy + Eq + KeyHash + Wire + 'static,
+    K: StateKey + Wire + 'static,
     T: 'static,
     W: MergeFold<In = T>,
     W::Acc: Wire,
@@ -86,7 +86,7 @@ fn fast_incremental<K, W, A>(
     late: Option<LateOutput<W::In>>,
 ) -> WindowOperator<K, W, A>
 where
-    K: Copy + Eq + KeyHash,
+    K: StateKey,
     W: crate::operators::window::fold::WindowFold,
     A: crate::operators::window::event_time::WindowAssigner<W::In>,
 {
@@ -105,7 +105,7 @@ where
     type Incremental<K, W>
         = WindowOperator<K, W, Self>
     where
-        K: Copy + Eq + KeyHash + Wire + 'static,
+        K: StateKey + Wire + 'static,
         W: MergeFold<In = T>,
         W::Acc: Wire;
 
@@ -116,7 +116,7 @@ where
         late: Option<LateOutput<T>>,
     ) -> Self::Incremental<K, W>
     where
-        K: Copy + Eq + KeyHash + Wire + 'static,
+        K: StateKey + Wire + 'static,
         W: MergeFold<In = T>,
         W::Acc: Wire,
     {
@@ -144,7 +144,7 @@ where
     type Incremental<K, W>
         = WindowOperator<K, W, Self>
     where
-        K: Copy + Eq + KeyHash + Wire + 'static,
+        K: StateKey + Wire + 'static,
         W: MergeFold<In = T>,
         W::Acc: Wire;
 
@@ -155,7 +155,7 @@ where
         late: Option<LateOutput<T>>,
     ) -> Self::Incremental<K, W>
     where
-        K: Copy + Eq + KeyHash + Wire + 'static,
+        K: StateKey + Wire + 'static,
         W: MergeFold<In = T>,
         W::Acc: Wire,
     {
@@ -191,7 +191,7 @@ macro_rules! general_windowing {
                     $crate::operators::window::contents::Accumulated<W, $crate::operators::window::contents::KeyStartResult>,
                 >
             where
-                K: Copy + Eq + $crate::KeyHash + $crate::Wire + 'static,
+                K: $crate::StateKey + $crate::Wire + 'static,
                 W: $crate::operators::window::contents::MergeFold<In = $t>,
                 W::Acc: $crate::Wire;
 
@@ -202,7 +202,7 @@ macro_rules! general_windowing {
                 late: Option<$crate::operators::late_data::LateOutput<$t>>,
             ) -> Self::Incremental<K, W>
             where
-                K: Copy + Eq + $crate::KeyHash + $crate::Wire + 'static,
+                K: $crate::StateKey + $crate::Wire + 'static,
                 W: $crate::operators::window::contents::MergeFold<In = $t>,
                 W::Acc: $crate::Wire,
             {

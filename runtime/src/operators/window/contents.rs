@@ -15,7 +15,7 @@
 use std::marker::PhantomData;
 
 use weir_net::Wire;
-use weir_state::KeyHash;
+use weir_state::{StateKey, StateValue};
 
 use crate::chain::control::Collector;
 use crate::operators::window::fold::{AggregateFold, ReduceFold, WindowFold};
@@ -42,7 +42,7 @@ impl<A: AggregateFunction + Clone + Send + Sync> MergeFold for AggregateFold<A> 
 
 impl<T, F> MergeFold for ReduceFold<T, F>
 where
-    T: Copy + 'static,
+    T: StateValue + 'static,
     F: Fn(T, T) -> T + Clone + Send + Sync + 'static,
 {
     fn merge(&self, a: T, b: T) -> T {
@@ -91,7 +91,7 @@ pub trait WindowFunction<K, R>: 'static {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KeyStartResult;
 
-impl<K: Copy + 'static, R: 'static> WindowFunction<K, R> for KeyStartResult {
+impl<K: Clone + 'static, R: 'static> WindowFunction<K, R> for KeyStartResult {
     type Out = (K, i64, R);
 
     #[inline]
@@ -102,7 +102,7 @@ impl<K: Copy + 'static, R: 'static> WindowFunction<K, R> for KeyStartResult {
         result: R,
         out: &mut WindowCollector<'_, (K, i64, R)>,
     ) {
-        out.collect((*key, window.start, result));
+        out.collect((key.clone(), window.start, result));
     }
 }
 
@@ -203,7 +203,7 @@ where
 pub trait WindowContents<K, T>: 'static {
     /// Stored with the window in the window set: the accumulator, or the
     /// element count.
-    type Meta: Copy + Wire;
+    type Meta: StateValue + Wire;
     /// Records out.
     type Out;
 
@@ -313,8 +313,8 @@ where
 /// `(state id, index)`, handed to `function` when the window fires.
 pub struct Buffered<K, T, P>
 where
-    K: Copy + Eq + KeyHash,
-    T: Copy,
+    K: StateKey,
+    T: StateValue,
 {
     elements: KeyedMapState<K, (i64, u32), T>,
     function: P,
@@ -323,8 +323,8 @@ where
 
 impl<K, T, P> Buffered<K, T, P>
 where
-    K: Copy + Eq + KeyHash,
-    T: Copy,
+    K: StateKey,
+    T: StateValue,
 {
     /// Contents buffering elements for `function`.
     pub fn new(function: P) -> Self {
@@ -343,8 +343,8 @@ where
 
 impl<K, T, P> WindowContents<K, T> for Buffered<K, T, P>
 where
-    K: Copy + Eq + KeyHash + Wire + 'static,
-    T: Copy + Wire + 'static,
+    K: StateKey + Wire + 'static,
+    T: StateValue + Wire + 'static,
     P: ProcessWindowFunction<K, T>,
 {
     type Meta = u32;

@@ -3,6 +3,8 @@
 
 use std::marker::PhantomData;
 
+use weir_state::StateValue;
+
 use crate::state::aggregating::AggregateFunction;
 
 /// How a window's accumulator takes a record and yields its result: the
@@ -11,7 +13,7 @@ pub trait WindowFold: 'static {
     /// Records in.
     type In;
     /// The accumulator stored per `(key, window)`.
-    type Acc: Copy;
+    type Acc: StateValue;
     /// The window's result.
     type Out;
 
@@ -68,7 +70,7 @@ impl<T, F> ReduceFold<T, F> {
 
 impl<T, F> WindowFold for ReduceFold<T, F>
 where
-    T: Copy + 'static,
+    T: StateValue + 'static,
     F: Fn(T, T) -> T + 'static,
 {
     type In = T;
@@ -84,6 +86,6 @@ where
     }
 
     fn result(&self, acc: &T) -> T {
-        *acc
+        acc.clone()
     }
 }

@@ -46,7 +46,7 @@
 //! open windows for those ending (or cleaned up) then: a key has few.
 
 use weir_net::Wire;
-use weir_state::KeyHash;
+use weir_state::StateKey;
 
 use crate::chain::control::Collector;
 use crate::operators::keyed::function::KeyedProcessFunction;
@@ -70,7 +70,7 @@ type Slot<M> = (i64, (i64, i64, M));
 /// [module docs](self)).
 pub struct GeneralWindowOperator<K, T, C>
 where
-    K: Copy + Eq + KeyHash,
+    K: StateKey,
     C: WindowContents<K, T>,
 {
     spec: WindowSpec<T>,
@@ -86,7 +86,7 @@ where
 
 impl<K, T, C> GeneralWindowOperator<K, T, C>
 where
-    K: Copy + Eq + KeyHash + Wire + 'static,
+    K: StateKey + Wire + 'static,
     T: 'static,
     C: WindowContents<K, T>,
 {
@@ -261,8 +261,8 @@ where
             let mut grew = false;
             let mut i = members;
             while i < sessions.len() {
-                let (start, (end, _, _)) = sessions[i];
-                let w = TimeWindow::new(start, end);
+                let (start, (end, _, _)) = &sessions[i];
+                let w = TimeWindow::new(*start, *end);
                 if merged.intersects(&w) {
                     merged = merged.cover(&w);
                     sessions.swap(members, i);
@@ -282,7 +282,8 @@ where
                 return;
             }
             let meta = self.contents.add(ctx, new.start, None, value);
-            self.windows.put(ctx, new.start, (new.end, new.start, meta));
+            self.windows
+                .put(ctx, new.start, (new.end, new.start, meta.clone()));
             self.on_element(ctx, new, new.start, meta, time, out);
             self.scratch = sessions;
             return;
@@ -290,17 +291,18 @@ where
         let (id, mut meta) =
             if members == 1 && sessions[0].0 == merged.start && sessions[0].1 .0 == merged.end {
                 // Inside one session, which does not grow: no merge.
-                let (_, (_, id, meta)) = sessions[0];
+                let (_, (_, id, meta)) = sessions[0].clone();
                 (id, meta)
             } else {
                 // The largest part keeps its contents; the others merge in.
                 let target = (0..members)
                     .max_by_key(|&i| C::weight(&sessions[i].1 .2))
                     .expect("a merge has members");
-                let (_, (_, id, mut meta)) = sessions[target];
-                for (i, &(start, (end, from_id, from))) in sessions[..members].iter().enumerate() {
+                let (_, (_, id, mut meta)) = sessions[target].clone();
+                for (i, (start, (end, from_id, from))) in sessions[..members].iter().enumerate() {
+                    let (start, end) = (*start, *end);
                     if i != target {
-                        meta = self.contents.merge(ctx, id, meta, from_id, from);
+                        meta = self.contents.merge(ctx, id, meta, *from_id, from.clone());
                     }
                     self.windows.remove(ctx, &start);
                     // The merged session's timers go, unless another window of
@@ -309,8 +311,8 @@ where
                     for ts in [self.fire_time(&w), self.cleanup_time(&w)] {
                         let used = [self.fire_time(&merged), self.cleanup_time(&merged)]
                             .contains(&ts)
-                            || sessions[members..].iter().any(|&(s, (e, _, _))| {
-                                let other = TimeWindow::new(s, e);
+                            || sessions[members..].iter().any(|(s, (e, _, _))| {
+                                let other = TimeWindow::new(*s, *e);
                                 self.fire_time(&other) == ts || self.cleanup_time(&other) == ts
                             });
                         if !used {
@@ -321,7 +323,8 @@ where
                 (id, meta)
             };
         meta = self.contents.add(ctx, id, Some(meta), value);
-        self.windows.put(ctx, merged.start, (merged.end, id, meta));
+        self.windows
+            .put(ctx, merged.start, (merged.end, id, meta.clone()));
         self.on_element(ctx, merged, id, meta, time, out);
         self.scratch = sessions;
     }
@@ -338,13 +341,14 @@ where
         let mut windows = std::mem::take(&mut self.scratch);
         windows.clear();
         windows.extend(self.windows.entries(ctx));
-        for &(start, (end, id, meta)) in &windows {
-            let w = TimeWindow::new(start, end);
+        for (start, (end, id, meta)) in &windows {
+            let (start, id) = (*start, *id);
+            let w = TimeWindow::new(start, *end);
             if self.fire_time(&w) == ts {
-                self.contents.emit(ctx, &w, id, &meta, out);
+                self.contents.emit(ctx, &w, id, meta, out);
             }
             if self.cleanup_time(&w) == ts {
-                self.contents.clear(ctx, id, &meta);
+                self.contents.clear(ctx, id, meta);
                 self.windows.remove(ctx, &start);
             }
         }
@@ -354,7 +358,7 @@ where
 
 impl<K, T, C> KeyedProcessFunction for GeneralWindowOperator<K, T, C>
 where
-    K: Copy + Eq + KeyHash + Wire + 'static,
+    K: StateKey + Wire + 'static,
     T: Clone + 'static,
     C: WindowContents<K, T>,
     C::Meta: Wire,

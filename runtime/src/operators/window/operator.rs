@@ -2,7 +2,7 @@
 //! window (a pane), fired as a whole when the watermark passes its end.
 
 use weir_net::Wire;
-use weir_state::KeyHash;
+use weir_state::{KeyHash, StateKey};
 
 use crate::chain::control::Collector;
 use crate::checkpoint::keyed_restore::restore_entries;
@@ -20,7 +20,7 @@ use crate::state::visitor::KeyedStates;
 /// the allowed lateness. Emits `(key, window_start, result)`.
 pub struct WindowOperator<K, W, A>
 where
-    K: Copy + Eq + KeyHash,
+    K: StateKey,
     W: WindowFold,
 {
     assigner: A,
@@ -36,7 +36,7 @@ where
 
 impl<K, W, A> WindowOperator<K, W, A>
 where
-    K: Copy + Eq + KeyHash,
+    K: StateKey,
     W: WindowFold,
     A: WindowAssigner<W::In>,
 {
@@ -125,7 +125,7 @@ where
         out: &mut C,
     ) {
         if let Some(acc) = self.contents.get(ctx, start) {
-            out.collect((*ctx.key(), start, self.fold.result(&acc)));
+            out.collect((ctx.key().clone(), start, self.fold.result(&acc)));
         }
     }
 
@@ -244,7 +244,7 @@ impl Assigned {
 
 impl<K, W, A> KeyedProcessFunction for WindowOperator<K, W, A>
 where
-    K: Copy + Eq + KeyHash + Wire + 'static,
+    K: StateKey + Wire + 'static,
     W: WindowFold,
     W::In: Clone,
     W::Acc: Wire,
@@ -333,7 +333,8 @@ where
                 stopped: None,
             };
             let fold = &self.fold;
-            let head = (key, key.key_hash(), first);
+            let hash = key.key_hash();
+            let head = (key, hash, first);
             let refused = self
                 .contents
                 .fold_run(a.starts.next, head, &mut run, |acc, v| fold.fold(acc, v));

@@ -26,7 +26,7 @@
 
 use weir_net::{DecodeError, Wire};
 use weir_state::value_state::FrozenValueState;
-use weir_state::{KeyGroupAssigner, KeyGroupRange, KeyHash, ValueState};
+use weir_state::{KeyGroupAssigner, KeyGroupRange, StateKey, StateValue, ValueState};
 
 use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::core::snapshot::FrozenKeyedState;
@@ -40,8 +40,8 @@ const SPARE_TABLES: usize = 4;
 /// The accumulators of one window, by key.
 struct Pane<K, A>
 where
-    K: Copy + Eq + KeyHash,
-    A: Copy,
+    K: StateKey,
+    A: StateValue,
 {
     start: i64,
     /// The window fired (on the watermark, or before the checkpoint it was
@@ -53,8 +53,8 @@ where
 /// The open windows of a window operator, one pane per window start.
 pub(crate) struct WindowPanes<K, A>
 where
-    K: Copy + Eq + KeyHash,
-    A: Copy,
+    K: StateKey,
+    A: StateValue,
 {
     name: String,
     /// Sorted by window start, ascending.
@@ -67,8 +67,8 @@ where
 
 impl<K, A> WindowPanes<K, A>
 where
-    K: Copy + Eq + KeyHash,
-    A: Copy,
+    K: StateKey,
+    A: StateValue,
 {
     /// No open window; registers the state `name` (see
     /// [`crate::operators::keyed::function::KeyedProcessFunction::visit_state`]).
@@ -141,7 +141,7 @@ where
     ) -> bool {
         let at = self.pane(start);
         let pane = &mut self.panes[at];
-        pane.table.upsert_hashed(*ctx.key(), ctx.hash(), f);
+        pane.table.upsert_hashed_ref(ctx.key(), ctx.hash(), f);
         pane.fired
     }
 
@@ -185,14 +185,14 @@ where
         if pane.table.is_empty() && fired_if_new {
             pane.fired = true;
         }
-        pane.table.upsert_hashed(*ctx.key(), ctx.hash(), f);
+        pane.table.upsert_hashed_ref(ctx.key(), ctx.hash(), f);
         pane.fired
     }
 
     /// The current key's accumulator of window `start`, if any.
     pub(crate) fn get(&self, ctx: &KeyContext<K>, start: i64) -> Option<A> {
         let pane = self.panes.iter().find(|p| p.start == start)?;
-        pane.table.get_hashed(ctx.key(), ctx.hash()).copied()
+        pane.table.get_hashed(ctx.key(), ctx.hash()).cloned()
     }
 
     /// Fires, in window order, every window whose last timestamp `start +
@@ -216,7 +216,7 @@ where
             if !pane.fired {
                 pane.fired = true;
                 for (k, acc) in pane.table.iter() {
-                    emit(*k, pane.start, acc);
+                    emit(k.clone(), pane.start, acc);
                 }
             }
             if max_ts.saturating_add(lateness) <= watermark {
@@ -251,8 +251,8 @@ where
 /// part of the snapshot ([`FrozenKeyedState::chunk_count`]).
 pub(crate) struct FrozenPanes<K, A>
 where
-    K: Copy + Eq + KeyHash,
-    A: Copy,
+    K: StateKey,
+    A: StateValue,
 {
     panes: Vec<(i64, bool, FrozenValueState<K, A>)>,
 }
@@ -262,8 +262,8 @@ type PaneEntry<K, A> = (K, i64, A, u64);
 
 impl<K, A> FrozenKeyedState for FrozenPanes<K, A>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    A: Copy + Wire,
+    K: StateKey + Wire,
+    A: StateValue + Wire,
 {
     fn len(&self) -> usize {
         self.panes.iter().map(|(_, _, v)| v.len()).sum()
@@ -274,10 +274,10 @@ where
     }
 
     fn estimated_bytes(&self) -> usize {
-        let one = self.panes.iter().find_map(|(s, f, v)| {
+        let one = self.panes.iter().find_map(|(s, _, v)| {
             v.iter()
                 .next()
-                .map(|(k, a)| (*k, *s, *a, u64::from(*f)).encoded_len())
+                .map(|(k, a)| k.encoded_len() + s.encoded_len() + a.encoded_len() + 8)
         });
         one.unwrap_or(0) * FrozenKeyedState::len(self)
     }
@@ -310,8 +310,8 @@ where
 
 impl<K, A> RestoreSink for WindowPanes<K, A>
 where
-    K: Copy + Eq + KeyHash + Wire,
-    A: Copy + Wire,
+    K: StateKey + Wire,
+    A: StateValue + Wire,
 {
     type Entry = PaneEntry<K, A>;
 
@@ -350,6 +350,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weir_state::KeyHash;
 
     fn ctx(k: u64) -> KeyContext<u64> {
         KeyContext::new(k)

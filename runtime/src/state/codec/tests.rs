@@ -176,7 +176,7 @@ fn a_table_block_written_in_place_has_the_serialized_bytes() {
 #[test]
 fn a_table_of_variable_size_entries_has_no_in_place_layout() {
     use crate::core::snapshot::FrozenKeyedState;
-    #[derive(Clone, Copy, Debug, PartialEq)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq)]
     struct Short(u8);
     impl Wire for Short {
         fn encoded_len(&self) -> usize {

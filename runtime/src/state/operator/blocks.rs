@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use weir_net::Wire;
 use weir_state::snapshot::Extent;
-use weir_state::FrozenArena;
+use weir_state::{FrozenArena, StateValue};
 
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::RestoreScope;
@@ -14,13 +14,13 @@ use crate::core::snapshot::{FrozenOperatorList, Redistribution};
 use crate::core::wire::append_wire;
 
 /// The frozen view of an [`ArenaList`].
-pub(crate) struct FrozenList<T: Copy> {
+pub(crate) struct FrozenList<T: StateValue> {
     pub(super) slots: FrozenArena<T>,
     pub(super) len: usize,
     pub(super) mode: Redistribution,
 }
 
-impl<T: Copy + Wire> FrozenOperatorList for FrozenList<T> {
+impl<T: StateValue + Wire> FrozenOperatorList for FrozenList<T> {
     fn len(&self) -> usize {
         self.len
     }

@@ -1,16 +1,16 @@
 //! The operator list states, [`OperatorListState`] (Flink's even-split
 //! redistribution) and [`UnionListState`] (union redistribution), over one
-//! growable list of fixed-size elements in arena chunks ([`ArenaList`]),
+//! growable list of elements in arena chunks ([`ArenaList`]),
 //! and how a list restores itself from every old subtask's blocks.
 //!
-//! Elements are `Copy + Wire` values stored in a `SlotArena`'s chunks, so
+//! Elements are `StateValue + Wire` values stored in a `SlotArena`'s chunks, so
 //! adding one never allocates (the list grows by doubling) and a
 //! checkpoint freezes a list in O(chunks): the frozen view shares the
 //! chunks copy-on-write while the function keeps writing.
 
 use weir_net::Wire;
 use weir_state::arena::CHUNK_LEN;
-use weir_state::SlotArena;
+use weir_state::{SlotArena, StateValue};
 
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::RestoreScope;
@@ -24,13 +24,13 @@ use crate::state::registry::{register_state, StateKind};
 /// Flink's `ListState` operations: [`get`](Self::get) /
 /// [`iter`](Self::iter), [`add`](Self::add), [`add_all`](Self::add_all),
 /// [`update`](Self::update), [`clear`](Self::clear).
-pub struct ArenaList<T: Copy> {
+pub struct ArenaList<T: StateValue> {
     pub(crate) name: String,
     slots: SlotArena<T>,
     len: usize,
 }
 
-impl<T: Copy> ArenaList<T> {
+impl<T: StateValue> ArenaList<T> {
     fn new(name: &str) -> Self {
         register_state(StateKind::Operator, name);
         Self {
@@ -61,12 +61,12 @@ impl<T: Copy> ArenaList<T> {
     /// Element `i`, if `i < len()`.
     #[inline]
     pub fn get(&self, i: usize) -> Option<T> {
-        (i < self.len).then(|| *self.slots.get(i))
+        (i < self.len).then(|| self.slots.get(i).clone())
     }
 
     /// The elements, in order.
     pub fn iter(&self) -> impl Iterator<Item = T> + '_ {
-        self.slots.iter().take(self.len).copied()
+        self.slots.iter().take(self.len).cloned()
     }
 
     /// The elements as a `Vec` (for inspection and tests).
@@ -79,18 +79,18 @@ impl<T: Copy> ArenaList<T> {
     #[inline]
     pub fn add(&mut self, value: T) {
         if self.len == self.slots.len() {
-            self.grow(value);
+            self.grow();
         }
         *self.slots.get_mut(self.len) = value;
         self.len += 1;
     }
 
     #[cold]
-    fn grow(&mut self, fill: T) {
+    fn grow(&mut self) {
         let capacity = (self.slots.len() * 2).max(CHUNK_LEN);
-        let mut bigger = SlotArena::new(capacity, fill);
+        let mut bigger = SlotArena::new(capacity, T::default());
         for (i, v) in self.slots.iter().take(self.len).enumerate() {
-            *bigger.get_mut(i) = *v;
+            *bigger.get_mut(i) = v.clone();
         }
         self.slots = bigger;
     }
@@ -108,9 +108,10 @@ impl<T: Copy> ArenaList<T> {
         self.add_all(values);
     }
 
-    /// Removes every element (keeps the arena for the next ones).
+    /// Removes every element (keeps the arena for the next ones; elements
+    /// that own memory are dropped).
     pub fn clear(&mut self) {
-        self.len = 0;
+        self.truncate(0);
     }
 
     /// Replaces element `i` (a split's progress, say).
@@ -126,7 +127,13 @@ impl<T: Copy> ArenaList<T> {
 
     /// Keeps the first `len` elements (all if there are fewer).
     pub fn truncate(&mut self, len: usize) {
-        self.len = self.len.min(len);
+        let len = self.len.min(len);
+        if std::mem::needs_drop::<T>() {
+            for i in len..self.len {
+                *self.slots.get_mut(i) = T::default();
+            }
+        }
+        self.len = len;
     }
 
     /// Removes element `i` and returns it; the last element takes its
@@ -137,13 +144,13 @@ impl<T: Copy> ArenaList<T> {
     /// If `i >= len()`.
     pub fn swap_remove(&mut self, i: usize) -> T {
         assert!(i < self.len, "element {i} of a list of {}", self.len);
-        let removed = *self.slots.get(i);
-        let last = *self.slots.get(self.len - 1);
-        if i + 1 < self.len {
-            *self.slots.get_mut(i) = last;
-        }
+        let last = std::mem::take(self.slots.get_mut(self.len - 1));
         self.len -= 1;
-        removed
+        if i < self.len {
+            std::mem::replace(self.slots.get_mut(i), last)
+        } else {
+            last
+        }
     }
 
     pub(crate) fn frozen(&self, mode: Redistribution) -> FrozenList<T> {
@@ -157,9 +164,9 @@ impl<T: Copy> ArenaList<T> {
 
 /// Flink's operator `ListState` with even-split redistribution
 /// (`OperatorStateStore.getListState`): see the [module](self) docs.
-pub struct OperatorListState<T: Copy>(pub(crate) ArenaList<T>);
+pub struct OperatorListState<T: StateValue>(pub(crate) ArenaList<T>);
 
-impl<T: Copy> OperatorListState<T> {
+impl<T: StateValue> OperatorListState<T> {
     /// An empty list state named `name` (unique within its operator).
     pub fn new(name: &str) -> Self {
         Self(ArenaList::new(name))
@@ -168,36 +175,36 @@ impl<T: Copy> OperatorListState<T> {
 
 /// Flink's operator `ListState` with union redistribution
 /// (`OperatorStateStore.getUnionListState`): see the [module](self) docs.
-pub struct UnionListState<T: Copy>(pub(crate) ArenaList<T>);
+pub struct UnionListState<T: StateValue>(pub(crate) ArenaList<T>);
 
-impl<T: Copy> UnionListState<T> {
+impl<T: StateValue> UnionListState<T> {
     /// An empty union list state named `name` (unique within its operator).
     pub fn new(name: &str) -> Self {
         Self(ArenaList::new(name))
     }
 }
 
-impl<T: Copy> std::ops::Deref for OperatorListState<T> {
+impl<T: StateValue> std::ops::Deref for OperatorListState<T> {
     type Target = ArenaList<T>;
     fn deref(&self) -> &ArenaList<T> {
         &self.0
     }
 }
 
-impl<T: Copy> std::ops::DerefMut for OperatorListState<T> {
+impl<T: StateValue> std::ops::DerefMut for OperatorListState<T> {
     fn deref_mut(&mut self) -> &mut ArenaList<T> {
         &mut self.0
     }
 }
 
-impl<T: Copy> std::ops::Deref for UnionListState<T> {
+impl<T: StateValue> std::ops::Deref for UnionListState<T> {
     type Target = ArenaList<T>;
     fn deref(&self) -> &ArenaList<T> {
         &self.0
     }
 }
 
-impl<T: Copy> std::ops::DerefMut for UnionListState<T> {
+impl<T: StateValue> std::ops::DerefMut for UnionListState<T> {
     fn deref_mut(&mut self) -> &mut ArenaList<T> {
         &mut self.0
     }
@@ -210,7 +217,7 @@ impl<T: Copy> std::ops::DerefMut for UnionListState<T> {
 /// empty, or a new one) restores empty; if the operator is not (a new
 /// operator), the list is left as the function's constructor made it: it
 /// starts fresh, as in Flink.
-pub(crate) fn restore_list<T: Copy + Wire>(
+pub(crate) fn restore_list<T: StateValue + Wire>(
     scope: &RestoreScope<'_>,
     list: &mut ArenaList<T>,
     mode: Redistribution,

@@ -3,6 +3,8 @@
 
 use std::ops::Range;
 
+use weir_state::StateValue;
+
 use crate::core::snapshot::Redistribution;
 
 /// The range of the `total` concatenated elements that new subtask `index`
@@ -32,7 +34,7 @@ pub fn even_split_range(total: usize, parallelism: usize, index: usize) -> Range
 /// # Panics
 ///
 /// If `index >= new_parallelism`.
-pub fn assigned_to<T: Copy>(
+pub fn assigned_to<T: StateValue>(
     mode: Redistribution,
     old: &[Vec<T>],
     new_parallelism: usize,
@@ -51,16 +53,16 @@ pub fn assigned_to<T: Copy>(
                 .flatten()
                 .skip(range.start)
                 .take(range.len())
-                .copied()
+                .cloned()
                 .collect()
         }
-        Redistribution::Union => old.iter().flatten().copied().collect(),
+        Redistribution::Union => old.iter().flatten().cloned().collect(),
     }
 }
 
 /// What every new subtask of `new_parallelism` restores (see
 /// [`assigned_to`]).
-pub fn redistribute<T: Copy>(
+pub fn redistribute<T: StateValue>(
     mode: Redistribution,
     old: &[Vec<T>],
     new_parallelism: usize,

@@ -2,6 +2,7 @@
 //! key group.
 
 use super::*;
+use weir_state::KeyHash;
 
 #[test]
 fn the_service_reports_its_timers_and_clock() {

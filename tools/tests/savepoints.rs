@@ -671,3 +671,53 @@ fn the_kept_v4_savepoint_restores_and_completes_the_job() {
     assert_eq!(report["verified"], true);
     assert_eq!(report["records"], 300, "the totals of every record");
 }
+
+/// `weir run` (the quickstart job) stops on SIGTERM with a savepoint too,
+/// and the run restored from it verifies every user's totals.
+#[test]
+fn weir_run_stops_with_a_savepoint_and_its_restore_verifies() {
+    let s = Scratch::new("run");
+    let run = |restore: Option<&Path>| {
+        let mut c = Command::new(WEIR);
+        c.args(["run", "--workers", "1"]);
+        for set in [
+            "job.records=12000000".to_owned(),
+            "job.keys=100".into(),
+            "execution.checkpointing.interval=200ms".into(),
+            format!("state.checkpoints.dir={}", s.path("ck").display()),
+            format!("state.savepoints.dir={}", s.path("sp").display()),
+            "weir.progress.interval=0ms".into(),
+            "weir.worker.pin-cores=false".into(),
+        ] {
+            c.arg("--set").arg(set);
+        }
+        if let Some(p) = restore {
+            c.arg("--restore").arg(p);
+        }
+        c.env_remove("RUST_LOG")
+            .env_remove("WEIR_FAILPOINTS")
+            .stdin(Stdio::null());
+        c
+    };
+    let mut first = s.spawn("run", &mut run(None));
+    let ck = s.path("ck");
+    first.wait_until("a complete checkpoint", || {
+        !complete_checkpoints(&ck).is_empty()
+    });
+    first.signal("TERM");
+    let stopped = first.wait();
+    stopped.assert_exit(0, "weir run stops gracefully on SIGTERM");
+    let savepoint = stopped.savepoint();
+    assert!(
+        !stopped.stdout.contains("verified:"),
+        "{}",
+        stopped.describe()
+    );
+    let restored = s.run("restore", &mut run(Some(&savepoint)));
+    restored.assert_exit(0, "the restored quickstart completes");
+    assert!(
+        restored.stdout.contains("verified: all 100 users' totals"),
+        "{}",
+        restored.describe()
+    );
+}

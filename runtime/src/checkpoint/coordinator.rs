@@ -743,6 +743,69 @@ mod tests {
     }
 
     #[test]
+    fn a_stop_takes_a_savepoint_at_once_and_nothing_after_it() {
+        let mut f = fixture("stop", 0);
+        let sp = f.root.join("savepoints");
+        let storage = CheckpointStorage::open(&f.root)
+            .unwrap()
+            .with_savepoints(Some(sp.clone()), "abcdef0123");
+        f.coordinator.storage = Arc::new(storage);
+        let t0 = Instant::now();
+        // Before the interval: the stop does not wait for it.
+        f.coordinator.request_stop(t0, &|| {}).unwrap();
+        assert_eq!((f.signals.triggered_id(), f.signals.stop_id()), (1, 1));
+        let dir = sp.join("savepoint-abcdef-1");
+        assert!(
+            dir.is_dir(),
+            "the savepoint's directory is made at the trigger"
+        );
+        f.coordinator.request_stop(t0, &|| {}).unwrap();
+        assert_eq!(f.signals.triggered_id(), 1, "one stop at a time");
+        f.acks.send(ack(1)).unwrap();
+        f.coordinator.tick(t0, &|| {}).unwrap();
+        let stopped = f.coordinator.stopped().expect("stopped").clone();
+        assert_eq!(
+            stopped,
+            Stopped {
+                id: 1,
+                kind: SnapshotKind::Savepoint,
+                dir: dir.clone()
+            }
+        );
+        let m = Manifest::read(dir.join(METADATA_FILE)).unwrap();
+        assert_eq!((m.checkpoint_id, m.kind), (1, SnapshotKind::Savepoint));
+        assert!(!f.root.join("chk-1").exists(), "not a checkpoint");
+        // Nothing is triggered after the stop, and retention leaves it.
+        f.coordinator
+            .tick(t0 + Duration::from_secs(5), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.triggered_id(), 1);
+        assert!(dir.join(METADATA_FILE).is_file());
+    }
+
+    #[test]
+    fn a_failed_stop_is_withdrawn_and_not_counted_as_a_failed_checkpoint() {
+        // No savepoints directory: the stop takes a checkpoint.
+        let mut f = fixture("stop-fails", 0);
+        let t0 = Instant::now();
+        f.coordinator.request_stop(t0, &|| {}).unwrap();
+        assert!(f.root.join("chk-1").is_dir());
+        // It times out: tolerable-failed-checkpoints is 0, yet the job goes on.
+        f.coordinator
+            .tick(t0 + Duration::from_secs(2), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.stop_id(), 0, "sources go on");
+        let why = f.coordinator.take_stop_failure().expect("a failure");
+        assert!(why.starts_with("checkpoint 1 failed: expired"), "{why}");
+        assert!(f.coordinator.stopped().is_none());
+        // Periodic checkpoints resume; a second stop may be asked for.
+        f.coordinator
+            .tick(t0 + Duration::from_secs(3), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.triggered_id(), 2);
+    }
+
+    #[test]
     fn the_final_checkpoint_follows_the_end_of_every_source() {
         let mut f = fixture("final", 0);
         let t0 = Instant::now();

@@ -270,13 +270,18 @@ fn committed_lines(out: &Path) -> Vec<String> {
     lines
 }
 
-/// Files under `dir` (recursively) with their contents.
+/// Files under `dir` (recursively) with their contents, lock files left
+/// out.
 fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut all = BTreeMap::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
         for e in fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
+            if e.file_name() == ".weir-lock" {
+                // Rewritten by every process that takes the lock.
+                continue;
+            }
             if p.is_dir() {
                 todo.push(p);
             } else {
@@ -583,6 +588,31 @@ fn the_inspector_lists_describes_and_verifies_and_names_a_corrupt_block() {
     );
     bad.assert_exit(2, "a corrupt savepoint fails verification");
     assert!(bad.stderr.contains("w000.seg"), "{}", bad.describe());
+    // Restoring it is refused before anything changes, naming the file.
+    let out_before = tree(&s.path("out"));
+    let refused = s.run(
+        "restore-corrupt",
+        s.w1(200, None, true, 1).arg("--restore").arg(&savepoint),
+    );
+    refused.assert_exit(2, "a corrupt savepoint is not restored");
+    assert!(
+        refused.stderr.contains("w000.seg"),
+        "{}",
+        refused.describe()
+    );
+    assert_eq!(out_before, tree(&s.path("out")), "the output is untouched");
+    let nowhere = s.run(
+        "restore-missing",
+        s.w1(200, None, true, 1)
+            .arg("--restore")
+            .arg(s.path("sp").join("savepoint-nothing-9")),
+    );
+    nowhere.assert_exit(2, "a missing savepoint is an error");
+    assert!(
+        nowhere.stderr.contains("savepoint-nothing-9"),
+        "{}",
+        nowhere.describe()
+    );
 
     let missing = s.run(
         "missing",

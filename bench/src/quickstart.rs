@@ -281,13 +281,16 @@ pub fn job_with<U: UserId>(
     .filter("drop-runts", |e: &(U, u64)| e.1 >= RUNT_BYTES)
     .key_by(|e: &(U, u64)| e.0.clone())
     .process("user-totals", |_| UserTotals::<U>::default())
-    .sink("latest-totals", move |info: &SubtaskInfo| LatestTotals::<U> {
-        index: info.index,
-        info: *info,
-        latest: vec![(0, 0); users as usize],
-        results: sink_results.clone(),
-        ids: std::marker::PhantomData,
-    });
+    .sink(
+        "latest-totals",
+        move |info: &SubtaskInfo| LatestTotals::<U> {
+            index: info.index,
+            info: *info,
+            latest: vec![(0, 0); users as usize],
+            results: sink_results.clone(),
+            ids: std::marker::PhantomData,
+        },
+    );
     (job, results)
 }
 

@@ -69,7 +69,8 @@ pub use crate::exchange::{
 pub use crate::exec::{
     available_cores, execute, execute_with_progress, CheckpointingOptions, ExecutionOptions,
     JobError, JobResult, Progress, RestartDecision, RestartStrategy, RestartStrategyConfig,
-    RestartStrategyType, RestartTracker, RestoreFrom, RestoreInfo, Result, TaskFailure,
+    RestartStrategyType, RestartTracker, RestoreFrom, RestoreInfo, Result, StopRequest, Stopped,
+    TaskFailure,
 };
 pub use crate::metrics::{BackpressureLevel, GaugeSummary, SubtaskId, SubtaskSummary, TimeShares};
 pub use crate::operators::broadcast::{

@@ -12,8 +12,16 @@
 //! The library logs through `tracing`; [`logging`] prints its events on
 //! stderr. Progress lines and reports are the command's own output and
 //! printed here (and by weir-bench's harness) directly.
+//!
+//! SIGTERM and SIGINT stop `weir run` and `weir bench w1|w2|w3` with a
+//! savepoint ([`signals`]): the command prints `stopped with a savepoint:
+//! PATH` (or `a checkpoint`, without `state.savepoints.dir`) and exits 0;
+//! a second signal aborts (exit 128 + the signal). `weir checkpoints`
+//! lists, verifies and describes checkpoints and savepoints ([`inspect`]).
 
+mod inspect;
 mod logging;
+mod signals;
 
 /// mimalloc, not glibc's malloc: a record that owns memory (a `String`
 /// key) is allocated on one core and freed on another, and glibc's free
@@ -31,7 +39,8 @@ use weir_bench::params::{JobName, JobParams, KeyType};
 use weir_bench::w4::{W4Mode, W4_DEFAULT_DURATION};
 use weir_bench::{quickstart, BenchOptions, Workload};
 use weir_runtime::{
-    execute_with_progress, Config, ExecutionOptions, JobError, Progress, RestoreFrom,
+    execute_with_progress, Config, ExecutionOptions, JobError, Progress, RestoreFrom, StopRequest,
+    Stopped,
 };
 
 #[derive(Parser)]
@@ -98,6 +107,12 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Inspect checkpoints and savepoints: list those of a directory,
+    /// verify every block's checksum, describe one.
+    Checkpoints {
+        #[command(subcommand)]
+        action: inspect::Action,
+    },
 }
 
 #[derive(Args)]
@@ -111,11 +126,17 @@ struct Common {
     /// Workers, one pinned per core (parallelism.default).
     #[arg(long)]
     workers: Option<usize>,
-    /// Resume from a checkpoint: `latest` (the newest complete and verified
-    /// one in state.checkpoints.dir; a fresh start if there is none) or the
-    /// path of a `chk-<id>` directory.
+    /// Resume from a checkpoint or savepoint: `latest` (the newest
+    /// complete and verified checkpoint in state.checkpoints.dir; a fresh
+    /// start if there is none) or the path of a `chk-<id>` or
+    /// `savepoint-<job>-<id>` directory (a savepoint is only read, never
+    /// changed).
     #[arg(long, value_name = "latest|PATH")]
     restore: Option<String>,
+    /// With --restore: skip the state of operators (uids) this job does
+    /// not have, instead of refusing the snapshot.
+    #[arg(long)]
+    allow_non_restored_state: bool,
 }
 
 impl Common {
@@ -163,18 +184,25 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::install();
     match cli.command {
+        Command::Checkpoints { action } => inspect::run(&action),
         Command::Run { common } => {
             let (config, params) = match load(&common, Vec::new(), Vec::new()) {
                 Ok(c) => c,
+                Err(code) => return code,
+            };
+            let stop = match stop_on_signals() {
+                Ok(s) => s,
                 Err(code) => return code,
             };
             let bench = BenchOptions {
                 quiet: false,
                 restore: common.restore_from(),
                 output: None,
+                allow_non_restored_state: common.allow_non_restored_state,
+                stop: stop.clone(),
             };
             match params.job {
-                JobName::Quickstart => run_quickstart(&config, &params, common.restore_from()),
+                JobName::Quickstart => run_quickstart(&config, &params, &common, stop),
                 JobName::W1 => run_bench(Workload::W1, &config, &params, &bench, false),
                 JobName::W2 => run_bench(Workload::W2, &config, &params, &bench, false),
                 JobName::W3 => run_bench(Workload::W3, &config, &params, &bench, false),
@@ -247,14 +275,44 @@ fn main() -> ExitCode {
                 }
                 BenchName::W5 => unreachable!("handled above"),
             };
+            let stop = match stop_on_signals() {
+                Ok(s) => s,
+                Err(code) => return code,
+            };
             let bench = BenchOptions {
                 quiet,
                 restore: common.restore_from(),
                 output,
+                allow_non_restored_state: common.allow_non_restored_state,
+                stop,
             };
             run_bench(workload, &config, &params, &bench, true)
         }
     }
+}
+
+/// A stop request that SIGTERM and SIGINT make.
+fn stop_on_signals() -> Result<StopRequest, ExitCode> {
+    let stop = StopRequest::new();
+    signals::install(stop.clone()).map_err(|e| {
+        eprintln!("error: cannot handle SIGTERM and SIGINT: {e}");
+        ExitCode::from(1)
+    })?;
+    Ok(stop)
+}
+
+/// The line saying where a stop's snapshot is (what `--restore` takes).
+fn print_stopped(stopped: &Stopped) {
+    println!(
+        "stopped with a {}: {}",
+        stopped.kind,
+        absolute(&stopped.dir).display()
+    );
+}
+
+/// `path` made absolute (so the printed path works from anywhere).
+fn absolute(path: &std::path::Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// `--warmup 5` means five seconds; `--warmup 500ms` is passed through.
@@ -297,11 +355,21 @@ fn run_bench(
         return code;
     }
     match weir_bench::run(workload, config, params, bench) {
-        Ok(report) => print_report(
-            &report.summary(),
-            json.then(|| report.to_json().to_string()),
-            report.verified(),
-        ),
+        Ok(report) => {
+            let mut summary = report.summary();
+            if let Some(stopped) = &report.stopped {
+                summary += &format!(
+                    "stopped with a {}: {}\n",
+                    stopped.kind,
+                    absolute(&stopped.dir).display()
+                );
+            }
+            print_report(
+                &summary,
+                json.then(|| report.to_json().to_string()),
+                report.verified(),
+            )
+        }
         Err(e) => job_failed(&e),
     }
 }
@@ -364,9 +432,16 @@ fn run_w4(config: &Config, params: &JobParams, mode: W4Mode, quiet: bool) -> Exi
     }
 }
 
-fn run_quickstart(config: &Config, params: &JobParams, restore: RestoreFrom) -> ExitCode {
+fn run_quickstart(
+    config: &Config,
+    params: &JobParams,
+    common: &Common,
+    stop: StopRequest,
+) -> ExitCode {
     let mut options = ExecutionOptions::from_config(config);
-    options.restore = restore;
+    options.restore = common.restore_from();
+    options.allow_non_restored_state = common.allow_non_restored_state;
+    options.stop = stop;
     let events = params.records.unwrap_or(quickstart::DEFAULT_EVENTS);
     let users = params.keys.unwrap_or(quickstart::DEFAULT_USERS);
     println!(
@@ -397,6 +472,15 @@ fn run_quickstart(config: &Config, params: &JobParams, restore: RestoreFrom) -> 
         Ok(r) => r,
         Err(e) => return job_failed(&e),
     };
+    if let Some(stopped) = &result.stopped {
+        // Stopped early: the totals are partial, nothing to verify.
+        println!(
+            "stopped: {} events kept and processed before the stop",
+            result.metrics.total_sink_records()
+        );
+        print_stopped(stopped);
+        return ExitCode::SUCCESS;
+    }
     let totals = results.totals();
     let records = result.metrics.total_sink_records();
     println!(

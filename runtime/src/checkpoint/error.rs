@@ -306,6 +306,23 @@ pub enum RestoreError {
         /// What differs.
         what: String,
     },
+    /// The checkpoint holds state of operators this job does not have
+    /// (Flink's "non-restored state"): refused unless
+    /// `--allow-non-restored-state` says to skip it.
+    #[error(
+        "{} holds state of operator{} {} that this job does not have: add {} back, or restore \
+         with --allow-non-restored-state to skip that state",
+        manifest.display(),
+        if uids.len() == 1 { "" } else { "s" },
+        uids.iter().map(|u| format!("`{u}`")).collect::<Vec<_>>().join(", "),
+        if uids.len() == 1 { "it" } else { "them" }
+    )]
+    NonRestoredState {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The operators' uids.
+        uids: Vec<String>,
+    },
     /// The checkpoint belongs to another job.
     #[error("{} belongs to job `{found}`, not `{expected}`", manifest.display())]
     OtherJob {
@@ -456,6 +473,7 @@ impl RestoreError {
             | Self::IdMismatch { .. } => true,
             Self::NotACheckpoint { .. }
             | Self::Foreign { .. }
+            | Self::NonRestoredState { .. }
             | Self::OtherJob { .. }
             | Self::MaxParallelism { .. }
             | Self::Rescale { .. }

@@ -166,6 +166,21 @@ pub(crate) fn restore_entries<S: RestoreSink>(
 ) -> Result<(), RestoreError> {
     let name = name.to_owned();
     let started = Instant::now();
+    let chains = scope.keyed_chains(&name);
+    if !chains.is_empty() {
+        crate::checkpoint::chain_restore::restore_chains(scope, &name, &chains, sink)?;
+        tracing::debug!(
+            target: CHECKPOINT,
+            checkpoint = scope.checkpoint_id(),
+            operator = scope.uid(),
+            state = name.as_str(),
+            chains = chains.len(),
+            entries = sink.entry_count(),
+            elapsed = ?started.elapsed(),
+            "restored state from incremental chains"
+        );
+        return Ok(());
+    }
     let extents = scope.keyed_extents(&name);
     let mine = scope.key_groups();
     // At an unchanged parallelism every key of a block is ours.

@@ -159,7 +159,13 @@ impl RestoredCheckpoint {
             for st in &op.subtasks {
                 for e in &st.extents {
                     if !segments.contains_key(&e.segment) {
-                        if e.segment.contains('/') || e.segment.starts_with('.') {
+                        // An incremental checkpoint's manifest (format 5)
+                        // names earlier checkpoints' segments
+                        // `../chk-<id>/<segment>`; the parser refused
+                        // them elsewhere.
+                        let referenced =
+                            weir_state::snapshot::referenced_segment(&e.segment).is_some();
+                        if !referenced && (e.segment.contains('/') || e.segment.starts_with('.')) {
                             return Err(RestoreError::SegmentOutside {
                                 manifest: meta,
                                 segment: e.segment.clone(),
@@ -527,6 +533,35 @@ impl<'a> RestoreScope<'a> {
             .collect();
         extents.sort_by(|a, b| (&a.segment, a.offset).cmp(&(&b.segment, b.offset)));
         extents
+    }
+
+    /// The chains of keyed state `state` written incrementally (see
+    /// `checkpoint::incremental`), one per old subtask whose key groups
+    /// overlap ours: its table and delta blocks in manifest order (the
+    /// full checkpoint's first, then each delta, oldest first). Empty if
+    /// the state holds no delta block.
+    pub fn keyed_chains(&self, state: &str) -> Vec<Vec<&'a Extent>> {
+        let mine = self.key_groups();
+        let Some(op) = self.operator() else {
+            return Vec::new();
+        };
+        let chain = |st: &'a weir_state::snapshot::SubtaskSnapshot| -> Vec<&'a Extent> {
+            st.extents
+                .iter()
+                .filter(|e| matches!(e.kind, BlockKind::KeyedTable | BlockKind::KeyedTableDelta))
+                .filter(|e| e.state == state)
+                .filter(|e| e.key_groups.end() > mine.start() && e.key_groups.start() < mine.end())
+                .collect()
+        };
+        let chains: Vec<Vec<&'a Extent>> = op.subtasks.iter().map(chain).collect();
+        if !chains
+            .iter()
+            .flatten()
+            .any(|e| e.kind == BlockKind::KeyedTableDelta)
+        {
+            return Vec::new();
+        }
+        chains.into_iter().filter(|c| !c.is_empty()).collect()
     }
 
     /// The subtask restoring.

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::{fs, io};
 
 use serde::{Deserialize, Serialize};
-use weir_state::snapshot::write_atomically;
+use weir_state::snapshot::{write_atomically, Manifest};
 
 use crate::checkpoint::error::{CheckpointError, Result};
 
@@ -331,8 +331,12 @@ impl CheckpointStorage {
         }
     }
 
-    /// Keeps the newest `retained` complete checkpoints and deletes the
-    /// older complete ones; returns the deleted ids.
+    /// Keeps the newest `retained` complete checkpoints and every
+    /// checkpoint whose segments a kept one refers to (an incremental
+    /// checkpoint's chain, read from the manifests each time: no reference
+    /// count is stored that could go out of sync), and deletes the other
+    /// complete ones; returns the deleted ids. A kept manifest that cannot
+    /// be read keeps every older checkpoint (its references are unknown).
     pub fn retain(&self, retained: usize) -> Result<Vec<u64>> {
         let mut removed = Vec::new();
         let complete: Vec<u64> = self
@@ -341,7 +345,17 @@ impl CheckpointStorage {
             .filter(|c| c.complete)
             .map(|c| c.id)
             .collect();
+        let mut referenced = std::collections::HashSet::new();
+        for &id in complete.iter().take(retained) {
+            match Manifest::read(self.checkpoint_dir(id).join(METADATA_FILE)) {
+                Ok(m) => referenced.extend(m.referenced_checkpoints()),
+                Err(_) => return Ok(removed),
+            }
+        }
         for &id in complete.iter().skip(retained) {
+            if referenced.contains(&id) {
+                continue;
+            }
             self.delete(id)?;
             removed.push(id);
         }

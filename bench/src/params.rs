@@ -73,12 +73,15 @@ pub enum KeyType {
     /// `u64` ids.
     #[default]
     Integer,
-    /// `String` ids (`user-<n>`), variable-size keys.
+    /// `String` ids (`user-<n>`), variable-size keys on the heap.
     String,
+    /// `CompactString` ids (`user-<n>`): variable-size keys that live
+    /// inline up to 24 bytes.
+    CompactString,
 }
 
 /// What `job.key-type` accepts, for error messages.
-const KEY_TYPE_EXPECTED: &str = "integer or string";
+const KEY_TYPE_EXPECTED: &str = "integer, string or compact-string";
 
 impl KeyType {
     /// The name `job.key-type` takes.
@@ -86,6 +89,7 @@ impl KeyType {
         match self {
             KeyType::Integer => "integer",
             KeyType::String => "string",
+            KeyType::CompactString => "compact-string",
         }
     }
 }
@@ -100,7 +104,7 @@ impl FromStr for KeyType {
     type Err = ();
 
     fn from_str(s: &str) -> Result<Self, ()> {
-        [KeyType::Integer, KeyType::String]
+        [KeyType::Integer, KeyType::String, KeyType::CompactString]
             .into_iter()
             .find(|t| t.as_str() == s)
             .ok_or(())
@@ -192,7 +196,7 @@ pub const JOB_KEYS: &[Key<JobParams>] = &[
     },
     Key {
         name: "job.key-type",
-        description: "the quickstart's user ids: integer (u64) or string (`user-<n>`, variable-size keys in state and checkpoints)",
+        description: "the quickstart's user ids: integer (u64), string (`user-<n>` as `String`) or compact-string (`user-<n>` as `CompactString`, inline up to 24 bytes): variable-size keys in state and checkpoints",
         get: |p| p.key_type.to_string(),
         set: |p, s| {
             let t = s.text().and_then(|t| t.parse().ok());

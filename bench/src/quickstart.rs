@@ -19,6 +19,8 @@ use weir_runtime::{
     SequenceSource, Sink, StateKey, SubtaskInfo, Wire,
 };
 
+use compact_str::CompactString;
+
 use crate::params::KeyType;
 use crate::workload::splitmix64;
 
@@ -71,8 +73,27 @@ impl UserId for u64 {
     }
 }
 
-/// `user-` and the number in decimal.
+/// String ids are `user-` and the number in decimal.
 const USER_PREFIX: &str = "user-";
+
+/// The number of id `user-<n>`; `None` for any other text. By hand: the
+/// sink calls it per record, and `str::parse` costs more than the rest of
+/// the sink.
+#[inline]
+fn number_of(id: &str) -> Option<u64> {
+    let digits = id.strip_prefix(USER_PREFIX)?.as_bytes();
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    let mut n = 0u64;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + u64::from(d - b'0');
+    }
+    Some(n)
+}
 
 impl UserId for String {
     const KEY_TYPE: KeyType = KeyType::String;
@@ -82,10 +103,29 @@ impl UserId for String {
     }
     #[inline]
     fn number(&self) -> Option<u64> {
-        self.strip_prefix(USER_PREFIX)?.parse().ok()
+        number_of(self)
     }
     /// Every id, made once: a generator picks among known ids, as a real
     /// stream's users repeat.
+    fn table(users: u64) -> Vec<Self> {
+        (0..users).map(Self::from_number).collect()
+    }
+    #[inline(always)]
+    fn pick(table: &[Self], user: u64) -> Self {
+        table[user as usize].clone()
+    }
+}
+
+impl UserId for CompactString {
+    const KEY_TYPE: KeyType = KeyType::CompactString;
+    #[inline]
+    fn from_number(user: u64) -> Self {
+        compact_str::format_compact!("{USER_PREFIX}{user}")
+    }
+    #[inline]
+    fn number(&self) -> Option<u64> {
+        number_of(self)
+    }
     fn table(users: u64) -> Vec<Self> {
         (0..users).map(Self::from_number).collect()
     }
@@ -323,4 +363,29 @@ pub fn reference_totals(events: u64, users: u64) -> Vec<(u64, u64, u64)> {
         .filter(|(_, x)| x.0 > 0)
         .map(|(u, x)| (u as u64, x.0, x.1))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_ids_name_their_number_and_nothing_else() {
+        for n in [0, 7, 9_999, u64::from(u32::MAX), 1_000_000_000_000_000_000] {
+            assert_eq!(String::from_number(n).number(), Some(n));
+            assert_eq!(CompactString::from_number(n).number(), Some(n));
+        }
+        assert_eq!(String::from_number(42), "user-42");
+        for bad in [
+            "",
+            "user-",
+            "user-x",
+            "user-1a",
+            "usr-1",
+            "user--1",
+            "user-99999999999999999999",
+        ] {
+            assert_eq!(number_of(bad), None, "{bad:?}");
+        }
+    }
 }

@@ -100,6 +100,7 @@ pub use crate::state::{
     ManualClock, OperatorListState, OperatorStates, ProcessingTimeClock, StateTtlConfig,
     TimeDomain, TimerQueues, TtlClock, UnionListState, UpdateType,
 };
+pub use compact_str::CompactString;
 pub use weir_derive::{KeyHash, Wire};
 pub use weir_net::{DecodeError, WatermarkStatus, Wire};
 pub use weir_state::{KeyHash, StateKey, StateValue};

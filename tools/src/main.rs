@@ -463,6 +463,9 @@ fn run_quickstart(
     let (job, results) = match params.key_type {
         KeyType::Integer => quickstart::job(events, users, options.workers),
         KeyType::String => quickstart::job_with::<String>(events, users, options.workers),
+        KeyType::CompactString => {
+            quickstart::job_with::<weir_runtime::CompactString>(events, users, options.workers)
+        }
     };
     let started = Instant::now();
     // Printed, not logged: they are this command's report, like the

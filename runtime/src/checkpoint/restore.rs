@@ -163,15 +163,35 @@ impl RestoredCheckpoint {
                         // names earlier checkpoints' segments
                         // `../chk-<id>/<segment>`; the parser refused
                         // them elsewhere.
-                        let referenced =
-                            weir_state::snapshot::referenced_segment(&e.segment).is_some();
-                        if !referenced && (e.segment.contains('/') || e.segment.starts_with('.')) {
-                            return Err(RestoreError::SegmentOutside {
-                                manifest: meta,
-                                segment: e.segment.clone(),
-                            });
-                        }
-                        let reader = SegmentReader::open(dir.join(&e.segment))?;
+                        let path = match weir_state::snapshot::referenced_segment(&e.segment) {
+                            // Only an earlier checkpoint of the same
+                            // directory, never this one or a later one.
+                            Some((id, segment)) if id < manifest.checkpoint_id => {
+                                match referenced_path(&dir, id, segment) {
+                                    Some(path) => path,
+                                    None => {
+                                        return Err(RestoreError::SegmentOutside {
+                                            manifest: meta,
+                                            segment: e.segment.clone(),
+                                        })
+                                    }
+                                }
+                            }
+                            Some(_) => {
+                                return Err(RestoreError::SegmentOutside {
+                                    manifest: meta,
+                                    segment: e.segment.clone(),
+                                })
+                            }
+                            None if e.segment.contains('/') || e.segment.starts_with('.') => {
+                                return Err(RestoreError::SegmentOutside {
+                                    manifest: meta,
+                                    segment: e.segment.clone(),
+                                });
+                            }
+                            None => dir.join(&e.segment),
+                        };
+                        let reader = SegmentReader::open_as(path, e.segment.clone())?;
                         segments.insert(e.segment.clone(), reader);
                     }
                     let reader = &segments[&e.segment];
@@ -841,3 +861,23 @@ pub type SubtaskExtents<'a> = (u32, Vec<&'a Extent>);
 
 /// Shared by every worker of an attempt.
 pub type SharedRestore = Option<Arc<RestoredCheckpoint>>;
+
+/// Where segment `segment` of checkpoint `id` is, for an incremental
+/// checkpoint in `dir` that refers to it (`../chk-<id>/<segment>`): the
+/// sibling `chk-<id>`; for a checkpoint a restore abandoned (moved to
+/// `abandoned/`), the sibling if it was abandoned too, else the
+/// checkpoint directory's own `chk-<id>` (ids are never reused, so that is
+/// the one it wrote against). `None` if `dir` has no parent.
+fn referenced_path(dir: &Path, id: u64, segment: &str) -> Option<PathBuf> {
+    let parent = dir.parent()?;
+    let sibling = parent.join(format!("chk-{id}")).join(segment);
+    if !sibling.exists() && parent.file_name().is_some_and(|n| n == ABANDONED_DIR) {
+        if let Some(root) = parent.parent() {
+            let kept = root.join(format!("chk-{id}")).join(segment);
+            if kept.exists() {
+                return Some(kept);
+            }
+        }
+    }
+    Some(sibling)
+}

@@ -332,11 +332,16 @@ impl CheckpointStorage {
     }
 
     /// Keeps the newest `retained` complete checkpoints and every
-    /// checkpoint whose segments a kept one refers to (an incremental
-    /// checkpoint's chain, read from the manifests each time: no reference
-    /// count is stored that could go out of sync), and deletes the other
-    /// complete ones; returns the deleted ids. A kept manifest that cannot
-    /// be read keeps every older checkpoint (its references are unknown).
+    /// checkpoint whose segments a kept one, or an abandoned one (in
+    /// `abandoned/`, which a user may still restore), refers to (an
+    /// incremental checkpoint's chain, read from the manifests each time:
+    /// no reference count is stored that could go out of sync), and
+    /// deletes the other complete ones; returns the deleted ids. A
+    /// manifest that cannot be read keeps every older checkpoint (its
+    /// references are unknown). A checkpoint kept only for its segments is
+    /// not itself restorable once the checkpoints it referred to are gone
+    /// (references are not followed transitively, or nothing would ever be
+    /// deleted).
     pub fn retain(&self, retained: usize) -> Result<Vec<u64>> {
         let mut removed = Vec::new();
         let complete: Vec<u64> = self
@@ -346,14 +351,44 @@ impl CheckpointStorage {
             .map(|c| c.id)
             .collect();
         let mut referenced = std::collections::HashSet::new();
+        // Below `floor`, a checkpoint is kept whatever refers to it.
+        let mut floor = 0;
         for &id in complete.iter().take(retained) {
             match Manifest::read(self.checkpoint_dir(id).join(METADATA_FILE)) {
                 Ok(m) => referenced.extend(m.referenced_checkpoints()),
-                Err(_) => return Ok(removed),
+                Err(_) => floor = floor.max(id),
             }
         }
+        let aside = self.root.join(ABANDONED_DIR);
+        match fs::read_dir(&aside) {
+            Ok(entries) => {
+                for entry in entries {
+                    let entry = entry.map_err(|e| CheckpointError::io("list", &aside, e))?;
+                    let Some(id) = entry
+                        .file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_prefix("chk-"))
+                        .and_then(|n| n.split('.').next())
+                        .and_then(|n| n.parse::<u64>().ok())
+                    else {
+                        continue;
+                    };
+                    let meta = entry.path().join(METADATA_FILE);
+                    if !meta.is_file() {
+                        continue;
+                    }
+                    match Manifest::read(&meta) {
+                        Ok(m) => referenced.extend(m.referenced_checkpoints()),
+                        // It refers to older checkpoints only.
+                        Err(_) => floor = floor.max(id),
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(CheckpointError::io("list", aside, e)),
+        }
         for &id in complete.iter().skip(retained) {
-            if referenced.contains(&id) {
+            if id < floor || referenced.contains(&id) {
                 continue;
             }
             self.delete(id)?;

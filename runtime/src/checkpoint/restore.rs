@@ -868,7 +868,7 @@ pub type SharedRestore = Option<Arc<RestoredCheckpoint>>;
 /// `abandoned/`), the sibling if it was abandoned too, else the
 /// checkpoint directory's own `chk-<id>` (ids are never reused, so that is
 /// the one it wrote against). `None` if `dir` has no parent.
-fn referenced_path(dir: &Path, id: u64, segment: &str) -> Option<PathBuf> {
+pub(crate) fn referenced_path(dir: &Path, id: u64, segment: &str) -> Option<PathBuf> {
     let parent = dir.parent()?;
     let sibling = parent.join(format!("chk-{id}")).join(segment);
     if !sibling.exists() && parent.file_name().is_some_and(|n| n == ABANDONED_DIR) {

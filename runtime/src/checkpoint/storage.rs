@@ -337,8 +337,8 @@ impl CheckpointStorage {
     /// incremental checkpoint's chain, read from the manifests each time:
     /// no reference count is stored that could go out of sync), and
     /// deletes the other complete ones; returns the deleted ids. A
-    /// manifest that cannot be read keeps every older checkpoint (its
-    /// references are unknown). A checkpoint kept only for its segments is
+    /// manifest that cannot be read (I/O) keeps every older checkpoint (its
+    /// references are unknown); one that does not parse needs nothing. A checkpoint kept only for its segments is
     /// not itself restorable once the checkpoints it referred to are gone
     /// (references are not followed transitively, or nothing would ever be
     /// deleted).
@@ -356,7 +356,11 @@ impl CheckpointStorage {
         for &id in complete.iter().take(retained) {
             match Manifest::read(self.checkpoint_dir(id).join(METADATA_FILE)) {
                 Ok(m) => referenced.extend(m.referenced_checkpoints()),
-                Err(_) => floor = floor.max(id),
+                // Its references are unknown; keep everything older.
+                Err(weir_state::snapshot::SnapshotError::Io { .. }) => floor = floor.max(id),
+                // A manifest that does not parse cannot be restored: it
+                // needs nothing.
+                Err(_) => {}
             }
         }
         let aside = self.root.join(ABANDONED_DIR);
@@ -380,7 +384,10 @@ impl CheckpointStorage {
                     match Manifest::read(&meta) {
                         Ok(m) => referenced.extend(m.referenced_checkpoints()),
                         // It refers to older checkpoints only.
-                        Err(_) => floor = floor.max(id),
+                        Err(weir_state::snapshot::SnapshotError::Io { .. }) => {
+                            floor = floor.max(id);
+                        }
+                        Err(_) => {}
                     }
                 }
             }
@@ -402,6 +409,9 @@ impl CheckpointStorage {
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     fs::File::open(dir)?.sync_all()
 }
+
+#[cfg(test)]
+mod retention_tests;
 
 #[cfg(test)]
 mod tests {

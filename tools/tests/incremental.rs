@@ -245,6 +245,7 @@ struct W1 {
     out: PathBuf,
     n: u64,
     k: u64,
+    retained: usize,
 }
 
 impl W1 {
@@ -252,8 +253,9 @@ impl W1 {
         Self {
             ck: s.join("ck"),
             out: s.join("out"),
-            n: 400_000,
+            n: 600_000,
             k: 100_000,
+            retained: 1,
         }
     }
 
@@ -268,7 +270,8 @@ impl W1 {
             .arg(format!("state.checkpoints.dir={}", self.ck.display()))
             .args(["--set", "execution.checkpointing.interval=100ms"])
             .args(["--set", "execution.checkpointing.incremental=true"])
-            .args(["--set", "state.checkpoints.num-retained=1"])
+            .arg("--set")
+            .arg(format!("state.checkpoints.num-retained={}", self.retained))
             .args(["--set", "weir.worker.pin-cores=false"])
             .env("RUST_BACKTRACE", "1")
             // The restore says which path it took.
@@ -448,7 +451,11 @@ fn killed_and_restored_from_incremental_chains_commits_every_result_once() {
 #[test]
 fn a_corrupt_block_of_a_referenced_checkpoint_is_refused_naming_the_file() {
     let s = Scratch::new("corrupt");
-    let job = W1::new(&s);
+    // Every checkpoint kept: the one picked stays while the run goes on.
+    let job = W1 {
+        retained: 1000,
+        ..W1::new(&s)
+    };
     let mut run = Proc::spawn(&s, "first", job.cmd(2));
     let newest = wait_for_chain(&mut run, &job.ck, 0, 2);
     assert!(run.kill(), "the run finished before it could be killed");

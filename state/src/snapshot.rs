@@ -58,7 +58,7 @@
 //! | 4 | 2 | `version` | [`MANIFEST_VERSION`] = 5 (the archive of version 4; an incremental checkpoint names segments of earlier checkpoints `../chk-<id>/<segment>`; version 4, version 3, without the kind, and version 2, without lineage, are read too, as checkpoints) |
 //! | 6 | 2 | `reserved` | zero |
 //! | 8 | 8 | `length` | archive bytes before the trailer (= file length - 20) |
-//! | 16 | 4 | `crc32c` | CRC-32C of the archive bytes |
+//! | 16 | 4 | `crc32c` | CRC-32C of the archive bytes (from version 5 on, of the archive bytes followed by the two `version` bytes) |
 //!
 //! The archive holds, in this order of nesting (all strings UTF-8):
 //!

@@ -257,7 +257,7 @@ impl Manifest {
         out.extend_from_slice(&MANIFEST_VERSION.to_le_bytes());
         out.extend_from_slice(&0u16.to_le_bytes());
         out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
-        out.extend_from_slice(&crc32c::crc32c(&archive).to_le_bytes());
+        out.extend_from_slice(&manifest_crc(&archive, MANIFEST_VERSION).to_le_bytes());
         Ok(out)
     }
 
@@ -606,13 +606,27 @@ fn check_trailer(bytes: &[u8]) -> Result<(&[u8], u16), String> {
         ));
     }
     let stored = u32_at(16);
-    let computed = crc32c::crc32c(archive);
+    let computed = manifest_crc(archive, version);
     if stored != computed {
         return Err(format!(
             "checksum mismatch (expected {stored:#010x}, found {computed:#010x})"
         ));
     }
     Ok((archive, version))
+}
+
+/// The trailer's checksum of `archive` in a manifest of format `version`:
+/// from format 5 on it covers the version too, so that a flipped version
+/// bit cannot turn an incremental checkpoint's manifest into a format-4
+/// one with the same archive (which would then be refused for its
+/// references, not reported as corrupt).
+fn manifest_crc(archive: &[u8], version: u16) -> u32 {
+    let crc = crc32c::crc32c(archive);
+    if version >= 5 {
+        crc32c::crc32c_append(crc, &version.to_le_bytes())
+    } else {
+        crc
+    }
 }
 
 /// Distinguishes the temporary files of concurrent writers in one process.
@@ -749,7 +763,7 @@ mod tests {
             bytes.extend_from_slice(&MANIFEST_VERSION.to_le_bytes());
             bytes.extend_from_slice(&0u16.to_le_bytes());
             bytes.extend_from_slice(&(archive.len() as u64).to_le_bytes());
-            bytes.extend_from_slice(&crc32c::crc32c(&archive).to_le_bytes());
+            bytes.extend_from_slice(&manifest_crc(&archive, MANIFEST_VERSION).to_le_bytes());
             Manifest::from_bytes(&bytes).map_err(|e| e.to_string())
         };
         assert!(parse(&wire((0, 8), extent("s", 0, 8, 1))).is_ok());

@@ -96,7 +96,7 @@ fn dirty_bits(len: usize, all: bool) -> Vec<u64> {
     if all {
         bits[..len / 64].fill(u64::MAX);
     }
-    if all && len % 64 != 0 {
+    if all && !len.is_multiple_of(64) {
         bits[len / 64] = (1u64 << (len % 64)) - 1;
     }
     bits

@@ -464,6 +464,13 @@ fn utc(ms: u64) -> String {
     )
 }
 
+/// The blocks and bytes of `m`'s state in segments of earlier checkpoints
+/// (an incremental checkpoint's chain).
+fn referenced_share(m: &inspect::Manifest) -> (u64, u64) {
+    m.referenced_extents()
+        .fold((0, 0), |(n, b), e| (n + 1, b + e.length))
+}
+
 #[cfg(test)]
 mod tests {
     use super::utc;
@@ -474,11 +481,4 @@ mod tests {
         assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00.000");
         assert_eq!(utc(1_700_000_000_123), "2023-11-14 22:13:20.123");
     }
-}
-
-/// The blocks and bytes of `m`'s state in segments of earlier checkpoints
-/// (an incremental checkpoint's chain).
-fn referenced_share(m: &inspect::Manifest) -> (u64, u64) {
-    m.referenced_extents()
-        .fold((0, 0), |(n, b), e| (n + 1, b + e.length))
 }

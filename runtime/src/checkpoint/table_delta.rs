@@ -214,7 +214,10 @@ mod tests {
         out
     }
 
-    fn records(bytes: &[u8]) -> Result<Vec<(usize, Option<Vec<u8>>)>, DeltaRecordError> {
+    /// A delta block's records: position and entry bytes (`None`: emptied).
+    type Records = Vec<(usize, Option<Vec<u8>>)>;
+
+    fn records(bytes: &[u8]) -> Result<Records, DeltaRecordError> {
         let b = DeltaBlock::parse(bytes)?;
         let mut out = Vec::new();
         b.for_each(

@@ -284,14 +284,20 @@ fn dirty_slots(view: &FrozenArena<u32>) -> Vec<usize> {
 /// keeps its size.
 #[test]
 fn dirty_bits_mark_exactly_the_slots_written_at_every_length() {
-    let lens: [usize; 14] = [1, 2, 63, 64, 65, 127, 128, 511, 512, 513, 1023, 1024, 1025, 1600];
+    let lens: [usize; 14] = [
+        1, 2, 63, 64, 65, 127, 128, 511, 512, 513, 1023, 1024, 1025, 1600,
+    ];
     for len in lens {
         let words = len.div_ceil(CHUNK_LEN) * (CHUNK_LEN / 64);
         let mut a = SlotArena::new(len, 0u32);
         // A new arena counts every slot as written, none past its length.
         let view = a.freeze();
         assert_eq!(view.dirty_words().len(), words, "len {len}");
-        assert_eq!(dirty_slots(&view), (0..len).collect::<Vec<_>>(), "len {len}");
+        assert_eq!(
+            dirty_slots(&view),
+            (0..len).collect::<Vec<_>>(),
+            "len {len}"
+        );
         // Nothing written since: no bit.
         assert!(dirty_slots(&a.freeze()).is_empty(), "len {len}");
         // Every third slot, the first and the last, while a view shares

@@ -108,10 +108,8 @@ fn resolves(dir: &Path, id: u64, segment: &str) -> bool {
 }
 
 fn run(steps: &[Step], case: u64) {
-    let root = std::env::temp_dir().join(format!(
-        "weir-retention-prop-{}-{case}",
-        std::process::id()
-    ));
+    let root =
+        std::env::temp_dir().join(format!("weir-retention-prop-{}-{case}", std::process::id()));
     let _ = fs::remove_dir_all(&root);
     let s = CheckpointStorage::open(&root).unwrap();
     // The run's newest checkpoint and what it refers to: what its writer's
@@ -240,6 +238,10 @@ fn retention_keeps_exactly_the_newest_and_its_chain() {
     s.retain(1).unwrap();
     let left: Vec<u64> = s.list().unwrap().iter().map(|c| c.id).collect();
     assert_eq!(left, vec![8, 6, 5]);
-    assert!(resolves(&root.join(ABANDONED_DIR).join("chk-7"), 5, SEGMENT));
+    assert!(resolves(
+        &root.join(ABANDONED_DIR).join("chk-7"),
+        5,
+        SEGMENT
+    ));
     fs::remove_dir_all(&root).unwrap();
 }

@@ -15,8 +15,8 @@ use weir_state::snapshot::{BlockKind, Extent};
 use weir_state::KeyGroupAssigner;
 
 use crate::checkpoint::error::RestoreError;
-use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::checkpoint::restore::RestoreScope;
+use crate::checkpoint::restore_sink::RestoreSink;
 use crate::checkpoint::table_block::TableBlock;
 use crate::checkpoint::table_delta::{DeltaBlock, DeltaRecordError};
 

@@ -36,7 +36,7 @@ use weir_state::KeyGroupRange;
 
 use crate::checkpoint::error::Result;
 use crate::checkpoint::segment_file::SegmentFile;
-use crate::checkpoint::writer::TABLE_BLOCK_CHUNKS;
+use crate::checkpoint::table_block::TABLE_BLOCK_CHUNKS;
 use crate::core::snapshot::{FrozenKeyedState, TableTracking};
 
 /// Deltas a chain may hold before the table is written in full again.

@@ -33,6 +33,7 @@ pub mod keyed_restore;
 pub mod lineage;
 pub mod operator_list;
 pub mod restore;
+pub mod restore_sink;
 pub mod segment_file;
 pub mod signals;
 pub mod stats;

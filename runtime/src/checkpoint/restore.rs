@@ -26,7 +26,7 @@ use weir_state::KeyGroupRange;
 use crate::checkpoint::error::{CheckpointError, RestoreError};
 use crate::checkpoint::lineage::Fingerprint;
 use crate::checkpoint::storage::{
-    CheckpointStorage, ABANDONED_DIR, METADATA_FILE, SAVEPOINT_PREFIX,
+    referenced_path, CheckpointStorage, ABANDONED_DIR, METADATA_FILE, SAVEPOINT_PREFIX,
 };
 use crate::core::subtask::SubtaskInfo;
 
@@ -861,23 +861,3 @@ pub type SubtaskExtents<'a> = (u32, Vec<&'a Extent>);
 
 /// Shared by every worker of an attempt.
 pub type SharedRestore = Option<Arc<RestoredCheckpoint>>;
-
-/// Where segment `segment` of checkpoint `id` is, for an incremental
-/// checkpoint in `dir` that refers to it (`../chk-<id>/<segment>`): the
-/// sibling `chk-<id>`; for a checkpoint a restore abandoned (moved to
-/// `abandoned/`), the sibling if it was abandoned too, else the
-/// checkpoint directory's own `chk-<id>` (ids are never reused, so that is
-/// the one it wrote against). `None` if `dir` has no parent.
-pub(crate) fn referenced_path(dir: &Path, id: u64, segment: &str) -> Option<PathBuf> {
-    let parent = dir.parent()?;
-    let sibling = parent.join(format!("chk-{id}")).join(segment);
-    if !sibling.exists() && parent.file_name().is_some_and(|n| n == ABANDONED_DIR) {
-        if let Some(root) = parent.parent() {
-            let kept = root.join(format!("chk-{id}")).join(segment);
-            if kept.exists() {
-                return Some(kept);
-            }
-        }
-    }
-    Some(sibling)
-}

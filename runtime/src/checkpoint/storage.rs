@@ -405,17 +405,36 @@ impl CheckpointStorage {
     }
 }
 
+/// Where segment `segment` of checkpoint `id` is, for an incremental
+/// checkpoint in `dir` that refers to it (`../chk-<id>/<segment>`): the
+/// sibling `chk-<id>`; for a checkpoint a restore abandoned (moved to
+/// `abandoned/`), the sibling if it was abandoned too, else the
+/// checkpoint directory's own `chk-<id>` (ids are never reused, so that is
+/// the one it wrote against). `None` if `dir` has no parent.
+pub fn referenced_path(dir: &Path, id: u64, segment: &str) -> Option<PathBuf> {
+    let parent = dir.parent()?;
+    let sibling = parent.join(format!("chk-{id}")).join(segment);
+    if !sibling.exists() && parent.file_name().is_some_and(|n| n == ABANDONED_DIR) {
+        if let Some(root) = parent.parent() {
+            let kept = root.join(format!("chk-{id}")).join(segment);
+            if kept.exists() {
+                return Some(kept);
+            }
+        }
+    }
+    Some(sibling)
+}
+
 /// fsyncs a directory (makes renames and deletions in it durable).
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     fs::File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]
-mod retention_tests;
-
-#[cfg(test)]
 mod tests {
     use super::*;
+
+    mod retention;
 
     fn temp_root(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("weir-storage-{name}-{}", std::process::id()));

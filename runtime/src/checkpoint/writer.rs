@@ -31,6 +31,7 @@ use crate::checkpoint::segment_file::{into_io, IoMode, SegmentFile};
 use crate::checkpoint::signals::CheckpointSignals;
 use crate::checkpoint::stats::TaskCheckpointStats;
 use crate::checkpoint::storage::CheckpointStorage;
+pub(crate) use crate::checkpoint::table_block::TABLE_BLOCK_CHUNKS;
 use crate::core::log::CHECKPOINT;
 use crate::core::snapshot::{FrozenKeyedState, TaskSnapshot};
 
@@ -275,11 +276,6 @@ fn wall_ms_of(at: Instant) -> f64 {
 /// part's blocks while it serializes the next, so the device and the core
 /// work at the same time (see [`write_keyed_state`]).
 const PART_BYTES: usize = 16 << 20;
-
-/// Arena chunks per table block (see [`write_keyed_state`]): 32 chunks
-/// of 512 slots hold ~240 KB of W1's entries at the table's usual load,
-/// so that several blocks share one of the segment's I/O buffers.
-pub(crate) const TABLE_BLOCK_CHUNKS: usize = 32;
 
 /// Writes one task's snapshot; returns its acknowledgement (without the
 /// final async duration, which includes the segment's sync). The sinks'

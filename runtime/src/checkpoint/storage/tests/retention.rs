@@ -15,7 +15,7 @@ use weir_state::snapshot::{
 };
 use weir_state::KeyGroupRange;
 
-use super::{CheckpointStorage, ABANDONED_DIR, METADATA_FILE};
+use super::super::{referenced_path, CheckpointStorage, ABANDONED_DIR, METADATA_FILE};
 
 const SEGMENT: &str = "w000.seg";
 
@@ -104,7 +104,7 @@ fn manifests(root: &Path) -> Vec<(PathBuf, Manifest)> {
 
 /// Where a restore of the checkpoint in `dir` finds `../chk-<id>/<seg>`.
 fn resolves(dir: &Path, id: u64, segment: &str) -> bool {
-    crate::checkpoint::restore::referenced_path(dir, id, segment).is_some_and(|p| p.is_file())
+    referenced_path(dir, id, segment).is_some_and(|p| p.is_file())
 }
 
 fn run(steps: &[Step], case: u64) {

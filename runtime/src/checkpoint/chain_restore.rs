@@ -35,8 +35,11 @@ pub(crate) fn restore_chains<S: RestoreSink>(
     let mut placed: Vec<(usize, S::Entry, u64)> = Vec::with_capacity(64);
     let mut batch: Vec<(S::Entry, u64)> = Vec::with_capacity(64);
     for chain in chains {
-        let all: Vec<&Extent> = chain.clone();
-        scope.will_need(&all);
+        // Read-ahead per segment: a chain's blocks are in the segments of
+        // up to eleven checkpoints.
+        for run in chain.chunk_by(|a, b| a.segment == b.segment) {
+            scope.will_need(run);
+        }
         let (tables, deltas): (Vec<&Extent>, Vec<&Extent>) =
             chain.iter().partition(|e| e.kind == BlockKind::KeyedTable);
         // The table's capacity and length, from the newest block.

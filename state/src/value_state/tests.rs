@@ -3,8 +3,8 @@
 //! `HashMap` with freezes interleaved.
 
 use super::*;
-use std::rc::Rc;
 use crate::key_group::KeyHash;
+use std::rc::Rc;
 
 /// A key whose hash is its value: lets tests aim keys at chosen buckets.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, Default)]
@@ -34,7 +34,10 @@ fn values_that_own_memory_are_freed_by_removal_clear_and_drop() {
     }
     // Growth moved the entries: no copy left behind.
     assert_eq!(alive(&token), 5_000);
-    assert_eq!(s.get(&"key-42".to_string()).map(|t| t.0.is_some()), Some(true));
+    assert_eq!(
+        s.get(&"key-42".to_string()).map(|t| t.0.is_some()),
+        Some(true)
+    );
 
     // A view keeps what it saw; removals after the freeze copy chunks.
     let view = s.freeze();
@@ -77,7 +80,9 @@ fn string_keys_and_values_fold_and_remove_like_a_map() {
             v.push_str(&i.to_string());
             v
         });
-        m.entry(k).or_insert_with(String::new).push_str(&i.to_string());
+        m.entry(k)
+            .or_insert_with(String::new)
+            .push_str(&i.to_string());
         if i % 5 == 0 {
             let gone = format!("user-{}", (i * 7) % 700);
             assert_eq!(s.remove(&gone), m.remove(&gone));
@@ -92,7 +97,9 @@ fn string_keys_and_values_fold_and_remove_like_a_map() {
 
 /// Checks the linear-probing invariant: no empty slot between any
 /// entry's bucket and its position, tags match keys, and `len` is right.
-fn assert_index_invariant<K: StateKey + std::fmt::Debug, V: StateValue>(s: &ValueState<K, V>) {
+pub(super) fn assert_index_invariant<K: StateKey + std::fmt::Debug, V: StateValue>(
+    s: &ValueState<K, V>,
+) {
     let mut used = 0;
     for pos in 0..s.slots.len() {
         let slot = s.slots.get(pos);
@@ -268,8 +275,10 @@ fn panicking_initialiser_leaves_state_unchanged() {
 
 /// The entries of a frozen view, checked against `want` both by iteration
 /// and by lookup.
-fn assert_view_eq<K, V>(f: &FrozenValueState<K, V>, want: &std::collections::HashMap<K, V>)
-where
+pub(super) fn assert_view_eq<K, V>(
+    f: &FrozenValueState<K, V>,
+    want: &std::collections::HashMap<K, V>,
+) where
     K: StateKey + std::hash::Hash + std::fmt::Debug,
     V: StateValue + PartialEq + std::fmt::Debug,
 {
@@ -286,10 +295,16 @@ where
         let mut joined = Vec::new();
         for p in 0..parts {
             let chunks = n * p / parts..n * (p + 1) / parts;
-            joined.extend(f.iter_chunks(chunks.clone()).map(|(k, v)| (k.clone(), v.clone())));
+            joined.extend(
+                f.iter_chunks(chunks.clone())
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
             let mut visited = Vec::new();
             f.for_each_in_chunks(chunks.clone(), |k, v| visited.push((k.clone(), v.clone())));
-            let iterated: Vec<(K, V)> = f.iter_chunks(chunks).map(|(k, v)| (k.clone(), v.clone())).collect();
+            let iterated: Vec<(K, V)> = f
+                .iter_chunks(chunks)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             assert_eq!(visited, iterated, "for_each_in_chunks, part {p} of {parts}");
         }
         assert_eq!(joined, whole, "{parts} parts of {n} chunks");
@@ -578,7 +593,9 @@ mod model {
                     prop_assert_eq!((got, new), (want, was_absent));
                 }
                 Op::UpsertRun(run) => {
-                    let records = run.iter().map(|(k, v, d)| (k.clone(), k.key_hash(), (*v, *d)));
+                    let records = run
+                        .iter()
+                        .map(|(k, v, d)| (k.clone(), k.key_hash(), (*v, *d)));
                     let taken = s.upsert_run(records, |old, (v, d)| {
                         old.map_or(v, |o: u32| o.wrapping_add(d))
                     });

@@ -96,9 +96,12 @@ impl Source for KeysOnce {
     }
 
     fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
-        let bytes: [u8; 8] = position
-            .try_into()
-            .map_err(|_| format!("expected an 8-byte position, found {} bytes", position.len()))?;
+        let bytes: [u8; 8] = position.try_into().map_err(|_| {
+            format!(
+                "expected an 8-byte position, found {} bytes",
+                position.len()
+            )
+        })?;
         self.next = u64::from_le_bytes(bytes);
         Ok(())
     }

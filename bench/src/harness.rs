@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use weir_runtime::exec::progress::human_rate;
 use weir_runtime::{
     execute_with_progress, CheckpointSummary, Config, ExecutionOptions, JobError, JobResult,
-    Progress, RestoreFrom, RestoreInfo, SubtaskSummary,
+    Progress, RestoreFrom, RestoreInfo, StopRequest, Stopped, SubtaskSummary,
 };
 
 use crate::output::{self, OutputCheck};
@@ -105,6 +105,9 @@ pub struct BenchReport {
     /// Every subtask over the run: time split, backpressure, records,
     /// bytes, in-flight bytes.
     pub subtasks: Vec<SubtaskSummary>,
+    /// The snapshot of a stop (SIGTERM, SIGINT): the run ended early, so
+    /// its results are not compared with the reference.
+    pub stopped: Option<Stopped>,
 }
 
 /// How `weir bench` runs a workload beyond its configuration.
@@ -116,11 +119,19 @@ pub struct BenchOptions {
     pub restore: RestoreFrom,
     /// `--output DIR` (W1): write records exactly once into DIR.
     pub output: Option<PathBuf>,
+    /// `--allow-non-restored-state`.
+    pub allow_non_restored_state: bool,
+    /// Stops the run with a savepoint when requested.
+    pub stop: StopRequest,
 }
 
 impl BenchReport {
-    /// True if the engine's answer matches the reference exactly.
+    /// True if the engine's answer matches the reference exactly; a run
+    /// that was stopped has nothing to compare and passes.
     pub fn verified(&self) -> bool {
+        if self.stopped.is_some() {
+            return true;
+        }
         self.records == self.expected_records
             && self.checksum == self.expected_checksum
             && self.windows.is_none_or(|(got, expected)| got == expected)
@@ -172,6 +183,13 @@ impl BenchReport {
             });
         }
         v["restarts"] = json!(self.restarts);
+        if let Some(stopped) = &self.stopped {
+            v["stopped"] = json!({
+                "id": stopped.id,
+                "kind": stopped.kind.as_str(),
+                "path": stopped.dir.display().to_string(),
+            });
+        }
         v["released_unix_ms"] = json!(self.released_unix_ms);
         v["subtasks"] = self.subtasks.iter().map(subtask_json).collect();
         if let Some(o) = &self.output {
@@ -198,16 +216,20 @@ impl BenchReport {
         if let Some((windows, expected)) = self.windows {
             s += &format!("windows fired {windows} (reference {expected})\n");
         }
-        s += &format!(
-            "checksum {} (reference {}): {}\n",
-            self.checksum,
-            self.expected_checksum,
-            if self.verified() {
-                "verified"
-            } else {
-                "MISMATCH"
-            }
-        );
+        if self.stopped.is_some() {
+            s += "stopped before the end of the input: results not compared with the reference\n";
+        } else {
+            s += &format!(
+                "checksum {} (reference {}): {}\n",
+                self.checksum,
+                self.expected_checksum,
+                if self.verified() {
+                    "verified"
+                } else {
+                    "MISMATCH"
+                }
+            );
+        }
         if !self.subtasks.is_empty() {
             let parts: Vec<String> = self
                 .subtasks
@@ -278,6 +300,8 @@ pub fn run(
         options.progress_interval = Duration::ZERO;
     }
     options.restore = bench.restore.clone();
+    options.allow_non_restored_state = bench.allow_non_restored_state;
+    options.stop = bench.stop.clone();
     if bench.output.is_some() && workload != Workload::W1 {
         return Err(JobError::InvalidJob(
             "--output is supported by w1 only".into(),
@@ -304,6 +328,9 @@ pub fn run(
             let result = execute_with_progress(job, &options, &mut progress)?;
             let sinks = results.collected();
             let output = match &bench.output {
+                // A stopped run committed a prefix of the output: the
+                // restored run completes it, and is checked then.
+                Some(_) if result.stopped.is_some() => None,
                 Some(dir) => {
                     Some(output::verify_output(dir, records, keys).map_err(JobError::InvalidJob)?)
                 }
@@ -446,6 +473,7 @@ impl BenchReport {
             output: None,
             released_unix_ms: unix_ms(result.released_at),
             subtasks: result.subtasks.clone(),
+            stopped: result.stopped.clone(),
         }
     }
 }

@@ -118,6 +118,36 @@ impl Sink for W1OutputSink {
         }
     }
 
+    /// Both parts rescale: the checksums add up, the file sink commits
+    /// its share of the old subtasks' transactions.
+    fn initialize_rescaled_state(
+        &mut self,
+        checkpoint_id: u64,
+        states: &[&[u8]],
+    ) -> Option<Result<(), String>> {
+        self.state_malformed = true;
+        let mut checksums = Vec::with_capacity(states.len());
+        let mut files = Vec::with_capacity(states.len());
+        for (k, state) in states.iter().enumerate() {
+            let Some((checksum, file)) = split_state(state) else {
+                return Some(Err(format!(
+                    "W1 output sink state of checkpoint {checkpoint_id}, old subtask {k}, is \
+                     truncated"
+                )));
+            };
+            checksums.push(checksum);
+            files.push(file);
+        }
+        if let Some(Err(e)) = self
+            .checksum
+            .initialize_rescaled_state(checkpoint_id, &checksums)
+        {
+            return Some(Err(e));
+        }
+        self.state_malformed = false;
+        self.file.initialize_rescaled_state(checkpoint_id, &files)
+    }
+
     fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, String> {
         let checksum = self.checksum.snapshot_state(checkpoint_id)?;
         let file = self.file.snapshot_state(checkpoint_id)?;

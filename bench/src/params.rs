@@ -68,6 +68,50 @@ impl FromStr for JobName {
     }
 }
 
+/// The type of the quickstart's user ids (`job.key-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum KeyType {
+    /// `u64` ids.
+    #[default]
+    Integer,
+    /// `String` ids (`user-<n>`), variable-size keys on the heap.
+    String,
+    /// `CompactString` ids (`user-<n>`): variable-size keys that live
+    /// inline up to 24 bytes.
+    CompactString,
+}
+
+/// What `job.key-type` accepts, for error messages.
+const KEY_TYPE_EXPECTED: &str = "integer, string or compact-string";
+
+impl KeyType {
+    /// The name `job.key-type` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyType::Integer => "integer",
+            KeyType::String => "string",
+            KeyType::CompactString => "compact-string",
+        }
+    }
+}
+
+impl fmt::Display for KeyType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for KeyType {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        [KeyType::Integer, KeyType::String, KeyType::CompactString]
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or(())
+    }
+}
+
 /// The built-in jobs' parameters (the `job.*` keys).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobParams {
@@ -79,6 +123,8 @@ pub struct JobParams {
     pub keys: Option<u64>,
     /// `job.rate`: records/s over all source subtasks; `None` = unpaced.
     pub rate: Option<u64>,
+    /// `job.key-type`: the quickstart's user id type.
+    pub key_type: KeyType,
     /// `job.warmup`: W3's warm-up, not recorded.
     pub warmup: Duration,
     /// `job.duration`: W3's recorded run time; W4's source run time.
@@ -97,6 +143,7 @@ impl Default for JobParams {
             records: None,
             keys: None,
             rate: None,
+            key_type: KeyType::Integer,
             warmup: Duration::from_secs(5),
             duration: Duration::from_secs(20),
             ttl: Duration::from_secs(10),
@@ -152,6 +199,16 @@ pub const JOB_KEYS: &[Key<JobParams>] = &[
         get: |p| opt(p.rate),
         set: |p, s| {
             p.rate = s.positive_or_unset()?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "job.key-type",
+        description: "the quickstart's user ids: integer (u64), string (`user-<n>` as `String`) or compact-string (`user-<n>` as `CompactString`, inline up to 24 bytes): variable-size keys in state and checkpoints",
+        get: |p| p.key_type.to_string(),
+        set: |p, s| {
+            let t = s.text().and_then(|t| t.parse().ok());
+            p.key_type = s.check(t, KEY_TYPE_EXPECTED)?;
             Ok(())
         },
     },

@@ -109,6 +109,8 @@ impl WindowResults {
 /// are its checkpointed state, so a resumed run verifies the whole output.
 pub struct WindowChecksumSink {
     index: usize,
+    /// The sink's subtask: a rescaled restore takes its share by it.
+    info: SubtaskInfo,
     results: Arc<WindowResults>,
     totals: WindowTotals,
 }
@@ -118,6 +120,7 @@ impl WindowChecksumSink {
     pub fn new(info: &SubtaskInfo, results: Arc<WindowResults>) -> Self {
         Self {
             index: info.index,
+            info: *info,
             results,
             totals: WindowTotals::default(),
         }
@@ -155,18 +158,47 @@ impl Sink for WindowChecksumSink {
         let Some((checkpoint, state)) = restored else {
             return Ok(());
         };
-        if state.len() != 24 {
-            return Err(format!(
-                "W2 window sink state of checkpoint {checkpoint} has {} bytes, expected 24",
-                state.len()
-            ));
-        }
-        let word = |i: usize| u64::from_le_bytes(state[i * 8..i * 8 + 8].try_into().expect("8"));
-        self.totals = WindowTotals {
-            windows: word(0),
-            records: word(1),
-            checksum: word(2),
-        };
+        self.totals = decode_window_totals(checkpoint, state)?;
         Ok(())
     }
+
+    /// The totals are sums: each new subtask adds up its share of the old
+    /// subtasks' (each old one's goes to one new subtask).
+    fn initialize_rescaled_state(
+        &mut self,
+        checkpoint_id: u64,
+        states: &[&[u8]],
+    ) -> Option<Result<(), String>> {
+        let mut sum = WindowTotals::default();
+        for k in weir_runtime::rescaled_share(&self.info, states.len()) {
+            match decode_window_totals(checkpoint_id, states[k]) {
+                Ok(t) => {
+                    sum = WindowTotals {
+                        windows: sum.windows + t.windows,
+                        records: sum.records + t.records,
+                        checksum: sum.checksum.wrapping_add(t.checksum),
+                    }
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        self.totals = sum;
+        Some(Ok(()))
+    }
+}
+
+/// A W2 sink's state: its totals.
+fn decode_window_totals(checkpoint: u64, state: &[u8]) -> Result<WindowTotals, String> {
+    if state.len() != 24 {
+        return Err(format!(
+            "W2 window sink state of checkpoint {checkpoint} has {} bytes, expected 24",
+            state.len()
+        ));
+    }
+    let word = |i: usize| u64::from_le_bytes(state[i * 8..i * 8 + 8].try_into().expect("8"));
+    Ok(WindowTotals {
+        windows: word(0),
+        records: word(1),
+        checksum: word(2),
+    })
 }

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use weir_runtime::{
-    Collector, KeyContext, KeyedProcessFunction, KeyedStates, KeyedValueState, Sink, Source,
-    SourcePoll, SubtaskInfo, Wire,
+    Collector, KeyContext, KeyedProcessFunction, KeyedStates, KeyedValueState, OperatorStates,
+    Sink, Source, SourcePoll, StridedSplits, SubtaskInfo, Wire,
 };
 
 /// The multiplier of the sink checksum.
@@ -198,10 +198,12 @@ pub struct SourcePlan {
 }
 
 /// The WORKLOADS.md source: subtask `s` emits `make(i)` for
-/// `i = s, s + P, ...`, optionally paced to its share of the rate.
+/// `i = s, s + P, ...`, optionally paced to its share of the rate. Its
+/// position is strided splits in union list state, so a restore at
+/// another parallelism hands the records not yet emitted to the new
+/// subtasks, each once (see [`StridedSplits`]).
 pub struct WorkloadSource<F> {
-    next: u64,
-    step: u64,
+    splits: StridedSplits,
     plan: SourcePlan,
     per_second: f64,
     start: Option<Instant>,
@@ -243,8 +245,7 @@ impl<F> WorkloadSource<F> {
             .rate
             .map_or(0.0, |r| r as f64 / info.parallelism as f64);
         Self {
-            next: info.index as u64,
-            step: info.parallelism as u64,
+            splits: StridedSplits::new(info, plan.records),
             plan,
             per_second,
             start: None,
@@ -296,36 +297,39 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for WorkloadSource<F> {
                 allowed = allowed.min(due - self.emitted);
             }
         }
-        weir_runtime::core::failpoint::panic_once("source-panic", self.next);
-        weir_runtime::core::failpoint::panic_always("source-panic-always", self.next);
-        if self.next >= self.plan.records {
+        let Some(next) = self.splits.next_record() else {
             return self.finished();
-        }
-        // This subtask's records left, made as the chain takes them.
-        let left = (self.plan.records - self.next).div_ceil(self.step);
-        let (make, first, step) = (&mut self.make, self.next, self.step);
-        let mut records = (0..left).map(|j| make(first + j * step));
-        let n = out.collect_many(&mut records, allowed.min(left) as usize) as u64;
-        self.next += n * self.step;
-        self.emitted += n;
-        SourcePoll::Emitted(n as usize)
+        };
+        weir_runtime::core::failpoint::panic_once("source-panic", next);
+        weir_runtime::core::failpoint::panic_always("source-panic-always", next);
+        // This subtask's records, made as the chain takes them.
+        let limit = usize::try_from(allowed).unwrap_or(usize::MAX);
+        let n = self.splits.emit(&mut self.make, out, limit);
+        self.emitted += n as u64;
+        SourcePoll::Emitted(n)
     }
 
+    /// The position is the splits: no bytes.
     fn snapshot_position(&mut self) -> Vec<u8> {
-        self.next.to_le_bytes().to_vec()
+        Vec::new()
     }
 
+    /// An empty position (the splits hold it), or one of the format before
+    /// splits (a record index, at the same parallelism).
     fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
-        self.next = weir_runtime::operators::source::function::decode_strided_position(
-            position,
-            self.index as u64,
-            self.step,
-        )?;
-        Ok(())
+        self.splits.restore_position(position)
     }
 
-    /// A position that does not decode stays so: a restart restores the
-    /// same bytes.
+    fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
+        self.splits.visit(states);
+    }
+
+    fn initialize_restored_state(&mut self) -> Result<(), String> {
+        self.splits.restored()
+    }
+
+    /// A position or splits that do not decode stay so: a restart
+    /// restores the same bytes.
     fn is_retryable(&self, _error: &str) -> bool {
         false
     }
@@ -408,6 +412,8 @@ impl SinkResults {
 /// The checksum sink; with a latency window it also records W3 latency.
 pub struct ChecksumSink<O> {
     index: usize,
+    /// The sink's subtask: a rescaled restore takes its share by it.
+    info: SubtaskInfo,
     results: Arc<SinkResults>,
     records: u64,
     checksum: u64,
@@ -431,6 +437,7 @@ impl<O> ChecksumSink<O> {
     pub fn new(info: &SubtaskInfo, results: Arc<SinkResults>) -> Self {
         Self {
             index: info.index,
+            info: *info,
             results,
             records: 0,
             checksum: 0,
@@ -514,16 +521,44 @@ impl<O: CountOutput> Sink for ChecksumSink<O> {
         let Some((checkpoint, state)) = restored else {
             return Ok(());
         };
-        let state: [u8; 16] = state.try_into().map_err(|_| {
-            format!(
-                "checksum sink state of checkpoint {checkpoint} has {} bytes, expected 16",
-                state.len()
-            )
-        })?;
-        self.records = u64::from_le_bytes(state[..8].try_into().expect("8 bytes"));
-        self.checksum = u64::from_le_bytes(state[8..].try_into().expect("8 bytes"));
+        (self.records, self.checksum) = decode_checksum_state(checkpoint, state)?;
         Ok(())
     }
+
+    /// Count and checksum are sums: the new subtasks add up their shares
+    /// of the old subtasks' (each old one's goes to one new subtask), so
+    /// the totals over all subtasks stay the whole output's.
+    fn initialize_rescaled_state(
+        &mut self,
+        checkpoint_id: u64,
+        states: &[&[u8]],
+    ) -> Option<Result<(), String>> {
+        let mut sum = (0u64, 0u64);
+        for k in weir_runtime::rescaled_share(&self.info, states.len()) {
+            match decode_checksum_state(checkpoint_id, states[k]) {
+                Ok((records, checksum)) => {
+                    sum = (sum.0 + records, sum.1.wrapping_add(checksum));
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        (self.records, self.checksum) = sum;
+        Some(Ok(()))
+    }
+}
+
+/// A checksum sink's state: `(records, checksum)`.
+fn decode_checksum_state(checkpoint: u64, state: &[u8]) -> Result<(u64, u64), String> {
+    let state: [u8; 16] = state.try_into().map_err(|_| {
+        format!(
+            "checksum sink state of checkpoint {checkpoint} has {} bytes, expected 16",
+            state.len()
+        )
+    })?;
+    Ok((
+        u64::from_le_bytes(state[..8].try_into().expect("8 bytes")),
+        u64::from_le_bytes(state[8..].try_into().expect("8 bytes")),
+    ))
 }
 
 /// Waits `d` by spinning on the monotonic clock (no sleep: the core stays
@@ -598,6 +633,14 @@ impl Sink for SlowSink {
 
     fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
         self.sink.initialize_state(restored)
+    }
+
+    fn initialize_rescaled_state(
+        &mut self,
+        checkpoint_id: u64,
+        states: &[&[u8]],
+    ) -> Option<Result<(), String>> {
+        self.sink.initialize_rescaled_state(checkpoint_id, states)
     }
 }
 

@@ -9,7 +9,9 @@
 //! slot itself. A full ring hands the value back: the caller decides how to
 //! wait (that is backpressure), nothing is ever dropped or queued elsewhere.
 //!
-//! All `unsafe` of the data plane lives here. It is model checked with loom
+//! All `unsafe` of moving data between cores lives here (the only other
+//! block of the crate is the codec's ASCII string decode). It is model
+//! checked with loom
 //! (`RUSTFLAGS="--cfg loom" cargo test -p weir-net --test loom_ring --release`)
 //! and runs under miri (`cargo +nightly miri test -p weir-net ring`).
 

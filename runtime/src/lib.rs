@@ -69,7 +69,8 @@ pub use crate::exchange::{
 pub use crate::exec::{
     available_cores, execute, execute_with_progress, CheckpointingOptions, ExecutionOptions,
     JobError, JobResult, Progress, RestartDecision, RestartStrategy, RestartStrategyConfig,
-    RestartStrategyType, RestartTracker, RestoreFrom, RestoreInfo, Result, TaskFailure,
+    RestartStrategyType, RestartTracker, RestoreFrom, RestoreInfo, Result, StopRequest, Stopped,
+    TaskFailure,
 };
 pub use crate::metrics::{BackpressureLevel, GaugeSummary, SubtaskId, SubtaskSummary, TimeShares};
 pub use crate::operators::broadcast::{
@@ -80,8 +81,10 @@ pub use crate::operators::interval_join::{
 };
 pub use crate::operators::keyed::KeyedProcessFunction;
 pub use crate::operators::process::{InitializationContext, ProcessContext, ProcessFunction};
-pub use crate::operators::sink::Sink;
-pub use crate::operators::source::{NumberSequenceSource, SequenceSource, Source, SourcePoll};
+pub use crate::operators::sink::{rescaled_share, Sink};
+pub use crate::operators::source::{
+    NumberSequenceSource, SequenceSource, Source, SourcePoll, StridedSplits,
+};
 pub use crate::operators::timestamps::WatermarkStrategy;
 pub use crate::operators::two_input::KeyedCoProcessFunction;
 pub use crate::operators::window::{
@@ -97,6 +100,7 @@ pub use crate::state::{
     ManualClock, OperatorListState, OperatorStates, ProcessingTimeClock, StateTtlConfig,
     TimeDomain, TimerQueues, TtlClock, UnionListState, UpdateType,
 };
+pub use compact_str::CompactString;
 pub use weir_derive::{KeyHash, Wire};
 pub use weir_net::{DecodeError, WatermarkStatus, Wire};
 pub use weir_state::{KeyHash, StateKey, StateValue};

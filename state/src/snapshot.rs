@@ -55,7 +55,7 @@
 //! | offset from the trailer | size | field | meaning |
 //! |---:|---:|---|---|
 //! | 0 | 4 | `magic` | the bytes `b"WRSM"` ([`MANIFEST_MAGIC`]) |
-//! | 4 | 2 | `version` | [`MANIFEST_VERSION`] = 3 (version 2, without lineage, is read too) |
+//! | 4 | 2 | `version` | [`MANIFEST_VERSION`] = 4 (version 3, without the kind, and version 2, without lineage, are read too, as checkpoints) |
 //! | 6 | 2 | `reserved` | zero |
 //! | 8 | 8 | `length` | archive bytes before the trailer (= file length - 20) |
 //! | 16 | 4 | `crc32c` | CRC-32C of the archive bytes |
@@ -64,7 +64,7 @@
 //!
 //! | value | fields |
 //! |---|---|
-//! | manifest | `job_name`, `checkpoint_id: u64`, `timestamp_ms: u64`, `max_parallelism: u32`, operators, lineage (optional) |
+//! | manifest | `job_name`, `checkpoint_id: u64`, `timestamp_ms: u64`, `max_parallelism: u32`, operators, lineage (optional), `kind: u8` (0 a checkpoint, 1 a savepoint) |
 //! | lineage | `job_id` (the run that wrote it), `parent: Option<u64>` (the checkpoint it follows), `fingerprint` (`(key, value)` pairs: what the state means) |
 //! | operator | `uid`, `parallelism: u32`, subtasks |
 //! | subtask | `index: u32`, key-group range, extents, inline states |
@@ -101,8 +101,8 @@ pub use format::{
     BLOCK_MAGIC, BLOCK_VERSION, MAX_PAYLOAD_LEN, MAX_STATE_NAME_LEN,
 };
 pub use manifest::{
-    write_atomically, InlineState, Lineage, Manifest, OperatorSnapshot, SubtaskSnapshot,
-    MANIFEST_MAGIC, MANIFEST_TRAILER_LEN, MANIFEST_VERSION, MIN_MANIFEST_VERSION,
+    write_atomically, InlineState, Lineage, Manifest, OperatorSnapshot, SnapshotKind,
+    SubtaskSnapshot, MANIFEST_MAGIC, MANIFEST_TRAILER_LEN, MANIFEST_VERSION, MIN_MANIFEST_VERSION,
 };
 pub use reader::{PayloadCheck, Scan, SegmentReader};
 pub use writer::SegmentWriter;

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use weir_state::snapshot::{
     encode_block, padded_block_len, BlockKind, Extent, InlineState, Lineage, Manifest,
-    OperatorSnapshot, SegmentReader, SegmentWriter, SnapshotError, SubtaskSnapshot, BLOCK_ALIGN,
-    BLOCK_HEADER_LEN, MAX_STATE_NAME_LEN,
+    OperatorSnapshot, SegmentReader, SegmentWriter, SnapshotError, SnapshotKind, SubtaskSnapshot,
+    BLOCK_ALIGN, BLOCK_HEADER_LEN, MANIFEST_VERSION, MAX_STATE_NAME_LEN,
 };
 use weir_state::KeyGroupRange;
 
@@ -535,6 +535,7 @@ fn sample_manifest() -> Manifest {
                 ("parameter job.keys".into(), "1000".into()),
             ],
         }),
+        kind: SnapshotKind::Savepoint,
     }
 }
 
@@ -553,13 +554,46 @@ fn a_version_2_manifest_reads_without_lineage() {
         ("w1-keyed-count", 1)
     );
     assert_eq!(m.lineage, None);
+    assert_eq!(m.kind, SnapshotKind::Checkpoint);
     assert!(
         m.operators.iter().any(|o| o.uid == "w1-source"),
         "{:?}",
         m.operators
     );
-    // Written again, it is version 3 and reads back the same.
+    // Written again, it is the current version and reads back the same.
     let again = m.to_bytes().unwrap();
+    assert_eq!(Manifest::from_bytes(&again).unwrap(), m);
+}
+
+/// A manifest of format version 3 (lineage, no kind), as weir `a2a615c`
+/// wrote it for a W1 run's final checkpoint, still reads, as a checkpoint.
+#[test]
+fn a_version_3_manifest_reads_as_a_checkpoint() {
+    let bytes = include_bytes!("fixtures/manifest-v3-w1.bin");
+    assert_eq!(
+        u16::from_le_bytes([bytes[bytes.len() - 16], bytes[bytes.len() - 15]]),
+        3
+    );
+    let m = Manifest::from_bytes(bytes).unwrap();
+    assert_eq!(
+        (m.job_name.as_str(), m.checkpoint_id, m.kind),
+        ("w1-keyed-count", 1, SnapshotKind::Checkpoint)
+    );
+    let lineage = m.lineage.as_ref().expect("version 3 has lineage");
+    assert_eq!(lineage.parent, None);
+    assert!(
+        lineage
+            .fingerprint
+            .contains(&("operator".into(), "w1-output-sink".into())),
+        "{:?}",
+        lineage.fingerprint
+    );
+    // Written again, it is the current version and reads back the same.
+    let again = m.to_bytes().unwrap();
+    assert_eq!(
+        u16::from_le_bytes([again[again.len() - 16], again[again.len() - 15]]),
+        MANIFEST_VERSION
+    );
     assert_eq!(Manifest::from_bytes(&again).unwrap(), m);
 }
 
@@ -683,4 +717,44 @@ fn deferred_checks_catch_every_flip_that_read_block_catches() {
         }
         file.write_all_at(&b, pos).unwrap();
     }
+}
+
+/// The savepoint of `fixtures/savepoint-v4-w1` (weir's manifest format 4,
+/// kind savepoint; see its README) still reads: its manifest, with
+/// segment names relative to its directory, and every block it names,
+/// checksums and all.
+#[test]
+fn a_version_4_savepoint_reads_with_every_block() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/savepoint-v4-w1");
+    let bytes = std::fs::read(dir.join("_metadata")).unwrap();
+    assert_eq!(
+        u16::from_le_bytes([bytes[bytes.len() - 16], bytes[bytes.len() - 15]]),
+        4
+    );
+    let m = Manifest::from_bytes(&bytes).unwrap();
+    assert_eq!(
+        (
+            m.job_name.as_str(),
+            m.checkpoint_id,
+            m.kind,
+            m.max_parallelism
+        ),
+        ("w1-keyed-count", 4, SnapshotKind::Savepoint, 128)
+    );
+    let uids: Vec<&str> = m.operators.iter().map(|o| o.uid.as_str()).collect();
+    assert_eq!(uids, ["w1-checksum-sink", "w1-keyed-count", "w1-source"]);
+    let mut blocks = 0;
+    for e in m
+        .operators
+        .iter()
+        .flat_map(|o| &o.subtasks)
+        .flat_map(|s| &s.extents)
+    {
+        assert!(!e.segment.contains('/'), "relative: {}", e.segment);
+        let reader = SegmentReader::open(dir.join(&e.segment)).unwrap();
+        reader.read_block(e).unwrap();
+        blocks += 1;
+    }
+    assert_eq!(blocks, 1, "the keyed totals' table block");
 }

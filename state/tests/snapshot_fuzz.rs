@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use proptest::prelude::*;
 use weir_state::snapshot::{
     BlockKind, Extent, InlineState, Lineage, Manifest, OperatorSnapshot, SegmentReader,
-    SegmentWriter, SubtaskSnapshot, MANIFEST_MAGIC, MANIFEST_VERSION,
+    SegmentWriter, SnapshotKind, SubtaskSnapshot, MANIFEST_MAGIC, MANIFEST_VERSION,
 };
 use weir_state::KeyGroupRange;
 
@@ -140,9 +140,13 @@ fn manifest() -> impl Strategy<Value = Manifest> {
         any::<u32>(),
         prop::collection::vec(operator, 0..3),
         lineage,
+        prop_oneof![
+            Just(SnapshotKind::Checkpoint),
+            Just(SnapshotKind::Savepoint)
+        ],
     )
         .prop_map(
-            |(job_name, checkpoint_id, timestamp_ms, max_parallelism, operators, lineage)| {
+            |(job_name, checkpoint_id, timestamp_ms, max_parallelism, operators, lineage, kind)| {
                 Manifest {
                     job_name,
                     checkpoint_id,
@@ -150,6 +154,7 @@ fn manifest() -> impl Strategy<Value = Manifest> {
                     max_parallelism,
                     operators,
                     lineage,
+                    kind,
                 }
             },
         )

@@ -12,19 +12,35 @@
 //! The library logs through `tracing`; [`logging`] prints its events on
 //! stderr. Progress lines and reports are the command's own output and
 //! printed here (and by weir-bench's harness) directly.
+//!
+//! SIGTERM and SIGINT stop `weir run` and `weir bench w1|w2|w3` with a
+//! savepoint ([`signals`]): the command prints `stopped with a savepoint:
+//! PATH` (or `a checkpoint`, without `state.savepoints.dir`) and exits 0;
+//! a second signal aborts (exit 128 + the signal). `weir checkpoints`
+//! lists, verifies and describes checkpoints and savepoints ([`inspect`]).
 
+mod inspect;
 mod logging;
+mod signals;
+
+/// mimalloc, not glibc's malloc: a record that owns memory (a `String`
+/// key) is allocated on one core and freed on another, and glibc's free
+/// of a small block costs several times mimalloc's (measured: RESULTS.md,
+/// "Variable-size state"). Integer jobs allocate nothing per record.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use weir_bench::params::{JobName, JobParams};
+use weir_bench::params::{JobName, JobParams, KeyType};
 use weir_bench::w4::{W4Mode, W4_DEFAULT_DURATION};
 use weir_bench::{quickstart, BenchOptions, Workload};
 use weir_runtime::{
-    execute_with_progress, Config, ExecutionOptions, JobError, Progress, RestoreFrom,
+    execute_with_progress, Config, ExecutionOptions, JobError, Progress, RestoreFrom, StopRequest,
+    Stopped,
 };
 
 #[derive(Parser)]
@@ -91,6 +107,12 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Inspect checkpoints and savepoints: list those of a directory,
+    /// verify every block's checksum, describe one.
+    Checkpoints {
+        #[command(subcommand)]
+        action: inspect::Action,
+    },
 }
 
 #[derive(Args)]
@@ -104,11 +126,17 @@ struct Common {
     /// Workers, one pinned per core (parallelism.default).
     #[arg(long)]
     workers: Option<usize>,
-    /// Resume from a checkpoint: `latest` (the newest complete and verified
-    /// one in state.checkpoints.dir; a fresh start if there is none) or the
-    /// path of a `chk-<id>` directory.
+    /// Resume from a checkpoint or savepoint: `latest` (the newest
+    /// complete and verified checkpoint in state.checkpoints.dir; a fresh
+    /// start if there is none) or the path of a `chk-<id>` or
+    /// `savepoint-<job>-<id>` directory (a savepoint is only read, never
+    /// changed).
     #[arg(long, value_name = "latest|PATH")]
     restore: Option<String>,
+    /// With --restore: skip the state of operators (uids) this job does
+    /// not have, instead of refusing the snapshot.
+    #[arg(long)]
+    allow_non_restored_state: bool,
 }
 
 impl Common {
@@ -159,18 +187,25 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::install();
     match cli.command {
+        Command::Checkpoints { action } => inspect::run(&action),
         Command::Run { common } => {
             let (config, params) = match load(&common, Vec::new(), Vec::new()) {
                 Ok(c) => c,
+                Err(code) => return code,
+            };
+            let stop = match stop_on_signals() {
+                Ok(s) => s,
                 Err(code) => return code,
             };
             let bench = BenchOptions {
                 quiet: false,
                 restore: common.restore_from(),
                 output: None,
+                allow_non_restored_state: common.allow_non_restored_state,
+                stop: stop.clone(),
             };
             match params.job {
-                JobName::Quickstart => run_quickstart(&config, &params, common.restore_from()),
+                JobName::Quickstart => run_quickstart(&config, &params, &common, stop),
                 JobName::W1 => run_bench(Workload::W1, &config, &params, &bench, false),
                 JobName::W2 => run_bench(Workload::W2, &config, &params, &bench, false),
                 JobName::W3 => run_bench(Workload::W3, &config, &params, &bench, false),
@@ -246,14 +281,44 @@ fn main() -> ExitCode {
                 }
                 BenchName::W5 | BenchName::Ttl => unreachable!("handled above"),
             };
+            let stop = match stop_on_signals() {
+                Ok(s) => s,
+                Err(code) => return code,
+            };
             let bench = BenchOptions {
                 quiet,
                 restore: common.restore_from(),
                 output,
+                allow_non_restored_state: common.allow_non_restored_state,
+                stop,
             };
             run_bench(workload, &config, &params, &bench, true)
         }
     }
+}
+
+/// A stop request that SIGTERM and SIGINT make.
+fn stop_on_signals() -> Result<StopRequest, ExitCode> {
+    let stop = StopRequest::new();
+    signals::install(stop.clone()).map_err(|e| {
+        eprintln!("error: cannot handle SIGTERM and SIGINT: {e}");
+        ExitCode::from(1)
+    })?;
+    Ok(stop)
+}
+
+/// The line saying where a stop's snapshot is (what `--restore` takes).
+fn print_stopped(stopped: &Stopped) {
+    println!(
+        "stopped with a {}: {}",
+        stopped.kind,
+        absolute(&stopped.dir).display()
+    );
+}
+
+/// `path` made absolute (so the printed path works from anywhere).
+fn absolute(path: &std::path::Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// `--warmup 5` means five seconds; `--warmup 500ms` is passed through.
@@ -292,14 +357,40 @@ fn run_bench(
     bench: &BenchOptions,
     json: bool,
 ) -> ExitCode {
+    if let Err(code) = integer_keys_only(params, workload.name()) {
+        return code;
+    }
     match weir_bench::run(workload, config, params, bench) {
-        Ok(report) => print_report(
-            &report.summary(),
-            json.then(|| report.to_json().to_string()),
-            report.verified(),
-        ),
+        Ok(report) => {
+            let mut summary = report.summary();
+            if let Some(stopped) = &report.stopped {
+                summary += &format!(
+                    "stopped with a {}: {}\n",
+                    stopped.kind,
+                    absolute(&stopped.dir).display()
+                );
+            }
+            print_report(
+                &summary,
+                json.then(|| report.to_json().to_string()),
+                report.verified(),
+            )
+        }
         Err(e) => job_failed(&e),
     }
+}
+
+/// The workloads are defined over integer keys (WORKLOADS.md): exit 2 if
+/// `job.key-type` asks for another.
+fn integer_keys_only(params: &JobParams, workload: &str) -> Result<(), ExitCode> {
+    if params.key_type == KeyType::Integer {
+        return Ok(());
+    }
+    eprintln!(
+        "error: job.key-type = {}: {workload} is defined over integer keys; only the quickstart job takes string ids",
+        params.key_type
+    );
+    Err(ExitCode::from(2))
 }
 
 /// Prints a job's error; its exit code is 1 if running the job again may
@@ -327,6 +418,9 @@ fn print_report(summary: &str, json: Option<String>, verified: bool) -> ExitCode
 
 /// `weir bench w4`: checkpoints under backpressure (see weir_bench::w4).
 fn run_w4(config: &Config, params: &JobParams, mode: W4Mode, quiet: bool) -> ExitCode {
+    if let Err(code) = integer_keys_only(params, "w4") {
+        return code;
+    }
     let setup = match weir_bench::w4::prepare(config, params, mode) {
         Ok(s) => s,
         Err(e) => {
@@ -357,14 +451,22 @@ fn run_ttl(config: &Config, params: &JobParams, quiet: bool) -> ExitCode {
     }
 }
 
-fn run_quickstart(config: &Config, params: &JobParams, restore: RestoreFrom) -> ExitCode {
+fn run_quickstart(
+    config: &Config,
+    params: &JobParams,
+    common: &Common,
+    stop: StopRequest,
+) -> ExitCode {
     let mut options = ExecutionOptions::from_config(config);
-    options.restore = restore;
+    options.restore = common.restore_from();
+    options.allow_non_restored_state = common.allow_non_restored_state;
+    options.stop = stop;
     let events = params.records.unwrap_or(quickstart::DEFAULT_EVENTS);
     let users = params.keys.unwrap_or(quickstart::DEFAULT_USERS);
     println!(
-        "weir quickstart: {events} generated events of {users} users -> filter(drop runts) -> \
-         key_by(user) -> keyed totals (ValueState) -> sink"
+        "weir quickstart: {events} generated events of {users} users ({} ids) -> \
+         filter(drop runts) -> key_by(user) -> keyed totals (ValueState) -> sink",
+        params.key_type
     );
     println!(
         "{} workers{}, buffer timeout {}, {} key groups",
@@ -377,7 +479,13 @@ fn run_quickstart(config: &Config, params: &JobParams, restore: RestoreFrom) -> 
         weir_runtime::core::units::format_duration(options.buffer_timeout),
         options.max_parallelism
     );
-    let (job, results) = quickstart::job(events, users, options.workers);
+    let (job, results) = match params.key_type {
+        KeyType::Integer => quickstart::job(events, users, options.workers),
+        KeyType::String => quickstart::job_with::<String>(events, users, options.workers),
+        KeyType::CompactString => {
+            quickstart::job_with::<weir_runtime::CompactString>(events, users, options.workers)
+        }
+    };
     let started = Instant::now();
     // Printed, not logged: they are this command's report, like the
     // bench harness's, and stay whatever RUST_LOG says.
@@ -386,6 +494,15 @@ fn run_quickstart(config: &Config, params: &JobParams, restore: RestoreFrom) -> 
         Ok(r) => r,
         Err(e) => return job_failed(&e),
     };
+    if let Some(stopped) = &result.stopped {
+        // Stopped early: the totals are partial, nothing to verify.
+        println!(
+            "stopped: {} events kept and processed before the stop",
+            result.metrics.total_sink_records()
+        );
+        print_stopped(stopped);
+        return ExitCode::SUCCESS;
+    }
     let totals = results.totals();
     let records = result.metrics.total_sink_records();
     println!(

@@ -1049,13 +1049,15 @@ fn scenario5_a_foreign_checkpoint_is_refused_before_any_side_effect() {
 // ---------------------------------------------------------------------------
 // Scenario 6: an error a retry cannot fix is not retried.
 
-/// Issue 17, scenario 6. A checkpoint of a run with 2 workers restored
-/// with 1 (W1's per-subtask source positions cannot be redistributed: a
-/// refused rescale) under the default restart strategy (exponential delay,
-/// with checkpointing on): exit 2 within seconds, no restart (contract
-/// 10), the committed output kept.
+/// Issue 17, scenario 6, after issue 18 made the rescale itself succeed.
+/// A checkpoint of a run with 2 workers restored with 1 and another max
+/// parallelism (key groups cannot be remapped: a restore that cannot
+/// succeed) under the default restart strategy (exponential delay, with
+/// checkpointing on): exit 2 within seconds, no restart (contract 10),
+/// the committed output kept. Restored with 1 worker and the max
+/// parallelism it was taken with, it rescales and completes exactly once.
 #[test]
-fn scenario6_a_refused_rescale_is_not_retried() {
+fn scenario6_a_restore_that_cannot_succeed_is_not_retried() {
     let s = Scratch::new("s6");
     let (d, out) = (s.path("ck"), s.path("out"));
     let job = W1 {
@@ -1081,30 +1083,40 @@ fn scenario6_a_refused_rescale_is_not_retried() {
         ..job.clone()
     };
     let run = s.run(
-        "one-worker",
-        one.cmd(&d).args(&settings).args(["--restore", "latest"]),
+        "one-worker-64-key-groups",
+        one.cmd(&d)
+            .args(&settings)
+            .args(["--restore", "latest"])
+            .args(["--set", "pipeline.max-parallelism=64"]),
         FAIL_FAST,
     );
-    run.assert_refused("a refused rescale");
+    run.assert_refused("a changed max parallelism");
     assert!(
         run.elapsed < Duration::from_secs(10),
-        "a refused rescale fails fast, not after retries: {:.1} s\n{}",
+        "a refused restore fails fast, not after retries: {:.1} s\n{}",
         run.elapsed.as_secs_f64(),
         run.describe()
     );
     assert!(
         !run.stderr.contains("restarting"),
-        "a refused rescale is not retried\n{}",
+        "a refused restore is not retried\n{}",
         run.describe()
     );
-    assert!(
-        ["parallelism", "workers"]
-            .iter()
-            .any(|w| run.stderr.contains(w)),
-        "the message says the parallelism differs\n{}",
-        run.describe()
-    );
+    run.assert_stderr_names("the setting", "max-parallelism");
     assert_unchanged("the output directory", &out_before, &tree(&out), &run);
+
+    let rescaled = s.run(
+        "one-worker",
+        one.cmd(&d).args(&settings).args(["--restore", "latest"]),
+        FINISH,
+    );
+    rescaled.assert_exit(0, "the rescale to one worker");
+    assert_eq!(
+        rescaled.report()["output"]["exactly_once"],
+        true,
+        "{}",
+        rescaled.describe()
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@ use weir_state::KeyHash;
 use crate::api::graph::{JobGraph, Stage, StageNode};
 use crate::api::stream::Stream;
 use crate::build::builder::ChainBuilder;
-use crate::build::exchange::{ExchangeInputChain, ExchangeTail};
+use crate::build::exchange::{key_route, ExchangeInputChain, ExchangeTail};
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::chain::KeyedProcessChain;
 use crate::operators::keyed::function::KeyedProcessFunction;
@@ -80,6 +80,7 @@ where
             chain: KeyedProcessChain {
                 prev: ExchangeInputChain {
                     exchange: self.exchange,
+                    route: key_route(self.key_fn.clone()),
                     _record: PhantomData,
                 },
                 uid: uid.to_owned(),

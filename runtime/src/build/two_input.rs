@@ -51,6 +51,7 @@ impl<A: Wire, B: Wire> ChainBuilder<CoInput<A, B>> for TwoInputChain<A, B> {
                 counters,
                 out,
                 CoInputDecoder::new(split),
+                None,
             )?;
         Ok(Box::new(task))
     }

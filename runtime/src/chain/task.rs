@@ -89,6 +89,8 @@ pub struct ChainHead<C> {
     pub out: C,
     checkpointing: Option<Rc<TaskCheckpointing>>,
     notified: u64,
+    /// This task has reported the stop's completion.
+    stopped: bool,
     data_ended: bool,
     input_ended: bool,
     finished: bool,
@@ -104,6 +106,7 @@ impl<C> ChainHead<C> {
             out,
             checkpointing,
             notified,
+            stopped: false,
             data_ended: false,
             input_ended: false,
             finished: false,
@@ -128,6 +131,13 @@ impl<C: ChainControl> ChainHead<C> {
         if done > self.notified {
             self.notified = done;
             self.out.notify_checkpoint_complete(done);
+            // A stop ends the attempt once every task has passed its
+            // completion on (sinks committed the savepoint's transaction).
+            let stop = cp.signals.stop_id();
+            if stop != 0 && done >= stop && !self.stopped {
+                self.stopped = true;
+                cp.signals.task_stopped();
+            }
             return true;
         }
         false

@@ -13,13 +13,24 @@
 //! When every source has reached the end of its input the coordinator
 //! triggers the *final* checkpoint, which commits a bounded job's last
 //! output (sources end their partitions once it is complete).
+//!
+//! A *stop* ([`CheckpointCoordinator::request_stop`], Flink's
+//! stop-with-savepoint) triggers a savepoint at once (into
+//! `state.savepoints.dir`; a checkpoint when that is unset), whatever the
+//! interval, the pause or the checkpoints pending; sources emit nothing
+//! after its barrier and no checkpoint is triggered after it. Once it is
+//! complete the attempt ends when every task has passed the completion on
+//! ([`CheckpointCoordinator::stopped`]). A stop savepoint that fails is
+//! withdrawn: sources go on, the job runs on, and the failure does not
+//! count against `tolerable-failed-checkpoints` (as in Flink).
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use weir_state::snapshot::{Lineage, Manifest, OperatorSnapshot, SubtaskSnapshot};
+use weir_state::snapshot::{Lineage, Manifest, OperatorSnapshot, SnapshotKind, SubtaskSnapshot};
 
 use crate::checkpoint::error::{CheckpointError, Result};
 use crate::checkpoint::lineage::Fingerprint;
@@ -82,7 +93,29 @@ struct Pending {
     triggered_at: Instant,
     trigger_ms: u64,
     is_final: bool,
+    /// The stop's snapshot (and its kind).
+    stop: Option<SnapshotKind>,
     acks: Vec<TaskAck>,
+}
+
+/// Why a checkpoint is triggered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    Periodic,
+    Final,
+    Stop,
+}
+
+/// The snapshot a stop took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stopped {
+    /// The snapshot's id.
+    pub id: u64,
+    /// A savepoint (into `state.savepoints.dir`) or, without that key, a
+    /// checkpoint (into `state.checkpoints.dir`).
+    pub kind: SnapshotKind,
+    /// Its directory: what `--restore` takes.
+    pub dir: PathBuf,
 }
 
 /// Triggers, collects and completes checkpoints for one attempt.
@@ -103,6 +136,9 @@ pub struct CheckpointCoordinator {
     consecutive_failures: u32,
     final_pending: bool,
     final_completed: bool,
+    stop_pending: bool,
+    stopped: Option<Stopped>,
+    stop_failed: Option<String>,
     records: Vec<CheckpointRecord>,
     fresh: Vec<CheckpointRecord>,
     /// The lineage written into every manifest: the run's job id and
@@ -142,6 +178,9 @@ impl CheckpointCoordinator {
             consecutive_failures: 0,
             final_pending: false,
             final_completed: false,
+            stop_pending: false,
+            stopped: None,
+            stop_failed: None,
             records: Vec::new(),
             fresh: Vec::new(),
             lineage: None,
@@ -190,6 +229,32 @@ impl CheckpointCoordinator {
     /// True once the final checkpoint completed.
     pub fn final_completed(&self) -> bool {
         self.final_completed
+    }
+
+    /// Stops the job with a savepoint (Flink's stop-with-savepoint):
+    /// triggers it now. Does nothing while a stop is under way or done,
+    /// or once the final checkpoint of a job whose input ended was
+    /// triggered (the job is about to end by itself). An `Err` fails the
+    /// job as in [`CheckpointCoordinator::tick`].
+    pub fn request_stop(&mut self, now: Instant, ring: &dyn Fn()) -> Result<()> {
+        if self.stop_pending || self.stopped.is_some() || self.final_pending || self.final_completed
+        {
+            return Ok(());
+        }
+        if let Some(ms) = crate::core::failpoint::armed_ms("stop-delay") {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+        self.trigger(now, Trigger::Stop, ring)
+    }
+
+    /// The stop's snapshot, once it is complete.
+    pub fn stopped(&self) -> Option<&Stopped> {
+        self.stopped.as_ref()
+    }
+
+    /// Why the stop's snapshot failed, once (the job goes on).
+    pub fn take_stop_failure(&mut self) -> Option<String> {
+        self.stop_failed.take()
     }
 
     /// Does whatever is due at `now`; `ring` wakes every worker. An `Err`
@@ -250,11 +315,14 @@ impl CheckpointCoordinator {
                 ),
             )?;
         }
+        if self.stop_pending || self.stopped.is_some() {
+            return Ok(());
+        }
         if !self.final_pending
             && !self.final_completed
             && self.signals.sources_ended() >= self.source_subtasks
         {
-            self.trigger(now, true, ring)?;
+            self.trigger(now, Trigger::Final, ring)?;
             return Ok(());
         }
         if self.final_pending || self.final_completed {
@@ -269,36 +337,55 @@ impl CheckpointCoordinator {
             .last_end
             .is_none_or(|t| now.duration_since(t) >= self.options.min_pause);
         if now >= due && paused && self.pending.len() < self.options.max_concurrent {
-            self.trigger(now, false, ring)?;
+            self.trigger(now, Trigger::Periodic, ring)?;
         }
         Ok(())
     }
 
-    fn trigger(&mut self, now: Instant, is_final: bool, ring: &dyn Fn()) -> Result<()> {
+    fn trigger(&mut self, now: Instant, why: Trigger, ring: &dyn Fn()) -> Result<()> {
         let id = self.next_id;
         self.next_id += 1;
         self.last_trigger = Some(now);
-        let dir = self.storage.checkpoint_dir(id);
         let trigger_ms = wall_ms();
+        let is_final = why == Trigger::Final;
+        let stop = (why == Trigger::Stop).then(|| {
+            if self.storage.savepoints_dir().is_some() {
+                SnapshotKind::Savepoint
+            } else {
+                SnapshotKind::Checkpoint
+            }
+        });
         self.pending.insert(
             id,
             Pending {
                 triggered_at: now,
                 trigger_ms,
                 is_final,
+                stop,
                 acks: Vec::new(),
             },
         );
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            let e = CheckpointError::io("create", dir, e);
+        if stop.is_some() {
+            self.stop_pending = true;
+        }
+        let created = match stop {
+            Some(SnapshotKind::Savepoint) => self.storage.begin_savepoint(id).map(|_| ()),
+            _ => {
+                let dir = self.storage.checkpoint_dir(id);
+                std::fs::create_dir_all(&dir).map_err(|e| CheckpointError::io("create", dir, e))
+            }
+        };
+        if let Err(e) = created {
             return self.fail(id, e.to_string());
         }
-        tracing::debug!(target: CHECKPOINT, checkpoint = id, is_final, "triggered");
-        if is_final {
-            self.final_pending = true;
-            self.signals.trigger_final(id, trigger_ms);
-        } else {
-            self.signals.trigger(id, trigger_ms);
+        tracing::debug!(target: CHECKPOINT, checkpoint = id, is_final, stop = stop.is_some(), "triggered");
+        match why {
+            Trigger::Final => {
+                self.final_pending = true;
+                self.signals.trigger_final(id, trigger_ms);
+            }
+            Trigger::Stop => self.signals.trigger_stop(id, trigger_ms),
+            Trigger::Periodic => self.signals.trigger(id, trigger_ms),
         }
         ring();
         Ok(())
@@ -332,8 +419,9 @@ impl CheckpointCoordinator {
             job_name: self.job_name.clone(),
             operators: ops,
             lineage: self.lineage.clone(),
+            kind: p.stop.unwrap_or(SnapshotKind::Checkpoint),
         };
-        let dir = self.storage.checkpoint_dir(id);
+        let dir = self.storage.snapshot_dir(id);
         if let Err(e) = manifest.write(&dir, METADATA_FILE) {
             self.pending.insert(
                 id,
@@ -357,6 +445,10 @@ impl CheckpointCoordinator {
         if p.is_final {
             self.final_pending = false;
             self.final_completed = true;
+        }
+        if let Some(kind) = p.stop {
+            self.stop_pending = false;
+            self.stopped = Some(Stopped { id, kind, dir });
         }
         let max = |f: fn(&TaskCheckpointStats) -> f64| tasks.iter().map(f).fold(0.0, f64::max);
         let record = CheckpointRecord {
@@ -406,6 +498,21 @@ impl CheckpointCoordinator {
         self.last_end = Some(Instant::now());
         let _ = self.storage.delete(id);
         self.push_failed(id, &p, reason.clone());
+        if p.stop.is_some() {
+            // The stop is withdrawn and the job goes on; a savepoint's
+            // failure is not a checkpoint's (Flink does not count it).
+            self.stop_pending = false;
+            self.signals.cancel_stop();
+            self.stop_failed = Some(format!(
+                "{} {id} failed: {reason}",
+                if p.stop == Some(SnapshotKind::Savepoint) {
+                    "savepoint"
+                } else {
+                    "checkpoint"
+                }
+            ));
+            return Ok(());
+        }
         self.consecutive_failures += 1;
         if self.consecutive_failures > self.options.tolerable_failures {
             return Err(CheckpointError::TooManyFailures {
@@ -633,6 +740,69 @@ mod tests {
                 && err.contains("tolerable-failed-checkpoints = 1"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_stop_takes_a_savepoint_at_once_and_nothing_after_it() {
+        let mut f = fixture("stop", 0);
+        let sp = f.root.join("savepoints");
+        let storage = CheckpointStorage::open(&f.root)
+            .unwrap()
+            .with_savepoints(Some(sp.clone()), "abcdef0123");
+        f.coordinator.storage = Arc::new(storage);
+        let t0 = Instant::now();
+        // Before the interval: the stop does not wait for it.
+        f.coordinator.request_stop(t0, &|| {}).unwrap();
+        assert_eq!((f.signals.triggered_id(), f.signals.stop_id()), (1, 1));
+        let dir = sp.join("savepoint-abcdef-1");
+        assert!(
+            dir.is_dir(),
+            "the savepoint's directory is made at the trigger"
+        );
+        f.coordinator.request_stop(t0, &|| {}).unwrap();
+        assert_eq!(f.signals.triggered_id(), 1, "one stop at a time");
+        f.acks.send(ack(1)).unwrap();
+        f.coordinator.tick(t0, &|| {}).unwrap();
+        let stopped = f.coordinator.stopped().expect("stopped").clone();
+        assert_eq!(
+            stopped,
+            Stopped {
+                id: 1,
+                kind: SnapshotKind::Savepoint,
+                dir: dir.clone()
+            }
+        );
+        let m = Manifest::read(dir.join(METADATA_FILE)).unwrap();
+        assert_eq!((m.checkpoint_id, m.kind), (1, SnapshotKind::Savepoint));
+        assert!(!f.root.join("chk-1").exists(), "not a checkpoint");
+        // Nothing is triggered after the stop, and retention leaves it.
+        f.coordinator
+            .tick(t0 + Duration::from_secs(5), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.triggered_id(), 1);
+        assert!(dir.join(METADATA_FILE).is_file());
+    }
+
+    #[test]
+    fn a_failed_stop_is_withdrawn_and_not_counted_as_a_failed_checkpoint() {
+        // No savepoints directory: the stop takes a checkpoint.
+        let mut f = fixture("stop-fails", 0);
+        let t0 = Instant::now();
+        f.coordinator.request_stop(t0, &|| {}).unwrap();
+        assert!(f.root.join("chk-1").is_dir());
+        // It times out: tolerable-failed-checkpoints is 0, yet the job goes on.
+        f.coordinator
+            .tick(t0 + Duration::from_secs(2), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.stop_id(), 0, "sources go on");
+        let why = f.coordinator.take_stop_failure().expect("a failure");
+        assert!(why.starts_with("checkpoint 1 failed: expired"), "{why}");
+        assert!(f.coordinator.stopped().is_none());
+        // Periodic checkpoints resume; a second stop may be asked for.
+        f.coordinator
+            .tick(t0 + Duration::from_secs(3), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.triggered_id(), 2);
     }
 
     #[test]

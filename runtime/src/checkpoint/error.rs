@@ -306,6 +306,23 @@ pub enum RestoreError {
         /// What differs.
         what: String,
     },
+    /// The checkpoint holds state of operators this job does not have
+    /// (Flink's "non-restored state"): refused unless
+    /// `--allow-non-restored-state` says to skip it.
+    #[error(
+        "{} holds state of operator{} {} that this job does not have: add {} back, or restore \
+         with --allow-non-restored-state to skip that state",
+        manifest.display(),
+        if uids.len() == 1 { "" } else { "s" },
+        uids.iter().map(|u| format!("`{u}`")).collect::<Vec<_>>().join(", "),
+        if uids.len() == 1 { "it" } else { "them" }
+    )]
+    NonRestoredState {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The operators' uids.
+        uids: Vec<String>,
+    },
     /// The checkpoint belongs to another job.
     #[error("{} belongs to job `{found}`, not `{expected}`", manifest.display())]
     OtherJob {
@@ -333,9 +350,9 @@ pub enum RestoreError {
     /// An operator with per-subtask state runs at another parallelism.
     #[error(
         "operator `{uid}` had parallelism {was} in checkpoint {checkpoint}, now {now}: its \
-         per-subtask state (a source position, a sink's transactions, channel state) cannot be \
-         redistributed; only keyed state and operator list state can: run it with parallelism \
-         {was} (for the built-in jobs, --workers {was})"
+         per-subtask state cannot be redistributed (a source whose position is not splits in \
+         operator state, or a sink without `Sink::initialize_rescaled_state`): run it with \
+         parallelism {was}"
     )]
     Rescale {
         /// The operator.
@@ -343,6 +360,25 @@ pub enum RestoreError {
         /// The checkpoint.
         checkpoint: u64,
         /// Its parallelism in the checkpoint.
+        was: u32,
+        /// Its parallelism now.
+        now: usize,
+    },
+    /// The checkpoint holds channel state (in-flight records of an
+    /// unaligned checkpoint) of an input that cannot be redistributed by
+    /// key group (a two-input stage's), taken at another parallelism.
+    #[error(
+        "checkpoint {checkpoint} holds in-flight records (unaligned channel state) of `{uid}`, \
+         the input of a two-input stage, taken with parallelism {was}: they cannot be \
+         redistributed to {now} subtasks; restore it with parallelism {was}, or rescale from a \
+         checkpoint without them (an aligned one)"
+    )]
+    ChannelStateRescale {
+        /// The exchange's input.
+        uid: String,
+        /// The checkpoint.
+        checkpoint: u64,
+        /// The receiving stage's parallelism in the checkpoint.
         was: u32,
         /// Its parallelism now.
         now: usize,
@@ -437,9 +473,11 @@ impl RestoreError {
             | Self::IdMismatch { .. } => true,
             Self::NotACheckpoint { .. }
             | Self::Foreign { .. }
+            | Self::NonRestoredState { .. }
             | Self::OtherJob { .. }
             | Self::MaxParallelism { .. }
             | Self::Rescale { .. }
+            | Self::ChannelStateRescale { .. }
             | Self::ChannelInputs { .. }
             | Self::Redistribution { .. }
             | Self::SegmentNotOpened { .. }

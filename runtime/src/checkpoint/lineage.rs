@@ -62,16 +62,49 @@ impl Fingerprint {
     /// the checkpoint in this job (a new operator starts empty, as in
     /// Flink).
     pub fn mismatch(&self, stored: &Fingerprint) -> Option<String> {
+        let mut what: Vec<String> = self
+            .missing_operators(stored)
+            .iter()
+            .map(|uid| format!("operator `{uid}` of the checkpoint is not in this job"))
+            .collect();
+        what.extend(self.mismatch_but_operators(stored, false));
+        (!what.is_empty()).then(|| what.join("; "))
+    }
+
+    /// The operator uids of a checkpoint whose state means `stored` that
+    /// this job does not have: the state Flink's
+    /// `--allow-non-restored-state` skips.
+    pub fn missing_operators(&self, stored: &Fingerprint) -> Vec<String> {
+        let here = self.values(OPERATOR);
+        stored
+            .values(OPERATOR)
+            .into_iter()
+            .filter(|uid| !here.contains(uid))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// What differs besides operators (name, max parallelism, parameters,
+    /// outputs), or `None`: what must match for any restore, of a
+    /// checkpoint or a savepoint, with or without
+    /// `--allow-non-restored-state`. With `outputs_may_go` (operators of
+    /// the snapshot are missing from the job, and their state is skipped),
+    /// the snapshot may declare outputs the job no longer writes (those of
+    /// a removed sink); every output of the job must still be the
+    /// snapshot's.
+    pub fn mismatch_but_operators(
+        &self,
+        stored: &Fingerprint,
+        outputs_may_go: bool,
+    ) -> Option<String> {
         let mut what = Vec::new();
         let keys: BTreeSet<&str> = self.keys().union(&stored.keys()).copied().collect();
         for key in keys {
             let (here, there) = (self.values(key), stored.values(key));
             if key == OPERATOR {
-                for uid in there.iter().filter(|uid| !here.contains(uid)) {
-                    what.push(format!(
-                        "operator `{uid}` of the checkpoint is not in this job"
-                    ));
-                }
+                continue;
+            }
+            if key == OUTPUT && outputs_may_go && here.iter().all(|o| there.contains(o)) {
                 continue;
             }
             if here != there {

@@ -9,9 +9,12 @@
 //!   [`operator_list`], the blocks of an operator list state;
 //! - [`segment_file`]: segment files written through io_uring;
 //! - [`table_block`]: the format of a keyed table written in slot order;
-//! - [`storage`]: the checkpoint directory's layout and retention;
+//! - [`storage`]: the checkpoint directory's layout and retention, and
+//!   where savepoints go;
 //! - [`restore`]: finding, verifying and reading a checkpoint, and
 //!   [`keyed_restore`], reading a keyed state's blocks back;
+//! - [`inspect`]: describing, verifying and finding snapshots without a
+//!   job (the `weir checkpoints` command);
 //! - [`stats`]: per-checkpoint statistics and their history;
 //! - [`error`]: what goes wrong, and whose fault it is.
 //!
@@ -23,6 +26,7 @@
 
 pub mod coordinator;
 pub mod error;
+pub mod inspect;
 pub mod keyed_restore;
 pub mod lineage;
 pub mod operator_list;

@@ -19,13 +19,15 @@ use std::sync::Arc;
 
 use weir_state::snapshot::{
     BlockKind, Extent, Lineage, Manifest, OperatorSnapshot, PayloadCheck, SegmentReader,
-    SubtaskSnapshot,
+    SnapshotKind, SubtaskSnapshot,
 };
 use weir_state::KeyGroupRange;
 
 use crate::checkpoint::error::{CheckpointError, RestoreError};
 use crate::checkpoint::lineage::Fingerprint;
-use crate::checkpoint::storage::{CheckpointStorage, ABANDONED_DIR, METADATA_FILE};
+use crate::checkpoint::storage::{
+    CheckpointStorage, ABANDONED_DIR, METADATA_FILE, SAVEPOINT_PREFIX,
+};
 use crate::core::subtask::SubtaskInfo;
 
 /// A verified checkpoint, ready to restore from.
@@ -53,6 +55,30 @@ impl RestoredCheckpoint {
     /// key groups. The error names the file that is missing or corrupt, or
     /// says how the checkpoint does not fit the job.
     pub fn open(dir: &Path, job_name: &str, max_parallelism: u32) -> Result<Self, RestoreError> {
+        let opened = Self::open_any(dir)?;
+        let meta = opened.dir.join(METADATA_FILE);
+        if opened.manifest.job_name != job_name {
+            return Err(RestoreError::OtherJob {
+                manifest: meta,
+                found: opened.manifest.job_name,
+                expected: job_name.to_owned(),
+            });
+        }
+        if opened.manifest.max_parallelism != max_parallelism {
+            return Err(RestoreError::MaxParallelism {
+                manifest: meta,
+                found: opened.manifest.max_parallelism,
+                expected: max_parallelism,
+            });
+        }
+        Ok(opened)
+    }
+
+    /// Opens the checkpoint or savepoint in `dir` whatever job it is of
+    /// (for inspection): its manifest reads and validates, its id is its
+    /// `chk-<id>` directory's, and every segment it names is there, inside
+    /// it, and long enough.
+    pub fn open_any(dir: &Path) -> Result<Self, RestoreError> {
         let given = dir;
         let not_a_checkpoint = |what: &str| RestoreError::NotACheckpoint {
             path: given.to_path_buf(),
@@ -87,15 +113,22 @@ impl RestoredCheckpoint {
         };
         let meta = dir.join(METADATA_FILE);
         if !meta.is_file() {
-            let holds_checkpoints = std::fs::read_dir(&dir).is_ok_and(|entries| {
-                entries
-                    .flatten()
-                    .any(|e| e.file_name().to_string_lossy().starts_with("chk-"))
-            });
-            if holds_checkpoints {
+            let holds = |prefix: &str| {
+                std::fs::read_dir(&dir).is_ok_and(|entries| {
+                    entries
+                        .flatten()
+                        .any(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                })
+            };
+            if holds("chk-") {
                 return Err(not_a_checkpoint(
                     "is a checkpoint directory's root: name a chk-<id> in it, or use --restore \
                      latest",
+                ));
+            }
+            if holds(SAVEPOINT_PREFIX) {
+                return Err(not_a_checkpoint(
+                    "is a savepoint directory's root: name a savepoint-<job>-<id> in it",
                 ));
             }
             return Err(RestoreError::Incomplete { manifest: meta });
@@ -114,20 +147,6 @@ impl RestoredCheckpoint {
                     expected: named,
                 });
             }
-        }
-        if manifest.job_name != job_name {
-            return Err(RestoreError::OtherJob {
-                manifest: meta,
-                found: manifest.job_name,
-                expected: job_name.to_owned(),
-            });
-        }
-        if manifest.max_parallelism != max_parallelism {
-            return Err(RestoreError::MaxParallelism {
-                manifest: meta,
-                found: manifest.max_parallelism,
-                expected: max_parallelism,
-            });
         }
         // Every segment the manifest names must exist and hold its blocks.
         // The blocks' checksums are checked as the workers load them, in
@@ -203,17 +222,41 @@ impl RestoredCheckpoint {
     /// means ([`Fingerprint::mismatch`]); a checkpoint without lineage (the
     /// previous format) cannot be checked and passes.
     pub fn check_fits(&self, fingerprint: &Fingerprint) -> Result<(), RestoreError> {
+        self.check_fits_allowing(fingerprint, false).map(|_| ())
+    }
+
+    /// [`RestoredCheckpoint::check_fits`], where state of operators this
+    /// job does not have is refused naming them
+    /// ([`RestoreError::NonRestoredState`]) or, with
+    /// `allow_non_restored_state` (Flink's `--allow-non-restored-state`),
+    /// skipped: their uids are returned. Everything else of the
+    /// fingerprint must match, for a checkpoint as for a savepoint.
+    pub fn check_fits_allowing(
+        &self,
+        fingerprint: &Fingerprint,
+        allow_non_restored_state: bool,
+    ) -> Result<Vec<String>, RestoreError> {
         let Some(lineage) = self.lineage() else {
-            return Ok(());
+            return Ok(Vec::new());
         };
+        let manifest = self.dir.join(METADATA_FILE);
         let stored = Fingerprint::new(lineage.fingerprint.iter().cloned());
-        match fingerprint.mismatch(&stored) {
-            None => Ok(()),
-            Some(what) => Err(RestoreError::Foreign {
-                manifest: self.dir.join(METADATA_FILE),
-                what,
-            }),
+        let missing = fingerprint.missing_operators(&stored);
+        if let Some(what) = fingerprint.mismatch_but_operators(&stored, !missing.is_empty()) {
+            return Err(RestoreError::Foreign { manifest, what });
         }
+        if !missing.is_empty() && !allow_non_restored_state {
+            return Err(RestoreError::NonRestoredState {
+                manifest,
+                uids: missing,
+            });
+        }
+        Ok(missing)
+    }
+
+    /// A checkpoint or a savepoint.
+    pub fn kind(&self) -> SnapshotKind {
+        self.manifest.kind
     }
 
     /// Checks every block (checksums and all), one thread per segment.
@@ -317,14 +360,36 @@ pub fn find_latest(
     fingerprint: &Fingerprint,
     below: Option<u64>,
 ) -> Result<Result<LatestSearch, RestoreError>, CheckpointError> {
+    find_latest_allowing(
+        storage,
+        job_name,
+        max_parallelism,
+        fingerprint,
+        below,
+        false,
+    )
+}
+
+/// [`find_latest`], with state of operators the job does not have skipped
+/// if `allow_non_restored_state` ([`RestoredCheckpoint::check_fits_allowing`]).
+pub fn find_latest_allowing(
+    storage: &CheckpointStorage,
+    job_name: &str,
+    max_parallelism: u32,
+    fingerprint: &Fingerprint,
+    below: Option<u64>,
+    allow_non_restored_state: bool,
+) -> Result<Result<LatestSearch, RestoreError>, CheckpointError> {
     let mut search = LatestSearch::default();
     let list = storage.list()?;
     for c in list
         .into_iter()
         .filter(|c| c.complete && below.is_none_or(|b| c.id < b))
     {
-        let opened = RestoredCheckpoint::open(&c.dir, job_name, max_parallelism)
-            .and_then(|r| r.check_fits(fingerprint).map(|()| r));
+        let opened = RestoredCheckpoint::open(&c.dir, job_name, max_parallelism).and_then(|r| {
+            r.check_fits_allowing(fingerprint, allow_non_restored_state)
+                .map(|_| r)
+        });
         match opened {
             Ok(r) => {
                 search.found = Some(r);
@@ -571,6 +636,42 @@ impl<'a> RestoreScope<'a> {
         Ok(out)
     }
 
+    /// The channel state of every old subtask of this operator (any
+    /// parallelism), read and fully checked: `(old subtask, state name,
+    /// records)` in subtask order, then in the order written. For a
+    /// restore at another parallelism, which redistributes the records.
+    pub fn channel_state_of_every_subtask(
+        &self,
+    ) -> Result<Vec<SubtaskChannelState<'a>>, RestoreError> {
+        let Some(op) = self.operator() else {
+            return Ok(Vec::new());
+        };
+        let mut subtasks: Vec<&SubtaskSnapshot> = op.subtasks.iter().collect();
+        subtasks.sort_by_key(|s| s.index);
+        let mut out = Vec::new();
+        for st in subtasks {
+            for e in st
+                .extents
+                .iter()
+                .filter(|e| e.kind == BlockKind::ChannelState)
+            {
+                let (payload, mut check) = self
+                    .checkpoint
+                    .payload_deferred(e)
+                    .map_err(|e| self.reject(e))?;
+                check.update(payload);
+                self.finish_check(&e.state, check)?;
+                out.push((st.index, e, payload.to_vec()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The parallelism of this operator in the checkpoint, if it is there.
+    pub fn old_parallelism(&self) -> Option<u32> {
+        self.operator().map(|op| op.parallelism)
+    }
+
     /// This subtask's entry, if the operator is in the checkpoint. Inline
     /// (non-keyed) state belongs to a subtask index, so it needs the same
     /// parallelism as when it was taken.
@@ -628,6 +729,43 @@ impl<'a> RestoreScope<'a> {
         self.inline(name)
     }
 
+    /// Inline state `name` of every subtask of the checkpoint, indexed by
+    /// old subtask (empty where one stored none), if the operator is in
+    /// it: what a new subtask needs to take its share of per-subtask
+    /// state at another parallelism (a sink's transactions, say). Its
+    /// length is the old parallelism.
+    pub fn inline_of_every_subtask(&self, name: &str) -> Option<Vec<&'a [u8]>> {
+        let op = self.operator()?;
+        let mut out = vec![&[][..]; op.parallelism as usize];
+        for s in &op.subtasks {
+            if let (Some(slot), Some(bytes)) = (out.get_mut(s.index as usize), s.inline(name)) {
+                *slot = bytes;
+            }
+        }
+        Some(out)
+    }
+
+    /// Rejects `what` found at byte `pos` of the block of `extent`: a
+    /// malformed block makes the checkpoint unusable.
+    pub fn malformed(&self, extent: &Extent, pos: usize, what: String) -> RestoreError {
+        self.reject(RestoreError::MalformedBlock {
+            state: extent.state.clone(),
+            kind: extent.kind,
+            key_groups: extent.key_groups,
+            segment: extent.segment.clone(),
+            offset: extent.offset,
+            pos,
+            what,
+        })
+    }
+
+    /// Whether the checkpoint holds this operator at another parallelism
+    /// than the restoring subtask's.
+    pub fn rescaled(&self) -> bool {
+        self.operator()
+            .is_some_and(|op| op.parallelism as usize != self.info.parallelism)
+    }
+
     /// Inline state `name` that every subtask holds a copy of (broadcast
     /// state): this subtask's at the checkpoint's parallelism, else that of
     /// old subtask `index % old parallelism`, so at any parallelism every
@@ -658,6 +796,10 @@ impl<'a> RestoreScope<'a> {
         }))
     }
 }
+
+/// An old subtask's index, the extent of one of its channel states, and
+/// the records it holds.
+pub type SubtaskChannelState<'a> = (u32, &'a Extent, Vec<u8>);
 
 /// An old subtask's index and its extents of one state.
 pub type SubtaskExtents<'a> = (u32, Vec<&'a Extent>);

@@ -8,8 +8,12 @@
 //! completed id down its chain (sinks commit). Sources report the end of
 //! their input, so the coordinator can take the final checkpoint that
 //! commits a bounded job's last output; sources then wait for that
-//! checkpoint to complete before they end their partitions. Every change is
-//! followed by ringing all workers' doorbells, so parked workers see it.
+//! checkpoint to complete before they end their partitions. A *stop*
+//! (stop-with-savepoint) is a checkpoint marked as such: sources emit
+//! nothing after its barrier, every task counts itself once it has
+//! forwarded the stop's completion (sinks committed), and the control
+//! thread then ends the attempt. Every change is followed by ringing all
+//! workers' doorbells, so parked workers see it.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -21,6 +25,8 @@ pub struct CheckpointSignals {
     completed_id: AtomicU64,
     final_id: AtomicU64,
     sources_ended: AtomicUsize,
+    stop_id: AtomicU64,
+    stopped_tasks: AtomicUsize,
 }
 
 impl CheckpointSignals {
@@ -43,6 +49,36 @@ impl CheckpointSignals {
     pub fn trigger_final(&self, id: u64, timestamp_ms: u64) {
         self.final_id.store(id, Ordering::Release);
         self.trigger(id, timestamp_ms);
+    }
+
+    /// Marks `id` as the stop's snapshot (and triggers it): sources emit
+    /// nothing after its barrier.
+    pub fn trigger_stop(&self, id: u64, timestamp_ms: u64) {
+        self.stop_id.store(id, Ordering::Release);
+        self.trigger(id, timestamp_ms);
+    }
+
+    /// The stop's snapshot failed: sources go on emitting.
+    pub fn cancel_stop(&self) {
+        self.stop_id.store(0, Ordering::Release);
+    }
+
+    /// The stop's snapshot id, 0 if no stop is under way (read once per
+    /// source poll).
+    #[inline]
+    pub fn stop_id(&self) -> u64 {
+        self.stop_id.load(Ordering::Acquire)
+    }
+
+    /// A task has forwarded the completion of the stop's snapshot down its
+    /// chain (its sinks committed).
+    pub fn task_stopped(&self) {
+        self.stopped_tasks.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Tasks that have forwarded the completion of the stop's snapshot.
+    pub fn stopped_tasks(&self) -> usize {
+        self.stopped_tasks.load(Ordering::Acquire)
     }
 
     /// The newest triggered checkpoint: `(id, timestamp_ms)`.

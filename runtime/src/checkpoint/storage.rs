@@ -18,9 +18,18 @@
 //! never deleted by weir, never listed, never restored by `latest`. New
 //! checkpoint ids are above every id the directory ever held
 //! ([`CheckpointStorage::max_id`]).
+//!
+//! A stop's **savepoint** goes elsewhere: `state.savepoints.dir`, one
+//! `savepoint-<first 6 digits of the job id>-<id>` directory each, laid out
+//! as a checkpoint (segments and `_metadata`, which names them relative to
+//! its directory), so it can be moved or copied. Nothing here lists,
+//! retains, abandons or deletes savepoints, except the directory of a
+//! savepoint that failed while being taken.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::{fs, io};
 
 use serde::{Deserialize, Serialize};
@@ -36,6 +45,8 @@ pub const HISTORY_FILE: &str = "checkpoint-history.json";
 pub const TIMELINE_FILE: &str = "_timeline";
 /// Name of the directory abandoned checkpoints are moved to.
 pub const ABANDONED_DIR: &str = "abandoned";
+/// Prefix of a savepoint's directory name.
+pub const SAVEPOINT_PREFIX: &str = "savepoint-";
 
 /// The checkpoint directory's timeline: the latest run and what every run
 /// abandoned.
@@ -53,6 +64,11 @@ pub struct Timeline {
 #[derive(Clone, Debug)]
 pub struct CheckpointStorage {
     root: PathBuf,
+    /// `state.savepoints.dir` and the run's job id, if savepoints are on.
+    savepoints: Option<(PathBuf, String)>,
+    /// The id of the savepoint being taken (0: none): its segments go to
+    /// its directory instead of `chk-<id>`.
+    savepoint_id: Arc<AtomicU64>,
 }
 
 /// A `chk-<id>` directory found in the root.
@@ -78,7 +94,66 @@ impl CheckpointStorage {
         }
         fs::create_dir_all(&root)
             .map_err(|e| CheckpointError::io("create checkpoint directory", &root, e))?;
-        Ok(Self { root })
+        Ok(Self {
+            root,
+            savepoints: None,
+            savepoint_id: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Savepoints go to `dir` (`state.savepoints.dir`), named after run
+    /// `job_id`; with `None`, a stop takes a checkpoint.
+    pub fn with_savepoints(mut self, dir: Option<PathBuf>, job_id: &str) -> Self {
+        self.savepoints = dir.map(|d| (d, job_id.to_owned()));
+        self
+    }
+
+    /// `state.savepoints.dir`, if set.
+    pub fn savepoints_dir(&self) -> Option<&Path> {
+        self.savepoints.as_ref().map(|(d, _)| d.as_path())
+    }
+
+    /// The directory savepoint `id` is written to:
+    /// `<state.savepoints.dir>/savepoint-<job id's first 6 digits>-<id>`.
+    pub fn savepoint_dir(&self, id: u64) -> Option<PathBuf> {
+        self.savepoints.as_ref().map(|(dir, job)| {
+            let short: String = job.chars().take(6).collect();
+            dir.join(format!("{SAVEPOINT_PREFIX}{short}-{id}"))
+        })
+    }
+
+    /// Makes `id` a savepoint if savepoints are on (`None` if not):
+    /// creates its directory (a new one: an existing directory of that name
+    /// is an error, never written into) and from then on
+    /// [`CheckpointStorage::snapshot_dir`] of `id` is it.
+    pub fn begin_savepoint(&self, id: u64) -> Result<Option<PathBuf>> {
+        let Some(dir) = self.savepoint_dir(id) else {
+            return Ok(None);
+        };
+        let parent = dir.parent().unwrap_or(Path::new(".")).to_path_buf();
+        if parent.exists() && !parent.is_dir() {
+            return Err(CheckpointError::NotADirectory {
+                what: "state.savepoints.dir",
+                path: parent,
+            });
+        }
+        fs::create_dir_all(&parent)
+            .map_err(|e| CheckpointError::io("create savepoint directory", &parent, e))?;
+        fs::create_dir(&dir).map_err(|e| CheckpointError::io("create savepoint", &dir, e))?;
+        sync_dir(&parent).map_err(|e| CheckpointError::io("fsync", &parent, e))?;
+        self.savepoint_id.store(id, Ordering::Release);
+        Ok(Some(dir))
+    }
+
+    /// Where snapshot `id`'s segments and manifest go: its savepoint
+    /// directory if it is the savepoint being taken, else `chk-<id>`.
+    pub fn snapshot_dir(&self, id: u64) -> PathBuf {
+        if id != 0 && self.savepoint_id.load(Ordering::Acquire) == id {
+            if let Some(dir) = self.savepoint_dir(id) {
+                return dir;
+            }
+        }
+        self.checkpoint_dir(id)
     }
 
     /// The directory's timeline, if a run recorded one.
@@ -239,9 +314,10 @@ impl CheckpointStorage {
 
     /// Deletes checkpoint `id`'s directory (manifest first, so a crash in
     /// between leaves an incomplete checkpoint, never a manifest naming
-    /// deleted segments).
+    /// deleted segments); for the savepoint being taken (failed), its
+    /// directory.
     pub fn delete(&self, id: u64) -> Result<()> {
-        let dir = self.checkpoint_dir(id);
+        let dir = self.snapshot_dir(id);
         let manifest = dir.join(METADATA_FILE);
         match fs::remove_file(&manifest) {
             Ok(()) => sync_dir(&dir).map_err(|e| CheckpointError::io("fsync", &dir, e))?,

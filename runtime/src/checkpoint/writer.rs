@@ -4,7 +4,8 @@
 //! the barrier) to the writer of their worker, a glommio task on the same
 //! core. It serializes each keyed state per key group, appends one
 //! checksummed block per non-empty key group to the worker's segment file of
-//! that checkpoint (`chk-<id>/w<worker>.seg`, through io_uring, O_DIRECT
+//! that checkpoint (`chk-<id>/w<worker>.seg`, or in a savepoint's
+//! directory, [`CheckpointStorage::snapshot_dir`]; through io_uring, O_DIRECT
 //! where the device allows it), and once every task of the worker has
 //! snapshotted checkpoint `n` it syncs and closes the file and acknowledges
 //! each task's part to the coordinator. The worker loop keeps processing
@@ -116,7 +117,7 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
                 Entry::Vacant(slot) => {
                     let path: PathBuf = setup
                         .storage
-                        .checkpoint_dir(id)
+                        .snapshot_dir(id)
                         .join(CheckpointStorage::segment_name(setup.worker));
                     match SegmentFile::create(&path, setup.io_mode).await {
                         Ok(file) => slot.insert(OpenSegment {

@@ -168,6 +168,18 @@ pub const KEYS: &[Key<Config>] = &[
         },
     },
     Key {
+        name: "state.savepoints.dir",
+        description: "local directory (a path or a `file://` URI) that a stop (SIGTERM or SIGINT) writes its savepoint to, one `savepoint-<job id>-<id>` directory each; unset = the stop takes a checkpoint into `state.checkpoints.dir`",
+        get: |c| c
+                .savepoints_dir
+                .as_ref()
+                .map_or_else(|| "unset".to_string(), |p| p.display().to_string()),
+        set: |c, s| {
+        c.savepoints_dir = s.directory()?;
+            Ok(())
+        },
+    },
+    Key {
         name: "state.checkpoints.num-retained",
         description: "completed checkpoints kept, at least 1",
         get: |c| c.checkpoints_num_retained.to_string(),

@@ -30,6 +30,7 @@ impl ExecutionOptions {
                 unaligned: config.unaligned_checkpoints,
                 aligned_checkpoint_timeout: config.aligned_checkpoint_timeout,
                 io_mode: IoMode::Auto,
+                savepoints_dir: config.savepoints_dir.clone(),
             }),
             _ => None,
         };
@@ -49,6 +50,8 @@ impl ExecutionOptions {
                 .debloat_enabled
                 .then(|| DebloatOptions::from_config(config)),
             restore: RestoreFrom::Nothing,
+            allow_non_restored_state: false,
+            stop: Default::default(),
             restart: config.effective_restart_strategy(),
         }
     }
@@ -80,6 +83,7 @@ impl ExecutionOptions {
             unaligned: defaults.unaligned_checkpoints,
             aligned_checkpoint_timeout: defaults.aligned_checkpoint_timeout,
             io_mode: IoMode::Auto,
+            savepoints_dir: None,
         });
         self
     }

@@ -96,6 +96,10 @@ pub struct Config {
     pub aligned_checkpoint_timeout: Duration,
     /// `state.checkpoints.dir`: where checkpoints are written; `None` = not configured.
     pub checkpoints_dir: Option<PathBuf>,
+    /// `state.savepoints.dir`: where a stop (SIGTERM, SIGINT) writes its
+    /// savepoint; `None` = the stop takes a checkpoint into
+    /// `state.checkpoints.dir` instead.
+    pub savepoints_dir: Option<PathBuf>,
     /// `state.checkpoints.num-retained`: completed checkpoints kept.
     pub checkpoints_num_retained: u32,
     /// `restart-strategy.*`: the chosen type and every type's options; see
@@ -143,6 +147,7 @@ impl Default for Config {
             unaligned_checkpoints: false,
             aligned_checkpoint_timeout: Duration::ZERO,
             checkpoints_dir: None,
+            savepoints_dir: None,
             checkpoints_num_retained: 1,
             restart_strategy: RestartStrategyConfig::default(),
             segment_size: 32 * 1024,

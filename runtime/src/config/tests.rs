@@ -139,6 +139,7 @@ fn to_toml_round_trips() {
         debloat_samples: 3, debloat_threshold_percentages: 0,
         // Quotes and backslashes must survive the TOML string.
         checkpoints_dir: Some(PathBuf::from("/tmp/weir \"ckpt\"\\x")), checkpoints_num_retained: 4,
+        savepoints_dir: Some(PathBuf::from("/tmp/weir-savepoints")),
         restart_strategy: RestartStrategyConfig {
             kind: Some(RestartStrategyType::FailureRate),
             fixed_delay: FixedDelay { attempts: 0, delay: ms(0) },

@@ -63,12 +63,22 @@
 //! - [`Sink::initialize_state`]`(Some((n, state)))` (restart from complete
 //!   checkpoint `n`): *recover-and-commit* every transaction the state lists
 //!   (they belong to a complete checkpoint), then *abort* the rest: delete
-//!   this subtask's in-progress and remaining pending files, and move its
-//!   `part-*` files with an id `> n` aside (see above).
+//!   the in-progress and remaining pending files of this subtask's indices
+//!   (see rescaling below), and move their `part-*` files with an id `> n`
+//!   aside (see above).
 //!   `initialize_state(None)` (nothing restored: all of the input is
 //!   replayed) deletes all of this subtask's hidden files and moves all of
 //!   its `part-*` files aside, so a job run again into the same directory
 //!   starts from a clean slate.
+//! - **Rescaling** ([`Sink::initialize_rescaled_state`], a checkpoint taken
+//!   at another parallelism `P_old`, restored at `P`): like Flink's
+//!   committables, old subtask `k`'s pending transactions go to exactly
+//!   one new subtask, `k % P`, which commits them under their old names
+//!   (`part-{k}-{n}`). Cleaning up, subtask `j` handles the files of every
+//!   index `i` with `i % P == j` found in the directory (its own, and
+//!   those of subtasks a smaller parallelism no longer has, whatever run
+//!   wrote them), so every leftover is aborted or moved aside by exactly
+//!   one subtask, and no two subtasks touch the same name.
 //!
 //! Checkpoint ids must strictly increase within a sink instance and exceed
 //! the restored checkpoint's id, which also guarantees that no pending name
@@ -92,7 +102,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::connectors::error::{ConnectorError, Result, SinkStateDefect, SinkStateField};
 use crate::core::subtask::SubtaskInfo;
-use crate::operators::sink::Sink;
+use crate::operators::sink::{rescaled_share, Sink};
 
 /// Version byte of the state returned by `snapshot_state`.
 const STATE_VERSION: u8 = 1;
@@ -112,6 +122,10 @@ static INSTANCES: AtomicU64 = AtomicU64::new(0);
 pub struct TransactionalFileSink<T, F> {
     dir: PathBuf,
     subtask: usize,
+    /// The sink's parallelism: this subtask cleans up the files of every
+    /// subtask index `i` with `i % parallelism == subtask` (see
+    /// [`Sink::initialize_rescaled_state`]).
+    parallelism: usize,
     /// This instance's in-progress file (reused for every transaction).
     in_progress: PathBuf,
     /// The in-progress file, once the current transaction wrote to it.
@@ -170,6 +184,7 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
         Self {
             dir,
             subtask,
+            parallelism: info.parallelism.max(1),
             in_progress,
             file: None,
             buf: Vec::with_capacity(WRITE_AT + WRITE_AT / 8),
@@ -191,13 +206,18 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
 
     /// The committed (visible) file of transaction `id` of this subtask.
     pub fn part_path(&self, id: u64) -> PathBuf {
-        self.dir.join(format!("part-{:04}-{id:010}", self.subtask))
+        self.part_path_of(self.subtask, id)
     }
 
-    /// The pre-committed (hidden) file of transaction `id` of this subtask.
-    fn pending_path(&self, id: u64) -> PathBuf {
-        self.dir
-            .join(format!(".pending-{:04}-{id:010}", self.subtask))
+    /// The committed file of transaction `id` of subtask `subtask`.
+    fn part_path_of(&self, subtask: usize, id: u64) -> PathBuf {
+        self.dir.join(format!("part-{subtask:04}-{id:010}"))
+    }
+
+    /// The pre-committed (hidden) file of transaction `id` of subtask
+    /// `subtask`.
+    fn pending_path_of(&self, subtask: usize, id: u64) -> PathBuf {
+        self.dir.join(format!(".pending-{subtask:04}-{id:010}"))
     }
 
     /// Writes the buffer to the in-progress file, creating it if needed.
@@ -241,11 +261,12 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
         e.to_string()
     }
 
-    /// Commits transaction `id`: returns whether a rename happened (the
-    /// directory then needs an fsync).
-    fn commit(&self, id: u64) -> Result<bool> {
-        let pending = self.pending_path(id);
-        let part = self.part_path(id);
+    /// Commits transaction `id` of subtask `subtask` (this one's, or at a
+    /// rescale an old subtask's of this one's share): returns whether a
+    /// rename happened (the directory then needs an fsync).
+    fn commit(&self, subtask: usize, id: u64) -> Result<bool> {
+        let pending = self.pending_path_of(subtask, id);
+        let part = self.part_path_of(subtask, id);
         match (exists(&pending)?, exists(&part)?) {
             (true, false) => match fs::rename(&pending, &part) {
                 Ok(()) => Ok(true),
@@ -259,25 +280,30 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
             (false, true) => Ok(false),
             (true, true) => Err(ConnectorError::CommitConflict {
                 id,
-                subtask: self.subtask,
+                subtask,
                 pending,
                 part,
             }),
             (false, false) => Err(ConnectorError::CommitLost {
                 id,
-                subtask: self.subtask,
+                subtask,
                 pending,
                 part,
             }),
         }
     }
 
-    /// Deletes this subtask's in-progress and pending files, and moves its
-    /// part files with an id above `restored` (all of them if `None`) to
-    /// [`abandoned_dir`]: committed output is never deleted. Returns
-    /// whether anything changed.
+    /// Deletes the in-progress and pending files of the subtask indices
+    /// this subtask cleans up (`i % parallelism == subtask`: its own, and
+    /// those of old subtasks no new subtask has, whatever parallelism
+    /// wrote them), and moves their part files with an id above
+    /// `restored` (all of them if `None`) to [`abandoned_dir`]: committed
+    /// output is never deleted. Returns whether anything changed.
     fn abort_rest(&self, restored: Option<u64>) -> Result<bool> {
-        let names = Names::new(self.subtask);
+        let names = Names {
+            subtask: self.subtask,
+            parallelism: self.parallelism,
+        };
         let op = "list sink directory";
         let entries = fs::read_dir(&self.dir).map_err(|e| ConnectorError::io(op, &self.dir, e))?;
         let mut deleted = false;
@@ -340,8 +366,11 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
         }
     }
 
-    /// [`Sink::initialize_state`]: recover-and-commit, then abort the rest.
-    fn initialize(&mut self, restored: Option<(u64, &[u8])>) -> Result<()> {
+    /// [`Sink::initialize_state`] and
+    /// [`Sink::initialize_rescaled_state`]: recover-and-commit the
+    /// transactions of `share` (the states of old subtasks, by index,
+    /// this subtask handles), then abort the rest.
+    fn initialize(&mut self, restored: Option<u64>, share: &[(usize, &[u8])]) -> Result<()> {
         if self.initialized {
             return Err(ConnectorError::InitializedTwice {
                 dir: self.dir.clone(),
@@ -356,23 +385,24 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
         }
         fs::create_dir_all(&self.dir)
             .map_err(|e| ConnectorError::io("create sink directory", &self.dir, e))?;
-        let (restored_id, listed) = match restored {
-            None => (None, Vec::new()),
-            Some((n, bytes)) => {
+        let mut listed = Vec::new();
+        if let Some(n) = restored {
+            for &(subtask, bytes) in share {
                 let ids = decode_state(bytes, n).map_err(|defect| {
                     ConnectorError::MalformedSinkState {
                         dir: self.dir.clone(),
-                        subtask: self.subtask,
+                        subtask,
                         checkpoint: n,
                         defect,
                     }
                 })?;
-                (Some(n), ids)
+                listed.extend(ids.into_iter().map(|id| (subtask, id)));
             }
-        };
+        }
+        let restored_id = restored;
         let mut changed = false;
-        for &id in &listed {
-            changed |= self.commit(id)?;
+        for &(subtask, id) in &listed {
+            changed |= self.commit(subtask, id)?;
         }
         changed |= self.abort_rest(restored_id)?;
         if changed {
@@ -404,7 +434,7 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
             // acknowledging it (see `take_files_to_sync`). Until then the
             // checkpoint is not complete, so a crash aborts this file.
             drop(self.file.take());
-            let pending = self.pending_path(checkpoint_id);
+            let pending = self.pending_path_of(self.subtask, checkpoint_id);
             if exists(&pending)? {
                 return Err(ConnectorError::PendingExists {
                     in_progress: self.in_progress.clone(),
@@ -436,7 +466,7 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
         let mut result = Ok(());
         let mut done = 0;
         while done < due {
-            match self.commit(self.pending[done]) {
+            match self.commit(self.subtask, self.pending[done]) {
                 Ok(r) => renamed |= r,
                 Err(e) => {
                     result = Err(e);
@@ -483,7 +513,35 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
         &mut self,
         restored: Option<(u64, &[u8])>,
     ) -> std::result::Result<(), String> {
-        self.initialize(restored).map_err(|e| self.report(&e))
+        let result = match restored {
+            None => self.initialize(None, &[]),
+            Some((n, state)) => self.initialize(Some(n), &[(self.subtask, state)]),
+        };
+        result.map_err(|e| self.report(&e))
+    }
+
+    /// Old subtask `k`'s transactions go to new subtask `k % P`
+    /// ([`rescaled_share`]), which commits them under their old names
+    /// (`part-{k}-{n}`: a committed name never changes) and cleans up
+    /// every name index congruent to its own.
+    fn initialize_rescaled_state(
+        &mut self,
+        checkpoint_id: u64,
+        states: &[&[u8]],
+    ) -> Option<std::result::Result<(), String>> {
+        let info = SubtaskInfo {
+            index: self.subtask,
+            parallelism: self.parallelism,
+            worker: 0,
+            max_parallelism: 0,
+        };
+        let share: Vec<(usize, &[u8])> = rescaled_share(&info, states.len())
+            .map(|k| (k, states[k]))
+            .collect();
+        Some(
+            self.initialize(Some(checkpoint_id), &share)
+                .map_err(|e| self.report(&e)),
+        )
     }
 
     fn snapshot_state(&mut self, checkpoint_id: u64) -> std::result::Result<Vec<u8>, String> {
@@ -512,33 +570,34 @@ enum Kind {
     Part(u64),
 }
 
-/// Recognizes the file names of one subtask.
+/// Recognizes the file names a subtask cleans up: those of every subtask
+/// index `i` with `i % parallelism == subtask`.
 struct Names {
-    in_progress: String,
-    pending: String,
-    part: String,
+    subtask: usize,
+    parallelism: usize,
 }
 
 impl Names {
-    fn new(subtask: usize) -> Self {
-        Self {
-            in_progress: format!(".inprogress-{subtask:04}-"),
-            pending: format!(".pending-{subtask:04}-"),
-            part: format!("part-{subtask:04}-"),
-        }
-    }
-
-    /// The kind of `name` if this subtask's sink wrote it.
+    /// The kind of `name` if the sink wrote it under one of this
+    /// subtask's indices.
     fn classify(&self, name: &str) -> Option<Kind> {
-        if name.starts_with(&self.in_progress) {
-            return Some(Kind::InProgress);
+        let (kind, rest) = if let Some(rest) = name.strip_prefix(".inprogress-") {
+            (Kind::InProgress, rest)
+        } else if let Some(rest) = name.strip_prefix(".pending-") {
+            (Kind::Pending(0), rest)
+        } else {
+            (Kind::Part(0), name.strip_prefix("part-")?)
+        };
+        let (index, rest) = rest.split_once('-')?;
+        let index: usize = parse_id(index)?.try_into().ok()?;
+        if index % self.parallelism != self.subtask {
+            return None;
         }
-        if let Some(id) = name.strip_prefix(&self.pending).and_then(parse_id) {
-            return Some(Kind::Pending(id));
+        match kind {
+            Kind::InProgress => Some(Kind::InProgress),
+            Kind::Pending(_) => parse_id(rest).map(Kind::Pending),
+            Kind::Part(_) => parse_id(rest).map(Kind::Part),
         }
-        name.strip_prefix(&self.part)
-            .and_then(parse_id)
-            .map(Kind::Part)
     }
 }
 

@@ -10,12 +10,26 @@
 //! directory: declare it with `JobGraph::parameter("input", dir)` so that
 //! a checkpoint of a job reading another directory is refused.
 //!
-//! # Position
+//! # Position: file splits
 //!
-//! The position after the last emitted line is the name of the file being
-//! read and the byte offset just after that line's newline (at the end of
-//! a file the source moves on to the next file at offset 0; after the last
-//! file it stays at that file's end). It is encoded as a version byte `1`,
+//! A subtask's position is its unfinished files, each a *split*
+//! `(name, offset)`: the file being read with the byte offset just after
+//! its last emitted line, then the files it has not started. They are
+//! operator list state `file-splits` (Flink's `FileSource` keeps its
+//! readers' splits in operator state likewise), written at every
+//! checkpoint; `snapshot_position` returns no bytes. A restore at the
+//! same parallelism gives each subtask its own splits back; at another,
+//! the old subtasks' splits are concatenated and dealt out in contiguous
+//! parts (even split), so every unfinished file is read by exactly one
+//! new subtask from where it stopped. A subtask reads its splits in
+//! order; restoring one opens its file and checks the offset as below.
+//!
+//! The position of checkpoints written before splits, still restored at
+//! the same parallelism ([`FileSource::position`] encodes it), is the name
+//! of the file being read and the byte offset just after the last emitted
+//! line (at the end of a file the source moves on to the next file at
+//! offset 0; after the last file it stays at that file's end). It is
+//! encoded as a version byte `1`,
 //! the name's length (`u32`, little-endian), the name's bytes and the offset
 //! (`u64`, little-endian); a subtask without files has an empty name.
 //! Restoring a position opens that file and seeks to the offset; a file that
@@ -44,6 +58,11 @@ use crate::chain::control::Collector;
 use crate::connectors::error::{ConnectorError, PositionDefect, Result};
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::source::function::{Source, SourcePoll};
+use crate::state::operator::list::OperatorListState;
+use crate::state::visitor::OperatorStates;
+
+/// Name of the list state holding a file source's splits.
+pub const FILE_SPLITS_STATE: &str = "file-splits";
 
 /// Version byte of an encoded position.
 const POSITION_VERSION: u8 = 1;
@@ -61,6 +80,12 @@ pub struct FileSource {
     listing: Vec<OsString>,
     /// This subtask's files, in reading order.
     files: Vec<OsString>,
+    /// Where reading each of `files` starts (0 but for a file restored
+    /// from a split read in part).
+    starts: Vec<u64>,
+    /// The unfinished files as splits `(name, offset)`, written at each
+    /// checkpoint (see the module doc).
+    splits: OperatorListState<(Vec<u8>, u64)>,
     /// Index in `files` of the file being read (or to be opened).
     cur: usize,
     /// The open file `files[cur]`.
@@ -110,6 +135,8 @@ impl FileSource {
             parallelism: info.parallelism,
             listing,
             finished: files.is_empty(),
+            starts: vec![0; files.len()],
+            splits: OperatorListState::new(FILE_SPLITS_STATE),
             files,
             cur: 0,
             file: None,
@@ -168,9 +195,12 @@ impl FileSource {
                 return Ok(None);
             }
             if self.file.is_none() {
-                let path = self.path();
-                let file = File::open(&path)
-                    .map_err(|e| ConnectorError::io("open input file", path, e))?;
+                let file = if self.offset == 0 {
+                    let path = self.path();
+                    File::open(&path).map_err(|e| ConnectorError::io("open input file", path, e))?
+                } else {
+                    self.open_at(self.offset)?
+                };
                 self.file = Some(file);
                 self.reset_buffer();
             }
@@ -244,7 +274,7 @@ impl FileSource {
         self.eof = false;
         if self.cur + 1 < self.files.len() {
             self.cur += 1;
-            self.offset = 0;
+            self.offset = self.starts[self.cur];
         } else {
             self.finished = true;
         }
@@ -277,25 +307,85 @@ impl FileSource {
         }
     }
 
-    /// Rewinds to `position` (see [`Source::restore_position`]).
-    fn restore(&mut self, position: &[u8]) -> Result<()> {
-        let (name, offset) = decode_position(position).map_err(|e| self.malformed(e))?;
-        if name.is_empty() {
-            if offset != 0 {
-                return Err(self.malformed(PositionDefect::OffsetWithoutFile(offset)));
-            }
-            // Nothing was read yet.
-            self.cur = 0;
-            self.offset = 0;
-            self.file = None;
-            self.finished = self.files.is_empty();
-            return Ok(());
+    /// The position in the format of checkpoints before splits (see the
+    /// module doc): the file being read and the offset after the last
+    /// emitted line.
+    pub fn position(&self) -> Vec<u8> {
+        let name: &[u8] = self.files.get(self.cur).map_or(&[], |n| n.as_bytes());
+        let mut out = Vec::with_capacity(13 + name.len());
+        out.push(POSITION_VERSION);
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(name);
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out
+    }
+
+    /// The unfinished files `(path, offset)`, in reading order.
+    pub fn splits(&self) -> Vec<(PathBuf, u64)> {
+        if self.finished {
+            return Vec::new();
         }
-        let name = OsStr::from_bytes(name);
-        let Some(cur) = self.files.iter().position(|n| n == name) else {
-            return Err(self.foreign_file_error(name));
-        };
-        let path = self.dir.join(name);
+        let mut out = vec![(self.path(), self.offset)];
+        for i in self.cur + 1..self.files.len() {
+            out.push((self.dir.join(&self.files[i]), self.starts[i]));
+        }
+        out
+    }
+
+    /// Writes the unfinished files into the split state.
+    fn store_splits(&mut self) {
+        self.splits.clear();
+        if self.finished {
+            return;
+        }
+        self.splits
+            .add((self.files[self.cur].as_bytes().to_vec(), self.offset));
+        for i in self.cur + 1..self.files.len() {
+            let split = (self.files[i].as_bytes().to_vec(), self.starts[i]);
+            self.splits.add(split);
+        }
+    }
+
+    /// Takes the restored splits as this subtask's files (see
+    /// [`Source::initialize_restored_state`]) and opens the first at its
+    /// offset.
+    fn restore_splits(&mut self) -> Result<()> {
+        let splits = self.splits.to_vec();
+        self.files.clear();
+        self.starts.clear();
+        for (name, offset) in splits {
+            let name = OsStr::from_bytes(&name).to_owned();
+            if !self.listing.contains(&name) {
+                let path = self.dir.join(&name);
+                return Err(if fs::symlink_metadata(&path).is_ok() {
+                    ConnectorError::NotAnInput {
+                        path,
+                        dir: self.dir.clone(),
+                    }
+                } else {
+                    ConnectorError::MissingInput { path }
+                });
+            }
+            self.files.push(name);
+            self.starts.push(offset);
+        }
+        self.cur = 0;
+        self.file = None;
+        self.finished = self.files.is_empty();
+        self.offset = self.starts.first().copied().unwrap_or(0);
+        if !self.finished {
+            let file = self.open_at(self.offset)?;
+            self.file = Some(file);
+            self.reset_buffer();
+        }
+        self.store_splits();
+        Ok(())
+    }
+
+    /// Opens the current file at `offset`, which must be at its end or
+    /// just after a newline.
+    fn open_at(&self, offset: u64) -> Result<File> {
+        let path = self.path();
         let mut file = File::open(&path).map_err(|source| ConnectorError::Resume {
             path: path.clone(),
             offset,
@@ -328,7 +418,39 @@ impl FileSource {
                 offset,
                 source,
             })?;
+        Ok(file)
+    }
+
+    /// Rewinds to `position`, of the format before splits (see
+    /// [`Source::restore_position`]): this subtask's files of the listing,
+    /// from that file and offset.
+    fn restore(&mut self, position: &[u8]) -> Result<()> {
+        self.files = self
+            .listing
+            .iter()
+            .skip(self.subtask)
+            .step_by(self.parallelism)
+            .cloned()
+            .collect();
+        self.starts = vec![0; self.files.len()];
+        let (name, offset) = decode_position(position).map_err(|e| self.malformed(e))?;
+        if name.is_empty() {
+            if offset != 0 {
+                return Err(self.malformed(PositionDefect::OffsetWithoutFile(offset)));
+            }
+            // Nothing was read yet.
+            self.cur = 0;
+            self.offset = 0;
+            self.file = None;
+            self.finished = self.files.is_empty();
+            return Ok(());
+        }
+        let name = OsStr::from_bytes(name);
+        let Some(cur) = self.files.iter().position(|n| n == name) else {
+            return Err(self.foreign_file_error(name));
+        };
         self.cur = cur;
+        let file = self.open_at(offset)?;
         self.offset = offset;
         self.file = Some(file);
         self.finished = false;
@@ -374,18 +496,30 @@ impl Source for FileSource {
         SourcePoll::Emitted(n)
     }
 
+    /// The position is the splits: no bytes.
     fn snapshot_position(&mut self) -> Vec<u8> {
-        let name: &[u8] = self.files.get(self.cur).map_or(&[], |n| n.as_bytes());
-        let mut out = Vec::with_capacity(13 + name.len());
-        out.push(POSITION_VERSION);
-        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
-        out.extend_from_slice(name);
-        out.extend_from_slice(&self.offset.to_le_bytes());
-        out
+        Vec::new()
     }
 
+    /// An empty position (the splits hold it) changes nothing; one of the
+    /// format before splits rewinds to it.
     fn restore_position(&mut self, position: &[u8]) -> std::result::Result<(), String> {
+        if position.is_empty() {
+            return Ok(());
+        }
         self.restore(position).map_err(|e| {
+            self.retryable = e.retryable();
+            e.to_string()
+        })
+    }
+
+    fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
+        self.store_splits();
+        states.list(&mut self.splits);
+    }
+
+    fn initialize_restored_state(&mut self) -> std::result::Result<(), String> {
+        self.restore_splits().map_err(|e| {
             self.retryable = e.retryable();
             e.to_string()
         })

@@ -14,7 +14,10 @@
 //!   sinks have not been told to commit;
 //! - `source-panic`: (not a kill) a source panics, once per process, when
 //!   its position passes N — an operator failure for the restart strategy;
-//!   `source-panic-always` panics there in every attempt.
+//!   `source-panic-always` panics there in every attempt;
+//! - `stop-delay`: (not a kill) the control thread waits N ms before it
+//!   triggers a stop's savepoint, so that a test can signal again while
+//!   the stop is under way.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -76,4 +79,10 @@ pub fn panic_always(name: &str, position: u64) {
     if reached(name, position) {
         panic!("injected failure (fail point {name} at {position})");
     }
+}
+
+/// The milliseconds fail point `name` is armed with, if it is (a delay
+/// rather than a kill).
+pub fn armed_ms(name: &str) -> Option<u64> {
+    armed().iter().find(|(n, _)| n == name).map(|(_, ms)| *ms)
 }

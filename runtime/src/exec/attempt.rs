@@ -13,7 +13,7 @@ use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 
 use crate::api::graph::JobGraph;
 use crate::build::context::WorkerEndpoints;
-use crate::checkpoint::coordinator::{CheckpointCoordinator, CoordinatorMsg};
+use crate::checkpoint::coordinator::{CheckpointCoordinator, CoordinatorMsg, Stopped};
 use crate::checkpoint::restore::RestoredCheckpoint;
 use crate::checkpoint::signals::CheckpointSignals;
 use crate::checkpoint::stats::CheckpointRecord;
@@ -21,11 +21,12 @@ use crate::checkpoint::storage::CheckpointStorage;
 use crate::checkpoint::task::TaskCheckpointing;
 use crate::checkpoint::writer::{spawn_writer, WriterSetup};
 use crate::core::barrier::BarrierMode;
-use crate::core::log::WORKERS;
+use crate::core::log::{CHECKPOINT, WORKERS};
 use crate::exec::error::{JobError, Result, TaskFailure};
 use crate::exec::identity::RunIdentity;
 use crate::exec::options::{CheckpointingOptions, ExecutionOptions};
 use crate::exec::progress::Progress;
+use crate::exec::stop::StopRequest;
 use crate::exec::wiring::{
     build_tasks, tasks_on_worker, wire_channels, ResolvedStage, WorkerSettings,
 };
@@ -39,6 +40,8 @@ pub(crate) struct AttemptResult {
     pub(crate) metrics: MetricsSnapshot,
     pub(crate) subtasks: Vec<SubtaskSummary>,
     pub(crate) released_at: SystemTime,
+    /// The snapshot a stop took (the attempt ended on request).
+    pub(crate) stopped: Option<Stopped>,
 }
 
 /// What a run restored from.
@@ -129,10 +132,16 @@ pub(crate) fn run_attempt(
         load: start.duration_since(spawn_start),
     });
 
-    let in_flight = watch(
+    let stop = StopWatch {
+        request: &options.stop,
+        signals: &signals,
+        tasks: stages.iter().map(|s| s.parallelism).sum(),
+    };
+    let (in_flight, stopped) = watch(
         &shared,
         &metrics,
         coordinator.as_mut(),
+        &stop,
         options.progress_interval,
         start,
         on_progress,
@@ -163,6 +172,11 @@ pub(crate) fn run_attempt(
             cause,
         });
     }
+    let stopped = match stopped {
+        StopOutcome::Running => None,
+        StopOutcome::Stopped(s) => Some(s),
+        StopOutcome::WithoutSnapshot => return Err(JobError::StoppedWithoutSnapshot),
+    };
     let end = shared
         .finished_at
         .iter()
@@ -177,6 +191,7 @@ pub(crate) fn run_attempt(
             subtasks: SubtaskSummary::of_run(&last, &in_flight),
             metrics: last,
             released_at,
+            stopped,
         },
         restored,
     ))
@@ -323,19 +338,84 @@ impl Spawn<'_> {
     }
 }
 
+/// What the watch needs to stop the attempt on request.
+struct StopWatch<'a> {
+    request: &'a StopRequest,
+    signals: &'a CheckpointSignals,
+    /// Tasks of the attempt: each reports the stop's completion.
+    tasks: usize,
+}
+
+/// How a watch ended as far as a stop goes.
+enum StopOutcome {
+    /// No stop (the job ended, failed, or was cancelled).
+    Running,
+    /// Stopped with this snapshot, every sink committed.
+    Stopped(Stopped),
+    /// Stopped on request without a snapshot: checkpointing is off.
+    WithoutSnapshot,
+}
+
+impl StopWatch<'_> {
+    /// One look at the stop: asks the coordinator for the stop's
+    /// snapshot once requested, re-arms the request if that failed (the
+    /// job goes on), and cancels the workers once the snapshot is
+    /// complete and every task passed the completion on (sinks
+    /// committed).
+    fn look(
+        &self,
+        shared: &JobShared,
+        coordinator: Option<&mut CheckpointCoordinator>,
+        now: Instant,
+    ) -> Option<StopOutcome> {
+        if !self.request.is_requested() {
+            return None;
+        }
+        let Some(c) = coordinator else {
+            shared.cancel();
+            return Some(StopOutcome::WithoutSnapshot);
+        };
+        if let Err(e) = c.request_stop(now, &|| ring_all(shared)) {
+            shared.fail(
+                usize::MAX,
+                "checkpoint coordinator".into(),
+                TaskFailure::Checkpoint(e),
+            );
+            return None;
+        }
+        if let Some(why) = c.take_stop_failure() {
+            tracing::warn!(
+                target: CHECKPOINT,
+                "the stop's {why}; the job goes on (stop it again to retry)"
+            );
+            self.request.rearm();
+            return None;
+        }
+        let stopped = c.stopped()?;
+        if self.signals.stopped_tasks() < self.tasks {
+            return None;
+        }
+        shared.cancel();
+        Some(StopOutcome::Stopped(stopped.clone()))
+    }
+}
+
 /// The control thread's watch over a running attempt, until every worker
 /// finished or the job was cancelled: it ticks the checkpoint coordinator
 /// (promptly while a checkpoint is pending, otherwise staying out of the
-/// workers' way), samples the in-flight bytes and reports progress every
-/// `progress_interval` (never if zero). Returns the in-flight samples.
+/// workers' way), stops the job when asked ([`StopWatch`]), samples the
+/// in-flight bytes and reports progress every `progress_interval` (never
+/// if zero). Returns the in-flight samples and whether it stopped the job.
 fn watch(
     shared: &JobShared,
     metrics: &[WorkerMetrics],
     mut coordinator: Option<&mut CheckpointCoordinator>,
+    stop: &StopWatch<'_>,
     progress_interval: Duration,
     start: Instant,
     on_progress: &mut dyn FnMut(&Progress),
-) -> InFlightSampler {
+) -> (InFlightSampler, StopOutcome) {
+    let mut stopped = StopOutcome::Running;
     let workers = metrics.len();
     let mut last_report = start;
     let mut before = MetricsSnapshot::read(metrics);
@@ -367,6 +447,9 @@ fn watch(
             }
             fresh_checkpoints.extend(c.take_fresh());
         }
+        if let Some(outcome) = stop.look(shared, coordinator.as_deref_mut(), now) {
+            stopped = outcome;
+        }
         if !progress_interval.is_zero() && now.duration_since(last_report) >= progress_interval {
             let snapshot = MetricsSnapshot::read(metrics);
             on_progress(&Progress {
@@ -379,5 +462,5 @@ fn watch(
             last_report = now;
         }
     }
-    in_flight
+    (in_flight, stopped)
 }

@@ -126,6 +126,13 @@ pub enum JobError {
         /// What differs.
         what: String,
     },
+    /// The job was asked to stop (SIGTERM, SIGINT) but takes no
+    /// checkpoints, so it stopped without a savepoint (Flink's cancel).
+    #[error(
+        "stopped without a savepoint: checkpointing is off (set execution.checkpointing.interval \
+         and state.checkpoints.dir, and state.savepoints.dir for savepoints)"
+    )]
+    StoppedWithoutSnapshot,
     /// The job failed and the restart strategy allows no more restarts.
     #[error("{failure}; not restarting: {reason}")]
     RestartsExhausted {
@@ -146,6 +153,7 @@ impl JobError {
     pub fn fault(&self) -> Fault {
         match self {
             Self::InvalidJob(_) | Self::RestoreLatestWithoutStorage => Fault::User,
+            Self::StoppedWithoutSnapshot => Fault::User,
             Self::Spawn { .. } | Self::RestoreCorrupt { .. } | Self::AllUnusable { .. } => {
                 Fault::Outside
             }
@@ -177,6 +185,7 @@ impl JobError {
     pub fn retryable(&self) -> bool {
         match self {
             Self::InvalidJob(_) | Self::RestoreLatestWithoutStorage => false,
+            Self::StoppedWithoutSnapshot => false,
             // A worker that could not start (no thread, no io_uring
             // memory) may start once the machine has room again.
             Self::Spawn { .. } => true,

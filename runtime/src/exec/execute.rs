@@ -49,6 +49,9 @@ pub struct JobResult {
     /// Wall-clock time when the last attempt's workers were released to
     /// process records.
     pub released_at: SystemTime,
+    /// The snapshot of a stop ([`ExecutionOptions::stop`]): the job was
+    /// stopped with it instead of running to its end.
+    pub stopped: Option<crate::exec::stop::Stopped>,
 }
 
 /// Runs `job` to completion, logging progress lines (`info`, target
@@ -80,7 +83,9 @@ pub fn execute_with_progress(
     let stages = validate(&job, options)?;
     let run = RunIdentity::of(&job, options);
     let storage = match &options.checkpointing {
-        Some(c) => Some(Arc::new(CheckpointStorage::open(&c.dir)?)),
+        Some(c) => Some(Arc::new(
+            CheckpointStorage::open(&c.dir)?.with_savepoints(c.savepoints_dir.clone(), &run.job_id),
+        )),
         None => None,
     };
     let _checkpoints_lock = storage
@@ -94,6 +99,7 @@ pub fn execute_with_progress(
         max_parallelism: options.max_parallelism,
         storage: storage.as_deref(),
         run: &run,
+        allow_non_restored_state: options.allow_non_restored_state,
     };
     let mut restore = context.choose(&options.restore, None)?;
     check_outputs(&run, restore.is_none())?;
@@ -193,6 +199,7 @@ pub fn execute_with_progress(
             restarts,
             restored,
             released_at: result.released_at,
+            stopped: result.stopped,
         });
     }
 }

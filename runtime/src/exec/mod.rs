@@ -1,6 +1,6 @@
 //! Executing a job: options, the restart loop, one attempt, the wiring of
 //! channels and tasks, the workers' loop, progress reports, restart
-//! strategies and the job's errors.
+//! strategies, stopping with a savepoint and the job's errors.
 
 pub mod attempt;
 pub mod error;
@@ -12,6 +12,7 @@ pub mod outputs;
 pub mod progress;
 pub mod restart;
 pub mod restore;
+pub mod stop;
 pub mod wiring;
 pub mod worker;
 
@@ -24,3 +25,4 @@ pub use progress::Progress;
 pub use restart::{
     RestartDecision, RestartStrategy, RestartStrategyConfig, RestartStrategyType, RestartTracker,
 };
+pub use stop::{StopRequest, Stopped};

@@ -9,6 +9,7 @@ use crate::checkpoint::segment_file::IoMode;
 use crate::core::barrier::BarrierMode;
 use crate::exchange::debloat::DebloatOptions;
 use crate::exec::restart::RestartStrategy;
+use crate::exec::stop::StopRequest;
 
 /// Where a run starts from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -19,7 +20,9 @@ pub enum RestoreFrom {
     /// The newest complete and verified checkpoint in
     /// `state.checkpoints.dir` (a fresh start if there is none).
     Latest,
-    /// This checkpoint (a `chk-<id>` directory or its `_metadata`).
+    /// This checkpoint or savepoint (a `chk-<id>` or `savepoint-*`
+    /// directory, or its `_metadata`). A savepoint is only read (Flink's
+    /// no-claim mode).
     Path(PathBuf),
 }
 
@@ -41,6 +44,9 @@ pub struct CheckpointingOptions {
     pub aligned_checkpoint_timeout: Duration,
     /// How segment files are written.
     pub io_mode: IoMode,
+    /// `state.savepoints.dir`: where a stop writes its savepoint; `None`:
+    /// a stop takes a checkpoint into `dir`.
+    pub savepoints_dir: Option<PathBuf>,
 }
 
 impl CheckpointingOptions {
@@ -84,6 +90,12 @@ pub struct ExecutionOptions {
     pub debloat: Option<DebloatOptions>,
     /// Where the run starts from (`--restore`).
     pub restore: RestoreFrom,
+    /// `--allow-non-restored-state`: state in the restored snapshot for an
+    /// operator uid this job does not have is skipped (logged) instead of
+    /// refused.
+    pub allow_non_restored_state: bool,
+    /// Set to stop the run with a savepoint (see [`StopRequest`]).
+    pub stop: StopRequest,
     /// `restart-strategy.*`.
     pub restart: RestartStrategy,
 }

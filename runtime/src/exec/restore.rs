@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::checkpoint::restore::{find_latest, RestoredCheckpoint};
+use crate::checkpoint::restore::{find_latest_allowing, RestoredCheckpoint};
 use crate::checkpoint::storage::CheckpointStorage;
 use crate::core::log::RESTORE;
 use crate::exec::error::{JobError, Result};
 use crate::exec::identity::RunIdentity;
 use crate::exec::options::RestoreFrom;
+use weir_state::snapshot::SnapshotKind;
 
 /// A checkpoint chosen for restore, and how long finding and verifying it
 /// took.
@@ -30,6 +31,8 @@ pub(crate) struct RestoreContext<'a> {
     pub storage: Option<&'a CheckpointStorage>,
     /// This run.
     pub run: &'a RunIdentity,
+    /// `--allow-non-restored-state`.
+    pub allow_non_restored_state: bool,
 }
 
 impl RestoreContext<'_> {
@@ -49,13 +52,17 @@ impl RestoreContext<'_> {
             RestoreFrom::Nothing => Ok(None),
             RestoreFrom::Path(path) => {
                 let opened = RestoredCheckpoint::open(path, self.job_name, self.max_parallelism)
-                    .and_then(|r| r.check_fits(&self.run.fingerprint).map(|()| r))
-                    .and_then(|r| r.verify().map(|()| r));
-                let r = opened.map_err(|e| JobError::Restore {
+                    .and_then(|r| {
+                        r.check_fits_allowing(&self.run.fingerprint, self.allow_non_restored_state)
+                            .map(|skipped| (r, skipped))
+                    })
+                    .and_then(|(r, skipped)| r.verify().map(|()| (r, skipped)));
+                let (r, skipped) = opened.map_err(|e| JobError::Restore {
                     path: path.clone(),
                     source: Box::new(e),
                 })?;
                 log_restoring(&r);
+                log_skipped(&r, &skipped);
                 Ok(Some((Arc::new(r), started.elapsed())))
             }
             RestoreFrom::Latest => {
@@ -65,12 +72,13 @@ impl RestoreContext<'_> {
                 let mut skipped = Vec::new();
                 let mut below = below;
                 loop {
-                    let search = find_latest(
+                    let search = find_latest_allowing(
                         storage,
                         self.job_name,
                         self.max_parallelism,
                         &self.run.fingerprint,
                         below,
+                        self.allow_non_restored_state,
                     )?
                     .map_err(|e| JobError::Restore {
                         path: storage.root().to_path_buf(),
@@ -87,6 +95,10 @@ impl RestoreContext<'_> {
                                 log_unusable(*id, why);
                             }
                             log_restoring(&r);
+                            let skipped = r
+                                .check_fits_allowing(&self.run.fingerprint, true)
+                                .unwrap_or_default();
+                            log_skipped(&r, &skipped);
                             return Ok(Some((Arc::new(r), started.elapsed())));
                         }
                         Err(why) => {
@@ -116,8 +128,10 @@ impl RestoreContext<'_> {
 
     /// Starts this run's timeline in the checkpoint directory from
     /// `chosen` (see [`CheckpointStorage::start_timeline`]): a checkpoint
-    /// of the directory abandons every newer one, one from elsewhere or a
-    /// fresh start all of them. Logs what it abandoned.
+    /// of the directory abandons every newer one; one from elsewhere, a
+    /// savepoint (wherever it is: never part of a timeline, restored in
+    /// Flink's no-claim mode) or a fresh start all of them. Logs what it
+    /// abandoned.
     pub(crate) fn start_timeline(&self, chosen: &Chosen) -> Result<()> {
         let Some(storage) = self.storage else {
             return Ok(());
@@ -125,7 +139,7 @@ impl RestoreContext<'_> {
         let from = chosen
             .as_ref()
             .map(|(r, _)| r.as_ref())
-            .filter(|r| is_in(storage.root(), r.dir()))
+            .filter(|r| r.kind() == SnapshotKind::Checkpoint && is_in(storage.root(), r.dir()))
             .map(RestoredCheckpoint::id);
         let abandoned = storage.start_timeline(&self.run.job_id, from)?;
         if !abandoned.is_empty() {
@@ -153,10 +167,26 @@ fn log_restoring(r: &RestoredCheckpoint) {
     tracing::info!(
         target: RESTORE,
         checkpoint = r.id(),
-        "restoring checkpoint {} from {}",
+        "restoring {} {} from {}",
+        r.kind(),
         r.id(),
         r.dir().display()
     );
+}
+
+/// The state `--allow-non-restored-state` skipped: one line per operator.
+fn log_skipped(r: &RestoredCheckpoint, uids: &[String]) {
+    for uid in uids {
+        tracing::info!(
+            target: RESTORE,
+            checkpoint = r.id(),
+            uid = uid.as_str(),
+            "skipping the state of operator `{uid}` in {} {}: this job has no such operator \
+             (--allow-non-restored-state)",
+            r.kind(),
+            r.id()
+        );
+    }
 }
 
 /// A newer checkpoint that cannot be restored: the run falls back to an

@@ -14,6 +14,7 @@ use crate::build::context::BuildContext;
 use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::error::TaskError;
+use crate::checkpoint::error::RestoreError;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::subtask::SubtaskInfo;
 use crate::metrics::counters::Counter;
@@ -73,6 +74,33 @@ pub trait Sink: 'static {
         Ok(())
     }
 
+    /// Called once before the first record, instead of
+    /// [`Sink::initialize_state`], when checkpoint `checkpoint_id` was taken
+    /// with this sink at another parallelism (a rescale). `states[k]` is
+    /// what old subtask `k` returned from [`Sink::snapshot_state`]
+    /// (`states.len()` is the old parallelism). Every new subtask is handed
+    /// every old state, as Flink's union list state is, and takes its
+    /// share: each old state must be handled by exactly one new subtask —
+    /// [`rescaled_share`] gives old subtask `k` to new subtask
+    /// `k % parallelism`. What a share means is the sink's: a
+    /// transactional sink commits the share's pre-committed transactions
+    /// (and aborts what else its share left), a counting sink adds the
+    /// share's counts, a sink keyed by the upstream key keeps the entries
+    /// of its key groups.
+    ///
+    /// `None` (the default) says the sink cannot be rescaled: the restore
+    /// then fails at once, naming the operator and the parallelism it
+    /// needs (a sink whose old subtasks all stored empty states is
+    /// initialized fresh instead, without this call).
+    fn initialize_rescaled_state(
+        &mut self,
+        checkpoint_id: u64,
+        states: &[&[u8]],
+    ) -> Option<Result<(), String>> {
+        let _ = (checkpoint_id, states);
+        None
+    }
+
     /// Checkpoint `checkpoint_id`'s barrier arrived after every record
     /// before it: pre-commit and return the state to store.
     fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, String> {
@@ -94,6 +122,24 @@ pub trait Sink: 'static {
     fn take_files_to_sync(&mut self) -> Vec<std::path::PathBuf> {
         Vec::new()
     }
+}
+
+/// The old subtasks whose state new subtask `info` takes at a rescale
+/// from `old_parallelism` subtasks: `k` with `k % info.parallelism ==
+/// info.index`, so that every old subtask's state goes to exactly one new
+/// subtask (scaling down, one new subtask takes several; scaling up, the
+/// new subtasks past the old parallelism take none).
+pub fn rescaled_share(info: &SubtaskInfo, old_parallelism: usize) -> impl Iterator<Item = usize> {
+    (info.index..old_parallelism).step_by(info.parallelism.max(1))
+}
+
+/// What a sink subtask restores: nothing (a fresh start), its own state,
+/// or at another parallelism every old subtask's.
+pub enum RestoredSinkState<'a> {
+    /// Its own state of checkpoint `.0` (the same parallelism).
+    Own(u64, &'a [u8]),
+    /// Every old subtask's state of checkpoint `.0` (another parallelism).
+    Rescaled(u64, Vec<&'a [u8]>),
 }
 
 /// Wraps a [`Sink`] as the tail of a chain and counts what it receives.
@@ -127,7 +173,8 @@ impl<S: Sink> SinkOp<S> {
     /// task `name`; `restored` is the checkpoint id and state this subtask
     /// restores (None: a fresh start). Records are counted into `received`
     /// (the worker's) and `subtask`. Fails if the sink's
-    /// `initialize_state` does.
+    /// `initialize_state` does, or if it cannot take a rescaled state
+    /// (a [`RestoreError::Rescale`], which no restart cures).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         mut sink: S,
@@ -135,11 +182,35 @@ impl<S: Sink> SinkOp<S> {
         info: SubtaskInfo,
         name: String,
         checkpointing: bool,
-        restored: Option<(u64, &[u8])>,
+        restored: Option<RestoredSinkState<'_>>,
         received: Counter,
         subtask: SubtaskMetrics,
     ) -> Result<Self, BuildError> {
-        if let Err(message) = sink.initialize_state(restored) {
+        let initialized = match restored {
+            None => sink.initialize_state(None),
+            Some(RestoredSinkState::Own(id, state)) => sink.initialize_state(Some((id, state))),
+            Some(RestoredSinkState::Rescaled(id, states)) => {
+                match sink.initialize_rescaled_state(id, &states) {
+                    Some(result) => result,
+                    None => {
+                        return Err(BuildError::Restore {
+                            task: name,
+                            kind: "sink",
+                            uid: uid.to_owned(),
+                            checkpoint: id,
+                            part: Restoring::Inline,
+                            source: Box::new(RestoreError::Rescale {
+                                uid: uid.to_owned(),
+                                checkpoint: id,
+                                was: states.len() as u32,
+                                now: info.parallelism,
+                            }),
+                        })
+                    }
+                }
+            }
+        };
+        if let Err(message) = initialized {
             return Err(BuildError::InitializeState {
                 task: name,
                 uid: uid.to_owned(),
@@ -299,22 +370,31 @@ where
     fn make(&self, ctx: &mut BuildContext<'_>) -> Result<SinkOp<S>, BuildError> {
         let sink = (self.factory)(&ctx.info);
         let restore = ctx.restore.clone();
-        // A sink the checkpoint has no state for (a new operator) starts
-        // fresh, as in Flink.
+        // A sink the checkpoint has no state for (a new operator), or
+        // whose old subtasks all stored none at another parallelism,
+        // starts fresh, as in Flink.
         let restored = match &restore {
             None => None,
-            Some(r) => r
-                .scope(&self.uid, &ctx.info)
-                .inline_unless_empty(SINK_STATE)
-                .map_err(|source| BuildError::Restore {
-                    task: ctx.task_name(),
-                    kind: "sink",
-                    uid: self.uid.clone(),
-                    checkpoint: r.id(),
-                    part: Restoring::Inline,
-                    source: Box::new(source),
-                })?
-                .map(|state| (r.id(), state)),
+            Some(r) => {
+                let scope = r.scope(&self.uid, &ctx.info);
+                match scope.inline_of_every_subtask(SINK_STATE) {
+                    Some(states) if scope.rescaled() => states
+                        .iter()
+                        .any(|s| !s.is_empty())
+                        .then_some(RestoredSinkState::Rescaled(r.id(), states)),
+                    _ => scope
+                        .inline(SINK_STATE)
+                        .map_err(|source| BuildError::Restore {
+                            task: ctx.task_name(),
+                            kind: "sink",
+                            uid: self.uid.clone(),
+                            checkpoint: r.id(),
+                            part: Restoring::Inline,
+                            source: Box::new(source),
+                        })?
+                        .map(|state| RestoredSinkState::Own(r.id(), state)),
+                }
+            }
         };
         SinkOp::new(
             sink,

@@ -19,6 +19,7 @@ mod lifecycle;
 mod metrics;
 mod operator_state;
 mod processing_time;
+mod rescale;
 mod routing;
 mod sessions;
 mod split_source;

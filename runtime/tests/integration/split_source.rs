@@ -2,7 +2,9 @@
 //! a job reading a `NumberSequenceSource` with 2 subtasks fails after a
 //! checkpoint and is restored with 3 (and another with 3 restored with 2);
 //! the keyed counts downstream equal the workload's, so no record was lost
-//! or read twice. A source with a per-subtask position still refuses.
+//! or read twice. So does `SequenceSource`, whose strided splits are union
+//! list state (2 -> 3, 3 -> 2, 3 -> 1). A source with a per-subtask
+//! position still refuses.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,6 +55,45 @@ impl<S: Source> Source for Paced<S> {
 
     fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
         self.inner.visit_state(states);
+    }
+
+    fn initialize_restored_state(&mut self) -> Result<(), String> {
+        self.inner.initialize_restored_state()
+    }
+}
+
+/// A source whose position is per subtask (the next index, as bytes):
+/// it cannot rescale.
+struct Positioned {
+    next: u64,
+    step: u64,
+    end: u64,
+}
+
+impl Source for Positioned {
+    type Out = (u64, u64);
+
+    fn poll_next<C: Collector<(u64, u64)>>(&mut self, out: &mut C, budget: usize) -> SourcePoll {
+        let mut n = 0;
+        while n < budget && self.next < self.end && out.is_available() {
+            out.collect((self.next % 7, self.next));
+            self.next += self.step;
+            n += 1;
+        }
+        if n == 0 && self.next >= self.end {
+            SourcePoll::Finished
+        } else {
+            SourcePoll::Emitted(n)
+        }
+    }
+
+    fn snapshot_position(&mut self) -> Vec<u8> {
+        self.next.to_le_bytes().to_vec()
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
+        self.next = u64::from_le_bytes(position.try_into().map_err(|_| "8 bytes".to_string())?);
+        Ok(())
     }
 }
 
@@ -124,28 +165,89 @@ impl Sink for Latest {
     }
 }
 
-/// Reads `n` numbers in 12 splits with the source at `parallelism`.
-fn job(n: u64, parallelism: usize, fail: bool, counts: &Arc<Mutex<HashMap<u64, u64>>>) -> JobGraph {
+fn key_and_index(i: u64) -> (u64, u64) {
+    (splitmix64(i) % KEYS, i)
+}
+
+/// Either sequence source.
+enum Numbers {
+    Splits(NumberSequenceSource<fn(u64) -> (u64, u64)>),
+    Strided(SequenceSource<fn(u64) -> (u64, u64)>),
+}
+
+impl Source for Numbers {
+    type Out = (u64, u64);
+
+    fn poll_next<C: Collector<(u64, u64)>>(&mut self, out: &mut C, budget: usize) -> SourcePoll {
+        match self {
+            Self::Splits(s) => s.poll_next(out, budget),
+            Self::Strided(s) => s.poll_next(out, budget),
+        }
+    }
+
+    fn snapshot_position(&mut self) -> Vec<u8> {
+        match self {
+            Self::Splits(s) => s.snapshot_position(),
+            Self::Strided(s) => s.snapshot_position(),
+        }
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> Result<(), String> {
+        match self {
+            Self::Splits(s) => s.restore_position(position),
+            Self::Strided(s) => s.restore_position(position),
+        }
+    }
+
+    fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
+        match self {
+            Self::Splits(s) => s.visit_state(states),
+            Self::Strided(s) => s.visit_state(states),
+        }
+    }
+
+    fn initialize_restored_state(&mut self) -> Result<(), String> {
+        match self {
+            Self::Splits(s) => s.initialize_restored_state(),
+            Self::Strided(s) => s.initialize_restored_state(),
+        }
+    }
+}
+
+/// Reads `n` numbers in 12 splits (or strided, with `SequenceSource`)
+/// with the source at `parallelism`.
+fn job(
+    n: u64,
+    parallelism: usize,
+    fail: bool,
+    counts: &Arc<Mutex<HashMap<u64, u64>>>,
+    strided: bool,
+) -> JobGraph {
     let armed = Arc::new(AtomicBool::new(fail));
     let into = counts.clone();
     let mut job = JobGraph::new("split-source");
-    job.source("sequence", move |info: &SubtaskInfo| Paced {
-        inner: NumberSequenceSource::new(info, n, 12, |i| (splitmix64(i) % KEYS, i)),
+    let numbers = job.source("sequence", move |info: &SubtaskInfo| Paced {
+        inner: if strided {
+            Numbers::Strided(SequenceSource::new(info, n, key_and_index))
+        } else {
+            Numbers::Splits(NumberSequenceSource::new(info, n, 12, key_and_index))
+        },
         per_poll: 40,
         resume_at: None,
-    })
-    .process("fail", move |_: &SubtaskInfo| FailAfterCheckpoint {
-        seen: 0,
-        checkpointed: false,
-        armed: armed.clone(),
-    })
-    .parallelism(parallelism)
-    .key_by(|r: &(u64, u64)| r.0)
-    .process("count", |_: &SubtaskInfo| {
-        Count(KeyedValueState::new("count"))
-    })
-    .parallelism(2)
-    .sink("latest", move |_: &SubtaskInfo| Latest(into.clone()));
+    });
+    numbers
+        .process("fail", move |_: &SubtaskInfo| FailAfterCheckpoint {
+            seen: 0,
+            checkpointed: false,
+            armed: armed.clone(),
+        })
+        .parallelism(parallelism)
+        .key_by(|r: &(u64, u64)| r.0)
+        .process("count", |_: &SubtaskInfo| {
+            Count(KeyedValueState::new("count"))
+        })
+        .parallelism(2)
+        .sink("latest", move |_: &SubtaskInfo| Latest(into.clone()));
     job
 }
 
@@ -159,18 +261,27 @@ fn checkpointed(dir: &std::path::Path) -> ExecutionOptions {
 /// Runs the job at `before` until its injected failure, then restores it
 /// at `after`; the final counts are the workload's.
 fn rescale(before: usize, after: usize) {
+    rescale_source(before, after, false);
+}
+
+/// [`rescale`] of a `SequenceSource` (strided splits in union list state).
+fn rescale_strided(before: usize, after: usize) {
+    rescale_source(before, after, true);
+}
+
+fn rescale_source(before: usize, after: usize, strided: bool) {
     let n = 60_000;
-    let dir = temp_dir(&format!("split-source-{before}-{after}"));
+    let dir = temp_dir(&format!("split-source-{before}-{after}-{strided}"));
     let counts = Arc::new(Mutex::new(HashMap::new()));
     let mut o = checkpointed(&dir);
-    match run_job(job(n, before, true, &counts), &o) {
+    match run_job(job(n, before, true, &counts, strided), &o) {
         Err(e @ JobError::TaskFailed { .. }) => {
             assert!(e.to_string().contains("injected failure"), "{e}")
         }
         other => panic!("expected the injected failure, got {other:?}"),
     }
     o.restore = RestoreFrom::Latest;
-    let result = run_ok(job(n, after, false, &counts), &o);
+    let result = run_ok(job(n, after, false, &counts, strided), &o);
     let restored = result
         .restored
         .expect("restored the failed run's checkpoint");
@@ -197,6 +308,17 @@ fn a_split_source_scales_down_from_its_checkpoint() {
     rescale(3, 2);
 }
 
+#[test]
+fn a_strided_source_scales_up_from_its_checkpoint() {
+    rescale_strided(2, 3);
+}
+
+#[test]
+fn a_strided_source_scales_down_from_its_checkpoint() {
+    rescale_strided(3, 2);
+    rescale_strided(3, 1);
+}
+
 /// A source with a per-subtask position cannot change parallelism: the
 /// restore fails and names the source, at once, without the restart
 /// strategy (a restart would restore the same checkpoint).
@@ -205,8 +327,10 @@ fn a_source_with_a_position_still_refuses_to_rescale() {
     let dir = temp_dir("position-source-rescale");
     let build = |parallelism: usize| {
         let mut job = JobGraph::new("position-source");
-        job.source("numbers", |info: &SubtaskInfo| {
-            SequenceSource::new(info, 1_000, |i| (i % 7, i))
+        job.source("numbers", |info: &SubtaskInfo| Positioned {
+            next: info.index as u64,
+            step: info.parallelism as u64,
+            end: 1_000,
         })
         .parallelism(parallelism)
         .key_by(|r: &(u64, u64)| r.0)
@@ -235,8 +359,7 @@ fn a_source_with_a_position_still_refuses_to_rescale() {
             assert!(
                 e.to_string().contains("source `numbers`")
                     && e.to_string().contains("had parallelism 2 in checkpoint")
-                    && e.to_string()
-                        .contains("only keyed state and operator list state can"),
+                    && e.to_string().contains("cannot be redistributed"),
                 "{e}"
             )
         }

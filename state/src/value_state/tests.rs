@@ -707,7 +707,7 @@ mod model {
             run(&ops, false)?;
         }
 
-        /// String-like keys (byte arrays) whose hash is FNV-1a + fmix64.
+        /// String-like keys (byte arrays), hashed by `hash_bytes`.
         #[test]
         fn byte_array_keys(ops in ops(any::<[u8; 2]>().prop_map(|b| [b[0] % 8, b[1] % 8, 1]), 600)) {
             run(&ops, false)?;

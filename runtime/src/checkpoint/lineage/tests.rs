@@ -64,3 +64,25 @@ fn job_ids_are_32_hex_digits_and_differ() {
     assert!(a.bytes().all(|c| c.is_ascii_hexdigit()), "{a}");
     assert_ne!(a, b);
 }
+
+#[test]
+fn missing_operators_are_named_apart_and_may_take_their_outputs_along() {
+    let stored = fp(&[
+        ("job", "w1"),
+        ("operator", "sink"),
+        ("operator", "src"),
+        ("output", "/data/a"),
+    ]);
+    let without_sink = fp(&[("job", "w1"), ("operator", "src")]);
+    assert_eq!(without_sink.missing_operators(&stored), vec!["sink"]);
+    // The removed sink's output may go with it, only when state is skipped.
+    assert_eq!(without_sink.mismatch_but_operators(&stored, true), None);
+    assert!(without_sink
+        .mismatch_but_operators(&stored, false)
+        .is_some_and(|w| w.contains("output: /data/a in the checkpoint, none in this job")));
+    // A new output is never the snapshot's.
+    let elsewhere = fp(&[("job", "w1"), ("operator", "src"), ("output", "/data/b")]);
+    assert!(elsewhere
+        .mismatch_but_operators(&stored, true)
+        .is_some_and(|w| w.contains("/data/b in this job")));
+}

@@ -471,9 +471,14 @@ fn checkpoint_ids_must_increase() {
     assert!(s.initialize_state(None).unwrap_err().contains("twice"));
 }
 
+/// Subtask 3 of 10 cleans up the names of indices 3, 13, 23, ...: its
+/// own, and those of old subtasks no new subtask has.
 #[test]
-fn only_this_sinks_names_are_recognized() {
-    let n = Names::new(3);
+fn only_the_names_of_this_subtasks_indices_are_recognized() {
+    let n = Names {
+        subtask: 3,
+        parallelism: 10,
+    };
     assert_eq!(
         n.classify(".inprogress-0003-1a-2b-0"),
         Some(Kind::InProgress)
@@ -483,15 +488,23 @@ fn only_this_sinks_names_are_recognized() {
         Some(Kind::Pending(42))
     );
     assert_eq!(n.classify("part-0003-0000000042"), Some(Kind::Part(42)));
-    assert_eq!(n.classify("part-0013-0000000042"), None);
+    assert_eq!(n.classify("part-0013-0000000042"), Some(Kind::Part(42)));
+    assert_eq!(
+        n.classify(".pending-0023-0000000007"),
+        Some(Kind::Pending(7))
+    );
+    assert_eq!(n.classify("part-0004-0000000042"), None);
     assert_eq!(n.classify("part-00031-0000000042"), None);
     assert_eq!(n.classify("part-0003-00042.txt"), None);
     assert_eq!(n.classify("part-0003-"), None);
     assert_eq!(n.classify("part-0003--1"), None);
-    assert_eq!(
-        Names::new(12345).classify("part-12345-7"),
-        Some(Kind::Part(7))
-    );
+    assert_eq!(n.classify("part--0003-1"), None);
+    assert_eq!(n.classify("other-0003-1"), None);
+    let wide = Names {
+        subtask: 12345,
+        parallelism: 20000,
+    };
+    assert_eq!(wide.classify("part-12345-7"), Some(Kind::Part(7)));
 }
 
 /// A write error inside `invoke`, which cannot return it, is reported by
@@ -549,4 +562,100 @@ fn a_malformed_restored_state_is_not_retryable() {
     let err = s.initialize_state(Some((3, &[9]))).unwrap_err();
     assert!(err.contains("unknown state version 9"), "{err}");
     assert!(!s.is_retryable(&err), "{err}");
+}
+
+fn sink_of(dir: &Path, subtask: usize, parallelism: usize) -> LineSink {
+    TransactionalFileSink::new(
+        dir,
+        &info(subtask, parallelism),
+        format_line as fn(&u64, &mut Vec<u8>),
+    )
+}
+
+/// Old subtask `k`'s records of transaction `t` (1-based): 1,000 apart.
+fn records(k: usize, t: u64) -> std::ops::Range<u64> {
+    let base = (k as u64 * 10 + t) * 1_000;
+    base..base + 10 + k as u64
+}
+
+/// The pending transactions of a checkpoint taken at one parallelism are
+/// committed at any other, each by exactly one new subtask, under their
+/// old names; what the checkpoint does not cover (a newer pending file, a
+/// part committed after it, an in-progress file) is aborted or moved
+/// aside whichever subtask wrote it; the new subtasks then write on
+/// without a clash.
+#[test]
+fn pending_transactions_are_committed_once_at_any_other_parallelism() {
+    for old_p in 1..=4 {
+        for new_p in 1..=4 {
+            let d = TempDir::new(&format!("rescale-{old_p}-{new_p}"));
+            let mut olds: Vec<LineSink> = (0..old_p).map(|k| sink_of(&d.0, k, old_p)).collect();
+            let mut state2 = Vec::new();
+            for (k, s) in olds.iter_mut().enumerate() {
+                s.initialize_state(None).unwrap();
+                feed(s, records(k, 1));
+                s.snapshot_state(1).unwrap();
+                s.notify_checkpoint_complete(1).unwrap();
+                // Checkpoint 2 completes, but no subtask hears of it.
+                feed(s, records(k, 2));
+                state2.push(s.snapshot_state(2).unwrap());
+                // Checkpoint 3: pre-committed everywhere, committed by
+                // subtask 0 only before the crash (so the restore of 2 is
+                // a fallback past a committed checkpoint).
+                feed(s, records(k, 3));
+                s.snapshot_state(3).unwrap();
+                // Records after checkpoint 3, spilled to an in-progress
+                // file.
+                feed(s, 1_000_000..1_040_000);
+            }
+            olds[0].notify_checkpoint_complete(3).unwrap();
+            drop(olds);
+
+            let states: Vec<&[u8]> = state2.iter().map(Vec::as_slice).collect();
+            let mut news: Vec<LineSink> = (0..new_p).map(|j| sink_of(&d.0, j, new_p)).collect();
+            for (j, s) in news.iter_mut().enumerate() {
+                if old_p == new_p {
+                    s.initialize_state(Some((2, states[j]))).unwrap();
+                } else {
+                    s.initialize_rescaled_state(2, &states)
+                        .expect("the file sink rescales")
+                        .unwrap();
+                }
+            }
+            let context = format!("{old_p} -> {new_p}");
+            let want = (0..old_p).flat_map(|k| records(k, 1).chain(records(k, 2)));
+            assert_eq!(committed_lines(&d.0), expected(want), "{context}");
+            assert_eq!(hidden(&d.0), vec![ABANDONED_DIR.to_string()], "{context}");
+            let moved: Vec<String> = moved_aside(&d.0).into_iter().map(|m| m.0).collect();
+            assert_eq!(moved, vec!["part-0000-0000000003".to_string()], "{context}");
+
+            // The new subtasks go on: transaction 4 of each, committed.
+            for (j, s) in news.iter_mut().enumerate() {
+                feed(s, records(j + 10, 4));
+                s.snapshot_state(4).unwrap();
+                s.notify_checkpoint_complete(4).unwrap();
+            }
+            let want = (0..old_p)
+                .flat_map(|k| records(k, 1).chain(records(k, 2)))
+                .chain((0..new_p).flat_map(|j| records(j + 10, 4)));
+            assert_eq!(committed_lines(&d.0), expected(want), "{context}");
+        }
+    }
+}
+
+/// Each old state goes to exactly one new subtask: `k % P`.
+#[test]
+fn every_old_state_has_exactly_one_new_owner() {
+    for old_p in 1..9 {
+        for new_p in 1..9 {
+            let mut owners = vec![0; old_p];
+            for j in 0..new_p {
+                for k in crate::operators::sink::rescaled_share(&info(j, new_p), old_p) {
+                    owners[k] += 1;
+                    assert_eq!(k % new_p, j);
+                }
+            }
+            assert!(owners.iter().all(|&n| n == 1), "{old_p} -> {new_p}");
+        }
+    }
 }

@@ -148,7 +148,7 @@ fn subtasks_read_their_share_of_the_files_in_order() {
     let mut s7 = FileSource::new(&d.0, &info(7, 8)).unwrap();
     let mut tail = Tail::new();
     assert_eq!(s7.poll_next(&mut tail, 10), SourcePoll::Finished);
-    let pos = s7.snapshot_position();
+    let pos = s7.position();
     let mut again = FileSource::new(&d.0, &info(7, 8)).unwrap();
     again.restore_position(&pos).unwrap();
     assert_eq!(again.poll_next(&mut tail, 10), SourcePoll::Finished);
@@ -175,7 +175,7 @@ fn restoring_any_snapshot_replays_exactly_the_remaining_lines() {
                 first.poll_next(&mut tail, 2);
             }
             assert_eq!(tail.items, all[..cut], "cut {cut}");
-            let pos = first.snapshot_position();
+            let pos = first.position();
             let mut second = FileSource::new(&d.0, &info(0, 1))
                 .unwrap()
                 .with_read_buffer(buffer);
@@ -193,23 +193,17 @@ fn position_names_the_file_and_the_offset() {
     assert_eq!(s.poll_next(&mut tail, 2), SourcePoll::Emitted(2));
     let mut expected = vec![POSITION_VERSION, 2, 0, 0, 0, b'f', b'1'];
     expected.extend_from_slice(&4u64.to_le_bytes());
-    assert_eq!(s.snapshot_position(), expected);
+    assert_eq!(s.position(), expected);
     // After the last line of f1 (no trailing newline), on to f3.
     s.poll_next(&mut tail, 1);
-    assert_eq!(s.snapshot_position()[5..7], *b"f1");
-    assert_eq!(decode_position(&s.snapshot_position()).unwrap().1, 6);
+    assert_eq!(s.position()[5..7], *b"f1");
+    assert_eq!(decode_position(&s.position()).unwrap().1, 6);
     s.poll_next(&mut tail, 1);
-    assert_eq!(
-        decode_position(&s.snapshot_position()).unwrap(),
-        (&b"f3"[..], 6)
-    );
+    assert_eq!(decode_position(&s.position()).unwrap(), (&b"f3"[..], 6));
     // Finished: stays at the end of the last file.
     assert_eq!(tail.items, strings(&["b0", "", "b2", "c0 é"]));
     assert_eq!(drain(&mut s, 10), strings(&["c1", "c2"]));
-    assert_eq!(
-        decode_position(&s.snapshot_position()).unwrap(),
-        (&b"f3"[..], 12)
-    );
+    assert_eq!(decode_position(&s.position()).unwrap(), (&b"f3"[..], 12));
 }
 
 #[test]
@@ -261,7 +255,7 @@ fn restore_errors_name_the_file() {
     let mut s = FileSource::new(&d.0, &info(1, 2)).unwrap();
     let mut tail = Tail::new();
     s.poll_next(&mut tail, 4); // b0, "", b2, "c0 é": in f3 at offset 6
-    let pos = s.snapshot_position();
+    let pos = s.position();
     let f3 = d.0.join("f3").display().to_string();
 
     // A file of the other subtask.
@@ -280,8 +274,10 @@ fn restore_errors_name_the_file() {
     let err = s2.restore_position(&mid).unwrap_err();
     assert!(err.contains(&f3) && err.contains("offset 5"), "{err}");
 
-    // Malformed bytes.
-    for bad in [&[][..], &[9][..], &[1, 2, 0][..], &pos[..pos.len() - 1]] {
+    // Malformed bytes (an empty position is this format's: the splits
+    // hold the position).
+    s2.restore_position(&[]).unwrap();
+    for bad in [&[9][..], &[1, 2, 0][..], &pos[..pos.len() - 1]] {
         let mut s2 = FileSource::new(&d.0, &info(1, 2)).unwrap();
         let err = s2.restore_position(bad).unwrap_err();
         assert!(err.contains("malformed position"), "{err}");
@@ -352,4 +348,65 @@ fn a_missing_directory_is_an_error_naming_it() {
         .unwrap()
         .to_string();
     assert!(err.contains(&missing.display().to_string()), "{err}");
+}
+
+/// A checkpoint of `subtasks`' splits: every subtask's list, in subtask
+/// order (what an even-split restore deals out).
+fn split_checkpoint(subtasks: &mut [FileSource]) -> Vec<Vec<(Vec<u8>, u64)>> {
+    subtasks
+        .iter_mut()
+        .map(|s| {
+            s.store_splits();
+            s.splits.to_vec()
+        })
+        .collect()
+}
+
+/// The file splits of any parallelism, restored at any other (dealt out
+/// by even split, as the runtime does), replay exactly the lines not yet
+/// emitted, each once, files read in part resuming at their offsets.
+#[test]
+fn file_splits_restored_at_another_parallelism_read_every_line_once() {
+    let d = TempDir::new("splits-rescale");
+    let mut all = Vec::new();
+    for f in 0..7 {
+        let lines: Vec<String> = (0..(5 + f * 3)).map(|l| format!("f{f}-l{l}")).collect();
+        d.write(&format!("f{f}"), (lines.join("\n") + "\n").as_bytes());
+        all.extend(lines);
+    }
+    all.sort();
+    for (before, after, budget) in [(2, 3, 4), (3, 1, 7), (1, 4, 11), (4, 2, 3), (3, 3, 5)] {
+        let mut olds: Vec<FileSource> = (0..before)
+            .map(|i| {
+                FileSource::new(&d.0, &info(i, before))
+                    .unwrap()
+                    .with_read_buffer(8)
+            })
+            .collect();
+        let mut emitted = Vec::new();
+        for s in &mut olds {
+            let mut tail = Tail::new();
+            let _ = s.poll_next(&mut tail, budget);
+            emitted.extend(tail.items);
+        }
+        let lists = split_checkpoint(&mut olds);
+        for j in 0..after {
+            let mut s = FileSource::new(&d.0, &info(j, after)).unwrap();
+            let share = crate::state::operator::redistribute::assigned_to(
+                crate::core::Redistribution::EvenSplit,
+                &lists,
+                after,
+                j,
+            );
+            s.splits.clear();
+            for split in share {
+                s.splits.add(split);
+            }
+            s.initialize_restored_state().unwrap();
+            s.restore_position(&[]).unwrap();
+            emitted.extend(drain(&mut s, budget));
+        }
+        emitted.sort();
+        assert_eq!(emitted, all, "{before} -> {after}");
+    }
 }

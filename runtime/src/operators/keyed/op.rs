@@ -203,9 +203,13 @@ where
     #[inline]
     fn collect_many<I: Iterator<Item = F::In>>(&mut self, records: &mut I, limit: usize) -> usize {
         let (key_fn, core) = (&self.key_fn, &self.core);
-        let mut records = records
-            .by_ref()
-            .inspect(|record| core.debug_check_owned(key_fn(record).key_hash()));
+        // The key is computed for the check in debug builds only: a key
+        // that owns memory (a `String`) would be cloned for nothing.
+        let mut records = records.by_ref().inspect(|record| {
+            if cfg!(debug_assertions) {
+                core.debug_check_owned(key_fn(record).key_hash());
+            }
+        });
         let taken = self.func.process_many(
             &mut records,
             &self.key_fn,

@@ -59,6 +59,17 @@ pub trait Source: 'static {
         let _ = states;
     }
 
+    /// A restore filled the states [`Source::visit_state`] lists: called
+    /// once, after that and before [`Source::restore_position`] (never on
+    /// a fresh start). A source whose splits are union list state gets
+    /// every old subtask's splits there and takes its share here (see
+    /// [`StridedSplits`](crate::operators::source::strided::StridedSplits),
+    /// the way Flink's union list state is used). An error fails the
+    /// restore ([`Source::is_retryable`] says whether a restart may help).
+    fn initialize_restored_state(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// The error [`Source::poll_next`] met and could not return (an input
     /// that cannot be read), if any: a source that meets one returns
     /// [`SourcePoll::Idle`] and keeps it for this call, which its task makes

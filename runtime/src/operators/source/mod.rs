@@ -5,9 +5,11 @@ pub mod chain;
 pub mod function;
 pub mod sequence;
 pub mod split;
+pub mod strided;
 pub mod task;
 
 pub use function::{Source, SourcePoll};
 pub use sequence::SequenceSource;
 pub use split::NumberSequenceSource;
+pub use strided::StridedSplits;
 pub use task::SourceTask;

@@ -60,6 +60,15 @@ pub(crate) fn build_source<S: Source>(
                     source: Box::new(source),
                 });
             }
+            if let Err(message) = source.initialize_restored_state() {
+                return Err(BuildError::RestorePosition {
+                    task: ctx.task_name(),
+                    uid: uid.to_owned(),
+                    checkpoint: restore.id(),
+                    retryable: source.is_retryable(&message),
+                    message,
+                });
+            }
         }
     }
     Ok((source, split))

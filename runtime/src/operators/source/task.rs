@@ -25,7 +25,8 @@ const SOURCE_BUDGET: usize = 4096;
 /// its chain (which sends the barrier into every output channel behind the
 /// records emitted so far) and hands the snapshot to the worker's writer.
 /// After the end of its input it keeps answering triggers and ends its
-/// partitions only once the final checkpoint is complete.
+/// partitions only once the final checkpoint is complete. After the barrier
+/// of a stop (stop-with-savepoint) it emits nothing more.
 pub struct SourceTask<S, C> {
     name: String,
     uid: String,
@@ -120,6 +121,13 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
                     );
                     *injected = id;
                     step.progressed = true;
+                }
+                // Stopping: nothing after the stop's barrier (the job ends
+                // once it completes; if it fails, the stop is withdrawn
+                // and the source goes on).
+                let stop = cp.signals.stop_id();
+                if stop != 0 && *injected >= stop {
+                    return step;
                 }
                 if *exhausted {
                     let last = cp.signals.final_id();

@@ -96,6 +96,7 @@ fn checkpoint_with_timers(test: &str, payload: &[u8]) -> crate::checkpoint::Rest
         timestamp_ms: 0,
         max_parallelism: 128,
         lineage: None,
+        kind: weir_state::snapshot::SnapshotKind::Checkpoint,
         operators: vec![OperatorSnapshot {
             uid: "timed".into(),
             parallelism: 1,

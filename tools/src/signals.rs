@@ -1,0 +1,47 @@
+//! SIGTERM and SIGINT stop a running job gracefully, as Flink's
+//! stop-with-savepoint: the first one asks the run to stop
+//! ([`StopRequest`]); the run takes a savepoint, its sinks commit, and the
+//! command prints the savepoint's path and exits 0. A second one while the
+//! stop is under way aborts at once, as SIGKILL would (exit 128 + the
+//! signal's number): the job then recovers from its last complete
+//! checkpoint, exactly once, as after any crash.
+//!
+//! The signals are taken by a thread of their own (`signal-hook`'s
+//! iterator, so no code runs inside a signal handler); it only flips the
+//! request's atomic, which the run's control thread reads on its tick:
+//! no worker core is ever interrupted or blocked by it.
+
+use std::io;
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use weir_runtime::StopRequest;
+
+/// Starts the thread that turns SIGTERM and SIGINT into `request`.
+pub fn install(request: StopRequest) -> io::Result<()> {
+    let mut signals = Signals::new([SIGTERM, SIGINT])?;
+    std::thread::Builder::new()
+        .name("weir-signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                let name = if signal == SIGINT {
+                    "SIGINT"
+                } else {
+                    "SIGTERM"
+                };
+                if request.request() {
+                    eprintln!(
+                        "{name}: stopping with a savepoint (sources stop, sinks commit); \
+                         {name} again aborts at once"
+                    );
+                } else {
+                    eprintln!(
+                        "error: {name} again: aborting without a savepoint; the next run \
+                         restores the last complete checkpoint (--restore latest)"
+                    );
+                    std::process::exit(128 + signal);
+                }
+            }
+        })?;
+    Ok(())
+}

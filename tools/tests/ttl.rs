@@ -18,14 +18,15 @@ fn bench_ttl_gives_the_memory_of_expired_keys_back() {
             "bench",
             "ttl",
             "--k",
-            "200000",
+            "500000",
             "--workers",
             "2",
             "--quiet",
             "--set",
             "job.ttl=1s",
             "--set",
-            "job.wait=3s",
+            // Five TTLs: a debug build on a busy machine sweeps slowly.
+            "job.wait=5s",
         ])
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
@@ -58,19 +59,18 @@ fn bench_ttl_gives_the_memory_of_expired_keys_back() {
     };
     assert_eq!(report["workload"], "ttl");
     assert_eq!(report["verified"], true, "{report}");
-    // 200,000 keys of 24-byte slots: megabytes at the peak, at most 10% of
-    // them left (all expired three TTLs ago, so in fact none).
-    assert!(n("state_bytes_peak") >= 4e6, "{report}");
+    // 500,000 keys: per worker a table of 512 Ki slots of 24 bytes, in a
+    // slab (mmapped) arena. At most 10% of it is left (all expired four
+    // TTLs ago, so in fact none).
+    assert!(n("state_bytes_peak") >= 20e6, "{report}");
     assert!(
         n("state_bytes_final") <= 0.1 * n("state_bytes_peak"),
         "{report}"
     );
-    // The arena's memory went back to the system: the resident size fell
-    // by at least half of what the state had added to it.
-    let added = n("rss_bytes_at_state_peak") - n("rss_bytes_start");
-    assert!(added > 0.0, "{report}");
-    assert!(
-        n("rss_bytes_final") <= n("rss_bytes_at_state_peak") - added / 2.0,
-        "{report}"
-    );
+    // The arenas went back to the system: the resident size fell by at
+    // least half of the state's peak. (Tables under 4 MiB live in heap
+    // chunks, which mimalloc returns only when the idle worker allocates
+    // again: a smaller run would not show it.)
+    let fell = n("rss_bytes_at_state_peak") - n("rss_bytes_final");
+    assert!(fell >= n("state_bytes_peak") / 2.0, "{report}");
 }

@@ -60,11 +60,13 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
     }
     let rest = words.remainder();
     if !rest.is_empty() {
-        let mut last = [0u8; 8];
-        last[..rest.len()].copy_from_slice(rest);
-        h = (h ^ u64::from_le_bytes(last))
-            .wrapping_mul(WORD_MUL)
-            .rotate_left(29);
+        // Byte by byte: a copy of a run-time length into a padded word is
+        // a `memcpy` call, dearer than the hash of a short key.
+        let last = rest
+            .iter()
+            .enumerate()
+            .fold(0u64, |w, (i, &b)| w | u64::from(b) << (8 * i));
+        h = (h ^ last).wrapping_mul(WORD_MUL).rotate_left(29);
     }
     fmix64(h)
 }

@@ -318,13 +318,34 @@ fn killed_and_restored_at_another_parallelism_each_time_commits_every_result_onc
 /// verifies against a single-threaded computation, and prints).
 #[test]
 fn the_quickstart_killed_on_two_workers_completes_on_one() {
-    let s = Scratch::new("quickstart");
+    quickstart_killed_and_restored("integer", "2", "1");
+}
+
+/// The same with `String` user ids (variable-size keys in the keyed
+/// state, its checkpoints and the redistribution), 2 workers then 3.
+#[test]
+fn the_quickstart_with_string_ids_killed_on_two_workers_completes_on_three() {
+    quickstart_killed_and_restored("string", "2", "3");
+}
+
+/// The same with `CompactString` user ids, 1 worker then 2.
+#[test]
+fn the_quickstart_with_compact_string_ids_killed_on_one_worker_completes_on_two() {
+    quickstart_killed_and_restored("compact-string", "1", "2");
+}
+
+/// The quickstart over ids of `key_type`, killed after a checkpoint on
+/// `from` workers and restored on `to`: the restored run verifies its
+/// totals and prints the heaviest users an uninterrupted run prints.
+fn quickstart_killed_and_restored(key_type: &str, from: &str, to: &str) {
+    let s = Scratch::new(&format!("quickstart-{key_type}"));
     let ck = s.join("ck");
     let events = "4000000";
     let quickstart = |workers: &str| {
         let mut c = Command::new(WEIR);
         c.args(["run", "--workers", workers])
             .args(["--set", &format!("job.records={events}")])
+            .args(["--set", &format!("job.key-type={key_type}")])
             .args(["--set", "execution.checkpointing.interval=100ms"])
             .arg("--set")
             .arg(format!("state.checkpoints.dir={}", ck.display()))
@@ -333,7 +354,7 @@ fn the_quickstart_killed_on_two_workers_completes_on_one() {
             .env_remove("RUST_LOG");
         c
     };
-    let mut first = Proc::spawn(&s, "two-workers", quickstart("2"));
+    let mut first = Proc::spawn(&s, "first", quickstart(from));
     let running = first.wait_until("a complete checkpoint", || {
         !complete_checkpoints(&ck).is_empty()
     });
@@ -343,7 +364,7 @@ fn the_quickstart_killed_on_two_workers_completes_on_one() {
         "the first run finished before it could be killed"
     );
 
-    let mut second = quickstart("1");
+    let mut second = quickstart(to);
     second.args(["--restore", "latest"]);
     let restored: Output = second.output().expect("run weir");
     let (stdout, stderr) = (
@@ -360,6 +381,10 @@ fn the_quickstart_killed_on_two_workers_completes_on_one() {
         "{stdout}\n{stderr}"
     );
     assert!(
+        stdout.contains(&format!("({key_type} ids)")),
+        "the run used {key_type} ids\n{stdout}"
+    );
+    assert!(
         stdout.contains("verified: all") && stdout.contains("equal a single-threaded computation"),
         "the restored run's totals are an uninterrupted run's\n{stdout}\n{stderr}"
     );
@@ -368,6 +393,7 @@ fn the_quickstart_killed_on_two_workers_completes_on_one() {
     let fresh: Output = Command::new(WEIR)
         .args(["run", "--workers", "1"])
         .args(["--set", &format!("job.records={events}")])
+        .args(["--set", &format!("job.key-type={key_type}")])
         .args(["--set", "weir.worker.pin-cores=false"])
         .output()
         .expect("run weir");

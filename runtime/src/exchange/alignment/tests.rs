@@ -486,13 +486,25 @@ proptest! {
     /// Aligned exactly-once: however the barriers of the inputs interleave
     /// (and whenever inputs end), every checkpoint is snapshotted exactly
     /// once, in order, when every input delivered its barrier or ended, and
-    /// no input was read past its barrier before that.
+    /// no input was read past its barrier before that. The same holds for
+    /// savepoints' barriers in every exactly-once mode (unaligned, aligned
+    /// with a timeout long past), which never leave channel state.
     #[test]
     fn any_interleaving_snapshots_each_checkpoint_once(
         inputs in prop::collection::vec((0u64..5, any::<bool>()), 1..5),
         schedule in prop::collection::vec(any::<prop::sample::Index>(), 0..40),
+        mode in 0usize..3,
+        savepoints in any::<bool>(),
     ) {
         let t0 = Instant::now();
+        let late = t0 + Duration::from_secs(3600);
+        let (mode, kind) = match mode {
+            0 if !savepoints => (BarrierMode::Aligned, weir_net::BarrierKind::Checkpoint),
+            0 => (BarrierMode::Aligned, weir_net::BarrierKind::Savepoint),
+            1 => (BarrierMode::Unaligned, weir_net::BarrierKind::Savepoint),
+            _ => (BarrierMode::AlignedWithTimeout(TIMEOUT), weir_net::BarrierKind::Savepoint),
+        };
+        let barrier = |id| CheckpointBarrier { kind, ..barrier(id) };
         let n = inputs.len();
         let last = inputs.iter().map(|&(len, _)| len).max().unwrap_or(0);
         // Input i delivers barriers 1..=len, then ends if it has fewer than
@@ -508,7 +520,7 @@ proptest! {
                 e
             })
             .collect();
-        let mut a = aligner(n, BarrierMode::Aligned);
+        let mut a = aligner(n, mode);
         let mut delivered = vec![0u64; n];
         let mut ended = vec![false; n];
         let mut snapshots = Vec::new();
@@ -543,6 +555,9 @@ proptest! {
                     a.on_end_of_partition(i, t0)
                 }
             };
+            prop_assert_eq!(a.check_timeout(t0, || late, no_drain), None);
+            prop_assert!(!a.capture_in_progress());
+            prop_assert!(a.take_channel_state().is_none());
             if let Some(b) = snapshot {
                 let id = b.barrier.id;
                 prop_assert!(!b.unaligned);

@@ -452,3 +452,68 @@ fn windows_keyed_by_strings_restore_and_rescale_exactly() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// An enum with unit, tuple and struct variants, and a generic struct.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Wire, KeyHash)]
+enum Event {
+    #[default]
+    Idle,
+    Click(u32, String),
+    Move {
+        x: i64,
+        y: i64,
+    },
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Wire, KeyHash)]
+struct Tagged<T> {
+    tag: u8,
+    inner: T,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Wire, KeyHash)]
+struct Point {
+    x: u32,
+    y: u32,
+}
+
+#[test]
+fn derived_enums_and_generic_structs_round_trip_and_refuse_bad_input() {
+    fn round_trip<T: Wire + PartialEq + std::fmt::Debug>(v: T) -> Vec<u8> {
+        let mut buf = vec![0u8; v.encoded_len()];
+        v.write(&mut buf);
+        assert_eq!(T::read(&buf).unwrap(), (v, buf.len()));
+        for cut in 0..buf.len() {
+            assert!(T::read(&buf[..cut]).is_err(), "cut at {cut}");
+        }
+        buf
+    }
+    assert_eq!(round_trip(Event::Idle), vec![0]);
+    round_trip(Event::Click(7, "btn-ü".into()));
+    let moved = round_trip(Event::Move { x: -1, y: 2 });
+    assert_eq!(moved.len(), 1 + 16);
+    round_trip(Tagged {
+        tag: 3,
+        inner: Event::Click(1, String::new()),
+    });
+    round_trip(Tagged {
+        tag: 0,
+        inner: 9u64,
+    });
+    // An unknown variant tag is an error, not a panic.
+    assert!(Event::read(&[3]).is_err());
+    // Fixed-length fields give a fixed length, as a tuple's would.
+    assert_eq!(Point::FIXED_LEN, Some(8));
+    assert_eq!(<Tagged<u64>>::FIXED_LEN, Some(9));
+    assert_eq!(<Tagged<String>>::FIXED_LEN, None);
+    // Struct hashes fold their fields like tuples; variants differ.
+    assert_eq!(Point { x: 1, y: 2 }.key_hash(), (1u32, 2u32).key_hash());
+    assert_ne!(
+        Event::Move { x: 1, y: 2 }.key_hash(),
+        Event::Click(1, String::new()).key_hash()
+    );
+    assert_ne!(
+        Event::Idle.key_hash(),
+        Event::Move { x: 0, y: 0 }.key_hash()
+    );
+}

@@ -1,7 +1,8 @@
 //! The parameters of the built-in jobs, as configuration keys beside
 //! weir's own: which job `weir run` runs (`job.name`) and its size, pace and
 //! run times (`job.records`, `job.keys`, `job.rate`, `job.warmup`,
-//! `job.duration`). They belong to the benchmark jobs, not to the runtime,
+//! `job.duration`), and the TTL job's time to live and wait (`job.ttl`,
+//! `job.wait`). They belong to the benchmark jobs, not to the runtime,
 //! so they live here and reach the runtime's loader as a
 //! [`KeySet`](weir_runtime::config::KeySet).
 
@@ -128,6 +129,11 @@ pub struct JobParams {
     pub warmup: Duration,
     /// `job.duration`: W3's recorded run time; W4's source run time.
     pub duration: Duration,
+    /// `job.ttl`: the TTL job's state time-to-live.
+    pub ttl: Duration,
+    /// `job.wait`: how long the TTL job waits after its last key before
+    /// it measures.
+    pub wait: Duration,
 }
 
 impl Default for JobParams {
@@ -140,6 +146,8 @@ impl Default for JobParams {
             key_type: KeyType::Integer,
             warmup: Duration::from_secs(5),
             duration: Duration::from_secs(20),
+            ttl: Duration::from_secs(10),
+            wait: Duration::from_secs(60),
         }
     }
 }
@@ -219,6 +227,24 @@ pub const JOB_KEYS: &[Key<JobParams>] = &[
         get: |p| format_duration(p.duration),
         set: |p, s| {
             p.duration = s.duration()?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "job.ttl",
+        description: "`weir bench ttl`: the processing-time TTL of its keyed state",
+        get: |p| format_duration(p.ttl),
+        set: |p, s| {
+            p.ttl = s.duration()?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "job.wait",
+        description: "`weir bench ttl`: how long after its last key it measures the state and RSS",
+        get: |p| format_duration(p.wait),
+        set: |p, s| {
+            p.wait = s.duration()?;
             Ok(())
         },
     },

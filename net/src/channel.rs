@@ -283,10 +283,7 @@ mod tests {
             assert!(tx.send(ChannelEvent::EndOfData).is_ok());
         }
         assert!(matches!(rx.recv(), Some(ChannelEvent::EndOfData)));
-        let barrier = CheckpointBarrier {
-            id: 7,
-            timestamp_ms: 0,
-        };
+        let barrier = CheckpointBarrier::checkpoint(7, 0);
         assert!(!rx.has_priority());
         tx.send_priority(PriorityBarrier {
             barrier,

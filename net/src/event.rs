@@ -10,12 +10,59 @@ use crate::buffer::NetworkBuffer;
 
 /// A checkpoint barrier: everything before it on a channel belongs to
 /// checkpoint `id`, everything after it to later ones.
+///
+/// It carries what its snapshot is (Flink's barrier carries its
+/// `CheckpointOptions`), so that every gate treats one snapshot alike
+/// whatever its own configuration says: a savepoint's barrier is always
+/// aligned. The kind is one byte: a barrier is 24 bytes, still smaller
+/// than a buffer, so a [`ChannelEvent`] in the rings stays 48 bytes (a
+/// test below holds it there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckpointBarrier {
     /// Checkpoint id, increasing from 1.
     pub id: u64,
     /// Wall-clock milliseconds when the coordinator triggered it.
     pub timestamp_ms: u64,
+    /// A checkpoint's or a savepoint's barrier.
+    pub kind: BarrierKind,
+}
+
+impl CheckpointBarrier {
+    /// The barrier of ordinary checkpoint `id`, triggered at
+    /// `timestamp_ms`.
+    pub fn checkpoint(id: u64, timestamp_ms: u64) -> Self {
+        Self {
+            id,
+            timestamp_ms,
+            kind: BarrierKind::Checkpoint,
+        }
+    }
+}
+
+/// What a barrier's snapshot is, as far as moving the barrier goes
+/// (Flink's `SnapshotType`): it decides whether the barrier may overtake
+/// data and whether a gate may stop aligning it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum BarrierKind {
+    /// An ordinary checkpoint: aligned or unaligned, as the job is
+    /// configured.
+    #[default]
+    Checkpoint,
+    /// A savepoint (a stop's snapshot): always aligned, never overtaking
+    /// data and never switching to unaligned on a timeout, so it holds no
+    /// in-flight data and restores at any parallelism (Flink aligns every
+    /// savepoint).
+    Savepoint,
+}
+
+impl BarrierKind {
+    /// True if every gate must align this barrier, whatever the job's
+    /// barrier mode.
+    #[inline]
+    pub fn must_align(self) -> bool {
+        self == Self::Savepoint
+    }
 }
 
 /// Whether a stream currently produces watermarks (Flink's
@@ -67,4 +114,20 @@ pub struct PriorityBarrier {
     /// (no credit): they precede the barrier too and are handed over with
     /// it, by ownership, after the events before `position`.
     pub overtaken: Vec<ChannelEvent>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn the_barrier_kind_does_not_grow_ring_slots() {
+        assert_eq!(std::mem::size_of::<CheckpointBarrier>(), 24);
+        assert_eq!(
+            std::mem::size_of::<ChannelEvent>(),
+            48,
+            "a barrier must stay smaller than a buffer event"
+        );
+    }
 }

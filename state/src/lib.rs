@@ -42,4 +42,4 @@ pub use key_group::{
     assign_to_key_group, key_group_for_hash, subtask_for_key_group, KeyGroupAssigner,
     KeyGroupRange, KeyHash, MaskedAssigner, DEFAULT_MAX_PARALLELISM, UPPER_BOUND_MAX_PARALLELISM,
 };
-pub use value_state::{CowStats, FrozenValueState, ValueState};
+pub use value_state::{CowStats, FrozenValueState, SweepStep, ValueState};

@@ -43,6 +43,14 @@
 //! rare runs out of line. With no freeze outstanding they cost what they
 //! cost without copy-on-write.
 //!
+//! # Cleaning up and shrinking
+//!
+//! A table whose entries expire (state TTL) is walked a few entries at a
+//! time by [`ValueState::purge_step`], from a cursor that persists between
+//! steps, and given back memory by [`ValueState::shrink_if_sparse`] once
+//! it has become sparse: see [`sweep`]. Only callers that ask pay for
+//! either; a table without TTL never runs them.
+//!
 //! # Restoring
 //!
 //! [`ValueState::with_capacity`] and [`ValueState::reserve`] size the table
@@ -54,6 +62,9 @@ use std::rc::Rc;
 
 use crate::arena::{FreezeIds, FrozenArena, SlotArena, CHUNK_LEN};
 use crate::bounds::{StateKey, StateValue};
+
+mod sweep;
+pub use sweep::SweepStep;
 
 /// Smallest capacity: a few cache lines, so `new` is cheap.
 const MIN_CAPACITY: usize = 16;
@@ -191,6 +202,9 @@ where
     retired_chunk_copies: u64,
     tag_copies: u64,
     tag_bytes_copied: u64,
+    /// The slot the next [`purge_step`](Self::purge_step) starts at (see
+    /// [`sweep`]); back to 0 on every rebuild.
+    sweep: usize,
 }
 
 impl<K, V> ValueState<K, V>
@@ -221,6 +235,7 @@ where
             retired_chunk_copies: 0,
             tag_copies: 0,
             tag_bytes_copied: 0,
+            sweep: 0,
         }
     }
 
@@ -418,6 +433,7 @@ where
         self.retired_chunk_copies += old_slots.cow_copies();
         let old_tags = std::mem::replace(&mut self.tags, Rc::from(vec![EMPTY; capacity + GROUP]));
         self.set_capacity(capacity);
+        self.sweep = 0;
         // Entries move out of an old arena no view shares (for types that
         // own memory, no clone); one a view shares is cloned from.
         let movable = old_slots.writes_are_direct();

@@ -156,6 +156,9 @@ enum BenchName {
     W3,
     W4,
     W5,
+    /// Keys written once each into TTL state: is the memory given back?
+    /// (--k keys, --set job.ttl=10s, --set job.wait=60s)
+    Ttl,
 }
 
 /// W4's modes on the command line.
@@ -265,6 +268,9 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
+            if workload == BenchName::Ttl {
+                return run_ttl(&config, &params, quiet);
+            }
             let workload = match workload {
                 BenchName::W1 => Workload::W1,
                 BenchName::W2 => Workload::W2,
@@ -273,7 +279,7 @@ fn main() -> ExitCode {
                     let mode = W4Mode::from(mode.unwrap_or(ModeArg::Aligned));
                     return run_w4(&config, &params, mode, quiet);
                 }
-                BenchName::W5 => unreachable!("handled above"),
+                BenchName::W5 | BenchName::Ttl => unreachable!("handled above"),
             };
             let stop = match stop_on_signals() {
                 Ok(s) => s,
@@ -423,6 +429,19 @@ fn run_w4(config: &Config, params: &JobParams, mode: W4Mode, quiet: bool) -> Exi
         }
     };
     match weir_bench::w4::run(&setup, quiet) {
+        Ok(report) => print_report(
+            &report.summary(),
+            Some(report.to_json().to_string()),
+            report.verified(),
+        ),
+        Err(e) => job_failed(&e),
+    }
+}
+
+/// `weir bench ttl`: TTL state's memory after its keys expired (see
+/// weir_bench::ttl).
+fn run_ttl(config: &Config, params: &JobParams, quiet: bool) -> ExitCode {
+    match weir_bench::ttl::run(config, params, quiet) {
         Ok(report) => print_report(
             &report.summary(),
             Some(report.to_json().to_string()),

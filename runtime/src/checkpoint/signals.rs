@@ -17,6 +17,8 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use weir_net::{BarrierKind, CheckpointBarrier};
+
 /// Shared between the coordinator and every task of one attempt.
 #[derive(Debug, Default)]
 pub struct CheckpointSignals {
@@ -86,6 +88,24 @@ impl CheckpointSignals {
     pub fn triggered(&self) -> (u64, u64) {
         let id = self.trigger_id.load(Ordering::Acquire);
         (id, self.trigger_ms.load(Ordering::Relaxed))
+    }
+
+    /// The barrier of the newest triggered checkpoint: a savepoint's
+    /// (always aligned) if it is the stop's snapshot, else a checkpoint's.
+    pub fn triggered_barrier(&self) -> CheckpointBarrier {
+        let (id, timestamp_ms) = self.triggered();
+        // `trigger_stop` marks the stop before it publishes the id, so the
+        // acquire of the id above sees the mark.
+        let kind = if id != 0 && self.stop_id() == id {
+            BarrierKind::Savepoint
+        } else {
+            BarrierKind::Checkpoint
+        };
+        CheckpointBarrier {
+            id,
+            timestamp_ms,
+            kind,
+        }
     }
 
     /// Cheap check used on every source poll.

@@ -48,6 +48,12 @@
 //!   switch, later. A priority barrier (its sender timed out waiting for
 //!   credit) switches at once.
 //!
+//! The mode is the job's, but a savepoint's barrier
+//! ([`weir_net::BarrierKind::Savepoint`]) is aligned in every exactly-once
+//! mode ([`BarrierMode::for_barrier`]): it blocks the inputs it arrived on,
+//! never starts a capture and never times out, so a savepoint holds no
+//! channel state. Its senders never send it overtaking either.
+//!
 //! In every mode a newer barrier abandons an older alignment or capture (a
 //! source skipped that checkpoint, so it cannot complete here), late copies
 //! of older barriers are dropped, and an input that ended its partition
@@ -247,8 +253,9 @@ impl BarrierAligner {
         }
         // A barrier behind the end of its input's data (the final
         // checkpoint's) is aligned: nothing can overtake it, and everything
-        // before it is processed before the snapshot.
-        if self.mode == BarrierMode::Unaligned && !self.data_ended[input] {
+        // before it is processed before the snapshot. So is a savepoint's.
+        let mode = self.mode.for_barrier(barrier.kind);
+        if mode == BarrierMode::Unaligned && !self.data_ended[input] {
             self.abandon_older(barrier.id);
             return BarrierAction::StartCapture(self.start_capture(barrier, now, now));
         }
@@ -264,7 +271,7 @@ impl BarrierAligner {
         }
         self.abandon_older(barrier.id);
         let n = self.blocked.len();
-        let (mode, wall_clock) = (self.mode, self.wall_clock);
+        let wall_clock = self.wall_clock;
         let a = self.aligning.get_or_insert_with(|| Alignment {
             barrier,
             first_at: now,
@@ -277,7 +284,7 @@ impl BarrierAligner {
             },
         });
         a.arrived[input] = true;
-        if self.mode != BarrierMode::AtLeastOnce {
+        if mode != BarrierMode::AtLeastOnce {
             self.blocked[input] = true;
         }
         match self.aligned(now) {
@@ -294,6 +301,10 @@ impl BarrierAligner {
         now: Instant,
     ) -> PriorityAction {
         let id = barrier.id;
+        debug_assert!(
+            !barrier.kind.must_align(),
+            "a savepoint's barrier never overtakes: {barrier:?}"
+        );
         if self.capture.as_ref().is_some_and(|k| k.barrier.id == id) {
             return PriorityAction::Capture;
         }
@@ -412,15 +423,15 @@ impl BarrierAligner {
         let (barrier, first_at, due, now) = match (&self.aligning, &self.signals) {
             (Some(a), _) => (a.barrier, a.first_at, a.deadline?, now()),
             (None, Some(s)) => {
-                let (id, timestamp_ms) = s.triggered();
-                if id <= self.last_barrier
-                    || id == s.final_id()
+                let b = s.triggered_barrier();
+                if b.id <= self.last_barrier
+                    || b.id == s.final_id()
+                    || b.kind.must_align()
                     || self.capture.is_some()
                     || self.data_ended.iter().any(|&d| d)
                 {
                     return None;
                 }
-                let b = CheckpointBarrier { id, timestamp_ms };
                 let now = now();
                 let due = alignment_deadline_at(&b, t, now, (self.wall_clock)());
                 (b, started, due, now)
@@ -454,11 +465,9 @@ impl BarrierAligner {
         let (BarrierMode::AlignedWithTimeout(t), Some(s)) = (self.mode, &self.signals) else {
             return None;
         };
-        let (id, timestamp_ms) = s.triggered();
-        (id > self.last_barrier && self.capture.is_none()).then(|| {
-            let b = CheckpointBarrier { id, timestamp_ms };
-            alignment_deadline_at(&b, t, now(), (self.wall_clock)())
-        })
+        let b = s.triggered_barrier();
+        (b.id > self.last_barrier && !b.kind.must_align() && self.capture.is_none())
+            .then(|| alignment_deadline_at(&b, t, now(), (self.wall_clock)()))
     }
 
     /// The task took the snapshot the aligner asked for: unblock every input.

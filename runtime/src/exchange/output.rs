@@ -509,15 +509,20 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
 
     fn snapshot(&mut self, snapshot: &mut TaskSnapshot) {
         // The barrier goes behind every record before it, without waiting
-        // for the buffer timeout; an unaligned one overtakes them.
+        // for the buffer timeout; an unaligned one overtakes them (never a
+        // savepoint's).
         let barrier = snapshot.barrier;
+        let overtake = snapshot.unaligned && !barrier.kind.must_align() && !self.data_ended;
         for ch in self.channels.iter_mut() {
             ch.ship_current();
-            if snapshot.unaligned && !self.data_ended {
+            if overtake {
                 ch.send_overtaking(barrier);
             } else {
                 ch.enqueue(ChannelEvent::Barrier(barrier));
-                if let BarrierMode::AlignedWithTimeout(t) = self.barrier_mode {
+                // A savepoint's barrier waits its turn however long.
+                if let BarrierMode::AlignedWithTimeout(t) =
+                    self.barrier_mode.for_barrier(barrier.kind)
+                {
                     if !ch.queued.is_empty() {
                         ch.barrier_queued = Some((barrier, alignment_deadline(&barrier, t)));
                     }

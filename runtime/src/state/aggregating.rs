@@ -4,13 +4,14 @@
 use std::rc::Rc;
 
 use weir_net::Wire;
-use weir_state::{StateKey, StateValue, ValueState};
+use weir_state::{StateKey, StateValue, SweepStep, ValueState};
 
 use crate::core::wire::append_wire;
 use crate::state::codec::FrozenTable;
 use crate::state::key_context::KeyContext;
 use crate::state::registry::{register_state, StateKind};
 use crate::state::ttl::{ttl_for, StateTtlConfig, Ttl, TtlClock};
+use crate::state::ttl_cleanup::{run_pass, CleanupPass, TtlTables};
 
 // ---------------------------------------------------- reducing, aggregating
 
@@ -61,20 +62,31 @@ where
 
     /// The key's unexpired accumulator (an expired one is removed).
     pub(crate) fn get(&mut self, ctx: &KeyContext<K>) -> Option<A> {
+        if !self.ttl.enabled() {
+            return self
+                .table
+                .get_hashed(ctx.key(), ctx.hash())
+                .map(|(acc, _)| acc.clone());
+        }
+        let now = self.ttl.now();
+        let found = self.get_ttl(ctx, now);
+        self.cleanup_on_access(now);
+        found
+    }
+
+    /// [`get`](Self::get) with TTL, at `now`.
+    fn get_ttl(&mut self, ctx: &KeyContext<K>, now: u64) -> Option<A> {
         let (acc, stamp) = self.table.get_hashed(ctx.key(), ctx.hash())?;
-        let (acc, stamp) = (acc.clone(), *stamp);
-        if self.ttl.enabled() {
-            let now = self.ttl.now();
-            if self.ttl.expired(stamp, now) {
-                self.table.remove_hashed(ctx.key(), ctx.hash());
-                return None;
-            }
-            if self.ttl.renew_on_read() {
-                self.table
-                    .get_mut_hashed(ctx.key(), ctx.hash())
-                    .expect("just read")
-                    .1 = now;
-            }
+        if self.ttl.expired(*stamp, now) {
+            self.table.remove_hashed(ctx.key(), ctx.hash());
+            return None;
+        }
+        let acc = acc.clone();
+        if self.ttl.renew_on_read() {
+            self.table
+                .get_mut_hashed(ctx.key(), ctx.hash())
+                .expect("just read")
+                .1 = now;
         }
         Some(acc)
     }
@@ -95,10 +107,48 @@ where
                 self.table.put_hashed_ref(ctx.key(), ctx.hash(), value);
             }
         }
+        if self.ttl.enabled() {
+            self.cleanup_on_access(now);
+        }
     }
 
     pub(crate) fn clear(&mut self, ctx: &KeyContext<K>) {
         self.table.remove_hashed(ctx.key(), ctx.hash());
+        if self.ttl.enabled() {
+            self.cleanup_on_access(self.ttl.now());
+        }
+    }
+
+    /// Bytes of the table's slots.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes()
+    }
+}
+
+impl<K, A> TtlTables for AccTable<K, A>
+where
+    K: StateKey,
+    A: StateValue,
+{
+    fn ttl(&self) -> &Ttl {
+        &self.ttl
+    }
+
+    fn stored_entries(&self) -> usize {
+        self.table.len()
+    }
+
+    fn slots(&self) -> usize {
+        self.table.capacity()
+    }
+
+    fn purge(&mut self, budget: usize, now: u64) -> SweepStep {
+        let ttl = &self.ttl;
+        let step = self
+            .table
+            .purge_step(budget, |_, (_, stamp)| ttl.expired(*stamp, now));
+        self.table.shrink_if_sparse();
+        step
     }
 }
 
@@ -117,7 +167,7 @@ where
                 append_wire(buf, stamp);
             },
             |(_, stamp)| *stamp,
-            self.ttl.snapshot_cutoff(),
+            self.ttl.snapshot_cutoff(self.table.len()),
         )
     }
 }
@@ -182,6 +232,17 @@ where
     /// Removes the current key's value.
     pub fn clear(&mut self, ctx: &KeyContext<K>) {
         self.acc.clear(ctx);
+    }
+
+    /// Bytes of the state's table (expired entries not cleaned up yet
+    /// included).
+    pub fn memory_bytes(&self) -> usize {
+        self.acc.memory_bytes()
+    }
+
+    /// Runs a TTL cleanup pass (see [`crate::state::ttl_cleanup`]).
+    pub(crate) fn run_cleanup(&mut self, pass: &mut CleanupPass) {
+        run_pass(&mut self.acc, pass);
     }
 }
 
@@ -251,6 +312,17 @@ where
     /// Removes the current key's accumulator.
     pub fn clear(&mut self, ctx: &KeyContext<K>) {
         self.acc.clear(ctx);
+    }
+
+    /// Bytes of the state's table (expired entries not cleaned up yet
+    /// included).
+    pub fn memory_bytes(&self) -> usize {
+        self.acc.memory_bytes()
+    }
+
+    /// Runs a TTL cleanup pass (see [`crate::state::ttl_cleanup`]).
+    pub(crate) fn run_cleanup(&mut self, pass: &mut CleanupPass) {
+        run_pass(&mut self.acc, pass);
     }
 }
 

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use weir_net::{DecodeError, Wire};
-use weir_state::{StateKey, StateValue, ValueState};
+use weir_state::{StateKey, StateValue, SweepStep, ValueState};
 
 use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::core::wire::append_wire;
@@ -12,6 +12,7 @@ use crate::state::codec::FrozenTable;
 use crate::state::key_context::KeyContext;
 use crate::state::registry::{register_state, StateKind};
 use crate::state::ttl::{ttl_for, StateTtlConfig, Ttl, TtlClock};
+use crate::state::ttl_cleanup::{run_pass, CleanupPass, TtlTables};
 
 // ---------------------------------------------------------------- list
 
@@ -28,6 +29,8 @@ where
     /// Set by a restore: the number of elements restored per key, to find
     /// the lists whose expired elements a snapshot left out.
     restored: Option<ValueState<K, u32>>,
+    /// Expired elements a cleanup step found (kept to reuse its memory).
+    dead: Vec<(K, u32)>,
 }
 
 impl<K, T> KeyedListState<K, T>
@@ -43,6 +46,7 @@ where
             lens: ValueState::new(name),
             ttl: Ttl::default(),
             restored: None,
+            dead: Vec::new(),
         }
     }
 
@@ -89,6 +93,7 @@ where
                         .1 = now;
                 }
             }
+            self.cleanup_on_access(now);
         }
         let len = self.lens.get(&key).copied().unwrap_or(0);
         let elements = &self.elements;
@@ -111,6 +116,9 @@ where
         let at = *len;
         *len += 1;
         self.elements.put((key.clone(), at), (value, stamp));
+        if self.ttl.enabled() {
+            self.cleanup_on_access(stamp);
+        }
     }
 
     /// Appends every value of `values` to the current key's list.
@@ -134,6 +142,20 @@ where
                 self.elements.remove(&(key.clone(), i));
             }
         }
+        if self.ttl.enabled() {
+            self.cleanup_on_access(self.ttl.now());
+        }
+    }
+
+    /// Bytes of the state's tables (expired elements not cleaned up yet
+    /// included).
+    pub fn memory_bytes(&self) -> usize {
+        self.elements.memory_bytes() + self.lens.memory_bytes()
+    }
+
+    /// Runs a TTL cleanup pass (see [`crate::state::ttl_cleanup`]).
+    pub(crate) fn run_cleanup(&mut self, pass: &mut CleanupPass) {
+        run_pass(self, pass);
     }
 
     /// Closes up the gaps in `key`'s list: elements that are missing (left
@@ -167,6 +189,49 @@ where
     }
 }
 
+impl<K, T> TtlTables for KeyedListState<K, T>
+where
+    K: StateKey,
+    T: StateValue,
+{
+    fn ttl(&self) -> &Ttl {
+        &self.ttl
+    }
+
+    fn stored_entries(&self) -> usize {
+        self.elements.len()
+    }
+
+    fn slots(&self) -> usize {
+        self.elements.capacity()
+    }
+
+    fn purge(&mut self, budget: usize, now: u64) -> SweepStep {
+        // Collected first, then each list closed up: the elements after an
+        // expired one move down an index.
+        let mut dead = std::mem::take(&mut self.dead);
+        let ttl = &self.ttl;
+        let step =
+            self.elements
+                .sweep_step(budget, |_, (_, stamp)| ttl.expired(*stamp, now), &mut dead);
+        for at in dead.drain(..) {
+            // Not yet closed up by an earlier element of the same list
+            // (which would have removed it or moved a live one here).
+            if self
+                .elements
+                .get(&at)
+                .is_some_and(|(_, stamp)| self.ttl.expired(*stamp, now))
+            {
+                self.compact(&at.0, Some(now));
+            }
+        }
+        self.dead = dead;
+        self.elements.shrink_if_sparse();
+        self.lens.shrink_if_sparse();
+        step
+    }
+}
+
 impl<K, T> KeyedListState<K, T>
 where
     K: StateKey + Wire,
@@ -184,7 +249,7 @@ where
                 append_wire(buf, stamp);
             },
             |(_, stamp)| *stamp,
-            self.ttl.snapshot_cutoff(),
+            self.ttl.snapshot_cutoff(self.elements.len()),
         )
     }
 }

@@ -5,7 +5,7 @@
 use std::rc::Rc;
 
 use weir_net::{DecodeError, Wire};
-use weir_state::{StateKey, StateValue, ValueState};
+use weir_state::{StateKey, StateValue, SweepStep, ValueState};
 
 use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::core::wire::append_wire;
@@ -13,6 +13,7 @@ use crate::state::codec::FrozenTable;
 use crate::state::key_context::KeyContext;
 use crate::state::registry::{register_state, StateKind};
 use crate::state::ttl::{ttl_for, StateTtlConfig, Ttl, TtlClock};
+use crate::state::ttl_cleanup::{run_pass, CleanupPass, TtlTables};
 
 // ---------------------------------------------------------------- map
 
@@ -44,6 +45,8 @@ where
     entries: ValueState<(K, UK), MapSlot<UK, UV>>,
     heads: ValueState<K, MapHead<UK>>,
     ttl: Ttl,
+    /// Expired entries a cleanup step found (kept to reuse its memory).
+    dead: Vec<(K, UK)>,
 }
 
 impl<K, UK, UV> KeyedMapState<K, UK, UV>
@@ -59,6 +62,7 @@ where
             entries: ValueState::new(name),
             heads: ValueState::new(name),
             ttl: Ttl::default(),
+            dead: Vec::new(),
         }
     }
 
@@ -92,18 +96,45 @@ where
     /// The current key's value for `user_key`, if any and not expired.
     pub fn get(&mut self, ctx: &KeyContext<K>, user_key: &UK) -> Option<UV> {
         let key = (ctx.key().clone(), user_key.clone());
-        let stamp = self.entries.get(&key)?.stamp;
-        if self.ttl.enabled() {
-            let now = self.ttl.now();
-            if self.ttl.expired(stamp, now) {
-                self.unlink(&key);
-                return None;
-            }
-            if self.ttl.renew_on_read() {
-                self.entries.get_mut(&key).expect("just read").stamp = now;
-            }
+        if !self.ttl.enabled() {
+            return self.entries.get(&key).map(|slot| slot.value.clone());
         }
-        self.entries.get(&key).map(|slot| slot.value.clone())
+        let now = self.ttl.now();
+        let found = self.get_ttl(&key, now);
+        self.cleanup_on_access(now);
+        found
+    }
+
+    /// [`get`](Self::get) of entry `key` with TTL, at `now`.
+    fn get_ttl(&mut self, key: &(K, UK), now: u64) -> Option<UV> {
+        let stamp = self.entries.get(key)?.stamp;
+        if self.ttl.expired(stamp, now) {
+            self.unlink(key);
+            return None;
+        }
+        if self.ttl.renew_on_read() {
+            self.entries.get_mut(key).expect("just read").stamp = now;
+        }
+        self.entries.get(key).map(|slot| slot.value.clone())
+    }
+
+    /// Bytes of the state's tables (expired entries not cleaned up yet
+    /// included).
+    pub fn memory_bytes(&self) -> usize {
+        self.entries.memory_bytes() + self.heads.memory_bytes()
+    }
+
+    /// Runs a TTL cleanup pass (see [`crate::state::ttl_cleanup`]).
+    pub(crate) fn run_cleanup(&mut self, pass: &mut CleanupPass) {
+        run_pass(self, pass);
+    }
+
+    /// The incremental cleanup of an access at `now`, with TTL.
+    #[inline]
+    fn accessed(&mut self, now: u64) {
+        if self.ttl.enabled() {
+            self.cleanup_on_access(now);
+        }
     }
 
     /// True if the current key has a value for `user_key` (a read).
@@ -115,6 +146,7 @@ where
     pub fn put(&mut self, ctx: &KeyContext<K>, user_key: UK, value: UV) {
         let stamp = self.ttl.now();
         self.put_stamped(ctx.key().clone(), user_key, value, stamp);
+        self.accessed(stamp);
     }
 
     /// Sets `(key, user_key)` to `value` last accessed at `stamp`.
@@ -170,13 +202,16 @@ where
             if !self.ttl.expired(slot.stamp, now) {
                 slot.value = f(Some(std::mem::take(&mut slot.value)));
                 slot.stamp = now;
-                return (slot.value.clone(), false);
+                let value = slot.value.clone();
+                self.accessed(now);
+                return (value, false);
             }
             self.unlink(&key);
         }
         let value = f(None);
         let (key, user_key) = key;
         self.put_stamped(key, user_key, value.clone(), now);
+        self.accessed(now);
         (value, true)
     }
 
@@ -184,8 +219,11 @@ where
     /// it had expired.
     pub fn remove(&mut self, ctx: &KeyContext<K>, user_key: &UK) -> Option<UV> {
         let key = (ctx.key().clone(), user_key.clone());
-        let slot = self.unlink(&key)?;
-        (!self.ttl.expired(slot.stamp, self.ttl.now())).then_some(slot.value)
+        let now = self.ttl.now();
+        let slot = self.unlink(&key);
+        self.accessed(now);
+        let slot = slot?;
+        (!self.ttl.expired(slot.stamp, now)).then_some(slot.value)
     }
 
     /// Removes the entry `key` and its links; returns it, if it was stored.
@@ -239,6 +277,7 @@ where
                 slot.stamp = now;
             }
         }
+        self.cleanup_on_access(now);
     }
 
     /// The current key's `(user key, value)`s, newest first.
@@ -289,6 +328,45 @@ where
                 .expect("a listed entry")
                 .next;
         }
+        if self.ttl.enabled() {
+            self.cleanup_on_access(self.ttl.now());
+        }
+    }
+}
+
+impl<K, UK, UV> TtlTables for KeyedMapState<K, UK, UV>
+where
+    K: StateKey,
+    UK: StateKey,
+    UV: StateValue,
+{
+    fn ttl(&self) -> &Ttl {
+        &self.ttl
+    }
+
+    fn stored_entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn slots(&self) -> usize {
+        self.entries.capacity()
+    }
+
+    fn purge(&mut self, budget: usize, now: u64) -> SweepStep {
+        // Collected first, then unlinked: a removal also rewrites the
+        // entry's neighbours and its key's head.
+        let mut dead = std::mem::take(&mut self.dead);
+        let ttl = &self.ttl;
+        let step =
+            self.entries
+                .sweep_step(budget, |_, slot| ttl.expired(slot.stamp, now), &mut dead);
+        for entry in dead.drain(..) {
+            self.unlink(&entry);
+        }
+        self.dead = dead;
+        self.entries.shrink_if_sparse();
+        self.heads.shrink_if_sparse();
+        step
     }
 }
 
@@ -310,7 +388,7 @@ where
                 append_wire(buf, &slot.stamp);
             },
             |slot| slot.stamp,
-            self.ttl.snapshot_cutoff(),
+            self.ttl.snapshot_cutoff(self.entries.len()),
         )
     }
 }

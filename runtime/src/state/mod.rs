@@ -13,6 +13,7 @@ pub mod operator;
 pub mod registry;
 pub mod timers;
 pub mod ttl;
+pub mod ttl_cleanup;
 pub mod ttl_value;
 pub mod value;
 pub mod visitor;
@@ -24,7 +25,10 @@ pub use list::KeyedListState;
 pub use map::KeyedMapState;
 pub use operator::{OperatorListState, OperatorStates, UnionListState};
 pub use timers::{KeyedTimerService, TimeDomain, TimerQueues};
-pub use ttl::{ManualClock, ProcessingTimeClock, StateTtlConfig, TtlClock, UpdateType};
+pub use ttl::{
+    IncrementalCleanup, ManualClock, ProcessingTimeClock, StateTtlConfig, TtlClock, UpdateType,
+    DEFAULT_CLEANUP_SIZE,
+};
 pub use ttl_value::KeyedTtlValueState;
 pub use value::KeyedValueState;
 pub use visitor::KeyedStates;

@@ -13,6 +13,7 @@ use super::*;
 use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::core::snapshot::FrozenKeyedState;
 use crate::state::ttl::{ManualClock, UpdateType};
+use crate::state::ttl_cleanup::TtlTables;
 
 fn ctx(k: u64) -> KeyContext<u64> {
     KeyContext::new(k)
@@ -63,6 +64,8 @@ enum MapOp {
     Clear(u64),
     Entries(u64),
     Advance(u64),
+    /// A TTL cleanup step of this budget.
+    Purge(u8),
 }
 
 fn map_op() -> impl Strategy<Value = MapOp> {
@@ -73,6 +76,7 @@ fn map_op() -> impl Strategy<Value = MapOp> {
         1 => (0u64..6).prop_map(MapOp::Clear),
         1 => (0u64..6).prop_map(MapOp::Entries),
         1 => (0u64..20).prop_map(MapOp::Advance),
+        1 => any::<u8>().prop_map(MapOp::Purge),
     ]
 }
 
@@ -152,6 +156,10 @@ proptest! {
                     prop_assert_eq!(state.is_empty(&ctx(k)), want.is_empty());
                 }
                 MapOp::Advance(ms) => clock.advance(Duration::from_millis(ms)),
+                // Removes expired entries only: the model is unchanged.
+                MapOp::Purge(b) => {
+                    TtlTables::purge(&mut state, usize::from(b % 16) + 1, now);
+                }
             }
         }
         // A snapshot now writes exactly the live entries; restored into a
@@ -165,6 +173,22 @@ proptest! {
             got.sort_unstable();
             prop_assert_eq!(got, live_of(&model, k, now, ttl));
         }
+        // Once everything expired, steps alone empty the tables.
+        if ttl.is_some() {
+            clock.advance(Duration::from_secs(1));
+            purge_until_empty(&mut state, clock.now_millis());
+            prop_assert_eq!(state.memory_bytes(), 0);
+        }
+    }
+}
+
+/// Runs cleanup steps of 3 entries on `state` until it holds no entry.
+fn purge_until_empty<S: TtlTables>(state: &mut S, now: u64) {
+    let mut steps = 0;
+    while state.stored_entries() > 0 {
+        state.purge(3, now);
+        steps += 1;
+        assert!(steps < 100_000, "expired entries left behind");
     }
 }
 
@@ -176,6 +200,8 @@ enum ListOp {
     Clear(u64),
     Get(u64),
     Advance(u64),
+    /// A TTL cleanup step of this budget.
+    Purge(u8),
 }
 
 fn list_op() -> impl Strategy<Value = ListOp> {
@@ -187,6 +213,7 @@ fn list_op() -> impl Strategy<Value = ListOp> {
         1 => (0u64..5).prop_map(ListOp::Clear),
         2 => (0u64..5).prop_map(ListOp::Get),
         1 => (0u64..20).prop_map(ListOp::Advance),
+        1 => any::<u8>().prop_map(ListOp::Purge),
     ]
 }
 
@@ -230,6 +257,10 @@ proptest! {
                     prop_assert_eq!(state.get(&ctx(k)).collect::<Vec<_>>(), want);
                 }
                 ListOp::Advance(ms) => clock.advance(Duration::from_millis(ms)),
+                // Removes expired elements only: the model is unchanged.
+                ListOp::Purge(b) => {
+                    TtlTables::purge(&mut state, usize::from(b % 16) + 1, now);
+                }
             }
         }
         let now = clock.now_millis();
@@ -241,6 +272,11 @@ proptest! {
                 .map(|l| l.iter().filter(|&&(_, s)| !expired(s, now)).map(|e| e.0).collect())
                 .unwrap_or_default();
             prop_assert_eq!(restored.get(&ctx(k)).collect::<Vec<_>>(), want);
+        }
+        if ttl.is_some() {
+            clock.advance(Duration::from_secs(1));
+            purge_until_empty(&mut state, clock.now_millis());
+            prop_assert_eq!(state.memory_bytes(), 0);
         }
     }
 

@@ -4,12 +4,14 @@
 use std::rc::Rc;
 
 use weir_net::Wire;
-use weir_state::{StateKey, StateValue, ValueState};
+use weir_state::{StateKey, StateValue, SweepStep, ValueState};
 
 use crate::state::aggregating::AccTable;
 use crate::state::codec::FrozenTable;
 use crate::state::key_context::KeyContext;
+use crate::state::ttl::Ttl;
 use crate::state::ttl::{ttl_for, StateTtlConfig, TtlClock};
+use crate::state::ttl_cleanup::{run_pass, CleanupPass, TtlTables};
 
 /// Flink's keyed `ValueState<V>` with a time-to-live: one value per key
 /// that expires (see [`crate::state::ttl`]). A separate type from
@@ -66,6 +68,45 @@ where
     /// yet included).
     pub fn total_len(&self) -> usize {
         self.acc.table.len()
+    }
+
+    /// Bytes of the state's table (expired entries not cleaned up yet
+    /// included): what TTL cleanup gives back.
+    pub fn memory_bytes(&self) -> usize {
+        self.acc.memory_bytes()
+    }
+
+    /// Slots of the state's table (it shrinks when cleanup leaves it
+    /// sparse).
+    pub fn capacity(&self) -> usize {
+        self.acc.table.capacity()
+    }
+
+    /// Runs a TTL cleanup pass (see [`crate::state::ttl_cleanup`]).
+    pub(crate) fn run_cleanup(&mut self, pass: &mut CleanupPass) {
+        run_pass(&mut self.acc, pass);
+    }
+}
+
+impl<K, V> TtlTables for KeyedTtlValueState<K, V>
+where
+    K: StateKey,
+    V: StateValue,
+{
+    fn ttl(&self) -> &Ttl {
+        self.acc.ttl()
+    }
+
+    fn stored_entries(&self) -> usize {
+        self.acc.stored_entries()
+    }
+
+    fn slots(&self) -> usize {
+        self.acc.slots()
+    }
+
+    fn purge(&mut self, budget: usize, now: u64) -> SweepStep {
+        self.acc.purge(budget, now)
     }
 }
 

@@ -14,6 +14,7 @@ use crate::state::codec::{restore_value_state, ValueSink};
 use crate::state::list::KeyedListState;
 use crate::state::map::KeyedMapState;
 use crate::state::operator::list::{restore_list, ArenaList, OperatorListState, UnionListState};
+use crate::state::ttl_cleanup::CleanupPass;
 use crate::state::ttl_value::KeyedTtlValueState;
 use crate::state::value::KeyedValueState;
 
@@ -24,6 +25,8 @@ enum Mode<'a, F: ?Sized> {
     Restore(&'a RestoreScope<'a>),
     /// List state names (to check that every state is visited).
     Names(&'a mut Vec<String>),
+    /// Run a TTL cleanup pass over the states that have TTL.
+    Cleanup(&'a mut CleanupPass),
 }
 
 /// A visitor a function hands each of its states to, for snapshots and
@@ -61,6 +64,23 @@ impl<'a, F: ?Sized> StateVisitor<'a, F> {
         }
     }
 
+    pub(crate) fn cleanup(pass: &'a mut CleanupPass) -> Self {
+        Self {
+            mode: Mode::Cleanup(pass),
+            error: None,
+        }
+    }
+
+    /// The cleanup pass, when visiting for one (checked before anything
+    /// else, so a cleanup visit allocates nothing).
+    #[inline]
+    fn cleanup_pass(&mut self) -> Option<&mut CleanupPass> {
+        match &mut self.mode {
+            Mode::Cleanup(pass) => Some(pass),
+            _ => None,
+        }
+    }
+
     /// The first error a restore met.
     pub(crate) fn into_error(self) -> Option<RestoreError> {
         self.error
@@ -79,6 +99,7 @@ impl<'a, F: ?Sized> StateVisitor<'a, F> {
         match &mut self.mode {
             Mode::Snapshot(out) => out.push((name.to_owned(), freeze(state))),
             Mode::Names(out) => out.push(name.to_owned()),
+            Mode::Cleanup(_) => {}
             Mode::Restore(scope) => {
                 if self.error.is_none() {
                     if let Err(e) = restore(scope, state) {
@@ -97,6 +118,9 @@ impl KeyedStates<'_> {
         K: StateKey + Wire,
         V: StateValue + Wire,
     {
+        if self.cleanup_pass().is_some() {
+            return;
+        }
         let name = state.name().to_owned();
         self.visit(
             &name,
@@ -113,6 +137,10 @@ impl KeyedStates<'_> {
         UK: StateKey + Wire,
         UV: StateValue + Wire,
     {
+        if let Some(pass) = self.cleanup_pass() {
+            state.run_cleanup(pass);
+            return;
+        }
         let name = state.name().to_owned();
         self.visit(
             &name,
@@ -128,6 +156,10 @@ impl KeyedStates<'_> {
         K: StateKey + Wire,
         T: StateValue + Wire,
     {
+        if let Some(pass) = self.cleanup_pass() {
+            state.run_cleanup(pass);
+            return;
+        }
         let name = state.name().to_owned();
         self.visit(
             &name,
@@ -144,6 +176,10 @@ impl KeyedStates<'_> {
         V: StateValue + Wire,
         F: Fn(V, V) -> V,
     {
+        if let Some(pass) = self.cleanup_pass() {
+            state.run_cleanup(pass);
+            return;
+        }
         let name = state.name().to_owned();
         self.visit(
             &name,
@@ -159,6 +195,10 @@ impl KeyedStates<'_> {
         K: StateKey + Wire,
         V: StateValue + Wire,
     {
+        if let Some(pass) = self.cleanup_pass() {
+            state.run_cleanup(pass);
+            return;
+        }
         let name = state.name().to_owned();
         self.visit(
             &name,
@@ -175,6 +215,10 @@ impl KeyedStates<'_> {
         A: AggregateFunction,
         A::Acc: Wire,
     {
+        if let Some(pass) = self.cleanup_pass() {
+            state.run_cleanup(pass);
+            return;
+        }
         let name = state.name().to_owned();
         self.visit(
             &name,

@@ -11,7 +11,9 @@
 //! and each user reports once its record count reaches the model's total;
 //! the reports must equal the model exactly, whether the job ran through,
 //! failed and restored at the same parallelism, or was restored at 1 or 3
-//! subtasks from a checkpoint written by 2.
+//! subtasks from a checkpoint written by 2. Event-time window panes keyed
+//! by the same struct, with a `String` in the accumulator, go through a
+//! failure and a rescale too.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -24,7 +26,8 @@ use weir_runtime::exec::RestoreFrom;
 use weir_runtime::{
     AggregateFunction, Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyHash,
     KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedProcessFunction, KeyedReducingState,
-    KeyedStates, KeyedValueState, Sink, SubtaskInfo, Wire,
+    KeyedStates, KeyedValueState, Sink, SubtaskInfo, TumblingEventTimeWindows, WatermarkStrategy,
+    Wire,
 };
 
 use crate::checkpoint::PacedSource;
@@ -333,4 +336,184 @@ fn derived_codecs_round_trip_and_hash_like_their_fields() {
     // A newtype keeps its field's hash, so its key groups are the string's.
     assert_eq!(UserId("u-7".into()).key_hash(), "u-7".key_hash());
     assert_eq!(Profile::FIXED_LEN, None);
+}
+
+/// Per window: the record count and the greatest page name.
+#[derive(Clone)]
+struct CountGreatest;
+
+impl AggregateFunction for CountGreatest {
+    type In = (UserId, i64, String);
+    type Acc = (u64, String);
+    type Out = (u64, String);
+
+    fn create_accumulator(&self) -> (u64, String) {
+        (0, String::new())
+    }
+
+    fn add(&self, (_, _, page): (UserId, i64, String), (n, best): (u64, String)) -> (u64, String) {
+        (n + 1, max_string(best, page))
+    }
+
+    fn get_result(&self, acc: &(u64, String)) -> (u64, String) {
+        acc.clone()
+    }
+
+    fn merge(&self, a: (u64, String), b: (u64, String)) -> (u64, String) {
+        (a.0 + b.0, max_string(a.1, b.1))
+    }
+}
+
+/// Window size of the windowed job (ms of event time).
+const WINDOW: i64 = 100;
+
+type Windows = Arc<Mutex<BTreeMap<(UserId, i64), (u64, String)>>>;
+
+/// Keeps every window's latest firing (a replay fires it again alike).
+struct WindowSink(Windows);
+
+impl Sink for WindowSink {
+    type In = (UserId, i64, (u64, String));
+
+    fn invoke(&mut self, (user, start, acc): (UserId, i64, (u64, String))) {
+        self.0.lock().unwrap().insert((user, start), acc);
+    }
+}
+
+/// Event-time tumbling windows keyed by `UserId` with a `String` in the
+/// accumulator, at `parallelism`; record `i` has timestamp `i / 20` ms.
+fn window_job(n: u64, users: u64, parallelism: usize, fail_at: u64, into: &Windows) -> JobGraph {
+    let armed = Arc::new(AtomicBool::new(true));
+    let into = into.clone();
+    let mut job = JobGraph::new("variable-windows");
+    job.source("paced", move |info: &SubtaskInfo| {
+        PacedSource::new(info, n, users, 200)
+    })
+    .parallelism(2)
+    .map("to-event", move |(k, i): (u64, u64)| {
+        if i == fail_at && armed.swap(false, Ordering::SeqCst) {
+            panic!("injected failure at record {i}");
+        }
+        (user(k), (i / 20) as i64, page(i))
+    })
+    .assign_timestamps_and_watermarks(
+        WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
+            .with_timestamp_assigner(|r: &(UserId, i64, String)| r.1),
+    )
+    .key_by(|r: &(UserId, i64, String)| r.0.clone())
+    .window(TumblingEventTimeWindows::of(
+        WINDOW,
+        |r: &(UserId, i64, String)| r.1,
+    ))
+    .aggregate("count-greatest", CountGreatest)
+    .parallelism(parallelism)
+    .sink("windows", move |_: &SubtaskInfo| WindowSink(into.clone()));
+    job
+}
+
+/// Every `(user, window start)`'s count and greatest page.
+fn window_model(n: u64, users: u64) -> BTreeMap<(UserId, i64), (u64, String)> {
+    let mut want: BTreeMap<(UserId, i64), (u64, String)> = BTreeMap::new();
+    for i in 0..n {
+        let ts = (i / 20) as i64;
+        let e = want
+            .entry((user(splitmix64(i) % users), ts - ts % WINDOW))
+            .or_default();
+        e.0 += 1;
+        e.1 = max_string(std::mem::take(&mut e.1), page(i));
+    }
+    want
+}
+
+/// Window panes keyed by strings with string accumulators: through a
+/// failure at the same parallelism, and restored at 3 from 2.
+#[test]
+fn windows_keyed_by_strings_restore_and_rescale_exactly() {
+    let (n, users) = (60_000, 50);
+    let want = window_model(n, users);
+    for new_parallelism in [2, 3] {
+        let dir = temp_dir(&format!("variable-windows-{new_parallelism}"));
+        let mut o = checkpointed(&dir);
+        o.restart = RestartStrategy::None;
+        let got: Windows = Arc::default();
+        match run_job(window_job(n, users, 2, 40_001, &got), &o) {
+            Err(JobError::TaskFailed { .. }) => {}
+            other => panic!("expected the injected failure, got {other:?}"),
+        }
+        o.restore = RestoreFrom::Latest;
+        let result = run_ok(window_job(n, users, new_parallelism, u64::MAX, &got), &o);
+        let restored = result.restored.expect("the run restored");
+        assert!(restored.state_bytes > 0, "{restored:?}");
+        let got = got.lock().unwrap();
+        assert_eq!(got.len(), want.len(), "every window fired");
+        for (k, v) in &want {
+            assert_eq!(got.get(k), Some(v), "window {k:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// An enum with unit, tuple and struct variants, and a generic struct.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Wire, KeyHash)]
+enum Event {
+    #[default]
+    Idle,
+    Click(u32, String),
+    Move {
+        x: i64,
+        y: i64,
+    },
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Wire, KeyHash)]
+struct Tagged<T> {
+    tag: u8,
+    inner: T,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Wire, KeyHash)]
+struct Point {
+    x: u32,
+    y: u32,
+}
+
+#[test]
+fn derived_enums_and_generic_structs_round_trip_and_refuse_bad_input() {
+    fn round_trip<T: Wire + PartialEq + std::fmt::Debug>(v: T) -> Vec<u8> {
+        let mut buf = vec![0u8; v.encoded_len()];
+        v.write(&mut buf);
+        assert_eq!(T::read(&buf).unwrap(), (v, buf.len()));
+        for cut in 0..buf.len() {
+            assert!(T::read(&buf[..cut]).is_err(), "cut at {cut}");
+        }
+        buf
+    }
+    assert_eq!(round_trip(Event::Idle), vec![0]);
+    round_trip(Event::Click(7, "btn-ü".into()));
+    let moved = round_trip(Event::Move { x: -1, y: 2 });
+    assert_eq!(moved.len(), 1 + 16);
+    round_trip(Tagged {
+        tag: 3,
+        inner: Event::Click(1, String::new()),
+    });
+    round_trip(Tagged {
+        tag: 0,
+        inner: 9u64,
+    });
+    // An unknown variant tag is an error, not a panic.
+    assert!(Event::read(&[3]).is_err());
+    // Fixed-length fields give a fixed length, as a tuple's would.
+    assert_eq!(Point::FIXED_LEN, Some(8));
+    assert_eq!(<Tagged<u64>>::FIXED_LEN, Some(9));
+    assert_eq!(<Tagged<String>>::FIXED_LEN, None);
+    // Struct hashes fold their fields like tuples; variants differ.
+    assert_eq!(Point { x: 1, y: 2 }.key_hash(), (1u32, 2u32).key_hash());
+    assert_ne!(
+        Event::Move { x: 1, y: 2 }.key_hash(),
+        Event::Click(1, String::new()).key_hash()
+    );
+    assert_ne!(
+        Event::Idle.key_hash(),
+        Event::Move { x: 0, y: 0 }.key_hash()
+    );
 }

@@ -97,7 +97,9 @@ fn string_keys_and_values_fold_and_remove_like_a_map() {
 
 /// Checks the linear-probing invariant: no empty slot between any
 /// entry's bucket and its position, tags match keys, and `len` is right.
-fn assert_index_invariant<K: StateKey + std::fmt::Debug, V: StateValue>(s: &ValueState<K, V>) {
+pub(super) fn assert_index_invariant<K: StateKey + std::fmt::Debug, V: StateValue>(
+    s: &ValueState<K, V>,
+) {
     let mut used = 0;
     for pos in 0..s.slots.len() {
         let slot = s.slots.get(pos);
@@ -273,8 +275,10 @@ fn panicking_initialiser_leaves_state_unchanged() {
 
 /// The entries of a frozen view, checked against `want` both by iteration
 /// and by lookup.
-fn assert_view_eq<K, V>(f: &FrozenValueState<K, V>, want: &std::collections::HashMap<K, V>)
-where
+pub(super) fn assert_view_eq<K, V>(
+    f: &FrozenValueState<K, V>,
+    want: &std::collections::HashMap<K, V>,
+) where
     K: StateKey + std::hash::Hash + std::fmt::Debug,
     V: StateValue + PartialEq + std::fmt::Debug,
 {

@@ -21,9 +21,14 @@ fn wall() -> u64 {
 
 /// Barrier `id`, triggered now on the tests' wall clock.
 fn barrier(id: u64) -> CheckpointBarrier {
+    CheckpointBarrier::checkpoint(id, WALL_MS)
+}
+
+/// A savepoint's barrier `id`, triggered now on the tests' wall clock.
+fn savepoint(id: u64) -> CheckpointBarrier {
     CheckpointBarrier {
-        id,
-        timestamp_ms: WALL_MS,
+        kind: weir_net::BarrierKind::Savepoint,
+        ..barrier(id)
     }
 }
 
@@ -369,17 +374,137 @@ fn other_modes_never_time_out() {
     }
 }
 
+#[test]
+fn a_savepoint_aligns_under_unaligned_checkpoints_and_records_no_channel_state() {
+    let t0 = Instant::now();
+    let mut a = aligner(3, BarrierMode::Unaligned);
+    assert_eq!(a.on_barrier(1, savepoint(1), t0), BarrierAction::Wait);
+    assert_eq!(blocked(&a, 3), [false, true, false], "held back as aligned");
+    assert!(!a.capture_in_progress(), "nothing is captured");
+    assert_eq!(capturing(&a, 3), [false, false, false]);
+    assert_eq!(
+        a.on_barrier(0, savepoint(1), t0 + ms(1)),
+        BarrierAction::Wait
+    );
+    assert_eq!(blocked(&a, 3), [true, true, false]);
+    let b = snapshot(a.on_barrier(2, savepoint(1), t0 + ms(4)));
+    assert_eq!(
+        b,
+        AlignedBarrier {
+            barrier: savepoint(1),
+            first_at: t0,
+            alignment: ms(4),
+            unaligned: false,
+        }
+    );
+    a.snapshot_taken();
+    assert_eq!(blocked(&a, 3), [false, false, false]);
+    assert_eq!(a.take_channel_state(), None, "no channel state, ever");
+    assert_eq!(a.on_barrier(0, savepoint(1), t0), BarrierAction::Stale);
+
+    // An ordinary checkpoint after it is unaligned as configured.
+    let BarrierAction::StartCapture(b) = a.on_barrier(2, barrier(2), t0 + ms(5)) else {
+        panic!("a checkpoint's barrier still starts an unaligned snapshot");
+    };
+    assert!(b.unaligned);
+}
+
+#[test]
+fn a_savepoint_abandons_an_older_capture_and_aligns() {
+    let t0 = Instant::now();
+    let mut a = aligner(2, BarrierMode::Unaligned);
+    assert!(matches!(
+        a.on_barrier(0, barrier(1), t0),
+        BarrierAction::StartCapture(_)
+    ));
+    a.input_captured(0);
+    // Input 0's savepoint barrier comes while input 1 still owes data of
+    // checkpoint 1: that capture cannot complete, the savepoint aligns.
+    assert_eq!(
+        a.on_barrier(0, savepoint(2), t0 + ms(1)),
+        BarrierAction::Wait
+    );
+    assert_eq!(a.take_channel_state(), Some(Err(1)));
+    assert!(!a.capture_in_progress());
+    assert_eq!(blocked(&a, 2), [true, false]);
+    // Input 1's late copy of barrier 1 is stale; its savepoint barrier
+    // completes the alignment.
+    assert_eq!(
+        a.on_barrier(1, barrier(1), t0 + ms(2)),
+        BarrierAction::Stale
+    );
+    let b = snapshot(a.on_barrier(1, savepoint(2), t0 + ms(3)));
+    assert_eq!((b.barrier.id, b.unaligned), (2, false));
+    assert_eq!(a.take_channel_state(), None);
+}
+
+#[test]
+fn a_savepoint_never_times_out_to_unaligned() {
+    let t0 = Instant::now();
+    let mut a = aligner(2, BarrierMode::AlignedWithTimeout(TIMEOUT));
+    assert_eq!(a.on_barrier(0, savepoint(1), t0), BarrierAction::Wait);
+    assert_eq!(a.deadline(|| t0), None, "no deadline to wake for");
+    let late = t0 + Duration::from_secs(3600);
+    let slow = || Duration::from_secs(3600);
+    assert_eq!(a.check_timeout(t0, || late, slow), None);
+    assert_eq!(blocked(&a, 2), [true, false]);
+    let b = snapshot(a.on_barrier(1, savepoint(1), late));
+    assert_eq!(
+        (b.unaligned, b.alignment),
+        (false, Duration::from_secs(3600))
+    );
+
+    // Nor before its first barrier arrives, though it was triggered long
+    // ago: the stop's trigger is a savepoint's.
+    let signals = Arc::new(CheckpointSignals::new(0));
+    let mut a =
+        aligner(2, BarrierMode::AlignedWithTimeout(TIMEOUT)).with_trigger_signals(signals.clone());
+    signals.trigger_stop(1, WALL_MS - 60);
+    assert_eq!(
+        signals.triggered_barrier(),
+        CheckpointBarrier {
+            timestamp_ms: WALL_MS - 60,
+            ..savepoint(1)
+        }
+    );
+    assert_eq!(a.deadline(|| t0), None);
+    assert_eq!(a.check_timeout(t0, || late, no_drain), None);
+    // A stop that failed is withdrawn: the next checkpoint times out again.
+    signals.cancel_stop();
+    signals.trigger(2, WALL_MS - 60);
+    assert_eq!(a.deadline(|| t0), Some(t0));
+    let b = a
+        .check_timeout(t0, || t0, no_drain)
+        .expect("an ordinary checkpoint switches");
+    assert_eq!(
+        (b.barrier, b.unaligned),
+        (CheckpointBarrier::checkpoint(2, WALL_MS - 60), true)
+    );
+}
+
 proptest! {
     /// Aligned exactly-once: however the barriers of the inputs interleave
     /// (and whenever inputs end), every checkpoint is snapshotted exactly
     /// once, in order, when every input delivered its barrier or ended, and
-    /// no input was read past its barrier before that.
+    /// no input was read past its barrier before that. The same holds for
+    /// savepoints' barriers in every exactly-once mode (unaligned, aligned
+    /// with a timeout long past), which never leave channel state.
     #[test]
     fn any_interleaving_snapshots_each_checkpoint_once(
         inputs in prop::collection::vec((0u64..5, any::<bool>()), 1..5),
         schedule in prop::collection::vec(any::<prop::sample::Index>(), 0..40),
+        mode in 0usize..3,
+        savepoints in any::<bool>(),
     ) {
         let t0 = Instant::now();
+        let late = t0 + Duration::from_secs(3600);
+        let (mode, kind) = match mode {
+            0 if !savepoints => (BarrierMode::Aligned, weir_net::BarrierKind::Checkpoint),
+            0 => (BarrierMode::Aligned, weir_net::BarrierKind::Savepoint),
+            1 => (BarrierMode::Unaligned, weir_net::BarrierKind::Savepoint),
+            _ => (BarrierMode::AlignedWithTimeout(TIMEOUT), weir_net::BarrierKind::Savepoint),
+        };
+        let barrier = |id| CheckpointBarrier { kind, ..barrier(id) };
         let n = inputs.len();
         let last = inputs.iter().map(|&(len, _)| len).max().unwrap_or(0);
         // Input i delivers barriers 1..=len, then ends if it has fewer than
@@ -395,7 +520,7 @@ proptest! {
                 e
             })
             .collect();
-        let mut a = aligner(n, BarrierMode::Aligned);
+        let mut a = aligner(n, mode);
         let mut delivered = vec![0u64; n];
         let mut ended = vec![false; n];
         let mut snapshots = Vec::new();
@@ -430,6 +555,9 @@ proptest! {
                     a.on_end_of_partition(i, t0)
                 }
             };
+            prop_assert_eq!(a.check_timeout(t0, || late, no_drain), None);
+            prop_assert!(!a.capture_in_progress());
+            prop_assert!(a.take_channel_state().is_none());
             if let Some(b) = snapshot {
                 let id = b.barrier.id;
                 prop_assert!(!b.unaligned);

@@ -18,13 +18,22 @@ fn buffer(records: &[u64]) -> ChannelEvent {
 
 /// Barrier `id`, triggered now.
 fn barrier(id: u64) -> ChannelEvent {
+    ChannelEvent::Barrier(CheckpointBarrier::checkpoint(id, now_ms()))
+}
+
+/// A savepoint's barrier `id`, triggered now.
+fn savepoint_barrier(id: u64) -> ChannelEvent {
     ChannelEvent::Barrier(CheckpointBarrier {
-        id,
-        timestamp_ms: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64,
+        kind: weir_net::BarrierKind::Savepoint,
+        ..CheckpointBarrier::checkpoint(id, now_ms())
     })
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }
 
 /// A gate over two channels, with the events of each already sent.
@@ -162,10 +171,7 @@ fn encoded(records: &[u64]) -> Vec<u8> {
 fn priority(tx: &mut ChannelSender, id: u64, overtaken: Vec<ChannelEvent>) {
     let position = tx.position();
     tx.send_priority(PriorityBarrier {
-        barrier: CheckpointBarrier {
-            id,
-            timestamp_ms: 0,
-        },
+        barrier: CheckpointBarrier::checkpoint(id, 0),
         position,
         overtaken,
     })
@@ -213,6 +219,43 @@ fn unaligned_snapshots_at_the_first_barrier_and_captures_what_it_overtook() {
     // Everything is processed too, in each input's order.
     let (zero, one) = per_input(&out.items);
     assert_eq!((zero, one), (vec![1, 2, 3, 4, 5], vec![10, 11, 12, 13]));
+}
+
+#[test]
+fn a_savepoint_is_aligned_under_unaligned_checkpoints() {
+    for mode in [
+        BarrierMode::Unaligned,
+        BarrierMode::AlignedWithTimeout(Duration::from_millis(1)),
+    ] {
+        let (mut g, mut tx, _ret) = gate(
+            mode,
+            [
+                vec![buffer(&[1, 2]), savepoint_barrier(1), buffer(&[3, 4])],
+                vec![buffer(&[10]), buffer(&[11])],
+            ],
+        );
+        let mut out = VecTail::default();
+        assert_eq!(pump_until_status(&mut g, &mut out), GateStatus::Moved(0));
+        // Input 1's barrier is late, well past the alignment timeout.
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(pump_until_status(&mut g, &mut out), GateStatus::Moved(0));
+        assert_eq!(sorted(out.items.clone()), vec![1, 2, 10, 11], "{mode:?}");
+        tx[1].send(savepoint_barrier(1)).unwrap();
+        tx[1].send(buffer(&[12])).unwrap();
+        let status = pump_until_status(&mut g, &mut out);
+        let GateStatus::Barrier(b) = status else {
+            panic!("expected the aligned savepoint, got {status:?}");
+        };
+        assert_eq!((b.barrier.id, b.unaligned), (1, false), "{mode:?}");
+        // Exactly the records before the barrier on each input, and no
+        // channel state.
+        assert_eq!(sorted(out.items.clone()), vec![1, 2, 10, 11]);
+        g.barrier_done();
+        assert!(g.take_channel_state().is_none(), "{mode:?}");
+        assert_eq!(pump_until_status(&mut g, &mut out), GateStatus::Moved(0));
+        assert_eq!(sorted(out.items), vec![1, 2, 3, 4, 10, 11, 12]);
+        assert!(g.take_channel_state().is_none());
+    }
 }
 
 #[test]

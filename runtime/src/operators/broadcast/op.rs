@@ -169,10 +169,14 @@ where
             out: &mut self.out,
         };
         let timers = self.core.fire_processing_timers(now, &mut target);
+        let cleanup = self.core.ttl_tick(now, &mut self.func, &keyed_hooks::<F>());
         let flushed = self.out.flush(now);
         FlushOutcome {
             progressed: flushed.progressed || timers.progressed,
-            next_deadline: earliest(flushed.next_deadline, timers.next_deadline),
+            next_deadline: earliest(
+                earliest(flushed.next_deadline, timers.next_deadline),
+                cleanup,
+            ),
         }
     }
 

@@ -10,7 +10,11 @@
 //!   subtask, owned key groups), its event time and whether its input
 //!   ended; it fires due timers into a [`TimerTarget`] (Flink's
 //!   `InternalTimerService` driving `onTimer`) and snapshots the keyed
-//!   states and timers at a barrier.
+//!   states and timers at a barrier. It also runs the TTL cleanup of the
+//!   function's states ([`crate::state::ttl_cleanup`]): a tick every
+//!   10 ms from the operator's flush, and a step per batch of records for
+//!   states that clean up for every record; a function without TTL state
+//!   is visited once, found to have none, and never again.
 
 use std::time::Instant;
 
@@ -26,6 +30,7 @@ use crate::core::time::processing_deadline;
 use crate::state::key_context::KeyContext;
 use crate::state::registry::{check_state_names, created_by, StateKind};
 use crate::state::timers::{TimeDomain, TimerQueues, EVENT_TIMERS_STATE, PROCESSING_TIMERS_STATE};
+use crate::state::ttl_cleanup::{CleanupPass, CleanupTrigger, TICK as TTL_TICK};
 use crate::state::visitor::KeyedStates;
 
 /// Name of a keyed process operator's end-of-input flag in its inline
@@ -137,6 +142,25 @@ pub struct KeyedCore {
     /// The input ended (bounded sources), here or before the restored
     /// checkpoint.
     ended: bool,
+    /// The TTL cleanup of the function's states.
+    ttl: TtlTicks,
+}
+
+/// Whether and when a keyed operator's TTL cleanup ticks.
+#[derive(Clone, Copy, Debug)]
+enum TtlTicks {
+    /// Not known yet: the first tick finds out.
+    Unknown,
+    /// The function has no state with TTL.
+    Off,
+    /// It has: the next tick is due at `next`; `pending` if a TTL state
+    /// held entries at the last one; `per_record` if one cleans up for
+    /// every record.
+    On {
+        next: Instant,
+        pending: bool,
+        per_record: bool,
+    },
 }
 
 impl KeyedCore {
@@ -153,6 +177,50 @@ impl KeyedCore {
             ),
             watermark: i64::MIN,
             ended: input_ended,
+            ttl: TtlTicks::Unknown,
+        }
+    }
+
+    /// Runs the TTL cleanup tick of `func`'s states if it is due at `now`
+    /// (see [`crate::state::ttl_cleanup`]); returns when the next one is
+    /// due, if a TTL state holds entries (the worker then wakes for it
+    /// even with no input).
+    pub fn ttl_tick<F, K>(
+        &mut self,
+        now: Instant,
+        func: &mut F,
+        hooks: &KeyedHooks<F, K>,
+    ) -> Option<Instant> {
+        match self.ttl {
+            TtlTicks::Off => return None,
+            TtlTicks::On { next, pending, .. } if now < next => return pending.then_some(next),
+            _ => {}
+        }
+        let mut pass = CleanupPass::new(CleanupTrigger::Tick);
+        (hooks.visit_state)(func, &mut KeyedStates::cleanup(&mut pass));
+        if !pass.any_ttl {
+            self.ttl = TtlTicks::Off;
+            return None;
+        }
+        let next = now + TTL_TICK;
+        self.ttl = TtlTicks::On {
+            next,
+            pending: pass.pending,
+            per_record: pass.per_record,
+        };
+        pass.pending.then_some(next)
+    }
+
+    /// The cleanup of `records` processed records, for TTL states that
+    /// clean up for every record (nothing for others).
+    #[inline(always)]
+    pub fn ttl_records<F, K>(&mut self, records: usize, func: &mut F, hooks: &KeyedHooks<F, K>) {
+        if let TtlTicks::On {
+            per_record: true, ..
+        } = self.ttl
+        {
+            let mut pass = CleanupPass::new(CleanupTrigger::Records(records));
+            (hooks.visit_state)(func, &mut KeyedStates::cleanup(&mut pass));
         }
     }
 

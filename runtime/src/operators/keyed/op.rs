@@ -118,10 +118,14 @@ where
             out: &mut self.out,
         };
         let timers = self.core.fire_processing_timers(now, &mut target);
+        let cleanup = self.core.ttl_tick(now, &mut self.func, &hooks::<F>());
         let flushed = self.out.flush(now);
         FlushOutcome {
             progressed: flushed.progressed || timers.progressed,
-            next_deadline: earliest(flushed.next_deadline, timers.next_deadline),
+            next_deadline: earliest(
+                earliest(flushed.next_deadline, timers.next_deadline),
+                cleanup,
+            ),
         }
     }
 
@@ -193,6 +197,7 @@ where
     fn collect(&mut self, record: F::In) {
         let ctx = self.core.context((self.key_fn)(&record));
         self.func.process(&ctx, record, &mut self.out);
+        self.core.ttl_records(1, &mut self.func, &hooks::<F>());
     }
 
     #[inline]
@@ -205,12 +210,14 @@ where
                 core.debug_check_owned(key_fn(record).key_hash());
             }
         });
-        self.func.process_many(
+        let taken = self.func.process_many(
             &mut records,
             &self.key_fn,
             self.core.watermark(),
             limit,
             &mut self.out,
-        )
+        );
+        self.core.ttl_records(taken, &mut self.func, &hooks::<F>());
+        taken
     }
 }

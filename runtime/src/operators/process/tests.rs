@@ -71,10 +71,7 @@ fn a_snapshot_freezes_the_state_after_snapshot_state() {
     for v in 1..=5 {
         op.collect(v);
     }
-    let barrier = CheckpointBarrier {
-        id: 7,
-        timestamp_ms: 0,
-    };
+    let barrier = CheckpointBarrier::checkpoint(7, 0);
     let mut snap = TaskSnapshot::new(barrier, "t".into(), Instant::now(), Duration::ZERO);
     op.snapshot(&mut snap);
     op.collect(6);
@@ -100,10 +97,7 @@ fn a_snapshot_freezes_the_state_after_snapshot_state() {
     assert_eq!(op.function().ended, 1);
     assert_eq!(op.output().items, vec![6, 15, 7]);
     let mut snap = TaskSnapshot::new(
-        CheckpointBarrier {
-            id: 8,
-            timestamp_ms: 0,
-        },
+        CheckpointBarrier::checkpoint(8, 0),
         "t".into(),
         Instant::now(),
         Duration::ZERO,

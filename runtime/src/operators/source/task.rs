@@ -4,8 +4,6 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use weir_net::CheckpointBarrier;
-
 use crate::chain::control::Collector;
 use crate::chain::error::TaskError;
 use crate::chain::task::{ChainHead, InputStep, Task, TaskPoll};
@@ -91,14 +89,13 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
             let mut step = InputStep::default();
             if let Some(cp) = checkpointing {
                 if cp.signals.triggered_id() > *injected {
-                    let (id, timestamp_ms) = cp.signals.triggered();
-                    let mut snapshot = TaskSnapshot::new(
-                        CheckpointBarrier { id, timestamp_ms },
-                        name.clone(),
-                        Instant::now(),
-                        Duration::ZERO,
-                    );
-                    snapshot.unaligned = cp.barrier_mode == BarrierMode::Unaligned;
+                    let barrier = cp.signals.triggered_barrier();
+                    let id = barrier.id;
+                    let mut snapshot =
+                        TaskSnapshot::new(barrier, name.clone(), Instant::now(), Duration::ZERO);
+                    // A savepoint's barrier never overtakes data.
+                    snapshot.unaligned =
+                        cp.barrier_mode.for_barrier(barrier.kind) == BarrierMode::Unaligned;
                     snapshot.add_inline(uid, info, POSITION_STATE, source.snapshot_position());
                     let part = snapshot.operator(uid, info);
                     source.visit_state(&mut crate::state::visitor::OperatorStates::snapshot(

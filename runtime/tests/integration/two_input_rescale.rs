@@ -30,8 +30,8 @@ const N: u64 = 20_000;
 /// Records of the second input (keyed or broadcast).
 const N2: u64 = 8_000;
 
-/// The checkpoints of `dir` in which some two-input stage holds in-flight
-/// records of both of its inputs (told apart by the stage's
+/// The checkpoints of `dir` in which a subtask of a two-input stage holds
+/// in-flight records of both of its inputs (told apart by the stage's
 /// `input-channels` inline state).
 fn in_flight_on_both_inputs(dir: &Path) -> Vec<PathBuf> {
     with_channel_state(dir)
@@ -40,18 +40,15 @@ fn in_flight_on_both_inputs(dir: &Path) -> Vec<PathBuf> {
             let Ok(m) = Manifest::read(p.join("_metadata")) else {
                 return false;
             };
-            m.operators.iter().any(|op| {
+            m.operators.iter().flat_map(|op| &op.subtasks).any(|s| {
+                let Some(layout) = s.inline_state.iter().find(|i| i.name == "input-channels")
+                else {
+                    return false;
+                };
+                let first = u32::from_le_bytes(layout.bytes[..4].try_into().unwrap());
                 let mut sides = [false; 2];
-                for s in &op.subtasks {
-                    let Some(layout) = s.inline_state.iter().find(|i| i.name == "input-channels")
-                    else {
-                        continue;
-                    };
-                    let first = u32::from_le_bytes(layout.bytes[..4].try_into().unwrap());
-                    for e in &s.extents {
-                        if e.kind != BlockKind::ChannelState || e.length == 0 {
-                            continue;
-                        }
+                for e in &s.extents {
+                    if e.kind == BlockKind::ChannelState && e.length > 0 {
                         let c: u32 = e.state.strip_prefix("input-").unwrap().parse().unwrap();
                         sides[usize::from(c >= first)] = true;
                     }
@@ -62,18 +59,50 @@ fn in_flight_on_both_inputs(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Spins `slow`; with `fail_in`, every 64th call panics once a checkpoint
-/// of that directory holds in-flight records of both inputs.
+/// The checkpoints of [`in_flight_on_both_inputs`] in which the old
+/// subtasks of `count-broadcasts` hold different broadcast states (had
+/// processed different broadcast records at the barrier): only there does
+/// it matter which old subtask's in-flight broadcast records a new one
+/// replays.
+fn in_flight_with_diverged_broadcast_state(dir: &Path) -> Vec<PathBuf> {
+    in_flight_on_both_inputs(dir)
+        .into_iter()
+        .filter(|p| {
+            Manifest::read(p.join("_metadata")).is_ok_and(|m| {
+                m.operators.iter().any(|op| {
+                    let states: Vec<_> = op
+                        .subtasks
+                        .iter()
+                        .flat_map(|s| &s.inline_state)
+                        .filter(|i| op.uid == "count-broadcasts" && i.name == "broadcast-state")
+                        .map(|i| &i.bytes)
+                        .collect();
+                    states.len() == 2 && states[0] != states[1]
+                })
+            })
+        })
+        .collect()
+}
+
+/// Which checkpoints a test waits for and restores.
+type Wanted = fn(&Path) -> Vec<PathBuf>;
+
+/// Spins `slow` (longer on higher subtasks, so that the old subtasks have
+/// processed different numbers of broadcast records at a checkpoint's
+/// barrier); with `fail_in`, every 64th call panics once a checkpoint of
+/// that directory holds a checkpoint of `wanted`.
 struct Slow {
     slow: Duration,
     fail_in: Option<PathBuf>,
+    wanted: Wanted,
     seen: u64,
 }
 
 impl Slow {
-    fn new(fail_in: &Option<PathBuf>) -> Self {
+    fn new(info: &SubtaskInfo, fail_in: &Option<PathBuf>, wanted: Wanted) -> Self {
         Self {
-            slow: Duration::from_micros(60),
+            wanted,
+            slow: Duration::from_micros(60 * (1 + info.index as u64)),
             fail_in: fail_in.clone(),
             seen: 0,
         }
@@ -82,7 +111,7 @@ impl Slow {
     fn record(&mut self) {
         self.seen += 1;
         if let Some(dir) = &self.fail_in {
-            if self.seen.is_multiple_of(64) && !in_flight_on_both_inputs(dir).is_empty() {
+            if self.seen.is_multiple_of(64) && !(self.wanted)(dir).is_empty() {
                 panic!("injected failure after a checkpoint with in-flight records of both inputs");
             }
         }
@@ -135,7 +164,11 @@ impl CoCount {
         let (a, b) = self.counts.value(ctx).unwrap_or((0, 0));
         let (a, b) = if second { (a, b + 1) } else { (a + 1, b) };
         self.counts.update(ctx, (a, b));
-        out.collect((2 * u64::from(second), *ctx.key(), if second { b } else { a }));
+        out.collect((
+            2 * u64::from(second),
+            *ctx.key(),
+            if second { b } else { a },
+        ));
     }
 }
 
@@ -188,9 +221,9 @@ fn co_process_job(fail_in: Option<PathBuf>, largest: &Largest) -> JobGraph {
     job.source("first", |info: &SubtaskInfo| paced(info, N, first_record))
         .key_by(|r: &(u64, u64)| r.0)
         .connect(second)
-        .process("co-count", move |_: &SubtaskInfo| CoCount {
+        .process("co-count", move |info: &SubtaskInfo| CoCount {
             counts: KeyedValueState::new("counts"),
-            slow: Slow::new(&fail_in),
+            slow: Slow::new(info, &fail_in, in_flight_on_both_inputs),
         })
         .sink("largest", move |_: &SubtaskInfo| LargestSink(into.clone()));
     job
@@ -287,7 +320,7 @@ fn broadcast_job(fail_in: Option<PathBuf>, largest: &Largest) -> JobGraph {
         .process("count-broadcasts", move |info: &SubtaskInfo| {
             CountBroadcasts {
                 subtask: info.index as u64,
-                slow: Slow::new(&fail_in),
+                slow: Slow::new(info, &fail_in, in_flight_with_diverged_broadcast_state),
             }
         })
         .key_by(|r: &(u64, u64, u64)| (r.0, r.1))
@@ -318,6 +351,7 @@ fn broadcast_reference(parallelism: usize) -> HashMap<(u64, u64), u64> {
 fn restore_at(
     tag: &str,
     job: fn(Option<PathBuf>, &Largest) -> JobGraph,
+    wanted: Wanted,
     after: usize,
     want: HashMap<(u64, u64), u64>,
 ) {
@@ -329,7 +363,7 @@ fn restore_at(
         }
         other => panic!("expected the injected failure, got {other:?}"),
     }
-    let checkpoint = in_flight_on_both_inputs(&dir)
+    let checkpoint = wanted(&dir)
         .into_iter()
         .next()
         .expect("a checkpoint with in-flight records of both inputs");
@@ -354,20 +388,44 @@ fn restore_at(
 
 #[test]
 fn in_flight_records_of_both_inputs_of_a_co_process_stage_follow_their_keys_to_more_subtasks() {
-    restore_at("co-in-flight", co_process_job, 3, co_process_reference());
+    restore_at(
+        "co-in-flight",
+        co_process_job,
+        in_flight_on_both_inputs,
+        3,
+        co_process_reference(),
+    );
 }
 
 #[test]
 fn in_flight_records_of_both_inputs_of_a_co_process_stage_follow_their_keys_to_fewer_subtasks() {
-    restore_at("co-in-flight", co_process_job, 1, co_process_reference());
+    restore_at(
+        "co-in-flight",
+        co_process_job,
+        in_flight_on_both_inputs,
+        1,
+        co_process_reference(),
+    );
 }
 
 #[test]
 fn in_flight_round_robin_and_broadcast_records_are_replayed_once_on_more_subtasks() {
-    restore_at("bc-in-flight", broadcast_job, 3, broadcast_reference(3));
+    restore_at(
+        "bc-in-flight",
+        broadcast_job,
+        in_flight_with_diverged_broadcast_state,
+        3,
+        broadcast_reference(3),
+    );
 }
 
 #[test]
 fn in_flight_round_robin_and_broadcast_records_are_replayed_once_on_fewer_subtasks() {
-    restore_at("bc-in-flight", broadcast_job, 1, broadcast_reference(1));
+    restore_at(
+        "bc-in-flight",
+        broadcast_job,
+        in_flight_with_diverged_broadcast_state,
+        1,
+        broadcast_reference(1),
+    );
 }

@@ -138,7 +138,10 @@ impl Sink for LargestSink {
     }
 }
 
-fn paced<T>(info: &SubtaskInfo, n: u64, f: fn(u64) -> T) -> Paced<SequenceSource<fn(u64) -> T>> {
+/// A paced sequence of `f(0..n)`.
+type PacedSequence<T> = Paced<SequenceSource<fn(u64) -> T>>;
+
+fn paced<T>(info: &SubtaskInfo, n: u64, f: fn(u64) -> T) -> PacedSequence<T> {
     Paced {
         inner: SequenceSource::new(info, n, f),
         per_ms: 20,

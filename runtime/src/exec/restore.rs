@@ -143,10 +143,25 @@ impl RestoreContext<'_> {
             .map(RestoredCheckpoint::id);
         let abandoned = storage.start_timeline(&self.run.job_id, from)?;
         if !abandoned.is_empty() {
+            // Say why: a savepoint newer than every checkpoint still
+            // abandons them, and "newer" would be wrong there.
+            let why = match from {
+                Some(id) => format!("newer than checkpoint {id}, where this run starts"),
+                None => match chosen.as_ref().map(|(r, _)| r.as_ref()) {
+                    Some(r) if r.kind() == SnapshotKind::Savepoint => {
+                        format!("not on the timeline of savepoint {}, where this run starts", r.id())
+                    }
+                    Some(r) => format!(
+                        "not on the timeline of checkpoint {} of another directory, where this run starts",
+                        r.id()
+                    ),
+                    None => "this run starts fresh".to_owned(),
+                },
+            };
             tracing::info!(
                 target: RESTORE,
-                "abandoned checkpoints {abandoned:?}, newer than where this run starts: moved to \
-                 {} (never restored by --restore latest)",
+                "abandoned checkpoints {abandoned:?} ({why}): moved to {} (never restored by \
+                 --restore latest)",
                 storage
                     .root()
                     .join(crate::checkpoint::storage::ABANDONED_DIR)

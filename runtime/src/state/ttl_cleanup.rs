@@ -11,8 +11,8 @@
 //! - every access to the state (a read, write or clear of any key):
 //!   `cleanup_size` entries, Flink's incremental cleanup;
 //! - with `run_for_every_record`, every record the operator processes:
-//!   `cleanup_size` entries per record and state ([`CleanupTrigger::Records`]);
-//! - the operator's periodic tick ([`TICK`], from its `flush`, which runs
+//!   `cleanup_size` entries per record and state (`CleanupTrigger::Records`);
+//! - the operator's periodic tick (`TICK`, 10 ms, from its `flush`, which runs
 //!   on every poll of its task, busy or idle, and wakes a parked worker by
 //!   its deadline while a TTL state holds entries): enough entries that the
 //!   whole table is swept about every half TTL (at least every 10 minutes),
@@ -20,7 +20,7 @@
 //!   such trigger: there, keys nobody touches again stay until a restore.
 //! - a snapshot with `cleanup_full_snapshot`: the snapshot leaves the
 //!   expired entries out, and the ticks after it sweep the live table at a
-//!   higher rate ([`SNAPSHOT_TICK_ENTRIES`]) until every entry it had was
+//!   higher rate (`SNAPSHOT_TICK_ENTRIES`) until every entry it had was
 //!   checked, while the frozen view is written. (Removing them in the
 //!   barrier's synchronous part would cost it a pass over the table; the
 //!   chunks the sweep writes are copied for the view, as any write is.)

@@ -66,6 +66,10 @@ pub trait Source: 'static {
     /// [`StridedSplits`](crate::operators::source::strided::StridedSplits),
     /// the way Flink's union list state is used). An error fails the
     /// restore ([`Source::is_retryable`] says whether a restart may help).
+    ///
+    /// A source that wraps another must forward this call (and
+    /// `visit_state`) to it: with the default, the inner source would keep
+    /// every old subtask's splits after a rescale and emit them again.
     fn initialize_restored_state(&mut self) -> Result<(), String> {
         Ok(())
     }

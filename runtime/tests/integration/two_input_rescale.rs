@@ -432,3 +432,42 @@ fn in_flight_round_robin_and_broadcast_records_are_replayed_once_on_fewer_subtas
         broadcast_reference(1),
     );
 }
+
+/// A checkpoint of an older weir, whose two-input stage did not record
+/// each input's channels, still refuses to restore its in-flight records
+/// at another parallelism: not retryable (exit 2), saying why.
+#[test]
+fn in_flight_records_of_both_inputs_without_their_channel_counts_refuse_a_rescale() {
+    let dir = temp_dir("co-in-flight-old");
+    let largest = Largest::default();
+    match run_job(
+        co_process_job(Some(dir.clone()), &largest),
+        &unaligned(2, &dir),
+    ) {
+        Err(JobError::TaskFailed { .. }) => {}
+        other => panic!("expected the injected failure, got {other:?}"),
+    }
+    let checkpoint = in_flight_on_both_inputs(&dir)
+        .into_iter()
+        .next()
+        .expect("a checkpoint with in-flight records of both inputs");
+    let mut m = Manifest::read(checkpoint.join("_metadata")).unwrap();
+    for s in m.operators.iter_mut().flat_map(|op| &mut op.subtasks) {
+        s.inline_state.retain(|i| i.name != "input-channels");
+    }
+    m.write(&checkpoint, "_metadata").unwrap();
+    let mut o = unaligned(3, &dir);
+    o.restore = RestoreFrom::Path(checkpoint.clone());
+    match run_job(co_process_job(None, &largest), &o) {
+        Err(e) => {
+            assert!(!e.retryable(), "{e}");
+            assert!(
+                e.to_string()
+                    .contains("without the number of channels of each input"),
+                "{e}"
+            );
+        }
+        Ok(_) => panic!("restored {} on 3 workers", checkpoint.display()),
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

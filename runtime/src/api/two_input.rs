@@ -14,6 +14,7 @@ use crate::api::graph::JobGraph;
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::build::builder::ChainBuilder;
+use crate::build::channel_rescale::{key_route, InputRoute};
 use crate::build::two_input::TwoInputChain;
 use crate::core::subtask::SubtaskInfo;
 use crate::exchange::decoder::CoInput;
@@ -147,6 +148,10 @@ where
     {
         let (first, second) = (self.first.exchange, self.second_exchange);
         let (ka, kb) = (self.first.key_fn, self.second_key);
+        let routes = (
+            InputRoute::Keyed(key_route::<A, K, _>(ka.clone())),
+            InputRoute::Keyed(key_route::<B, K, _>(kb.clone())),
+        );
         let job = self.first.job;
         job.register_uid(uid);
         job.add_co_input(first, second);
@@ -155,7 +160,7 @@ where
             CoInput::Second(b) => kb(b),
         };
         let chain: CoProcessChain<A, B, _, _> = KeyedProcessChain {
-            prev: TwoInputChain::new(first, second),
+            prev: TwoInputChain::new(first, second, routes),
             uid: uid.to_owned(),
             factory: Arc::new(move |info: &SubtaskInfo| CoProcessAdapter(factory(info))),
             key_fn,

@@ -5,46 +5,25 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use weir_net::{DecodeError, Wire};
-use weir_state::{key_group_for_hash, KeyHash};
+use weir_net::Wire;
+use weir_state::KeyHash;
 
 use crate::build::builder::{ChainBuilder, TailBuilder};
+use crate::build::channel_rescale::{
+    restore_rescaled_channel_state, two_input_channels, GateRoutes, InputRoute, KeyRoute,
+};
 use crate::build::context::BuildContext;
 use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::Collector;
 use crate::chain::task::Task;
-use crate::checkpoint::error::RestoreError;
-use crate::checkpoint::restore::RestoreScope;
 use crate::core::barrier::BarrierMode;
 use crate::exchange::debloat::BufferDebloater;
 use crate::exchange::decoder::WireDecoder;
 use crate::exchange::fan_out::{no_key, FanOutOutput};
 use crate::exchange::gate::InputGate;
 use crate::exchange::input_task::{channel_state_name, InputTask};
+
 use crate::exchange::output::ExchangeOutput;
-
-/// Splits records in their wire form (channel state) into `(key hash,
-/// encoded length)` per record: how a keyed exchange's channel state is
-/// redistributed by key group when the receiving stage rescales.
-pub type KeyRoute =
-    Arc<dyn Fn(&[u8], &mut Vec<(u64, usize)>) -> Result<(), DecodeError> + Send + Sync>;
-
-/// The [`KeyRoute`] of a key_by exchange of `T` records keyed by `key_fn`.
-pub(crate) fn key_route<T, K, KF>(key_fn: KF) -> KeyRoute
-where
-    T: Wire,
-    K: KeyHash,
-    KF: Fn(&T) -> K + Send + Sync + 'static,
-{
-    Arc::new(move |mut bytes: &[u8], out: &mut Vec<(u64, usize)>| {
-        while !bytes.is_empty() {
-            let (record, used) = T::read(bytes)?;
-            out.push((key_fn(&record).key_hash(), used));
-            bytes = &bytes[used..];
-        }
-        Ok(())
-    })
-}
 
 /// Head of a stage fed by an exchange.
 pub struct ExchangeInputChain<T> {
@@ -69,7 +48,7 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
             counters,
             out,
             WireDecoder::default(),
-            Some(&self.route),
+            &GateRoutes::One(InputRoute::Keyed(self.route.clone())),
         )?;
         Ok(Box::new(task))
     }
@@ -79,10 +58,10 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
 /// exchanges, `exchange` the first), decoding records with `decoder`: the
 /// gate with its trigger signals, debloater and restored channel state.
 /// Fails if the channel state of the checkpoint being restored cannot be.
-/// `route` finds the key groups of the records of a keyed exchange, so
-/// that its channel state can be restored at another parallelism (see
-/// [`restore_rescaled_channel_state`]); `None` (a two-input stage's
-/// inputs) refuses that.
+/// `routes` says how the records of each exchange are redistributed, so
+/// that the channel state can be restored at another parallelism (see
+/// [`restore_rescaled_channel_state`]); a two-input stage's input task
+/// records where the first exchange's channels end for that.
 pub(crate) fn build_input_task<T, C, D>(
     ctx: &mut BuildContext<'_>,
     exchange: usize,
@@ -90,7 +69,7 @@ pub(crate) fn build_input_task<T, C, D>(
     counters: Vec<Arc<crate::metrics::counters::ChannelCounters>>,
     out: C,
     decoder: D,
-    route: Option<&KeyRoute>,
+    routes: &GateRoutes,
 ) -> Result<InputTask<T, C, D>, BuildError> {
     let mut gate = InputGate::new(receivers, ctx.barrier_mode).with_channel_counters(counters);
     if let (BarrierMode::AlignedWithTimeout(_), Some(cp)) = (ctx.barrier_mode, &ctx.checkpointing) {
@@ -112,7 +91,7 @@ pub(crate) fn build_input_task<T, C, D>(
     if let Some(restore) = ctx.restore.clone() {
         let scope = restore.scope(&uid, &ctx.info);
         let state = if scope.rescaled() {
-            restore_rescaled_channel_state(&scope, gate.channels(), route)
+            restore_rescaled_channel_state(&scope, gate.channels(), routes)
         } else {
             scope.channel_state(gate.channels(), channel_state_name)
         }
@@ -128,7 +107,8 @@ pub(crate) fn build_input_task<T, C, D>(
             gate.restore_channel_state(c, records);
         }
     }
-    Ok(InputTask::with_decoder(
+    let channels = gate.channels();
+    let task = InputTask::with_decoder(
         ctx.task_name(),
         gate,
         out,
@@ -136,67 +116,13 @@ pub(crate) fn build_input_task<T, C, D>(
         (uid, ctx.info),
         ctx.subtask.clone(),
         decoder,
-    ))
-}
-
-/// The channel state of a subtask of a keyed exchange's receiving stage
-/// restored at another parallelism than its checkpoint's (Flink
-/// redistributes the in-flight data of keyed exchanges the same way):
-/// every old subtask's captured records are split by key group
-/// (`route`), and this subtask keeps those of its key groups, each old
-/// input channel's in their order, queued on new input `old channel %
-/// channels` (per old sender, so a key's records from one sender stay in
-/// order; all of them are processed before what the channel delivers,
-/// and event time waits for every input). A key's records were all
-/// received by the one old subtask owning its key group, so each record
-/// is replayed exactly once, by the new owner of its key. Without a
-/// route (a two-input stage) records in flight refuse the rescale:
-/// [`RestoreError::ChannelStateRescale`].
-fn restore_rescaled_channel_state(
-    scope: &RestoreScope<'_>,
-    channels: usize,
-    route: Option<&KeyRoute>,
-) -> Result<Vec<Vec<u8>>, RestoreError> {
-    let mut out = vec![Vec::new(); channels];
-    let all = scope.channel_state_of_every_subtask()?;
-    if all.iter().all(|(_, _, records)| records.is_empty()) {
-        return Ok(out);
-    }
-    let info = scope.subtask_info();
-    let Some(route) = route else {
-        return Err(RestoreError::ChannelStateRescale {
-            uid: scope.uid().to_owned(),
-            checkpoint: scope.checkpoint_id(),
-            was: scope.old_parallelism().unwrap_or(0),
-            now: info.parallelism,
-        });
-    };
-    let mine = scope.key_groups();
-    let mut split = Vec::new();
-    for (_, extent, records) in &all {
-        let channel = extent
-            .state
-            .strip_prefix("input-")
-            .and_then(|c| c.parse::<usize>().ok())
-            .ok_or_else(|| {
-                scope.malformed(extent, 0, "not the channel state of an input".into())
-            })?;
-        split.clear();
-        route(records, &mut split).map_err(|e| {
-            let at = split.iter().map(|(_, len)| len).sum();
-            scope.malformed(extent, at, format!("a record does not decode: {e}"))
-        })?;
-        let into = &mut out[channel % channels.max(1)];
-        let mut at = 0;
-        for &(hash, len) in &split {
-            let group = key_group_for_hash(hash, info.max_parallelism);
-            if mine.contains(group) {
-                into.extend_from_slice(&records[at..at + len]);
-            }
-            at += len;
+    );
+    Ok(match routes {
+        GateRoutes::One(_) => task,
+        GateRoutes::Two { split, .. } => {
+            task.with_channel_layout(two_input_channels(*split, channels - split))
         }
-    }
-    Ok(out)
+    })
 }
 
 /// Tail of a stage that ends in a key_by exchange.

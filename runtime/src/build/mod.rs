@@ -5,6 +5,7 @@
 
 pub mod builder;
 pub mod chains;
+pub mod channel_rescale;
 pub mod context;
 pub mod error;
 pub mod exchange;

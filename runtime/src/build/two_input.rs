@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 use weir_net::Wire;
 
 use crate::build::builder::ChainBuilder;
+use crate::build::channel_rescale::{GateRoutes, InputRoute};
 use crate::build::context::BuildContext;
 use crate::build::error::BuildError;
 use crate::build::exchange::build_input_task;
@@ -18,15 +19,20 @@ use crate::exchange::decoder::{CoInput, CoInputDecoder};
 pub struct TwoInputChain<A, B> {
     first: usize,
     second: usize,
+    /// How each exchange's in-flight records follow a rescale.
+    routes: (InputRoute, InputRoute),
     _types: PhantomData<fn() -> (A, B)>,
 }
 
 impl<A, B> TwoInputChain<A, B> {
-    /// The head reading exchanges `first` and `second`.
-    pub(crate) fn new(first: usize, second: usize) -> Self {
+    /// The head reading exchanges `first` and `second`, whose channel
+    /// state is redistributed by `routes` (the first's, the second's) at
+    /// another parallelism.
+    pub(crate) fn new(first: usize, second: usize, routes: (InputRoute, InputRoute)) -> Self {
         Self {
             first,
             second,
+            routes,
             _types: PhantomData,
         }
     }
@@ -51,7 +57,11 @@ impl<A: Wire, B: Wire> ChainBuilder<CoInput<A, B>> for TwoInputChain<A, B> {
                 counters,
                 out,
                 CoInputDecoder::new(split),
-                None,
+                &GateRoutes::Two {
+                    first: self.routes.0.clone(),
+                    second: self.routes.1.clone(),
+                    split,
+                },
             )?;
         Ok(Box::new(task))
     }

@@ -365,13 +365,16 @@ pub enum RestoreError {
         now: usize,
     },
     /// The checkpoint holds channel state (in-flight records of an
-    /// unaligned checkpoint) of an input that cannot be redistributed by
-    /// key group (a two-input stage's), taken at another parallelism.
+    /// unaligned checkpoint) of a two-input stage's input, taken at
+    /// another parallelism, without the number of channels of each input
+    /// (written by a weir before that was recorded): which records belong
+    /// to which input is unknown, so they cannot be redistributed.
     #[error(
         "checkpoint {checkpoint} holds in-flight records (unaligned channel state) of `{uid}`, \
-         the input of a two-input stage, taken with parallelism {was}: they cannot be \
-         redistributed to {now} subtasks; restore it with parallelism {was}, or rescale from a \
-         checkpoint without them (an aligned one)"
+         the input of a two-input stage, taken with parallelism {was} but without the number \
+         of channels of each input (written by an older weir): they cannot be redistributed to \
+         {now} subtasks; restore it with parallelism {was}, or rescale from a checkpoint \
+         without them (an aligned one, or a savepoint)"
     )]
     ChannelStateRescale {
         /// The exchange's input.

@@ -29,6 +29,10 @@ pub struct InputTask<T, C, D = WireDecoder<T>> {
     checkpointing: Option<Rc<TaskCheckpointing>>,
     /// Where its channel state goes in a snapshot: (uid, subtask).
     channel_state_of: (String, SubtaskInfo),
+    /// Inline state stored beside non-empty channel state (a two-input
+    /// gate's number of channels from each input, see
+    /// [`INPUT_CHANNELS_STATE`]).
+    channel_layout: Option<Vec<u8>>,
     /// An unaligned snapshot waiting for its channel state.
     held: Option<TaskSnapshot>,
     metrics: SubtaskMetrics,
@@ -78,11 +82,22 @@ impl<T, C, D> InputTask<T, C, D> {
             head: ChainHead::new(out, checkpointing.clone()),
             checkpointing,
             channel_state_of: (uid, info),
+            channel_layout: None,
             held: None,
             metrics,
             decoder,
             _record: PhantomData,
         }
+    }
+}
+
+impl<T, C, D> InputTask<T, C, D> {
+    /// Stores `layout` as inline state [`INPUT_CHANNELS_STATE`] with every
+    /// snapshot that holds channel state: what a restore at another
+    /// parallelism needs to know which input each channel belongs to.
+    pub fn with_channel_layout(mut self, layout: Vec<u8>) -> Self {
+        self.channel_layout = Some(layout);
+        self
     }
 }
 
@@ -103,7 +118,12 @@ impl<T, C: ChainControl, D> InputTask<T, C, D> {
                     "channel state complete"
                 );
                 let mut snapshot = self.held.take().expect("held");
-                add_channel_state(&mut snapshot, &self.channel_state_of, state);
+                add_channel_state(
+                    &mut snapshot,
+                    &self.channel_state_of,
+                    self.channel_layout.as_deref(),
+                    state,
+                );
                 self.submit(snapshot);
             }
             Err(id) if held_id == Some(id) => {
@@ -143,15 +163,27 @@ pub fn channel_state_name(channel: usize) -> String {
     format!("input-{channel}")
 }
 
+/// The inline state, beside a two-input stage's channel state, saying how
+/// many of its gate's channels come from each input (the sending stages'
+/// parallelism, which a restore may change).
+pub const INPUT_CHANNELS_STATE: &str = "input-channels";
+
+/// Adds `state` (and `layout`, if any and the state is not empty) to the
+/// input's operator in `snapshot`.
 fn add_channel_state(
     snapshot: &mut TaskSnapshot,
     (uid, info): &(String, SubtaskInfo),
+    layout: Option<&[u8]>,
     state: ChannelState,
 ) {
     if state.channels.iter().all(Vec::is_empty) {
         return;
     }
     let op = snapshot.operator(uid, info);
+    if let Some(layout) = layout {
+        op.inline
+            .push((INPUT_CHANNELS_STATE.to_owned(), layout.to_vec()));
+    }
     for (c, bytes) in state.channels.into_iter().enumerate() {
         if !bytes.is_empty() {
             op.channel.push((channel_state_name(c), bytes));

@@ -27,6 +27,7 @@ mod state_kinds;
 mod strings;
 mod timers;
 mod two_input;
+mod two_input_rescale;
 mod variable_state;
 mod w1;
 mod windows;

@@ -24,10 +24,10 @@ const KEYS: u64 = 200;
 const N: u64 = 30_000;
 
 /// At most `per_ms` records of `inner` per millisecond.
-struct Paced<S> {
-    inner: S,
-    per_ms: usize,
-    next_at: Option<Instant>,
+pub struct Paced<S> {
+    pub inner: S,
+    pub per_ms: usize,
+    pub next_at: Option<Instant>,
 }
 
 impl<S: Source> Source for Paced<S> {
@@ -60,7 +60,7 @@ impl<S: Source> Source for Paced<S> {
 }
 
 /// The complete checkpoints of `dir` whose manifest holds channel state.
-fn with_channel_state(dir: &Path) -> Vec<PathBuf> {
+pub fn with_channel_state(dir: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -154,7 +154,7 @@ fn job(fail_in: Option<PathBuf>, counts: &Arc<Mutex<HashMap<u64, u64>>>) -> JobG
     job
 }
 
-fn unaligned(workers: usize, dir: &Path) -> weir_runtime::ExecutionOptions {
+pub fn unaligned(workers: usize, dir: &Path) -> weir_runtime::ExecutionOptions {
     let mut o = options(workers).with_checkpointing(Duration::from_millis(20), dir);
     let c = o.checkpointing.as_mut().unwrap();
     c.unaligned = true;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use weir_net::Wire;
 
 use crate::build::builder::ChainBuilder;
+use crate::build::channel_rescale::{key_route, InputRoute};
 use crate::build::context::BuildContext;
 use crate::build::error::BuildError;
 use crate::build::two_input::TwoInputChain;
@@ -64,7 +65,11 @@ where
             &self.uid,
             &ctx.info,
         );
-        TwoInputChain::<A, B>::new(self.first, self.second).build(ctx, op)
+        let routes = (
+            InputRoute::Keyed(key_route::<A, F::Key, _>(self.key_fn.clone())),
+            InputRoute::Broadcast,
+        );
+        TwoInputChain::<A, B>::new(self.first, self.second, routes).build(ctx, op)
     }
 }
 
@@ -101,6 +106,7 @@ where
             )?;
         }
         let op = BroadcastProcessOp::new(func, out, state, &self.uid, &ctx.info);
-        TwoInputChain::<A, B>::new(self.first, self.second).build(ctx, op)
+        let routes = (InputRoute::Rebalanced, InputRoute::Broadcast);
+        TwoInputChain::<A, B>::new(self.first, self.second, routes).build(ctx, op)
     }
 }

@@ -36,7 +36,7 @@ pub mod prefetch;
 pub mod snapshot;
 pub mod value_state;
 
-pub use arena::{FrozenArena, SlotArena};
+pub use arena::{FreezeIds, FrozenArena, SlotArena};
 pub use bounds::{StateKey, StateValue};
 pub use key_group::{
     assign_to_key_group, key_group_for_hash, subtask_for_key_group, KeyGroupAssigner,

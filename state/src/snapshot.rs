@@ -55,10 +55,10 @@
 //! | offset from the trailer | size | field | meaning |
 //! |---:|---:|---|---|
 //! | 0 | 4 | `magic` | the bytes `b"WRSM"` ([`MANIFEST_MAGIC`]) |
-//! | 4 | 2 | `version` | [`MANIFEST_VERSION`] = 4 (version 3, without the kind, and version 2, without lineage, are read too, as checkpoints) |
+//! | 4 | 2 | `version` | [`MANIFEST_VERSION`] = 5 (the archive of version 4; an incremental checkpoint names segments of earlier checkpoints `../chk-<id>/<segment>`; version 4, version 3, without the kind, and version 2, without lineage, are read too, as checkpoints) |
 //! | 6 | 2 | `reserved` | zero |
 //! | 8 | 8 | `length` | archive bytes before the trailer (= file length - 20) |
-//! | 16 | 4 | `crc32c` | CRC-32C of the archive bytes |
+//! | 16 | 4 | `crc32c` | CRC-32C of the archive bytes (from version 5 on, of the archive bytes followed by the two `version` bytes) |
 //!
 //! The archive holds, in this order of nesting (all strings UTF-8):
 //!
@@ -101,8 +101,9 @@ pub use format::{
     BLOCK_MAGIC, BLOCK_VERSION, MAX_PAYLOAD_LEN, MAX_STATE_NAME_LEN,
 };
 pub use manifest::{
-    write_atomically, InlineState, Lineage, Manifest, OperatorSnapshot, SnapshotKind,
-    SubtaskSnapshot, MANIFEST_MAGIC, MANIFEST_TRAILER_LEN, MANIFEST_VERSION, MIN_MANIFEST_VERSION,
+    referenced_segment, write_atomically, InlineState, Lineage, Manifest, OperatorSnapshot,
+    SnapshotKind, SubtaskSnapshot, MANIFEST_MAGIC, MANIFEST_TRAILER_LEN, MANIFEST_VERSION,
+    MIN_MANIFEST_VERSION,
 };
 pub use reader::{PayloadCheck, Scan, SegmentReader};
 pub use writer::SegmentWriter;

@@ -60,7 +60,7 @@
 use std::fmt;
 use std::rc::Rc;
 
-use crate::arena::{FrozenArena, SlotArena, CHUNK_LEN};
+use crate::arena::{FreezeIds, FrozenArena, SlotArena, CHUNK_LEN};
 use crate::bounds::{StateKey, StateValue};
 
 mod sweep;
@@ -375,6 +375,8 @@ where
     #[inline(always)]
     fn set_tag(&mut self, pos: usize, tag: u8) {
         let mirror = self.mask + 1 + pos;
+        // A tag changes without a slot write when an entry is removed.
+        self.slots.mark_dirty(pos);
         let tags = self.tags_mut();
         tags[pos] = tag;
         if pos < GROUP {
@@ -1036,6 +1038,9 @@ where
             // Free what the entries own (a frozen view keeps its chunks).
             self.slots.fill(Slot::default());
         }
+        if !self.slots.is_empty() {
+            self.slots.mark_all_dirty();
+        }
         self.len = 0;
     }
 
@@ -1190,6 +1195,64 @@ where
     /// `log2` of [`capacity`](Self::capacity).
     pub fn log2_capacity(&self) -> u32 {
         self.capacity().trailing_zeros()
+    }
+
+    /// Which freeze of the table's arena this view is (see
+    /// [`crate::arena`], "Dirty slots"). A view of a table that has no
+    /// arena yet follows no freeze (`since` is 0).
+    pub fn freeze_ids(&self) -> FreezeIds {
+        self.slots.freeze_ids()
+    }
+
+    /// How many positions of `slots` were written (or emptied) between the
+    /// previous freeze of the table and this one.
+    pub fn dirty_count(&self, slots: std::ops::Range<usize>) -> usize {
+        let words = self.slots.dirty_words();
+        self.dirty_positions(words, slots).count()
+    }
+
+    /// Calls `f(position, entry)` for every position of `slots` written or
+    /// emptied between the previous freeze of the table and this one, in
+    /// order, with the entry it holds now (`None`: empty).
+    pub fn for_each_dirty(
+        &self,
+        slots: std::ops::Range<usize>,
+        mut f: impl FnMut(usize, Option<(&K, &V)>),
+    ) {
+        let words = self.slots.dirty_words();
+        for pos in self.dirty_positions(words, slots) {
+            let entry = (self.tags[pos] != EMPTY).then(|| {
+                let s = self.slots.get(pos);
+                (&s.key, &s.value)
+            });
+            f(pos, entry);
+        }
+    }
+
+    /// The dirty positions of `slots` by the bits of `words`.
+    fn dirty_positions<'w>(
+        &self,
+        words: &'w [u64],
+        slots: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = usize> + 'w {
+        let end = slots.end.min(words.len() * 64);
+        let start = slots.start.min(end);
+        (start / 64..end.div_ceil(64)).flat_map(move |w| {
+            let mut bits = words[w];
+            if w * 64 < start {
+                bits &= u64::MAX << (start - w * 64);
+            }
+            if (w + 1) * 64 > end {
+                bits &= u64::MAX >> ((w + 1) * 64 - end);
+            }
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    w * 64 + b
+                })
+            })
+        })
     }
 
     /// The table positions held by the arena chunks `chunks` (empty past

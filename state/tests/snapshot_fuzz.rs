@@ -41,7 +41,9 @@ fn with_trailer(archive: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&MANIFEST_VERSION.to_le_bytes());
     out.extend_from_slice(&0u16.to_le_bytes());
     out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
-    out.extend_from_slice(&crc32c::crc32c(archive).to_le_bytes());
+    // Format 5's checksum covers the archive and the version.
+    let crc = crc32c::crc32c_append(crc32c::crc32c(archive), &MANIFEST_VERSION.to_le_bytes());
+    out.extend_from_slice(&crc.to_le_bytes());
     out
 }
 

@@ -100,9 +100,6 @@ impl Shown {
             "abandoned": d.abandoned(),
             "state_bytes": d.state_bytes(),
             "verified": self.verified.is_ok(),
-            // Later: incremental checkpoints name the earlier snapshots
-            // whose segments they reference; every snapshot is a full one
-            // today.
             "incremental": {"full": true, "references": []},
         });
         if let Err(why) = &self.verified {
@@ -111,6 +108,15 @@ impl Shown {
         let Some(m) = &d.manifest else {
             return v;
         };
+        // An incremental checkpoint names the earlier checkpoints whose
+        // segments hold part of its state.
+        let (blocks, bytes) = referenced_share(m);
+        v["incremental"] = json!({
+            "full": blocks == 0,
+            "references": m.referenced_checkpoints(),
+            "referenced_blocks": blocks,
+            "referenced_bytes": bytes,
+        });
         v["timestamp_ms"] = json!(m.timestamp_ms);
         v["time"] = json!(utc(m.timestamp_ms));
         v["job_name"] = json!(m.job_name);
@@ -353,8 +359,20 @@ fn text(s: &Shown) -> String {
         m.max_parallelism
     );
     let _ = writeln!(out, "state: {}", human_bytes(d.state_bytes()));
-    // Later: the chain of earlier snapshots an incremental one references.
-    let _ = writeln!(out, "incremental chain: none (a full snapshot)");
+    let refs = m.referenced_checkpoints();
+    if refs.is_empty() {
+        let _ = writeln!(out, "incremental chain: none (a full snapshot)");
+    } else {
+        let (blocks, bytes) = referenced_share(m);
+        let ids: Vec<String> = refs.iter().map(u64::to_string).collect();
+        let _ = writeln!(
+            out,
+            "incremental chain: refers to checkpoints {} ({blocks} blocks, {} of its state, \
+             are in their segments; they are kept while this one is)",
+            ids.join(", "),
+            human_bytes(bytes)
+        );
+    }
     let _ = writeln!(out, "operators:");
     for o in &m.operators {
         let _ = writeln!(out, "  {} (parallelism {})", o.uid, o.parallelism);
@@ -444,6 +462,13 @@ fn utc(ms: u64) -> String {
         rem / 1000 % 60,
         rem % 1000
     )
+}
+
+/// The blocks and bytes of `m`'s state in segments of earlier checkpoints
+/// (an incremental checkpoint's chain).
+fn referenced_share(m: &inspect::Manifest) -> (u64, u64) {
+    m.referenced_extents()
+        .fold((0, 0), |(n, b), e| (n + 1, b + e.length))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use weir_state::snapshot::{Manifest, SnapshotKind};
+pub use weir_state::snapshot::{Manifest, SnapshotKind};
 
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::RestoredCheckpoint;

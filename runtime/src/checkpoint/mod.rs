@@ -24,18 +24,22 @@
 //! [`crate::chain::control::ChainControl::snapshot`]. The state kinds, above this
 //! layer, bring their own codecs.
 
+pub mod chain_restore;
 pub mod coordinator;
 pub mod error;
+pub mod incremental;
 pub mod inspect;
 pub mod keyed_restore;
 pub mod lineage;
 pub mod operator_list;
 pub mod restore;
+pub mod restore_sink;
 pub mod segment_file;
 pub mod signals;
 pub mod stats;
 pub mod storage;
 pub mod table_block;
+pub mod table_delta;
 pub mod task;
 pub mod writer;
 

@@ -26,7 +26,7 @@ use weir_state::KeyGroupRange;
 use crate::checkpoint::error::{CheckpointError, RestoreError};
 use crate::checkpoint::lineage::Fingerprint;
 use crate::checkpoint::storage::{
-    CheckpointStorage, ABANDONED_DIR, METADATA_FILE, SAVEPOINT_PREFIX,
+    referenced_path, CheckpointStorage, ABANDONED_DIR, METADATA_FILE, SAVEPOINT_PREFIX,
 };
 use crate::core::subtask::SubtaskInfo;
 
@@ -159,13 +159,39 @@ impl RestoredCheckpoint {
             for st in &op.subtasks {
                 for e in &st.extents {
                     if !segments.contains_key(&e.segment) {
-                        if e.segment.contains('/') || e.segment.starts_with('.') {
-                            return Err(RestoreError::SegmentOutside {
-                                manifest: meta,
-                                segment: e.segment.clone(),
-                            });
-                        }
-                        let reader = SegmentReader::open(dir.join(&e.segment))?;
+                        // An incremental checkpoint's manifest (format 5)
+                        // names earlier checkpoints' segments
+                        // `../chk-<id>/<segment>`; the parser refused
+                        // them elsewhere.
+                        let path = match weir_state::snapshot::referenced_segment(&e.segment) {
+                            // Only an earlier checkpoint of the same
+                            // directory, never this one or a later one.
+                            Some((id, segment)) if id < manifest.checkpoint_id => {
+                                match referenced_path(&dir, id, segment) {
+                                    Some(path) => path,
+                                    None => {
+                                        return Err(RestoreError::SegmentOutside {
+                                            manifest: meta,
+                                            segment: e.segment.clone(),
+                                        })
+                                    }
+                                }
+                            }
+                            Some(_) => {
+                                return Err(RestoreError::SegmentOutside {
+                                    manifest: meta,
+                                    segment: e.segment.clone(),
+                                })
+                            }
+                            None if e.segment.contains('/') || e.segment.starts_with('.') => {
+                                return Err(RestoreError::SegmentOutside {
+                                    manifest: meta,
+                                    segment: e.segment.clone(),
+                                });
+                            }
+                            None => dir.join(&e.segment),
+                        };
+                        let reader = SegmentReader::open_as(path, e.segment.clone())?;
                         segments.insert(e.segment.clone(), reader);
                     }
                     let reader = &segments[&e.segment];
@@ -527,6 +553,35 @@ impl<'a> RestoreScope<'a> {
             .collect();
         extents.sort_by(|a, b| (&a.segment, a.offset).cmp(&(&b.segment, b.offset)));
         extents
+    }
+
+    /// The chains of keyed state `state` written incrementally (see
+    /// `checkpoint::incremental`), one per old subtask whose key groups
+    /// overlap ours: its table and delta blocks in manifest order (the
+    /// full checkpoint's first, then each delta, oldest first). Empty if
+    /// the state holds no delta block.
+    pub fn keyed_chains(&self, state: &str) -> Vec<Vec<&'a Extent>> {
+        let mine = self.key_groups();
+        let Some(op) = self.operator() else {
+            return Vec::new();
+        };
+        let chain = |st: &'a weir_state::snapshot::SubtaskSnapshot| -> Vec<&'a Extent> {
+            st.extents
+                .iter()
+                .filter(|e| matches!(e.kind, BlockKind::KeyedTable | BlockKind::KeyedTableDelta))
+                .filter(|e| e.state == state)
+                .filter(|e| e.key_groups.end() > mine.start() && e.key_groups.start() < mine.end())
+                .collect()
+        };
+        let chains: Vec<Vec<&'a Extent>> = op.subtasks.iter().map(chain).collect();
+        if !chains
+            .iter()
+            .flatten()
+            .any(|e| e.kind == BlockKind::KeyedTableDelta)
+        {
+            return Vec::new();
+        }
+        chains.into_iter().filter(|c| !c.is_empty()).collect()
     }
 
     /// The subtask restoring.

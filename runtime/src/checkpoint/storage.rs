@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::{fs, io};
 
 use serde::{Deserialize, Serialize};
-use weir_state::snapshot::write_atomically;
+use weir_state::snapshot::{write_atomically, Manifest};
 
 use crate::checkpoint::error::{CheckpointError, Result};
 
@@ -331,8 +331,17 @@ impl CheckpointStorage {
         }
     }
 
-    /// Keeps the newest `retained` complete checkpoints and deletes the
-    /// older complete ones; returns the deleted ids.
+    /// Keeps the newest `retained` complete checkpoints and every
+    /// checkpoint whose segments a kept one, or an abandoned one (in
+    /// `abandoned/`, which a user may still restore), refers to (an
+    /// incremental checkpoint's chain, read from the manifests each time:
+    /// no reference count is stored that could go out of sync), and
+    /// deletes the other complete ones; returns the deleted ids. A
+    /// manifest that cannot be read (I/O) keeps every older checkpoint (its
+    /// references are unknown); one that does not parse needs nothing. A checkpoint kept only for its segments is
+    /// not itself restorable once the checkpoints it referred to are gone
+    /// (references are not followed transitively, or nothing would ever be
+    /// deleted).
     pub fn retain(&self, retained: usize) -> Result<Vec<u64>> {
         let mut removed = Vec::new();
         let complete: Vec<u64> = self
@@ -341,12 +350,79 @@ impl CheckpointStorage {
             .filter(|c| c.complete)
             .map(|c| c.id)
             .collect();
+        let mut referenced = std::collections::HashSet::new();
+        // Below `floor`, a checkpoint is kept whatever refers to it.
+        let mut floor = 0;
+        for &id in complete.iter().take(retained) {
+            match Manifest::read(self.checkpoint_dir(id).join(METADATA_FILE)) {
+                Ok(m) => referenced.extend(m.referenced_checkpoints()),
+                // Its references are unknown; keep everything older.
+                Err(weir_state::snapshot::SnapshotError::Io { .. }) => floor = floor.max(id),
+                // A manifest that does not parse cannot be restored: it
+                // needs nothing.
+                Err(_) => {}
+            }
+        }
+        let aside = self.root.join(ABANDONED_DIR);
+        match fs::read_dir(&aside) {
+            Ok(entries) => {
+                for entry in entries {
+                    let entry = entry.map_err(|e| CheckpointError::io("list", &aside, e))?;
+                    let Some(id) = entry
+                        .file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_prefix("chk-"))
+                        .and_then(|n| n.split('.').next())
+                        .and_then(|n| n.parse::<u64>().ok())
+                    else {
+                        continue;
+                    };
+                    let meta = entry.path().join(METADATA_FILE);
+                    if !meta.is_file() {
+                        continue;
+                    }
+                    match Manifest::read(&meta) {
+                        Ok(m) => referenced.extend(m.referenced_checkpoints()),
+                        // It refers to older checkpoints only.
+                        Err(weir_state::snapshot::SnapshotError::Io { .. }) => {
+                            floor = floor.max(id);
+                        }
+                        Err(_) => {}
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(CheckpointError::io("list", aside, e)),
+        }
         for &id in complete.iter().skip(retained) {
+            if id < floor || referenced.contains(&id) {
+                continue;
+            }
             self.delete(id)?;
             removed.push(id);
         }
         Ok(removed)
     }
+}
+
+/// Where segment `segment` of checkpoint `id` is, for an incremental
+/// checkpoint in `dir` that refers to it (`../chk-<id>/<segment>`): the
+/// sibling `chk-<id>`; for a checkpoint a restore abandoned (moved to
+/// `abandoned/`), the sibling if it was abandoned too, else the
+/// checkpoint directory's own `chk-<id>` (ids are never reused, so that is
+/// the one it wrote against). `None` if `dir` has no parent.
+pub fn referenced_path(dir: &Path, id: u64, segment: &str) -> Option<PathBuf> {
+    let parent = dir.parent()?;
+    let sibling = parent.join(format!("chk-{id}")).join(segment);
+    if !sibling.exists() && parent.file_name().is_some_and(|n| n == ABANDONED_DIR) {
+        if let Some(root) = parent.parent() {
+            let kept = root.join(format!("chk-{id}")).join(segment);
+            if kept.exists() {
+                return Some(kept);
+            }
+        }
+    }
+    Some(sibling)
 }
 
 /// fsyncs a directory (makes renames and deletions in it durable).
@@ -357,6 +433,8 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    mod retention;
 
     fn temp_root(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("weir-storage-{name}-{}", std::process::id()));

@@ -206,6 +206,12 @@ impl<'a> TableBlock<'a> {
     }
 }
 
+/// Arena chunks per table block (see `writer::write_keyed_state`, and
+/// `incremental::write_table_delta` for delta blocks): 32 chunks of 512
+/// slots hold ~240 KB of W1's entries at the table's usual load, so that
+/// several blocks share one of the segment's I/O buffers.
+pub(crate) const TABLE_BLOCK_CHUNKS: usize = 32;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,9 +26,12 @@ use weir_state::KeyGroupRange;
 
 use crate::checkpoint::coordinator::{CoordinatorMsg, TaskAck};
 use crate::checkpoint::error::{CheckpointError, Result};
+use crate::checkpoint::incremental::{write_table_delta, Chains};
 use crate::checkpoint::segment_file::{into_io, IoMode, SegmentFile};
+use crate::checkpoint::signals::CheckpointSignals;
 use crate::checkpoint::stats::TaskCheckpointStats;
 use crate::checkpoint::storage::CheckpointStorage;
+pub(crate) use crate::checkpoint::table_block::TABLE_BLOCK_CHUNKS;
 use crate::core::log::CHECKPOINT;
 use crate::core::snapshot::{FrozenKeyedState, TaskSnapshot};
 
@@ -67,6 +70,21 @@ pub struct WriterSetup {
     pub io_mode: IoMode,
     /// The coordinator's inbox.
     pub acks: Sender<CoordinatorMsg>,
+    /// `execution.checkpointing.incremental`: write value tables as deltas
+    /// where [`Chains::can_delta`] allows.
+    pub incremental: bool,
+    /// The attempt's signals: which checkpoint completed last.
+    pub signals: Arc<CheckpointSignals>,
+}
+
+/// What [`write_job`] needs beyond the job: the writer's worker, whether
+/// its checkpoint is incremental, the latest complete checkpoint, and the
+/// tables' chains.
+struct JobContext<'a> {
+    worker: usize,
+    incremental: bool,
+    completed: u64,
+    chains: &'a mut Chains,
 }
 
 struct OpenSegment {
@@ -94,6 +112,7 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
         // Serialization buffers, kept across checkpoints (see
         // `FrozenKeyedState::serialize_key_groups`).
         let mut parts: Vec<Vec<u8>> = Vec::new();
+        let mut chains = Chains::default();
         while let Some(job) = rx.recv().await {
             let id = job.barrier.id;
             tracing::trace!(
@@ -143,7 +162,15 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
             seg.jobs += 1;
             seg.files_to_sync.extend(job.files_to_sync.iter().cloned());
             if seg.failed.is_none() {
-                match write_job(&mut seg.file, &job, setup.worker, &mut parts).await {
+                // A savepoint is always full and self-contained.
+                let savepoint = setup.storage.snapshot_dir(id) != setup.storage.checkpoint_dir(id);
+                let mut cx = JobContext {
+                    worker: setup.worker,
+                    incremental: setup.incremental && !savepoint,
+                    completed: setup.signals.completed_id(),
+                    chains: &mut chains,
+                };
+                match write_job(&mut seg.file, &job, &mut cx, &mut parts).await {
                     Ok(ack) => seg.acks.push(ack),
                     Err(e) => seg.failed = Some(e),
                 }
@@ -250,20 +277,16 @@ fn wall_ms_of(at: Instant) -> f64 {
 /// work at the same time (see [`write_keyed_state`]).
 const PART_BYTES: usize = 16 << 20;
 
-/// Arena chunks per table block (see [`write_keyed_state`]): 32 chunks
-/// of 512 slots hold ~240 KB of W1's entries at the table's usual load,
-/// so that several blocks share one of the segment's I/O buffers.
-pub(crate) const TABLE_BLOCK_CHUNKS: usize = 32;
-
 /// Writes one task's snapshot; returns its acknowledgement (without the
 /// final async duration, which includes the segment's sync). The sinks'
 /// files are synced later, after the segment ([`finish_segment`]).
 async fn write_job(
     file: &mut SegmentFile,
     job: &TaskSnapshot,
-    worker: usize,
+    cx: &mut JobContext<'_>,
     parts: &mut Vec<Vec<u8>>,
 ) -> Result<TaskAck> {
+    let worker = cx.worker;
     let async_started = job.timing.sync_started + job.timing.sync;
     let mut bytes = 0u64;
     let mut inflight_bytes = 0u64;
@@ -275,16 +298,38 @@ async fn write_job(
         for (name, frozen) in &op.keyed {
             entries += frozen.len() as u64;
             let t0 = Instant::now();
-            let written = write_keyed_state(
-                file,
-                &**frozen,
-                (name, op.info.max_parallelism, range),
-                PART_BYTES,
-                parts,
-                job.barrier.id,
-                &mut extents,
-            )
-            .await?;
+            let id = job.barrier.id;
+            let key = (op.uid.clone(), op.info.index as u32, name.clone());
+            let tracking = frozen.table_tracking().filter(|_| cx.incremental);
+            let delta = tracking.filter(|t| cx.chains.can_delta(&key, t, cx.completed));
+            let written = if let Some(t) = delta {
+                if parts.is_empty() {
+                    parts.push(Vec::new());
+                }
+                let mut new = Vec::new();
+                let written =
+                    write_table_delta(file, &**frozen, (name, range), &mut parts[0], id, &mut new)
+                        .await?;
+                extents.extend(cx.chains.record_delta(&key, id, &t, &new));
+                written
+            } else {
+                let start = extents.len();
+                let written = write_keyed_state(
+                    file,
+                    &**frozen,
+                    (name, op.info.max_parallelism, range),
+                    PART_BYTES,
+                    parts,
+                    id,
+                    &mut extents,
+                )
+                .await?;
+                match tracking {
+                    Some(t) => cx.chains.record_full(key, id, &t, &extents[start..]),
+                    None => cx.chains.forget(&key),
+                }
+                written
+            };
             bytes += written;
             tracing::debug!(
                 target: CHECKPOINT,
@@ -294,6 +339,7 @@ async fn write_job(
                 state = name.as_str(),
                 entries = frozen.len(),
                 bytes = written,
+                delta = delta.is_some(),
                 elapsed = ?t0.elapsed(),
                 "writer: state written"
             );

@@ -147,6 +147,15 @@ pub const KEYS: &[Key<Config>] = &[
         },
     },
     Key {
+        name: "execution.checkpointing.incremental",
+        description: "incremental checkpoints: a checkpoint writes the slots of each value table changed since the previous one and refers to earlier checkpoints' segments for the rest (a full one after 10 increments or once the increments exceed half the full one's bytes); savepoints are always full",
+        get: |c| c.incremental_checkpoints.to_string(),
+        set: |c, s| {
+        c.incremental_checkpoints = s.check(s.boolean(), BOOL_EXPECTED)?;
+            Ok(())
+        },
+    },
+    Key {
         name: "execution.checkpointing.aligned-checkpoint-timeout",
         description: "with unaligned checkpoints on: `0ms` = every checkpoint is unaligned from the start; more = start aligned and switch to unaligned when alignment takes longer. No effect while `unaligned.enabled` is false",
         get: |c| dur(c.aligned_checkpoint_timeout),

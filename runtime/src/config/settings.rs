@@ -91,6 +91,8 @@ pub struct Config {
     pub tolerable_failed_checkpoints: u32,
     /// `execution.checkpointing.unaligned.enabled`: barriers may overtake buffered records.
     pub unaligned_checkpoints: bool,
+    /// `execution.checkpointing.incremental`: checkpoints write what changed.
+    pub incremental_checkpoints: bool,
     /// `execution.checkpointing.aligned-checkpoint-timeout`: with unaligned checkpoints, how long
     /// a checkpoint stays aligned before it switches; zero = unaligned from the start.
     pub aligned_checkpoint_timeout: Duration,
@@ -145,6 +147,7 @@ impl Default for Config {
             max_concurrent_checkpoints: 1,
             tolerable_failed_checkpoints: 0,
             unaligned_checkpoints: false,
+            incremental_checkpoints: false,
             aligned_checkpoint_timeout: Duration::ZERO,
             checkpoints_dir: None,
             savepoints_dir: None,

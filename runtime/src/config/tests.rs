@@ -134,7 +134,7 @@ fn to_toml_round_trips() {
         pin_cores: false, spin_before_park: Duration::from_nanos(500), progress_interval: ms(250),
         checkpoint_interval: Some(ms(30_000)), checkpointing_mode: CheckpointingMode::AtLeastOnce,
         checkpoint_min_pause: ms(500), checkpoint_timeout: ms(90_000), max_concurrent_checkpoints: 3,
-        tolerable_failed_checkpoints: 2, unaligned_checkpoints: false, aligned_checkpoint_timeout: ms(100),
+        tolerable_failed_checkpoints: 2, unaligned_checkpoints: false, incremental_checkpoints: false, aligned_checkpoint_timeout: ms(100),
         min_segment_size: 4096, debloat_enabled: true, debloat_target: ms(1500), debloat_period: ms(7),
         debloat_samples: 3, debloat_threshold_percentages: 0,
         // Quotes and backslashes must survive the TOML string.

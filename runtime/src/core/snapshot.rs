@@ -98,6 +98,38 @@ pub trait FrozenKeyedState {
         let _ = (chunks, out);
         unreachable!("write_table_entries of a state without a table layout");
     }
+
+    /// What an incremental checkpoint needs to know of a table view (see
+    /// `weir_state::arena`, "Dirty slots"); `None` (the default) for a
+    /// state that is always written in full.
+    fn table_tracking(&self) -> Option<TableTracking> {
+        None
+    }
+
+    /// Replaces `out` by the payload of one delta block
+    /// ([`table_delta`](crate::checkpoint::table_delta)) of the slots of
+    /// the arena chunks `chunks` written or emptied since the previous
+    /// freeze; returns its record count (0: nothing changed there, `out`
+    /// is then to be ignored).
+    fn serialize_table_delta(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) -> u64 {
+        let _ = chunks;
+        out.clear();
+        0
+    }
+}
+
+/// A table view's place in a chain of incremental checkpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableTracking {
+    /// Which freeze of the table's arena the view is, and the one before.
+    pub freeze: weir_state::FreezeIds,
+    /// `log2` of the table's capacity (a delta applies to a table of the
+    /// same capacity only).
+    pub log2_capacity: u8,
+    /// Slots written or emptied since the previous freeze.
+    pub dirty_slots: usize,
+    /// Slots of the table.
+    pub capacity: usize,
 }
 
 /// One operator subtask's part of a task snapshot.

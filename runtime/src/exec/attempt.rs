@@ -287,6 +287,8 @@ impl Spawn<'_> {
                         tasks: tasks_on_worker(stages.as_slice(), w, workers),
                         io_mode: c.io_mode,
                         acks: acks.clone(),
+                        incremental: c.incremental,
+                        signals: self.signals.clone(),
                     },
                 )),
                 _ => None,

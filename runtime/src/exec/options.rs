@@ -44,6 +44,9 @@ pub struct CheckpointingOptions {
     pub aligned_checkpoint_timeout: Duration,
     /// How segment files are written.
     pub io_mode: IoMode,
+    /// `execution.checkpointing.incremental`: keyed value tables write
+    /// only their changed slots (see `checkpoint::writer`).
+    pub incremental: bool,
     /// `state.savepoints.dir`: where a stop writes its savepoint; `None`:
     /// a stop takes a checkpoint into `dir`.
     pub savepoints_dir: Option<PathBuf>,

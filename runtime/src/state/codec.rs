@@ -10,7 +10,7 @@ use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::keyed_restore::{restore_entries, RestoreSink};
 use crate::checkpoint::restore::RestoreScope;
 use crate::checkpoint::table_block::TableHeader;
-use crate::core::snapshot::FrozenKeyedState;
+use crate::core::snapshot::{FrozenKeyedState, TableTracking};
 use crate::core::wire::append_wire;
 use crate::state::value::KeyedValueState;
 
@@ -102,6 +102,41 @@ where
             "table block entries left {} bytes of the payload unwritten",
             rest.len()
         );
+    }
+
+    fn table_tracking(&self) -> Option<TableTracking> {
+        Some(TableTracking {
+            freeze: self.freeze_ids(),
+            log2_capacity: self.log2_capacity() as u8,
+            dirty_slots: self.dirty_count(0..self.capacity()),
+            capacity: self.capacity(),
+        })
+    }
+
+    fn serialize_table_delta(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) -> u64 {
+        use crate::checkpoint::table_delta;
+        out.clear();
+        let slots = self.chunk_slots(chunks);
+        let header = TableHeader {
+            log2_capacity: self.log2_capacity() as u8,
+            table_len: self.len() as u64,
+            first_slot: slots.start as u64,
+            slot_count: slots.len() as u64,
+        };
+        table_delta::start(&header, out);
+        let mut records = 0;
+        let first = slots.start;
+        self.for_each_dirty(slots, |pos, entry| {
+            let offset = u32::try_from(pos - first).expect("a part has fewer than 2^32 slots");
+            table_delta::push_record(
+                out,
+                offset,
+                entry.map(|(k, v)| move |o: &mut Vec<u8>| append_entry(o, k, v)),
+            );
+            records += 1;
+        });
+        table_delta::finish(out, records);
+        records
     }
 }
 

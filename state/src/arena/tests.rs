@@ -267,3 +267,89 @@ fn a_slab_gives_back_the_pages_of_chunks_copied_away() {
     assert!(a.iter().take(CHUNK_LEN).all(|v| *v == 1));
     assert!((1..chunks).all(|c| *a.get(c * CHUNK_LEN) == 2 && *a.get(c * CHUNK_LEN + 1) == 1));
 }
+
+/// The slots whose bits a frozen view's dirty words set.
+fn dirty_slots(view: &FrozenArena<u32>) -> Vec<usize> {
+    let words = view.dirty_words();
+    (0..words.len() * 64)
+        .filter(|&i| words[i / 64] & (1 << (i % 64)) != 0)
+        .collect()
+}
+
+/// The `unsafe` unchecked bit store in `get_mut`: at every length around
+/// word and chunk boundaries, the bitmap has a word for every slot of
+/// every chunk, writing any slot (the last one of the last chunk too)
+/// sets exactly its bit, bits past the length stay clear, and every
+/// operation that replaces the bitmap (`fill`, `mark_all_dirty`, `freeze`)
+/// keeps its size.
+#[test]
+fn dirty_bits_mark_exactly_the_slots_written_at_every_length() {
+    let lens: [usize; 14] = [
+        1, 2, 63, 64, 65, 127, 128, 511, 512, 513, 1023, 1024, 1025, 1600,
+    ];
+    for len in lens {
+        let words = len.div_ceil(CHUNK_LEN) * (CHUNK_LEN / 64);
+        let mut a = SlotArena::new(len, 0u32);
+        // A new arena counts every slot as written, none past its length.
+        let view = a.freeze();
+        assert_eq!(view.dirty_words().len(), words, "len {len}");
+        assert_eq!(
+            dirty_slots(&view),
+            (0..len).collect::<Vec<_>>(),
+            "len {len}"
+        );
+        // Nothing written since: no bit.
+        assert!(dirty_slots(&a.freeze()).is_empty(), "len {len}");
+        // Every third slot, the first and the last, while a view shares
+        // the chunks (copy-on-write) and again directly.
+        let mut written: Vec<usize> = (0..len).step_by(3).chain([0, len - 1]).collect();
+        written.sort_unstable();
+        written.dedup();
+        let _shared = a.freeze();
+        for &i in &written {
+            *a.get_mut(i) += 1;
+        }
+        let view = a.freeze();
+        assert_eq!(view.dirty_words().len(), words, "len {len}");
+        assert_eq!(dirty_slots(&view), written, "len {len}");
+        drop(view);
+        for &i in written.iter().rev() {
+            *a.get_mut(i) += 1;
+        }
+        assert_eq!(dirty_slots(&a.freeze()), written, "len {len} (direct)");
+        // `fill` and `mark_all_dirty` mark every slot and keep the size.
+        a.fill(7);
+        let view = a.freeze();
+        assert_eq!(view.dirty_words().len(), words);
+        assert_eq!(dirty_slots(&view), (0..len).collect::<Vec<_>>());
+        a.mark_all_dirty();
+        *a.get_mut(len - 1) = 1;
+        let view = a.freeze();
+        assert_eq!(view.dirty_words().len(), words);
+        assert_eq!(dirty_slots(&view), (0..len).collect::<Vec<_>>());
+        a.mark_dirty(len / 2);
+        assert_eq!(dirty_slots(&a.freeze()), vec![len / 2]);
+    }
+}
+
+/// Freeze ids chain: each view names the freeze before it on its arena.
+#[test]
+fn each_freeze_names_the_one_before_it() {
+    let a = SlotArena::new(10, 0u32);
+    let first = a.freeze().freeze_ids();
+    assert_eq!(first.since, 0);
+    let second = a.freeze().freeze_ids();
+    assert_eq!(second.since, first.id);
+    assert!(second.id > first.id);
+}
+
+/// A write past the slots of every chunk panics before the unchecked bit
+/// store (the chunk index is bounds-checked first).
+#[test]
+#[should_panic]
+fn a_write_past_the_last_chunk_panics() {
+    let mut a = SlotArena::new(CHUNK_LEN, 0u32);
+    // Past the length, so skip the debug assertion's message: either it
+    // or the chunk index panics, never the bit store.
+    *a.get_mut(CHUNK_LEN) = 1;
+}

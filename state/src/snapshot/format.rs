@@ -54,6 +54,10 @@ pub enum BlockKind {
     /// into a table of the same size puts every entry back where it was
     /// without probing (the runtime's `table_block` format).
     KeyedTable = 5,
+    /// The slots of a hash table written or emptied since the checkpoint
+    /// an incremental checkpoint follows (the runtime's `table_delta`
+    /// format), applied over the `KeyedTable` blocks it references.
+    KeyedTableDelta = 6,
 }
 
 impl BlockKind {
@@ -65,6 +69,7 @@ impl BlockKind {
             3 => Some(Self::ChannelState),
             4 => Some(Self::Opaque),
             5 => Some(Self::KeyedTable),
+            6 => Some(Self::KeyedTableDelta),
             _ => None,
         }
     }
@@ -84,6 +89,7 @@ impl fmt::Display for BlockKind {
             Self::ChannelState => "channel state",
             Self::Opaque => "opaque",
             Self::KeyedTable => "keyed table",
+            Self::KeyedTableDelta => "keyed table delta",
         };
         f.write_str(name)
     }
@@ -292,7 +298,7 @@ mod tests {
             }
         }
         assert_eq!(BlockKind::from_u16(0), None);
-        assert_eq!(BlockKind::from_u16(6), None);
+        assert_eq!(BlockKind::from_u16(7), None);
     }
 
     #[test]

@@ -21,11 +21,14 @@ use crate::key_group::KeyGroupRange;
 /// little-endian `u32`.
 pub const MANIFEST_MAGIC: u32 = u32::from_le_bytes(*b"WRSM");
 
-/// Version of the manifest format this crate writes (4: version 3 and the
-/// snapshot's [`SnapshotKind`]). Version 3 (version 2 and the checkpoint's
+/// Version of the manifest format this crate writes (5: version 4 whose
+/// checkpoints may name a segment of an earlier checkpoint of the same
+/// directory, `../chk-<id>/<segment>`, see [`referenced_segment`]; the
+/// archive is version 4's). Version 4 (version 3 and the
+/// snapshot's [`SnapshotKind`]), Version 3 (version 2 and the checkpoint's
 /// [`Lineage`]) and version 2 (job name, extents' state names and inline
 /// state, no lineage) are still read, as checkpoints; version 1 is not.
-pub const MANIFEST_VERSION: u16 = 4;
+pub const MANIFEST_VERSION: u16 = 5;
 
 /// The oldest manifest version this crate reads.
 pub const MIN_MANIFEST_VERSION: u16 = 2;
@@ -254,7 +257,7 @@ impl Manifest {
         out.extend_from_slice(&MANIFEST_VERSION.to_le_bytes());
         out.extend_from_slice(&0u16.to_le_bytes());
         out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
-        out.extend_from_slice(&crc32c::crc32c(&archive).to_le_bytes());
+        out.extend_from_slice(&manifest_crc(&archive, MANIFEST_VERSION).to_le_bytes());
         Ok(out)
     }
 
@@ -293,7 +296,41 @@ impl Manifest {
         } else {
             rkyv::from_bytes::<WireManifest, rancor::Error>(&aligned).map_err(invalid)?
         };
-        Self::from_wire(wire).map_err(SnapshotError::manifest)
+        let manifest = Self::from_wire(wire).map_err(SnapshotError::manifest)?;
+        // Only checkpoints of format 5 on refer to other checkpoints'
+        // segments; a savepoint is self-contained.
+        if version < 5 || manifest.kind == SnapshotKind::Savepoint {
+            if let Some(e) = manifest.referenced_extents().next() {
+                return Err(SnapshotError::manifest(format!(
+                    "a {} of format {version} cannot refer to segment {:?} of another \
+                     checkpoint",
+                    manifest.kind, e.segment
+                )));
+            }
+        }
+        Ok(manifest)
+    }
+
+    /// Every extent in a segment of another checkpoint (see
+    /// [`referenced_segment`]).
+    pub fn referenced_extents(&self) -> impl Iterator<Item = &Extent> + '_ {
+        self.operators
+            .iter()
+            .flat_map(|o| o.subtasks.iter())
+            .flat_map(|t| t.extents.iter())
+            .filter(|e| referenced_segment(&e.segment).is_some())
+    }
+
+    /// The ids of the earlier checkpoints whose segments this one refers
+    /// to, in increasing order (empty for a full checkpoint).
+    pub fn referenced_checkpoints(&self) -> Vec<u64> {
+        let mut ids: Vec<u64> = self
+            .referenced_extents()
+            .filter_map(|e| referenced_segment(&e.segment).map(|(id, _)| id))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
     }
 
     /// Reads and parses the manifest file at `path`.
@@ -389,7 +426,7 @@ impl SubtaskSnapshot {
     /// names.
     fn check(&self) -> Result<(), String> {
         for e in &self.extents {
-            check_segment_name(&e.segment).map_err(|e| format!("extent: {e}"))?;
+            check_extent_segment(&e.segment).map_err(|e| format!("extent: {e}"))?;
             check_state_name(&e.state).map_err(|e| format!("extent: {e}"))?;
         }
         let mut names = HashSet::with_capacity(self.inline_state.len());
@@ -487,6 +524,28 @@ fn range(start: u32, end: u32) -> Result<KeyGroupRange, String> {
 
 /// Segment names are plain file names: restore joins them to a directory,
 /// so they must not reach outside it.
+/// The checkpoint and segment a segment name of an incremental
+/// checkpoint refers to: `../chk-<id>/<segment>` names segment `segment`
+/// of checkpoint `id`, a sibling directory of the manifest's; `None` for a
+/// plain name (a segment of the manifest's own directory) or anything
+/// else.
+pub fn referenced_segment(name: &str) -> Option<(u64, &str)> {
+    let rest = name.strip_prefix("../chk-")?;
+    let (id, segment) = rest.split_once('/')?;
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) || id.len() > 19 {
+        return None;
+    }
+    check_segment_name(segment).ok()?;
+    Some((id.parse().ok()?, segment))
+}
+
+fn check_extent_segment(name: &str) -> Result<(), String> {
+    if referenced_segment(name).is_some() {
+        return Ok(());
+    }
+    check_segment_name(name)
+}
+
 fn check_segment_name(name: &str) -> Result<(), String> {
     let plain =
         !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0']);
@@ -547,13 +606,27 @@ fn check_trailer(bytes: &[u8]) -> Result<(&[u8], u16), String> {
         ));
     }
     let stored = u32_at(16);
-    let computed = crc32c::crc32c(archive);
+    let computed = manifest_crc(archive, version);
     if stored != computed {
         return Err(format!(
             "checksum mismatch (expected {stored:#010x}, found {computed:#010x})"
         ));
     }
     Ok((archive, version))
+}
+
+/// The trailer's checksum of `archive` in a manifest of format `version`:
+/// from format 5 on it covers the version too, so that a flipped version
+/// bit cannot turn an incremental checkpoint's manifest into a format-4
+/// one with the same archive (which would then be refused for its
+/// references, not reported as corrupt).
+fn manifest_crc(archive: &[u8], version: u16) -> u32 {
+    let crc = crc32c::crc32c(archive);
+    if version >= 5 {
+        crc32c::crc32c_append(crc, &version.to_le_bytes())
+    } else {
+        crc
+    }
 }
 
 /// Distinguishes the temporary files of concurrent writers in one process.
@@ -690,7 +763,7 @@ mod tests {
             bytes.extend_from_slice(&MANIFEST_VERSION.to_le_bytes());
             bytes.extend_from_slice(&0u16.to_le_bytes());
             bytes.extend_from_slice(&(archive.len() as u64).to_le_bytes());
-            bytes.extend_from_slice(&crc32c::crc32c(&archive).to_le_bytes());
+            bytes.extend_from_slice(&manifest_crc(&archive, MANIFEST_VERSION).to_le_bytes());
             Manifest::from_bytes(&bytes).map_err(|e| e.to_string())
         };
         assert!(parse(&wire((0, 8), extent("s", 0, 8, 1))).is_ok());

@@ -42,6 +42,19 @@ impl SegmentReader {
     /// Opens and maps the segment at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Self::open_as(path, name)
+    }
+
+    /// Opens and maps the segment at `path`, which extents name `name`
+    /// (an incremental checkpoint names a segment of an earlier checkpoint
+    /// `../chk-<id>/<segment>`, see
+    /// [`referenced_segment`](super::referenced_segment)).
+    pub fn open_as(path: impl AsRef<Path>, name: String) -> Result<Self> {
+        let path = path.as_ref();
         let file = File::open(path).map_err(|e| SnapshotError::io("open segment", path, e))?;
         let len = file
             .metadata()
@@ -52,10 +65,6 @@ impl SegmentReader {
         } else {
             Some(map_file(&file).map_err(|e| SnapshotError::io("map segment", path, e))?)
         };
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         Ok(Self {
             path: path.to_owned(),
             name,

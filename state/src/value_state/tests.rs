@@ -965,3 +965,50 @@ fn wrong_positions_still_give_a_valid_table() {
     assert_index_invariant(&small);
     assert_eq!(small.len(), 2_000);
 }
+
+/// The positions a view marks dirty, with their entries now.
+fn dirty_of(view: &FrozenValueState<u64, u64>) -> Vec<(usize, Option<(u64, u64)>)> {
+    let mut out = Vec::new();
+    view.for_each_dirty(0..view.capacity(), |pos, e| {
+        out.push((pos, e.map(|(k, v)| (*k, *v))))
+    });
+    out
+}
+
+#[test]
+fn a_freeze_marks_exactly_the_slots_written_since_the_previous_one() {
+    let mut s = ValueState::<u64, u64>::with_capacity("d", 1000);
+    for k in 0..500 {
+        s.put(k, k);
+    }
+    let first = s.freeze();
+    // A new arena counts every slot as written.
+    assert_eq!(first.dirty_count(0..first.capacity()), first.capacity());
+    assert_eq!(first.freeze_ids().since, 0);
+    let second = s.freeze();
+    assert_eq!(second.freeze_ids().since, first.freeze_ids().id);
+    assert!(dirty_of(&second).is_empty());
+    s.put(7, 70);
+    s.remove(&9);
+    s.put(10_000, 1);
+    let third = s.freeze();
+    let dirty = dirty_of(&third);
+    let entries: Vec<_> = dirty.iter().filter_map(|(_, e)| *e).collect();
+    assert!(entries.contains(&(7, 70)) && entries.contains(&(10_000, 1)));
+    assert!(
+        dirty.iter().any(|(_, e)| e.is_none()),
+        "the removal empties a slot"
+    );
+    let mut expected: std::collections::HashMap<u64, u64> =
+        second.iter().map(|(k, v)| (*k, *v)).collect();
+    expected.insert(7, 70);
+    expected.remove(&9);
+    expected.insert(10_000, 1);
+    let now: std::collections::HashMap<u64, u64> = third.iter().map(|(k, v)| (*k, *v)).collect();
+    assert_eq!(now, expected);
+    assert!(
+        dirty.len() < 10,
+        "{} slots marked for 3 writes",
+        dirty.len()
+    );
+}

@@ -1,0 +1,263 @@
+//! The payload of a [`BlockKind::KeyedTableDelta`](weir_state::snapshot::BlockKind)
+//! block: the slots of one part of a keyed `ValueState`'s hash table that
+//! were written or emptied since the checkpoint an incremental checkpoint
+//! follows, each with what it holds now. Applied, newest delta first, over
+//! the [`table_block`](super::table_block)s of the chain's full checkpoint,
+//! a slot takes the contents of the newest block that mentions it: the
+//! table as it was at the newest checkpoint, slot for slot (the table's
+//! capacity is the same along a chain: a table that grew is written in
+//! full).
+//!
+//! Layout, little-endian:
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 0..32 | a table block's header (see [`TableHeader`]) with magic `WTD1`: capacity, entries in the whole table, the part's first slot and slot count |
+//! | 32..40 | number of records |
+//! | then | per record: the slot's offset in the part (u32, strictly increasing, below the part's slot count), a flag (1: the slot holds an entry, 0: it is empty) and, for 1, the entry (key then value, `Wire`) |
+//!
+//! Everything is checked before it is used; a payload that fails is
+//! reported as malformed (its checksum is checked too, by the caller).
+
+use crate::checkpoint::table_block::{TableBlockError, TableHeader, HEADER_LEN, MAX_LOG2_CAPACITY};
+
+const MAGIC: [u8; 4] = *b"WTD1";
+
+/// Bytes before the first record.
+pub const DELTA_HEAD_LEN: usize = HEADER_LEN + 8;
+
+/// Appends a delta block's header to `out` (which should be empty);
+/// [`push_record`] then appends the records and [`finish`] sets their
+/// count.
+pub fn start(header: &TableHeader, out: &mut Vec<u8>) {
+    header.write(out);
+    let at = out.len() - HEADER_LEN;
+    out[at..at + 4].copy_from_slice(&MAGIC);
+    out.extend_from_slice(&0u64.to_le_bytes());
+}
+
+/// Appends the record of slot `offset` of the part; `entry` appends the
+/// entry's bytes if the slot holds one.
+pub fn push_record(out: &mut Vec<u8>, offset: u32, entry: Option<impl FnOnce(&mut Vec<u8>)>) {
+    out.extend_from_slice(&offset.to_le_bytes());
+    match entry {
+        Some(write) => {
+            out.push(1);
+            write(out);
+        }
+        None => out.push(0),
+    }
+}
+
+/// Sets the record count of the delta block in `out`.
+pub fn finish(out: &mut [u8], records: u64) {
+    out[HEADER_LEN..DELTA_HEAD_LEN].copy_from_slice(&records.to_le_bytes());
+}
+
+/// A parsed delta block: its header and its records' bytes.
+pub struct DeltaBlock<'a> {
+    /// The header.
+    pub header: TableHeader,
+    /// Number of records.
+    pub records: u64,
+    /// The records' bytes.
+    pub body: &'a [u8],
+}
+
+/// What is wrong with one record of a delta block.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DeltaRecordError {
+    /// The header or the records are malformed.
+    #[error(transparent)]
+    Header(#[from] TableBlockError),
+    /// A record is cut short.
+    #[error("delta record cut short")]
+    Short,
+    /// A record's offset is not above the previous one's or lies past the part.
+    #[error("delta record of slot offset {offset} out of order or past the part's {slots} slots")]
+    Offset {
+        /// The offset.
+        offset: u32,
+        /// Slots in the part.
+        slots: u64,
+    },
+    /// A record's flag is neither 0 nor 1.
+    #[error("delta record flag {0} is neither 0 nor 1")]
+    Flag(u8),
+    /// Records are left over, or missing.
+    #[error("delta block says {said} records, holds {found}")]
+    Count {
+        /// The count in the header.
+        said: u64,
+        /// Records found.
+        found: u64,
+    },
+}
+
+impl<'a> DeltaBlock<'a> {
+    /// Splits and checks the header of `payload`.
+    pub fn parse(payload: &'a [u8]) -> Result<Self, TableBlockError> {
+        if payload.len() < DELTA_HEAD_LEN {
+            return Err(TableBlockError::Short { len: payload.len() });
+        }
+        if payload[..4] != MAGIC || payload[5..8] != [0, 0, 0] {
+            return Err(TableBlockError::BadHeader);
+        }
+        let word = |at: usize| {
+            u64::from_le_bytes(payload[at..at + 8].try_into().expect("eight header bytes"))
+        };
+        let header = TableHeader {
+            log2_capacity: payload[4],
+            table_len: word(8),
+            first_slot: word(16),
+            slot_count: word(24),
+        };
+        if header.log2_capacity > MAX_LOG2_CAPACITY {
+            return Err(TableBlockError::Capacity {
+                log2_capacity: header.log2_capacity,
+            });
+        }
+        let capacity = 1u64 << header.log2_capacity;
+        if header
+            .first_slot
+            .checked_add(header.slot_count)
+            .is_none_or(|end| end > capacity)
+            || header.slot_count > u64::from(u32::MAX)
+        {
+            return Err(TableBlockError::SlotsOutside {
+                first: header.first_slot,
+                count: header.slot_count,
+                capacity,
+            });
+        }
+        Ok(Self {
+            header,
+            records: word(HEADER_LEN),
+            body: &payload[DELTA_HEAD_LEN..],
+        })
+    }
+
+    /// Calls `f(position, entry bytes)` for every record in order (`None`:
+    /// the slot is empty); `entry_len` decodes the length of the entry at
+    /// the front of its bytes. Stops at the first error, of the records'
+    /// framing or of `f`.
+    pub fn for_each<E: From<DeltaRecordError>>(
+        &self,
+        mut entry_len: impl FnMut(&'a [u8]) -> Result<usize, E>,
+        mut f: impl FnMut(usize, Option<&'a [u8]>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut rest = self.body;
+        let mut found = 0u64;
+        let mut next_min = 0u64;
+        while !rest.is_empty() {
+            if rest.len() < 5 {
+                return Err(DeltaRecordError::Short.into());
+            }
+            let offset = u32::from_le_bytes(rest[..4].try_into().expect("four bytes"));
+            if u64::from(offset) < next_min || u64::from(offset) >= self.header.slot_count {
+                return Err(DeltaRecordError::Offset {
+                    offset,
+                    slots: self.header.slot_count,
+                }
+                .into());
+            }
+            next_min = u64::from(offset) + 1;
+            let pos = (self.header.first_slot + u64::from(offset)) as usize;
+            let flag = rest[4];
+            rest = &rest[5..];
+            match flag {
+                0 => f(pos, None)?,
+                1 => {
+                    let n = entry_len(rest)?;
+                    if n > rest.len() {
+                        return Err(DeltaRecordError::Short.into());
+                    }
+                    let (entry, tail) = rest.split_at(n);
+                    rest = tail;
+                    f(pos, Some(entry))?;
+                }
+                other => return Err(DeltaRecordError::Flag(other).into()),
+            }
+            found += 1;
+        }
+        if found != self.records {
+            return Err(DeltaRecordError::Count {
+                said: self.records,
+                found,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block() -> Vec<u8> {
+        let header = TableHeader {
+            log2_capacity: 10,
+            table_len: 3,
+            first_slot: 512,
+            slot_count: 512,
+        };
+        let mut out = Vec::new();
+        start(&header, &mut out);
+        push_record(
+            &mut out,
+            3,
+            Some(|o: &mut Vec<u8>| o.extend_from_slice(&[7; 4])),
+        );
+        push_record(&mut out, 9, None::<fn(&mut Vec<u8>)>);
+        finish(&mut out, 2);
+        out
+    }
+
+    /// A delta block's records: position and entry bytes (`None`: emptied).
+    type Records = Vec<(usize, Option<Vec<u8>>)>;
+
+    fn records(bytes: &[u8]) -> Result<Records, DeltaRecordError> {
+        let b = DeltaBlock::parse(bytes)?;
+        let mut out = Vec::new();
+        b.for_each(
+            |_| Ok::<_, DeltaRecordError>(4),
+            |pos, e| {
+                out.push((pos, e.map(<[u8]>::to_vec)));
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+
+    #[test]
+    fn records_round_trip() {
+        assert_eq!(
+            records(&block()).unwrap(),
+            vec![(515, Some(vec![7; 4])), (521, None)]
+        );
+    }
+
+    #[test]
+    fn malformed_blocks_are_refused_never_trusted() {
+        let good = block();
+        for cut in 0..good.len() {
+            assert!(records(&good[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut bad_flag = good.clone();
+        bad_flag[DELTA_HEAD_LEN + 4] = 2;
+        assert_eq!(records(&bad_flag), Err(DeltaRecordError::Flag(2)));
+        let mut past = good.clone();
+        past[DELTA_HEAD_LEN..DELTA_HEAD_LEN + 4].copy_from_slice(&600u32.to_le_bytes());
+        assert!(matches!(
+            records(&past),
+            Err(DeltaRecordError::Offset { .. })
+        ));
+        let mut count = good;
+        finish(&mut count, 5);
+        assert!(matches!(
+            records(&count),
+            Err(DeltaRecordError::Count { .. })
+        ));
+    }
+}

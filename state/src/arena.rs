@@ -49,18 +49,25 @@
 //!
 //! # Dirty slots (incremental checkpoints)
 //!
-//! The arena also keeps one bit per slot, set by every
-//! [`SlotArena::get_mut`]: the slots written since the last freeze. A
-//! freeze hands the bits to its view and starts a cleared set, so an
-//! incremental checkpoint writes only the slots its view marks. Chunk
-//! granularity (the "owned" marks above) would cost nothing more, but 1%
-//! of 10 M keys changed at random touches ~95% of 512-slot chunks, so an
-//! incremental checkpoint would write almost everything; one bit per slot
-//! costs a shift, an OR and a store per write (measured on W1 in
-//! `bench/RESULTS.md`). A new arena (and [`SlotArena::fill`]) marks every
-//! slot. Each freeze gets a process-wide unique id and says which freeze
-//! came before it on this arena, so a writer can tell whether a view's
-//! bits follow the view it wrote last.
+//! An arena can also keep one bit per slot: the slots written since the
+//! last freeze. A freeze hands the bits to its view and starts a cleared
+//! set, so an incremental checkpoint writes only the slots its view marks.
+//! Chunk granularity (the "owned" marks above) would cost nothing more,
+//! but 1% of 10 M keys changed at random touches ~95% of 512-slot chunks,
+//! so an incremental checkpoint would write almost everything.
+//!
+//! Tracking is off until asked for, so that a job without incremental
+//! checkpoints pays nothing: a bit store on every write cost W1 3.7% of
+//! its instructions (`bench/RESULTS.md`). A writer that wants deltas calls
+//! [`FrozenArena::request_tracking`] on a view it writes in full; the
+//! arena's next freeze turns tracking on, and from then on the arena keeps
+//! [`SlotArena::writes_are_direct`] false, so every write takes the
+//! out-of-line path that copy-on-write already has, which sets the bit.
+//! A view says whether its bits are complete ([`FrozenArena::is_tracked`]):
+//! only a view of a freeze after tracking began is. A new arena (and
+//! [`SlotArena::fill`]) marks every slot. Each freeze gets a process-wide
+//! unique id and says which freeze came before it on this arena, so a
+//! writer can tell whether a view's bits follow the view it wrote last.
 //!
 //! # Where the chunks live
 //!
@@ -357,10 +364,6 @@ pub struct SlotArena<T: Clone> {
     /// True while the arena has slots and every chunk is exclusive to it:
     /// writes then go straight to the slots. The one flag a write checks.
     direct: Cell<bool>,
-    /// One bit per slot: written since the last freeze (see "Dirty
-    /// slots"). A `Cell` so that `freeze(&self)` can take it; writes reach
-    /// it through `Cell::get_mut`, at no cost.
-    dirty: Cell<Vec<u64>>,
     /// The id of this arena's last freeze (0: none yet).
     last_freeze: Cell<u64>,
 }
@@ -377,17 +380,38 @@ struct Cow {
     views: Rc<()>,
     /// Chunks copied because a frozen view still shared them.
     copies: u64,
+    /// Dirty slots are tracked (see "Dirty slots"): writes then all take
+    /// [`Cow::own_chunk`], which marks them.
+    track: Cell<bool>,
+    /// Set by a view's [`FrozenArena::request_tracking`]; the next freeze
+    /// turns tracking on.
+    requested: Rc<Cell<bool>>,
+    /// One bit per slot: written since the last freeze, while tracking. A
+    /// `Cell` so that `freeze(&self)` can take it.
+    dirty: Cell<Vec<u64>>,
 }
 
 impl Cow {
-    /// Bookkeeping for `chunks` chunks, all exclusive.
-    fn new(chunks: usize) -> Box<Self> {
+    /// Bookkeeping for `chunks` chunks of `len` slots, all exclusive, not
+    /// tracking.
+    fn new(chunks: usize, len: usize) -> Box<Self> {
         Box::new(Self {
             owned: (0..chunks).map(|_| Cell::new(true)).collect(),
             unowned: Cell::new(0),
             views: Rc::new(()),
             copies: 0,
+            track: Cell::new(false),
+            requested: Rc::new(Cell::new(false)),
+            dirty: Cell::new(dirty_bits(len, true)),
         })
+    }
+
+    /// Marks slot `i` written, if tracking.
+    #[inline]
+    fn mark(&mut self, i: usize) {
+        if self.track.get() {
+            self.dirty.get_mut()[i >> 6] |= 1 << (i & 63);
+        }
     }
 
     /// Marks every chunk owned (or, with `owned == false`, shared).
@@ -400,9 +424,13 @@ impl Cow {
     /// frozen view still holds it. Once no view is alive, marks every chunk
     /// exclusive without looking at them one by one. Returns whether every
     /// chunk is now exclusive.
+    ///
+    /// Also marks slot `i` written when tracking, and then returns false:
+    /// writes must keep coming here.
     #[cold]
     #[inline(never)]
-    fn own_chunk<T: Clone>(&mut self, chunks: &mut [Chunk<T>], c: usize) -> bool {
+    fn own_chunk<T: Clone>(&mut self, chunks: &mut [Chunk<T>], c: usize, i: usize) -> bool {
+        self.mark(i);
         if Rc::strong_count(&self.views) == 1 {
             // Every view is gone, and with them every other holder of a
             // chunk: all chunks are exclusive again.
@@ -416,7 +444,7 @@ impl Cow {
             self.owned[c].set(true);
             self.unowned.set(self.unowned.get() - 1);
         }
-        self.unowned.get() == 0
+        self.unowned.get() == 0 && !self.track.get()
     }
 }
 
@@ -427,9 +455,8 @@ impl<T: Clone> SlotArena<T> {
         Self {
             chunks: Vec::new(),
             len: 0,
-            cow: Cow::new(0),
+            cow: Cow::new(0, 0),
             direct: Cell::new(false),
-            dirty: Cell::new(Vec::new()),
             last_freeze: Cell::new(0),
         }
     }
@@ -439,9 +466,8 @@ impl<T: Clone> SlotArena<T> {
     pub fn new(len: usize, fill: T) -> Self {
         let chunks = new_chunks(len.div_ceil(CHUNK_LEN), fill);
         Self {
-            cow: Cow::new(chunks.len()),
+            cow: Cow::new(chunks.len(), len),
             direct: Cell::new(len > 0),
-            dirty: Cell::new(dirty_bits(len, true)),
             last_freeze: Cell::new(0),
             chunks,
             len,
@@ -482,7 +508,7 @@ impl<T: Clone> SlotArena<T> {
     pub fn get_mut(&mut self, i: usize) -> &mut T {
         debug_assert!(i < self.len, "slot {i} of {}", self.len);
         let c = i >> CHUNK_SHIFT;
-        if !self.direct.get() && self.cow.own_chunk(&mut self.chunks, c) {
+        if !self.direct.get() && self.cow.own_chunk(&mut self.chunks, c, i) {
             // `own_chunk` gets no pointer into `self` (only the chunks and
             // the boxed bookkeeping), so a caller's loop can keep its
             // fields in registers; the flag is updated here instead.
@@ -502,17 +528,6 @@ impl<T: Clone> SlotArena<T> {
         // made, and `&self` accessors hand out only borrows, which
         // `&mut self` rules out here.
         let slots = unsafe { self.chunks[c].slots_mut() };
-        // The slot counts as written (for incremental checkpoints) whether
-        // or not the caller changes it.
-        let dirty = self.dirty.get_mut();
-        debug_assert!(i >> 6 < dirty.len());
-        // SAFETY: `self.chunks[c]` above checked `c < chunks.len()`, and
-        // the bitmap has `CHUNK_LEN / 64` words per chunk (`dirty_bits`;
-        // `fill`, `mark_all_dirty` and `freeze` replace it by one of the
-        // same `len`, which never changes), so word `i >> 6 < (c + 1) *
-        // CHUNK_LEN / 64` exists. (A bounds check here was 2 of the 5.5
-        // instructions per W1 record the bit costs.)
-        unsafe { *dirty.get_unchecked_mut(i >> 6) |= 1 << (i & 63) };
         &mut slots[i & CHUNK_MASK]
     }
 
@@ -521,12 +536,12 @@ impl<T: Clone> SlotArena<T> {
     /// see "Dirty slots".
     #[inline]
     pub fn mark_dirty(&mut self, i: usize) {
-        self.dirty.get_mut()[i >> 6] |= 1 << (i & 63);
+        self.cow.mark(i);
     }
 
     /// Counts every slot as written.
     pub fn mark_all_dirty(&mut self) {
-        self.dirty.set(dirty_bits(self.len, true));
+        self.cow.dirty.set(dirty_bits(self.len, true));
     }
 
     /// The chunks, in slot order, each cut to the arena's `len`.
@@ -559,8 +574,8 @@ impl<T: Clone> SlotArena<T> {
             }
         }
         self.cow.mark_all(true);
-        self.direct.set(self.len > 0);
-        self.dirty.set(dirty_bits(self.len, true));
+        self.direct.set(self.len > 0 && !self.cow.track.get());
+        self.cow.dirty.set(dirty_bits(self.len, true));
     }
 
     /// A read-only view of every slot as it is now, unaffected by later
@@ -569,21 +584,38 @@ impl<T: Clone> SlotArena<T> {
     /// chunk still shared copies it.
     ///
     /// The view also takes the slots written since the previous freeze
-    /// (see "Dirty slots"); the arena starts a cleared set.
+    /// (see "Dirty slots"; complete only if the arena was tracking them);
+    /// the arena starts a cleared set, and starts tracking if a view asked.
     pub fn freeze(&self) -> FrozenArena<T> {
         self.cow.mark_all(false);
         self.direct.set(false);
         let id = FREEZE_IDS.fetch_add(1, Ordering::Relaxed);
+        let tracked = self.cow.track.get();
+        if self.cow.requested.get() {
+            // From here on every write is marked (`direct` stays false).
+            self.cow.track.set(true);
+        }
         FrozenArena {
             chunks: self.chunks.clone(),
             len: self.len,
             _alive: Rc::clone(&self.cow.views),
-            dirty: Rc::new(self.dirty.replace(dirty_bits(self.len, false))),
+            dirty: Rc::new(self.cow.dirty.replace(dirty_bits(self.len, false))),
+            tracked,
+            requested: Rc::clone(&self.cow.requested),
             freeze: FreezeIds {
                 id,
                 since: self.last_freeze.replace(id),
             },
         }
+    }
+
+    /// Tracks dirty slots from now on (tests; a writer asks through a
+    /// view, [`FrozenArena::request_tracking`]). The slots written before
+    /// count as dirty.
+    pub fn track_dirty_slots(&mut self) {
+        self.cow.track.set(true);
+        self.direct.set(false);
+        self.mark_all_dirty();
     }
 
     /// Chunks copied so far because a write found them shared with a
@@ -665,8 +697,13 @@ pub struct FrozenArena<T: Clone> {
     len: usize,
     /// A clone of the live arena's `views`: tells it a view is alive.
     _alive: Rc<()>,
-    /// The slots written between the previous freeze and this one.
+    /// The slots written between the previous freeze and this one
+    /// (complete only if `tracked`).
     dirty: Rc<Vec<u64>>,
+    /// The arena tracked dirty slots from the previous freeze to this one.
+    tracked: bool,
+    /// The arena's request flag: see [`FrozenArena::request_tracking`].
+    requested: Rc<Cell<bool>>,
     freeze: FreezeIds,
 }
 
@@ -725,6 +762,18 @@ impl<T: Clone> FrozenArena<T> {
     /// `i % 64` of word `i / 64` for slot `i` (see "Dirty slots").
     pub fn dirty_words(&self) -> &[u64] {
         &self.dirty
+    }
+
+    /// Whether [`dirty_words`](Self::dirty_words) is complete: the arena
+    /// tracked writes from the previous freeze to this one.
+    pub fn is_tracked(&self) -> bool {
+        self.tracked
+    }
+
+    /// Asks the arena to track dirty slots from its next freeze on (its
+    /// writes then all take the out-of-line path; see "Dirty slots").
+    pub fn request_tracking(&self) {
+        self.requested.set(true);
     }
 
     /// Which freeze this view is.

@@ -1204,6 +1204,20 @@ where
         self.slots.freeze_ids()
     }
 
+    /// Whether the table's dirty positions ([`dirty_count`](Self::dirty_count),
+    /// [`for_each_dirty`](Self::for_each_dirty)) are complete: its arena
+    /// tracked writes since the previous freeze (see [`crate::arena`],
+    /// "Dirty slots").
+    pub fn is_tracked(&self) -> bool {
+        self.slots.is_tracked()
+    }
+
+    /// Asks the live table's arena to track dirty slots from its next
+    /// freeze on.
+    pub fn request_tracking(&self) {
+        self.slots.request_tracking();
+    }
+
     /// How many positions of `slots` were written (or emptied) between the
     /// previous freeze of the table and this one.
     pub fn dirty_count(&self, slots: std::ops::Range<usize>) -> usize {

@@ -300,8 +300,15 @@ async fn write_job(
             let t0 = Instant::now();
             let id = job.barrier.id;
             let key = (op.uid.clone(), op.info.index as u32, name.clone());
-            let tracking = frozen.table_tracking().filter(|_| cx.incremental);
-            let delta = tracking.filter(|t| cx.chains.can_delta(&key, t, cx.completed));
+            // Asked only when incremental: asking starts the table's
+            // dirty tracking, which costs every later write a little.
+            let tracking = if cx.incremental {
+                frozen.table_tracking()
+            } else {
+                None
+            };
+            let delta =
+                tracking.filter(|t| t.tracked && cx.chains.can_delta(&key, t, cx.completed));
             let written = if let Some(t) = delta {
                 if parts.is_empty() {
                     parts.push(Vec::new());

@@ -130,6 +130,9 @@ pub struct TableTracking {
     pub dirty_slots: usize,
     /// Slots of the table.
     pub capacity: usize,
+    /// `dirty_slots` is complete: the table tracked its writes since the
+    /// previous freeze (tracking starts when a writer first asks for it).
+    pub tracked: bool,
 }
 
 /// One operator subtask's part of a task snapshot.

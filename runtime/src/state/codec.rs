@@ -105,11 +105,19 @@ where
     }
 
     fn table_tracking(&self) -> Option<TableTracking> {
+        let tracked = self.is_tracked();
+        if !tracked {
+            // An incremental writer asks: the table tracks its writes
+            // from its next freeze on, so the checkpoint after the next
+            // may be a delta.
+            self.request_tracking();
+        }
         Some(TableTracking {
             freeze: self.freeze_ids(),
             log2_capacity: self.log2_capacity() as u8,
             dirty_slots: self.dirty_count(0..self.capacity()),
             capacity: self.capacity(),
+            tracked,
         })
     }
 

@@ -290,8 +290,10 @@ fn dirty_bits_mark_exactly_the_slots_written_at_every_length() {
     for len in lens {
         let words = len.div_ceil(CHUNK_LEN) * (CHUNK_LEN / 64);
         let mut a = SlotArena::new(len, 0u32);
+        a.track_dirty_slots();
         // A new arena counts every slot as written, none past its length.
         let view = a.freeze();
+        assert!(view.is_tracked());
         assert_eq!(view.dirty_words().len(), words, "len {len}");
         assert_eq!(
             dirty_slots(&view),
@@ -330,6 +332,46 @@ fn dirty_bits_mark_exactly_the_slots_written_at_every_length() {
         a.mark_dirty(len / 2);
         assert_eq!(dirty_slots(&a.freeze()), vec![len / 2]);
     }
+}
+
+/// Tracking is off until a view asks: writes stay direct and mark
+/// nothing; the freeze after the request starts it (that view's bits are
+/// not complete yet), and the view after that has exactly the slots
+/// written, through copy-on-write or not.
+#[test]
+fn dirty_tracking_starts_at_the_freeze_after_a_request_and_costs_nothing_before() {
+    let mut a = SlotArena::new(2000, 0u32);
+    let first = a.freeze();
+    assert!(!first.is_tracked());
+    drop(first);
+    *a.get_mut(5) = 1;
+    assert!(a.writes_are_direct(), "untracked writes stay direct");
+    let asked = a.freeze();
+    assert!(!asked.is_tracked());
+    asked.request_tracking();
+    *a.get_mut(6) = 1;
+    let starts = a.freeze();
+    assert!(
+        !starts.is_tracked(),
+        "writes before this freeze were not marked"
+    );
+    drop((asked, starts));
+    for i in [7, 600, 1999] {
+        *a.get_mut(i) += 1;
+        assert!(
+            !a.writes_are_direct(),
+            "tracked writes take the marking path"
+        );
+    }
+    a.mark_dirty(8);
+    let tracked = a.freeze();
+    assert!(tracked.is_tracked());
+    assert_eq!(dirty_slots(&tracked), vec![7, 8, 600, 1999]);
+    // With the view alive (copy-on-write) and after it is gone.
+    *a.get_mut(9) = 3;
+    drop(tracked);
+    *a.get_mut(10) = 3;
+    assert_eq!(dirty_slots(&a.freeze()), vec![9, 10]);
 }
 
 /// Freeze ids chain: each view names the freeze before it on its arena.

@@ -985,13 +985,18 @@ fn a_freeze_marks_exactly_the_slots_written_since_the_previous_one() {
     // A new arena counts every slot as written.
     assert_eq!(first.dirty_count(0..first.capacity()), first.capacity());
     assert_eq!(first.freeze_ids().since, 0);
+    // Tracking starts at the freeze after a writer asks for it.
+    assert!(!first.is_tracked());
+    first.request_tracking();
     let second = s.freeze();
+    assert!(!second.is_tracked());
     assert_eq!(second.freeze_ids().since, first.freeze_ids().id);
     assert!(dirty_of(&second).is_empty());
     s.put(7, 70);
     s.remove(&9);
     s.put(10_000, 1);
     let third = s.freeze();
+    assert!(third.is_tracked());
     let dirty = dirty_of(&third);
     let entries: Vec<_> = dirty.iter().filter_map(|(_, e)| *e).collect();
     assert!(entries.contains(&(7, 70)) && entries.contains(&(10_000, 1)));

@@ -20,16 +20,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+mod support;
+use support::{complete_checkpoints, splitmix64, WEIR};
+
 const FINISH: Duration = Duration::from_secs(60);
 const CONDITION: Duration = Duration::from_secs(20);
-
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// W1's committed output of an uninterrupted one-worker run, sorted.
 fn w1_expected(n: u64, k: u64) -> Vec<String> {
@@ -237,20 +232,6 @@ impl Finished {
         let last = self.stdout.lines().last().unwrap_or_default();
         serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}\n{}", self.describe()))
     }
-}
-
-fn complete_checkpoints(d: &Path) -> Vec<u64> {
-    let mut ids: Vec<u64> = fs::read_dir(d)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let id = e.file_name().to_str()?.strip_prefix("chk-")?.parse().ok()?;
-            e.path().join("_metadata").is_file().then_some(id)
-        })
-        .collect();
-    ids.sort_unstable();
-    ids
 }
 
 /// Every committed line of `out`, sorted.

@@ -63,6 +63,7 @@
 //! of workers; subtask `i` runs on worker `i % workers`.
 
 pub mod broadcast;
+pub mod fan_out;
 pub mod graph;
 pub mod interval_join;
 pub mod keyed;
@@ -70,6 +71,7 @@ pub mod stream;
 pub mod two_input;
 pub mod window;
 
+pub use fan_out::SharedStream;
 pub use broadcast::{BroadcastConnectedStream, BroadcastStream, KeyedBroadcastConnectedStream};
 pub use graph::JobGraph;
 pub use interval_join::{IntervalJoin, IntervalJoined};

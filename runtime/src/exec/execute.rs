@@ -80,6 +80,7 @@ pub fn execute_with_progress(
     options: &ExecutionOptions,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<JobResult> {
+    let job = job.into_plan();
     let stages = validate(&job, options)?;
     let run = RunIdentity::of(&job, options);
     let storage = match &options.checkpointing {

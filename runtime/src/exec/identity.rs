@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::api::graph::JobGraph;
+use crate::api::graph::JobPlan;
 use crate::checkpoint::lineage::{
     new_job_id, Fingerprint, JOB, MAX_PARALLELISM, OPERATOR, OUTPUT, PARAMETER,
 };
@@ -25,7 +25,7 @@ impl RunIdentity {
     /// max parallelism, operator uids, declared parameters and output
     /// directories (absolute paths, so that the same directory named two
     /// ways is one).
-    pub fn of(job: &JobGraph, options: &ExecutionOptions) -> Self {
+    pub(crate) fn of(job: &JobPlan, options: &ExecutionOptions) -> Self {
         let outputs: Vec<PathBuf> = job
             .output_directories()
             .iter()

@@ -112,7 +112,7 @@ where
             _record: PhantomData,
             branch: None,
             side: None,
-                reserved: std::cell::Cell::new(None),
+            reserved: std::cell::Cell::new(None),
         }
     }
 }
@@ -177,7 +177,7 @@ impl<'j, A: Wire, B: Wire> BroadcastConnectedStream<'j, A, B> {
             _record: PhantomData,
             branch: None,
             side: None,
-                reserved: std::cell::Cell::new(None),
+            reserved: std::cell::Cell::new(None),
         }
     }
 }

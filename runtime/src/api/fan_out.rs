@@ -143,7 +143,11 @@ impl<'j, T: 'static> SharedStream<'j, T> {
 }
 
 /// A stream starting at a fork.
-fn branch_stream<T: 'static>(job: &JobGraph, branch: BranchOf, name: String) -> Stream<'_, T, BranchHead<T>> {
+fn branch_stream<T: 'static>(
+    job: &JobGraph,
+    branch: BranchOf,
+    name: String,
+) -> Stream<'_, T, BranchHead<T>> {
     Stream {
         job,
         chain: BranchHead::default(),

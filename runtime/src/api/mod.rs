@@ -71,8 +71,8 @@ pub mod stream;
 pub mod two_input;
 pub mod window;
 
-pub use fan_out::SharedStream;
 pub use broadcast::{BroadcastConnectedStream, BroadcastStream, KeyedBroadcastConnectedStream};
+pub use fan_out::SharedStream;
 pub use graph::JobGraph;
 pub use interval_join::{IntervalJoin, IntervalJoined};
 pub use keyed::KeyedStream;

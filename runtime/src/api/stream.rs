@@ -96,7 +96,9 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         match &self.branch {
             // A branch runs in its fork's task: its parallelism is the
             // stage's.
-            Some(b) => self.job.set_stage_parallelism(b.stage, parallelism, &self.name),
+            Some(b) => self
+                .job
+                .set_stage_parallelism(b.stage, parallelism, &self.name),
             None => self.parallelism = Some(parallelism),
         }
         self
@@ -148,7 +150,9 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
         let side = BranchList::default();
-        let mut stream = self.then(uid, |prev| ProcessChain::new(prev, uid, factory, side.clone()));
+        let mut stream = self.then(uid, |prev| {
+            ProcessChain::new(prev, uid, factory, side.clone())
+        });
         stream.side = Some(side);
         stream
     }

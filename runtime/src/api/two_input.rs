@@ -165,7 +165,7 @@ where
             _record: PhantomData,
             branch: None,
             side: None,
-                reserved: std::cell::Cell::new(None),
+            reserved: std::cell::Cell::new(None),
         }
     }
 }

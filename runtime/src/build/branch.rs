@@ -24,7 +24,10 @@ use crate::chain::task::{Task, TaskPoll};
 /// The branches of a fork, each under a tag: a fan-out's all under `""`,
 /// an operator's side outputs under their [`OutputTag`](crate::api::side_output::OutputTag)s' names.
 #[derive(Clone, Default)]
-pub struct BranchList(Arc<Mutex<Vec<(String, Arc<dyn StageSpec>)>>>);
+pub struct BranchList(Arc<Mutex<Vec<Tagged>>>);
+
+/// A branch's tag and spec.
+type Tagged = (String, Arc<dyn StageSpec>);
 
 impl BranchList {
     /// Adds a branch under `tag`.

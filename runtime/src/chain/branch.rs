@@ -191,9 +191,14 @@ mod tests {
     use super::*;
     use crate::chain::ops::MapOp;
 
-    /// Records and watermarks a branch saw, readable after boxing.
+    /// The records and watermarks a branch saw, and whether `finish` was
+    /// called.
+    type Log = (Vec<u64>, Vec<i64>, bool);
+
+    /// Records and watermarks a branch saw, readable after boxing; busy if
+    /// its flag is set.
     #[derive(Default, Clone)]
-    struct Seen(Rc<RefCell<(Vec<u64>, Vec<i64>, bool)>>, bool);
+    struct Seen(Rc<RefCell<Log>>, bool);
 
     impl Collector<u64> for Seen {
         fn collect(&mut self, record: u64) {

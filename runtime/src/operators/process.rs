@@ -59,7 +59,6 @@
 //! ```
 
 use crate::build::branch::BranchList;
-use crate::operators::side_output::{SideOutputs, WithSides};
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
 use crate::build::error::{BuildError, Restoring};
@@ -67,6 +66,7 @@ use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::error::TaskError;
 use crate::chain::task::Task;
 use crate::core::subtask::SubtaskInfo;
+use crate::operators::side_output::{SideOutputs, WithSides};
 use crate::state::registry::{check_state_names, created_by, StateKind};
 use crate::state::visitor::OperatorStates;
 

@@ -53,11 +53,13 @@ where
         let sides = outputs.finish()?;
         let key_fn = self.key_fn.clone();
         if sides.is_empty() {
-            let op = KeyedProcessOp::new(func, key_fn, out, &self.uid, &ctx.info, built.input_ended);
+            let op =
+                KeyedProcessOp::new(func, key_fn, out, &self.uid, &ctx.info, built.input_ended);
             self.prev.build(ctx, op)
         } else {
             let out = WithSides::new(out, sides);
-            let op = KeyedProcessOp::new(func, key_fn, out, &self.uid, &ctx.info, built.input_ended);
+            let op =
+                KeyedProcessOp::new(func, key_fn, out, &self.uid, &ctx.info, built.input_ended);
             self.prev.build(ctx, op)
         }
     }

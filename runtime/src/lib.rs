@@ -55,7 +55,7 @@ pub mod state;
 
 pub use crate::api::{
     BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream, IntervalJoin, IntervalJoined,
-    JobGraph, KeyedStream, SharedStream, Stream, WindowedStream,
+    JobGraph, KeyedStream, PartitionedStream, SharedStream, Stream, WindowedStream,
 };
 pub use crate::build::{BuildError, Restoring};
 pub use crate::chain::{ChainControl, Collector, FlushOutcome, TaskError};

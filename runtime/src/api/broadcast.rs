@@ -113,6 +113,7 @@ where
             branch: None,
             side: None,
             reserved: std::cell::Cell::new(None),
+            union: None,
         }
     }
 }
@@ -178,6 +179,7 @@ impl<'j, A: Wire, B: Wire> BroadcastConnectedStream<'j, A, B> {
             branch: None,
             side: None,
             reserved: std::cell::Cell::new(None),
+            union: None,
         }
     }
 }

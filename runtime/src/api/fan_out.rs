@@ -157,6 +157,7 @@ fn branch_stream<T: 'static>(
         branch: Some(branch),
         side: None,
         reserved: Cell::new(None),
+        union: None,
         _record: PhantomData,
     }
 }

@@ -72,6 +72,9 @@ pub(crate) struct Dataflow {
     /// stages, unions): (exchange, the exchange the receiving stage names
     /// as its `input`).
     pub(crate) co_inputs: Vec<(usize, usize)>,
+    /// Exchanges the user asked to be forward edges: their two stages
+    /// must have the same parallelism.
+    pub(crate) forward: Vec<usize>,
 }
 
 /// A job's logical dataflow.
@@ -96,6 +99,7 @@ pub(crate) struct JobPlan {
     uids: Vec<String>,
     pub(crate) errors: Vec<String>,
     pub(crate) co_inputs: Vec<(usize, usize)>,
+    pub(crate) forward: Vec<usize>,
     parameters: Vec<(String, String)>,
     outputs: Vec<PathBuf>,
 }
@@ -234,6 +238,11 @@ impl JobGraph {
         }
     }
 
+    /// Requires exchange `exchange` to join stages of one parallelism.
+    pub(crate) fn require_forward(&self, exchange: usize) {
+        self.flow.borrow_mut().forward.push(exchange);
+    }
+
     /// Records a mistake in the job's construction: the job fails to start
     /// with it.
     pub(crate) fn error(&self, message: String) {
@@ -250,6 +259,7 @@ impl JobGraph {
             uids: flow.uids,
             errors: flow.errors,
             co_inputs: flow.co_inputs,
+            forward: flow.forward,
             parameters: self.parameters,
             outputs: self.outputs,
         }

@@ -92,6 +92,7 @@ where
             branch: None,
             side: Some(side),
             reserved: Cell::new(None),
+            union: None,
             _record: PhantomData,
         }
     }

@@ -37,6 +37,7 @@ impl JobGraph {
             branch: None,
             side: None,
             reserved: Cell::new(None),
+            union: None,
             _record: PhantomData,
         }
     }
@@ -58,6 +59,9 @@ pub struct Stream<'j, T, B> {
     /// The number of this stream's stage if a branch reserved it
     /// ([`JobGraph::reserve_stage`]).
     pub(crate) reserved: Cell<Option<usize>>,
+    /// Set on a stream fresh from a union: the exchanges its head reads,
+    /// to which another union adds.
+    pub(crate) union: Option<Arc<std::sync::Mutex<Vec<usize>>>>,
     pub(crate) _record: PhantomData<fn() -> T>,
 }
 
@@ -82,6 +86,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             branch: self.branch,
             side: None,
             reserved: self.reserved,
+            union: None,
             _record: PhantomData,
         }
     }
@@ -184,6 +189,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             branch: self.branch,
             side: None,
             reserved: self.reserved,
+            union: None,
             _record: PhantomData,
         }
     }

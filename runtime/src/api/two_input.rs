@@ -166,6 +166,7 @@ where
             branch: None,
             side: None,
             reserved: std::cell::Cell::new(None),
+            union: None,
         }
     }
 }

@@ -95,6 +95,20 @@ pub(crate) fn validate(job: &JobPlan, options: &ExecutionOptions) -> Result<Vec<
             )));
         }
     }
+    for &e in &job.forward {
+        let from = job.stages.iter().position(|s| s.outputs.contains(&e));
+        let to = (0..job.stages.len()).find(|&s| job.stage_receives(s, e));
+        if let (Some(from), Some(to)) = (from, to) {
+            let (pf, pt) = (resolved[from].parallelism, resolved[to].parallelism);
+            if pf != pt {
+                return Err(JobError::InvalidJob(format!(
+                    "forward edge from `{}` (parallelism {pf}) to `{}` (parallelism {pt}): \
+                     forward needs the same parallelism on both sides; use rebalance or rescale",
+                    job.stages[from].name, job.stages[to].name
+                )));
+            }
+        }
+    }
     Ok(resolved)
 }
 

@@ -29,7 +29,11 @@ impl<'j, T: Wire + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
     /// Sends the records round-robin over the next operator's subtasks
     /// (Flink's `rebalance`): evens out skew.
     pub fn rebalance(self) -> PartitionedStream<'j, T> {
-        self.partition(Partitioning::RoundRobin, InputRoute::Rebalanced, "rebalance")
+        self.partition(
+            Partitioning::RoundRobin,
+            InputRoute::Rebalanced,
+            "rebalance",
+        )
     }
 
     /// Sends each record to a subtask picked uniformly at random (Flink's

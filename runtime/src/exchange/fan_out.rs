@@ -63,7 +63,11 @@ pub struct FanOutOutput<T> {
 enum Mode<T> {
     All,
     /// Round-robin over channels `first..first + len`, next at `next`.
-    Cycle { first: usize, len: usize, next: usize },
+    Cycle {
+        first: usize,
+        len: usize,
+        next: usize,
+    },
     /// One channel.
     Fixed(usize),
     /// xorshift64 state.
@@ -102,9 +106,9 @@ impl<T: Wire> FanOutOutput<T> {
                 len: n,
                 next: index % n,
             },
-            Partitioning::Shuffle => Mode::Random(
-                0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1) | 1,
-            ),
+            Partitioning::Shuffle => {
+                Mode::Random(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1) | 1)
+            }
             Partitioning::Rescale => {
                 let senders = senders.max(1);
                 if n >= senders {

@@ -2,36 +2,12 @@
 //! their wiring, and the uids of its operators.
 
 use std::cell::RefCell;
-use std::marker::PhantomData;
 use std::path::PathBuf;
 
-use crate::build::builder::{ChainBuilder, TailBuilder};
 use crate::build::context::BuildContext;
 use crate::build::error::BuildError;
+use crate::build::stage::StageSpec;
 use crate::chain::task::Task;
-
-/// A finished stage, type-erased.
-pub(crate) trait StageSpec: Send + Sync {
-    fn build(&self, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Task>, BuildError>;
-    /// The stream's name if the stage was reserved but its stream never
-    /// ended.
-    fn unfinished(&self) -> Option<&str> {
-        None
-    }
-}
-
-pub(crate) struct Stage<T, B, TB> {
-    pub(crate) chain: B,
-    pub(crate) tail: TB,
-    pub(crate) _record: PhantomData<fn(T)>,
-}
-
-impl<T: 'static, B: ChainBuilder<T>, TB: TailBuilder<T>> StageSpec for Stage<T, B, TB> {
-    fn build(&self, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Task>, BuildError> {
-        let tail = self.tail.make(ctx)?;
-        self.chain.build(ctx, tail)
-    }
-}
 
 /// The spec of a reserved stage whose stream never ended (in a sink or an
 /// exchange): the job does not start.

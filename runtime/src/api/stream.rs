@@ -6,10 +6,11 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::api::graph::{JobGraph, Stage, StageNode};
+use crate::api::graph::{JobGraph, StageNode};
 use crate::build::branch::BranchList;
 use crate::build::builder::{ChainBuilder, TailBuilder};
 use crate::build::chains::{FilterChain, FlatMapChain, MapChain};
+use crate::build::stage::Stage;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::process::{ProcessChain, ProcessFunction};
 use crate::operators::sink::{Sink, SinkTail};

@@ -8,8 +8,9 @@ use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::build::builder::ChainBuilder;
 use crate::core::subtask::SubtaskInfo;
+use crate::operators::keyed::with_side_output::KeyedWithSideOutput;
 use crate::operators::late_data::LateOutput;
-use crate::operators::side_output::{KeyedWithSideOutput, OutputTag, SideOutput};
+use crate::operators::side_output::{OutputTag, SideOutput};
 use crate::operators::window::assign::Windowing;
 use crate::operators::window::contents::{
     Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, MergeFold,

@@ -13,16 +13,16 @@ use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
-use crate::api::graph::StageSpec;
 use crate::build::builder::{ChainBuilder, TailBuilder};
 use crate::build::context::BuildContext;
 use crate::build::error::BuildError;
+use crate::build::stage::StageSpec;
 use crate::chain::branch::{BoxedCollector, Tee};
 use crate::chain::control::Collector;
 use crate::chain::task::{Task, TaskPoll};
 
 /// The branches of a fork, each under a tag: a fan-out's all under `""`,
-/// an operator's side outputs under their [`OutputTag`](crate::api::side_output::OutputTag)s' names.
+/// an operator's side outputs under their [`OutputTag`](crate::operators::side_output::OutputTag)s' names.
 #[derive(Clone, Default)]
 pub struct BranchList(Arc<Mutex<Vec<Tagged>>>);
 

@@ -10,6 +10,7 @@ pub mod channel_rescale;
 pub mod context;
 pub mod error;
 pub mod exchange;
+pub mod stage;
 pub mod two_input;
 
 pub use builder::{ChainBuilder, TailBuilder};

@@ -28,10 +28,6 @@ use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::error::TaskError;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::time::earliest;
-use crate::operators::keyed::function::KeyedProcessFunction;
-use crate::state::key_context::KeyContext;
-use crate::state::timers::{TimeDomain, TimerQueues};
-use crate::state::visitor::KeyedStates;
 
 /// Names a side output of records of type `X` (Flink's `OutputTag`).
 ///
@@ -305,82 +301,5 @@ impl<C> WithSides<C> {
         if self.failure.is_none() {
             self.failure = self.sides.iter().find_map(|s| s.failed());
         }
-    }
-}
-
-/// A keyed process function with one more side output its logic emits to
-/// through a clone of `output` (a window operator's late data): lists it
-/// besides the function's own. Everything else is the function's.
-pub(crate) struct KeyedWithSideOutput<F, X> {
-    pub(crate) func: F,
-    pub(crate) output: Option<SideOutput<X>>,
-}
-
-impl<F: KeyedProcessFunction, X: Clone + 'static> KeyedProcessFunction
-    for KeyedWithSideOutput<F, X>
-{
-    type Key = F::Key;
-    type In = F::In;
-    type Out = F::Out;
-
-    #[inline]
-    fn process<C: Collector<Self::Out>>(
-        &mut self,
-        ctx: &KeyContext<Self::Key>,
-        value: Self::In,
-        out: &mut C,
-    ) {
-        self.func.process(ctx, value, out)
-    }
-
-    #[inline]
-    fn process_many<I, KF, C>(
-        &mut self,
-        records: &mut I,
-        key_of: &KF,
-        watermark: i64,
-        limit: usize,
-        out: &mut C,
-    ) -> usize
-    where
-        I: Iterator<Item = Self::In>,
-        KF: Fn(&Self::In) -> Self::Key,
-        C: Collector<Self::Out>,
-    {
-        self.func
-            .process_many(records, key_of, watermark, limit, out)
-    }
-
-    fn on_watermark<C: Collector<Self::Out>>(&mut self, watermark: i64, out: &mut C) {
-        self.func.on_watermark(watermark, out)
-    }
-
-    fn on_end_of_input<C: Collector<Self::Out>>(&mut self, out: &mut C) {
-        self.func.on_end_of_input(out)
-    }
-
-    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
-        self.func.visit_state(states)
-    }
-
-    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
-        self.func.side_outputs(outputs);
-        if let Some(o) = &self.output {
-            outputs.connect(o);
-        }
-    }
-
-    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Self::Key>> {
-        self.func.timer_service()
-    }
-
-    fn on_timer<C: Collector<Self::Out>>(
-        &mut self,
-        timestamp: i64,
-        ctx: &KeyContext<Self::Key>,
-        domain: TimeDomain,
-        out: &mut C,
-    ) {
-        self.func.on_timer(timestamp, ctx, domain, out)
     }
 }

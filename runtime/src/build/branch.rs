@@ -4,7 +4,7 @@
 //! A branch is built like a stage: its tail first, then its links back to
 //! its head. Its head is a [`BranchHead`], which does not make a task but
 //! leaves the chain it was handed (boxed) in the [`BuildContext`]; the
-//! fork that builds its branches ([`build_branches`]) takes it from there.
+//! fork that builds its branches (`build_branches`) takes it from there.
 //! The branches of a fork are added to a [`BranchList`] while the job is
 //! built, after the stage holding the fork was, and read when each
 //! subtask is built.

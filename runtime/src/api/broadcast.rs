@@ -53,6 +53,7 @@ pub struct KeyedBroadcastConnectedStream<'j, A, B, K, KA> {
     first: usize,
     second: usize,
     key_fn: KA,
+    stamped: bool,
     _types: PhantomData<fn(A, B) -> K>,
 }
 
@@ -70,6 +71,7 @@ where
             first: first.exchange,
             second: self.exchange,
             key_fn: first.key_fn,
+            stamped: first.stamped,
             _types: PhantomData,
         }
     }
@@ -104,6 +106,7 @@ where
                 uid: uid.to_owned(),
                 factory: Arc::new(factory),
                 key_fn: self.key_fn,
+                stamped: self.stamped,
                 _types: PhantomData,
             },
             job: self.job,
@@ -114,6 +117,7 @@ where
             side: None,
             reserved: std::cell::Cell::new(None),
             union: None,
+            stamped: self.stamped,
         }
     }
 }
@@ -180,6 +184,7 @@ impl<'j, A: Wire, B: Wire> BroadcastConnectedStream<'j, A, B> {
             side: None,
             reserved: std::cell::Cell::new(None),
             union: None,
+            stamped: false,
         }
     }
 }

@@ -62,6 +62,7 @@ impl<'j, T: Clone + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         let stage = self.stage_index();
         let list = BranchList::default();
         let name = self.name.clone();
+        let stamped = self.stamped;
         let job = self.end_stage(
             name.clone(),
             TeeTail::<T> {
@@ -75,6 +76,7 @@ impl<'j, T: Clone + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             stage,
             list,
             name,
+            stamped,
             _record: PhantomData,
         }
     }
@@ -114,6 +116,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
                 tag: tag.name().to_owned(),
             },
             format!("{} [{}]", self.name, tag.name()),
+            self.stamped,
         )
     }
 }
@@ -124,6 +127,7 @@ pub struct SharedStream<'j, T> {
     stage: usize,
     list: BranchList,
     name: String,
+    stamped: bool,
     _record: PhantomData<fn() -> T>,
 }
 
@@ -138,6 +142,7 @@ impl<'j, T: 'static> SharedStream<'j, T> {
                 tag: String::new(),
             },
             self.name.clone(),
+            self.stamped,
         )
     }
 }
@@ -147,6 +152,7 @@ fn branch_stream<T: 'static>(
     job: &JobGraph,
     branch: BranchOf,
     name: String,
+    stamped: bool,
 ) -> Stream<'_, T, BranchHead<T>> {
     Stream {
         job,
@@ -158,6 +164,7 @@ fn branch_stream<T: 'static>(
         side: None,
         reserved: Cell::new(None),
         union: None,
+        stamped,
         _record: PhantomData,
     }
 }

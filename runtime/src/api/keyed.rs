@@ -11,7 +11,7 @@ use crate::api::graph::JobGraph;
 use crate::api::stream::Stream;
 use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
-use crate::build::channel_rescale::key_route;
+use crate::build::channel_rescale::key_route_of;
 use crate::build::exchange::{ExchangeInputChain, ExchangeTail};
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::chain::KeyedProcessChain;
@@ -28,11 +28,13 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
     {
         let exchange = self.job.new_exchange();
         let name = self.name.clone();
+        let stamped = self.stamped;
         let job = self.end_stage(
             name,
             ExchangeTail {
                 exchange,
                 key_fn: key_fn.clone(),
+                stamped,
                 _types: PhantomData,
             },
             Some(exchange),
@@ -41,6 +43,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             job,
             exchange,
             key_fn,
+            stamped,
             _types: PhantomData,
         }
     }
@@ -51,6 +54,8 @@ pub struct KeyedStream<'j, T, K, KF> {
     pub(crate) job: &'j JobGraph,
     pub(crate) exchange: usize,
     pub(crate) key_fn: KF,
+    /// The records cross the exchange with their timestamps.
+    pub(crate) stamped: bool,
     pub(crate) _types: PhantomData<fn(T) -> K>,
 }
 
@@ -78,7 +83,8 @@ where
             chain: KeyedProcessChain {
                 prev: ExchangeInputChain {
                     exchange: self.exchange,
-                    route: key_route(self.key_fn.clone()),
+                    route: key_route_of(self.key_fn.clone(), self.stamped),
+                    stamped: self.stamped,
                     _record: PhantomData,
                 },
                 uid: uid.to_owned(),
@@ -93,6 +99,7 @@ where
             side: Some(side),
             reserved: Cell::new(None),
             union: None,
+            stamped: self.stamped,
             _record: PhantomData,
         }
     }

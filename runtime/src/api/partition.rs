@@ -100,26 +100,37 @@ impl<'j, T: Wire + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
     /// Watermarks: the union's event time is the minimum of its inputs'.
     pub fn union<B2: ChainBuilder<T>>(self, other: Stream<'j, T, B2>) -> PartitionedStream<'j, T> {
         let job = self.job;
+        // A union's edges always carry timestamps (NO_TIMESTAMP for records
+        // without), so that streams with and without event time can meet
+        // in it; the union has event time if one of them has.
+        let stamped = self.stamped || other.stamped;
         let exchanges = match self.union.clone() {
             // A stream fresh from a union: its head reads the exchanges
             // of the list, to which `other` is added.
             Some(list) => list,
             None => {
                 let e = job.new_exchange();
-                self.end_with(FanOutTail::with(e, Partitioning::Forward), e);
+                self.end_with(FanOutTail::with(e, Partitioning::Forward).stamped(true), e);
                 Arc::new(Mutex::new(vec![e]))
             }
         };
         let e = job.new_exchange();
-        other.end_with(FanOutTail::with(e, Partitioning::Forward), e);
+        other.end_with(FanOutTail::with(e, Partitioning::Forward).stamped(true), e);
         let first = {
             let mut list = exchanges.lock().unwrap_or_else(|p| p.into_inner());
             list.push(e);
             list[0]
         };
         job.add_co_input(first, e);
-        let mut stream = input_stream(job, exchanges.clone(), InputRoute::Rebalanced, "union");
+        let mut stream = input_stream(
+            job,
+            exchanges.clone(),
+            InputRoute::Rebalanced,
+            "union",
+            true,
+        );
         stream.union = Some(exchanges);
+        stream.stamped = stamped;
         stream
     }
 
@@ -132,9 +143,10 @@ impl<'j, T: Wire + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         name: &str,
     ) -> PartitionedStream<'j, T> {
         let job = self.job;
+        let stamped = self.stamped;
         let e = job.new_exchange();
-        self.end_with(FanOutTail::with(e, partitioning), e);
-        input_stream(job, Arc::new(Mutex::new(vec![e])), route, name)
+        self.end_with(FanOutTail::with(e, partitioning).stamped(stamped), e);
+        input_stream(job, Arc::new(Mutex::new(vec![e])), route, name, stamped)
     }
 }
 
@@ -144,6 +156,7 @@ fn input_stream<'j, T: 'static>(
     exchanges: Arc<Mutex<Vec<usize>>>,
     route: InputRoute,
     name: &str,
+    stamped: bool,
 ) -> PartitionedStream<'j, T> {
     let first = exchanges.lock().unwrap_or_else(|p| p.into_inner())[0];
     Stream {
@@ -151,6 +164,7 @@ fn input_stream<'j, T: 'static>(
         chain: PartitionedInputChain {
             exchanges,
             route,
+            stamped,
             _record: PhantomData,
         },
         name: name.to_owned(),
@@ -160,6 +174,7 @@ fn input_stream<'j, T: 'static>(
         side: None,
         reserved: Cell::new(None),
         union: None,
+        stamped,
         _record: PhantomData,
     }
 }

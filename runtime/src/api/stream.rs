@@ -39,6 +39,7 @@ impl JobGraph {
             side: None,
             reserved: Cell::new(None),
             union: None,
+            stamped: false,
             _record: PhantomData,
         }
     }
@@ -63,6 +64,9 @@ pub struct Stream<'j, T, B> {
     /// Set on a stream fresh from a union: the exchanges its head reads,
     /// to which another union adds.
     pub(crate) union: Option<Arc<std::sync::Mutex<Vec<usize>>>>,
+    /// The records have event timestamps (the stream, or one it came
+    /// from, was given event time): its exchanges carry them.
+    pub(crate) stamped: bool,
     pub(crate) _record: PhantomData<fn() -> T>,
 }
 
@@ -88,6 +92,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             side: None,
             reserved: self.reserved,
             union: None,
+            stamped: self.stamped,
             _record: PhantomData,
         }
     }
@@ -191,6 +196,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             side: None,
             reserved: self.reserved,
             union: None,
+            stamped: true,
             _record: PhantomData,
         }
     }

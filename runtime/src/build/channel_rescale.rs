@@ -21,6 +21,7 @@ use weir_state::{key_group_for_hash, KeyHash};
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::RestoreScope;
 use crate::exchange::input_task::INPUT_CHANNELS_STATE;
+use crate::exchange::stamped::Stamped;
 
 /// Splits records in their wire form (channel state) into `(key hash,
 /// encoded length)` per record: how a keyed exchange's channel state is
@@ -43,6 +44,21 @@ where
         }
         Ok(())
     })
+}
+
+/// The [`KeyRoute`] of a key_by exchange of `T` records keyed by `key_fn`,
+/// whose records carry their timestamps if `stamped`.
+pub(crate) fn key_route_of<T, K, KF>(key_fn: KF, stamped: bool) -> KeyRoute
+where
+    T: Wire,
+    K: KeyHash,
+    KF: Fn(&T) -> K + Send + Sync + 'static,
+{
+    if stamped {
+        key_route::<Stamped<T>, K, _>(move |s: &Stamped<T>| key_fn(&s.value))
+    } else {
+        key_route::<T, K, _>(key_fn)
+    }
 }
 
 /// How the in-flight records of one exchange into a stage are

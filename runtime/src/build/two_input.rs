@@ -21,6 +21,8 @@ pub struct TwoInputChain<A, B> {
     second: usize,
     /// How each exchange's in-flight records follow a rescale.
     routes: (InputRoute, InputRoute),
+    /// Whether each exchange's records carry their timestamps.
+    stamps: (bool, bool),
     _types: PhantomData<fn() -> (A, B)>,
 }
 
@@ -33,8 +35,16 @@ impl<A, B> TwoInputChain<A, B> {
             first,
             second,
             routes,
+            stamps: (false, false),
             _types: PhantomData,
         }
+    }
+
+    /// With each input's records carrying their timestamps as `stamps`
+    /// (first, second) says.
+    pub(crate) fn with_stamps(mut self, stamps: (bool, bool)) -> Self {
+        self.stamps = stamps;
+        self
     }
 }
 
@@ -56,7 +66,7 @@ impl<A: Wire, B: Wire> ChainBuilder<CoInput<A, B>> for TwoInputChain<A, B> {
                 receivers,
                 counters,
                 out,
-                CoInputDecoder::new(split),
+                CoInputDecoder::new(split).with_stamps(self.stamps),
                 &GateRoutes::Two {
                     first: self.routes.0.clone(),
                     second: self.routes.1.clone(),

@@ -10,6 +10,7 @@ pub mod fan_out;
 pub mod gate;
 pub mod input_task;
 pub mod output;
+pub mod stamped;
 pub mod throughput;
 pub mod valve;
 

@@ -34,6 +34,7 @@ use crate::chain::error::TaskError;
 use crate::chain::task::Task;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::time::earliest;
+use crate::core::timestamp::set_record_timestamp;
 
 /// Flink's default of `pipeline.auto-watermark-interval`.
 pub const DEFAULT_AUTO_WATERMARK_INTERVAL: Duration = Duration::from_millis(200);
@@ -298,6 +299,7 @@ impl<T, TF: Fn(&T) -> i64, C: Collector<T>> Collector<T> for TimestampsOp<TF, C>
         if ts > self.max_ts {
             self.max_ts = ts;
         }
+        set_record_timestamp(ts);
         self.seen = true;
         self.activate();
         self.out.collect(record);
@@ -320,7 +322,9 @@ impl<T, TF: Fn(&T) -> i64, C: Collector<T>> Collector<T> for TimestampsOp<TF, C>
         }
         let (extract, mut max_ts) = (&self.extract, self.max_ts);
         let mut tracked = records.by_ref().inspect(|record| {
-            max_ts = max_ts.max(extract(record));
+            let ts = extract(record);
+            max_ts = max_ts.max(ts);
+            set_record_timestamp(ts);
         });
         let taken = self.out.collect_many(&mut tracked, limit);
         self.max_ts = max_ts;

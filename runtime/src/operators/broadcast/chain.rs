@@ -7,7 +7,7 @@ use std::sync::Arc;
 use weir_net::Wire;
 
 use crate::build::builder::ChainBuilder;
-use crate::build::channel_rescale::{key_route, InputRoute};
+use crate::build::channel_rescale::{key_route_of, InputRoute};
 use crate::build::context::BuildContext;
 use crate::build::error::BuildError;
 use crate::build::two_input::TwoInputChain;
@@ -31,6 +31,8 @@ pub struct KeyedBroadcastChain<A, B, FF, KF> {
     pub(crate) uid: String,
     pub(crate) factory: Arc<FF>,
     pub(crate) key_fn: KF,
+    /// The keyed input's records carry their timestamps.
+    pub(crate) stamped: bool,
     pub(crate) _types: PhantomData<fn() -> (A, B)>,
 }
 
@@ -66,10 +68,15 @@ where
             &ctx.info,
         );
         let routes = (
-            InputRoute::Keyed(key_route::<A, F::Key, _>(self.key_fn.clone())),
+            InputRoute::Keyed(key_route_of::<A, F::Key, _>(
+                self.key_fn.clone(),
+                self.stamped,
+            )),
             InputRoute::Broadcast,
         );
-        TwoInputChain::<A, B>::new(self.first, self.second, routes).build(ctx, op)
+        TwoInputChain::<A, B>::new(self.first, self.second, routes)
+            .with_stamps((self.stamped, false))
+            .build(ctx, op)
     }
 }
 

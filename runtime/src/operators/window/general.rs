@@ -45,6 +45,7 @@
 //! Timers are per `(key, timestamp)`, so a timer firing scans the key's
 //! open windows for those ending (or cleaned up) then: a key has few.
 
+use crate::core::timestamp::set_record_timestamp;
 use weir_net::Wire;
 use weir_state::StateKey;
 
@@ -209,6 +210,7 @@ where
     ) {
         let fire = self.fire_time(&w);
         if self.domain == TimeDomain::EventTime && fire <= time {
+            set_record_timestamp(w.max_timestamp());
             self.contents.emit(ctx, &w, id, &meta, out);
         } else {
             self.register(ctx, fire);
@@ -345,6 +347,7 @@ where
             let (start, id) = (*start, *id);
             let w = TimeWindow::new(start, *end);
             if self.fire_time(&w) == ts {
+                set_record_timestamp(w.max_timestamp());
                 self.contents.emit(ctx, &w, id, meta, out);
             }
             if self.cleanup_time(&w) == ts {

@@ -1,6 +1,7 @@
 //! The event-time tumbling and sliding window operator: one table per open
 //! window (a pane), fired as a whole when the watermark passes its end.
 
+use crate::core::timestamp::set_record_timestamp;
 use weir_net::Wire;
 use weir_state::{KeyHash, StateKey};
 
@@ -89,9 +90,11 @@ where
 
     /// Fires the windows the watermark `watermark` completed.
     fn fire<C: Collector<(K, i64, W::Out)>>(&mut self, watermark: i64, out: &mut C) {
-        let fold = &self.fold;
+        let (fold, size) = (&self.fold, self.size);
         self.contents
             .fire(watermark, self.size, self.lateness, |key, start, acc| {
+                // A window's result has its last millisecond as timestamp.
+                set_record_timestamp(start + size - 1);
                 out.collect((key, start, fold.result(acc)));
             });
     }
@@ -125,6 +128,7 @@ where
         out: &mut C,
     ) {
         if let Some(acc) = self.contents.get(ctx, start) {
+            set_record_timestamp(start + self.size - 1);
             out.collect((ctx.key().clone(), start, self.fold.result(&acc)));
         }
     }

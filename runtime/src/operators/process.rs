@@ -59,7 +59,7 @@
 //! ```
 
 use crate::build::builder::ChainBuilder;
-use crate::build::context::BuildContext;
+use crate::build::context::{BuildContext, FunctionSite};
 use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::error::TaskError;
@@ -298,6 +298,57 @@ impl<F: ProcessFunction, C: Collector<F::Out>> ChainControl for ProcessOp<F, C> 
     }
 }
 
+/// Makes the process function of `site` with `factory`: checks its state
+/// names if the site asks, restores its operator states (redistributed
+/// when the parallelism changed) and end-of-input flag from the site's
+/// checkpoint, then runs its `initialize_state`. Returns the function and
+/// whether the restored checkpoint was taken after its end of input.
+pub fn make_process_function<F: ProcessFunction>(
+    site: &FunctionSite<'_>,
+    factory: impl FnOnce(&SubtaskInfo) -> F,
+) -> Result<(F, bool), BuildError> {
+    let (mut func, created) = created_by(StateKind::Operator, || factory(&site.info));
+    if site.check_state_names {
+        let mut visited = Vec::new();
+        func.visit_state(&mut OperatorStates::names(&mut visited));
+        check_state_names(StateKind::Operator, created, visited, &[]).map_err(|source| {
+            BuildError::StateNames {
+                task: site.task.clone(),
+                kind: site.what,
+                uid: site.uid.to_owned(),
+                source,
+            }
+        })?;
+    }
+    let mut input_ended = false;
+    let mut restored_from = None;
+    if let Some(restore) = site.restore {
+        let failed = |part, source| BuildError::Restore {
+            task: site.task.clone(),
+            kind: site.what,
+            uid: site.uid.to_owned(),
+            checkpoint: restore.id(),
+            part,
+            source: Box::new(source),
+        };
+        let scope = restore.scope(site.uid, &site.info);
+        let mut states = OperatorStates::restore(&scope);
+        func.visit_state(&mut states);
+        if let Some(e) = states.into_error() {
+            return Err(failed(Restoring::States, e));
+        }
+        input_ended = scope
+            .flag(PROCESS_INPUT_ENDED_STATE)
+            .map_err(|e| failed(Restoring::Inline, e))?;
+        restored_from = Some(restore.id());
+    }
+    func.initialize_state(&InitializationContext {
+        info: site.info,
+        restored_from,
+    });
+    Ok((func, input_ended))
+}
+
 /// Chain link of [`Stream::process`](crate::api::stream::Stream::process).
 pub struct ProcessChain<B, FF> {
     prev: B,
@@ -328,46 +379,8 @@ where
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Result<Box<dyn Task>, BuildError> {
-        const KIND: &str = "process operator";
-        let (mut func, created) = created_by(StateKind::Operator, || (self.factory)(&ctx.info));
-        if ctx.checkpointing.is_some() {
-            let mut visited = Vec::new();
-            func.visit_state(&mut OperatorStates::names(&mut visited));
-            check_state_names(StateKind::Operator, created, visited, &[]).map_err(|source| {
-                BuildError::StateNames {
-                    task: ctx.task_name(),
-                    kind: KIND,
-                    uid: self.uid.clone(),
-                    source,
-                }
-            })?;
-        }
-        let mut input_ended = false;
-        let mut restored_from = None;
-        if let Some(restore) = ctx.restore.clone() {
-            let failed = |part, source| BuildError::Restore {
-                task: ctx.task_name(),
-                kind: KIND,
-                uid: self.uid.clone(),
-                checkpoint: restore.id(),
-                part,
-                source: Box::new(source),
-            };
-            let scope = restore.scope(&self.uid, &ctx.info);
-            let mut states = OperatorStates::restore(&scope);
-            func.visit_state(&mut states);
-            if let Some(e) = states.into_error() {
-                return Err(failed(Restoring::States, e));
-            }
-            input_ended = scope
-                .flag(PROCESS_INPUT_ENDED_STATE)
-                .map_err(|e| failed(Restoring::Inline, e))?;
-            restored_from = Some(restore.id());
-        }
-        func.initialize_state(&InitializationContext {
-            info: ctx.info,
-            restored_from,
-        });
+        let site = ctx.function_site(&self.uid, "process operator");
+        let (func, input_ended) = make_process_function(&site, |info| (self.factory)(info))?;
         let op = ProcessOp::new(func, out, &self.uid, &ctx.info, input_ended);
         self.prev.build(ctx, op)
     }

@@ -1,20 +1,38 @@
-//! Test helpers shared by the crate's unit tests (a chain tail that keeps
-//! what it receives), and a test of chained operators applied in order.
+//! A chain tail that keeps what it receives: the output of an operator
+//! under test, in the crate's unit tests and in the operator test
+//! harnesses of the `testing` feature (`crate::testing`). Also a test of
+//! chained operators applied in order.
 
 use std::time::Instant;
 
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::error::TaskError;
+#[cfg(test)]
 use crate::chain::ops::{FilterOp, FlatMapOp, MapOp};
 use crate::core::snapshot::TaskSnapshot;
 
-/// A chain tail that keeps what it receives (tests only).
-#[derive(Default)]
+/// A chain tail that keeps what it receives, always available.
 pub struct VecTail<T> {
+    /// The records, in the order they came.
     pub items: Vec<T>,
+    /// Whether [`ChainControl::finish`] was called.
     pub finished: bool,
+    /// The watermarks passed on to it, in order.
     pub watermarks: Vec<i64>,
+    /// The watermark statuses passed on to it, in order.
     pub statuses: Vec<weir_net::WatermarkStatus>,
+}
+
+// Not derived: a derive would ask `T: Default` of the records.
+impl<T> Default for VecTail<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            finished: false,
+            watermarks: Vec::new(),
+            statuses: Vec::new(),
+        }
+    }
 }
 
 impl<T> ChainControl for VecTail<T> {
@@ -54,6 +72,7 @@ impl<T> Collector<T> for VecTail<T> {
     }
 }
 
+#[cfg(test)]
 #[test]
 fn chained_operators_apply_in_order() {
     let tail = VecTail::default();

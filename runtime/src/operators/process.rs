@@ -223,6 +223,27 @@ impl<F, C> ProcessOp<F, C> {
     pub fn output(&self) -> &C {
         &self.out
     }
+
+    /// The user's function, to change (tests).
+    pub fn function_mut(&mut self) -> &mut F {
+        &mut self.func
+    }
+
+    /// The chain after this operator, to change (tests).
+    pub fn output_mut(&mut self) -> &mut C {
+        &mut self.out
+    }
+
+    /// The operator's current watermark.
+    pub fn current_watermark(&self) -> i64 {
+        self.ctx.watermark
+    }
+
+    /// Whether the operator's input ended (here, or before the restored
+    /// checkpoint).
+    pub fn input_ended(&self) -> bool {
+        self.ended
+    }
 }
 
 impl<F: ProcessFunction, C: Collector<F::Out>> Collector<F::In> for ProcessOp<F, C> {

@@ -34,8 +34,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use weir_runtime::{
     execute, Collector, Config, ExecutionOptions, FileSource, JobGraph, KeyContext,
-    KeyedProcessFunction, KeyedStates, KeyedTimerService, KeyedValueState, SubtaskInfo,
-    TimeDomain, TimerQueues, TransactionalFileSink,
+    KeyedProcessFunction, KeyedStates, KeyedTimerService, KeyedValueState, SubtaskInfo, TimeDomain,
+    TimerQueues, TransactionalFileSink,
 };
 
 #[derive(Parser)]
@@ -151,7 +151,10 @@ fn main() -> ExitCode {
         }
     };
     if let Err(e) = std::fs::read_dir(&args.input) {
-        eprintln!("error: cannot read input directory {}: {e}", args.input.display());
+        eprintln!(
+            "error: cannot read input directory {}: {e}",
+            args.input.display()
+        );
         return ExitCode::from(2);
     }
     let options = ExecutionOptions::from_config(&config);

@@ -392,3 +392,48 @@ fn check_output(payments: u64, output: &Path) -> Result<usize, String> {
         None => Ok(seen),
     }
 }
+
+/// The check must catch what a job that is not exactly once would write.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lines of `payments` payments, as the job writes them.
+    fn lines(payments: u64) -> Vec<String> {
+        let mut totals: HashMap<u64, (u64, u64)> = HashMap::new();
+        (0..payments)
+            .map(payment)
+            .map(|p| {
+                let (n, total) = totals.entry(p.account).or_default();
+                *n += 1;
+                *total += p.cents;
+                format!("{},{n},{total}\n", p.account)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_check_finds_duplicated_and_missing_lines() {
+        let dir = std::env::temp_dir().join(format!("weir-totals-check-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let all = lines(3_000);
+        let (first, rest) = all.split_at(1_000);
+        std::fs::write(dir.join("part-0000-0000000001"), first.concat()).unwrap();
+        // Not committed: ignored.
+        std::fs::write(dir.join(".pending-0000-0000000002"), rest.concat()).unwrap();
+        assert!(check_output(3_000, &dir)
+            .unwrap_err()
+            .contains("2000 lines are missing"));
+
+        std::fs::write(dir.join("part-0000-0000000002"), rest.concat()).unwrap();
+        assert_eq!(check_output(3_000, &dir), Ok(3_000));
+
+        // A replay committed twice.
+        std::fs::write(dir.join("part-0001-0000000002"), rest[..5].concat()).unwrap();
+        assert!(check_output(3_000, &dir)
+            .unwrap_err()
+            .contains("written twice"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

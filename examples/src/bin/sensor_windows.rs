@@ -342,3 +342,20 @@ fn main() -> std::process::ExitCode {
     );
     std::process::ExitCode::SUCCESS
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The batches show every case: the reference fires one window
+    /// twice and has one reading past the lateness.
+    #[test]
+    fn the_data_has_a_late_firing_and_a_reading_past_the_lateness() {
+        let (results, late) = reference();
+        let mut windows: Vec<(u64, i64)> = results.iter().map(|r| (r.0, r.1)).collect();
+        windows.dedup();
+        assert_eq!(windows.len(), 18, "3 sensors, 6 windows each");
+        assert_eq!(results.len(), 19, "one late firing");
+        assert_eq!(late.len(), 1);
+    }
+}

@@ -274,3 +274,41 @@ fn first_difference(expected: &HashMap<String, u64>, got: &HashMap<String, u64>)
         (want != have).then(|| format!("{w:?}: expected {want:?}, the job wrote {have:?}"))
     })
 }
+
+/// The check must catch what a broken job would do.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_lowercased_runs_of_letters_digits_and_apostrophes() {
+        assert_eq!(
+            words("It's 2 WEIRS, a-weir!"),
+            ["it's", "2", "weirs", "a", "weir"]
+        );
+        assert!(words("  -- ").is_empty());
+    }
+
+    #[test]
+    fn the_check_finds_a_wrong_a_missing_and_a_duplicated_count() {
+        let expected: HashMap<String, u64> = [("a".into(), 2), ("b".into(), 1)].into();
+        let wrong: HashMap<String, u64> = [("a".into(), 3), ("b".into(), 1)].into();
+        let missing: HashMap<String, u64> = [("a".into(), 2)].into();
+        assert!(first_difference(&expected, &expected).is_none());
+        assert!(first_difference(&expected, &wrong)
+            .unwrap()
+            .contains("\"a\""));
+        assert!(first_difference(&expected, &missing)
+            .unwrap()
+            .contains("\"b\""));
+
+        let dir = std::env::temp_dir().join(format!("weir-wc-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("part-0000-0000000000"), "a 2\n").unwrap();
+        std::fs::write(dir.join(".pending-0001-0000000001"), "b 9\n").unwrap();
+        assert_eq!(read_counts(&dir).unwrap(), HashMap::from([("a".into(), 2)]));
+        std::fs::write(dir.join("part-0001-0000000000"), "a 2\n").unwrap();
+        assert!(read_counts(&dir).unwrap_err().contains("twice"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

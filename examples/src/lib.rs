@@ -14,3 +14,10 @@
 //! `tests/examples.rs` runs each on small input (the checkpointed one
 //! also killed, stopped and restored), so `cargo test --workspace` runs
 //! them all. The user guide, `docs/GUIDE.md`, walks through them.
+
+/// The user guide's Rust blocks, compiled and run as doctests of this
+/// crate (its excerpts of the examples, marked `rust,ignore`, are checked
+/// verbatim by `tests/guide.rs`).
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/GUIDE.md")]
+pub struct Guide;

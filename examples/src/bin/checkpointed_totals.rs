@@ -233,11 +233,8 @@ fn load_config(args: &Args) -> Result<Config, String> {
     overrides.extend(args.set.iter().cloned());
     let config = Config::load(args.config.as_deref(), &overrides).map_err(|e| e.to_string())?;
     if !config.checkpointing_enabled() {
-        return Err(
-            "this example needs checkpoints: set execution.checkpointing.interval \
-                    and state.checkpoints.dir"
-                .into(),
-        );
+        let needed = "execution.checkpointing.interval and state.checkpoints.dir";
+        return Err(format!("this example needs checkpoints: set {needed}"));
     }
     Ok(config)
 }

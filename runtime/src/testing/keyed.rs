@@ -46,6 +46,10 @@ use crate::testing::snapshot::OperatorSnapshot;
 /// (or [`WindowOperator::new`](crate::WindowOperator::new),
 /// [`GeneralWindowOperator::new`](crate::GeneralWindowOperator::new)).
 ///
+/// State with TTL keeps its own clock, not the harness's: build such
+/// states with a [`ManualClock`](crate::ManualClock)
+/// (`with_ttl_clock`) and move it along with the harness's time.
+///
 /// The function's states are its fields: read them through
 /// [`function`](Self::function) with a [`key_context`](Self::key_context),
 /// e.g. `harness.function().count.value(&harness.key_context(7))`. Its

@@ -200,6 +200,31 @@ fn checkpointed_totals_runs_to_the_end() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+#[test]
+fn checkpointed_totals_runs_with_its_config_file() {
+    let root = temp_dir("totals-config");
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/checkpointed_totals.toml");
+    let output = run(
+        env!("CARGO_BIN_EXE_checkpointed_totals"),
+        &[
+            "--config",
+            config,
+            "--output",
+            root.join("out").to_str().unwrap(),
+            "--payments",
+            "20000",
+            // The file's directories are under /tmp; this test's are its own.
+            "--set",
+            &format!("state.checkpoints.dir={}", root.join("ck").display()),
+            "--set",
+            &format!("state.savepoints.dir={}", root.join("sp").display()),
+        ],
+    );
+    let out = verified(&output, "checkpointed_totals --config");
+    assert!(out.contains("checkpoints every 500ms"), "{out}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// Starts the checkpointed example paced to last several seconds, with
 /// checkpoints every 100 ms into `root/checkpoints`, and waits for its
 /// first complete checkpoint.

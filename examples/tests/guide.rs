@@ -2,7 +2,8 @@
 //! Rust blocks are doctests of this crate (`src/lib.rs` includes the
 //! guide), and every other Rust block is an excerpt of an example,
 //! marked `<!-- excerpt: PATH -->` and `rust,ignore`, which must appear
-//! verbatim in that file. This test checks the excerpts.
+//! verbatim in that file. This test checks the excerpts (a config file's
+//! too, in a `toml` block).
 
 use std::path::Path;
 
@@ -31,10 +32,12 @@ fn every_excerpt_in_the_guide_is_verbatim_in_its_example() {
             );
             continue;
         };
-        assert_eq!(
-            lines.get(i + 1).copied(),
-            Some("```rust,ignore"),
-            "GUIDE.md line {}: an excerpt marker must be followed by a rust,ignore block",
+        assert!(
+            matches!(
+                lines.get(i + 1).copied(),
+                Some("```rust,ignore" | "```toml")
+            ),
+            "GUIDE.md line {}: an excerpt marker must be followed by a rust,ignore or toml block",
             i + 1
         );
         let body: Vec<&str> = lines[i + 2..]

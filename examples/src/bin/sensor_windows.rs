@@ -10,7 +10,8 @@
 //!   [`AggregateFunction`] (count, mean, max per window);
 //! - what happens to a reading that comes after its window fired:
 //!   within the allowed lateness (5 s) it updates the window, which fires
-//!   again; later than that it goes to the late-data side output;
+//!   again; later than that it goes to the late-data side output, a
+//!   stream of its own (`OutputTag`, `get_side_output`);
 //! - the reference: the same rules applied to the batches in a plain loop
 //!   (what a watermark is and when a window fires, written out).
 //!
@@ -35,8 +36,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use weir_runtime::{
-    execute, AggregateFunction, Collector, Config, ExecutionOptions, JobGraph, Sink, Source,
-    SourcePoll, SubtaskInfo, TumblingEventTimeWindows, WatermarkStrategy, Wire,
+    execute, AggregateFunction, Collector, Config, ExecutionOptions, JobGraph, OutputTag, Sink,
+    Source, SourcePoll, SubtaskInfo, TumblingEventTimeWindows, WatermarkStrategy, Wire,
 };
 
 #[derive(Parser)]
@@ -194,32 +195,36 @@ fn windows_job(
     results: &Arc<Mutex<Vec<WindowResult>>>,
     late: &Arc<Mutex<Vec<Reading>>>,
 ) -> JobGraph {
-    let mut job = JobGraph::new("sensor-windows");
+    let job = JobGraph::new("sensor-windows");
     let (results, late) = (results.clone(), late.clone());
-    job.source("readings", |_: &SubtaskInfo| Replay {
-        batches: batches(),
-        next: (0, 0),
-        resume_at: None,
-    })
-    // One source subtask replays all batches in order.
-    .parallelism(1)
-    .assign_timestamps_and_watermarks(
-        WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(
-            OUT_OF_ORDERNESS as u64,
-        ))
-        .with_timestamp_assigner(|r: &Reading| r.timestamp),
-    )
-    .key_by(|r: &Reading| r.sensor)
-    .window(TumblingEventTimeWindows::of(WINDOW, |r: &Reading| {
-        r.timestamp
-    }))
-    .allowed_lateness(LATENESS)
-    .side_output_late_data(move |_: &SubtaskInfo| {
-        let late = late.clone();
-        move |r: Reading| late.lock().expect("not poisoned").push(r)
-    })
-    .aggregate("stats", Stats)
-    .sink("results", move |_: &SubtaskInfo| Gather(results.clone()));
+    // Names the window operator's side output of late readings.
+    let late_readings: OutputTag<Reading> = OutputTag::new("late-readings");
+    let windows = job
+        .source("readings", |_: &SubtaskInfo| Replay {
+            batches: batches(),
+            next: (0, 0),
+            resume_at: None,
+        })
+        // One source subtask replays all batches in order.
+        .parallelism(1)
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(
+                OUT_OF_ORDERNESS as u64,
+            ))
+            .with_timestamp_assigner(|r: &Reading| r.timestamp),
+        )
+        .key_by(|r: &Reading| r.sensor)
+        .window(TumblingEventTimeWindows::of(WINDOW, |r: &Reading| {
+            r.timestamp
+        }))
+        .allowed_lateness(LATENESS)
+        .side_output_late_data(&late_readings)
+        .aggregate("stats", Stats);
+    // The late readings are a stream of their own, here into a sink.
+    windows
+        .get_side_output(&late_readings)
+        .sink("late", move |_: &SubtaskInfo| Gather(late.clone()));
+    windows.sink("results", move |_: &SubtaskInfo| Gather(results.clone()));
     job
 }
 

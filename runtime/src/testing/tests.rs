@@ -350,7 +350,7 @@ fn process_harness_snapshots_and_redistributes_operator_state() {
 #[test]
 fn collected_gathers_every_subtask_of_a_job() {
     let collected = Collected::new();
-    let mut job = crate::api::graph::JobGraph::new("collect");
+    let job = crate::api::graph::JobGraph::new("collect");
     job.source("numbers", |info: &SubtaskInfo| {
         crate::operators::source::SequenceSource::new(info, 1_000, |i| i)
     })

@@ -13,6 +13,7 @@ mod checkpoint;
 mod debloat;
 mod event_time;
 mod failure;
+mod fan_out;
 mod files;
 mod golden;
 mod interval_join;

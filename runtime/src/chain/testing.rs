@@ -3,6 +3,8 @@
 //! harnesses of the `testing` feature (`crate::testing`). Also a test of
 //! chained operators applied in order.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Instant;
 
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
@@ -69,6 +71,44 @@ impl<T> ChainControl for VecTail<T> {
 impl<T> Collector<T> for VecTail<T> {
     fn collect(&mut self, record: T) {
         self.items.push(record);
+    }
+}
+
+/// A [`VecTail`] shared with whoever reads it (the operator test
+/// harness's side outputs): the chain writes, the test takes.
+pub struct SharedTail<T>(pub Rc<RefCell<VecTail<T>>>);
+
+impl<T> ChainControl for SharedTail<T> {
+    fn is_available(&self) -> bool {
+        true
+    }
+    fn flush(&mut self, _now: Instant) -> FlushOutcome {
+        FlushOutcome::default()
+    }
+    fn end_input(&mut self) {}
+    fn snapshot(&mut self, _snapshot: &mut TaskSnapshot) {}
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {}
+    fn finish(&mut self) -> bool {
+        self.0.borrow_mut().finish()
+    }
+    fn publish_metrics(&mut self) {}
+    fn output_pending(&self) -> bool {
+        false
+    }
+    fn on_watermark(&mut self, watermark: i64) {
+        self.0.borrow_mut().on_watermark(watermark);
+    }
+    fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
+        self.0.borrow_mut().on_watermark_status(status);
+    }
+    fn failure(&self) -> Option<&TaskError> {
+        None
+    }
+}
+
+impl<T> Collector<T> for SharedTail<T> {
+    fn collect(&mut self, record: T) {
+        self.0.borrow_mut().items.push(record);
     }
 }
 

@@ -14,6 +14,7 @@ use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::base::make_keyed_function;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::keyed::op::{hooks, KeyedProcessOp};
+use crate::operators::side_output::{CollectedSides, OutputTag, SideOutputs, WithSides};
 use crate::state::key_context::KeyContext;
 use crate::state::timers::TimeDomain;
 use crate::testing::error::HarnessError;
@@ -36,6 +37,9 @@ use crate::testing::snapshot::OperatorSnapshot;
 ///   fire (what a worker's poll does when the wall clock reaches them).
 /// - `end_input` is the end of a bounded input: every event-time timer
 ///   fires, then `on_end_of_input`.
+/// - what the function emits to its side outputs (the handles its
+///   `side_outputs` lists) is kept per tag:
+///   [`take_side_output`](Self::take_side_output);
 /// - `snapshot` takes a checkpoint of the operator ([`OperatorSnapshot`]);
 ///   [`restore`](Self::restore) (or [`HarnessSetup::restore`]) makes a
 ///   new instance from it.
@@ -57,8 +61,10 @@ use crate::testing::snapshot::OperatorSnapshot;
 /// checkpointing on: a state not listed by `visit_state` fails
 /// [`new`](Self::new).
 pub struct KeyedOperatorHarness<F: KeyedProcessFunction, KF> {
-    op: KeyedProcessOp<F, KF, VecTail<F::Out>>,
+    op: KeyedProcessOp<F, KF, WithSides<VecTail<F::Out>>>,
     setup: HarnessSetup,
+    /// The lists the function's side outputs write into.
+    sides: CollectedSides,
     clock: Rc<Cell<i64>>,
     /// The id of the last snapshot taken (or restored).
     checkpoint_id: u64,
@@ -102,10 +108,14 @@ where
             let c = clock.clone();
             timers.set_processing_time_clock(Box::new(move || c.get()));
         }
+        let mut sides = CollectedSides::default();
+        let mut outputs = SideOutputs::collecting(&mut sides);
+        func.side_outputs(&mut outputs);
+        let out = WithSides::new(VecTail::default(), outputs.finish()?);
         let op = KeyedProcessOp::new(
             func,
             key_fn,
-            VecTail::default(),
+            out,
             &setup.uid,
             &setup.info,
             built.input_ended,
@@ -114,6 +124,7 @@ where
         Ok(Self {
             op,
             setup,
+            sides,
             clock,
             checkpoint_id,
         })
@@ -195,18 +206,18 @@ where
 
     /// What the operator emitted so far and not taken, in order.
     pub fn output(&self) -> &[F::Out] {
-        &self.op.output().items
+        &self.op.output().out.items
     }
 
     /// Takes what the operator emitted so far, in order (Flink's
     /// `extractOutputValues`, clearing the output).
     pub fn take_output(&mut self) -> Vec<F::Out> {
-        std::mem::take(&mut self.op.output_mut().items)
+        std::mem::take(&mut self.op.output_mut().out.items)
     }
 
     /// The watermarks the operator passed on, in order.
     pub fn emitted_watermarks(&self) -> &[i64] {
-        &self.op.output().watermarks
+        &self.op.output().out.watermarks
     }
 
     /// The function's registered event-time timers as `(timestamp, key)`,
@@ -247,6 +258,22 @@ where
     /// The subtask the operator runs as.
     pub fn subtask(&self) -> SubtaskInfo {
         self.setup.info
+    }
+
+    /// Takes what the function emitted to side output `tag` so far, in
+    /// order (Flink's `getSideOutput`).
+    ///
+    /// # Panics
+    ///
+    /// If the function's `side_outputs` lists no handle of that tag and
+    /// record type.
+    pub fn take_side_output<X: 'static>(&mut self, tag: &OutputTag<X>) -> Vec<X> {
+        self.sides.take(tag).unwrap_or_else(|| {
+            panic!(
+                "the function lists no side output `{}` of this record type in `side_outputs`",
+                tag.name()
+            )
+        })
     }
 
     /// Takes a snapshot of the operator, as checkpoint barrier

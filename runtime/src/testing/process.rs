@@ -5,6 +5,7 @@ use crate::chain::control::{ChainControl, Collector};
 use crate::chain::testing::VecTail;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::process::{make_process_function, ProcessFunction, ProcessOp};
+use crate::operators::side_output::{CollectedSides, OutputTag, SideOutputs, WithSides};
 use crate::testing::error::HarnessError;
 use crate::testing::setup::HarnessSetup;
 use crate::testing::snapshot::OperatorSnapshot;
@@ -12,12 +13,16 @@ use crate::testing::snapshot::OperatorSnapshot;
 /// Runs one subtask of a non-keyed process operator by hand: the real
 /// operator around the [`ProcessFunction`] under test, with its operator
 /// state, `initialize_state` after a restore, `snapshot_state` at a
-/// snapshot and the end-of-input flag. Restoring a merged snapshot (see
+/// snapshot and the end-of-input flag; what it emits to its side outputs
+/// is kept per tag ([`take_side_output`](Self::take_side_output)).
+/// Restoring a merged snapshot (see
 /// [`OperatorSnapshot::merge`]) at another parallelism redistributes its
 /// list states as a job does (even split or union).
 pub struct ProcessOperatorHarness<F: ProcessFunction> {
-    op: ProcessOp<F, VecTail<F::Out>>,
+    op: ProcessOp<F, WithSides<VecTail<F::Out>>>,
     setup: HarnessSetup,
+    /// The lists the function's side outputs write into.
+    sides: CollectedSides,
     checkpoint_id: u64,
 }
 
@@ -41,18 +46,18 @@ impl<F: ProcessFunction> ProcessOperatorHarness<F> {
         setup: HarnessSetup,
         factory: impl FnOnce(&SubtaskInfo) -> F,
     ) -> Result<Self, HarnessError> {
-        let (func, input_ended) = make_process_function(&setup.site("process operator"), factory)?;
-        let op = ProcessOp::new(
-            func,
-            VecTail::default(),
-            &setup.uid,
-            &setup.info,
-            input_ended,
-        );
+        let (mut func, input_ended) =
+            make_process_function(&setup.site("process operator"), factory)?;
+        let mut sides = CollectedSides::default();
+        let mut outputs = SideOutputs::collecting(&mut sides);
+        func.side_outputs(&mut outputs);
+        let out = WithSides::new(VecTail::default(), outputs.finish()?);
+        let op = ProcessOp::new(func, out, &setup.uid, &setup.info, input_ended);
         let checkpoint_id = setup.restore.as_ref().map_or(0, |s| s.checkpoint_id());
         Ok(Self {
             op,
             setup,
+            sides,
             checkpoint_id,
         })
     }
@@ -91,17 +96,17 @@ impl<F: ProcessFunction> ProcessOperatorHarness<F> {
 
     /// What the operator emitted so far and not taken, in order.
     pub fn output(&self) -> &[F::Out] {
-        &self.op.output().items
+        &self.op.output().out.items
     }
 
     /// Takes what the operator emitted so far, in order.
     pub fn take_output(&mut self) -> Vec<F::Out> {
-        std::mem::take(&mut self.op.output_mut().items)
+        std::mem::take(&mut self.op.output_mut().out.items)
     }
 
     /// The watermarks the operator passed on, in order.
     pub fn emitted_watermarks(&self) -> &[i64] {
-        &self.op.output().watermarks
+        &self.op.output().out.watermarks
     }
 
     /// The function under test.
@@ -117,6 +122,22 @@ impl<F: ProcessFunction> ProcessOperatorHarness<F> {
     /// The subtask the operator runs as.
     pub fn subtask(&self) -> SubtaskInfo {
         self.setup.info
+    }
+
+    /// Takes what the function emitted to side output `tag` so far, in
+    /// order (Flink's `getSideOutput`).
+    ///
+    /// # Panics
+    ///
+    /// If the function's `side_outputs` lists no handle of that tag and
+    /// record type.
+    pub fn take_side_output<X: 'static>(&mut self, tag: &OutputTag<X>) -> Vec<X> {
+        self.sides.take(tag).unwrap_or_else(|| {
+            panic!(
+                "the function lists no side output `{}` of this record type in `side_outputs`",
+                tag.name()
+            )
+        })
     }
 
     /// Takes a snapshot of the operator as the next checkpoint: runs the

@@ -8,6 +8,7 @@ use crate::chain::control::Collector;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::process::{InitializationContext, ProcessContext, ProcessFunction};
+use crate::operators::side_output::{OutputTag, SideOutput, SideOutputs};
 use crate::operators::window::{
     AggregateFold, TumblingEventTimeWindows, TumblingProcessingTimeWindows, Windowing,
 };
@@ -374,4 +375,94 @@ fn counter_of_values() -> impl KeyedProcessFunction<Key = u64, In = u64, Out = u
         }
     }
     Pass
+}
+
+/// Passes even values on; odd ones go to a side output.
+struct SplitOdd {
+    odd: SideOutput<u64>,
+}
+
+impl KeyedProcessFunction for SplitOdd {
+    type Key = u64;
+    type In = u64;
+    type Out = u64;
+    fn process<C: Collector<u64>>(&mut self, _: &KeyContext<u64>, v: u64, out: &mut C) {
+        if v % 2 == 0 {
+            out.collect(v);
+        } else {
+            self.odd.emit(v);
+        }
+    }
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        outputs.connect(&self.odd);
+    }
+}
+
+#[test]
+fn the_keyed_harness_keeps_side_outputs_per_tag() {
+    let odd = OutputTag::<u64>::new("odd");
+    let tag = odd.clone();
+    let mut h = KeyedOperatorHarness::new(
+        move |_: &SubtaskInfo| SplitOdd {
+            odd: SideOutput::new(&tag),
+        },
+        |v: &u64| v % 4,
+    )
+    .unwrap();
+    h.process_elements(0..6);
+    assert_eq!(h.take_output(), vec![0, 2, 4]);
+    assert_eq!(h.take_side_output(&odd), vec![1, 3, 5]);
+    assert!(h.take_side_output(&odd).is_empty(), "taken");
+    h.process_watermark(7);
+    assert_eq!(h.emitted_watermarks(), &[7]);
+}
+
+#[test]
+#[should_panic(expected = "lists no side output `other`")]
+fn a_side_output_the_function_does_not_list_is_an_error() {
+    let mut h = KeyedOperatorHarness::new(
+        |_: &SubtaskInfo| SplitOdd {
+            odd: SideOutput::new(&OutputTag::new("odd")),
+        },
+        |v: &u64| *v,
+    )
+    .unwrap();
+    h.take_side_output(&OutputTag::<u64>::new("other"));
+}
+
+/// Counts records; says at each snapshot how many it saw, on a side
+/// output.
+struct Announce {
+    seen: u64,
+    said: SideOutput<String>,
+}
+
+impl ProcessFunction for Announce {
+    type In = u64;
+    type Out = u64;
+    fn process<C: Collector<u64>>(&mut self, _: &ProcessContext, v: u64, out: &mut C) {
+        self.seen += 1;
+        out.collect(v);
+    }
+    fn snapshot_state(&mut self, checkpoint_id: u64) {
+        self.said.emit(format!("{} at {checkpoint_id}", self.seen));
+    }
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        outputs.connect(&self.said);
+    }
+}
+
+#[test]
+fn the_process_harness_keeps_side_outputs_per_tag() {
+    let said = OutputTag::<String>::new("said");
+    let tag = said.clone();
+    let mut h = ProcessOperatorHarness::new(move |_: &SubtaskInfo| Announce {
+        seen: 0,
+        said: SideOutput::new(&tag),
+    })
+    .unwrap();
+    h.process_elements([4, 5]);
+    h.snapshot().unwrap();
+    assert_eq!(h.take_output(), vec![4, 5]);
+    assert_eq!(h.take_side_output(&said), vec!["2 at 1".to_string()]);
 }

@@ -387,7 +387,7 @@ impl KeyedProcessFunction for SplitOdd {
     type In = u64;
     type Out = u64;
     fn process<C: Collector<u64>>(&mut self, _: &KeyContext<u64>, v: u64, out: &mut C) {
-        if v % 2 == 0 {
+        if v.is_multiple_of(2) {
             out.collect(v);
         } else {
             self.odd.emit(v);

@@ -38,6 +38,11 @@
 //! core         shared vocabulary: SubtaskInfo, snapshot hand-off types,
 //!              BarrierMode, time, units, failpoints, log targets
 //! ```
+//!
+//! Above them all, behind the cargo feature `testing`, [`testing`] is the
+//! public test harness: collecting sinks, options and a time limit for
+//! test jobs, and operator test harnesses (Flink's
+//! `KeyedOneInputStreamOperatorTestHarness`).
 #![deny(missing_docs)]
 
 pub mod api;
@@ -52,6 +57,8 @@ pub mod exec;
 pub mod metrics;
 pub mod operators;
 pub mod state;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use crate::api::{
     BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream, IntervalJoin, IntervalJoined,

@@ -154,12 +154,13 @@ where
             CoInput::First(a) => ka(a),
             CoInput::Second(b) => kb(b),
         };
+        let side = BranchList::default();
         let chain: CoProcessChain<A, B, _, _> = KeyedProcessChain {
             prev: TwoInputChain::new(first, second, routes).with_stamps(stamps),
             uid: uid.to_owned(),
             factory: Arc::new(move |info: &SubtaskInfo| CoProcessAdapter(factory(info))),
             key_fn,
-            side: BranchList::default(),
+            side: side.clone(),
         };
         Stream {
             name: uid.to_owned(),
@@ -169,7 +170,7 @@ where
             input: Some(first),
             _record: PhantomData,
             branch: None,
-            side: None,
+            side: Some(side),
             reserved: std::cell::Cell::new(None),
             union: None,
             stamped: stamps.0 || stamps.1,

@@ -95,6 +95,17 @@ impl<T, C: Collector<Stamped<T>>> Collector<T> for StampOutput<C> {
             value,
         })
     }
+
+    /// Hands the run on to the exchange's own loop, each record stamped as
+    /// it is pulled (after the link above set its timestamp).
+    #[inline]
+    fn collect_many<I: Iterator<Item = T>>(&mut self, records: &mut I, limit: usize) -> usize {
+        let mut stamped = records.by_ref().map(|value| Stamped {
+            timestamp: current_record_timestamp(),
+            value,
+        });
+        self.out.collect_many(&mut stamped, limit)
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,10 @@ use weir_net::WatermarkStatus::{Active, Idle};
 
 use super::*;
 use crate::chain::testing::VecTail;
+
+mod alignment;
+mod generators;
+mod log;
 fn strategy(bound_ms: u64) -> WatermarkStrategy<fn(&i64) -> i64> {
     WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(bound_ms))
         .with_timestamp_assigner(|r: &i64| *r)

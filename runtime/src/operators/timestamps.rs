@@ -105,7 +105,9 @@ pub const CLOCK_CHECK_RECORDS: usize = 1024;
 /// does: this link is the stream's new source of event time.
 pub struct TimestampsOp<T, TF, G, C, A = NoWatermarkAlignment> {
     extract: TF,
-    generator: G,
+    /// The generator; a run of records moves it into a local of its own
+    /// (see [`run`]), so it is `None` only during a run.
+    generator: Option<G>,
     pub(crate) out: C,
     alignment: A,
     /// What the stream emitted so far: its watermark and status.
@@ -134,7 +136,7 @@ impl<T, TF: Fn(&T) -> i64, G: WatermarkGenerator<T>, C> TimestampsOp<T, TF, G, C
         let now = Instant::now();
         Self {
             extract,
-            generator,
+            generator: Some(generator),
             out,
             alignment: NoWatermarkAlignment,
             output: WatermarkOutput::new(),
@@ -250,7 +252,9 @@ where
                         .saturating_sub(self.alignment.paused_time(now));
                     let mut output = self.output.taken();
                     output.set_input_activity(activity);
-                    self.generator.on_periodic_emit(&mut output);
+                    if let Some(generator) = &mut self.generator {
+                        generator.on_periodic_emit(&mut output);
+                    }
                     if output.changed() {
                         self.forward(output);
                         emitted = true;
@@ -354,15 +358,19 @@ where
         // A copy whose `changed` is a known `false`: for a generator that
         // emits only periodically, the check below compiles away.
         let mut output = self.output.taken();
-        self.generator.on_event(&record, timestamp, &mut output);
+        if let Some(generator) = &mut self.generator {
+            generator.on_event(&record, timestamp, &mut output);
+        }
         self.out.collect(record);
         if output.changed() {
             self.forward(output);
         }
-        self.until_clock -= 1;
+        // The clock is looked at when a record comes after many, not
+        // after the last of a poll: the next poll's flush looks anyway.
         if self.until_clock == 0 {
             self.on_time(Instant::now());
         }
+        self.until_clock -= 1;
     }
 
     /// Runs the generator over the records as the chain pulls them, so
@@ -372,45 +380,94 @@ where
     /// look at the clock.
     #[inline]
     fn collect_many<I: Iterator<Item = T>>(&mut self, records: &mut I, limit: usize) -> usize {
+        // The generator in a local for the run: the compiler keeps its
+        // state (the bounded generator's largest timestamp) in registers
+        // through the chain's loop, which it cannot prove for a field.
+        let Some(mut generator) = self.generator.take() else {
+            return 0;
+        };
         let mut taken = 0;
         loop {
+            if self.until_clock == 0 && taken < limit {
+                // Many records since the clock was last looked at, and
+                // more to come (after the last of a poll, the next poll's
+                // flush looks anyway).
+                self.generator = Some(generator);
+                self.on_time(Instant::now());
+                match self.generator.take() {
+                    Some(g) => generator = g,
+                    None => return taken,
+                }
+            }
             if self.output.is_idle() {
                 // Its first record makes the stream active again (`collect`).
                 if taken == limit || !self.is_available() {
-                    return taken;
+                    break;
                 }
                 let Some(record) = records.next() else {
-                    return taken;
+                    break;
                 };
+                self.generator = Some(generator);
                 self.collect(record);
                 taken += 1;
+                match self.generator.take() {
+                    Some(g) => generator = g,
+                    None => return taken,
+                }
                 continue;
             }
             let chunk = (limit - taken).min(self.until_clock);
-            let mut run = Run {
-                records: &mut *records,
-                extract: &self.extract,
-                generator: &mut self.generator,
-                output: self.output.taken(),
-                stopped: false,
-            };
-            let n = self.out.collect_many(&mut run, chunk);
-            let (output, stopped) = (run.output, run.stopped);
+            let (n, output, stopped) = run(
+                &mut self.out,
+                &mut generator,
+                &self.extract,
+                records,
+                self.output.taken(),
+                chunk,
+            );
             taken += n;
             self.until_clock -= n;
             if output.changed() {
                 self.forward(output);
             }
-            if self.until_clock == 0 {
-                self.on_time(Instant::now());
-            }
             // Fewer than asked without a watermark to pass on: the records
             // ran out or the chain is unavailable.
             if (n < chunk && !stopped) || taken == limit || self.alignment.paused() {
-                return taken;
+                break;
             }
         }
+        self.generator = Some(generator);
+        taken
     }
+}
+
+/// Hands `out` a run of up to `limit` records (see [`Run`]); returns how
+/// many it took, the output after them and whether a watermark ended the
+/// run.
+#[inline(always)]
+fn run<T, I, TF, G, C>(
+    out: &mut C,
+    generator: &mut G,
+    extract: &TF,
+    records: &mut I,
+    output: WatermarkOutput,
+    limit: usize,
+) -> (usize, WatermarkOutput, bool)
+where
+    I: Iterator<Item = T>,
+    TF: Fn(&T) -> i64,
+    G: WatermarkGenerator<T>,
+    C: Collector<T>,
+{
+    let mut run = Run {
+        records,
+        extract,
+        generator,
+        output,
+        stopped: false,
+    };
+    let n = out.collect_many(&mut run, limit);
+    (n, run.output, run.stopped)
 }
 
 /// The records of a run as the chain below pulls them: each one's

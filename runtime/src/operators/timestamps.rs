@@ -31,10 +31,10 @@
 //! the chain right behind its record, before the next one: a run of
 //! records handed over together ([`Collector::collect_many`]) stops there
 //! and goes on after it. Periodic emissions happen at each task poll whose
-//! time is due and, inside long runs, every [`CLOCK_CHECK_RECORDS`] records
-//! the link looks at the clock, so a watermark follows within about one
-//! interval (plus the time of that many records) however many records a
-//! poll hands over. At the end of its input the link emits the final
+//! time is due and, inside long runs, whenever a record comes after
+//! [`CLOCK_CHECK_RECORDS`] since the link last looked at the clock, so a
+//! watermark follows within about one interval (plus the time of that many
+//! records) however many records a poll hands over. At the end of its input the link emits the final
 //! watermark `i64::MAX` (active first if idle). Watermarks from upstream
 //! (a link after an exchange) are dropped except `i64::MAX`, as Flink's
 //! `TimestampsAndWatermarksOperator` does.
@@ -48,8 +48,10 @@
 //! call is monomorphised and inlined: with the bounded generator the
 //! per-record work is the timestamp and a `max`, as before generators
 //! existed, and a run's check for a per-record watermark compiles away
-//! (its output can only change in `on_periodic_emit`). Without alignment
-//! the pause check is the constant `false`.
+//! (its output can only change in `on_periodic_emit`). A run moves the
+//! generator into a local, so that its state stays in registers through
+//! the chain's loop. Without alignment the pause check is the constant
+//! `false`.
 //!
 //! Watermarks and watermark statuses travel through the chain by
 //! [`ChainControl::on_watermark`] and [`ChainControl::on_watermark_status`]
@@ -91,8 +93,10 @@ use crate::core::time::earliest;
 /// Flink's default of `pipeline.auto-watermark-interval`.
 pub const DEFAULT_AUTO_WATERMARK_INTERVAL: Duration = Duration::from_millis(200);
 
-/// Records a link takes between two looks at the clock inside a run (and
-/// between task polls), for its periodic emission and alignment updates.
+/// Records a link takes before it looks at the clock again inside a run
+/// (a task poll's flush looks too), for its periodic emission and
+/// alignment updates. It looks when the next record comes, so not after
+/// the last record of a poll.
 pub const CLOCK_CHECK_RECORDS: usize = 1024;
 
 /// A [`WatermarkStrategy`] in a chain: extracts each record's timestamp,

@@ -108,6 +108,9 @@ impl AggregateFunction for CountSum {
     }
 }
 
+/// A window operator's output: `(key, window start, (count, sum))`.
+type Firing = (u64, i64, (u64, u64));
+
 /// Per key: each firing `(window start, (count, sum))` in order; and the
 /// late records, in order.
 type PerKey = BTreeMap<u64, (Vec<(i64, (u64, u64))>, Vec<Rec>)>;
@@ -173,7 +176,7 @@ fn punctuated_watermarks_fire_windows_at_their_markers_as_a_single_threaded_run(
         Duration::from_millis(1),
         Duration::from_millis(200),
     ] {
-        let collected: Arc<Collected<(u64, i64, (u64, u64))>> = Collected::new();
+        let collected: Arc<Collected<Firing>> = Collected::new();
         let late: Arc<Mutex<Vec<Rec>>> = Arc::default();
         let late_in = late.clone();
         let input = records.clone();
@@ -260,7 +263,7 @@ struct Logged {
 impl WatermarkGenerator<Ev> for Logged {
     fn on_event(&mut self, _record: &Ev, timestamp: i64, output: &mut WatermarkOutput) {
         self.seen += 1;
-        if self.seen % self.every == 0 {
+        if self.seen.is_multiple_of(self.every) {
             let at = Instant::now();
             self.log
                 .lock()
@@ -487,9 +490,9 @@ fn an_idle_member_of_an_alignment_group_holds_nobody_back() {
     let log = log.lock().unwrap().clone();
     let (quiet_watermark, quiet_last) = log
         .iter()
-        .filter(|e| e.0 == SLOW)
+        .rev()
+        .find(|e| e.0 == SLOW)
         .map(|e| (e.1, e.2))
-        .last()
         .expect("the quiet source emitted watermarks");
     assert_eq!(quiet_watermark, 1);
     let ahead: Vec<_> = log

@@ -16,12 +16,15 @@ fn strategy(bound_ms: u64) -> WatermarkStrategy<fn(&i64) -> i64> {
         .with_timestamp_assigner(|r: &i64| *r)
 }
 
+/// The link of a strategy with generators of type `G` into `C`.
+type Link<G, C> = TimestampsOp<i64, fn(&i64) -> i64, G, C>;
+
 /// The link of subtask 0 of 1 for `strategy`, emitting every `interval`.
 fn link<G: WatermarkGeneratorSupplier<i64>, C>(
     strategy: &WatermarkStrategy<fn(&i64) -> i64, G>,
     interval: Duration,
     out: C,
-) -> TimestampsOp<i64, fn(&i64) -> i64, G::Generator, C> {
+) -> Link<G::Generator, C> {
     let info = crate::core::subtask::SubtaskInfo {
         index: 0,
         parallelism: 1,

@@ -55,7 +55,7 @@ pub mod state;
 
 pub use crate::api::{
     BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream, IntervalJoin, IntervalJoined,
-    JobGraph, KeyedStream, Stream, WindowedStream,
+    JobGraph, KeyedStream, PartitionedStream, SharedStream, Stream, WindowedStream,
 };
 pub use crate::build::{BuildError, Restoring};
 pub use crate::chain::{ChainControl, Collector, FlushOutcome, TaskError};
@@ -81,6 +81,7 @@ pub use crate::operators::interval_join::{
 };
 pub use crate::operators::keyed::KeyedProcessFunction;
 pub use crate::operators::process::{InitializationContext, ProcessContext, ProcessFunction};
+pub use crate::operators::side_output::{OutputTag, SideOutput, SideOutputs};
 pub use crate::operators::sink::{rescaled_share, Sink};
 pub use crate::operators::source::{
     NumberSequenceSource, SequenceSource, Source, SourcePoll, StridedSplits,

@@ -37,8 +37,7 @@ impl<'j, T: Wire, B: ChainBuilder<T>> Stream<'j, T, B> {
     /// each record reaches every subtask of the operator the returned
     /// stream is connected to.
     pub fn broadcast(self) -> BroadcastStream<T> {
-        let exchange = self.job.exchanges;
-        self.job.exchanges += 1;
+        let exchange = self.job.new_exchange();
         self.end_with(FanOutTail::<T>::new(exchange, true), exchange);
         BroadcastStream {
             exchange,
@@ -50,7 +49,7 @@ impl<'j, T: Wire, B: ChainBuilder<T>> Stream<'j, T, B> {
 /// A keyed stream connected with a broadcast stream (Flink's
 /// `BroadcastConnectedStream` of a `KeyedStream`).
 pub struct KeyedBroadcastConnectedStream<'j, A, B, K, KA> {
-    job: &'j mut JobGraph,
+    job: &'j JobGraph,
     first: usize,
     second: usize,
     key_fn: KA,
@@ -111,6 +110,10 @@ where
             parallelism: None,
             input: Some(self.first),
             _record: PhantomData,
+            branch: None,
+            side: None,
+            reserved: std::cell::Cell::new(None),
+            union: None,
         }
     }
 }
@@ -118,7 +121,7 @@ where
 /// A non-keyed stream connected with a broadcast stream (Flink's
 /// `BroadcastConnectedStream` of a `DataStream`).
 pub struct BroadcastConnectedStream<'j, A, B> {
-    job: &'j mut JobGraph,
+    job: &'j JobGraph,
     first: usize,
     second: usize,
     _types: PhantomData<fn(A, B)>,
@@ -134,8 +137,7 @@ impl<'j, A: Wire, B0: ChainBuilder<A>> Stream<'j, A, B0> {
         self,
         broadcast: BroadcastStream<B>,
     ) -> BroadcastConnectedStream<'j, A, B> {
-        let exchange = self.job.exchanges;
-        self.job.exchanges += 1;
+        let exchange = self.job.new_exchange();
         let job = self.end_with(FanOutTail::<A>::new(exchange, false), exchange);
         BroadcastConnectedStream {
             job,
@@ -174,6 +176,10 @@ impl<'j, A: Wire, B: Wire> BroadcastConnectedStream<'j, A, B> {
             parallelism: None,
             input: Some(self.first),
             _record: PhantomData,
+            branch: None,
+            side: None,
+            reserved: std::cell::Cell::new(None),
+            union: None,
         }
     }
 }

@@ -155,7 +155,7 @@ where
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
         let IntervalJoin {
-            mut connected,
+            connected,
             left_ts,
             right_ts,
         } = self.join;
@@ -167,9 +167,7 @@ where
         ) {
             Ok(b) => b,
             Err(e) => {
-                connected
-                    .job_errors()
-                    .push(format!("interval join `{uid}`: {e}"));
+                connected.job_error(format!("interval join `{uid}`: {e}"));
                 JoinBounds { lower: 0, upper: 0 }
             }
         };

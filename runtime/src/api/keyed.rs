@@ -1,13 +1,15 @@
 //! A stream partitioned by key, ready for a keyed operator or windows.
 
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 use weir_net::Wire;
 use weir_state::KeyHash;
 
-use crate::api::graph::{JobGraph, Stage, StageNode};
+use crate::api::graph::JobGraph;
 use crate::api::stream::Stream;
+use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
 use crate::build::channel_rescale::key_route;
 use crate::build::exchange::{ExchangeInputChain, ExchangeTail};
@@ -24,25 +26,19 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         K: KeyHash + 'static,
         KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
     {
-        let exchange = self.job.exchanges;
-        self.job.exchanges += 1;
-        self.job.stages.push(StageNode {
-            name: self.name.clone(),
-            spec: Box::new(Stage {
-                chain: self.chain,
-                tail: ExchangeTail {
-                    exchange,
-                    key_fn: key_fn.clone(),
-                    _types: PhantomData,
-                },
-                _record: PhantomData,
-            }),
-            parallelism: self.parallelism,
-            input: self.input,
-            output: Some(exchange),
-        });
+        let exchange = self.job.new_exchange();
+        let name = self.name.clone();
+        let job = self.end_stage(
+            name,
+            ExchangeTail {
+                exchange,
+                key_fn: key_fn.clone(),
+                _types: PhantomData,
+            },
+            Some(exchange),
+        );
         KeyedStream {
-            job: self.job,
+            job,
             exchange,
             key_fn,
             _types: PhantomData,
@@ -52,7 +48,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
 
 /// A stream partitioned by key, ready for a keyed operator.
 pub struct KeyedStream<'j, T, K, KF> {
-    pub(crate) job: &'j mut JobGraph,
+    pub(crate) job: &'j JobGraph,
     pub(crate) exchange: usize,
     pub(crate) key_fn: KF,
     pub(crate) _types: PhantomData<fn(T) -> K>,
@@ -76,6 +72,7 @@ where
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
         self.job.register_uid(uid);
+        let side = BranchList::default();
         Stream {
             name: uid.to_owned(),
             chain: KeyedProcessChain {
@@ -87,10 +84,15 @@ where
                 uid: uid.to_owned(),
                 factory: Arc::new(factory),
                 key_fn: self.key_fn,
+                side: side.clone(),
             },
             job: self.job,
             parallelism: None,
             input: Some(self.exchange),
+            branch: None,
+            side: Some(side),
+            reserved: Cell::new(None),
+            union: None,
             _record: PhantomData,
         }
     }

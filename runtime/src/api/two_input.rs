@@ -13,6 +13,7 @@ use weir_state::KeyHash;
 use crate::api::graph::JobGraph;
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
+use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
 use crate::build::channel_rescale::{key_route, InputRoute};
 use crate::build::two_input::TwoInputChain;
@@ -22,20 +23,9 @@ use crate::operators::keyed::chain::KeyedProcessChain;
 use crate::operators::two_input::{CoProcessAdapter, KeyedCoProcessFunction};
 
 impl JobGraph {
-    /// Whether stage `stage` reads exchange `exchange` (as its input or as
-    /// the second input of a two-input stage).
-    pub(crate) fn stage_receives(&self, stage: usize, exchange: usize) -> bool {
-        let input = self.stages[stage].input;
-        input == Some(exchange)
-            || self
-                .co_inputs
-                .iter()
-                .any(|&(second, first)| second == exchange && input == Some(first))
-    }
-
     /// Records that the stage reading `first` also reads `second`.
-    pub(crate) fn add_co_input(&mut self, first: usize, second: usize) {
-        self.co_inputs.push((second, first));
+    pub(crate) fn add_co_input(&self, first: usize, second: usize) {
+        self.flow.borrow_mut().co_inputs.push((second, first));
     }
 }
 
@@ -116,9 +106,9 @@ where
 }
 
 impl<A, B, K, KA, KB> ConnectedKeyedStreams<'_, A, B, K, KA, KB> {
-    /// The job's list of errors (reported when it starts).
-    pub(crate) fn job_errors(&mut self) -> &mut Vec<String> {
-        &mut self.first.job.errors
+    /// Records a mistake in the job (reported when it starts).
+    pub(crate) fn job_error(&self, message: String) {
+        self.first.job.error(message)
     }
 }
 
@@ -164,6 +154,7 @@ where
             uid: uid.to_owned(),
             factory: Arc::new(move |info: &SubtaskInfo| CoProcessAdapter(factory(info))),
             key_fn,
+            side: BranchList::default(),
         };
         Stream {
             name: uid.to_owned(),
@@ -172,6 +163,10 @@ where
             parallelism: None,
             input: Some(first),
             _record: PhantomData,
+            branch: None,
+            side: None,
+            reserved: std::cell::Cell::new(None),
+            union: None,
         }
     }
 }

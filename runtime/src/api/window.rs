@@ -1,8 +1,6 @@
 //! A keyed stream grouped into windows (Flink's `WindowedStream`):
 //! lateness, late data, and the window functions that finish it.
 
-use std::sync::Arc;
-
 use weir_net::Wire;
 use weir_state::{StateKey, StateValue};
 
@@ -10,7 +8,9 @@ use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::build::builder::ChainBuilder;
 use crate::core::subtask::SubtaskInfo;
+use crate::operators::keyed::with_side_output::KeyedWithSideOutput;
 use crate::operators::late_data::LateOutput;
+use crate::operators::side_output::{OutputTag, SideOutput};
 use crate::operators::window::assign::Windowing;
 use crate::operators::window::contents::{
     Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, MergeFold,
@@ -48,15 +48,13 @@ where
     }
 }
 
-/// Makes each subtask's late-data output.
-pub(crate) type LateOutputFactory<T> = Arc<dyn Fn(&SubtaskInfo) -> LateOutput<T> + Send + Sync>;
-
 /// A keyed stream with a window assigner, waiting for its window function.
 pub struct WindowedStream<'j, T, K, KF, A> {
     pub(crate) keyed: KeyedStream<'j, T, K, KF>,
     pub(crate) assigner: A,
     pub(crate) lateness: i64,
-    pub(crate) late_output: Option<LateOutputFactory<T>>,
+    /// The side output late records go to.
+    pub(crate) late_output: Option<OutputTag<T>>,
 }
 
 /// What a window operator emits: `(key, window_start, result)` records.
@@ -86,17 +84,13 @@ where
         self
     }
 
-    /// Hands the records late for all their windows (past the allowed
-    /// lateness) to the output `factory` makes for each subtask, instead
-    /// of only dropping them (Flink's `sideOutputLateData`).
-    pub fn side_output_late_data<L, LF>(mut self, factory: LF) -> Self
-    where
-        L: FnMut(T) + 'static,
-        LF: Fn(&SubtaskInfo) -> L + Send + Sync + 'static,
-    {
-        self.late_output = Some(Arc::new(move |info: &SubtaskInfo| {
-            Box::new(factory(info)) as LateOutput<T>
-        }));
+    /// Emits the records late for all their windows (past the allowed
+    /// lateness) to `tag`'s side output, instead of only dropping them
+    /// (Flink's `sideOutputLateData`): take the stream of them from the
+    /// window operator's stream with
+    /// [`get_side_output`](crate::api::stream::Stream::get_side_output).
+    pub fn side_output_late_data(mut self, tag: &OutputTag<T>) -> Self {
+        self.late_output = Some(tag.clone());
         self
     }
 
@@ -144,9 +138,12 @@ where
         W::Acc: Wire,
     {
         let (assigner, lateness, late_output) = (self.assigner, self.lateness, self.late_output);
-        self.keyed.process(uid, move |info: &SubtaskInfo| {
-            let late = late_output.as_ref().map(|factory| factory(info));
-            assigner.incremental::<K, W>(fold.clone(), lateness, late)
+        self.keyed.process(uid, move |_: &SubtaskInfo| {
+            let (late, output) = late_data(&late_output);
+            KeyedWithSideOutput {
+                func: assigner.incremental::<K, W>(fold.clone(), lateness, late),
+                output,
+            }
         })
     }
 }
@@ -255,9 +252,30 @@ where
     {
         let spec = self.assigner.spec();
         let (lateness, late_output) = (self.lateness, self.late_output);
-        self.keyed.process(uid, move |info: &SubtaskInfo| {
-            let late = late_output.as_ref().map(|factory| factory(info));
-            GeneralWindowOperator::new(spec.clone(), contents(), lateness, late)
+        self.keyed.process(uid, move |_: &SubtaskInfo| {
+            let (late, output) = late_data(&late_output);
+            KeyedWithSideOutput {
+                func: GeneralWindowOperator::new(spec.clone(), contents(), lateness, late),
+                output,
+            }
         })
+    }
+}
+
+/// A window operator's late-data output into `tag`'s side output, and the
+/// handle to list, if the job asked for it.
+fn late_data<T: Clone + 'static>(
+    tag: &Option<OutputTag<T>>,
+) -> (Option<LateOutput<T>>, Option<SideOutput<T>>) {
+    match tag {
+        None => (None, None),
+        Some(tag) => {
+            let output = SideOutput::new(tag);
+            let emit = output.clone();
+            (
+                Some(Box::new(move |record| emit.emit(record))),
+                Some(output),
+            )
+        }
     }
 }

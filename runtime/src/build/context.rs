@@ -69,6 +69,9 @@ pub struct BuildContext<'a> {
     pub(crate) debloat: Option<(crate::exchange::debloat::DebloatOptions, usize, usize)>,
     /// The checkpoint this attempt restores, if any.
     pub(crate) restore: Option<Arc<RestoredCheckpoint>>,
+    /// Where a branch's head leaves its chain for the fork building it
+    /// ([`crate::build::branch`]).
+    pub(crate) branch: Option<Box<dyn std::any::Any>>,
     /// The subtask's metrics.
     pub(crate) subtask: SubtaskMetrics,
     /// Byte counters of the input channels the subtask took (for the

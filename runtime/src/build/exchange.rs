@@ -3,7 +3,7 @@
 //! tails that feed an exchange.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use weir_net::Wire;
 use weir_state::KeyHash;
@@ -19,7 +19,7 @@ use crate::chain::task::Task;
 use crate::core::barrier::BarrierMode;
 use crate::exchange::debloat::BufferDebloater;
 use crate::exchange::decoder::WireDecoder;
-use crate::exchange::fan_out::{no_key, FanOutOutput};
+use crate::exchange::fan_out::{no_key, FanOutOutput, Partitioning};
 use crate::exchange::gate::InputGate;
 use crate::exchange::input_task::{channel_state_name, InputTask};
 
@@ -169,20 +169,29 @@ where
     .with_metrics(ctx.subtask.clone(), counters)
 }
 
-/// Tail of a stage whose records go to every receiving subtask (`all`) or
-/// round-robin to one.
+/// Tail of a stage whose records go to the receiving subtasks without a
+/// key (see [`Partitioning`]).
 pub(crate) struct FanOutTail<T> {
     exchange: usize,
-    all: bool,
-    _record: PhantomData<fn(T)>,
+    partitioning: Partitioning<T>,
 }
 
 impl<T> FanOutTail<T> {
+    /// To every receiving subtask (`all`) or round-robin to one.
     pub(crate) fn new(exchange: usize, all: bool) -> Self {
+        let partitioning = if all {
+            Partitioning::Broadcast
+        } else {
+            Partitioning::RoundRobin
+        };
+        Self::with(exchange, partitioning)
+    }
+
+    /// As `partitioning` says.
+    pub(crate) fn with(exchange: usize, partitioning: Partitioning<T>) -> Self {
         Self {
             exchange,
-            all,
-            _record: PhantomData,
+            partitioning,
         }
     }
 }
@@ -191,8 +200,52 @@ impl<T: Wire> TailBuilder<T> for FanOutTail<T> {
     type Tail = FanOutOutput<T>;
     fn make(&self, ctx: &mut BuildContext<'_>) -> Result<Self::Tail, BuildError> {
         let inner = exchange_output(ctx, self.exchange, no_key::<T> as fn(&T) -> u64);
-        // Round-robin starts at different receivers from different senders.
-        let first = ctx.info.index % inner.channel_count().max(1);
-        Ok(FanOutOutput::new(inner, self.all, first))
+        Ok(FanOutOutput::new(
+            inner,
+            &self.partitioning,
+            ctx.info.index,
+            ctx.info.parallelism,
+        ))
+    }
+}
+
+/// Head of a stage fed by one or more exchanges whose records need no key
+/// (a union's, a rebalance's, a forward's...): its input task over all
+/// their channels, first exchange first.
+pub struct PartitionedInputChain<T> {
+    /// The exchanges; a union adds to them after the stream was made.
+    pub(crate) exchanges: Arc<Mutex<Vec<usize>>>,
+    /// How their in-flight records follow a rescale.
+    pub(crate) route: InputRoute,
+    pub(crate) _record: PhantomData<fn() -> T>,
+}
+
+impl<T: Wire> ChainBuilder<T> for PartitionedInputChain<T> {
+    fn build<C: Collector<T> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Result<Box<dyn Task>, BuildError> {
+        let exchanges = self
+            .exchanges
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let (mut receivers, mut counters) = (Vec::new(), Vec::new());
+        for &e in &exchanges {
+            let (r, c) = ctx.take_input(e);
+            receivers.extend(r);
+            counters.extend(c);
+        }
+        let task: InputTask<T, C> = build_input_task(
+            ctx,
+            exchanges[0],
+            receivers,
+            counters,
+            out,
+            WireDecoder::default(),
+            &GateRoutes::One(self.route.clone()),
+        )?;
+        Ok(Box::new(task))
     }
 }

@@ -2,6 +2,7 @@
 //! down a chain, the stateless chained operators, the tasks whose heads
 //! drive chains, and the error that fails a running task.
 
+pub mod branch;
 pub mod control;
 pub mod error;
 pub mod ops;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 
-use crate::api::graph::JobGraph;
+use crate::api::graph::JobPlan;
 use crate::build::context::WorkerEndpoints;
 use crate::checkpoint::coordinator::{CheckpointCoordinator, CoordinatorMsg, Stopped};
 use crate::checkpoint::restore::RestoredCheckpoint;
@@ -65,7 +65,7 @@ pub struct RestoreInfo {
 /// coordinates checkpoints and waits for the end or the first failure.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_attempt(
-    job: &Arc<JobGraph>,
+    job: &Arc<JobPlan>,
     stages: &Arc<Vec<ResolvedStage>>,
     options: &ExecutionOptions,
     storage: Option<&Arc<CheckpointStorage>>,
@@ -199,7 +199,7 @@ pub(crate) fn run_attempt(
 }
 
 /// Subtasks of the stages that start at a source.
-fn source_subtasks(job: &JobGraph, stages: &[ResolvedStage]) -> usize {
+fn source_subtasks(job: &JobPlan, stages: &[ResolvedStage]) -> usize {
     job.stages
         .iter()
         .zip(stages)
@@ -217,7 +217,7 @@ fn ring_all(shared: &JobShared) {
 
 /// What every worker of an attempt is started with.
 struct Spawn<'a> {
-    job: &'a Arc<JobGraph>,
+    job: &'a Arc<JobPlan>,
     stages: &'a Arc<Vec<ResolvedStage>>,
     options: &'a ExecutionOptions,
     storage: Option<&'a Arc<CheckpointStorage>>,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use weir_net::channel;
 
-use crate::api::graph::JobGraph;
+use crate::api::graph::JobPlan;
 use crate::build::context::{BuildContext, InputEndpoint, OutputEndpoint, WorkerEndpoints};
 use crate::chain::task::Task;
 use crate::checkpoint::restore::RestoredCheckpoint;
@@ -54,7 +54,7 @@ pub(crate) struct WorkerSettings {
 }
 
 /// Checks the graph and options; returns each stage's parallelism.
-pub(crate) fn validate(job: &JobGraph, options: &ExecutionOptions) -> Result<Vec<ResolvedStage>> {
+pub(crate) fn validate(job: &JobPlan, options: &ExecutionOptions) -> Result<Vec<ResolvedStage>> {
     if let Some(e) = job.errors.first() {
         return Err(JobError::InvalidJob(e.clone()));
     }
@@ -69,6 +69,12 @@ pub(crate) fn validate(job: &JobGraph, options: &ExecutionOptions) -> Result<Vec
             job.name()
         )));
     }
+    if let Some(name) = job.stages.iter().find_map(|s| s.spec.unfinished()) {
+        return Err(JobError::InvalidJob(format!(
+            "the stream `{name}` has side outputs or branches but does not end \
+             (in a sink, a key_by or another exchange)"
+        )));
+    }
     let mut resolved = Vec::with_capacity(job.stages.len());
     for stage in &job.stages {
         let p = stage.parallelism.unwrap_or(options.workers);
@@ -81,7 +87,7 @@ pub(crate) fn validate(job: &JobGraph, options: &ExecutionOptions) -> Result<Vec
         resolved.push(ResolvedStage { parallelism: p });
     }
     for e in 0..job.exchanges {
-        let senders = job.stages.iter().filter(|s| s.output == Some(e)).count();
+        let senders = job.stages.iter().filter(|s| s.outputs.contains(&e)).count();
         let receivers = (0..job.stages.len())
             .filter(|&s| job.stage_receives(s, e))
             .count();
@@ -92,6 +98,20 @@ pub(crate) fn validate(job: &JobGraph, options: &ExecutionOptions) -> Result<Vec
             )));
         }
     }
+    for &e in &job.forward {
+        let from = job.stages.iter().position(|s| s.outputs.contains(&e));
+        let to = (0..job.stages.len()).find(|&s| job.stage_receives(s, e));
+        if let (Some(from), Some(to)) = (from, to) {
+            let (pf, pt) = (resolved[from].parallelism, resolved[to].parallelism);
+            if pf != pt {
+                return Err(JobError::InvalidJob(format!(
+                    "forward edge from `{}` (parallelism {pf}) to `{}` (parallelism {pt}): \
+                     forward needs the same parallelism on both sides; use rebalance or rescale",
+                    job.stages[from].name, job.stages[to].name
+                )));
+            }
+        }
+    }
     Ok(resolved)
 }
 
@@ -99,7 +119,7 @@ pub(crate) fn validate(job: &JobGraph, options: &ExecutionOptions) -> Result<Vec
 /// subtask, receiving subtask) pair, and hands the endpoints to the workers
 /// that run those subtasks.
 pub(crate) fn wire_channels(
-    job: &JobGraph,
+    job: &JobPlan,
     stages: &[ResolvedStage],
     options: &ExecutionOptions,
     shared: &JobShared,
@@ -112,7 +132,7 @@ pub(crate) fn wire_channels(
         let from = job
             .stages
             .iter()
-            .position(|s| s.output == Some(e))
+            .position(|s| s.outputs.contains(&e))
             .expect("validated");
         let to = (0..job.stages.len())
             .find(|&s| job.stage_receives(s, e))
@@ -177,7 +197,7 @@ type BuiltTask = (Box<dyn Task>, SubtaskEntry);
 pub(crate) fn build_tasks(
     w: usize,
     workers: usize,
-    job: &JobGraph,
+    job: &JobPlan,
     stages: &[ResolvedStage],
     endpoints: &mut WorkerEndpoints,
     metrics: &WorkerMetrics,
@@ -210,6 +230,7 @@ pub(crate) fn build_tasks(
                 barrier_mode: settings.barrier_mode,
                 debloat: settings.debloat.clone(),
                 restore: settings.restore.clone(),
+                branch: None,
                 subtask,
                 input_channels: Vec::new(),
                 output_channels: Vec::new(),

@@ -58,6 +58,7 @@
 //! assert_eq!(total.load(Ordering::Relaxed), (0..100).sum::<u64>());
 //! ```
 
+use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
 use crate::build::error::{BuildError, Restoring};
@@ -65,6 +66,7 @@ use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::error::TaskError;
 use crate::chain::task::Task;
 use crate::core::subtask::SubtaskInfo;
+use crate::operators::side_output::{SideOutputs, WithSides};
 use crate::state::registry::{check_state_names, created_by, StateKind};
 use crate::state::visitor::OperatorStates;
 
@@ -162,6 +164,21 @@ pub trait ProcessFunction: 'static {
     /// job at start (it would be lost on restore).
     fn visit_state(&mut self, states: &mut OperatorStates<'_>) {
         let _ = states;
+    }
+
+    /// Lists the side outputs this function emits to, so that each is
+    /// connected to the streams the job took for its tag
+    /// ([`Stream::get_side_output`](crate::api::stream::Stream::get_side_output)):
+    ///
+    /// ```text
+    /// fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+    ///     outputs.connect(&self.rejected);
+    /// }
+    /// ```
+    ///
+    /// A handle not listed stays unconnected: what it emits is dropped.
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        let _ = outputs;
     }
 
     /// Called once before the first record, after the states were restored
@@ -303,14 +320,17 @@ pub struct ProcessChain<B, FF> {
     prev: B,
     uid: String,
     factory: FF,
+    /// The streams taken from the operator's side outputs.
+    side: BranchList,
 }
 
 impl<B, FF> ProcessChain<B, FF> {
-    pub(crate) fn new(prev: B, uid: &str, factory: FF) -> Self {
+    pub(crate) fn new(prev: B, uid: &str, factory: FF, side: BranchList) -> Self {
         Self {
             prev,
             uid: uid.to_owned(),
             factory,
+            side,
         }
     }
 }
@@ -368,8 +388,17 @@ where
             info: ctx.info,
             restored_from,
         });
-        let op = ProcessOp::new(func, out, &self.uid, &ctx.info, input_ended);
-        self.prev.build(ctx, op)
+        let mut outputs = SideOutputs::new(ctx, &self.side);
+        func.side_outputs(&mut outputs);
+        let sides = outputs.finish()?;
+        if sides.is_empty() {
+            let op = ProcessOp::new(func, out, &self.uid, &ctx.info, input_ended);
+            self.prev.build(ctx, op)
+        } else {
+            let out = WithSides::new(out, sides);
+            let op = ProcessOp::new(func, out, &self.uid, &ctx.info, input_ended);
+            self.prev.build(ctx, op)
+        }
     }
 }
 

@@ -156,7 +156,7 @@ fn keyed_job(
     fail: InjectedFailure,
     totals: &Totals,
 ) -> JobGraph {
-    let mut job = JobGraph::new("broadcast-rules");
+    let job = JobGraph::new("broadcast-rules");
     let rules = job
         .source("rules", |info: &SubtaskInfo| {
             SequenceSource::new(info, RULE_EVENTS, rule)
@@ -319,7 +319,7 @@ impl BroadcastProcessFunction for ApplyRules {
 fn broadcast_rules_reach_every_subtask_of_a_rebalanced_stream() {
     let n = 20_000u64;
     let collected: Arc<Collected<(u64, u64)>> = Collected::new();
-    let mut job = JobGraph::new("broadcast-non-keyed");
+    let job = JobGraph::new("broadcast-non-keyed");
     let rules = job
         .source("rules", |info: &SubtaskInfo| {
             SequenceSource::new(info, RULE_EVENTS, rule)
@@ -409,7 +409,7 @@ fn a_non_keyed_broadcast_operator_restores_its_rules_at_another_parallelism() {
             InjectedFailure::never()
         };
         let into = seen.clone();
-        let mut job = JobGraph::new("broadcast-non-keyed-restore");
+        let job = JobGraph::new("broadcast-non-keyed-restore");
         let rules = job
             .source("rules", |info: &SubtaskInfo| {
                 SequenceSource::new(info, RULE_EVENTS, rule)
@@ -503,7 +503,7 @@ impl KeyedBroadcastProcessFunction for Forgetful {
 #[test]
 fn a_keyed_broadcast_function_that_does_not_visit_its_state_is_rejected() {
     let dir = temp_dir("bc-forgetful");
-    let mut job = JobGraph::new("broadcast-forgetful");
+    let job = JobGraph::new("broadcast-forgetful");
     let rules = job
         .source("rules", |info: &SubtaskInfo| {
             SequenceSource::new(info, RULE_EVENTS, rule)

@@ -126,7 +126,7 @@ fn debloating_sizes_in_flight_data_to_the_target_and_recovers() {
     let target = Duration::from_millis(20);
     let spin_ns = Arc::new(AtomicU64::new(20_000));
     let (throttled_for, run_for) = (Duration::from_millis(2_500), Duration::from_millis(3_500));
-    let mut job = JobGraph::new("debloat");
+    let job = JobGraph::new("debloat");
     let spin = spin_ns.clone();
     job.source("source", move |info: &SubtaskInfo| Unbounded {
         next: info.index as u64,

@@ -78,7 +78,7 @@ where
         WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND as u64))
             .with_timestamp_assigner(|r: &Rec| r.1)
     };
-    let mut job = JobGraph::new("interval-join");
+    let job = JobGraph::new("interval-join");
     let rights = job
         .source("rights", move |info: &SubtaskInfo| {
             PacedSource::new(info, n2, keys, 250)

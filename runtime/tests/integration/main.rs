@@ -12,6 +12,7 @@ mod checkpoint;
 mod debloat;
 mod event_time;
 mod failure;
+mod fan_out;
 mod files;
 mod golden;
 mod interval_join;

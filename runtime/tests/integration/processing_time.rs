@@ -57,7 +57,7 @@ fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
     }
 
     let tumbling = Collected::new();
-    let mut job = JobGraph::new("processing-tumbling");
+    let job = JobGraph::new("processing-tumbling");
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, keys, 1_000)
     })
@@ -87,7 +87,7 @@ fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
 
     let clock = Arc::new(AtomicI64::new(7_000));
     let sessions = Collected::new();
-    let mut job = JobGraph::new("processing-sessions");
+    let job = JobGraph::new("processing-sessions");
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, keys, 10_000)
     })
@@ -135,7 +135,7 @@ fn processing_time_windows_survive_a_crash_and_restore() {
     let failing_dir = dir.clone();
     let totals: Totals = Arc::default();
     let into = totals.clone();
-    let mut job = JobGraph::new("processing-failover");
+    let job = JobGraph::new("processing-failover");
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, keys, 1_000)
     })

@@ -97,7 +97,7 @@ proptest! {
         let n = keys.len() as u64;
         let source_keys = Arc::new(keys.clone());
         let got = Collected::new();
-        let mut job = weir_runtime::JobGraph::new("routing-u64");
+        let job = weir_runtime::JobGraph::new("routing-u64");
         job.source("keys", move |info: &SubtaskInfo| {
             let keys = source_keys.clone();
             SequenceSource::new(info, n, move |i| (keys[i as usize], i))
@@ -129,7 +129,7 @@ proptest! {
         let n = keys.len() as u64;
         let source_keys = Arc::new(keys.clone());
         let got = Collected::new();
-        let mut job = weir_runtime::JobGraph::new("routing-string");
+        let job = weir_runtime::JobGraph::new("routing-string");
         job.source("keys", move |info: &SubtaskInfo| {
             let keys = source_keys.clone();
             SequenceSource::new(info, n, move |i| (keys[i as usize].clone(), i))
@@ -158,7 +158,7 @@ fn keyed_stage_with_its_own_parallelism_behind_a_single_source() {
     let source_infos = Collected::<SubtaskInfo>::new();
     let seen_sources = source_infos.clone();
     let got = Collected::new();
-    let mut job = weir_runtime::JobGraph::new("rescaled-keyed-stage");
+    let job = weir_runtime::JobGraph::new("rescaled-keyed-stage");
     job.source("keys", move |info: &SubtaskInfo| {
         seen_sources.parts.lock().unwrap().push((*info, Vec::new()));
         let keys = source_keys.clone();

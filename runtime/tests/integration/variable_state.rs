@@ -234,7 +234,7 @@ fn job(
 ) -> JobGraph {
     let armed = Arc::new(AtomicBool::new(true));
     let (totals, into) = (totals.clone(), reports.clone());
-    let mut job = JobGraph::new("variable-state");
+    let job = JobGraph::new("variable-state");
     // 200 records/ms: the failure comes well after a checkpoint completed.
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, users, 200)
@@ -385,7 +385,7 @@ impl Sink for WindowSink {
 fn window_job(n: u64, users: u64, parallelism: usize, fail_at: u64, into: &Windows) -> JobGraph {
     let armed = Arc::new(AtomicBool::new(true));
     let into = into.clone();
-    let mut job = JobGraph::new("variable-windows");
+    let job = JobGraph::new("variable-windows");
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, users, 200)
     })

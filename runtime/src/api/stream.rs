@@ -189,7 +189,8 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             chain: TimestampsChain {
                 prev: self.chain,
                 strategy,
-                at_source: self.input.is_none(),
+                // The source's own stage, not a branch of another.
+                at_source: self.input.is_none() && self.branch.is_none(),
             },
             parallelism: self.parallelism,
             input: self.input,

@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use weir_runtime::{
-    AggregateFunction, Collector, JobGraph, JoinContext, ProcessJoinFunction, Source, SourcePoll,
-    SubtaskInfo, TumblingEventTimeWindows, WatermarkGenerator, WatermarkOutput, WatermarkStrategy,
+    AggregateFunction, Collector, JobGraph, JoinContext, OutputTag, ProcessJoinFunction, Source,
+    SourcePoll, SubtaskInfo, TumblingEventTimeWindows, WatermarkGenerator, WatermarkOutput,
+    WatermarkStrategy,
 };
 
 use crate::{collect_into, options, run_ok, sorted, splitmix64, Collected};
@@ -177,27 +178,28 @@ fn punctuated_watermarks_fire_windows_at_their_markers_as_a_single_threaded_run(
         Duration::from_millis(200),
     ] {
         let collected: Arc<Collected<Firing>> = Collected::new();
-        let late: Arc<Mutex<Vec<Rec>>> = Arc::default();
-        let late_in = late.clone();
+        let late: Arc<Collected<Rec>> = Collected::new();
+        let late_tag = OutputTag::<Rec>::new("late");
         let input = records.clone();
-        let mut job = JobGraph::new("punctuated-windows");
-        job.source("records", move |_: &SubtaskInfo| ListSource {
-            records: input.clone().into_iter(),
-        })
-        .parallelism(1)
-        .assign_timestamps_and_watermarks(
-            WatermarkStrategy::for_generator(|_: &SubtaskInfo| Markers)
-                .with_timestamp_assigner(|r: &Rec| r.1),
-        )
-        .key_by(|r: &Rec| r.0)
-        .window(TumblingEventTimeWindows::of(SIZE, |r: &Rec| r.1))
-        .allowed_lateness(LATENESS)
-        .side_output_late_data(move |_: &SubtaskInfo| {
-            let late = late_in.clone();
-            move |r: Rec| late.lock().unwrap().push(r)
-        })
-        .aggregate("count-sum", CountSum)
-        .sink("collect", collect_into(&collected));
+        let job = JobGraph::new("punctuated-windows");
+        let windows = job
+            .source("records", move |_: &SubtaskInfo| ListSource {
+                records: input.clone().into_iter(),
+            })
+            .parallelism(1)
+            .assign_timestamps_and_watermarks(
+                WatermarkStrategy::for_generator(|_: &SubtaskInfo| Markers)
+                    .with_timestamp_assigner(|r: &Rec| r.1),
+            )
+            .key_by(|r: &Rec| r.0)
+            .window(TumblingEventTimeWindows::of(SIZE, |r: &Rec| r.1))
+            .allowed_lateness(LATENESS)
+            .side_output_late_data(&late_tag)
+            .aggregate("count-sum", CountSum);
+        windows
+            .get_side_output(&late_tag)
+            .sink("late", collect_into(&late));
+        windows.sink("collect", collect_into(&collected));
         let mut o = options(2);
         o.auto_watermark_interval = interval;
         run_ok(job, &o);
@@ -206,7 +208,7 @@ fn punctuated_watermarks_fire_windows_at_their_markers_as_a_single_threaded_run(
         for (key, start, result) in collected.take_all() {
             got.entry(key).or_default().0.push((start, result));
         }
-        for r in late.lock().unwrap().drain(..) {
+        for r in late.take_all() {
             got.entry(r.0).or_default().1.push(r);
         }
         assert_same(&got, &want, &format!("interval {interval:?}"));
@@ -364,7 +366,7 @@ fn a_fast_source_never_leads_its_alignment_group_by_more_than_the_drift() {
         .with_watermark_alignment("timeline", Duration::from_millis(DRIFT as u64), UPDATE)
     };
     let collected: Arc<Collected<(i64, i64)>> = Collected::new();
-    let mut job = JobGraph::new("aligned-join");
+    let job = JobGraph::new("aligned-join");
     let first_fast = first.clone();
     let fast = job
         .source("fast", move |_: &SubtaskInfo| Timeline {
@@ -444,7 +446,7 @@ fn an_idle_member_of_an_alignment_group_holds_nobody_back() {
         })
         .with_timestamp_assigner(|r: &Ev| r.1)
     };
-    let mut job = JobGraph::new("aligned-idle");
+    let job = JobGraph::new("aligned-idle");
     // The fast source: 2,000 records 10 ms apart in event time, from
     // three update intervals after the quiet one's records on.
     let (fast_done, fast_first) = (done.clone(), first.clone());

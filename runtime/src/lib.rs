@@ -94,7 +94,10 @@ pub use crate::operators::sink::{rescaled_share, Sink};
 pub use crate::operators::source::{
     NumberSequenceSource, SequenceSource, Source, SourcePoll, StridedSplits,
 };
-pub use crate::operators::timestamps::WatermarkStrategy;
+pub use crate::operators::timestamps::{
+    BoundedOutOfOrderness, WatermarkAlignment, WatermarkGenerator, WatermarkGeneratorSupplier,
+    WatermarkOutput, WatermarkStrategy, WatermarksWithIdleness, DEFAULT_ALIGNMENT_UPDATE_INTERVAL,
+};
 pub use crate::operators::two_input::KeyedCoProcessFunction;
 pub use crate::operators::window::{
     DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows, EventTimeSessionWindows,

@@ -18,6 +18,7 @@ use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::api::two_input::ConnectWith;
 use crate::build::builder::ChainBuilder;
+use crate::build::demand::TimestampDemand;
 use crate::build::exchange::FanOutTail;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::broadcast::chain::{BroadcastChain, KeyedBroadcastChain};
@@ -53,7 +54,7 @@ pub struct KeyedBroadcastConnectedStream<'j, A, B, K, KA> {
     first: usize,
     second: usize,
     key_fn: KA,
-    stamped: bool,
+    stamped: Option<TimestampDemand>,
     _types: PhantomData<fn(A, B) -> K>,
 }
 
@@ -96,6 +97,10 @@ where
         F::Out: 'static,
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
+        // The function may read its records' timestamps.
+        if let Some(d) = &self.stamped {
+            d.mark();
+        }
         self.job.register_uid(uid);
         self.job.add_co_input(self.first, self.second);
         Stream {
@@ -106,7 +111,7 @@ where
                 uid: uid.to_owned(),
                 factory: Arc::new(factory),
                 key_fn: self.key_fn,
-                stamped: self.stamped,
+                stamped: self.stamped.clone(),
                 _types: PhantomData,
             },
             job: self.job,
@@ -184,7 +189,7 @@ impl<'j, A: Wire, B: Wire> BroadcastConnectedStream<'j, A, B> {
             side: None,
             reserved: std::cell::Cell::new(None),
             union: None,
-            stamped: false,
+            stamped: None,
         }
     }
 }

@@ -16,6 +16,7 @@ use crate::api::graph::JobGraph;
 use crate::api::stream::{BranchOf, Stream};
 use crate::build::branch::{BranchHead, BranchList, TeeTail};
 use crate::build::builder::ChainBuilder;
+use crate::build::demand::TimestampDemand;
 use crate::operators::side_output::OutputTag;
 
 impl<'j, T: Clone + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
@@ -62,7 +63,7 @@ impl<'j, T: Clone + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         let stage = self.stage_index();
         let list = BranchList::default();
         let name = self.name.clone();
-        let stamped = self.stamped;
+        let stamped = self.stamped.clone();
         let job = self.end_stage(
             name.clone(),
             TeeTail::<T> {
@@ -116,7 +117,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
                 tag: tag.name().to_owned(),
             },
             format!("{} [{}]", self.name, tag.name()),
-            self.stamped,
+            self.stamped.clone(),
         )
     }
 }
@@ -127,7 +128,7 @@ pub struct SharedStream<'j, T> {
     stage: usize,
     list: BranchList,
     name: String,
-    stamped: bool,
+    stamped: Option<TimestampDemand>,
     _record: PhantomData<fn() -> T>,
 }
 
@@ -142,7 +143,7 @@ impl<'j, T: 'static> SharedStream<'j, T> {
                 tag: String::new(),
             },
             self.name.clone(),
-            self.stamped,
+            self.stamped.clone(),
         )
     }
 }
@@ -152,7 +153,7 @@ fn branch_stream<T: 'static>(
     job: &JobGraph,
     branch: BranchOf,
     name: String,
-    stamped: bool,
+    stamped: Option<TimestampDemand>,
 ) -> Stream<'_, T, BranchHead<T>> {
     Stream {
         job,

@@ -10,13 +10,16 @@ use crate::api::graph::{JobGraph, StageNode};
 use crate::build::branch::BranchList;
 use crate::build::builder::{ChainBuilder, TailBuilder};
 use crate::build::chains::{FilterChain, FlatMapChain, MapChain};
+use crate::build::demand::TimestampDemand;
 use crate::build::stage::Stage;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::process::{ProcessChain, ProcessFunction};
 use crate::operators::sink::{Sink, SinkTail};
 use crate::operators::source::chain::SourceChain;
 use crate::operators::source::function::Source;
-use crate::operators::timestamps::{TimestampsChain, WatermarkStrategy};
+use crate::operators::timestamps::{
+    AlignmentSpec, TimestampsChain, WatermarkGeneratorSupplier, WatermarkStrategy,
+};
 
 impl JobGraph {
     /// Adds a source; `factory` makes the source of each subtask.
@@ -39,7 +42,7 @@ impl JobGraph {
             side: None,
             reserved: Cell::new(None),
             union: None,
-            stamped: false,
+            stamped: None,
             _record: PhantomData,
         }
     }
@@ -63,10 +66,11 @@ pub struct Stream<'j, T, B> {
     pub(crate) reserved: Cell<Option<usize>>,
     /// Set on a stream fresh from a union: the exchanges its head reads,
     /// to which another union adds.
-    pub(crate) union: Option<Arc<std::sync::Mutex<Vec<usize>>>>,
-    /// The records have event timestamps (the stream, or one it came
-    /// from, was given event time): its exchanges carry them.
-    pub(crate) stamped: bool,
+    pub(crate) union: Option<(Arc<std::sync::Mutex<Vec<usize>>>, TimestampDemand)>,
+    /// The stream has event time (it, or one it came from, was given
+    /// timestamps): who reads its record timestamps, so that exchanges
+    /// carry them where needed ([`TimestampDemand`]).
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _record: PhantomData<fn() -> T>,
 }
 
@@ -92,7 +96,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             side: None,
             reserved: self.reserved,
             union: None,
-            stamped: self.stamped,
+            stamped: self.stamped.clone(),
             _record: PhantomData,
         }
     }
@@ -160,6 +164,10 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         F: ProcessFunction<In = T>,
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
+        // The function may read its records' timestamps (`ctx.timestamp()`).
+        if let Some(d) = &self.stamped {
+            d.mark();
+        }
         let side = BranchList::default();
         let mut stream = self.then(uid, |prev| {
             ProcessChain::new(prev, uid, factory, side.clone())
@@ -170,25 +178,32 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
 
     /// Gives the stream event time (Flink's `assignTimestampsAndWatermarks`):
     /// each record's timestamp comes from `strategy`'s extractor, and this
-    /// subtask emits watermarks every `pipeline.auto-watermark-interval`,
-    /// marks itself idle after the strategy's idleness timeout, and emits
-    /// `i64::MAX` at the end of its input. Put it right after the source,
-    /// so each source subtask generates its own watermarks. Watermarks from
-    /// upstream of it are dropped (but the final one). The operator holds
-    /// no state, so it needs no uid.
-    pub fn assign_timestamps_and_watermarks<TF>(
+    /// subtask's watermark generator emits per record and/or every
+    /// `pipeline.auto-watermark-interval`, marks the stream idle after the
+    /// strategy's idleness timeout, and `i64::MAX` goes out at the end of
+    /// its input. Put it right after the source, so each source subtask
+    /// generates its own watermarks (and watermark alignment applies).
+    /// Watermarks from upstream of it are dropped (but the final one). The
+    /// operator holds no state, so it needs no uid.
+    pub fn assign_timestamps_and_watermarks<TF, G, A>(
         self,
-        strategy: WatermarkStrategy<TF>,
-    ) -> Stream<'j, T, TimestampsChain<B, TF>>
+        strategy: WatermarkStrategy<TF, G, A>,
+    ) -> Stream<'j, T, TimestampsChain<B, TF, G, A>>
     where
         TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+        G: WatermarkGeneratorSupplier<T>,
+        A: AlignmentSpec,
     {
+        let demand = TimestampDemand::source();
         Stream {
             name: format!("{} -> timestamps/watermarks", self.name),
             job: self.job,
             chain: TimestampsChain {
                 prev: self.chain,
                 strategy,
+                demand: demand.clone(),
+                // The source's own stage, not a branch of another.
+                at_source: self.input.is_none() && self.branch.is_none(),
             },
             parallelism: self.parallelism,
             input: self.input,
@@ -196,7 +211,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             side: None,
             reserved: self.reserved,
             union: None,
-            stamped: true,
+            stamped: Some(demand),
             _record: PhantomData,
         }
     }

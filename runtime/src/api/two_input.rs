@@ -16,6 +16,7 @@ use crate::api::stream::Stream;
 use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
 use crate::build::channel_rescale::{key_route_of, InputRoute};
+use crate::build::demand::TimestampDemand;
 use crate::build::two_input::TwoInputChain;
 use crate::core::subtask::SubtaskInfo;
 use crate::exchange::decoder::CoInput;
@@ -35,7 +36,7 @@ pub struct ConnectedKeyedStreams<'j, A, B, K, KA, KB> {
     first: KeyedStream<'j, A, K, KA>,
     second_exchange: usize,
     second_key: KB,
-    second_stamped: bool,
+    second_stamped: Option<TimestampDemand>,
     _types: PhantomData<fn(B)>,
 }
 
@@ -45,7 +46,7 @@ pub struct ConnectedKeyedStreams<'j, A, B, K, KA, KB> {
 pub struct DetachedKeyedStream<T, K, KF> {
     pub(crate) exchange: usize,
     pub(crate) key_fn: KF,
-    pub(crate) stamped: bool,
+    pub(crate) stamped: Option<TimestampDemand>,
     _types: PhantomData<fn(T) -> K>,
 }
 
@@ -142,10 +143,22 @@ where
     {
         let (first, second) = (self.first.exchange, self.second_exchange);
         let (ka, kb) = (self.first.key_fn, self.second_key);
-        let stamps = (self.first.stamped, self.second_stamped);
+        let stamps = (self.first.stamped.clone(), self.second_stamped.clone());
+        // The function may read its records' timestamps.
+        for d in [&stamps.0, &stamps.1].into_iter().flatten() {
+            d.mark();
+        }
+        let out_stamps = {
+            let inputs: Vec<_> = [&stamps.0, &stamps.1]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect();
+            (!inputs.is_empty()).then(|| TimestampDemand::after(inputs))
+        };
         let routes = (
-            InputRoute::Keyed(key_route_of::<A, K, _>(ka.clone(), stamps.0)),
-            InputRoute::Keyed(key_route_of::<B, K, _>(kb.clone(), stamps.1)),
+            InputRoute::Keyed(key_route_of::<A, K, _>(ka.clone(), stamps.0.clone())),
+            InputRoute::Keyed(key_route_of::<B, K, _>(kb.clone(), stamps.1.clone())),
         );
         let job = self.first.job;
         job.register_uid(uid);
@@ -173,7 +186,7 @@ where
             side: Some(side),
             reserved: std::cell::Cell::new(None),
             union: None,
-            stamped: stamps.0 || stamps.1,
+            stamped: out_stamps,
         }
     }
 }

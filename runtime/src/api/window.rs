@@ -7,6 +7,7 @@ use weir_state::{StateKey, StateValue};
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::build::builder::ChainBuilder;
+use crate::build::demand::TimestampDemand;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::with_side_output::KeyedWithSideOutput;
 use crate::operators::late_data::LateOutput;
@@ -138,13 +139,21 @@ where
         W::Acc: Wire,
     {
         let (assigner, lateness, late_output) = (self.assigner, self.lateness, self.late_output);
-        self.keyed.process(uid, move |_: &SubtaskInfo| {
-            let (late, output) = late_data(&late_output);
-            KeyedWithSideOutput {
-                func: assigner.incremental::<K, W>(fold.clone(), lateness, late),
-                output,
-            }
-        })
+        let reads = assigner.reads_record_timestamps();
+        let mut stream = self.keyed.process_reading_timestamps(
+            uid,
+            move |_: &SubtaskInfo| {
+                let (late, output) = late_data(&late_output);
+                KeyedWithSideOutput {
+                    func: assigner.incremental::<K, W>(fold.clone(), lateness, late),
+                    output,
+                }
+            },
+            reads,
+        );
+        // A window's results have their own timestamps (its end - 1).
+        stream.stamped = stream.stamped.map(|_| TimestampDemand::source());
+        stream
     }
 }
 
@@ -251,14 +260,22 @@ where
         CF: Fn() -> C + Send + Sync + 'static,
     {
         let spec = self.assigner.spec();
+        let reads = self.assigner.reads_record_timestamps();
         let (lateness, late_output) = (self.lateness, self.late_output);
-        self.keyed.process(uid, move |_: &SubtaskInfo| {
-            let (late, output) = late_data(&late_output);
-            KeyedWithSideOutput {
-                func: GeneralWindowOperator::new(spec.clone(), contents(), lateness, late),
-                output,
-            }
-        })
+        let mut stream = self.keyed.process_reading_timestamps(
+            uid,
+            move |_: &SubtaskInfo| {
+                let (late, output) = late_data(&late_output);
+                KeyedWithSideOutput {
+                    func: GeneralWindowOperator::new(spec.clone(), contents(), lateness, late),
+                    output,
+                }
+            },
+            reads,
+        );
+        // A window's results have their own timestamps (its end - 1).
+        stream.stamped = stream.stamped.map(|_| TimestampDemand::source());
+        stream
     }
 }
 

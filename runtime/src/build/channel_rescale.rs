@@ -18,6 +18,7 @@ use std::sync::Arc;
 use weir_net::{DecodeError, Wire};
 use weir_state::{key_group_for_hash, KeyHash};
 
+use crate::build::demand::{needed, TimestampDemand};
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::RestoreScope;
 use crate::exchange::input_task::INPUT_CHANNELS_STATE;
@@ -47,18 +48,23 @@ where
 }
 
 /// The [`KeyRoute`] of a key_by exchange of `T` records keyed by `key_fn`,
-/// whose records carry their timestamps if `stamped`.
-pub(crate) fn key_route_of<T, K, KF>(key_fn: KF, stamped: bool) -> KeyRoute
+/// whose records carry their timestamps if `stamped` is read downstream
+/// (known once the job is built, when the route is used).
+pub(crate) fn key_route_of<T, K, KF>(key_fn: KF, stamped: Option<TimestampDemand>) -> KeyRoute
 where
     T: Wire,
     K: KeyHash,
-    KF: Fn(&T) -> K + Send + Sync + 'static,
+    KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
 {
-    if stamped {
-        key_route::<Stamped<T>, K, _>(move |s: &Stamped<T>| key_fn(&s.value))
-    } else {
-        key_route::<T, K, _>(key_fn)
-    }
+    let bare = key_route::<T, K, _>(key_fn.clone());
+    let with_stamps = key_route::<Stamped<T>, K, _>(move |s: &Stamped<T>| key_fn(&s.value));
+    Arc::new(move |bytes: &[u8], out: &mut Vec<(u64, usize)>| {
+        if needed(&stamped) {
+            with_stamps(bytes, out)
+        } else {
+            bare(bytes, out)
+        }
+    })
 }
 
 /// How the in-flight records of one exchange into a stage are

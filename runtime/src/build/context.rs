@@ -13,6 +13,7 @@ use crate::checkpoint::restore::RestoredCheckpoint;
 use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::barrier::BarrierMode;
 use crate::core::subtask::SubtaskInfo;
+use crate::exchange::watermark_alignment::WatermarkAlignmentGroups;
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::SubtaskMetrics;
 use crate::metrics::worker::WorkerMetrics;
@@ -55,6 +56,8 @@ pub struct BuildContext<'a> {
     pub auto_watermark_interval: Duration,
     /// The worker's counters.
     pub metrics: &'a WorkerMetrics,
+    /// The attempt's watermark alignment groups (shared by every worker).
+    pub(crate) watermark_alignment: Arc<WatermarkAlignmentGroups>,
     pub(crate) stage_name: &'a str,
     pub(crate) endpoints: &'a mut WorkerEndpoints,
     /// Checkpointing, if on: the worker's writer and the signals.

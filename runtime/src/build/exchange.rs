@@ -13,6 +13,7 @@ use crate::build::channel_rescale::{
     restore_rescaled_channel_state, two_input_channels, GateRoutes, InputRoute, KeyRoute,
 };
 use crate::build::context::BuildContext;
+use crate::build::demand::{needed, TimestampDemand};
 use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::Collector;
 use crate::chain::task::Task;
@@ -32,8 +33,9 @@ pub struct ExchangeInputChain<T> {
     /// How the exchange's records find their key group: its channel state
     /// follows its key groups on a rescale.
     pub(crate) route: KeyRoute,
-    /// The records cross with their timestamps ([`Stamped`]).
-    pub(crate) stamped: bool,
+    /// The records cross with their timestamps ([`Stamped`]) if this
+    /// demand is read downstream.
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _record: PhantomData<fn() -> T>,
 }
 
@@ -45,7 +47,7 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
     ) -> Result<Box<dyn Task>, BuildError> {
         let (receivers, counters) = ctx.take_input(self.exchange);
         let routes = GateRoutes::One(InputRoute::Keyed(self.route.clone()));
-        if self.stamped {
+        if needed(&self.stamped) {
             let task: InputTask<T, C, StampedDecoder<T>> = build_input_task(
                 ctx,
                 self.exchange,
@@ -146,8 +148,9 @@ pub(crate) fn build_input_task<T, C, D>(
 pub(crate) struct ExchangeTail<T, K, KF> {
     pub(crate) exchange: usize,
     pub(crate) key_fn: KF,
-    /// The stream has event time: its records cross as [`Stamped`].
-    pub(crate) stamped: bool,
+    /// The stream's record timestamps, if it has event time: its records
+    /// cross as [`Stamped`] if an operator downstream reads them.
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _types: PhantomData<fn(T) -> K>,
 }
 
@@ -167,7 +170,7 @@ where
         ctx: &mut BuildContext<'_>,
         chain: &B,
     ) -> Result<Box<dyn Task>, BuildError> {
-        if self.stamped {
+        if needed(&self.stamped) {
             let key_fn = self.key_fn.clone();
             let key_of = move |s: &Stamped<T>| key_fn(&s.value);
             let out = exchange_output(ctx, self.exchange, key_of);
@@ -209,8 +212,8 @@ where
 pub(crate) struct FanOutTail<T> {
     exchange: usize,
     partitioning: Partitioning<T>,
-    /// The stream has event time: its records cross as [`Stamped`].
-    stamped: bool,
+    /// The stream's record timestamps (see [`ExchangeTail`]).
+    stamped: Option<TimestampDemand>,
 }
 
 impl<T> FanOutTail<T> {
@@ -229,12 +232,12 @@ impl<T> FanOutTail<T> {
         Self {
             exchange,
             partitioning,
-            stamped: false,
+            stamped: None,
         }
     }
 
-    /// With each record's timestamp if `stamped`.
-    pub(crate) fn stamped(mut self, stamped: bool) -> Self {
+    /// With each record's timestamp if `stamped` is read downstream.
+    pub(crate) fn stamped(mut self, stamped: Option<TimestampDemand>) -> Self {
         self.stamped = stamped;
         self
     }
@@ -257,7 +260,7 @@ impl<T: Wire> TailBuilder<T> for FanOutTail<T> {
         ctx: &mut BuildContext<'_>,
         chain: &B,
     ) -> Result<Box<dyn Task>, BuildError> {
-        if self.stamped {
+        if needed(&self.stamped) {
             let inner = exchange_output(
                 ctx,
                 self.exchange,
@@ -285,8 +288,9 @@ pub struct PartitionedInputChain<T> {
     pub(crate) exchanges: Arc<Mutex<Vec<usize>>>,
     /// How their in-flight records follow a rescale.
     pub(crate) route: InputRoute,
-    /// The records cross with their timestamps ([`Stamped`]).
-    pub(crate) stamped: bool,
+    /// The records cross with their timestamps ([`Stamped`]) if this
+    /// demand is read downstream.
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _record: PhantomData<fn() -> T>,
 }
 
@@ -308,7 +312,7 @@ impl<T: Wire> ChainBuilder<T> for PartitionedInputChain<T> {
             counters.extend(c);
         }
         let routes = GateRoutes::One(self.route.clone());
-        if self.stamped {
+        if needed(&self.stamped) {
             let task: InputTask<T, C, StampedDecoder<T>> = build_input_task(
                 ctx,
                 exchanges[0],

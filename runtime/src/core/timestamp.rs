@@ -58,6 +58,16 @@ pub fn record_timestamp<T>(_record: &T) -> i64 {
     ts
 }
 
+/// Whether `F`, a timestamp function of `T` records, is
+/// [`record_timestamp`] (a window assigner given it reads the records'
+/// own timestamps, which its stream must then carry).
+pub fn is_record_timestamp<T: 'static, F: 'static>() -> bool {
+    fn type_of<G: 'static>(_: &G) -> std::any::TypeId {
+        std::any::TypeId::of::<G>()
+    }
+    std::any::TypeId::of::<F>() == type_of(&record_timestamp::<T>)
+}
+
 #[cold]
 #[inline(never)]
 fn no_timestamp() -> ! {
@@ -80,5 +90,14 @@ mod tests {
         assert_eq!(other, NO_TIMESTAMP);
         set_record_timestamp(NO_TIMESTAMP);
         assert!(std::panic::catch_unwind(|| record_timestamp(&())).is_err());
+    }
+
+    #[test]
+    fn record_timestamp_is_told_from_other_timestamp_functions() {
+        fn is<T: 'static, F: Fn(&T) -> i64 + 'static>(_: F) -> bool {
+            is_record_timestamp::<T, F>()
+        }
+        assert!(is::<(u64, i64), _>(record_timestamp));
+        assert!(!is::<(u64, i64), _>(|r: &(u64, i64)| r.1));
     }
 }

@@ -33,6 +33,7 @@ mod two_input;
 mod two_input_rescale;
 mod variable_state;
 mod w1;
+mod watermarks;
 mod windows;
 
 use std::sync::atomic::Ordering;

@@ -9,6 +9,7 @@ use weir_net::Wire;
 use crate::build::builder::ChainBuilder;
 use crate::build::channel_rescale::{key_route_of, InputRoute};
 use crate::build::context::BuildContext;
+use crate::build::demand::TimestampDemand;
 use crate::build::error::BuildError;
 use crate::build::two_input::TwoInputChain;
 use crate::chain::control::Collector;
@@ -31,8 +32,8 @@ pub struct KeyedBroadcastChain<A, B, FF, KF> {
     pub(crate) uid: String,
     pub(crate) factory: Arc<FF>,
     pub(crate) key_fn: KF,
-    /// The keyed input's records carry their timestamps.
-    pub(crate) stamped: bool,
+    /// The keyed input's record timestamps, if it has event time.
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _types: PhantomData<fn() -> (A, B)>,
 }
 
@@ -70,12 +71,12 @@ where
         let routes = (
             InputRoute::Keyed(key_route_of::<A, F::Key, _>(
                 self.key_fn.clone(),
-                self.stamped,
+                self.stamped.clone(),
             )),
             InputRoute::Broadcast,
         );
         TwoInputChain::<A, B>::new(self.first, self.second, routes)
-            .with_stamps((self.stamped, false))
+            .with_stamps((self.stamped.clone(), None))
             .build(ctx, op)
     }
 }

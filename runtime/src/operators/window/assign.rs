@@ -13,6 +13,7 @@
 //!
 //! [`KeyedStream::window`]: crate::api::keyed::KeyedStream::window
 
+use crate::core::timestamp::is_record_timestamp;
 use std::sync::Arc;
 
 use weir_net::Wire;
@@ -59,6 +60,13 @@ pub trait Windowing<T>: Clone + Send + Sync + 'static {
 
     /// The windows, for the general window operator.
     fn spec(&self) -> WindowSpec<T>;
+
+    /// Whether the assigner's timestamps are the records' own
+    /// ([`crate::core::timestamp::record_timestamp`]): the stream must then
+    /// carry them to the window operator.
+    fn reads_record_timestamps(&self) -> bool {
+        false
+    }
 }
 
 /// The general operator folding with `fold` and emitting `(key,
@@ -123,6 +131,10 @@ where
         fast_incremental(self.clone(), fold, lateness, late)
     }
 
+    fn reads_record_timestamps(&self) -> bool {
+        is_record_timestamp::<T, TF>()
+    }
+
     fn spec(&self) -> WindowSpec<T> {
         WindowSpec {
             kind: WindowKind::Fixed {
@@ -162,6 +174,10 @@ where
         fast_incremental(self.clone(), fold, lateness, late)
     }
 
+    fn reads_record_timestamps(&self) -> bool {
+        is_record_timestamp::<T, TF>()
+    }
+
     fn spec(&self) -> WindowSpec<T> {
         WindowSpec {
             kind: WindowKind::Fixed {
@@ -179,6 +195,9 @@ where
 /// with a `spec_of` method.
 macro_rules! general_windowing {
     ([$($gen:tt)*] $ty:ty, $t:ty, [$($bounds:tt)*]) => {
+        general_windowing!([$($gen)*] $ty, $t, [$($bounds)*], false);
+    };
+    ([$($gen:tt)*] $ty:ty, $t:ty, [$($bounds:tt)*], $reads:expr) => {
         impl<$($gen)*> $crate::operators::window::assign::Windowing<$t> for $ty
         where
             $t: Clone + 'static,
@@ -211,6 +230,10 @@ macro_rules! general_windowing {
 
             fn spec(&self) -> $crate::operators::window::spec::WindowSpec<$t> {
                 self.spec_of()
+            }
+
+            fn reads_record_timestamps(&self) -> bool {
+                $reads
             }
         }
     };
@@ -268,7 +291,7 @@ impl<TF> EventTimeSessionWindows<TF> {
 general_windowing!([T, TF] EventTimeSessionWindows<TF>, T, [
     T: 'static,
     TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
-]);
+], is_record_timestamp::<T, TF>());
 
 /// Flink's `DynamicEventTimeSessionWindows`: event-time sessions whose gap
 /// each record gives (see [`EventTimeSessionWindows::with_dynamic_gap`]).
@@ -299,4 +322,4 @@ general_windowing!([T, TF, GF] DynamicEventTimeSessionWindows<TF, GF>, T, [
     T: 'static,
     TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
     GF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
-]);
+], is_record_timestamp::<T, TF>());

@@ -10,6 +10,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+mod flink;
+mod triggers;
+
 use super::*;
 use crate::chain::control::ChainControl;
 use crate::chain::testing::VecTail;

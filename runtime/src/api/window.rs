@@ -258,25 +258,31 @@ where
             + Sync
             + 'static,
     {
-        self.process_with(uid, FnProcessWindowFunction::new(f))
+        self.process_with(uid, move |_: &SubtaskInfo| {
+            FnProcessWindowFunction::new(f.clone())
+        })
     }
 
-    /// Hands each window's records, all at once, to `function` (a
-    /// [`ProcessWindowFunction`] implemented by a type of the job's own,
-    /// with the firing's [`WindowContext`](crate::operators::window::WindowContext);
-    /// each subtask gets a clone).
-    pub fn process_with<P>(
+    /// Hands each window's records, all at once, to a
+    /// [`ProcessWindowFunction`] with the firing's
+    /// [`WindowContext`](crate::operators::window::WindowContext) (Flink's
+    /// `process(ProcessWindowFunction)`); `factory` makes each subtask's
+    /// function, as [`KeyedStream::process`](crate::api::keyed::KeyedStream::process)
+    /// does, so it may hold [`SideOutput`] handles (listed in its
+    /// `side_outputs` hook).
+    pub fn process_with<P, PF>(
         self,
         uid: &str,
-        function: P,
+        factory: PF,
     ) -> Stream<'j, P::Out, impl ChainBuilder<P::Out>>
     where
         T: StateValue,
-        P: ProcessWindowFunction<K, T> + Clone + Send + Sync,
+        P: ProcessWindowFunction<K, T>,
         P::Out: 'static,
+        PF: Fn(&SubtaskInfo) -> P + Send + Sync + 'static,
     {
         let evictor = self.evictor.clone();
-        self.with_contents(uid, move || evictor.processed::<K, P>(function.clone()))
+        self.with_contents(uid, move |info| evictor.processed::<K, P>(factory(info)))
     }
 
     /// Folds each window's records incrementally with `agg`, and hands the
@@ -299,31 +305,32 @@ where
             + 'static,
     {
         let evictor = self.evictor.clone();
-        self.with_contents(uid, move || {
+        self.with_contents(uid, move |_| {
             evictor
                 .aggregated::<K, _, _>(AggregateFold(agg.clone()), FnWindowFunction::new(f.clone()))
         })
     }
 
     /// Folds each window's records incrementally with `agg`, and hands the
-    /// result to `function` when it fires, as its one element, with the
+    /// result to the [`ProcessWindowFunction`] `factory` makes for each
+    /// subtask when the window fires, as its one element, with the
     /// firing's context (Flink's `aggregate(aggFn, processWindowFunction)`).
-    pub fn aggregate_process<AF, P>(
+    pub fn aggregate_process<AF, P, PF>(
         self,
         uid: &str,
         agg: AF,
-        function: P,
+        factory: PF,
     ) -> Stream<'j, P::Out, impl ChainBuilder<P::Out>>
     where
         AF: AggregateFunction<In = T> + Clone + Send + Sync,
         AF::Acc: Wire,
-        P: ProcessWindowFunction<K, AF::Out> + Clone + Send + Sync,
+        P: ProcessWindowFunction<K, AF::Out>,
         P::Out: 'static,
+        PF: Fn(&SubtaskInfo) -> P + Send + Sync + 'static,
     {
         let evictor = self.evictor.clone();
-        self.with_contents(uid, move || {
-            evictor
-                .aggregated::<K, _, _>(AggregateFold(agg.clone()), ProcessResult(function.clone()))
+        self.with_contents(uid, move |info| {
+            evictor.aggregated::<K, _, _>(AggregateFold(agg.clone()), ProcessResult(factory(info)))
         })
     }
 
@@ -343,7 +350,7 @@ where
         F: FnMut(&K, &TimeWindow, T, &mut WindowCollector<'_, O>) + Clone + Send + Sync + 'static,
     {
         let evictor = self.evictor.clone();
-        self.with_contents(uid, move || {
+        self.with_contents(uid, move |_| {
             evictor.aggregated::<K, _, _>(
                 ReduceFold::new(reduce.clone()),
                 FnWindowFunction::new(f.clone()),
@@ -352,25 +359,27 @@ where
     }
 
     /// Combines each window's records pairwise with `reduce`, and hands the
-    /// result to `function` when it fires, as its one element, with the
+    /// result to the [`ProcessWindowFunction`] `factory` makes for each
+    /// subtask when the window fires, as its one element, with the
     /// firing's context (Flink's `reduce(reduceFn, processWindowFunction)`).
-    pub fn reduce_process<R, P>(
+    pub fn reduce_process<R, P, PF>(
         self,
         uid: &str,
         reduce: R,
-        function: P,
+        factory: PF,
     ) -> Stream<'j, P::Out, impl ChainBuilder<P::Out>>
     where
         T: StateValue,
         R: Fn(T, T) -> T + Clone + Send + Sync + 'static,
-        P: ProcessWindowFunction<K, T> + Clone + Send + Sync,
+        P: ProcessWindowFunction<K, T>,
         P::Out: 'static,
+        PF: Fn(&SubtaskInfo) -> P + Send + Sync + 'static,
     {
         let evictor = self.evictor.clone();
-        self.with_contents(uid, move || {
+        self.with_contents(uid, move |info| {
             evictor.aggregated::<K, _, _>(
                 ReduceFold::new(reduce.clone()),
-                ProcessResult(function.clone()),
+                ProcessResult(factory(info)),
             )
         })
     }
@@ -383,7 +392,7 @@ where
     where
         C: WindowContents<K, T>,
         C::Out: 'static,
-        CF: Fn() -> C + Send + Sync + 'static,
+        CF: Fn(&SubtaskInfo) -> C + Send + Sync + 'static,
     {
         let spec = self.assigner.spec();
         let Self {
@@ -394,13 +403,13 @@ where
             trigger,
             ..
         } = self;
-        keyed.process(uid, move |_: &SubtaskInfo| {
+        keyed.process(uid, move |info: &SubtaskInfo| {
             let (late, output) = late_data(&late_output);
             KeyedWithSideOutput {
                 func: GeneralWindowOperator::new(
                     spec.clone(),
                     trigger.trigger(&assigner),
-                    contents(),
+                    contents(info),
                     lateness,
                     late,
                 ),

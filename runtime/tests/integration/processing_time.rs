@@ -104,7 +104,7 @@ fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
         ProcessingTimeSessionWindows::with_gap(100)
             .with_clock(move || clock.load(Ordering::Relaxed)),
     )
-    .process_with("sessions", CountAndSum)
+    .process_with("sessions", |_: &SubtaskInfo| CountAndSum)
     .sink("collect", collect_into(&sessions));
     run_ok(job, &options(2));
     let want: Vec<Session> = per_key

@@ -13,8 +13,8 @@ use std::time::Instant;
 use super::{harness, Rec};
 use crate::chain::control::{ChainControl, Collector};
 use crate::operators::window::assign::{EventTimeSessionWindows, Windowing};
-use crate::operators::window::context::{ValueStateDescriptor, WindowContext};
 use crate::operators::window::contents::{Buffered, ProcessWindowFunction, WindowCollector};
+use crate::operators::window::context::{ValueStateDescriptor, WindowContext};
 use crate::operators::window::event_time::TumblingEventTimeWindows;
 use crate::operators::window::general::GeneralWindowOperator;
 use crate::operators::window::processing_time::TumblingProcessingTimeWindows;
@@ -24,13 +24,17 @@ use crate::operators::window::triggers::{ContinuousProcessingTimeTrigger, EventT
 /// firing number, late, watermark, the values.
 type Counted = (u64, i64, u32, u64, bool, i64, Vec<u64>);
 
+/// What the `clear` hook saw: key, window start, the window's firings,
+/// the key's.
+type Cleared = Rc<RefCell<Vec<(u64, i64, Option<u32>, Option<u64>)>>>;
+
 /// Counts each window's firings in per-window state and the key's in
 /// global state; records what its `clear` hook sees.
 #[derive(Clone)]
 struct Counting {
     fires: ValueStateDescriptor<u32>,
     total: ValueStateDescriptor<u64>,
-    cleared: Rc<RefCell<Vec<(u64, i64, Option<u32>, Option<u64>)>>>,
+    cleared: Cleared,
 }
 
 impl Counting {

@@ -74,7 +74,7 @@ use crate::operators::window::context::{FunctionStates, WindowContext};
 use crate::operators::window::event_time::start_with_offset;
 use crate::operators::window::spec::{ProcessingClock, TimeWindow, WindowKind, WindowSpec};
 use crate::operators::window::timers::{TimerOp, WindowTimers};
-use crate::operators::window::trigger::{OnMergeContext, Trigger, TriggerContext};
+use crate::operators::window::trigger::{OnMergeContext, Trigger, TriggerContext, TriggerResult};
 use crate::state::key_context::KeyContext;
 use crate::state::map::KeyedMapState;
 use crate::state::timers::{TimeDomain, TimerQueues};
@@ -276,7 +276,8 @@ where
     }
 
     /// Emits window `w` (contents `id`, `contents`) through the window
-    /// function, if it has contents.
+    /// function, if it has contents; returns whether the contents changed
+    /// (an evictor removed elements).
     fn fire<O: Collector<C::Out>>(
         &mut self,
         ctx: &KeyContext<K>,
@@ -285,13 +286,62 @@ where
         contents: &mut Option<C::Meta>,
         late: bool,
         out: &mut O,
-    ) {
+    ) -> bool {
         if contents.is_none() {
-            return;
+            return false;
         }
         let mut fire =
             Self::window_context(ctx, w, late, self.merging, &self.clock, &mut self.functions);
-        self.contents.emit(&mut fire, id, contents, out);
+        self.contents.emit(&mut fire, id, contents, out)
+    }
+
+    /// `value` (event time `ts`) goes into the fixed window `w` of the
+    /// current key: [`element`](Self::element) with the window's slot read
+    /// and written by one lookup, unless the trigger purges or an evictor
+    /// changes the contents.
+    fn element_fixed<O: Collector<C::Out>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        w: TimeWindow,
+        value: T,
+        ts: Option<i64>,
+        out: &mut O,
+    ) {
+        let stamp = ts.unwrap_or(i64::MIN);
+        let watermark = ctx.current_watermark();
+        let (trigger, contents, ops, clock) = (
+            &self.trigger,
+            &mut self.contents,
+            &mut self.ops,
+            &*self.clock,
+        );
+        let mut result = TriggerResult::Continue;
+        let ((_, id, mut meta, state), _) = self.windows.upsert(ctx, w.start, |slot| {
+            let (end, id, meta, mut state) =
+                slot.unwrap_or_else(|| (w.end, w.start, None, Default::default()));
+            let mut tctx = TriggerContext::new(watermark, clock, &mut state, ops);
+            result = trigger.on_element(&value, stamp, &w, &mut tctx);
+            let meta = contents.add(ctx, id, meta, value, ts);
+            (end, id, Some(meta), state)
+        });
+        if !self.ops.is_empty() {
+            self.timers.apply(ctx, &w, &mut self.ops);
+        }
+        let mut changed = false;
+        if result.is_fire() {
+            let late = self.late_at(&w, watermark);
+            changed = self.fire(ctx, &w, id, &mut meta, late, out);
+        }
+        if result.is_purge() {
+            if let Some(m) = meta.take() {
+                self.contents.clear(ctx, id, &m);
+                changed = true;
+            }
+        }
+        if changed {
+            self.windows.put(ctx, w.start, (w.end, id, meta, state));
+        }
+        self.register_cleanup(ctx, &w);
     }
 
     /// `value` (event time `ts`) goes into window `w` of the current key,
@@ -544,11 +594,7 @@ where
                     let w = TimeWindow::new(start, start.saturating_add(size));
                     if !self.is_late(&w, time) {
                         taken = true;
-                        let (id, contents, state) = match self.windows.get(ctx, &w.start) {
-                            Some((_, id, contents, state)) => (id, contents, state),
-                            None => (w.start, None, Default::default()),
-                        };
-                        self.element(ctx, w, id, contents, state, value.clone(), stamp, out);
+                        self.element_fixed(ctx, w, value.clone(), stamp, out);
                     }
                     start = start.saturating_sub(slide);
                 }

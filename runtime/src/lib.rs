@@ -38,6 +38,11 @@
 //! core         shared vocabulary: SubtaskInfo, snapshot hand-off types,
 //!              BarrierMode, time, units, failpoints, log targets
 //! ```
+//!
+//! Above them all, behind the cargo feature `testing`, [`testing`] is the
+//! public test harness: collecting sinks, options and a time limit for
+//! test jobs, and operator test harnesses (Flink's
+//! `KeyedOneInputStreamOperatorTestHarness`).
 #![deny(missing_docs)]
 
 pub mod api;
@@ -52,6 +57,8 @@ pub mod exec;
 pub mod metrics;
 pub mod operators;
 pub mod state;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use crate::api::{
     BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream, IntervalJoin, IntervalJoined,
@@ -86,7 +93,10 @@ pub use crate::operators::sink::{rescaled_share, Sink};
 pub use crate::operators::source::{
     NumberSequenceSource, SequenceSource, Source, SourcePoll, StridedSplits,
 };
-pub use crate::operators::timestamps::WatermarkStrategy;
+pub use crate::operators::timestamps::{
+    BoundedOutOfOrderness, WatermarkAlignment, WatermarkGenerator, WatermarkGeneratorSupplier,
+    WatermarkOutput, WatermarkStrategy, WatermarksWithIdleness, DEFAULT_ALIGNMENT_UPDATE_INTERVAL,
+};
 pub use crate::operators::two_input::KeyedCoProcessFunction;
 pub use crate::operators::window::{
     ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger, CountEvictor, CountTrigger,

@@ -16,7 +16,9 @@ use crate::operators::process::{ProcessChain, ProcessFunction};
 use crate::operators::sink::{Sink, SinkTail};
 use crate::operators::source::chain::SourceChain;
 use crate::operators::source::function::Source;
-use crate::operators::timestamps::{TimestampsChain, WatermarkStrategy};
+use crate::operators::timestamps::{
+    AlignmentSpec, TimestampsChain, WatermarkGeneratorSupplier, WatermarkStrategy,
+};
 
 impl JobGraph {
     /// Adds a source; `factory` makes the source of each subtask.
@@ -165,18 +167,21 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
 
     /// Gives the stream event time (Flink's `assignTimestampsAndWatermarks`):
     /// each record's timestamp comes from `strategy`'s extractor, and this
-    /// subtask emits watermarks every `pipeline.auto-watermark-interval`,
-    /// marks itself idle after the strategy's idleness timeout, and emits
-    /// `i64::MAX` at the end of its input. Put it right after the source,
-    /// so each source subtask generates its own watermarks. Watermarks from
-    /// upstream of it are dropped (but the final one). The operator holds
-    /// no state, so it needs no uid.
-    pub fn assign_timestamps_and_watermarks<TF>(
+    /// subtask's watermark generator emits per record and/or every
+    /// `pipeline.auto-watermark-interval`, marks the stream idle after the
+    /// strategy's idleness timeout, and `i64::MAX` goes out at the end of
+    /// its input. Put it right after the source, so each source subtask
+    /// generates its own watermarks (and watermark alignment applies).
+    /// Watermarks from upstream of it are dropped (but the final one). The
+    /// operator holds no state, so it needs no uid.
+    pub fn assign_timestamps_and_watermarks<TF, G, A>(
         self,
-        strategy: WatermarkStrategy<TF>,
-    ) -> Stream<'j, T, TimestampsChain<B, TF>>
+        strategy: WatermarkStrategy<TF, G, A>,
+    ) -> Stream<'j, T, TimestampsChain<B, TF, G, A>>
     where
         TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+        G: WatermarkGeneratorSupplier<T>,
+        A: AlignmentSpec,
     {
         Stream {
             name: format!("{} -> timestamps/watermarks", self.name),
@@ -184,6 +189,8 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             chain: TimestampsChain {
                 prev: self.chain,
                 strategy,
+                // The source's own stage, not a branch of another.
+                at_source: self.input.is_none() && self.branch.is_none(),
             },
             parallelism: self.parallelism,
             input: self.input,

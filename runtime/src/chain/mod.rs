@@ -13,5 +13,5 @@ pub use error::TaskError;
 pub use ops::{FilterOp, FlatMapOp, MapOp};
 pub use task::{ChainHead, InputStep, Task, TaskPoll};
 
-#[cfg(test)]
-pub(crate) mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;

@@ -22,6 +22,7 @@ use crate::checkpoint::task::TaskCheckpointing;
 use crate::checkpoint::writer::{spawn_writer, WriterSetup};
 use crate::core::barrier::BarrierMode;
 use crate::core::log::{CHECKPOINT, WORKERS};
+use crate::exchange::watermark_alignment::WatermarkAlignmentGroups;
 use crate::exec::error::{JobError, Result, TaskFailure};
 use crate::exec::identity::RunIdentity;
 use crate::exec::options::{CheckpointingOptions, ExecutionOptions};
@@ -253,6 +254,9 @@ impl Spawn<'_> {
             spin_before_park: options.spin_before_park,
         };
         let mut handles = Vec::with_capacity(workers);
+        // One set of alignment groups per attempt: a restart starts them
+        // afresh, as the watermarks do.
+        let watermark_alignment = Arc::new(WatermarkAlignmentGroups::default());
         for (w, worker_metrics) in metrics.iter().enumerate() {
             let placement = if options.pin_cores && !cores.is_empty() {
                 Placement::Fixed(cores[w % cores.len()].id)
@@ -277,6 +281,7 @@ impl Spawn<'_> {
                     .clone()
                     .map(|d| (d, options.buffers_per_channel, options.segment_size)),
                 restore: self.restore.clone(),
+                watermark_alignment: watermark_alignment.clone(),
             };
             let writer_setup = match (&options.checkpointing, self.storage) {
                 (Some(c), Some(storage)) => Some((

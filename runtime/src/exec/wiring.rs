@@ -16,6 +16,7 @@ use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::barrier::BarrierMode;
 use crate::core::subtask::SubtaskInfo;
 use crate::exchange::debloat::DebloatOptions;
+use crate::exchange::watermark_alignment::WatermarkAlignmentGroups;
 use crate::exec::error::{JobError, Result, TaskFailure};
 use crate::exec::options::ExecutionOptions;
 use crate::exec::worker::{panic_message, JobShared};
@@ -48,6 +49,8 @@ pub(crate) struct WorkerSettings {
     /// Buffer debloating: options, credit per channel, segment size.
     pub(crate) debloat: Option<(DebloatOptions, usize, usize)>,
     pub(crate) restore: Option<Arc<RestoredCheckpoint>>,
+    /// The attempt's watermark alignment groups.
+    pub(crate) watermark_alignment: Arc<WatermarkAlignmentGroups>,
 }
 
 /// Checks the graph and options; returns each stage's parallelism.
@@ -220,6 +223,7 @@ pub(crate) fn build_tasks(
                 buffer_timeout: settings.buffer_timeout,
                 auto_watermark_interval: settings.auto_watermark_interval,
                 metrics,
+                watermark_alignment: settings.watermark_alignment.clone(),
                 stage_name: &node.name,
                 endpoints,
                 checkpointing: checkpointing.clone(),

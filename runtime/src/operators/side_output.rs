@@ -116,18 +116,39 @@ impl<X> SideOutput<X> {
 
 /// What a function's `side_outputs` hook is handed: connects its handles.
 pub struct SideOutputs<'a, 'b> {
-    ctx: &'a mut BuildContext<'b>,
-    list: &'a BranchList,
+    target: Target<'a, 'b>,
     /// The connected side outputs, for their control calls.
     connected: Vec<Rc<dyn SideControl>>,
     error: Option<BuildError>,
 }
 
+/// What [`SideOutputs`] connects handles to.
+enum Target<'a, 'b> {
+    /// The streams the job took from the operator's side outputs.
+    Job {
+        ctx: &'a mut BuildContext<'b>,
+        list: &'a BranchList,
+    },
+    /// Lists an operator test harness reads (feature `testing`).
+    #[cfg(feature = "testing")]
+    Collect(&'a mut CollectedSides),
+}
+
 impl<'a, 'b> SideOutputs<'a, 'b> {
     pub(crate) fn new(ctx: &'a mut BuildContext<'b>, list: &'a BranchList) -> Self {
         Self {
-            ctx,
-            list,
+            target: Target::Job { ctx, list },
+            connected: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Connects every handle to a list of its own in `sides`, which the
+    /// operator test harness reads.
+    #[cfg(feature = "testing")]
+    pub(crate) fn collecting(sides: &'a mut CollectedSides) -> Self {
+        Self {
+            target: Target::Collect(sides),
             connected: Vec::new(),
             error: None,
         }
@@ -138,7 +159,18 @@ impl<'a, 'b> SideOutputs<'a, 'b> {
         if self.error.is_some() {
             return;
         }
-        let mut chains = match build_branches::<X>(self.ctx, self.list, &output.tag) {
+        let (ctx, list) = match &mut self.target {
+            Target::Job { ctx, list } => (&mut **ctx, *list),
+            #[cfg(feature = "testing")]
+            Target::Collect(sides) => {
+                let chain = sides.list_for::<X>(&output.tag);
+                *output.slot.borrow_mut() = Some(chain);
+                self.connected
+                    .push(Rc::new(output.slot.clone()) as Rc<dyn SideControl>);
+                return;
+            }
+        };
+        let mut chains = match build_branches::<X>(ctx, list, &output.tag) {
             Ok(chains) => chains,
             Err(e) => {
                 self.error = Some(e);
@@ -161,6 +193,44 @@ impl<'a, 'b> SideOutputs<'a, 'b> {
             Some(e) => Err(e),
             None => Ok(self.connected),
         }
+    }
+}
+
+/// The side outputs of an operator under test (feature `testing`): one
+/// list per tag, which the function's handles write into.
+#[cfg(feature = "testing")]
+#[derive(Default)]
+pub struct CollectedSides {
+    /// Per tag: its `Rc<RefCell<VecTail<X>>>`.
+    lists: Vec<(String, Box<dyn std::any::Any>)>,
+}
+
+#[cfg(feature = "testing")]
+impl CollectedSides {
+    /// The chain of tag `tag`'s list, which is made on first use.
+    fn list_for<X: 'static>(&mut self, tag: &str) -> BoxedCollector<X> {
+        use crate::chain::testing::{SharedTail, VecTail};
+        type List<X> = Rc<RefCell<VecTail<X>>>;
+        let list: List<X> = match self.lists.iter().find(|(t, _)| t == tag) {
+            Some((_, any)) => any
+                .downcast_ref::<List<X>>()
+                .unwrap_or_else(|| panic!("side output `{tag}` is listed with two record types"))
+                .clone(),
+            None => {
+                let list: List<X> = Rc::new(RefCell::new(VecTail::default()));
+                self.lists.push((tag.to_owned(), Box::new(list.clone())));
+                list
+            }
+        };
+        BoxedCollector::new(SharedTail(list))
+    }
+
+    /// Takes what was emitted to `tag`'s side output, in order; `None` if
+    /// the function lists no side output of that tag and type.
+    pub fn take<X: 'static>(&self, tag: &OutputTag<X>) -> Option<Vec<X>> {
+        let (_, any) = self.lists.iter().find(|(t, _)| t == tag.name())?;
+        let list = any.downcast_ref::<Rc<RefCell<crate::chain::testing::VecTail<X>>>>()?;
+        Some(std::mem::take(&mut list.borrow_mut().items))
     }
 }
 

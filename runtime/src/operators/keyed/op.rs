@@ -84,21 +84,42 @@ impl<F: KeyedProcessFunction, C: Collector<F::Out>> TimerTarget for Fire<'_, F, 
     }
 }
 
-impl<F, KF, C> KeyedProcessOp<F, KF, C>
-where
-    F: KeyedProcessFunction,
-    C: Collector<F::Out>,
-{
-    /// The chain after this operator (tests).
-    #[cfg(test)]
-    pub(crate) fn output_mut(&mut self) -> &mut C {
+impl<F, KF, C> KeyedProcessOp<F, KF, C> {
+    /// The user's function.
+    pub fn function(&self) -> &F {
+        &self.func
+    }
+
+    /// The user's function, to change (tests: the operator test harness
+    /// reads and writes its states and timers through it).
+    pub fn function_mut(&mut self) -> &mut F {
+        &mut self.func
+    }
+
+    /// The chain after this operator.
+    pub fn output(&self) -> &C {
+        &self.out
+    }
+
+    /// The chain after this operator, to change (tests).
+    pub fn output_mut(&mut self) -> &mut C {
         &mut self.out
     }
 
-    /// The user's function (tests).
-    #[cfg(test)]
-    pub(crate) fn function_mut(&mut self) -> &mut F {
-        &mut self.func
+    /// The key function.
+    pub fn key_fn(&self) -> &KF {
+        &self.key_fn
+    }
+
+    /// Whether the operator's input ended (here, or before the restored
+    /// checkpoint).
+    pub fn input_ended(&self) -> bool {
+        self.core.ended()
+    }
+
+    /// The key groups this subtask owns and the job's key-group count.
+    pub fn key_groups(&self) -> (weir_state::KeyGroupRange, u32) {
+        self.core.key_groups()
     }
 }
 

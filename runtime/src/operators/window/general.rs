@@ -105,9 +105,9 @@ where
     trigger: Tr,
     contents: C,
     windows: KeyedMapState<K, i64, Slot<C::Meta, Tr::State>>,
+    /// The timers, and the operator's processing-time clock.
     timers: WindowTimers<K>,
     functions: FunctionStates<K>,
-    clock: ProcessingClock,
     /// Timer requests of the trigger call under way.
     ops: Vec<TimerOp>,
     late: u64,
@@ -151,7 +151,6 @@ where
             .clock
             .clone()
             .unwrap_or_else(|| Arc::new(system_time_ms));
-        let timer_clock = clock.clone();
         Self {
             domain,
             merging: spec.is_merging(),
@@ -164,9 +163,8 @@ where
             trigger,
             contents,
             windows: KeyedMapState::new(WINDOWS_STATE),
-            timers: WindowTimers::new(move || timer_clock()),
+            timers: WindowTimers::new(move || clock()),
             functions: FunctionStates::new(),
-            clock,
             ops: Vec::new(),
             late: 0,
             late_output: late,
@@ -247,8 +245,9 @@ where
         state: &mut Tr::State,
         call: impl FnOnce(&Tr, &mut TriggerContext<'_, Tr::State>) -> R,
     ) -> R {
-        let mut tctx =
-            TriggerContext::new(ctx.current_watermark(), &*self.clock, state, &mut self.ops);
+        let timers = &self.timers;
+        let clock = || timers.current_processing_time();
+        let mut tctx = TriggerContext::new(ctx.current_watermark(), &clock, state, &mut self.ops);
         let result = call(&self.trigger, &mut tctx);
         if !self.ops.is_empty() {
             self.timers.apply(ctx, w, &mut self.ops);
@@ -262,13 +261,13 @@ where
         w: &TimeWindow,
         late: bool,
         merging: bool,
-        clock: &'a ProcessingClock,
+        clock: &'a dyn Fn() -> i64,
         functions: &'a mut FunctionStates<K>,
     ) -> WindowContext<'a, K> {
         WindowContext {
             key: ctx,
             window: *w,
-            clock: &**clock,
+            clock,
             late,
             merging,
             states: functions,
@@ -290,8 +289,10 @@ where
         if contents.is_none() {
             return false;
         }
+        let timers = &self.timers;
+        let clock = || timers.current_processing_time();
         let mut fire =
-            Self::window_context(ctx, w, late, self.merging, &self.clock, &mut self.functions);
+            Self::window_context(ctx, w, late, self.merging, &clock, &mut self.functions);
         self.contents.emit(&mut fire, id, contents, out)
     }
 
@@ -309,17 +310,14 @@ where
     ) {
         let stamp = ts.unwrap_or(i64::MIN);
         let watermark = ctx.current_watermark();
-        let (trigger, contents, ops, clock) = (
-            &self.trigger,
-            &mut self.contents,
-            &mut self.ops,
-            &*self.clock,
-        );
+        let timers = &self.timers;
+        let clock = || timers.current_processing_time();
+        let (trigger, contents, ops) = (&self.trigger, &mut self.contents, &mut self.ops);
         let mut result = TriggerResult::Continue;
         let ((_, id, mut meta, state), _) = self.windows.upsert(ctx, w.start, |slot| {
             let (end, id, meta, mut state) =
                 slot.unwrap_or_else(|| (w.end, w.start, None, Default::default()));
-            let mut tctx = TriggerContext::new(watermark, clock, &mut state, ops);
+            let mut tctx = TriggerContext::new(watermark, &clock, &mut state, ops);
             result = trigger.on_element(&value, stamp, &w, &mut tctx);
             let meta = contents.add(ctx, id, meta, value, ts);
             (end, id, Some(meta), state)
@@ -450,12 +448,10 @@ where
         merged_states.extend(sessions[..members].iter().map(|(_, s)| s.3.clone()));
         let mut state = Tr::State::default();
         {
-            let tctx = TriggerContext::new(
-                ctx.current_watermark(),
-                &*self.clock,
-                &mut state,
-                &mut self.ops,
-            );
+            let timers = &self.timers;
+            let clock = || timers.current_processing_time();
+            let tctx =
+                TriggerContext::new(ctx.current_watermark(), &clock, &mut state, &mut self.ops);
             let mut mctx = OnMergeContext::new(tctx, &merged_states);
             self.trigger.on_merge(&merged, &mut mctx);
         }
@@ -545,14 +541,10 @@ where
             self.contents.clear(ctx, id, &m);
         }
         self.call_trigger(ctx, w, &mut state, |t, c| t.clear(w, c));
-        let mut fire = Self::window_context(
-            ctx,
-            w,
-            false,
-            self.merging,
-            &self.clock,
-            &mut self.functions,
-        );
+        let timers = &self.timers;
+        let clock = || timers.current_processing_time();
+        let mut fire =
+            Self::window_context(ctx, w, false, self.merging, &clock, &mut self.functions);
         self.contents.clear_window(&mut fire);
         self.functions.clear_window(ctx, w);
         self.windows.remove(ctx, &w.start);
@@ -577,7 +569,7 @@ where
                 (ts, ctx.current_watermark(), Some(ts))
             }
             None => {
-                let now = (self.clock)();
+                let now = self.timers.current_processing_time();
                 (now, now, None)
             }
         };

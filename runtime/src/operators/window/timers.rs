@@ -236,4 +236,16 @@ where
     fn restore(&mut self, scope: &RestoreScope<'_>) -> Result<(), RestoreError> {
         self.service.restore(scope)
     }
+
+    fn registered(&self, domain: TimeDomain) -> Vec<(i64, K)> {
+        self.service
+            .registered(domain)
+            .into_iter()
+            .map(|(ts, k)| (ts, k.key))
+            .collect()
+    }
+
+    fn set_processing_time_clock(&mut self, clock: Box<dyn Fn() -> i64>) {
+        self.service.set_processing_time_clock(clock);
+    }
 }

@@ -69,6 +69,7 @@ pub use crate::chain::{ChainControl, Collector, FlushOutcome, TaskError};
 pub use crate::checkpoint::{CheckpointRecord, CheckpointSummary};
 pub use crate::config::{CheckpointingMode, Config, ConfigError};
 pub use crate::connectors::{FileSource, TransactionalFileSink};
+pub use crate::core::timestamp::{record_timestamp, NO_TIMESTAMP};
 pub use crate::core::{Redistribution, SubtaskInfo};
 pub use crate::exchange::{
     BufferDebloater, CoInput, DebloatOptions, DebloatTarget, WatermarkValve,

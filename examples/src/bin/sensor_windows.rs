@@ -36,8 +36,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use weir_runtime::{
-    execute, AggregateFunction, Collector, Config, ExecutionOptions, JobGraph, OutputTag, Sink,
-    Source, SourcePoll, SubtaskInfo, TimeWindow, TumblingEventTimeWindows, WatermarkStrategy, Wire,
+    execute, record_timestamp, AggregateFunction, Collector, Config, ExecutionOptions, JobGraph,
+    OutputTag, Sink, Source, SourcePoll, SubtaskInfo, TimeWindow, TumblingEventTimeWindows,
+    WatermarkStrategy, Wire,
 };
 
 #[derive(Parser)]
@@ -214,9 +215,8 @@ fn windows_job(
             .with_timestamp_assigner(|r: &Reading| r.timestamp),
         )
         .key_by(|r: &Reading| r.sensor)
-        .window(TumblingEventTimeWindows::of(WINDOW, |r: &Reading| {
-            r.timestamp
-        }))
+        // Each reading carries the timestamp the strategy gave it.
+        .window(TumblingEventTimeWindows::of(WINDOW, record_timestamp))
         .allowed_lateness(LATENESS)
         .side_output_late_data(&late_readings)
         .aggregate("stats", Stats);

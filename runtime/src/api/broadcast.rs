@@ -18,6 +18,7 @@ use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::api::two_input::ConnectWith;
 use crate::build::builder::ChainBuilder;
+use crate::build::demand::TimestampDemand;
 use crate::build::exchange::FanOutTail;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::broadcast::chain::{BroadcastChain, KeyedBroadcastChain};
@@ -53,6 +54,7 @@ pub struct KeyedBroadcastConnectedStream<'j, A, B, K, KA> {
     first: usize,
     second: usize,
     key_fn: KA,
+    stamped: Option<TimestampDemand>,
     _types: PhantomData<fn(A, B) -> K>,
 }
 
@@ -70,6 +72,7 @@ where
             first: first.exchange,
             second: self.exchange,
             key_fn: first.key_fn,
+            stamped: first.stamped,
             _types: PhantomData,
         }
     }
@@ -94,6 +97,10 @@ where
         F::Out: 'static,
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
+        // The function may read its records' timestamps.
+        if let Some(d) = &self.stamped {
+            d.mark();
+        }
         self.job.register_uid(uid);
         self.job.add_co_input(self.first, self.second);
         Stream {
@@ -104,6 +111,7 @@ where
                 uid: uid.to_owned(),
                 factory: Arc::new(factory),
                 key_fn: self.key_fn,
+                stamped: self.stamped.clone(),
                 _types: PhantomData,
             },
             job: self.job,
@@ -114,6 +122,7 @@ where
             side: None,
             reserved: std::cell::Cell::new(None),
             union: None,
+            stamped: self.stamped,
         }
     }
 }
@@ -180,6 +189,7 @@ impl<'j, A: Wire, B: Wire> BroadcastConnectedStream<'j, A, B> {
             side: None,
             reserved: std::cell::Cell::new(None),
             union: None,
+            stamped: None,
         }
     }
 }

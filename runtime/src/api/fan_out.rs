@@ -16,6 +16,7 @@ use crate::api::graph::JobGraph;
 use crate::api::stream::{BranchOf, Stream};
 use crate::build::branch::{BranchHead, BranchList, TeeTail};
 use crate::build::builder::ChainBuilder;
+use crate::build::demand::TimestampDemand;
 use crate::operators::side_output::OutputTag;
 
 impl<'j, T: Clone + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
@@ -62,6 +63,7 @@ impl<'j, T: Clone + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         let stage = self.stage_index();
         let list = BranchList::default();
         let name = self.name.clone();
+        let stamped = self.stamped.clone();
         let job = self.end_stage(
             name.clone(),
             TeeTail::<T> {
@@ -75,6 +77,7 @@ impl<'j, T: Clone + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             stage,
             list,
             name,
+            stamped,
             _record: PhantomData,
         }
     }
@@ -114,6 +117,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
                 tag: tag.name().to_owned(),
             },
             format!("{} [{}]", self.name, tag.name()),
+            self.stamped.clone(),
         )
     }
 }
@@ -124,6 +128,7 @@ pub struct SharedStream<'j, T> {
     stage: usize,
     list: BranchList,
     name: String,
+    stamped: Option<TimestampDemand>,
     _record: PhantomData<fn() -> T>,
 }
 
@@ -138,6 +143,7 @@ impl<'j, T: 'static> SharedStream<'j, T> {
                 tag: String::new(),
             },
             self.name.clone(),
+            self.stamped.clone(),
         )
     }
 }
@@ -147,6 +153,7 @@ fn branch_stream<T: 'static>(
     job: &JobGraph,
     branch: BranchOf,
     name: String,
+    stamped: Option<TimestampDemand>,
 ) -> Stream<'_, T, BranchHead<T>> {
     Stream {
         job,
@@ -158,6 +165,7 @@ fn branch_stream<T: 'static>(
         side: None,
         reserved: Cell::new(None),
         union: None,
+        stamped,
         _record: PhantomData,
     }
 }

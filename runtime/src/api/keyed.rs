@@ -11,7 +11,8 @@ use crate::api::graph::JobGraph;
 use crate::api::stream::Stream;
 use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
-use crate::build::channel_rescale::key_route;
+use crate::build::channel_rescale::key_route_of;
+use crate::build::demand::TimestampDemand;
 use crate::build::exchange::{ExchangeInputChain, ExchangeTail};
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::chain::KeyedProcessChain;
@@ -28,11 +29,14 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
     {
         let exchange = self.job.new_exchange();
         let name = self.name.clone();
+        // The stream after the exchange: its timestamps come from this one.
+        let stamped = self.stamped.clone().map(|d| TimestampDemand::after([d]));
         let job = self.end_stage(
             name,
             ExchangeTail {
                 exchange,
                 key_fn: key_fn.clone(),
+                stamped: stamped.clone(),
                 _types: PhantomData,
             },
             Some(exchange),
@@ -41,6 +45,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             job,
             exchange,
             key_fn,
+            stamped,
             _types: PhantomData,
         }
     }
@@ -51,6 +56,9 @@ pub struct KeyedStream<'j, T, K, KF> {
     pub(crate) job: &'j JobGraph,
     pub(crate) exchange: usize,
     pub(crate) key_fn: KF,
+    /// The stream's record timestamps, if it has event time (they cross
+    /// the exchange if read downstream).
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _types: PhantomData<fn(T) -> K>,
 }
 
@@ -71,6 +79,26 @@ where
         F: KeyedProcessFunction<Key = K, In = T>,
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
+        // The function may read its records' timestamps (`ctx.timestamp()`).
+        self.process_reading_timestamps(uid, factory, true)
+    }
+
+    /// [`process`](Self::process) by an operator of weir's own that reads
+    /// its records' timestamps only if `reads` (a window whose assigner
+    /// does).
+    pub(crate) fn process_reading_timestamps<F, FF>(
+        self,
+        uid: &str,
+        factory: FF,
+        reads: bool,
+    ) -> Stream<'j, F::Out, KeyedProcessChain<ExchangeInputChain<T>, FF, KF>>
+    where
+        F: KeyedProcessFunction<Key = K, In = T>,
+        FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
+    {
+        if let (true, Some(d)) = (reads, &self.stamped) {
+            d.mark();
+        }
         self.job.register_uid(uid);
         let side = BranchList::default();
         Stream {
@@ -78,7 +106,8 @@ where
             chain: KeyedProcessChain {
                 prev: ExchangeInputChain {
                     exchange: self.exchange,
-                    route: key_route(self.key_fn.clone()),
+                    route: key_route_of(self.key_fn.clone(), self.stamped.clone()),
+                    stamped: self.stamped.clone(),
                     _record: PhantomData,
                 },
                 uid: uid.to_owned(),
@@ -93,6 +122,7 @@ where
             side: Some(side),
             reserved: Cell::new(None),
             union: None,
+            stamped: self.stamped,
             _record: PhantomData,
         }
     }

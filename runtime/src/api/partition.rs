@@ -19,6 +19,7 @@ use weir_net::Wire;
 use crate::api::stream::Stream;
 use crate::build::builder::ChainBuilder;
 use crate::build::channel_rescale::InputRoute;
+use crate::build::demand::TimestampDemand;
 use crate::build::exchange::{FanOutTail, PartitionedInputChain};
 use crate::exchange::fan_out::Partitioning;
 
@@ -100,26 +101,44 @@ impl<'j, T: Wire + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
     /// Watermarks: the union's event time is the minimum of its inputs'.
     pub fn union<B2: ChainBuilder<T>>(self, other: Stream<'j, T, B2>) -> PartitionedStream<'j, T> {
         let job = self.job;
-        let exchanges = match self.union.clone() {
+        let has_event_time = self.stamped.is_some() || other.stamped.is_some();
+        // The union's timestamps come from its inputs; every edge of it
+        // carries them if they are read downstream (a record of an input
+        // without event time crosses with NO_TIMESTAMP), so all its edges
+        // and its head share one demand.
+        let (exchanges, demand) = match self.union.clone() {
             // A stream fresh from a union: its head reads the exchanges
             // of the list, to which `other` is added.
-            Some(list) => list,
+            Some(union) => union,
             None => {
+                let demand = TimestampDemand::after(self.stamped.clone());
                 let e = job.new_exchange();
-                self.end_with(FanOutTail::with(e, Partitioning::Forward), e);
-                Arc::new(Mutex::new(vec![e]))
+                let tail = FanOutTail::with(e, Partitioning::Forward).stamped(Some(demand.clone()));
+                self.end_with(tail, e);
+                (Arc::new(Mutex::new(vec![e])), demand)
             }
         };
+        if let Some(d) = &other.stamped {
+            demand.add_upstream(d.clone());
+        }
         let e = job.new_exchange();
-        other.end_with(FanOutTail::with(e, Partitioning::Forward), e);
+        let tail = FanOutTail::with(e, Partitioning::Forward).stamped(Some(demand.clone()));
+        other.end_with(tail, e);
         let first = {
             let mut list = exchanges.lock().unwrap_or_else(|p| p.into_inner());
             list.push(e);
             list[0]
         };
         job.add_co_input(first, e);
-        let mut stream = input_stream(job, exchanges.clone(), InputRoute::Rebalanced, "union");
-        stream.union = Some(exchanges);
+        let mut stream = input_stream(
+            job,
+            exchanges.clone(),
+            InputRoute::Rebalanced,
+            "union",
+            Some(demand.clone()),
+        );
+        stream.stamped = has_event_time.then(|| demand.clone());
+        stream.union = Some((exchanges, demand));
         stream
     }
 
@@ -132,9 +151,22 @@ impl<'j, T: Wire + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         name: &str,
     ) -> PartitionedStream<'j, T> {
         let job = self.job;
+        // The stream after the exchange: its timestamps come from this one.
+        let stamped = self.stamped.clone().map(|d| TimestampDemand::after([d]));
         let e = job.new_exchange();
-        self.end_with(FanOutTail::with(e, partitioning), e);
-        input_stream(job, Arc::new(Mutex::new(vec![e])), route, name)
+        self.end_with(
+            FanOutTail::with(e, partitioning).stamped(stamped.clone()),
+            e,
+        );
+        let mut stream = input_stream(
+            job,
+            Arc::new(Mutex::new(vec![e])),
+            route,
+            name,
+            stamped.clone(),
+        );
+        stream.stamped = stamped;
+        stream
     }
 }
 
@@ -144,6 +176,7 @@ fn input_stream<'j, T: 'static>(
     exchanges: Arc<Mutex<Vec<usize>>>,
     route: InputRoute,
     name: &str,
+    stamped: Option<TimestampDemand>,
 ) -> PartitionedStream<'j, T> {
     let first = exchanges.lock().unwrap_or_else(|p| p.into_inner())[0];
     Stream {
@@ -151,6 +184,7 @@ fn input_stream<'j, T: 'static>(
         chain: PartitionedInputChain {
             exchanges,
             route,
+            stamped: stamped.clone(),
             _record: PhantomData,
         },
         name: name.to_owned(),
@@ -160,6 +194,7 @@ fn input_stream<'j, T: 'static>(
         side: None,
         reserved: Cell::new(None),
         union: None,
+        stamped,
         _record: PhantomData,
     }
 }

@@ -10,6 +10,7 @@ use crate::api::graph::{JobGraph, StageNode};
 use crate::build::branch::BranchList;
 use crate::build::builder::{ChainBuilder, TailBuilder};
 use crate::build::chains::{FilterChain, FlatMapChain, MapChain};
+use crate::build::demand::TimestampDemand;
 use crate::build::stage::Stage;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::process::{ProcessChain, ProcessFunction};
@@ -41,6 +42,7 @@ impl JobGraph {
             side: None,
             reserved: Cell::new(None),
             union: None,
+            stamped: None,
             _record: PhantomData,
         }
     }
@@ -64,7 +66,11 @@ pub struct Stream<'j, T, B> {
     pub(crate) reserved: Cell<Option<usize>>,
     /// Set on a stream fresh from a union: the exchanges its head reads,
     /// to which another union adds.
-    pub(crate) union: Option<Arc<std::sync::Mutex<Vec<usize>>>>,
+    pub(crate) union: Option<(Arc<std::sync::Mutex<Vec<usize>>>, TimestampDemand)>,
+    /// The stream has event time (it, or one it came from, was given
+    /// timestamps): who reads its record timestamps, so that exchanges
+    /// carry them where needed ([`TimestampDemand`]).
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _record: PhantomData<fn() -> T>,
 }
 
@@ -90,6 +96,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             side: None,
             reserved: self.reserved,
             union: None,
+            stamped: self.stamped.clone(),
             _record: PhantomData,
         }
     }
@@ -157,6 +164,10 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         F: ProcessFunction<In = T>,
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
+        // The function may read its records' timestamps (`ctx.timestamp()`).
+        if let Some(d) = &self.stamped {
+            d.mark();
+        }
         let side = BranchList::default();
         let mut stream = self.then(uid, |prev| {
             ProcessChain::new(prev, uid, factory, side.clone())
@@ -183,12 +194,14 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         G: WatermarkGeneratorSupplier<T>,
         A: AlignmentSpec,
     {
+        let demand = TimestampDemand::source();
         Stream {
             name: format!("{} -> timestamps/watermarks", self.name),
             job: self.job,
             chain: TimestampsChain {
                 prev: self.chain,
                 strategy,
+                demand: demand.clone(),
                 // The source's own stage, not a branch of another.
                 at_source: self.input.is_none() && self.branch.is_none(),
             },
@@ -198,6 +211,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             side: None,
             reserved: self.reserved,
             union: None,
+            stamped: Some(demand),
             _record: PhantomData,
         }
     }

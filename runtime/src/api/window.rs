@@ -16,6 +16,7 @@ use weir_state::{StateKey, StateValue};
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::build::builder::ChainBuilder;
+use crate::build::demand::TimestampDemand;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::with_side_output::KeyedWithSideOutput;
 use crate::operators::late_data::LateOutput;
@@ -218,6 +219,7 @@ where
         W: MergeFold<In = T>,
         W::Acc: Wire,
     {
+        let reads = self.assigner.reads_record_timestamps();
         let Self {
             keyed,
             assigner,
@@ -226,19 +228,26 @@ where
             trigger,
             evictor,
         } = self;
-        keyed.process(uid, move |_: &SubtaskInfo| {
-            let (late, output) = late_data(&late_output);
-            KeyedWithSideOutput {
-                func: evictor.incremental::<K, W, A, Tr>(
-                    &trigger,
-                    &assigner,
-                    fold.clone(),
-                    lateness,
-                    late,
-                ),
-                output,
-            }
-        })
+        let mut stream = keyed.process_reading_timestamps(
+            uid,
+            move |_: &SubtaskInfo| {
+                let (late, output) = late_data(&late_output);
+                KeyedWithSideOutput {
+                    func: evictor.incremental::<K, W, A, Tr>(
+                        &trigger,
+                        &assigner,
+                        fold.clone(),
+                        lateness,
+                        late,
+                    ),
+                    output,
+                }
+            },
+            reads,
+        );
+        // A window's results have their own timestamps (its end - 1).
+        stream.stamped = stream.stamped.map(|_| TimestampDemand::source());
+        stream
     }
 
     /// Hands each window's records, all at once, to `f(key, window,
@@ -395,6 +404,7 @@ where
         CF: Fn(&SubtaskInfo) -> C + Send + Sync + 'static,
     {
         let spec = self.assigner.spec();
+        let reads = self.assigner.reads_record_timestamps();
         let Self {
             keyed,
             assigner,
@@ -403,19 +413,26 @@ where
             trigger,
             ..
         } = self;
-        keyed.process(uid, move |info: &SubtaskInfo| {
-            let (late, output) = late_data(&late_output);
-            KeyedWithSideOutput {
-                func: GeneralWindowOperator::new(
-                    spec.clone(),
-                    trigger.trigger(&assigner),
-                    contents(info),
-                    lateness,
-                    late,
-                ),
-                output,
-            }
-        })
+        let mut stream = keyed.process_reading_timestamps(
+            uid,
+            move |info: &SubtaskInfo| {
+                let (late, output) = late_data(&late_output);
+                KeyedWithSideOutput {
+                    func: GeneralWindowOperator::new(
+                        spec.clone(),
+                        trigger.trigger(&assigner),
+                        contents(info),
+                        lateness,
+                        late,
+                    ),
+                    output,
+                }
+            },
+            reads,
+        );
+        // A window's results have their own timestamps (its end - 1).
+        stream.stamped = stream.stamped.map(|_| TimestampDemand::source());
+        stream
     }
 }
 

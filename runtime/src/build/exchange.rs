@@ -13,6 +13,7 @@ use crate::build::channel_rescale::{
     restore_rescaled_channel_state, two_input_channels, GateRoutes, InputRoute, KeyRoute,
 };
 use crate::build::context::BuildContext;
+use crate::build::demand::{needed, TimestampDemand};
 use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::Collector;
 use crate::chain::task::Task;
@@ -24,6 +25,7 @@ use crate::exchange::gate::InputGate;
 use crate::exchange::input_task::{channel_state_name, InputTask};
 
 use crate::exchange::output::ExchangeOutput;
+use crate::exchange::stamped::{StampOutput, Stamped, StampedDecoder};
 
 /// Head of a stage fed by an exchange.
 pub struct ExchangeInputChain<T> {
@@ -31,6 +33,9 @@ pub struct ExchangeInputChain<T> {
     /// How the exchange's records find their key group: its channel state
     /// follows its key groups on a rescale.
     pub(crate) route: KeyRoute,
+    /// The records cross with their timestamps ([`Stamped`]) if this
+    /// demand is read downstream.
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _record: PhantomData<fn() -> T>,
 }
 
@@ -41,16 +46,30 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
         out: C,
     ) -> Result<Box<dyn Task>, BuildError> {
         let (receivers, counters) = ctx.take_input(self.exchange);
-        let task: InputTask<T, C> = build_input_task(
-            ctx,
-            self.exchange,
-            receivers,
-            counters,
-            out,
-            WireDecoder::default(),
-            &GateRoutes::One(InputRoute::Keyed(self.route.clone())),
-        )?;
-        Ok(Box::new(task))
+        let routes = GateRoutes::One(InputRoute::Keyed(self.route.clone()));
+        if needed(&self.stamped) {
+            let task: InputTask<T, C, StampedDecoder<T>> = build_input_task(
+                ctx,
+                self.exchange,
+                receivers,
+                counters,
+                out,
+                StampedDecoder::default(),
+                &routes,
+            )?;
+            Ok(Box::new(task))
+        } else {
+            let task: InputTask<T, C> = build_input_task(
+                ctx,
+                self.exchange,
+                receivers,
+                counters,
+                out,
+                WireDecoder::default(),
+                &routes,
+            )?;
+            Ok(Box::new(task))
+        }
     }
 }
 
@@ -129,6 +148,9 @@ pub(crate) fn build_input_task<T, C, D>(
 pub(crate) struct ExchangeTail<T, K, KF> {
     pub(crate) exchange: usize,
     pub(crate) key_fn: KF,
+    /// The stream's record timestamps, if it has event time: its records
+    /// cross as [`Stamped`] if an operator downstream reads them.
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _types: PhantomData<fn(T) -> K>,
 }
 
@@ -141,6 +163,22 @@ where
     type Tail = ExchangeOutput<T, K, KF>;
     fn make(&self, ctx: &mut BuildContext<'_>) -> Result<Self::Tail, BuildError> {
         Ok(exchange_output(ctx, self.exchange, self.key_fn.clone()))
+    }
+
+    fn build_stage<B: ChainBuilder<T>>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        chain: &B,
+    ) -> Result<Box<dyn Task>, BuildError> {
+        if needed(&self.stamped) {
+            let key_fn = self.key_fn.clone();
+            let key_of = move |s: &Stamped<T>| key_fn(&s.value);
+            let out = exchange_output(ctx, self.exchange, key_of);
+            chain.build(ctx, StampOutput { out })
+        } else {
+            let tail = self.make(ctx)?;
+            chain.build(ctx, tail)
+        }
     }
 }
 
@@ -174,6 +212,8 @@ where
 pub(crate) struct FanOutTail<T> {
     exchange: usize,
     partitioning: Partitioning<T>,
+    /// The stream's record timestamps (see [`ExchangeTail`]).
+    stamped: Option<TimestampDemand>,
 }
 
 impl<T> FanOutTail<T> {
@@ -192,7 +232,14 @@ impl<T> FanOutTail<T> {
         Self {
             exchange,
             partitioning,
+            stamped: None,
         }
+    }
+
+    /// With each record's timestamp if `stamped` is read downstream.
+    pub(crate) fn stamped(mut self, stamped: Option<TimestampDemand>) -> Self {
+        self.stamped = stamped;
+        self
     }
 }
 
@@ -207,6 +254,30 @@ impl<T: Wire> TailBuilder<T> for FanOutTail<T> {
             ctx.info.parallelism,
         ))
     }
+
+    fn build_stage<B: ChainBuilder<T>>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        chain: &B,
+    ) -> Result<Box<dyn Task>, BuildError> {
+        if needed(&self.stamped) {
+            let inner = exchange_output(
+                ctx,
+                self.exchange,
+                no_key::<Stamped<T>> as fn(&Stamped<T>) -> u64,
+            );
+            let out = FanOutOutput::new(
+                inner,
+                &self.partitioning.on_value(),
+                ctx.info.index,
+                ctx.info.parallelism,
+            );
+            chain.build(ctx, StampOutput { out })
+        } else {
+            let tail = self.make(ctx)?;
+            chain.build(ctx, tail)
+        }
+    }
 }
 
 /// Head of a stage fed by one or more exchanges whose records need no key
@@ -217,6 +288,9 @@ pub struct PartitionedInputChain<T> {
     pub(crate) exchanges: Arc<Mutex<Vec<usize>>>,
     /// How their in-flight records follow a rescale.
     pub(crate) route: InputRoute,
+    /// The records cross with their timestamps ([`Stamped`]) if this
+    /// demand is read downstream.
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _record: PhantomData<fn() -> T>,
 }
 
@@ -237,15 +311,29 @@ impl<T: Wire> ChainBuilder<T> for PartitionedInputChain<T> {
             receivers.extend(r);
             counters.extend(c);
         }
-        let task: InputTask<T, C> = build_input_task(
-            ctx,
-            exchanges[0],
-            receivers,
-            counters,
-            out,
-            WireDecoder::default(),
-            &GateRoutes::One(self.route.clone()),
-        )?;
-        Ok(Box::new(task))
+        let routes = GateRoutes::One(self.route.clone());
+        if needed(&self.stamped) {
+            let task: InputTask<T, C, StampedDecoder<T>> = build_input_task(
+                ctx,
+                exchanges[0],
+                receivers,
+                counters,
+                out,
+                StampedDecoder::default(),
+                &routes,
+            )?;
+            Ok(Box::new(task))
+        } else {
+            let task: InputTask<T, C> = build_input_task(
+                ctx,
+                exchanges[0],
+                receivers,
+                counters,
+                out,
+                WireDecoder::default(),
+                &routes,
+            )?;
+            Ok(Box::new(task))
+        }
     }
 }

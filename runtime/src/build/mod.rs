@@ -8,6 +8,7 @@ pub mod builder;
 pub mod chains;
 pub mod channel_rescale;
 pub mod context;
+pub mod demand;
 pub mod error;
 pub mod exchange;
 pub mod stage;

@@ -28,7 +28,6 @@ pub struct Stage<T, B, TB> {
 
 impl<T: 'static, B: ChainBuilder<T>, TB: TailBuilder<T>> StageSpec for Stage<T, B, TB> {
     fn build(&self, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Task>, BuildError> {
-        let tail = self.tail.make(ctx)?;
-        self.chain.build(ctx, tail)
+        self.tail.build_stage(ctx, &self.chain)
     }
 }

@@ -19,6 +19,7 @@ use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::error::TaskError;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::time::earliest;
+use crate::core::timestamp::{current_record_timestamp, set_record_timestamp};
 
 /// A [`Collector`] usable as a trait object (its `collect_many` is generic,
 /// so `Collector` itself is not).
@@ -116,8 +117,12 @@ impl<T: Clone> Collector<T> for Tee<T> {
     #[inline]
     fn collect(&mut self, record: T) {
         if let Some((last, others)) = self.branches.split_last_mut() {
+            // Each branch gets the record with its timestamp, whatever an
+            // earlier branch set (a window firing on it).
+            let ts = current_record_timestamp();
             for b in others {
                 b.collect(record.clone());
+                set_record_timestamp(ts);
             }
             last.collect(record);
         }

@@ -11,6 +11,7 @@ use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::error::TaskError;
 use crate::core::snapshot::TaskSnapshot;
 use crate::exchange::output::ExchangeOutput;
+use crate::exchange::stamped::Stamped;
 
 /// A user's choice of channel for a record among `n` (Flink's
 /// `Partitioner.partition(key, numPartitions)` applied to the record's
@@ -49,6 +50,23 @@ impl<T> Clone for Partitioning<T> {
             Self::Shuffle => Self::Shuffle,
             Self::Rescale => Self::Rescale,
             Self::Custom(f) => Self::Custom(f.clone()),
+        }
+    }
+}
+
+impl<T: 'static> Partitioning<T> {
+    /// The same partitioning of [`Stamped`] records, by their values.
+    pub fn on_value(&self) -> Partitioning<Stamped<T>> {
+        match self {
+            Self::Broadcast => Partitioning::Broadcast,
+            Self::RoundRobin => Partitioning::RoundRobin,
+            Self::Forward => Partitioning::Forward,
+            Self::Shuffle => Partitioning::Shuffle,
+            Self::Rescale => Partitioning::Rescale,
+            Self::Custom(f) => {
+                let f = f.clone();
+                Partitioning::Custom(Arc::new(move |s: &Stamped<T>, n| f(&s.value, n)))
+            }
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod fan_out;
 pub mod gate;
 pub mod input_task;
 pub mod output;
+pub mod stamped;
 pub mod throughput;
 pub mod valve;
 pub mod watermark_alignment;

@@ -89,6 +89,15 @@ impl ProcessContext {
         self.info.parallelism
     }
 
+    /// The event timestamp of the record being processed (Flink's
+    /// `ctx.timestamp()`): `None` if it has none (its stream has no event
+    /// time).
+    #[inline]
+    pub fn timestamp(&self) -> Option<i64> {
+        let ts = crate::core::timestamp::current_record_timestamp();
+        (ts != crate::core::timestamp::NO_TIMESTAMP).then_some(ts)
+    }
+
     /// The operator's current watermark (ms; `i64::MIN` before the first
     /// and in jobs without event time), as Flink's
     /// `TimerService::currentWatermark`.

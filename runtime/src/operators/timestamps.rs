@@ -83,12 +83,14 @@ pub use strategy::WatermarkStrategy;
 
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
+use crate::build::demand::TimestampDemand;
 use crate::build::error::BuildError;
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::error::TaskError;
 use crate::chain::task::Task;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::time::earliest;
+use crate::core::timestamp::set_record_timestamp;
 
 /// Flink's default of `pipeline.auto-watermark-interval`.
 pub const DEFAULT_AUTO_WATERMARK_INTERVAL: Duration = Duration::from_millis(200);
@@ -129,6 +131,9 @@ pub struct TimestampsOp<T, TF, G, C, A = NoWatermarkAlignment> {
     /// The latest processing time the link knows.
     now: Instant,
     ended: bool,
+    /// Someone downstream reads the records' timestamps: set each as the
+    /// current record timestamp ([`crate::core::timestamp`]).
+    stamp: bool,
     _record: PhantomData<fn(&T)>,
 }
 
@@ -151,6 +156,7 @@ impl<T, TF: Fn(&T) -> i64, G: WatermarkGenerator<T>, C> TimestampsOp<T, TF, G, C
             started: now,
             now,
             ended: false,
+            stamp: false,
             _record: PhantomData,
         }
     }
@@ -172,8 +178,16 @@ impl<T, TF, G, C, A> TimestampsOp<T, TF, G, C, A> {
             started: self.started,
             now: self.now,
             ended: self.ended,
+            stamp: self.stamp,
             _record: PhantomData,
         }
+    }
+
+    /// Sets each record's timestamp as the current record timestamp if
+    /// `stamp` (someone downstream reads it).
+    pub fn with_stamping(mut self, stamp: bool) -> Self {
+        self.stamp = stamp;
+        self
     }
 
     /// The last watermark this link emitted.
@@ -365,6 +379,9 @@ where
         if let Some(generator) = &mut self.generator {
             generator.on_event(&record, timestamp, &mut output);
         }
+        if self.stamp {
+            set_record_timestamp(timestamp);
+        }
         self.out.collect(record);
         if output.changed() {
             self.forward(output);
@@ -421,14 +438,25 @@ where
                 continue;
             }
             let chunk = (limit - taken).min(self.until_clock);
-            let (n, output, stopped) = run(
-                &mut self.out,
-                &mut generator,
-                &self.extract,
-                records,
-                self.output.taken(),
-                chunk,
-            );
+            let (n, output, stopped) = if self.stamp {
+                run::<_, _, _, _, _, true>(
+                    &mut self.out,
+                    &mut generator,
+                    &self.extract,
+                    records,
+                    self.output.taken(),
+                    chunk,
+                )
+            } else {
+                run::<_, _, _, _, _, false>(
+                    &mut self.out,
+                    &mut generator,
+                    &self.extract,
+                    records,
+                    self.output.taken(),
+                    chunk,
+                )
+            };
             taken += n;
             self.until_clock -= n;
             if output.changed() {
@@ -449,7 +477,7 @@ where
 /// many it took, the output after them and whether a watermark ended the
 /// run.
 #[inline(always)]
-fn run<T, I, TF, G, C>(
+fn run<T, I, TF, G, C, const STAMP: bool>(
     out: &mut C,
     generator: &mut G,
     extract: &TF,
@@ -463,7 +491,7 @@ where
     G: WatermarkGenerator<T>,
     C: Collector<T>,
 {
-    let mut run = Run {
+    let mut run = Run::<_, _, _, STAMP> {
         records,
         extract,
         generator,
@@ -477,7 +505,9 @@ where
 /// The records of a run as the chain below pulls them: each one's
 /// timestamp goes to the generator first; after one whose `on_event`
 /// emitted, the run ends (so that the watermark goes out behind it).
-struct Run<'a, I, TF, G> {
+/// With `STAMP`, each record's timestamp becomes the current record
+/// timestamp as it is pulled (someone downstream reads it).
+struct Run<'a, I, TF, G, const STAMP: bool> {
     records: &'a mut I,
     extract: &'a TF,
     generator: &'a mut G,
@@ -485,7 +515,7 @@ struct Run<'a, I, TF, G> {
     stopped: bool,
 }
 
-impl<T, I, TF, G> Iterator for Run<'_, I, TF, G>
+impl<T, I, TF, G, const STAMP: bool> Iterator for Run<'_, I, TF, G, STAMP>
 where
     I: Iterator<Item = T>,
     TF: Fn(&T) -> i64,
@@ -499,8 +529,12 @@ where
             return None;
         }
         let record = self.records.next()?;
+        let timestamp = (self.extract)(&record);
+        if STAMP {
+            set_record_timestamp(timestamp);
+        }
         self.generator
-            .on_event(&record, (self.extract)(&record), &mut self.output);
+            .on_event(&record, timestamp, &mut self.output);
         self.stopped = self.output.changed();
         Some(record)
     }
@@ -514,6 +548,8 @@ pub struct TimestampsChain<B, TF, G, A> {
     /// The link follows a source (in the source's stage): only then does
     /// it align.
     pub(crate) at_source: bool,
+    /// Who reads the record timestamps it gives.
+    pub(crate) demand: TimestampDemand,
 }
 
 impl<T, B, TF, G, A> ChainBuilder<T> for TimestampsChain<B, TF, G, A>
@@ -537,7 +573,8 @@ where
             ctx.auto_watermark_interval,
             out,
         )
-        .with_alignment(self.strategy.alignment().source(ctx, self.at_source));
+        .with_alignment(self.strategy.alignment().source(ctx, self.at_source))
+        .with_stamping(self.demand.is_needed());
         self.prev.build(ctx, op)
     }
 }

@@ -21,6 +21,7 @@ mod lifecycle;
 mod metrics;
 mod operator_state;
 mod processing_time;
+mod record_timestamps;
 mod rescale;
 mod routing;
 mod sessions;

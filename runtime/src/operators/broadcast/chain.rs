@@ -7,8 +7,9 @@ use std::sync::Arc;
 use weir_net::Wire;
 
 use crate::build::builder::ChainBuilder;
-use crate::build::channel_rescale::{key_route, InputRoute};
+use crate::build::channel_rescale::{key_route_of, InputRoute};
 use crate::build::context::BuildContext;
+use crate::build::demand::TimestampDemand;
 use crate::build::error::BuildError;
 use crate::build::two_input::TwoInputChain;
 use crate::chain::control::Collector;
@@ -31,6 +32,8 @@ pub struct KeyedBroadcastChain<A, B, FF, KF> {
     pub(crate) uid: String,
     pub(crate) factory: Arc<FF>,
     pub(crate) key_fn: KF,
+    /// The keyed input's record timestamps, if it has event time.
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _types: PhantomData<fn() -> (A, B)>,
 }
 
@@ -66,10 +69,15 @@ where
             &ctx.info,
         );
         let routes = (
-            InputRoute::Keyed(key_route::<A, F::Key, _>(self.key_fn.clone())),
+            InputRoute::Keyed(key_route_of::<A, F::Key, _>(
+                self.key_fn.clone(),
+                self.stamped.clone(),
+            )),
             InputRoute::Broadcast,
         );
-        TwoInputChain::<A, B>::new(self.first, self.second, routes).build(ctx, op)
+        TwoInputChain::<A, B>::new(self.first, self.second, routes)
+            .with_stamps((self.stamped.clone(), None))
+            .build(ctx, op)
     }
 }
 

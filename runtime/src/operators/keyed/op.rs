@@ -5,6 +5,7 @@
 //! and hands the user's [`KeyedProcessFunction`] a [`KeyContext`]: the
 //! current key, as in Flink, through which keyed state is read and written.
 
+use crate::core::timestamp::{set_record_timestamp, NO_TIMESTAMP};
 use weir_state::KeyHash;
 
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
@@ -80,6 +81,12 @@ impl<F: KeyedProcessFunction, C: Collector<F::Out>> TimerTarget for Fire<'_, F, 
     }
 
     fn on_timer(&mut self, timestamp: i64, ctx: &KeyContext<F::Key>, domain: TimeDomain) {
+        // What an event-time timer emits has the timer's time as its
+        // timestamp; a processing-time timer's output has none (Flink's).
+        set_record_timestamp(match domain {
+            TimeDomain::EventTime => timestamp,
+            TimeDomain::ProcessingTime => NO_TIMESTAMP,
+        });
         self.func.on_timer(timestamp, ctx, domain, self.out);
     }
 }

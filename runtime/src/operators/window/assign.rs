@@ -13,6 +13,7 @@
 //!
 //! [`KeyedStream::window`]: crate::api::keyed::KeyedStream::window
 
+use crate::core::timestamp::is_record_timestamp;
 use std::sync::Arc;
 
 use weir_net::Wire;
@@ -70,6 +71,13 @@ pub trait Windowing<T>: Clone + Send + Sync + 'static {
 
     /// The default trigger.
     fn default_trigger(&self) -> Self::DefaultTrigger;
+
+    /// Whether the assigner's timestamps are the records' own
+    /// ([`crate::core::timestamp::record_timestamp`]): the stream must then
+    /// carry them to the window operator.
+    fn reads_record_timestamps(&self) -> bool {
+        false
+    }
 }
 
 /// The general operator with `trigger` folding with `fold` and emitting
@@ -144,6 +152,10 @@ where
         fast_incremental(self.clone(), fold, lateness, late)
     }
 
+    fn reads_record_timestamps(&self) -> bool {
+        is_record_timestamp::<T, TF>()
+    }
+
     fn spec(&self) -> WindowSpec<T> {
         WindowSpec {
             kind: WindowKind::Fixed {
@@ -189,6 +201,10 @@ where
         fast_incremental(self.clone(), fold, lateness, late)
     }
 
+    fn reads_record_timestamps(&self) -> bool {
+        is_record_timestamp::<T, TF>()
+    }
+
     fn spec(&self) -> WindowSpec<T> {
         WindowSpec {
             kind: WindowKind::Fixed {
@@ -210,6 +226,9 @@ where
 /// with a `spec_of` method.
 macro_rules! general_windowing {
     ([$($gen:tt)*] $ty:ty, $t:ty, $trigger:ty, [$($bounds:tt)*]) => {
+        general_windowing!([$($gen)*] $ty, $t, $trigger, [$($bounds)*], false);
+    };
+    ([$($gen:tt)*] $ty:ty, $t:ty, $trigger:ty, [$($bounds:tt)*], $reads:expr) => {
         impl<$($gen)*> $crate::operators::window::assign::Windowing<$t> for $ty
         where
             $t: Clone + 'static,
@@ -255,6 +274,10 @@ macro_rules! general_windowing {
 
             fn default_trigger(&self) -> $trigger {
                 <$trigger>::default()
+            }
+
+            fn reads_record_timestamps(&self) -> bool {
+                $reads
             }
         }
     };
@@ -312,7 +335,7 @@ impl<TF> EventTimeSessionWindows<TF> {
 general_windowing!([T, TF] EventTimeSessionWindows<TF>, T, crate::operators::window::triggers::EventTimeTrigger, [
     T: 'static,
     TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
-]);
+], is_record_timestamp::<T, TF>());
 
 /// Flink's `DynamicEventTimeSessionWindows`: event-time sessions whose gap
 /// each record gives (see [`EventTimeSessionWindows::with_dynamic_gap`]).
@@ -343,4 +366,4 @@ general_windowing!([T, TF, GF] DynamicEventTimeSessionWindows<TF, GF>, T, crate:
     T: 'static,
     TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
     GF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
-]);
+], is_record_timestamp::<T, TF>());

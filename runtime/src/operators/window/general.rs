@@ -66,6 +66,7 @@ use weir_state::StateKey;
 
 use crate::chain::control::Collector;
 use crate::core::time::system_time_ms;
+use crate::core::timestamp::set_record_timestamp;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::late_data::LateOutput;
 use crate::operators::side_output::SideOutputs;
@@ -289,6 +290,9 @@ where
         if contents.is_none() {
             return false;
         }
+        // What a window emits has its last millisecond as timestamp (Flink's
+        // `setAbsoluteTimestamp(window.maxTimestamp())`), side outputs too.
+        set_record_timestamp(w.max_timestamp());
         let timers = &self.timers;
         let clock = || timers.current_processing_time();
         let mut fire =

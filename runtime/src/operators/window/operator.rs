@@ -1,6 +1,7 @@
 //! The event-time tumbling and sliding window operator: one table per open
 //! window (a pane), fired as a whole when the watermark passes its end.
 
+use crate::core::timestamp::set_record_timestamp;
 use weir_net::Wire;
 use weir_state::{KeyHash, StateKey};
 
@@ -94,6 +95,8 @@ where
         self.contents
             .fire(watermark, size, self.lateness, |key, start, acc| {
                 let window = TimeWindow::new(start, start.saturating_add(size));
+                // A window's result has its last millisecond as timestamp.
+                set_record_timestamp(window.max_timestamp());
                 out.collect((key, window, fold.result(acc)));
             });
     }
@@ -128,6 +131,7 @@ where
     ) {
         if let Some(acc) = self.contents.get(ctx, start) {
             let window = TimeWindow::new(start, start.saturating_add(self.size));
+            set_record_timestamp(window.max_timestamp());
             out.collect((ctx.key().clone(), window, self.fold.result(&acc)));
         }
     }

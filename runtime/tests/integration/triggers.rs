@@ -7,21 +7,23 @@
 //! firing; a process window function tells late firings, and its side
 //! output is a stream of its own beside the late data.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
-    CountEvictor, CountTrigger, JobGraph, OutputTag, ProcessWindowFunction, PurgingTrigger,
-    SideOutput, SideOutputs, SubtaskInfo, TimeWindow, TumblingEventTimeWindows,
-    ValueStateDescriptor, WatermarkStrategy, WindowCollector, WindowContext,
+    CountEvictor, CountTrigger, JobError, JobGraph, OutputTag, ProcessWindowFunction,
+    PurgingTrigger, RestoreFrom, SideOutput, SideOutputs, Sink, SubtaskInfo, TimeWindow, Trigger,
+    TriggerContext, TriggerResult, TumblingEventTimeWindows, ValueStateDescriptor,
+    WatermarkStrategy, WindowCollector, WindowContext,
 };
 
 use crate::checkpoint::PacedSource;
 use crate::sessions::{checkpointed, CountSum, Rec};
 use crate::{
-    collect_into, options, run_ok, sorted, splitmix64, temp_dir, Collected, DigestSink, Digests,
-    EarlyThenLate, InjectedFailure, M,
+    collect_into, options, run_job, run_ok, sorted, splitmix64, temp_dir, Collected, DigestSink,
+    Digests, EarlyThenLate, InjectedFailure, M,
 };
 
 /// Record `i`: `(key, i / 20 ms, i)`.
@@ -162,6 +164,138 @@ fn a_purging_count_trigger_fires_every_five_records_also_across_a_restore() {
     assert_eq!(result.restarts, 1, "the injected failure restarted the job");
     assert!(result.restored.is_some(), "from a checkpoint");
     assert_eq!(digest(&restored), want, "the restored run");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A trigger of the job's own: fires and purges every `n` elements of a
+/// window, and what is left when the watermark passes its end.
+#[derive(Clone, Copy, Debug)]
+struct ChunksThenRest {
+    n: u64,
+}
+
+impl Trigger<Rec> for ChunksThenRest {
+    type State = u64;
+
+    fn on_element(
+        &self,
+        _: &Rec,
+        _: i64,
+        window: &TimeWindow,
+        ctx: &mut TriggerContext<'_, u64>,
+    ) -> TriggerResult {
+        ctx.register_event_time_timer(window.max_timestamp());
+        *ctx.state() += 1;
+        if *ctx.state() == self.n {
+            *ctx.state() = 0;
+            TriggerResult::FireAndPurge
+        } else {
+            TriggerResult::Continue
+        }
+    }
+
+    fn on_event_time(
+        &self,
+        time: i64,
+        window: &TimeWindow,
+        _: &mut TriggerContext<'_, u64>,
+    ) -> TriggerResult {
+        if time == window.max_timestamp() {
+            TriggerResult::FireAndPurge
+        } else {
+            TriggerResult::Continue
+        }
+    }
+
+    fn on_processing_time(
+        &self,
+        _: i64,
+        _: &TimeWindow,
+        _: &mut TriggerContext<'_, u64>,
+    ) -> TriggerResult {
+        TriggerResult::Continue
+    }
+
+    fn clear(&self, window: &TimeWindow, ctx: &mut TriggerContext<'_, u64>) {
+        ctx.delete_event_time_timer(window.max_timestamp());
+    }
+}
+
+/// Keeps every firing, once (a replay after a restore fires the same
+/// ones again): no checkpointed state, so its stage may rescale.
+struct ChunkSet(Arc<Mutex<BTreeSet<Chunk>>>);
+
+impl Sink for ChunkSet {
+    type In = Chunk;
+
+    fn invoke(&mut self, c: Chunk) {
+        self.0.lock().unwrap().insert(c);
+    }
+}
+
+/// A job's own trigger, its counts and timers, and the window function's
+/// per-window state follow their key groups: a job with 2 window subtasks
+/// fails mid-window and is restored with 3, and fires exactly the chunks
+/// and remainders of every window, numbered in order (a count or a window
+/// state restored to the wrong subtask, or lost, would fire others).
+#[test]
+fn a_custom_trigger_is_restored_at_another_parallelism() {
+    let (n, keys) = (90_000, 31);
+    let mut want = BTreeSet::new();
+    for ((k, start), values) in per_window(n, keys) {
+        for (j, chunk) in values.chunks(7).enumerate() {
+            let c = (
+                k,
+                start,
+                start + SIZE,
+                j as u32 + 1,
+                chunk.len() as u64,
+                chunk.iter().sum(),
+            );
+            want.insert(c);
+        }
+    }
+    let dir = temp_dir("custom-trigger-rescale");
+    let fired: Arc<Mutex<BTreeSet<Chunk>>> = Arc::default();
+    let build = |parallelism: usize, fail: InjectedFailure| {
+        let into = fired.clone();
+        let job = JobGraph::new("custom-trigger-rescaled");
+        job.source("paced", move |info: &SubtaskInfo| {
+            PacedSource::new(info, n, keys, 1_000)
+        })
+        .parallelism(1)
+        .map("stamp", move |r: (u64, u64)| {
+            if fail.hits(r.1) {
+                panic!("injected failure at record {}", r.1);
+            }
+            stamp(r)
+        })
+        .assign_timestamps_and_watermarks(strategy())
+        .key_by(|r: &Rec| r.0)
+        .window(TumblingEventTimeWindows::of(SIZE, |r: &Rec| r.1))
+        .trigger(ChunksThenRest { n: 7 })
+        .process_with("chunks", |_: &SubtaskInfo| Numbered {
+            fires: ValueStateDescriptor::new("fires"),
+        })
+        .parallelism(parallelism)
+        .sink("set", move |_: &SubtaskInfo| ChunkSet(into.clone()));
+        job
+    };
+    let mut o = checkpointed(&dir);
+    o.restart = RestartStrategy::None;
+    match run_job(build(2, InjectedFailure::at(60_001, &dir)), &o) {
+        Err(JobError::TaskFailed { .. }) => {}
+        other => panic!("expected the injected failure, got {other:?}"),
+    }
+    o.restore = RestoreFrom::Latest;
+    let result = run_ok(build(3, InjectedFailure::never()), &o);
+    let restored = result
+        .restored
+        .expect("restored the failed run's checkpoint");
+    assert!(restored.state_bytes > 0, "open windows were checkpointed");
+    let got = fired.lock().unwrap().clone();
+    assert_eq!(got.len(), want.len());
+    assert_eq!(got, want);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
-    CountEvictor, CountTrigger, JobError, JobGraph, OutputTag, ProcessWindowFunction,
-    PurgingTrigger, RestoreFrom, SideOutput, SideOutputs, Sink, SubtaskInfo, TimeWindow, Trigger,
-    TriggerContext, TriggerResult, TumblingEventTimeWindows, ValueStateDescriptor,
-    WatermarkStrategy, WindowCollector, WindowContext,
+    Collector, CountEvictor, CountTrigger, JobError, JobGraph, OutputTag, ProcessContext,
+    ProcessFunction, ProcessWindowFunction, PurgingTrigger, RestoreFrom, SideOutput, SideOutputs,
+    Sink, SubtaskInfo, TimeWindow, Trigger, TriggerContext, TriggerResult,
+    TumblingEventTimeWindows, ValueStateDescriptor, WatermarkStrategy, WindowCollector,
+    WindowContext,
 };
 
 use crate::checkpoint::PacedSource;
@@ -405,4 +406,45 @@ fn a_window_function_tells_late_firings_and_emits_them_to_a_side_output() {
     assert_eq!(collected.take_all(), want);
     assert_eq!(firings.take_all(), vec![(80, 11)]);
     assert_eq!(late.take_all(), vec![(1, 5, 100)]);
+}
+
+/// The window and the timestamp a record of it carries.
+struct SeeStamp;
+
+impl ProcessFunction for SeeStamp {
+    type In = (u64, TimeWindow, (u64, u64));
+    type Out = (TimeWindow, Option<i64>);
+
+    fn process<C: Collector<Self::Out>>(&mut self, ctx: &ProcessContext, r: Self::In, out: &mut C) {
+        out.collect((r.1, ctx.timestamp()));
+    }
+}
+
+/// Whatever fires a window, what it emits carries the window's last
+/// millisecond as its timestamp (Flink's `window.maxTimestamp()`): here a
+/// count trigger, firing long before the window's end.
+#[test]
+fn every_firing_carries_the_windows_last_millisecond() {
+    let (n, keys) = (20_000, 5);
+    let got = Collected::new();
+    let job = JobGraph::new("trigger-timestamps");
+    job.source("paced", move |info: &SubtaskInfo| {
+        PacedSource::new(info, n, keys, 2_000)
+    })
+    .parallelism(1)
+    .map("stamp", stamp)
+    .assign_timestamps_and_watermarks(strategy())
+    .key_by(|r: &Rec| r.0)
+    .window(TumblingEventTimeWindows::of(SIZE, |r: &Rec| r.1))
+    .trigger(CountTrigger::of(3))
+    .aggregate("count-sum", CountSum)
+    .process("see", |_: &SubtaskInfo| SeeStamp)
+    .sink("collect", collect_into(&got));
+    run_ok(job, &options(2));
+    let got = got.take_all();
+    let fired: usize = per_window(n, keys).values().map(|v| v.len() / 3).sum();
+    assert_eq!(got.len(), fired);
+    for (w, ts) in got {
+        assert_eq!(ts, Some(w.max_timestamp()), "a firing of {w:?}");
+    }
 }

@@ -2,8 +2,9 @@
 //! `ProcessWindowFunction.Context`): the window, the time, whether the
 //! firing is late, per-window and per-key state, and side outputs.
 //!
-//! **State.** A window function keeps state by name, through
-//! [`ValueStateDescriptor`]s, in two scopes:
+//! **State.** A window function keeps value state by name, through
+//! [`ValueStateDescriptor`]s (a `Vec` or a map as the value holds more),
+//! in two scopes:
 //!
 //! - [`window_state`](WindowContext::window_state): per `(key, window)`,
 //!   e.g. how often the window fired. It lives until the window is cleaned

@@ -73,7 +73,9 @@ use crate::operators::side_output::SideOutputs;
 use crate::operators::window::contents::WindowContents;
 use crate::operators::window::context::{FunctionStates, WindowContext};
 use crate::operators::window::event_time::start_with_offset;
-use crate::operators::window::spec::{ProcessingClock, TimeWindow, WindowKind, WindowSpec};
+use crate::operators::window::spec::{
+    gather_intersecting, ProcessingClock, TimeWindow, WindowKind, WindowSpec,
+};
 use crate::operators::window::timers::{TimerOp, WindowTimers};
 use crate::operators::window::trigger::{OnMergeContext, Trigger, TriggerContext, TriggerResult};
 use crate::state::key_context::KeyContext;
@@ -395,29 +397,9 @@ where
         let mut sessions = std::mem::take(&mut self.scratch);
         sessions.clear();
         sessions.extend(self.windows.entries(ctx));
-        // The sessions merging with `new`: those intersecting the growing
-        // cover (the key's sessions are disjoint and do not touch, so only
-        // `new` can join them).
-        let mut merged = new;
-        let mut members = 0;
-        loop {
-            let mut grew = false;
-            let mut i = members;
-            while i < sessions.len() {
-                let (start, (end, ..)) = &sessions[i];
-                let w = TimeWindow::new(*start, *end);
-                if merged.intersects(&w) {
-                    merged = merged.cover(&w);
-                    sessions.swap(members, i);
-                    members += 1;
-                    grew = true;
-                }
-                i += 1;
-            }
-            if !grew {
-                break;
-            }
-        }
+        let (merged, members) = gather_intersecting(new, &mut sessions, |(start, (end, ..))| {
+            TimeWindow::new(*start, *end)
+        });
         if members == 0 {
             self.scratch = sessions;
             if self.is_late(&new, time) {

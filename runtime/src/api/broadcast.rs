@@ -17,6 +17,7 @@ use crate::api::graph::JobGraph;
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::api::two_input::ConnectWith;
+use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
 use crate::build::demand::TimestampDemand;
 use crate::build::exchange::FanOutTail;
@@ -102,6 +103,7 @@ where
             d.mark();
         }
         self.job.register_uid(uid);
+        let side = BranchList::default();
         self.job.add_co_input(self.first, self.second);
         Stream {
             name: uid.to_owned(),
@@ -111,6 +113,7 @@ where
                 uid: uid.to_owned(),
                 factory: Arc::new(factory),
                 key_fn: self.key_fn,
+                side: side.clone(),
                 stamped: self.stamped.clone(),
                 _types: PhantomData,
             },
@@ -119,7 +122,7 @@ where
             input: Some(self.first),
             _record: PhantomData,
             branch: None,
-            side: None,
+            side: Some(side),
             reserved: std::cell::Cell::new(None),
             union: None,
             stamped: self.stamped,
@@ -171,6 +174,7 @@ impl<'j, A: Wire, B: Wire> BroadcastConnectedStream<'j, A, B> {
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
         self.job.register_uid(uid);
+        let side = BranchList::default();
         self.job.add_co_input(self.first, self.second);
         Stream {
             name: uid.to_owned(),
@@ -179,6 +183,7 @@ impl<'j, A: Wire, B: Wire> BroadcastConnectedStream<'j, A, B> {
                 second: self.second,
                 uid: uid.to_owned(),
                 factory: Arc::new(factory),
+                side: side.clone(),
                 _types: PhantomData,
             },
             job: self.job,
@@ -186,7 +191,7 @@ impl<'j, A: Wire, B: Wire> BroadcastConnectedStream<'j, A, B> {
             input: Some(self.first),
             _record: PhantomData,
             branch: None,
-            side: None,
+            side: Some(side),
             reserved: std::cell::Cell::new(None),
             union: None,
             stamped: None,

@@ -9,6 +9,9 @@
 //! SPSC rings, to another core where the subtask runs elsewhere. (Flink's
 //! slot sharing has no counterpart: every subtask of every stage runs on
 //! worker `index % workers`, and a worker runs all the subtasks it gets.)
+//!
+//! Flink's `disableChaining()` on an operator is a new chain on both of
+//! its sides: `.start_new_chain().map(..).start_new_chain()`.
 
 use std::cell::Cell;
 use std::marker::PhantomData;

@@ -125,7 +125,7 @@ where
 
     /// Fires the windows by `trigger` instead of the assigner's default
     /// (Flink's `WindowedStream::trigger`; see
-    /// [`Trigger`](crate::operators::window::Trigger) and the built-ins:
+    /// [`Trigger`] and the built-ins:
     /// `EventTimeTrigger`, `ProcessingTimeTrigger`, `CountTrigger`,
     /// `ContinuousEventTimeTrigger`, `ContinuousProcessingTimeTrigger`,
     /// `PurgingTrigger`). The windows then run on the general window

@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use weir_runtime::{
     execute, record_timestamp, AggregateFunction, Collector, Config, ExecutionOptions, JobGraph,
-    OutputTag, Sink, Source, SourcePoll, SubtaskInfo, TumblingEventTimeWindows, WatermarkStrategy,
-    Wire,
+    OutputTag, Sink, Source, SourcePoll, SubtaskInfo, TimeWindow, TumblingEventTimeWindows,
+    WatermarkStrategy, Wire,
 };
 
 #[derive(Parser)]
@@ -176,8 +176,8 @@ impl AggregateFunction for Stats {
     }
 }
 
-/// `(sensor, window start, (count, mean, max))`: what the window emits.
-type WindowResult = (u64, i64, (u64, i64, i64));
+/// `(sensor, window, (count, mean, max))`: what the window emits.
+type WindowResult = (u64, TimeWindow, (u64, i64, i64));
 
 /// Gathers what its subtask receives into a list shared with `main`.
 struct Gather<T>(Arc<Mutex<Vec<T>>>);
@@ -241,7 +241,8 @@ fn reference() -> (Vec<WindowResult>, Vec<Reading>) {
         for (&(sensor, start), (acc, fired)) in windows.iter_mut() {
             if !*fired && start + WINDOW - 1 <= watermark {
                 *fired = true;
-                results.push((sensor, start, Stats.get_result(acc)));
+                let window = TimeWindow::new(start, start + WINDOW);
+                results.push((sensor, window, Stats.get_result(acc)));
             }
         }
     }
@@ -262,7 +263,8 @@ fn reference() -> (Vec<WindowResult>, Vec<Reading>) {
                 .or_insert((stats.create_accumulator(), false));
             *acc = stats.add(r, *acc);
             if *fired {
-                results.push((r.sensor, start, stats.get_result(acc)));
+                let window = TimeWindow::new(start, start + WINDOW);
+                results.push((r.sensor, window, stats.get_result(acc)));
             }
         }
         watermark = watermark.max(max_ts - OUT_OF_ORDERNESS - 1);
@@ -307,12 +309,12 @@ fn main() -> std::process::ExitCode {
     late.sort();
 
     let mut previous = None;
-    for &(sensor, start, (count, mean, max)) in &results {
-        let again = previous == Some((sensor, start));
+    for &(sensor, window, (count, mean, max)) in &results {
+        let again = previous == Some((sensor, window));
         println!(
             "sensor {sensor} [{:>2} s, {:>2} s): {count:>2} readings, mean {:.1}, max {:.1}{}",
-            start / 1_000,
-            (start + WINDOW) / 1_000,
+            window.start / 1_000,
+            window.end / 1_000,
             mean as f64 / 10.0,
             max as f64 / 10.0,
             if again {
@@ -321,7 +323,7 @@ fn main() -> std::process::ExitCode {
                 ""
             }
         );
-        previous = Some((sensor, start));
+        previous = Some((sensor, window));
     }
     for r in &late {
         println!(
@@ -338,7 +340,7 @@ fn main() -> std::process::ExitCode {
         );
         return std::process::ExitCode::from(1);
     }
-    let mut windows: Vec<(u64, i64)> = results.iter().map(|r| (r.0, r.1)).collect();
+    let mut windows: Vec<(u64, TimeWindow)> = results.iter().map(|r| (r.0, r.1)).collect();
     windows.dedup();
     println!(
         "verified: {} windows fired, {} of them again for late readings, {} reading past the \
@@ -359,7 +361,7 @@ mod tests {
     #[test]
     fn the_data_has_a_late_firing_and_a_reading_past_the_lateness() {
         let (results, late) = reference();
-        let mut windows: Vec<(u64, i64)> = results.iter().map(|r| (r.0, r.1)).collect();
+        let mut windows: Vec<(u64, TimeWindow)> = results.iter().map(|r| (r.0, r.1)).collect();
         windows.dedup();
         assert_eq!(windows.len(), 18, "3 sensors, 6 windows each");
         assert_eq!(results.len(), 19, "one late firing");

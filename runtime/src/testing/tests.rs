@@ -10,7 +10,7 @@ use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::process::{InitializationContext, ProcessContext, ProcessFunction};
 use crate::operators::side_output::{OutputTag, SideOutput, SideOutputs};
 use crate::operators::window::{
-    AggregateFold, TumblingEventTimeWindows, TumblingProcessingTimeWindows, Windowing,
+    AggregateFold, TimeWindow, TumblingEventTimeWindows, TumblingProcessingTimeWindows, Windowing,
 };
 use crate::state::aggregating::AggregateFunction;
 use crate::state::key_context::KeyContext;
@@ -246,14 +246,15 @@ fn a_window_operator_runs_in_the_keyed_harness_with_lateness_and_late_data() {
     h.process_watermark(9);
     let mut fired = h.take_output();
     fired.sort();
-    assert_eq!(fired, vec![(1, 0, (1, 1)), (2, 0, (1, 4))]);
+    let w = |start: i64| TimeWindow::new(start, start + 10);
+    assert_eq!(fired, vec![(1, w(0), (1, 1)), (2, w(0), (1, 4))]);
     // Within the lateness: [0, 10) fires again with the late record.
     h.process_element((1, 7, 8));
-    assert_eq!(h.take_output(), vec![(1, 0, (2, 9))]);
+    assert_eq!(h.take_output(), vec![(1, w(0), (2, 9))]);
     // Past it (cleanup at 9 + 20): dropped to the late output.
     h.process_watermark(40);
     h.process_element((1, 8, 16));
-    assert_eq!(h.take_output(), vec![(1, 10, (1, 2))]);
+    assert_eq!(h.take_output(), vec![(1, w(10), (1, 2))]);
     assert_eq!(*late.borrow(), vec![(1, 8, 16)]);
 }
 
@@ -273,7 +274,10 @@ fn processing_time_windows_follow_the_harness_clock() {
     h.process_element((1, 0, 4));
     assert!(h.output().is_empty());
     h.set_processing_time(1_100);
-    assert_eq!(h.take_output(), vec![(1, 1_000, (3, 7))]);
+    assert_eq!(
+        h.take_output(),
+        vec![(1, TimeWindow::new(1_000, 1_100), (3, 7))]
+    );
 }
 
 /// Pairs up values; the odd one out waits in operator state.

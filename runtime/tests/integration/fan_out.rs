@@ -19,7 +19,7 @@ use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
     AggregateFunction, Collector, EventTimeSessionWindows, JobGraph, KeyContext,
     KeyedProcessFunction, KeyedStates, KeyedValueState, OutputTag, ProcessContext, ProcessFunction,
-    SequenceSource, SideOutput, SideOutputs, SlidingEventTimeWindows, SubtaskInfo,
+    SequenceSource, SideOutput, SideOutputs, SlidingEventTimeWindows, SubtaskInfo, TimeWindow,
     TumblingEventTimeWindows, WatermarkStrategy,
 };
 
@@ -105,7 +105,7 @@ fn final_counts(records: Vec<(u64, u64)>) -> BTreeMap<u64, u64> {
 }
 
 /// A window's `(key, start, (count, sum))`.
-type Fired = (u64, i64, (u64, u64));
+type Fired = (u64, TimeWindow, (u64, u64));
 
 /// The five queries' outputs, sorted.
 #[derive(Debug, PartialEq)]

@@ -29,6 +29,7 @@ mod split_source;
 mod state_kinds;
 mod strings;
 mod timers;
+mod triggers;
 mod two_input;
 mod two_input_rescale;
 mod variable_state;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use weir_runtime::{
     record_timestamp, Collector, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
     KeyedTimerService, ProcessContext, ProcessFunction, SequenceSource, Sink, SubtaskInfo,
-    TumblingEventTimeWindows, WatermarkStrategy,
+    TimeWindow, TumblingEventTimeWindows, WatermarkStrategy,
 };
 
 use crate::{collect_into, options, run_ok, sorted, Collected};
@@ -34,7 +34,7 @@ fn strategy() -> WatermarkStrategy<impl Fn(&(u64, i64, u64)) -> i64 + Clone + Se
 
 /// `(key, window start) -> (count, sum)` by brute force, from the
 /// records' own timestamps.
-fn reference() -> Vec<(u64, i64, (u64, u64))> {
+fn reference() -> Vec<(u64, TimeWindow, (u64, u64))> {
     let mut w: BTreeMap<(u64, i64), (u64, u64)> = BTreeMap::new();
     for i in 0..N {
         let (k, ts, v) = record(i);
@@ -42,7 +42,9 @@ fn reference() -> Vec<(u64, i64, (u64, u64))> {
         e.0 += 1;
         e.1 += v;
     }
-    w.into_iter().map(|((k, s), a)| (k, s, a)).collect()
+    w.into_iter()
+        .map(|((k, s), a)| (k, TimeWindow::new(s, s + SIZE), a))
+        .collect()
 }
 
 /// Count and sum of `(key, value)` pairs.
@@ -118,15 +120,15 @@ struct SeeTimestamps {
 
 impl KeyedProcessFunction for SeeTimestamps {
     type Key = u64;
-    type In = (u64, i64, (u64, u64));
+    type In = (u64, TimeWindow, (u64, u64));
     type Out = (u64, i64, Option<i64>);
     fn process<C: Collector<Self::Out>>(
         &mut self,
         ctx: &KeyContext<u64>,
-        (k, start, _): Self::In,
+        (k, window, _): Self::In,
         out: &mut C,
     ) {
-        out.collect((k, start, ctx.timestamp()));
+        out.collect((k, window.start, ctx.timestamp()));
         let at = ctx.timestamp().expect("a window result has a timestamp") + 5;
         self.timers
             .get_or_insert_with(KeyedTimerService::new)
@@ -159,7 +161,7 @@ fn a_window_result_has_its_last_millisecond_and_a_timer_output_its_time() {
     .key_by(|p: &(u64, u64)| p.0)
     .window(TumblingEventTimeWindows::of(SIZE, record_timestamp))
     .aggregate("count-sum", CountSum)
-    .key_by(|r: &(u64, i64, (u64, u64))| r.0)
+    .key_by(|r: &(u64, TimeWindow, (u64, u64))| r.0)
     .process("see", |_: &SubtaskInfo| SeeTimestamps::default())
     .sink("collect", collect_into(&got));
     run_ok(job, &options(2));

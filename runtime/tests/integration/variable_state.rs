@@ -26,8 +26,8 @@ use weir_runtime::exec::RestoreFrom;
 use weir_runtime::{
     AggregateFunction, Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyHash,
     KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedProcessFunction, KeyedReducingState,
-    KeyedStates, KeyedValueState, Sink, SubtaskInfo, TumblingEventTimeWindows, WatermarkStrategy,
-    Wire,
+    KeyedStates, KeyedValueState, Sink, SubtaskInfo, TimeWindow, TumblingEventTimeWindows,
+    WatermarkStrategy, Wire,
 };
 
 use crate::checkpoint::PacedSource;
@@ -373,10 +373,11 @@ type Windows = Arc<Mutex<BTreeMap<(UserId, i64), (u64, String)>>>;
 struct WindowSink(Windows);
 
 impl Sink for WindowSink {
-    type In = (UserId, i64, (u64, String));
+    type In = (UserId, TimeWindow, (u64, String));
 
-    fn invoke(&mut self, (user, start, acc): (UserId, i64, (u64, String))) {
-        self.0.lock().unwrap().insert((user, start), acc);
+    fn invoke(&mut self, (user, window, acc): (UserId, TimeWindow, (u64, String))) {
+        assert_eq!(window.end - window.start, WINDOW);
+        self.0.lock().unwrap().insert((user, window.start), acc);
     }
 }
 

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use weir_runtime::{
     AggregateFunction, Collector, JobGraph, JoinContext, OutputTag, ProcessJoinFunction, Source,
-    SourcePoll, SubtaskInfo, TumblingEventTimeWindows, WatermarkGenerator, WatermarkOutput,
-    WatermarkStrategy,
+    SourcePoll, SubtaskInfo, TimeWindow, TumblingEventTimeWindows, WatermarkGenerator,
+    WatermarkOutput, WatermarkStrategy,
 };
 
 use crate::{collect_into, options, run_ok, sorted, splitmix64, Collected};
@@ -110,7 +110,7 @@ impl AggregateFunction for CountSum {
 }
 
 /// A window operator's output: `(key, window start, (count, sum))`.
-type Firing = (u64, i64, (u64, u64));
+type Firing = (u64, TimeWindow, (u64, u64));
 
 /// Per key: each firing `(window start, (count, sum))` in order; and the
 /// late records, in order.
@@ -205,8 +205,9 @@ fn punctuated_watermarks_fire_windows_at_their_markers_as_a_single_threaded_run(
         run_ok(job, &o);
 
         let mut got = PerKey::new();
-        for (key, start, result) in collected.take_all() {
-            got.entry(key).or_default().0.push((start, result));
+        for (key, window, result) in collected.take_all() {
+            assert_eq!(window.end, window.start + SIZE);
+            got.entry(key).or_default().0.push((window.start, result));
         }
         for r in late.take_all() {
             got.entry(r.0).or_default().1.push(r);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use weir_runtime::{
     AggregateFunction, JobGraph, OutputTag, SequenceSource, SlidingEventTimeWindows, SubtaskInfo,
-    TumblingEventTimeWindows, WatermarkStrategy,
+    TimeWindow, TumblingEventTimeWindows, WatermarkStrategy,
 };
 
 use crate::{collect_into, options, run_ok, Collected, EarlyThenLate};
@@ -88,7 +88,7 @@ fn tumbling_aggregate_fires_every_window_once_with_its_records() {
     got.sort();
     let want: Vec<_> = reference()
         .into_iter()
-        .map(|((k, s), (c, sum, _))| (k, s, (c, sum)))
+        .map(|((k, s), (c, sum, _))| (k, TimeWindow::new(s, s + SIZE), (c, sum)))
         .collect();
     assert_eq!(got.len(), want.len(), "windows fired");
     assert_eq!(got, want);
@@ -122,12 +122,12 @@ fn tumbling_reduce_keeps_the_largest_value_per_window() {
     let mut got: Vec<_> = collected
         .take_all()
         .into_iter()
-        .map(|(k, s, r)| (k, s, r.2))
+        .map(|(k, w, r)| (k, w, r.2))
         .collect();
     got.sort();
     let want: Vec<_> = reference()
         .into_iter()
-        .map(|((k, s), (_, _, max))| (k, s, max))
+        .map(|((k, s), (_, _, max))| (k, TimeWindow::new(s, s + SIZE), max))
         .collect();
     assert_eq!(got, want);
 }
@@ -162,7 +162,10 @@ fn sliding_aggregate_puts_each_record_in_every_window_holding_it() {
     }
     let mut got = collected.take_all();
     got.sort();
-    let want: Vec<_> = want.into_iter().map(|((k, s), r)| (k, s, r)).collect();
+    let want: Vec<_> = want
+        .into_iter()
+        .map(|((k, s), r)| (k, TimeWindow::new(s, s + SIZE), r))
+        .collect();
     assert_eq!(got, want);
 }
 
@@ -201,10 +204,11 @@ fn allowed_lateness_refires_windows_and_later_records_go_to_the_side_output() {
     run_ok(job, &options);
 
     let got = collected.take_all();
-    let mut want: Vec<_> = (0..10).map(|w| (1, w * 10, (10, 10))).collect();
+    let window = |start: i64| TimeWindow::new(start, start + 10);
+    let mut want: Vec<_> = (0..10).map(|w| (1, window(w * 10), (10, 10))).collect();
     // [80, 90) fires on time, then again with the record at 85; [90, 100)
     // fires at the end of the input (its firing comes after the late one).
-    want.insert(9, (1, 80, (11, 20)));
+    want.insert(9, (1, window(80), (11, 20)));
     assert_eq!(got, want, "late firing of [80, 90) in its place");
     assert_eq!(late.take_all(), vec![(1, 5, 200)]);
 }

@@ -47,30 +47,43 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
     ) -> Result<Box<dyn Task>, BuildError> {
         let (receivers, counters) = ctx.take_input(self.exchange);
         let routes = GateRoutes::One(InputRoute::Keyed(self.route.clone()));
-        if needed(&self.stamped) {
-            let task: InputTask<T, C, StampedDecoder<T>> = build_input_task(
-                ctx,
-                self.exchange,
-                receivers,
-                counters,
-                out,
-                StampedDecoder::default(),
-                &routes,
-            )?;
-            Ok(Box::new(task))
-        } else {
-            let task: InputTask<T, C> = build_input_task(
-                ctx,
-                self.exchange,
-                receivers,
-                counters,
-                out,
-                WireDecoder::default(),
-                &routes,
-            )?;
-            Ok(Box::new(task))
-        }
+        let stamped = needed(&self.stamped);
+        single_input_task(
+            ctx,
+            self.exchange,
+            (receivers, counters),
+            out,
+            stamped,
+            &routes,
+        )
     }
+}
+
+/// The input task of a single-input stage over `channels` (receivers and
+/// their counters; `exchange` the first exchange), decoding bare records
+/// or, if `stamped`, records with their timestamps.
+fn single_input_task<T: Wire, C: Collector<T> + 'static>(
+    ctx: &mut BuildContext<'_>,
+    exchange: usize,
+    (receivers, counters): (
+        Vec<weir_net::ChannelReceiver>,
+        Vec<Arc<crate::metrics::counters::ChannelCounters>>,
+    ),
+    out: C,
+    stamped: bool,
+    routes: &GateRoutes,
+) -> Result<Box<dyn Task>, BuildError> {
+    Ok(if stamped {
+        let decoder = StampedDecoder::<T>::default();
+        Box::new(build_input_task::<T, C, _>(
+            ctx, exchange, receivers, counters, out, decoder, routes,
+        )?)
+    } else {
+        let decoder = WireDecoder::<T>::default();
+        Box::new(build_input_task::<T, C, _>(
+            ctx, exchange, receivers, counters, out, decoder, routes,
+        )?)
+    })
 }
 
 /// The input task of a stage over `receivers` (the channels of one or more
@@ -312,28 +325,14 @@ impl<T: Wire> ChainBuilder<T> for PartitionedInputChain<T> {
             counters.extend(c);
         }
         let routes = GateRoutes::One(self.route.clone());
-        if needed(&self.stamped) {
-            let task: InputTask<T, C, StampedDecoder<T>> = build_input_task(
-                ctx,
-                exchanges[0],
-                receivers,
-                counters,
-                out,
-                StampedDecoder::default(),
-                &routes,
-            )?;
-            Ok(Box::new(task))
-        } else {
-            let task: InputTask<T, C> = build_input_task(
-                ctx,
-                exchanges[0],
-                receivers,
-                counters,
-                out,
-                WireDecoder::default(),
-                &routes,
-            )?;
-            Ok(Box::new(task))
-        }
+        let stamped = needed(&self.stamped);
+        single_input_task(
+            ctx,
+            exchanges[0],
+            (receivers, counters),
+            out,
+            stamped,
+            &routes,
+        )
     }
 }

@@ -55,11 +55,13 @@ pub(crate) fn restore_chains<S: RestoreSink>(
         };
         let capacity = 1usize << head.log2_capacity;
         let whole = chain.iter().all(|e| e.key_groups == mine);
-        let placing = whole && sink.placeable(head.log2_capacity);
         if whole {
             sink.reserve(head.table_len as usize);
             sink.reserve_table(capacity);
         }
+        // Asked after sizing: an empty table has its smallest capacity,
+        // which no table block of the chain's size fits.
+        let placing = whole && sink.placeable(head.log2_capacity);
         let mut decided = vec![0u64; capacity.div_ceil(64)];
         for &e in deltas.iter().rev() {
             let mut block = scope.open_block(e)?;

@@ -40,6 +40,22 @@ fn checked_key_group(
     Err(scope.reject(block.misplaced(name, "key", kg)))
 }
 
+/// Bytes of blocks read ahead at a time ([`next_window`]).
+const WINDOW: u64 = 16 << 20;
+
+/// How many of the extents `rest` (in file order) make the next window
+/// to read: about [`WINDOW`] bytes of one segment.
+pub(crate) fn next_window(rest: &[&Extent]) -> usize {
+    let mut bytes = 0;
+    rest.iter()
+        .take_while(|e| {
+            let more = bytes < WINDOW && e.segment == rest[0].segment;
+            bytes += e.length;
+            more
+        })
+        .count()
+}
+
 /// Puts the entries of the table block `table` (of `block`, whose payload
 /// holds `head` bytes of header and occupancy before them) back at their
 /// slots in `sink`, which [`RestoreSink::placeable`] said has the block's
@@ -104,15 +120,24 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     let started = Instant::now();
     let chains = scope.keyed_chains(&name);
     if !chains.is_empty() {
-        crate::checkpoint::chain_restore::restore_chains(scope, &name, &chains, sink)?;
+        let done = crate::checkpoint::chain_restore::restore_chains(scope, &name, &chains, sink)?;
+        let info = scope.subtask_info();
+        // `delta_entries`: entries the deltas decided; `superseded`:
+        // entries of the full checkpoint's blocks a delta replaced;
+        // `inserted_after`: entries that did not fit their slots.
         tracing::debug!(
             target: CHECKPOINT,
             checkpoint = scope.checkpoint_id(),
             operator = scope.uid(),
+            subtask = info.index,
+            worker = info.worker,
             state = name.as_str(),
             chains = chains.len(),
             entries = sink.entry_count(),
             elapsed = ?started.elapsed(),
+            delta_entries = done.delta_entries,
+            superseded = done.superseded,
+            inserted_after = done.inserted_after,
             "restored state from incremental chains"
         );
         return Ok(());
@@ -176,24 +201,12 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     // each round inserts into one region of the new table, which is
     // cache-friendly. (Only speed depends on this order; any order
     // restores the same state.)
-    const WINDOW: u64 = 16 << 20;
     const ROUNDS: usize = 64;
     let mut blocks: Vec<KeyedBlock<'_>> = Vec::new();
     let mut cursors: Vec<usize> = Vec::new();
     let mut rest = extents.as_slice();
     let mut block_count = 0;
     let mut table_blocks_placed = 0;
-    // The next window of `rest`: about WINDOW bytes of one segment.
-    let next_window = |rest: &[&Extent]| {
-        let mut bytes = 0;
-        rest.iter()
-            .take_while(|e| {
-                let more = bytes < WINDOW && e.segment == rest[0].segment;
-                bytes += e.length;
-                more
-            })
-            .count()
-    };
     scope.will_need(&rest[..next_window(rest)]);
     while !rest.is_empty() {
         let (window, later) = rest.split_at(next_window(rest));

@@ -42,6 +42,8 @@ pub(crate) struct ChainRestored {
     pub superseded: usize,
     /// Entries that did not fit their slot and were inserted after.
     pub inserted_after: usize,
+    /// The time the deltas took to read (before the table blocks).
+    pub deltas_read: std::time::Duration,
 }
 
 /// Restores the chains `chains` of state `name` (from
@@ -111,7 +113,9 @@ pub(crate) fn restore_chains<S: RestoreSink>(
                 ),
             )));
         }
+        let started = std::time::Instant::now();
         let mut deltas = Winners::read::<S>(reading, &by_delta, &groups, &mut stats)?;
+        stats.deltas_read += started.elapsed();
         // The table blocks in slot order, each entry after the deltas'
         // records of lower slots, skipped if a delta has its slot.
         let mut end = 0;
@@ -156,6 +160,8 @@ pub(crate) fn restore_chains<S: RestoreSink>(
                         "bytes after the entries of its used slots",
                     )));
                 }
+                // Its checksum now, while it is in cache (a block is a
+                // few hundred KB).
                 reading.finish(block)?;
             }
         }
@@ -260,17 +266,27 @@ struct Winners<'a> {
     /// Per slot of the table: [`UNDECIDED`], [`EMPTIED`], or the mark of
     /// the delta whose entry it holds (empty when the chain has no delta).
     marks: Vec<u8>,
-    /// Per delta, newest first, the bytes of its winning entries in slot
-    /// order (each to be decoded from its front).
-    lists: Vec<std::vec::IntoIter<&'a [u8]>>,
+    /// Per delta, newest first, its winning entries in slot order.
+    lists: Vec<Won<'a>>,
     /// The next slot a delta decided not taken yet (`usize::MAX` after
     /// the last).
     next: usize,
 }
 
+/// The winning entries of one delta.
+struct Won<'a> {
+    /// The payloads of the delta's blocks.
+    payloads: Vec<&'a [u8]>,
+    /// Its winning entries in slot order: the block (index in
+    /// `payloads`) and the entry's offset in its payload. (Eight bytes
+    /// each: fresh memory is what a restore pays most for.)
+    entries: std::vec::IntoIter<(u32, u32)>,
+}
+
 impl<'a> Winners<'a> {
     /// Reads the deltas `by_delta` (each its blocks in slot order, newest
     /// first), checking every block, record and key group.
+    #[inline(never)]
     fn read<S: RestoreSink>(
         reading: Reading<'_, 'a>,
         by_delta: &[&[&'a Extent]],
@@ -287,22 +303,26 @@ impl<'a> Winners<'a> {
         let mut lists = Vec::with_capacity(by_delta.len());
         for (d, &blocks) in by_delta.iter().enumerate() {
             let mark = u8::try_from(d + 1).expect("at most MAX_DELTAS deltas");
-            let mut won: Vec<&'a [u8]> = Vec::new();
+            // Room for all its records (each takes at least 5 bytes of its
+            // blocks), reserved once: growing the list would take fresh
+            // memory at every step; untouched room costs nothing.
+            let most = blocks.iter().map(|e| e.length as usize / 5).sum();
+            let mut entries: Vec<(u32, u32)> = Vec::with_capacity(most);
+            let mut payloads = Vec::with_capacity(blocks.len());
             let mut end = 0;
             for &e in blocks {
                 let mut parsed = None;
                 let (block, _, part_end) = reading.open(e, end, |payload| {
                     let delta = DeltaBlock::parse(payload).map_err(|e| e.to_string())?;
                     let h = delta.header;
-                    // A record takes at least 5 bytes (the count is not
-                    // trusted before the records are read).
-                    let most = (delta.records as usize).min(delta.body.len() / 5);
-                    parsed = Some((delta.records(), payload.len() - delta.body.len(), most));
+                    parsed = Some((delta.records(), payload.len() - delta.body.len()));
                     Ok((h.log2_capacity, h.first_slot, h.slot_count))
                 })?;
                 end = part_end;
-                let (mut records, body_at, most) = parsed.expect("parsed with its header");
-                won.reserve(most);
+                let (mut records, body_at) = parsed.expect("parsed with its header");
+                let payload = block.payload;
+                let index = u32::try_from(payloads.len()).expect("fewer than 2^32 blocks");
+                payloads.push(payload);
                 loop {
                     let record = records.next(|bytes| {
                         S::decode(bytes)
@@ -332,12 +352,17 @@ impl<'a> Winners<'a> {
                         return Err(scope.reject(block.misplaced(name, "key", kg)));
                     }
                     *slot = mark;
-                    won.push(bytes);
+                    // `bytes` is the payload's tail from the entry on (and
+                    // a payload is shorter than 4 GiB).
+                    entries.push((index, (payload.len() - bytes.len()) as u32));
                 }
                 reading.finish(block)?;
             }
-            stats.delta_entries += won.len();
-            lists.push(won.into_iter());
+            stats.delta_entries += entries.len();
+            lists.push(Won {
+                payloads,
+                entries: entries.into_iter(),
+            });
         }
         let mut winners = Self {
             marks,
@@ -387,9 +412,12 @@ impl<'a> Winners<'a> {
                 // The delta's winners are in slot order, and every
                 // earlier one was taken at its slot: this is the entry of
                 // `pos`.
-                let bytes = self.lists[usize::from(mark - 1)]
+                let won = &mut self.lists[usize::from(mark - 1)];
+                let (block, at) = won
+                    .entries
                     .next()
                     .expect("a winning entry for every slot marked with its delta");
+                let bytes = &won.payloads[block as usize][at as usize..];
                 // Decoded once already, when read (decoding is a function
                 // of the bytes).
                 let (entry, _) = S::decode(bytes).expect("a winning entry decodes again");

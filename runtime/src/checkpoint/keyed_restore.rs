@@ -124,7 +124,9 @@ pub(crate) fn restore_entries<S: RestoreSink>(
         let info = scope.subtask_info();
         // `delta_entries`: entries the deltas decided; `superseded`:
         // entries of the full checkpoint's blocks a delta replaced;
-        // `inserted_after`: entries that did not fit their slots.
+        // `inserted_after`: entries that did not fit their slots;
+        // `deltas_read`: the time the deltas took, before the table
+        // blocks.
         tracing::debug!(
             target: CHECKPOINT,
             checkpoint = scope.checkpoint_id(),
@@ -138,6 +140,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
             delta_entries = done.delta_entries,
             superseded = done.superseded,
             inserted_after = done.inserted_after,
+            deltas_read = ?done.deltas_read,
             "restored state from incremental chains"
         );
         return Ok(());

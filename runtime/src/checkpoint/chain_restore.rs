@@ -6,18 +6,18 @@
 //! block that mentions it says: the newest delta's record of the slot if
 //! a delta has one, else the full checkpoint's table block. The deltas
 //! are read first, newest first, each record once: the first record of a
-//! slot decides it, and the slot is marked with the delta whose entry
-//! wins it (or as emptied). Then the table blocks are read in slot order,
-//! and the winning entries of the deltas go in between, in slot order too
-//! (each delta's winners are in slot order, so a slot's mark says which
-//! list its entry is next in): out comes the newest table, slot by slot,
-//! the table blocks' superseded entries skipped. At the same parallelism,
-//! into a table of the chain's capacity, every entry goes back to its
-//! slot without a probe, as a full checkpoint's table blocks do
-//! ([`keyed_restore`](super::keyed_restore)); at another parallelism the
-//! entries of the key groups the subtask owns are inserted. Each block's
-//! header, records, order, key groups and checksum are checked as in
-//! `keyed_restore`; nothing restored counts unless every check passed.
+//! slot decides it (a bit per slot), and if it holds an entry, that entry
+//! wins the slot (a list per delta, in slot order, as a delta's records
+//! are). Then the table blocks are read in slot order, their entries of
+//! decided slots skipped, and the winning entries go in between, merged
+//! from the deltas' lists by slot: out comes the newest table, slot by
+//! slot. At the same parallelism, into a table of the chain's capacity,
+//! every entry goes back to its slot without a probe, as a full
+//! checkpoint's table blocks do ([`keyed_restore`](super::keyed_restore));
+//! at another parallelism the entries of the key groups the subtask owns
+//! are inserted. Each block's header, records, order, key groups and
+//! checksum are checked as in `keyed_restore`; nothing restored counts
+//! unless every check passed.
 
 use weir_state::snapshot::{BlockKind, Extent};
 use weir_state::{KeyGroupAssigner, KeyGroupRange};
@@ -102,17 +102,6 @@ pub(crate) fn restore_chains<S: RestoreSink>(
             name,
             log2_capacity: head.log2_capacity,
         };
-        if by_delta.len() > MAX_DELTAS {
-            let block = scope.open_block(newest)?;
-            return Err(scope.reject(block.malformed(
-                name,
-                0,
-                format_args!(
-                    "a chain of {} deltas (at most {MAX_DELTAS})",
-                    by_delta.len()
-                ),
-            )));
-        }
         let started = std::time::Instant::now();
         let mut deltas = Winners::read::<S>(reading, &by_delta, &groups, &mut stats)?;
         stats.deltas_read += started.elapsed();
@@ -142,7 +131,10 @@ pub(crate) fn restore_chains<S: RestoreSink>(
                     let (entry, n) = S::decode(&bytes[at..])
                         .map_err(|err| scope.reject(block.malformed(name, entries_at + at, err)))?;
                     at += n;
-                    if pos >= deltas.next && deltas.take_up_to::<S>(pos, &groups, &mut out) {
+                    if pos >= deltas.next_slot() {
+                        deltas.put_up_to::<S>(pos, &groups, &mut out);
+                    }
+                    if deltas.decided(pos) {
                         stats.superseded += 1;
                         continue;
                     }
@@ -166,7 +158,7 @@ pub(crate) fn restore_chains<S: RestoreSink>(
             }
         }
         // The deltas' records past the table blocks' last entry.
-        deltas.take_up_to::<S>(usize::MAX, &groups, &mut out);
+        deltas.put_up_to::<S>(usize::MAX, &groups, &mut out);
         out.sink.place_batch(&mut out.placed, &mut out.deferred);
     }
     out.sink.insert_batch(&mut out.batch);
@@ -249,38 +241,37 @@ impl<'a> Reading<'_, 'a> {
     }
 }
 
-/// A slot no delta decided ([`Winners::marks`]).
-const UNDECIDED: u8 = 0;
-
-/// A slot a delta emptied.
-const EMPTIED: u8 = u8::MAX;
-
-/// Deltas a chain may have: each delta's mark is its index (newest
-/// first) plus one, below [`EMPTIED`]. A writer makes chains of at most
-/// [`MAX_INCREMENTS`](super::incremental::MAX_INCREMENTS).
-const MAX_DELTAS: usize = EMPTIED as usize - 1;
-
 /// The deltas of a chain, read: which slots they decide, and the entries
 /// that win their slots.
 struct Winners<'a> {
-    /// Per slot of the table: [`UNDECIDED`], [`EMPTIED`], or the mark of
-    /// the delta whose entry it holds (empty when the chain has no delta).
-    marks: Vec<u8>,
+    /// One bit per slot of the table: a delta decided it (its entry wins
+    /// it, or it emptied it). Empty when the chain has no delta. (A bit,
+    /// not more: the deltas' records set them in random order, and a
+    /// bitmap of a few MB stays in cache.)
+    decided: Vec<u64>,
     /// Per delta, newest first, its winning entries in slot order.
     lists: Vec<Won<'a>>,
-    /// The next slot a delta decided not taken yet (`usize::MAX` after
-    /// the last).
-    next: usize,
+    /// The winning entries of every delta, each delta's a run of them
+    /// ([`Won::next`]..[`Won::end`]): the slot, the block (index in its
+    /// delta's [`Won::payloads`]) and the entry's offset in the block's
+    /// payload. One list, reserved once: fresh memory is what a restore
+    /// pays most for (the kernel clears it a huge page at a time), so the
+    /// list neither grows nor starts a huge page per delta.
+    entries: Vec<(usize, u32, u32)>,
+    /// The next slot of each list (`usize::MAX` when it has no more).
+    heads: Vec<usize>,
+    /// The lowest of `heads`, and its list: the next winning entry.
+    next: (usize, usize),
 }
 
 /// The winning entries of one delta.
 struct Won<'a> {
     /// The payloads of the delta's blocks.
     payloads: Vec<&'a [u8]>,
-    /// Its winning entries in slot order: the block (index in
-    /// `payloads`) and the entry's offset in its payload. (Eight bytes
-    /// each: fresh memory is what a restore pays most for.)
-    entries: std::vec::IntoIter<(u32, u32)>,
+    /// Its next entry not taken, in [`Winners::entries`].
+    next: usize,
+    /// The end of its entries there.
+    end: usize,
 }
 
 impl<'a> Winners<'a> {
@@ -294,20 +285,22 @@ impl<'a> Winners<'a> {
         stats: &mut ChainRestored,
     ) -> Result<Self, RestoreError> {
         let (scope, name) = (reading.scope, reading.name);
-        // Whole words of marks, for `find`.
-        let mut marks = if by_delta.is_empty() {
+        let mut decided = if by_delta.is_empty() {
             Vec::new()
         } else {
-            vec![UNDECIDED; (1usize << reading.log2_capacity).next_multiple_of(8)]
+            vec![0u64; (1usize << reading.log2_capacity).div_ceil(64)]
         };
         let mut lists = Vec::with_capacity(by_delta.len());
-        for (d, &blocks) in by_delta.iter().enumerate() {
-            let mark = u8::try_from(d + 1).expect("at most MAX_DELTAS deltas");
-            // Room for all its records (each takes at least 5 bytes of its
-            // blocks), reserved once: growing the list would take fresh
-            // memory at every step; untouched room costs nothing.
-            let most = blocks.iter().map(|e| e.length as usize / 5).sum();
-            let mut entries: Vec<(u32, u32)> = Vec::with_capacity(most);
+        // Room for all their records (each takes at least 5 bytes of its
+        // block): room not touched costs nothing.
+        let most = by_delta
+            .iter()
+            .flat_map(|blocks| blocks.iter())
+            .map(|e| e.length as usize / 5)
+            .sum();
+        let mut entries: Vec<(usize, u32, u32)> = Vec::with_capacity(most);
+        for &blocks in by_delta {
+            let start = entries.len();
             let mut payloads = Vec::with_capacity(blocks.len());
             let mut end = 0;
             for &e in blocks {
@@ -339,96 +332,100 @@ impl<'a> Winners<'a> {
                     };
                     // Inside the table: the header's part is, and the
                     // record's offset is inside the part.
-                    let slot = &mut marks[pos];
-                    if *slot != UNDECIDED {
+                    let (word, bit) = (&mut decided[pos / 64], 1u64 << (pos % 64));
+                    if *word & bit != 0 {
                         continue;
                     }
+                    *word |= bit;
                     let Some((entry, bytes)) = entry else {
-                        *slot = EMPTIED;
                         continue;
                     };
                     let kg = groups.key_group(S::group_hash(&entry));
                     if !block.key_groups.contains(kg) {
                         return Err(scope.reject(block.misplaced(name, "key", kg)));
                     }
-                    *slot = mark;
                     // `bytes` is the payload's tail from the entry on (and
                     // a payload is shorter than 4 GiB).
-                    entries.push((index, (payload.len() - bytes.len()) as u32));
+                    entries.push((pos, index, (payload.len() - bytes.len()) as u32));
                 }
                 reading.finish(block)?;
             }
-            stats.delta_entries += entries.len();
             lists.push(Won {
                 payloads,
-                entries: entries.into_iter(),
+                next: start,
+                end: entries.len(),
             });
         }
+        stats.delta_entries += entries.len();
+        let head = |won: &Won<'_>| entries.get(won.next).filter(|_| won.next < won.end);
+        let heads: Vec<usize> = lists
+            .iter()
+            .map(|won| head(won).map_or(usize::MAX, |e| e.0))
+            .collect();
         let mut winners = Self {
-            marks,
+            decided,
             lists,
-            next: 0,
+            entries,
+            heads,
+            next: (usize::MAX, 0),
         };
-        winners.next = winners.find(0);
+        winners.find_next();
         Ok(winners)
     }
 
-    /// The first slot from `from` on that a delta decided (`usize::MAX`
-    /// if none), eight marks at a time.
+    /// Whether a delta decided slot `pos` (the table blocks' entry there,
+    /// if any, is superseded).
+    #[inline(always)]
+    fn decided(&self, pos: usize) -> bool {
+        self.decided
+            .get(pos / 64)
+            .is_some_and(|w| w >> (pos % 64) & 1 != 0)
+    }
+
+    /// The slot of the next winning entry (`usize::MAX` if none).
+    #[inline(always)]
+    fn next_slot(&self) -> usize {
+        self.next.0
+    }
+
     #[inline]
-    fn find(&self, from: usize) -> usize {
-        const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-        let mut at = from & !7;
-        // The marks before `from` cleared.
-        let mut clear = u64::MAX << (8 * (from - at));
-        while let Some(word) = self.marks.get(at..at + 8) {
-            let word = u64::from_le_bytes(word.try_into().expect("eight marks")) & clear;
-            // The high bit of every mark that is not UNDECIDED.
-            let decided = (((word & LOW) + LOW) | word) & !LOW;
-            if decided != 0 {
-                return at + decided.trailing_zeros() as usize / 8;
+    fn find_next(&mut self) {
+        let mut next = (usize::MAX, 0);
+        for (i, &slot) in self.heads.iter().enumerate() {
+            if slot < next.0 {
+                next = (slot, i);
             }
-            at += 8;
-            clear = u64::MAX;
         }
-        usize::MAX
+        self.next = next;
     }
 
     /// Puts the winning entries of the slots up to `slot` into `out`, in
-    /// slot order; returns whether a delta decided `slot` itself (the
-    /// table blocks' entry there, if any, is superseded).
+    /// slot order.
     #[inline(never)]
-    fn take_up_to<S: RestoreSink>(
+    fn put_up_to<S: RestoreSink>(
         &mut self,
         slot: usize,
         groups: &KeyGroupAssigner,
         out: &mut Target<'_, S>,
-    ) -> bool {
-        while self.next <= slot && self.next != usize::MAX {
-            let pos = self.next;
-            self.next = self.find(pos + 1);
-            let mark = self.marks[pos];
-            if mark != EMPTIED {
-                // The delta's winners are in slot order, and every
-                // earlier one was taken at its slot: this is the entry of
-                // `pos`.
-                let won = &mut self.lists[usize::from(mark - 1)];
-                let (block, at) = won
-                    .entries
-                    .next()
-                    .expect("a winning entry for every slot marked with its delta");
-                let bytes = &won.payloads[block as usize][at as usize..];
-                // Decoded once already, when read (decoding is a function
-                // of the bytes).
-                let (entry, _) = S::decode(bytes).expect("a winning entry decodes again");
-                let hash = S::group_hash(&entry);
-                out.put(pos, entry, hash, groups.key_group(hash));
-            }
-            if pos == slot {
-                return true;
-            }
+    ) {
+        while self.next.0 <= slot && self.next.0 != usize::MAX {
+            let (pos, list) = self.next;
+            let won = &mut self.lists[list];
+            let (_, block, at) = self.entries[won.next];
+            won.next += 1;
+            self.heads[list] = if won.next < won.end {
+                self.entries[won.next].0
+            } else {
+                usize::MAX
+            };
+            let bytes = &won.payloads[block as usize][at as usize..];
+            self.find_next();
+            // Decoded once already, when read (decoding is a function of
+            // the bytes).
+            let (entry, _) = S::decode(bytes).expect("a winning entry decodes again");
+            let hash = S::group_hash(&entry);
+            out.put(pos, entry, hash, groups.key_group(hash));
         }
-        false
     }
 }
 

@@ -2,7 +2,7 @@
 //! that overlaps the subtask's key groups, checked and decoded into a
 //! `RestoreSink` that each state kind implements.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use weir_state::snapshot::{BlockKind, Extent};
 use weir_state::{KeyGroupAssigner, KeyGroupRange};
@@ -38,6 +38,24 @@ fn checked_key_group(
         return Ok(kg);
     }
     Err(scope.reject(block.misplaced(name, "key", kg)))
+}
+
+/// The calling thread's CPU time so far, in user and in kernel mode
+/// (zero where it cannot be read): the restore's trace says how much of
+/// its time was its own work and how much the kernel's (faulting in the
+/// table's fresh memory), whatever else ran on the core meanwhile.
+fn thread_cpu() -> (Duration, Duration) {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` fills the `rusage` it is given a pointer to,
+    // and the zeroed one is a valid value if it fails.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    (time(usage.ru_utime), time(usage.ru_stime))
 }
 
 /// Bytes of blocks read ahead at a time ([`next_window`]).
@@ -118,15 +136,22 @@ pub(crate) fn restore_entries<S: RestoreSink>(
 ) -> Result<(), RestoreError> {
     let name = name.to_owned();
     let started = Instant::now();
+    let cpu = thread_cpu();
+    // The thread's CPU time since `cpu`, user and kernel.
+    let cpu_since = || {
+        let now = thread_cpu();
+        (now.0.saturating_sub(cpu.0), now.1.saturating_sub(cpu.1))
+    };
     let chains = scope.keyed_chains(&name);
     if !chains.is_empty() {
         let done = crate::checkpoint::chain_restore::restore_chains(scope, &name, &chains, sink)?;
+        let (user, sys) = cpu_since();
         let info = scope.subtask_info();
         // `delta_entries`: entries the deltas decided; `superseded`:
         // entries of the full checkpoint's blocks a delta replaced;
         // `inserted_after`: entries that did not fit their slots;
         // `deltas_read`: the time the deltas took, before the table
-        // blocks.
+        // blocks; `user`, `sys`: the thread's CPU time.
         tracing::debug!(
             target: CHECKPOINT,
             checkpoint = scope.checkpoint_id(),
@@ -141,6 +166,8 @@ pub(crate) fn restore_entries<S: RestoreSink>(
             superseded = done.superseded,
             inserted_after = done.inserted_after,
             deltas_read = ?done.deltas_read,
+            user = ?user,
+            sys = ?sys,
             "restored state from incremental chains"
         );
         return Ok(());
@@ -282,10 +309,12 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     let deferred_count = deferred.len();
     sink.insert_batch(&mut deferred);
     sink.finish();
+    let (user, sys) = cpu_since();
     let info = scope.subtask_info();
     // `sizing`: the time to size the table; `table_blocks_placed`: table
     // blocks put back slot for slot; `inserted_after`: their entries that
-    // did not fit their slots and were inserted after.
+    // did not fit their slots and were inserted after; `user`, `sys`: the
+    // thread's CPU time.
     tracing::debug!(
         target: CHECKPOINT,
         checkpoint = scope.checkpoint_id(),
@@ -300,6 +329,8 @@ pub(crate) fn restore_entries<S: RestoreSink>(
         sizing = ?reserved,
         table_blocks_placed,
         inserted_after = deferred_count,
+        user = ?user,
+        sys = ?sys,
         "restored state"
     );
     Ok(())

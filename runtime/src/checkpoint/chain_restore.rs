@@ -4,14 +4,17 @@
 //!
 //! A slot of the table at the newest checkpoint holds what the newest
 //! block that mentions it says: the newest delta's record of the slot if
-//! a delta has one, else the full checkpoint's table block. The deltas
-//! are read first, newest first, each record once: the first record of a
-//! slot decides it (a bit per slot), and if it holds an entry, that entry
-//! wins the slot (a list per delta, in slot order, as a delta's records
-//! are). Then the table blocks are read in slot order, their entries of
-//! decided slots skipped, and the winning entries go in between, merged
-//! from the deltas' lists by slot: out comes the newest table, slot by
-//! slot. At the same parallelism, into a table of the chain's capacity,
+//! a delta has one, else the full checkpoint's table block. The table
+//! blocks are read in slot order, and the deltas (each in slot order
+//! too) alongside them, a window of slots at a time: the deltas' records
+//! of the window, newest delta first, mark each slot with the delta that
+//! decides it (or as emptied), in a byte per slot of the window that
+//! stays in cache; then the table blocks' entries of the window go out
+//! in slot order, those of decided slots skipped, and the winning entries
+//! of the deltas in between (read again from their records, in slot
+//! order: a slot's mark says whose). So out comes the newest table, slot
+//! by slot, every record and entry read where it lies, nothing kept
+//! aside. At the same parallelism, into a table of the chain's capacity,
 //! every entry goes back to its slot without a probe, as a full
 //! checkpoint's table blocks do ([`keyed_restore`](super::keyed_restore));
 //! at another parallelism the entries of the key groups the subtask owns
@@ -27,7 +30,7 @@ use crate::checkpoint::keyed_restore::next_window;
 use crate::checkpoint::restore::{KeyedBlock, RestoreScope};
 use crate::checkpoint::restore_sink::RestoreSink;
 use crate::checkpoint::table_block::TableBlock;
-use crate::checkpoint::table_delta::{DeltaBlock, DeltaRecordError};
+use crate::checkpoint::table_delta::{DeltaBlock, DeltaRecordError, DeltaRecords};
 
 /// Entries placed ([`RestoreSink::place_batch`]) or inserted at once.
 const BATCH: usize = 64;
@@ -42,8 +45,6 @@ pub(crate) struct ChainRestored {
     pub superseded: usize,
     /// Entries that did not fit their slot and were inserted after.
     pub inserted_after: usize,
-    /// The time the deltas took to read (before the table blocks).
-    pub deltas_read: std::time::Duration,
 }
 
 /// Restores the chains `chains` of state `name` (from
@@ -102,9 +103,15 @@ pub(crate) fn restore_chains<S: RestoreSink>(
             name,
             log2_capacity: head.log2_capacity,
         };
-        let started = std::time::Instant::now();
-        let mut deltas = Winners::read::<S>(reading, &by_delta, &groups, &mut stats)?;
-        stats.deltas_read += started.elapsed();
+        if by_delta.len() > MAX_DELTAS {
+            let block = scope.open_block(newest)?;
+            let what = format_args!(
+                "a chain of {} deltas (at most {MAX_DELTAS})",
+                by_delta.len()
+            );
+            return Err(scope.reject(block.malformed(name, 0, what)));
+        }
+        let mut deltas = Deltas::new(reading, &by_delta);
         // The table blocks in slot order, each entry after the deltas'
         // records of lower slots, skipped if a delta has its slot.
         let mut end = 0;
@@ -131,10 +138,9 @@ pub(crate) fn restore_chains<S: RestoreSink>(
                     let (entry, n) = S::decode(&bytes[at..])
                         .map_err(|err| scope.reject(block.malformed(name, entries_at + at, err)))?;
                     at += n;
-                    if pos >= deltas.next_slot() {
-                        deltas.put_up_to::<S>(pos, &groups, &mut out);
-                    }
-                    if deltas.decided(pos) {
+                    if pos >= deltas.next
+                        && deltas.take_up_to::<S>(pos, &groups, &mut out, &mut stats)?
+                    {
                         stats.superseded += 1;
                         continue;
                     }
@@ -143,7 +149,7 @@ pub(crate) fn restore_chains<S: RestoreSink>(
                     if !block.key_groups.contains(kg) {
                         return Err(scope.reject(block.misplaced(name, "key", kg)));
                     }
-                    out.put(pos, entry, hash, kg);
+                    out.put(pos, entry, hash, || kg);
                 }
                 if at != bytes.len() {
                     return Err(scope.reject(block.malformed(
@@ -158,7 +164,7 @@ pub(crate) fn restore_chains<S: RestoreSink>(
             }
         }
         // The deltas' records past the table blocks' last entry.
-        deltas.put_up_to::<S>(usize::MAX, &groups, &mut out);
+        deltas.take_up_to::<S>(usize::MAX, &groups, &mut out, &mut stats)?;
         out.sink.place_batch(&mut out.placed, &mut out.deferred);
     }
     out.sink.insert_batch(&mut out.batch);
@@ -183,15 +189,16 @@ struct Target<'s, S: RestoreSink> {
 
 impl<S: RestoreSink> Target<'_, S> {
     /// Takes the entry of slot `pos` of the newest table (of key-group
-    /// hash `hash`, in key group `kg`). Placed entries come in slot order.
+    /// hash `hash`, in key group `kg()`). Placed entries come in slot
+    /// order.
     #[inline(always)]
-    fn put(&mut self, pos: usize, entry: S::Entry, hash: u64, kg: u32) {
+    fn put(&mut self, pos: usize, entry: S::Entry, hash: u64, kg: impl FnOnce() -> u32) {
         if self.placing {
             self.placed.push((pos, entry, hash));
             if self.placed.len() == BATCH {
                 self.sink.place_batch(&mut self.placed, &mut self.deferred);
             }
-        } else if self.mine.contains(kg) {
+        } else if self.mine.contains(kg()) {
             self.sink.prefetch(&entry, hash);
             self.batch.push((entry, hash));
             if self.batch.len() == BATCH {
@@ -241,190 +248,300 @@ impl<'a> Reading<'_, 'a> {
     }
 }
 
-/// The deltas of a chain, read: which slots they decide, and the entries
-/// that win their slots.
-struct Winners<'a> {
-    /// One bit per slot of the table: a delta decided it (its entry wins
-    /// it, or it emptied it). Empty when the chain has no delta. (A bit,
-    /// not more: the deltas' records set them in random order, and a
-    /// bitmap of a few MB stays in cache.)
-    decided: Vec<u64>,
-    /// Per delta, newest first, its winning entries in slot order.
-    lists: Vec<Won<'a>>,
-    /// The winning entries of every delta, each delta's a run of them
-    /// ([`Won::next`]..[`Won::end`]): the slot, the block (index in its
-    /// delta's [`Won::payloads`]) and the entry's offset in the block's
-    /// payload. One list, reserved once: fresh memory is what a restore
-    /// pays most for (the kernel clears it a huge page at a time), so the
-    /// list neither grows nor starts a huge page per delta.
-    entries: Vec<(usize, u32, u32)>,
-    /// The next slot of each list (`usize::MAX` when it has no more).
-    heads: Vec<usize>,
-    /// The lowest of `heads`, and its list: the next winning entry.
-    next: (usize, usize),
-}
+/// Slots of a window of the deltas' records ([`Deltas`]): its marks
+/// (16 KiB) stay in the cache, and a window holds ~1% of its slots' worth
+/// of records per delta of 1% of the keys.
+const WINDOW: usize = 1 << 14;
 
-/// The winning entries of one delta.
-struct Won<'a> {
-    /// The payloads of the delta's blocks.
-    payloads: Vec<&'a [u8]>,
-    /// Its next entry not taken, in [`Winners::entries`].
+/// The mark of a slot a delta emptied; `0` is a slot no delta decided,
+/// `1 + i` one the `i`th delta (newest first) holds an entry of.
+const EMPTIED: u8 = u8::MAX;
+
+/// Deltas a chain may have: their marks are bytes below [`EMPTIED`]. (A
+/// writer makes chains of at most
+/// [`MAX_INCREMENTS`](super::incremental::MAX_INCREMENTS).)
+const MAX_DELTAS: usize = EMPTIED as usize - 1;
+
+/// The deltas of a chain, read a window of slots at a time alongside the
+/// table blocks: of each slot, the newest record.
+struct Deltas<'r, 'a> {
+    reading: Reading<'r, 'a>,
+    /// The deltas, newest first.
+    streams: Vec<DeltaStream<'r, 'a>>,
+    /// Per slot of the window, the mark of the delta that decides it.
+    marks: Vec<u8>,
+    /// The window's first slot; `active` while its marks are in `marks`.
+    lo: usize,
+    active: bool,
+    /// The slots of the window before it are taken (their winning
+    /// entries put).
+    scan: usize,
+    /// The window's first decided slot from `scan` on (its end if none).
+    found: usize,
+    /// The lowest slot whose table entry needs [`take_up_to`](Self::take_up_to)
+    /// first: the next decided slot of the window, the window's end, or
+    /// the next window's start (`usize::MAX` after the last record).
     next: usize,
-    /// The end of its entries there.
-    end: usize,
 }
 
-impl<'a> Winners<'a> {
-    /// Reads the deltas `by_delta` (each its blocks in slot order, newest
-    /// first), checking every block, record and key group.
-    #[inline(never)]
-    fn read<S: RestoreSink>(
-        reading: Reading<'_, 'a>,
-        by_delta: &[&[&'a Extent]],
-        groups: &KeyGroupAssigner,
-        stats: &mut ChainRestored,
-    ) -> Result<Self, RestoreError> {
-        let (scope, name) = (reading.scope, reading.name);
-        let mut decided = if by_delta.is_empty() {
-            Vec::new()
-        } else {
-            vec![0u64; (1usize << reading.log2_capacity).div_ceil(64)]
-        };
-        let mut lists = Vec::with_capacity(by_delta.len());
-        // Room for all their records (each takes at least 5 bytes of its
-        // block): room not touched costs nothing.
-        let most = by_delta
-            .iter()
-            .flat_map(|blocks| blocks.iter())
-            .map(|e| e.length as usize / 5)
-            .sum();
-        let mut entries: Vec<(usize, u32, u32)> = Vec::with_capacity(most);
-        for &blocks in by_delta {
-            let start = entries.len();
-            let mut payloads = Vec::with_capacity(blocks.len());
-            let mut end = 0;
-            for &e in blocks {
-                let mut parsed = None;
-                let (block, _, part_end) = reading.open(e, end, |payload| {
-                    let delta = DeltaBlock::parse(payload).map_err(|e| e.to_string())?;
-                    let h = delta.header;
-                    parsed = Some((delta.records(), payload.len() - delta.body.len()));
-                    Ok((h.log2_capacity, h.first_slot, h.slot_count))
-                })?;
-                end = part_end;
-                let (mut records, body_at) = parsed.expect("parsed with its header");
-                let payload = block.payload;
-                let index = u32::try_from(payloads.len()).expect("fewer than 2^32 blocks");
-                payloads.push(payload);
-                loop {
-                    let record = records.next(|bytes| {
-                        S::decode(bytes)
-                            .map(|(entry, n)| ((entry, bytes), n))
-                            .map_err(|_| DeltaRecordError::Short)
-                    });
-                    let (pos, entry) = match record {
-                        Ok(Some(record)) => record,
-                        Ok(None) => break,
-                        Err(err) => {
-                            let at = body_at + records.read();
-                            return Err(scope.reject(block.malformed(name, at, err)));
-                        }
-                    };
-                    // Inside the table: the header's part is, and the
-                    // record's offset is inside the part.
-                    let (word, bit) = (&mut decided[pos / 64], 1u64 << (pos % 64));
-                    if *word & bit != 0 {
-                        continue;
-                    }
-                    *word |= bit;
-                    let Some((entry, bytes)) = entry else {
-                        continue;
-                    };
-                    let kg = groups.key_group(S::group_hash(&entry));
-                    if !block.key_groups.contains(kg) {
-                        return Err(scope.reject(block.misplaced(name, "key", kg)));
-                    }
-                    // `bytes` is the payload's tail from the entry on (and
-                    // a payload is shorter than 4 GiB).
-                    entries.push((pos, index, (payload.len() - bytes.len()) as u32));
-                }
-                reading.finish(block)?;
-            }
-            lists.push(Won {
-                payloads,
-                next: start,
-                end: entries.len(),
-            });
+impl<'r, 'a> Deltas<'r, 'a> {
+    /// The deltas `by_delta` (each its blocks in slot order, newest first).
+    fn new(reading: Reading<'r, 'a>, by_delta: &[&'r [&'a Extent]]) -> Self {
+        Self {
+            reading,
+            streams: by_delta
+                .iter()
+                .map(|blocks| DeltaStream::new(blocks))
+                .collect(),
+            marks: vec![0; WINDOW],
+            lo: 0,
+            active: false,
+            scan: 0,
+            found: 0,
+            next: 0,
         }
-        stats.delta_entries += entries.len();
-        let head = |won: &Won<'_>| entries.get(won.next).filter(|_| won.next < won.end);
-        let heads: Vec<usize> = lists
-            .iter()
-            .map(|won| head(won).map_or(usize::MAX, |e| e.0))
-            .collect();
-        let mut winners = Self {
-            decided,
-            lists,
-            entries,
-            heads,
-            next: (usize::MAX, 0),
-        };
-        winners.find_next();
-        Ok(winners)
-    }
-
-    /// Whether a delta decided slot `pos` (the table blocks' entry there,
-    /// if any, is superseded).
-    #[inline(always)]
-    fn decided(&self, pos: usize) -> bool {
-        self.decided
-            .get(pos / 64)
-            .is_some_and(|w| w >> (pos % 64) & 1 != 0)
-    }
-
-    /// The slot of the next winning entry (`usize::MAX` if none).
-    #[inline(always)]
-    fn next_slot(&self) -> usize {
-        self.next.0
-    }
-
-    #[inline]
-    fn find_next(&mut self) {
-        let mut next = (usize::MAX, 0);
-        for (i, &slot) in self.heads.iter().enumerate() {
-            if slot < next.0 {
-                next = (slot, i);
-            }
-        }
-        self.next = next;
     }
 
     /// Puts the winning entries of the slots up to `slot` into `out`, in
-    /// slot order.
+    /// slot order (reading the deltas as far as needed); returns whether a
+    /// delta decided `slot` itself (the table blocks' entry there, if any,
+    /// is superseded). `usize::MAX` reads the deltas to their end.
     #[inline(never)]
-    fn put_up_to<S: RestoreSink>(
+    fn take_up_to<S: RestoreSink>(
         &mut self,
         slot: usize,
         groups: &KeyGroupAssigner,
         out: &mut Target<'_, S>,
-    ) {
-        while self.next.0 <= slot && self.next.0 != usize::MAX {
-            let (pos, list) = self.next;
-            let won = &mut self.lists[list];
-            let (_, block, at) = self.entries[won.next];
-            won.next += 1;
-            self.heads[list] = if won.next < won.end {
-                self.entries[won.next].0
-            } else {
-                usize::MAX
+        stats: &mut ChainRestored,
+    ) -> Result<bool, RestoreError> {
+        loop {
+            if self.active {
+                let end = self.lo + WINDOW;
+                let after = self.put_through::<S>(slot.min(end - 1), groups, out, stats)?;
+                if slot < end {
+                    self.next = after;
+                    return Ok(self.marks[slot - self.lo] != 0);
+                }
+                self.active = false;
+            }
+            // The next window that holds a record.
+            let mut first = usize::MAX;
+            for d in &mut self.streams {
+                first = first.min(d.peek::<S>(self.reading)?.map_or(usize::MAX, |r| r.0));
+            }
+            if first == usize::MAX {
+                self.next = usize::MAX;
+                return Ok(false);
+            }
+            let start = first - first % WINDOW;
+            if slot < start {
+                self.next = start;
+                return Ok(false);
+            }
+            // Its records, newest delta first: the first of a slot decides.
+            self.marks.fill(0);
+            (self.lo, self.scan, self.active) = (start, start, true);
+            let end = start + WINDOW;
+            for (i, d) in self.streams.iter_mut().enumerate() {
+                let mark = i as u8 + 1;
+                loop {
+                    let (pos, entry) = match d.head.take() {
+                        Some(record) => record,
+                        None => match d.read::<S>(self.reading)? {
+                            Some(record) => record,
+                            None => break,
+                        },
+                    };
+                    if pos >= end {
+                        d.head = Some((pos, entry));
+                        break;
+                    }
+                    let m = &mut self.marks[pos - start];
+                    if *m == 0 {
+                        *m = if entry { mark } else { EMPTIED };
+                    }
+                }
+            }
+            self.found = self.find(start);
+        }
+    }
+
+    /// Puts the winning entries of the window's slots from `scan` through
+    /// `last` into `out`; returns the window's first decided slot after
+    /// `last` (its end if none).
+    fn put_through<S: RestoreSink>(
+        &mut self,
+        last: usize,
+        groups: &KeyGroupAssigner,
+        out: &mut Target<'_, S>,
+        stats: &mut ChainRestored,
+    ) -> Result<usize, RestoreError> {
+        let mut pos = self.found;
+        while pos <= last {
+            let mark = self.marks[pos - self.lo];
+            if mark != EMPTIED {
+                let d = &mut self.streams[usize::from(mark - 1)];
+                let (entry, hash, kg) = d.take::<S>(pos, groups, self.reading)?;
+                stats.delta_entries += 1;
+                out.put(pos, entry, hash, || kg);
+            }
+            pos = self.find(pos + 1);
+        }
+        (self.scan, self.found) = (last + 1, pos);
+        Ok(pos)
+    }
+
+    /// The first slot of the window from `from` on that a delta decided,
+    /// else the window's end; eight marks at a time.
+    #[inline]
+    fn find(&self, from: usize) -> usize {
+        const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+        let end = self.lo + WINDOW;
+        let mut at = (from - self.lo) & !7;
+        // The marks before `from` cleared.
+        let mut clear = u64::MAX << (8 * ((from - self.lo) - at));
+        while let Some(word) = self.marks.get(at..at + 8) {
+            let word = u64::from_le_bytes(word.try_into().expect("eight marks")) & clear;
+            // The high bit of every mark that is not 0.
+            let decided = (((word & LOW) + LOW) | word) & !LOW;
+            if decided != 0 {
+                return self.lo + at + decided.trailing_zeros() as usize / 8;
+            }
+            at += 8;
+            clear = u64::MAX;
+        }
+        end
+    }
+}
+
+/// One delta of a chain, its records in slot order: read once to mark the
+/// slots they decide (checking every block and record), then again to
+/// take the entries that win.
+struct DeltaStream<'r, 'a> {
+    extents: &'r [&'a Extent],
+    /// The next of `extents` to open.
+    next: usize,
+    /// The block being read, and its records.
+    block: Option<(KeyedBlock<'a>, DeltaRecords<'a>, usize)>,
+    /// The slot after the last block's part (blocks come in slot order).
+    end: u64,
+    /// The next record read and not marked yet: its slot and whether it
+    /// holds an entry.
+    head: Option<(usize, bool)>,
+    /// The blocks read and not yet taken from: payload and extent.
+    opened: std::collections::VecDeque<(&'a [u8], &'a Extent)>,
+    /// The block being taken from: its records (again), key groups and
+    /// extent.
+    taking: Option<(DeltaRecords<'a>, KeyGroupRange, &'a Extent)>,
+}
+
+impl<'r, 'a> DeltaStream<'r, 'a> {
+    fn new(extents: &'r [&'a Extent]) -> Self {
+        Self {
+            extents,
+            next: 0,
+            block: None,
+            end: 0,
+            head: None,
+            opened: std::collections::VecDeque::new(),
+            taking: None,
+        }
+    }
+
+    /// The next record not marked yet, reading (and checking) it if need
+    /// be: its slot and whether it holds an entry.
+    #[inline]
+    fn peek<S: RestoreSink>(
+        &mut self,
+        reading: Reading<'_, 'a>,
+    ) -> Result<Option<(usize, bool)>, RestoreError> {
+        if self.head.is_none() {
+            self.head = self.read::<S>(reading)?;
+        }
+        Ok(self.head)
+    }
+
+    /// Reads the next record, finishing and opening blocks as needed.
+    fn read<S: RestoreSink>(
+        &mut self,
+        reading: Reading<'_, 'a>,
+    ) -> Result<Option<(usize, bool)>, RestoreError> {
+        loop {
+            if let Some((block, records, body_at)) = &mut self.block {
+                let record = records.next(|bytes| {
+                    S::decode(bytes)
+                        .map(|(_, n)| ((), n))
+                        .map_err(|_| DeltaRecordError::Short)
+                });
+                match record {
+                    Ok(Some((pos, entry))) => return Ok(Some((pos, entry.is_some()))),
+                    Ok(None) => {
+                        let (block, _, _) = self.block.take().expect("a block being read");
+                        reading.finish(block)?;
+                    }
+                    Err(err) => {
+                        let at = *body_at + records.read();
+                        let scope = reading.scope;
+                        return Err(scope.reject(block.malformed(reading.name, at, err)));
+                    }
+                }
+            }
+            let Some(&e) = self.extents.get(self.next) else {
+                return Ok(None);
             };
-            let bytes = &won.payloads[block as usize][at as usize..];
-            self.find_next();
-            // Decoded once already, when read (decoding is a function of
-            // the bytes).
-            let (entry, _) = S::decode(bytes).expect("a winning entry decodes again");
-            let hash = S::group_hash(&entry);
-            out.put(pos, entry, hash, groups.key_group(hash));
+            self.next += 1;
+            let mut parsed = None;
+            let (block, _, end) = reading.open(e, self.end, |payload| {
+                let delta = DeltaBlock::parse(payload).map_err(|e| e.to_string())?;
+                let h = delta.header;
+                parsed = Some((delta.records(), payload.len() - delta.body.len()));
+                Ok((h.log2_capacity, h.first_slot, h.slot_count))
+            })?;
+            self.end = end;
+            let (records, body_at) = parsed.expect("parsed with its header");
+            self.opened.push_back((block.payload, e));
+            self.block = Some((block, records, body_at));
+        }
+    }
+
+    /// The entry of slot `pos`, whose record this delta's were read (and
+    /// marked) up to, with its key-group hash and key group, checked to
+    /// be of its block's: its records are read again from the last one
+    /// taken.
+    fn take<S: RestoreSink>(
+        &mut self,
+        pos: usize,
+        groups: &KeyGroupAssigner,
+        reading: Reading<'_, 'a>,
+    ) -> Result<(S::Entry, u64, u32), RestoreError> {
+        loop {
+            if let Some((records, key_groups, e)) = &mut self.taking {
+                // Read and checked before (decoding is a function of the
+                // bytes).
+                let record = records
+                    .next(|bytes| S::decode(bytes).map_err(|_| DeltaRecordError::Short))
+                    .expect("a record read before");
+                match record {
+                    Some((at, _)) if at < pos => continue,
+                    Some((at, entry)) => {
+                        // The record read (and marked) at `pos`.
+                        assert_eq!(at, pos, "a delta's records taken out of order");
+                        let entry = entry.expect("a winning record holds an entry");
+                        let hash = S::group_hash(&entry);
+                        let kg = groups.key_group(hash);
+                        if !key_groups.contains(kg) {
+                            let block = reading.scope.open_block(e)?;
+                            let misplaced = block.misplaced(reading.name, "key", kg);
+                            return Err(reading.scope.reject(misplaced));
+                        }
+                        return Ok((entry, hash, kg));
+                    }
+                    None => self.taking = None,
+                }
+            }
+            let (payload, e) = self.opened.pop_front().expect("a block read before");
+            let delta = DeltaBlock::parse(payload).expect("a block read before");
+            self.taking = Some((delta.records(), e.key_groups, e));
         }
     }
 }

@@ -40,11 +40,12 @@ fn checked_key_group(
     Err(scope.reject(block.misplaced(name, "key", kg)))
 }
 
-/// The calling thread's CPU time so far, in user and in kernel mode
-/// (zero where it cannot be read): the restore's trace says how much of
-/// its time was its own work and how much the kernel's (faulting in the
-/// table's fresh memory), whatever else ran on the core meanwhile.
-fn thread_cpu() -> (Duration, Duration) {
+/// The calling thread's CPU time so far, in user and in kernel mode, and
+/// its page faults (zero where they cannot be read): the restore's trace
+/// says how much of its time was its own work and how much the kernel's
+/// (faulting in the table's fresh memory), whatever else ran on the core
+/// meanwhile.
+fn thread_cpu() -> (Duration, Duration, u64) {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: `getrusage` fills the `rusage` it is given a pointer to,
     // and the zeroed one is a valid value if it fails.
@@ -55,7 +56,8 @@ fn thread_cpu() -> (Duration, Duration) {
     let time = |t: libc::timeval| {
         Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
     };
-    (time(usage.ru_utime), time(usage.ru_stime))
+    let faults = (usage.ru_minflt.max(0) + usage.ru_majflt.max(0)) as u64;
+    (time(usage.ru_utime), time(usage.ru_stime), faults)
 }
 
 /// Bytes of blocks read ahead at a time ([`next_window`]).
@@ -137,21 +139,25 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     let name = name.to_owned();
     let started = Instant::now();
     let cpu = thread_cpu();
-    // The thread's CPU time since `cpu`, user and kernel.
+    // The thread's CPU time since `cpu`, user and kernel, and its page
+    // faults.
     let cpu_since = || {
         let now = thread_cpu();
-        (now.0.saturating_sub(cpu.0), now.1.saturating_sub(cpu.1))
+        (
+            now.0.saturating_sub(cpu.0),
+            now.1.saturating_sub(cpu.1),
+            now.2.saturating_sub(cpu.2),
+        )
     };
     let chains = scope.keyed_chains(&name);
     if !chains.is_empty() {
         let done = crate::checkpoint::chain_restore::restore_chains(scope, &name, &chains, sink)?;
-        let (user, sys) = cpu_since();
+        let (user, sys, faults) = cpu_since();
         let info = scope.subtask_info();
         // `delta_entries`: entries the deltas decided; `superseded`:
         // entries of the full checkpoint's blocks a delta replaced;
-        // `inserted_after`: entries that did not fit their slots;
-        // `deltas_read`: the time the deltas took, before the table
-        // blocks; `user`, `sys`: the thread's CPU time.
+        // `inserted_after`: entries that did not fit their slots; `user`,
+        // `sys`, `faults`: the thread's CPU time and page faults.
         tracing::debug!(
             target: CHECKPOINT,
             checkpoint = scope.checkpoint_id(),
@@ -165,9 +171,9 @@ pub(crate) fn restore_entries<S: RestoreSink>(
             delta_entries = done.delta_entries,
             superseded = done.superseded,
             inserted_after = done.inserted_after,
-            deltas_read = ?done.deltas_read,
             user = ?user,
             sys = ?sys,
+            faults,
             "restored state from incremental chains"
         );
         return Ok(());
@@ -309,12 +315,12 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     let deferred_count = deferred.len();
     sink.insert_batch(&mut deferred);
     sink.finish();
-    let (user, sys) = cpu_since();
+    let (user, sys, faults) = cpu_since();
     let info = scope.subtask_info();
     // `sizing`: the time to size the table; `table_blocks_placed`: table
     // blocks put back slot for slot; `inserted_after`: their entries that
-    // did not fit their slots and were inserted after; `user`, `sys`: the
-    // thread's CPU time.
+    // did not fit their slots and were inserted after; `user`, `sys`,
+    // `faults`: the thread's CPU time and page faults.
     tracing::debug!(
         target: CHECKPOINT,
         checkpoint = scope.checkpoint_id(),
@@ -331,6 +337,7 @@ pub(crate) fn restore_entries<S: RestoreSink>(
         inserted_after = deferred_count,
         user = ?user,
         sys = ?sys,
+        faults,
         "restored state"
     );
     Ok(())

@@ -11,10 +11,9 @@
 //! decides it (or as emptied), in a byte per slot of the window that
 //! stays in cache; then the table blocks' entries of the window go out
 //! in slot order, those of decided slots skipped, and the winning entries
-//! of the deltas in between (read again from their records, in slot
-//! order: a slot's mark says whose). So out comes the newest table, slot
-//! by slot, every record and entry read where it lies, nothing kept
-//! aside. At the same parallelism, into a table of the chain's capacity,
+//! of the deltas in between (where they lie in the deltas' blocks, which
+//! the window notes too). So out comes the newest table, slot by slot,
+//! every record and entry read where it lies, nothing kept aside. At the same parallelism, into a table of the chain's capacity,
 //! every entry goes back to its slot without a probe, as a full
 //! checkpoint's table blocks do ([`keyed_restore`](super::keyed_restore));
 //! at another parallelism the entries of the key groups the subtask owns
@@ -270,6 +269,10 @@ struct Deltas<'r, 'a> {
     streams: Vec<DeltaStream<'r, 'a>>,
     /// Per slot of the window, the mark of the delta that decides it.
     marks: Vec<u8>,
+    /// Per slot of the window a delta's entry wins, where the entry is:
+    /// the block (in its delta's [`DeltaStream::blocks`]) and the offset
+    /// in the block's payload.
+    winners: Vec<(u32, u32)>,
     /// The window's first slot; `active` while its marks are in `marks`.
     lo: usize,
     active: bool,
@@ -294,6 +297,7 @@ impl<'r, 'a> Deltas<'r, 'a> {
                 .map(|blocks| DeltaStream::new(blocks))
                 .collect(),
             marks: vec![0; WINDOW],
+            winners: vec![(0, 0); WINDOW],
             lo: 0,
             active: false,
             scan: 0,
@@ -358,7 +362,13 @@ impl<'r, 'a> Deltas<'r, 'a> {
                     }
                     let m = &mut self.marks[pos - start];
                     if *m == 0 {
-                        *m = if entry { mark } else { EMPTIED };
+                        *m = match entry {
+                            Some(at) => {
+                                self.winners[pos - start] = at;
+                                mark
+                            }
+                            None => EMPTIED,
+                        };
                     }
                 }
             }
@@ -380,8 +390,18 @@ impl<'r, 'a> Deltas<'r, 'a> {
         while pos <= last {
             let mark = self.marks[pos - self.lo];
             if mark != EMPTIED {
-                let d = &mut self.streams[usize::from(mark - 1)];
-                let (entry, hash, kg) = d.take::<S>(pos, groups, self.reading)?;
+                let d = &self.streams[usize::from(mark - 1)];
+                let (block, at) = self.winners[pos - self.lo];
+                let (payload, key_groups) = d.blocks[block as usize];
+                // Decoded once already, when read (decoding is a function
+                // of the bytes).
+                let (entry, _) =
+                    S::decode(&payload[at as usize..]).expect("a winning entry decodes again");
+                let hash = S::group_hash(&entry);
+                let kg = groups.key_group(hash);
+                if !key_groups.contains(kg) {
+                    return Err(d.misplaced(block, kg, self.reading));
+                }
                 stats.delta_entries += 1;
                 out.put(pos, entry, hash, || kg);
             }
@@ -414,67 +434,69 @@ impl<'r, 'a> Deltas<'r, 'a> {
     }
 }
 
-/// One delta of a chain, its records in slot order: read once to mark the
-/// slots they decide (checking every block and record), then again to
-/// take the entries that win.
+/// A delta's record as read: its slot and, if it holds an entry, where
+/// (see [`Deltas::winners`]).
+type Record = (usize, Option<(u32, u32)>);
+
+/// One delta of a chain, its records read in slot order, each block and
+/// record checked.
 struct DeltaStream<'r, 'a> {
     extents: &'r [&'a Extent],
-    /// The next of `extents` to open.
-    next: usize,
-    /// The block being read, and its records.
+    /// The block being read, its records, and where they start.
     block: Option<(KeyedBlock<'a>, DeltaRecords<'a>, usize)>,
     /// The slot after the last block's part (blocks come in slot order).
     end: u64,
-    /// The next record read and not marked yet: its slot and whether it
-    /// holds an entry.
-    head: Option<(usize, bool)>,
-    /// The blocks read and not yet taken from: payload and extent.
-    opened: std::collections::VecDeque<(&'a [u8], &'a Extent)>,
-    /// The block being taken from: its records (again), key groups and
-    /// extent.
-    taking: Option<(DeltaRecords<'a>, KeyGroupRange, &'a Extent)>,
+    /// The next record read and not marked yet: its slot and, if it holds
+    /// an entry, where (see [`Deltas::winners`]).
+    head: Option<Record>,
+    /// The payload and key groups of every block opened, in order (the
+    /// index of the next of `extents` to open is their number).
+    blocks: Vec<(&'a [u8], KeyGroupRange)>,
 }
 
 impl<'r, 'a> DeltaStream<'r, 'a> {
     fn new(extents: &'r [&'a Extent]) -> Self {
         Self {
             extents,
-            next: 0,
             block: None,
             end: 0,
             head: None,
-            opened: std::collections::VecDeque::new(),
-            taking: None,
+            blocks: Vec::with_capacity(extents.len()),
         }
     }
 
     /// The next record not marked yet, reading (and checking) it if need
-    /// be: its slot and whether it holds an entry.
+    /// be.
     #[inline]
     fn peek<S: RestoreSink>(
         &mut self,
         reading: Reading<'_, 'a>,
-    ) -> Result<Option<(usize, bool)>, RestoreError> {
+    ) -> Result<Option<Record>, RestoreError> {
         if self.head.is_none() {
             self.head = self.read::<S>(reading)?;
         }
         Ok(self.head)
     }
 
-    /// Reads the next record, finishing and opening blocks as needed.
+    /// Reads the next record, finishing and opening blocks as needed: its
+    /// slot and, if it holds an entry, where.
     fn read<S: RestoreSink>(
         &mut self,
         reading: Reading<'_, 'a>,
-    ) -> Result<Option<(usize, bool)>, RestoreError> {
+    ) -> Result<Option<Record>, RestoreError> {
         loop {
             if let Some((block, records, body_at)) = &mut self.block {
+                let payload = block.payload;
+                // A payload is shorter than 4 GiB, a delta has fewer
+                // blocks.
+                let index = (self.blocks.len() - 1) as u32;
                 let record = records.next(|bytes| {
                     S::decode(bytes)
-                        .map(|(_, n)| ((), n))
+                        .map(|(_, n)| ((index, (payload.len() - bytes.len()) as u32), n))
                         .map_err(|_| DeltaRecordError::Short)
                 });
                 match record {
-                    Ok(Some((pos, entry))) => return Ok(Some((pos, entry.is_some()))),
+                    Ok(Some(record)) => return Ok(Some(record)),
                     Ok(None) => {
                         let (block, _, _) = self.block.take().expect("a block being read");
                         reading.finish(block)?;
@@ -486,10 +508,9 @@ impl<'r, 'a> DeltaStream<'r, 'a> {
                     }
                 }
             }
-            let Some(&e) = self.extents.get(self.next) else {
+            let Some(&e) = self.extents.get(self.blocks.len()) else {
                 return Ok(None);
             };
-            self.next += 1;
             let mut parsed = None;
             let (block, _, end) = reading.open(e, self.end, |payload| {
                 let delta = DeltaBlock::parse(payload).map_err(|e| e.to_string())?;
@@ -499,49 +520,20 @@ impl<'r, 'a> DeltaStream<'r, 'a> {
             })?;
             self.end = end;
             let (records, body_at) = parsed.expect("parsed with its header");
-            self.opened.push_back((block.payload, e));
+            self.blocks.push((block.payload, block.key_groups));
             self.block = Some((block, records, body_at));
         }
     }
 
-    /// The entry of slot `pos`, whose record this delta's were read (and
-    /// marked) up to, with its key-group hash and key group, checked to
-    /// be of its block's: its records are read again from the last one
-    /// taken.
-    fn take<S: RestoreSink>(
-        &mut self,
-        pos: usize,
-        groups: &KeyGroupAssigner,
-        reading: Reading<'_, 'a>,
-    ) -> Result<(S::Entry, u64, u32), RestoreError> {
-        loop {
-            if let Some((records, key_groups, e)) = &mut self.taking {
-                // Read and checked before (decoding is a function of the
-                // bytes).
-                let record = records
-                    .next(|bytes| S::decode(bytes).map_err(|_| DeltaRecordError::Short))
-                    .expect("a record read before");
-                match record {
-                    Some((at, _)) if at < pos => continue,
-                    Some((at, entry)) => {
-                        // The record read (and marked) at `pos`.
-                        assert_eq!(at, pos, "a delta's records taken out of order");
-                        let entry = entry.expect("a winning record holds an entry");
-                        let hash = S::group_hash(&entry);
-                        let kg = groups.key_group(hash);
-                        if !key_groups.contains(kg) {
-                            let block = reading.scope.open_block(e)?;
-                            let misplaced = block.misplaced(reading.name, "key", kg);
-                            return Err(reading.scope.reject(misplaced));
-                        }
-                        return Ok((entry, hash, kg));
-                    }
-                    None => self.taking = None,
-                }
-            }
-            let (payload, e) = self.opened.pop_front().expect("a block read before");
-            let delta = DeltaBlock::parse(payload).expect("a block read before");
-            self.taking = Some((delta.records(), e.key_groups, e));
+    /// The error of an entry of key group `kg` in block `block`.
+    #[cold]
+    fn misplaced(&self, block: u32, kg: u32, reading: Reading<'_, 'a>) -> RestoreError {
+        let e = self.extents[block as usize];
+        match reading.scope.open_block(e) {
+            Ok(block) => reading
+                .scope
+                .reject(block.misplaced(reading.name, "key", kg)),
+            Err(err) => err,
         }
     }
 }

@@ -328,52 +328,62 @@ impl<'r, 'a> Deltas<'r, 'a> {
                 }
                 self.active = false;
             }
-            // The next window that holds a record.
-            let mut first = usize::MAX;
-            for d in &mut self.streams {
-                first = first.min(d.peek::<S>(self.reading)?.map_or(usize::MAX, |r| r.0));
-            }
-            if first == usize::MAX {
-                self.next = usize::MAX;
+            if !self.open_window::<S>(slot)? {
                 return Ok(false);
             }
-            let start = first - first % WINDOW;
-            if slot < start {
-                self.next = start;
-                return Ok(false);
-            }
-            // Its records, newest delta first: the first of a slot decides.
-            self.marks.fill(0);
-            (self.lo, self.scan, self.active) = (start, start, true);
-            let end = start + WINDOW;
-            for (i, d) in self.streams.iter_mut().enumerate() {
-                let mark = i as u8 + 1;
-                loop {
-                    let (pos, entry) = match d.head.take() {
+        }
+    }
+
+    /// Makes the next window that holds a record the window, marking its
+    /// slots with the deltas' records, if it starts at or before `slot`;
+    /// else sets [`next`](Self::next) to where it starts and returns false.
+    #[inline(never)]
+    fn open_window<S: RestoreSink>(&mut self, slot: usize) -> Result<bool, RestoreError> {
+        let mut first = usize::MAX;
+        for d in &mut self.streams {
+            first = first.min(d.peek::<S>(self.reading)?.map_or(usize::MAX, |r| r.0));
+        }
+        if first == usize::MAX {
+            self.next = usize::MAX;
+            return Ok(false);
+        }
+        let start = first - first % WINDOW;
+        if slot < start {
+            self.next = start;
+            return Ok(false);
+        }
+        // Its records, newest delta first: the first of a slot decides.
+        self.marks.fill(0);
+        (self.lo, self.scan, self.active) = (start, start, true);
+        let end = start + WINDOW;
+        for (i, d) in self.streams.iter_mut().enumerate() {
+            let mark = i as u8 + 1;
+            loop {
+                let (pos, entry) = match d.head.take() {
+                    Some(record) => record,
+                    None => match d.read::<S>(self.reading)? {
                         Some(record) => record,
-                        None => match d.read::<S>(self.reading)? {
-                            Some(record) => record,
-                            None => break,
-                        },
+                        None => break,
+                    },
+                };
+                if pos >= end {
+                    d.head = Some((pos, entry));
+                    break;
+                }
+                let m = &mut self.marks[pos - start];
+                if *m == 0 {
+                    *m = match entry {
+                        Some(at) => {
+                            self.winners[pos - start] = at;
+                            mark
+                        }
+                        None => EMPTIED,
                     };
-                    if pos >= end {
-                        d.head = Some((pos, entry));
-                        break;
-                    }
-                    let m = &mut self.marks[pos - start];
-                    if *m == 0 {
-                        *m = match entry {
-                            Some(at) => {
-                                self.winners[pos - start] = at;
-                                mark
-                            }
-                            None => EMPTIED,
-                        };
-                    }
                 }
             }
-            self.found = self.find(start);
         }
+        self.found = self.find(start);
+        Ok(true)
     }
 
     /// Puts the winning entries of the window's slots from `scan` through

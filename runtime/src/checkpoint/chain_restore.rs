@@ -25,8 +25,7 @@ use weir_state::snapshot::{BlockKind, Extent};
 use weir_state::{KeyGroupAssigner, KeyGroupRange};
 
 use crate::checkpoint::error::RestoreError;
-use crate::checkpoint::keyed_restore::next_window;
-use crate::checkpoint::restore::{KeyedBlock, RestoreScope};
+use crate::checkpoint::restore::{next_window, KeyedBlock, RestoreScope};
 use crate::checkpoint::restore_sink::RestoreSink;
 use crate::checkpoint::table_block::TableBlock;
 use crate::checkpoint::table_delta::{DeltaBlock, DeltaRecordError, DeltaRecords};
@@ -547,6 +546,3 @@ impl<'r, 'a> DeltaStream<'r, 'a> {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

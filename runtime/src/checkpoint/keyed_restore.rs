@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use weir_state::snapshot::{BlockKind, Extent};
+use weir_state::snapshot::BlockKind;
 use weir_state::{KeyGroupAssigner, KeyGroupRange};
 
 use crate::checkpoint::error::RestoreError;
-use crate::checkpoint::restore::{KeyedBlock, RestoreScope};
+use crate::checkpoint::restore::{next_window, KeyedBlock, RestoreScope};
 use crate::checkpoint::table_block::TableBlock;
 use crate::core::log::CHECKPOINT;
 
@@ -58,22 +58,6 @@ fn thread_cpu() -> (Duration, Duration, u64) {
     };
     let faults = (usage.ru_minflt.max(0) + usage.ru_majflt.max(0)) as u64;
     (time(usage.ru_utime), time(usage.ru_stime), faults)
-}
-
-/// Bytes of blocks read ahead at a time ([`next_window`]).
-const WINDOW: u64 = 16 << 20;
-
-/// How many of the extents `rest` (in file order) make the next window
-/// to read: about [`WINDOW`] bytes of one segment.
-pub(crate) fn next_window(rest: &[&Extent]) -> usize {
-    let mut bytes = 0;
-    rest.iter()
-        .take_while(|e| {
-            let more = bytes < WINDOW && e.segment == rest[0].segment;
-            bytes += e.length;
-            more
-        })
-        .count()
 }
 
 /// Puts the entries of the table block `table` (of `block`, whose payload

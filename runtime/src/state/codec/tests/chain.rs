@@ -1,4 +1,5 @@
-//! The chain restore against a model: value tables changed over a full
+//! The chain restore (`checkpoint::chain_restore`) of value tables, into
+//! their sink, against a model: value tables changed over a full
 //! checkpoint and the deltas after it (puts of new keys, updates,
 //! removes), written as the snapshot writer writes them, are restored at
 //! the same and at other parallelisms: each new subtask must hold exactly

@@ -5,12 +5,12 @@
 //! Record `i` is `(key, i)` as in W1, with event time `i / R_ev` ms
 //! ([`W2_RECORDS_PER_MS`] records per event-time millisecond). The sink
 //! folds `checksum += key*M + window_start_ms + count*31 + sum` (wrapping)
-//! over the fired windows `(key, window_start_ms, (count, sum))`; the sum of
+//! over the fired windows `(key, window, (count, sum))` (by the window's start); the sum of
 //! the windows' counts is the number of records that went through.
 
 use std::sync::{Arc, Mutex};
 
-use weir_runtime::{AggregateFunction, Sink, SubtaskInfo};
+use weir_runtime::{AggregateFunction, Sink, SubtaskInfo, TimeWindow};
 
 use crate::workload::M;
 
@@ -128,10 +128,11 @@ impl WindowChecksumSink {
 }
 
 impl Sink for WindowChecksumSink {
-    type In = (u64, i64, (u64, u64));
+    type In = (u64, TimeWindow, (u64, u64));
 
     #[inline(always)]
-    fn invoke(&mut self, (key, start, (count, sum)): (u64, i64, (u64, u64))) {
+    fn invoke(&mut self, (key, window, (count, sum)): (u64, TimeWindow, (u64, u64))) {
+        let start = window.start;
         self.totals.windows += 1;
         self.totals.records += count;
         self.totals.checksum = self

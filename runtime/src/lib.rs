@@ -38,6 +38,11 @@
 //! core         shared vocabulary: SubtaskInfo, snapshot hand-off types,
 //!              BarrierMode, time, units, failpoints, log targets
 //! ```
+//!
+//! Above them all, behind the cargo feature `testing`, [`testing`] is the
+//! public test harness: collecting sinks, options and a time limit for
+//! test jobs, and operator test harnesses (Flink's
+//! `KeyedOneInputStreamOperatorTestHarness`).
 #![deny(missing_docs)]
 
 pub mod api;
@@ -52,16 +57,19 @@ pub mod exec;
 pub mod metrics;
 pub mod operators;
 pub mod state;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use crate::api::{
     BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream, IntervalJoin, IntervalJoined,
-    JobGraph, KeyedStream, Stream, WindowedStream,
+    JobGraph, KeyedStream, PartitionedStream, SharedStream, Stream, WindowedStream,
 };
 pub use crate::build::{BuildError, Restoring};
 pub use crate::chain::{ChainControl, Collector, FlushOutcome, TaskError};
 pub use crate::checkpoint::{CheckpointRecord, CheckpointSummary};
 pub use crate::config::{CheckpointingMode, Config, ConfigError};
 pub use crate::connectors::{FileSource, TransactionalFileSink};
+pub use crate::core::timestamp::{record_timestamp, NO_TIMESTAMP};
 pub use crate::core::{Redistribution, SubtaskInfo};
 pub use crate::exchange::{
     BufferDebloater, CoInput, DebloatOptions, DebloatTarget, WatermarkValve,
@@ -81,18 +89,25 @@ pub use crate::operators::interval_join::{
 };
 pub use crate::operators::keyed::KeyedProcessFunction;
 pub use crate::operators::process::{InitializationContext, ProcessContext, ProcessFunction};
+pub use crate::operators::side_output::{OutputTag, SideOutput, SideOutputs};
 pub use crate::operators::sink::{rescaled_share, Sink};
 pub use crate::operators::source::{
     NumberSequenceSource, SequenceSource, Source, SourcePoll, StridedSplits,
 };
-pub use crate::operators::timestamps::WatermarkStrategy;
+pub use crate::operators::timestamps::{
+    BoundedOutOfOrderness, WatermarkAlignment, WatermarkGenerator, WatermarkGeneratorSupplier,
+    WatermarkOutput, WatermarkStrategy, WatermarksWithIdleness, DEFAULT_ALIGNMENT_UPDATE_INTERVAL,
+};
 pub use crate::operators::two_input::KeyedCoProcessFunction;
 pub use crate::operators::window::{
-    DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows, EventTimeSessionWindows,
-    GeneralWindowOperator, ProcessWindowFunction, ProcessingTimeSessionWindows,
-    SlidingEventTimeWindows, SlidingProcessingTimeWindows, TimeWindow, TumblingEventTimeWindows,
-    TumblingProcessingTimeWindows, WindowAssigner, WindowCollector, WindowFold, WindowFunction,
-    WindowOperator, Windowing,
+    ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger, CountEvictor, CountTrigger,
+    DeltaEvictor, DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows,
+    EventTimeSessionWindows, EventTimeTrigger, Evictor, EvictorContext, GeneralWindowOperator,
+    NeverTrigger, NoState, OnMergeContext, ProcessWindowFunction, ProcessingTimeSessionWindows,
+    ProcessingTimeTrigger, PurgingTrigger, SlidingEventTimeWindows, SlidingProcessingTimeWindows,
+    StateStore, TimeEvictor, TimeWindow, TimestampedValue, Trigger, TriggerContext, TriggerResult,
+    TumblingEventTimeWindows, TumblingProcessingTimeWindows, ValueStateDescriptor, WindowAssigner,
+    WindowCollector, WindowContext, WindowFold, WindowFunction, WindowOperator, Windowing,
 };
 pub use crate::state::{
     AggregateFunction, KeyContext, KeyedAggregatingState, KeyedListState, KeyedMapState,

@@ -41,6 +41,7 @@ pub const LAYERS: &[&str] = &[
     "api",
     "exec",
     "config",
+    "testing",
 ];
 
 /// Whether test modules obey the layers too (a test that needs a higher layer

@@ -17,7 +17,9 @@ use crate::api::graph::JobGraph;
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::api::two_input::ConnectWith;
+use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
+use crate::build::demand::TimestampDemand;
 use crate::build::exchange::FanOutTail;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::broadcast::chain::{BroadcastChain, KeyedBroadcastChain};
@@ -37,8 +39,7 @@ impl<'j, T: Wire, B: ChainBuilder<T>> Stream<'j, T, B> {
     /// each record reaches every subtask of the operator the returned
     /// stream is connected to.
     pub fn broadcast(self) -> BroadcastStream<T> {
-        let exchange = self.job.exchanges;
-        self.job.exchanges += 1;
+        let exchange = self.job.new_exchange();
         self.end_with(FanOutTail::<T>::new(exchange, true), exchange);
         BroadcastStream {
             exchange,
@@ -50,10 +51,11 @@ impl<'j, T: Wire, B: ChainBuilder<T>> Stream<'j, T, B> {
 /// A keyed stream connected with a broadcast stream (Flink's
 /// `BroadcastConnectedStream` of a `KeyedStream`).
 pub struct KeyedBroadcastConnectedStream<'j, A, B, K, KA> {
-    job: &'j mut JobGraph,
+    job: &'j JobGraph,
     first: usize,
     second: usize,
     key_fn: KA,
+    stamped: Option<TimestampDemand>,
     _types: PhantomData<fn(A, B) -> K>,
 }
 
@@ -71,6 +73,7 @@ where
             first: first.exchange,
             second: self.exchange,
             key_fn: first.key_fn,
+            stamped: first.stamped,
             _types: PhantomData,
         }
     }
@@ -95,7 +98,12 @@ where
         F::Out: 'static,
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
+        // The function may read its records' timestamps.
+        if let Some(d) = &self.stamped {
+            d.mark();
+        }
         self.job.register_uid(uid);
+        let side = BranchList::default();
         self.job.add_co_input(self.first, self.second);
         Stream {
             name: uid.to_owned(),
@@ -105,12 +113,19 @@ where
                 uid: uid.to_owned(),
                 factory: Arc::new(factory),
                 key_fn: self.key_fn,
+                side: side.clone(),
+                stamped: self.stamped.clone(),
                 _types: PhantomData,
             },
             job: self.job,
             parallelism: None,
             input: Some(self.first),
             _record: PhantomData,
+            branch: None,
+            side: Some(side),
+            reserved: std::cell::Cell::new(None),
+            union: None,
+            stamped: self.stamped,
         }
     }
 }
@@ -118,7 +133,7 @@ where
 /// A non-keyed stream connected with a broadcast stream (Flink's
 /// `BroadcastConnectedStream` of a `DataStream`).
 pub struct BroadcastConnectedStream<'j, A, B> {
-    job: &'j mut JobGraph,
+    job: &'j JobGraph,
     first: usize,
     second: usize,
     _types: PhantomData<fn(A, B)>,
@@ -134,8 +149,7 @@ impl<'j, A: Wire, B0: ChainBuilder<A>> Stream<'j, A, B0> {
         self,
         broadcast: BroadcastStream<B>,
     ) -> BroadcastConnectedStream<'j, A, B> {
-        let exchange = self.job.exchanges;
-        self.job.exchanges += 1;
+        let exchange = self.job.new_exchange();
         let job = self.end_with(FanOutTail::<A>::new(exchange, false), exchange);
         BroadcastConnectedStream {
             job,
@@ -160,6 +174,7 @@ impl<'j, A: Wire, B: Wire> BroadcastConnectedStream<'j, A, B> {
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
         self.job.register_uid(uid);
+        let side = BranchList::default();
         self.job.add_co_input(self.first, self.second);
         Stream {
             name: uid.to_owned(),
@@ -168,12 +183,18 @@ impl<'j, A: Wire, B: Wire> BroadcastConnectedStream<'j, A, B> {
                 second: self.second,
                 uid: uid.to_owned(),
                 factory: Arc::new(factory),
+                side: side.clone(),
                 _types: PhantomData,
             },
             job: self.job,
             parallelism: None,
             input: Some(self.first),
             _record: PhantomData,
+            branch: None,
+            side: Some(side),
+            reserved: std::cell::Cell::new(None),
+            union: None,
+            stamped: None,
         }
     }
 }

@@ -1,29 +1,24 @@
 //! A job's logical dataflow: its stages (chains between exchanges) with
 //! their wiring, and the uids of its operators.
 
-use std::marker::PhantomData;
+use std::cell::RefCell;
 use std::path::PathBuf;
 
-use crate::build::builder::{ChainBuilder, TailBuilder};
 use crate::build::context::BuildContext;
 use crate::build::error::BuildError;
+use crate::build::stage::StageSpec;
 use crate::chain::task::Task;
 
-/// A finished stage, type-erased.
-pub(crate) trait StageSpec: Send + Sync {
-    fn build(&self, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Task>, BuildError>;
-}
+/// The spec of a reserved stage whose stream never ended (in a sink or an
+/// exchange): the job does not start.
+struct Unfinished(String);
 
-pub(crate) struct Stage<T, B, TB> {
-    pub(crate) chain: B,
-    pub(crate) tail: TB,
-    pub(crate) _record: PhantomData<fn(T)>,
-}
-
-impl<T: 'static, B: ChainBuilder<T>, TB: TailBuilder<T>> StageSpec for Stage<T, B, TB> {
-    fn build(&self, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Task>, BuildError> {
-        let tail = self.tail.make(ctx)?;
-        self.chain.build(ctx, tail)
+impl StageSpec for Unfinished {
+    fn build(&self, _ctx: &mut BuildContext<'_>) -> Result<Box<dyn Task>, BuildError> {
+        unreachable!("validation refuses unfinished stage `{}`", self.0)
+    }
+    fn unfinished(&self) -> Option<&str> {
+        Some(&self.0)
     }
 }
 
@@ -35,23 +30,53 @@ pub(crate) struct StageNode {
     pub parallelism: Option<usize>,
     /// Exchange feeding this stage, if it does not start at a source.
     pub input: Option<usize>,
-    /// Exchange this stage feeds, if it does not end at a sink.
-    pub output: Option<usize>,
+    /// Exchanges this stage feeds (none if it ends at sinks only; more
+    /// than one when the stream fans out).
+    pub outputs: Vec<usize>,
+}
+
+/// The stages and exchanges of a job being built. Streams add to it
+/// through a shared reference to their [`JobGraph`], so that several
+/// streams of one job can be open at once (fan-out, union).
+#[derive(Default)]
+pub(crate) struct Dataflow {
+    pub(crate) stages: Vec<StageNode>,
+    pub(crate) exchanges: usize,
+    uids: Vec<String>,
+    pub(crate) errors: Vec<String>,
+    /// Further inputs of stages reading more than one exchange (two-input
+    /// stages, unions): (exchange, the exchange the receiving stage names
+    /// as its `input`).
+    pub(crate) co_inputs: Vec<(usize, usize)>,
+    /// Exchanges the user asked to be forward edges: their two stages
+    /// must have the same parallelism.
+    pub(crate) forward: Vec<usize>,
 }
 
 /// A job's logical dataflow.
+///
+/// Streams built from it borrow it shared: a job may have several open
+/// streams at once (two sources to union, one stream feeding several
+/// operators). [`execute`](crate::execute) takes it whole.
 pub struct JobGraph {
+    name: String,
+    pub(crate) flow: RefCell<Dataflow>,
+    /// Declared parameters: `(name, value)`, in declaration order.
+    parameters: Vec<(String, String)>,
+    /// Declared output directories.
+    outputs: Vec<PathBuf>,
+}
+
+/// A built job as execution sees it: its dataflow, no longer growing.
+pub(crate) struct JobPlan {
     name: String,
     pub(crate) stages: Vec<StageNode>,
     pub(crate) exchanges: usize,
     uids: Vec<String>,
     pub(crate) errors: Vec<String>,
-    /// Second inputs of two-input stages: (exchange, the exchange the
-    /// receiving stage names as its `input`).
     pub(crate) co_inputs: Vec<(usize, usize)>,
-    /// Declared parameters: `(name, value)`, in declaration order.
+    pub(crate) forward: Vec<usize>,
     parameters: Vec<(String, String)>,
-    /// Declared output directories.
     outputs: Vec<PathBuf>,
 }
 
@@ -60,11 +85,7 @@ impl JobGraph {
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
-            stages: Vec::new(),
-            exchanges: 0,
-            uids: Vec::new(),
-            errors: Vec::new(),
-            co_inputs: Vec::new(),
+            flow: RefCell::new(Dataflow::default()),
             parameters: Vec::new(),
             outputs: Vec::new(),
         }
@@ -97,8 +118,8 @@ impl JobGraph {
     }
 
     /// The operator uids, in the order they were added.
-    pub fn uids(&self) -> &[String] {
-        &self.uids
+    pub fn uids(&self) -> Vec<String> {
+        self.flow.borrow().uids.clone()
     }
 
     /// The declared parameters, `(name, value)`.
@@ -118,18 +139,138 @@ impl JobGraph {
 
     /// Number of stages (chains between exchanges).
     pub fn stage_count(&self) -> usize {
-        self.stages.len()
+        self.flow.borrow().stages.len()
     }
 
-    pub(crate) fn register_uid(&mut self, uid: &str) {
+    pub(crate) fn register_uid(&self, uid: &str) {
+        let mut flow = self.flow.borrow_mut();
         if uid.is_empty() {
-            self.errors.push("an operator has an empty uid".into());
-        } else if self.uids.iter().any(|u| u == uid) {
-            self.errors.push(format!(
+            flow.errors.push("an operator has an empty uid".into());
+        } else if flow.uids.iter().any(|u| u == uid) {
+            flow.errors.push(format!(
                 "operator uid `{uid}` is used twice; uids must be unique"
             ));
         } else {
-            self.uids.push(uid.to_owned());
+            flow.uids.push(uid.to_owned());
         }
+    }
+
+    /// A new exchange's number.
+    pub(crate) fn new_exchange(&self) -> usize {
+        let mut flow = self.flow.borrow_mut();
+        flow.exchanges += 1;
+        flow.exchanges - 1
+    }
+
+    /// Adds a stage; returns its number.
+    pub(crate) fn add_stage(&self, node: StageNode) -> usize {
+        let mut flow = self.flow.borrow_mut();
+        flow.stages.push(node);
+        flow.stages.len() - 1
+    }
+
+    /// Reserves the number of a stage that is still being built (its
+    /// stream has branches that must know where they run); the stream's
+    /// end fills it in ([`JobGraph::add_stage`] with `reserved`).
+    pub(crate) fn reserve_stage(&self, name: &str) -> usize {
+        self.add_stage(StageNode {
+            name: name.to_owned(),
+            spec: Box::new(Unfinished(name.to_owned())),
+            parallelism: None,
+            input: None,
+            outputs: Vec::new(),
+        })
+    }
+
+    /// Fills in reserved stage `stage`, keeping the outputs its branches
+    /// added meanwhile.
+    pub(crate) fn fill_stage(&self, stage: usize, node: StageNode) {
+        let mut flow = self.flow.borrow_mut();
+        let slot = &mut flow.stages[stage];
+        let mut outputs = std::mem::take(&mut slot.outputs);
+        outputs.extend(node.outputs);
+        *slot = StageNode { outputs, ..node };
+    }
+
+    /// Adds exchange `exchange` to the outputs of stage `stage` (a branch
+    /// of a fork in its chain feeds it).
+    pub(crate) fn add_stage_output(&self, stage: usize, exchange: usize) {
+        self.flow.borrow_mut().stages[stage].outputs.push(exchange);
+    }
+
+    /// Sets the parallelism of stage `stage` from one of its branches
+    /// (`name`): an error if another branch set another.
+    pub(crate) fn set_stage_parallelism(&self, stage: usize, parallelism: usize, name: &str) {
+        let mut flow = self.flow.borrow_mut();
+        match flow.stages[stage].parallelism {
+            Some(p) if p != parallelism => {
+                let stage_name = flow.stages[stage].name.clone();
+                flow.errors.push(format!(
+                    "`{name}` asks for parallelism {parallelism}, but it is chained in stage \
+                     `{stage_name}` of parallelism {p}: a stream's branches run in its tasks"
+                ));
+            }
+            _ => flow.stages[stage].parallelism = Some(parallelism),
+        }
+    }
+
+    /// Requires exchange `exchange` to join stages of one parallelism.
+    pub(crate) fn require_forward(&self, exchange: usize) {
+        self.flow.borrow_mut().forward.push(exchange);
+    }
+
+    /// Records a mistake in the job's construction: the job fails to start
+    /// with it.
+    pub(crate) fn error(&self, message: String) {
+        self.flow.borrow_mut().errors.push(message);
+    }
+
+    /// The dataflow as built, for execution.
+    pub(crate) fn into_plan(self) -> JobPlan {
+        let flow = self.flow.into_inner();
+        JobPlan {
+            name: self.name,
+            stages: flow.stages,
+            exchanges: flow.exchanges,
+            uids: flow.uids,
+            errors: flow.errors,
+            co_inputs: flow.co_inputs,
+            forward: flow.forward,
+            parameters: self.parameters,
+            outputs: self.outputs,
+        }
+    }
+}
+
+impl JobPlan {
+    /// The operator uids, in the order they were added.
+    pub fn uids(&self) -> &[String] {
+        &self.uids
+    }
+
+    /// The declared parameters, `(name, value)`.
+    pub fn parameters(&self) -> &[(String, String)] {
+        &self.parameters
+    }
+
+    /// The declared output directories.
+    pub fn output_directories(&self) -> &[PathBuf] {
+        &self.outputs
+    }
+
+    /// The job's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether stage `stage` reads exchange `exchange` (as its input or as
+    /// a further input of a stage reading several).
+    pub(crate) fn stage_receives(&self, stage: usize, exchange: usize) -> bool {
+        let input = self.stages[stage].input;
+        input == Some(exchange)
+            || self
+                .co_inputs
+                .iter()
+                .any(|&(second, first)| second == exchange && input == Some(first))
     }
 }

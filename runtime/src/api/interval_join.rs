@@ -1,8 +1,6 @@
 //! The interval join of two keyed streams (Flink's
 //! `KeyedStream::intervalJoin`).
 
-use std::sync::Arc;
-
 use weir_net::Wire;
 use weir_state::{StateKey, StateValue};
 
@@ -12,7 +10,7 @@ use crate::api::two_input::{ConnectedKeyedStreams, DetachedKeyedStream};
 use crate::build::builder::ChainBuilder;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::interval_join::{IntervalJoinOperator, JoinBounds, ProcessJoinFunction};
-use crate::operators::late_data::LateOutput;
+use crate::operators::side_output::{OutputTag, SideOutput};
 
 /// A keyed stream interval-joined with another, waiting for its bounds
 /// (Flink's `KeyedStream.IntervalJoin`).
@@ -30,19 +28,8 @@ pub struct IntervalJoined<'j, L, R, K, KL, KR, TL, TR> {
     upper: i64,
     lower_exclusive: bool,
     upper_exclusive: bool,
-    late_left: Option<LateOutputFactory<L>>,
-    late_right: Option<LateOutputFactory<R>>,
-}
-
-/// Makes each subtask's late-data output.
-type LateOutputFactory<T> = Arc<dyn Fn(&SubtaskInfo) -> LateOutput<T> + Send + Sync>;
-
-fn late_factory<T, O, OF>(factory: OF) -> LateOutputFactory<T>
-where
-    O: FnMut(T) + 'static,
-    OF: Fn(&SubtaskInfo) -> O + Send + Sync + 'static,
-{
-    Arc::new(move |info: &SubtaskInfo| Box::new(factory(info)) as LateOutput<T>)
+    late_left: Option<OutputTag<L>>,
+    late_right: Option<OutputTag<R>>,
 }
 
 impl<'j, L, K, KL> KeyedStream<'j, L, K, KL>
@@ -119,25 +106,18 @@ where
         self
     }
 
-    /// Hands the left records dropped as late to the output `factory`
-    /// makes for each subtask (Flink's `sideOutputLeftLateData`).
-    pub fn side_output_left_late_data<O, OF>(mut self, factory: OF) -> Self
-    where
-        O: FnMut(L) + 'static,
-        OF: Fn(&SubtaskInfo) -> O + Send + Sync + 'static,
-    {
-        self.late_left = Some(late_factory(factory));
+    /// Emits the left records dropped as late to `tag`'s side output
+    /// (Flink's `sideOutputLeftLateData`): take it from the joined stream
+    /// with [`get_side_output`](crate::api::stream::Stream::get_side_output).
+    pub fn side_output_left_late_data(mut self, tag: &OutputTag<L>) -> Self {
+        self.late_left = Some(tag.clone());
         self
     }
 
-    /// Hands the right records dropped as late to the output `factory`
-    /// makes for each subtask (Flink's `sideOutputRightLateData`).
-    pub fn side_output_right_late_data<O, OF>(mut self, factory: OF) -> Self
-    where
-        O: FnMut(R) + 'static,
-        OF: Fn(&SubtaskInfo) -> O + Send + Sync + 'static,
-    {
-        self.late_right = Some(late_factory(factory));
+    /// Emits the right records dropped as late to `tag`'s side output
+    /// (Flink's `sideOutputRightLateData`).
+    pub fn side_output_right_late_data(mut self, tag: &OutputTag<R>) -> Self {
+        self.late_right = Some(tag.clone());
         self
     }
 
@@ -155,7 +135,7 @@ where
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
         let IntervalJoin {
-            mut connected,
+            connected,
             left_ts,
             right_ts,
         } = self.join;
@@ -167,23 +147,17 @@ where
         ) {
             Ok(b) => b,
             Err(e) => {
-                connected
-                    .job_errors()
-                    .push(format!("interval join `{uid}`: {e}"));
+                connected.job_error(format!("interval join `{uid}`: {e}"));
                 JoinBounds { lower: 0, upper: 0 }
             }
         };
         let (late_left, late_right) = (self.late_left, self.late_right);
         connected.process(uid, move |info: &SubtaskInfo| {
-            let mut op =
-                IntervalJoinOperator::new(bounds, left_ts.clone(), right_ts.clone(), factory(info));
-            if let Some(f) = &late_left {
-                op = op.with_left_late_output(f(info));
-            }
-            if let Some(f) = &late_right {
-                op = op.with_right_late_output(f(info));
-            }
-            op
+            IntervalJoinOperator::new(bounds, left_ts.clone(), right_ts.clone(), factory(info))
+                .with_late_side_outputs(
+                    late_left.as_ref().map(SideOutput::new),
+                    late_right.as_ref().map(SideOutput::new),
+                )
         })
     }
 }

@@ -1,15 +1,18 @@
 //! A stream partitioned by key, ready for a keyed operator or windows.
 
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 use weir_net::Wire;
 use weir_state::KeyHash;
 
-use crate::api::graph::{JobGraph, Stage, StageNode};
+use crate::api::graph::JobGraph;
 use crate::api::stream::Stream;
+use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
-use crate::build::channel_rescale::key_route;
+use crate::build::channel_rescale::key_route_of;
+use crate::build::demand::TimestampDemand;
 use crate::build::exchange::{ExchangeInputChain, ExchangeTail};
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::chain::KeyedProcessChain;
@@ -24,27 +27,25 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         K: KeyHash + 'static,
         KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
     {
-        let exchange = self.job.exchanges;
-        self.job.exchanges += 1;
-        self.job.stages.push(StageNode {
-            name: self.name.clone(),
-            spec: Box::new(Stage {
-                chain: self.chain,
-                tail: ExchangeTail {
-                    exchange,
-                    key_fn: key_fn.clone(),
-                    _types: PhantomData,
-                },
-                _record: PhantomData,
-            }),
-            parallelism: self.parallelism,
-            input: self.input,
-            output: Some(exchange),
-        });
+        let exchange = self.job.new_exchange();
+        let name = self.name.clone();
+        // The stream after the exchange: its timestamps come from this one.
+        let stamped = self.stamped.clone().map(|d| TimestampDemand::after([d]));
+        let job = self.end_stage(
+            name,
+            ExchangeTail {
+                exchange,
+                key_fn: key_fn.clone(),
+                stamped: stamped.clone(),
+                _types: PhantomData,
+            },
+            Some(exchange),
+        );
         KeyedStream {
-            job: self.job,
+            job,
             exchange,
             key_fn,
+            stamped,
             _types: PhantomData,
         }
     }
@@ -52,9 +53,12 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
 
 /// A stream partitioned by key, ready for a keyed operator.
 pub struct KeyedStream<'j, T, K, KF> {
-    pub(crate) job: &'j mut JobGraph,
+    pub(crate) job: &'j JobGraph,
     pub(crate) exchange: usize,
     pub(crate) key_fn: KF,
+    /// The stream's record timestamps, if it has event time (they cross
+    /// the exchange if read downstream).
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _types: PhantomData<fn(T) -> K>,
 }
 
@@ -75,22 +79,50 @@ where
         F: KeyedProcessFunction<Key = K, In = T>,
         FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
     {
+        // The function may read its records' timestamps (`ctx.timestamp()`).
+        self.process_reading_timestamps(uid, factory, true)
+    }
+
+    /// [`process`](Self::process) by an operator of weir's own that reads
+    /// its records' timestamps only if `reads` (a window whose assigner
+    /// does).
+    pub(crate) fn process_reading_timestamps<F, FF>(
+        self,
+        uid: &str,
+        factory: FF,
+        reads: bool,
+    ) -> Stream<'j, F::Out, KeyedProcessChain<ExchangeInputChain<T>, FF, KF>>
+    where
+        F: KeyedProcessFunction<Key = K, In = T>,
+        FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
+    {
+        if let (true, Some(d)) = (reads, &self.stamped) {
+            d.mark();
+        }
         self.job.register_uid(uid);
+        let side = BranchList::default();
         Stream {
             name: uid.to_owned(),
             chain: KeyedProcessChain {
                 prev: ExchangeInputChain {
                     exchange: self.exchange,
-                    route: key_route(self.key_fn.clone()),
+                    route: key_route_of(self.key_fn.clone(), self.stamped.clone()),
+                    stamped: self.stamped.clone(),
                     _record: PhantomData,
                 },
                 uid: uid.to_owned(),
                 factory: Arc::new(factory),
                 key_fn: self.key_fn,
+                side: side.clone(),
             },
             job: self.job,
             parallelism: None,
             input: Some(self.exchange),
+            branch: None,
+            side: Some(side),
+            reserved: Cell::new(None),
+            union: None,
+            stamped: self.stamped,
             _record: PhantomData,
         }
     }

@@ -63,17 +63,21 @@
 //! of workers; subtask `i` runs on worker `i % workers`.
 
 pub mod broadcast;
+pub mod fan_out;
 pub mod graph;
 pub mod interval_join;
 pub mod keyed;
+pub mod partition;
 pub mod stream;
 pub mod two_input;
 pub mod window;
 
 pub use broadcast::{BroadcastConnectedStream, BroadcastStream, KeyedBroadcastConnectedStream};
+pub use fan_out::SharedStream;
 pub use graph::JobGraph;
 pub use interval_join::{IntervalJoin, IntervalJoined};
 pub use keyed::KeyedStream;
+pub use partition::PartitionedStream;
 pub use stream::Stream;
 pub use two_input::{ConnectedKeyedStreams, DetachedKeyedStream};
 pub use window::WindowedStream;

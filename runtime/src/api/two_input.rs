@@ -13,8 +13,10 @@ use weir_state::KeyHash;
 use crate::api::graph::JobGraph;
 use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
+use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
-use crate::build::channel_rescale::{key_route, InputRoute};
+use crate::build::channel_rescale::{key_route_of, InputRoute};
+use crate::build::demand::TimestampDemand;
 use crate::build::two_input::TwoInputChain;
 use crate::core::subtask::SubtaskInfo;
 use crate::exchange::decoder::CoInput;
@@ -22,20 +24,9 @@ use crate::operators::keyed::chain::KeyedProcessChain;
 use crate::operators::two_input::{CoProcessAdapter, KeyedCoProcessFunction};
 
 impl JobGraph {
-    /// Whether stage `stage` reads exchange `exchange` (as its input or as
-    /// the second input of a two-input stage).
-    pub(crate) fn stage_receives(&self, stage: usize, exchange: usize) -> bool {
-        let input = self.stages[stage].input;
-        input == Some(exchange)
-            || self
-                .co_inputs
-                .iter()
-                .any(|&(second, first)| second == exchange && input == Some(first))
-    }
-
     /// Records that the stage reading `first` also reads `second`.
-    pub(crate) fn add_co_input(&mut self, first: usize, second: usize) {
-        self.co_inputs.push((second, first));
+    pub(crate) fn add_co_input(&self, first: usize, second: usize) {
+        self.flow.borrow_mut().co_inputs.push((second, first));
     }
 }
 
@@ -45,6 +36,7 @@ pub struct ConnectedKeyedStreams<'j, A, B, K, KA, KB> {
     first: KeyedStream<'j, A, K, KA>,
     second_exchange: usize,
     second_key: KB,
+    second_stamped: Option<TimestampDemand>,
     _types: PhantomData<fn(B)>,
 }
 
@@ -54,6 +46,7 @@ pub struct ConnectedKeyedStreams<'j, A, B, K, KA, KB> {
 pub struct DetachedKeyedStream<T, K, KF> {
     pub(crate) exchange: usize,
     pub(crate) key_fn: KF,
+    pub(crate) stamped: Option<TimestampDemand>,
     _types: PhantomData<fn(T) -> K>,
 }
 
@@ -70,6 +63,7 @@ where
         DetachedKeyedStream {
             exchange: self.exchange,
             key_fn: self.key_fn,
+            stamped: self.stamped,
             _types: PhantomData,
         }
     }
@@ -110,15 +104,16 @@ where
             first,
             second_exchange: self.exchange,
             second_key: self.key_fn,
+            second_stamped: self.stamped,
             _types: PhantomData,
         }
     }
 }
 
 impl<A, B, K, KA, KB> ConnectedKeyedStreams<'_, A, B, K, KA, KB> {
-    /// The job's list of errors (reported when it starts).
-    pub(crate) fn job_errors(&mut self) -> &mut Vec<String> {
-        &mut self.first.job.errors
+    /// Records a mistake in the job (reported when it starts).
+    pub(crate) fn job_error(&self, message: String) {
+        self.first.job.error(message)
     }
 }
 
@@ -148,9 +143,22 @@ where
     {
         let (first, second) = (self.first.exchange, self.second_exchange);
         let (ka, kb) = (self.first.key_fn, self.second_key);
+        let stamps = (self.first.stamped.clone(), self.second_stamped.clone());
+        // The function may read its records' timestamps.
+        for d in [&stamps.0, &stamps.1].into_iter().flatten() {
+            d.mark();
+        }
+        let out_stamps = {
+            let inputs: Vec<_> = [&stamps.0, &stamps.1]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect();
+            (!inputs.is_empty()).then(|| TimestampDemand::after(inputs))
+        };
         let routes = (
-            InputRoute::Keyed(key_route::<A, K, _>(ka.clone())),
-            InputRoute::Keyed(key_route::<B, K, _>(kb.clone())),
+            InputRoute::Keyed(key_route_of::<A, K, _>(ka.clone(), stamps.0.clone())),
+            InputRoute::Keyed(key_route_of::<B, K, _>(kb.clone(), stamps.1.clone())),
         );
         let job = self.first.job;
         job.register_uid(uid);
@@ -159,11 +167,13 @@ where
             CoInput::First(a) => ka(a),
             CoInput::Second(b) => kb(b),
         };
+        let side = BranchList::default();
         let chain: CoProcessChain<A, B, _, _> = KeyedProcessChain {
-            prev: TwoInputChain::new(first, second, routes),
+            prev: TwoInputChain::new(first, second, routes).with_stamps(stamps),
             uid: uid.to_owned(),
             factory: Arc::new(move |info: &SubtaskInfo| CoProcessAdapter(factory(info))),
             key_fn,
+            side: side.clone(),
         };
         Stream {
             name: uid.to_owned(),
@@ -172,6 +182,11 @@ where
             parallelism: None,
             input: Some(first),
             _record: PhantomData,
+            branch: None,
+            side: Some(side),
+            reserved: std::cell::Cell::new(None),
+            union: None,
+            stamped: out_stamps,
         }
     }
 }

@@ -23,4 +23,17 @@ pub trait TailBuilder<T>: Send + Sync + 'static {
     type Tail: Collector<T> + 'static;
     /// Builds the tail of subtask `ctx.info`.
     fn make(&self, ctx: &mut BuildContext<'_>) -> Result<Self::Tail, BuildError>;
+
+    /// Builds the task of subtask `ctx.info` whose chain is `chain` ending
+    /// in this tail. A tail that comes in more than one form (a
+    /// timestamped exchange's output, or a bare one) picks it here, for
+    /// the whole chain.
+    fn build_stage<B: ChainBuilder<T>>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        chain: &B,
+    ) -> Result<Box<dyn Task>, BuildError> {
+        let tail = self.make(ctx)?;
+        chain.build(ctx, tail)
+    }
 }

@@ -18,9 +18,11 @@ use std::sync::Arc;
 use weir_net::{DecodeError, Wire};
 use weir_state::{key_group_for_hash, KeyHash};
 
+use crate::build::demand::{needed, TimestampDemand};
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::restore::RestoreScope;
 use crate::exchange::input_task::INPUT_CHANNELS_STATE;
+use crate::exchange::stamped::Stamped;
 
 /// Splits records in their wire form (channel state) into `(key hash,
 /// encoded length)` per record: how a keyed exchange's channel state is
@@ -42,6 +44,26 @@ where
             bytes = &bytes[used..];
         }
         Ok(())
+    })
+}
+
+/// The [`KeyRoute`] of a key_by exchange of `T` records keyed by `key_fn`,
+/// whose records carry their timestamps if `stamped` is read downstream
+/// (known once the job is built, when the route is used).
+pub(crate) fn key_route_of<T, K, KF>(key_fn: KF, stamped: Option<TimestampDemand>) -> KeyRoute
+where
+    T: Wire,
+    K: KeyHash,
+    KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+{
+    let bare = key_route::<T, K, _>(key_fn.clone());
+    let with_stamps = key_route::<Stamped<T>, K, _>(move |s: &Stamped<T>| key_fn(&s.value));
+    Arc::new(move |bytes: &[u8], out: &mut Vec<(u64, usize)>| {
+        if needed(&stamped) {
+            with_stamps(bytes, out)
+        } else {
+            bare(bytes, out)
+        }
     })
 }
 

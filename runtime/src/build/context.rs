@@ -13,6 +13,7 @@ use crate::checkpoint::restore::RestoredCheckpoint;
 use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::barrier::BarrierMode;
 use crate::core::subtask::SubtaskInfo;
+use crate::exchange::watermark_alignment::WatermarkAlignmentGroups;
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::SubtaskMetrics;
 use crate::metrics::worker::WorkerMetrics;
@@ -55,6 +56,8 @@ pub struct BuildContext<'a> {
     pub auto_watermark_interval: Duration,
     /// The worker's counters.
     pub metrics: &'a WorkerMetrics,
+    /// The attempt's watermark alignment groups (shared by every worker).
+    pub(crate) watermark_alignment: Arc<WatermarkAlignmentGroups>,
     pub(crate) stage_name: &'a str,
     pub(crate) endpoints: &'a mut WorkerEndpoints,
     /// Checkpointing, if on: the worker's writer and the signals.
@@ -66,6 +69,9 @@ pub struct BuildContext<'a> {
     pub(crate) debloat: Option<(crate::exchange::debloat::DebloatOptions, usize, usize)>,
     /// The checkpoint this attempt restores, if any.
     pub(crate) restore: Option<Arc<RestoredCheckpoint>>,
+    /// Where a branch's head leaves its chain for the fork building it
+    /// ([`crate::build::branch`]).
+    pub(crate) branch: Option<Box<dyn std::any::Any>>,
     /// The subtask's metrics.
     pub(crate) subtask: SubtaskMetrics,
     /// Byte counters of the input channels the subtask took (for the
@@ -75,7 +81,41 @@ pub struct BuildContext<'a> {
     pub(crate) output_channels: Vec<Arc<ChannelCounters>>,
 }
 
+/// What making a user's function (keyed or not) needs of a
+/// [`BuildContext`]: where it runs, whether its state names are checked
+/// and what it restores. Also made without a job, by the operator test
+/// harnesses of the `testing` feature, which make functions through the
+/// same code.
+pub struct FunctionSite<'a> {
+    /// The task's name, for messages ("stage (i/P)").
+    pub task: String,
+    /// The operator's uid.
+    pub uid: &'a str,
+    /// The operator's kind, for messages ("keyed operator").
+    pub what: &'static str,
+    /// The subtask.
+    pub info: SubtaskInfo,
+    /// Whether to check the function's state names (as a job with
+    /// checkpointing on does: a state that is not visited would be lost).
+    pub check_state_names: bool,
+    /// The checkpoint to restore the function's state from.
+    pub restore: Option<&'a RestoredCheckpoint>,
+}
+
 impl BuildContext<'_> {
+    /// Where operator `uid` (of kind `what`, for messages) makes this
+    /// subtask's function.
+    pub fn function_site<'s>(&'s self, uid: &'s str, what: &'static str) -> FunctionSite<'s> {
+        FunctionSite {
+            task: self.task_name(),
+            uid,
+            what,
+            info: self.info,
+            check_state_names: self.checkpointing.is_some(),
+            restore: self.restore.as_deref(),
+        }
+    }
+
     /// "stage (i/P)", as Flink names subtasks.
     pub fn task_name(&self) -> String {
         format!(

@@ -3,7 +3,7 @@
 //! tails that feed an exchange.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use weir_net::Wire;
 use weir_state::KeyHash;
@@ -13,17 +13,19 @@ use crate::build::channel_rescale::{
     restore_rescaled_channel_state, two_input_channels, GateRoutes, InputRoute, KeyRoute,
 };
 use crate::build::context::BuildContext;
+use crate::build::demand::{needed, TimestampDemand};
 use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::Collector;
 use crate::chain::task::Task;
 use crate::core::barrier::BarrierMode;
 use crate::exchange::debloat::BufferDebloater;
 use crate::exchange::decoder::WireDecoder;
-use crate::exchange::fan_out::{no_key, FanOutOutput};
+use crate::exchange::fan_out::{no_key, FanOutOutput, Partitioning};
 use crate::exchange::gate::InputGate;
 use crate::exchange::input_task::{channel_state_name, InputTask};
 
 use crate::exchange::output::ExchangeOutput;
+use crate::exchange::stamped::{StampOutput, Stamped, StampedDecoder};
 
 /// Head of a stage fed by an exchange.
 pub struct ExchangeInputChain<T> {
@@ -31,6 +33,9 @@ pub struct ExchangeInputChain<T> {
     /// How the exchange's records find their key group: its channel state
     /// follows its key groups on a rescale.
     pub(crate) route: KeyRoute,
+    /// The records cross with their timestamps ([`Stamped`]) if this
+    /// demand is read downstream.
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _record: PhantomData<fn() -> T>,
 }
 
@@ -41,16 +46,30 @@ impl<T: Wire> ChainBuilder<T> for ExchangeInputChain<T> {
         out: C,
     ) -> Result<Box<dyn Task>, BuildError> {
         let (receivers, counters) = ctx.take_input(self.exchange);
-        let task: InputTask<T, C> = build_input_task(
-            ctx,
-            self.exchange,
-            receivers,
-            counters,
-            out,
-            WireDecoder::default(),
-            &GateRoutes::One(InputRoute::Keyed(self.route.clone())),
-        )?;
-        Ok(Box::new(task))
+        let routes = GateRoutes::One(InputRoute::Keyed(self.route.clone()));
+        if needed(&self.stamped) {
+            let task: InputTask<T, C, StampedDecoder<T>> = build_input_task(
+                ctx,
+                self.exchange,
+                receivers,
+                counters,
+                out,
+                StampedDecoder::default(),
+                &routes,
+            )?;
+            Ok(Box::new(task))
+        } else {
+            let task: InputTask<T, C> = build_input_task(
+                ctx,
+                self.exchange,
+                receivers,
+                counters,
+                out,
+                WireDecoder::default(),
+                &routes,
+            )?;
+            Ok(Box::new(task))
+        }
     }
 }
 
@@ -129,6 +148,9 @@ pub(crate) fn build_input_task<T, C, D>(
 pub(crate) struct ExchangeTail<T, K, KF> {
     pub(crate) exchange: usize,
     pub(crate) key_fn: KF,
+    /// The stream's record timestamps, if it has event time: its records
+    /// cross as [`Stamped`] if an operator downstream reads them.
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _types: PhantomData<fn(T) -> K>,
 }
 
@@ -141,6 +163,22 @@ where
     type Tail = ExchangeOutput<T, K, KF>;
     fn make(&self, ctx: &mut BuildContext<'_>) -> Result<Self::Tail, BuildError> {
         Ok(exchange_output(ctx, self.exchange, self.key_fn.clone()))
+    }
+
+    fn build_stage<B: ChainBuilder<T>>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        chain: &B,
+    ) -> Result<Box<dyn Task>, BuildError> {
+        if needed(&self.stamped) {
+            let key_fn = self.key_fn.clone();
+            let key_of = move |s: &Stamped<T>| key_fn(&s.value);
+            let out = exchange_output(ctx, self.exchange, key_of);
+            chain.build(ctx, StampOutput { out })
+        } else {
+            let tail = self.make(ctx)?;
+            chain.build(ctx, tail)
+        }
     }
 }
 
@@ -169,21 +207,39 @@ where
     .with_metrics(ctx.subtask.clone(), counters)
 }
 
-/// Tail of a stage whose records go to every receiving subtask (`all`) or
-/// round-robin to one.
+/// Tail of a stage whose records go to the receiving subtasks without a
+/// key (see [`Partitioning`]).
 pub(crate) struct FanOutTail<T> {
     exchange: usize,
-    all: bool,
-    _record: PhantomData<fn(T)>,
+    partitioning: Partitioning<T>,
+    /// The stream's record timestamps (see [`ExchangeTail`]).
+    stamped: Option<TimestampDemand>,
 }
 
 impl<T> FanOutTail<T> {
+    /// To every receiving subtask (`all`) or round-robin to one.
     pub(crate) fn new(exchange: usize, all: bool) -> Self {
+        let partitioning = if all {
+            Partitioning::Broadcast
+        } else {
+            Partitioning::RoundRobin
+        };
+        Self::with(exchange, partitioning)
+    }
+
+    /// As `partitioning` says.
+    pub(crate) fn with(exchange: usize, partitioning: Partitioning<T>) -> Self {
         Self {
             exchange,
-            all,
-            _record: PhantomData,
+            partitioning,
+            stamped: None,
         }
+    }
+
+    /// With each record's timestamp if `stamped` is read downstream.
+    pub(crate) fn stamped(mut self, stamped: Option<TimestampDemand>) -> Self {
+        self.stamped = stamped;
+        self
     }
 }
 
@@ -191,8 +247,93 @@ impl<T: Wire> TailBuilder<T> for FanOutTail<T> {
     type Tail = FanOutOutput<T>;
     fn make(&self, ctx: &mut BuildContext<'_>) -> Result<Self::Tail, BuildError> {
         let inner = exchange_output(ctx, self.exchange, no_key::<T> as fn(&T) -> u64);
-        // Round-robin starts at different receivers from different senders.
-        let first = ctx.info.index % inner.channel_count().max(1);
-        Ok(FanOutOutput::new(inner, self.all, first))
+        Ok(FanOutOutput::new(
+            inner,
+            &self.partitioning,
+            ctx.info.index,
+            ctx.info.parallelism,
+        ))
+    }
+
+    fn build_stage<B: ChainBuilder<T>>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        chain: &B,
+    ) -> Result<Box<dyn Task>, BuildError> {
+        if needed(&self.stamped) {
+            let inner = exchange_output(
+                ctx,
+                self.exchange,
+                no_key::<Stamped<T>> as fn(&Stamped<T>) -> u64,
+            );
+            let out = FanOutOutput::new(
+                inner,
+                &self.partitioning.on_value(),
+                ctx.info.index,
+                ctx.info.parallelism,
+            );
+            chain.build(ctx, StampOutput { out })
+        } else {
+            let tail = self.make(ctx)?;
+            chain.build(ctx, tail)
+        }
+    }
+}
+
+/// Head of a stage fed by one or more exchanges whose records need no key
+/// (a union's, a rebalance's, a forward's...): its input task over all
+/// their channels, first exchange first.
+pub struct PartitionedInputChain<T> {
+    /// The exchanges; a union adds to them after the stream was made.
+    pub(crate) exchanges: Arc<Mutex<Vec<usize>>>,
+    /// How their in-flight records follow a rescale.
+    pub(crate) route: InputRoute,
+    /// The records cross with their timestamps ([`Stamped`]) if this
+    /// demand is read downstream.
+    pub(crate) stamped: Option<TimestampDemand>,
+    pub(crate) _record: PhantomData<fn() -> T>,
+}
+
+impl<T: Wire> ChainBuilder<T> for PartitionedInputChain<T> {
+    fn build<C: Collector<T> + 'static>(
+        &self,
+        ctx: &mut BuildContext<'_>,
+        out: C,
+    ) -> Result<Box<dyn Task>, BuildError> {
+        let exchanges = self
+            .exchanges
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let (mut receivers, mut counters) = (Vec::new(), Vec::new());
+        for &e in &exchanges {
+            let (r, c) = ctx.take_input(e);
+            receivers.extend(r);
+            counters.extend(c);
+        }
+        let routes = GateRoutes::One(self.route.clone());
+        if needed(&self.stamped) {
+            let task: InputTask<T, C, StampedDecoder<T>> = build_input_task(
+                ctx,
+                exchanges[0],
+                receivers,
+                counters,
+                out,
+                StampedDecoder::default(),
+                &routes,
+            )?;
+            Ok(Box::new(task))
+        } else {
+            let task: InputTask<T, C> = build_input_task(
+                ctx,
+                exchanges[0],
+                receivers,
+                counters,
+                out,
+                WireDecoder::default(),
+                &routes,
+            )?;
+            Ok(Box::new(task))
+        }
     }
 }

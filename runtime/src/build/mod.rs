@@ -3,12 +3,15 @@
 //! links and exchanges.
 //! Each operator's own builder sits beside the operator, above this layer.
 
+pub mod branch;
 pub mod builder;
 pub mod chains;
 pub mod channel_rescale;
 pub mod context;
+pub mod demand;
 pub mod error;
 pub mod exchange;
+pub mod stage;
 pub mod two_input;
 
 pub use builder::{ChainBuilder, TailBuilder};

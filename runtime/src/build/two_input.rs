@@ -8,6 +8,7 @@ use weir_net::Wire;
 use crate::build::builder::ChainBuilder;
 use crate::build::channel_rescale::{GateRoutes, InputRoute};
 use crate::build::context::BuildContext;
+use crate::build::demand::{needed, TimestampDemand};
 use crate::build::error::BuildError;
 use crate::build::exchange::build_input_task;
 use crate::chain::control::Collector;
@@ -21,6 +22,9 @@ pub struct TwoInputChain<A, B> {
     second: usize,
     /// How each exchange's in-flight records follow a rescale.
     routes: (InputRoute, InputRoute),
+    /// Whether each exchange's records carry their timestamps (if read
+    /// downstream).
+    stamps: (Option<TimestampDemand>, Option<TimestampDemand>),
     _types: PhantomData<fn() -> (A, B)>,
 }
 
@@ -33,8 +37,19 @@ impl<A, B> TwoInputChain<A, B> {
             first,
             second,
             routes,
+            stamps: (None, None),
             _types: PhantomData,
         }
+    }
+
+    /// With each input's records carrying their timestamps as `stamps`
+    /// (first, second) says.
+    pub(crate) fn with_stamps(
+        mut self,
+        stamps: (Option<TimestampDemand>, Option<TimestampDemand>),
+    ) -> Self {
+        self.stamps = stamps;
+        self
     }
 }
 
@@ -56,7 +71,8 @@ impl<A: Wire, B: Wire> ChainBuilder<CoInput<A, B>> for TwoInputChain<A, B> {
                 receivers,
                 counters,
                 out,
-                CoInputDecoder::new(split),
+                CoInputDecoder::new(split)
+                    .with_stamps((needed(&self.stamps.0), needed(&self.stamps.1))),
                 &GateRoutes::Two {
                     first: self.routes.0.clone(),
                     second: self.routes.1.clone(),

@@ -2,6 +2,7 @@
 //! down a chain, the stateless chained operators, the tasks whose heads
 //! drive chains, and the error that fails a running task.
 
+pub mod branch;
 pub mod control;
 pub mod error;
 pub mod ops;
@@ -12,5 +13,5 @@ pub use error::TaskError;
 pub use ops::{FilterOp, FlatMapOp, MapOp};
 pub use task::{ChainHead, InputStep, Task, TaskPoll};
 
-#[cfg(test)]
-pub(crate) mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;

@@ -1,20 +1,40 @@
-//! Test helpers shared by the crate's unit tests (a chain tail that keeps
-//! what it receives), and a test of chained operators applied in order.
+//! A chain tail that keeps what it receives: the output of an operator
+//! under test, in the crate's unit tests and in the operator test
+//! harnesses of the `testing` feature (`crate::testing`). Also a test of
+//! chained operators applied in order.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Instant;
 
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::error::TaskError;
+#[cfg(test)]
 use crate::chain::ops::{FilterOp, FlatMapOp, MapOp};
 use crate::core::snapshot::TaskSnapshot;
 
-/// A chain tail that keeps what it receives (tests only).
-#[derive(Default)]
+/// A chain tail that keeps what it receives, always available.
 pub struct VecTail<T> {
+    /// The records, in the order they came.
     pub items: Vec<T>,
+    /// Whether [`ChainControl::finish`] was called.
     pub finished: bool,
+    /// The watermarks passed on to it, in order.
     pub watermarks: Vec<i64>,
+    /// The watermark statuses passed on to it, in order.
     pub statuses: Vec<weir_net::WatermarkStatus>,
+}
+
+// Not derived: a derive would ask `T: Default` of the records.
+impl<T> Default for VecTail<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            finished: false,
+            watermarks: Vec::new(),
+            statuses: Vec::new(),
+        }
+    }
 }
 
 impl<T> ChainControl for VecTail<T> {
@@ -54,6 +74,45 @@ impl<T> Collector<T> for VecTail<T> {
     }
 }
 
+/// A [`VecTail`] shared with whoever reads it (the operator test
+/// harness's side outputs): the chain writes, the test takes.
+pub struct SharedTail<T>(pub Rc<RefCell<VecTail<T>>>);
+
+impl<T> ChainControl for SharedTail<T> {
+    fn is_available(&self) -> bool {
+        true
+    }
+    fn flush(&mut self, _now: Instant) -> FlushOutcome {
+        FlushOutcome::default()
+    }
+    fn end_input(&mut self) {}
+    fn snapshot(&mut self, _snapshot: &mut TaskSnapshot) {}
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {}
+    fn finish(&mut self) -> bool {
+        self.0.borrow_mut().finish()
+    }
+    fn publish_metrics(&mut self) {}
+    fn output_pending(&self) -> bool {
+        false
+    }
+    fn on_watermark(&mut self, watermark: i64) {
+        self.0.borrow_mut().on_watermark(watermark);
+    }
+    fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
+        self.0.borrow_mut().on_watermark_status(status);
+    }
+    fn failure(&self) -> Option<&TaskError> {
+        None
+    }
+}
+
+impl<T> Collector<T> for SharedTail<T> {
+    fn collect(&mut self, record: T) {
+        self.0.borrow_mut().items.push(record);
+    }
+}
+
+#[cfg(test)]
 #[test]
 fn chained_operators_apply_in_order() {
     let tail = VecTail::default();

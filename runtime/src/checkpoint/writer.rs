@@ -506,6 +506,38 @@ pub(crate) async fn write_keyed_state(
     Ok(bytes)
 }
 
+/// Writes one task's snapshot into a new segment file at `path` as a
+/// worker's writer does (the same blocks, through the same code), on a
+/// glommio executor of its own on the calling thread, and returns once the
+/// segment is synced and closed: each operator's part `(uid, parallelism,
+/// subtask snapshot)`, what a manifest lists. Full, never incremental; the
+/// sinks' files are not synced. For the operator test harnesses of the
+/// `testing` feature, which snapshot an operator without a running job.
+#[cfg(feature = "testing")]
+pub fn write_task_snapshot_blocking(
+    path: &std::path::Path,
+    snapshot: &TaskSnapshot,
+) -> Result<Vec<(String, u32, SubtaskSnapshot)>> {
+    let executor = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+        .name("weir-harness-writer")
+        .io_memory(1 << 20)
+        .make()
+        .map_err(|e| CheckpointError::io("start a glommio executor for", path, into_io(e)))?;
+    executor.run(async {
+        let mut file = SegmentFile::create(path, IoMode::Buffered).await?;
+        let mut chains = Chains::default();
+        let mut cx = JobContext {
+            worker: 0,
+            incremental: false,
+            completed: 0,
+            chains: &mut chains,
+        };
+        let ack = write_job(&mut file, snapshot, &mut cx, &mut Vec::new()).await?;
+        file.close().await?;
+        Ok(ack.operators)
+    })
+}
+
 /// Syncs sinks' pre-committed files (opened by path: the sink has closed
 /// them).
 async fn sync_files(paths: &[PathBuf]) -> Result<()> {

@@ -66,7 +66,7 @@ pub const KEYS: &[Key<Config>] = &[
     },
     Key {
         name: "pipeline.auto-watermark-interval",
-        description: "how often sources with a watermark strategy emit a watermark (and check idleness); `0ms` emits none but the final one; otherwise at least 1ms",
+        description: "how often sources with a watermark strategy call their generator's periodic emission (bounded out-of-orderness watermarks, idleness checks), also inside long runs of records; `0ms` calls none (per-record watermarks and the final one still go out); otherwise at least 1ms",
         get: |c| dur(c.auto_watermark_interval),
         set: |c, s| {
         let d = s.duration()?;

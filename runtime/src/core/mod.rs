@@ -10,6 +10,7 @@ pub mod log;
 pub mod snapshot;
 pub mod subtask;
 pub mod time;
+pub mod timestamp;
 pub mod units;
 pub mod wire;
 

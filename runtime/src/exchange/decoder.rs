@@ -78,6 +78,9 @@ pub enum CoInput<A, B> {
 /// the first input's records, the others the second's.
 pub struct CoInputDecoder<A, B> {
     split: usize,
+    /// Whether each input's records cross with their timestamps
+    /// ([`crate::exchange::stamped::Stamped`]).
+    stamps: (bool, bool),
     _types: PhantomData<fn() -> (A, B)>,
 }
 
@@ -86,8 +89,37 @@ impl<A, B> CoInputDecoder<A, B> {
     pub fn new(split: usize) -> Self {
         Self {
             split,
+            stamps: (false, false),
             _types: PhantomData,
         }
+    }
+
+    /// Reads (and sets as the current one) each record's timestamp on the
+    /// inputs `stamps` says (first, second).
+    pub fn with_stamps(mut self, stamps: (bool, bool)) -> Self {
+        self.stamps = stamps;
+        self
+    }
+}
+
+/// Reads a timestamp from the front of `bytes` if `stamped`, sets it as the
+/// current record timestamp and returns the bytes it took.
+#[inline(always)]
+fn read_stamp(stamped: bool, bytes: &[u8]) -> Result<usize, DecodeError> {
+    if !stamped {
+        return Ok(0);
+    }
+    match bytes.get(..8) {
+        Some(ts) => {
+            let ts = i64::from_le_bytes(ts.try_into().expect("8 bytes"));
+            crate::core::timestamp::set_record_timestamp(ts);
+            Ok(8)
+        }
+        None => Err(DecodeError {
+            what: "record timestamp",
+            needed: 8,
+            available: bytes.len(),
+        }),
     }
 }
 
@@ -96,9 +128,11 @@ impl<A: Wire, B: Wire> RecordDecoder for CoInputDecoder<A, B> {
     #[inline(always)]
     fn read(&self, channel: usize, bytes: &[u8]) -> Result<(CoInput<A, B>, usize), DecodeError> {
         if channel < self.split {
-            A::read(bytes).map(|(a, n)| (CoInput::First(a), n))
+            let at = read_stamp(self.stamps.0, bytes)?;
+            A::read(&bytes[at..]).map(|(a, n)| (CoInput::First(a), n + at))
         } else {
-            B::read(bytes).map(|(b, n)| (CoInput::Second(b), n))
+            let at = read_stamp(self.stamps.1, bytes)?;
+            B::read(&bytes[at..]).map(|(b, n)| (CoInput::Second(b), n + at))
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Exchanges: how records cross from one stage to the next. The output
 //! side (per-channel buffers, credit, buffer timeout), the input gate
 //! (reading channels, barrier alignment, unaligned capture), the record
-//! decoders, buffer debloating, the watermark valve, and the input task.
+//! decoders, buffer debloating, the watermark valve, the input task, and
+//! what the sources of a watermark alignment group share.
 
 pub mod alignment;
 pub mod debloat;
@@ -10,8 +11,10 @@ pub mod fan_out;
 pub mod gate;
 pub mod input_task;
 pub mod output;
+pub mod stamped;
 pub mod throughput;
 pub mod valve;
+pub mod watermark_alignment;
 
 pub use alignment::BarrierAligner;
 pub use debloat::{BufferDebloater, DebloatOptions, DebloatTarget};
@@ -21,3 +24,4 @@ pub use gate::InputGate;
 pub use input_task::InputTask;
 pub use output::ExchangeOutput;
 pub use valve::WatermarkValve;
+pub use watermark_alignment::{AlignmentGroupMember, WatermarkAlignmentGroups};

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 
-use crate::api::graph::JobGraph;
+use crate::api::graph::JobPlan;
 use crate::build::context::WorkerEndpoints;
 use crate::checkpoint::coordinator::{CheckpointCoordinator, CoordinatorMsg, Stopped};
 use crate::checkpoint::restore::RestoredCheckpoint;
@@ -22,6 +22,7 @@ use crate::checkpoint::task::TaskCheckpointing;
 use crate::checkpoint::writer::{spawn_writer, WriterSetup};
 use crate::core::barrier::BarrierMode;
 use crate::core::log::{CHECKPOINT, WORKERS};
+use crate::exchange::watermark_alignment::WatermarkAlignmentGroups;
 use crate::exec::error::{JobError, Result, TaskFailure};
 use crate::exec::identity::RunIdentity;
 use crate::exec::options::{CheckpointingOptions, ExecutionOptions};
@@ -64,7 +65,7 @@ pub struct RestoreInfo {
 /// coordinates checkpoints and waits for the end or the first failure.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_attempt(
-    job: &Arc<JobGraph>,
+    job: &Arc<JobPlan>,
     stages: &Arc<Vec<ResolvedStage>>,
     options: &ExecutionOptions,
     storage: Option<&Arc<CheckpointStorage>>,
@@ -198,7 +199,7 @@ pub(crate) fn run_attempt(
 }
 
 /// Subtasks of the stages that start at a source.
-fn source_subtasks(job: &JobGraph, stages: &[ResolvedStage]) -> usize {
+fn source_subtasks(job: &JobPlan, stages: &[ResolvedStage]) -> usize {
     job.stages
         .iter()
         .zip(stages)
@@ -216,7 +217,7 @@ fn ring_all(shared: &JobShared) {
 
 /// What every worker of an attempt is started with.
 struct Spawn<'a> {
-    job: &'a Arc<JobGraph>,
+    job: &'a Arc<JobPlan>,
     stages: &'a Arc<Vec<ResolvedStage>>,
     options: &'a ExecutionOptions,
     storage: Option<&'a Arc<CheckpointStorage>>,
@@ -253,6 +254,9 @@ impl Spawn<'_> {
             spin_before_park: options.spin_before_park,
         };
         let mut handles = Vec::with_capacity(workers);
+        // One set of alignment groups per attempt: a restart starts them
+        // afresh, as the watermarks do.
+        let watermark_alignment = Arc::new(WatermarkAlignmentGroups::default());
         for (w, worker_metrics) in metrics.iter().enumerate() {
             let placement = if options.pin_cores && !cores.is_empty() {
                 Placement::Fixed(cores[w % cores.len()].id)
@@ -277,6 +281,7 @@ impl Spawn<'_> {
                     .clone()
                     .map(|d| (d, options.buffers_per_channel, options.segment_size)),
                 restore: self.restore.clone(),
+                watermark_alignment: watermark_alignment.clone(),
             };
             let writer_setup = match (&options.checkpointing, self.storage) {
                 (Some(c), Some(storage)) => Some((

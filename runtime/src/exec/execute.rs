@@ -80,8 +80,9 @@ pub fn execute_with_progress(
     options: &ExecutionOptions,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<JobResult> {
+    let job = job.into_plan();
     let stages = validate(&job, options)?;
-    let run = RunIdentity::of(&job, options);
+    let run = RunIdentity::of_plan(&job, options);
     let storage = match &options.checkpointing {
         Some(c) => Some(Arc::new(
             CheckpointStorage::open(&c.dir)?.with_savepoints(c.savepoints_dir.clone(), &run.job_id),

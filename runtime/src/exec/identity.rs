@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::api::graph::JobGraph;
+use crate::api::graph::{JobGraph, JobPlan};
 use crate::checkpoint::lineage::{
     new_job_id, Fingerprint, JOB, MAX_PARALLELISM, OPERATOR, OUTPUT, PARAMETER,
 };
@@ -20,27 +20,63 @@ pub struct RunIdentity {
     pub outputs: Vec<PathBuf>,
 }
 
+/// What a run's identity is made of.
+struct Described<'a> {
+    name: &'a str,
+    uids: &'a [String],
+    parameters: &'a [(String, String)],
+    outputs: &'a [PathBuf],
+}
+
 impl RunIdentity {
     /// The identity of a new run of `job` with `options`: the job's name,
     /// max parallelism, operator uids, declared parameters and output
     /// directories (absolute paths, so that the same directory named two
     /// ways is one).
     pub fn of(job: &JobGraph, options: &ExecutionOptions) -> Self {
-        let outputs: Vec<PathBuf> = job
-            .output_directories()
-            .iter()
-            .map(|d| absolute(d))
-            .collect();
+        Self::new(
+            Described {
+                name: job.name(),
+                uids: &job.uids(),
+                parameters: job.parameters(),
+                outputs: job.output_directories(),
+            },
+            options,
+        )
+    }
+
+    /// [`RunIdentity::of`] the job as execution took it.
+    pub(crate) fn of_plan(job: &JobPlan, options: &ExecutionOptions) -> Self {
+        Self::new(
+            Described {
+                name: job.name(),
+                uids: job.uids(),
+                parameters: job.parameters(),
+                outputs: job.output_directories(),
+            },
+            options,
+        )
+    }
+
+    /// The identity of a job by what describes it.
+    fn new(job: Described<'_>, options: &ExecutionOptions) -> Self {
+        let Described {
+            name,
+            uids,
+            parameters,
+            outputs,
+        } = job;
+        let outputs: Vec<PathBuf> = outputs.iter().map(|d| absolute(d)).collect();
         let mut entries = vec![
-            (JOB.to_owned(), job.name().to_owned()),
+            (JOB.to_owned(), name.to_owned()),
             (
                 MAX_PARALLELISM.to_owned(),
                 options.max_parallelism.to_string(),
             ),
         ];
-        entries.extend(job.uids().iter().map(|u| (OPERATOR.to_owned(), u.clone())));
+        entries.extend(uids.iter().map(|u| (OPERATOR.to_owned(), u.clone())));
         entries.extend(
-            job.parameters()
+            parameters
                 .iter()
                 .map(|(n, v)| (format!("{PARAMETER} {n}"), v.clone())),
         );

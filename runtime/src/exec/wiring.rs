@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use weir_net::channel;
 
-use crate::api::graph::JobGraph;
+use crate::api::graph::JobPlan;
 use crate::build::context::{BuildContext, InputEndpoint, OutputEndpoint, WorkerEndpoints};
 use crate::chain::task::Task;
 use crate::checkpoint::restore::RestoredCheckpoint;
@@ -16,6 +16,7 @@ use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::barrier::BarrierMode;
 use crate::core::subtask::SubtaskInfo;
 use crate::exchange::debloat::DebloatOptions;
+use crate::exchange::watermark_alignment::WatermarkAlignmentGroups;
 use crate::exec::error::{JobError, Result, TaskFailure};
 use crate::exec::options::ExecutionOptions;
 use crate::exec::worker::{panic_message, JobShared};
@@ -48,10 +49,12 @@ pub(crate) struct WorkerSettings {
     /// Buffer debloating: options, credit per channel, segment size.
     pub(crate) debloat: Option<(DebloatOptions, usize, usize)>,
     pub(crate) restore: Option<Arc<RestoredCheckpoint>>,
+    /// The attempt's watermark alignment groups.
+    pub(crate) watermark_alignment: Arc<WatermarkAlignmentGroups>,
 }
 
 /// Checks the graph and options; returns each stage's parallelism.
-pub(crate) fn validate(job: &JobGraph, options: &ExecutionOptions) -> Result<Vec<ResolvedStage>> {
+pub(crate) fn validate(job: &JobPlan, options: &ExecutionOptions) -> Result<Vec<ResolvedStage>> {
     if let Some(e) = job.errors.first() {
         return Err(JobError::InvalidJob(e.clone()));
     }
@@ -66,6 +69,12 @@ pub(crate) fn validate(job: &JobGraph, options: &ExecutionOptions) -> Result<Vec
             job.name()
         )));
     }
+    if let Some(name) = job.stages.iter().find_map(|s| s.spec.unfinished()) {
+        return Err(JobError::InvalidJob(format!(
+            "the stream `{name}` has side outputs or branches but does not end \
+             (in a sink, a key_by or another exchange)"
+        )));
+    }
     let mut resolved = Vec::with_capacity(job.stages.len());
     for stage in &job.stages {
         let p = stage.parallelism.unwrap_or(options.workers);
@@ -78,7 +87,7 @@ pub(crate) fn validate(job: &JobGraph, options: &ExecutionOptions) -> Result<Vec
         resolved.push(ResolvedStage { parallelism: p });
     }
     for e in 0..job.exchanges {
-        let senders = job.stages.iter().filter(|s| s.output == Some(e)).count();
+        let senders = job.stages.iter().filter(|s| s.outputs.contains(&e)).count();
         let receivers = (0..job.stages.len())
             .filter(|&s| job.stage_receives(s, e))
             .count();
@@ -89,6 +98,20 @@ pub(crate) fn validate(job: &JobGraph, options: &ExecutionOptions) -> Result<Vec
             )));
         }
     }
+    for &e in &job.forward {
+        let from = job.stages.iter().position(|s| s.outputs.contains(&e));
+        let to = (0..job.stages.len()).find(|&s| job.stage_receives(s, e));
+        if let (Some(from), Some(to)) = (from, to) {
+            let (pf, pt) = (resolved[from].parallelism, resolved[to].parallelism);
+            if pf != pt {
+                return Err(JobError::InvalidJob(format!(
+                    "forward edge from `{}` (parallelism {pf}) to `{}` (parallelism {pt}): \
+                     forward needs the same parallelism on both sides; use rebalance or rescale",
+                    job.stages[from].name, job.stages[to].name
+                )));
+            }
+        }
+    }
     Ok(resolved)
 }
 
@@ -96,7 +119,7 @@ pub(crate) fn validate(job: &JobGraph, options: &ExecutionOptions) -> Result<Vec
 /// subtask, receiving subtask) pair, and hands the endpoints to the workers
 /// that run those subtasks.
 pub(crate) fn wire_channels(
-    job: &JobGraph,
+    job: &JobPlan,
     stages: &[ResolvedStage],
     options: &ExecutionOptions,
     shared: &JobShared,
@@ -109,7 +132,7 @@ pub(crate) fn wire_channels(
         let from = job
             .stages
             .iter()
-            .position(|s| s.output == Some(e))
+            .position(|s| s.outputs.contains(&e))
             .expect("validated");
         let to = (0..job.stages.len())
             .find(|&s| job.stage_receives(s, e))
@@ -174,7 +197,7 @@ type BuiltTask = (Box<dyn Task>, SubtaskEntry);
 pub(crate) fn build_tasks(
     w: usize,
     workers: usize,
-    job: &JobGraph,
+    job: &JobPlan,
     stages: &[ResolvedStage],
     endpoints: &mut WorkerEndpoints,
     metrics: &WorkerMetrics,
@@ -200,12 +223,14 @@ pub(crate) fn build_tasks(
                 buffer_timeout: settings.buffer_timeout,
                 auto_watermark_interval: settings.auto_watermark_interval,
                 metrics,
+                watermark_alignment: settings.watermark_alignment.clone(),
                 stage_name: &node.name,
                 endpoints,
                 checkpointing: checkpointing.clone(),
                 barrier_mode: settings.barrier_mode,
                 debloat: settings.debloat.clone(),
                 restore: settings.restore.clone(),
+                branch: None,
                 subtask,
                 input_channels: Vec::new(),
                 output_channels: Vec::new(),

@@ -15,6 +15,7 @@
 //! records the failure, cancels the job and rings every doorbell so that no
 //! worker waits for input that will never come.
 
+use crate::core::timestamp::{set_record_timestamp, NO_TIMESTAMP};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -136,6 +137,9 @@ impl TaskSet {
             if *done {
                 continue;
             }
+            // Records of stages without event time have no timestamp;
+            // stages with it set each record's.
+            set_record_timestamp(NO_TIMESTAMP);
             let polled = catch_unwind(AssertUnwindSafe(|| task.poll(start)))
                 .map_err(|panic| (task.describe(), TaskFailure::Panic(panic_message(panic))))?;
             if let Some(e) = task.failure() {

@@ -37,6 +37,7 @@ use weir_state::{StateKey, StateValue};
 use crate::chain::control::Collector;
 use crate::operators::error::OperatorError;
 use crate::operators::late_data::LateOutput;
+use crate::operators::side_output::{SideOutput, SideOutputs};
 use crate::operators::two_input::KeyedCoProcessFunction;
 use crate::state::key_context::KeyContext;
 use crate::state::map::KeyedMapState;
@@ -201,6 +202,8 @@ where
     late: [u64; 2],
     late_left: Option<LateOutput<L>>,
     late_right: Option<LateOutput<R>>,
+    /// The side outputs the late outputs emit to, to be connected.
+    late_sides: (Option<SideOutput<L>>, Option<SideOutput<R>>),
 }
 
 impl<K, L, R, TL, TR, F> IntervalJoinOperator<K, L, R, TL, TR, F>
@@ -226,7 +229,28 @@ where
             late: [0, 0],
             late_left: None,
             late_right: None,
+            late_sides: (None, None),
         }
+    }
+
+    /// Emits the records dropped as late to the side outputs `left` and
+    /// `right` (Flink's `sideOutputLeftLateData` / `sideOutputRightLateData`
+    /// with a tag).
+    pub fn with_late_side_outputs(
+        mut self,
+        left: Option<SideOutput<L>>,
+        right: Option<SideOutput<R>>,
+    ) -> Self {
+        if let Some(out) = &left {
+            let out = out.clone();
+            self.late_left = Some(Box::new(move |r| out.emit(r)));
+        }
+        if let Some(out) = &right {
+            let out = out.clone();
+            self.late_right = Some(Box::new(move |r| out.emit(r)));
+        }
+        self.late_sides = (left, right);
+        self
     }
 
     /// Hands the left records dropped as late to `late` (Flink's
@@ -360,6 +384,15 @@ where
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
         self.left.visit(states);
         self.right.visit(states);
+    }
+
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        if let Some(out) = &self.late_sides.0 {
+            outputs.connect(out);
+        }
+        if let Some(out) = &self.late_sides.1 {
+            outputs.connect(out);
+        }
     }
 
     fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<K>> {

@@ -9,6 +9,7 @@ pub mod interval_join;
 pub mod keyed;
 pub mod late_data;
 pub mod process;
+pub mod side_output;
 pub mod sink;
 pub mod source;
 pub mod timestamps;

@@ -58,13 +58,15 @@
 //! assert_eq!(total.load(Ordering::Relaxed), (0..100).sum::<u64>());
 //! ```
 
+use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
-use crate::build::context::BuildContext;
+use crate::build::context::{BuildContext, FunctionSite};
 use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
 use crate::chain::error::TaskError;
 use crate::chain::task::Task;
 use crate::core::subtask::SubtaskInfo;
+use crate::operators::side_output::{SideOutputs, WithSides};
 use crate::state::registry::{check_state_names, created_by, StateKind};
 use crate::state::visitor::OperatorStates;
 
@@ -85,6 +87,15 @@ impl ProcessContext {
     /// The operator's parallelism.
     pub fn parallelism(&self) -> usize {
         self.info.parallelism
+    }
+
+    /// The event timestamp of the record being processed (Flink's
+    /// `ctx.timestamp()`): `None` if it has none (its stream has no event
+    /// time).
+    #[inline]
+    pub fn timestamp(&self) -> Option<i64> {
+        let ts = crate::core::timestamp::current_record_timestamp();
+        (ts != crate::core::timestamp::NO_TIMESTAMP).then_some(ts)
     }
 
     /// The operator's current watermark (ms; `i64::MIN` before the first
@@ -164,6 +175,21 @@ pub trait ProcessFunction: 'static {
         let _ = states;
     }
 
+    /// Lists the side outputs this function emits to, so that each is
+    /// connected to the streams the job took for its tag
+    /// ([`Stream::get_side_output`](crate::api::stream::Stream::get_side_output)):
+    ///
+    /// ```text
+    /// fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+    ///     outputs.connect(&self.rejected);
+    /// }
+    /// ```
+    ///
+    /// A handle not listed stays unconnected: what it emits is dropped.
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        let _ = outputs;
+    }
+
     /// Called once before the first record, after the states were restored
     /// (Flink's `initializeState`): the place to read them into the
     /// function's own fields.
@@ -222,6 +248,27 @@ impl<F, C> ProcessOp<F, C> {
     /// The chain after this operator.
     pub fn output(&self) -> &C {
         &self.out
+    }
+
+    /// The user's function, to change (tests).
+    pub fn function_mut(&mut self) -> &mut F {
+        &mut self.func
+    }
+
+    /// The chain after this operator, to change (tests).
+    pub fn output_mut(&mut self) -> &mut C {
+        &mut self.out
+    }
+
+    /// The operator's current watermark.
+    pub fn current_watermark(&self) -> i64 {
+        self.ctx.watermark
+    }
+
+    /// Whether the operator's input ended (here, or before the restored
+    /// checkpoint).
+    pub fn input_ended(&self) -> bool {
+        self.ended
     }
 }
 
@@ -298,19 +345,73 @@ impl<F: ProcessFunction, C: Collector<F::Out>> ChainControl for ProcessOp<F, C> 
     }
 }
 
+/// Makes the process function of `site` with `factory`: checks its state
+/// names if the site asks, restores its operator states (redistributed
+/// when the parallelism changed) and end-of-input flag from the site's
+/// checkpoint, then runs its `initialize_state`. Returns the function and
+/// whether the restored checkpoint was taken after its end of input.
+pub fn make_process_function<F: ProcessFunction>(
+    site: &FunctionSite<'_>,
+    factory: impl FnOnce(&SubtaskInfo) -> F,
+) -> Result<(F, bool), BuildError> {
+    let (mut func, created) = created_by(StateKind::Operator, || factory(&site.info));
+    if site.check_state_names {
+        let mut visited = Vec::new();
+        func.visit_state(&mut OperatorStates::names(&mut visited));
+        check_state_names(StateKind::Operator, created, visited, &[]).map_err(|source| {
+            BuildError::StateNames {
+                task: site.task.clone(),
+                kind: site.what,
+                uid: site.uid.to_owned(),
+                source,
+            }
+        })?;
+    }
+    let mut input_ended = false;
+    let mut restored_from = None;
+    if let Some(restore) = site.restore {
+        let failed = |part, source| BuildError::Restore {
+            task: site.task.clone(),
+            kind: site.what,
+            uid: site.uid.to_owned(),
+            checkpoint: restore.id(),
+            part,
+            source: Box::new(source),
+        };
+        let scope = restore.scope(site.uid, &site.info);
+        let mut states = OperatorStates::restore(&scope);
+        func.visit_state(&mut states);
+        if let Some(e) = states.into_error() {
+            return Err(failed(Restoring::States, e));
+        }
+        input_ended = scope
+            .flag(PROCESS_INPUT_ENDED_STATE)
+            .map_err(|e| failed(Restoring::Inline, e))?;
+        restored_from = Some(restore.id());
+    }
+    func.initialize_state(&InitializationContext {
+        info: site.info,
+        restored_from,
+    });
+    Ok((func, input_ended))
+}
+
 /// Chain link of [`Stream::process`](crate::api::stream::Stream::process).
 pub struct ProcessChain<B, FF> {
     prev: B,
     uid: String,
     factory: FF,
+    /// The streams taken from the operator's side outputs.
+    side: BranchList,
 }
 
 impl<B, FF> ProcessChain<B, FF> {
-    pub(crate) fn new(prev: B, uid: &str, factory: FF) -> Self {
+    pub(crate) fn new(prev: B, uid: &str, factory: FF, side: BranchList) -> Self {
         Self {
             prev,
             uid: uid.to_owned(),
             factory,
+            side,
         }
     }
 }
@@ -328,48 +429,21 @@ where
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Result<Box<dyn Task>, BuildError> {
-        const KIND: &str = "process operator";
-        let (mut func, created) = created_by(StateKind::Operator, || (self.factory)(&ctx.info));
-        if ctx.checkpointing.is_some() {
-            let mut visited = Vec::new();
-            func.visit_state(&mut OperatorStates::names(&mut visited));
-            check_state_names(StateKind::Operator, created, visited, &[]).map_err(|source| {
-                BuildError::StateNames {
-                    task: ctx.task_name(),
-                    kind: KIND,
-                    uid: self.uid.clone(),
-                    source,
-                }
-            })?;
+        let (mut func, input_ended) = {
+            let site = ctx.function_site(&self.uid, "process operator");
+            make_process_function(&site, |info| (self.factory)(info))?
+        };
+        let mut outputs = SideOutputs::new(ctx, &self.side);
+        func.side_outputs(&mut outputs);
+        let sides = outputs.finish()?;
+        if sides.is_empty() {
+            let op = ProcessOp::new(func, out, &self.uid, &ctx.info, input_ended);
+            self.prev.build(ctx, op)
+        } else {
+            let out = WithSides::new(out, sides);
+            let op = ProcessOp::new(func, out, &self.uid, &ctx.info, input_ended);
+            self.prev.build(ctx, op)
         }
-        let mut input_ended = false;
-        let mut restored_from = None;
-        if let Some(restore) = ctx.restore.clone() {
-            let failed = |part, source| BuildError::Restore {
-                task: ctx.task_name(),
-                kind: KIND,
-                uid: self.uid.clone(),
-                checkpoint: restore.id(),
-                part,
-                source: Box::new(source),
-            };
-            let scope = restore.scope(&self.uid, &ctx.info);
-            let mut states = OperatorStates::restore(&scope);
-            func.visit_state(&mut states);
-            if let Some(e) = states.into_error() {
-                return Err(failed(Restoring::States, e));
-            }
-            input_ended = scope
-                .flag(PROCESS_INPUT_ENDED_STATE)
-                .map_err(|e| failed(Restoring::Inline, e))?;
-            restored_from = Some(restore.id());
-        }
-        func.initialize_state(&InitializationContext {
-            info: ctx.info,
-            restored_from,
-        });
-        let op = ProcessOp::new(func, out, &self.uid, &ctx.info, input_ended);
-        self.prev.build(ctx, op)
     }
 }
 

@@ -19,6 +19,7 @@
 //! keyed state (shared by both inputs for the current key), timers,
 //! checkpoints and rescaling.
 
+use crate::operators::side_output::SideOutputs;
 use weir_state::KeyHash;
 
 use crate::chain::control::Collector;
@@ -74,6 +75,12 @@ pub trait KeyedCoProcessFunction: 'static {
         let _ = states;
     }
 
+    /// Lists the side outputs the function emits to, as
+    /// [`KeyedProcessFunction::side_outputs`].
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        let _ = outputs;
+    }
+
     /// The function's timer service, as
     /// [`KeyedProcessFunction::timer_service`].
     fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Self::Key>> {
@@ -124,6 +131,10 @@ impl<F: KeyedCoProcessFunction> KeyedProcessFunction for CoProcessAdapter<F> {
 
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
         self.0.visit_state(states);
+    }
+
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        self.0.side_outputs(outputs);
     }
 
     fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<F::Key>> {

@@ -52,4 +52,13 @@ impl<K> KeyContext<K> {
     pub fn current_watermark(&self) -> i64 {
         self.watermark
     }
+
+    /// The event timestamp of the record being processed, or of the timer
+    /// firing (event-time timers; Flink's `ctx.timestamp()`): `None` if it
+    /// has none (its stream has no event time, a processing-time timer).
+    #[inline]
+    pub fn timestamp(&self) -> Option<i64> {
+        let ts = crate::core::timestamp::current_record_timestamp();
+        (ts != crate::core::timestamp::NO_TIMESTAMP).then_some(ts)
+    }
 }

@@ -327,6 +327,15 @@ pub trait TimerQueues<K> {
 
     /// Registers the timers of the subtask's key groups from a checkpoint.
     fn restore(&mut self, scope: &RestoreScope<'_>) -> Result<(), RestoreError>;
+
+    /// The registered timers of `domain` as `(timestamp, key)`, in the
+    /// order they fire (for tests and the operator test harness).
+    fn registered(&self, domain: TimeDomain) -> Vec<(i64, K)>;
+
+    /// Replaces the processing-time clock (ms): the operator test harness
+    /// drives it by hand, whatever clock the function built its service
+    /// with, as Flink's test harnesses drive the processing-time service.
+    fn set_processing_time_clock(&mut self, clock: Box<dyn Fn() -> i64>);
 }
 
 impl<K> TimerQueues<K> for KeyedTimerService<K>
@@ -362,6 +371,20 @@ where
     fn restore(&mut self, scope: &RestoreScope<'_>) -> Result<(), RestoreError> {
         restore_queue(scope, EVENT_TIMERS_STATE, &mut self.event)?;
         restore_queue(scope, PROCESSING_TIMERS_STATE, &mut self.processing)
+    }
+
+    fn registered(&self, domain: TimeDomain) -> Vec<(i64, K)> {
+        let queue = match domain {
+            TimeDomain::EventTime => &self.event,
+            TimeDomain::ProcessingTime => &self.processing,
+        };
+        let mut timers: Vec<&Timer<K>> = queue.live.iter().collect();
+        timers.sort_by_key(|t| (t.ts, t.hash));
+        timers.into_iter().map(|t| (t.ts, t.key.clone())).collect()
+    }
+
+    fn set_processing_time_clock(&mut self, clock: Box<dyn Fn() -> i64>) {
+        self.clock = clock;
     }
 }
 

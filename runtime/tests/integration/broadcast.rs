@@ -156,7 +156,7 @@ fn keyed_job(
     fail: InjectedFailure,
     totals: &Totals,
 ) -> JobGraph {
-    let mut job = JobGraph::new("broadcast-rules");
+    let job = JobGraph::new("broadcast-rules");
     let rules = job
         .source("rules", |info: &SubtaskInfo| {
             SequenceSource::new(info, RULE_EVENTS, rule)
@@ -319,7 +319,7 @@ impl BroadcastProcessFunction for ApplyRules {
 fn broadcast_rules_reach_every_subtask_of_a_rebalanced_stream() {
     let n = 20_000u64;
     let collected: Arc<Collected<(u64, u64)>> = Collected::new();
-    let mut job = JobGraph::new("broadcast-non-keyed");
+    let job = JobGraph::new("broadcast-non-keyed");
     let rules = job
         .source("rules", |info: &SubtaskInfo| {
             SequenceSource::new(info, RULE_EVENTS, rule)
@@ -409,7 +409,7 @@ fn a_non_keyed_broadcast_operator_restores_its_rules_at_another_parallelism() {
             InjectedFailure::never()
         };
         let into = seen.clone();
-        let mut job = JobGraph::new("broadcast-non-keyed-restore");
+        let job = JobGraph::new("broadcast-non-keyed-restore");
         let rules = job
             .source("rules", |info: &SubtaskInfo| {
                 SequenceSource::new(info, RULE_EVENTS, rule)
@@ -503,7 +503,7 @@ impl KeyedBroadcastProcessFunction for Forgetful {
 #[test]
 fn a_keyed_broadcast_function_that_does_not_visit_its_state_is_rejected() {
     let dir = temp_dir("bc-forgetful");
-    let mut job = JobGraph::new("broadcast-forgetful");
+    let job = JobGraph::new("broadcast-forgetful");
     let rules = job
         .source("rules", |info: &SubtaskInfo| {
             SequenceSource::new(info, RULE_EVENTS, rule)
@@ -529,4 +529,84 @@ fn a_keyed_broadcast_function_that_does_not_visit_its_state_is_rejected() {
         other => panic!("expected a failure at start, got {other:?}"),
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Even values to the main output, odd ones to the `odd` side output; the
+/// rules only fill the state.
+struct SplitValues {
+    odd: weir_runtime::SideOutput<u64>,
+}
+
+impl BroadcastProcessFunction for SplitValues {
+    type In = u64;
+    type Broadcast = Rule;
+    type Out = u64;
+    type StateKey = u64;
+    type StateValue = (u64, u64);
+
+    fn process_element<C: Collector<u64>>(
+        &mut self,
+        v: u64,
+        _state: &BroadcastState<u64, (u64, u64)>,
+        out: &mut C,
+    ) {
+        if v.is_multiple_of(2) {
+            out.collect(v);
+        } else {
+            self.odd.emit(v);
+        }
+    }
+
+    fn process_broadcast_element<C: Collector<u64>>(
+        &mut self,
+        r: Rule,
+        state: &mut BroadcastState<u64, (u64, u64)>,
+        _out: &mut C,
+    ) {
+        update_rules(state, r);
+    }
+
+    fn side_outputs(&mut self, outputs: &mut weir_runtime::SideOutputs<'_, '_>) {
+        outputs.connect(&self.odd);
+    }
+}
+
+#[test]
+fn a_broadcast_process_function_emits_to_a_side_output_stream() {
+    let n = 10_000u64;
+    let (evens, odds) = (Collected::new(), Collected::new());
+    let odd = weir_runtime::OutputTag::<u64>::new("odd");
+    let job = JobGraph::new("broadcast-side-output");
+    let rules = job
+        .source("rules", |info: &SubtaskInfo| {
+            SequenceSource::new(info, RULE_EVENTS, rule)
+        })
+        .parallelism(1)
+        .broadcast();
+    let split = job
+        .source("values", move |info: &SubtaskInfo| {
+            SequenceSource::new(info, n, |i| i)
+        })
+        .connect(rules)
+        .process("split", |_: &SubtaskInfo| SplitValues {
+            odd: weir_runtime::SideOutput::new(&weir_runtime::OutputTag::new("odd")),
+        })
+        .parallelism(3);
+    split
+        .get_side_output(&odd)
+        .map("halve", |v: u64| v / 2)
+        .sink("odds", collect_into(&odds));
+    split.sink("evens", collect_into(&evens));
+    run_ok(job, &options(2));
+    assert_eq!(
+        sorted(evens.take_all()),
+        (0..n).step_by(2).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        sorted(odds.take_all()),
+        (0..n)
+            .filter(|v| v % 2 == 1)
+            .map(|v| v / 2)
+            .collect::<Vec<_>>()
+    );
 }

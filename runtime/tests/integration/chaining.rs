@@ -82,7 +82,7 @@ fn map_filter_flat_map_around_a_keyed_operator() {
     let n = 60_000u64;
     for workers in [1, 3] {
         let got = Collected::new();
-        let mut job = JobGraph::new("chained");
+        let job = JobGraph::new("chained");
         job.source("numbers", move |info: &SubtaskInfo| {
             SequenceSource::new(info, n, |i| i)
         })
@@ -141,7 +141,7 @@ fn chain_without_key_by_keeps_each_subtasks_order() {
     let n = 10_000u64;
     let workers = 2;
     let got = Collected::new();
-    let mut job = JobGraph::new("forward-only");
+    let job = JobGraph::new("forward-only");
     job.source("numbers", move |info: &SubtaskInfo| {
         SequenceSource::new(info, n, |i| i)
     })

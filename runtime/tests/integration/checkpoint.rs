@@ -209,7 +209,7 @@ fn job(s: &Setup) -> (JobGraph, Tallies) {
     let fail = s.fail.clone();
     let tallies: Tallies = Arc::new(Mutex::new(Vec::new()));
     let into = tallies.clone();
-    let mut job = JobGraph::new("checkpointed-count");
+    let job = JobGraph::new("checkpointed-count");
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, keys, per_ms)
     })
@@ -966,7 +966,7 @@ fn a_function_that_does_not_visit_its_state_is_rejected() {
         }
     }
     let dir = temp_dir("forgetful");
-    let mut job = JobGraph::new("forgetful");
+    let job = JobGraph::new("forgetful");
     job.source("numbers", |info: &SubtaskInfo| {
         weir_runtime::SequenceSource::new(info, 100, |i| (i % 7, i))
     })
@@ -1019,7 +1019,7 @@ fn keyed_state_is_restored_at_another_parallelism() {
     let totals = Arc::new(Mutex::new(std::collections::HashMap::new()));
     let build = |parallelism: usize, fail: InjectedFailure| {
         let into = totals.clone();
-        let mut job = JobGraph::new("rescaled-count");
+        let job = JobGraph::new("rescaled-count");
         job.source("paced", move |info: &SubtaskInfo| {
             PacedSource::new(info, n, keys, 400)
         })

@@ -155,7 +155,7 @@ fn watermarks_advance_past_an_idle_source_and_end_at_max() {
         WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND_MS as u64))
             .with_timestamp_assigner(|r: &(u64, i64)| r.1)
             .with_idleness(Duration::from_millis(30));
-    let mut job = JobGraph::new("event-time");
+    let job = JobGraph::new("event-time");
     job.source("timed", move |info: &SubtaskInfo| TimedSource {
         busy: info.index == 0,
         next: 0,

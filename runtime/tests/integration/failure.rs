@@ -39,7 +39,7 @@ impl KeyedProcessFunction for PanicAt {
 }
 
 fn panicking_job(n: u64, at: u64) -> JobGraph {
-    let mut job = JobGraph::new("panics");
+    let job = JobGraph::new("panics");
     job.source("numbers", move |info: &SubtaskInfo| {
         SequenceSource::new(info, n, |i| (i % 113, i))
     })
@@ -89,7 +89,7 @@ fn panic_in_keyed_operator_fails_the_job_two_workers() {
 
 #[test]
 fn panic_in_a_source_fails_the_job() {
-    let mut job = JobGraph::new("source-panics");
+    let job = JobGraph::new("source-panics");
     job.source("numbers", |info: &SubtaskInfo| {
         SequenceSource::new(info, 100_000, |i| {
             assert!(i != 777, "source gave up at 777");
@@ -147,7 +147,7 @@ fn failing_sink_job(
     attempts: &Arc<AtomicUsize>,
 ) -> JobGraph {
     let attempts = attempts.clone();
-    let mut job = JobGraph::new("failing-sink");
+    let job = JobGraph::new("failing-sink");
     job.source("numbers", |info: &SubtaskInfo| {
         SequenceSource::new(info, 100_000, |i| (i % 7, i))
     })
@@ -276,7 +276,7 @@ impl Sink for RefusingSink {
 fn a_failed_pre_commit_fails_the_job_and_its_checkpoint_never_completes() {
     let dir = temp_dir("failed-pre-commit");
     let refused = Arc::new(AtomicU64::new(0));
-    let mut job = JobGraph::new("refusing-sink");
+    let job = JobGraph::new("refusing-sink");
     let r = refused.clone();
     job.source("numbers", |info: &SubtaskInfo| {
         SequenceSource::new(info, u64::MAX, |i| (i % 7, i))
@@ -310,7 +310,7 @@ fn invalid_job_message(job: JobGraph, options: &weir_runtime::ExecutionOptions) 
 
 #[test]
 fn duplicate_uids_are_rejected() {
-    let mut job = JobGraph::new("dup");
+    let job = JobGraph::new("dup");
     job.source("twin", |info: &SubtaskInfo| {
         SequenceSource::new(info, 10, |i| (i, i))
     })
@@ -325,7 +325,7 @@ fn duplicate_uids_are_rejected() {
 
 #[test]
 fn parallelism_zero_is_rejected() {
-    let mut job = JobGraph::new("zero");
+    let job = JobGraph::new("zero");
     job.source("numbers", |info: &SubtaskInfo| {
         SequenceSource::new(info, 10, |i| (i, i))
     })
@@ -340,7 +340,7 @@ fn parallelism_zero_is_rejected() {
 
 #[test]
 fn parallelism_above_max_parallelism_is_rejected() {
-    let mut job = JobGraph::new("too-wide");
+    let job = JobGraph::new("too-wide");
     job.source("numbers", |info: &SubtaskInfo| {
         SequenceSource::new(info, 10, |i| (i, i))
     })
@@ -360,7 +360,7 @@ fn parallelism_above_max_parallelism_is_rejected() {
 #[test]
 fn more_workers_than_key_groups_is_rejected() {
     // The default parallelism is the worker count: 3 workers, 2 key groups.
-    let mut job = JobGraph::new("too-many-workers");
+    let job = JobGraph::new("too-many-workers");
     job.source("numbers", |info: &SubtaskInfo| {
         SequenceSource::new(info, 10, |i| (i, i))
     })
@@ -375,7 +375,7 @@ fn more_workers_than_key_groups_is_rejected() {
 
 #[test]
 fn zero_workers_and_empty_jobs_are_rejected() {
-    let mut job = JobGraph::new("no-workers");
+    let job = JobGraph::new("no-workers");
     job.source("numbers", |info: &SubtaskInfo| {
         SequenceSource::new(info, 10, |i| i)
     })
@@ -383,7 +383,7 @@ fn zero_workers_and_empty_jobs_are_rejected() {
     let message = invalid_job_message(job, &options(0));
     assert!(message.contains("worker"), "{message:?}");
 
-    let mut job = JobGraph::new("no-sink");
+    let job = JobGraph::new("no-sink");
     let _ = job.source("numbers", |info: &SubtaskInfo| {
         SequenceSource::new(info, 10, |i| i)
     });

@@ -148,7 +148,7 @@ fn an_input_that_is_not_utf8_fails_the_job_at_once_without_a_panic() {
     std::fs::create_dir_all(&input).unwrap();
     std::fs::write(input.join("a.txt"), b"one\ntwo\nthr\xffee\nfour\n").unwrap();
     let collected: Arc<Collected<String>> = Collected::new();
-    let mut job = JobGraph::new("utf8");
+    let job = JobGraph::new("utf8");
     let inp = input.clone();
     job.source("lines", move |info: &SubtaskInfo| {
         FileSource::new(&inp, info).expect("the input directory exists")

@@ -386,7 +386,7 @@ impl Sink for Digest {
 // ------------------------------------------------------------------- job
 
 fn job() -> JobGraph {
-    let mut job = JobGraph::new("golden");
+    let job = JobGraph::new("golden");
     let rules = job
         .source("rules", |info: &SubtaskInfo| {
             SequenceSource::new(info, RULES, |i| (i % 40, i * 7 + 1))

@@ -78,7 +78,7 @@ where
         WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND as u64))
             .with_timestamp_assigner(|r: &Rec| r.1)
     };
-    let mut job = JobGraph::new("interval-join");
+    let job = JobGraph::new("interval-join");
     let rights = job
         .source("rights", move |info: &SubtaskInfo| {
             PacedSource::new(info, n2, keys, 250)
@@ -290,4 +290,68 @@ fn bounds_that_leave_no_interval_fail_the_job_naming_the_join() {
         ),
         other => panic!("expected an invalid job, got {other:?}"),
     }
+}
+
+#[test]
+fn late_records_of_either_side_are_side_output_streams() {
+    use weir_runtime::OutputTag;
+    let strategy = || {
+        WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
+            .with_timestamp_assigner(|r: &Rec| r.1)
+    };
+    let (pairs, late) = (Collected::new(), Collected::new());
+    let (late_left, late_right) = (
+        OutputTag::<Rec>::new("late-left"),
+        OutputTag::<Rec>::new("late-right"),
+    );
+    let job = JobGraph::new("interval-join-late");
+    // Each side: key 1 at 0..100, a pause for the watermarks (99) to pass,
+    // then one record at 3: late.
+    let rights = job
+        .source("rights", |_: &SubtaskInfo| {
+            crate::EarlyThenLate::new(
+                (0..100).map(|t| (1, t, 1_000 + t as u64)).collect(),
+                Duration::from_millis(300),
+                vec![(1, 3, 7_777)],
+            )
+        })
+        .parallelism(1)
+        .assign_timestamps_and_watermarks(strategy())
+        .key_by(|r: &Rec| r.0)
+        .detach();
+    let joined = job
+        .source("lefts", |_: &SubtaskInfo| {
+            crate::EarlyThenLate::new(
+                (0..100).map(|t| (1, t, t as u64)).collect(),
+                Duration::from_millis(300),
+                vec![(1, 4, 9_999)],
+            )
+        })
+        .parallelism(1)
+        .assign_timestamps_and_watermarks(strategy())
+        .key_by(|r: &Rec| r.0)
+        .interval_join(rights, |l: &Rec| l.1, |r: &Rec| r.1)
+        .between(0, 0)
+        .side_output_left_late_data(&late_left)
+        .side_output_right_late_data(&late_right)
+        .process("join", |_: &SubtaskInfo| PairIds);
+    // The two late streams, merged and tagged by side.
+    let left_late = joined
+        .get_side_output(&late_left)
+        .map("tag-left", |r: Rec| (String::from("left"), r.2));
+    let right_late = joined
+        .get_side_output(&late_right)
+        .map("tag-right", |r: Rec| (String::from("right"), r.2));
+    left_late
+        .union(right_late)
+        .sink("late", collect_into(&late));
+    joined.sink("pairs", collect_into(&pairs));
+    let mut o = options(2);
+    o.auto_watermark_interval = Duration::from_millis(5);
+    run_ok(job, &o);
+    assert_eq!(pairs.take_all().len(), 100, "each timestamp pairs once");
+    assert_eq!(
+        sorted(late.take_all()),
+        vec![("left".to_string(), 9_999), ("right".to_string(), 7_777)]
+    );
 }

@@ -58,7 +58,7 @@ fn keyed_job(
     finishes: &Arc<AtomicUsize>,
 ) -> JobGraph {
     let (records, finishes) = (records.clone(), finishes.clone());
-    let mut job = JobGraph::new("bounded");
+    let job = JobGraph::new("bounded");
     job.source("numbers", move |info: &SubtaskInfo| {
         SequenceSource::new(info, n, move |i| (i % keys, i))
     })
@@ -128,7 +128,7 @@ fn more_source_subtasks_than_records() {
     // Four source subtasks over three records: one source is empty from the
     // start, the others end after a record or so.
     let got = Collected::new();
-    let mut job = JobGraph::new("sparse");
+    let job = JobGraph::new("sparse");
     job.source("numbers", |info: &SubtaskInfo| {
         SequenceSource::new(info, 3, |i| (i, i * 100))
     })
@@ -146,7 +146,7 @@ fn sequential_jobs_in_one_process() {
     // Workers and their resources are released: many short jobs in a row.
     for round in 0..20u64 {
         let got = Collected::new();
-        let mut job = JobGraph::new("again");
+        let job = JobGraph::new("again");
         job.source("numbers", move |info: &SubtaskInfo| {
             SequenceSource::new(info, 100 + round, |i| (i % 3, i))
         })

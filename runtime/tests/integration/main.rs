@@ -2,8 +2,9 @@
 //! run on real glommio workers, checked against references computed here,
 //! in the tests, independently of the engine and of weir-bench.
 //!
-//! Every job runs through [`run_job`], which fails the test instead of
-//! hanging when the engine does not finish a bounded job in time.
+//! Every job runs through [`run_job`] (from `weir_runtime::testing`, the
+//! public test harness), which fails the test instead of hanging when the
+//! engine does not finish a bounded job in time.
 
 mod backpressure;
 mod broadcast;
@@ -12,6 +13,7 @@ mod checkpoint;
 mod debloat;
 mod event_time;
 mod failure;
+mod fan_out;
 mod files;
 mod golden;
 mod interval_join;
@@ -19,6 +21,7 @@ mod lifecycle;
 mod metrics;
 mod operator_state;
 mod processing_time;
+mod record_timestamps;
 mod rescale;
 mod routing;
 mod sessions;
@@ -26,21 +29,23 @@ mod split_source;
 mod state_kinds;
 mod strings;
 mod timers;
+mod triggers;
 mod two_input;
 mod two_input_rescale;
 mod variable_state;
 mod w1;
+mod watermarks;
 mod windows;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use weir_runtime::{execute, ExecutionOptions, JobError, JobGraph, JobResult, Sink, SubtaskInfo};
-
-/// The longest a test job may take before the test calls it a hang.
-pub const JOB_TIMEOUT: Duration = Duration::from_secs(30);
+// The collecting sink, test options and the time limit come from the
+// crate's public test harness, as a user's tests would take them.
+pub use weir_runtime::testing::{
+    collect_into, run_job, run_ok, test_options as options, Collected, JOB_TIMEOUT,
+};
 
 /// The checksum multiplier of WORKLOADS.md (also splitmix64's increment).
 pub const M: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -53,14 +58,6 @@ pub fn splitmix64(x: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-/// Options for `workers` workers, unpinned (so that tests running in
-/// parallel do not fight over pinned cores), without progress output.
-pub fn options(workers: usize) -> ExecutionOptions {
-    let mut options = ExecutionOptions::with_workers(workers);
-    options.pin_cores = false;
-    options
 }
 
 /// Per sink subtask at its end: its index and its [`DigestSink`] digest.
@@ -184,106 +181,6 @@ impl InjectedFailure {
             None => i == self.at,
         };
         due && self.armed.swap(false, Ordering::SeqCst)
-    }
-}
-
-/// Runs `job` on its own thread and returns what `execute` returned; fails
-/// the test if the job has not finished after [`JOB_TIMEOUT`].
-pub fn run_job(job: JobGraph, options: &ExecutionOptions) -> Result<JobResult, JobError> {
-    let name = job.name().to_owned();
-    let options = options.clone();
-    let (tx, rx) = channel();
-    std::thread::Builder::new()
-        .name(format!("run-{name}"))
-        .spawn(move || {
-            let _ = tx.send(execute(job, &options));
-        })
-        .expect("spawn the job's control thread");
-    match rx.recv_timeout(JOB_TIMEOUT) {
-        Ok(result) => result,
-        Err(RecvTimeoutError::Timeout) => panic!(
-            "job `{name}` did not finish within {JOB_TIMEOUT:?}: the engine hangs on a bounded job"
-        ),
-        Err(RecvTimeoutError::Disconnected) => {
-            panic!("execute() panicked while running job `{name}` instead of returning")
-        }
-    }
-}
-
-/// Runs `job` and expects success.
-pub fn run_ok(job: JobGraph, options: &ExecutionOptions) -> JobResult {
-    match run_job(job, options) {
-        Ok(result) => result,
-        Err(e) => panic!("the job failed: {e}"),
-    }
-}
-
-/// What every subtask of a [`CollectSink`] received, handed over at
-/// `finish`.
-pub struct Collected<T> {
-    parts: Mutex<Vec<(SubtaskInfo, Vec<T>)>>,
-    finishes: AtomicUsize,
-}
-
-impl<T> Collected<T> {
-    /// Empty.
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self {
-            parts: Mutex::new(Vec::new()),
-            finishes: AtomicUsize::new(0),
-        })
-    }
-
-    /// Times any subtask's `finish` was called.
-    pub fn finishes(&self) -> usize {
-        self.finishes.load(Ordering::SeqCst)
-    }
-
-    /// Each finished subtask with the records it received, in order.
-    pub fn take_parts(&self) -> Vec<(SubtaskInfo, Vec<T>)> {
-        std::mem::take(&mut *self.parts.lock().unwrap())
-    }
-
-    /// Every record of every finished subtask.
-    pub fn take_all(&self) -> Vec<T> {
-        self.take_parts()
-            .into_iter()
-            .flat_map(|(_, records)| records)
-            .collect()
-    }
-}
-
-/// A sink that keeps every record and hands them to a [`Collected`] when
-/// its input ends.
-pub struct CollectSink<T> {
-    info: SubtaskInfo,
-    records: Vec<T>,
-    into: Arc<Collected<T>>,
-}
-
-impl<T: 'static> Sink for CollectSink<T> {
-    type In = T;
-
-    fn invoke(&mut self, record: T) {
-        self.records.push(record);
-    }
-
-    fn finish(&mut self) {
-        self.into.finishes.fetch_add(1, Ordering::SeqCst);
-        let records = std::mem::take(&mut self.records);
-        self.into.parts.lock().unwrap().push((self.info, records));
-    }
-}
-
-/// A sink factory collecting into `into`.
-pub fn collect_into<T: Send + 'static>(
-    into: &Arc<Collected<T>>,
-) -> impl Fn(&SubtaskInfo) -> CollectSink<T> + Send + Sync + 'static {
-    let into = into.clone();
-    move |info: &SubtaskInfo| CollectSink {
-        info: *info,
-        records: Vec::new(),
-        into: into.clone(),
     }
 }
 

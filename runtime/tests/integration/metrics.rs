@@ -150,7 +150,7 @@ fn job(name: &str, setup: Setup, received: &Arc<AtomicU64>) -> JobGraph {
         slow,
         spin,
     } = setup;
-    let mut job = JobGraph::new(name);
+    let job = JobGraph::new(name);
     job.source("timed-source", move |info: &SubtaskInfo| {
         TimedSource::new(info, run_for, pace)
     })

@@ -203,7 +203,7 @@ impl Sink for Delivered {
 fn job(n: u64, parallelism: usize, fail: bool, report: &Shared) -> JobGraph {
     let armed = Arc::new(AtomicBool::new(true));
     let (to_batch, to_sink) = (report.clone(), report.clone());
-    let mut job = JobGraph::new("operator-state");
+    let job = JobGraph::new("operator-state");
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, 1_000, 80)
     })
@@ -462,7 +462,7 @@ impl Sink for Discard {
 /// state kind `S`.
 fn keep_last_job<S: KeptList>(n: u64, restored: &Arc<Mutex<Vec<Vec<u64>>>>) -> JobGraph {
     let restored = restored.clone();
-    let mut job = JobGraph::new("keep-last");
+    let job = JobGraph::new("keep-last");
     job.source("numbers", move |info: &SubtaskInfo| {
         weir_runtime::SequenceSource::new(info, n, |i| i)
     })
@@ -527,7 +527,7 @@ fn a_function_that_does_not_visit_its_operator_state_is_rejected() {
         }
     }
     let dir = temp_dir("opstate-forgetful");
-    let mut job = JobGraph::new("forgetful-process");
+    let job = JobGraph::new("forgetful-process");
     job.source("numbers", |info: &SubtaskInfo| {
         weir_runtime::SequenceSource::new(info, 100, |i| i)
     })

@@ -10,7 +10,7 @@ use std::time::Duration;
 use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
     JobGraph, ProcessWindowFunction, ProcessingTimeSessionWindows, SubtaskInfo, TimeWindow,
-    TumblingProcessingTimeWindows, WindowCollector,
+    TumblingProcessingTimeWindows, WindowCollector, WindowContext,
 };
 
 use crate::checkpoint::PacedSource;
@@ -33,10 +33,12 @@ impl ProcessWindowFunction<u64, Rec> for CountAndSum {
     fn process(
         &mut self,
         key: &u64,
-        w: &TimeWindow,
+        ctx: &mut WindowContext<'_, u64>,
         elements: &[Rec],
         out: &mut WindowCollector<'_, Session>,
     ) {
+        assert!(!ctx.is_late(), "processing-time windows are never late");
+        let w = ctx.window();
         let sum = elements.iter().map(|r| r.2).sum();
         out.collect((*key, w.start, w.end, elements.len() as u64, sum));
     }
@@ -57,7 +59,7 @@ fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
     }
 
     let tumbling = Collected::new();
-    let mut job = JobGraph::new("processing-tumbling");
+    let job = JobGraph::new("processing-tumbling");
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, keys, 1_000)
     })
@@ -69,8 +71,13 @@ fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
     run_ok(job, &options(2));
     let windows = tumbling.take_all();
     let mut summed: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-    for &(k, start, (c, s)) in &windows {
-        assert_eq!(start.rem_euclid(5), 0, "windows are aligned to their size");
+    for &(k, w, (c, s)) in &windows {
+        assert_eq!(
+            w.start.rem_euclid(5),
+            0,
+            "windows are aligned to their size"
+        );
+        assert_eq!(w.end, w.start + 5);
         let e = summed.entry(k).or_default();
         e.0 += c;
         e.1 += s;
@@ -87,7 +94,7 @@ fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
 
     let clock = Arc::new(AtomicI64::new(7_000));
     let sessions = Collected::new();
-    let mut job = JobGraph::new("processing-sessions");
+    let job = JobGraph::new("processing-sessions");
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, keys, 10_000)
     })
@@ -97,7 +104,7 @@ fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
         ProcessingTimeSessionWindows::with_gap(100)
             .with_clock(move || clock.load(Ordering::Relaxed)),
     )
-    .process_with("sessions", CountAndSum)
+    .process_with("sessions", |_: &SubtaskInfo| CountAndSum)
     .sink("collect", collect_into(&sessions));
     run_ok(job, &options(2));
     let want: Vec<Session> = per_key
@@ -135,7 +142,7 @@ fn processing_time_windows_survive_a_crash_and_restore() {
     let failing_dir = dir.clone();
     let totals: Totals = Arc::default();
     let into = totals.clone();
-    let mut job = JobGraph::new("processing-failover");
+    let job = JobGraph::new("processing-failover");
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, keys, 1_000)
     })

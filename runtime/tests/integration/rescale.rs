@@ -137,7 +137,7 @@ impl Sink for Largest {
 
 fn job(fail_in: Option<PathBuf>, counts: &Arc<Mutex<HashMap<u64, u64>>>) -> JobGraph {
     let into = counts.clone();
-    let mut job = JobGraph::new("unaligned-rescale");
+    let job = JobGraph::new("unaligned-rescale");
     job.source("numbers", |info: &SubtaskInfo| Paced {
         inner: SequenceSource::new(info, N, |i| (splitmix64(i) % KEYS, i)),
         per_ms: 20,

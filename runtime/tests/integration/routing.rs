@@ -97,7 +97,7 @@ proptest! {
         let n = keys.len() as u64;
         let source_keys = Arc::new(keys.clone());
         let got = Collected::new();
-        let mut job = weir_runtime::JobGraph::new("routing-u64");
+        let job = weir_runtime::JobGraph::new("routing-u64");
         job.source("keys", move |info: &SubtaskInfo| {
             let keys = source_keys.clone();
             SequenceSource::new(info, n, move |i| (keys[i as usize], i))
@@ -129,7 +129,7 @@ proptest! {
         let n = keys.len() as u64;
         let source_keys = Arc::new(keys.clone());
         let got = Collected::new();
-        let mut job = weir_runtime::JobGraph::new("routing-string");
+        let job = weir_runtime::JobGraph::new("routing-string");
         job.source("keys", move |info: &SubtaskInfo| {
             let keys = source_keys.clone();
             SequenceSource::new(info, n, move |i| (keys[i as usize].clone(), i))
@@ -155,12 +155,12 @@ fn keyed_stage_with_its_own_parallelism_behind_a_single_source() {
     let (n, max_p, keyed_parallelism) = (20_000u64, 128u32, 3usize);
     let keys: Vec<u64> = (0..n).map(|i| crate::splitmix64(i) % 1_000).collect();
     let source_keys = Arc::new(keys.clone());
-    let source_infos = Collected::<SubtaskInfo>::new();
+    let source_infos = Arc::new(std::sync::Mutex::new(Vec::<SubtaskInfo>::new()));
     let seen_sources = source_infos.clone();
     let got = Collected::new();
-    let mut job = weir_runtime::JobGraph::new("rescaled-keyed-stage");
+    let job = weir_runtime::JobGraph::new("rescaled-keyed-stage");
     job.source("keys", move |info: &SubtaskInfo| {
-        seen_sources.parts.lock().unwrap().push((*info, Vec::new()));
+        seen_sources.lock().unwrap().push(*info);
         let keys = source_keys.clone();
         SequenceSource::new(info, n, move |i| (keys[i as usize], i))
     })
@@ -175,9 +175,9 @@ fn keyed_stage_with_its_own_parallelism_behind_a_single_source() {
     opts.max_parallelism = max_p;
     let result = run_ok(job, &opts);
 
-    let sources = source_infos.take_parts();
+    let sources = source_infos.lock().unwrap();
     assert_eq!(sources.len(), 1, "one source subtask");
-    assert_eq!(sources[0].0.parallelism, 1);
+    assert_eq!(sources[0].parallelism, 1);
     assert_eq!(
         got.finishes(),
         keyed_parallelism,

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
-    AggregateFunction, EventTimeSessionWindows, ExecutionOptions, JobError, JobGraph, RestoreFrom,
-    Sink, SubtaskInfo, TimeWindow, WatermarkStrategy, WindowCollector,
+    AggregateFunction, EventTimeSessionWindows, ExecutionOptions, JobError, JobGraph, OutputTag,
+    RestoreFrom, Sink, SubtaskInfo, TimeWindow, WatermarkStrategy, WindowCollector,
 };
 
 use crate::checkpoint::PacedSource;
@@ -136,7 +136,7 @@ fn event_time_sessions_fire_once_with_all_their_records() {
     let by_process = Collected::new();
     let by_aggregate = Collected::new();
     for (uid, collected) in [("process", &by_process), ("aggregate", &by_aggregate)] {
-        let mut job = JobGraph::new(format!("sessions-{uid}"));
+        let job = JobGraph::new(format!("sessions-{uid}"));
         let windowed = job
             .source("paced", move |info: &SubtaskInfo| {
                 PacedSource::new(info, n, keys, 4_000)
@@ -213,7 +213,7 @@ fn failing_job(
     let fail_at = fail_at.unwrap_or(u64::MAX);
     let totals: Totals = Arc::default();
     let into = totals.clone();
-    let mut job = JobGraph::new("sessions-failover");
+    let job = JobGraph::new("sessions-failover");
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, keys, 1_000)
     })
@@ -316,7 +316,7 @@ fn session_windows_are_restored_at_another_parallelism() {
         let armed = Arc::new(AtomicBool::new(true));
         let dir = dir.clone();
         let into = fired.clone();
-        let mut job = JobGraph::new("sessions-rescaled");
+        let job = JobGraph::new("sessions-rescaled");
         job.source("paced", move |info: &SubtaskInfo| {
             PacedSource::new(info, n, keys, 1_000)
         })
@@ -377,36 +377,40 @@ fn late_session_records_fire_late_or_reach_the_side_output() {
         .map(|t| (1, t, t as u64))
         .collect();
     let collected = Collected::new();
-    let late: Arc<Mutex<Vec<Rec>>> = Arc::default();
-    let late_in = late.clone();
-    let mut job = JobGraph::new("sessions-lateness");
-    job.source("late", move |_: &SubtaskInfo| {
-        EarlyThenLate::new(
-            early.clone(),
-            Duration::from_millis(300),
-            vec![(1, 45, 3_000), (1, 5, 2_000), (1, 52, 1_000)],
+    let late = Collected::new();
+    let late_tag = OutputTag::<Rec>::new("late");
+    let job = JobGraph::new("sessions-lateness");
+    let sessions = job
+        .source("late", move |_: &SubtaskInfo| {
+            EarlyThenLate::new(
+                early.clone(),
+                Duration::from_millis(300),
+                vec![(1, 45, 3_000), (1, 5, 2_000), (1, 52, 1_000)],
+            )
+        })
+        .parallelism(1)
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
+                .with_timestamp_assigner(|r: &Rec| r.1),
         )
-    })
-    .parallelism(1)
-    .assign_timestamps_and_watermarks(
-        WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
-            .with_timestamp_assigner(|r: &Rec| r.1),
-    )
-    .key_by(|r: &Rec| r.0)
-    .window(EventTimeSessionWindows::with_gap(5, |r: &Rec| r.1))
-    .allowed_lateness(50)
-    .side_output_late_data(move |_: &SubtaskInfo| {
-        let late = late_in.clone();
-        move |r: Rec| late.lock().unwrap().push(r)
-    })
-    .aggregate_with(
-        "sessions",
-        CountSum,
-        |k: &u64, w: &TimeWindow, (c, s): (u64, u64), out: &mut WindowCollector<'_, Session>| {
-            out.collect((*k, w.start, w.end, c, s))
-        },
-    )
-    .sink("collect", collect_into(&collected));
+        .key_by(|r: &Rec| r.0)
+        .window(EventTimeSessionWindows::with_gap(5, |r: &Rec| r.1))
+        .allowed_lateness(50)
+        .side_output_late_data(&late_tag)
+        .aggregate_with(
+            "sessions",
+            CountSum,
+            |k: &u64,
+             w: &TimeWindow,
+             (c, s): (u64, u64),
+             out: &mut WindowCollector<'_, Session>| {
+                out.collect((*k, w.start, w.end, c, s))
+            },
+        );
+    sessions
+        .get_side_output(&late_tag)
+        .sink("late-records", collect_into(&late));
+    sessions.sink("collect", collect_into(&collected));
     let mut o = options(2);
     o.auto_watermark_interval = Duration::from_millis(5);
     run_ok(job, &o);
@@ -424,5 +428,5 @@ fn late_session_records_fire_late_or_reach_the_side_output() {
         (1, 100, 105, 1, 100),
     ];
     assert_eq!(got, want);
-    assert_eq!(*late.lock().unwrap(), vec![(1, 5, 2_000)]);
+    assert_eq!(late.take_all(), vec![(1, 5, 2_000)]);
 }

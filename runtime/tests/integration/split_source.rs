@@ -225,7 +225,7 @@ fn job(
 ) -> JobGraph {
     let armed = Arc::new(AtomicBool::new(fail));
     let into = counts.clone();
-    let mut job = JobGraph::new("split-source");
+    let job = JobGraph::new("split-source");
     let numbers = job.source("sequence", move |info: &SubtaskInfo| Paced {
         inner: if strided {
             Numbers::Strided(SequenceSource::new(info, n, key_and_index))
@@ -326,7 +326,7 @@ fn a_strided_source_scales_down_from_its_checkpoint() {
 fn a_source_with_a_position_still_refuses_to_rescale() {
     let dir = temp_dir("position-source-rescale");
     let build = |parallelism: usize| {
-        let mut job = JobGraph::new("position-source");
+        let job = JobGraph::new("position-source");
         job.source("numbers", |info: &SubtaskInfo| Positioned {
             next: info.index as u64,
             step: info.parallelism as u64,

@@ -175,7 +175,7 @@ fn map_list_reducing_and_aggregating_state_restore_exactly_after_a_failure() {
     let finals: Finals = Arc::new(Mutex::new(HashMap::new()));
     let armed = Arc::new(AtomicBool::new(true));
     let into = finals.clone();
-    let mut job = JobGraph::new("state-kinds");
+    let job = JobGraph::new("state-kinds");
     // 200 records/ms: the failure comes ~600 ms in, so that a checkpoint
     // has completed before it even on a loaded CI machine (at 400/ms one
     // run restarted without any).

@@ -65,7 +65,7 @@ fn string_keyed_counts_match_a_hashmap() {
 
     for workers in [1, 2, 4] {
         let got = Collected::new();
-        let mut job = JobGraph::new("string-keys");
+        let job = JobGraph::new("string-keys");
         job.source("events", move |info: &SubtaskInfo| {
             SequenceSource::new(info, n, |i| (user(i % 10_000), splitmix64(i ^ 0xABCD)))
         })

@@ -99,7 +99,7 @@ fn job(n: u64, keys: u64, fail: InjectedFailure) -> (JobGraph, Fired) {
     let into = fired.clone();
     let strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
         .with_timestamp_assigner(|r: &(u64, u64)| event_time(r.1));
-    let mut job = JobGraph::new("timers");
+    let job = JobGraph::new("timers");
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, keys, 1_000)
     })
@@ -206,7 +206,7 @@ fn a_state_named_like_the_timers_is_rejected() {
         }
     }
     let dir = temp_dir("timers-clash");
-    let mut job = JobGraph::new("timers-clash");
+    let job = JobGraph::new("timers-clash");
     job.source("numbers", |info: &SubtaskInfo| {
         weir_runtime::SequenceSource::new(info, 100, |i| (i % 7, i))
     })

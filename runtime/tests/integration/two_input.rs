@@ -155,7 +155,7 @@ fn job(
         WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
             .with_timestamp_assigner(|r: &(u64, u64)| r.1 as i64)
     };
-    let mut job = JobGraph::new("co-process");
+    let job = JobGraph::new("co-process");
     let second = job
         .source("second", move |info: &SubtaskInfo| {
             PacedSource::new(info, n2, keys, 200)

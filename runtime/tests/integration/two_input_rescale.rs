@@ -214,7 +214,7 @@ fn second_record(i: u64) -> (u64, u64) {
 
 fn co_process_job(fail_in: Option<PathBuf>, largest: &Largest) -> JobGraph {
     let into = largest.clone();
-    let mut job = JobGraph::new("co-unaligned-rescale");
+    let job = JobGraph::new("co-unaligned-rescale");
     let second = job
         .source("second", |info: &SubtaskInfo| {
             paced(info, N2, second_record)
@@ -314,7 +314,7 @@ impl KeyedProcessFunction for CountTagged {
 
 fn broadcast_job(fail_in: Option<PathBuf>, largest: &Largest) -> JobGraph {
     let into = largest.clone();
-    let mut job = JobGraph::new("broadcast-unaligned-rescale");
+    let job = JobGraph::new("broadcast-unaligned-rescale");
     let broadcasts = job
         .source("broadcasts", |info: &SubtaskInfo| paced(info, N2, |i| i))
         .broadcast();

@@ -26,8 +26,8 @@ use weir_runtime::exec::RestoreFrom;
 use weir_runtime::{
     AggregateFunction, Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyHash,
     KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedProcessFunction, KeyedReducingState,
-    KeyedStates, KeyedValueState, Sink, SubtaskInfo, TumblingEventTimeWindows, WatermarkStrategy,
-    Wire,
+    KeyedStates, KeyedValueState, Sink, SubtaskInfo, TimeWindow, TumblingEventTimeWindows,
+    WatermarkStrategy, Wire,
 };
 
 use crate::checkpoint::PacedSource;
@@ -234,7 +234,7 @@ fn job(
 ) -> JobGraph {
     let armed = Arc::new(AtomicBool::new(true));
     let (totals, into) = (totals.clone(), reports.clone());
-    let mut job = JobGraph::new("variable-state");
+    let job = JobGraph::new("variable-state");
     // 200 records/ms: the failure comes well after a checkpoint completed.
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, users, 200)
@@ -373,10 +373,11 @@ type Windows = Arc<Mutex<BTreeMap<(UserId, i64), (u64, String)>>>;
 struct WindowSink(Windows);
 
 impl Sink for WindowSink {
-    type In = (UserId, i64, (u64, String));
+    type In = (UserId, TimeWindow, (u64, String));
 
-    fn invoke(&mut self, (user, start, acc): (UserId, i64, (u64, String))) {
-        self.0.lock().unwrap().insert((user, start), acc);
+    fn invoke(&mut self, (user, window, acc): (UserId, TimeWindow, (u64, String))) {
+        assert_eq!(window.end - window.start, WINDOW);
+        self.0.lock().unwrap().insert((user, window.start), acc);
     }
 }
 
@@ -385,7 +386,7 @@ impl Sink for WindowSink {
 fn window_job(n: u64, users: u64, parallelism: usize, fail_at: u64, into: &Windows) -> JobGraph {
     let armed = Arc::new(AtomicBool::new(true));
     let into = into.clone();
-    let mut job = JobGraph::new("variable-windows");
+    let job = JobGraph::new("variable-windows");
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, users, 200)
     })

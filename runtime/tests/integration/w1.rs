@@ -181,7 +181,7 @@ pub fn check_w1(case: W1Case) {
     let (n, k) = (case.n, case.k);
     assert_eq!(n % case.fan_out, 0, "test setup: n divisible by fan_out");
     let summaries = Arc::new(Mutex::new(Vec::new()));
-    let mut job = JobGraph::new("w1");
+    let job = JobGraph::new("w1");
     if case.fan_out == 1 {
         let source = job.source("w1-source", move |info: &SubtaskInfo| {
             SequenceSource::new(info, n, move |i| (splitmix64(i) % k, i))

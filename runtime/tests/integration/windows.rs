@@ -7,12 +7,11 @@
 //! side output.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir_runtime::{
-    AggregateFunction, JobGraph, SequenceSource, SlidingEventTimeWindows, SubtaskInfo,
-    TumblingEventTimeWindows, WatermarkStrategy,
+    AggregateFunction, JobGraph, OutputTag, SequenceSource, SlidingEventTimeWindows, SubtaskInfo,
+    TimeWindow, TumblingEventTimeWindows, WatermarkStrategy,
 };
 
 use crate::{collect_into, options, run_ok, Collected, EarlyThenLate};
@@ -72,7 +71,7 @@ fn reference() -> BTreeMap<(u64, i64), (u64, u64, u64)> {
 #[test]
 fn tumbling_aggregate_fires_every_window_once_with_its_records() {
     let collected = Collected::new();
-    let mut job = JobGraph::new("windows-aggregate");
+    let job = JobGraph::new("windows-aggregate");
     job.source("numbers", |info: &SubtaskInfo| {
         SequenceSource::new(info, N, record)
     })
@@ -89,7 +88,7 @@ fn tumbling_aggregate_fires_every_window_once_with_its_records() {
     got.sort();
     let want: Vec<_> = reference()
         .into_iter()
-        .map(|((k, s), (c, sum, _))| (k, s, (c, sum)))
+        .map(|((k, s), (c, sum, _))| (k, TimeWindow::new(s, s + SIZE), (c, sum)))
         .collect();
     assert_eq!(got.len(), want.len(), "windows fired");
     assert_eq!(got, want);
@@ -98,7 +97,7 @@ fn tumbling_aggregate_fires_every_window_once_with_its_records() {
 #[test]
 fn tumbling_reduce_keeps_the_largest_value_per_window() {
     let collected = Collected::new();
-    let mut job = JobGraph::new("windows-reduce");
+    let job = JobGraph::new("windows-reduce");
     job.source("numbers", |info: &SubtaskInfo| {
         SequenceSource::new(info, N, record)
     })
@@ -123,12 +122,12 @@ fn tumbling_reduce_keeps_the_largest_value_per_window() {
     let mut got: Vec<_> = collected
         .take_all()
         .into_iter()
-        .map(|(k, s, r)| (k, s, r.2))
+        .map(|(k, w, r)| (k, w, r.2))
         .collect();
     got.sort();
     let want: Vec<_> = reference()
         .into_iter()
-        .map(|((k, s), (_, _, max))| (k, s, max))
+        .map(|((k, s), (_, _, max))| (k, TimeWindow::new(s, s + SIZE), max))
         .collect();
     assert_eq!(got, want);
 }
@@ -137,7 +136,7 @@ fn tumbling_reduce_keeps_the_largest_value_per_window() {
 fn sliding_aggregate_puts_each_record_in_every_window_holding_it() {
     const SLIDE: i64 = 20;
     let collected = Collected::new();
-    let mut job = JobGraph::new("windows-sliding");
+    let job = JobGraph::new("windows-sliding");
     job.source("numbers", |info: &SubtaskInfo| {
         SequenceSource::new(info, N, record)
     })
@@ -163,46 +162,53 @@ fn sliding_aggregate_puts_each_record_in_every_window_holding_it() {
     }
     let mut got = collected.take_all();
     got.sort();
-    let want: Vec<_> = want.into_iter().map(|((k, s), r)| (k, s, r)).collect();
+    let want: Vec<_> = want
+        .into_iter()
+        .map(|((k, s), r)| (k, TimeWindow::new(s, s + SIZE), r))
+        .collect();
     assert_eq!(got, want);
 }
 
 #[test]
 fn allowed_lateness_refires_windows_and_later_records_go_to_the_side_output() {
     let collected = Collected::new();
-    let late: Arc<Mutex<Vec<(u64, i64, u64)>>> = Arc::default();
-    let late_in = late.clone();
-    let mut job = JobGraph::new("windows-lateness");
+    let late = Collected::new();
+    let late_tag = OutputTag::<(u64, i64, u64)>::new("late");
+    let job = JobGraph::new("windows-lateness");
     // Key 1 at timestamps 0..100, a pause long enough for the watermark
     // (99 - 1) to reach the windows, then a record at 85 (its window
     // [80, 90) fired but is within the lateness) and one at 5 (past it).
-    job.source("late", |_: &SubtaskInfo| {
-        EarlyThenLate::new(
-            (0..100).map(|t| (1, t, 1)).collect(),
-            Duration::from_millis(500),
-            vec![(1, 85, 10), (1, 5, 100)],
-        )
-    })
-    .parallelism(1)
-    .assign_timestamps_and_watermarks(strategy())
-    .key_by(|r: &(u64, i64, u64)| r.0)
-    .window(TumblingEventTimeWindows::of(10, |r: &(u64, i64, u64)| r.1))
-    .allowed_lateness(50)
-    .side_output_late_data(move |_: &SubtaskInfo| {
-        let late = late_in.clone();
-        move |r: (u64, i64, u64)| late.lock().unwrap().push(r)
-    })
-    .aggregate("count-sum", CountSum)
-    .sink("collect", collect_into(&collected));
+    let windows = job
+        .source("late", |_: &SubtaskInfo| {
+            EarlyThenLate::new(
+                (0..100).map(|t| (1, t, 1)).collect(),
+                Duration::from_millis(500),
+                vec![(1, 85, 10), (1, 5, 100)],
+            )
+        })
+        .parallelism(1)
+        .assign_timestamps_and_watermarks(strategy())
+        .key_by(|r: &(u64, i64, u64)| r.0)
+        .window(TumblingEventTimeWindows::of(10, |r: &(u64, i64, u64)| r.1))
+        .allowed_lateness(50)
+        .side_output_late_data(&late_tag)
+        .aggregate("count-sum", CountSum);
+    // The late records are a stream: here through a map and its own sink.
+    windows
+        .get_side_output(&late_tag)
+        .map("late-value", |r: (u64, i64, u64)| (r.0, r.1, r.2 * 2))
+        .sink("late-records", collect_into(&late));
+    windows.sink("collect", collect_into(&collected));
     let mut options = options(2);
     options.auto_watermark_interval = Duration::from_millis(5);
     run_ok(job, &options);
 
     let got = collected.take_all();
-    let mut want: Vec<_> = (0..10).map(|w| (1, w * 10, (10, 10))).collect();
+    let window = |start: i64| TimeWindow::new(start, start + 10);
+    let mut want: Vec<_> = (0..10).map(|w| (1, window(w * 10), (10, 10))).collect();
     // [80, 90) fires on time, then again with the record at 85; [90, 100)
     // fires at the end of the input (its firing comes after the late one).
-    want.insert(9, (1, 80, (11, 20)));
+    want.insert(9, (1, window(80), (11, 20)));
     assert_eq!(got, want, "late firing of [80, 90) in its place");
-    assert_eq!(*late.lock().unwrap(), vec![(1, 5, 100)]);
+    assert_eq!(late.take_all(), vec![(1, 5, 200)]);
 }

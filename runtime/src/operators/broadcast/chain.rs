@@ -1,14 +1,17 @@
 //! The builders of the broadcast process operators: make each subtask's
 //! function, check and restore its states and the broadcast state.
 
+use crate::operators::side_output::{SideOutputs, WithSides};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 use weir_net::Wire;
 
+use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
-use crate::build::channel_rescale::{key_route, InputRoute};
+use crate::build::channel_rescale::{key_route_of, InputRoute};
 use crate::build::context::BuildContext;
+use crate::build::demand::TimestampDemand;
 use crate::build::error::BuildError;
 use crate::build::two_input::TwoInputChain;
 use crate::chain::control::Collector;
@@ -31,6 +34,10 @@ pub struct KeyedBroadcastChain<A, B, FF, KF> {
     pub(crate) uid: String,
     pub(crate) factory: Arc<FF>,
     pub(crate) key_fn: KF,
+    /// The streams taken from the operator's side outputs.
+    pub(crate) side: BranchList,
+    /// The keyed input's record timestamps, if it has event time.
+    pub(crate) stamped: Option<TimestampDemand>,
     pub(crate) _types: PhantomData<fn() -> (A, B)>,
 }
 
@@ -57,19 +64,28 @@ where
             keyed_hooks::<F>(),
             |scope| restore_broadcast(scope, ctx, &self.uid, &mut state),
         )?;
-        let op = KeyedBroadcastProcessOp::new(
-            built.func,
-            self.key_fn.clone(),
-            out,
-            state,
-            &self.uid,
-            &ctx.info,
-        );
+        let mut func = built.func;
+        let mut outputs = SideOutputs::new(ctx, &self.side);
+        func.side_outputs(&mut outputs);
+        let sides = outputs.finish()?;
         let routes = (
-            InputRoute::Keyed(key_route::<A, F::Key, _>(self.key_fn.clone())),
+            InputRoute::Keyed(key_route_of::<A, F::Key, _>(
+                self.key_fn.clone(),
+                self.stamped.clone(),
+            )),
             InputRoute::Broadcast,
         );
-        TwoInputChain::<A, B>::new(self.first, self.second, routes).build(ctx, op)
+        let head = TwoInputChain::<A, B>::new(self.first, self.second, routes)
+            .with_stamps((self.stamped.clone(), None));
+        let (key_fn, uid, info) = (self.key_fn.clone(), &self.uid, &ctx.info.clone());
+        if sides.is_empty() {
+            let op = KeyedBroadcastProcessOp::new(func, key_fn, out, state, uid, info);
+            head.build(ctx, op)
+        } else {
+            let out = WithSides::new(out, sides);
+            let op = KeyedBroadcastProcessOp::new(func, key_fn, out, state, uid, info);
+            head.build(ctx, op)
+        }
     }
 }
 
@@ -79,6 +95,8 @@ pub struct BroadcastChain<A, B, FF> {
     pub(crate) second: usize,
     pub(crate) uid: String,
     pub(crate) factory: Arc<FF>,
+    /// The streams taken from the operator's side outputs.
+    pub(crate) side: BranchList,
     pub(crate) _types: PhantomData<fn() -> (A, B)>,
 }
 
@@ -95,7 +113,7 @@ where
         ctx: &mut BuildContext<'_>,
         out: C,
     ) -> Result<Box<dyn Task>, BuildError> {
-        let func = (self.factory)(&ctx.info);
+        let mut func = (self.factory)(&ctx.info);
         let mut state = BroadcastState::default();
         if let Some(restore) = ctx.restore.clone() {
             restore_broadcast(
@@ -105,8 +123,19 @@ where
                 &mut state,
             )?;
         }
-        let op = BroadcastProcessOp::new(func, out, state, &self.uid, &ctx.info);
+        let mut outputs = SideOutputs::new(ctx, &self.side);
+        func.side_outputs(&mut outputs);
+        let sides = outputs.finish()?;
         let routes = (InputRoute::Rebalanced, InputRoute::Broadcast);
-        TwoInputChain::<A, B>::new(self.first, self.second, routes).build(ctx, op)
+        let head = TwoInputChain::<A, B>::new(self.first, self.second, routes);
+        let info = ctx.info;
+        if sides.is_empty() {
+            let op = BroadcastProcessOp::new(func, out, state, &self.uid, &info);
+            head.build(ctx, op)
+        } else {
+            let out = WithSides::new(out, sides);
+            let op = BroadcastProcessOp::new(func, out, state, &self.uid, &info);
+            head.build(ctx, op)
+        }
     }
 }

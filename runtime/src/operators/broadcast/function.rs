@@ -1,5 +1,6 @@
 //! The user's functions of the broadcast state pattern: keyed and non-keyed.
 
+use crate::operators::side_output::SideOutputs;
 use weir_net::Wire;
 use weir_state::StateKey;
 
@@ -48,6 +49,12 @@ pub trait KeyedBroadcastProcessFunction: 'static {
     /// [`KeyedProcessFunction::visit_state`](crate::operators::keyed::function::KeyedProcessFunction::visit_state).
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
         let _ = states;
+    }
+
+    /// Lists the side outputs the function emits to, as
+    /// [`crate::operators::keyed::KeyedProcessFunction::side_outputs`].
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        let _ = outputs;
     }
 
     /// The function's timer service, if it uses timers.
@@ -99,4 +106,10 @@ pub trait BroadcastProcessFunction: 'static {
         state: &mut BroadcastState<Self::StateKey, Self::StateValue>,
         out: &mut C,
     );
+
+    /// Lists the side outputs the function emits to, as
+    /// [`crate::operators::keyed::KeyedProcessFunction::side_outputs`].
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        let _ = outputs;
+    }
 }

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use weir_state::KeyGroupRange;
 
-use crate::build::context::BuildContext;
+use crate::build::context::{BuildContext, FunctionSite};
 use crate::build::error::{BuildError, Restoring};
 use crate::chain::control::FlushOutcome;
 use crate::checkpoint::restore::RestoreScope;
@@ -74,14 +74,28 @@ pub fn build_keyed_function<F, K>(
     hooks: KeyedHooks<F, K>,
     restore_more: impl FnOnce(&RestoreScope<'_>) -> Result<(), BuildError>,
 ) -> Result<BuiltKeyedFunction<F>, BuildError> {
-    let (mut func, created) = created_by(StateKind::Keyed, || factory(&ctx.info));
-    if ctx.checkpointing.is_some() {
+    make_keyed_function(&ctx.function_site(uid, what), factory, hooks, restore_more)
+}
+
+/// [`build_keyed_function`] at `site`: makes the function with `factory`,
+/// checks its state names if asked, and restores its keyed states, timers
+/// and end-of-input flag (and, through `restore_more`, the operator's own
+/// state) from the checkpoint the site names.
+pub fn make_keyed_function<F, K>(
+    site: &FunctionSite<'_>,
+    factory: impl FnOnce(&SubtaskInfo) -> F,
+    hooks: KeyedHooks<F, K>,
+    restore_more: impl FnOnce(&RestoreScope<'_>) -> Result<(), BuildError>,
+) -> Result<BuiltKeyedFunction<F>, BuildError> {
+    let (uid, what) = (site.uid, site.what);
+    let (mut func, created) = created_by(StateKind::Keyed, || factory(&site.info));
+    if site.check_state_names {
         let mut visited = Vec::new();
         (hooks.visit_state)(&mut func, &mut KeyedStates::names(&mut visited));
         let reserved = [EVENT_TIMERS_STATE, PROCESSING_TIMERS_STATE];
         check_state_names(StateKind::Keyed, created, visited, &reserved).map_err(|source| {
             BuildError::StateNames {
-                task: ctx.task_name(),
+                task: site.task.clone(),
                 kind: what,
                 uid: uid.to_owned(),
                 source,
@@ -89,16 +103,16 @@ pub fn build_keyed_function<F, K>(
         })?;
     }
     let mut input_ended = false;
-    if let Some(restore) = ctx.restore.clone() {
+    if let Some(restore) = site.restore {
         let failed = |part, source| BuildError::Restore {
-            task: ctx.task_name(),
+            task: site.task.clone(),
             kind: what,
             uid: uid.to_owned(),
             checkpoint: restore.id(),
             part,
             source: Box::new(source),
         };
-        let scope = restore.scope(uid, &ctx.info);
+        let scope = restore.scope(uid, &site.info);
         let mut states = KeyedStates::restore(&scope);
         (hooks.visit_state)(&mut func, &mut states);
         if let Some(e) = states.into_error() {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::build::branch::BranchList;
 use crate::build::builder::ChainBuilder;
 use crate::build::context::BuildContext;
 use crate::build::error::BuildError;
@@ -12,6 +13,7 @@ use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::base::build_keyed_function;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::keyed::op::{hooks, KeyedProcessOp};
+use crate::operators::side_output::{SideOutputs, WithSides};
 
 /// Chain link of [`KeyedStream::process`](crate::api::keyed::KeyedStream::process).
 pub struct KeyedProcessChain<B, FF, KF> {
@@ -19,6 +21,8 @@ pub struct KeyedProcessChain<B, FF, KF> {
     pub(crate) uid: String,
     pub(crate) factory: Arc<FF>,
     pub(crate) key_fn: KF,
+    /// The streams taken from the operator's side outputs.
+    pub(crate) side: BranchList,
 }
 
 impl<B, FF, KF, F> ChainBuilder<F::Out> for KeyedProcessChain<B, FF, KF>
@@ -43,14 +47,20 @@ where
             hooks::<F>(),
             |_| Ok(()),
         )?;
-        let op = KeyedProcessOp::new(
-            built.func,
-            self.key_fn.clone(),
-            out,
-            &self.uid,
-            &ctx.info,
-            built.input_ended,
-        );
-        self.prev.build(ctx, op)
+        let mut func = built.func;
+        let mut outputs = SideOutputs::new(ctx, &self.side);
+        func.side_outputs(&mut outputs);
+        let sides = outputs.finish()?;
+        let key_fn = self.key_fn.clone();
+        if sides.is_empty() {
+            let op =
+                KeyedProcessOp::new(func, key_fn, out, &self.uid, &ctx.info, built.input_ended);
+            self.prev.build(ctx, op)
+        } else {
+            let out = WithSides::new(out, sides);
+            let op =
+                KeyedProcessOp::new(func, key_fn, out, &self.uid, &ctx.info, built.input_ended);
+            self.prev.build(ctx, op)
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The user's logic of a keyed process operator (Flink's
 //! `KeyedProcessFunction`).
 
+use crate::operators::side_output::SideOutputs;
 use weir_state::KeyHash;
 
 use crate::chain::control::Collector;
@@ -87,6 +88,21 @@ pub trait KeyedProcessFunction: 'static {
     /// be lost on restore).
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
         let _ = states;
+    }
+
+    /// Lists the side outputs this function emits to, so that each is
+    /// connected to the streams the job took for its tag
+    /// ([`Stream::get_side_output`](crate::api::stream::Stream::get_side_output)):
+    ///
+    /// ```text
+    /// fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+    ///     outputs.connect(&self.rejected);
+    /// }
+    /// ```
+    ///
+    /// A handle not listed stays unconnected: what it emits is dropped.
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        let _ = outputs;
     }
 
     /// The function's timer service, if it uses timers: a

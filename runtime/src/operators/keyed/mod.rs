@@ -5,6 +5,7 @@ pub mod base;
 pub mod chain;
 pub mod function;
 pub mod op;
+pub mod with_side_output;
 
 pub use base::{KeyedCore, INPUT_ENDED_STATE};
 pub use function::KeyedProcessFunction;

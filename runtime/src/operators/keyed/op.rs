@@ -5,6 +5,7 @@
 //! and hands the user's [`KeyedProcessFunction`] a [`KeyContext`]: the
 //! current key, as in Flink, through which keyed state is read and written.
 
+use crate::core::timestamp::{set_record_timestamp, NO_TIMESTAMP};
 use weir_state::KeyHash;
 
 use crate::chain::control::{ChainControl, Collector, FlushOutcome};
@@ -80,25 +81,52 @@ impl<F: KeyedProcessFunction, C: Collector<F::Out>> TimerTarget for Fire<'_, F, 
     }
 
     fn on_timer(&mut self, timestamp: i64, ctx: &KeyContext<F::Key>, domain: TimeDomain) {
+        // What an event-time timer emits has the timer's time as its
+        // timestamp; a processing-time timer's output has none (Flink's).
+        set_record_timestamp(match domain {
+            TimeDomain::EventTime => timestamp,
+            TimeDomain::ProcessingTime => NO_TIMESTAMP,
+        });
         self.func.on_timer(timestamp, ctx, domain, self.out);
     }
 }
 
-impl<F, KF, C> KeyedProcessOp<F, KF, C>
-where
-    F: KeyedProcessFunction,
-    C: Collector<F::Out>,
-{
-    /// The chain after this operator (tests).
-    #[cfg(test)]
-    pub(crate) fn output_mut(&mut self) -> &mut C {
+impl<F, KF, C> KeyedProcessOp<F, KF, C> {
+    /// The user's function.
+    pub fn function(&self) -> &F {
+        &self.func
+    }
+
+    /// The user's function, to change (tests: the operator test harness
+    /// reads and writes its states and timers through it).
+    pub fn function_mut(&mut self) -> &mut F {
+        &mut self.func
+    }
+
+    /// The chain after this operator.
+    pub fn output(&self) -> &C {
+        &self.out
+    }
+
+    /// The chain after this operator, to change (tests).
+    pub fn output_mut(&mut self) -> &mut C {
         &mut self.out
     }
 
-    /// The user's function (tests).
-    #[cfg(test)]
-    pub(crate) fn function_mut(&mut self) -> &mut F {
-        &mut self.func
+    /// The key function.
+    pub fn key_fn(&self) -> &KF {
+        &self.key_fn
+    }
+
+    /// Whether the operator's input ended (here, or before the restored
+    /// checkpoint).
+    pub fn input_ended(&self) -> bool {
+        self.core.ended()
+    }
+
+    /// The key groups this subtask owns and the job's key-group count.
+    pub fn key_groups(&self) -> (weir_state::KeyGroupRange, u32) {
+        self.core.key_groups()
     }
 }
 

@@ -7,15 +7,42 @@ use weir_net::WatermarkStatus::{Active, Idle};
 
 use super::*;
 use crate::chain::testing::VecTail;
+
+mod alignment;
+mod generators;
+mod log;
 fn strategy(bound_ms: u64) -> WatermarkStrategy<fn(&i64) -> i64> {
     WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(bound_ms))
         .with_timestamp_assigner(|r: &i64| *r)
 }
 
+/// The link of a strategy with generators of type `G` into `C`.
+type Link<G, C> = TimestampsOp<i64, fn(&i64) -> i64, G, C>;
+
+/// The link of subtask 0 of 1 for `strategy`, emitting every `interval`.
+fn link<G: WatermarkGeneratorSupplier<i64>, C>(
+    strategy: &WatermarkStrategy<fn(&i64) -> i64, G>,
+    interval: Duration,
+    out: C,
+) -> Link<G::Generator, C> {
+    let info = crate::core::subtask::SubtaskInfo {
+        index: 0,
+        parallelism: 1,
+        worker: 0,
+        max_parallelism: 128,
+    };
+    TimestampsOp::new(
+        *strategy.timestamp_assigner(),
+        strategy.generator().create_watermark_generator(&info),
+        interval,
+        out,
+    )
+}
+
 #[test]
 fn watermarks_are_periodic_and_trail_the_largest_timestamp() {
     let interval = Duration::from_millis(200);
-    let mut op = TimestampsOp::new(&strategy(10), interval, VecTail::<i64>::default());
+    let mut op = link(&strategy(10), interval, VecTail::<i64>::default());
     let t0 = Instant::now();
     let first = op.flush(t0);
     assert_eq!(first.next_deadline, Some(t0 + interval));
@@ -41,7 +68,7 @@ fn watermarks_are_periodic_and_trail_the_largest_timestamp() {
 fn a_quiet_subtask_marks_itself_idle_and_its_next_record_active() {
     let interval = Duration::from_millis(10);
     let s = strategy(0).with_idleness(Duration::from_millis(25));
-    let mut op = TimestampsOp::new(&s, interval, VecTail::<i64>::default());
+    let mut op = link(&s, interval, VecTail::<i64>::default());
     let t0 = Instant::now();
     op.flush(t0);
     op.collect(5);
@@ -64,7 +91,7 @@ fn a_quiet_subtask_marks_itself_idle_and_its_next_record_active() {
 #[test]
 fn an_idle_subtask_at_end_of_input_becomes_active_for_the_final_watermark() {
     let s = strategy(0).with_idleness(Duration::from_millis(1));
-    let mut op = TimestampsOp::new(&s, Duration::from_millis(1), VecTail::<i64>::default());
+    let mut op = link(&s, Duration::from_millis(1), VecTail::<i64>::default());
     let t0 = Instant::now();
     op.flush(t0);
     op.flush(t0 + Duration::from_millis(5));
@@ -154,7 +181,7 @@ fn a_timestamps_link_and_an_exchange_take_runs_as_they_take_single_records() {
     // Small buffers (4 records), few of them: buffers fill, ship, run out.
     let chain = || {
         let (out, receivers) = exchange(|r: &i64| *r % 7, 3, 4, 32);
-        let op = TimestampsOp::new(&strategy(0), Duration::from_secs(60), out);
+        let op = link(&strategy(0), Duration::from_secs(60), out);
         (op, receivers)
     };
     // Every event so far, per channel: a buffer's records, or a watermark.

@@ -13,6 +13,7 @@
 //!
 //! [`KeyedStream::window`]: crate::api::keyed::KeyedStream::window
 
+use crate::core::timestamp::is_record_timestamp;
 use std::sync::Arc;
 
 use weir_net::Wire;
@@ -20,11 +21,13 @@ use weir_state::StateKey;
 
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::late_data::LateOutput;
-use crate::operators::window::contents::{Accumulated, KeyStartResult, MergeFold};
+use crate::operators::window::contents::{Accumulated, KeyWindowResult, MergeFold};
 use crate::operators::window::event_time::{SlidingEventTimeWindows, TumblingEventTimeWindows};
 use crate::operators::window::general::GeneralWindowOperator;
 use crate::operators::window::operator::WindowOperator;
-use crate::operators::window::spec::{Gap, WindowKind, WindowSpec};
+use crate::operators::window::spec::{Gap, TimeWindow, WindowKind, WindowSpec};
+use crate::operators::window::trigger::Trigger;
+use crate::operators::window::triggers::EventTimeTrigger;
 
 /// A window assigner of any kind: what
 /// [`KeyedStream::window`](crate::api::keyed::KeyedStream::window) takes. Implemented
@@ -35,9 +38,15 @@ use crate::operators::window::spec::{Gap, WindowKind, WindowSpec};
 /// [`ProcessingTimeSessionWindows`](super::ProcessingTimeSessionWindows) and
 /// [`DynamicProcessingTimeSessionWindows`](super::DynamicProcessingTimeSessionWindows).
 pub trait Windowing<T>: Clone + Send + Sync + 'static {
-    /// The operator `aggregate` and `reduce` run for these windows: it
-    /// emits `(key, window_start, result)`.
-    type Incremental<K, W>: KeyedProcessFunction<Key = K, In = T, Out = (K, i64, W::Out)>
+    /// The trigger of these windows unless the job sets one (Flink's
+    /// `getDefaultTrigger`): [`EventTimeTrigger`] on event time,
+    /// [`ProcessingTimeTrigger`](super::ProcessingTimeTrigger) on
+    /// processing time.
+    type DefaultTrigger: Trigger<T>;
+
+    /// The operator `aggregate` and `reduce` run for these windows with the
+    /// default trigger and no evictor: it emits `(key, window, result)`.
+    type Incremental<K, W>: KeyedProcessFunction<Key = K, In = T, Out = (K, TimeWindow, W::Out)>
     where
         K: StateKey + Wire + 'static,
         W: MergeFold<In = T>,
@@ -59,23 +68,41 @@ pub trait Windowing<T>: Clone + Send + Sync + 'static {
 
     /// The windows, for the general window operator.
     fn spec(&self) -> WindowSpec<T>;
+
+    /// The default trigger.
+    fn default_trigger(&self) -> Self::DefaultTrigger;
+
+    /// Whether the assigner's timestamps are the records' own
+    /// ([`crate::core::timestamp::record_timestamp`]): the stream must then
+    /// carry them to the window operator.
+    fn reads_record_timestamps(&self) -> bool {
+        false
+    }
 }
 
-/// The general operator folding with `fold` and emitting `(key,
-/// window_start, result)`.
-pub(crate) fn general_incremental<K, T, W>(
+/// The general operator with `trigger` folding with `fold` and emitting
+/// `(key, window, result)`.
+pub(crate) fn general_incremental<K, T, Tr, W>(
     spec: WindowSpec<T>,
+    trigger: Tr,
     fold: W,
     lateness: i64,
     late: Option<LateOutput<T>>,
-) -> GeneralWindowOperator<K, T, Accumulated<W, KeyStartResult>>
+) -> GeneralWindowOperator<K, T, Tr, Accumulated<W, KeyWindowResult>>
 where
     K: StateKey + Wire + 'static,
     T: 'static,
+    Tr: Trigger<T>,
     W: MergeFold<In = T>,
     W::Acc: Wire,
 {
-    GeneralWindowOperator::new(spec, Accumulated::new(fold, KeyStartResult), lateness, late)
+    GeneralWindowOperator::new(
+        spec,
+        trigger,
+        Accumulated::new(fold, KeyWindowResult),
+        lateness,
+        late,
+    )
 }
 
 /// The fast event-time operator of `assigner` folding with `fold`.
@@ -102,6 +129,8 @@ where
     T: Clone + 'static,
     TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
 {
+    type DefaultTrigger = EventTimeTrigger;
+
     type Incremental<K, W>
         = WindowOperator<K, W, Self>
     where
@@ -121,6 +150,10 @@ where
         W::Acc: Wire,
     {
         fast_incremental(self.clone(), fold, lateness, late)
+    }
+
+    fn reads_record_timestamps(&self) -> bool {
+        is_record_timestamp::<T, TF>()
     }
 
     fn spec(&self) -> WindowSpec<T> {
@@ -134,6 +167,10 @@ where
             clock: None,
         }
     }
+
+    fn default_trigger(&self) -> EventTimeTrigger {
+        EventTimeTrigger
+    }
 }
 
 impl<T, TF> Windowing<T> for SlidingEventTimeWindows<TF>
@@ -141,6 +178,8 @@ where
     T: Clone + 'static,
     TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
 {
+    type DefaultTrigger = EventTimeTrigger;
+
     type Incremental<K, W>
         = WindowOperator<K, W, Self>
     where
@@ -162,6 +201,10 @@ where
         fast_incremental(self.clone(), fold, lateness, late)
     }
 
+    fn reads_record_timestamps(&self) -> bool {
+        is_record_timestamp::<T, TF>()
+    }
+
     fn spec(&self) -> WindowSpec<T> {
         WindowSpec {
             kind: WindowKind::Fixed {
@@ -173,22 +216,32 @@ where
             clock: None,
         }
     }
+
+    fn default_trigger(&self) -> EventTimeTrigger {
+        EventTimeTrigger
+    }
 }
 
 /// Implements [`Windowing`] through the general operator for an assigner
 /// with a `spec_of` method.
 macro_rules! general_windowing {
-    ([$($gen:tt)*] $ty:ty, $t:ty, [$($bounds:tt)*]) => {
+    ([$($gen:tt)*] $ty:ty, $t:ty, $trigger:ty, [$($bounds:tt)*]) => {
+        general_windowing!([$($gen)*] $ty, $t, $trigger, [$($bounds)*], false);
+    };
+    ([$($gen:tt)*] $ty:ty, $t:ty, $trigger:ty, [$($bounds:tt)*], $reads:expr) => {
         impl<$($gen)*> $crate::operators::window::assign::Windowing<$t> for $ty
         where
             $t: Clone + 'static,
             $($bounds)*
         {
+            type DefaultTrigger = $trigger;
+
             type Incremental<K, W>
                 = $crate::operators::window::general::GeneralWindowOperator<
                     K,
                     $t,
-                    $crate::operators::window::contents::Accumulated<W, $crate::operators::window::contents::KeyStartResult>,
+                    $trigger,
+                    $crate::operators::window::contents::Accumulated<W, $crate::operators::window::contents::KeyWindowResult>,
                 >
             where
                 K: $crate::StateKey + $crate::Wire + 'static,
@@ -206,11 +259,25 @@ macro_rules! general_windowing {
                 W: $crate::operators::window::contents::MergeFold<In = $t>,
                 W::Acc: $crate::Wire,
             {
-                $crate::operators::window::assign::general_incremental(self.spec_of(), fold, lateness, late)
+                $crate::operators::window::assign::general_incremental(
+                    self.spec_of(),
+                    <$trigger>::default(),
+                    fold,
+                    lateness,
+                    late,
+                )
             }
 
             fn spec(&self) -> $crate::operators::window::spec::WindowSpec<$t> {
                 self.spec_of()
+            }
+
+            fn default_trigger(&self) -> $trigger {
+                <$trigger>::default()
+            }
+
+            fn reads_record_timestamps(&self) -> bool {
+                $reads
             }
         }
     };
@@ -265,10 +332,10 @@ impl<TF> EventTimeSessionWindows<TF> {
     }
 }
 
-general_windowing!([T, TF] EventTimeSessionWindows<TF>, T, [
+general_windowing!([T, TF] EventTimeSessionWindows<TF>, T, crate::operators::window::triggers::EventTimeTrigger, [
     T: 'static,
     TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
-]);
+], is_record_timestamp::<T, TF>());
 
 /// Flink's `DynamicEventTimeSessionWindows`: event-time sessions whose gap
 /// each record gives (see [`EventTimeSessionWindows::with_dynamic_gap`]).
@@ -295,8 +362,8 @@ impl<TF, GF> DynamicEventTimeSessionWindows<TF, GF> {
     }
 }
 
-general_windowing!([T, TF, GF] DynamicEventTimeSessionWindows<TF, GF>, T, [
+general_windowing!([T, TF, GF] DynamicEventTimeSessionWindows<TF, GF>, T, crate::operators::window::triggers::EventTimeTrigger, [
     T: 'static,
     TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
     GF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
-]);
+], is_record_timestamp::<T, TF>());

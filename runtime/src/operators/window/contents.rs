@@ -1,10 +1,11 @@
 //! What a window holds and the functions that emit it: the contents of
 //! the general window operator ([`WindowContents`]: an accumulator,
-//! [`Accumulated`], or the window's elements, [`Buffered`]) and the user's
-//! window functions ([`WindowFunction`] for a pre-aggregated result,
-//! Flink's `aggregate(aggFn, windowFn)`; [`ProcessWindowFunction`] for all
-//! the elements, Flink's `process`), which emit through a
-//! [`WindowCollector`].
+//! [`Accumulated`], or the window's elements, [`Buffered`], or with an
+//! evictor [`Evicting`](super::Evicting)) and the user's window functions
+//! ([`WindowFunction`] for a pre-aggregated result, Flink's
+//! `aggregate(aggFn, windowFn)`; [`ProcessWindowFunction`] for all the
+//! elements, Flink's `process`), which emit through a [`WindowCollector`]
+//! and see the firing through a [`WindowContext`].
 //!
 //! Buffered elements live in a [`KeyedMapState`] named
 //! [`WINDOW_ELEMENTS_STATE`] under `(state id, index)`, `0..count` per
@@ -18,6 +19,8 @@ use weir_net::Wire;
 use weir_state::{StateKey, StateValue};
 
 use crate::chain::control::Collector;
+use crate::operators::side_output::SideOutputs;
+use crate::operators::window::context::WindowContext;
 use crate::operators::window::fold::{AggregateFold, ReduceFold, WindowFold};
 use crate::operators::window::spec::TimeWindow;
 use crate::state::aggregating::AggregateFunction;
@@ -71,42 +74,53 @@ impl<'a, O> WindowCollector<'a, O> {
 
 /// What turns a window's pre-aggregated result into output records (the
 /// window function of Flink's `aggregate(aggFn, windowFn)` and
-/// `reduce(reduceFn, windowFn)`).
-pub trait WindowFunction<K, R>: 'static {
+/// `reduce(reduceFn, windowFn)`), with the firing's context.
+pub trait WindowFunction<K: StateKey, R>: 'static {
     /// Records out.
     type Out;
 
-    /// Window `window` of `key` fired with `result`.
+    /// The window `ctx.window()` of `key` fired with `result`.
     fn apply(
         &mut self,
         key: &K,
-        window: &TimeWindow,
+        ctx: &mut WindowContext<'_, K>,
         result: R,
         out: &mut WindowCollector<'_, Self::Out>,
     );
+
+    /// The window is cleaned up (Flink's `ProcessWindowFunction.clear`).
+    fn clear(&mut self, key: &K, ctx: &mut WindowContext<'_, K>) {
+        let _ = (key, ctx);
+    }
+
+    /// Lists the side outputs the function emits to (see
+    /// [`KeyedProcessFunction::side_outputs`](crate::operators::keyed::function::KeyedProcessFunction::side_outputs)).
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        let _ = outputs;
+    }
 }
 
 /// The window function of plain `aggregate` / `reduce`: emits `(key,
-/// window_start, result)`.
+/// window, result)`.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct KeyStartResult;
+pub struct KeyWindowResult;
 
-impl<K: Clone + 'static, R: 'static> WindowFunction<K, R> for KeyStartResult {
-    type Out = (K, i64, R);
+impl<K: StateKey + 'static, R: 'static> WindowFunction<K, R> for KeyWindowResult {
+    type Out = (K, TimeWindow, R);
 
     #[inline]
     fn apply(
         &mut self,
         key: &K,
-        window: &TimeWindow,
+        ctx: &mut WindowContext<'_, K>,
         result: R,
-        out: &mut WindowCollector<'_, (K, i64, R)>,
+        out: &mut WindowCollector<'_, (K, TimeWindow, R)>,
     ) {
-        out.collect((key.clone(), window.start, result));
+        out.collect((key.clone(), *ctx.window(), result));
     }
 }
 
-/// A closure as a [`WindowFunction`].
+/// A closure `f(key, window, result, out)` as a [`WindowFunction`].
 pub struct FnWindowFunction<F, O> {
     f: F,
     _out: PhantomData<fn() -> O>,
@@ -130,35 +144,83 @@ impl<F, O> FnWindowFunction<F, O> {
 
 impl<K, R, O, F> WindowFunction<K, R> for FnWindowFunction<F, O>
 where
+    K: StateKey,
     O: 'static,
     F: FnMut(&K, &TimeWindow, R, &mut WindowCollector<'_, O>) + 'static,
 {
     type Out = O;
 
-    fn apply(&mut self, key: &K, window: &TimeWindow, result: R, out: &mut WindowCollector<'_, O>) {
-        (self.f)(key, window, result, out)
+    fn apply(
+        &mut self,
+        key: &K,
+        ctx: &mut WindowContext<'_, K>,
+        result: R,
+        out: &mut WindowCollector<'_, O>,
+    ) {
+        (self.f)(key, ctx.window(), result, out)
     }
 }
 
 /// Flink's `ProcessWindowFunction`: gets all the elements of a window when
-/// it fires.
-pub trait ProcessWindowFunction<K, T>: 'static {
+/// it fires, with a [`WindowContext`] (the window, the time, whether the
+/// firing is late, per-window and global state, side outputs).
+///
+/// ```
+/// use weir_runtime::{ProcessWindowFunction, ValueStateDescriptor, WindowCollector, WindowContext};
+///
+/// /// Each firing of a window with its firing number and whether it is late.
+/// #[derive(Clone)]
+/// struct Firings {
+///     fired: ValueStateDescriptor<u32>,
+/// }
+///
+/// impl ProcessWindowFunction<u64, (u64, i64)> for Firings {
+///     type Out = (u64, i64, u32, bool, usize);
+///
+///     fn process(
+///         &mut self,
+///         key: &u64,
+///         ctx: &mut WindowContext<'_, u64>,
+///         elements: &[(u64, i64)],
+///         out: &mut WindowCollector<'_, Self::Out>,
+///     ) {
+///         let n = ctx.window_state().value(&self.fired).unwrap_or(0) + 1;
+///         ctx.window_state().update(&self.fired, n);
+///         out.collect((*key, ctx.window().end, n, ctx.is_late(), elements.len()));
+///     }
+/// }
+/// ```
+pub trait ProcessWindowFunction<K: StateKey, T>: 'static {
     /// Records out.
     type Out;
 
-    /// Window `window` of `key` fired holding `elements` (in the order
-    /// they were added; a merged session's are its parts' one after the
-    /// other).
+    /// The window `ctx.window()` of `key` fired holding `elements` (in the
+    /// order they were added; a merged session's are its parts' one after
+    /// the other).
     fn process(
         &mut self,
         key: &K,
-        window: &TimeWindow,
+        ctx: &mut WindowContext<'_, K>,
         elements: &[T],
         out: &mut WindowCollector<'_, Self::Out>,
     );
+
+    /// The window is cleaned up: its end plus the allowed lateness passed
+    /// (Flink's `clear(Context)`). Its per-window state is dropped after.
+    fn clear(&mut self, key: &K, ctx: &mut WindowContext<'_, K>) {
+        let _ = (key, ctx);
+    }
+
+    /// Lists the side outputs the function emits to (with
+    /// [`WindowContext::output`] or the handle's `emit`), as
+    /// [`KeyedProcessFunction::side_outputs`](crate::operators::keyed::function::KeyedProcessFunction::side_outputs)
+    /// does.
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        let _ = outputs;
+    }
 }
 
-/// A closure as a [`ProcessWindowFunction`].
+/// A closure `f(key, window, elements, out)` as a [`ProcessWindowFunction`].
 pub struct FnProcessWindowFunction<F, O> {
     f: F,
     _out: PhantomData<fn() -> O>,
@@ -182,6 +244,7 @@ impl<F, O> FnProcessWindowFunction<F, O> {
 
 impl<K, T, O, F> ProcessWindowFunction<K, T> for FnProcessWindowFunction<F, O>
 where
+    K: StateKey,
     O: 'static,
     F: FnMut(&K, &TimeWindow, &[T], &mut WindowCollector<'_, O>) + 'static,
 {
@@ -190,40 +253,76 @@ where
     fn process(
         &mut self,
         key: &K,
-        window: &TimeWindow,
+        ctx: &mut WindowContext<'_, K>,
         elements: &[T],
         out: &mut WindowCollector<'_, O>,
     ) {
-        (self.f)(key, window, elements, out)
+        (self.f)(key, ctx.window(), elements, out)
+    }
+}
+
+/// A [`ProcessWindowFunction`] of a pre-aggregated result, as the window
+/// function of `aggregate` / `reduce` (Flink's `aggregate(aggFn,
+/// processWindowFunction)`): it gets the one result as its elements.
+#[derive(Clone, Debug)]
+pub struct ProcessResult<P>(pub P);
+
+impl<K, R, P> WindowFunction<K, R> for ProcessResult<P>
+where
+    K: StateKey,
+    P: ProcessWindowFunction<K, R>,
+{
+    type Out = P::Out;
+
+    fn apply(
+        &mut self,
+        key: &K,
+        ctx: &mut WindowContext<'_, K>,
+        result: R,
+        out: &mut WindowCollector<'_, P::Out>,
+    ) {
+        self.0.process(key, ctx, std::slice::from_ref(&result), out)
+    }
+
+    fn clear(&mut self, key: &K, ctx: &mut WindowContext<'_, K>) {
+        self.0.clear(key, ctx)
+    }
+
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        self.0.side_outputs(outputs)
     }
 }
 
 /// What a window holds and how it is emitted: an accumulator
-/// ([`Accumulated`]) or its elements ([`Buffered`]).
-pub trait WindowContents<K, T>: 'static {
+/// ([`Accumulated`]), its elements ([`Buffered`]), or its elements with
+/// their timestamps for an evictor ([`Evicting`](super::Evicting)).
+pub trait WindowContents<K: StateKey, T>: 'static {
     /// Stored with the window in the window set: the accumulator, or the
     /// element count.
     type Meta: StateValue + Wire;
     /// Records out.
     type Out;
 
-    /// Adds `value` to the window whose contents are `id` and `meta`
-    /// (none for a new window); returns the new `meta`.
+    /// Adds `value` (event time `timestamp`, if any) to the window whose
+    /// contents are `id` and `meta` (none for an empty window); returns
+    /// the new `meta`.
     fn add(
         &mut self,
         ctx: &KeyContext<K>,
         id: i64,
         meta: Option<Self::Meta>,
         value: T,
+        timestamp: Option<i64>,
     ) -> Self::Meta;
 
     /// Merges the contents `from` (id `from_id`) into `into` (id
-    /// `into_id`); returns the merged `meta` (kept under `into_id`).
+    /// `into_id`, none if empty); returns the merged `meta` (kept under
+    /// `into_id`).
     fn merge(
         &mut self,
         ctx: &KeyContext<K>,
         into_id: i64,
-        into: Self::Meta,
+        into: Option<Self::Meta>,
         from_id: i64,
         from: Self::Meta,
     ) -> Self::Meta;
@@ -232,21 +331,29 @@ pub trait WindowContents<K, T>: 'static {
     /// keeps its contents in place).
     fn weight(meta: &Self::Meta) -> u64;
 
-    /// Emits window `window` of the current key.
+    /// Emits the window `fire.window()` of the current key, whose contents
+    /// are `id` and `meta`; returns whether `meta` changed (an evictor
+    /// removed elements; `None` once none is left).
     fn emit<C: Collector<Self::Out>>(
         &mut self,
-        ctx: &KeyContext<K>,
-        window: &TimeWindow,
+        fire: &mut WindowContext<'_, K>,
         id: i64,
-        meta: &Self::Meta,
+        meta: &mut Option<Self::Meta>,
         out: &mut C,
-    );
+    ) -> bool;
 
-    /// Drops the contents.
+    /// Drops the contents (a purge, or the window's cleanup).
     fn clear(&mut self, ctx: &KeyContext<K>, id: i64, meta: &Self::Meta);
+
+    /// The window `fire.window()` is cleaned up: the window function's
+    /// `clear` hook.
+    fn clear_window(&mut self, fire: &mut WindowContext<'_, K>);
 
     /// Visits the contents' own keyed states.
     fn visit_state(&mut self, states: &mut KeyedStates<'_>);
+
+    /// Lists the window function's side outputs.
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>);
 }
 
 /// Incremental aggregation: one accumulator per window, folded by `fold`,
@@ -265,7 +372,7 @@ impl<W, F> Accumulated<W, F> {
 
 impl<K, W, F> WindowContents<K, W::In> for Accumulated<W, F>
 where
-    K: 'static,
+    K: StateKey + 'static,
     W: MergeFold,
     W::Acc: Wire,
     F: WindowFunction<K, W::Out>,
@@ -274,12 +381,29 @@ where
     type Out = F::Out;
 
     #[inline]
-    fn add(&mut self, _: &KeyContext<K>, _: i64, meta: Option<W::Acc>, value: W::In) -> W::Acc {
+    fn add(
+        &mut self,
+        _: &KeyContext<K>,
+        _: i64,
+        meta: Option<W::Acc>,
+        value: W::In,
+        _: Option<i64>,
+    ) -> W::Acc {
         self.fold.fold(meta, value)
     }
 
-    fn merge(&mut self, _: &KeyContext<K>, _: i64, into: W::Acc, _: i64, from: W::Acc) -> W::Acc {
-        self.fold.merge(into, from)
+    fn merge(
+        &mut self,
+        _: &KeyContext<K>,
+        _: i64,
+        into: Option<W::Acc>,
+        _: i64,
+        from: W::Acc,
+    ) -> W::Acc {
+        match into {
+            Some(into) => self.fold.merge(into, from),
+            None => from,
+        }
     }
 
     fn weight(_: &W::Acc) -> u64 {
@@ -288,25 +412,34 @@ where
 
     fn emit<C: Collector<F::Out>>(
         &mut self,
-        ctx: &KeyContext<K>,
-        window: &TimeWindow,
+        fire: &mut WindowContext<'_, K>,
         _: i64,
-        meta: &W::Acc,
+        meta: &mut Option<W::Acc>,
         out: &mut C,
-    ) {
-        let result = self.fold.result(meta);
+    ) -> bool {
+        let Some(acc) = meta else {
+            return false;
+        };
+        let result = self.fold.result(acc);
         let mut sink = |o| out.collect(o);
-        self.function.apply(
-            ctx.key(),
-            window,
-            result,
-            &mut WindowCollector::new(&mut sink),
-        );
+        let key = fire.key();
+        self.function
+            .apply(key, fire, result, &mut WindowCollector::new(&mut sink));
+        false
     }
 
     fn clear(&mut self, _: &KeyContext<K>, _: i64, _: &W::Acc) {}
 
+    fn clear_window(&mut self, fire: &mut WindowContext<'_, K>) {
+        let key = fire.key();
+        self.function.clear(key, fire);
+    }
+
     fn visit_state(&mut self, _: &mut KeyedStates<'_>) {}
+
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        self.function.side_outputs(outputs);
+    }
 }
 
 /// Full-window contents: every element, kept in keyed map state under
@@ -351,7 +484,14 @@ where
     type Out = P::Out;
 
     #[inline]
-    fn add(&mut self, ctx: &KeyContext<K>, id: i64, meta: Option<u32>, value: T) -> u32 {
+    fn add(
+        &mut self,
+        ctx: &KeyContext<K>,
+        id: i64,
+        meta: Option<u32>,
+        value: T,
+        _: Option<i64>,
+    ) -> u32 {
         let n = meta.unwrap_or(0);
         self.elements.put(ctx, (id, n), value);
         n + 1
@@ -361,18 +501,11 @@ where
         &mut self,
         ctx: &KeyContext<K>,
         into_id: i64,
-        into: u32,
+        into: Option<u32>,
         from_id: i64,
         from: u32,
     ) -> u32 {
-        for i in 0..from {
-            let v = self
-                .elements
-                .remove(ctx, &(from_id, i))
-                .expect("a window's elements are buffered");
-            self.elements.put(ctx, (into_id, into + i), v);
-        }
-        into + from
+        move_elements(&mut self.elements, ctx, into_id, into, from_id, from)
     }
 
     fn weight(meta: &u32) -> u64 {
@@ -381,27 +514,31 @@ where
 
     fn emit<C: Collector<P::Out>>(
         &mut self,
-        ctx: &KeyContext<K>,
-        window: &TimeWindow,
+        fire: &mut WindowContext<'_, K>,
         id: i64,
-        meta: &u32,
+        meta: &mut Option<u32>,
         out: &mut C,
-    ) {
+    ) -> bool {
+        let Some(n) = *meta else {
+            return false;
+        };
         self.scratch.clear();
-        for i in 0..*meta {
+        for i in 0..n {
             let v = self
                 .elements
-                .get(ctx, &(id, i))
+                .get(fire.key, &(id, i))
                 .expect("a window's elements are buffered");
             self.scratch.push(v);
         }
         let mut sink = |o| out.collect(o);
+        let key = fire.key();
         self.function.process(
-            ctx.key(),
-            window,
+            key,
+            fire,
             &self.scratch,
             &mut WindowCollector::new(&mut sink),
         );
+        false
     }
 
     fn clear(&mut self, ctx: &KeyContext<K>, id: i64, meta: &u32) {
@@ -410,7 +547,40 @@ where
         }
     }
 
+    fn clear_window(&mut self, fire: &mut WindowContext<'_, K>) {
+        let key = fire.key();
+        self.function.clear(key, fire);
+    }
+
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
         states.map(&mut self.elements);
     }
+
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        self.function.side_outputs(outputs);
+    }
+}
+
+/// Moves the `from` elements of window contents `from_id` behind the
+/// `into` ones of `into_id` (none: from index 0); returns the count.
+pub(crate) fn move_elements<K, V>(
+    elements: &mut KeyedMapState<K, (i64, u32), V>,
+    ctx: &KeyContext<K>,
+    into_id: i64,
+    into: Option<u32>,
+    from_id: i64,
+    from: u32,
+) -> u32
+where
+    K: StateKey,
+    V: StateValue,
+{
+    let into = into.unwrap_or(0);
+    for i in 0..from {
+        let v = elements
+            .remove(ctx, &(from_id, i))
+            .expect("a window's elements are buffered");
+        elements.put(ctx, (into_id, into + i), v);
+    }
+    into + from
 }

@@ -22,6 +22,13 @@ pub trait WindowFold: 'static {
 
     /// The result of a window whose accumulator is `acc`.
     fn result(&self, acc: &Self::Acc) -> Self::Out;
+
+    /// The accumulator of no records, if there is one (an aggregate's new
+    /// accumulator; a reduce has none): what a window whose elements were
+    /// all evicted folds to.
+    fn empty(&self) -> Option<Self::Acc> {
+        None
+    }
 }
 
 /// [`WindowFold`] by an [`AggregateFunction`] (Flink's
@@ -42,6 +49,10 @@ impl<A: AggregateFunction> WindowFold for AggregateFold<A> {
 
     fn result(&self, acc: &A::Acc) -> A::Out {
         self.0.get_result(acc)
+    }
+
+    fn empty(&self) -> Option<A::Acc> {
+        Some(self.0.create_accumulator())
     }
 }
 

@@ -1,104 +1,142 @@
 //! The general window operator: every window kind (fixed and session, on
 //! event or processing time) with every window function (incremental
-//! aggregation, with or without a window function, and full-window process
-//! functions), Flink's `WindowOperator` with its default triggers.
+//! aggregation, with or without a window function, full-window process
+//! functions, evicting windows) and any [`Trigger`]: Flink's
+//! `WindowOperator` (and, with [`Evicting`](super::Evicting) contents, its
+//! `EvictingWindowOperator`).
 //!
 //! **Window set.** Per key, the open windows in a [`KeyedMapState`] named
-//! [`WINDOWS_STATE`]: window start `->` `(end, state id, contents)`. The
-//! *state id* names where the window's contents live (Flink's "state
-//! window" of `MergingWindowSet`): a fixed window's is its start; a
+//! [`WINDOWS_STATE`]: window start `->` `(end, state id, contents, trigger
+//! state)`. The *state id* names where the window's contents live (Flink's
+//! "state window" of `MergingWindowSet`): a fixed window's is its start; a
 //! session's is the start of one of the sessions it merged, which always
 //! lies inside it, so the ids of a key's (disjoint) sessions differ. The
 //! contents are the accumulator (incremental aggregation,
 //! [`Accumulated`](super::Accumulated)) or the element count (full-window
-//! functions, [`Buffered`](super::Buffered), whose elements are in a
-//! second map state keyed by `(state id, index)`; see
-//! [`contents`](super::contents)). All of it is arena-backed keyed state, written per
-//! key group by checkpoints, so windows survive failover and rescaling.
+//! functions, [`Buffered`](super::Buffered), and evicting windows, whose
+//! elements are in a second map state keyed by `(state id, index)`; see
+//! [`contents`](super::contents)); none after a purge. The trigger state
+//! is the trigger's [`State`](Trigger::State) for the window. All of it is
+//! arena-backed keyed state, written per key group by checkpoints, as are
+//! the window functions' states ([`context`](super::context)) and the
+//! timers ([`timers`](super::timers)): windows survive failover and
+//! rescaling with their triggers.
 //!
-//! **Assigning.** A record goes to the windows of its time: its timestamp
-//! (event time) or the operator's clock (processing time). For fixed
-//! windows those of the assigner's size and slide holding it; a session
-//! record opens `[t, t + gap)`, which merges with every session of its key
-//! it intersects (overlaps or touches, as Flink's `TimeWindow::intersects`)
-//! into their cover: the contents of the merged sessions are merged into
-//! the largest one's ([`WindowContents::merge`]: `AggregateFunction::merge`,
-//! the reduce function, or appending the elements), their timers deleted
-//! and the merged session's registered.
+//! **Per element** (Flink's `processElement`). A record goes to the
+//! windows of its time: its timestamp (event time) or the operator's clock
+//! (processing time). For fixed windows those of the assigner's size and
+//! slide holding it, latest first; a session record opens `[t, t + gap)`,
+//! which merges with every session of its key it intersects (overlaps or
+//! touches, as Flink's `TimeWindow::intersects`) into their cover. A merge
+//! calls the trigger's `on_merge` for the merged window with the merged
+//! sessions' trigger states, then `clear` for each merged session (and
+//! deletes its cleanup timer), and merges their contents into the largest
+//! one's ([`WindowContents::merge`]). A window past its cleanup time (event
+//! time: its end - 1 plus the allowed lateness `L` reached by the
+//! watermark) does not take the record; for the others the element is
+//! added, the trigger's `on_element` decides (fire: the window function
+//! runs on the contents; purge: the contents are dropped), and the
+//! window's cleanup timer is registered. A record no window takes is late:
+//! counted, and handed to the late-data output if any.
 //!
-//! **Firing (Flink's `EventTimeTrigger` / `ProcessingTimeTrigger`).** A
-//! window fires at a timer of its time domain: on event time when the
-//! watermark reaches its `end - 1`, on processing time when the clock
-//! reaches its `end` (Flink fires processing-time timers 1 ms after their
-//! time, `end - 1`, so no record of the last millisecond is left out). On event
-//! time a window is kept for the allowed lateness `L` more (its cleanup
-//! timer is at `end - 1 + L`), and a record for a window that already
-//! fired but is within its lateness fires it again at once (a late
-//! firing). A record whose every window is past its lateness (a session
-//! record: whose own window is, and merges with none) is late: counted,
-//! and handed to the late-data output if any. Processing-time windows are
-//! never late and have no lateness (Flink ignores it there). At the end of
-//! the input, event-time windows fire by the final `i64::MAX` watermark
-//! and the remaining processing-time windows fire too, in the order of
-//! their ends (as Flink's bounded jobs end them).
+//! **Per timer** (`onEventTime` / `onProcessingTime`). Timers are
+//! `(key, window, time)`. A timer of a window calls the trigger's
+//! `on_event_time` / `on_processing_time` (for a session that no longer
+//! exists, nothing), fires and purges as it says, and at the window's
+//! cleanup time (in the assigner's domain: event time `end - 1 + L`,
+//! processing time `end - 1`) clears everything: contents, trigger (which
+//! deletes its timers), the window function's `clear` hook and its
+//! per-window state, the window itself.
 //!
-//! Timers are per `(key, timestamp)`, so a timer firing scans the key's
-//! open windows for those ending (or cleaned up) then: a key has few.
+//! **Default triggers.** With Flink's [`EventTimeTrigger`](super::EventTimeTrigger)
+//! a window fires when the watermark reaches its end - 1, and an element
+//! for a window the watermark passed (within the lateness) fires it again
+//! at once (a late firing); with [`ProcessingTimeTrigger`](super::ProcessingTimeTrigger)
+//! once the clock passes its end - 1. At the end of the input, event-time
+//! windows fire by the final `i64::MAX` watermark and the remaining
+//! processing-time timers of processing-time windows fire too, in time
+//! order (so open windows fire, as Flink's bounded jobs end them).
+//! Processing-time windows are never late and have no lateness (Flink
+//! ignores it there).
+
+use std::sync::Arc;
 
 use weir_net::Wire;
 use weir_state::StateKey;
 
 use crate::chain::control::Collector;
+use crate::core::time::system_time_ms;
+use crate::core::timestamp::set_record_timestamp;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::late_data::LateOutput;
+use crate::operators::side_output::SideOutputs;
 use crate::operators::window::contents::WindowContents;
+use crate::operators::window::context::{FunctionStates, WindowContext};
 use crate::operators::window::event_time::start_with_offset;
-use crate::operators::window::spec::{TimeWindow, WindowKind, WindowSpec};
+use crate::operators::window::spec::{
+    gather_intersecting, ProcessingClock, TimeWindow, WindowKind, WindowSpec,
+};
+use crate::operators::window::timers::{TimerOp, WindowTimers};
+use crate::operators::window::trigger::{OnMergeContext, Trigger, TriggerContext, TriggerResult};
 use crate::state::key_context::KeyContext;
 use crate::state::map::KeyedMapState;
-use crate::state::timers::{KeyedTimerService, TimeDomain, TimerQueues};
+use crate::state::timers::{TimeDomain, TimerQueues};
 use crate::state::visitor::KeyedStates;
 
 /// State name of the general window operator's window set in checkpoints.
 pub const WINDOWS_STATE: &str = "_windows";
 
-/// A window of the window set: its start, and its end, state id and
-/// contents.
-type Slot<M> = (i64, (i64, i64, M));
+/// A window of the window set: its end, state id, contents (none once
+/// purged) and trigger state.
+type Slot<M, S> = (i64, i64, Option<M>, S);
 
-/// Flink's `WindowOperator` for every window kind and function (see the
-/// [module docs](self)).
-pub struct GeneralWindowOperator<K, T, C>
+/// A window of the window set with its start.
+type Entry<M, S> = (i64, Slot<M, S>);
+
+/// Flink's `WindowOperator` for every window kind, function and trigger
+/// (see the [module docs](self)).
+pub struct GeneralWindowOperator<K, T, Tr, C>
 where
     K: StateKey,
+    Tr: Trigger<T>,
     C: WindowContents<K, T>,
 {
     spec: WindowSpec<T>,
     domain: TimeDomain,
+    merging: bool,
     lateness: i64,
+    trigger: Tr,
     contents: C,
-    windows: KeyedMapState<K, i64, (i64, i64, C::Meta)>,
-    timers: KeyedTimerService<K>,
+    windows: KeyedMapState<K, i64, Slot<C::Meta, Tr::State>>,
+    /// The timers, and the operator's processing-time clock.
+    timers: WindowTimers<K>,
+    functions: FunctionStates<K>,
+    /// Timer requests of the trigger call under way.
+    ops: Vec<TimerOp>,
     late: u64,
     late_output: Option<LateOutput<T>>,
-    scratch: Vec<Slot<C::Meta>>,
+    scratch: Vec<Entry<C::Meta, Tr::State>>,
+    merged_states: Vec<Tr::State>,
 }
 
-impl<K, T, C> GeneralWindowOperator<K, T, C>
+impl<K, T, Tr, C> GeneralWindowOperator<K, T, Tr, C>
 where
     K: StateKey + Wire + 'static,
     T: 'static,
+    Tr: Trigger<T>,
     C: WindowContents<K, T>,
 {
-    /// The operator of windows `spec` with `contents`, keeping event-time
-    /// windows `lateness_ms` after they fire (ignored on processing time,
-    /// as in Flink) and handing late records to `late`.
+    /// The operator of windows `spec` fired by `trigger` with `contents`,
+    /// keeping event-time windows `lateness_ms` after their end (ignored on
+    /// processing time, as in Flink) and handing late records to `late`.
     ///
     /// # Panics
     ///
-    /// If `lateness_ms` is negative.
+    /// If `lateness_ms` is negative, or the windows merge and the trigger
+    /// cannot.
     pub fn new(
         spec: WindowSpec<T>,
+        trigger: Tr,
         contents: C,
         lateness_ms: i64,
         late: Option<LateOutput<T>>,
@@ -107,28 +145,34 @@ where
             lateness_ms >= 0,
             "window allowed lateness must not be negative, got {lateness_ms} ms"
         );
+        assert!(
+            !spec.is_merging() || trigger.can_merge(),
+            "A merging window assigner cannot be used with a trigger that does not support merging."
+        );
         let domain = spec.domain();
-        let timers = match &spec.clock {
-            Some(clock) => {
-                let clock = clock.clone();
-                KeyedTimerService::with_clock(move || clock())
-            }
-            None => KeyedTimerService::new(),
-        };
+        let clock: ProcessingClock = spec
+            .clock
+            .clone()
+            .unwrap_or_else(|| Arc::new(system_time_ms));
         Self {
             domain,
+            merging: spec.is_merging(),
             lateness: if domain == TimeDomain::EventTime {
                 lateness_ms
             } else {
                 0
             },
             spec,
+            trigger,
             contents,
             windows: KeyedMapState::new(WINDOWS_STATE),
-            timers,
+            timers: WindowTimers::new(move || clock()),
+            functions: FunctionStates::new(),
+            ops: Vec::new(),
             late: 0,
             late_output: late,
             scratch: Vec::new(),
+            merged_states: Vec::new(),
         }
     }
 
@@ -142,9 +186,15 @@ where
         self.windows.total_len()
     }
 
-    /// Registered timers (both domains) on this subtask.
+    /// Registered timers (both domains, triggers' and cleanup) on this
+    /// subtask.
     pub fn timers(&self) -> usize {
-        self.timers.event_time_timers() + self.timers.processing_time_timers()
+        self.timers.len()
+    }
+
+    /// Entries of the window functions' per-window and global states.
+    pub fn function_states(&self) -> usize {
+        self.functions.len()
     }
 
     /// The window contents (e.g. to inspect what is buffered).
@@ -152,181 +202,262 @@ where
         &self.contents
     }
 
-    /// When window `w` is cleaned up.
+    /// When window `w` is cleaned up (Flink's `cleanupTime`).
     #[inline]
     fn cleanup_time(&self, w: &TimeWindow) -> i64 {
         match self.domain {
             TimeDomain::EventTime => w.max_timestamp().saturating_add(self.lateness),
-            TimeDomain::ProcessingTime => w.end,
+            TimeDomain::ProcessingTime => w.max_timestamp(),
         }
     }
 
-    /// When window `w` fires: on event time once the watermark reaches its
-    /// end - 1; on processing time once the clock reaches its end, i.e.
-    /// 1 ms after its end - 1, as Flink fires processing-time timers (so
-    /// that no record of the window's last millisecond comes after it
-    /// fired).
-    #[inline]
-    fn fire_time(&self, w: &TimeWindow) -> i64 {
-        match self.domain {
-            TimeDomain::EventTime => w.max_timestamp(),
-            TimeDomain::ProcessingTime => w.end,
-        }
-    }
-
-    /// Flink's `isWindowLate`: an event-time window past its lateness.
+    /// Flink's `isWindowLate`: an event-time window past its cleanup time.
     #[inline]
     fn is_late(&self, w: &TimeWindow, watermark: i64) -> bool {
         self.domain == TimeDomain::EventTime && self.cleanup_time(w) <= watermark
     }
 
-    fn register(&mut self, ctx: &KeyContext<K>, ts: i64) {
-        match self.domain {
-            TimeDomain::EventTime => self.timers.register_event_time_timer(ctx, ts),
-            TimeDomain::ProcessingTime => self.timers.register_processing_time_timer(ctx, ts),
+    /// Whether a firing caused at watermark `watermark` (an element, or a
+    /// processing-time timer) is late: event time passed the window's end.
+    #[inline]
+    fn late_at(&self, w: &TimeWindow, watermark: i64) -> bool {
+        self.domain == TimeDomain::EventTime && w.max_timestamp() <= watermark
+    }
+
+    fn register_cleanup(&mut self, ctx: &KeyContext<K>, w: &TimeWindow) {
+        let t = self.cleanup_time(w);
+        if t != i64::MAX {
+            self.timers.register(ctx, w, self.domain, t);
         }
     }
 
-    fn delete(&mut self, ctx: &KeyContext<K>, ts: i64) {
-        match self.domain {
-            TimeDomain::EventTime => self.timers.delete_event_time_timer(ctx, ts),
-            TimeDomain::ProcessingTime => self.timers.delete_processing_time_timer(ctx, ts),
+    fn delete_cleanup(&mut self, ctx: &KeyContext<K>, w: &TimeWindow) {
+        let t = self.cleanup_time(w);
+        if t != i64::MAX {
+            self.timers.delete(ctx, w, self.domain, t);
         }
     }
 
-    /// The trigger's `onElement` after a record went into `w` (contents
-    /// `id`, `meta`), and the cleanup timer: on event time a window the
-    /// watermark passed fires at once (a late firing), another gets its
-    /// timer; on processing time the timer.
-    fn on_element<O: Collector<C::Out>>(
+    /// Calls the trigger (`call`) for `ctx`'s window `w` with its state,
+    /// then applies its timer requests.
+    #[inline]
+    fn call_trigger<R>(
         &mut self,
         ctx: &KeyContext<K>,
-        w: TimeWindow,
-        id: i64,
-        meta: C::Meta,
-        time: i64,
-        out: &mut O,
-    ) {
-        let fire = self.fire_time(&w);
-        if self.domain == TimeDomain::EventTime && fire <= time {
-            self.contents.emit(ctx, &w, id, &meta, out);
-        } else {
-            self.register(ctx, fire);
+        w: &TimeWindow,
+        state: &mut Tr::State,
+        call: impl FnOnce(&Tr, &mut TriggerContext<'_, Tr::State>) -> R,
+    ) -> R {
+        let timers = &self.timers;
+        let clock = || timers.current_processing_time();
+        let mut tctx = TriggerContext::new(ctx.current_watermark(), &clock, state, &mut self.ops);
+        let result = call(&self.trigger, &mut tctx);
+        if !self.ops.is_empty() {
+            self.timers.apply(ctx, w, &mut self.ops);
         }
-        let cleanup = self.cleanup_time(&w);
-        if cleanup != fire {
-            self.register(ctx, cleanup);
+        result
+    }
+
+    /// The context of a firing (or cleanup) of `ctx`'s window `w`.
+    fn window_context<'a>(
+        ctx: &'a KeyContext<K>,
+        w: &TimeWindow,
+        late: bool,
+        merging: bool,
+        clock: &'a dyn Fn() -> i64,
+        functions: &'a mut FunctionStates<K>,
+    ) -> WindowContext<'a, K> {
+        WindowContext {
+            key: ctx,
+            window: *w,
+            clock,
+            late,
+            merging,
+            states: functions,
         }
     }
 
-    /// Adds `value` to the fixed window `w`.
-    fn add_fixed<O: Collector<C::Out>>(
+    /// Emits window `w` (contents `id`, `contents`) through the window
+    /// function, if it has contents; returns whether the contents changed
+    /// (an evictor removed elements).
+    fn fire<O: Collector<C::Out>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        w: &TimeWindow,
+        id: i64,
+        contents: &mut Option<C::Meta>,
+        late: bool,
+        out: &mut O,
+    ) -> bool {
+        if contents.is_none() {
+            return false;
+        }
+        // What a window emits has its last millisecond as timestamp (Flink's
+        // `setAbsoluteTimestamp(window.maxTimestamp())`), side outputs too.
+        set_record_timestamp(w.max_timestamp());
+        let timers = &self.timers;
+        let clock = || timers.current_processing_time();
+        let mut fire =
+            Self::window_context(ctx, w, late, self.merging, &clock, &mut self.functions);
+        self.contents.emit(&mut fire, id, contents, out)
+    }
+
+    /// `value` (event time `ts`) goes into the fixed window `w` of the
+    /// current key: [`element`](Self::element) with the window's slot read
+    /// and written by one lookup, unless the trigger purges or an evictor
+    /// changes the contents.
+    fn element_fixed<O: Collector<C::Out>>(
         &mut self,
         ctx: &KeyContext<K>,
         w: TimeWindow,
         value: T,
-        time: i64,
+        ts: Option<i64>,
         out: &mut O,
     ) {
-        let contents = &mut self.contents;
-        let ((_, _, meta), _) = self.windows.upsert(ctx, w.start, |slot| {
-            (
-                w.end,
-                w.start,
-                contents.add(ctx, w.start, slot.map(|(_, _, m)| m), value),
-            )
+        let stamp = ts.unwrap_or(i64::MIN);
+        let watermark = ctx.current_watermark();
+        let timers = &self.timers;
+        let clock = || timers.current_processing_time();
+        let (trigger, contents, ops) = (&self.trigger, &mut self.contents, &mut self.ops);
+        let mut result = TriggerResult::Continue;
+        let ((_, id, mut meta, state), _) = self.windows.upsert(ctx, w.start, |slot| {
+            let (end, id, meta, mut state) =
+                slot.unwrap_or_else(|| (w.end, w.start, None, Default::default()));
+            let mut tctx = TriggerContext::new(watermark, &clock, &mut state, ops);
+            result = trigger.on_element(&value, stamp, &w, &mut tctx);
+            let meta = contents.add(ctx, id, meta, value, ts);
+            (end, id, Some(meta), state)
         });
-        self.on_element(ctx, w, w.start, meta, time, out);
+        if !self.ops.is_empty() {
+            self.timers.apply(ctx, &w, &mut self.ops);
+        }
+        let mut changed = false;
+        if result.is_fire() {
+            let late = self.late_at(&w, watermark);
+            changed = self.fire(ctx, &w, id, &mut meta, late, out);
+        }
+        if result.is_purge() {
+            if let Some(m) = meta.take() {
+                self.contents.clear(ctx, id, &m);
+                changed = true;
+            }
+        }
+        if changed {
+            self.windows.put(ctx, w.start, (w.end, id, meta, state));
+        }
+        self.register_cleanup(ctx, &w);
+    }
+
+    /// `value` (event time `ts`) goes into window `w` of the current key,
+    /// whose contents are `id` and `contents` and trigger state `state`
+    /// (the window is in the set or new): the trigger's `on_element`, the
+    /// firing and purge it asks for, the window's cleanup timer.
+    #[allow(clippy::too_many_arguments)]
+    fn element<O: Collector<C::Out>>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        w: TimeWindow,
+        id: i64,
+        contents: Option<C::Meta>,
+        mut state: Tr::State,
+        value: T,
+        ts: Option<i64>,
+        out: &mut O,
+    ) {
+        let stamp = ts.unwrap_or(i64::MIN);
+        let result = self.call_trigger(ctx, &w, &mut state, |t, c| {
+            t.on_element(&value, stamp, &w, c)
+        });
+        let mut contents = Some(self.contents.add(ctx, id, contents, value, ts));
+        if result.is_fire() {
+            let late = self.late_at(&w, ctx.current_watermark());
+            self.fire(ctx, &w, id, &mut contents, late, out);
+        }
+        if result.is_purge() {
+            if let Some(m) = contents.take() {
+                self.contents.clear(ctx, id, &m);
+            }
+        }
+        self.windows.put(ctx, w.start, (w.end, id, contents, state));
+        self.register_cleanup(ctx, &w);
     }
 
     /// Adds `value`, which opens session `new`, merging the sessions it
-    /// intersects (Flink's `MergingWindowSet::addWindow`).
+    /// intersects (Flink's `MergingWindowSet::addWindow` with the window
+    /// operator's merge function).
     fn add_session<O: Collector<C::Out>>(
         &mut self,
         ctx: &KeyContext<K>,
         new: TimeWindow,
         value: T,
+        ts: Option<i64>,
         time: i64,
         out: &mut O,
     ) {
         let mut sessions = std::mem::take(&mut self.scratch);
         sessions.clear();
         sessions.extend(self.windows.entries(ctx));
-        // The sessions merging with `new`: those intersecting the growing
-        // cover (the key's sessions are disjoint and do not touch, so only
-        // `new` can join them).
-        let mut merged = new;
-        let mut members = 0;
-        loop {
-            let mut grew = false;
-            let mut i = members;
-            while i < sessions.len() {
-                let (start, (end, _, _)) = &sessions[i];
-                let w = TimeWindow::new(*start, *end);
-                if merged.intersects(&w) {
-                    merged = merged.cover(&w);
-                    sessions.swap(members, i);
-                    members += 1;
-                    grew = true;
-                }
-                i += 1;
-            }
-            if !grew {
-                break;
-            }
-        }
+        let (merged, members) = gather_intersecting(new, &mut sessions, |(start, (end, ..))| {
+            TimeWindow::new(*start, *end)
+        });
         if members == 0 {
-            if self.is_late(&new, time) {
-                self.scratch = sessions;
-                self.drop_late(value);
-                return;
-            }
-            let meta = self.contents.add(ctx, new.start, None, value);
-            self.windows
-                .put(ctx, new.start, (new.end, new.start, meta.clone()));
-            self.on_element(ctx, new, new.start, meta, time, out);
             self.scratch = sessions;
-            return;
+            if self.is_late(&new, time) {
+                return self.drop_late(value);
+            }
+            return self.element(
+                ctx,
+                new,
+                new.start,
+                None,
+                Default::default(),
+                value,
+                ts,
+                out,
+            );
         }
-        let (id, mut meta) =
-            if members == 1 && sessions[0].0 == merged.start && sessions[0].1 .0 == merged.end {
-                // Inside one session, which does not grow: no merge.
-                let (_, (_, id, meta)) = sessions[0].clone();
-                (id, meta)
-            } else {
-                // The largest part keeps its contents; the others merge in.
-                let target = (0..members)
-                    .max_by_key(|&i| C::weight(&sessions[i].1 .2))
-                    .expect("a merge has members");
-                let (_, (_, id, mut meta)) = sessions[target].clone();
-                for (i, (start, (end, from_id, from))) in sessions[..members].iter().enumerate() {
-                    let (start, end) = (*start, *end);
-                    if i != target {
-                        meta = self.contents.merge(ctx, id, meta, *from_id, from.clone());
-                    }
-                    self.windows.remove(ctx, &start);
-                    // The merged session's timers go, unless another window of
-                    // the key (or the merged one) uses the same time.
-                    let w = TimeWindow::new(start, end);
-                    for ts in [self.fire_time(&w), self.cleanup_time(&w)] {
-                        let used = [self.fire_time(&merged), self.cleanup_time(&merged)]
-                            .contains(&ts)
-                            || sessions[members..].iter().any(|(s, (e, _, _))| {
-                                let other = TimeWindow::new(*s, *e);
-                                self.fire_time(&other) == ts || self.cleanup_time(&other) == ts
-                            });
-                        if !used {
-                            self.delete(ctx, ts);
-                        }
-                    }
+        let (start, (end, id, ref contents, ref state)) = sessions[0];
+        if members == 1 && (start, end) == (merged.start, merged.end) {
+            // Inside one session, which does not grow: no merge.
+            let (contents, state) = (contents.clone(), state.clone());
+            self.scratch = sessions;
+            return self.element(ctx, merged, id, contents, state, value, ts, out);
+        }
+        // The largest part keeps its contents; the others merge in.
+        let target = (0..members)
+            .max_by_key(|&i| sessions[i].1 .2.as_ref().map_or(0, C::weight))
+            .expect("a merge has members");
+        let id = sessions[target].1 .1;
+        let mut contents = sessions[target].1 .2.clone();
+        let mut merged_states = std::mem::take(&mut self.merged_states);
+        merged_states.clear();
+        merged_states.extend(sessions[..members].iter().map(|(_, s)| s.3.clone()));
+        let mut state = Tr::State::default();
+        {
+            let timers = &self.timers;
+            let clock = || timers.current_processing_time();
+            let tctx =
+                TriggerContext::new(ctx.current_watermark(), &clock, &mut state, &mut self.ops);
+            let mut mctx = OnMergeContext::new(tctx, &merged_states);
+            self.trigger.on_merge(&merged, &mut mctx);
+        }
+        self.timers.apply(ctx, &merged, &mut self.ops);
+        for (i, (start, (end, from_id, from, part_state))) in sessions.drain(..members).enumerate()
+        {
+            let w = TimeWindow::new(start, end);
+            let mut part_state = part_state;
+            self.call_trigger(ctx, &w, &mut part_state, |t, c| t.clear(&w, c));
+            self.delete_cleanup(ctx, &w);
+            if i != target {
+                if let Some(from) = from {
+                    contents = Some(self.contents.merge(ctx, id, contents, from_id, from));
                 }
-                (id, meta)
-            };
-        meta = self.contents.add(ctx, id, Some(meta), value);
-        self.windows
-            .put(ctx, merged.start, (merged.end, id, meta.clone()));
-        self.on_element(ctx, merged, id, meta, time, out);
+            }
+            self.windows.remove(ctx, &start);
+        }
+        self.merged_states = merged_states;
         self.scratch = sessions;
+        self.element(ctx, merged, id, contents, state, value, ts, out);
     }
 
     fn drop_late(&mut self, value: T) {
@@ -336,43 +467,96 @@ where
         }
     }
 
-    /// Fires and cleans up the current key's windows due at timer `ts`.
-    fn on_due<O: Collector<C::Out>>(&mut self, ts: i64, ctx: &KeyContext<K>, out: &mut O) {
-        let mut windows = std::mem::take(&mut self.scratch);
-        windows.clear();
-        windows.extend(self.windows.entries(ctx));
-        for (start, (end, id, meta)) in &windows {
-            let (start, id) = (*start, *id);
-            let w = TimeWindow::new(start, *end);
-            if self.fire_time(&w) == ts {
-                self.contents.emit(ctx, &w, id, meta, out);
-            }
-            if self.cleanup_time(&w) == ts {
-                self.contents.clear(ctx, id, meta);
-                self.windows.remove(ctx, &start);
+    /// Timer `ts` of `domain` of the current key's window `w` fired.
+    fn on_window_timer<O: Collector<C::Out>>(
+        &mut self,
+        ts: i64,
+        w: &TimeWindow,
+        ctx: &KeyContext<K>,
+        domain: TimeDomain,
+        out: &mut O,
+    ) {
+        let slot = self.windows.get(ctx, &w.start).filter(|s| s.0 == w.end);
+        if slot.is_none() && self.merging {
+            // A session merged away or cleaned up: its trigger state is
+            // gone, nothing to do (as Flink).
+            return;
+        }
+        let existed = slot.is_some();
+        let (id, mut contents, mut state) = match slot {
+            Some((_, id, contents, state)) => (id, contents, state),
+            None => (w.start, None, Default::default()),
+        };
+        let result = self.call_trigger(ctx, w, &mut state, |t, c| match domain {
+            TimeDomain::EventTime => t.on_event_time(ts, w, c),
+            TimeDomain::ProcessingTime => t.on_processing_time(ts, w, c),
+        });
+        if result.is_fire() {
+            let late = match domain {
+                TimeDomain::EventTime => {
+                    self.domain == TimeDomain::EventTime && ts > w.max_timestamp()
+                }
+                TimeDomain::ProcessingTime => self.late_at(w, ctx.current_watermark()),
+            };
+            self.fire(ctx, w, id, &mut contents, late, out);
+        }
+        if result.is_purge() {
+            if let Some(m) = contents.take() {
+                self.contents.clear(ctx, id, &m);
             }
         }
-        self.scratch = windows;
+        if domain == self.domain && ts == self.cleanup_time(w) {
+            self.clear_all(ctx, w, id, contents, state);
+        } else if existed {
+            self.windows.put(ctx, w.start, (w.end, id, contents, state));
+        }
+    }
+
+    /// Flink's `clearAllState`: the window's contents, its trigger (and
+    /// timers), the window function's `clear` and per-window state, and the
+    /// window itself.
+    fn clear_all(
+        &mut self,
+        ctx: &KeyContext<K>,
+        w: &TimeWindow,
+        id: i64,
+        contents: Option<C::Meta>,
+        mut state: Tr::State,
+    ) {
+        if let Some(m) = contents {
+            self.contents.clear(ctx, id, &m);
+        }
+        self.call_trigger(ctx, w, &mut state, |t, c| t.clear(w, c));
+        let timers = &self.timers;
+        let clock = || timers.current_processing_time();
+        let mut fire =
+            Self::window_context(ctx, w, false, self.merging, &clock, &mut self.functions);
+        self.contents.clear_window(&mut fire);
+        self.functions.clear_window(ctx, w);
+        self.windows.remove(ctx, &w.start);
     }
 }
 
-impl<K, T, C> KeyedProcessFunction for GeneralWindowOperator<K, T, C>
+impl<K, T, Tr, C> KeyedProcessFunction for GeneralWindowOperator<K, T, Tr, C>
 where
     K: StateKey + Wire + 'static,
     T: Clone + 'static,
+    Tr: Trigger<T>,
     C: WindowContents<K, T>,
-    C::Meta: Wire,
 {
     type Key = K;
     type In = T;
     type Out = C::Out;
 
     fn process<O: Collector<C::Out>>(&mut self, ctx: &KeyContext<K>, value: T, out: &mut O) {
-        let (ts, time) = match &self.spec.timestamp {
-            Some(timestamp) => (timestamp(&value), ctx.current_watermark()),
+        let (ts, time, stamp) = match &self.spec.timestamp {
+            Some(timestamp) => {
+                let ts = timestamp(&value);
+                (ts, ctx.current_watermark(), Some(ts))
+            }
             None => {
                 let now = self.timers.current_processing_time();
-                (now, now)
+                (now, now, None)
             }
         };
         match &self.spec.kind {
@@ -388,7 +572,7 @@ where
                     let w = TimeWindow::new(start, start.saturating_add(size));
                     if !self.is_late(&w, time) {
                         taken = true;
-                        self.add_fixed(ctx, w, value.clone(), time, out);
+                        self.element_fixed(ctx, w, value.clone(), stamp, out);
                     }
                     start = start.saturating_sub(slide);
                 }
@@ -399,14 +583,19 @@ where
             WindowKind::Session(gap) => {
                 let gap = gap.of(&value);
                 let w = TimeWindow::new(ts, ts.saturating_add(gap));
-                self.add_session(ctx, w, value, time, out);
+                self.add_session(ctx, w, value, stamp, time, out);
             }
         }
     }
 
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
         states.map(&mut self.windows);
+        states.map(&mut self.functions.map);
         self.contents.visit_state(states);
+    }
+
+    fn side_outputs(&mut self, outputs: &mut SideOutputs<'_, '_>) {
+        self.contents.side_outputs(outputs);
     }
 
     fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<K>> {
@@ -420,18 +609,18 @@ where
         domain: TimeDomain,
         out: &mut O,
     ) {
-        if domain == self.domain {
-            self.on_due(ts, ctx, out);
-        }
+        let w = self.timers.fired_window();
+        self.on_window_timer(ts, &w, ctx, domain, out);
     }
 
     fn on_end_of_input<O: Collector<C::Out>>(&mut self, out: &mut O) {
         // Event-time windows fired by the final watermark; processing-time
-        // ones fire now, in the order of their ends.
-        while let Some((ts, key)) = self.timers.pop_due(TimeDomain::ProcessingTime, i64::MAX) {
-            let ctx = KeyContext::with_watermark(key, i64::MAX);
-            if self.domain == TimeDomain::ProcessingTime {
-                self.on_due(ts, &ctx, out);
+        // ones fire now, in the order of their timers.
+        if self.domain == TimeDomain::ProcessingTime {
+            while let Some((ts, key)) = self.timers.pop_processing() {
+                let ctx = KeyContext::with_watermark(key, i64::MAX);
+                let w = self.timers.fired_window();
+                self.on_window_timer(ts, &w, &ctx, TimeDomain::ProcessingTime, out);
             }
         }
     }

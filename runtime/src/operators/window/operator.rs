@@ -1,6 +1,7 @@
 //! The event-time tumbling and sliding window operator: one table per open
 //! window (a pane), fired as a whole when the watermark passes its end.
 
+use crate::core::timestamp::set_record_timestamp;
 use weir_net::Wire;
 use weir_state::{KeyHash, StateKey};
 
@@ -11,13 +12,14 @@ use crate::operators::late_data::LateOutput;
 use crate::operators::window::event_time::{WindowAssigner, WindowStarts, WINDOW_CONTENTS_STATE};
 use crate::operators::window::fold::WindowFold;
 use crate::operators::window::panes::WindowPanes;
+use crate::operators::window::spec::TimeWindow;
 use crate::state::key_context::KeyContext;
 use crate::state::visitor::KeyedStates;
 
 /// The keyed process function behind event-time windows: one accumulator
 /// per `(key, window start)` in the window's pane (`window::panes`), fired as a
 /// whole when the watermark reaches the window's end - 1 and retired after
-/// the allowed lateness. Emits `(key, window_start, result)`.
+/// the allowed lateness. Emits `(key, window, result)`.
 pub struct WindowOperator<K, W, A>
 where
     K: StateKey,
@@ -88,11 +90,14 @@ where
     }
 
     /// Fires the windows the watermark `watermark` completed.
-    fn fire<C: Collector<(K, i64, W::Out)>>(&mut self, watermark: i64, out: &mut C) {
-        let fold = &self.fold;
+    fn fire<C: Collector<(K, TimeWindow, W::Out)>>(&mut self, watermark: i64, out: &mut C) {
+        let (fold, size) = (&self.fold, self.size);
         self.contents
-            .fire(watermark, self.size, self.lateness, |key, start, acc| {
-                out.collect((key, start, fold.result(acc)));
+            .fire(watermark, size, self.lateness, |key, start, acc| {
+                let window = TimeWindow::new(start, start.saturating_add(size));
+                // A window's result has its last millisecond as timestamp.
+                set_record_timestamp(window.max_timestamp());
+                out.collect((key, window, fold.result(acc)));
             });
     }
 
@@ -118,14 +123,16 @@ where
     /// late firing.
     #[cold]
     #[inline(never)]
-    fn late_firing<C: Collector<(K, i64, W::Out)>>(
+    fn late_firing<C: Collector<(K, TimeWindow, W::Out)>>(
         &mut self,
         ctx: &KeyContext<K>,
         start: i64,
         out: &mut C,
     ) {
         if let Some(acc) = self.contents.get(ctx, start) {
-            out.collect((ctx.key().clone(), start, self.fold.result(&acc)));
+            let window = TimeWindow::new(start, start.saturating_add(self.size));
+            set_record_timestamp(window.max_timestamp());
+            out.collect((ctx.key().clone(), window, self.fold.result(&acc)));
         }
     }
 
@@ -134,7 +141,7 @@ where
     /// fired); a record no window takes is late.
     #[cold]
     #[inline(never)]
-    fn process_late<C: Collector<(K, i64, W::Out)>>(
+    fn process_late<C: Collector<(K, TimeWindow, W::Out)>>(
         &mut self,
         ctx: &KeyContext<K>,
         value: W::In,
@@ -252,7 +259,7 @@ where
 {
     type Key = K;
     type In = W::In;
-    type Out = (K, i64, W::Out);
+    type Out = (K, TimeWindow, W::Out);
 
     #[inline]
     fn process<C: Collector<Self::Out>>(&mut self, ctx: &KeyContext<K>, value: W::In, out: &mut C) {

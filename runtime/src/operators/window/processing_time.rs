@@ -81,7 +81,7 @@ impl TumblingProcessingTimeWindows {
     }
 }
 
-general_windowing!([T] TumblingProcessingTimeWindows, T, [T: 'static,]);
+general_windowing!([T] TumblingProcessingTimeWindows, T, crate::operators::window::triggers::ProcessingTimeTrigger, [T: 'static,]);
 
 /// Flink's `SlidingProcessingTimeWindows`: windows of `size` starting every
 /// `slide` of processing time.
@@ -137,7 +137,7 @@ impl SlidingProcessingTimeWindows {
     }
 }
 
-general_windowing!([T] SlidingProcessingTimeWindows, T, [T: 'static,]);
+general_windowing!([T] SlidingProcessingTimeWindows, T, crate::operators::window::triggers::ProcessingTimeTrigger, [T: 'static,]);
 
 /// Flink's `ProcessingTimeSessionWindows::withGap`: per key, a record
 /// processed at `t` opens `[t, t + gap)` and intersecting sessions merge;
@@ -190,7 +190,7 @@ impl ProcessingTimeSessionWindows {
     }
 }
 
-general_windowing!([T] ProcessingTimeSessionWindows, T, [T: 'static,]);
+general_windowing!([T] ProcessingTimeSessionWindows, T, crate::operators::window::triggers::ProcessingTimeTrigger, [T: 'static,]);
 
 /// Flink's `DynamicProcessingTimeSessionWindows`: processing-time sessions
 /// whose gap each record gives.
@@ -222,7 +222,7 @@ impl<GF> DynamicProcessingTimeSessionWindows<GF> {
     }
 }
 
-general_windowing!([T, GF] DynamicProcessingTimeSessionWindows<GF>, T, [
+general_windowing!([T, GF] DynamicProcessingTimeSessionWindows<GF>, T, crate::operators::window::triggers::ProcessingTimeTrigger, [
     T: 'static,
     GF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
 ]);

@@ -46,6 +46,36 @@ impl TimeWindow {
     }
 }
 
+/// Moves to the front of `windows` those that merge with the session
+/// `new`: the ones intersecting it, then its growing cover (a key's
+/// sessions are disjoint and do not touch, so only `new` can join them).
+/// Returns the cover and how many merge.
+pub(crate) fn gather_intersecting<E>(
+    new: TimeWindow,
+    windows: &mut [E],
+    window_of: impl Fn(&E) -> TimeWindow,
+) -> (TimeWindow, usize) {
+    let mut merged = new;
+    let mut members = 0;
+    loop {
+        let mut grew = false;
+        let mut i = members;
+        while i < windows.len() {
+            let w = window_of(&windows[i]);
+            if merged.intersects(&w) {
+                merged = merged.cover(&w);
+                windows.swap(members, i);
+                members += 1;
+                grew = true;
+            }
+            i += 1;
+        }
+        if !grew {
+            return (merged, members);
+        }
+    }
+}
+
 impl Wire for TimeWindow {
     fn encoded_len(&self) -> usize {
         16

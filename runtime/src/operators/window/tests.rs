@@ -41,8 +41,18 @@ type Ts = fn(&Rec) -> i64;
 type Op<W, A = TumblingEventTimeWindows<Ts>> = KeyedProcessOp<
     WindowOperator<u64, W, A>,
     fn(&Rec) -> u64,
-    VecTail<(u64, i64, <W as WindowFold>::Out)>,
+    VecTail<(u64, TimeWindow, <W as WindowFold>::Out)>,
 >;
+
+/// The window operator's `(key, window, result)` as `(key, window start,
+/// result)`, checking that every window is as long as the others.
+fn starts<O>(fired: Vec<(u64, TimeWindow, O)>) -> Vec<(u64, i64, O)> {
+    if let Some((_, first, _)) = fired.first() {
+        let size = first.end - first.start;
+        assert!(fired.iter().all(|(_, w, _)| w.end - w.start == size));
+    }
+    fired.into_iter().map(|(k, w, r)| (k, w.start, r)).collect()
+}
 
 fn info() -> SubtaskInfo {
     SubtaskInfo {
@@ -104,14 +114,14 @@ fn windows_fire_when_the_watermark_passes_their_end_and_late_records_are_dropped
     op.on_watermark(8);
     assert!(op.output_mut().items.is_empty(), "no window ended yet");
     op.on_watermark(9);
-    let mut fired = std::mem::take(&mut op.output_mut().items);
+    let mut fired = starts(std::mem::take(&mut op.output_mut().items));
     fired.sort();
     assert_eq!(fired, vec![(1, 0, (2, 12)), (2, 0, (1, 1))]);
     // Window [0, 10) fired: a record for it is late and dropped.
     op.collect((2, 5, 1000));
     op.collect((2, 15, 3));
     op.end_input();
-    let mut fired = std::mem::take(&mut op.output_mut().items);
+    let mut fired = starts(std::mem::take(&mut op.output_mut().items));
     fired.sort();
     assert_eq!(fired, vec![(1, 10, (1, 100)), (2, 10, (1, 3))]);
     // The watermark reached the chain after the windows it fired.
@@ -128,7 +138,10 @@ fn reduce_keeps_one_value_per_window() {
         op.collect((k, ts, v));
     }
     op.on_watermark(4);
-    assert_eq!(op.output_mut().items, vec![(7, 0, (7, 4, 9))]);
+    assert_eq!(
+        starts(std::mem::take(&mut op.output_mut().items)),
+        vec![(7, 0, (7, 4, 9))]
+    );
 }
 
 /// Brute force: every record of a window that had not fired when it
@@ -167,7 +180,7 @@ fn random_out_of_order_inputs_match_a_brute_force_reference() {
             e.1 += i;
         }
         op.end_input();
-        let mut got: Vec<_> = std::mem::take(&mut op.output_mut().items);
+        let mut got: Vec<_> = starts(std::mem::take(&mut op.output_mut().items));
         got.sort();
         let want: Vec<_> = expected.into_iter().map(|((k, s), r)| (k, s, r)).collect();
         assert_eq!(got, want, "round {round}, size {size}");
@@ -256,7 +269,7 @@ fn sliding_windows_with_lateness_match_a_brute_force_reference() {
                 want.push((k, s, *acc));
             }
         }
-        let mut got = std::mem::take(&mut op.output_mut().items);
+        let mut got = starts(std::mem::take(&mut op.output_mut().items));
         got.sort();
         want.sort();
         let what = format!("round {round}: size {size}, slide {slide}, lateness {lateness}");

@@ -10,6 +10,10 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+mod context;
+mod flink;
+mod triggers;
+
 use super::*;
 use crate::chain::control::ChainControl;
 use crate::chain::testing::VecTail;
@@ -21,7 +25,7 @@ use crate::operators::window::contents::Accumulated;
 use crate::operators::window::contents::Buffered;
 use crate::operators::window::contents::FnProcessWindowFunction;
 use crate::operators::window::contents::FnWindowFunction;
-use crate::operators::window::contents::KeyStartResult;
+use crate::operators::window::contents::KeyWindowResult;
 use crate::operators::window::contents::WindowCollector;
 use crate::operators::window::event_time::{SlidingEventTimeWindows, TumblingEventTimeWindows};
 use crate::operators::window::fold::{AggregateFold, ReduceFold};
@@ -29,6 +33,8 @@ use crate::operators::window::operator::WindowOperator;
 use crate::operators::window::processing_time::ProcessingTimeSessionWindows;
 use crate::operators::window::processing_time::SlidingProcessingTimeWindows;
 use crate::operators::window::processing_time::TumblingProcessingTimeWindows;
+use crate::operators::window::trigger::{NoState, Trigger, TriggerContext, TriggerResult};
+use crate::operators::window::triggers::{EventTimeTrigger, ProcessingTimeTrigger};
 use crate::state::aggregating::AggregateFunction;
 
 /// `(key, timestamp, value)`.
@@ -88,17 +94,100 @@ fn with_window(
 type ProcessFn = fn(&u64, &TimeWindow, &[Rec], &mut WindowCollector<'_, Fired>);
 type AggFn =
     fn(&u64, &TimeWindow, (u64, u64), &mut WindowCollector<'_, (u64, i64, i64, (u64, u64))>);
-type ProcessOp =
-    GeneralWindowOperator<u64, Rec, Buffered<u64, Rec, FnProcessWindowFunction<ProcessFn, Fired>>>;
+type ProcessOp = GeneralWindowOperator<
+    u64,
+    Rec,
+    Dflt,
+    Buffered<u64, Rec, FnProcessWindowFunction<ProcessFn, Fired>>,
+>;
 type AggOp = GeneralWindowOperator<
     u64,
     Rec,
+    Dflt,
     Accumulated<AggregateFold<CountSum>, FnWindowFunction<AggFn, (u64, i64, i64, (u64, u64))>>,
 >;
 
+/// The default trigger of `spec`'s domain, as one type for both.
+#[derive(Clone, Copy)]
+enum Dflt {
+    Event,
+    Processing,
+}
+
+fn dflt(spec: &WindowSpec<Rec>) -> Dflt {
+    match spec.domain() {
+        TimeDomain::EventTime => Dflt::Event,
+        TimeDomain::ProcessingTime => Dflt::Processing,
+    }
+}
+
+impl Trigger<Rec> for Dflt {
+    type State = NoState;
+
+    fn on_element(
+        &self,
+        r: &Rec,
+        ts: i64,
+        w: &TimeWindow,
+        c: &mut TriggerContext<'_, NoState>,
+    ) -> TriggerResult {
+        match self {
+            Dflt::Event => EventTimeTrigger.on_element(r, ts, w, c),
+            Dflt::Processing => Trigger::<Rec>::on_element(&ProcessingTimeTrigger, r, ts, w, c),
+        }
+    }
+
+    fn on_event_time(
+        &self,
+        t: i64,
+        w: &TimeWindow,
+        c: &mut TriggerContext<'_, NoState>,
+    ) -> TriggerResult {
+        match self {
+            Dflt::Event => Trigger::<Rec>::on_event_time(&EventTimeTrigger, t, w, c),
+            Dflt::Processing => Trigger::<Rec>::on_event_time(&ProcessingTimeTrigger, t, w, c),
+        }
+    }
+
+    fn on_processing_time(
+        &self,
+        t: i64,
+        w: &TimeWindow,
+        c: &mut TriggerContext<'_, NoState>,
+    ) -> TriggerResult {
+        match self {
+            Dflt::Event => Trigger::<Rec>::on_processing_time(&EventTimeTrigger, t, w, c),
+            Dflt::Processing => Trigger::<Rec>::on_processing_time(&ProcessingTimeTrigger, t, w, c),
+        }
+    }
+
+    fn can_merge(&self) -> bool {
+        true
+    }
+
+    fn on_merge(
+        &self,
+        w: &TimeWindow,
+        c: &mut crate::operators::window::trigger::OnMergeContext<'_, NoState>,
+    ) {
+        match self {
+            Dflt::Event => Trigger::<Rec>::on_merge(&EventTimeTrigger, w, c),
+            Dflt::Processing => Trigger::<Rec>::on_merge(&ProcessingTimeTrigger, w, c),
+        }
+    }
+
+    fn clear(&self, w: &TimeWindow, c: &mut TriggerContext<'_, NoState>) {
+        match self {
+            Dflt::Event => Trigger::<Rec>::clear(&EventTimeTrigger, w, c),
+            Dflt::Processing => Trigger::<Rec>::clear(&ProcessingTimeTrigger, w, c),
+        }
+    }
+}
+
 fn process_op(spec: WindowSpec<Rec>, lateness: i64, late: Option<LateOutput<Rec>>) -> ProcessOp {
     GeneralWindowOperator::new(
-        spec,
+        spec.clone(),
+        dflt(&spec),
         Buffered::new(FnProcessWindowFunction::new(sorted_values as ProcessFn)),
         lateness,
         late,
@@ -107,7 +196,8 @@ fn process_op(spec: WindowSpec<Rec>, lateness: i64, late: Option<LateOutput<Rec>
 
 fn agg_op(spec: WindowSpec<Rec>, lateness: i64) -> AggOp {
     GeneralWindowOperator::new(
-        spec,
+        spec.clone(),
+        dflt(&spec),
         Accumulated::new(
             AggregateFold(CountSum),
             FnWindowFunction::new(with_window as AggFn),
@@ -341,7 +431,7 @@ fn dynamic_gap(r: &Rec) -> i64 {
 
 /// Event-time sessions, static and dynamic gaps, with lateness: the
 /// process function (every element), `aggregate_with` (merged
-/// accumulators) and plain `aggregate` (`(key, start, result)`) all match
+/// accumulators) and plain `aggregate` (`(key, window, result)`) all match
 /// the model; late records reach the side output; nothing is left after
 /// the end of the input.
 #[test]
@@ -377,15 +467,17 @@ fn event_time_sessions_match_a_brute_force_reference() {
         let mut agg = harness(agg_op(spec.clone(), lateness));
         let mut plain = harness(GeneralWindowOperator::new(
             spec.clone(),
-            Accumulated::new(AggregateFold(CountSum), KeyStartResult),
+            EventTimeTrigger,
+            Accumulated::new(AggregateFold(CountSum), KeyWindowResult),
             lateness,
             None,
         ));
         let mut reduce = harness(GeneralWindowOperator::new(
             spec.clone(),
+            EventTimeTrigger,
             Accumulated::new(
                 ReduceFold::new(|a: Rec, b: Rec| if a.2 >= b.2 { a } else { b }),
-                KeyStartResult,
+                KeyWindowResult,
             ),
             lateness,
             None,
@@ -427,7 +519,7 @@ fn event_time_sessions_match_a_brute_force_reference() {
         let got_max: Vec<_> = sorted(
             std::mem::take(&mut reduce.output_mut().items)
                 .into_iter()
-                .map(|(k, s, r)| (k, s, r.2))
+                .map(|(k, w, r)| (k, w.start, r.2))
                 .collect(),
         );
         assert_eq!(got_max, want_max, "{what}: reduce");
@@ -443,17 +535,11 @@ fn event_time_sessions_match_a_brute_force_reference() {
             count_sum(&want),
             "{what}: aggregate_with"
         );
-        let want_plain: Vec<_> = sorted(
-            count_sum(&want)
-                .into_iter()
-                .map(|(k, s, _, r)| (k, s, r))
-                .collect(),
-        );
-        assert_eq!(
-            sorted(std::mem::take(&mut plain.output_mut().items)),
-            want_plain,
-            "{what}: aggregate"
-        );
+        let got_plain: Vec<_> = std::mem::take(&mut plain.output_mut().items)
+            .into_iter()
+            .map(|(k, w, r)| (k, w.start, w.end, r))
+            .collect();
+        assert_eq!(sorted(got_plain), count_sum(&want), "{what}: aggregate");
         assert_eq!(*late_seen.borrow(), model.late, "{what}: late records");
         assert_eq!(
             process.function_mut().late_records(),
@@ -501,7 +587,8 @@ fn fixed_event_time_windows_with_window_functions_match_a_brute_force_reference(
         let mut agg = harness(agg_op(spec.clone(), lateness));
         let mut plain = harness(GeneralWindowOperator::new(
             spec,
-            Accumulated::new(AggregateFold(CountSum), KeyStartResult),
+            EventTimeTrigger,
+            Accumulated::new(AggregateFold(CountSum), KeyWindowResult),
             lateness,
             None,
         ));

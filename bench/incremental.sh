@@ -76,10 +76,14 @@ for i in $(seq "$RUNS"); do
   for what in chain base; do
     rm -rf r out; cp -r "$what" r; cp -r "$( [ $what = chain ] && echo chain-out || echo base-out )" out
     drop_cache r
+    # Emptied first: the loop below must not read the last run's lines
+    # before the new process has truncated the file.
+    : > restore.log
     RUST_LOG=weir::checkpoint=debug w1 r true --rate 200000 \
       --set execution.checkpointing.interval=500ms --restore latest >/dev/null 2>restore.log & pid=$!
     while [ "$(grep -c 'restored state' restore.log)" -lt 2 ]; do sleep 0.05; done
     kill -9 $pid; wait $pid 2>/dev/null || true
-    echo "$what $(grep -o 'restored state.*elapsed=[0-9.]*m\?s' restore.log | sed 's/.*elapsed=//' | tr '\n' ' ')"
+    # Per worker: elapsed (the thread's user / kernel CPU time).
+    echo "$what $(grep 'restored state' restore.log | sed 's/.* elapsed=\([^ ]*\).* user=\([^ ]*\) sys=\([^ ]*\).*/\1 (\2 \/ \3)/' | tr '\n' ' ')"
   done
 done

@@ -2,13 +2,13 @@
 //! that overlaps the subtask's key groups, checked and decoded into a
 //! `RestoreSink` that each state kind implements.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use weir_state::snapshot::{BlockKind, Extent};
+use weir_state::snapshot::BlockKind;
 use weir_state::{KeyGroupAssigner, KeyGroupRange};
 
 use crate::checkpoint::error::RestoreError;
-use crate::checkpoint::restore::{KeyedBlock, RestoreScope};
+use crate::checkpoint::restore::{next_window, KeyedBlock, RestoreScope};
 use crate::checkpoint::table_block::TableBlock;
 use crate::core::log::CHECKPOINT;
 
@@ -38,6 +38,26 @@ fn checked_key_group(
         return Ok(kg);
     }
     Err(scope.reject(block.misplaced(name, "key", kg)))
+}
+
+/// The calling thread's CPU time so far, in user and in kernel mode, and
+/// its page faults (zero where they cannot be read): the restore's trace
+/// says how much of its time was its own work and how much the kernel's
+/// (faulting in the table's fresh memory), whatever else ran on the core
+/// meanwhile.
+fn thread_cpu() -> (Duration, Duration, u64) {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` fills the `rusage` it is given a pointer to,
+    // and the zeroed one is a valid value if it fails.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    let faults = (usage.ru_minflt.max(0) + usage.ru_majflt.max(0)) as u64;
+    (time(usage.ru_utime), time(usage.ru_stime), faults)
 }
 
 /// Puts the entries of the table block `table` (of `block`, whose payload
@@ -102,17 +122,42 @@ pub(crate) fn restore_entries<S: RestoreSink>(
 ) -> Result<(), RestoreError> {
     let name = name.to_owned();
     let started = Instant::now();
+    let cpu = thread_cpu();
+    // The thread's CPU time since `cpu`, user and kernel, and its page
+    // faults.
+    let cpu_since = || {
+        let now = thread_cpu();
+        (
+            now.0.saturating_sub(cpu.0),
+            now.1.saturating_sub(cpu.1),
+            now.2.saturating_sub(cpu.2),
+        )
+    };
     let chains = scope.keyed_chains(&name);
     if !chains.is_empty() {
-        crate::checkpoint::chain_restore::restore_chains(scope, &name, &chains, sink)?;
+        let done = crate::checkpoint::chain_restore::restore_chains(scope, &name, &chains, sink)?;
+        let (user, sys, faults) = cpu_since();
+        let info = scope.subtask_info();
+        // `delta_entries`: entries the deltas decided; `superseded`:
+        // entries of the full checkpoint's blocks a delta replaced;
+        // `inserted_after`: entries that did not fit their slots; `user`,
+        // `sys`, `faults`: the thread's CPU time and page faults.
         tracing::debug!(
             target: CHECKPOINT,
             checkpoint = scope.checkpoint_id(),
             operator = scope.uid(),
+            subtask = info.index,
+            worker = info.worker,
             state = name.as_str(),
             chains = chains.len(),
             entries = sink.entry_count(),
             elapsed = ?started.elapsed(),
+            delta_entries = done.delta_entries,
+            superseded = done.superseded,
+            inserted_after = done.inserted_after,
+            user = ?user,
+            sys = ?sys,
+            faults,
             "restored state from incremental chains"
         );
         return Ok(());
@@ -176,24 +221,12 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     // each round inserts into one region of the new table, which is
     // cache-friendly. (Only speed depends on this order; any order
     // restores the same state.)
-    const WINDOW: u64 = 16 << 20;
     const ROUNDS: usize = 64;
     let mut blocks: Vec<KeyedBlock<'_>> = Vec::new();
     let mut cursors: Vec<usize> = Vec::new();
     let mut rest = extents.as_slice();
     let mut block_count = 0;
     let mut table_blocks_placed = 0;
-    // The next window of `rest`: about WINDOW bytes of one segment.
-    let next_window = |rest: &[&Extent]| {
-        let mut bytes = 0;
-        rest.iter()
-            .take_while(|e| {
-                let more = bytes < WINDOW && e.segment == rest[0].segment;
-                bytes += e.length;
-                more
-            })
-            .count()
-    };
     scope.will_need(&rest[..next_window(rest)]);
     while !rest.is_empty() {
         let (window, later) = rest.split_at(next_window(rest));
@@ -266,10 +299,12 @@ pub(crate) fn restore_entries<S: RestoreSink>(
     let deferred_count = deferred.len();
     sink.insert_batch(&mut deferred);
     sink.finish();
+    let (user, sys, faults) = cpu_since();
     let info = scope.subtask_info();
     // `sizing`: the time to size the table; `table_blocks_placed`: table
     // blocks put back slot for slot; `inserted_after`: their entries that
-    // did not fit their slots and were inserted after.
+    // did not fit their slots and were inserted after; `user`, `sys`,
+    // `faults`: the thread's CPU time and page faults.
     tracing::debug!(
         target: CHECKPOINT,
         checkpoint = scope.checkpoint_id(),
@@ -284,6 +319,9 @@ pub(crate) fn restore_entries<S: RestoreSink>(
         sizing = ?reserved,
         table_blocks_placed,
         inserted_after = deferred_count,
+        user = ?user,
+        sys = ?sys,
+        faults,
         "restored state"
     );
     Ok(())

@@ -475,6 +475,22 @@ impl KeyedBlock<'_> {
     }
 }
 
+/// Bytes of blocks read ahead at a time ([`next_window`]).
+const READ_WINDOW: u64 = 16 << 20;
+
+/// How many of the extents `rest` (in file order) make the next window
+/// to read: about [`READ_WINDOW`] bytes of one segment.
+pub(crate) fn next_window(rest: &[&Extent]) -> usize {
+    let mut bytes = 0;
+    rest.iter()
+        .take_while(|e| {
+            let more = bytes < READ_WINDOW && e.segment == rest[0].segment;
+            bytes += e.length;
+            more
+        })
+        .count()
+}
+
 /// What one operator subtask restores from.
 pub struct RestoreScope<'a> {
     checkpoint: &'a RestoredCheckpoint,

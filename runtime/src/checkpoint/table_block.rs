@@ -187,22 +187,46 @@ impl<'a> TableBlock<'a> {
     }
 
     /// The positions of the used slots, in order.
-    pub fn positions(&self) -> impl Iterator<Item = usize> + '_ {
-        let first = self.header.first_slot as usize;
-        self.bitmap
-            .chunks_exact(8)
-            .enumerate()
-            .flat_map(move |(w, word)| {
-                let mut bits = u64::from_le_bytes(word.try_into().expect("a bitmap word"));
-                let base = first + w * 64;
-                std::iter::from_fn(move || {
-                    (bits != 0).then(|| {
-                        let at = base + bits.trailing_zeros() as usize;
-                        bits &= bits - 1;
-                        at
-                    })
-                })
-            })
+    pub fn positions(&self) -> Positions<'a> {
+        Positions {
+            bitmap: self.bitmap,
+            next_word: 0,
+            base: self.header.first_slot as usize,
+            bits: 0,
+        }
+    }
+}
+
+/// The positions of a table block's used slots, in order
+/// ([`TableBlock::positions`]).
+#[derive(Clone, Debug, Default)]
+pub struct Positions<'a> {
+    bitmap: &'a [u8],
+    /// The bitmap word after the one in `bits`.
+    next_word: usize,
+    /// The slot of bit 0 of `bits`.
+    base: usize,
+    /// The word being read, its slots taken cleared.
+    bits: u64,
+}
+
+impl Iterator for Positions<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        while self.bits == 0 {
+            let at = self.next_word * 8;
+            let word = self.bitmap.get(at..at + 8)?;
+            if self.next_word > 0 {
+                self.base += 64;
+            }
+            self.next_word += 1;
+            self.bits = u64::from_le_bytes(word.try_into().expect("a bitmap word"));
+        }
+        let at = self.base + self.bits.trailing_zeros() as usize;
+        self.bits &= self.bits - 1;
+        Some(at)
     }
 }
 

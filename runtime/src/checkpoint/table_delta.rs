@@ -137,57 +137,107 @@ impl<'a> DeltaBlock<'a> {
         })
     }
 
-    /// Calls `f(position, entry bytes)` for every record in order (`None`:
-    /// the slot is empty); `entry_len` decodes the length of the entry at
-    /// the front of its bytes. Stops at the first error, of the records'
-    /// framing or of `f`.
-    pub fn for_each<E: From<DeltaRecordError>>(
+    /// The records, one at a time.
+    pub fn records(&self) -> DeltaRecords<'a> {
+        DeltaRecords {
+            body_len: self.body.len(),
+            rest: self.body,
+            first_slot: self.header.first_slot,
+            slot_count: self.header.slot_count,
+            next_min: 0,
+            found: 0,
+            records: self.records,
+        }
+    }
+
+    /// Calls `f(position, entry)` for every record in order (`None`: the
+    /// slot is empty); `decode` reads the entry at the front of its bytes
+    /// and says how many bytes it took (each entry is decoded once).
+    /// Stops at the first error, of the records' framing, of `decode` or
+    /// of `f`.
+    pub fn for_each<T, E: From<DeltaRecordError>>(
         &self,
-        mut entry_len: impl FnMut(&'a [u8]) -> Result<usize, E>,
-        mut f: impl FnMut(usize, Option<&'a [u8]>) -> Result<(), E>,
+        mut decode: impl FnMut(&'a [u8]) -> Result<(T, usize), E>,
+        mut f: impl FnMut(usize, Option<T>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut rest = self.body;
-        let mut found = 0u64;
-        let mut next_min = 0u64;
-        while !rest.is_empty() {
-            if rest.len() < 5 {
-                return Err(DeltaRecordError::Short.into());
-            }
-            let offset = u32::from_le_bytes(rest[..4].try_into().expect("four bytes"));
-            if u64::from(offset) < next_min || u64::from(offset) >= self.header.slot_count {
-                return Err(DeltaRecordError::Offset {
-                    offset,
-                    slots: self.header.slot_count,
+        let mut records = self.records();
+        while let Some((pos, entry)) = records.next(&mut decode)? {
+            f(pos, entry)?;
+        }
+        Ok(())
+    }
+}
+
+/// The records of a delta block, read one at a time
+/// ([`DeltaBlock::records`]), each checked as it is read.
+#[derive(Clone, Debug)]
+pub struct DeltaRecords<'a> {
+    body_len: usize,
+    rest: &'a [u8],
+    first_slot: u64,
+    slot_count: u64,
+    /// The lowest offset the next record may have.
+    next_min: u64,
+    found: u64,
+    records: u64,
+}
+
+impl<'a> DeltaRecords<'a> {
+    /// The next record: its position and, if the slot holds one, the
+    /// entry `decode` reads from the front of its bytes (returning it and
+    /// the bytes it took); `None` after the last record, once their count
+    /// matched the header's.
+    #[inline]
+    pub fn next<T, E: From<DeltaRecordError>>(
+        &mut self,
+        decode: impl FnOnce(&'a [u8]) -> Result<(T, usize), E>,
+    ) -> Result<Option<(usize, Option<T>)>, E> {
+        let rest = self.rest;
+        if rest.is_empty() {
+            if self.found != self.records {
+                return Err(DeltaRecordError::Count {
+                    said: self.records,
+                    found: self.found,
                 }
                 .into());
             }
-            next_min = u64::from(offset) + 1;
-            let pos = (self.header.first_slot + u64::from(offset)) as usize;
-            let flag = rest[4];
-            rest = &rest[5..];
-            match flag {
-                0 => f(pos, None)?,
-                1 => {
-                    let n = entry_len(rest)?;
-                    if n > rest.len() {
-                        return Err(DeltaRecordError::Short.into());
-                    }
-                    let (entry, tail) = rest.split_at(n);
-                    rest = tail;
-                    f(pos, Some(entry))?;
-                }
-                other => return Err(DeltaRecordError::Flag(other).into()),
-            }
-            found += 1;
+            return Ok(None);
         }
-        if found != self.records {
-            return Err(DeltaRecordError::Count {
-                said: self.records,
-                found,
+        if rest.len() < 5 {
+            return Err(DeltaRecordError::Short.into());
+        }
+        let offset = u32::from_le_bytes(rest[..4].try_into().expect("four bytes"));
+        if u64::from(offset) < self.next_min || u64::from(offset) >= self.slot_count {
+            return Err(DeltaRecordError::Offset {
+                offset,
+                slots: self.slot_count,
             }
             .into());
         }
-        Ok(())
+        let pos = (self.first_slot + u64::from(offset)) as usize;
+        let entry = match rest[4] {
+            0 => {
+                self.rest = &rest[5..];
+                None
+            }
+            1 => {
+                let (entry, n) = decode(&rest[5..])?;
+                if n > rest.len() - 5 {
+                    return Err(DeltaRecordError::Short.into());
+                }
+                self.rest = &rest[5 + n..];
+                Some(entry)
+            }
+            other => return Err(DeltaRecordError::Flag(other).into()),
+        };
+        self.next_min = u64::from(offset) + 1;
+        self.found += 1;
+        Ok(Some((pos, entry)))
+    }
+
+    /// Bytes of the records read so far (where an error is).
+    pub fn read(&self) -> usize {
+        self.body_len - self.rest.len()
     }
 }
 
@@ -221,9 +271,9 @@ mod tests {
         let b = DeltaBlock::parse(bytes)?;
         let mut out = Vec::new();
         b.for_each(
-            |_| Ok::<_, DeltaRecordError>(4),
+            |bytes| Ok::<_, DeltaRecordError>((bytes.get(..4).map(<[u8]>::to_vec), 4)),
             |pos, e| {
-                out.push((pos, e.map(<[u8]>::to_vec)));
+                out.push((pos, e.map(|e| e.expect("four bytes"))));
                 Ok(())
             },
         )?;

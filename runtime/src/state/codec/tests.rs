@@ -1,6 +1,9 @@
 //! The keyed state codecs through the snapshot writer: a value table as
 //! table blocks in slot order, written in place or serialized, and the
-//! composite kinds in parts, one block per key group and part.
+//! composite kinds in parts, one block per key group and part; in
+//! [`chain`], a value table's incremental chains restored.
+
+mod chain;
 
 use std::collections::HashMap;
 

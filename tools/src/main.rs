@@ -18,9 +18,12 @@
 //! PATH` (or `a checkpoint`, without `state.savepoints.dir`) and exits 0;
 //! a second signal aborts (exit 128 + the signal). `weir checkpoints`
 //! lists, verifies and describes checkpoints and savepoints ([`inspect`]).
+//! `weir nexmark generate` writes the Nexmark benchmark's events as CSV
+//! tables ([`nexmark`]).
 
 mod inspect;
 mod logging;
+mod nexmark;
 mod signals;
 
 /// mimalloc, not glibc's malloc: a record that owns memory (a `String`
@@ -113,6 +116,12 @@ enum Command {
         #[command(subcommand)]
         action: inspect::Action,
     },
+    /// The Nexmark benchmark's events: generate persons, auctions and bids
+    /// as CSV tables.
+    Nexmark {
+        #[command(subcommand)]
+        action: nexmark::Action,
+    },
 }
 
 #[derive(Args)]
@@ -188,6 +197,7 @@ fn main() -> ExitCode {
     logging::install();
     match cli.command {
         Command::Checkpoints { action } => inspect::run(&action),
+        Command::Nexmark { action } => nexmark::run(&action),
         Command::Run { common } => {
             let (config, params) = match load(&common, Vec::new(), Vec::new()) {
                 Ok(c) => c,

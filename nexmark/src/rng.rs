@@ -65,22 +65,19 @@ impl EventRng {
         items[self.below(items.len() as u64) as usize]
     }
 
-    /// Appends `len` lowercase letters; one 64-bit draw yields 13 of them
+    /// `len` lowercase letters; one 64-bit draw yields 13 of them
     /// (26^13 < 2^64), each taken from the top of a running product.
-    pub(crate) fn push_letters(&mut self, out: &mut String, len: usize) {
-        out.reserve(len);
-        let mut left = 0;
-        let mut bits = 0u64;
-        for _ in 0..len {
-            if left == 0 {
-                bits = self.next_u64();
-                left = 13;
+    pub(crate) fn letters(&mut self, len: usize) -> String {
+        let mut bytes = vec![0u8; len];
+        for chunk in bytes.chunks_mut(13) {
+            let mut bits = self.next_u64();
+            for b in chunk {
+                let wide = u128::from(bits) * 26;
+                *b = b'a' + (wide >> 64) as u8;
+                bits = wide as u64;
             }
-            let wide = u128::from(bits) * 26;
-            out.push(char::from(b'a' + (wide >> 64) as u8));
-            bits = wide as u64;
-            left -= 1;
         }
+        String::from_utf8(bytes).expect("lowercase ASCII letters")
     }
 
     /// A word of 3 to `max_len - 1` characters (`max_len > 3`): letters,
@@ -118,9 +115,7 @@ impl EventRng {
         let short = average - current;
         let delta = (short + 2) / 5; // round(short × 0.2)
         let len = short - delta + if delta == 0 { 0 } else { self.below(2 * delta) };
-        let mut s = String::new();
-        self.push_letters(&mut s, len as usize);
-        s
+        self.letters(len as usize)
     }
 
     /// A price in cents, log-uniform between $1 and $1,000,000:

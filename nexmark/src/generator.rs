@@ -212,7 +212,8 @@ impl Generator {
             // The second person of the latest batch, so that the hot bidder
             // is not the hot seller. Early in a batch that person may not
             // exist yet: like every reference, it stays within the lead.
-            (c.last_person(n) / HOT_BATCH * HOT_BATCH + 1).min(c.last_person(n) + c.person_id_lead)
+            let latest = c.last_person(n);
+            (latest / HOT_BATCH * HOT_BATCH + 1).min(latest.saturating_add(c.person_id_lead))
         } else {
             self.some_person(n, rng)
         };
@@ -239,7 +240,7 @@ impl Generator {
     fn some_person(&self, n: u64, rng: &mut EventRng) -> u64 {
         let made = self.config.last_person(n) + 1;
         let active = made.min(self.config.num_active_people);
-        made - active + rng.below(active + self.config.person_id_lead)
+        made - active + rng.below(active.saturating_add(self.config.person_id_lead))
     }
 
     /// An auction (number from 0) among the `num_in_flight_auctions`
@@ -248,7 +249,7 @@ impl Generator {
     fn some_auction(&self, n: u64, rng: &mut EventRng) -> u64 {
         let latest = self.config.last_auction(n);
         let oldest = latest.saturating_sub(self.config.num_in_flight_auctions);
-        oldest + rng.below(latest - oldest + 1 + self.config.auction_id_lead)
+        oldest + rng.below((latest - oldest + 1).saturating_add(self.config.auction_id_lead))
     }
 
     /// How long the auction of event `n` runs, in ms: uniform in
@@ -257,7 +258,10 @@ impl Generator {
     /// any time (at least 1 ms).
     fn auction_length(&self, n: u64, time: i64, rng: &mut EventRng) -> i64 {
         let c = &self.config;
-        let events_ahead = c.num_in_flight_auctions * c.total_proportion() / c.auction_proportion;
+        let events_ahead = c
+            .num_in_flight_auctions
+            .saturating_mul(c.total_proportion())
+            / c.auction_proportion;
         let horizon = c.timestamp(n.saturating_add(events_ahead)) - time;
         1 + rng.below((horizon as u64).saturating_mul(2).max(1)) as i64
     }

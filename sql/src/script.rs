@@ -131,8 +131,7 @@ fn parse_statement(tokens: Vec<TokenWithSpan>) -> Result<Option<Statement>, SqlE
         .iter()
         .rev()
         .find(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
-        .map(|t| t.span.end)
-        .unwrap_or_default();
+        .map_or(Location::new(1, 1), |t| t.span.end);
     let dialect = FlinkDialect::default();
     let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let stmt = statement(&mut p).map_err(|e| {

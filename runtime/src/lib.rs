@@ -62,7 +62,7 @@ pub mod testing;
 
 pub use crate::api::{
     BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream, IntervalJoin, IntervalJoined,
-    JobGraph, KeyedStream, PartitionedStream, SharedStream, Stream, WindowedStream,
+    BranchStream, JobGraph, KeyedStream, PartitionedStream, SharedStream, Stream, WindowedStream,
 };
 pub use crate::build::{BuildError, Restoring};
 pub use crate::chain::{ChainControl, Collector, FlushOutcome, TaskError};

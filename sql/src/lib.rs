@@ -10,13 +10,21 @@
 //! exactly-once file sink and the print and blackhole sinks. See
 //! docs/SQL.md for what is supported and where it differs from Flink.
 
+pub mod agg;
+pub mod catalog;
+pub mod connectors;
 pub mod dialect;
 pub mod error;
 pub mod expr;
+pub mod format;
 pub mod functions;
+pub mod lower;
+pub mod plan;
 pub mod script;
+pub mod session;
 pub mod time;
 pub mod types;
 pub mod value;
 
 pub use error::SqlError;
+pub use session::{Script, SqlJob};

@@ -22,7 +22,7 @@ use weir_runtime::{
     WatermarkOutput, WatermarkStrategy,
 };
 
-use crate::{collect_into, options, run_ok, sorted, splitmix64, Collected};
+use crate::{collect_into, ms, options, run_ok, sorted, splitmix64, Collected};
 
 /// `(key, timestamp, value, marker)`: a marker other than [`NO_MARK`] is
 /// the watermark the record announces.
@@ -192,8 +192,8 @@ fn punctuated_watermarks_fire_windows_at_their_markers_as_a_single_threaded_run(
                     .with_timestamp_assigner(|r: &Rec| r.1),
             )
             .key_by(|r: &Rec| r.0)
-            .window(TumblingEventTimeWindows::of(SIZE, |r: &Rec| r.1))
-            .allowed_lateness(LATENESS)
+            .window(TumblingEventTimeWindows::of(ms(SIZE), |r: &Rec| r.1))
+            .allowed_lateness(ms(LATENESS))
             .side_output_late_data(&late_tag)
             .aggregate("count-sum", CountSum);
         windows

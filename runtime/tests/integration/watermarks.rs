@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use weir_runtime::{
-    AggregateFunction, Collector, JobGraph, JoinContext, OutputTag, ProcessJoinFunction, Source,
-    SourcePoll, SubtaskInfo, TimeWindow, TumblingEventTimeWindows, WatermarkGenerator,
+    AggregateFunction, Collector, JobGraph, JoinContext, Offset, OutputTag, ProcessJoinFunction,
+    Source, SourcePoll, SubtaskInfo, TimeWindow, TumblingEventTimeWindows, WatermarkGenerator,
     WatermarkOutput, WatermarkStrategy,
 };
 
@@ -392,7 +392,10 @@ fn a_fast_source_never_leads_its_alignment_group_by_more_than_the_drift() {
     .assign_timestamps_and_watermarks(strategy(SLOW, 16, &log))
     .key_by(|r: &Ev| r.0)
     .interval_join(fast, |l: &Ev| l.1, |r: &Ev| r.1)
-    .between(-5, 5)
+    .between(
+        Offset::before(Duration::from_millis(5)),
+        Duration::from_millis(5),
+    )
     .process("join", |_: &SubtaskInfo| Pair)
     .sink("pairs", collect_into(&collected));
     run_ok(job, &options(2));

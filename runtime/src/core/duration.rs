@@ -10,8 +10,8 @@
 //! an [`Offset`]: a duration before or after a point in time.
 //!
 //! Operators keep lengths as `i64` milliseconds, the unit of the instants
-//! they are added to. [`millis`], [`positive_millis`] and
-//! [`Offset::millis`] convert them when the job is built and panic, naming
+//! they are added to. `millis`, `positive_millis` and `Offset::millis`
+//! (crate-internal) convert them when the job is built and panic, naming
 //! the parameter, on what the conversion would lose (a fraction of a
 //! millisecond, a length beyond `i64` milliseconds) rather than truncating.
 

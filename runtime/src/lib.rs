@@ -36,7 +36,7 @@
 //!              table blocks, restore plumbing, the writer
 //! metrics      hot-path counters, subtask time accounting, reports
 //! core         shared vocabulary: SubtaskInfo, snapshot hand-off types,
-//!              BarrierMode, time, units, failpoints, log targets
+//!              BarrierMode, durations, time, units, failpoints, log targets
 //! ```
 //!
 //! Above them all, behind the cargo feature `testing`, [`testing`] is the
@@ -70,7 +70,7 @@ pub use crate::checkpoint::{CheckpointRecord, CheckpointSummary};
 pub use crate::config::{CheckpointingMode, Config, ConfigError};
 pub use crate::connectors::{FileSource, TransactionalFileSink};
 pub use crate::core::timestamp::{record_timestamp, NO_TIMESTAMP};
-pub use crate::core::{Redistribution, SubtaskInfo};
+pub use crate::core::{Offset, Redistribution, SubtaskInfo};
 pub use crate::exchange::{
     BufferDebloater, CoInput, DebloatOptions, DebloatTarget, WatermarkValve,
 };

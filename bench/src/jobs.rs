@@ -153,7 +153,10 @@ pub fn w2(records: u64, keys: u64, rate: Option<u64>, results: Arc<WindowResults
             .with_timestamp_assigner(w2_timestamp),
     )
     .key_by(|r: &(u64, u64)| r.0)
-    .window(TumblingEventTimeWindows::of(W2_WINDOW_MS, w2_timestamp))
+    .window(TumblingEventTimeWindows::of(
+        Duration::from_millis(W2_WINDOW_MS),
+        w2_timestamp,
+    ))
     .aggregate("w2-window", CountAndSum)
     .sink("w2-window-sink", move |info: &SubtaskInfo| {
         WindowChecksumSink::new(info, results.clone())

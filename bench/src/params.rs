@@ -134,6 +134,9 @@ pub struct JobParams {
     /// `job.wait`: how long the TTL job waits after its last key before
     /// it measures.
     pub wait: Duration,
+    /// `job.sql-file`: a Flink SQL script `weir run` runs instead of a
+    /// built-in job (relative paths from the working directory).
+    pub sql_file: Option<std::path::PathBuf>,
 }
 
 impl Default for JobParams {
@@ -148,6 +151,7 @@ impl Default for JobParams {
             duration: Duration::from_secs(20),
             ttl: Duration::from_secs(10),
             wait: Duration::from_secs(60),
+            sql_file: None,
         }
     }
 }
@@ -245,6 +249,20 @@ pub const JOB_KEYS: &[Key<JobParams>] = &[
         get: |p| format_duration(p.wait),
         set: |p, s| {
             p.wait = s.duration()?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "job.sql-file",
+        description: "a Flink SQL script (.sql) that `weir run` runs with the rest of the config, as `weir sql FILE` does; unset = job.name's built-in job",
+        get: |p| {
+            p.sql_file
+                .as_ref()
+                .map_or_else(|| "unset".to_string(), |f| f.display().to_string())
+        },
+        set: |p, s| {
+            let t = s.check(s.text().filter(|t| !t.trim().is_empty()), "the path of a .sql file")?;
+            p.sql_file = if t == "unset" { None } else { Some(t.into()) };
             Ok(())
         },
     },

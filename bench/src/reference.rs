@@ -47,7 +47,7 @@ pub fn w1_checksum(n: u64, keys: u64) -> u64 {
 /// key seen in it adds `key*M + window_start + count*31 + sum` (wrapping).
 pub fn w2_windows_and_checksum(n: u64, keys: u64) -> (u64, u64) {
     use crate::w2::{W2_RECORDS_PER_MS, W2_WINDOW_MS};
-    let per_window = W2_RECORDS_PER_MS * W2_WINDOW_MS as u64;
+    let per_window = W2_RECORDS_PER_MS * W2_WINDOW_MS;
     let mut counts = vec![0u64; keys as usize];
     let mut sums = vec![0u64; keys as usize];
     let (mut windows, mut checksum) = (0u64, 0u64);

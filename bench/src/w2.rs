@@ -17,7 +17,7 @@ use crate::workload::M;
 /// R_ev: records per event-time millisecond.
 pub const W2_RECORDS_PER_MS: u64 = 1000;
 /// The window size (ms of event time).
-pub const W2_WINDOW_MS: i64 = 1000;
+pub const W2_WINDOW_MS: u64 = 1000;
 /// W2's default N.
 pub const W2_DEFAULT_RECORDS: u64 = 50_000_000;
 /// W2's default K.

@@ -36,7 +36,7 @@
 //!              table blocks, restore plumbing, the writer
 //! metrics      hot-path counters, subtask time accounting, reports
 //! core         shared vocabulary: SubtaskInfo, snapshot hand-off types,
-//!              BarrierMode, time, units, failpoints, log targets
+//!              BarrierMode, durations, time, units, failpoints, log targets
 //! ```
 //!
 //! Above them all, behind the cargo feature `testing`, [`testing`] is the
@@ -62,7 +62,7 @@ pub mod testing;
 
 pub use crate::api::{
     BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream, IntervalJoin, IntervalJoined,
-    JobGraph, KeyedStream, PartitionedStream, SharedStream, Stream, WindowedStream,
+    BranchStream, JobGraph, KeyedStream, PartitionedStream, SharedStream, Stream, WindowedStream,
 };
 pub use crate::build::{BuildError, Restoring};
 pub use crate::chain::{ChainControl, Collector, FlushOutcome, TaskError};
@@ -70,7 +70,7 @@ pub use crate::checkpoint::{CheckpointRecord, CheckpointSummary};
 pub use crate::config::{CheckpointingMode, Config, ConfigError};
 pub use crate::connectors::{FileSource, TransactionalFileSink};
 pub use crate::core::timestamp::{record_timestamp, NO_TIMESTAMP};
-pub use crate::core::{Redistribution, SubtaskInfo};
+pub use crate::core::{Offset, Redistribution, SubtaskInfo};
 pub use crate::exchange::{
     BufferDebloater, CoInput, DebloatOptions, DebloatTarget, WatermarkValve,
 };

@@ -25,6 +25,7 @@ mod inspect;
 mod logging;
 mod nexmark;
 mod signals;
+mod sql;
 
 /// mimalloc, not glibc's malloc: a record that owns memory (a `String`
 /// key) is allocated on one core and freed on another, and glibc's free
@@ -110,6 +111,14 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Run a Flink SQL script (CREATE TABLE, CREATE VIEW, INSERT INTO,
+    /// SELECT, EXPLAIN, SET) as one job; see docs/SQL.md.
+    Sql {
+        /// The script.
+        file: PathBuf,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Inspect checkpoints and savepoints: list those of a directory,
     /// verify every block's checksum, describe one.
     Checkpoints {
@@ -125,7 +134,7 @@ enum Command {
 }
 
 #[derive(Args)]
-struct Common {
+pub(crate) struct Common {
     /// A TOML config file (see configs/README.md).
     #[arg(long)]
     config: Option<PathBuf>,
@@ -198,6 +207,10 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Checkpoints { action } => inspect::run(&action),
         Command::Nexmark { action } => nexmark::run(&action),
+        Command::Sql { file, common } => match stop_on_signals() {
+            Ok(stop) => sql::run(&file, &common, stop),
+            Err(code) => code,
+        },
         Command::Run { common } => {
             let (config, params) = match load(&common, Vec::new(), Vec::new()) {
                 Ok(c) => c,
@@ -207,6 +220,9 @@ fn main() -> ExitCode {
                 Ok(s) => s,
                 Err(code) => return code,
             };
+            if let Some(file) = &params.sql_file {
+                return sql::run(file, &common, stop);
+            }
             let bench = BenchOptions {
                 quiet: false,
                 restore: common.restore_from(),
@@ -318,7 +334,7 @@ fn stop_on_signals() -> Result<StopRequest, ExitCode> {
 }
 
 /// The line saying where a stop's snapshot is (what `--restore` takes).
-fn print_stopped(stopped: &Stopped) {
+pub(crate) fn print_stopped(stopped: &Stopped) {
     println!(
         "stopped with a {}: {}",
         stopped.kind,
@@ -327,7 +343,7 @@ fn print_stopped(stopped: &Stopped) {
 }
 
 /// `path` made absolute (so the printed path works from anywhere).
-fn absolute(path: &std::path::Path) -> PathBuf {
+pub(crate) fn absolute(path: &std::path::Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
@@ -343,7 +359,7 @@ fn seconds_by_default(text: &str) -> String {
 
 /// The config file, then the command's defaults (`before`), then `--set`
 /// overrides, then the command's own flags (`extra`).
-fn load(
+pub(crate) fn load(
     common: &Common,
     before: Vec<String>,
     extra: Vec<String>,
@@ -406,7 +422,7 @@ fn integer_keys_only(params: &JobParams, workload: &str) -> Result<(), ExitCode>
 /// Prints a job's error; its exit code is 1 if running the job again may
 /// succeed (the restart strategy gave up, or there was none), 2 if
 /// something must change first.
-fn job_failed(e: &JobError) -> ExitCode {
+pub(crate) fn job_failed(e: &JobError) -> ExitCode {
     eprintln!("error: {e}");
     ExitCode::from(if e.retryable() { 1 } else { 2 })
 }

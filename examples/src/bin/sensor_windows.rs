@@ -61,10 +61,11 @@ struct Reading {
     tenths: i64,
 }
 
-/// Window size, out-of-orderness bound and allowed lateness (ms).
-const WINDOW: i64 = 10_000;
-const OUT_OF_ORDERNESS: i64 = 2_000;
-const LATENESS: i64 = 5_000;
+/// Window size, out-of-orderness bound and allowed lateness: lengths of
+/// time are `Duration`s, instants (timestamps, watermarks) are `i64` ms.
+const WINDOW: Duration = Duration::from_secs(10);
+const OUT_OF_ORDERNESS: Duration = Duration::from_secs(2);
+const LATENESS: Duration = Duration::from_secs(5);
 /// The wait after each batch.
 const PAUSE: Duration = Duration::from_millis(300);
 
@@ -209,10 +210,8 @@ fn windows_job(
         // One source subtask replays all batches in order.
         .parallelism(1)
         .assign_timestamps_and_watermarks(
-            WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(
-                OUT_OF_ORDERNESS as u64,
-            ))
-            .with_timestamp_assigner(|r: &Reading| r.timestamp),
+            WatermarkStrategy::for_bounded_out_of_orderness(OUT_OF_ORDERNESS)
+                .with_timestamp_assigner(|r: &Reading| r.timestamp),
         )
         .key_by(|r: &Reading| r.sensor)
         // Each reading carries the timestamp the strategy gave it.
@@ -236,12 +235,16 @@ fn windows_job(
 fn reference() -> (Vec<WindowResult>, Vec<Reading>) {
     /// Per (sensor, window start): the accumulator and whether it fired.
     type Windows = BTreeMap<(u64, i64), ((u64, i64, i64), bool)>;
+    /// The lengths in ms, to compute with the timestamps.
+    const SIZE: i64 = WINDOW.as_millis() as i64;
+    const BOUND: i64 = OUT_OF_ORDERNESS.as_millis() as i64;
+    const LATE: i64 = LATENESS.as_millis() as i64;
     /// Fires the windows the watermark reached, in start order.
     fn fire_due(windows: &mut Windows, watermark: i64, results: &mut Vec<WindowResult>) {
         for (&(sensor, start), (acc, fired)) in windows.iter_mut() {
-            if !*fired && start + WINDOW - 1 <= watermark {
+            if !*fired && start + SIZE - 1 <= watermark {
                 *fired = true;
-                let window = TimeWindow::new(start, start + WINDOW);
+                let window = TimeWindow::new(start, start + SIZE);
                 results.push((sensor, window, Stats.get_result(acc)));
             }
         }
@@ -253,8 +256,8 @@ fn reference() -> (Vec<WindowResult>, Vec<Reading>) {
     for batch in batches() {
         for r in batch {
             max_ts = max_ts.max(r.timestamp);
-            let start = r.timestamp - r.timestamp.rem_euclid(WINDOW);
-            if start + WINDOW - 1 + LATENESS <= watermark {
+            let start = r.timestamp - r.timestamp.rem_euclid(SIZE);
+            if start + SIZE - 1 + LATE <= watermark {
                 late.push(r);
                 continue;
             }
@@ -263,11 +266,11 @@ fn reference() -> (Vec<WindowResult>, Vec<Reading>) {
                 .or_insert((stats.create_accumulator(), false));
             *acc = stats.add(r, *acc);
             if *fired {
-                let window = TimeWindow::new(start, start + WINDOW);
+                let window = TimeWindow::new(start, start + SIZE);
                 results.push((r.sensor, window, stats.get_result(acc)));
             }
         }
-        watermark = watermark.max(max_ts - OUT_OF_ORDERNESS - 1);
+        watermark = watermark.max(max_ts - BOUND - 1);
         fire_due(&mut windows, watermark, &mut results);
     }
     fire_due(&mut windows, i64::MAX, &mut results);
@@ -292,9 +295,9 @@ fn main() -> std::process::ExitCode {
     println!(
         "sensor windows: 3 sensors, {} s windows, {} s out of order at most, {} s lateness, \
          12 batches {} ms apart, {} workers",
-        WINDOW / 1_000,
-        OUT_OF_ORDERNESS / 1_000,
-        LATENESS / 1_000,
+        WINDOW.as_secs(),
+        OUT_OF_ORDERNESS.as_secs(),
+        LATENESS.as_secs(),
         PAUSE.as_millis(),
         options.workers
     );

@@ -122,6 +122,11 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
     }
 }
 
+/// A stream read from a [`SharedStream`]'s branch: one type for a stream
+/// whatever operators came before it, for code that builds jobs from data
+/// (weir's SQL planner) rather than from types known when it is compiled.
+pub type BranchStream<'j, T> = Stream<'j, T, BranchHead<T>>;
+
 /// A stream that feeds several operators ([`Stream::share`]).
 pub struct SharedStream<'j, T> {
     job: &'j JobGraph,

@@ -8,6 +8,7 @@ use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::api::two_input::{ConnectedKeyedStreams, DetachedKeyedStream};
 use crate::build::builder::ChainBuilder;
+use crate::core::duration::Offset;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::interval_join::{IntervalJoinOperator, JoinBounds, ProcessJoinFunction};
 use crate::operators::side_output::{OutputTag, SideOutput};
@@ -24,6 +25,7 @@ pub struct IntervalJoin<'j, L, R, K, KL, KR, TL, TR> {
 /// (Flink's `KeyedStream.IntervalJoined`).
 pub struct IntervalJoined<'j, L, R, K, KL, KR, TL, TR> {
     join: IntervalJoin<'j, L, R, K, KL, KR, TL, TR>,
+    /// The bounds in signed ms, checked when `between` was called.
     lower: i64,
     upper: i64,
     lower_exclusive: bool,
@@ -65,17 +67,24 @@ where
 
 impl<'j, L, R, K, KL, KR, TL, TR> IntervalJoin<'j, L, R, K, KL, KR, TL, TR> {
     /// Joins a left record at `tL` with the right records at `tR` with
-    /// `tL + lower_ms <= tR <= tL + upper_ms` (both inclusive; see
-    /// [`IntervalJoined::lower_bound_exclusive`]).
+    /// `tL + lower <= tR <= tL + upper` (both inclusive; see
+    /// [`IntervalJoined::lower_bound_exclusive`]). A bound before `tL` is
+    /// an [`Offset::before`], one after a plain `Duration`: Flink's
+    /// `between(Duration.ofMillis(-5), Duration.ofMillis(5))` is
+    /// `between(Offset::before(Duration::from_millis(5)), Duration::from_millis(5))`.
+    ///
+    /// # Panics
+    ///
+    /// If a bound is not a whole number of milliseconds.
     pub fn between(
         self,
-        lower_ms: i64,
-        upper_ms: i64,
+        lower: impl Into<Offset>,
+        upper: impl Into<Offset>,
     ) -> IntervalJoined<'j, L, R, K, KL, KR, TL, TR> {
         IntervalJoined {
             join: self,
-            lower: lower_ms,
-            upper: upper_ms,
+            lower: lower.into().millis("interval join: lower bound"),
+            upper: upper.into().millis("interval join: upper bound"),
             lower_exclusive: false,
             upper_exclusive: false,
             late_left: None,
@@ -139,7 +148,7 @@ where
             left_ts,
             right_ts,
         } = self.join;
-        let bounds = match JoinBounds::new(
+        let bounds = match JoinBounds::from_millis(
             self.lower,
             self.upper,
             self.lower_exclusive,

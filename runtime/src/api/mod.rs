@@ -73,7 +73,7 @@ pub mod two_input;
 pub mod window;
 
 pub use broadcast::{BroadcastConnectedStream, BroadcastStream, KeyedBroadcastConnectedStream};
-pub use fan_out::SharedStream;
+pub use fan_out::{BranchStream, SharedStream};
 pub use graph::JobGraph;
 pub use interval_join::{IntervalJoin, IntervalJoined};
 pub use keyed::KeyedStream;

@@ -10,6 +10,8 @@
 //! time, per-window and global state and side outputs, for a
 //! [`ProcessWindowFunction`]).
 
+use std::time::Duration;
+
 use weir_net::Wire;
 use weir_state::{StateKey, StateValue};
 
@@ -17,6 +19,7 @@ use crate::api::keyed::KeyedStream;
 use crate::api::stream::Stream;
 use crate::build::builder::ChainBuilder;
 use crate::build::demand::TimestampDemand;
+use crate::core::duration::millis;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::with_side_output::KeyedWithSideOutput;
 use crate::operators::late_data::LateOutput;
@@ -62,7 +65,7 @@ where
         WindowedStream {
             keyed: self,
             assigner,
-            lateness: 0,
+            lateness: Duration::ZERO,
             late_output: None,
             trigger: DefaultTrigger,
             evictor: NoEvictor,
@@ -76,7 +79,7 @@ where
 pub struct WindowedStream<'j, T, K, KF, A, Tr = DefaultTrigger, Ev = NoEvictor> {
     pub(crate) keyed: KeyedStream<'j, T, K, KF>,
     pub(crate) assigner: A,
-    pub(crate) lateness: i64,
+    pub(crate) lateness: Duration,
     /// The side output late records go to.
     pub(crate) late_output: Option<OutputTag<T>>,
     pub(crate) trigger: Tr,
@@ -95,7 +98,7 @@ where
     Tr: TriggerSlot<T, A>,
     Ev: EvictorSlot<T>,
 {
-    /// Keeps windows `lateness_ms` after their end (Flink's
+    /// Keeps windows `lateness` after their end (Flink's
     /// `allowedLateness`): a record for such a window is added and, with
     /// the default trigger, fires it again with the updated result (a late
     /// firing). Default 0. Ignored by processing-time windows, as in
@@ -103,13 +106,12 @@ where
     ///
     /// # Panics
     ///
-    /// If `lateness_ms` is negative.
-    pub fn allowed_lateness(mut self, lateness_ms: i64) -> Self {
-        assert!(
-            lateness_ms >= 0,
-            "window allowed lateness must not be negative, got {lateness_ms} ms"
-        );
-        self.lateness = lateness_ms;
+    /// If `lateness` is not a whole number of milliseconds.
+    pub fn allowed_lateness(mut self, lateness: Duration) -> Self {
+        // Checked here, where the job says it, rather than in each
+        // subtask's operator.
+        millis("window allowed lateness", lateness);
+        self.lateness = lateness;
         self
     }
 

@@ -4,6 +4,7 @@
 
 pub mod barrier;
 pub mod derive;
+pub mod duration;
 pub mod failpoint;
 pub mod fault;
 pub mod log;
@@ -15,6 +16,7 @@ pub mod units;
 pub mod wire;
 
 pub use barrier::BarrierMode;
+pub use duration::Offset;
 pub use fault::Fault;
 pub use snapshot::{
     FrozenKeyedState, FrozenOperatorList, OperatorState, Redistribution, SnapshotTiming,

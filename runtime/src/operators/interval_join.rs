@@ -35,6 +35,7 @@ use weir_net::Wire;
 use weir_state::{StateKey, StateValue};
 
 use crate::chain::control::Collector;
+use crate::core::duration::Offset;
 use crate::operators::error::OperatorError;
 use crate::operators::late_data::LateOutput;
 use crate::operators::side_output::{SideOutput, SideOutputs};
@@ -94,9 +95,31 @@ pub struct JoinBounds {
 }
 
 impl JoinBounds {
-    /// Bounds `lower..upper` (ms), each inclusive unless marked exclusive;
-    /// an error names the problem when no difference is left.
+    /// Bounds `lower..upper` of `tR - tL`, each inclusive unless marked
+    /// exclusive; an error names the problem when no difference is left.
+    /// A bound before the left record's timestamp is
+    /// [`Offset::before`]; a plain [`Duration`](std::time::Duration) is
+    /// one after.
+    ///
+    /// # Panics
+    ///
+    /// If a bound is not a whole number of milliseconds.
     pub fn new(
+        lower: impl Into<Offset>,
+        upper: impl Into<Offset>,
+        lower_exclusive: bool,
+        upper_exclusive: bool,
+    ) -> Result<Self, OperatorError> {
+        Self::from_millis(
+            lower.into().millis("interval join: lower bound"),
+            upper.into().millis("interval join: upper bound"),
+            lower_exclusive,
+            upper_exclusive,
+        )
+    }
+
+    /// [`new`](Self::new) of bounds already in signed milliseconds.
+    pub(crate) fn from_millis(
         lower: i64,
         upper: i64,
         lower_exclusive: bool,

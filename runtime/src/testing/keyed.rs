@@ -4,12 +4,13 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use weir_state::{key_group_for_hash, KeyHash};
 
 use crate::chain::control::{ChainControl, Collector};
 use crate::chain::testing::VecTail;
+use crate::core::duration::millis;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::base::make_keyed_function;
 use crate::operators::keyed::function::KeyedProcessFunction;
@@ -46,7 +47,7 @@ use crate::testing::snapshot::OperatorSnapshot;
 ///
 /// Window operators are keyed process functions: a harness runs one made
 /// with [`Windowing::incremental`](crate::Windowing::incremental), e.g.
-/// `TumblingEventTimeWindows::of(10, ts).incremental::<u64, _>(AggregateFold(agg), lateness_ms, None)`
+/// `TumblingEventTimeWindows::of(Duration::from_millis(10), ts).incremental::<u64, _>(AggregateFold(agg), lateness, None)`
 /// (or [`WindowOperator::new`](crate::WindowOperator::new),
 /// [`GeneralWindowOperator::new`](crate::GeneralWindowOperator::new)).
 ///
@@ -181,10 +182,15 @@ where
         self.op.flush(Instant::now());
     }
 
-    /// Moves the processing time forward by `ms` (see
+    /// Moves the processing time forward by `by` (see
     /// [`set_processing_time`](Self::set_processing_time)).
-    pub fn advance_processing_time(&mut self, ms: i64) {
-        self.set_processing_time(self.clock.get().saturating_add(ms));
+    ///
+    /// # Panics
+    ///
+    /// If `by` is not a whole number of milliseconds.
+    pub fn advance_processing_time(&mut self, by: Duration) {
+        let by = millis("KeyedOperatorHarness: processing time step", by);
+        self.set_processing_time(self.clock.get().saturating_add(by));
     }
 
     /// The current processing time (ms) of the manual clock.

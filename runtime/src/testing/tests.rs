@@ -2,6 +2,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::Duration;
 
 use super::*;
 use crate::chain::control::Collector;
@@ -91,7 +92,7 @@ fn keyed_harness_fires_event_timers_on_watermarks_and_processing_timers_on_its_c
     // The clock is the harness's, whatever clock the function chose.
     h.set_processing_time(1_099);
     assert!(h.output().is_empty());
-    h.advance_processing_time(1);
+    h.advance_processing_time(Duration::from_millis(1));
     assert_eq!(h.take_output(), vec![(3, 1, 1_100)]);
     assert!(h.processing_time_timers().is_empty());
 
@@ -235,9 +236,9 @@ fn a_window_operator_runs_in_the_keyed_harness_with_lateness_and_late_data() {
     let late = Rc::new(RefCell::new(Vec::new()));
     let into = late.clone();
     let make = move |_: &SubtaskInfo| {
-        TumblingEventTimeWindows::of(10, |r: &Ev| r.1).incremental::<u64, _>(
+        TumblingEventTimeWindows::of(Duration::from_millis(10), |r: &Ev| r.1).incremental::<u64, _>(
             AggregateFold(CountSum),
-            20,
+            Duration::from_millis(20),
             Some(Box::new(move |r: Ev| into.borrow_mut().push(r))),
         )
     };
@@ -261,9 +262,9 @@ fn a_window_operator_runs_in_the_keyed_harness_with_lateness_and_late_data() {
 #[test]
 fn processing_time_windows_follow_the_harness_clock() {
     let make = |_: &SubtaskInfo| {
-        TumblingProcessingTimeWindows::of(100).incremental::<u64, _>(
+        TumblingProcessingTimeWindows::of(Duration::from_millis(100)).incremental::<u64, _>(
             AggregateFold(CountSum),
-            0,
+            Duration::ZERO,
             None,
         )
     };

@@ -155,12 +155,19 @@ macro_rules! query {
         match $q {
             0 => $stream
                 .key_by(|r: &Rec| r.0)
-                .window(TumblingEventTimeWindows::of(50, |r: &Rec| r.1))
+                .window(TumblingEventTimeWindows::of(
+                    Duration::from_millis(50),
+                    |r: &Rec| r.1,
+                ))
                 .aggregate("tumbling", CountSum)
                 .sink("tumbling-sink", collect_into(&$sinks.tumbling)),
             1 => $stream
                 .key_by(|r: &Rec| r.0)
-                .window(SlidingEventTimeWindows::of(100, 50, |r: &Rec| r.1))
+                .window(SlidingEventTimeWindows::of(
+                    Duration::from_millis(100),
+                    Duration::from_millis(50),
+                    |r: &Rec| r.1,
+                ))
                 .aggregate("sliding", CountSum)
                 .sink("sliding-sink", collect_into(&$sinks.sliding)),
             2 => $stream
@@ -168,7 +175,10 @@ macro_rules! query {
                 // record... a gap of 3 ms splits them at the jitter.
                 .filter("sparse", |r: &Rec| r.2 % 7 == 0)
                 .key_by(|r: &Rec| r.0)
-                .window(EventTimeSessionWindows::with_gap(3, |r: &Rec| r.1))
+                .window(EventTimeSessionWindows::with_gap(
+                    Duration::from_millis(3),
+                    |r: &Rec| r.1,
+                ))
                 .aggregate("sessions", CountSum)
                 .sink("sessions-sink", collect_into(&$sinks.sessions)),
             3 => $stream

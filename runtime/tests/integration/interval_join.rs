@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
-    Collector, ExecutionOptions, JobError, JobGraph, JoinContext, ProcessJoinFunction, RestoreFrom,
-    Sink, SubtaskInfo, WatermarkStrategy,
+    Collector, ExecutionOptions, JobError, JobGraph, JoinContext, Offset, ProcessJoinFunction,
+    RestoreFrom, Sink, SubtaskInfo, WatermarkStrategy,
 };
 
 use crate::checkpoint::PacedSource;
@@ -100,7 +100,7 @@ where
         .assign_timestamps_and_watermarks(strategy())
         .key_by(|r: &Rec| r.0)
         .interval_join(rights, |l: &Rec| l.1, |r: &Rec| r.1)
-        .between(lower, upper);
+        .between(offset(lower), offset(upper));
     let join = if exclusive {
         join.lower_bound_exclusive()
     } else {
@@ -110,6 +110,17 @@ where
         .parallelism(parallelism)
         .sink("pairs", sink);
     job
+}
+
+/// The bound `ms` (signed) from the left record's timestamp, as Flink's
+/// `Duration.ofMillis(ms)`.
+fn offset(ms: i64) -> Offset {
+    let span = Duration::from_millis(ms.unsigned_abs());
+    if ms < 0 {
+        Offset::before(span)
+    } else {
+        Offset::after(span)
+    }
 }
 
 /// Every pair by a nested loop over each key's records (no record is late:
@@ -331,7 +342,7 @@ fn late_records_of_either_side_are_side_output_streams() {
         .assign_timestamps_and_watermarks(strategy())
         .key_by(|r: &Rec| r.0)
         .interval_join(rights, |l: &Rec| l.1, |r: &Rec| r.1)
-        .between(0, 0)
+        .between(Duration::ZERO, Duration::ZERO)
         .side_output_left_late_data(&late_left)
         .side_output_right_late_data(&late_right)
         .process("join", |_: &SubtaskInfo| PairIds);

@@ -47,6 +47,12 @@ pub use weir_runtime::testing::{
     collect_into, run_job, run_ok, test_options as options, Collected, JOB_TIMEOUT,
 };
 
+/// `ms` milliseconds: a window size or gap that a test also computes with
+/// as `i64`, like the timestamps it checks.
+pub fn ms(ms: i64) -> Duration {
+    Duration::from_millis(u64::try_from(ms).expect("a length is not negative"))
+}
+
 /// The checksum multiplier of WORKLOADS.md (also splitmix64's increment).
 pub const M: u64 = 0x9E37_79B9_7F4A_7C15;
 

@@ -65,7 +65,7 @@ fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
     })
     .map("stamp", stamp)
     .key_by(|r: &Rec| r.0)
-    .window(TumblingProcessingTimeWindows::of(5))
+    .window(TumblingProcessingTimeWindows::of(Duration::from_millis(5)))
     .aggregate("count-sum", CountSum)
     .sink("collect", collect_into(&tumbling));
     run_ok(job, &options(2));
@@ -101,7 +101,7 @@ fn processing_time_windows_fire_on_the_clock_and_at_the_end_of_the_input() {
     .map("stamp", stamp)
     .key_by(|r: &Rec| r.0)
     .window(
-        ProcessingTimeSessionWindows::with_gap(100)
+        ProcessingTimeSessionWindows::with_gap(Duration::from_millis(100))
             .with_clock(move || clock.load(Ordering::Relaxed)),
     )
     .process_with("sessions", |_: &SubtaskInfo| CountAndSum)
@@ -161,7 +161,7 @@ fn processing_time_windows_survive_a_crash_and_restore() {
         stamp(r)
     })
     .key_by(|r: &Rec| r.0)
-    .window(TumblingProcessingTimeWindows::of(1_000).with_clock(|| 5_500))
+    .window(TumblingProcessingTimeWindows::of(Duration::from_secs(1)).with_clock(|| 5_500))
     .process(
         "windows",
         |k: &u64, w: &TimeWindow, elements: &[Rec], out: &mut WindowCollector<'_, Session>| {

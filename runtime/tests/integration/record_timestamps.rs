@@ -15,7 +15,7 @@ use weir_runtime::{
     TimeWindow, TumblingEventTimeWindows, WatermarkStrategy,
 };
 
-use crate::{collect_into, options, run_ok, sorted, Collected};
+use crate::{collect_into, ms, options, run_ok, sorted, Collected};
 
 const N: u64 = 20_000;
 const KEYS: u64 = 11;
@@ -102,7 +102,7 @@ fn windows_read_the_timestamps_records_carried_across_maps_exchanges_and_a_union
             }
         };
         pairs
-            .window(TumblingEventTimeWindows::of(SIZE, record_timestamp))
+            .window(TumblingEventTimeWindows::of(ms(SIZE), record_timestamp))
             .aggregate("count-sum", CountSum)
             .sink("collect", collect_into(&got));
         run_ok(job, &options(2));
@@ -159,7 +159,7 @@ fn a_window_result_has_its_last_millisecond_and_a_timer_output_its_time() {
     .assign_timestamps_and_watermarks(strategy())
     .map("drop-time", |r: (u64, i64, u64)| (r.0, r.2))
     .key_by(|p: &(u64, u64)| p.0)
-    .window(TumblingEventTimeWindows::of(SIZE, record_timestamp))
+    .window(TumblingEventTimeWindows::of(ms(SIZE), record_timestamp))
     .aggregate("count-sum", CountSum)
     .key_by(|r: &(u64, TimeWindow, (u64, u64))| r.0)
     .process("see", |_: &SubtaskInfo| SeeTimestamps::default())

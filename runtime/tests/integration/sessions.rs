@@ -22,8 +22,8 @@ use weir_runtime::{
 
 use crate::checkpoint::PacedSource;
 use crate::{
-    collect_into, has_completed_checkpoint, options, run_job, run_ok, sorted, splitmix64, temp_dir,
-    Collected, EarlyThenLate, M,
+    collect_into, has_completed_checkpoint, ms, options, run_job, run_ok, sorted, splitmix64,
+    temp_dir, Collected, EarlyThenLate, M,
 };
 
 /// `(key, event time, value)`.
@@ -144,7 +144,7 @@ fn event_time_sessions_fire_once_with_all_their_records() {
             .map("stamp", stamp)
             .assign_timestamps_and_watermarks(strategy())
             .key_by(|r: &Rec| r.0)
-            .window(EventTimeSessionWindows::with_gap(GAP, |r: &Rec| r.1));
+            .window(EventTimeSessionWindows::with_gap(ms(GAP), |r: &Rec| r.1));
         if uid == "process" {
             windowed
                 .process("sessions", summarize)
@@ -220,7 +220,7 @@ fn failing_job(
     .map("stamp", stamp)
     .assign_timestamps_and_watermarks(strategy())
     .key_by(|r: &Rec| r.0)
-    .window(EventTimeSessionWindows::with_gap(GAP, |r: &Rec| r.1))
+    .window(EventTimeSessionWindows::with_gap(ms(GAP), |r: &Rec| r.1))
     .process(
         "sessions",
         move |k: &u64, w: &TimeWindow, elements: &[Rec], out: &mut WindowCollector<'_, Session>| {
@@ -323,7 +323,7 @@ fn session_windows_are_restored_at_another_parallelism() {
         .map("stamp", stamp)
         .assign_timestamps_and_watermarks(strategy())
         .key_by(|r: &Rec| r.0)
-        .window(EventTimeSessionWindows::with_gap(GAP, |r: &Rec| r.1))
+        .window(EventTimeSessionWindows::with_gap(ms(GAP), |r: &Rec| r.1))
         .process(
             "sessions",
             move |k: &u64,
@@ -394,8 +394,11 @@ fn late_session_records_fire_late_or_reach_the_side_output() {
                 .with_timestamp_assigner(|r: &Rec| r.1),
         )
         .key_by(|r: &Rec| r.0)
-        .window(EventTimeSessionWindows::with_gap(5, |r: &Rec| r.1))
-        .allowed_lateness(50)
+        .window(EventTimeSessionWindows::with_gap(
+            Duration::from_millis(5),
+            |r: &Rec| r.1,
+        ))
+        .allowed_lateness(Duration::from_millis(50))
         .side_output_late_data(&late_tag)
         .aggregate_with(
             "sessions",

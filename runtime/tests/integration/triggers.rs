@@ -23,8 +23,8 @@ use weir_runtime::{
 use crate::checkpoint::PacedSource;
 use crate::sessions::{checkpointed, CountSum, Rec};
 use crate::{
-    collect_into, options, run_job, run_ok, sorted, splitmix64, temp_dir, Collected, DigestSink,
-    Digests, EarlyThenLate, InjectedFailure, M,
+    collect_into, ms, options, run_job, run_ok, sorted, splitmix64, temp_dir, Collected,
+    DigestSink, Digests, EarlyThenLate, InjectedFailure, M,
 };
 
 /// Record `i`: `(key, i / 20 ms, i)`.
@@ -102,7 +102,7 @@ fn chunks_job(n: u64, keys: u64, fail: InjectedFailure, into: &Digests) -> JobGr
     })
     .assign_timestamps_and_watermarks(strategy())
     .key_by(|r: &Rec| r.0)
-    .window(TumblingEventTimeWindows::of(SIZE, |r: &Rec| r.1))
+    .window(TumblingEventTimeWindows::of(ms(SIZE), |r: &Rec| r.1))
     .trigger(PurgingTrigger::of(CountTrigger::of(5)))
     .process_with("chunks", |_: &SubtaskInfo| Numbered {
         fires: ValueStateDescriptor::new("fires"),
@@ -273,7 +273,7 @@ fn a_custom_trigger_is_restored_at_another_parallelism() {
         })
         .assign_timestamps_and_watermarks(strategy())
         .key_by(|r: &Rec| r.0)
-        .window(TumblingEventTimeWindows::of(SIZE, |r: &Rec| r.1))
+        .window(TumblingEventTimeWindows::of(ms(SIZE), |r: &Rec| r.1))
         .trigger(ChunksThenRest { n: 7 })
         .process_with("chunks", |_: &SubtaskInfo| Numbered {
             fires: ValueStateDescriptor::new("fires"),
@@ -314,7 +314,7 @@ fn a_count_evictor_leaves_the_last_records_to_the_aggregate() {
     .map("stamp", stamp)
     .assign_timestamps_and_watermarks(strategy())
     .key_by(|r: &Rec| r.0)
-    .window(TumblingEventTimeWindows::of(SIZE, |r: &Rec| r.1))
+    .window(TumblingEventTimeWindows::of(ms(SIZE), |r: &Rec| r.1))
     .trigger(CountTrigger::of(4))
     .evictor(CountEvictor::of(3))
     .aggregate("last-three", CountSum)
@@ -384,8 +384,11 @@ fn a_window_function_tells_late_firings_and_emits_them_to_a_side_output() {
         .parallelism(1)
         .assign_timestamps_and_watermarks(strategy())
         .key_by(|r: &Rec| r.0)
-        .window(TumblingEventTimeWindows::of(10, |r: &Rec| r.1))
-        .allowed_lateness(50)
+        .window(TumblingEventTimeWindows::of(
+            Duration::from_millis(10),
+            |r: &Rec| r.1,
+        ))
+        .allowed_lateness(Duration::from_millis(50))
         .side_output_late_data(&late_tag)
         .process_with("report", move |_: &SubtaskInfo| Report {
             late_firings: SideOutput::new(&tag),
@@ -435,7 +438,7 @@ fn every_firing_carries_the_windows_last_millisecond() {
     .map("stamp", stamp)
     .assign_timestamps_and_watermarks(strategy())
     .key_by(|r: &Rec| r.0)
-    .window(TumblingEventTimeWindows::of(SIZE, |r: &Rec| r.1))
+    .window(TumblingEventTimeWindows::of(ms(SIZE), |r: &Rec| r.1))
     .trigger(CountTrigger::of(3))
     .aggregate("count-sum", CountSum)
     .process("see", |_: &SubtaskInfo| SeeStamp)

@@ -31,7 +31,7 @@ use weir_runtime::{
 };
 
 use crate::checkpoint::PacedSource;
-use crate::{options, run_job, run_ok, splitmix64, temp_dir};
+use crate::{ms, options, run_job, run_ok, splitmix64, temp_dir};
 
 /// A user id: a string, as most real keys are.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Wire, KeyHash)]
@@ -403,7 +403,7 @@ fn window_job(n: u64, users: u64, parallelism: usize, fail_at: u64, into: &Windo
     )
     .key_by(|r: &(UserId, i64, String)| r.0.clone())
     .window(TumblingEventTimeWindows::of(
-        WINDOW,
+        ms(WINDOW),
         |r: &(UserId, i64, String)| r.1,
     ))
     .aggregate("count-greatest", CountGreatest)

@@ -17,12 +17,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use weir_runtime::{
-    AggregateFunction, Collector, JobGraph, JoinContext, OutputTag, ProcessJoinFunction, Source,
-    SourcePoll, SubtaskInfo, TimeWindow, TumblingEventTimeWindows, WatermarkGenerator,
+    AggregateFunction, Collector, JobGraph, JoinContext, Offset, OutputTag, ProcessJoinFunction,
+    Source, SourcePoll, SubtaskInfo, TimeWindow, TumblingEventTimeWindows, WatermarkGenerator,
     WatermarkOutput, WatermarkStrategy,
 };
 
-use crate::{collect_into, options, run_ok, sorted, splitmix64, Collected};
+use crate::{collect_into, ms, options, run_ok, sorted, splitmix64, Collected};
 
 /// `(key, timestamp, value, marker)`: a marker other than [`NO_MARK`] is
 /// the watermark the record announces.
@@ -192,8 +192,8 @@ fn punctuated_watermarks_fire_windows_at_their_markers_as_a_single_threaded_run(
                     .with_timestamp_assigner(|r: &Rec| r.1),
             )
             .key_by(|r: &Rec| r.0)
-            .window(TumblingEventTimeWindows::of(SIZE, |r: &Rec| r.1))
-            .allowed_lateness(LATENESS)
+            .window(TumblingEventTimeWindows::of(ms(SIZE), |r: &Rec| r.1))
+            .allowed_lateness(ms(LATENESS))
             .side_output_late_data(&late_tag)
             .aggregate("count-sum", CountSum);
         windows
@@ -392,7 +392,10 @@ fn a_fast_source_never_leads_its_alignment_group_by_more_than_the_drift() {
     .assign_timestamps_and_watermarks(strategy(SLOW, 16, &log))
     .key_by(|r: &Ev| r.0)
     .interval_join(fast, |l: &Ev| l.1, |r: &Ev| r.1)
-    .between(-5, 5)
+    .between(
+        Offset::before(Duration::from_millis(5)),
+        Duration::from_millis(5),
+    )
     .process("join", |_: &SubtaskInfo| Pair)
     .sink("pairs", collect_into(&collected));
     run_ok(job, &options(2));

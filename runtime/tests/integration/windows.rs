@@ -14,7 +14,7 @@ use weir_runtime::{
     TimeWindow, TumblingEventTimeWindows, WatermarkStrategy,
 };
 
-use crate::{collect_into, options, run_ok, Collected, EarlyThenLate};
+use crate::{collect_into, ms, options, run_ok, Collected, EarlyThenLate};
 
 /// Records in all.
 const N: u64 = 20_000;
@@ -77,9 +77,10 @@ fn tumbling_aggregate_fires_every_window_once_with_its_records() {
     })
     .assign_timestamps_and_watermarks(strategy())
     .key_by(|r: &(u64, i64, u64)| r.0)
-    .window(TumblingEventTimeWindows::of(SIZE, |r: &(u64, i64, u64)| {
-        r.1
-    }))
+    .window(TumblingEventTimeWindows::of(
+        ms(SIZE),
+        |r: &(u64, i64, u64)| r.1,
+    ))
     .aggregate("count-sum", CountSum)
     .sink("collect", collect_into(&collected));
     run_ok(job, &options(2));
@@ -103,9 +104,10 @@ fn tumbling_reduce_keeps_the_largest_value_per_window() {
     })
     .assign_timestamps_and_watermarks(strategy())
     .key_by(|r: &(u64, i64, u64)| r.0)
-    .window(TumblingEventTimeWindows::of(SIZE, |r: &(u64, i64, u64)| {
-        r.1
-    }))
+    .window(TumblingEventTimeWindows::of(
+        ms(SIZE),
+        |r: &(u64, i64, u64)| r.1,
+    ))
     .reduce(
         "max",
         |a: (u64, i64, u64), b: (u64, i64, u64)| {
@@ -143,8 +145,8 @@ fn sliding_aggregate_puts_each_record_in_every_window_holding_it() {
     .assign_timestamps_and_watermarks(strategy())
     .key_by(|r: &(u64, i64, u64)| r.0)
     .window(SlidingEventTimeWindows::of(
-        SIZE,
-        SLIDE,
+        ms(SIZE),
+        ms(SLIDE),
         |r: &(u64, i64, u64)| r.1,
     ))
     .aggregate("count-sum", CountSum)
@@ -189,8 +191,11 @@ fn allowed_lateness_refires_windows_and_later_records_go_to_the_side_output() {
         .parallelism(1)
         .assign_timestamps_and_watermarks(strategy())
         .key_by(|r: &(u64, i64, u64)| r.0)
-        .window(TumblingEventTimeWindows::of(10, |r: &(u64, i64, u64)| r.1))
-        .allowed_lateness(50)
+        .window(TumblingEventTimeWindows::of(
+            Duration::from_millis(10),
+            |r: &(u64, i64, u64)| r.1,
+        ))
+        .allowed_lateness(Duration::from_millis(50))
         .side_output_late_data(&late_tag)
         .aggregate("count-sum", CountSum);
     // The late records are a stream: here through a map and its own sink.

@@ -3,12 +3,14 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::Duration;
 
 use proptest::prelude::*;
 
 use super::*;
 use crate::chain::control::ChainControl;
 use crate::chain::testing::VecTail;
+use crate::core::duration::ms;
 use crate::core::subtask::SubtaskInfo;
 use crate::exchange::decoder::CoInput;
 use crate::operators::keyed::op::KeyedProcessOp;
@@ -47,6 +49,16 @@ fn key_of(r: &CoInput<Rec, Rec>) -> u64 {
     match r {
         CoInput::First(l) => l.0,
         CoInput::Second(r) => r.0,
+    }
+}
+
+/// The bound `ms` (signed) from the left record's timestamp.
+fn offset(ms: i64) -> Offset {
+    let span = Duration::from_millis(ms.unsigned_abs());
+    if ms < 0 {
+        Offset::before(span)
+    } else {
+        Offset::after(span)
     }
 }
 
@@ -242,7 +254,7 @@ proptest! {
     ) {
         let upper = lower + width;
         let steps = scenario(seed, 400, 5, bound);
-        match JoinBounds::new(lower, upper, lower_exclusive, upper_exclusive) {
+        match JoinBounds::new(offset(lower), offset(upper), lower_exclusive, upper_exclusive) {
             Ok(bounds) => {
                 let l = lower + i64::from(lower_exclusive);
                 let u = upper - i64::from(upper_exclusive);
@@ -259,24 +271,29 @@ proptest! {
 
 #[test]
 fn exclusive_bounds_move_inward_and_an_empty_interval_is_an_error() {
-    let b = JoinBounds::new(-2, 3, true, true).unwrap();
+    // Flink's between(Duration.ofMillis(-2), Duration.ofMillis(3)).
+    let b = JoinBounds::new(Offset::before(ms(2)), ms(3), true, true).unwrap();
     assert!(!b.contains(10, 8));
     assert!(b.contains(10, 9));
     assert!(b.contains(10, 12));
     assert!(!b.contains(10, 13));
-    let inclusive = JoinBounds::new(-2, 3, false, false).unwrap();
+    let inclusive = JoinBounds::new(Offset::before(ms(2)), ms(3), false, false).unwrap();
     assert!(inclusive.contains(10, 8) && inclusive.contains(10, 13));
-    let e = JoinBounds::new(5, 5, false, true).unwrap_err().to_string();
+    let e = JoinBounds::new(ms(5), ms(5), false, true)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("lower 5 ms is above upper 5 ms (exclusive)"),
         "{e}"
     );
-    assert!(JoinBounds::new(5, 5, false, false).is_ok());
+    assert!(JoinBounds::new(ms(5), ms(5), false, false).is_ok());
+    let below = JoinBounds::new(Offset::before(ms(3)), Offset::before(ms(5)), false, false);
+    assert!(below.is_err(), "-3 ms is above -5 ms");
 }
 
 #[test]
 fn a_record_before_any_watermark_is_never_late_and_the_same_timestamp_joins_many() {
-    let mut op = op(JoinBounds::new(0, 0, false, false).unwrap());
+    let mut op = op(JoinBounds::new(Duration::ZERO, Duration::ZERO, false, false).unwrap());
     for id in 0..3 {
         op.collect(CoInput::First((1, 100, id)));
     }
@@ -305,7 +322,7 @@ fn a_wide_interval_on_a_fixed_scenario_joins_many_pairs_and_drops_late_records()
     assert!(pairs.len() > 200, "{} pairs", pairs.len());
     run(
         &steps,
-        JoinBounds::new(-30, 30, false, false).unwrap(),
+        JoinBounds::new(Offset::before(ms(30)), ms(30), false, false).unwrap(),
         -30,
         30,
     );
@@ -314,6 +331,6 @@ fn a_wide_interval_on_a_fixed_scenario_joins_many_pairs_and_drops_late_records()
 #[test]
 #[should_panic(expected = "a right record has timestamp i64::MIN")]
 fn a_record_without_a_timestamp_is_rejected_naming_its_side() {
-    let mut op = op(JoinBounds::new(0, 10, false, false).unwrap());
+    let mut op = op(JoinBounds::new(Duration::ZERO, ms(10), false, false).unwrap());
     op.collect(CoInput::Second((1, i64::MIN, 0)));
 }

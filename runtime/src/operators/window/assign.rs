@@ -13,8 +13,11 @@
 //!
 //! [`KeyedStream::window`]: crate::api::keyed::KeyedStream::window
 
-use crate::core::timestamp::is_record_timestamp;
 use std::sync::Arc;
+use std::time::Duration;
+
+use crate::core::duration::positive_millis;
+use crate::core::timestamp::is_record_timestamp;
 
 use weir_net::Wire;
 use weir_state::StateKey;
@@ -53,12 +56,12 @@ pub trait Windowing<T>: Clone + Send + Sync + 'static {
         W::Acc: Wire;
 
     /// The `aggregate` / `reduce` operator folding with `fold`, keeping
-    /// windows `lateness` ms (event time only) and handing late records to
+    /// windows `lateness` (event time only) and handing late records to
     /// `late`.
     fn incremental<K, W>(
         &self,
         fold: W,
-        lateness: i64,
+        lateness: Duration,
         late: Option<LateOutput<T>>,
     ) -> Self::Incremental<K, W>
     where
@@ -86,7 +89,7 @@ pub(crate) fn general_incremental<K, T, Tr, W>(
     spec: WindowSpec<T>,
     trigger: Tr,
     fold: W,
-    lateness: i64,
+    lateness: Duration,
     late: Option<LateOutput<T>>,
 ) -> GeneralWindowOperator<K, T, Tr, Accumulated<W, KeyWindowResult>>
 where
@@ -109,7 +112,7 @@ where
 fn fast_incremental<K, W, A>(
     assigner: A,
     fold: W,
-    lateness: i64,
+    lateness: Duration,
     late: Option<LateOutput<W::In>>,
 ) -> WindowOperator<K, W, A>
 where
@@ -141,7 +144,7 @@ where
     fn incremental<K, W>(
         &self,
         fold: W,
-        lateness: i64,
+        lateness: Duration,
         late: Option<LateOutput<T>>,
     ) -> Self::Incremental<K, W>
     where
@@ -190,7 +193,7 @@ where
     fn incremental<K, W>(
         &self,
         fold: W,
-        lateness: i64,
+        lateness: Duration,
         late: Option<LateOutput<T>>,
     ) -> Self::Incremental<K, W>
     where
@@ -251,7 +254,7 @@ macro_rules! general_windowing {
             fn incremental<K, W>(
                 &self,
                 fold: W,
-                lateness: i64,
+                lateness: Duration,
                 late: Option<$crate::operators::late_data::LateOutput<$t>>,
             ) -> Self::Incremental<K, W>
             where
@@ -296,19 +299,15 @@ pub struct EventTimeSessionWindows<TF> {
 }
 
 impl<TF> EventTimeSessionWindows<TF> {
-    /// Sessions closing after `gap_ms` without records; `timestamp` gives
-    /// a record's event time (ms).
+    /// Sessions closing after `gap` without records; `timestamp` gives a
+    /// record's event time (ms).
     ///
     /// # Panics
     ///
-    /// If `gap_ms` is not positive.
-    pub fn with_gap(gap_ms: i64, timestamp: TF) -> Self {
-        assert!(
-            gap_ms > 0,
-            "EventTimeSessionWindows: the session gap must be positive, got {gap_ms} ms"
-        );
+    /// If `gap` is zero or not a whole number of milliseconds.
+    pub fn with_gap(gap: Duration, timestamp: TF) -> Self {
         Self {
-            gap: gap_ms,
+            gap: positive_millis("EventTimeSessionWindows: session gap", gap),
             timestamp,
         }
     }

@@ -1,5 +1,9 @@
 //! Flink's tumbling and sliding event-time window assigners.
 
+use std::time::Duration;
+
+use crate::core::duration::{positive_millis, Offset};
+
 /// State name of a window operator's accumulators in checkpoints.
 pub const WINDOW_CONTENTS_STATE: &str = "_window_contents";
 
@@ -64,28 +68,32 @@ pub struct TumblingEventTimeWindows<TF> {
 }
 
 impl<TF> TumblingEventTimeWindows<TF> {
-    /// Windows of `size_ms` milliseconds aligned to the epoch; `timestamp`
-    /// gives a record's event time (ms).
+    /// Windows of `size` aligned to the epoch; `timestamp` gives a
+    /// record's event time (ms).
     ///
     /// # Panics
     ///
-    /// If `size_ms` is not positive.
-    pub fn of(size_ms: i64, timestamp: TF) -> Self {
-        assert!(
-            size_ms > 0,
-            "TumblingEventTimeWindows: window size must be positive, got {size_ms} ms"
-        );
+    /// If `size` is zero or not a whole number of milliseconds.
+    pub fn of(size: Duration, timestamp: TF) -> Self {
         Self {
-            size: size_ms,
+            size: positive_millis("TumblingEventTimeWindows: window size", size),
             offset: 0,
             timestamp,
         }
     }
 
-    /// The same windows shifted by `offset_ms` (e.g. to align daily windows
-    /// to a time zone); taken modulo the size.
-    pub fn with_offset(mut self, offset_ms: i64) -> Self {
-        self.offset = offset_ms.rem_euclid(self.size);
+    /// The same windows shifted by `offset`, taken modulo the size: daily
+    /// windows from midnight in UTC+8 are
+    /// `with_offset(Offset::before(Duration::from_secs(8 * 3600)))`.
+    ///
+    /// # Panics
+    ///
+    /// If `offset` is not a whole number of milliseconds.
+    pub fn with_offset(mut self, offset: impl Into<Offset>) -> Self {
+        let offset = offset
+            .into()
+            .millis("TumblingEventTimeWindows: window offset");
+        self.offset = offset.rem_euclid(self.size);
         self
     }
 
@@ -136,28 +144,32 @@ pub struct SlidingEventTimeWindows<TF> {
 }
 
 impl<TF> SlidingEventTimeWindows<TF> {
-    /// Windows of `size_ms` starting every `slide_ms`, aligned to the
-    /// epoch; `timestamp` gives a record's event time (ms).
+    /// Windows of `size` starting every `slide`, aligned to the epoch;
+    /// `timestamp` gives a record's event time (ms).
     ///
     /// # Panics
     ///
-    /// If the size or the slide is not positive.
-    pub fn of(size_ms: i64, slide_ms: i64, timestamp: TF) -> Self {
-        assert!(
-            size_ms > 0 && slide_ms > 0,
-            "SlidingEventTimeWindows: size and slide must be positive, got {size_ms} ms and {slide_ms} ms"
-        );
+    /// If the size or the slide is zero or not a whole number of
+    /// milliseconds.
+    pub fn of(size: Duration, slide: Duration, timestamp: TF) -> Self {
         Self {
-            size: size_ms,
-            slide: slide_ms,
+            size: positive_millis("SlidingEventTimeWindows: window size", size),
+            slide: positive_millis("SlidingEventTimeWindows: window slide", slide),
             offset: 0,
             timestamp,
         }
     }
 
-    /// The same windows shifted by `offset_ms`; taken modulo the slide.
-    pub fn with_offset(mut self, offset_ms: i64) -> Self {
-        self.offset = offset_ms.rem_euclid(self.slide);
+    /// The same windows shifted by `offset`, taken modulo the slide.
+    ///
+    /// # Panics
+    ///
+    /// If `offset` is not a whole number of milliseconds.
+    pub fn with_offset(mut self, offset: impl Into<Offset>) -> Self {
+        let offset = offset
+            .into()
+            .millis("SlidingEventTimeWindows: window offset");
+        self.offset = offset.rem_euclid(self.slide);
         self
     }
 }

@@ -11,6 +11,9 @@
 //! is left after it is the window's buffer from then on (empty: the window
 //! has no contents until its next element).
 
+use std::time::Duration;
+
+use crate::core::duration::millis;
 use crate::operators::window::spec::TimeWindow;
 
 /// A buffered element and its timestamp (Flink's `TimestampedValue`):
@@ -130,20 +133,25 @@ pub struct TimeEvictor {
 }
 
 impl TimeEvictor {
-    /// Keeps the last `keep_ms` of event time, evicting before the window
+    /// Keeps the last `keep` of event time, evicting before the window
     /// function (Flink's `TimeEvictor.of(size)`).
-    pub fn of(keep_ms: i64) -> Self {
-        Self {
-            keep: keep_ms,
-            after: false,
-        }
+    ///
+    /// # Panics
+    ///
+    /// If `keep` is not a whole number of milliseconds.
+    pub fn of(keep: Duration) -> Self {
+        Self::of_after(keep, false)
     }
 
     /// The same, evicting after the window function when `after` (Flink's
     /// `TimeEvictor.of(size, doEvictAfter)`).
-    pub fn of_after(keep_ms: i64, after: bool) -> Self {
+    ///
+    /// # Panics
+    ///
+    /// If `keep` is not a whole number of milliseconds.
+    pub fn of_after(keep: Duration, after: bool) -> Self {
         Self {
-            keep: keep_ms,
+            keep: millis("TimeEvictor: kept span", keep),
             after,
         }
     }
@@ -329,13 +337,13 @@ mod tests {
     fn time_evictor_keeps_what_is_newer_than_max_minus_keep() {
         let mut e = stamped(&[10, 3, 7, 8, 1]);
         // Max 10, keep 3: cutoff 7, removes <= 7.
-        TimeEvictor::of(3).evict_before(&mut e, &W, &ctx());
+        TimeEvictor::of(Duration::from_millis(3)).evict_before(&mut e, &W, &ctx());
         assert_eq!(values(&e), vec![10, 8]);
         let mut none = vec![TimestampedValue {
             value: 1,
             timestamp: None,
         }];
-        TimeEvictor::of(0).evict_before(&mut none, &W, &ctx());
+        TimeEvictor::of(Duration::ZERO).evict_before(&mut none, &W, &ctx());
         assert_eq!(none.len(), 1, "no timestamps: nothing evicted");
     }
 

@@ -60,11 +60,13 @@
 //! ignores it there).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use weir_net::Wire;
 use weir_state::StateKey;
 
 use crate::chain::control::Collector;
+use crate::core::duration::millis;
 use crate::core::time::system_time_ms;
 use crate::core::timestamp::set_record_timestamp;
 use crate::operators::keyed::function::KeyedProcessFunction;
@@ -127,24 +129,21 @@ where
     C: WindowContents<K, T>,
 {
     /// The operator of windows `spec` fired by `trigger` with `contents`,
-    /// keeping event-time windows `lateness_ms` after their end (ignored on
+    /// keeping event-time windows `lateness` after their end (ignored on
     /// processing time, as in Flink) and handing late records to `late`.
     ///
     /// # Panics
     ///
-    /// If `lateness_ms` is negative, or the windows merge and the trigger
-    /// cannot.
+    /// If `lateness` is not a whole number of milliseconds, or the windows
+    /// merge and the trigger cannot.
     pub fn new(
         spec: WindowSpec<T>,
         trigger: Tr,
         contents: C,
-        lateness_ms: i64,
+        lateness: Duration,
         late: Option<LateOutput<T>>,
     ) -> Self {
-        assert!(
-            lateness_ms >= 0,
-            "window allowed lateness must not be negative, got {lateness_ms} ms"
-        );
+        let lateness_ms = millis("window allowed lateness", lateness);
         assert!(
             !spec.is_merging() || trigger.can_merge(),
             "A merging window assigner cannot be used with a trigger that does not support merging."

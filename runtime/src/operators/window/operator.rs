@@ -1,12 +1,15 @@
 //! The event-time tumbling and sliding window operator: one table per open
 //! window (a pane), fired as a whole when the watermark passes its end.
 
-use crate::core::timestamp::set_record_timestamp;
+use std::time::Duration;
+
 use weir_net::Wire;
 use weir_state::{KeyHash, StateKey};
 
 use crate::chain::control::Collector;
 use crate::checkpoint::keyed_restore::restore_entries;
+use crate::core::duration::millis;
+use crate::core::timestamp::set_record_timestamp;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::late_data::LateOutput;
 use crate::operators::window::event_time::{WindowAssigner, WindowStarts, WINDOW_CONTENTS_STATE};
@@ -57,18 +60,14 @@ where
         }
     }
 
-    /// The same operator keeping windows `lateness_ms` after they fired:
+    /// The same operator keeping windows `lateness` after they fired:
     /// records arriving meanwhile update them and fire them again.
     ///
     /// # Panics
     ///
-    /// If `lateness_ms` is negative.
-    pub fn with_allowed_lateness(mut self, lateness_ms: i64) -> Self {
-        assert!(
-            lateness_ms >= 0,
-            "window allowed lateness must not be negative, got {lateness_ms} ms"
-        );
-        self.lateness = lateness_ms;
+    /// If `lateness` is not a whole number of milliseconds.
+    pub fn with_allowed_lateness(mut self, lateness: Duration) -> Self {
+        self.lateness = millis("window allowed lateness", lateness);
         self
     }
 

@@ -8,6 +8,8 @@
 //! evicting contents. Every choice is a type: nothing is decided per
 //! record.
 
+use std::time::Duration;
+
 use weir_net::Wire;
 use weir_state::{StateKey, StateValue};
 
@@ -64,7 +66,7 @@ pub trait TriggerSlot<T, A: Windowing<T>>: Clone + Send + Sync + 'static {
         &self,
         assigner: &A,
         fold: W,
-        lateness: i64,
+        lateness: Duration,
         late: Option<LateOutput<T>>,
     ) -> Self::Incremental<K, W>
     where
@@ -95,7 +97,7 @@ where
         &self,
         assigner: &A,
         fold: W,
-        lateness: i64,
+        lateness: Duration,
         late: Option<LateOutput<T>>,
     ) -> Self::Incremental<K, W>
     where
@@ -130,7 +132,7 @@ where
         &self,
         assigner: &A,
         fold: W,
-        lateness: i64,
+        lateness: Duration,
         late: Option<LateOutput<T>>,
     ) -> Self::Incremental<K, W>
     where
@@ -179,7 +181,7 @@ pub trait EvictorSlot<T>: Clone + Send + Sync + 'static {
         trigger: &Tr,
         assigner: &A,
         fold: W,
-        lateness: i64,
+        lateness: Duration,
         late: Option<LateOutput<T>>,
     ) -> Self::Incremental<K, W, A, Tr>
     where
@@ -235,7 +237,7 @@ impl<T: Clone + 'static> EvictorSlot<T> for NoEvictor {
         trigger: &Tr,
         assigner: &A,
         fold: W,
-        lateness: i64,
+        lateness: Duration,
         late: Option<LateOutput<T>>,
     ) -> Self::Incremental<K, W, A, Tr>
     where
@@ -307,7 +309,7 @@ where
         trigger: &Tr,
         assigner: &A,
         fold: W,
-        lateness: i64,
+        lateness: Duration,
         late: Option<LateOutput<T>>,
     ) -> Self::Incremental<K, W, A, Tr>
     where

@@ -8,6 +8,9 @@
 //! (see [`general`](super::general)).
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use crate::core::duration::{positive_millis, Offset};
 
 use crate::operators::window::assign::general_windowing;
 use crate::operators::window::spec::{Gap, ProcessingClock, WindowKind, WindowSpec};
@@ -38,26 +41,29 @@ pub struct TumblingProcessingTimeWindows {
 }
 
 impl TumblingProcessingTimeWindows {
-    /// Windows of `size_ms` aligned to the epoch.
+    /// Windows of `size` aligned to the epoch.
     ///
     /// # Panics
     ///
-    /// If `size_ms` is not positive.
-    pub fn of(size_ms: i64) -> Self {
-        assert!(
-            size_ms > 0,
-            "TumblingProcessingTimeWindows: window size must be positive, got {size_ms} ms"
-        );
+    /// If `size` is zero or not a whole number of milliseconds.
+    pub fn of(size: Duration) -> Self {
         Self {
-            size: size_ms,
+            size: positive_millis("TumblingProcessingTimeWindows: window size", size),
             offset: 0,
             clock: Clock::default(),
         }
     }
 
-    /// The same windows shifted by `offset_ms` (taken modulo the size).
-    pub fn with_offset(mut self, offset_ms: i64) -> Self {
-        self.offset = offset_ms.rem_euclid(self.size);
+    /// The same windows shifted by `offset` (taken modulo the size).
+    ///
+    /// # Panics
+    ///
+    /// If `offset` is not a whole number of milliseconds.
+    pub fn with_offset(mut self, offset: impl Into<Offset>) -> Self {
+        let offset = offset
+            .into()
+            .millis("TumblingProcessingTimeWindows: window offset");
+        self.offset = offset.rem_euclid(self.size);
         self
     }
 
@@ -94,27 +100,31 @@ pub struct SlidingProcessingTimeWindows {
 }
 
 impl SlidingProcessingTimeWindows {
-    /// Windows of `size_ms` starting every `slide_ms`, aligned to the epoch.
+    /// Windows of `size` starting every `slide`, aligned to the epoch.
     ///
     /// # Panics
     ///
-    /// If the size or the slide is not positive.
-    pub fn of(size_ms: i64, slide_ms: i64) -> Self {
-        assert!(
-            size_ms > 0 && slide_ms > 0,
-            "SlidingProcessingTimeWindows: size and slide must be positive, got {size_ms} ms and {slide_ms} ms"
-        );
+    /// If the size or the slide is zero or not a whole number of
+    /// milliseconds.
+    pub fn of(size: Duration, slide: Duration) -> Self {
         Self {
-            size: size_ms,
-            slide: slide_ms,
+            size: positive_millis("SlidingProcessingTimeWindows: window size", size),
+            slide: positive_millis("SlidingProcessingTimeWindows: window slide", slide),
             offset: 0,
             clock: Clock::default(),
         }
     }
 
-    /// The same windows shifted by `offset_ms` (taken modulo the slide).
-    pub fn with_offset(mut self, offset_ms: i64) -> Self {
-        self.offset = offset_ms.rem_euclid(self.slide);
+    /// The same windows shifted by `offset` (taken modulo the slide).
+    ///
+    /// # Panics
+    ///
+    /// If `offset` is not a whole number of milliseconds.
+    pub fn with_offset(mut self, offset: impl Into<Offset>) -> Self {
+        let offset = offset
+            .into()
+            .millis("SlidingProcessingTimeWindows: window offset");
+        self.offset = offset.rem_euclid(self.slide);
         self
     }
 
@@ -150,18 +160,14 @@ pub struct ProcessingTimeSessionWindows {
 }
 
 impl ProcessingTimeSessionWindows {
-    /// Sessions closing after `gap_ms` of processing time without records.
+    /// Sessions closing after `gap` of processing time without records.
     ///
     /// # Panics
     ///
-    /// If `gap_ms` is not positive.
-    pub fn with_gap(gap_ms: i64) -> Self {
-        assert!(
-            gap_ms > 0,
-            "ProcessingTimeSessionWindows: the session gap must be positive, got {gap_ms} ms"
-        );
+    /// If `gap` is zero or not a whole number of milliseconds.
+    pub fn with_gap(gap: Duration) -> Self {
         Self {
-            gap: gap_ms,
+            gap: positive_millis("ProcessingTimeSessionWindows: session gap", gap),
             clock: Clock::default(),
         }
     }

@@ -3,6 +3,7 @@
 //! random out-of-order input, with lateness and the late-data output.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use weir_net::Wire;
 
@@ -10,6 +11,7 @@ use super::*;
 use crate::chain::control::ChainControl;
 use crate::chain::control::Collector;
 use crate::chain::testing::VecTail;
+use crate::core::duration::{ms, Offset};
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::op::KeyedProcessOp;
 use crate::state::aggregating::AggregateFunction;
@@ -67,7 +69,7 @@ fn op<W: WindowFold<In = Rec>>(size: i64, fold: W) -> Op<W>
 where
     W::Acc: Wire,
 {
-    let assigner = TumblingEventTimeWindows::of(size, (|r: &Rec| r.1) as Ts);
+    let assigner = TumblingEventTimeWindows::of(ms(size), (|r: &Rec| r.1) as Ts);
     op_with(WindowOperator::new(assigner, fold))
 }
 
@@ -94,14 +96,19 @@ where
 
 #[test]
 fn window_start_follows_flink_also_for_negative_times_and_offsets() {
-    let w = TumblingEventTimeWindows::of(1000, |_: &()| 0);
+    let w = TumblingEventTimeWindows::of(Duration::from_secs(1), |_: &()| 0);
     assert_eq!(w.window_start(0), 0);
     assert_eq!(w.window_start(999), 0);
     assert_eq!(w.window_start(1000), 1000);
     assert_eq!(w.window_start(-1), -1000);
-    let w = w.with_offset(250);
+    let w = w.with_offset(Duration::from_millis(250));
     assert_eq!(w.window_start(249), -750);
     assert_eq!(w.window_start(250), 250);
+    // Flink's negative offset (`Duration.ofMillis(-750)`): the same starts.
+    let before = TumblingEventTimeWindows::of(Duration::from_secs(1), |_: &()| 0)
+        .with_offset(Offset::before(Duration::from_millis(750)));
+    assert_eq!(before.window_start(249), -750);
+    assert_eq!(before.window_start(250), 250);
 }
 
 #[test]
@@ -215,10 +222,10 @@ fn sliding_windows_with_lateness_match_a_brute_force_reference() {
         let lateness = [0, 0, 3, 10][(next() % 4) as usize];
         let late_seen = Rc::new(RefCell::new(Vec::new()));
         let sink = late_seen.clone();
-        let assigner = SlidingEventTimeWindows::of(size, slide, (|r: &Rec| r.1) as Ts);
+        let assigner = SlidingEventTimeWindows::of(ms(size), ms(slide), (|r: &Rec| r.1) as Ts);
         let mut op = op_with(
             WindowOperator::new(assigner, AggregateFold(CountSum))
-                .with_allowed_lateness(lateness)
+                .with_allowed_lateness(ms(lateness))
                 .with_late_output(Box::new(move |r: Rec| sink.borrow_mut().push(r))),
         );
         // Per window: (count, sum), fired yet.
@@ -286,7 +293,7 @@ fn sliding_windows_with_lateness_match_a_brute_force_reference() {
 
 #[test]
 fn sliding_windows_assign_every_window_holding_a_timestamp() {
-    let w = SlidingEventTimeWindows::of(10, 3, |_: &()| 0);
+    let w = SlidingEventTimeWindows::of(ms(10), ms(3), |_: &()| 0);
     assert_eq!(
         WindowAssigner::<()>::window_starts(&w, 7).collect::<Vec<_>>(),
         vec![6, 3, 0]
@@ -296,7 +303,7 @@ fn sliding_windows_assign_every_window_holding_a_timestamp() {
         vec![-3, -6, -9]
     );
     // Windows shorter than the slide leave gaps: no window there.
-    let gaps = SlidingEventTimeWindows::of(2, 5, |_: &()| 0);
+    let gaps = SlidingEventTimeWindows::of(ms(2), ms(5), |_: &()| 0);
     assert_eq!(
         WindowAssigner::<()>::window_starts(&gaps, 6).collect::<Vec<_>>(),
         vec![5]
@@ -324,14 +331,17 @@ fn window_starts_range_covers_exactly_the_timestamps_with_the_same_windows() {
         rng = mix(rng);
         let size = 1 + (rng % 17) as i64;
         let slide = 1 + (rng >> 8) as i64 % 9;
-        let offset = (rng >> 16) as i64 % 50;
+        let offset = match (rng >> 16) as i64 % 100 - 50 {
+            o if o < 0 => Offset::before(ms(-o)),
+            o => Offset::after(ms(o)),
+        };
         let ts = (rng >> 24) as i64 % 1000 - 500;
         check(
-            &TumblingEventTimeWindows::of(size, |_: &()| 0).with_offset(offset),
+            &TumblingEventTimeWindows::of(ms(size), |_: &()| 0).with_offset(offset),
             ts,
         );
         // Windows shorter than their slide leave gaps with no window.
-        let sliding = SlidingEventTimeWindows::of(size.max(slide), slide, |_: &()| 0);
+        let sliding = SlidingEventTimeWindows::of(ms(size.max(slide)), ms(slide), |_: &()| 0);
         check(&sliding.with_offset(offset), ts);
     }
 }
@@ -385,10 +395,10 @@ fn records_taken_a_run_at_a_time_give_what_they_give_one_by_one() {
             cuts.push((at.min(records.len()), (at as i64) / 3 - (next() % 6) as i64));
         }
         let make = |late: Rc<RefCell<Vec<Rec>>>| {
-            let assigner = SlidingEventTimeWindows::of(size, slide, (|r: &Rec| r.1) as Ts);
+            let assigner = SlidingEventTimeWindows::of(ms(size), ms(slide), (|r: &Rec| r.1) as Ts);
             op_with(
                 WindowOperator::new(assigner, AggregateFold(CountSum))
-                    .with_allowed_lateness(lateness)
+                    .with_allowed_lateness(ms(lateness))
                     .with_late_output(Box::new(move |r: Rec| late.borrow_mut().push(r))),
             )
         };

@@ -9,6 +9,9 @@
 //! triggers align their first firing to the interval as Flink does, also
 //! for negative times.
 
+use std::time::Duration;
+
+use crate::core::duration::positive_millis;
 use crate::operators::window::spec::TimeWindow;
 use crate::operators::window::trigger::{
     NoState, OnMergeContext, Trigger, TriggerContext, TriggerResult,
@@ -236,19 +239,15 @@ pub struct ContinuousEventTimeTrigger {
 }
 
 impl ContinuousEventTimeTrigger {
-    /// Fires every `interval_ms` of event time (Flink's
+    /// Fires every `interval` of event time (Flink's
     /// `ContinuousEventTimeTrigger.of(interval)`).
     ///
     /// # Panics
     ///
-    /// If the interval is not positive.
-    pub fn of(interval_ms: i64) -> Self {
-        assert!(
-            interval_ms > 0,
-            "ContinuousEventTimeTrigger: the interval must be positive, got {interval_ms} ms"
-        );
+    /// If the interval is zero or not a whole number of milliseconds.
+    pub fn of(interval: Duration) -> Self {
         Self {
-            interval: interval_ms,
+            interval: positive_millis("ContinuousEventTimeTrigger: interval", interval),
         }
     }
 
@@ -341,19 +340,15 @@ pub struct ContinuousProcessingTimeTrigger {
 }
 
 impl ContinuousProcessingTimeTrigger {
-    /// Fires every `interval_ms` of processing time (Flink's
+    /// Fires every `interval` of processing time (Flink's
     /// `ContinuousProcessingTimeTrigger.of(interval)`).
     ///
     /// # Panics
     ///
-    /// If the interval is not positive.
-    pub fn of(interval_ms: i64) -> Self {
-        assert!(
-            interval_ms > 0,
-            "ContinuousProcessingTimeTrigger: the interval must be positive, got {interval_ms} ms"
-        );
+    /// If the interval is zero or not a whole number of milliseconds.
+    pub fn of(interval: Duration) -> Self {
         Self {
-            interval: interval_ms,
+            interval: positive_millis("ContinuousProcessingTimeTrigger: interval", interval),
         }
     }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 mod context;
 mod flink;
@@ -17,6 +17,7 @@ mod triggers;
 use super::*;
 use crate::chain::control::ChainControl;
 use crate::chain::testing::VecTail;
+use crate::core::duration::ms;
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::op::KeyedProcessOp;
 use crate::operators::window::assign::EventTimeSessionWindows;
@@ -189,7 +190,7 @@ fn process_op(spec: WindowSpec<Rec>, lateness: i64, late: Option<LateOutput<Rec>
         spec.clone(),
         dflt(&spec),
         Buffered::new(FnProcessWindowFunction::new(sorted_values as ProcessFn)),
-        lateness,
+        ms(lateness),
         late,
     )
 }
@@ -202,7 +203,7 @@ fn agg_op(spec: WindowSpec<Rec>, lateness: i64) -> AggOp {
             AggregateFold(CountSum),
             FnWindowFunction::new(with_window as AggFn),
         ),
-        lateness,
+        ms(lateness),
         None,
     )
 }
@@ -455,7 +456,7 @@ fn event_time_sessions_match_a_brute_force_reference() {
                 10 => |_| 10,
                 _ => |_| 30,
             };
-            (EventTimeSessionWindows::with_gap(gap, rec_ts).spec(), g)
+            (EventTimeSessionWindows::with_gap(ms(gap), rec_ts).spec(), g)
         };
         let late_seen = Rc::new(RefCell::new(Vec::new()));
         let sink = late_seen.clone();
@@ -469,7 +470,7 @@ fn event_time_sessions_match_a_brute_force_reference() {
             spec.clone(),
             EventTimeTrigger,
             Accumulated::new(AggregateFold(CountSum), KeyWindowResult),
-            lateness,
+            ms(lateness),
             None,
         ));
         let mut reduce = harness(GeneralWindowOperator::new(
@@ -479,7 +480,7 @@ fn event_time_sessions_match_a_brute_force_reference() {
                 ReduceFold::new(|a: Rec, b: Rec| if a.2 >= b.2 { a } else { b }),
                 KeyWindowResult,
             ),
-            lateness,
+            ms(lateness),
             None,
         ));
         let mut model = Model::new(Kind::Session(gap_fn), true, lateness);
@@ -573,9 +574,9 @@ fn fixed_event_time_windows_with_window_functions_match_a_brute_force_reference(
         };
         let lateness = [0, 0, 4, 12][(next() % 4) as usize];
         let spec = if size == slide {
-            TumblingEventTimeWindows::of(size, rec_ts).spec()
+            TumblingEventTimeWindows::of(ms(size), rec_ts).spec()
         } else {
-            SlidingEventTimeWindows::of(size, slide, rec_ts).spec()
+            SlidingEventTimeWindows::of(ms(size), ms(slide), rec_ts).spec()
         };
         let late_seen = Rc::new(RefCell::new(Vec::new()));
         let sink = late_seen.clone();
@@ -589,15 +590,15 @@ fn fixed_event_time_windows_with_window_functions_match_a_brute_force_reference(
             spec,
             EventTimeTrigger,
             Accumulated::new(AggregateFold(CountSum), KeyWindowResult),
-            lateness,
+            ms(lateness),
             None,
         ));
         let mut fast = harness(
             WindowOperator::new(
-                SlidingEventTimeWindows::of(size, slide, rec_ts as fn(&Rec) -> i64),
+                SlidingEventTimeWindows::of(ms(size), ms(slide), rec_ts as fn(&Rec) -> i64),
                 AggregateFold(CountSum),
             )
-            .with_allowed_lateness(lateness),
+            .with_allowed_lateness(ms(lateness)),
         );
         let mut model = Model::new(Kind::Fixed { size, slide }, true, lateness);
         let mut watermark = i64::MIN;
@@ -663,13 +664,13 @@ fn processing_time_windows_match_a_brute_force_reference_on_a_manual_clock() {
         let slide = 1 + (next() % size as u64) as i64;
         let (spec, kind): (WindowSpec<Rec>, Kind) = match round % 3 {
             0 => (
-                TumblingProcessingTimeWindows::of(size)
+                TumblingProcessingTimeWindows::of(ms(size))
                     .with_clock(now)
                     .spec(),
                 Kind::Fixed { size, slide: size },
             ),
             1 => (
-                SlidingProcessingTimeWindows::of(size, slide)
+                SlidingProcessingTimeWindows::of(ms(size), ms(slide))
                     .with_clock(now)
                     .spec(),
                 Kind::Fixed { size, slide },
@@ -729,7 +730,7 @@ fn processing_time_windows_match_a_brute_force_reference_on_a_manual_clock() {
 fn sessions_merge_their_contents_and_timers_and_late_records_follow_flink() {
     let late_seen = Rc::new(RefCell::new(Vec::new()));
     let sink = late_seen.clone();
-    let spec = EventTimeSessionWindows::with_gap(10, rec_ts).spec();
+    let spec = EventTimeSessionWindows::with_gap(ms(10), rec_ts).spec();
     let mut op = harness(process_op(
         spec,
         20,
@@ -788,7 +789,27 @@ fn a_gap_that_is_not_positive_fails_naming_the_assigner() {
 }
 
 #[test]
-#[should_panic(expected = "EventTimeSessionWindows: the session gap must be positive, got -5 ms")]
+#[should_panic(expected = "EventTimeSessionWindows: session gap must be positive, got 0ns")]
 fn a_static_gap_that_is_not_positive_is_refused() {
-    let _ = EventTimeSessionWindows::with_gap(-5, rec_ts);
+    let _ = EventTimeSessionWindows::with_gap(Duration::ZERO, rec_ts);
+}
+
+#[test]
+#[should_panic(
+    expected = "TumblingEventTimeWindows: window size must be a whole number of milliseconds, got 1.5ms"
+)]
+fn a_window_size_with_a_fraction_of_a_millisecond_is_refused_not_truncated() {
+    let _ = TumblingEventTimeWindows::of(Duration::from_micros(1_500), rec_ts);
+}
+
+#[test]
+#[should_panic(
+    expected = "window allowed lateness must be a whole number of milliseconds, got 10.0001ms"
+)]
+fn an_allowed_lateness_with_a_fraction_of_a_millisecond_is_refused() {
+    let _ = WindowOperator::<u64, _, _>::new(
+        TumblingEventTimeWindows::of(ms(10), rec_ts as fn(&Rec) -> i64),
+        AggregateFold(CountSum),
+    )
+    .with_allowed_lateness(Duration::from_nanos(10_000_100));
 }

@@ -8,10 +8,11 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{harness, Rec};
 use crate::chain::control::{ChainControl, Collector};
+use crate::core::duration::ms;
 use crate::operators::window::assign::{EventTimeSessionWindows, Windowing};
 use crate::operators::window::contents::{Buffered, ProcessWindowFunction, WindowCollector};
 use crate::operators::window::context::{ValueStateDescriptor, WindowContext};
@@ -94,10 +95,10 @@ fn late_firings_per_window_and_global_state_follow_the_window_to_its_cleanup() {
     let late = Rc::new(RefCell::new(Vec::new()));
     let sink = late.clone();
     let mut op = harness(GeneralWindowOperator::new(
-        TumblingEventTimeWindows::of(10, ts as fn(&Rec) -> i64).spec(),
+        TumblingEventTimeWindows::of(ms(10), ts as fn(&Rec) -> i64).spec(),
         EventTimeTrigger,
         Buffered::new(function),
-        20,
+        ms(20),
         Some(Box::new(move |r: Rec| sink.borrow_mut().push(r))),
     ));
     op.collect((1, 1, 10));
@@ -147,10 +148,10 @@ fn late_firings_per_window_and_global_state_follow_the_window_to_its_cleanup() {
 #[should_panic(expected = "Per-window state is not allowed when using merging windows.")]
 fn per_window_state_on_sessions_is_refused_as_in_flink() {
     let mut op = harness(GeneralWindowOperator::new(
-        EventTimeSessionWindows::with_gap(5, ts as fn(&Rec) -> i64).spec(),
+        EventTimeSessionWindows::with_gap(ms(5), ts as fn(&Rec) -> i64).spec(),
         EventTimeTrigger,
         Buffered::new(Counting::new()),
-        0,
+        Duration::ZERO,
         None,
     ));
     op.collect((1, 1, 10));
@@ -166,14 +167,14 @@ fn per_window_state_on_sessions_is_refused_as_in_flink() {
 fn continuous_processing_time_triggers_fire_on_the_clock() {
     let clock = Arc::new(AtomicI64::new(100));
     let c = clock.clone();
-    let spec = TumblingProcessingTimeWindows::of(10)
+    let spec = TumblingProcessingTimeWindows::of(ms(10))
         .with_clock(move || c.load(Ordering::Relaxed))
         .spec();
     let mut op = harness(GeneralWindowOperator::new(
         spec,
-        ContinuousProcessingTimeTrigger::of(3),
+        ContinuousProcessingTimeTrigger::of(ms(3)),
         Buffered::new(Counting::new()),
-        0,
+        Duration::ZERO,
         None,
     ));
     op.collect((1, 0, 1));

@@ -12,10 +12,12 @@
 //!   `d` of the newest.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::flink::{Firing, Reference, Windows};
 use super::{harness, rng, sorted, Rec};
 use crate::chain::control::ChainControl;
+use crate::core::duration::ms;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::window::assign::{EventTimeSessionWindows, Windowing};
 use crate::operators::window::contents::{
@@ -61,13 +63,13 @@ fn ts(r: &Rec) -> i64 {
 fn spec(windows: Windows) -> WindowSpec<Rec> {
     match windows {
         Windows::Fixed { size, slide } if size == slide => {
-            TumblingEventTimeWindows::of(size, ts as fn(&Rec) -> i64).spec()
+            TumblingEventTimeWindows::of(ms(size), ts as fn(&Rec) -> i64).spec()
         }
         Windows::Fixed { size, slide } => {
-            SlidingEventTimeWindows::of(size, slide, ts as fn(&Rec) -> i64).spec()
+            SlidingEventTimeWindows::of(ms(size), ms(slide), ts as fn(&Rec) -> i64).spec()
         }
         Windows::Sessions { gap } => {
-            EventTimeSessionWindows::with_gap(gap, ts as fn(&Rec) -> i64).spec()
+            EventTimeSessionWindows::with_gap(ms(gap), ts as fn(&Rec) -> i64).spec()
         }
     }
 }
@@ -172,7 +174,7 @@ fn against_reference<Tr, E>(
                 spec(windows),
                 trigger,
                 Buffered::new(Seen),
-                lateness,
+                ms(lateness),
                 late_output,
             );
             run_op(op, &events, &what)
@@ -182,7 +184,7 @@ fn against_reference<Tr, E>(
                 spec(windows),
                 trigger,
                 Evicting::new(e, Seen),
-                lateness,
+                ms(lateness),
                 late_output,
             );
             run_op(op, &events, &what)
@@ -228,14 +230,14 @@ fn triggers_follow_flinks_window_operator() {
             }
             for interval in [1, 3, 4] {
                 against_reference(
-                    ContinuousEventTimeTrigger::of(interval),
+                    ContinuousEventTimeTrigger::of(ms(interval)),
                     none,
                     windows,
                     lateness,
                     seed,
                 );
                 against_reference(
-                    PurgingTrigger::of(ContinuousEventTimeTrigger::of(interval)),
+                    PurgingTrigger::of(ContinuousEventTimeTrigger::of(ms(interval))),
                     none,
                     windows,
                     lateness,
@@ -254,14 +256,14 @@ fn evictors_follow_flinks_evicting_window_operator() {
             for keep in [0, 2, 6] {
                 against_reference(
                     EventTimeTrigger,
-                    Some(TimeEvictor::of(keep)),
+                    Some(TimeEvictor::of(ms(keep))),
                     windows,
                     lateness,
                     seed,
                 );
                 against_reference(
                     CountTrigger::of(3),
-                    Some(TimeEvictor::of_after(keep, true)),
+                    Some(TimeEvictor::of_after(ms(keep), true)),
                     windows,
                     lateness,
                     seed,
@@ -289,7 +291,7 @@ fn evictors_follow_flinks_evicting_window_operator() {
                     seed,
                 );
                 against_reference(
-                    ContinuousEventTimeTrigger::of(3),
+                    ContinuousEventTimeTrigger::of(ms(3)),
                     Some(CountEvictor::of_after(keep, true)),
                     windows,
                     lateness,
@@ -343,7 +345,7 @@ fn tumbling_op<Tr: Trigger<Rec>>(
         spec(Windows::Fixed { size, slide: size }),
         trigger,
         Buffered::new(Seen),
-        lateness,
+        ms(lateness),
         None,
     )
 }
@@ -466,7 +468,7 @@ fn continuous_event_time_triggers_fire_early_on_time_and_late() {
             }
             let what = format!("seed {seed}, interval {interval}, lateness {lateness}");
             let got = run_op(
-                tumbling_op(size, ContinuousEventTimeTrigger::of(interval), lateness),
+                tumbling_op(size, ContinuousEventTimeTrigger::of(ms(interval)), lateness),
                 &events,
                 &what,
             );
@@ -486,7 +488,7 @@ fn evicting_op<Tr: Trigger<Rec>, E: Evictor<Rec>>(
         spec(Windows::Fixed { size, slide: size }),
         trigger,
         Evicting::new(evictor, Seen),
-        lateness,
+        ms(lateness),
         None,
     )
 }
@@ -576,7 +578,7 @@ fn time_evictors_keep_the_newest_elements() {
             let what = format!("seed {seed}, d {d}, lateness {lateness}");
             assert_eq!(
                 run_op(
-                    evicting_op(size, EventTimeTrigger, TimeEvictor::of(d), lateness),
+                    evicting_op(size, EventTimeTrigger, TimeEvictor::of(ms(d)), lateness),
                     &events,
                     &what
                 ),
@@ -602,7 +604,7 @@ fn merging_sessions_sum_their_counts() {
         spec,
         CountTrigger::of(3),
         Buffered::new(Seen),
-        0,
+        Duration::ZERO,
         None,
     ));
     feed(&mut op, 0, 1);
@@ -644,7 +646,7 @@ fn merging_sessions_sum_their_counts() {
 /// two keys' windows, each fire once.
 #[test]
 fn timers_are_kept_per_key_and_window() {
-    let mut op = harness(tumbling_op(10, ContinuousEventTimeTrigger::of(5), 0));
+    let mut op = harness(tumbling_op(10, ContinuousEventTimeTrigger::of(ms(5)), 0));
     for r in [(1, 1, 1), (2, 2, 2), (1, 11, 3), (1, 3, 4)] {
         crate::chain::control::Collector::collect(&mut op, r);
     }

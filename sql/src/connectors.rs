@@ -1,0 +1,533 @@
+//! The connectors a `CREATE TABLE ... WITH ('connector' = ..)` names,
+//! with Flink's option names, checked when the table is created: an
+//! unknown connector or option, a missing required one or a bad value is
+//! an error naming the table and the option.
+//!
+//! - `filesystem`: `path` (a directory, or one file), `format` = `csv` |
+//!   `json` with their `csv.*` / `json.*` options. As a source it reads
+//!   what is there and ends (weir's replayable, rescalable
+//!   [`weir_runtime::FileSource`]); as a sink it is weir's exactly-once
+//!   [`weir_runtime::TransactionalFileSink`] (committed `part-*` files).
+//! - `datagen`: `number-of-rows`, `rows-per-second` (default 10000, 0 for
+//!   unpaced), `fields.<col>.kind` = `random` | `sequence`,
+//!   `fields.<col>.min`/`max` (random numbers), `.start`/`.end`
+//!   (sequences), `.length` (random strings, default 100), `.null-rate`.
+//! - `print` (`print-identifier`, `standard-error`), `blackhole`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use weir_runtime::{Collector, NumberSequenceSource, Sink, Source, SourcePoll, SubtaskInfo};
+
+use crate::error::{Result, SqlError};
+use crate::format::{CsvOptions, Format};
+use crate::types::{DataType, Schema};
+use crate::value::{Row, Value, Values};
+
+/// A table's connector with its checked options.
+#[derive(Clone, Debug)]
+pub enum Connector {
+    /// Files in a directory (or one file).
+    Filesystem {
+        /// `path`.
+        path: PathBuf,
+        /// `format` and its options.
+        format: Format,
+    },
+    /// Generated rows.
+    Datagen(Datagen),
+    /// Rows printed to stdout (or stderr).
+    Print {
+        /// `print-identifier`: a prefix of every line.
+        identifier: Option<String>,
+        /// `standard-error`: print to stderr.
+        stderr: bool,
+    },
+    /// Rows dropped.
+    Blackhole,
+}
+
+/// The `datagen` connector's options.
+#[derive(Clone, Debug)]
+pub struct Datagen {
+    /// Rows in all (`None`: unbounded).
+    pub rows: Option<u64>,
+    /// Rows per second over all subtasks (0: as fast as possible).
+    pub rows_per_second: u64,
+    /// One generator per physical column.
+    pub fields: Vec<FieldGen>,
+}
+
+/// How one column is generated.
+#[derive(Clone, Debug)]
+pub enum FieldGen {
+    /// `start + i` for row `i` (numbers; strings are its text).
+    Sequence {
+        /// The first value.
+        start: i64,
+        /// The last value.
+        end: i64,
+    },
+    /// Uniform over `min..=max` (numbers), `length` characters (strings),
+    /// up to `max_past` ms before the job started (timestamps); NULL with
+    /// probability `null_rate`.
+    Random {
+        /// Smallest number.
+        min: i64,
+        /// Largest number.
+        max: i64,
+        /// String length.
+        length: usize,
+        /// Probability of NULL.
+        null_rate: f64,
+    },
+}
+
+struct Options<'a> {
+    table: &'a str,
+    map: &'a BTreeMap<String, String>,
+    used: Vec<String>,
+}
+
+impl<'a> Options<'a> {
+    fn err(&self, message: String) -> SqlError {
+        SqlError::Connector {
+            table: self.table.to_owned(),
+            message,
+        }
+    }
+
+    fn get(&mut self, key: &str) -> Option<&'a str> {
+        let v = self.map.get(key).map(String::as_str);
+        if v.is_some() {
+            self.used.push(key.to_owned());
+        }
+        v
+    }
+
+    fn required(&mut self, key: &str) -> Result<&'a str> {
+        self.get(key)
+            .ok_or_else(|| self.err(format!("the option '{key}' is required")))
+    }
+
+    fn parse<T: std::str::FromStr>(&mut self, key: &str) -> Result<Option<T>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v.trim().parse().map(Some).map_err(|_| {
+                self.err(format!("the option '{key}' = '{v}' is not a valid value"))
+            }),
+        }
+    }
+
+    fn boolean(&mut self, key: &str) -> Result<bool> {
+        match self.get(key).map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(false),
+            Some(v) if v == "true" => Ok(true),
+            Some(v) if v == "false" => Ok(false),
+            Some(v) => Err(self.err(format!("the option '{key}' = '{v}' is not true or false"))),
+        }
+    }
+
+    fn char(&mut self, key: &str) -> Result<Option<char>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => {
+                let v = match v {
+                    "\\t" => "\t",
+                    other => other,
+                };
+                let mut cs = v.chars();
+                match (cs.next(), cs.next()) {
+                    (Some(c), None) => Ok(Some(c)),
+                    _ => Err(self.err(format!("the option '{key}' = '{v}' must be one character"))),
+                }
+            }
+        }
+    }
+
+    /// Every option given was used: an unknown one is an error listing it.
+    fn finish(self, connector: &str) -> Result<()> {
+        let unknown: Vec<&String> = self
+            .map
+            .keys()
+            .filter(|k| !self.used.contains(k) && k.as_str() != "connector")
+            .collect();
+        if unknown.is_empty() {
+            Ok(())
+        } else {
+            Err(self.err(format!(
+                "unsupported options for connector '{connector}': {}",
+                unknown.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ")
+            )))
+        }
+    }
+}
+
+impl Connector {
+    /// The connector `options` describe for a table of `physical` columns.
+    pub fn from_options(
+        table: &str,
+        options: &BTreeMap<String, String>,
+        physical: &Schema,
+    ) -> Result<Connector> {
+        let mut o = Options {
+            table,
+            map: options,
+            used: Vec::new(),
+        };
+        let name = o.required("connector")?.to_ascii_lowercase();
+        let c = match name.as_str() {
+            "filesystem" => {
+                let path = PathBuf::from(o.required("path")?);
+                if o.get("source.monitor-interval").is_some() {
+                    return Err(o.err(
+                        "'source.monitor-interval' (watching a directory) is not supported yet: the filesystem source reads what is there and ends".into(),
+                    ));
+                }
+                let format = match o.required("format")?.to_ascii_lowercase().as_str() {
+                    "csv" => {
+                        let mut c = CsvOptions::default();
+                        if let Some(d) = o.char("csv.field-delimiter")? {
+                            c.delimiter = d;
+                        }
+                        if let Some(q) = o.char("csv.quote-character")? {
+                            c.quote = Some(q);
+                        }
+                        if o.boolean("csv.disable-quote-character")? {
+                            c.quote = None;
+                        }
+                        c.null_literal = o.get("csv.null-literal").map(str::to_owned);
+                        c.ignore_parse_errors = o.boolean("csv.ignore-parse-errors")?;
+                        c.allow_comments = o.boolean("csv.allow-comments")?;
+                        c.skip_header = o.boolean("csv.ignore-first-line")?;
+                        Format::Csv(c)
+                    }
+                    "json" => {
+                        let ignore = o.boolean("json.ignore-parse-errors")?;
+                        let _ = o.boolean("json.fail-on-missing-field")?;
+                        Format::Json {
+                            ignore_parse_errors: ignore,
+                        }
+                    }
+                    other => {
+                        return Err(o.err(format!(
+                            "'format' = '{other}' is not supported (csv and json are)"
+                        )))
+                    }
+                };
+                Connector::Filesystem { path, format }
+            }
+            "datagen" => {
+                let rows = o.parse::<u64>("number-of-rows")?;
+                let rows_per_second = o.parse::<u64>("rows-per-second")?.unwrap_or(10_000);
+                let mut fields = Vec::new();
+                for f in &physical.fields {
+                    let p = |k: &str| format!("fields.{}.{k}", f.name);
+                    let kind = o.get(&p("kind")).unwrap_or("random").to_ascii_lowercase();
+                    let null_rate = o.parse::<f64>(&p("null-rate"))?.unwrap_or(0.0);
+                    let g = match kind.as_str() {
+                        "sequence" => {
+                            if !matches!(f.ty, DataType::Int | DataType::BigInt | DataType::String | DataType::Decimal { .. } | DataType::Double) {
+                                return Err(o.err(format!("column `{}`: a sequence of {} is not supported", f.name, f.ty)));
+                            }
+                            let start = o.parse::<i64>(&p("start"))?.ok_or_else(|| {
+                                o.err(format!("the option '{}' is required for a sequence", p("start")))
+                            })?;
+                            let end = o.parse::<i64>(&p("end"))?.ok_or_else(|| {
+                                o.err(format!("the option '{}' is required for a sequence", p("end")))
+                            })?;
+                            if end < start {
+                                return Err(o.err(format!("column `{}`: sequence end {end} before start {start}", f.name)));
+                            }
+                            FieldGen::Sequence { start, end }
+                        }
+                        "random" => {
+                            let (dmin, dmax) = match f.ty {
+                                DataType::Int => (i64::from(i32::MIN), i64::from(i32::MAX)),
+                                DataType::Timestamp | DataType::TimestampLtz => (0, 0),
+                                _ => (i64::MIN, i64::MAX),
+                            };
+                            let min = o.parse::<i64>(&p("min"))?.unwrap_or(dmin);
+                            let max = o.parse::<i64>(&p("max"))?.unwrap_or(dmax);
+                            let max_past = match o.get(&p("max-past")) {
+                                None => 0,
+                                Some(v) => {
+                                    let d = weir_runtime::core::units::parse_duration(v).ok_or_else(|| {
+                                        o.err(format!("the option '{}' = '{v}' is not a duration", p("max-past")))
+                                    })?;
+                                    d.as_millis() as i64
+                                }
+                            };
+                            if max < min {
+                                return Err(o.err(format!("column `{}`: max {max} below min {min}", f.name)));
+                            }
+                            let length = o.parse::<usize>(&p("length"))?.unwrap_or(100);
+                            let (min, max) = if f.ty.is_timestamp() { (-max_past, 0) } else { (min, max) };
+                            FieldGen::Random { min, max, length, null_rate }
+                        }
+                        other => {
+                            return Err(o.err(format!(
+                                "'{}' = '{other}' (random or sequence)",
+                                p("kind")
+                            )))
+                        }
+                    };
+                    fields.push(g);
+                }
+                Connector::Datagen(Datagen {
+                    rows,
+                    rows_per_second,
+                    fields,
+                })
+            }
+            "print" => Connector::Print {
+                identifier: o.get("print-identifier").map(str::to_owned),
+                stderr: o.boolean("standard-error")?,
+            },
+            "blackhole" => Connector::Blackhole,
+            other => {
+                return Err(o.err(format!(
+                    "unknown connector '{other}' (filesystem, datagen, print and blackhole are available)"
+                )))
+            }
+        };
+        o.finish(&name)?;
+        Ok(c)
+    }
+
+    /// The connector's name, as `'connector'` says it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Connector::Filesystem { .. } => "filesystem",
+            Connector::Datagen(_) => "datagen",
+            Connector::Print { .. } => "print",
+            Connector::Blackhole => "blackhole",
+        }
+    }
+
+    /// Whether it can be read.
+    pub fn is_source(&self) -> bool {
+        matches!(self, Connector::Filesystem { .. } | Connector::Datagen(_))
+    }
+
+    /// Whether it can be written.
+    pub fn is_sink(&self) -> bool {
+        !matches!(self, Connector::Datagen(_))
+    }
+}
+
+impl Datagen {
+    /// The number of rows: `number-of-rows`, or the shortest sequence.
+    pub fn count(&self) -> Option<u64> {
+        let seq = self
+            .fields
+            .iter()
+            .filter_map(|f| match f {
+                FieldGen::Sequence { start, end } => Some((end - start) as u64 + 1),
+                _ => None,
+            })
+            .min();
+        match (self.rows, seq) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Row `i` of the table: each column's value from `(seed, i, column)`
+    /// alone, so a restored source makes the same rows again.
+    pub fn row(&self, i: u64, types: &[DataType], base_ms: i64) -> Row {
+        let mut values = Values::with_capacity(self.fields.len());
+        for (c, (g, ty)) in self.fields.iter().zip(types).enumerate() {
+            let mut h = splitmix64(i.wrapping_mul(0x9E37_79B9).wrapping_add(c as u64 * 0x1234_5677));
+            let v = match g {
+                FieldGen::Sequence { start, .. } => {
+                    let n = start.saturating_add(i as i64);
+                    match ty {
+                        DataType::Int => Value::Int(n as i32),
+                        DataType::String => Value::Str(n.to_string().into()),
+                        DataType::Double => Value::Double(n as f64),
+                        DataType::Decimal { scale, .. } => Value::Decimal(i128::from(n) * 10i128.pow(u32::from(*scale))),
+                        _ => Value::BigInt(n),
+                    }
+                }
+                FieldGen::Random { min, max, length, null_rate } => {
+                    if *null_rate > 0.0 && (h >> 11) as f64 / (1u64 << 53) as f64 <= *null_rate {
+                        values.push(Value::Null);
+                        continue;
+                    }
+                    h = splitmix64(h);
+                    let span = (*max as i128 - *min as i128 + 1) as u128;
+                    let n = (*min as i128 + (u128::from(h) % span) as i128) as i64;
+                    match ty {
+                        DataType::Boolean => Value::Bool(h & 1 == 1),
+                        DataType::Int => Value::Int(n as i32),
+                        DataType::BigInt => Value::BigInt(n),
+                        DataType::Double => Value::Double(
+                            *min as f64 + (h >> 11) as f64 / (1u64 << 53) as f64 * (*max as f64 - *min as f64),
+                        ),
+                        DataType::Decimal { scale, .. } => Value::Decimal(i128::from(n) * 10i128.pow(u32::from(*scale))),
+                        DataType::String => {
+                            const ALPHA: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+                            let mut s = compact_str::CompactString::default();
+                            let mut x = h;
+                            for _ in 0..*length {
+                                x = splitmix64(x);
+                                s.push(ALPHA[(x % ALPHA.len() as u64) as usize] as char);
+                            }
+                            Value::Str(s)
+                        }
+                        DataType::Timestamp | DataType::TimestampLtz => Value::Timestamp(base_ms + n),
+                        DataType::Date => Value::Date((base_ms + n).div_euclid(crate::time::DAY_MS) as i32),
+                        DataType::Interval => Value::Interval(n),
+                    }
+                }
+            };
+            values.push(v);
+        }
+        Row::new(values)
+    }
+}
+
+/// SplitMix64: a fast, well-mixed hash of a counter.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A source at most `rate` records per second (this subtask's share), or
+/// unpaced when 0; everything else is the inner source's.
+pub struct Paced<S> {
+    inner: S,
+    rate: u64,
+    started: Option<Instant>,
+    emitted: u64,
+}
+
+impl<S> Paced<S> {
+    /// `inner` paced to `rate` records/s (0: unpaced).
+    pub fn new(inner: S, rate: u64) -> Self {
+        Self {
+            inner,
+            rate,
+            started: None,
+            emitted: 0,
+        }
+    }
+}
+
+impl<S: Source> Source for Paced<S> {
+    type Out = S::Out;
+
+    fn poll_next<C: Collector<S::Out>>(&mut self, out: &mut C, budget: usize) -> SourcePoll {
+        if self.rate == 0 {
+            return self.inner.poll_next(out, budget);
+        }
+        let started = *self.started.get_or_insert_with(Instant::now);
+        let due = (started.elapsed().as_secs_f64() * self.rate as f64) as u64 + 1;
+        let allowed = due.saturating_sub(self.emitted);
+        if allowed == 0 {
+            let next = started + Duration::from_secs_f64((self.emitted + 1) as f64 / self.rate as f64);
+            return SourcePoll::Idle { until: Some(next) };
+        }
+        let r = self.inner.poll_next(out, budget.min(allowed as usize));
+        if let SourcePoll::Emitted(n) = r {
+            self.emitted += n as u64;
+        }
+        r
+    }
+
+    fn snapshot_position(&mut self) -> Vec<u8> {
+        self.inner.snapshot_position()
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> std::result::Result<(), String> {
+        self.inner.restore_position(position)
+    }
+
+    fn visit_state(&mut self, states: &mut weir_runtime::state::visitor::OperatorStates<'_>) {
+        self.inner.visit_state(states);
+    }
+
+    fn initialize_restored_state(&mut self) -> std::result::Result<(), String> {
+        self.inner.initialize_restored_state()
+    }
+
+    fn check(&mut self) -> std::result::Result<(), String> {
+        self.inner.check()
+    }
+
+    fn is_retryable(&self, error: &str) -> bool {
+        self.inner.is_retryable(error)
+    }
+}
+
+/// The datagen source of one subtask: rows `0..count` in splits (so it
+/// rescales), paced.
+pub fn datagen_source(
+    gen: &Datagen,
+    types: &[DataType],
+    base_ms: i64,
+    info: &SubtaskInfo,
+) -> Paced<NumberSequenceSource<impl Fn(u64) -> Row + use<>>> {
+    let count = gen.count().unwrap_or(u64::MAX);
+    let splits = u64::from(info.max_parallelism.max(1)).min(count.max(1));
+    let g = gen.clone();
+    let types = types.to_vec();
+    let rate = if gen.rows_per_second == 0 {
+        0
+    } else {
+        (gen.rows_per_second / info.parallelism.max(1) as u64).max(1)
+    };
+    Paced::new(
+        NumberSequenceSource::new(info, count, splits, move |i| g.row(i, &types, base_ms)),
+        rate,
+    )
+}
+
+/// The `print` sink: each row as Flink prints it (`+I[a, b]`), prefixed
+/// with the identifier and, at parallelism above 1, the subtask (`2> `).
+pub struct PrintSink {
+    prefix: String,
+    types: Vec<DataType>,
+    stderr: bool,
+}
+
+impl PrintSink {
+    /// Subtask `info`'s print sink.
+    pub fn new(identifier: Option<&str>, stderr: bool, types: Vec<DataType>, info: &SubtaskInfo) -> Self {
+        let prefix = match (identifier, info.parallelism > 1) {
+            (Some(id), true) => format!("{id}:{}> ", info.index + 1),
+            (Some(id), false) => format!("{id}> "),
+            (None, true) => format!("{}> ", info.index + 1),
+            (None, false) => String::new(),
+        };
+        Self { prefix, types, stderr }
+    }
+}
+
+impl Sink for PrintSink {
+    type In = Row;
+
+    fn invoke(&mut self, row: Row) {
+        use std::io::Write;
+        let line = format!("{}{}\n", self.prefix, row.display(&self.types));
+        if self.stderr {
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        } else {
+            let _ = std::io::stdout().lock().write_all(line.as_bytes());
+        }
+    }
+}
+
+/// The `blackhole` sink: drops every row.
+pub struct BlackholeSink;
+
+impl Sink for BlackholeSink {
+    type In = Row;
+
+    #[inline]
+    fn invoke(&mut self, _row: Row) {}
+}

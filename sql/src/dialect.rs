@@ -1,0 +1,67 @@
+//! Flink SQL's dialect for sqlparser: identifiers quoted with backticks,
+//! and `TABLE name` as an argument of a windowing table-valued function
+//! (`TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND)`), which
+//! sqlparser's generic dialect does not read.
+
+use sqlparser::ast::{Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
+    FunctionArguments, Ident, ObjectName};
+use sqlparser::dialect::{Dialect, GenericDialect};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
+
+/// The name a `TABLE t` argument is read as: a call `__TABLE(t)`.
+pub const TABLE_ARG: &str = "__TABLE";
+
+/// Flink SQL as weir reads it.
+#[derive(Debug, Default)]
+pub struct FlinkDialect {
+    generic: GenericDialect,
+}
+
+impl Dialect for FlinkDialect {
+    fn is_identifier_start(&self, ch: char) -> bool {
+        self.generic.is_identifier_start(ch)
+    }
+
+    fn is_identifier_part(&self, ch: char) -> bool {
+        self.generic.is_identifier_part(ch)
+    }
+
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        ch == '`' || ch == '"'
+    }
+
+    fn supports_named_fn_args_with_rarrow_operator(&self) -> bool {
+        true
+    }
+
+    fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        // `TABLE name` (not `TABLE(`): a table argument.
+        if !parser.peek_keyword(Keyword::TABLE) {
+            return None;
+        }
+        if let Token::LParen = parser.peek_nth_token(1).token {
+            return None;
+        }
+        parser.next_token();
+        Some(parser.parse_object_name(false).map(|name| {
+            Expr::Function(Function {
+                name: ObjectName::from(vec![Ident::new(TABLE_ARG)]),
+                uses_odbc_syntax: false,
+                parameters: FunctionArguments::None,
+                args: FunctionArguments::List(FunctionArgumentList {
+                    duplicate_treatment: None,
+                    args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                        Expr::CompoundIdentifier(name.0.into_iter().filter_map(|p| p.as_ident().cloned()).collect()),
+                    ))],
+                    clauses: vec![],
+                }),
+                filter: None,
+                null_treatment: None,
+                over: None,
+                within_group: vec![],
+            })
+        }))
+    }
+}

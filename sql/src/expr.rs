@@ -1,0 +1,1547 @@
+//! Scalar expressions: sqlparser's expressions resolved against a scope
+//! of typed columns into a [`Scalar`] tree, type-checked once when the
+//! query is planned and evaluated per row with SQL's three-valued logic.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use compact_str::CompactString;
+use sqlparser::ast::{self, BinaryOperator as B, DateTimeField, Expr, UnaryOperator as U};
+
+use crate::error::{Result, SqlError};
+use crate::functions::{self, TimeUnit};
+use crate::time::{parse_date, parse_timestamp, DAY_MS};
+use crate::types::{DataType, Field, Schema};
+use crate::value::{rescale, Row, Value};
+
+/// The columns an expression may name: each with the table or alias it
+/// came from.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    /// The columns, in row order.
+    pub cols: Vec<ScopeCol>,
+}
+
+/// One column in scope.
+#[derive(Clone, Debug)]
+pub struct ScopeCol {
+    /// The table name or alias that qualifies it (`t.col`).
+    pub qualifier: Option<String>,
+    /// The column.
+    pub field: Field,
+}
+
+impl Scope {
+    /// A scope of `schema`'s columns, all qualified by `qualifier`.
+    pub fn of(schema: &Schema, qualifier: Option<&str>) -> Self {
+        Self {
+            cols: schema
+                .fields
+                .iter()
+                .map(|f| ScopeCol {
+                    qualifier: qualifier.map(str::to_owned),
+                    field: f.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The columns as a schema.
+    pub fn schema(&self) -> Schema {
+        Schema::new(self.cols.iter().map(|c| c.field.clone()).collect())
+    }
+
+    /// This scope followed by `other`'s columns (a join's).
+    pub fn concat(&self, other: &Scope) -> Scope {
+        let mut cols = self.cols.clone();
+        cols.extend(other.cols.iter().cloned());
+        Scope { cols }
+    }
+
+    fn names(&self) -> String {
+        self.cols
+            .iter()
+            .map(|c| match &c.qualifier {
+                Some(q) => format!("{q}.{}", c.field.name),
+                None => c.field.name.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The index of the column `parts` names (`col` or `qualifier.col`).
+    pub fn resolve(&self, parts: &[ast::Ident]) -> Result<usize> {
+        let (qual, name) = match parts {
+            [c] => (None, &c.value),
+            [.., q, c] => (Some(&q.value), &c.value),
+            [] => return Err(SqlError::Plan("an empty column name".into())),
+        };
+        let hits: Vec<usize> = self
+            .cols
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.field.name.eq_ignore_ascii_case(name)
+                    && qual.is_none_or(|q| {
+                        c.qualifier
+                            .as_deref()
+                            .is_some_and(|cq| cq.eq_ignore_ascii_case(q))
+                    })
+            })
+            .map(|(i, _)| i)
+            .collect();
+        match hits.as_slice() {
+            [i] => Ok(*i),
+            [] => Err(SqlError::UnknownColumn {
+                column: parts
+                    .iter()
+                    .map(|p| p.value.as_str())
+                    .collect::<Vec<_>>()
+                    .join("."),
+                in_scope: self.names(),
+            }),
+            _ => Err(SqlError::Plan(format!(
+                "column `{name}` is ambiguous: qualify it with its table ({})",
+                self.names()
+            ))),
+        }
+    }
+}
+
+/// Binary arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arith {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/`
+    Div,
+    /// `%` / MOD
+    Mod,
+}
+
+/// Comparisons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    /// `=`
+    Eq,
+    /// `<>`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+impl Cmp {
+    fn test(self, o: Ordering) -> bool {
+        match self {
+            Cmp::Eq => o == Ordering::Equal,
+            Cmp::Ne => o != Ordering::Equal,
+            Cmp::Lt => o == Ordering::Less,
+            Cmp::Le => o != Ordering::Greater,
+            Cmp::Gt => o == Ordering::Greater,
+            Cmp::Ge => o != Ordering::Less,
+        }
+    }
+}
+
+/// Built-in functions of one or more arguments.
+#[derive(Clone, Debug)]
+pub enum Func {
+    /// UPPER
+    Upper,
+    /// LOWER
+    Lower,
+    /// CHAR_LENGTH / CHARACTER_LENGTH
+    CharLength,
+    /// CONCAT (NULL if any argument is)
+    Concat,
+    /// SUBSTRING(s FROM a [FOR b]), 1-based
+    Substring,
+    /// TRIM (both sides, spaces)
+    Trim,
+    /// ABS
+    Abs,
+    /// COALESCE
+    Coalesce,
+    /// DATE_FORMAT(ts, pattern)
+    DateFormat(Arc<str>),
+    /// TO_TIMESTAMP(string)
+    ToTimestamp,
+    /// EXTRACT(unit FROM ts)
+    Extract(TimeUnit),
+    /// FLOOR(ts TO unit) / CEIL(ts TO unit)
+    TimeFloor(i64, bool),
+    /// FLOOR / CEIL of a number
+    NumFloor(bool),
+    /// POSITION(a IN b), 1-based, 0 if absent
+    Position,
+    /// REPLACE(s, from, to)
+    Replace,
+    /// HASH_CODE-like: not offered. Placeholder never built.
+    #[doc(hidden)]
+    Never,
+}
+
+/// A compiled expression.
+#[derive(Clone, Debug)]
+pub enum Scalar {
+    /// Column `i` of the input row.
+    Column(usize, DataType),
+    /// A constant.
+    Literal(Value, DataType),
+    /// Arithmetic of two operands; the result has type `ty`.
+    Arith(Arith, Box<Scalar>, Box<Scalar>, DataType),
+    /// Unary minus.
+    Neg(Box<Scalar>, DataType),
+    /// Comparison.
+    Cmp(Cmp, Box<Scalar>, Box<Scalar>),
+    /// AND (three-valued).
+    And(Box<Scalar>, Box<Scalar>),
+    /// OR (three-valued).
+    Or(Box<Scalar>, Box<Scalar>),
+    /// NOT.
+    Not(Box<Scalar>),
+    /// IS [NOT] NULL.
+    IsNull(Box<Scalar>, bool),
+    /// IS [NOT] TRUE / FALSE: (expr, value tested, negated).
+    IsBool(Box<Scalar>, bool, bool),
+    /// [NOT] LIKE: (text, pattern, escape, negated).
+    Like(Box<Scalar>, Box<Scalar>, Option<char>, bool),
+    /// [NOT] IN (list).
+    InList(Box<Scalar>, Vec<Scalar>, bool),
+    /// CASE WHEN .. THEN .. ELSE .. END (searched form; the simple form is
+    /// rewritten to it).
+    Case(Vec<(Scalar, Scalar)>, Option<Box<Scalar>>, DataType),
+    /// CAST(expr AS ty).
+    Cast(Box<Scalar>, DataType),
+    /// A function call.
+    Call(Func, Vec<Scalar>, DataType),
+}
+
+impl Scalar {
+    /// The type of the values this expression gives.
+    pub fn ty(&self) -> DataType {
+        match self {
+            Scalar::Column(_, t)
+            | Scalar::Literal(_, t)
+            | Scalar::Arith(_, _, _, t)
+            | Scalar::Neg(_, t)
+            | Scalar::Case(_, _, t)
+            | Scalar::Cast(_, t)
+            | Scalar::Call(_, _, t) => *t,
+            _ => DataType::Boolean,
+        }
+    }
+
+    /// The column this is, if it is a bare column.
+    pub fn as_column(&self) -> Option<usize> {
+        match self {
+            Scalar::Column(i, _) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// Evaluates on `row`.
+    pub fn eval(&self, row: &Row) -> Value {
+        match self {
+            Scalar::Column(i, _) => row.values[*i].clone(),
+            Scalar::Literal(v, _) => v.clone(),
+            Scalar::Arith(op, a, b, ty) => {
+                arith(*op, &a.eval(row), a.ty(), &b.eval(row), b.ty(), *ty)
+            }
+            Scalar::Neg(a, _) => match a.eval(row) {
+                Value::Int(v) => Value::Int(v.wrapping_neg()),
+                Value::BigInt(v) => Value::BigInt(v.wrapping_neg()),
+                Value::Double(v) => Value::Double(-v),
+                Value::Decimal(v) => Value::Decimal(-v),
+                Value::Interval(v) => Value::Interval(-v),
+                _ => Value::Null,
+            },
+            Scalar::Cmp(op, a, b) => {
+                let (x, y) = (a.eval(row), b.eval(row));
+                match x.sql_cmp(&y, a.ty().scale(), b.ty().scale()) {
+                    Some(o) => Value::Bool(op.test(o)),
+                    None => Value::Null,
+                }
+            }
+            Scalar::And(a, b) => match truth(&a.eval(row)) {
+                Some(false) => Value::Bool(false),
+                l => match (l, truth(&b.eval(row))) {
+                    (_, Some(false)) => Value::Bool(false),
+                    (Some(true), Some(true)) => Value::Bool(true),
+                    _ => Value::Null,
+                },
+            },
+            Scalar::Or(a, b) => match truth(&a.eval(row)) {
+                Some(true) => Value::Bool(true),
+                l => match (l, truth(&b.eval(row))) {
+                    (_, Some(true)) => Value::Bool(true),
+                    (Some(false), Some(false)) => Value::Bool(false),
+                    _ => Value::Null,
+                },
+            },
+            Scalar::Not(a) => match truth(&a.eval(row)) {
+                Some(b) => Value::Bool(!b),
+                None => Value::Null,
+            },
+            Scalar::IsNull(a, negated) => Value::Bool(a.eval(row).is_null() != *negated),
+            Scalar::IsBool(a, want, negated) => {
+                Value::Bool((truth(&a.eval(row)) == Some(*want)) != *negated)
+            }
+            Scalar::Like(t, p, esc, negated) => match (t.eval(row), p.eval(row)) {
+                (Value::Str(t), Value::Str(p)) => {
+                    Value::Bool(functions::like(&t, &p, *esc) != *negated)
+                }
+                _ => Value::Null,
+            },
+            Scalar::InList(e, list, negated) => {
+                let v = e.eval(row);
+                if v.is_null() {
+                    return Value::Null;
+                }
+                let mut saw_null = false;
+                for item in list {
+                    let w = item.eval(row);
+                    match v.sql_cmp(&w, e.ty().scale(), item.ty().scale()) {
+                        Some(Ordering::Equal) => return Value::Bool(!*negated),
+                        None => saw_null = true,
+                        _ => {}
+                    }
+                }
+                if saw_null {
+                    Value::Null
+                } else {
+                    Value::Bool(*negated)
+                }
+            }
+            Scalar::Case(whens, otherwise, ty) => {
+                for (c, r) in whens {
+                    if truth(&c.eval(row)) == Some(true) {
+                        return coerce(r.eval(row), r.ty(), *ty);
+                    }
+                }
+                match otherwise {
+                    Some(e) => coerce(e.eval(row), e.ty(), *ty),
+                    None => Value::Null,
+                }
+            }
+            Scalar::Cast(a, to) => cast(a.eval(row), a.ty(), *to),
+            Scalar::Call(f, args, ty) => call(f, args, *ty, row),
+        }
+    }
+}
+
+/// A boolean value's truth: `None` for NULL (or a non-boolean).
+#[inline]
+pub fn truth(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        _ => None,
+    }
+}
+
+fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
+    let arg = |i: usize| args[i].eval(row);
+    let text = |v: &Value| match v {
+        Value::Str(s) => Some(s.clone()),
+        _ => None,
+    };
+    match f {
+        Func::Upper => match arg(0) {
+            Value::Str(s) => Value::Str(s.to_uppercase().into()),
+            _ => Value::Null,
+        },
+        Func::Lower => match arg(0) {
+            Value::Str(s) => Value::Str(s.to_lowercase().into()),
+            _ => Value::Null,
+        },
+        Func::CharLength => match arg(0) {
+            Value::Str(s) => Value::Int(s.chars().count() as i32),
+            _ => Value::Null,
+        },
+        Func::Trim => match arg(0) {
+            Value::Str(s) => Value::Str(s.trim_matches(' ').into()),
+            _ => Value::Null,
+        },
+        Func::Concat => {
+            let mut out = CompactString::default();
+            for a in args {
+                let v = a.eval(row);
+                if v.is_null() {
+                    return Value::Null;
+                }
+                match v {
+                    Value::Str(s) => out.push_str(&s),
+                    other => out.push_str(&other.display(a.ty())),
+                }
+            }
+            Value::Str(out)
+        }
+        Func::Substring => {
+            let Some(s) = text(&arg(0)) else {
+                return Value::Null;
+            };
+            let Some(from) = arg(1).as_i64() else {
+                return Value::Null;
+            };
+            let len = match args.get(2) {
+                Some(l) => match l.eval(row).as_i64() {
+                    Some(l) => Some(l),
+                    None => return Value::Null,
+                },
+                None => None,
+            };
+            // SQL: characters from position `from` (1-based; 0 or negative
+            // count from before the start), `len` of them.
+            let start = from.max(1);
+            let end = match len {
+                Some(l) if l < 0 => return Value::Null,
+                Some(l) => from.saturating_add(l),
+                None => i64::MAX,
+            };
+            let out: String = s
+                .chars()
+                .enumerate()
+                .filter(|(i, _)| {
+                    let p = *i as i64 + 1;
+                    p >= start && p < end
+                })
+                .map(|(_, c)| c)
+                .collect();
+            Value::Str(out.into())
+        }
+        Func::Position => match (arg(0), arg(1)) {
+            (Value::Str(needle), Value::Str(hay)) => Value::Int(match hay.find(needle.as_str()) {
+                Some(b) => hay[..b].chars().count() as i32 + 1,
+                None => 0,
+            }),
+            _ => Value::Null,
+        },
+        Func::Replace => match (arg(0), arg(1), arg(2)) {
+            (Value::Str(s), Value::Str(a), Value::Str(b)) => {
+                Value::Str(s.replace(a.as_str(), &b).into())
+            }
+            _ => Value::Null,
+        },
+        Func::Abs => match arg(0) {
+            Value::Int(v) => Value::Int(v.wrapping_abs()),
+            Value::BigInt(v) => Value::BigInt(v.wrapping_abs()),
+            Value::Double(v) => Value::Double(v.abs()),
+            Value::Decimal(v) => Value::Decimal(v.abs()),
+            _ => Value::Null,
+        },
+        Func::Coalesce => {
+            for a in args {
+                let v = a.eval(row);
+                if !v.is_null() {
+                    return coerce(v, a.ty(), ty);
+                }
+            }
+            Value::Null
+        }
+        Func::DateFormat(p) => match arg(0) {
+            Value::Timestamp(ms) => Value::Str(functions::date_format(ms, p).into()),
+            _ => Value::Null,
+        },
+        Func::ToTimestamp => match arg(0) {
+            Value::Str(s) => parse_timestamp(&s).map_or(Value::Null, Value::Timestamp),
+            _ => Value::Null,
+        },
+        Func::Extract(u) => match arg(0) {
+            Value::Timestamp(ms) => Value::BigInt(functions::extract(*u, ms)),
+            Value::Date(d) => Value::BigInt(functions::extract(*u, i64::from(d) * DAY_MS)),
+            _ => Value::Null,
+        },
+        Func::TimeFloor(unit, ceil) => match arg(0) {
+            Value::Timestamp(ms) => {
+                let f = ms.div_euclid(*unit) * unit;
+                Value::Timestamp(if *ceil && f != ms { f + unit } else { f })
+            }
+            _ => Value::Null,
+        },
+        Func::NumFloor(ceil) => match arg(0) {
+            Value::Double(v) => Value::Double(if *ceil { v.ceil() } else { v.floor() }),
+            Value::Decimal(v) => {
+                let d = 10i128.pow(u32::from(args[0].ty().scale()));
+                let q = v.div_euclid(d);
+                let r = if *ceil && v.rem_euclid(d) != 0 { q + 1 } else { q };
+                Value::Decimal(r)
+            }
+            v => v,
+        },
+        Func::Never => Value::Null,
+    }
+}
+
+/// The common type of two numeric operands (Flink's widening).
+pub fn numeric_common(a: DataType, b: DataType) -> Option<DataType> {
+    use DataType::*;
+    Some(match (a, b) {
+        (Double, x) | (x, Double) if x.is_numeric() => Double,
+        (
+            Decimal {
+                precision: p1,
+                scale: s1,
+            },
+            Decimal {
+                precision: p2,
+                scale: s2,
+            },
+        ) => Decimal {
+            precision: p1.max(p2).min(38),
+            scale: s1.max(s2),
+        },
+        (Decimal { precision, scale }, Int | BigInt) | (Int | BigInt, Decimal { precision, scale }) => {
+            Decimal {
+                precision: precision.max(19).min(38),
+                scale,
+            }
+        }
+        (BigInt, Int | BigInt) | (Int, BigInt) => BigInt,
+        (Int, Int) => Int,
+        _ => return None,
+    })
+}
+
+fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataType) -> Value {
+    if a.is_null() || b.is_null() {
+        return Value::Null;
+    }
+    match ty {
+        DataType::Int => {
+            let (x, y) = (a.as_i64().unwrap_or(0) as i32, b.as_i64().unwrap_or(0) as i32);
+            match op {
+                Arith::Add => Value::Int(x.wrapping_add(y)),
+                Arith::Sub => Value::Int(x.wrapping_sub(y)),
+                Arith::Mul => Value::Int(x.wrapping_mul(y)),
+                Arith::Div if y == 0 => Value::Null,
+                Arith::Div => Value::Int(x.wrapping_div(y)),
+                Arith::Mod if y == 0 => Value::Null,
+                Arith::Mod => Value::Int(x.wrapping_rem(y)),
+            }
+        }
+        DataType::BigInt => {
+            let (x, y) = (a.as_i64().unwrap_or(0), b.as_i64().unwrap_or(0));
+            match op {
+                Arith::Add => Value::BigInt(x.wrapping_add(y)),
+                Arith::Sub => Value::BigInt(x.wrapping_sub(y)),
+                Arith::Mul => Value::BigInt(x.wrapping_mul(y)),
+                Arith::Div if y == 0 => Value::Null,
+                Arith::Div => Value::BigInt(x.wrapping_div(y)),
+                Arith::Mod if y == 0 => Value::Null,
+                Arith::Mod => Value::BigInt(x.wrapping_rem(y)),
+            }
+        }
+        DataType::Double => {
+            let (Some(x), Some(y)) = (a.to_f64(ta.scale()), b.to_f64(tb.scale())) else {
+                return Value::Null;
+            };
+            Value::Double(match op {
+                Arith::Add => x + y,
+                Arith::Sub => x - y,
+                Arith::Mul => x * y,
+                Arith::Div => x / y,
+                Arith::Mod => x % y,
+            })
+        }
+        DataType::Decimal { scale, .. } => {
+            let r = match op {
+                Arith::Add | Arith::Sub | Arith::Mod => {
+                    let (Some(x), Some(y)) = (a.to_scaled(ta.scale(), scale), b.to_scaled(tb.scale(), scale)) else {
+                        return Value::Null;
+                    };
+                    match op {
+                        Arith::Add => x.checked_add(y),
+                        Arith::Sub => x.checked_sub(y),
+                        _ => x.checked_rem(y),
+                    }
+                }
+                Arith::Mul => {
+                    let (Some(x), Some(y)) = (a.to_scaled(ta.scale(), ta.scale()), b.to_scaled(tb.scale(), tb.scale())) else {
+                        return Value::Null;
+                    };
+                    x.checked_mul(y)
+                        .and_then(|p| rescale(p, ta.scale() + tb.scale(), scale))
+                }
+                Arith::Div => {
+                    let (Some(x), Some(y)) = (a.to_scaled(ta.scale(), ta.scale()), b.to_scaled(tb.scale(), tb.scale())) else {
+                        return Value::Null;
+                    };
+                    if y == 0 {
+                        None
+                    } else {
+                        // x / y at `scale`: x * 10^(scale + sb - sa) / y, rounded.
+                        let shift = i32::from(scale) + i32::from(tb.scale()) - i32::from(ta.scale());
+                        let num = if shift >= 0 {
+                            x.checked_mul(10i128.pow(shift as u32 + 1))
+                        } else {
+                            Some(x / 10i128.pow((-shift) as u32) * 10)
+                        };
+                        num.map(|n| {
+                            let q = n / y;
+                            (q + q.signum() * 5) / 10
+                        })
+                    }
+                }
+            };
+            r.map_or(Value::Null, Value::Decimal)
+        }
+        DataType::Timestamp | DataType::TimestampLtz => match (a, b) {
+            (Value::Timestamp(t), Value::Interval(i)) | (Value::Interval(i), Value::Timestamp(t)) => {
+                match op {
+                    Arith::Add => Value::Timestamp(t.saturating_add(*i)),
+                    Arith::Sub => Value::Timestamp(t.saturating_sub(*i)),
+                    _ => Value::Null,
+                }
+            }
+            _ => Value::Null,
+        },
+        DataType::Date => match (a, b) {
+            (Value::Date(d), Value::Interval(i)) => {
+                let days = i / DAY_MS;
+                Value::Date(match op {
+                    Arith::Add => d.saturating_add(days as i32),
+                    _ => d.saturating_sub(days as i32),
+                })
+            }
+            _ => Value::Null,
+        },
+        DataType::Interval => match (a.as_i64(), b.as_i64()) {
+            (Some(x), Some(y)) => match op {
+                Arith::Add => Value::Interval(x.saturating_add(y)),
+                Arith::Sub => Value::Interval(x.saturating_sub(y)),
+                Arith::Mul => Value::Interval(x.saturating_mul(y)),
+                Arith::Div if y != 0 => Value::Interval(x / y),
+                _ => Value::Null,
+            },
+            _ => Value::Null,
+        },
+        _ => Value::Null,
+    }
+}
+
+/// `v` of type `from` as a value of type `to` where the planner widened
+/// (numbers, NULL); other values unchanged.
+pub fn coerce(v: Value, from: DataType, to: DataType) -> Value {
+    if from == to || v.is_null() {
+        return v;
+    }
+    cast(v, from, to)
+}
+
+/// CAST: NULL when the value does not convert (Flink's TRY_CAST; Flink's
+/// CAST fails the job instead, see docs/SQL.md).
+pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
+    use DataType as T;
+    if v.is_null() {
+        return Value::Null;
+    }
+    match to {
+        T::String => match v {
+            Value::Str(s) => Value::Str(s),
+            other => Value::Str(other.display(from).into()),
+        },
+        T::Boolean => match v {
+            Value::Bool(b) => Value::Bool(b),
+            Value::Str(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                _ => Value::Null,
+            },
+            other => other.as_i64().map_or(Value::Null, |i| Value::Bool(i != 0)),
+        },
+        T::Int | T::BigInt => {
+            let i: Option<i64> = match &v {
+                Value::Double(d) => (d.is_finite()).then(|| d.trunc() as i64),
+                Value::Decimal(x) => i64::try_from(*x / 10i128.pow(u32::from(from.scale()))).ok(),
+                Value::Str(s) => s.trim().parse::<i64>().ok(),
+                Value::Bool(b) => Some(i64::from(*b)),
+                Value::Int(_) | Value::BigInt(_) => v.as_i64(),
+                _ => None,
+            };
+            match (to, i) {
+                (T::Int, Some(i)) => i32::try_from(i).map_or(Value::Null, Value::Int),
+                (_, Some(i)) => Value::BigInt(i),
+                _ => Value::Null,
+            }
+        }
+        T::Double => match &v {
+            Value::Str(s) => s.trim().parse::<f64>().map_or(Value::Null, Value::Double),
+            other => other.to_f64(from.scale()).map_or(Value::Null, Value::Double),
+        },
+        T::Decimal { precision, scale } => {
+            let x = match &v {
+                Value::Double(d) => {
+                    let m = d * 10f64.powi(i32::from(scale));
+                    (m.is_finite() && m.abs() < 1e37).then(|| m.round() as i128)
+                }
+                Value::Str(s) => parse_decimal(s.trim(), scale),
+                other => other.to_scaled(from.scale(), scale),
+            };
+            match x {
+                Some(x) if fits(x, precision) => Value::Decimal(x),
+                _ => Value::Null,
+            }
+        }
+        T::Timestamp | T::TimestampLtz => match v {
+            Value::Timestamp(t) => Value::Timestamp(t),
+            Value::Date(d) => Value::Timestamp(i64::from(d) * DAY_MS),
+            Value::Str(s) => parse_timestamp(&s).map_or(Value::Null, Value::Timestamp),
+            _ => Value::Null,
+        },
+        T::Date => match v {
+            Value::Date(d) => Value::Date(d),
+            Value::Timestamp(t) => Value::Date(t.div_euclid(DAY_MS) as i32),
+            Value::Str(s) => parse_date(&s).map_or(Value::Null, Value::Date),
+            _ => Value::Null,
+        },
+        T::Interval => match v {
+            Value::Interval(i) => Value::Interval(i),
+            _ => Value::Null,
+        },
+    }
+}
+
+fn fits(x: i128, precision: u8) -> bool {
+    precision >= 38 || x.unsigned_abs() < 10u128.pow(u32::from(precision))
+}
+
+/// A decimal literal's text (`-12.345`) as an unscaled value of `scale`
+/// (rounded half away from zero).
+pub fn parse_decimal(s: &str, scale: u8) -> Option<i128> {
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if (int.is_empty() && frac.is_empty())
+        || !int.bytes().all(|c| c.is_ascii_digit())
+        || !frac.bytes().all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let digits = format!("{int}{frac}");
+    let v: i128 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
+    let v = rescale(v, u8::try_from(frac.len()).ok()?, scale)?;
+    Some(if neg { -v } else { v })
+}
+
+/// How many milliseconds an interval literal's unit is.
+pub fn unit_ms(field: &DateTimeField) -> Option<i64> {
+    use DateTimeField as F;
+    Some(match field {
+        F::Millisecond | F::Milliseconds => 1,
+        F::Second | F::Seconds => 1000,
+        F::Minute | F::Minutes => 60_000,
+        F::Hour | F::Hours => 3_600_000,
+        F::Day | F::Days => DAY_MS,
+        F::Week(_) | F::Weeks => 7 * DAY_MS,
+        _ => return None,
+    })
+}
+
+/// The EXTRACT unit of a field.
+pub fn time_unit(field: &DateTimeField) -> Option<TimeUnit> {
+    use DateTimeField as F;
+    Some(match field {
+        F::Year | F::Years => TimeUnit::Year,
+        F::Quarter => TimeUnit::Quarter,
+        F::Month | F::Months => TimeUnit::Month,
+        F::Week(_) | F::Weeks => TimeUnit::Week,
+        F::Day | F::Days => TimeUnit::Day,
+        F::DayOfWeek | F::Dow => TimeUnit::DayOfWeek,
+        F::DayOfYear | F::Doy => TimeUnit::DayOfYear,
+        F::Hour | F::Hours => TimeUnit::Hour,
+        F::Minute | F::Minutes => TimeUnit::Minute,
+        F::Second | F::Seconds => TimeUnit::Second,
+        F::Millisecond | F::Milliseconds => TimeUnit::Millisecond,
+        F::Epoch => TimeUnit::Epoch,
+        _ => return None,
+    })
+}
+
+/// A SQL type as weir models it.
+pub fn data_type(ty: &ast::DataType) -> Result<DataType> {
+    use ast::DataType as A;
+    Ok(match ty {
+        A::Boolean | A::Bool => DataType::Boolean,
+        A::TinyInt(_) | A::SmallInt(_) | A::Int(_) | A::Integer(_) => DataType::Int,
+        A::BigInt(_) | A::Int64 => DataType::BigInt,
+        A::Double(_) | A::Float(_) | A::Real | A::Float64 | A::DoublePrecision => DataType::Double,
+        A::Decimal(info) | A::Numeric(info) | A::Dec(info) => {
+            let (p, s) = match info {
+                ast::ExactNumberInfo::None => (10, 0),
+                ast::ExactNumberInfo::Precision(p) => (*p, 0),
+                ast::ExactNumberInfo::PrecisionAndScale(p, s) => (*p, (*s).max(0) as u64),
+            };
+            if p == 0 || p > 38 || s > p {
+                return Err(SqlError::Type(format!(
+                    "DECIMAL({p}, {s}): precision must be 1..38 and scale at most the precision"
+                )));
+            }
+            DataType::Decimal {
+                precision: p as u8,
+                scale: s as u8,
+            }
+        }
+        A::String(_) | A::Varchar(_) | A::Char(_) | A::Text | A::CharVarying(_)
+        | A::Character(_) | A::CharacterVarying(_) | A::Nvarchar(_) => DataType::String,
+        A::Timestamp(p, tz) => {
+            check_millis(*p)?;
+            match tz {
+                ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampLtz,
+                _ => DataType::Timestamp,
+            }
+        }
+        A::Datetime(p) => {
+            check_millis(*p)?;
+            DataType::Timestamp
+        }
+        A::Date => DataType::Date,
+        A::Interval { .. } => DataType::Interval,
+        A::Custom(name, args) => {
+            let n = crate::script::object_name(name).to_ascii_uppercase();
+            match n.as_str() {
+                "TIMESTAMP_LTZ" => {
+                    let p = args.first().and_then(|a| a.to_string().parse::<u64>().ok());
+                    check_millis(p)?;
+                    DataType::TimestampLtz
+                }
+                "STRING" => DataType::String,
+                _ => return Err(SqlError::Type(format!("unknown type `{ty}`"))),
+            }
+        }
+        other => return Err(SqlError::Unsupported(format!("the type `{other}`"))),
+    })
+}
+
+fn check_millis(p: Option<u64>) -> Result<()> {
+    match p {
+        None | Some(3) => Ok(()),
+        Some(p) if p < 3 => Ok(()),
+        Some(p) => Err(SqlError::Unsupported(format!(
+            "TIMESTAMP({p}): weir keeps milliseconds, TIMESTAMP(3)"
+        ))),
+    }
+}
+
+/// What a compiler consults before the ordinary rules: the aggregate
+/// planner maps group keys and aggregate calls to its output's columns.
+pub type Hook<'a> = &'a mut dyn FnMut(&Expr) -> Result<Option<Scalar>>;
+
+/// Compiles `e` in `scope`.
+pub fn compile(e: &Expr, scope: &Scope) -> Result<Scalar> {
+    compile_with(e, scope, &mut |_| Ok(None))
+}
+
+/// Compiles `e` in `scope`, asking `hook` first at every node.
+pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
+    if let Some(s) = hook(e)? {
+        return Ok(s);
+    }
+    let mut sub = |x: &Expr| compile_with(x, scope, hook);
+    Ok(match e {
+        Expr::Identifier(i) => {
+            let c = scope.resolve(std::slice::from_ref(i))?;
+            Scalar::Column(c, scope.cols[c].field.ty)
+        }
+        Expr::CompoundIdentifier(parts) => {
+            let c = scope.resolve(parts)?;
+            Scalar::Column(c, scope.cols[c].field.ty)
+        }
+        Expr::Nested(x) => sub(x)?,
+        Expr::Value(v) => literal(&v.value)?,
+        Expr::TypedString(ts) => {
+            let ty = data_type(&ts.data_type)?;
+            let text = ts.value.value.clone().into_string().unwrap_or_default();
+            let v = cast(Value::Str(text.as_str().into()), DataType::String, ty);
+            if v.is_null() {
+                return Err(SqlError::Type(format!("`{text}` is not a valid {ty} literal")));
+            }
+            Scalar::Literal(v, ty)
+        }
+        Expr::Interval(iv) => Scalar::Literal(Value::Interval(interval_ms(iv)?), DataType::Interval),
+        Expr::UnaryOp { op, expr } => {
+            let a = sub(expr)?;
+            match op {
+                U::Not => {
+                    expect_bool(&a, "NOT")?;
+                    Scalar::Not(Box::new(a))
+                }
+                U::Minus => {
+                    let t = a.ty();
+                    if !t.is_numeric() && t != DataType::Interval {
+                        return Err(SqlError::Type(format!("unary minus of {t}")));
+                    }
+                    Scalar::Neg(Box::new(a), t)
+                }
+                U::Plus => a,
+                other => return Err(SqlError::Unsupported(format!("the operator `{other}`"))),
+            }
+        }
+        Expr::BinaryOp { left, op, right } => {
+            let (a, b) = (sub(left)?, sub(right)?);
+            binary(op, a, b)?
+        }
+        Expr::IsNull(x) => Scalar::IsNull(Box::new(sub(x)?), false),
+        Expr::IsNotNull(x) => Scalar::IsNull(Box::new(sub(x)?), true),
+        Expr::IsTrue(x) => Scalar::IsBool(Box::new(sub(x)?), true, false),
+        Expr::IsNotTrue(x) => Scalar::IsBool(Box::new(sub(x)?), true, true),
+        Expr::IsFalse(x) => Scalar::IsBool(Box::new(sub(x)?), false, false),
+        Expr::IsNotFalse(x) => Scalar::IsBool(Box::new(sub(x)?), false, true),
+        Expr::Between {
+            expr,
+            negated,
+            low,
+            high,
+        } => {
+            let x = sub(expr)?;
+            let lo = binary(&B::GtEq, x.clone(), sub(low)?)?;
+            let hi = binary(&B::LtEq, x, sub(high)?)?;
+            let both = Scalar::And(Box::new(lo), Box::new(hi));
+            if *negated {
+                Scalar::Not(Box::new(both))
+            } else {
+                both
+            }
+        }
+        Expr::In {
+            expr,
+            target: ast::InTarget::List(list),
+            negated,
+            ..
+        } => {
+            let x = sub(expr)?;
+            let items = list.iter().map(&mut sub).collect::<Result<Vec<_>>>()?;
+            for i in &items {
+                comparable(x.ty(), i.ty(), "IN")?;
+            }
+            Scalar::InList(Box::new(x), items, *negated)
+        }
+        Expr::Like {
+            negated,
+            expr,
+            pattern,
+            escape_char,
+            any: false,
+        } => {
+            let (t, p) = (sub(expr)?, sub(pattern)?);
+            if t.ty() != DataType::String || p.ty() != DataType::String {
+                return Err(SqlError::Type(format!(
+                    "LIKE needs STRING operands, got {} and {}",
+                    t.ty(),
+                    p.ty()
+                )));
+            }
+            let esc = match escape_char.as_deref() {
+                None => None,
+                Some(Expr::Value(v)) => match &v.value {
+                    ast::Value::SingleQuotedString(s) if s.chars().count() == 1 => s.chars().next(),
+                    _ => return Err(SqlError::Type("LIKE's ESCAPE must be one character".into())),
+                },
+                Some(_) => return Err(SqlError::Type("LIKE's ESCAPE must be one character".into())),
+            };
+            Scalar::Like(Box::new(t), Box::new(p), esc, *negated)
+        }
+        Expr::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            let op = operand.as_deref().map(&mut sub).transpose()?;
+            let mut whens = Vec::new();
+            for w in conditions {
+                let c = sub(&w.condition)?;
+                let c = match &op {
+                    Some(o) => binary(&B::Eq, o.clone(), c)?,
+                    None => {
+                        expect_bool(&c, "CASE WHEN")?;
+                        c
+                    }
+                };
+                whens.push((c, sub(&w.result)?));
+            }
+            let otherwise = else_result.as_deref().map(&mut sub).transpose()?;
+            let mut ty: Option<DataType> = None;
+            for r in whens.iter().map(|(_, r)| r).chain(otherwise.iter()) {
+                if is_null_literal(r) {
+                    continue;
+                }
+                ty = Some(match ty {
+                    None => r.ty(),
+                    Some(t) => common(t, r.ty()).ok_or_else(|| {
+                        SqlError::Type(format!("CASE branches of {t} and {}", r.ty()))
+                    })?,
+                });
+            }
+            Scalar::Case(
+                whens,
+                otherwise.map(Box::new),
+                ty.unwrap_or(DataType::String),
+            )
+        }
+        Expr::Cast {
+            expr, data_type: t, ..
+        } => {
+            let a = sub(expr)?;
+            let to = data_type(t)?;
+            Scalar::Cast(Box::new(a), to)
+        }
+        Expr::Extract { field, expr, .. } => {
+            let a = sub(expr)?;
+            let u = time_unit(field)
+                .ok_or_else(|| SqlError::Unsupported(format!("EXTRACT({field} FROM ..)")))?;
+            if !a.ty().is_timestamp() && a.ty() != DataType::Date {
+                return Err(SqlError::Type(format!("EXTRACT from {}", a.ty())));
+            }
+            Scalar::Call(Func::Extract(u), vec![a], DataType::BigInt)
+        }
+        Expr::Floor { expr, field } | Expr::Ceil { expr, field } => {
+            let ceil = matches!(e, Expr::Ceil { .. });
+            let a = sub(expr)?;
+            match field {
+                ast::CeilFloorKind::DateTimeField(f) if a.ty().is_timestamp() => {
+                    let unit = unit_ms(f).ok_or_else(|| {
+                        SqlError::Unsupported(format!("FLOOR/CEIL to {f} (day or finer is)"))
+                    })?;
+                    let t = a.ty();
+                    Scalar::Call(Func::TimeFloor(unit, ceil), vec![a], t)
+                }
+                ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) if a.ty().is_numeric() => {
+                    let t = a.ty();
+                    Scalar::Call(Func::NumFloor(ceil), vec![a], t)
+                }
+                _ => return Err(SqlError::Unsupported(format!("`{e}`"))),
+            }
+        }
+        Expr::Substring {
+            expr,
+            substring_from,
+            substring_for,
+            ..
+        } => {
+            let mut args = vec![sub(expr)?];
+            args.push(match substring_from {
+                Some(f) => sub(f)?,
+                None => Scalar::Literal(Value::BigInt(1), DataType::BigInt),
+            });
+            if let Some(f) = substring_for {
+                args.push(sub(f)?);
+            }
+            check_args("SUBSTRING", &args, &[Some(DataType::String), None, None])?;
+            Scalar::Call(Func::Substring, args, DataType::String)
+        }
+        Expr::Trim {
+            expr,
+            trim_where: None,
+            trim_what: None,
+            trim_characters: None,
+        } => Scalar::Call(Func::Trim, vec![sub(expr)?], DataType::String),
+        Expr::Position { expr, r#in } => {
+            let args = vec![sub(expr)?, sub(r#in)?];
+            check_args("POSITION", &args, &[Some(DataType::String), Some(DataType::String)])?;
+            Scalar::Call(Func::Position, args, DataType::Int)
+        }
+        Expr::Function(f) => function(f, &mut sub)?,
+        other => return Err(SqlError::Unsupported(format!("the expression `{other}`"))),
+    })
+}
+
+fn is_null_literal(s: &Scalar) -> bool {
+    matches!(s, Scalar::Literal(Value::Null, _))
+}
+
+fn expect_bool(s: &Scalar, what: &str) -> Result<()> {
+    if s.ty() == DataType::Boolean || is_null_literal(s) {
+        Ok(())
+    } else {
+        Err(SqlError::Type(format!("{what} needs a BOOLEAN, got {}", s.ty())))
+    }
+}
+
+fn check_args(name: &str, args: &[Scalar], want: &[Option<DataType>]) -> Result<()> {
+    for (i, (a, w)) in args.iter().zip(want).enumerate() {
+        match w {
+            Some(t) if a.ty() != *t && !is_null_literal(a) => {
+                return Err(SqlError::Type(format!(
+                    "{name}: argument {} must be {t}, got {}",
+                    i + 1,
+                    a.ty()
+                )))
+            }
+            None if i > 0 && !a.ty().is_numeric() && !is_null_literal(a) => {
+                return Err(SqlError::Type(format!(
+                    "{name}: argument {} must be a number, got {}",
+                    i + 1,
+                    a.ty()
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The type two values widen to (numbers; equal types; NULL literals
+/// typed as STRING fit anything).
+pub fn common(a: DataType, b: DataType) -> Option<DataType> {
+    if a == b {
+        return Some(a);
+    }
+    if a.is_timestamp() && b.is_timestamp() {
+        return Some(DataType::Timestamp);
+    }
+    numeric_common(a, b)
+}
+
+fn comparable(a: DataType, b: DataType, what: &str) -> Result<()> {
+    if common(a, b).is_some() || (a == DataType::Date && b.is_timestamp()) {
+        Ok(())
+    } else {
+        Err(SqlError::Type(format!("{what} of {a} and {b}")))
+    }
+}
+
+fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
+    let cmp = |c: Cmp, a: Scalar, b: Scalar| -> Result<Scalar> {
+        if !is_null_literal(&a) && !is_null_literal(&b) {
+            comparable(a.ty(), b.ty(), "comparison")?;
+        }
+        Ok(Scalar::Cmp(c, Box::new(a), Box::new(b)))
+    };
+    let ar = |o: Arith, a: Scalar, b: Scalar| -> Result<Scalar> {
+        let (ta, tb) = (a.ty(), b.ty());
+        let ty = if ta.is_numeric() && tb.is_numeric() {
+            let t = numeric_common(ta, tb).expect("numbers widen");
+            match (o, t) {
+                (Arith::Mul, DataType::Decimal { .. }) => DataType::Decimal {
+                    precision: 38,
+                    scale: (ta.scale() + tb.scale()).min(18),
+                },
+                (Arith::Div, DataType::Decimal { .. }) => DataType::Decimal {
+                    precision: 38,
+                    scale: ta.scale().max(6),
+                },
+                _ => t,
+            }
+        } else if ta.is_timestamp() && tb == DataType::Interval && o != Arith::Mul {
+            ta
+        } else if ta == DataType::Interval && tb.is_timestamp() && o == Arith::Add {
+            tb
+        } else if ta == DataType::Date && tb == DataType::Interval && o != Arith::Mul {
+            DataType::Date
+        } else if ta == DataType::Interval && (tb == DataType::Interval || tb.is_numeric()) {
+            DataType::Interval
+        } else if is_null_literal(&a) || is_null_literal(&b) {
+            if is_null_literal(&a) { tb } else { ta }
+        } else {
+            return Err(SqlError::Type(format!("{ta} {} {tb}", arith_symbol(o))));
+        };
+        Ok(Scalar::Arith(o, Box::new(a), Box::new(b), ty))
+    };
+    Ok(match op {
+        B::Plus => ar(Arith::Add, a, b)?,
+        B::Minus => ar(Arith::Sub, a, b)?,
+        B::Multiply => ar(Arith::Mul, a, b)?,
+        B::Divide => ar(Arith::Div, a, b)?,
+        B::Modulo => ar(Arith::Mod, a, b)?,
+        B::Eq => cmp(Cmp::Eq, a, b)?,
+        B::NotEq => cmp(Cmp::Ne, a, b)?,
+        B::Lt => cmp(Cmp::Lt, a, b)?,
+        B::LtEq => cmp(Cmp::Le, a, b)?,
+        B::Gt => cmp(Cmp::Gt, a, b)?,
+        B::GtEq => cmp(Cmp::Ge, a, b)?,
+        B::And => {
+            expect_bool(&a, "AND")?;
+            expect_bool(&b, "AND")?;
+            Scalar::And(Box::new(a), Box::new(b))
+        }
+        B::Or => {
+            expect_bool(&a, "OR")?;
+            expect_bool(&b, "OR")?;
+            Scalar::Or(Box::new(a), Box::new(b))
+        }
+        B::StringConcat => {
+            for s in [&a, &b] {
+                if s.ty() != DataType::String && !is_null_literal(s) {
+                    return Err(SqlError::Type(format!("|| of {}", s.ty())));
+                }
+            }
+            Scalar::Call(Func::Concat, vec![a, b], DataType::String)
+        }
+        other => return Err(SqlError::Unsupported(format!("the operator `{other}`"))),
+    })
+}
+
+fn arith_symbol(o: Arith) -> &'static str {
+    match o {
+        Arith::Add => "+",
+        Arith::Sub => "-",
+        Arith::Mul => "*",
+        Arith::Div => "/",
+        Arith::Mod => "%",
+    }
+}
+
+fn literal(v: &ast::Value) -> Result<Scalar> {
+    Ok(match v {
+        ast::Value::Number(n, _) => {
+            if let Ok(i) = n.parse::<i32>() {
+                Scalar::Literal(Value::Int(i), DataType::Int)
+            } else if let Ok(i) = n.parse::<i64>() {
+                Scalar::Literal(Value::BigInt(i), DataType::BigInt)
+            } else if n.contains(['e', 'E']) {
+                let d: f64 = n
+                    .parse()
+                    .map_err(|_| SqlError::Type(format!("`{n}` is not a number")))?;
+                Scalar::Literal(Value::Double(d), DataType::Double)
+            } else {
+                let scale = n.split_once('.').map_or(0, |(_, f)| f.len());
+                let digits = n.chars().filter(char::is_ascii_digit).count();
+                if digits > 38 {
+                    return Err(SqlError::Type(format!("`{n}`: more than 38 digits")));
+                }
+                let x = parse_decimal(n, scale as u8)
+                    .ok_or_else(|| SqlError::Type(format!("`{n}` is not a number")))?;
+                Scalar::Literal(
+                    Value::Decimal(x),
+                    DataType::Decimal {
+                        precision: digits.max(scale).max(1) as u8,
+                        scale: scale as u8,
+                    },
+                )
+            }
+        }
+        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+            Scalar::Literal(Value::Str(s.as_str().into()), DataType::String)
+        }
+        ast::Value::Boolean(b) => Scalar::Literal(Value::Bool(*b), DataType::Boolean),
+        ast::Value::Null => Scalar::Literal(Value::Null, DataType::String),
+        other => return Err(SqlError::Unsupported(format!("the literal `{other}`"))),
+    })
+}
+
+/// An interval literal in milliseconds: `INTERVAL '5' SECOND`,
+/// `INTERVAL '10' MINUTES`, `INTERVAL '1 02:00:00' DAY TO SECOND`,
+/// `INTERVAL '1.5' SECOND`.
+pub fn interval_ms(iv: &ast::Interval) -> Result<i64> {
+    let text = match iv.value.as_ref() {
+        Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            ast::Value::Number(n, _) => n.clone(),
+            other => return Err(SqlError::Type(format!("INTERVAL {other}"))),
+        },
+        Expr::UnaryOp { op: U::Minus, expr } => match expr.as_ref() {
+            Expr::Value(v) => format!("-{}", v.value),
+            _ => return Err(SqlError::Unsupported(format!("`{iv}`"))),
+        },
+        other => return Err(SqlError::Unsupported(format!("INTERVAL {other}"))),
+    };
+    let bad = || SqlError::Type(format!("`INTERVAL '{text}'`: not a day-time interval weir reads"));
+    let t = text.trim();
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(r) => (true, r.trim()),
+        None => (false, t),
+    };
+    let leading = iv.leading_field.as_ref();
+    let ms = match (leading, &iv.last_field) {
+        (Some(f), None) => {
+            if matches!(f, DateTimeField::Year | DateTimeField::Years | DateTimeField::Month | DateTimeField::Months) {
+                return Err(SqlError::Unsupported(format!(
+                    "the year-month interval `{iv}` (day-time intervals are)"
+                )));
+            }
+            let unit = unit_ms(f).ok_or_else(bad)?;
+            match t.split_once('.') {
+                Some((i, frac)) if unit >= 1000 => {
+                    let whole: i64 = i.parse().map_err(|_| bad())?;
+                    let f: String = frac.chars().chain("000".chars()).take(3).collect();
+                    let f: i64 = f.parse().map_err(|_| bad())?;
+                    whole * unit + f * unit / 1000
+                }
+                _ => t.parse::<i64>().map_err(|_| bad())?.checked_mul(unit).ok_or_else(bad)?,
+            }
+        }
+        (Some(_), Some(_)) | (None, _) => {
+            // `D HH:MM:SS[.fff]` or `HH:MM:SS` forms.
+            let (days, time) = match t.split_once(' ') {
+                Some((d, rest)) => (d.parse::<i64>().map_err(|_| bad())?, rest),
+                None if t.contains(':') => (0, t),
+                None => (t.parse::<i64>().map_err(|_| bad())?, "0:0:0"),
+            };
+            let ts = parse_timestamp(&format!("1970-01-01 {time}")).ok_or_else(bad)?;
+            days * DAY_MS + ts
+        }
+    };
+    Ok(if neg { -ms } else { ms })
+}
+
+fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> Result<Scalar> {
+    let name = crate::script::object_name(&f.name).to_ascii_uppercase();
+    if f.over.is_some() {
+        return Err(SqlError::Unsupported(format!(
+            "the window function `{name}() OVER` here (ROW_NUMBER for Top-N and deduplication is planned in a subquery's WHERE rn <= N)"
+        )));
+    }
+    let raw = match &f.args {
+        ast::FunctionArguments::List(l) => l.args.clone(),
+        ast::FunctionArguments::None => vec![],
+        ast::FunctionArguments::Subquery(_) => {
+            return Err(SqlError::Unsupported(format!("a subquery as the argument of {name}")))
+        }
+    };
+    let mut args = Vec::new();
+    for a in &raw {
+        match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(sub(x)?),
+            other => return Err(SqlError::Unsupported(format!("the argument `{other}` of {name}"))),
+        }
+    }
+    let n = args.len();
+    let arity = |want: std::ops::RangeInclusive<usize>| -> Result<()> {
+        if want.contains(&n) {
+            Ok(())
+        } else {
+            Err(SqlError::Type(format!(
+                "{name} takes {} arguments, got {n}",
+                if want.start() == want.end() {
+                    want.start().to_string()
+                } else {
+                    format!("{} to {}", want.start(), want.end())
+                }
+            )))
+        }
+    };
+    let s = Some(DataType::String);
+    Ok(match name.as_str() {
+        "UPPER" | "LOWER" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "TRIM" => {
+            arity(1..=1)?;
+            check_args(&name, &args, &[s])?;
+            match name.as_str() {
+                "UPPER" => Scalar::Call(Func::Upper, args, DataType::String),
+                "LOWER" => Scalar::Call(Func::Lower, args, DataType::String),
+                "TRIM" => Scalar::Call(Func::Trim, args, DataType::String),
+                _ => Scalar::Call(Func::CharLength, args, DataType::Int),
+            }
+        }
+        "CONCAT" => {
+            arity(1..=usize::MAX)?;
+            Scalar::Call(Func::Concat, args, DataType::String)
+        }
+        "SUBSTRING" | "SUBSTR" => {
+            arity(2..=3)?;
+            check_args(&name, &args, &[s, None, None])?;
+            Scalar::Call(Func::Substring, args, DataType::String)
+        }
+        "REPLACE" => {
+            arity(3..=3)?;
+            check_args(&name, &args, &[s, s, s])?;
+            Scalar::Call(Func::Replace, args, DataType::String)
+        }
+        "ABS" => {
+            arity(1..=1)?;
+            let t = args[0].ty();
+            if !t.is_numeric() {
+                return Err(SqlError::Type(format!("ABS of {t}")));
+            }
+            Scalar::Call(Func::Abs, args, t)
+        }
+        "MOD" => {
+            arity(2..=2)?;
+            let mut it = args.into_iter();
+            let (a, b) = (it.next().expect("two"), it.next().expect("two"));
+            binary(&B::Modulo, a, b)?
+        }
+        "COALESCE" | "IFNULL" => {
+            arity(1..=usize::MAX)?;
+            let mut ty: Option<DataType> = None;
+            for a in args.iter().filter(|a| !is_null_literal(a)) {
+                ty = Some(match ty {
+                    None => a.ty(),
+                    Some(t) => common(t, a.ty()).ok_or_else(|| {
+                        SqlError::Type(format!("{name} of {t} and {}", a.ty()))
+                    })?,
+                });
+            }
+            Scalar::Call(Func::Coalesce, args, ty.unwrap_or(DataType::String))
+        }
+        "DATE_FORMAT" => {
+            arity(2..=2)?;
+            let Scalar::Literal(Value::Str(p), _) = &args[1] else {
+                return Err(SqlError::Unsupported(
+                    "DATE_FORMAT with a pattern that is not a string literal".into(),
+                ));
+            };
+            functions::check_pattern(p).map_err(SqlError::Type)?;
+            let p: Arc<str> = Arc::from(p.as_str());
+            let a = args.into_iter().next().expect("two");
+            let a = if a.ty() == DataType::String {
+                Scalar::Call(Func::ToTimestamp, vec![a], DataType::Timestamp)
+            } else if a.ty().is_timestamp() {
+                a
+            } else {
+                return Err(SqlError::Type(format!("DATE_FORMAT of {}", a.ty())));
+            };
+            Scalar::Call(Func::DateFormat(p), vec![a], DataType::String)
+        }
+        "TO_TIMESTAMP" => {
+            arity(1..=1)?;
+            check_args(&name, &args, &[s])?;
+            Scalar::Call(Func::ToTimestamp, args, DataType::Timestamp)
+        }
+        "YEAR" | "QUARTER" | "MONTH" | "WEEK" | "DAYOFMONTH" | "DAYOFYEAR" | "DAYOFWEEK"
+        | "HOUR" | "MINUTE" | "SECOND" => {
+            arity(1..=1)?;
+            let u = match name.as_str() {
+                "YEAR" => TimeUnit::Year,
+                "QUARTER" => TimeUnit::Quarter,
+                "MONTH" => TimeUnit::Month,
+                "WEEK" => TimeUnit::Week,
+                "DAYOFMONTH" => TimeUnit::Day,
+                "DAYOFYEAR" => TimeUnit::DayOfYear,
+                "DAYOFWEEK" => TimeUnit::DayOfWeek,
+                "HOUR" => TimeUnit::Hour,
+                "MINUTE" => TimeUnit::Minute,
+                _ => TimeUnit::Second,
+            };
+            if !args[0].ty().is_timestamp() && args[0].ty() != DataType::Date {
+                return Err(SqlError::Type(format!("{name} of {}", args[0].ty())));
+            }
+            Scalar::Call(Func::Extract(u), args, DataType::BigInt)
+        }
+        "COUNT" | "SUM" | "MIN" | "MAX" | "AVG" => {
+            return Err(SqlError::Plan(format!(
+                "the aggregate {name} is not allowed here (only in SELECT and HAVING of a grouped query)"
+            )))
+        }
+        _ => return Err(SqlError::UnknownFunction(name)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::FlinkDialect;
+    use sqlparser::parser::Parser;
+
+    fn eval(sql: &str, scope: &Scope, row: &Row) -> Value {
+        let e = Parser::new(&FlinkDialect::default())
+            .try_with_sql(sql)
+            .unwrap()
+            .parse_expr()
+            .unwrap();
+        compile(&e, scope).unwrap().eval(row)
+    }
+
+    fn scope() -> (Scope, Row) {
+        let schema = Schema::new(vec![
+            Field::new("a", DataType::Int),
+            Field::new("s", DataType::String),
+            Field::new("n", DataType::Int),
+            Field::new("ts", DataType::Timestamp),
+        ]);
+        let row = Row::from_iter([
+            Value::Int(7),
+            Value::Str("Hello".into()),
+            Value::Null,
+            Value::Timestamp(parse_timestamp("2024-01-02 03:04:05.678").unwrap()),
+        ]);
+        (Scope::of(&schema, Some("t")), row)
+    }
+
+    #[test]
+    fn three_valued_logic() {
+        let (s, r) = scope();
+        assert_eq!(eval("n > 1 AND a > 100", &s, &r), Value::Bool(false));
+        assert_eq!(eval("n > 1 AND a > 1", &s, &r), Value::Null);
+        assert_eq!(eval("n > 1 OR a > 1", &s, &r), Value::Bool(true));
+        assert_eq!(eval("NOT (n > 1)", &s, &r), Value::Null);
+        assert_eq!(eval("n IS NULL", &s, &r), Value::Bool(true));
+        assert_eq!(eval("a IN (1, n)", &s, &r), Value::Null);
+        assert_eq!(eval("a IN (7, n)", &s, &r), Value::Bool(true));
+        assert_eq!(eval("COALESCE(n, a, 3)", &s, &r), Value::Int(7));
+    }
+
+    #[test]
+    fn arithmetic_strings_and_time() {
+        let (s, r) = scope();
+        assert_eq!(eval("a / 2", &s, &r), Value::Int(3));
+        assert_eq!(eval("MOD(a, 4) + t.a * 2", &s, &r), Value::Int(17));
+        assert_eq!(eval("a / 0", &s, &r), Value::Null);
+        assert_eq!(eval("a * 1.5", &s, &r), Value::Decimal(105));
+        assert_eq!(eval("UPPER(s) || '!'", &s, &r), Value::Str("HELLO!".into()));
+        assert_eq!(eval("SUBSTRING(s FROM 2 FOR 3)", &s, &r), Value::Str("ell".into()));
+        assert_eq!(eval("CHAR_LENGTH(s)", &s, &r), Value::Int(5));
+        assert_eq!(eval("s LIKE 'H%o'", &s, &r), Value::Bool(true));
+        assert_eq!(
+            eval("CASE WHEN a > 5 THEN 'big' ELSE 'small' END", &s, &r),
+            Value::Str("big".into())
+        );
+        assert_eq!(eval("CASE a WHEN 1 THEN 10 WHEN 7 THEN 70 END", &s, &r), Value::Int(70));
+        assert_eq!(eval("EXTRACT(HOUR FROM ts)", &s, &r), Value::BigInt(3));
+        assert_eq!(
+            eval("DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm')", &s, &r),
+            Value::Str("2024-01-02 03:04".into())
+        );
+        assert_eq!(
+            eval("ts + INTERVAL '1' HOUR > ts", &s, &r),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval("CAST('12.345' AS DECIMAL(5, 2))", &s, &r),
+            Value::Decimal(1235)
+        );
+        assert_eq!(eval("CAST(a AS STRING)", &s, &r), Value::Str("7".into()));
+        assert_eq!(eval("CAST('x' AS INT)", &s, &r), Value::Null);
+        assert_eq!(
+            eval("FLOOR(ts TO HOUR)", &s, &r),
+            Value::Timestamp(parse_timestamp("2024-01-02 03:00:00").unwrap())
+        );
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let (s, _) = scope();
+        let err = |sql: &str| {
+            let e = Parser::new(&FlinkDialect::default())
+                .try_with_sql(sql)
+                .unwrap()
+                .parse_expr()
+                .unwrap();
+            compile(&e, &s).unwrap_err().to_string()
+        };
+        assert!(err("nope + 1").contains("unknown column `nope`"));
+        assert!(err("FROB(a)").contains("unknown function `FROB`"));
+        assert!(err("s + 1").contains("type mismatch"));
+        assert!(err("UPPER(a)").contains("UPPER: argument 1 must be STRING"));
+    }
+
+    #[test]
+    fn interval_literals() {
+        let iv = |sql: &str| {
+            let e = Parser::new(&FlinkDialect::default())
+                .try_with_sql(sql)
+                .unwrap()
+                .parse_expr()
+                .unwrap();
+            match e {
+                Expr::Interval(i) => interval_ms(&i).unwrap(),
+                _ => panic!(),
+            }
+        };
+        assert_eq!(iv("INTERVAL '5' SECOND"), 5000);
+        assert_eq!(iv("INTERVAL '10' MINUTES"), 600_000);
+        assert_eq!(iv("INTERVAL '1.5' SECOND"), 1500);
+        assert_eq!(iv("INTERVAL '1 02:00:00' DAY TO SECOND"), DAY_MS + 7_200_000);
+    }
+}

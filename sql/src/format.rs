@@ -1,0 +1,364 @@
+//! The `csv` and `json` formats: a line of text to a row of the table's
+//! physical columns and back, as Flink's formats of those names read and
+//! write them (TIMESTAMP as `yyyy-MM-dd HH:mm:ss.SSS`).
+
+use std::fmt::Write as _;
+
+use compact_str::CompactString;
+
+use crate::expr::parse_decimal;
+use crate::time::{parse_date, parse_timestamp};
+use crate::types::{DataType, Schema};
+use crate::value::{Row, Value, Values};
+
+/// A format with its options.
+#[derive(Clone, Debug)]
+pub enum Format {
+    /// CSV.
+    Csv(CsvOptions),
+    /// One JSON object per line.
+    Json {
+        /// Skip lines that do not parse instead of failing the job.
+        ignore_parse_errors: bool,
+    },
+}
+
+/// CSV options (Flink's `csv.*` keys).
+#[derive(Clone, Debug)]
+pub struct CsvOptions {
+    /// `csv.field-delimiter` (default `,`).
+    pub delimiter: char,
+    /// `csv.quote-character` (default `"`); `csv.disable-quote-character`.
+    pub quote: Option<char>,
+    /// `csv.null-literal`: this text reads as NULL (default none: an empty
+    /// field of a non-string column is NULL).
+    pub null_literal: Option<String>,
+    /// `csv.ignore-parse-errors`: skip a line that does not parse.
+    pub ignore_parse_errors: bool,
+    /// `csv.allow-comments`: skip lines starting with `#`.
+    pub allow_comments: bool,
+    /// `csv.ignore-first-line`: skip a header line (one whose fields are
+    /// the column names).
+    pub skip_header: bool,
+}
+
+impl Default for CsvOptions {
+    fn default() -> Self {
+        Self {
+            delimiter: ',',
+            quote: Some('"'),
+            null_literal: None,
+            ignore_parse_errors: false,
+            allow_comments: false,
+            skip_header: false,
+        }
+    }
+}
+
+/// What became of one line.
+#[derive(Debug, PartialEq)]
+pub enum Parsed {
+    /// A row.
+    Row(Row),
+    /// A line to skip (blank, comment, header, or bad with ignore-parse-errors).
+    Skip,
+    /// A line that does not parse: the reason.
+    Error(String),
+}
+
+impl Format {
+    /// Whether bad lines are skipped.
+    pub fn ignores_errors(&self) -> bool {
+        match self {
+            Format::Csv(o) => o.ignore_parse_errors,
+            Format::Json { ignore_parse_errors } => *ignore_parse_errors,
+        }
+    }
+
+    /// Parses one line into a row of `schema`.
+    pub fn parse(&self, line: &str, schema: &Schema) -> Parsed {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            return Parsed::Skip;
+        }
+        let r = match self {
+            Format::Csv(o) => {
+                if o.allow_comments && line.starts_with('#') {
+                    return Parsed::Skip;
+                }
+                parse_csv(line, schema, o)
+            }
+            Format::Json { .. } => parse_json(line, schema),
+        };
+        match r {
+            Ok(Some(row)) => Parsed::Row(row),
+            Ok(None) => Parsed::Skip,
+            Err(_) if self.ignores_errors() => Parsed::Skip,
+            Err(e) => Parsed::Error(e),
+        }
+    }
+
+    /// Appends `row`'s line (with `\n`) to `out`.
+    pub fn write(&self, row: &Row, schema: &Schema, out: &mut Vec<u8>) {
+        let mut s = String::new();
+        match self {
+            Format::Csv(o) => write_csv(row, schema, o, &mut s),
+            Format::Json { .. } => write_json(row, schema, &mut s),
+        }
+        s.push('\n');
+        out.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// Splits a CSV line into fields (quotes honoured; `""` in quotes is a
+/// quote). `None` for an unterminated quote.
+fn split_csv(line: &str, o: &CsvOptions) -> Option<Vec<(String, bool)>> {
+    let mut fields = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut was_quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if quoted {
+            if Some(c) == o.quote {
+                if chars.peek() == o.quote.as_ref() {
+                    cur.push(c);
+                    chars.next();
+                } else {
+                    quoted = false;
+                }
+            } else {
+                cur.push(c);
+            }
+        } else if c == o.delimiter {
+            fields.push((std::mem::take(&mut cur), was_quoted));
+            was_quoted = false;
+        } else if Some(c) == o.quote && cur.is_empty() {
+            quoted = true;
+            was_quoted = true;
+        } else {
+            cur.push(c);
+        }
+    }
+    if quoted {
+        return None;
+    }
+    fields.push((cur, was_quoted));
+    Some(fields)
+}
+
+fn parse_csv(line: &str, schema: &Schema, o: &CsvOptions) -> Result<Option<Row>, String> {
+    let fields = split_csv(line, o).ok_or("an unterminated quote")?;
+    if fields.len() != schema.len() {
+        return Err(format!(
+            "{} fields, the table has {} columns",
+            fields.len(),
+            schema.len()
+        ));
+    }
+    if o.skip_header
+        && fields
+            .iter()
+            .zip(&schema.fields)
+            .all(|((v, _), f)| v.trim().eq_ignore_ascii_case(&f.name))
+    {
+        return Ok(None);
+    }
+    let mut values = Values::with_capacity(fields.len());
+    for ((text, quoted), f) in fields.iter().zip(&schema.fields) {
+        let is_null = match &o.null_literal {
+            Some(n) => !quoted && text == n,
+            None => !quoted && text.is_empty() && f.ty != DataType::String,
+        };
+        if is_null {
+            values.push(Value::Null);
+            continue;
+        }
+        values.push(
+            parse_text(text, f.ty)
+                .ok_or_else(|| format!("column `{}`: `{text}` is not a {}", f.name, f.ty))?,
+        );
+    }
+    Ok(Some(Row::new(values)))
+}
+
+/// A value of type `ty` from its text form.
+pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
+    let t = text.trim();
+    Some(match ty {
+        DataType::String => Value::Str(CompactString::from(text)),
+        DataType::Boolean => match t.to_ascii_lowercase().as_str() {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => return None,
+        },
+        DataType::Int => Value::Int(t.parse().ok()?),
+        DataType::BigInt => Value::BigInt(t.parse().ok()?),
+        DataType::Double => Value::Double(t.parse().ok()?),
+        DataType::Decimal { precision, scale } => {
+            let v = parse_decimal(t, scale)?;
+            if precision < 38 && v.unsigned_abs() >= 10u128.pow(u32::from(precision)) {
+                return None;
+            }
+            Value::Decimal(v)
+        }
+        DataType::Timestamp | DataType::TimestampLtz => Value::Timestamp(parse_timestamp(t)?),
+        DataType::Date => Value::Date(parse_date(t)?),
+        DataType::Interval => return None,
+    })
+}
+
+fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, String> {
+    let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let serde_json::Value::Object(map) = v else {
+        return Err("not a JSON object".into());
+    };
+    let mut values = Values::with_capacity(schema.len());
+    for f in &schema.fields {
+        let j = map
+            .get(&f.name)
+            .or_else(|| map.iter().find(|(k, _)| k.eq_ignore_ascii_case(&f.name)).map(|(_, v)| v));
+        let bad = |j: &serde_json::Value| format!("field `{}`: {j} is not a {}", f.name, f.ty);
+        let value = match j {
+            None | Some(serde_json::Value::Null) => Value::Null,
+            Some(j) => match (f.ty, j) {
+                (DataType::String, serde_json::Value::String(s)) => Value::Str(s.as_str().into()),
+                (DataType::String, other) => Value::Str(other.to_string().into()),
+                (DataType::Boolean, serde_json::Value::Bool(b)) => Value::Bool(*b),
+                (DataType::Int, serde_json::Value::Number(n)) => Value::Int(
+                    n.as_i64().and_then(|i| i32::try_from(i).ok()).ok_or_else(|| bad(j))?,
+                ),
+                (DataType::BigInt, serde_json::Value::Number(n)) => {
+                    Value::BigInt(n.as_i64().ok_or_else(|| bad(j))?)
+                }
+                (DataType::Double, serde_json::Value::Number(n)) => {
+                    Value::Double(n.as_f64().ok_or_else(|| bad(j))?)
+                }
+                (DataType::Decimal { .. }, serde_json::Value::Number(n)) => {
+                    parse_text(&n.to_string(), f.ty).ok_or_else(|| bad(j))?
+                }
+                (_, serde_json::Value::String(s)) => parse_text(s, f.ty).ok_or_else(|| bad(j))?,
+                _ => return Err(bad(j)),
+            },
+        };
+        values.push(value);
+    }
+    Ok(Some(Row::new(values)))
+}
+
+fn write_csv(row: &Row, schema: &Schema, o: &CsvOptions, s: &mut String) {
+    for (i, v) in row.values.iter().enumerate() {
+        if i > 0 {
+            s.push(o.delimiter);
+        }
+        if v.is_null() {
+            if let Some(n) = &o.null_literal {
+                s.push_str(n);
+            }
+            continue;
+        }
+        let ty = schema.fields.get(i).map_or(DataType::String, |f| f.ty);
+        let text = v.display(ty);
+        let needs_quote = o.quote.is_some()
+            && (text.contains(o.delimiter)
+                || o.quote.is_some_and(|q| text.contains(q))
+                || text.contains('\n')
+                || text.contains('\r')
+                || (ty == DataType::String && text.is_empty()));
+        match (needs_quote, o.quote) {
+            (true, Some(q)) => {
+                s.push(q);
+                for c in text.chars() {
+                    if c == q {
+                        s.push(q);
+                    }
+                    s.push(c);
+                }
+                s.push(q);
+            }
+            _ => s.push_str(&text),
+        }
+    }
+}
+
+fn write_json(row: &Row, schema: &Schema, s: &mut String) {
+    s.push('{');
+    for (i, (v, f)) in row.values.iter().zip(&schema.fields).enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(s, "{}:", serde_json::Value::String(f.name.clone()));
+        match v {
+            Value::Null => s.push_str("null"),
+            Value::Bool(_) | Value::Int(_) | Value::BigInt(_) | Value::Decimal(_) => {
+                s.push_str(&v.display(f.ty))
+            }
+            Value::Double(d) if d.is_finite() => s.push_str(&v.display(f.ty)),
+            other => {
+                let _ = write!(s, "{}", serde_json::Value::String(other.display(f.ty)));
+            }
+        }
+    }
+    s.push('}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Field;
+
+    fn schema() -> Schema {
+        Schema::new(vec![
+            Field::new("id", DataType::BigInt),
+            Field::new("name", DataType::String),
+            Field::new("ts", DataType::Timestamp),
+            Field::new("price", DataType::Decimal { precision: 10, scale: 2 }),
+        ])
+    }
+
+    #[test]
+    fn csv_reads_and_writes_flink_text() {
+        let f = Format::Csv(CsvOptions::default());
+        let s = schema();
+        let Parsed::Row(r) = f.parse("7,\"a, \"\"b\"\"\",2024-01-01 00:00:01.5,3.10", &s) else {
+            panic!()
+        };
+        assert_eq!(r.values[1], Value::Str("a, \"b\"".into()));
+        let mut out = Vec::new();
+        f.write(&r, &s, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "7,\"a, \"\"b\"\"\",2024-01-01 00:00:01.500,3.10\n"
+        );
+        assert_eq!(f.parse(",x,,", &s), Parsed::Row(Row::from_iter([Value::Null, Value::Str("x".into()), Value::Null, Value::Null])));
+        assert!(matches!(f.parse("1,x,nope,1", &s), Parsed::Error(e) if e.contains("`ts`")));
+        assert!(matches!(f.parse("1,x", &s), Parsed::Error(e) if e.contains("2 fields")));
+        let lenient = Format::Csv(CsvOptions {
+            ignore_parse_errors: true,
+            skip_header: true,
+            ..CsvOptions::default()
+        });
+        assert_eq!(lenient.parse("1,x", &s), Parsed::Skip);
+        assert_eq!(lenient.parse("id,name,ts,price", &s), Parsed::Skip);
+    }
+
+    #[test]
+    fn json_reads_and_writes() {
+        let f = Format::Json {
+            ignore_parse_errors: false,
+        };
+        let s = schema();
+        let Parsed::Row(r) = f.parse(r#"{"id": 1, "name": "n", "ts": "2024-01-01 00:00:00", "price": 2.5}"#, &s) else {
+            panic!()
+        };
+        assert_eq!(r.values[3], Value::Decimal(250));
+        let mut out = Vec::new();
+        f.write(&r, &s, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"id\":1,\"name\":\"n\",\"ts\":\"2024-01-01 00:00:00.000\",\"price\":2.50}\n"
+        );
+        assert!(matches!(f.parse("[1]", &s), Parsed::Error(_)));
+        assert!(matches!(f.parse(r#"{"id": "x"}"#, &s), Parsed::Error(e) if e.contains("`id`")));
+    }
+}

@@ -1,0 +1,30 @@
+//! Flink SQL on weir (issue: any job from the standalone binary).
+//!
+//! A script of `SET`, `CREATE TABLE`, `CREATE VIEW`, `INSERT INTO`,
+//! `SELECT` and `EXPLAIN` statements is parsed by sqlparser with a Flink
+//! dialect ([`script`]), its queries planned into a tree of relational
+//! operators over typed [`value::Row`]s ([`plan`]), and lowered onto
+//! weir's own DataStream operators ([`lower`]): filters and projections
+//! become chained maps, GROUP BY keys `key_by`, window aggregations weir's
+//! window operator, updating aggregations keyed state; sinks are weir's
+//! exactly-once file sink and the print and blackhole sinks. See
+//! docs/SQL.md for what is supported and where it differs from Flink.
+
+pub mod agg;
+pub mod catalog;
+pub mod connectors;
+pub mod dialect;
+pub mod error;
+pub mod expr;
+pub mod format;
+pub mod functions;
+pub mod lower;
+pub mod plan;
+pub mod script;
+pub mod session;
+pub mod time;
+pub mod types;
+pub mod value;
+
+pub use error::SqlError;
+pub use session::{Script, SqlJob};

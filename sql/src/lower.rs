@@ -1,0 +1,352 @@
+//! Plans lowered onto weir's DataStream operators: one job graph for all
+//! INSERTs of a script (Flink's statement set).
+//!
+//! Every plan node becomes operators with stable uids (`<kind>-<n>-...`,
+//! numbered in plan order, so the same script restores its own
+//! checkpoints): a scan a source (plus a parse of each line for files, the
+//! computed columns and the watermark generator); a calc a chained
+//! flat-map; a window aggregation `key_by` on the group keys and weir's
+//! window operator; a group aggregation `key_by` and a keyed process
+//! function with the accumulators in keyed state; a union weir's union.
+//! Each node's stream is shared (`share().branch()`) so that the next
+//! node, whatever it is, continues one stream type.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use weir_runtime::{
+    BranchStream, EventTimeSessionWindows, FileSource, JobGraph, SlidingEventTimeWindows, SubtaskInfo,
+    TimeWindow, TransactionalFileSink, TumblingEventTimeWindows, WatermarkStrategy,
+};
+
+use crate::agg::{Aggs, GroupAggregate, WindowAggregate};
+use crate::catalog::Table;
+use crate::connectors::{datagen_source, BlackholeSink, Connector, PrintSink};
+use crate::error::{Result, SqlError};
+use crate::expr::{truth, Scalar};
+use crate::format::Parsed;
+use crate::plan::{Node, Plan, Window};
+use crate::types::{DataType, Schema};
+use crate::value::{Row, RowKind, Value, Values};
+
+/// A stream of rows after any plan node.
+pub type Rows<'j> = BranchStream<'j, Row>;
+
+/// Builds plans into one job.
+pub struct Lowering<'j> {
+    job: &'j JobGraph,
+    next: usize,
+    /// When the job was planned (datagen's random timestamps count back
+    /// from it).
+    base_ms: i64,
+    /// Job parameters to declare (`input-<table>` = a file source's
+    /// directory): set on the job once lowering is done.
+    pub parameters: Vec<(String, String)>,
+    /// Output directories to declare (file sinks).
+    pub outputs: Vec<PathBuf>,
+}
+
+impl<'j> Lowering<'j> {
+    /// Lowers into `job`.
+    pub fn new(job: &'j JobGraph) -> Self {
+        let base_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        Self {
+            job,
+            next: 0,
+            base_ms,
+            parameters: Vec::new(),
+            outputs: Vec::new(),
+        }
+    }
+
+    fn uid(&mut self, kind: &str) -> String {
+        self.next += 1;
+        format!("{kind}-{}", self.next)
+    }
+
+    /// The rows of `plan`.
+    pub fn rows(&mut self, plan: &Plan) -> Result<Rows<'j>> {
+        Ok(match &plan.node {
+            Node::Scan(t) => self.scan(t)?,
+            Node::Calc {
+                input,
+                filter,
+                project,
+            } => {
+                let rows = self.rows(input)?;
+                let uid = self.uid("calc");
+                let filter = filter.clone();
+                let project: Arc<[Scalar]> = project.clone().into();
+                rows.flat_map(&uid, move |row: Row| calc(&filter, &project, row))
+                    .share()
+                    .branch()
+            }
+            Node::WindowAgg {
+                input,
+                window,
+                time,
+                keys,
+                aggs,
+            } => {
+                let rows = self.rows(input)?;
+                let uid = self.uid("window-aggregate");
+                let nkeys = *keys;
+                let time = *time;
+                let ts = move |r: &Row| r.values[time].as_i64().unwrap_or(i64::MIN);
+                let keyed = rows.key_by(move |r: &Row| key_of(r, nkeys));
+                let f = WindowAggregate(Aggs::new(aggs));
+                let out = move |(k, w, a): (Row, TimeWindow, Row)| window_row(k, w, a);
+                let map_uid = format!("{uid}-output");
+                match *window {
+                    Window::Tumble { size, offset } => keyed
+                        .window(TumblingEventTimeWindows::of(size, ts).with_offset(offset))
+                        .aggregate(&uid, f)
+                        .map(&map_uid, out)
+                        .share()
+                        .branch(),
+                    Window::Hop { slide, size, offset } => keyed
+                        .window(SlidingEventTimeWindows::of(size, slide, ts).with_offset(offset))
+                        .aggregate(&uid, f)
+                        .map(&map_uid, out)
+                        .share()
+                        .branch(),
+                    Window::Session { gap } => keyed
+                        .window(EventTimeSessionWindows::with_gap(gap, ts))
+                        .aggregate(&uid, f)
+                        .map(&map_uid, out)
+                        .share()
+                        .branch(),
+                }
+            }
+            Node::GroupAgg { input, keys, aggs } => {
+                let rows = self.rows(input)?;
+                let uid = self.uid("group-aggregate");
+                let nkeys = *keys;
+                let aggs = Aggs::new(aggs);
+                rows.key_by(move |r: &Row| key_of(r, nkeys))
+                    .process(&uid, move |_: &SubtaskInfo| GroupAggregate::new(aggs.clone(), nkeys))
+                    .share()
+                    .branch()
+            }
+            Node::Union(inputs) => {
+                let mut it = inputs.iter();
+                let mut first = Some(self.rows(it.next().expect("a union has inputs"))?);
+                let mut acc: Option<weir_runtime::PartitionedStream<'j, Row>> = None;
+                for p in it {
+                    let next = self.rows(p)?;
+                    acc = Some(match acc {
+                        None => first.take().expect("the first input").union(next),
+                        Some(u) => u.union(next),
+                    });
+                }
+                match (acc, first) {
+                    (Some(u), _) => u.share().branch(),
+                    (None, Some(f)) => f,
+                    (None, None) => unreachable!("one of them is set"),
+                }
+            }
+        })
+    }
+
+    fn scan(&mut self, t: &Arc<Table>) -> Result<Rows<'j>> {
+        let uid = self.uid(&format!("source-{}", t.name));
+        let table = t.clone();
+        let computed = t
+            .columns
+            .iter()
+            .enumerate()
+            .any(|(i, c)| c.as_column() != Some(i))
+            || t.columns.len() != t.physical.len();
+        let columns: Arc<[Scalar]> = t.columns.clone().into();
+        let rows: Rows<'j> = match &t.connector {
+            Connector::Filesystem { path, format } => {
+                let meta = std::fs::metadata(path).map_err(|e| SqlError::Connector {
+                    table: t.name.clone(),
+                    message: format!("cannot read 'path' = '{}': {e}", path.display()),
+                })?;
+                if !meta.is_dir() {
+                    return Err(SqlError::Connector {
+                        table: t.name.clone(),
+                        message: format!("'path' = '{}' is not a directory (the filesystem source reads every file of a directory)", path.display()),
+                    });
+                }
+                self.parameters
+                    .push((format!("input-{}", t.name), path.display().to_string()));
+                let dir = path.clone();
+                let name = t.name.clone();
+                let format = format.clone();
+                let physical = t.physical.clone();
+                self.job
+                    .source(&uid, move |info: &SubtaskInfo| {
+                        FileSource::new(&dir, info).unwrap_or_else(|e| panic!("table `{name}`: {e}"))
+                    })
+                    .flat_map(&format!("{uid}-parse"), move |line: String| {
+                        match format.parse(&line, &physical) {
+                            Parsed::Row(r) => Some(if computed { compute(&columns, r) } else { r }),
+                            Parsed::Skip => None,
+                            Parsed::Error(e) => panic!(
+                                "table `{}`: a line that does not parse ({e}): `{line}` (set '{}' = 'true' to skip such lines)",
+                                table.name,
+                                if matches!(format, crate::format::Format::Csv(_)) { "csv.ignore-parse-errors" } else { "json.ignore-parse-errors" }
+                            ),
+                        }
+                    })
+                    .share()
+                    .branch()
+            }
+            Connector::Datagen(g) => {
+                let g = g.clone();
+                let types = t.physical.types();
+                let base = self.base_ms;
+                let s = self
+                    .job
+                    .source(&uid, move |info: &SubtaskInfo| datagen_source(&g, &types, base, info));
+                if computed {
+                    s.map(&format!("{uid}-computed"), move |r: Row| compute(&columns, r))
+                        .share()
+                        .branch()
+                } else {
+                    s.share().branch()
+                }
+            }
+            other => {
+                return Err(SqlError::Connector {
+                    table: t.name.clone(),
+                    message: format!("the '{}' connector cannot be read (it is a sink)", other.name()),
+                })
+            }
+        };
+        Ok(match t.watermark {
+            None => rows,
+            Some((col, delay)) => rows
+                .assign_timestamps_and_watermarks(
+                    WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(delay as u64))
+                        .with_timestamp_assigner(move |r: &Row| {
+                            r.values[col].as_i64().unwrap_or(i64::MIN)
+                        }),
+                )
+                .share()
+                .branch(),
+        })
+    }
+
+    /// Ends `rows` (of `plan`) in table `t`'s connector.
+    pub fn sink(&mut self, rows: Rows<'j>, plan: &Plan, t: &Table) -> Result<()> {
+        let uid = self.uid(&format!("sink-{}", t.name));
+        if plan.schema.types() != t.physical.types() {
+            return Err(SqlError::Type(format!(
+                "INSERT INTO `{}`: the query gives {}, the table's columns are {}",
+                t.name, plan.schema, t.physical
+            )));
+        }
+        let types = t.physical.types();
+        match &t.connector {
+            Connector::Print { identifier, stderr } => {
+                let id = identifier.clone();
+                let stderr = *stderr;
+                rows.sink(&uid, move |info: &SubtaskInfo| PrintSink::new(id.as_deref(), stderr, types.clone(), info));
+            }
+            Connector::Blackhole => rows.sink(&uid, |_: &SubtaskInfo| BlackholeSink),
+            Connector::Filesystem { path, format } => {
+                if plan.updating {
+                    return Err(SqlError::Plan(format!(
+                        "table `{}` (filesystem) is append-only and cannot take the updates this query produces (it aggregates without a window): write it to a sink that takes a changelog (print), or aggregate in a window",
+                        t.name
+                    )));
+                }
+                std::fs::create_dir_all(path).map_err(|e| SqlError::Connector {
+                    table: t.name.clone(),
+                    message: format!("cannot create 'path' = '{}': {e}", path.display()),
+                })?;
+                self.outputs.push(path.clone());
+                let dir: PathBuf = path.clone();
+                let format = format.clone();
+                let schema: Schema = t.physical.clone();
+                rows.sink(&uid, move |info: &SubtaskInfo| {
+                    let format = format.clone();
+                    let schema = schema.clone();
+                    TransactionalFileSink::new(&dir, info, move |r: &Row, buf: &mut Vec<u8>| {
+                        format.write(r, &schema, buf)
+                    })
+                });
+            }
+            Connector::Datagen(_) => {
+                return Err(SqlError::Connector {
+                    table: t.name.clone(),
+                    message: "the 'datagen' connector cannot be written (it is a source)".into(),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends `rows` in a collecting sink: every row, with its kind, lands in
+    /// the returned list (a bare SELECT's result).
+    pub fn collect(&mut self, rows: Rows<'j>) -> Arc<Mutex<Vec<Row>>> {
+        let uid = self.uid("collect");
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let o = out.clone();
+        rows.sink(&uid, move |_: &SubtaskInfo| Collect(o.clone()));
+        out
+    }
+}
+
+struct Collect(Arc<Mutex<Vec<Row>>>);
+
+impl weir_runtime::Sink for Collect {
+    type In = Row;
+
+    fn invoke(&mut self, row: Row) {
+        self.0.lock().expect("collect sink poisoned").push(row);
+    }
+}
+
+/// A calc on one row: `None` if the filter does not hold.
+#[inline]
+fn calc(filter: &Option<Scalar>, project: &[Scalar], row: Row) -> Option<Row> {
+    if let Some(f) = filter {
+        if truth(&f.eval(&row)) != Some(true) {
+            return None;
+        }
+    }
+    let values: Values = project.iter().map(|p| p.eval(&row)).collect();
+    Some(Row {
+        kind: row.kind,
+        values,
+    })
+}
+
+fn compute(columns: &[Scalar], row: Row) -> Row {
+    Row {
+        kind: row.kind,
+        values: columns.iter().map(|c| c.eval(&row)).collect(),
+    }
+}
+
+/// The first `n` columns as a key row.
+#[inline]
+fn key_of(r: &Row, n: usize) -> Row {
+    Row::new(r.values[..n].iter().cloned().collect())
+}
+
+/// A window aggregation's output row: keys, window start, end and time
+/// (end - 1 ms), aggregates.
+fn window_row(key: Row, w: TimeWindow, aggs: Row) -> Row {
+    let mut v = key.values;
+    v.push(Value::Timestamp(w.start));
+    v.push(Value::Timestamp(w.end));
+    v.push(Value::Timestamp(w.end - 1));
+    v.extend(aggs.values);
+    Row {
+        kind: RowKind::Insert,
+        values: v,
+    }
+}
+
+/// The types of a schema (for printing).
+pub fn types(schema: &Schema) -> Vec<DataType> {
+    schema.types()
+}

@@ -1,0 +1,878 @@
+//! Queries planned into a tree of relational operators over typed rows.
+//!
+//! [`Planner::query`] resolves names and types (through [`crate::expr`])
+//! and picks the streaming operator for each part of a query: a scan of a
+//! table, a calc (filter and projection, chained), a window aggregation
+//! (a windowing TVF grouped by `window_start, window_end`), a group
+//! aggregation (an updating result), a union. Every node knows its output
+//! schema and whether it produces updates (a changelog) or only inserts.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use sqlparser::ast::{
+    self, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Query, Select, SelectItem, SetExpr,
+    SetOperator, SetQuantifier, TableFactor,
+};
+
+use crate::catalog::{Catalog, Table};
+use crate::dialect::TABLE_ARG;
+use crate::error::{Result, SqlError};
+use crate::expr::{self, compile, compile_with, Scalar, Scope, ScopeCol};
+use crate::script::object_name;
+use crate::types::{DataType, Field, Schema};
+use crate::value::Value;
+
+/// A planned query: its root node, output schema, and whether it updates.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The operator.
+    pub node: Node,
+    /// Its output columns.
+    pub schema: Schema,
+    /// Whether it emits update-before/after and deletes (a changelog), not
+    /// only inserts.
+    pub updating: bool,
+}
+
+/// The relational operators.
+#[derive(Clone, Debug)]
+pub enum Node {
+    /// Reads a table through its connector; computed columns evaluated,
+    /// watermarks generated from the table's WATERMARK declaration.
+    Scan(Arc<Table>),
+    /// Filter then projection.
+    Calc {
+        /// The input.
+        input: Box<Plan>,
+        /// Rows for which this is not TRUE are dropped.
+        filter: Option<Scalar>,
+        /// The output columns.
+        project: Vec<Scalar>,
+    },
+    /// A windowing TVF grouped by its window: one row per key and window
+    /// when the watermark passes the window's end. Output: the keys, then
+    /// `window_start`, `window_end`, `window_time`, then the aggregates.
+    WindowAgg {
+        /// The input: the keys in its first `keys` columns, the time
+        /// attribute at `time`, the aggregates' arguments anywhere.
+        input: Box<Plan>,
+        /// The window.
+        window: Window,
+        /// The time attribute column.
+        time: usize,
+        /// Key columns: `0..keys`.
+        keys: usize,
+        /// The aggregates.
+        aggs: Vec<AggCall>,
+    },
+    /// GROUP BY without a window: an updating result per key. Output: the
+    /// keys, then the aggregates.
+    GroupAgg {
+        /// The input (keys first, as for windows).
+        input: Box<Plan>,
+        /// Key columns: `0..keys`.
+        keys: usize,
+        /// The aggregates.
+        aggs: Vec<AggCall>,
+    },
+    /// UNION ALL of inputs of one schema.
+    Union(Vec<Plan>),
+}
+
+/// A windowing table-valued function's window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// TUMBLE(size[, offset]).
+    Tumble {
+        /// Window length (ms).
+        size: i64,
+        /// Alignment offset (ms).
+        offset: i64,
+    },
+    /// HOP(slide, size[, offset]).
+    Hop {
+        /// Step between window starts (ms).
+        slide: i64,
+        /// Window length (ms).
+        size: i64,
+        /// Alignment offset (ms).
+        offset: i64,
+    },
+    /// SESSION(gap).
+    Session {
+        /// Inactivity gap (ms).
+        gap: i64,
+    },
+}
+
+/// An aggregate function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggFunc {
+    /// COUNT(*) / COUNT(x) (non-NULL x).
+    Count,
+    /// SUM.
+    Sum,
+    /// MIN.
+    Min,
+    /// MAX.
+    Max,
+    /// AVG (of an integer type: truncated, as Flink).
+    Avg,
+}
+
+/// One aggregate of a grouping.
+#[derive(Clone, Debug)]
+pub struct AggCall {
+    /// Which.
+    pub func: AggFunc,
+    /// The argument's column in the input (`None`: COUNT(*)).
+    pub arg: Option<usize>,
+    /// The argument's type.
+    pub arg_ty: DataType,
+    /// The result type.
+    pub ty: DataType,
+    /// As written, for EXPLAIN.
+    pub text: String,
+}
+
+impl AggCall {
+    /// The result type of `func` over `arg` (Flink's rules: SUM and AVG
+    /// keep an integer type, COUNT is BIGINT).
+    fn result_type(func: AggFunc, arg: DataType) -> Result<DataType> {
+        Ok(match func {
+            AggFunc::Count => DataType::BigInt,
+            AggFunc::Min | AggFunc::Max => arg,
+            AggFunc::Sum | AggFunc::Avg => match arg {
+                DataType::Int | DataType::BigInt | DataType::Double => arg,
+                DataType::Decimal { scale, .. } if func == AggFunc::Sum => DataType::Decimal {
+                    precision: 38,
+                    scale,
+                },
+                DataType::Decimal { scale, .. } => DataType::Decimal {
+                    precision: 38,
+                    scale: scale.max(6),
+                },
+                other => {
+                    return Err(SqlError::Type(format!(
+                        "{func:?} of {other}: it needs a number"
+                    )))
+                }
+            },
+        })
+    }
+}
+
+/// Plans queries against a catalog.
+pub struct Planner<'c> {
+    catalog: &'c Catalog,
+    depth: usize,
+}
+
+/// What FROM gave: the plan, the scope its rows are read in, and the
+/// window of a windowing TVF (whose three columns come last in the scope
+/// and exist only after aggregation).
+struct From {
+    plan: Plan,
+    scope: Scope,
+    window: Option<(Window, usize)>,
+}
+
+impl<'c> Planner<'c> {
+    /// A planner of queries over `catalog`.
+    pub fn new(catalog: &'c Catalog) -> Self {
+        Self { catalog, depth: 0 }
+    }
+
+    /// Plans a query.
+    pub fn query(&mut self, q: &Query) -> Result<Plan> {
+        self.depth += 1;
+        if self.depth > 64 {
+            return Err(SqlError::Plan("views or subqueries nest deeper than 64".into()));
+        }
+        let r = self.query_inner(q);
+        self.depth -= 1;
+        r
+    }
+
+    fn query_inner(&mut self, q: &Query) -> Result<Plan> {
+        if q.with.is_some() {
+            return Err(SqlError::Unsupported("WITH (common table expressions); use CREATE VIEW".into()));
+        }
+        if q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
+            return Err(SqlError::Unsupported(
+                "ORDER BY and LIMIT on a stream (Top-N is ROW_NUMBER() OVER (..) in a subquery with WHERE rn <= N)".into(),
+            ));
+        }
+        self.set_expr(&q.body)
+    }
+
+    fn set_expr(&mut self, body: &SetExpr) -> Result<Plan> {
+        match body {
+            SetExpr::Select(s) => self.select(s),
+            SetExpr::Query(q) => self.query(q),
+            SetExpr::SetOperation {
+                op: SetOperator::Union,
+                set_quantifier: SetQuantifier::All,
+                left,
+                right,
+            } => {
+                let (l, r) = (self.set_expr(left)?, self.set_expr(right)?);
+                if l.schema.types() != r.schema.types() {
+                    return Err(SqlError::Type(format!(
+                        "UNION ALL of {} and {}: the columns' types must be equal",
+                        l.schema, r.schema
+                    )));
+                }
+                let schema = l.schema.clone();
+                let updating = l.updating || r.updating;
+                let mut inputs = Vec::new();
+                for p in [l, r] {
+                    match p.node {
+                        Node::Union(more) => inputs.extend(more),
+                        _ => inputs.push(p),
+                    }
+                }
+                Ok(Plan {
+                    node: Node::Union(inputs),
+                    schema,
+                    updating,
+                })
+            }
+            SetExpr::SetOperation { op, set_quantifier, .. } => Err(SqlError::Unsupported(format!(
+                "{op} {set_quantifier} (UNION ALL is supported)"
+            ))),
+            other => Err(SqlError::Unsupported(format!("the query `{other}`"))),
+        }
+    }
+
+    fn select(&mut self, s: &Select) -> Result<Plan> {
+        if s.distinct.is_some() {
+            return Err(SqlError::Unsupported("SELECT DISTINCT (use GROUP BY)".into()));
+        }
+        if s.from.len() != 1 {
+            return Err(SqlError::Unsupported(if s.from.is_empty() {
+                "a SELECT without FROM".into()
+            } else {
+                "several tables in FROM (a comma join); joins are not supported yet".into()
+            }));
+        }
+        if !s.from[0].joins.is_empty() {
+            return Err(SqlError::Unsupported("JOIN: joins are not supported yet".into()));
+        }
+        let from = self.table_factor(&s.from[0].relation)?;
+        let group_exprs: Vec<Expr> = match &s.group_by {
+            GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
+            other => return Err(SqlError::Unsupported(format!("`{other}`"))),
+        };
+        let mut aggs_found = Vec::new();
+        for item in &s.projection {
+            if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+                find_aggregates(e, &mut aggs_found);
+            }
+        }
+        if let Some(h) = &s.having {
+            find_aggregates(h, &mut aggs_found);
+        }
+        let grouped = !group_exprs.is_empty() || !aggs_found.is_empty();
+        // The scope rows are read in before aggregation: a TVF's window
+        // columns are not in the rows yet.
+        let input_scope = match from.window {
+            Some(_) => Scope {
+                cols: from.scope.cols[..from.scope.cols.len() - 3].to_vec(),
+            },
+            None => from.scope.clone(),
+        };
+        let filter = s
+            .selection
+            .as_ref()
+            .map(|w| {
+                let f = compile(w, &input_scope).map_err(|e| match (&from.window, e) {
+                    (Some(_), SqlError::UnknownColumn { column, .. })
+                        if is_window_column(&column) =>
+                    {
+                        SqlError::Unsupported(format!(
+                            "`{column}` in WHERE of a window aggregation (filter it after the aggregation)"
+                        ))
+                    }
+                    (_, e) => e,
+                })?;
+                if f.ty() != DataType::Boolean {
+                    return Err(SqlError::Type(format!("WHERE needs a BOOLEAN, got {}", f.ty())));
+                }
+                Ok(f)
+            })
+            .transpose()?;
+        if !grouped {
+            if from.window.is_some() {
+                return Err(SqlError::Unsupported(
+                    "a windowing TVF without GROUP BY window_start, window_end (window aggregation is supported)".into(),
+                ));
+            }
+            if s.having.is_some() {
+                return Err(SqlError::Plan("HAVING without GROUP BY or aggregates".into()));
+            }
+            let (project, fields) = self.projection(&s.projection, &input_scope, &mut |_| Ok(None))?;
+            return Ok(calc(from.plan, filter, project, fields));
+        }
+        self.aggregate(s, from, input_scope, filter, group_exprs)
+    }
+
+    /// Plans GROUP BY: a calc placing keys first and the aggregates'
+    /// arguments after them, the aggregation, then a calc for SELECT and
+    /// HAVING over its output.
+    fn aggregate(
+        &mut self,
+        s: &Select,
+        from: From,
+        input_scope: Scope,
+        filter: Option<Scalar>,
+        group_exprs: Vec<Expr>,
+    ) -> Result<Plan> {
+        let updating_input = from.plan.updating;
+        // Keys: GROUP BY's expressions but a TVF's window columns.
+        let mut keys: Vec<Expr> = Vec::new();
+        let mut window_cols = Vec::new();
+        for g in &group_exprs {
+            match ident_name(g) {
+                Some(n) if from.window.is_some() && is_window_column(&n) => {
+                    window_cols.push(n.to_ascii_lowercase())
+                }
+                _ => keys.push(g.clone()),
+            }
+        }
+        if from.window.is_some()
+            && !(window_cols.iter().any(|c| c == "window_start")
+                && window_cols.iter().any(|c| c == "window_end"))
+        {
+            return Err(SqlError::Plan(
+                "a window aggregation must GROUP BY window_start and window_end".into(),
+            ));
+        }
+        let mut pre = Vec::new();
+        let mut pre_fields = Vec::new();
+        for (i, k) in keys.iter().enumerate() {
+            let c = compile(k, &input_scope)?;
+            let name = ident_name(k).unwrap_or_else(|| format!("$key{i}"));
+            pre_fields.push(Field::new(name, c.ty()));
+            pre.push(c);
+        }
+        // The aggregates, each with its argument placed after the keys.
+        let mut calls = Vec::new();
+        let mut agg_exprs: Vec<Expr> = Vec::new();
+        let mut found = Vec::new();
+        for item in &s.projection {
+            if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+                find_aggregates(e, &mut found);
+            }
+        }
+        if let Some(h) = &s.having {
+            find_aggregates(h, &mut found);
+        }
+        for f in found {
+            if agg_exprs.contains(&f) {
+                continue;
+            }
+            let Expr::Function(func) = &f else { unreachable!("aggregates are calls") };
+            let name = object_name(&func.name).to_ascii_uppercase();
+            let agg = match name.as_str() {
+                "COUNT" => AggFunc::Count,
+                "SUM" => AggFunc::Sum,
+                "MIN" => AggFunc::Min,
+                "MAX" => AggFunc::Max,
+                _ => AggFunc::Avg,
+            };
+            let ast::FunctionArguments::List(list) = &func.args else {
+                return Err(SqlError::Type(format!("{name} needs an argument")));
+            };
+            if list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct) {
+                return Err(SqlError::Unsupported(format!(
+                    "{name}(DISTINCT ..) is not supported yet"
+                )));
+            }
+            if func.filter.is_some() {
+                return Err(SqlError::Unsupported(format!("{name}(..) FILTER (WHERE ..)")));
+            }
+            let (arg, arg_ty) = match list.args.as_slice() {
+                [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if agg == AggFunc::Count => {
+                    (None, DataType::BigInt)
+                }
+                [] if agg == AggFunc::Count => (None, DataType::BigInt),
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(a))] => {
+                    let c = compile(a, &input_scope)?;
+                    let ty = c.ty();
+                    pre_fields.push(Field::new(format!("$arg{}", calls.len()), ty));
+                    pre.push(c);
+                    (Some(pre.len() - 1), ty)
+                }
+                _ => return Err(SqlError::Type(format!("{name} takes one argument"))),
+            };
+            if updating_input && matches!(agg, AggFunc::Min | AggFunc::Max) {
+                return Err(SqlError::Unsupported(format!(
+                    "{name} over an updating input (it cannot retract)"
+                )));
+            }
+            calls.push(AggCall {
+                func: agg,
+                arg,
+                arg_ty,
+                ty: AggCall::result_type(agg, arg_ty)?,
+                text: f.to_string(),
+            });
+            agg_exprs.push(f);
+        }
+        let nkeys = keys.len();
+        let (node, mut out_fields) = match from.window {
+            Some((window, time_col)) => {
+                let t = input_scope.cols[time_col].field.clone();
+                pre.push(Scalar::Column(time_col, t.ty));
+                pre_fields.push(t);
+                let time = pre.len() - 1;
+                let input = calc(from.plan, filter, pre, pre_fields.clone());
+                let mut fields: Vec<Field> = pre_fields[..nkeys].to_vec();
+                fields.push(Field::new("window_start", DataType::Timestamp));
+                fields.push(Field::new("window_end", DataType::Timestamp));
+                let mut wt = Field::new("window_time", input_scope.cols[time_col].field.ty);
+                wt.rowtime = true;
+                fields.push(wt);
+                (
+                    Node::WindowAgg {
+                        input: Box::new(input),
+                        window,
+                        time,
+                        keys: nkeys,
+                        aggs: calls.clone(),
+                    },
+                    fields,
+                )
+            }
+            None => {
+                let input = calc(from.plan, filter, pre, pre_fields.clone());
+                (
+                    Node::GroupAgg {
+                        input: Box::new(input),
+                        keys: nkeys,
+                        aggs: calls.clone(),
+                    },
+                    pre_fields[..nkeys].to_vec(),
+                )
+            }
+        };
+        let windowed = matches!(node, Node::WindowAgg { .. });
+        let first_agg = out_fields.len();
+        for (i, c) in calls.iter().enumerate() {
+            out_fields.push(Field::new(format!("EXPR${i}"), c.ty));
+        }
+        let agg_plan = Plan {
+            node,
+            schema: Schema::new(out_fields.clone()),
+            updating: !windowed || updating_input,
+        };
+        // SELECT and HAVING over the aggregation's output.
+        let out_scope = Scope::of(&agg_plan.schema, None);
+        let mut hook = |e: &Expr| -> Result<Option<Scalar>> {
+            if let Some(i) = keys.iter().position(|k| k == e) {
+                return Ok(Some(Scalar::Column(i, out_fields[i].ty)));
+            }
+            if let Some(i) = agg_exprs.iter().position(|a| a == e) {
+                let c = first_agg + i;
+                return Ok(Some(Scalar::Column(c, out_fields[c].ty)));
+            }
+            if windowed {
+                if let Some(n) = ident_name(e) {
+                    let n = n.to_ascii_lowercase();
+                    if let Some(w) = ["window_start", "window_end", "window_time"]
+                        .iter()
+                        .position(|c| *c == n)
+                    {
+                        let c = nkeys + w;
+                        return Ok(Some(Scalar::Column(c, out_fields[c].ty)));
+                    }
+                }
+            }
+            match e {
+                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                    // A column neither grouped nor aggregated.
+                    let name = e.to_string();
+                    if input_scope.resolve(&idents(e)).is_ok() {
+                        Err(SqlError::Plan(format!(
+                            "column `{name}` is neither in GROUP BY nor in an aggregate"
+                        )))
+                    } else {
+                        Err(SqlError::UnknownColumn {
+                            column: name,
+                            in_scope: input_scope
+                                .cols
+                                .iter()
+                                .map(|c| c.field.name.clone())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        })
+                    }
+                }
+                _ => Ok(None),
+            }
+        };
+        let having = s
+            .having
+            .as_ref()
+            .map(|h| compile_with(h, &out_scope, &mut hook))
+            .transpose()?;
+        let (project, fields) = self.projection(&s.projection, &out_scope, &mut hook)?;
+        Ok(calc(agg_plan, having, project, fields))
+    }
+
+    /// SELECT's items compiled in `scope`: the expressions and the output
+    /// columns (named by alias, column name, or `EXPR$n`).
+    fn projection(
+        &mut self,
+        items: &[SelectItem],
+        scope: &Scope,
+        hook: expr::Hook<'_>,
+    ) -> Result<(Vec<Scalar>, Vec<Field>)> {
+        let mut project = Vec::new();
+        let mut fields = Vec::new();
+        for (n, item) in items.iter().enumerate() {
+            match item {
+                SelectItem::Wildcard(_) => {
+                    for (i, c) in scope.cols.iter().enumerate() {
+                        project.push(hook(&Expr::Identifier(ast::Ident::new(&c.field.name)))?.unwrap_or(Scalar::Column(i, c.field.ty)));
+                        fields.push(c.field.clone());
+                    }
+                }
+                SelectItem::QualifiedWildcard(kind, _) => {
+                    let q = kind.to_string();
+                    let mut any = false;
+                    for (i, c) in scope.cols.iter().enumerate() {
+                        if c.qualifier.as_deref().is_some_and(|cq| cq.eq_ignore_ascii_case(&q)) {
+                            project.push(Scalar::Column(i, c.field.ty));
+                            fields.push(c.field.clone());
+                            any = true;
+                        }
+                    }
+                    if !any {
+                        return Err(SqlError::UnknownTable(q));
+                    }
+                }
+                SelectItem::UnnamedExpr(e) => {
+                    let c = compile_with(e, scope, hook)?;
+                    let mut f = match (ident_name(e), c.as_column()) {
+                        (Some(name), Some(i)) => Field {
+                            name,
+                            ..scope.cols[i].field.clone()
+                        },
+                        (Some(name), None) => Field::new(name, c.ty()),
+                        _ => Field::new(format!("EXPR${n}"), c.ty()),
+                    };
+                    f.ty = c.ty();
+                    fields.push(f);
+                    project.push(c);
+                }
+                SelectItem::ExprWithAlias { expr: e, alias } => {
+                    let c = compile_with(e, scope, hook)?;
+                    let mut f = match c.as_column() {
+                        Some(i) => scope.cols[i].field.clone(),
+                        None => Field::new("", c.ty()),
+                    };
+                    f.name = alias.value.clone();
+                    f.ty = c.ty();
+                    fields.push(f);
+                    project.push(c);
+                }
+                other => return Err(SqlError::Unsupported(format!("the select item `{other}`"))),
+            }
+        }
+        Ok((project, fields))
+    }
+
+    fn table_factor(&mut self, t: &TableFactor) -> Result<From> {
+        match t {
+            TableFactor::Table { name, alias, args: None, .. } => {
+                let n = object_name(name);
+                let qual = alias.as_ref().map_or(n.clone(), |a| a.name.value.clone());
+                let plan = self.named(&n)?;
+                let scope = Scope::of(&plan.schema, Some(&qual));
+                Ok(From { plan, scope, window: None })
+            }
+            TableFactor::Derived { subquery, alias, lateral: false, .. } => {
+                let plan = self.query(subquery)?;
+                let scope = Scope::of(&plan.schema, alias.as_ref().map(|a| a.name.value.as_str()));
+                Ok(From { plan, scope, window: None })
+            }
+            TableFactor::TableFunction { expr: Expr::Function(f), alias } => self.window_tvf(f, alias.as_ref()),
+            TableFactor::Table { name, args: Some(_), .. } => Err(SqlError::Unsupported(format!(
+                "`{name}(..)` in FROM; a windowing TVF is written TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL ..))"
+            ))),
+            other => Err(SqlError::Unsupported(format!("`{other}` in FROM"))),
+        }
+    }
+
+    /// A table or view by name, planned.
+    fn named(&mut self, name: &str) -> Result<Plan> {
+        if let Some(t) = self.catalog.table(name) {
+            return Ok(Plan {
+                node: Node::Scan(t.clone()),
+                schema: t.schema.clone(),
+                updating: false,
+            });
+        }
+        if let Some(q) = self.catalog.view(name) {
+            let q = q.clone();
+            return self.query(&q);
+        }
+        Err(SqlError::UnknownTable(name.to_owned()))
+    }
+
+    fn window_tvf(&mut self, f: &ast::Function, alias: Option<&ast::TableAlias>) -> Result<From> {
+        let name = object_name(&f.name).to_ascii_uppercase();
+        let ast::FunctionArguments::List(list) = &f.args else {
+            return Err(SqlError::Plan(format!("{name} needs arguments")));
+        };
+        let mut args: Vec<&Expr> = Vec::new();
+        for a in &list.args {
+            match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => args.push(e),
+                FunctionArg::Named { arg: FunctionArgExpr::Expr(e), .. }
+                | FunctionArg::ExprNamed { arg: FunctionArgExpr::Expr(e), .. } => args.push(e),
+                other => return Err(SqlError::Plan(format!("{name}: the argument `{other}`"))),
+            }
+        }
+        let usage = |what: &str| {
+            SqlError::Plan(format!(
+                "{name}: {what}; write {name}(TABLE t, DESCRIPTOR(time_column), {})",
+                match name.as_str() {
+                    "HOP" => "INTERVAL slide, INTERVAL size",
+                    "CUMULATE" => "INTERVAL step, INTERVAL size",
+                    "SESSION" => "INTERVAL gap",
+                    _ => "INTERVAL size",
+                }
+            ))
+        };
+        if args.len() < 3 {
+            return Err(usage("too few arguments"));
+        }
+        // TABLE t (or a subquery), then DESCRIPTOR(col).
+        let input = match args[0] {
+            Expr::Function(tf) if object_name(&tf.name) == TABLE_ARG => {
+                let ast::FunctionArguments::List(l) = &tf.args else { unreachable!() };
+                let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(parts)))) = l.args.first() else {
+                    return Err(usage("the first argument must be TABLE name"));
+                };
+                let table = parts.last().map(|p| p.value.clone()).unwrap_or_default();
+                let plan = self.named(&table)?;
+                (plan, table)
+            }
+            _ => return Err(usage("the first argument must be TABLE name")),
+        };
+        let (plan, table) = input;
+        let Expr::Function(d) = args[1] else {
+            return Err(usage("the second argument must be DESCRIPTOR(time_column)"));
+        };
+        if !object_name(&d.name).eq_ignore_ascii_case("DESCRIPTOR") {
+            return Err(usage("the second argument must be DESCRIPTOR(time_column)"));
+        }
+        let ast::FunctionArguments::List(dl) = &d.args else {
+            return Err(usage("DESCRIPTOR names one column"));
+        };
+        let col = match dl.args.as_slice() {
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] => ident_name(e),
+            _ => None,
+        }
+        .ok_or_else(|| usage("DESCRIPTOR names one column"))?;
+        let qual = alias.map_or(table.clone(), |a| a.name.value.clone());
+        let mut scope = Scope::of(&plan.schema, Some(&qual));
+        let time = plan
+            .schema
+            .index_of(&col)
+            .ok_or_else(|| SqlError::UnknownColumn {
+                column: col.clone(),
+                in_scope: plan.schema.fields.iter().map(|f| f.name.clone()).collect::<Vec<_>>().join(", "),
+            })?;
+        if !plan.schema.fields[time].rowtime {
+            return Err(SqlError::Plan(format!(
+                "{name}: `{col}` is not an event-time attribute (declare WATERMARK FOR {col} in table `{table}`; processing-time windows are not supported)"
+            )));
+        }
+        if plan.updating {
+            return Err(SqlError::Unsupported(format!("{name} over an updating input")));
+        }
+        let interval = |e: &Expr| -> Result<i64> {
+            match e {
+                Expr::Interval(iv) => {
+                    let ms = expr::interval_ms(iv)?;
+                    if ms <= 0 {
+                        return Err(usage("intervals must be positive"));
+                    }
+                    Ok(ms)
+                }
+                _ => Err(usage("sizes are INTERVAL literals")),
+            }
+        };
+        let rest: Vec<i64> = args[2..].iter().map(|e| interval(e)).collect::<Result<_>>()?;
+        let window = match (name.as_str(), rest.as_slice()) {
+            ("TUMBLE", [size]) => Window::Tumble { size: *size, offset: 0 },
+            ("TUMBLE", [size, offset]) => Window::Tumble { size: *size, offset: *offset },
+            ("HOP", [slide, size]) | ("HOP", [slide, size, _]) => {
+                let offset = rest.get(2).copied().unwrap_or(0);
+                if size % slide != 0 {
+                    return Err(usage("the size must be a whole multiple of the slide"));
+                }
+                Window::Hop { slide: *slide, size: *size, offset }
+            }
+            ("SESSION", [gap]) => Window::Session { gap: *gap },
+            ("CUMULATE", _) => {
+                return Err(SqlError::Unsupported("CUMULATE windows are not supported yet".into()))
+            }
+            ("TUMBLE" | "HOP" | "SESSION", _) => return Err(usage("wrong number of intervals")),
+            _ => return Err(SqlError::UnknownFunction(name)),
+        };
+        for n in ["window_start", "window_end", "window_time"] {
+            let mut f = Field::new(n, if n == "window_time" { plan.schema.fields[time].ty } else { DataType::Timestamp });
+            f.rowtime = n == "window_time";
+            scope.cols.push(ScopeCol {
+                qualifier: Some(qual.clone()),
+                field: f,
+            });
+        }
+        Ok(From {
+            plan,
+            scope,
+            window: Some((window, time)),
+        })
+    }
+}
+
+fn is_window_column(n: &str) -> bool {
+    ["window_start", "window_end", "window_time"]
+        .iter()
+        .any(|c| c.eq_ignore_ascii_case(n))
+}
+
+fn idents(e: &Expr) -> Vec<ast::Ident> {
+    match e {
+        Expr::Identifier(i) => vec![i.clone()],
+        Expr::CompoundIdentifier(p) => p.clone(),
+        _ => vec![],
+    }
+}
+
+/// The column name an expression is, if it is one (`a` or `t.a`).
+fn ident_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Identifier(i) => Some(i.value.clone()),
+        Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()),
+        Expr::Nested(x) => ident_name(x),
+        _ => None,
+    }
+}
+
+/// Collects the aggregate calls in `e` (not inside another aggregate).
+fn find_aggregates(e: &Expr, out: &mut Vec<Expr>) {
+    use sqlparser::ast::Visit;
+    struct V<'a>(&'a mut Vec<Expr>);
+    impl ast::Visitor for V<'_> {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
+            if let Expr::Function(f) = e {
+                let n = object_name(&f.name).to_ascii_uppercase();
+                if f.over.is_none() && matches!(n.as_str(), "COUNT" | "SUM" | "MIN" | "MAX" | "AVG") {
+                    self.0.push(e.clone());
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = e.visit(&mut V(out));
+}
+
+/// A calc node, or the input itself when it would do nothing.
+fn calc(input: Plan, filter: Option<Scalar>, project: Vec<Scalar>, fields: Vec<Field>) -> Plan {
+    let identity = filter.is_none()
+        && project.len() == input.schema.len()
+        && project.iter().enumerate().all(|(i, p)| p.as_column() == Some(i));
+    if identity {
+        let mut p = input;
+        for (f, n) in p.schema.fields.iter_mut().zip(fields) {
+            f.name = n.name;
+        }
+        return p;
+    }
+    let updating = input.updating;
+    Plan {
+        node: Node::Calc {
+            input: Box::new(input),
+            filter,
+            project,
+        },
+        schema: Schema::new(fields),
+        updating,
+    }
+}
+
+impl Plan {
+    /// The plan as EXPLAIN prints its logical part: one operator per line,
+    /// inputs indented below.
+    pub fn explain(&self) -> String {
+        let mut s = String::new();
+        self.explain_into(&mut s, 0);
+        s
+    }
+
+    fn explain_into(&self, s: &mut String, depth: usize) {
+        let pad = "  ".repeat(depth);
+        let cols = self
+            .schema
+            .fields
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        match &self.node {
+            Node::Scan(t) => {
+                let _ = write!(s, "{pad}TableSourceScan(table=[{}], connector=[{}], fields=[{cols}]", t.name, t.connector.name());
+                if let Some((c, d)) = t.watermark {
+                    let _ = write!(s, ", watermark=[{} - {d} ms]", t.schema.fields[c].name);
+                }
+                s.push_str(")\n");
+            }
+            Node::Calc { input, filter, project } => {
+                let _ = write!(s, "{pad}Calc(select=[{cols}]");
+                if filter.is_some() {
+                    s.push_str(", where=[..]");
+                }
+                let _ = project;
+                s.push_str(")\n");
+                input.explain_into(s, depth + 1);
+            }
+            Node::WindowAgg { input, window, keys, aggs, .. } => {
+                let _ = write!(
+                    s,
+                    "{pad}WindowAggregate(window=[{window:?}], groupBy=[{}], select=[{}])\n",
+                    input.schema.fields[..*keys].iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
+                    aggs.iter().map(|a| a.text.as_str()).collect::<Vec<_>>().join(", ")
+                );
+                input.explain_into(s, depth + 1);
+            }
+            Node::GroupAgg { input, keys, aggs } => {
+                let _ = write!(
+                    s,
+                    "{pad}GroupAggregate(groupBy=[{}], select=[{}], changelog=[I,UB,UA,D])\n",
+                    input.schema.fields[..*keys].iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
+                    aggs.iter().map(|a| a.text.as_str()).collect::<Vec<_>>().join(", ")
+                );
+                input.explain_into(s, depth + 1);
+            }
+            Node::Union(inputs) => {
+                let _ = writeln!(s, "{pad}Union(all=[true], fields=[{cols}])");
+                for i in inputs {
+                    i.explain_into(s, depth + 1);
+                }
+            }
+        }
+    }
+}
+
+/// A literal NULL of a type, for places a value must be made up.
+pub fn null() -> Value {
+    Value::Null
+}

@@ -1,0 +1,380 @@
+//! A SQL script split into statements and parsed: sqlparser reads the
+//! tokens, queries and expressions; the Flink statements it does not know
+//! (`CREATE TABLE` with computed columns, `WATERMARK FOR` and `PRIMARY KEY
+//! .. NOT ENFORCED`; `SET 'key' = 'value'`) are read here from its tokens
+//! with its own parser primitives.
+
+use std::collections::BTreeMap;
+
+use sqlparser::ast::{self, Expr, Query, SetExpr, Statement as Ast, TableObject};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
+
+use crate::dialect::FlinkDialect;
+use crate::error::SqlError;
+
+/// One statement of a script.
+#[derive(Clone, Debug)]
+pub enum Statement {
+    /// `SET 'key' = 'value'`: a config key for the job.
+    Set {
+        /// The key.
+        key: String,
+        /// The value.
+        value: String,
+    },
+    /// `CREATE TABLE`.
+    CreateTable(TableDef),
+    /// `CREATE [TEMPORARY] VIEW name AS query`.
+    CreateView {
+        /// The view's name.
+        name: String,
+        /// Its query.
+        query: Box<Query>,
+    },
+    /// `INSERT INTO table query`.
+    Insert {
+        /// The target table.
+        table: String,
+        /// The rows.
+        query: Box<Query>,
+    },
+    /// A bare query: its rows are printed.
+    Query(Box<Query>),
+    /// `EXPLAIN statement`.
+    Explain(Box<Statement>),
+}
+
+/// A column of `CREATE TABLE`.
+#[derive(Clone, Debug)]
+pub enum ColumnDef {
+    /// A column the connector reads and writes.
+    Physical {
+        /// Its name.
+        name: String,
+        /// Its type as written.
+        ty: ast::DataType,
+        /// `NOT NULL` given.
+        not_null: bool,
+    },
+    /// `name AS expression`: computed from the physical columns.
+    Computed {
+        /// Its name.
+        name: String,
+        /// The expression.
+        expr: Expr,
+    },
+}
+
+impl ColumnDef {
+    /// The column's name.
+    pub fn name(&self) -> &str {
+        match self {
+            ColumnDef::Physical { name, .. } | ColumnDef::Computed { name, .. } => name,
+        }
+    }
+}
+
+/// `CREATE TABLE name (columns, WATERMARK FOR, PRIMARY KEY) WITH (options)`.
+#[derive(Clone, Debug)]
+pub struct TableDef {
+    /// The table's name.
+    pub name: String,
+    /// Its columns in order.
+    pub columns: Vec<ColumnDef>,
+    /// `WATERMARK FOR column AS expression`.
+    pub watermark: Option<(String, Expr)>,
+    /// `PRIMARY KEY (columns) NOT ENFORCED`.
+    pub primary_key: Option<Vec<String>>,
+    /// The `WITH` options, keys as written.
+    pub options: BTreeMap<String, String>,
+    /// Where the statement starts.
+    pub at: Location,
+}
+
+/// Parses a script: statements separated by `;`. An error names the line
+/// and column.
+pub fn parse_script(text: &str) -> Result<Vec<Statement>, SqlError> {
+    let dialect = FlinkDialect::default();
+    let tokens = Tokenizer::new(&dialect, text)
+        .tokenize_with_location()
+        .map_err(|e| SqlError::Syntax(e.to_string()))?;
+    let mut out = Vec::new();
+    let mut current = Vec::new();
+    for t in tokens {
+        if t.token == Token::SemiColon {
+            if let Some(s) = parse_statement(std::mem::take(&mut current))? {
+                out.push(s);
+            }
+        } else {
+            current.push(t);
+        }
+    }
+    if let Some(s) = parse_statement(current)? {
+        out.push(s);
+    }
+    Ok(out)
+}
+
+fn is_blank(tokens: &[TokenWithSpan]) -> bool {
+    tokens
+        .iter()
+        .all(|t| matches!(t.token, Token::Whitespace(_) | Token::EOF))
+}
+
+fn parse_statement(tokens: Vec<TokenWithSpan>) -> Result<Option<Statement>, SqlError> {
+    if is_blank(&tokens) {
+        return Ok(None);
+    }
+    let end = tokens
+        .iter()
+        .rev()
+        .find(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .map_or(Location::new(1, 1), |t| t.span.end);
+    let dialect = FlinkDialect::default();
+    let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
+    let stmt = statement(&mut p).map_err(|e| {
+        let msg = e.to_string();
+        if msg.contains("Line:") {
+            SqlError::Syntax(msg)
+        } else {
+            // The statement ended early: say where it ends.
+            SqlError::Syntax(format!("{msg} at Line: {}, Column: {}", end.line, end.column))
+        }
+    })?;
+    let rest = p.peek_token();
+    if rest.token != Token::EOF {
+        return Err(SqlError::Syntax(format!(
+            "unexpected `{}` after the end of the statement at Line: {}, Column: {}",
+            rest.token, rest.span.start.line, rest.span.start.column
+        )));
+    }
+    Ok(Some(stmt))
+}
+
+fn statement(p: &mut Parser<'_>) -> Result<Statement, ParserError> {
+    if p.parse_keyword(Keyword::EXPLAIN) {
+        // `EXPLAIN PLAN FOR` as Flink also accepts.
+        let _ = p.parse_keywords(&[Keyword::PLAN, Keyword::FOR]);
+        return Ok(Statement::Explain(Box::new(statement(p)?)));
+    }
+    if p.peek_keyword(Keyword::SET) {
+        if let Token::SingleQuotedString(_) = p.peek_nth_token(1).token {
+            p.next_token();
+            let key = p.parse_literal_string()?;
+            p.expect_token(&Token::Eq)?;
+            let value = p.parse_literal_string()?;
+            return Ok(Statement::Set { key, value });
+        }
+    }
+    let start = p.peek_token().span.start;
+    if p.peek_keyword(Keyword::CREATE) {
+        let is_table = matches!(
+            (p.peek_nth_token(1).token, p.peek_nth_token(2).token),
+            (Token::Word(ref a), _) if a.keyword == Keyword::TABLE
+        ) || matches!(
+            (p.peek_nth_token(1).token, p.peek_nth_token(2).token),
+            (Token::Word(ref a), Token::Word(ref b))
+                if a.keyword == Keyword::TEMPORARY && b.keyword == Keyword::TABLE
+        );
+        if is_table {
+            p.next_token();
+            let _ = p.parse_keyword(Keyword::TEMPORARY);
+            p.expect_keyword(Keyword::TABLE)?;
+            let _ = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+            return create_table(p, start).map(Statement::CreateTable);
+        }
+    }
+    let ast = p.parse_statement()?;
+    from_ast(ast, start)
+}
+
+fn unsupported<T>(what: &str, at: Location) -> Result<T, ParserError> {
+    Err(ParserError::ParserError(format!(
+        "{what} is not supported at Line: {}, Column: {}",
+        at.line, at.column
+    )))
+}
+
+fn from_ast(ast: Ast, at: Location) -> Result<Statement, ParserError> {
+    match ast {
+        Ast::Query(q) => Ok(Statement::Query(q)),
+        Ast::CreateView(v) => {
+            if v.columns.is_empty() {
+                Ok(Statement::CreateView {
+                    name: object_name(&v.name),
+                    query: v.query,
+                })
+            } else {
+                unsupported("a column list in CREATE VIEW", at)
+            }
+        }
+        Ast::Insert(ins) => {
+            let TableObject::TableName(name) = &ins.table else {
+                return unsupported("INSERT INTO a table function", at);
+            };
+            if !ins.columns.is_empty() {
+                return unsupported("a column list in INSERT INTO", at);
+            }
+            if ins.overwrite {
+                return unsupported("INSERT OVERWRITE", at);
+            }
+            let Some(query) = ins.source else {
+                return unsupported("INSERT without a query", at);
+            };
+            Ok(Statement::Insert {
+                table: object_name(name),
+                query,
+            })
+        }
+        Ast::Explain { statement, .. } => from_ast(*statement, at),
+        other => {
+            let text = other.to_string();
+            let head: String = text.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+            unsupported(&format!("the statement `{head} ...`"), at)
+        }
+    }
+}
+
+/// The name an object name stands for: its last part (catalogs and
+/// databases are not modelled).
+pub fn object_name(name: &ast::ObjectName) -> String {
+    name.0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.clone())
+        .unwrap_or_default()
+}
+
+fn is_word(t: &Token, word: &str) -> bool {
+    matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+}
+
+fn create_table(p: &mut Parser<'_>, at: Location) -> Result<TableDef, ParserError> {
+    let name = object_name(&p.parse_object_name(false)?);
+    p.expect_token(&Token::LParen)?;
+    let mut def = TableDef {
+        name,
+        columns: Vec::new(),
+        watermark: None,
+        primary_key: None,
+        options: BTreeMap::new(),
+        at,
+    };
+    loop {
+        if is_word(&p.peek_token().token, "WATERMARK") {
+            p.next_token();
+            p.expect_keyword(Keyword::FOR)?;
+            let col = p.parse_identifier()?.value;
+            p.expect_keyword(Keyword::AS)?;
+            def.watermark = Some((col, p.parse_expr()?));
+        } else if p.parse_keywords(&[Keyword::PRIMARY, Keyword::KEY]) {
+            let cols = p.parse_parenthesized_column_list(
+                sqlparser::parser::IsOptional::Mandatory,
+                false,
+            )?;
+            def.primary_key = Some(cols.into_iter().map(|i| i.value).collect());
+            p.expect_keywords(&[Keyword::NOT, Keyword::ENFORCED])?;
+        } else if p.parse_keyword(Keyword::CONSTRAINT) {
+            p.parse_identifier()?;
+            continue;
+        } else {
+            let name = p.parse_identifier()?.value;
+            if p.parse_keyword(Keyword::AS) {
+                def.columns.push(ColumnDef::Computed {
+                    name,
+                    expr: p.parse_expr()?,
+                });
+            } else {
+                let ty = p.parse_data_type()?;
+                let mut not_null = false;
+                loop {
+                    if p.parse_keywords(&[Keyword::NOT, Keyword::NULL]) {
+                        not_null = true;
+                    } else if p.parse_keyword(Keyword::NULL) {
+                    } else if p.parse_keywords(&[Keyword::PRIMARY, Keyword::KEY]) {
+                        p.expect_keywords(&[Keyword::NOT, Keyword::ENFORCED])?;
+                        def.primary_key = Some(vec![name.clone()]);
+                    } else if p.parse_keyword(Keyword::COMMENT) {
+                        p.parse_literal_string()?;
+                    } else {
+                        break;
+                    }
+                }
+                def.columns.push(ColumnDef::Physical { name, ty, not_null });
+            }
+        }
+        if !p.consume_token(&Token::Comma) {
+            break;
+        }
+    }
+    p.expect_token(&Token::RParen)?;
+    if p.parse_keyword(Keyword::COMMENT) {
+        p.parse_literal_string()?;
+    }
+    if p.parse_keyword(Keyword::WITH) {
+        p.expect_token(&Token::LParen)?;
+        if !p.consume_token(&Token::RParen) {
+            loop {
+                let key = p.parse_literal_string()?;
+                p.expect_token(&Token::Eq)?;
+                let value = p.parse_literal_string()?;
+                def.options.insert(key, value);
+                if !p.consume_token(&Token::Comma) {
+                    break;
+                }
+            }
+            p.expect_token(&Token::RParen)?;
+        }
+    }
+    Ok(def)
+}
+
+/// Whether a query is a plain `SELECT` body (for error messages).
+pub fn is_select(q: &Query) -> bool {
+    matches!(*q.body, SetExpr::Select(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flink_script_parses() {
+        let s = parse_script(
+            "SET 'parallelism.default' = '2';
+             CREATE TABLE clicks (
+                 user_id BIGINT NOT NULL,
+                 url STRING,
+                 ts TIMESTAMP(3),
+                 ts2 AS ts + INTERVAL '1' SECOND,
+                 WATERMARK FOR ts AS ts - INTERVAL '5' SECOND,
+                 PRIMARY KEY (user_id) NOT ENFORCED
+             ) WITH ('connector' = 'filesystem', 'path' = '/tmp/x', 'format' = 'csv');
+             CREATE VIEW v AS SELECT user_id FROM clicks;
+             INSERT INTO out SELECT window_start, COUNT(*) FROM TABLE(
+                TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' MINUTES))
+                GROUP BY window_start, window_end;
+             EXPLAIN SELECT * FROM v;",
+        )
+        .unwrap();
+        assert_eq!(s.len(), 5);
+        let Statement::CreateTable(t) = &s[1] else { panic!() };
+        assert_eq!(t.columns.len(), 4);
+        assert_eq!(t.watermark.as_ref().unwrap().0, "ts");
+        assert_eq!(t.primary_key.as_deref(), Some(&["user_id".to_string()][..]));
+        assert_eq!(t.options["format"], "csv");
+        assert!(matches!(s[4], Statement::Explain(_)));
+    }
+
+    #[test]
+    fn syntax_errors_name_line_and_column() {
+        let e = parse_script("CREATE TABLE t (a BIGINT) WITH ('x' = 'y');\nSELEC a FROM t;")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Line: 2, Column: 1"), "{e}");
+        let e = parse_script("SELECT a FROM t WHERE").unwrap_err().to_string();
+        assert!(e.contains("Line: 1"), "{e}");
+    }
+}

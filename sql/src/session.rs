@@ -1,0 +1,321 @@
+//! A script run as one job: its statements applied in order (SET to the
+//! config, CREATE TABLE / VIEW to the catalog, INSERT INTO and bare
+//! SELECT planned), then every INSERT and SELECT lowered into one job
+//! graph, as Flink's statement set runs all INSERTs of a script together.
+//! EXPLAIN prints a plan instead of running its statement.
+
+use std::sync::{Arc, Mutex};
+
+use weir_runtime::JobGraph;
+
+use crate::catalog::Catalog;
+use crate::error::{Result, SqlError};
+use crate::lower::Lowering;
+use crate::plan::{Node, Plan, Planner};
+use crate::script::{parse_script, Statement};
+use crate::types::Schema;
+use crate::value::{Row, RowKind};
+
+/// A parsed and planned script, ready to become a job.
+#[derive(Debug)]
+pub struct Script {
+    /// `SET` statements in order: config keys for the job.
+    pub settings: Vec<(String, String)>,
+    /// What EXPLAIN statements print, in order.
+    pub explained: Vec<String>,
+    catalog: Catalog,
+    inserts: Vec<(String, Plan)>,
+    selects: Vec<Plan>,
+}
+
+/// The job a script builds, and where its bare SELECTs' rows land.
+pub struct SqlJob {
+    /// The job graph.
+    pub job: JobGraph,
+    /// Each bare SELECT's schema and collected rows.
+    pub selects: Vec<(Schema, Arc<Mutex<Vec<Row>>>)>,
+}
+
+impl Script {
+    /// Parses and plans `text`: every error (syntax with line and column,
+    /// an unknown table, column or function, a type mismatch, something
+    /// unsupported) comes out here, before anything runs.
+    pub fn parse(text: &str) -> Result<Script> {
+        let mut s = Script {
+            settings: Vec::new(),
+            explained: Vec::new(),
+            catalog: Catalog::default(),
+            inserts: Vec::new(),
+            selects: Vec::new(),
+        };
+        for stmt in parse_script(text)? {
+            s.apply(stmt)?;
+        }
+        Ok(s)
+    }
+
+    fn apply(&mut self, stmt: Statement) -> Result<()> {
+        match stmt {
+            Statement::Set { key, value } => self.settings.push((key, value)),
+            Statement::CreateTable(def) => self.catalog.create_table(&def)?,
+            Statement::CreateView { name, query } => {
+                // Planned now so that its errors name it.
+                Planner::new(&self.catalog)
+                    .query(&query)
+                    .map_err(|e| SqlError::Plan(format!("view `{name}`: {e}")))?;
+                self.catalog.create_view(&name, query)?;
+            }
+            Statement::Insert { table, query } => {
+                let t = self
+                    .catalog
+                    .table(&table)
+                    .ok_or_else(|| SqlError::UnknownTable(table.clone()))?
+                    .clone();
+                if !t.connector.is_sink() {
+                    return Err(SqlError::Connector {
+                        table: t.name.clone(),
+                        message: format!("the '{}' connector cannot be written", t.connector.name()),
+                    });
+                }
+                let plan = Planner::new(&self.catalog).query(&query)?;
+                check_insert(&t.name, &plan, &t.physical)?;
+                if plan.updating && matches!(t.connector, crate::connectors::Connector::Filesystem { .. }) {
+                    return Err(SqlError::Plan(format!(
+                        "table `{}` (filesystem) is append-only and cannot take the updates this query produces (GROUP BY without a window): aggregate in a window, or write to a table that takes a changelog (print)",
+                        t.name
+                    )));
+                }
+                self.inserts.push((t.name.clone(), plan));
+            }
+            Statement::Query(q) => {
+                let plan = Planner::new(&self.catalog).query(&q)?;
+                self.selects.push(plan);
+            }
+            Statement::Explain(inner) => {
+                let text = match *inner {
+                    Statement::Query(q) => explain(&Planner::new(&self.catalog).query(&q)?, None),
+                    Statement::Insert { table, query } => {
+                        let plan = Planner::new(&self.catalog).query(&query)?;
+                        explain(&plan, Some(&table))
+                    }
+                    other => {
+                        return Err(SqlError::Unsupported(format!(
+                            "EXPLAIN of `{}` (EXPLAIN takes SELECT and INSERT)",
+                            match other {
+                                Statement::Set { .. } => "SET",
+                                Statement::CreateTable(_) => "CREATE TABLE",
+                                Statement::CreateView { .. } => "CREATE VIEW",
+                                _ => "EXPLAIN",
+                            }
+                        )))
+                    }
+                };
+                self.explained.push(text);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether there is anything to run (an INSERT or a SELECT).
+    pub fn has_job(&self) -> bool {
+        !self.inserts.is_empty() || !self.selects.is_empty()
+    }
+
+    /// Whether every source the job reads ends by itself.
+    pub fn is_bounded(&self) -> bool {
+        fn bounded(p: &Plan) -> bool {
+            match &p.node {
+                Node::Scan(t) => match &t.connector {
+                    crate::connectors::Connector::Datagen(g) => g.count().is_some(),
+                    _ => true,
+                },
+                Node::Calc { input, .. } | Node::WindowAgg { input, .. } | Node::GroupAgg { input, .. } => bounded(input),
+                Node::Union(inputs) => inputs.iter().all(bounded),
+            }
+        }
+        self.inserts.iter().map(|(_, p)| p).chain(&self.selects).all(bounded)
+    }
+
+    /// The job of every INSERT and SELECT, named `name`.
+    pub fn job(&self, name: &str) -> Result<SqlJob> {
+        if !self.selects.is_empty() && !self.is_bounded() {
+            return Err(SqlError::Plan(
+                "a bare SELECT over an unbounded source would never end: INSERT INTO a 'print' table instead, or bound the source ('number-of-rows')".into(),
+            ));
+        }
+        let mut job = JobGraph::new(name);
+        let mut selects = Vec::new();
+        let (parameters, outputs) = {
+            let mut low = Lowering::new(&job);
+            for (table, plan) in &self.inserts {
+                let t = self.catalog.table(table).expect("checked when planned");
+                let rows = low.rows(plan)?;
+                low.sink(rows, plan, t)?;
+            }
+            for plan in &self.selects {
+                let rows = low.rows(plan)?;
+                selects.push((plan.schema.clone(), low.collect(rows)));
+            }
+            (std::mem::take(&mut low.parameters), std::mem::take(&mut low.outputs))
+        };
+        for (k, v) in parameters {
+            job.parameter(&k, v);
+        }
+        for o in outputs {
+            job.output_directory(o);
+        }
+        Ok(SqlJob { job, selects })
+    }
+}
+
+fn check_insert(table: &str, plan: &Plan, physical: &Schema) -> Result<()> {
+    if plan.schema.len() != physical.len() {
+        return Err(SqlError::Type(format!(
+            "INSERT INTO `{table}`: the query gives {} columns {}, the table has {} {}",
+            plan.schema.len(),
+            plan.schema,
+            physical.len(),
+            physical
+        )));
+    }
+    for (q, t) in plan.schema.fields.iter().zip(&physical.fields) {
+        if q.ty != t.ty {
+            return Err(SqlError::Type(format!(
+                "INSERT INTO `{table}`: column `{}` is {}, the query gives {} (`{}`); CAST it",
+                t.name, t.ty, q.ty, q.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// EXPLAIN's text: the plan, then how it runs (exchanges, state).
+pub fn explain(plan: &Plan, sink: Option<&str>) -> String {
+    let mut s = String::from("== Optimized Logical Plan ==\n");
+    match sink {
+        Some(t) => {
+            s.push_str(&format!("Sink(table=[{t}], fields=[{}])\n", names(&plan.schema)));
+            for line in plan.explain().lines() {
+                s.push_str("  ");
+                s.push_str(line);
+                s.push('\n');
+            }
+        }
+        None => s.push_str(&plan.explain()),
+    }
+    s.push_str("\n== Physical Execution Plan ==\n");
+    let mut stages = Vec::new();
+    physical(plan, &mut stages);
+    for (i, st) in stages.iter().enumerate() {
+        s.push_str(&format!("Stage {}: {st}\n", i + 1));
+    }
+    if let Some(t) = sink {
+        s.push_str(&format!("  chained: Sink({t}){}\n", if plan.updating { " [changelog]" } else { "" }));
+    }
+    s
+}
+
+fn names(schema: &Schema) -> String {
+    schema.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// Stage descriptions in data-flow order: a stage ends at an exchange.
+fn physical(plan: &Plan, out: &mut Vec<String>) {
+    match &plan.node {
+        Node::Scan(t) => {
+            let mut s = format!(
+                "Source: {} [{}] parallelism=default, state=[source position{}]",
+                t.name,
+                t.connector.name(),
+                if matches!(t.connector, crate::connectors::Connector::Filesystem { .. }) { ": file splits (operator list state)" } else { ": splits (operator list state)" }
+            );
+            if let Some((c, d)) = t.watermark {
+                s.push_str(&format!("\n  chained: Watermarks({} - {d} ms, per source subtask)", t.schema.fields[c].name));
+            }
+            out.push(s);
+        }
+        Node::Calc { input, filter, .. } => {
+            physical(input, out);
+            let last = out.last_mut().expect("an input stage");
+            last.push_str(&format!(
+                "\n  chained: Calc({}{})",
+                names(&plan.schema),
+                if filter.is_some() { ", with filter" } else { "" }
+            ));
+        }
+        Node::WindowAgg { input, window, keys, .. } => {
+            physical(input, out);
+            out.push(format!(
+                "Exchange: HASH[{}] (key groups) -> WindowAggregate({window:?}), state=[keyed: window accumulators, event-time timers], fires on watermarks",
+                names(&Schema::new(input.schema.fields[..*keys].to_vec()))
+            ));
+        }
+        Node::GroupAgg { input, keys, .. } => {
+            physical(input, out);
+            out.push(format!(
+                "Exchange: HASH[{}] (key groups) -> GroupAggregate, state=[keyed ValueState group-accumulators], emits changelog (+I, -U, +U, -D)",
+                names(&Schema::new(input.schema.fields[..*keys].to_vec()))
+            ));
+        }
+        Node::Union(inputs) => {
+            for i in inputs {
+                physical(i, out);
+            }
+            out.push(format!("Union of the {} stages above (exchange: forward)", inputs.len()));
+        }
+    }
+}
+
+/// A bare SELECT's collected rows as the result table: a changelog
+/// applied (`-U`/`-D` remove the row they name), then printed in Flink SQL
+/// client's tableau style.
+pub fn format_table(schema: &Schema, rows: &[Row]) -> String {
+    let mut live: Vec<&Row> = Vec::new();
+    for r in rows {
+        match r.kind {
+            RowKind::Insert | RowKind::UpdateAfter => live.push(r),
+            RowKind::UpdateBefore | RowKind::Delete => {
+                if let Some(i) = live.iter().position(|l| l.values == r.values) {
+                    live.remove(i);
+                }
+            }
+        }
+    }
+    let types = schema.types();
+    let cells: Vec<Vec<String>> = live
+        .iter()
+        .map(|r| r.values.iter().zip(&types).map(|(v, t)| v.display(*t)).collect())
+        .collect();
+    let mut width: Vec<usize> = schema.fields.iter().map(|f| f.name.chars().count()).collect();
+    for row in &cells {
+        for (w, c) in width.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let rule = {
+        let mut s = String::from("+");
+        for w in &width {
+            s.push_str(&"-".repeat(w + 2));
+            s.push('+');
+        }
+        s.push('\n');
+        s
+    };
+    let line = |vals: Vec<&str>| {
+        let mut s = String::from("|");
+        for (v, w) in vals.iter().zip(&width) {
+            s.push_str(&format!(" {v:>w$} |", w = *w));
+        }
+        s.push('\n');
+        s
+    };
+    let mut s = rule.clone();
+    s.push_str(&line(schema.fields.iter().map(|f| f.name.as_str()).collect()));
+    s.push_str(&rule);
+    for row in &cells {
+        s.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    s.push_str(&rule);
+    s.push_str(&format!("{} row{} in set\n", cells.len(), if cells.len() == 1 { "" } else { "s" }));
+    s
+}

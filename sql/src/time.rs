@@ -1,0 +1,164 @@
+//! Calendar arithmetic for TIMESTAMP and DATE values: epoch milliseconds
+//! and days to and from Flink SQL's text forms (`yyyy-MM-dd HH:mm:ss.SSS`,
+//! `yyyy-MM-dd`), in UTC, the proleptic Gregorian calendar.
+
+/// Milliseconds in a day.
+pub const DAY_MS: i64 = 86_400_000;
+
+/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The civil date `(year, month, day)` of days since 1970-01-01.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// The parts of a timestamp: `(year, month, day, hour, minute, second,
+/// millisecond)`.
+pub fn timestamp_parts(ms: i64) -> (i64, u32, u32, u32, u32, u32, u32) {
+    let days = ms.div_euclid(DAY_MS);
+    let rem = ms.rem_euclid(DAY_MS);
+    let (y, mo, d) = civil_from_days(days);
+    let secs = rem / 1000;
+    (
+        y,
+        mo,
+        d,
+        (secs / 3600) as u32,
+        (secs / 60 % 60) as u32,
+        (secs % 60) as u32,
+        (rem % 1000) as u32,
+    )
+}
+
+/// `yyyy-MM-dd HH:mm:ss.SSS`, Flink SQL's TIMESTAMP(3) text.
+pub fn format_timestamp(ms: i64) -> String {
+    let (y, mo, d, h, mi, s, milli) = timestamp_parts(ms);
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{milli:03}")
+}
+
+/// `yyyy-MM-dd`.
+pub fn format_date(days: i32) -> String {
+    let (y, m, d) = civil_from_days(i64::from(days));
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn digits(s: &[u8]) -> Option<u32> {
+    if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    s.iter()
+        .try_fold(0u32, |n, &c| n.checked_mul(10)?.checked_add(u32::from(c - b'0')))
+}
+
+/// Days since the epoch of `yyyy-MM-dd` (month and day may have one digit).
+pub fn parse_date(text: &str) -> Option<i32> {
+    let t = text.trim().as_bytes();
+    let mut parts = t.splitn(3, |&c| c == b'-');
+    let y = digits(parts.next()?)?;
+    let m = digits(parts.next()?)?;
+    let d = digits(parts.next()?)?;
+    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(i64::from(y), m) {
+        return None;
+    }
+    i32::try_from(days_from_civil(i64::from(y), m, d)).ok()
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        4 | 6 | 9 | 11 => 30,
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        _ => 31,
+    }
+}
+
+/// Epoch milliseconds of `yyyy-MM-dd[ HH:mm[:ss[.fraction]]]` (a `T` may
+/// separate date and time, as ISO-8601 writes it; a trailing `Z` is
+/// accepted). Digits after the third of the fraction are dropped, as
+/// TIMESTAMP(3) does.
+pub fn parse_timestamp(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let t = t.strip_suffix('Z').unwrap_or(t);
+    let (date, time) = match t.find([' ', 'T']) {
+        Some(i) => (&t[..i], Some(&t[i + 1..])),
+        None => (t, None),
+    };
+    let days = i64::from(parse_date(date)?);
+    let mut ms = days * DAY_MS;
+    if let Some(time) = time {
+        let (hms, frac) = match time.find('.') {
+            Some(i) => (&time[..i], Some(&time[i + 1..])),
+            None => (time, None),
+        };
+        let mut it = hms.split(':');
+        let h = digits(it.next()?.as_bytes())?;
+        let mi = digits(it.next()?.as_bytes())?;
+        let s = match it.next() {
+            Some(s) => digits(s.as_bytes())?,
+            None => 0,
+        };
+        if it.next().is_some() || h > 23 || mi > 59 || s > 59 {
+            return None;
+        }
+        ms += (i64::from(h) * 3600 + i64::from(mi) * 60 + i64::from(s)) * 1000;
+        if let Some(frac) = frac {
+            let f = frac.as_bytes();
+            if f.is_empty() || !f.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            let mut milli = 0i64;
+            for i in 0..3 {
+                milli = milli * 10 + f.get(i).map_or(0, |&c| i64::from(c - b'0'));
+            }
+            ms += milli;
+        }
+    }
+    Some(ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_days_round_trip() {
+        for z in (-800_000..800_000).step_by(37) {
+            let (y, m, d) = civil_from_days(z);
+            assert_eq!(days_from_civil(y, m, d), z);
+        }
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+    }
+
+    #[test]
+    fn timestamps_format_and_parse() {
+        let ms = parse_timestamp("2024-02-29 23:59:58.123").unwrap();
+        assert_eq!(format_timestamp(ms), "2024-02-29 23:59:58.123");
+        assert_eq!(parse_timestamp("1970-01-01 00:00:00"), Some(0));
+        assert_eq!(parse_timestamp("1969-12-31 23:59:59.9"), Some(-100));
+        assert_eq!(format_timestamp(-100), "1969-12-31 23:59:59.900");
+        assert_eq!(parse_timestamp("2024-01-01T10:00:00Z"), parse_timestamp("2024-01-01 10:00"));
+        assert_eq!(parse_timestamp("2023-02-29 00:00:00"), None);
+        assert_eq!(parse_timestamp("2023-01-01 24:00:00"), None);
+        assert_eq!(parse_timestamp("x"), None);
+        assert_eq!(parse_date("2024-1-5").map(format_date).as_deref(), Some("2024-01-05"));
+    }
+}

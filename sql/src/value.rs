@@ -1,0 +1,632 @@
+//! Rows and the values in them.
+//!
+//! A [`Row`] holds its values inline (up to eight columns without a heap
+//! allocation; strings of up to 24 bytes inline too), typed by the plan's
+//! schema rather than by a map of names: column `i` is `values[i]`. Rows
+//! carry a [`RowKind`] so an updating query's changelog (insert,
+//! update-before, update-after, delete) travels as rows, as in Flink.
+//!
+//! A row's wire form (network buffers and state) is self-describing: the
+//! kind, the column count, then per value a tag byte and its payload.
+
+use std::cmp::Ordering;
+
+use compact_str::CompactString;
+use smallvec::SmallVec;
+use weir_runtime::{DecodeError, KeyHash, Wire};
+
+use crate::time::{format_date, format_timestamp};
+use crate::types::DataType;
+
+/// One value of a row. Its SQL type comes from the schema: a DECIMAL's
+/// scale is the column's, a TIMESTAMP and a TIMESTAMP_LTZ are both epoch
+/// milliseconds.
+#[derive(Clone, Debug, Default)]
+pub enum Value {
+    /// SQL NULL.
+    #[default]
+    Null,
+    /// BOOLEAN.
+    Bool(bool),
+    /// INT.
+    Int(i32),
+    /// BIGINT.
+    BigInt(i64),
+    /// DOUBLE.
+    Double(f64),
+    /// DECIMAL: the unscaled value.
+    Decimal(i128),
+    /// STRING.
+    Str(CompactString),
+    /// TIMESTAMP(3) or TIMESTAMP_LTZ(3): epoch milliseconds.
+    Timestamp(i64),
+    /// DATE: days since 1970-01-01.
+    Date(i32),
+    /// INTERVAL: milliseconds.
+    Interval(i64),
+}
+
+impl Value {
+    /// Whether this is NULL.
+    #[inline]
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The value as an `i64` (INT, BIGINT, TIMESTAMP, DATE, INTERVAL).
+    #[inline]
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Value::Int(v) => Some(i64::from(v)),
+            Value::BigInt(v) | Value::Timestamp(v) | Value::Interval(v) => Some(v),
+            Value::Date(v) => Some(i64::from(v)),
+            _ => None,
+        }
+    }
+
+    /// The value as text, as Flink prints it (`print` sink, CSV): `ty`
+    /// gives a DECIMAL's scale; NULL prints as `NULL`.
+    pub fn display(&self, ty: DataType) -> String {
+        let mut s = String::new();
+        self.write_text(ty, &mut s, "NULL");
+        s
+    }
+
+    /// Appends the value's text to `out` (`null` for NULL).
+    pub fn write_text(&self, ty: DataType, out: &mut String, null: &str) {
+        use std::fmt::Write;
+        match self {
+            Value::Null => out.push_str(null),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Int(v) => {
+                let _ = write!(out, "{v}");
+            }
+            Value::BigInt(v) => {
+                let _ = write!(out, "{v}");
+            }
+            Value::Double(v) => write_double(*v, out),
+            Value::Decimal(v) => out.push_str(&format_decimal(*v, ty.scale())),
+            Value::Str(s) => out.push_str(s),
+            Value::Timestamp(ms) => out.push_str(&format_timestamp(*ms)),
+            Value::Date(d) => out.push_str(&format_date(*d)),
+            Value::Interval(ms) => out.push_str(&format_interval(*ms)),
+        }
+    }
+
+    /// SQL comparison of two non-NULL values of comparable types (numbers
+    /// across INT, BIGINT, DOUBLE and DECIMAL with scales `sa`/`sb`);
+    /// `None` if either is NULL or they do not compare.
+    pub fn sql_cmp(&self, other: &Value, sa: u8, sb: u8) -> Option<Ordering> {
+        use Value::*;
+        match (self, other) {
+            (Null, _) | (_, Null) => None,
+            (Bool(a), Bool(b)) => Some(a.cmp(b)),
+            (Str(a), Str(b)) => Some(a.as_str().cmp(b.as_str())),
+            (Timestamp(a), Timestamp(b)) | (Interval(a), Interval(b)) => Some(a.cmp(b)),
+            (Date(a), Date(b)) => Some(a.cmp(b)),
+            (Double(_), _) | (_, Double(_)) => {
+                let (a, b) = (self.to_f64(sa)?, other.to_f64(sb)?);
+                a.partial_cmp(&b)
+            }
+            (Decimal(_), _) | (_, Decimal(_)) => {
+                let s = sa.max(sb);
+                Some(self.to_scaled(sa, s)?.cmp(&other.to_scaled(sb, s)?))
+            }
+            _ => Some(self.as_i64()?.cmp(&other.as_i64()?)),
+        }
+    }
+
+    /// A number as a double (`scale`: a DECIMAL's).
+    pub fn to_f64(&self, scale: u8) -> Option<f64> {
+        match *self {
+            Value::Int(v) => Some(f64::from(v)),
+            Value::BigInt(v) => Some(v as f64),
+            Value::Double(v) => Some(v),
+            Value::Decimal(v) => Some(v as f64 / 10f64.powi(i32::from(scale))),
+            _ => None,
+        }
+    }
+
+    /// An integer or decimal as an unscaled `i128` of scale `to` (from a
+    /// DECIMAL of scale `from`); `None` on overflow or for other types.
+    pub fn to_scaled(&self, from: u8, to: u8) -> Option<i128> {
+        let (v, s) = match *self {
+            Value::Int(v) => (i128::from(v), 0),
+            Value::BigInt(v) => (i128::from(v), 0),
+            Value::Decimal(v) => (v, from),
+            _ => return None,
+        };
+        rescale(v, s, to)
+    }
+}
+
+/// `v` of scale `from` at scale `to` (rounding half away from zero when
+/// digits are dropped).
+pub fn rescale(v: i128, from: u8, to: u8) -> Option<i128> {
+    match from.cmp(&to) {
+        Ordering::Equal => Some(v),
+        Ordering::Less => v.checked_mul(10i128.checked_pow(u32::from(to - from))?),
+        Ordering::Greater => {
+            let d = 10i128.checked_pow(u32::from(from - to))?;
+            let q = v / d;
+            let r = v % d;
+            Some(if r.abs() * 2 >= d { q + v.signum() } else { q })
+        }
+    }
+}
+
+/// A decimal's text: `12.50` for 1250 at scale 2.
+pub fn format_decimal(v: i128, scale: u8) -> String {
+    if scale == 0 {
+        return v.to_string();
+    }
+    let neg = v < 0;
+    let digits = v.unsigned_abs().to_string();
+    let s = usize::from(scale);
+    let padded = if digits.len() <= s {
+        format!("{}{digits}", "0".repeat(s + 1 - digits.len()))
+    } else {
+        digits
+    };
+    let (int, frac) = padded.split_at(padded.len() - s);
+    format!("{}{int}.{frac}", if neg { "-" } else { "" })
+}
+
+/// A double as Java prints it in Flink's output (`1.0`, `0.25`,
+/// `1.0E10`): integral values keep a `.0`.
+fn write_double(v: f64, out: &mut String) {
+    use std::fmt::Write;
+    if v.is_nan() {
+        out.push_str("NaN");
+    } else if v.is_infinite() {
+        out.push_str(if v > 0.0 { "Infinity" } else { "-Infinity" });
+    } else if v != 0.0 && (v.abs() >= 1e7 || v.abs() < 1e-3) {
+        let s = format!("{v:E}");
+        // Rust writes `1E10`; Java `1.0E10`.
+        match s.split_once('E') {
+            Some((m, e)) if !m.contains('.') => {
+                let _ = write!(out, "{m}.0E{e}");
+            }
+            _ => out.push_str(&s),
+        }
+    } else if v.fract() == 0.0 {
+        let _ = write!(out, "{v:.1}");
+    } else {
+        let _ = write!(out, "{v}");
+    }
+}
+
+/// An interval as Flink prints a day-time interval: `+1 02:03:04.005`.
+pub fn format_interval(ms: i64) -> String {
+    let sign = if ms < 0 { '-' } else { '+' };
+    let a = ms.unsigned_abs();
+    let days = a / 86_400_000;
+    let rem = a % 86_400_000;
+    format!(
+        "{sign}{days} {:02}:{:02}:{:02}.{:03}",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+/// Grouping equality: NULL equals NULL and doubles compare by bits, so a
+/// value can be a key (SQL's GROUP BY puts all NULLs in one group).
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => true,
+            (Bool(a), Bool(b)) => a == b,
+            (Int(a), Int(b)) => a == b,
+            (BigInt(a), BigInt(b)) | (Timestamp(a), Timestamp(b)) | (Interval(a), Interval(b)) => {
+                a == b
+            }
+            (Double(a), Double(b)) => a.to_bits() == b.to_bits(),
+            (Decimal(a), Decimal(b)) => a == b,
+            (Str(a), Str(b)) => a == b,
+            (Date(a), Date(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Value {}
+
+impl KeyHash for Value {
+    /// As the Rust type holding it hashes, so a BIGINT key falls into the
+    /// key group an `i64` key of the Rust API would.
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        match self {
+            Value::Null => 0x9e37_79b9_7f4a_7c15,
+            Value::Bool(b) => b.key_hash(),
+            Value::Int(v) => v.key_hash(),
+            Value::BigInt(v) | Value::Timestamp(v) | Value::Interval(v) => v.key_hash(),
+            Value::Double(v) => v.to_bits().key_hash(),
+            Value::Decimal(v) => ((*v as u64) ^ ((*v >> 64) as u64).rotate_left(32)).key_hash(),
+            Value::Str(s) => s.key_hash(),
+            Value::Date(v) => v.key_hash(),
+        }
+    }
+}
+
+/// What a row means in a changelog (Flink's `RowKind`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RowKind {
+    /// `+I`: a new row.
+    #[default]
+    Insert,
+    /// `-U`: the previous version of an updated row.
+    UpdateBefore,
+    /// `+U`: the new version of an updated row.
+    UpdateAfter,
+    /// `-D`: a removed row.
+    Delete,
+}
+
+impl RowKind {
+    /// Flink's short form: `+I`, `-U`, `+U`, `-D`.
+    pub fn short(self) -> &'static str {
+        match self {
+            RowKind::Insert => "+I",
+            RowKind::UpdateBefore => "-U",
+            RowKind::UpdateAfter => "+U",
+            RowKind::Delete => "-D",
+        }
+    }
+
+    /// Whether the row adds (insert, update-after) rather than retracts.
+    pub fn is_accumulate(self) -> bool {
+        matches!(self, RowKind::Insert | RowKind::UpdateAfter)
+    }
+}
+
+/// The values of one row, inline up to eight.
+pub type Values = SmallVec<[Value; 8]>;
+
+/// A row: its changelog kind and its values, column `i` at `values[i]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Row {
+    /// Insert, update-before/after or delete.
+    pub kind: RowKind,
+    /// The column values.
+    pub values: Values,
+}
+
+impl Row {
+    /// An insert row of `values`.
+    pub fn new(values: Values) -> Self {
+        Self {
+            kind: RowKind::Insert,
+            values,
+        }
+    }
+
+    /// An insert row of the values of `it`.
+    pub fn from_iter<I: IntoIterator<Item = Value>>(it: I) -> Self {
+        Self::new(it.into_iter().collect())
+    }
+
+    /// Column `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> &Value {
+        &self.values[i]
+    }
+
+    /// The number of columns.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether the row has no columns.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The row as Flink's `print` writes it: `+I[a, b, c]`.
+    pub fn display(&self, types: &[DataType]) -> String {
+        let mut s = String::from(self.kind.short());
+        s.push('[');
+        for (i, v) in self.values.iter().enumerate() {
+            if i > 0 {
+                s.push_str(", ");
+            }
+            v.write_text(types.get(i).copied().unwrap_or(DataType::String), &mut s, "NULL");
+        }
+        s.push(']');
+        s
+    }
+}
+
+/// A key row hashes as its values fold, as weir's tuples do; a one-column
+/// key as that column, so `GROUP BY user_id` spreads keys like the Rust
+/// API's `key_by(|r| r.user_id)`.
+impl KeyHash for Row {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        let mut it = self.values.iter();
+        let Some(first) = it.next() else { return 0 };
+        let mut h = first.key_hash();
+        for v in it {
+            h = fmix64(h ^ v.key_hash().rotate_left(32));
+        }
+        h
+    }
+}
+
+#[inline]
+fn fmix64(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^ (k >> 33)
+}
+
+const TAG_NULL: u8 = 0;
+const TAG_BOOL: u8 = 1;
+const TAG_INT: u8 = 2;
+const TAG_BIGINT: u8 = 3;
+const TAG_DOUBLE: u8 = 4;
+const TAG_DECIMAL: u8 = 5;
+const TAG_STR: u8 = 6;
+const TAG_TIMESTAMP: u8 = 7;
+const TAG_DATE: u8 = 8;
+const TAG_INTERVAL: u8 = 9;
+
+impl Value {
+    fn wire_len(&self) -> usize {
+        1 + match self {
+            Value::Null => 0,
+            Value::Bool(_) => 1,
+            Value::Int(_) | Value::Date(_) => 4,
+            Value::BigInt(_) | Value::Double(_) | Value::Timestamp(_) | Value::Interval(_) => 8,
+            Value::Decimal(_) => 16,
+            Value::Str(s) => 4 + s.len(),
+        }
+    }
+
+    fn write_wire(&self, out: &mut [u8]) -> usize {
+        let (tag, n) = match self {
+            Value::Null => (TAG_NULL, 0),
+            Value::Bool(b) => {
+                out[1] = u8::from(*b);
+                (TAG_BOOL, 1)
+            }
+            Value::Int(v) => {
+                out[1..5].copy_from_slice(&v.to_le_bytes());
+                (TAG_INT, 4)
+            }
+            Value::Date(v) => {
+                out[1..5].copy_from_slice(&v.to_le_bytes());
+                (TAG_DATE, 4)
+            }
+            Value::BigInt(v) => {
+                out[1..9].copy_from_slice(&v.to_le_bytes());
+                (TAG_BIGINT, 8)
+            }
+            Value::Timestamp(v) => {
+                out[1..9].copy_from_slice(&v.to_le_bytes());
+                (TAG_TIMESTAMP, 8)
+            }
+            Value::Interval(v) => {
+                out[1..9].copy_from_slice(&v.to_le_bytes());
+                (TAG_INTERVAL, 8)
+            }
+            Value::Double(v) => {
+                out[1..9].copy_from_slice(&v.to_le_bytes());
+                (TAG_DOUBLE, 8)
+            }
+            Value::Decimal(v) => {
+                out[1..17].copy_from_slice(&v.to_le_bytes());
+                (TAG_DECIMAL, 16)
+            }
+            Value::Str(s) => {
+                let len = u32::try_from(s.len()).expect("string longer than 4 GiB");
+                out[1..5].copy_from_slice(&len.to_le_bytes());
+                out[5..5 + s.len()].copy_from_slice(s.as_bytes());
+                (TAG_STR, 4 + s.len())
+            }
+        };
+        out[0] = tag;
+        1 + n
+    }
+
+    fn read_wire(input: &[u8]) -> Result<(Value, usize), DecodeError> {
+        fn need(input: &[u8], n: usize) -> Result<(), DecodeError> {
+            if input.len() < n {
+                Err(DecodeError {
+                    what: "SQL value",
+                    needed: n,
+                    available: input.len(),
+                })
+            } else {
+                Ok(())
+            }
+        }
+        fn arr<const N: usize>(input: &[u8]) -> Result<[u8; N], DecodeError> {
+            need(input, 1 + N)?;
+            let mut a = [0u8; N];
+            a.copy_from_slice(&input[1..1 + N]);
+            Ok(a)
+        }
+        need(input, 1)?;
+        Ok(match input[0] {
+            TAG_NULL => (Value::Null, 1),
+            TAG_BOOL => {
+                let [b] = arr::<1>(input)?;
+                match b {
+                    0 | 1 => (Value::Bool(b == 1), 2),
+                    _ => {
+                        return Err(DecodeError {
+                            what: "SQL BOOLEAN (byte is neither 0 nor 1)",
+                            needed: 2,
+                            available: input.len(),
+                        })
+                    }
+                }
+            }
+            TAG_INT => (Value::Int(i32::from_le_bytes(arr(input)?)), 5),
+            TAG_DATE => (Value::Date(i32::from_le_bytes(arr(input)?)), 5),
+            TAG_BIGINT => (Value::BigInt(i64::from_le_bytes(arr(input)?)), 9),
+            TAG_TIMESTAMP => (Value::Timestamp(i64::from_le_bytes(arr(input)?)), 9),
+            TAG_INTERVAL => (Value::Interval(i64::from_le_bytes(arr(input)?)), 9),
+            TAG_DOUBLE => (Value::Double(f64::from_le_bytes(arr(input)?)), 9),
+            TAG_DECIMAL => (Value::Decimal(i128::from_le_bytes(arr(input)?)), 17),
+            TAG_STR => {
+                let len = u32::from_le_bytes(arr(input)?) as usize;
+                need(input, 5 + len)?;
+                let s = std::str::from_utf8(&input[5..5 + len]).map_err(|_| DecodeError {
+                    what: "SQL STRING (not UTF-8)",
+                    needed: 5 + len,
+                    available: input.len(),
+                })?;
+                (Value::Str(CompactString::from(s)), 5 + len)
+            }
+            _ => {
+                return Err(DecodeError {
+                    what: "SQL value (unknown type tag)",
+                    needed: 1,
+                    available: input.len(),
+                })
+            }
+        })
+    }
+}
+
+impl Wire for Value {
+    fn encoded_len(&self) -> usize {
+        self.wire_len()
+    }
+    fn write(&self, out: &mut [u8]) {
+        self.write_wire(out);
+    }
+    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+        Value::read_wire(input)
+    }
+}
+
+impl Wire for Row {
+    fn encoded_len(&self) -> usize {
+        3 + self.values.iter().map(Value::wire_len).sum::<usize>()
+    }
+
+    fn write(&self, out: &mut [u8]) {
+        out[0] = self.kind as u8;
+        let n = u16::try_from(self.values.len()).expect("a row of more than 65535 columns");
+        out[1..3].copy_from_slice(&n.to_le_bytes());
+        let mut at = 3;
+        for v in &self.values {
+            at += v.write_wire(&mut out[at..]);
+        }
+    }
+
+    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+        if input.len() < 3 {
+            return Err(DecodeError {
+                what: "SQL row header",
+                needed: 3,
+                available: input.len(),
+            });
+        }
+        let kind = match input[0] {
+            0 => RowKind::Insert,
+            1 => RowKind::UpdateBefore,
+            2 => RowKind::UpdateAfter,
+            3 => RowKind::Delete,
+            _ => {
+                return Err(DecodeError {
+                    what: "SQL row kind (unknown)",
+                    needed: 1,
+                    available: input.len(),
+                })
+            }
+        };
+        let n = usize::from(u16::from_le_bytes([input[1], input[2]]));
+        let mut values = Values::with_capacity(n);
+        let mut at = 3;
+        for _ in 0..n {
+            let (v, used) = Value::read_wire(&input[at..])?;
+            values.push(v);
+            at += used;
+        }
+        Ok((Row { kind, values }, at))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(row: &Row) -> Row {
+        let mut buf = vec![0u8; row.encoded_len()];
+        row.write(&mut buf);
+        let (back, used) = Row::read(&buf).unwrap();
+        assert_eq!(used, buf.len());
+        back
+    }
+
+    #[test]
+    fn rows_round_trip_through_the_wire_form() {
+        let mut row = Row::from_iter([
+            Value::Null,
+            Value::Bool(true),
+            Value::Int(-3),
+            Value::BigInt(1 << 40),
+            Value::Double(2.5),
+            Value::Decimal(-12_345),
+            Value::Str("a string longer than twenty-four bytes".into()),
+            Value::Timestamp(1_700_000_000_123),
+            Value::Date(19_000),
+            Value::Interval(5_000),
+        ]);
+        row.kind = RowKind::UpdateBefore;
+        assert_eq!(round_trip(&row), row);
+    }
+
+    #[test]
+    fn truncated_or_foreign_bytes_are_errors() {
+        let row = Row::from_iter([Value::Str("abc".into()), Value::BigInt(7)]);
+        let mut buf = vec![0u8; row.encoded_len()];
+        row.write(&mut buf);
+        for cut in 0..buf.len() {
+            assert!(Row::read(&buf[..cut]).is_err(), "cut at {cut}");
+        }
+        buf[3] = 200;
+        assert!(Row::read(&buf).is_err());
+    }
+
+    #[test]
+    fn a_one_column_key_hashes_as_its_value() {
+        let k = Row::from_iter([Value::BigInt(42)]);
+        assert_eq!(k.key_hash(), 42i64.key_hash());
+    }
+
+    #[test]
+    fn values_print_as_flink_does() {
+        assert_eq!(Value::Double(1.0).display(DataType::Double), "1.0");
+        assert_eq!(Value::Double(0.25).display(DataType::Double), "0.25");
+        assert_eq!(Value::Double(1e10).display(DataType::Double), "1.0E10");
+        let d = DataType::Decimal {
+            precision: 10,
+            scale: 2,
+        };
+        assert_eq!(Value::Decimal(-5).display(d), "-0.05");
+        assert_eq!(Value::Decimal(1250).display(d), "12.50");
+        assert_eq!(Value::Timestamp(0).display(DataType::Timestamp), "1970-01-01 00:00:00.000");
+    }
+
+    #[test]
+    fn numbers_compare_across_types() {
+        assert_eq!(
+            Value::Int(3).sql_cmp(&Value::Decimal(250), 0, 2),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(Value::Int(3).sql_cmp(&Value::Double(3.0), 0, 0), Some(Ordering::Equal));
+        assert_eq!(Value::Null.sql_cmp(&Value::Int(1), 0, 0), None);
+        assert_eq!(rescale(125, 2, 1), Some(13));
+        assert_eq!(rescale(-125, 2, 1), Some(-13));
+    }
+}

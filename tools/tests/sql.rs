@@ -387,3 +387,50 @@ fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read SQL file"));
 }
+
+/// The README's example, run as the README says (from the repository's
+/// root, here a copy of its `examples/sql`): its committed counts equal
+/// counts made here from the same CSV files.
+#[test]
+fn the_readme_example_counts_every_click_once() {
+    let s = Scratch::new("sql", "readme");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let src = repo.join("examples/sql");
+    let dst = s.join("examples/sql");
+    fs::create_dir_all(dst.join("clicks")).unwrap();
+    fs::copy(src.join("clicks.sql"), dst.join("clicks.sql")).unwrap();
+    let mut want: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for e in fs::read_dir(src.join("clicks")).unwrap() {
+        let p = e.unwrap().path();
+        fs::copy(&p, dst.join("clicks").join(p.file_name().unwrap())).unwrap();
+        for line in fs::read_to_string(&p).unwrap().lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            // ten-minute window start: `yyyy-MM-dd HH:m` + `0:00.000`
+            let start = format!("{}0:00.000", &f[2][..15]);
+            *want.entry((f[0].to_owned(), start)).or_default() += 1;
+        }
+    }
+    let out = Command::new(WEIR)
+        .current_dir(&s.0)
+        .args([
+            "sql",
+            "examples/sql/clicks.sql",
+            "--set",
+            "weir.worker.pin-cores=false",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: BTreeMap<(String, String), u64> = committed(&s.join("target/clicks-per-user"))
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            ((f[0].to_owned(), f[1].to_owned()), f[3].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(got, want);
+}

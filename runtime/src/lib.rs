@@ -61,8 +61,8 @@ pub mod state;
 pub mod testing;
 
 pub use crate::api::{
-    BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream, IntervalJoin, IntervalJoined,
-    BranchStream, JobGraph, KeyedStream, PartitionedStream, SharedStream, Stream, WindowedStream,
+    BranchStream, BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream, IntervalJoin,
+    IntervalJoined, JobGraph, KeyedStream, PartitionedStream, SharedStream, Stream, WindowedStream,
 };
 pub use crate::build::{BuildError, Restoring};
 pub use crate::chain::{ChainControl, Collector, FlushOutcome, TaskError};

@@ -11,7 +11,9 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use weir_runtime::{AggregateFunction, Collector, KeyContext, KeyedProcessFunction, KeyedStates, KeyedValueState};
+use weir_runtime::{
+    AggregateFunction, Collector, KeyContext, KeyedProcessFunction, KeyedStates, KeyedValueState,
+};
 
 use crate::plan::{AggCall, AggFunc};
 use crate::types::DataType;
@@ -70,9 +72,21 @@ impl Aggs {
             }
             match c.func {
                 AggFunc::Count => bump(&mut acc.values[s], sign),
-                AggFunc::Sum => add(&mut acc.values[s], arg.expect("SUM has an argument"), c.arg_ty, c.ty, sign),
+                AggFunc::Sum => add(
+                    &mut acc.values[s],
+                    arg.expect("SUM has an argument"),
+                    c.arg_ty,
+                    c.ty,
+                    sign,
+                ),
                 AggFunc::Avg => {
-                    add(&mut acc.values[s], arg.expect("AVG has an argument"), c.arg_ty, sum_type(c), sign);
+                    add(
+                        &mut acc.values[s],
+                        arg.expect("AVG has an argument"),
+                        c.arg_ty,
+                        sum_type(c),
+                        sign,
+                    );
                     bump(&mut acc.values[s + 1], sign);
                 }
                 AggFunc::Min | AggFunc::Max => {
@@ -166,7 +180,10 @@ impl Aggs {
 fn sum_type(c: &AggCall) -> DataType {
     match c.arg_ty {
         DataType::Int | DataType::BigInt => DataType::BigInt,
-        DataType::Decimal { scale, .. } => DataType::Decimal { precision: 38, scale },
+        DataType::Decimal { scale, .. } => DataType::Decimal {
+            precision: 38,
+            scale,
+        },
         t => t,
     }
 }
@@ -211,7 +228,9 @@ fn avg(sum: &Value, st: DataType, n: i64, ty: DataType) -> Value {
         DataType::BigInt => Value::BigInt(sum.as_i64().unwrap_or(0) / n),
         DataType::Double => Value::Double(sum.to_f64(0).unwrap_or(0.0) / n as f64),
         DataType::Decimal { scale, .. } => {
-            let Value::Decimal(s) = sum else { return Value::Null };
+            let Value::Decimal(s) = sum else {
+                return Value::Null;
+            };
             // sum at `scale + 1` digits, divided, rounded half away from zero.
             match rescale(*s, st.scale(), scale + 1) {
                 Some(x) => {
@@ -299,7 +318,10 @@ impl KeyedProcessFunction for GroupAggregate {
                     self.accs.clear(ctx);
                     return;
                 }
-                let (old, new) = (self.output(key, &prev, RowKind::UpdateBefore), self.output(key, &acc, RowKind::UpdateAfter));
+                let (old, new) = (
+                    self.output(key, &prev, RowKind::UpdateBefore),
+                    self.output(key, &acc, RowKind::UpdateAfter),
+                );
                 if old.values != new.values {
                     out.collect(old);
                     out.collect(new);

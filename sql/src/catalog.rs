@@ -46,7 +46,10 @@ impl Catalog {
     pub fn create_table(&mut self, def: &TableDef) -> Result<()> {
         let key = def.name.to_ascii_lowercase();
         if self.tables.contains_key(&key) || self.views.contains_key(&key) {
-            return Err(SqlError::Plan(format!("table `{}` already exists", def.name)));
+            return Err(SqlError::Plan(format!(
+                "table `{}` already exists",
+                def.name
+            )));
         }
         let table = build_table(def)?;
         self.tables.insert(key, Arc::new(table));
@@ -57,7 +60,9 @@ impl Catalog {
     pub fn create_view(&mut self, name: &str, query: Box<Query>) -> Result<()> {
         let key = name.to_ascii_lowercase();
         if self.tables.contains_key(&key) || self.views.contains_key(&key) {
-            return Err(SqlError::Plan(format!("table or view `{name}` already exists")));
+            return Err(SqlError::Plan(format!(
+                "table or view `{name}` already exists"
+            )));
         }
         self.views.insert(key, query);
         Ok(())
@@ -82,7 +87,10 @@ fn build_table(def: &TableDef) -> Result<Table> {
     let mut physical = Vec::new();
     for c in &def.columns {
         if let ColumnDef::Physical { name, ty, not_null } = c {
-            if physical.iter().any(|f: &Field| f.name.eq_ignore_ascii_case(name)) {
+            if physical
+                .iter()
+                .any(|f: &Field| f.name.eq_ignore_ascii_case(name))
+            {
                 return Err(conn_err(format!("column `{name}` is declared twice")));
             }
             let mut f = Field::new(name.clone(), expr::data_type(ty)?);
@@ -102,12 +110,14 @@ fn build_table(def: &TableDef) -> Result<Table> {
                 columns.push(Scalar::Column(i, physical.fields[i].ty));
             }
             ColumnDef::Computed { name, expr: e } => {
-                if fields.iter().any(|f: &Field| f.name.eq_ignore_ascii_case(name)) {
+                if fields
+                    .iter()
+                    .any(|f: &Field| f.name.eq_ignore_ascii_case(name))
+                {
                     return Err(conn_err(format!("column `{name}` is declared twice")));
                 }
-                let s = expr::compile(e, &scope).map_err(|e| {
-                    conn_err(format!("computed column `{name}`: {e}"))
-                })?;
+                let s = expr::compile(e, &scope)
+                    .map_err(|e| conn_err(format!("computed column `{name}`: {e}")))?;
                 fields.push(Field::new(name.clone(), s.ty()));
                 columns.push(s);
             }
@@ -140,9 +150,9 @@ fn build_table(def: &TableDef) -> Result<Table> {
         Some(cols) => Some(
             cols.iter()
                 .map(|c| {
-                    schema
-                        .index_of(c)
-                        .ok_or_else(|| conn_err(format!("PRIMARY KEY column `{c}`: no such column")))
+                    schema.index_of(c).ok_or_else(|| {
+                        conn_err(format!("PRIMARY KEY column `{c}`: no such column"))
+                    })
                 })
                 .collect::<Result<Vec<_>>>()?,
         ),

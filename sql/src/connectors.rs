@@ -114,9 +114,11 @@ impl<'a> Options<'a> {
     fn parse<T: std::str::FromStr>(&mut self, key: &str) -> Result<Option<T>> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) => v.trim().parse().map(Some).map_err(|_| {
-                self.err(format!("the option '{key}' = '{v}' is not a valid value"))
-            }),
+            Some(v) => {
+                v.trim().parse().map(Some).map_err(|_| {
+                    self.err(format!("the option '{key}' = '{v}' is not a valid value"))
+                })
+            }
         }
     }
 
@@ -158,7 +160,11 @@ impl<'a> Options<'a> {
         } else {
             Err(self.err(format!(
                 "unsupported options for connector '{connector}': {}",
-                unknown.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ")
+                unknown
+                    .iter()
+                    .map(|k| format!("'{k}'"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )))
         }
     }
@@ -339,7 +345,10 @@ impl Datagen {
     pub fn row(&self, i: u64, types: &[DataType], base_ms: i64) -> Row {
         let mut values = Values::with_capacity(self.fields.len());
         for (c, (g, ty)) in self.fields.iter().zip(types).enumerate() {
-            let mut h = splitmix64(i.wrapping_mul(0x9E37_79B9).wrapping_add(c as u64 * 0x1234_5677));
+            let mut h = splitmix64(
+                i.wrapping_mul(0x9E37_79B9)
+                    .wrapping_add(c as u64 * 0x1234_5677),
+            );
             let v = match g {
                 FieldGen::Sequence { start, .. } => {
                     let n = start.saturating_add(i as i64);
@@ -347,11 +356,18 @@ impl Datagen {
                         DataType::Int => Value::Int(n as i32),
                         DataType::String => Value::Str(n.to_string().into()),
                         DataType::Double => Value::Double(n as f64),
-                        DataType::Decimal { scale, .. } => Value::Decimal(i128::from(n) * 10i128.pow(u32::from(*scale))),
+                        DataType::Decimal { scale, .. } => {
+                            Value::Decimal(i128::from(n) * 10i128.pow(u32::from(*scale)))
+                        }
                         _ => Value::BigInt(n),
                     }
                 }
-                FieldGen::Random { min, max, length, null_rate } => {
+                FieldGen::Random {
+                    min,
+                    max,
+                    length,
+                    null_rate,
+                } => {
                     if *null_rate > 0.0 && (h >> 11) as f64 / (1u64 << 53) as f64 <= *null_rate {
                         values.push(Value::Null);
                         continue;
@@ -364,9 +380,13 @@ impl Datagen {
                         DataType::Int => Value::Int(n as i32),
                         DataType::BigInt => Value::BigInt(n),
                         DataType::Double => Value::Double(
-                            *min as f64 + (h >> 11) as f64 / (1u64 << 53) as f64 * (*max as f64 - *min as f64),
+                            *min as f64
+                                + (h >> 11) as f64 / (1u64 << 53) as f64
+                                    * (*max as f64 - *min as f64),
                         ),
-                        DataType::Decimal { scale, .. } => Value::Decimal(i128::from(n) * 10i128.pow(u32::from(*scale))),
+                        DataType::Decimal { scale, .. } => {
+                            Value::Decimal(i128::from(n) * 10i128.pow(u32::from(*scale)))
+                        }
                         DataType::String => {
                             const ALPHA: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
                             let mut s = compact_str::CompactString::default();
@@ -377,8 +397,12 @@ impl Datagen {
                             }
                             Value::Str(s)
                         }
-                        DataType::Timestamp | DataType::TimestampLtz => Value::Timestamp(base_ms + n),
-                        DataType::Date => Value::Date((base_ms + n).div_euclid(crate::time::DAY_MS) as i32),
+                        DataType::Timestamp | DataType::TimestampLtz => {
+                            Value::Timestamp(base_ms + n)
+                        }
+                        DataType::Date => {
+                            Value::Date((base_ms + n).div_euclid(crate::time::DAY_MS) as i32)
+                        }
                         DataType::Interval => Value::Interval(n),
                     }
                 }
@@ -429,7 +453,8 @@ impl<S: Source> Source for Paced<S> {
         let due = (started.elapsed().as_secs_f64() * self.rate as f64) as u64 + 1;
         let allowed = due.saturating_sub(self.emitted);
         if allowed == 0 {
-            let next = started + Duration::from_secs_f64((self.emitted + 1) as f64 / self.rate as f64);
+            let next =
+                started + Duration::from_secs_f64((self.emitted + 1) as f64 / self.rate as f64);
             return SourcePoll::Idle { until: Some(next) };
         }
         let r = self.inner.poll_next(out, budget.min(allowed as usize));
@@ -497,14 +522,23 @@ pub struct PrintSink {
 
 impl PrintSink {
     /// Subtask `info`'s print sink.
-    pub fn new(identifier: Option<&str>, stderr: bool, types: Vec<DataType>, info: &SubtaskInfo) -> Self {
+    pub fn new(
+        identifier: Option<&str>,
+        stderr: bool,
+        types: Vec<DataType>,
+        info: &SubtaskInfo,
+    ) -> Self {
         let prefix = match (identifier, info.parallelism > 1) {
             (Some(id), true) => format!("{id}:{}> ", info.index + 1),
             (Some(id), false) => format!("{id}> "),
             (None, true) => format!("{}> ", info.index + 1),
             (None, false) => String::new(),
         };
-        Self { prefix, types, stderr }
+        Self {
+            prefix,
+            types,
+            stderr,
+        }
     }
 }
 

@@ -3,8 +3,10 @@
 //! (`TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND)`), which
 //! sqlparser's generic dialect does not read.
 
-use sqlparser::ast::{Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
-    FunctionArguments, Ident, ObjectName};
+use sqlparser::ast::{
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
+    ObjectName,
+};
 use sqlparser::dialect::{Dialect, GenericDialect};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -53,7 +55,12 @@ impl Dialect for FlinkDialect {
                 args: FunctionArguments::List(FunctionArgumentList {
                     duplicate_treatment: None,
                     args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(
-                        Expr::CompoundIdentifier(name.0.into_iter().filter_map(|p| p.as_ident().cloned()).collect()),
+                        Expr::CompoundIdentifier(
+                            name.0
+                                .into_iter()
+                                .filter_map(|p| p.as_ident().cloned())
+                                .collect(),
+                        ),
                     ))],
                     clauses: vec![],
                 }),

@@ -357,11 +357,11 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
     };
     match f {
         Func::Upper => match arg(0) {
-            Value::Str(s) => Value::Str(s.to_uppercase().into()),
+            Value::Str(s) => Value::Str(s.to_uppercase()),
             _ => Value::Null,
         },
         Func::Lower => match arg(0) {
-            Value::Str(s) => Value::Str(s.to_lowercase().into()),
+            Value::Str(s) => Value::Str(s.to_lowercase()),
             _ => Value::Null,
         },
         Func::CharLength => match arg(0) {
@@ -473,7 +473,11 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             Value::Decimal(v) => {
                 let d = 10i128.pow(u32::from(args[0].ty().scale()));
                 let q = v.div_euclid(d);
-                let r = if *ceil && v.rem_euclid(d) != 0 { q + 1 } else { q };
+                let r = if *ceil && v.rem_euclid(d) != 0 {
+                    q + 1
+                } else {
+                    q
+                };
                 Value::Decimal(r)
             }
             v => v,
@@ -500,12 +504,11 @@ pub fn numeric_common(a: DataType, b: DataType) -> Option<DataType> {
             precision: p1.max(p2).min(38),
             scale: s1.max(s2),
         },
-        (Decimal { precision, scale }, Int | BigInt) | (Int | BigInt, Decimal { precision, scale }) => {
-            Decimal {
-                precision: precision.max(19).min(38),
-                scale,
-            }
-        }
+        (Decimal { precision, scale }, Int | BigInt)
+        | (Int | BigInt, Decimal { precision, scale }) => Decimal {
+            precision: precision.clamp(19, 38),
+            scale,
+        },
         (BigInt, Int | BigInt) | (Int, BigInt) => BigInt,
         (Int, Int) => Int,
         _ => return None,
@@ -518,7 +521,10 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
     }
     match ty {
         DataType::Int => {
-            let (x, y) = (a.as_i64().unwrap_or(0) as i32, b.as_i64().unwrap_or(0) as i32);
+            let (x, y) = (
+                a.as_i64().unwrap_or(0) as i32,
+                b.as_i64().unwrap_or(0) as i32,
+            );
             match op {
                 Arith::Add => Value::Int(x.wrapping_add(y)),
                 Arith::Sub => Value::Int(x.wrapping_sub(y)),
@@ -556,7 +562,10 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
         DataType::Decimal { scale, .. } => {
             let r = match op {
                 Arith::Add | Arith::Sub | Arith::Mod => {
-                    let (Some(x), Some(y)) = (a.to_scaled(ta.scale(), scale), b.to_scaled(tb.scale(), scale)) else {
+                    let (Some(x), Some(y)) = (
+                        a.to_scaled(ta.scale(), scale),
+                        b.to_scaled(tb.scale(), scale),
+                    ) else {
                         return Value::Null;
                     };
                     match op {
@@ -566,21 +575,28 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
                     }
                 }
                 Arith::Mul => {
-                    let (Some(x), Some(y)) = (a.to_scaled(ta.scale(), ta.scale()), b.to_scaled(tb.scale(), tb.scale())) else {
+                    let (Some(x), Some(y)) = (
+                        a.to_scaled(ta.scale(), ta.scale()),
+                        b.to_scaled(tb.scale(), tb.scale()),
+                    ) else {
                         return Value::Null;
                     };
                     x.checked_mul(y)
                         .and_then(|p| rescale(p, ta.scale() + tb.scale(), scale))
                 }
                 Arith::Div => {
-                    let (Some(x), Some(y)) = (a.to_scaled(ta.scale(), ta.scale()), b.to_scaled(tb.scale(), tb.scale())) else {
+                    let (Some(x), Some(y)) = (
+                        a.to_scaled(ta.scale(), ta.scale()),
+                        b.to_scaled(tb.scale(), tb.scale()),
+                    ) else {
                         return Value::Null;
                     };
                     if y == 0 {
                         None
                     } else {
                         // x / y at `scale`: x * 10^(scale + sb - sa) / y, rounded.
-                        let shift = i32::from(scale) + i32::from(tb.scale()) - i32::from(ta.scale());
+                        let shift =
+                            i32::from(scale) + i32::from(tb.scale()) - i32::from(ta.scale());
                         let num = if shift >= 0 {
                             x.checked_mul(10i128.pow(shift as u32 + 1))
                         } else {
@@ -596,13 +612,12 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
             r.map_or(Value::Null, Value::Decimal)
         }
         DataType::Timestamp | DataType::TimestampLtz => match (a, b) {
-            (Value::Timestamp(t), Value::Interval(i)) | (Value::Interval(i), Value::Timestamp(t)) => {
-                match op {
-                    Arith::Add => Value::Timestamp(t.saturating_add(*i)),
-                    Arith::Sub => Value::Timestamp(t.saturating_sub(*i)),
-                    _ => Value::Null,
-                }
-            }
+            (Value::Timestamp(t), Value::Interval(i))
+            | (Value::Interval(i), Value::Timestamp(t)) => match op {
+                Arith::Add => Value::Timestamp(t.saturating_add(*i)),
+                Arith::Sub => Value::Timestamp(t.saturating_sub(*i)),
+                _ => Value::Null,
+            },
             _ => Value::Null,
         },
         DataType::Date => match (a, b) {
@@ -676,7 +691,9 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
         }
         T::Double => match &v {
             Value::Str(s) => s.trim().parse::<f64>().map_or(Value::Null, Value::Double),
-            other => other.to_f64(from.scale()).map_or(Value::Null, Value::Double),
+            other => other
+                .to_f64(from.scale())
+                .map_or(Value::Null, Value::Double),
         },
         T::Decimal { precision, scale } => {
             let x = match &v {
@@ -694,6 +711,9 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
         }
         T::Timestamp | T::TimestampLtz => match v {
             Value::Timestamp(t) => Value::Timestamp(t),
+            Value::Int(_) | Value::BigInt(_) if to == T::TimestampLtz => {
+                v.as_i64().map_or(Value::Null, Value::Timestamp)
+            }
             Value::Date(d) => Value::Timestamp(i64::from(d) * DAY_MS),
             Value::Str(s) => parse_timestamp(&s).map_or(Value::Null, Value::Timestamp),
             _ => Value::Null,
@@ -730,7 +750,11 @@ pub fn parse_decimal(s: &str, scale: u8) -> Option<i128> {
         return None;
     }
     let digits = format!("{int}{frac}");
-    let v: i128 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
+    let v: i128 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().ok()?
+    };
     let v = rescale(v, u8::try_from(frac.len()).ok()?, scale)?;
     Some(if neg { -v } else { v })
 }
@@ -793,8 +817,14 @@ pub fn data_type(ty: &ast::DataType) -> Result<DataType> {
                 scale: s as u8,
             }
         }
-        A::String(_) | A::Varchar(_) | A::Char(_) | A::Text | A::CharVarying(_)
-        | A::Character(_) | A::CharacterVarying(_) | A::Nvarchar(_) => DataType::String,
+        A::String(_)
+        | A::Varchar(_)
+        | A::Char(_)
+        | A::Text
+        | A::CharVarying(_)
+        | A::Character(_)
+        | A::CharacterVarying(_)
+        | A::Nvarchar(_) => DataType::String,
         A::Timestamp(p, tz) => {
             check_millis(*p)?;
             match tz {
@@ -865,11 +895,15 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
             let text = ts.value.value.clone().into_string().unwrap_or_default();
             let v = cast(Value::Str(text.as_str().into()), DataType::String, ty);
             if v.is_null() {
-                return Err(SqlError::Type(format!("`{text}` is not a valid {ty} literal")));
+                return Err(SqlError::Type(format!(
+                    "`{text}` is not a valid {ty} literal"
+                )));
             }
             Scalar::Literal(v, ty)
         }
-        Expr::Interval(iv) => Scalar::Literal(Value::Interval(interval_ms(iv)?), DataType::Interval),
+        Expr::Interval(iv) => {
+            Scalar::Literal(Value::Interval(interval_ms(iv)?), DataType::Interval)
+        }
         Expr::UnaryOp { op, expr } => {
             let a = sub(expr)?;
             match op {
@@ -948,7 +982,9 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                     ast::Value::SingleQuotedString(s) if s.chars().count() == 1 => s.chars().next(),
                     _ => return Err(SqlError::Type("LIKE's ESCAPE must be one character".into())),
                 },
-                Some(_) => return Err(SqlError::Type("LIKE's ESCAPE must be one character".into())),
+                Some(_) => {
+                    return Err(SqlError::Type("LIKE's ESCAPE must be one character".into()))
+                }
             };
             Scalar::Like(Box::new(t), Box::new(p), esc, *negated)
         }
@@ -1017,7 +1053,9 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                     let t = a.ty();
                     Scalar::Call(Func::TimeFloor(unit, ceil), vec![a], t)
                 }
-                ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) if a.ty().is_numeric() => {
+                ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime)
+                    if a.ty().is_numeric() =>
+                {
                     let t = a.ty();
                     Scalar::Call(Func::NumFloor(ceil), vec![a], t)
                 }
@@ -1049,7 +1087,11 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
         } => Scalar::Call(Func::Trim, vec![sub(expr)?], DataType::String),
         Expr::Position { expr, r#in } => {
             let args = vec![sub(expr)?, sub(r#in)?];
-            check_args("POSITION", &args, &[Some(DataType::String), Some(DataType::String)])?;
+            check_args(
+                "POSITION",
+                &args,
+                &[Some(DataType::String), Some(DataType::String)],
+            )?;
             Scalar::Call(Func::Position, args, DataType::Int)
         }
         Expr::Function(f) => function(f, &mut sub)?,
@@ -1065,7 +1107,10 @@ fn expect_bool(s: &Scalar, what: &str) -> Result<()> {
     if s.ty() == DataType::Boolean || is_null_literal(s) {
         Ok(())
     } else {
-        Err(SqlError::Type(format!("{what} needs a BOOLEAN, got {}", s.ty())))
+        Err(SqlError::Type(format!(
+            "{what} needs a BOOLEAN, got {}",
+            s.ty()
+        )))
     }
 }
 
@@ -1143,7 +1188,11 @@ fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
         } else if ta == DataType::Interval && (tb == DataType::Interval || tb.is_numeric()) {
             DataType::Interval
         } else if is_null_literal(&a) || is_null_literal(&b) {
-            if is_null_literal(&a) { tb } else { ta }
+            if is_null_literal(&a) {
+                tb
+            } else {
+                ta
+            }
         } else {
             return Err(SqlError::Type(format!("{ta} {} {tb}", arith_symbol(o))));
         };
@@ -1247,7 +1296,11 @@ pub fn interval_ms(iv: &ast::Interval) -> Result<i64> {
         },
         other => return Err(SqlError::Unsupported(format!("INTERVAL {other}"))),
     };
-    let bad = || SqlError::Type(format!("`INTERVAL '{text}'`: not a day-time interval weir reads"));
+    let bad = || {
+        SqlError::Type(format!(
+            "`INTERVAL '{text}'`: not a day-time interval weir reads"
+        ))
+    };
     let t = text.trim();
     let (neg, t) = match t.strip_prefix('-') {
         Some(r) => (true, r.trim()),
@@ -1256,7 +1309,13 @@ pub fn interval_ms(iv: &ast::Interval) -> Result<i64> {
     let leading = iv.leading_field.as_ref();
     let ms = match (leading, &iv.last_field) {
         (Some(f), None) => {
-            if matches!(f, DateTimeField::Year | DateTimeField::Years | DateTimeField::Month | DateTimeField::Months) {
+            if matches!(
+                f,
+                DateTimeField::Year
+                    | DateTimeField::Years
+                    | DateTimeField::Month
+                    | DateTimeField::Months
+            ) {
                 return Err(SqlError::Unsupported(format!(
                     "the year-month interval `{iv}` (day-time intervals are)"
                 )));
@@ -1269,7 +1328,11 @@ pub fn interval_ms(iv: &ast::Interval) -> Result<i64> {
                     let f: i64 = f.parse().map_err(|_| bad())?;
                     whole * unit + f * unit / 1000
                 }
-                _ => t.parse::<i64>().map_err(|_| bad())?.checked_mul(unit).ok_or_else(bad)?,
+                _ => t
+                    .parse::<i64>()
+                    .map_err(|_| bad())?
+                    .checked_mul(unit)
+                    .ok_or_else(bad)?,
             }
         }
         (Some(_), Some(_)) | (None, _) => {
@@ -1297,14 +1360,20 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         ast::FunctionArguments::List(l) => l.args.clone(),
         ast::FunctionArguments::None => vec![],
         ast::FunctionArguments::Subquery(_) => {
-            return Err(SqlError::Unsupported(format!("a subquery as the argument of {name}")))
+            return Err(SqlError::Unsupported(format!(
+                "a subquery as the argument of {name}"
+            )))
         }
     };
     let mut args = Vec::new();
     for a in &raw {
         match a {
             ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(sub(x)?),
-            other => return Err(SqlError::Unsupported(format!("the argument `{other}` of {name}"))),
+            other => {
+                return Err(SqlError::Unsupported(format!(
+                    "the argument `{other}` of {name}"
+                )))
+            }
         }
     }
     let n = args.len();
@@ -1394,6 +1463,33 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             };
             Scalar::Call(Func::DateFormat(p), vec![a], DataType::String)
         }
+        "TO_TIMESTAMP_LTZ" => {
+            arity(1..=2)?;
+            let precision = match args.get(1) {
+                None => 3,
+                Some(Scalar::Literal(Value::Int(p), _)) if *p == 0 || *p == 3 => *p,
+                Some(_) => {
+                    return Err(SqlError::Type(
+                        "TO_TIMESTAMP_LTZ(epoch, precision): precision must be the literal 0 (seconds) or 3 (milliseconds)".into(),
+                    ))
+                }
+            };
+            let a = args.into_iter().next().expect("one");
+            if !matches!(a.ty(), DataType::Int | DataType::BigInt) {
+                return Err(SqlError::Type(format!("TO_TIMESTAMP_LTZ of {}", a.ty())));
+            }
+            let ms = if precision == 0 {
+                Scalar::Arith(
+                    Arith::Mul,
+                    Box::new(a),
+                    Box::new(Scalar::Literal(Value::BigInt(1000), DataType::BigInt)),
+                    DataType::BigInt,
+                )
+            } else {
+                a
+            };
+            Scalar::Cast(Box::new(ms), DataType::TimestampLtz)
+        }
         "TO_TIMESTAMP" => {
             arity(1..=1)?;
             check_args(&name, &args, &[s])?;
@@ -1450,7 +1546,7 @@ mod tests {
             Field::new("n", DataType::Int),
             Field::new("ts", DataType::Timestamp),
         ]);
-        let row = Row::from_iter([
+        let row = Row::of([
             Value::Int(7),
             Value::Str("Hello".into()),
             Value::Null,
@@ -1480,14 +1576,20 @@ mod tests {
         assert_eq!(eval("a / 0", &s, &r), Value::Null);
         assert_eq!(eval("a * 1.5", &s, &r), Value::Decimal(105));
         assert_eq!(eval("UPPER(s) || '!'", &s, &r), Value::Str("HELLO!".into()));
-        assert_eq!(eval("SUBSTRING(s FROM 2 FOR 3)", &s, &r), Value::Str("ell".into()));
+        assert_eq!(
+            eval("SUBSTRING(s FROM 2 FOR 3)", &s, &r),
+            Value::Str("ell".into())
+        );
         assert_eq!(eval("CHAR_LENGTH(s)", &s, &r), Value::Int(5));
         assert_eq!(eval("s LIKE 'H%o'", &s, &r), Value::Bool(true));
         assert_eq!(
             eval("CASE WHEN a > 5 THEN 'big' ELSE 'small' END", &s, &r),
             Value::Str("big".into())
         );
-        assert_eq!(eval("CASE a WHEN 1 THEN 10 WHEN 7 THEN 70 END", &s, &r), Value::Int(70));
+        assert_eq!(
+            eval("CASE a WHEN 1 THEN 10 WHEN 7 THEN 70 END", &s, &r),
+            Value::Int(70)
+        );
         assert_eq!(eval("EXTRACT(HOUR FROM ts)", &s, &r), Value::BigInt(3));
         assert_eq!(
             eval("DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm')", &s, &r),
@@ -1542,6 +1644,9 @@ mod tests {
         assert_eq!(iv("INTERVAL '5' SECOND"), 5000);
         assert_eq!(iv("INTERVAL '10' MINUTES"), 600_000);
         assert_eq!(iv("INTERVAL '1.5' SECOND"), 1500);
-        assert_eq!(iv("INTERVAL '1 02:00:00' DAY TO SECOND"), DAY_MS + 7_200_000);
+        assert_eq!(
+            iv("INTERVAL '1 02:00:00' DAY TO SECOND"),
+            DAY_MS + 7_200_000
+        );
     }
 }

@@ -55,7 +55,9 @@ impl Default for CsvOptions {
     }
 }
 
-/// What became of one line.
+/// What became of one line. (A row is large but this is returned once per
+/// line on the hot path: boxing it would allocate per row.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, PartialEq)]
 pub enum Parsed {
     /// A row.
@@ -71,7 +73,9 @@ impl Format {
     pub fn ignores_errors(&self) -> bool {
         match self {
             Format::Csv(o) => o.ignore_parse_errors,
-            Format::Json { ignore_parse_errors } => *ignore_parse_errors,
+            Format::Json {
+                ignore_parse_errors,
+            } => *ignore_parse_errors,
         }
     }
 
@@ -215,9 +219,11 @@ fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, String> {
     };
     let mut values = Values::with_capacity(schema.len());
     for f in &schema.fields {
-        let j = map
-            .get(&f.name)
-            .or_else(|| map.iter().find(|(k, _)| k.eq_ignore_ascii_case(&f.name)).map(|(_, v)| v));
+        let j = map.get(&f.name).or_else(|| {
+            map.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(&f.name))
+                .map(|(_, v)| v)
+        });
         let bad = |j: &serde_json::Value| format!("field `{}`: {j} is not a {}", f.name, f.ty);
         let value = match j {
             None | Some(serde_json::Value::Null) => Value::Null,
@@ -226,7 +232,9 @@ fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, String> {
                 (DataType::String, other) => Value::Str(other.to_string().into()),
                 (DataType::Boolean, serde_json::Value::Bool(b)) => Value::Bool(*b),
                 (DataType::Int, serde_json::Value::Number(n)) => Value::Int(
-                    n.as_i64().and_then(|i| i32::try_from(i).ok()).ok_or_else(|| bad(j))?,
+                    n.as_i64()
+                        .and_then(|i| i32::try_from(i).ok())
+                        .ok_or_else(|| bad(j))?,
                 ),
                 (DataType::BigInt, serde_json::Value::Number(n)) => {
                     Value::BigInt(n.as_i64().ok_or_else(|| bad(j))?)
@@ -312,7 +320,13 @@ mod tests {
             Field::new("id", DataType::BigInt),
             Field::new("name", DataType::String),
             Field::new("ts", DataType::Timestamp),
-            Field::new("price", DataType::Decimal { precision: 10, scale: 2 }),
+            Field::new(
+                "price",
+                DataType::Decimal {
+                    precision: 10,
+                    scale: 2,
+                },
+            ),
         ])
     }
 
@@ -330,7 +344,15 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "7,\"a, \"\"b\"\"\",2024-01-01 00:00:01.500,3.10\n"
         );
-        assert_eq!(f.parse(",x,,", &s), Parsed::Row(Row::from_iter([Value::Null, Value::Str("x".into()), Value::Null, Value::Null])));
+        assert_eq!(
+            f.parse(",x,,", &s),
+            Parsed::Row(Row::of([
+                Value::Null,
+                Value::Str("x".into()),
+                Value::Null,
+                Value::Null
+            ]))
+        );
         assert!(matches!(f.parse("1,x,nope,1", &s), Parsed::Error(e) if e.contains("`ts`")));
         assert!(matches!(f.parse("1,x", &s), Parsed::Error(e) if e.contains("2 fields")));
         let lenient = Format::Csv(CsvOptions {
@@ -348,7 +370,10 @@ mod tests {
             ignore_parse_errors: false,
         };
         let s = schema();
-        let Parsed::Row(r) = f.parse(r#"{"id": 1, "name": "n", "ts": "2024-01-01 00:00:00", "price": 2.5}"#, &s) else {
+        let Parsed::Row(r) = f.parse(
+            r#"{"id": 1, "name": "n", "ts": "2024-01-01 00:00:00", "price": 2.5}"#,
+            &s,
+        ) else {
             panic!()
         };
         assert_eq!(r.values[3], Value::Decimal(250));

@@ -182,7 +182,10 @@ mod tests {
     #[test]
     fn date_format_and_extract() {
         let ts = parse_timestamp("2024-03-05 14:07:09.045").unwrap();
-        assert_eq!(date_format(ts, "yyyy-MM-dd HH:mm:ss.SSS"), "2024-03-05 14:07:09.045");
+        assert_eq!(
+            date_format(ts, "yyyy-MM-dd HH:mm:ss.SSS"),
+            "2024-03-05 14:07:09.045"
+        );
         assert_eq!(date_format(ts, "yy/M/d 'at' hh a"), "24/3/5 at 02 PM");
         assert_eq!(extract(TimeUnit::DayOfWeek, ts), 3); // a Tuesday
         assert_eq!(extract(TimeUnit::DayOfYear, ts), 65);

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir_runtime::{
-    BranchStream, EventTimeSessionWindows, FileSource, JobGraph, SlidingEventTimeWindows, SubtaskInfo,
-    TimeWindow, TransactionalFileSink, TumblingEventTimeWindows, WatermarkStrategy,
+    BranchStream, EventTimeSessionWindows, FileSource, JobGraph, Offset, SlidingEventTimeWindows,
+    SubtaskInfo, TimeWindow, TransactionalFileSink, TumblingEventTimeWindows, WatermarkStrategy,
 };
 
 use crate::agg::{Aggs, GroupAggregate, WindowAggregate};
@@ -102,19 +102,29 @@ impl<'j> Lowering<'j> {
                 let map_uid = format!("{uid}-output");
                 match *window {
                     Window::Tumble { size, offset } => keyed
-                        .window(TumblingEventTimeWindows::of(size, ts).with_offset(offset))
+                        .window(
+                            TumblingEventTimeWindows::of(ms(size), ts)
+                                .with_offset(offset_of(offset)),
+                        )
                         .aggregate(&uid, f)
                         .map(&map_uid, out)
                         .share()
                         .branch(),
-                    Window::Hop { slide, size, offset } => keyed
-                        .window(SlidingEventTimeWindows::of(size, slide, ts).with_offset(offset))
+                    Window::Hop {
+                        slide,
+                        size,
+                        offset,
+                    } => keyed
+                        .window(
+                            SlidingEventTimeWindows::of(ms(size), ms(slide), ts)
+                                .with_offset(offset_of(offset)),
+                        )
                         .aggregate(&uid, f)
                         .map(&map_uid, out)
                         .share()
                         .branch(),
                     Window::Session { gap } => keyed
-                        .window(EventTimeSessionWindows::with_gap(gap, ts))
+                        .window(EventTimeSessionWindows::with_gap(ms(gap), ts))
                         .aggregate(&uid, f)
                         .map(&map_uid, out)
                         .share()
@@ -127,7 +137,9 @@ impl<'j> Lowering<'j> {
                 let nkeys = *keys;
                 let aggs = Aggs::new(aggs);
                 rows.key_by(move |r: &Row| key_of(r, nkeys))
-                    .process(&uid, move |_: &SubtaskInfo| GroupAggregate::new(aggs.clone(), nkeys))
+                    .process(&uid, move |_: &SubtaskInfo| {
+                        GroupAggregate::new(aggs.clone(), nkeys)
+                    })
                     .share()
                     .branch()
             }
@@ -201,13 +213,15 @@ impl<'j> Lowering<'j> {
                 let g = g.clone();
                 let types = t.physical.types();
                 let base = self.base_ms;
-                let s = self
-                    .job
-                    .source(&uid, move |info: &SubtaskInfo| datagen_source(&g, &types, base, info));
+                let s = self.job.source(&uid, move |info: &SubtaskInfo| {
+                    datagen_source(&g, &types, base, info)
+                });
                 if computed {
-                    s.map(&format!("{uid}-computed"), move |r: Row| compute(&columns, r))
-                        .share()
-                        .branch()
+                    s.map(&format!("{uid}-computed"), move |r: Row| {
+                        compute(&columns, r)
+                    })
+                    .share()
+                    .branch()
                 } else {
                     s.share().branch()
                 }
@@ -215,7 +229,10 @@ impl<'j> Lowering<'j> {
             other => {
                 return Err(SqlError::Connector {
                     table: t.name.clone(),
-                    message: format!("the '{}' connector cannot be read (it is a sink)", other.name()),
+                    message: format!(
+                        "the '{}' connector cannot be read (it is a sink)",
+                        other.name()
+                    ),
                 })
             }
         };
@@ -223,10 +240,12 @@ impl<'j> Lowering<'j> {
             None => rows,
             Some((col, delay)) => rows
                 .assign_timestamps_and_watermarks(
-                    WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(delay as u64))
-                        .with_timestamp_assigner(move |r: &Row| {
-                            r.values[col].as_i64().unwrap_or(i64::MIN)
-                        }),
+                    WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(
+                        delay as u64,
+                    ))
+                    .with_timestamp_assigner(move |r: &Row| {
+                        r.values[col].as_i64().unwrap_or(i64::MIN)
+                    }),
                 )
                 .share()
                 .branch(),
@@ -247,7 +266,9 @@ impl<'j> Lowering<'j> {
             Connector::Print { identifier, stderr } => {
                 let id = identifier.clone();
                 let stderr = *stderr;
-                rows.sink(&uid, move |info: &SubtaskInfo| PrintSink::new(id.as_deref(), stderr, types.clone(), info));
+                rows.sink(&uid, move |info: &SubtaskInfo| {
+                    PrintSink::new(id.as_deref(), stderr, types.clone(), info)
+                });
             }
             Connector::Blackhole => rows.sink(&uid, |_: &SubtaskInfo| BlackholeSink),
             Connector::Filesystem { path, format } => {
@@ -323,6 +344,20 @@ fn compute(columns: &[Scalar], row: Row) -> Row {
     Row {
         kind: row.kind,
         values: columns.iter().map(|c| c.eval(&row)).collect(),
+    }
+}
+
+/// A positive interval of the plan as a duration.
+fn ms(v: i64) -> Duration {
+    Duration::from_millis(v.unsigned_abs())
+}
+
+/// A signed interval as an offset.
+fn offset_of(v: i64) -> Offset {
+    if v < 0 {
+        Offset::before(ms(v))
+    } else {
+        Offset::after(ms(v))
     }
 }
 

@@ -188,7 +188,9 @@ impl<'c> Planner<'c> {
     pub fn query(&mut self, q: &Query) -> Result<Plan> {
         self.depth += 1;
         if self.depth > 64 {
-            return Err(SqlError::Plan("views or subqueries nest deeper than 64".into()));
+            return Err(SqlError::Plan(
+                "views or subqueries nest deeper than 64".into(),
+            ));
         }
         let r = self.query_inner(q);
         self.depth -= 1;
@@ -197,7 +199,9 @@ impl<'c> Planner<'c> {
 
     fn query_inner(&mut self, q: &Query) -> Result<Plan> {
         if q.with.is_some() {
-            return Err(SqlError::Unsupported("WITH (common table expressions); use CREATE VIEW".into()));
+            return Err(SqlError::Unsupported(
+                "WITH (common table expressions); use CREATE VIEW".into(),
+            ));
         }
         if q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
             return Err(SqlError::Unsupported(
@@ -239,7 +243,9 @@ impl<'c> Planner<'c> {
                     updating,
                 })
             }
-            SetExpr::SetOperation { op, set_quantifier, .. } => Err(SqlError::Unsupported(format!(
+            SetExpr::SetOperation {
+                op, set_quantifier, ..
+            } => Err(SqlError::Unsupported(format!(
                 "{op} {set_quantifier} (UNION ALL is supported)"
             ))),
             other => Err(SqlError::Unsupported(format!("the query `{other}`"))),
@@ -248,7 +254,9 @@ impl<'c> Planner<'c> {
 
     fn select(&mut self, s: &Select) -> Result<Plan> {
         if s.distinct.is_some() {
-            return Err(SqlError::Unsupported("SELECT DISTINCT (use GROUP BY)".into()));
+            return Err(SqlError::Unsupported(
+                "SELECT DISTINCT (use GROUP BY)".into(),
+            ));
         }
         if s.from.len() != 1 {
             return Err(SqlError::Unsupported(if s.from.is_empty() {
@@ -258,7 +266,9 @@ impl<'c> Planner<'c> {
             }));
         }
         if !s.from[0].joins.is_empty() {
-            return Err(SqlError::Unsupported("JOIN: joins are not supported yet".into()));
+            return Err(SqlError::Unsupported(
+                "JOIN: joins are not supported yet".into(),
+            ));
         }
         let from = self.table_factor(&s.from[0].relation)?;
         let group_exprs: Vec<Expr> = match &s.group_by {
@@ -310,9 +320,12 @@ impl<'c> Planner<'c> {
                 ));
             }
             if s.having.is_some() {
-                return Err(SqlError::Plan("HAVING without GROUP BY or aggregates".into()));
+                return Err(SqlError::Plan(
+                    "HAVING without GROUP BY or aggregates".into(),
+                ));
             }
-            let (project, fields) = self.projection(&s.projection, &input_scope, &mut |_| Ok(None))?;
+            let (project, fields) =
+                self.projection(&s.projection, &input_scope, &mut |_| Ok(None))?;
             return Ok(calc(from.plan, filter, project, fields));
         }
         self.aggregate(s, from, input_scope, filter, group_exprs)
@@ -373,7 +386,9 @@ impl<'c> Planner<'c> {
             if agg_exprs.contains(&f) {
                 continue;
             }
-            let Expr::Function(func) = &f else { unreachable!("aggregates are calls") };
+            let Expr::Function(func) = &f else {
+                unreachable!("aggregates are calls")
+            };
             let name = object_name(&func.name).to_ascii_uppercase();
             let agg = match name.as_str() {
                 "COUNT" => AggFunc::Count,
@@ -391,7 +406,9 @@ impl<'c> Planner<'c> {
                 )));
             }
             if func.filter.is_some() {
-                return Err(SqlError::Unsupported(format!("{name}(..) FILTER (WHERE ..)")));
+                return Err(SqlError::Unsupported(format!(
+                    "{name}(..) FILTER (WHERE ..)"
+                )));
             }
             let (arg, arg_ty) = match list.args.as_slice() {
                 [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if agg == AggFunc::Count => {
@@ -536,7 +553,10 @@ impl<'c> Planner<'c> {
             match item {
                 SelectItem::Wildcard(_) => {
                     for (i, c) in scope.cols.iter().enumerate() {
-                        project.push(hook(&Expr::Identifier(ast::Ident::new(&c.field.name)))?.unwrap_or(Scalar::Column(i, c.field.ty)));
+                        project.push(
+                            hook(&Expr::Identifier(ast::Ident::new(&c.field.name)))?
+                                .unwrap_or(Scalar::Column(i, c.field.ty)),
+                        );
                         fields.push(c.field.clone());
                     }
                 }
@@ -544,7 +564,10 @@ impl<'c> Planner<'c> {
                     let q = kind.to_string();
                     let mut any = false;
                     for (i, c) in scope.cols.iter().enumerate() {
-                        if c.qualifier.as_deref().is_some_and(|cq| cq.eq_ignore_ascii_case(&q)) {
+                        if c.qualifier
+                            .as_deref()
+                            .is_some_and(|cq| cq.eq_ignore_ascii_case(&q))
+                        {
                             project.push(Scalar::Column(i, c.field.ty));
                             fields.push(c.field.clone());
                             any = true;
@@ -632,8 +655,14 @@ impl<'c> Planner<'c> {
         for a in &list.args {
             match a {
                 FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => args.push(e),
-                FunctionArg::Named { arg: FunctionArgExpr::Expr(e), .. }
-                | FunctionArg::ExprNamed { arg: FunctionArgExpr::Expr(e), .. } => args.push(e),
+                FunctionArg::Named {
+                    arg: FunctionArgExpr::Expr(e),
+                    ..
+                }
+                | FunctionArg::ExprNamed {
+                    arg: FunctionArgExpr::Expr(e),
+                    ..
+                } => args.push(e),
                 other => return Err(SqlError::Plan(format!("{name}: the argument `{other}`"))),
             }
         }
@@ -654,8 +683,13 @@ impl<'c> Planner<'c> {
         // TABLE t (or a subquery), then DESCRIPTOR(col).
         let input = match args[0] {
             Expr::Function(tf) if object_name(&tf.name) == TABLE_ARG => {
-                let ast::FunctionArguments::List(l) = &tf.args else { unreachable!() };
-                let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(parts)))) = l.args.first() else {
+                let ast::FunctionArguments::List(l) = &tf.args else {
+                    unreachable!()
+                };
+                let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(
+                    parts,
+                )))) = l.args.first()
+                else {
                     return Err(usage("the first argument must be TABLE name"));
                 };
                 let table = parts.last().map(|p| p.value.clone()).unwrap_or_default();
@@ -686,7 +720,13 @@ impl<'c> Planner<'c> {
             .index_of(&col)
             .ok_or_else(|| SqlError::UnknownColumn {
                 column: col.clone(),
-                in_scope: plan.schema.fields.iter().map(|f| f.name.clone()).collect::<Vec<_>>().join(", "),
+                in_scope: plan
+                    .schema
+                    .fields
+                    .iter()
+                    .map(|f| f.name.clone())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             })?;
         if !plan.schema.fields[time].rowtime {
             return Err(SqlError::Plan(format!(
@@ -694,7 +734,9 @@ impl<'c> Planner<'c> {
             )));
         }
         if plan.updating {
-            return Err(SqlError::Unsupported(format!("{name} over an updating input")));
+            return Err(SqlError::Unsupported(format!(
+                "{name} over an updating input"
+            )));
         }
         let interval = |e: &Expr| -> Result<i64> {
             match e {
@@ -708,26 +750,48 @@ impl<'c> Planner<'c> {
                 _ => Err(usage("sizes are INTERVAL literals")),
             }
         };
-        let rest: Vec<i64> = args[2..].iter().map(|e| interval(e)).collect::<Result<_>>()?;
+        let rest: Vec<i64> = args[2..]
+            .iter()
+            .map(|e| interval(e))
+            .collect::<Result<_>>()?;
         let window = match (name.as_str(), rest.as_slice()) {
-            ("TUMBLE", [size]) => Window::Tumble { size: *size, offset: 0 },
-            ("TUMBLE", [size, offset]) => Window::Tumble { size: *size, offset: *offset },
+            ("TUMBLE", [size]) => Window::Tumble {
+                size: *size,
+                offset: 0,
+            },
+            ("TUMBLE", [size, offset]) => Window::Tumble {
+                size: *size,
+                offset: *offset,
+            },
             ("HOP", [slide, size]) | ("HOP", [slide, size, _]) => {
                 let offset = rest.get(2).copied().unwrap_or(0);
                 if size % slide != 0 {
                     return Err(usage("the size must be a whole multiple of the slide"));
                 }
-                Window::Hop { slide: *slide, size: *size, offset }
+                Window::Hop {
+                    slide: *slide,
+                    size: *size,
+                    offset,
+                }
             }
             ("SESSION", [gap]) => Window::Session { gap: *gap },
             ("CUMULATE", _) => {
-                return Err(SqlError::Unsupported("CUMULATE windows are not supported yet".into()))
+                return Err(SqlError::Unsupported(
+                    "CUMULATE windows are not supported yet".into(),
+                ))
             }
             ("TUMBLE" | "HOP" | "SESSION", _) => return Err(usage("wrong number of intervals")),
             _ => return Err(SqlError::UnknownFunction(name)),
         };
         for n in ["window_start", "window_end", "window_time"] {
-            let mut f = Field::new(n, if n == "window_time" { plan.schema.fields[time].ty } else { DataType::Timestamp });
+            let mut f = Field::new(
+                n,
+                if n == "window_time" {
+                    plan.schema.fields[time].ty
+                } else {
+                    DataType::Timestamp
+                },
+            );
             f.rowtime = n == "window_time";
             scope.cols.push(ScopeCol {
                 qualifier: Some(qual.clone()),
@@ -775,7 +839,8 @@ fn find_aggregates(e: &Expr, out: &mut Vec<Expr>) {
         fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
             if let Expr::Function(f) = e {
                 let n = object_name(&f.name).to_ascii_uppercase();
-                if f.over.is_none() && matches!(n.as_str(), "COUNT" | "SUM" | "MIN" | "MAX" | "AVG") {
+                if f.over.is_none() && matches!(n.as_str(), "COUNT" | "SUM" | "MIN" | "MAX" | "AVG")
+                {
                     self.0.push(e.clone());
                 }
             }
@@ -789,7 +854,10 @@ fn find_aggregates(e: &Expr, out: &mut Vec<Expr>) {
 fn calc(input: Plan, filter: Option<Scalar>, project: Vec<Scalar>, fields: Vec<Field>) -> Plan {
     let identity = filter.is_none()
         && project.len() == input.schema.len()
-        && project.iter().enumerate().all(|(i, p)| p.as_column() == Some(i));
+        && project
+            .iter()
+            .enumerate()
+            .all(|(i, p)| p.as_column() == Some(i));
     if identity {
         let mut p = input;
         for (f, n) in p.schema.fields.iter_mut().zip(fields) {
@@ -829,13 +897,22 @@ impl Plan {
             .join(", ");
         match &self.node {
             Node::Scan(t) => {
-                let _ = write!(s, "{pad}TableSourceScan(table=[{}], connector=[{}], fields=[{cols}]", t.name, t.connector.name());
+                let _ = write!(
+                    s,
+                    "{pad}TableSourceScan(table=[{}], connector=[{}], fields=[{cols}]",
+                    t.name,
+                    t.connector.name()
+                );
                 if let Some((c, d)) = t.watermark {
                     let _ = write!(s, ", watermark=[{} - {d} ms]", t.schema.fields[c].name);
                 }
                 s.push_str(")\n");
             }
-            Node::Calc { input, filter, project } => {
+            Node::Calc {
+                input,
+                filter,
+                project,
+            } => {
                 let _ = write!(s, "{pad}Calc(select=[{cols}]");
                 if filter.is_some() {
                     s.push_str(", where=[..]");
@@ -844,21 +921,41 @@ impl Plan {
                 s.push_str(")\n");
                 input.explain_into(s, depth + 1);
             }
-            Node::WindowAgg { input, window, keys, aggs, .. } => {
-                let _ = write!(
+            Node::WindowAgg {
+                input,
+                window,
+                keys,
+                aggs,
+                ..
+            } => {
+                let _ = writeln!(
                     s,
-                    "{pad}WindowAggregate(window=[{window:?}], groupBy=[{}], select=[{}])\n",
-                    input.schema.fields[..*keys].iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
-                    aggs.iter().map(|a| a.text.as_str()).collect::<Vec<_>>().join(", ")
+                    "{pad}WindowAggregate(window=[{window:?}], groupBy=[{}], select=[{}])",
+                    input.schema.fields[..*keys]
+                        .iter()
+                        .map(|f| f.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    aggs.iter()
+                        .map(|a| a.text.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 );
                 input.explain_into(s, depth + 1);
             }
             Node::GroupAgg { input, keys, aggs } => {
-                let _ = write!(
+                let _ = writeln!(
                     s,
-                    "{pad}GroupAggregate(groupBy=[{}], select=[{}], changelog=[I,UB,UA,D])\n",
-                    input.schema.fields[..*keys].iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
-                    aggs.iter().map(|a| a.text.as_str()).collect::<Vec<_>>().join(", ")
+                    "{pad}GroupAggregate(groupBy=[{}], select=[{}], changelog=[I,UB,UA,D])",
+                    input.schema.fields[..*keys]
+                        .iter()
+                        .map(|f| f.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    aggs.iter()
+                        .map(|a| a.text.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 );
                 input.explain_into(s, depth + 1);
             }

@@ -25,7 +25,7 @@ pub enum Statement {
         value: String,
     },
     /// `CREATE TABLE`.
-    CreateTable(TableDef),
+    CreateTable(Box<TableDef>),
     /// `CREATE [TEMPORARY] VIEW name AS query`.
     CreateView {
         /// The view's name.
@@ -46,7 +46,8 @@ pub enum Statement {
     Explain(Box<Statement>),
 }
 
-/// A column of `CREATE TABLE`.
+/// A column of `CREATE TABLE` (parsed once per script: size is no matter).
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum ColumnDef {
     /// A column the connector reads and writes.
@@ -140,7 +141,10 @@ fn parse_statement(tokens: Vec<TokenWithSpan>) -> Result<Option<Statement>, SqlE
             SqlError::Syntax(msg)
         } else {
             // The statement ended early: say where it ends.
-            SqlError::Syntax(format!("{msg} at Line: {}, Column: {}", end.line, end.column))
+            SqlError::Syntax(format!(
+                "{msg} at Line: {}, Column: {}",
+                end.line, end.column
+            ))
         }
     })?;
     let rest = p.peek_token();
@@ -183,7 +187,7 @@ fn statement(p: &mut Parser<'_>) -> Result<Statement, ParserError> {
             let _ = p.parse_keyword(Keyword::TEMPORARY);
             p.expect_keyword(Keyword::TABLE)?;
             let _ = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
-            return create_table(p, start).map(Statement::CreateTable);
+            return create_table(p, start).map(|t| Statement::CreateTable(Box::new(t)));
         }
     }
     let ast = p.parse_statement()?;
@@ -231,7 +235,11 @@ fn from_ast(ast: Ast, at: Location) -> Result<Statement, ParserError> {
         Ast::Explain { statement, .. } => from_ast(*statement, at),
         other => {
             let text = other.to_string();
-            let head: String = text.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+            let head: String = text
+                .split_whitespace()
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ");
             unsupported(&format!("the statement `{head} ...`"), at)
         }
     }
@@ -270,10 +278,8 @@ fn create_table(p: &mut Parser<'_>, at: Location) -> Result<TableDef, ParserErro
             p.expect_keyword(Keyword::AS)?;
             def.watermark = Some((col, p.parse_expr()?));
         } else if p.parse_keywords(&[Keyword::PRIMARY, Keyword::KEY]) {
-            let cols = p.parse_parenthesized_column_list(
-                sqlparser::parser::IsOptional::Mandatory,
-                false,
-            )?;
+            let cols =
+                p.parse_parenthesized_column_list(sqlparser::parser::IsOptional::Mandatory, false)?;
             def.primary_key = Some(cols.into_iter().map(|i| i.value).collect());
             p.expect_keywords(&[Keyword::NOT, Keyword::ENFORCED])?;
         } else if p.parse_keyword(Keyword::CONSTRAINT) {
@@ -360,7 +366,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.len(), 5);
-        let Statement::CreateTable(t) = &s[1] else { panic!() };
+        let Statement::CreateTable(t) = &s[1] else {
+            panic!()
+        };
         assert_eq!(t.columns.len(), 4);
         assert_eq!(t.watermark.as_ref().unwrap().0, "ts");
         assert_eq!(t.primary_key.as_deref(), Some(&["user_id".to_string()][..]));
@@ -374,7 +382,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("Line: 2, Column: 1"), "{e}");
-        let e = parse_script("SELECT a FROM t WHERE").unwrap_err().to_string();
+        let e = parse_script("SELECT a FROM t WHERE")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("Line: 1"), "{e}");
     }
 }

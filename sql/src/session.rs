@@ -74,12 +74,17 @@ impl Script {
                 if !t.connector.is_sink() {
                     return Err(SqlError::Connector {
                         table: t.name.clone(),
-                        message: format!("the '{}' connector cannot be written", t.connector.name()),
+                        message: format!(
+                            "the '{}' connector cannot be written",
+                            t.connector.name()
+                        ),
                     });
                 }
                 let plan = Planner::new(&self.catalog).query(&query)?;
                 check_insert(&t.name, &plan, &t.physical)?;
-                if plan.updating && matches!(t.connector, crate::connectors::Connector::Filesystem { .. }) {
+                if plan.updating
+                    && matches!(t.connector, crate::connectors::Connector::Filesystem { .. })
+                {
                     return Err(SqlError::Plan(format!(
                         "table `{}` (filesystem) is append-only and cannot take the updates this query produces (GROUP BY without a window): aggregate in a window, or write to a table that takes a changelog (print)",
                         t.name
@@ -129,11 +134,17 @@ impl Script {
                     crate::connectors::Connector::Datagen(g) => g.count().is_some(),
                     _ => true,
                 },
-                Node::Calc { input, .. } | Node::WindowAgg { input, .. } | Node::GroupAgg { input, .. } => bounded(input),
+                Node::Calc { input, .. }
+                | Node::WindowAgg { input, .. }
+                | Node::GroupAgg { input, .. } => bounded(input),
                 Node::Union(inputs) => inputs.iter().all(bounded),
             }
         }
-        self.inserts.iter().map(|(_, p)| p).chain(&self.selects).all(bounded)
+        self.inserts
+            .iter()
+            .map(|(_, p)| p)
+            .chain(&self.selects)
+            .all(bounded)
     }
 
     /// The job of every INSERT and SELECT, named `name`.
@@ -156,7 +167,10 @@ impl Script {
                 let rows = low.rows(plan)?;
                 selects.push((plan.schema.clone(), low.collect(rows)));
             }
-            (std::mem::take(&mut low.parameters), std::mem::take(&mut low.outputs))
+            (
+                std::mem::take(&mut low.parameters),
+                std::mem::take(&mut low.outputs),
+            )
         };
         for (k, v) in parameters {
             job.parameter(&k, v);
@@ -194,7 +208,10 @@ pub fn explain(plan: &Plan, sink: Option<&str>) -> String {
     let mut s = String::from("== Optimized Logical Plan ==\n");
     match sink {
         Some(t) => {
-            s.push_str(&format!("Sink(table=[{t}], fields=[{}])\n", names(&plan.schema)));
+            s.push_str(&format!(
+                "Sink(table=[{t}], fields=[{}])\n",
+                names(&plan.schema)
+            ));
             for line in plan.explain().lines() {
                 s.push_str("  ");
                 s.push_str(line);
@@ -210,13 +227,21 @@ pub fn explain(plan: &Plan, sink: Option<&str>) -> String {
         s.push_str(&format!("Stage {}: {st}\n", i + 1));
     }
     if let Some(t) = sink {
-        s.push_str(&format!("  chained: Sink({t}){}\n", if plan.updating { " [changelog]" } else { "" }));
+        s.push_str(&format!(
+            "  chained: Sink({t}){}\n",
+            if plan.updating { " [changelog]" } else { "" }
+        ));
     }
     s
 }
 
 fn names(schema: &Schema) -> String {
-    schema.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+    schema
+        .fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Stage descriptions in data-flow order: a stage ends at an exchange.
@@ -227,10 +252,17 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                 "Source: {} [{}] parallelism=default, state=[source position{}]",
                 t.name,
                 t.connector.name(),
-                if matches!(t.connector, crate::connectors::Connector::Filesystem { .. }) { ": file splits (operator list state)" } else { ": splits (operator list state)" }
+                if matches!(t.connector, crate::connectors::Connector::Filesystem { .. }) {
+                    ": file splits (operator list state)"
+                } else {
+                    ": splits (operator list state)"
+                }
             );
             if let Some((c, d)) = t.watermark {
-                s.push_str(&format!("\n  chained: Watermarks({} - {d} ms, per source subtask)", t.schema.fields[c].name));
+                s.push_str(&format!(
+                    "\n  chained: Watermarks({} - {d} ms, per source subtask)",
+                    t.schema.fields[c].name
+                ));
             }
             out.push(s);
         }
@@ -240,10 +272,19 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
             last.push_str(&format!(
                 "\n  chained: Calc({}{})",
                 names(&plan.schema),
-                if filter.is_some() { ", with filter" } else { "" }
+                if filter.is_some() {
+                    ", with filter"
+                } else {
+                    ""
+                }
             ));
         }
-        Node::WindowAgg { input, window, keys, .. } => {
+        Node::WindowAgg {
+            input,
+            window,
+            keys,
+            ..
+        } => {
             physical(input, out);
             out.push(format!(
                 "Exchange: HASH[{}] (key groups) -> WindowAggregate({window:?}), state=[keyed: window accumulators, event-time timers], fires on watermarks",
@@ -261,7 +302,10 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
             for i in inputs {
                 physical(i, out);
             }
-            out.push(format!("Union of the {} stages above (exchange: forward)", inputs.len()));
+            out.push(format!(
+                "Union of the {} stages above (exchange: forward)",
+                inputs.len()
+            ));
         }
     }
 }
@@ -284,9 +328,19 @@ pub fn format_table(schema: &Schema, rows: &[Row]) -> String {
     let types = schema.types();
     let cells: Vec<Vec<String>> = live
         .iter()
-        .map(|r| r.values.iter().zip(&types).map(|(v, t)| v.display(*t)).collect())
+        .map(|r| {
+            r.values
+                .iter()
+                .zip(&types)
+                .map(|(v, t)| v.display(*t))
+                .collect()
+        })
         .collect();
-    let mut width: Vec<usize> = schema.fields.iter().map(|f| f.name.chars().count()).collect();
+    let mut width: Vec<usize> = schema
+        .fields
+        .iter()
+        .map(|f| f.name.chars().count())
+        .collect();
     for row in &cells {
         for (w, c) in width.iter_mut().zip(row) {
             *w = (*w).max(c.chars().count());
@@ -310,12 +364,18 @@ pub fn format_table(schema: &Schema, rows: &[Row]) -> String {
         s
     };
     let mut s = rule.clone();
-    s.push_str(&line(schema.fields.iter().map(|f| f.name.as_str()).collect()));
+    s.push_str(&line(
+        schema.fields.iter().map(|f| f.name.as_str()).collect(),
+    ));
     s.push_str(&rule);
     for row in &cells {
         s.push_str(&line(row.iter().map(String::as_str).collect()));
     }
     s.push_str(&rule);
-    s.push_str(&format!("{} row{} in set\n", cells.len(), if cells.len() == 1 { "" } else { "s" }));
+    s.push_str(&format!(
+        "{} row{} in set\n",
+        cells.len(),
+        if cells.len() == 1 { "" } else { "s" }
+    ));
     s
 }

@@ -64,8 +64,9 @@ fn digits(s: &[u8]) -> Option<u32> {
     if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    s.iter()
-        .try_fold(0u32, |n, &c| n.checked_mul(10)?.checked_add(u32::from(c - b'0')))
+    s.iter().try_fold(0u32, |n, &c| {
+        n.checked_mul(10)?.checked_add(u32::from(c - b'0'))
+    })
 }
 
 /// Days since the epoch of `yyyy-MM-dd` (month and day may have one digit).
@@ -155,10 +156,16 @@ mod tests {
         assert_eq!(parse_timestamp("1970-01-01 00:00:00"), Some(0));
         assert_eq!(parse_timestamp("1969-12-31 23:59:59.9"), Some(-100));
         assert_eq!(format_timestamp(-100), "1969-12-31 23:59:59.900");
-        assert_eq!(parse_timestamp("2024-01-01T10:00:00Z"), parse_timestamp("2024-01-01 10:00"));
+        assert_eq!(
+            parse_timestamp("2024-01-01T10:00:00Z"),
+            parse_timestamp("2024-01-01 10:00")
+        );
         assert_eq!(parse_timestamp("2023-02-29 00:00:00"), None);
         assert_eq!(parse_timestamp("2023-01-01 24:00:00"), None);
         assert_eq!(parse_timestamp("x"), None);
-        assert_eq!(parse_date("2024-1-5").map(format_date).as_deref(), Some("2024-01-05"));
+        assert_eq!(
+            parse_date("2024-1-5").map(format_date).as_deref(),
+            Some("2024-01-05")
+        );
     }
 }

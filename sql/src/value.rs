@@ -305,7 +305,7 @@ impl Row {
     }
 
     /// An insert row of the values of `it`.
-    pub fn from_iter<I: IntoIterator<Item = Value>>(it: I) -> Self {
+    pub fn of<I: IntoIterator<Item = Value>>(it: I) -> Self {
         Self::new(it.into_iter().collect())
     }
 
@@ -333,7 +333,11 @@ impl Row {
             if i > 0 {
                 s.push_str(", ");
             }
-            v.write_text(types.get(i).copied().unwrap_or(DataType::String), &mut s, "NULL");
+            v.write_text(
+                types.get(i).copied().unwrap_or(DataType::String),
+                &mut s,
+                "NULL",
+            );
         }
         s.push(']');
         s
@@ -570,7 +574,7 @@ mod tests {
 
     #[test]
     fn rows_round_trip_through_the_wire_form() {
-        let mut row = Row::from_iter([
+        let mut row = Row::of([
             Value::Null,
             Value::Bool(true),
             Value::Int(-3),
@@ -588,7 +592,7 @@ mod tests {
 
     #[test]
     fn truncated_or_foreign_bytes_are_errors() {
-        let row = Row::from_iter([Value::Str("abc".into()), Value::BigInt(7)]);
+        let row = Row::of([Value::Str("abc".into()), Value::BigInt(7)]);
         let mut buf = vec![0u8; row.encoded_len()];
         row.write(&mut buf);
         for cut in 0..buf.len() {
@@ -600,7 +604,7 @@ mod tests {
 
     #[test]
     fn a_one_column_key_hashes_as_its_value() {
-        let k = Row::from_iter([Value::BigInt(42)]);
+        let k = Row::of([Value::BigInt(42)]);
         assert_eq!(k.key_hash(), 42i64.key_hash());
     }
 
@@ -615,7 +619,10 @@ mod tests {
         };
         assert_eq!(Value::Decimal(-5).display(d), "-0.05");
         assert_eq!(Value::Decimal(1250).display(d), "12.50");
-        assert_eq!(Value::Timestamp(0).display(DataType::Timestamp), "1970-01-01 00:00:00.000");
+        assert_eq!(
+            Value::Timestamp(0).display(DataType::Timestamp),
+            "1970-01-01 00:00:00.000"
+        );
     }
 
     #[test]
@@ -624,7 +631,10 @@ mod tests {
             Value::Int(3).sql_cmp(&Value::Decimal(250), 0, 2),
             Some(Ordering::Greater)
         );
-        assert_eq!(Value::Int(3).sql_cmp(&Value::Double(3.0), 0, 0), Some(Ordering::Equal));
+        assert_eq!(
+            Value::Int(3).sql_cmp(&Value::Double(3.0), 0, 0),
+            Some(Ordering::Equal)
+        );
         assert_eq!(Value::Null.sql_cmp(&Value::Int(1), 0, 0), None);
         assert_eq!(rescale(125, 2, 1), Some(13));
         assert_eq!(rescale(-125, 2, 1), Some(-13));

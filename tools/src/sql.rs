@@ -52,7 +52,8 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
     };
     let name = format!(
         "sql-{}",
-        file.file_stem().map_or("script".into(), |s| s.to_string_lossy())
+        file.file_stem()
+            .map_or("script".into(), |s| s.to_string_lossy())
     );
     let sql_job = match script.job(&name) {
         Ok(j) => j,

@@ -19,6 +19,7 @@ pub mod expr;
 pub mod format;
 pub mod functions;
 pub mod lower;
+pub mod nexmark;
 pub mod plan;
 pub mod script;
 pub mod session;

@@ -24,6 +24,7 @@
 mod inspect;
 mod logging;
 mod nexmark;
+mod nexmark_bench;
 mod signals;
 mod sql;
 
@@ -108,6 +109,12 @@ enum Command {
         /// set, into a temporary directory unless state.checkpoints.dir is.
         #[arg(long, value_enum)]
         mode: Option<ModeArg>,
+        /// Nexmark: the query, `q0` .. `q22` (bench/nexmark/qN.sql).
+        #[arg(long)]
+        query: Option<String>,
+        /// Nexmark: events of all three kinds to generate.
+        #[arg(long)]
+        events: Option<u64>,
         #[command(flatten)]
         common: Common,
     },
@@ -174,6 +181,8 @@ enum BenchName {
     W3,
     W4,
     W5,
+    /// A Nexmark query of bench/nexmark as weir SQL (--query qN --events N).
+    Nexmark,
     /// Keys written once each into TTL state: is the memory given back?
     /// (--k keys, --set job.ttl=10s, --set job.wait=60s)
     Ttl,
@@ -248,8 +257,24 @@ fn main() -> ExitCode {
             output,
             dir,
             mode,
+            query,
+            events,
             common,
         } => {
+            if (query.is_some() || events.is_some()) && workload != BenchName::Nexmark {
+                eprintln!("error: --query and --events are for nexmark only");
+                return ExitCode::from(2);
+            }
+            if workload == BenchName::Nexmark {
+                let (Some(query), Some(events)) = (query, events) else {
+                    eprintln!("error: weir bench nexmark needs --query qN and --events N");
+                    return ExitCode::from(2);
+                };
+                return match stop_on_signals() {
+                    Ok(stop) => nexmark_bench::run(&query, events, quiet, &common, stop),
+                    Err(code) => code,
+                };
+            }
             if mode.is_some() && workload != BenchName::W4 {
                 eprintln!("error: --mode is for w4 only");
                 return ExitCode::from(2);
@@ -305,7 +330,9 @@ fn main() -> ExitCode {
                     let mode = W4Mode::from(mode.unwrap_or(ModeArg::Aligned));
                     return run_w4(&config, &params, mode, quiet);
                 }
-                BenchName::W5 | BenchName::Ttl => unreachable!("handled above"),
+                BenchName::W5 | BenchName::Ttl | BenchName::Nexmark => {
+                    unreachable!("handled above")
+                }
             };
             let stop = match stop_on_signals() {
                 Ok(s) => s,

@@ -434,3 +434,42 @@ fn the_readme_example_counts_every_click_once() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// `weir bench nexmark`: q2 over generated events selects exactly the bids
+/// the generator itself says it should, and the JSON line says so.
+#[test]
+fn nexmark_q2_is_verified_against_the_generator() {
+    let out = Command::new(WEIR)
+        .args([
+            "bench",
+            "nexmark",
+            "--query",
+            "q2",
+            "--events",
+            "100000",
+            "--workers",
+            "2",
+            "--quiet",
+        ])
+        .args(["--set", "weir.worker.pin-cores=false"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(json["query"], "q2");
+    assert_eq!(json["events"], 100_000);
+    assert_eq!(json["verified"], true, "{json}");
+    assert!(json["results"].as_u64().unwrap() > 0, "{json}");
+    assert!(json["events_per_s_per_core"].as_f64().unwrap() > 0.0);
+    let missing = Command::new(WEIR)
+        .args(["bench", "nexmark", "--query", "q9", "--events", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("README.md lists the queries"));
+}

@@ -6,15 +6,23 @@
 //! An accumulator is a [`Row`]: slot 0 counts the rows folded in (net of
 //! retractions), then per aggregate one slot (COUNT, SUM, MIN, MAX) or two
 //! (AVG: sum and count), so it is checkpointed and rescaled as any keyed
-//! state value.
+//! state value. An aggregate with `FILTER (WHERE ..)` folds only the rows
+//! whose filter column is TRUE; a DISTINCT aggregate folds a value when
+//! its count in [`crate::distinct`] rises from zero and takes it out when
+//! the count falls back to zero (see there for where the counts live).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
 use weir_runtime::{
-    AggregateFunction, Collector, KeyContext, KeyedProcessFunction, KeyedStates, KeyedValueState,
+    AggregateFunction, Collector, DecodeError, KeyContext, KeyedMapState, KeyedProcessFunction,
+    KeyedStates, KeyedValueState, Wire,
 };
 
+use crate::distinct::{
+    DistinctSet, DistinctState, DistinctStore, DistinctValues, NoDistinct, Ordered,
+};
 use crate::plan::{AggCall, AggFunc};
 use crate::types::DataType;
 use crate::value::{rescale, Row, RowKind, Value, Values};
@@ -26,22 +34,46 @@ pub struct Aggs {
     /// Accumulator slot of each call.
     slots: Arc<[usize]>,
     width: usize,
+    /// The DISTINCT calls, by argument column.
+    sets: Arc<[DistinctSet]>,
 }
 
 impl Aggs {
     /// The layout of `calls`' accumulators.
     pub fn new(calls: &[AggCall]) -> Self {
         let mut slots = Vec::new();
+        let mut sets: Vec<DistinctSet> = Vec::new();
         let mut w = 1;
-        for c in calls {
+        for (i, c) in calls.iter().enumerate() {
             slots.push(w);
             w += if c.func == AggFunc::Avg { 2 } else { 1 };
+            // (the planner gives every DISTINCT call an argument)
+            if let (true, Some(arg)) = (c.distinct, c.arg) {
+                match sets.iter_mut().find(|s| s.arg == arg) {
+                    Some(s) => s.calls.push(i),
+                    None => sets.push(DistinctSet {
+                        arg,
+                        calls: vec![i],
+                    }),
+                }
+            }
         }
         Self {
             calls: calls.into(),
             slots: slots.into(),
             width: w,
+            sets: sets.into(),
         }
+    }
+
+    /// Whether an aggregate is DISTINCT (its values need a store).
+    pub fn has_distinct(&self) -> bool {
+        !self.sets.is_empty()
+    }
+
+    /// Empty distinct sets for a window's accumulator.
+    pub fn create_distinct(&self) -> DistinctValues {
+        DistinctValues::new(self.sets.len())
     }
 
     /// An empty accumulator.
@@ -61,61 +93,105 @@ impl Aggs {
         Row::new(v)
     }
 
-    /// Folds `row` in (or out, for update-before and delete rows).
-    pub fn fold(&self, acc: &mut Row, row: &Row) {
+    /// Folds `row` in (or out, for update-before and delete rows); the
+    /// DISTINCT aggregates' values are counted in `distinct`.
+    pub fn fold<D: DistinctStore>(&self, acc: &mut Row, row: &Row, distinct: &mut D) {
         let sign: i64 = if row.kind.is_accumulate() { 1 } else { -1 };
         bump(&mut acc.values[0], sign);
-        for (c, &s) in self.calls.iter().zip(self.slots.iter()) {
+        for (i, c) in self.calls.iter().enumerate() {
+            if c.distinct || !passes(c, row) {
+                continue;
+            }
             let arg = c.arg.map(|i| &row.values[i]);
             if arg.is_some_and(Value::is_null) {
                 continue; // aggregates skip NULLs
             }
-            match c.func {
-                AggFunc::Count => bump(&mut acc.values[s], sign),
-                AggFunc::Sum => add(
-                    &mut acc.values[s],
-                    arg.expect("SUM has an argument"),
-                    c.arg_ty,
-                    c.ty,
-                    sign,
-                ),
-                AggFunc::Avg => {
-                    add(
-                        &mut acc.values[s],
-                        arg.expect("AVG has an argument"),
-                        c.arg_ty,
-                        sum_type(c),
-                        sign,
-                    );
-                    bump(&mut acc.values[s + 1], sign);
-                }
-                AggFunc::Min | AggFunc::Max => {
-                    let v = arg.expect("MIN/MAX have an argument");
-                    let cur = &mut acc.values[s];
-                    let better = match cur {
-                        Value::Null => true,
-                        _ => {
-                            let o = v.sql_cmp(cur, c.arg_ty.scale(), c.arg_ty.scale());
-                            if c.func == AggFunc::Min {
-                                o == Some(Ordering::Less)
-                            } else {
-                                o == Some(Ordering::Greater)
-                            }
-                        }
-                    };
-                    if better {
-                        *cur = v.clone();
+            self.apply(acc, i, arg, sign);
+        }
+        for (j, set) in self.sets.iter().enumerate() {
+            let v = &row.values[set.arg];
+            if v.is_null() {
+                continue;
+            }
+            // Which of the set's aggregates the value enters or leaves.
+            let mut crossed: SmallVec<[bool; 8]> = SmallVec::from_elem(false, set.calls.len());
+            distinct.update(j, v, set.calls.len(), &mut |counts| {
+                for (k, &ci) in set.calls.iter().enumerate() {
+                    if !passes(&self.calls[ci], row) {
+                        continue;
                     }
+                    let before = counts[k];
+                    if sign > 0 {
+                        counts[k] += 1;
+                        crossed[k] = before == 0;
+                    } else if before > 0 {
+                        // (a retraction of a value never counted is ignored)
+                        counts[k] -= 1;
+                        crossed[k] = before == 1;
+                    }
+                }
+            });
+            for (k, &ci) in set.calls.iter().enumerate() {
+                if crossed[k] {
+                    self.apply(acc, ci, Some(v), sign);
                 }
             }
         }
     }
 
-    /// Two accumulators as one (merging session windows).
+    /// Folds one value (`None`: COUNT(*)'s row) of call `i` in or out.
+    fn apply(&self, acc: &mut Row, i: usize, arg: Option<&Value>, sign: i64) {
+        let c = &self.calls[i];
+        let s = self.slots[i];
+        match c.func {
+            AggFunc::Count => bump(&mut acc.values[s], sign),
+            AggFunc::Sum => add(
+                &mut acc.values[s],
+                arg.expect("SUM has an argument"),
+                c.arg_ty,
+                c.ty,
+                sign,
+            ),
+            AggFunc::Avg => {
+                add(
+                    &mut acc.values[s],
+                    arg.expect("AVG has an argument"),
+                    c.arg_ty,
+                    sum_type(c),
+                    sign,
+                );
+                bump(&mut acc.values[s + 1], sign);
+            }
+            AggFunc::Min | AggFunc::Max => {
+                let v = arg.expect("MIN/MAX have an argument");
+                let cur = &mut acc.values[s];
+                let better = match cur {
+                    Value::Null => true,
+                    _ => {
+                        let o = v.sql_cmp(cur, c.arg_ty.scale(), c.arg_ty.scale());
+                        if c.func == AggFunc::Min {
+                            o == Some(Ordering::Less)
+                        } else {
+                            o == Some(Ordering::Greater)
+                        }
+                    }
+                };
+                if better {
+                    *cur = v.clone();
+                }
+            }
+        }
+    }
+
+    /// Two accumulators as one (merging session windows): the DISTINCT
+    /// aggregates are merged by [`merge_distinct`](Self::merge_distinct).
     pub fn merge(&self, mut a: Row, b: &Row) -> Row {
         let n = b.values[0].as_i64().unwrap_or(0);
         bump(&mut a.values[0], n);
         for (c, &s) in self.calls.iter().zip(self.slots.iter()) {
+            if c.distinct {
+                continue;
+            }
             match c.func {
                 AggFunc::Count => bump(&mut a.values[s], b.values[s].as_i64().unwrap_or(0)),
                 AggFunc::Sum => {
@@ -147,6 +223,27 @@ impl Aggs {
             }
         }
         a
+    }
+
+    /// Merges `b`'s distinct values into `a`'s (of accumulator `acc`):
+    /// a value new to `a` for an aggregate folds into it.
+    pub fn merge_distinct(&self, acc: &mut Row, a: &mut DistinctValues, b: DistinctValues) {
+        for (j, (set, values)) in self.sets.iter().zip(b.0).enumerate() {
+            for (Ordered(v), counts) in values {
+                let mut crossed: SmallVec<[bool; 8]> = SmallVec::from_elem(false, set.calls.len());
+                a.update(j, &v, set.calls.len(), &mut |mine| {
+                    for (k, (m, &c)) in mine.iter_mut().zip(counts.iter()).enumerate() {
+                        crossed[k] = *m == 0 && c > 0;
+                        *m += c;
+                    }
+                });
+                for (k, &ci) in set.calls.iter().enumerate() {
+                    if crossed[k] {
+                        self.apply(acc, ci, Some(&v), 1);
+                    }
+                }
+            }
+        }
     }
 
     /// The rows folded in, net.
@@ -186,6 +283,13 @@ fn sum_type(c: &AggCall) -> DataType {
         },
         t => t,
     }
+}
+
+/// Whether `row` passes `c`'s FILTER (WHERE ..) (TRUE; no filter: all).
+#[inline]
+fn passes(c: &AggCall, row: &Row) -> bool {
+    c.filter
+        .is_none_or(|f| matches!(row.values[f], Value::Bool(true)))
 }
 
 fn bump(v: &mut Value, by: i64) {
@@ -244,30 +348,69 @@ fn avg(sum: &Value, st: DataType, n: i64, ty: DataType) -> Value {
     }
 }
 
+/// A window's accumulator: the aggregates' slots and the values of its
+/// DISTINCT aggregates (empty without them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WindowAcc {
+    /// The slots ([`Aggs`]).
+    pub row: Row,
+    /// The distinct values.
+    pub distinct: DistinctValues,
+}
+
+/// Wire form: the row, then the distinct values.
+impl Wire for WindowAcc {
+    fn encoded_len(&self) -> usize {
+        self.row.encoded_len() + self.distinct.encoded_len()
+    }
+
+    fn write(&self, out: &mut [u8]) {
+        let n = self.row.encoded_len();
+        self.row.write(&mut out[..n]);
+        self.distinct.write(&mut out[n..]);
+    }
+
+    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+        let (row, n) = Row::read(input)?;
+        let (distinct, m) = DistinctValues::read(&input[n..])?;
+        Ok((WindowAcc { row, distinct }, n + m))
+    }
+}
+
 /// The window aggregation's fold: rows in, the aggregates' values out.
 #[derive(Clone, Debug)]
 pub struct WindowAggregate(pub Aggs);
 
 impl AggregateFunction for WindowAggregate {
     type In = Row;
-    type Acc = Row;
+    type Acc = WindowAcc;
     type Out = Row;
 
-    fn create_accumulator(&self) -> Row {
-        self.0.create()
+    fn create_accumulator(&self) -> WindowAcc {
+        WindowAcc {
+            row: self.0.create(),
+            distinct: self.0.create_distinct(),
+        }
     }
 
-    fn add(&self, value: Row, mut acc: Row) -> Row {
-        self.0.fold(&mut acc, &value);
+    fn add(&self, value: Row, mut acc: WindowAcc) -> WindowAcc {
+        if self.0.has_distinct() {
+            self.0.fold(&mut acc.row, &value, &mut acc.distinct);
+        } else {
+            self.0.fold(&mut acc.row, &value, &mut NoDistinct);
+        }
         acc
     }
 
-    fn get_result(&self, acc: &Row) -> Row {
-        Row::new(self.0.result(acc))
+    fn get_result(&self, acc: &WindowAcc) -> Row {
+        Row::new(self.0.result(&acc.row))
     }
 
-    fn merge(&self, a: Row, b: Row) -> Row {
-        self.0.merge(a, &b)
+    fn merge(&self, a: WindowAcc, b: WindowAcc) -> WindowAcc {
+        let mut row = self.0.merge(a.row, &b.row);
+        let mut distinct = a.distinct;
+        self.0.merge_distinct(&mut row, &mut distinct, b.distinct);
+        WindowAcc { row, distinct }
     }
 }
 
@@ -279,15 +422,22 @@ pub struct GroupAggregate {
     aggs: Aggs,
     keys: usize,
     accs: KeyedValueState<Row, Row>,
+    /// The DISTINCT aggregates' values (only when there are some, so that
+    /// a job without them keeps the state it always had).
+    distinct: Option<KeyedMapState<Row, Row, Row>>,
 }
 
 impl GroupAggregate {
     /// The operator of `aggs` grouped by the first `keys` columns.
     pub fn new(aggs: Aggs, keys: usize) -> Self {
+        let distinct = aggs
+            .has_distinct()
+            .then(|| KeyedMapState::new("group-distinct-values"));
         Self {
             aggs,
             keys,
             accs: KeyedValueState::new("group-accumulators"),
+            distinct,
         }
     }
 }
@@ -303,7 +453,10 @@ impl KeyedProcessFunction for GroupAggregate {
         let keys = self.keys;
         let acc = self.accs.value_mut_or_insert_with(ctx, || aggs.create());
         let before = (aggs.rows(acc) > 0).then(|| aggs.result(acc));
-        aggs.fold(acc, &row);
+        match &mut self.distinct {
+            Some(state) => aggs.fold(acc, &row, &mut DistinctState { state, ctx }),
+            None => aggs.fold(acc, &row, &mut NoDistinct),
+        }
         let left = aggs.rows(acc);
         let key = ctx.key();
         let emit = |kind: RowKind, results: Values| {
@@ -318,6 +471,9 @@ impl KeyedProcessFunction for GroupAggregate {
                 out.collect(emit(RowKind::Delete, old));
             }
             self.accs.clear(ctx);
+            if let Some(d) = &mut self.distinct {
+                d.clear(ctx);
+            }
             return;
         }
         let now = aggs.result(acc);
@@ -333,5 +489,8 @@ impl KeyedProcessFunction for GroupAggregate {
 
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
         states.value(&mut self.accs);
+        if let Some(d) = &mut self.distinct {
+            states.map(d);
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! Flink SQL's dialect for sqlparser: identifiers quoted with backticks,
 //! and `TABLE name` as an argument of a windowing table-valued function
 //! (`TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND)`), which
-//! sqlparser's generic dialect does not read.
+//! sqlparser's generic dialect does not read; an aggregate's
+//! `FILTER (WHERE ..)`.
 
 use sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
@@ -35,6 +36,11 @@ impl Dialect for FlinkDialect {
     }
 
     fn supports_named_fn_args_with_rarrow_operator(&self) -> bool {
+        true
+    }
+
+    /// `COUNT(*) FILTER (WHERE price < 10000)`.
+    fn supports_filter_during_aggregation(&self) -> bool {
         true
     }
 

@@ -143,6 +143,11 @@ impl<'j> Lowering<'j> {
                     .share()
                     .branch()
             }
+            Node::Rank { input, rank } => {
+                let rows = self.rows(input)?;
+                let uid = self.uid("rank");
+                crate::rank::lower(rows, &uid, rank)
+            }
             Node::Union(inputs) => {
                 let mut it = inputs.iter();
                 let mut first = Some(self.rows(it.next().expect("a union has inputs"))?);

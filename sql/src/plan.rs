@@ -4,8 +4,14 @@
 //! and picks the streaming operator for each part of a query: a scan of a
 //! table, a calc (filter and projection, chained), a window aggregation
 //! (a windowing TVF grouped by `window_start, window_end`), a group
-//! aggregation (an updating result), a union. Every node knows its output
-//! schema and whether it produces updates (a changelog) or only inserts.
+//! aggregation (an updating result), a union, a Top-N or deduplication
+//! (`ROW_NUMBER() OVER` bounded by the reader's WHERE: [`over`]). Every
+//! node knows its output schema and whether it produces updates (a
+//! changelog) or only inserts.
+
+mod over;
+#[cfg(test)]
+mod tests;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -19,6 +25,7 @@ use crate::catalog::{Catalog, Table};
 use crate::dialect::TABLE_ARG;
 use crate::error::{Result, SqlError};
 use crate::expr::{self, compile, compile_with, Scalar, Scope, ScopeCol};
+use crate::rank::Rank;
 use crate::script::object_name;
 use crate::types::{DataType, Field, Schema};
 use crate::value::Value;
@@ -78,6 +85,15 @@ pub enum Node {
     },
     /// UNION ALL of inputs of one schema.
     Union(Vec<Plan>),
+    /// Top-N or deduplication per key: the input's columns (the row
+    /// number in its column when read), as a changelog unless it keeps
+    /// the first row.
+    Rank {
+        /// The input (append-only).
+        input: Box<Plan>,
+        /// Keys, order, N.
+        rank: Rank,
+    },
 }
 
 /// A windowing table-valued function's window.
@@ -128,6 +144,12 @@ pub struct AggCall {
     pub func: AggFunc,
     /// The argument's column in the input (`None`: COUNT(*)).
     pub arg: Option<usize>,
+    /// DISTINCT: each value of the argument counts once (never for MIN
+    /// and MAX, where it changes nothing, nor without an argument).
+    pub distinct: bool,
+    /// FILTER (WHERE ..): a BOOLEAN column of the input; only rows where
+    /// it is TRUE are aggregated.
+    pub filter: Option<usize>,
     /// The argument's type.
     pub arg_ty: DataType,
     /// The result type.
@@ -253,10 +275,8 @@ impl<'c> Planner<'c> {
     }
 
     fn select(&mut self, s: &Select) -> Result<Plan> {
-        if s.distinct.is_some() {
-            return Err(SqlError::Unsupported(
-                "SELECT DISTINCT (use GROUP BY)".into(),
-            ));
+        if let Some(d) = &s.distinct {
+            return self.select_distinct(s, d);
         }
         if s.from.len() != 1 {
             return Err(SqlError::Unsupported(if s.from.is_empty() {
@@ -270,7 +290,10 @@ impl<'c> Planner<'c> {
                 "JOIN: joins are not supported yet".into(),
             ));
         }
-        let from = self.table_factor(&s.from[0].relation)?;
+        let (from, selection) = match self.ranked_from(s)? {
+            Some(ranked) => ranked,
+            None => (self.table_factor(&s.from[0].relation)?, s.selection.clone()),
+        };
         let group_exprs: Vec<Expr> = match &s.group_by {
             GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
             other => return Err(SqlError::Unsupported(format!("`{other}`"))),
@@ -293,8 +316,7 @@ impl<'c> Planner<'c> {
             },
             None => from.scope.clone(),
         };
-        let filter = s
-            .selection
+        let filter = selection
             .as_ref()
             .map(|w| {
                 let f = compile(w, &input_scope).map_err(|e| match (&from.window, e) {
@@ -329,6 +351,33 @@ impl<'c> Planner<'c> {
             return Ok(calc(from.plan, filter, project, fields));
         }
         self.aggregate(s, from, input_scope, filter, group_exprs)
+    }
+
+    /// SELECT DISTINCT: the SELECT grouped by all its columns, without
+    /// aggregates (an updating result, as Flink's).
+    fn select_distinct(&mut self, s: &Select, d: &ast::Distinct) -> Result<Plan> {
+        if let ast::Distinct::On(_) = d {
+            return Err(SqlError::Unsupported(format!("SELECT {d}")));
+        }
+        let mut all = s.clone();
+        all.distinct = None;
+        let plan = self.select(&all)?;
+        if matches!(d, ast::Distinct::All) {
+            return Ok(plan);
+        }
+        let mut fields = plan.schema.fields.clone();
+        for f in &mut fields {
+            f.rowtime = false;
+        }
+        Ok(Plan {
+            node: Node::GroupAgg {
+                keys: plan.schema.len(),
+                input: Box::new(plan),
+                aggs: Vec::new(),
+            },
+            schema: Schema::new(fields),
+            updating: true,
+        })
     }
 
     /// Plans GROUP BY: a calc placing keys first and the aggregates'
@@ -370,8 +419,10 @@ impl<'c> Planner<'c> {
             pre_fields.push(Field::new(name, c.ty()));
             pre.push(c);
         }
-        // The aggregates, each with its argument placed after the keys.
+        // The aggregates, each with its argument (and FILTER condition)
+        // placed after the keys; equal expressions share a column.
         let mut calls = Vec::new();
+        let mut inputs: Vec<(Expr, usize)> = Vec::new();
         let mut agg_exprs: Vec<Expr> = Vec::new();
         let mut found = Vec::new();
         for item in &s.projection {
@@ -400,27 +451,58 @@ impl<'c> Planner<'c> {
             let ast::FunctionArguments::List(list) = &func.args else {
                 return Err(SqlError::Type(format!("{name} needs an argument")));
             };
-            if list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct) {
-                return Err(SqlError::Unsupported(format!(
-                    "{name}(DISTINCT ..) is not supported yet"
-                )));
+            let distinct = list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct);
+            if !list.clauses.is_empty()
+                || func.null_treatment.is_some()
+                || !func.within_group.is_empty()
+            {
+                return Err(SqlError::Unsupported(format!("the aggregate call `{f}`")));
             }
-            if func.filter.is_some() {
-                return Err(SqlError::Unsupported(format!(
-                    "{name}(..) FILTER (WHERE ..)"
-                )));
+            let filter = match &func.filter {
+                Some(cond) => Some(self.agg_input(
+                    cond,
+                    &input_scope,
+                    "$filter",
+                    &mut pre,
+                    &mut pre_fields,
+                    &mut inputs,
+                )?),
+                None => None,
+            };
+            if let Some(col) = filter {
+                if pre_fields[col].ty != DataType::Boolean {
+                    return Err(SqlError::Type(format!(
+                        "{name}(..) FILTER (WHERE ..) needs a BOOLEAN condition, got {}",
+                        pre_fields[col].ty
+                    )));
+                }
             }
             let (arg, arg_ty) = match list.args.as_slice() {
                 [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if agg == AggFunc::Count => {
+                    if distinct {
+                        return Err(SqlError::Plan(
+                            "COUNT(DISTINCT *): name the column whose distinct values to count"
+                                .into(),
+                        ));
+                    }
                     (None, DataType::BigInt)
                 }
-                [] if agg == AggFunc::Count => (None, DataType::BigInt),
+                [] if agg == AggFunc::Count && !distinct => (None, DataType::BigInt),
                 [FunctionArg::Unnamed(FunctionArgExpr::Expr(a))] => {
-                    let c = compile(a, &input_scope)?;
-                    let ty = c.ty();
-                    pre_fields.push(Field::new(format!("$arg{}", calls.len()), ty));
-                    pre.push(c);
-                    (Some(pre.len() - 1), ty)
+                    let col = self.agg_input(
+                        a,
+                        &input_scope,
+                        "$arg",
+                        &mut pre,
+                        &mut pre_fields,
+                        &mut inputs,
+                    )?;
+                    (Some(col), pre_fields[col].ty)
+                }
+                [_, _, ..] if distinct => {
+                    return Err(SqlError::Unsupported(format!(
+                        "{name}(DISTINCT ..) of several columns (one column is supported)"
+                    )))
                 }
                 _ => return Err(SqlError::Type(format!("{name} takes one argument"))),
             };
@@ -432,6 +514,8 @@ impl<'c> Planner<'c> {
             calls.push(AggCall {
                 func: agg,
                 arg,
+                distinct: distinct && !matches!(agg, AggFunc::Min | AggFunc::Max),
+                filter,
                 arg_ty,
                 ty: AggCall::result_type(agg, arg_ty)?,
                 text: f.to_string(),
@@ -537,6 +621,28 @@ impl<'c> Planner<'c> {
             .transpose()?;
         let (project, fields) = self.projection(&s.projection, &out_scope, &mut hook)?;
         Ok(calc(agg_plan, having, project, fields))
+    }
+
+    /// The column of the pre-aggregation calc that computes `e` (an
+    /// aggregate's argument or FILTER condition): an earlier one computing
+    /// the same expression, or a new one named `{prefix}{n}`.
+    fn agg_input(
+        &mut self,
+        e: &Expr,
+        scope: &Scope,
+        prefix: &str,
+        pre: &mut Vec<Scalar>,
+        pre_fields: &mut Vec<Field>,
+        inputs: &mut Vec<(Expr, usize)>,
+    ) -> Result<usize> {
+        if let Some((_, col)) = inputs.iter().find(|(x, _)| x == e) {
+            return Ok(*col);
+        }
+        let c = compile(e, scope)?;
+        pre_fields.push(Field::new(format!("{prefix}{}", inputs.len()), c.ty()));
+        pre.push(c);
+        inputs.push((e.clone(), pre.len() - 1));
+        Ok(pre.len() - 1)
     }
 
     /// SELECT's items compiled in `scope`: the expressions and the output
@@ -964,6 +1070,21 @@ impl Plan {
                 for i in inputs {
                     i.explain_into(s, depth + 1);
                 }
+            }
+            Node::Rank { input, rank } => {
+                let names: Vec<String> =
+                    input.schema.fields.iter().map(|f| f.name.clone()).collect();
+                let _ = writeln!(
+                    s,
+                    "{pad}{}{}",
+                    crate::rank::Explain(rank, &names),
+                    if self.updating {
+                        ", changelog=[I,UB,UA,D]"
+                    } else {
+                        ""
+                    }
+                );
+                input.explain_into(s, depth + 1);
             }
         }
     }

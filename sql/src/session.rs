@@ -61,7 +61,7 @@ impl Script {
             Statement::CreateView { name, query } => {
                 // Planned now so that its errors name it.
                 Planner::new(&self.catalog)
-                    .query(&query)
+                    .view(&query)
                     .map_err(|e| SqlError::Plan(format!("view `{name}`: {e}")))?;
                 self.catalog.create_view(&name, query)?;
             }
@@ -121,6 +121,11 @@ impl Script {
         Ok(())
     }
 
+    /// The bare SELECTs' plans, in order.
+    pub fn planned_selects(&self) -> &[Plan] {
+        &self.selects
+    }
+
     /// Whether there is anything to run (an INSERT or a SELECT).
     pub fn has_job(&self) -> bool {
         !self.inserts.is_empty() || !self.selects.is_empty()
@@ -137,7 +142,8 @@ impl Script {
                 },
                 Node::Calc { input, .. }
                 | Node::WindowAgg { input, .. }
-                | Node::GroupAgg { input, .. } => bounded(input),
+                | Node::GroupAgg { input, .. }
+                | Node::Rank { input, .. } => bounded(input),
                 Node::Union(inputs) => inputs.iter().all(bounded),
             }
         }
@@ -292,11 +298,44 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                 names(&Schema::new(input.schema.fields[..*keys].to_vec()))
             ));
         }
-        Node::GroupAgg { input, keys, .. } => {
+        Node::GroupAgg { input, keys, aggs } => {
             physical(input, out);
             out.push(format!(
-                "Exchange: HASH[{}] (key groups) -> GroupAggregate, state=[keyed ValueState group-accumulators], emits changelog (+I, -U, +U, -D)",
-                names(&Schema::new(input.schema.fields[..*keys].to_vec()))
+                "Exchange: HASH[{}] (key groups) -> GroupAggregate, state=[keyed ValueState group-accumulators{}], emits changelog (+I, -U, +U, -D)",
+                names(&Schema::new(input.schema.fields[..*keys].to_vec())),
+                if aggs.iter().any(|a| a.distinct) {
+                    ", keyed MapState group-distinct-values"
+                } else {
+                    ""
+                }
+            ));
+        }
+        Node::Rank { input, rank } => {
+            physical(input, out);
+            let key = Schema::new(
+                rank.partition
+                    .iter()
+                    .map(|&c| input.schema.fields[c].clone())
+                    .collect(),
+            );
+            out.push(format!(
+                "Exchange: HASH[{}] (key groups) -> {}, state=[keyed ValueState {}]{}",
+                names(&key),
+                match rank.kind {
+                    crate::rank::RankKind::TopN { limit, .. } => format!("Rank(top {limit})"),
+                    crate::rank::RankKind::KeepFirst { .. } => "Deduplicate(first row)".into(),
+                    crate::rank::RankKind::KeepLast { .. } => "Deduplicate(last row)".into(),
+                },
+                if matches!(rank.kind, crate::rank::RankKind::TopN { .. }) {
+                    "top-n-rows (the key's N rows)"
+                } else {
+                    "deduplicate-kept-row"
+                },
+                if plan.updating {
+                    ", emits changelog (+I, -U, +U, -D)"
+                } else {
+                    ", append-only"
+                }
             ));
         }
         Node::Union(inputs) => {

@@ -140,6 +140,46 @@ impl Value {
     }
 }
 
+impl Value {
+    /// A total order of values of one column: NULL first, then the
+    /// values of a type in their SQL order (doubles by `f64::total_cmp`,
+    /// so that the order agrees with grouping equality, which compares
+    /// them by bits; a DECIMAL column's values share their scale). Values
+    /// of different types (never in one column) order by type. Sets of
+    /// distinct values and Top-N's tie rule sort by it.
+    pub fn total_cmp(&self, other: &Value) -> Ordering {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => Ordering::Equal,
+            (Bool(a), Bool(b)) => a.cmp(b),
+            (Int(a), Int(b)) => a.cmp(b),
+            (BigInt(a), BigInt(b)) | (Timestamp(a), Timestamp(b)) | (Interval(a), Interval(b)) => {
+                a.cmp(b)
+            }
+            (Double(a), Double(b)) => a.total_cmp(b),
+            (Decimal(a), Decimal(b)) => a.cmp(b),
+            (Str(a), Str(b)) => a.as_str().cmp(b.as_str()),
+            (Date(a), Date(b)) => a.cmp(b),
+            _ => self.tag().cmp(&other.tag()),
+        }
+    }
+
+    fn tag(&self) -> u8 {
+        match self {
+            Value::Null => TAG_NULL,
+            Value::Bool(_) => TAG_BOOL,
+            Value::Int(_) => TAG_INT,
+            Value::BigInt(_) => TAG_BIGINT,
+            Value::Double(_) => TAG_DOUBLE,
+            Value::Decimal(_) => TAG_DECIMAL,
+            Value::Str(_) => TAG_STR,
+            Value::Timestamp(_) => TAG_TIMESTAMP,
+            Value::Date(_) => TAG_DATE,
+            Value::Interval(_) => TAG_INTERVAL,
+        }
+    }
+}
+
 /// `v` of scale `from` at scale `to` (rounding half away from zero when
 /// digits are dropped).
 pub fn rescale(v: i128, from: u8, to: u8) -> Option<i128> {

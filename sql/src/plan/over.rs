@@ -1,0 +1,559 @@
+//! `ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..) AS rn` in a subquery
+//! (or a view) whose reader bounds it with `WHERE rn <= N`: Flink's Top-N
+//! and deduplication patterns, planned as one [`Node::Rank`].
+//!
+//! The subquery is planned without the OVER item: in its place a
+//! placeholder column (the rank operator writes the row number there when
+//! the outer query reads it), and after its items hidden columns for the
+//! PARTITION BY and ORDER BY columns (dropped again where they repeat a
+//! column the subquery selects anyway). The rank's key is the partition
+//! columns; a calc after it drops the hidden columns.
+
+use sqlparser::ast::{
+    self, BinaryOperator as B, Expr, OrderBySort, SelectItem, SetExpr, TableFactor, WindowType,
+};
+
+use super::{calc, From, Node, Plan, Planner};
+use crate::error::{Result, SqlError};
+use crate::expr::Scope;
+use crate::rank::{Rank, RankKind, SortKey};
+use crate::script::object_name;
+use crate::types::{DataType, Schema};
+
+/// The placeholder column of the row number while planning.
+const ROW_NUMBER: &str = "$row_number";
+/// Hidden PARTITION BY / ORDER BY columns: `$over0`, `$over1`, ...
+const HIDDEN: &str = "$over";
+
+impl Planner<'_> {
+    /// When `s` reads a subquery or view numbering its rows with
+    /// `ROW_NUMBER() OVER` and bounds the number in its WHERE: the Top-N
+    /// (or deduplication) as what FROM gives, and the rest of the WHERE.
+    /// `None` when FROM is anything else.
+    pub(super) fn ranked_from(&mut self, s: &ast::Select) -> Result<Option<(From, Option<Expr>)>> {
+        let [from] = s.from.as_slice() else {
+            return Ok(None);
+        };
+        if !from.joins.is_empty() {
+            return Ok(None);
+        }
+        let (query, qualifier) = match &from.relation {
+            TableFactor::Derived {
+                subquery,
+                alias,
+                lateral: false,
+                ..
+            } => (
+                subquery.as_ref().clone(),
+                alias.as_ref().map(|a| a.name.value.clone()),
+            ),
+            TableFactor::Table {
+                name,
+                alias,
+                args: None,
+                ..
+            } => {
+                let n = object_name(name);
+                match (self.catalog.table(&n), self.catalog.view(&n)) {
+                    (None, Some(q)) => (
+                        q.clone(),
+                        Some(alias.as_ref().map_or(n, |a| a.name.value.clone())),
+                    ),
+                    _ => return Ok(None),
+                }
+            }
+            _ => return Ok(None),
+        };
+        let Some((at, rn)) = numbering(&query)? else {
+            return Ok(None);
+        };
+        let (limit, rest) = rank_bound(s.selection.as_ref(), &rn)?;
+        let plan = self.ranked(&query, at, &rn, limit, outer_reads(s, &rn))?;
+        let scope = Scope::of(&plan.schema, qualifier.as_deref());
+        Ok(Some((
+            From {
+                plan,
+                scope,
+                window: None,
+            },
+            rest,
+        )))
+    }
+
+    /// Plans a view when it is created, to report its errors: one that
+    /// numbers its rows as its readers will read it (the first row per
+    /// partition, the row number selected).
+    pub fn view(&mut self, q: &ast::Query) -> Result<()> {
+        match numbering(q)? {
+            Some((at, rn)) => self.ranked(q, at, &rn, 1, true).map(drop),
+            None => self.query(q).map(drop),
+        }
+    }
+
+    /// `query`, whose item `at` is `ROW_NUMBER() OVER (..) AS rn`, as the
+    /// first `limit` rows per partition; the row number in its column when
+    /// `reads_rn`, else left out.
+    fn ranked(
+        &mut self,
+        query: &ast::Query,
+        at: usize,
+        rn: &str,
+        limit: usize,
+        reads_rn: bool,
+    ) -> Result<Plan> {
+        let SetExpr::Select(inner) = query.body.as_ref() else {
+            unreachable!("numbering() found a SELECT")
+        };
+        let item = item_expr(&inner.projection[at]);
+        let Some(Expr::Function(f)) = item else {
+            unreachable!("numbering() found a function")
+        };
+        let spec = row_number_spec(f)?;
+        if matches!(
+            inner.distinct,
+            Some(ast::Distinct::Distinct | ast::Distinct::On(_))
+        ) {
+            return Err(SqlError::Unsupported(
+                "SELECT DISTINCT with ROW_NUMBER() OVER in the same SELECT".into(),
+            ));
+        }
+
+        // The subquery with the placeholder and the hidden columns.
+        let mut numbered = inner.as_ref().clone();
+        numbered.projection[at] = SelectItem::ExprWithAlias {
+            expr: Expr::value(ast::Value::Number("0".into(), false)),
+            alias: ast::Ident::new(ROW_NUMBER),
+        };
+        let columns: Vec<&Expr> = spec
+            .partition_by
+            .iter()
+            .chain(spec.order_by.iter().map(|o| &o.expr))
+            .collect();
+        for (i, e) in columns.iter().enumerate() {
+            numbered.projection.push(SelectItem::ExprWithAlias {
+                expr: (*e).clone(),
+                alias: ast::Ident::new(format!("{HIDDEN}{i}")),
+            });
+        }
+        let q = ast::Query {
+            body: Box::new(SetExpr::Select(Box::new(numbered))),
+            ..query.clone()
+        };
+        let planned = self.query(&q)?;
+        if planned.updating {
+            return Err(SqlError::Unsupported(format!(
+                "ROW_NUMBER() OVER (Top-N, deduplication) over an updating input (`{}` produces updates); its input must be append-only",
+                query
+            )));
+        }
+        // Names for EXPLAIN: the row number's, the hidden columns' own.
+        let mut planned = planned;
+        let hidden = columns.len();
+        let placeholder = planned
+            .schema
+            .index_of(ROW_NUMBER)
+            .expect("the subquery selects the placeholder");
+        planned.schema.fields[placeholder].name = rn.to_owned();
+        let first_hidden = planned.schema.len() - hidden;
+        for (i, e) in columns.iter().enumerate() {
+            if let Some(name) = super::ident_name(e) {
+                planned.schema.fields[first_hidden + i].name = name;
+            }
+        }
+        let (input, visible, map, placeholder) =
+            drop_hidden(planned, hidden, placeholder, reads_rn);
+        let col = |i: usize| map[i];
+        let partition: Vec<usize> = (0..spec.partition_by.len()).map(col).collect();
+        let order: Vec<SortKey> = spec
+            .order_by
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let desc = matches!(o.options.sort, Some(OrderBySort::Desc));
+                SortKey {
+                    col: col(spec.partition_by.len() + i),
+                    desc,
+                    // Flink's default null collation: NULLs are the smallest.
+                    nulls_first: o.options.nulls_first.unwrap_or(!desc),
+                }
+            })
+            .collect();
+        let row_number = placeholder;
+        let kind = match order.as_slice() {
+            [k] if limit == 1 && input.schema.fields[k.col].rowtime => {
+                if k.desc {
+                    RankKind::KeepLast { time: k.col }
+                } else {
+                    RankKind::KeepFirst { time: k.col }
+                }
+            }
+            _ => RankKind::TopN { order, limit },
+        };
+        let rank = Rank {
+            partition,
+            row_number,
+            kind,
+        };
+        let mut fields = input.schema.fields.clone();
+        if let Some(c) = row_number {
+            fields[c].name = rn.to_owned();
+            fields[c].ty = DataType::BigInt;
+            fields[c].nullable = false;
+            fields[c].rowtime = false;
+        }
+        let updating = rank.updating();
+        let ranked = Plan {
+            node: Node::Rank {
+                input: Box::new(input),
+                rank,
+            },
+            schema: Schema::new(fields.clone()),
+            updating,
+        };
+        let project = (0..visible)
+            .map(|i| crate::expr::Scalar::Column(i, fields[i].ty))
+            .collect();
+        Ok(calc(ranked, None, project, fields[..visible].to_vec()))
+    }
+}
+
+/// Where `query` numbers its rows: the position of its
+/// `ROW_NUMBER() OVER (..) AS rn` item and `rn`; `None` if it has no
+/// OVER item (or is no plain SELECT); an error for an OVER weir does not
+/// run (several, an unnamed one, another function).
+fn numbering(query: &ast::Query) -> Result<Option<(usize, String)>> {
+    let SetExpr::Select(inner) = query.body.as_ref() else {
+        return Ok(None);
+    };
+    let over: Vec<usize> = inner
+        .projection
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| matches!(item_expr(item), Some(Expr::Function(f)) if f.over.is_some()))
+        .map(|(i, _)| i)
+        .collect();
+    let at = match over.as_slice() {
+        [] => return Ok(None),
+        [at] => *at,
+        _ => {
+            return Err(SqlError::Unsupported(
+                "several OVER functions in one SELECT (one ROW_NUMBER() OVER for Top-N)".into(),
+            ))
+        }
+    };
+    match &inner.projection[at] {
+        SelectItem::ExprWithAlias {
+            expr: Expr::Function(f),
+            alias,
+        } => {
+            row_number_spec(f)?;
+            Ok(Some((at, alias.value.clone())))
+        }
+        SelectItem::UnnamedExpr(Expr::Function(f)) => {
+            row_number_spec(f)?;
+            Err(SqlError::Plan(format!(
+                "`{f}` needs a name (`AS rn`) for the query reading it to bound with WHERE rn <= N"
+            )))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The expression of a SELECT item, if it is one.
+fn item_expr(item: &SelectItem) -> Option<&Expr> {
+    match item {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+        _ => None,
+    }
+}
+
+/// `f`'s OVER window, if `f` is `ROW_NUMBER() OVER (PARTITION BY columns
+/// ORDER BY columns)`; an error naming what else it is.
+fn row_number_spec(f: &ast::Function) -> Result<&ast::WindowSpec> {
+    let name = object_name(&f.name).to_ascii_uppercase();
+    if name != "ROW_NUMBER" {
+        return Err(SqlError::Unsupported(format!(
+            "{name}(..) OVER: of the OVER functions weir runs ROW_NUMBER() bounded by WHERE rn <= N (Top-N, deduplication); RANK, DENSE_RANK and OVER aggregations are not supported"
+        )));
+    }
+    let no_args = match &f.args {
+        ast::FunctionArguments::None => true,
+        ast::FunctionArguments::List(l) => l.args.is_empty() && l.clauses.is_empty(),
+        ast::FunctionArguments::Subquery(_) => false,
+    };
+    if !no_args || f.filter.is_some() || !f.within_group.is_empty() {
+        return Err(SqlError::Plan("ROW_NUMBER() takes no arguments".into()));
+    }
+    let spec = match &f.over {
+        Some(WindowType::WindowSpec(spec)) => spec,
+        _ => {
+            return Err(SqlError::Unsupported(
+                "ROW_NUMBER() OVER a named window (write OVER (PARTITION BY .. ORDER BY ..))"
+                    .into(),
+            ))
+        }
+    };
+    if spec.window_name.is_some() || spec.window_frame.is_some() {
+        return Err(SqlError::Unsupported(format!(
+            "ROW_NUMBER() OVER ({spec}): a window name or frame (ROWS/RANGE) in it"
+        )));
+    }
+    if spec.order_by.is_empty() {
+        return Err(SqlError::Plan(
+            "ROW_NUMBER() OVER (..) needs an ORDER BY (which rows come first)".into(),
+        ));
+    }
+    for e in &spec.partition_by {
+        if !is_column(e) {
+            return Err(SqlError::Unsupported(format!(
+                "PARTITION BY `{e}` in ROW_NUMBER() OVER: partition by columns (compute `{e}` in a subquery first)"
+            )));
+        }
+    }
+    for o in &spec.order_by {
+        if !is_column(&o.expr) {
+            return Err(SqlError::Unsupported(format!(
+                "ORDER BY `{}` in ROW_NUMBER() OVER: order by columns (compute `{}` in a subquery first)",
+                o.expr, o.expr
+            )));
+        }
+        if let Some(OrderBySort::Using(_)) = o.options.sort {
+            return Err(SqlError::Unsupported(format!(
+                "ORDER BY `{o}` in ROW_NUMBER() OVER (ASC or DESC)"
+            )));
+        }
+        if o.with_fill.is_some() {
+            return Err(SqlError::Unsupported(format!("ORDER BY `{o}` WITH FILL")));
+        }
+    }
+    Ok(spec)
+}
+
+fn is_column(e: &Expr) -> bool {
+    match e {
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => true,
+        Expr::Nested(x) => is_column(x),
+        _ => false,
+    }
+}
+
+/// Whether `e` names the column `rn` (`rn` or `t.rn`).
+fn is_rn(e: &Expr, rn: &str) -> bool {
+    match e {
+        Expr::Identifier(i) => i.value.eq_ignore_ascii_case(rn),
+        Expr::CompoundIdentifier(p) => p.last().is_some_and(|i| i.value.eq_ignore_ascii_case(rn)),
+        Expr::Nested(x) => is_rn(x, rn),
+        _ => false,
+    }
+}
+
+/// Whether `rn` occurs anywhere in `e`.
+fn mentions(e: &Expr, rn: &str) -> bool {
+    use sqlparser::ast::Visit;
+    struct V<'a>(&'a str);
+    impl ast::Visitor for V<'_> {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
+            if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) && is_rn(e, self.0) {
+                return std::ops::ControlFlow::Break(());
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    e.visit(&mut V(rn)).is_break()
+}
+
+/// Whether the outer query reads `rn` (selects it, by name or `*`, or
+/// groups or filters groups by it).
+fn outer_reads(s: &ast::Select, rn: &str) -> bool {
+    let items = s.projection.iter().any(|item| match item {
+        SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => true,
+        SelectItem::UnnamedExpr(e)
+        | SelectItem::ExprWithAlias { expr: e, .. }
+        | SelectItem::ExprWithAliases { expr: e, .. } => mentions(e, rn),
+    });
+    let grouped = match &s.group_by {
+        ast::GroupByExpr::Expressions(es, _) => es.iter().any(|e| mentions(e, rn)),
+        ast::GroupByExpr::All(_) => false,
+    };
+    items || grouped || s.having.as_ref().is_some_and(|h| mentions(h, rn))
+}
+
+/// The AND-ed parts of a condition.
+fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::BinaryOp {
+            left,
+            op: B::And,
+            right,
+        } => {
+            conjuncts(left, out);
+            conjuncts(right, out);
+        }
+        Expr::Nested(x) if matches!(x.as_ref(), Expr::BinaryOp { op: B::And, .. }) => {
+            conjuncts(x, out)
+        }
+        other => out.push(other.clone()),
+    }
+}
+
+/// N of the outer WHERE's `rn <= N` (`rn < N + 1`, `rn = 1`, or the same
+/// with the operands swapped), and the WHERE without it.
+fn rank_bound(selection: Option<&Expr>, rn: &str) -> Result<(usize, Option<Expr>)> {
+    let missing = || {
+        SqlError::Unsupported(format!(
+            "ROW_NUMBER() OVER without `WHERE {rn} <= N` in the query reading it: weir runs Top-N and deduplication (a row number bounded by N), not OVER windows over all rows"
+        ))
+    };
+    let mut parts = Vec::new();
+    if let Some(w) = selection {
+        conjuncts(w, &mut parts);
+    }
+    let mut limit = None;
+    let mut rest: Vec<Expr> = Vec::new();
+    for p in parts {
+        if !mentions(&p, rn) {
+            rest.push(p);
+            continue;
+        }
+        let n = bound(&p, rn)?;
+        if limit.replace(n).is_some() {
+            return Err(SqlError::Unsupported(format!(
+                "`{p}`: one bound on `{rn}` (`{rn} <= N`, `{rn} < N` or `{rn} = 1`) is supported"
+            )));
+        }
+    }
+    let limit = limit.ok_or_else(missing)?;
+    let rest = rest.into_iter().reduce(|a, b| Expr::BinaryOp {
+        left: Box::new(a),
+        op: B::And,
+        right: Box::new(b),
+    });
+    Ok((limit, rest))
+}
+
+/// N of one condition on the row number.
+fn bound(e: &Expr, rn: &str) -> Result<usize> {
+    let unsupported = || {
+        SqlError::Unsupported(format!(
+            "`{e}`: weir bounds the row number with `{rn} <= N`, `{rn} < N` or `{rn} = 1` (a Top-N starting at the first row)"
+        ))
+    };
+    let Expr::BinaryOp { left, op, right } = e else {
+        return Err(unsupported());
+    };
+    let (op, n) = match (is_rn(left, rn), is_rn(right, rn)) {
+        (true, false) => (op.clone(), integer(right).ok_or_else(unsupported)?),
+        (false, true) => (
+            match op {
+                B::Lt => B::Gt,
+                B::LtEq => B::GtEq,
+                B::Gt => B::Lt,
+                B::GtEq => B::LtEq,
+                other => other.clone(),
+            },
+            integer(left).ok_or_else(unsupported)?,
+        ),
+        _ => return Err(unsupported()),
+    };
+    let n = match op {
+        B::LtEq => n,
+        B::Lt => n - 1,
+        B::Eq if n == 1 => 1,
+        _ => return Err(unsupported()),
+    };
+    if n < 1 {
+        return Err(SqlError::Plan(format!(
+            "`{e}` keeps no row (the row number starts at 1)"
+        )));
+    }
+    usize::try_from(n).map_err(|_| unsupported())
+}
+
+/// An integer literal.
+fn integer(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.parse().ok(),
+            _ => None,
+        },
+        Expr::Nested(x) => integer(x),
+        _ => None,
+    }
+}
+
+/// Drops the hidden columns that repeat a selected one (and the row
+/// number's placeholder, column `placeholder`, when nobody reads it) from
+/// `planned`, the subquery's plan: returns the new plan, how many leading
+/// columns the subquery selects (the rest are hidden), each hidden
+/// column's new position and the placeholder's, if kept.
+fn drop_hidden(
+    planned: Plan,
+    hidden: usize,
+    placeholder: usize,
+    reads_rn: bool,
+) -> (Plan, usize, Vec<usize>, Option<usize>) {
+    let n = planned.schema.len();
+    let first_hidden = n - hidden;
+    // Old positions: each hidden column's, a repeated selected one's.
+    let mut map: Vec<usize> = (first_hidden..n).collect();
+    if let Node::Calc { project, .. } = &planned.node {
+        for m in map.iter_mut() {
+            if let Some(c) = project[*m].as_column() {
+                if let Some(j) = (0..first_hidden)
+                    .find(|&j| j != placeholder && project[j].as_column() == Some(c))
+                {
+                    *m = j;
+                }
+            }
+        }
+    }
+    let mut keep: Vec<usize> = (0..first_hidden)
+        .filter(|&j| reads_rn || j != placeholder)
+        .collect();
+    let visible = keep.len();
+    for &m in &map {
+        if !keep.contains(&m) {
+            keep.push(m);
+        }
+    }
+    let new_pos = |old: usize| keep.iter().position(|&k| k == old).expect("kept");
+    let map: Vec<usize> = map.iter().map(|&m| new_pos(m)).collect();
+    let placeholder = reads_rn.then(|| new_pos(placeholder));
+    if keep.len() == n {
+        return (planned, visible, map, placeholder);
+    }
+    let fields: Vec<_> = keep
+        .iter()
+        .map(|&k| planned.schema.fields[k].clone())
+        .collect();
+    let plan = match planned.node {
+        Node::Calc {
+            input,
+            filter,
+            project,
+        } => calc(
+            *input,
+            filter,
+            keep.iter().map(|&k| project[k].clone()).collect(),
+            fields,
+        ),
+        node => {
+            let types = planned.schema.types();
+            let input = Plan {
+                node,
+                schema: planned.schema,
+                updating: planned.updating,
+            };
+            calc(
+                input,
+                None,
+                keep.iter()
+                    .map(|&k| crate::expr::Scalar::Column(k, types[k]))
+                    .collect(),
+                fields,
+            )
+        }
+    };
+    (plan, visible, map, placeholder)
+}

@@ -1,0 +1,279 @@
+//! Planning of DISTINCT and FILTER aggregates, Top-N, deduplication and
+//! SELECT DISTINCT: the operators chosen (as EXPLAIN shows them), the
+//! output's columns and changelog kind, and the errors for what weir
+//! does not run.
+
+use crate::session::Script;
+use crate::types::DataType;
+
+const DDL: &str = "
+CREATE TABLE t (a BIGINT, b STRING, c INT, ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+WITH ('connector' = 'datagen', 'number-of-rows' = '10');
+CREATE TABLE files (a BIGINT, b STRING, c INT, ts TIMESTAMP(3))
+WITH ('connector' = 'filesystem', 'path' = '/nonexistent/weir-plan-tests', 'format' = 'csv');
+CREATE TABLE changes (a BIGINT, b STRING, c INT, ts TIMESTAMP(3))
+WITH ('connector' = 'print');
+";
+
+fn explain(q: &str) -> String {
+    let s = Script::parse(&format!("{DDL} EXPLAIN {q};")).unwrap_or_else(|e| panic!("{q}: {e}"));
+    s.explained[0].clone()
+}
+
+fn error(sql: &str) -> String {
+    match Script::parse(&format!("{DDL} {sql};")) {
+        Ok(_) => panic!("{sql}: planned, an error was expected"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn planned(sql: &str) {
+    if let Err(e) = Script::parse(&format!("{DDL} {sql};")) {
+        panic!("{sql}: {e}");
+    }
+}
+
+/// The first line of the plan holding `what`.
+fn line<'a>(plan: &'a str, what: &str) -> &'a str {
+    plan.lines()
+        .find(|l| l.contains(what))
+        .unwrap_or_else(|| panic!("no `{what}` in\n{plan}"))
+}
+
+#[test]
+fn distinct_and_filtered_aggregates_share_their_input_columns() {
+    let plan = explain(
+        "SELECT a, COUNT(DISTINCT b), COUNT(DISTINCT b) FILTER (WHERE c > 1),
+                COUNT(*) FILTER (WHERE c > 1), SUM(DISTINCT c)
+         FROM t GROUP BY a",
+    );
+    let agg = line(&plan, "GroupAggregate");
+    assert!(
+        agg.contains("COUNT(DISTINCT b) FILTER (WHERE c > 1)"),
+        "{agg}"
+    );
+    assert!(agg.contains("SUM(DISTINCT c)"), "{agg}");
+    // keys, b, the filter, c: four columns into the aggregation
+    let pre = line(&plan, "Calc(");
+    assert_eq!(pre.matches(", ").count(), 3, "{pre}");
+    assert!(
+        plan.contains("group-accumulators"),
+        "the physical plan names the state: {plan}"
+    );
+}
+
+#[test]
+fn window_aggregates_take_distinct_and_filter() {
+    let plan = explain(
+        "SELECT a, window_start, COUNT(DISTINCT b) AS users,
+                COUNT(*) FILTER (WHERE c < 10) AS cheap
+         FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
+         GROUP BY a, window_start, window_end",
+    );
+    assert!(
+        line(&plan, "WindowAggregate").contains("COUNT(DISTINCT b)"),
+        "{plan}"
+    );
+    // a window aggregation stays append-only: a file sink takes it
+    planned(
+        "INSERT INTO files SELECT a, MAX(b), CAST(COUNT(DISTINCT b) AS INT), window_start
+         FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
+         GROUP BY a, window_start, window_end",
+    );
+}
+
+#[test]
+fn bad_distinct_and_filter_calls_are_errors() {
+    assert!(error("SELECT COUNT(DISTINCT *) FROM t").contains("COUNT(DISTINCT *)"));
+    assert!(error("SELECT COUNT(DISTINCT a, b) FROM t").contains("several columns"));
+    let e = error("SELECT COUNT(*) FILTER (WHERE c) FROM t");
+    assert!(e.contains("FILTER (WHERE ..) needs a BOOLEAN"), "{e}");
+    let e = error("SELECT SUM(DISTINCT b) FROM t");
+    assert!(e.contains("needs a number"), "{e}");
+}
+
+#[test]
+fn row_number_bounded_by_n_is_a_top_n() {
+    let plan = explain(
+        "SELECT * FROM (
+           SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY c DESC) AS rn FROM t
+         ) WHERE rn <= 3",
+    );
+    let rank = line(&plan, "Rank(");
+    assert!(
+        rank.contains("rankRange=[rankStart=1, rankEnd=3], partitionBy=[a], orderBy=[c DESC]"),
+        "{rank}"
+    );
+    assert!(rank.contains("outputRankNumber=[true]"), "{rank}");
+    assert!(rank.contains("changelog=[I,UB,UA,D]"), "{rank}");
+    assert!(plan.contains("Exchange: HASH[a]"), "{plan}");
+
+    // the row number not selected: not computed; `rn < 4` is `rn <= 3`
+    let plan = explain(
+        "SELECT a, b FROM (
+           SELECT a, b, c, ROW_NUMBER() OVER (PARTITION BY a ORDER BY c, b DESC NULLS FIRST) AS rn FROM t
+         ) WHERE rn < 4",
+    );
+    let rank = line(&plan, "Rank(");
+    assert!(rank.contains("rankEnd=3"), "{rank}");
+    assert!(
+        rank.contains("orderBy=[c ASC, b DESC NULLS FIRST]"),
+        "{rank}"
+    );
+    assert!(rank.contains("outputRankNumber=[false]"), "{rank}");
+}
+
+#[test]
+fn top_n_output_keeps_the_subquery_columns_in_order() {
+    let s = Script::parse(&format!(
+        "{DDL}
+         CREATE VIEW ranked AS
+           SELECT b, ROW_NUMBER() OVER (PARTITION BY a ORDER BY ts DESC) AS pos, c FROM t;
+         SELECT * FROM ranked WHERE 2 >= pos AND c > 0;"
+    ))
+    .unwrap();
+    let plan = &s.planned_selects()[0];
+    let cols: Vec<(&str, DataType)> = plan
+        .schema
+        .fields
+        .iter()
+        .map(|f| (f.name.as_str(), f.ty))
+        .collect();
+    assert_eq!(
+        cols,
+        [
+            ("b", DataType::String),
+            ("pos", DataType::BigInt),
+            ("c", DataType::Int)
+        ]
+    );
+    assert!(plan.updating);
+    let text = plan.explain();
+    assert!(
+        text.contains("partitionBy=[a], orderBy=[ts DESC]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("where=[..]"),
+        "the rest of WHERE stays: {text}"
+    );
+}
+
+#[test]
+fn row_number_one_by_time_is_a_deduplication() {
+    let first = "SELECT a, b, c, ts FROM (
+           SELECT *, ROW_NUMBER() OVER (PARTITION BY a, b ORDER BY ts ASC) AS rn FROM t
+         ) WHERE rn = 1";
+    let plan = explain(first);
+    assert!(
+        line(&plan, "Deduplicate(").contains("keep=[FirstRow], key=[a, b], order=[ROWTIME ts]"),
+        "{plan}"
+    );
+    assert!(plan.contains("append-only"), "{plan}");
+    // keeping the first row is append-only: a file sink takes it
+    planned(&format!("INSERT INTO files {first}"));
+
+    let last = "SELECT a, b, c, ts FROM (
+           SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY ts DESC) AS rn FROM t
+         ) WHERE rn <= 1";
+    let plan = explain(last);
+    assert!(
+        line(&plan, "Deduplicate(").contains("keep=[LastRow]"),
+        "{plan}"
+    );
+    assert!(
+        error(&format!("INSERT INTO files {last}")).contains("append-only"),
+        "keeping the last row updates"
+    );
+    planned(&format!("INSERT INTO changes {last}"));
+
+    // ordered by a column that is no time attribute: a Top-1
+    let plan = explain(
+        "SELECT a FROM (SELECT a, ROW_NUMBER() OVER (PARTITION BY a ORDER BY c) AS rn FROM t) WHERE rn = 1",
+    );
+    assert!(line(&plan, "Rank(").contains("rankEnd=1"), "{plan}");
+}
+
+#[test]
+fn unsupported_row_numbers_are_named() {
+    let sub = |over: &str, bound: &str| {
+        format!("SELECT * FROM (SELECT a, c, {over} AS rn FROM t) WHERE {bound}")
+    };
+    let row_number = "ROW_NUMBER() OVER (PARTITION BY a ORDER BY c)";
+    let cases = [
+        (
+            sub("RANK() OVER (PARTITION BY a ORDER BY c)", "rn <= 3"),
+            "RANK(..) OVER",
+        ),
+        (
+            sub("SUM(c) OVER (PARTITION BY a ORDER BY c)", "rn <= 3"),
+            "OVER aggregations are not supported",
+        ),
+        (sub(row_number, "c > 1"), "without `WHERE rn <= N`"),
+        (
+            "SELECT * FROM (SELECT a, ROW_NUMBER() OVER (PARTITION BY a ORDER BY c) AS rn FROM t)"
+                .into(),
+            "without `WHERE rn <= N`",
+        ),
+        (sub(row_number, "rn > 2"), "`rn > 2`: weir bounds the row number"),
+        (sub(row_number, "rn = 2"), "`rn = 2`"),
+        (sub(row_number, "rn <= 3 OR c > 1"), "weir bounds the row number"),
+        (sub(row_number, "rn <= 3 AND rn <= 2"), "one bound on `rn`"),
+        (sub(row_number, "rn < 1"), "keeps no row"),
+        (
+            sub("ROW_NUMBER() OVER (PARTITION BY a ORDER BY c + 1)", "rn <= 3"),
+            "ORDER BY `c + 1` in ROW_NUMBER() OVER: order by columns",
+        ),
+        (
+            sub("ROW_NUMBER() OVER (PARTITION BY a)", "rn <= 3"),
+            "needs an ORDER BY",
+        ),
+        (
+            sub("ROW_NUMBER() OVER (PARTITION BY a % 2 ORDER BY c)", "rn <= 3"),
+            "PARTITION BY `a % 2`",
+        ),
+        (
+            "SELECT * FROM (SELECT a, ROW_NUMBER() OVER (PARTITION BY a ORDER BY c) FROM t)"
+                .into(),
+            "needs a name",
+        ),
+        (
+            "SELECT * FROM (SELECT a, COUNT(*) AS n, ROW_NUMBER() OVER (PARTITION BY a ORDER BY COUNT(*)) AS rn FROM t GROUP BY a) WHERE rn <= 3".into(),
+            "order by columns",
+        ),
+        (
+            "SELECT * FROM (SELECT a, n, ROW_NUMBER() OVER (ORDER BY n DESC) AS rn FROM (SELECT a, COUNT(*) AS n FROM t GROUP BY a)) WHERE rn <= 3".into(),
+            "over an updating input",
+        ),
+        (
+            "SELECT a, ROW_NUMBER() OVER (PARTITION BY a ORDER BY c) + 1 FROM t".into(),
+            "ROW_NUMBER() OVER` here",
+        ),
+        (
+            sub("ROW_NUMBER() OVER (PARTITION BY a ORDER BY c ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)", "rn <= 3"),
+            "frame",
+        ),
+        (
+            sub("ROW_NUMBER() OVER (PARTITION BY nope ORDER BY c)", "rn <= 3"),
+            "unknown column `nope`",
+        ),
+    ];
+    for (sql, want) in cases {
+        let e = error(&sql);
+        assert!(e.contains(want), "{sql}: expected `{want}` in: {e}");
+    }
+}
+
+#[test]
+fn select_distinct_is_a_group_aggregation_without_aggregates() {
+    let plan = explain("SELECT DISTINCT a, c % 2 AS odd FROM t");
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[a, odd], select=[]"),
+        "{plan}"
+    );
+    assert!(error("INSERT INTO files SELECT DISTINCT a, b, c, ts FROM t").contains("append-only"));
+    assert!(error("SELECT DISTINCT ON (a) a, b FROM t").contains("DISTINCT ON"));
+    // SELECT ALL is every row
+    assert!(!explain("SELECT ALL a FROM t").contains("GroupAggregate"));
+}

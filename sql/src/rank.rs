@@ -1,0 +1,390 @@
+//! `ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..)` bounded by the outer
+//! `WHERE rn <= N`: the Top-N rows per partition (Flink's
+//! `AppendOnlyTopNFunction`) and its special case, deduplication (Flink's
+//! `RowTimeDeduplicateFunction`): keyed by the partition columns, state
+//! per key in keyed state, so checkpointed, restored and rescaled with the
+//! key's key group. The input is append-only (the planner refuses an
+//! updating one).
+//!
+//! **Top-N** keeps the N best rows of each key, sorted, in one
+//! [`KeyedValueState`] value ([`TopRows`]); a row that falls out of the
+//! top N is forgotten (no retraction can bring it back into an
+//! append-only input's top). Its output is a changelog:
+//!
+//! - without the row number in the result: `-D` of the row pushed out of
+//!   the top N, then `+I` of the row that entered;
+//! - with it: for every rank from the new row's down to the last, `-U` of
+//!   the row that had the rank and `+U` of the row that has it now (or `+I`
+//!   for a rank that was empty), as Flink's Rank operator does; a pair of
+//!   equal rows is left out.
+//!
+//! **Ties.** Rows equal on the ORDER BY keys rank by their other columns,
+//! in column order, ascending (then, for rows equal in every column, by
+//! arrival): the result does not depend on the order rows arrive in, so a
+//! restored or rescaled job gives the result of an uninterrupted one.
+//! Flink ranks ties by arrival order instead. NULLs sort as the smallest
+//! value (first for ASC, last for DESC) unless NULLS FIRST/LAST says
+//! otherwise, as Flink's default null collation.
+//!
+//! **Deduplication** (`ORDER BY` a time attribute, `rn = 1`): keeping the
+//! first row per key emits it as it arrives and drops the key's later
+//! rows (append-only output: a filesystem sink takes it); keeping the last
+//! row emits `+I` for the key's first row and `-U`/`+U` whenever a row with
+//! a time at least the kept one's arrives.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::sync::Arc;
+
+use weir_runtime::{
+    BranchStream, Collector, DecodeError, KeyContext, KeyedProcessFunction, KeyedStates,
+    KeyedValueState, SubtaskInfo, Wire,
+};
+
+use crate::value::{Row, RowKind, Value};
+
+/// One ORDER BY key of a Top-N.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SortKey {
+    /// The column.
+    pub col: usize,
+    /// DESC.
+    pub desc: bool,
+    /// NULLs before the other values.
+    pub nulls_first: bool,
+}
+
+/// What a ROW_NUMBER() bounded by `rn <= N` is run as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RankKind {
+    /// The N first rows by `order` per key.
+    TopN {
+        /// ORDER BY.
+        order: Vec<SortKey>,
+        /// N.
+        limit: usize,
+    },
+    /// `ORDER BY time ASC`, `rn = 1`: the first row per key.
+    KeepFirst {
+        /// The time attribute column.
+        time: usize,
+    },
+    /// `ORDER BY time DESC`, `rn = 1`: the last row per key.
+    KeepLast {
+        /// The time attribute column.
+        time: usize,
+    },
+}
+
+/// A planned Top-N or deduplication.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rank {
+    /// PARTITION BY columns (the key; none: one partition).
+    pub partition: Vec<usize>,
+    /// The column the row number is written to (BIGINT), when the query
+    /// reads it.
+    pub row_number: Option<usize>,
+    /// Top-N or deduplication.
+    pub kind: RankKind,
+}
+
+impl Rank {
+    /// Whether the output is a changelog: all but keep-first-row.
+    pub fn updating(&self) -> bool {
+        !matches!(self.kind, RankKind::KeepFirst { .. })
+    }
+
+    /// The key of a row: its partition columns.
+    pub fn key(&self, row: &Row) -> Row {
+        Row::new(
+            self.partition
+                .iter()
+                .map(|&c| row.values[c].clone())
+                .collect(),
+        )
+    }
+}
+
+/// EXPLAIN's words, with the input's column names.
+pub struct Explain<'a>(pub &'a Rank, pub &'a [String]);
+
+impl fmt::Display for Explain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Explain(r, names) = self;
+        let name = |c: usize| names.get(c).map_or("?", String::as_str);
+        let partition = r
+            .partition
+            .iter()
+            .map(|&c| name(c))
+            .collect::<Vec<_>>()
+            .join(", ");
+        match &r.kind {
+            RankKind::TopN { order, limit } => {
+                let order = order
+                    .iter()
+                    .map(|k| {
+                        format!(
+                            "{} {}{}",
+                            name(k.col),
+                            if k.desc { "DESC" } else { "ASC" },
+                            if k.nulls_first == k.desc {
+                                if k.nulls_first {
+                                    " NULLS FIRST"
+                                } else {
+                                    " NULLS LAST"
+                                }
+                            } else {
+                                ""
+                            }
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                write!(
+                    f,
+                    "Rank(strategy=[AppendFastStrategy], rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={limit}], partitionBy=[{partition}], orderBy=[{order}], outputRankNumber=[{}])",
+                    r.row_number.is_some()
+                )
+            }
+            RankKind::KeepFirst { time } | RankKind::KeepLast { time } => write!(
+                f,
+                "Deduplicate(keep=[{}], key=[{partition}], order=[ROWTIME {}])",
+                if matches!(r.kind, RankKind::KeepFirst { .. }) {
+                    "FirstRow"
+                } else {
+                    "LastRow"
+                },
+                name(*time)
+            ),
+        }
+    }
+}
+
+/// `a` before `b` in the Top-N's order (see the module doc for ties).
+pub fn compare(order: &[SortKey], a: &Row, b: &Row) -> Ordering {
+    for k in order {
+        let (x, y) = (&a.values[k.col], &b.values[k.col]);
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) if k.nulls_first => Ordering::Less,
+            (true, false) => Ordering::Greater,
+            (false, true) if k.nulls_first => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) if k.desc => y.total_cmp(x),
+            (false, false) => x.total_cmp(y),
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    for (x, y) in a.values.iter().zip(&b.values) {
+        let o = x.total_cmp(y);
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// A key's top rows, best first, at most N.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TopRows(pub Vec<Row>);
+
+/// Wire form: the number of rows (u32), then each row.
+impl Wire for TopRows {
+    fn encoded_len(&self) -> usize {
+        4 + self.0.iter().map(Wire::encoded_len).sum::<usize>()
+    }
+
+    fn write(&self, out: &mut [u8]) {
+        let n = u32::try_from(self.0.len()).expect("fewer than 2^32 rows in a top N");
+        out[..4].copy_from_slice(&n.to_le_bytes());
+        let mut at = 4;
+        for r in &self.0 {
+            let len = r.encoded_len();
+            r.write(&mut out[at..at + len]);
+            at += len;
+        }
+    }
+
+    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+        let (n, mut at) = u32::read(input)?;
+        let mut rows = Vec::with_capacity((n as usize).min(1024));
+        for _ in 0..n {
+            let (r, used) = Row::read(&input[at..])?;
+            rows.push(r);
+            at += used;
+        }
+        Ok((TopRows(rows), at))
+    }
+}
+
+/// The row with its row number written to `col`, as `kind`.
+fn numbered(row: &Row, col: Option<usize>, rank: usize, kind: RowKind) -> Row {
+    let mut r = row.clone();
+    r.kind = kind;
+    if let Some(c) = col {
+        r.values[c] = Value::BigInt(rank as i64);
+    }
+    r
+}
+
+/// Top-N over an append-only input (Flink's `AppendOnlyTopNFunction`).
+pub struct AppendTopN {
+    order: Arc<[SortKey]>,
+    limit: usize,
+    row_number: Option<usize>,
+    top: KeyedValueState<Row, TopRows>,
+}
+
+impl AppendTopN {
+    /// The first `limit` rows by `order` per key; the row number written
+    /// to column `row_number` if any.
+    pub fn new(order: Arc<[SortKey]>, limit: usize, row_number: Option<usize>) -> Self {
+        Self {
+            order,
+            limit,
+            row_number,
+            top: KeyedValueState::new("top-n-rows"),
+        }
+    }
+}
+
+impl KeyedProcessFunction for AppendTopN {
+    type Key = Row;
+    type In = Row;
+    type Out = Row;
+
+    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Row>, mut row: Row, out: &mut C) {
+        row.kind = RowKind::Insert;
+        let order = &self.order;
+        let top = &mut self.top.value_mut_or_insert_with(ctx, TopRows::default).0;
+        // After every row not after it: equal rows rank by arrival.
+        let at = top.partition_point(|r| compare(order, r, &row) != Ordering::Greater);
+        if at >= self.limit {
+            return;
+        }
+        let before = top.len();
+        top.insert(at, row);
+        let out_of_top = (top.len() > self.limit).then(|| top.pop().expect("more than N rows"));
+        match self.row_number {
+            None => {
+                if let Some(gone) = out_of_top {
+                    out.collect(numbered(&gone, None, 0, RowKind::Delete));
+                }
+                out.collect(numbered(&top[at], None, 0, RowKind::Insert));
+            }
+            Some(col) => {
+                // Ranks at..: each was held by the row now one further down
+                // (the last one's by the row pushed out).
+                for r in at..top.len() {
+                    let now = &top[r];
+                    if r < before {
+                        let was = top
+                            .get(r + 1)
+                            .or(out_of_top.as_ref())
+                            .expect("a row had it");
+                        if was.values == now.values {
+                            continue;
+                        }
+                        out.collect(numbered(was, Some(col), r + 1, RowKind::UpdateBefore));
+                        out.collect(numbered(now, Some(col), r + 1, RowKind::UpdateAfter));
+                    } else {
+                        out.collect(numbered(now, Some(col), r + 1, RowKind::Insert));
+                    }
+                }
+            }
+        }
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.top);
+    }
+}
+
+/// Deduplication on a time attribute: the first or the last row per key.
+pub struct Deduplicate {
+    time: usize,
+    keep_last: bool,
+    row_number: Option<usize>,
+    /// The kept row (keep-last), or an empty row saying that the key's
+    /// first row went out (keep-first).
+    kept: KeyedValueState<Row, Row>,
+}
+
+impl Deduplicate {
+    /// Keeps the first (or, `keep_last`, the last) row per key by column
+    /// `time`; a row number (1) written to column `row_number` if any.
+    pub fn new(time: usize, keep_last: bool, row_number: Option<usize>) -> Self {
+        Self {
+            time,
+            keep_last,
+            row_number,
+            kept: KeyedValueState::new("deduplicate-kept-row"),
+        }
+    }
+}
+
+impl KeyedProcessFunction for Deduplicate {
+    type Key = Row;
+    type In = Row;
+    type Out = Row;
+
+    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Row>, row: Row, out: &mut C) {
+        let col = self.row_number;
+        if !self.keep_last {
+            if self.kept.value_ref(ctx).is_none() {
+                self.kept.update(ctx, Row::default());
+                out.collect(numbered(&row, col, 1, RowKind::Insert));
+            }
+            return;
+        }
+        match self.kept.value_ref(ctx) {
+            None => out.collect(numbered(&row, col, 1, RowKind::Insert)),
+            Some(prev) => {
+                // A later (or equally late) row replaces the kept one.
+                if row.values[self.time].total_cmp(&prev.values[self.time]) == Ordering::Less {
+                    return;
+                }
+                if prev.values != row.values {
+                    out.collect(numbered(prev, col, 1, RowKind::UpdateBefore));
+                    out.collect(numbered(&row, col, 1, RowKind::UpdateAfter));
+                }
+            }
+        }
+        self.kept.update(ctx, row);
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.kept);
+    }
+}
+
+/// `rows` keyed by the partition columns through the operator of `rank`
+/// (uid `uid`).
+pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchStream<'j, Row> {
+    let key = rank.clone();
+    let keyed = rows.key_by(move |r: &Row| key.key(r));
+    let row_number = rank.row_number;
+    match &rank.kind {
+        RankKind::TopN { order, limit } => {
+            let order: Arc<[SortKey]> = order.clone().into();
+            let limit = *limit;
+            keyed
+                .process(uid, move |_: &SubtaskInfo| {
+                    AppendTopN::new(order.clone(), limit, row_number)
+                })
+                .share()
+                .branch()
+        }
+        RankKind::KeepFirst { time } | RankKind::KeepLast { time } => {
+            let (time, keep_last) = (*time, matches!(rank.kind, RankKind::KeepLast { .. }));
+            keyed
+                .process(uid, move |_: &SubtaskInfo| {
+                    Deduplicate::new(time, keep_last, row_number)
+                })
+                .share()
+                .branch()
+        }
+    }
+}

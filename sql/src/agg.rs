@@ -494,3 +494,6 @@ impl KeyedProcessFunction for GroupAggregate {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -27,10 +27,11 @@
 //! otherwise, as Flink's default null collation.
 //!
 //! **Deduplication** (`ORDER BY` a time attribute, `rn = 1`): keeping the
-//! first row per key emits it as it arrives and drops the key's later
-//! rows (append-only output: a filesystem sink takes it); keeping the last
-//! row emits `+I` for the key's first row and `-U`/`+U` whenever a row with
-//! a time at least the kept one's arrives.
+//! first row per key emits the key's earliest row when the watermark
+//! passes it and drops the key's other rows (append-only output: a
+//! filesystem sink takes it); keeping the last row emits `+I` for the
+//! key's first row and `-U`/`+U` whenever a row with a time at least the
+//! kept one's arrives. See [`Deduplicate`].
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -38,7 +39,7 @@ use std::sync::Arc;
 
 use weir_runtime::{
     BranchStream, Collector, DecodeError, KeyContext, KeyedProcessFunction, KeyedStates,
-    KeyedValueState, SubtaskInfo, Wire,
+    KeyedTimerService, KeyedValueState, SubtaskInfo, TimeDomain, TimerQueues, Wire,
 };
 
 use crate::value::{Row, RowKind, Value};
@@ -303,13 +304,28 @@ impl KeyedProcessFunction for AppendTopN {
 }
 
 /// Deduplication on a time attribute: the first or the last row per key.
+///
+/// Keeping the first row waits for the watermark: the key's earliest row
+/// so far is pending, with an event-time timer at its time; a row with an
+/// earlier time replaces it; when the watermark reaches it, it is emitted
+/// (`+I`) and the key's later rows are dropped. The output is append-only
+/// and the same whatever the order rows arrive in (rows from several
+/// source subtasks interleave arbitrarily), as a window's. A key's first
+/// row arriving behind the watermark (late) is emitted at once.
+///
+/// Keeping the last row emits at once: `+I` for a key's first row, then
+/// `-U`/`+U` for each row at least as late as the kept one.
+///
+/// Rows of equal time order as Top-N's ties (by their other columns): the
+/// first row is the smallest, the last the largest.
 pub struct Deduplicate {
     time: usize,
     keep_last: bool,
     row_number: Option<usize>,
-    /// The kept row (keep-last), or an empty row saying that the key's
-    /// first row went out (keep-first).
+    /// Keep-last: the kept row. Keep-first: the pending row, or an empty
+    /// row once the key's first row went out.
     kept: KeyedValueState<Row, Row>,
+    timers: KeyedTimerService<Row>,
 }
 
 impl Deduplicate {
@@ -321,7 +337,22 @@ impl Deduplicate {
             keep_last,
             row_number,
             kept: KeyedValueState::new("deduplicate-kept-row"),
+            timers: KeyedTimerService::new(),
         }
+    }
+
+    fn time_of(&self, row: &Row) -> i64 {
+        row.values[self.time].as_i64().unwrap_or(i64::MIN)
+    }
+
+    /// `a` before `b`: by time, then by the other columns.
+    fn before(&self, a: &Row, b: &Row) -> bool {
+        let order = [SortKey {
+            col: self.time,
+            desc: false,
+            nulls_first: true,
+        }];
+        compare(&order, a, b) == Ordering::Less
     }
 }
 
@@ -330,29 +361,64 @@ impl KeyedProcessFunction for Deduplicate {
     type In = Row;
     type Out = Row;
 
-    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Row>, row: Row, out: &mut C) {
+    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Row>, mut row: Row, out: &mut C) {
+        row.kind = RowKind::Insert;
         let col = self.row_number;
-        if !self.keep_last {
-            if self.kept.value_ref(ctx).is_none() {
-                self.kept.update(ctx, Row::default());
-                out.collect(numbered(&row, col, 1, RowKind::Insert));
+        if self.keep_last {
+            match self.kept.value_ref(ctx) {
+                None => out.collect(numbered(&row, col, 1, RowKind::Insert)),
+                Some(prev) if self.before(&row, prev) => return,
+                Some(prev) => {
+                    if prev.values != row.values {
+                        out.collect(numbered(prev, col, 1, RowKind::UpdateBefore));
+                        out.collect(numbered(&row, col, 1, RowKind::UpdateAfter));
+                    }
+                }
             }
+            self.kept.update(ctx, row);
             return;
         }
+        let t = self.time_of(&row);
         match self.kept.value_ref(ctx) {
-            None => out.collect(numbered(&row, col, 1, RowKind::Insert)),
-            Some(prev) => {
-                // A later (or equally late) row replaces the kept one.
-                if row.values[self.time].total_cmp(&prev.values[self.time]) == Ordering::Less {
-                    return;
-                }
-                if prev.values != row.values {
-                    out.collect(numbered(prev, col, 1, RowKind::UpdateBefore));
-                    out.collect(numbered(&row, col, 1, RowKind::UpdateAfter));
+            Some(done) if done.is_empty() => {}
+            Some(pending) => {
+                if self.before(&row, pending) {
+                    let old = self.time_of(pending);
+                    self.timers.delete_event_time_timer(ctx, old);
+                    self.timers.register_event_time_timer(ctx, t);
+                    self.kept.update(ctx, row);
                 }
             }
+            None if t <= self.timers.current_watermark() => {
+                out.collect(numbered(&row, col, 1, RowKind::Insert));
+                self.kept.update(ctx, Row::default());
+            }
+            None => {
+                self.timers.register_event_time_timer(ctx, t);
+                self.kept.update(ctx, row);
+            }
         }
-        self.kept.update(ctx, row);
+    }
+
+    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Row>> {
+        Some(&mut self.timers)
+    }
+
+    fn on_timer<C: Collector<Row>>(
+        &mut self,
+        timestamp: i64,
+        ctx: &KeyContext<Row>,
+        _: TimeDomain,
+        out: &mut C,
+    ) {
+        let Some(pending) = self.kept.value_ref(ctx) else {
+            return;
+        };
+        if pending.is_empty() || self.time_of(pending) != timestamp {
+            return;
+        }
+        out.collect(numbered(pending, self.row_number, 1, RowKind::Insert));
+        self.kept.update(ctx, Row::default());
     }
 
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
@@ -388,3 +454,6 @@ pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchS
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

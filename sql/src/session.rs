@@ -419,3 +419,6 @@ pub fn format_table(schema: &Schema, rows: &[Row]) -> String {
     ));
     s
 }
+
+#[cfg(test)]
+mod tests;

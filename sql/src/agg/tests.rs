@@ -1,0 +1,236 @@
+//! DISTINCT and FILTER aggregates: a group aggregation fed inserts and
+//! retractions ends at the aggregates of the rows left (computed here by
+//! plain counting), also across a snapshot restored into two subtasks; a
+//! window's accumulators merged equal one accumulator of all rows.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use weir_runtime::testing::{HarnessSetup, KeyedOperatorHarness};
+
+use super::*;
+use crate::plan::{AggCall, AggFunc};
+use crate::value::RowKind;
+
+/// Input rows `[key, user, cheap (BOOLEAN), amount]`: COUNT(DISTINCT
+/// user), COUNT(DISTINCT user) FILTER (WHERE cheap), SUM(DISTINCT amount),
+/// COUNT(*) FILTER (WHERE cheap), AVG(DISTINCT amount) FILTER (WHERE cheap).
+fn calls() -> Vec<AggCall> {
+    let call = |func, arg, distinct, filter, arg_ty| AggCall {
+        func,
+        arg,
+        distinct,
+        filter,
+        arg_ty,
+        ty: if func == AggFunc::Count {
+            DataType::BigInt
+        } else {
+            arg_ty
+        },
+        text: String::new(),
+    };
+    vec![
+        call(AggFunc::Count, Some(1), true, None, DataType::BigInt),
+        call(AggFunc::Count, Some(1), true, Some(2), DataType::BigInt),
+        call(AggFunc::Sum, Some(3), true, None, DataType::BigInt),
+        call(AggFunc::Count, None, false, Some(2), DataType::BigInt),
+        call(AggFunc::Avg, Some(3), true, Some(2), DataType::BigInt),
+    ]
+}
+
+fn row(kind: RowKind, key: i64, user: i64, cheap: bool, amount: i64) -> Row {
+    Row {
+        kind,
+        values: [
+            Value::BigInt(key),
+            Value::BigInt(user),
+            Value::Bool(cheap),
+            Value::BigInt(amount),
+        ]
+        .into_iter()
+        .collect(),
+    }
+}
+
+/// A changelog: inserts, and now and then a retraction of an earlier row.
+fn changes(n: u64) -> Vec<Row> {
+    let mut live: Vec<Row> = Vec::new();
+    let mut out = Vec::new();
+    for i in 0..n {
+        let h = (i + 3).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(23);
+        if h % 4 == 0 && !live.is_empty() {
+            let mut r = live.remove((h >> 8) as usize % live.len());
+            r.kind = if h % 8 == 0 {
+                RowKind::Delete
+            } else {
+                RowKind::UpdateBefore
+            };
+            out.push(r);
+        } else {
+            let r = row(
+                RowKind::Insert,
+                (h >> 4) as i64 % 4,
+                (h >> 12) as i64 % 9,
+                (h >> 20) % 3 == 0,
+                (h >> 28) as i64 % 5,
+            );
+            live.push(r.clone());
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Per key the aggregates of the rows the changelog leaves.
+fn reference(changes: &[Row]) -> BTreeMap<i64, Vec<Value>> {
+    let live = live(changes);
+    let mut out = BTreeMap::new();
+    for key in 0..4 {
+        let mine: Vec<&Row> = live
+            .iter()
+            .copied()
+            .filter(|r| r.values[0] == Value::BigInt(key))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let get = |r: &Row, i: usize| r.values[i].as_i64().unwrap();
+        let cheap = |r: &&&Row| r.values[2] == Value::Bool(true);
+        let users: BTreeSet<i64> = mine.iter().map(|r| get(r, 1)).collect();
+        let cheap_users: BTreeSet<i64> = mine.iter().filter(cheap).map(|r| get(r, 1)).collect();
+        let amounts: BTreeSet<i64> = mine.iter().map(|r| get(r, 3)).collect();
+        let cheap_amounts: BTreeSet<i64> = mine.iter().filter(cheap).map(|r| get(r, 3)).collect();
+        let avg = if cheap_amounts.is_empty() {
+            Value::Null
+        } else {
+            Value::BigInt(cheap_amounts.iter().sum::<i64>() / cheap_amounts.len() as i64)
+        };
+        out.insert(
+            key,
+            vec![
+                Value::BigInt(users.len() as i64),
+                Value::BigInt(cheap_users.len() as i64),
+                Value::BigInt(amounts.iter().sum()),
+                Value::BigInt(mine.iter().filter(cheap).count() as i64),
+                avg,
+            ],
+        );
+    }
+    out
+}
+
+/// The result table a GroupAggregate's changelog leaves, by key.
+fn result(out: &[Row]) -> BTreeMap<i64, Vec<Value>> {
+    let mut table = BTreeMap::new();
+    for r in out {
+        let key = r.values[0].as_i64().unwrap();
+        match r.kind {
+            RowKind::Insert | RowKind::UpdateAfter => {
+                table.insert(key, r.values[1..].to_vec());
+            }
+            RowKind::UpdateBefore | RowKind::Delete => {
+                assert_eq!(table.remove(&key).as_deref(), Some(&r.values[1..]));
+            }
+        }
+    }
+    table
+}
+
+fn key(r: &Row) -> Row {
+    Row::of([r.values[0].clone()])
+}
+
+fn group() -> GroupAggregate {
+    GroupAggregate::new(Aggs::new(&calls()), 1)
+}
+
+#[test]
+fn group_distinct_and_filter_aggregates_follow_inserts_and_retractions() {
+    let input = changes(2_000);
+    let mut h = KeyedOperatorHarness::new(|_| group(), key as fn(&Row) -> Row).unwrap();
+    h.process_elements(input.iter().cloned());
+    let want = reference(&input);
+    assert_eq!(result(&h.take_output()), want);
+    // a value is forgotten when its last row is gone: the map state holds
+    // each live key's distinct users and amounts, nothing else
+    let entries: BTreeSet<(i64, usize, i64)> = live(&input)
+        .iter()
+        .flat_map(|r| {
+            let key = r.values[0].as_i64().unwrap();
+            [
+                (key, 0, r.values[1].as_i64().unwrap()),
+                (key, 1, r.values[3].as_i64().unwrap()),
+            ]
+        })
+        .collect();
+    let state = h.function().distinct.as_ref().expect("distinct state");
+    assert_eq!(state.total_len(), entries.len());
+}
+
+/// The rows a changelog leaves.
+fn live(changes: &[Row]) -> Vec<&Row> {
+    let mut live: Vec<&Row> = Vec::new();
+    for r in changes {
+        if r.kind.is_accumulate() {
+            live.push(r);
+        } else {
+            let i = live.iter().position(|l| l.values == r.values).unwrap();
+            live.remove(i);
+        }
+    }
+    live
+}
+
+#[test]
+fn group_distinct_values_are_restored_and_rescaled_with_their_keys() {
+    let input = changes(3_000);
+    let mut h = KeyedOperatorHarness::new(|_| group(), key as fn(&Row) -> Row).unwrap();
+    h.process_elements(input[..1_200].iter().cloned());
+    let snapshot = h.snapshot().unwrap();
+    let mut out = h.take_output();
+    for i in 0..2 {
+        let mut h = KeyedOperatorHarness::with_setup(
+            HarnessSetup::new().subtask(i, 2).restore(&snapshot),
+            |_| group(),
+            key as fn(&Row) -> Row,
+        )
+        .unwrap();
+        let mine: Vec<Row> = input[1_200..]
+            .iter()
+            .filter(|r| h.owns_key(&key(r)))
+            .cloned()
+            .collect();
+        h.process_elements(mine);
+        out.extend(h.take_output());
+    }
+    assert_eq!(result(&out), reference(&input));
+}
+
+#[test]
+fn merged_window_accumulators_count_a_value_once() {
+    let f = WindowAggregate(Aggs::new(&calls()));
+    let input: Vec<Row> = changes(600)
+        .into_iter()
+        .filter(|r| r.kind == RowKind::Insert && r.values[0] == Value::BigInt(1))
+        .collect();
+    let all = input
+        .iter()
+        .fold(f.create_accumulator(), |acc, r| f.add(r.clone(), acc));
+    let (left, right) = input.split_at(input.len() / 3);
+    let a = left
+        .iter()
+        .fold(f.create_accumulator(), |acc, r| f.add(r.clone(), acc));
+    let b = right
+        .iter()
+        .fold(f.create_accumulator(), |acc, r| f.add(r.clone(), acc));
+    let merged = f.merge(a, b);
+    assert_eq!(f.get_result(&merged), f.get_result(&all));
+    assert_eq!(
+        f.get_result(&all).values.to_vec(),
+        reference(&input)[&1],
+        "a window's aggregates are those of its rows"
+    );
+    // the accumulator round-trips through its wire form
+    let mut buf = vec![0u8; merged.encoded_len()];
+    merged.write(&mut buf);
+    assert_eq!(WindowAcc::read(&buf).unwrap(), (merged, buf.len()));
+}

@@ -1,0 +1,276 @@
+//! Top-N and deduplication on the keyed operator harness: the changelog
+//! applied gives the top rows a plain sort gives, whatever the arrival
+//! order of ties; a snapshot restored (also into two subtasks) continues
+//! as an uninterrupted run.
+
+use std::sync::Arc;
+
+use weir_runtime::testing::{HarnessSetup, KeyedOperatorHarness, OperatorSnapshot};
+
+use super::*;
+
+/// Rows `[key, score, name, row number placeholder]`.
+fn row(key: i64, score: i32, name: &str) -> Row {
+    Row::of([
+        Value::BigInt(key),
+        Value::Int(score),
+        Value::Str(name.into()),
+        Value::BigInt(0),
+    ])
+}
+
+fn key(r: &Row) -> Row {
+    Row::of([r.values[0].clone()])
+}
+
+fn rows(n: u64, seed: u64) -> Vec<Row> {
+    (0..n)
+        .map(|i| {
+            let h = (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ seed;
+            // few scores and names: many ties, some duplicate rows
+            row(
+                (h % 5) as i64,
+                ((h >> 8) % 6) as i32,
+                ["ann", "bob", "cy"][((h >> 16) % 3) as usize],
+            )
+        })
+        .collect()
+}
+
+/// The rows a changelog leaves, sorted.
+fn apply(changes: &[Row]) -> Vec<Row> {
+    let mut live: Vec<Row> = Vec::new();
+    for r in changes {
+        let mut plain = r.clone();
+        plain.kind = RowKind::Insert;
+        if r.kind.is_accumulate() {
+            live.push(plain);
+        } else {
+            let i = live
+                .iter()
+                .position(|l| *l == plain)
+                .unwrap_or_else(|| panic!("{r:?} retracts a row never emitted"));
+            live.remove(i);
+        }
+    }
+    live.sort_by(|a, b| compare(&[], a, b));
+    live
+}
+
+/// The first `n` rows per key by score DESC, ties by name (the rule:
+/// other columns ascending), with their row numbers if `numbered`.
+fn reference(input: &[Row], n: usize, numbered: bool) -> Vec<Row> {
+    let mut out = Vec::new();
+    for k in 0..5 {
+        let mut mine: Vec<&Row> = input
+            .iter()
+            .filter(|r| r.values[0] == Value::BigInt(k))
+            .collect();
+        mine.sort_by(|a, b| {
+            let score = |r: &Row| r.values[1].as_i64().unwrap();
+            let name = |r: &Row| match &r.values[2] {
+                Value::Str(s) => s.to_string(),
+                _ => unreachable!(),
+            };
+            score(b).cmp(&score(a)).then(name(a).cmp(&name(b)))
+        });
+        for (i, r) in mine.into_iter().take(n).enumerate() {
+            let mut r = r.clone();
+            if numbered {
+                r.values[3] = Value::BigInt(i as i64 + 1);
+            }
+            out.push(r);
+        }
+    }
+    out.sort_by(|a, b| compare(&[], a, b));
+    out
+}
+
+fn order() -> Arc<[SortKey]> {
+    Arc::from(vec![SortKey {
+        col: 1,
+        desc: true,
+        nulls_first: false,
+    }])
+}
+
+fn top_n(row_number: Option<usize>) -> KeyedOperatorHarness<AppendTopN, fn(&Row) -> Row> {
+    KeyedOperatorHarness::new(
+        |_| AppendTopN::new(order(), 3, row_number),
+        key as fn(&Row) -> Row,
+    )
+    .unwrap()
+}
+
+#[test]
+fn top_3_per_key_equals_a_sort_whatever_the_arrival_order() {
+    let input = rows(300, 7);
+    for numbered in [false, true] {
+        let col = numbered.then_some(3);
+        let want = reference(&input, 3, numbered);
+        for permutation in 0..4u64 {
+            let mut shuffled = input.clone();
+            // a deterministic shuffle per permutation
+            shuffled.sort_by_key(|r| {
+                let mut buf = vec![0u8; r.encoded_len()];
+                r.write(&mut buf);
+                buf.iter().fold(permutation, |h, &b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+                })
+            });
+            let mut h = top_n(col);
+            h.process_elements(shuffled);
+            assert_eq!(
+                apply(&h.take_output()),
+                want,
+                "numbered {numbered}, permutation {permutation}"
+            );
+        }
+    }
+}
+
+#[test]
+fn without_row_numbers_a_row_entering_pushes_one_out() {
+    let mut h = top_n(None);
+    h.process_elements([row(1, 5, "a"), row(1, 7, "b"), row(1, 6, "c")]);
+    assert_eq!(h.take_output().len(), 3, "three +I");
+    h.process_element(row(1, 1, "d"));
+    assert!(h.take_output().is_empty(), "not in the top 3: nothing");
+    h.process_element(row(1, 9, "e"));
+    let out = h.take_output();
+    assert_eq!(out.len(), 2);
+    assert_eq!(
+        (out[0].kind, &out[0].values[2]),
+        (RowKind::Delete, &Value::Str("a".into()))
+    );
+    assert_eq!(
+        (out[1].kind, &out[1].values[2]),
+        (RowKind::Insert, &Value::Str("e".into()))
+    );
+}
+
+#[test]
+fn with_row_numbers_every_rank_below_the_new_row_is_updated() {
+    let mut h = top_n(Some(3));
+    h.process_elements([row(1, 5, "a"), row(1, 3, "b")]);
+    h.take_output();
+    h.process_element(row(1, 9, "c"));
+    let got: Vec<(RowKind, String, i64)> = h
+        .take_output()
+        .iter()
+        .map(|r| {
+            (
+                r.kind,
+                r.values[2].display(crate::types::DataType::String),
+                r.values[3].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    use RowKind::*;
+    assert_eq!(
+        got,
+        [
+            (UpdateBefore, "a".into(), 1),
+            (UpdateAfter, "c".into(), 1),
+            (UpdateBefore, "b".into(), 2),
+            (UpdateAfter, "a".into(), 2),
+            (Insert, "b".into(), 3),
+        ]
+    );
+}
+
+fn split_run(input: &[Row], at: usize, numbered: bool) -> (Vec<Row>, OperatorSnapshot) {
+    let mut h = top_n(numbered.then_some(3));
+    h.process_elements(input[..at].iter().cloned());
+    let snapshot = h.snapshot().unwrap();
+    (h.take_output(), snapshot)
+}
+
+#[test]
+fn a_restored_top_n_continues_as_an_uninterrupted_run_also_rescaled() {
+    let input = rows(400, 11);
+    for numbered in [false, true] {
+        let want = reference(&input, 3, numbered);
+        let (mut changes, snapshot) = split_run(&input, 150, numbered);
+        // restored at parallelism 1
+        let mut h = KeyedOperatorHarness::restore(
+            |_| AppendTopN::new(order(), 3, numbered.then_some(3)),
+            key as fn(&Row) -> Row,
+            &snapshot,
+        )
+        .unwrap();
+        h.process_elements(input[150..].iter().cloned());
+        let mut one = changes.clone();
+        one.extend(h.take_output());
+        assert_eq!(apply(&one), want, "restored, numbered {numbered}");
+        // and into two subtasks, each taking its keys
+        for i in 0..2 {
+            let mut h = KeyedOperatorHarness::with_setup(
+                HarnessSetup::new().subtask(i, 2).restore(&snapshot),
+                |_| AppendTopN::new(order(), 3, numbered.then_some(3)),
+                key as fn(&Row) -> Row,
+            )
+            .unwrap();
+            let mine: Vec<Row> = input[150..]
+                .iter()
+                .filter(|r| h.owns_key(&key(r)))
+                .cloned()
+                .collect();
+            h.process_elements(mine);
+            changes.extend(h.take_output());
+        }
+        assert_eq!(apply(&changes), want, "rescaled, numbered {numbered}");
+    }
+}
+
+#[test]
+fn deduplication_keeps_the_first_or_the_last_row_per_key() {
+    // [key, time, payload]
+    let r = |k: i64, t: i64, p: &str| {
+        Row::of([Value::BigInt(k), Value::Timestamp(t), Value::Str(p.into())])
+    };
+    let input = [
+        r(1, 10, "a"),
+        r(2, 11, "d"),
+        r(1, 12, "c"),
+        r(1, 9, "earlier"),
+        r(2, 11, "b"),
+    ];
+    let mut first =
+        KeyedOperatorHarness::new(|_| Deduplicate::new(1, false, None), key as fn(&Row) -> Row)
+            .unwrap();
+    first.process_elements(input.iter().cloned());
+    assert!(
+        first.take_output().is_empty(),
+        "the first rows wait for the watermark"
+    );
+    first.process_watermark(10);
+    assert_eq!(first.take_output(), [r(1, 9, "earlier")]);
+    first.process_element(r(3, 4, "late first"));
+    assert_eq!(
+        first.take_output(),
+        [r(3, 4, "late first")],
+        "a key's first row behind the watermark goes out at once"
+    );
+    // a snapshot keeps what is pending and what went out
+    let snapshot = first.snapshot().unwrap();
+    let mut first = KeyedOperatorHarness::restore(
+        |_| Deduplicate::new(1, false, None),
+        key as fn(&Row) -> Row,
+        &snapshot,
+    )
+    .unwrap();
+    first.process_elements([r(1, 5, "after"), r(3, 1, "after")]);
+    first.end_input();
+    // equal times: the smaller row is the first
+    assert_eq!(first.take_output(), [r(2, 11, "b")]);
+
+    let mut last =
+        KeyedOperatorHarness::new(|_| Deduplicate::new(1, true, None), key as fn(&Row) -> Row)
+            .unwrap();
+    last.process_elements(input.iter().cloned());
+    let out = last.take_output();
+    // equal times: the larger row is the last
+    assert_eq!(apply(&out), apply(&[r(1, 12, "c"), r(2, 11, "d")]));
+    assert_eq!(out.len(), 4, "+I a, +I d, -U a, +U c: {out:?}");
+}

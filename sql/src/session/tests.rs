@@ -1,0 +1,154 @@
+//! Scripts run in-process on two workers over generated rows: DISTINCT
+//! and FILTER aggregates, Top-N, deduplication and SELECT DISTINCT give
+//! the final tables computed here in plain Rust.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use weir_runtime::testing::{run_ok, test_options};
+
+use super::*;
+
+/// 1000 rows: `id` 0..999, `k = id % 5`, `v = id * 7 % 11` (ties), one
+/// second apart in event time.
+const GEN: &str = "
+CREATE TABLE g (
+  id BIGINT,
+  k AS id % 5,
+  v AS id * 7 % 11,
+  ts AS TO_TIMESTAMP_LTZ(id * 1000, 3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
+) WITH ('connector' = 'datagen', 'rows-per-second' = '0',
+        'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '999');
+";
+
+fn ids() -> impl Iterator<Item = (i64, i64, i64)> {
+    (0..1000i64).map(|id| (id, id % 5, id * 7 % 11))
+}
+
+/// The final table of the script's SELECT: its rows as text, sorted.
+fn run(select: &str) -> Vec<String> {
+    let script = Script::parse(&format!("{GEN}{select};")).unwrap_or_else(|e| panic!("{e}"));
+    let SqlJob { job, selects } = script.job("test").unwrap();
+    run_ok(job, &test_options(2));
+    let (schema, rows) = &selects[0];
+    let rows = rows.lock().unwrap();
+    let mut live: Vec<Row> = Vec::new();
+    for r in rows.iter() {
+        let mut plain = r.clone();
+        plain.kind = RowKind::Insert;
+        if r.kind.is_accumulate() {
+            live.push(plain);
+        } else {
+            let i = live
+                .iter()
+                .position(|l| *l == plain)
+                .unwrap_or_else(|| panic!("{r:?} retracts a row never emitted"));
+            live.remove(i);
+        }
+    }
+    let mut out: Vec<String> = live.iter().map(|r| r.display(&schema.types())).collect();
+    out.sort();
+    out
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+#[test]
+fn count_distinct_and_filter_per_key() {
+    let got = run(
+        "SELECT k, COUNT(DISTINCT v), COUNT(DISTINCT v) FILTER (WHERE id < 500),
+                          COUNT(*) FILTER (WHERE v > 5), SUM(DISTINCT v)
+                   FROM g GROUP BY k",
+    );
+    let mut want = Vec::new();
+    for key in 0..5 {
+        let rows: Vec<_> = ids().filter(|r| r.1 == key).collect();
+        let all: BTreeSet<i64> = rows.iter().map(|r| r.2).collect();
+        let early: BTreeSet<i64> = rows.iter().filter(|r| r.0 < 500).map(|r| r.2).collect();
+        let big = rows.iter().filter(|r| r.2 > 5).count();
+        want.push(format!(
+            "+I[{key}, {}, {}, {big}, {}]",
+            all.len(),
+            early.len(),
+            all.iter().sum::<i64>()
+        ));
+    }
+    assert_eq!(got, sorted(want));
+}
+
+#[test]
+fn count_distinct_per_window() {
+    let got = run("SELECT k, window_start, COUNT(DISTINCT v) AS vs,
+                          COUNT(*) FILTER (WHERE v = 0) AS zeros
+                   FROM TABLE(TUMBLE(TABLE g, DESCRIPTOR(ts), INTERVAL '40' SECOND))
+                   GROUP BY k, window_start, window_end");
+    let mut per: BTreeMap<(i64, i64), (BTreeSet<i64>, usize)> = BTreeMap::new();
+    for (id, k, v) in ids() {
+        let e = per.entry((k, id / 40)).or_default();
+        e.0.insert(v);
+        e.1 += usize::from(v == 0);
+    }
+    let want = per
+        .iter()
+        .map(|(&(k, w), (vs, zeros))| {
+            format!(
+                "+I[{k}, {}, {}, {zeros}]",
+                crate::time::format_timestamp(w * 40_000),
+                vs.len()
+            )
+        })
+        .collect();
+    assert_eq!(got, sorted(want));
+}
+
+#[test]
+fn top_3_per_key_with_ties_by_the_other_columns() {
+    let got = run("SELECT * FROM (
+                     SELECT k, v, id, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM g
+                   ) WHERE rn <= 3");
+    let mut want = Vec::new();
+    for key in 0..5 {
+        let mut rows: Vec<_> = ids().filter(|r| r.1 == key).collect();
+        // v descending; ties: k (equal), v (equal), then id ascending
+        rows.sort_by_key(|r| (-r.2, r.0));
+        for (i, (id, k, v)) in rows.into_iter().take(3).enumerate() {
+            want.push(format!("+I[{k}, {v}, {id}, {}]", i + 1));
+        }
+    }
+    assert_eq!(got, sorted(want));
+}
+
+#[test]
+fn deduplication_keeps_the_first_and_the_last_row_per_key() {
+    let first = run("SELECT id, k FROM (
+                       SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn FROM g
+                     ) WHERE rn = 1");
+    assert_eq!(
+        first,
+        sorted((0..5).map(|id| format!("+I[{id}, {id}]")).collect())
+    );
+    let last = run("SELECT k, id FROM (
+                      SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC) AS rn FROM g
+                    ) WHERE rn = 1");
+    assert_eq!(
+        last,
+        sorted(
+            (995..1000)
+                .map(|id| format!("+I[{}, {id}]", id % 5))
+                .collect()
+        )
+    );
+}
+
+#[test]
+fn select_distinct_keeps_one_row_of_each() {
+    let got = run("SELECT DISTINCT k, v FROM g WHERE v < 3");
+    let want: BTreeSet<String> = ids()
+        .filter(|r| r.2 < 3)
+        .map(|(_, k, v)| format!("+I[{k}, {v}]"))
+        .collect();
+    assert_eq!(got, want.into_iter().collect::<Vec<_>>());
+}

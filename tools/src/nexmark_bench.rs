@@ -8,7 +8,8 @@
 //! run time), `events_per_s_per_core`, `results` (rows the sink took) and
 //! `verified` (the result count against a count made here from the
 //! generator itself, for the queries whose result is one row per bid or
-//! per selected bid; `null` where there is no such reference).
+//! per selected bid, or one change per bid of its group; `null` where
+//! there is no such reference).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -119,7 +120,7 @@ pub fn run(query: &str, events: u64, quiet: bool, common: &Common, stop: StopReq
 
 /// The result row count of `query` over `events` events, from the
 /// generator directly (no SQL), where the result is one row per bid or per
-/// selected bid.
+/// selected bid, or (q15-q17) one change per bid of its group.
 fn reference(query: &str, events: u64) -> Option<u64> {
     let gen = Generator::new(GeneratorConfig {
         num_events: events,
@@ -137,6 +138,25 @@ fn reference(query: &str, events: u64) -> Option<u64> {
                 })
                 .count() as u64,
         ),
+        // Every bid changes its group's COUNT(*): `+I` for a group's first
+        // bid, `-U`/`+U` for each later one.
+        "q15" | "q16" | "q17" => {
+            let mut groups = std::collections::HashSet::new();
+            let mut n = 0u64;
+            for e in bids() {
+                let Event::Bid(b) = gen.event(e) else {
+                    continue;
+                };
+                let day = b.date_time.div_euclid(86_400_000);
+                groups.insert(match query {
+                    "q15" => (day, String::new(), 0),
+                    "q16" => (day, b.channel, 0),
+                    _ => (day, String::new(), b.auction),
+                });
+                n += 1;
+            }
+            Some(2 * n - groups.len() as u64)
+        }
         _ => None,
     }
 }

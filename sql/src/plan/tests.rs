@@ -277,3 +277,27 @@ fn select_distinct_is_a_group_aggregation_without_aggregates() {
     // SELECT ALL is every row
     assert!(!explain("SELECT ALL a FROM t").contains("GroupAggregate"));
 }
+
+#[test]
+fn a_top_n_ranks_a_window_aggregation_s_rows() {
+    // append-only rows of windows, ranked per window (the rank's state is
+    // not cleaned up when a window is done, unlike Flink's window Top-N)
+    let plan = explain(
+        "SELECT * FROM (
+           SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY n DESC) AS rn
+           FROM (SELECT a, window_start, window_end, COUNT(*) AS n
+                 FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
+                 GROUP BY a, window_start, window_end)
+         ) WHERE rn <= 3",
+    );
+    assert!(
+        line(&plan, "Rank(").contains("partitionBy=[window_start, window_end], orderBy=[n DESC]"),
+        "{plan}"
+    );
+    assert!(plan.contains("WindowAggregate"), "{plan}");
+    let e = error(
+        "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY c) AS rn,
+                               ROW_NUMBER() OVER (ORDER BY c) AS r2 FROM t) WHERE rn <= 3",
+    );
+    assert!(e.contains("several OVER functions"), "{e}");
+}

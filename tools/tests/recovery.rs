@@ -658,8 +658,8 @@ fn run_until_checkpoint(
         &format!("complete checkpoint {id} and a part file above {committed_above}"),
         || {
             complete_checkpoints(d).contains(&id)
-                && committed_parts(&out)
-                    .keys()
+                && committed_names(&out)
+                    .iter()
                     .any(|n| part_id(n).is_some_and(|p| p > committed_above))
         },
     );

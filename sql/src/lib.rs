@@ -18,6 +18,7 @@ pub mod error;
 pub mod expr;
 pub mod format;
 pub mod functions;
+pub mod join;
 pub mod lower;
 pub mod plan;
 pub mod script;

@@ -11,14 +11,16 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use sqlparser::ast::{
-    self, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Query, Select, SelectItem, SetExpr,
-    SetOperator, SetQuantifier, TableFactor,
+    self, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, JoinConstraint, JoinOperator, Query,
+    Select, SelectItem, SetExpr, SetOperator, SetQuantifier, TableFactor, TableWithJoins,
 };
 
 use crate::catalog::{Catalog, Table};
 use crate::dialect::TABLE_ARG;
 use crate::error::{Result, SqlError};
 use crate::expr::{self, compile, compile_with, Scalar, Scope, ScopeCol};
+use crate::join::condition::{self, conjuncts};
+use crate::join::{JoinKind, JoinOn, TimeBounds};
 use crate::script::object_name;
 use crate::types::{DataType, Field, Schema};
 use crate::value::Value;
@@ -78,6 +80,33 @@ pub enum Node {
     },
     /// UNION ALL of inputs of one schema.
     Union(Vec<Plan>),
+    /// A regular join (see [`crate::join`]): both inputs keyed by their
+    /// join keys, each side's rows in keyed state. Output: the left
+    /// input's columns, then the right's; updating if an outer join or an
+    /// input is.
+    Join {
+        /// The left input.
+        left: Box<Plan>,
+        /// The right input.
+        right: Box<Plan>,
+        /// Inner, left, right or full.
+        kind: JoinKind,
+        /// The keys and the residual condition.
+        on: JoinOn,
+    },
+    /// An inner interval join on event time (see [`crate::join`]):
+    /// append-only, its state freed as the watermark passes. Output as
+    /// [`Node::Join`]'s.
+    IntervalJoin {
+        /// The left input.
+        left: Box<Plan>,
+        /// The right input.
+        right: Box<Plan>,
+        /// The keys and the residual condition.
+        on: JoinOn,
+        /// The time columns and the bounds of their difference.
+        bounds: TimeBounds,
+    },
 }
 
 /// A windowing table-valued function's window.
@@ -258,19 +287,18 @@ impl<'c> Planner<'c> {
                 "SELECT DISTINCT (use GROUP BY)".into(),
             ));
         }
-        if s.from.len() != 1 {
-            return Err(SqlError::Unsupported(if s.from.is_empty() {
-                "a SELECT without FROM".into()
-            } else {
-                "several tables in FROM (a comma join); joins are not supported yet".into()
-            }));
+        if s.from.is_empty() {
+            return Err(SqlError::Unsupported("a SELECT without FROM".into()));
         }
-        if !s.from[0].joins.is_empty() {
-            return Err(SqlError::Unsupported(
-                "JOIN: joins are not supported yet".into(),
-            ));
-        }
-        let from = self.table_factor(&s.from[0].relation)?;
+        // `FROM a, b WHERE ..`: the conjuncts of WHERE over two of them
+        // join them, the others filter the joined rows.
+        let (from, comma_filter) = match s.from.as_slice() {
+            [one] => (self.table_with_joins(one)?, None),
+            several => {
+                let (from, rest) = self.comma_join(several, s.selection.as_ref())?;
+                (from, Some(rest))
+            }
+        };
         let group_exprs: Vec<Expr> = match &s.group_by {
             GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
             other => return Err(SqlError::Unsupported(format!("`{other}`"))),
@@ -293,7 +321,9 @@ impl<'c> Planner<'c> {
             },
             None => from.scope.clone(),
         };
-        let filter = s
+        let filter = match comma_filter {
+            Some(rest) => rest,
+            None => s
             .selection
             .as_ref()
             .map(|w| {
@@ -312,11 +342,12 @@ impl<'c> Planner<'c> {
                 }
                 Ok(f)
             })
-            .transpose()?;
+            .transpose()?,
+        };
         if !grouped {
             if from.window.is_some() {
                 return Err(SqlError::Unsupported(
-                    "a windowing TVF without GROUP BY window_start, window_end (window aggregation is supported)".into(),
+                    "a windowing TVF without GROUP BY window_start, window_end (window aggregation is supported; window joins, window Top-N and window deduplication are not yet)".into(),
                 ));
             }
             if s.having.is_some() {
@@ -605,6 +636,7 @@ impl<'c> Planner<'c> {
                 other => return Err(SqlError::Unsupported(format!("the select item `{other}`"))),
             }
         }
+        unique_names(&mut fields);
         Ok((project, fields))
     }
 
@@ -628,6 +660,213 @@ impl<'c> Planner<'c> {
             ))),
             other => Err(SqlError::Unsupported(format!("`{other}` in FROM"))),
         }
+    }
+
+    /// A FROM item: a table factor and the joins that follow it, joined
+    /// left to right.
+    fn table_with_joins(&mut self, t: &TableWithJoins) -> Result<From> {
+        let mut acc = self.table_factor(&t.relation)?;
+        for j in &t.joins {
+            let (kind, constraint) = match &j.join_operator {
+                JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinKind::Inner, c),
+                JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
+                JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (JoinKind::Right, c),
+                JoinOperator::FullOuter(c) => (JoinKind::Full, c),
+                JoinOperator::CrossJoin(_) => {
+                    return Err(SqlError::Unsupported(
+                        "CROSS JOIN: weir's joins, as Flink's streaming joins, partition both inputs by equal keys; write `JOIN .. ON a.k = b.k`".into(),
+                    ))
+                }
+                _ => {
+                    return Err(SqlError::Unsupported(format!(
+                        "`{}` (weir runs [INNER] JOIN, LEFT, RIGHT and FULL [OUTER] JOIN with ON)",
+                        j.to_string().trim()
+                    )))
+                }
+            };
+            if let TableFactor::Table {
+                version: Some(_), ..
+            } = &j.relation
+            {
+                return Err(SqlError::Unsupported(
+                    "temporal joins (`FOR SYSTEM_TIME AS OF`) are not supported yet".into(),
+                ));
+            }
+            let right = self.table_factor(&j.relation)?;
+            let cond = match constraint {
+                JoinConstraint::On(e) => e,
+                JoinConstraint::Using(..) | JoinConstraint::UsingAlias(..) => {
+                    return Err(SqlError::Unsupported(
+                        "JOIN .. USING (..); write the equalities, `ON a.k = b.k`".into(),
+                    ))
+                }
+                JoinConstraint::Natural => {
+                    return Err(SqlError::Unsupported(
+                        "NATURAL JOIN; write the equalities, `JOIN .. ON a.k = b.k`".into(),
+                    ))
+                }
+                JoinConstraint::None => {
+                    return Err(SqlError::Plan(format!(
+                        "`{}` needs a condition: `ON a.k = b.k`",
+                        j.to_string().trim()
+                    )))
+                }
+            };
+            check_joinable(&acc, &right)?;
+            let scope = acc.scope.concat(&right.scope);
+            let c = compile(cond, &scope)?;
+            if c.ty() != DataType::Boolean {
+                return Err(SqlError::Type(format!(
+                    "a join's ON needs a BOOLEAN, got {}",
+                    c.ty()
+                )));
+            }
+            let mut parts = Vec::new();
+            conjuncts(c, &mut parts);
+            acc = self.join(acc, right, kind, parts)?;
+        }
+        Ok(acc)
+    }
+
+    /// `FROM a, b, ..` with WHERE `selection`: inner joins left to right,
+    /// each on the conjuncts of WHERE that read both its sides; the
+    /// conjuncts left over filter the joined rows.
+    fn comma_join(
+        &mut self,
+        items: &[TableWithJoins],
+        selection: Option<&Expr>,
+    ) -> Result<(From, Option<Scalar>)> {
+        let froms = items
+            .iter()
+            .map(|t| self.table_with_joins(t))
+            .collect::<Result<Vec<_>>>()?;
+        for (i, f) in froms.iter().enumerate() {
+            for g in &froms[i + 1..] {
+                check_joinable(f, g)?;
+            }
+        }
+        let all = froms
+            .iter()
+            .fold(Scope::default(), |acc, f| acc.concat(&f.scope));
+        let mut parts = Vec::new();
+        if let Some(w) = selection {
+            let f = compile(w, &all)?;
+            if f.ty() != DataType::Boolean {
+                return Err(SqlError::Type(format!(
+                    "WHERE needs a BOOLEAN, got {}",
+                    f.ty()
+                )));
+            }
+            conjuncts(f, &mut parts);
+        }
+        let mut it = froms.into_iter();
+        let mut acc = it.next().expect("several FROM items");
+        for right in it {
+            let start = acc.scope.cols.len();
+            let end = start + right.scope.cols.len();
+            let (on, rest): (Vec<_>, Vec<_>) = parts.into_iter().partition(|c| {
+                matches!(c.column_range(), Some((lo, hi)) if lo < start && (start..end).contains(&hi))
+            });
+            parts = rest;
+            acc = self.join(acc, right, JoinKind::Inner, on)?;
+        }
+        let filter = parts
+            .into_iter()
+            .reduce(|a, b| Scalar::And(Box::new(a), Box::new(b)));
+        Ok((acc, filter))
+    }
+
+    /// Joins `left` and `right` on `conds`, conjuncts over the columns of
+    /// both (left's first): a regular join, or an interval join when an
+    /// inner join of append-only inputs bounds one side's event time by
+    /// the other's.
+    fn join(
+        &mut self,
+        left: From,
+        right: From,
+        kind: JoinKind,
+        conds: Vec<Scalar>,
+    ) -> Result<From> {
+        check_joinable(&left, &right)?;
+        let left_width = left.scope.cols.len();
+        let mut fields: Vec<Field> = left
+            .scope
+            .cols
+            .iter()
+            .chain(&right.scope.cols)
+            .map(|c| c.field.clone())
+            .collect();
+        let append_only = !left.plan.updating && !right.plan.updating;
+        let (on, time) = condition::split(conds, &fields, left_width, append_only)?;
+        if let Some(b) = &time {
+            if kind != JoinKind::Inner {
+                return Err(SqlError::Unsupported(format!(
+                    "an outer interval join ({kind} bounding `{}` by `{}`): weir runs inner interval joins; an outer join is a regular join, without bounds on the time attributes",
+                    fields[b.left_time].name,
+                    fields[left_width + b.right_time].name
+                )));
+            }
+            if b.lower > b.upper {
+                return Err(SqlError::Plan(format!(
+                    "the interval join's bounds leave no interval: {} ms <= `{}` - `{}` <= {} ms",
+                    b.lower,
+                    fields[left_width + b.right_time].name,
+                    fields[b.left_time].name,
+                    b.upper
+                )));
+            }
+        }
+        for (i, f) in fields.iter_mut().enumerate() {
+            let outer = if i < left_width {
+                kind.right_outer()
+            } else {
+                kind.left_outer()
+            };
+            f.nullable |= outer;
+            // Flink keeps time attributes through an interval join, and
+            // makes them plain timestamps after a regular one (its state
+            // holds rows of any age). weir's interval join does not hold
+            // back its watermark by the bounds as Flink's does, so a
+            // window downstream could find its rows late: plain
+            // timestamps after either (docs/SQL.md, "Joins").
+            f.rowtime = false;
+        }
+        let cols = left
+            .scope
+            .cols
+            .into_iter()
+            .chain(right.scope.cols)
+            .zip(&fields)
+            .map(|(c, f)| ScopeCol {
+                qualifier: c.qualifier,
+                field: f.clone(),
+            })
+            .collect();
+        let updating = time.is_none() && (kind != JoinKind::Inner || !append_only);
+        let (l, r) = (Box::new(left.plan), Box::new(right.plan));
+        let node = match time {
+            Some(bounds) => Node::IntervalJoin {
+                left: l,
+                right: r,
+                on,
+                bounds,
+            },
+            None => Node::Join {
+                left: l,
+                right: r,
+                kind,
+                on,
+            },
+        };
+        Ok(From {
+            plan: Plan {
+                node,
+                schema: Schema::new(fields),
+                updating,
+            },
+            scope: Scope { cols },
+            window: None,
+        })
     }
 
     /// A table or view by name, planned.
@@ -806,6 +1045,52 @@ impl<'c> Planner<'c> {
     }
 }
 
+/// Renames output columns whose name an earlier one has, as Flink does
+/// (`SELECT *` of a join of two tables with an `id`: `id`, `id0`).
+fn unique_names(fields: &mut [Field]) {
+    for i in 1..fields.len() {
+        let taken =
+            |n: &str, fields: &[Field]| fields.iter().any(|f| f.name.eq_ignore_ascii_case(n));
+        if !taken(&fields[i].name, &fields[..i]) {
+            continue;
+        }
+        let base = fields[i].name.clone();
+        let mut n = 0;
+        while taken(&format!("{base}{n}"), fields) {
+            n += 1;
+        }
+        fields[i].name = format!("{base}{n}");
+    }
+}
+
+/// Whether two FROM items may be joined: neither a windowing TVF (a
+/// window join) and no table name or alias in both.
+fn check_joinable(left: &From, right: &From) -> Result<()> {
+    if left.window.is_some() || right.window.is_some() {
+        return Err(SqlError::Unsupported(
+            "a join of windowing TVFs (Flink's window join, `ON L.window_start = R.window_start AND L.window_end = R.window_end AND ..`) is not supported yet".into(),
+        ));
+    }
+    for q in right
+        .scope
+        .cols
+        .iter()
+        .filter_map(|c| c.qualifier.as_deref())
+    {
+        let twice = left.scope.cols.iter().any(|c| {
+            c.qualifier
+                .as_deref()
+                .is_some_and(|l| l.eq_ignore_ascii_case(q))
+        });
+        if twice {
+            return Err(SqlError::Plan(format!(
+                "`{q}` names two inputs of a join: give one an alias (`{q} AS {q}2`)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn is_window_column(n: &str) -> bool {
     ["window_start", "window_end", "window_time"]
         .iter()
@@ -965,8 +1250,63 @@ impl Plan {
                     i.explain_into(s, depth + 1);
                 }
             }
+            Node::Join {
+                left,
+                right,
+                kind,
+                on,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}Join(joinType=[{kind}], {}, select=[{cols}])",
+                    join_keys(left, right, on)
+                );
+                left.explain_into(s, depth + 1);
+                right.explain_into(s, depth + 1);
+            }
+            Node::IntervalJoin {
+                left,
+                right,
+                on,
+                bounds,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}IntervalJoin(joinType=[InnerJoin], {}, between=[{} ms <= {} - {} <= {} ms], select=[{cols}])",
+                    join_keys(left, right, on),
+                    bounds.lower,
+                    right.schema.fields[bounds.right_time].name,
+                    left.schema.fields[bounds.left_time].name,
+                    bounds.upper
+                );
+                left.explain_into(s, depth + 1);
+                right.explain_into(s, depth + 1);
+            }
         }
     }
+}
+
+/// A join's keys and residual condition as EXPLAIN shows them.
+fn join_keys(left: &Plan, right: &Plan, on: &JoinOn) -> String {
+    let name = |p: &Plan, k: &Scalar| match k.as_column() {
+        Some(i) => p.schema.fields[i].name.clone(),
+        None => "expr".into(),
+    };
+    let keys = on
+        .left_keys
+        .iter()
+        .zip(&on.right_keys)
+        .map(|(l, r)| format!("{} = {}", name(left, l), name(right, r)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "keys=[{keys}]{}",
+        if on.residual.is_some() {
+            ", where=[..]"
+        } else {
+            ""
+        }
+    )
 }
 
 /// A literal NULL of a type, for places a value must be made up.

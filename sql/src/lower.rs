@@ -26,7 +26,7 @@ use crate::connectors::{datagen_source, BlackholeSink, Connector, PrintSink};
 use crate::error::{Result, SqlError};
 use crate::expr::{truth, Scalar};
 use crate::format::Parsed;
-use crate::join::interval::RowPairs;
+use crate::join::interval::sql_interval_join;
 use crate::join::regular::RegularJoin;
 use crate::plan::{Node, Plan, Window};
 use crate::types::{DataType, Schema};
@@ -227,13 +227,12 @@ impl<'j> Lowering<'j> {
                 });
                 let uid = self.uid("interval-join");
                 let residual = on.residual.clone().map(Arc::new);
-                let time = |c: usize| move |r: &Row| r.values[c].as_i64().unwrap_or(i64::MIN);
+                let bounds = *bounds;
                 left_rows
                     .key_by(move |r: &Row| key_values(&lk, r))
-                    .interval_join(right_keyed, time(lt), time(rt))
-                    .between(offset_of(bounds.lower), offset_of(bounds.upper))
-                    .process(&uid, move |_: &SubtaskInfo| RowPairs {
-                        residual: residual.clone(),
+                    .connect(right_keyed)
+                    .process(&uid, move |_: &SubtaskInfo| {
+                        sql_interval_join(bounds, residual.clone())
                     })
                     .share()
                     .branch()

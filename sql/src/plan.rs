@@ -823,13 +823,12 @@ impl<'c> Planner<'c> {
                 kind.left_outer()
             };
             f.nullable |= outer;
-            // Flink keeps time attributes through an interval join, and
-            // makes them plain timestamps after a regular one (its state
-            // holds rows of any age). weir's interval join does not hold
-            // back its watermark by the bounds as Flink's does, so a
-            // window downstream could find its rows late: plain
-            // timestamps after either (docs/SQL.md, "Joins").
-            f.rowtime = false;
+            // As Flink: time attributes stay event-time attributes through
+            // an interval join (its watermark is held back by its bounds),
+            // and become plain timestamps after a regular join (its state
+            // holds rows of any age, so its output has no watermark to go
+            // by).
+            f.rowtime &= time.is_some();
         }
         let cols = left
             .scope

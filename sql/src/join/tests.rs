@@ -135,6 +135,15 @@ fn a_time_bounded_inner_join_is_an_interval_join() {
         );
         assert!(on.residual.is_none());
         assert!(!p.updating);
+        // Both time attributes stay event-time attributes (Flink).
+        let rowtime: Vec<&str> = p
+            .schema
+            .fields
+            .iter()
+            .filter(|f| f.rowtime)
+            .map(|f| f.name.as_str())
+            .collect();
+        assert_eq!(rowtime, ["ts", "ts0"]);
     }
     // Strict bounds and the other order.
     let p = plan("SELECT * FROM orders o JOIN shipments s ON o.id = s.order_id AND s.ts > o.ts AND s.ts < o.ts + INTERVAL '10' SECOND AND o.amount > 1").unwrap();

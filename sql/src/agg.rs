@@ -290,12 +290,6 @@ impl GroupAggregate {
             accs: KeyedValueState::new("group-accumulators"),
         }
     }
-
-    fn output(&self, key: &Row, acc: &Row, kind: RowKind) -> Row {
-        let mut v: Values = key.values.iter().take(self.keys).cloned().collect();
-        v.extend(self.aggs.result(acc));
-        Row { kind, values: v }
-    }
 }
 
 impl KeyedProcessFunction for GroupAggregate {
@@ -304,31 +298,37 @@ impl KeyedProcessFunction for GroupAggregate {
     type Out = Row;
 
     fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Row>, row: Row, out: &mut C) {
-        let before = self.accs.value_ref(ctx).cloned();
-        let mut acc = before.clone().unwrap_or_else(|| self.aggs.create());
-        self.aggs.fold(&mut acc, &row);
+        // One lookup; the accumulator is updated in place.
+        let aggs = &self.aggs;
+        let keys = self.keys;
+        let acc = self.accs.value_mut_or_insert_with(ctx, || aggs.create());
+        let before = (aggs.rows(acc) > 0).then(|| aggs.result(acc));
+        aggs.fold(acc, &row);
+        let left = aggs.rows(acc);
         let key = ctx.key();
-        let left = self.aggs.rows(&acc);
-        match before {
-            None if left <= 0 => return, // a retraction of nothing
-            None => out.collect(self.output(key, &acc, RowKind::Insert)),
-            Some(prev) => {
-                if left <= 0 {
-                    out.collect(self.output(key, &prev, RowKind::Delete));
-                    self.accs.clear(ctx);
-                    return;
-                }
-                let (old, new) = (
-                    self.output(key, &prev, RowKind::UpdateBefore),
-                    self.output(key, &acc, RowKind::UpdateAfter),
-                );
-                if old.values != new.values {
-                    out.collect(old);
-                    out.collect(new);
-                }
+        let emit = |kind: RowKind, results: Values| {
+            let mut v = Values::with_capacity(keys + results.len());
+            v.extend(key.values.iter().take(keys).cloned());
+            v.extend(results);
+            Row { kind, values: v }
+        };
+        if left <= 0 {
+            // The key's last row was retracted (or a retraction of nothing).
+            if let Some(old) = before {
+                out.collect(emit(RowKind::Delete, old));
             }
+            self.accs.clear(ctx);
+            return;
         }
-        self.accs.update(ctx, acc);
+        let now = aggs.result(acc);
+        match before {
+            None => out.collect(emit(RowKind::Insert, now)),
+            Some(old) if old != now => {
+                out.collect(emit(RowKind::UpdateBefore, old));
+                out.collect(emit(RowKind::UpdateAfter, now));
+            }
+            Some(_) => {} // unchanged: nothing to say, as Flink
+        }
     }
 
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {

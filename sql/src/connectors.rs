@@ -12,13 +12,14 @@
 //!   unpaced), `fields.<col>.kind` = `random` | `sequence`,
 //!   `fields.<col>.min`/`max` (random numbers), `.start`/`.end`
 //!   (sequences), `.length` (random strings, default 100), `.null-rate`.
+//! - `nexmark`: a Nexmark table, generated ([`crate::nexmark`]).
 //! - `print` (`print-identifier`, `standard-error`), `blackhole`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use weir_runtime::{Collector, NumberSequenceSource, Sink, Source, SourcePoll, SubtaskInfo};
+use weir_runtime::{Collector, SequenceSource, Sink, Source, SourcePoll, SubtaskInfo};
 
 use crate::error::{Result, SqlError};
 use crate::format::{CsvOptions, Format};
@@ -46,6 +47,8 @@ pub enum Connector {
     },
     /// Rows dropped.
     Blackhole,
+    /// A Nexmark table, generated.
+    Nexmark(crate::nexmark::NexmarkTable),
 }
 
 /// The `datagen` connector's options.
@@ -292,9 +295,19 @@ impl Connector {
                 stderr: o.boolean("standard-error")?,
             },
             "blackhole" => Connector::Blackhole,
+            "nexmark" => {
+                let kind = o.required("nexmark.table.type")?;
+                let events = o.parse::<u64>("events.num")?;
+                let rate = o.parse::<u64>("first-event.rate")?;
+                let tps = o.parse::<u64>("tps")?.unwrap_or(0);
+                let seed = o.parse::<u64>("seed")?;
+                Connector::Nexmark(crate::nexmark::NexmarkTable::new(
+                    table, kind, events, rate, tps, seed, physical,
+                )?)
+            }
             other => {
                 return Err(o.err(format!(
-                    "unknown connector '{other}' (filesystem, datagen, print and blackhole are available)"
+                    "unknown connector '{other}' (filesystem, datagen, nexmark, print and blackhole are available)"
                 )))
             }
         };
@@ -309,17 +322,21 @@ impl Connector {
             Connector::Datagen(_) => "datagen",
             Connector::Print { .. } => "print",
             Connector::Blackhole => "blackhole",
+            Connector::Nexmark(_) => "nexmark",
         }
     }
 
     /// Whether it can be read.
     pub fn is_source(&self) -> bool {
-        matches!(self, Connector::Filesystem { .. } | Connector::Datagen(_))
+        matches!(
+            self,
+            Connector::Filesystem { .. } | Connector::Datagen(_) | Connector::Nexmark(_)
+        )
     }
 
     /// Whether it can be written.
     pub fn is_sink(&self) -> bool {
-        !matches!(self, Connector::Datagen(_))
+        !matches!(self, Connector::Datagen(_) | Connector::Nexmark(_))
     }
 }
 
@@ -489,16 +506,16 @@ impl<S: Source> Source for Paced<S> {
     }
 }
 
-/// The datagen source of one subtask: rows `0..count` in splits (so it
-/// rescales), paced.
+/// The datagen source of one subtask: rows `s, s + P, ...` of `0..count`
+/// (weir's strided sequence source: it rescales, and a subtask's row
+/// numbers ascend), paced.
 pub fn datagen_source(
     gen: &Datagen,
     types: &[DataType],
     base_ms: i64,
     info: &SubtaskInfo,
-) -> Paced<NumberSequenceSource<impl Fn(u64) -> Row + use<>>> {
+) -> Paced<SequenceSource<impl FnMut(u64) -> Row + use<>>> {
     let count = gen.count().unwrap_or(u64::MAX);
-    let splits = u64::from(info.max_parallelism.max(1)).min(count.max(1));
     let g = gen.clone();
     let types = types.to_vec();
     let rate = if gen.rows_per_second == 0 {
@@ -507,7 +524,7 @@ pub fn datagen_source(
         (gen.rows_per_second / info.parallelism.max(1) as u64).max(1)
     };
     Paced::new(
-        NumberSequenceSource::new(info, count, splits, move |i| g.row(i, &types, base_ms)),
+        SequenceSource::new(info, count, move |i| g.row(i, &types, base_ms)),
         rate,
     )
 }

@@ -798,6 +798,9 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
         }
         T::Timestamp | T::TimestampLtz => match v {
             Value::Timestamp(t) => Value::Timestamp(t),
+            Value::Int(_) | Value::BigInt(_) if to == T::TimestampLtz => {
+                v.as_i64().map_or(Value::Null, Value::Timestamp)
+            }
             Value::Date(d) => Value::Timestamp(i64::from(d) * DAY_MS),
             Value::Str(s) => parse_timestamp(&s).map_or(Value::Null, Value::Timestamp),
             _ => Value::Null,
@@ -1546,6 +1549,33 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
                 return Err(SqlError::Type(format!("DATE_FORMAT of {}", a.ty())));
             };
             Scalar::Call(Func::DateFormat(p), vec![a], DataType::String)
+        }
+        "TO_TIMESTAMP_LTZ" => {
+            arity(1..=2)?;
+            let precision = match args.get(1) {
+                None => 3,
+                Some(Scalar::Literal(Value::Int(p), _)) if *p == 0 || *p == 3 => *p,
+                Some(_) => {
+                    return Err(SqlError::Type(
+                        "TO_TIMESTAMP_LTZ(epoch, precision): precision must be the literal 0 (seconds) or 3 (milliseconds)".into(),
+                    ))
+                }
+            };
+            let a = args.into_iter().next().expect("one");
+            if !matches!(a.ty(), DataType::Int | DataType::BigInt) {
+                return Err(SqlError::Type(format!("TO_TIMESTAMP_LTZ of {}", a.ty())));
+            }
+            let ms = if precision == 0 {
+                Scalar::Arith(
+                    Arith::Mul,
+                    Box::new(a),
+                    Box::new(Scalar::Literal(Value::BigInt(1000), DataType::BigInt)),
+                    DataType::BigInt,
+                )
+            } else {
+                a
+            };
+            Scalar::Cast(Box::new(ms), DataType::TimestampLtz)
         }
         "TO_TIMESTAMP" => {
             arity(1..=1)?;

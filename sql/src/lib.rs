@@ -20,6 +20,7 @@ pub mod format;
 pub mod functions;
 pub mod join;
 pub mod lower;
+pub mod nexmark;
 pub mod plan;
 pub mod script;
 pub mod session;

@@ -303,6 +303,16 @@ impl<'j> Lowering<'j> {
                     s.share().branch()
                 }
             }
+            Connector::Nexmark(n) => {
+                let n = n.clone();
+                self.job
+                    .source(&uid, move |info: &SubtaskInfo| n.source(info))
+                    .flat_map(&format!("{uid}-rows"), move |r: Option<Row>| {
+                        r.map(|r| if computed { compute(&columns, r) } else { r })
+                    })
+                    .share()
+                    .branch()
+            }
             other => {
                 return Err(SqlError::Connector {
                     table: t.name.clone(),
@@ -371,10 +381,13 @@ impl<'j> Lowering<'j> {
                     })
                 });
             }
-            Connector::Datagen(_) => {
+            Connector::Datagen(_) | Connector::Nexmark(_) => {
                 return Err(SqlError::Connector {
                     table: t.name.clone(),
-                    message: "the 'datagen' connector cannot be written (it is a source)".into(),
+                    message: format!(
+                        "the '{}' connector cannot be written (it is a source)",
+                        t.connector.name()
+                    ),
                 })
             }
         }

@@ -135,6 +135,7 @@ impl Script {
             match &p.node {
                 Node::Scan(t) => match &t.connector {
                     crate::connectors::Connector::Datagen(g) => g.count().is_some(),
+                    crate::connectors::Connector::Nexmark(n) => n.events.is_some(),
                     _ => true,
                 },
                 Node::Calc { input, .. }

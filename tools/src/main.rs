@@ -18,9 +18,13 @@
 //! PATH` (or `a checkpoint`, without `state.savepoints.dir`) and exits 0;
 //! a second signal aborts (exit 128 + the signal). `weir checkpoints`
 //! lists, verifies and describes checkpoints and savepoints ([`inspect`]).
+//! `weir nexmark generate` writes the Nexmark benchmark's events as CSV
+//! tables ([`nexmark`]).
 
 mod inspect;
 mod logging;
+mod nexmark;
+mod nexmark_bench;
 mod signals;
 mod sql;
 
@@ -105,6 +109,12 @@ enum Command {
         /// set, into a temporary directory unless state.checkpoints.dir is.
         #[arg(long, value_enum)]
         mode: Option<ModeArg>,
+        /// Nexmark: the query, `q0` .. `q22` (bench/nexmark/qN.sql).
+        #[arg(long)]
+        query: Option<String>,
+        /// Nexmark: events of all three kinds to generate.
+        #[arg(long)]
+        events: Option<u64>,
         #[command(flatten)]
         common: Common,
     },
@@ -121,6 +131,12 @@ enum Command {
     Checkpoints {
         #[command(subcommand)]
         action: inspect::Action,
+    },
+    /// The Nexmark benchmark's events: generate persons, auctions and bids
+    /// as CSV tables.
+    Nexmark {
+        #[command(subcommand)]
+        action: nexmark::Action,
     },
 }
 
@@ -165,6 +181,8 @@ enum BenchName {
     W3,
     W4,
     W5,
+    /// A Nexmark query of bench/nexmark as weir SQL (--query qN --events N).
+    Nexmark,
     /// Keys written once each into TTL state: is the memory given back?
     /// (--k keys, --set job.ttl=10s, --set job.wait=60s)
     Ttl,
@@ -197,6 +215,7 @@ fn main() -> ExitCode {
     logging::install();
     match cli.command {
         Command::Checkpoints { action } => inspect::run(&action),
+        Command::Nexmark { action } => nexmark::run(&action),
         Command::Sql { file, common } => match stop_on_signals() {
             Ok(stop) => sql::run(&file, &common, stop),
             Err(code) => code,
@@ -238,8 +257,24 @@ fn main() -> ExitCode {
             output,
             dir,
             mode,
+            query,
+            events,
             common,
         } => {
+            if (query.is_some() || events.is_some()) && workload != BenchName::Nexmark {
+                eprintln!("error: --query and --events are for nexmark only");
+                return ExitCode::from(2);
+            }
+            if workload == BenchName::Nexmark {
+                let (Some(query), Some(events)) = (query, events) else {
+                    eprintln!("error: weir bench nexmark needs --query qN and --events N");
+                    return ExitCode::from(2);
+                };
+                return match stop_on_signals() {
+                    Ok(stop) => nexmark_bench::run(&query, events, quiet, &common, stop),
+                    Err(code) => code,
+                };
+            }
             if mode.is_some() && workload != BenchName::W4 {
                 eprintln!("error: --mode is for w4 only");
                 return ExitCode::from(2);
@@ -295,7 +330,9 @@ fn main() -> ExitCode {
                     let mode = W4Mode::from(mode.unwrap_or(ModeArg::Aligned));
                     return run_w4(&config, &params, mode, quiet);
                 }
-                BenchName::W5 | BenchName::Ttl => unreachable!("handled above"),
+                BenchName::W5 | BenchName::Ttl | BenchName::Nexmark => {
+                    unreachable!("handled above")
+                }
             };
             let stop = match stop_on_signals() {
                 Ok(s) => s,

@@ -76,7 +76,8 @@ pub(crate) fn build_source<S: Source>(
 
 /// Records `f(i)` for `i` in `0..count`, read as `splits` contiguous
 /// ranges of the sequence (Flink's `NumberSequenceSource`). At a fresh
-/// start subtask `s` of `P` takes splits `s, s + P, ...`; each split's
+/// start subtask `s` of `P` takes splits `s, s + P, ...` and reads them
+/// in that order, so its numbers ascend; each split's
 /// progress `(next, end)` is operator list state `splits`, so a restore at
 /// another parallelism hands the unfinished splits to the new subtasks
 /// (even split) and every number is emitted exactly once. Use more splits
@@ -135,7 +136,10 @@ impl<T, F: FnMut(u64) -> T + 'static> Source for NumberSequenceSource<F> {
                 n += 1;
             }
             if next == end {
-                self.splits.swap_remove(0);
+                // In order: a subtask emits its splits' numbers ascending,
+                // so event times made from them never go back (a
+                // swap_remove would read the last split next).
+                self.splits.remove(0);
             } else {
                 self.splits.set(0, (next, end));
                 if !out.is_available() {
@@ -204,6 +208,10 @@ mod tests {
                     NumberSequenceSource::new(&info(s, parallelism), count, splits, |i| i);
                 let mut tail = VecTail::default();
                 while source.poll_next(&mut tail, budget) != SourcePoll::Finished {}
+                assert!(
+                    tail.items.windows(2).all(|w| w[0] < w[1]),
+                    "subtask {s} emits its numbers ascending ({count} in {splits} splits)"
+                );
                 all.extend(tail.items);
             }
             all.sort_unstable();

@@ -153,6 +153,23 @@ impl<T: StateValue> ArenaList<T> {
         }
     }
 
+    /// Removes element `i` and returns it; the elements after it move up
+    /// one place (O(len), order kept).
+    ///
+    /// # Panics
+    ///
+    /// If `i >= len()`.
+    pub fn remove(&mut self, i: usize) -> T {
+        assert!(i < self.len, "element {i} of a list of {}", self.len);
+        let out = std::mem::take(self.slots.get_mut(i));
+        for j in i..self.len - 1 {
+            let next = std::mem::take(self.slots.get_mut(j + 1));
+            *self.slots.get_mut(j) = next;
+        }
+        self.len -= 1;
+        out
+    }
+
     pub(crate) fn frozen(&self, mode: Redistribution) -> FrozenList<T> {
         FrozenList {
             slots: self.slots.freeze(),

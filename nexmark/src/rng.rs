@@ -1,0 +1,126 @@
+//! The random source of one event, and the random values the events are
+//! made of: words, padding, prices.
+//!
+//! Each event gets its own source, seeded from the config's seed and the
+//! event's number, so event `n` is the same whoever makes it and whatever
+//! was made before (the Beam generator seeded `java.util.Random` with the
+//! event id for the same reason). The source is SplitMix64: a counter
+//! stepped by the golden ratio and a 64-bit mix, fast and statistically
+//! sound for this use, and written here to keep the crate free of
+//! dependencies whose output could change between versions.
+
+/// SplitMix64's finaliser: a bijective mix of 64 bits.
+pub(crate) fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Which use a source serves, so that event `n` and channel `n` (or hot
+/// URL `n`) never share a sequence.
+#[derive(Clone, Copy)]
+pub(crate) enum Stream {
+    Event = 1,
+    Channel = 2,
+    HotUrl = 3,
+}
+
+/// A SplitMix64 sequence for one event (or one channel).
+pub(crate) struct EventRng(u64);
+
+impl EventRng {
+    /// The source of item `n` of `stream` under `seed`.
+    pub(crate) fn new(seed: u64, stream: Stream, n: u64) -> Self {
+        let key = mix64(seed ^ (stream as u64).wrapping_mul(GOLDEN));
+        Self(mix64(key ^ mix64(n.wrapping_add(GOLDEN))))
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(GOLDEN);
+        mix64(self.0)
+    }
+
+    /// A value in `0..n` (`n > 0`), by multiply-and-shift (Lemire); the
+    /// bias is below `n / 2^64`.
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        debug_assert!(n > 0);
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    /// True with probability `1 - 1/ratio`: the suite's "hot" draw
+    /// (`nextInt(ratio) > 0`).
+    pub(crate) fn hot(&mut self, ratio: u64) -> bool {
+        self.below(ratio) > 0
+    }
+
+    /// A uniform value in `[0, 1)` with 53 random bits.
+    pub(crate) fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Picks one of `items` uniformly.
+    pub(crate) fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+
+    /// `len` lowercase letters; one 64-bit draw yields 13 of them
+    /// (26^13 < 2^64), each taken from the top of a running product.
+    pub(crate) fn letters(&mut self, len: usize) -> String {
+        let mut bytes = vec![0u8; len];
+        for chunk in bytes.chunks_mut(13) {
+            let mut bits = self.next_u64();
+            for b in chunk {
+                let wide = u128::from(bits) * 26;
+                *b = b'a' + (wide >> 64) as u8;
+                bits = wide as u64;
+            }
+        }
+        String::from_utf8(bytes).expect("lowercase ASCII letters")
+    }
+
+    /// A word of 3 to `max_len - 1` characters (`max_len > 3`): letters,
+    /// and in one place of 13 on average `blank` instead; blank spaces at
+    /// either end are trimmed, as the suite trims its strings.
+    pub(crate) fn word(&mut self, max_len: u64, blank: char) -> String {
+        let len = 3 + self.below(max_len - 3);
+        let mut s = String::with_capacity(len as usize);
+        for _ in 0..len {
+            // One draw decides both the blank (1 in 13) and the letter.
+            let wide = u128::from(self.next_u64()) * 13;
+            if (wide >> 64) == 0 {
+                s.push(blank);
+            } else {
+                let letter = (u128::from(wide as u64) * 26) >> 64;
+                s.push(char::from(b'a' + letter as u8));
+            }
+        }
+        if blank == ' ' {
+            let trimmed = s.trim_matches(' ');
+            if trimmed.len() != s.len() {
+                return trimmed.to_owned();
+            }
+        }
+        s
+    }
+
+    /// Padding letters so that `current + padding` bytes average `average`:
+    /// the suite's rule, a length uniform within ±20% of the shortfall
+    /// (none when `current` already exceeds `average`).
+    pub(crate) fn extra(&mut self, current: u64, average: u64) -> String {
+        if current > average {
+            return String::new();
+        }
+        let short = average - current;
+        let delta = (short + 2) / 5; // round(short × 0.2)
+        let len = short - delta + if delta == 0 { 0 } else { self.below(2 * delta) };
+        self.letters(len as usize)
+    }
+
+    /// A price in cents, log-uniform between $1 and $1,000,000:
+    /// `round(10^(6u) × 100)`.
+    pub(crate) fn price(&mut self) -> i64 {
+        (10f64.powf(self.unit() * 6.0) * 100.0).round() as i64
+    }
+}

@@ -1,0 +1,200 @@
+//! The `nexmark` connector: one of the Nexmark benchmark's three tables
+//! (`person`, `auction`, `bid`) generated on the fly by weir-nexmark, as
+//! RisingWave's connector of that name offers them.
+//!
+//! Options: `nexmark.table.type` = `person` | `auction` | `bid`
+//! (required); `events.num` (events of all three kinds to generate; unset
+//! = unbounded); `first-event.rate` (events per second of *event time*,
+//! which spaces the timestamps: the suite's default 10,000,000);
+//! `tps` (events per second of wall-clock time over all subtasks, 0 =
+//! unpaced, the default); `seed`. The table's columns are any of the
+//! kind's fields by name (`id`, `name`, ... for persons; `auction`,
+//! `bidder`, `price`, `channel`, `url`, `date_time`, `extra` for bids), as
+//! BIGINT, STRING or TIMESTAMP(3). Event `n` is the same whatever the
+//! parallelism: subtask `s` of `P` generates `n = s, s + P, ...` (weir's
+//! strided sequence source, which rescales), emitting its kind's events.
+
+use weir_nexmark::{Event, EventKind, Generator, GeneratorConfig};
+use weir_runtime::{SequenceSource, SubtaskInfo};
+
+use crate::error::{Result, SqlError};
+use crate::types::{DataType, Schema};
+use crate::value::{Row, Value, Values};
+
+/// A nexmark table's generator and column mapping.
+#[derive(Clone)]
+pub struct NexmarkTable {
+    /// Which table.
+    pub kind: EventKind,
+    /// The generator.
+    pub generator: Generator,
+    /// Events of all kinds (`None`: unbounded).
+    pub events: Option<u64>,
+    /// Wall-clock events per second over all subtasks (0: unpaced).
+    pub tps: u64,
+    /// For each physical column, the field it is.
+    pub fields: Vec<usize>,
+}
+
+impl NexmarkTable {
+    /// Checks the options and the columns of `physical`.
+    pub fn new(
+        table: &str,
+        kind: &str,
+        events: Option<u64>,
+        rate: Option<u64>,
+        tps: u64,
+        seed: Option<u64>,
+        physical: &Schema,
+    ) -> Result<Self> {
+        let err = |message: String| SqlError::Connector {
+            table: table.to_owned(),
+            message,
+        };
+        let kind = EventKind::ALL
+            .into_iter()
+            .find(|k| k.table().eq_ignore_ascii_case(kind))
+            .ok_or_else(|| {
+                err(format!(
+                    "'nexmark.table.type' = '{kind}' (person, auction or bid)"
+                ))
+            })?;
+        let mut config = GeneratorConfig::default();
+        if let Some(r) = rate {
+            config.events_per_second = r;
+        }
+        if let Some(s) = seed {
+            config.seed = s;
+        }
+        config.num_events = events.unwrap_or(0);
+        let generator = Generator::new(config)
+            .map_err(|e| err(format!("the nexmark generator's options: {e}")))?;
+        let names = kind.columns();
+        let mut fields = Vec::new();
+        for f in &physical.fields {
+            let i = names
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(&f.name))
+                .ok_or_else(|| {
+                    err(format!(
+                        "column `{}` is not a field of nexmark's {} table ({})",
+                        f.name,
+                        kind.table(),
+                        names.join(", ")
+                    ))
+                })?;
+            let want = field_type(kind, i);
+            let fits =
+                f.ty == want || (want == DataType::Timestamp && f.ty == DataType::TimestampLtz);
+            if !fits {
+                return Err(err(format!(
+                    "column `{}` must be {want} (nexmark's {}.{})",
+                    f.name,
+                    kind.table(),
+                    names[i]
+                )));
+            }
+            fields.push(i);
+        }
+        Ok(Self {
+            kind,
+            generator,
+            events,
+            tps,
+            fields,
+        })
+    }
+
+    /// The row of event `n`, if it is of this table's kind.
+    #[inline]
+    pub fn row(&self, n: u64) -> Option<Row> {
+        if self.generator.config().kind(n) != self.kind {
+            return None;
+        }
+        let e = self.generator.event(n);
+        let mut v = Values::with_capacity(self.fields.len());
+        for &i in &self.fields {
+            v.push(field(&e, i));
+        }
+        Some(Row::new(v))
+    }
+
+    /// Subtask `info`'s source: `Some(row)` for its events of this kind,
+    /// `None` for the others (dropped by the chained flat-map).
+    pub fn source(
+        &self,
+        info: &SubtaskInfo,
+    ) -> crate::connectors::Paced<SequenceSource<impl FnMut(u64) -> Option<Row> + use<>>> {
+        let t = self.clone();
+        let rate = if self.tps == 0 {
+            0
+        } else {
+            (self.tps / info.parallelism.max(1) as u64).max(1)
+        };
+        crate::connectors::Paced::new(
+            SequenceSource::new(info, self.events.unwrap_or(u64::MAX), move |n| t.row(n)),
+            rate,
+        )
+    }
+}
+
+impl std::fmt::Debug for NexmarkTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NexmarkTable")
+            .field("kind", &self.kind)
+            .field("events", &self.events)
+            .field("tps", &self.tps)
+            .field("fields", &self.fields)
+            .finish_non_exhaustive()
+    }
+}
+
+fn field_type(kind: EventKind, i: usize) -> DataType {
+    let name = kind.columns()[i];
+    match name {
+        "date_time" | "expires" => DataType::Timestamp,
+        "id" | "initial_bid" | "reserve" | "seller" | "category" | "auction" | "bidder"
+        | "price" => DataType::BigInt,
+        _ => DataType::String,
+    }
+}
+
+fn s(text: &str) -> Value {
+    Value::Str(text.into())
+}
+
+fn field(e: &Event, i: usize) -> Value {
+    match e {
+        Event::Person(p) => match i {
+            0 => Value::BigInt(p.id),
+            1 => s(&p.name),
+            2 => s(&p.email_address),
+            3 => s(&p.credit_card),
+            4 => s(&p.city),
+            5 => s(&p.state),
+            6 => Value::Timestamp(p.date_time),
+            _ => s(&p.extra),
+        },
+        Event::Auction(a) => match i {
+            0 => Value::BigInt(a.id),
+            1 => s(&a.item_name),
+            2 => s(&a.description),
+            3 => Value::BigInt(a.initial_bid),
+            4 => Value::BigInt(a.reserve),
+            5 => Value::Timestamp(a.date_time),
+            6 => Value::Timestamp(a.expires),
+            7 => Value::BigInt(a.seller),
+            8 => Value::BigInt(a.category),
+            _ => s(&a.extra),
+        },
+        Event::Bid(b) => match i {
+            0 => Value::BigInt(b.auction),
+            1 => Value::BigInt(b.bidder),
+            2 => Value::BigInt(b.price),
+            3 => s(&b.channel),
+            4 => s(&b.url),
+            5 => Value::Timestamp(b.date_time),
+            _ => s(&b.extra),
+        },
+    }
+}

@@ -1,0 +1,475 @@
+//! `weir sql` end to end, as a user runs it: scripts over CSV and JSON
+//! files and generated rows, results compared with references computed
+//! here in plain Rust; a SIGKILL mid-run and `--restore latest` must give
+//! the uninterrupted result exactly once; bad scripts exit 2 with an error
+//! naming the problem and start nothing.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use support::{complete_checkpoints, splitmix64, Proc, Scratch, CONDITION, FINISH, WEIR};
+
+fn weir_sql(script: &Path, args: &[&str]) -> Output {
+    Command::new(WEIR)
+        .arg("sql")
+        .arg(script)
+        .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run weir sql")
+}
+
+/// `yyyy-MM-dd HH:mm:ss.SSS` of epoch milliseconds (UTC).
+fn ts(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    // 2024-01-01 is day 19723; the tests stay within January 2024.
+    let d = days - 19_723 + 1;
+    assert!((1..=31).contains(&d), "tests stay in January 2024");
+    format!(
+        "2024-01-{d:02} {:02}:{:02}:{:02}.{:03}",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+const JAN_1: i64 = 1_704_067_200_000;
+
+/// Clicks of users 1..=9 over six hours, out of order by up to 3 s, in
+/// three files with a header line.
+fn write_clicks(dir: &Path) -> Vec<(u64, i64)> {
+    fs::create_dir_all(dir).unwrap();
+    let mut clicks = Vec::new();
+    for f in 0..3 {
+        let mut text = String::from("user_id,url,ts\n");
+        for i in 0..4000u64 {
+            let h = splitmix64(f * 10_000 + i);
+            let user = 1 + h % 9;
+            // Each file covers its own two hours, in order but for up to
+            // 3 s of disorder (less than the watermark's 5 s): a subtask
+            // reading two files reads the later one second, so no click
+            // is ever late.
+            let t = JAN_1 + 3_600_000 + f as i64 * 7_200_000 + (i as i64) * 1_800
+                - (h >> 20) as i64 % 3_000;
+            text.push_str(&format!("{user},/p/{},{}\n", h % 4, ts(t)));
+            clicks.push((user, t));
+        }
+        fs::write(dir.join(format!("clicks-{f}.csv")), text).unwrap();
+    }
+    clicks
+}
+
+/// Committed output lines of a filesystem sink directory, sorted.
+fn committed(dir: &Path) -> Vec<String> {
+    let mut lines = Vec::new();
+    for e in fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        if e.file_name().to_string_lossy().starts_with("part-") {
+            lines.extend(
+                fs::read_to_string(e.path())
+                    .unwrap()
+                    .lines()
+                    .map(str::to_owned),
+            );
+        }
+    }
+    lines.sort();
+    lines
+}
+
+fn clicks_script(s: &Scratch) -> std::path::PathBuf {
+    let script = s.join("clicks.sql");
+    fs::write(
+        &script,
+        format!(
+            "-- clicks per user per ten minutes, exactly once
+CREATE TABLE clicks (
+  user_id BIGINT,
+  url STRING,
+  ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+) WITH (
+  'connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+  'csv.ignore-first-line' = 'true'
+);
+CREATE TABLE counts (user_id BIGINT, window_start TIMESTAMP(3), clicks BIGINT)
+WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+INSERT INTO counts
+SELECT user_id, window_start, COUNT(*)
+FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' MINUTES))
+GROUP BY user_id, window_start, window_end;
+",
+            s.join("clicks").display(),
+            s.join("counts").display()
+        ),
+    )
+    .unwrap();
+    script
+}
+
+fn clicks_reference(clicks: &[(u64, i64)]) -> Vec<String> {
+    let mut counts: BTreeMap<(u64, i64), u64> = BTreeMap::new();
+    for &(u, t) in clicks {
+        *counts
+            .entry((u, t.div_euclid(600_000) * 600_000))
+            .or_default() += 1;
+    }
+    let mut lines: Vec<String> = counts
+        .iter()
+        .map(|(&(u, w), n)| format!("{u},{},{n}", ts(w)))
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn clicks_per_user_per_ten_minutes_equal_a_reference() {
+    let s = Scratch::new("sql", "clicks");
+    let clicks = write_clicks(&s.join("clicks"));
+    let out = weir_sql(&clicks_script(&s), &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    same_lines(committed(&s.join("counts")), clicks_reference(&clicks));
+}
+
+/// Equal line lists, or a short account of the difference.
+fn same_lines(got: Vec<String>, want: Vec<String>) {
+    if got == want {
+        return;
+    }
+    let missing: Vec<&String> = want.iter().filter(|l| !got.contains(l)).take(5).collect();
+    let extra: Vec<&String> = got.iter().filter(|l| !want.contains(l)).take(5).collect();
+    panic!(
+        "{} lines, {} expected; missing (first 5): {missing:?}; unexpected (first 5): {extra:?}",
+        got.len(),
+        want.len()
+    );
+}
+
+#[test]
+fn the_same_script_through_weir_run_and_job_sql_file() {
+    let s = Scratch::new("sql", "run-config");
+    let clicks = write_clicks(&s.join("clicks"));
+    let script = clicks_script(&s);
+    let config = s.join("job.toml");
+    fs::write(
+        &config,
+        format!(
+            "[job]\nsql-file = \"{}\"\n[weir.worker]\npin-cores = false\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(WEIR)
+        .args(["run", "--workers", "2", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    same_lines(committed(&s.join("counts")), clicks_reference(&clicks));
+}
+
+#[test]
+fn a_bare_select_prints_the_final_result_of_an_updating_query() {
+    let s = Scratch::new("sql", "select");
+    let dir = s.join("orders");
+    fs::create_dir_all(&dir).unwrap();
+    // JSON orders, one malformed line skipped by json.ignore-parse-errors.
+    let mut text = String::new();
+    let mut totals: BTreeMap<String, (i64, i64, i64)> = BTreeMap::new();
+    for i in 0..500i64 {
+        let h = splitmix64(i as u64);
+        let item = ["apple", "pear", "plum"][(h % 3) as usize];
+        let qty = (h >> 8) as i64 % 10;
+        let price = format!("{}.{:02}", (h >> 16) % 50, (h >> 24) % 100);
+        let cents = ((h >> 16) % 50 * 100 + (h >> 24) % 100) as i64;
+        text.push_str(&format!(
+            "{{\"id\": {i}, \"item\": \"{item}\", \"qty\": {qty}, \"price\": {price}}}\n"
+        ));
+        if qty > 2 {
+            let t = totals.entry(item.into()).or_default();
+            t.0 += 1;
+            t.1 += qty * cents;
+            t.2 = t.2.max(cents);
+        }
+        if i == 250 {
+            text.push_str("{not json\n");
+        }
+    }
+    fs::write(dir.join("orders.json"), text).unwrap();
+    let script = s.join("select.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE orders (id BIGINT, item STRING, qty INT, price DECIMAL(10, 2))
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json',
+                   'json.ignore-parse-errors' = 'true');
+             CREATE VIEW big AS SELECT item, qty * price AS amount, price FROM orders WHERE qty > 2;
+             EXPLAIN SELECT item, COUNT(*) FROM big GROUP BY item;
+             SELECT UPPER(item) AS item, COUNT(*) AS n, SUM(amount) AS total, MAX(price) AS top
+             FROM big GROUP BY item;",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let out = weir_sql(&script, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("GroupAggregate"),
+        "EXPLAIN prints the plan: {stdout}"
+    );
+    assert!(stdout.contains("Exchange: HASH[item]"), "{stdout}");
+    for (item, (n, total, top)) in &totals {
+        let row = format!(
+            "| {:>5} | {n:>3} | {:>8}.{:02} | {:>5}.{:02} |",
+            item.to_uppercase(),
+            total / 100,
+            total % 100,
+            top / 100,
+            top % 100
+        );
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                    == row.split_whitespace().collect::<Vec<_>>()),
+            "expected {row} in\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("3 rows in set"), "{stdout}");
+}
+
+/// Generated rows (datagen, paced), a computed event time, a window
+/// aggregation into the exactly-once file sink with checkpoints: killed
+/// after a checkpoint, restored with `--restore latest`, the committed
+/// output equals the reference exactly once.
+#[test]
+fn a_sigkill_and_restore_latest_commit_every_window_exactly_once() {
+    let s = Scratch::new("sql", "crash");
+    const N: u64 = 60_000;
+    let script = s.join("gen.sql");
+    fs::write(
+        &script,
+        format!(
+            "SET 'execution.checkpointing.interval' = '200ms';
+             SET 'state.checkpoints.dir' = '{}';
+             CREATE TABLE gen (
+               id BIGINT,
+               user_id AS id % 7,
+               ts AS TO_TIMESTAMP_LTZ(id * 10, 3),
+               WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
+             ) WITH ('connector' = 'datagen', 'rows-per-second' = '15000',
+                     'fields.id.kind' = 'sequence', 'fields.id.start' = '0',
+                     'fields.id.end' = '{}');
+             CREATE TABLE sums (user_id BIGINT, window_end TIMESTAMP(3), n BIGINT, total BIGINT)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO sums
+             SELECT user_id, window_end, COUNT(*), SUM(id)
+             FROM TABLE(TUMBLE(TABLE gen, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+             GROUP BY user_id, window_start, window_end;",
+            s.join("chk").display(),
+            N - 1,
+            s.join("sums").display()
+        ),
+    )
+    .unwrap();
+    let cmd = || {
+        let mut c = Command::new(WEIR);
+        c.arg("sql")
+            .arg(&script)
+            .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"]);
+        c
+    };
+    let mut first = Proc::spawn(&s, "first", cmd());
+    assert!(
+        first.wait_until("two complete checkpoints", || complete_checkpoints(
+            &s.join("chk")
+        )
+        .len()
+            >= 2),
+        "no checkpoints: {}",
+        first.stderr()
+    );
+    assert!(first.kill(), "the first run ended before the kill");
+    let mut c = cmd();
+    c.args(["--restore", "latest"]);
+    let mut second = Proc::spawn(&s, "second", c);
+    let status = second.wait(FINISH);
+    assert!(status.success(), "{}", second.stderr());
+    let mut expect: BTreeMap<(u64, i64), (u64, u64)> = BTreeMap::new();
+    for id in 0..N {
+        let e = expect
+            .entry((
+                id % 7,
+                (id as i64 * 10).div_euclid(10_000) * 10_000 + 10_000,
+            ))
+            .or_default();
+        e.0 += 1;
+        e.1 += id;
+    }
+    let mut lines: Vec<String> = expect
+        .iter()
+        .map(|(&(u, w), &(n, t))| format!("{u},{},{n},{t}", ts_1970(w)))
+        .collect();
+    lines.sort();
+    same_lines(committed(&s.join("sums")), lines);
+    let _ = CONDITION;
+    let _ = Duration::ZERO;
+}
+
+fn ts_1970(ms: i64) -> String {
+    format!(
+        "1970-01-01 {:02}:{:02}:{:02}.{:03}",
+        ms / 3_600_000,
+        ms / 60_000 % 60,
+        ms / 1000 % 60,
+        ms % 1000
+    )
+}
+
+#[test]
+fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
+    let s = Scratch::new("sql", "errors");
+    fs::create_dir_all(s.join("in")).unwrap();
+    let table = format!(
+        "CREATE TABLE t (a BIGINT, b STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+         CREATE TABLE o (a BIGINT, n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        s.join("in").display(),
+        s.join("out").display()
+    );
+    let cases: &[(&str, &str)] = &[
+        ("SELEC a FROM t;", "Line: 5, Column: 1"),
+        ("SELECT nope FROM t;", "unknown column `nope`"),
+        ("SELECT a FROM missing;", "unknown table `missing`"),
+        ("SELECT FROB(a) FROM t;", "unknown function `FROB`"),
+        ("SELECT a + b FROM t;", "type mismatch"),
+        ("INSERT INTO o SELECT a, COUNT(*) FROM t GROUP BY a;", "append-only"),
+        ("INSERT INTO o SELECT b, a FROM t;", "column `a` is BIGINT"),
+        ("SELECT a, b FROM t GROUP BY a;", "neither in GROUP BY nor in an aggregate"),
+        (
+            "CREATE TABLE x (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp', 'format' = 'csv', 'csv.bogus' = '1');",
+            "unsupported options for connector 'filesystem': 'csv.bogus'",
+        ),
+        ("CREATE TABLE y (a INT) WITH ('connector' = 'nope');", "unknown connector 'nope'"),
+    ];
+    for (i, (sql, want)) in cases.iter().enumerate() {
+        let script = s.join(&format!("bad-{i}.sql"));
+        fs::write(&script, format!("{table}\n{sql}")).unwrap();
+        let out = weir_sql(&script, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sql}: {err}");
+        assert!(err.contains(want), "{sql}: expected `{want}` in: {err}");
+        assert!(err.starts_with("error: "), "{sql}: one error line: {err}");
+    }
+    assert!(!s.join("out").exists(), "nothing started");
+    let missing = weir_sql(&s.join("no-such.sql"), &[]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read SQL file"));
+}
+
+/// The README's example, run as the README says (from the repository's
+/// root, here a copy of its `examples/sql`): its committed counts equal
+/// counts made here from the same CSV files.
+#[test]
+fn the_readme_example_counts_every_click_once() {
+    let s = Scratch::new("sql", "readme");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let src = repo.join("examples/sql");
+    let dst = s.join("examples/sql");
+    fs::create_dir_all(dst.join("clicks")).unwrap();
+    fs::copy(src.join("clicks.sql"), dst.join("clicks.sql")).unwrap();
+    let mut want: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for e in fs::read_dir(src.join("clicks")).unwrap() {
+        let p = e.unwrap().path();
+        fs::copy(&p, dst.join("clicks").join(p.file_name().unwrap())).unwrap();
+        for line in fs::read_to_string(&p).unwrap().lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            // ten-minute window start: `yyyy-MM-dd HH:m` + `0:00.000`
+            let start = format!("{}0:00.000", &f[2][..15]);
+            *want.entry((f[0].to_owned(), start)).or_default() += 1;
+        }
+    }
+    let out = Command::new(WEIR)
+        .current_dir(&s.0)
+        .args([
+            "sql",
+            "examples/sql/clicks.sql",
+            "--set",
+            "weir.worker.pin-cores=false",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: BTreeMap<(String, String), u64> = committed(&s.join("target/clicks-per-user"))
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            ((f[0].to_owned(), f[1].to_owned()), f[3].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// `weir bench nexmark`: q2 over generated events selects exactly the bids
+/// the generator itself says it should, and the JSON line says so.
+#[test]
+fn nexmark_q2_is_verified_against_the_generator() {
+    let out = Command::new(WEIR)
+        .args([
+            "bench",
+            "nexmark",
+            "--query",
+            "q2",
+            "--events",
+            "100000",
+            "--workers",
+            "2",
+            "--quiet",
+        ])
+        .args(["--set", "weir.worker.pin-cores=false"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(json["query"], "q2");
+    assert_eq!(json["events"], 100_000);
+    assert_eq!(json["verified"], true, "{json}");
+    assert!(json["results"].as_u64().unwrap() > 0, "{json}");
+    assert!(json["events_per_s_per_core"].as_f64().unwrap() > 0.0);
+    let missing = Command::new(WEIR)
+        .args(["bench", "nexmark", "--query", "q9", "--events", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("README.md lists the queries"));
+}

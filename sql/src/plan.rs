@@ -655,6 +655,15 @@ impl<'c> Planner<'c> {
                 Ok(From { plan, scope, window: None })
             }
             TableFactor::TableFunction { expr: Expr::Function(f), alias } => self.window_tvf(f, alias.as_ref()),
+            TableFactor::NestedJoin { table_with_joins, alias } => {
+                let mut from = self.table_with_joins(table_with_joins)?;
+                if let Some(a) = alias {
+                    for c in &mut from.scope.cols {
+                        c.qualifier = Some(a.name.value.clone());
+                    }
+                }
+                Ok(from)
+            }
             TableFactor::Table { name, args: Some(_), .. } => Err(SqlError::Unsupported(format!(
                 "`{name}(..)` in FROM; a windowing TVF is written TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL ..))"
             ))),

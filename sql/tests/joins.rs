@@ -56,16 +56,10 @@ impl Drop for Dir {
 /// Runs `sql` (its bare SELECTs) on two unpinned workers: each SELECT's
 /// schema and the rows it emitted, in order per key.
 fn run(sql: &str) -> Vec<(Schema, Vec<Row>)> {
-    run_with(sql, 128)
-}
-
-/// [`run`] with `max_parallelism` key groups.
-fn run_with(sql: &str, max_parallelism: u32) -> Vec<(Schema, Vec<Row>)> {
     let script = Script::parse(sql).unwrap_or_else(|e| panic!("{e}\n{sql}"));
     let job = script.job("joins-test").expect("the job");
     let mut options = ExecutionOptions::with_workers(2);
     options.pin_cores = false;
-    options.max_parallelism = max_parallelism;
     execute(job.job, &options).expect("the job runs");
     job.selects
         .into_iter()
@@ -295,9 +289,8 @@ type Event = (i64, i64, i64);
 /// sources (2 s each, so watermarks advance while they run): users 0..8,
 /// one row a second of event time, each moved by up to 4 s either way
 /// (out of order), watermarks `delay` behind. Their columns are in
-/// different orders so that their random values differ. Run them with
-/// [`EVENT_KEY_GROUPS`]: datagen cuts its sequence into one split per key
-/// group, and a source subtask does not read its splits in order.
+/// different orders so that their random values differ. (Each source
+/// subtask emits its rows in sequence order.)
 fn event_tables(delay: &str) -> String {
     format!(
         "CREATE TABLE clicks (id BIGINT, user_id BIGINT, jit INT,
@@ -318,10 +311,6 @@ fn event_tables(delay: &str) -> String {
          SELECT user_id, id, vts FROM views;"
     )
 }
-
-/// Key groups (and so datagen splits) of the jobs over `event_tables`:
-/// one split per source subtask, read in order.
-const EVENT_KEY_GROUPS: u32 = 2;
 
 /// The rows of the two `SELECT`s `event_tables` ends with.
 fn events(results: &[(Schema, Vec<Row>)]) -> (Vec<Event>, Vec<Event>) {
@@ -362,7 +351,7 @@ fn an_interval_join_of_out_of_order_rows_finds_every_pair_in_bounds() {
     for e in &explained {
         assert!(e.contains("IntervalJoin("), "{e}");
     }
-    let results = run_with(&sql, EVENT_KEY_GROUPS);
+    let results = run(&sql);
     let (clicks, views) = events(&results);
     let (mut within, mut after) = (Vec::new(), Vec::new());
     for (cu, cid, ct) in &clicks {
@@ -404,7 +393,7 @@ fn a_window_over_an_interval_join_counts_every_pair() {
            GROUP BY window_start, window_end;",
         event_tables("9")
     );
-    let results = run_with(&sql, EVENT_KEY_GROUPS);
+    let results = run(&sql);
     let (clicks, views) = events(&results);
     let mut per_window: BTreeMap<i64, u64> = BTreeMap::new();
     for (cu, _, ct) in &clicks {

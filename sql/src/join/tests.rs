@@ -163,6 +163,36 @@ fn a_time_bounded_inner_join_is_an_interval_join() {
 }
 
 #[test]
+fn joins_chain_and_nest() {
+    let p = plan(
+        "SELECT o.id, s.id, p.price FROM orders o
+           JOIN shipments s ON o.id = s.order_id
+           LEFT JOIN products p ON o.product = p.name",
+    )
+    .unwrap();
+    let Node::Join { left, kind, on, .. } = &join_of(&p).node else {
+        panic!("{}", p.explain())
+    };
+    assert_eq!(*kind, JoinKind::Left);
+    assert!(matches!(join_of(left).node, Node::Join { .. }));
+    // The outer join's left key is a column of the inner join's output.
+    assert_eq!(on.left_keys[0].as_column(), Some(1));
+    assert!(p.updating);
+    let p = plan(
+        "SELECT x.id, p.price FROM (orders o JOIN shipments s ON o.id = s.order_id) AS x
+           JOIN products p ON x.product = p.name AND x.amount + 1 > 2",
+    );
+    // `x.id` is in both joined tables: ambiguous.
+    assert!(p.unwrap_err().to_string().contains("ambiguous"));
+    let p = plan(
+        "SELECT x.order_id, p.price FROM (orders o JOIN shipments s ON o.id = s.order_id) AS x
+           JOIN products p ON x.product = p.name",
+    )
+    .unwrap();
+    assert_eq!(names(&p), ["order_id", "price"]);
+}
+
+#[test]
 fn unsupported_joins_say_what_they_are() {
     let e = error("SELECT * FROM orders o JOIN shipments s ON o.id < s.order_id");
     assert!(e.contains("not supported") && e.contains("non-equi"), "{e}");

@@ -4,8 +4,10 @@
 //! and picks the streaming operator for each part of a query: a scan of a
 //! table, a calc (filter and projection, chained), a window aggregation
 //! (a windowing TVF grouped by `window_start, window_end`), a group
-//! aggregation (an updating result), a union. Every node knows its output
-//! schema and whether it produces updates (a changelog) or only inserts.
+//! aggregation (an updating result), a union, a regular or an interval
+//! join (FROM's joins and comma joins; their conditions are split by
+//! [`crate::join::condition`]). Every node knows its output schema and
+//! whether it produces updates (a changelog) or only inserts.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -19,9 +21,14 @@ use crate::catalog::{Catalog, Table};
 use crate::dialect::TABLE_ARG;
 use crate::error::{Result, SqlError};
 use crate::expr::{self, compile, compile_with, Scalar, Scope, ScopeCol};
+use crate::join::{JoinKind, JoinOn, TimeBounds};
 use crate::script::object_name;
 use crate::types::{DataType, Field, Schema};
 use crate::value::Value;
+
+mod joins;
+
+use joins::join_keys;
 
 /// A planned query: its root node, output schema, and whether it updates.
 #[derive(Clone, Debug)]
@@ -78,6 +85,33 @@ pub enum Node {
     },
     /// UNION ALL of inputs of one schema.
     Union(Vec<Plan>),
+    /// A regular join (see [`crate::join`]): both inputs keyed by their
+    /// join keys, each side's rows in keyed state. Output: the left
+    /// input's columns, then the right's; updating if an outer join or an
+    /// input is.
+    Join {
+        /// The left input.
+        left: Box<Plan>,
+        /// The right input.
+        right: Box<Plan>,
+        /// Inner, left, right or full.
+        kind: JoinKind,
+        /// The keys and the residual condition.
+        on: JoinOn,
+    },
+    /// An inner interval join on event time (see [`crate::join`]):
+    /// append-only, its state freed as the watermark passes. Output as
+    /// [`Node::Join`]'s.
+    IntervalJoin {
+        /// The left input.
+        left: Box<Plan>,
+        /// The right input.
+        right: Box<Plan>,
+        /// The keys and the residual condition.
+        on: JoinOn,
+        /// The time columns and the bounds of their difference.
+        bounds: TimeBounds,
+    },
 }
 
 /// A windowing table-valued function's window.
@@ -258,19 +292,18 @@ impl<'c> Planner<'c> {
                 "SELECT DISTINCT (use GROUP BY)".into(),
             ));
         }
-        if s.from.len() != 1 {
-            return Err(SqlError::Unsupported(if s.from.is_empty() {
-                "a SELECT without FROM".into()
-            } else {
-                "several tables in FROM (a comma join); joins are not supported yet".into()
-            }));
+        if s.from.is_empty() {
+            return Err(SqlError::Unsupported("a SELECT without FROM".into()));
         }
-        if !s.from[0].joins.is_empty() {
-            return Err(SqlError::Unsupported(
-                "JOIN: joins are not supported yet".into(),
-            ));
-        }
-        let from = self.table_factor(&s.from[0].relation)?;
+        // `FROM a, b WHERE ..`: the conjuncts of WHERE over two of them
+        // join them, the others filter the joined rows.
+        let (from, comma_filter) = match s.from.as_slice() {
+            [one] => (self.table_with_joins(one)?, None),
+            several => {
+                let (from, rest) = self.comma_join(several, s.selection.as_ref())?;
+                (from, Some(rest))
+            }
+        };
         let group_exprs: Vec<Expr> = match &s.group_by {
             GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
             other => return Err(SqlError::Unsupported(format!("`{other}`"))),
@@ -293,7 +326,9 @@ impl<'c> Planner<'c> {
             },
             None => from.scope.clone(),
         };
-        let filter = s
+        let filter = match comma_filter {
+            Some(rest) => rest,
+            None => s
             .selection
             .as_ref()
             .map(|w| {
@@ -312,11 +347,12 @@ impl<'c> Planner<'c> {
                 }
                 Ok(f)
             })
-            .transpose()?;
+            .transpose()?,
+        };
         if !grouped {
             if from.window.is_some() {
                 return Err(SqlError::Unsupported(
-                    "a windowing TVF without GROUP BY window_start, window_end (window aggregation is supported)".into(),
+                    "a windowing TVF without GROUP BY window_start, window_end (window aggregation is supported; window joins, window Top-N and window deduplication are not yet)".into(),
                 ));
             }
             if s.having.is_some() {
@@ -605,6 +641,7 @@ impl<'c> Planner<'c> {
                 other => return Err(SqlError::Unsupported(format!("the select item `{other}`"))),
             }
         }
+        unique_names(&mut fields);
         Ok((project, fields))
     }
 
@@ -623,6 +660,15 @@ impl<'c> Planner<'c> {
                 Ok(From { plan, scope, window: None })
             }
             TableFactor::TableFunction { expr: Expr::Function(f), alias } => self.window_tvf(f, alias.as_ref()),
+            TableFactor::NestedJoin { table_with_joins, alias } => {
+                let mut from = self.table_with_joins(table_with_joins)?;
+                if let Some(a) = alias {
+                    for c in &mut from.scope.cols {
+                        c.qualifier = Some(a.name.value.clone());
+                    }
+                }
+                Ok(from)
+            }
             TableFactor::Table { name, args: Some(_), .. } => Err(SqlError::Unsupported(format!(
                 "`{name}(..)` in FROM; a windowing TVF is written TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL ..))"
             ))),
@@ -806,6 +852,24 @@ impl<'c> Planner<'c> {
     }
 }
 
+/// Renames output columns whose name an earlier one has, as Flink does
+/// (`SELECT *` of a join of two tables with an `id`: `id`, `id0`).
+fn unique_names(fields: &mut [Field]) {
+    for i in 1..fields.len() {
+        let taken =
+            |n: &str, fields: &[Field]| fields.iter().any(|f| f.name.eq_ignore_ascii_case(n));
+        if !taken(&fields[i].name, &fields[..i]) {
+            continue;
+        }
+        let base = fields[i].name.clone();
+        let mut n = 0;
+        while taken(&format!("{base}{n}"), fields) {
+            n += 1;
+        }
+        fields[i].name = format!("{base}{n}");
+    }
+}
+
 fn is_window_column(n: &str) -> bool {
     ["window_start", "window_end", "window_time"]
         .iter()
@@ -964,6 +1028,38 @@ impl Plan {
                 for i in inputs {
                     i.explain_into(s, depth + 1);
                 }
+            }
+            Node::Join {
+                left,
+                right,
+                kind,
+                on,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}Join(joinType=[{kind}], {}, select=[{cols}])",
+                    join_keys(left, right, on)
+                );
+                left.explain_into(s, depth + 1);
+                right.explain_into(s, depth + 1);
+            }
+            Node::IntervalJoin {
+                left,
+                right,
+                on,
+                bounds,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}IntervalJoin(joinType=[InnerJoin], {}, between=[{} ms <= {} - {} <= {} ms], select=[{cols}])",
+                    join_keys(left, right, on),
+                    bounds.lower,
+                    right.schema.fields[bounds.right_time].name,
+                    left.schema.fields[bounds.left_time].name,
+                    bounds.upper
+                );
+                left.explain_into(s, depth + 1);
+                right.explain_into(s, depth + 1);
             }
         }
     }

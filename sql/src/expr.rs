@@ -340,6 +340,93 @@ impl Scalar {
     }
 }
 
+/// The columns an expression reads, and the same expression over another
+/// row layout (a join's condition split between its two inputs).
+impl Scalar {
+    /// Calls `f` with every column index this expression reads.
+    pub fn for_each_column(&self, f: &mut dyn FnMut(usize)) {
+        match self {
+            Scalar::Column(i, _) => f(*i),
+            Scalar::Literal(..) => {}
+            Scalar::Arith(_, a, b, _)
+            | Scalar::Cmp(_, a, b)
+            | Scalar::And(a, b)
+            | Scalar::Or(a, b)
+            | Scalar::Like(a, b, _, _) => {
+                a.for_each_column(f);
+                b.for_each_column(f);
+            }
+            Scalar::Neg(a, _)
+            | Scalar::Not(a)
+            | Scalar::IsNull(a, _)
+            | Scalar::IsBool(a, _, _)
+            | Scalar::Cast(a, _) => a.for_each_column(f),
+            Scalar::InList(a, list, _) => {
+                a.for_each_column(f);
+                list.iter().for_each(|x| x.for_each_column(f));
+            }
+            Scalar::Case(whens, otherwise, _) => {
+                for (c, r) in whens {
+                    c.for_each_column(f);
+                    r.for_each_column(f);
+                }
+                if let Some(e) = otherwise {
+                    e.for_each_column(f);
+                }
+            }
+            Scalar::Call(_, args, _) => args.iter().for_each(|x| x.for_each_column(f)),
+        }
+    }
+
+    /// The smallest and largest column this expression reads (`None`: it
+    /// reads none).
+    pub fn column_range(&self) -> Option<(usize, usize)> {
+        let mut range: Option<(usize, usize)> = None;
+        self.for_each_column(&mut |i| {
+            range = Some(range.map_or((i, i), |(lo, hi)| (lo.min(i), hi.max(i))));
+        });
+        range
+    }
+
+    /// The same expression with column `i` read from column `i - by`
+    /// (every column it reads must be at `by` or after).
+    pub fn shift_columns(&self, by: usize) -> Scalar {
+        let sh = |x: &Scalar| Box::new(x.shift_columns(by));
+        match self {
+            Scalar::Column(i, t) => Scalar::Column(i - by, *t),
+            Scalar::Literal(..) => self.clone(),
+            Scalar::Arith(o, a, b, t) => Scalar::Arith(*o, sh(a), sh(b), *t),
+            Scalar::Neg(a, t) => Scalar::Neg(sh(a), *t),
+            Scalar::Cmp(c, a, b) => Scalar::Cmp(*c, sh(a), sh(b)),
+            Scalar::And(a, b) => Scalar::And(sh(a), sh(b)),
+            Scalar::Or(a, b) => Scalar::Or(sh(a), sh(b)),
+            Scalar::Not(a) => Scalar::Not(sh(a)),
+            Scalar::IsNull(a, n) => Scalar::IsNull(sh(a), *n),
+            Scalar::IsBool(a, v, n) => Scalar::IsBool(sh(a), *v, *n),
+            Scalar::Like(a, b, e, n) => Scalar::Like(sh(a), sh(b), *e, *n),
+            Scalar::InList(a, list, n) => Scalar::InList(
+                sh(a),
+                list.iter().map(|x| x.shift_columns(by)).collect(),
+                *n,
+            ),
+            Scalar::Case(whens, otherwise, t) => Scalar::Case(
+                whens
+                    .iter()
+                    .map(|(c, r)| (c.shift_columns(by), r.shift_columns(by)))
+                    .collect(),
+                otherwise.as_ref().map(|e| sh(e)),
+                *t,
+            ),
+            Scalar::Cast(a, t) => Scalar::Cast(sh(a), *t),
+            Scalar::Call(f, args, t) => Scalar::Call(
+                f.clone(),
+                args.iter().map(|x| x.shift_columns(by)).collect(),
+                *t,
+            ),
+        }
+    }
+}
+
 /// A boolean value's truth: `None` for NULL (or a non-boolean).
 #[inline]
 pub fn truth(v: &Value) -> Option<bool> {

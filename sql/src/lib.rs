@@ -6,7 +6,9 @@
 //! operators over typed [`value::Row`]s ([`plan`]), and lowered onto
 //! weir's own DataStream operators ([`lower`]): filters and projections
 //! become chained maps, GROUP BY keys `key_by`, window aggregations weir's
-//! window operator, updating aggregations keyed state; sinks are weir's
+//! window operator, updating aggregations keyed state, joins a two-input
+//! keyed stage ([`join`]: regular joins with each side's rows in keyed
+//! state, interval joins on weir's interval join); sinks are weir's
 //! exactly-once file sink and the print and blackhole sinks. See
 //! docs/SQL.md for what is supported and where it differs from Flink.
 
@@ -19,6 +21,7 @@ pub mod error;
 pub mod expr;
 pub mod format;
 pub mod functions;
+pub mod join;
 pub mod lower;
 pub mod nexmark;
 pub mod plan;

@@ -26,6 +26,8 @@ use crate::connectors::{datagen_source, BlackholeSink, Connector, PrintSink};
 use crate::error::{Result, SqlError};
 use crate::expr::{truth, Scalar};
 use crate::format::Parsed;
+use crate::join::interval::sql_interval_join;
+use crate::join::regular::RegularJoin;
 use crate::plan::{Node, Plan, Window};
 use crate::types::{DataType, Schema};
 use crate::value::{Row, RowKind, Value, Values};
@@ -45,6 +47,9 @@ pub struct Lowering<'j> {
     pub parameters: Vec<(String, String)>,
     /// Output directories to declare (file sinks).
     pub outputs: Vec<PathBuf>,
+    /// `table.exec.state.ttl`: how long a regular join keeps a row after
+    /// it was last written (`None`: forever).
+    state_ttl: Option<Duration>,
 }
 
 impl<'j> Lowering<'j> {
@@ -59,7 +64,15 @@ impl<'j> Lowering<'j> {
             base_ms,
             parameters: Vec::new(),
             outputs: Vec::new(),
+            state_ttl: None,
         }
+    }
+
+    /// The same lowering with `table.exec.state.ttl` = `ttl` (zero: keep
+    /// state forever).
+    pub fn with_state_ttl(mut self, ttl: Duration) -> Self {
+        self.state_ttl = (!ttl.is_zero()).then_some(ttl);
+        self
     }
 
     fn uid(&mut self, kind: &str) -> String {
@@ -164,6 +177,70 @@ impl<'j> Lowering<'j> {
                     (None, Some(f)) => f,
                     (None, None) => unreachable!("one of them is set"),
                 }
+            }
+            Node::Join {
+                left,
+                right,
+                kind,
+                on,
+            } => {
+                // The second input is built first and set aside: a job is
+                // built through one stream at a time.
+                let rk = keys(&on.right_keys);
+                let right_keyed = self
+                    .rows(right)?
+                    .key_by(move |r: &Row| key_values(&rk, r))
+                    .detach();
+                let lk = keys(&on.left_keys);
+                let left_rows = self.rows(left)?;
+                let uid = self.uid("join");
+                let residual = on.residual.clone().map(Arc::new);
+                let (kind, ttl) = (*kind, self.state_ttl);
+                let widths = (left.schema.len(), right.schema.len());
+                left_rows
+                    .key_by(move |r: &Row| key_values(&lk, r))
+                    .connect(right_keyed)
+                    .process(&uid, move |_: &SubtaskInfo| {
+                        RegularJoin::new(kind, residual.clone(), widths.0, widths.1, ttl)
+                    })
+                    .share()
+                    .branch()
+            }
+            Node::IntervalJoin {
+                left,
+                right,
+                on,
+                bounds,
+            } => {
+                // Rows with a NULL key or time join nothing (and weir's
+                // interval join needs a time on every row).
+                let (rk, rt) = (keys(&on.right_keys), bounds.right_time);
+                let right_uid = self.uid("interval-join-right");
+                let right_keyed = self
+                    .rows(right)?
+                    .filter(&right_uid, {
+                        let rk = rk.clone();
+                        move |r: &Row| joinable(&rk, rt, r)
+                    })
+                    .key_by(move |r: &Row| key_values(&rk, r))
+                    .detach();
+                let (lk, lt) = (keys(&on.left_keys), bounds.left_time);
+                let left_uid = self.uid("interval-join-left");
+                let left_rows = self.rows(left)?.filter(&left_uid, {
+                    let lk = lk.clone();
+                    move |r: &Row| joinable(&lk, lt, r)
+                });
+                let uid = self.uid("interval-join");
+                let residual = on.residual.clone().map(Arc::new);
+                let bounds = *bounds;
+                left_rows
+                    .key_by(move |r: &Row| key_values(&lk, r))
+                    .connect(right_keyed)
+                    .process(&uid, move |_: &SubtaskInfo| {
+                        sql_interval_join(bounds, residual.clone())
+                    })
+                    .share()
+                    .branch()
             }
         })
     }
@@ -377,6 +454,22 @@ fn offset_of(v: i64) -> Offset {
     } else {
         Offset::after(ms(v))
     }
+}
+
+/// A join's key expressions, shared by the subtasks' key functions.
+fn keys(k: &[Scalar]) -> Arc<[Scalar]> {
+    k.to_vec().into()
+}
+
+/// The join key of `r`.
+#[inline]
+fn key_values(keys: &[Scalar], r: &Row) -> Row {
+    Row::new(keys.iter().map(|k| k.eval(r)).collect())
+}
+
+/// Whether `r` may join in an interval join: no NULL key, a time.
+fn joinable(keys: &[Scalar], time: usize, r: &Row) -> bool {
+    !r.values[time].is_null() && keys.iter().all(|k| !k.eval(r).is_null())
 }
 
 /// The first `n` columns as a key row.

@@ -4,14 +4,12 @@
 //! and picks the streaming operator for each part of a query: a scan of a
 //! table, a calc (filter and projection, chained), a window aggregation
 //! (a windowing TVF grouped by `window_start, window_end`), a group
-//! aggregation (an updating result), a union, a Top-N or deduplication
-//! (`ROW_NUMBER() OVER` bounded by the reader's WHERE: [`over`]). Every
-//! node knows its output schema and whether it produces updates (a
-//! changelog) or only inserts.
-
-mod over;
-#[cfg(test)]
-mod tests;
+//! aggregation (an updating result), a union, a regular or an interval
+//! join (FROM's joins and comma joins; their conditions are split by
+//! [`crate::join::condition`]), a Top-N or deduplication (`ROW_NUMBER()
+//! OVER` bounded by the reader's WHERE: [`over`]). Every node knows its
+//! output schema and whether it produces updates (a changelog) or only
+//! inserts.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -25,10 +23,18 @@ use crate::catalog::{Catalog, Table};
 use crate::dialect::TABLE_ARG;
 use crate::error::{Result, SqlError};
 use crate::expr::{self, compile, compile_with, Scalar, Scope, ScopeCol};
+use crate::join::{JoinKind, JoinOn, TimeBounds};
 use crate::rank::Rank;
 use crate::script::object_name;
 use crate::types::{DataType, Field, Schema};
 use crate::value::Value;
+
+mod joins;
+mod over;
+#[cfg(test)]
+mod tests;
+
+use joins::join_keys;
 
 /// A planned query: its root node, output schema, and whether it updates.
 #[derive(Clone, Debug)]
@@ -85,6 +91,33 @@ pub enum Node {
     },
     /// UNION ALL of inputs of one schema.
     Union(Vec<Plan>),
+    /// A regular join (see [`crate::join`]): both inputs keyed by their
+    /// join keys, each side's rows in keyed state. Output: the left
+    /// input's columns, then the right's; updating if an outer join or an
+    /// input is.
+    Join {
+        /// The left input.
+        left: Box<Plan>,
+        /// The right input.
+        right: Box<Plan>,
+        /// Inner, left, right or full.
+        kind: JoinKind,
+        /// The keys and the residual condition.
+        on: JoinOn,
+    },
+    /// An inner interval join on event time (see [`crate::join`]):
+    /// append-only, its state freed as the watermark passes. Output as
+    /// [`Node::Join`]'s.
+    IntervalJoin {
+        /// The left input.
+        left: Box<Plan>,
+        /// The right input.
+        right: Box<Plan>,
+        /// The keys and the residual condition.
+        on: JoinOn,
+        /// The time columns and the bounds of their difference.
+        bounds: TimeBounds,
+    },
     /// Top-N or deduplication per key: the input's columns (the row
     /// number in its column when read), as a changelog unless it keeps
     /// the first row.
@@ -278,21 +311,21 @@ impl<'c> Planner<'c> {
         if let Some(d) = &s.distinct {
             return self.select_distinct(s, d);
         }
-        if s.from.len() != 1 {
-            return Err(SqlError::Unsupported(if s.from.is_empty() {
-                "a SELECT without FROM".into()
-            } else {
-                "several tables in FROM (a comma join); joins are not supported yet".into()
-            }));
+        if s.from.is_empty() {
+            return Err(SqlError::Unsupported("a SELECT without FROM".into()));
         }
-        if !s.from[0].joins.is_empty() {
-            return Err(SqlError::Unsupported(
-                "JOIN: joins are not supported yet".into(),
-            ));
-        }
-        let (from, selection) = match self.ranked_from(s)? {
-            Some(ranked) => ranked,
-            None => (self.table_factor(&s.from[0].relation)?, s.selection.clone()),
+        // `FROM (SELECT .., ROW_NUMBER() OVER (..) AS rn ..) WHERE rn <= N`:
+        // a Top-N, the rest of WHERE filtering its rows. `FROM a, b WHERE
+        // ..`: the conjuncts of WHERE over two of them join them, the
+        // others filter the joined rows.
+        let ranked = self.ranked_from(s)?;
+        let (from, comma_filter, selection) = match (ranked, s.from.as_slice()) {
+            (Some((from, rest)), _) => (from, None, rest),
+            (None, [one]) => (self.table_with_joins(one)?, None, s.selection.clone()),
+            (None, several) => {
+                let (from, rest) = self.comma_join(several, s.selection.as_ref())?;
+                (from, Some(rest), None)
+            }
         };
         let group_exprs: Vec<Expr> = match &s.group_by {
             GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
@@ -316,7 +349,9 @@ impl<'c> Planner<'c> {
             },
             None => from.scope.clone(),
         };
-        let filter = selection
+        let filter = match comma_filter {
+            Some(rest) => rest,
+            None => selection
             .as_ref()
             .map(|w| {
                 let f = compile(w, &input_scope).map_err(|e| match (&from.window, e) {
@@ -334,11 +369,12 @@ impl<'c> Planner<'c> {
                 }
                 Ok(f)
             })
-            .transpose()?;
+            .transpose()?,
+        };
         if !grouped {
             if from.window.is_some() {
                 return Err(SqlError::Unsupported(
-                    "a windowing TVF without GROUP BY window_start, window_end (window aggregation is supported)".into(),
+                    "a windowing TVF without GROUP BY window_start, window_end (window aggregation is supported; window joins, window Top-N and window deduplication are not yet)".into(),
                 ));
             }
             if s.having.is_some() {
@@ -711,6 +747,7 @@ impl<'c> Planner<'c> {
                 other => return Err(SqlError::Unsupported(format!("the select item `{other}`"))),
             }
         }
+        unique_names(&mut fields);
         Ok((project, fields))
     }
 
@@ -729,6 +766,15 @@ impl<'c> Planner<'c> {
                 Ok(From { plan, scope, window: None })
             }
             TableFactor::TableFunction { expr: Expr::Function(f), alias } => self.window_tvf(f, alias.as_ref()),
+            TableFactor::NestedJoin { table_with_joins, alias } => {
+                let mut from = self.table_with_joins(table_with_joins)?;
+                if let Some(a) = alias {
+                    for c in &mut from.scope.cols {
+                        c.qualifier = Some(a.name.value.clone());
+                    }
+                }
+                Ok(from)
+            }
             TableFactor::Table { name, args: Some(_), .. } => Err(SqlError::Unsupported(format!(
                 "`{name}(..)` in FROM; a windowing TVF is written TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL ..))"
             ))),
@@ -912,6 +958,24 @@ impl<'c> Planner<'c> {
     }
 }
 
+/// Renames output columns whose name an earlier one has, as Flink does
+/// (`SELECT *` of a join of two tables with an `id`: `id`, `id0`).
+fn unique_names(fields: &mut [Field]) {
+    for i in 1..fields.len() {
+        let taken =
+            |n: &str, fields: &[Field]| fields.iter().any(|f| f.name.eq_ignore_ascii_case(n));
+        if !taken(&fields[i].name, &fields[..i]) {
+            continue;
+        }
+        let base = fields[i].name.clone();
+        let mut n = 0;
+        while taken(&format!("{base}{n}"), fields) {
+            n += 1;
+        }
+        fields[i].name = format!("{base}{n}");
+    }
+}
+
 fn is_window_column(n: &str) -> bool {
     ["window_start", "window_end", "window_time"]
         .iter()
@@ -1070,6 +1134,38 @@ impl Plan {
                 for i in inputs {
                     i.explain_into(s, depth + 1);
                 }
+            }
+            Node::Join {
+                left,
+                right,
+                kind,
+                on,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}Join(joinType=[{kind}], {}, select=[{cols}])",
+                    join_keys(left, right, on)
+                );
+                left.explain_into(s, depth + 1);
+                right.explain_into(s, depth + 1);
+            }
+            Node::IntervalJoin {
+                left,
+                right,
+                on,
+                bounds,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}IntervalJoin(joinType=[InnerJoin], {}, between=[{} ms <= {} - {} <= {} ms], select=[{cols}])",
+                    join_keys(left, right, on),
+                    bounds.lower,
+                    right.schema.fields[bounds.right_time].name,
+                    left.schema.fields[bounds.left_time].name,
+                    bounds.upper
+                );
+                left.explain_into(s, depth + 1);
+                right.explain_into(s, depth + 1);
             }
             Node::Rank { input, rank } => {
                 let names: Vec<String> =

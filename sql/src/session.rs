@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use weir_runtime::JobGraph;
+use weir_runtime::{Config, JobGraph};
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
@@ -27,6 +27,9 @@ pub struct Script {
     inserts: Vec<(String, Plan)>,
     selects: Vec<Plan>,
 }
+
+/// The config keys the planner reads (the rest are the runtime's).
+pub const PLANNER_KEYS: &[&str] = &["table.exec.state.ttl"];
 
 /// The job a script builds, and where its bare SELECTs' rows land.
 pub struct SqlJob {
@@ -145,6 +148,9 @@ impl Script {
                 | Node::GroupAgg { input, .. }
                 | Node::Rank { input, .. } => bounded(input),
                 Node::Union(inputs) => inputs.iter().all(bounded),
+                Node::Join { left, right, .. } | Node::IntervalJoin { left, right, .. } => {
+                    bounded(left) && bounded(right)
+                }
             }
         }
         self.inserts
@@ -154,8 +160,26 @@ impl Script {
             .all(bounded)
     }
 
-    /// The job of every INSERT and SELECT, named `name`.
+    /// The job of every INSERT and SELECT, named `name`, planned with
+    /// the keys of weir's defaults and the script's own `SET` statements
+    /// that the planner reads (`table.exec.state.ttl`); the others are for
+    /// the runner ([`job_with`](Self::job_with) takes a whole config).
     pub fn job(&self, name: &str) -> Result<SqlJob> {
+        let mut config = Config::default();
+        for (key, value) in &self.settings {
+            if PLANNER_KEYS.contains(&key.as_str()) {
+                config
+                    .set(key, value)
+                    .map_err(|e| SqlError::Plan(format!("SET '{key}' = '{value}': {e}")))?;
+            }
+        }
+        self.job_with(name, &config)
+    }
+
+    /// The job of every INSERT and SELECT, named `name`, planned with
+    /// `config` (its `table.exec.*` keys; the caller applies the script's
+    /// `SET` statements to it, as `weir sql` does).
+    pub fn job_with(&self, name: &str, config: &Config) -> Result<SqlJob> {
         if !self.selects.is_empty() && !self.is_bounded() {
             return Err(SqlError::Plan(
                 "a bare SELECT over an unbounded source would never end: INSERT INTO a 'print' table instead, or bound the source ('number-of-rows')".into(),
@@ -164,7 +188,7 @@ impl Script {
         let mut job = JobGraph::new(name);
         let mut selects = Vec::new();
         let (parameters, outputs) = {
-            let mut low = Lowering::new(&job);
+            let mut low = Lowering::new(&job).with_state_ttl(config.state_ttl);
             for (table, plan) in &self.inserts {
                 let t = self.catalog.table(table).expect("checked when planned");
                 let rows = low.rows(plan)?;
@@ -345,6 +369,33 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
             out.push(format!(
                 "Union of the {} stages above (exchange: forward)",
                 inputs.len()
+            ));
+        }
+        Node::Join {
+            left, right, kind, ..
+        } => {
+            physical(right, out);
+            physical(left, out);
+            out.push(format!(
+                "Exchange: HASH[join keys] of both stages above (key groups) -> Join({kind}), state=[keyed MapState join-left, join-right: rows with their counts, table.exec.state.ttl], emits {}",
+                if plan.updating {
+                    "changelog (+I, -D)"
+                } else {
+                    "inserts"
+                }
+            ));
+        }
+        Node::IntervalJoin {
+            left,
+            right,
+            bounds,
+            ..
+        } => {
+            physical(right, out);
+            physical(left, out);
+            out.push(format!(
+                "Exchange: HASH[join keys] of both stages above (key groups) -> IntervalJoin({} ms <= right - left <= {} ms), state=[keyed MapState of each side's rows by time, event-time cleanup timers], emits inserts",
+                bounds.lower, bounds.upper
             ));
         }
     }

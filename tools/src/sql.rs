@@ -55,7 +55,7 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
         file.file_stem()
             .map_or("script".into(), |s| s.to_string_lossy())
     );
-    let sql_job = match script.job(&name) {
+    let sql_job = match script.job_with(&name, &config) {
         Ok(j) => j,
         Err(e) => {
             eprintln!("error: {}: {e}", file.display());

@@ -372,6 +372,12 @@ fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
             "unsupported options for connector 'filesystem': 'csv.bogus'",
         ),
         ("CREATE TABLE y (a INT) WITH ('connector' = 'nope');", "unknown connector 'nope'"),
+        ("SELECT * FROM t t1 JOIN t t2 ON t1.a < t2.a;", "non-equi"),
+        ("SELECT * FROM t JOIN t ON t.a = t.a;", "give one an alias"),
+        (
+            "SET 'table.exec.state.ttl' = 'soon';\nSELECT * FROM t t1 JOIN t t2 ON t1.a = t2.a;",
+            "table.exec.state.ttl",
+        ),
     ];
     for (i, (sql, want)) in cases.iter().enumerate() {
         let script = s.join(&format!("bad-{i}.sql"));
@@ -386,6 +392,62 @@ fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
     let missing = weir_sql(&s.join("no-such.sql"), &[]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read SQL file"));
+}
+
+/// A LEFT JOIN with `table.exec.state.ttl` set in the script: EXPLAIN
+/// shows the join, the bare SELECT prints the changelog applied (every
+/// order once, NULLs for the ones without a customer).
+#[test]
+fn a_left_join_prints_its_final_table() {
+    let s = Scratch::new("sql", "join");
+    let (orders, customers) = (s.join("orders"), s.join("customers"));
+    fs::create_dir_all(&orders).unwrap();
+    fs::create_dir_all(&customers).unwrap();
+    fs::write(orders.join("a.csv"), "1,10\n2,11\n3,12\n").unwrap();
+    fs::write(orders.join("b.csv"), "4,10\n5,99\n").unwrap();
+    fs::write(customers.join("c.csv"), "10,ann\n11,bob\n12,cy\n").unwrap();
+    let script = s.join("join.sql");
+    fs::write(
+        &script,
+        format!(
+            "SET 'table.exec.state.ttl' = '1 h';
+             CREATE TABLE orders (id BIGINT, customer INT)
+               WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE customers (cid INT, name STRING)
+               WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             EXPLAIN SELECT o.id, c.name FROM orders o LEFT JOIN customers c ON o.customer = c.cid;
+             SELECT o.id, c.name FROM orders o LEFT JOIN customers c ON o.customer = c.cid;",
+            orders.display(),
+            customers.display()
+        ),
+    )
+    .unwrap();
+    let out = weir_sql(&script, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("Join(joinType=[LeftOuterJoin]"), "{stdout}");
+    let mut rows: Vec<String> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains("name"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    rows.sort();
+    assert_eq!(
+        rows,
+        [
+            "| 1 | ann |",
+            "| 2 | bob |",
+            "| 3 | cy |",
+            "| 4 | ann |",
+            "| 5 | NULL |"
+        ],
+        "{stdout}"
+    );
+    assert!(stdout.contains("5 rows in set"), "{stdout}");
 }
 
 /// The README's example, run as the README says (from the repository's

@@ -11,7 +11,8 @@
 //! worker `index % workers`, and a worker runs all the subtasks it gets.)
 //!
 //! Flink's `disableChaining()` on an operator is a new chain on both of
-//! its sides: `.start_new_chain().map(..).start_new_chain()`.
+//! its sides: [`Stream::disable_chaining`] builds the operators it is
+//! given between two chain boundaries.
 
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -94,6 +95,22 @@ impl<'j, T: Wire + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
     /// the next run as separate tasks.
     pub fn start_new_chain(self) -> PartitionedStream<'j, T> {
         self.partition(Partitioning::Forward, InputRoute::Rebalanced, "new-chain")
+    }
+
+    /// Flink's `disableChaining()`: the operators `ops` adds to the stream
+    /// run as a chain of their own, neither chained to this stream's
+    /// operators nor to the next ones (a chain boundary before and after
+    /// them). For example `s.disable_chaining(|s| s.map("parse", parse))`
+    /// runs `parse` as its own task.
+    pub fn disable_chaining<U, B2>(
+        self,
+        ops: impl FnOnce(PartitionedStream<'j, T>) -> Stream<'j, U, B2>,
+    ) -> PartitionedStream<'j, U>
+    where
+        U: Wire + 'static,
+        B2: ChainBuilder<U>,
+    {
+        ops(self.start_new_chain()).start_new_chain()
     }
 
     /// The records of this stream and of `other` as one stream (Flink's

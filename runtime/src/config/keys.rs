@@ -448,4 +448,13 @@ pub const KEYS: &[Key<Config>] = &[
             Ok(())
         },
     },
+    Key {
+        name: "table.exec.state.ttl",
+        description: "weir SQL: how long a regular join keeps a row in its state after the row was last written, in processing time (Flink's idle state retention); a row older than this no longer joins and its memory is freed. `0ms` keeps state forever",
+        get: |c| dur(c.state_ttl),
+        set: |c, s| {
+        c.state_ttl = s.duration()?;
+            Ok(())
+        },
+    },
 ];

@@ -131,6 +131,10 @@ pub struct Config {
     pub spin_before_park: Duration,
     /// `weir.progress.interval`: interval of stderr progress lines; zero = off.
     pub progress_interval: Duration,
+    /// `table.exec.state.ttl`: how long weir SQL's stateful operators (a
+    /// regular join) keep a row after it was last written, in processing
+    /// time; zero = forever.
+    pub state_ttl: Duration,
 }
 
 impl Default for Config {
@@ -165,6 +169,7 @@ impl Default for Config {
             pin_cores: true,
             spin_before_park: Duration::from_micros(50),
             progress_interval: Duration::from_secs(1),
+            state_ttl: Duration::ZERO,
         }
     }
 }

@@ -64,6 +64,12 @@ pub trait KeyedCoProcessFunction: 'static {
         let _ = (watermark, out);
     }
 
+    /// How far (ms) the watermark passed on stays behind the operator's,
+    /// as [`KeyedProcessFunction::watermark_delay`].
+    fn watermark_delay(&self) -> i64 {
+        0
+    }
+
     /// Both inputs ended (after every event-time timer fired).
     fn on_end_of_input<C: Collector<Self::Out>>(&mut self, out: &mut C) {
         let _ = out;
@@ -123,6 +129,10 @@ impl<F: KeyedCoProcessFunction> KeyedProcessFunction for CoProcessAdapter<F> {
 
     fn on_watermark<C: Collector<F::Out>>(&mut self, watermark: i64, out: &mut C) {
         self.0.on_watermark(watermark, out);
+    }
+
+    fn watermark_delay(&self) -> i64 {
+        self.0.watermark_delay()
     }
 
     fn on_end_of_input<C: Collector<F::Out>>(&mut self, out: &mut C) {

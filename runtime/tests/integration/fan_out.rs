@@ -551,6 +551,35 @@ fn every_partitioning_delivers_each_record_where_it_says() {
     }
 }
 
+/// `disable_chaining` puts the operators it builds in a stage of their
+/// own (source | map | sink: three stages where chaining makes one), and
+/// the records pass unchanged through it.
+#[test]
+fn disable_chaining_runs_the_operators_in_their_own_stage() {
+    const M: u64 = 5_000;
+    let got = Collected::new();
+    let job = JobGraph::new("disable-chaining");
+    job.source("numbers", |info: &SubtaskInfo| {
+        SequenceSource::new(info, M, |i| i)
+    })
+    .disable_chaining(|s| s.map("double", |i: u64| i * 2))
+    .sink("collect", collect_into(&got));
+    assert_eq!(job.stage_count(), 3, "source, map and sink stages");
+    run_ok(job, &options(2));
+    let mut all: Vec<u64> = got.take_parts().into_iter().flat_map(|(_, r)| r).collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..M).map(|i| i * 2).collect::<Vec<_>>());
+
+    let chained = JobGraph::new("chained");
+    chained
+        .source("numbers", |info: &SubtaskInfo| {
+            SequenceSource::new(info, M, |i| i)
+        })
+        .map("double", |i: u64| i * 2)
+        .sink("collect", collect_into(&Collected::new()));
+    assert_eq!(chained.stage_count(), 1, "chained: one stage");
+}
+
 #[test]
 fn a_forward_edge_between_different_parallelisms_is_refused() {
     let got = Collected::<u64>::new();

@@ -69,6 +69,16 @@ pub trait KeyedProcessFunction: 'static {
         let _ = (watermark, out);
     }
 
+    /// How far (ms, at least 0) the watermark the operator passes on
+    /// stays behind its own: a function whose output may carry event
+    /// times up to this much behind the operator's watermark (weir SQL's
+    /// interval join, as Flink's `KeyedCoProcessOperatorWithWatermarkDelay`)
+    /// holds it back so that its records are not late downstream. The
+    /// end of input (`i64::MAX`) passes unchanged. Default: 0.
+    fn watermark_delay(&self) -> i64 {
+        0
+    }
+
     /// The input ended (bounded sources): emit any final results.
     fn on_end_of_input<C: Collector<Self::Out>>(&mut self, out: &mut C) {
         let _ = out;

@@ -201,7 +201,8 @@ where
             };
             self.core.fire_event_timers(watermark, &mut target);
             self.func.on_watermark(watermark, &mut self.out);
-            self.out.on_watermark(watermark);
+            self.out
+                .on_watermark(held_back(watermark, self.func.watermark_delay()));
         }
     }
 
@@ -247,5 +248,16 @@ where
         );
         self.core.ttl_records(taken, &mut self.func, &hooks::<F>());
         taken
+    }
+}
+
+/// The watermark passed on when the operator's is `watermark` and its
+/// function holds it back by `delay` ms: the end of input passes as it is.
+#[inline]
+fn held_back(watermark: i64, delay: i64) -> i64 {
+    if watermark == i64::MAX || delay <= 0 {
+        watermark
+    } else {
+        watermark.saturating_sub(delay)
     }
 }

@@ -220,3 +220,67 @@ fn processing_timers_fire_by_the_clock_and_report_the_next_as_a_deadline() {
     assert_eq!(fired(&mut op), vec![(1, 1_050, P)]);
     assert_eq!(flushed.next_deadline, None);
 }
+
+/// Registers an event-time timer at each record's value and emits the
+/// timers that fire; holds the watermark it passes on back by 10 ms.
+struct HoldsBack {
+    timers: KeyedTimerService<u64>,
+}
+
+impl KeyedProcessFunction for HoldsBack {
+    type Key = u64;
+    type In = u64;
+    type Out = i64;
+
+    fn process<C: Collector<i64>>(&mut self, ctx: &KeyContext<u64>, ts: u64, _out: &mut C) {
+        self.timers.register_event_time_timer(ctx, ts as i64);
+    }
+
+    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<u64>> {
+        Some(&mut self.timers)
+    }
+
+    fn on_timer<C: Collector<i64>>(
+        &mut self,
+        ts: i64,
+        _ctx: &KeyContext<u64>,
+        _domain: TimeDomain,
+        out: &mut C,
+    ) {
+        out.collect(ts);
+    }
+
+    fn watermark_delay(&self) -> i64 {
+        10
+    }
+}
+
+#[test]
+fn a_function_may_hold_back_the_watermark_it_passes_on() {
+    let info = SubtaskInfo {
+        index: 0,
+        parallelism: 1,
+        worker: 0,
+        max_parallelism: 128,
+    };
+    let mut op = KeyedProcessOp::new(
+        HoldsBack {
+            timers: KeyedTimerService::new(),
+        },
+        |ts: &u64| *ts % 3,
+        VecTail::default(),
+        "holds-back",
+        &info,
+        false,
+    );
+    op.collect(95);
+    op.collect(105);
+    // Its timers fire at its own watermark; the one passed on is 10 ms behind.
+    op.on_watermark(100);
+    assert_eq!(op.output_mut().items, vec![95]);
+    assert_eq!(op.output_mut().watermarks, vec![90]);
+    // The end of input passes as it is.
+    op.on_watermark(i64::MAX);
+    assert_eq!(op.output_mut().items, vec![95, 105]);
+    assert_eq!(op.output_mut().watermarks, vec![90, i64::MAX]);
+}

@@ -1,0 +1,242 @@
+//! Joins as the planner sees them: the joined scope and its types, the
+//! split of a condition into keys, time bounds and the rest, and the
+//! errors of joins weir does not run.
+
+use crate::catalog::Catalog;
+use crate::error::SqlError;
+use crate::join::{JoinKind, TimeBounds};
+use crate::plan::{Node, Plan, Planner};
+use crate::script::{parse_script, Statement};
+use crate::types::DataType;
+
+const TABLES: &str = "
+    CREATE TABLE orders (
+        id BIGINT, product STRING, amount INT, ts TIMESTAMP(3),
+        WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+    ) WITH ('connector' = 'filesystem', 'path' = '/nonexistent/orders', 'format' = 'csv');
+    CREATE TABLE shipments (
+        id BIGINT, order_id INT, ts TIMESTAMP(3),
+        WATERMARK FOR ts AS ts
+    ) WITH ('connector' = 'filesystem', 'path' = '/nonexistent/shipments', 'format' = 'csv');
+    CREATE TABLE products (
+        name STRING, price DECIMAL(10, 2), ts TIMESTAMP(3)
+    ) WITH ('connector' = 'filesystem', 'path' = '/nonexistent/products', 'format' = 'csv');
+    CREATE VIEW totals AS SELECT product, SUM(amount) AS total FROM orders GROUP BY product;
+";
+
+/// The plan of the last query of `TABLES` and `sql`.
+fn plan(sql: &str) -> Result<Plan, SqlError> {
+    let mut catalog = Catalog::default();
+    let mut query = None;
+    for s in parse_script(&format!("{TABLES};\n{sql}"))? {
+        match s {
+            Statement::CreateTable(t) => catalog.create_table(&t)?,
+            Statement::CreateView { name, query } => catalog.create_view(&name, query)?,
+            Statement::Query(q) => query = Some(q),
+            _ => {}
+        }
+    }
+    Planner::new(&catalog).query(&query.expect("a query"))
+}
+
+fn error(sql: &str) -> String {
+    plan(sql).expect_err(sql).to_string()
+}
+
+/// The join under the plan's calcs.
+fn join_of(p: &Plan) -> &Plan {
+    match &p.node {
+        Node::Calc { input, .. } => join_of(input),
+        _ => p,
+    }
+}
+
+fn names(p: &Plan) -> Vec<&str> {
+    p.schema.fields.iter().map(|f| f.name.as_str()).collect()
+}
+
+#[test]
+fn a_join_reads_both_sides_columns_qualified() {
+    let p =
+        plan("SELECT * FROM orders o JOIN shipments s ON o.id = s.order_id AND s.id > 10").unwrap();
+    assert_eq!(
+        names(&p),
+        ["id", "product", "amount", "ts", "id0", "order_id", "ts0"]
+    );
+    assert!(!p.updating, "an inner join of append-only inputs inserts");
+    let Node::Join { kind, on, left, .. } = &join_of(&p).node else {
+        panic!("a regular join: {}", p.explain())
+    };
+    assert_eq!(*kind, JoinKind::Inner);
+    assert_eq!(left.schema.len(), 4);
+    // order_id is INT, id BIGINT: both keyed as BIGINT.
+    assert_eq!(on.left_keys[0].ty(), DataType::BigInt);
+    assert_eq!(on.right_keys[0].ty(), DataType::BigInt);
+    assert!(on.residual.is_some(), "s.id > 10 is checked per pair");
+    // Time attributes are plain timestamps after a regular join (Flink).
+    assert!(p.schema.fields.iter().all(|f| !f.rowtime));
+
+    let p = plan("SELECT o.id, s.id, amount FROM orders AS o, shipments AS s WHERE o.id = s.order_id AND amount > 3").unwrap();
+    assert_eq!(names(&p), ["id", "id0", "amount"]);
+    assert!(matches!(join_of(&p).node, Node::Join { .. }));
+}
+
+#[test]
+fn outer_joins_make_the_other_side_nullable_and_update() {
+    let p =
+        plan("SELECT * FROM orders LEFT JOIN products ON orders.product = products.name").unwrap();
+    assert!(p.updating, "a LEFT JOIN retracts its NULL-padded rows");
+    let nullable: Vec<bool> = p.schema.fields.iter().map(|f| f.nullable).collect();
+    assert_eq!(nullable, [true; 7]);
+    let p =
+        plan("SELECT * FROM orders RIGHT OUTER JOIN products ON orders.product = products.name")
+            .unwrap();
+    assert!(matches!(
+        join_of(&p).node,
+        Node::Join {
+            kind: JoinKind::Right,
+            ..
+        }
+    ));
+    let p = plan("SELECT * FROM orders FULL OUTER JOIN products ON orders.product = products.name")
+        .unwrap();
+    assert!(matches!(
+        join_of(&p).node,
+        Node::Join {
+            kind: JoinKind::Full,
+            ..
+        }
+    ));
+    // An updating input makes an inner join update too.
+    let p = plan("SELECT * FROM orders JOIN totals ON orders.product = totals.product").unwrap();
+    assert!(p.updating);
+}
+
+#[test]
+fn a_time_bounded_inner_join_is_an_interval_join() {
+    let between = "o.ts BETWEEN s.ts - INTERVAL '4' HOUR AND s.ts";
+    for sql in [
+        format!("SELECT * FROM orders o JOIN shipments s ON o.id = s.order_id AND {between}"),
+        format!("SELECT * FROM orders o, shipments s WHERE o.id = s.order_id AND {between}"),
+    ] {
+        let p = plan(&sql).unwrap();
+        let Node::IntervalJoin { bounds, on, .. } = &join_of(&p).node else {
+            panic!("{sql}: {}", p.explain())
+        };
+        // s.ts - 4h <= o.ts <= s.ts: 0 <= s.ts - o.ts <= 4h.
+        assert_eq!(
+            *bounds,
+            TimeBounds {
+                left_time: 3,
+                right_time: 2,
+                lower: 0,
+                upper: 4 * 3_600_000
+            }
+        );
+        assert!(on.residual.is_none());
+        assert!(!p.updating);
+        // Both time attributes stay event-time attributes (Flink).
+        let rowtime: Vec<&str> = p
+            .schema
+            .fields
+            .iter()
+            .filter(|f| f.rowtime)
+            .map(|f| f.name.as_str())
+            .collect();
+        assert_eq!(rowtime, ["ts", "ts0"]);
+    }
+    // Strict bounds and the other order.
+    let p = plan("SELECT * FROM orders o JOIN shipments s ON o.id = s.order_id AND s.ts > o.ts AND s.ts < o.ts + INTERVAL '10' SECOND AND o.amount > 1").unwrap();
+    let Node::IntervalJoin { bounds, on, .. } = &join_of(&p).node else {
+        panic!("{}", p.explain())
+    };
+    assert_eq!((bounds.lower, bounds.upper), (1, 9_999));
+    assert!(on.residual.is_some());
+    // Without an event-time attribute on one side: a regular join.
+    let p = plan("SELECT * FROM orders o JOIN products p ON o.product = p.name AND o.ts BETWEEN p.ts - INTERVAL '1' HOUR AND p.ts").unwrap();
+    assert!(matches!(join_of(&p).node, Node::Join { .. }));
+    assert!(!p.updating);
+    // One bound only: a regular join with a predicate.
+    let p = plan("SELECT * FROM orders o JOIN shipments s ON o.id = s.order_id AND o.ts <= s.ts")
+        .unwrap();
+    assert!(matches!(join_of(&p).node, Node::Join { .. }));
+}
+
+#[test]
+fn joins_chain_and_nest() {
+    let p = plan(
+        "SELECT o.id, s.id, p.price FROM orders o
+           JOIN shipments s ON o.id = s.order_id
+           LEFT JOIN products p ON o.product = p.name",
+    )
+    .unwrap();
+    let Node::Join { left, kind, on, .. } = &join_of(&p).node else {
+        panic!("{}", p.explain())
+    };
+    assert_eq!(*kind, JoinKind::Left);
+    assert!(matches!(join_of(left).node, Node::Join { .. }));
+    // The outer join's left key is a column of the inner join's output.
+    assert_eq!(on.left_keys[0].as_column(), Some(1));
+    assert!(p.updating);
+    let p = plan(
+        "SELECT x.id, p.price FROM (orders o JOIN shipments s ON o.id = s.order_id) AS x
+           JOIN products p ON x.product = p.name AND x.amount + 1 > 2",
+    );
+    // `x.id` is in both joined tables: ambiguous.
+    assert!(p.unwrap_err().to_string().contains("ambiguous"));
+    let p = plan(
+        "SELECT x.order_id, p.price FROM (orders o JOIN shipments s ON o.id = s.order_id) AS x
+           JOIN products p ON x.product = p.name",
+    )
+    .unwrap();
+    assert_eq!(names(&p), ["order_id", "price"]);
+}
+
+#[test]
+fn unsupported_joins_say_what_they_are() {
+    let e = error("SELECT * FROM orders o JOIN shipments s ON o.id < s.order_id");
+    assert!(e.contains("not supported") && e.contains("non-equi"), "{e}");
+    let e = error("SELECT * FROM orders o, shipments s");
+    assert!(e.contains("non-equi or cross join"), "{e}");
+    let e = error("SELECT * FROM orders CROSS JOIN shipments");
+    assert!(e.contains("CROSS JOIN"), "{e}");
+    let e = error("SELECT * FROM orders JOIN shipments USING (id)");
+    assert!(e.contains("USING"), "{e}");
+    let e = error("SELECT * FROM orders o LEFT JOIN shipments s ON o.id = s.order_id AND o.ts BETWEEN s.ts - INTERVAL '1' HOUR AND s.ts");
+    assert!(e.contains("outer interval join"), "{e}");
+    let e = error("SELECT * FROM orders o JOIN shipments s ON o.id = s.order_id AND o.ts BETWEEN s.ts AND s.ts - INTERVAL '1' HOUR");
+    assert!(e.contains("no interval"), "{e}");
+    let e = error(
+        "SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) l
+         JOIN TABLE(TUMBLE(TABLE shipments, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) r
+         ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.id = r.id",
+    );
+    assert!(e.contains("window join"), "{e}");
+    let e = error(
+        "SELECT * FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) l
+         JOIN (SELECT * FROM TABLE(TUMBLE(TABLE shipments, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) r
+         ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.id = r.id",
+    );
+    assert!(e.contains("window joins"), "{e}");
+}
+
+#[test]
+fn names_in_a_join_resolve_or_say_why_not() {
+    let e = error("SELECT id FROM orders JOIN shipments ON orders.id = shipments.order_id");
+    assert!(e.contains("`id` is ambiguous"), "{e}");
+    let e = plan("SELECT * FROM orders o JOIN shipments s ON o.id = s.nope").unwrap_err();
+    let SqlError::UnknownColumn { column, in_scope } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(column, "s.nope");
+    assert!(
+        in_scope.contains("o.product") && in_scope.contains("s.order_id"),
+        "{e}"
+    );
+    let e = error("SELECT * FROM orders JOIN orders ON orders.id = orders.id");
+    assert!(e.contains("give one an alias"), "{e}");
+    // A self-join with aliases is fine.
+    plan("SELECT a.id, b.amount FROM orders a JOIN orders b ON a.id = b.id").unwrap();
+    let e = error("SELECT * FROM orders o JOIN shipments s ON o.product");
+    assert!(e.contains("BOOLEAN"), "{e}");
+}

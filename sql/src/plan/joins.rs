@@ -1,0 +1,274 @@
+//! FROM's joins planned: `a [INNER | LEFT | RIGHT | FULL] JOIN b ON ..`
+//! (also parenthesized) and `FROM a, b WHERE ..`, each a [`Node::Join`]
+//! or a [`Node::IntervalJoin`] whose condition
+//! [`crate::join::condition`] splits, over the concatenated scope of its
+//! inputs (left columns, then right; each qualified by its table name or
+//! alias).
+
+use sqlparser::ast::{Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins};
+
+use super::{From, Node, Plan, Planner};
+use crate::error::{Result, SqlError};
+use crate::expr::{compile, Scalar, Scope, ScopeCol};
+use crate::join::condition::{self, conjuncts};
+use crate::join::{JoinKind, JoinOn};
+use crate::types::{DataType, Field, Schema};
+
+impl Planner<'_> {
+    /// A FROM item: a table factor and the joins that follow it, joined
+    /// left to right.
+    pub(super) fn table_with_joins(&mut self, t: &TableWithJoins) -> Result<From> {
+        let mut acc = self.table_factor(&t.relation)?;
+        for j in &t.joins {
+            let (kind, constraint) = match &j.join_operator {
+                JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinKind::Inner, c),
+                JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
+                JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (JoinKind::Right, c),
+                JoinOperator::FullOuter(c) => (JoinKind::Full, c),
+                JoinOperator::CrossJoin(_) => {
+                    return Err(SqlError::Unsupported(
+                        "CROSS JOIN: weir's joins, as Flink's streaming joins, partition both inputs by equal keys; write `JOIN .. ON a.k = b.k`".into(),
+                    ))
+                }
+                _ => {
+                    return Err(SqlError::Unsupported(format!(
+                        "`{}` (weir runs [INNER] JOIN, LEFT, RIGHT and FULL [OUTER] JOIN with ON)",
+                        j.to_string().trim()
+                    )))
+                }
+            };
+            if let TableFactor::Table {
+                version: Some(_), ..
+            } = &j.relation
+            {
+                return Err(SqlError::Unsupported(
+                    "temporal joins (`FOR SYSTEM_TIME AS OF`) are not supported yet".into(),
+                ));
+            }
+            let right = self.table_factor(&j.relation)?;
+            let cond = match constraint {
+                JoinConstraint::On(e) => e,
+                JoinConstraint::Using(..) | JoinConstraint::UsingAlias(..) => {
+                    return Err(SqlError::Unsupported(
+                        "JOIN .. USING (..); write the equalities, `ON a.k = b.k`".into(),
+                    ))
+                }
+                JoinConstraint::Natural => {
+                    return Err(SqlError::Unsupported(
+                        "NATURAL JOIN; write the equalities, `JOIN .. ON a.k = b.k`".into(),
+                    ))
+                }
+                JoinConstraint::None => {
+                    return Err(SqlError::Plan(format!(
+                        "`{}` needs a condition: `ON a.k = b.k`",
+                        j.to_string().trim()
+                    )))
+                }
+            };
+            check_joinable(&acc, &right)?;
+            let scope = acc.scope.concat(&right.scope);
+            let c = compile(cond, &scope)?;
+            if c.ty() != DataType::Boolean {
+                return Err(SqlError::Type(format!(
+                    "a join's ON needs a BOOLEAN, got {}",
+                    c.ty()
+                )));
+            }
+            let mut parts = Vec::new();
+            conjuncts(c, &mut parts);
+            acc = self.join(acc, right, kind, parts)?;
+        }
+        Ok(acc)
+    }
+
+    /// `FROM a, b, ..` with WHERE `selection`: inner joins left to right,
+    /// each on the conjuncts of WHERE that read both its sides; the
+    /// conjuncts left over filter the joined rows.
+    pub(super) fn comma_join(
+        &mut self,
+        items: &[TableWithJoins],
+        selection: Option<&Expr>,
+    ) -> Result<(From, Option<Scalar>)> {
+        let froms = items
+            .iter()
+            .map(|t| self.table_with_joins(t))
+            .collect::<Result<Vec<_>>>()?;
+        for (i, f) in froms.iter().enumerate() {
+            for g in &froms[i + 1..] {
+                check_joinable(f, g)?;
+            }
+        }
+        let all = froms
+            .iter()
+            .fold(Scope::default(), |acc, f| acc.concat(&f.scope));
+        let mut parts = Vec::new();
+        if let Some(w) = selection {
+            let f = compile(w, &all)?;
+            if f.ty() != DataType::Boolean {
+                return Err(SqlError::Type(format!(
+                    "WHERE needs a BOOLEAN, got {}",
+                    f.ty()
+                )));
+            }
+            conjuncts(f, &mut parts);
+        }
+        let mut it = froms.into_iter();
+        let mut acc = it.next().expect("several FROM items");
+        for right in it {
+            let start = acc.scope.cols.len();
+            let end = start + right.scope.cols.len();
+            let (on, rest): (Vec<_>, Vec<_>) = parts.into_iter().partition(|c| {
+                matches!(c.column_range(), Some((lo, hi)) if lo < start && (start..end).contains(&hi))
+            });
+            parts = rest;
+            acc = self.join(acc, right, JoinKind::Inner, on)?;
+        }
+        let filter = parts
+            .into_iter()
+            .reduce(|a, b| Scalar::And(Box::new(a), Box::new(b)));
+        Ok((acc, filter))
+    }
+
+    /// Joins `left` and `right` on `conds`, conjuncts over the columns of
+    /// both (left's first): a regular join, or an interval join when an
+    /// inner join of append-only inputs bounds one side's event time by
+    /// the other's.
+    fn join(
+        &mut self,
+        left: From,
+        right: From,
+        kind: JoinKind,
+        conds: Vec<Scalar>,
+    ) -> Result<From> {
+        check_joinable(&left, &right)?;
+        let left_width = left.scope.cols.len();
+        let mut fields: Vec<Field> = left
+            .scope
+            .cols
+            .iter()
+            .chain(&right.scope.cols)
+            .map(|c| c.field.clone())
+            .collect();
+        let append_only = !left.plan.updating && !right.plan.updating;
+        let (on, time) = condition::split(conds, &fields, left_width, append_only)?;
+        if let Some(b) = &time {
+            if kind != JoinKind::Inner {
+                return Err(SqlError::Unsupported(format!(
+                    "an outer interval join ({kind} bounding `{}` by `{}`): weir runs inner interval joins; an outer join is a regular join, without bounds on the time attributes",
+                    fields[b.left_time].name,
+                    fields[left_width + b.right_time].name
+                )));
+            }
+            if b.lower > b.upper {
+                return Err(SqlError::Plan(format!(
+                    "the interval join's bounds leave no interval: {} ms <= `{}` - `{}` <= {} ms",
+                    b.lower,
+                    fields[left_width + b.right_time].name,
+                    fields[b.left_time].name,
+                    b.upper
+                )));
+            }
+        }
+        for (i, f) in fields.iter_mut().enumerate() {
+            let outer = if i < left_width {
+                kind.right_outer()
+            } else {
+                kind.left_outer()
+            };
+            f.nullable |= outer;
+            // As Flink: time attributes stay event-time attributes through
+            // an interval join (its watermark is held back by its bounds),
+            // and become plain timestamps after a regular join (its state
+            // holds rows of any age, so its output has no watermark to go
+            // by).
+            f.rowtime &= time.is_some();
+        }
+        let cols = left
+            .scope
+            .cols
+            .into_iter()
+            .chain(right.scope.cols)
+            .zip(&fields)
+            .map(|(c, f)| ScopeCol {
+                qualifier: c.qualifier,
+                field: f.clone(),
+            })
+            .collect();
+        let updating = time.is_none() && (kind != JoinKind::Inner || !append_only);
+        let (l, r) = (Box::new(left.plan), Box::new(right.plan));
+        let node = match time {
+            Some(bounds) => Node::IntervalJoin {
+                left: l,
+                right: r,
+                on,
+                bounds,
+            },
+            None => Node::Join {
+                left: l,
+                right: r,
+                kind,
+                on,
+            },
+        };
+        Ok(From {
+            plan: Plan {
+                node,
+                schema: Schema::new(fields),
+                updating,
+            },
+            scope: Scope { cols },
+            window: None,
+        })
+    }
+}
+
+/// Whether two FROM items may be joined: neither a windowing TVF (a
+/// window join) and no table name or alias in both.
+fn check_joinable(left: &From, right: &From) -> Result<()> {
+    if left.window.is_some() || right.window.is_some() {
+        return Err(SqlError::Unsupported(
+            "a join of windowing TVFs (Flink's window join, `ON L.window_start = R.window_start AND L.window_end = R.window_end AND ..`) is not supported yet".into(),
+        ));
+    }
+    for q in right
+        .scope
+        .cols
+        .iter()
+        .filter_map(|c| c.qualifier.as_deref())
+    {
+        let twice = left.scope.cols.iter().any(|c| {
+            c.qualifier
+                .as_deref()
+                .is_some_and(|l| l.eq_ignore_ascii_case(q))
+        });
+        if twice {
+            return Err(SqlError::Plan(format!(
+                "`{q}` names two inputs of a join: give one an alias (`{q} AS {q}2`)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A join's keys and residual condition as EXPLAIN shows them.
+pub(super) fn join_keys(left: &Plan, right: &Plan, on: &JoinOn) -> String {
+    let name = |p: &Plan, k: &Scalar| match k.as_column() {
+        Some(i) => p.schema.fields[i].name.clone(),
+        None => "expr".into(),
+    };
+    let keys = on
+        .left_keys
+        .iter()
+        .zip(&on.right_keys)
+        .map(|(l, r)| format!("{} = {}", name(left, l), name(right, r)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "keys=[{keys}]{}",
+        if on.residual.is_some() {
+            ", where=[..]"
+        } else {
+            ""
+        }
+    )
+}

@@ -703,7 +703,13 @@ impl<'c> Planner<'c> {
                     }
                 }
                 SelectItem::QualifiedWildcard(kind, _) => {
-                    let q = kind.to_string();
+                    // `t.*`: the columns qualified by `t`.
+                    let q = match kind {
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => object_name(n),
+                        other => {
+                            return Err(SqlError::Unsupported(format!("the select item `{other}`")))
+                        }
+                    };
                     let mut any = false;
                     for (i, c) in scope.cols.iter().enumerate() {
                         if c.qualifier

@@ -301,3 +301,16 @@ fn a_top_n_ranks_a_window_aggregation_s_rows() {
     );
     assert!(e.contains("several OVER functions"), "{e}");
 }
+
+#[test]
+fn a_qualified_wildcard_selects_its_table_s_columns() {
+    let s = Script::parse(&format!("{DDL} SELECT x.*, x.a + 1 AS b1 FROM t AS x;")).unwrap();
+    let names: Vec<&str> = s.planned_selects()[0]
+        .schema
+        .fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(names, ["a", "b", "c", "ts", "b1"]);
+    assert!(error("SELECT y.* FROM t AS x").contains("unknown table `y`"));
+}

@@ -123,7 +123,7 @@ pub fn run(query: &str, events: u64, quiet: bool, common: &Common, stop: StopReq
 /// (one row per bid or per selected bid), for the joins q3, q7, q8 and
 /// q20 (their inputs are append-only, so the row count does not depend on
 /// arrival order) and for q15, q16 and q17 (one change per bid of its
-/// group). `None` for the rest (q18's and q19's changelogs depend on
+/// group). `None` for the rest (q9's, q18's and q19's changelogs depend on
 /// the order bids of several subtasks arrive in, as q4's and q5's): q4's and q5's results are
 /// changelogs (an updating maximum joined or averaged: retractions come
 /// and go with timing, only the final table is fixed) and q11's sessions

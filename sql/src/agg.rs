@@ -25,7 +25,7 @@ use crate::distinct::{
 };
 use crate::plan::{AggCall, AggFunc};
 use crate::types::DataType;
-use crate::value::{rescale, Row, RowKind, Value, Values};
+use crate::value::{Key, Row, RowKind, Value, Values, rescale};
 
 /// The aggregates of one grouping, with their accumulator layout.
 #[derive(Clone, Debug)]
@@ -316,10 +316,10 @@ fn add(acc: &mut Value, v: &Value, vt: DataType, ty: DataType, sign: i64) {
         DataType::Decimal { scale, .. } => {
             let x = v.to_scaled(vt.scale(), scale).unwrap_or(0);
             let cur = match acc {
-                Value::Decimal(c) => *c,
+                Value::Decimal(c) => c.get(),
                 _ => 0,
             };
-            Value::Decimal(cur.wrapping_add(x * i128::from(sign)))
+            Value::decimal(cur.wrapping_add(x * i128::from(sign)))
         }
         _ => return,
     };
@@ -336,10 +336,10 @@ fn avg(sum: &Value, st: DataType, n: i64, ty: DataType) -> Value {
                 return Value::Null;
             };
             // sum at `scale + 1` digits, divided, rounded half away from zero.
-            match rescale(*s, st.scale(), scale + 1) {
+            match rescale(s.get(), st.scale(), scale + 1) {
                 Some(x) => {
                     let q = x / i128::from(n);
-                    Value::Decimal((q + q.signum() * 5) / 10)
+                    Value::decimal((q + q.signum() * 5) / 10)
                 }
                 None => Value::Null,
             }
@@ -421,10 +421,10 @@ impl AggregateFunction for WindowAggregate {
 pub struct GroupAggregate {
     aggs: Aggs,
     keys: usize,
-    accs: KeyedValueState<Row, Row>,
+    accs: KeyedValueState<Key, Row>,
     /// The DISTINCT aggregates' values (only when there are some, so that
     /// a job without them keeps the state it always had).
-    distinct: Option<KeyedMapState<Row, Row, Row>>,
+    distinct: Option<KeyedMapState<Key, Row, Row>>,
 }
 
 impl GroupAggregate {
@@ -443,11 +443,11 @@ impl GroupAggregate {
 }
 
 impl KeyedProcessFunction for GroupAggregate {
-    type Key = Row;
+    type Key = Key;
     type In = Row;
     type Out = Row;
 
-    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Row>, row: Row, out: &mut C) {
+    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, row: Row, out: &mut C) {
         // One lookup; the accumulator is updated in place.
         let aggs = &self.aggs;
         let keys = self.keys;

@@ -374,7 +374,7 @@ impl Datagen {
                         DataType::String => Value::Str(n.to_string().into()),
                         DataType::Double => Value::Double(n as f64),
                         DataType::Decimal { scale, .. } => {
-                            Value::Decimal(i128::from(n) * 10i128.pow(u32::from(*scale)))
+                            Value::decimal(i128::from(n) * 10i128.pow(u32::from(*scale)))
                         }
                         _ => Value::BigInt(n),
                     }
@@ -402,7 +402,7 @@ impl Datagen {
                                     * (*max as f64 - *min as f64),
                         ),
                         DataType::Decimal { scale, .. } => {
-                            Value::Decimal(i128::from(n) * 10i128.pow(u32::from(*scale)))
+                            Value::decimal(i128::from(n) * 10i128.pow(u32::from(*scale)))
                         }
                         DataType::String => {
                             const ALPHA: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";

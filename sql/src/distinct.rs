@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use smallvec::SmallVec;
 use weir_runtime::{DecodeError, KeyContext, KeyedMapState, Wire};
 
-use crate::value::{Row, Value, Values};
+use crate::value::{Key, Row, Value, Values};
 
 /// The DISTINCT aggregates over one argument column.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -185,9 +185,9 @@ impl Wire for DistinctValues {
 /// state: user key `[set, value]`, value the counts (BIGINTs).
 pub struct DistinctState<'a> {
     /// The state (keyed by the group key).
-    pub state: &'a mut KeyedMapState<Row, Row, Row>,
+    pub state: &'a mut KeyedMapState<Key, Row, Row>,
     /// The current key.
-    pub ctx: &'a KeyContext<Row>,
+    pub ctx: &'a KeyContext<Key>,
 }
 
 impl DistinctStore for DistinctState<'_> {

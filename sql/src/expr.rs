@@ -262,7 +262,7 @@ impl Scalar {
                 Value::Int(v) => Value::Int(v.wrapping_neg()),
                 Value::BigInt(v) => Value::BigInt(v.wrapping_neg()),
                 Value::Double(v) => Value::Double(-v),
-                Value::Decimal(v) => Value::Decimal(-v),
+                Value::Decimal(v) => Value::decimal(-v.get()),
                 Value::Interval(v) => Value::Interval(-v),
                 _ => Value::Null,
             },
@@ -523,7 +523,7 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             Value::Int(v) => Value::Int(v.wrapping_abs()),
             Value::BigInt(v) => Value::BigInt(v.wrapping_abs()),
             Value::Double(v) => Value::Double(v.abs()),
-            Value::Decimal(v) => Value::Decimal(v.abs()),
+            Value::Decimal(v) => Value::decimal(v.get().abs()),
             _ => Value::Null,
         },
         Func::Coalesce => {
@@ -558,6 +558,7 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
         Func::NumFloor(ceil) => match arg(0) {
             Value::Double(v) => Value::Double(if *ceil { v.ceil() } else { v.floor() }),
             Value::Decimal(v) => {
+                let v = v.get();
                 let d = 10i128.pow(u32::from(args[0].ty().scale()));
                 let q = v.div_euclid(d);
                 let r = if *ceil && v.rem_euclid(d) != 0 {
@@ -565,7 +566,7 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 } else {
                     q
                 };
-                Value::Decimal(r)
+                Value::decimal(r)
             }
             v => v,
         },
@@ -696,7 +697,7 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
                     }
                 }
             };
-            r.map_or(Value::Null, Value::Decimal)
+            r.map_or(Value::Null, Value::decimal)
         }
         DataType::Timestamp | DataType::TimestampLtz => match (a, b) {
             (Value::Timestamp(t), Value::Interval(i))
@@ -764,7 +765,7 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
         T::Int | T::BigInt => {
             let i: Option<i64> = match &v {
                 Value::Double(d) => (d.is_finite()).then(|| d.trunc() as i64),
-                Value::Decimal(x) => i64::try_from(*x / 10i128.pow(u32::from(from.scale()))).ok(),
+                Value::Decimal(x) => i64::try_from(x.get() / 10i128.pow(u32::from(from.scale()))).ok(),
                 Value::Str(s) => s.trim().parse::<i64>().ok(),
                 Value::Bool(b) => Some(i64::from(*b)),
                 Value::Int(_) | Value::BigInt(_) => v.as_i64(),
@@ -792,7 +793,7 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
                 other => other.to_scaled(from.scale(), scale),
             };
             match x {
-                Some(x) if fits(x, precision) => Value::Decimal(x),
+                Some(x) if fits(x, precision) => Value::decimal(x),
                 _ => Value::Null,
             }
         }
@@ -1350,7 +1351,7 @@ fn literal(v: &ast::Value) -> Result<Scalar> {
                 let x = parse_decimal(n, scale as u8)
                     .ok_or_else(|| SqlError::Type(format!("`{n}` is not a number")))?;
                 Scalar::Literal(
-                    Value::Decimal(x),
+                    Value::decimal(x),
                     DataType::Decimal {
                         precision: digits.max(scale).max(1) as u8,
                         scale: scale as u8,
@@ -1661,7 +1662,7 @@ mod tests {
         assert_eq!(eval("a / 2", &s, &r), Value::Int(3));
         assert_eq!(eval("MOD(a, 4) + t.a * 2", &s, &r), Value::Int(17));
         assert_eq!(eval("a / 0", &s, &r), Value::Null);
-        assert_eq!(eval("a * 1.5", &s, &r), Value::Decimal(105));
+        assert_eq!(eval("a * 1.5", &s, &r), Value::decimal(105));
         assert_eq!(eval("UPPER(s) || '!'", &s, &r), Value::Str("HELLO!".into()));
         assert_eq!(
             eval("SUBSTRING(s FROM 2 FOR 3)", &s, &r),
@@ -1688,7 +1689,7 @@ mod tests {
         );
         assert_eq!(
             eval("CAST('12.345' AS DECIMAL(5, 2))", &s, &r),
-            Value::Decimal(1235)
+            Value::decimal(1235)
         );
         assert_eq!(eval("CAST(a AS STRING)", &s, &r), Value::Str("7".into()));
         assert_eq!(eval("CAST('x' AS INT)", &s, &r), Value::Null);

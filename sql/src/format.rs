@@ -204,7 +204,7 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
             if precision < 38 && v.unsigned_abs() >= 10u128.pow(u32::from(precision)) {
                 return None;
             }
-            Value::Decimal(v)
+            Value::decimal(v)
         }
         DataType::Timestamp | DataType::TimestampLtz => Value::Timestamp(parse_timestamp(t)?),
         DataType::Date => Value::Date(parse_date(t)?),
@@ -376,7 +376,7 @@ mod tests {
         ) else {
             panic!()
         };
-        assert_eq!(r.values[3], Value::Decimal(250));
+        assert_eq!(r.values[3], Value::decimal(250));
         let mut out = Vec::new();
         f.write(&r, &s, &mut out);
         assert_eq!(

@@ -30,7 +30,7 @@ use crate::join::interval::sql_interval_join;
 use crate::join::regular::RegularJoin;
 use crate::plan::{Node, Plan, Window};
 use crate::types::{DataType, Schema};
-use crate::value::{Row, RowKind, Value, Values};
+use crate::value::{Key, Row, RowKind, Value, Values};
 
 /// A stream of rows after any plan node.
 pub type Rows<'j> = BranchStream<'j, Row>;
@@ -111,7 +111,7 @@ impl<'j> Lowering<'j> {
                 let ts = move |r: &Row| r.values[time].as_i64().unwrap_or(i64::MIN);
                 let keyed = rows.key_by(move |r: &Row| key_of(r, nkeys));
                 let f = WindowAggregate(Aggs::new(aggs));
-                let out = move |(k, w, a): (Row, TimeWindow, Row)| window_row(k, w, a);
+                let out = move |(k, w, a): (Key, TimeWindow, Row)| window_row(k, w, a);
                 let map_uid = format!("{uid}-output");
                 match *window {
                     Window::Tumble { size, offset } => keyed
@@ -463,8 +463,8 @@ fn keys(k: &[Scalar]) -> Arc<[Scalar]> {
 
 /// The join key of `r`.
 #[inline]
-fn key_values(keys: &[Scalar], r: &Row) -> Row {
-    Row::new(keys.iter().map(|k| k.eval(r)).collect())
+fn key_values(keys: &[Scalar], r: &Row) -> Key {
+    Key::of(keys.iter().map(|k| k.eval(r)))
 }
 
 /// Whether `r` may join in an interval join: no NULL key, a time.
@@ -472,16 +472,17 @@ fn joinable(keys: &[Scalar], time: usize, r: &Row) -> bool {
     !r.values[time].is_null() && keys.iter().all(|k| !k.eval(r).is_null())
 }
 
-/// The first `n` columns as a key row.
+/// The first `n` columns as a key.
 #[inline]
-fn key_of(r: &Row, n: usize) -> Row {
-    Row::new(r.values[..n].iter().cloned().collect())
+fn key_of(r: &Row, n: usize) -> Key {
+    Key::of(r.values[..n].iter().cloned())
 }
 
 /// A window aggregation's output row: keys, window start, end and time
 /// (end - 1 ms), aggregates.
-fn window_row(key: Row, w: TimeWindow, aggs: Row) -> Row {
-    let mut v = key.values;
+fn window_row(key: Key, w: TimeWindow, aggs: Row) -> Row {
+    let mut v = Values::with_capacity(key.values.len() + 3 + aggs.values.len());
+    v.extend(key.values);
     v.push(Value::Timestamp(w.start));
     v.push(Value::Timestamp(w.end));
     v.push(Value::Timestamp(w.end - 1));

@@ -42,7 +42,7 @@ use weir_runtime::{
     KeyedTimerService, KeyedValueState, SubtaskInfo, TimeDomain, TimerQueues, Wire,
 };
 
-use crate::value::{Row, RowKind, Value};
+use crate::value::{Key, Row, RowKind, Value};
 
 /// One ORDER BY key of a Top-N.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,12 +96,11 @@ impl Rank {
     }
 
     /// The key of a row: its partition columns.
-    pub fn key(&self, row: &Row) -> Row {
-        Row::new(
+    pub fn key(&self, row: &Row) -> Key {
+        Key::of(
             self.partition
                 .iter()
-                .map(|&c| row.values[c].clone())
-                .collect(),
+                .map(|&c| row.values[c].clone()),
         )
     }
 }
@@ -235,7 +234,7 @@ pub struct AppendTopN {
     order: Arc<[SortKey]>,
     limit: usize,
     row_number: Option<usize>,
-    top: KeyedValueState<Row, TopRows>,
+    top: KeyedValueState<Key, TopRows>,
 }
 
 impl AppendTopN {
@@ -252,11 +251,11 @@ impl AppendTopN {
 }
 
 impl KeyedProcessFunction for AppendTopN {
-    type Key = Row;
+    type Key = Key;
     type In = Row;
     type Out = Row;
 
-    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Row>, mut row: Row, out: &mut C) {
+    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, mut row: Row, out: &mut C) {
         row.kind = RowKind::Insert;
         let order = &self.order;
         let top = &mut self.top.value_mut_or_insert_with(ctx, TopRows::default).0;
@@ -324,8 +323,8 @@ pub struct Deduplicate {
     row_number: Option<usize>,
     /// Keep-last: the kept row. Keep-first: the pending row, or an empty
     /// row once the key's first row went out.
-    kept: KeyedValueState<Row, Row>,
-    timers: KeyedTimerService<Row>,
+    kept: KeyedValueState<Key, Row>,
+    timers: KeyedTimerService<Key>,
 }
 
 impl Deduplicate {
@@ -357,11 +356,11 @@ impl Deduplicate {
 }
 
 impl KeyedProcessFunction for Deduplicate {
-    type Key = Row;
+    type Key = Key;
     type In = Row;
     type Out = Row;
 
-    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Row>, mut row: Row, out: &mut C) {
+    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, mut row: Row, out: &mut C) {
         row.kind = RowKind::Insert;
         let col = self.row_number;
         if self.keep_last {
@@ -400,14 +399,14 @@ impl KeyedProcessFunction for Deduplicate {
         }
     }
 
-    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Row>> {
+    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Key>> {
         Some(&mut self.timers)
     }
 
     fn on_timer<C: Collector<Row>>(
         &mut self,
         timestamp: i64,
-        ctx: &KeyContext<Row>,
+        ctx: &KeyContext<Key>,
         _: TimeDomain,
         out: &mut C,
     ) {

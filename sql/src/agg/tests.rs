@@ -135,8 +135,8 @@ fn result(out: &[Row]) -> BTreeMap<i64, Vec<Value>> {
     table
 }
 
-fn key(r: &Row) -> Row {
-    Row::of([r.values[0].clone()])
+fn key(r: &Row) -> Key {
+    Key::of([r.values[0].clone()])
 }
 
 fn group() -> GroupAggregate {
@@ -146,7 +146,7 @@ fn group() -> GroupAggregate {
 #[test]
 fn group_distinct_and_filter_aggregates_follow_inserts_and_retractions() {
     let input = changes(2_000);
-    let mut h = KeyedOperatorHarness::new(|_| group(), key as fn(&Row) -> Row).unwrap();
+    let mut h = KeyedOperatorHarness::new(|_| group(), key as fn(&Row) -> Key).unwrap();
     h.process_elements(input.iter().cloned());
     let want = reference(&input);
     assert_eq!(result(&h.take_output()), want);
@@ -183,7 +183,7 @@ fn live(changes: &[Row]) -> Vec<&Row> {
 #[test]
 fn group_distinct_values_are_restored_and_rescaled_with_their_keys() {
     let input = changes(3_000);
-    let mut h = KeyedOperatorHarness::new(|_| group(), key as fn(&Row) -> Row).unwrap();
+    let mut h = KeyedOperatorHarness::new(|_| group(), key as fn(&Row) -> Key).unwrap();
     h.process_elements(input[..1_200].iter().cloned());
     let snapshot = h.snapshot().unwrap();
     let mut out = h.take_output();
@@ -191,7 +191,7 @@ fn group_distinct_values_are_restored_and_rescaled_with_their_keys() {
         let mut h = KeyedOperatorHarness::with_setup(
             HarnessSetup::new().subtask(i, 2).restore(&snapshot),
             |_| group(),
-            key as fn(&Row) -> Row,
+            key as fn(&Row) -> Key,
         )
         .unwrap();
         let mine: Vec<Row> = input[1_200..]

@@ -23,12 +23,12 @@ use weir_runtime::{
 
 use crate::expr::{truth, Scalar};
 use crate::join::TimeBounds;
-use crate::value::{Row, RowKind, Values};
+use crate::value::{Key, Row, RowKind, Values};
 
 /// The interval join of rows, its output watermark held back: see the
 /// module documentation.
 pub struct SqlIntervalJoin<TL, TR> {
-    join: IntervalJoinOperator<Row, Row, Row, TL, TR, RowPairs>,
+    join: IntervalJoinOperator<Key, Row, Row, TL, TR, RowPairs>,
     delay: i64,
 }
 
@@ -76,14 +76,14 @@ where
     TL: Fn(&Row) -> i64 + 'static,
     TR: Fn(&Row) -> i64 + 'static,
 {
-    type Key = Row;
+    type Key = Key;
     type In1 = Row;
     type In2 = Row;
     type Out = Row;
 
     fn process_element1<C: Collector<Row>>(
         &mut self,
-        ctx: &KeyContext<Row>,
+        ctx: &KeyContext<Key>,
         row: Row,
         out: &mut C,
     ) {
@@ -92,7 +92,7 @@ where
 
     fn process_element2<C: Collector<Row>>(
         &mut self,
-        ctx: &KeyContext<Row>,
+        ctx: &KeyContext<Key>,
         row: Row,
         out: &mut C,
     ) {
@@ -119,14 +119,14 @@ where
         self.join.side_outputs(outputs);
     }
 
-    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Row>> {
+    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Key>> {
         self.join.timer_service()
     }
 
     fn on_timer<C: Collector<Row>>(
         &mut self,
         timestamp: i64,
-        ctx: &KeyContext<Row>,
+        ctx: &KeyContext<Key>,
         domain: TimeDomain,
         out: &mut C,
     ) {

@@ -35,7 +35,7 @@ use weir_runtime::{
 
 use crate::expr::{truth, Scalar};
 use crate::join::JoinKind;
-use crate::value::{Row, RowKind, Value, Values};
+use crate::value::{Key, Row, RowKind, Value, Values};
 
 /// A stored row's `(count, associations)`.
 type Counts = (i64, i64);
@@ -46,7 +46,7 @@ pub struct RegularJoin {
     residual: Option<Arc<Scalar>>,
     widths: [usize; 2],
     /// The left and right inputs' rows of the current key.
-    sides: [KeyedMapState<Row, Row, Counts>; 2],
+    sides: [KeyedMapState<Key, Row, Counts>; 2],
 }
 
 impl RegularJoin {
@@ -117,7 +117,7 @@ impl RegularJoin {
     fn process<C: Collector<Row>>(
         &mut self,
         s: usize,
-        ctx: &KeyContext<Row>,
+        ctx: &KeyContext<Key>,
         row: Row,
         out: &mut C,
     ) {
@@ -208,14 +208,14 @@ fn emit_n<C: Collector<Row>>(out: &mut C, row: Row, n: i64) {
 }
 
 impl KeyedCoProcessFunction for RegularJoin {
-    type Key = Row;
+    type Key = Key;
     type In1 = Row;
     type In2 = Row;
     type Out = Row;
 
     fn process_element1<C: Collector<Row>>(
         &mut self,
-        ctx: &KeyContext<Row>,
+        ctx: &KeyContext<Key>,
         row: Row,
         out: &mut C,
     ) {
@@ -224,7 +224,7 @@ impl KeyedCoProcessFunction for RegularJoin {
 
     fn process_element2<C: Collector<Row>>(
         &mut self,
-        ctx: &KeyContext<Row>,
+        ctx: &KeyContext<Key>,
         row: Row,
         out: &mut C,
     ) {

@@ -19,8 +19,8 @@ fn row(key: i64, score: i32, name: &str) -> Row {
     ])
 }
 
-fn key(r: &Row) -> Row {
-    Row::of([r.values[0].clone()])
+fn key(r: &Row) -> Key {
+    Key::of([r.values[0].clone()])
 }
 
 fn rows(n: u64, seed: u64) -> Vec<Row> {
@@ -94,10 +94,10 @@ fn order() -> Arc<[SortKey]> {
     }])
 }
 
-fn top_n(row_number: Option<usize>) -> KeyedOperatorHarness<AppendTopN, fn(&Row) -> Row> {
+fn top_n(row_number: Option<usize>) -> KeyedOperatorHarness<AppendTopN, fn(&Row) -> Key> {
     KeyedOperatorHarness::new(
         |_| AppendTopN::new(order(), 3, row_number),
-        key as fn(&Row) -> Row,
+        key as fn(&Row) -> Key,
     )
     .unwrap()
 }
@@ -195,7 +195,7 @@ fn a_restored_top_n_continues_as_an_uninterrupted_run_also_rescaled() {
         // restored at parallelism 1
         let mut h = KeyedOperatorHarness::restore(
             |_| AppendTopN::new(order(), 3, numbered.then_some(3)),
-            key as fn(&Row) -> Row,
+            key as fn(&Row) -> Key,
             &snapshot,
         )
         .unwrap();
@@ -208,7 +208,7 @@ fn a_restored_top_n_continues_as_an_uninterrupted_run_also_rescaled() {
             let mut h = KeyedOperatorHarness::with_setup(
                 HarnessSetup::new().subtask(i, 2).restore(&snapshot),
                 |_| AppendTopN::new(order(), 3, numbered.then_some(3)),
-                key as fn(&Row) -> Row,
+                key as fn(&Row) -> Key,
             )
             .unwrap();
             let mine: Vec<Row> = input[150..]
@@ -237,7 +237,7 @@ fn deduplication_keeps_the_first_or_the_last_row_per_key() {
         r(2, 11, "b"),
     ];
     let mut first =
-        KeyedOperatorHarness::new(|_| Deduplicate::new(1, false, None), key as fn(&Row) -> Row)
+        KeyedOperatorHarness::new(|_| Deduplicate::new(1, false, None), key as fn(&Row) -> Key)
             .unwrap();
     first.process_elements(input.iter().cloned());
     assert!(
@@ -256,7 +256,7 @@ fn deduplication_keeps_the_first_or_the_last_row_per_key() {
     let snapshot = first.snapshot().unwrap();
     let mut first = KeyedOperatorHarness::restore(
         |_| Deduplicate::new(1, false, None),
-        key as fn(&Row) -> Row,
+        key as fn(&Row) -> Key,
         &snapshot,
     )
     .unwrap();
@@ -266,7 +266,7 @@ fn deduplication_keeps_the_first_or_the_last_row_per_key() {
     assert_eq!(first.take_output(), [r(2, 11, "b")]);
 
     let mut last =
-        KeyedOperatorHarness::new(|_| Deduplicate::new(1, true, None), key as fn(&Row) -> Row)
+        KeyedOperatorHarness::new(|_| Deduplicate::new(1, true, None), key as fn(&Row) -> Key)
             .unwrap();
     last.process_elements(input.iter().cloned());
     let out = last.take_output();

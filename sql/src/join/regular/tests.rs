@@ -13,16 +13,16 @@ use super::*;
 use crate::expr::Cmp;
 use crate::types::DataType;
 
-type KeyFn = fn(&CoInput<Row, Row>) -> Row;
+type KeyFn = fn(&CoInput<Row, Row>) -> Key;
 type Harness = KeyedOperatorHarness<CoProcessAdapter<RegularJoin>, KeyFn>;
 
 /// Rows are `(key BIGINT, name STRING)` on both sides.
-fn key_of(r: &CoInput<Row, Row>) -> Row {
+fn key_of(r: &CoInput<Row, Row>) -> Key {
     let row = match r {
         CoInput::First(l) => l,
         CoInput::Second(r) => r,
     };
-    Row::of([row.values[0].clone()])
+    Key::of([row.values[0].clone()])
 }
 
 fn harness(kind: JoinKind, residual: Option<Scalar>) -> Harness {

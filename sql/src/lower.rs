@@ -197,11 +197,13 @@ impl<'j> Lowering<'j> {
                 let residual = on.residual.clone().map(Arc::new);
                 let (kind, ttl) = (*kind, self.state_ttl);
                 let widths = (left.schema.len(), right.schema.len());
+                let append_only = [!left.updating, !right.updating];
                 left_rows
                     .key_by(move |r: &Row| key_values(&lk, r))
                     .connect(right_keyed)
                     .process(&uid, move |_: &SubtaskInfo| {
                         RegularJoin::new(kind, residual.clone(), widths.0, widths.1, ttl)
+                            .with_append_only(append_only)
                     })
                     .share()
                     .branch()

@@ -19,6 +19,12 @@
 //! - A row whose key has a NULL never matches (SQL's `NULL = NULL` is not
 //!   true): it is not stored, and only a kept side's row emits (padded).
 //!
+//! A side whose input is append-only (no retractions) and whose unmatched
+//! rows are not kept needs neither counts nor associations: its rows are
+//! a keyed list (Flink's `JoinRecordStateViews.InputSideHasNoUniqueKey`
+//! keeps a map there too; a list stores each row once, not as map key,
+//! entry key and two neighbour links).
+//!
 //! Output rows are `+I` and `-D` only, as Flink's join emits them. With
 //! `table.exec.state.ttl` set, each stored row expires that long after it
 //! was last written (processing time, weir's state TTL): an expired row
@@ -29,8 +35,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use weir_runtime::{
-    Collector, KeyContext, KeyedCoProcessFunction, KeyedMapState, KeyedStates, StateTtlConfig,
-    TtlClock,
+    Collector, KeyContext, KeyedCoProcessFunction, KeyedListState, KeyedMapState, KeyedStates,
+    StateTtlConfig, TtlClock,
 };
 
 use crate::expr::{truth, Scalar};
@@ -40,13 +46,56 @@ use crate::value::{Key, Row, RowKind, Value, Values};
 /// A stored row's `(count, associations)`.
 type Counts = (i64, i64);
 
+/// One input's rows of the current key.
+enum Side {
+    /// Each distinct row with its `(count, associations)`.
+    Counted(KeyedMapState<Key, Row, Counts>),
+    /// An append-only input's rows, one entry per row (duplicates too).
+    Appended(KeyedListState<Key, Row>),
+}
+
+impl Side {
+    fn new(name: &str, append_only: bool, ttl: Option<StateTtlConfig>) -> Self {
+        if append_only {
+            let s = KeyedListState::new(name);
+            Side::Appended(match ttl {
+                Some(ttl) => s.with_ttl(ttl),
+                None => s,
+            })
+        } else {
+            let s = KeyedMapState::new(name);
+            Side::Counted(match ttl {
+                Some(ttl) => s.with_ttl(ttl),
+                None => s,
+            })
+        }
+    }
+
+    fn with_ttl_clock(self, ttl: Duration, clock: Rc<dyn TtlClock>) -> Self {
+        let config = StateTtlConfig::new(ttl);
+        match self {
+            Side::Counted(s) => Side::Counted(s.with_ttl_clock(config, clock)),
+            Side::Appended(s) => Side::Appended(s.with_ttl_clock(config, clock)),
+        }
+    }
+
+    /// The key's rows with their `(count, associations)`.
+    fn entries(&mut self, ctx: &KeyContext<Key>) -> Vec<(Row, Counts)> {
+        match self {
+            Side::Counted(s) => s.entries(ctx).collect(),
+            Side::Appended(s) => s.get(ctx).map(|r| (r, (1, 0))).collect(),
+        }
+    }
+}
+
 /// The regular join operator: see the module documentation.
 pub struct RegularJoin {
     kind: JoinKind,
     residual: Option<Arc<Scalar>>,
     widths: [usize; 2],
     /// The left and right inputs' rows of the current key.
-    sides: [KeyedMapState<Key, Row, Counts>; 2],
+    sides: [Side; 2],
+    ttl: Option<StateTtlConfig>,
 }
 
 impl RegularJoin {
@@ -60,27 +109,36 @@ impl RegularJoin {
         right_width: usize,
         ttl: Option<Duration>,
     ) -> Self {
-        let state = |name: &str| {
-            let s = KeyedMapState::new(name);
-            match ttl {
-                Some(ttl) => s.with_ttl(StateTtlConfig::new(ttl)),
-                None => s,
-            }
-        };
+        let ttl = ttl.map(StateTtlConfig::new);
         Self {
             kind,
             residual,
             widths: [left_width, right_width],
-            sides: [state("join-left"), state("join-right")],
+            sides: [
+                Side::new("join-left", false, ttl.clone()),
+                Side::new("join-right", false, ttl.clone()),
+            ],
+            ttl,
         }
+    }
+
+    /// The same join knowing which inputs are append-only (`[left,
+    /// right]`): such a side whose unmatched rows are not kept holds its
+    /// rows in a list. Its input must then never retract.
+    pub fn with_append_only(mut self, append_only: [bool; 2]) -> Self {
+        let names = ["join-left", "join-right"];
+        for s in 0..2 {
+            if append_only[s] && !self.outer(s) {
+                self.sides[s] = Side::new(names[s], true, self.ttl.clone());
+            }
+        }
+        self
     }
 
     /// The same join with its rows' time-to-live `ttl` measured by
     /// `clock` instead of processing time (tests move a manual clock).
     pub fn with_ttl_clock(mut self, ttl: Duration, clock: Rc<dyn TtlClock>) -> Self {
-        self.sides = self
-            .sides
-            .map(|s| s.with_ttl_clock(StateTtlConfig::new(ttl), clock.clone()));
+        self.sides = self.sides.map(|s| s.with_ttl_clock(ttl, clock.clone()));
         self
     }
 
@@ -139,7 +197,7 @@ impl RegularJoin {
         }
         // The other side's rows this one joins: (row, counts, joined row).
         let mut matches: Vec<(Row, Counts, Row)> = Vec::new();
-        let candidates: Vec<(Row, Counts)> = self.sides[o].entries(ctx).collect();
+        let candidates = self.sides[o].entries(ctx);
         for (other, counts) in candidates {
             let joined = self.joined(s, &this, Some(&other), RowKind::Insert);
             let holds = self
@@ -159,24 +217,35 @@ impl RegularJoin {
                 }
                 emit_n(out, std::mem::take(joined), *count);
                 if other_outer {
-                    self.sides[o].put(ctx, other.clone(), (*count, *assoc + 1));
+                    if let Side::Counted(side) = &mut self.sides[o] {
+                        side.put(ctx, other.clone(), (*count, *assoc + 1));
+                    }
                 }
                 associations += *count;
             }
             if matches.is_empty() && this_outer {
                 out.collect(self.joined(s, &this, None, RowKind::Insert));
             }
-            let count = self.sides[s].get(ctx, &this).map_or(0, |(c, _)| c);
-            self.sides[s].put(ctx, this, (count + 1, associations));
-        } else {
-            match self.sides[s].get(ctx, &this) {
-                Some((c, a)) if c > 1 => self.sides[s].put(ctx, this.clone(), (c - 1, a)),
-                Some(_) => {
-                    self.sides[s].remove(ctx, &this);
+            match &mut self.sides[s] {
+                Side::Counted(side) => {
+                    let count = side.get(ctx, &this).map_or(0, |(c, _)| c);
+                    side.put(ctx, this, (count + 1, associations));
                 }
-                // Expired, or never seen: its pairs are retracted still,
-                // as Flink does.
-                None => {}
+                Side::Appended(side) => side.add(ctx, this),
+            }
+        } else {
+            // An append-only side never sees a retraction (the planner
+            // says so); were one to come, its pairs are retracted still.
+            if let Side::Counted(side) = &mut self.sides[s] {
+                match side.get(ctx, &this) {
+                    Some((c, a)) if c > 1 => side.put(ctx, this.clone(), (c - 1, a)),
+                    Some(_) => {
+                        side.remove(ctx, &this);
+                    }
+                    // Expired, or never seen: its pairs are retracted
+                    // still, as Flink does.
+                    None => {}
+                }
             }
             for (other, (count, assoc), joined) in matches.iter_mut() {
                 joined.kind = RowKind::Delete;
@@ -187,7 +256,9 @@ impl RegularJoin {
                         let padded = self.joined(o, other, None, RowKind::Insert);
                         emit_n(out, padded, *count);
                     }
-                    self.sides[o].put(ctx, other.clone(), (*count, left));
+                    if let Side::Counted(side) = &mut self.sides[o] {
+                        side.put(ctx, other.clone(), (*count, left));
+                    }
                 }
             }
             if matches.is_empty() && this_outer {
@@ -232,9 +303,12 @@ impl KeyedCoProcessFunction for RegularJoin {
     }
 
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
-        let [left, right] = &mut self.sides;
-        states.map(left);
-        states.map(right);
+        for side in &mut self.sides {
+            match side {
+                Side::Counted(s) => states.map(s),
+                Side::Appended(s) => states.list(s),
+            }
+        }
     }
 }
 

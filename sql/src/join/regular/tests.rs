@@ -190,3 +190,27 @@ fn rows_older_than_the_ttl_no_longer_join() {
     h.process_element(left(I, 1, "c"));
     assert!(out(&mut h).is_empty());
 }
+
+#[test]
+fn append_only_sides_in_lists_join_as_counted_ones_do() {
+    let input = [
+        left(I, 1, "a"),
+        right(I, 1, "x"),
+        left(I, 1, "a"),
+        right(I, 2, "y"),
+        right(I, 1, "z"),
+        left(I, 2, "b"),
+        left(I, 3, "c"),
+    ];
+    for kind in [JoinKind::Inner, JoinKind::Left, JoinKind::Full] {
+        let mut counted = harness(kind, None);
+        let mut listed = harness_with(
+            RegularJoin::new(kind, None, 2, 2, None).with_append_only([true, true]),
+        );
+        for r in &input {
+            counted.process_element(r.clone());
+            listed.process_element(r.clone());
+        }
+        assert_eq!(out(&mut listed), out(&mut counted), "{kind:?}");
+    }
+}

@@ -25,7 +25,7 @@ use crate::distinct::{
 };
 use crate::plan::{AggCall, AggFunc};
 use crate::types::DataType;
-use crate::value::{Key, Row, RowKind, Value, Values, rescale};
+use crate::value::{rescale, Key, Row, RowKind, Value, Values};
 
 /// The aggregates of one grouping, with their accumulator layout.
 #[derive(Clone, Debug)]

@@ -765,7 +765,9 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
         T::Int | T::BigInt => {
             let i: Option<i64> = match &v {
                 Value::Double(d) => (d.is_finite()).then(|| d.trunc() as i64),
-                Value::Decimal(x) => i64::try_from(x.get() / 10i128.pow(u32::from(from.scale()))).ok(),
+                Value::Decimal(x) => {
+                    i64::try_from(x.get() / 10i128.pow(u32::from(from.scale()))).ok()
+                }
                 Value::Str(s) => s.trim().parse::<i64>().ok(),
                 Value::Bool(b) => Some(i64::from(*b)),
                 Value::Int(_) | Value::BigInt(_) => v.as_i64(),

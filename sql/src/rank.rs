@@ -97,11 +97,7 @@ impl Rank {
 
     /// The key of a row: its partition columns.
     pub fn key(&self, row: &Row) -> Key {
-        Key::of(
-            self.partition
-                .iter()
-                .map(|&c| row.values[c].clone()),
-        )
+        Key::of(self.partition.iter().map(|&c| row.values[c].clone()))
     }
 }
 

@@ -115,8 +115,8 @@ impl RegularJoin {
             residual,
             widths: [left_width, right_width],
             sides: [
-                Side::new("join-left", false, ttl.clone()),
-                Side::new("join-right", false, ttl.clone()),
+                Side::new("join-left", false, ttl),
+                Side::new("join-right", false, ttl),
             ],
             ttl,
         }
@@ -129,7 +129,7 @@ impl RegularJoin {
         let names = ["join-left", "join-right"];
         for s in 0..2 {
             if append_only[s] && !self.outer(s) {
-                self.sides[s] = Side::new(names[s], true, self.ttl.clone());
+                self.sides[s] = Side::new(names[s], true, self.ttl);
             }
         }
         self

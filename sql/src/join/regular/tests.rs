@@ -204,9 +204,8 @@ fn append_only_sides_in_lists_join_as_counted_ones_do() {
     ];
     for kind in [JoinKind::Inner, JoinKind::Left, JoinKind::Full] {
         let mut counted = harness(kind, None);
-        let mut listed = harness_with(
-            RegularJoin::new(kind, None, 2, 2, None).with_append_only([true, true]),
-        );
+        let mut listed =
+            harness_with(RegularJoin::new(kind, None, 2, 2, None).with_append_only([true, true]));
         for r in &input {
             counted.process_element(r.clone());
             listed.process_element(r.clone());

@@ -1,0 +1,290 @@
+//! The cases of `sql_duckdb.rs`: one query in weir SQL (Flink's) and the
+//! same query in DuckDB's SQL, over the tables `orders`, `users` and
+//! `shipments` (see `Data` there). Where the two SQLs mean different things
+//! by the same words, the DuckDB side spells out Flink's meaning.
+
+/// One query, in both engines.
+pub struct Case {
+    pub name: &'static str,
+    /// A script after the tables: views, then one bare SELECT.
+    pub weir: &'static str,
+    /// Statements after the tables, the last the query.
+    pub duckdb: &'static str,
+}
+
+pub const CASES: &[Case] = &[
+    Case {
+        name: "projection_arithmetic",
+        // INT / INT truncates in Flink (DuckDB's `//`); DECIMAL keeps scales.
+        weir: "SELECT order_id, amount * 2 AS a2, amount + qty AS aq, amount - 0.5 AS am,
+                      qty * 3 - 1 AS q3, qty / 4 AS qd, qty % 4 AS qm, MOD(order_id, 7) AS m7,
+                      CAST(amount AS DOUBLE) / 3 AS third, ABS(qty - 10) AS dist
+               FROM orders;",
+        duckdb: "SELECT order_id, amount * 2, amount + qty, amount - 0.5,
+                        qty * 3 - 1, qty // 4, qty % 4, order_id % 7,
+                        CAST(amount AS DOUBLE) / 3, abs(qty - 10)
+                 FROM orders",
+    },
+    Case {
+        name: "case_coalesce_cast",
+        // CAST of a DECIMAL to INT truncates in Flink; DuckDB rounds.
+        weir: "SELECT order_id,
+                      CASE WHEN qty IS NULL THEN 'none' WHEN qty < 5 THEN 'few' ELSE 'many' END AS size,
+                      CASE category WHEN 'books' THEN 1 WHEN 'games' THEN 2 ELSE 0 END AS c,
+                      COALESCE(category, 'unknown') AS cat, COALESCE(qty, -1) AS q,
+                      IFNULL(qty, 0) + 1 AS q1,
+                      CAST(amount AS INT) AS ai, CAST(qty AS STRING) AS qs,
+                      CAST(amount AS DECIMAL(12, 1)) AS a1, CAST(qty AS DECIMAL(5, 2)) AS qd,
+                      CAST(order_id AS DOUBLE) * 1.5 AS od
+               FROM orders;",
+        duckdb: "SELECT order_id,
+                        CASE WHEN qty IS NULL THEN 'none' WHEN qty < 5 THEN 'few' ELSE 'many' END,
+                        CASE category WHEN 'books' THEN 1 WHEN 'games' THEN 2 ELSE 0 END,
+                        COALESCE(category, 'unknown'), COALESCE(qty, -1), ifnull(qty, 0) + 1,
+                        CAST(trunc(amount) AS INTEGER), CAST(qty AS VARCHAR),
+                        CAST(amount AS DECIMAL(12, 1)), CAST(qty AS DECIMAL(5, 2)),
+                        CAST(order_id AS DOUBLE) * 1.5
+                 FROM orders",
+    },
+    Case {
+        name: "string_functions",
+        // Flink's CONCAT of a NULL is NULL (DuckDB's concat skips NULLs;
+        // its `||` does not). Substrings are bracketed: weir's printed
+        // table right-aligns its cells, so a leading blank would not show.
+        weir: "SELECT order_id, UPPER(note) AS u, LOWER(note) AS l,
+                      '[' || SUBSTRING(note FROM 2 FOR 4) || ']' AS s1,
+                      '[' || SUBSTRING(note FROM 6) || ']' AS s2,
+                      SUBSTR(user_id, 2) AS s3,
+                      note || '/' || user_id AS c1, CONCAT(user_id, '-', category) AS c2,
+                      CHAR_LENGTH(note) AS n, POSITION('e' IN note) AS p,
+                      REPLACE(note, ' ', '_') AS r, TRIM(CONCAT('  ', note, ' ')) AS t,
+                      note LIKE '%wrap%' AS w, user_id LIKE 'u1_' AS u1,
+                      category NOT LIKE '%o%' AS no
+               FROM orders;",
+        duckdb: "SELECT order_id, upper(note), lower(note),
+                        '[' || substring(note, 2, 4) || ']', '[' || substring(note, 6) || ']',
+                        substr(user_id, 2),
+                        note || '/' || user_id, user_id || '-' || category,
+                        length(note), position('e' IN note),
+                        replace(note, ' ', '_'), trim('  ' || note || ' '),
+                        note LIKE '%wrap%', user_id LIKE 'u1_', category NOT LIKE '%o%'
+                 FROM orders",
+    },
+    Case {
+        name: "where_three_valued_logic",
+        weir: "SELECT order_id, qty, category,
+                      qty > 10 OR category = 'books' AS b, qty > 10 AND category = 'food' AS a,
+                      (qty > 10) IS NOT TRUE AS nt, qty = NULL AS eqn
+               FROM orders
+               WHERE (qty > 10 OR category = 'books') AND NOT (qty < 3)
+                  OR category IS NULL AND qty IN (1, 2, 3)
+                  OR qty NOT BETWEEN 2 AND 18 AND amount > 900;",
+        duckdb: "SELECT order_id, qty, category,
+                        qty > 10 OR category = 'books', qty > 10 AND category = 'food',
+                        (qty > 10) IS NOT TRUE, qty = NULL
+                 FROM orders
+                 WHERE (qty > 10 OR category = 'books') AND NOT (qty < 3)
+                    OR category IS NULL AND qty IN (1, 2, 3)
+                    OR qty NOT BETWEEN 2 AND 18 AND amount > 900",
+    },
+    Case {
+        name: "group_by_aggregates_having",
+        // Flink: SUM of an INT is INT, AVG of an INT truncates and is INT.
+        weir: "SELECT category, COUNT(*) AS n, COUNT(qty) AS nq, SUM(qty) AS sq,
+                      SUM(amount) AS sa, MIN(amount) AS mina, MAX(qty) AS maxq,
+                      MIN(note) AS minn, AVG(qty) AS aq, AVG(CAST(qty AS DOUBLE)) AS aqd
+               FROM orders GROUP BY category HAVING COUNT(*) > 10;",
+        duckdb: "SELECT category, COUNT(*), COUNT(qty), CAST(SUM(qty) AS INTEGER),
+                        SUM(amount), MIN(amount), MAX(qty),
+                        MIN(note), CAST(trunc(SUM(qty) / COUNT(qty)) AS INTEGER),
+                        AVG(CAST(qty AS DOUBLE))
+                 FROM orders GROUP BY category HAVING COUNT(*) > 10",
+    },
+    Case {
+        name: "group_by_two_keys_having_on_a_sum",
+        weir: "SELECT user_id, qty > 9 AS big, SUM(amount * qty) AS total, MAX(ts) AS last_ts
+               FROM orders WHERE qty IS NOT NULL
+               GROUP BY user_id, qty > 9 HAVING SUM(amount) > 20000;",
+        duckdb: "SELECT user_id, qty > 9, SUM(amount * qty), MAX(ts)
+                 FROM orders WHERE qty IS NOT NULL
+                 GROUP BY user_id, qty > 9 HAVING SUM(amount) > 20000",
+    },
+    Case {
+        name: "count_distinct_and_filter",
+        weir: "SELECT user_id, COUNT(DISTINCT category) AS dc,
+                      COUNT(*) FILTER (WHERE qty > 10) AS big,
+                      SUM(amount) FILTER (WHERE category = 'books') AS books,
+                      COUNT(DISTINCT qty) FILTER (WHERE amount > 500) AS dq,
+                      SUM(DISTINCT qty) AS sdq
+               FROM orders GROUP BY user_id;",
+        duckdb: "SELECT user_id, COUNT(DISTINCT category),
+                        COUNT(*) FILTER (WHERE qty > 10),
+                        SUM(amount) FILTER (WHERE category = 'books'),
+                        COUNT(DISTINCT qty) FILTER (WHERE amount > 500),
+                        CAST(SUM(DISTINCT qty) AS INTEGER)
+                 FROM orders GROUP BY user_id",
+    },
+    Case {
+        name: "select_distinct",
+        weir: "SELECT DISTINCT category, qty > 10 AS big FROM orders;",
+        duckdb: "SELECT DISTINCT category, qty > 10 FROM orders",
+    },
+    Case {
+        name: "tumble_window",
+        weir: "SELECT category, window_start, window_end, window_time, COUNT(*) AS n,
+                      SUM(amount) AS total, MAX(qty) AS mq, COUNT(DISTINCT user_id) AS users
+               FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTES))
+               GROUP BY category, window_start, window_end, window_time;",
+        duckdb: "SELECT category, win_floor(ts, 600000) AS ws, ws + INTERVAL 10 MINUTE,
+                        ws + INTERVAL 10 MINUTE - INTERVAL 1 MILLISECOND,
+                        COUNT(*), SUM(amount), MAX(qty), COUNT(DISTINCT user_id)
+                 FROM orders GROUP BY ALL",
+    },
+    Case {
+        name: "tumble_window_having_and_filter",
+        weir: "SELECT user_id, window_end, COUNT(*) FILTER (WHERE qty > 5) AS n5,
+                      AVG(qty) AS aq
+               FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' HOUR))
+               WHERE category <> 'food'
+               GROUP BY user_id, window_start, window_end HAVING SUM(qty) > 500;",
+        duckdb: "SELECT user_id, win_floor(ts, 3600000) + INTERVAL 1 HOUR AS we,
+                        COUNT(*) FILTER (WHERE qty > 5),
+                        CAST(trunc(SUM(qty) / COUNT(qty)) AS INTEGER)
+                 FROM orders WHERE category <> 'food'
+                 GROUP BY user_id, we HAVING SUM(qty) > 500",
+    },
+    Case {
+        name: "hop_window",
+        // Each row is in the three 15-minute windows that start at its
+        // 5-minute slot and the two slots before.
+        weir: "SELECT user_id, window_start, window_end, COUNT(*) AS n, SUM(amount) AS total
+               FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES,
+                              INTERVAL '15' MINUTES))
+               GROUP BY user_id, window_start, window_end;",
+        duckdb: "SELECT user_id, win_floor(ts, 300000) - k * INTERVAL 5 MINUTE AS ws,
+                        ws + INTERVAL 15 MINUTE, COUNT(*), SUM(amount)
+                 FROM orders, range(3) AS r(k) GROUP BY ALL",
+    },
+    Case {
+        name: "session_window",
+        // Gaps and islands: a row starts a new session when the user's
+        // previous row is 40 s or more before it; a session ends 40 s
+        // after its last row.
+        weir: "SELECT user_id, window_start, window_end, COUNT(*) AS n, SUM(amount) AS total
+               FROM TABLE(SESSION(TABLE orders, DESCRIPTOR(ts), INTERVAL '40' SECOND))
+               GROUP BY user_id, window_start, window_end;",
+        duckdb: "WITH starts AS (
+                   SELECT *, CASE WHEN ts - lag(ts) OVER w < INTERVAL 40 SECOND THEN 0 ELSE 1 END
+                             AS new_session
+                   FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts)),
+                 sessions AS (
+                   SELECT *, SUM(new_session) OVER (PARTITION BY user_id ORDER BY ts
+                                                    ROWS UNBOUNDED PRECEDING) AS session
+                   FROM starts)
+                 SELECT user_id, MIN(ts), MAX(ts) + INTERVAL 40 SECOND, COUNT(*), SUM(amount)
+                 FROM sessions GROUP BY user_id, session",
+    },
+    Case {
+        name: "union_all",
+        weir: "SELECT order_id AS id, user_id AS who, amount FROM orders WHERE qty > 15
+               UNION ALL
+               SELECT order_id * 10, UPPER(user_id), amount FROM orders WHERE category = 'food';",
+        duckdb: "SELECT order_id, user_id, amount FROM orders WHERE qty > 15
+                 UNION ALL
+                 SELECT order_id * 10, upper(user_id), amount FROM orders WHERE category = 'food'",
+    },
+    Case {
+        name: "inner_join",
+        weir: "SELECT o.order_id, u.name, u.tier, o.amount
+               FROM orders o JOIN users u ON o.user_id = u.user_id
+               WHERE o.qty > 12;",
+        duckdb: "SELECT o.order_id, u.name, u.tier, o.amount
+                 FROM orders o JOIN users u ON o.user_id = u.user_id
+                 WHERE o.qty > 12",
+    },
+    Case {
+        name: "left_join",
+        weir: "SELECT o.order_id, o.user_id, u.name, u.tier
+               FROM orders o LEFT JOIN users u ON o.user_id = u.user_id AND u.tier > 1
+               WHERE o.category = 'games';",
+        duckdb: "SELECT o.order_id, o.user_id, u.name, u.tier
+                 FROM orders o LEFT JOIN users u ON o.user_id = u.user_id AND u.tier > 1
+                 WHERE o.category = 'games'",
+    },
+    Case {
+        name: "interval_join",
+        weir: "SELECT o.order_id, s.ship_id, o.ts AS ordered, s.ts AS shipped
+               FROM orders o JOIN shipments s
+                 ON o.order_id = s.order_id
+                AND s.ts BETWEEN o.ts + INTERVAL '1' MINUTE AND o.ts + INTERVAL '5' MINUTE;",
+        duckdb: "SELECT o.order_id, s.ship_id, o.ts, s.ts
+                 FROM orders o JOIN shipments s
+                   ON o.order_id = s.order_id
+                  AND s.ts BETWEEN o.ts + INTERVAL 1 MINUTE AND o.ts + INTERVAL 5 MINUTE",
+    },
+    Case {
+        name: "top_3_per_user",
+        // weir ranks rows equal on the ORDER BY columns by the other
+        // columns, ascending (docs/SQL.md); Flink by arrival.
+        weir: "SELECT * FROM (
+                 SELECT user_id, order_id, amount,
+                        ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY amount DESC) AS rn
+                 FROM orders)
+               WHERE rn <= 3;",
+        duckdb: "SELECT * FROM (
+                   SELECT user_id, order_id, amount,
+                          row_number() OVER (PARTITION BY user_id
+                                             ORDER BY amount DESC, order_id) AS rn
+                   FROM orders)
+                 WHERE rn <= 3",
+    },
+    Case {
+        name: "top_2_per_category_without_rank",
+        weir: "SELECT category, order_id, qty FROM (
+                 SELECT category, qty, order_id,
+                        ROW_NUMBER() OVER (PARTITION BY category ORDER BY qty ASC) AS rn
+                 FROM orders)
+               WHERE rn < 3;",
+        duckdb: "SELECT category, order_id, qty FROM (
+                   SELECT category, qty, order_id,
+                          row_number() OVER (PARTITION BY category
+                                             ORDER BY qty ASC NULLS FIRST, order_id) AS rn
+                   FROM orders)
+                 WHERE rn < 3",
+    },
+    Case {
+        name: "dedup_first_row",
+        weir: "SELECT user_id, order_id, ts FROM (
+                 SELECT *, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ts ASC) AS rn
+                 FROM orders)
+               WHERE rn = 1;",
+        duckdb: "SELECT user_id, order_id, ts FROM (
+                   SELECT *, row_number() OVER (PARTITION BY user_id ORDER BY ts) AS rn
+                   FROM orders)
+                 WHERE rn = 1",
+    },
+    Case {
+        name: "dedup_last_row",
+        weir: "SELECT user_id, order_id, ts FROM (
+                 SELECT *, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ts DESC) AS rn
+                 FROM orders)
+               WHERE rn = 1;",
+        duckdb: "SELECT user_id, order_id, ts FROM (
+                   SELECT *, row_number() OVER (PARTITION BY user_id ORDER BY ts DESC) AS rn
+                   FROM orders)
+                 WHERE rn = 1",
+    },
+    Case {
+        name: "view",
+        weir: "CREATE VIEW big AS
+                 SELECT user_id, amount * qty AS total, category FROM orders WHERE qty IS NOT NULL;
+               SELECT b.user_id, u.name, SUM(b.total) AS total, COUNT(*) AS n
+               FROM big b JOIN users u ON b.user_id = u.user_id
+               GROUP BY b.user_id, u.name;",
+        duckdb: "CREATE VIEW big AS
+                   SELECT user_id, amount * qty AS total, category FROM orders WHERE qty IS NOT NULL;
+                 SELECT b.user_id, u.name, SUM(b.total), COUNT(*)
+                 FROM big b JOIN users u ON b.user_id = u.user_id
+                 GROUP BY b.user_id, u.name",
+    },
+];

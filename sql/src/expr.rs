@@ -602,6 +602,37 @@ pub fn numeric_common(a: DataType, b: DataType) -> Option<DataType> {
     })
 }
 
+/// A number's precision and scale as a DECIMAL operand (Flink's: an INT
+/// is DECIMAL(10, 0), a BIGINT DECIMAL(19, 0); weir's TINYINT and
+/// SMALLINT are INTs).
+fn decimal_shape(t: DataType) -> (i32, i32) {
+    match t {
+        DataType::Decimal { precision, scale } => (i32::from(precision), i32::from(scale)),
+        DataType::BigInt => (19, 0),
+        _ => (10, 0),
+    }
+}
+
+/// The type of a DECIMAL quotient, as Flink's
+/// `LogicalTypeMerging.findDivisionDecimalType`: scale `max(6, s1 + p2 +
+/// 1)`, precision `p1 - s1 + s2 + scale`; past 38 digits the precision is
+/// 38 and the scale gives way to the integer digits, down to
+/// `min(scale, 6)`.
+fn decimal_quotient(a: DataType, b: DataType) -> DataType {
+    let ((p1, s1), (p2, s2)) = (decimal_shape(a), decimal_shape(b));
+    let scale = (s1 + p2 + 1).max(6);
+    let precision = p1 - s1 + s2 + scale;
+    let (precision, scale) = if precision <= 38 {
+        (precision, scale)
+    } else {
+        (38, (38 - (precision - scale)).max(scale.min(6)))
+    };
+    DataType::Decimal {
+        precision: precision as u8,
+        scale: scale as u8,
+    }
+}
+
 fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataType) -> Value {
     if a.is_null() || b.is_null() {
         return Value::Null;
@@ -1260,10 +1291,7 @@ fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
                     precision: 38,
                     scale: (ta.scale() + tb.scale()).min(18),
                 },
-                (Arith::Div, DataType::Decimal { .. }) => DataType::Decimal {
-                    precision: 38,
-                    scale: ta.scale().max(6),
-                },
+                (Arith::Div, DataType::Decimal { .. }) => decimal_quotient(ta, tb),
                 _ => t,
             }
         } else if ta.is_timestamp() && tb == DataType::Interval && o != Arith::Mul {
@@ -1662,6 +1690,13 @@ mod tests {
         assert_eq!(eval("MOD(a, 4) + t.a * 2", &s, &r), Value::Int(17));
         assert_eq!(eval("a / 0", &s, &r), Value::Null);
         assert_eq!(eval("a * 1.5", &s, &r), Value::Decimal(105));
+        // Flink's quotient scale: max(6, s1 + p2 + 1), an INT being
+        // DECIMAL(10, 0): 7.0 / 3 has scale 12, 7 / 0.5 scale 6.
+        assert_eq!(
+            eval("CAST(a AS DECIMAL(5, 1)) / 3", &s, &r),
+            Value::Decimal(2_333_333_333_333)
+        );
+        assert_eq!(eval("a / 0.5", &s, &r), Value::Decimal(14_000_000));
         assert_eq!(eval("UPPER(s) || '!'", &s, &r), Value::Str("HELLO!".into()));
         assert_eq!(
             eval("SUBSTRING(s FROM 2 FOR 3)", &s, &r),

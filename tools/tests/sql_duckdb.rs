@@ -65,7 +65,11 @@ fn duckdb_python() -> &'static Path {
                 .args(["-c", "import duckdb"])
                 .output()
                 .is_ok_and(|o| o.status.success());
-            assert!(ok, "WEIR_DUCKDB_PYTHON={} cannot import duckdb. {how}", p.display());
+            assert!(
+                ok,
+                "WEIR_DUCKDB_PYTHON={} cannot import duckdb. {how}",
+                p.display()
+            );
             return p;
         }
         let out = Command::new("bash")
@@ -166,7 +170,9 @@ fn printed_table(name: &str, stdout: &str) -> Vec<Vec<String>> {
         .collect();
     let count = format!("{} row", rows.len());
     assert!(
-        lines.iter().any(|l| l.starts_with(&count) && l.ends_with("in set")),
+        lines
+            .iter()
+            .any(|l| l.starts_with(&count) && l.ends_with("in set")),
         "{name}: cannot read the printed table:\n{stdout}"
     );
     rows
@@ -295,9 +301,15 @@ impl Data {
         fs::write(d.shipments.join("shipments.csv"), text).unwrap();
         // Users u01..u12 (orders also name u13 and u14), tier NULL for u05.
         let mut text = String::from("user_id,name,tier\n");
-        let names = ["ann", "bob", "cy", "dee", "ed", "flo", "gus", "hal", "ida", "jo", "kim", "lu"];
+        let names = [
+            "ann", "bob", "cy", "dee", "ed", "flo", "gus", "hal", "ida", "jo", "kim", "lu",
+        ];
         for (i, name) in names.iter().enumerate() {
-            let tier = if i == 4 { "NULL".into() } else { (1 + i % 3).to_string() };
+            let tier = if i == 4 {
+                "NULL".into()
+            } else {
+                (1 + i % 3).to_string()
+            };
             text.push_str(&format!("u{:02},{name},{tier}\n", i + 1));
         }
         fs::write(d.users.join("users.csv"), text).unwrap();
@@ -339,7 +351,10 @@ impl Data {
              CREATE VIEW users AS SELECT * FROM {};
              CREATE VIEW shipments AS SELECT * FROM {};
              -- the start of the `ms`-long window (from the epoch) holding `t`
-             CREATE MACRO win_floor(t, ms) AS epoch_ms(epoch_ms(t) // ms * ms);\n",
+             CREATE MACRO win_floor(t, ms) AS epoch_ms(epoch_ms(t) // ms * ms);
+             -- the DECIMAL(38, 13) of `n` units of 10^-13
+             CREATE MACRO at_scale_13(n) AS
+               CAST(n AS DECIMAL(38, 0)) * CAST(0.0000000000001 AS DECIMAL(14, 13));\n",
             read(
                 &self.orders,
                 "'order_id': 'BIGINT', 'user_id': 'VARCHAR', 'amount': 'DECIMAL(10,2)', \
@@ -464,10 +479,14 @@ fn a_sigkill_and_restore_latest_commit_duckdbs_result_exactly_once() {
     // The sink's CSV: NULL is an empty field.
     let mut committed = Vec::new();
     for (line, _) in support::committed_lines(&s.join("totals")) {
-        committed.push(line.split(',').map(|v| match v {
-            "" => "NULL".to_owned(),
-            v => v.to_owned(),
-        }).collect());
+        committed.push(
+            line.split(',')
+                .map(|v| match v {
+                    "" => "NULL".to_owned(),
+                    v => v.to_owned(),
+                })
+                .collect(),
+        );
     }
     same_rows("crash", committed, duck, "committed rows against DuckDB's");
 }

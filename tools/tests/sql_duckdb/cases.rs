@@ -26,6 +26,18 @@ pub const CASES: &[Case] = &[
                  FROM orders",
     },
     Case {
+        name: "decimal_division",
+        // Flink's quotient type: DECIMAL(10, 2) / INT is DECIMAL(21, 13),
+        // rounded half up; DuckDB divides to a DOUBLE, so its side divides
+        // the cents as integers, scaled 10^12, and rounds the last digit.
+        weir: "SELECT order_id, amount / 3 AS a3, amount / (qty + 1) AS aq FROM orders;",
+        duckdb: "SELECT order_id,
+                        at_scale_13((CAST(amount * 100 AS HUGEINT) * 1000000000000 // 3 + 5) // 10),
+                        at_scale_13((CAST(amount * 100 AS HUGEINT) * 1000000000000 // (qty + 1)
+                                     + 5) // 10)
+                 FROM orders",
+    },
+    Case {
         name: "case_coalesce_cast",
         // CAST of a DECIMAL to INT truncates in Flink; DuckDB rounds.
         weir: "SELECT order_id,

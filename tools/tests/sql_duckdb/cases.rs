@@ -30,16 +30,18 @@ pub const CASES: &[Case] = &[
         // Flink's quotient type: DECIMAL(10, 2) / INT is DECIMAL(21, 13),
         // rounded half up; DuckDB divides to a DOUBLE, so its side divides
         // the cents as integers, scaled 10^12, and rounds the last digit.
+        // Division by zero is NULL in weir (docs/SQL.md: Flink fails).
         weir: "SELECT order_id, amount / 3 AS a3, amount / (qty + 1) AS aq FROM orders;",
         duckdb: "SELECT order_id,
-                        at_scale_13((CAST(amount * 100 AS HUGEINT) * 1000000000000 // 3 + 5) // 10),
-                        at_scale_13((CAST(amount * 100 AS HUGEINT) * 1000000000000 // (qty + 1)
-                                     + 5) // 10)
+                        at_scale_13(div_half_up(CAST(amount * 100 AS HUGEINT) * 1000000000000, 3)),
+                        at_scale_13(div_half_up(CAST(amount * 100 AS HUGEINT) * 1000000000000,
+                                                NULLIF(qty + 1, 0)))
                  FROM orders",
     },
     Case {
         name: "case_coalesce_cast",
-        // CAST of a DECIMAL to INT truncates in Flink; DuckDB rounds.
+        // CAST of a DECIMAL to INT truncates in Flink; DuckDB rounds. A
+        // CAST that fails is NULL in weir (Flink's TRY_CAST, docs/SQL.md).
         weir: "SELECT order_id,
                       CASE WHEN qty IS NULL THEN 'none' WHEN qty < 5 THEN 'few' ELSE 'many' END AS size,
                       CASE category WHEN 'books' THEN 1 WHEN 'games' THEN 2 ELSE 0 END AS c,
@@ -47,7 +49,8 @@ pub const CASES: &[Case] = &[
                       IFNULL(qty, 0) + 1 AS q1,
                       CAST(amount AS INT) AS ai, CAST(qty AS STRING) AS qs,
                       CAST(amount AS DECIMAL(12, 1)) AS a1, CAST(qty AS DECIMAL(5, 2)) AS qd,
-                      CAST(order_id AS DOUBLE) * 1.5 AS od
+                      CAST(order_id AS DOUBLE) * 1.5 AS od,
+                      CAST(SUBSTR(user_id, 2) AS INT) AS un, CAST(note AS INT) AS bad
                FROM orders;",
         duckdb: "SELECT order_id,
                         CASE WHEN qty IS NULL THEN 'none' WHEN qty < 5 THEN 'few' ELSE 'many' END,
@@ -55,13 +58,15 @@ pub const CASES: &[Case] = &[
                         COALESCE(category, 'unknown'), COALESCE(qty, -1), ifnull(qty, 0) + 1,
                         CAST(trunc(amount) AS INTEGER), CAST(qty AS VARCHAR),
                         CAST(amount AS DECIMAL(12, 1)), CAST(qty AS DECIMAL(5, 2)),
-                        CAST(order_id AS DOUBLE) * 1.5
+                        CAST(order_id AS DOUBLE) * 1.5,
+                        CAST(substr(user_id, 2) AS INTEGER), TRY_CAST(note AS INTEGER)
                  FROM orders",
     },
     Case {
         name: "string_functions",
         // Flink's CONCAT of a NULL is NULL (DuckDB's concat skips NULLs;
-        // its `||` does not). Substrings are bracketed: weir's printed
+        // its `||` does not). Flink's UPPER is Java's toUpperCase, which
+        // makes `ß` `SS`; DuckDB's makes it `ẞ`. Substrings are bracketed: weir's printed
         // table right-aligns its cells, so a leading blank would not show.
         weir: "SELECT order_id, UPPER(note) AS u, LOWER(note) AS l,
                       '[' || SUBSTRING(note FROM 2 FOR 4) || ']' AS s1,
@@ -73,13 +78,29 @@ pub const CASES: &[Case] = &[
                       note LIKE '%wrap%' AS w, user_id LIKE 'u1_' AS u1,
                       category NOT LIKE '%o%' AS no
                FROM orders;",
-        duckdb: "SELECT order_id, upper(note), lower(note),
+        duckdb: "SELECT order_id, replace(upper(note), 'ẞ', 'SS'), lower(note),
                         '[' || substring(note, 2, 4) || ']', '[' || substring(note, 6) || ']',
                         substr(user_id, 2),
                         note || '/' || user_id, user_id || '-' || category,
                         length(note), position('e' IN note),
                         replace(note, ' ', '_'), trim('  ' || note || ' '),
                         note LIKE '%wrap%', user_id LIKE 'u1_', category NOT LIKE '%o%'
+                 FROM orders",
+    },
+    Case {
+        name: "time_functions",
+        weir: "SELECT order_id, EXTRACT(HOUR FROM ts) AS h, MINUTE(ts) AS m, SECOND(ts) AS s,
+                      DAYOFMONTH(ts) AS d, DAYOFWEEK(ts) AS dw, YEAR(ts) AS y,
+                      DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss') AS f, FLOOR(ts TO MINUTE) AS fm,
+                      ts + INTERVAL '90' SECOND AS later, ts - INTERVAL '1' HOUR AS earlier,
+                      ts > TIMESTAMP '2024-01-01 01:30:00' AS late
+               FROM orders;",
+        // Flink's DAYOFWEEK is 1 for Sunday (DuckDB's dayofweek: 0).
+        duckdb: "SELECT order_id, extract(hour FROM ts), minute(ts), second(ts),
+                        dayofmonth(ts), dayofweek(ts) + 1, year(ts),
+                        strftime(ts, '%Y-%m-%d %H:%M:%S'), date_trunc('minute', ts),
+                        ts + INTERVAL 90 SECOND, ts - INTERVAL 1 HOUR,
+                        ts > TIMESTAMP '2024-01-01 01:30:00'
                  FROM orders",
     },
     Case {
@@ -180,13 +201,14 @@ pub const CASES: &[Case] = &[
     Case {
         name: "session_window",
         // Gaps and islands: a row starts a new session when the user's
-        // previous row is 40 s or more before it; a session ends 40 s
-        // after its last row.
+        // previous row is more than 40 s before it (Flink's session
+        // windows `[t, t + gap)` merge when they touch: `TimeWindow.
+        // intersects` is inclusive); a session ends 40 s after its last row.
         weir: "SELECT user_id, window_start, window_end, COUNT(*) AS n, SUM(amount) AS total
                FROM TABLE(SESSION(TABLE orders, DESCRIPTOR(ts), INTERVAL '40' SECOND))
                GROUP BY user_id, window_start, window_end;",
         duckdb: "WITH starts AS (
-                   SELECT *, CASE WHEN ts - lag(ts) OVER w < INTERVAL 40 SECOND THEN 0 ELSE 1 END
+                   SELECT *, CASE WHEN ts - lag(ts) OVER w <= INTERVAL 40 SECOND THEN 0 ELSE 1 END
                              AS new_session
                    FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts)),
                  sessions AS (

@@ -285,7 +285,7 @@ impl Data {
                     (h >> 48) % 100,
                     ts(t)
                 ));
-                if (h >> 44) % 3 != 0 {
+                if !(h >> 44).is_multiple_of(3) {
                     shipments.push((t + (h >> 30) as i64 % 600_000, id));
                 }
             }

@@ -16,7 +16,8 @@ venv="${WEIR_DUCKDB_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/weir/duckdb-venv}"
 python="$venv/bin/python"
 
 works() {
-    [ -x "$python" ] && "$python" -c "
+    # -I: a `duckdb` folder in the working directory is not the package
+    [ -x "$python" ] && "$python" -I -c "
 import duckdb, sys
 sys.exit(0 if duckdb.__version__ == '$DUCKDB_VERSION' else 1)" 2>/dev/null
 }

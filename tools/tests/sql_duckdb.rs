@@ -61,8 +61,9 @@ fn duckdb_python() -> &'static Path {
                    it prints, as .ci/run does";
         if let Some(p) = std::env::var_os("WEIR_DUCKDB_PYTHON").filter(|p| !p.is_empty()) {
             let p = PathBuf::from(p);
+            // `-I`: not the working directory's `duckdb` (tools/duckdb).
             let ok = Command::new(&p)
-                .args(["-c", "import duckdb"])
+                .args(["-I", "-c", "import duckdb"])
                 .output()
                 .is_ok_and(|o| o.status.success());
             assert!(
@@ -107,6 +108,7 @@ fn duckdb(s: &Scratch, name: &str, setup: &str, sql: &str) -> ResultSet {
     fs::write(&setup_file, setup).unwrap();
     fs::write(&query_file, sql).unwrap();
     let out = Command::new(duckdb_python())
+        .arg("-I")
         .arg(repo().join("tools/duckdb/query.py"))
         .args([&setup_file, &query_file])
         .stdin(Stdio::null())
@@ -470,6 +472,7 @@ fn run_case(s: &Scratch, d: &Data, data: &str, case: &Case) {
 /// Runs every case (or only `WEIR_DUCKDB_CASE`) over `d`; the failures
 /// are named together at the end.
 fn run_cases(s: &Scratch, d: &Data, data: &str) {
+    duckdb_python(); // one clear failure if DuckDB is missing
     let only = std::env::var("WEIR_DUCKDB_CASE").ok();
     let mut failed = Vec::new();
     for case in CASES {

@@ -16,8 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir_runtime::{
-    BranchStream, EventTimeSessionWindows, FileSource, JobGraph, Offset, SlidingEventTimeWindows,
-    SubtaskInfo, TimeWindow, TransactionalFileSink, TumblingEventTimeWindows, WatermarkStrategy,
+    BranchStream, CumulativeEventTimeWindows, EventTimeSessionWindows, FileSource, JobGraph,
+    Offset, SlidingEventTimeWindows, SubtaskInfo, TimeWindow, TransactionalFileSink,
+    TumblingEventTimeWindows, WatermarkStrategy,
 };
 
 use crate::agg::{Aggs, GroupAggregate, WindowAggregate};
@@ -130,6 +131,15 @@ impl<'j> Lowering<'j> {
                     } => keyed
                         .window(
                             SlidingEventTimeWindows::of(ms(size), ms(slide), ts)
+                                .with_offset(offset_of(offset)),
+                        )
+                        .aggregate(&uid, f)
+                        .map(&map_uid, out)
+                        .share()
+                        .branch(),
+                    Window::Cumulate { step, size, offset } => keyed
+                        .window(
+                            CumulativeEventTimeWindows::of(ms(step), ms(size), ts)
                                 .with_offset(offset_of(offset)),
                         )
                         .aggregate(&uid, f)

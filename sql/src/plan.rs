@@ -153,6 +153,16 @@ pub enum Window {
         /// Inactivity gap (ms).
         gap: i64,
     },
+    /// CUMULATE(step, size[, offset]): windows growing by `step` from the
+    /// start of each `size`-aligned period.
+    Cumulate {
+        /// Step between window ends (ms).
+        step: i64,
+        /// Largest window (ms), a multiple of the step.
+        size: i64,
+        /// Alignment offset (ms).
+        offset: i64,
+    },
 }
 
 /// An aggregate function.
@@ -933,12 +943,19 @@ impl<'c> Planner<'c> {
                 }
             }
             ("SESSION", [gap]) => Window::Session { gap: *gap },
-            ("CUMULATE", _) => {
-                return Err(SqlError::Unsupported(
-                    "CUMULATE windows are not supported yet".into(),
-                ))
+            ("CUMULATE", [step, size]) | ("CUMULATE", [step, size, _]) => {
+                if size % step != 0 {
+                    return Err(usage("the size must be a whole multiple of the step"));
+                }
+                Window::Cumulate {
+                    step: *step,
+                    size: *size,
+                    offset: rest.get(2).copied().unwrap_or(0),
+                }
             }
-            ("TUMBLE" | "HOP" | "SESSION", _) => return Err(usage("wrong number of intervals")),
+            ("TUMBLE" | "HOP" | "SESSION" | "CUMULATE", _) => {
+                return Err(usage("wrong number of intervals"))
+            }
             _ => return Err(SqlError::UnknownFunction(name)),
         };
         for n in ["window_start", "window_end", "window_time"] {

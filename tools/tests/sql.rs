@@ -535,3 +535,52 @@ fn nexmark_q2_is_verified_against_the_generator() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("README.md lists the queries"));
 }
+
+/// CUMULATE: per user, running counts every ten minutes that start over
+/// every hour, equal to counts made here.
+#[test]
+fn cumulate_windows_report_running_counts_that_start_over_each_period() {
+    let s = Scratch::new("sql", "cumulate");
+    let clicks = write_clicks(&s.join("clicks"));
+    let script = s.join("cumulate.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE clicks (user_id BIGINT, url STRING, ts TIMESTAMP(3),
+               WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'csv.ignore-first-line' = 'true');
+             CREATE TABLE running (user_id BIGINT, window_start TIMESTAMP(3), window_end TIMESTAMP(3), n BIGINT)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO running
+             SELECT user_id, window_start, window_end, COUNT(*)
+             FROM TABLE(CUMULATE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' MINUTES, INTERVAL '1' HOUR))
+             GROUP BY user_id, window_start, window_end;",
+            s.join("clicks").display(),
+            s.join("running").display()
+        ),
+    )
+    .unwrap();
+    let out = weir_sql(&script, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut want: BTreeMap<(u64, i64, i64), u64> = BTreeMap::new();
+    for &(u, t) in &clicks {
+        let start = t.div_euclid(3_600_000) * 3_600_000;
+        for k in 1..=6 {
+            let end = start + k * 600_000;
+            if end > t {
+                *want.entry((u, start, end)).or_default() += 1;
+            }
+        }
+    }
+    let mut lines: Vec<String> = want
+        .iter()
+        .map(|(&(u, s, e), n)| format!("{u},{},{},{n}", ts(s), ts(e)))
+        .collect();
+    lines.sort();
+    same_lines(committed(&s.join("running")), lines);
+}

@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use weir_runtime::{
     BranchStream, CumulativeEventTimeWindows, EventTimeSessionWindows, FileSource, JobGraph,
-    Offset, SlidingEventTimeWindows, SubtaskInfo, TimeWindow, TransactionalFileSink,
-    TumblingEventTimeWindows, WatermarkStrategy,
+    Offset, ProcessingTimeSessionWindows, SlidingEventTimeWindows, SlidingProcessingTimeWindows,
+    SubtaskInfo, TimeWindow, TransactionalFileSink, TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows, WatermarkStrategy,
 };
 
 use crate::agg::{Aggs, GroupAggregate, WindowAggregate};
@@ -114,7 +115,37 @@ impl<'j> Lowering<'j> {
                 let f = WindowAggregate(Aggs::new(aggs));
                 let out = move |(k, w, a): (Row, TimeWindow, Row)| window_row(k, w, a);
                 let map_uid = format!("{uid}-output");
+                let proctime = input.schema.fields[time].proctime;
                 match *window {
+                    // Processing time (a PROCTIME() column): the wall clock.
+                    Window::Tumble { size, offset } if proctime => keyed
+                        .window(
+                            TumblingProcessingTimeWindows::of(ms(size))
+                                .with_offset(offset_of(offset)),
+                        )
+                        .aggregate(&uid, f)
+                        .map(&map_uid, out)
+                        .share()
+                        .branch(),
+                    Window::Hop {
+                        slide,
+                        size,
+                        offset,
+                    } if proctime => keyed
+                        .window(
+                            SlidingProcessingTimeWindows::of(ms(size), ms(slide))
+                                .with_offset(offset_of(offset)),
+                        )
+                        .aggregate(&uid, f)
+                        .map(&map_uid, out)
+                        .share()
+                        .branch(),
+                    Window::Session { gap } if proctime => keyed
+                        .window(ProcessingTimeSessionWindows::with_gap(ms(gap)))
+                        .aggregate(&uid, f)
+                        .map(&map_uid, out)
+                        .share()
+                        .branch(),
                     Window::Tumble { size, offset } => keyed
                         .window(
                             TumblingEventTimeWindows::of(ms(size), ts)

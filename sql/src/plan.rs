@@ -579,8 +579,11 @@ impl<'c> Planner<'c> {
                 let mut fields: Vec<Field> = pre_fields[..nkeys].to_vec();
                 fields.push(Field::new("window_start", DataType::Timestamp));
                 fields.push(Field::new("window_end", DataType::Timestamp));
-                let mut wt = Field::new("window_time", input_scope.cols[time_col].field.ty);
-                wt.rowtime = true;
+                let t = &input_scope.cols[time_col].field;
+                let mut wt = Field::new("window_time", t.ty);
+                // The window's time attribute is of the window's time.
+                wt.rowtime = t.rowtime;
+                wt.proctime = t.proctime;
                 fields.push(wt);
                 (
                     Node::WindowAgg {
@@ -746,6 +749,7 @@ impl<'c> Planner<'c> {
                         _ => Field::new(format!("EXPR${n}"), c.ty()),
                     };
                     f.ty = c.ty();
+                    f.proctime |= c.is_proctime();
                     fields.push(f);
                     project.push(c);
                 }
@@ -757,6 +761,7 @@ impl<'c> Planner<'c> {
                     };
                     f.name = alias.value.clone();
                     f.ty = c.ty();
+                    f.proctime |= c.is_proctime();
                     fields.push(f);
                     project.push(c);
                 }
@@ -896,10 +901,16 @@ impl<'c> Planner<'c> {
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
-        if !plan.schema.fields[time].rowtime {
+        let proctime = plan.schema.fields[time].proctime;
+        if !plan.schema.fields[time].rowtime && !proctime {
             return Err(SqlError::Plan(format!(
-                "{name}: `{col}` is not an event-time attribute (declare WATERMARK FOR {col} in table `{table}`; processing-time windows are not supported)"
+                "{name}: `{col}` is not a time attribute (declare WATERMARK FOR {col} in table `{table}`, or a processing-time column `{col} AS PROCTIME()`)"
             )));
+        }
+        if proctime && name == "CUMULATE" {
+            return Err(SqlError::Unsupported(
+                "CUMULATE on processing time (it is supported on event time)".into(),
+            ));
         }
         if plan.updating {
             return Err(SqlError::Unsupported(format!(
@@ -967,7 +978,8 @@ impl<'c> Planner<'c> {
                     DataType::Timestamp
                 },
             );
-            f.rowtime = n == "window_time";
+            f.rowtime = n == "window_time" && !proctime;
+            f.proctime = n == "window_time" && proctime;
             scope.cols.push(ScopeCol {
                 qualifier: Some(qual.clone()),
                 field: f,

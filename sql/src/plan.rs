@@ -91,6 +91,17 @@ pub enum Node {
     },
     /// UNION ALL of inputs of one schema.
     Union(Vec<Plan>),
+    /// A windowing TVF read as a table (not aggregated): each row once per
+    /// window holding its time, with `window_start`, `window_end` and
+    /// `window_time` appended (a window join joins two of these on them).
+    WindowAssign {
+        /// The input.
+        input: Box<Plan>,
+        /// The window (not SESSION: sessions exist only when aggregated).
+        window: Window,
+        /// The time attribute column.
+        time: usize,
+    },
     /// A regular join (see [`crate::join`]): both inputs keyed by their
     /// join keys, each side's rows in keyed state. Output: the left
     /// input's columns, then the right's; updating if an outer join or an
@@ -351,6 +362,12 @@ impl<'c> Planner<'c> {
             find_aggregates(h, &mut aggs_found);
         }
         let grouped = !group_exprs.is_empty() || !aggs_found.is_empty();
+        // A windowing TVF not aggregated is a table of its rows with their
+        // windows (window joins, filters on the window columns).
+        let mut from = from;
+        if let (Some((window, time)), false) = (from.window, grouped) {
+            from = window_table(from, window, time)?;
+        }
         // The scope rows are read in before aggregation: a TVF's window
         // columns are not in the rows yet.
         let input_scope = match from.window {
@@ -382,11 +399,6 @@ impl<'c> Planner<'c> {
             .transpose()?,
         };
         if !grouped {
-            if from.window.is_some() {
-                return Err(SqlError::Unsupported(
-                    "a windowing TVF without GROUP BY window_start, window_end (window aggregation is supported; window joins, window Top-N and window deduplication are not yet)".into(),
-                ));
-            }
             if s.having.is_some() {
                 return Err(SqlError::Plan(
                     "HAVING without GROUP BY or aggregates".into(),
@@ -1011,6 +1023,34 @@ fn unique_names(fields: &mut [Field]) {
     }
 }
 
+/// A windowing TVF's rows with their windows, as a table.
+fn window_table(from: From, window: Window, time: usize) -> Result<From> {
+    if let Window::Session { .. } = window {
+        return Err(SqlError::Unsupported(
+            "SESSION without GROUP BY window_start, window_end (sessions exist only as a window aggregation)".into(),
+        ));
+    }
+    let mut schema = from.plan.schema.clone();
+    let n = from.scope.cols.len();
+    schema
+        .fields
+        .extend(from.scope.cols[n - 3..].iter().map(|c| c.field.clone()));
+    let updating = from.plan.updating;
+    Ok(From {
+        plan: Plan {
+            node: Node::WindowAssign {
+                input: Box::new(from.plan),
+                window,
+                time,
+            },
+            schema,
+            updating,
+        },
+        scope: from.scope,
+        window: None,
+    })
+}
+
 fn is_window_column(n: &str) -> bool {
     ["window_start", "window_end", "window_time"]
         .iter()
@@ -1169,6 +1209,18 @@ impl Plan {
                 for i in inputs {
                     i.explain_into(s, depth + 1);
                 }
+            }
+            Node::WindowAssign {
+                input,
+                window,
+                time,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}WindowTableFunction(window=[{window:?}], time_col=[{}])",
+                    input.schema.fields[*time].name
+                );
+                input.explain_into(s, depth + 1);
             }
             Node::Join {
                 left,

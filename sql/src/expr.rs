@@ -184,6 +184,8 @@ pub enum Func {
     NumFloor(bool),
     /// POSITION(a IN b), 1-based, 0 if absent
     Position,
+    /// PROCTIME(): the wall clock (epoch ms) when the row is computed
+    ProcTime,
     /// REPLACE(s, from, to)
     Replace,
     /// HASH_CODE-like: not offered. Placeholder never built.
@@ -240,6 +242,12 @@ impl Scalar {
             | Scalar::Call(_, _, t) => *t,
             _ => DataType::Boolean,
         }
+    }
+
+    /// Whether this is `PROCTIME()`: the column it makes is a
+    /// processing-time attribute.
+    pub fn is_proctime(&self) -> bool {
+        matches!(self, Scalar::Call(Func::ProcTime, _, _))
     }
 
     /// The column this is, if it is a bare column.
@@ -569,6 +577,11 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             }
             v => v,
         },
+        Func::ProcTime => Value::Timestamp(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+        ),
         Func::Never => Value::Null,
     }
 }
@@ -1577,6 +1590,10 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
                 return Err(SqlError::Type(format!("DATE_FORMAT of {}", a.ty())));
             };
             Scalar::Call(Func::DateFormat(p), vec![a], DataType::String)
+        }
+        "PROCTIME" => {
+            arity(0..=0)?;
+            Scalar::Call(Func::ProcTime, args, DataType::TimestampLtz)
         }
         "TO_TIMESTAMP_LTZ" => {
             arity(1..=2)?;

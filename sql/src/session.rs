@@ -146,7 +146,8 @@ impl Script {
                 Node::Calc { input, .. }
                 | Node::WindowAgg { input, .. }
                 | Node::GroupAgg { input, .. }
-                | Node::Rank { input, .. } => bounded(input),
+                | Node::Rank { input, .. }
+                | Node::WindowAssign { input, .. } => bounded(input),
                 Node::Union(inputs) => inputs.iter().all(bounded),
                 Node::Join { left, right, .. } | Node::IntervalJoin { left, right, .. } => {
                     bounded(left) && bounded(right)
@@ -360,6 +361,13 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                 } else {
                     ", append-only"
                 }
+            ));
+        }
+        Node::WindowAssign { input, window, .. } => {
+            physical(input, out);
+            let last = out.last_mut().expect("an input stage");
+            last.push_str(&format!(
+                "\n  chained: WindowTableFunction({window:?}): each row once per window, window columns appended"
             ));
         }
         Node::Union(inputs) => {

@@ -199,6 +199,48 @@ pub const CASES: &[Case] = &[
                  FROM orders, range(3) AS r(k) GROUP BY ALL",
     },
     Case {
+        name: "cumulate_window",
+        // Windows growing by 5 minutes from each 20-minute period's start:
+        // a row is in those of its period that end after it.
+        weir: "SELECT category, window_start, window_end, COUNT(*) AS n, SUM(amount) AS total,
+                      MIN(qty) AS mq
+               FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES,
+                                   INTERVAL '20' MINUTES))
+               GROUP BY category, window_start, window_end;",
+        duckdb: "SELECT category, win_floor(ts, 1200000) AS ws, ws + k * INTERVAL 5 MINUTE AS we,
+                        COUNT(*), SUM(amount), MIN(qty)
+                 FROM orders, range(1, 5) AS r(k)
+                 WHERE ts < win_floor(ts, 1200000) + k * INTERVAL 5 MINUTE
+                 GROUP BY ALL",
+    },
+    Case {
+        name: "hop_rows_as_a_table",
+        // A windowing TVF not aggregated: each row once per window.
+        weir: "SELECT order_id, window_start, window_end, window_time, amount
+               FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES,
+                              INTERVAL '10' MINUTES))
+               WHERE qty > 15;",
+        duckdb: "SELECT order_id, win_floor(ts, 300000) - k * INTERVAL 5 MINUTE AS ws,
+                        ws + INTERVAL 10 MINUTE,
+                        ws + INTERVAL 10 MINUTE - INTERVAL 1 MILLISECOND, amount
+                 FROM orders, range(2) AS r(k) WHERE qty > 15",
+    },
+    Case {
+        name: "window_join",
+        // Orders and their shipments in the same 10-minute window.
+        weir: "SELECT L.order_id, L.window_start, L.amount, R.ship_id
+               FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts),
+                                                INTERVAL '10' MINUTES))) L
+               JOIN (SELECT * FROM TABLE(TUMBLE(TABLE shipments, DESCRIPTOR(ts),
+                                                INTERVAL '10' MINUTES))) R
+               ON L.order_id = R.order_id AND L.window_start = R.window_start
+                  AND L.window_end = R.window_end;",
+        duckdb: "SELECT o.order_id, win_floor(o.ts, 600000), o.amount, s.ship_id
+                 FROM orders o JOIN shipments s
+                   ON o.order_id = s.order_id
+                  AND win_floor(o.ts, 600000) = win_floor(s.ts, 600000)",
+    },
+    Case {
         name: "session_window",
         // Gaps and islands: a row starts a new session when the user's
         // previous row is more than 40 s before it (Flink's session

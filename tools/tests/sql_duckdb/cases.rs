@@ -288,6 +288,37 @@ pub const CASES: &[Case] = &[
                  WHERE o.category = 'games'",
     },
     Case {
+        name: "full_join",
+        weir: "SELECT o.order_id, o.user_id, u.user_id AS uid, u.name
+               FROM orders o FULL JOIN users u ON o.user_id = u.user_id AND o.qty > 17;",
+        duckdb: "SELECT o.order_id, o.user_id, u.user_id, u.name
+                 FROM orders o FULL JOIN users u ON o.user_id = u.user_id AND o.qty > 17",
+    },
+    Case {
+        name: "group_by_over_a_left_join",
+        // The join retracts an order's padded row when its user arrives:
+        // the aggregation must take the retraction back.
+        weir: "SELECT u.name, u.tier, COUNT(*) AS n, COUNT(u.user_id) AS matched,
+                      SUM(o.amount) AS total
+               FROM orders o LEFT JOIN users u ON o.user_id = u.user_id
+               GROUP BY u.name, u.tier;",
+        duckdb: "SELECT u.name, u.tier, COUNT(*), COUNT(u.user_id), SUM(o.amount)
+                 FROM orders o LEFT JOIN users u ON o.user_id = u.user_id
+                 GROUP BY u.name, u.tier",
+    },
+    Case {
+        name: "group_by_over_window_results",
+        weir: "SELECT category, MAX(n) AS busiest, SUM(n) AS n, COUNT(*) AS windows
+               FROM (SELECT category, window_start, COUNT(*) AS n
+                     FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES))
+                     GROUP BY category, window_start, window_end)
+               GROUP BY category;",
+        duckdb: "SELECT category, MAX(n), SUM(n), COUNT(*)
+                 FROM (SELECT category, win_floor(ts, 300000), COUNT(*) AS n
+                       FROM orders GROUP BY ALL)
+                 GROUP BY category",
+    },
+    Case {
         name: "interval_join",
         weir: "SELECT o.order_id, s.ship_id, o.ts AS ordered, s.ts AS shipped
                FROM orders o JOIN shipments s

@@ -93,14 +93,14 @@ pub const CASES: &[Case] = &[
                       DAYOFMONTH(ts) AS d, DAYOFWEEK(ts) AS dw, YEAR(ts) AS y,
                       DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss') AS f, FLOOR(ts TO MINUTE) AS fm,
                       ts + INTERVAL '90' SECOND AS later, ts - INTERVAL '1' HOUR AS earlier,
-                      ts > TIMESTAMP '2024-01-01 01:30:00' AS late
+                      ts > TIMESTAMP '2024-01-01 01:30:00' AS late, CAST(ts AS DATE) AS day
                FROM orders;",
         // Flink's DAYOFWEEK is 1 for Sunday (DuckDB's dayofweek: 0).
         duckdb: "SELECT order_id, extract(hour FROM ts), minute(ts), second(ts),
                         dayofmonth(ts), dayofweek(ts) + 1, year(ts),
                         strftime(ts, '%Y-%m-%d %H:%M:%S'), date_trunc('minute', ts),
                         ts + INTERVAL 90 SECOND, ts - INTERVAL 1 HOUR,
-                        ts > TIMESTAMP '2024-01-01 01:30:00'
+                        ts > TIMESTAMP '2024-01-01 01:30:00', CAST(ts AS DATE)
                  FROM orders",
     },
     Case {
@@ -185,6 +185,19 @@ pub const CASES: &[Case] = &[
                         CAST(trunc(SUM(qty) / COUNT(qty)) AS INTEGER)
                  FROM orders WHERE category <> 'food'
                  GROUP BY user_id, we HAVING SUM(qty) > 500",
+    },
+    Case {
+        name: "tumble_window_with_offset",
+        weir: "SELECT window_start, window_end, COUNT(*) AS n, AVG(DISTINCT qty) AS adq,
+                      COUNT(DISTINCT note) AS notes
+               FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTES,
+                                 INTERVAL '3' MINUTES))
+               GROUP BY window_start, window_end;",
+        duckdb: "SELECT epoch_ms((epoch_ms(ts) - 180000) // 600000 * 600000 + 180000) AS ws,
+                        ws + INTERVAL 10 MINUTE, COUNT(*),
+                        CAST(trunc(SUM(DISTINCT qty) / COUNT(DISTINCT qty)) AS INTEGER),
+                        COUNT(DISTINCT note)
+                 FROM orders GROUP BY ws",
     },
     Case {
         name: "hop_window",
@@ -328,6 +341,17 @@ pub const CASES: &[Case] = &[
                  FROM orders o JOIN shipments s
                    ON o.order_id = s.order_id
                   AND s.ts BETWEEN o.ts + INTERVAL 1 MINUTE AND o.ts + INTERVAL 5 MINUTE",
+    },
+    Case {
+        name: "interval_join_strict_bounds",
+        weir: "SELECT o.order_id, s.ship_id, o.amount
+               FROM orders o, shipments s
+               WHERE o.order_id = s.order_id AND o.ts < s.ts - INTERVAL '1' MINUTE
+                 AND o.ts > s.ts - INTERVAL '5' MINUTE;",
+        duckdb: "SELECT o.order_id, s.ship_id, o.amount
+                 FROM orders o, shipments s
+                 WHERE o.order_id = s.order_id AND o.ts < s.ts - INTERVAL 1 MINUTE
+                   AND o.ts > s.ts - INTERVAL 5 MINUTE",
     },
     Case {
         name: "top_3_per_user",

@@ -252,7 +252,7 @@ pub fn explain(plan: &Plan, sink: Option<&str>) -> String {
         }
         None => s.push_str(&plan.explain()),
     }
-    s.push_str("\n== Physical Execution Plan ==\n");
+    s.push_str("\n== Physical Execution Plan ==\n(every stage runs at the job's parallelism, one subtask per worker)\n");
     let mut stages = Vec::new();
     physical(plan, &mut stages);
     for (i, st) in stages.iter().enumerate() {

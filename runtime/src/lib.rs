@@ -101,13 +101,14 @@ pub use crate::operators::timestamps::{
 pub use crate::operators::two_input::KeyedCoProcessFunction;
 pub use crate::operators::window::{
     ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger, CountEvictor, CountTrigger,
-    DeltaEvictor, DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows,
-    EventTimeSessionWindows, EventTimeTrigger, Evictor, EvictorContext, GeneralWindowOperator,
-    NeverTrigger, NoState, OnMergeContext, ProcessWindowFunction, ProcessingTimeSessionWindows,
-    ProcessingTimeTrigger, PurgingTrigger, SlidingEventTimeWindows, SlidingProcessingTimeWindows,
-    StateStore, TimeEvictor, TimeWindow, TimestampedValue, Trigger, TriggerContext, TriggerResult,
-    TumblingEventTimeWindows, TumblingProcessingTimeWindows, ValueStateDescriptor, WindowAssigner,
-    WindowCollector, WindowContext, WindowFold, WindowFunction, WindowOperator, Windowing,
+    CumulativeEventTimeWindows, DeltaEvictor, DynamicEventTimeSessionWindows,
+    DynamicProcessingTimeSessionWindows, EventTimeSessionWindows, EventTimeTrigger, Evictor,
+    EvictorContext, GeneralWindowOperator, NeverTrigger, NoState, OnMergeContext,
+    ProcessWindowFunction, ProcessingTimeSessionWindows, ProcessingTimeTrigger, PurgingTrigger,
+    SlidingEventTimeWindows, SlidingProcessingTimeWindows, StateStore, TimeEvictor, TimeWindow,
+    TimestampedValue, Trigger, TriggerContext, TriggerResult, TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows, ValueStateDescriptor, WindowAssigner, WindowCollector,
+    WindowContext, WindowFold, WindowFunction, WindowOperator, Windowing,
 };
 pub use crate::state::{
     AggregateFunction, KeyContext, KeyedAggregatingState, KeyedListState, KeyedMapState,

@@ -118,7 +118,9 @@ fn build_table(def: &TableDef) -> Result<Table> {
                 }
                 let s = expr::compile(e, &scope)
                     .map_err(|e| conn_err(format!("computed column `{name}`: {e}")))?;
-                fields.push(Field::new(name.clone(), s.ty()));
+                let mut f = Field::new(name.clone(), s.ty());
+                f.proctime = s.is_proctime();
+                fields.push(f);
                 columns.push(s);
             }
         }

@@ -184,6 +184,8 @@ pub enum Func {
     NumFloor(bool),
     /// POSITION(a IN b), 1-based, 0 if absent
     Position,
+    /// PROCTIME(): the wall clock (epoch ms) when the row is computed
+    ProcTime,
     /// REPLACE(s, from, to)
     Replace,
     /// HASH_CODE-like: not offered. Placeholder never built.
@@ -240,6 +242,12 @@ impl Scalar {
             | Scalar::Call(_, _, t) => *t,
             _ => DataType::Boolean,
         }
+    }
+
+    /// Whether this is `PROCTIME()`: the column it makes is a
+    /// processing-time attribute.
+    pub fn is_proctime(&self) -> bool {
+        matches!(self, Scalar::Call(Func::ProcTime, _, _))
     }
 
     /// The column this is, if it is a bare column.
@@ -570,6 +578,11 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             }
             v => v,
         },
+        Func::ProcTime => Value::Timestamp(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+        ),
         Func::Never => Value::Null,
     }
 }
@@ -601,6 +614,37 @@ pub fn numeric_common(a: DataType, b: DataType) -> Option<DataType> {
         (Int, Int) => Int,
         _ => return None,
     })
+}
+
+/// A number's precision and scale as a DECIMAL operand (Flink's: an INT
+/// is DECIMAL(10, 0), a BIGINT DECIMAL(19, 0); weir's TINYINT and
+/// SMALLINT are INTs).
+fn decimal_shape(t: DataType) -> (i32, i32) {
+    match t {
+        DataType::Decimal { precision, scale } => (i32::from(precision), i32::from(scale)),
+        DataType::BigInt => (19, 0),
+        _ => (10, 0),
+    }
+}
+
+/// The type of a DECIMAL quotient, as Flink's
+/// `LogicalTypeMerging.findDivisionDecimalType`: scale `max(6, s1 + p2 +
+/// 1)`, precision `p1 - s1 + s2 + scale`; past 38 digits the precision is
+/// 38 and the scale gives way to the integer digits, down to
+/// `min(scale, 6)`.
+fn decimal_quotient(a: DataType, b: DataType) -> DataType {
+    let ((p1, s1), (p2, s2)) = (decimal_shape(a), decimal_shape(b));
+    let scale = (s1 + p2 + 1).max(6);
+    let precision = p1 - s1 + s2 + scale;
+    let (precision, scale) = if precision <= 38 {
+        (precision, scale)
+    } else {
+        (38, (38 - (precision - scale)).max(scale.min(6)))
+    };
+    DataType::Decimal {
+        precision: precision as u8,
+        scale: scale as u8,
+    }
 }
 
 fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataType) -> Value {
@@ -1263,10 +1307,7 @@ fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
                     precision: 38,
                     scale: (ta.scale() + tb.scale()).min(18),
                 },
-                (Arith::Div, DataType::Decimal { .. }) => DataType::Decimal {
-                    precision: 38,
-                    scale: ta.scale().max(6),
-                },
+                (Arith::Div, DataType::Decimal { .. }) => decimal_quotient(ta, tb),
                 _ => t,
             }
         } else if ta.is_timestamp() && tb == DataType::Interval && o != Arith::Mul {
@@ -1553,6 +1594,10 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             };
             Scalar::Call(Func::DateFormat(p), vec![a], DataType::String)
         }
+        "PROCTIME" => {
+            arity(0..=0)?;
+            Scalar::Call(Func::ProcTime, args, DataType::TimestampLtz)
+        }
         "TO_TIMESTAMP_LTZ" => {
             arity(1..=2)?;
             let precision = match args.get(1) {
@@ -1665,6 +1710,13 @@ mod tests {
         assert_eq!(eval("MOD(a, 4) + t.a * 2", &s, &r), Value::Int(17));
         assert_eq!(eval("a / 0", &s, &r), Value::Null);
         assert_eq!(eval("a * 1.5", &s, &r), Value::decimal(105));
+        // Flink's quotient scale: max(6, s1 + p2 + 1), an INT being
+        // DECIMAL(10, 0): 7.0 / 3 has scale 12, 7 / 0.5 scale 6.
+        assert_eq!(
+            eval("CAST(a AS DECIMAL(5, 1)) / 3", &s, &r),
+            Value::decimal(2_333_333_333_333)
+        );
+        assert_eq!(eval("a / 0.5", &s, &r), Value::decimal(14_000_000));
         assert_eq!(eval("UPPER(s) || '!'", &s, &r), Value::Str("HELLO!".into()));
         assert_eq!(
             eval("SUBSTRING(s FROM 2 FOR 3)", &s, &r),

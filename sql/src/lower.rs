@@ -16,8 +16,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir_runtime::{
-    BranchStream, EventTimeSessionWindows, FileSource, JobGraph, Offset, SlidingEventTimeWindows,
-    SubtaskInfo, TimeWindow, TransactionalFileSink, TumblingEventTimeWindows, WatermarkStrategy,
+    BranchStream, CumulativeEventTimeWindows, EventTimeSessionWindows, FileSource, JobGraph,
+    Offset, ProcessingTimeSessionWindows, SlidingEventTimeWindows, SlidingProcessingTimeWindows,
+    SubtaskInfo, TimeWindow, TransactionalFileSink, TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows, WatermarkStrategy,
 };
 
 use crate::agg::{Aggs, GroupAggregate, WindowAggregate};
@@ -113,7 +115,37 @@ impl<'j> Lowering<'j> {
                 let f = WindowAggregate(Aggs::new(aggs));
                 let out = move |(k, w, a): (Key, TimeWindow, Row)| window_row(k, w, a);
                 let map_uid = format!("{uid}-output");
+                let proctime = input.schema.fields[time].proctime;
                 match *window {
+                    // Processing time (a PROCTIME() column): the wall clock.
+                    Window::Tumble { size, offset } if proctime => keyed
+                        .window(
+                            TumblingProcessingTimeWindows::of(ms(size))
+                                .with_offset(offset_of(offset)),
+                        )
+                        .aggregate(&uid, f)
+                        .map(&map_uid, out)
+                        .share()
+                        .branch(),
+                    Window::Hop {
+                        slide,
+                        size,
+                        offset,
+                    } if proctime => keyed
+                        .window(
+                            SlidingProcessingTimeWindows::of(ms(size), ms(slide))
+                                .with_offset(offset_of(offset)),
+                        )
+                        .aggregate(&uid, f)
+                        .map(&map_uid, out)
+                        .share()
+                        .branch(),
+                    Window::Session { gap } if proctime => keyed
+                        .window(ProcessingTimeSessionWindows::with_gap(ms(gap)))
+                        .aggregate(&uid, f)
+                        .map(&map_uid, out)
+                        .share()
+                        .branch(),
                     Window::Tumble { size, offset } => keyed
                         .window(
                             TumblingEventTimeWindows::of(ms(size), ts)
@@ -130,6 +162,15 @@ impl<'j> Lowering<'j> {
                     } => keyed
                         .window(
                             SlidingEventTimeWindows::of(ms(size), ms(slide), ts)
+                                .with_offset(offset_of(offset)),
+                        )
+                        .aggregate(&uid, f)
+                        .map(&map_uid, out)
+                        .share()
+                        .branch(),
+                    Window::Cumulate { step, size, offset } => keyed
+                        .window(
+                            CumulativeEventTimeWindows::of(ms(step), ms(size), ts)
                                 .with_offset(offset_of(offset)),
                         )
                         .aggregate(&uid, f)
@@ -160,6 +201,18 @@ impl<'j> Lowering<'j> {
                 let rows = self.rows(input)?;
                 let uid = self.uid("rank");
                 crate::rank::lower(rows, &uid, rank)
+            }
+            Node::WindowAssign {
+                input,
+                window,
+                time,
+            } => {
+                let rows = self.rows(input)?;
+                let uid = self.uid("window-assign");
+                let (window, time) = (*window, *time);
+                rows.flat_map(&uid, move |row: Row| assign_windows(window, time, row))
+                    .share()
+                    .branch()
             }
             Node::Union(inputs) => {
                 let mut it = inputs.iter();
@@ -442,6 +495,54 @@ fn compute(columns: &[Scalar], row: Row) -> Row {
         kind: row.kind,
         values: columns.iter().map(|c| c.eval(&row)).collect(),
     }
+}
+
+/// `row` once per window of `window` holding its time (column `time`),
+/// with the window's start, end and time (end - 1) appended; none for a
+/// NULL time. Windows in order of their start.
+fn assign_windows(window: Window, time: usize, row: Row) -> Vec<Row> {
+    let Some(ts) = row.values[time].as_i64() else {
+        return Vec::new();
+    };
+    let align = |size: i64, offset: i64| ts - (ts - offset).rem_euclid(size);
+    let windows: Vec<(i64, i64)> = match window {
+        Window::Tumble { size, offset } => {
+            let s = align(size, offset);
+            vec![(s, s + size)]
+        }
+        Window::Hop {
+            slide,
+            size,
+            offset,
+        } => {
+            let last = align(slide, offset);
+            let mut w: Vec<(i64, i64)> = (0..size / slide)
+                .map(|k| last - k * slide)
+                .filter(|s| *s + size > ts)
+                .map(|s| (s, s + size))
+                .collect();
+            w.reverse();
+            w
+        }
+        Window::Cumulate { step, size, offset } => {
+            let s = align(size, offset);
+            (1..=size / step)
+                .map(|k| (s, s + k * step))
+                .filter(|(_, e)| *e > ts)
+                .collect()
+        }
+        Window::Session { .. } => unreachable!("sessions are refused when planned"),
+    };
+    windows
+        .into_iter()
+        .map(|(s, e)| {
+            let mut r = row.clone();
+            r.values.push(Value::Timestamp(s));
+            r.values.push(Value::Timestamp(e));
+            r.values.push(Value::Timestamp(e - 1));
+            r
+        })
+        .collect()
 }
 
 /// A positive interval of the plan as a duration.

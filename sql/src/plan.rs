@@ -91,6 +91,17 @@ pub enum Node {
     },
     /// UNION ALL of inputs of one schema.
     Union(Vec<Plan>),
+    /// A windowing TVF read as a table (not aggregated): each row once per
+    /// window holding its time, with `window_start`, `window_end` and
+    /// `window_time` appended (a window join joins two of these on them).
+    WindowAssign {
+        /// The input.
+        input: Box<Plan>,
+        /// The window (not SESSION: sessions exist only when aggregated).
+        window: Window,
+        /// The time attribute column.
+        time: usize,
+    },
     /// A regular join (see [`crate::join`]): both inputs keyed by their
     /// join keys, each side's rows in keyed state. Output: the left
     /// input's columns, then the right's; updating if an outer join or an
@@ -152,6 +163,16 @@ pub enum Window {
     Session {
         /// Inactivity gap (ms).
         gap: i64,
+    },
+    /// CUMULATE(step, size[, offset]): windows growing by `step` from the
+    /// start of each `size`-aligned period.
+    Cumulate {
+        /// Step between window ends (ms).
+        step: i64,
+        /// Largest window (ms), a multiple of the step.
+        size: i64,
+        /// Alignment offset (ms).
+        offset: i64,
     },
 }
 
@@ -341,6 +362,12 @@ impl<'c> Planner<'c> {
             find_aggregates(h, &mut aggs_found);
         }
         let grouped = !group_exprs.is_empty() || !aggs_found.is_empty();
+        // A windowing TVF not aggregated is a table of its rows with their
+        // windows (window joins, filters on the window columns).
+        let mut from = from;
+        if let (Some((window, time)), false) = (from.window, grouped) {
+            from = window_table(from, window, time)?;
+        }
         // The scope rows are read in before aggregation: a TVF's window
         // columns are not in the rows yet.
         let input_scope = match from.window {
@@ -372,11 +399,6 @@ impl<'c> Planner<'c> {
             .transpose()?,
         };
         if !grouped {
-            if from.window.is_some() {
-                return Err(SqlError::Unsupported(
-                    "a windowing TVF without GROUP BY window_start, window_end (window aggregation is supported; window joins, window Top-N and window deduplication are not yet)".into(),
-                ));
-            }
             if s.having.is_some() {
                 return Err(SqlError::Plan(
                     "HAVING without GROUP BY or aggregates".into(),
@@ -569,8 +591,11 @@ impl<'c> Planner<'c> {
                 let mut fields: Vec<Field> = pre_fields[..nkeys].to_vec();
                 fields.push(Field::new("window_start", DataType::Timestamp));
                 fields.push(Field::new("window_end", DataType::Timestamp));
-                let mut wt = Field::new("window_time", input_scope.cols[time_col].field.ty);
-                wt.rowtime = true;
+                let t = &input_scope.cols[time_col].field;
+                let mut wt = Field::new("window_time", t.ty);
+                // The window's time attribute is of the window's time.
+                wt.rowtime = t.rowtime;
+                wt.proctime = t.proctime;
                 fields.push(wt);
                 (
                     Node::WindowAgg {
@@ -736,6 +761,7 @@ impl<'c> Planner<'c> {
                         _ => Field::new(format!("EXPR${n}"), c.ty()),
                     };
                     f.ty = c.ty();
+                    f.proctime |= c.is_proctime();
                     fields.push(f);
                     project.push(c);
                 }
@@ -747,6 +773,7 @@ impl<'c> Planner<'c> {
                     };
                     f.name = alias.value.clone();
                     f.ty = c.ty();
+                    f.proctime |= c.is_proctime();
                     fields.push(f);
                     project.push(c);
                 }
@@ -886,10 +913,16 @@ impl<'c> Planner<'c> {
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
-        if !plan.schema.fields[time].rowtime {
+        let proctime = plan.schema.fields[time].proctime;
+        if !plan.schema.fields[time].rowtime && !proctime {
             return Err(SqlError::Plan(format!(
-                "{name}: `{col}` is not an event-time attribute (declare WATERMARK FOR {col} in table `{table}`; processing-time windows are not supported)"
+                "{name}: `{col}` is not a time attribute (declare WATERMARK FOR {col} in table `{table}`, or a processing-time column `{col} AS PROCTIME()`)"
             )));
+        }
+        if proctime && name == "CUMULATE" {
+            return Err(SqlError::Unsupported(
+                "CUMULATE on processing time (it is supported on event time)".into(),
+            ));
         }
         if plan.updating {
             return Err(SqlError::Unsupported(format!(
@@ -933,12 +966,19 @@ impl<'c> Planner<'c> {
                 }
             }
             ("SESSION", [gap]) => Window::Session { gap: *gap },
-            ("CUMULATE", _) => {
-                return Err(SqlError::Unsupported(
-                    "CUMULATE windows are not supported yet".into(),
-                ))
+            ("CUMULATE", [step, size]) | ("CUMULATE", [step, size, _]) => {
+                if size % step != 0 {
+                    return Err(usage("the size must be a whole multiple of the step"));
+                }
+                Window::Cumulate {
+                    step: *step,
+                    size: *size,
+                    offset: rest.get(2).copied().unwrap_or(0),
+                }
             }
-            ("TUMBLE" | "HOP" | "SESSION", _) => return Err(usage("wrong number of intervals")),
+            ("TUMBLE" | "HOP" | "SESSION" | "CUMULATE", _) => {
+                return Err(usage("wrong number of intervals"))
+            }
             _ => return Err(SqlError::UnknownFunction(name)),
         };
         for n in ["window_start", "window_end", "window_time"] {
@@ -950,7 +990,8 @@ impl<'c> Planner<'c> {
                     DataType::Timestamp
                 },
             );
-            f.rowtime = n == "window_time";
+            f.rowtime = n == "window_time" && !proctime;
+            f.proctime = n == "window_time" && proctime;
             scope.cols.push(ScopeCol {
                 qualifier: Some(qual.clone()),
                 field: f,
@@ -980,6 +1021,34 @@ fn unique_names(fields: &mut [Field]) {
         }
         fields[i].name = format!("{base}{n}");
     }
+}
+
+/// A windowing TVF's rows with their windows, as a table.
+fn window_table(from: From, window: Window, time: usize) -> Result<From> {
+    if let Window::Session { .. } = window {
+        return Err(SqlError::Unsupported(
+            "SESSION without GROUP BY window_start, window_end (sessions exist only as a window aggregation)".into(),
+        ));
+    }
+    let mut schema = from.plan.schema.clone();
+    let n = from.scope.cols.len();
+    schema
+        .fields
+        .extend(from.scope.cols[n - 3..].iter().map(|c| c.field.clone()));
+    let updating = from.plan.updating;
+    Ok(From {
+        plan: Plan {
+            node: Node::WindowAssign {
+                input: Box::new(from.plan),
+                window,
+                time,
+            },
+            schema,
+            updating,
+        },
+        scope: from.scope,
+        window: None,
+    })
 }
 
 fn is_window_column(n: &str) -> bool {
@@ -1140,6 +1209,18 @@ impl Plan {
                 for i in inputs {
                     i.explain_into(s, depth + 1);
                 }
+            }
+            Node::WindowAssign {
+                input,
+                window,
+                time,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}WindowTableFunction(window=[{window:?}], time_col=[{}])",
+                    input.schema.fields[*time].name
+                );
+                input.explain_into(s, depth + 1);
             }
             Node::Join {
                 left,

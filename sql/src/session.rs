@@ -146,7 +146,8 @@ impl Script {
                 Node::Calc { input, .. }
                 | Node::WindowAgg { input, .. }
                 | Node::GroupAgg { input, .. }
-                | Node::Rank { input, .. } => bounded(input),
+                | Node::Rank { input, .. }
+                | Node::WindowAssign { input, .. } => bounded(input),
                 Node::Union(inputs) => inputs.iter().all(bounded),
                 Node::Join { left, right, .. } | Node::IntervalJoin { left, right, .. } => {
                     bounded(left) && bounded(right)
@@ -251,7 +252,7 @@ pub fn explain(plan: &Plan, sink: Option<&str>) -> String {
         }
         None => s.push_str(&plan.explain()),
     }
-    s.push_str("\n== Physical Execution Plan ==\n");
+    s.push_str("\n== Physical Execution Plan ==\n(every stage runs at the job's parallelism, one subtask per worker)\n");
     let mut stages = Vec::new();
     physical(plan, &mut stages);
     for (i, st) in stages.iter().enumerate() {
@@ -360,6 +361,13 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                 } else {
                     ", append-only"
                 }
+            ));
+        }
+        Node::WindowAssign { input, window, .. } => {
+            physical(input, out);
+            let last = out.last_mut().expect("an input stage");
+            last.push_str(&format!(
+                "\n  chained: WindowTableFunction({window:?}): each row once per window, window columns appended"
             ));
         }
         Node::Union(inputs) => {

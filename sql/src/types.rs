@@ -89,6 +89,9 @@ pub struct Field {
     /// Whether this is an event-time attribute (a rowtime column with a
     /// watermark, or a window's `window_time`): windows may use it.
     pub rowtime: bool,
+    /// Whether this is a processing-time attribute (`PROCTIME()`):
+    /// windows on it follow the wall clock.
+    pub proctime: bool,
 }
 
 impl Field {
@@ -99,6 +102,7 @@ impl Field {
             ty,
             nullable: true,
             rowtime: false,
+            proctime: false,
         }
     }
 }

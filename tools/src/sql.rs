@@ -35,12 +35,6 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    for plan in &script.explained {
-        println!("{plan}");
-    }
-    if !script.has_job() {
-        return ExitCode::SUCCESS;
-    }
     let settings: Vec<String> = script
         .settings
         .iter()
@@ -50,6 +44,17 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
+    // Every operator runs at the default parallelism: say which.
+    let workers = ExecutionOptions::from_config(&config).workers;
+    for plan in &script.explained {
+        println!(
+            "{}",
+            plan.replace("parallelism=default", &format!("parallelism={workers}"))
+        );
+    }
+    if !script.has_job() {
+        return ExitCode::SUCCESS;
+    }
     let name = format!(
         "sql-{}",
         file.file_stem()

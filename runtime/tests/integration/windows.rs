@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use weir_runtime::{
-    AggregateFunction, JobGraph, OutputTag, SequenceSource, SlidingEventTimeWindows, SubtaskInfo,
-    TimeWindow, TumblingEventTimeWindows, WatermarkStrategy,
+    AggregateFunction, CumulativeEventTimeWindows, JobGraph, OutputTag, SequenceSource,
+    SlidingEventTimeWindows, SubtaskInfo, TimeWindow, TumblingEventTimeWindows, WatermarkStrategy,
 };
 
 use crate::{collect_into, ms, options, run_ok, Collected, EarlyThenLate};
@@ -168,6 +168,50 @@ fn sliding_aggregate_puts_each_record_in_every_window_holding_it() {
         .into_iter()
         .map(|((k, s), r)| (k, TimeWindow::new(s, s + SIZE), r))
         .collect();
+    assert_eq!(got, want);
+}
+
+/// Cumulative windows (SQL's CUMULATE): a record at `t` counts in every
+/// window `[s, s + k * STEP)` of its `SIZE`-aligned cumulation that ends
+/// after `t`; each fires once.
+#[test]
+fn cumulative_windows_count_each_record_in_every_window_ending_after_it() {
+    const STEP: i64 = 20;
+    let collected = Collected::new();
+    let job = JobGraph::new("windows-cumulative");
+    job.source("numbers", |info: &SubtaskInfo| {
+        SequenceSource::new(info, N, record)
+    })
+    .assign_timestamps_and_watermarks(strategy())
+    .key_by(|r: &(u64, i64, u64)| r.0)
+    .window(CumulativeEventTimeWindows::of(
+        ms(STEP),
+        ms(3 * STEP),
+        |r: &(u64, i64, u64)| r.1,
+    ))
+    .aggregate("count-sum", CountSum)
+    .sink("collect", collect_into(&collected));
+    run_ok(job, &options(2));
+
+    let mut want: BTreeMap<(u64, i64, i64), (u64, u64)> = BTreeMap::new();
+    for i in 0..N {
+        let (key, ts, v) = record(i);
+        let start = ts - ts.rem_euclid(3 * STEP);
+        for end in [start + STEP, start + 2 * STEP, start + 3 * STEP] {
+            if end > ts {
+                let w = want.entry((key, start, end)).or_default();
+                w.0 += 1;
+                w.1 += v;
+            }
+        }
+    }
+    let mut got = collected.take_all();
+    got.sort();
+    let want: Vec<_> = want
+        .into_iter()
+        .map(|((k, s, e), r)| (k, TimeWindow::new(s, e), r))
+        .collect();
+    assert_eq!(got.len(), want.len());
     assert_eq!(got, want);
 }
 

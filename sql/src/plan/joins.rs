@@ -141,6 +141,7 @@ impl Planner<'_> {
         conds: Vec<Scalar>,
     ) -> Result<From> {
         check_joinable(&left, &right)?;
+        let (left, right) = (as_table(left)?, as_table(right)?);
         let left_width = left.scope.cols.len();
         let mut fields: Vec<Field> = left
             .scope
@@ -222,14 +223,18 @@ impl Planner<'_> {
     }
 }
 
-/// Whether two FROM items may be joined: neither a windowing TVF (a
-/// window join) and no table name or alias in both.
-fn check_joinable(left: &From, right: &From) -> Result<()> {
-    if left.window.is_some() || right.window.is_some() {
-        return Err(SqlError::Unsupported(
-            "a join of windowing TVFs (Flink's window join, `ON L.window_start = R.window_start AND L.window_end = R.window_end AND ..`) is not supported yet".into(),
-        ));
+/// A windowing TVF joined is read as a table of its rows with their
+/// windows (Flink's window join joins two on `window_start` and
+/// `window_end`).
+fn as_table(from: From) -> Result<From> {
+    match from.window {
+        Some((window, time)) => super::window_table(from, window, time),
+        None => Ok(from),
     }
+}
+
+/// Whether two FROM items may be joined: no table name or alias in both.
+fn check_joinable(left: &From, right: &From) -> Result<()> {
     for q in right
         .scope
         .cols

@@ -288,6 +288,73 @@ macro_rules! general_windowing {
 
 pub(crate) use general_windowing;
 
+/// Flink's cumulative windows (SQL's `CUMULATE`): within each window of
+/// `size` aligned to the epoch (or an offset), the windows that all start
+/// at its start and end every `step`: `[s, s + step)`, `[s, s + 2 step)`,
+/// ..., `[s, s + size)`. A record falls in every one of them that ends
+/// after it; each fires when the watermark passes its end - 1, so a
+/// running total is reported every `step` and starts over every `size`.
+#[derive(Clone, Debug)]
+pub struct CumulativeEventTimeWindows<TF> {
+    step: i64,
+    size: i64,
+    offset: i64,
+    timestamp: TF,
+}
+
+impl<TF> CumulativeEventTimeWindows<TF> {
+    /// Windows growing by `step` up to `size`; `timestamp` gives a
+    /// record's event time (ms).
+    ///
+    /// # Panics
+    ///
+    /// If `step` or `size` is zero or not a whole number of milliseconds,
+    /// or `size` is not a multiple of `step`.
+    pub fn of(step: Duration, size: Duration, timestamp: TF) -> Self {
+        let step = positive_millis("CumulativeEventTimeWindows: step", step);
+        let size = positive_millis("CumulativeEventTimeWindows: size", size);
+        assert!(
+            size % step == 0,
+            "CumulativeEventTimeWindows: size {size} ms must be a multiple of the step {step} ms"
+        );
+        Self {
+            step,
+            size,
+            offset: 0,
+            timestamp,
+        }
+    }
+
+    /// The same windows shifted by `offset` (taken modulo the size).
+    pub fn with_offset(mut self, offset: impl Into<crate::core::duration::Offset>) -> Self {
+        self.offset = offset
+            .into()
+            .millis("CumulativeEventTimeWindows: offset")
+            .rem_euclid(self.size);
+        self
+    }
+
+    fn spec_of<T>(&self) -> WindowSpec<T>
+    where
+        TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+    {
+        WindowSpec {
+            kind: WindowKind::Cumulate {
+                step: self.step,
+                size: self.size,
+                offset: self.offset,
+            },
+            timestamp: Some(Arc::new(self.timestamp.clone())),
+            clock: None,
+        }
+    }
+}
+
+general_windowing!([T, TF] CumulativeEventTimeWindows<TF>, T, crate::operators::window::triggers::EventTimeTrigger, [
+    T: 'static,
+    TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+], is_record_timestamp::<T, TF>());
+
 /// Flink's `EventTimeSessionWindows::withGap`: per key, a record at `t`
 /// opens the session `[t, t + gap)`, and sessions that overlap or touch
 /// merge (so a session ends `gap` after its last record). Fires when the

@@ -315,13 +315,14 @@ where
     ) {
         let stamp = ts.unwrap_or(i64::MIN);
         let watermark = ctx.current_watermark();
+        let key = self.slot_key(&w);
         let timers = &self.timers;
         let clock = || timers.current_processing_time();
         let (trigger, contents, ops) = (&self.trigger, &mut self.contents, &mut self.ops);
         let mut result = TriggerResult::Continue;
-        let ((_, id, mut meta, state), _) = self.windows.upsert(ctx, w.start, |slot| {
+        let ((_, id, mut meta, state), _) = self.windows.upsert(ctx, key, |slot| {
             let (end, id, meta, mut state) =
-                slot.unwrap_or_else(|| (w.end, w.start, None, Default::default()));
+                slot.unwrap_or_else(|| (w.end, key, None, Default::default()));
             let mut tctx = TriggerContext::new(watermark, &clock, &mut state, ops);
             result = trigger.on_element(&value, stamp, &w, &mut tctx);
             let meta = contents.add(ctx, id, meta, value, ts);
@@ -342,7 +343,7 @@ where
             }
         }
         if changed {
-            self.windows.put(ctx, w.start, (w.end, id, meta, state));
+            self.windows.put(ctx, key, (w.end, id, meta, state));
         }
         self.register_cleanup(ctx, &w);
     }
@@ -475,7 +476,8 @@ where
         domain: TimeDomain,
         out: &mut O,
     ) {
-        let slot = self.windows.get(ctx, &w.start).filter(|s| s.0 == w.end);
+        let key = self.slot_key(w);
+        let slot = self.windows.get(ctx, &key).filter(|s| s.0 == w.end);
         if slot.is_none() && self.merging {
             // A session merged away or cleaned up: its trigger state is
             // gone, nothing to do (as Flink).
@@ -484,7 +486,7 @@ where
         let existed = slot.is_some();
         let (id, mut contents, mut state) = match slot {
             Some((_, id, contents, state)) => (id, contents, state),
-            None => (w.start, None, Default::default()),
+            None => (key, None, Default::default()),
         };
         let result = self.call_trigger(ctx, w, &mut state, |t, c| match domain {
             TimeDomain::EventTime => t.on_event_time(ts, w, c),
@@ -507,7 +509,7 @@ where
         if domain == self.domain && ts == self.cleanup_time(w) {
             self.clear_all(ctx, w, id, contents, state);
         } else if existed {
-            self.windows.put(ctx, w.start, (w.end, id, contents, state));
+            self.windows.put(ctx, key, (w.end, id, contents, state));
         }
     }
 
@@ -532,7 +534,19 @@ where
             Self::window_context(ctx, w, false, self.merging, &clock, &mut self.functions);
         self.contents.clear_window(&mut fire);
         self.functions.clear_window(ctx, w);
-        self.windows.remove(ctx, &w.start);
+        let key = self.slot_key(w);
+        self.windows.remove(ctx, &key);
+    }
+
+    /// Window `w`'s key in the windows map (and its contents' id): its
+    /// start, but its end for cumulative windows, which share starts.
+    #[inline]
+    fn slot_key(&self, w: &TimeWindow) -> i64 {
+        if matches!(self.spec.kind, WindowKind::Cumulate { .. }) {
+            w.end
+        } else {
+            w.start
+        }
     }
 }
 
@@ -574,6 +588,25 @@ where
                         self.element_fixed(ctx, w, value.clone(), stamp, out);
                     }
                     start = start.saturating_sub(slide);
+                }
+                if !taken {
+                    self.drop_late(value);
+                }
+            }
+            WindowKind::Cumulate { step, size, offset } => {
+                // Every window of this cumulation that ends after `ts`.
+                let (step, size) = (*step, *size);
+                let start = start_with_offset(ts, *offset, size);
+                let mut end = start.saturating_add((ts - start) / step * step + step);
+                let last = start.saturating_add(size);
+                let mut taken = false;
+                while end <= last {
+                    let w = TimeWindow::new(start, end);
+                    if !self.is_late(&w, time) {
+                        taken = true;
+                        self.element_fixed(ctx, w, value.clone(), stamp, out);
+                    }
+                    end = end.saturating_add(step);
                 }
                 if !taken {
                     self.drop_late(value);

@@ -29,7 +29,9 @@ pub mod timers;
 pub mod trigger;
 pub mod triggers;
 
-pub use assign::{DynamicEventTimeSessionWindows, EventTimeSessionWindows, Windowing};
+pub use assign::{
+    CumulativeEventTimeWindows, DynamicEventTimeSessionWindows, EventTimeSessionWindows, Windowing,
+};
 pub use contents::{
     Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, KeyWindowResult, MergeFold,
     ProcessResult, ProcessWindowFunction, WindowCollector, WindowContents, WindowFunction,

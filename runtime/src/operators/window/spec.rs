@@ -155,6 +155,17 @@ pub(crate) enum WindowKind<T> {
     },
     /// A record at `t` opens `[t, t + gap)`; windows that intersect merge.
     Session(Gap<T>),
+    /// Flink's cumulative windows: within each window of `size` (at
+    /// `offset` from the epoch), the windows `[start, start + k * step)`
+    /// for `k = 1 ..= size / step`, all starting at the same `start`.
+    Cumulate {
+        /// Step between window ends (ms).
+        step: i64,
+        /// Largest window (ms), a multiple of `step`.
+        size: i64,
+        /// Shift of the window starts (ms, `0 <= offset < size`).
+        offset: i64,
+    },
 }
 
 impl<T> Clone for WindowKind<T> {
@@ -170,6 +181,11 @@ impl<T> Clone for WindowKind<T> {
                 offset: *offset,
             },
             WindowKind::Session(g) => WindowKind::Session(g.clone()),
+            WindowKind::Cumulate { step, size, offset } => WindowKind::Cumulate {
+                step: *step,
+                size: *size,
+                offset: *offset,
+            },
         }
     }
 }

@@ -1,0 +1,581 @@
+//! weir SQL checked against an independent engine: each case's query runs
+//! on the real `weir sql` binary (two workers) and its DuckDB equivalent
+//! runs in DuckDB (a Python venv from `tools/duckdb/setup.sh`) over the
+//! same generated CSV files, and the final result sets must be equal as
+//! sorted rows: DECIMALs as exact text at the column's scale, DOUBLEs to
+//! nine significant digits, TIMESTAMPs as `yyyy-MM-dd HH:mm:ss.SSS`, NULL.
+//! A window aggregation SIGKILLed after its first complete checkpoint and
+//! resumed with `--restore latest` must commit DuckDB's result exactly
+//! once.
+//!
+//! Each case writes the two queries side by side; where Flink's semantics
+//! differ from DuckDB's (AVG of an integer truncates and keeps its type,
+//! CONCAT of a NULL is NULL, CAST to an integer truncates), the DuckDB
+//! query says Flink's meaning explicitly. DuckDB must be set up: the test
+//! takes its python from `WEIR_DUCKDB_PYTHON` (as `.ci/run` sets it) or
+//! runs the setup script itself, and fails saying how to run it if it
+//! cannot.
+
+mod support;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use support::{complete_checkpoints, splitmix64, Proc, Scratch, FINISH, WEIR};
+
+#[path = "sql_duckdb/cases.rs"]
+mod cases;
+
+use cases::{Case, CASES};
+
+const JAN_1: i64 = 1_704_067_200_000;
+
+/// `yyyy-MM-dd HH:mm:ss.SSS` of epoch milliseconds in January 2024 (UTC).
+fn ts(ms: i64) -> String {
+    let d = (ms - JAN_1).div_euclid(86_400_000) + 1;
+    let rem = ms.rem_euclid(86_400_000);
+    assert!((1..=31).contains(&d), "the data stays in January 2024");
+    format!(
+        "2024-01-{d:02} {:02}:{:02}:{:02}.{:03}",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The venv python with `duckdb`: `WEIR_DUCKDB_PYTHON`, or what
+/// `tools/duckdb/setup.sh` prints. Panics saying how to set it up.
+fn duckdb_python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let how = "DuckDB is needed to check weir SQL against it: run \
+                   `tools/duckdb/setup.sh` (it makes a venv with duckdb from PyPI under \
+                   ~/.cache/weir and prints its python) and set WEIR_DUCKDB_PYTHON to what \
+                   it prints, as .ci/run does";
+        if let Some(p) = std::env::var_os("WEIR_DUCKDB_PYTHON").filter(|p| !p.is_empty()) {
+            let p = PathBuf::from(p);
+            // `-I`: not the working directory's `duckdb` (tools/duckdb).
+            let ok = Command::new(&p)
+                .args(["-I", "-c", "import duckdb"])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            assert!(
+                ok,
+                "WEIR_DUCKDB_PYTHON={} cannot import duckdb. {how}",
+                p.display()
+            );
+            return p;
+        }
+        let out = Command::new("bash")
+            .arg(repo().join("tools/duckdb/setup.sh"))
+            .stdin(Stdio::null())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {
+                PathBuf::from(String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            }
+            Ok(o) => panic!(
+                "tools/duckdb/setup.sh failed ({}): {}\n{how}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => panic!("cannot run tools/duckdb/setup.sh: {e}\n{how}"),
+        }
+    })
+}
+
+/// A result set: its DuckDB column types (DOUBLE columns compare with a
+/// tolerance) and its rows as text, NULL as `NULL`.
+struct ResultSet {
+    types: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+/// Runs `sql` (statements separated by `;`, the last a query) in DuckDB
+/// after `setup`.
+fn duckdb(s: &Scratch, name: &str, setup: &str, sql: &str) -> ResultSet {
+    let (setup_file, query_file) = (
+        s.join(&format!("{name}.setup.duck.sql")),
+        s.join(&format!("{name}.duck.sql")),
+    );
+    fs::write(&setup_file, setup).unwrap();
+    fs::write(&query_file, sql).unwrap();
+    let out = Command::new(duckdb_python())
+        .arg("-I")
+        .arg(repo().join("tools/duckdb/query.py"))
+        .args([&setup_file, &query_file])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run DuckDB's python");
+    assert!(
+        out.status.success(),
+        "{name}: DuckDB failed on\n{sql}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("query.py's JSON");
+    let types = json["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect();
+    let rows = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap_or("NULL").to_owned())
+                .collect()
+        })
+        .collect();
+    ResultSet { types, rows }
+}
+
+fn weir_sql(script: &Path, args: &[&str]) -> Output {
+    Command::new(WEIR)
+        .arg("sql")
+        .arg(script)
+        .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run weir sql")
+}
+
+/// The one table a run printed for its bare SELECT: its rows' cells.
+fn printed_table(name: &str, stdout: &str) -> Vec<Vec<String>> {
+    let lines: Vec<&str> = stdout.lines().collect();
+    // rule, header, rule, rows, rule, `N rows in set`
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("+-"))
+        .unwrap_or_else(|| panic!("{name}: no table printed:\n{stdout}"));
+    let rows: Vec<Vec<String>> = lines[start + 3..]
+        .iter()
+        .take_while(|l| l.starts_with('|'))
+        .map(|row| {
+            row[1..row.len() - 1]
+                .split('|')
+                .map(|c| c.trim().to_owned())
+                .collect()
+        })
+        .collect();
+    let count = format!("{} row", rows.len());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&count) && l.ends_with("in set")),
+        "{name}: cannot read the printed table:\n{stdout}"
+    );
+    rows
+}
+
+/// Rows as compared: DOUBLE columns (by DuckDB's type) rounded to nine
+/// significant digits, all else text as is; sorted.
+fn normalized(types: &[String], rows: Vec<Vec<String>>) -> Vec<Vec<String>> {
+    let mut rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .zip(types)
+                .map(|(v, t)| match v.parse::<f64>() {
+                    Ok(d) if t == "DOUBLE" || t == "FLOAT" => format!("{d:.8e}"),
+                    _ => v,
+                })
+                .collect()
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// Equal result sets, or a short account of the difference.
+fn same_rows(name: &str, weir: Vec<Vec<String>>, duck: ResultSet, queries: &str) {
+    if let (Some(w), Some(d)) = (weir.first(), duck.rows.first()) {
+        assert_eq!(
+            w.len(),
+            d.len(),
+            "{name}: weir has {} columns, DuckDB {}",
+            w.len(),
+            d.len()
+        );
+    }
+    let weir = normalized(&duck.types, weir);
+    let duck_rows = normalized(&duck.types, duck.rows);
+    if weir == duck_rows {
+        eprintln!("{name}: {} rows equal", weir.len());
+        return;
+    }
+    let missing: Vec<&Vec<String>> = duck_rows
+        .iter()
+        .filter(|r| !weir.contains(r))
+        .take(5)
+        .collect();
+    let extra: Vec<&Vec<String>> = weir
+        .iter()
+        .filter(|r| !duck_rows.contains(r))
+        .take(5)
+        .collect();
+    panic!(
+        "{name}: weir gave {} rows, DuckDB {} ({:?});\n  only DuckDB's (first 5): {missing:?}\n  \
+         only weir's (first 5): {extra:?}\n{queries}",
+        weir.len(),
+        duck_rows.len(),
+        duck.types
+    );
+}
+
+/// The test data: orders (three files, out of order by up to 3 s within
+/// a file, a 5 s watermark, no two at one millisecond), users and
+/// shipments, as CSV with a header line and `NULL` for NULL.
+struct Data {
+    orders: PathBuf,
+    users: PathBuf,
+    shipments: PathBuf,
+}
+
+impl Data {
+    /// `per_file` orders in each of three files, file `f` covering hour
+    /// `1 + f` of January 1st (more orders: closer together).
+    fn write(s: &Scratch, per_file: u64) -> Self {
+        let d = Data {
+            orders: s.join("orders"),
+            users: s.join("users"),
+            shipments: s.join("shipments"),
+        };
+        for dir in [&d.orders, &d.users, &d.shipments] {
+            fs::create_dir_all(dir).unwrap();
+        }
+        let step = 3_600_000 / per_file as i64;
+        assert!(step >= 2, "at most 1.8M orders per file");
+        let mut shipments = Vec::new();
+        for f in 0..3u64 {
+            let mut text = String::from("order_id,user_id,amount,qty,category,note,ts\n");
+            for i in 0..per_file {
+                let id = f * per_file + i + 1;
+                let h = splitmix64(id);
+                let qty = match (h >> 20) % 10 {
+                    0 => "NULL".to_owned(),
+                    _ => ((h >> 24) % 20).to_string(),
+                };
+                let category = ["books", "games", "tools", "food", "NULL"][(h >> 32) as usize % 5];
+                let note = [
+                    "gift wrap",
+                    "Express",
+                    "leave at door",
+                    "fragile ITEM",
+                    "call first",
+                ][(h >> 36) as usize % 5];
+                // Disorder of up to 3 s (or half the step): even and odd
+                // milliseconds alternate with `i`, so no two are equal.
+                let jitter = (h >> 40) as i64 % (3_000.min(step) / 2) * 2 + (i % 2) as i64;
+                let t = JAN_1 + (1 + f as i64) * 3_600_000 + i as i64 * step + step - jitter;
+                text.push_str(&format!(
+                    "{id},u{:02},{}.{:02},{qty},{category},{note},{}\n",
+                    1 + h % 14,
+                    (h >> 8) % 1000,
+                    (h >> 48) % 100,
+                    ts(t)
+                ));
+                if !(h >> 44).is_multiple_of(3) {
+                    shipments.push((t + (h >> 30) as i64 % 600_000, id));
+                }
+            }
+            fs::write(d.orders.join(format!("orders-{f}.csv")), text).unwrap();
+        }
+        // One file in time order: a delay of up to 10 min is more disorder
+        // than any watermark here allows.
+        shipments.sort_unstable();
+        let mut text = String::from("ship_id,order_id,ts\n");
+        for (t, id) in shipments {
+            text.push_str(&format!("{},{id},{}\n", id * 10, ts(t)));
+        }
+        fs::write(d.shipments.join("shipments.csv"), text).unwrap();
+        // Users u01..u12 (orders also name u13 and u14), tier NULL for u05.
+        let mut text = String::from("user_id,name,tier\n");
+        let names = [
+            "ann", "bob", "cy", "dee", "ed", "flo", "gus", "hal", "ida", "jo", "kim", "lu",
+        ];
+        for (i, name) in names.iter().enumerate() {
+            let tier = if i == 4 {
+                "NULL".into()
+            } else {
+                (1 + i % 3).to_string()
+            };
+            text.push_str(&format!("u{:02},{name},{tier}\n", i + 1));
+        }
+        fs::write(d.users.join("users.csv"), text).unwrap();
+        d
+    }
+
+    /// A few rows made by hand for the edges: negative amounts and
+    /// quantities (CAST rounding, truncating division and AVG, a division
+    /// by zero), the largest DECIMAL(10, 2), NULL keys and a user id no
+    /// user has, non-ASCII text, equal amounts of one user (Top-N's tie
+    /// rule), rows on window boundaries, a user's rows exactly the session
+    /// gap apart, shipments exactly on the interval join's bounds and 1 ms
+    /// past them.
+    fn hand_made(s: &Scratch) -> Self {
+        let d = Data {
+            orders: s.join("hand-orders"),
+            users: s.join("hand-users"),
+            shipments: s.join("hand-shipments"),
+        };
+        let files = [
+            (
+                &d.orders,
+                "order_id,user_id,amount,qty,category,note,ts
+1,u01,10.05,3,books,gift wrap,2024-01-01 01:00:00.000
+2,u01,-2.55,-7,books,café au lait,2024-01-01 01:00:02.500
+3,u02,0.00,0,NULL,Express,2024-01-01 01:00:01.000
+4,NULL,7.33,NULL,games,leave at door,2024-01-01 01:00:40.000
+5,u01,99999999.99,19,tools,fragile ITEM,2024-01-01 01:00:40.000
+6,u01,-0.05,-1,food,call first,2024-01-01 01:01:20.000
+7,u02,12.50,4,food,NULL,2024-01-01 01:09:59.999
+8,u02,12.50,4,food,Express,2024-01-01 01:10:00.000
+9,u13,3.10,2,games,gift wrap,2024-01-01 01:10:00.001
+10,u03,5.55,10,books,call first,2024-01-01 01:14:59.999
+11,u03,-5.55,11,books,Éclair ß,2024-01-01 01:15:00.000
+12,u05,1.00,1,NULL,leave at door,2024-01-01 01:20:00.000
+13,u04,2.00,20,tools,fragile ITEM,2024-01-01 01:30:00.000
+",
+            ),
+            (
+                &d.users,
+                "user_id,name,tier
+u01,ann,1
+u02,bob,2
+u03,cy,3
+u04,dee,2
+u05,ed,NULL
+NULL,nobody,3
+",
+            ),
+            (
+                &d.shipments,
+                "ship_id,order_id,ts
+20,2,2024-01-01 01:00:55.000
+10,1,2024-01-01 01:01:00.000
+50,5,2024-01-01 01:05:40.000
+60,6,2024-01-01 01:06:20.001
+80,8,2024-01-01 01:13:00.000
+81,8,2024-01-01 01:14:00.000
+110,11,2024-01-01 01:19:00.000
+990,99,2024-01-01 01:20:00.000
+",
+            ),
+        ];
+        for (dir, text) in files {
+            fs::create_dir_all(dir).unwrap();
+            fs::write(dir.join("hand-made.csv"), text).unwrap();
+        }
+        d
+    }
+
+    /// The tables in weir: CREATE TABLEs over the files.
+    fn weir_tables(&self) -> String {
+        let csv = "'format' = 'csv', 'csv.ignore-first-line' = 'true', 'csv.null-literal' = 'NULL'";
+        format!(
+            "CREATE TABLE orders (
+               order_id BIGINT, user_id STRING, amount DECIMAL(10, 2), qty INT,
+               category STRING, note STRING, ts TIMESTAMP(3),
+               WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+             ) WITH ('connector' = 'filesystem', 'path' = '{}', {csv});
+             CREATE TABLE users (user_id STRING, name STRING, tier INT)
+             WITH ('connector' = 'filesystem', 'path' = '{}', {csv});
+             CREATE TABLE shipments (
+               ship_id BIGINT, order_id BIGINT, ts TIMESTAMP(3),
+               WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+             ) WITH ('connector' = 'filesystem', 'path' = '{}', {csv});\n",
+            self.orders.display(),
+            self.users.display(),
+            self.shipments.display()
+        )
+    }
+
+    /// The same tables in DuckDB: views over the files, typed as in weir.
+    fn duckdb_tables(&self) -> String {
+        let read = |dir: &Path, cols: &str| {
+            format!(
+                "read_csv('{}/*.csv', header = true, auto_detect = false, nullstr = 'NULL', \
+                 delim = ',', quote = '', columns = {{{cols}}})",
+                dir.display()
+            )
+        };
+        format!(
+            "CREATE VIEW orders AS SELECT * FROM {};
+             CREATE VIEW users AS SELECT * FROM {};
+             CREATE VIEW shipments AS SELECT * FROM {};
+             -- the start of the `ms`-long window (from the epoch) holding `t`
+             CREATE MACRO win_floor(t, ms) AS epoch_ms(epoch_ms(t) // ms * ms);
+             -- n / d / 10, rounded half away from zero, in integers
+             CREATE MACRO div_half_up(n, d) AS (n // d + sign(n // d) * 5) // 10;
+             -- the DECIMAL(38, 13) of `n` units of 10^-13
+             CREATE MACRO at_scale_13(n) AS
+               CAST(n AS DECIMAL(38, 0)) * CAST(0.0000000000001 AS DECIMAL(14, 13));\n",
+            read(
+                &self.orders,
+                "'order_id': 'BIGINT', 'user_id': 'VARCHAR', 'amount': 'DECIMAL(10,2)', \
+                 'qty': 'INTEGER', 'category': 'VARCHAR', 'note': 'VARCHAR', 'ts': 'TIMESTAMP'"
+            ),
+            read(
+                &self.users,
+                "'user_id': 'VARCHAR', 'name': 'VARCHAR', 'tier': 'INTEGER'"
+            ),
+            read(
+                &self.shipments,
+                "'ship_id': 'BIGINT', 'order_id': 'BIGINT', 'ts': 'TIMESTAMP'"
+            ),
+        )
+    }
+}
+
+/// Runs `case` over `d`; `data` names the data (files and messages).
+fn run_case(s: &Scratch, d: &Data, data: &str, case: &Case) {
+    let name = format!("{data}-{}", case.name);
+    let script = s.join(&format!("{name}.sql"));
+    fs::write(&script, format!("{}{}", d.weir_tables(), case.weir)).unwrap();
+    let out = weir_sql(&script, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{name}: weir failed on\n{}\n{}",
+        case.weir,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let weir = printed_table(&name, &stdout);
+    let duck = duckdb(s, &name, &d.duckdb_tables(), case.duckdb);
+    // The few hand-made rows leave some HAVING empty; generated data must
+    // not.
+    assert!(
+        !duck.rows.is_empty() || data == "hand-made",
+        "{name}: DuckDB's result is empty: the case tests nothing"
+    );
+    same_rows(
+        &name,
+        weir,
+        duck,
+        &format!("weir:\n{}\nDuckDB:\n{}", case.weir, case.duckdb),
+    );
+}
+
+/// Runs every case (or only `WEIR_DUCKDB_CASE`) over `d`; the failures
+/// are named together at the end.
+fn run_cases(s: &Scratch, d: &Data, data: &str) {
+    duckdb_python(); // one clear failure if DuckDB is missing
+    let only = std::env::var("WEIR_DUCKDB_CASE").ok();
+    let mut failed = Vec::new();
+    for case in CASES {
+        if only.as_deref().is_none_or(|o| o == case.name) {
+            let run = std::panic::catch_unwind(|| run_case(s, d, data, case));
+            if run.is_err() {
+                failed.push(case.name);
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "cases that differ on {data} data (above): {failed:?}"
+    );
+}
+
+#[test]
+fn weir_sql_results_equal_duckdb_results_on_generated_data() {
+    let s = Scratch::new("sql-duckdb", "generated");
+    run_cases(&s, &Data::write(&s, 2_000), "generated");
+}
+
+#[test]
+fn weir_sql_results_equal_duckdb_results_on_hand_made_data() {
+    let s = Scratch::new("sql-duckdb", "hand-made");
+    run_cases(&s, &Data::hand_made(&s), "hand-made");
+}
+
+/// A window aggregation over 300,000 orders into the exactly-once file
+/// sink, checkpointing every 100 ms: SIGKILLed after its first complete
+/// checkpoint and resumed with `--restore latest`, its committed rows are
+/// DuckDB's result, each once.
+#[test]
+fn a_sigkill_and_restore_latest_commit_duckdbs_result_exactly_once() {
+    let s = Scratch::new("sql-duckdb", "crash");
+    let d = Data::write(&s, 100_000);
+    let script = s.join("crash.sql");
+    fs::write(
+        &script,
+        format!(
+            "SET 'execution.checkpointing.interval' = '100ms';
+             SET 'state.checkpoints.dir' = '{}';
+             {}
+             CREATE TABLE totals (
+               user_id STRING, window_start TIMESTAMP(3), n BIGINT, amount DECIMAL(38, 2), qty INT
+             ) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO totals
+             SELECT user_id, window_start, COUNT(*), SUM(amount), MAX(qty)
+             FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
+             GROUP BY user_id, window_start, window_end;",
+            s.join("chk").display(),
+            d.weir_tables(),
+            s.join("totals").display()
+        ),
+    )
+    .unwrap();
+    let duck = duckdb(
+        &s,
+        "crash",
+        &d.duckdb_tables(),
+        "SELECT user_id, win_floor(ts, 60000), COUNT(*), SUM(amount), MAX(qty)
+         FROM orders GROUP BY ALL",
+    );
+    let cmd = || {
+        let mut c = Command::new(WEIR);
+        c.arg("sql")
+            .arg(&script)
+            .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"]);
+        c
+    };
+    let mut first = Proc::spawn(&s, "first", cmd());
+    assert!(
+        first.wait_until("a complete checkpoint", || !complete_checkpoints(
+            &s.join("chk")
+        )
+        .is_empty()),
+        "the first run ended before its first checkpoint: give it more input"
+    );
+    assert!(
+        first.kill(),
+        "the first run ended before the kill: give it more input"
+    );
+    let mut c = cmd();
+    c.args(["--restore", "latest"]);
+    let mut second = Proc::spawn(&s, "second", c);
+    let status = second.wait(FINISH);
+    assert!(status.success(), "{}", second.stderr());
+    assert!(
+        second.stderr().contains("restoring checkpoint"),
+        "the second run did not restore: {}",
+        second.stderr()
+    );
+    // The sink's CSV: NULL is an empty field.
+    let mut committed = Vec::new();
+    for (line, _) in support::committed_lines(&s.join("totals")) {
+        committed.push(
+            line.split(',')
+                .map(|v| match v {
+                    "" => "NULL".to_owned(),
+                    v => v.to_owned(),
+                })
+                .collect(),
+        );
+    }
+    same_rows("crash", committed, duck, "committed rows against DuckDB's");
+}

@@ -1,0 +1,421 @@
+//! The cases of `sql_duckdb.rs`: one query in weir SQL (Flink's) and the
+//! same query in DuckDB's SQL, over the tables `orders`, `users` and
+//! `shipments` (see `Data` there). Where the two SQLs mean different things
+//! by the same words, the DuckDB side spells out Flink's meaning.
+
+/// One query, in both engines.
+pub struct Case {
+    pub name: &'static str,
+    /// A script after the tables: views, then one bare SELECT.
+    pub weir: &'static str,
+    /// Statements after the tables, the last the query.
+    pub duckdb: &'static str,
+}
+
+pub const CASES: &[Case] = &[
+    Case {
+        name: "projection_arithmetic",
+        // INT / INT truncates in Flink (DuckDB's `//`); DECIMAL keeps scales.
+        weir: "SELECT order_id, amount * 2 AS a2, amount + qty AS aq, amount - 0.5 AS am,
+                      qty * 3 - 1 AS q3, qty / 4 AS qd, qty % 4 AS qm, MOD(order_id, 7) AS m7,
+                      CAST(amount AS DOUBLE) / 3 AS third, ABS(qty - 10) AS dist
+               FROM orders;",
+        duckdb: "SELECT order_id, amount * 2, amount + qty, amount - 0.5,
+                        qty * 3 - 1, qty // 4, qty % 4, order_id % 7,
+                        CAST(amount AS DOUBLE) / 3, abs(qty - 10)
+                 FROM orders",
+    },
+    Case {
+        name: "decimal_division",
+        // Flink's quotient type: DECIMAL(10, 2) / INT is DECIMAL(21, 13),
+        // rounded half up; DuckDB divides to a DOUBLE, so its side divides
+        // the cents as integers, scaled 10^12, and rounds the last digit.
+        // Division by zero is NULL in weir (docs/SQL.md: Flink fails).
+        weir: "SELECT order_id, amount / 3 AS a3, amount / (qty + 1) AS aq FROM orders;",
+        duckdb: "SELECT order_id,
+                        at_scale_13(div_half_up(CAST(amount * 100 AS HUGEINT) * 1000000000000, 3)),
+                        at_scale_13(div_half_up(CAST(amount * 100 AS HUGEINT) * 1000000000000,
+                                                NULLIF(qty + 1, 0)))
+                 FROM orders",
+    },
+    Case {
+        name: "case_coalesce_cast",
+        // CAST of a DECIMAL to INT truncates in Flink; DuckDB rounds. A
+        // CAST that fails is NULL in weir (Flink's TRY_CAST, docs/SQL.md).
+        weir: "SELECT order_id,
+                      CASE WHEN qty IS NULL THEN 'none' WHEN qty < 5 THEN 'few' ELSE 'many' END AS size,
+                      CASE category WHEN 'books' THEN 1 WHEN 'games' THEN 2 ELSE 0 END AS c,
+                      COALESCE(category, 'unknown') AS cat, COALESCE(qty, -1) AS q,
+                      IFNULL(qty, 0) + 1 AS q1,
+                      CAST(amount AS INT) AS ai, CAST(qty AS STRING) AS qs,
+                      CAST(amount AS DECIMAL(12, 1)) AS a1, CAST(qty AS DECIMAL(5, 2)) AS qd,
+                      CAST(order_id AS DOUBLE) * 1.5 AS od,
+                      CAST(SUBSTR(user_id, 2) AS INT) AS un, CAST(note AS INT) AS bad
+               FROM orders;",
+        duckdb: "SELECT order_id,
+                        CASE WHEN qty IS NULL THEN 'none' WHEN qty < 5 THEN 'few' ELSE 'many' END,
+                        CASE category WHEN 'books' THEN 1 WHEN 'games' THEN 2 ELSE 0 END,
+                        COALESCE(category, 'unknown'), COALESCE(qty, -1), ifnull(qty, 0) + 1,
+                        CAST(trunc(amount) AS INTEGER), CAST(qty AS VARCHAR),
+                        CAST(amount AS DECIMAL(12, 1)), CAST(qty AS DECIMAL(5, 2)),
+                        CAST(order_id AS DOUBLE) * 1.5,
+                        CAST(substr(user_id, 2) AS INTEGER), TRY_CAST(note AS INTEGER)
+                 FROM orders",
+    },
+    Case {
+        name: "string_functions",
+        // Flink's CONCAT of a NULL is NULL (DuckDB's concat skips NULLs;
+        // its `||` does not). Flink's UPPER is Java's toUpperCase, which
+        // makes `ß` `SS`; DuckDB's makes it `ẞ`. Substrings are bracketed: weir's printed
+        // table right-aligns its cells, so a leading blank would not show.
+        weir: "SELECT order_id, UPPER(note) AS u, LOWER(note) AS l,
+                      '[' || SUBSTRING(note FROM 2 FOR 4) || ']' AS s1,
+                      '[' || SUBSTRING(note FROM 6) || ']' AS s2,
+                      SUBSTR(user_id, 2) AS s3,
+                      note || '/' || user_id AS c1, CONCAT(user_id, '-', category) AS c2,
+                      CHAR_LENGTH(note) AS n, POSITION('e' IN note) AS p,
+                      REPLACE(note, ' ', '_') AS r, TRIM(CONCAT('  ', note, ' ')) AS t,
+                      note LIKE '%wrap%' AS w, user_id LIKE 'u1_' AS u1,
+                      category NOT LIKE '%o%' AS no
+               FROM orders;",
+        duckdb: "SELECT order_id, replace(upper(note), 'ẞ', 'SS'), lower(note),
+                        '[' || substring(note, 2, 4) || ']', '[' || substring(note, 6) || ']',
+                        substr(user_id, 2),
+                        note || '/' || user_id, user_id || '-' || category,
+                        length(note), position('e' IN note),
+                        replace(note, ' ', '_'), trim('  ' || note || ' '),
+                        note LIKE '%wrap%', user_id LIKE 'u1_', category NOT LIKE '%o%'
+                 FROM orders",
+    },
+    Case {
+        name: "time_functions",
+        weir: "SELECT order_id, EXTRACT(HOUR FROM ts) AS h, MINUTE(ts) AS m, SECOND(ts) AS s,
+                      DAYOFMONTH(ts) AS d, DAYOFWEEK(ts) AS dw, YEAR(ts) AS y,
+                      DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss') AS f, FLOOR(ts TO MINUTE) AS fm,
+                      ts + INTERVAL '90' SECOND AS later, ts - INTERVAL '1' HOUR AS earlier,
+                      ts > TIMESTAMP '2024-01-01 01:30:00' AS late, CAST(ts AS DATE) AS day
+               FROM orders;",
+        // Flink's DAYOFWEEK is 1 for Sunday (DuckDB's dayofweek: 0).
+        duckdb: "SELECT order_id, extract(hour FROM ts), minute(ts), second(ts),
+                        dayofmonth(ts), dayofweek(ts) + 1, year(ts),
+                        strftime(ts, '%Y-%m-%d %H:%M:%S'), date_trunc('minute', ts),
+                        ts + INTERVAL 90 SECOND, ts - INTERVAL 1 HOUR,
+                        ts > TIMESTAMP '2024-01-01 01:30:00', CAST(ts AS DATE)
+                 FROM orders",
+    },
+    Case {
+        name: "where_three_valued_logic",
+        weir: "SELECT order_id, qty, category,
+                      qty > 10 OR category = 'books' AS b, qty > 10 AND category = 'food' AS a,
+                      (qty > 10) IS NOT TRUE AS nt, qty = NULL AS eqn
+               FROM orders
+               WHERE (qty > 10 OR category = 'books') AND NOT (qty < 3)
+                  OR category IS NULL AND qty IN (1, 2, 3)
+                  OR qty NOT BETWEEN 2 AND 18 AND amount > 900;",
+        duckdb: "SELECT order_id, qty, category,
+                        qty > 10 OR category = 'books', qty > 10 AND category = 'food',
+                        (qty > 10) IS NOT TRUE, qty = NULL
+                 FROM orders
+                 WHERE (qty > 10 OR category = 'books') AND NOT (qty < 3)
+                    OR category IS NULL AND qty IN (1, 2, 3)
+                    OR qty NOT BETWEEN 2 AND 18 AND amount > 900",
+    },
+    Case {
+        name: "group_by_aggregates_having",
+        // Flink: SUM of an INT is INT, AVG of an INT truncates and is INT.
+        weir: "SELECT category, COUNT(*) AS n, COUNT(qty) AS nq, SUM(qty) AS sq,
+                      SUM(amount) AS sa, MIN(amount) AS mina, MAX(qty) AS maxq,
+                      MIN(note) AS minn, AVG(qty) AS aq, AVG(CAST(qty AS DOUBLE)) AS aqd
+               FROM orders GROUP BY category HAVING COUNT(*) > 10;",
+        duckdb: "SELECT category, COUNT(*), COUNT(qty), CAST(SUM(qty) AS INTEGER),
+                        SUM(amount), MIN(amount), MAX(qty),
+                        MIN(note), CAST(trunc(SUM(qty) / COUNT(qty)) AS INTEGER),
+                        AVG(CAST(qty AS DOUBLE))
+                 FROM orders GROUP BY category HAVING COUNT(*) > 10",
+    },
+    Case {
+        name: "group_by_two_keys_having_on_a_sum",
+        weir: "SELECT user_id, qty > 9 AS big, SUM(amount * qty) AS total, MAX(ts) AS last_ts
+               FROM orders WHERE qty IS NOT NULL
+               GROUP BY user_id, qty > 9 HAVING SUM(amount) > 20000;",
+        duckdb: "SELECT user_id, qty > 9, SUM(amount * qty), MAX(ts)
+                 FROM orders WHERE qty IS NOT NULL
+                 GROUP BY user_id, qty > 9 HAVING SUM(amount) > 20000",
+    },
+    Case {
+        name: "count_distinct_and_filter",
+        weir: "SELECT user_id, COUNT(DISTINCT category) AS dc,
+                      COUNT(*) FILTER (WHERE qty > 10) AS big,
+                      SUM(amount) FILTER (WHERE category = 'books') AS books,
+                      COUNT(DISTINCT qty) FILTER (WHERE amount > 500) AS dq,
+                      SUM(DISTINCT qty) AS sdq
+               FROM orders GROUP BY user_id;",
+        duckdb: "SELECT user_id, COUNT(DISTINCT category),
+                        COUNT(*) FILTER (WHERE qty > 10),
+                        SUM(amount) FILTER (WHERE category = 'books'),
+                        COUNT(DISTINCT qty) FILTER (WHERE amount > 500),
+                        CAST(SUM(DISTINCT qty) AS INTEGER)
+                 FROM orders GROUP BY user_id",
+    },
+    Case {
+        name: "select_distinct",
+        weir: "SELECT DISTINCT category, qty > 10 AS big FROM orders;",
+        duckdb: "SELECT DISTINCT category, qty > 10 FROM orders",
+    },
+    Case {
+        name: "tumble_window",
+        weir: "SELECT category, window_start, window_end, window_time, COUNT(*) AS n,
+                      SUM(amount) AS total, MAX(qty) AS mq, COUNT(DISTINCT user_id) AS users
+               FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTES))
+               GROUP BY category, window_start, window_end, window_time;",
+        duckdb: "SELECT category, win_floor(ts, 600000) AS ws, ws + INTERVAL 10 MINUTE,
+                        ws + INTERVAL 10 MINUTE - INTERVAL 1 MILLISECOND,
+                        COUNT(*), SUM(amount), MAX(qty), COUNT(DISTINCT user_id)
+                 FROM orders GROUP BY ALL",
+    },
+    Case {
+        name: "tumble_window_having_and_filter",
+        weir: "SELECT user_id, window_end, COUNT(*) FILTER (WHERE qty > 5) AS n5,
+                      AVG(qty) AS aq
+               FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' HOUR))
+               WHERE category <> 'food'
+               GROUP BY user_id, window_start, window_end HAVING SUM(qty) > 500;",
+        duckdb: "SELECT user_id, win_floor(ts, 3600000) + INTERVAL 1 HOUR AS we,
+                        COUNT(*) FILTER (WHERE qty > 5),
+                        CAST(trunc(SUM(qty) / COUNT(qty)) AS INTEGER)
+                 FROM orders WHERE category <> 'food'
+                 GROUP BY user_id, we HAVING SUM(qty) > 500",
+    },
+    Case {
+        name: "tumble_window_with_offset",
+        weir: "SELECT window_start, window_end, COUNT(*) AS n, AVG(DISTINCT qty) AS adq,
+                      COUNT(DISTINCT note) AS notes
+               FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTES,
+                                 INTERVAL '3' MINUTES))
+               GROUP BY window_start, window_end;",
+        duckdb: "SELECT epoch_ms((epoch_ms(ts) - 180000) // 600000 * 600000 + 180000) AS ws,
+                        ws + INTERVAL 10 MINUTE, COUNT(*),
+                        CAST(trunc(SUM(DISTINCT qty) / COUNT(DISTINCT qty)) AS INTEGER),
+                        COUNT(DISTINCT note)
+                 FROM orders GROUP BY ws",
+    },
+    Case {
+        name: "hop_window",
+        // Each row is in the three 15-minute windows that start at its
+        // 5-minute slot and the two slots before.
+        weir: "SELECT user_id, window_start, window_end, COUNT(*) AS n, SUM(amount) AS total
+               FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES,
+                              INTERVAL '15' MINUTES))
+               GROUP BY user_id, window_start, window_end;",
+        duckdb: "SELECT user_id, win_floor(ts, 300000) - k * INTERVAL 5 MINUTE AS ws,
+                        ws + INTERVAL 15 MINUTE, COUNT(*), SUM(amount)
+                 FROM orders, range(3) AS r(k) GROUP BY ALL",
+    },
+    Case {
+        name: "cumulate_window",
+        // Windows growing by 5 minutes from each 20-minute period's start:
+        // a row is in those of its period that end after it.
+        weir: "SELECT category, window_start, window_end, COUNT(*) AS n, SUM(amount) AS total,
+                      MIN(qty) AS mq
+               FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES,
+                                   INTERVAL '20' MINUTES))
+               GROUP BY category, window_start, window_end;",
+        duckdb: "SELECT category, win_floor(ts, 1200000) AS ws, ws + k * INTERVAL 5 MINUTE AS we,
+                        COUNT(*), SUM(amount), MIN(qty)
+                 FROM orders, range(1, 5) AS r(k)
+                 WHERE ts < win_floor(ts, 1200000) + k * INTERVAL 5 MINUTE
+                 GROUP BY ALL",
+    },
+    Case {
+        name: "hop_rows_as_a_table",
+        // A windowing TVF not aggregated: each row once per window.
+        weir: "SELECT order_id, window_start, window_end, window_time, amount
+               FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES,
+                              INTERVAL '10' MINUTES))
+               WHERE qty > 15;",
+        duckdb: "SELECT order_id, win_floor(ts, 300000) - k * INTERVAL 5 MINUTE AS ws,
+                        ws + INTERVAL 10 MINUTE,
+                        ws + INTERVAL 10 MINUTE - INTERVAL 1 MILLISECOND, amount
+                 FROM orders, range(2) AS r(k) WHERE qty > 15",
+    },
+    Case {
+        name: "window_join",
+        // Orders and their shipments in the same 10-minute window.
+        weir: "SELECT L.order_id, L.window_start, L.amount, R.ship_id
+               FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts),
+                                                INTERVAL '10' MINUTES))) L
+               JOIN (SELECT * FROM TABLE(TUMBLE(TABLE shipments, DESCRIPTOR(ts),
+                                                INTERVAL '10' MINUTES))) R
+               ON L.order_id = R.order_id AND L.window_start = R.window_start
+                  AND L.window_end = R.window_end;",
+        duckdb: "SELECT o.order_id, win_floor(o.ts, 600000), o.amount, s.ship_id
+                 FROM orders o JOIN shipments s
+                   ON o.order_id = s.order_id
+                  AND win_floor(o.ts, 600000) = win_floor(s.ts, 600000)",
+    },
+    Case {
+        name: "session_window",
+        // Gaps and islands: a row starts a new session when the user's
+        // previous row is more than 40 s before it (Flink's session
+        // windows `[t, t + gap)` merge when they touch: `TimeWindow.
+        // intersects` is inclusive); a session ends 40 s after its last row.
+        weir: "SELECT user_id, window_start, window_end, COUNT(*) AS n, SUM(amount) AS total
+               FROM TABLE(SESSION(TABLE orders, DESCRIPTOR(ts), INTERVAL '40' SECOND))
+               GROUP BY user_id, window_start, window_end;",
+        duckdb: "WITH starts AS (
+                   SELECT *, CASE WHEN ts - lag(ts) OVER w <= INTERVAL 40 SECOND THEN 0 ELSE 1 END
+                             AS new_session
+                   FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts)),
+                 sessions AS (
+                   SELECT *, SUM(new_session) OVER (PARTITION BY user_id ORDER BY ts
+                                                    ROWS UNBOUNDED PRECEDING) AS session
+                   FROM starts)
+                 SELECT user_id, MIN(ts), MAX(ts) + INTERVAL 40 SECOND, COUNT(*), SUM(amount)
+                 FROM sessions GROUP BY user_id, session",
+    },
+    Case {
+        name: "union_all",
+        weir: "SELECT order_id AS id, user_id AS who, amount FROM orders WHERE qty > 15
+               UNION ALL
+               SELECT order_id * 10, UPPER(user_id), amount FROM orders WHERE category = 'food';",
+        duckdb: "SELECT order_id, user_id, amount FROM orders WHERE qty > 15
+                 UNION ALL
+                 SELECT order_id * 10, upper(user_id), amount FROM orders WHERE category = 'food'",
+    },
+    Case {
+        name: "inner_join",
+        weir: "SELECT o.order_id, u.name, u.tier, o.amount
+               FROM orders o JOIN users u ON o.user_id = u.user_id
+               WHERE o.qty > 12;",
+        duckdb: "SELECT o.order_id, u.name, u.tier, o.amount
+                 FROM orders o JOIN users u ON o.user_id = u.user_id
+                 WHERE o.qty > 12",
+    },
+    Case {
+        name: "left_join",
+        weir: "SELECT o.order_id, o.user_id, u.name, u.tier
+               FROM orders o LEFT JOIN users u ON o.user_id = u.user_id AND u.tier > 1
+               WHERE o.category = 'games';",
+        duckdb: "SELECT o.order_id, o.user_id, u.name, u.tier
+                 FROM orders o LEFT JOIN users u ON o.user_id = u.user_id AND u.tier > 1
+                 WHERE o.category = 'games'",
+    },
+    Case {
+        name: "full_join",
+        weir: "SELECT o.order_id, o.user_id, u.user_id AS uid, u.name
+               FROM orders o FULL JOIN users u ON o.user_id = u.user_id AND o.qty > 17;",
+        duckdb: "SELECT o.order_id, o.user_id, u.user_id, u.name
+                 FROM orders o FULL JOIN users u ON o.user_id = u.user_id AND o.qty > 17",
+    },
+    Case {
+        name: "group_by_over_a_left_join",
+        // The join retracts an order's padded row when its user arrives:
+        // the aggregation must take the retraction back.
+        weir: "SELECT u.name, u.tier, COUNT(*) AS n, COUNT(u.user_id) AS matched,
+                      SUM(o.amount) AS total
+               FROM orders o LEFT JOIN users u ON o.user_id = u.user_id
+               GROUP BY u.name, u.tier;",
+        duckdb: "SELECT u.name, u.tier, COUNT(*), COUNT(u.user_id), SUM(o.amount)
+                 FROM orders o LEFT JOIN users u ON o.user_id = u.user_id
+                 GROUP BY u.name, u.tier",
+    },
+    Case {
+        name: "group_by_over_window_results",
+        weir: "SELECT category, MAX(n) AS busiest, SUM(n) AS n, COUNT(*) AS windows
+               FROM (SELECT category, window_start, COUNT(*) AS n
+                     FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES))
+                     GROUP BY category, window_start, window_end)
+               GROUP BY category;",
+        duckdb: "SELECT category, MAX(n), SUM(n), COUNT(*)
+                 FROM (SELECT category, win_floor(ts, 300000), COUNT(*) AS n
+                       FROM orders GROUP BY ALL)
+                 GROUP BY category",
+    },
+    Case {
+        name: "interval_join",
+        weir: "SELECT o.order_id, s.ship_id, o.ts AS ordered, s.ts AS shipped
+               FROM orders o JOIN shipments s
+                 ON o.order_id = s.order_id
+                AND s.ts BETWEEN o.ts + INTERVAL '1' MINUTE AND o.ts + INTERVAL '5' MINUTE;",
+        duckdb: "SELECT o.order_id, s.ship_id, o.ts, s.ts
+                 FROM orders o JOIN shipments s
+                   ON o.order_id = s.order_id
+                  AND s.ts BETWEEN o.ts + INTERVAL 1 MINUTE AND o.ts + INTERVAL 5 MINUTE",
+    },
+    Case {
+        name: "interval_join_strict_bounds",
+        weir: "SELECT o.order_id, s.ship_id, o.amount
+               FROM orders o, shipments s
+               WHERE o.order_id = s.order_id AND o.ts < s.ts - INTERVAL '1' MINUTE
+                 AND o.ts > s.ts - INTERVAL '5' MINUTE;",
+        duckdb: "SELECT o.order_id, s.ship_id, o.amount
+                 FROM orders o, shipments s
+                 WHERE o.order_id = s.order_id AND o.ts < s.ts - INTERVAL 1 MINUTE
+                   AND o.ts > s.ts - INTERVAL 5 MINUTE",
+    },
+    Case {
+        name: "top_3_per_user",
+        // weir ranks rows equal on the ORDER BY columns by the other
+        // columns, ascending (docs/SQL.md); Flink by arrival.
+        weir: "SELECT * FROM (
+                 SELECT user_id, order_id, amount,
+                        ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY amount DESC) AS rn
+                 FROM orders)
+               WHERE rn <= 3;",
+        duckdb: "SELECT * FROM (
+                   SELECT user_id, order_id, amount,
+                          row_number() OVER (PARTITION BY user_id
+                                             ORDER BY amount DESC, order_id) AS rn
+                   FROM orders)
+                 WHERE rn <= 3",
+    },
+    Case {
+        name: "top_2_per_category_without_rank",
+        weir: "SELECT category, order_id, qty FROM (
+                 SELECT category, qty, order_id,
+                        ROW_NUMBER() OVER (PARTITION BY category ORDER BY qty ASC) AS rn
+                 FROM orders)
+               WHERE rn < 3;",
+        duckdb: "SELECT category, order_id, qty FROM (
+                   SELECT category, qty, order_id,
+                          row_number() OVER (PARTITION BY category
+                                             ORDER BY qty ASC NULLS FIRST, order_id) AS rn
+                   FROM orders)
+                 WHERE rn < 3",
+    },
+    Case {
+        name: "dedup_first_row",
+        weir: "SELECT user_id, order_id, ts FROM (
+                 SELECT *, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ts ASC) AS rn
+                 FROM orders)
+               WHERE rn = 1;",
+        duckdb: "SELECT user_id, order_id, ts FROM (
+                   SELECT *, row_number() OVER (PARTITION BY user_id ORDER BY ts) AS rn
+                   FROM orders)
+                 WHERE rn = 1",
+    },
+    Case {
+        name: "dedup_last_row",
+        weir: "SELECT user_id, order_id, ts FROM (
+                 SELECT *, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ts DESC) AS rn
+                 FROM orders)
+               WHERE rn = 1;",
+        duckdb: "SELECT user_id, order_id, ts FROM (
+                   SELECT *, row_number() OVER (PARTITION BY user_id ORDER BY ts DESC) AS rn
+                   FROM orders)
+                 WHERE rn = 1",
+    },
+    Case {
+        name: "view",
+        weir: "CREATE VIEW big AS
+                 SELECT user_id, amount * qty AS total, category FROM orders WHERE qty IS NOT NULL;
+               SELECT b.user_id, u.name, SUM(b.total) AS total, COUNT(*) AS n
+               FROM big b JOIN users u ON b.user_id = u.user_id
+               GROUP BY b.user_id, u.name;",
+        duckdb: "CREATE VIEW big AS
+                   SELECT user_id, amount * qty AS total, category FROM orders WHERE qty IS NOT NULL;
+                 SELECT b.user_id, u.name, SUM(b.total), COUNT(*)
+                 FROM big b JOIN users u ON b.user_id = u.user_id
+                 GROUP BY b.user_id, u.name",
+    },
+];

@@ -254,6 +254,12 @@ impl Aggs {
     /// The aggregates' values.
     pub fn result(&self, acc: &Row) -> Values {
         let mut out = Values::with_capacity(self.calls.len());
+        self.result_into(acc, &mut out);
+        out
+    }
+
+    /// Appends the aggregates' values to `out`.
+    pub fn result_into(&self, acc: &Row, out: &mut Values) {
         for (c, &s) in self.calls.iter().zip(self.slots.iter()) {
             out.push(match c.func {
                 AggFunc::Avg => {
@@ -268,7 +274,6 @@ impl Aggs {
                 _ => acc.values[s].clone(),
             });
         }
-        out
     }
 }
 
@@ -451,24 +456,27 @@ impl KeyedProcessFunction for GroupAggregate {
         // One lookup; the accumulator is updated in place.
         let aggs = &self.aggs;
         let keys = self.keys;
+        let key = ctx.key();
+        // The output rows are built whole (keys, then the aggregates'
+        // values), not from intermediate vectors of the results.
+        let output = |kind: RowKind, acc: &Row| {
+            let mut v = Values::with_capacity(keys + aggs.calls.len());
+            v.extend(key.values.iter().take(keys).cloned());
+            aggs.result_into(acc, &mut v);
+            Row { kind, values: v }
+        };
         let acc = self.accs.value_mut_or_insert_with(ctx, || aggs.create());
-        let before = (aggs.rows(acc) > 0).then(|| aggs.result(acc));
+        let before = (aggs.rows(acc) > 0).then(|| output(RowKind::UpdateBefore, acc));
         match &mut self.distinct {
             Some(state) => aggs.fold(acc, &row, &mut DistinctState { state, ctx }),
             None => aggs.fold(acc, &row, &mut NoDistinct),
         }
         let left = aggs.rows(acc);
-        let key = ctx.key();
-        let emit = |kind: RowKind, results: Values| {
-            let mut v = Values::with_capacity(keys + results.len());
-            v.extend(key.values.iter().take(keys).cloned());
-            v.extend(results);
-            Row { kind, values: v }
-        };
         if left <= 0 {
             // The key's last row was retracted (or a retraction of nothing).
-            if let Some(old) = before {
-                out.collect(emit(RowKind::Delete, old));
+            if let Some(mut old) = before {
+                old.kind = RowKind::Delete;
+                out.collect(old);
             }
             self.accs.clear(ctx);
             if let Some(d) = &mut self.distinct {
@@ -476,12 +484,16 @@ impl KeyedProcessFunction for GroupAggregate {
             }
             return;
         }
-        let now = aggs.result(acc);
+        let now = output(RowKind::UpdateAfter, acc);
         match before {
-            None => out.collect(emit(RowKind::Insert, now)),
-            Some(old) if old != now => {
-                out.collect(emit(RowKind::UpdateBefore, old));
-                out.collect(emit(RowKind::UpdateAfter, now));
+            None => out.collect(Row {
+                kind: RowKind::Insert,
+                ..now
+            }),
+            // Same keys: the rows differ where the aggregates do.
+            Some(old) if old.values != now.values => {
+                out.collect(old);
+                out.collect(now);
             }
             Some(_) => {} // unchanged: nothing to say, as Flink
         }

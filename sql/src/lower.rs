@@ -116,73 +116,51 @@ impl<'j> Lowering<'j> {
                 let out = move |(k, w, a): (Key, TimeWindow, Row)| window_row(k, w, a);
                 let map_uid = format!("{uid}-output");
                 let proctime = input.schema.fields[time].proctime;
+                // The assigner differs per arm; what follows it does not.
+                macro_rules! aggregated {
+                    ($assigner:expr) => {
+                        keyed
+                            .window($assigner)
+                            .aggregate(&uid, f)
+                            .map(&map_uid, out)
+                            .share()
+                            .branch()
+                    };
+                }
                 match *window {
                     // Processing time (a PROCTIME() column): the wall clock.
-                    Window::Tumble { size, offset } if proctime => keyed
-                        .window(
-                            TumblingProcessingTimeWindows::of(ms(size))
-                                .with_offset(offset_of(offset)),
-                        )
-                        .aggregate(&uid, f)
-                        .map(&map_uid, out)
-                        .share()
-                        .branch(),
+                    Window::Tumble { size, offset } if proctime => {
+                        aggregated!(TumblingProcessingTimeWindows::of(ms(size))
+                            .with_offset(offset_of(offset)))
+                    }
                     Window::Hop {
                         slide,
                         size,
                         offset,
-                    } if proctime => keyed
-                        .window(
-                            SlidingProcessingTimeWindows::of(ms(size), ms(slide))
-                                .with_offset(offset_of(offset)),
-                        )
-                        .aggregate(&uid, f)
-                        .map(&map_uid, out)
-                        .share()
-                        .branch(),
-                    Window::Session { gap } if proctime => keyed
-                        .window(ProcessingTimeSessionWindows::with_gap(ms(gap)))
-                        .aggregate(&uid, f)
-                        .map(&map_uid, out)
-                        .share()
-                        .branch(),
-                    Window::Tumble { size, offset } => keyed
-                        .window(
-                            TumblingEventTimeWindows::of(ms(size), ts)
-                                .with_offset(offset_of(offset)),
-                        )
-                        .aggregate(&uid, f)
-                        .map(&map_uid, out)
-                        .share()
-                        .branch(),
+                    } if proctime => {
+                        aggregated!(SlidingProcessingTimeWindows::of(ms(size), ms(slide))
+                            .with_offset(offset_of(offset)))
+                    }
+                    Window::Session { gap } if proctime => {
+                        aggregated!(ProcessingTimeSessionWindows::with_gap(ms(gap)))
+                    }
+                    Window::Tumble { size, offset } => {
+                        aggregated!(TumblingEventTimeWindows::of(ms(size), ts)
+                            .with_offset(offset_of(offset)))
+                    }
                     Window::Hop {
                         slide,
                         size,
                         offset,
-                    } => keyed
-                        .window(
-                            SlidingEventTimeWindows::of(ms(size), ms(slide), ts)
-                                .with_offset(offset_of(offset)),
-                        )
-                        .aggregate(&uid, f)
-                        .map(&map_uid, out)
-                        .share()
-                        .branch(),
-                    Window::Cumulate { step, size, offset } => keyed
-                        .window(
-                            CumulativeEventTimeWindows::of(ms(step), ms(size), ts)
-                                .with_offset(offset_of(offset)),
-                        )
-                        .aggregate(&uid, f)
-                        .map(&map_uid, out)
-                        .share()
-                        .branch(),
-                    Window::Session { gap } => keyed
-                        .window(EventTimeSessionWindows::with_gap(ms(gap), ts))
-                        .aggregate(&uid, f)
-                        .map(&map_uid, out)
-                        .share()
-                        .branch(),
+                    } => aggregated!(SlidingEventTimeWindows::of(ms(size), ms(slide), ts)
+                        .with_offset(offset_of(offset))),
+                    Window::Cumulate { step, size, offset } => {
+                        aggregated!(CumulativeEventTimeWindows::of(ms(step), ms(size), ts)
+                            .with_offset(offset_of(offset)))
+                    }
+                    Window::Session { gap } => {
+                        aggregated!(EventTimeSessionWindows::with_gap(ms(gap), ts))
+                    }
                 }
             }
             Node::GroupAgg { input, keys, aggs } => {

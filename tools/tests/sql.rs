@@ -10,9 +10,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
-use support::{complete_checkpoints, splitmix64, Proc, Scratch, CONDITION, FINISH, WEIR};
+use support::{complete_checkpoints, splitmix64, Proc, Scratch, FINISH, WEIR};
 
 fn weir_sql(script: &Path, args: &[&str]) -> Output {
     Command::new(WEIR)
@@ -23,6 +22,13 @@ fn weir_sql(script: &Path, args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("run weir sql")
+}
+
+/// Milliseconds since the day's start of `yyyy-MM-dd HH:mm:ss.SSS`.
+fn ms_of_day(text: &str) -> i64 {
+    let t = &text[11..];
+    let n = |r: std::ops::Range<usize>| t[r].parse::<i64>().unwrap();
+    ((n(0..2) * 60 + n(3..5)) * 60 + n(6..8)) * 1000 + n(9..12)
 }
 
 /// `yyyy-MM-dd HH:mm:ss.SSS` of epoch milliseconds (UTC).
@@ -333,8 +339,6 @@ fn a_sigkill_and_restore_latest_commit_every_window_exactly_once() {
         .collect();
     lines.sort();
     same_lines(committed(&s.join("sums")), lines);
-    let _ = CONDITION;
-    let _ = Duration::ZERO;
 }
 
 fn ts_1970(ms: i64) -> String {
@@ -621,9 +625,10 @@ fn processing_time_windows_count_every_row_once() {
         let f: Vec<&str> = line.split(',').collect();
         *per_key.entry(f[0].parse().unwrap()).or_default() += f[3].parse::<u64>().unwrap();
         windows.insert(f[1].to_owned());
-        // One second apart (same minute in these runs or not: compare the
-        // seconds-of-day arithmetic through the text's tail).
-        assert_ne!(f[1], f[2]);
+        // Each window is one second long, aligned to the second.
+        let length = (ms_of_day(f[2]) - ms_of_day(f[1])).rem_euclid(86_400_000);
+        assert_eq!(length, 1_000, "{line}");
+        assert_eq!(ms_of_day(f[1]) % 1_000, 0, "{line}");
     }
     assert_eq!(per_key, BTreeMap::from([(0, 1667), (1, 1667), (2, 1666)]));
     assert!(

@@ -76,7 +76,7 @@ pub use crate::exchange::{
 };
 pub use crate::exec::{
     available_cores, execute, execute_with_progress, CheckpointingOptions, ExecutionOptions,
-    JobError, JobResult, Progress, RestartDecision, RestartStrategy, RestartStrategyConfig,
+    JobError, JobHandle, JobResult, JobState, JobView, Progress, SavepointStatus, RestartDecision, RestartStrategy, RestartStrategyConfig,
     RestartStrategyType, RestartTracker, RestoreFrom, RestoreInfo, Result, StopRequest, Stopped,
     TaskFailure,
 };

@@ -23,6 +23,14 @@
 //! ([`CheckpointCoordinator::stopped`]). A stop savepoint that fails is
 //! withdrawn: sources go on, the job runs on, and the failure does not
 //! count against `tolerable-failed-checkpoints` (as in Flink).
+//!
+//! A *savepoint* ([`CheckpointCoordinator::trigger_savepoint`], Flink's
+//! `POST /jobs/:id/savepoints`) is triggered at once too, into
+//! `state.savepoints.dir` or the directory asked for, and the job runs on
+//! after it; no periodic checkpoint is triggered while it is pending (its
+//! barrier would be overtaken). How it ended is taken with
+//! [`CheckpointCoordinator::take_savepoint_outcomes`]; its failure does not
+//! count against `tolerable-failed-checkpoints` either.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -95,6 +103,8 @@ struct Pending {
     is_final: bool,
     /// The stop's snapshot (and its kind).
     stop: Option<SnapshotKind>,
+    /// A savepoint the job runs on after: its directory.
+    savepoint: Option<PathBuf>,
     acks: Vec<TaskAck>,
 }
 
@@ -104,7 +114,13 @@ enum Trigger {
     Periodic,
     Final,
     Stop,
+    /// A savepoint into this parent directory.
+    Savepoint,
 }
+
+/// How a savepoint the job ran on after ended: its directory, or why it
+/// failed.
+pub type SavepointOutcome = (u64, std::result::Result<PathBuf, String>);
 
 /// The snapshot a stop took.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,6 +155,11 @@ pub struct CheckpointCoordinator {
     stop_pending: bool,
     stopped: Option<Stopped>,
     stop_failed: Option<String>,
+    /// The savepoint pending (the job runs on after it).
+    savepoint_pending: Option<u64>,
+    /// Where the next savepoint goes (set just before its trigger).
+    savepoint_parent: Option<PathBuf>,
+    savepoint_outcomes: Vec<SavepointOutcome>,
     records: Vec<CheckpointRecord>,
     fresh: Vec<CheckpointRecord>,
     /// The lineage written into every manifest: the run's job id and
@@ -181,6 +202,9 @@ impl CheckpointCoordinator {
             stop_pending: false,
             stopped: None,
             stop_failed: None,
+            savepoint_pending: None,
+            savepoint_parent: None,
+            savepoint_outcomes: Vec::new(),
             records: Vec::new(),
             fresh: Vec::new(),
             lineage: None,
@@ -226,6 +250,11 @@ impl CheckpointCoordinator {
         !self.pending.is_empty()
     }
 
+    /// Checkpoints pending now.
+    pub fn pending_count(&self) -> usize {
+        self.pending.len()
+    }
+
     /// True once the final checkpoint completed.
     pub fn final_completed(&self) -> bool {
         self.final_completed
@@ -245,6 +274,45 @@ impl CheckpointCoordinator {
             std::thread::sleep(Duration::from_millis(ms));
         }
         self.trigger(now, Trigger::Stop, ring)
+    }
+
+    /// Triggers a savepoint now, into `dir` (`None`: `state.savepoints.dir`),
+    /// after which the job runs on; returns its id. Refused (with why)
+    /// while a stop or another savepoint is under way, once the job's input
+    /// ended, or with no directory to write to. A failure to create its
+    /// directory is reported as its outcome, as any later failure.
+    pub fn trigger_savepoint(
+        &mut self,
+        now: Instant,
+        dir: Option<PathBuf>,
+        ring: &dyn Fn(),
+    ) -> std::result::Result<u64, String> {
+        if self.stop_pending || self.stopped.is_some() {
+            return Err("the job is stopping with a savepoint".into());
+        }
+        if self.final_pending || self.final_completed {
+            return Err("the job's input ended: it is taking its final checkpoint".into());
+        }
+        if let Some(id) = self.savepoint_pending {
+            return Err(format!("savepoint {id} is in progress"));
+        }
+        let Some(parent) = dir.or_else(|| self.storage.savepoints_dir().map(PathBuf::from)) else {
+            return Err(
+                "no savepoint directory: set state.savepoints.dir or give a target directory"
+                    .into(),
+            );
+        };
+        let id = self.next_id;
+        self.savepoint_parent = Some(parent);
+        match self.trigger(now, Trigger::Savepoint, ring) {
+            Ok(()) => Ok(id),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// How the savepoints the job ran on after ended since the last call.
+    pub fn take_savepoint_outcomes(&mut self) -> Vec<SavepointOutcome> {
+        std::mem::take(&mut self.savepoint_outcomes)
     }
 
     /// The stop's snapshot, once it is complete.
@@ -325,7 +393,7 @@ impl CheckpointCoordinator {
             self.trigger(now, Trigger::Final, ring)?;
             return Ok(());
         }
-        if self.final_pending || self.final_completed {
+        if self.final_pending || self.final_completed || self.savepoint_pending.is_some() {
             return Ok(());
         }
         let due = self
@@ -355,6 +423,11 @@ impl CheckpointCoordinator {
                 SnapshotKind::Checkpoint
             }
         });
+        let savepoint = if why == Trigger::Savepoint {
+            self.savepoint_parent.take()
+        } else {
+            None
+        };
         self.pending.insert(
             id,
             Pending {
@@ -362,14 +435,19 @@ impl CheckpointCoordinator {
                 trigger_ms,
                 is_final,
                 stop,
+                savepoint: savepoint.clone(),
                 acks: Vec::new(),
             },
         );
         if stop.is_some() {
             self.stop_pending = true;
         }
-        let created = match stop {
-            Some(SnapshotKind::Savepoint) => self.storage.begin_savepoint(id).map(|_| ()),
+        if savepoint.is_some() {
+            self.savepoint_pending = Some(id);
+        }
+        let created = match (stop, &savepoint) {
+            (_, Some(parent)) => self.storage.begin_savepoint_in(id, parent).map(|_| ()),
+            (Some(SnapshotKind::Savepoint), _) => self.storage.begin_savepoint(id).map(|_| ()),
             _ => {
                 let dir = self.storage.checkpoint_dir(id);
                 std::fs::create_dir_all(&dir).map_err(|e| CheckpointError::io("create", dir, e))
@@ -385,6 +463,7 @@ impl CheckpointCoordinator {
                 self.signals.trigger_final(id, trigger_ms);
             }
             Trigger::Stop => self.signals.trigger_stop(id, trigger_ms),
+            Trigger::Savepoint => self.signals.trigger_savepoint(id, trigger_ms),
             Trigger::Periodic => self.signals.trigger(id, trigger_ms),
         }
         ring();
@@ -419,7 +498,11 @@ impl CheckpointCoordinator {
             job_name: self.job_name.clone(),
             operators: ops,
             lineage: self.lineage.clone(),
-            kind: p.stop.unwrap_or(SnapshotKind::Checkpoint),
+            kind: if p.savepoint.is_some() {
+                SnapshotKind::Savepoint
+            } else {
+                p.stop.unwrap_or(SnapshotKind::Checkpoint)
+            },
         };
         let dir = self.storage.snapshot_dir(id);
         if let Err(e) = manifest.write(&dir, METADATA_FILE) {
@@ -446,6 +529,12 @@ impl CheckpointCoordinator {
             self.final_pending = false;
             self.final_completed = true;
         }
+        let is_savepoint =
+            p.savepoint.is_some() || p.stop == Some(SnapshotKind::Savepoint);
+        if p.savepoint.is_some() {
+            self.savepoint_pending = None;
+            self.savepoint_outcomes.push((id, Ok(dir.clone())));
+        }
         if let Some(kind) = p.stop {
             self.stop_pending = false;
             self.stopped = Some(Stopped { id, kind, dir });
@@ -455,6 +544,7 @@ impl CheckpointCoordinator {
             id,
             status: CheckpointStatus::Completed,
             is_final: p.is_final,
+            is_savepoint,
             trigger_ms: p.trigger_ms,
             duration_ms: p.triggered_at.elapsed().as_secs_f64() * 1e3,
             alignment_ms: max(|t| t.alignment_ms),
@@ -498,6 +588,13 @@ impl CheckpointCoordinator {
         self.last_end = Some(Instant::now());
         let _ = self.storage.delete(id);
         self.push_failed(id, &p, reason.clone());
+        if p.savepoint.is_some() {
+            // As a stop's: the job goes on, and it is not counted.
+            self.savepoint_pending = None;
+            self.savepoint_outcomes
+                .push((id, Err(format!("savepoint {id} failed: {reason}"))));
+            return Ok(());
+        }
         if p.stop.is_some() {
             // The stop is withdrawn and the job goes on; a savepoint's
             // failure is not a checkpoint's (Flink does not count it).
@@ -530,6 +627,7 @@ impl CheckpointCoordinator {
             id,
             status: CheckpointStatus::Failed,
             is_final: p.is_final,
+            is_savepoint: p.savepoint.is_some() || p.stop == Some(SnapshotKind::Savepoint),
             trigger_ms: p.trigger_ms,
             duration_ms: p.triggered_at.elapsed().as_secs_f64() * 1e3,
             alignment_ms: 0.0,

@@ -12,7 +12,9 @@
 //! (stop-with-savepoint) is a checkpoint marked as such: sources emit
 //! nothing after its barrier, every task counts itself once it has
 //! forwarded the stop's completion (sinks committed), and the control
-//! thread then ends the attempt. Every change is followed by ringing all
+//! thread then ends the attempt. A *savepoint* taken while the job runs
+//! is a checkpoint marked as such too, only so that its barrier is a
+//! savepoint's (aligned); sources go on after it. Every change is followed by ringing all
 //! workers' doorbells, so parked workers see it.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -28,6 +30,7 @@ pub struct CheckpointSignals {
     final_id: AtomicU64,
     sources_ended: AtomicUsize,
     stop_id: AtomicU64,
+    savepoint_id: AtomicU64,
     stopped_tasks: AtomicUsize,
 }
 
@@ -57,6 +60,13 @@ impl CheckpointSignals {
     /// nothing after its barrier.
     pub fn trigger_stop(&self, id: u64, timestamp_ms: u64) {
         self.stop_id.store(id, Ordering::Release);
+        self.trigger(id, timestamp_ms);
+    }
+
+    /// Marks `id` as a savepoint the job runs on after (and triggers it):
+    /// its barrier is a savepoint's.
+    pub fn trigger_savepoint(&self, id: u64, timestamp_ms: u64) {
+        self.savepoint_id.store(id, Ordering::Release);
         self.trigger(id, timestamp_ms);
     }
 
@@ -94,9 +104,10 @@ impl CheckpointSignals {
     /// (always aligned) if it is the stop's snapshot, else a checkpoint's.
     pub fn triggered_barrier(&self) -> CheckpointBarrier {
         let (id, timestamp_ms) = self.triggered();
-        // `trigger_stop` marks the stop before it publishes the id, so the
-        // acquire of the id above sees the mark.
-        let kind = if id != 0 && self.stop_id() == id {
+        // `trigger_stop` and `trigger_savepoint` mark the id before they
+        // publish it, so the acquire of the id above sees the mark.
+        let savepoint = self.stop_id() == id || self.savepoint_id.load(Ordering::Acquire) == id;
+        let kind = if id != 0 && savepoint {
             BarrierKind::Savepoint
         } else {
             BarrierKind::Checkpoint

@@ -55,6 +55,8 @@ pub struct CheckpointRecord {
     pub status: CheckpointStatus,
     /// The final checkpoint of a bounded job.
     pub is_final: bool,
+    /// A savepoint (a stop's, or one the job ran on after).
+    pub is_savepoint: bool,
     /// Wall-clock ms (since the epoch) of the trigger.
     pub trigger_ms: u64,
     /// Trigger to completion (or failure).
@@ -191,6 +193,7 @@ mod tests {
             id,
             status,
             is_final: false,
+            is_savepoint: false,
             trigger_ms: 0,
             duration_ms,
             alignment_ms,

@@ -19,8 +19,9 @@
 //! checkpoint ids are above every id the directory ever held
 //! ([`CheckpointStorage::max_id`]).
 //!
-//! A stop's **savepoint** goes elsewhere: `state.savepoints.dir`, one
-//! `savepoint-<first 6 digits of the job id>-<id>` directory each, laid out
+//! A **savepoint** (a stop's, or one triggered while the job runs) goes
+//! elsewhere: `state.savepoints.dir` or the directory its trigger named,
+//! one `savepoint-<first 6 digits of the job id>-<id>` directory each, laid out
 //! as a checkpoint (segments and `_metadata`, which names them relative to
 //! its directory), so it can be moved or copied. Nothing here lists,
 //! retains, abandons or deletes savepoints, except the directory of a
@@ -29,7 +30,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::{fs, io};
 
 use serde::{Deserialize, Serialize};
@@ -69,6 +70,12 @@ pub struct CheckpointStorage {
     /// The id of the savepoint being taken (0: none): its segments go to
     /// its directory instead of `chk-<id>`.
     savepoint_id: Arc<AtomicU64>,
+    /// The directory of the savepoint being taken; written by the
+    /// coordinator before it publishes the trigger, read by the writers
+    /// only for the id `savepoint_id` names (once per snapshot).
+    savepoint_target: Arc<Mutex<Option<PathBuf>>>,
+    /// The run's job id (names savepoint directories).
+    job_id: String,
 }
 
 /// A `chk-<id>` directory found in the root.
@@ -98,6 +105,8 @@ impl CheckpointStorage {
             root,
             savepoints: None,
             savepoint_id: Arc::new(AtomicU64::new(0)),
+            savepoint_target: Arc::new(Mutex::new(None)),
+            job_id: String::new(),
         })
     }
 
@@ -105,6 +114,7 @@ impl CheckpointStorage {
     /// `job_id`; with `None`, a stop takes a checkpoint.
     pub fn with_savepoints(mut self, dir: Option<PathBuf>, job_id: &str) -> Self {
         self.savepoints = dir.map(|d| (d, job_id.to_owned()));
+        self.job_id = job_id.to_owned();
         self
     }
 
@@ -127,30 +137,47 @@ impl CheckpointStorage {
     /// is an error, never written into) and from then on
     /// [`CheckpointStorage::snapshot_dir`] of `id` is it.
     pub fn begin_savepoint(&self, id: u64) -> Result<Option<PathBuf>> {
-        let Some(dir) = self.savepoint_dir(id) else {
-            return Ok(None);
-        };
-        let parent = dir.parent().unwrap_or(Path::new(".")).to_path_buf();
+        match self.savepoints_dir().map(Path::to_path_buf) {
+            Some(parent) => self.begin_savepoint_in(id, &parent).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Makes `id` a savepoint into `parent` (`state.savepoints.dir`, or
+    /// the directory a trigger named): creates
+    /// `<parent>/savepoint-<job id's first 6 digits>-<id>` (a new one) and
+    /// from then on [`CheckpointStorage::snapshot_dir`] of `id` is it.
+    pub fn begin_savepoint_in(&self, id: u64, parent: &Path) -> Result<PathBuf> {
+        let short: String = self.job_id.chars().take(6).collect();
+        let dir = parent.join(format!("{SAVEPOINT_PREFIX}{short}-{id}"));
         if parent.exists() && !parent.is_dir() {
             return Err(CheckpointError::NotADirectory {
-                what: "state.savepoints.dir",
-                path: parent,
+                what: "the savepoint directory",
+                path: parent.to_path_buf(),
             });
         }
-        fs::create_dir_all(&parent)
-            .map_err(|e| CheckpointError::io("create savepoint directory", &parent, e))?;
+        fs::create_dir_all(parent)
+            .map_err(|e| CheckpointError::io("create savepoint directory", parent, e))?;
         fs::create_dir(&dir).map_err(|e| CheckpointError::io("create savepoint", &dir, e))?;
-        sync_dir(&parent).map_err(|e| CheckpointError::io("fsync", &parent, e))?;
+        sync_dir(parent).map_err(|e| CheckpointError::io("fsync", parent, e))?;
+        *self
+            .savepoint_target
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(dir.clone());
         self.savepoint_id.store(id, Ordering::Release);
-        Ok(Some(dir))
+        Ok(dir)
     }
 
     /// Where snapshot `id`'s segments and manifest go: its savepoint
     /// directory if it is the savepoint being taken, else `chk-<id>`.
     pub fn snapshot_dir(&self, id: u64) -> PathBuf {
         if id != 0 && self.savepoint_id.load(Ordering::Acquire) == id {
-            if let Some(dir) = self.savepoint_dir(id) {
-                return dir;
+            let target = self
+                .savepoint_target
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if let Some(dir) = target.as_ref() {
+                return dir.clone();
             }
         }
         self.checkpoint_dir(id)

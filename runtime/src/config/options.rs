@@ -53,6 +53,7 @@ impl ExecutionOptions {
             restore: RestoreFrom::Nothing,
             allow_non_restored_state: false,
             stop: Default::default(),
+            handle: Default::default(),
             restart: config.effective_restart_strategy(),
         }
     }

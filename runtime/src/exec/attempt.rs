@@ -24,6 +24,7 @@ use crate::core::barrier::BarrierMode;
 use crate::core::log::{CHECKPOINT, WORKERS};
 use crate::exchange::watermark_alignment::WatermarkAlignmentGroups;
 use crate::exec::error::{JobError, Result, TaskFailure};
+use crate::exec::handle::{JobHandle, RestoredView};
 use crate::exec::identity::RunIdentity;
 use crate::exec::options::{CheckpointingOptions, ExecutionOptions};
 use crate::exec::progress::Progress;
@@ -125,6 +126,14 @@ pub(crate) fn run_attempt(
     let released_at = SystemTime::now();
     let _ = shared.released.set(start);
     shared.go.store(true, Ordering::Release);
+    options.handle.attempt_started(
+        &metrics,
+        restore.as_ref().map(|(r, _)| RestoredView {
+            id: r.id(),
+            path: r.dir().to_path_buf(),
+            restore_ms: crate::core::time::wall_ms(),
+        }),
+    );
     let restored = restore.map(|(r, verify)| RestoreInfo {
         checkpoint_id: r.id(),
         dir: r.dir().to_path_buf(),
@@ -137,6 +146,7 @@ pub(crate) fn run_attempt(
         request: &options.stop,
         signals: &signals,
         tasks: stages.iter().map(|s| s.parallelism).sum(),
+        handle: &options.handle,
     };
     let (in_flight, stopped) = watch(
         &shared,
@@ -155,7 +165,14 @@ pub(crate) fn run_attempt(
     if let Some(c) = coordinator.as_mut() {
         // Acknowledgements that arrived while the workers ended.
         let _ = c.tick(Instant::now(), &|| ring_all(&shared));
+        options.handle.checkpoints_ended(&c.take_fresh());
+        for (id, outcome) in c.take_savepoint_outcomes() {
+            options.handle.savepoint_ended(id, outcome);
+        }
         records.extend(c.records().iter().cloned());
+    }
+    if options.handle.cancel_requested() {
+        return Err(JobError::Cancelled);
     }
     if let Some(corrupt) = restore_arc
         .as_ref()
@@ -351,6 +368,8 @@ struct StopWatch<'a> {
     signals: &'a CheckpointSignals,
     /// Tasks of the attempt: each reports the stop's completion.
     tasks: usize,
+    /// Told how a stop asked for through it went.
+    handle: &'a JobHandle,
 }
 
 /// How a watch ended as far as a stop goes.
@@ -379,6 +398,8 @@ impl StopWatch<'_> {
             return None;
         }
         let Some(c) = coordinator else {
+            self.handle
+                .stop_ended(Err(JobError::StoppedWithoutSnapshot.to_string()));
             shared.cancel();
             return Some(StopOutcome::WithoutSnapshot);
         };
@@ -396,14 +417,30 @@ impl StopWatch<'_> {
                 "the stop's {why}; the job goes on (stop it again to retry)"
             );
             self.request.rearm();
+            self.handle.stop_ended(Err(why));
             return None;
         }
         let stopped = c.stopped()?;
+        self.handle.stop_ended(Ok(stopped.dir.clone()));
         if self.signals.stopped_tasks() < self.tasks {
             return None;
         }
         shared.cancel();
         Some(StopOutcome::Stopped(stopped.clone()))
+    }
+}
+
+/// Acts on what the control plane asked through `handle`: triggers the
+/// savepoints asked for and reports those that ended.
+fn control(handle: &JobHandle, c: &mut CheckpointCoordinator, now: Instant, ring: &dyn Fn()) {
+    for r in handle.take_requests() {
+        match c.trigger_savepoint(now, r.dir, ring) {
+            Ok(id) => handle.savepoint_triggered(r.trigger, id),
+            Err(why) => handle.savepoint_refused(r.trigger, why),
+        }
+    }
+    for (id, outcome) in c.take_savepoint_outcomes() {
+        handle.savepoint_ended(id, outcome);
     }
 }
 
@@ -452,7 +489,20 @@ fn watch(
                     TaskFailure::Checkpoint(e),
                 );
             }
-            fresh_checkpoints.extend(c.take_fresh());
+            let fresh = c.take_fresh();
+            stop.handle.checkpoints_ended(&fresh);
+            fresh_checkpoints.extend(fresh);
+            control(stop.handle, c, now, &ring);
+            stop.handle.tick(c.pending_count());
+        } else {
+            for r in stop.handle.take_requests() {
+                stop.handle
+                    .savepoint_refused(r.trigger, "checkpointing is off".into());
+            }
+            stop.handle.tick(0);
+        }
+        if stop.handle.cancel_requested() {
+            shared.cancel();
         }
         if let Some(outcome) = stop.look(shared, coordinator.as_deref_mut(), now) {
             stopped = outcome;

@@ -133,6 +133,12 @@ pub enum JobError {
          and state.checkpoints.dir, and state.savepoints.dir for savepoints)"
     )]
     StoppedWithoutSnapshot,
+    /// The job was cancelled through its [`JobHandle`](crate::exec::handle::JobHandle)
+    /// (`weir cancel`, `PATCH /jobs/:id?mode=cancel`): its workers ended
+    /// without a snapshot; the output stands as of its last complete
+    /// checkpoint.
+    #[error("the job was cancelled (weir cancel); a run with --restore latest resumes from its last complete checkpoint")]
+    Cancelled,
     /// The job failed and the restart strategy allows no more restarts.
     #[error("{failure}; not restarting: {reason}")]
     RestartsExhausted {
@@ -153,7 +159,7 @@ impl JobError {
     pub fn fault(&self) -> Fault {
         match self {
             Self::InvalidJob(_) | Self::RestoreLatestWithoutStorage => Fault::User,
-            Self::StoppedWithoutSnapshot => Fault::User,
+            Self::StoppedWithoutSnapshot | Self::Cancelled => Fault::User,
             Self::Spawn { .. } | Self::RestoreCorrupt { .. } | Self::AllUnusable { .. } => {
                 Fault::Outside
             }
@@ -186,6 +192,9 @@ impl JobError {
         match self {
             Self::InvalidJob(_) | Self::RestoreLatestWithoutStorage => false,
             Self::StoppedWithoutSnapshot => false,
+            // Running it again may well succeed: exit 1, as Flink's
+            // client does for a cancelled job.
+            Self::Cancelled => true,
             // A worker that could not start (no thread, no io_uring
             // memory) may start once the machine has room again.
             Self::Spawn { .. } => true,

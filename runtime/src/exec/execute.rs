@@ -15,6 +15,7 @@ use crate::checkpoint::storage::CheckpointStorage;
 use crate::core::log::{PROGRESS, RESTART, RESTORE};
 use crate::exec::attempt::{run_attempt, RestoreInfo};
 use crate::exec::error::{JobError, Result};
+use crate::exec::handle::JobState;
 use crate::exec::identity::RunIdentity;
 use crate::exec::lock::lock_dir;
 use crate::exec::options::{ExecutionOptions, RestoreFrom};
@@ -80,9 +81,50 @@ pub fn execute_with_progress(
     options: &ExecutionOptions,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<JobResult> {
+    let handle = &options.handle;
+    let result = run_job(job, options, on_progress);
+    match &result {
+        Ok(_) => handle.ended(JobState::Finished),
+        Err(JobError::Cancelled) => handle.ended(JobState::Canceled),
+        Err(e) => {
+            handle.failed(e.to_string(), failed_task(e), false);
+            handle.ended(JobState::Failed);
+        }
+    }
+    result
+}
+
+/// The task a failure names, if one.
+fn failed_task(e: &JobError) -> Option<String> {
+    match e {
+        JobError::TaskFailed { task, .. } => Some(task.clone()),
+        JobError::RestartsExhausted { failure, .. } => failed_task(failure),
+        _ => None,
+    }
+}
+
+fn run_job(
+    job: JobGraph,
+    options: &ExecutionOptions,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<JobResult> {
     let job = job.into_plan();
     let stages = validate(&job, options)?;
     let run = RunIdentity::of_plan(&job, options);
+    options.handle.started(
+        &run.job_id,
+        job.name(),
+        options.workers,
+        options.max_parallelism,
+        job.stages
+            .iter()
+            .zip(stages.iter())
+            .map(|(n, s)| (n.name.clone(), s.parallelism))
+            .collect(),
+        options.checkpointing.clone(),
+        format!("{:?}", options.restart),
+        &options.stop,
+    );
     let storage = match &options.checkpointing {
         Some(c) => Some(Arc::new(
             CheckpointStorage::open(&c.dir)?.with_savepoints(c.savepoints_dir.clone(), &run.job_id),
@@ -160,6 +202,8 @@ pub fn execute_with_progress(
                             ?delay,
                             "{e}; restarting (attempt {attempt}) in {delay:?}"
                         );
+                        options.handle.failed(e.to_string(), failed_task(&e), true);
+                        options.handle.set_state(JobState::Restarting);
                         std::thread::sleep(delay);
                         restarts += 1;
                         // The newest checkpoint of this run's timeline, or

@@ -1,10 +1,12 @@
 //! Executing a job: options, the restart loop, one attempt, the wiring of
 //! channels and tasks, the workers' loop, progress reports, restart
-//! strategies, stopping with a savepoint and the job's errors.
+//! strategies, stopping with a savepoint, the control plane's handle and
+//! the job's errors.
 
 pub mod attempt;
 pub mod error;
 pub mod execute;
+pub mod handle;
 pub mod identity;
 pub mod lock;
 pub mod options;
@@ -19,6 +21,7 @@ pub mod worker;
 pub use attempt::RestoreInfo;
 pub use error::{JobError, Result, TaskFailure};
 pub use execute::{execute, execute_with_progress, JobResult};
+pub use handle::{JobHandle, JobState, JobView, SavepointStatus};
 pub use identity::RunIdentity;
 pub use options::{available_cores, CheckpointingOptions, ExecutionOptions, RestoreFrom};
 pub use progress::Progress;

@@ -8,6 +8,7 @@ use crate::checkpoint::coordinator::CoordinatorOptions;
 use crate::checkpoint::segment_file::IoMode;
 use crate::core::barrier::BarrierMode;
 use crate::exchange::debloat::DebloatOptions;
+use crate::exec::handle::JobHandle;
 use crate::exec::restart::RestartStrategy;
 use crate::exec::stop::StopRequest;
 
@@ -99,6 +100,9 @@ pub struct ExecutionOptions {
     pub allow_non_restored_state: bool,
     /// Set to stop the run with a savepoint (see [`StopRequest`]).
     pub stop: StopRequest,
+    /// What the control plane sees of the run and asks of it (see
+    /// [`JobHandle`]).
+    pub handle: JobHandle,
     /// `restart-strategy.*`.
     pub restart: RestartStrategy,
 }

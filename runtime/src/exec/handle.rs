@@ -1,0 +1,707 @@
+//! A running job as the control plane sees it: a read-only view (the
+//! REST endpoint, `weir list`, a metrics exporter or a dashboard read the
+//! same [`JobView`]) and the control actions Flink's REST API offers: a
+//! savepoint while the job runs on, stop with a savepoint, cancel.
+//!
+//! The run's control thread publishes into the [`JobHandle`] what it has
+//! anyway: the job's identity and stages at the start, each attempt's
+//! worker metrics (the atomics every task stores into once per poll), each
+//! checkpoint as it ends, failures and restarts, the final state. A reader
+//! ([`JobHandle::view`]) copies them out: it reads those atomics and takes
+//! mutexes that only the control side ever takes, never a worker. Nothing
+//! here is on the per-record path.
+//!
+//! Requests (a savepoint, a cancel) are queued; the control thread acts on
+//! them on its tick, as it does on a stop ([`StopRequest`]). A savepoint or
+//! a stop asked for here gets a trigger id whose [`SavepointStatus`] can be
+//! polled.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use crate::checkpoint::stats::CheckpointRecord;
+use crate::core::time::wall_ms;
+use crate::exec::options::CheckpointingOptions;
+use crate::exec::stop::StopRequest;
+use crate::metrics::report::{MetricsSnapshot, SubtaskSnapshot, TimeShares};
+use crate::metrics::worker::WorkerMetrics;
+
+/// Newest checkpoints a view keeps (as `checkpoint-history.json`).
+pub const HISTORY: usize = 100;
+
+/// Newest exceptions a view keeps.
+const EXCEPTIONS: usize = 50;
+
+/// Least time between two samples of the counters the recent ratios are
+/// taken over.
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// A job's state, as Flink names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum JobState {
+    /// Checking, restoring, starting workers.
+    Initializing = 0,
+    /// Its workers run.
+    Running = 1,
+    /// A failure is being recovered from (restart strategy).
+    Restarting = 2,
+    /// Ran to its end, or stopped with a savepoint.
+    Finished = 3,
+    /// Failed for good.
+    Failed = 4,
+    /// Cancel asked for, workers ending.
+    Cancelling = 5,
+    /// Cancelled.
+    Canceled = 6,
+}
+
+impl JobState {
+    fn from_u8(v: u8) -> Self {
+        match v {
+            1 => Self::Running,
+            2 => Self::Restarting,
+            3 => Self::Finished,
+            4 => Self::Failed,
+            5 => Self::Cancelling,
+            6 => Self::Canceled,
+            _ => Self::Initializing,
+        }
+    }
+
+    /// Flink's name: `RUNNING`, `FINISHED`, `CANCELED`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Initializing => "INITIALIZING",
+            Self::Running => "RUNNING",
+            Self::Restarting => "RESTARTING",
+            Self::Finished => "FINISHED",
+            Self::Failed => "FAILED",
+            Self::Cancelling => "CANCELLING",
+            Self::Canceled => "CANCELED",
+        }
+    }
+
+    /// Whether the job has ended.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Finished | Self::Failed | Self::Canceled)
+    }
+}
+
+/// How a savepoint asked for through the handle is going.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SavepointStatus {
+    /// Triggered (or about to be).
+    InProgress,
+    /// Complete: its directory (what `--restore` takes).
+    Completed(PathBuf),
+    /// It failed, or was refused: why.
+    Failed(String),
+}
+
+/// A failure of the job, as `/jobs/:id/exceptions` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExceptionRecord {
+    /// Wall-clock ms when it happened.
+    pub timestamp_ms: u64,
+    /// The error, as the job reports it.
+    pub message: String,
+    /// The failing task ("stage (i/P)"), if one did.
+    pub task: Option<String>,
+    /// Whether the job was restarted after it.
+    pub restarted: bool,
+}
+
+/// One subtask in a view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SubtaskView {
+    /// Its index in `0..parallelism`.
+    pub index: usize,
+    /// The worker (core) that runs it.
+    pub worker: usize,
+    /// Its counters now.
+    pub now: SubtaskSnapshot,
+    /// Busy, backpressured and idle ms per second over the last one to
+    /// two seconds (or since its start); `None` if it did not run then.
+    pub recent: Option<TimeShares>,
+}
+
+/// One stage (Flink's job vertex) in a view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VertexView {
+    /// A stable 32-hex id made from the stage's position and name.
+    pub id: String,
+    /// Its operators' uids joined by " -> ".
+    pub name: String,
+    /// Subtasks.
+    pub parallelism: usize,
+    /// Its subtasks of the current attempt, by index (empty before the
+    /// workers built their tasks).
+    pub subtasks: Vec<SubtaskView>,
+}
+
+/// What a run restored, as a view shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestoredView {
+    /// The checkpoint or savepoint id.
+    pub id: u64,
+    /// Its directory.
+    pub path: PathBuf,
+    /// Wall-clock ms of the restore.
+    pub restore_ms: u64,
+}
+
+/// A copy of everything the handle knows, taken at `now_ms`.
+#[derive(Clone, Debug)]
+pub struct JobView {
+    /// Flink-style 32-hex job id.
+    pub job_id: String,
+    /// `job.name`.
+    pub name: String,
+    /// Its state.
+    pub state: JobState,
+    /// Wall-clock ms it was submitted.
+    pub start_ms: u64,
+    /// Wall-clock ms it ended, if it has.
+    pub end_ms: Option<u64>,
+    /// Wall-clock ms of this view.
+    pub now_ms: u64,
+    /// Workers.
+    pub workers: usize,
+    /// Key groups.
+    pub max_parallelism: u32,
+    /// Its stages.
+    pub vertices: Vec<VertexView>,
+    /// The newest [`HISTORY`] checkpoints of every attempt, oldest first.
+    pub checkpoints: Vec<CheckpointRecord>,
+    /// Completed checkpoints (all, not only those kept).
+    pub checkpoints_completed: u64,
+    /// Failed checkpoints.
+    pub checkpoints_failed: u64,
+    /// Checkpoints pending now.
+    pub checkpoints_in_progress: u64,
+    /// What the current attempt restored.
+    pub restored: Option<RestoredView>,
+    /// How checkpoints are taken, if they are.
+    pub checkpointing: Option<CheckpointingOptions>,
+    /// The restart strategy, as text.
+    pub restart_strategy: String,
+    /// Restarts so far.
+    pub restarts: u32,
+    /// Failures, oldest first.
+    pub exceptions: Vec<ExceptionRecord>,
+    /// The effective configuration, key and value (secrets left out by
+    /// whoever set it).
+    pub config: Vec<(String, String)>,
+}
+
+/// What the control thread is asked to do.
+#[derive(Debug)]
+pub(crate) struct SavepointRequest {
+    /// The trigger id handed out.
+    pub(crate) trigger: String,
+    /// Where to (`None`: `state.savepoints.dir`).
+    pub(crate) dir: Option<PathBuf>,
+}
+
+/// The stages as the run described them.
+#[derive(Clone, Debug, Default)]
+struct Plan {
+    job_id: String,
+    name: String,
+    workers: usize,
+    max_parallelism: u32,
+    /// (id, name, parallelism) per stage.
+    stages: Vec<(String, String, usize)>,
+    checkpointing: Option<CheckpointingOptions>,
+    restart_strategy: String,
+}
+
+/// Checkpoints and failures as they come.
+#[derive(Debug, Default)]
+struct History {
+    checkpoints: VecDeque<CheckpointRecord>,
+    completed: u64,
+    failed: u64,
+    in_progress: u64,
+    restored: Option<RestoredView>,
+    exceptions: VecDeque<ExceptionRecord>,
+    restarts: u32,
+}
+
+/// The current attempt's counters and the samples recent ratios use.
+#[derive(Debug, Default)]
+struct Live {
+    metrics: Vec<WorkerMetrics>,
+    /// At most two samples, oldest first.
+    samples: VecDeque<MetricsSnapshot>,
+    last_sample_ms: u64,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    plan: OnceLock<Plan>,
+    state: AtomicU8,
+    start_ms: AtomicU64,
+    end_ms: AtomicU64,
+    live: Mutex<Live>,
+    history: Mutex<History>,
+    config: Mutex<Vec<(String, String)>>,
+    stop: OnceLock<StopRequest>,
+    cancel: AtomicBool,
+    requests: Mutex<VecDeque<SavepointRequest>>,
+    savepoints: Mutex<BTreeMap<String, SavepointStatus>>,
+    /// Savepoint id -> trigger id, for savepoints under way.
+    pending: Mutex<BTreeMap<u64, String>>,
+    /// The trigger id of a stop asked for here.
+    stop_trigger: Mutex<Option<String>>,
+    /// Trigger ids whose final status nobody has read yet.
+    unread: Mutex<Vec<String>>,
+    next_trigger: AtomicU64,
+}
+
+/// The handle of one job: cheap to clone, shared by the run and its
+/// readers. A handle nobody reads costs the run a few mutexes per
+/// checkpoint and one counter sample per second.
+#[derive(Clone, Debug, Default)]
+pub struct JobHandle(Arc<Inner>);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A stable 32-hex id for stage `index` named `name` (FNV-1a, twice).
+pub fn vertex_id(index: usize, name: &str) -> String {
+    let mut halves = [0xcbf2_9ce4_8422_2325u64, 0x84222325cbf29ce4u64];
+    for (n, h) in halves.iter_mut().enumerate() {
+        for b in (index as u64 + n as u64 * 7919)
+            .to_le_bytes()
+            .iter()
+            .chain(name.as_bytes())
+        {
+            *h ^= u64::from(*b);
+            *h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{:016x}{:016x}", halves[0], halves[1])
+}
+
+impl JobHandle {
+    /// A handle for a job not started yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    // ---- what readers use ----
+
+    /// The job's id, once the run started.
+    pub fn job_id(&self) -> Option<String> {
+        self.0.plan.get().map(|p| p.job_id.clone())
+    }
+
+    /// Its state now.
+    pub fn state(&self) -> JobState {
+        JobState::from_u8(self.0.state.load(Ordering::Acquire))
+    }
+
+    /// A copy of everything known now; `None` before the run started.
+    pub fn view(&self) -> Option<JobView> {
+        let plan = self.0.plan.get()?;
+        let now_ms = wall_ms();
+        let (snapshot, base) = {
+            let live = lock(&self.0.live);
+            let now = (!live.metrics.is_empty()).then(|| MetricsSnapshot::read(&live.metrics));
+            (now, live.samples.front().cloned())
+        };
+        let vertices = plan
+            .stages
+            .iter()
+            .map(|(id, name, parallelism)| {
+                let mut subtasks: Vec<SubtaskView> = snapshot
+                    .iter()
+                    .flat_map(|s| &s.subtasks)
+                    .filter(|s| &s.id.stage == name)
+                    .map(|s| {
+                        let before = base.as_ref().and_then(|b| {
+                            b.subtasks
+                                .iter()
+                                .find(|o| o.id.stage == s.id.stage && o.id.index == s.id.index)
+                        });
+                        SubtaskView {
+                            index: s.id.index,
+                            worker: s.id.worker,
+                            now: s.clone(),
+                            recent: s.shares_since(before),
+                        }
+                    })
+                    .collect();
+                subtasks.sort_by_key(|s| s.index);
+                VertexView {
+                    id: id.clone(),
+                    name: name.clone(),
+                    parallelism: *parallelism,
+                    subtasks,
+                }
+            })
+            .collect();
+        let history = lock(&self.0.history);
+        let end_ms = self.0.end_ms.load(Ordering::Acquire);
+        Some(JobView {
+            job_id: plan.job_id.clone(),
+            name: plan.name.clone(),
+            state: self.state(),
+            start_ms: self.0.start_ms.load(Ordering::Acquire),
+            end_ms: (end_ms != 0).then_some(end_ms),
+            now_ms,
+            workers: plan.workers,
+            max_parallelism: plan.max_parallelism,
+            vertices,
+            checkpoints: history.checkpoints.iter().cloned().collect(),
+            checkpoints_completed: history.completed,
+            checkpoints_failed: history.failed,
+            checkpoints_in_progress: history.in_progress,
+            restored: history.restored.clone(),
+            checkpointing: plan.checkpointing.clone(),
+            restart_strategy: plan.restart_strategy.clone(),
+            restarts: history.restarts,
+            exceptions: history.exceptions.iter().cloned().collect(),
+            config: lock(&self.0.config).clone(),
+        })
+    }
+
+    /// Sets the effective configuration a view shows (leave secrets out).
+    pub fn set_config(&self, config: Vec<(String, String)>) {
+        *lock(&self.0.config) = config;
+    }
+
+    // ---- control actions ----
+
+    fn new_trigger(&self) -> String {
+        let n = self.0.next_trigger.fetch_add(1, Ordering::Relaxed);
+        let job = self.job_id().unwrap_or_default();
+        // Unique within the run, and not guessable across runs.
+        vertex_id(n as usize, &format!("{job}/{}", wall_ms()))
+    }
+
+    /// Asks for a savepoint into `dir` (`None`: `state.savepoints.dir`)
+    /// while the job runs on; returns its trigger id. Refused while the
+    /// job is not running.
+    pub fn trigger_savepoint(&self, dir: Option<PathBuf>) -> Result<String, String> {
+        let state = self.state();
+        if state != JobState::Running {
+            return Err(format!("the job is {}, not RUNNING", state.as_str()));
+        }
+        let trigger = self.new_trigger();
+        lock(&self.0.savepoints).insert(trigger.clone(), SavepointStatus::InProgress);
+        lock(&self.0.requests).push_back(SavepointRequest {
+            trigger: trigger.clone(),
+            dir,
+        });
+        Ok(trigger)
+    }
+
+    /// Stops the job with a savepoint (the path SIGTERM takes); returns
+    /// the trigger id of the stop's savepoint.
+    pub fn stop_with_savepoint(&self) -> Result<String, String> {
+        let state = self.state();
+        if state != JobState::Running {
+            return Err(format!("the job is {}, not RUNNING", state.as_str()));
+        }
+        let Some(stop) = self.0.stop.get() else {
+            return Err("the job cannot be stopped".into());
+        };
+        if !stop.request() {
+            return Err("a stop is already under way".into());
+        }
+        let trigger = self.new_trigger();
+        lock(&self.0.savepoints).insert(trigger.clone(), SavepointStatus::InProgress);
+        *lock(&self.0.stop_trigger) = Some(trigger.clone());
+        Ok(trigger)
+    }
+
+    /// Cancels the job: its workers end at once, nothing is committed
+    /// after its last complete checkpoint. Refused once it ended.
+    pub fn cancel(&self) -> Result<(), String> {
+        let state = self.state();
+        if state.is_terminal() {
+            return Err(format!("the job is {} already", state.as_str()));
+        }
+        self.0.cancel.store(true, Ordering::Release);
+        self.set_state(JobState::Cancelling);
+        Ok(())
+    }
+
+    /// Whether a cancel was asked for.
+    pub fn cancel_requested(&self) -> bool {
+        self.0.cancel.load(Ordering::Acquire)
+    }
+
+    /// The status of savepoint trigger `trigger`; `None` for an unknown
+    /// id. Reading a final status marks it read.
+    pub fn savepoint_status(&self, trigger: &str) -> Option<SavepointStatus> {
+        let status = lock(&self.0.savepoints).get(trigger).cloned()?;
+        if status != SavepointStatus::InProgress {
+            lock(&self.0.unread).retain(|t| t != trigger);
+        }
+        Some(status)
+    }
+
+    /// Whether every savepoint asked for here that has ended has had its
+    /// status read (the `weir` command waits a little for that before it
+    /// exits, so that `weir stop` learns where the savepoint is).
+    pub fn all_results_read(&self) -> bool {
+        lock(&self.0.unread).is_empty()
+            && !lock(&self.0.savepoints)
+                .values()
+                .any(|s| *s == SavepointStatus::InProgress)
+    }
+
+    // ---- what the run publishes ----
+
+    /// The run starts: its identity, stages and options.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn started(
+        &self,
+        job_id: &str,
+        name: &str,
+        workers: usize,
+        max_parallelism: u32,
+        stages: Vec<(String, usize)>,
+        checkpointing: Option<CheckpointingOptions>,
+        restart_strategy: String,
+        stop: &StopRequest,
+    ) {
+        let stages = stages
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, p))| (vertex_id(i, &name), name, p))
+            .collect();
+        let _ = self.0.plan.set(Plan {
+            job_id: job_id.to_owned(),
+            name: name.to_owned(),
+            workers,
+            max_parallelism,
+            stages,
+            checkpointing,
+            restart_strategy,
+        });
+        let _ = self.0.stop.set(stop.clone());
+        self.0.start_ms.store(wall_ms(), Ordering::Release);
+    }
+
+    pub(crate) fn set_state(&self, state: JobState) {
+        let current = self.state();
+        // A cancel asked for stays visible until the job ends.
+        if current == JobState::Cancelling && !state.is_terminal() {
+            return;
+        }
+        if state.is_terminal() {
+            self.0.end_ms.store(wall_ms(), Ordering::Release);
+        }
+        self.0.state.store(state as u8, Ordering::Release);
+    }
+
+    /// An attempt's workers are released: their counters.
+    pub(crate) fn attempt_started(&self, metrics: &[WorkerMetrics], restored: Option<RestoredView>) {
+        {
+            let mut live = lock(&self.0.live);
+            live.metrics = metrics.to_vec();
+            live.samples.clear();
+            live.last_sample_ms = 0;
+        }
+        lock(&self.0.history).restored = restored;
+        self.set_state(JobState::Running);
+    }
+
+    /// The control thread's tick: samples the counters about every
+    /// second (for recent ratios) and records how many checkpoints pend.
+    pub(crate) fn tick(&self, in_progress: usize) {
+        let now = wall_ms();
+        {
+            let mut live = lock(&self.0.live);
+            if now.saturating_sub(live.last_sample_ms) >= SAMPLE_EVERY.as_millis() as u64
+                && !live.metrics.is_empty()
+            {
+                let sample = MetricsSnapshot::read(&live.metrics);
+                live.samples.push_back(sample);
+                if live.samples.len() > 2 {
+                    live.samples.pop_front();
+                }
+                live.last_sample_ms = now;
+            }
+        }
+        lock(&self.0.history).in_progress = in_progress as u64;
+    }
+
+    /// Checkpoints that ended.
+    pub(crate) fn checkpoints_ended(&self, records: &[CheckpointRecord]) {
+        if records.is_empty() {
+            return;
+        }
+        let mut h = lock(&self.0.history);
+        for r in records {
+            match r.status {
+                crate::checkpoint::stats::CheckpointStatus::Completed => h.completed += 1,
+                crate::checkpoint::stats::CheckpointStatus::Failed => h.failed += 1,
+            }
+            h.checkpoints.push_back(r.clone());
+        }
+        while h.checkpoints.len() > HISTORY {
+            h.checkpoints.pop_front();
+        }
+    }
+
+    /// A failure; `restarted` if the job restarts after it.
+    pub(crate) fn failed(&self, message: String, task: Option<String>, restarted: bool) {
+        let mut h = lock(&self.0.history);
+        if restarted {
+            h.restarts += 1;
+        }
+        h.exceptions.push_back(ExceptionRecord {
+            timestamp_ms: wall_ms(),
+            message,
+            task,
+            restarted,
+        });
+        while h.exceptions.len() > EXCEPTIONS {
+            h.exceptions.pop_front();
+        }
+    }
+
+    /// Savepoints asked for, taken by the control thread.
+    pub(crate) fn take_requests(&self) -> Vec<SavepointRequest> {
+        let mut r = lock(&self.0.requests);
+        if r.is_empty() {
+            return Vec::new();
+        }
+        r.drain(..).collect()
+    }
+
+    /// Savepoint `trigger` was triggered as checkpoint `id`.
+    pub(crate) fn savepoint_triggered(&self, trigger: String, id: u64) {
+        lock(&self.0.pending).insert(id, trigger);
+    }
+
+    /// Savepoint `trigger` (or the one of id `id`) ended.
+    fn finish(&self, trigger: String, status: SavepointStatus) {
+        lock(&self.0.unread).push(trigger.clone());
+        lock(&self.0.savepoints).insert(trigger, status);
+    }
+
+    /// Savepoint `trigger` was refused before it was triggered.
+    pub(crate) fn savepoint_refused(&self, trigger: String, why: String) {
+        self.finish(trigger, SavepointStatus::Failed(why));
+    }
+
+    /// Savepoint `id` ended.
+    pub(crate) fn savepoint_ended(&self, id: u64, outcome: Result<PathBuf, String>) {
+        let Some(trigger) = lock(&self.0.pending).remove(&id) else {
+            return;
+        };
+        let status = match outcome {
+            Ok(dir) => SavepointStatus::Completed(std::path::absolute(&dir).unwrap_or(dir)),
+            Err(why) => SavepointStatus::Failed(why),
+        };
+        self.finish(trigger, status);
+    }
+
+    /// The stop's savepoint is complete (`Ok`) or failed (`Err`; the job
+    /// goes on).
+    pub(crate) fn stop_ended(&self, outcome: Result<PathBuf, String>) {
+        let Some(trigger) = lock(&self.0.stop_trigger).take() else {
+            return;
+        };
+        let status = match outcome {
+            Ok(dir) => SavepointStatus::Completed(std::path::absolute(&dir).unwrap_or(dir)),
+            Err(why) => SavepointStatus::Failed(why),
+        };
+        self.finish(trigger, status);
+    }
+
+    /// The job ended in `state`: savepoints still under way failed.
+    pub(crate) fn ended(&self, state: JobState) {
+        let pending: Vec<String> = lock(&self.0.pending).values().cloned().collect();
+        lock(&self.0.pending).clear();
+        let stop = lock(&self.0.stop_trigger).take();
+        let queued: Vec<String> = self.take_requests().into_iter().map(|r| r.trigger).collect();
+        for t in pending.into_iter().chain(stop).chain(queued) {
+            self.finish(
+                t,
+                SavepointStatus::Failed(format!(
+                    "the job ended ({}) before the savepoint completed",
+                    state.as_str()
+                )),
+            );
+        }
+        {
+            let mut live = lock(&self.0.live);
+            // Keep the last counters readable: the view of an ended job.
+            let last = (!live.metrics.is_empty()).then(|| MetricsSnapshot::read(&live.metrics));
+            if let Some(last) = last {
+                live.samples.push_back(last);
+                if live.samples.len() > 2 {
+                    live.samples.pop_front();
+                }
+            }
+        }
+        lock(&self.0.history).in_progress = 0;
+        self.set_state(state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vertex_ids_are_32_hex_and_stable() {
+        let a = vertex_id(0, "src -> map");
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(a, vertex_id(0, "src -> map"));
+        assert_ne!(a, vertex_id(1, "src -> map"));
+    }
+
+    #[test]
+    fn requests_are_refused_before_the_job_runs_and_statuses_are_read_once() {
+        let h = JobHandle::new();
+        assert!(h.view().is_none());
+        assert!(h.trigger_savepoint(None).is_err());
+        h.started(
+            "0123456789abcdef0123456789abcdef",
+            "job",
+            1,
+            128,
+            vec![("src".into(), 1)],
+            None,
+            "none".into(),
+            &StopRequest::new(),
+        );
+        h.attempt_started(&[], None);
+        let t = h.trigger_savepoint(None).unwrap();
+        assert_eq!(h.savepoint_status(&t), Some(SavepointStatus::InProgress));
+        assert!(!h.all_results_read());
+        let r = h.take_requests();
+        assert_eq!(r.len(), 1);
+        h.savepoint_triggered(r[0].trigger.clone(), 7);
+        h.savepoint_ended(7, Ok(PathBuf::from("/sp/savepoint-012345-7")));
+        assert!(!h.all_results_read());
+        assert_eq!(
+            h.savepoint_status(&t),
+            Some(SavepointStatus::Completed(PathBuf::from(
+                "/sp/savepoint-012345-7"
+            )))
+        );
+        assert!(h.all_results_read());
+        h.cancel().unwrap();
+        assert_eq!(h.state(), JobState::Cancelling);
+        h.ended(JobState::Canceled);
+        let v = h.view().unwrap();
+        assert_eq!(v.state, JobState::Canceled);
+        assert!(v.end_ms.is_some());
+        assert_eq!(v.vertices[0].name, "src");
+    }
+}

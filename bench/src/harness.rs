@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use weir_runtime::exec::progress::human_rate;
 use weir_runtime::{
-    execute_with_progress, CheckpointSummary, Config, ExecutionOptions, JobError, JobResult,
+    execute_with_progress, CheckpointSummary, Config, ExecutionOptions, JobError, JobHandle, JobResult,
     Progress, RestoreFrom, RestoreInfo, StopRequest, Stopped, SubtaskSummary,
 };
 
@@ -123,6 +123,8 @@ pub struct BenchOptions {
     pub allow_non_restored_state: bool,
     /// Stops the run with a savepoint when requested.
     pub stop: StopRequest,
+    /// What the control plane (the REST endpoint) sees of the run.
+    pub handle: JobHandle,
 }
 
 impl BenchReport {
@@ -302,6 +304,7 @@ pub fn run(
     options.restore = bench.restore.clone();
     options.allow_non_restored_state = bench.allow_non_restored_state;
     options.stop = bench.stop.clone();
+    options.handle = bench.handle.clone();
     if bench.output.is_some() && workload != Workload::W1 {
         return Err(JobError::InvalidJob(
             "--output is supported by w1 only".into(),

@@ -21,10 +21,12 @@
 //! `weir nexmark generate` writes the Nexmark benchmark's events as CSV
 //! tables ([`nexmark`]).
 
+mod control;
 mod inspect;
 mod logging;
 mod nexmark;
 mod nexmark_bench;
+mod rest;
 mod signals;
 mod sql;
 
@@ -138,6 +140,8 @@ enum Command {
         #[command(subcommand)]
         action: nexmark::Action,
     },
+    #[command(flatten)]
+    Control(control::Control),
 }
 
 #[derive(Args)]
@@ -216,6 +220,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Checkpoints { action } => inspect::run(&action),
         Command::Nexmark { action } => nexmark::run(&action),
+        Command::Control(c) => control::run(&c),
         Command::Sql { file, common } => match stop_on_signals() {
             Ok(stop) => sql::run(&file, &common, stop),
             Err(code) => code,
@@ -232,19 +237,29 @@ fn main() -> ExitCode {
             if let Some(file) = &params.sql_file {
                 return sql::run(file, &common, stop);
             }
+            // Every job serves its REST endpoint, as Flink's do.
+            let served = match rest::serve(&config, Some(weir_rest::DEFAULT_PORT)) {
+                Ok(s) => s,
+                Err(code) => return code,
+            };
             let bench = BenchOptions {
                 quiet: false,
                 restore: common.restore_from(),
                 output: None,
                 allow_non_restored_state: common.allow_non_restored_state,
                 stop: stop.clone(),
+                handle: served.handle(),
             };
-            match params.job {
-                JobName::Quickstart => run_quickstart(&config, &params, &common, stop),
+            let code = match params.job {
+                JobName::Quickstart => {
+                    run_quickstart(&config, &params, &common, stop, served.handle())
+                }
                 JobName::W1 => run_bench(Workload::W1, &config, &params, &bench, false),
                 JobName::W2 => run_bench(Workload::W2, &config, &params, &bench, false),
                 JobName::W3 => run_bench(Workload::W3, &config, &params, &bench, false),
-            }
+            };
+            served.finish();
+            code
         }
         Command::Bench {
             workload,
@@ -338,14 +353,23 @@ fn main() -> ExitCode {
                 Ok(s) => s,
                 Err(code) => return code,
             };
+            // Only when rest.port is set: benchmark runs side by side
+            // must not collide on a port.
+            let served = match rest::serve(&config, None) {
+                Ok(s) => s,
+                Err(code) => return code,
+            };
             let bench = BenchOptions {
                 quiet,
                 restore: common.restore_from(),
                 output,
                 allow_non_restored_state: common.allow_non_restored_state,
                 stop,
+                handle: served.handle(),
             };
-            run_bench(workload, &config, &params, &bench, true)
+            let code = run_bench(workload, &config, &params, &bench, true);
+            served.finish();
+            code
         }
     }
 }
@@ -509,11 +533,13 @@ fn run_quickstart(
     params: &JobParams,
     common: &Common,
     stop: StopRequest,
+    handle: weir_runtime::JobHandle,
 ) -> ExitCode {
     let mut options = ExecutionOptions::from_config(config);
     options.restore = common.restore_from();
     options.allow_non_restored_state = common.allow_non_restored_state;
     options.stop = stop;
+    options.handle = handle;
     let events = params.records.unwrap_or(quickstart::DEFAULT_EVENTS);
     let users = params.keys.unwrap_or(quickstart::DEFAULT_USERS);
     println!(

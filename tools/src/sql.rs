@@ -67,17 +67,25 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Every job serves its REST endpoint, as Flink's do.
+    let served = match crate::rest::serve(&config, Some(weir_rest::DEFAULT_PORT)) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let mut options = ExecutionOptions::from_config(&config);
     options.restore = common.restore_from();
     options.allow_non_restored_state = common.allow_non_restored_state;
     options.stop = stop;
+    options.handle = served.handle();
     eprintln!(
         "weir sql: {} on {} workers",
         absolute(file).display(),
         options.workers
     );
     let mut progress = |p: &Progress| eprintln!("{}", p.lines());
-    let result = match execute_with_progress(sql_job.job, &options, &mut progress) {
+    let result = execute_with_progress(sql_job.job, &options, &mut progress);
+    served.finish();
+    let result = match result {
         Ok(r) => r,
         Err(e) => return job_failed(&e),
     };

@@ -449,6 +449,43 @@ pub const KEYS: &[Key<Config>] = &[
         },
     },
     Key {
+        name: "rest.port",
+        description: "port of the job's REST endpoint (docs/REST.md); `0` picks a free port and prints it; unset = 8081 for `weir run` and `weir sql`, no endpoint for `weir bench`",
+        get: |c| opt(c.rest_port.map(u64::from)),
+        set: |c, s| {
+        if s.is_unset() {
+            c.rest_port = None;
+            return Ok(());
+        }
+        c.rest_port = Some(s.int_in(0, 65535)? as u16);
+            Ok(())
+        },
+    },
+    Key {
+        name: "rest.bind-address",
+        description: "address the REST endpoint binds; anything but a loopback address needs `rest.auth-token`",
+        get: |c| c.rest_bind_address.clone(),
+        set: |c, s| {
+        let ip = s.text().and_then(|t| t.parse::<std::net::IpAddr>().ok());
+        c.rest_bind_address = s.check(ip, "an IP address, e.g. 127.0.0.1 or 0.0.0.0")?.to_string();
+            Ok(())
+        },
+    },
+    Key {
+        name: "rest.auth-token",
+        description: "bearer token every REST request must carry (`Authorization: Bearer <token>`), at least 16 characters; unset = none (only allowed on a loopback address)",
+        get: |c| c.rest_auth_token.clone().unwrap_or_else(|| "unset".to_string()),
+        set: |c, s| {
+        if s.is_unset() {
+            c.rest_auth_token = None;
+            return Ok(());
+        }
+        let t = s.text().filter(|t| t.len() >= 16 && t.bytes().all(|b| b.is_ascii_graphic()));
+        c.rest_auth_token = Some(s.check(t, "at least 16 printable characters, no spaces")?.to_string());
+            Ok(())
+        },
+    },
+    Key {
         name: "table.exec.state.ttl",
         description: "weir SQL: how long a regular join keeps a row in its state after the row was last written, in processing time (Flink's idle state retention); a row older than this no longer joins and its memory is freed. `0ms` keeps state forever",
         get: |c| dur(c.state_ttl),

@@ -105,8 +105,12 @@ impl Config {
             // as a path may hold quotes or backslashes).
             let number = value.bytes().any(|b| b.is_ascii_digit())
                 && value.bytes().all(|b| b.is_ascii_digit() || b == b'.');
-            // A path is text even when it looks like a number.
-            let text_only = key.name == "state.checkpoints.dir";
+            // A path, an address or a token is text even when it looks
+            // like a number.
+            let text_only = matches!(
+                key.name,
+                "state.checkpoints.dir" | "rest.bind-address" | "rest.auth-token"
+            );
             let bare = !text_only && (value == "true" || value == "false" || number);
             out.push_str(&match value.as_str() {
                 "unset" => format!("# {} is unset\n", key.name),

@@ -135,6 +135,15 @@ pub struct Config {
     /// regular join) keep a row after it was last written, in processing
     /// time; zero = forever.
     pub state_ttl: Duration,
+    /// `rest.port`: the REST endpoint's port; `None` = unset (`weir run`
+    /// and `weir sql` then serve on 8081, `weir bench` not at all); `0`
+    /// = a free port.
+    pub rest_port: Option<u16>,
+    /// `rest.bind-address`: the address the REST endpoint binds.
+    pub rest_bind_address: String,
+    /// `rest.auth-token`: the bearer token every REST request must carry;
+    /// required when the endpoint binds beyond loopback.
+    pub rest_auth_token: Option<String>,
 }
 
 impl Default for Config {
@@ -170,6 +179,9 @@ impl Default for Config {
             spin_before_park: Duration::from_micros(50),
             progress_interval: Duration::from_secs(1),
             state_ttl: Duration::ZERO,
+            rest_port: None,
+            rest_bind_address: "127.0.0.1".into(),
+            rest_auth_token: None,
         }
     }
 }

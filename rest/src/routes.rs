@@ -1,0 +1,420 @@
+//! Paths and methods of the endpoint, the bearer-token check and the
+//! limits every request is held to. A request for an unknown path or job
+//! gets 404, an unsupported method 405, a malformed query or body 400,
+//! a missing or wrong token 401, each with Flink's `{"errors": [...]}`;
+//! none of them reaches the job.
+
+use std::path::PathBuf;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::Value;
+use weir_runtime::exec::handle::VertexView;
+use weir_runtime::{JobHandle, JobView};
+
+use crate::shapes;
+use crate::{MAX_BODY, REQUEST_TIMEOUT};
+
+/// What every handler gets.
+#[derive(Clone)]
+struct App {
+    handle: JobHandle,
+}
+
+type Reply = (StatusCode, Json<Value>);
+
+fn error(status: StatusCode, message: &str) -> Reply {
+    (status, Json(shapes::errors(message)))
+}
+
+fn ok(v: Value) -> Reply {
+    (StatusCode::OK, Json(v))
+}
+
+/// The router: every path of docs/REST.md; with `token`, every request
+/// must carry `Authorization: Bearer <token>`.
+pub fn router(handle: JobHandle, token: Option<String>) -> Router {
+    let app = App { handle };
+    Router::new()
+        .route("/config", get(config))
+        .route("/overview", get(overview))
+        .route("/jobs", get(jobs))
+        .route("/jobs/overview", get(jobs_overview))
+        .route("/jobs/{id}", get(job).patch(patch_job))
+        .route("/jobs/{id}/config", get(job_config))
+        .route("/jobs/{id}/exceptions", get(exceptions))
+        .route("/jobs/{id}/checkpoints", get(checkpoints))
+        .route("/jobs/{id}/checkpoints/config", get(checkpoint_config))
+        .route("/jobs/{id}/checkpoints/details/{cid}", get(checkpoint_details))
+        .route(
+            "/jobs/{id}/checkpoints/details/{cid}/subtasks/{vid}",
+            get(checkpoint_subtasks),
+        )
+        .route("/jobs/{id}/vertices/{vid}", get(vertex))
+        .route("/jobs/{id}/vertices/{vid}/backpressure", get(backpressure))
+        .route("/jobs/{id}/savepoints", axum::routing::post(trigger_savepoint))
+        .route("/jobs/{id}/savepoints/{trigger}", get(savepoint_status))
+        .route("/jobs/{id}/stop", axum::routing::post(stop))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(app)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn_with_state(token, authorize))
+        .layer(middleware::from_fn(time_limit))
+}
+
+/// Holds every request to [`REQUEST_TIMEOUT`].
+async fn time_limit(request: Request, next: Next) -> Response {
+    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
+        Ok(r) => r,
+        Err(_) => error(StatusCode::REQUEST_TIMEOUT, "request timed out").into_response(),
+    }
+}
+
+/// Checks the bearer token, if one is set (in constant time).
+async fn authorize(State(token): State<Option<String>>, request: Request, next: Next) -> Response {
+    if let Some(token) = token {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !same(given.as_bytes(), token.as_bytes()) {
+            let mut r = error(
+                StatusCode::UNAUTHORIZED,
+                "missing or wrong bearer token (Authorization: Bearer <rest.auth-token>)",
+            )
+            .into_response();
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+            return r;
+        }
+    }
+    next.run(request).await
+}
+
+/// Equal bytes, compared in time that depends only on the lengths.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn not_found() -> Reply {
+    error(StatusCode::NOT_FOUND, "Not found: no such path (see docs/REST.md)")
+}
+
+async fn method_not_allowed() -> Reply {
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "Method not allowed on this path (see docs/REST.md)",
+    )
+}
+
+/// The view of job `id`, or 404.
+fn view_of(app: &App, id: &str) -> Result<JobView, Reply> {
+    match app.handle.view() {
+        Some(v) if v.job_id == id => Ok(v),
+        _ => Err(error(
+            StatusCode::NOT_FOUND,
+            &format!("Job {} not found", printable(id)),
+        )),
+    }
+}
+
+/// `text` cut short and stripped of control characters, for messages.
+fn printable(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_control())
+        .take(64)
+        .collect()
+}
+
+fn vertex_of<'a>(view: &'a JobView, vid: &str) -> Result<&'a VertexView, Reply> {
+    view.vertices.iter().find(|v| v.id == vid).ok_or_else(|| {
+        error(
+            StatusCode::NOT_FOUND,
+            &format!("Vertex {} not found in job {}", printable(vid), view.job_id),
+        )
+    })
+}
+
+fn reply(r: Result<Value, Reply>) -> Reply {
+    match r {
+        Ok(v) => ok(v),
+        Err(e) => e,
+    }
+}
+
+async fn config() -> Reply {
+    ok(serde_json::json!({
+        "refresh-interval": 3000,
+        "timezone-name": "UTC",
+        "timezone-offset": 0,
+        "flink-version": format!("weir {}", env!("CARGO_PKG_VERSION")),
+        "flink-revision": "",
+        "features": { "web-submit": false, "web-cancel": true, "web-rescale": false, "web-history": false },
+    }))
+}
+
+async fn overview(State(app): State<App>) -> Reply {
+    ok(shapes::overview(app.handle.view().as_ref()))
+}
+
+async fn jobs(State(app): State<App>) -> Reply {
+    ok(shapes::jobs(app.handle.view().as_ref()))
+}
+
+async fn jobs_overview(State(app): State<App>) -> Reply {
+    ok(shapes::jobs_overview(app.handle.view().as_ref()))
+}
+
+async fn job(State(app): State<App>, Path(id): Path<String>) -> Reply {
+    reply(view_of(&app, &id).map(|v| shapes::job_details(&v)))
+}
+
+async fn job_config(State(app): State<App>, Path(id): Path<String>) -> Reply {
+    reply(view_of(&app, &id).map(|v| shapes::job_config(&v)))
+}
+
+async fn exceptions(State(app): State<App>, Path(id): Path<String>) -> Reply {
+    reply(view_of(&app, &id).map(|v| shapes::exceptions(&v)))
+}
+
+async fn checkpoints(State(app): State<App>, Path(id): Path<String>) -> Reply {
+    reply(view_of(&app, &id).map(|v| shapes::checkpoints(&v)))
+}
+
+async fn checkpoint_config(State(app): State<App>, Path(id): Path<String>) -> Reply {
+    reply(view_of(&app, &id).map(|v| shapes::checkpoint_config(&v)))
+}
+
+/// A checkpoint id of the path, or 400.
+fn checkpoint_id(text: &str) -> Result<u64, Reply> {
+    text.parse().map_err(|_| {
+        error(
+            StatusCode::BAD_REQUEST,
+            &format!("Bad checkpoint id {}: not a number", printable(text)),
+        )
+    })
+}
+
+async fn checkpoint_details(
+    State(app): State<App>,
+    Path((id, cid)): Path<(String, String)>,
+) -> Reply {
+    reply((|| {
+        let view = view_of(&app, &id)?;
+        let cid = checkpoint_id(&cid)?;
+        let r = view.checkpoints.iter().find(|r| r.id == cid).ok_or_else(|| {
+            error(
+                StatusCode::NOT_FOUND,
+                &format!("Checkpoint {cid} not found (the newest 100 are kept)"),
+            )
+        })?;
+        Ok(shapes::checkpoint(r, &view))
+    })())
+}
+
+async fn checkpoint_subtasks(
+    State(app): State<App>,
+    Path((id, cid, vid)): Path<(String, String, String)>,
+) -> Reply {
+    reply((|| {
+        let view = view_of(&app, &id)?;
+        let cid = checkpoint_id(&cid)?;
+        let v = vertex_of(&view, &vid)?;
+        let r = view.checkpoints.iter().find(|r| r.id == cid).ok_or_else(|| {
+            error(
+                StatusCode::NOT_FOUND,
+                &format!("Checkpoint {cid} not found (the newest 100 are kept)"),
+            )
+        })?;
+        Ok(shapes::checkpoint_subtasks(r, v))
+    })())
+}
+
+async fn vertex(State(app): State<App>, Path((id, vid)): Path<(String, String)>) -> Reply {
+    reply((|| {
+        let view = view_of(&app, &id)?;
+        let v = vertex_of(&view, &vid)?;
+        Ok(shapes::vertex_details(&view, v))
+    })())
+}
+
+async fn backpressure(State(app): State<App>, Path((id, vid)): Path<(String, String)>) -> Reply {
+    reply((|| {
+        let view = view_of(&app, &id)?;
+        let v = vertex_of(&view, &vid)?;
+        Ok(shapes::backpressure(&view, v))
+    })())
+}
+
+/// A JSON object body (empty: `{}`), or 400.
+fn body_object(body: &Bytes) -> Result<serde_json::Map<String, Value>, Reply> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(serde_json::Map::new());
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "Bad request body: expected a JSON object",
+        )),
+        Err(e) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!("Bad request body: not JSON: {e}"),
+        )),
+    }
+}
+
+/// An optional string field of a body, or 400.
+fn string_field(
+    body: &serde_json::Map<String, Value>,
+    name: &str,
+) -> Result<Option<String>, Reply> {
+    match body.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+        Some(_) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!("Bad request body: {name} must be a non-empty string"),
+        )),
+    }
+}
+
+/// A bool field of a body, or 400.
+fn bool_field(body: &serde_json::Map<String, Value>, name: &str) -> Result<bool, Reply> {
+    match body.get(name) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!("Bad request body: {name} must be true or false"),
+        )),
+    }
+}
+
+/// A target directory: a path or a `file://` URI.
+fn target_dir(text: Option<String>) -> Result<Option<PathBuf>, Reply> {
+    let Some(t) = text else { return Ok(None) };
+    let path = t.strip_prefix("file://").unwrap_or(&t);
+    if path.is_empty() || path.contains('\0') {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            "Bad request body: target-directory is not a local path",
+        ));
+    }
+    if t.contains("://") && !t.starts_with("file://") {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            "Bad request body: target-directory: only local paths and file:// URIs are supported",
+        ));
+    }
+    Ok(Some(PathBuf::from(path)))
+}
+
+fn accepted(trigger: String) -> Reply {
+    (
+        StatusCode::ACCEPTED,
+        Json(serde_json::json!({ "request-id": trigger })),
+    )
+}
+
+fn conflict(why: String) -> Reply {
+    error(StatusCode::CONFLICT, &why)
+}
+
+/// `POST /jobs/:id/savepoints` `{"target-directory": D, "cancel-job": false}`.
+async fn trigger_savepoint(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Reply {
+    reply((|| {
+        view_of(&app, &id)?;
+        let body = body_object(&body)?;
+        if bool_field(&body, "cancel-job")? {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "cancel-job is not supported: stop the job with POST /jobs/:id/stop",
+            ));
+        }
+        let dir = target_dir(string_field(&body, "target-directory")?)?;
+        let trigger = app.handle.trigger_savepoint(dir).map_err(conflict)?;
+        Err(accepted(trigger))
+    })())
+}
+
+/// `POST /jobs/:id/stop` `{"targetDirectory": D, "drain": false}`: stop
+/// with a savepoint, into `state.savepoints.dir`.
+async fn stop(State(app): State<App>, Path(id): Path<String>, body: Bytes) -> Reply {
+    reply((|| {
+        view_of(&app, &id)?;
+        let body = body_object(&body)?;
+        if bool_field(&body, "drain")? {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "drain is not supported: a stop keeps the job's timers and windows in the savepoint",
+            ));
+        }
+        if string_field(&body, "targetDirectory")?.is_some() {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "targetDirectory is not supported for a stop: it writes to state.savepoints.dir",
+            ));
+        }
+        let trigger = app.handle.stop_with_savepoint().map_err(conflict)?;
+        Err(accepted(trigger))
+    })())
+}
+
+/// `GET /jobs/:id/savepoints/:triggerid`.
+async fn savepoint_status(
+    State(app): State<App>,
+    Path((id, trigger)): Path<(String, String)>,
+) -> Reply {
+    reply((|| {
+        view_of(&app, &id)?;
+        let status = app.handle.savepoint_status(&trigger).ok_or_else(|| {
+            error(
+                StatusCode::NOT_FOUND,
+                &format!("Savepoint trigger {} not found", printable(&trigger)),
+            )
+        })?;
+        Ok(shapes::savepoint_status(&status))
+    })())
+}
+
+/// `PATCH /jobs/:id?mode=cancel`.
+async fn patch_job(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Reply {
+    reply((|| {
+        view_of(&app, &id)?;
+        let mode = query
+            .as_deref()
+            .unwrap_or("")
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("mode="));
+        match mode {
+            None | Some("cancel") => {}
+            Some(m) => {
+                return Err(error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("Bad mode {}: only mode=cancel is supported", printable(m)),
+                ))
+            }
+        }
+        app.handle.cancel().map_err(conflict)?;
+        Err((StatusCode::ACCEPTED, Json(serde_json::json!({}))))
+    })())
+}

@@ -68,8 +68,21 @@ pub fn router(handle: JobHandle, token: Option<String>) -> Router {
         .layer(middleware::from_fn(time_limit))
 }
 
-/// Holds every request to [`REQUEST_TIMEOUT`].
+/// Holds every request to [`REQUEST_TIMEOUT`], and refuses a body longer
+/// than [`MAX_BODY`] from its declared length, before reading it.
 async fn time_limit(request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("Request body too large: at most {MAX_BODY} bytes"),
+        )
+        .into_response();
+    }
     match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
         Ok(r) => r,
         Err(_) => error(StatusCode::REQUEST_TIMEOUT, "request timed out").into_response(),

@@ -1,0 +1,473 @@
+//! The REST endpoint and the control commands as a user meets them
+//! (issue 22, docs/REST.md): a real `weir bench w1` with `rest.port = 0`
+//! serves every endpoint in its documented shape; a savepoint taken through
+//! REST or `weir savepoint` while the job runs, and the one `weir stop`
+//! leaves, restore to W1's output exactly once; `weir cancel` ends the job;
+//! a bind beyond loopback without a token is refused at start; a token,
+//! once set, is required; malformed and hostile requests get a 4xx and the
+//! job still finishes with exactly-once output.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+mod support;
+use support::{assert_w1_exactly_once, Proc, Scratch, CONDITION, FINISH, WEIR};
+
+/// `weir bench w1` on `workers` workers: `n` records over 50 keys at
+/// `rate`/s, exactly-once output into `out`, checkpoints every `interval`
+/// into `ck`, savepoints into `sp`, the REST endpoint on a free port.
+fn w1(s: &Scratch, workers: usize, n: u64, rate: u64, interval: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(WEIR);
+    c.args(["bench", "w1", "--quiet", "--workers", &workers.to_string()])
+        .args(["--n", &n.to_string(), "--k", "50", "--rate", &rate.to_string()])
+        .arg("--output")
+        .arg(s.join("out"));
+    for set in [
+        format!("state.checkpoints.dir={}", s.join("ck").display()),
+        format!("state.savepoints.dir={}", s.join("sp").display()),
+        format!("execution.checkpointing.interval={interval}"),
+        "weir.worker.pin-cores=false".into(),
+        "rest.port=0".into(),
+    ] {
+        c.arg("--set").arg(set);
+    }
+    for set in extra {
+        c.arg("--set").arg(set);
+    }
+    c.env_remove("RUST_LOG").env_remove("WEIR_FAILPOINTS");
+    c
+}
+
+/// The endpoint's address once the run printed it.
+fn endpoint(p: &mut Proc) -> String {
+    let since = Instant::now();
+    loop {
+        let found = p
+            .stderr()
+            .lines()
+            .find_map(|l| l.strip_prefix("REST endpoint: ").map(str::to_owned));
+        if let Some(addr) = found {
+            return addr;
+        }
+        assert!(p.exited().is_none(), "ended before serving\n{}", p.stderr());
+        assert!(since.elapsed() < CONDITION, "no REST endpoint line\n{}", p.stderr());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A client of one endpoint.
+struct Rest {
+    base: String,
+    agent: ureq::Agent,
+    token: Option<String>,
+}
+
+impl Rest {
+    fn new(base: &str) -> Self {
+        Self {
+            base: base.to_owned(),
+            agent: ureq::AgentBuilder::new()
+                .timeout(Duration::from_secs(10))
+                .build(),
+            token: None,
+        }
+    }
+
+    /// `(status, body)` of a request.
+    fn call(&self, method: &str, path: &str, body: Option<&[u8]>) -> (u16, Value) {
+        let mut r = self.agent.request(method, &format!("{}{path}", self.base));
+        if let Some(t) = &self.token {
+            r = r.set("Authorization", &format!("Bearer {t}"));
+        }
+        let response = match body {
+            Some(b) => r.set("Content-Type", "application/json").send_bytes(b),
+            None => r.call(),
+        };
+        match response {
+            Ok(r) => (r.status(), r.into_json().unwrap_or(Value::Null)),
+            Err(ureq::Error::Status(code, r)) => (code, r.into_json().unwrap_or(Value::Null)),
+            Err(e) => panic!("{method} {path}: {e}"),
+        }
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let (code, v) = self.call("GET", path, None);
+        assert_eq!(code, 200, "GET {path}: {v}");
+        v
+    }
+
+    /// The job's id, once it runs.
+    fn job_id(&self) -> String {
+        let since = Instant::now();
+        loop {
+            let jobs = self.get("/jobs");
+            if jobs["jobs"][0]["status"] == "RUNNING" {
+                return jobs["jobs"][0]["id"].as_str().expect("a job id").to_owned();
+            }
+            assert!(since.elapsed() < CONDITION, "not RUNNING: {jobs}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Polls savepoint `trigger` to its end; returns its location.
+    fn savepoint_location(&self, job: &str, trigger: &str) -> String {
+        let since = Instant::now();
+        loop {
+            let s = self.get(&format!("/jobs/{job}/savepoints/{trigger}"));
+            if s["status"]["id"] == "COMPLETED" {
+                return s["operation"]["location"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("the savepoint failed: {s}"))
+                    .to_owned();
+            }
+            assert_eq!(s["status"]["id"], "IN_PROGRESS", "{s}");
+            assert!(since.elapsed() < CONDITION, "no savepoint in {CONDITION:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// `weir ARGS` to its end.
+fn weir(args: &[&str]) -> Output {
+    Command::new(WEIR)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run weir")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The run restoring `savepoint` into the same output, to its end:
+/// exactly once.
+fn restore_to_the_end(s: &Scratch, label: &str, savepoint: &str, n: u64) {
+    let mut c = w1(s, 2, n, 2_000_000, "1h", &[]);
+    c.args(["--restore", savepoint]);
+    let mut p = Proc::spawn(s, label, c);
+    let status = p.wait(FINISH);
+    assert!(status.success(), "{label}: {status}\n{}", p.stderr());
+    assert_w1_exactly_once(&s.join("out"), n, 50, label);
+}
+
+#[test]
+fn every_endpoint_answers_in_its_documented_shape() {
+    let s = Scratch::new("rest", "shapes");
+    let n = 400_000;
+    let mut p = Proc::spawn(&s, "w1", w1(&s, 2, n, 100_000, "200ms", &[]));
+    let rest = Rest::new(&endpoint(&mut p));
+    let job = rest.job_id();
+    assert_eq!(job.len(), 32, "a Flink job id: {job}");
+    assert!(job.bytes().all(|b| b.is_ascii_hexdigit()));
+
+    let jobs = rest.get("/jobs");
+    assert_eq!(jobs["jobs"][0]["status"], "RUNNING", "{jobs}");
+    let overview = rest.get("/overview");
+    assert_eq!(
+        (overview["jobs-running"].as_u64(), overview["taskmanagers"].as_u64()),
+        (Some(1), Some(2)),
+        "{overview}"
+    );
+    let jo = rest.get("/jobs/overview");
+    let j = &jo["jobs"][0];
+    assert_eq!((j["jid"].as_str(), j["state"].as_str()), (Some(job.as_str()), Some("RUNNING")));
+    assert_eq!(j["end-time"], -1);
+    assert!(j["tasks"]["total"].as_u64() >= Some(4), "{jo}");
+
+    // Vertices: names, parallelism, counts that grow.
+    let details = |rest: &Rest| rest.get(&format!("/jobs/{job}"));
+    let d = details(&rest);
+    assert_eq!((d["jid"].as_str(), d["state"].as_str()), (Some(job.as_str()), Some("RUNNING")));
+    assert_eq!(d["maxParallelism"], 128);
+    let vertices = d["vertices"].as_array().expect("vertices").clone();
+    assert!(vertices.len() >= 2, "{d}");
+    for v in &vertices {
+        assert_eq!(v["parallelism"], 2, "{v}");
+        assert_eq!(v["id"].as_str().map(str::len), Some(32), "{v}");
+        for key in ["read-records", "write-records", "read-bytes", "write-bytes", "accumulated-busy-time"] {
+            assert!(v["metrics"][key].is_u64(), "{key}: {v}");
+        }
+    }
+    assert!(
+        vertices.iter().any(|v| v["name"].as_str().is_some_and(|n| n.contains("w1-keyed-count"))),
+        "{d}"
+    );
+    let records = |d: &Value| -> u64 {
+        d["vertices"].as_array().unwrap().iter().map(|v| v["metrics"]["read-records"].as_u64().unwrap()).sum()
+    };
+    let first = records(&d);
+    p.wait_until("records to grow", || records(&details(&rest)) > first);
+
+    // Per vertex: subtasks and backpressure.
+    for v in &vertices {
+        let id = v["id"].as_str().unwrap();
+        let bp = rest.get(&format!("/jobs/{job}/vertices/{id}/backpressure"));
+        assert_eq!(bp["status"], "ok");
+        let subtasks = bp["subtasks"].as_array().expect("subtasks");
+        assert_eq!(subtasks.len(), 2, "{bp}");
+        for (i, st) in subtasks.iter().enumerate() {
+            assert_eq!(st["subtask"], i as u64);
+            assert!(["ok", "low", "high"].contains(&st["backpressure-level"].as_str().unwrap()), "{st}");
+            let sum = st["ratio"].as_f64().unwrap() + st["busyRatio"].as_f64().unwrap() + st["idleRatio"].as_f64().unwrap();
+            assert!((sum - 1.0).abs() < 0.05, "ratios add up to 1: {st}");
+        }
+        let vd = rest.get(&format!("/jobs/{job}/vertices/{id}"));
+        assert_eq!(vd["subtasks"].as_array().map(Vec::len), Some(2), "{vd}");
+    }
+
+    // Checkpoints: counts after some completed, history with per-subtask
+    // figures.
+    let cps = |rest: &Rest| rest.get(&format!("/jobs/{job}/checkpoints"));
+    p.wait_until("two complete checkpoints", || cps(&rest)["counts"]["completed"].as_u64() >= Some(2));
+    let c = cps(&rest);
+    let latest = &c["latest"]["completed"];
+    assert_eq!(latest["status"], "COMPLETED", "{c}");
+    assert_eq!(latest["checkpoint_type"], "CHECKPOINT");
+    assert!(latest["checkpointed_size"].as_u64() > Some(0), "{latest}");
+    assert_eq!(latest["num_acknowledged_subtasks"], latest["num_subtasks"], "{latest}");
+    assert!(c["history"].as_array().is_some_and(|h| !h.is_empty()));
+    let cid = latest["id"].as_u64().unwrap();
+    let vid = vertices[0]["id"].as_str().unwrap();
+    let sub = rest.get(&format!("/jobs/{job}/checkpoints/details/{cid}/subtasks/{vid}"));
+    let subs = sub["subtasks"].as_array().expect("subtasks");
+    assert_eq!(subs.len(), 2, "{sub}");
+    for st in subs {
+        for key in ["start_delay", "state_size"] {
+            assert!(st[key].is_u64(), "{key}: {st}");
+        }
+        assert!(st["checkpoint"]["sync"].is_u64() && st["checkpoint"]["async"].is_u64(), "{st}");
+        assert!(st["alignment"]["duration"].is_u64() && st["alignment"]["persisted"].is_u64(), "{st}");
+    }
+    let cc = rest.get(&format!("/jobs/{job}/checkpoints/config"));
+    assert_eq!((cc["mode"].as_str(), cc["interval"].as_u64()), (Some("exactly_once"), Some(200)), "{cc}");
+    let config = rest.get(&format!("/jobs/{job}/config"));
+    assert_eq!(config["jid"], job.as_str());
+    assert_eq!(config["execution-config"]["job-parallelism"], 2);
+    assert_eq!(config["execution-config"]["user-config"]["execution.checkpointing.interval"], "200ms");
+    let ex = rest.get(&format!("/jobs/{job}/exceptions"));
+    assert_eq!(ex["exceptionHistory"]["entries"], json!([]), "{ex}");
+
+    // weir list shows it.
+    let base = rest.base.clone();
+    let list = weir(&["list", "--address", &base]);
+    assert!(list.status.success(), "{}", text(&list));
+    assert!(text(&list).contains(&format!("{job} : w1")) && text(&list).contains("(RUNNING)"), "{}", text(&list));
+
+    let status = p.wait(FINISH);
+    assert!(status.success(), "{status}\n{}", p.stderr());
+    assert_w1_exactly_once(&s.join("out"), n, 50, "with the endpoint queried");
+}
+
+#[test]
+fn savepoints_through_rest_and_weir_savepoint_restore_exactly_once() {
+    let s = Scratch::new("rest", "savepoint");
+    let n = 600_000;
+    // No periodic checkpoint: the savepoints are the only snapshots.
+    let mut p = Proc::spawn(&s, "w1", w1(&s, 2, n, 60_000, "1h", &[]));
+    let rest = Rest::new(&endpoint(&mut p));
+    let job = rest.job_id();
+
+    let (code, reply) = rest.call("POST", &format!("/jobs/{job}/savepoints"), Some(b"{}"));
+    assert_eq!(code, 202, "{reply}");
+    let trigger = reply["request-id"].as_str().expect("a request-id").to_owned();
+    let first = rest.savepoint_location(&job, &trigger);
+    assert!(Path::new(&first).join("_metadata").is_file(), "{first}");
+    assert!(first.starts_with(&s.join("sp").display().to_string()), "{first}");
+
+    // Through the CLI, into another directory; the job runs on.
+    let dir = s.join("sp2");
+    let base = rest.base.clone();
+    let out = weir(&["savepoint", &job, "--dir", &dir.display().to_string(), "--address", &base]);
+    assert!(out.status.success(), "{}", text(&out));
+    let second = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("Savepoint completed. Path: ").map(str::to_owned))
+        .unwrap_or_else(|| panic!("no path: {}", text(&out)));
+    assert!(second.starts_with(&dir.display().to_string()), "{second}");
+    assert!(Path::new(&second).join("_metadata").is_file());
+    assert!(p.exited().is_none(), "the job runs on after its savepoints");
+    let c = rest.get(&format!("/jobs/{job}/checkpoints"));
+    assert_eq!(c["latest"]["savepoint"]["checkpoint_type"], "SAVEPOINT", "{c}");
+    assert_eq!(c["latest"]["savepoint"]["is_savepoint"], true);
+
+    // Cancel: the output stands as of the second savepoint.
+    let out = weir(&["cancel", &job, "--address", &base]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains(&format!("Cancelled job {job}.")), "{}", text(&out));
+    let status = p.wait(FINISH);
+    assert_eq!(status.code(), Some(1), "a cancelled job exits 1\n{}", p.stderr());
+    assert!(p.stderr().contains("the job was cancelled"), "{}", p.stderr());
+
+    restore_to_the_end(&s, "restored", &second, n);
+}
+
+#[test]
+fn weir_stop_leaves_a_savepoint_that_restores_exactly_once() {
+    let s = Scratch::new("rest", "stop");
+    let n = 600_000;
+    let mut p = Proc::spawn(&s, "w1", w1(&s, 2, n, 60_000, "300ms", &[]));
+    let rest = Rest::new(&endpoint(&mut p));
+    let job = rest.job_id();
+    let base = rest.base.clone();
+    p.wait_until("a complete checkpoint", || {
+        rest.get(&format!("/jobs/{job}/checkpoints"))["counts"]["completed"].as_u64() >= Some(1)
+    });
+    let out = weir(&["stop", &job, "--address", &base]);
+    assert!(out.status.success(), "{}", text(&out));
+    let path = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("Savepoint completed. Path: ").map(str::to_owned))
+        .unwrap_or_else(|| panic!("no path: {}", text(&out)));
+    let status = p.wait(FINISH);
+    assert!(status.success(), "{status}\n{}", p.stderr());
+    let stdout = std::fs::read_to_string(s.join("w1.stdout")).unwrap();
+    assert!(stdout.contains(&format!("stopped with a savepoint: {path}")), "{stdout}");
+    // Once stopped, nothing answers.
+    let gone = weir(&["list", "--address", &base]);
+    assert_eq!(gone.status.code(), Some(1), "{}", text(&gone));
+    assert!(text(&gone).contains("cannot reach the REST endpoint"), "{}", text(&gone));
+
+    restore_to_the_end(&s, "restored", &path, n);
+}
+
+#[test]
+fn a_bind_beyond_loopback_needs_a_token_and_a_token_once_set_is_required() {
+    let s = Scratch::new("rest", "token");
+    let out = weir(&[
+        "run",
+        "--set",
+        "rest.bind-address=0.0.0.0",
+        "--set",
+        "rest.port=0",
+        "--set",
+        "weir.worker.pin-cores=false",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("rest.bind-address = 0.0.0.0 is reachable from other hosts: set rest.auth-token"),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains("weir quickstart"), "refused before the job starts");
+
+    let token = "s3cret-token-0123456789";
+    let t = format!("rest.auth-token={token}");
+    let mut p = Proc::spawn(&s, "w1", w1(&s, 1, 2_000_000, 200_000, "1h", &[&t]));
+    let mut rest = Rest::new(&endpoint(&mut p));
+    let (code, body) = rest.call("GET", "/jobs", None);
+    assert_eq!(code, 401, "{body}");
+    assert!(body["errors"][0].as_str().is_some_and(|e| e.contains("bearer token")), "{body}");
+    rest.token = Some("wrong-token-0123456789".into());
+    assert_eq!(rest.call("GET", "/jobs", None).0, 401);
+    rest.token = Some(token.into());
+    let job = rest.job_id();
+    let config = rest.get(&format!("/jobs/{job}/config"));
+    assert_eq!(config["execution-config"]["user-config"]["rest.auth-token"], "<hidden>");
+    let base = rest.base.clone();
+    let refused = weir(&["cancel", &job, "--address", &base]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(text(&refused).contains("401"), "{}", text(&refused));
+    let out = weir(&["cancel", &job, "--address", &base, "--token", token]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(p.wait(FINISH).code(), Some(1));
+}
+
+/// Raw bytes to the endpoint; the status code of the answer (0: none).
+fn raw(addr: &str, request: &[u8]) -> u16 {
+    let mut c = TcpStream::connect(addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let _ = c.write_all(request);
+    let mut answer = Vec::new();
+    let _ = c.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
+    let s = Scratch::new("rest", "hostile");
+    let n = 600_000;
+    let mut p = Proc::spawn(&s, "w1", w1(&s, 2, n, 100_000, "200ms", &[]));
+    let base = endpoint(&mut p);
+    let rest = Rest::new(&base);
+    let job = rest.job_id();
+    let v = rest.get(&format!("/jobs/{job}"))["vertices"][0]["id"].as_str().unwrap().to_owned();
+
+    for (method, path, body, expected) in [
+        ("GET", "/nope".to_owned(), None, 404),
+        ("GET", "/jobs/00000000000000000000000000000000".to_owned(), None, 404),
+        ("GET", format!("/jobs/{job}/vertices/ffff/backpressure"), None, 404),
+        ("GET", format!("/jobs/{job}/checkpoints/details/x"), None, 400),
+        ("GET", format!("/jobs/{job}/checkpoints/details/999999"), None, 404),
+        ("GET", format!("/jobs/{job}/savepoints/unknown"), None, 404),
+        ("DELETE", format!("/jobs/{job}"), None, 405),
+        ("POST", "/jobs".to_owned(), None, 405),
+        ("PUT", format!("/jobs/{job}/vertices/{v}/backpressure"), None, 405),
+        ("POST", format!("/jobs/{job}/savepoints"), Some(b"{not json".to_vec()), 400),
+        ("POST", format!("/jobs/{job}/savepoints"), Some(b"[1,2]".to_vec()), 400),
+        ("POST", format!("/jobs/{job}/savepoints"), Some(br#"{"target-directory": 7}"#.to_vec()), 400),
+        ("POST", format!("/jobs/{job}/savepoints"), Some(br#"{"target-directory": "s3://b/x"}"#.to_vec()), 400),
+        ("POST", format!("/jobs/{job}/stop"), Some(br#"{"drain": "yes"}"#.to_vec()), 400),
+        ("PATCH", format!("/jobs/{job}?mode=stop"), None, 400),
+    ] {
+        let (code, reply) = rest.call(method, &path, body.as_deref());
+        assert_eq!(code, expected, "{method} {path}: {reply}");
+        if code != 413 {
+            assert!(reply["errors"][0].is_string(), "{method} {path}: {reply}");
+        }
+    }
+    let addr = base.trim_start_matches("http://");
+    for garbage in [
+        &b"\x00\x01\x02 garbage\r\n\r\n"[..],
+        b"GET /jobs HTTP/9.9\r\n\r\n",
+        b"GET /jobs HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+    ] {
+        let code = raw(addr, garbage);
+        assert!(code == 0 || (400..500).contains(&code), "{garbage:?}: {code}");
+    }
+    // A body beyond the limit is refused from its length alone.
+    let huge = format!(
+        "POST /jobs/{job}/savepoints HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{{",
+        64 << 20
+    );
+    assert_eq!(raw(addr, huge.as_bytes()), 413);
+    // Many concurrent readers for a while (loopback only).
+    let until = Instant::now() + Duration::from_secs(2);
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let base = base.clone();
+            let job = job.clone();
+            std::thread::spawn(move || {
+                let rest = Rest::new(&base);
+                let mut n = 0;
+                while Instant::now() < until {
+                    let (code, _) = rest.call("GET", &format!("/jobs/{job}"), None);
+                    assert_eq!(code, 200);
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let served: u32 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(served > 16, "{served} requests served");
+    assert!(p.exited().is_none(), "the job runs on");
+    let status = p.wait(FINISH);
+    assert!(status.success(), "{status}\n{}", p.stderr());
+    assert_w1_exactly_once(&s.join("out"), n, 50, "after hostile requests");
+}

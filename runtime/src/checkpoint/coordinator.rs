@@ -904,6 +904,52 @@ mod tests {
     }
 
     #[test]
+    fn a_savepoint_while_running_is_aligned_holds_periodic_triggers_and_the_job_goes_on() {
+        let mut f = fixture("savepoint", 0);
+        let storage = CheckpointStorage::open(&f.root)
+            .unwrap()
+            .with_savepoints(None, "abcdef0123");
+        f.coordinator.storage = Arc::new(storage);
+        let t0 = Instant::now();
+        let why = f.coordinator.trigger_savepoint(t0, None, &|| {}).unwrap_err();
+        assert!(why.contains("state.savepoints.dir"), "{why}");
+        let target = f.root.join("elsewhere");
+        let id = f
+            .coordinator
+            .trigger_savepoint(t0, Some(target.clone()), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.triggered_barrier().kind, weir_net::BarrierKind::Savepoint);
+        assert_eq!(f.signals.stop_id(), 0, "sources go on");
+        let busy = f.coordinator.trigger_savepoint(t0, None, &|| {}).unwrap_err();
+        assert!(busy.contains("in progress"), "{busy}");
+        // No periodic trigger while it is pending.
+        f.coordinator
+            .tick(t0 + Duration::from_millis(500), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.triggered_id(), id);
+        f.acks.send(ack(id)).unwrap();
+        f.coordinator
+            .tick(t0 + Duration::from_millis(510), &|| {})
+            .unwrap();
+        let dir = target.join(format!("savepoint-abcdef-{id}"));
+        assert_eq!(
+            f.coordinator.take_savepoint_outcomes(),
+            vec![(id, Ok(dir.clone()))]
+        );
+        let m = Manifest::read(dir.join(METADATA_FILE)).unwrap();
+        assert_eq!(m.kind, SnapshotKind::Savepoint);
+        assert!(f.coordinator.records()[0].is_savepoint);
+        assert!(f.coordinator.stopped().is_none(), "not a stop");
+        // Periodic checkpoints resume, into chk-<id>.
+        f.coordinator
+            .tick(t0 + Duration::from_millis(700), &|| {})
+            .unwrap();
+        assert_eq!(f.signals.triggered_id(), id + 1);
+        assert_eq!(f.signals.triggered_barrier().kind, weir_net::BarrierKind::Checkpoint);
+        assert!(f.root.join(format!("chk-{}", id + 1)).is_dir());
+    }
+
+    #[test]
     fn the_final_checkpoint_follows_the_end_of_every_source() {
         let mut f = fixture("final", 0);
         let t0 = Instant::now();

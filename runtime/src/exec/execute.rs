@@ -15,7 +15,7 @@ use crate::checkpoint::storage::CheckpointStorage;
 use crate::core::log::{PROGRESS, RESTART, RESTORE};
 use crate::exec::attempt::{run_attempt, RestoreInfo};
 use crate::exec::error::{JobError, Result};
-use crate::exec::handle::JobState;
+use crate::exec::handle::{CheckpointingView, JobState};
 use crate::exec::identity::RunIdentity;
 use crate::exec::lock::lock_dir;
 use crate::exec::options::{ExecutionOptions, RestoreFrom};
@@ -121,7 +121,18 @@ fn run_job(
             .zip(stages.iter())
             .map(|(n, s)| (n.name.clone(), s.parallelism))
             .collect(),
-        options.checkpointing.clone(),
+        options
+            .checkpointing
+            .as_ref()
+            .map(|c| CheckpointingView {
+                dir: c.dir.clone(),
+                savepoints_dir: c.savepoints_dir.clone(),
+                coordinator: c.coordinator.clone(),
+                exactly_once: c.exactly_once,
+                unaligned: c.unaligned,
+                aligned_checkpoint_timeout: c.aligned_checkpoint_timeout,
+                incremental: c.incremental,
+            }),
         format!("{:?}", options.restart),
         &options.stop,
     );

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use crate::checkpoint::stats::CheckpointRecord;
 use crate::core::time::wall_ms;
-use crate::exec::options::CheckpointingOptions;
+use crate::checkpoint::coordinator::CoordinatorOptions;
 use crate::exec::stop::StopRequest;
 use crate::metrics::report::{MetricsSnapshot, SubtaskSnapshot, TimeShares};
 use crate::metrics::worker::WorkerMetrics;
@@ -143,6 +143,26 @@ pub struct VertexView {
     pub subtasks: Vec<SubtaskView>,
 }
 
+/// How checkpoints are taken, as a view shows it (what
+/// `/jobs/:id/checkpoints/config` reports).
+#[derive(Clone, Debug)]
+pub struct CheckpointingView {
+    /// `state.checkpoints.dir`.
+    pub dir: PathBuf,
+    /// `state.savepoints.dir`.
+    pub savepoints_dir: Option<PathBuf>,
+    /// Interval, timeout, pause, concurrency, tolerance, retention.
+    pub coordinator: CoordinatorOptions,
+    /// Exactly-once (else at-least-once).
+    pub exactly_once: bool,
+    /// Unaligned checkpoints.
+    pub unaligned: bool,
+    /// With `unaligned`: how long a checkpoint stays aligned first.
+    pub aligned_checkpoint_timeout: Duration,
+    /// Incremental checkpoints.
+    pub incremental: bool,
+}
+
 /// What a run restored, as a view shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RestoredView {
@@ -186,7 +206,7 @@ pub struct JobView {
     /// What the current attempt restored.
     pub restored: Option<RestoredView>,
     /// How checkpoints are taken, if they are.
-    pub checkpointing: Option<CheckpointingOptions>,
+    pub checkpointing: Option<CheckpointingView>,
     /// The restart strategy, as text.
     pub restart_strategy: String,
     /// Restarts so far.
@@ -216,7 +236,7 @@ struct Plan {
     max_parallelism: u32,
     /// (id, name, parallelism) per stage.
     stages: Vec<(String, String, usize)>,
-    checkpointing: Option<CheckpointingOptions>,
+    checkpointing: Option<CheckpointingView>,
     restart_strategy: String,
 }
 
@@ -470,7 +490,7 @@ impl JobHandle {
         workers: usize,
         max_parallelism: u32,
         stages: Vec<(String, usize)>,
-        checkpointing: Option<CheckpointingOptions>,
+        checkpointing: Option<CheckpointingView>,
         restart_strategy: String,
         stop: &StopRequest,
     ) {

@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use weir_runtime::exec::progress::human_rate;
 use weir_runtime::{
-    execute_with_progress, CheckpointSummary, Config, ExecutionOptions, JobError, JobHandle, JobResult,
-    Progress, RestoreFrom, RestoreInfo, StopRequest, Stopped, SubtaskSummary,
+    execute_with_progress, CheckpointSummary, Config, ExecutionOptions, JobError, JobHandle,
+    JobResult, Progress, RestoreFrom, RestoreInfo, StopRequest, Stopped, SubtaskSummary,
 };
 
 use crate::output::{self, OutputCheck};

@@ -84,7 +84,8 @@ impl RestServer {
             });
         }
         let addr = SocketAddr::new(settings.address, settings.port);
-        let listener = TcpListener::bind(addr).map_err(|source| RestError::Bind { addr, source })?;
+        let listener =
+            TcpListener::bind(addr).map_err(|source| RestError::Bind { addr, source })?;
         let local = listener
             .local_addr()
             .map_err(|source| RestError::Bind { addr, source })?;

@@ -50,14 +50,20 @@ pub fn router(handle: JobHandle, token: Option<String>) -> Router {
         .route("/jobs/{id}/exceptions", get(exceptions))
         .route("/jobs/{id}/checkpoints", get(checkpoints))
         .route("/jobs/{id}/checkpoints/config", get(checkpoint_config))
-        .route("/jobs/{id}/checkpoints/details/{cid}", get(checkpoint_details))
+        .route(
+            "/jobs/{id}/checkpoints/details/{cid}",
+            get(checkpoint_details),
+        )
         .route(
             "/jobs/{id}/checkpoints/details/{cid}/subtasks/{vid}",
             get(checkpoint_subtasks),
         )
         .route("/jobs/{id}/vertices/{vid}", get(vertex))
         .route("/jobs/{id}/vertices/{vid}/backpressure", get(backpressure))
-        .route("/jobs/{id}/savepoints", axum::routing::post(trigger_savepoint))
+        .route(
+            "/jobs/{id}/savepoints",
+            axum::routing::post(trigger_savepoint),
+        )
         .route("/jobs/{id}/savepoints/{trigger}", get(savepoint_status))
         .route("/jobs/{id}/stop", axum::routing::post(stop))
         .fallback(not_found)
@@ -120,7 +126,10 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 }
 
 async fn not_found() -> Reply {
-    error(StatusCode::NOT_FOUND, "Not found: no such path (see docs/REST.md)")
+    error(
+        StatusCode::NOT_FOUND,
+        "Not found: no such path (see docs/REST.md)",
+    )
 }
 
 async fn method_not_allowed() -> Reply {
@@ -143,10 +152,7 @@ fn view_of(app: &App, id: &str) -> Result<JobView, Reply> {
 
 /// `text` cut short and stripped of control characters, for messages.
 fn printable(text: &str) -> String {
-    text.chars()
-        .filter(|c| !c.is_control())
-        .take(64)
-        .collect()
+    text.chars().filter(|c| !c.is_control()).take(64).collect()
 }
 
 fn vertex_of<'a>(view: &'a JobView, vid: &str) -> Result<&'a VertexView, Reply> {
@@ -225,12 +231,16 @@ async fn checkpoint_details(
     reply((|| {
         let view = view_of(&app, &id)?;
         let cid = checkpoint_id(&cid)?;
-        let r = view.checkpoints.iter().find(|r| r.id == cid).ok_or_else(|| {
-            error(
-                StatusCode::NOT_FOUND,
-                &format!("Checkpoint {cid} not found (the newest 100 are kept)"),
-            )
-        })?;
+        let r = view
+            .checkpoints
+            .iter()
+            .find(|r| r.id == cid)
+            .ok_or_else(|| {
+                error(
+                    StatusCode::NOT_FOUND,
+                    &format!("Checkpoint {cid} not found (the newest 100 are kept)"),
+                )
+            })?;
         Ok(shapes::checkpoint(r, &view))
     })())
 }
@@ -243,12 +253,16 @@ async fn checkpoint_subtasks(
         let view = view_of(&app, &id)?;
         let cid = checkpoint_id(&cid)?;
         let v = vertex_of(&view, &vid)?;
-        let r = view.checkpoints.iter().find(|r| r.id == cid).ok_or_else(|| {
-            error(
-                StatusCode::NOT_FOUND,
-                &format!("Checkpoint {cid} not found (the newest 100 are kept)"),
-            )
-        })?;
+        let r = view
+            .checkpoints
+            .iter()
+            .find(|r| r.id == cid)
+            .ok_or_else(|| {
+                error(
+                    StatusCode::NOT_FOUND,
+                    &format!("Checkpoint {cid} not found (the newest 100 are kept)"),
+                )
+            })?;
         Ok(shapes::checkpoint_subtasks(r, v))
     })())
 }
@@ -345,11 +359,7 @@ fn conflict(why: String) -> Reply {
 }
 
 /// `POST /jobs/:id/savepoints` `{"target-directory": D, "cancel-job": false}`.
-async fn trigger_savepoint(
-    State(app): State<App>,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> Reply {
+async fn trigger_savepoint(State(app): State<App>, Path(id): Path<String>, body: Bytes) -> Reply {
     reply((|| {
         view_of(&app, &id)?;
         let body = body_object(&body)?;

@@ -212,7 +212,10 @@ pub fn backpressure(view: &JobView, v: &VertexView) -> Value {
         .subtasks
         .iter()
         .map(|s| {
-            let shares = s.recent.or_else(|| s.now.shares_since(None)).unwrap_or_default();
+            let shares = s
+                .recent
+                .or_else(|| s.now.shares_since(None))
+                .unwrap_or_default();
             let l = shares.level();
             worst = worst.max(l);
             json!({

@@ -76,9 +76,9 @@ pub use crate::exchange::{
 };
 pub use crate::exec::{
     available_cores, execute, execute_with_progress, CheckpointingOptions, ExecutionOptions,
-    JobError, JobHandle, JobResult, JobState, JobView, Progress, SavepointStatus, RestartDecision, RestartStrategy, RestartStrategyConfig,
-    RestartStrategyType, RestartTracker, RestoreFrom, RestoreInfo, Result, StopRequest, Stopped,
-    TaskFailure,
+    JobError, JobHandle, JobResult, JobState, JobView, Progress, RestartDecision, RestartStrategy,
+    RestartStrategyConfig, RestartStrategyType, RestartTracker, RestoreFrom, RestoreInfo, Result,
+    SavepointStatus, StopRequest, Stopped, TaskFailure,
 };
 pub use crate::metrics::{BackpressureLevel, GaugeSummary, SubtaskId, SubtaskSummary, TimeShares};
 pub use crate::operators::broadcast::{

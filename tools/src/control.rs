@@ -171,10 +171,14 @@ pub fn run(command: &Control) -> ExitCode {
         Control::Stop { job, endpoint } => {
             let c = Client::new(endpoint);
             println!("Suspending job \"{job}\" with a savepoint.");
-            c.call("POST", &format!("/jobs/{job}/stop"), Some(json!({ "drain": false })))
-                .and_then(|r| trigger_of(&r))
-                .and_then(|t| c.wait_for_savepoint(job, &t))
-                .map(|path| println!("Savepoint completed. Path: {path}"))
+            c.call(
+                "POST",
+                &format!("/jobs/{job}/stop"),
+                Some(json!({ "drain": false })),
+            )
+            .and_then(|r| trigger_of(&r))
+            .and_then(|t| c.wait_for_savepoint(job, &t))
+            .map(|path| println!("Savepoint completed. Path: {path}"))
         }
         Control::Cancel { job, endpoint } => {
             let c = Client::new(endpoint);
@@ -195,7 +199,11 @@ fn trigger_of(reply: &Value) -> Result<String, Failure> {
     reply["request-id"]
         .as_str()
         .map(str::to_owned)
-        .ok_or_else(|| Failure(format!("the endpoint answered without a request-id: {reply}")))
+        .ok_or_else(|| {
+            Failure(format!(
+                "the endpoint answered without a request-id: {reply}"
+            ))
+        })
 }
 
 /// `weir list`: the job, as Flink's `flink list` prints jobs.

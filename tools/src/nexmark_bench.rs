@@ -70,16 +70,24 @@ pub fn run(query: &str, events: u64, quiet: bool, common: &Common, stop: StopReq
             return ExitCode::from(2);
         }
     };
+    // As every bench: only when rest.port is set.
+    let served = match crate::rest::serve(&config, None) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let mut options = ExecutionOptions::from_config(&config);
     options.restore = common.restore_from();
     options.stop = stop;
+    options.handle = served.handle();
     let workers = options.workers;
     let mut progress = |p: &Progress| {
         if !quiet {
             eprintln!("{}", p.lines())
         }
     };
-    let result = match execute_with_progress(job.job, &options, &mut progress) {
+    let result = execute_with_progress(job.job, &options, &mut progress);
+    served.finish();
+    let result = match result {
         Ok(r) => r,
         Err(e) => return job_failed(&e),
     };

@@ -1,10 +1,13 @@
 //! The job's REST endpoint as the `weir` command serves it: `weir run` and
 //! `weir sql` on `rest.port` (8081 when unset, as Flink), `weir bench` only
 //! when `rest.port` is set (so that benchmark runs side by side do not
-//! collide). A port in use fails the command at start (exit 2), as Flink's
-//! does: a job nobody can reach the way its config says is a mistake to
-//! fix, not to work around. The chosen address is printed on stderr as
-//! `REST endpoint: http://ADDR:PORT` (what `rest.port = 0` needs).
+//! collide). A port set with `rest.port` that is in use fails the command
+//! at start (exit 2), as Flink's does: a job nobody can reach where its
+//! config says is a mistake to fix. The default port is a preference: when
+//! 8081 is taken (another job on the machine), the endpoint warns and
+//! serves on a free port instead, as Flink's port ranges let it. The
+//! chosen address is printed on stderr as `REST endpoint: http://ADDR:PORT`
+//! (what `rest.port = 0` and the fallback need).
 //!
 //! After the job ends, the endpoint stays up a few seconds if a savepoint
 //! asked for through it has a final status nobody read yet, so that
@@ -13,7 +16,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use weir_rest::{RestServer, RestSettings};
+use weir_rest::{RestError, RestServer, RestSettings};
 use weir_runtime::config::KEYS;
 use weir_runtime::{Config, JobHandle};
 
@@ -50,7 +53,21 @@ pub fn serve(config: &Config, default_port: Option<u16>) -> Result<Served, ExitC
             handle,
         });
     };
-    match RestServer::start(&settings, handle.clone()) {
+    let mut started = RestServer::start(&settings, handle.clone());
+    if let Err(RestError::Bind { source, addr }) = &started {
+        if config.rest_port.is_none() && source.kind() == std::io::ErrorKind::AddrInUse {
+            eprintln!(
+                "warning: {addr} is in use (another job?): serving the REST endpoint on a free \
+                 port instead; set rest.port to choose one"
+            );
+            let any = RestSettings {
+                port: 0,
+                ..settings
+            };
+            started = RestServer::start(&any, handle.clone());
+        }
+    }
+    match started {
         Ok(server) => {
             eprintln!("{}", server.endpoint_line());
             Ok(Served {

@@ -24,7 +24,14 @@ use support::{assert_w1_exactly_once, Proc, Scratch, CONDITION, FINISH, WEIR};
 fn w1(s: &Scratch, workers: usize, n: u64, rate: u64, interval: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(WEIR);
     c.args(["bench", "w1", "--quiet", "--workers", &workers.to_string()])
-        .args(["--n", &n.to_string(), "--k", "50", "--rate", &rate.to_string()])
+        .args([
+            "--n",
+            &n.to_string(),
+            "--k",
+            "50",
+            "--rate",
+            &rate.to_string(),
+        ])
         .arg("--output")
         .arg(s.join("out"));
     for set in [
@@ -55,7 +62,11 @@ fn endpoint(p: &mut Proc) -> String {
             return addr;
         }
         assert!(p.exited().is_none(), "ended before serving\n{}", p.stderr());
-        assert!(since.elapsed() < CONDITION, "no REST endpoint line\n{}", p.stderr());
+        assert!(
+            since.elapsed() < CONDITION,
+            "no REST endpoint line\n{}",
+            p.stderr()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -174,36 +185,58 @@ fn every_endpoint_answers_in_its_documented_shape() {
     assert_eq!(jobs["jobs"][0]["status"], "RUNNING", "{jobs}");
     let overview = rest.get("/overview");
     assert_eq!(
-        (overview["jobs-running"].as_u64(), overview["taskmanagers"].as_u64()),
+        (
+            overview["jobs-running"].as_u64(),
+            overview["taskmanagers"].as_u64()
+        ),
         (Some(1), Some(2)),
         "{overview}"
     );
     let jo = rest.get("/jobs/overview");
     let j = &jo["jobs"][0];
-    assert_eq!((j["jid"].as_str(), j["state"].as_str()), (Some(job.as_str()), Some("RUNNING")));
+    assert_eq!(
+        (j["jid"].as_str(), j["state"].as_str()),
+        (Some(job.as_str()), Some("RUNNING"))
+    );
     assert_eq!(j["end-time"], -1);
     assert!(j["tasks"]["total"].as_u64() >= Some(4), "{jo}");
 
     // Vertices: names, parallelism, counts that grow.
     let details = |rest: &Rest| rest.get(&format!("/jobs/{job}"));
     let d = details(&rest);
-    assert_eq!((d["jid"].as_str(), d["state"].as_str()), (Some(job.as_str()), Some("RUNNING")));
+    assert_eq!(
+        (d["jid"].as_str(), d["state"].as_str()),
+        (Some(job.as_str()), Some("RUNNING"))
+    );
     assert_eq!(d["maxParallelism"], 128);
     let vertices = d["vertices"].as_array().expect("vertices").clone();
     assert!(vertices.len() >= 2, "{d}");
     for v in &vertices {
         assert_eq!(v["parallelism"], 2, "{v}");
         assert_eq!(v["id"].as_str().map(str::len), Some(32), "{v}");
-        for key in ["read-records", "write-records", "read-bytes", "write-bytes", "accumulated-busy-time"] {
+        for key in [
+            "read-records",
+            "write-records",
+            "read-bytes",
+            "write-bytes",
+            "accumulated-busy-time",
+        ] {
             assert!(v["metrics"][key].is_u64(), "{key}: {v}");
         }
     }
     assert!(
-        vertices.iter().any(|v| v["name"].as_str().is_some_and(|n| n.contains("w1-keyed-count"))),
+        vertices.iter().any(|v| v["name"]
+            .as_str()
+            .is_some_and(|n| n.contains("w1-keyed-count"))),
         "{d}"
     );
     let records = |d: &Value| -> u64 {
-        d["vertices"].as_array().unwrap().iter().map(|v| v["metrics"]["read-records"].as_u64().unwrap()).sum()
+        d["vertices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["metrics"]["read-records"].as_u64().unwrap())
+            .sum()
     };
     let first = records(&d);
     p.wait_until("records to grow", || records(&details(&rest)) > first);
@@ -217,8 +250,13 @@ fn every_endpoint_answers_in_its_documented_shape() {
         assert_eq!(subtasks.len(), 2, "{bp}");
         for (i, st) in subtasks.iter().enumerate() {
             assert_eq!(st["subtask"], i as u64);
-            assert!(["ok", "low", "high"].contains(&st["backpressure-level"].as_str().unwrap()), "{st}");
-            let sum = st["ratio"].as_f64().unwrap() + st["busyRatio"].as_f64().unwrap() + st["idleRatio"].as_f64().unwrap();
+            assert!(
+                ["ok", "low", "high"].contains(&st["backpressure-level"].as_str().unwrap()),
+                "{st}"
+            );
+            let sum = st["ratio"].as_f64().unwrap()
+                + st["busyRatio"].as_f64().unwrap()
+                + st["idleRatio"].as_f64().unwrap();
             assert!((sum - 1.0).abs() < 0.05, "ratios add up to 1: {st}");
         }
         let vd = rest.get(&format!("/jobs/{job}/vertices/{id}"));
@@ -228,32 +266,52 @@ fn every_endpoint_answers_in_its_documented_shape() {
     // Checkpoints: counts after some completed, history with per-subtask
     // figures.
     let cps = |rest: &Rest| rest.get(&format!("/jobs/{job}/checkpoints"));
-    p.wait_until("two complete checkpoints", || cps(&rest)["counts"]["completed"].as_u64() >= Some(2));
+    p.wait_until("two complete checkpoints", || {
+        cps(&rest)["counts"]["completed"].as_u64() >= Some(2)
+    });
     let c = cps(&rest);
     let latest = &c["latest"]["completed"];
     assert_eq!(latest["status"], "COMPLETED", "{c}");
     assert_eq!(latest["checkpoint_type"], "CHECKPOINT");
     assert!(latest["checkpointed_size"].as_u64() > Some(0), "{latest}");
-    assert_eq!(latest["num_acknowledged_subtasks"], latest["num_subtasks"], "{latest}");
+    assert_eq!(
+        latest["num_acknowledged_subtasks"], latest["num_subtasks"],
+        "{latest}"
+    );
     assert!(c["history"].as_array().is_some_and(|h| !h.is_empty()));
     let cid = latest["id"].as_u64().unwrap();
     let vid = vertices[0]["id"].as_str().unwrap();
-    let sub = rest.get(&format!("/jobs/{job}/checkpoints/details/{cid}/subtasks/{vid}"));
+    let sub = rest.get(&format!(
+        "/jobs/{job}/checkpoints/details/{cid}/subtasks/{vid}"
+    ));
     let subs = sub["subtasks"].as_array().expect("subtasks");
     assert_eq!(subs.len(), 2, "{sub}");
     for st in subs {
         for key in ["start_delay", "state_size"] {
             assert!(st[key].is_u64(), "{key}: {st}");
         }
-        assert!(st["checkpoint"]["sync"].is_u64() && st["checkpoint"]["async"].is_u64(), "{st}");
-        assert!(st["alignment"]["duration"].is_u64() && st["alignment"]["persisted"].is_u64(), "{st}");
+        assert!(
+            st["checkpoint"]["sync"].is_u64() && st["checkpoint"]["async"].is_u64(),
+            "{st}"
+        );
+        assert!(
+            st["alignment"]["duration"].is_u64() && st["alignment"]["persisted"].is_u64(),
+            "{st}"
+        );
     }
     let cc = rest.get(&format!("/jobs/{job}/checkpoints/config"));
-    assert_eq!((cc["mode"].as_str(), cc["interval"].as_u64()), (Some("exactly_once"), Some(200)), "{cc}");
+    assert_eq!(
+        (cc["mode"].as_str(), cc["interval"].as_u64()),
+        (Some("exactly_once"), Some(200)),
+        "{cc}"
+    );
     let config = rest.get(&format!("/jobs/{job}/config"));
     assert_eq!(config["jid"], job.as_str());
     assert_eq!(config["execution-config"]["job-parallelism"], 2);
-    assert_eq!(config["execution-config"]["user-config"]["execution.checkpointing.interval"], "200ms");
+    assert_eq!(
+        config["execution-config"]["user-config"]["execution.checkpointing.interval"],
+        "200ms"
+    );
     let ex = rest.get(&format!("/jobs/{job}/exceptions"));
     assert_eq!(ex["exceptionHistory"]["entries"], json!([]), "{ex}");
 
@@ -261,7 +319,11 @@ fn every_endpoint_answers_in_its_documented_shape() {
     let base = rest.base.clone();
     let list = weir(&["list", "--address", &base]);
     assert!(list.status.success(), "{}", text(&list));
-    assert!(text(&list).contains(&format!("{job} : w1")) && text(&list).contains("(RUNNING)"), "{}", text(&list));
+    assert!(
+        text(&list).contains(&format!("{job} : w1")) && text(&list).contains("(RUNNING)"),
+        "{}",
+        text(&list)
+    );
 
     let status = p.wait(FINISH);
     assert!(status.success(), "{status}\n{}", p.stderr());
@@ -279,34 +341,66 @@ fn savepoints_through_rest_and_weir_savepoint_restore_exactly_once() {
 
     let (code, reply) = rest.call("POST", &format!("/jobs/{job}/savepoints"), Some(b"{}"));
     assert_eq!(code, 202, "{reply}");
-    let trigger = reply["request-id"].as_str().expect("a request-id").to_owned();
+    let trigger = reply["request-id"]
+        .as_str()
+        .expect("a request-id")
+        .to_owned();
     let first = rest.savepoint_location(&job, &trigger);
     assert!(Path::new(&first).join("_metadata").is_file(), "{first}");
-    assert!(first.starts_with(&s.join("sp").display().to_string()), "{first}");
+    assert!(
+        first.starts_with(&s.join("sp").display().to_string()),
+        "{first}"
+    );
 
     // Through the CLI, into another directory; the job runs on.
     let dir = s.join("sp2");
     let base = rest.base.clone();
-    let out = weir(&["savepoint", &job, "--dir", &dir.display().to_string(), "--address", &base]);
+    let out = weir(&[
+        "savepoint",
+        &job,
+        "--dir",
+        &dir.display().to_string(),
+        "--address",
+        &base,
+    ]);
     assert!(out.status.success(), "{}", text(&out));
     let second = String::from_utf8_lossy(&out.stdout)
         .lines()
-        .find_map(|l| l.strip_prefix("Savepoint completed. Path: ").map(str::to_owned))
+        .find_map(|l| {
+            l.strip_prefix("Savepoint completed. Path: ")
+                .map(str::to_owned)
+        })
         .unwrap_or_else(|| panic!("no path: {}", text(&out)));
     assert!(second.starts_with(&dir.display().to_string()), "{second}");
     assert!(Path::new(&second).join("_metadata").is_file());
     assert!(p.exited().is_none(), "the job runs on after its savepoints");
     let c = rest.get(&format!("/jobs/{job}/checkpoints"));
-    assert_eq!(c["latest"]["savepoint"]["checkpoint_type"], "SAVEPOINT", "{c}");
+    assert_eq!(
+        c["latest"]["savepoint"]["checkpoint_type"], "SAVEPOINT",
+        "{c}"
+    );
     assert_eq!(c["latest"]["savepoint"]["is_savepoint"], true);
 
     // Cancel: the output stands as of the second savepoint.
     let out = weir(&["cancel", &job, "--address", &base]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains(&format!("Cancelled job {job}.")), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("Cancelled job {job}.")),
+        "{}",
+        text(&out)
+    );
     let status = p.wait(FINISH);
-    assert_eq!(status.code(), Some(1), "a cancelled job exits 1\n{}", p.stderr());
-    assert!(p.stderr().contains("the job was cancelled"), "{}", p.stderr());
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "a cancelled job exits 1\n{}",
+        p.stderr()
+    );
+    assert!(
+        p.stderr().contains("the job was cancelled"),
+        "{}",
+        p.stderr()
+    );
 
     restore_to_the_end(&s, "restored", &second, n);
 }
@@ -326,16 +420,26 @@ fn weir_stop_leaves_a_savepoint_that_restores_exactly_once() {
     assert!(out.status.success(), "{}", text(&out));
     let path = String::from_utf8_lossy(&out.stdout)
         .lines()
-        .find_map(|l| l.strip_prefix("Savepoint completed. Path: ").map(str::to_owned))
+        .find_map(|l| {
+            l.strip_prefix("Savepoint completed. Path: ")
+                .map(str::to_owned)
+        })
         .unwrap_or_else(|| panic!("no path: {}", text(&out)));
     let status = p.wait(FINISH);
     assert!(status.success(), "{status}\n{}", p.stderr());
     let stdout = std::fs::read_to_string(s.join("w1.stdout")).unwrap();
-    assert!(stdout.contains(&format!("stopped with a savepoint: {path}")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("stopped with a savepoint: {path}")),
+        "{stdout}"
+    );
     // Once stopped, nothing answers.
     let gone = weir(&["list", "--address", &base]);
     assert_eq!(gone.status.code(), Some(1), "{}", text(&gone));
-    assert!(text(&gone).contains("cannot reach the REST endpoint"), "{}", text(&gone));
+    assert!(
+        text(&gone).contains("cannot reach the REST endpoint"),
+        "{}",
+        text(&gone)
+    );
 
     restore_to_the_end(&s, "restored", &path, n);
 }
@@ -354,11 +458,16 @@ fn a_bind_beyond_loopback_needs_a_token_and_a_token_once_set_is_required() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
-        text(&out).contains("rest.bind-address = 0.0.0.0 is reachable from other hosts: set rest.auth-token"),
+        text(&out).contains(
+            "rest.bind-address = 0.0.0.0 is reachable from other hosts: set rest.auth-token"
+        ),
         "{}",
         text(&out)
     );
-    assert!(!text(&out).contains("weir quickstart"), "refused before the job starts");
+    assert!(
+        !text(&out).contains("weir quickstart"),
+        "refused before the job starts"
+    );
 
     let token = "s3cret-token-0123456789";
     let t = format!("rest.auth-token={token}");
@@ -366,13 +475,21 @@ fn a_bind_beyond_loopback_needs_a_token_and_a_token_once_set_is_required() {
     let mut rest = Rest::new(&endpoint(&mut p));
     let (code, body) = rest.call("GET", "/jobs", None);
     assert_eq!(code, 401, "{body}");
-    assert!(body["errors"][0].as_str().is_some_and(|e| e.contains("bearer token")), "{body}");
+    assert!(
+        body["errors"][0]
+            .as_str()
+            .is_some_and(|e| e.contains("bearer token")),
+        "{body}"
+    );
     rest.token = Some("wrong-token-0123456789".into());
     assert_eq!(rest.call("GET", "/jobs", None).0, 401);
     rest.token = Some(token.into());
     let job = rest.job_id();
     let config = rest.get(&format!("/jobs/{job}/config"));
-    assert_eq!(config["execution-config"]["user-config"]["rest.auth-token"], "<hidden>");
+    assert_eq!(
+        config["execution-config"]["user-config"]["rest.auth-token"],
+        "<hidden>"
+    );
     let base = rest.base.clone();
     let refused = weir(&["cancel", &job, "--address", &base]);
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
@@ -405,23 +522,76 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
     let base = endpoint(&mut p);
     let rest = Rest::new(&base);
     let job = rest.job_id();
-    let v = rest.get(&format!("/jobs/{job}"))["vertices"][0]["id"].as_str().unwrap().to_owned();
+    let v = rest.get(&format!("/jobs/{job}"))["vertices"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     for (method, path, body, expected) in [
         ("GET", "/nope".to_owned(), None, 404),
-        ("GET", "/jobs/00000000000000000000000000000000".to_owned(), None, 404),
-        ("GET", format!("/jobs/{job}/vertices/ffff/backpressure"), None, 404),
-        ("GET", format!("/jobs/{job}/checkpoints/details/x"), None, 400),
-        ("GET", format!("/jobs/{job}/checkpoints/details/999999"), None, 404),
+        (
+            "GET",
+            "/jobs/00000000000000000000000000000000".to_owned(),
+            None,
+            404,
+        ),
+        (
+            "GET",
+            format!("/jobs/{job}/vertices/ffff/backpressure"),
+            None,
+            404,
+        ),
+        (
+            "GET",
+            format!("/jobs/{job}/checkpoints/details/x"),
+            None,
+            400,
+        ),
+        (
+            "GET",
+            format!("/jobs/{job}/checkpoints/details/999999"),
+            None,
+            404,
+        ),
         ("GET", format!("/jobs/{job}/savepoints/unknown"), None, 404),
         ("DELETE", format!("/jobs/{job}"), None, 405),
         ("POST", "/jobs".to_owned(), None, 405),
-        ("PUT", format!("/jobs/{job}/vertices/{v}/backpressure"), None, 405),
-        ("POST", format!("/jobs/{job}/savepoints"), Some(b"{not json".to_vec()), 400),
-        ("POST", format!("/jobs/{job}/savepoints"), Some(b"[1,2]".to_vec()), 400),
-        ("POST", format!("/jobs/{job}/savepoints"), Some(br#"{"target-directory": 7}"#.to_vec()), 400),
-        ("POST", format!("/jobs/{job}/savepoints"), Some(br#"{"target-directory": "s3://b/x"}"#.to_vec()), 400),
-        ("POST", format!("/jobs/{job}/stop"), Some(br#"{"drain": "yes"}"#.to_vec()), 400),
+        (
+            "PUT",
+            format!("/jobs/{job}/vertices/{v}/backpressure"),
+            None,
+            405,
+        ),
+        (
+            "POST",
+            format!("/jobs/{job}/savepoints"),
+            Some(b"{not json".to_vec()),
+            400,
+        ),
+        (
+            "POST",
+            format!("/jobs/{job}/savepoints"),
+            Some(b"[1,2]".to_vec()),
+            400,
+        ),
+        (
+            "POST",
+            format!("/jobs/{job}/savepoints"),
+            Some(br#"{"target-directory": 7}"#.to_vec()),
+            400,
+        ),
+        (
+            "POST",
+            format!("/jobs/{job}/savepoints"),
+            Some(br#"{"target-directory": "s3://b/x"}"#.to_vec()),
+            400,
+        ),
+        (
+            "POST",
+            format!("/jobs/{job}/stop"),
+            Some(br#"{"drain": "yes"}"#.to_vec()),
+            400,
+        ),
         ("PATCH", format!("/jobs/{job}?mode=stop"), None, 400),
     ] {
         let (code, reply) = rest.call(method, &path, body.as_deref());
@@ -437,7 +607,10 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
         b"GET /jobs HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
     ] {
         let code = raw(addr, garbage);
-        assert!(code == 0 || (400..500).contains(&code), "{garbage:?}: {code}");
+        assert!(
+            code == 0 || (400..500).contains(&code),
+            "{garbage:?}: {code}"
+        );
     }
     // A body beyond the limit is refused from its length alone.
     let huge = format!(
@@ -470,4 +643,43 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
     let status = p.wait(FINISH);
     assert!(status.success(), "{status}\n{}", p.stderr());
     assert_w1_exactly_once(&s.join("out"), n, 50, "after hostile requests");
+}
+
+#[test]
+fn a_port_set_in_use_is_refused_and_the_default_one_falls_back_to_a_free_port() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let quick = [
+        "--set",
+        "weir.worker.pin-cores=false",
+        "--set",
+        "job.records=100000",
+        "--workers",
+        "1",
+    ];
+    let mut args = vec!["run", "--set"];
+    let set = format!("rest.port={port}");
+    args.push(&set);
+    args.extend(quick);
+    let out = weir(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "cannot serve the REST endpoint on 127.0.0.1:{port}"
+        )),
+        "{}",
+        text(&out)
+    );
+    // 8081 held (by this test, or by another job): a warning and a free port.
+    let _default = std::net::TcpListener::bind("127.0.0.1:8081");
+    let mut args = vec!["run"];
+    args.extend(quick);
+    let out = weir(&args);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    if _default.is_ok() {
+        assert!(t.contains("warning: 127.0.0.1:8081 is in use"), "{t}");
+        assert!(!t.contains("REST endpoint: http://127.0.0.1:8081\n"), "{t}");
+    }
+    assert!(t.contains("REST endpoint: http://127.0.0.1:"), "{t}");
 }

@@ -529,8 +529,7 @@ impl CheckpointCoordinator {
             self.final_pending = false;
             self.final_completed = true;
         }
-        let is_savepoint =
-            p.savepoint.is_some() || p.stop == Some(SnapshotKind::Savepoint);
+        let is_savepoint = p.savepoint.is_some() || p.stop == Some(SnapshotKind::Savepoint);
         if p.savepoint.is_some() {
             self.savepoint_pending = None;
             self.savepoint_outcomes.push((id, Ok(dir.clone())));
@@ -911,16 +910,25 @@ mod tests {
             .with_savepoints(None, "abcdef0123");
         f.coordinator.storage = Arc::new(storage);
         let t0 = Instant::now();
-        let why = f.coordinator.trigger_savepoint(t0, None, &|| {}).unwrap_err();
+        let why = f
+            .coordinator
+            .trigger_savepoint(t0, None, &|| {})
+            .unwrap_err();
         assert!(why.contains("state.savepoints.dir"), "{why}");
         let target = f.root.join("elsewhere");
         let id = f
             .coordinator
             .trigger_savepoint(t0, Some(target.clone()), &|| {})
             .unwrap();
-        assert_eq!(f.signals.triggered_barrier().kind, weir_net::BarrierKind::Savepoint);
+        assert_eq!(
+            f.signals.triggered_barrier().kind,
+            weir_net::BarrierKind::Savepoint
+        );
         assert_eq!(f.signals.stop_id(), 0, "sources go on");
-        let busy = f.coordinator.trigger_savepoint(t0, None, &|| {}).unwrap_err();
+        let busy = f
+            .coordinator
+            .trigger_savepoint(t0, None, &|| {})
+            .unwrap_err();
         assert!(busy.contains("in progress"), "{busy}");
         // No periodic trigger while it is pending.
         f.coordinator
@@ -945,7 +953,10 @@ mod tests {
             .tick(t0 + Duration::from_millis(700), &|| {})
             .unwrap();
         assert_eq!(f.signals.triggered_id(), id + 1);
-        assert_eq!(f.signals.triggered_barrier().kind, weir_net::BarrierKind::Checkpoint);
+        assert_eq!(
+            f.signals.triggered_barrier().kind,
+            weir_net::BarrierKind::Checkpoint
+        );
         assert!(f.root.join(format!("chk-{}", id + 1)).is_dir());
     }
 

@@ -121,18 +121,15 @@ fn run_job(
             .zip(stages.iter())
             .map(|(n, s)| (n.name.clone(), s.parallelism))
             .collect(),
-        options
-            .checkpointing
-            .as_ref()
-            .map(|c| CheckpointingView {
-                dir: c.dir.clone(),
-                savepoints_dir: c.savepoints_dir.clone(),
-                coordinator: c.coordinator.clone(),
-                exactly_once: c.exactly_once,
-                unaligned: c.unaligned,
-                aligned_checkpoint_timeout: c.aligned_checkpoint_timeout,
-                incremental: c.incremental,
-            }),
+        options.checkpointing.as_ref().map(|c| CheckpointingView {
+            dir: c.dir.clone(),
+            savepoints_dir: c.savepoints_dir.clone(),
+            coordinator: c.coordinator.clone(),
+            exactly_once: c.exactly_once,
+            unaligned: c.unaligned,
+            aligned_checkpoint_timeout: c.aligned_checkpoint_timeout,
+            incremental: c.incremental,
+        }),
         format!("{:?}", options.restart),
         &options.stop,
     );

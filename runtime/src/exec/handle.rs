@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
+use crate::checkpoint::coordinator::CoordinatorOptions;
 use crate::checkpoint::stats::CheckpointRecord;
 use crate::core::time::wall_ms;
-use crate::checkpoint::coordinator::CoordinatorOptions;
 use crate::exec::stop::StopRequest;
 use crate::metrics::report::{MetricsSnapshot, SubtaskSnapshot, TimeShares};
 use crate::metrics::worker::WorkerMetrics;
@@ -525,7 +525,11 @@ impl JobHandle {
     }
 
     /// An attempt's workers are released: their counters.
-    pub(crate) fn attempt_started(&self, metrics: &[WorkerMetrics], restored: Option<RestoredView>) {
+    pub(crate) fn attempt_started(
+        &self,
+        metrics: &[WorkerMetrics],
+        restored: Option<RestoredView>,
+    ) {
         {
             let mut live = lock(&self.0.live);
             live.metrics = metrics.to_vec();
@@ -646,7 +650,11 @@ impl JobHandle {
         let pending: Vec<String> = lock(&self.0.pending).values().cloned().collect();
         lock(&self.0.pending).clear();
         let stop = lock(&self.0.stop_trigger).take();
-        let queued: Vec<String> = self.take_requests().into_iter().map(|r| r.trigger).collect();
+        let queued: Vec<String> = self
+            .take_requests()
+            .into_iter()
+            .map(|r| r.trigger)
+            .collect();
         for t in pending.into_iter().chain(stop).chain(queued) {
             self.finish(
                 t,

@@ -57,7 +57,7 @@ fn status_counts(statuses: &[&str]) -> Value {
     Value::Object(m)
 }
 
-fn vertex_statuses<'a>(v: &'a VertexView, job: JobState) -> Vec<&'a str> {
+fn vertex_statuses(v: &VertexView, job: JobState) -> Vec<&'static str> {
     if v.subtasks.is_empty() {
         let s = if job.is_terminal() {
             job.as_str()

@@ -6,7 +6,7 @@
 use serde_json::{json, Map, Value};
 use weir_runtime::checkpoint::stats::{CheckpointRecord, CheckpointStatus, TaskCheckpointStats};
 use weir_runtime::exec::handle::{SubtaskView, VertexView};
-use weir_runtime::{BackpressureLevel, JobState, JobView, SavepointStatus};
+use weir_runtime::{BackpressureLevel, JobState, JobView, SavepointStatus, TimeShares};
 
 /// Flink's `{"errors": [...]}` body.
 pub fn errors(message: &str) -> Value {
@@ -216,6 +216,19 @@ pub fn backpressure(view: &JobView, v: &VertexView) -> Value {
                 .recent
                 .or_else(|| s.now.shares_since(None))
                 .unwrap_or_default();
+            // The three partition the subtask's time; a reading taken
+            // during a poll may leave part of that poll to the next
+            // interval, so they are scaled to add up to 1.
+            let total = shares.total();
+            let shares = if total > 0.0 {
+                TimeShares {
+                    busy: shares.busy * 1000.0 / total,
+                    backpressured: shares.backpressured * 1000.0 / total,
+                    idle: shares.idle * 1000.0 / total,
+                }
+            } else {
+                shares
+            };
             let l = shares.level();
             worst = worst.max(l);
             json!({

@@ -138,9 +138,12 @@ write_config() {
 # One process is the whole cluster: broker and the only KRaft controller.
 process.roles=broker,controller
 node.id=1
+# A static quorum (the voter named here) needs no --standalone or
+# --initial-controllers when formatting, and stays the same across restarts.
 controller.quorum.voters=1@$HOST:$cport
 listeners=PLAINTEXT://$HOST:$port,CONTROLLER://$HOST:$cport
-advertised.listeners=PLAINTEXT://$HOST:$port,CONTROLLER://$HOST:$cport
+# Clients only ever see the broker listener; the controller's is internal.
+advertised.listeners=PLAINTEXT://$HOST:$port
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT

@@ -245,7 +245,8 @@ install_kafka() {
         "$DEPENDENCY_PLUGIN:copy-dependencies" \
         -DincludeScope=runtime -DoutputDirectory="$work/libs" \
         >"$work/mvn.log" 2>&1; then
-        tail -n 25 "$work/mvn.log" >&2
+        # (without the colour codes that Maven writes even in batch mode)
+        tail -n 25 "$work/mvn.log" | sed "s/\x1b\[[0-9;]*m//g" >&2
         if grep -qiE 'unknownhost|could not resolve host|transfer failed|connect timed out|network is unreachable' "$work/mvn.log"; then
             die "could not reach the Maven repository (log: $work/mvn.log). Kafka comes" \
                 "from Maven Central; on a machine that reaches it only through a mirror," \

@@ -289,13 +289,23 @@ main_class_candidates() {
     esac
 }
 
-# Prints the main class of a tool name from main_class_candidates.
+# Prints the main class of a tool name from main_class_candidates. If none of
+# the candidates is in the jars (a release moved the tool to a package not
+# listed yet), the one class anywhere with the same simple name is taken.
 main_class() {
-    local candidates class
+    local candidates class matches
     candidates="$(main_class_candidates "$1")" || die "unknown Kafka tool '$1'"
     for class in $candidates; do
         if grep -qxF "$class" "$KAFKA_CLASSES"; then
             echo "$class"
+            return 0
+        fi
+    done
+    for class in $candidates; do
+        matches="$(grep -E "(^|\.)${class##*.}\$" "$KAFKA_CLASSES" || true)"
+        if [ -n "$matches" ] && [ "$(wc -l <<<"$matches")" -eq 1 ]; then
+            say "note: '$1' is $matches in Kafka $KAFKA_VERSION (add it to main_class_candidates)"
+            echo "$matches"
             return 0
         fi
     done

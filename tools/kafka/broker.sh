@@ -7,6 +7,7 @@
 #   tools/kafka/broker.sh status             prints HOST:PORT and exits 0 if running
 #   tools/kafka/broker.sh restart            stop + start, keeping topics and offsets
 #   tools/kafka/broker.sh stop [--clean]     stop it; --clean also deletes its data
+#   tools/kafka/broker.sh stop --kill        SIGKILL at once: a crash, for recovery tests
 #   tools/kafka/broker.sh clean              stop it if running and delete its data
 #
 # Only the bootstrap address goes to stdout; progress and errors go to stderr.
@@ -327,17 +328,28 @@ cmd_start() {
 }
 
 cmd_stop() {
-    local clean=0 pid
+    local clean=0 crash=0 pid
     while [ $# -gt 0 ]; do
         case "$1" in
             --clean) clean=1; shift ;;
+            --kill) crash=1; shift ;;
             *) usage ;;
         esac
     done
     lock
     if pid="$(broker_pid)"; then
-        say "stopping pid $pid"
-        stop_pid "$pid"
+        if [ "$crash" = 1 ]; then
+            # No clean shutdown: the next start recovers the logs, as after
+            # a power cut. For tests of what a client sees when the broker
+            # dies.
+            say "killing pid $pid"
+            kill -KILL "$pid" 2>/dev/null || true
+            while alive "$pid"; do sleep 0.1; done
+            rm -f "$PID_FILE"
+        else
+            say "stopping pid $pid"
+            stop_pid "$pid"
+        fi
     else
         say "not running"
         rm -f "$PID_FILE"

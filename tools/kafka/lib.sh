@@ -20,7 +20,7 @@ LOG4J_VERSION="2.25.3"
 # prefix (one less metadata download, and no surprise plugin upgrade).
 DEPENDENCY_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 
-WEIR_CACHE="${WEIR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/weir}"
+WEIR_CACHE="${WEIR_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/weir}"
 KAFKA_CACHE="$WEIR_CACHE/kafka/$KAFKA_VERSION"
 KAFKA_LIBS="$KAFKA_CACHE/libs"
 # Written last by install: its presence means libs/ is whole, so later runs

@@ -225,6 +225,17 @@ install_kafka() {
     if installed; then
         return 0
     fi
+    # Test binaries running in parallel may all call this on a fresh machine:
+    # one downloads, the others wait and then find it installed.
+    mkdir -p "$KAFKA_CACHE"
+    if command -v flock >/dev/null 2>&1; then
+        exec 8>"$KAFKA_CACHE.lock"
+        flock 8
+        if installed; then
+            exec 8>&-
+            return 0
+        fi
+    fi
     command -v mvn >/dev/null 2>&1 || apt_install maven ||
         die "Maven (mvn) is needed once to download Kafka's jars and could not be installed"
 
@@ -263,6 +274,8 @@ install_kafka() {
     say "installed $(find "$KAFKA_LIBS" -name '*.jar' | wc -l) jars" \
         "($(du -sh "$KAFKA_LIBS" | cut -f1)) in $((SECONDS - started)) s"
     touch "$KAFKA_READY"
+    # Closed so the broker started next does not inherit (and hold) it.
+    exec 8>&-
 }
 
 # --- main classes -------------------------------------------------------------

@@ -212,6 +212,15 @@ launch() {
     # outlives this script and the terminal or CI step that ran it. 9>&-: it
     # must not inherit the start/stop lock (see lock), or hold it forever.
     (
+        # Nor may it inherit any other descriptor of its caller: a pipe that
+        # a CI runner or `$(...)` reads until EOF would never see EOF while
+        # the broker lives.
+        for fd in /proc/"$BASHPID"/fd/*; do
+            fd="${fd##*/}"
+            if [ "$fd" -gt 2 ]; then
+                eval "exec $fd>&-" 2>/dev/null || true
+            fi
+        done
         exec setsid nohup "$JAVA" -server "${heap[@]}" \
             -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
             -XX:+ExplicitGCInvokesConcurrent -XX:ParallelGCThreads=1 -XX:ConcGCThreads=1 \

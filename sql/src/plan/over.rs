@@ -54,12 +54,9 @@ impl Planner<'_> {
                 ..
             } => {
                 let n = object_name(name);
-                match (self.catalog.table(&n), self.catalog.view(&n)) {
-                    (None, Some(q)) => (
-                        q.clone(),
-                        Some(alias.as_ref().map_or(n, |a| a.name.value.clone())),
-                    ),
-                    _ => return Ok(None),
+                match self.view_query(&n) {
+                    Some(q) => (q, Some(alias.as_ref().map_or(n, |a| a.name.value.clone()))),
+                    None => return Ok(None),
                 }
             }
             _ => return Ok(None),

@@ -418,4 +418,35 @@ pub const CASES: &[Case] = &[
                  FROM big b JOIN users u ON b.user_id = u.user_id
                  GROUP BY b.user_id, u.name",
     },
+    Case {
+        name: "with_ctes",
+        // WITH tables are views seen by the one query; a later one reads
+        // an earlier one, and a name shadows a table's.
+        weir: "WITH big AS (SELECT user_id, amount * qty AS total FROM orders WHERE qty > 2),
+                    per_user AS (SELECT user_id, SUM(total) AS total, COUNT(*) AS n FROM big GROUP BY user_id),
+                    users AS (SELECT user_id, name FROM users WHERE name IS NOT NULL)
+               SELECT p.user_id, u.name, p.total, p.n FROM per_user p JOIN users u ON p.user_id = u.user_id;",
+        duckdb: "WITH big AS (SELECT user_id, amount * qty AS total FROM orders WHERE qty > 2),
+                      per_user AS (SELECT user_id, SUM(total) AS total, COUNT(*) AS n FROM big GROUP BY user_id),
+                      users2 AS (SELECT user_id, name FROM users WHERE name IS NOT NULL)
+                 SELECT p.user_id, u.name, p.total, p.n FROM per_user p JOIN users2 u ON p.user_id = u.user_id",
+    },
+    Case {
+        name: "order_by_limit_offset",
+        // A bare SELECT's final table ordered and cut (ties broken by the
+        // order id, so the rows are one set).
+        weir: "SELECT order_id, amount FROM orders WHERE amount IS NOT NULL
+               ORDER BY amount DESC, order_id LIMIT 7 OFFSET 2;",
+        duckdb: "SELECT order_id, amount FROM orders WHERE amount IS NOT NULL
+                 ORDER BY amount DESC, order_id LIMIT 7 OFFSET 2",
+    },
+    Case {
+        name: "top_n_in_a_subquery",
+        // ORDER BY .. LIMIT inside a query: a Top-N over the whole stream
+        // (an updating result), then aggregated.
+        weir: "SELECT COUNT(*) AS n, SUM(qty) AS q FROM (
+                 SELECT order_id, qty FROM orders WHERE qty IS NOT NULL ORDER BY qty DESC, order_id LIMIT 10);",
+        duckdb: "SELECT COUNT(*), SUM(qty) FROM (
+                   SELECT order_id, qty FROM orders WHERE qty IS NOT NULL ORDER BY qty DESC, order_id LIMIT 10)",
+    },
 ];

@@ -32,6 +32,7 @@ use crate::value::Value;
 mod joins;
 mod order;
 mod over;
+mod subquery;
 #[cfg(test)]
 mod tests;
 
@@ -377,6 +378,9 @@ impl<'c> Planner<'c> {
     }
 
     fn select(&mut self, s: &Select) -> Result<Plan> {
+        if let Some(rewritten) = self.rewrite_subqueries(s)? {
+            return self.select(&rewritten);
+        }
         if let Some(d) = &s.distinct {
             return self.select_distinct(s, d);
         }
@@ -768,6 +772,10 @@ impl<'c> Planner<'c> {
             match item {
                 SelectItem::Wildcard(_) => {
                     for (i, c) in scope.cols.iter().enumerate() {
+                        // The columns of a subquery made a join.
+                        if c.field.name.starts_with(subquery::HIDDEN) {
+                            continue;
+                        }
                         project.push(
                             hook(&Expr::Identifier(ast::Ident::new(&c.field.name)))?
                                 .unwrap_or(Scalar::Column(i, c.field.ty)),

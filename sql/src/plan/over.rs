@@ -377,7 +377,7 @@ fn outer_reads(s: &ast::Select, rn: &str) -> bool {
 }
 
 /// The AND-ed parts of a condition.
-fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::BinaryOp {
             left,

@@ -449,4 +449,26 @@ pub const CASES: &[Case] = &[
         duckdb: "SELECT COUNT(*), SUM(qty) FROM (
                    SELECT order_id, qty FROM orders WHERE qty IS NOT NULL ORDER BY qty DESC, order_id LIMIT 10)",
     },
+    Case {
+        name: "in_and_exists_subqueries",
+        // Semi joins: each order once however many rows the subquery has;
+        // a NULL user id is never IN.
+        weir: "SELECT o.order_id, o.user_id FROM orders o
+               WHERE o.user_id IN (SELECT user_id FROM users WHERE tier >= 2)
+                 AND EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id)
+                 AND o.qty > 1;",
+        duckdb: "SELECT o.order_id, o.user_id FROM orders o
+                 WHERE o.user_id IN (SELECT user_id FROM users WHERE tier >= 2)
+                   AND EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id)
+                   AND o.qty > 1",
+    },
+    Case {
+        name: "not_exists_anti_join",
+        // An anti join: orders without a shipment, correlated through an
+        // expression of the outer row.
+        weir: "SELECT o.order_id, o.category FROM orders o
+               WHERE NOT EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id + 0 AND s.ship_id > 0);",
+        duckdb: "SELECT o.order_id, o.category FROM orders o
+                 WHERE NOT EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id + 0 AND s.ship_id > 0)",
+    },
 ];

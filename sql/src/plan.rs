@@ -32,6 +32,7 @@ use crate::value::Value;
 mod joins;
 mod order;
 mod over;
+mod set_ops;
 mod subquery;
 #[cfg(test)]
 mod tests;
@@ -369,10 +370,11 @@ impl<'c> Planner<'c> {
                 })
             }
             SetExpr::SetOperation {
-                op, set_quantifier, ..
-            } => Err(SqlError::Unsupported(format!(
-                "{op} {set_quantifier} (UNION ALL is supported)"
-            ))),
+                op,
+                set_quantifier,
+                left,
+                right,
+            } => self.set_operation(op, set_quantifier, left, right),
             other => Err(SqlError::Unsupported(format!("the query `{other}`"))),
         }
     }

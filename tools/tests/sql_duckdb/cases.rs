@@ -471,4 +471,16 @@ pub const CASES: &[Case] = &[
         duckdb: "SELECT o.order_id, o.category FROM orders o
                  WHERE NOT EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id + 0 AND s.ship_id > 0)",
     },
+    Case {
+        name: "union_intersect_except",
+        // Set operations (distinct): NULLs compare equal, as in grouping.
+        weir: "SELECT user_id, category FROM orders WHERE qty > 3
+               UNION SELECT user_id, note FROM orders WHERE qty < 2
+               EXCEPT SELECT user_id, category FROM orders WHERE amount > 50
+               INTERSECT SELECT user_id, category FROM orders WHERE order_id % 2 = 0;",
+        duckdb: "SELECT user_id, category FROM orders WHERE qty > 3
+                 UNION SELECT user_id, note FROM orders WHERE qty < 2
+                 EXCEPT SELECT user_id, category FROM orders WHERE amount > 50
+                 INTERSECT SELECT user_id, category FROM orders WHERE order_id % 2 = 0",
+    },
 ];

@@ -49,6 +49,8 @@ pub enum Connector {
     Blackhole,
     /// A Nexmark table, generated.
     Nexmark(crate::nexmark::NexmarkTable),
+    /// A Kafka topic (`kafka`, or `upsert-kafka` as a sink).
+    Kafka(Box<crate::kafka::KafkaTable>),
 }
 
 /// The `datagen` connector's options.
@@ -87,21 +89,23 @@ pub enum FieldGen {
     },
 }
 
-struct Options<'a> {
+/// A table's `WITH` options, each marked when a connector reads it, so
+/// that an option nobody read is reported.
+pub(crate) struct Options<'a> {
     table: &'a str,
     map: &'a BTreeMap<String, String>,
     used: Vec<String>,
 }
 
 impl<'a> Options<'a> {
-    fn err(&self, message: String) -> SqlError {
+    pub(crate) fn err(&self, message: String) -> SqlError {
         SqlError::Connector {
             table: self.table.to_owned(),
             message,
         }
     }
 
-    fn get(&mut self, key: &str) -> Option<&'a str> {
+    pub(crate) fn get(&mut self, key: &str) -> Option<&'a str> {
         let v = self.map.get(key).map(String::as_str);
         if v.is_some() {
             self.used.push(key.to_owned());
@@ -109,12 +113,12 @@ impl<'a> Options<'a> {
         v
     }
 
-    fn required(&mut self, key: &str) -> Result<&'a str> {
+    pub(crate) fn required(&mut self, key: &str) -> Result<&'a str> {
         self.get(key)
             .ok_or_else(|| self.err(format!("the option '{key}' is required")))
     }
 
-    fn parse<T: std::str::FromStr>(&mut self, key: &str) -> Result<Option<T>> {
+    pub(crate) fn parse<T: std::str::FromStr>(&mut self, key: &str) -> Result<Option<T>> {
         match self.get(key) {
             None => Ok(None),
             Some(v) => {
@@ -125,7 +129,7 @@ impl<'a> Options<'a> {
         }
     }
 
-    fn boolean(&mut self, key: &str) -> Result<bool> {
+    pub(crate) fn boolean(&mut self, key: &str) -> Result<bool> {
         match self.get(key).map(|v| v.trim().to_ascii_lowercase()) {
             None => Ok(false),
             Some(v) if v == "true" => Ok(true),
@@ -134,7 +138,7 @@ impl<'a> Options<'a> {
         }
     }
 
-    fn char(&mut self, key: &str) -> Result<Option<char>> {
+    pub(crate) fn char(&mut self, key: &str) -> Result<Option<char>> {
         match self.get(key) {
             None => Ok(None),
             Some(v) => {
@@ -151,8 +155,21 @@ impl<'a> Options<'a> {
         }
     }
 
+    /// Every option whose key starts with `prefix`, marked used, with the
+    /// prefix cut off.
+    pub(crate) fn prefixed(&mut self, prefix: &str) -> BTreeMap<String, String> {
+        let found: BTreeMap<String, String> = self
+            .map
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix(prefix).map(|s| (s.to_owned(), v.clone())))
+            .collect();
+        self.used
+            .extend(found.keys().map(|k| format!("{prefix}{k}")));
+        found
+    }
+
     /// Every option given was used: an unknown one is an error listing it.
-    fn finish(self, connector: &str) -> Result<()> {
+    pub(crate) fn finish(self, connector: &str) -> Result<()> {
         let unknown: Vec<&String> = self
             .map
             .keys()
@@ -305,9 +322,14 @@ impl Connector {
                     table, kind, events, rate, tps, seed, physical,
                 )?)
             }
+            "kafka" | "upsert-kafka" => Connector::Kafka(Box::new(crate::kafka::KafkaTable::from_options(
+                &mut o,
+                name == "upsert-kafka",
+                physical,
+            )?)),
             other => {
                 return Err(o.err(format!(
-                    "unknown connector '{other}' (filesystem, datagen, nexmark, print and blackhole are available)"
+                    "unknown connector '{other}' (filesystem, datagen, nexmark, kafka, upsert-kafka, print and blackhole are available)"
                 )))
             }
         };
@@ -323,6 +345,8 @@ impl Connector {
             Connector::Print { .. } => "print",
             Connector::Blackhole => "blackhole",
             Connector::Nexmark(_) => "nexmark",
+            Connector::Kafka(k) if k.upsert => "upsert-kafka",
+            Connector::Kafka(_) => "kafka",
         }
     }
 
@@ -331,7 +355,7 @@ impl Connector {
         matches!(
             self,
             Connector::Filesystem { .. } | Connector::Datagen(_) | Connector::Nexmark(_)
-        )
+        ) || matches!(self, Connector::Kafka(k) if !k.upsert)
     }
 
     /// Whether it can be written.
@@ -495,6 +519,14 @@ impl<S: Source> Source for Paced<S> {
 
     fn initialize_restored_state(&mut self) -> std::result::Result<(), String> {
         self.inner.initialize_restored_state()
+    }
+
+    fn open(&mut self, wakeup: weir_runtime::SourceWakeup) {
+        self.inner.open(wakeup);
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) {
+        self.inner.notify_checkpoint_complete(checkpoint_id);
     }
 
     fn check(&mut self) -> std::result::Result<(), String> {

@@ -332,6 +332,7 @@ impl Spawn<'_> {
                 let tasks = build_tasks(
                     w,
                     workers,
+                    shared.bells[w].clone(),
                     &job,
                     &stages,
                     &mut eps,

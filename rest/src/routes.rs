@@ -60,6 +60,7 @@ pub fn router(handle: JobHandle, token: Option<String>) -> Router {
         )
         .route("/jobs/{id}/vertices/{vid}", get(vertex))
         .route("/jobs/{id}/vertices/{vid}/backpressure", get(backpressure))
+        .route("/jobs/{id}/vertices/{vid}/watermarks", get(watermarks))
         .route(
             "/jobs/{id}/savepoints",
             axum::routing::post(trigger_savepoint),
@@ -280,6 +281,14 @@ async fn backpressure(State(app): State<App>, Path((id, vid)): Path<(String, Str
         let view = view_of(&app, &id)?;
         let v = vertex_of(&view, &vid)?;
         Ok(shapes::backpressure(&view, v))
+    })())
+}
+
+async fn watermarks(State(app): State<App>, Path((id, vid)): Path<(String, String)>) -> Reply {
+    reply((|| {
+        let view = view_of(&app, &id)?;
+        let v = vertex_of(&view, &vid)?;
+        Ok(shapes::watermarks(v))
     })())
 }
 

@@ -120,7 +120,40 @@ fn vertex(v: &VertexView, view: &JobView) -> Value {
         "duration": duration_ms(view),
         "tasks": status_counts(&vertex_statuses(v, view.state)),
         "metrics": io_metrics(&subtasks),
+        "low-watermark": low_watermark(v),
     })
+}
+
+/// The lowest input watermark of a vertex's subtasks (what Flink's web UI
+/// shows as its low watermark); `None` if one has none yet, or the vertex
+/// reads no exchange (a source's stage).
+fn low_watermark(v: &VertexView) -> Option<i64> {
+    if v.subtasks.is_empty() {
+        return None;
+    }
+    v.subtasks
+        .iter()
+        .map(|s| s.now.input_watermark)
+        .collect::<Option<Vec<i64>>>()?
+        .into_iter()
+        .min()
+}
+
+/// `GET /jobs/:id/vertices/:vid/watermarks`: each subtask's
+/// `currentInputWatermark`, as Flink's metric list (values are strings;
+/// `i64::MIN` for none yet, as Flink reports `Long.MIN_VALUE`).
+pub fn watermarks(v: &VertexView) -> Value {
+    Value::Array(
+        v.subtasks
+            .iter()
+            .map(|s| {
+                json!({
+                    "id": format!("{}.currentInputWatermark", s.index),
+                    "value": s.now.input_watermark.unwrap_or(i64::MIN).to_string(),
+                })
+            })
+            .collect(),
+    )
 }
 
 /// `GET /jobs/:id`.
@@ -182,6 +215,7 @@ pub fn vertex_details(view: &JobView, v: &VertexView) -> Value {
                 "duration": s.now.running_time().as_millis() as u64,
                 "metrics": io_metrics(&[s]),
                 "taskmanager-id": format!("worker-{}", s.worker),
+                "currentInputWatermark": s.now.input_watermark,
             })
         })
         .collect();

@@ -683,3 +683,50 @@ fn a_port_set_in_use_is_refused_and_the_default_one_falls_back_to_a_free_port() 
     }
     assert!(t.contains("REST endpoint: http://127.0.0.1:"), "{t}");
 }
+
+#[test]
+fn watermarks_of_a_stage_fed_by_an_exchange_advance() {
+    let s = Scratch::new("rest", "watermarks");
+    let mut c = Command::new(WEIR);
+    c.args(["bench", "w2", "--quiet", "--workers", "2"])
+        .args(["--n", "2000000", "--k", "100", "--rate", "400000"])
+        .args([
+            "--set",
+            "rest.port=0",
+            "--set",
+            "weir.worker.pin-cores=false",
+        ])
+        .env_remove("RUST_LOG");
+    let mut p = Proc::spawn(&s, "w2", c);
+    let rest = Rest::new(&endpoint(&mut p));
+    let job = rest.job_id();
+    let window = |rest: &Rest| -> Value {
+        let d = rest.get(&format!("/jobs/{job}"));
+        d["vertices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"].as_str().is_some_and(|n| n.contains("w2-window")))
+            .unwrap_or_else(|| panic!("no window stage: {d}"))
+            .clone()
+    };
+    let mut first = None;
+    p.wait_until("a low watermark", || {
+        first = window(&rest)["low-watermark"].as_i64();
+        first.is_some()
+    });
+    let first = first.unwrap();
+    p.wait_until("the low watermark to advance", || {
+        window(&rest)["low-watermark"].as_i64() > Some(first)
+    });
+    let vid = window(&rest)["id"].as_str().unwrap().to_owned();
+    let w = rest.get(&format!("/jobs/{job}/vertices/{vid}/watermarks"));
+    let list = w.as_array().expect("a list");
+    assert_eq!(list.len(), 2, "{w}");
+    for (i, m) in list.iter().enumerate() {
+        assert_eq!(m["id"], format!("{i}.currentInputWatermark"));
+        let v: i64 = m["value"].as_str().unwrap().parse().unwrap();
+        assert!(v >= first, "{w}");
+    }
+    assert!(p.wait(FINISH).success(), "{}", p.stderr());
+}

@@ -137,6 +137,8 @@ pub struct InputGate {
     /// Records read, and as last published.
     records: u64,
     published_records: u64,
+    /// The watermark last published into the subtask's metrics.
+    published_watermark: i64,
     bytes: ChannelBytes,
     /// What the gate reads: bytes of buffers taken, and its recent rate.
     throughput: Throughput,
@@ -166,6 +168,7 @@ impl InputGate {
             budget_stop: false,
             records: 0,
             published_records: 0,
+            published_watermark: i64::MIN,
             bytes: ChannelBytes::unshared(n),
             throughput: Throughput::new(Instant::now()),
             debloater: None,
@@ -221,6 +224,11 @@ impl InputGate {
         if self.records != self.published_records {
             self.published_records = self.records;
             metrics.publish_records_in(self.records);
+        }
+        let w = self.valve.current_watermark();
+        if w != self.published_watermark {
+            self.published_watermark = w;
+            metrics.publish_input_watermark(w);
         }
     }
 

@@ -37,6 +37,9 @@ pub struct SubtaskSnapshot {
     /// Per output channel (indexed by receiving subtask): bytes shipped and
     /// not yet taken by the receiver.
     pub in_flight_bytes: Vec<u64>,
+    /// The combined watermark of its inputs (Flink's
+    /// `currentInputWatermark`), if it has an input gate and saw one.
+    pub input_watermark: Option<i64>,
 }
 
 /// Milliseconds per second in each state over some interval.
@@ -137,6 +140,7 @@ impl SubtaskEntry {
             bytes_in: self.inputs.iter().map(|c| c.taken()).sum(),
             bytes_out: self.outputs.iter().map(|c| c.shipped()).sum(),
             in_flight_bytes: self.outputs.iter().map(|c| c.in_flight()).collect(),
+            input_watermark: self.metrics.input_watermark(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Per-subtask metrics: how a subtask's wall time splits into busy,
 //! backpressured and idle, records and bytes in and out.
 
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -83,6 +83,9 @@ struct SubtaskShared {
     ended: AtomicU64,
     records_in: AtomicU64,
     records_out: AtomicU64,
+    /// The combined watermark of its inputs (`i64::MIN`: none yet, or
+    /// no input gate).
+    input_watermark: AtomicI64,
 }
 
 /// One subtask's metrics, shared by the components that write them (its
@@ -116,6 +119,7 @@ impl SubtaskMetrics {
             ended: AtomicU64::new(NEVER),
             records_in: AtomicU64::new(0),
             records_out: AtomicU64::new(0),
+            input_watermark: AtomicI64::new(i64::MIN),
         }))
     }
 
@@ -134,6 +138,20 @@ impl SubtaskMetrics {
     #[inline]
     pub(crate) fn publish_records_out(&self, n: u64) {
         self.0.records_out.store(n, Ordering::Relaxed);
+    }
+
+    /// Publishes the combined watermark of its inputs (once per poll, by
+    /// its input gate).
+    #[inline]
+    pub(crate) fn publish_input_watermark(&self, w: i64) {
+        self.0.input_watermark.store(w, Ordering::Relaxed);
+    }
+
+    /// The combined watermark of its inputs as of the last poll; `None`
+    /// before the first (or without an input gate: a source's stage).
+    pub fn input_watermark(&self) -> Option<i64> {
+        let w = self.0.input_watermark.load(Ordering::Relaxed);
+        (w != i64::MIN).then_some(w)
     }
 
     /// Records read from the input (as of the last poll).

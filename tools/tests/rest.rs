@@ -619,6 +619,88 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
         64 << 20
     );
     assert_eq!(raw(addr, huge.as_bytes()), 413);
+    // Fuzzed requests: random methods, paths and bodies, never a 5xx
+    // (control actions only on paths that are not the job's).
+    let mut seed = 22u64;
+    let mut next = || {
+        seed = support::splitmix64(seed);
+        seed
+    };
+    let segments = [
+        "jobs",
+        "overview",
+        "vertices",
+        "checkpoints",
+        "details",
+        "subtasks",
+        "config",
+        "backpressure",
+        "watermarks",
+        "savepoints",
+        "exceptions",
+        "..",
+        "%00",
+        "%2e%2e",
+        "%C3%A9",
+        "-1",
+        "18446744073709551616",
+        "{id}",
+        "",
+        "%20",
+    ];
+    for _ in 0..300 {
+        let mut path = String::new();
+        for _ in 0..(next() % 6) {
+            path.push('/');
+            match next() % 5 {
+                0 => path.push_str(&job),
+                1 => path.push_str(&v),
+                2 => path.push_str(&"x".repeat((next() % 3000) as usize)),
+                _ => path.push_str(segments[(next() % segments.len() as u64) as usize]),
+            }
+        }
+        if path.is_empty() {
+            path.push('/');
+        }
+        if next() % 4 == 0 {
+            path.push_str("?mode=cancel&x=%ZZ");
+        }
+        let ours = path.starts_with(&format!("/jobs/{job}"));
+        let method = match next() % 7 {
+            0 if !ours => "POST",
+            1 if !ours => "PATCH",
+            2 => "PUT",
+            3 => "DELETE",
+            4 => "OPTIONS",
+            _ => "GET",
+        };
+        let body: Option<Vec<u8>> =
+            (next() % 2 == 0).then(|| (0..(next() % 512)).map(|_| next() as u8).collect());
+        let r = rest
+            .agent
+            .request(method, &format!("{base}{path}"))
+            .set("Content-Type", "application/json");
+        let answer = match &body {
+            Some(b) => r.send_bytes(b),
+            None => r.call(),
+        };
+        let code = match answer {
+            Ok(r) => r.status(),
+            Err(ureq::Error::Status(code, _)) => code,
+            Err(e) => panic!("{method} {path}: {e}"),
+        };
+        assert!(code < 500, "{method} {path}: {code}");
+    }
+    // Idle connections (a slow client) hold nothing up.
+    let idle: Vec<TcpStream> = (0..64)
+        .map(|_| {
+            let mut c = TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+            let _ = c.write_all(b"GET /jobs HTTP/1.1\r\nHost: x\r\n");
+            c
+        })
+        .collect();
+    assert_eq!(rest.call("GET", "/jobs", None).0, 200);
+    drop(idle);
     // Many concurrent readers for a while (loopback only).
     let until = Instant::now() + Duration::from_secs(2);
     let threads: Vec<_> = (0..8)

@@ -2,8 +2,9 @@
 //! WORKLOADS.md benchmarks.
 //!
 //! Exit codes: 0 success; 1 the job failed at run time (a failure a restart
-//! may cure, after the restart strategy gave up or with none), or produced
-//! a wrong result; 2 bad usage, config key or value, and every failure a
+//! may cure, after the restart strategy gave up or with none), produced
+//! a wrong result, or was cancelled; 2 bad usage, config key or value, a
+//! REST endpoint that cannot start ([`rest`]), and every failure a
 //! restart cannot cure (`JobError::retryable`: a checkpoint that does not
 //! fit the job, a refused rescale, a state-name error, permission denied,
 //! a directory that is a regular file, ...). Errors print as one
@@ -20,6 +21,9 @@
 //! lists, verifies and describes checkpoints and savepoints ([`inspect`]).
 //! `weir nexmark generate` writes the Nexmark benchmark's events as CSV
 //! tables ([`nexmark`]).
+//!
+//! Every job serves its REST endpoint ([`rest`], docs/REST.md); `weir
+//! list|savepoint|stop|cancel` are its clients ([`control`]).
 
 mod control;
 mod inspect;

@@ -450,3 +450,31 @@ async fn patch_job(
         Err((StatusCode::ACCEPTED, Json(serde_json::json!({}))))
     })())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"0123456789abcdef", b"0123456789abcdef"));
+        assert!(!same(b"0123456789abcdef", b"0123456789abcdeF"));
+        assert!(!same(b"0123456789abcdef", b"0123456789abcde"));
+        assert!(!same(b"", b"x"));
+    }
+
+    #[test]
+    fn target_directories_are_local_paths() {
+        assert_eq!(
+            target_dir(Some("file:///tmp/sp".into())).ok().flatten(),
+            Some(PathBuf::from("/tmp/sp"))
+        );
+        assert_eq!(
+            target_dir(Some("/tmp/sp".into())).ok().flatten(),
+            Some(PathBuf::from("/tmp/sp"))
+        );
+        assert!(target_dir(Some("s3://bucket/sp".into())).is_err());
+        assert!(target_dir(Some("file://".into())).is_err());
+        assert!(target_dir(None).is_ok_and(|d| d.is_none()));
+    }
+}

@@ -657,3 +657,42 @@ pub fn savepoint_status(status: &SavepointStatus) -> Value {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn task_names_split_into_stage_and_index() {
+        assert_eq!(stage_of("a -> b (2/4)"), "a -> b");
+        assert_eq!(index_of("a -> b (2/4)"), 1);
+        assert_eq!(stage_of("odd"), "odd");
+        assert_eq!(index_of("odd"), 0);
+    }
+
+    #[test]
+    fn summaries_take_min_max_avg_and_percentiles() {
+        let s = stats(&[10.0, 20.0, 30.0, 40.0]);
+        assert_eq!((s["min"].as_u64(), s["max"].as_u64()), (Some(10), Some(40)));
+        assert_eq!(s["avg"], 25);
+        assert_eq!(stats(&[])["p99"], 0);
+    }
+
+    #[test]
+    fn savepoint_statuses_are_flinks_asynchronous_operations() {
+        assert_eq!(
+            savepoint_status(&SavepointStatus::InProgress),
+            json!({"status": {"id": "IN_PROGRESS"}})
+        );
+        let done = savepoint_status(&SavepointStatus::Completed(PathBuf::from("/sp/x")));
+        assert_eq!(done["operation"]["location"], "/sp/x");
+        let failed = savepoint_status(&SavepointStatus::Failed("disk full".into()));
+        assert_eq!(failed["status"]["id"], "COMPLETED");
+        assert_eq!(
+            failed["operation"]["failure-cause"]["stack-trace"],
+            "disk full"
+        );
+    }
+}

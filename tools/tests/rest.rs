@@ -676,8 +676,12 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
         };
         let body: Option<Vec<u8>> =
             (next() % 2 == 0).then(|| (0..(next() % 512)).map(|_| next() as u8).collect());
-        let r = rest
-            .agent
+        // A connection of its own each: the server may close one whose
+        // body it did not read (a 404 or 405), which a pooled one would
+        // only find out on its next request.
+        let r = ureq::AgentBuilder::new()
+            .timeout(Duration::from_secs(10))
+            .build()
             .request(method, &format!("{base}{path}"))
             .set("Content-Type", "application/json");
         let answer = match &body {

@@ -29,6 +29,7 @@ use crate::script::object_name;
 use crate::types::{DataType, Field, Schema};
 use crate::value::Value;
 
+mod grouping_sets;
 mod joins;
 mod order;
 mod over;
@@ -265,6 +266,9 @@ pub struct Planner<'c> {
     depth: usize,
     /// The common table expressions in scope (`WITH`), innermost last.
     ctes: Vec<(String, ast::Query)>,
+    /// While one grouping set of GROUPING SETS / ROLLUP / CUBE is planned:
+    /// which GROUP BY expressions it groups by (the others are NULL).
+    grouping_set: Option<Vec<bool>>,
 }
 
 /// What FROM gave: the plan, the scope its rows are read in, and the
@@ -283,6 +287,7 @@ impl<'c> Planner<'c> {
             catalog,
             depth: 0,
             ctes: Vec::new(),
+            grouping_set: None,
         }
     }
 
@@ -396,7 +401,10 @@ impl<'c> Planner<'c> {
     }
 
     fn select(&mut self, s: &Select) -> Result<Plan> {
+        // The grouping set this SELECT is planned for (not its subqueries').
+        let set = self.grouping_set.take();
         if let Some(rewritten) = self.rewrite_subqueries(s)? {
+            self.grouping_set = set;
             return self.select(&rewritten);
         }
         if let Some(d) = &s.distinct {
@@ -422,6 +430,11 @@ impl<'c> Planner<'c> {
             GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
             other => return Err(SqlError::Unsupported(format!("`{other}`"))),
         };
+        if set.is_none() {
+            if let Some((all, sets)) = grouping_sets::expand(&group_exprs)? {
+                return self.grouping_sets(s, all, sets);
+            }
+        }
         let mut aggs_found = Vec::new();
         for item in &s.projection {
             if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
@@ -492,6 +505,7 @@ impl<'c> Planner<'c> {
                 self.projection(&s.projection, &input_scope, &mut |_| Ok(None))?;
             return Ok(calc(from.plan, filter, project, fields));
         }
+        self.grouping_set = set;
         self.aggregate(s, from, input_scope, filter, group_exprs)
     }
 
@@ -534,6 +548,12 @@ impl<'c> Planner<'c> {
         group_exprs: Vec<Expr>,
     ) -> Result<Plan> {
         let updating_input = from.plan.updating;
+        let grouping_set = self.grouping_set.take();
+        if grouping_set.is_some() && from.window.is_some() {
+            return Err(SqlError::Unsupported(
+                "GROUPING SETS, ROLLUP or CUBE of a window aggregation".into(),
+            ));
+        }
         // Keys: GROUP BY's expressions but a TVF's window columns.
         let mut keys: Vec<Expr> = Vec::new();
         let mut window_cols = Vec::new();
@@ -556,7 +576,11 @@ impl<'c> Planner<'c> {
         let mut pre = Vec::new();
         let mut pre_fields = Vec::new();
         for (i, k) in keys.iter().enumerate() {
-            let c = compile(k, &input_scope)?;
+            let mut c = compile(k, &input_scope)?;
+            if grouping_set.as_ref().is_some_and(|set| !set[i]) {
+                // Not grouped by in this grouping set: NULL.
+                c = Scalar::Literal(Value::Null, c.ty());
+            }
             let name = ident_name(k).unwrap_or_else(|| format!("$key{i}"));
             pre_fields.push(Field::new(name, c.ty()));
             pre.push(c);
@@ -716,9 +740,13 @@ impl<'c> Planner<'c> {
         };
         // SELECT and HAVING over the aggregation's output.
         let out_scope = Scope::of(&agg_plan.schema, None);
+        let set = grouping_set.clone();
         let mut hook = |e: &Expr| -> Result<Option<Scalar>> {
             if let Some(i) = keys.iter().position(|k| k == e) {
                 return Ok(Some(Scalar::Column(i, out_fields[i].ty)));
+            }
+            if let Some(g) = grouping_sets::grouping_call(e, &keys, set.as_deref())? {
+                return Ok(Some(g));
             }
             if let Some(i) = agg_exprs.iter().position(|a| a == e) {
                 let c = first_agg + i;

@@ -528,4 +528,26 @@ pub const CASES: &[Case] = &[
                                          ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)
                  FROM orders",
     },
+    Case {
+        name: "rollup_cube_grouping_sets",
+        // One group aggregation per grouping set, NULL for what a set does
+        // not group by; GROUPING() tells them apart from NULL keys.
+        weir: "SELECT category, user_id, COUNT(*) AS n, SUM(qty) AS q,
+                      GROUPING(category, user_id) AS g
+               FROM orders GROUP BY ROLLUP (category, user_id)
+               UNION ALL
+               SELECT category, note, COUNT(*), SUM(qty), GROUPING(category, note)
+               FROM orders GROUP BY CUBE (category, note)
+               UNION ALL
+               SELECT category, CAST(NULL AS STRING), COUNT(*), SUM(qty), GROUPING(category)
+               FROM orders GROUP BY GROUPING SETS ((category), ());",
+        duckdb: "SELECT category, user_id, COUNT(*), SUM(qty), GROUPING(category, user_id)
+                 FROM orders GROUP BY ROLLUP (category, user_id)
+                 UNION ALL
+                 SELECT category, note, COUNT(*), SUM(qty), GROUPING(category, note)
+                 FROM orders GROUP BY CUBE (category, note)
+                 UNION ALL
+                 SELECT category, CAST(NULL AS VARCHAR), COUNT(*), SUM(qty), GROUPING(category)
+                 FROM orders GROUP BY GROUPING SETS ((category), ())",
+    },
 ];

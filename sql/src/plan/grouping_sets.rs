@@ -39,9 +39,13 @@ fn sets_of(e: &Expr) -> Vec<Vec<Expr>> {
     }
 }
 
-/// GROUP BY's expressions and grouping sets (each a flag per
-/// expression), or `None` for a plain GROUP BY.
-pub(super) fn expand(group_by: &[Expr]) -> Result<Option<(Vec<Expr>, Vec<Vec<bool>>)>> {
+/// GROUP BY's expressions and its grouping sets, each a flag per
+/// expression.
+pub(super) type Expanded = (Vec<Expr>, Vec<Vec<bool>>);
+
+/// GROUP BY's expressions and grouping sets, or `None` for a plain GROUP
+/// BY.
+pub(super) fn expand(group_by: &[Expr]) -> Result<Option<Expanded>> {
     if !group_by
         .iter()
         .any(|e| matches!(e, Expr::GroupingSets(_) | Expr::Rollup(_) | Expr::Cube(_)))

@@ -762,21 +762,31 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
     }
 }
 
+/// A regular-expression function's pattern (argument 2): the one
+/// compiled when the query was planned, borrowed (a clone of a `Regex`
+/// would start an empty cache of its own, which every search would fill
+/// anew), or this row's compiled now.
+fn pattern<'a>(
+    compiled: &'a Option<regex::Regex>,
+    args: &[Scalar],
+    row: &Row,
+) -> Option<std::borrow::Cow<'a, regex::Regex>> {
+    match compiled {
+        Some(r) => Some(std::borrow::Cow::Borrowed(r)),
+        None => match args[1].eval(row) {
+            Value::Str(p) => functions::java_regex(&p).ok().map(std::borrow::Cow::Owned),
+            _ => None,
+        },
+    }
+}
+
 /// The functions added with ROUND and after: split from [`call`] to keep
 /// each match readable.
 fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
     let arg = |i: usize| args[i].eval(row);
     let int = |i: usize| args[i].eval(row).as_i64();
     let num = |i: usize| args[i].eval(row).to_f64(args[i].ty().scale());
-    let regex = |compiled: &Option<regex::Regex>| -> Option<regex::Regex> {
-        match compiled {
-            Some(r) => Some(r.clone()),
-            None => match arg(1) {
-                Value::Str(p) => functions::java_regex(&p).ok(),
-                _ => None,
-            },
-        }
-    };
+    let regex = |compiled| pattern(compiled, args, row);
     let string = |v: String| Value::Str(v.into());
     match f {
         Func::Round { digits, trunc } => {

@@ -231,6 +231,13 @@ pub enum Func {
     RegexpExtract(Option<regex::Regex>),
     /// REGEXP_REPLACE(s, pattern, replacement): the replacement literal
     RegexpReplace(Option<regex::Regex>),
+    /// OVERLAY(s PLACING r FROM a [FOR n])
+    Overlay,
+    /// BIN: an integer's two's complement bits
+    Bin,
+    /// HEX: an integer's two's complement in hex digits, or a string's
+    /// UTF-8 bytes'
+    Hex,
     /// ASCII: the first character's code
     Ascii,
     /// CHR: the character of a code (modulo 256)
@@ -1014,6 +1021,37 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             },
             _ => Value::Null,
         },
+        Func::Overlay => {
+            let (Value::Str(s), Value::Str(r), Some(from)) = (arg(0), arg(1), int(2)) else {
+                return Value::Null;
+            };
+            let len = match args.get(3) {
+                Some(_) => match int(3) {
+                    Some(n) => n,
+                    None => return Value::Null,
+                },
+                None => r.chars().count() as i64,
+            };
+            // Characters before `from`, `r`, then those from `from + len` on.
+            let head = usize::try_from(from - 1).unwrap_or(0);
+            let tail =
+                usize::try_from(from.saturating_sub(1).saturating_add(len.max(0))).unwrap_or(0);
+            let mut out: String = s.chars().take(head).collect();
+            out.push_str(&r);
+            out.extend(s.chars().skip(tail));
+            string(out)
+        }
+        Func::Bin => match int(0) {
+            Some(n) => string(format!("{n:b}")),
+            None => Value::Null,
+        },
+        Func::Hex => match arg(0) {
+            Value::Str(s) => string(s.bytes().map(|b| format!("{b:02X}")).collect()),
+            v => match v.as_i64() {
+                Some(n) => string(format!("{n:X}")),
+                None => Value::Null,
+            },
+        },
         Func::Ascii => match arg(0) {
             Value::Str(s) => Value::Int(i32::from(s.encode_utf16().next().unwrap_or(0))),
             _ => Value::Null,
@@ -1747,6 +1785,25 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                 &[Some(DataType::String), Some(DataType::String)],
             )?;
             Scalar::Call(Func::TrimChars(leading, trailing), args, DataType::String)
+        }
+        Expr::Overlay {
+            expr,
+            overlay_what,
+            overlay_from,
+            overlay_for,
+        } => {
+            let mut args = vec![sub(expr)?, sub(overlay_what)?, sub(overlay_from)?];
+            if let Some(n) = overlay_for {
+                args.push(sub(n)?);
+            }
+            check_args(
+                "OVERLAY",
+                &args,
+                &[Some(DataType::String), Some(DataType::String)],
+            )?;
+            want("OVERLAY", &args, 2, "an integer")?;
+            want("OVERLAY", &args, 3, "an integer")?;
+            Scalar::Call(Func::Overlay, args, DataType::String)
         }
         Expr::IsDistinctFrom(a, b) | Expr::IsNotDistinctFrom(a, b) => {
             let not = matches!(e, Expr::IsNotDistinctFrom(..));
@@ -2545,6 +2602,23 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             want(&name, &args, 2, "a STRING")?;
             regexp_call(&name, args, Func::RegexpReplace, DataType::String)?
         }
+        "BIN" => {
+            arity(1..=1)?;
+            want(&name, &args, 0, "an integer")?;
+            Scalar::Call(Func::Bin, args, DataType::String)
+        }
+        "HEX" => {
+            arity(1..=1)?;
+            if !is_null_literal(&args[0])
+                && !matches!(args[0].ty(), DataType::Int | DataType::BigInt | DataType::String)
+            {
+                return Err(SqlError::Type(format!(
+                    "HEX: argument 1 must be an integer or a STRING, got {}",
+                    args[0].ty()
+                )));
+            }
+            Scalar::Call(Func::Hex, args, DataType::String)
+        }
         "ASCII" => {
             arity(1..=1)?;
             check_args(&name, &args, &[s])?;
@@ -2910,6 +2984,18 @@ mod tests {
         assert_eq!(str_of("CHR(97)"), text("a"));
         assert_eq!(str_of("CHR(353)"), text("a"));
         assert_eq!(str_of("CHR(n)"), Value::Null);
+        assert_eq!(
+            str_of("OVERLAY('This is an old string' PLACING ' new' FROM 10 FOR 5)"),
+            text("This is a new string")
+        );
+        assert_eq!(str_of("OVERLAY(s PLACING 'J' FROM 1)"), text("Jello"));
+        assert_eq!(str_of("OVERLAY(s PLACING '!' FROM 9)"), text("Hello!"));
+        assert_eq!(str_of("OVERLAY(s PLACING 'x' FROM n)"), Value::Null);
+        assert_eq!(str_of("BIN(12)"), text("1100"));
+        assert_eq!(str_of("BIN(-1)"), text(&"1".repeat(64)));
+        assert_eq!(str_of("HEX(100)"), text("64"));
+        assert_eq!(str_of("HEX('hello,world')"), text("68656C6C6F2C776F726C64"));
+        assert_eq!(str_of("HEX(n)"), Value::Null);
         assert!(err_of("LPAD(s, 's', 'x')").contains("LPAD: argument 2 must be a number"));
         assert!(err_of("REPEAT(a, 2)").contains("REPEAT: argument 1 must be STRING, got INT"));
     }

@@ -478,7 +478,8 @@ pub const CASES: &[Case] = &[
                       LOCATE('e', note) AS lc, LOCATE('e', note, 3) AS lc3, INSTR(note, 'a') AS ins,
                       CONCAT_WS('/', user_id, category, note) AS cw,
                       SPLIT_INDEX(note, ' ', 1) AS sp, SPLIT_INDEX(note, ' ', 0) AS sp0,
-                      ASCII(note) AS asc, CHR(qty + 65) AS ch
+                      ASCII(note) AS asc, CHR(qty + 65) AS ch,
+                      BIN(order_id) AS bn, HEX(order_id) AS hx, HEX(user_id) AS hu
                FROM orders;",
         duckdb: "SELECT order_id, '[' || lpad(note, 14, '*-') || ']', rpad(user_id, 5, '.'),
                         lpad(note, 4, 'x'), ltrim('  ' || note || '  ') || ']',
@@ -491,7 +492,8 @@ pub const CASES: &[Case] = &[
                              ELSE strpos(substr(note, 3), 'e') + 2 END,
                         instr(note, 'a'), concat_ws('/', user_id, category, note),
                         string_split(note, ' ')[2], string_split(note, ' ')[1],
-                        ascii(note), chr(qty + 65)
+                        ascii(note), chr(qty + 65),
+                        bin(order_id), hex(order_id), hex(user_id)
                  FROM orders",
     },
     Case {

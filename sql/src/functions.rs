@@ -390,7 +390,15 @@ pub fn parse_with_pattern(text: &str, pattern: &str, strict: bool) -> Option<i64
         while ti < t.len() && t[ti].is_ascii_digit() && (!next_numeric || ti - start < n) {
             ti += 1;
         }
-        if ti == start || (strict && next_numeric && ti - start != n) {
+        // Strict widths, as `DateTimeFormatter`'s: `MM` exactly two
+        // digits, `M` one or more, `yyyy` four or more, `yy` two.
+        let width = ti - start;
+        let bad_width = match c {
+            'y' if n == 2 => width != 2,
+            'y' => width < n,
+            _ => n >= 2 && width != n,
+        };
+        if ti == start || (strict && (bad_width || (next_numeric && width != n))) {
             return None;
         }
         let digits: String = t[start..ti].iter().collect();
@@ -578,6 +586,9 @@ mod tests {
         assert_eq!(p("2024-01-32", "yyyy-MM-dd", false), Some(ts("2024-02-01")));
         assert_eq!(p("2024-01-32", "yyyy-MM-dd", true), None);
         assert_eq!(p("2024/01", "yyyy-MM", false), None);
+        assert_eq!(p("2024-1-5", "yyyy-MM-dd", true), None);
+        assert_eq!(p("2024-1-5", "yyyy-M-d", true), Some(ts("2024-01-05")));
+        assert_eq!(p("2024-1-5", "yyyy-MM-dd", false), Some(ts("2024-01-05")));
         assert_eq!(
             add_months(ts("2024-01-31 10:00:00"), 1),
             ts("2024-02-29 10:00:00")

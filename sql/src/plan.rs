@@ -30,11 +30,15 @@ use crate::types::{DataType, Field, Schema};
 use crate::value::Value;
 
 mod joins;
+mod order;
 mod over;
+mod set_ops;
+mod subquery;
 #[cfg(test)]
 mod tests;
 
 use joins::join_keys;
+pub use order::Presentation;
 
 /// A planned query: its root node, output schema, and whether it updates.
 #[derive(Clone, Debug)]
@@ -243,6 +247,8 @@ impl AggCall {
 pub struct Planner<'c> {
     catalog: &'c Catalog,
     depth: usize,
+    /// The common table expressions in scope (`WITH`), innermost last.
+    ctes: Vec<(String, ast::Query)>,
 }
 
 /// What FROM gave: the plan, the scope its rows are read in, and the
@@ -257,7 +263,11 @@ struct From {
 impl<'c> Planner<'c> {
     /// A planner of queries over `catalog`.
     pub fn new(catalog: &'c Catalog) -> Self {
-        Self { catalog, depth: 0 }
+        Self {
+            catalog,
+            depth: 0,
+            ctes: Vec::new(),
+        }
     }
 
     /// Plans a query.
@@ -274,17 +284,57 @@ impl<'c> Planner<'c> {
     }
 
     fn query_inner(&mut self, q: &Query) -> Result<Plan> {
-        if q.with.is_some() {
-            return Err(SqlError::Unsupported(
-                "WITH (common table expressions); use CREATE VIEW".into(),
-            ));
+        let scoped = self.push_ctes(q)?;
+        let r = if q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
+            self.top_n(q)
+        } else {
+            self.set_expr(&q.body)
+        };
+        self.ctes.truncate(self.ctes.len() - scoped);
+        r
+    }
+
+    /// Brings `q`'s `WITH` tables into scope (as views seen only by `q`);
+    /// returns how many.
+    fn push_ctes(&mut self, q: &Query) -> Result<usize> {
+        let Some(with) = &q.with else {
+            return Ok(0);
+        };
+        if with.recursive {
+            return Err(SqlError::Unsupported("WITH RECURSIVE".into()));
         }
-        if q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
-            return Err(SqlError::Unsupported(
-                "ORDER BY and LIMIT on a stream (Top-N is ROW_NUMBER() OVER (..) in a subquery with WHERE rn <= N)".into(),
-            ));
+        for cte in &with.cte_tables {
+            if !cte.alias.columns.is_empty() {
+                return Err(SqlError::Unsupported(format!(
+                    "column names in `WITH {} (..)`: name the columns in its SELECT",
+                    cte.alias.name
+                )));
+            }
+            let name = cte.alias.name.value.to_ascii_lowercase();
+            let same = with
+                .cte_tables
+                .iter()
+                .filter(|c| c.alias.name.value.eq_ignore_ascii_case(&name))
+                .count();
+            if same > 1 {
+                return Err(SqlError::Plan(format!("WITH names `{name}` twice")));
+            }
+            self.ctes.push((name, (*cte.query).clone()));
         }
-        self.set_expr(&q.body)
+        Ok(with.cte_tables.len())
+    }
+
+    /// The query a name in FROM stands for: a `WITH` table in scope (the
+    /// innermost), else a view; `None` for a table or an unknown name.
+    fn view_query(&self, name: &str) -> Option<Query> {
+        let key = name.to_ascii_lowercase();
+        if let Some((_, q)) = self.ctes.iter().rev().find(|(n, _)| *n == key) {
+            return Some(q.clone());
+        }
+        if self.catalog.table(name).is_some() {
+            return None;
+        }
+        self.catalog.view(name).cloned()
     }
 
     fn set_expr(&mut self, body: &SetExpr) -> Result<Plan> {
@@ -320,15 +370,19 @@ impl<'c> Planner<'c> {
                 })
             }
             SetExpr::SetOperation {
-                op, set_quantifier, ..
-            } => Err(SqlError::Unsupported(format!(
-                "{op} {set_quantifier} (UNION ALL is supported)"
-            ))),
+                op,
+                set_quantifier,
+                left,
+                right,
+            } => self.set_operation(op, set_quantifier, left, right),
             other => Err(SqlError::Unsupported(format!("the query `{other}`"))),
         }
     }
 
     fn select(&mut self, s: &Select) -> Result<Plan> {
+        if let Some(rewritten) = self.rewrite_subqueries(s)? {
+            return self.select(&rewritten);
+        }
         if let Some(d) = &s.distinct {
             return self.select_distinct(s, d);
         }
@@ -720,6 +774,10 @@ impl<'c> Planner<'c> {
             match item {
                 SelectItem::Wildcard(_) => {
                     for (i, c) in scope.cols.iter().enumerate() {
+                        // The columns of a subquery made a join.
+                        if c.field.name.starts_with(subquery::HIDDEN) {
+                            continue;
+                        }
                         project.push(
                             hook(&Expr::Identifier(ast::Ident::new(&c.field.name)))?
                                 .unwrap_or(Scalar::Column(i, c.field.ty)),
@@ -817,6 +875,16 @@ impl<'c> Planner<'c> {
 
     /// A table or view by name, planned.
     fn named(&mut self, name: &str) -> Result<Plan> {
+        let key = name.to_ascii_lowercase();
+        // A WITH table is planned seeing only the WITH tables before it.
+        if let Some(at) = self.ctes.iter().rposition(|(n, _)| *n == key) {
+            let q = self.ctes[at].1.clone();
+            let saved = self.ctes.clone();
+            self.ctes.truncate(at);
+            let r = self.query(&q);
+            self.ctes = saved;
+            return r;
+        }
         if let Some(t) = self.catalog.table(name) {
             return Ok(Plan {
                 node: Node::Scan(t.clone()),
@@ -825,8 +893,12 @@ impl<'c> Planner<'c> {
             });
         }
         if let Some(q) = self.catalog.view(name) {
+            // A view sees the catalog, not the WITH tables of its reader.
             let q = q.clone();
-            return self.query(&q);
+            let saved = std::mem::take(&mut self.ctes);
+            let r = self.query(&q);
+            self.ctes = saved;
+            return r;
         }
         Err(SqlError::UnknownTable(name.to_owned()))
     }

@@ -11,7 +11,7 @@ use weir_runtime::{Config, JobGraph};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
 use crate::lower::Lowering;
-use crate::plan::{Node, Plan, Planner};
+use crate::plan::{Node, Plan, Planner, Presentation};
 use crate::script::{parse_script, Statement};
 use crate::types::Schema;
 use crate::value::{Row, RowKind};
@@ -26,6 +26,8 @@ pub struct Script {
     catalog: Catalog,
     inserts: Vec<(String, Plan)>,
     selects: Vec<Plan>,
+    /// How each bare SELECT's table is ordered and cut.
+    presentations: Vec<Presentation>,
 }
 
 /// The config keys the planner reads (the rest are the runtime's).
@@ -37,6 +39,8 @@ pub struct SqlJob {
     pub job: JobGraph,
     /// Each bare SELECT's schema and collected rows.
     pub selects: Vec<(Schema, Arc<Mutex<Vec<Row>>>)>,
+    /// How each bare SELECT's table is shown (ORDER BY, LIMIT).
+    pub presentations: Vec<Presentation>,
 }
 
 impl Script {
@@ -50,6 +54,7 @@ impl Script {
             catalog: Catalog::default(),
             inserts: Vec::new(),
             selects: Vec::new(),
+            presentations: Vec::new(),
         };
         for stmt in parse_script(text)? {
             s.apply(stmt)?;
@@ -96,12 +101,15 @@ impl Script {
                 self.inserts.push((t.name.clone(), plan));
             }
             Statement::Query(q) => {
-                let plan = Planner::new(&self.catalog).query(&q)?;
+                let (plan, shown) = Planner::new(&self.catalog).select_query(&q)?;
                 self.selects.push(plan);
+                self.presentations.push(shown);
             }
             Statement::Explain(inner) => {
                 let text = match *inner {
-                    Statement::Query(q) => explain(&Planner::new(&self.catalog).query(&q)?, None),
+                    Statement::Query(q) => {
+                        explain(&Planner::new(&self.catalog).select_query(&q)?.0, None)
+                    }
                     Statement::Insert { table, query } => {
                         let plan = Planner::new(&self.catalog).query(&query)?;
                         explain(&plan, Some(&table))
@@ -210,7 +218,11 @@ impl Script {
         for o in outputs {
             job.output_directory(o);
         }
-        Ok(SqlJob { job, selects })
+        Ok(SqlJob {
+            job,
+            selects,
+            presentations: self.presentations.clone(),
+        })
     }
 }
 
@@ -412,7 +424,7 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
 /// A bare SELECT's collected rows as the result table: a changelog
 /// applied (`-U`/`-D` remove the row they name), then printed in Flink SQL
 /// client's tableau style.
-pub fn format_table(schema: &Schema, rows: &[Row]) -> String {
+pub fn format_table(schema: &Schema, rows: &[Row], shown: &Presentation) -> String {
     let mut live: Vec<&Row> = Vec::new();
     for r in rows {
         match r.kind {
@@ -424,6 +436,7 @@ pub fn format_table(schema: &Schema, rows: &[Row]) -> String {
             }
         }
     }
+    let live = shown.apply(live);
     let types = schema.types();
     let cells: Vec<Vec<String>> = live
         .iter()

@@ -85,9 +85,9 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
         print_stopped(stopped);
         return ExitCode::SUCCESS;
     }
-    for (schema, rows) in &sql_job.selects {
+    for ((schema, rows), shown) in sql_job.selects.iter().zip(&sql_job.presentations) {
         let rows = rows.lock().expect("collected rows");
-        print!("{}", format_table(schema, &rows));
+        print!("{}", format_table(schema, &rows, shown));
     }
     eprintln!(
         "done: {} rows written in {:.2} s",

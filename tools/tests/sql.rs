@@ -723,3 +723,88 @@ fn window_joins_and_window_tables_equal_a_reference() {
     hops.sort();
     same_lines(committed(&s.join("hops")), hops);
 }
+
+/// ORDER BY / LIMIT: a bare SELECT prints its final table in that order;
+/// in an INSERT, ORDER BY .. LIMIT is a Top-N, and ORDER BY or LIMIT
+/// alone is refused naming what to write.
+#[test]
+fn order_by_and_limit_order_a_bare_select_and_are_a_top_n_in_a_stream() {
+    let s = Scratch::new("sql", "order-limit");
+    let ddl = "CREATE TABLE t (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '50',
+                 'rows-per-second' = '0', 'fields.id.kind' = 'sequence', 'fields.id.start' = '1',
+                 'fields.id.end' = '50');";
+    let script = s.join("select.sql");
+    fs::write(
+        &script,
+        format!(
+            "{ddl}
+             WITH odd AS (SELECT id, id % 7 AS m FROM t WHERE id % 2 = 1)
+             SELECT id, m FROM odd ORDER BY m DESC, id LIMIT 4 OFFSET 1;"
+        ),
+    )
+    .unwrap();
+    let out = weir_sql(&script, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .map(|l| l.split('|').next().unwrap().trim())
+        .filter(|c| c.parse::<u64>().is_ok())
+        .collect();
+    // Odd ids with id % 7 = 6: 13, 27, 41; then % 7 = 5: 5, 19, 33, 47.
+    assert_eq!(ids, ["27", "41", "5", "19"], "{stdout}");
+
+    let sink = s.join("top.sql");
+    fs::write(
+        &sink,
+        format!(
+            "{ddl}
+             CREATE TABLE p (id BIGINT) WITH ('connector' = 'print');
+             INSERT INTO p SELECT id FROM t ORDER BY id DESC LIMIT 3;"
+        ),
+    )
+    .unwrap();
+    let out = weir_sql(&sink, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut live: Vec<String> = Vec::new();
+    for l in stdout.lines() {
+        // `n> ` names the printing subtask at parallelism > 1.
+        let l = l.split_once("> ").map_or(l, |(_, rest)| rest);
+        if let Some(v) = l.strip_prefix("+I[").and_then(|r| r.strip_suffix(']')) {
+            live.push(v.to_owned());
+        } else if let Some(v) = l.strip_prefix("-D[").and_then(|r| r.strip_suffix(']')) {
+            let i = live
+                .iter()
+                .position(|x| x == v)
+                .expect("a delete of a live row");
+            live.remove(i);
+        }
+    }
+    live.sort();
+    assert_eq!(live, ["48", "49", "50"], "{stdout}");
+
+    for (query, needle) in [
+        ("SELECT id FROM t ORDER BY id", "ORDER BY without LIMIT"),
+        ("SELECT id FROM t LIMIT 3", "LIMIT without ORDER BY"),
+    ] {
+        fs::write(
+            &sink,
+            format!("{ddl} CREATE TABLE p (id BIGINT) WITH ('connector' = 'print'); INSERT INTO p {query};"),
+        )
+        .unwrap();
+        let out = weir_sql(&sink, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+}

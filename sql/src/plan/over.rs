@@ -54,12 +54,9 @@ impl Planner<'_> {
                 ..
             } => {
                 let n = object_name(name);
-                match (self.catalog.table(&n), self.catalog.view(&n)) {
-                    (None, Some(q)) => (
-                        q.clone(),
-                        Some(alias.as_ref().map_or(n, |a| a.name.value.clone())),
-                    ),
-                    _ => return Ok(None),
+                match self.view_query(&n) {
+                    Some(q) => (q, Some(alias.as_ref().map_or(n, |a| a.name.value.clone()))),
+                    None => return Ok(None),
                 }
             }
             _ => return Ok(None),
@@ -380,7 +377,7 @@ fn outer_reads(s: &ast::Select, rn: &str) -> bool {
 }
 
 /// The AND-ed parts of a condition.
-fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::BinaryOp {
             left,

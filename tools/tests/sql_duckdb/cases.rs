@@ -540,4 +540,69 @@ pub const CASES: &[Case] = &[
                         CAST(ts AS DATE), date_trunc('minute', ts), true, true
                  FROM orders",
     },
+    Case {
+        name: "with_ctes",
+        // WITH tables are views seen by the one query; a later one reads
+        // an earlier one, and a name shadows a table's.
+        weir: "WITH big AS (SELECT user_id, amount * qty AS total FROM orders WHERE qty > 2),
+                    per_user AS (SELECT user_id, SUM(total) AS total, COUNT(*) AS n FROM big GROUP BY user_id),
+                    users AS (SELECT user_id, name FROM users WHERE name IS NOT NULL)
+               SELECT p.user_id, u.name, p.total, p.n FROM per_user p JOIN users u ON p.user_id = u.user_id;",
+        duckdb: "WITH big AS (SELECT user_id, amount * qty AS total FROM orders WHERE qty > 2),
+                      per_user AS (SELECT user_id, SUM(total) AS total, COUNT(*) AS n FROM big GROUP BY user_id),
+                      users2 AS (SELECT user_id, name FROM users WHERE name IS NOT NULL)
+                 SELECT p.user_id, u.name, p.total, p.n FROM per_user p JOIN users2 u ON p.user_id = u.user_id",
+    },
+    Case {
+        name: "order_by_limit_offset",
+        // A bare SELECT's final table ordered and cut (ties broken by the
+        // order id, so the rows are one set).
+        weir: "SELECT order_id, amount FROM orders WHERE amount IS NOT NULL
+               ORDER BY amount DESC, order_id LIMIT 7 OFFSET 2;",
+        duckdb: "SELECT order_id, amount FROM orders WHERE amount IS NOT NULL
+                 ORDER BY amount DESC, order_id LIMIT 7 OFFSET 2",
+    },
+    Case {
+        name: "top_n_in_a_subquery",
+        // ORDER BY .. LIMIT inside a query: a Top-N over the whole stream
+        // (an updating result), then aggregated.
+        weir: "SELECT COUNT(*) AS n, SUM(qty) AS q FROM (
+                 SELECT order_id, qty FROM orders WHERE qty IS NOT NULL ORDER BY qty DESC, order_id LIMIT 10);",
+        duckdb: "SELECT COUNT(*), SUM(qty) FROM (
+                   SELECT order_id, qty FROM orders WHERE qty IS NOT NULL ORDER BY qty DESC, order_id LIMIT 10)",
+    },
+    Case {
+        name: "in_and_exists_subqueries",
+        // Semi joins: each order once however many rows the subquery has;
+        // a NULL user id is never IN.
+        weir: "SELECT o.order_id, o.user_id FROM orders o
+               WHERE o.user_id IN (SELECT user_id FROM users WHERE tier >= 2)
+                 AND EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id)
+                 AND o.qty > 1;",
+        duckdb: "SELECT o.order_id, o.user_id FROM orders o
+                 WHERE o.user_id IN (SELECT user_id FROM users WHERE tier >= 2)
+                   AND EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id)
+                   AND o.qty > 1",
+    },
+    Case {
+        name: "not_exists_anti_join",
+        // An anti join: orders without a shipment, correlated through an
+        // expression of the outer row.
+        weir: "SELECT o.order_id, o.category FROM orders o
+               WHERE NOT EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id + 0 AND s.ship_id > 0);",
+        duckdb: "SELECT o.order_id, o.category FROM orders o
+                 WHERE NOT EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id + 0 AND s.ship_id > 0)",
+    },
+    Case {
+        name: "union_intersect_except",
+        // Set operations (distinct): NULLs compare equal, as in grouping.
+        weir: "SELECT user_id, category FROM orders WHERE qty > 3
+               UNION SELECT user_id, note FROM orders WHERE qty < 2
+               EXCEPT SELECT user_id, category FROM orders WHERE amount > 50
+               INTERSECT SELECT user_id, category FROM orders WHERE order_id % 2 = 0;",
+        duckdb: "SELECT user_id, category FROM orders WHERE qty > 3
+                 UNION SELECT user_id, note FROM orders WHERE qty < 2
+                 EXCEPT SELECT user_id, category FROM orders WHERE amount > 50
+                 INTERSECT SELECT user_id, category FROM orders WHERE order_id % 2 = 0",
+    },
 ];

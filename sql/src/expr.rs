@@ -220,6 +220,8 @@ pub enum Func {
     LeftRight(bool),
     /// LOCATE(needle, haystack [, from]), 1-based, 0 if absent
     Locate,
+    /// INSTR(s, sub [, start [, nth]])
+    Instr,
     /// CONCAT_WS(sep, ...): NULL arguments skipped
     ConcatWs,
     /// SPLIT_INDEX(s, sep, i), 0-based
@@ -238,7 +240,7 @@ pub enum Func {
     /// HEX: an integer's two's complement in hex digits, or a string's
     /// UTF-8 bytes'
     Hex,
-    /// ASCII: the first character's code
+    /// ASCII: the first UTF-8 byte, signed
     Ascii,
     /// CHR: the character of a code (modulo 256)
     Chr,
@@ -929,34 +931,35 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             }
             _ => Value::Null,
         },
-        Func::Locate => {
-            let (Value::Str(needle), Value::Str(hay)) = (arg(0), arg(1)) else {
-                return Value::Null;
-            };
-            let from = match args.get(2) {
-                Some(_) => match int(2) {
-                    Some(f) => f,
-                    None => return Value::Null,
-                },
-                None => 1,
-            };
-            // Characters before `from`, as a byte offset.
-            let Some(skip) = usize::try_from(from - 1).ok() else {
-                return Value::Int(0);
-            };
-            let Some(at) = hay
-                .char_indices()
-                .map(|(b, _)| b)
-                .chain(std::iter::once(hay.len()))
-                .nth(skip)
-            else {
-                return Value::Int(0);
-            };
-            match hay[at..].find(needle.as_str()) {
-                Some(b) => Value::Int((skip + hay[at..at + b].chars().count() + 1) as i32),
-                None => Value::Int(0),
+        Func::Locate => match (arg(0), arg(1)) {
+            (Value::Str(needle), Value::Str(hay)) => {
+                let from = match args.get(2) {
+                    Some(_) => match int(2) {
+                        Some(f) => f,
+                        None => return Value::Null,
+                    },
+                    None => 1,
+                };
+                Value::Int(functions::locate(&needle, &hay, from) as i32)
             }
-        }
+            _ => Value::Null,
+        },
+        Func::Instr => match (arg(0), arg(1)) {
+            (Value::Str(s), Value::Str(sub)) => {
+                let mut more = [1i64, 1];
+                for (i, m) in more.iter_mut().enumerate() {
+                    if args.get(2 + i).is_some() {
+                        match int(2 + i) {
+                            Some(v) => *m = v,
+                            None => return Value::Null,
+                        }
+                    }
+                }
+                functions::instr(&s, &sub, more[0], more[1])
+                    .map_or(Value::Null, |p| Value::Int(p as i32))
+            }
+            _ => Value::Null,
+        },
         Func::ConcatWs => {
             let Value::Str(sep) = arg(0) else {
                 return Value::Null;
@@ -1032,14 +1035,7 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 },
                 None => r.chars().count() as i64,
             };
-            // Characters before `from`, `r`, then those from `from + len` on.
-            let head = usize::try_from(from - 1).unwrap_or(0);
-            let tail =
-                usize::try_from(from.saturating_sub(1).saturating_add(len.max(0))).unwrap_or(0);
-            let mut out: String = s.chars().take(head).collect();
-            out.push_str(&r);
-            out.extend(s.chars().skip(tail));
-            string(out)
+            string(functions::overlay(&s, &r, from, len))
         }
         Func::Bin => match int(0) {
             Some(n) => string(format!("{n:b}")),
@@ -1052,8 +1048,9 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 None => Value::Null,
             },
         },
+        // Flink's: the first UTF-8 byte, as a signed Java byte (`é` is -61).
         Func::Ascii => match arg(0) {
-            Value::Str(s) => Value::Int(i32::from(s.encode_utf16().next().unwrap_or(0))),
+            Value::Str(s) => Value::Int(s.as_bytes().first().map_or(0, |&b| i32::from(b as i8))),
             _ => Value::Null,
         },
         Func::Chr => match int(0) {
@@ -2571,11 +2568,11 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             Scalar::Call(Func::Locate, args, DataType::Int)
         }
         "INSTR" => {
-            arity(2..=2)?;
+            arity(2..=4)?;
             check_args(&name, &args, &[s, s])?;
-            let mut args = args;
-            args.swap(0, 1);
-            Scalar::Call(Func::Position, args, DataType::Int)
+            want(&name, &args, 2, "an integer")?;
+            want(&name, &args, 3, "an integer")?;
+            Scalar::Call(Func::Instr, args, DataType::Int)
         }
         "CONCAT_WS" => {
             arity(2..=usize::MAX)?;
@@ -2970,7 +2967,6 @@ mod tests {
         assert_eq!(str_of("LOCATE('l', s, 4)"), Value::Int(4));
         assert_eq!(str_of("LOCATE('l', s, 6)"), Value::Int(0));
         assert_eq!(str_of("LOCATE('x', s)"), Value::Int(0));
-        assert_eq!(str_of("LOCATE('', s, 0)"), Value::Int(0));
         assert_eq!(str_of("INSTR(s, 'llo')"), Value::Int(3));
         assert_eq!(str_of("POSITION('lo' IN s)"), Value::Int(4));
         assert_eq!(str_of("CONCAT_WS('-', s, NULL, 'x', a)"), text("Hello-x-7"));
@@ -2989,7 +2985,17 @@ mod tests {
             text("This is a new string")
         );
         assert_eq!(str_of("OVERLAY(s PLACING 'J' FROM 1)"), text("Jello"));
-        assert_eq!(str_of("OVERLAY(s PLACING '!' FROM 9)"), text("Hello!"));
+        assert_eq!(str_of("OVERLAY(s PLACING '!' FROM 9)"), text("Hello"));
+        assert_eq!(str_of("OVERLAY(s PLACING '!' FROM 5 FOR 3)"), text("Hell!"));
+        assert_eq!(str_of("OVERLAY(s PLACING '!' FROM 2 FOR 0)"), text("H!"));
+        assert_eq!(str_of("ASCII('é')"), Value::Int(-61));
+        assert_eq!(str_of("INSTR('abcabc', 'bc', 1, 2)"), Value::Int(5));
+        assert_eq!(str_of("INSTR('abcabc', 'bc', -1, 1)"), Value::Int(5));
+        assert_eq!(str_of("INSTR('abcabc', 'bc', -1, 2)"), Value::Int(2));
+        assert_eq!(str_of("INSTR('abcabc', 'bc', 0)"), Value::Int(0));
+        assert_eq!(str_of("INSTR('abcabc', 'bc', 1, 0)"), Value::Null);
+        assert_eq!(str_of("LOCATE('', s, 9)"), Value::Int(1));
+        assert_eq!(str_of("LOCATE('H', s, -3)"), Value::Int(1));
         assert_eq!(str_of("OVERLAY(s PLACING 'x' FROM n)"), Value::Null);
         assert_eq!(str_of("BIN(12)"), text("1100"));
         assert_eq!(str_of("BIN(-1)"), text(&"1".repeat(64)));

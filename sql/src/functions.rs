@@ -245,6 +245,72 @@ pub fn pad(s: &str, len: i64, pad: &str, left: bool) -> Option<String> {
     Some(if left { fill + s } else { format!("{s}{fill}") })
 }
 
+/// The 1-based character position of `needle` in `hay` at or after
+/// character `from` (below 1 counts as 1), 0 if it is not there; an empty
+/// `needle` is at 1 wherever it is looked for (Flink's LOCATE and
+/// POSITION, on `BinaryStringData.indexOf`).
+pub fn locate(needle: &str, hay: &str, from: i64) -> i64 {
+    if needle.is_empty() {
+        return 1;
+    }
+    let skip = usize::try_from(from - 1).unwrap_or(0);
+    let Some((at, _)) = hay.char_indices().nth(skip) else {
+        return 0;
+    };
+    match hay[at..].find(needle) {
+        Some(b) => (skip + hay[at..at + b].chars().count() + 1) as i64,
+        None => 0,
+    }
+}
+
+/// INSTR(s, sub, start, nth) as Flink's: the position of the `nth`
+/// occurrence of `sub` from character `start` on, or, for a negative
+/// `start`, counting from the end backwards; 0 if there is none or
+/// `start` is 0. `None` for an `nth` below 1 (Flink fails the job).
+pub fn instr(s: &str, sub: &str, start: i64, nth: i64) -> Option<i64> {
+    if nth <= 0 {
+        return None;
+    }
+    if start == 0 {
+        return Some(0);
+    }
+    if start > 0 {
+        let (mut from, mut index) = (start, 0);
+        for _ in 0..nth {
+            index = locate(sub, s, from);
+            if index == 0 {
+                return Some(0);
+            }
+            from = index + 1;
+        }
+        return Some(index);
+    }
+    let (rs, rsub): (String, String) = (s.chars().rev().collect(), sub.chars().rev().collect());
+    let pos = instr(&rs, &rsub, -start, nth)?;
+    Some(if pos == 0 {
+        0
+    } else {
+        s.chars().count() as i64 + 2 - pos - sub.chars().count() as i64
+    })
+}
+
+/// OVERLAY(s PLACING r FROM from FOR len) as Flink's: `s` unchanged when
+/// `from` is outside it; otherwise its first `from - 1` characters, `r`,
+/// and the characters from `from + len` on only when they exist and
+/// `len` is positive.
+pub fn overlay(s: &str, r: &str, from: i64, len: i64) -> String {
+    let n = s.chars().count() as i64;
+    if from <= 0 || from > n {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take((from - 1) as usize).collect();
+    out.push_str(r);
+    if from.saturating_add(len) <= n && len > 0 {
+        out.extend(s.chars().skip((from - 1 + len) as usize));
+    }
+    out
+}
+
 /// `s` without the leading and/or trailing characters that are in
 /// `chars`.
 pub fn trim_chars<'a>(s: &'a str, chars: &str, leading: bool, trailing: bool) -> &'a str {

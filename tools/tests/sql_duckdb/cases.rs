@@ -466,7 +466,9 @@ pub const CASES: &[Case] = &[
         name: "string_functions_padding_trimming_splitting",
         // Bracketed where a result may start with a blank (the printed
         // table right-aligns its cells). DuckDB's LOCATE has no start
-        // position: its side finds in the rest of the string.
+        // position: its side finds in the rest of the string. Flink's
+        // ASCII is the first UTF-8 byte as a signed Java byte (`É` is
+        // -61); DuckDB's the code point.
         weir: "SELECT order_id, '[' || LPAD(note, 14, '*-') || ']' AS lp,
                       RPAD(user_id, 5, '.') AS rp, LPAD(note, 4, 'x') AS lp4,
                       LTRIM(CONCAT('  ', note, '  ')) || ']' AS lt,
@@ -492,7 +494,10 @@ pub const CASES: &[Case] = &[
                              ELSE strpos(substr(note, 3), 'e') + 2 END,
                         instr(note, 'a'), concat_ws('/', user_id, category, note),
                         string_split(note, ' ')[2], string_split(note, ' ')[1],
-                        ascii(note), chr(qty + 65),
+                        CASE WHEN ascii(note) < 128 THEN ascii(note)
+                             WHEN ascii(note) < 2048 THEN 192 + ascii(note) // 64 - 256
+                             ELSE 224 + ascii(note) // 4096 - 256 END,
+                        chr(qty + 65),
                         bin(order_id), hex(order_id), hex(user_id)
                  FROM orders",
     },

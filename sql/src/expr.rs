@@ -1073,12 +1073,30 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             ),
             _ => Value::Null,
         },
-        Func::ParseTime(p, date) => match arg(0) {
-            Value::Str(s) => match functions::parse_with_pattern(&s, p, true) {
-                Some(ms) if *date => Value::Date(ms.div_euclid(DAY_MS) as i32),
-                Some(ms) => Value::Timestamp(ms),
+        // TO_DATE(s) takes a timestamp's text too (the date before the
+        // blank), as Flink's `DateTimeUtils.parseDate`.
+        Func::ParseTime(p, true) if p.is_empty() => match arg(0) {
+            Value::Str(s) => {
+                let day = s.trim().split(' ').next().unwrap_or("");
+                parse_date(day).map_or(Value::Null, Value::Date)
+            }
+            _ => Value::Null,
+        },
+        // TO_DATE(s, pattern): Java's lenient `SimpleDateFormat`, as
+        // UNIX_TIMESTAMP.
+        Func::ParseTime(p, true) => match arg(0) {
+            Value::Str(s) => match functions::parse_with_pattern(&s, p, false) {
+                Some(ms) => Value::Date(ms.div_euclid(DAY_MS) as i32),
                 None => Value::Null,
             },
+            _ => Value::Null,
+        },
+        // TO_TIMESTAMP(s, pattern): Java's strict `DateTimeFormatter`, and
+        // when that fails Flink's fallback to `yyyy-M-d[ H:m:s[.f]]`.
+        Func::ParseTime(p, false) => match arg(0) {
+            Value::Str(s) => functions::parse_with_pattern(&s, p, true)
+                .or_else(|| parse_timestamp(&s))
+                .map_or(Value::Null, Value::Timestamp),
             _ => Value::Null,
         },
         Func::FromUnixtime(p) => match int(0) {
@@ -2649,14 +2667,10 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         "TO_DATE" => {
             arity(1..=2)?;
             check_args(&name, &args, &[s, s])?;
-            if n == 1 {
-                Scalar::Cast(Box::new(args.swap_remove(0)), DataType::Date)
-            } else {
-                let p = literal_text(&name, &args, 1, "")?;
-                check_pattern(&name, &p)?;
-                args.truncate(1);
-                Scalar::Call(Func::ParseTime(p, true), args, DataType::Date)
-            }
+            let p = literal_text(&name, &args, 1, "")?;
+            check_pattern(&name, &p)?;
+            args.truncate(1);
+            Scalar::Call(Func::ParseTime(p, true), args, DataType::Date)
         }
         "FROM_UNIXTIME" => {
             arity(1..=2)?;
@@ -3073,6 +3087,20 @@ mod tests {
             str_of("TO_TIMESTAMP('2024/13/02', 'yyyy/MM/dd')"),
             Value::Null
         );
+        // Flink falls back to the default form when the pattern fails.
+        assert_eq!(
+            str_of("TO_TIMESTAMP('2024-1-2 03:00:00', 'yyyy/MM/dd')"),
+            ts("2024-01-02 03:00:00")
+        );
+        assert_eq!(
+            str_of("TO_DATE('2024-02-29 10:00:00.0')"),
+            Value::Date(parse_date("2024-02-29").unwrap())
+        );
+        assert_eq!(
+            str_of("TO_DATE('2024-01-32', 'yyyy-MM-dd')"),
+            Value::Date(parse_date("2024-02-01").unwrap())
+        );
+        assert_eq!(str_of("TO_DATE('x', 'yyyy-MM-dd')"), Value::Null);
         assert_eq!(
             str_of("TO_DATE('2024-02-29')"),
             Value::Date(parse_date("2024-02-29").unwrap())

@@ -238,7 +238,7 @@ pub enum Func {
     /// BIN: an integer's two's complement bits
     Bin,
     /// HEX: an integer's two's complement in hex digits, or a string's
-    /// UTF-8 bytes'
+    /// UTF-8 bytes
     Hex,
     /// ASCII: the first UTF-8 byte, signed
     Ascii,
@@ -250,7 +250,8 @@ pub enum Func {
     /// UNIX_TIMESTAMP(s [, pattern]): epoch seconds of a text, Long.MIN
     /// when it does not parse (as Flink's).
     UnixTimestamp(Arc<str>),
-    /// TO_TIMESTAMP(s, pattern) (`false`) / TO_DATE(s, pattern) (`true`)
+    /// TO_TIMESTAMP(s, pattern) (`false`) / TO_DATE(s [, pattern])
+    /// (`true`; an empty pattern: TO_DATE(s))
     ParseTime(Arc<str>, bool),
     /// FROM_UNIXTIME(seconds [, pattern])
     FromUnixtime(Arc<str>),
@@ -1816,8 +1817,8 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                 &args,
                 &[Some(DataType::String), Some(DataType::String)],
             )?;
-            want("OVERLAY", &args, 2, "an integer")?;
-            want("OVERLAY", &args, 3, "an integer")?;
+            want("OVERLAY", &args, 2, Want::Integer)?;
+            want("OVERLAY", &args, 3, Want::Integer)?;
             Scalar::Call(Func::Overlay, args, DataType::String)
         }
         Expr::IsDistinctFrom(a, b) | Expr::IsNotDistinctFrom(a, b) => {
@@ -1929,27 +1930,46 @@ fn constant_int(s: &Scalar) -> Option<Option<i64>> {
     }
 }
 
-/// Argument `i` of `name` as `what` wants (a NULL literal passes).
-fn want(name: &str, args: &[Scalar], i: usize, what: &str) -> Result<()> {
-    let Some(a) = args.get(i) else {
-        return Ok(());
-    };
-    let t = a.ty();
-    let ok = is_null_literal(a)
-        || match what {
-            "a number" => t.is_numeric(),
-            "an integer" => matches!(t, DataType::Int | DataType::BigInt),
-            "a STRING" => t == DataType::String,
-            "a TIMESTAMP or DATE" => t.is_timestamp() || t == DataType::Date,
-            _ => false,
-        };
-    if ok {
-        Ok(())
-    } else {
-        Err(SqlError::Type(format!(
-            "{name}: argument {} must be {what}, got {t}",
-            i + 1
-        )))
+/// What an argument of a function must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Want {
+    /// INT, BIGINT, DOUBLE or DECIMAL.
+    Number,
+    /// INT or BIGINT.
+    Integer,
+    /// STRING.
+    Text,
+}
+
+impl Want {
+    fn admits(self, t: DataType) -> bool {
+        match self {
+            Want::Number => t.is_numeric(),
+            Want::Integer => matches!(t, DataType::Int | DataType::BigInt),
+            Want::Text => t == DataType::String,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Want::Number => "a number",
+            Want::Integer => "an integer",
+            Want::Text => "a STRING",
+        }
+    }
+}
+
+/// Argument `i` of `name` (if there is one) as `what` wants: an error
+/// naming the function and the argument if not (a NULL literal passes).
+fn want(name: &str, args: &[Scalar], i: usize, what: Want) -> Result<()> {
+    match args.get(i) {
+        Some(a) if !is_null_literal(a) && !what.admits(a.ty()) => Err(SqlError::Type(format!(
+            "{name}: argument {} must be {}, got {}",
+            i + 1,
+            what.name(),
+            a.ty()
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -2417,8 +2437,8 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         }
         "ROUND" | "TRUNCATE" => {
             arity(1..=2)?;
-            want(&name, &args, 0, "a number")?;
-            want(&name, &args, 1, "an integer")?;
+            want(&name, &args, 0, Want::Number)?;
+            want(&name, &args, 1, Want::Integer)?;
             let trunc = name == "TRUNCATE";
             let t = args[0].ty();
             match args.get(1) {
@@ -2458,7 +2478,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         }
         "CEILING" => {
             arity(1..=1)?;
-            want(&name, &args, 0, "a number")?;
+            want(&name, &args, 0, Want::Number)?;
             let t = floor_type(args[0].ty());
             Scalar::Call(Func::NumFloor(true), args, t)
         }
@@ -2494,7 +2514,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
                 _ => arity(1..=1)?,
             }
             for i in 0..n {
-                want(&name, &args, i, "a number")?;
+                want(&name, &args, i, Want::Number)?;
             }
             Scalar::Call(Func::Math(m), args, DataType::Double)
         }
@@ -2509,7 +2529,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         }
         "SIGN" => {
             arity(1..=1)?;
-            want(&name, &args, 0, "a number")?;
+            want(&name, &args, 0, Want::Number)?;
             let t = args[0].ty();
             Scalar::Call(Func::Sign, args, t)
         }
@@ -2545,7 +2565,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         "LPAD" | "RPAD" => {
             arity(3..=3)?;
             check_args(&name, &args, &[s, None, s])?;
-            want(&name, &args, 1, "an integer")?;
+            want(&name, &args, 1, Want::Integer)?;
             Scalar::Call(Func::Pad(name == "LPAD"), args, DataType::String)
         }
         "LTRIM" | "RTRIM" | "BTRIM" => {
@@ -2571,7 +2591,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         "REPEAT" | "LEFT" | "RIGHT" => {
             arity(2..=2)?;
             check_args(&name, &args, &[s])?;
-            want(&name, &args, 1, "an integer")?;
+            want(&name, &args, 1, Want::Integer)?;
             let f = match name.as_str() {
                 "REPEAT" => Func::Repeat,
                 "LEFT" => Func::LeftRight(true),
@@ -2582,14 +2602,14 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         "LOCATE" => {
             arity(2..=3)?;
             check_args(&name, &args, &[s, s])?;
-            want(&name, &args, 2, "an integer")?;
+            want(&name, &args, 2, Want::Integer)?;
             Scalar::Call(Func::Locate, args, DataType::Int)
         }
         "INSTR" => {
             arity(2..=4)?;
             check_args(&name, &args, &[s, s])?;
-            want(&name, &args, 2, "an integer")?;
-            want(&name, &args, 3, "an integer")?;
+            want(&name, &args, 2, Want::Integer)?;
+            want(&name, &args, 3, Want::Integer)?;
             Scalar::Call(Func::Instr, args, DataType::Int)
         }
         "CONCAT_WS" => {
@@ -2600,7 +2620,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         "SPLIT_INDEX" => {
             arity(3..=3)?;
             check_args(&name, &args, &[s, s])?;
-            want(&name, &args, 2, "an integer")?;
+            want(&name, &args, 2, Want::Integer)?;
             Scalar::Call(Func::SplitIndex, args, DataType::String)
         }
         "REGEXP" => {
@@ -2609,17 +2629,17 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         }
         "REGEXP_EXTRACT" => {
             arity(2..=3)?;
-            want(&name, &args, 2, "an integer")?;
+            want(&name, &args, 2, Want::Integer)?;
             regexp_call(&name, args, Func::RegexpExtract, DataType::String)?
         }
         "REGEXP_REPLACE" => {
             arity(3..=3)?;
-            want(&name, &args, 2, "a STRING")?;
+            want(&name, &args, 2, Want::Text)?;
             regexp_call(&name, args, Func::RegexpReplace, DataType::String)?
         }
         "BIN" => {
             arity(1..=1)?;
-            want(&name, &args, 0, "an integer")?;
+            want(&name, &args, 0, Want::Integer)?;
             Scalar::Call(Func::Bin, args, DataType::String)
         }
         "HEX" => {
@@ -2641,7 +2661,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         }
         "CHR" => {
             arity(1..=1)?;
-            want(&name, &args, 0, "an integer")?;
+            want(&name, &args, 0, Want::Integer)?;
             Scalar::Call(Func::Chr, args, DataType::String)
         }
         "CURRENT_TIMESTAMP" | "NOW" | "LOCALTIMESTAMP" | "CURRENT_DATE" | "CURRENT_ROW_TIMESTAMP" => {
@@ -2674,8 +2694,8 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         }
         "FROM_UNIXTIME" => {
             arity(1..=2)?;
-            want(&name, &args, 0, "an integer")?;
-            want(&name, &args, 1, "a STRING")?;
+            want(&name, &args, 0, Want::Integer)?;
+            want(&name, &args, 1, Want::Text)?;
             let p = literal_text(&name, &args, 1, "yyyy-MM-dd HH:mm:ss")?;
             check_pattern(&name, &p)?;
             args.truncate(1);

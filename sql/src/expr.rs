@@ -983,12 +983,22 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             }
             string(out)
         }
-        Func::SplitIndex => match (arg(0), arg(1), int(2)) {
-            (Value::Str(s), Value::Str(sep), Some(i)) => {
-                functions::split_index(&s, &sep, i).map_or(Value::Null, |p| Value::Str(p.into()))
+        Func::SplitIndex => {
+            let sep = match arg(1) {
+                Value::Str(sep) => sep,
+                // A separator given by its code, 1 to 255 (Flink's other
+                // SPLIT_INDEX).
+                v => match v.as_i64() {
+                    Some(c @ 1..=255) => char::from(c as u8).to_string().into(),
+                    _ => return Value::Null,
+                },
+            };
+            match (arg(0), int(2)) {
+                (Value::Str(s), Some(i)) => functions::split_index(&s, &sep, i)
+                    .map_or(Value::Null, |p| Value::Str(p.into())),
+                _ => Value::Null,
             }
-            _ => Value::Null,
-        },
+        }
         Func::RegexpMatch(re) => match (arg(0), arg(1)) {
             (Value::Str(s), Value::Str(p)) => {
                 // Flink's: an empty or malformed pattern matches nothing.
@@ -2619,7 +2629,15 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         }
         "SPLIT_INDEX" => {
             arity(3..=3)?;
-            check_args(&name, &args, &[s, s])?;
+            check_args(&name, &args, &[s])?;
+            if !is_null_literal(&args[1])
+                && !matches!(args[1].ty(), DataType::String | DataType::Int | DataType::BigInt)
+            {
+                return Err(SqlError::Type(format!(
+                    "SPLIT_INDEX: argument 2 must be a STRING or a character code, got {}",
+                    args[1].ty()
+                )));
+            }
             want(&name, &args, 2, Want::Integer)?;
             Scalar::Call(Func::SplitIndex, args, DataType::String)
         }
@@ -3009,6 +3027,9 @@ mod tests {
         assert_eq!(str_of("SPLIT_INDEX('a/b//c', '/', 2)"), text(""));
         assert_eq!(str_of("SPLIT_INDEX('a/b', '/', 2)"), Value::Null);
         assert_eq!(str_of("SPLIT_INDEX('a/b', '/', -1)"), Value::Null);
+        assert_eq!(str_of("SPLIT_INDEX('a/b', 47, 1)"), text("b"));
+        assert_eq!(str_of("SPLIT_INDEX('a/b', 300, 1)"), Value::Null);
+        assert_eq!(str_of("SPLIT_INDEX('', '/', 0)"), Value::Null);
         assert_eq!(str_of("ASCII('abc')"), Value::Int(97));
         assert_eq!(str_of("ASCII('')"), Value::Int(0));
         assert_eq!(str_of("CHR(97)"), text("a"));

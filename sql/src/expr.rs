@@ -1624,8 +1624,23 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
             }
         }
         Expr::BinaryOp { left, op, right } => {
-            let (a, b) = (sub(left)?, sub(right)?);
-            binary(op, a, b)?
+            // A time ± a year-month interval: calendar months, as
+            // TIMESTAMPADD(MONTH, ..) (Jan 31 + 1 month is Feb 28/29).
+            let months = |x: &Expr| match x {
+                Expr::Interval(iv) => year_month_interval(iv),
+                _ => None,
+            };
+            match (op, months(left), months(right)) {
+                (B::Plus | B::Minus, None, Some(m)) | (B::Plus, Some(m), None) => {
+                    let t = sub(if months(right).is_some() { left } else { right })?;
+                    let m = if *op == B::Minus { -m? } else { m? };
+                    add_months_call(t, m)?
+                }
+                _ => {
+                    let (a, b) = (sub(left)?, sub(right)?);
+                    binary(op, a, b)?
+                }
+            }
         }
         Expr::IsNull(x) => Scalar::IsNull(Box::new(sub(x)?), false),
         Expr::IsNotNull(x) => Scalar::IsNull(Box::new(sub(x)?), true),
@@ -2190,6 +2205,59 @@ fn literal(v: &ast::Value) -> Result<Scalar> {
         ast::Value::Null => Scalar::Literal(Value::Null, DataType::String),
         other => return Err(SqlError::Unsupported(format!("the literal `{other}`"))),
     })
+}
+
+/// A year-month interval literal in months (`INTERVAL '2' MONTH`,
+/// `INTERVAL '1' YEAR`, `INTERVAL '1-6' YEAR TO MONTH`); `None` if `iv` is
+/// a day-time interval.
+fn year_month_interval(iv: &ast::Interval) -> Option<Result<i64>> {
+    use DateTimeField as F;
+    let year = matches!(iv.leading_field, Some(F::Year | F::Years));
+    if !year && !matches!(iv.leading_field, Some(F::Month | F::Months)) {
+        return None;
+    }
+    let text = match iv.value.as_ref() {
+        Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            ast::Value::Number(n, _) => n.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    };
+    let bad = || SqlError::Type(format!("`{iv}`: not a year-month interval weir reads"));
+    let t = text.trim();
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(r) => (true, r.trim()),
+        None => (false, t),
+    };
+    let months = (|| -> Option<i64> {
+        match (year, &iv.last_field) {
+            (true, Some(F::Month | F::Months)) => {
+                let (y, m) = t.split_once('-')?;
+                let (y, m): (i64, i64) = (y.trim().parse().ok()?, m.trim().parse().ok()?);
+                y.checked_mul(12)?.checked_add(m)
+            }
+            (true, None) => t.parse::<i64>().ok()?.checked_mul(12),
+            (false, None) => t.parse().ok(),
+            _ => None,
+        }
+    })();
+    Some(months.ok_or_else(bad).map(|m| if neg { -m } else { m }))
+}
+
+/// `t + months` calendar months, `t` a TIMESTAMP or DATE.
+fn add_months_call(t: Scalar, months: i64) -> Result<Scalar> {
+    let ty = t.ty();
+    if !ty.is_timestamp() && ty != DataType::Date {
+        return Err(SqlError::Type(format!(
+            "{ty} ± a year-month interval (a TIMESTAMP or DATE takes one)"
+        )));
+    }
+    Ok(Scalar::Call(
+        Func::TimestampAdd(CalUnit::Months(1)),
+        vec![Scalar::Literal(Value::BigInt(months), DataType::BigInt), t],
+        ty,
+    ))
 }
 
 /// An interval literal in milliseconds: `INTERVAL '5' SECOND`,
@@ -3168,6 +3236,20 @@ mod tests {
             DataType::Timestamp
         );
         assert_eq!(str_of("TIMESTAMPADD(DAY, n, ts)"), Value::Null);
+        assert_eq!(
+            str_of("TIMESTAMP '2024-01-31 10:00:00' + INTERVAL '1' MONTH"),
+            ts("2024-02-29 10:00:00")
+        );
+        assert_eq!(
+            str_of("DATE '2024-03-31' - INTERVAL '1-1' YEAR TO MONTH"),
+            Value::Date(parse_date("2023-02-28").unwrap())
+        );
+        assert_eq!(
+            str_of("INTERVAL '2' YEAR + ts"),
+            ts("2026-01-02 03:04:05.678")
+        );
+        assert!(err_of("a + INTERVAL '1' MONTH").contains("year-month interval"));
+        assert!(err_of("ts + INTERVAL 'x' MONTH").contains("not a year-month interval"));
         assert_eq!(
             str_of("TIMESTAMPDIFF(HOUR, ts, TIMESTAMP '2024-01-02 01:00:00')"),
             Value::Int(-2)

@@ -534,7 +534,8 @@ pub const CASES: &[Case] = &[
                       FROM_UNIXTIME(order_id * 3600) AS fu,
                       TO_DATE(DATE_FORMAT(ts, 'yyyy-MM-dd')) AS dt,
                       TO_TIMESTAMP(DATE_FORMAT(ts, 'dd/MM/yyyy HH:mm'), 'dd/MM/yyyy HH:mm') AS tt,
-                      ts < CURRENT_TIMESTAMP AS past, CURRENT_DATE > DATE '2024-01-31' AS today
+                      ts < CURRENT_TIMESTAMP AS past, CURRENT_DATE > DATE '2024-01-31' AS today,
+                      ts - INTERVAL '1' MONTH AS pm, CAST(ts AS DATE) + INTERVAL '1-1' YEAR TO MONTH AS dy
                FROM orders;",
         duckdb: "SELECT order_id, ts + to_minutes(qty), ts + INTERVAL 1 MONTH,
                         CAST(ts AS DATE) - 2,
@@ -542,7 +543,8 @@ pub const CASES: &[Case] = &[
                         date_sub('hour', ts, TIMESTAMP '2024-01-01 00:30:00'),
                         CAST(epoch(date_trunc('second', ts)) AS BIGINT),
                         strftime(make_timestamp(order_id * 3600 * 1000000), '%Y-%m-%d %H:%M:%S'),
-                        CAST(ts AS DATE), date_trunc('minute', ts), true, true
+                        CAST(ts AS DATE), date_trunc('minute', ts), true, true,
+                        ts - INTERVAL 1 MONTH, CAST(CAST(ts AS DATE) + INTERVAL 13 MONTH AS DATE)
                  FROM orders",
     },
     Case {

@@ -2642,8 +2642,9 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         }
         "LPAD" | "RPAD" => {
             arity(3..=3)?;
-            check_args(&name, &args, &[s, None, s])?;
+            check_args(&name, &args, &[s])?;
             want(&name, &args, 1, Want::Integer)?;
+            want(&name, &args, 2, Want::Text)?;
             Scalar::Call(Func::Pad(name == "LPAD"), args, DataType::String)
         }
         "LTRIM" | "RTRIM" | "BTRIM" => {
@@ -3125,7 +3126,9 @@ mod tests {
         assert_eq!(str_of("HEX(100)"), text("64"));
         assert_eq!(str_of("HEX('hello,world')"), text("68656C6C6F2C776F726C64"));
         assert_eq!(str_of("HEX(n)"), Value::Null);
-        assert!(err_of("LPAD(s, 's', 'x')").contains("LPAD: argument 2 must be a number"));
+        assert!(
+            err_of("LPAD(s, 's', 'x')").contains("LPAD: argument 2 must be an integer, got STRING")
+        );
         assert!(err_of("REPEAT(a, 2)").contains("REPEAT: argument 1 must be STRING, got INT"));
     }
 

@@ -175,6 +175,17 @@ impl<'j> Lowering<'j> {
                     .share()
                     .branch()
             }
+            Node::OverAgg {
+                input,
+                partition,
+                time,
+                frame,
+                aggs,
+            } => {
+                let rows = self.rows(input)?;
+                let uid = self.uid("over-aggregate");
+                crate::over_agg::lower(rows, &uid, partition, *time, *frame, Aggs::new(aggs))
+            }
             Node::Rank { input, rank } => {
                 let rows = self.rows(input)?;
                 let uid = self.uid("rank");

@@ -32,6 +32,7 @@ use crate::value::Value;
 mod joins;
 mod order;
 mod over;
+mod over_agg;
 mod set_ops;
 mod subquery;
 #[cfg(test)]
@@ -90,6 +91,21 @@ pub enum Node {
         input: Box<Plan>,
         /// Key columns: `0..keys`.
         keys: usize,
+        /// The aggregates.
+        aggs: Vec<AggCall>,
+    },
+    /// OVER aggregation (see [`crate::over_agg`]): each input row with its
+    /// aggregates over a frame of its partition, ordered by event time.
+    /// Output: the input's columns, then the aggregates; append-only.
+    OverAgg {
+        /// The input (append-only).
+        input: Box<Plan>,
+        /// The PARTITION BY columns.
+        partition: Vec<usize>,
+        /// The rowtime column ordering the rows.
+        time: usize,
+        /// The frame.
+        frame: crate::over_agg::OverFrame,
         /// The aggregates.
         aggs: Vec<AggCall>,
     },
@@ -452,6 +468,20 @@ impl<'c> Planner<'c> {
             })
             .transpose()?,
         };
+        let mut overs = Vec::new();
+        for item in &s.projection {
+            if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+                over_agg::find_over_aggregates(e, &mut overs);
+            }
+        }
+        if !overs.is_empty() {
+            if grouped || s.having.is_some() {
+                return Err(SqlError::Unsupported(
+                    "OVER aggregates with GROUP BY or HAVING in one SELECT (aggregate in a subquery first)".into(),
+                ));
+            }
+            return self.over_aggregate(s, from, input_scope, filter, overs);
+        }
         if !grouped {
             if s.having.is_some() {
                 return Err(SqlError::Plan(
@@ -1269,6 +1299,29 @@ impl Plan {
                         .map(|f| f.name.as_str())
                         .collect::<Vec<_>>()
                         .join(", "),
+                    aggs.iter()
+                        .map(|a| a.text.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                input.explain_into(s, depth + 1);
+            }
+            Node::OverAgg {
+                input,
+                partition,
+                time,
+                frame,
+                aggs,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}OverAggregate(partitionBy=[{}], orderBy=[{}], frame=[{frame:?}], select=[{}])",
+                    partition
+                        .iter()
+                        .map(|&c| input.schema.fields[c].name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    input.schema.fields[*time].name,
                     aggs.iter()
                         .map(|a| a.text.as_str())
                         .collect::<Vec<_>>()

@@ -149,11 +149,13 @@ impl Script {
                 Node::Scan(t) => match &t.connector {
                     crate::connectors::Connector::Datagen(g) => g.count().is_some(),
                     crate::connectors::Connector::Nexmark(n) => n.events.is_some(),
+                    crate::connectors::Connector::Kafka(k) => k.is_bounded(),
                     _ => true,
                 },
                 Node::Calc { input, .. }
                 | Node::WindowAgg { input, .. }
                 | Node::GroupAgg { input, .. }
+                | Node::OverAgg { input, .. }
                 | Node::Rank { input, .. }
                 | Node::WindowAssign { input, .. } => bounded(input),
                 Node::Union(inputs) => inputs.iter().all(bounded),
@@ -345,6 +347,19 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                 } else {
                     ""
                 }
+            ));
+        }
+        Node::OverAgg {
+            input, partition, ..
+        } => {
+            physical(input, out);
+            out.push(format!(
+                "Exchange: HASH[{}] (key groups) -> OverAggregate, state=[keyed ValueState over-pending-rows, over-frame-rows, over-accumulator; event-time timers], emits on watermarks (append-only)",
+                partition
+                    .iter()
+                    .map(|&c| input.schema.fields[c].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         Node::Rank { input, rank } => {

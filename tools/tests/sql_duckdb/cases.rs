@@ -612,4 +612,49 @@ pub const CASES: &[Case] = &[
                  EXCEPT SELECT user_id, category FROM orders WHERE amount > 50
                  INTERSECT SELECT user_id, category FROM orders WHERE order_id % 2 = 0",
     },
+    Case {
+        name: "over_aggregates_range_and_rows",
+        // OVER aggregation on event time: a RANGE frame (peers of equal
+        // time included), the default RANGE UNBOUNDED frame, and a ROWS
+        // frame (rows of equal time ordered by their other columns, the
+        // order id first: DuckDB's ORDER BY ts, order_id).
+        weir: "SELECT order_id, user_id,
+                      COUNT(*) OVER w10 AS n10,
+                      SUM(qty) OVER w10 AS q10,
+                      MAX(amount) OVER w10 AS m10
+               FROM orders
+               WINDOW w10 AS (PARTITION BY user_id ORDER BY ts
+                              RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW);",
+        duckdb: "SELECT order_id, user_id,
+                        COUNT(*) OVER w10, SUM(qty) OVER w10, MAX(amount) OVER w10
+                 FROM orders
+                 WINDOW w10 AS (PARTITION BY user_id ORDER BY ts
+                                RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW)",
+    },
+    Case {
+        name: "over_aggregates_inline_windows",
+        weir: "SELECT order_id,
+                      COUNT(*) OVER (PARTITION BY category ORDER BY ts) AS n,
+                      SUM(amount) OVER (PARTITION BY category ORDER BY ts) AS total
+               FROM orders WHERE category IS NOT NULL;",
+        duckdb: "SELECT order_id,
+                        COUNT(*) OVER (PARTITION BY category ORDER BY ts),
+                        SUM(amount) OVER (PARTITION BY category ORDER BY ts)
+                 FROM orders WHERE category IS NOT NULL",
+    },
+    Case {
+        name: "over_aggregates_rows_frame",
+        weir: "SELECT order_id,
+                      SUM(qty) OVER (PARTITION BY user_id ORDER BY ts
+                                     ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS q3,
+                      COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts
+                                       ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS n3
+               FROM orders;",
+        duckdb: "SELECT order_id,
+                        SUM(qty) OVER (PARTITION BY user_id ORDER BY ts, order_id
+                                       ROWS BETWEEN 2 PRECEDING AND CURRENT ROW),
+                        COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts, order_id
+                                         ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)
+                 FROM orders",
+    },
 ];

@@ -74,9 +74,11 @@ fn frame_of(spec: &ast::WindowSpec) -> Result<OverFrame> {
         }
         WindowFrameBound::Preceding(Some(e)) => match e.as_ref() {
             Expr::Interval(iv) => OverFrame::Range(expr::interval_ms(iv)?),
-            other => return Err(SqlError::Plan(format!(
+            other => {
+                return Err(SqlError::Plan(format!(
                 "RANGE {other} PRECEDING: an interval (INTERVAL '10' SECOND) on a time attribute"
-            ))),
+            )))
+            }
         },
         WindowFrameBound::Following(_) => {
             return Err(SqlError::Unsupported(

@@ -540,6 +540,30 @@ fn nexmark_q2_is_verified_against_the_generator() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("README.md lists the queries"));
 }
 
+/// Nexmark q21 (REGEXP_EXTRACT of the channel id from the URL) and q22
+/// (SPLIT_INDEX of the URL's directories) select exactly the bids the
+/// generator says they should.
+#[test]
+fn nexmark_q21_and_q22_are_verified_against_the_generator() {
+    for q in ["q21", "q22"] {
+        let out = Command::new(WEIR)
+            .args(["bench", "nexmark", "--query", q, "--events", "50000"])
+            .args(["--workers", "2", "--quiet"])
+            .args(["--set", "weir.worker.pin-cores=false"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{q}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        assert_eq!(json["verified"], true, "{q}: {json}");
+        assert!(json["results"].as_u64().unwrap() > 0, "{q}: {json}");
+    }
+}
+
 /// CUMULATE: per user, running counts every ten minutes that start over
 /// every hour, equal to counts made here.
 #[test]

@@ -2832,7 +2832,8 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
                 "{name}: a random value per row would differ when rows are replayed after a restore (weir's results do not depend on the run)"
             )))
         }
-        "COUNT" | "SUM" | "MIN" | "MAX" | "AVG" => {
+        "COUNT" | "SUM" | "MIN" | "MAX" | "AVG" | "VAR_POP" | "VAR_SAMP" | "VARIANCE"
+        | "STDDEV_POP" | "STDDEV_SAMP" | "STDDEV" => {
             return Err(SqlError::Plan(format!(
                 "the aggregate {name} is not allowed here (only in SELECT and HAVING of a grouped query)"
             )))

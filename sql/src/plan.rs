@@ -210,6 +210,44 @@ pub enum AggFunc {
     Max,
     /// AVG (of an integer type: truncated, as Flink).
     Avg,
+    /// VAR_POP / VAR_SAMP (`sample`), STDDEV_POP / STDDEV_SAMP (`root`):
+    /// in the argument's type, as Flink (an integer's truncated).
+    Variance {
+        /// Divide by n - 1 (NULL for one row).
+        sample: bool,
+        /// The square root (standard deviation).
+        root: bool,
+    },
+}
+
+impl AggFunc {
+    /// The aggregate function a name calls, if any.
+    pub fn named(name: &str) -> Option<AggFunc> {
+        Some(match name {
+            "COUNT" => AggFunc::Count,
+            "SUM" => AggFunc::Sum,
+            "MIN" => AggFunc::Min,
+            "MAX" => AggFunc::Max,
+            "AVG" => AggFunc::Avg,
+            "VAR_POP" => AggFunc::Variance {
+                sample: false,
+                root: false,
+            },
+            "VAR_SAMP" | "VARIANCE" => AggFunc::Variance {
+                sample: true,
+                root: false,
+            },
+            "STDDEV_POP" => AggFunc::Variance {
+                sample: false,
+                root: true,
+            },
+            "STDDEV_SAMP" | "STDDEV" => AggFunc::Variance {
+                sample: true,
+                root: true,
+            },
+            _ => return None,
+        })
+    }
 }
 
 /// One aggregate of a grouping.
@@ -240,8 +278,9 @@ impl AggCall {
         Ok(match func {
             AggFunc::Count => DataType::BigInt,
             AggFunc::Min | AggFunc::Max => arg,
-            AggFunc::Sum | AggFunc::Avg => match arg {
+            AggFunc::Sum | AggFunc::Avg | AggFunc::Variance { .. } => match arg {
                 DataType::Int | DataType::BigInt | DataType::Double => arg,
+                DataType::Decimal { .. } if matches!(func, AggFunc::Variance { .. }) => arg,
                 DataType::Decimal { scale, .. } if func == AggFunc::Sum => DataType::Decimal {
                     precision: 38,
                     scale,
@@ -607,13 +646,7 @@ impl<'c> Planner<'c> {
                 unreachable!("aggregates are calls")
             };
             let name = object_name(&func.name).to_ascii_uppercase();
-            let agg = match name.as_str() {
-                "COUNT" => AggFunc::Count,
-                "SUM" => AggFunc::Sum,
-                "MIN" => AggFunc::Min,
-                "MAX" => AggFunc::Max,
-                _ => AggFunc::Avg,
-            };
+            let agg = AggFunc::named(&name).expect("found as an aggregate");
             let ast::FunctionArguments::List(list) = &func.args else {
                 return Err(SqlError::Type(format!("{name} needs an argument")));
             };
@@ -1214,8 +1247,7 @@ fn find_aggregates(e: &Expr, out: &mut Vec<Expr>) {
         fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
             if let Expr::Function(f) = e {
                 let n = object_name(&f.name).to_ascii_uppercase();
-                if f.over.is_none() && matches!(n.as_str(), "COUNT" | "SUM" | "MIN" | "MAX" | "AVG")
-                {
+                if f.over.is_none() && AggFunc::named(&n).is_some() {
                     self.0.push(e.clone());
                 }
             }

@@ -150,6 +150,23 @@ pub enum Node {
         /// The time columns and the bounds of their difference.
         bounds: TimeBounds,
     },
+    /// An event-time temporal join (see [`crate::join::temporal`]): each
+    /// left row with the right row of its key valid at its time.
+    /// Append-only; output as [`Node::Join`]'s.
+    TemporalJoin {
+        /// The left (probe) input.
+        left: Box<Plan>,
+        /// The right (versioned) input.
+        right: Box<Plan>,
+        /// LEFT JOIN: rows without a version padded with NULLs.
+        outer: bool,
+        /// The keys (the right side's primary key) and the residual.
+        on: JoinOn,
+        /// The left rows' time column.
+        left_time: usize,
+        /// The right rows' (versions') time column.
+        right_time: usize,
+    },
     /// Top-N or deduplication per key: the input's columns (the row
     /// number in its column when read), as a changelog unless it keeps
     /// the first row.
@@ -1388,6 +1405,24 @@ impl Plan {
                         .join(", ")
                 );
                 input.explain_into(s, depth + 1);
+            }
+            Node::TemporalJoin {
+                left,
+                right,
+                outer,
+                left_time,
+                right_time,
+                ..
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}TemporalJoin(joinType=[{}], leftTime=[{}], rightTime=[{}], fields=[{cols}])",
+                    if *outer { "LeftOuterJoin" } else { "InnerJoin" },
+                    left.schema.fields[*left_time].name,
+                    right.schema.fields[*right_time].name
+                );
+                left.explain_into(s, depth + 1);
+                right.explain_into(s, depth + 1);
             }
             Node::Union(inputs) => {
                 let _ = writeln!(s, "{pad}Union(all=[true], fields=[{cols}])");

@@ -692,4 +692,16 @@ pub const CASES: &[Case] = &[
                         CAST(trunc(stddev_samp(qty)) AS INTEGER)
                  FROM orders GROUP BY user_id",
     },
+    Case {
+        name: "temporal_join_event_time",
+        // Each order with the version of its order id's shipment valid at
+        // the order's time (DuckDB's ASOF join): shipments is a versioned
+        // table (PRIMARY KEY and WATERMARK); LEFT keeps orders without one.
+        weir: "SELECT o.order_id, o.user_id, s.ship_id
+               FROM orders AS o LEFT JOIN shipments FOR SYSTEM_TIME AS OF o.ts AS s
+               ON o.order_id = s.order_id;",
+        duckdb: "SELECT o.order_id, o.user_id, s.ship_id
+                 FROM orders o ASOF LEFT JOIN shipments s
+                 ON o.order_id = s.order_id AND o.ts >= s.ts",
+    },
 ];

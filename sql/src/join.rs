@@ -18,6 +18,7 @@
 pub mod condition;
 pub mod interval;
 pub mod regular;
+pub mod temporal;
 
 pub use condition::{JoinKind, JoinOn, TimeBounds};
 

@@ -250,6 +250,39 @@ impl<'j> Lowering<'j> {
                     .share()
                     .branch()
             }
+            Node::TemporalJoin {
+                left,
+                right,
+                outer,
+                on,
+                left_time,
+                right_time,
+            } => {
+                let rk = keys(&on.right_keys);
+                let right_keyed = self
+                    .rows(right)?
+                    .key_by(move |r: &Row| key_values(&rk, r))
+                    .detach();
+                let lk = keys(&on.left_keys);
+                let left_rows = self.rows(left)?;
+                let uid = self.uid("temporal-join");
+                let residual = on.residual.clone().map(Arc::new);
+                let (lt, rt, width, outer) = (*left_time, *right_time, right.schema.len(), *outer);
+                left_rows
+                    .key_by(move |r: &Row| key_values(&lk, r))
+                    .connect(right_keyed)
+                    .process(&uid, move |_: &SubtaskInfo| {
+                        crate::join::temporal::TemporalJoin::new(
+                            lt,
+                            rt,
+                            width,
+                            outer,
+                            residual.clone(),
+                        )
+                    })
+                    .share()
+                    .branch()
+            }
             Node::IntervalJoin {
                 left,
                 right,

@@ -29,6 +29,7 @@ use crate::script::object_name;
 use crate::types::{DataType, Field, Schema};
 use crate::value::Value;
 
+mod grouping_sets;
 mod joins;
 mod order;
 mod over;
@@ -149,6 +150,23 @@ pub enum Node {
         /// The time columns and the bounds of their difference.
         bounds: TimeBounds,
     },
+    /// An event-time temporal join (see [`crate::join::temporal`]): each
+    /// left row with the right row of its key valid at its time.
+    /// Append-only; output as [`Node::Join`]'s.
+    TemporalJoin {
+        /// The left (probe) input.
+        left: Box<Plan>,
+        /// The right (versioned) input.
+        right: Box<Plan>,
+        /// LEFT JOIN: rows without a version padded with NULLs.
+        outer: bool,
+        /// The keys (the right side's primary key) and the residual.
+        on: JoinOn,
+        /// The left rows' time column.
+        left_time: usize,
+        /// The right rows' (versions') time column.
+        right_time: usize,
+    },
     /// Top-N or deduplication per key: the input's columns (the row
     /// number in its column when read), as a changelog unless it keeps
     /// the first row.
@@ -209,6 +227,44 @@ pub enum AggFunc {
     Max,
     /// AVG (of an integer type: truncated, as Flink).
     Avg,
+    /// VAR_POP / VAR_SAMP (`sample`), STDDEV_POP / STDDEV_SAMP (`root`):
+    /// in the argument's type, as Flink (an integer's truncated).
+    Variance {
+        /// Divide by n - 1 (NULL for one row).
+        sample: bool,
+        /// The square root (standard deviation).
+        root: bool,
+    },
+}
+
+impl AggFunc {
+    /// The aggregate function a name calls, if any.
+    pub fn named(name: &str) -> Option<AggFunc> {
+        Some(match name {
+            "COUNT" => AggFunc::Count,
+            "SUM" => AggFunc::Sum,
+            "MIN" => AggFunc::Min,
+            "MAX" => AggFunc::Max,
+            "AVG" => AggFunc::Avg,
+            "VAR_POP" => AggFunc::Variance {
+                sample: false,
+                root: false,
+            },
+            "VAR_SAMP" | "VARIANCE" => AggFunc::Variance {
+                sample: true,
+                root: false,
+            },
+            "STDDEV_POP" => AggFunc::Variance {
+                sample: false,
+                root: true,
+            },
+            "STDDEV_SAMP" | "STDDEV" => AggFunc::Variance {
+                sample: true,
+                root: true,
+            },
+            _ => return None,
+        })
+    }
 }
 
 /// One aggregate of a grouping.
@@ -239,8 +295,9 @@ impl AggCall {
         Ok(match func {
             AggFunc::Count => DataType::BigInt,
             AggFunc::Min | AggFunc::Max => arg,
-            AggFunc::Sum | AggFunc::Avg => match arg {
+            AggFunc::Sum | AggFunc::Avg | AggFunc::Variance { .. } => match arg {
                 DataType::Int | DataType::BigInt | DataType::Double => arg,
+                DataType::Decimal { .. } if matches!(func, AggFunc::Variance { .. }) => arg,
                 DataType::Decimal { scale, .. } if func == AggFunc::Sum => DataType::Decimal {
                     precision: 38,
                     scale,
@@ -265,6 +322,9 @@ pub struct Planner<'c> {
     depth: usize,
     /// The common table expressions in scope (`WITH`), innermost last.
     ctes: Vec<(String, ast::Query)>,
+    /// While one grouping set of GROUPING SETS / ROLLUP / CUBE is planned:
+    /// which GROUP BY expressions it groups by (the others are NULL).
+    grouping_set: Option<Vec<bool>>,
 }
 
 /// What FROM gave: the plan, the scope its rows are read in, and the
@@ -283,6 +343,7 @@ impl<'c> Planner<'c> {
             catalog,
             depth: 0,
             ctes: Vec::new(),
+            grouping_set: None,
         }
     }
 
@@ -396,7 +457,10 @@ impl<'c> Planner<'c> {
     }
 
     fn select(&mut self, s: &Select) -> Result<Plan> {
+        // The grouping set this SELECT is planned for (not its subqueries').
+        let set = self.grouping_set.take();
         if let Some(rewritten) = self.rewrite_subqueries(s)? {
+            self.grouping_set = set;
             return self.select(&rewritten);
         }
         if let Some(d) = &s.distinct {
@@ -422,6 +486,11 @@ impl<'c> Planner<'c> {
             GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
             other => return Err(SqlError::Unsupported(format!("`{other}`"))),
         };
+        if set.is_none() {
+            if let Some((all, sets)) = grouping_sets::expand(&group_exprs)? {
+                return self.grouping_sets(s, all, sets);
+            }
+        }
         let mut aggs_found = Vec::new();
         for item in &s.projection {
             if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
@@ -492,6 +561,7 @@ impl<'c> Planner<'c> {
                 self.projection(&s.projection, &input_scope, &mut |_| Ok(None))?;
             return Ok(calc(from.plan, filter, project, fields));
         }
+        self.grouping_set = set;
         self.aggregate(s, from, input_scope, filter, group_exprs)
     }
 
@@ -534,6 +604,12 @@ impl<'c> Planner<'c> {
         group_exprs: Vec<Expr>,
     ) -> Result<Plan> {
         let updating_input = from.plan.updating;
+        let grouping_set = self.grouping_set.take();
+        if grouping_set.is_some() && from.window.is_some() {
+            return Err(SqlError::Unsupported(
+                "GROUPING SETS, ROLLUP or CUBE of a window aggregation".into(),
+            ));
+        }
         // Keys: GROUP BY's expressions but a TVF's window columns.
         let mut keys: Vec<Expr> = Vec::new();
         let mut window_cols = Vec::new();
@@ -556,7 +632,11 @@ impl<'c> Planner<'c> {
         let mut pre = Vec::new();
         let mut pre_fields = Vec::new();
         for (i, k) in keys.iter().enumerate() {
-            let c = compile(k, &input_scope)?;
+            let mut c = compile(k, &input_scope)?;
+            if grouping_set.as_ref().is_some_and(|set| !set[i]) {
+                // Not grouped by in this grouping set: NULL.
+                c = Scalar::Literal(Value::Null, c.ty());
+            }
             let name = ident_name(k).unwrap_or_else(|| format!("$key{i}"));
             pre_fields.push(Field::new(name, c.ty()));
             pre.push(c);
@@ -583,13 +663,7 @@ impl<'c> Planner<'c> {
                 unreachable!("aggregates are calls")
             };
             let name = object_name(&func.name).to_ascii_uppercase();
-            let agg = match name.as_str() {
-                "COUNT" => AggFunc::Count,
-                "SUM" => AggFunc::Sum,
-                "MIN" => AggFunc::Min,
-                "MAX" => AggFunc::Max,
-                _ => AggFunc::Avg,
-            };
+            let agg = AggFunc::named(&name).expect("found as an aggregate");
             let ast::FunctionArguments::List(list) = &func.args else {
                 return Err(SqlError::Type(format!("{name} needs an argument")));
             };
@@ -716,9 +790,13 @@ impl<'c> Planner<'c> {
         };
         // SELECT and HAVING over the aggregation's output.
         let out_scope = Scope::of(&agg_plan.schema, None);
+        let set = grouping_set.clone();
         let mut hook = |e: &Expr| -> Result<Option<Scalar>> {
             if let Some(i) = keys.iter().position(|k| k == e) {
                 return Ok(Some(Scalar::Column(i, out_fields[i].ty)));
+            }
+            if let Some(g) = grouping_sets::grouping_call(e, &keys, set.as_deref())? {
+                return Ok(Some(g));
             }
             if let Some(i) = agg_exprs.iter().position(|a| a == e) {
                 let c = first_agg + i;
@@ -1186,8 +1264,7 @@ fn find_aggregates(e: &Expr, out: &mut Vec<Expr>) {
         fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
             if let Expr::Function(f) = e {
                 let n = object_name(&f.name).to_ascii_uppercase();
-                if f.over.is_none() && matches!(n.as_str(), "COUNT" | "SUM" | "MIN" | "MAX" | "AVG")
-                {
+                if f.over.is_none() && AggFunc::named(&n).is_some() {
                     self.0.push(e.clone());
                 }
             }
@@ -1328,6 +1405,24 @@ impl Plan {
                         .join(", ")
                 );
                 input.explain_into(s, depth + 1);
+            }
+            Node::TemporalJoin {
+                left,
+                right,
+                outer,
+                left_time,
+                right_time,
+                ..
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}TemporalJoin(joinType=[{}], leftTime=[{}], rightTime=[{}], fields=[{cols}])",
+                    if *outer { "LeftOuterJoin" } else { "InnerJoin" },
+                    left.schema.fields[*left_time].name,
+                    right.schema.fields[*right_time].name
+                );
+                left.explain_into(s, depth + 1);
+                right.explain_into(s, depth + 1);
             }
             Node::Union(inputs) => {
                 let _ = writeln!(s, "{pad}Union(all=[true], fields=[{cols}])");

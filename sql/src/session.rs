@@ -159,9 +159,9 @@ impl Script {
                 | Node::Rank { input, .. }
                 | Node::WindowAssign { input, .. } => bounded(input),
                 Node::Union(inputs) => inputs.iter().all(bounded),
-                Node::Join { left, right, .. } | Node::IntervalJoin { left, right, .. } => {
-                    bounded(left) && bounded(right)
-                }
+                Node::Join { left, right, .. }
+                | Node::IntervalJoin { left, right, .. }
+                | Node::TemporalJoin { left, right, .. } => bounded(left) && bounded(right),
             }
         }
         self.inserts
@@ -361,6 +361,14 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
+        }
+        Node::TemporalJoin { left, right, .. } => {
+            physical(left, out);
+            physical(right, out);
+            out.push(
+                "Exchange: HASH[join keys] both inputs (key groups) -> TemporalJoin (event time), state=[keyed ValueState temporal-join-left-rows, temporal-join-versions; event-time timers], emits on watermarks (append-only)"
+                    .into(),
+            );
         }
         Node::Rank { input, rank } => {
             physical(input, out);

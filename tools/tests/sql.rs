@@ -540,6 +540,30 @@ fn nexmark_q2_is_verified_against_the_generator() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("README.md lists the queries"));
 }
 
+/// Nexmark q21 (REGEXP_EXTRACT of the channel id from the URL) and q22
+/// (SPLIT_INDEX of the URL's directories) select exactly the bids the
+/// generator says they should.
+#[test]
+fn nexmark_q21_and_q22_are_verified_against_the_generator() {
+    for q in ["q21", "q22"] {
+        let out = Command::new(WEIR)
+            .args(["bench", "nexmark", "--query", q, "--events", "50000"])
+            .args(["--workers", "2", "--quiet"])
+            .args(["--set", "weir.worker.pin-cores=false"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{q}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        assert_eq!(json["verified"], true, "{q}: {json}");
+        assert!(json["results"].as_u64().unwrap() > 0, "{q}: {json}");
+    }
+}
+
 /// CUMULATE: per user, running counts every ten minutes that start over
 /// every hour, equal to counts made here.
 #[test]
@@ -807,4 +831,67 @@ fn order_by_and_limit_order_a_bare_select_and_are_a_top_n_in_a_stream() {
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(needle), "{stderr}");
     }
+}
+
+/// An event-time temporal join: each order with the rate valid at its
+/// time (several versions per currency, one order before any version).
+#[test]
+fn a_temporal_join_picks_the_version_valid_at_each_rows_time() {
+    let s = Scratch::new("sql", "temporal");
+    fs::create_dir_all(s.join("orders")).unwrap();
+    fs::create_dir_all(s.join("rates")).unwrap();
+    fs::write(
+        s.join("orders/o.csv"),
+        "1,EUR,2024-01-01 00:00:01.000\n2,EUR,2024-01-01 00:00:05.000\n\
+         3,USD,2024-01-01 00:00:06.000\n4,EUR,2024-01-01 00:00:12.000\n\
+         5,GBP,2024-01-01 00:00:13.000\n6,USD,2023-12-31 23:59:59.000\n",
+    )
+    .unwrap();
+    fs::write(
+        s.join("rates/r.csv"),
+        "EUR,1.10,2024-01-01 00:00:00.000\nUSD,1.00,2024-01-01 00:00:00.000\n\
+         EUR,1.20,2024-01-01 00:00:05.000\nEUR,1.30,2024-01-01 00:00:10.000\n\
+         USD,0.90,2024-01-01 00:00:07.000\n",
+    )
+    .unwrap();
+    let script = s.join("t.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE orders (id INT, cur STRING, ts TIMESTAMP(3),
+               WATERMARK FOR ts AS ts - INTERVAL '10' SECOND)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE rates (cur STRING, rate DECIMAL(5, 2), ts TIMESTAMP(3),
+               WATERMARK FOR ts AS ts, PRIMARY KEY (cur) NOT ENFORCED)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             SELECT o.id, r.rate FROM orders AS o
+             LEFT JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur
+             ORDER BY o.id;",
+            s.join("orders").display(),
+            s.join("rates").display()
+        ),
+    )
+    .unwrap();
+    let out = weir_sql(&script, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<String> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains("id"))
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|w| *w != "|")
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        ["1 1.10", "2 1.20", "3 1.00", "4 1.30", "5 NULL", "6 NULL"],
+        "{stdout}"
+    );
 }

@@ -23,10 +23,7 @@ pub(super) fn find_over_aggregates(e: &Expr, out: &mut Vec<Expr>) {
     let _ = ast::visit_expressions(e, |x| {
         if let Expr::Function(f) = x {
             let n = object_name(&f.name).to_ascii_uppercase();
-            if f.over.is_some()
-                && matches!(n.as_str(), "COUNT" | "SUM" | "MIN" | "MAX" | "AVG")
-                && !out.contains(x)
-            {
+            if f.over.is_some() && AggFunc::named(&n).is_some() && !out.contains(x) {
                 out.push(x.clone());
             }
         }
@@ -197,13 +194,7 @@ impl Planner<'_> {
                 unreachable!("calls")
             };
             let name = object_name(&f.name).to_ascii_uppercase();
-            let func = match name.as_str() {
-                "COUNT" => AggFunc::Count,
-                "SUM" => AggFunc::Sum,
-                "MIN" => AggFunc::Min,
-                "MAX" => AggFunc::Max,
-                _ => AggFunc::Avg,
-            };
+            let func = AggFunc::named(&name).expect("found as an aggregate");
             let ast::FunctionArguments::List(list) = &f.args else {
                 return Err(SqlError::Type(format!("{name} needs an argument")));
             };

@@ -315,6 +315,27 @@ fn every_endpoint_answers_in_its_documented_shape() {
     let ex = rest.get(&format!("/jobs/{job}/exceptions"));
     assert_eq!(ex["exceptionHistory"]["entries"], json!([]), "{ex}");
 
+    // Every GET of docs/REST.md is served (a savepoint gives a trigger id).
+    let (code, reply) = rest.call("POST", &format!("/jobs/{job}/savepoints"), None);
+    assert_eq!(code, 202, "{reply}");
+    let trigger = reply["request-id"].as_str().unwrap().to_owned();
+    rest.savepoint_location(&job, &trigger);
+    let mut documented = 0;
+    for line in include_str!("../../docs/REST.md").lines() {
+        let Some(path) = line.strip_prefix("### `GET ") else {
+            continue;
+        };
+        let path = path
+            .trim_end_matches('`')
+            .replace(":jobid", &job)
+            .replace(":vertexid", vid)
+            .replace(":checkpointid", &cid.to_string())
+            .replace(":triggerid", &trigger);
+        rest.get(&path);
+        documented += 1;
+    }
+    assert!(documented >= 15, "{documented} GET endpoints documented");
+
     // weir list shows it.
     let base = rest.base.clone();
     let list = weir(&["list", "--address", &base]);

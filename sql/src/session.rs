@@ -383,11 +383,16 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                 names(&key),
                 match rank.kind {
                     crate::rank::RankKind::TopN { limit, .. } => format!("Rank(top {limit})"),
+                    crate::rank::RankKind::WindowTopN { limit, .. } => {
+                        format!("WindowRank(top {limit}, fires on watermarks)")
+                    }
                     crate::rank::RankKind::KeepFirst { .. } => "Deduplicate(first row)".into(),
                     crate::rank::RankKind::KeepLast { .. } => "Deduplicate(last row)".into(),
                 },
                 if matches!(rank.kind, crate::rank::RankKind::TopN { .. }) {
                     "top-n-rows (the key's N rows)"
+                } else if matches!(rank.kind, crate::rank::RankKind::WindowTopN { .. }) {
+                    "window-top-n-rows (a window's rows until it fires), event-time timers"
                 } else {
                     "deduplicate-kept-row"
                 },

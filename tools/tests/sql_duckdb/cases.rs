@@ -704,4 +704,21 @@ pub const CASES: &[Case] = &[
                  FROM orders o ASOF LEFT JOIN shipments s
                  ON o.order_id = s.order_id AND o.ts >= s.ts",
     },
+    Case {
+        name: "window_top_n",
+        // Flink's window Top-N: the 3 users of most orders per 10-minute
+        // window (ties by the other columns), emitted when the window ends.
+        weir: "SELECT window_start, user_id, n, rn FROM (
+                 SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end
+                                              ORDER BY n DESC, user_id) AS rn
+                 FROM (SELECT window_start, window_end, user_id, COUNT(*) AS n
+                       FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTE))
+                       GROUP BY window_start, window_end, user_id))
+               WHERE rn <= 3;",
+        duckdb: "SELECT window_start, user_id, n, rn FROM (
+                   SELECT *, row_number() OVER (PARTITION BY window_start ORDER BY n DESC, user_id) AS rn
+                   FROM (SELECT win_floor(ts, 600000) AS window_start, user_id, COUNT(*) AS n
+                         FROM orders GROUP BY 1, 2))
+                 WHERE rn <= 3",
+    },
 ];

@@ -250,6 +250,33 @@ impl<'j> Lowering<'j> {
                     .share()
                     .branch()
             }
+            Node::WindowJoin {
+                left,
+                right,
+                kind,
+                on,
+                ends,
+            } => {
+                let rk = keys(&on.right_keys);
+                let right_keyed = self
+                    .rows(right)?
+                    .key_by(move |r: &Row| key_values(&rk, r))
+                    .detach();
+                let lk = keys(&on.left_keys);
+                let left_rows = self.rows(left)?;
+                let uid = self.uid("window-join");
+                let residual = on.residual.clone().map(Arc::new);
+                let (kind, ends) = (*kind, *ends);
+                let widths = [left.schema.len(), right.schema.len()];
+                left_rows
+                    .key_by(move |r: &Row| key_values(&lk, r))
+                    .connect(right_keyed)
+                    .process(&uid, move |_: &SubtaskInfo| {
+                        crate::join::window::WindowJoin::new(kind, residual.clone(), ends, widths)
+                    })
+                    .share()
+                    .branch()
+            }
             Node::TemporalJoin {
                 left,
                 right,

@@ -150,6 +150,21 @@ pub enum Node {
         /// The time columns and the bounds of their difference.
         bounds: TimeBounds,
     },
+    /// A window join (see [`crate::join::window`]): two windowed inputs
+    /// joined on their keys and window bounds, emitted when the window
+    /// ends; append-only, also when outer. Output as [`Node::Join`]'s.
+    WindowJoin {
+        /// The left input.
+        left: Box<Plan>,
+        /// The right input.
+        right: Box<Plan>,
+        /// Inner, left, right or full.
+        kind: JoinKind,
+        /// The keys (window bounds among them) and the residual.
+        on: JoinOn,
+        /// Each side's `window_end` column.
+        ends: [usize; 2],
+    },
     /// An event-time temporal join (see [`crate::join::temporal`]): each
     /// left row with the right row of its key valid at its time.
     /// Append-only; output as [`Node::Join`]'s.
@@ -1405,6 +1420,13 @@ impl Plan {
                         .join(", ")
                 );
                 input.explain_into(s, depth + 1);
+            }
+            Node::WindowJoin {
+                left, right, kind, ..
+            } => {
+                let _ = writeln!(s, "{pad}WindowJoin(joinType=[{kind}], fields=[{cols}])");
+                left.explain_into(s, depth + 1);
+                right.explain_into(s, depth + 1);
             }
             Node::TemporalJoin {
                 left,

@@ -161,7 +161,8 @@ impl Script {
                 Node::Union(inputs) => inputs.iter().all(bounded),
                 Node::Join { left, right, .. }
                 | Node::IntervalJoin { left, right, .. }
-                | Node::TemporalJoin { left, right, .. } => bounded(left) && bounded(right),
+                | Node::TemporalJoin { left, right, .. }
+                | Node::WindowJoin { left, right, .. } => bounded(left) && bounded(right),
             }
         }
         self.inserts
@@ -361,6 +362,14 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
+        }
+        Node::WindowJoin { left, right, .. } => {
+            physical(left, out);
+            physical(right, out);
+            out.push(
+                "Exchange: HASH[join keys, window bounds] both inputs (key groups) -> WindowJoin, state=[keyed ValueState window-join-left-rows, window-join-right-rows; event-time timers], emits when windows end (append-only)"
+                    .into(),
+            );
         }
         Node::TemporalJoin { left, right, .. } => {
             physical(left, out);

@@ -721,4 +721,20 @@ pub const CASES: &[Case] = &[
                          FROM orders GROUP BY 1, 2))
                  WHERE rn <= 3",
     },
+    Case {
+        name: "window_full_outer_join",
+        // A window join emits when the window ends, so an outer one is
+        // append-only: each unmatched row once, padded with NULLs.
+        weir: "SELECT L.order_id, L.window_start, R.ship_id, R.order_id AS shipped
+               FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts),
+                                                INTERVAL '10' MINUTES))) L
+               FULL JOIN (SELECT * FROM TABLE(TUMBLE(TABLE shipments, DESCRIPTOR(ts),
+                                                INTERVAL '10' MINUTES))) R
+               ON L.order_id = R.order_id AND L.window_start = R.window_start
+                  AND L.window_end = R.window_end;",
+        duckdb: "SELECT o.order_id, win_floor(o.ts, 600000), s.ship_id, s.order_id
+                 FROM orders o FULL JOIN shipments s
+                   ON o.order_id = s.order_id
+                  AND win_floor(o.ts, 600000) = win_floor(s.ts, 600000)",
+    },
 ];

@@ -21,8 +21,13 @@ use crate::value::{Row, RowKind};
 pub struct Script {
     /// `SET` statements in order: config keys for the job.
     pub settings: Vec<(String, String)>,
-    /// What EXPLAIN statements print, in order.
+    /// What EXPLAIN, SHOW and DESCRIBE statements print, in order.
     pub explained: Vec<String>,
+    /// Notes on SET keys of Flink's that weir takes but that change
+    /// nothing here (printed to stderr).
+    pub warnings: Vec<String>,
+    /// `SET 'pipeline.name'`: the job's name.
+    pub job_name: Option<String>,
     catalog: Catalog,
     inserts: Vec<(String, Plan)>,
     selects: Vec<Plan>,
@@ -55,6 +60,8 @@ impl Script {
             inserts: Vec::new(),
             selects: Vec::new(),
             presentations: Vec::new(),
+            warnings: Vec::new(),
+            job_name: None,
         };
         for stmt in parse_script(text)? {
             s.apply(stmt)?;
@@ -64,7 +71,77 @@ impl Script {
 
     fn apply(&mut self, stmt: Statement) -> Result<()> {
         match stmt {
-            Statement::Set { key, value } => self.settings.push((key, value)),
+            Statement::Set { key, value } => self.set(key, value)?,
+            Statement::Show { views } => {
+                let names = if views {
+                    self.catalog.view_names()
+                } else {
+                    self.catalog.table_names()
+                };
+                let schema = Schema::new(vec![crate::types::Field::new(
+                    if views { "view name" } else { "table name" },
+                    crate::types::DataType::String,
+                )]);
+                let rows: Vec<Row> = names
+                    .into_iter()
+                    .map(|n| Row::new([crate::value::Value::Str(n.into())].into_iter().collect()))
+                    .collect();
+                self.explained
+                    .push(format_table(&schema, &rows, &Presentation::default()));
+            }
+            Statement::Describe(name) => {
+                let schema = match (self.catalog.table(&name), self.catalog.view(&name)) {
+                    (Some(t), _) => t.schema.clone(),
+                    (None, Some(q)) => {
+                        let q = q.clone();
+                        Planner::new(&self.catalog).query(&q)?.schema
+                    }
+                    (None, None) => return Err(SqlError::UnknownTable(name)),
+                };
+                let key = self
+                    .catalog
+                    .table(&name)
+                    .and_then(|t| t.primary_key.clone())
+                    .unwrap_or_default();
+                let out = Schema::new(
+                    ["name", "type", "null", "key", "extras"]
+                        .iter()
+                        .map(|n| crate::types::Field::new(*n, crate::types::DataType::String))
+                        .collect(),
+                );
+                let rows: Vec<Row> = schema
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| {
+                        let text = |s: String| crate::value::Value::Str(s.into());
+                        let extras = if f.rowtime {
+                            "*ROWTIME*"
+                        } else if f.proctime {
+                            "*PROCTIME*"
+                        } else {
+                            ""
+                        };
+                        Row::new(
+                            [
+                                text(f.name.clone()),
+                                text(f.ty.to_string()),
+                                text(f.nullable.to_string().to_uppercase()),
+                                text(if key.contains(&i) {
+                                    "PRI".into()
+                                } else {
+                                    String::new()
+                                }),
+                                text(extras.into()),
+                            ]
+                            .into_iter()
+                            .collect(),
+                        )
+                    })
+                    .collect();
+                self.explained
+                    .push(format_table(&out, &rows, &Presentation::default()));
+            }
             Statement::CreateTable(def) => self.catalog.create_table(&def)?,
             Statement::CreateView { name, query } => {
                 // Planned now so that its errors name it.
@@ -128,6 +205,49 @@ impl Script {
                 };
                 self.explained.push(text);
             }
+        }
+        Ok(())
+    }
+
+    /// A `SET`: weir's and Flink's config keys go to the job; Flink's keys
+    /// that mean nothing in weir are taken with a note (a script written
+    /// for Flink's SQL client runs as it is).
+    fn set(&mut self, key: String, value: String) -> Result<()> {
+        let note = |k: &str, why: &str| format!("SET '{k}': {why}");
+        match key.as_str() {
+            "pipeline.name" => self.job_name = Some(value),
+            "execution.runtime-mode" => match value.to_ascii_lowercase().as_str() {
+                "streaming" => {}
+                "batch" | "automatic" => self.warnings.push(note(
+                    &key,
+                    "weir runs every job in streaming mode; a bounded input runs to its end and a bare SELECT prints the final table, as in batch mode",
+                )),
+                other => {
+                    return Err(SqlError::Plan(format!(
+                        "SET 'execution.runtime-mode' = '{other}': streaming, batch or automatic"
+                    )))
+                }
+            },
+            k if k.starts_with("sql-client.") => self.warnings.push(note(
+                k,
+                "a Flink SQL client display option; weir prints a bare SELECT's final table",
+            )),
+            k if k.starts_with("table.exec.mini-batch.")
+                || k.starts_with("table.optimizer.")
+                || k == "table.dml-sync"
+                || k == "table.exec.sink.not-null-enforcer" =>
+            {
+                self.warnings
+                    .push(note(k, "a Flink planner option with no effect in weir"))
+            }
+            "table.local-time-zone" => {
+                if !matches!(value.as_str(), "UTC" | "Etc/UTC" | "GMT" | "Z" | "+00:00") {
+                    return Err(SqlError::Unsupported(format!(
+                        "SET 'table.local-time-zone' = '{value}': weir's TIMESTAMP_LTZ is shown in UTC"
+                    )));
+                }
+            }
+            _ => self.settings.push((key, value)),
         }
         Ok(())
     }

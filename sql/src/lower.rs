@@ -86,6 +86,22 @@ impl<'j> Lowering<'j> {
     pub fn rows(&mut self, plan: &Plan) -> Result<Rows<'j>> {
         Ok(match &plan.node {
             Node::Scan(t) => self.scan(t)?,
+            Node::Values(rows) => {
+                let uid = self.uid("values");
+                let rows = rows.clone();
+                self.job
+                    .source(&uid, move |info: &SubtaskInfo| {
+                        let rows = rows.clone();
+                        weir_runtime::NumberSequenceSource::new(
+                            info,
+                            rows.len() as u64,
+                            info.parallelism as u64,
+                            move |i| rows[i as usize].clone(),
+                        )
+                    })
+                    .share()
+                    .branch()
+            }
             Node::Calc {
                 input,
                 filter,

@@ -38,6 +38,7 @@ mod set_ops;
 mod subquery;
 #[cfg(test)]
 mod tests;
+mod values;
 
 use joins::join_keys;
 pub use order::Presentation;
@@ -110,6 +111,8 @@ pub enum Node {
         /// The aggregates.
         aggs: Vec<AggCall>,
     },
+    /// Literal rows (`VALUES`): a bounded source.
+    Values(Arc<Vec<crate::value::Row>>),
     /// UNION ALL of inputs of one schema.
     Union(Vec<Plan>),
     /// A windowing TVF read as a table (not aggregated): each row once per
@@ -433,6 +436,7 @@ impl<'c> Planner<'c> {
         match body {
             SetExpr::Select(s) => self.select(s),
             SetExpr::Query(q) => self.query(q),
+            SetExpr::Values(v) => self.values(v),
             SetExpr::SetOperation {
                 op: SetOperator::Union,
                 set_quantifier: SetQuantifier::All,
@@ -975,7 +979,20 @@ impl<'c> Planner<'c> {
                 Ok(From { plan, scope, window: None })
             }
             TableFactor::Derived { subquery, alias, lateral: false, .. } => {
-                let plan = self.query(subquery)?;
+                let mut plan = self.query(subquery)?;
+                // `AS v(a, b)`: the columns renamed.
+                if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
+                    if a.columns.len() != plan.schema.len() {
+                        return Err(SqlError::Plan(format!(
+                            "`{a}` names {} columns, the subquery has {}",
+                            a.columns.len(),
+                            plan.schema.len()
+                        )));
+                    }
+                    for (f, c) in plan.schema.fields.iter_mut().zip(&a.columns) {
+                        f.name = c.name.value.clone();
+                    }
+                }
                 let scope = Scope::of(&plan.schema, alias.as_ref().map(|a| a.name.value.as_str()));
                 Ok(From { plan, scope, window: None })
             }
@@ -1335,6 +1352,9 @@ impl Plan {
             .collect::<Vec<_>>()
             .join(", ");
         match &self.node {
+            Node::Values(rows) => {
+                let _ = writeln!(s, "{pad}Values(rows=[{}], fields=[{cols}])", rows.len());
+            }
             Node::Scan(t) => {
                 let _ = write!(
                     s,

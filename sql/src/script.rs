@@ -33,10 +33,12 @@ pub enum Statement {
         /// Its query.
         query: Box<Query>,
     },
-    /// `INSERT INTO table query`.
+    /// `INSERT INTO table [(columns)] query`.
     Insert {
         /// The target table.
         table: String,
+        /// The columns written, in the query's order (empty: all).
+        columns: Vec<String>,
         /// The rows.
         query: Box<Query>,
     },
@@ -238,9 +240,6 @@ fn from_ast(ast: Ast, at: Location) -> Result<Statement, ParserError> {
             let TableObject::TableName(name) = &ins.table else {
                 return unsupported("INSERT INTO a table function", at);
             };
-            if !ins.columns.is_empty() {
-                return unsupported("a column list in INSERT INTO", at);
-            }
             if ins.overwrite {
                 return unsupported("INSERT OVERWRITE", at);
             }
@@ -249,6 +248,7 @@ fn from_ast(ast: Ast, at: Location) -> Result<Statement, ParserError> {
             };
             Ok(Statement::Insert {
                 table: object_name(name),
+                columns: ins.columns.iter().map(|c| object_name(c)).collect(),
                 query,
             })
         }

@@ -150,7 +150,11 @@ impl Script {
                     .map_err(|e| SqlError::Plan(format!("view `{name}`: {e}")))?;
                 self.catalog.create_view(&name, query)?;
             }
-            Statement::Insert { table, query } => {
+            Statement::Insert {
+                table,
+                columns,
+                query,
+            } => {
                 let t = self
                     .catalog
                     .table(&table)
@@ -166,6 +170,7 @@ impl Script {
                     });
                 }
                 let plan = Planner::new(&self.catalog).query(&query)?;
+                let plan = with_columns(&t, &columns, plan)?;
                 check_insert(&t.name, &plan, &t.physical)?;
                 if plan.updating
                     && matches!(t.connector, crate::connectors::Connector::Filesystem { .. })
@@ -187,7 +192,7 @@ impl Script {
                     Statement::Query(q) => {
                         explain(&Planner::new(&self.catalog).select_query(&q)?.0, None)
                     }
-                    Statement::Insert { table, query } => {
+                    Statement::Insert { table, query, .. } => {
                         let plan = Planner::new(&self.catalog).query(&query)?;
                         explain(&plan, Some(&table))
                     }
@@ -266,6 +271,7 @@ impl Script {
     pub fn is_bounded(&self) -> bool {
         fn bounded(p: &Plan) -> bool {
             match &p.node {
+                Node::Values(_) => true,
                 Node::Scan(t) => match &t.connector {
                     crate::connectors::Connector::Datagen(g) => g.count().is_some(),
                     crate::connectors::Connector::Nexmark(n) => n.events.is_some(),
@@ -414,6 +420,10 @@ fn names(schema: &Schema) -> String {
 /// Stage descriptions in data-flow order: a stage ends at an exchange.
 fn physical(plan: &Plan, out: &mut Vec<String>) {
     match &plan.node {
+        Node::Values(rows) => out.push(format!(
+            "Source: VALUES ({} rows) parallelism=default, state=[source position: splits (operator list state)]",
+            rows.len()
+        )),
         Node::Scan(t) => {
             let mut s = format!(
                 "Source: {} [{}] parallelism=default, state=[source position{}]",
@@ -576,6 +586,59 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
             ));
         }
     }
+}
+
+/// `INSERT INTO t (a, c) query`: the query's columns placed at the named
+/// columns of `t`'s, NULL in the others (Flink's rule).
+fn with_columns(t: &crate::catalog::Table, columns: &[String], plan: Plan) -> Result<Plan> {
+    if columns.is_empty() {
+        return Ok(plan);
+    }
+    if columns.len() != plan.schema.len() {
+        return Err(SqlError::Plan(format!(
+            "INSERT INTO `{}` ({}): the query gives {} columns",
+            t.name,
+            columns.join(", "),
+            plan.schema.len()
+        )));
+    }
+    let mut at = Vec::new();
+    for c in columns {
+        let i = t
+            .physical
+            .index_of(c)
+            .ok_or_else(|| SqlError::UnknownColumn {
+                column: c.clone(),
+                in_scope: t.physical.to_string(),
+            })?;
+        if at.contains(&i) {
+            return Err(SqlError::Plan(format!(
+                "INSERT INTO `{}`: column `{c}` twice",
+                t.name
+            )));
+        }
+        at.push(i);
+    }
+    let project: Vec<crate::expr::Scalar> = t
+        .physical
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| match at.iter().position(|&a| a == i) {
+            Some(j) => crate::expr::Scalar::Column(j, plan.schema.fields[j].ty),
+            None => crate::expr::Scalar::Literal(crate::value::Value::Null, f.ty),
+        })
+        .collect();
+    let updating = plan.updating;
+    Ok(Plan {
+        node: Node::Calc {
+            input: Box::new(plan),
+            filter: None,
+            project,
+        },
+        schema: t.physical.clone(),
+        updating,
+    })
 }
 
 /// A bare SELECT's collected rows as the result table: a changelog

@@ -737,4 +737,14 @@ pub const CASES: &[Case] = &[
                    ON o.order_id = s.order_id
                   AND win_floor(o.ts, 600000) = win_floor(s.ts, 600000)",
     },
+    Case {
+        name: "values_joined_with_a_table",
+        // VALUES as a bounded table with named columns, joined to orders.
+        weir: "SELECT o.order_id, c.label
+               FROM orders o JOIN (VALUES ('books', 'first'), ('games', 'second'), ('food', CAST(NULL AS STRING)))
+                 AS c(category, label) ON o.category = c.category;",
+        duckdb: "SELECT o.order_id, c.label
+                 FROM orders o JOIN (VALUES ('books', 'first'), ('games', 'second'), ('food', CAST(NULL AS VARCHAR)))
+                   AS c(category, label) ON o.category = c.category",
+    },
 ];

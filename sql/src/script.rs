@@ -248,7 +248,7 @@ fn from_ast(ast: Ast, at: Location) -> Result<Statement, ParserError> {
             };
             Ok(Statement::Insert {
                 table: object_name(name),
-                columns: ins.columns.iter().map(|c| object_name(c)).collect(),
+                columns: ins.columns.iter().map(object_name).collect(),
                 query,
             })
         }

@@ -52,6 +52,8 @@ pub struct Lowering<'j> {
     /// `table.exec.state.ttl`: how long a regular join keeps a row after
     /// it was last written (`None`: forever).
     state_ttl: Option<Duration>,
+    /// `table.exec.source.idle-timeout` (`None`: sources never idle).
+    idle_timeout: Option<Duration>,
 }
 
 impl<'j> Lowering<'j> {
@@ -67,7 +69,15 @@ impl<'j> Lowering<'j> {
             parameters: Vec::new(),
             outputs: Vec::new(),
             state_ttl: None,
+            idle_timeout: None,
         }
+    }
+
+    /// The same lowering with `table.exec.source.idle-timeout` = `d`
+    /// (zero: never idle).
+    pub fn with_idle_timeout(mut self, d: Duration) -> Self {
+        self.idle_timeout = (!d.is_zero()).then_some(d);
+        self
     }
 
     /// The same lowering with `table.exec.state.ttl` = `ttl` (zero: keep
@@ -465,17 +475,22 @@ impl<'j> Lowering<'j> {
         };
         Ok(match t.watermark {
             None => rows,
-            Some((col, delay)) => rows
-                .assign_timestamps_and_watermarks(
-                    WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(
-                        delay as u64,
-                    ))
-                    .with_timestamp_assigner(move |r: &Row| {
-                        r.values[col].as_i64().unwrap_or(i64::MIN)
-                    }),
+            Some((col, delay)) => {
+                let strategy = WatermarkStrategy::for_bounded_out_of_orderness(
+                    Duration::from_millis(delay as u64),
                 )
-                .share()
-                .branch(),
+                .with_timestamp_assigner(move |r: &Row| r.values[col].as_i64().unwrap_or(i64::MIN));
+                match self.idle_timeout {
+                    Some(idle) => rows
+                        .assign_timestamps_and_watermarks(strategy.with_idleness(idle))
+                        .share()
+                        .branch(),
+                    None => rows
+                        .assign_timestamps_and_watermarks(strategy)
+                        .share()
+                        .branch(),
+                }
+            }
         })
     }
 

@@ -36,7 +36,7 @@ pub struct Script {
 }
 
 /// The config keys the planner reads (the rest are the runtime's).
-pub const PLANNER_KEYS: &[&str] = &["table.exec.state.ttl"];
+pub const PLANNER_KEYS: &[&str] = &["table.exec.state.ttl", "table.exec.source.idle-timeout"];
 
 /// The job a script builds, and where its bare SELECTs' rows land.
 pub struct SqlJob {
@@ -326,7 +326,9 @@ impl Script {
         let mut job = JobGraph::new(name);
         let mut selects = Vec::new();
         let (parameters, outputs) = {
-            let mut low = Lowering::new(&job).with_state_ttl(config.state_ttl);
+            let mut low = Lowering::new(&job)
+                .with_state_ttl(config.state_ttl)
+                .with_idle_timeout(config.source_idle_timeout);
             for (table, plan) in &self.inserts {
                 let t = self.catalog.table(table).expect("checked when planned");
                 let rows = low.rows(plan)?;

@@ -131,6 +131,9 @@ pub struct Config {
     pub spin_before_park: Duration,
     /// `weir.progress.interval`: interval of stderr progress lines; zero = off.
     pub progress_interval: Duration,
+    /// `table.exec.source.idle-timeout`: after how long without a row a
+    /// SQL source subtask is idle for the watermark; zero = never.
+    pub source_idle_timeout: Duration,
     /// `table.exec.state.ttl`: how long weir SQL's stateful operators (a
     /// regular join) keep a row after it was last written, in processing
     /// time; zero = forever.
@@ -170,6 +173,7 @@ impl Default for Config {
             spin_before_park: Duration::from_micros(50),
             progress_interval: Duration::from_secs(1),
             state_ttl: Duration::ZERO,
+            source_idle_timeout: Duration::ZERO,
         }
     }
 }

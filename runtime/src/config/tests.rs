@@ -132,7 +132,7 @@ fn to_toml_round_trips() {
         auto_watermark_interval: ms(50),
         segment_size: 1 << 20, buffers_per_channel: 16, floating_buffers_per_gate: 0,
         pin_cores: false, spin_before_park: Duration::from_nanos(500), progress_interval: ms(250),
-        state_ttl: ms(3_600_000),
+        state_ttl: ms(3_600_000), source_idle_timeout: ms(5_000),
         checkpoint_interval: Some(ms(30_000)), checkpointing_mode: CheckpointingMode::AtLeastOnce,
         checkpoint_min_pause: ms(500), checkpoint_timeout: ms(90_000), max_concurrent_checkpoints: 3,
         tolerable_failed_checkpoints: 2, unaligned_checkpoints: false, incremental_checkpoints: false, aligned_checkpoint_timeout: ms(100),

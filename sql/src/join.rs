@@ -19,6 +19,7 @@ pub mod condition;
 pub mod interval;
 pub mod regular;
 pub mod temporal;
+pub mod window;
 
 pub use condition::{JoinKind, JoinOn, TimeBounds};
 

@@ -52,6 +52,8 @@ pub struct Lowering<'j> {
     /// `table.exec.state.ttl`: how long a regular join keeps a row after
     /// it was last written (`None`: forever).
     state_ttl: Option<Duration>,
+    /// `table.exec.source.idle-timeout` (`None`: sources never idle).
+    idle_timeout: Option<Duration>,
 }
 
 impl<'j> Lowering<'j> {
@@ -67,7 +69,15 @@ impl<'j> Lowering<'j> {
             parameters: Vec::new(),
             outputs: Vec::new(),
             state_ttl: None,
+            idle_timeout: None,
         }
+    }
+
+    /// The same lowering with `table.exec.source.idle-timeout` = `d`
+    /// (zero: never idle).
+    pub fn with_idle_timeout(mut self, d: Duration) -> Self {
+        self.idle_timeout = (!d.is_zero()).then_some(d);
+        self
     }
 
     /// The same lowering with `table.exec.state.ttl` = `ttl` (zero: keep
@@ -86,6 +96,22 @@ impl<'j> Lowering<'j> {
     pub fn rows(&mut self, plan: &Plan) -> Result<Rows<'j>> {
         Ok(match &plan.node {
             Node::Scan(t) => self.scan(t)?,
+            Node::Values(rows) => {
+                let uid = self.uid("values");
+                let rows = rows.clone();
+                self.job
+                    .source(&uid, move |info: &SubtaskInfo| {
+                        let rows = rows.clone();
+                        weir_runtime::NumberSequenceSource::new(
+                            info,
+                            rows.len() as u64,
+                            info.parallelism as u64,
+                            move |i| rows[i as usize].clone(),
+                        )
+                    })
+                    .share()
+                    .branch()
+            }
             Node::Calc {
                 input,
                 filter,
@@ -246,6 +272,33 @@ impl<'j> Lowering<'j> {
                     .process(&uid, move |_: &SubtaskInfo| {
                         RegularJoin::new(kind, residual.clone(), widths.0, widths.1, ttl)
                             .with_append_only(append_only)
+                    })
+                    .share()
+                    .branch()
+            }
+            Node::WindowJoin {
+                left,
+                right,
+                kind,
+                on,
+                ends,
+            } => {
+                let rk = keys(&on.right_keys);
+                let right_keyed = self
+                    .rows(right)?
+                    .key_by(move |r: &Row| key_values(&rk, r))
+                    .detach();
+                let lk = keys(&on.left_keys);
+                let left_rows = self.rows(left)?;
+                let uid = self.uid("window-join");
+                let residual = on.residual.clone().map(Arc::new);
+                let (kind, ends) = (*kind, *ends);
+                let widths = [left.schema.len(), right.schema.len()];
+                left_rows
+                    .key_by(move |r: &Row| key_values(&lk, r))
+                    .connect(right_keyed)
+                    .process(&uid, move |_: &SubtaskInfo| {
+                        crate::join::window::WindowJoin::new(kind, residual.clone(), ends, widths)
                     })
                     .share()
                     .branch()
@@ -422,17 +475,22 @@ impl<'j> Lowering<'j> {
         };
         Ok(match t.watermark {
             None => rows,
-            Some((col, delay)) => rows
-                .assign_timestamps_and_watermarks(
-                    WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(
-                        delay as u64,
-                    ))
-                    .with_timestamp_assigner(move |r: &Row| {
-                        r.values[col].as_i64().unwrap_or(i64::MIN)
-                    }),
+            Some((col, delay)) => {
+                let strategy = WatermarkStrategy::for_bounded_out_of_orderness(
+                    Duration::from_millis(delay as u64),
                 )
-                .share()
-                .branch(),
+                .with_timestamp_assigner(move |r: &Row| r.values[col].as_i64().unwrap_or(i64::MIN));
+                match self.idle_timeout {
+                    Some(idle) => rows
+                        .assign_timestamps_and_watermarks(strategy.with_idleness(idle))
+                        .share()
+                        .branch(),
+                    None => rows
+                        .assign_timestamps_and_watermarks(strategy)
+                        .share()
+                        .branch(),
+                }
+            }
         })
     }
 

@@ -38,6 +38,7 @@ mod set_ops;
 mod subquery;
 #[cfg(test)]
 mod tests;
+mod values;
 
 use joins::join_keys;
 pub use order::Presentation;
@@ -110,6 +111,8 @@ pub enum Node {
         /// The aggregates.
         aggs: Vec<AggCall>,
     },
+    /// Literal rows (`VALUES`): a bounded source.
+    Values(Arc<Vec<crate::value::Row>>),
     /// UNION ALL of inputs of one schema.
     Union(Vec<Plan>),
     /// A windowing TVF read as a table (not aggregated): each row once per
@@ -149,6 +152,21 @@ pub enum Node {
         on: JoinOn,
         /// The time columns and the bounds of their difference.
         bounds: TimeBounds,
+    },
+    /// A window join (see [`crate::join::window`]): two windowed inputs
+    /// joined on their keys and window bounds, emitted when the window
+    /// ends; append-only, also when outer. Output as [`Node::Join`]'s.
+    WindowJoin {
+        /// The left input.
+        left: Box<Plan>,
+        /// The right input.
+        right: Box<Plan>,
+        /// Inner, left, right or full.
+        kind: JoinKind,
+        /// The keys (window bounds among them) and the residual.
+        on: JoinOn,
+        /// Each side's `window_end` column.
+        ends: [usize; 2],
     },
     /// An event-time temporal join (see [`crate::join::temporal`]): each
     /// left row with the right row of its key valid at its time.
@@ -418,6 +436,7 @@ impl<'c> Planner<'c> {
         match body {
             SetExpr::Select(s) => self.select(s),
             SetExpr::Query(q) => self.query(q),
+            SetExpr::Values(v) => self.values(v),
             SetExpr::SetOperation {
                 op: SetOperator::Union,
                 set_quantifier: SetQuantifier::All,
@@ -960,7 +979,20 @@ impl<'c> Planner<'c> {
                 Ok(From { plan, scope, window: None })
             }
             TableFactor::Derived { subquery, alias, lateral: false, .. } => {
-                let plan = self.query(subquery)?;
+                let mut plan = self.query(subquery)?;
+                // `AS v(a, b)`: the columns renamed.
+                if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
+                    if a.columns.len() != plan.schema.len() {
+                        return Err(SqlError::Plan(format!(
+                            "`{a}` names {} columns, the subquery has {}",
+                            a.columns.len(),
+                            plan.schema.len()
+                        )));
+                    }
+                    for (f, c) in plan.schema.fields.iter_mut().zip(&a.columns) {
+                        f.name = c.name.value.clone();
+                    }
+                }
                 let scope = Scope::of(&plan.schema, alias.as_ref().map(|a| a.name.value.as_str()));
                 Ok(From { plan, scope, window: None })
             }
@@ -1320,6 +1352,9 @@ impl Plan {
             .collect::<Vec<_>>()
             .join(", ");
         match &self.node {
+            Node::Values(rows) => {
+                let _ = writeln!(s, "{pad}Values(rows=[{}], fields=[{cols}])", rows.len());
+            }
             Node::Scan(t) => {
                 let _ = write!(
                     s,
@@ -1405,6 +1440,13 @@ impl Plan {
                         .join(", ")
                 );
                 input.explain_into(s, depth + 1);
+            }
+            Node::WindowJoin {
+                left, right, kind, ..
+            } => {
+                let _ = writeln!(s, "{pad}WindowJoin(joinType=[{kind}], fields=[{cols}])");
+                left.explain_into(s, depth + 1);
+                right.explain_into(s, depth + 1);
             }
             Node::TemporalJoin {
                 left,

@@ -33,10 +33,12 @@ pub enum Statement {
         /// Its query.
         query: Box<Query>,
     },
-    /// `INSERT INTO table query`.
+    /// `INSERT INTO table [(columns)] query`.
     Insert {
         /// The target table.
         table: String,
+        /// The columns written, in the query's order (empty: all).
+        columns: Vec<String>,
         /// The rows.
         query: Box<Query>,
     },
@@ -44,6 +46,13 @@ pub enum Statement {
     Query(Box<Query>),
     /// `EXPLAIN statement`.
     Explain(Box<Statement>),
+    /// `SHOW TABLES` / `SHOW VIEWS`: the catalog's names.
+    Show {
+        /// Views (else tables).
+        views: bool,
+    },
+    /// `DESCRIBE t` / `DESC t`: a table's or view's columns.
+    Describe(String),
 }
 
 /// A column of `CREATE TABLE` (parsed once per script: size is no matter).
@@ -173,6 +182,19 @@ fn statement(p: &mut Parser<'_>) -> Result<Statement, ParserError> {
         }
     }
     let start = p.peek_token().span.start;
+    if p.parse_keyword(Keyword::SHOW) {
+        if p.parse_keyword(Keyword::TABLES) {
+            return Ok(Statement::Show { views: false });
+        }
+        if p.parse_keyword(Keyword::VIEWS) {
+            return Ok(Statement::Show { views: true });
+        }
+        return unsupported("`SHOW` other than SHOW TABLES / SHOW VIEWS", start);
+    }
+    if p.parse_keyword(Keyword::DESCRIBE) || p.parse_keyword(Keyword::DESC) {
+        let name = p.parse_object_name(false)?;
+        return Ok(Statement::Describe(object_name(&name)));
+    }
     if p.peek_keyword(Keyword::CREATE) {
         let is_table = matches!(
             (p.peek_nth_token(1).token, p.peek_nth_token(2).token),
@@ -218,9 +240,6 @@ fn from_ast(ast: Ast, at: Location) -> Result<Statement, ParserError> {
             let TableObject::TableName(name) = &ins.table else {
                 return unsupported("INSERT INTO a table function", at);
             };
-            if !ins.columns.is_empty() {
-                return unsupported("a column list in INSERT INTO", at);
-            }
             if ins.overwrite {
                 return unsupported("INSERT OVERWRITE", at);
             }
@@ -229,6 +248,7 @@ fn from_ast(ast: Ast, at: Location) -> Result<Statement, ParserError> {
             };
             Ok(Statement::Insert {
                 table: object_name(name),
+                columns: ins.columns.iter().map(object_name).collect(),
                 query,
             })
         }

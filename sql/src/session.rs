@@ -21,8 +21,13 @@ use crate::value::{Row, RowKind};
 pub struct Script {
     /// `SET` statements in order: config keys for the job.
     pub settings: Vec<(String, String)>,
-    /// What EXPLAIN statements print, in order.
+    /// What EXPLAIN, SHOW and DESCRIBE statements print, in order.
     pub explained: Vec<String>,
+    /// Notes on SET keys of Flink's that weir takes but that change
+    /// nothing here (printed to stderr).
+    pub warnings: Vec<String>,
+    /// `SET 'pipeline.name'`: the job's name.
+    pub job_name: Option<String>,
     catalog: Catalog,
     inserts: Vec<(String, Plan)>,
     selects: Vec<Plan>,
@@ -31,7 +36,7 @@ pub struct Script {
 }
 
 /// The config keys the planner reads (the rest are the runtime's).
-pub const PLANNER_KEYS: &[&str] = &["table.exec.state.ttl"];
+pub const PLANNER_KEYS: &[&str] = &["table.exec.state.ttl", "table.exec.source.idle-timeout"];
 
 /// The job a script builds, and where its bare SELECTs' rows land.
 pub struct SqlJob {
@@ -55,6 +60,8 @@ impl Script {
             inserts: Vec::new(),
             selects: Vec::new(),
             presentations: Vec::new(),
+            warnings: Vec::new(),
+            job_name: None,
         };
         for stmt in parse_script(text)? {
             s.apply(stmt)?;
@@ -64,7 +71,77 @@ impl Script {
 
     fn apply(&mut self, stmt: Statement) -> Result<()> {
         match stmt {
-            Statement::Set { key, value } => self.settings.push((key, value)),
+            Statement::Set { key, value } => self.set(key, value)?,
+            Statement::Show { views } => {
+                let names = if views {
+                    self.catalog.view_names()
+                } else {
+                    self.catalog.table_names()
+                };
+                let schema = Schema::new(vec![crate::types::Field::new(
+                    if views { "view name" } else { "table name" },
+                    crate::types::DataType::String,
+                )]);
+                let rows: Vec<Row> = names
+                    .into_iter()
+                    .map(|n| Row::new([crate::value::Value::Str(n.into())].into_iter().collect()))
+                    .collect();
+                self.explained
+                    .push(format_table(&schema, &rows, &Presentation::default()));
+            }
+            Statement::Describe(name) => {
+                let schema = match (self.catalog.table(&name), self.catalog.view(&name)) {
+                    (Some(t), _) => t.schema.clone(),
+                    (None, Some(q)) => {
+                        let q = q.clone();
+                        Planner::new(&self.catalog).query(&q)?.schema
+                    }
+                    (None, None) => return Err(SqlError::UnknownTable(name)),
+                };
+                let key = self
+                    .catalog
+                    .table(&name)
+                    .and_then(|t| t.primary_key.clone())
+                    .unwrap_or_default();
+                let out = Schema::new(
+                    ["name", "type", "null", "key", "extras"]
+                        .iter()
+                        .map(|n| crate::types::Field::new(*n, crate::types::DataType::String))
+                        .collect(),
+                );
+                let rows: Vec<Row> = schema
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| {
+                        let text = |s: String| crate::value::Value::Str(s.into());
+                        let extras = if f.rowtime {
+                            "*ROWTIME*"
+                        } else if f.proctime {
+                            "*PROCTIME*"
+                        } else {
+                            ""
+                        };
+                        Row::new(
+                            [
+                                text(f.name.clone()),
+                                text(f.ty.to_string()),
+                                text(f.nullable.to_string().to_uppercase()),
+                                text(if key.contains(&i) {
+                                    "PRI".into()
+                                } else {
+                                    String::new()
+                                }),
+                                text(extras.into()),
+                            ]
+                            .into_iter()
+                            .collect(),
+                        )
+                    })
+                    .collect();
+                self.explained
+                    .push(format_table(&out, &rows, &Presentation::default()));
+            }
             Statement::CreateTable(def) => self.catalog.create_table(&def)?,
             Statement::CreateView { name, query } => {
                 // Planned now so that its errors name it.
@@ -73,7 +150,11 @@ impl Script {
                     .map_err(|e| SqlError::Plan(format!("view `{name}`: {e}")))?;
                 self.catalog.create_view(&name, query)?;
             }
-            Statement::Insert { table, query } => {
+            Statement::Insert {
+                table,
+                columns,
+                query,
+            } => {
                 let t = self
                     .catalog
                     .table(&table)
@@ -89,6 +170,7 @@ impl Script {
                     });
                 }
                 let plan = Planner::new(&self.catalog).query(&query)?;
+                let plan = with_columns(&t, &columns, plan)?;
                 check_insert(&t.name, &plan, &t.physical)?;
                 if plan.updating
                     && matches!(t.connector, crate::connectors::Connector::Filesystem { .. })
@@ -110,7 +192,7 @@ impl Script {
                     Statement::Query(q) => {
                         explain(&Planner::new(&self.catalog).select_query(&q)?.0, None)
                     }
-                    Statement::Insert { table, query } => {
+                    Statement::Insert { table, query, .. } => {
                         let plan = Planner::new(&self.catalog).query(&query)?;
                         explain(&plan, Some(&table))
                     }
@@ -132,6 +214,49 @@ impl Script {
         Ok(())
     }
 
+    /// A `SET`: weir's and Flink's config keys go to the job; Flink's keys
+    /// that mean nothing in weir are taken with a note (a script written
+    /// for Flink's SQL client runs as it is).
+    fn set(&mut self, key: String, value: String) -> Result<()> {
+        let note = |k: &str, why: &str| format!("SET '{k}': {why}");
+        match key.as_str() {
+            "pipeline.name" => self.job_name = Some(value),
+            "execution.runtime-mode" => match value.to_ascii_lowercase().as_str() {
+                "streaming" => {}
+                "batch" | "automatic" => self.warnings.push(note(
+                    &key,
+                    "weir runs every job in streaming mode; a bounded input runs to its end and a bare SELECT prints the final table, as in batch mode",
+                )),
+                other => {
+                    return Err(SqlError::Plan(format!(
+                        "SET 'execution.runtime-mode' = '{other}': streaming, batch or automatic"
+                    )))
+                }
+            },
+            k if k.starts_with("sql-client.") => self.warnings.push(note(
+                k,
+                "a Flink SQL client display option; weir prints a bare SELECT's final table",
+            )),
+            k if k.starts_with("table.exec.mini-batch.")
+                || k.starts_with("table.optimizer.")
+                || k == "table.dml-sync"
+                || k == "table.exec.sink.not-null-enforcer" =>
+            {
+                self.warnings
+                    .push(note(k, "a Flink planner option with no effect in weir"))
+            }
+            "table.local-time-zone" => {
+                if !matches!(value.as_str(), "UTC" | "Etc/UTC" | "GMT" | "Z" | "+00:00") {
+                    return Err(SqlError::Unsupported(format!(
+                        "SET 'table.local-time-zone' = '{value}': weir's TIMESTAMP_LTZ is shown in UTC"
+                    )));
+                }
+            }
+            _ => self.settings.push((key, value)),
+        }
+        Ok(())
+    }
+
     /// The bare SELECTs' plans, in order.
     pub fn planned_selects(&self) -> &[Plan] {
         &self.selects
@@ -146,6 +271,7 @@ impl Script {
     pub fn is_bounded(&self) -> bool {
         fn bounded(p: &Plan) -> bool {
             match &p.node {
+                Node::Values(_) => true,
                 Node::Scan(t) => match &t.connector {
                     crate::connectors::Connector::Datagen(g) => g.count().is_some(),
                     crate::connectors::Connector::Nexmark(n) => n.events.is_some(),
@@ -161,7 +287,8 @@ impl Script {
                 Node::Union(inputs) => inputs.iter().all(bounded),
                 Node::Join { left, right, .. }
                 | Node::IntervalJoin { left, right, .. }
-                | Node::TemporalJoin { left, right, .. } => bounded(left) && bounded(right),
+                | Node::TemporalJoin { left, right, .. }
+                | Node::WindowJoin { left, right, .. } => bounded(left) && bounded(right),
             }
         }
         self.inserts
@@ -199,7 +326,9 @@ impl Script {
         let mut job = JobGraph::new(name);
         let mut selects = Vec::new();
         let (parameters, outputs) = {
-            let mut low = Lowering::new(&job).with_state_ttl(config.state_ttl);
+            let mut low = Lowering::new(&job)
+                .with_state_ttl(config.state_ttl)
+                .with_idle_timeout(config.source_idle_timeout);
             for (table, plan) in &self.inserts {
                 let t = self.catalog.table(table).expect("checked when planned");
                 let rows = low.rows(plan)?;
@@ -293,6 +422,10 @@ fn names(schema: &Schema) -> String {
 /// Stage descriptions in data-flow order: a stage ends at an exchange.
 fn physical(plan: &Plan, out: &mut Vec<String>) {
     match &plan.node {
+        Node::Values(rows) => out.push(format!(
+            "Source: VALUES ({} rows) parallelism=default, state=[source position: splits (operator list state)]",
+            rows.len()
+        )),
         Node::Scan(t) => {
             let mut s = format!(
                 "Source: {} [{}] parallelism=default, state=[source position{}]",
@@ -362,6 +495,14 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                     .join(", ")
             ));
         }
+        Node::WindowJoin { left, right, .. } => {
+            physical(left, out);
+            physical(right, out);
+            out.push(
+                "Exchange: HASH[join keys, window bounds] both inputs (key groups) -> WindowJoin, state=[keyed ValueState window-join-left-rows, window-join-right-rows; event-time timers], emits when windows end (append-only)"
+                    .into(),
+            );
+        }
         Node::TemporalJoin { left, right, .. } => {
             physical(left, out);
             physical(right, out);
@@ -383,11 +524,16 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                 names(&key),
                 match rank.kind {
                     crate::rank::RankKind::TopN { limit, .. } => format!("Rank(top {limit})"),
+                    crate::rank::RankKind::WindowTopN { limit, .. } => {
+                        format!("WindowRank(top {limit}, fires on watermarks)")
+                    }
                     crate::rank::RankKind::KeepFirst { .. } => "Deduplicate(first row)".into(),
                     crate::rank::RankKind::KeepLast { .. } => "Deduplicate(last row)".into(),
                 },
                 if matches!(rank.kind, crate::rank::RankKind::TopN { .. }) {
                     "top-n-rows (the key's N rows)"
+                } else if matches!(rank.kind, crate::rank::RankKind::WindowTopN { .. }) {
+                    "window-top-n-rows (a window's rows until it fires), event-time timers"
                 } else {
                     "deduplicate-kept-row"
                 },
@@ -442,6 +588,59 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
             ));
         }
     }
+}
+
+/// `INSERT INTO t (a, c) query`: the query's columns placed at the named
+/// columns of `t`'s, NULL in the others (Flink's rule).
+fn with_columns(t: &crate::catalog::Table, columns: &[String], plan: Plan) -> Result<Plan> {
+    if columns.is_empty() {
+        return Ok(plan);
+    }
+    if columns.len() != plan.schema.len() {
+        return Err(SqlError::Plan(format!(
+            "INSERT INTO `{}` ({}): the query gives {} columns",
+            t.name,
+            columns.join(", "),
+            plan.schema.len()
+        )));
+    }
+    let mut at = Vec::new();
+    for c in columns {
+        let i = t
+            .physical
+            .index_of(c)
+            .ok_or_else(|| SqlError::UnknownColumn {
+                column: c.clone(),
+                in_scope: t.physical.to_string(),
+            })?;
+        if at.contains(&i) {
+            return Err(SqlError::Plan(format!(
+                "INSERT INTO `{}`: column `{c}` twice",
+                t.name
+            )));
+        }
+        at.push(i);
+    }
+    let project: Vec<crate::expr::Scalar> = t
+        .physical
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| match at.iter().position(|&a| a == i) {
+            Some(j) => crate::expr::Scalar::Column(j, plan.schema.fields[j].ty),
+            None => crate::expr::Scalar::Literal(crate::value::Value::Null, f.ty),
+        })
+        .collect();
+    let updating = plan.updating;
+    Ok(Plan {
+        node: Node::Calc {
+            input: Box::new(plan),
+            filter: None,
+            project,
+        },
+        schema: t.physical.clone(),
+        updating,
+    })
 }
 
 /// A bare SELECT's collected rows as the result table: a changelog

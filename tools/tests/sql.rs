@@ -895,3 +895,56 @@ fn a_temporal_join_picks_the_version_valid_at_each_rows_time() {
         "{stdout}"
     );
 }
+
+/// A script written for Flink's SQL client runs as it is: its client and
+/// planner options are taken with a note, `pipeline.name` names the job,
+/// SHOW TABLES / SHOW VIEWS / DESCRIBE print the catalog.
+#[test]
+fn flink_sql_client_statements_and_options_are_taken() {
+    let s = Scratch::new("sql", "client");
+    let script = s.join("c.sql");
+    fs::write(
+        &script,
+        "SET 'sql-client.execution.result-mode' = 'tableau';
+         SET 'execution.runtime-mode' = 'batch';
+         SET 'table.exec.mini-batch.enabled' = 'true';
+         SET 'pipeline.name' = 'client-job';
+         CREATE TABLE t (id BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts,
+                         PRIMARY KEY (id) NOT ENFORCED)
+         WITH ('connector' = 'datagen', 'number-of-rows' = '3', 'rows-per-second' = '0',
+               'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '3');
+         CREATE VIEW v AS SELECT id FROM t;
+         SHOW TABLES; SHOW VIEWS; DESCRIBE t;
+         SELECT COUNT(*) AS n FROM v;",
+    )
+    .unwrap();
+    let out = weir_sql(&script, &[]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("note: SET").count(), 3, "{stderr}");
+    assert!(
+        stdout.contains("| table name |") && stdout.contains("| view name |"),
+        "{stdout}"
+    );
+    let ts = stdout
+        .lines()
+        .find(|l| l.contains(" ts "))
+        .unwrap_or_default();
+    assert!(
+        ts.contains("TIMESTAMP(3)") && ts.contains("*ROWTIME*"),
+        "{stdout}"
+    );
+    let id = stdout
+        .lines()
+        .find(|l| l.contains(" id ") && l.contains("BIGINT"))
+        .unwrap();
+    assert!(id.contains("PRI"), "{stdout}");
+    assert!(stdout.contains("| 3 |"), "{stdout}");
+    let bad = s.join("bad.sql");
+    fs::write(&bad, "SET 'execution.runtime-mode' = 'sometimes';").unwrap();
+    let out = weir_sql(&bad, &[]);
+    assert_eq!(out.status.code(), Some(2));
+}

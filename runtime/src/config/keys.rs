@@ -486,6 +486,15 @@ pub const KEYS: &[Key<Config>] = &[
         },
     },
     Key {
+        name: "table.exec.source.idle-timeout",
+        description: "weir SQL: a source subtask that emits no row for this long is marked idle, so the watermark of the operators downstream goes on without it (Flink's key); `0ms` never marks a source idle",
+        get: |c| dur(c.source_idle_timeout),
+        set: |c, s| {
+        c.source_idle_timeout = s.duration()?;
+            Ok(())
+        },
+    },
+    Key {
         name: "table.exec.state.ttl",
         description: "weir SQL: how long a regular join keeps a row in its state after the row was last written, in processing time (Flink's idle state retention); a row older than this no longer joins and its memory is freed. `0ms` keeps state forever",
         get: |c| dur(c.state_ttl),

@@ -131,6 +131,9 @@ pub struct Config {
     pub spin_before_park: Duration,
     /// `weir.progress.interval`: interval of stderr progress lines; zero = off.
     pub progress_interval: Duration,
+    /// `table.exec.source.idle-timeout`: after how long without a row a
+    /// SQL source subtask is idle for the watermark; zero = never.
+    pub source_idle_timeout: Duration,
     /// `table.exec.state.ttl`: how long weir SQL's stateful operators (a
     /// regular join) keep a row after it was last written, in processing
     /// time; zero = forever.
@@ -182,6 +185,7 @@ impl Default for Config {
             rest_port: None,
             rest_bind_address: "127.0.0.1".into(),
             rest_auth_token: None,
+            source_idle_timeout: Duration::ZERO,
         }
     }
 }

@@ -199,8 +199,32 @@ impl Planner<'_> {
                 field: f.clone(),
             })
             .collect();
-        let updating = time.is_none() && (kind != JoinKind::Inner || !append_only);
+        // Both sides windowed and joined on their window bounds: Flink's
+        // window join (append-only, state freed when the window ends).
+        let window = match (&time, append_only) {
+            (None, true) => window_ends(&left.plan, &right.plan, &on, left_width, &fields),
+            _ => None,
+        };
+        let updating =
+            time.is_none() && window.is_none() && (kind != JoinKind::Inner || !append_only);
         let (l, r) = (Box::new(left.plan), Box::new(right.plan));
+        if let Some(ends) = window {
+            return Ok(From {
+                plan: Plan {
+                    node: Node::WindowJoin {
+                        left: l,
+                        right: r,
+                        kind,
+                        on,
+                        ends,
+                    },
+                    schema: Schema::new(fields),
+                    updating,
+                },
+                scope: Scope { cols },
+                window: None,
+            });
+        }
         let node = match time {
             Some(bounds) => Node::IntervalJoin {
                 left: l,
@@ -346,6 +370,42 @@ impl Planner<'_> {
             window: None,
         })
     }
+}
+
+/// Whether `p`'s rows are a window's: a windowing TVF's rows or a window
+/// aggregation's results (through projections and filters).
+fn windowed(p: &Plan) -> bool {
+    match &p.node {
+        Node::WindowAssign { .. } | Node::WindowAgg { .. } => true,
+        Node::Calc { input, .. } => windowed(input),
+        _ => false,
+    }
+}
+
+/// The `window_end` columns of the two sides (right's in its own row) when
+/// both are windowed and `on` joins them on `window_start` and
+/// `window_end`.
+fn window_ends(
+    left: &Plan,
+    right: &Plan,
+    on: &crate::join::JoinOn,
+    left_width: usize,
+    fields: &[Field],
+) -> Option<[usize; 2]> {
+    if !windowed(left) || !windowed(right) {
+        return None;
+    }
+    let named = |n: &str| -> Option<[usize; 2]> {
+        on.left_keys.iter().zip(&on.right_keys).find_map(|(l, r)| {
+            let (l, r) = (l.as_column()?, r.as_column()?);
+            let both = fields[l].name.eq_ignore_ascii_case(n)
+                && fields[left_width + r].name.eq_ignore_ascii_case(n)
+                && fields[l].ty.is_timestamp();
+            both.then_some([l, r])
+        })
+    };
+    named("window_start")?;
+    named("window_end")
 }
 
 /// A windowing TVF joined is read as a table of its rows with their

@@ -704,4 +704,47 @@ pub const CASES: &[Case] = &[
                  FROM orders o ASOF LEFT JOIN shipments s
                  ON o.order_id = s.order_id AND o.ts >= s.ts",
     },
+    Case {
+        name: "window_top_n",
+        // Flink's window Top-N: the 3 users of most orders per 10-minute
+        // window (ties by the other columns), emitted when the window ends.
+        weir: "SELECT window_start, user_id, n, rn FROM (
+                 SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end
+                                              ORDER BY n DESC, user_id) AS rn
+                 FROM (SELECT window_start, window_end, user_id, COUNT(*) AS n
+                       FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTE))
+                       GROUP BY window_start, window_end, user_id))
+               WHERE rn <= 3;",
+        duckdb: "SELECT window_start, user_id, n, rn FROM (
+                   SELECT *, row_number() OVER (PARTITION BY window_start ORDER BY n DESC, user_id) AS rn
+                   FROM (SELECT win_floor(ts, 600000) AS window_start, user_id, COUNT(*) AS n
+                         FROM orders GROUP BY 1, 2))
+                 WHERE rn <= 3",
+    },
+    Case {
+        name: "window_full_outer_join",
+        // A window join emits when the window ends, so an outer one is
+        // append-only: each unmatched row once, padded with NULLs.
+        weir: "SELECT L.order_id, L.window_start, R.ship_id, R.order_id AS shipped
+               FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts),
+                                                INTERVAL '10' MINUTES))) L
+               FULL JOIN (SELECT * FROM TABLE(TUMBLE(TABLE shipments, DESCRIPTOR(ts),
+                                                INTERVAL '10' MINUTES))) R
+               ON L.order_id = R.order_id AND L.window_start = R.window_start
+                  AND L.window_end = R.window_end;",
+        duckdb: "SELECT o.order_id, win_floor(o.ts, 600000), s.ship_id, s.order_id
+                 FROM orders o FULL JOIN shipments s
+                   ON o.order_id = s.order_id
+                  AND win_floor(o.ts, 600000) = win_floor(s.ts, 600000)",
+    },
+    Case {
+        name: "values_joined_with_a_table",
+        // VALUES as a bounded table with named columns, joined to orders.
+        weir: "SELECT o.order_id, c.label
+               FROM orders o JOIN (VALUES ('books', 'first'), ('games', 'second'), ('food', CAST(NULL AS STRING)))
+                 AS c(category, label) ON o.category = c.category;",
+        duckdb: "SELECT o.order_id, c.label
+                 FROM orders o JOIN (VALUES ('books', 'first'), ('games', 'second'), ('food', CAST(NULL AS VARCHAR)))
+                   AS c(category, label) ON o.category = c.category",
+    },
 ];

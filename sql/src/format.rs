@@ -278,9 +278,26 @@ fn csv_value(text: &str, quoted: bool, f: &crate::types::Field, o: &CsvOptions) 
     parse_text(text, f.ty)
 }
 
+/// `text` without surrounding whitespace: itself, without a scan, when
+/// it starts and ends with a visible ASCII character (a number, a time).
+#[inline]
+fn trim(text: &str) -> &str {
+    let b = text.as_bytes();
+    let visible = |c: Option<&u8>| c.is_some_and(|&c| c.is_ascii_graphic());
+    if visible(b.first()) && visible(b.last()) {
+        text
+    } else {
+        text.trim()
+    }
+}
+
 /// A value of type `ty` from its text form.
+#[inline]
 pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
-    let t = text.trim();
+    if ty == DataType::String {
+        return Some(Value::Str(CompactString::from(text)));
+    }
+    let t = trim(text);
     Some(match ty {
         DataType::String => Value::Str(CompactString::from(text)),
         DataType::Boolean => match t.to_ascii_lowercase().as_str() {

@@ -819,3 +819,56 @@ fn a_monitored_directory_streams_new_files_exactly_once_across_a_stop_and_restor
     want.sort();
     same_lines(committed(&out), want);
 }
+
+/// A line that does not parse fails the job naming the file, the line
+/// and the column; with `csv.ignore-parse-errors` it is skipped, the other
+/// rows arrive, and a warning counts it. An empty file gives no rows.
+#[test]
+fn a_malformed_line_names_file_line_and_column_or_is_skipped_and_counted() {
+    let s = Scratch::new("sql", "malformed");
+    let input = s.join("in");
+    fs::create_dir_all(&input).unwrap();
+    fs::write(
+        input.join("a.csv"),
+        "1,2024-01-01 00:00:00\n2,2024-01-01 00:00:01\n3,yesterday\n4,2024-01-01 00:00:03\n",
+    )
+    .unwrap();
+    fs::write(input.join("b.csv"), "").unwrap();
+    let script = |name: &str, options: &str| {
+        let path = s.join(&format!("{name}.sql"));
+        fs::write(
+            &path,
+            format!(
+                "CREATE TABLE t (id BIGINT, ts TIMESTAMP(3))
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv'{options});
+                 SELECT id FROM t;",
+                input.display()
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let out = weir_sql(&script("strict", ""), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    let want = format!(
+        "input file {}, line 3 (byte offset 44), column 3: column `ts`: `yesterday` is not a TIMESTAMP(3) (set 'csv.ignore-parse-errors' = 'true' to skip such lines)",
+        input.join("a.csv").display()
+    );
+    assert!(err.contains(&want), "expected `{want}` in: {err}");
+
+    let out = weir_sql(
+        &script("lenient", ", 'csv.ignore-parse-errors' = 'true'"),
+        &[],
+    );
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(stdout.contains("3 rows in set"), "{stdout}");
+    assert!(
+        err.contains("skipped 1 lines of") && err.contains("line 3 (byte offset 44)"),
+        "{err}"
+    );
+}

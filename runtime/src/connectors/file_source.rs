@@ -408,7 +408,7 @@ impl<D> FileSource<D> {
         if self.range_ignored > 0 {
             let (at, reason) = self.first_ignored.take().expect("kept with the count");
             tracing::warn!(
-                target: "weir::file_source",
+                target: crate::core::log::SOURCE,
                 file = %self.dir.join(&range.name).display(),
                 skipped = self.range_ignored,
                 "the file source skipped {} lines of {} (bytes {}..{}) that did not parse; the first, {at}: {reason}",

@@ -57,7 +57,10 @@
 //! over through a bounded queue of 4 chunks, also listing the directory
 //! for continuous mode. When no chunk is ready the source returns
 //! [`SourcePoll::Idle`] with a deadline 200 µs away (the thread cannot ring
-//! the worker), so the worker spins or parks instead of blocking. The cost:
+//! the worker), so the worker spins or parks instead of blocking. The
+//! thread is started by the worker and inherits its pinning: it shares
+//! the worker's core (and its cache, where the worker reads the chunks it
+//! wrote), blocking only itself. The cost:
 //! one thread and up to 6 read buffers (about 12 MiB) per source subtask,
 //! one copy of each line's tail across a chunk boundary, and up to 200 µs
 //! of latency when the reader falls behind. (Only creating the source lists

@@ -322,8 +322,8 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
 }
 
 fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, LineError> {
-    let v: serde_json::Value = serde_json::from_str(line)
-        .map_err(|e| (Some(e.column()), format!("not JSON: {e}")))?;
+    let v: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| (Some(e.column()), format!("not JSON: {e}")))?;
     let serde_json::Value::Object(map) = v else {
         return Err((Some(1), "not a JSON object".into()));
     };
@@ -355,7 +355,9 @@ fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, LineError> {
                 (DataType::Decimal { .. }, serde_json::Value::Number(n)) => {
                     parse_text(&n.to_string(), f.ty).ok_or_else(|| (None, bad(j)))?
                 }
-                (_, serde_json::Value::String(s)) => parse_text(s, f.ty).ok_or_else(|| (None, bad(j)))?,
+                (_, serde_json::Value::String(s)) => {
+                    parse_text(s, f.ty).ok_or_else(|| (None, bad(j)))?
+                }
                 _ => return Err((None, bad(j))),
             },
         };
@@ -484,7 +486,10 @@ mod tests {
             panic!()
         };
         assert_eq!(column, Some(5));
-        assert!(message.contains("`ts`") && message.contains("csv.ignore-parse-errors"), "{message}");
+        assert!(
+            message.contains("`ts`") && message.contains("csv.ignore-parse-errors"),
+            "{message}"
+        );
         let Decoded::Error { column, .. } = strict.decode("1,\"a,b\",nope,1", &s) else {
             panic!()
         };
@@ -493,12 +498,20 @@ mod tests {
             ignore_parse_errors: true,
             ..CsvOptions::default()
         });
-        assert!(matches!(lenient.decode("1,x,nope,1", &s), Decoded::Ignored(m) if m.contains("`ts`")));
+        assert!(
+            matches!(lenient.decode("1,x,nope,1", &s), Decoded::Ignored(m) if m.contains("`ts`"))
+        );
         assert_eq!(strict.decode("  \r", &s), Decoded::Skip);
         let json = Format::Json {
             ignore_parse_errors: false,
         };
-        assert!(matches!(json.decode("{\"id\": 1,, }", &s), Decoded::Error { column: Some(10), .. }));
+        assert!(matches!(
+            json.decode("{\"id\": 1,, }", &s),
+            Decoded::Error {
+                column: Some(10),
+                ..
+            }
+        ));
     }
 
     /// Lines without quotes are cut in place: the same rows and errors as
@@ -508,7 +521,10 @@ mod tests {
         let s = schema();
         let f = Format::Csv(CsvOptions::default());
         for (plain, quoted) in [
-            ("7,abc,2024-01-01 00:00:01.5,3.10", "7,\"abc\",2024-01-01 00:00:01.5,\"3.10\""),
+            (
+                "7,abc,2024-01-01 00:00:01.5,3.10",
+                "7,\"abc\",2024-01-01 00:00:01.5,\"3.10\"",
+            ),
             (",,,", ",\"\",,"),
             ("-1, x ,1970-01-01, 2", "-1,\" x \",1970-01-01, 2"),
         ] {
@@ -516,7 +532,11 @@ mod tests {
             assert!(matches!(a, Parsed::Row(_)), "{plain}: {a:?}");
             assert_eq!(a, b, "{plain}");
         }
-        for bad in ["1,x,2024-01-01 00:00:00,1,9", "1,x,2024-01-01 00:00:00", "1"] {
+        for bad in [
+            "1,x,2024-01-01 00:00:00,1,9",
+            "1,x,2024-01-01 00:00:00",
+            "1",
+        ] {
             let Parsed::Error(e) = f.parse(bad, &s) else {
                 panic!("{bad}")
             };
@@ -527,7 +547,9 @@ mod tests {
             quote: None,
             ..CsvOptions::default()
         });
-        assert!(matches!(semi.parse("1;a,b;2024-01-01 00:00:00;1", &s), Parsed::Row(r) if r.values[1] == Value::Str("a,b".into())));
+        assert!(
+            matches!(semi.parse("1;a,b;2024-01-01 00:00:00;1", &s), Parsed::Row(r) if r.values[1] == Value::Str("a,b".into()))
+        );
     }
 
     #[test]

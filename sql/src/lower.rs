@@ -16,10 +16,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir_runtime::{
-    BranchStream, CumulativeEventTimeWindows, EventTimeSessionWindows, FileSource, DecodeWith, Decoded, JobGraph,
-    Offset, ProcessingTimeSessionWindows, SlidingEventTimeWindows, SlidingProcessingTimeWindows,
-    SubtaskInfo, TimeWindow, TransactionalFileSink, TumblingEventTimeWindows,
-    TumblingProcessingTimeWindows, WatermarkStrategy,
+    BranchStream, CumulativeEventTimeWindows, DecodeWith, Decoded, EventTimeSessionWindows,
+    FileSource, JobGraph, Offset, ProcessingTimeSessionWindows, SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows, SubtaskInfo, TimeWindow, TransactionalFileSink,
+    TumblingEventTimeWindows, TumblingProcessingTimeWindows, WatermarkStrategy,
 };
 
 use crate::agg::{Aggs, GroupAggregate, WindowAggregate};

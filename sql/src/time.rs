@@ -227,7 +227,11 @@ mod tests {
             assert_eq!(parse_fixed_timestamp(text.as_bytes()), Some(ms), "{text}");
             assert_eq!(parse_timestamp_general(&text), Some(ms), "{text}");
             let iso = text.replace(' ', "T");
-            assert_eq!(parse_fixed_timestamp(iso[..19].as_bytes()), parse_timestamp_general(&iso[..19]));
+            let seconds = &iso.as_bytes()[..19];
+            assert_eq!(
+                parse_fixed_timestamp(seconds),
+                parse_timestamp_general(&iso[..19])
+            );
         }
         for bad in [
             "2023-02-29 00:00:00",
@@ -241,6 +245,10 @@ mod tests {
         ] {
             assert_eq!(parse_fixed_timestamp(bad.as_bytes()), None, "{bad}");
         }
-        assert_eq!(parse_fixed_timestamp(b"2024-01-01 00:00"), None, "left to the general path");
+        assert_eq!(
+            parse_fixed_timestamp(b"2024-01-01 00:00"),
+            None,
+            "left to the general path"
+        );
     }
 }

@@ -727,7 +727,9 @@ fn window_joins_and_window_tables_equal_a_reference() {
 /// Rows `id,name` for ids `from..to`, as CSV, under a hidden name renamed
 /// into `dir` (how a producer hands a continuous source a complete file).
 fn publish_rows(dir: &Path, name: &str, ids: std::ops::Range<u64>) -> Vec<String> {
-    let rows: Vec<String> = ids.map(|i| format!("{i},n{}", splitmix64(i) % 1000)).collect();
+    let rows: Vec<String> = ids
+        .map(|i| format!("{i},n{}", splitmix64(i) % 1000))
+        .collect();
     let hidden = dir.join(format!(".{name}.tmp"));
     fs::write(&hidden, rows.join("\n") + "\n").unwrap();
     fs::rename(&hidden, dir.join(name)).unwrap();
@@ -742,7 +744,11 @@ fn stop_with_savepoint(s: &Scratch, p: &mut Proc) -> std::path::PathBuf {
         .is_ok_and(|st| st.success());
     assert!(ok, "kill -TERM");
     let status = p.wait(FINISH);
-    assert!(status.success(), "SIGTERM stops gracefully: {status}\n{}", p.stderr());
+    assert!(
+        status.success(),
+        "SIGTERM stops gracefully: {status}\n{}",
+        p.stderr()
+    );
     let stdout = fs::read_to_string(s.join(&format!("{}.stdout", p.label))).unwrap();
     stdout
         .lines()

@@ -294,9 +294,9 @@ impl ConnectorError {
     /// connector's back and malformed restored bytes stay as they are.
     pub fn retryable(&self) -> bool {
         match self {
-            Self::Io { source, .. }
-            | Self::IoAt { source, .. }
-            | Self::Rename { source, .. } => io_retryable(source),
+            Self::Io { source, .. } | Self::IoAt { source, .. } | Self::Rename { source, .. } => {
+                io_retryable(source)
+            }
             Self::Reader { .. } => true,
             _ => false,
         }

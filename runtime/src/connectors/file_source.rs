@@ -309,7 +309,8 @@ impl<D> FileSource<D> {
         if let Some(listing) = self.listing.take() {
             self.discover(listing);
             if let Some(interval) = self.monitor {
-                self.list_due.get_or_insert_with(|| Instant::now() + interval);
+                self.list_due
+                    .get_or_insert_with(|| Instant::now() + interval);
             }
         }
     }
@@ -366,12 +367,13 @@ impl<D> FileSource<D> {
     }
 
     fn start_reader(&mut self) -> Result<()> {
-        let reader = Reader::start(self.dir.clone(), self.read_buffer, self.max_line).map_err(
-            |e| ConnectorError::Reader {
-                dir: self.dir.clone(),
-                what: format!("could not start: {e}"),
-            },
-        )?;
+        let reader =
+            Reader::start(self.dir.clone(), self.read_buffer, self.max_line).map_err(|e| {
+                ConnectorError::Reader {
+                    dir: self.dir.clone(),
+                    what: format!("could not start: {e}"),
+                }
+            })?;
         for (i, range) in self.ranges.iter().enumerate() {
             let id = self.first_id + i as u64;
             let _ = reader.commands.send(read_command(&self.dir, id, range));
@@ -504,8 +506,7 @@ impl<D> FileSource<D> {
         if self.monitor.is_some() {
             self.list_due = Some(Instant::now());
             for (name, start, len) in self.claims_state.iter() {
-                let mine =
-                    owner(&name, start, self.range_size, self.parallelism) == self.subtask;
+                let mine = owner(&name, start, self.range_size, self.parallelism) == self.subtask;
                 let os = std::ffi::OsStr::from_bytes(&name).to_owned();
                 let at = self.claimed_len.entry(os).or_insert(len);
                 *at = (*at).max(len);
@@ -539,7 +540,10 @@ impl<D: LineDecoder> FileSource<D> {
         let Some((chunk, pos)) = &mut self.chunk else {
             return Ok(());
         };
-        let range = self.ranges.front_mut().expect("a chunk belongs to the first range");
+        let range = self
+            .ranges
+            .front_mut()
+            .expect("a chunk belongs to the first range");
         let data = &chunk.data[..chunk.len];
         let base = chunk.base;
         while *n < budget && *pos < data.len() && out.is_available() {
@@ -656,7 +660,10 @@ impl<D: LineDecoder> Source for FileSource<D> {
                     } else {
                         ConnectorError::Reader {
                             dir: self.dir.clone(),
-                            what: format!("failed range {id} while range {} is read", self.first_id),
+                            what: format!(
+                                "failed range {id} while range {} is read",
+                                self.first_id
+                            ),
                         }
                     };
                     return self.fail(e);

@@ -106,7 +106,11 @@ impl Reader {
         let (commands, command_rx) = mpsc::channel();
         let (event_tx, events) = mpsc::sync_channel(QUEUE);
         let (spare, spare_rx) = mpsc::channel();
-        let name = format!("weir-file-io:{}", dir.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()));
+        let name = format!(
+            "weir-file-io:{}",
+            dir.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        );
         let mut thread = Thread {
             dir,
             buffer: buffer.max(1),
@@ -172,7 +176,12 @@ impl Thread {
 
     fn take(&mut self, command: Command) -> Result<(), Closed> {
         match command {
-            Command::Read { id, path, end, next } => {
+            Command::Read {
+                id,
+                path,
+                end,
+                next,
+            } => {
                 self.queue.push_back((id, path, end, next));
                 Ok(())
             }

@@ -221,7 +221,10 @@ fn a_big_file_is_read_by_several_subtasks() {
             .with_range_size(1000)
             .with_read_buffer(256);
         let ranges = source.ranges();
-        assert!(ranges.len() >= 15, "subtask {s} reads a third of the ranges");
+        assert!(
+            ranges.len() >= 15,
+            "subtask {s} reads a third of the ranges"
+        );
         let mine = drain(&mut source, 100);
         assert!(!mine.is_empty());
         got.extend(mine);
@@ -239,7 +242,10 @@ fn a_range_without_a_line_start_reads_nothing_and_long_lines_cross_ranges() {
         .with_range_size(10)
         .with_read_buffer(4);
     assert!(s.ranges().len() > 6);
-    assert_eq!(drain(&mut s, 10), vec!["a".to_string(), long.clone(), "b".into(), long]);
+    assert_eq!(
+        drain(&mut s, 10),
+        vec!["a".to_string(), long.clone(), "b".into(), long]
+    );
 }
 
 #[test]
@@ -356,7 +362,10 @@ fn ranges_restored_at_another_parallelism_read_every_line_once() {
             emitted.extend(drain(&mut s, budget));
         }
         emitted.sort();
-        assert_eq!(emitted, all, "{before} -> {after}, {polls} polls of {budget}");
+        assert_eq!(
+            emitted, all,
+            "{before} -> {after}, {polls} polls of {budget}"
+        );
     }
 }
 
@@ -378,7 +387,10 @@ fn a_resumed_offset_not_at_a_line_start_fails_naming_the_file() {
     restore(&mut s, &cp, 1, 0);
     let (_, err) = until_error(&mut s);
     assert!(err.contains(&d.0.join("f").display().to_string()), "{err}");
-    assert!(err.contains("byte offset 4") && err.contains("changed"), "{err}");
+    assert!(
+        err.contains("byte offset 4") && err.contains("changed"),
+        "{err}"
+    );
     assert!(!s.is_retryable(&err));
 }
 
@@ -386,7 +398,9 @@ fn a_resumed_offset_not_at_a_line_start_fails_naming_the_file() {
 fn a_position_of_bytes_from_before_ranges_is_refused() {
     let (d, _) = sample("old");
     let mut s = FileSource::new(&d.0, &info(0, 1)).unwrap();
-    let err = s.restore_position(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap_err();
+    let err = s
+        .restore_position(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+        .unwrap_err();
     assert!(err.contains("before the source read byte ranges"), "{err}");
     assert!(!s.is_retryable(&err));
 }
@@ -485,7 +499,10 @@ fn invalid_utf8_fails_naming_the_file_line_and_offset() {
     assert!(msg.contains(&d.0.join("a").display().to_string()), "{msg}");
     assert!(msg.contains("line 2 (byte offset 5)"), "{msg}");
     assert!(msg.contains("invalid UTF-8 at byte offset 7"), "{msg}");
-    assert!(!s.is_retryable(&msg), "the file will not change on a restart");
+    assert!(
+        !s.is_retryable(&msg),
+        "the file will not change on a restart"
+    );
 }
 
 #[test]

@@ -323,6 +323,26 @@ fn poll_each(subtasks: &mut [FileSource], budget: usize, emitted: &mut Vec<Strin
     }
 }
 
+/// Polls `s` with `budget` until it emitted `polls` times (waiting out
+/// idle polls) or finished; returns what it emitted.
+fn take(s: &mut FileSource, budget: usize, polls: usize) -> Vec<String> {
+    let mut tail = Tail::new();
+    let mut emitting = 0;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while emitting < polls {
+        match s.poll_next(&mut tail, budget) {
+            SourcePoll::Emitted(_) => emitting += 1,
+            SourcePoll::Finished => break,
+            SourcePoll::Idle { .. } => {
+                assert!(s.check().is_ok(), "{:?}", s.check());
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        assert!(Instant::now() < deadline);
+    }
+    tail.items
+}
+
 /// The ranges of any parallelism, cut mid-read, restored at any other
 /// (dealt out by even split), replay exactly the lines not yet emitted.
 #[test]
@@ -335,6 +355,7 @@ fn ranges_restored_at_another_parallelism_read_every_line_once() {
         all.extend(lines);
     }
     all.sort();
+    let mut cut_mid_range = 0;
     for (before, after, budget, polls) in [
         (2, 3, 4, 1),
         (3, 1, 7, 3),
@@ -351,11 +372,12 @@ fn ranges_restored_at_another_parallelism_read_every_line_once() {
         };
         let mut olds: Vec<FileSource> = (0..before).map(|i| make(i, before)).collect();
         let mut emitted = Vec::new();
-        for _ in 0..polls {
-            poll_each(&mut olds, budget, &mut emitted);
+        for s in &mut olds {
+            emitted.extend(take(s, budget, polls));
         }
         let cp = checkpoint(&mut olds);
         drop(olds);
+        cut_mid_range += usize::from(cp.0.iter().flatten().any(|r| r.3 > r.1));
         for j in 0..after {
             let mut s = make(j, after);
             restore(&mut s, &cp, after, j);
@@ -367,6 +389,10 @@ fn ranges_restored_at_another_parallelism_read_every_line_once() {
             "{before} -> {after}, {polls} polls of {budget}"
         );
     }
+    assert!(
+        cut_mid_range >= 3,
+        "checkpoints inside ranges: {cut_mid_range}"
+    );
 }
 
 #[test]

@@ -45,8 +45,11 @@
 //! recorded lengths, so no file is read twice or skipped. That set grows
 //! with every file seen, as Flink's enumerator's set of processed paths
 //! does. `snapshot_position` returns no bytes. The range size must not
-//! change across a restore in continuous mode. Checkpoints of the source
-//! before ranges (a position of bytes) do not restore.
+//! change across a restore in continuous mode. A checkpoint of the source
+//! before ranges restores its unfinished files `(name, offset)` (list
+//! state `file-splits`, still visited and always left empty) as ranges
+//! from the offset to the file's end; one from before splits (a position
+//! of bytes) does not restore.
 //!
 //! # Reading off the core
 //!
@@ -111,6 +114,11 @@ use reader::{Chunk, Command, Event, ReadFailure, Reader};
 /// Name of the list state holding a file source's unfinished ranges.
 pub const FILE_RANGES_STATE: &str = "file-ranges";
 
+/// Name of the list state of the source before byte ranges: unfinished
+/// whole files `(name, offset)`. Still restored (see the module doc); a
+/// snapshot leaves it empty.
+pub const FILE_SPLITS_STATE: &str = "file-splits";
+
 /// Name of the union list state holding a continuous file source's
 /// claimed ranges.
 pub const FILE_CLAIMS_STATE: &str = "file-claims";
@@ -159,6 +167,8 @@ pub struct FileSource<D = Lines> {
     own_claims: Vec<StoredClaim>,
     ranges_state: OperatorListState<StoredRange>,
     claims_state: UnionListState<StoredClaim>,
+    /// The splits of a checkpoint taken before byte ranges.
+    old_splits: OperatorListState<(Vec<u8>, u64)>,
     /// When to list next (continuous mode), and whether a listing is
     /// under way.
     list_due: Option<Instant>,
@@ -209,6 +219,7 @@ impl FileSource<Lines> {
             own_claims: Vec::new(),
             ranges_state: OperatorListState::new(FILE_RANGES_STATE),
             claims_state: UnionListState::new(FILE_CLAIMS_STATE),
+            old_splits: OperatorListState::new(FILE_SPLITS_STATE),
             list_due: None,
             listing_pending: false,
             ignored: 0,
@@ -243,6 +254,7 @@ impl<D> FileSource<D> {
             own_claims: self.own_claims,
             ranges_state: self.ranges_state,
             claims_state: self.claims_state,
+            old_splits: self.old_splits,
             list_due: self.list_due,
             listing_pending: self.listing_pending,
             ignored: self.ignored,
@@ -487,6 +499,7 @@ impl<D> FileSource<D> {
         for c in &self.own_claims {
             self.claims_state.add(c.clone());
         }
+        self.old_splits.clear();
     }
 
     /// A restore filled the states: takes the restored ranges as this
@@ -494,6 +507,17 @@ impl<D> FileSource<D> {
     /// subtask owns now.
     fn restore_states(&mut self) {
         self.ranges = self.ranges_state.iter().map(Range::load).collect();
+        // A checkpoint from before byte ranges: each unfinished file from
+        // its offset to its end, as a range starting there.
+        for (name, offset) in self.old_splits.iter() {
+            self.ranges.push_back(Range {
+                name: std::ffi::OsStr::from_bytes(&name).to_owned(),
+                start: offset,
+                end: u64::MAX,
+                next: offset,
+                lines: 0,
+            });
+        }
         self.first_id = 0;
         self.chunk = None;
         self.considered.clear();
@@ -750,6 +774,7 @@ impl<D: LineDecoder> Source for FileSource<D> {
         self.store();
         states.list(&mut self.ranges_state);
         states.union_list(&mut self.claims_state);
+        states.list(&mut self.old_splits);
     }
 
     fn initialize_restored_state(&mut self) -> std::result::Result<(), String> {

@@ -630,3 +630,35 @@ fn a_decoder_parses_in_place_and_its_errors_name_line_and_column() {
         "{msg}"
     );
 }
+
+/// A checkpoint of the source before byte ranges (whole files from an
+/// offset, list state `file-splits`) restores: each file from its offset
+/// to its end, at any parallelism.
+#[test]
+fn file_splits_of_a_checkpoint_before_ranges_restore_as_ranges() {
+    let (d, _) = sample("old-splits");
+    let old = vec![
+        vec![(b"f1".to_vec(), 3u64), (b"f3".to_vec(), 0)],
+        vec![(b"f0".to_vec(), 6)],
+    ];
+    let mut got = Vec::new();
+    for j in 0..3 {
+        let mut s = FileSource::new(&d.0, &info(j, 3)).unwrap();
+        let _ = s.ranges();
+        s.ranges_state.clear();
+        for split in assigned_to(crate::core::Redistribution::EvenSplit, &old, 3, j) {
+            s.old_splits.add(split);
+        }
+        s.initialize_restored_state().unwrap();
+        got.extend(drain(&mut s, 2));
+        s.store();
+        assert!(
+            s.old_splits.is_empty(),
+            "snapshots leave the old state empty"
+        );
+    }
+    assert_eq!(
+        sorted(got),
+        sorted(strings(&["", "b2", "c0 \u{e9}\r", "c1\r", "c2"]))
+    );
+}

@@ -159,7 +159,25 @@ fn build_table(def: &TableDef) -> Result<Table> {
                 .collect::<Result<Vec<_>>>()?,
         ),
     };
-    let connector = Connector::from_options(&def.name, &def.options, &physical)?;
+    // upsert-kafka's record key is the primary key (Flink's rule).
+    let mut options = def.options.clone();
+    if options
+        .get("connector")
+        .is_some_and(|c| c.eq_ignore_ascii_case("upsert-kafka"))
+    {
+        match &def.primary_key {
+            Some(cols) if !options.contains_key("key.fields") => {
+                options.insert("key.fields".into(), cols.join(";"));
+            }
+            Some(_) => {}
+            None => {
+                return Err(conn_err(
+                    "'upsert-kafka' needs a PRIMARY KEY (.. ) NOT ENFORCED: its columns are the record key".into(),
+                ))
+            }
+        }
+    }
+    let connector = Connector::from_options(&def.name, &options, &physical)?;
     Ok(Table {
         name: def.name.clone(),
         physical,

@@ -54,6 +54,8 @@ pub enum Connector {
     Blackhole,
     /// A Nexmark table, generated.
     Nexmark(crate::nexmark::NexmarkTable),
+    /// A Kafka topic (`kafka`, or `upsert-kafka` as a sink).
+    Kafka(Box<crate::kafka::KafkaTable>),
 }
 
 /// The `datagen` connector's options.
@@ -92,21 +94,23 @@ pub enum FieldGen {
     },
 }
 
-struct Options<'a> {
+/// A table's `WITH` options, each marked when a connector reads it, so
+/// that an option nobody read is reported.
+pub(crate) struct Options<'a> {
     table: &'a str,
     map: &'a BTreeMap<String, String>,
     used: Vec<String>,
 }
 
 impl<'a> Options<'a> {
-    fn err(&self, message: String) -> SqlError {
+    pub(crate) fn err(&self, message: String) -> SqlError {
         SqlError::Connector {
             table: self.table.to_owned(),
             message,
         }
     }
 
-    fn get(&mut self, key: &str) -> Option<&'a str> {
+    pub(crate) fn get(&mut self, key: &str) -> Option<&'a str> {
         let v = self.map.get(key).map(String::as_str);
         if v.is_some() {
             self.used.push(key.to_owned());
@@ -114,12 +118,12 @@ impl<'a> Options<'a> {
         v
     }
 
-    fn required(&mut self, key: &str) -> Result<&'a str> {
+    pub(crate) fn required(&mut self, key: &str) -> Result<&'a str> {
         self.get(key)
             .ok_or_else(|| self.err(format!("the option '{key}' is required")))
     }
 
-    fn parse<T: std::str::FromStr>(&mut self, key: &str) -> Result<Option<T>> {
+    pub(crate) fn parse<T: std::str::FromStr>(&mut self, key: &str) -> Result<Option<T>> {
         match self.get(key) {
             None => Ok(None),
             Some(v) => {
@@ -130,7 +134,7 @@ impl<'a> Options<'a> {
         }
     }
 
-    fn boolean(&mut self, key: &str) -> Result<bool> {
+    pub(crate) fn boolean(&mut self, key: &str) -> Result<bool> {
         match self.get(key).map(|v| v.trim().to_ascii_lowercase()) {
             None => Ok(false),
             Some(v) if v == "true" => Ok(true),
@@ -139,7 +143,7 @@ impl<'a> Options<'a> {
         }
     }
 
-    fn char(&mut self, key: &str) -> Result<Option<char>> {
+    pub(crate) fn char(&mut self, key: &str) -> Result<Option<char>> {
         match self.get(key) {
             None => Ok(None),
             Some(v) => {
@@ -156,8 +160,21 @@ impl<'a> Options<'a> {
         }
     }
 
+    /// Every option whose key starts with `prefix`, marked used, with the
+    /// prefix cut off.
+    pub(crate) fn prefixed(&mut self, prefix: &str) -> BTreeMap<String, String> {
+        let found: BTreeMap<String, String> = self
+            .map
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix(prefix).map(|s| (s.to_owned(), v.clone())))
+            .collect();
+        self.used
+            .extend(found.keys().map(|k| format!("{prefix}{k}")));
+        found
+    }
+
     /// Every option given was used: an unknown one is an error listing it.
-    fn finish(self, connector: &str) -> Result<()> {
+    pub(crate) fn finish(self, connector: &str) -> Result<()> {
         let unknown: Vec<&String> = self
             .map
             .keys()
@@ -322,9 +339,14 @@ impl Connector {
                     table, kind, events, rate, tps, seed, physical,
                 )?)
             }
+            "kafka" | "upsert-kafka" => Connector::Kafka(Box::new(crate::kafka::KafkaTable::from_options(
+                &mut o,
+                name == "upsert-kafka",
+                physical,
+            )?)),
             other => {
                 return Err(o.err(format!(
-                    "unknown connector '{other}' (filesystem, datagen, nexmark, print and blackhole are available)"
+                    "unknown connector '{other}' (filesystem, datagen, nexmark, kafka, upsert-kafka, print and blackhole are available)"
                 )))
             }
         };
@@ -340,6 +362,8 @@ impl Connector {
             Connector::Print { .. } => "print",
             Connector::Blackhole => "blackhole",
             Connector::Nexmark(_) => "nexmark",
+            Connector::Kafka(k) if k.upsert => "upsert-kafka",
+            Connector::Kafka(_) => "kafka",
         }
     }
 
@@ -348,7 +372,7 @@ impl Connector {
         matches!(
             self,
             Connector::Filesystem { .. } | Connector::Datagen(_) | Connector::Nexmark(_)
-        )
+        ) || matches!(self, Connector::Kafka(k) if !k.upsert)
     }
 
     /// Whether it can be written.
@@ -512,6 +536,14 @@ impl<S: Source> Source for Paced<S> {
 
     fn initialize_restored_state(&mut self) -> std::result::Result<(), String> {
         self.inner.initialize_restored_state()
+    }
+
+    fn open(&mut self, wakeup: weir_runtime::SourceWakeup) {
+        self.inner.open(wakeup);
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) {
+        self.inner.notify_checkpoint_complete(checkpoint_id);
     }
 
     fn check(&mut self) -> std::result::Result<(), String> {

@@ -22,6 +22,7 @@ pub mod expr;
 pub mod format;
 pub mod functions;
 pub mod join;
+pub mod kafka;
 pub mod lower;
 pub mod nexmark;
 pub mod plan;

@@ -360,6 +360,21 @@ impl<'j> Lowering<'j> {
                     .share()
                     .branch()
             }
+            Connector::Kafka(k) if !k.upsert => {
+                let source = k.source(&t.name)?;
+                let s = self
+                    .job
+                    .source(&uid, move |info: &SubtaskInfo| source.reader(info));
+                if computed {
+                    s.map(&format!("{uid}-computed"), move |r: Row| {
+                        compute(&columns, r)
+                    })
+                    .share()
+                    .branch()
+                } else {
+                    s.share().branch()
+                }
+            }
             other => {
                 return Err(SqlError::Connector {
                     table: t.name.clone(),
@@ -427,6 +442,24 @@ impl<'j> Lowering<'j> {
                         format.write(r, &schema, buf)
                     })
                 });
+            }
+            Connector::Kafka(k) => {
+                if plan.updating && !k.upsert {
+                    return Err(SqlError::Plan(format!(
+                        "table `{}` (kafka) is append-only and cannot take the updates this query produces (it aggregates without a window): write it to an 'upsert-kafka' table with a PRIMARY KEY, or aggregate in a window",
+                        t.name
+                    )));
+                }
+                let sink = k.sink(&t.name)?;
+                if k.upsert {
+                    let keep = k.clone();
+                    rows.flat_map(&format!("{uid}-upserts"), move |r: Row| {
+                        keep.writes(r.kind).then_some(r)
+                    })
+                    .sink(&uid, move |info: &SubtaskInfo| sink.writer(info));
+                } else {
+                    rows.sink(&uid, move |info: &SubtaskInfo| sink.writer(info));
+                }
             }
             Connector::Datagen(_) | Connector::Nexmark(_) => {
                 return Err(SqlError::Connector {

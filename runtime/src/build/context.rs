@@ -79,6 +79,9 @@ pub struct BuildContext<'a> {
     pub(crate) input_channels: Vec<Arc<ChannelCounters>>,
     /// Byte counters of the output channels the subtask took.
     pub(crate) output_channels: Vec<Arc<ChannelCounters>>,
+    /// Wakes the worker this subtask runs on (handed to sources that
+    /// read through a thread of their own, [`crate::operators::source::function::Source::open`]).
+    pub(crate) wakeup: crate::operators::source::function::SourceWakeup,
 }
 
 /// What making a user's function (keyed or not) needs of a

@@ -43,6 +43,10 @@ pub enum CheckpointError {
     /// the segment and the operation).
     #[error(transparent)]
     Segment(#[from] SnapshotError),
+    /// A sink's pre-commit, finished by its own thread, failed (a flush to
+    /// a broker).
+    #[error("a sink's pre-commit failed: {0}")]
+    Precommit(String),
     /// The checkpoint directory (or a path weir keeps in it) is not a
     /// directory.
     #[error("{what} {} is a file, not a directory", path.display())]
@@ -127,7 +131,7 @@ impl CheckpointError {
                 io_retryable(source)
             }
             Self::NotADirectory { .. } | Self::Timeline { .. } => false,
-            Self::Segment(_) | Self::TooManyFailures { .. } => true,
+            Self::Segment(_) | Self::Precommit(_) | Self::TooManyFailures { .. } => true,
         }
     }
 }

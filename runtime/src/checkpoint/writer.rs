@@ -94,6 +94,8 @@ struct OpenSegment {
     acks: Vec<TaskAck>,
     /// Sinks' pre-committed files, synced after the segment.
     files_to_sync: Vec<PathBuf>,
+    /// Sinks' pre-commits finished by their own threads.
+    precommits: Vec<crate::core::completion::Completion>,
     failed: Option<CheckpointError>,
 }
 
@@ -145,6 +147,7 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
                             jobs: 0,
                             acks: Vec::new(),
                             files_to_sync: Vec::new(),
+                            precommits: Vec::new(),
                             failed: None,
                         }),
                         Err(e) => {
@@ -161,6 +164,8 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
             };
             seg.jobs += 1;
             seg.files_to_sync.extend(job.files_to_sync.iter().cloned());
+            let mut job = job;
+            seg.precommits.append(&mut job.precommits);
             if seg.failed.is_none() {
                 // A savepoint is always full and self-contained.
                 let savepoint = setup.storage.snapshot_dir(id) != setup.storage.checkpoint_dir(id);
@@ -241,6 +246,11 @@ async fn finish_segment(mut seg: OpenSegment, worker: usize, acks: &Sender<Coord
     if seg.failed.is_none() {
         if let Err(e) = sync_files(&seg.files_to_sync).await {
             seg.failed = Some(e);
+        }
+    }
+    for precommit in std::mem::take(&mut seg.precommits) {
+        if let Err(e) = precommit.await {
+            seg.failed.get_or_insert(CheckpointError::Precommit(e));
         }
     }
     match seg.failed {

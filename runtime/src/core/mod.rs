@@ -3,6 +3,7 @@
 //! Imports nothing else of the crate.
 
 pub mod barrier;
+pub mod completion;
 pub mod derive;
 pub mod duration;
 pub mod failpoint;

@@ -189,6 +189,9 @@ pub struct TaskSnapshot {
     /// Files sinks pre-committed without syncing: fsynced in the
     /// asynchronous part, before the acknowledgement.
     pub files_to_sync: Vec<std::path::PathBuf>,
+    /// Pre-commits that sinks' own threads finish (a flush to a broker):
+    /// awaited in the asynchronous part, before the acknowledgement.
+    pub precommits: Vec<crate::core::completion::Completion>,
     /// An unaligned snapshot: outputs send the barrier overtaking their
     /// queued data, and the task adds its inputs' channel state.
     pub unaligned: bool,
@@ -215,6 +218,7 @@ impl TaskSnapshot {
                 sync: Duration::ZERO,
             },
             files_to_sync: Vec::new(),
+            precommits: Vec::new(),
             unaligned: false,
         }
     }

@@ -315,6 +315,7 @@ impl Spawn<'_> {
                 let tasks = build_tasks(
                     w,
                     workers,
+                    shared.bells[w].clone(),
                     &job,
                     &stages,
                     &mut eps,

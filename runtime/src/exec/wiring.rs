@@ -23,6 +23,7 @@ use crate::exec::worker::{panic_message, JobShared};
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::{SubtaskEntry, SubtaskId, SubtaskMetrics};
 use crate::metrics::worker::WorkerMetrics;
+use crate::operators::source::function::SourceWakeup;
 
 /// Buffers a pool may borrow beyond its size when a single record's output
 /// exceeds it (see `ExchangeOutput`); bounds the return rings' capacity.
@@ -197,6 +198,7 @@ type BuiltTask = (Box<dyn Task>, SubtaskEntry);
 pub(crate) fn build_tasks(
     w: usize,
     workers: usize,
+    bell: Arc<weir_net::Doorbell>,
     job: &JobPlan,
     stages: &[ResolvedStage],
     endpoints: &mut WorkerEndpoints,
@@ -234,6 +236,7 @@ pub(crate) fn build_tasks(
                 subtask,
                 input_channels: Vec::new(),
                 output_channels: Vec::new(),
+                wakeup: SourceWakeup::new(bell.clone()),
             };
             let name = ctx.task_name();
             let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -122,6 +122,16 @@ pub trait Sink: 'static {
     fn take_files_to_sync(&mut self) -> Vec<std::path::PathBuf> {
         Vec::new()
     }
+
+    /// The part of the last [`Sink::snapshot_state`]'s pre-commit that a
+    /// thread of the sink's own finishes (a client flushing to a broker):
+    /// the runtime awaits it in the checkpoint's asynchronous part and
+    /// acknowledges the checkpoint only if it succeeds, so the worker never
+    /// waits for it. Without checkpointing, the end of input waits for it.
+    /// The default has none.
+    fn take_precommit(&mut self) -> Option<crate::core::completion::Completion> {
+        None
+    }
 }
 
 /// The old subtasks whose state new subtask `info` takes at a rescale
@@ -284,6 +294,11 @@ impl<S: Sink> ChainControl for SinkOp<S> {
                     return self.fail(format!("fsync {}", path.display()), e.to_string());
                 }
             }
+            if let Some(precommit) = self.sink.take_precommit() {
+                if let Err(e) = precommit.wait() {
+                    return self.fail("pre-commit at the end of input", e);
+                }
+            }
             if let Err(e) = self.sink.notify_checkpoint_complete(0) {
                 self.fail("commit at the end of input", e);
             }
@@ -302,6 +317,7 @@ impl<S: Sink> ChainControl for SinkOp<S> {
                 snapshot
                     .files_to_sync
                     .extend(self.sink.take_files_to_sync());
+                snapshot.precommits.extend(self.sink.take_precommit());
             }
             Err(e) => self.fail(
                 format!("pre-commit for checkpoint {}", snapshot.checkpoint_id()),

@@ -70,6 +70,7 @@ where
                 }
             }
         }
+        source.open(ctx.wakeup.clone());
         Ok(Box::new(SourceTask::new(
             ctx.task_name(),
             self.uid.clone(),

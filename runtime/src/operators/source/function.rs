@@ -7,7 +7,10 @@
 //! need draining. A bounded source returns [`SourcePoll::Finished`]; the task
 //! then finishes the chain, which sends end-of-partition downstream.
 
+use std::sync::Arc;
 use std::time::Instant;
+
+use weir_net::Doorbell;
 
 use crate::chain::control::Collector;
 
@@ -74,6 +77,26 @@ pub trait Source: 'static {
         Ok(())
     }
 
+    /// The source starts reading: called once on its worker, after any
+    /// restore ([`Source::restore_position`]) and before the first
+    /// `poll_next` (Flink's `SourceReader#start`). A source that reads
+    /// through a thread of its own (a network client, say) starts it here,
+    /// from the restored position, and has that thread call
+    /// [`SourceWakeup::wake`] whenever it hands over records, so that a
+    /// source that returned [`SourcePoll::Idle`] `{ until: None }` is
+    /// polled again at once. The default does nothing.
+    fn open(&mut self, wakeup: SourceWakeup) {
+        let _ = wakeup;
+    }
+
+    /// Checkpoint `checkpoint_id` (and every earlier one) is complete: a
+    /// source may tell its upstream how far it has read (a Kafka source
+    /// commits its offsets to the consumer group, for monitoring only). The
+    /// default does nothing.
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) {
+        let _ = checkpoint_id;
+    }
+
     /// The error [`Source::poll_next`] met and could not return (an input
     /// that cannot be read), if any: a source that meets one returns
     /// [`SourcePoll::Idle`] and keeps it for this call, which its task makes
@@ -93,6 +116,31 @@ pub trait Source: 'static {
     fn is_retryable(&self, error: &str) -> bool {
         let _ = error;
         true
+    }
+}
+
+/// Wakes the worker a source runs on, from any thread: what a source's
+/// own reading thread calls after handing it records (see
+/// [`Source::open`]). Cheap when the worker is busy (a fence and a load).
+#[derive(Clone, Debug)]
+pub struct SourceWakeup {
+    bell: Arc<Doorbell>,
+}
+
+impl SourceWakeup {
+    /// A wakeup ringing `bell`, the worker's doorbell.
+    pub fn new(bell: Arc<Doorbell>) -> Self {
+        Self { bell }
+    }
+
+    /// One that wakes nobody: for a source driven outside a job (tests).
+    pub fn none() -> Self {
+        Self::new(Arc::new(Doorbell::new()))
+    }
+
+    /// Makes the worker poll its tasks again if it parked.
+    pub fn wake(&self) {
+        self.bell.ring();
     }
 }
 

@@ -8,7 +8,7 @@ pub mod split;
 pub mod strided;
 pub mod task;
 
-pub use function::{Source, SourcePoll};
+pub use function::{Source, SourcePoll, SourceWakeup};
 pub use sequence::SequenceSource;
 pub use split::NumberSequenceSource;
 pub use strided::StridedSplits;

@@ -34,6 +34,8 @@ pub struct SourceTask<S, C> {
     emitted: Counter,
     checkpointing: Option<Rc<TaskCheckpointing>>,
     injected: u64,
+    /// The newest completed checkpoint the source was told of.
+    notified: u64,
     exhausted: bool,
     /// The error the source reported ([`Source::check`]).
     failed: Option<TaskError>,
@@ -62,6 +64,7 @@ impl<S, C> SourceTask<S, C> {
             emitted,
             checkpointing,
             injected,
+            notified: injected,
             exhausted: false,
             failed: None,
         }
@@ -82,12 +85,18 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
             emitted,
             checkpointing,
             injected,
+            notified,
             exhausted,
             failed,
         } = self;
         head.poll(now, |out| {
             let mut step = InputStep::default();
             if let Some(cp) = checkpointing {
+                let completed = cp.signals.completed_id();
+                if completed > *notified {
+                    *notified = completed;
+                    source.notify_checkpoint_complete(completed);
+                }
                 if cp.signals.triggered_id() > *injected {
                     let barrier = cp.signals.triggered_barrier();
                     let id = barrier.id;

@@ -59,14 +59,20 @@
 //! cuts them after their last newline, checks them for UTF-8 and hands them
 //! over through a bounded queue of 4 chunks, also listing the directory
 //! for continuous mode. When no chunk is ready the source returns
-//! [`SourcePoll::Idle`] with a deadline 200 µs away (the thread cannot ring
-//! the worker), so the worker spins or parks instead of blocking. The
+//! [`SourcePoll::Idle`] without a deadline, so the worker spins or parks
+//! instead of blocking, and the thread rings the worker's doorbell (the
+//! [`SourceWakeup`] of [`Source::open`]) after each chunk it hands over;
+//! the thread starts when the task opens the source, so reading ahead
+//! begins before the first poll. (Driven outside a job, without a
+//! wakeup, the source starts it at its first poll and asks to be polled
+//! again 200 µs later.) The
 //! thread is started by the worker and inherits its pinning: it shares
 //! the worker's core (and its cache, where the worker reads the chunks it
 //! wrote), blocking only itself. The cost:
 //! one thread and up to 6 read buffers (about 12 MiB) per source subtask,
-//! one copy of each line's tail across a chunk boundary, and up to 200 µs
-//! of latency when the reader falls behind. (Only creating the source lists
+//! one copy of each line's tail across a chunk boundary, and a doorbell
+//! ring per chunk (a fence and a load while the worker is busy). (Only
+//! creating the source lists
 //! the directory on the calling thread.) glommio's own file API was not
 //! used: its `O_DIRECT` reads fail with `EOPNOTSUPP` on some file systems,
 //! and its buffered reads run on the same ring as the worker's network.
@@ -105,7 +111,7 @@ pub use ranges::Range;
 use crate::chain::control::Collector;
 use crate::connectors::error::{ConnectorError, LineAt, Result};
 use crate::core::subtask::SubtaskInfo;
-use crate::operators::source::function::{Source, SourcePoll};
+use crate::operators::source::function::{Source, SourcePoll, SourceWakeup};
 use crate::state::operator::list::{OperatorListState, UnionListState};
 use crate::state::visitor::OperatorStates;
 use ranges::{cut, owner, StoredClaim, StoredRange};
@@ -132,7 +138,8 @@ pub const DEFAULT_READ_BUFFER: usize = 2 << 20;
 /// Default line length limit: 16 MiB.
 pub const DEFAULT_MAX_LINE: usize = 16 << 20;
 
-/// How long the source waits for the I/O thread before polling again.
+/// How long a source driven outside a job (no wakeup) waits for the I/O
+/// thread before polling again.
 const WAIT_FOR_READER: Duration = Duration::from_micros(200);
 
 /// A replayable source of the lines of a directory's files (see the module
@@ -157,6 +164,9 @@ pub struct FileSource<D = Lines> {
     /// The chunk being emitted and the index of its next line.
     chunk: Option<(Chunk, usize)>,
     reader: Option<Reader>,
+    /// Rings the worker (from the I/O thread), once the job opened the
+    /// source.
+    wakeup: Option<SourceWakeup>,
     /// Files this subtask has claimed its ranges of (continuous mode).
     considered: HashSet<OsString>,
     /// Restored claims: ranges `(name, start)` claimed by any subtask.
@@ -213,6 +223,7 @@ impl FileSource<Lines> {
             first_id: 0,
             chunk: None,
             reader: None,
+            wakeup: None,
             considered: HashSet::new(),
             claimed: HashSet::new(),
             claimed_len: HashMap::new(),
@@ -248,6 +259,7 @@ impl<D> FileSource<D> {
             first_id: self.first_id,
             chunk: self.chunk,
             reader: self.reader,
+            wakeup: self.wakeup,
             considered: self.considered,
             claimed: self.claimed,
             claimed_len: self.claimed_len,
@@ -379,19 +391,42 @@ impl<D> FileSource<D> {
     }
 
     fn start_reader(&mut self) -> Result<()> {
-        let reader =
-            Reader::start(self.dir.clone(), self.read_buffer, self.max_line).map_err(|e| {
-                ConnectorError::Reader {
-                    dir: self.dir.clone(),
-                    what: format!("could not start: {e}"),
-                }
-            })?;
+        let reader = Reader::start(
+            self.dir.clone(),
+            self.read_buffer,
+            self.max_line,
+            self.wakeup.clone(),
+        )
+        .map_err(|e| ConnectorError::Reader {
+            dir: self.dir.clone(),
+            what: format!("could not start: {e}"),
+        })?;
         for (i, range) in self.ranges.iter().enumerate() {
             let id = self.first_id + i as u64;
             let _ = reader.commands.send(read_command(&self.dir, id, range));
         }
         self.reader = Some(reader);
         Ok(())
+    }
+
+    /// Claims the ranges of the listing made at creation (unless restored)
+    /// and starts the I/O thread, unless there is nothing to read ever
+    /// (bounded, no range).
+    fn start(&mut self) -> Result<()> {
+        self.claim_listing();
+        if self.ranges.is_empty() && self.monitor.is_none() {
+            return Ok(());
+        }
+        self.start_reader()
+    }
+
+    /// How long to wait for the I/O thread: until it rings the worker, or
+    /// (driven outside a job) a moment.
+    fn wait_for_reader(&self, now: Instant) -> Option<Instant> {
+        match self.wakeup {
+            Some(_) => None,
+            None => Some(now + WAIT_FOR_READER),
+        }
     }
 
     /// Keeps `e` for [`Source::check`] and stops: the task asks when the
@@ -641,12 +676,11 @@ impl<D: LineDecoder> Source for FileSource<D> {
             return SourcePoll::Idle { until: None };
         }
         if self.reader.is_none() {
-            self.claim_listing();
-            if self.ranges.is_empty() && self.monitor.is_none() {
-                return SourcePoll::Finished;
-            }
-            if let Err(e) = self.start_reader() {
+            if let Err(e) = self.start() {
                 return self.fail(e);
+            }
+            if self.reader.is_none() {
+                return SourcePoll::Finished;
             }
         }
         let mut n = 0;
@@ -723,7 +757,7 @@ impl<D: LineDecoder> Source for FileSource<D> {
             }
             return if n == 0 {
                 SourcePoll::Idle {
-                    until: Some(Instant::now() + WAIT_FOR_READER),
+                    until: self.wait_for_reader(Instant::now()),
                 }
             } else {
                 SourcePoll::Emitted(n)
@@ -741,10 +775,13 @@ impl<D: LineDecoder> Source for FileSource<D> {
             self.listing_pending = true;
             self.list_due = Some(now + interval);
         }
+        let due = self.list_due.unwrap_or(now + interval);
         let until = if self.listing_pending || !self.ranges.is_empty() {
-            now + WAIT_FOR_READER
+            // The reader rings when it has something; the next listing
+            // is due anyway.
+            self.wait_for_reader(now).map_or(due, |w| w.min(due))
         } else {
-            self.list_due.unwrap_or(now + interval)
+            due
         };
         SourcePoll::Idle { until: Some(until) }
     }
@@ -780,6 +817,17 @@ impl<D: LineDecoder> Source for FileSource<D> {
     fn initialize_restored_state(&mut self) -> std::result::Result<(), String> {
         self.restore_states();
         Ok(())
+    }
+
+    /// Keeps the wakeup for the I/O thread, and starts it: read-ahead
+    /// begins before the first poll.
+    fn open(&mut self, wakeup: SourceWakeup) {
+        self.wakeup = Some(wakeup);
+        if self.reader.is_none() && self.error.is_none() {
+            if let Err(e) = self.start() {
+                let _ = self.fail(e);
+            }
+        }
     }
 
     fn check(&mut self) -> std::result::Result<(), String> {

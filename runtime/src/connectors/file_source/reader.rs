@@ -13,8 +13,11 @@
 //! steady read allocates nothing. Between two chunks the thread answers a
 //! listing at once, so that discovery does not wait for a big range.
 //!
-//! When the queue is full the thread blocks on it (read-ahead is bounded);
-//! when the source is dropped both channels close and the thread ends.
+//! After each event it hands over, the thread rings the worker's doorbell
+//! (the source's [`SourceWakeup`], when it runs in a job), so that a source
+//! that went idle waiting for it is polled again at once. When the queue
+//! is full the thread blocks on it (read-ahead is bounded); when the
+//! source is dropped both channels close and the thread ends.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -24,6 +27,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
+
+use crate::operators::source::function::SourceWakeup;
 
 /// Chunks read ahead of the source, at most.
 pub const QUEUE: usize = 4;
@@ -101,8 +106,14 @@ pub struct Reader {
 
 impl Reader {
     /// Starts the thread of the source of `dir` (named after it), reading
-    /// in chunks of `buffer` bytes and refusing lines over `max_line`.
-    pub fn start(dir: PathBuf, buffer: usize, max_line: usize) -> io::Result<Self> {
+    /// in chunks of `buffer` bytes, refusing lines over `max_line` and
+    /// ringing `wakeup` after each event.
+    pub fn start(
+        dir: PathBuf,
+        buffer: usize,
+        max_line: usize,
+        wakeup: Option<SourceWakeup>,
+    ) -> io::Result<Self> {
         let (commands, command_rx) = mpsc::channel();
         let (event_tx, events) = mpsc::sync_channel(QUEUE);
         let (spare, spare_rx) = mpsc::channel();
@@ -120,6 +131,7 @@ impl Reader {
             spare: spare_rx,
             queue: VecDeque::new(),
             open: None,
+            wakeup,
         };
         std::thread::Builder::new()
             .name(name)
@@ -146,6 +158,8 @@ struct Thread {
     queue: VecDeque<(u64, PathBuf, u64, u64)>,
     /// The file last opened, kept for its next range.
     open: Option<(PathBuf, File)>,
+    /// Rings the worker.
+    wakeup: Option<SourceWakeup>,
 }
 
 impl Thread {
@@ -171,7 +185,11 @@ impl Thread {
     }
 
     fn send(&self, event: Event) -> Result<(), Closed> {
-        self.events.send(event).map_err(|_| Closed)
+        self.events.send(event).map_err(|_| Closed)?;
+        if let Some(wakeup) = &self.wakeup {
+            wakeup.wake();
+        }
+        Ok(())
     }
 
     fn take(&mut self, command: Command) -> Result<(), Closed> {

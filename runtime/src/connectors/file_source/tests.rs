@@ -662,3 +662,49 @@ fn file_splits_of_a_checkpoint_before_ranges_restore_as_ranges() {
         sorted(strings(&["", "b2", "c0 \u{e9}\r", "c1\r", "c2"]))
     );
 }
+
+/// Opened by its task, the source waits for its I/O thread with no
+/// deadline: the thread rings the worker's doorbell when it hands over a
+/// chunk, so a worker parked on the doorbell (with the protocol's re-check
+/// poll) is woken for every chunk and reads every line.
+#[test]
+fn an_opened_source_sleeps_until_its_reader_rings() {
+    let d = TempDir::new("wakeup");
+    let lines: Vec<String> = (0..2000).map(|i| format!("line {i}")).collect();
+    d.write("a", (lines.join("\n") + "\n").as_bytes());
+    let bell = std::sync::Arc::new(weir_net::Doorbell::new());
+    let mut s = FileSource::new(&d.0, &info(0, 1))
+        .unwrap()
+        .with_read_buffer(512);
+    s.open(crate::operators::source::function::SourceWakeup::new(
+        bell.clone(),
+    ));
+    let mut tail = Tail::new();
+    let mut parks = 0;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match s.poll_next(&mut tail, 64) {
+            SourcePoll::Finished => break,
+            SourcePoll::Emitted(_) => {}
+            SourcePoll::Idle { until } => {
+                assert!(s.check().is_ok(), "{:?}", s.check());
+                assert_eq!(until, None, "no polling deadline: the reader rings");
+                bell.prepare_park(std::task::Waker::noop());
+                match s.poll_next(&mut tail, 64) {
+                    SourcePoll::Idle { .. } => {
+                        parks += 1;
+                        while bell.is_parked() {
+                            assert!(Instant::now() < deadline, "the reader never rang");
+                            std::thread::yield_now();
+                        }
+                    }
+                    SourcePoll::Finished => break,
+                    SourcePoll::Emitted(_) => bell.cancel_park(),
+                }
+            }
+        }
+        assert!(Instant::now() < deadline);
+    }
+    assert_eq!(tail.items, lines);
+    assert_eq!(bell.wakeups(), parks, "the reader ended every park");
+}

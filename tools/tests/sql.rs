@@ -2,7 +2,10 @@
 //! files and generated rows, results compared with references computed
 //! here in plain Rust; a SIGKILL mid-run and `--restore latest` must give
 //! the uninterrupted result exactly once; bad scripts exit 2 with an error
-//! naming the problem and start nothing.
+//! naming the problem and start nothing. A filesystem source watching its
+//! directory (`source.monitor-interval`) streams files published while it
+//! runs, across a stop and a restore, once each; a malformed line names
+//! its file, line and column, or is skipped and counted.
 
 mod support;
 

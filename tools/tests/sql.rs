@@ -379,6 +379,10 @@ fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
             "unsupported options for connector 'filesystem': 'csv.bogus'",
         ),
         ("CREATE TABLE y (a INT) WITH ('connector' = 'nope');", "unknown connector 'nope'"),
+        (
+            "CREATE TABLE w (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp', 'format' = 'csv', 'source.monitor-interval' = '0 s');",
+            "'source.monitor-interval' = '0 s' is not a positive duration",
+        ),
         ("SELECT * FROM t t1 JOIN t t2 ON t1.a < t2.a;", "non-equi"),
         ("SELECT * FROM t JOIN t ON t.a = t.a;", "give one an alias"),
         (

@@ -175,6 +175,8 @@ struct Transactional {
     producer: BaseProducer,
     timeout: Duration,
     recover: Vec<Pending>,
+    /// Marker consumers by origin subtask, made once.
+    markers: std::collections::HashMap<usize, BaseConsumer>,
 }
 
 impl Transactional {
@@ -216,36 +218,40 @@ impl Transactional {
             producer,
             timeout,
             recover: setup.recover.clone(),
+            markers: std::collections::HashMap::new(),
         })
     }
 
-    /// A consumer of subtask `origin`'s marker group.
-    fn marker_consumer(&self, origin: usize) -> Result<BaseConsumer, KafkaError> {
-        let group = marker_group(&self.prefix, origin);
-        self.client
-            .client_config(&[
-                ("group.id", group.as_str()),
-                ("enable.auto.commit", "false"),
-                ("isolation.level", "read_committed"),
-            ])
-            .create()
-            .map_err(|e| KafkaError::Config(format!("cannot create the marker consumer: {e}")))
+    /// The consumer of subtask `origin`'s marker group (made once).
+    fn marker_consumer(&mut self, origin: usize) -> Result<&BaseConsumer, KafkaError> {
+        if !self.markers.contains_key(&origin) {
+            let group = marker_group(&self.prefix, origin);
+            let c: BaseConsumer = self
+                .client
+                .client_config(&[
+                    ("group.id", group.as_str()),
+                    ("enable.auto.commit", "false"),
+                    ("isolation.level", "read_committed"),
+                ])
+                .create()
+                .map_err(|e| {
+                    KafkaError::Config(format!("cannot create the marker consumer: {e}"))
+                })?;
+            self.markers.insert(origin, c);
+        }
+        Ok(&self.markers[&origin])
     }
 
     /// The id of `origin`'s last committed transaction (0: none).
-    fn marker(&self, origin: usize) -> Result<u64, KafkaError> {
+    fn marker(&mut self, origin: usize) -> Result<u64, KafkaError> {
+        let (topic, timeout) = (self.topic.clone(), self.timeout);
+        let group = marker_group(&self.prefix, origin);
         let c = self.marker_consumer(origin)?;
         let mut tpl = TopicPartitionList::new();
-        let _ = tpl.add_partition(&self.topic, 0);
-        let got = c.committed_offsets(tpl, self.timeout).map_err(|e| {
-            client_error(
-                format!(
-                    "read commit marker of `{}`",
-                    marker_group(&self.prefix, origin)
-                ),
-                e,
-            )
-        })?;
+        let _ = tpl.add_partition(&topic, 0);
+        let got = c
+            .committed_offsets(tpl, timeout)
+            .map_err(|e| client_error(format!("read commit marker of `{group}`"), e))?;
         Ok(
             match got.find_partition(&self.topic, 0).map(|e| e.offset()) {
                 Some(Offset::Offset(o)) if o > 0 => o as u64,
@@ -333,8 +339,8 @@ impl Transactional {
         }
         let mut offsets = TopicPartitionList::new();
         let _ = offsets.add_partition_offset(&self.topic, 0, Offset::Offset(last as i64));
-        let marker = self.marker_consumer(origin)?;
-        let meta = marker
+        let meta = self
+            .marker_consumer(origin)?
             .group_metadata()
             .ok_or_else(|| KafkaError::Client("no group metadata for the commit marker".into()))?;
         self.producer

@@ -46,7 +46,12 @@ impl Aggs {
         let mut w = 1;
         for (i, c) in calls.iter().enumerate() {
             slots.push(w);
-            w += if c.func == AggFunc::Avg { 2 } else { 1 };
+            w += match c.func {
+                AggFunc::Avg => 2,
+                // n, mean, M2 (Welford's running sums)
+                AggFunc::Variance { .. } => 3,
+                _ => 1,
+            };
             // (the planner gives every DISTINCT call an argument)
             if let (true, Some(arg)) = (c.distinct, c.arg) {
                 match sets.iter_mut().find(|s| s.arg == arg) {
@@ -86,6 +91,11 @@ impl Aggs {
                 AggFunc::Avg => {
                     v.push(Value::Null);
                     v.push(Value::BigInt(0));
+                }
+                AggFunc::Variance { .. } => {
+                    v.push(Value::BigInt(0));
+                    v.push(Value::Double(0.0));
+                    v.push(Value::Double(0.0));
                 }
                 _ => v.push(Value::Null),
             }
@@ -162,6 +172,25 @@ impl Aggs {
                 );
                 bump(&mut acc.values[s + 1], sign);
             }
+            AggFunc::Variance { .. } => {
+                let x = arg
+                    .and_then(|v| v.to_f64(c.arg_ty.scale()))
+                    .expect("a variance has a numeric argument");
+                let (n, mean, m2) = welford(acc, s);
+                let (n, mean, m2) = if sign > 0 {
+                    let n = n + 1.0;
+                    let d = x - mean;
+                    let mean = mean + d / n;
+                    (n, mean, m2 + d * (x - mean))
+                } else if n <= 1.0 {
+                    (0.0, 0.0, 0.0)
+                } else {
+                    let k = n - 1.0;
+                    let prev = (n * mean - x) / k;
+                    (k, prev, (m2 - (x - prev) * (x - mean)).max(0.0))
+                };
+                set_welford(acc, s, n, mean, m2);
+            }
             AggFunc::Min | AggFunc::Max => {
                 let v = arg.expect("MIN/MAX have an argument");
                 let cur = &mut acc.values[s];
@@ -205,6 +234,15 @@ impl Aggs {
                         add(&mut a.values[s], &b.values[s], t, t, 1);
                     }
                     bump(&mut a.values[s + 1], b.values[s + 1].as_i64().unwrap_or(0));
+                }
+                AggFunc::Variance { .. } => {
+                    let (na, ma, qa) = welford(&a, s);
+                    let (nb, mb, qb) = welford(b, s);
+                    let n = na + nb;
+                    if n > 0.0 {
+                        let d = mb - ma;
+                        set_welford(&mut a, s, n, ma + d * nb / n, qa + qb + d * d * na * nb / n);
+                    }
                 }
                 AggFunc::Min | AggFunc::Max => {
                     let v = b.values[s].clone();
@@ -271,9 +309,48 @@ impl Aggs {
                     }
                 }
                 AggFunc::Sum if matches!(acc.values[s], Value::Null) => Value::Null,
+                AggFunc::Variance { sample, root } => {
+                    let (n, _, m2) = welford(acc, s);
+                    let d = if sample { n - 1.0 } else { n };
+                    if d <= 0.0 {
+                        Value::Null
+                    } else {
+                        let v = m2 / d;
+                        as_type(if root { v.sqrt() } else { v }, c.ty)
+                    }
+                }
                 _ => acc.values[s].clone(),
             });
         }
+    }
+}
+
+/// A variance's running count, mean and sum of squared deviations
+/// (slots `s..s + 3`).
+fn welford(acc: &Row, s: usize) -> (f64, f64, f64) {
+    (
+        acc.values[s].as_i64().unwrap_or(0) as f64,
+        acc.values[s + 1].to_f64(0).unwrap_or(0.0),
+        acc.values[s + 2].to_f64(0).unwrap_or(0.0),
+    )
+}
+
+fn set_welford(acc: &mut Row, s: usize, n: f64, mean: f64, m2: f64) {
+    acc.values[s] = Value::BigInt(n as i64);
+    acc.values[s + 1] = Value::Double(mean);
+    acc.values[s + 2] = Value::Double(m2);
+}
+
+/// A double as a value of `ty` (the argument's type: an integer truncated
+/// toward zero, a DECIMAL rounded half up at its scale).
+fn as_type(x: f64, ty: DataType) -> Value {
+    match ty {
+        DataType::Int => Value::Int(x.trunc() as i32),
+        DataType::BigInt => Value::BigInt(x.trunc() as i64),
+        DataType::Decimal { scale, .. } => {
+            Value::decimal((x * 10f64.powi(i32::from(scale))).round() as i128)
+        }
+        _ => Value::Double(x),
     }
 }
 

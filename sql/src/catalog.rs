@@ -73,6 +73,20 @@ impl Catalog {
         self.tables.get(&name.to_ascii_lowercase())
     }
 
+    /// The tables' names (as created), sorted.
+    pub fn table_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.tables.values().map(|t| t.name.clone()).collect();
+        v.sort();
+        v
+    }
+
+    /// The views' names (lower case), sorted.
+    pub fn view_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.views.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
     /// The view named `name`.
     pub fn view(&self, name: &str) -> Option<&Query> {
         self.views.get(&name.to_ascii_lowercase()).map(|q| &**q)

@@ -40,6 +40,16 @@ impl Dialect for FlinkDialect {
     }
 
     /// `COUNT(*) FILTER (WHERE price < 10000)`.
+    fn supports_table_versioning(&self) -> bool {
+        // `FOR SYSTEM_TIME AS OF` (temporal joins).
+        true
+    }
+
+    fn supports_group_by_expr(&self) -> bool {
+        // GROUPING SETS, ROLLUP and CUBE.
+        true
+    }
+
     fn supports_filter_during_aggregation(&self) -> bool {
         true
     }

@@ -188,9 +188,197 @@ pub enum Func {
     ProcTime,
     /// REPLACE(s, from, to)
     Replace,
+    /// ROUND(x [, d]) / TRUNCATE(x [, d]) (`trunc`): `d` digits after the
+    /// point, negative before it; `None`: the second argument's per row
+    /// (not for DECIMALs, whose result type depends on it).
+    Round {
+        /// The digits, when a literal.
+        digits: Option<i32>,
+        /// TRUNCATE: toward zero rather than half away from it.
+        trunc: bool,
+    },
+    /// A DOUBLE function of numbers (SQRT, LN, POWER, SIN, ...).
+    Math(MathFn),
+    /// SIGN: -1, 0 or 1 in the argument's type.
+    Sign,
+    /// GREATEST (`false`) / LEAST (`true`): NULL if any argument is.
+    Greatest(bool),
+    /// IS DISTINCT FROM (`false`) / IS NOT DISTINCT FROM (`true`).
+    Distinct(bool),
+    /// LPAD (`true`) / RPAD (`false`).
+    Pad(bool),
+    /// LTRIM / RTRIM / TRIM with characters: (leading, trailing); the
+    /// characters are the second argument, or a space.
+    TrimChars(bool, bool),
+    /// INITCAP
+    InitCap,
+    /// REVERSE
+    Reverse,
+    /// REPEAT(s, n)
+    Repeat,
+    /// LEFT (`true`) / RIGHT (`false`) (s, n)
+    LeftRight(bool),
+    /// LOCATE(needle, haystack [, from]), 1-based, 0 if absent
+    Locate,
+    /// INSTR(s, sub [, start [, nth]])
+    Instr,
+    /// CONCAT_WS(sep, ...): NULL arguments skipped
+    ConcatWs,
+    /// SPLIT_INDEX(s, sep, i), 0-based
+    SplitIndex,
+    /// REGEXP(s, pattern): whether any substring matches. The pattern
+    /// compiled when the query is planned, if it is a literal.
+    RegexpMatch(Option<regex::Regex>),
+    /// REGEXP_EXTRACT(s, pattern [, group])
+    RegexpExtract(Option<regex::Regex>),
+    /// REGEXP_REPLACE(s, pattern, replacement): the replacement literal
+    RegexpReplace(Option<regex::Regex>),
+    /// OVERLAY(s PLACING r FROM a [FOR n])
+    Overlay,
+    /// BIN: an integer's two's complement bits
+    Bin,
+    /// HEX: an integer's two's complement in hex digits, or a string's
+    /// UTF-8 bytes
+    Hex,
+    /// ASCII: the first UTF-8 byte, signed
+    Ascii,
+    /// CHR: the character of a code (modulo 256)
+    Chr,
+    /// The wall clock when the row is computed: CURRENT_TIMESTAMP, NOW,
+    /// LOCALTIMESTAMP, CURRENT_DATE, UNIX_TIMESTAMP().
+    Now(NowKind),
+    /// UNIX_TIMESTAMP(s [, pattern]): epoch seconds of a text, Long.MIN
+    /// when it does not parse (as Flink's).
+    UnixTimestamp(Arc<str>),
+    /// TO_TIMESTAMP(s, pattern) (`false`) / TO_DATE(s [, pattern])
+    /// (`true`; an empty pattern: TO_DATE(s))
+    ParseTime(Arc<str>, bool),
+    /// FROM_UNIXTIME(seconds [, pattern])
+    FromUnixtime(Arc<str>),
+    /// TIMESTAMPADD(unit, n, t)
+    TimestampAdd(CalUnit),
+    /// TIMESTAMPDIFF(unit, a, b)
+    TimestampDiff(CalUnit),
     /// HASH_CODE-like: not offered. Placeholder never built.
     #[doc(hidden)]
     Never,
+}
+
+/// The DOUBLE functions of numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MathFn {
+    /// SQRT
+    Sqrt,
+    /// EXP
+    Exp,
+    /// LN, LOG(x)
+    Ln,
+    /// LOG10
+    Log10,
+    /// LOG2
+    Log2,
+    /// LOG(base, x)
+    Log,
+    /// POWER(x, y)
+    Power,
+    /// SIN
+    Sin,
+    /// COS
+    Cos,
+    /// TAN
+    Tan,
+    /// COT
+    Cot,
+    /// ASIN
+    Asin,
+    /// ACOS
+    Acos,
+    /// ATAN
+    Atan,
+    /// ATAN2(y, x)
+    Atan2,
+    /// SINH
+    Sinh,
+    /// COSH
+    Cosh,
+    /// TANH
+    Tanh,
+    /// DEGREES
+    Degrees,
+    /// RADIANS
+    Radians,
+}
+
+impl MathFn {
+    fn apply(self, x: f64, y: f64) -> f64 {
+        match self {
+            MathFn::Sqrt => x.sqrt(),
+            MathFn::Exp => x.exp(),
+            MathFn::Ln => x.ln(),
+            MathFn::Log10 => x.log10(),
+            MathFn::Log2 => x.ln() / std::f64::consts::LN_2,
+            MathFn::Log => y.ln() / x.ln(),
+            MathFn::Power => x.powf(y),
+            MathFn::Sin => x.sin(),
+            MathFn::Cos => x.cos(),
+            MathFn::Tan => x.tan(),
+            MathFn::Cot => 1.0 / x.tan(),
+            MathFn::Asin => x.asin(),
+            MathFn::Acos => x.acos(),
+            MathFn::Atan => x.atan(),
+            MathFn::Atan2 => x.atan2(y),
+            MathFn::Sinh => x.sinh(),
+            MathFn::Cosh => x.cosh(),
+            MathFn::Tanh => x.tanh(),
+            MathFn::Degrees => x.to_degrees(),
+            MathFn::Radians => x.to_radians(),
+        }
+    }
+}
+
+/// What a wall-clock function gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NowKind {
+    /// CURRENT_TIMESTAMP, NOW() (TIMESTAMP_LTZ), LOCALTIMESTAMP (TIMESTAMP).
+    Timestamp,
+    /// CURRENT_DATE.
+    Date,
+    /// UNIX_TIMESTAMP(): epoch seconds.
+    UnixSeconds,
+}
+
+/// A unit of TIMESTAMPADD and TIMESTAMPDIFF.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CalUnit {
+    /// A fixed length: milliseconds (SECOND .. WEEK).
+    Fixed(i64),
+    /// Calendar months (MONTH 1, QUARTER 3, YEAR 12).
+    Months(i64),
+}
+
+impl CalUnit {
+    fn of(name: &str) -> Option<CalUnit> {
+        let n = name.to_ascii_uppercase();
+        let n = n.strip_prefix("SQL_TSI_").unwrap_or(&n);
+        Some(match n {
+            "MILLISECOND" => CalUnit::Fixed(1),
+            "SECOND" => CalUnit::Fixed(1000),
+            "MINUTE" => CalUnit::Fixed(60_000),
+            "HOUR" => CalUnit::Fixed(3_600_000),
+            "DAY" => CalUnit::Fixed(DAY_MS),
+            "WEEK" => CalUnit::Fixed(7 * DAY_MS),
+            "MONTH" => CalUnit::Months(1),
+            "QUARTER" => CalUnit::Months(3),
+            "YEAR" => CalUnit::Months(12),
+            _ => return None,
+        })
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// A compiled expression.
@@ -578,12 +766,391 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             }
             v => v,
         },
-        Func::ProcTime => Value::Timestamp(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64),
-        ),
+        Func::ProcTime => Value::Timestamp(now_ms()),
         Func::Never => Value::Null,
+        _ => call_more(f, args, ty, row),
+    }
+}
+
+/// A regular-expression function's pattern (argument 2): the one
+/// compiled when the query was planned, borrowed (a clone of a `Regex`
+/// would start an empty cache of its own, which every search would fill
+/// anew), or this row's compiled now.
+fn pattern<'a>(
+    compiled: &'a Option<regex::Regex>,
+    args: &[Scalar],
+    row: &Row,
+) -> Option<std::borrow::Cow<'a, regex::Regex>> {
+    match compiled {
+        Some(r) => Some(std::borrow::Cow::Borrowed(r)),
+        None => match args[1].eval(row) {
+            Value::Str(p) => functions::java_regex(&p).ok().map(std::borrow::Cow::Owned),
+            _ => None,
+        },
+    }
+}
+
+/// The functions added with ROUND and after: split from [`call`] to keep
+/// each match readable.
+fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
+    let arg = |i: usize| args[i].eval(row);
+    let int = |i: usize| args[i].eval(row).as_i64();
+    let num = |i: usize| args[i].eval(row).to_f64(args[i].ty().scale());
+    let regex = |compiled| pattern(compiled, args, row);
+    let string = |v: String| Value::Str(v.into());
+    match f {
+        Func::Round { digits, trunc } => {
+            let d = match digits {
+                Some(d) => i64::from(*d),
+                None => match int(1) {
+                    Some(d) => d,
+                    None => return Value::Null,
+                },
+            };
+            let d = d.clamp(-64, 64) as i32;
+            match arg(0) {
+                Value::Int(v) => Value::Int(functions::round_int(i64::from(v), d, *trunc) as i32),
+                Value::BigInt(v) => Value::BigInt(functions::round_int(v, d, *trunc)),
+                Value::Double(v) => Value::Double(functions::round_double(v, d, *trunc)),
+                Value::Decimal(v) => Value::decimal(functions::round_decimal(
+                    v.get(),
+                    args[0].ty().scale(),
+                    d,
+                    *trunc,
+                )),
+                _ => Value::Null,
+            }
+        }
+        Func::Math(m) => {
+            let Some(x) = num(0) else {
+                return Value::Null;
+            };
+            let y = match args.get(1) {
+                Some(_) => match num(1) {
+                    Some(y) => y,
+                    None => return Value::Null,
+                },
+                None => 0.0,
+            };
+            Value::Double(m.apply(x, y))
+        }
+        Func::Sign => match arg(0) {
+            Value::Int(v) => Value::Int(v.signum()),
+            Value::BigInt(v) => Value::BigInt(v.signum()),
+            Value::Double(v) if v == 0.0 || v.is_nan() => Value::Double(v),
+            Value::Double(v) => Value::Double(v.signum()),
+            Value::Decimal(v) => {
+                Value::decimal(v.get().signum() * 10i128.pow(u32::from(ty.scale())))
+            }
+            _ => Value::Null,
+        },
+        Func::Greatest(least) => {
+            let mut best: Option<(Value, DataType)> = None;
+            for a in args {
+                let v = a.eval(row);
+                if v.is_null() {
+                    return Value::Null;
+                }
+                let v = coerce(v, a.ty(), ty);
+                let better = match &best {
+                    None => true,
+                    Some((b, _)) => {
+                        let o = v.sql_cmp(b, ty.scale(), ty.scale());
+                        o == Some(if *least {
+                            Ordering::Less
+                        } else {
+                            Ordering::Greater
+                        })
+                    }
+                };
+                if better {
+                    best = Some((v, ty));
+                }
+            }
+            best.map_or(Value::Null, |(v, _)| v)
+        }
+        Func::Distinct(not) => {
+            let (a, b) = (arg(0), arg(1));
+            let same = match (a.is_null(), b.is_null()) {
+                (true, true) => true,
+                (true, false) | (false, true) => false,
+                _ => {
+                    a.sql_cmp(&b, args[0].ty().scale(), args[1].ty().scale())
+                        == Some(Ordering::Equal)
+                }
+            };
+            Value::Bool(same == *not)
+        }
+        Func::Pad(left) => match (arg(0), int(1), arg(2)) {
+            (Value::Str(s), Some(n), Value::Str(p)) => {
+                functions::pad(&s, n, &p, *left).map_or(Value::Null, string)
+            }
+            _ => Value::Null,
+        },
+        Func::TrimChars(leading, trailing) => {
+            let chars = match args.get(1) {
+                Some(_) => match arg(1) {
+                    Value::Str(c) => c,
+                    _ => return Value::Null,
+                },
+                None => " ".into(),
+            };
+            match arg(0) {
+                Value::Str(s) => {
+                    Value::Str(functions::trim_chars(&s, &chars, *leading, *trailing).into())
+                }
+                _ => Value::Null,
+            }
+        }
+        Func::InitCap => match arg(0) {
+            Value::Str(s) => string(functions::initcap(&s)),
+            _ => Value::Null,
+        },
+        Func::Reverse => match arg(0) {
+            Value::Str(s) => Value::Str(s.chars().rev().collect()),
+            _ => Value::Null,
+        },
+        Func::Repeat => match (arg(0), int(1)) {
+            (Value::Str(s), Some(n)) => {
+                let n = usize::try_from(n).unwrap_or(0);
+                if s.len().saturating_mul(n) > 1 << 30 {
+                    return Value::Null;
+                }
+                Value::Str(s.repeat(n))
+            }
+            _ => Value::Null,
+        },
+        Func::LeftRight(left) => match (arg(0), int(1)) {
+            (Value::Str(s), Some(n)) => {
+                let n = usize::try_from(n).unwrap_or(0);
+                if *left {
+                    Value::Str(s.chars().take(n).collect())
+                } else {
+                    let len = s.chars().count();
+                    Value::Str(s.chars().skip(len.saturating_sub(n)).collect())
+                }
+            }
+            _ => Value::Null,
+        },
+        Func::Locate => match (arg(0), arg(1)) {
+            (Value::Str(needle), Value::Str(hay)) => {
+                let from = match args.get(2) {
+                    Some(_) => match int(2) {
+                        Some(f) => f,
+                        None => return Value::Null,
+                    },
+                    None => 1,
+                };
+                Value::Int(functions::locate(&needle, &hay, from) as i32)
+            }
+            _ => Value::Null,
+        },
+        Func::Instr => match (arg(0), arg(1)) {
+            (Value::Str(s), Value::Str(sub)) => {
+                let mut more = [1i64, 1];
+                for (i, m) in more.iter_mut().enumerate() {
+                    if args.get(2 + i).is_some() {
+                        match int(2 + i) {
+                            Some(v) => *m = v,
+                            None => return Value::Null,
+                        }
+                    }
+                }
+                functions::instr(&s, &sub, more[0], more[1])
+                    .map_or(Value::Null, |p| Value::Int(p as i32))
+            }
+            _ => Value::Null,
+        },
+        Func::ConcatWs => {
+            let Value::Str(sep) = arg(0) else {
+                return Value::Null;
+            };
+            let mut out = String::new();
+            let mut first = true;
+            for a in &args[1..] {
+                let v = a.eval(row);
+                if v.is_null() {
+                    continue;
+                }
+                if !first {
+                    out.push_str(&sep);
+                }
+                first = false;
+                match v {
+                    Value::Str(s) => out.push_str(&s),
+                    other => other.write_text(a.ty(), &mut out, ""),
+                }
+            }
+            string(out)
+        }
+        Func::SplitIndex => {
+            let sep = match arg(1) {
+                Value::Str(sep) => sep,
+                // A separator given by its code, 1 to 255 (Flink's other
+                // SPLIT_INDEX).
+                v => match v.as_i64() {
+                    Some(c @ 1..=255) => char::from(c as u8).to_string().into(),
+                    _ => return Value::Null,
+                },
+            };
+            match (arg(0), int(2)) {
+                (Value::Str(s), Some(i)) => functions::split_index(&s, &sep, i)
+                    .map_or(Value::Null, |p| Value::Str(p.into())),
+                _ => Value::Null,
+            }
+        }
+        Func::RegexpMatch(re) => match (arg(0), arg(1)) {
+            (Value::Str(s), Value::Str(p)) => {
+                // Flink's: an empty or malformed pattern matches nothing.
+                Value::Bool(!p.is_empty() && regex(re).is_some_and(|r| r.is_match(&s)))
+            }
+            _ => Value::Null,
+        },
+        Func::RegexpExtract(re) => {
+            let (Value::Str(s), Value::Str(_)) = (arg(0), arg(1)) else {
+                return Value::Null;
+            };
+            let group = match args.get(2) {
+                Some(_) => match int(2) {
+                    Some(g) => g,
+                    None => return Value::Null,
+                },
+                None => 0,
+            };
+            let Some(r) = regex(re) else {
+                return Value::Null;
+            };
+            let Ok(group) = usize::try_from(group) else {
+                return Value::Null;
+            };
+            r.captures(&s)
+                .and_then(|c| c.get(group))
+                .map_or(Value::Null, |m| Value::Str(m.as_str().into()))
+        }
+        Func::RegexpReplace(re) => match (arg(0), arg(1), arg(2)) {
+            (Value::Str(s), Value::Str(_), Value::Str(to)) => match regex(re) {
+                // Flink quotes the replacement: `$1` is literal text.
+                Some(r) => string(r.replace_all(&s, regex::NoExpand(&to)).into_owned()),
+                None => Value::Null,
+            },
+            _ => Value::Null,
+        },
+        Func::Overlay => {
+            let (Value::Str(s), Value::Str(r), Some(from)) = (arg(0), arg(1), int(2)) else {
+                return Value::Null;
+            };
+            let len = match args.get(3) {
+                Some(_) => match int(3) {
+                    Some(n) => n,
+                    None => return Value::Null,
+                },
+                None => r.chars().count() as i64,
+            };
+            string(functions::overlay(&s, &r, from, len))
+        }
+        Func::Bin => match int(0) {
+            Some(n) => string(format!("{n:b}")),
+            None => Value::Null,
+        },
+        Func::Hex => match arg(0) {
+            Value::Str(s) => string(s.bytes().map(|b| format!("{b:02X}")).collect()),
+            v => match v.as_i64() {
+                Some(n) => string(format!("{n:X}")),
+                None => Value::Null,
+            },
+        },
+        // Flink's: the first UTF-8 byte, as a signed Java byte (`é` is -61).
+        Func::Ascii => match arg(0) {
+            Value::Str(s) => Value::Int(s.as_bytes().first().map_or(0, |&b| i32::from(b as i8))),
+            _ => Value::Null,
+        },
+        Func::Chr => match int(0) {
+            Some(n) if n < 0 => Value::Str("".into()),
+            Some(n) => Value::Str(char::from((n & 0xFF) as u8).to_string().into()),
+            None => Value::Null,
+        },
+        Func::Now(kind) => {
+            let ms = now_ms();
+            match kind {
+                NowKind::Timestamp => Value::Timestamp(ms),
+                NowKind::Date => Value::Date(ms.div_euclid(DAY_MS) as i32),
+                NowKind::UnixSeconds => Value::BigInt(ms.div_euclid(1000)),
+            }
+        }
+        Func::UnixTimestamp(p) => match arg(0) {
+            Value::Str(s) => Value::BigInt(
+                // Java's long division: toward zero.
+                functions::parse_with_pattern(&s, p, false).map_or(i64::MIN, |ms| ms / 1000),
+            ),
+            _ => Value::Null,
+        },
+        // TO_DATE(s) takes a timestamp's text too (the date before the
+        // blank), as Flink's `DateTimeUtils.parseDate`.
+        Func::ParseTime(p, true) if p.is_empty() => match arg(0) {
+            Value::Str(s) => {
+                let day = s.trim().split(' ').next().unwrap_or("");
+                parse_date(day).map_or(Value::Null, Value::Date)
+            }
+            _ => Value::Null,
+        },
+        // TO_DATE(s, pattern): Java's lenient `SimpleDateFormat`, as
+        // UNIX_TIMESTAMP.
+        Func::ParseTime(p, true) => match arg(0) {
+            Value::Str(s) => match functions::parse_with_pattern(&s, p, false) {
+                Some(ms) => Value::Date(ms.div_euclid(DAY_MS) as i32),
+                None => Value::Null,
+            },
+            _ => Value::Null,
+        },
+        // TO_TIMESTAMP(s, pattern): Java's strict `DateTimeFormatter`, and
+        // when that fails Flink's fallback to `yyyy-M-d[ H:m:s[.f]]`.
+        Func::ParseTime(p, false) => match arg(0) {
+            Value::Str(s) => functions::parse_with_pattern(&s, p, true)
+                .or_else(|| parse_timestamp(&s))
+                .map_or(Value::Null, Value::Timestamp),
+            _ => Value::Null,
+        },
+        Func::FromUnixtime(p) => match int(0) {
+            Some(secs) => match secs.checked_mul(1000) {
+                Some(ms) => string(functions::date_format(ms, p)),
+                None => Value::Null,
+            },
+            None => Value::Null,
+        },
+        Func::TimestampAdd(unit) => {
+            let Some(n) = int(0) else {
+                return Value::Null;
+            };
+            let (t, date) = match arg(1) {
+                Value::Timestamp(t) => (t, false),
+                Value::Date(d) => (i64::from(d) * DAY_MS, true),
+                _ => return Value::Null,
+            };
+            let out = match unit {
+                CalUnit::Fixed(u) => t.saturating_add(n.saturating_mul(*u)),
+                CalUnit::Months(m) => functions::add_months(t, n.saturating_mul(*m)),
+            };
+            if date && ty == DataType::Date {
+                Value::Date(out.div_euclid(DAY_MS) as i32)
+            } else {
+                Value::Timestamp(out)
+            }
+        }
+        Func::TimestampDiff(unit) => {
+            let ms = |v: Value| match v {
+                Value::Timestamp(t) => Some(t),
+                Value::Date(d) => Some(i64::from(d) * DAY_MS),
+                _ => None,
+            };
+            let (Some(a), Some(b)) = (ms(arg(0)), ms(arg(1))) else {
+                return Value::Null;
+            };
+            Value::Int(match unit {
+                CalUnit::Fixed(u) => (b.saturating_sub(a) / u) as i32,
+                CalUnit::Months(m) => (functions::subtract_months(b, a) / m) as i32,
+            })
+        }
+        _ => Value::Null,
     }
 }
 
@@ -1057,8 +1624,23 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
             }
         }
         Expr::BinaryOp { left, op, right } => {
-            let (a, b) = (sub(left)?, sub(right)?);
-            binary(op, a, b)?
+            // A time ± a year-month interval: calendar months, as
+            // TIMESTAMPADD(MONTH, ..) (Jan 31 + 1 month is Feb 28/29).
+            let months = |x: &Expr| match x {
+                Expr::Interval(iv) => year_month_interval(iv),
+                _ => None,
+            };
+            match (op, months(left), months(right)) {
+                (B::Plus | B::Minus, None, Some(m)) | (B::Plus, Some(m), None) => {
+                    let t = sub(if months(right).is_some() { left } else { right })?;
+                    let m = if *op == B::Minus { -m? } else { m? };
+                    add_months_call(t, m)?
+                }
+                _ => {
+                    let (a, b) = (sub(left)?, sub(right)?);
+                    binary(op, a, b)?
+                }
+            }
         }
         Expr::IsNull(x) => Scalar::IsNull(Box::new(sub(x)?), false),
         Expr::IsNotNull(x) => Scalar::IsNull(Box::new(sub(x)?), true),
@@ -1190,7 +1772,7 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                 ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime)
                     if a.ty().is_numeric() =>
                 {
-                    let t = a.ty();
+                    let t = floor_type(a.ty());
                     Scalar::Call(Func::NumFloor(ceil), vec![a], t)
                 }
                 _ => return Err(SqlError::Unsupported(format!("`{e}`"))),
@@ -1218,7 +1800,79 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
             trim_where: None,
             trim_what: None,
             trim_characters: None,
-        } => Scalar::Call(Func::Trim, vec![sub(expr)?], DataType::String),
+        } => {
+            let args = vec![sub(expr)?];
+            check_args("TRIM", &args, &[Some(DataType::String)])?;
+            Scalar::Call(Func::Trim, args, DataType::String)
+        }
+        Expr::Trim {
+            expr,
+            trim_where,
+            trim_what,
+            trim_characters: None,
+        } => {
+            let (leading, trailing) = match trim_where {
+                Some(ast::TrimWhereField::Leading) => (true, false),
+                Some(ast::TrimWhereField::Trailing) => (false, true),
+                _ => (true, true),
+            };
+            let mut args = vec![sub(expr)?];
+            if let Some(w) = trim_what {
+                args.push(sub(w)?);
+            }
+            check_args(
+                "TRIM",
+                &args,
+                &[Some(DataType::String), Some(DataType::String)],
+            )?;
+            Scalar::Call(Func::TrimChars(leading, trailing), args, DataType::String)
+        }
+        Expr::Overlay {
+            expr,
+            overlay_what,
+            overlay_from,
+            overlay_for,
+        } => {
+            let mut args = vec![sub(expr)?, sub(overlay_what)?, sub(overlay_from)?];
+            if let Some(n) = overlay_for {
+                args.push(sub(n)?);
+            }
+            check_args(
+                "OVERLAY",
+                &args,
+                &[Some(DataType::String), Some(DataType::String)],
+            )?;
+            want("OVERLAY", &args, 2, Want::Integer)?;
+            want("OVERLAY", &args, 3, Want::Integer)?;
+            Scalar::Call(Func::Overlay, args, DataType::String)
+        }
+        Expr::IsDistinctFrom(a, b) | Expr::IsNotDistinctFrom(a, b) => {
+            let not = matches!(e, Expr::IsNotDistinctFrom(..));
+            let (a, b) = (sub(a)?, sub(b)?);
+            if !is_null_literal(&a) && !is_null_literal(&b) {
+                comparable(a.ty(), b.ty(), "IS DISTINCT FROM")?;
+            }
+            Scalar::Call(Func::Distinct(not), vec![a, b], DataType::Boolean)
+        }
+        Expr::IsUnknown(x) | Expr::IsNotUnknown(x) => {
+            let a = sub(x)?;
+            expect_bool(&a, "IS UNKNOWN")?;
+            Scalar::IsNull(Box::new(a), matches!(e, Expr::IsNotUnknown(_)))
+        }
+        Expr::RLike {
+            negated,
+            expr,
+            pattern,
+            ..
+        } => {
+            let args = vec![sub(expr)?, sub(pattern)?];
+            let m = regexp_call("REGEXP", args, Func::RegexpMatch, DataType::Boolean)?;
+            if *negated {
+                Scalar::Not(Box::new(m))
+            } else {
+                m
+            }
+        }
         Expr::Position { expr, r#in } => {
             let args = vec![sub(expr)?, sub(r#in)?];
             check_args(
@@ -1231,6 +1885,129 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
         Expr::Function(f) => function(f, &mut sub)?,
         other => return Err(SqlError::Unsupported(format!("the expression `{other}`"))),
     })
+}
+
+/// FLOOR's and CEIL's type: a DECIMAL loses its scale.
+fn floor_type(t: DataType) -> DataType {
+    match t {
+        DataType::Decimal { precision, scale } => DataType::Decimal {
+            precision: (precision - scale + u8::from(scale > 0)).clamp(1, 38),
+            scale: 0,
+        },
+        t => t,
+    }
+}
+
+/// ROUND's and TRUNCATE's type for `digits` digits, as Flink's
+/// (`LogicalTypeMerging.findRoundDecimalType`): a DECIMAL(p, s) becomes
+/// DECIMAL(1 + p - s + d, d) when d < s (one more digit for the carry),
+/// DECIMAL(1 + p - s, 0) for a negative d; other types are kept.
+fn round_type(t: DataType, digits: i32) -> DataType {
+    match t {
+        DataType::Decimal { precision, scale } if digits < i32::from(scale) => {
+            let (p, s) = (i32::from(precision), i32::from(scale));
+            let (p, s) = if digits < 0 {
+                (1 + p - s, 0)
+            } else {
+                (1 + p - s + digits, digits)
+            };
+            DataType::Decimal {
+                precision: p.clamp(1, 38) as u8,
+                scale: s as u8,
+            }
+        }
+        t => t,
+    }
+}
+
+/// A call of a regular-expression function whose pattern is argument 2:
+/// a literal pattern is compiled now, and one Rust's `regex` does not
+/// take is an error naming it.
+fn regexp_call(
+    name: &str,
+    args: Vec<Scalar>,
+    make: impl FnOnce(Option<regex::Regex>) -> Func,
+    ty: DataType,
+) -> Result<Scalar> {
+    check_args(
+        name,
+        &args,
+        &[Some(DataType::String), Some(DataType::String)],
+    )?;
+    let compiled = match &args[1] {
+        Scalar::Literal(Value::Str(p), _) => Some(functions::java_regex(p).map_err(|e| {
+            SqlError::Type(format!(
+                "{name}: the pattern `{p}` is not one weir reads (Rust's `regex` has no backreferences and no look-around): {e}"
+            ))
+        })?),
+        _ => None,
+    };
+    Ok(Scalar::Call(make(compiled), args, ty))
+}
+
+/// The value of an integer literal (`-2` too): `Some(None)` for NULL,
+/// `None` if it is not a literal.
+fn constant_int(s: &Scalar) -> Option<Option<i64>> {
+    match s {
+        Scalar::Literal(v, _) => Some(v.as_i64()),
+        Scalar::Neg(a, _) => constant_int(a).map(|v| v.map(i64::wrapping_neg)),
+        _ => None,
+    }
+}
+
+/// What an argument of a function must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Want {
+    /// INT, BIGINT, DOUBLE or DECIMAL.
+    Number,
+    /// INT or BIGINT.
+    Integer,
+    /// STRING.
+    Text,
+}
+
+impl Want {
+    fn admits(self, t: DataType) -> bool {
+        match self {
+            Want::Number => t.is_numeric(),
+            Want::Integer => matches!(t, DataType::Int | DataType::BigInt),
+            Want::Text => t == DataType::String,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Want::Number => "a number",
+            Want::Integer => "an integer",
+            Want::Text => "a STRING",
+        }
+    }
+}
+
+/// Argument `i` of `name` (if there is one) as `what` wants: an error
+/// naming the function and the argument if not (a NULL literal passes).
+fn want(name: &str, args: &[Scalar], i: usize, what: Want) -> Result<()> {
+    match args.get(i) {
+        Some(a) if !is_null_literal(a) && !what.admits(a.ty()) => Err(SqlError::Type(format!(
+            "{name}: argument {} must be {}, got {}",
+            i + 1,
+            what.name(),
+            a.ty()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// A string literal argument (a pattern), if it is one.
+fn literal_text(name: &str, args: &[Scalar], i: usize, default: &str) -> Result<Arc<str>> {
+    match args.get(i) {
+        None => Ok(Arc::from(default)),
+        Some(Scalar::Literal(Value::Str(p), _)) => Ok(Arc::from(p.as_str())),
+        Some(_) => Err(SqlError::Unsupported(format!(
+            "{name} with a pattern (argument {}) that is not a string literal",
+            i + 1
+        ))),
+    }
 }
 
 fn is_null_literal(s: &Scalar) -> bool {
@@ -1269,6 +2046,25 @@ fn check_args(name: &str, args: &[Scalar], want: &[Option<DataType>]) -> Result<
         }
     }
     Ok(())
+}
+
+/// The common type of `args` (GREATEST, IF's branches): NULL literals
+/// fit any.
+fn common_of(name: &str, args: &[Scalar]) -> Result<DataType> {
+    let mut ty: Option<DataType> = None;
+    for a in args.iter().filter(|a| !is_null_literal(a)) {
+        ty = Some(match ty {
+            None => a.ty(),
+            Some(t) => common(t, a.ty())
+                .ok_or_else(|| SqlError::Type(format!("{name} of {t} and {}", a.ty())))?,
+        });
+    }
+    Ok(ty.unwrap_or(DataType::String))
+}
+
+/// A date pattern's letters: those DATE_FORMAT takes.
+fn check_pattern(name: &str, p: &str) -> Result<()> {
+    functions::check_pattern(p).map_err(|e| SqlError::Type(format!("{name}: {e}")))
 }
 
 /// The type two values widen to (numbers; equal types; NULL literals
@@ -1411,6 +2207,59 @@ fn literal(v: &ast::Value) -> Result<Scalar> {
     })
 }
 
+/// A year-month interval literal in months (`INTERVAL '2' MONTH`,
+/// `INTERVAL '1' YEAR`, `INTERVAL '1-6' YEAR TO MONTH`); `None` if `iv` is
+/// a day-time interval.
+fn year_month_interval(iv: &ast::Interval) -> Option<Result<i64>> {
+    use DateTimeField as F;
+    let year = matches!(iv.leading_field, Some(F::Year | F::Years));
+    if !year && !matches!(iv.leading_field, Some(F::Month | F::Months)) {
+        return None;
+    }
+    let text = match iv.value.as_ref() {
+        Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            ast::Value::Number(n, _) => n.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    };
+    let bad = || SqlError::Type(format!("`{iv}`: not a year-month interval weir reads"));
+    let t = text.trim();
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(r) => (true, r.trim()),
+        None => (false, t),
+    };
+    let months = (|| -> Option<i64> {
+        match (year, &iv.last_field) {
+            (true, Some(F::Month | F::Months)) => {
+                let (y, m) = t.split_once('-')?;
+                let (y, m): (i64, i64) = (y.trim().parse().ok()?, m.trim().parse().ok()?);
+                y.checked_mul(12)?.checked_add(m)
+            }
+            (true, None) => t.parse::<i64>().ok()?.checked_mul(12),
+            (false, None) => t.parse().ok(),
+            _ => None,
+        }
+    })();
+    Some(months.ok_or_else(bad).map(|m| if neg { -m } else { m }))
+}
+
+/// `t + months` calendar months, `t` a TIMESTAMP or DATE.
+fn add_months_call(t: Scalar, months: i64) -> Result<Scalar> {
+    let ty = t.ty();
+    if !ty.is_timestamp() && ty != DataType::Date {
+        return Err(SqlError::Type(format!(
+            "{ty} ± a year-month interval (a TIMESTAMP or DATE takes one)"
+        )));
+    }
+    Ok(Scalar::Call(
+        Func::TimestampAdd(CalUnit::Months(1)),
+        vec![Scalar::Literal(Value::BigInt(months), DataType::BigInt), t],
+        ty,
+    ))
+}
+
 /// An interval literal in milliseconds: `INTERVAL '5' SECOND`,
 /// `INTERVAL '10' MINUTES`, `INTERVAL '1 02:00:00' DAY TO SECOND`,
 /// `INTERVAL '1.5' SECOND`.
@@ -1497,8 +2346,15 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         }
     };
     let mut args = Vec::new();
-    for a in &raw {
+    // TIMESTAMPADD's and TIMESTAMPDIFF's unit is a word, not a column.
+    let mut unit: Option<String> = None;
+    for (i, a) in raw.iter().enumerate() {
         match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(Expr::Identifier(w)))
+                if i == 0 && matches!(name.as_str(), "TIMESTAMPADD" | "TIMESTAMPDIFF") =>
+            {
+                unit = Some(w.value.clone())
+            }
             ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(sub(x)?),
             other => {
                 return Err(SqlError::Unsupported(format!(
@@ -1507,7 +2363,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             }
         }
     }
-    let n = args.len();
+    let n = raw.len();
     let arity = |want: std::ops::RangeInclusive<usize>| -> Result<()> {
         if want.contains(&n) {
             Ok(())
@@ -1625,8 +2481,15 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             };
             Scalar::Cast(Box::new(ms), DataType::TimestampLtz)
         }
+        "TO_TIMESTAMP" if n == 2 => {
+            check_args(&name, &args, &[s, s])?;
+            let p = literal_text(&name, &args, 1, "")?;
+            check_pattern(&name, &p)?;
+            args.truncate(1);
+            Scalar::Call(Func::ParseTime(p, false), args, DataType::Timestamp)
+        }
         "TO_TIMESTAMP" => {
-            arity(1..=1)?;
+            arity(1..=2)?;
             check_args(&name, &args, &[s])?;
             Scalar::Call(Func::ToTimestamp, args, DataType::Timestamp)
         }
@@ -1650,7 +2513,327 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             }
             Scalar::Call(Func::Extract(u), args, DataType::BigInt)
         }
-        "COUNT" | "SUM" | "MIN" | "MAX" | "AVG" => {
+        "ROUND" | "TRUNCATE" => {
+            arity(1..=2)?;
+            want(&name, &args, 0, Want::Number)?;
+            want(&name, &args, 1, Want::Integer)?;
+            let trunc = name == "TRUNCATE";
+            let t = args[0].ty();
+            match args.get(1) {
+                None => {
+                    let t = round_type(t, 0);
+                    let f = Func::Round {
+                        digits: Some(0),
+                        trunc,
+                    };
+                    Scalar::Call(f, args, t)
+                }
+                Some(c) if constant_int(c).is_some() => {
+                    let Some(d) = constant_int(c).flatten() else {
+                        return Ok(Scalar::Literal(Value::Null, t));
+                    };
+                    let d = d.clamp(-64, 64) as i32;
+                    let f = Func::Round {
+                        digits: Some(d),
+                        trunc,
+                    };
+                    Scalar::Call(f, args, round_type(t, d))
+                }
+                Some(_) if matches!(t, DataType::Decimal { .. }) => {
+                    return Err(SqlError::Unsupported(format!(
+                        "{name} of a DECIMAL to digits that are not a literal (its type depends on them)"
+                    )))
+                }
+                Some(_) => Scalar::Call(
+                    Func::Round {
+                        digits: None,
+                        trunc,
+                    },
+                    args,
+                    t,
+                ),
+            }
+        }
+        "CEILING" => {
+            arity(1..=1)?;
+            want(&name, &args, 0, Want::Number)?;
+            let t = floor_type(args[0].ty());
+            Scalar::Call(Func::NumFloor(true), args, t)
+        }
+        "SQRT" | "EXP" | "LN" | "LOG10" | "LOG2" | "LOG" | "POWER" | "SIN" | "COS" | "TAN"
+        | "COT" | "ASIN" | "ACOS" | "ATAN" | "ATAN2" | "SINH" | "COSH" | "TANH" | "DEGREES"
+        | "RADIANS" => {
+            let m = match name.as_str() {
+                "SQRT" => MathFn::Sqrt,
+                "EXP" => MathFn::Exp,
+                "LN" => MathFn::Ln,
+                "LOG10" => MathFn::Log10,
+                "LOG2" => MathFn::Log2,
+                "LOG" if n == 1 => MathFn::Ln,
+                "LOG" => MathFn::Log,
+                "POWER" => MathFn::Power,
+                "SIN" => MathFn::Sin,
+                "COS" => MathFn::Cos,
+                "TAN" => MathFn::Tan,
+                "COT" => MathFn::Cot,
+                "ASIN" => MathFn::Asin,
+                "ACOS" => MathFn::Acos,
+                "ATAN" => MathFn::Atan,
+                "ATAN2" => MathFn::Atan2,
+                "SINH" => MathFn::Sinh,
+                "COSH" => MathFn::Cosh,
+                "TANH" => MathFn::Tanh,
+                "DEGREES" => MathFn::Degrees,
+                _ => MathFn::Radians,
+            };
+            match name.as_str() {
+                "LOG" => arity(1..=2)?,
+                "POWER" | "ATAN2" => arity(2..=2)?,
+                _ => arity(1..=1)?,
+            }
+            for i in 0..n {
+                want(&name, &args, i, Want::Number)?;
+            }
+            Scalar::Call(Func::Math(m), args, DataType::Double)
+        }
+        "PI" | "E" => {
+            arity(0..=0)?;
+            let v = if name == "PI" {
+                std::f64::consts::PI
+            } else {
+                std::f64::consts::E
+            };
+            Scalar::Literal(Value::Double(v), DataType::Double)
+        }
+        "SIGN" => {
+            arity(1..=1)?;
+            want(&name, &args, 0, Want::Number)?;
+            let t = args[0].ty();
+            Scalar::Call(Func::Sign, args, t)
+        }
+        "GREATEST" | "LEAST" => {
+            arity(1..=usize::MAX)?;
+            let ty = common_of(&name, &args)?;
+            Scalar::Call(Func::Greatest(name == "LEAST"), args, ty)
+        }
+        "NULLIF" => {
+            arity(2..=2)?;
+            let mut it = args.into_iter();
+            let (a, b) = (it.next().expect("two"), it.next().expect("two"));
+            let ty = a.ty();
+            let eq = binary(&B::Eq, a.clone(), b)?;
+            Scalar::Case(
+                vec![(eq, Scalar::Literal(Value::Null, ty))],
+                Some(Box::new(a)),
+                ty,
+            )
+        }
+        "IF" => {
+            arity(3..=3)?;
+            expect_bool(&args[0], "IF")?;
+            let ty = common_of(&name, &args[1..])?;
+            let mut it = args.into_iter();
+            let (c, a, b) = (
+                it.next().expect("three"),
+                it.next().expect("three"),
+                it.next().expect("three"),
+            );
+            Scalar::Case(vec![(c, a)], Some(Box::new(b)), ty)
+        }
+        "LPAD" | "RPAD" => {
+            arity(3..=3)?;
+            check_args(&name, &args, &[s])?;
+            want(&name, &args, 1, Want::Integer)?;
+            want(&name, &args, 2, Want::Text)?;
+            Scalar::Call(Func::Pad(name == "LPAD"), args, DataType::String)
+        }
+        "LTRIM" | "RTRIM" | "BTRIM" => {
+            arity(1..=2)?;
+            check_args(&name, &args, &[s, s])?;
+            let f = match name.as_str() {
+                "LTRIM" => Func::TrimChars(true, false),
+                "RTRIM" => Func::TrimChars(false, true),
+                _ => Func::TrimChars(true, true),
+            };
+            Scalar::Call(f, args, DataType::String)
+        }
+        "INITCAP" | "REVERSE" => {
+            arity(1..=1)?;
+            check_args(&name, &args, &[s])?;
+            let f = if name == "INITCAP" {
+                Func::InitCap
+            } else {
+                Func::Reverse
+            };
+            Scalar::Call(f, args, DataType::String)
+        }
+        "REPEAT" | "LEFT" | "RIGHT" => {
+            arity(2..=2)?;
+            check_args(&name, &args, &[s])?;
+            want(&name, &args, 1, Want::Integer)?;
+            let f = match name.as_str() {
+                "REPEAT" => Func::Repeat,
+                "LEFT" => Func::LeftRight(true),
+                _ => Func::LeftRight(false),
+            };
+            Scalar::Call(f, args, DataType::String)
+        }
+        "LOCATE" => {
+            arity(2..=3)?;
+            check_args(&name, &args, &[s, s])?;
+            want(&name, &args, 2, Want::Integer)?;
+            Scalar::Call(Func::Locate, args, DataType::Int)
+        }
+        "INSTR" => {
+            arity(2..=4)?;
+            check_args(&name, &args, &[s, s])?;
+            want(&name, &args, 2, Want::Integer)?;
+            want(&name, &args, 3, Want::Integer)?;
+            Scalar::Call(Func::Instr, args, DataType::Int)
+        }
+        "CONCAT_WS" => {
+            arity(2..=usize::MAX)?;
+            check_args(&name, &args, &[s])?;
+            Scalar::Call(Func::ConcatWs, args, DataType::String)
+        }
+        "SPLIT_INDEX" => {
+            arity(3..=3)?;
+            check_args(&name, &args, &[s])?;
+            if !is_null_literal(&args[1])
+                && !matches!(args[1].ty(), DataType::String | DataType::Int | DataType::BigInt)
+            {
+                return Err(SqlError::Type(format!(
+                    "SPLIT_INDEX: argument 2 must be a STRING or a character code, got {}",
+                    args[1].ty()
+                )));
+            }
+            want(&name, &args, 2, Want::Integer)?;
+            Scalar::Call(Func::SplitIndex, args, DataType::String)
+        }
+        "REGEXP" => {
+            arity(2..=2)?;
+            regexp_call(&name, args, Func::RegexpMatch, DataType::Boolean)?
+        }
+        "REGEXP_EXTRACT" => {
+            arity(2..=3)?;
+            want(&name, &args, 2, Want::Integer)?;
+            regexp_call(&name, args, Func::RegexpExtract, DataType::String)?
+        }
+        "REGEXP_REPLACE" => {
+            arity(3..=3)?;
+            want(&name, &args, 2, Want::Text)?;
+            regexp_call(&name, args, Func::RegexpReplace, DataType::String)?
+        }
+        "BIN" => {
+            arity(1..=1)?;
+            want(&name, &args, 0, Want::Integer)?;
+            Scalar::Call(Func::Bin, args, DataType::String)
+        }
+        "HEX" => {
+            arity(1..=1)?;
+            if !is_null_literal(&args[0])
+                && !matches!(args[0].ty(), DataType::Int | DataType::BigInt | DataType::String)
+            {
+                return Err(SqlError::Type(format!(
+                    "HEX: argument 1 must be an integer or a STRING, got {}",
+                    args[0].ty()
+                )));
+            }
+            Scalar::Call(Func::Hex, args, DataType::String)
+        }
+        "ASCII" => {
+            arity(1..=1)?;
+            check_args(&name, &args, &[s])?;
+            Scalar::Call(Func::Ascii, args, DataType::Int)
+        }
+        "CHR" => {
+            arity(1..=1)?;
+            want(&name, &args, 0, Want::Integer)?;
+            Scalar::Call(Func::Chr, args, DataType::String)
+        }
+        "CURRENT_TIMESTAMP" | "NOW" | "LOCALTIMESTAMP" | "CURRENT_DATE" | "CURRENT_ROW_TIMESTAMP" => {
+            arity(0..=0)?;
+            let (kind, ty) = match name.as_str() {
+                "LOCALTIMESTAMP" => (NowKind::Timestamp, DataType::Timestamp),
+                "CURRENT_DATE" => (NowKind::Date, DataType::Date),
+                _ => (NowKind::Timestamp, DataType::TimestampLtz),
+            };
+            Scalar::Call(Func::Now(kind), args, ty)
+        }
+        "UNIX_TIMESTAMP" if n == 0 => {
+            Scalar::Call(Func::Now(NowKind::UnixSeconds), args, DataType::BigInt)
+        }
+        "UNIX_TIMESTAMP" => {
+            arity(1..=2)?;
+            check_args(&name, &args, &[s, s])?;
+            let p = literal_text(&name, &args, 1, "yyyy-MM-dd HH:mm:ss")?;
+            check_pattern(&name, &p)?;
+            args.truncate(1);
+            Scalar::Call(Func::UnixTimestamp(p), args, DataType::BigInt)
+        }
+        "TO_DATE" => {
+            arity(1..=2)?;
+            check_args(&name, &args, &[s, s])?;
+            let p = literal_text(&name, &args, 1, "")?;
+            check_pattern(&name, &p)?;
+            args.truncate(1);
+            Scalar::Call(Func::ParseTime(p, true), args, DataType::Date)
+        }
+        "FROM_UNIXTIME" => {
+            arity(1..=2)?;
+            want(&name, &args, 0, Want::Integer)?;
+            want(&name, &args, 1, Want::Text)?;
+            let p = literal_text(&name, &args, 1, "yyyy-MM-dd HH:mm:ss")?;
+            check_pattern(&name, &p)?;
+            args.truncate(1);
+            Scalar::Call(Func::FromUnixtime(p), args, DataType::String)
+        }
+        "TIMESTAMPADD" | "TIMESTAMPDIFF" => {
+            arity(3..=3)?;
+            let u = unit.as_deref().and_then(CalUnit::of).ok_or_else(|| {
+                SqlError::Type(format!(
+                    "{name}: argument 1 must be a unit (SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, QUARTER or YEAR)"
+                ))
+            })?;
+            if name == "TIMESTAMPADD" {
+                // args: n, t
+                if !is_null_literal(&args[0]) && !matches!(args[0].ty(), DataType::Int | DataType::BigInt) {
+                    return Err(SqlError::Type(format!(
+                        "{name}: argument 2 must be an integer, got {}",
+                        args[0].ty()
+                    )));
+                }
+                let t = args[1].ty();
+                if !t.is_timestamp() && t != DataType::Date {
+                    return Err(SqlError::Type(format!(
+                        "{name}: argument 3 must be a TIMESTAMP or DATE, got {t}"
+                    )));
+                }
+                let ty = match (t, u) {
+                    (DataType::Date, CalUnit::Fixed(ms)) if ms % DAY_MS != 0 => DataType::Timestamp,
+                    _ => t,
+                };
+                Scalar::Call(Func::TimestampAdd(u), args, ty)
+            } else {
+                for (i, a) in args.iter().enumerate() {
+                    let t = a.ty();
+                    if !is_null_literal(a) && !t.is_timestamp() && t != DataType::Date {
+                        return Err(SqlError::Type(format!(
+                            "{name}: argument {} must be a TIMESTAMP or DATE, got {t}",
+                            i + 2
+                        )));
+                    }
+                }
+                Scalar::Call(Func::TimestampDiff(u), args, DataType::Int)
+            }
+        }
+        "RAND" | "RAND_INTEGER" | "UUID" => {
+            return Err(SqlError::Unsupported(format!(
+                "{name}: a random value per row would differ when rows are replayed after a restore (weir's results do not depend on the run)"
+            )))
+        }
+        "COUNT" | "SUM" | "MIN" | "MAX" | "AVG" | "VAR_POP" | "VAR_SAMP" | "VARIANCE"
+        | "STDDEV_POP" | "STDDEV_SAMP" | "STDDEV" => {
             return Err(SqlError::Plan(format!(
                 "the aggregate {name} is not allowed here (only in SELECT and HAVING of a grouped query)"
             )))
@@ -1768,6 +2951,349 @@ mod tests {
         assert!(err("FROB(a)").contains("unknown function `FROB`"));
         assert!(err("s + 1").contains("type mismatch"));
         assert!(err("UPPER(a)").contains("UPPER: argument 1 must be STRING"));
+    }
+
+    fn err_of(sql: &str) -> String {
+        let (s, _) = scope();
+        let e = Parser::new(&FlinkDialect::default())
+            .try_with_sql(sql)
+            .unwrap()
+            .parse_expr()
+            .unwrap();
+        compile(&e, &s).unwrap_err().to_string()
+    }
+
+    fn ty_of(sql: &str) -> DataType {
+        let (s, _) = scope();
+        let e = Parser::new(&FlinkDialect::default())
+            .try_with_sql(sql)
+            .unwrap()
+            .parse_expr()
+            .unwrap();
+        compile(&e, &s).unwrap().ty()
+    }
+
+    fn str_of(sql: &str) -> Value {
+        let (s, r) = scope();
+        eval(sql, &s, &r)
+    }
+
+    fn text(v: &str) -> Value {
+        Value::Str(v.into())
+    }
+
+    #[test]
+    fn numeric_functions() {
+        let d = |p, s| DataType::Decimal {
+            precision: p,
+            scale: s,
+        };
+        // ROUND half away from zero, typed as Flink's.
+        assert_eq!(str_of("ROUND(2.5)"), Value::decimal(3));
+        assert_eq!(ty_of("ROUND(2.5)"), d(2, 0));
+        assert_eq!(str_of("ROUND(-2.55, 1)"), Value::decimal(-26));
+        assert_eq!(ty_of("ROUND(-2.55, 1)"), d(3, 1));
+        assert_eq!(str_of("ROUND(1234.5, -2)"), Value::decimal(1200));
+        assert_eq!(ty_of("ROUND(1234.5, -2)"), d(5, 0));
+        assert_eq!(str_of("ROUND(1.25, 5)"), Value::decimal(125));
+        assert_eq!(ty_of("ROUND(1.25, 5)"), d(3, 2));
+        assert_eq!(str_of("ROUND(1250, -2)"), Value::Int(1300));
+        assert_eq!(str_of("ROUND(-1250, -2)"), Value::Int(-1300));
+        assert_eq!(str_of("ROUND(a, 1)"), Value::Int(7));
+        assert_eq!(str_of("ROUND(2.675E0, 2)"), Value::Double(2.68));
+        assert_eq!(str_of("ROUND(-0.5E0)"), Value::Double(-1.0));
+        assert_eq!(str_of("ROUND(n, 2)"), Value::Null);
+        assert_eq!(str_of("ROUND(1.5E0, n)"), Value::Null);
+        assert!(err_of("ROUND(1.5, a)").contains("not a literal"));
+        assert_eq!(
+            str_of("ROUND(CAST(a AS DOUBLE) / 3, a - 5)"),
+            Value::Double(2.33)
+        );
+        assert_eq!(str_of("TRUNCATE(42.345, 2)"), Value::decimal(4234));
+        assert_eq!(str_of("TRUNCATE(-42.345)"), Value::decimal(-42));
+        assert_eq!(str_of("TRUNCATE(42, -1)"), Value::Int(40));
+        assert_eq!(str_of("TRUNCATE(-2.999E0, 2)"), Value::Double(-2.99));
+        // FLOOR/CEIL of a DECIMAL lose the scale.
+        assert_eq!(str_of("FLOOR(-1.5)"), Value::decimal(-2));
+        assert_eq!(ty_of("FLOOR(-1.5)"), d(2, 0));
+        assert_eq!(str_of("CEILING(1.25)"), Value::decimal(2));
+        assert_eq!(str_of("CEIL(a)"), Value::Int(7));
+        assert_eq!(str_of("POWER(2, 10)"), Value::Double(1024.0));
+        assert_eq!(str_of("SQRT(a + 9)"), Value::Double(4.0));
+        assert_eq!(str_of("SQRT(n)"), Value::Null);
+        assert_eq!(str_of("LN(EXP(1))"), Value::Double(1.0));
+        assert_eq!(str_of("LOG10(1000)"), Value::Double(3.0));
+        assert_eq!(str_of("LOG2(8)"), Value::Double(3.0));
+        assert_eq!(str_of("LOG(2, 8)"), Value::Double(3.0));
+        assert_eq!(str_of("LOG(1)"), Value::Double(0.0));
+        assert!(matches!(str_of("LN(-1)"), Value::Double(v) if v.is_nan()));
+        assert_eq!(str_of("SIGN(-3)"), Value::Int(-1));
+        assert_eq!(str_of("SIGN(2.50)"), Value::decimal(100));
+        assert_eq!(str_of("SIGN(0E0)"), Value::Double(0.0));
+        assert_eq!(str_of("PI()"), Value::Double(std::f64::consts::PI));
+        assert_eq!(str_of("DEGREES(PI())"), Value::Double(180.0));
+        assert_eq!(str_of("COS(0)"), Value::Double(1.0));
+        assert!(err_of("SQRT(s)").contains("SQRT: argument 1 must be a number, got STRING"));
+        assert!(err_of("ROUND(1.5, 's')").contains("ROUND: argument 2 must be an integer"));
+        assert!(err_of("POWER(2)").contains("POWER takes 2 arguments, got 1"));
+        assert!(err_of("RAND()").contains("RAND"));
+    }
+
+    #[test]
+    fn comparison_functions() {
+        assert_eq!(str_of("GREATEST(1, a, 3)"), Value::Int(7));
+        assert_eq!(str_of("LEAST(1.5, a)"), Value::decimal(15));
+        assert_eq!(str_of("GREATEST(1, n)"), Value::Null);
+        assert_eq!(str_of("GREATEST('b', s)"), text("b"));
+        assert_eq!(str_of("GREATEST(2, 2.50)"), Value::decimal(250));
+        assert!(err_of("GREATEST(1, s)").contains("GREATEST of INT and STRING"));
+        assert_eq!(str_of("NULLIF(a, 7)"), Value::Null);
+        assert_eq!(str_of("NULLIF(a, 8)"), Value::Int(7));
+        assert_eq!(str_of("NULLIF(n, 8)"), Value::Null);
+        assert_eq!(str_of("IF(a > 5, 'big', 'small')"), text("big"));
+        assert_eq!(str_of("IF(n > 5, 1, 2.5)"), Value::decimal(25));
+        assert!(err_of("IF(a, 1, 2)").contains("IF needs a BOOLEAN"));
+        assert_eq!(str_of("n IS DISTINCT FROM a"), Value::Bool(true));
+        assert_eq!(str_of("n IS NOT DISTINCT FROM NULL"), Value::Bool(true));
+        assert_eq!(str_of("a IS DISTINCT FROM 7.0"), Value::Bool(false));
+        assert_eq!(str_of("(n > 1) IS UNKNOWN"), Value::Bool(true));
+        assert_eq!(str_of("(a > 1) IS NOT UNKNOWN"), Value::Bool(true));
+    }
+
+    #[test]
+    fn string_functions() {
+        assert_eq!(str_of("LPAD(s, 8, 'xy')"), text("xyxHello"));
+        assert_eq!(str_of("LPAD(s, 2, 'xy')"), text("He"));
+        assert_eq!(str_of("RPAD(s, 7, '.')"), text("Hello.."));
+        assert_eq!(str_of("RPAD(s, -1, '.')"), Value::Null);
+        assert_eq!(str_of("LPAD(s, 7, '')"), Value::Null);
+        assert_eq!(str_of("LPAD(s, n, '.')"), Value::Null);
+        assert_eq!(str_of("LTRIM('  a b  ')"), text("a b  "));
+        assert_eq!(str_of("RTRIM('  a b  ')"), text("  a b"));
+        assert_eq!(str_of("TRIM(LEADING 'x' FROM 'xxaxx')"), text("axx"));
+        assert_eq!(str_of("TRIM(TRAILING 'xy' FROM 'xyaxy')"), text("xya"));
+        assert_eq!(str_of("TRIM(BOTH 'x' FROM 'xxaxx')"), text("a"));
+        assert_eq!(str_of("TRIM('  a  ')"), text("a"));
+        assert_eq!(
+            str_of("INITCAP('hello wORLD 9lives-x')"),
+            text("Hello World 9lives-X")
+        );
+        assert_eq!(str_of("REVERSE('café')"), text("éfac"));
+        assert_eq!(str_of("REPEAT('ab', 3)"), text("ababab"));
+        assert_eq!(str_of("REPEAT('ab', -1)"), text(""));
+        assert_eq!(str_of("LEFT(s, 2)"), text("He"));
+        assert_eq!(str_of("LEFT(s, -2)"), text(""));
+        assert_eq!(str_of("RIGHT(s, 3)"), text("llo"));
+        assert_eq!(str_of("RIGHT(s, 30)"), text("Hello"));
+        assert_eq!(str_of("LOCATE('l', s)"), Value::Int(3));
+        assert_eq!(str_of("LOCATE('l', s, 4)"), Value::Int(4));
+        assert_eq!(str_of("LOCATE('l', s, 6)"), Value::Int(0));
+        assert_eq!(str_of("LOCATE('x', s)"), Value::Int(0));
+        assert_eq!(str_of("INSTR(s, 'llo')"), Value::Int(3));
+        assert_eq!(str_of("POSITION('lo' IN s)"), Value::Int(4));
+        assert_eq!(str_of("CONCAT_WS('-', s, NULL, 'x', a)"), text("Hello-x-7"));
+        assert_eq!(str_of("CONCAT_WS(NULL, s)"), Value::Null);
+        assert_eq!(str_of("SPLIT_INDEX('a/b//c', '/', 3)"), text("c"));
+        assert_eq!(str_of("SPLIT_INDEX('a/b//c', '/', 2)"), text(""));
+        assert_eq!(str_of("SPLIT_INDEX('a/b', '/', 2)"), Value::Null);
+        assert_eq!(str_of("SPLIT_INDEX('a/b', '/', -1)"), Value::Null);
+        assert_eq!(str_of("SPLIT_INDEX('a/b', 47, 1)"), text("b"));
+        assert_eq!(str_of("SPLIT_INDEX('a/b', 300, 1)"), Value::Null);
+        assert_eq!(str_of("SPLIT_INDEX('', '/', 0)"), Value::Null);
+        assert_eq!(str_of("ASCII('abc')"), Value::Int(97));
+        assert_eq!(str_of("ASCII('')"), Value::Int(0));
+        assert_eq!(str_of("CHR(97)"), text("a"));
+        assert_eq!(str_of("CHR(353)"), text("a"));
+        assert_eq!(str_of("CHR(n)"), Value::Null);
+        assert_eq!(
+            str_of("OVERLAY('This is an old string' PLACING ' new' FROM 10 FOR 5)"),
+            text("This is a new string")
+        );
+        assert_eq!(str_of("OVERLAY(s PLACING 'J' FROM 1)"), text("Jello"));
+        assert_eq!(str_of("OVERLAY(s PLACING '!' FROM 9)"), text("Hello"));
+        assert_eq!(str_of("OVERLAY(s PLACING '!' FROM 5 FOR 3)"), text("Hell!"));
+        assert_eq!(str_of("OVERLAY(s PLACING '!' FROM 2 FOR 0)"), text("H!"));
+        assert_eq!(str_of("ASCII('é')"), Value::Int(-61));
+        assert_eq!(str_of("INSTR('abcabc', 'bc', 1, 2)"), Value::Int(5));
+        assert_eq!(str_of("INSTR('abcabc', 'bc', -1, 1)"), Value::Int(5));
+        assert_eq!(str_of("INSTR('abcabc', 'bc', -1, 2)"), Value::Int(2));
+        assert_eq!(str_of("INSTR('abcabc', 'bc', 0)"), Value::Int(0));
+        assert_eq!(str_of("INSTR('abcabc', 'bc', 1, 0)"), Value::Null);
+        assert_eq!(str_of("LOCATE('', s, 9)"), Value::Int(1));
+        assert_eq!(str_of("LOCATE('H', s, -3)"), Value::Int(1));
+        assert_eq!(str_of("OVERLAY(s PLACING 'x' FROM n)"), Value::Null);
+        assert_eq!(str_of("BIN(12)"), text("1100"));
+        assert_eq!(str_of("BIN(-1)"), text(&"1".repeat(64)));
+        assert_eq!(str_of("HEX(100)"), text("64"));
+        assert_eq!(str_of("HEX('hello,world')"), text("68656C6C6F2C776F726C64"));
+        assert_eq!(str_of("HEX(n)"), Value::Null);
+        assert!(
+            err_of("LPAD(s, 's', 'x')").contains("LPAD: argument 2 must be an integer, got STRING")
+        );
+        assert!(err_of("REPEAT(a, 2)").contains("REPEAT: argument 1 must be STRING, got INT"));
+    }
+
+    #[test]
+    fn regular_expressions() {
+        let url = "'https://x.com/a/b?query=1&channel_id=42'";
+        let ex = format!("REGEXP_EXTRACT({url}, '(&|^)channel_id=([^&]*)', 2)");
+        assert_eq!(str_of(&ex), text("42"));
+        assert_eq!(
+            str_of("REGEXP_EXTRACT('foothebar', 'foo(.*?)(bar)', 2)"),
+            text("bar")
+        );
+        assert_eq!(str_of("REGEXP_EXTRACT('foothebar', 'o+')"), text("oo"));
+        assert_eq!(str_of("REGEXP_EXTRACT('x', 'y')"), Value::Null);
+        assert_eq!(str_of("REGEXP_EXTRACT('ab', '(a)|(b)', 2)"), Value::Null);
+        assert_eq!(str_of("REGEXP_EXTRACT('ab', '(a)', 5)"), Value::Null);
+        assert_eq!(str_of("REGEXP_EXTRACT(s, s)"), text("Hello"));
+        assert_eq!(str_of("REGEXP_EXTRACT(NULL, 'a')"), Value::Null);
+        assert_eq!(str_of("REGEXP(s, 'l+o$')"), Value::Bool(true));
+        assert_eq!(str_of("REGEXP(s, '^l')"), Value::Bool(false));
+        assert_eq!(str_of("REGEXP(s, '')"), Value::Bool(false));
+        assert_eq!(str_of("s REGEXP 'ell'"), Value::Bool(true));
+        assert_eq!(str_of("s NOT REGEXP 'ell'"), Value::Bool(false));
+        assert_eq!(
+            str_of("REGEXP_REPLACE('a1b22c', '[0-9]+', '#')"),
+            text("a#b#c")
+        );
+        assert_eq!(str_of("REGEXP_REPLACE('ab', '(a)', '$1$1')"), text("$1$1b"));
+        // Java's \d and \w are ASCII.
+        assert_eq!(str_of("REGEXP_REPLACE('1٣x', '\\d', '#')"), text("#٣x"));
+        assert_eq!(str_of("REGEXP('é', '\\w')"), Value::Bool(false));
+        assert_eq!(
+            str_of("REGEXP_REPLACE(s, 'l', CAST(n AS STRING))"),
+            Value::Null
+        );
+        assert!(err_of("REGEXP_EXTRACT(s, '(a)\\1')").contains("no backreferences"));
+        assert!(err_of("REGEXP(s, '(?=a)')").contains("REGEXP: the pattern `(?=a)`"));
+        assert!(err_of("REGEXP(s, 1)").contains("REGEXP: argument 2 must be STRING"));
+    }
+
+    #[test]
+    fn time_functions() {
+        let ts = |t: &str| Value::Timestamp(parse_timestamp(t).unwrap());
+        assert_eq!(
+            str_of("UNIX_TIMESTAMP('1970-01-01 00:01:40')"),
+            Value::BigInt(100)
+        );
+        assert_eq!(
+            str_of("UNIX_TIMESTAMP('1970-01-01 00:01:40.999')"),
+            Value::BigInt(100)
+        );
+        assert_eq!(
+            str_of("UNIX_TIMESTAMP('02/01/2024', 'dd/MM/yyyy')"),
+            Value::BigInt(1_704_153_600)
+        );
+        assert_eq!(str_of("UNIX_TIMESTAMP('x')"), Value::BigInt(i64::MIN));
+        assert_eq!(str_of("UNIX_TIMESTAMP(NULL)"), Value::Null);
+        assert_eq!(str_of("FROM_UNIXTIME(44)"), text("1970-01-01 00:00:44"));
+        assert_eq!(
+            str_of("FROM_UNIXTIME(86400, 'yyyy/MM/dd')"),
+            text("1970/01/02")
+        );
+        assert_eq!(
+            str_of("TO_TIMESTAMP('2024/01/02 03', 'yyyy/MM/dd HH')"),
+            ts("2024-01-02 03:00:00")
+        );
+        assert_eq!(
+            str_of("TO_TIMESTAMP('2024/13/02', 'yyyy/MM/dd')"),
+            Value::Null
+        );
+        // Flink falls back to the default form when the pattern fails.
+        assert_eq!(
+            str_of("TO_TIMESTAMP('2024-1-2 03:00:00', 'yyyy/MM/dd')"),
+            ts("2024-01-02 03:00:00")
+        );
+        assert_eq!(
+            str_of("TO_DATE('2024-02-29 10:00:00.0')"),
+            Value::Date(parse_date("2024-02-29").unwrap())
+        );
+        assert_eq!(
+            str_of("TO_DATE('2024-01-32', 'yyyy-MM-dd')"),
+            Value::Date(parse_date("2024-02-01").unwrap())
+        );
+        assert_eq!(str_of("TO_DATE('x', 'yyyy-MM-dd')"), Value::Null);
+        assert_eq!(
+            str_of("TO_DATE('2024-02-29')"),
+            Value::Date(parse_date("2024-02-29").unwrap())
+        );
+        assert_eq!(
+            str_of("TO_DATE('20240229', 'yyyyMMdd')"),
+            Value::Date(parse_date("2024-02-29").unwrap())
+        );
+        assert_eq!(str_of("TO_DATE('2023-02-29')"), Value::Null);
+        assert_eq!(
+            str_of("TIMESTAMPADD(HOUR, 2, ts)"),
+            ts("2024-01-02 05:04:05.678")
+        );
+        assert_eq!(
+            str_of("TIMESTAMPADD(MONTH, 1, TIMESTAMP '2024-01-31 10:00:00')"),
+            ts("2024-02-29 10:00:00")
+        );
+        assert_eq!(
+            str_of("TIMESTAMPADD(YEAR, -1, DATE '2024-02-29')"),
+            Value::Date(parse_date("2023-02-28").unwrap())
+        );
+        assert_eq!(
+            ty_of("TIMESTAMPADD(HOUR, 1, DATE '2024-02-29')"),
+            DataType::Timestamp
+        );
+        assert_eq!(str_of("TIMESTAMPADD(DAY, n, ts)"), Value::Null);
+        assert_eq!(
+            str_of("TIMESTAMP '2024-01-31 10:00:00' + INTERVAL '1' MONTH"),
+            ts("2024-02-29 10:00:00")
+        );
+        assert_eq!(
+            str_of("DATE '2024-03-31' - INTERVAL '1-1' YEAR TO MONTH"),
+            Value::Date(parse_date("2023-02-28").unwrap())
+        );
+        assert_eq!(
+            str_of("INTERVAL '2' YEAR + ts"),
+            ts("2026-01-02 03:04:05.678")
+        );
+        assert!(err_of("a + INTERVAL '1' MONTH").contains("year-month interval"));
+        assert!(err_of("ts + INTERVAL 'x' MONTH").contains("not a year-month interval"));
+        assert_eq!(
+            str_of("TIMESTAMPDIFF(HOUR, ts, TIMESTAMP '2024-01-02 01:00:00')"),
+            Value::Int(-2)
+        );
+        assert_eq!(
+            str_of("TIMESTAMPDIFF(DAY, DATE '2024-01-01', ts)"),
+            Value::Int(1)
+        );
+        assert_eq!(
+            str_of("TIMESTAMPDIFF(MONTH, TIMESTAMP '2024-01-31 00:00:00', TIMESTAMP '2024-02-29 00:00:00')"),
+            Value::Int(1)
+        );
+        assert_eq!(
+            str_of("TIMESTAMPDIFF(MONTH, TIMESTAMP '2024-01-15 10:00:00', TIMESTAMP '2024-03-15 09:00:00')"),
+            Value::Int(1)
+        );
+        assert_eq!(
+            str_of("TIMESTAMPDIFF(YEAR, TIMESTAMP '2024-03-15 09:00:00', TIMESTAMP '2020-01-15 10:00:00')"),
+            Value::Int(-4)
+        );
+        assert!(err_of("TIMESTAMPADD(FORTNIGHT, 1, ts)")
+            .contains("TIMESTAMPADD: argument 1 must be a unit"));
+        assert!(
+            err_of("TIMESTAMPDIFF(DAY, s, ts)").contains("argument 2 must be a TIMESTAMP or DATE")
+        );
+        assert!(err_of("UNIX_TIMESTAMP(s, s)").contains("not a string literal"));
+        assert!(err_of("FROM_UNIXTIME(1, 'EEE')").contains("FROM_UNIXTIME: DATE_FORMAT pattern"));
+        // The wall clock, per row.
+        assert_eq!(ty_of("CURRENT_TIMESTAMP"), DataType::TimestampLtz);
+        assert_eq!(ty_of("LOCALTIMESTAMP"), DataType::Timestamp);
+        assert_eq!(ty_of("CURRENT_DATE"), DataType::Date);
+        let Value::BigInt(now) = str_of("UNIX_TIMESTAMP()") else {
+            panic!()
+        };
+        assert!(now > 1_700_000_000);
+        assert_eq!(
+            str_of("CURRENT_DATE > DATE '2024-01-01'"),
+            Value::Bool(true)
+        );
+        assert_eq!(str_of("NOW() > ts"), Value::Bool(true));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The scalar functions' value-level work that is more than one line:
-//! LIKE matching, DATE_FORMAT's Java-style patterns, EXTRACT.
+//! LIKE matching, DATE_FORMAT's Java-style patterns, EXTRACT, ROUND and
+//! TRUNCATE, padding, SPLIT_INDEX, Java regular expressions on Rust's
+//! `regex`, parsing with a pattern, calendar months.
 
-use crate::time::{timestamp_parts, DAY_MS};
+use crate::time::{civil_from_days, days_from_civil, days_in_month, timestamp_parts, DAY_MS};
 
 /// Whether `text` matches SQL `LIKE` `pattern` (`%` any run, `_` one
 /// character; `escape` makes the next character literal).
@@ -163,6 +165,399 @@ pub fn extract(unit: TimeUnit, ms: i64) -> i64 {
     }
 }
 
+/// A DECIMAL's unscaled `v` of scale `scale` rounded (half away from
+/// zero, Java's `HALF_UP`) or truncated (toward zero) to `digits` digits
+/// after the point (before it when negative), as Flink's ROUND and
+/// TRUNCATE: the result is unscaled at scale `max(digits, 0)` when
+/// `digits` is below `scale`, else `v` unchanged.
+pub fn round_decimal(v: i128, scale: u8, digits: i32, trunc: bool) -> i128 {
+    let s = i32::from(scale);
+    if digits >= s {
+        return v;
+    }
+    let Some(p) = 10i128.checked_pow((s - digits) as u32) else {
+        return 0;
+    };
+    let (q, r) = (v / p, v % p);
+    let q = if !trunc && r.unsigned_abs() * 2 >= p.unsigned_abs() {
+        q + v.signum()
+    } else {
+        q
+    };
+    if digits < 0 {
+        q.saturating_mul(10i128.pow((-digits) as u32))
+    } else {
+        q
+    }
+}
+
+/// An integer rounded (half away from zero) or truncated to `digits`
+/// digits after the point: unchanged unless `digits` is negative.
+pub fn round_int(v: i64, digits: i32, trunc: bool) -> i64 {
+    if digits >= 0 {
+        return v;
+    }
+    i64::try_from(round_decimal(i128::from(v), 0, digits, trunc)).unwrap_or(0)
+}
+
+/// A double rounded (half away from zero) or truncated to `digits`
+/// digits after the point as Flink does it: on the double's shortest
+/// decimal text (Java's `BigDecimal.valueOf`), so that `ROUND(2.675, 2)`
+/// is 2.68 although the double is slightly below 2.675.
+pub fn round_double(x: f64, digits: i32, trunc: bool) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    // `d.ddddde±N`: the digits, and the exponent of the first one.
+    let text = format!("{:e}", x.abs());
+    let (mantissa, exp) = text.split_once('e').expect("`{:e}` has an exponent");
+    let exp: i32 = exp.parse().expect("an integer exponent");
+    let all: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
+    // Digits kept: those before the point (exp + 1) and `digits` after.
+    let keep = exp + 1 + digits;
+    if keep >= all.len() as i32 {
+        return x;
+    }
+    let mut kept: i128 = 0;
+    for &c in &all[..keep.max(0) as usize] {
+        kept = kept * 10 + i128::from(c - b'0');
+    }
+    if !trunc && keep >= 0 && all[keep as usize] >= b'5' {
+        kept += 1;
+    }
+    let v: f64 = format!("{kept}e{}", -digits).parse().unwrap_or(0.0);
+    v.copysign(x)
+}
+
+/// LPAD (`left`) or RPAD: `s` padded with repeats of `pad` to `len`
+/// characters, or cut to its first `len`; NULL (`None`) for a negative
+/// `len` or an empty `pad`, as Flink's.
+pub fn pad(s: &str, len: i64, pad: &str, left: bool) -> Option<String> {
+    if len < 0 || pad.is_empty() {
+        return None;
+    }
+    let len = usize::try_from(len).ok()?;
+    let n = s.chars().count();
+    if n >= len {
+        return Some(s.chars().take(len).collect());
+    }
+    let fill: String = pad.chars().cycle().take(len - n).collect();
+    Some(if left { fill + s } else { format!("{s}{fill}") })
+}
+
+/// The 1-based character position of `needle` in `hay` at or after
+/// character `from` (below 1 counts as 1), 0 if it is not there; an empty
+/// `needle` is at 1 wherever it is looked for (Flink's LOCATE and
+/// POSITION, on `BinaryStringData.indexOf`).
+pub fn locate(needle: &str, hay: &str, from: i64) -> i64 {
+    if needle.is_empty() {
+        return 1;
+    }
+    let skip = usize::try_from(from - 1).unwrap_or(0);
+    let Some((at, _)) = hay.char_indices().nth(skip) else {
+        return 0;
+    };
+    match hay[at..].find(needle) {
+        Some(b) => (skip + hay[at..at + b].chars().count() + 1) as i64,
+        None => 0,
+    }
+}
+
+/// INSTR(s, sub, start, nth) as Flink's: the position of the `nth`
+/// occurrence of `sub` from character `start` on, or, for a negative
+/// `start`, counting from the end backwards; 0 if there is none or
+/// `start` is 0. `None` for an `nth` below 1 (Flink fails the job).
+pub fn instr(s: &str, sub: &str, start: i64, nth: i64) -> Option<i64> {
+    if nth <= 0 {
+        return None;
+    }
+    if start == 0 {
+        return Some(0);
+    }
+    if start > 0 {
+        let (mut from, mut index) = (start, 0);
+        for _ in 0..nth {
+            index = locate(sub, s, from);
+            if index == 0 {
+                return Some(0);
+            }
+            from = index + 1;
+        }
+        return Some(index);
+    }
+    let (rs, rsub): (String, String) = (s.chars().rev().collect(), sub.chars().rev().collect());
+    let pos = instr(&rs, &rsub, -start, nth)?;
+    Some(if pos == 0 {
+        0
+    } else {
+        s.chars().count() as i64 + 2 - pos - sub.chars().count() as i64
+    })
+}
+
+/// OVERLAY(s PLACING r FROM from FOR len) as Flink's: `s` unchanged when
+/// `from` is outside it; otherwise its first `from - 1` characters, `r`,
+/// and the characters from `from + len` on only when they exist and
+/// `len` is positive.
+pub fn overlay(s: &str, r: &str, from: i64, len: i64) -> String {
+    let n = s.chars().count() as i64;
+    if from <= 0 || from > n {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take((from - 1) as usize).collect();
+    out.push_str(r);
+    if from.saturating_add(len) <= n && len > 0 {
+        out.extend(s.chars().skip((from - 1 + len) as usize));
+    }
+    out
+}
+
+/// `s` without the leading and/or trailing characters that are in
+/// `chars`.
+pub fn trim_chars<'a>(s: &'a str, chars: &str, leading: bool, trailing: bool) -> &'a str {
+    let is = |c: char| chars.contains(c);
+    let s = if leading { s.trim_start_matches(is) } else { s };
+    if trailing {
+        s.trim_end_matches(is)
+    } else {
+        s
+    }
+}
+
+/// INITCAP as Flink's (Calcite's): the first ASCII letter or digit of
+/// each run of them upper-cased, the run's other letters lower-cased;
+/// other characters untouched.
+pub fn initcap(s: &str) -> String {
+    let mut start = true;
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                let c = if start {
+                    c.to_ascii_uppercase()
+                } else {
+                    c.to_ascii_lowercase()
+                };
+                start = false;
+                c
+            } else {
+                start = true;
+                c
+            }
+        })
+        .collect()
+}
+
+/// SPLIT_INDEX(s, sep, index): the `index`-th (0-based) piece of `s` split
+/// at every `sep` (empty pieces kept; an empty `sep` splits at
+/// whitespace), or `None` past the last piece, for a negative index or
+/// an empty `s` (Flink's, on commons-lang's
+/// `splitByWholeSeparatorPreserveAllTokens`).
+pub fn split_index<'a>(s: &'a str, sep: &str, index: i64) -> Option<&'a str> {
+    if index < 0 || s.is_empty() {
+        return None;
+    }
+    let i = usize::try_from(index).ok()?;
+    if sep.is_empty() {
+        s.split(char::is_whitespace).nth(i)
+    } else {
+        s.split(sep).nth(i)
+    }
+}
+
+/// A Java regular expression as Rust's `regex` reads it: `\d`, `\w`,
+/// `\s` (and their negations) are ASCII classes as in Java, not Unicode
+/// ones. Patterns with backreferences or look-around, which `regex` does
+/// not have, are an error.
+pub fn java_regex(pattern: &str) -> Result<regex::Regex, regex::Error> {
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut it = pattern.chars();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('d') => out.push_str("[0-9]"),
+            Some('D') => out.push_str("[^0-9]"),
+            Some('w') => out.push_str("[0-9A-Za-z_]"),
+            Some('W') => out.push_str("[^0-9A-Za-z_]"),
+            Some('s') => out.push_str("[\\t\\n\\x0B\\f\\r ]"),
+            Some('S') => out.push_str("[^\\t\\n\\x0B\\f\\r ]"),
+            Some(n) => {
+                out.push('\\');
+                out.push(n);
+            }
+            None => out.push('\\'),
+        }
+    }
+    regex::Regex::new(&out)
+}
+
+/// Epoch milliseconds of `text` read with a Java date pattern (the
+/// letters DATE_FORMAT takes: `yyyy MM dd HH hh mm ss SSS a`, quoted
+/// text, other characters literally). `strict` (TO_TIMESTAMP, TO_DATE,
+/// as Java's `DateTimeFormatter`): the whole text, fields in range;
+/// otherwise (UNIX_TIMESTAMP, as `SimpleDateFormat`) text after the
+/// pattern is ignored and fields out of range roll over.
+pub fn parse_with_pattern(text: &str, pattern: &str, strict: bool) -> Option<i64> {
+    let t: Vec<char> = text.chars().collect();
+    let p: Vec<char> = pattern.chars().collect();
+    let (mut y, mut mo, mut d, mut h, mut mi, mut s, mut ms) =
+        (1970i64, 1i64, 1i64, 0i64, 0i64, 0i64, 0i64);
+    let mut pm: Option<bool> = None;
+    let mut twelve = false;
+    let (mut ti, mut pi) = (0usize, 0usize);
+    while pi < p.len() {
+        let c = p[pi];
+        if c == '\'' {
+            let mut j = pi + 1;
+            if j < p.len() && p[j] == '\'' {
+                (t.get(ti) == Some(&'\'')).then_some(())?;
+                ti += 1;
+                pi += 2;
+                continue;
+            }
+            while j < p.len() && p[j] != '\'' {
+                (t.get(ti) == Some(&p[j])).then_some(())?;
+                ti += 1;
+                j += 1;
+            }
+            pi = j + 1;
+            continue;
+        }
+        if !c.is_ascii_alphabetic() {
+            (t.get(ti) == Some(&c)).then_some(())?;
+            ti += 1;
+            pi += 1;
+            continue;
+        }
+        let mut n = 1;
+        while pi + n < p.len() && p[pi + n] == c {
+            n += 1;
+        }
+        if c == 'a' {
+            let rest: String = t[ti..]
+                .iter()
+                .take(2)
+                .collect::<String>()
+                .to_ascii_uppercase();
+            pm = Some(match rest.as_str() {
+                "AM" => false,
+                "PM" => true,
+                _ => return None,
+            });
+            ti += 2;
+            pi += n;
+            continue;
+        }
+        // A field adjacent to another numeric field takes exactly its
+        // width of digits; otherwise all the digits there are.
+        let next_numeric = p.get(pi + n).is_some_and(|q| "yMdHhmsS".contains(*q));
+        let start = ti;
+        while ti < t.len() && t[ti].is_ascii_digit() && (!next_numeric || ti - start < n) {
+            ti += 1;
+        }
+        // Strict widths, as `DateTimeFormatter`'s: `MM` exactly two
+        // digits, `M` one or more, `yyyy` four or more, `yy` two.
+        let width = ti - start;
+        let bad_width = match c {
+            'y' if n == 2 => width != 2,
+            'y' => width < n,
+            _ => n >= 2 && width != n,
+        };
+        if ti == start || (strict && (bad_width || (next_numeric && width != n))) {
+            return None;
+        }
+        let digits: String = t[start..ti].iter().collect();
+        let v: i64 = digits.parse().ok()?;
+        match c {
+            'y' if n == 2 && ti - start == 2 => y = 2000 + v,
+            'y' => y = v,
+            'M' => mo = v,
+            'd' => d = v,
+            'H' => h = v,
+            'h' => {
+                h = v;
+                twelve = true;
+            }
+            'm' => mi = v,
+            's' => s = v,
+            'S' => {
+                // Digits of the fraction: the first three are milliseconds.
+                let f: String = digits.chars().chain("000".chars()).take(3).collect();
+                ms = f.parse().ok()?;
+            }
+            _ => return None,
+        }
+        pi += n;
+    }
+    if twelve {
+        if strict && !(1..=12).contains(&h) {
+            return None;
+        }
+        h = h % 12 + if pm == Some(true) { 12 } else { 0 };
+    } else if pm == Some(true) && h < 12 {
+        h += 12;
+    }
+    if strict
+        && (ti != t.len()
+            || !(1..=12).contains(&mo)
+            || d < 1
+            || d > i64::from(days_in_month(y, mo as u32))
+            || h > 23
+            || mi > 59
+            || s > 59)
+    {
+        return None;
+    }
+    // Lenient: months past 12 roll into years, days past the month's into
+    // the next, as `SimpleDateFormat` does.
+    let months = y.checked_mul(12)?.checked_add(mo - 1)?;
+    let first = days_from_civil(months.div_euclid(12), (months.rem_euclid(12) + 1) as u32, 1);
+    let days = first.checked_add(d - 1)?;
+    days.checked_mul(DAY_MS)?
+        .checked_add(((h * 60 + mi) * 60 + s) * 1000 + ms)
+}
+
+/// Days since the epoch `months` calendar months after `days`, the day of
+/// the month cut to the target month's last (Jan 31 + 1 month = Feb 28/29).
+pub fn add_months_days(days: i64, months: i64) -> i64 {
+    let (y, m, d) = civil_from_days(days);
+    let total = y * 12 + i64::from(m) - 1 + months;
+    let (ny, nm) = (total.div_euclid(12), (total.rem_euclid(12) + 1) as u32);
+    days_from_civil(ny, nm, d.min(days_in_month(ny, nm)))
+}
+
+/// A timestamp (epoch ms) `months` calendar months later.
+pub fn add_months(ms: i64, months: i64) -> i64 {
+    add_months_days(ms.div_euclid(DAY_MS), months) * DAY_MS + ms.rem_euclid(DAY_MS)
+}
+
+fn subtract_months_days(d0: i64, d1: i64) -> i64 {
+    if d0 < d1 {
+        return -subtract_months_days(d1, d0);
+    }
+    // No month has more than 31 days: the estimate is not above the answer.
+    let mut m = (d0 - d1) / 31;
+    loop {
+        if add_months_days(d1, m) >= d0 || add_months_days(d1, m + 1) > d0 {
+            return m;
+        }
+        m += 1;
+    }
+}
+
+/// Whole calendar months from `t1` to `t0` (epoch ms), as Calcite's
+/// `subtractMonths` that Flink's TIMESTAMPDIFF(MONTH, t1, t0) is.
+pub fn subtract_months(t0: i64, t1: i64) -> i64 {
+    let (d0, ms0) = (t0.div_euclid(DAY_MS), t0.rem_euclid(DAY_MS));
+    let (d1, ms1) = (t1.div_euclid(DAY_MS), t1.rem_euclid(DAY_MS));
+    let mut x = subtract_months_days(d0, d1);
+    if add_months_days(d1, x) == d0 && ms0 < ms1 {
+        x -= 1;
+    }
+    x
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +572,104 @@ mod tests {
         assert!(!like("axb", "a\\%b", Some('\\')));
         assert!(like("", "%", None));
         assert!(like("abcabc", "%abc", None));
+    }
+
+    #[test]
+    fn rounding() {
+        assert_eq!(round_decimal(-255, 2, 1, false), -26);
+        assert_eq!(round_decimal(-255, 2, 1, true), -25);
+        assert_eq!(round_decimal(123_456, 2, -2, false), 1200);
+        assert_eq!(round_decimal(125_000, 2, -3, false), 1000);
+        assert_eq!(round_decimal(150_000, 2, -3, false), 2000);
+        assert_eq!(round_decimal(5, 2, -40, false), 0);
+        assert_eq!(round_decimal(5, 2, 3, false), 5);
+        assert_eq!(round_int(i64::MAX, -1, false), 0);
+        assert_eq!(round_int(-15, -1, false), -20);
+        assert_eq!(round_double(2.675, 2, false), 2.68);
+        assert_eq!(round_double(1.005, 2, false), 1.01);
+        assert_eq!(round_double(-1.5, 0, false), -2.0);
+        assert_eq!(round_double(0.4, 0, false), 0.0);
+        assert_eq!(round_double(0.04, -1, false), 0.0);
+        assert_eq!(round_double(1234.5678, -2, false), 1200.0);
+        assert_eq!(round_double(1e300, 2, false), 1e300);
+        assert_eq!(round_double(123.456, 1, true), 123.4);
+        assert!(round_double(f64::NAN, 1, false).is_nan());
+    }
+
+    #[test]
+    fn padding_splitting_and_regexes() {
+        assert_eq!(pad("hi", 4, "??", true).as_deref(), Some("??hi"));
+        assert_eq!(pad("hi", 1, "??", true).as_deref(), Some("h"));
+        assert_eq!(pad("hi", 5, "ab", false).as_deref(), Some("hiaba"));
+        assert_eq!(pad("hi", 0, "ab", false).as_deref(), Some(""));
+        assert_eq!(pad("hi", 3, "", false), None);
+        assert_eq!(initcap("aBC dEF"), "Abc Def");
+        assert_eq!(split_index("https://www.x.com/a/b/c", "/", 3), Some("a"));
+        assert_eq!(split_index("", "/", 0), None);
+        assert_eq!(split_index("a b", "", 1), Some("b"));
+        assert_eq!(trim_chars("xyaxy", "xy", true, true), "a");
+        let r = java_regex(r"[\d-]+\s\w").unwrap();
+        assert!(r.is_match("1-2 x"));
+        assert!(!r.is_match("١ x"));
+        assert!(java_regex(r"(a)\1").is_err());
+        assert!(java_regex(r"a(?!b)").is_err());
+        assert!(java_regex(r"\\d").unwrap().is_match("\\d"));
+    }
+
+    #[test]
+    fn patterns_and_months() {
+        let ts = |t: &str| parse_timestamp(t).unwrap();
+        let p = |t: &str, f: &str, strict: bool| parse_with_pattern(t, f, strict);
+        assert_eq!(
+            p("2024-01-02 03:04:05", "yyyy-MM-dd HH:mm:ss", true),
+            Some(ts("2024-01-02 03:04:05"))
+        );
+        assert_eq!(
+            p(
+                "2024-01-02 03:04:05.123 trailing",
+                "yyyy-MM-dd HH:mm:ss",
+                false
+            ),
+            Some(ts("2024-01-02 03:04:05"))
+        );
+        assert_eq!(
+            p("2024-01-02 03:04:05 x", "yyyy-MM-dd HH:mm:ss", true),
+            None
+        );
+        assert_eq!(
+            p("20240102 0304", "yyyyMMdd HHmm", true),
+            Some(ts("2024-01-02 03:04"))
+        );
+        assert_eq!(
+            p("02.01.24 03:04 PM", "dd.MM.yy hh:mm a", true),
+            Some(ts("2024-01-02 15:04"))
+        );
+        assert_eq!(
+            p("2024-01-02T03:04:05.6", "yyyy-MM-dd'T'HH:mm:ss.S", true),
+            Some(ts("2024-01-02 03:04:05.600"))
+        );
+        // Lenient: the 32nd of January is February 1st.
+        assert_eq!(p("2024-01-32", "yyyy-MM-dd", false), Some(ts("2024-02-01")));
+        assert_eq!(p("2024-01-32", "yyyy-MM-dd", true), None);
+        assert_eq!(p("2024/01", "yyyy-MM", false), None);
+        assert_eq!(p("2024-1-5", "yyyy-MM-dd", true), None);
+        assert_eq!(p("2024-1-5", "yyyy-M-d", true), Some(ts("2024-01-05")));
+        assert_eq!(p("2024-1-5", "yyyy-MM-dd", false), Some(ts("2024-01-05")));
+        assert_eq!(
+            add_months(ts("2024-01-31 10:00:00"), 1),
+            ts("2024-02-29 10:00:00")
+        );
+        assert_eq!(
+            add_months(ts("2024-03-31 00:00:00"), -13),
+            ts("2023-02-28 00:00:00")
+        );
+        assert_eq!(subtract_months(ts("2024-02-29"), ts("2024-01-31")), 1);
+        assert_eq!(subtract_months(ts("2024-02-28"), ts("2024-01-29")), 0);
+        assert_eq!(subtract_months(ts("2024-01-31"), ts("2024-02-29")), -1);
+        assert_eq!(
+            subtract_months(ts("2024-03-15 09:00"), ts("2024-01-15 10:00")),
+            1
+        );
     }
 
     #[test]

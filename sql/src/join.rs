@@ -18,6 +18,8 @@
 pub mod condition;
 pub mod interval;
 pub mod regular;
+pub mod temporal;
+pub mod window;
 
 pub use condition::{JoinKind, JoinOn, TimeBounds};
 

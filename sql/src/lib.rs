@@ -25,6 +25,7 @@ pub mod join;
 pub mod kafka;
 pub mod lower;
 pub mod nexmark;
+pub mod over_agg;
 pub mod plan;
 pub mod rank;
 pub mod script;

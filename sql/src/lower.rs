@@ -174,6 +174,17 @@ impl<'j> Lowering<'j> {
                     .share()
                     .branch()
             }
+            Node::OverAgg {
+                input,
+                partition,
+                time,
+                frame,
+                aggs,
+            } => {
+                let rows = self.rows(input)?;
+                let uid = self.uid("over-aggregate");
+                crate::over_agg::lower(rows, &uid, partition, *time, *frame, Aggs::new(aggs))
+            }
             Node::Rank { input, rank } => {
                 let rows = self.rows(input)?;
                 let uid = self.uid("rank");
@@ -234,6 +245,66 @@ impl<'j> Lowering<'j> {
                     .process(&uid, move |_: &SubtaskInfo| {
                         RegularJoin::new(kind, residual.clone(), widths.0, widths.1, ttl)
                             .with_append_only(append_only)
+                    })
+                    .share()
+                    .branch()
+            }
+            Node::WindowJoin {
+                left,
+                right,
+                kind,
+                on,
+                ends,
+            } => {
+                let rk = keys(&on.right_keys);
+                let right_keyed = self
+                    .rows(right)?
+                    .key_by(move |r: &Row| key_values(&rk, r))
+                    .detach();
+                let lk = keys(&on.left_keys);
+                let left_rows = self.rows(left)?;
+                let uid = self.uid("window-join");
+                let residual = on.residual.clone().map(Arc::new);
+                let (kind, ends) = (*kind, *ends);
+                let widths = [left.schema.len(), right.schema.len()];
+                left_rows
+                    .key_by(move |r: &Row| key_values(&lk, r))
+                    .connect(right_keyed)
+                    .process(&uid, move |_: &SubtaskInfo| {
+                        crate::join::window::WindowJoin::new(kind, residual.clone(), ends, widths)
+                    })
+                    .share()
+                    .branch()
+            }
+            Node::TemporalJoin {
+                left,
+                right,
+                outer,
+                on,
+                left_time,
+                right_time,
+            } => {
+                let rk = keys(&on.right_keys);
+                let right_keyed = self
+                    .rows(right)?
+                    .key_by(move |r: &Row| key_values(&rk, r))
+                    .detach();
+                let lk = keys(&on.left_keys);
+                let left_rows = self.rows(left)?;
+                let uid = self.uid("temporal-join");
+                let residual = on.residual.clone().map(Arc::new);
+                let (lt, rt, width, outer) = (*left_time, *right_time, right.schema.len(), *outer);
+                left_rows
+                    .key_by(move |r: &Row| key_values(&lk, r))
+                    .connect(right_keyed)
+                    .process(&uid, move |_: &SubtaskInfo| {
+                        crate::join::temporal::TemporalJoin::new(
+                            lt,
+                            rt,
+                            width,
+                            outer,
+                            residual.clone(),
+                        )
                     })
                     .share()
                     .branch()

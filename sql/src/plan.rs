@@ -29,12 +29,18 @@ use crate::script::object_name;
 use crate::types::{DataType, Field, Schema};
 use crate::value::Value;
 
+mod grouping_sets;
 mod joins;
+mod order;
 mod over;
+mod over_agg;
+mod set_ops;
+mod subquery;
 #[cfg(test)]
 mod tests;
 
 use joins::join_keys;
+pub use order::Presentation;
 
 /// A planned query: its root node, output schema, and whether it updates.
 #[derive(Clone, Debug)]
@@ -89,6 +95,21 @@ pub enum Node {
         /// The aggregates.
         aggs: Vec<AggCall>,
     },
+    /// OVER aggregation (see [`crate::over_agg`]): each input row with its
+    /// aggregates over a frame of its partition, ordered by event time.
+    /// Output: the input's columns, then the aggregates; append-only.
+    OverAgg {
+        /// The input (append-only).
+        input: Box<Plan>,
+        /// The PARTITION BY columns.
+        partition: Vec<usize>,
+        /// The rowtime column ordering the rows.
+        time: usize,
+        /// The frame.
+        frame: crate::over_agg::OverFrame,
+        /// The aggregates.
+        aggs: Vec<AggCall>,
+    },
     /// UNION ALL of inputs of one schema.
     Union(Vec<Plan>),
     /// A windowing TVF read as a table (not aggregated): each row once per
@@ -128,6 +149,38 @@ pub enum Node {
         on: JoinOn,
         /// The time columns and the bounds of their difference.
         bounds: TimeBounds,
+    },
+    /// A window join (see [`crate::join::window`]): two windowed inputs
+    /// joined on their keys and window bounds, emitted when the window
+    /// ends; append-only, also when outer. Output as [`Node::Join`]'s.
+    WindowJoin {
+        /// The left input.
+        left: Box<Plan>,
+        /// The right input.
+        right: Box<Plan>,
+        /// Inner, left, right or full.
+        kind: JoinKind,
+        /// The keys (window bounds among them) and the residual.
+        on: JoinOn,
+        /// Each side's `window_end` column.
+        ends: [usize; 2],
+    },
+    /// An event-time temporal join (see [`crate::join::temporal`]): each
+    /// left row with the right row of its key valid at its time.
+    /// Append-only; output as [`Node::Join`]'s.
+    TemporalJoin {
+        /// The left (probe) input.
+        left: Box<Plan>,
+        /// The right (versioned) input.
+        right: Box<Plan>,
+        /// LEFT JOIN: rows without a version padded with NULLs.
+        outer: bool,
+        /// The keys (the right side's primary key) and the residual.
+        on: JoinOn,
+        /// The left rows' time column.
+        left_time: usize,
+        /// The right rows' (versions') time column.
+        right_time: usize,
     },
     /// Top-N or deduplication per key: the input's columns (the row
     /// number in its column when read), as a changelog unless it keeps
@@ -189,6 +242,44 @@ pub enum AggFunc {
     Max,
     /// AVG (of an integer type: truncated, as Flink).
     Avg,
+    /// VAR_POP / VAR_SAMP (`sample`), STDDEV_POP / STDDEV_SAMP (`root`):
+    /// in the argument's type, as Flink (an integer's truncated).
+    Variance {
+        /// Divide by n - 1 (NULL for one row).
+        sample: bool,
+        /// The square root (standard deviation).
+        root: bool,
+    },
+}
+
+impl AggFunc {
+    /// The aggregate function a name calls, if any.
+    pub fn named(name: &str) -> Option<AggFunc> {
+        Some(match name {
+            "COUNT" => AggFunc::Count,
+            "SUM" => AggFunc::Sum,
+            "MIN" => AggFunc::Min,
+            "MAX" => AggFunc::Max,
+            "AVG" => AggFunc::Avg,
+            "VAR_POP" => AggFunc::Variance {
+                sample: false,
+                root: false,
+            },
+            "VAR_SAMP" | "VARIANCE" => AggFunc::Variance {
+                sample: true,
+                root: false,
+            },
+            "STDDEV_POP" => AggFunc::Variance {
+                sample: false,
+                root: true,
+            },
+            "STDDEV_SAMP" | "STDDEV" => AggFunc::Variance {
+                sample: true,
+                root: true,
+            },
+            _ => return None,
+        })
+    }
 }
 
 /// One aggregate of a grouping.
@@ -219,8 +310,9 @@ impl AggCall {
         Ok(match func {
             AggFunc::Count => DataType::BigInt,
             AggFunc::Min | AggFunc::Max => arg,
-            AggFunc::Sum | AggFunc::Avg => match arg {
+            AggFunc::Sum | AggFunc::Avg | AggFunc::Variance { .. } => match arg {
                 DataType::Int | DataType::BigInt | DataType::Double => arg,
+                DataType::Decimal { .. } if matches!(func, AggFunc::Variance { .. }) => arg,
                 DataType::Decimal { scale, .. } if func == AggFunc::Sum => DataType::Decimal {
                     precision: 38,
                     scale,
@@ -243,6 +335,11 @@ impl AggCall {
 pub struct Planner<'c> {
     catalog: &'c Catalog,
     depth: usize,
+    /// The common table expressions in scope (`WITH`), innermost last.
+    ctes: Vec<(String, ast::Query)>,
+    /// While one grouping set of GROUPING SETS / ROLLUP / CUBE is planned:
+    /// which GROUP BY expressions it groups by (the others are NULL).
+    grouping_set: Option<Vec<bool>>,
 }
 
 /// What FROM gave: the plan, the scope its rows are read in, and the
@@ -257,7 +354,12 @@ struct From {
 impl<'c> Planner<'c> {
     /// A planner of queries over `catalog`.
     pub fn new(catalog: &'c Catalog) -> Self {
-        Self { catalog, depth: 0 }
+        Self {
+            catalog,
+            depth: 0,
+            ctes: Vec::new(),
+            grouping_set: None,
+        }
     }
 
     /// Plans a query.
@@ -274,17 +376,57 @@ impl<'c> Planner<'c> {
     }
 
     fn query_inner(&mut self, q: &Query) -> Result<Plan> {
-        if q.with.is_some() {
-            return Err(SqlError::Unsupported(
-                "WITH (common table expressions); use CREATE VIEW".into(),
-            ));
+        let scoped = self.push_ctes(q)?;
+        let r = if q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
+            self.top_n(q)
+        } else {
+            self.set_expr(&q.body)
+        };
+        self.ctes.truncate(self.ctes.len() - scoped);
+        r
+    }
+
+    /// Brings `q`'s `WITH` tables into scope (as views seen only by `q`);
+    /// returns how many.
+    fn push_ctes(&mut self, q: &Query) -> Result<usize> {
+        let Some(with) = &q.with else {
+            return Ok(0);
+        };
+        if with.recursive {
+            return Err(SqlError::Unsupported("WITH RECURSIVE".into()));
         }
-        if q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
-            return Err(SqlError::Unsupported(
-                "ORDER BY and LIMIT on a stream (Top-N is ROW_NUMBER() OVER (..) in a subquery with WHERE rn <= N)".into(),
-            ));
+        for cte in &with.cte_tables {
+            if !cte.alias.columns.is_empty() {
+                return Err(SqlError::Unsupported(format!(
+                    "column names in `WITH {} (..)`: name the columns in its SELECT",
+                    cte.alias.name
+                )));
+            }
+            let name = cte.alias.name.value.to_ascii_lowercase();
+            let same = with
+                .cte_tables
+                .iter()
+                .filter(|c| c.alias.name.value.eq_ignore_ascii_case(&name))
+                .count();
+            if same > 1 {
+                return Err(SqlError::Plan(format!("WITH names `{name}` twice")));
+            }
+            self.ctes.push((name, (*cte.query).clone()));
         }
-        self.set_expr(&q.body)
+        Ok(with.cte_tables.len())
+    }
+
+    /// The query a name in FROM stands for: a `WITH` table in scope (the
+    /// innermost), else a view; `None` for a table or an unknown name.
+    fn view_query(&self, name: &str) -> Option<Query> {
+        let key = name.to_ascii_lowercase();
+        if let Some((_, q)) = self.ctes.iter().rev().find(|(n, _)| *n == key) {
+            return Some(q.clone());
+        }
+        if self.catalog.table(name).is_some() {
+            return None;
+        }
+        self.catalog.view(name).cloned()
     }
 
     fn set_expr(&mut self, body: &SetExpr) -> Result<Plan> {
@@ -320,15 +462,22 @@ impl<'c> Planner<'c> {
                 })
             }
             SetExpr::SetOperation {
-                op, set_quantifier, ..
-            } => Err(SqlError::Unsupported(format!(
-                "{op} {set_quantifier} (UNION ALL is supported)"
-            ))),
+                op,
+                set_quantifier,
+                left,
+                right,
+            } => self.set_operation(op, set_quantifier, left, right),
             other => Err(SqlError::Unsupported(format!("the query `{other}`"))),
         }
     }
 
     fn select(&mut self, s: &Select) -> Result<Plan> {
+        // The grouping set this SELECT is planned for (not its subqueries').
+        let set = self.grouping_set.take();
+        if let Some(rewritten) = self.rewrite_subqueries(s)? {
+            self.grouping_set = set;
+            return self.select(&rewritten);
+        }
         if let Some(d) = &s.distinct {
             return self.select_distinct(s, d);
         }
@@ -352,6 +501,11 @@ impl<'c> Planner<'c> {
             GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
             other => return Err(SqlError::Unsupported(format!("`{other}`"))),
         };
+        if set.is_none() {
+            if let Some((all, sets)) = grouping_sets::expand(&group_exprs)? {
+                return self.grouping_sets(s, all, sets);
+            }
+        }
         let mut aggs_found = Vec::new();
         for item in &s.projection {
             if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
@@ -398,6 +552,20 @@ impl<'c> Planner<'c> {
             })
             .transpose()?,
         };
+        let mut overs = Vec::new();
+        for item in &s.projection {
+            if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+                over_agg::find_over_aggregates(e, &mut overs);
+            }
+        }
+        if !overs.is_empty() {
+            if grouped || s.having.is_some() {
+                return Err(SqlError::Unsupported(
+                    "OVER aggregates with GROUP BY or HAVING in one SELECT (aggregate in a subquery first)".into(),
+                ));
+            }
+            return self.over_aggregate(s, from, input_scope, filter, overs);
+        }
         if !grouped {
             if s.having.is_some() {
                 return Err(SqlError::Plan(
@@ -408,6 +576,7 @@ impl<'c> Planner<'c> {
                 self.projection(&s.projection, &input_scope, &mut |_| Ok(None))?;
             return Ok(calc(from.plan, filter, project, fields));
         }
+        self.grouping_set = set;
         self.aggregate(s, from, input_scope, filter, group_exprs)
     }
 
@@ -450,6 +619,12 @@ impl<'c> Planner<'c> {
         group_exprs: Vec<Expr>,
     ) -> Result<Plan> {
         let updating_input = from.plan.updating;
+        let grouping_set = self.grouping_set.take();
+        if grouping_set.is_some() && from.window.is_some() {
+            return Err(SqlError::Unsupported(
+                "GROUPING SETS, ROLLUP or CUBE of a window aggregation".into(),
+            ));
+        }
         // Keys: GROUP BY's expressions but a TVF's window columns.
         let mut keys: Vec<Expr> = Vec::new();
         let mut window_cols = Vec::new();
@@ -472,7 +647,11 @@ impl<'c> Planner<'c> {
         let mut pre = Vec::new();
         let mut pre_fields = Vec::new();
         for (i, k) in keys.iter().enumerate() {
-            let c = compile(k, &input_scope)?;
+            let mut c = compile(k, &input_scope)?;
+            if grouping_set.as_ref().is_some_and(|set| !set[i]) {
+                // Not grouped by in this grouping set: NULL.
+                c = Scalar::Literal(Value::Null, c.ty());
+            }
             let name = ident_name(k).unwrap_or_else(|| format!("$key{i}"));
             pre_fields.push(Field::new(name, c.ty()));
             pre.push(c);
@@ -499,13 +678,7 @@ impl<'c> Planner<'c> {
                 unreachable!("aggregates are calls")
             };
             let name = object_name(&func.name).to_ascii_uppercase();
-            let agg = match name.as_str() {
-                "COUNT" => AggFunc::Count,
-                "SUM" => AggFunc::Sum,
-                "MIN" => AggFunc::Min,
-                "MAX" => AggFunc::Max,
-                _ => AggFunc::Avg,
-            };
+            let agg = AggFunc::named(&name).expect("found as an aggregate");
             let ast::FunctionArguments::List(list) = &func.args else {
                 return Err(SqlError::Type(format!("{name} needs an argument")));
             };
@@ -632,9 +805,13 @@ impl<'c> Planner<'c> {
         };
         // SELECT and HAVING over the aggregation's output.
         let out_scope = Scope::of(&agg_plan.schema, None);
+        let set = grouping_set.clone();
         let mut hook = |e: &Expr| -> Result<Option<Scalar>> {
             if let Some(i) = keys.iter().position(|k| k == e) {
                 return Ok(Some(Scalar::Column(i, out_fields[i].ty)));
+            }
+            if let Some(g) = grouping_sets::grouping_call(e, &keys, set.as_deref())? {
+                return Ok(Some(g));
             }
             if let Some(i) = agg_exprs.iter().position(|a| a == e) {
                 let c = first_agg + i;
@@ -720,6 +897,10 @@ impl<'c> Planner<'c> {
             match item {
                 SelectItem::Wildcard(_) => {
                     for (i, c) in scope.cols.iter().enumerate() {
+                        // The columns of a subquery made a join.
+                        if c.field.name.starts_with(subquery::HIDDEN) {
+                            continue;
+                        }
                         project.push(
                             hook(&Expr::Identifier(ast::Ident::new(&c.field.name)))?
                                 .unwrap_or(Scalar::Column(i, c.field.ty)),
@@ -817,6 +998,16 @@ impl<'c> Planner<'c> {
 
     /// A table or view by name, planned.
     fn named(&mut self, name: &str) -> Result<Plan> {
+        let key = name.to_ascii_lowercase();
+        // A WITH table is planned seeing only the WITH tables before it.
+        if let Some(at) = self.ctes.iter().rposition(|(n, _)| *n == key) {
+            let q = self.ctes[at].1.clone();
+            let saved = self.ctes.clone();
+            self.ctes.truncate(at);
+            let r = self.query(&q);
+            self.ctes = saved;
+            return r;
+        }
         if let Some(t) = self.catalog.table(name) {
             return Ok(Plan {
                 node: Node::Scan(t.clone()),
@@ -825,8 +1016,12 @@ impl<'c> Planner<'c> {
             });
         }
         if let Some(q) = self.catalog.view(name) {
+            // A view sees the catalog, not the WITH tables of its reader.
             let q = q.clone();
-            return self.query(&q);
+            let saved = std::mem::take(&mut self.ctes);
+            let r = self.query(&q);
+            self.ctes = saved;
+            return r;
         }
         Err(SqlError::UnknownTable(name.to_owned()))
     }
@@ -1084,8 +1279,7 @@ fn find_aggregates(e: &Expr, out: &mut Vec<Expr>) {
         fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
             if let Expr::Function(f) = e {
                 let n = object_name(&f.name).to_ascii_uppercase();
-                if f.over.is_none() && matches!(n.as_str(), "COUNT" | "SUM" | "MIN" | "MAX" | "AVG")
-                {
+                if f.over.is_none() && AggFunc::named(&n).is_some() {
                     self.0.push(e.clone());
                 }
             }
@@ -1203,6 +1397,54 @@ impl Plan {
                         .join(", ")
                 );
                 input.explain_into(s, depth + 1);
+            }
+            Node::OverAgg {
+                input,
+                partition,
+                time,
+                frame,
+                aggs,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}OverAggregate(partitionBy=[{}], orderBy=[{}], frame=[{frame:?}], select=[{}])",
+                    partition
+                        .iter()
+                        .map(|&c| input.schema.fields[c].name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    input.schema.fields[*time].name,
+                    aggs.iter()
+                        .map(|a| a.text.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                input.explain_into(s, depth + 1);
+            }
+            Node::WindowJoin {
+                left, right, kind, ..
+            } => {
+                let _ = writeln!(s, "{pad}WindowJoin(joinType=[{kind}], fields=[{cols}])");
+                left.explain_into(s, depth + 1);
+                right.explain_into(s, depth + 1);
+            }
+            Node::TemporalJoin {
+                left,
+                right,
+                outer,
+                left_time,
+                right_time,
+                ..
+            } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}TemporalJoin(joinType=[{}], leftTime=[{}], rightTime=[{}], fields=[{cols}])",
+                    if *outer { "LeftOuterJoin" } else { "InnerJoin" },
+                    left.schema.fields[*left_time].name,
+                    right.schema.fields[*right_time].name
+                );
+                left.explain_into(s, depth + 1);
+                right.explain_into(s, depth + 1);
             }
             Node::Union(inputs) => {
                 let _ = writeln!(s, "{pad}Union(all=[true], fields=[{cols}])");

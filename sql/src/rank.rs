@@ -65,6 +65,18 @@ pub enum RankKind {
         /// N.
         limit: usize,
     },
+    /// Window Top-N (Flink's `WindowRankOperator`): the N first rows by
+    /// `order` per key of a window's results (the key holds the window's
+    /// end, column `end`), emitted once when the watermark passes the
+    /// window: append-only, and the key's state freed then.
+    WindowTopN {
+        /// ORDER BY.
+        order: Vec<SortKey>,
+        /// N.
+        limit: usize,
+        /// The `window_end` column (in the key).
+        end: usize,
+    },
     /// `ORDER BY time ASC`, `rn = 1`: the first row per key.
     KeepFirst {
         /// The time attribute column.
@@ -92,7 +104,10 @@ pub struct Rank {
 impl Rank {
     /// Whether the output is a changelog: all but keep-first-row.
     pub fn updating(&self) -> bool {
-        !matches!(self.kind, RankKind::KeepFirst { .. })
+        !matches!(
+            self.kind,
+            RankKind::KeepFirst { .. } | RankKind::WindowTopN { .. }
+        )
     }
 
     /// The key of a row: its partition columns.
@@ -115,7 +130,8 @@ impl fmt::Display for Explain<'_> {
             .collect::<Vec<_>>()
             .join(", ");
         match &r.kind {
-            RankKind::TopN { order, limit } => {
+            RankKind::TopN { order, limit } | RankKind::WindowTopN { order, limit, .. } => {
+                let window = matches!(r.kind, RankKind::WindowTopN { .. });
                 let order = order
                     .iter()
                     .map(|k| {
@@ -138,7 +154,8 @@ impl fmt::Display for Explain<'_> {
                     .join(", ");
                 write!(
                     f,
-                    "Rank(strategy=[AppendFastStrategy], rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={limit}], partitionBy=[{partition}], orderBy=[{order}], outputRankNumber=[{}])",
+                    "{}rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={limit}], partitionBy=[{partition}], orderBy=[{order}], outputRankNumber=[{}])",
+                    if window { "WindowRank(" } else { "Rank(strategy=[AppendFastStrategy], " },
                     r.row_number.is_some()
                 )
             }
@@ -421,6 +438,88 @@ impl KeyedProcessFunction for Deduplicate {
     }
 }
 
+/// Window Top-N: a window's rows per key, buffered until the watermark
+/// passes the window's end (an event-time timer at `window_end - 1`, when
+/// every result of that window has arrived), then the first N by the
+/// order (ties as [`compare`]) emitted as inserts and the key's state
+/// cleared. A row of a window already fired (late) is dropped.
+pub struct WindowTopN {
+    order: Arc<[SortKey]>,
+    limit: usize,
+    end: usize,
+    row_number: Option<usize>,
+    rows: KeyedValueState<Key, crate::over_agg::Rows>,
+    timers: KeyedTimerService<Key>,
+}
+
+impl WindowTopN {
+    /// The first `limit` rows by `order` of each window ending at column
+    /// `end`; the row number written to column `row_number` if any.
+    pub fn new(order: Arc<[SortKey]>, limit: usize, end: usize, row_number: Option<usize>) -> Self {
+        Self {
+            order,
+            limit,
+            end,
+            row_number,
+            rows: KeyedValueState::new("window-top-n-rows"),
+            timers: KeyedTimerService::new(),
+        }
+    }
+}
+
+impl KeyedProcessFunction for WindowTopN {
+    type Key = Key;
+    type In = Row;
+    type Out = Row;
+
+    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, mut row: Row, _: &mut C) {
+        let Some(end) = row.values[self.end].as_i64() else {
+            return;
+        };
+        let fire = end - 1;
+        if fire <= self.timers.current_watermark() {
+            return; // its window already fired
+        }
+        row.kind = RowKind::Insert;
+        let mut rows = self.rows.value(ctx).unwrap_or_default();
+        if rows.0.is_empty() {
+            self.timers.register_event_time_timer(ctx, fire);
+        }
+        rows.0.push(row);
+        // Keep no more than the N best (rows beyond can never enter).
+        if rows.0.len() > 2 * self.limit.max(8) {
+            rows.0.sort_by(|a, b| compare(&self.order, a, b));
+            rows.0.truncate(self.limit);
+        }
+        self.rows.update(ctx, rows);
+    }
+
+    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Key>> {
+        Some(&mut self.timers)
+    }
+
+    fn on_timer<C: Collector<Row>>(
+        &mut self,
+        _timestamp: i64,
+        ctx: &KeyContext<Key>,
+        _: TimeDomain,
+        out: &mut C,
+    ) {
+        let Some(crate::over_agg::Rows(mut rows)) = self.rows.value(ctx) else {
+            return;
+        };
+        self.rows.clear(ctx);
+        rows.sort_by(|a, b| compare(&self.order, a, b));
+        for (i, r) in rows.iter().take(self.limit).enumerate() {
+            out.collect(numbered(r, self.row_number, i + 1, RowKind::Insert));
+        }
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.rows);
+    }
+}
+
 /// `rows` keyed by the partition columns through the operator of `rank`
 /// (uid `uid`).
 pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchStream<'j, Row> {
@@ -434,6 +533,16 @@ pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchS
             keyed
                 .process(uid, move |_: &SubtaskInfo| {
                     AppendTopN::new(order.clone(), limit, row_number)
+                })
+                .share()
+                .branch()
+        }
+        RankKind::WindowTopN { order, limit, end } => {
+            let order: Arc<[SortKey]> = order.clone().into();
+            let (limit, end) = (*limit, *end);
+            keyed
+                .process(uid, move |_: &SubtaskInfo| {
+                    WindowTopN::new(order.clone(), limit, end, row_number)
                 })
                 .share()
                 .branch()

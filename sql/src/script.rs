@@ -44,6 +44,13 @@ pub enum Statement {
     Query(Box<Query>),
     /// `EXPLAIN statement`.
     Explain(Box<Statement>),
+    /// `SHOW TABLES` / `SHOW VIEWS`: the catalog's names.
+    Show {
+        /// Views (else tables).
+        views: bool,
+    },
+    /// `DESCRIBE t` / `DESC t`: a table's or view's columns.
+    Describe(String),
 }
 
 /// A column of `CREATE TABLE` (parsed once per script: size is no matter).
@@ -173,6 +180,19 @@ fn statement(p: &mut Parser<'_>) -> Result<Statement, ParserError> {
         }
     }
     let start = p.peek_token().span.start;
+    if p.parse_keyword(Keyword::SHOW) {
+        if p.parse_keyword(Keyword::TABLES) {
+            return Ok(Statement::Show { views: false });
+        }
+        if p.parse_keyword(Keyword::VIEWS) {
+            return Ok(Statement::Show { views: true });
+        }
+        return unsupported("`SHOW` other than SHOW TABLES / SHOW VIEWS", start);
+    }
+    if p.parse_keyword(Keyword::DESCRIBE) || p.parse_keyword(Keyword::DESC) {
+        let name = p.parse_object_name(false)?;
+        return Ok(Statement::Describe(object_name(&name)));
+    }
     if p.peek_keyword(Keyword::CREATE) {
         let is_table = matches!(
             (p.peek_nth_token(1).token, p.peek_nth_token(2).token),

@@ -11,7 +11,7 @@ use weir_runtime::{Config, JobGraph};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
 use crate::lower::Lowering;
-use crate::plan::{Node, Plan, Planner};
+use crate::plan::{Node, Plan, Planner, Presentation};
 use crate::script::{parse_script, Statement};
 use crate::types::Schema;
 use crate::value::{Row, RowKind};
@@ -21,11 +21,18 @@ use crate::value::{Row, RowKind};
 pub struct Script {
     /// `SET` statements in order: config keys for the job.
     pub settings: Vec<(String, String)>,
-    /// What EXPLAIN statements print, in order.
+    /// What EXPLAIN, SHOW and DESCRIBE statements print, in order.
     pub explained: Vec<String>,
+    /// Notes on SET keys of Flink's that weir takes but that change
+    /// nothing here (printed to stderr).
+    pub warnings: Vec<String>,
+    /// `SET 'pipeline.name'`: the job's name.
+    pub job_name: Option<String>,
     catalog: Catalog,
     inserts: Vec<(String, Plan)>,
     selects: Vec<Plan>,
+    /// How each bare SELECT's table is ordered and cut.
+    presentations: Vec<Presentation>,
 }
 
 /// The config keys the planner reads (the rest are the runtime's).
@@ -37,6 +44,8 @@ pub struct SqlJob {
     pub job: JobGraph,
     /// Each bare SELECT's schema and collected rows.
     pub selects: Vec<(Schema, Arc<Mutex<Vec<Row>>>)>,
+    /// How each bare SELECT's table is shown (ORDER BY, LIMIT).
+    pub presentations: Vec<Presentation>,
 }
 
 impl Script {
@@ -50,6 +59,9 @@ impl Script {
             catalog: Catalog::default(),
             inserts: Vec::new(),
             selects: Vec::new(),
+            presentations: Vec::new(),
+            warnings: Vec::new(),
+            job_name: None,
         };
         for stmt in parse_script(text)? {
             s.apply(stmt)?;
@@ -59,7 +71,77 @@ impl Script {
 
     fn apply(&mut self, stmt: Statement) -> Result<()> {
         match stmt {
-            Statement::Set { key, value } => self.settings.push((key, value)),
+            Statement::Set { key, value } => self.set(key, value)?,
+            Statement::Show { views } => {
+                let names = if views {
+                    self.catalog.view_names()
+                } else {
+                    self.catalog.table_names()
+                };
+                let schema = Schema::new(vec![crate::types::Field::new(
+                    if views { "view name" } else { "table name" },
+                    crate::types::DataType::String,
+                )]);
+                let rows: Vec<Row> = names
+                    .into_iter()
+                    .map(|n| Row::new([crate::value::Value::Str(n.into())].into_iter().collect()))
+                    .collect();
+                self.explained
+                    .push(format_table(&schema, &rows, &Presentation::default()));
+            }
+            Statement::Describe(name) => {
+                let schema = match (self.catalog.table(&name), self.catalog.view(&name)) {
+                    (Some(t), _) => t.schema.clone(),
+                    (None, Some(q)) => {
+                        let q = q.clone();
+                        Planner::new(&self.catalog).query(&q)?.schema
+                    }
+                    (None, None) => return Err(SqlError::UnknownTable(name)),
+                };
+                let key = self
+                    .catalog
+                    .table(&name)
+                    .and_then(|t| t.primary_key.clone())
+                    .unwrap_or_default();
+                let out = Schema::new(
+                    ["name", "type", "null", "key", "extras"]
+                        .iter()
+                        .map(|n| crate::types::Field::new(*n, crate::types::DataType::String))
+                        .collect(),
+                );
+                let rows: Vec<Row> = schema
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| {
+                        let text = |s: String| crate::value::Value::Str(s.into());
+                        let extras = if f.rowtime {
+                            "*ROWTIME*"
+                        } else if f.proctime {
+                            "*PROCTIME*"
+                        } else {
+                            ""
+                        };
+                        Row::new(
+                            [
+                                text(f.name.clone()),
+                                text(f.ty.to_string()),
+                                text(f.nullable.to_string().to_uppercase()),
+                                text(if key.contains(&i) {
+                                    "PRI".into()
+                                } else {
+                                    String::new()
+                                }),
+                                text(extras.into()),
+                            ]
+                            .into_iter()
+                            .collect(),
+                        )
+                    })
+                    .collect();
+                self.explained
+                    .push(format_table(&out, &rows, &Presentation::default()));
+            }
             Statement::CreateTable(def) => self.catalog.create_table(&def)?,
             Statement::CreateView { name, query } => {
                 // Planned now so that its errors name it.
@@ -96,12 +178,15 @@ impl Script {
                 self.inserts.push((t.name.clone(), plan));
             }
             Statement::Query(q) => {
-                let plan = Planner::new(&self.catalog).query(&q)?;
+                let (plan, shown) = Planner::new(&self.catalog).select_query(&q)?;
                 self.selects.push(plan);
+                self.presentations.push(shown);
             }
             Statement::Explain(inner) => {
                 let text = match *inner {
-                    Statement::Query(q) => explain(&Planner::new(&self.catalog).query(&q)?, None),
+                    Statement::Query(q) => {
+                        explain(&Planner::new(&self.catalog).select_query(&q)?.0, None)
+                    }
                     Statement::Insert { table, query } => {
                         let plan = Planner::new(&self.catalog).query(&query)?;
                         explain(&plan, Some(&table))
@@ -120,6 +205,49 @@ impl Script {
                 };
                 self.explained.push(text);
             }
+        }
+        Ok(())
+    }
+
+    /// A `SET`: weir's and Flink's config keys go to the job; Flink's keys
+    /// that mean nothing in weir are taken with a note (a script written
+    /// for Flink's SQL client runs as it is).
+    fn set(&mut self, key: String, value: String) -> Result<()> {
+        let note = |k: &str, why: &str| format!("SET '{k}': {why}");
+        match key.as_str() {
+            "pipeline.name" => self.job_name = Some(value),
+            "execution.runtime-mode" => match value.to_ascii_lowercase().as_str() {
+                "streaming" => {}
+                "batch" | "automatic" => self.warnings.push(note(
+                    &key,
+                    "weir runs every job in streaming mode; a bounded input runs to its end and a bare SELECT prints the final table, as in batch mode",
+                )),
+                other => {
+                    return Err(SqlError::Plan(format!(
+                        "SET 'execution.runtime-mode' = '{other}': streaming, batch or automatic"
+                    )))
+                }
+            },
+            k if k.starts_with("sql-client.") => self.warnings.push(note(
+                k,
+                "a Flink SQL client display option; weir prints a bare SELECT's final table",
+            )),
+            k if k.starts_with("table.exec.mini-batch.")
+                || k.starts_with("table.optimizer.")
+                || k == "table.dml-sync"
+                || k == "table.exec.sink.not-null-enforcer" =>
+            {
+                self.warnings
+                    .push(note(k, "a Flink planner option with no effect in weir"))
+            }
+            "table.local-time-zone" => {
+                if !matches!(value.as_str(), "UTC" | "Etc/UTC" | "GMT" | "Z" | "+00:00") {
+                    return Err(SqlError::Unsupported(format!(
+                        "SET 'table.local-time-zone' = '{value}': weir's TIMESTAMP_LTZ is shown in UTC"
+                    )));
+                }
+            }
+            _ => self.settings.push((key, value)),
         }
         Ok(())
     }
@@ -144,17 +272,20 @@ impl Script {
                     crate::connectors::Connector::Filesystem {
                         monitor_interval, ..
                     } => monitor_interval.is_none(),
+                    crate::connectors::Connector::Kafka(k) => k.is_bounded(),
                     _ => true,
                 },
                 Node::Calc { input, .. }
                 | Node::WindowAgg { input, .. }
                 | Node::GroupAgg { input, .. }
+                | Node::OverAgg { input, .. }
                 | Node::Rank { input, .. }
                 | Node::WindowAssign { input, .. } => bounded(input),
                 Node::Union(inputs) => inputs.iter().all(bounded),
-                Node::Join { left, right, .. } | Node::IntervalJoin { left, right, .. } => {
-                    bounded(left) && bounded(right)
-                }
+                Node::Join { left, right, .. }
+                | Node::IntervalJoin { left, right, .. }
+                | Node::TemporalJoin { left, right, .. }
+                | Node::WindowJoin { left, right, .. } => bounded(left) && bounded(right),
             }
         }
         self.inserts
@@ -213,7 +344,11 @@ impl Script {
         for o in outputs {
             job.output_directory(o);
         }
-        Ok(SqlJob { job, selects })
+        Ok(SqlJob {
+            job,
+            selects,
+            presentations: self.presentations.clone(),
+        })
     }
 }
 
@@ -338,6 +473,35 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                 }
             ));
         }
+        Node::OverAgg {
+            input, partition, ..
+        } => {
+            physical(input, out);
+            out.push(format!(
+                "Exchange: HASH[{}] (key groups) -> OverAggregate, state=[keyed ValueState over-pending-rows, over-frame-rows, over-accumulator; event-time timers], emits on watermarks (append-only)",
+                partition
+                    .iter()
+                    .map(|&c| input.schema.fields[c].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        Node::WindowJoin { left, right, .. } => {
+            physical(left, out);
+            physical(right, out);
+            out.push(
+                "Exchange: HASH[join keys, window bounds] both inputs (key groups) -> WindowJoin, state=[keyed ValueState window-join-left-rows, window-join-right-rows; event-time timers], emits when windows end (append-only)"
+                    .into(),
+            );
+        }
+        Node::TemporalJoin { left, right, .. } => {
+            physical(left, out);
+            physical(right, out);
+            out.push(
+                "Exchange: HASH[join keys] both inputs (key groups) -> TemporalJoin (event time), state=[keyed ValueState temporal-join-left-rows, temporal-join-versions; event-time timers], emits on watermarks (append-only)"
+                    .into(),
+            );
+        }
         Node::Rank { input, rank } => {
             physical(input, out);
             let key = Schema::new(
@@ -351,11 +515,16 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                 names(&key),
                 match rank.kind {
                     crate::rank::RankKind::TopN { limit, .. } => format!("Rank(top {limit})"),
+                    crate::rank::RankKind::WindowTopN { limit, .. } => {
+                        format!("WindowRank(top {limit}, fires on watermarks)")
+                    }
                     crate::rank::RankKind::KeepFirst { .. } => "Deduplicate(first row)".into(),
                     crate::rank::RankKind::KeepLast { .. } => "Deduplicate(last row)".into(),
                 },
                 if matches!(rank.kind, crate::rank::RankKind::TopN { .. }) {
                     "top-n-rows (the key's N rows)"
+                } else if matches!(rank.kind, crate::rank::RankKind::WindowTopN { .. }) {
+                    "window-top-n-rows (a window's rows until it fires), event-time timers"
                 } else {
                     "deduplicate-kept-row"
                 },
@@ -415,7 +584,7 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
 /// A bare SELECT's collected rows as the result table: a changelog
 /// applied (`-U`/`-D` remove the row they name), then printed in Flink SQL
 /// client's tableau style.
-pub fn format_table(schema: &Schema, rows: &[Row]) -> String {
+pub fn format_table(schema: &Schema, rows: &[Row], shown: &Presentation) -> String {
     let mut live: Vec<&Row> = Vec::new();
     for r in rows {
         match r.kind {
@@ -427,6 +596,7 @@ pub fn format_table(schema: &Schema, rows: &[Row]) -> String {
             }
         }
     }
+    let live = shown.apply(live);
     let types = schema.types();
     let cells: Vec<Vec<String>> = live
         .iter()

@@ -82,7 +82,8 @@ pub fn parse_date(text: &str) -> Option<i32> {
     i32::try_from(days_from_civil(i64::from(y), m, d)).ok()
 }
 
-fn days_in_month(y: i64, m: u32) -> u32 {
+/// The days in month `m` (1..12) of year `y`.
+pub fn days_in_month(y: i64, m: u32) -> u32 {
     match m {
         4 | 6 | 9 | 11 => 30,
         2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,

@@ -119,8 +119,8 @@ pub fn run(query: &str, events: u64, quiet: bool, common: &Common, stop: StopReq
 }
 
 /// The result row count of `query` over `events` events, computed here
-/// from the generator directly (no SQL, no engine): for q0, q1, q2 and q10
-/// (one row per bid or per selected bid), for the joins q3, q7, q8 and
+/// from the generator directly (no SQL, no engine): for q0, q1, q2, q10,
+/// q21 and q22 (one row per bid or per selected bid), for the joins q3, q7, q8 and
 /// q20 (their inputs are append-only, so the row count does not depend on
 /// arrival order) and for q15, q16 and q17 (one change per bid of its
 /// group). `None` for the rest (q9's, q18's and q19's changelogs depend on
@@ -158,12 +158,19 @@ fn reference(query: &str, events: u64) -> Option<u64> {
     const W: i64 = 10_000;
     let count = |it: &mut dyn Iterator<Item = bool>| it.filter(|b| *b).count() as u64;
     match query {
-        "q0" | "q1" | "q10" => Some(
+        "q0" | "q1" | "q10" | "q22" => Some(
             (0..events)
                 .filter(|&n| gen.config().kind(n) == EventKind::Bid)
                 .count() as u64,
         ),
         "q2" => Some(count(&mut bids().map(|b| b.auction % 123 == 0))),
+        // The four big channels, and the others whose URL has a
+        // `channel_id` parameter (`(&|^)channel_id=` in the query's regex).
+        "q21" => Some(count(&mut bids().map(|b| {
+            ["apple", "google", "facebook", "baidu"].contains(&b.channel.to_lowercase().as_str())
+                || b.url.contains("&channel_id=")
+                || b.url.starts_with("channel_id=")
+        }))),
         "q3" => {
             let local: HashMap<i64, usize> = persons()
                 .filter(|p| ["OR", "ID", "CA"].contains(&p.state.as_str()))

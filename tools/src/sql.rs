@@ -44,6 +44,9 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
+    for w in &script.warnings {
+        eprintln!("note: {w}");
+    }
     // Every operator runs at the default parallelism: say which.
     let workers = ExecutionOptions::from_config(&config).workers;
     for plan in &script.explained {
@@ -55,11 +58,13 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
     if !script.has_job() {
         return ExitCode::SUCCESS;
     }
-    let name = format!(
-        "sql-{}",
-        file.file_stem()
-            .map_or("script".into(), |s| s.to_string_lossy())
-    );
+    let name = script.job_name.clone().unwrap_or_else(|| {
+        format!(
+            "sql-{}",
+            file.file_stem()
+                .map_or("script".into(), |s| s.to_string_lossy())
+        )
+    });
     let sql_job = match script.job_with(&name, &config) {
         Ok(j) => j,
         Err(e) => {
@@ -85,9 +90,9 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
         print_stopped(stopped);
         return ExitCode::SUCCESS;
     }
-    for (schema, rows) in &sql_job.selects {
+    for ((schema, rows), shown) in sql_job.selects.iter().zip(&sql_job.presentations) {
         let rows = rows.lock().expect("collected rows");
-        print!("{}", format_table(schema, &rows));
+        print!("{}", format_table(schema, &rows, shown));
     }
     eprintln!(
         "done: {} rows written in {:.2} s",

@@ -547,6 +547,30 @@ fn nexmark_q2_is_verified_against_the_generator() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("README.md lists the queries"));
 }
 
+/// Nexmark q21 (REGEXP_EXTRACT of the channel id from the URL) and q22
+/// (SPLIT_INDEX of the URL's directories) select exactly the bids the
+/// generator says they should.
+#[test]
+fn nexmark_q21_and_q22_are_verified_against_the_generator() {
+    for q in ["q21", "q22"] {
+        let out = Command::new(WEIR)
+            .args(["bench", "nexmark", "--query", q, "--events", "50000"])
+            .args(["--workers", "2", "--quiet"])
+            .args(["--set", "weir.worker.pin-cores=false"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{q}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        assert_eq!(json["verified"], true, "{q}: {json}");
+        assert!(json["results"].as_u64().unwrap() > 0, "{q}: {json}");
+    }
+}
+
 /// CUMULATE: per user, running counts every ten minutes that start over
 /// every hour, equal to counts made here.
 #[test]
@@ -884,4 +908,205 @@ fn a_malformed_line_names_file_line_and_column_or_is_skipped_and_counted() {
         err.contains("skipped 1 lines of") && err.contains("line 3 (byte offset 44)"),
         "{err}"
     );
+}
+
+/// ORDER BY / LIMIT: a bare SELECT prints its final table in that order;
+/// in an INSERT, ORDER BY .. LIMIT is a Top-N, and ORDER BY or LIMIT
+/// alone is refused naming what to write.
+#[test]
+fn order_by_and_limit_order_a_bare_select_and_are_a_top_n_in_a_stream() {
+    let s = Scratch::new("sql", "order-limit");
+    let ddl = "CREATE TABLE t (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '50',
+                 'rows-per-second' = '0', 'fields.id.kind' = 'sequence', 'fields.id.start' = '1',
+                 'fields.id.end' = '50');";
+    let script = s.join("select.sql");
+    fs::write(
+        &script,
+        format!(
+            "{ddl}
+             WITH odd AS (SELECT id, id % 7 AS m FROM t WHERE id % 2 = 1)
+             SELECT id, m FROM odd ORDER BY m DESC, id LIMIT 4 OFFSET 1;"
+        ),
+    )
+    .unwrap();
+    let out = weir_sql(&script, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .map(|l| l.split('|').next().unwrap().trim())
+        .filter(|c| c.parse::<u64>().is_ok())
+        .collect();
+    // Odd ids with id % 7 = 6: 13, 27, 41; then % 7 = 5: 5, 19, 33, 47.
+    assert_eq!(ids, ["27", "41", "5", "19"], "{stdout}");
+
+    let sink = s.join("top.sql");
+    fs::write(
+        &sink,
+        format!(
+            "{ddl}
+             CREATE TABLE p (id BIGINT) WITH ('connector' = 'print');
+             INSERT INTO p SELECT id FROM t ORDER BY id DESC LIMIT 3;"
+        ),
+    )
+    .unwrap();
+    let out = weir_sql(&sink, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut live: Vec<String> = Vec::new();
+    for l in stdout.lines() {
+        // `n> ` names the printing subtask at parallelism > 1.
+        let l = l.split_once("> ").map_or(l, |(_, rest)| rest);
+        if let Some(v) = l.strip_prefix("+I[").and_then(|r| r.strip_suffix(']')) {
+            live.push(v.to_owned());
+        } else if let Some(v) = l.strip_prefix("-D[").and_then(|r| r.strip_suffix(']')) {
+            let i = live
+                .iter()
+                .position(|x| x == v)
+                .expect("a delete of a live row");
+            live.remove(i);
+        }
+    }
+    live.sort();
+    assert_eq!(live, ["48", "49", "50"], "{stdout}");
+
+    for (query, needle) in [
+        ("SELECT id FROM t ORDER BY id", "ORDER BY without LIMIT"),
+        ("SELECT id FROM t LIMIT 3", "LIMIT without ORDER BY"),
+    ] {
+        fs::write(
+            &sink,
+            format!("{ddl} CREATE TABLE p (id BIGINT) WITH ('connector' = 'print'); INSERT INTO p {query};"),
+        )
+        .unwrap();
+        let out = weir_sql(&sink, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+}
+
+/// An event-time temporal join: each order with the rate valid at its
+/// time (several versions per currency, one order before any version).
+#[test]
+fn a_temporal_join_picks_the_version_valid_at_each_rows_time() {
+    let s = Scratch::new("sql", "temporal");
+    fs::create_dir_all(s.join("orders")).unwrap();
+    fs::create_dir_all(s.join("rates")).unwrap();
+    fs::write(
+        s.join("orders/o.csv"),
+        "1,EUR,2024-01-01 00:00:01.000\n2,EUR,2024-01-01 00:00:05.000\n\
+         3,USD,2024-01-01 00:00:06.000\n4,EUR,2024-01-01 00:00:12.000\n\
+         5,GBP,2024-01-01 00:00:13.000\n6,USD,2023-12-31 23:59:59.000\n",
+    )
+    .unwrap();
+    fs::write(
+        s.join("rates/r.csv"),
+        "EUR,1.10,2024-01-01 00:00:00.000\nUSD,1.00,2024-01-01 00:00:00.000\n\
+         EUR,1.20,2024-01-01 00:00:05.000\nEUR,1.30,2024-01-01 00:00:10.000\n\
+         USD,0.90,2024-01-01 00:00:07.000\n",
+    )
+    .unwrap();
+    let script = s.join("t.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE orders (id INT, cur STRING, ts TIMESTAMP(3),
+               WATERMARK FOR ts AS ts - INTERVAL '10' SECOND)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE rates (cur STRING, rate DECIMAL(5, 2), ts TIMESTAMP(3),
+               WATERMARK FOR ts AS ts, PRIMARY KEY (cur) NOT ENFORCED)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             SELECT o.id, r.rate FROM orders AS o
+             LEFT JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur
+             ORDER BY o.id;",
+            s.join("orders").display(),
+            s.join("rates").display()
+        ),
+    )
+    .unwrap();
+    let out = weir_sql(&script, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<String> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains("id"))
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|w| *w != "|")
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        ["1 1.10", "2 1.20", "3 1.00", "4 1.30", "5 NULL", "6 NULL"],
+        "{stdout}"
+    );
+}
+
+/// A script written for Flink's SQL client runs as it is: its client and
+/// planner options are taken with a note, `pipeline.name` names the job,
+/// SHOW TABLES / SHOW VIEWS / DESCRIBE print the catalog.
+#[test]
+fn flink_sql_client_statements_and_options_are_taken() {
+    let s = Scratch::new("sql", "client");
+    let script = s.join("c.sql");
+    fs::write(
+        &script,
+        "SET 'sql-client.execution.result-mode' = 'tableau';
+         SET 'execution.runtime-mode' = 'batch';
+         SET 'table.exec.mini-batch.enabled' = 'true';
+         SET 'pipeline.name' = 'client-job';
+         CREATE TABLE t (id BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts,
+                         PRIMARY KEY (id) NOT ENFORCED)
+         WITH ('connector' = 'datagen', 'number-of-rows' = '3', 'rows-per-second' = '0',
+               'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '3');
+         CREATE VIEW v AS SELECT id FROM t;
+         SHOW TABLES; SHOW VIEWS; DESCRIBE t;
+         SELECT COUNT(*) AS n FROM v;",
+    )
+    .unwrap();
+    let out = weir_sql(&script, &[]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("note: SET").count(), 3, "{stderr}");
+    assert!(
+        stdout.contains("| table name |") && stdout.contains("| view name |"),
+        "{stdout}"
+    );
+    let ts = stdout
+        .lines()
+        .find(|l| l.contains(" ts "))
+        .unwrap_or_default();
+    assert!(
+        ts.contains("TIMESTAMP(3)") && ts.contains("*ROWTIME*"),
+        "{stdout}"
+    );
+    let id = stdout
+        .lines()
+        .find(|l| l.contains(" id ") && l.contains("BIGINT"))
+        .unwrap();
+    assert!(id.contains("PRI"), "{stdout}");
+    assert!(stdout.contains("| 3 |"), "{stdout}");
+    let bad = s.join("bad.sql");
+    fs::write(&bad, "SET 'execution.runtime-mode' = 'sometimes';").unwrap();
+    let out = weir_sql(&bad, &[]);
+    assert_eq!(out.status.code(), Some(2));
 }

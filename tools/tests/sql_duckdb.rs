@@ -395,7 +395,8 @@ NULL,nobody,3
              WITH ('connector' = 'filesystem', 'path' = '{}', {csv});
              CREATE TABLE shipments (
                ship_id BIGINT, order_id BIGINT, ts TIMESTAMP(3),
-               WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+               WATERMARK FOR ts AS ts - INTERVAL '5' SECOND,
+               PRIMARY KEY (order_id) NOT ENFORCED
              ) WITH ('connector' = 'filesystem', 'path' = '{}', {csv});\n",
             self.orders.display(),
             self.users.display(),

@@ -352,8 +352,9 @@ fn row_numbers_weir_does_not_run_exit_2_naming_the_problem() {
             "over an updating input",
         ),
         (
-            "SELECT user_id, SUM(price) OVER (PARTITION BY user_id ORDER BY ts) FROM bids;".into(),
-            "OVER` here",
+            "SELECT user_id, SUM(price) OVER (PARTITION BY user_id ORDER BY price) FROM bids;"
+                .into(),
+            "is not a time attribute",
         ),
         (
             "SELECT COUNT(DISTINCT *) FROM bids;".into(),

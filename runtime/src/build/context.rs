@@ -80,8 +80,8 @@ pub struct BuildContext<'a> {
     /// Byte counters of the output channels the subtask took.
     pub(crate) output_channels: Vec<Arc<ChannelCounters>>,
     /// Wakes the worker this subtask runs on (handed to sources that
-    /// read through a thread of their own, [`crate::operators::source::function::Source::open`]).
-    pub(crate) wakeup: crate::operators::source::function::SourceWakeup,
+    /// read through a thread of their own, `Source::open`).
+    pub(crate) wakeup: crate::core::wakeup::SourceWakeup,
 }
 
 /// What making a user's function (keyed or not) needs of a

@@ -14,6 +14,7 @@ pub mod subtask;
 pub mod time;
 pub mod timestamp;
 pub mod units;
+pub mod wakeup;
 pub mod wire;
 
 pub use barrier::BarrierMode;

@@ -15,6 +15,7 @@ use crate::checkpoint::restore::RestoredCheckpoint;
 use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::barrier::BarrierMode;
 use crate::core::subtask::SubtaskInfo;
+use crate::core::wakeup::SourceWakeup;
 use crate::exchange::debloat::DebloatOptions;
 use crate::exchange::watermark_alignment::WatermarkAlignmentGroups;
 use crate::exec::error::{JobError, Result, TaskFailure};
@@ -23,7 +24,6 @@ use crate::exec::worker::{panic_message, JobShared};
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::{SubtaskEntry, SubtaskId, SubtaskMetrics};
 use crate::metrics::worker::WorkerMetrics;
-use crate::operators::source::function::SourceWakeup;
 
 /// Buffers a pool may borrow beyond its size when a single record's output
 /// exceeds it (see `ExchangeOutput`); bounds the return rings' capacity.

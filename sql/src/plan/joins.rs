@@ -5,7 +5,7 @@
 //! inputs (left columns, then right; each qualified by its table name or
 //! alias).
 
-use sqlparser::ast::{Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins};
+use sqlparser::ast::{self, Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins};
 
 use super::{From, Node, Plan, Planner};
 use crate::error::{Result, SqlError};
@@ -38,12 +38,16 @@ impl Planner<'_> {
                 }
             };
             if let TableFactor::Table {
-                version: Some(_), ..
+                version: Some(v), ..
             } = &j.relation
             {
-                return Err(SqlError::Unsupported(
-                    "temporal joins (`FOR SYSTEM_TIME AS OF`) are not supported yet".into(),
-                ));
+                let JoinConstraint::On(cond) = constraint else {
+                    return Err(SqlError::Plan(
+                        "a temporal join needs ON with the versioned table's primary key".into(),
+                    ));
+                };
+                acc = self.temporal_join(acc, &j.relation, v, kind, cond)?;
+                continue;
             }
             let right = self.table_factor(&j.relation)?;
             let cond = match constraint {
@@ -195,8 +199,32 @@ impl Planner<'_> {
                 field: f.clone(),
             })
             .collect();
-        let updating = time.is_none() && (kind != JoinKind::Inner || !append_only);
+        // Both sides windowed and joined on their window bounds: Flink's
+        // window join (append-only, state freed when the window ends).
+        let window = match (&time, append_only) {
+            (None, true) => window_ends(&left.plan, &right.plan, &on, left_width, &fields),
+            _ => None,
+        };
+        let updating =
+            time.is_none() && window.is_none() && (kind != JoinKind::Inner || !append_only);
         let (l, r) = (Box::new(left.plan), Box::new(right.plan));
+        if let Some(ends) = window {
+            return Ok(From {
+                plan: Plan {
+                    node: Node::WindowJoin {
+                        left: l,
+                        right: r,
+                        kind,
+                        on,
+                        ends,
+                    },
+                    schema: Schema::new(fields),
+                    updating,
+                },
+                scope: Scope { cols },
+                window: None,
+            });
+        }
         let node = match time {
             Some(bounds) => Node::IntervalJoin {
                 left: l,
@@ -221,6 +249,163 @@ impl Planner<'_> {
             window: None,
         })
     }
+}
+
+impl Planner<'_> {
+    /// `left JOIN r FOR SYSTEM_TIME AS OF left.ts ON ..`: an event-time
+    /// temporal join against `r`, a table with a PRIMARY KEY and a
+    /// WATERMARK (a versioned table), on its primary key.
+    fn temporal_join(
+        &mut self,
+        left: From,
+        relation: &TableFactor,
+        version: &ast::TableVersion,
+        kind: JoinKind,
+        cond: &Expr,
+    ) -> Result<From> {
+        let ast::TableVersion::ForSystemTimeAsOf(at) = version else {
+            return Err(SqlError::Unsupported(format!(
+                "`{version}` (FOR SYSTEM_TIME AS OF is)"
+            )));
+        };
+        let outer = match kind {
+            JoinKind::Inner => false,
+            JoinKind::Left => true,
+            other => {
+                return Err(SqlError::Unsupported(format!(
+                    "a {other} temporal join (INNER and LEFT are)"
+                )))
+            }
+        };
+        let mut plain = relation.clone();
+        if let TableFactor::Table { version, .. } = &mut plain {
+            *version = None;
+        }
+        let right = self.table_factor(&plain)?;
+        let table = match &right.plan.node {
+            Node::Scan(t) => t.clone(),
+            _ => {
+                return Err(SqlError::Unsupported(
+                    "FOR SYSTEM_TIME AS OF a view or subquery (a versioned table is a table with a PRIMARY KEY and a WATERMARK)".into(),
+                ))
+            }
+        };
+        let (Some(pk), Some((right_time, _))) = (&table.primary_key, table.watermark) else {
+            return Err(SqlError::Plan(format!(
+                "table `{}` is not versioned: a temporal join needs its PRIMARY KEY (..) NOT ENFORCED and a WATERMARK",
+                table.name
+            )));
+        };
+        let left_time = compile(at, &left.scope)?.as_column().ok_or_else(|| {
+            SqlError::Unsupported(format!(
+                "FOR SYSTEM_TIME AS OF `{at}`: a time attribute column of the left table"
+            ))
+        })?;
+        let lf = &left.scope.cols[left_time].field;
+        if !lf.rowtime {
+            return Err(SqlError::Unsupported(format!(
+                "FOR SYSTEM_TIME AS OF `{at}`: `{}` is not an event-time attribute (processing-time temporal joins are not supported)",
+                lf.name
+            )));
+        }
+        if left.plan.updating || right.plan.updating {
+            return Err(SqlError::Unsupported(
+                "a temporal join of an updating input".into(),
+            ));
+        }
+        let (left, right) = (as_table(left)?, as_table(right)?);
+        let left_width = left.scope.cols.len();
+        let scope = left.scope.concat(&right.scope);
+        let c = compile(cond, &scope)?;
+        if c.ty() != DataType::Boolean {
+            return Err(SqlError::Type(format!(
+                "a join's ON needs a BOOLEAN, got {}",
+                c.ty()
+            )));
+        }
+        let mut parts = Vec::new();
+        conjuncts(c, &mut parts);
+        let mut fields: Vec<Field> = scope.cols.iter().map(|c| c.field.clone()).collect();
+        let (on, _) = condition::split(parts, &fields, left_width, false)?;
+        let keyed: Vec<usize> = on.right_keys.iter().filter_map(Scalar::as_column).collect();
+        if !pk.iter().all(|k| keyed.contains(k)) {
+            return Err(SqlError::Plan(format!(
+                "a temporal join on `{}` must join on its whole primary key ({})",
+                table.name,
+                pk.iter()
+                    .map(|&k| table.schema.fields[k].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        for (i, f) in fields.iter_mut().enumerate() {
+            if i >= left_width {
+                f.nullable |= outer;
+                f.rowtime = false;
+            }
+        }
+        let cols = scope
+            .cols
+            .into_iter()
+            .zip(&fields)
+            .map(|(c, f)| ScopeCol {
+                qualifier: c.qualifier,
+                field: f.clone(),
+            })
+            .collect();
+        Ok(From {
+            plan: Plan {
+                node: Node::TemporalJoin {
+                    left: Box::new(left.plan),
+                    right: Box::new(right.plan),
+                    outer,
+                    on,
+                    left_time,
+                    right_time,
+                },
+                schema: Schema::new(fields),
+                updating: false,
+            },
+            scope: Scope { cols },
+            window: None,
+        })
+    }
+}
+
+/// Whether `p`'s rows are a window's: a windowing TVF's rows or a window
+/// aggregation's results (through projections and filters).
+fn windowed(p: &Plan) -> bool {
+    match &p.node {
+        Node::WindowAssign { .. } | Node::WindowAgg { .. } => true,
+        Node::Calc { input, .. } => windowed(input),
+        _ => false,
+    }
+}
+
+/// The `window_end` columns of the two sides (right's in its own row) when
+/// both are windowed and `on` joins them on `window_start` and
+/// `window_end`.
+fn window_ends(
+    left: &Plan,
+    right: &Plan,
+    on: &crate::join::JoinOn,
+    left_width: usize,
+    fields: &[Field],
+) -> Option<[usize; 2]> {
+    if !windowed(left) || !windowed(right) {
+        return None;
+    }
+    let named = |n: &str| -> Option<[usize; 2]> {
+        on.left_keys.iter().zip(&on.right_keys).find_map(|(l, r)| {
+            let (l, r) = (l.as_column()?, r.as_column()?);
+            let both = fields[l].name.eq_ignore_ascii_case(n)
+                && fields[left_width + r].name.eq_ignore_ascii_case(n)
+                && fields[l].ty.is_timestamp();
+            both.then_some([l, r])
+        })
+    };
+    named("window_start")?;
+    named("window_end")
 }
 
 /// A windowing TVF joined is read as a table of its rows with their

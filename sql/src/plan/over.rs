@@ -54,12 +54,9 @@ impl Planner<'_> {
                 ..
             } => {
                 let n = object_name(name);
-                match (self.catalog.table(&n), self.catalog.view(&n)) {
-                    (None, Some(q)) => (
-                        q.clone(),
-                        Some(alias.as_ref().map_or(n, |a| a.name.value.clone())),
-                    ),
-                    _ => return Ok(None),
+                match self.view_query(&n) {
+                    Some(q) => (q, Some(alias.as_ref().map_or(n, |a| a.name.value.clone()))),
+                    None => return Ok(None),
                 }
             }
             _ => return Ok(None),
@@ -187,7 +184,10 @@ impl Planner<'_> {
                     RankKind::KeepFirst { time: k.col }
                 }
             }
-            _ => RankKind::TopN { order, limit },
+            _ => match window_end(&input, &partition) {
+                Some(end) => RankKind::WindowTopN { order, limit, end },
+                None => RankKind::TopN { order, limit },
+            },
         };
         let rank = Rank {
             partition,
@@ -215,6 +215,30 @@ impl Planner<'_> {
             .collect();
         Ok(calc(ranked, None, project, fields[..visible].to_vec()))
     }
+}
+
+/// The partition column that is a window's end, when `input` is a window
+/// aggregation's (or a windowing TVF's) results partitioned by their
+/// window: the Top-N is then Flink's window Top-N.
+fn window_end(input: &Plan, partition: &[usize]) -> Option<usize> {
+    fn windowed(p: &Plan) -> bool {
+        match &p.node {
+            Node::WindowAgg { .. } | Node::WindowAssign { .. } => true,
+            Node::Calc { input, .. } => windowed(input),
+            _ => false,
+        }
+    }
+    if !windowed(input) {
+        return None;
+    }
+    let named = |n: &str| {
+        partition.iter().copied().find(|&c| {
+            let f = &input.schema.fields[c];
+            f.name.eq_ignore_ascii_case(n) && f.ty.is_timestamp()
+        })
+    };
+    named("window_start")?;
+    named("window_end")
 }
 
 /// Where `query` numbers its rows: the position of its
@@ -380,7 +404,7 @@ fn outer_reads(s: &ast::Select, rn: &str) -> bool {
 }
 
 /// The AND-ed parts of a condition.
-fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::BinaryOp {
             left,

@@ -28,7 +28,7 @@ fn ids() -> impl Iterator<Item = (i64, i64, i64)> {
 /// The final table of the script's SELECT: its rows as text, sorted.
 fn run(select: &str) -> Vec<String> {
     let script = Script::parse(&format!("{GEN}{select};")).unwrap_or_else(|e| panic!("{e}"));
-    let SqlJob { job, selects } = script.job("test").unwrap();
+    let SqlJob { job, selects, .. } = script.job("test").unwrap();
     run_ok(job, &test_options(2));
     let (schema, rows) = &selects[0];
     let rows = rows.lock().unwrap();

@@ -418,4 +418,323 @@ pub const CASES: &[Case] = &[
                  FROM big b JOIN users u ON b.user_id = u.user_id
                  GROUP BY b.user_id, u.name",
     },
+    Case {
+        name: "numeric_functions",
+        // ROUND and TRUNCATE of DECIMALs agree (half away from zero, the
+        // type's scale the digits kept); of DOUBLEs they are not compared
+        // (Flink rounds the double's shortest decimal text, DuckDB the
+        // binary value: they differ on ties such as 1.005).
+        weir: "SELECT order_id, ROUND(amount, 1) AS r1, ROUND(amount) AS r0,
+                      ROUND(amount, -2) AS rm2, TRUNCATE(amount, 1) AS t1, TRUNCATE(amount) AS t0,
+                      FLOOR(amount) AS fl, CEILING(amount) AS ce, CEIL(amount) AS ce2,
+                      ROUND(qty, -1) AS rq, POWER(qty, 2) AS p2, SQRT(ABS(qty)) AS sq,
+                      LN(order_id) AS ln, LOG10(order_id) AS l10, LOG2(order_id) AS l2,
+                      LOG(2, order_id) AS lb, EXP(qty / 10) AS ex, SIGN(qty) AS sg,
+                      DEGREES(RADIANS(qty)) AS dg, PI() * qty AS pq, SIN(qty) AS sn,
+                      ATAN2(qty, 2) AS at
+               FROM orders;",
+        duckdb: "SELECT order_id, round(amount, 1), round(amount), round(amount, -2),
+                        trunc(amount, 1), trunc(amount), floor(amount), ceil(amount), ceil(amount),
+                        round(qty, -1), power(qty, 2), sqrt(abs(qty)),
+                        ln(order_id), log10(order_id), log2(order_id), log(2, order_id),
+                        exp(qty // 10), sign(qty), degrees(radians(qty)), pi() * qty, sin(qty),
+                        atan2(qty, 2)
+                 FROM orders",
+    },
+    Case {
+        name: "comparison_functions",
+        // Flink's GREATEST and LEAST are NULL if an argument is; DuckDB's
+        // skip NULLs.
+        weir: "SELECT order_id, GREATEST(qty, 5) AS g, LEAST(amount, qty) AS l,
+                      GREATEST(note, category) AS gs, NULLIF(category, 'books') AS nc,
+                      NULLIF(qty, 0) AS nq, IF(qty > 10, 'big', note) AS i,
+                      IF(qty IS NULL, amount, qty * 1.5) AS i2,
+                      qty IS DISTINCT FROM 4 AS d1, category IS NOT DISTINCT FROM NULL AS d2,
+                      (qty > 10) IS UNKNOWN AS u, (qty > 10) IS NOT UNKNOWN AS nu
+               FROM orders;",
+        duckdb: "SELECT order_id, CASE WHEN qty IS NOT NULL THEN greatest(qty, 5) END,
+                        CASE WHEN qty IS NOT NULL THEN least(amount, qty) END,
+                        CASE WHEN category IS NOT NULL AND note IS NOT NULL
+                             THEN greatest(note, category) END,
+                        nullif(category, 'books'), nullif(qty, 0), if(qty > 10, 'big', note),
+                        if(qty IS NULL, amount, qty * 1.5),
+                        qty IS DISTINCT FROM 4, category IS NOT DISTINCT FROM NULL,
+                        (qty > 10) IS NULL, (qty > 10) IS NOT NULL
+                 FROM orders",
+    },
+    Case {
+        name: "string_functions_padding_trimming_splitting",
+        // Bracketed where a result may start with a blank (the printed
+        // table right-aligns its cells). DuckDB's LOCATE has no start
+        // position: its side finds in the rest of the string. Flink's
+        // ASCII is the first UTF-8 byte as a signed Java byte (`É` is
+        // -61); DuckDB's the code point.
+        weir: "SELECT order_id, '[' || LPAD(note, 14, '*-') || ']' AS lp,
+                      RPAD(user_id, 5, '.') AS rp, LPAD(note, 4, 'x') AS lp4,
+                      LTRIM(CONCAT('  ', note, '  ')) || ']' AS lt,
+                      '[' || RTRIM(CONCAT('  ', note, '  ')) AS rt,
+                      '[' || TRIM(BOTH 'e' FROM note) || ']' AS tb,
+                      TRIM(LEADING 'u' FROM user_id) AS tl, TRIM(TRAILING 'sd' FROM category) AS tt,
+                      '[' || REVERSE(note) || ']' AS rv, REPEAT(category, 2) AS rp2,
+                      LEFT(note, 3) AS lf, '[' || RIGHT(note, 4) || ']' AS rg,
+                      LOCATE('e', note) AS lc, LOCATE('e', note, 3) AS lc3, INSTR(note, 'a') AS ins,
+                      CONCAT_WS('/', user_id, category, note) AS cw,
+                      SPLIT_INDEX(note, ' ', 1) AS sp, SPLIT_INDEX(note, ' ', 0) AS sp0,
+                      ASCII(note) AS asc, CHR(qty + 65) AS ch,
+                      BIN(order_id) AS bn, HEX(order_id) AS hx, HEX(user_id) AS hu
+               FROM orders;",
+        duckdb: "SELECT order_id, '[' || lpad(note, 14, '*-') || ']', rpad(user_id, 5, '.'),
+                        lpad(note, 4, 'x'), ltrim('  ' || note || '  ') || ']',
+                        '[' || rtrim('  ' || note || '  '), '[' || trim(note, 'e') || ']',
+                        ltrim(user_id, 'u'), rtrim(category, 'sd'),
+                        '[' || reverse(note) || ']', repeat(category, 2),
+                        left(note, 3), '[' || right(note, 4) || ']',
+                        strpos(note, 'e'),
+                        CASE WHEN strpos(substr(note, 3), 'e') = 0 THEN 0
+                             ELSE strpos(substr(note, 3), 'e') + 2 END,
+                        instr(note, 'a'), concat_ws('/', user_id, category, note),
+                        string_split(note, ' ')[2], string_split(note, ' ')[1],
+                        CASE WHEN ascii(note) < 128 THEN ascii(note)
+                             WHEN ascii(note) < 2048 THEN 192 + ascii(note) // 64 - 256
+                             ELSE 224 + ascii(note) // 4096 - 256 END,
+                        chr(qty + 65),
+                        bin(order_id), hex(order_id), hex(user_id)
+                 FROM orders",
+    },
+    Case {
+        name: "regexp_functions",
+        // Flink's REGEXP_EXTRACT is NULL when nothing matches (DuckDB's:
+        // ''); its REGEXP_REPLACE replaces every match (DuckDB's: the
+        // first, unless 'g').
+        weir: "SELECT order_id, REGEXP_EXTRACT(note, '([a-z]+) ([a-z]+)', 2) AS w2,
+                      REGEXP_EXTRACT(user_id, '\\d+') AS num, REGEXP_EXTRACT(category, 'o(o|a)') AS oo,
+                      REGEXP_REPLACE(note, '[aeiou]', '_') AS vow,
+                      REGEXP(note, '^[a-z ]+$') AS lower_only, note REGEXP 'a.t' AS at
+               FROM orders;",
+        duckdb: "SELECT order_id,
+                        CASE WHEN regexp_matches(note, '([a-z]+) ([a-z]+)')
+                             THEN regexp_extract(note, '([a-z]+) ([a-z]+)', 2) END,
+                        CASE WHEN regexp_matches(user_id, '\\d+')
+                             THEN regexp_extract(user_id, '\\d+') END,
+                        CASE WHEN regexp_matches(category, 'o(o|a)')
+                             THEN regexp_extract(category, 'o(o|a)') END,
+                        regexp_replace(note, '[aeiou]', '_', 'g'),
+                        regexp_matches(note, '^[a-z ]+$'), regexp_matches(note, 'a.t')
+                 FROM orders",
+    },
+    Case {
+        name: "time_functions_add_diff_unix",
+        // TIMESTAMPDIFF counts whole units toward zero (DuckDB's
+        // date_sub; its datediff counts boundaries crossed).
+        weir: "SELECT order_id, TIMESTAMPADD(MINUTE, qty, ts) AS tm, TIMESTAMPADD(MONTH, 1, ts) AS tmo,
+                      TIMESTAMPADD(DAY, -2, CAST(ts AS DATE)) AS td,
+                      TIMESTAMPDIFF(SECOND, TIMESTAMP '2024-01-01 01:00:00', ts) AS ds,
+                      TIMESTAMPDIFF(HOUR, ts, TIMESTAMP '2024-01-01 00:30:00') AS dh,
+                      UNIX_TIMESTAMP(DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss')) AS ux,
+                      FROM_UNIXTIME(order_id * 3600) AS fu,
+                      TO_DATE(DATE_FORMAT(ts, 'yyyy-MM-dd')) AS dt,
+                      TO_TIMESTAMP(DATE_FORMAT(ts, 'dd/MM/yyyy HH:mm'), 'dd/MM/yyyy HH:mm') AS tt,
+                      ts < CURRENT_TIMESTAMP AS past, CURRENT_DATE > DATE '2024-01-31' AS today,
+                      ts - INTERVAL '1' MONTH AS pm, CAST(ts AS DATE) + INTERVAL '1-1' YEAR TO MONTH AS dy
+               FROM orders;",
+        duckdb: "SELECT order_id, ts + to_minutes(qty), ts + INTERVAL 1 MONTH,
+                        CAST(ts AS DATE) - 2,
+                        date_sub('second', TIMESTAMP '2024-01-01 01:00:00', ts),
+                        date_sub('hour', ts, TIMESTAMP '2024-01-01 00:30:00'),
+                        CAST(epoch(date_trunc('second', ts)) AS BIGINT),
+                        strftime(make_timestamp(order_id * 3600 * 1000000), '%Y-%m-%d %H:%M:%S'),
+                        CAST(ts AS DATE), date_trunc('minute', ts), true, true,
+                        ts - INTERVAL 1 MONTH, CAST(CAST(ts AS DATE) + INTERVAL 13 MONTH AS DATE)
+                 FROM orders",
+    },
+    Case {
+        name: "with_ctes",
+        // WITH tables are views seen by the one query; a later one reads
+        // an earlier one, and a name shadows a table's.
+        weir: "WITH big AS (SELECT user_id, amount * qty AS total FROM orders WHERE qty > 2),
+                    per_user AS (SELECT user_id, SUM(total) AS total, COUNT(*) AS n FROM big GROUP BY user_id),
+                    users AS (SELECT user_id, name FROM users WHERE name IS NOT NULL)
+               SELECT p.user_id, u.name, p.total, p.n FROM per_user p JOIN users u ON p.user_id = u.user_id;",
+        duckdb: "WITH big AS (SELECT user_id, amount * qty AS total FROM orders WHERE qty > 2),
+                      per_user AS (SELECT user_id, SUM(total) AS total, COUNT(*) AS n FROM big GROUP BY user_id),
+                      users2 AS (SELECT user_id, name FROM users WHERE name IS NOT NULL)
+                 SELECT p.user_id, u.name, p.total, p.n FROM per_user p JOIN users2 u ON p.user_id = u.user_id",
+    },
+    Case {
+        name: "order_by_limit_offset",
+        // A bare SELECT's final table ordered and cut (ties broken by the
+        // order id, so the rows are one set).
+        weir: "SELECT order_id, amount FROM orders WHERE amount IS NOT NULL
+               ORDER BY amount DESC, order_id LIMIT 7 OFFSET 2;",
+        duckdb: "SELECT order_id, amount FROM orders WHERE amount IS NOT NULL
+                 ORDER BY amount DESC, order_id LIMIT 7 OFFSET 2",
+    },
+    Case {
+        name: "top_n_in_a_subquery",
+        // ORDER BY .. LIMIT inside a query: a Top-N over the whole stream
+        // (an updating result), then aggregated.
+        weir: "SELECT COUNT(*) AS n, SUM(qty) AS q FROM (
+                 SELECT order_id, qty FROM orders WHERE qty IS NOT NULL ORDER BY qty DESC, order_id LIMIT 10);",
+        duckdb: "SELECT COUNT(*), SUM(qty) FROM (
+                   SELECT order_id, qty FROM orders WHERE qty IS NOT NULL ORDER BY qty DESC, order_id LIMIT 10)",
+    },
+    Case {
+        name: "in_and_exists_subqueries",
+        // Semi joins: each order once however many rows the subquery has;
+        // a NULL user id is never IN.
+        weir: "SELECT o.order_id, o.user_id FROM orders o
+               WHERE o.user_id IN (SELECT user_id FROM users WHERE tier >= 2)
+                 AND EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id)
+                 AND o.qty > 1;",
+        duckdb: "SELECT o.order_id, o.user_id FROM orders o
+                 WHERE o.user_id IN (SELECT user_id FROM users WHERE tier >= 2)
+                   AND EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id)
+                   AND o.qty > 1",
+    },
+    Case {
+        name: "not_exists_anti_join",
+        // An anti join: orders without a shipment, correlated through an
+        // expression of the outer row.
+        weir: "SELECT o.order_id, o.category FROM orders o
+               WHERE NOT EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id + 0 AND s.ship_id > 0);",
+        duckdb: "SELECT o.order_id, o.category FROM orders o
+                 WHERE NOT EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id + 0 AND s.ship_id > 0)",
+    },
+    Case {
+        name: "union_intersect_except",
+        // Set operations (distinct): NULLs compare equal, as in grouping.
+        weir: "SELECT user_id, category FROM orders WHERE qty > 3
+               UNION SELECT user_id, note FROM orders WHERE qty < 2
+               EXCEPT SELECT user_id, category FROM orders WHERE amount > 50
+               INTERSECT SELECT user_id, category FROM orders WHERE order_id % 2 = 0;",
+        duckdb: "SELECT user_id, category FROM orders WHERE qty > 3
+                 UNION SELECT user_id, note FROM orders WHERE qty < 2
+                 EXCEPT SELECT user_id, category FROM orders WHERE amount > 50
+                 INTERSECT SELECT user_id, category FROM orders WHERE order_id % 2 = 0",
+    },
+    Case {
+        name: "over_aggregates_range_and_rows",
+        // OVER aggregation on event time: a RANGE frame (peers of equal
+        // time included), the default RANGE UNBOUNDED frame, and a ROWS
+        // frame (rows of equal time ordered by their other columns, the
+        // order id first: DuckDB's ORDER BY ts, order_id).
+        weir: "SELECT order_id, user_id,
+                      COUNT(*) OVER w10 AS n10,
+                      SUM(qty) OVER w10 AS q10,
+                      MAX(amount) OVER w10 AS m10
+               FROM orders
+               WINDOW w10 AS (PARTITION BY user_id ORDER BY ts
+                              RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW);",
+        duckdb: "SELECT order_id, user_id,
+                        COUNT(*) OVER w10, SUM(qty) OVER w10, MAX(amount) OVER w10
+                 FROM orders
+                 WINDOW w10 AS (PARTITION BY user_id ORDER BY ts
+                                RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW)",
+    },
+    Case {
+        name: "over_aggregates_inline_windows",
+        weir: "SELECT order_id,
+                      COUNT(*) OVER (PARTITION BY category ORDER BY ts) AS n,
+                      SUM(amount) OVER (PARTITION BY category ORDER BY ts) AS total
+               FROM orders WHERE category IS NOT NULL;",
+        duckdb: "SELECT order_id,
+                        COUNT(*) OVER (PARTITION BY category ORDER BY ts),
+                        SUM(amount) OVER (PARTITION BY category ORDER BY ts)
+                 FROM orders WHERE category IS NOT NULL",
+    },
+    Case {
+        name: "over_aggregates_rows_frame",
+        weir: "SELECT order_id,
+                      SUM(qty) OVER (PARTITION BY user_id ORDER BY ts
+                                     ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS q3,
+                      COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts
+                                       ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS n3
+               FROM orders;",
+        duckdb: "SELECT order_id,
+                        SUM(qty) OVER (PARTITION BY user_id ORDER BY ts, order_id
+                                       ROWS BETWEEN 2 PRECEDING AND CURRENT ROW),
+                        COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts, order_id
+                                         ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)
+                 FROM orders",
+    },
+    Case {
+        name: "rollup_cube_grouping_sets",
+        // One group aggregation per grouping set, NULL for what a set does
+        // not group by; GROUPING() tells them apart from NULL keys.
+        weir: "SELECT category, user_id, COUNT(*) AS n, SUM(qty) AS q,
+                      GROUPING(category, user_id) AS g
+               FROM orders GROUP BY ROLLUP (category, user_id)
+               UNION ALL
+               SELECT category, note, COUNT(*), SUM(qty), GROUPING(category, note)
+               FROM orders GROUP BY CUBE (category, note)
+               UNION ALL
+               SELECT category, CAST(NULL AS STRING), COUNT(*), SUM(qty), GROUPING(category)
+               FROM orders GROUP BY GROUPING SETS ((category), ());",
+        duckdb: "SELECT category, user_id, COUNT(*), SUM(qty), GROUPING(category, user_id)
+                 FROM orders GROUP BY ROLLUP (category, user_id)
+                 UNION ALL
+                 SELECT category, note, COUNT(*), SUM(qty), GROUPING(category, note)
+                 FROM orders GROUP BY CUBE (category, note)
+                 UNION ALL
+                 SELECT category, CAST(NULL AS VARCHAR), COUNT(*), SUM(qty), GROUPING(category)
+                 FROM orders GROUP BY GROUPING SETS ((category), ())",
+    },
+    Case {
+        name: "variance_and_stddev",
+        // In the argument's type, as Flink: a DOUBLE's as is, an INT's
+        // truncated; NULL for a sample of one row.
+        weir: "SELECT user_id, STDDEV_POP(CAST(qty AS DOUBLE)) AS sp, STDDEV_SAMP(CAST(qty AS DOUBLE)) AS ss,
+                      VAR_POP(CAST(amount AS DOUBLE)) AS vp, VARIANCE(CAST(amount AS DOUBLE)) AS vs,
+                      STDDEV(qty) AS si
+               FROM orders GROUP BY user_id;",
+        duckdb: "SELECT user_id, stddev_pop(CAST(qty AS DOUBLE)), stddev_samp(CAST(qty AS DOUBLE)),
+                        var_pop(CAST(amount AS DOUBLE)), var_samp(CAST(amount AS DOUBLE)),
+                        CAST(trunc(stddev_samp(qty)) AS INTEGER)
+                 FROM orders GROUP BY user_id",
+    },
+    Case {
+        name: "temporal_join_event_time",
+        // Each order with the version of its order id's shipment valid at
+        // the order's time (DuckDB's ASOF join): shipments is a versioned
+        // table (PRIMARY KEY and WATERMARK); LEFT keeps orders without one.
+        weir: "SELECT o.order_id, o.user_id, s.ship_id
+               FROM orders AS o LEFT JOIN shipments FOR SYSTEM_TIME AS OF o.ts AS s
+               ON o.order_id = s.order_id;",
+        duckdb: "SELECT o.order_id, o.user_id, s.ship_id
+                 FROM orders o ASOF LEFT JOIN shipments s
+                 ON o.order_id = s.order_id AND o.ts >= s.ts",
+    },
+    Case {
+        name: "window_top_n",
+        // Flink's window Top-N: the 3 users of most orders per 10-minute
+        // window (ties by the other columns), emitted when the window ends.
+        weir: "SELECT window_start, user_id, n, rn FROM (
+                 SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end
+                                              ORDER BY n DESC, user_id) AS rn
+                 FROM (SELECT window_start, window_end, user_id, COUNT(*) AS n
+                       FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTE))
+                       GROUP BY window_start, window_end, user_id))
+               WHERE rn <= 3;",
+        duckdb: "SELECT window_start, user_id, n, rn FROM (
+                   SELECT *, row_number() OVER (PARTITION BY window_start ORDER BY n DESC, user_id) AS rn
+                   FROM (SELECT win_floor(ts, 600000) AS window_start, user_id, COUNT(*) AS n
+                         FROM orders GROUP BY 1, 2))
+                 WHERE rn <= 3",
+    },
+    Case {
+        name: "window_full_outer_join",
+        // A window join emits when the window ends, so an outer one is
+        // append-only: each unmatched row once, padded with NULLs.
+        weir: "SELECT L.order_id, L.window_start, R.ship_id, R.order_id AS shipped
+               FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts),
+                                                INTERVAL '10' MINUTES))) L
+               FULL JOIN (SELECT * FROM TABLE(TUMBLE(TABLE shipments, DESCRIPTOR(ts),
+                                                INTERVAL '10' MINUTES))) R
+               ON L.order_id = R.order_id AND L.window_start = R.window_start
+                  AND L.window_end = R.window_end;",
+        duckdb: "SELECT o.order_id, win_floor(o.ts, 600000), s.ship_id, s.order_id
+                 FROM orders o FULL JOIN shipments s
+                   ON o.order_id = s.order_id
+                  AND win_floor(o.ts, 600000) = win_floor(s.ts, 600000)",
+    },
 ];

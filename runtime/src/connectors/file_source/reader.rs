@@ -28,7 +28,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
 
-use crate::operators::source::function::SourceWakeup;
+use crate::core::wakeup::SourceWakeup;
 
 /// Chunks read ahead of the source, at most.
 pub const QUEUE: usize = 4;

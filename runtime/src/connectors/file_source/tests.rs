@@ -676,9 +676,7 @@ fn an_opened_source_sleeps_until_its_reader_rings() {
     let mut s = FileSource::new(&d.0, &info(0, 1))
         .unwrap()
         .with_read_buffer(512);
-    s.open(crate::operators::source::function::SourceWakeup::new(
-        bell.clone(),
-    ));
+    s.open(crate::core::wakeup::SourceWakeup::new(bell.clone()));
     let mut tail = Tail::new();
     let mut parks = 0;
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -7,12 +7,10 @@
 //! need draining. A bounded source returns [`SourcePoll::Finished`]; the task
 //! then finishes the chain, which sends end-of-partition downstream.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use weir_net::Doorbell;
-
 use crate::chain::control::Collector;
+pub use crate::core::wakeup::SourceWakeup;
 
 /// What a [`Source::poll_next`] call did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,31 +114,6 @@ pub trait Source: 'static {
     fn is_retryable(&self, error: &str) -> bool {
         let _ = error;
         true
-    }
-}
-
-/// Wakes the worker a source runs on, from any thread: what a source's
-/// own reading thread calls after handing it records (see
-/// [`Source::open`]). Cheap when the worker is busy (a fence and a load).
-#[derive(Clone, Debug)]
-pub struct SourceWakeup {
-    bell: Arc<Doorbell>,
-}
-
-impl SourceWakeup {
-    /// A wakeup ringing `bell`, the worker's doorbell.
-    pub fn new(bell: Arc<Doorbell>) -> Self {
-        Self { bell }
-    }
-
-    /// One that wakes nobody: for a source driven outside a job (tests).
-    pub fn none() -> Self {
-        Self::new(Arc::new(Doorbell::new()))
-    }
-
-    /// Makes the worker poll its tasks again if it parked.
-    pub fn wake(&self) {
-        self.bell.ring();
     }
 }
 

@@ -1,0 +1,162 @@
+//! Event-time temporal join (Flink's `TemporalRowTimeJoinOperator`): `FROM
+//! o JOIN r FOR SYSTEM_TIME AS OF o.ts ON o.k = r.k`, each left row joined
+//! with the version of its key's right row valid at its time — the right
+//! row of the greatest time at or before it.
+//!
+//! Keyed by the join key. Right rows are versions, kept sorted by their
+//! time; left rows wait until the watermark (the smaller of both inputs')
+//! passes their time — then every version up to that time has arrived —
+//! and are joined when the timer at their time fires: an inner join emits
+//! only left rows that found a version (and pass the residual condition),
+//! a LEFT join emits the others with NULLs. Versions older than the one
+//! valid at the timer's time are dropped then, as no later left row can
+//! reach them (a late left row may find its version gone). Output append-only; the left input must be append-only,
+//! the right one too (each row a new version of its key).
+
+use std::sync::Arc;
+
+use weir_runtime::{
+    Collector, KeyContext, KeyedCoProcessFunction, KeyedStates, KeyedTimerService, KeyedValueState,
+    TimeDomain, TimerQueues,
+};
+
+use crate::expr::{truth, Scalar};
+use crate::over_agg::Rows;
+use crate::value::{Key, Row, RowKind, Value};
+
+/// The temporal join of one key (see the module docs).
+pub struct TemporalJoin {
+    left_time: usize,
+    right_time: usize,
+    right_width: usize,
+    outer: bool,
+    residual: Option<Arc<Scalar>>,
+    pending: KeyedValueState<Key, Rows>,
+    versions: KeyedValueState<Key, Rows>,
+    timers: KeyedTimerService<Key>,
+}
+
+impl TemporalJoin {
+    /// Left rows timed by column `left_time`, right versions by
+    /// `right_time` (rows `right_width` wide); `outer` for LEFT JOIN.
+    pub fn new(
+        left_time: usize,
+        right_time: usize,
+        right_width: usize,
+        outer: bool,
+        residual: Option<Arc<Scalar>>,
+    ) -> Self {
+        Self {
+            left_time,
+            right_time,
+            right_width,
+            outer,
+            residual,
+            pending: KeyedValueState::new("temporal-join-left-rows"),
+            versions: KeyedValueState::new("temporal-join-versions"),
+            timers: KeyedTimerService::new(),
+        }
+    }
+
+    fn time(row: &Row, col: usize) -> Option<i64> {
+        row.values[col].as_i64()
+    }
+}
+
+impl KeyedCoProcessFunction for TemporalJoin {
+    type Key = Key;
+    type In1 = Row;
+    type In2 = Row;
+    type Out = Row;
+
+    fn process_element1<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, row: Row, _: &mut C) {
+        let Some(t) = Self::time(&row, self.left_time) else {
+            return; // no time: no version is valid for it
+        };
+        let mut p = self.pending.value(ctx).unwrap_or_default();
+        p.0.push(row);
+        self.pending.update(ctx, p);
+        self.timers
+            .register_event_time_timer(ctx, t.max(self.timers.current_watermark() + 1));
+    }
+
+    fn process_element2<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, row: Row, _: &mut C) {
+        let Some(t) = Self::time(&row, self.right_time) else {
+            return;
+        };
+        let mut v = self.versions.value(ctx).unwrap_or_default();
+        let rt = self.right_time;
+        // After the versions of the same or an earlier time: a later row
+        // of one time replaces an earlier one.
+        let at =
+            v.0.partition_point(|x| Self::time(x, rt).unwrap_or(i64::MIN) <= t);
+        v.0.insert(at, row);
+        self.versions.update(ctx, v);
+    }
+
+    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Key>> {
+        Some(&mut self.timers)
+    }
+
+    fn on_timer<C: Collector<Row>>(
+        &mut self,
+        timestamp: i64,
+        ctx: &KeyContext<Key>,
+        _: TimeDomain,
+        out: &mut C,
+    ) {
+        let Some(Rows(pending)) = self.pending.value(ctx) else {
+            return;
+        };
+        let lt = self.left_time;
+        let (ready, rest): (Vec<Row>, Vec<Row>) = pending
+            .into_iter()
+            .partition(|r| Self::time(r, lt).is_some_and(|t| t <= timestamp));
+        if rest.is_empty() {
+            self.pending.clear(ctx);
+        } else {
+            self.pending.update(ctx, Rows(rest));
+        }
+        let mut versions = self.versions.value(ctx).unwrap_or_default().0;
+        let rt = self.right_time;
+        for left in ready {
+            let t = Self::time(&left, lt).expect("timed");
+            let valid = versions.partition_point(|v| Self::time(v, rt).unwrap_or(i64::MIN) <= t);
+            let mut joined = left.clone();
+            joined.kind = RowKind::Insert;
+            let matched = match valid.checked_sub(1).map(|i| &versions[i]) {
+                Some(v) => {
+                    joined.values.extend(v.values.iter().cloned());
+                    self.residual
+                        .as_ref()
+                        .is_none_or(|c| truth(&c.eval(&joined)) == Some(true))
+                }
+                None => false,
+            };
+            if matched {
+                out.collect(joined);
+            } else if self.outer {
+                let mut padded = left;
+                padded.kind = RowKind::Insert;
+                padded
+                    .values
+                    .extend(std::iter::repeat_n(Value::Null, self.right_width));
+                out.collect(padded);
+            }
+        }
+        // Versions before the one valid at this time are unreachable: the
+        // timers of earlier times fired (a final watermark fires them all
+        // at once, in order, so the watermark itself may be far ahead).
+        let valid =
+            versions.partition_point(|v| Self::time(v, rt).unwrap_or(i64::MIN) <= timestamp);
+        if valid > 1 {
+            versions.drain(..valid - 1);
+            self.versions.update(ctx, Rows(versions));
+        }
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.pending);
+        states.value(&mut self.versions);
+    }
+}

@@ -1,0 +1,295 @@
+//! OVER aggregation (Flink's `OverAggregate` on event time): each input row
+//! with aggregates over a frame of its partition's rows ordered by the
+//! rowtime attribute, as `SUM(x) OVER (PARTITION BY k ORDER BY ts ROWS
+//! BETWEEN 10 PRECEDING AND CURRENT ROW)`.
+//!
+//! Rows are keyed by the PARTITION BY columns and wait in keyed state until
+//! the watermark passes their time (an event-time timer per pending time),
+//! so each row sees exactly the rows before it whatever order they arrived
+//! in; then, in time order:
+//!
+//! - `ROWS BETWEEN n PRECEDING AND CURRENT ROW`: each row's frame is the
+//!   `n` rows before it and itself (rows of equal time in the order of
+//!   their other columns, so the result does not depend on arrival order;
+//!   Flink takes arrival order);
+//! - `RANGE BETWEEN INTERVAL .. PRECEDING AND CURRENT ROW`: the rows of
+//!   times within the interval up to the row's, its peers (rows of the
+//!   same time) included: peers get the same aggregates;
+//! - `UNBOUNDED PRECEDING` (either unit, and the default frame): a running
+//!   accumulator per key.
+//!
+//! A row arriving behind the watermark (late) is dropped, as Flink drops
+//! it. The output is append-only. State per key: the pending rows, the
+//! rows a bounded frame may still reach, the running accumulator — all
+//! keyed state, checkpointed and rescaled with the key.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use weir_runtime::{
+    BranchStream, Collector, DecodeError, KeyContext, KeyedProcessFunction, KeyedStates,
+    KeyedTimerService, KeyedValueState, SubtaskInfo, TimeDomain, TimerQueues, Wire,
+};
+
+use crate::agg::Aggs;
+use crate::distinct::NoDistinct;
+use crate::value::{Key, Row, RowKind};
+
+/// The frame of an OVER window, always ending at the current row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OverFrame {
+    /// `ROWS BETWEEN n PRECEDING AND CURRENT ROW`.
+    Rows(u64),
+    /// `RANGE BETWEEN INTERVAL .. PRECEDING AND CURRENT ROW` (ms).
+    Range(i64),
+    /// `ROWS` or `RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW`; RANGE
+    /// (`peers`) gives rows of equal time the same aggregates.
+    Unbounded {
+        /// RANGE units: peers share their aggregates.
+        peers: bool,
+    },
+}
+
+/// A list of rows as one state value.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rows(pub Vec<Row>);
+
+impl Wire for Rows {
+    fn encoded_len(&self) -> usize {
+        4 + self.0.iter().map(Wire::encoded_len).sum::<usize>()
+    }
+
+    fn write(&self, out: &mut [u8]) {
+        let n = u32::try_from(self.0.len()).expect("fewer than 2^32 rows");
+        out[..4].copy_from_slice(&n.to_le_bytes());
+        let mut at = 4;
+        for r in &self.0 {
+            let len = r.encoded_len();
+            r.write(&mut out[at..at + len]);
+            at += len;
+        }
+    }
+
+    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+        if input.len() < 4 {
+            return Err(DecodeError {
+                what: "SQL row list header",
+                needed: 4,
+                available: input.len(),
+            });
+        }
+        let n = u32::from_le_bytes([input[0], input[1], input[2], input[3]]) as usize;
+        let mut rows = Vec::with_capacity(n.min(input.len() / 3));
+        let mut at = 4;
+        for _ in 0..n {
+            let (r, used) = Row::read(&input[at..])?;
+            rows.push(r);
+            at += used;
+        }
+        Ok((Rows(rows), at))
+    }
+}
+
+/// The OVER aggregation of one partition key (see the module docs).
+pub struct OverAggregate {
+    aggs: Aggs,
+    time: usize,
+    frame: OverFrame,
+    /// Rows waiting for the watermark.
+    pending: KeyedValueState<Key, Rows>,
+    /// Emitted rows a bounded frame may still reach, in order.
+    history: KeyedValueState<Key, Rows>,
+    /// The running accumulator of an unbounded frame.
+    running: KeyedValueState<Key, Row>,
+    timers: KeyedTimerService<Key>,
+}
+
+impl OverAggregate {
+    /// Aggregates `aggs` over `frame`, rows ordered by column `time`.
+    pub fn new(aggs: Aggs, time: usize, frame: OverFrame) -> Self {
+        Self {
+            aggs,
+            time,
+            frame,
+            pending: KeyedValueState::new("over-pending-rows"),
+            history: KeyedValueState::new("over-frame-rows"),
+            running: KeyedValueState::new("over-accumulator"),
+            timers: KeyedTimerService::new(),
+        }
+    }
+
+    fn time_of(&self, row: &Row) -> i64 {
+        row.values[self.time].as_i64().unwrap_or(i64::MIN)
+    }
+
+    /// Time order, ties by the other columns.
+    fn order(&self, a: &Row, b: &Row) -> Ordering {
+        self.time_of(a).cmp(&self.time_of(b)).then_with(|| {
+            a.values
+                .iter()
+                .zip(&b.values)
+                .map(|(x, y)| x.total_cmp(y))
+                .find(|o| *o != Ordering::Equal)
+                .unwrap_or(Ordering::Equal)
+        })
+    }
+
+    fn emit<C: Collector<Row>>(&self, row: &Row, acc: &Row, out: &mut C) {
+        let mut r = row.clone();
+        r.kind = RowKind::Insert;
+        self.aggs.result_into(acc, &mut r.values);
+        out.collect(r);
+    }
+
+    fn fold_all<'r>(&self, rows: impl Iterator<Item = &'r Row>) -> Row {
+        let mut acc = self.aggs.create();
+        for r in rows {
+            self.aggs.fold(&mut acc, r, &mut NoDistinct);
+        }
+        acc
+    }
+
+    /// Emits `ready` (the rows of one time, in order).
+    fn fire<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, ready: Vec<Row>, out: &mut C) {
+        let t = self.time_of(&ready[0]);
+        match self.frame {
+            OverFrame::Unbounded { peers } => {
+                let mut acc = self
+                    .running
+                    .value(ctx)
+                    .unwrap_or_else(|| self.aggs.create());
+                if peers {
+                    for r in &ready {
+                        self.aggs.fold(&mut acc, r, &mut NoDistinct);
+                    }
+                    for r in &ready {
+                        self.emit(r, &acc, out);
+                    }
+                } else {
+                    for r in &ready {
+                        self.aggs.fold(&mut acc, r, &mut NoDistinct);
+                        self.emit(r, &acc, out);
+                    }
+                }
+                self.running.update(ctx, acc);
+            }
+            OverFrame::Rows(n) => {
+                let mut hist = self.history.value(ctx).unwrap_or_default().0;
+                for r in ready {
+                    hist.push(r);
+                    let from = hist.len().saturating_sub(n as usize + 1);
+                    let acc = self.fold_all(hist[from..].iter());
+                    self.emit(hist.last().expect("just pushed"), &acc, out);
+                    if hist.len() > n as usize {
+                        hist.drain(..hist.len() - n as usize);
+                    }
+                }
+                self.history.update(ctx, Rows(hist));
+            }
+            OverFrame::Range(range) => {
+                let mut hist = self.history.value(ctx).unwrap_or_default().0;
+                let low = t.saturating_sub(range);
+                hist.retain(|r| self.time_of(r) >= low);
+                let acc = self.fold_all(hist.iter().chain(ready.iter()));
+                for r in &ready {
+                    self.emit(r, &acc, out);
+                }
+                hist.extend(ready);
+                self.history.update(ctx, Rows(hist));
+            }
+        }
+    }
+}
+
+impl KeyedProcessFunction for OverAggregate {
+    type Key = Key;
+    type In = Row;
+    type Out = Row;
+
+    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, row: Row, _out: &mut C) {
+        let t = self.time_of(&row);
+        if row.values[self.time].is_null() || t <= self.timers.current_watermark() {
+            return; // late (or without a time): dropped, as Flink drops it
+        }
+        let mut pending = self.pending.value(ctx).unwrap_or_default();
+        pending.0.push(row);
+        self.pending.update(ctx, pending);
+        self.timers.register_event_time_timer(ctx, t);
+    }
+
+    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Key>> {
+        Some(&mut self.timers)
+    }
+
+    fn on_timer<C: Collector<Row>>(
+        &mut self,
+        timestamp: i64,
+        ctx: &KeyContext<Key>,
+        _: TimeDomain,
+        out: &mut C,
+    ) {
+        let Some(Rows(pending)) = self.pending.value(ctx) else {
+            return;
+        };
+        let (mut ready, rest): (Vec<Row>, Vec<Row>) = pending
+            .into_iter()
+            .partition(|r| self.time_of(r) <= timestamp);
+        if rest.is_empty() {
+            self.pending.clear(ctx);
+        } else {
+            self.pending.update(ctx, Rows(rest));
+        }
+        ready.sort_by(|a, b| self.order(a, b));
+        // One time at a time: peers together.
+        while !ready.is_empty() {
+            let t = self.time_of(&ready[0]);
+            let n = ready.iter().take_while(|r| self.time_of(r) == t).count();
+            let group: Vec<Row> = ready.drain(..n).collect();
+            self.fire(ctx, group, out);
+        }
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.pending);
+        states.value(&mut self.history);
+        states.value(&mut self.running);
+    }
+}
+
+/// `rows` keyed by columns `partition`, each with its aggregates over the
+/// frame (operator uid `uid`).
+pub fn lower<'j>(
+    rows: BranchStream<'j, Row>,
+    uid: &str,
+    partition: &[usize],
+    time: usize,
+    frame: OverFrame,
+    aggs: Aggs,
+) -> BranchStream<'j, Row> {
+    let cols: Arc<[usize]> = partition.into();
+    rows.key_by(move |r: &Row| Key::of(cols.iter().map(|&c| r.values[c].clone())))
+        .process(uid, move |_: &SubtaskInfo| {
+            OverAggregate::new(aggs.clone(), time, frame)
+        })
+        .share()
+        .branch()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+
+    #[test]
+    fn a_row_list_round_trips() {
+        let rows = Rows(vec![
+            Row::new([Value::BigInt(1), Value::Null].into_iter().collect()),
+            Row::new([Value::Str("x".into())].into_iter().collect()),
+        ]);
+        let mut buf = vec![0; rows.encoded_len()];
+        rows.write(&mut buf);
+        let (back, used) = Rows::read(&buf).unwrap();
+        assert_eq!((back, used), (rows, buf.len()));
+        assert!(Rows::read(&buf[..buf.len() - 1]).is_err());
+    }
+}

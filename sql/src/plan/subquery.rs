@@ -1,0 +1,326 @@
+//! Subqueries in `WHERE`: `x IN (SELECT ..)`, `EXISTS (SELECT ..)` and
+//! `NOT EXISTS (SELECT ..)`, planned as Flink plans them, as semi and anti
+//! joins, by rewriting the SELECT before it is planned:
+//!
+//! - `WHERE x IN (SELECT c FROM ..)` joins the distinct values of `c`
+//!   (`INNER JOIN (SELECT DISTINCT c AS k FROM ..) ON x = k`): each outer
+//!   row at most once, none for a NULL `x` (IN is then unknown).
+//! - `WHERE EXISTS (SELECT .. FROM r WHERE r.a = o.b AND ..)`: the
+//!   equalities between the subquery's columns and the outer query's are
+//!   the join keys, the subquery's other conditions filter it, and the
+//!   outer rows join the distinct keys that exist.
+//! - `NOT EXISTS`: a LEFT JOIN of the distinct keys, keeping the rows that
+//!   found none: an updating result (a row is retracted when a match
+//!   arrives later), as Flink's anti join.
+//!
+//! Only top-level conjuncts of WHERE, over a FROM of one table (with its
+//! joins); the joined columns are named `__weir_*` and a `*` leaves them
+//! out. `NOT IN (SELECT ..)` (whose NULL rules no join expresses) and
+//! correlations other than equalities are refused, naming them.
+
+use sqlparser::ast::{self, BinaryOperator as B, Expr, Query, Select, SetExpr, TableFactor};
+use sqlparser::parser::Parser;
+
+use super::over::conjuncts;
+use super::Planner;
+use crate::dialect::FlinkDialect;
+use crate::error::{Result, SqlError};
+use crate::script::object_name;
+
+/// The prefix of the columns a rewrite adds (left out of `*`).
+pub const HIDDEN: &str = "__weir_";
+
+fn parse_query(text: &str) -> Result<Query> {
+    Parser::new(&FlinkDialect::default())
+        .try_with_sql(text)
+        .and_then(|mut p| p.parse_query())
+        .map(|q| *q)
+        .map_err(|e| SqlError::Plan(format!("a subquery in WHERE as a join: {e}")))
+}
+
+/// The subquery of `x [NOT] IN (SELECT ..)`, with `x` and `negated`.
+fn in_subquery(e: &Expr) -> Option<(&Expr, &Query, bool)> {
+    match e {
+        Expr::In {
+            expr,
+            target: ast::InTarget::Subquery(q),
+            negated,
+            ..
+        } => Some((expr, q, *negated)),
+        _ => None,
+    }
+}
+
+/// The qualifiers (table names and aliases) a FROM brings into scope.
+fn qualifiers(from: &[ast::TableWithJoins]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut add = |f: &TableFactor| match f {
+        TableFactor::Table { name, alias, .. } => {
+            out.push(object_name(name).to_ascii_lowercase());
+            if let Some(a) = alias {
+                out.push(a.name.value.to_ascii_lowercase());
+            }
+        }
+        TableFactor::Derived { alias: Some(a), .. }
+        | TableFactor::Function { alias: Some(a), .. } => {
+            out.push(a.name.value.to_ascii_lowercase())
+        }
+        _ => {}
+    };
+    for t in from {
+        add(&t.relation);
+        for j in &t.joins {
+            add(&j.relation);
+        }
+    }
+    out
+}
+
+/// Whether `e` names a column of another scope than `inner` (a qualified
+/// name whose qualifier is not one of `inner`'s).
+fn is_outer(e: &Expr, inner: &[String]) -> bool {
+    match e {
+        Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+            let q = parts[parts.len() - 2].value.to_ascii_lowercase();
+            !inner.contains(&q)
+        }
+        _ => false,
+    }
+}
+
+/// Whether any column `e` reads is of another scope than `inner`.
+fn mentions_outer(e: &Expr, inner: &[String]) -> bool {
+    let mut found = false;
+    let _ = ast::visit_expressions(e, |x| {
+        if is_outer(x, inner) {
+            found = true;
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    found
+}
+
+/// One subquery predicate made a join: the derived table, the ON
+/// condition, and for NOT EXISTS the condition that keeps unmatched rows.
+struct SemiJoin {
+    relation: TableFactor,
+    on: Expr,
+    anti: Option<Expr>,
+}
+
+impl Planner<'_> {
+    /// `s` with its subquery predicates made joins; `None` if it has none.
+    pub(super) fn rewrite_subqueries(&mut self, s: &Select) -> Result<Option<Select>> {
+        let Some(w) = &s.selection else {
+            return Ok(None);
+        };
+        let mut parts = Vec::new();
+        conjuncts(w, &mut parts);
+        let is_sub = |e: &Expr| in_subquery(e).is_some() || matches!(e, Expr::Exists { .. });
+        let has = |e: &Expr| is_sub(e) || matches!(e, Expr::Nested(x) if is_sub(x));
+        if !parts.iter().any(has) {
+            return Ok(None);
+        }
+        if s.from.len() != 1 {
+            return Err(SqlError::Unsupported(
+                "a subquery in WHERE with several tables in FROM (write them as JOIN .. ON)".into(),
+            ));
+        }
+        let mut kept = Vec::new();
+        let mut joins = Vec::new();
+        for p in parts {
+            let p = match p {
+                Expr::Nested(x) => *x,
+                other => other,
+            };
+            let n = joins.len();
+            if let Some((x, sub, negated)) = in_subquery(&p) {
+                if negated {
+                    return Err(SqlError::Unsupported(
+                        "NOT IN (SELECT ..): its NULL rules are no join; write NOT EXISTS (SELECT .. WHERE ..)".into(),
+                    ));
+                }
+                let (x, sub) = (x.clone(), sub.clone());
+                joins.push(self.in_join(n, &x, &sub)?);
+                continue;
+            }
+            match p {
+                Expr::Exists { subquery, negated } => {
+                    let j = self.exists_join(n, &subquery, negated, &s.from)?;
+                    joins.push(j);
+                }
+                other => kept.push(other),
+            }
+        }
+        let mut out = s.clone();
+        for j in joins {
+            let op = if j.anti.is_some() {
+                ast::JoinOperator::LeftOuter(ast::JoinConstraint::On(j.on))
+            } else {
+                ast::JoinOperator::Inner(ast::JoinConstraint::On(j.on))
+            };
+            out.from[0].joins.push(ast::Join {
+                relation: j.relation,
+                global: false,
+                join_operator: op,
+            });
+            kept.extend(j.anti);
+        }
+        out.selection = kept.into_iter().reduce(|a, b| Expr::BinaryOp {
+            left: Box::new(a),
+            op: B::And,
+            right: Box::new(b),
+        });
+        Ok(Some(out))
+    }
+
+    fn derived(&mut self, n: usize, text: &str) -> Result<TableFactor> {
+        let q = parse_query(&format!("SELECT * FROM ({text}) AS {HIDDEN}q{n}"))?;
+        match *q.body {
+            SetExpr::Select(s) => Ok(s.from[0].relation.clone()),
+            _ => unreachable!("parsed a SELECT"),
+        }
+    }
+
+    fn in_join(&mut self, n: usize, x: &Expr, sub: &Query) -> Result<SemiJoin> {
+        let plan = self.query(sub)?;
+        if plan.schema.len() != 1 {
+            return Err(SqlError::Plan(format!(
+                "IN (SELECT ..) needs one column, the subquery gives {}",
+                plan.schema
+            )));
+        }
+        let col = plan.schema.fields[0].name.replace('`', "``");
+        let relation = self.derived(
+            n,
+            &format!("SELECT DISTINCT `{col}` AS {HIDDEN}k{n}_0 FROM ({sub}) AS {HIDDEN}s{n}"),
+        )?;
+        let on = parse_query(&format!(
+            "SELECT 1 WHERE ({x}) = {HIDDEN}q{n}.{HIDDEN}k{n}_0"
+        ))?;
+        Ok(SemiJoin {
+            relation,
+            on: where_of(on),
+            anti: None,
+        })
+    }
+
+    fn exists_join(
+        &mut self,
+        n: usize,
+        sub: &Query,
+        negated: bool,
+        outer_from: &[ast::TableWithJoins],
+    ) -> Result<SemiJoin> {
+        let SetExpr::Select(inner) = sub.body.as_ref() else {
+            return Err(SqlError::Unsupported(format!(
+                "EXISTS ({sub}): a SELECT is needed"
+            )));
+        };
+        if sub.with.is_some() || sub.order_by.is_some() || sub.limit_clause.is_some() {
+            return Err(SqlError::Unsupported(format!(
+                "EXISTS ({sub}) with WITH, ORDER BY or LIMIT"
+            )));
+        }
+        let inner_q = qualifiers(&inner.from);
+        let _ = outer_from;
+        let mut keys: Vec<(Expr, Expr)> = Vec::new();
+        let mut rest = Vec::new();
+        if let Some(w) = &inner.selection {
+            let mut parts = Vec::new();
+            conjuncts(w, &mut parts);
+            for p in parts {
+                match &p {
+                    Expr::BinaryOp {
+                        left,
+                        op: B::Eq,
+                        right,
+                    } if mentions_outer(left, &inner_q) != mentions_outer(right, &inner_q) => {
+                        let (i, o) = if mentions_outer(left, &inner_q) {
+                            (right.as_ref().clone(), left.as_ref().clone())
+                        } else {
+                            (left.as_ref().clone(), right.as_ref().clone())
+                        };
+                        keys.push((i, o));
+                    }
+                    other if mentions_outer(other, &inner_q) => {
+                        return Err(SqlError::Unsupported(format!(
+                            "the correlated condition `{other}` in EXISTS (only equalities of a subquery column and an outer column correlate)"
+                        )))
+                    }
+                    other => rest.push(other.clone()),
+                }
+            }
+        }
+        if keys.is_empty() {
+            return Err(SqlError::Unsupported(
+                "an uncorrelated EXISTS (SELECT ..) (it is true for every row or none)".into(),
+            ));
+        }
+        if !inner.group_by_is_empty() || inner.having.is_some() {
+            return Err(SqlError::Unsupported(format!(
+                "EXISTS ({sub}) with GROUP BY or HAVING"
+            )));
+        }
+        let items: Vec<String> = keys
+            .iter()
+            .enumerate()
+            .map(|(k, (i, _))| format!("{i} AS {HIDDEN}k{n}_{k}"))
+            .collect();
+        let from: Vec<String> = inner.from.iter().map(ToString::to_string).collect();
+        let filter = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " WHERE {}",
+                rest.iter()
+                    .map(|r| format!("({r})"))
+                    .collect::<Vec<_>>()
+                    .join(" AND ")
+            )
+        };
+        let relation = self.derived(
+            n,
+            &format!(
+                "SELECT DISTINCT {} FROM {}{filter}",
+                items.join(", "),
+                from.join(", ")
+            ),
+        )?;
+        let on_text: Vec<String> = keys
+            .iter()
+            .enumerate()
+            .map(|(k, (_, o))| format!("({o}) = {HIDDEN}q{n}.{HIDDEN}k{n}_{k}"))
+            .collect();
+        let on = where_of(parse_query(&format!(
+            "SELECT 1 WHERE {}",
+            on_text.join(" AND ")
+        ))?);
+        let anti = negated.then(|| {
+            where_of(
+                parse_query(&format!(
+                    "SELECT 1 WHERE {HIDDEN}q{n}.{HIDDEN}k{n}_0 IS NULL"
+                ))
+                .expect("a fixed condition parses"),
+            )
+        });
+        Ok(SemiJoin { relation, on, anti })
+    }
+}
+
+fn where_of(q: Query) -> Expr {
+    match *q.body {
+        SetExpr::Select(s) => s.selection.expect("a WHERE was written"),
+        _ => unreachable!("parsed a SELECT"),
+    }
+}
+
+trait GroupByEmpty {
+    fn group_by_is_empty(&self) -> bool;
+}
+
+impl GroupByEmpty for Select {
+    fn group_by_is_empty(&self) -> bool {
+        matches!(&self.group_by, ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty())
+    }
+}

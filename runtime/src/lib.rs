@@ -68,6 +68,7 @@ pub use crate::build::{BuildError, Restoring};
 pub use crate::chain::{ChainControl, Collector, FlushOutcome, TaskError};
 pub use crate::checkpoint::{CheckpointRecord, CheckpointSummary};
 pub use crate::config::{CheckpointingMode, Config, ConfigError};
+pub use crate::connectors::file_source::{DecodeWith, Decoded, LineDecoder, Lines};
 pub use crate::connectors::{FileSource, TransactionalFileSink};
 pub use crate::core::timestamp::{record_timestamp, NO_TIMESTAMP};
 pub use crate::core::{Offset, Redistribution, SubtaskInfo};

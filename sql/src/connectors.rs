@@ -5,7 +5,8 @@
 //!
 //! - `filesystem`: `path` (a directory, or one file), `format` = `csv` |
 //!   `json` with their `csv.*` / `json.*` options. As a source it reads
-//!   what is there and ends (weir's replayable, rescalable
+//!   what is there and ends, or with `source.monitor-interval` keeps
+//!   watching the directory for new files (weir's replayable, rescalable
 //!   [`weir_runtime::FileSource`]); as a sink it is weir's exactly-once
 //!   [`weir_runtime::TransactionalFileSink`] (committed `part-*` files).
 //! - `datagen`: `number-of-rows`, `rows-per-second` (default 10000, 0 for
@@ -35,6 +36,10 @@ pub enum Connector {
         path: PathBuf,
         /// `format` and its options.
         format: Format,
+        /// `source.monitor-interval`: as a source, keep listing the
+        /// directory this often for new files (never ending); `None`: read
+        /// what is there and end.
+        monitor_interval: Option<Duration>,
     },
     /// Generated rows.
     Datagen(Datagen),
@@ -206,11 +211,19 @@ impl Connector {
         let c = match name.as_str() {
             "filesystem" => {
                 let path = PathBuf::from(o.required("path")?);
-                if o.get("source.monitor-interval").is_some() {
-                    return Err(o.err(
-                        "'source.monitor-interval' (watching a directory) is not supported yet: the filesystem source reads what is there and ends".into(),
-                    ));
-                }
+                let monitor_interval = match o.get("source.monitor-interval") {
+                    None => None,
+                    Some(v) => {
+                        let d = weir_runtime::core::units::parse_duration(v)
+                            .filter(|d| !d.is_zero())
+                            .ok_or_else(|| {
+                                o.err(format!(
+                                    "the option 'source.monitor-interval' = '{v}' is not a positive duration (e.g. '1 s', '500 ms')"
+                                ))
+                            })?;
+                        Some(d)
+                    }
+                };
                 let format = match o.required("format")?.to_ascii_lowercase().as_str() {
                     "csv" => {
                         let mut c = CsvOptions::default();
@@ -242,7 +255,11 @@ impl Connector {
                         )))
                     }
                 };
-                Connector::Filesystem { path, format }
+                Connector::Filesystem {
+                    path,
+                    format,
+                    monitor_interval,
+                }
             }
             "datagen" => {
                 let rows = o.parse::<u64>("number-of-rows")?;

@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 
 use compact_str::CompactString;
 
+use weir_runtime::Decoded;
+
 use crate::expr::parse_decimal;
 use crate::time::{parse_date, parse_timestamp};
 use crate::types::{DataType, Schema};
@@ -68,6 +70,10 @@ pub enum Parsed {
     Error(String),
 }
 
+/// Why a line does not parse: the 1-based byte column where the problem
+/// is (if one place is to blame) and what it is.
+type LineError = (Option<usize>, String);
+
 impl Format {
     /// Whether bad lines are skipped.
     pub fn ignores_errors(&self) -> bool {
@@ -79,26 +85,52 @@ impl Format {
         }
     }
 
+    /// The option that makes this format skip bad lines.
+    pub fn ignore_option(&self) -> &'static str {
+        match self {
+            Format::Csv(_) => "csv.ignore-parse-errors",
+            Format::Json { .. } => "json.ignore-parse-errors",
+        }
+    }
+
     /// Parses one line into a row of `schema`.
     pub fn parse(&self, line: &str, schema: &Schema) -> Parsed {
+        match self.decode(line, schema) {
+            Decoded::Record(row) => Parsed::Row(row),
+            Decoded::Skip | Decoded::Ignored(_) => Parsed::Skip,
+            Decoded::Error { message, .. } => Parsed::Error(message),
+        }
+    }
+
+    /// Parses one line into a row of `schema`, for the file source: a
+    /// line that does not parse is [`Decoded::Ignored`] with
+    /// `*.ignore-parse-errors`, else an error with its column.
+    #[inline]
+    pub fn decode(&self, line: &str, schema: &Schema) -> Decoded<Row> {
         let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.trim().is_empty() {
-            return Parsed::Skip;
+        if line.trim_start().is_empty() {
+            return Decoded::Skip;
         }
         let r = match self {
             Format::Csv(o) => {
                 if o.allow_comments && line.starts_with('#') {
-                    return Parsed::Skip;
+                    return Decoded::Skip;
                 }
                 parse_csv(line, schema, o)
             }
             Format::Json { .. } => parse_json(line, schema),
         };
         match r {
-            Ok(Some(row)) => Parsed::Row(row),
-            Ok(None) => Parsed::Skip,
-            Err(_) if self.ignores_errors() => Parsed::Skip,
-            Err(e) => Parsed::Error(e),
+            Ok(Some(row)) => Decoded::Record(row),
+            Ok(None) => Decoded::Skip,
+            Err((_, message)) if self.ignores_errors() => Decoded::Ignored(message),
+            Err((column, message)) => Decoded::Error {
+                column,
+                message: format!(
+                    "{message} (set '{}' = 'true' to skip such lines)",
+                    self.ignore_option()
+                ),
+            },
         }
     }
 
@@ -114,18 +146,20 @@ impl Format {
     }
 }
 
-/// Splits a CSV line into fields (quotes honoured; `""` in quotes is a
-/// quote). `None` for an unterminated quote.
-fn split_csv(line: &str, o: &CsvOptions) -> Option<Vec<(String, bool)>> {
+/// Splits a CSV line into fields with the byte offset each starts at
+/// (quotes honoured; `""` in quotes is a quote). `None` for an
+/// unterminated quote.
+fn split_csv(line: &str, o: &CsvOptions) -> Option<Vec<(String, bool, usize)>> {
     let mut fields = Vec::new();
     let mut cur = String::new();
     let mut quoted = false;
     let mut was_quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut start = 0;
+    let mut chars = line.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
         if quoted {
             if Some(c) == o.quote {
-                if chars.peek() == o.quote.as_ref() {
+                if chars.peek().map(|p| p.1) == o.quote {
                     cur.push(c);
                     chars.next();
                 } else {
@@ -135,8 +169,9 @@ fn split_csv(line: &str, o: &CsvOptions) -> Option<Vec<(String, bool)>> {
                 cur.push(c);
             }
         } else if c == o.delimiter {
-            fields.push((std::mem::take(&mut cur), was_quoted));
+            fields.push((std::mem::take(&mut cur), was_quoted, start));
             was_quoted = false;
+            start = i + c.len_utf8();
         } else if Some(c) == o.quote && cur.is_empty() {
             quoted = true;
             was_quoted = true;
@@ -147,48 +182,122 @@ fn split_csv(line: &str, o: &CsvOptions) -> Option<Vec<(String, bool)>> {
     if quoted {
         return None;
     }
-    fields.push((cur, was_quoted));
+    fields.push((cur, was_quoted, start));
     Some(fields)
 }
 
-fn parse_csv(line: &str, schema: &Schema, o: &CsvOptions) -> Result<Option<Row>, String> {
-    let fields = split_csv(line, o).ok_or("an unterminated quote")?;
-    if fields.len() != schema.len() {
-        return Err(format!(
-            "{} fields, the table has {} columns",
-            fields.len(),
-            schema.len()
-        ));
-    }
-    if o.skip_header
-        && fields
-            .iter()
-            .zip(&schema.fields)
-            .all(|((v, _), f)| v.trim().eq_ignore_ascii_case(&f.name))
-    {
+/// A CSV line as a row: lines without a quote character (the common case)
+/// are cut in place, field by field, without allocating but for strings
+/// too long to store inline; the others go through [`split_csv`].
+fn parse_csv(line: &str, schema: &Schema, o: &CsvOptions) -> Result<Option<Row>, LineError> {
+    let plain = o.delimiter.is_ascii()
+        && match o.quote {
+            None => true,
+            Some(q) if q.is_ascii() => memchr::memchr(q as u8, line.as_bytes()).is_none(),
+            Some(_) => false,
+        };
+    if o.skip_header && is_header(line, schema, o) {
         return Ok(None);
     }
+    if plain {
+        return parse_plain_csv(line, schema, o, o.delimiter as u8);
+    }
+    let fields = split_csv(line, o).ok_or((None, "an unterminated quote".to_owned()))?;
+    if fields.len() != schema.len() {
+        return Err((None, field_count(fields.len(), schema)));
+    }
     let mut values = Values::with_capacity(fields.len());
-    for ((text, quoted), f) in fields.iter().zip(&schema.fields) {
-        let is_null = match &o.null_literal {
-            Some(n) => !quoted && text == n,
-            None => !quoted && text.is_empty() && f.ty != DataType::String,
-        };
-        if is_null {
-            values.push(Value::Null);
-            continue;
-        }
-        values.push(
-            parse_text(text, f.ty)
-                .ok_or_else(|| format!("column `{}`: `{text}` is not a {}", f.name, f.ty))?,
-        );
+    for ((text, quoted, start), f) in fields.iter().zip(&schema.fields) {
+        values.push(csv_value(text, *quoted, f, o).ok_or_else(|| bad_field(text, *start, f))?);
     }
     Ok(Some(Row::new(values)))
 }
 
+fn field_count(found: usize, schema: &Schema) -> String {
+    format!("{found} fields, the table has {} columns", schema.len())
+}
+
+fn bad_field(text: &str, start: usize, f: &crate::types::Field) -> LineError {
+    (
+        Some(start + 1),
+        format!("column `{}`: `{text}` is not a {}", f.name, f.ty),
+    )
+}
+
+/// A line without quotes, cut at each delimiter byte.
+#[inline]
+fn parse_plain_csv(
+    line: &str,
+    schema: &Schema,
+    o: &CsvOptions,
+    delimiter: u8,
+) -> Result<Option<Row>, LineError> {
+    let bytes = line.as_bytes();
+    let n = schema.len();
+    let mut values = Values::with_capacity(n);
+    let mut start = 0;
+    for (i, f) in schema.fields.iter().enumerate() {
+        let end = match memchr::memchr(delimiter, &bytes[start..]) {
+            Some(j) if i + 1 < n => start + j,
+            None if i + 1 == n => bytes.len(),
+            _ => {
+                let found = 1 + memchr::memchr_iter(delimiter, bytes).count();
+                return Err((None, field_count(found, schema)));
+            }
+        };
+        // The delimiter is ASCII: both ends are character boundaries.
+        let text = &line[start..end];
+        values.push(csv_value(text, false, f, o).ok_or_else(|| bad_field(text, start, f))?);
+        start = end + 1;
+    }
+    Ok(Some(Row::new(values)))
+}
+
+/// Whether `line` is a header: its fields are the column names.
+fn is_header(line: &str, schema: &Schema, o: &CsvOptions) -> bool {
+    let Some(fields) = split_csv(line, o) else {
+        return false;
+    };
+    fields.len() == schema.len()
+        && fields
+            .iter()
+            .zip(&schema.fields)
+            .all(|((v, _, _), f)| v.trim().eq_ignore_ascii_case(&f.name))
+}
+
+/// One CSV field's value (`None`: it is not of the column's type).
+#[inline]
+fn csv_value(text: &str, quoted: bool, f: &crate::types::Field, o: &CsvOptions) -> Option<Value> {
+    let is_null = match &o.null_literal {
+        Some(n) => !quoted && text == n,
+        None => !quoted && text.is_empty() && f.ty != DataType::String,
+    };
+    if is_null {
+        return Some(Value::Null);
+    }
+    parse_text(text, f.ty)
+}
+
+/// `text` without surrounding whitespace: itself, without a scan, when
+/// it starts and ends with a visible ASCII character (a number, a time).
+#[inline]
+fn trim(text: &str) -> &str {
+    let b = text.as_bytes();
+    let visible = |c: Option<&u8>| c.is_some_and(|&c| c.is_ascii_graphic());
+    if visible(b.first()) && visible(b.last()) {
+        text
+    } else {
+        text.trim()
+    }
+}
+
 /// A value of type `ty` from its text form.
+#[inline]
 pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
-    let t = text.trim();
+    if ty == DataType::String {
+        return Some(Value::Str(CompactString::from(text)));
+    }
+    let t = trim(text);
     Some(match ty {
         DataType::String => Value::Str(CompactString::from(text)),
         DataType::Boolean => match t.to_ascii_lowercase().as_str() {
@@ -212,10 +321,11 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
     })
 }
 
-fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, String> {
-    let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, LineError> {
+    let v: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| (Some(e.column()), format!("not JSON: {e}")))?;
     let serde_json::Value::Object(map) = v else {
-        return Err("not a JSON object".into());
+        return Err((Some(1), "not a JSON object".into()));
     };
     let mut values = Values::with_capacity(schema.len());
     for f in &schema.fields {
@@ -234,19 +344,21 @@ fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, String> {
                 (DataType::Int, serde_json::Value::Number(n)) => Value::Int(
                     n.as_i64()
                         .and_then(|i| i32::try_from(i).ok())
-                        .ok_or_else(|| bad(j))?,
+                        .ok_or_else(|| (None, bad(j)))?,
                 ),
                 (DataType::BigInt, serde_json::Value::Number(n)) => {
-                    Value::BigInt(n.as_i64().ok_or_else(|| bad(j))?)
+                    Value::BigInt(n.as_i64().ok_or_else(|| (None, bad(j)))?)
                 }
                 (DataType::Double, serde_json::Value::Number(n)) => {
-                    Value::Double(n.as_f64().ok_or_else(|| bad(j))?)
+                    Value::Double(n.as_f64().ok_or_else(|| (None, bad(j)))?)
                 }
                 (DataType::Decimal { .. }, serde_json::Value::Number(n)) => {
-                    parse_text(&n.to_string(), f.ty).ok_or_else(|| bad(j))?
+                    parse_text(&n.to_string(), f.ty).ok_or_else(|| (None, bad(j)))?
                 }
-                (_, serde_json::Value::String(s)) => parse_text(s, f.ty).ok_or_else(|| bad(j))?,
-                _ => return Err(bad(j)),
+                (_, serde_json::Value::String(s)) => {
+                    parse_text(s, f.ty).ok_or_else(|| (None, bad(j)))?
+                }
+                _ => return Err((None, bad(j))),
             },
         };
         values.push(value);
@@ -362,6 +474,82 @@ mod tests {
         });
         assert_eq!(lenient.parse("1,x", &s), Parsed::Skip);
         assert_eq!(lenient.parse("id,name,ts,price", &s), Parsed::Skip);
+    }
+
+    /// For the file source: errors carry the column of the bad field and
+    /// the option that would skip them; skipped lines are `Ignored`.
+    #[test]
+    fn decode_names_the_column_and_counts_ignored_lines() {
+        let s = schema();
+        let strict = Format::Csv(CsvOptions::default());
+        let Decoded::Error { column, message } = strict.decode("1,x,nope,1", &s) else {
+            panic!()
+        };
+        assert_eq!(column, Some(5));
+        assert!(
+            message.contains("`ts`") && message.contains("csv.ignore-parse-errors"),
+            "{message}"
+        );
+        let Decoded::Error { column, .. } = strict.decode("1,\"a,b\",nope,1", &s) else {
+            panic!()
+        };
+        assert_eq!(column, Some(9), "quoted lines too");
+        let lenient = Format::Csv(CsvOptions {
+            ignore_parse_errors: true,
+            ..CsvOptions::default()
+        });
+        assert!(
+            matches!(lenient.decode("1,x,nope,1", &s), Decoded::Ignored(m) if m.contains("`ts`"))
+        );
+        assert_eq!(strict.decode("  \r", &s), Decoded::Skip);
+        let json = Format::Json {
+            ignore_parse_errors: false,
+        };
+        assert!(matches!(
+            json.decode("{\"id\": 1,, }", &s),
+            Decoded::Error {
+                column: Some(10),
+                ..
+            }
+        ));
+    }
+
+    /// Lines without quotes are cut in place: the same rows and errors as
+    /// the general path's.
+    #[test]
+    fn plain_lines_read_as_quoted_ones_do() {
+        let s = schema();
+        let f = Format::Csv(CsvOptions::default());
+        for (plain, quoted) in [
+            (
+                "7,abc,2024-01-01 00:00:01.5,3.10",
+                "7,\"abc\",2024-01-01 00:00:01.5,\"3.10\"",
+            ),
+            (",,,", ",\"\",,"),
+            ("-1, x ,1970-01-01, 2", "-1,\" x \",1970-01-01, 2"),
+        ] {
+            let (a, b) = (f.parse(plain, &s), f.parse(quoted, &s));
+            assert!(matches!(a, Parsed::Row(_)), "{plain}: {a:?}");
+            assert_eq!(a, b, "{plain}");
+        }
+        for bad in [
+            "1,x,2024-01-01 00:00:00,1,9",
+            "1,x,2024-01-01 00:00:00",
+            "1",
+        ] {
+            let Parsed::Error(e) = f.parse(bad, &s) else {
+                panic!("{bad}")
+            };
+            assert!(e.contains("fields, the table has 4 columns"), "{bad}: {e}");
+        }
+        let semi = Format::Csv(CsvOptions {
+            delimiter: ';',
+            quote: None,
+            ..CsvOptions::default()
+        });
+        assert!(
+            matches!(semi.parse("1;a,b;2024-01-01 00:00:00;1", &s), Parsed::Row(r) if r.values[1] == Value::Str("a,b".into()))
+        );
     }
 
     #[test]

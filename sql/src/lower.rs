@@ -16,10 +16,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir_runtime::{
-    BranchStream, CumulativeEventTimeWindows, EventTimeSessionWindows, FileSource, JobGraph,
-    Offset, ProcessingTimeSessionWindows, SlidingEventTimeWindows, SlidingProcessingTimeWindows,
-    SubtaskInfo, TimeWindow, TransactionalFileSink, TumblingEventTimeWindows,
-    TumblingProcessingTimeWindows, WatermarkStrategy,
+    BranchStream, CumulativeEventTimeWindows, DecodeWith, Decoded, EventTimeSessionWindows,
+    FileSource, JobGraph, Offset, ProcessingTimeSessionWindows, SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows, SubtaskInfo, TimeWindow, TransactionalFileSink,
+    TumblingEventTimeWindows, TumblingProcessingTimeWindows, WatermarkStrategy,
 };
 
 use crate::agg::{Aggs, GroupAggregate, WindowAggregate};
@@ -27,7 +27,6 @@ use crate::catalog::Table;
 use crate::connectors::{datagen_source, BlackholeSink, Connector, PrintSink};
 use crate::error::{Result, SqlError};
 use crate::expr::{truth, Scalar};
-use crate::format::Parsed;
 use crate::join::interval::sql_interval_join;
 use crate::join::regular::RegularJoin;
 use crate::plan::{Node, Plan, Window};
@@ -377,7 +376,6 @@ impl<'j> Lowering<'j> {
 
     fn scan(&mut self, t: &Arc<Table>) -> Result<Rows<'j>> {
         let uid = self.uid(&format!("source-{}", t.name));
-        let table = t.clone();
         let computed = t
             .columns
             .iter()
@@ -386,7 +384,11 @@ impl<'j> Lowering<'j> {
             || t.columns.len() != t.physical.len();
         let columns: Arc<[Scalar]> = t.columns.clone().into();
         let rows: Rows<'j> = match &t.connector {
-            Connector::Filesystem { path, format } => {
+            Connector::Filesystem {
+                path,
+                format,
+                monitor_interval,
+            } => {
                 let meta = std::fs::metadata(path).map_err(|e| SqlError::Connector {
                     table: t.name.clone(),
                     message: format!("cannot read 'path' = '{}': {e}", path.display()),
@@ -403,20 +405,27 @@ impl<'j> Lowering<'j> {
                 let name = t.name.clone();
                 let format = format.clone();
                 let physical = t.physical.clone();
+                let monitor = *monitor_interval;
+                // Lines are parsed in the source, from its read buffer:
+                // no String per line, and errors name file, line and column.
                 self.job
                     .source(&uid, move |info: &SubtaskInfo| {
-                        FileSource::new(&dir, info).unwrap_or_else(|e| panic!("table `{name}`: {e}"))
-                    })
-                    .flat_map(&format!("{uid}-parse"), move |line: String| {
-                        match format.parse(&line, &physical) {
-                            Parsed::Row(r) => Some(if computed { compute(&columns, r) } else { r }),
-                            Parsed::Skip => None,
-                            Parsed::Error(e) => panic!(
-                                "table `{}`: a line that does not parse ({e}): `{line}` (set '{}' = 'true' to skip such lines)",
-                                table.name,
-                                if matches!(format, crate::format::Format::Csv(_)) { "csv.ignore-parse-errors" } else { "json.ignore-parse-errors" }
-                            ),
-                        }
+                        let source = FileSource::new(&dir, info)
+                            .unwrap_or_else(|e| panic!("table `{name}`: {e}"));
+                        let source = match monitor {
+                            Some(interval) => source.with_monitor_interval(interval),
+                            None => source,
+                        };
+                        let (format, physical, columns) =
+                            (format.clone(), physical.clone(), columns.clone());
+                        source.with_decoder(DecodeWith(move |line: &str| {
+                            match format.decode(line, &physical) {
+                                Decoded::Record(r) if computed => {
+                                    Decoded::Record(compute(&columns, r))
+                                }
+                                other => other,
+                            }
+                        }))
                     })
                     .share()
                     .branch()
@@ -513,7 +522,7 @@ impl<'j> Lowering<'j> {
                 });
             }
             Connector::Blackhole => rows.sink(&uid, |_: &SubtaskInfo| BlackholeSink),
-            Connector::Filesystem { path, format } => {
+            Connector::Filesystem { path, format, .. } => {
                 if plan.updating {
                     return Err(SqlError::Plan(format!(
                         "table `{}` (filesystem) is append-only and cannot take the updates this query produces (it aggregates without a window): write it to a sink that takes a changelog (print), or aggregate in a window",

@@ -275,6 +275,9 @@ impl Script {
                 Node::Scan(t) => match &t.connector {
                     crate::connectors::Connector::Datagen(g) => g.count().is_some(),
                     crate::connectors::Connector::Nexmark(n) => n.events.is_some(),
+                    crate::connectors::Connector::Filesystem {
+                        monitor_interval, ..
+                    } => monitor_interval.is_none(),
                     crate::connectors::Connector::Kafka(k) => k.is_bounded(),
                     _ => true,
                 },
@@ -432,7 +435,7 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
                 t.name,
                 t.connector.name(),
                 if matches!(t.connector, crate::connectors::Connector::Filesystem { .. }) {
-                    ": file splits (operator list state)"
+                    ": file byte ranges (operator list state)"
                 } else {
                     ": splits (operator list state)"
                 }

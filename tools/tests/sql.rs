@@ -2,7 +2,10 @@
 //! files and generated rows, results compared with references computed
 //! here in plain Rust; a SIGKILL mid-run and `--restore latest` must give
 //! the uninterrupted result exactly once; bad scripts exit 2 with an error
-//! naming the problem and start nothing.
+//! naming the problem and start nothing. A filesystem source watching its
+//! directory (`source.monitor-interval`) streams files published while it
+//! runs, across a stop and a restore, once each; a malformed line names
+//! its file, line and column, or is skipped and counted.
 
 mod support;
 
@@ -376,6 +379,10 @@ fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
             "unsupported options for connector 'filesystem': 'csv.bogus'",
         ),
         ("CREATE TABLE y (a INT) WITH ('connector' = 'nope');", "unknown connector 'nope'"),
+        (
+            "CREATE TABLE w (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp', 'format' = 'csv', 'source.monitor-interval' = '0 s');",
+            "'source.monitor-interval' = '0 s' is not a positive duration",
+        ),
         ("SELECT * FROM t t1 JOIN t t2 ON t1.a < t2.a;", "non-equi"),
         ("SELECT * FROM t JOIN t ON t.a = t.a;", "give one an alias"),
         (
@@ -746,6 +753,161 @@ fn window_joins_and_window_tables_equal_a_reference() {
     }
     hops.sort();
     same_lines(committed(&s.join("hops")), hops);
+}
+
+/// Rows `id,name` for ids `from..to`, as CSV, under a hidden name renamed
+/// into `dir` (how a producer hands a continuous source a complete file).
+fn publish_rows(dir: &Path, name: &str, ids: std::ops::Range<u64>) -> Vec<String> {
+    let rows: Vec<String> = ids
+        .map(|i| format!("{i},n{}", splitmix64(i) % 1000))
+        .collect();
+    let hidden = dir.join(format!(".{name}.tmp"));
+    fs::write(&hidden, rows.join("\n") + "\n").unwrap();
+    fs::rename(&hidden, dir.join(name)).unwrap();
+    rows
+}
+
+/// SIGTERM: the job stops with a savepoint; returns its path.
+fn stop_with_savepoint(s: &Scratch, p: &mut Proc) -> std::path::PathBuf {
+    let ok = Command::new("kill")
+        .args(["-TERM", &p.child.id().to_string()])
+        .status()
+        .is_ok_and(|st| st.success());
+    assert!(ok, "kill -TERM");
+    let status = p.wait(FINISH);
+    assert!(
+        status.success(),
+        "SIGTERM stops gracefully: {status}\n{}",
+        p.stderr()
+    );
+    let stdout = fs::read_to_string(s.join(&format!("{}.stdout", p.label))).unwrap();
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("stopped with a savepoint: "))
+        .map(|p| std::path::PathBuf::from(p.trim()))
+        .unwrap_or_else(|| panic!("no savepoint line\n{stdout}\n{}", p.stderr()))
+}
+
+/// `source.monitor-interval`: the filesystem source keeps watching its
+/// directory. Files there at the start and files published while the job
+/// runs all reach the committed output; SIGTERM stops the never-ending
+/// job with a savepoint; restored from it on 3 workers instead of 2, the
+/// job reads only files published since, and every row is committed
+/// exactly once.
+#[test]
+fn a_monitored_directory_streams_new_files_exactly_once_across_a_stop_and_restore() {
+    let s = Scratch::new("sql", "monitor");
+    let (input, out) = (s.join("in"), s.join("out"));
+    fs::create_dir_all(&input).unwrap();
+    fs::create_dir_all(&out).unwrap();
+    let script = s.join("watch.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE src (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'source.monitor-interval' = '20 ms');
+             CREATE TABLE dst (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO dst SELECT id, name FROM src WHERE id >= 0;",
+            input.display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    let cmd = |workers: &str| {
+        let mut c = Command::new(WEIR);
+        c.arg("sql")
+            .arg(&script)
+            .args(["--workers", workers, "--set", "weir.worker.pin-cores=false"])
+            .arg("--set")
+            .arg(format!("state.checkpoints.dir={}", s.join("ck").display()))
+            .arg("--set")
+            .arg(format!("state.savepoints.dir={}", s.join("sp").display()))
+            .args(["--set", "execution.checkpointing.interval=100ms"])
+            .env_remove("RUST_LOG");
+        c
+    };
+    let mut want = publish_rows(&input, "a.csv", 0..5_000);
+    let mut first = Proc::spawn(&s, "first", cmd("2"));
+    let arrived = |want: &[String]| {
+        let got = committed(&out);
+        got.len() >= want.len()
+    };
+    assert!(first.wait_until("the first file's rows", || arrived(&want)));
+    want.extend(publish_rows(&input, "b.csv", 5_000..9_000));
+    want.extend(publish_rows(&input, "c.csv", 9_000..9_001));
+    assert!(first.wait_until("the new files' rows", || arrived(&want)));
+    let savepoint = stop_with_savepoint(&s, &mut first);
+    let mut sorted_want = want.clone();
+    sorted_want.sort();
+    same_lines(committed(&out), sorted_want);
+
+    // A file published while the job is stopped, and one after the
+    // restore: each read once, the old ones not again.
+    want.extend(publish_rows(&input, "d.csv", 9_001..12_000));
+    let mut c = cmd("3");
+    c.arg("--restore").arg(&savepoint);
+    let mut second = Proc::spawn(&s, "second", c);
+    assert!(second.wait_until("the stopped-time file's rows", || arrived(&want)));
+    want.extend(publish_rows(&input, "e.csv", 12_000..12_500));
+    assert!(second.wait_until("the last file's rows", || arrived(&want)));
+    stop_with_savepoint(&s, &mut second);
+    want.sort();
+    same_lines(committed(&out), want);
+}
+
+/// A line that does not parse fails the job naming the file, the line
+/// and the column; with `csv.ignore-parse-errors` it is skipped, the other
+/// rows arrive, and a warning counts it. An empty file gives no rows.
+#[test]
+fn a_malformed_line_names_file_line_and_column_or_is_skipped_and_counted() {
+    let s = Scratch::new("sql", "malformed");
+    let input = s.join("in");
+    fs::create_dir_all(&input).unwrap();
+    fs::write(
+        input.join("a.csv"),
+        "1,2024-01-01 00:00:00\n2,2024-01-01 00:00:01\n3,yesterday\n4,2024-01-01 00:00:03\n",
+    )
+    .unwrap();
+    fs::write(input.join("b.csv"), "").unwrap();
+    let script = |name: &str, options: &str| {
+        let path = s.join(&format!("{name}.sql"));
+        fs::write(
+            &path,
+            format!(
+                "CREATE TABLE t (id BIGINT, ts TIMESTAMP(3))
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv'{options});
+                 SELECT id FROM t;",
+                input.display()
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let out = weir_sql(&script("strict", ""), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    let want = format!(
+        "input file {}, line 3 (byte offset 44), column 3: column `ts`: `yesterday` is not a TIMESTAMP(3) (set 'csv.ignore-parse-errors' = 'true' to skip such lines)",
+        input.join("a.csv").display()
+    );
+    assert!(err.contains(&want), "expected `{want}` in: {err}");
+
+    let out = weir_sql(
+        &script("lenient", ", 'csv.ignore-parse-errors' = 'true'"),
+        &[],
+    );
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(stdout.contains("3 rows in set"), "{stdout}");
+    assert!(
+        err.contains("skipped 1 lines of") && err.contains("line 3 (byte offset 44)"),
+        "{err}"
+    );
 }
 
 /// ORDER BY / LIMIT: a bare SELECT prints its final table in that order;

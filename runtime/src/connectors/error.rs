@@ -67,85 +67,35 @@ pub enum ConnectorError {
         /// The parallelism.
         parallelism: usize,
     },
-    /// A restored position's bytes are not a position.
-    #[error("malformed position of file source {} (subtask {subtask}): {defect}", dir.display())]
-    MalformedPosition {
-        /// The input directory.
-        dir: PathBuf,
-        /// The subtask restoring.
-        subtask: usize,
-        /// What is wrong.
-        #[source]
-        defect: PositionDefect,
-    },
-    /// A restored position names another subtask's file.
+    /// A restored position of bytes: the format of checkpoints taken
+    /// before byte ranges, which this source no longer reads.
     #[error(
-        "cannot restore file source position: input file {} belongs to subtask {owner} of \
-         {parallelism}, not to subtask {subtask}",
-        path.display()
-    )]
-    ForeignFile {
-        /// The file.
-        path: PathBuf,
-        /// The subtask it belongs to.
-        owner: usize,
-        /// The parallelism.
-        parallelism: usize,
-        /// The subtask restoring.
-        subtask: usize,
-    },
-    /// A restored position names a file the source did not list.
-    #[error(
-        "cannot restore file source position: {} is not an input file (hidden, or not a \
-         regular file, or created after the source listed {})",
-        path.display(),
+        "file source {} (subtask {subtask}): the checkpoint holds a {len}-byte position, the \
+         format of checkpoints taken before the source read byte ranges; start the job afresh",
         dir.display()
     )]
-    NotAnInput {
-        /// The file.
-        path: PathBuf,
+    OldPosition {
         /// The input directory.
         dir: PathBuf,
+        /// The subtask restoring.
+        subtask: usize,
+        /// The position's length.
+        len: usize,
     },
-    /// A restored position names a file that is gone.
-    #[error("cannot restore file source position: input file {} is missing", path.display())]
-    MissingInput {
-        /// The file.
-        path: PathBuf,
-    },
-    /// The file of a restored position cannot be opened.
+    /// An input file is gone when its range is opened.
     #[error(
-        "cannot restore file source position: cannot open input file {} to resume at byte \
-         offset {offset}: {source}",
+        "input file {} vanished before it was read (deleted while the source read the \
+         directory?); input files must stay until the job has read them",
         path.display()
     )]
-    Resume {
+    InputVanished {
         /// The file.
         path: PathBuf,
-        /// The restored offset.
-        offset: u64,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
-    /// The file of a restored position is shorter than its offset.
-    #[error(
-        "cannot restore file source position: input file {} has {len} bytes, fewer than the \
-         restored offset {offset}",
-        path.display()
-    )]
-    ShortInput {
-        /// The file.
-        path: PathBuf,
-        /// Its length.
-        len: u64,
-        /// The restored offset.
-        offset: u64,
     },
     /// A restored offset is not just after a newline.
     #[error(
-        "cannot restore file source position: byte offset {offset} of input file {} is not at \
-         the start of a line (the file changed?)",
+        "cannot resume input file {} at byte offset {offset}: it is not the start of a line \
+         (the file changed since the checkpoint?)",
         path.display()
     )]
     NotAtLineStart {
@@ -154,18 +104,53 @@ pub enum ConnectorError {
         /// The restored offset.
         offset: u64,
     },
-
+    /// The source's I/O thread could not start or ended.
+    #[error("file source {}: its I/O thread {what}", dir.display())]
+    Reader {
+        /// The input directory.
+        dir: PathBuf,
+        /// What happened.
+        what: String,
+    },
     /// An input line is not UTF-8.
     #[error(
-        "input file {}: invalid UTF-8 at byte offset {offset}; the file source reads UTF-8 text \
-         lines",
+        "input file {}, {at}: invalid UTF-8 at byte offset {offset}; the file source reads \
+         UTF-8 text lines",
         path.display()
     )]
     InvalidUtf8 {
         /// The file.
         path: PathBuf,
+        /// The line.
+        at: LineAt,
         /// The offset of the first byte that is not UTF-8.
         offset: u64,
+    },
+    /// An input line longer than the limit.
+    #[error(
+        "input file {}, {at}: the line is longer than {limit} bytes (the file source's line \
+         length limit)",
+        path.display()
+    )]
+    LineTooLong {
+        /// The file.
+        path: PathBuf,
+        /// The line.
+        at: LineAt,
+        /// The limit.
+        limit: usize,
+    },
+    /// A line the source's decoder (a format) refused.
+    #[error("input file {}, {at}{}: {message}", path.display(), column.map(|c| format!(", column {c}")).unwrap_or_default())]
+    BadLine {
+        /// The file.
+        path: PathBuf,
+        /// The line.
+        at: LineAt,
+        /// The 1-based byte column, if known.
+        column: Option<usize>,
+        /// What is wrong.
+        message: String,
     },
 
     // The transactional file sink.
@@ -309,43 +294,40 @@ impl ConnectorError {
     /// connector's back and malformed restored bytes stay as they are.
     pub fn retryable(&self) -> bool {
         match self {
-            Self::Io { source, .. }
-            | Self::IoAt { source, .. }
-            | Self::Rename { source, .. }
-            | Self::Resume { source, .. } => io_retryable(source),
+            Self::Io { source, .. } | Self::IoAt { source, .. } | Self::Rename { source, .. } => {
+                io_retryable(source)
+            }
+            Self::Reader { .. } => true,
             _ => false,
         }
     }
 }
 
-/// What is wrong with the bytes of a file source's restored position.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PositionDefect {
-    /// No bytes.
-    #[error("the position is empty (expected a version byte)")]
-    Empty,
-    /// Another version.
-    #[error("unknown position version {found} (expected {expected})")]
-    Version {
-        /// The version found.
-        found: u8,
-        /// The one this source writes.
-        expected: u8,
-    },
-    /// The file name's length is cut short.
-    #[error("the file name's length is truncated")]
-    NameLength,
-    /// The bytes after the length are not the name and the offset.
-    #[error("expected a {name}-byte file name and an 8-byte offset, found {found} bytes")]
-    Length {
-        /// The name's length.
-        name: usize,
-        /// Bytes found after the length.
-        found: usize,
-    },
-    /// An offset without a file name.
-    #[error("offset {0} without a file")]
-    OffsetWithoutFile(u64),
+/// Where a line is in its file: its line number when its range starts
+/// the file (else its number within the range) and its byte offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineAt {
+    /// The line's 1-based number: in the file if `range_start` is 0, else
+    /// in the range.
+    pub line: u64,
+    /// The first byte of the range the line was read in.
+    pub range_start: u64,
+    /// The byte offset of the line's first byte.
+    pub offset: u64,
+}
+
+impl fmt::Display for LineAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.range_start == 0 {
+            write!(f, "line {} (byte offset {})", self.line, self.offset)
+        } else {
+            write!(
+                f,
+                "line {} of the byte range from {} (byte offset {})",
+                self.line, self.range_start, self.offset
+            )
+        }
+    }
 }
 
 /// What is wrong with the bytes of a file sink's restored state.

@@ -46,6 +46,10 @@ pub const WORKERS: &str = "weir::workers";
 /// replay writes again).
 pub const SINK: &str = "weir::sink";
 
+/// The file source's skipped lines (`*.ignore-parse-errors`), once per
+/// byte range.
+pub const SOURCE: &str = "weir::source";
+
 /// Fail points of the crash tests (see [`crate::core::failpoint`]).
 pub const FAILPOINT: &str = "weir::failpoint";
 

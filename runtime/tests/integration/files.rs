@@ -2,7 +2,9 @@
 //! `FileSource`, counted per key, written by the `TransactionalFileSink`,
 //! with an operator failing mid-way and the job restarting in-process from
 //! its latest checkpoint. The committed `part-*` files must hold every
-//! output line exactly once.
+//! output line exactly once. The source's byte ranges, cut mid-read by a
+//! failure, restore at another parallelism and every line is counted
+//! once.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -12,8 +14,9 @@ use std::time::Duration;
 
 use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::{
-    Collector, FileSource, JobError, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates,
-    KeyedValueState, SubtaskInfo, TaskError, TaskFailure, TransactionalFileSink,
+    Collector, DecodeWith, Decoded, FileSource, JobError, JobGraph, KeyContext,
+    KeyedProcessFunction, KeyedStates, KeyedValueState, RestoreFrom, SubtaskInfo, TaskError,
+    TaskFailure, TransactionalFileSink,
 };
 
 use crate::{collect_into, options, run_job, run_ok, splitmix64, temp_dir, Collected};
@@ -178,4 +181,93 @@ fn an_input_that_is_not_utf8_fails_the_job_at_once_without_a_panic() {
     );
     assert!(!e.retryable(), "{e}");
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// `key,index` lines of `n` indexes over 3 files; the final count per key.
+fn write_keyed_lines(dir: &Path, n: u64) -> HashMap<u64, u64> {
+    let mut want = HashMap::new();
+    let mut files = vec![String::new(); 3];
+    for i in 0..n {
+        let key = splitmix64(i) % crate::split_source::KEYS;
+        *want.entry(key).or_insert(0) += 1;
+        files[(i % 3) as usize].push_str(&format!("{key},{i}\n"));
+    }
+    for (f, text) in files.iter().enumerate() {
+        std::fs::write(dir.join(format!("part-{f}.csv")), text).unwrap();
+    }
+    want
+}
+
+/// The file source at `parallelism`, in byte ranges of 4 KiB, paced,
+/// failing once after a checkpoint if `fail`.
+fn keyed_file_job(
+    input: &Path,
+    parallelism: usize,
+    fail: bool,
+    counts: &Arc<std::sync::Mutex<HashMap<u64, u64>>>,
+) -> JobGraph {
+    use crate::split_source::{Count, FailAfterCheckpoint, Latest, Paced};
+    let armed = Arc::new(AtomicBool::new(fail));
+    let into = counts.clone();
+    let job = JobGraph::new("file-ranges");
+    let inp = input.to_path_buf();
+    job.source("lines", move |info: &SubtaskInfo| Paced {
+        inner: FileSource::new(&inp, info)
+            .expect("the input directory exists")
+            .with_range_size(4096)
+            .with_read_buffer(1024)
+            .with_decoder(DecodeWith(|line: &str| {
+                let (k, i) = line.split_once(',').expect("key,index");
+                Decoded::Record((k.parse::<u64>().unwrap(), i.parse::<u64>().unwrap()))
+            })),
+        per_poll: 40,
+        resume_at: None,
+    })
+    .process("fail", move |_: &SubtaskInfo| FailAfterCheckpoint {
+        seen: 0,
+        checkpointed: false,
+        armed: armed.clone(),
+    })
+    .parallelism(parallelism)
+    .key_by(|r: &(u64, u64)| r.0)
+    .process("count", |_: &SubtaskInfo| {
+        Count(KeyedValueState::new("count"))
+    })
+    .parallelism(2)
+    .sink("latest", move |_: &SubtaskInfo| Latest(into.clone()));
+    job
+}
+
+/// A job reading byte ranges fails after a checkpoint taken mid-way
+/// through them and is restored at another parallelism: the restored
+/// ranges (dealt out by even split) resume where they stopped, and every
+/// line is counted exactly once.
+#[test]
+fn file_ranges_restored_at_another_parallelism_count_every_line_once() {
+    for (before, after) in [(2, 3), (3, 1)] {
+        let root = temp_dir(&format!("files-rescale-{before}-{after}"));
+        let (input, checkpoints) = (root.join("in"), root.join("ck"));
+        std::fs::create_dir_all(&input).unwrap();
+        let want = write_keyed_lines(&input, 60_000);
+        let counts = Arc::new(std::sync::Mutex::new(HashMap::new()));
+        let mut o = crate::split_source::checkpointed(&checkpoints);
+        match run_job(keyed_file_job(&input, before, true, &counts), &o) {
+            Err(e @ JobError::TaskFailed { .. }) => {
+                assert!(e.to_string().contains("injected failure"), "{e}")
+            }
+            other => panic!("expected the injected failure, got {other:?}"),
+        }
+        o.restore = RestoreFrom::Latest;
+        let result = run_ok(keyed_file_job(&input, after, false, &counts), &o);
+        let restored = result
+            .restored
+            .expect("restored the failed run's checkpoint");
+        assert_eq!(
+            *counts.lock().unwrap(),
+            want,
+            "every line counted once after restoring checkpoint {} of parallelism {before} at {after}",
+            restored.checkpoint_id
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

@@ -22,15 +22,15 @@ use weir_runtime::{
 use crate::{options, run_job, run_ok, splitmix64, temp_dir};
 
 /// Keys of the workload.
-const KEYS: u64 = 300;
+pub(crate) const KEYS: u64 = 300;
 
 /// Emits at most `per_poll` records of `inner` per millisecond (so that
 /// the job lives long enough for checkpoints); its state is the inner
 /// source's.
-struct Paced<S> {
-    inner: S,
-    per_poll: usize,
-    resume_at: Option<Instant>,
+pub(crate) struct Paced<S> {
+    pub(crate) inner: S,
+    pub(crate) per_poll: usize,
+    pub(crate) resume_at: Option<Instant>,
 }
 
 impl<S: Source> Source for Paced<S> {
@@ -99,10 +99,10 @@ impl Source for Positioned {
 
 /// Passes records on; once a checkpoint completed after it saw 1,000
 /// records, panics at its next one (once per job: `armed`).
-struct FailAfterCheckpoint {
-    seen: u64,
-    checkpointed: bool,
-    armed: Arc<AtomicBool>,
+pub(crate) struct FailAfterCheckpoint {
+    pub(crate) seen: u64,
+    pub(crate) checkpointed: bool,
+    pub(crate) armed: Arc<AtomicBool>,
 }
 
 impl ProcessFunction for FailAfterCheckpoint {
@@ -128,7 +128,7 @@ impl ProcessFunction for FailAfterCheckpoint {
 }
 
 /// Keyed `count += 1`, emitting `(key, count)`.
-struct Count(KeyedValueState<u64, u64>);
+pub(crate) struct Count(pub(crate) KeyedValueState<u64, u64>);
 
 impl KeyedProcessFunction for Count {
     type Key = u64;
@@ -153,7 +153,7 @@ impl KeyedProcessFunction for Count {
 
 /// The largest count seen per key (a replay re-emits smaller ones): the
 /// final counts, with no state of its own.
-struct Latest(Arc<Mutex<HashMap<u64, u64>>>);
+pub(crate) struct Latest(pub(crate) Arc<Mutex<HashMap<u64, u64>>>);
 
 impl Sink for Latest {
     type In = (u64, u64);
@@ -251,7 +251,7 @@ fn job(
     job
 }
 
-fn checkpointed(dir: &std::path::Path) -> ExecutionOptions {
+pub(crate) fn checkpointed(dir: &std::path::Path) -> ExecutionOptions {
     let mut o = options(2).with_checkpointing(Duration::from_millis(15), dir);
     o.checkpointing.as_mut().unwrap().coordinator.num_retained = 2;
     o.restart = RestartStrategy::None;

@@ -1110,3 +1110,55 @@ fn flink_sql_client_statements_and_options_are_taken() {
     let out = weir_sql(&bad, &[]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `table.exec.source.idle-timeout`: a watched directory with one file
+/// read by two subtasks; the subtask without a file has no watermark, so
+/// the windows fire only when it is marked idle.
+#[test]
+fn an_idle_source_subtask_does_not_hold_windows_back_with_an_idle_timeout() {
+    let s = Scratch::new("sql", "idle");
+    let (input, out) = (s.join("in"), s.join("out"));
+    fs::create_dir_all(&input).unwrap();
+    fs::create_dir_all(&out).unwrap();
+    const JAN_1: i64 = 1_704_067_200_000;
+    let rows: String = (0..20)
+        .map(|i| format!("{i},{}\n", ts(JAN_1 + i * 1_000)))
+        .collect();
+    fs::write(input.join("a.csv"), rows).unwrap();
+    let script = s.join("idle.sql");
+    fs::write(
+        &script,
+        format!(
+            "SET 'table.exec.source.idle-timeout' = '200 ms';
+             SET 'execution.checkpointing.interval' = '100 ms';
+             SET 'state.checkpoints.dir' = '{}';
+             SET 'state.savepoints.dir' = '{}';
+             CREATE TABLE src (id BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'source.monitor-interval' = '50 ms');
+             CREATE TABLE dst (window_start TIMESTAMP(3), n BIGINT)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO dst SELECT window_start, COUNT(*)
+             FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+             GROUP BY window_start, window_end;",
+            s.join("ck").display(),
+            s.join("sp").display(),
+            input.display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    let mut c = Command::new(WEIR);
+    c.arg("sql")
+        .arg(&script)
+        .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"]);
+    let mut run = Proc::spawn(&s, "idle", c);
+    // The watermark reaches 19 s: the windows up to 15 s fire.
+    assert!(run.wait_until("three windows", || committed(&out).len() >= 3));
+    let mut got = committed(&out);
+    got.sort();
+    let want: Vec<String> = (0..3)
+        .map(|w| format!("{},5", ts(JAN_1 + w * 5_000)))
+        .collect();
+    assert_eq!(got, want);
+}

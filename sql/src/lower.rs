@@ -251,29 +251,14 @@ impl<'j> Lowering<'j> {
                 kind,
                 on,
             } => {
-                // The second input is built first and set aside: a job is
-                // built through one stream at a time.
-                let rk = keys(&on.right_keys);
-                let right_keyed = self
-                    .rows(right)?
-                    .key_by(move |r: &Row| key_values(&rk, r))
-                    .detach();
-                let lk = keys(&on.left_keys);
-                let left_rows = self.rows(left)?;
-                let uid = self.uid("join");
                 let residual = on.residual.clone().map(Arc::new);
                 let (kind, ttl) = (*kind, self.state_ttl);
                 let widths = (left.schema.len(), right.schema.len());
                 let append_only = [!left.updating, !right.updating];
-                left_rows
-                    .key_by(move |r: &Row| key_values(&lk, r))
-                    .connect(right_keyed)
-                    .process(&uid, move |_: &SubtaskInfo| {
-                        RegularJoin::new(kind, residual.clone(), widths.0, widths.1, ttl)
-                            .with_append_only(append_only)
-                    })
-                    .share()
-                    .branch()
+                self.keyed_join(left, right, on, "join", move |_: &SubtaskInfo| {
+                    RegularJoin::new(kind, residual.clone(), widths.0, widths.1, ttl)
+                        .with_append_only(append_only)
+                })?
             }
             Node::WindowJoin {
                 left,
@@ -282,25 +267,12 @@ impl<'j> Lowering<'j> {
                 on,
                 ends,
             } => {
-                let rk = keys(&on.right_keys);
-                let right_keyed = self
-                    .rows(right)?
-                    .key_by(move |r: &Row| key_values(&rk, r))
-                    .detach();
-                let lk = keys(&on.left_keys);
-                let left_rows = self.rows(left)?;
-                let uid = self.uid("window-join");
                 let residual = on.residual.clone().map(Arc::new);
                 let (kind, ends) = (*kind, *ends);
                 let widths = [left.schema.len(), right.schema.len()];
-                left_rows
-                    .key_by(move |r: &Row| key_values(&lk, r))
-                    .connect(right_keyed)
-                    .process(&uid, move |_: &SubtaskInfo| {
-                        crate::join::window::WindowJoin::new(kind, residual.clone(), ends, widths)
-                    })
-                    .share()
-                    .branch()
+                self.keyed_join(left, right, on, "window-join", move |_: &SubtaskInfo| {
+                    crate::join::window::WindowJoin::new(kind, residual.clone(), ends, widths)
+                })?
             }
             Node::TemporalJoin {
                 left,
@@ -310,30 +282,11 @@ impl<'j> Lowering<'j> {
                 left_time,
                 right_time,
             } => {
-                let rk = keys(&on.right_keys);
-                let right_keyed = self
-                    .rows(right)?
-                    .key_by(move |r: &Row| key_values(&rk, r))
-                    .detach();
-                let lk = keys(&on.left_keys);
-                let left_rows = self.rows(left)?;
-                let uid = self.uid("temporal-join");
                 let residual = on.residual.clone().map(Arc::new);
                 let (lt, rt, width, outer) = (*left_time, *right_time, right.schema.len(), *outer);
-                left_rows
-                    .key_by(move |r: &Row| key_values(&lk, r))
-                    .connect(right_keyed)
-                    .process(&uid, move |_: &SubtaskInfo| {
-                        crate::join::temporal::TemporalJoin::new(
-                            lt,
-                            rt,
-                            width,
-                            outer,
-                            residual.clone(),
-                        )
-                    })
-                    .share()
-                    .branch()
+                self.keyed_join(left, right, on, "temporal-join", move |_: &SubtaskInfo| {
+                    crate::join::temporal::TemporalJoin::new(lt, rt, width, outer, residual.clone())
+                })?
             }
             Node::IntervalJoin {
                 left,
@@ -501,6 +454,36 @@ impl<'j> Lowering<'j> {
                 }
             }
         })
+    }
+
+    /// `left` and `right` keyed by `on`'s join keys into one two-input
+    /// stage running `function` (the right input built first and set
+    /// aside: a job is built through one stream at a time).
+    fn keyed_join<F>(
+        &mut self,
+        left: &Plan,
+        right: &Plan,
+        on: &crate::join::JoinOn,
+        kind: &str,
+        function: impl Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
+    ) -> Result<Rows<'j>>
+    where
+        F: weir_runtime::KeyedCoProcessFunction<Key = Key, In1 = Row, In2 = Row, Out = Row>,
+    {
+        let rk = keys(&on.right_keys);
+        let right_keyed = self
+            .rows(right)?
+            .key_by(move |r: &Row| key_values(&rk, r))
+            .detach();
+        let lk = keys(&on.left_keys);
+        let left_rows = self.rows(left)?;
+        let uid = self.uid(kind);
+        Ok(left_rows
+            .key_by(move |r: &Row| key_values(&lk, r))
+            .connect(right_keyed)
+            .process(&uid, function)
+            .share()
+            .branch())
     }
 
     /// Ends `rows` (of `plan`) in table `t`'s connector.

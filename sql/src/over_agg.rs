@@ -27,13 +27,13 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use weir_runtime::{
-    BranchStream, Collector, DecodeError, KeyContext, KeyedProcessFunction, KeyedStates,
-    KeyedTimerService, KeyedValueState, SubtaskInfo, TimeDomain, TimerQueues, Wire,
+    BranchStream, Collector, KeyContext, KeyedProcessFunction, KeyedStates, KeyedTimerService,
+    KeyedValueState, SubtaskInfo, TimeDomain, TimerQueues,
 };
 
 use crate::agg::Aggs;
 use crate::distinct::NoDistinct;
-use crate::value::{Key, Row, RowKind};
+use crate::value::{Key, Row, RowKind, RowList};
 
 /// The frame of an OVER window, always ending at the current row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,55 +50,15 @@ pub enum OverFrame {
     },
 }
 
-/// A list of rows as one state value.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Rows(pub Vec<Row>);
-
-impl Wire for Rows {
-    fn encoded_len(&self) -> usize {
-        4 + self.0.iter().map(Wire::encoded_len).sum::<usize>()
-    }
-
-    fn write(&self, out: &mut [u8]) {
-        let n = u32::try_from(self.0.len()).expect("fewer than 2^32 rows");
-        out[..4].copy_from_slice(&n.to_le_bytes());
-        let mut at = 4;
-        for r in &self.0 {
-            let len = r.encoded_len();
-            r.write(&mut out[at..at + len]);
-            at += len;
-        }
-    }
-
-    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
-        if input.len() < 4 {
-            return Err(DecodeError {
-                what: "SQL row list header",
-                needed: 4,
-                available: input.len(),
-            });
-        }
-        let n = u32::from_le_bytes([input[0], input[1], input[2], input[3]]) as usize;
-        let mut rows = Vec::with_capacity(n.min(input.len() / 3));
-        let mut at = 4;
-        for _ in 0..n {
-            let (r, used) = Row::read(&input[at..])?;
-            rows.push(r);
-            at += used;
-        }
-        Ok((Rows(rows), at))
-    }
-}
-
 /// The OVER aggregation of one partition key (see the module docs).
 pub struct OverAggregate {
     aggs: Aggs,
     time: usize,
     frame: OverFrame,
     /// Rows waiting for the watermark.
-    pending: KeyedValueState<Key, Rows>,
+    pending: KeyedValueState<Key, RowList>,
     /// Emitted rows a bounded frame may still reach, in order.
-    history: KeyedValueState<Key, Rows>,
+    history: KeyedValueState<Key, RowList>,
     /// The running accumulator of an unbounded frame.
     running: KeyedValueState<Key, Row>,
     timers: KeyedTimerService<Key>,
@@ -184,7 +144,7 @@ impl OverAggregate {
                         hist.drain(..hist.len() - n as usize);
                     }
                 }
-                self.history.update(ctx, Rows(hist));
+                self.history.update(ctx, RowList(hist));
             }
             OverFrame::Range(range) => {
                 let mut hist = self.history.value(ctx).unwrap_or_default().0;
@@ -195,7 +155,7 @@ impl OverAggregate {
                     self.emit(r, &acc, out);
                 }
                 hist.extend(ready);
-                self.history.update(ctx, Rows(hist));
+                self.history.update(ctx, RowList(hist));
             }
         }
     }
@@ -228,7 +188,7 @@ impl KeyedProcessFunction for OverAggregate {
         _: TimeDomain,
         out: &mut C,
     ) {
-        let Some(Rows(pending)) = self.pending.value(ctx) else {
+        let Some(RowList(pending)) = self.pending.value(ctx) else {
             return;
         };
         let (mut ready, rest): (Vec<Row>, Vec<Row>) = pending
@@ -237,7 +197,7 @@ impl KeyedProcessFunction for OverAggregate {
         if rest.is_empty() {
             self.pending.clear(ctx);
         } else {
-            self.pending.update(ctx, Rows(rest));
+            self.pending.update(ctx, RowList(rest));
         }
         ready.sort_by(|a, b| self.order(a, b));
         // One time at a time: peers together.
@@ -273,23 +233,4 @@ pub fn lower<'j>(
         })
         .share()
         .branch()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::value::Value;
-
-    #[test]
-    fn a_row_list_round_trips() {
-        let rows = Rows(vec![
-            Row::new([Value::BigInt(1), Value::Null].into_iter().collect()),
-            Row::new([Value::Str("x".into())].into_iter().collect()),
-        ]);
-        let mut buf = vec![0; rows.encoded_len()];
-        rows.write(&mut buf);
-        let (back, used) = Rows::read(&buf).unwrap();
-        assert_eq!((back, used), (rows, buf.len()));
-        assert!(Rows::read(&buf[..buf.len() - 1]).is_err());
-    }
 }

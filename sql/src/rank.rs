@@ -7,7 +7,7 @@
 //! updating one).
 //!
 //! **Top-N** keeps the N best rows of each key, sorted, in one
-//! [`KeyedValueState`] value ([`TopRows`]); a row that falls out of the
+//! [`KeyedValueState`] value ([`RowList`]); a row that falls out of the
 //! top N is forgotten (no retraction can bring it back into an
 //! append-only input's top). Its output is a changelog:
 //!
@@ -38,11 +38,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use weir_runtime::{
-    BranchStream, Collector, DecodeError, KeyContext, KeyedProcessFunction, KeyedStates,
-    KeyedTimerService, KeyedValueState, SubtaskInfo, TimeDomain, TimerQueues, Wire,
+    BranchStream, Collector, KeyContext, KeyedProcessFunction, KeyedStates, KeyedTimerService,
+    KeyedValueState, SubtaskInfo, TimeDomain, TimerQueues,
 };
 
-use crate::value::{Key, Row, RowKind, Value};
+use crate::value::{Key, Row, RowKind, RowList, Value};
 
 /// One ORDER BY key of a Top-N.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,39 +199,6 @@ pub fn compare(order: &[SortKey], a: &Row, b: &Row) -> Ordering {
     Ordering::Equal
 }
 
-/// A key's top rows, best first, at most N.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TopRows(pub Vec<Row>);
-
-/// Wire form: the number of rows (u32), then each row.
-impl Wire for TopRows {
-    fn encoded_len(&self) -> usize {
-        4 + self.0.iter().map(Wire::encoded_len).sum::<usize>()
-    }
-
-    fn write(&self, out: &mut [u8]) {
-        let n = u32::try_from(self.0.len()).expect("fewer than 2^32 rows in a top N");
-        out[..4].copy_from_slice(&n.to_le_bytes());
-        let mut at = 4;
-        for r in &self.0 {
-            let len = r.encoded_len();
-            r.write(&mut out[at..at + len]);
-            at += len;
-        }
-    }
-
-    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
-        let (n, mut at) = u32::read(input)?;
-        let mut rows = Vec::with_capacity((n as usize).min(1024));
-        for _ in 0..n {
-            let (r, used) = Row::read(&input[at..])?;
-            rows.push(r);
-            at += used;
-        }
-        Ok((TopRows(rows), at))
-    }
-}
-
 /// The row with its row number written to `col`, as `kind`.
 fn numbered(row: &Row, col: Option<usize>, rank: usize, kind: RowKind) -> Row {
     let mut r = row.clone();
@@ -247,7 +214,7 @@ pub struct AppendTopN {
     order: Arc<[SortKey]>,
     limit: usize,
     row_number: Option<usize>,
-    top: KeyedValueState<Key, TopRows>,
+    top: KeyedValueState<Key, RowList>,
 }
 
 impl AppendTopN {
@@ -271,7 +238,7 @@ impl KeyedProcessFunction for AppendTopN {
     fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, mut row: Row, out: &mut C) {
         row.kind = RowKind::Insert;
         let order = &self.order;
-        let top = &mut self.top.value_mut_or_insert_with(ctx, TopRows::default).0;
+        let top = &mut self.top.value_mut_or_insert_with(ctx, RowList::default).0;
         // After every row not after it: equal rows rank by arrival.
         let at = top.partition_point(|r| compare(order, r, &row) != Ordering::Greater);
         if at >= self.limit {
@@ -448,7 +415,7 @@ pub struct WindowTopN {
     limit: usize,
     end: usize,
     row_number: Option<usize>,
-    rows: KeyedValueState<Key, crate::over_agg::Rows>,
+    rows: KeyedValueState<Key, RowList>,
     timers: KeyedTimerService<Key>,
 }
 
@@ -505,7 +472,7 @@ impl KeyedProcessFunction for WindowTopN {
         _: TimeDomain,
         out: &mut C,
     ) {
-        let Some(crate::over_agg::Rows(mut rows)) = self.rows.value(ctx) else {
+        let Some(RowList(mut rows)) = self.rows.value(ctx) else {
             return;
         };
         self.rows.clear(ctx);

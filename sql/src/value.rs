@@ -649,6 +649,39 @@ impl Wire for Key {
     }
 }
 
+/// A list of rows as one state value (a Top-N's rows, rows waiting for
+/// the watermark): the number of rows (`u32`), then each row.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RowList(pub Vec<Row>);
+
+impl Wire for RowList {
+    fn encoded_len(&self) -> usize {
+        4 + self.0.iter().map(Wire::encoded_len).sum::<usize>()
+    }
+
+    fn write(&self, out: &mut [u8]) {
+        let n = u32::try_from(self.0.len()).expect("fewer than 2^32 rows in a list");
+        out[..4].copy_from_slice(&n.to_le_bytes());
+        let mut at = 4;
+        for r in &self.0 {
+            let len = r.encoded_len();
+            r.write(&mut out[at..at + len]);
+            at += len;
+        }
+    }
+
+    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+        let (n, mut at) = u32::read(input)?;
+        let mut rows = Vec::with_capacity((n as usize).min(1024));
+        for _ in 0..n {
+            let (r, used) = Row::read(&input[at..])?;
+            rows.push(r);
+            at += used;
+        }
+        Ok((RowList(rows), at))
+    }
+}
+
 impl Wire for Row {
     fn encoded_len(&self) -> usize {
         3 + self.values.iter().map(Value::wire_len).sum::<usize>()
@@ -700,6 +733,19 @@ impl Wire for Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_list_round_trips_and_a_cut_one_is_refused() {
+        let rows = RowList(vec![
+            Row::new([Value::BigInt(1), Value::Null].into_iter().collect()),
+            Row::new([Value::Str("x".into())].into_iter().collect()),
+        ]);
+        let mut buf = vec![0; rows.encoded_len()];
+        rows.write(&mut buf);
+        let (back, used) = RowList::read(&buf).unwrap();
+        assert_eq!((back, used), (rows, buf.len()));
+        assert!(RowList::read(&buf[..buf.len() - 1]).is_err());
+    }
 
     fn round_trip(row: &Row) -> Row {
         let mut buf = vec![0u8; row.encoded_len()];

@@ -21,8 +21,7 @@ use weir_runtime::{
 };
 
 use crate::expr::{truth, Scalar};
-use crate::over_agg::Rows;
-use crate::value::{Key, Row, RowKind, Value};
+use crate::value::{Key, Row, RowKind, RowList, Value};
 
 /// The temporal join of one key (see the module docs).
 pub struct TemporalJoin {
@@ -31,8 +30,8 @@ pub struct TemporalJoin {
     right_width: usize,
     outer: bool,
     residual: Option<Arc<Scalar>>,
-    pending: KeyedValueState<Key, Rows>,
-    versions: KeyedValueState<Key, Rows>,
+    pending: KeyedValueState<Key, RowList>,
+    versions: KeyedValueState<Key, RowList>,
     timers: KeyedTimerService<Key>,
 }
 
@@ -105,7 +104,7 @@ impl KeyedCoProcessFunction for TemporalJoin {
         _: TimeDomain,
         out: &mut C,
     ) {
-        let Some(Rows(pending)) = self.pending.value(ctx) else {
+        let Some(RowList(pending)) = self.pending.value(ctx) else {
             return;
         };
         let lt = self.left_time;
@@ -115,7 +114,7 @@ impl KeyedCoProcessFunction for TemporalJoin {
         if rest.is_empty() {
             self.pending.clear(ctx);
         } else {
-            self.pending.update(ctx, Rows(rest));
+            self.pending.update(ctx, RowList(rest));
         }
         let mut versions = self.versions.value(ctx).unwrap_or_default().0;
         let rt = self.right_time;
@@ -151,7 +150,7 @@ impl KeyedCoProcessFunction for TemporalJoin {
             versions.partition_point(|v| Self::time(v, rt).unwrap_or(i64::MIN) <= timestamp);
         if valid > 1 {
             versions.drain(..valid - 1);
-            self.versions.update(ctx, Rows(versions));
+            self.versions.update(ctx, RowList(versions));
         }
     }
 

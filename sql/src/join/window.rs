@@ -21,8 +21,7 @@ use weir_runtime::{
 
 use crate::expr::{truth, Scalar};
 use crate::join::JoinKind;
-use crate::over_agg::Rows;
-use crate::value::{Key, Row, RowKind, Value};
+use crate::value::{Key, Row, RowKind, RowList, Value};
 
 /// The window join of one key (see the module docs).
 pub struct WindowJoin {
@@ -31,7 +30,7 @@ pub struct WindowJoin {
     /// The `window_end` column of each side.
     ends: [usize; 2],
     widths: [usize; 2],
-    sides: [KeyedValueState<Key, Rows>; 2],
+    sides: [KeyedValueState<Key, RowList>; 2],
     timers: KeyedTimerService<Key>,
 }
 

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use weir_runtime::testing::{HarnessSetup, KeyedOperatorHarness, OperatorSnapshot};
+use weir_runtime::Wire;
 
 use super::*;
 

@@ -15,7 +15,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::Value;
 use weir_runtime::exec::handle::VertexView;
-use weir_runtime::{JobHandle, JobView};
+use weir_runtime::{CheckpointRecord, JobHandle, JobView};
 
 use crate::shapes;
 use crate::{MAX_BODY, REQUEST_TIMEOUT};
@@ -225,6 +225,20 @@ fn checkpoint_id(text: &str) -> Result<u64, Reply> {
     })
 }
 
+/// Checkpoint `cid` of the job's history, or a 404 saying how far back
+/// the history goes.
+fn checkpoint_of(view: &JobView, cid: u64) -> Result<&CheckpointRecord, Reply> {
+    view.checkpoints
+        .iter()
+        .find(|r| r.id == cid)
+        .ok_or_else(|| {
+            error(
+                StatusCode::NOT_FOUND,
+                &format!("Checkpoint {cid} not found (the newest 100 are kept)"),
+            )
+        })
+}
+
 async fn checkpoint_details(
     State(app): State<App>,
     Path((id, cid)): Path<(String, String)>,
@@ -232,16 +246,7 @@ async fn checkpoint_details(
     reply((|| {
         let view = view_of(&app, &id)?;
         let cid = checkpoint_id(&cid)?;
-        let r = view
-            .checkpoints
-            .iter()
-            .find(|r| r.id == cid)
-            .ok_or_else(|| {
-                error(
-                    StatusCode::NOT_FOUND,
-                    &format!("Checkpoint {cid} not found (the newest 100 are kept)"),
-                )
-            })?;
+        let r = checkpoint_of(&view, cid)?;
         Ok(shapes::checkpoint(r, &view))
     })())
 }
@@ -254,16 +259,7 @@ async fn checkpoint_subtasks(
         let view = view_of(&app, &id)?;
         let cid = checkpoint_id(&cid)?;
         let v = vertex_of(&view, &vid)?;
-        let r = view
-            .checkpoints
-            .iter()
-            .find(|r| r.id == cid)
-            .ok_or_else(|| {
-                error(
-                    StatusCode::NOT_FOUND,
-                    &format!("Checkpoint {cid} not found (the newest 100 are kept)"),
-                )
-            })?;
+        let r = checkpoint_of(&view, cid)?;
         Ok(shapes::checkpoint_subtasks(r, v))
     })())
 }

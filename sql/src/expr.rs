@@ -2953,24 +2953,23 @@ mod tests {
         assert!(err("UPPER(a)").contains("UPPER: argument 1 must be STRING"));
     }
 
-    fn err_of(sql: &str) -> String {
+    /// `sql` compiled against the test scope.
+    fn compiled(sql: &str) -> Result<Scalar> {
         let (s, _) = scope();
         let e = Parser::new(&FlinkDialect::default())
             .try_with_sql(sql)
             .unwrap()
             .parse_expr()
             .unwrap();
-        compile(&e, &s).unwrap_err().to_string()
+        compile(&e, &s)
+    }
+
+    fn err_of(sql: &str) -> String {
+        compiled(sql).unwrap_err().to_string()
     }
 
     fn ty_of(sql: &str) -> DataType {
-        let (s, _) = scope();
-        let e = Parser::new(&FlinkDialect::default())
-            .try_with_sql(sql)
-            .unwrap()
-            .parse_expr()
-            .unwrap();
-        compile(&e, &s).unwrap().ty()
+        compiled(sql).unwrap().ty()
     }
 
     fn str_of(sql: &str) -> Value {

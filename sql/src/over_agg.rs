@@ -171,9 +171,11 @@ impl KeyedProcessFunction for OverAggregate {
         if row.values[self.time].is_null() || t <= self.timers.current_watermark() {
             return; // late (or without a time): dropped, as Flink drops it
         }
-        let mut pending = self.pending.value(ctx).unwrap_or_default();
-        pending.0.push(row);
-        self.pending.update(ctx, pending);
+        // In place: no copy of the key's pending rows per row.
+        self.pending
+            .value_mut_or_insert_with(ctx, RowList::default)
+            .0
+            .push(row);
         self.timers.register_event_time_timer(ctx, t);
     }
 

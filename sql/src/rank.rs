@@ -448,17 +448,18 @@ impl KeyedProcessFunction for WindowTopN {
             return; // its window already fired
         }
         row.kind = RowKind::Insert;
-        let mut rows = self.rows.value(ctx).unwrap_or_default();
-        if rows.0.is_empty() {
+        let (order, limit) = (&self.order, self.limit);
+        let rows = &mut self.rows.value_mut_or_insert_with(ctx, RowList::default).0;
+        let first = rows.is_empty();
+        rows.push(row);
+        // Keep no more than the N best (rows beyond can never enter).
+        if rows.len() > 2 * limit.max(8) {
+            rows.sort_by(|a, b| compare(order, a, b));
+            rows.truncate(limit);
+        }
+        if first {
             self.timers.register_event_time_timer(ctx, fire);
         }
-        rows.0.push(row);
-        // Keep no more than the N best (rows beyond can never enter).
-        if rows.0.len() > 2 * self.limit.max(8) {
-            rows.0.sort_by(|a, b| compare(&self.order, a, b));
-            rows.0.truncate(self.limit);
-        }
-        self.rows.update(ctx, rows);
     }
 
     fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Key>> {

@@ -72,9 +72,10 @@ impl KeyedCoProcessFunction for TemporalJoin {
         let Some(t) = Self::time(&row, self.left_time) else {
             return; // no time: no version is valid for it
         };
-        let mut p = self.pending.value(ctx).unwrap_or_default();
-        p.0.push(row);
-        self.pending.update(ctx, p);
+        self.pending
+            .value_mut_or_insert_with(ctx, RowList::default)
+            .0
+            .push(row);
         self.timers
             .register_event_time_timer(ctx, t.max(self.timers.current_watermark() + 1));
     }
@@ -83,14 +84,15 @@ impl KeyedCoProcessFunction for TemporalJoin {
         let Some(t) = Self::time(&row, self.right_time) else {
             return;
         };
-        let mut v = self.versions.value(ctx).unwrap_or_default();
         let rt = self.right_time;
+        let v = self
+            .versions
+            .value_mut_or_insert_with(ctx, RowList::default);
         // After the versions of the same or an earlier time: a later row
         // of one time replaces an earlier one.
         let at =
             v.0.partition_point(|x| Self::time(x, rt).unwrap_or(i64::MIN) <= t);
         v.0.insert(at, row);
-        self.versions.update(ctx, v);
     }
 
     fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Key>> {

@@ -65,9 +65,10 @@ impl WindowJoin {
             return; // its window already fired
         }
         row.kind = RowKind::Insert;
-        let mut rows = self.sides[side].value(ctx).unwrap_or_default();
-        rows.0.push(row);
-        self.sides[side].update(ctx, rows);
+        self.sides[side]
+            .value_mut_or_insert_with(ctx, RowList::default)
+            .0
+            .push(row);
         // One timer per key and window (a timer registered twice fires once).
         self.timers.register_event_time_timer(ctx, fire);
     }

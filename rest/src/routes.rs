@@ -47,6 +47,7 @@ pub fn router(handle: JobHandle, token: Option<String>) -> Router {
         .route("/jobs/overview", get(jobs_overview))
         .route("/jobs/{id}", get(job).patch(patch_job))
         .route("/jobs/{id}/config", get(job_config))
+        .route("/jobs/{id}/metrics", get(job_metrics))
         .route("/jobs/{id}/exceptions", get(exceptions))
         .route("/jobs/{id}/checkpoints", get(checkpoints))
         .route("/jobs/{id}/checkpoints/config", get(checkpoint_config))
@@ -417,6 +418,39 @@ async fn savepoint_status(
             )
         })?;
         Ok(shapes::savepoint_status(&status))
+    })())
+}
+
+/// `GET /jobs/:id/metrics[?get=a,b]` (Flink's job metrics).
+async fn job_metrics(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Reply {
+    reply((|| {
+        let view = view_of(&app, &id)?;
+        let mut get = None;
+        for kv in query.as_deref().unwrap_or("").split('&') {
+            match kv.split_once('=') {
+                Some(("get", v)) => get = Some(v.replace("%2C", ",").replace("%2c", ",")),
+                // Flink's aggregation parameters apply to subtask metrics,
+                // not the job's: taken and ignored, as Flink does here.
+                Some(("agg", _)) => {}
+                None if kv.is_empty() => {}
+                _ => {
+                    return Err(error(
+                        StatusCode::BAD_REQUEST,
+                        &format!(
+                            "Bad query parameter {}: only get is supported",
+                            printable(kv)
+                        ),
+                    ))
+                }
+            }
+        }
+        let metrics = shapes::job_metrics(&view);
+        let wanted: Option<Vec<&str>> = get.as_deref().map(|g| g.split(',').collect());
+        Ok(shapes::metrics_reply(&metrics, wanted.as_deref()))
     })())
 }
 

@@ -575,6 +575,85 @@ pub fn job_metrics(view: &JobView) -> Vec<(String, f64)> {
     out
 }
 
+/// The metrics of each subtask of `v`, by Flink's task metric names:
+/// (subtask, name, value).
+pub fn subtask_metrics(v: &VertexView) -> Vec<(usize, &'static str, f64)> {
+    let mut out = Vec::new();
+    for s in &v.subtasks {
+        let n = &s.now;
+        let mut push = |name, value: f64| out.push((s.index, name, value));
+        push("numRecordsIn", n.records_in as f64);
+        push("numRecordsOut", n.records_out as f64);
+        push("numBytesIn", n.bytes_in as f64);
+        push("numBytesOut", n.bytes_out as f64);
+        if let Some(r) = &s.recent {
+            push("busyTimeMsPerSecond", r.busy.round());
+            push("backPressuredTimeMsPerSecond", r.backpressured.round());
+            push("idleTimeMsPerSecond", r.idle.round());
+        }
+        if let Some(w) = n.input_watermark {
+            push("currentInputWatermark", w as f64);
+        }
+    }
+    out
+}
+
+/// `GET /jobs/:id/vertices/:vid/metrics`: each subtask's metrics as
+/// `<subtask>.<name>`, as Flink's vertex metrics.
+pub fn vertex_metrics(v: &VertexView) -> Vec<(String, f64)> {
+    subtask_metrics(v)
+        .into_iter()
+        .map(|(i, name, value)| (format!("{i}.{name}"), value))
+        .collect()
+}
+
+/// `GET /jobs/:id/vertices/:vid/subtasks/metrics`: without `get`, the
+/// names the subtasks have; with `get`, each asked-for metric aggregated
+/// over the subtasks by `aggs` (`min`, `max`, `avg`, `sum`; all four when
+/// empty), as Flink's aggregated subtask metrics.
+pub fn aggregated_subtask_metrics(v: &VertexView, get: Option<&[&str]>, aggs: &[&str]) -> Value {
+    let all = subtask_metrics(v);
+    let mut names: Vec<&str> = Vec::new();
+    for (_, name, _) in &all {
+        if !names.contains(name) {
+            names.push(name);
+        }
+    }
+    let Some(wanted) = get else {
+        return Value::Array(names.iter().map(|n| json!({ "id": n })).collect());
+    };
+    let aggs: &[&str] = if aggs.is_empty() {
+        &["min", "max", "avg", "sum"]
+    } else {
+        aggs
+    };
+    Value::Array(
+        wanted
+            .iter()
+            .filter(|w| names.contains(w))
+            .map(|w| {
+                let values: Vec<f64> = all
+                    .iter()
+                    .filter(|(_, n, _)| n == w)
+                    .map(|(_, _, v)| *v)
+                    .collect();
+                let mut m = Map::new();
+                m.insert("id".into(), json!(w));
+                for a in aggs {
+                    let v = match *a {
+                        "min" => values.iter().copied().fold(f64::INFINITY, f64::min),
+                        "max" => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                        "sum" => values.iter().sum(),
+                        _ => values.iter().sum::<f64>() / values.len() as f64,
+                    };
+                    m.insert((*a).into(), json!(v));
+                }
+                Value::Object(m)
+            })
+            .collect(),
+    )
+}
+
 /// `GET /jobs/:id/metrics`: without `get`, the ids of the job's metrics;
 /// with `get=a,b`, those of them that exist with their values (as strings,
 /// as Flink gives them).

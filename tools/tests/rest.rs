@@ -952,3 +952,83 @@ fn without_latency_tracking_no_markers_are_sent() {
     assert!(status.success(), "{status}\n{}", p.stderr());
     assert_w1_exactly_once(&s.join("out"), 200_000, 50, "latency-off");
 }
+
+#[test]
+fn vertex_and_aggregated_subtask_metrics_answer_in_flinks_shapes() {
+    let s = Scratch::new("rest", "vertex-metrics");
+    let mut p = Proc::spawn(&s, "w1", w1(&s, 2, 2_000_000, 200_000, "1h", &[]));
+    let rest = Rest::new(&endpoint(&mut p));
+    let job = rest.job_id();
+    let vertices = rest.get(&format!("/jobs/{job}"))["vertices"].clone();
+    let keyed = vertices[1]["id"].as_str().expect("a vertex id").to_owned();
+    // Wait until both keyed subtasks read records.
+    let since = Instant::now();
+    let per_subtask = loop {
+        let v = rest.get(&format!(
+            "/jobs/{job}/vertices/{keyed}/metrics?get=0.numRecordsIn,1.numRecordsIn,0.busyTimeMsPerSecond,7.numRecordsIn"
+        ));
+        let values: Vec<(String, f64)> = v
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|m| {
+                let value = m["value"].as_str().expect("a string value");
+                (
+                    m["id"].as_str().expect("an id").to_owned(),
+                    value.parse().expect("a number"),
+                )
+            })
+            .collect();
+        // There is no subtask 7: it is left out, not an error.
+        assert!(values.iter().all(|(id, _)| !id.starts_with("7.")), "{v}");
+        if values.len() == 3 && values[..2].iter().all(|(_, n)| *n > 0.0) {
+            break values;
+        }
+        assert!(since.elapsed() < CONDITION, "no records in: {v}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let busy = per_subtask[2].1;
+    assert!((0.0..=1000.0).contains(&busy), "{per_subtask:?}");
+
+    let names = rest.get(&format!("/jobs/{job}/vertices/{keyed}/subtasks/metrics"));
+    let names: Vec<&str> = names
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    for n in [
+        "numRecordsIn",
+        "numRecordsOut",
+        "numBytesIn",
+        "idleTimeMsPerSecond",
+    ] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    let agg = rest.get(&format!(
+        "/jobs/{job}/vertices/{keyed}/subtasks/metrics?get=numBytesIn&agg=min,max,sum"
+    ));
+    let a = &agg[0];
+    assert_eq!(a["id"], "numBytesIn", "{agg}");
+    let (min, max, sum) = (
+        a["min"].as_f64().expect("min"),
+        a["max"].as_f64().expect("max"),
+        a["sum"].as_f64().expect("sum"),
+    );
+    assert!(
+        0.0 < min && min <= max && max <= sum && sum <= 2.0 * max,
+        "{agg}"
+    );
+    assert!(a.get("avg").is_none(), "only what was asked: {agg}");
+    for bad in ["agg=median", "since=1", "get=a&x"] {
+        let (code, v) = rest.call(
+            "GET",
+            &format!("/jobs/{job}/vertices/{keyed}/subtasks/metrics?{bad}"),
+            None,
+        );
+        assert_eq!(code, 400, "{bad}: {v}");
+    }
+    let (code, _) = rest.call("GET", &format!("/jobs/{job}/vertices/nope/metrics"), None);
+    assert_eq!(code, 404);
+    assert!(p.kill());
+}

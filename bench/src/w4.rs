@@ -252,6 +252,7 @@ impl W4Report {
             .map(|r| {
                 json!({
                     "id": r.id,
+                    "trigger_ms": r.trigger_ms,
                     "status": match r.status {
                         CheckpointStatus::Completed => "completed",
                         CheckpointStatus::Failed => "failed",

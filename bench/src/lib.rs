@@ -8,8 +8,9 @@
 //! reports the figures, [`w4`] does the same for W4's checkpoint modes and
 //! [`w5`] drives W5's crash and recovery; [`w2`] holds W2's window
 //! aggregate and sink; [`ttl`](mod@ttl) measures whether state TTL gives
-//! memory back. `weir bench w1|w2|w3|w4|w5|ttl` is the command-line front
-//! end.
+//! memory back; [`report`] runs them all as child processes and writes
+//! the report with plots (`weir bench report`). `weir bench
+//! w1|w2|w3|w4|w5|ttl|report` is the command-line front end.
 #![deny(missing_docs)]
 
 pub mod disk;
@@ -19,6 +20,7 @@ pub mod output;
 pub mod params;
 pub mod quickstart;
 pub mod reference;
+pub mod report;
 pub mod ttl;
 pub mod w2;
 pub mod w4;

@@ -121,6 +121,17 @@ enum Command {
         /// Nexmark: events of all three kinds to generate.
         #[arg(long)]
         events: Option<u64>,
+        /// Report: the same sweeps with smaller N and shorter runs (under
+        /// three minutes on two cores).
+        #[arg(long)]
+        quick: bool,
+        /// Report: a few seconds per workload, for the tests.
+        #[arg(long, hide = true)]
+        tiny: bool,
+        /// Report: where report.md, report.html and the plots go (default
+        /// target/report).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -194,6 +205,9 @@ enum BenchName {
     /// Keys written once each into TTL state: is the memory given back?
     /// (--k keys, --set job.ttl=10s, --set job.wait=60s)
     Ttl,
+    /// Run, verify and plot every workload: DIR/report.md and
+    /// DIR/report.html (--quick, --out DIR).
+    Report,
 }
 
 /// W4's modes on the command line.
@@ -278,8 +292,36 @@ fn main() -> ExitCode {
             mode,
             query,
             events,
+            quick,
+            tiny,
+            out,
             common,
         } => {
+            if workload == BenchName::Report {
+                let other = n.is_some()
+                    || k.is_some()
+                    || rate.is_some()
+                    || warmup.is_some()
+                    || duration.is_some()
+                    || output.is_some()
+                    || dir.is_some()
+                    || mode.is_some()
+                    || query.is_some()
+                    || events.is_some()
+                    || common.config.is_some()
+                    || !common.set.is_empty()
+                    || common.workers.is_some()
+                    || common.restore.is_some();
+                if other || quiet {
+                    eprintln!("error: weir bench report takes only --quick and --out DIR");
+                    return ExitCode::from(2);
+                }
+                return run_report(quick, tiny, out);
+            }
+            if quick || tiny || out.is_some() {
+                eprintln!("error: --quick and --out are for report only");
+                return ExitCode::from(2);
+            }
             if (query.is_some() || events.is_some()) && workload != BenchName::Nexmark {
                 eprintln!("error: --query and --events are for nexmark only");
                 return ExitCode::from(2);
@@ -349,7 +391,7 @@ fn main() -> ExitCode {
                     let mode = W4Mode::from(mode.unwrap_or(ModeArg::Aligned));
                     return run_w4(&config, &params, mode, quiet);
                 }
-                BenchName::W5 | BenchName::Ttl | BenchName::Nexmark => {
+                BenchName::W5 | BenchName::Ttl | BenchName::Nexmark | BenchName::Report => {
                     unreachable!("handled above")
                 }
             };
@@ -684,6 +726,60 @@ fn run_w5(n: Option<u64>, k: Option<u64>, dir: Option<PathBuf>, common: &Common)
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(1)
+        }
+    }
+}
+
+/// `weir bench report`: every workload as a child run of this binary,
+/// verified and plotted (see weir_bench::report).
+fn run_report(quick: bool, tiny: bool, out: Option<PathBuf>) -> ExitCode {
+    use weir_bench::report::{self, ReportOptions, Scale};
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot find the weir executable: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let scale = match (tiny, quick) {
+        (true, _) => Scale::Tiny,
+        (false, true) => Scale::Quick,
+        (false, false) => Scale::Full,
+    };
+    let options = ReportOptions {
+        exe,
+        out: out.unwrap_or_else(|| PathBuf::from(report::DEFAULT_OUT)),
+        scale,
+    };
+    match report::run(&options) {
+        Ok(done) => {
+            println!(
+                "weir bench report: {} runs in {:.0} s, {}; wrote {} and {}",
+                done.runs,
+                done.seconds,
+                if done.failed == 0 {
+                    "all verified".to_owned()
+                } else {
+                    format!("{} FAILED", done.failed)
+                },
+                done.markdown.display(),
+                done.html.display()
+            );
+            if done.failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!(
+                    "error: {} of {} runs failed (see the Failures section of {})",
+                    done.failed,
+                    done.runs,
+                    done.markdown.display()
+                );
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
         }
     }
 }

@@ -1,0 +1,109 @@
+//! The latency section of a report: W3's sweep of buffer timeouts at two
+//! rates with aligned checkpoints.
+
+use super::child::RunRecord;
+use super::doc::{Block, Table};
+use super::plan::{Point, Sizes, W3_RATES};
+use super::plot::{plain, si, Axis, Chart, Kind, Series};
+use super::throughput::{code, num, timeout_axis, timeout_x, verdict};
+use super::Section;
+
+/// The W3 sweep: a table and one latency plot per rate.
+pub(super) fn w3(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
+    let mut t = Table::new(&[
+        "rate/s",
+        "buffer timeout",
+        "achieved/s",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "checkpoints completed / failed",
+        "verified",
+        "command",
+    ]);
+    let mut charts = Vec::new();
+    for rate in W3_RATES {
+        let mut series: Vec<Series> = ["p50", "p99", "p99.9", "max"]
+            .iter()
+            .map(|name| Series {
+                name: (*name).into(),
+                points: Vec::new(),
+            })
+            .collect();
+        for r in runs {
+            let Point::W3 {
+                rate: run_rate,
+                timeout_ms,
+            } = r.point
+            else {
+                continue;
+            };
+            if run_rate != rate {
+                continue;
+            }
+            let l = |q: &str| r.number(&["latency_us", q]);
+            t.row(vec![
+                si(rate as f64),
+                format!("{timeout_ms} ms"),
+                num(r.number(&["achieved_rate"]), 0),
+                num(l("p50"), 1),
+                num(l("p99"), 1),
+                num(l("p999"), 1),
+                num(l("max"), 0),
+                format!(
+                    "{} / {}",
+                    num(r.number(&["checkpoints", "completed"]), 0),
+                    num(r.number(&["checkpoints", "failed"]), 0)
+                ),
+                verdict(r),
+                code(r),
+            ]);
+            if r.passed() {
+                for (s, q) in series.iter_mut().zip(["p50", "p99", "p999", "max"]) {
+                    if let Some(v) = l(q) {
+                        s.points.push((timeout_x(timeout_ms), v));
+                    }
+                }
+            }
+        }
+        charts.push(Chart {
+            name: format!("w3-latency-{}", si(rate as f64).to_lowercase()),
+            title: format!(
+                "W3 latency at {} records/s, aligned checkpoints every {}",
+                si(rate as f64),
+                interval(sizes.checkpoint_ms)
+            ),
+            x: timeout_axis(),
+            y: Axis::log("end-to-end latency (µs, log scale)", plain),
+            series,
+            kind: Kind::Lines,
+        });
+    }
+    Section {
+        blocks: vec![
+            Block::Heading(2, "W3 latency against buffer timeout".into()),
+            Block::Para(format!(
+                "W3 (WORKLOADS.md) with {cores} workers: sources paced to the rate, \
+                 {} warm-up then {} recorded, latency from the source's clock to the sink \
+                 in an HDR histogram; aligned checkpoints every {} as WORKLOADS.md \
+                 specifies (each run must complete a checkpoint per interval, less two, \
+                 to count). Timeout 0 flushes every record.",
+                interval(sizes.w3_warmup_ms),
+                interval(sizes.w3_duration_ms),
+                interval(sizes.checkpoint_ms)
+            )),
+            Block::Table(t),
+        ],
+        charts,
+    }
+}
+
+/// `ms` as `1 s` or `300 ms`.
+pub(super) fn interval(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
+    }
+}

@@ -80,7 +80,9 @@ pub fn run(opts: &ReportOptions) -> Result<ReportOutcome, String> {
     let out = &opts.out;
     let logs = out.join("logs");
     let work = out.join("work");
+    // What an earlier report left.
     let _ = fs::remove_dir_all(&logs);
+    let _ = fs::remove_dir_all(&work);
     for dir in [out, &logs, &work] {
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
@@ -108,7 +110,9 @@ pub fn run(opts: &ReportOptions) -> Result<ReportOutcome, String> {
     }
     let seconds = started.elapsed().as_secs_f64();
     let load_at_end = machine::load_average();
-    let _ = fs::remove_dir_all(&work);
+    // Each run deleted its directory if it passed: what is left belongs to
+    // failed runs (W5's run logs, checkpoints) and stays for inspection.
+    let _ = fs::remove_dir(&work);
 
     let sizes = Sizes::of(opts.scale);
     let cores = machine.cores;
@@ -263,10 +267,15 @@ fn header(
     if !failed.is_empty() {
         blocks.push(Block::Heading(2, "Failures".into()));
         blocks.push(Block::Para(format!(
-            "**{} runs failed: their figures are not plotted and the command exits 1.** \
-             Logs: `{}`.",
-            failed.len(),
-            opts.out.join("logs").display()
+            "**{} failed: their figures are not plotted and the command exits 1.** \
+             Their stdout and stderr are in `{}`, their working directories in `{}`.",
+            if failed.len() == 1 {
+                "1 run".to_owned()
+            } else {
+                format!("{} runs", failed.len())
+            },
+            opts.out.join("logs").display(),
+            opts.out.join("work").display()
         )));
         for r in failed {
             blocks.push(Block::Failure {

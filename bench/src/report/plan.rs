@@ -148,7 +148,10 @@ impl Sizes {
                 w3_duration_ms: 3_000,
                 checkpoint_ms: 1_000,
                 w4_duration_s: 5,
-                w5: vec![(10_000_000, 100_000, 300), (10_000_000, 1_000_000, 300)],
+                // N large enough that the first run outlasts three
+                // checkpoints on a quiet machine (at 10 M and 300 ms it
+                // did not).
+                w5: vec![(20_000_000, 100_000, 200), (20_000_000, 1_000_000, 200)],
                 nexmark_events: 1_000_000,
                 nexmark_queries: vec!["q0", "q1", "q2"],
                 limit: Duration::from_secs(120),

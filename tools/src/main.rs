@@ -24,6 +24,10 @@
 //!
 //! Every job serves its REST endpoint ([`rest`], docs/REST.md); `weir
 //! list|savepoint|stop|cancel` are its clients ([`control`]).
+//!
+//! `weir tune buffer-timeout` measures W3 at a rate over a sweep of buffer
+//! timeouts and writes the largest that meets a p99 into a config
+//! ([`tune`]).
 
 mod control;
 mod inspect;
@@ -33,6 +37,7 @@ mod nexmark_bench;
 mod rest;
 mod signals;
 mod sql;
+mod tune;
 
 /// mimalloc, not glibc's malloc: a record that owns memory (a `String`
 /// key) is allocated on one core and freed on another, and glibc's free
@@ -144,6 +149,13 @@ enum Command {
         #[command(subcommand)]
         action: nexmark::Action,
     },
+    /// Tune a setting by measuring: `weir tune buffer-timeout --rate R
+    /// --p99 D [--config w3.toml] [--write FILE]` sweeps the buffer timeout
+    /// on W3 and picks the largest one that meets the p99.
+    Tune {
+        #[command(subcommand)]
+        what: tune::Tune,
+    },
     #[command(flatten)]
     Control(control::Control),
 }
@@ -225,6 +237,7 @@ fn main() -> ExitCode {
         Command::Checkpoints { action } => inspect::run(&action),
         Command::Nexmark { action } => nexmark::run(&action),
         Command::Control(c) => control::run(&c),
+        Command::Tune { what } => tune::run(&what),
         Command::Sql { file, common } => match stop_on_signals() {
             Ok(stop) => sql::run(&file, &common, stop),
             Err(code) => code,

@@ -54,6 +54,11 @@ pub struct BuildContext<'a> {
     pub buffer_timeout: Duration,
     /// `pipeline.auto-watermark-interval` (zero: only final watermarks).
     pub auto_watermark_interval: Duration,
+    /// `metrics.latency.interval`: how often a source emits a latency
+    /// marker (`None`: never).
+    pub latency_interval: Option<Duration>,
+    /// The stage's position in the job (what a marker names its source by).
+    pub stage: usize,
     /// The worker's counters.
     pub metrics: &'a WorkerMetrics,
     /// The attempt's watermark alignment groups (shared by every worker).

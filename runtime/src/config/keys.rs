@@ -449,6 +449,37 @@ pub const KEYS: &[Key<Config>] = &[
         },
     },
     Key {
+        name: "metrics.latency.interval",
+        description: "how often each source subtask emits a latency marker (Flink's latency tracking); every task records how long markers took to reach it, per source, in REST and Prometheus; `0ms` = off (the default); otherwise at least 1ms",
+        get: |c| dur(c.latency_interval),
+        set: |c, s| {
+        let d = s.duration()?;
+        let ok = d.is_zero() || d >= ONE_MS;
+        let expected = format!("{DURATION_EXPECTED}: 0ms (off) or at least 1ms");
+        c.latency_interval = s.check(ok.then_some(d), &expected)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "metrics.latency.history-size",
+        description: "latency markers kept per histogram (the window its percentiles are of), 1 to 1000000",
+        get: |c| c.latency_history_size.to_string(),
+        set: |c, s| {
+        c.latency_history_size = s.int_in(1, 1_000_000)? as u32;
+            Ok(())
+        },
+    },
+    Key {
+        name: "metrics.latency.granularity",
+        description: "which latency markers share a histogram: `single` (all sources together), `operator` (one per source stage, the default) or `subtask` (one per source subtask)",
+        get: |c| c.latency_granularity.to_string(),
+        set: |c, s| {
+        let g = s.text().and_then(|t| t.parse().ok());
+        c.latency_granularity = s.check(g, "`single`, `operator` or `subtask`")?;
+            Ok(())
+        },
+    },
+    Key {
         name: "rest.port",
         description: "port of the job's REST endpoint (docs/REST.md); `0` picks a free port and prints it; unset = 8081 for `weir run` and `weir sql`, no endpoint for `weir bench`",
         get: |c| opt(c.rest_port.map(u64::from)),

@@ -10,6 +10,7 @@ use crate::config::error::ConfigError;
 use crate::config::value::{FINAL_ORIGIN, MODE_EXPECTED};
 use crate::core::units::{format_duration, format_memory_size};
 use crate::exec::restart::{RestartStrategy, RestartStrategyConfig};
+use crate::metrics::latency::{LatencyGranularity, DEFAULT_HISTORY_SIZE};
 use crate::operators::timestamps::DEFAULT_AUTO_WATERMARK_INTERVAL;
 
 /// The value of `execution.checkpointing.mode`.
@@ -138,6 +139,13 @@ pub struct Config {
     /// regular join) keep a row after it was last written, in processing
     /// time; zero = forever.
     pub state_ttl: Duration,
+    /// `metrics.latency.interval`: how often each source subtask emits a
+    /// latency marker; zero = no latency tracking (Flink's default).
+    pub latency_interval: Duration,
+    /// `metrics.latency.history-size`: markers kept per latency histogram.
+    pub latency_history_size: u32,
+    /// `metrics.latency.granularity`: which markers share a histogram.
+    pub latency_granularity: LatencyGranularity,
     /// `rest.port`: the REST endpoint's port; `None` = unset (`weir run`
     /// and `weir sql` then serve on 8081, `weir bench` not at all); `0`
     /// = a free port.
@@ -182,6 +190,9 @@ impl Default for Config {
             spin_before_park: Duration::from_micros(50),
             progress_interval: Duration::from_secs(1),
             state_ttl: Duration::ZERO,
+            latency_interval: Duration::ZERO,
+            latency_history_size: DEFAULT_HISTORY_SIZE as u32,
+            latency_granularity: LatencyGranularity::Operator,
             rest_port: None,
             rest_bind_address: "127.0.0.1".into(),
             rest_auth_token: None,

@@ -132,6 +132,8 @@ fn to_toml_round_trips() {
         auto_watermark_interval: ms(50),
         segment_size: 1 << 20, buffers_per_channel: 16, floating_buffers_per_gate: 0,
         pin_cores: false, spin_before_park: Duration::from_nanos(500), progress_interval: ms(250),
+        latency_interval: ms(250), latency_history_size: 64,
+        latency_granularity: crate::metrics::LatencyGranularity::Subtask,
         rest_port: Some(0), rest_bind_address: "0.0.0.0".into(),
         rest_auth_token: Some("0123456789012345678".into()),
         state_ttl: ms(3_600_000), source_idle_timeout: ms(5_000),

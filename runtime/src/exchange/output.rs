@@ -34,8 +34,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use weir_net::{
-    BufferPool, ChannelEvent, ChannelSender, CheckpointBarrier, NetworkBuffer, PriorityBarrier,
-    WatermarkStatus, Wire,
+    BufferPool, ChannelEvent, ChannelSender, CheckpointBarrier, LatencyMarker, NetworkBuffer,
+    PriorityBarrier, WatermarkStatus, Wire,
 };
 use weir_state::{KeyGroupAssigner, KeyHash};
 
@@ -66,6 +66,11 @@ struct OutChannel {
     counters: Arc<ChannelCounters>,
     /// Records in the buffers shipped (counted per buffer).
     records: u64,
+    /// Latency markers behind the records of `current`: they go out right
+    /// after that buffer does, so they wait for the buffer timeout as the
+    /// records do (Flink serializes a marker into the buffer). At most
+    /// [`MARKERS_PER_BUFFER`].
+    markers: Vec<LatencyMarker>,
 }
 
 impl OutChannel {
@@ -103,6 +108,10 @@ impl OutChannel {
             self.records += u64::from(buf.records());
             self.enqueue(ChannelEvent::Buffer(buf));
         }
+        for i in 0..self.markers.len() {
+            self.enqueue(ChannelEvent::LatencyMarker(self.markers[i]));
+        }
+        self.markers.clear();
     }
 
     fn publish(&mut self) {
@@ -157,6 +166,9 @@ impl OutChannel {
     }
 }
 
+/// Most latency markers that wait behind one partly filled buffer.
+const MARKERS_PER_BUFFER: usize = 64;
+
 /// Metrics of a component built outside a job: counted, never reported.
 fn unregistered_metrics() -> SubtaskMetrics {
     SubtaskMetrics::new(SubtaskId {
@@ -186,6 +198,9 @@ pub struct ExchangeOutput<T, K, KF> {
     /// band, behind all data, never overtaking it.
     data_ended: bool,
     metrics: SubtaskMetrics,
+    /// Latency markers passed on so far: the next goes into channel
+    /// `next_marker % channels`.
+    next_marker: usize,
     _types: PhantomData<fn(T) -> K>,
 }
 
@@ -222,6 +237,7 @@ where
                 published: 0,
                 counters: Arc::default(),
                 records: 0,
+                markers: Vec::new(),
             })
             .collect();
         Self {
@@ -237,6 +253,7 @@ where
             barrier_mode,
             data_ended: false,
             metrics: unregistered_metrics(),
+            next_marker: 0,
             _types: PhantomData,
         }
     }
@@ -572,6 +589,29 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
 
     fn on_watermark_status(&mut self, status: WatermarkStatus) {
         self.broadcast(|| ChannelEvent::WatermarkStatus(status));
+    }
+
+    /// Into one channel, the next in turn (Flink picks one at random), behind
+    /// the records before it: after the partly filled buffer once that is
+    /// shipped, at once if there is none. Past [`MARKERS_PER_BUFFER`]
+    /// waiting behind one buffer (a long buffer timeout, a short marker
+    /// interval), newer ones are dropped.
+    fn on_latency_marker(&mut self, marker: LatencyMarker) {
+        if self.data_ended || self.channels.is_empty() {
+            return;
+        }
+        let c = self.next_marker % self.channels.len();
+        self.next_marker = self.next_marker.wrapping_add(1);
+        let ch = &mut self.channels[c];
+        if ch.current.is_some() {
+            if ch.markers.len() < MARKERS_PER_BUFFER {
+                ch.markers.push(marker);
+            }
+        } else {
+            ch.enqueue(ChannelEvent::LatencyMarker(marker));
+            self.available = self.channels.iter().all(|c| c.queued.is_empty())
+                && (self.pool.available() > 0 || self.pool.reclaim() > 0);
+        }
     }
 
     /// An exchange output does not fail: a record too large for a buffer

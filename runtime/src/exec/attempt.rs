@@ -288,6 +288,7 @@ impl Spawn<'_> {
             let settings = WorkerSettings {
                 buffer_timeout: options.buffer_timeout,
                 auto_watermark_interval: options.auto_watermark_interval,
+                latency: options.latency,
                 max_parallelism: options.max_parallelism,
                 barrier_mode: options
                     .checkpointing

@@ -11,6 +11,7 @@ use crate::exchange::debloat::DebloatOptions;
 use crate::exec::handle::JobHandle;
 use crate::exec::restart::RestartStrategy;
 use crate::exec::stop::StopRequest;
+use crate::metrics::latency::LatencyOptions;
 
 /// Where a run starts from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -78,6 +79,8 @@ pub struct ExecutionOptions {
     pub buffer_timeout: Duration,
     /// `pipeline.auto-watermark-interval` (zero: only final watermarks).
     pub auto_watermark_interval: Duration,
+    /// `metrics.latency.*`: latency markers and their histograms.
+    pub latency: LatencyOptions,
     /// `taskmanager.memory.segment-size`: bytes per network buffer.
     pub segment_size: usize,
     /// `taskmanager.network.memory.buffers-per-channel`: credit per channel.

@@ -22,6 +22,7 @@ use crate::exec::error::{JobError, Result, TaskFailure};
 use crate::exec::options::ExecutionOptions;
 use crate::exec::worker::{panic_message, JobShared};
 use crate::metrics::counters::ChannelCounters;
+use crate::metrics::latency::LatencyOptions;
 use crate::metrics::subtask::{SubtaskEntry, SubtaskId, SubtaskMetrics};
 use crate::metrics::worker::WorkerMetrics;
 
@@ -45,6 +46,8 @@ pub(crate) fn tasks_on_worker(stages: &[ResolvedStage], w: usize, workers: usize
 pub(crate) struct WorkerSettings {
     pub(crate) buffer_timeout: Duration,
     pub(crate) auto_watermark_interval: Duration,
+    /// `metrics.latency.*`.
+    pub(crate) latency: LatencyOptions,
     pub(crate) max_parallelism: u32,
     pub(crate) barrier_mode: BarrierMode,
     /// Buffer debloating: options, credit per channel, segment size.
@@ -207,14 +210,17 @@ pub(crate) fn build_tasks(
     checkpointing: Option<Rc<TaskCheckpointing>>,
 ) -> std::result::Result<Vec<BuiltTask>, (String, TaskFailure)> {
     let mut tasks = Vec::new();
-    for (node, resolved) in job.stages.iter().zip(stages) {
+    for (stage, (node, resolved)) in job.stages.iter().zip(stages).enumerate() {
         for index in (w..resolved.parallelism).step_by(workers) {
-            let subtask = SubtaskMetrics::new(SubtaskId {
-                stage: node.name.clone(),
-                index,
-                parallelism: resolved.parallelism,
-                worker: w,
-            });
+            let subtask = SubtaskMetrics::with_latency(
+                SubtaskId {
+                    stage: node.name.clone(),
+                    index,
+                    parallelism: resolved.parallelism,
+                    worker: w,
+                },
+                &settings.latency,
+            );
             let mut ctx = BuildContext {
                 info: SubtaskInfo {
                     index,
@@ -224,6 +230,8 @@ pub(crate) fn build_tasks(
                 },
                 buffer_timeout: settings.buffer_timeout,
                 auto_watermark_interval: settings.auto_watermark_interval,
+                latency_interval: settings.latency.interval,
+                stage,
                 metrics,
                 watermark_alignment: settings.watermark_alignment.clone(),
                 stage_name: &node.name,

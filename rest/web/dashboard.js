@@ -72,6 +72,28 @@ async function fetchCheckpointParts(base, history, vertices) {
   }));
 }
 
+/** Of the job's metrics (Flink's names), the restarts and the latency
+ *  histograms' medians and p99s of the selected vertex. */
+async function fetchJobMetrics(base, metricIds) {
+  const wanted = metricIds.map(m => m.id).filter(id => id === "numRestarts" ||
+    (id.includes(`.operator_id.${state.selected}.`) && /\.latency_(median|p99)$/.test(id)));
+  return wanted.length ? getJson(`${base}/metrics?get=${wanted.map(encodeURIComponent).join(",")}`) : [];
+}
+
+/** Subtask index -> {median, p99} in ms: the latency from the sources
+ *  (the slowest source's, when several feed the vertex). */
+function latencyOf(metrics, vertexId) {
+  const bySubtask = new Map();
+  for (const m of metrics) {
+    const match = /\.operator_id\.([0-9a-f]+)\.operator_subtask_index\.(\d+)\.latency_(median|p99)$/.exec(m.id);
+    if (!match || match[1] !== vertexId) continue;
+    const e = bySubtask.get(Number(match[2])) || {};
+    e[match[3]] = Math.max(e[match[3]] || 0, Number(m.value));
+    bySubtask.set(Number(match[2]), e);
+  }
+  return bySubtask;
+}
+
 // ---- the poll loop ----
 
 async function poll() {
@@ -103,8 +125,8 @@ async function refresh() {
   const jobId = overview.jobs[0].jid;
   if (jobId !== state.jobId) resetFor(jobId);
   const base = `/jobs/${jobId}`;
-  const [job, checkpoints, exceptions] = await Promise.all([
-    getJson(base), getJson(`${base}/checkpoints`), getJson(`${base}/exceptions`)]);
+  const [job, checkpoints, exceptions, metricIds] = await Promise.all([
+    getJson(base), getJson(`${base}/checkpoints`), getJson(`${base}/exceptions`), getJson(`${base}/metrics`)]);
   const vertices = job.vertices;
   const pressures = await Promise.all(vertices.map(v => getJson(`${base}/vertices/${v.id}/backpressure`)));
   if (!vertices.some(v => v.id === state.selected)) state.selected = vertices.length ? vertices[0].id : null;
@@ -114,6 +136,8 @@ async function refresh() {
       getJson(`${base}/vertices/${state.selected}`), getJson(`${base}/vertices/${state.selected}/watermarks`)]);
     selected = { details, watermarks, pressure: pressures[vertices.findIndex(v => v.id === state.selected)] };
   }
+  const metrics = await fetchJobMetrics(base, metricIds);
+  if (selected) selected.latency = latencyOf(metrics, state.selected);
   await fetchCheckpointParts(base, checkpoints.history, vertices);
   if (state.configShown !== jobId) {
     const [config, checkpointConfig] = await Promise.all([getJson(`${base}/config`), getJson(`${base}/checkpoints/config`)]);
@@ -128,7 +152,7 @@ async function refresh() {
   drawCheckpointCounts(checkpoints);
   drawCheckpointChart(checkpoints.history, vertices);
   drawCheckpointHistory(checkpoints.history);
-  drawExceptions(exceptions);
+  drawExceptions(exceptions, metrics);
 }
 
 function resetFor(jobId) {
@@ -217,6 +241,8 @@ function drawSubtasks(selected) {
     cell(tr, r["backpressure-level"].toUpperCase()).dataset.backpressure = r["backpressure-level"].toUpperCase();
     const mark = marks.get(String(s.subtask));
     cell(tr, mark === undefined ? "—" : watermark(mark));
+    const latency = selected.latency.get(s.subtask);
+    cell(tr, latency ? `${millis(latency.median)} / ${millis(latency.p99)}` : "—").className = "num";
   }
 }
 
@@ -333,10 +359,12 @@ function drawCheckpointHistory(history) {
   }
 }
 
-function drawExceptions(exceptions) {
+function drawExceptions(exceptions, metrics) {
   const body = clear(document.querySelector("#exceptions tbody"));
   const entries = exceptions.exceptionHistory.entries;
-  document.getElementById("restart-count").textContent = `restarts ${entries.filter(e => e.restarted).length}`;
+  const restarts = metrics.find(m => m.id === "numRestarts");
+  document.getElementById("restart-count").textContent =
+    `restarts ${restarts ? restarts.value : entries.filter(e => e.restarted).length}`;
   if (entries.length === 0) {
     emptyRow(body, "no failure so far", 4);
     return;
@@ -445,6 +473,7 @@ function cell(tr, value) {
 }
 
 function shorten(s, n) { return s.length > n ? s.slice(0, n - 1) + "…" : s; }
+function millis(ms) { return ms === undefined ? "—" : `${ms < 10 ? ms.toFixed(2) : ms.toFixed(0)} ms`; }
 function percent(r) { return `${Math.round(r * 100)}%`; }
 function clock(ms) { return ms > 0 ? new Date(ms).toLocaleTimeString([], { hour12: false }) : "—"; }
 

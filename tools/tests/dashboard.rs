@@ -6,7 +6,8 @@
 //! job graph with the source's stage HIGH, the subtasks' busy,
 //! backpressured and idle shares, records/s, the checkpoint history
 //! filling in with its duration chart, the exceptions and the
-//! configuration; screenshots of it are kept (`WEIR_DASHBOARD_SCREENSHOTS`
+//! configuration, and for the keyed stage the latency its markers
+//! measured; screenshots of it are kept (`WEIR_DASHBOARD_SCREENSHOTS`
 //! names a directory to copy them to; docs/img/dashboard.png is one).
 //!
 //! Needs chromium: run tools/browser/setup.sh (.ci/run does) or set
@@ -28,8 +29,9 @@ use cdp::Browser;
 const TOKEN: &str = "dashboard-test-token-5f3a9c";
 
 /// `weir bench w4` on two unpinned workers, aligned checkpoints every
-/// second into the scratch directory, the endpoint on a free port with
-/// [`TOKEN`]; its source runs far longer than the test, which kills it.
+/// second into the scratch directory, latency markers every second, the
+/// endpoint on a free port with [`TOKEN`]; its source runs far longer
+/// than the test, which kills it.
 fn w4(s: &Scratch) -> Command {
     let mut c = Command::new(WEIR);
     c.args(["bench", "w4", "--mode", "aligned", "--workers", "2"])
@@ -37,6 +39,7 @@ fn w4(s: &Scratch) -> Command {
     for set in [
         format!("state.checkpoints.dir={}", s.join("ck").display()),
         "execution.checkpointing.interval=1s".into(),
+        "metrics.latency.interval=1s".into(),
         "weir.worker.pin-cores=false".into(),
         "rest.port=0".into(),
         format!("rest.auth-token={TOKEN}"),
@@ -248,16 +251,27 @@ fn the_dashboard_shows_backpressure_and_checkpoints_in_a_real_browser() {
     );
     browser.screenshot(&s.join("dashboard.png"));
 
-    // Clicking the other stage shows its subtasks.
+    // Clicking the other stage shows its subtasks, with the latency the
+    // markers measured from the source (a source's own stage has none).
+    assert_eq!(
+        browser.evaluate(
+            "[...document.querySelectorAll('#subtasks tbody tr')].map(r => r.lastChild.textContent)"
+        ),
+        serde_json::json!(["—", "—"]),
+        "latency shown for the source's own stage"
+    );
     browser.evaluate(
         "document.querySelectorAll('g.vertex')[1].dispatchEvent(new MouseEvent('click', {bubbles: true}))",
     );
     browser.wait_for(
-        "the keyed stage's subtasks after a click",
+        "the keyed stage's subtasks, with their latency, after a click",
         "document.getElementById('selected-name').textContent.startsWith('w4-keyed-count') && \
-         document.querySelectorAll('g.vertex')[1].classList.contains('selected')",
+         document.querySelectorAll('g.vertex')[1].classList.contains('selected') && \
+         [...document.querySelectorAll('#subtasks tbody tr')]\
+         .filter(r => / ms \\/ .* ms$/.test(r.lastChild.textContent)).length === 2",
         CONDITION,
     );
+    browser.screenshot(&s.join("dashboard-keyed.png"));
 
     assert!(
         p.exited().is_none(),
@@ -268,7 +282,11 @@ fn the_dashboard_shows_backpressure_and_checkpoints_in_a_real_browser() {
     if let Some(dir) = std::env::var_os("WEIR_DASHBOARD_SCREENSHOTS") {
         let dir = std::path::PathBuf::from(dir);
         std::fs::create_dir_all(&dir).expect("the screenshot directory");
-        for name in ["dashboard-early.png", "dashboard.png"] {
+        for name in [
+            "dashboard-early.png",
+            "dashboard.png",
+            "dashboard-keyed.png",
+        ] {
             std::fs::copy(s.join(name), dir.join(name)).expect("copy a screenshot");
         }
     }

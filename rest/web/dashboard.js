@@ -286,6 +286,8 @@ function drawRateChart(vertices) {
     if (points.length) {
       svgEl("polyline", { class: "rate-line", stroke: colour,
         points: points.map(p => `${px(p.t).toFixed(1)},${py(p.rate).toFixed(1)}`).join(" ") }, svg);
+      const newest = points[points.length - 1]; // a dot, so that a first reading shows too
+      svgEl("circle", { cx: px(newest.t), cy: py(newest.rate), r: 3, fill: colour }, svg);
     }
     const direction = v.metrics["read-records"] > 0 ? "in" : "out";
     const last = points.length ? count(points[points.length - 1].rate) + "/s" : "—";

@@ -151,6 +151,13 @@ fn the_dashboard_shows_backpressure_and_checkpoints_in_a_real_browser() {
         0,
         "a graph drawn without the token"
     );
+    // The 401s it got are all that went wrong.
+    for problem in browser.take_problems() {
+        assert!(
+            problem.contains("401"),
+            "the page without a token: {problem}"
+        );
+    }
 
     // With it (a fragment, as a user pastes it), the page reads the job.
     browser.navigate(&format!("{base}/#token={TOKEN}"));
@@ -273,6 +280,10 @@ fn the_dashboard_shows_backpressure_and_checkpoints_in_a_real_browser() {
     );
     browser.screenshot(&s.join("dashboard-keyed.png"));
 
+    // Nothing went wrong in the page with the token: no exception, no
+    // failed request, nothing the Content-Security-Policy refused.
+    let problems = browser.take_problems();
+    assert!(problems.is_empty(), "the page reported {problems:#?}");
     assert!(
         p.exited().is_none(),
         "the job ended while the page watched it\n{}",

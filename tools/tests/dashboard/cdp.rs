@@ -51,6 +51,10 @@ pub struct Browser {
     page: Socket,
     next_id: u64,
     profile: PathBuf,
+    /// Uncaught exceptions, console errors and the browser's own error
+    /// entries (a resource that failed to load, a Content-Security-Policy
+    /// violation), as the page reported them.
+    problems: Vec<String>,
 }
 
 impl Browser {
@@ -90,6 +94,7 @@ impl Browser {
             page: Socket::none(),
             next_id: 0,
             profile: profile.to_owned(),
+            problems: Vec::new(),
         };
         let port = browser.devtools_port();
         browser.page = Socket::connect(port, &page_path(port));
@@ -98,7 +103,40 @@ impl Browser {
             "Emulation.setDeviceMetricsOverride",
             json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false }),
         );
+        browser.call("Runtime.enable", json!({}));
+        browser.call("Log.enable", json!({}));
         browser
+    }
+
+    /// What went wrong in the page since the last call (see `problems`).
+    pub fn take_problems(&mut self) -> Vec<String> {
+        self.evaluate("0"); // reads the events sent before it
+        std::mem::take(&mut self.problems)
+    }
+
+    /// Keeps an event that reports a problem.
+    fn note(&mut self, event: &Value) {
+        let p = &event["params"];
+        let problem = match event["method"].as_str() {
+            Some("Runtime.exceptionThrown") => Some(format!(
+                "uncaught: {}",
+                p["exceptionDetails"]["exception"]["description"]
+                    .as_str()
+                    .or(p["exceptionDetails"]["text"].as_str())
+                    .unwrap_or("?")
+            )),
+            Some("Runtime.consoleAPICalled") if p["type"] == "error" => {
+                Some(format!("console.error: {}", p["args"]))
+            }
+            Some("Log.entryAdded") if p["entry"]["level"] == "error" => Some(format!(
+                "{}: {} {}",
+                p["entry"]["source"].as_str().unwrap_or("log"),
+                p["entry"]["text"].as_str().unwrap_or(""),
+                p["entry"]["url"].as_str().unwrap_or("")
+            )),
+            _ => None,
+        };
+        self.problems.extend(problem);
     }
 
     /// The port chromium writes into `DevToolsActivePort` once it listens.
@@ -139,7 +177,8 @@ impl Browser {
             let reply: Value = serde_json::from_slice(&self.page.receive())
                 .unwrap_or_else(|e| panic!("{method}: a reply that is not JSON: {e}"));
             if reply["id"] != id {
-                continue; // an event
+                self.note(&reply); // an event
+                continue;
             }
             if let Some(e) = reply.get("error") {
                 panic!("{method}: {e}");

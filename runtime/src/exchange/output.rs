@@ -44,6 +44,7 @@ use crate::chain::error::TaskError;
 use crate::core::barrier::BarrierMode;
 use crate::core::snapshot::TaskSnapshot;
 use crate::exchange::alignment::alignment_deadline;
+use crate::exchange::flush::BufferTimeout;
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::{SubtaskId, SubtaskMetrics};
 
@@ -185,7 +186,8 @@ pub struct ExchangeOutput<T, K, KF> {
     assigner: KeyGroupAssigner,
     channels: Box<[OutChannel]>,
     pool: BufferPool,
-    timeout: Duration,
+    /// How long a partly filled buffer may wait (`None`: until full).
+    timeout: Option<Duration>,
     flush_every_record: bool,
     available: bool,
     finishing: bool,
@@ -219,9 +221,10 @@ where
         senders: Vec<ChannelSender>,
         pool: BufferPool,
         max_pool: usize,
-        buffer_timeout: Duration,
+        buffer_timeout: impl Into<BufferTimeout>,
         barrier_mode: BarrierMode,
     ) -> Self {
+        let buffer_timeout = buffer_timeout.into();
         let assigner = KeyGroupAssigner::new(max_parallelism, senders.len() as u32);
         let capacity = pool.total() + 4;
         let channels = senders
@@ -246,8 +249,8 @@ where
             channels,
             available: pool.available() > 0,
             pool,
-            timeout: buffer_timeout,
-            flush_every_record: buffer_timeout.is_zero(),
+            timeout: buffer_timeout.interval(),
+            flush_every_record: buffer_timeout.flushes_every_record(),
             finishing: false,
             max_pool,
             barrier_mode,
@@ -469,7 +472,7 @@ where
         ch.current = Some(buf);
         if self.flush_every_record {
             ch.ship_current();
-        } else {
+        } else if self.timeout.is_some() {
             ch.since = Some(Instant::now());
         }
         // Available again only if nothing waits for credit on this channel
@@ -496,8 +499,8 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
             }
             progressed |= ch.drain_queue();
             ch.fill = ch.sender.buffer_size();
-            if let Some(since) = ch.since {
-                let due = since + self.timeout;
+            if let (Some(since), Some(timeout)) = (ch.since, self.timeout) {
+                let due = since + timeout;
                 if due <= now {
                     ch.ship_current();
                     progressed = true;

@@ -360,7 +360,16 @@ fn main() -> ExitCode {
                 BenchName::W3 => Workload::W3,
                 BenchName::W4 => {
                     let mode = W4Mode::from(mode.unwrap_or(ModeArg::Aligned));
-                    return run_w4(&config, &params, mode, quiet);
+                    // As the other workloads: an endpoint only when
+                    // rest.port is set (the dashboard shows W4's
+                    // backpressure and checkpoints).
+                    let served = match rest::serve(&config, None) {
+                        Ok(s) => s,
+                        Err(code) => return code,
+                    };
+                    let code = run_w4(&config, &params, mode, quiet, served.handle());
+                    served.finish();
+                    return code;
                 }
                 BenchName::W5 | BenchName::Ttl | BenchName::Nexmark => {
                     unreachable!("handled above")
@@ -511,7 +520,13 @@ fn print_report(summary: &str, json: Option<String>, verified: bool) -> ExitCode
 }
 
 /// `weir bench w4`: checkpoints under backpressure (see weir_bench::w4).
-fn run_w4(config: &Config, params: &JobParams, mode: W4Mode, quiet: bool) -> ExitCode {
+fn run_w4(
+    config: &Config,
+    params: &JobParams,
+    mode: W4Mode,
+    quiet: bool,
+    handle: weir_runtime::JobHandle,
+) -> ExitCode {
     if let Err(code) = integer_keys_only(params, "w4") {
         return code;
     }
@@ -522,7 +537,7 @@ fn run_w4(config: &Config, params: &JobParams, mode: W4Mode, quiet: bool) -> Exi
             return ExitCode::from(2);
         }
     };
-    match weir_bench::w4::run(&setup, quiet) {
+    match weir_bench::w4::run(&setup, quiet, handle) {
         Ok(report) => print_report(
             &report.summary(),
             Some(report.to_json().to_string()),

@@ -146,7 +146,7 @@ async function refresh() {
   }
   recordRates(job);
   drawHeader(job);
-  drawJobGraph(vertices, pressures);
+  drawJobGraph(vertices, pressures, (job.plan && job.plan.nodes) || []);
   drawSubtasks(selected);
   drawRateChart(vertices);
   drawCheckpointCounts(checkpoints);
@@ -195,18 +195,56 @@ function drawHeader(job) {
     `${job.jid} · started ${clock(job["start-time"])} · ${duration(job.duration)} · parallelism ${workers}`;
 }
 
-function drawJobGraph(vertices, pressures) {
+/** Columns by depth (a source's vertex in the first; every other one
+ *  right of all its inputs), rows in plan order within a column. */
+function layoutGraph(vertices, nodes) {
+  const inputs = new Map(nodes.map(n => [n.id, (n.inputs || []).map(i => i.id)]));
+  const depth = new Map(vertices.map(v => [v.id, 0]));
+  for (let round = 0; round < vertices.length; round++) {
+    for (const v of vertices) {
+      for (const from of inputs.get(v.id) || []) {
+        if (depth.has(from)) depth.set(v.id, Math.max(depth.get(v.id), depth.get(from) + 1));
+      }
+    }
+  }
+  const rows = new Map();
+  const place = new Map();
+  for (const v of vertices) {
+    const col = depth.get(v.id);
+    const row = rows.get(col) || 0;
+    rows.set(col, row + 1);
+    place.set(v.id, { col, row });
+  }
+  return { place, columns: Math.max(1, ...[...rows.keys()].map(c => c + 1)), rows: Math.max(1, ...rows.values()) };
+}
+
+function drawJobGraph(vertices, pressures, nodes) {
   const svg = clear(document.getElementById("job-graph"));
-  const W = 250, H = 130, GAP = 70, PAD = 8;
-  const width = Math.max(2 * PAD + vertices.length * W + Math.max(0, vertices.length - 1) * GAP, 900);
-  svg.setAttribute("viewBox", `0 0 ${width} ${H + 2 * PAD}`);
+  const W = 250, H = 130, GAP = 90, VGAP = 24, PAD = 8;
+  const { place, columns, rows } = layoutGraph(vertices, nodes);
+  const width = Math.max(2 * PAD + columns * W + (columns - 1) * GAP, 900);
+  const height = 2 * PAD + rows * H + (rows - 1) * VGAP;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.setAttribute("preserveAspectRatio", "xMinYMid meet");
+  svg.style.height = `${Math.max(170, 40 + rows * (H + VGAP))}px`;
   const marker = svgEl("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto" },
     svgEl("defs", {}, svg));
   svgEl("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" }, marker);
+  const at = id => { const p = place.get(id); return { x: PAD + p.col * (W + GAP), y: PAD + p.row * (H + VGAP) }; };
+  for (const n of nodes) {
+    if (!place.has(n.id)) continue;
+    for (const input of n.inputs || []) {
+      if (!place.has(input.id)) continue;
+      const a = at(input.id), b = at(n.id);
+      const x1 = a.x + W + 2, y1 = a.y + H / 2, x2 = b.x - 3, y2 = b.y + H / 2;
+      const mx = (x1 + x2) / 2;
+      svgEl("path", { class: "edge", d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`, "marker-end": "url(#arrow)",
+        "data-ship-strategy": input.ship_strategy }, svg);
+      text(svg, mx, (y1 + y2) / 2 - 6, input.ship_strategy, "edge-label").setAttribute("text-anchor", "middle");
+    }
+  }
   vertices.forEach((v, i) => {
-    const x = PAD + i * (W + GAP), y = PAD;
-    if (i > 0) svgEl("line", { class: "edge", x1: x - GAP + 2, y1: y + H / 2, x2: x - 3, y2: y + H / 2, "marker-end": "url(#arrow)" }, svg);
+    const { x, y } = at(v.id);
     const pressure = pressures[i];
     const level = (pressure["backpressure-level"] || "").toUpperCase();
     const worst = key => pressure.subtasks.reduce((m, s) => Math.max(m, s[key]), 0);

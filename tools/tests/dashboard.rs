@@ -189,9 +189,12 @@ fn the_dashboard_shows_backpressure_and_checkpoints_in_a_real_browser() {
         "HIGH",
         "W4's source stage is backpressured by the slow sink"
     );
+    // One edge, the key_by's, labelled as Flink labels it.
     assert_eq!(
-        browser.evaluate("document.querySelectorAll('#job-graph line.edge').length"),
-        1
+        browser.evaluate(
+            "[...document.querySelectorAll('#job-graph path.edge')].map(e => e.dataset.shipStrategy)"
+        ),
+        serde_json::json!(["HASH"])
     );
     assert_eq!(
         browser.evaluate("document.getElementById('job-state').textContent"),

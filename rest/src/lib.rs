@@ -15,8 +15,10 @@
 //! a malformed request gets a 4xx and changes nothing.
 //!
 //! Modules: [`error`] (why the endpoint could not start), [`shapes`] (the
-//! JSON of each view), [`routes`] (paths, methods, token, limits).
+//! JSON of each view), [`routes`] (paths, methods, token, limits),
+//! [`dashboard`] (the web dashboard at `/`, its files embedded).
 
+pub mod dashboard;
 pub mod error;
 pub mod routes;
 pub mod shapes;

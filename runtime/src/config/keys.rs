@@ -12,11 +12,40 @@ use crate::config::value::{
     POSITIVE_OR_UNSET, SIZE_EXPECTED,
 };
 use crate::core::units::{format_duration, format_memory_size, parse_memory_size, parse_uint};
+use crate::exchange::flush::OperatorTimeouts;
 use crate::exec::restart::{format_attempts, RESTART_STRATEGY_TYPE_EXPECTED};
 
 /// A duration in config syntax.
 fn dur(d: Duration) -> String {
     format_duration(d)
+}
+
+/// `execution.buffer-timeout.interval` and its older name: a duration,
+/// `-1` (Flink's: only full buffers ship) or `auto` (weir's).
+fn set_buffer_timeout(
+    c: &mut Config,
+    s: &crate::config::value::Setting<'_>,
+) -> Result<(), crate::config::error::ConfigError> {
+    let minus_one = matches!(s.value, toml::Value::Integer(-1))
+        || matches!(s.text(), Some("-1") | Some("-1ms"));
+    if minus_one {
+        c.buffer_timeout_enabled = false;
+    } else if s.text().is_some_and(|t| t.eq_ignore_ascii_case("auto")) {
+        c.buffer_timeout_auto = true;
+    } else {
+        c.buffer_timeout = s.duration()?;
+        c.buffer_timeout_auto = false;
+    }
+    Ok(())
+}
+
+/// `auto`, or the interval.
+fn get_buffer_timeout(c: &Config) -> String {
+    if c.buffer_timeout_auto {
+        "auto".to_owned()
+    } else {
+        dur(c.buffer_timeout)
+    }
 }
 
 /// An optional count in config syntax (`unset` when absent).
@@ -33,6 +62,10 @@ impl KeySet for Config {
         Config::validate(self)
     }
 }
+
+/// Older names of keys, kept as Flink keeps them: read, never written (a
+/// rendered configuration sets the newer name).
+pub const ALIASES: &[&str] = &["execution.buffer-timeout"];
 
 /// Every key of [`Config`], in documentation order.
 pub const KEYS: &[Key<Config>] = &[
@@ -56,11 +89,46 @@ pub const KEYS: &[Key<Config>] = &[
         },
     },
     Key {
-        name: "execution.buffer-timeout",
-        description: "a partly filled output buffer is sent at most this long after its first record; `0ms` sends after every record",
-        get: |c| dur(c.buffer_timeout),
+        name: "execution.buffer-timeout.enabled",
+        description: "`false`: output buffers are sent only when full (and at barriers, watermarks and the end of the input), whatever the interval: throughput over latency (Flink's `setBufferTimeout(-1)`)",
+        get: |c| c.buffer_timeout_enabled.to_string(),
         set: |c, s| {
-        c.buffer_timeout = s.duration()?;
+        c.buffer_timeout_enabled = s.check(s.boolean(), BOOL_EXPECTED)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "execution.buffer-timeout.interval",
+        description: "a partly filled output buffer is sent at most this long after its first record; `0ms` sends after every record; `-1` = `execution.buffer-timeout.enabled = false`; `auto`: each output channel adapts its deadline to `execution.buffer-timeout.latency-target` (weir's, beyond Flink)",
+        get: get_buffer_timeout,
+        set: set_buffer_timeout,
+    },
+    Key {
+        name: "execution.buffer-timeout",
+        description: "the older name of `execution.buffer-timeout.interval`, kept as Flink keeps it",
+        get: get_buffer_timeout,
+        set: set_buffer_timeout,
+    },
+    Key {
+        name: "execution.buffer-timeout.latency-target",
+        description: "with `execution.buffer-timeout.interval = auto`: the latency (p99) a record's wait in its output buffer plus its queueing before the receiver should stay under; each channel's deadline is what is left of it after the queueing it measures (docs/ARCHITECTURE.md, \"Buffer timeout\"), at least 10us",
+        get: |c| dur(c.buffer_timeout_latency_target),
+        set: |c, s| {
+        c.buffer_timeout_latency_target = s.duration_at_least(Duration::from_micros(10))?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "execution.buffer-timeout.operators",
+        description: "per-operator buffer timeouts, `uid=5ms, other-uid=0ms` (`-1`: full buffers only): the exchanges an operator's stage sends into use its timeout instead of the job's (Flink's `setBufferTimeout` on an operator); an uid the job lacks is an error",
+        get: |c| c.buffer_timeout_operators.to_string(),
+        set: |c, s| {
+        let text = s.text().unwrap_or("");
+        let parsed = OperatorTimeouts::parse(text).map_err(|why| format!("`uid=timeout` entries separated by commas ({why})"));
+        c.buffer_timeout_operators = match parsed {
+        Ok(t) => t,
+        Err(expected) => s.check(None, &expected)?,
+        };
             Ok(())
         },
     },

@@ -40,7 +40,8 @@ impl ExecutionOptions {
             workers: config.parallelism.unwrap_or_else(available_cores),
             pin_cores: config.pin_cores,
             max_parallelism: config.max_parallelism,
-            buffer_timeout: config.buffer_timeout,
+            buffer_timeout: config.effective_buffer_timeout(),
+            buffer_timeout_operators: config.buffer_timeout_operators.clone(),
             auto_watermark_interval: config.auto_watermark_interval,
             latency: LatencyOptions {
                 interval: (!config.latency_interval.is_zero()).then_some(config.latency_interval),

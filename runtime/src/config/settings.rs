@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::config::error::ConfigError;
 use crate::config::value::{FINAL_ORIGIN, MODE_EXPECTED};
 use crate::core::units::{format_duration, format_memory_size};
+use crate::exchange::flush::{BufferTimeout, OperatorTimeouts};
 use crate::exec::restart::{RestartStrategy, RestartStrategyConfig};
 use crate::metrics::latency::{LatencyGranularity, DEFAULT_HISTORY_SIZE};
 use crate::operators::timestamps::DEFAULT_AUTO_WATERMARK_INTERVAL;
@@ -74,8 +75,20 @@ pub struct Config {
     pub parallelism: Option<usize>,
     /// `pipeline.max-parallelism`: number of key groups.
     pub max_parallelism: u32,
-    /// `execution.buffer-timeout`: longest time a partly filled buffer waits; zero = flush every record.
+    /// `execution.buffer-timeout.interval` (and its older name
+    /// `execution.buffer-timeout`): longest time a partly filled buffer
+    /// waits; zero = flush every record. See
+    /// [`Config::effective_buffer_timeout`].
     pub buffer_timeout: Duration,
+    /// `execution.buffer-timeout.enabled`: false = only full buffers ship.
+    pub buffer_timeout_enabled: bool,
+    /// `execution.buffer-timeout.interval = auto`: each channel adapts its
+    /// deadline to `buffer_timeout_latency_target`.
+    pub buffer_timeout_auto: bool,
+    /// `execution.buffer-timeout.latency-target`: what `auto` aims at.
+    pub buffer_timeout_latency_target: Duration,
+    /// `execution.buffer-timeout.operators`: per-operator timeouts.
+    pub buffer_timeout_operators: OperatorTimeouts,
     /// `pipeline.auto-watermark-interval`: period of watermark emission; zero = only the final watermark.
     pub auto_watermark_interval: Duration,
     /// `execution.checkpointing.interval`: time between checkpoint starts; `None` = checkpointing off.
@@ -163,6 +176,10 @@ impl Default for Config {
             parallelism: None,
             max_parallelism: 128,
             buffer_timeout: Duration::from_millis(100),
+            buffer_timeout_enabled: true,
+            buffer_timeout_auto: false,
+            buffer_timeout_latency_target: Duration::from_millis(1),
+            buffer_timeout_operators: OperatorTimeouts::default(),
             auto_watermark_interval: DEFAULT_AUTO_WATERMARK_INTERVAL,
             checkpoint_interval: None,
             checkpointing_mode: CheckpointingMode::ExactlyOnce,
@@ -202,6 +219,20 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The job-wide buffer timeout: the interval (or `auto`), unless
+    /// `execution.buffer-timeout.enabled` is false.
+    pub fn effective_buffer_timeout(&self) -> BufferTimeout {
+        if !self.buffer_timeout_enabled {
+            BufferTimeout::Disabled
+        } else if self.buffer_timeout_auto {
+            BufferTimeout::Auto {
+                target: self.buffer_timeout_latency_target,
+            }
+        } else {
+            BufferTimeout::Interval(self.buffer_timeout)
+        }
+    }
+
     /// Whether checkpointing is on (`execution.checkpointing.interval` is set).
     pub fn checkpointing_enabled(&self) -> bool {
         self.checkpoint_interval.is_some()

@@ -44,6 +44,7 @@ use crate::chain::error::TaskError;
 use crate::core::barrier::BarrierMode;
 use crate::core::snapshot::TaskSnapshot;
 use crate::exchange::alignment::alignment_deadline;
+use crate::exchange::flush::{AdaptiveDeadline, BufferTimeout};
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::{SubtaskId, SubtaskMetrics};
 
@@ -185,7 +186,11 @@ pub struct ExchangeOutput<T, K, KF> {
     assigner: KeyGroupAssigner,
     channels: Box<[OutChannel]>,
     pool: BufferPool,
-    timeout: Duration,
+    /// How long a partly filled buffer may wait (`None`: until full).
+    timeout: Option<Duration>,
+    /// With `execution.buffer-timeout.interval = auto`: each channel's own
+    /// deadline, adapted in [`ChainControl::flush`].
+    adaptive: Option<Box<[AdaptiveDeadline]>>,
     flush_every_record: bool,
     available: bool,
     finishing: bool,
@@ -219,10 +224,12 @@ where
         senders: Vec<ChannelSender>,
         pool: BufferPool,
         max_pool: usize,
-        buffer_timeout: Duration,
+        buffer_timeout: impl Into<BufferTimeout>,
         barrier_mode: BarrierMode,
     ) -> Self {
-        let assigner = KeyGroupAssigner::new(max_parallelism, senders.len() as u32);
+        let buffer_timeout = buffer_timeout.into();
+        let n = senders.len();
+        let assigner = KeyGroupAssigner::new(max_parallelism, n as u32);
         let capacity = pool.total() + 4;
         let channels = senders
             .into_iter()
@@ -246,8 +253,14 @@ where
             channels,
             available: pool.available() > 0,
             pool,
-            timeout: buffer_timeout,
-            flush_every_record: buffer_timeout.is_zero(),
+            timeout: buffer_timeout.interval(),
+            adaptive: match buffer_timeout {
+                BufferTimeout::Auto { target } => {
+                    Some(vec![AdaptiveDeadline::new(target); n].into_boxed_slice())
+                }
+                _ => None,
+            },
+            flush_every_record: buffer_timeout.flushes_every_record(),
             finishing: false,
             max_pool,
             barrier_mode,
@@ -469,7 +482,7 @@ where
         ch.current = Some(buf);
         if self.flush_every_record {
             ch.ship_current();
-        } else {
+        } else if self.timeout.is_some() {
             ch.since = Some(Instant::now());
         }
         // Available again only if nothing waits for credit on this channel
@@ -490,14 +503,21 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
         let mut progressed = false;
         let mut next_deadline: Option<Instant> = None;
         let mut waiting = false;
-        for ch in self.channels.iter_mut() {
+        for (c, ch) in self.channels.iter_mut().enumerate() {
+            let timeout = match self.adaptive.as_mut() {
+                Some(a) => {
+                    let backlog = ch.shipped.saturating_sub(ch.counters.taken());
+                    Some(a[c].adapt(now, ch.shipped, backlog))
+                }
+                None => self.timeout,
+            };
             if let Some(at) = ch.convert_late_barrier(now) {
                 next_deadline = Some(next_deadline.map_or(at, |d| d.min(at)));
             }
             progressed |= ch.drain_queue();
             ch.fill = ch.sender.buffer_size();
-            if let Some(since) = ch.since {
-                let due = since + self.timeout;
+            if let (Some(since), Some(timeout)) = (ch.since, timeout) {
+                let due = since + timeout;
                 if due <= now {
                     ch.ship_current();
                     progressed = true;

@@ -17,6 +17,7 @@ use crate::core::barrier::BarrierMode;
 use crate::core::subtask::SubtaskInfo;
 use crate::core::wakeup::SourceWakeup;
 use crate::exchange::debloat::DebloatOptions;
+use crate::exchange::flush::BufferTimeout;
 use crate::exchange::watermark_alignment::WatermarkAlignmentGroups;
 use crate::exec::error::{JobError, Result, TaskFailure};
 use crate::exec::options::ExecutionOptions;
@@ -44,7 +45,9 @@ pub(crate) fn tasks_on_worker(stages: &[ResolvedStage], w: usize, workers: usize
 
 /// What every subtask of a worker is built with.
 pub(crate) struct WorkerSettings {
-    pub(crate) buffer_timeout: Duration,
+    pub(crate) buffer_timeout: BufferTimeout,
+    /// Exchanges with a buffer timeout of their own.
+    pub(crate) exchange_buffer_timeouts: Arc<HashMap<usize, BufferTimeout>>,
     pub(crate) auto_watermark_interval: Duration,
     /// `metrics.latency.*`.
     pub(crate) latency: LatencyOptions,
@@ -59,6 +62,8 @@ pub(crate) struct WorkerSettings {
 
 /// Checks the graph and options; returns each stage's parallelism.
 pub(crate) fn validate(job: &JobPlan, options: &ExecutionOptions) -> Result<Vec<ResolvedStage>> {
+    job.exchange_buffer_timeouts(&options.buffer_timeout_operators)
+        .map_err(JobError::InvalidJob)?;
     if let Some(e) = job.errors.first() {
         return Err(JobError::InvalidJob(e.clone()));
     }
@@ -229,6 +234,7 @@ pub(crate) fn build_tasks(
                     max_parallelism: settings.max_parallelism,
                 },
                 buffer_timeout: settings.buffer_timeout,
+                exchange_buffer_timeouts: settings.exchange_buffer_timeouts.clone(),
                 auto_watermark_interval: settings.auto_watermark_interval,
                 latency_interval: settings.latency.interval,
                 stage,

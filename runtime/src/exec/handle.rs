@@ -26,7 +26,7 @@ use crate::checkpoint::coordinator::CoordinatorOptions;
 use crate::checkpoint::stats::CheckpointRecord;
 use crate::core::time::wall_ms;
 use crate::exec::stop::StopRequest;
-use crate::metrics::report::{MetricsSnapshot, SubtaskSnapshot, TimeShares};
+use crate::metrics::report::{IoRates, MetricsSnapshot, SubtaskSnapshot, TimeShares};
 use crate::metrics::worker::WorkerMetrics;
 
 /// Newest checkpoints a view keeps (as `checkpoint-history.json`).
@@ -127,6 +127,8 @@ pub struct SubtaskView {
     /// Busy, backpressured and idle ms per second over the last one to
     /// two seconds (or since its start); `None` if it did not run then.
     pub recent: Option<TimeShares>,
+    /// Records and bytes per second over the same interval.
+    pub rates: Option<IoRates>,
 }
 
 /// One stage (Flink's job vertex) in a view.
@@ -356,6 +358,7 @@ impl JobHandle {
                             worker: s.id.worker,
                             now: s.clone(),
                             recent: s.shares_since(before),
+                            rates: s.rates_since(before),
                         }
                     })
                     .collect();

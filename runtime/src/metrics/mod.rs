@@ -8,7 +8,8 @@ pub mod worker;
 
 pub use counters::{ChannelCounters, Counter};
 pub use report::{
-    BackpressureLevel, GaugeSummary, MetricsSnapshot, SubtaskSnapshot, SubtaskSummary, TimeShares,
+    BackpressureLevel, GaugeSummary, IoRates, MetricsSnapshot, SubtaskSnapshot, SubtaskSummary,
+    TimeShares,
 };
 pub use subtask::{SubtaskId, SubtaskMetrics, TimeState};
 pub use worker::WorkerMetrics;

@@ -4,7 +4,7 @@
 //! Exit codes: 0 success; 1 the job failed at run time (a failure a restart
 //! may cure, after the restart strategy gave up or with none), produced
 //! a wrong result, or was cancelled; 2 bad usage, config key or value, a
-//! REST endpoint that cannot start ([`rest`]), and every failure a
+//! REST or Prometheus endpoint that cannot start ([`rest`]), and every failure a
 //! restart cannot cure (`JobError::retryable`: a checkpoint that does not
 //! fit the job, a refused rescale, a state-name error, permission denied,
 //! a directory that is a regular file, ...). Errors print as one

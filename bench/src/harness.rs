@@ -84,8 +84,8 @@ pub struct BenchReport {
     pub keys: u64,
     /// Requested rate, if paced.
     pub rate: Option<u64>,
-    /// `execution.buffer-timeout`.
-    pub buffer_timeout: Duration,
+    /// `execution.buffer-timeout.*`.
+    pub buffer_timeout: weir_runtime::exchange::flush::BufferTimeout,
     /// W3: records per second inside the recorded window.
     pub achieved_rate: Option<f64>,
     /// W3: latency of the recorded records.
@@ -158,7 +158,8 @@ impl BenchReport {
             "records_per_s": self.records_per_s(),
             "keys": self.keys,
             "rate": self.rate,
-            "buffer_timeout_ms": self.buffer_timeout.as_secs_f64() * 1e3,
+            // -1 when only full buffers ship (Flink's -1).
+            "buffer_timeout_ms": self.buffer_timeout.interval().map_or(-1.0, |d| d.as_secs_f64() * 1e3),
             "parks": self.parks,
         });
         if let Some((windows, expected)) = self.windows {
@@ -278,7 +279,7 @@ impl BenchReport {
             s += &format!(
                 "latency at {} records/s (buffer timeout {}): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, max {:.0} us\n",
                 human_rate(rate),
-                weir_runtime::core::units::format_duration(self.buffer_timeout),
+                self.buffer_timeout,
                 l.p50,
                 l.p99,
                 l.p999,

@@ -1,5 +1,6 @@
 //! What travels in a channel's ring, in order: data buffers, checkpoint
-//! barriers, watermarks, the end of data and the end of a partition.
+//! barriers, watermarks, latency markers, the end of data and the end of a
+//! partition.
 //!
 //! Barriers and watermarks ride in the same FIFO as data, which is what makes
 //! an aligned snapshot consistent and event time monotone per channel. An
@@ -77,6 +78,21 @@ pub enum WatermarkStatus {
     Idle,
 }
 
+/// A latency marker (Flink's `LatencyMarker`): stamped by a source subtask
+/// when it was emitted, it travels in band behind the records before it,
+/// so the time it took to reach a task is the time those records took.
+/// 16 bytes: a [`ChannelEvent`] stays 48.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LatencyMarker {
+    /// When the source emitted it: nanoseconds on the process's monotonic
+    /// metrics clock (every core of one process reads the same clock).
+    pub marked_ns: u64,
+    /// The source's stage (its position in the job's stages).
+    pub source_stage: u32,
+    /// The source subtask that emitted it.
+    pub source_subtask: u32,
+}
+
 /// One event in a channel.
 #[derive(Debug)]
 pub enum ChannelEvent {
@@ -91,6 +107,9 @@ pub enum ChannelEvent {
     WatermarkStatus(WatermarkStatus),
     /// A checkpoint barrier.
     Barrier(CheckpointBarrier),
+    /// A latency marker, on one channel of the sender's (it exists once in
+    /// the job, as Flink's).
+    LatencyMarker(LatencyMarker),
     /// The sender's input has ended: no record follows on this channel, but
     /// checkpoint barriers still may (the final checkpoint, which commits
     /// the last output of a bounded job, is taken after end of data).

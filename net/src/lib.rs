@@ -21,5 +21,7 @@ pub use buffer::{BufferPool, NetworkBuffer, RecordReader};
 pub use channel::{channel, ChannelReceiver, ChannelSender};
 pub use codec::{DecodeError, Wire};
 pub use doorbell::Doorbell;
-pub use event::{BarrierKind, ChannelEvent, CheckpointBarrier, PriorityBarrier, WatermarkStatus};
+pub use event::{
+    BarrierKind, ChannelEvent, CheckpointBarrier, LatencyMarker, PriorityBarrier, WatermarkStatus,
+};
 pub use ring::{ring, Consumer, Producer};

@@ -47,6 +47,7 @@ pub fn router(handle: JobHandle, token: Option<String>) -> Router {
         .route("/jobs/overview", get(jobs_overview))
         .route("/jobs/{id}", get(job).patch(patch_job))
         .route("/jobs/{id}/config", get(job_config))
+        .route("/jobs/{id}/metrics", get(job_metrics))
         .route("/jobs/{id}/exceptions", get(exceptions))
         .route("/jobs/{id}/checkpoints", get(checkpoints))
         .route("/jobs/{id}/checkpoints/config", get(checkpoint_config))
@@ -61,6 +62,11 @@ pub fn router(handle: JobHandle, token: Option<String>) -> Router {
         .route("/jobs/{id}/vertices/{vid}", get(vertex))
         .route("/jobs/{id}/vertices/{vid}/backpressure", get(backpressure))
         .route("/jobs/{id}/vertices/{vid}/watermarks", get(watermarks))
+        .route("/jobs/{id}/vertices/{vid}/metrics", get(vertex_metrics))
+        .route(
+            "/jobs/{id}/vertices/{vid}/subtasks/metrics",
+            get(aggregated_subtask_metrics),
+        )
         .route(
             "/jobs/{id}/savepoints",
             axum::routing::post(trigger_savepoint),
@@ -421,6 +427,110 @@ async fn savepoint_status(
             )
         })?;
         Ok(shapes::savepoint_status(&status))
+    })())
+}
+
+/// The `get` and `agg` parameters of a metrics query (`%2C` read as a
+/// comma), or 400 for any other parameter.
+struct MetricsQuery {
+    get: Option<String>,
+    agg: Vec<String>,
+}
+
+impl MetricsQuery {
+    fn parse(query: Option<&str>, aggregating: bool) -> Result<Self, Reply> {
+        let mut q = MetricsQuery {
+            get: None,
+            agg: Vec::new(),
+        };
+        for kv in query.unwrap_or("").split('&') {
+            let decoded = |v: &str| v.replace("%2C", ",").replace("%2c", ",");
+            match kv.split_once('=') {
+                Some(("get", v)) => q.get = Some(decoded(v)),
+                Some(("agg", v)) => {
+                    for a in decoded(v).split(',').filter(|a| !a.is_empty()) {
+                        if !["min", "max", "avg", "sum"].contains(&a) {
+                            return Err(error(
+                                StatusCode::BAD_REQUEST,
+                                &format!(
+                                    "Bad aggregation {}: one of min, max, avg, sum",
+                                    printable(a)
+                                ),
+                            ));
+                        }
+                        // Only aggregated subtask metrics aggregate; Flink
+                        // ignores `agg` elsewhere.
+                        if aggregating {
+                            q.agg.push(a.to_owned());
+                        }
+                    }
+                }
+                None if kv.is_empty() => {}
+                _ => {
+                    return Err(error(
+                        StatusCode::BAD_REQUEST,
+                        &format!(
+                            "Bad query parameter {}: only get and agg are supported",
+                            printable(kv)
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(q)
+    }
+
+    /// The metric names asked for, if any.
+    fn wanted(&self) -> Option<Vec<&str>> {
+        self.get.as_deref().map(|g| g.split(',').collect())
+    }
+}
+
+/// `GET /jobs/:id/metrics[?get=a,b]` (Flink's job metrics).
+async fn job_metrics(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Reply {
+    reply((|| {
+        let view = view_of(&app, &id)?;
+        let q = MetricsQuery::parse(query.as_deref(), false)?;
+        let metrics = shapes::job_metrics(&view);
+        Ok(shapes::metrics_reply(&metrics, q.wanted().as_deref()))
+    })())
+}
+
+/// `GET /jobs/:id/vertices/:vid/metrics[?get=0.numRecordsIn,..]`.
+async fn vertex_metrics(
+    State(app): State<App>,
+    Path((id, vid)): Path<(String, String)>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Reply {
+    reply((|| {
+        let view = view_of(&app, &id)?;
+        let v = vertex_of(&view, &vid)?;
+        let q = MetricsQuery::parse(query.as_deref(), false)?;
+        let metrics = shapes::vertex_metrics(v);
+        Ok(shapes::metrics_reply(&metrics, q.wanted().as_deref()))
+    })())
+}
+
+/// `GET /jobs/:id/vertices/:vid/subtasks/metrics[?get=..&agg=..]`.
+async fn aggregated_subtask_metrics(
+    State(app): State<App>,
+    Path((id, vid)): Path<(String, String)>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Reply {
+    reply((|| {
+        let view = view_of(&app, &id)?;
+        let v = vertex_of(&view, &vid)?;
+        let q = MetricsQuery::parse(query.as_deref(), true)?;
+        let aggs: Vec<&str> = q.agg.iter().map(String::as_str).collect();
+        Ok(shapes::aggregated_subtask_metrics(
+            v,
+            q.wanted().as_deref(),
+            &aggs,
+        ))
     })())
 }
 

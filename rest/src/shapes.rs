@@ -507,6 +507,175 @@ pub fn checkpoint(r: &CheckpointRecord, view: &JobView) -> Value {
     out
 }
 
+/// The job's metrics of `GET /jobs/:id/metrics`, by Flink's names: the
+/// job's uptime, restarts and checkpoints, and the latency histograms of
+/// the markers (`metrics.latency.interval`), each as Flink's metric store
+/// lists a histogram (`<name>_min`, `_max`, `_mean`, `_median`, `_stddev`,
+/// `_p75` .. `_p999`, in ms). A histogram's name is Flink's:
+/// `latency.source_id.<vertex>[.source_subtask_index.<i>].operator_id.<vertex>.operator_subtask_index.<j>.latency`,
+/// with weir's vertex ids (a task records on arrival, for every operator
+/// chained in it).
+pub fn job_metrics(view: &JobView) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    let uptime = view
+        .end_ms
+        .unwrap_or(view.now_ms)
+        .saturating_sub(view.start_ms);
+    out.push(("uptime".to_owned(), uptime as f64));
+    out.push(("numRestarts".to_owned(), f64::from(view.restarts)));
+    out.push((
+        "numberOfCompletedCheckpoints".to_owned(),
+        view.checkpoints_completed as f64,
+    ));
+    out.push((
+        "numberOfFailedCheckpoints".to_owned(),
+        view.checkpoints_failed as f64,
+    ));
+    out.push((
+        "numberOfInProgressCheckpoints".to_owned(),
+        view.checkpoints_in_progress as f64,
+    ));
+    if let Some(r) = view
+        .checkpoints
+        .iter()
+        .rev()
+        .find(|r| r.status == CheckpointStatus::Completed)
+    {
+        out.push(("lastCheckpointDuration".to_owned(), r.duration_ms.round()));
+        out.push(("lastCheckpointSize".to_owned(), r.bytes as f64));
+    }
+    for v in &view.vertices {
+        for t in &v.subtasks {
+            for l in &t.latency {
+                let mut name = String::from("latency.");
+                if let Some(source) = &l.source_vertex {
+                    name.push_str(&format!("source_id.{source}."));
+                }
+                if let Some(i) = l.source_subtask {
+                    name.push_str(&format!("source_subtask_index.{i}."));
+                }
+                name.push_str(&format!(
+                    "operator_id.{}.operator_subtask_index.{}.latency",
+                    v.id, t.index
+                ));
+                let s = &l.stats;
+                for (suffix, value) in [
+                    ("count", s.count as f64),
+                    ("min", s.min),
+                    ("max", s.max),
+                    ("mean", s.mean),
+                    ("median", s.p50),
+                    ("stddev", s.stddev),
+                    ("p75", s.p75),
+                    ("p90", s.p90),
+                    ("p95", s.p95),
+                    ("p98", s.p98),
+                    ("p99", s.p99),
+                    ("p999", s.p999),
+                ] {
+                    out.push((format!("{name}_{suffix}"), value));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The metrics of each subtask of `v`, by Flink's task metric names:
+/// (subtask, name, value).
+pub fn subtask_metrics(v: &VertexView) -> Vec<(usize, &'static str, f64)> {
+    let mut out = Vec::new();
+    for s in &v.subtasks {
+        let n = &s.now;
+        let mut push = |name, value: f64| out.push((s.index, name, value));
+        push("numRecordsIn", n.records_in as f64);
+        push("numRecordsOut", n.records_out as f64);
+        push("numBytesIn", n.bytes_in as f64);
+        push("numBytesOut", n.bytes_out as f64);
+        if let Some(r) = &s.recent {
+            push("busyTimeMsPerSecond", r.busy.round());
+            push("backPressuredTimeMsPerSecond", r.backpressured.round());
+            push("idleTimeMsPerSecond", r.idle.round());
+        }
+        if let Some(w) = n.input_watermark {
+            push("currentInputWatermark", w as f64);
+        }
+    }
+    out
+}
+
+/// `GET /jobs/:id/vertices/:vid/metrics`: each subtask's metrics as
+/// `<subtask>.<name>`, as Flink's vertex metrics.
+pub fn vertex_metrics(v: &VertexView) -> Vec<(String, f64)> {
+    subtask_metrics(v)
+        .into_iter()
+        .map(|(i, name, value)| (format!("{i}.{name}"), value))
+        .collect()
+}
+
+/// `GET /jobs/:id/vertices/:vid/subtasks/metrics`: without `get`, the
+/// names the subtasks have; with `get`, each asked-for metric aggregated
+/// over the subtasks by `aggs` (`min`, `max`, `avg`, `sum`; all four when
+/// empty), as Flink's aggregated subtask metrics.
+pub fn aggregated_subtask_metrics(v: &VertexView, get: Option<&[&str]>, aggs: &[&str]) -> Value {
+    let all = subtask_metrics(v);
+    let mut names: Vec<&str> = Vec::new();
+    for (_, name, _) in &all {
+        if !names.contains(name) {
+            names.push(name);
+        }
+    }
+    let Some(wanted) = get else {
+        return Value::Array(names.iter().map(|n| json!({ "id": n })).collect());
+    };
+    let aggs: &[&str] = if aggs.is_empty() {
+        &["min", "max", "avg", "sum"]
+    } else {
+        aggs
+    };
+    Value::Array(
+        wanted
+            .iter()
+            .filter(|w| names.contains(w))
+            .map(|w| {
+                let values: Vec<f64> = all
+                    .iter()
+                    .filter(|(_, n, _)| n == w)
+                    .map(|(_, _, v)| *v)
+                    .collect();
+                let mut m = Map::new();
+                m.insert("id".into(), json!(w));
+                for a in aggs {
+                    let v = match *a {
+                        "min" => values.iter().copied().fold(f64::INFINITY, f64::min),
+                        "max" => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                        "sum" => values.iter().sum(),
+                        _ => values.iter().sum::<f64>() / values.len() as f64,
+                    };
+                    m.insert((*a).into(), json!(v));
+                }
+                Value::Object(m)
+            })
+            .collect(),
+    )
+}
+
+/// `GET /jobs/:id/metrics`: without `get`, the ids of the job's metrics;
+/// with `get=a,b`, those of them that exist with their values (as strings,
+/// as Flink gives them).
+pub fn metrics_reply(metrics: &[(String, f64)], get: Option<&[&str]>) -> Value {
+    match get {
+        None => Value::Array(metrics.iter().map(|(id, _)| json!({ "id": id })).collect()),
+        Some(wanted) => Value::Array(
+            wanted
+                .iter()
+                .filter_map(|w| metrics.iter().find(|(id, _)| id == w))
+                .map(|(id, v)| json!({ "id": id, "value": v.to_string() }))
+                .collect(),
+        ),
+    }
+}
+
 /// `GET /jobs/:id/checkpoints`.
 pub fn checkpoints(view: &JobView) -> Value {
     let completed: Vec<&CheckpointRecord> = view

@@ -73,7 +73,7 @@ pub use crate::connectors::{FileSource, TransactionalFileSink};
 pub use crate::core::timestamp::{record_timestamp, NO_TIMESTAMP};
 pub use crate::core::{Offset, Redistribution, SubtaskInfo};
 pub use crate::exchange::{
-    BufferDebloater, CoInput, DebloatOptions, DebloatTarget, WatermarkValve,
+    BufferDebloater, BufferTimeout, CoInput, DebloatOptions, DebloatTarget, WatermarkValve,
 };
 pub use crate::exec::{
     available_cores, execute, execute_with_progress, CheckpointingOptions, ExecutionOptions,

@@ -568,7 +568,7 @@ fn run_quickstart(
         } else {
             ""
         },
-        weir_runtime::core::units::format_duration(options.buffer_timeout),
+        options.buffer_timeout,
         options.max_parallelism
     );
     let (job, results) = match params.key_type {

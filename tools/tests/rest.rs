@@ -837,3 +837,198 @@ fn watermarks_of_a_stage_fed_by_an_exchange_advance() {
     }
     assert!(p.wait(FINISH).success(), "{}", p.stderr());
 }
+
+/// The latency histograms of `/jobs/:id/metrics` from the source stage to
+/// each subtask of the keyed stage, once each has `at_least` markers:
+/// (subtask, median ms, max ms).
+fn latencies(rest: &Rest, job: &str, at_least: f64) -> Vec<(usize, f64, f64)> {
+    let since = Instant::now();
+    loop {
+        let vertices = rest.get(&format!("/jobs/{job}"))["vertices"].clone();
+        let source = vertices[0]["id"]
+            .as_str()
+            .expect("a source vertex")
+            .to_owned();
+        let keyed = vertices[1]["id"]
+            .as_str()
+            .expect("a keyed vertex")
+            .to_owned();
+        let ids = rest.get(&format!("/jobs/{job}/metrics"));
+        let ids: Vec<&str> = ids
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter_map(|m| m["id"].as_str())
+            .collect();
+        // Sources record nothing: every histogram is of the keyed stage.
+        for id in ids.iter().filter(|i| i.starts_with("latency.")) {
+            assert!(
+                id.starts_with(&format!("latency.source_id.{source}.operator_id.{keyed}.")),
+                "{id}"
+            );
+        }
+        let name = |i: usize, s: &str| {
+            format!(
+                "latency.source_id.{source}.operator_id.{keyed}.operator_subtask_index.{i}.latency_{s}"
+            )
+        };
+        let wanted: Vec<String> = (0..2)
+            .flat_map(|i| ["count", "median", "max"].map(|s| name(i, s)))
+            .collect();
+        let got = rest.get(&format!("/jobs/{job}/metrics?get={}", wanted.join(",")));
+        let value = |id: &str| {
+            got.as_array()
+                .expect("a list")
+                .iter()
+                .find(|m| m["id"] == id)
+                .and_then(|m| m["value"].as_str()?.parse::<f64>().ok())
+        };
+        let found: Vec<(usize, f64, f64, f64)> = (0..2)
+            .filter_map(|i| {
+                Some((
+                    i,
+                    value(&name(i, "count"))?,
+                    value(&name(i, "median"))?,
+                    value(&name(i, "max"))?,
+                ))
+            })
+            .collect();
+        if found.len() == 2 && found.iter().all(|f| f.1 >= at_least) {
+            return found.into_iter().map(|(i, _, m, x)| (i, m, x)).collect();
+        }
+        assert!(since.elapsed() < CONDITION, "too few markers: {got}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn latency_markers_wait_in_buffers_as_records_do() {
+    // A trickle (1,000 records/s) never fills a buffer: with a 100 ms
+    // buffer timeout every record waits up to 100 ms for its buffer to
+    // ship, and so does a marker behind it; with a timeout of 0 each
+    // record ships at once, and so does the marker.
+    for (timeout, median_ms, max_ms) in [
+        ("100ms", 15.0..90.0, 90.0..1000.0),
+        ("0ms", 0.0..10.0, 0.0..200.0),
+    ] {
+        let s = Scratch::new("rest", &format!("latency-{timeout}"));
+        let extra = [
+            "metrics.latency.interval=10ms".to_owned(),
+            format!("execution.buffer-timeout={timeout}"),
+        ];
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let mut p = Proc::spawn(&s, "w1", w1(&s, 2, 20_000, 1_000, "1h", &extra));
+        let rest = Rest::new(&endpoint(&mut p));
+        let job = rest.job_id();
+        for (subtask, median, max) in latencies(&rest, &job, 100.0) {
+            assert!(
+                median_ms.contains(&median) && max_ms.contains(&max),
+                "buffer timeout {timeout}, subtask {subtask}: median {median} ms, max {max} ms"
+            );
+        }
+        let (code, v) = rest.call("GET", &format!("/jobs/{job}/metrics?bogus=1"), None);
+        assert_eq!(code, 400, "{v}");
+        assert!(p.kill());
+    }
+}
+
+#[test]
+fn without_latency_tracking_no_markers_are_sent() {
+    let s = Scratch::new("rest", "latency-off");
+    let mut p = Proc::spawn(&s, "w1", w1(&s, 2, 200_000, 100_000, "1h", &[]));
+    let rest = Rest::new(&endpoint(&mut p));
+    let job = rest.job_id();
+    std::thread::sleep(Duration::from_millis(500));
+    let ids = rest.get(&format!("/jobs/{job}/metrics"));
+    let names: Vec<&str> = ids
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert!(names.contains(&"uptime"), "{ids}");
+    assert!(!names.iter().any(|n| n.starts_with("latency.")), "{ids}");
+    let status = p.wait(FINISH);
+    assert!(status.success(), "{status}\n{}", p.stderr());
+    assert_w1_exactly_once(&s.join("out"), 200_000, 50, "latency-off");
+}
+
+#[test]
+fn vertex_and_aggregated_subtask_metrics_answer_in_flinks_shapes() {
+    let s = Scratch::new("rest", "vertex-metrics");
+    let mut p = Proc::spawn(&s, "w1", w1(&s, 2, 2_000_000, 200_000, "1h", &[]));
+    let rest = Rest::new(&endpoint(&mut p));
+    let job = rest.job_id();
+    let vertices = rest.get(&format!("/jobs/{job}"))["vertices"].clone();
+    let keyed = vertices[1]["id"].as_str().expect("a vertex id").to_owned();
+    // Wait until both keyed subtasks read records.
+    let since = Instant::now();
+    let per_subtask = loop {
+        let v = rest.get(&format!(
+            "/jobs/{job}/vertices/{keyed}/metrics?get=0.numRecordsIn,1.numRecordsIn,0.busyTimeMsPerSecond,7.numRecordsIn"
+        ));
+        let values: Vec<(String, f64)> = v
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|m| {
+                let value = m["value"].as_str().expect("a string value");
+                (
+                    m["id"].as_str().expect("an id").to_owned(),
+                    value.parse().expect("a number"),
+                )
+            })
+            .collect();
+        // There is no subtask 7: it is left out, not an error.
+        assert!(values.iter().all(|(id, _)| !id.starts_with("7.")), "{v}");
+        if values.len() == 3 && values[..2].iter().all(|(_, n)| *n > 0.0) {
+            break values;
+        }
+        assert!(since.elapsed() < CONDITION, "no records in: {v}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let busy = per_subtask[2].1;
+    assert!((0.0..=1000.0).contains(&busy), "{per_subtask:?}");
+
+    let names = rest.get(&format!("/jobs/{job}/vertices/{keyed}/subtasks/metrics"));
+    let names: Vec<&str> = names
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    for n in [
+        "numRecordsIn",
+        "numRecordsOut",
+        "numBytesIn",
+        "idleTimeMsPerSecond",
+    ] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    let agg = rest.get(&format!(
+        "/jobs/{job}/vertices/{keyed}/subtasks/metrics?get=numBytesIn&agg=min,max,sum"
+    ));
+    let a = &agg[0];
+    assert_eq!(a["id"], "numBytesIn", "{agg}");
+    let (min, max, sum) = (
+        a["min"].as_f64().expect("min"),
+        a["max"].as_f64().expect("max"),
+        a["sum"].as_f64().expect("sum"),
+    );
+    assert!(
+        0.0 < min && min <= max && max <= sum && sum <= 2.0 * max,
+        "{agg}"
+    );
+    assert!(a.get("avg").is_none(), "only what was asked: {agg}");
+    for bad in ["agg=median", "since=1", "get=a&x"] {
+        let (code, v) = rest.call(
+            "GET",
+            &format!("/jobs/{job}/vertices/{keyed}/subtasks/metrics?{bad}"),
+            None,
+        );
+        assert_eq!(code, 400, "{bad}: {v}");
+    }
+    let (code, _) = rest.call("GET", &format!("/jobs/{job}/vertices/nope/metrics"), None);
+    assert_eq!(code, 404);
+    assert!(p.kill());
+}

@@ -54,6 +54,7 @@ fn subtask(stage: &str, index: usize, records: u64, watermark: Option<i64>) -> S
             bytes_in: 24000.0,
             bytes_out: 24000.0,
         }),
+        latency: Vec::new(),
     }
 }
 

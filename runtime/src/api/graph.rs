@@ -2,12 +2,14 @@
 //! their wiring, and the uids of its operators.
 
 use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use crate::build::context::BuildContext;
 use crate::build::error::BuildError;
 use crate::build::stage::StageSpec;
 use crate::chain::task::Task;
+use crate::exchange::flush::{BufferTimeout, OperatorTimeouts};
 
 /// The spec of a reserved stage whose stream never ended (in a sink or an
 /// exchange): the job does not start.
@@ -42,7 +44,7 @@ pub(crate) struct StageNode {
 pub(crate) struct Dataflow {
     pub(crate) stages: Vec<StageNode>,
     pub(crate) exchanges: usize,
-    uids: Vec<String>,
+    pub(crate) uids: Vec<String>,
     pub(crate) errors: Vec<String>,
     /// Further inputs of stages reading more than one exchange (two-input
     /// stages, unions): (exchange, the exchange the receiving stage names
@@ -51,6 +53,13 @@ pub(crate) struct Dataflow {
     /// Exchanges the user asked to be forward edges: their two stages
     /// must have the same parallelism.
     pub(crate) forward: Vec<usize>,
+    /// Buffer timeouts set on operators ([`Stream::buffer_timeout`]).
+    ///
+    /// [`Stream::buffer_timeout`]: crate::api::stream::Stream::buffer_timeout
+    pub(crate) buffer_timeouts: OperatorTimeouts,
+    /// Those set on operators of a branch: (the stage running it, uid,
+    /// timeout).
+    pub(crate) branch_buffer_timeouts: Vec<(usize, String, BufferTimeout)>,
 }
 
 /// A job's logical dataflow.
@@ -76,6 +85,8 @@ pub(crate) struct JobPlan {
     pub(crate) errors: Vec<String>,
     pub(crate) co_inputs: Vec<(usize, usize)>,
     pub(crate) forward: Vec<usize>,
+    pub(crate) buffer_timeouts: OperatorTimeouts,
+    pub(crate) branch_buffer_timeouts: Vec<(usize, String, BufferTimeout)>,
     parameters: Vec<(String, String)>,
     outputs: Vec<PathBuf>,
 }
@@ -236,6 +247,8 @@ impl JobGraph {
             errors: flow.errors,
             co_inputs: flow.co_inputs,
             forward: flow.forward,
+            buffer_timeouts: flow.buffer_timeouts,
+            branch_buffer_timeouts: flow.branch_buffer_timeouts,
             parameters: self.parameters,
             outputs: self.outputs,
         }
@@ -243,6 +256,72 @@ impl JobGraph {
 }
 
 impl JobPlan {
+    /// The buffer timeout of each exchange that has its own: those set on
+    /// operators in the Rust API, overridden by `configured`
+    /// (`execution.buffer-timeout.operators`), each applied to the
+    /// exchanges its operator's stage sends into. An error names an uid
+    /// that is no operator of the job, or two operators of one stage
+    /// asking for different timeouts.
+    pub(crate) fn exchange_buffer_timeouts(
+        &self,
+        configured: &OperatorTimeouts,
+    ) -> Result<HashMap<usize, BufferTimeout>, String> {
+        let mut by_stage: BTreeMap<usize, (String, BufferTimeout)> = BTreeMap::new();
+        let mut set = |stage: usize, uid: &str, t: BufferTimeout| {
+            if let Some((other, was)) = by_stage.get(&stage) {
+                if *was != t && other != uid {
+                    return Err(format!(
+                        "operators `{other}` and `{uid}` run chained in stage `{}` and share its \
+                         output buffers, but ask for buffer timeouts {was} and {t}",
+                        self.stages[stage].name
+                    ));
+                }
+            }
+            by_stage.insert(stage, (uid.to_owned(), t));
+            Ok(())
+        };
+        let stage_of = |uid: &str| {
+            self.stages
+                .iter()
+                .position(|s| s.name.split(" -> ").any(|u| u == uid))
+        };
+        for (stage, uid, t) in &self.branch_buffer_timeouts {
+            if !configured.0.contains_key(uid) {
+                set(*stage, uid, *t)?;
+            }
+        }
+        for (uid, t) in &self.buffer_timeouts.0 {
+            if configured.0.contains_key(uid) {
+                continue;
+            }
+            if let Some(stage) = stage_of(uid) {
+                set(stage, uid, *t)?;
+            }
+        }
+        for (uid, t) in &configured.0 {
+            let branch = self
+                .branch_buffer_timeouts
+                .iter()
+                .find(|(_, u, _)| u == uid)
+                .map(|(s, _, _)| *s);
+            match stage_of(uid).or(branch) {
+                Some(stage) => set(stage, uid, *t)?,
+                None => {
+                    return Err(format!(
+                        "execution.buffer-timeout.operators names `{uid}`, which is not an \
+                         operator of job `{}` (its operators: {})",
+                        self.name,
+                        self.uids.join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(by_stage
+            .into_iter()
+            .flat_map(|(stage, (_, t))| self.stages[stage].outputs.iter().map(move |&e| (e, t)))
+            .collect())
+    }
+
     /// The operator uids, in the order they were added.
     pub fn uids(&self) -> &[String] {
         &self.uids
@@ -272,5 +351,93 @@ impl JobPlan {
                 .co_inputs
                 .iter()
                 .any(|&(second, first)| second == exchange && input == Some(first))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::operators::sink::Sink;
+    use crate::operators::source::sequence::SequenceSource;
+
+    /// A sink that drops what it gets (the plan is never run).
+    struct Discard;
+
+    impl Sink for Discard {
+        type In = u64;
+        fn invoke(&mut self, _record: u64) {}
+    }
+
+    /// src -> a =(exchange 0)=> b -> c =(exchange 1)=> sink, each
+    /// operator's timeout as `timeouts` sets it through the Rust API.
+    fn plan(timeouts: &[(&str, BufferTimeout)]) -> JobPlan {
+        let job = JobGraph::new("timeouts");
+        let set = |uid: &str| timeouts.iter().find(|(u, _)| *u == uid).map(|(_, t)| *t);
+        let mut s = job
+            .source("src", |info| SequenceSource::new(info, 10, |i| i))
+            .map("a", |x: u64| x);
+        if let Some(t) = set("a") {
+            s = s.buffer_timeout(t);
+        }
+        let mut s = s.rebalance().map("b", |x: u64| x);
+        if let Some(t) = set("b") {
+            s = s.buffer_timeout(t);
+        }
+        let mut s = s.map("c", |x: u64| x);
+        if let Some(t) = set("c") {
+            s = s.buffer_timeout(t);
+        }
+        s.rebalance().sink("sink", |_| Discard);
+        job.into_plan()
+    }
+
+    fn ms(n: u64) -> BufferTimeout {
+        BufferTimeout::Interval(Duration::from_millis(n))
+    }
+
+    #[test]
+    fn an_operators_timeout_applies_to_the_exchanges_its_stage_sends_into() {
+        let p = plan(&[("a", ms(0)), ("c", BufferTimeout::Disabled)]);
+        let t = p
+            .exchange_buffer_timeouts(&OperatorTimeouts::default())
+            .expect("resolves");
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert_eq!(t[&0], ms(0));
+        assert_eq!(t[&1], BufferTimeout::Disabled);
+        // The configuration names `a` too: it wins.
+        let configured = OperatorTimeouts::parse("a=7ms").expect("parses");
+        let t = p.exchange_buffer_timeouts(&configured).expect("resolves");
+        assert_eq!(t[&0], ms(7));
+        // An operator of the sink's stage: no exchange after it.
+        let configured = OperatorTimeouts::parse("sink=7ms").expect("parses");
+        let t = plan(&[])
+            .exchange_buffer_timeouts(&configured)
+            .expect("resolves");
+        assert!(t.is_empty(), "{t:?}");
+    }
+
+    #[test]
+    fn unknown_uids_and_conflicts_in_one_stage_are_errors() {
+        let e = plan(&[])
+            .exchange_buffer_timeouts(&OperatorTimeouts::parse("nope=1ms").expect("parses"))
+            .unwrap_err();
+        assert!(
+            e.contains("names `nope`, which is not an operator of job `timeouts`")
+                && e.contains("src, a, b, c, sink"),
+            "{e}"
+        );
+        let e = plan(&[("b", ms(1)), ("c", ms(2))])
+            .exchange_buffer_timeouts(&OperatorTimeouts::default())
+            .unwrap_err();
+        assert!(
+            e.contains("run chained in stage") && e.contains("1ms") && e.contains("2ms"),
+            "{e}"
+        );
+        // The same timeout twice in one stage is no conflict.
+        assert!(plan(&[("b", ms(1)), ("c", ms(1))])
+            .exchange_buffer_timeouts(&OperatorTimeouts::default())
+            .is_ok());
     }
 }

@@ -13,6 +13,7 @@ use crate::build::chains::{FilterChain, FlatMapChain, MapChain};
 use crate::build::demand::TimestampDemand;
 use crate::build::stage::Stage;
 use crate::core::subtask::SubtaskInfo;
+use crate::exchange::flush::BufferTimeout;
 use crate::operators::process::{ProcessChain, ProcessFunction};
 use crate::operators::sink::{Sink, SinkTail};
 use crate::operators::source::chain::SourceChain;
@@ -235,6 +236,37 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         let stage = self.job.reserve_stage(&self.name);
         self.reserved.set(Some(stage));
         stage
+    }
+
+    /// Sets how long a partly filled output buffer of this operator may
+    /// wait (Flink's `setBufferTimeout`): the exchanges this stream's
+    /// stage sends into ship a buffer `timeout` after its first record
+    /// (`Duration::ZERO`: after every record) or, with
+    /// [`BufferTimeout::Disabled`], only when full, whatever
+    /// `execution.buffer-timeout` says. `execution.buffer-timeout.operators`
+    /// naming this operator overrides it. Operators chained in one stage
+    /// share its buffers: two of them asking for different timeouts is an
+    /// error when the job starts.
+    pub fn buffer_timeout(self, timeout: impl Into<BufferTimeout>) -> Self {
+        let timeout = timeout.into();
+        let mut flow = self.job.flow.borrow_mut();
+        // The stream's newest operator (the name also holds steps without
+        // a uid, such as `timestamps/watermarks`).
+        let uid = self
+            .name
+            .rsplit(" -> ")
+            .find(|s| flow.uids.iter().any(|u| u == s))
+            .unwrap_or(&self.name)
+            .to_owned();
+        match &self.branch {
+            // A branch runs in another stage's chain: that stage's.
+            Some(b) => flow.branch_buffer_timeouts.push((b.stage, uid, timeout)),
+            None => {
+                flow.buffer_timeouts.0.insert(uid, timeout);
+            }
+        }
+        drop(flow);
+        self
     }
 
     /// Ends this stage (or branch) in `tail`, feeding exchange `output` if

@@ -13,6 +13,7 @@ use crate::checkpoint::restore::RestoredCheckpoint;
 use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::barrier::BarrierMode;
 use crate::core::subtask::SubtaskInfo;
+use crate::exchange::flush::BufferTimeout;
 use crate::exchange::watermark_alignment::WatermarkAlignmentGroups;
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::SubtaskMetrics;
@@ -50,10 +51,17 @@ pub(crate) struct WorkerEndpoints {
 pub struct BuildContext<'a> {
     /// The subtask being built.
     pub info: SubtaskInfo,
-    /// `execution.buffer-timeout`.
-    pub buffer_timeout: Duration,
+    /// `execution.buffer-timeout.*`: the job's buffer timeout.
+    pub buffer_timeout: BufferTimeout,
+    /// Exchanges with a buffer timeout of their own.
+    pub(crate) exchange_buffer_timeouts: Arc<HashMap<usize, BufferTimeout>>,
     /// `pipeline.auto-watermark-interval` (zero: only final watermarks).
     pub auto_watermark_interval: Duration,
+    /// `metrics.latency.interval`: how often a source emits a latency
+    /// marker (`None`: never).
+    pub latency_interval: Option<Duration>,
+    /// The stage's position in the job (what a marker names its source by).
+    pub stage: usize,
     /// The worker's counters.
     pub metrics: &'a WorkerMetrics,
     /// The attempt's watermark alignment groups (shared by every worker).
@@ -117,6 +125,14 @@ impl BuildContext<'_> {
             check_state_names: self.checkpointing.is_some(),
             restore: self.restore.as_deref(),
         }
+    }
+
+    /// The buffer timeout of the senders into `exchange`.
+    pub fn buffer_timeout_of(&self, exchange: usize) -> BufferTimeout {
+        self.exchange_buffer_timeouts
+            .get(&exchange)
+            .copied()
+            .unwrap_or(self.buffer_timeout)
     }
 
     /// "stage (i/P)", as Flink names subtasks.

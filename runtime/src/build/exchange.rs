@@ -214,7 +214,7 @@ where
         senders,
         pool,
         max_pool,
-        ctx.buffer_timeout,
+        ctx.buffer_timeout_of(exchange),
         ctx.barrier_mode,
     )
     .with_metrics(ctx.subtask.clone(), counters)

@@ -83,6 +83,9 @@ impl<T> ChainControl for BoxedCollector<T> {
     fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
         self.0.on_watermark_status(status)
     }
+    fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+        self.0.on_latency_marker(marker)
+    }
     fn failure(&self) -> Option<&TaskError> {
         self.0.failure()
     }
@@ -93,13 +96,20 @@ pub struct Tee<T> {
     branches: Vec<BoxedCollector<T>>,
     /// Which branches' [`ChainControl::finish`] returned true.
     finished: Vec<bool>,
+    /// Markers passed on so far: the next goes down branch
+    /// `next_marker % len`.
+    next_marker: usize,
 }
 
 impl<T> Tee<T> {
     /// Feeds `branches`, in order.
     pub fn new(branches: Vec<BoxedCollector<T>>) -> Self {
         let finished = vec![false; branches.len()];
-        Self { branches, finished }
+        Self {
+            branches,
+            finished,
+            next_marker: 0,
+        }
     }
 
     /// The number of branches.
@@ -183,6 +193,16 @@ impl<T> ChainControl for Tee<T> {
             b.on_watermark_status(status);
         }
     }
+    /// Down one branch, the next in turn: a marker exists once in the job
+    /// (Flink picks one output at random).
+    fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+        let n = self.branches.len();
+        if n > 0 {
+            let b = self.next_marker % n;
+            self.next_marker = self.next_marker.wrapping_add(1);
+            self.branches[b].on_latency_marker(marker);
+        }
+    }
     fn failure(&self) -> Option<&TaskError> {
         self.branches.iter().find_map(|b| b.failure())
     }
@@ -196,9 +216,9 @@ mod tests {
     use super::*;
     use crate::chain::ops::MapOp;
 
-    /// The records and watermarks a branch saw, and whether `finish` was
-    /// called.
-    type Log = (Vec<u64>, Vec<i64>, bool);
+    /// The records and watermarks a branch saw, whether `finish` was
+    /// called, and the source subtasks of the latency markers it saw.
+    type Log = (Vec<u64>, Vec<i64>, bool, Vec<u32>);
 
     /// Records and watermarks a branch saw, readable after boxing; busy if
     /// its flag is set.
@@ -236,9 +256,30 @@ mod tests {
             self.0.borrow_mut().1.push(watermark);
         }
         fn on_watermark_status(&mut self, _: weir_net::WatermarkStatus) {}
+        fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+            self.0.borrow_mut().3.push(marker.source_subtask);
+        }
         fn failure(&self) -> Option<&TaskError> {
             None
         }
+    }
+
+    #[test]
+    fn a_latency_marker_goes_down_one_branch_in_turn() {
+        let (a, b) = (Seen::default(), Seen::default());
+        let mut tee = Tee::new(vec![
+            BoxedCollector::new(a.clone()),
+            BoxedCollector::new(b.clone()),
+        ]);
+        for subtask in 0..5 {
+            tee.on_latency_marker(weir_net::LatencyMarker {
+                marked_ns: 0,
+                source_stage: 0,
+                source_subtask: subtask,
+            });
+        }
+        assert_eq!(a.0.borrow().3, [0, 2, 4]);
+        assert_eq!(b.0.borrow().3, [1, 3]);
     }
 
     #[test]

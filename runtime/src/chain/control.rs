@@ -79,6 +79,12 @@ pub trait ChainControl {
     /// event time downstream) or active again. Passed on like a watermark.
     fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus);
 
+    /// A latency marker (`metrics.latency.interval`) passes: every link
+    /// passes it on at once, behind the records before it; an exchange tail
+    /// sends it into one of its channels (the next in turn), a sink ends
+    /// it. Only jobs with latency tracking on see markers.
+    fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker);
+
     /// The error a link of the chain failed with, if one did (a sink whose
     /// pre-commit, commit or write failed): the link then does nothing
     /// more, the head does not hand over the snapshot it was taking and
@@ -160,6 +166,9 @@ macro_rules! forward_chain_control {
             }
             fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
                 self.out.on_watermark_status(status)
+            }
+            fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+                self.out.on_latency_marker(marker)
             }
             #[inline]
             fn failure(&self) -> Option<&$crate::chain::error::TaskError> {

@@ -23,6 +23,8 @@ pub struct VecTail<T> {
     pub watermarks: Vec<i64>,
     /// The watermark statuses passed on to it, in order.
     pub statuses: Vec<weir_net::WatermarkStatus>,
+    /// The latency markers passed on to it, in order.
+    pub markers: Vec<weir_net::LatencyMarker>,
 }
 
 // Not derived: a derive would ask `T: Default` of the records.
@@ -33,6 +35,7 @@ impl<T> Default for VecTail<T> {
             finished: false,
             watermarks: Vec::new(),
             statuses: Vec::new(),
+            markers: Vec::new(),
         }
     }
 }
@@ -60,6 +63,9 @@ impl<T> ChainControl for VecTail<T> {
     }
     fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
         self.statuses.push(status);
+    }
+    fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+        self.markers.push(marker);
     }
 
     #[inline]
@@ -100,6 +106,9 @@ impl<T> ChainControl for SharedTail<T> {
     }
     fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
         self.0.borrow_mut().on_watermark_status(status);
+    }
+    fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+        self.0.borrow_mut().on_latency_marker(marker);
     }
     fn failure(&self) -> Option<&TaskError> {
         None

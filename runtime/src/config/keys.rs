@@ -15,11 +15,28 @@ use crate::config::value::{
     POSITIVE_OR_UNSET, SIZE_EXPECTED,
 };
 use crate::core::units::{format_duration, format_memory_size, parse_memory_size, parse_uint};
+use crate::exchange::flush::OperatorTimeouts;
 use crate::exec::restart::{format_attempts, RESTART_STRATEGY_TYPE_EXPECTED};
 
 /// A duration in config syntax.
 fn dur(d: Duration) -> String {
     format_duration(d)
+}
+
+/// `execution.buffer-timeout.interval` and its older name: a duration, or
+/// `-1` (Flink's: only full buffers ship).
+fn set_buffer_timeout(
+    c: &mut Config,
+    s: &crate::config::value::Setting<'_>,
+) -> Result<(), crate::config::error::ConfigError> {
+    let minus_one = matches!(s.value, toml::Value::Integer(-1))
+        || matches!(s.text(), Some("-1") | Some("-1ms"));
+    if minus_one {
+        c.buffer_timeout_enabled = false;
+    } else {
+        c.buffer_timeout = s.duration()?;
+    }
+    Ok(())
 }
 
 /// An optional count in config syntax (`unset` when absent).
@@ -36,6 +53,10 @@ impl KeySet for Config {
         Config::validate(self)
     }
 }
+
+/// Older names of keys, kept as Flink keeps them: read, never written (a
+/// rendered configuration sets the newer name).
+pub const ALIASES: &[&str] = &["execution.buffer-timeout"];
 
 /// Every key of [`Config`], in documentation order.
 pub const KEYS: &[Key<Config>] = &[
@@ -59,11 +80,37 @@ pub const KEYS: &[Key<Config>] = &[
         },
     },
     Key {
-        name: "execution.buffer-timeout",
-        description: "a partly filled output buffer is sent at most this long after its first record; `0ms` sends after every record",
-        get: |c| dur(c.buffer_timeout),
+        name: "execution.buffer-timeout.enabled",
+        description: "`false`: output buffers are sent only when full (and at barriers, watermarks and the end of the input), whatever the interval: throughput over latency (Flink's `setBufferTimeout(-1)`)",
+        get: |c| c.buffer_timeout_enabled.to_string(),
         set: |c, s| {
-        c.buffer_timeout = s.duration()?;
+        c.buffer_timeout_enabled = s.check(s.boolean(), BOOL_EXPECTED)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "execution.buffer-timeout.interval",
+        description: "a partly filled output buffer is sent at most this long after its first record; `0ms` sends after every record; `-1` = `execution.buffer-timeout.enabled = false`",
+        get: |c| dur(c.buffer_timeout),
+        set: set_buffer_timeout,
+    },
+    Key {
+        name: "execution.buffer-timeout",
+        description: "the older name of `execution.buffer-timeout.interval`, kept as Flink keeps it",
+        get: |c| dur(c.buffer_timeout),
+        set: set_buffer_timeout,
+    },
+    Key {
+        name: "execution.buffer-timeout.operators",
+        description: "per-operator buffer timeouts, `uid=5ms, other-uid=0ms` (`-1`: full buffers only): the exchanges an operator's stage sends into use its timeout instead of the job's (Flink's `setBufferTimeout` on an operator); an uid the job lacks is an error",
+        get: |c| c.buffer_timeout_operators.to_string(),
+        set: |c, s| {
+        let text = s.text().unwrap_or("");
+        let parsed = OperatorTimeouts::parse(text).map_err(|why| format!("`uid=timeout` entries separated by commas ({why})"));
+        c.buffer_timeout_operators = match parsed {
+        Ok(t) => t,
+        Err(expected) => s.check(None, &expected)?,
+        };
             Ok(())
         },
     },
@@ -448,6 +495,37 @@ pub const KEYS: &[Key<Config>] = &[
         get: |c| dur(c.progress_interval),
         set: |c, s| {
         c.progress_interval = s.duration()?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "metrics.latency.interval",
+        description: "how often each source subtask emits a latency marker (Flink's latency tracking); every task records how long markers took to reach it, per source, in REST and Prometheus; `0ms` = off (the default); otherwise at least 1ms",
+        get: |c| dur(c.latency_interval),
+        set: |c, s| {
+        let d = s.duration()?;
+        let ok = d.is_zero() || d >= ONE_MS;
+        let expected = format!("{DURATION_EXPECTED}: 0ms (off) or at least 1ms");
+        c.latency_interval = s.check(ok.then_some(d), &expected)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "metrics.latency.history-size",
+        description: "latency markers kept per histogram (the window its percentiles are of), 1 to 1000000",
+        get: |c| c.latency_history_size.to_string(),
+        set: |c, s| {
+        c.latency_history_size = s.int_in(1, 1_000_000)? as u32;
+            Ok(())
+        },
+    },
+    Key {
+        name: "metrics.latency.granularity",
+        description: "which latency markers share a histogram: `single` (all sources together), `operator` (one per source stage, the default) or `subtask` (one per source subtask)",
+        get: |c| c.latency_granularity.to_string(),
+        set: |c, s| {
+        let g = s.text().and_then(|t| t.parse().ok());
+        c.latency_granularity = s.check(g, "`single`, `operator` or `subtask`")?;
             Ok(())
         },
     },

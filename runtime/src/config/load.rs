@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::config::error::ConfigError;
 use crate::config::key::{KeySet, Loader};
-use crate::config::keys::KEYS;
+use crate::config::keys::{ALIASES, KEYS};
 use crate::config::settings::Config;
 
 impl Config {
@@ -99,6 +99,13 @@ impl Config {
                 key.description,
                 key.default_value()
             ));
+            // An older name a newer key's table would clash with in TOML
+            // (`execution.buffer-timeout` beside `execution.buffer-timeout.interval`):
+            // the newer one holds the value.
+            if ALIASES.contains(&key.name) {
+                out.push_str(&format!("# {} is set through its newer name\n", key.name));
+                continue;
+            }
             let value = (key.get)(self);
             // Numbers and booleans stay bare so the file reads like a hand-written
             // one; durations, sizes, names and paths are TOML strings (escaped,

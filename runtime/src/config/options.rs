@@ -11,6 +11,7 @@ use crate::checkpoint::segment_file::IoMode;
 use crate::config::settings::{CheckpointingMode, Config};
 use crate::exchange::debloat::DebloatOptions;
 use crate::exec::options::{available_cores, CheckpointingOptions, ExecutionOptions, RestoreFrom};
+use crate::metrics::latency::LatencyOptions;
 
 impl ExecutionOptions {
     /// Options from a configuration; workers default to every usable core.
@@ -39,8 +40,14 @@ impl ExecutionOptions {
             workers: config.parallelism.unwrap_or_else(available_cores),
             pin_cores: config.pin_cores,
             max_parallelism: config.max_parallelism,
-            buffer_timeout: config.buffer_timeout,
+            buffer_timeout: config.effective_buffer_timeout(),
+            buffer_timeout_operators: config.buffer_timeout_operators.clone(),
             auto_watermark_interval: config.auto_watermark_interval,
+            latency: LatencyOptions {
+                interval: (!config.latency_interval.is_zero()).then_some(config.latency_interval),
+                history_size: config.latency_history_size as usize,
+                granularity: config.latency_granularity,
+            },
             segment_size: config.segment_size,
             buffers_per_channel: config.buffers_per_channel as usize,
             floating_buffers: config.floating_buffers_per_gate as usize,

@@ -10,7 +10,9 @@ use crate::config::error::ConfigError;
 use crate::config::observe::{LogFormat, LogLevel, PortRange};
 use crate::config::value::{FINAL_ORIGIN, MODE_EXPECTED};
 use crate::core::units::{format_duration, format_memory_size};
+use crate::exchange::flush::{BufferTimeout, OperatorTimeouts};
 use crate::exec::restart::{RestartStrategy, RestartStrategyConfig};
+use crate::metrics::latency::{LatencyGranularity, DEFAULT_HISTORY_SIZE};
 use crate::operators::timestamps::DEFAULT_AUTO_WATERMARK_INTERVAL;
 
 /// The value of `execution.checkpointing.mode`.
@@ -74,8 +76,15 @@ pub struct Config {
     pub parallelism: Option<usize>,
     /// `pipeline.max-parallelism`: number of key groups.
     pub max_parallelism: u32,
-    /// `execution.buffer-timeout`: longest time a partly filled buffer waits; zero = flush every record.
+    /// `execution.buffer-timeout.interval` (and its older name
+    /// `execution.buffer-timeout`): longest time a partly filled buffer
+    /// waits; zero = flush every record. See
+    /// [`Config::effective_buffer_timeout`].
     pub buffer_timeout: Duration,
+    /// `execution.buffer-timeout.enabled`: false = only full buffers ship.
+    pub buffer_timeout_enabled: bool,
+    /// `execution.buffer-timeout.operators`: per-operator timeouts.
+    pub buffer_timeout_operators: OperatorTimeouts,
     /// `pipeline.auto-watermark-interval`: period of watermark emission; zero = only the final watermark.
     pub auto_watermark_interval: Duration,
     /// `execution.checkpointing.interval`: time between checkpoint starts; `None` = checkpointing off.
@@ -139,6 +148,13 @@ pub struct Config {
     /// regular join) keep a row after it was last written, in processing
     /// time; zero = forever.
     pub state_ttl: Duration,
+    /// `metrics.latency.interval`: how often each source subtask emits a
+    /// latency marker; zero = no latency tracking (Flink's default).
+    pub latency_interval: Duration,
+    /// `metrics.latency.history-size`: markers kept per latency histogram.
+    pub latency_history_size: u32,
+    /// `metrics.latency.granularity`: which markers share a histogram.
+    pub latency_granularity: LatencyGranularity,
     /// `rest.port`: the REST endpoint's port; `None` = unset (`weir run`
     /// and `weir sql` then serve on 8081, `weir bench` not at all); `0`
     /// = a free port.
@@ -163,6 +179,8 @@ impl Default for Config {
             parallelism: None,
             max_parallelism: 128,
             buffer_timeout: Duration::from_millis(100),
+            buffer_timeout_enabled: true,
+            buffer_timeout_operators: OperatorTimeouts::default(),
             auto_watermark_interval: DEFAULT_AUTO_WATERMARK_INTERVAL,
             checkpoint_interval: None,
             checkpointing_mode: CheckpointingMode::ExactlyOnce,
@@ -190,6 +208,9 @@ impl Default for Config {
             spin_before_park: Duration::from_micros(50),
             progress_interval: Duration::from_secs(1),
             state_ttl: Duration::ZERO,
+            latency_interval: Duration::ZERO,
+            latency_history_size: DEFAULT_HISTORY_SIZE as u32,
+            latency_granularity: LatencyGranularity::Operator,
             rest_port: None,
             rest_bind_address: "127.0.0.1".into(),
             rest_auth_token: None,
@@ -202,6 +223,16 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The job-wide buffer timeout: the interval, unless
+    /// `execution.buffer-timeout.enabled` is false.
+    pub fn effective_buffer_timeout(&self) -> BufferTimeout {
+        if self.buffer_timeout_enabled {
+            BufferTimeout::Interval(self.buffer_timeout)
+        } else {
+            BufferTimeout::Disabled
+        }
+    }
+
     /// Whether checkpointing is on (`execution.checkpointing.interval` is set).
     pub fn checkpointing_enabled(&self) -> bool {
         self.checkpoint_interval.is_some()

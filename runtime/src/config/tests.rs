@@ -129,9 +129,13 @@ fn parse_io_and_override_errors() {
 fn to_toml_round_trips() {
     let custom = Config {
         parallelism: Some(2), max_parallelism: 4096, buffer_timeout: ms(0),
+        buffer_timeout_enabled: false,
+        buffer_timeout_operators: crate::exchange::flush::OperatorTimeouts::parse("w3-source=0ms, w3-keyed-count=-1").expect("parses"),
         auto_watermark_interval: ms(50),
         segment_size: 1 << 20, buffers_per_channel: 16, floating_buffers_per_gate: 0,
         pin_cores: false, spin_before_park: Duration::from_nanos(500), progress_interval: ms(250),
+        latency_interval: ms(250), latency_history_size: 64,
+        latency_granularity: crate::metrics::LatencyGranularity::Subtask,
         rest_port: Some(0), rest_bind_address: "0.0.0.0".into(),
         rest_auth_token: Some("0123456789012345678".into()),
         prom_port: Some(PortRange { first: 9250, last: 9260 }),
@@ -555,4 +559,51 @@ fn prometheus_port_and_log_keys() {
     }
     let err = Config::load(None, &sets(&["metrics.reporter.prom.port=abc"])).unwrap_err().to_string();
     assert!(err.starts_with("invalid value \"abc\" for key metrics.reporter.prom.port in --set: expected a port"), "{err}");
+}
+
+#[test]
+fn buffer_timeout_keys_as_flink_spells_them() {
+    use crate::exchange::flush::BufferTimeout;
+    let effective = |text: &str| toml(text).map(|c| c.effective_buffer_timeout()).ok();
+    assert_eq!(effective(""), Some(BufferTimeout::Interval(ms(100))));
+    // Flink 2's name, its older one, and Flink's -1 for "full buffers only".
+    assert_eq!(
+        effective("execution.buffer-timeout.interval = \"5ms\""),
+        Some(BufferTimeout::Interval(ms(5)))
+    );
+    assert_eq!(
+        effective("execution.buffer-timeout = 7"),
+        Some(BufferTimeout::Interval(ms(7)))
+    );
+    assert_eq!(
+        effective("execution.buffer-timeout = -1"),
+        Some(BufferTimeout::Disabled)
+    );
+    assert_eq!(
+        effective("\"execution.buffer-timeout.interval\" = \"-1\""),
+        Some(BufferTimeout::Disabled)
+    );
+    // As a table; disabling keeps the interval for when it is enabled again.
+    let c = toml("[execution.buffer-timeout]\nenabled = false\ninterval = \"3ms\"").unwrap();
+    assert_eq!(c.effective_buffer_timeout(), BufferTimeout::Disabled);
+    assert_eq!(c.buffer_timeout, ms(3));
+    let c = toml("[execution.buffer-timeout]\noperators = \"src=0ms, keyed=-1\"").unwrap();
+    assert_eq!(
+        c.buffer_timeout_operators.to_string(),
+        "keyed=disabled, src=0ms"
+    );
+    // A rendered configuration reads back (the older name stays a comment).
+    assert_eq!(toml(&c.to_toml()).unwrap(), c);
+    let err = toml("execution.buffer-timeout.operators = \"src\"")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("execution.buffer-timeout.operators")
+            && err.contains("`src` is not `uid=timeout`"),
+        "{err}"
+    );
+    let err = toml("execution.buffer-timeout.enabled = \"sometimes\"")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("execution.buffer-timeout.enabled"), "{err}");
 }

@@ -220,6 +220,9 @@ impl<T> ChainControl for FanOutOutput<T> {
     fn on_watermark_status(&mut self, status: WatermarkStatus) {
         self.inner.on_watermark_status(status)
     }
+    fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+        self.inner.on_latency_marker(marker)
+    }
 
     #[inline]
     fn failure(&self) -> Option<&TaskError> {

@@ -40,7 +40,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use held::{Data, Pending, Reading};
-use weir_net::{ChannelEvent, ChannelReceiver, CheckpointBarrier, PriorityBarrier, Wire};
+use weir_net::{
+    ChannelEvent, ChannelReceiver, CheckpointBarrier, LatencyMarker, PriorityBarrier, Wire,
+};
 
 use crate::chain::control::Collector;
 use crate::checkpoint::signals::CheckpointSignals;
@@ -53,6 +55,7 @@ use crate::exchange::decoder::{Decoded, RecordDecoder, WireDecoder};
 use crate::exchange::throughput::Throughput;
 use crate::exchange::valve::{ValveOutput, WatermarkValve};
 use crate::metrics::counters::{ChannelBytes, ChannelCounters};
+use crate::metrics::latency;
 use crate::metrics::subtask::SubtaskMetrics;
 
 /// What [`InputGate::pump`] did.
@@ -88,6 +91,8 @@ enum Next {
     Watermark(ValveOutput),
     Snapshot(AlignedBarrier),
     DataEnded,
+    /// A latency marker, to record and pass on.
+    Latency(LatencyMarker),
 }
 
 impl Next {
@@ -146,6 +151,9 @@ pub struct InputGate {
     debloater: Option<BufferDebloater>,
     /// The event time over the inputs.
     valve: WatermarkValve,
+    /// Latency markers taken since the last publish, with when (ns on the
+    /// metrics clock).
+    markers: Vec<(LatencyMarker, u64)>,
 }
 
 impl InputGate {
@@ -173,6 +181,7 @@ impl InputGate {
             throughput: Throughput::new(Instant::now()),
             debloater: None,
             valve: WatermarkValve::new(n),
+            markers: Vec::new(),
         }
     }
 
@@ -229,6 +238,10 @@ impl InputGate {
         if w != self.published_watermark {
             self.published_watermark = w;
             metrics.publish_input_watermark(w);
+        }
+        if !self.markers.is_empty() {
+            metrics.record_latency(&self.markers);
+            self.markers.clear();
         }
     }
 
@@ -428,6 +441,12 @@ impl InputGate {
                 }
                 Next::Snapshot(b) => return (GateStatus::Barrier(b), moved, events),
                 Next::DataEnded => return (GateStatus::DataEnded, moved, events),
+                Next::Latency(m) => {
+                    moved += 1;
+                    events += 1;
+                    self.markers.push((m, latency::now_ns()));
+                    out.on_latency_marker(m);
+                }
             }
         }
     }
@@ -674,6 +693,7 @@ impl InputGate {
             }
             ChannelEvent::Watermark(w) => Next::of(self.valve.input_watermark(c, w)),
             ChannelEvent::WatermarkStatus(s) => Next::of(self.valve.input_status(c, s)),
+            ChannelEvent::LatencyMarker(m) => Next::Latency(m),
         }
     }
 }

@@ -34,8 +34,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use weir_net::{
-    BufferPool, ChannelEvent, ChannelSender, CheckpointBarrier, NetworkBuffer, PriorityBarrier,
-    WatermarkStatus, Wire,
+    BufferPool, ChannelEvent, ChannelSender, CheckpointBarrier, LatencyMarker, NetworkBuffer,
+    PriorityBarrier, WatermarkStatus, Wire,
 };
 use weir_state::{KeyGroupAssigner, KeyHash};
 
@@ -44,6 +44,7 @@ use crate::chain::error::TaskError;
 use crate::core::barrier::BarrierMode;
 use crate::core::snapshot::TaskSnapshot;
 use crate::exchange::alignment::alignment_deadline;
+use crate::exchange::flush::BufferTimeout;
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::{SubtaskId, SubtaskMetrics};
 
@@ -66,6 +67,11 @@ struct OutChannel {
     counters: Arc<ChannelCounters>,
     /// Records in the buffers shipped (counted per buffer).
     records: u64,
+    /// Latency markers behind the records of `current`: they go out right
+    /// after that buffer does, so they wait for the buffer timeout as the
+    /// records do (Flink serializes a marker into the buffer). At most
+    /// [`MARKERS_PER_BUFFER`].
+    markers: Vec<LatencyMarker>,
 }
 
 impl OutChannel {
@@ -103,6 +109,10 @@ impl OutChannel {
             self.records += u64::from(buf.records());
             self.enqueue(ChannelEvent::Buffer(buf));
         }
+        for i in 0..self.markers.len() {
+            self.enqueue(ChannelEvent::LatencyMarker(self.markers[i]));
+        }
+        self.markers.clear();
     }
 
     fn publish(&mut self) {
@@ -157,6 +167,9 @@ impl OutChannel {
     }
 }
 
+/// Most latency markers that wait behind one partly filled buffer.
+const MARKERS_PER_BUFFER: usize = 64;
+
 /// Metrics of a component built outside a job: counted, never reported.
 fn unregistered_metrics() -> SubtaskMetrics {
     SubtaskMetrics::new(SubtaskId {
@@ -173,7 +186,8 @@ pub struct ExchangeOutput<T, K, KF> {
     assigner: KeyGroupAssigner,
     channels: Box<[OutChannel]>,
     pool: BufferPool,
-    timeout: Duration,
+    /// How long a partly filled buffer may wait (`None`: until full).
+    timeout: Option<Duration>,
     flush_every_record: bool,
     available: bool,
     finishing: bool,
@@ -186,6 +200,9 @@ pub struct ExchangeOutput<T, K, KF> {
     /// band, behind all data, never overtaking it.
     data_ended: bool,
     metrics: SubtaskMetrics,
+    /// Latency markers passed on so far: the next goes into channel
+    /// `next_marker % channels`.
+    next_marker: usize,
     _types: PhantomData<fn(T) -> K>,
 }
 
@@ -204,9 +221,10 @@ where
         senders: Vec<ChannelSender>,
         pool: BufferPool,
         max_pool: usize,
-        buffer_timeout: Duration,
+        buffer_timeout: impl Into<BufferTimeout>,
         barrier_mode: BarrierMode,
     ) -> Self {
+        let buffer_timeout = buffer_timeout.into();
         let assigner = KeyGroupAssigner::new(max_parallelism, senders.len() as u32);
         let capacity = pool.total() + 4;
         let channels = senders
@@ -222,6 +240,7 @@ where
                 published: 0,
                 counters: Arc::default(),
                 records: 0,
+                markers: Vec::new(),
             })
             .collect();
         Self {
@@ -230,13 +249,14 @@ where
             channels,
             available: pool.available() > 0,
             pool,
-            timeout: buffer_timeout,
-            flush_every_record: buffer_timeout.is_zero(),
+            timeout: buffer_timeout.interval(),
+            flush_every_record: buffer_timeout.flushes_every_record(),
             finishing: false,
             max_pool,
             barrier_mode,
             data_ended: false,
             metrics: unregistered_metrics(),
+            next_marker: 0,
             _types: PhantomData,
         }
     }
@@ -452,7 +472,7 @@ where
         ch.current = Some(buf);
         if self.flush_every_record {
             ch.ship_current();
-        } else {
+        } else if self.timeout.is_some() {
             ch.since = Some(Instant::now());
         }
         // Available again only if nothing waits for credit on this channel
@@ -479,8 +499,8 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
             }
             progressed |= ch.drain_queue();
             ch.fill = ch.sender.buffer_size();
-            if let Some(since) = ch.since {
-                let due = since + self.timeout;
+            if let (Some(since), Some(timeout)) = (ch.since, self.timeout) {
+                let due = since + timeout;
                 if due <= now {
                     ch.ship_current();
                     progressed = true;
@@ -572,6 +592,29 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
 
     fn on_watermark_status(&mut self, status: WatermarkStatus) {
         self.broadcast(|| ChannelEvent::WatermarkStatus(status));
+    }
+
+    /// Into one channel, the next in turn (Flink picks one at random), behind
+    /// the records before it: after the partly filled buffer once that is
+    /// shipped, at once if there is none. Past [`MARKERS_PER_BUFFER`]
+    /// waiting behind one buffer (a long buffer timeout, a short marker
+    /// interval), newer ones are dropped.
+    fn on_latency_marker(&mut self, marker: LatencyMarker) {
+        if self.data_ended || self.channels.is_empty() {
+            return;
+        }
+        let c = self.next_marker % self.channels.len();
+        self.next_marker = self.next_marker.wrapping_add(1);
+        let ch = &mut self.channels[c];
+        if ch.current.is_some() {
+            if ch.markers.len() < MARKERS_PER_BUFFER {
+                ch.markers.push(marker);
+            }
+        } else {
+            ch.enqueue(ChannelEvent::LatencyMarker(marker));
+            self.available = self.channels.iter().all(|c| c.queued.is_empty())
+                && (self.pool.available() > 0 || self.pool.reclaim() > 0);
+        }
     }
 
     /// An exchange output does not fail: a record too large for a buffer

@@ -274,6 +274,12 @@ impl Spawn<'_> {
         // One set of alignment groups per attempt: a restart starts them
         // afresh, as the watermarks do.
         let watermark_alignment = Arc::new(WatermarkAlignmentGroups::default());
+        // Checked by `validate` before the first attempt.
+        let exchange_buffer_timeouts = Arc::new(
+            self.job
+                .exchange_buffer_timeouts(&options.buffer_timeout_operators)
+                .map_err(JobError::InvalidJob)?,
+        );
         for (w, worker_metrics) in metrics.iter().enumerate() {
             let placement = if options.pin_cores && !cores.is_empty() {
                 Placement::Fixed(cores[w % cores.len()].id)
@@ -287,7 +293,9 @@ impl Spawn<'_> {
             let worker_metrics = worker_metrics.clone();
             let settings = WorkerSettings {
                 buffer_timeout: options.buffer_timeout,
+                exchange_buffer_timeouts: exchange_buffer_timeouts.clone(),
                 auto_watermark_interval: options.auto_watermark_interval,
+                latency: options.latency,
                 max_parallelism: options.max_parallelism,
                 barrier_mode: options
                     .checkpointing

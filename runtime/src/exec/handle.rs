@@ -26,6 +26,7 @@ use crate::checkpoint::coordinator::CoordinatorOptions;
 use crate::checkpoint::stats::CheckpointRecord;
 use crate::core::time::wall_ms;
 use crate::exec::stop::StopRequest;
+use crate::metrics::latency::LatencyStats;
 use crate::metrics::report::{IoRates, MetricsSnapshot, SubtaskSnapshot, TimeShares};
 use crate::metrics::worker::WorkerMetrics;
 
@@ -129,6 +130,20 @@ pub struct SubtaskView {
     pub recent: Option<TimeShares>,
     /// Records and bytes per second over the same interval.
     pub rates: Option<IoRates>,
+    /// How long latency markers took from each source to it (empty
+    /// without `metrics.latency.interval`, and for sources' own stages).
+    pub latency: Vec<LatencyView>,
+}
+
+/// The latency from one source to a subtask, over its last markers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatencyView {
+    /// The source's vertex id (`None` with granularity `single`).
+    pub source_vertex: Option<String>,
+    /// The source subtask (only with granularity `subtask`).
+    pub source_subtask: Option<u32>,
+    /// The distribution, in ms.
+    pub stats: LatencyStats,
 }
 
 /// One stage (Flink's job vertex) in a view.
@@ -296,6 +311,34 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The marker latency of every subtask that has some, by (stage, index).
+fn latencies(
+    workers: &[WorkerMetrics],
+    plan: &Plan,
+) -> BTreeMap<(String, usize), Vec<LatencyView>> {
+    let mut out = BTreeMap::new();
+    for entry in workers.iter().filter_map(|w| w.subtasks.get()).flatten() {
+        let stats = entry.metrics.latency();
+        if stats.is_empty() {
+            continue;
+        }
+        let views = stats
+            .into_iter()
+            .map(|(source, stats)| LatencyView {
+                source_vertex: source
+                    .stage
+                    .and_then(|i| plan.stages.get(i as usize))
+                    .map(|(id, _, _)| id.clone()),
+                source_subtask: source.subtask,
+                stats,
+            })
+            .collect();
+        let id = entry.metrics.id();
+        out.insert((id.stage.clone(), id.index), views);
+    }
+    out
+}
+
 /// A stable 32-hex id for stage `index` named `name` (FNV-1a, twice).
 pub fn vertex_id(index: usize, name: &str) -> String {
     let mut halves = [0xcbf2_9ce4_8422_2325u64, 0x84222325cbf29ce4u64];
@@ -334,10 +377,14 @@ impl JobHandle {
     pub fn view(&self) -> Option<JobView> {
         let plan = self.0.plan.get()?;
         let now_ms = wall_ms();
-        let (snapshot, base) = {
+        let (snapshot, base, latency) = {
             let live = lock(&self.0.live);
             let now = (!live.metrics.is_empty()).then(|| MetricsSnapshot::read(&live.metrics));
-            (now, live.samples.front().cloned())
+            (
+                now,
+                live.samples.front().cloned(),
+                latencies(&live.metrics, plan),
+            )
         };
         let vertices = plan
             .stages
@@ -359,6 +406,10 @@ impl JobHandle {
                             now: s.clone(),
                             recent: s.shares_since(before),
                             rates: s.rates_since(before),
+                            latency: latency
+                                .get(&(s.id.stage.clone(), s.id.index))
+                                .cloned()
+                                .unwrap_or_default(),
                         }
                     })
                     .collect();

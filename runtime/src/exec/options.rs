@@ -8,9 +8,11 @@ use crate::checkpoint::coordinator::CoordinatorOptions;
 use crate::checkpoint::segment_file::IoMode;
 use crate::core::barrier::BarrierMode;
 use crate::exchange::debloat::DebloatOptions;
+use crate::exchange::flush::{BufferTimeout, OperatorTimeouts};
 use crate::exec::handle::JobHandle;
 use crate::exec::restart::RestartStrategy;
 use crate::exec::stop::StopRequest;
+use crate::metrics::latency::LatencyOptions;
 
 /// Where a run starts from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -75,9 +77,13 @@ pub struct ExecutionOptions {
     /// `pipeline.max-parallelism`: number of key groups.
     pub max_parallelism: u32,
     /// `execution.buffer-timeout`.
-    pub buffer_timeout: Duration,
+    pub buffer_timeout: BufferTimeout,
+    /// `execution.buffer-timeout.operators`.
+    pub buffer_timeout_operators: OperatorTimeouts,
     /// `pipeline.auto-watermark-interval` (zero: only final watermarks).
     pub auto_watermark_interval: Duration,
+    /// `metrics.latency.*`: latency markers and their histograms.
+    pub latency: LatencyOptions,
     /// `taskmanager.memory.segment-size`: bytes per network buffer.
     pub segment_size: usize,
     /// `taskmanager.network.memory.buffers-per-channel`: credit per channel.

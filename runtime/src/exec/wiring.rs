@@ -17,11 +17,13 @@ use crate::core::barrier::BarrierMode;
 use crate::core::subtask::SubtaskInfo;
 use crate::core::wakeup::SourceWakeup;
 use crate::exchange::debloat::DebloatOptions;
+use crate::exchange::flush::BufferTimeout;
 use crate::exchange::watermark_alignment::WatermarkAlignmentGroups;
 use crate::exec::error::{JobError, Result, TaskFailure};
 use crate::exec::options::ExecutionOptions;
 use crate::exec::worker::{panic_message, JobShared};
 use crate::metrics::counters::ChannelCounters;
+use crate::metrics::latency::LatencyOptions;
 use crate::metrics::subtask::{SubtaskEntry, SubtaskId, SubtaskMetrics};
 use crate::metrics::worker::WorkerMetrics;
 
@@ -43,8 +45,12 @@ pub(crate) fn tasks_on_worker(stages: &[ResolvedStage], w: usize, workers: usize
 
 /// What every subtask of a worker is built with.
 pub(crate) struct WorkerSettings {
-    pub(crate) buffer_timeout: Duration,
+    pub(crate) buffer_timeout: BufferTimeout,
+    /// Exchanges with a buffer timeout of their own.
+    pub(crate) exchange_buffer_timeouts: Arc<HashMap<usize, BufferTimeout>>,
     pub(crate) auto_watermark_interval: Duration,
+    /// `metrics.latency.*`.
+    pub(crate) latency: LatencyOptions,
     pub(crate) max_parallelism: u32,
     pub(crate) barrier_mode: BarrierMode,
     /// Buffer debloating: options, credit per channel, segment size.
@@ -56,6 +62,8 @@ pub(crate) struct WorkerSettings {
 
 /// Checks the graph and options; returns each stage's parallelism.
 pub(crate) fn validate(job: &JobPlan, options: &ExecutionOptions) -> Result<Vec<ResolvedStage>> {
+    job.exchange_buffer_timeouts(&options.buffer_timeout_operators)
+        .map_err(JobError::InvalidJob)?;
     if let Some(e) = job.errors.first() {
         return Err(JobError::InvalidJob(e.clone()));
     }
@@ -207,14 +215,17 @@ pub(crate) fn build_tasks(
     checkpointing: Option<Rc<TaskCheckpointing>>,
 ) -> std::result::Result<Vec<BuiltTask>, (String, TaskFailure)> {
     let mut tasks = Vec::new();
-    for (node, resolved) in job.stages.iter().zip(stages) {
+    for (stage, (node, resolved)) in job.stages.iter().zip(stages).enumerate() {
         for index in (w..resolved.parallelism).step_by(workers) {
-            let subtask = SubtaskMetrics::new(SubtaskId {
-                stage: node.name.clone(),
-                index,
-                parallelism: resolved.parallelism,
-                worker: w,
-            });
+            let subtask = SubtaskMetrics::with_latency(
+                SubtaskId {
+                    stage: node.name.clone(),
+                    index,
+                    parallelism: resolved.parallelism,
+                    worker: w,
+                },
+                &settings.latency,
+            );
             let mut ctx = BuildContext {
                 info: SubtaskInfo {
                     index,
@@ -223,7 +234,10 @@ pub(crate) fn build_tasks(
                     max_parallelism: settings.max_parallelism,
                 },
                 buffer_timeout: settings.buffer_timeout,
+                exchange_buffer_timeouts: settings.exchange_buffer_timeouts.clone(),
                 auto_watermark_interval: settings.auto_watermark_interval,
+                latency_interval: settings.latency.interval,
+                stage,
                 metrics,
                 watermark_alignment: settings.watermark_alignment.clone(),
                 stage_name: &node.name,

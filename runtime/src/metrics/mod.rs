@@ -2,11 +2,13 @@
 //! readings and reports made of them.
 
 pub mod counters;
+pub mod latency;
 pub mod report;
 pub mod subtask;
 pub mod worker;
 
 pub use counters::{ChannelCounters, Counter};
+pub use latency::{LatencyGranularity, LatencyOptions, LatencySource, LatencyStats};
 pub use report::{
     BackpressureLevel, GaugeSummary, IoRates, MetricsSnapshot, SubtaskSnapshot, SubtaskSummary,
     TimeShares,

@@ -1,11 +1,15 @@
 //! Per-subtask metrics: how a subtask's wall time splits into busy,
-//! backpressured and idle, records and bytes in and out.
+//! backpressured and idle, records and bytes in and out, and the latency
+//! of the markers reaching it ([`crate::metrics::latency`]).
 
 use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use weir_net::LatencyMarker;
+
 use crate::metrics::counters::{ns_since, ChannelCounters};
+use crate::metrics::latency::{LatencyOptions, LatencySource, LatencyStats, LatencyWindows};
 
 /// What a subtask is doing, for the split of its wall time (see the module
 /// documentation).
@@ -86,6 +90,9 @@ struct SubtaskShared {
     /// The combined watermark of its inputs (`i64::MIN`: none yet, or
     /// no input gate).
     input_watermark: AtomicI64,
+    /// The latency of the markers that reached it, per source (written
+    /// once per marker, by its input gate).
+    latency: Mutex<LatencyWindows>,
 }
 
 /// One subtask's metrics, shared by the components that write them (its
@@ -107,6 +114,11 @@ pub(crate) struct TimeReading {
 impl SubtaskMetrics {
     /// Metrics of subtask `id`, not started yet.
     pub fn new(id: SubtaskId) -> Self {
+        Self::with_latency(id, &LatencyOptions::default())
+    }
+
+    /// Metrics of subtask `id`, keeping marker latencies as `latency` says.
+    pub fn with_latency(id: SubtaskId, latency: &LatencyOptions) -> Self {
         Self(Arc::new(SubtaskShared {
             id,
             seq: AtomicU64::new(0),
@@ -120,7 +132,26 @@ impl SubtaskMetrics {
             records_in: AtomicU64::new(0),
             records_out: AtomicU64::new(0),
             input_watermark: AtomicI64::new(i64::MIN),
+            latency: Mutex::new(LatencyWindows::new(latency)),
         }))
+    }
+
+    /// Records the latency of markers that arrived: (marker, arrival in ns
+    /// on the metrics clock).
+    pub(crate) fn record_latency(&self, arrived: &[(LatencyMarker, u64)]) {
+        let mut windows = self.0.latency.lock().unwrap_or_else(|e| e.into_inner());
+        for (marker, at) in arrived {
+            windows.record(marker, *at);
+        }
+    }
+
+    /// The latency from each source to this subtask, over the last markers.
+    pub fn latency(&self) -> Vec<(LatencySource, LatencyStats)> {
+        self.0
+            .latency
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .stats()
     }
 
     /// Who this is.

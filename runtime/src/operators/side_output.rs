@@ -354,6 +354,10 @@ impl<C: ChainControl> ChainControl for WithSides<C> {
         self.out.on_watermark_status(status);
         self.each(|c| c.on_watermark_status(status));
     }
+    /// Down the main output only: a marker exists once in the job.
+    fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+        self.out.on_latency_marker(marker);
+    }
     fn failure(&self) -> Option<&TaskError> {
         if let Some(e) = self.out.failure() {
             return Some(e);

@@ -354,6 +354,9 @@ impl<S: Sink> ChainControl for SinkOp<S> {
 
     fn on_watermark_status(&mut self, _status: weir_net::WatermarkStatus) {}
 
+    /// A marker ends at a sink (its task recorded it on arrival).
+    fn on_latency_marker(&mut self, _marker: weir_net::LatencyMarker) {}
+
     #[inline]
     fn failure(&self) -> Option<&TaskError> {
         self.failure.as_ref()

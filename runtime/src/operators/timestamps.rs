@@ -353,6 +353,9 @@ where
     fn on_watermark_status(&mut self, _status: WatermarkStatus) {
         // This link decides its stream's status itself.
     }
+    fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+        self.out.on_latency_marker(marker)
+    }
 
     #[inline]
     fn failure(&self) -> Option<&TaskError> {

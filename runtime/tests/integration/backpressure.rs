@@ -16,7 +16,7 @@ fn tiny_pools(workers: usize) -> ExecutionOptions {
     o.segment_size = 64;
     o.buffers_per_channel = 1;
     o.floating_buffers = 0;
-    o.buffer_timeout = Duration::ZERO;
+    o.buffer_timeout = Duration::ZERO.into();
     o
 }
 
@@ -34,7 +34,7 @@ fn tiny_buffers_and_pools_three_workers_on_two_cores() {
 fn tiny_buffers_with_full_buffers_and_a_timeout() {
     // Same tiny pools, but buffers fill up before they are sent.
     let mut o = tiny_pools(2);
-    o.buffer_timeout = Duration::from_millis(5);
+    o.buffer_timeout = Duration::from_millis(5).into();
     check_w1(W1Case::new(100_000, 1_000, o));
 }
 
@@ -83,14 +83,14 @@ fn flat_map_of_fifty_records_per_input_with_tiny_pools_two_workers() {
 #[test]
 fn buffer_timeout_zero() {
     let mut o = options(2);
-    o.buffer_timeout = Duration::ZERO;
+    o.buffer_timeout = Duration::ZERO.into();
     check_w1(W1Case::new(200_000, 1_000, o));
 }
 
 #[test]
 fn buffer_timeout_fifty_ms() {
     let mut o = options(2);
-    o.buffer_timeout = Duration::from_millis(50);
+    o.buffer_timeout = Duration::from_millis(50).into();
     check_w1(W1Case::new(200_000, 1_000, o));
 }
 
@@ -99,6 +99,6 @@ fn buffer_timeout_fifty_ms_with_few_records_per_channel() {
     // So few records that no buffer ever fills: only the timeout and the end
     // of input can send them.
     let mut o = options(3);
-    o.buffer_timeout = Duration::from_millis(50);
+    o.buffer_timeout = Duration::from_millis(50).into();
     check_w1(W1Case::new(30, 7, o));
 }

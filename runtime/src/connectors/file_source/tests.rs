@@ -78,6 +78,7 @@ impl<T> ChainControl for Tail<T> {
     fn publish_metrics(&mut self) {}
     fn on_watermark(&mut self, _watermark: i64) {}
     fn on_watermark_status(&mut self, _status: weir_net::WatermarkStatus) {}
+    fn on_latency_marker(&mut self, _marker: weir_net::LatencyMarker) {}
     fn failure(&self) -> Option<&crate::chain::error::TaskError> {
         None
     }

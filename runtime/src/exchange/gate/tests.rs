@@ -306,6 +306,9 @@ fn a_barrier_interrupts_a_buffer_and_captures_its_rest() {
         fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
             self.out.on_watermark_status(status);
         }
+        fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+            self.out.on_latency_marker(marker);
+        }
         fn failure(&self) -> Option<&crate::chain::error::TaskError> {
             self.out.failure()
         }
@@ -464,6 +467,7 @@ enum Seen {
     Record(u64),
     Watermark(i64),
     Status(weir_net::WatermarkStatus),
+    Marker(weir_net::LatencyMarker),
 }
 
 #[derive(Default)]
@@ -491,6 +495,9 @@ impl crate::chain::control::ChainControl for Log {
     }
     fn on_watermark_status(&mut self, status: weir_net::WatermarkStatus) {
         self.0.push(Seen::Status(status));
+    }
+    fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+        self.0.push(Seen::Marker(marker));
     }
 
     #[inline]

@@ -230,6 +230,9 @@ where
     fn on_watermark_status(&mut self, status: WatermarkStatus) {
         self.out.on_watermark_status(status);
     }
+    fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+        self.out.on_latency_marker(marker)
+    }
 
     #[inline]
     fn failure(&self) -> Option<&TaskError> {
@@ -321,6 +324,9 @@ where
     }
     fn on_watermark_status(&mut self, status: WatermarkStatus) {
         self.out.on_watermark_status(status)
+    }
+    fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+        self.out.on_latency_marker(marker)
     }
 
     #[inline]

@@ -94,6 +94,7 @@ fn op(clock: Rc<Cell<i64>>) -> Op {
             finished: false,
             watermarks: Vec::new(),
             statuses: Vec::new(),
+            markers: Vec::new(),
         },
         "timers",
         &info,

@@ -71,14 +71,17 @@ where
             }
         }
         source.open(ctx.wakeup.clone());
-        Ok(Box::new(SourceTask::new(
-            ctx.task_name(),
-            self.uid.clone(),
-            ctx.info,
-            source,
-            out,
-            ctx.metrics.source_records.clone(),
-            ctx.checkpointing.clone(),
-        )))
+        Ok(Box::new(
+            SourceTask::new(
+                ctx.task_name(),
+                self.uid.clone(),
+                ctx.info,
+                source,
+                out,
+                ctx.metrics.source_records.clone(),
+                ctx.checkpointing.clone(),
+            )
+            .with_latency_markers(ctx.latency_interval, ctx.stage),
+        ))
     }
 }

@@ -11,7 +11,9 @@ use crate::checkpoint::task::TaskCheckpointing;
 use crate::core::barrier::BarrierMode;
 use crate::core::snapshot::TaskSnapshot;
 use crate::core::subtask::SubtaskInfo;
+use crate::core::time::earliest;
 use crate::metrics::counters::Counter;
+use crate::metrics::latency::MarkerEmitter;
 use crate::operators::source::function::{Source, SourcePoll};
 
 /// Records a source may emit per poll before the worker looks at its inputs.
@@ -39,6 +41,8 @@ pub struct SourceTask<S, C> {
     exhausted: bool,
     /// The error the source reported ([`Source::check`]).
     failed: Option<TaskError>,
+    /// Latency markers, when tracking is on (`metrics.latency.interval`).
+    markers: Option<MarkerEmitter>,
 }
 
 impl<S, C> SourceTask<S, C> {
@@ -67,7 +71,16 @@ impl<S, C> SourceTask<S, C> {
             notified: injected,
             exhausted: false,
             failed: None,
+            markers: None,
         }
+    }
+
+    /// Emits a latency marker every `interval` (`None`: none), naming
+    /// itself stage `stage`.
+    pub fn with_latency_markers(mut self, interval: Option<Duration>, stage: usize) -> Self {
+        self.markers =
+            interval.map(|i| MarkerEmitter::new(i, stage, self.info.index, Instant::now()));
+        self
     }
 }
 
@@ -88,6 +101,7 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
             notified,
             exhausted,
             failed,
+            markers,
         } = self;
         head.poll(now, |out| {
             let mut step = InputStep::default();
@@ -145,6 +159,14 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
                 step.ended = true;
                 return step;
             }
+            // Markers go out whatever the output's credit (they queue
+            // behind the records before them), until the input ends.
+            if let Some(m) = markers {
+                if let Some(marker) = m.due(now) {
+                    out.on_latency_marker(marker);
+                }
+                step.deadline = Some(m.next());
+            }
             if !out.is_available() {
                 return step;
             }
@@ -157,7 +179,7 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
                     step.more = n >= SOURCE_BUDGET;
                 }
                 SourcePoll::Idle { until } => {
-                    step.deadline = until;
+                    step.deadline = earliest(step.deadline, until);
                     // Idle is where a source that met an error stops (off
                     // the per-record path): ask it.
                     if let Err(message) = source.check() {

@@ -169,6 +169,51 @@ fn an_exchange_output_broadcasts_watermarks_behind_its_buffers() {
     }
 }
 
+#[test]
+fn an_exchange_output_sends_a_latency_marker_into_one_channel_behind_its_buffer() {
+    use weir_net::{ChannelEvent, LatencyMarker};
+
+    let marker = |source_subtask| LatencyMarker {
+        marked_ns: 7,
+        source_stage: 0,
+        source_subtask,
+    };
+    let (mut out, mut receivers) = exchange(|r: &u64| *r, 2, 8, 1024);
+    // Channel 0 holds a partly filled buffer; channel 1 none.
+    let on_0 = (0..100u64)
+        .find(|r| {
+            weir_state::KeyGroupAssigner::new(128, 2)
+                .subtask_for_hash(weir_state::KeyHash::key_hash(r))
+                == 0
+        })
+        .expect("a key of channel 0");
+    out.collect(on_0);
+    // Markers go to channel 0, 1, 0: those of channel 0 wait behind its
+    // buffer (for its timeout, as the records do); channel 1's goes at once.
+    for m in 0..3 {
+        out.on_latency_marker(marker(m));
+    }
+    assert!(receivers[0].recv().is_none(), "nothing shipped yet");
+    assert!(matches!(
+        receivers[1].recv(),
+        Some(ChannelEvent::LatencyMarker(m)) if m == marker(1)
+    ));
+    out.on_watermark(42);
+    let rx = &mut receivers[0];
+    assert!(matches!(rx.recv(), Some(ChannelEvent::Buffer(b)) if b.records() == 1));
+    for m in [0, 2] {
+        assert!(matches!(rx.recv(), Some(ChannelEvent::LatencyMarker(x)) if x == marker(m)));
+    }
+    assert!(matches!(rx.recv(), Some(ChannelEvent::Watermark(42))));
+    assert!(rx.recv().is_none());
+    // Once data ended, markers are dropped.
+    out.end_input();
+    out.on_latency_marker(marker(9));
+    while let Some(e) = receivers[1].recv() {
+        assert!(!matches!(e, ChannelEvent::LatencyMarker(_)), "{e:?}");
+    }
+}
+
 /// A timestamps link in front of a key_by exchange takes runs of records
 /// (`collect_many`, how sources hand them over) exactly as it takes them
 /// one by one: the same records on every channel in the same order, the

@@ -87,6 +87,7 @@ where
             finished: false,
             watermarks: Vec::new(),
             statuses: Vec::new(),
+            markers: Vec::new(),
         },
         "window",
         &info(),

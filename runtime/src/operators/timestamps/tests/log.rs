@@ -71,6 +71,10 @@ impl ChainControl for LogTail {
     fn on_watermark_status(&mut self, status: WatermarkStatus) {
         self.events.push(Event::Status(status));
     }
+    fn on_latency_marker(&mut self, marker: weir_net::LatencyMarker) {
+        // Not what these tests look at.
+        let _ = marker;
+    }
     fn failure(&self) -> Option<&TaskError> {
         None
     }

@@ -62,6 +62,7 @@ fn harness<F: KeyedProcessFunction<Key = u64, In = Rec>>(f: F) -> Harness<F> {
             finished: false,
             watermarks: Vec::new(),
             statuses: Vec::new(),
+            markers: Vec::new(),
         },
         "window",
         &info,

@@ -1,0 +1,101 @@
+//! The buffer timeout every way a Flink user sets it (issue 23, configs/
+//! README.md), through the binary: W3 at a trickle (2,000 records/s, far
+//! from filling a buffer) shows what each setting does to the latency of
+//! its records, so each key is seen to take effect, not only to parse.
+
+use std::process::Command;
+
+mod support;
+use support::{Scratch, WEIR};
+
+/// W3's median latency (µs) and its exit status's code, with `sets` and
+/// optionally a config file.
+fn w3(sets: &[&str], config: Option<&std::path::Path>) -> (Option<f64>, i32, String) {
+    let mut c = Command::new(WEIR);
+    c.args([
+        "bench",
+        "w3",
+        "--rate",
+        "2000",
+        "--warmup",
+        "1",
+        "--duration",
+        "2",
+    ])
+    .args(["--workers", "2", "--quiet"])
+    .args(["--set", "weir.worker.pin-cores=false"]);
+    if let Some(path) = config {
+        c.arg("--config").arg(path);
+    }
+    for s in sets {
+        c.args(["--set", s]);
+    }
+    let out = c.env_remove("RUST_LOG").output().expect("run weir");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let p50 = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .and_then(|j| {
+            assert_eq!(j["checksum"], j["expected_checksum"], "{j}");
+            j["latency_us"]["p50"].as_f64()
+        });
+    (p50, out.status.code().unwrap_or(-1), stderr)
+}
+
+#[test]
+fn each_buffer_timeout_key_decides_how_long_records_wait() {
+    let ms = 1000.0;
+    // The default, 100 ms: a record waits for its buffer's timeout, about
+    // half of it on average.
+    let (p50, code, err) = w3(&[], None);
+    let p50 = p50.unwrap_or_else(|| panic!("exit {code}: {err}"));
+    assert!(
+        (20.0 * ms..100.0 * ms).contains(&p50),
+        "default: p50 {p50} us"
+    );
+    // Flink 2's name for it.
+    let (p50, ..) = w3(&["execution.buffer-timeout.interval=10ms"], None);
+    let p50 = p50.expect("a result");
+    assert!((1.0 * ms..10.0 * ms).contains(&p50), "10ms: p50 {p50} us");
+    // Only full buffers: records wait until the end of the run flushes
+    // them (a buffer holds more than the whole run sends per channel).
+    for set in [
+        "execution.buffer-timeout.enabled=false",
+        "execution.buffer-timeout=-1",
+    ] {
+        let (p50, ..) = w3(&[set], None);
+        let p50 = p50.expect("a result");
+        assert!(p50 > 300.0 * ms, "{set}: p50 {p50} us");
+    }
+    // The source's own timeout of 0 beats the job's 100 ms.
+    let (p50, ..) = w3(&["execution.buffer-timeout.operators=w3-source=0ms"], None);
+    let p50 = p50.expect("a result");
+    assert!(p50 < 10.0 * ms, "w3-source=0ms: p50 {p50} us");
+}
+
+#[test]
+fn a_config_file_sets_them_as_a_table_and_bad_ones_are_named() {
+    let s = Scratch::new("buffer-timeout", "config");
+    let file = s.join("job.toml");
+    std::fs::write(
+        &file,
+        "[execution.buffer-timeout]\nenabled = true\ninterval = \"100ms\"\noperators = \"w3-source = 0ms\"\n",
+    )
+    .expect("write the config");
+    let (p50, code, err) = w3(&[], Some(&file));
+    let p50 = p50.unwrap_or_else(|| panic!("exit {code}: {err}"));
+    assert!(p50 < 10_000.0, "p50 {p50} us");
+
+    let (p50, code, err) = w3(&["execution.buffer-timeout.operators=w3-sauce=0ms"], None);
+    assert_eq!((p50, code), (None, 2), "{err}");
+    assert!(
+        err.contains("names `w3-sauce`, which is not an operator of job `w3-latency`")
+            && err.contains("w3-source, w3-keyed-count, w3-latency-sink"),
+        "{err}"
+    );
+    let (_, code, err) = w3(&["execution.buffer-timeout.operators=w3-source"], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`w3-source` is not `uid=timeout`"), "{err}");
+}

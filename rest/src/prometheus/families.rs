@@ -22,7 +22,8 @@
 //! [`Families`], whose helpers write a job-scoped or a per-subtask family
 //! of counters or gauges ([`Families::job_family`] and
 //! [`Families::task_family`] take any value the encoder can write, a
-//! histogram included).
+//! histogram included; [`Families::subtask_family`] any scope and labels
+//! of its own beside a subtask's).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -98,8 +99,19 @@ impl Collector for JobCollector {
 
 /// Writes every family of `view`.
 pub fn encode_view(view: &JobView, encoder: DescriptorEncoder<'_>) -> fmt::Result {
-    let mut families = Families { view, encoder };
-    FAMILIES.iter().try_for_each(|family| family(&mut families))
+    with_families(view, encoder, |families| {
+        FAMILIES.iter().try_for_each(|family| family(families))
+    })
+}
+
+/// Runs `write` over the families of `view` (what a collector of other
+/// families, or a test of one, starts from).
+pub fn with_families(
+    view: &JobView,
+    encoder: DescriptorEncoder<'_>,
+    write: impl FnOnce(&mut Families<'_, '_>) -> fmt::Result,
+) -> fmt::Result {
+    write(&mut Families { view, encoder })
 }
 
 /// The labels of a job-scoped sample.
@@ -162,12 +174,36 @@ impl Families<'_, '_> {
         kind: MetricType,
         mut sample: impl FnMut(&SubtaskView, &mut MetricEncoder<'_>) -> fmt::Result,
     ) -> fmt::Result {
-        let full = format!("{PREFIX}_{TASK_SCOPE}_{name}");
+        self.subtask_family(TASK_SCOPE, name, help, kind, |_, s, labels, family| {
+            sample(s, &mut family.encode_family(&labels)?)
+        })
+    }
+
+    /// The general per-subtask family, `weir_<scope>_<name>`: `sample`
+    /// gets each subtask with its labels ([`task_labels`]) and the
+    /// family's encoder, and writes any number of samples, each through
+    /// `family.encode_family(&labels)` with labels of its own added (a
+    /// latency histogram's source, say, as Flink's
+    /// `taskmanager_job_latency_...` families have).
+    pub fn subtask_family(
+        &mut self,
+        scope: &str,
+        name: &str,
+        help: &str,
+        kind: MetricType,
+        mut sample: impl FnMut(
+            &VertexView,
+            &SubtaskView,
+            Vec<(&'static str, Cow<'_, str>)>,
+            &mut MetricEncoder<'_>,
+        ) -> fmt::Result,
+    ) -> fmt::Result {
+        let full = format!("{PREFIX}_{scope}_{name}");
         let mut family = self.encoder.encode_descriptor(&full, help, None, kind)?;
         for v in &self.view.vertices {
             for s in &v.subtasks {
-                let labels = task_labels(self.view, v, s);
-                sample(s, &mut family.encode_family(&labels)?)?;
+                let labels = task_labels(self.view, v, s).to_vec();
+                sample(v, s, labels, &mut family)?;
             }
         }
         Ok(())

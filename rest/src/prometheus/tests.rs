@@ -467,3 +467,56 @@ fn a_range_takes_the_next_free_port_and_a_taken_port_is_an_error() {
     let took = server.local_addr().port();
     assert!(took > port && took <= port + 5, "{took} not after {port}");
 }
+
+/// A family with labels of its own beside a subtask's, in another scope
+/// (as the latency histograms to come): one more function, and the
+/// exposition stays well-formed.
+#[test]
+fn a_family_may_add_labels_and_take_another_scope() {
+    use prometheus_client::encoding::DescriptorEncoder;
+    use prometheus_client::metrics::MetricType;
+
+    use super::families::Families;
+
+    fn per_source(f: &mut Families<'_, '_>) -> std::fmt::Result {
+        f.subtask_family(
+            "taskmanager_job_latency",
+            "marker_count",
+            "Markers per source.",
+            MetricType::Gauge,
+            |v, s, labels, family| {
+                if v.id != COUNT {
+                    return Ok(());
+                }
+                for source in 0..2u64 {
+                    let mut l = labels.clone();
+                    l.push(("source_subtask_index", source.to_string().into()));
+                    family
+                        .encode_family(&l)?
+                        .encode_gauge(&(s.index as u64 * 10 + source))?;
+                }
+                Ok(())
+            },
+        )
+    }
+    #[derive(Debug)]
+    struct One(JobView);
+    impl prometheus_client::collector::Collector for One {
+        fn encode(&self, encoder: DescriptorEncoder) -> std::fmt::Result {
+            families::with_families(&self.0, encoder, per_source)
+        }
+    }
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(One(view())));
+    let text = exposition(&registry, true).unwrap().0;
+    assert!(
+        text.contains("# TYPE weir_taskmanager_job_latency_marker_count gauge\n"),
+        "{text}"
+    );
+    let line = format!(
+        "weir_taskmanager_job_latency_marker_count{{{},source_subtask_index=\"1\"}} 11\n",
+        labels(COUNT, "w1-keyed-count -> w1-sink", 1)
+    );
+    assert!(text.contains(&line), "no {line}\n{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("weir_")).count(), 4);
+}

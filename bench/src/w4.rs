@@ -22,7 +22,7 @@ use weir_runtime::core::units::format_duration;
 use weir_runtime::exec::progress::human_rate;
 use weir_runtime::{
     execute_with_progress, CheckpointRecord, CheckpointSummary, Config, ConfigError,
-    ExecutionOptions, JobError, Progress,
+    ExecutionOptions, JobError, JobHandle, Progress,
 };
 
 use crate::harness::DEFAULT_KEYS;
@@ -335,14 +335,16 @@ impl W4Report {
 }
 
 /// Runs W4 as `setup` says (`job.keys`, `job.duration`, `job.rate` and
-/// `job.records` if set, and the engine keys); deletes the temporary
-/// checkpoint directory afterwards.
-pub fn run(setup: &W4Setup, quiet: bool) -> Result<W4Report, JobError> {
+/// `job.records` if set, and the engine keys), publishing into `handle`
+/// what the control plane (a REST endpoint and its dashboard) shows;
+/// deletes the temporary checkpoint directory afterwards.
+pub fn run(setup: &W4Setup, quiet: bool, handle: JobHandle) -> Result<W4Report, JobError> {
     let (config, params) = (&setup.config, &setup.params);
     let mut options = ExecutionOptions::from_config(config);
     if quiet {
         options.progress_interval = Duration::ZERO;
     }
+    options.handle = handle;
     let workers = options.workers;
     let keys = params.keys.unwrap_or(DEFAULT_KEYS);
     let results = SinkResults::new(workers);

@@ -16,9 +16,11 @@
 //!
 //! Modules: [`error`] (why an endpoint could not start), [`shapes`] (the
 //! JSON of each view), [`routes`] (paths, methods, token, limits),
+//! [`dashboard`] (the web dashboard at `/`, its files embedded),
 //! [`prometheus`] (the job's metrics for Prometheus to scrape, on a port
 //! and thread of their own), `server` (the thread each endpoint runs on).
 
+pub mod dashboard;
 pub mod error;
 pub mod prometheus;
 pub mod routes;

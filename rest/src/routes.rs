@@ -17,7 +17,7 @@ use serde_json::Value;
 use weir_runtime::exec::handle::VertexView;
 use weir_runtime::{CheckpointRecord, JobHandle, JobView};
 
-use crate::shapes;
+use crate::{dashboard, shapes};
 use crate::{MAX_BODY, REQUEST_TIMEOUT};
 
 /// What every handler gets.
@@ -37,10 +37,11 @@ fn ok(v: Value) -> Reply {
 }
 
 /// The router: every path of docs/REST.md; with `token`, every request
-/// must carry `Authorization: Bearer <token>`.
+/// must carry `Authorization: Bearer <token>`, except for the dashboard's
+/// files ([`crate::dashboard`]), which hold no data of the job.
 pub fn router(handle: JobHandle, token: Option<String>) -> Router {
     let app = App { handle };
-    Router::new()
+    let api = Router::new()
         .route("/config", get(config))
         .route("/overview", get(overview))
         .route("/jobs", get(jobs))
@@ -77,7 +78,8 @@ pub fn router(handle: JobHandle, token: Option<String>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(middleware::from_fn_with_state(token, authorize))
+        .layer(middleware::from_fn_with_state(token, authorize));
+    api.merge(dashboard::router().method_not_allowed_fallback(method_not_allowed))
         .layer(middleware::from_fn(time_limit))
 }
 

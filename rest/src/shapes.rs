@@ -188,15 +188,37 @@ pub fn job_details(view: &JobView) -> Value {
             "jid": view.job_id,
             "name": view.name,
             "type": "STREAMING",
-            "nodes": view.vertices.iter().map(|v| json!({
-                "id": v.id,
-                "parallelism": v.parallelism,
-                "operator": "",
-                "operator_strategy": "",
-                "description": v.name,
-            })).collect::<Vec<_>>(),
+            "nodes": view.vertices.iter().map(plan_node).collect::<Vec<_>>(),
         },
     })
+}
+
+/// A vertex in the plan of `GET /jobs/:id`, with the edges into it as
+/// Flink gives them (none for a source's vertex).
+fn plan_node(v: &VertexView) -> Value {
+    let mut node = json!({
+        "id": v.id,
+        "parallelism": v.parallelism,
+        "operator": "",
+        "operator_strategy": "",
+        "description": v.name,
+    });
+    if !v.inputs.is_empty() {
+        node["inputs"] = v
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(num, i)| {
+                json!({
+                    "num": num,
+                    "id": i.vertex,
+                    "ship_strategy": i.ship_strategy,
+                    "exchange": "pipelined_bounded",
+                })
+            })
+            .collect();
+    }
+    node
 }
 
 /// `GET /jobs/:id/vertices/:vid`: the vertex and each subtask's metrics.

@@ -25,6 +25,10 @@
 //!
 //! Every job serves its REST endpoint ([`rest`], docs/REST.md); `weir
 //! list|savepoint|stop|cancel` are its clients ([`control`]).
+//!
+//! `weir tune buffer-timeout` measures W3 at a rate over a sweep of buffer
+//! timeouts and writes the largest that meets a p99 into a config
+//! ([`tune`]).
 
 mod control;
 mod inspect;
@@ -34,6 +38,7 @@ mod nexmark_bench;
 mod rest;
 mod signals;
 mod sql;
+mod tune;
 
 /// mimalloc, not glibc's malloc: a record that owns memory (a `String`
 /// key) is allocated on one core and freed on another, and glibc's free
@@ -145,6 +150,13 @@ enum Command {
         #[command(subcommand)]
         action: nexmark::Action,
     },
+    /// Tune a setting by measuring: `weir tune buffer-timeout --rate R
+    /// --p99 D [--config w3.toml] [--write FILE]` sweeps the buffer timeout
+    /// on W3 and picks the largest one that meets the p99.
+    Tune {
+        #[command(subcommand)]
+        what: tune::Tune,
+    },
     #[command(flatten)]
     Control(control::Control),
 }
@@ -226,6 +238,7 @@ fn main() -> ExitCode {
         Command::Checkpoints { action } => inspect::run(&action),
         Command::Nexmark { action } => nexmark::run(&action),
         Command::Control(c) => control::run(&c),
+        Command::Tune { what } => tune::run(&what),
         Command::Sql { file, common } => match stop_on_signals() {
             Ok(stop) => sql::run(&file, &common, stop),
             Err(code) => code,
@@ -348,7 +361,16 @@ fn main() -> ExitCode {
                 BenchName::W3 => Workload::W3,
                 BenchName::W4 => {
                     let mode = W4Mode::from(mode.unwrap_or(ModeArg::Aligned));
-                    return run_w4(&config, &params, mode, quiet);
+                    // As the other workloads: an endpoint only when
+                    // rest.port is set (the dashboard shows W4's
+                    // backpressure and checkpoints).
+                    let served = match rest::serve(&config, None) {
+                        Ok(s) => s,
+                        Err(code) => return code,
+                    };
+                    let code = run_w4(&config, &params, mode, quiet, served.handle());
+                    served.finish();
+                    return code;
                 }
                 BenchName::W5 | BenchName::Ttl | BenchName::Nexmark => {
                     unreachable!("handled above")
@@ -507,7 +529,13 @@ fn print_report(summary: &str, json: Option<String>, verified: bool) -> ExitCode
 }
 
 /// `weir bench w4`: checkpoints under backpressure (see weir_bench::w4).
-fn run_w4(config: &Config, params: &JobParams, mode: W4Mode, quiet: bool) -> ExitCode {
+fn run_w4(
+    config: &Config,
+    params: &JobParams,
+    mode: W4Mode,
+    quiet: bool,
+    handle: weir_runtime::JobHandle,
+) -> ExitCode {
     if let Err(code) = integer_keys_only(params, "w4") {
         return code;
     }
@@ -518,7 +546,7 @@ fn run_w4(config: &Config, params: &JobParams, mode: W4Mode, quiet: bool) -> Exi
             return ExitCode::from(2);
         }
     };
-    match weir_bench::w4::run(&setup, quiet) {
+    match weir_bench::w4::run(&setup, quiet, handle) {
         Ok(report) => print_report(
             &report.summary(),
             Some(report.to_json().to_string()),

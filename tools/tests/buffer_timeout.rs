@@ -69,6 +69,21 @@ fn each_buffer_timeout_key_decides_how_long_records_wait() {
         let p50 = p50.expect("a result");
         assert!(p50 > 300.0 * ms, "{set}: p50 {p50} us");
     }
+    // weir's adaptive deadline: with nothing queueing, 80% of the target
+    // (16 ms of 20), so the median wait is about half of that and the
+    // slowest records stay under the target.
+    let (p50, ..) = w3(
+        &[
+            "execution.buffer-timeout.interval=auto",
+            "execution.buffer-timeout.latency-target=20ms",
+        ],
+        None,
+    );
+    let p50 = p50.expect("a result");
+    assert!(
+        (2.0 * ms..16.0 * ms).contains(&p50),
+        "auto 20ms: p50 {p50} us"
+    );
     // The source's own timeout of 0 beats the job's 100 ms.
     let (p50, ..) = w3(&["execution.buffer-timeout.operators=w3-source=0ms"], None);
     let p50 = p50.expect("a result");
@@ -98,4 +113,74 @@ fn a_config_file_sets_them_as_a_table_and_bad_ones_are_named() {
     let (_, code, err) = w3(&["execution.buffer-timeout.operators=w3-source"], None);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("`w3-source` is not `uid=timeout`"), "{err}");
+}
+
+#[test]
+fn weir_tune_writes_the_largest_timeout_that_meets_the_p99() {
+    let s = Scratch::new("buffer-timeout", "tune");
+    let file = s.join("tuned.toml");
+    // A config of the user's: its other keys stay.
+    std::fs::write(
+        &file,
+        "job.name = \"w3\"\nexecution.buffer-timeout = \"100ms\"\n\"weir.worker.pin-cores\" = false\n",
+    )
+    .expect("write the config");
+    let tune = |p99: &str| {
+        Command::new(WEIR)
+            .args(["tune", "buffer-timeout", "--rate", "2000", "--p99", p99])
+            .args([
+                "--timeouts",
+                "1ms,10ms,100ms",
+                "--duration",
+                "1s",
+                "--warmup",
+                "1s",
+            ])
+            .args(["--workers", "2", "--config"])
+            .arg(&file)
+            .arg("--write")
+            .arg(&file)
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("run weir tune")
+    };
+    // At 2,000 records/s a buffer never fills: p99 is about the timeout.
+    let out = tune("40ms");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for row in ["| 1ms |", "| 10ms |", "| 100ms |", "| auto (target 40ms) |"] {
+        assert!(stdout.contains(row), "no row {row}:\n{stdout}");
+    }
+    assert!(
+        stdout.contains("chosen: execution.buffer-timeout.interval = 10ms"),
+        "{stdout}"
+    );
+    let written = std::fs::read_to_string(&file).expect("the written config");
+    assert!(
+        written.contains("\"execution.buffer-timeout.interval\" = \"10ms\"")
+            && written.contains("\"weir.worker.pin-cores\" = false")
+            && !written.contains("\"100ms\""),
+        "{written}"
+    );
+    // The written file runs W3 with the chosen timeout.
+    let (p50, code, err) = w3(&[], Some(&file));
+    let p50 = p50.unwrap_or_else(|| panic!("exit {code}: {err}"));
+    assert!(p50 < 10_000.0, "p50 {p50} us with 10ms");
+
+    // A target nothing meets: exit 1, the file untouched.
+    let out = tune("1us");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no buffer timeout met p99 <= 1us at 2000 records/s; the lowest p99 was"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("still there"),
+        written
+    );
 }

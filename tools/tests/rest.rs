@@ -659,6 +659,12 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
         "watermarks",
         "savepoints",
         "exceptions",
+        "metrics",
+        "web",
+        "dashboard.js",
+        "index.html",
+        "?get=0.numRecordsIn,%2C%2C,latency.x&agg=sum,avg",
+        "?agg=median",
         "..",
         "%00",
         "%2e%2e",
@@ -959,8 +965,18 @@ fn vertex_and_aggregated_subtask_metrics_answer_in_flinks_shapes() {
     let mut p = Proc::spawn(&s, "w1", w1(&s, 2, 2_000_000, 200_000, "1h", &[]));
     let rest = Rest::new(&endpoint(&mut p));
     let job = rest.job_id();
-    let vertices = rest.get(&format!("/jobs/{job}"))["vertices"].clone();
+    let details = rest.get(&format!("/jobs/{job}"));
+    let vertices = details["vertices"].clone();
     let keyed = vertices[1]["id"].as_str().expect("a vertex id").to_owned();
+    // The plan's edges, as Flink gives them: the key_by into the keyed
+    // stage, nothing into the source's.
+    let nodes = &details["plan"]["nodes"];
+    assert!(nodes[0].get("inputs").is_none(), "{nodes}");
+    assert_eq!(
+        nodes[1]["inputs"],
+        json!([{"num": 0, "id": vertices[0]["id"], "ship_strategy": "HASH", "exchange": "pipelined_bounded"}]),
+        "{nodes}"
+    );
     // Wait until both keyed subtasks read records.
     let since = Instant::now();
     let per_subtask = loop {

@@ -39,7 +39,7 @@ impl<'j, T: Wire, B: ChainBuilder<T>> Stream<'j, T, B> {
     /// each record reaches every subtask of the operator the returned
     /// stream is connected to.
     pub fn broadcast(self) -> BroadcastStream<T> {
-        let exchange = self.job.new_exchange();
+        let exchange = self.job.new_exchange("BROADCAST");
         self.end_with(FanOutTail::<T>::new(exchange, true), exchange);
         BroadcastStream {
             exchange,
@@ -149,7 +149,7 @@ impl<'j, A: Wire, B0: ChainBuilder<A>> Stream<'j, A, B0> {
         self,
         broadcast: BroadcastStream<B>,
     ) -> BroadcastConnectedStream<'j, A, B> {
-        let exchange = self.job.new_exchange();
+        let exchange = self.job.new_exchange("REBALANCE");
         let job = self.end_with(FanOutTail::<A>::new(exchange, false), exchange);
         BroadcastConnectedStream {
             job,

@@ -44,6 +44,9 @@ pub(crate) struct StageNode {
 pub(crate) struct Dataflow {
     pub(crate) stages: Vec<StageNode>,
     pub(crate) exchanges: usize,
+    /// How each exchange partitions (Flink's ship strategy: `HASH`,
+    /// `REBALANCE`, `FORWARD`, `BROADCAST`, ...), by exchange number.
+    pub(crate) ship_strategies: Vec<&'static str>,
     pub(crate) uids: Vec<String>,
     pub(crate) errors: Vec<String>,
     /// Further inputs of stages reading more than one exchange (two-input
@@ -81,6 +84,7 @@ pub(crate) struct JobPlan {
     name: String,
     pub(crate) stages: Vec<StageNode>,
     pub(crate) exchanges: usize,
+    ship_strategies: Vec<&'static str>,
     uids: Vec<String>,
     pub(crate) errors: Vec<String>,
     pub(crate) co_inputs: Vec<(usize, usize)>,
@@ -167,9 +171,10 @@ impl JobGraph {
     }
 
     /// A new exchange's number.
-    pub(crate) fn new_exchange(&self) -> usize {
+    pub(crate) fn new_exchange(&self, ship_strategy: &'static str) -> usize {
         let mut flow = self.flow.borrow_mut();
         flow.exchanges += 1;
+        flow.ship_strategies.push(ship_strategy);
         flow.exchanges - 1
     }
 
@@ -243,6 +248,7 @@ impl JobGraph {
             name: self.name,
             stages: flow.stages,
             exchanges: flow.exchanges,
+            ship_strategies: flow.ship_strategies,
             uids: flow.uids,
             errors: flow.errors,
             co_inputs: flow.co_inputs,
@@ -342,6 +348,22 @@ impl JobPlan {
         &self.name
     }
 
+    /// The stages feeding stage `stage`, each with the ship strategy of its
+    /// edge, in exchange order.
+    pub(crate) fn stage_inputs(&self, stage: usize) -> Vec<(usize, &'static str)> {
+        let mut inputs = Vec::new();
+        for (from, node) in self.stages.iter().enumerate() {
+            for &e in &node.outputs {
+                if self.stage_receives(stage, e) {
+                    let strategy = self.ship_strategies.get(e).copied().unwrap_or("UNKNOWN");
+                    inputs.push((e, from, strategy));
+                }
+            }
+        }
+        inputs.sort();
+        inputs.into_iter().map(|(_, from, s)| (from, s)).collect()
+    }
+
     /// Whether stage `stage` reads exchange `exchange` (as its input or as
     /// a further input of a stage reading several).
     pub(crate) fn stage_receives(&self, stage: usize, exchange: usize) -> bool {
@@ -439,5 +461,39 @@ mod tests {
         assert!(plan(&[("b", ms(1)), ("c", ms(1))])
             .exchange_buffer_timeouts(&OperatorTimeouts::default())
             .is_ok());
+    }
+
+    #[test]
+    fn a_stage_knows_the_stages_feeding_it_and_how() {
+        // a ==REBALANCE==> b; c and e ==union (FORWARD)==> the union's
+        // stage ==BROADCAST==> sink.
+        let job = JobGraph::new("edges");
+        job.source("a", |info| SequenceSource::new(info, 10, |i| i))
+            .rebalance()
+            .map("b", |x: u64| x)
+            .sink("b-sink", |_| Discard);
+        let c = job.source("c", |info| SequenceSource::new(info, 10, |i| i));
+        let e = job.source("e", |info| SequenceSource::new(info, 10, |i| i));
+        c.union(e)
+            .map("u", |x: u64| x)
+            .broadcast_all()
+            .sink("sink", |_| Discard);
+        let plan = job.into_plan();
+        let names: Vec<&str> = plan.stages.iter().map(|s| s.name.as_str()).collect();
+        let stage = |uid: &str| {
+            names
+                .iter()
+                .position(|s| s.split(" -> ").any(|u| u == uid))
+                .unwrap_or_else(|| panic!("no stage runs {uid}: {names:?}"))
+        };
+        let inputs = |uid: &str| plan.stage_inputs(stage(uid));
+        assert_eq!(inputs("a"), [], "{names:?}");
+        assert_eq!(inputs("b"), [(stage("a"), "REBALANCE")], "{names:?}");
+        assert_eq!(
+            inputs("u"),
+            [(stage("c"), "FORWARD"), (stage("e"), "FORWARD")],
+            "{names:?}"
+        );
+        assert_eq!(inputs("sink"), [(stage("u"), "BROADCAST")], "{names:?}");
     }
 }

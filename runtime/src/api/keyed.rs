@@ -27,7 +27,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         K: KeyHash + 'static,
         KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
     {
-        let exchange = self.job.new_exchange();
+        let exchange = self.job.new_exchange("HASH");
         let name = self.name.clone();
         // The stream after the exchange: its timestamps come from this one.
         let stamped = self.stamped.clone().map(|d| TimestampDemand::after([d]));

@@ -132,7 +132,7 @@ impl<'j, T: Wire + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
             Some(union) => union,
             None => {
                 let demand = TimestampDemand::after(self.stamped.clone());
-                let e = job.new_exchange();
+                let e = job.new_exchange(Partitioning::<T>::Forward.ship_strategy());
                 let tail = FanOutTail::with(e, Partitioning::Forward).stamped(Some(demand.clone()));
                 self.end_with(tail, e);
                 (Arc::new(Mutex::new(vec![e])), demand)
@@ -141,7 +141,7 @@ impl<'j, T: Wire + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         if let Some(d) = &other.stamped {
             demand.add_upstream(d.clone());
         }
-        let e = job.new_exchange();
+        let e = job.new_exchange(Partitioning::<T>::Forward.ship_strategy());
         let tail = FanOutTail::with(e, Partitioning::Forward).stamped(Some(demand.clone()));
         other.end_with(tail, e);
         let first = {
@@ -173,7 +173,7 @@ impl<'j, T: Wire + 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         let job = self.job;
         // The stream after the exchange: its timestamps come from this one.
         let stamped = self.stamped.clone().map(|d| TimestampDemand::after([d]));
-        let e = job.new_exchange();
+        let e = job.new_exchange(partitioning.ship_strategy());
         self.end_with(
             FanOutTail::with(e, partitioning).stamped(stamped.clone()),
             e,

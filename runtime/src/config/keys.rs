@@ -23,8 +23,8 @@ fn dur(d: Duration) -> String {
     format_duration(d)
 }
 
-/// `execution.buffer-timeout.interval` and its older name: a duration, or
-/// `-1` (Flink's: only full buffers ship).
+/// `execution.buffer-timeout.interval` and its older name: a duration,
+/// `-1` (Flink's: only full buffers ship) or `auto` (weir's).
 fn set_buffer_timeout(
     c: &mut Config,
     s: &crate::config::value::Setting<'_>,
@@ -33,10 +33,22 @@ fn set_buffer_timeout(
         || matches!(s.text(), Some("-1") | Some("-1ms"));
     if minus_one {
         c.buffer_timeout_enabled = false;
+    } else if s.text().is_some_and(|t| t.eq_ignore_ascii_case("auto")) {
+        c.buffer_timeout_auto = true;
     } else {
         c.buffer_timeout = s.duration()?;
+        c.buffer_timeout_auto = false;
     }
     Ok(())
+}
+
+/// `auto`, or the interval.
+fn get_buffer_timeout(c: &Config) -> String {
+    if c.buffer_timeout_auto {
+        "auto".to_owned()
+    } else {
+        dur(c.buffer_timeout)
+    }
 }
 
 /// An optional count in config syntax (`unset` when absent).
@@ -90,15 +102,24 @@ pub const KEYS: &[Key<Config>] = &[
     },
     Key {
         name: "execution.buffer-timeout.interval",
-        description: "a partly filled output buffer is sent at most this long after its first record; `0ms` sends after every record; `-1` = `execution.buffer-timeout.enabled = false`",
-        get: |c| dur(c.buffer_timeout),
+        description: "a partly filled output buffer is sent at most this long after its first record; `0ms` sends after every record; `-1` = `execution.buffer-timeout.enabled = false`; `auto`: each output channel adapts its deadline to `execution.buffer-timeout.latency-target` (weir's, beyond Flink)",
+        get: get_buffer_timeout,
         set: set_buffer_timeout,
     },
     Key {
         name: "execution.buffer-timeout",
         description: "the older name of `execution.buffer-timeout.interval`, kept as Flink keeps it",
-        get: |c| dur(c.buffer_timeout),
+        get: get_buffer_timeout,
         set: set_buffer_timeout,
+    },
+    Key {
+        name: "execution.buffer-timeout.latency-target",
+        description: "with `execution.buffer-timeout.interval = auto`: the latency (p99) a record's wait in its output buffer plus its queueing before the receiver should stay under; each channel's deadline is what is left of it after the queueing it measures (docs/ARCHITECTURE.md, \"Buffer timeout\"), at least 10us",
+        get: |c| dur(c.buffer_timeout_latency_target),
+        set: |c, s| {
+        c.buffer_timeout_latency_target = s.duration_at_least(Duration::from_micros(10))?;
+            Ok(())
+        },
     },
     Key {
         name: "execution.buffer-timeout.operators",

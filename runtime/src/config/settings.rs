@@ -83,6 +83,11 @@ pub struct Config {
     pub buffer_timeout: Duration,
     /// `execution.buffer-timeout.enabled`: false = only full buffers ship.
     pub buffer_timeout_enabled: bool,
+    /// `execution.buffer-timeout.interval = auto`: each channel adapts its
+    /// deadline to `buffer_timeout_latency_target`.
+    pub buffer_timeout_auto: bool,
+    /// `execution.buffer-timeout.latency-target`: what `auto` aims at.
+    pub buffer_timeout_latency_target: Duration,
     /// `execution.buffer-timeout.operators`: per-operator timeouts.
     pub buffer_timeout_operators: OperatorTimeouts,
     /// `pipeline.auto-watermark-interval`: period of watermark emission; zero = only the final watermark.
@@ -180,6 +185,8 @@ impl Default for Config {
             max_parallelism: 128,
             buffer_timeout: Duration::from_millis(100),
             buffer_timeout_enabled: true,
+            buffer_timeout_auto: false,
+            buffer_timeout_latency_target: Duration::from_millis(1),
             buffer_timeout_operators: OperatorTimeouts::default(),
             auto_watermark_interval: DEFAULT_AUTO_WATERMARK_INTERVAL,
             checkpoint_interval: None,
@@ -223,13 +230,17 @@ impl Default for Config {
 }
 
 impl Config {
-    /// The job-wide buffer timeout: the interval, unless
+    /// The job-wide buffer timeout: the interval (or `auto`), unless
     /// `execution.buffer-timeout.enabled` is false.
     pub fn effective_buffer_timeout(&self) -> BufferTimeout {
-        if self.buffer_timeout_enabled {
-            BufferTimeout::Interval(self.buffer_timeout)
-        } else {
+        if !self.buffer_timeout_enabled {
             BufferTimeout::Disabled
+        } else if self.buffer_timeout_auto {
+            BufferTimeout::Auto {
+                target: self.buffer_timeout_latency_target,
+            }
+        } else {
+            BufferTimeout::Interval(self.buffer_timeout)
         }
     }
 

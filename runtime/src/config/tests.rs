@@ -129,7 +129,8 @@ fn parse_io_and_override_errors() {
 fn to_toml_round_trips() {
     let custom = Config {
         parallelism: Some(2), max_parallelism: 4096, buffer_timeout: ms(0),
-        buffer_timeout_enabled: false,
+        buffer_timeout_enabled: false, buffer_timeout_auto: false,
+        buffer_timeout_latency_target: Duration::from_micros(500),
         buffer_timeout_operators: crate::exchange::flush::OperatorTimeouts::parse("w3-source=0ms, w3-keyed-count=-1").expect("parses"),
         auto_watermark_interval: ms(50),
         segment_size: 1 << 20, buffers_per_channel: 16, floating_buffers_per_gate: 0,
@@ -582,6 +583,15 @@ fn buffer_timeout_keys_as_flink_spells_them() {
     assert_eq!(
         effective("\"execution.buffer-timeout.interval\" = \"-1\""),
         Some(BufferTimeout::Disabled)
+    );
+    // weir's adaptive deadline.
+    assert_eq!(
+        effective("execution.buffer-timeout.interval = \"auto\"\nexecution.buffer-timeout.latency-target = \"2ms\""),
+        Some(BufferTimeout::Auto { target: ms(2) })
+    );
+    assert_eq!(
+        effective("execution.buffer-timeout.latency-target = \"1us\""),
+        None
     );
     // As a table; disabling keeps the interval for when it is enabled again.
     let c = toml("[execution.buffer-timeout]\nenabled = false\ninterval = \"3ms\"").unwrap();

@@ -41,6 +41,20 @@ pub enum Partitioning<T> {
     Custom(ChannelChooser<T>),
 }
 
+impl<T> Partitioning<T> {
+    /// Flink's name of the edge (`ship_strategy` in its REST plan).
+    pub fn ship_strategy(&self) -> &'static str {
+        match self {
+            Self::Broadcast => "BROADCAST",
+            Self::RoundRobin => "REBALANCE",
+            Self::Forward => "FORWARD",
+            Self::Shuffle => "SHUFFLE",
+            Self::Rescale => "RESCALE",
+            Self::Custom(_) => "CUSTOM",
+        }
+    }
+}
+
 impl<T> Clone for Partitioning<T> {
     fn clone(&self) -> Self {
         match self {

@@ -44,7 +44,7 @@ use crate::chain::error::TaskError;
 use crate::core::barrier::BarrierMode;
 use crate::core::snapshot::TaskSnapshot;
 use crate::exchange::alignment::alignment_deadline;
-use crate::exchange::flush::BufferTimeout;
+use crate::exchange::flush::{AdaptiveDeadline, BufferTimeout};
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::subtask::{SubtaskId, SubtaskMetrics};
 
@@ -188,6 +188,9 @@ pub struct ExchangeOutput<T, K, KF> {
     pool: BufferPool,
     /// How long a partly filled buffer may wait (`None`: until full).
     timeout: Option<Duration>,
+    /// With `execution.buffer-timeout.interval = auto`: each channel's own
+    /// deadline, adapted in [`ChainControl::flush`].
+    adaptive: Option<Box<[AdaptiveDeadline]>>,
     flush_every_record: bool,
     available: bool,
     finishing: bool,
@@ -225,7 +228,8 @@ where
         barrier_mode: BarrierMode,
     ) -> Self {
         let buffer_timeout = buffer_timeout.into();
-        let assigner = KeyGroupAssigner::new(max_parallelism, senders.len() as u32);
+        let n = senders.len();
+        let assigner = KeyGroupAssigner::new(max_parallelism, n as u32);
         let capacity = pool.total() + 4;
         let channels = senders
             .into_iter()
@@ -250,6 +254,12 @@ where
             available: pool.available() > 0,
             pool,
             timeout: buffer_timeout.interval(),
+            adaptive: match buffer_timeout {
+                BufferTimeout::Auto { target } => {
+                    Some(vec![AdaptiveDeadline::new(target); n].into_boxed_slice())
+                }
+                _ => None,
+            },
             flush_every_record: buffer_timeout.flushes_every_record(),
             finishing: false,
             max_pool,
@@ -493,13 +503,20 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
         let mut progressed = false;
         let mut next_deadline: Option<Instant> = None;
         let mut waiting = false;
-        for ch in self.channels.iter_mut() {
+        for (c, ch) in self.channels.iter_mut().enumerate() {
+            let timeout = match self.adaptive.as_mut() {
+                Some(a) => {
+                    let backlog = ch.shipped.saturating_sub(ch.counters.taken());
+                    Some(a[c].adapt(now, ch.shipped, backlog))
+                }
+                None => self.timeout,
+            };
             if let Some(at) = ch.convert_late_barrier(now) {
                 next_deadline = Some(next_deadline.map_or(at, |d| d.min(at)));
             }
             progressed |= ch.drain_queue();
             ch.fill = ch.sender.buffer_size();
-            if let (Some(since), Some(timeout)) = (ch.since, self.timeout) {
+            if let (Some(since), Some(timeout)) = (ch.since, timeout) {
                 let due = since + timeout;
                 if due <= now {
                     ch.ship_current();

@@ -119,7 +119,8 @@ fn run_job(
         job.stages
             .iter()
             .zip(stages.iter())
-            .map(|(n, s)| (n.name.clone(), s.parallelism))
+            .enumerate()
+            .map(|(i, (n, s))| (n.name.clone(), s.parallelism, job.stage_inputs(i)))
             .collect(),
         options.checkpointing.as_ref().map(|c| CheckpointingView {
             dir: c.dir.clone(),

@@ -155,9 +155,25 @@ pub struct VertexView {
     pub name: String,
     /// Subtasks.
     pub parallelism: usize,
+    /// The vertices feeding it and how (none for a source's stage).
+    pub inputs: Vec<VertexInput>,
     /// Its subtasks of the current attempt, by index (empty before the
     /// workers built their tasks).
     pub subtasks: Vec<SubtaskView>,
+}
+
+/// A stage as the run describes it: its name, parallelism and the stages
+/// feeding it with their ship strategies.
+pub(crate) type StageDescription = (String, usize, Vec<(usize, &'static str)>);
+
+/// An edge into a vertex.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VertexInput {
+    /// The id of the vertex it comes from.
+    pub vertex: String,
+    /// Flink's ship strategy: `HASH` (key_by), `REBALANCE`, `FORWARD`,
+    /// `BROADCAST`, `RESCALE`, `SHUFFLE` or `CUSTOM`.
+    pub ship_strategy: &'static str,
 }
 
 /// How checkpoints are taken, as a view shows it (what
@@ -251,8 +267,8 @@ struct Plan {
     name: String,
     workers: usize,
     max_parallelism: u32,
-    /// (id, name, parallelism) per stage.
-    stages: Vec<(String, String, usize)>,
+    /// (id, name, parallelism, inputs) per stage.
+    stages: Vec<(String, String, usize, Vec<VertexInput>)>,
     checkpointing: Option<CheckpointingView>,
     restart_strategy: String,
 }
@@ -328,7 +344,7 @@ fn latencies(
                 source_vertex: source
                     .stage
                     .and_then(|i| plan.stages.get(i as usize))
-                    .map(|(id, _, _)| id.clone()),
+                    .map(|(id, ..)| id.clone()),
                 source_subtask: source.subtask,
                 stats,
             })
@@ -389,7 +405,7 @@ impl JobHandle {
         let vertices = plan
             .stages
             .iter()
-            .map(|(id, name, parallelism)| {
+            .map(|(id, name, parallelism, inputs)| {
                 let mut subtasks: Vec<SubtaskView> = snapshot
                     .iter()
                     .flat_map(|s| &s.subtasks)
@@ -418,6 +434,7 @@ impl JobHandle {
                     id: id.clone(),
                     name: name.clone(),
                     parallelism: *parallelism,
+                    inputs: inputs.clone(),
                     subtasks,
                 }
             })
@@ -545,15 +562,31 @@ impl JobHandle {
         name: &str,
         workers: usize,
         max_parallelism: u32,
-        stages: Vec<(String, usize)>,
+        stages: Vec<StageDescription>,
         checkpointing: Option<CheckpointingView>,
         restart_strategy: String,
         stop: &StopRequest,
     ) {
+        let ids: Vec<String> = stages
+            .iter()
+            .enumerate()
+            .map(|(i, (name, ..))| vertex_id(i, name))
+            .collect();
         let stages = stages
             .into_iter()
-            .enumerate()
-            .map(|(i, (name, p))| (vertex_id(i, &name), name, p))
+            .zip(&ids)
+            .map(|((name, p, inputs), id)| {
+                let inputs = inputs
+                    .into_iter()
+                    .filter_map(|(from, strategy)| {
+                        Some(VertexInput {
+                            vertex: ids.get(from)?.clone(),
+                            ship_strategy: strategy,
+                        })
+                    })
+                    .collect();
+                (id.clone(), name, p, inputs)
+            })
             .collect();
         let _ = self.0.plan.set(Plan {
             job_id: job_id.to_owned(),
@@ -759,7 +792,7 @@ mod tests {
             "job",
             1,
             128,
-            vec![("src".into(), 1)],
+            vec![("src".into(), 1, Vec::new())],
             None,
             "none".into(),
             &StopRequest::new(),

@@ -1,0 +1,468 @@
+//! `weir tune buffer-timeout`: sweeps the buffer timeout on W3 (or the W3
+//! job a config file describes) at a given rate, prints what each timeout
+//! gives (latency percentiles and the rate reached), and picks the largest
+//! timeout whose p99 meets the target: the fewest flushes, so the most
+//! throughput headroom, that still meets it. With `--write FILE` the choice
+//! goes into a config file, which is read back to prove it says so.
+//!
+//! Each point is a real run of `weir bench w3` (this binary, as a child
+//! process, so runs do not share a heap or threads), verified as W3
+//! verifies itself; a run that fails or does not verify stops the sweep
+//! with its command and error. `auto` (the adaptive deadline, with the
+//! target as its `latency-target`) is measured beside the fixed timeouts
+//! for comparison; it is never the one written (a fixed timeout is what
+//! Flink's users carry over).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+use weir_runtime::core::units::{format_duration, parse_duration};
+use weir_runtime::exchange::flush::BufferTimeout;
+use weir_runtime::Config;
+
+/// The least `execution.buffer-timeout.latency-target`.
+const MIN_LATENCY_TARGET: std::time::Duration = std::time::Duration::from_micros(10);
+
+/// What `weir tune` tunes.
+#[derive(Subcommand)]
+pub enum Tune {
+    /// Sweep execution.buffer-timeout.interval on W3 at --rate and pick the
+    /// largest timeout whose p99 latency is at most --p99.
+    BufferTimeout(BufferTimeoutArgs),
+}
+
+/// `weir tune buffer-timeout`'s options.
+#[derive(Args)]
+pub struct BufferTimeoutArgs {
+    /// A config file whose job is W3 (job.name = "w3"); its other keys
+    /// (workers, checkpointing, buffers) apply to every run.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Source rate in records/s.
+    #[arg(long)]
+    rate: u64,
+    /// The p99 latency to meet, e.g. 1ms or 500us.
+    #[arg(long, value_name = "DURATION")]
+    p99: String,
+    /// Write the chosen timeout into this config file (created, or updated
+    /// in place: other keys are kept).
+    #[arg(long, value_name = "FILE")]
+    write: Option<PathBuf>,
+    /// The timeouts to try, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0ms,100us,250us,500us,1ms,2ms,5ms,10ms,20ms,50ms,100ms"
+    )]
+    timeouts: Vec<String>,
+    /// Recorded time of each run.
+    #[arg(long, default_value = "5s")]
+    duration: String,
+    /// Warm-up of each run.
+    #[arg(long, default_value = "2s")]
+    warmup: String,
+    /// Workers (parallelism.default).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Overrides a config key for every run: --set key=value (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+/// What one run gave.
+#[derive(Clone, Debug, PartialEq)]
+struct Point {
+    /// The setting, as passed (`2ms`, `auto`).
+    setting: String,
+    /// Latency in µs.
+    p50: f64,
+    p99: f64,
+    p999: f64,
+    max: f64,
+    /// Records per second inside the recorded window.
+    achieved: f64,
+}
+
+/// Runs the command.
+pub fn run(tune: &Tune) -> ExitCode {
+    match tune {
+        Tune::BufferTimeout(args) => match buffer_timeout(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err((code, message)) => {
+                eprintln!("error: {message}");
+                ExitCode::from(code)
+            }
+        },
+    }
+}
+
+fn buffer_timeout(args: &BufferTimeoutArgs) -> Result<(), (u8, String)> {
+    let usage = |m: String| (2, m);
+    let target = parse_duration(&args.p99)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| usage(format!("--p99 {}: not a positive duration", args.p99)))?;
+    let mut timeouts = Vec::new();
+    for t in &args.timeouts {
+        match BufferTimeout::parse(t) {
+            Some(BufferTimeout::Interval(d)) => timeouts.push(d),
+            _ => return Err(usage(format!("--timeouts: `{t}` is not a duration"))),
+        }
+    }
+    timeouts.sort();
+    timeouts.dedup();
+    if let Some(path) = &args.config {
+        // The file must load as any config does (its errors name the key).
+        Config::load_with::<weir_bench::params::JobParams>(Some(path), &[])
+            .map_err(|e| usage(e.to_string()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+        if !names_w3(&text) {
+            return Err(usage(format!(
+                "{}: weir tune sweeps W3 (job.name = \"w3\"); this config names another job",
+                path.display()
+            )));
+        }
+    }
+    println!(
+        "weir tune buffer-timeout: W3 at {} records/s, p99 target {}, {} s recorded per run",
+        args.rate,
+        format_duration(target),
+        args.duration
+    );
+    println!();
+    println!("| buffer timeout | p50 | p99 | p99.9 | max | records/s | meets p99 |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut points = Vec::new();
+    // `auto` beside them, when the target is one it takes (10us or more).
+    let auto = (target >= MIN_LATENCY_TARGET).then(|| "auto".to_owned());
+    let settings = timeouts.iter().map(|d| format_duration(*d)).chain(auto);
+    for setting in settings {
+        let p = run_w3(args, &setting, target)?;
+        let label = if setting == "auto" {
+            format!("auto (target {})", format_duration(target))
+        } else {
+            setting.clone()
+        };
+        println!(
+            "| {label} | {} | {} | {} | {} | {:.0} | {} |",
+            us(p.p50),
+            us(p.p99),
+            us(p.p999),
+            us(p.max),
+            p.achieved,
+            if meets(&p, target, args.rate) {
+                "yes"
+            } else {
+                "no"
+            }
+        );
+        points.push(p);
+    }
+    println!();
+    let fixed: Vec<&Point> = points.iter().filter(|p| p.setting != "auto").collect();
+    let Some(best) = choose(&fixed, target, args.rate) else {
+        let lowest = fixed
+            .iter()
+            .min_by(|a, b| a.p99.total_cmp(&b.p99))
+            .map(|p| format!("; the lowest p99 was {} at {}", us(p.p99), p.setting))
+            .unwrap_or_default();
+        return Err((
+            1,
+            format!(
+                "no buffer timeout met p99 <= {} at {} records/s{lowest}",
+                format_duration(target),
+                args.rate
+            ),
+        ));
+    };
+    println!(
+        "chosen: execution.buffer-timeout.interval = {} (p99 {} at {:.0} records/s)",
+        best.setting,
+        us(best.p99),
+        best.achieved
+    );
+    if let Some(file) = &args.write {
+        let base = match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match &args.config {
+                Some(c) => std::fs::read_to_string(c).unwrap_or_default(),
+                None => String::new(),
+            },
+            Err(e) => return Err((1, format!("cannot read {}: {e}", file.display()))),
+        };
+        let comment = format!(
+            "# weir tune buffer-timeout: p99 {} at {} records/s on W3 (target {})",
+            us(best.p99),
+            args.rate,
+            format_duration(target)
+        );
+        let text = with_timeout(&base, &best.setting, &comment);
+        std::fs::write(file, &text)
+            .map_err(|e| (1, format!("cannot write {}: {e}", file.display())))?;
+        check_written(file, &best.setting)?;
+        println!("written to {}", file.display());
+    }
+    Ok(())
+}
+
+/// Whether a config's text names the W3 job.
+fn names_w3(text: &str) -> bool {
+    let Ok(value) = text.parse::<toml::Table>() else {
+        return false;
+    };
+    let flat = value.get("job.name").and_then(|v| v.as_str());
+    let nested = value
+        .get("job")
+        .and_then(|j| j.get("name"))
+        .and_then(|v| v.as_str());
+    flat.or(nested) == Some("w3")
+}
+
+/// One W3 run with buffer timeout `setting`.
+fn run_w3(
+    args: &BufferTimeoutArgs,
+    setting: &str,
+    target: std::time::Duration,
+) -> Result<Point, (u8, String)> {
+    let exe = std::env::current_exe().map_err(|e| (1, format!("cannot find this binary: {e}")))?;
+    let mut c = Command::new(exe);
+    c.args(["bench", "w3", "--quiet"])
+        .args(["--rate", &args.rate.to_string()])
+        .args(["--warmup", &args.warmup, "--duration", &args.duration]);
+    if let Some(config) = &args.config {
+        c.arg("--config").arg(config);
+    }
+    if let Some(w) = args.workers {
+        c.args(["--workers", &w.to_string()]);
+    }
+    for s in &args.set {
+        c.args(["--set", s]);
+    }
+    c.args(["--set", "execution.buffer-timeout.enabled=true"])
+        .args([
+            "--set",
+            &format!("execution.buffer-timeout.interval={setting}"),
+        ]);
+    if setting == "auto" {
+        c.args([
+            "--set",
+            &format!(
+                "execution.buffer-timeout.latency-target={}",
+                format_duration(target)
+            ),
+        ]);
+    }
+    let shown = format!("{c:?}");
+    let out = c
+        .output()
+        .map_err(|e| (1, format!("cannot run {shown}: {e}")))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+    tail.reverse();
+    let tail = tail.join("\n");
+    let failed = |why: &str| {
+        (
+            1,
+            format!("the run with buffer timeout {setting} {why}: {shown}\n{tail}"),
+        )
+    };
+    if !out.status.success() {
+        return Err(failed(&format!("failed ({})", out.status)));
+    }
+    let json: Value = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .ok_or_else(|| failed("printed no JSON line"))?;
+    point(setting, &json).map_err(|why| failed(&why))
+}
+
+/// The figures of W3's JSON line.
+fn point(setting: &str, j: &Value) -> Result<Point, String> {
+    if j["checksum"] != j["expected_checksum"] {
+        return Err(format!(
+            "did not verify (checksum {} where {} was expected)",
+            j["checksum"], j["expected_checksum"]
+        ));
+    }
+    let l = &j["latency_us"];
+    let get = |v: &Value, what: &str| v.as_f64().ok_or_else(|| format!("reported no {what}"));
+    Ok(Point {
+        setting: setting.to_owned(),
+        p50: get(&l["p50"], "p50")?,
+        p99: get(&l["p99"], "p99")?,
+        p999: get(&l["p999"], "p99.9")?,
+        max: get(&l["max"], "max")?,
+        achieved: get(&j["achieved_rate"], "achieved rate")?,
+    })
+}
+
+/// A point meets the target: its p99 is at most the target and the source
+/// kept (within 2%) the asked-for rate (a run that fell behind has no
+/// meaningful latency).
+fn meets(p: &Point, target: std::time::Duration, rate: u64) -> bool {
+    p.p99 <= target.as_secs_f64() * 1e6 && p.achieved >= 0.98 * rate as f64
+}
+
+/// The largest timeout that meets the target (the points are in increasing
+/// timeout order).
+fn choose<'a>(points: &[&'a Point], target: std::time::Duration, rate: u64) -> Option<&'a Point> {
+    points
+        .iter()
+        .rev()
+        .find(|p| meets(p, target, rate))
+        .copied()
+}
+
+/// µs, readably.
+fn us(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.2} ms", v / 1000.0)
+    } else {
+        format!("{v:.1} us")
+    }
+}
+
+/// `text` with the buffer timeout set to `setting`: lines of the document
+/// root that set `execution.buffer-timeout` (any of its names, quoted or
+/// dotted) are dropped, and the chosen value goes first, before any table
+/// (a key after a `[table]` header would belong to that table).
+fn with_timeout(text: &str, setting: &str, comment: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{comment}");
+    let _ = writeln!(out, "\"execution.buffer-timeout.interval\" = \"{setting}\"");
+    let _ = writeln!(out, "\"execution.buffer-timeout.enabled\" = true");
+    let mut in_root = true;
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            in_root = false;
+        }
+        let key = t.split('=').next().unwrap_or("").trim().trim_matches('"');
+        let sets_timeout = key == "execution.buffer-timeout"
+            || key == "execution.buffer-timeout.interval"
+            || key == "execution.buffer-timeout.enabled";
+        let old_comment = t.starts_with("# weir tune buffer-timeout:");
+        if (in_root && sets_timeout) || old_comment {
+            continue;
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+/// Reads `file` back: it must set exactly the chosen timeout (another
+/// setting of it, in a table say, is reported rather than left to win).
+fn check_written(file: &Path, setting: &str) -> Result<(), (u8, String)> {
+    let config = Config::load_with::<weir_bench::params::JobParams>(Some(file), &[])
+        .map(|(c, _)| c)
+        .map_err(|e| (1, format!("{} does not read back: {e}", file.display())))?;
+    let want = BufferTimeout::parse(setting);
+    if Some(config.effective_buffer_timeout()) != want {
+        return Err((
+            1,
+            format!(
+                "{} still sets the buffer timeout to {} elsewhere (an [execution] table?): \
+                 remove that setting and run again",
+                file.display(),
+                config.effective_buffer_timeout()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn p(setting: &str, p99: f64, achieved: f64) -> Point {
+        Point {
+            setting: setting.into(),
+            p50: p99 / 2.0,
+            p99,
+            p999: p99,
+            max: p99,
+            achieved,
+        }
+    }
+
+    #[test]
+    fn the_largest_timeout_that_meets_the_target_wins() {
+        let ms = Duration::from_millis;
+        let pts = [
+            p("0ms", 3.0, 1e6),
+            p("1ms", 900.0, 1e6),
+            p("2ms", 1900.0, 1e6),
+            p("5ms", 800.0, 0.5e6),
+        ];
+        let refs: Vec<&Point> = pts.iter().collect();
+        assert_eq!(
+            choose(&refs, ms(1), 1_000_000).map(|p| p.setting.as_str()),
+            Some("1ms")
+        );
+        assert_eq!(
+            choose(&refs, ms(2), 1_000_000).map(|p| p.setting.as_str()),
+            Some("2ms")
+        );
+        // 5ms met the p99 only because its source fell behind.
+        assert_eq!(
+            choose(&refs, ms(10), 1_000_000).map(|p| p.setting.as_str()),
+            Some("2ms")
+        );
+        assert_eq!(choose(&refs, Duration::from_micros(1), 1_000_000), None);
+    }
+
+    #[test]
+    fn the_written_config_keeps_other_keys_and_replaces_old_timeouts() {
+        let base = "# mine\n\"job.name\" = \"w3\"\nexecution.buffer-timeout = \"100ms\"\n\"execution.buffer-timeout.enabled\" = false\n[job]\nrate = 5\n";
+        let text = with_timeout(base, "2ms", "# weir tune buffer-timeout: x");
+        let again = with_timeout(&text, "5ms", "# weir tune buffer-timeout: y");
+        assert_eq!(
+            again,
+            "# weir tune buffer-timeout: y\n\"execution.buffer-timeout.interval\" = \"5ms\"\n\
+             \"execution.buffer-timeout.enabled\" = true\n# mine\n\"job.name\" = \"w3\"\n[job]\nrate = 5\n"
+        );
+        let table: toml::Table = again.parse().expect("valid TOML");
+        assert_eq!(
+            table["execution.buffer-timeout.interval"].as_str(),
+            Some("5ms")
+        );
+        assert!(names_w3(&again));
+        assert!(!names_w3("job.name = \"w1\""));
+        assert!(names_w3("[job]\nname = \"w3\""));
+    }
+
+    #[test]
+    fn w3_json_lines_become_points_and_bad_ones_are_named() {
+        let j: Value = serde_json::from_str(
+            r#"{"checksum":"1","expected_checksum":"1","achieved_rate":1000.0,
+                "latency_us":{"p50":1.0,"p99":2.0,"p999":3.0,"max":4.0}}"#,
+        )
+        .expect("json");
+        assert_eq!(
+            point("1ms", &j),
+            Ok(Point {
+                setting: "1ms".into(),
+                p50: 1.0,
+                p99: 2.0,
+                p999: 3.0,
+                max: 4.0,
+                achieved: 1000.0
+            })
+        );
+        let bad: Value =
+            serde_json::from_str(r#"{"checksum":"1","expected_checksum":"2"}"#).expect("json");
+        assert!(point("1ms", &bad).unwrap_err().contains("did not verify"));
+        let missing: Value =
+            serde_json::from_str(r#"{"checksum":"1","expected_checksum":"1","latency_us":{}}"#)
+                .expect("json");
+        assert!(point("1ms", &missing).unwrap_err().contains("no p50"));
+    }
+}

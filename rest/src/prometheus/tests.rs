@@ -8,7 +8,9 @@ use std::path::PathBuf;
 
 use prometheus_client::registry::Registry;
 use weir_runtime::checkpoint::stats::{CheckpointRecord, CheckpointStatus};
-use weir_runtime::exec::handle::{ExceptionRecord, RestoredView, SubtaskView, VertexView};
+use weir_runtime::exec::handle::{
+    ExceptionRecord, RestoredView, SubtaskView, VertexInput, VertexView,
+};
 use weir_runtime::metrics::{SubtaskId, SubtaskSnapshot};
 use weir_runtime::{IoRates, JobHandle, JobState, JobView, TimeShares};
 
@@ -93,6 +95,7 @@ fn view() -> JobView {
                 id: SOURCE.into(),
                 name: "w1-source".into(),
                 parallelism: 2,
+                inputs: Vec::new(),
                 subtasks: vec![
                     subtask("w1-source", 0, 0, None),
                     subtask("w1-source", 1, 0, None),
@@ -102,6 +105,10 @@ fn view() -> JobView {
                 id: COUNT.into(),
                 name: "w1-keyed-count -> w1-sink".into(),
                 parallelism: 2,
+                inputs: vec![VertexInput {
+                    vertex: SOURCE.into(),
+                    ship_strategy: "HASH",
+                }],
                 subtasks: vec![
                     subtask(
                         "w1-keyed-count -> w1-sink",

@@ -685,3 +685,82 @@ fn json_logs_from_set_and_from_sql() {
         "the query's result"
     );
 }
+
+#[test]
+fn latency_markers_scrape_as_flinks_latency_quantiles() {
+    let s = Scratch::new("prometheus", "latency");
+    let mut c = Command::new(WEIR);
+    c.args(["bench", "w1", "--quiet", "--workers", "2"])
+        .args(["--n", "2000000", "--k", "50", "--rate", "50000"]);
+    for set in [
+        "weir.worker.pin-cores=false",
+        "rest.port=0",
+        "metrics.reporter.prom.port=0",
+        "metrics.latency.interval=5ms",
+    ] {
+        c.arg("--set").arg(set);
+    }
+    c.env_remove("RUST_LOG").env_remove("WEIR_FAILPOINTS");
+    let mut p = Proc::spawn(&s, "w1", c);
+    let url = printed(&mut p, "Prometheus endpoint: ");
+    let base = printed(&mut p, "REST endpoint: ");
+    let mut job = String::new();
+    p.wait_until("RUNNING", || {
+        let jobs = rest(&base, "/jobs");
+        job = jobs["jobs"][0]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        jobs["jobs"][0]["status"] == "RUNNING"
+    });
+    let vertices = rest(&base, &format!("/jobs/{job}"))["vertices"].clone();
+    let (source, keyed) = (
+        vertices[0]["id"].as_str().unwrap().to_owned(),
+        vertices[1]["id"].as_str().unwrap().to_owned(),
+    );
+    let name = "weir_taskmanager_job_latency_source_id_operator_id_operator_subtask_index_latency";
+    let since = Instant::now();
+    let family = loop {
+        let mut families = parse(&s, "openmetrics", &scrape(&url, true));
+        if let Some(f) = families.remove(name) {
+            // Both keyed subtasks, every quantile.
+            if f.samples.len() == 2 * 6 {
+                break f;
+            }
+        }
+        assert!(since.elapsed() < CONDITION, "no {name} for both subtasks");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(family.kind, "gauge");
+    for subtask in ["0", "1"] {
+        let mut by_quantile: Vec<(f64, f64)> = family
+            .samples
+            .iter()
+            .filter(|(_, l, _)| l["operator_subtask_index"] == subtask)
+            .map(|(_, l, v)| {
+                assert_eq!(
+                    (
+                        l["source_id"].as_str(),
+                        l["operator_id"].as_str(),
+                        l["task_id"].as_str()
+                    ),
+                    (source.as_str(), keyed.as_str(), keyed.as_str()),
+                    "{l:?}"
+                );
+                (l["quantile"].parse::<f64>().unwrap(), *v)
+            })
+            .collect();
+        by_quantile.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let quantiles: Vec<f64> = by_quantile.iter().map(|q| q.0).collect();
+        assert_eq!(quantiles, [0.5, 0.75, 0.95, 0.98, 0.99, 0.999]);
+        // Milliseconds, never negative, rising with the quantile.
+        assert!(by_quantile[0].1 >= 0.0, "{by_quantile:?}");
+        assert!(
+            by_quantile.windows(2).all(|w| w[0].1 <= w[1].1),
+            "{by_quantile:?}"
+        );
+    }
+    // The text format parses too.
+    assert!(parse(&s, "prometheus", &scrape(&url, false)).contains_key(name));
+    assert!(p.kill());
+}

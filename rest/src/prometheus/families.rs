@@ -33,6 +33,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeGaugeValue, MetricEnc
 use prometheus_client::metrics::MetricType;
 use weir_runtime::checkpoint::stats::{CheckpointRecord, CheckpointStatus};
 use weir_runtime::exec::handle::{SubtaskView, VertexView};
+use weir_runtime::metrics::LatencyStats;
 use weir_runtime::{JobHandle, JobState, JobView};
 
 use crate::shapes::time_shares;
@@ -71,6 +72,7 @@ pub const FAMILIES: &[Family] = &[
     back_pressured_time_ms_per_second,
     idle_time_ms_per_second,
     current_input_watermark,
+    latency,
 ];
 
 /// The collector registered with the endpoint's registry: on each scrape,
@@ -464,5 +466,69 @@ fn current_input_watermark(f: &mut Families<'_, '_>) -> fmt::Result {
         "currentInputWatermark",
         "The combined watermark of the subtask's inputs, epoch milliseconds; no sample until it has one.",
         |s| s.now.input_watermark,
+    )
+}
+
+// ---- latency markers ----
+
+/// The quantiles of a latency family, as Flink's reporter exports a
+/// histogram (a summary's quantiles).
+const LATENCY_QUANTILES: [(&str, fn(&LatencyStats) -> f64); 6] = [
+    ("0.5", |s| s.p50),
+    ("0.75", |s| s.p75),
+    ("0.95", |s| s.p95),
+    ("0.98", |s| s.p98),
+    ("0.99", |s| s.p99),
+    ("0.999", |s| s.p999),
+];
+
+/// `metrics.latency.interval`'s histograms in Flink's latency scope:
+/// `weir_taskmanager_job_latency_source_id_operator_id_operator_subtask_index_latency`
+/// (`..._source_id_source_subtask_index_operator_id_...` with granularity
+/// `subtask`, `..._latency_operator_id_...` with `single`), one gauge per
+/// quantile (`quantile` label, in ms, over the last
+/// `metrics.latency.history-size` markers) with the source's and the
+/// receiving subtask's labels. No family without latency tracking.
+fn latency(f: &mut Families<'_, '_>) -> fmt::Result {
+    let Some(first) = f
+        .view()
+        .vertices
+        .iter()
+        .flat_map(|v| &v.subtasks)
+        .find_map(|s| s.latency.first())
+    else {
+        return Ok(());
+    };
+    let scope = match (&first.source_vertex, first.source_subtask) {
+        (None, _) => "taskmanager_job_latency_operator_id_operator_subtask_index",
+        (Some(_), None) => "taskmanager_job_latency_source_id_operator_id_operator_subtask_index",
+        (Some(_), Some(_)) => {
+            "taskmanager_job_latency_source_id_source_subtask_index_operator_id_operator_subtask_index"
+        }
+    };
+    f.subtask_family(
+        scope,
+        "latency",
+        "Milliseconds latency markers took from a source to this subtask, by quantile over the last markers.",
+        MetricType::Gauge,
+        |v, s, labels, family| {
+            for l in &s.latency {
+                let mut base = labels.clone();
+                if let Some(source) = &l.source_vertex {
+                    base.push(("source_id", Cow::Owned(source.clone())));
+                }
+                if let Some(i) = l.source_subtask {
+                    base.push(("source_subtask_index", Cow::Owned(i.to_string())));
+                }
+                base.push(("operator_id", Cow::Owned(v.id.clone())));
+                base.push(("operator_subtask_index", Cow::Owned(s.index.to_string())));
+                for (q, value) in LATENCY_QUANTILES {
+                    let mut with_q = base.clone();
+                    with_q.push(("quantile", Cow::Borrowed(q)));
+                    family.encode_family(&with_q)?.encode_gauge(&value(&l.stats))?;
+                }
+            }
+            Ok(())
+        },
     )
 }

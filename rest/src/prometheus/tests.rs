@@ -78,9 +78,35 @@ fn checkpoint(id: u64, status: CheckpointStatus, duration_ms: f64, bytes: u64) -
     }
 }
 
+/// [`base_view`] with latency markers on: the keyed stage's subtask 0
+/// has a histogram from the source.
+fn view() -> JobView {
+    let mut v = base_view();
+    v.vertices[1].subtasks[0].latency = vec![weir_runtime::exec::handle::LatencyView {
+        source_vertex: Some(SOURCE.into()),
+        source_subtask: None,
+        stats: weir_runtime::metrics::LatencyStats {
+            count: 40,
+            samples: 40,
+            min: 0.01,
+            max: 2.0,
+            mean: 0.5,
+            stddev: 0.2,
+            p50: 0.4,
+            p75: 0.6,
+            p90: 0.9,
+            p95: 1.1,
+            p98: 1.5,
+            p99: 1.8,
+            p999: 2.0,
+        },
+    }];
+    v
+}
+
 /// A running job of two stages at parallelism 2, three checkpoints (the
 /// newest failed), restored once and restarted once.
-fn view() -> JobView {
+fn base_view() -> JobView {
     JobView {
         job_id: JOB.into(),
         name: "w1".into(),
@@ -252,7 +278,8 @@ fn every_family_is_described_once_in_both_formats() {
         for (name, kind) in &types {
             assert!(
                 name.starts_with("weir_jobmanager_job_")
-                    || name.starts_with("weir_taskmanager_job_task_"),
+                    || name.starts_with("weir_taskmanager_job_task_")
+                    || name.starts_with("weir_taskmanager_job_latency_"),
                 "{name}"
             );
             assert!(
@@ -273,6 +300,9 @@ fn every_family_is_described_once_in_both_formats() {
                 })
                 .count();
             let expected = match (name.contains("_task_"), name.contains("Watermark")) {
+                // One histogram (keyed subtask 0, from the source), six
+                // quantiles.
+                _ if name.contains("_latency_") => 6,
                 (true, true) => 1,
                 (true, false) => 4,
                 (false, _) => 1,

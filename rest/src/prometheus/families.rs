@@ -471,9 +471,12 @@ fn current_input_watermark(f: &mut Families<'_, '_>) -> fmt::Result {
 
 // ---- latency markers ----
 
+/// Reads one quantile of a latency histogram.
+type Quantile = fn(&LatencyStats) -> f64;
+
 /// The quantiles of a latency family, as Flink's reporter exports a
 /// histogram (a summary's quantiles).
-const LATENCY_QUANTILES: [(&str, fn(&LatencyStats) -> f64); 6] = [
+const LATENCY_QUANTILES: [(&str, Quantile); 6] = [
     ("0.5", |s| s.p50),
     ("0.75", |s| s.p75),
     ("0.95", |s| s.p95),

@@ -14,22 +14,28 @@
 //! bodies are capped at [`MAX_BODY`], each request at [`REQUEST_TIMEOUT`];
 //! a malformed request gets a 4xx and changes nothing.
 //!
-//! Modules: [`error`] (why the endpoint could not start), [`shapes`] (the
+//! Modules: [`error`] (why an endpoint could not start), [`shapes`] (the
 //! JSON of each view), [`routes`] (paths, methods, token, limits),
-//! [`dashboard`] (the web dashboard at `/`, its files embedded).
+//! [`dashboard`] (the web dashboard at `/`, its files embedded),
+//! [`prometheus`] (the job's metrics for Prometheus to scrape, on a port
+//! and thread of their own), `server` (the thread each endpoint runs on).
 
 pub mod dashboard;
 pub mod error;
+pub mod prometheus;
 pub mod routes;
+mod server;
 pub mod shapes;
 
 use std::net::{IpAddr, SocketAddr, TcpListener};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use weir_runtime::{Config, JobHandle};
 
 pub use error::RestError;
+pub use prometheus::{PrometheusServer, PrometheusSettings};
+
+use server::ServerThread;
 
 /// Flink's default REST port, what `weir run` and `weir sql` use when
 /// `rest.port` is unset.
@@ -71,8 +77,7 @@ impl RestSettings {
 /// The running endpoint; dropping it stops it.
 pub struct RestServer {
     addr: SocketAddr,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    _thread: ServerThread,
 }
 
 impl RestServer {
@@ -91,35 +96,11 @@ impl RestServer {
         let local = listener
             .local_addr()
             .map_err(|source| RestError::Bind { addr, source })?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|source| RestError::Bind { addr, source })?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()
-            .map_err(RestError::Runtime)?;
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let app = routes::router(handle, settings.token.clone());
-        let thread = std::thread::Builder::new()
-            .name("weir-rest".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-                        return;
-                    };
-                    let _ = axum::serve(listener, app)
-                        .with_graceful_shutdown(async {
-                            let _ = rx.await;
-                        })
-                        .await;
-                });
-            })
-            .map_err(RestError::Runtime)?;
+        let thread = ServerThread::spawn("weir-rest", listener, app).map_err(RestError::Runtime)?;
         Ok(Self {
             addr: local,
-            shutdown: Some(tx),
-            thread: Some(thread),
+            _thread: thread,
         })
     }
 
@@ -131,16 +112,5 @@ impl RestServer {
     /// The line the `weir` command prints: `REST endpoint: http://ADDR:PORT`.
     pub fn endpoint_line(&self) -> String {
         format!("REST endpoint: http://{}", self.addr)
-    }
-}
-
-impl Drop for RestServer {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }

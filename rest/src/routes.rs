@@ -85,7 +85,7 @@ pub fn router(handle: JobHandle, token: Option<String>) -> Router {
 
 /// Holds every request to [`REQUEST_TIMEOUT`], and refuses a body longer
 /// than [`MAX_BODY`] from its declared length, before reading it.
-async fn time_limit(request: Request, next: Next) -> Response {
+pub(crate) async fn time_limit(request: Request, next: Next) -> Response {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -105,7 +105,11 @@ async fn time_limit(request: Request, next: Next) -> Response {
 }
 
 /// Checks the bearer token, if one is set (in constant time).
-async fn authorize(State(token): State<Option<String>>, request: Request, next: Next) -> Response {
+pub(crate) async fn authorize(
+    State(token): State<Option<String>>,
+    request: Request,
+    next: Next,
+) -> Response {
     if let Some(token) = token {
         let given = request
             .headers()

@@ -259,6 +259,28 @@ fn level(l: BackpressureLevel) -> &'static str {
     }
 }
 
+/// A subtask's busy, backpressured and idle ms per second over the last
+/// one to two seconds (over its whole run once it ended), scaled to add
+/// up to 1000: the three partition the subtask's time, but a reading
+/// taken during a poll may leave part of that poll to the next interval.
+/// All zero before it started.
+pub fn time_shares(s: &SubtaskView) -> TimeShares {
+    let shares = s
+        .recent
+        .or_else(|| s.now.shares_since(None))
+        .unwrap_or_default();
+    let total = shares.total();
+    if total > 0.0 {
+        TimeShares {
+            busy: shares.busy * 1000.0 / total,
+            backpressured: shares.backpressured * 1000.0 / total,
+            idle: shares.idle * 1000.0 / total,
+        }
+    } else {
+        shares
+    }
+}
+
 /// `GET /jobs/:id/vertices/:vid/backpressure`: per subtask, the level and
 /// the busy, backpressured and idle ratios over the last one to two
 /// seconds (over its whole run once it ended).
@@ -268,23 +290,7 @@ pub fn backpressure(view: &JobView, v: &VertexView) -> Value {
         .subtasks
         .iter()
         .map(|s| {
-            let shares = s
-                .recent
-                .or_else(|| s.now.shares_since(None))
-                .unwrap_or_default();
-            // The three partition the subtask's time; a reading taken
-            // during a poll may leave part of that poll to the next
-            // interval, so they are scaled to add up to 1.
-            let total = shares.total();
-            let shares = if total > 0.0 {
-                TimeShares {
-                    busy: shares.busy * 1000.0 / total,
-                    backpressured: shares.backpressured * 1000.0 / total,
-                    idle: shares.idle * 1000.0 / total,
-                }
-            } else {
-                shares
-            };
+            let shares = time_shares(s);
             let l = shares.level();
             worst = worst.max(l);
             json!({

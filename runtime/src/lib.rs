@@ -81,7 +81,9 @@ pub use crate::exec::{
     RestartStrategyConfig, RestartStrategyType, RestartTracker, RestoreFrom, RestoreInfo, Result,
     SavepointStatus, StopRequest, Stopped, TaskFailure,
 };
-pub use crate::metrics::{BackpressureLevel, GaugeSummary, SubtaskId, SubtaskSummary, TimeShares};
+pub use crate::metrics::{
+    BackpressureLevel, GaugeSummary, IoRates, SubtaskId, SubtaskSummary, TimeShares,
+};
 pub use crate::operators::broadcast::{
     BroadcastProcessFunction, BroadcastState, KeyedBroadcastProcessFunction,
 };

@@ -4,15 +4,16 @@
 //! Exit codes: 0 success; 1 the job failed at run time (a failure a restart
 //! may cure, after the restart strategy gave up or with none), produced
 //! a wrong result, or was cancelled; 2 bad usage, config key or value, a
-//! REST endpoint that cannot start ([`rest`]), and every failure a
+//! REST or Prometheus endpoint that cannot start ([`rest`]), and every failure a
 //! restart cannot cure (`JobError::retryable`: a checkpoint that does not
 //! fit the job, a refused rescale, a state-name error, permission denied,
 //! a directory that is a regular file, ...). Errors print as one
 //! `error: ...` line on stderr.
 //!
 //! The library logs through `tracing`; [`logging`] prints its events on
-//! stderr. Progress lines and reports are the command's own output and
-//! printed here (and by weir-bench's harness) directly.
+//! stderr, as `log.level` and `log.format` say once the config is loaded.
+//! Progress lines and reports are the command's own output and printed
+//! here (and by weir-bench's harness) directly, plain in any log format.
 //!
 //! SIGTERM and SIGINT stop `weir run` and `weir bench w1|w2|w3` with a
 //! savepoint ([`signals`]): the command prints `stopped with a savepoint:
@@ -477,7 +478,8 @@ fn seconds_by_default(text: &str) -> String {
 }
 
 /// The config file, then the command's defaults (`before`), then `--set`
-/// overrides, then the command's own flags (`extra`).
+/// overrides, then the command's own flags (`extra`); applies its
+/// `log.level` and `log.format` to the log ([`logging`]).
 pub(crate) fn load(
     common: &Common,
     before: Vec<String>,
@@ -489,10 +491,17 @@ pub(crate) fn load(
         overrides.push(format!("parallelism.default={w}"));
     }
     overrides.extend(extra);
-    Config::load_with::<JobParams>(common.config.as_deref(), &overrides).map_err(|e| {
+    let (config, params) = Config::load_with::<JobParams>(common.config.as_deref(), &overrides)
+        .map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        })?;
+    // From here on, log events follow log.level and log.format.
+    logging::configure(&config).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(2)
-    })
+    })?;
+    Ok((config, params))
 }
 
 fn run_bench(

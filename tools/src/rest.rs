@@ -9,6 +9,12 @@
 //! chosen address is printed on stderr as `REST endpoint: http://ADDR:PORT`
 //! (what `rest.port = 0` and the fallback need).
 //!
+//! The Prometheus endpoint (docs/METRICS.md) serves when
+//! `metrics.reporter.prom.port` is set, for every command that serves
+//! REST (`weir bench` too, with or without `rest.port`); its address is
+//! printed as `Prometheus endpoint: http://ADDR:PORT/metrics`. A port (or
+//! every port of a range) in use fails the command at start (exit 2).
+//!
 //! After the job ends, the endpoint stays up a few seconds if a savepoint
 //! asked for through it has a final status nobody read yet, so that
 //! `weir stop` learns where the stop's savepoint is.
@@ -16,7 +22,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use weir_rest::{RestError, RestServer, RestSettings};
+use weir_rest::{PrometheusServer, PrometheusSettings, RestError, RestServer, RestSettings};
 use weir_runtime::config::KEYS;
 use weir_runtime::{Config, JobHandle};
 
@@ -24,14 +30,17 @@ use weir_runtime::{Config, JobHandle};
 /// asked for through the endpoint to be read.
 const LINGER: Duration = Duration::from_secs(5);
 
-/// The endpoint of one job (none if not asked for).
+/// The endpoints of one job (none if not asked for).
 pub struct Served {
     server: Option<RestServer>,
+    _prometheus: Option<PrometheusServer>,
     handle: JobHandle,
 }
 
-/// Starts the endpoint `config` asks for (`default_port` when `rest.port`
-/// is unset; `None`: none). Exit 2 if it cannot start.
+/// Starts the endpoints `config` asks for: REST on `rest.port`
+/// (`default_port` when it is unset; `None`: none), Prometheus on
+/// `metrics.reporter.prom.port` (none when it is unset). Exit 2 if one
+/// cannot start.
 pub fn serve(config: &Config, default_port: Option<u16>) -> Result<Served, ExitCode> {
     let handle = JobHandle::new();
     handle.set_config(
@@ -47,13 +56,38 @@ pub fn serve(config: &Config, default_port: Option<u16>) -> Result<Served, ExitC
             })
             .collect(),
     );
-    let Some(settings) = RestSettings::from_config(config, default_port) else {
-        return Ok(Served {
-            server: None,
-            handle,
-        });
+    let server = match RestSettings::from_config(config, default_port) {
+        Some(settings) => Some(serve_rest(config, &settings, &handle)?),
+        None => None,
     };
-    let mut started = RestServer::start(&settings, handle.clone());
+    let prometheus = match PrometheusSettings::from_config(config) {
+        Some(settings) => match PrometheusServer::start(&settings, handle.clone()) {
+            Ok(p) => {
+                eprintln!("{}", p.endpoint_line());
+                Some(p)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Err(ExitCode::from(2));
+            }
+        },
+        None => None,
+    };
+    Ok(Served {
+        server,
+        _prometheus: prometheus,
+        handle,
+    })
+}
+
+/// The REST endpoint on `settings`, or on a free port if the default one
+/// is taken.
+fn serve_rest(
+    config: &Config,
+    settings: &RestSettings,
+    handle: &JobHandle,
+) -> Result<RestServer, ExitCode> {
+    let mut started = RestServer::start(settings, handle.clone());
     if let Err(RestError::Bind { source, addr }) = &started {
         if config.rest_port.is_none() && source.kind() == std::io::ErrorKind::AddrInUse {
             eprintln!(
@@ -62,7 +96,7 @@ pub fn serve(config: &Config, default_port: Option<u16>) -> Result<Served, ExitC
             );
             let any = RestSettings {
                 port: 0,
-                ..settings
+                ..settings.clone()
             };
             started = RestServer::start(&any, handle.clone());
         }
@@ -70,10 +104,7 @@ pub fn serve(config: &Config, default_port: Option<u16>) -> Result<Served, ExitC
     match started {
         Ok(server) => {
             eprintln!("{}", server.endpoint_line());
-            Ok(Served {
-                server: Some(server),
-                handle,
-            })
+            Ok(server)
         }
         Err(e) => {
             eprintln!("error: {e}");

@@ -6,6 +6,9 @@
 use std::time::Duration;
 
 use crate::config::key::{Key, KeySet};
+use crate::config::observe::{
+    PortRange, LOG_FORMAT_EXPECTED, LOG_LEVEL_EXPECTED, PORT_RANGE_EXPECTED,
+};
 use crate::config::settings::Config;
 use crate::config::value::{
     BOOL_EXPECTED, DURATION_EXPECTED, FLINK_INT_MAX, MIN_CHECKPOINT_TIME, MODE_EXPECTED, ONE_MS,
@@ -581,6 +584,43 @@ pub const KEYS: &[Key<Config>] = &[
         }
         let t = s.text().filter(|t| t.len() >= 16 && t.bytes().all(|b| b.is_ascii_graphic()));
         c.rest_auth_token = Some(s.check(t, "at least 16 printable characters, no spaces")?.to_string());
+            Ok(())
+        },
+    },
+    Key {
+        name: "metrics.reporter.prom.port",
+        description: "port of the job's Prometheus endpoint (`/metrics`, docs/METRICS.md; Flink's key), on `rest.bind-address` with `rest.auth-token` as the REST endpoint; `0` picks a free port and prints it, a range such as `9250-9260` takes the first free one; unset = no endpoint",
+        get: |c| c.prom_port.map_or_else(|| "unset".to_string(), |p| p.to_string()),
+        set: |c, s| {
+        if s.is_unset() {
+            c.prom_port = None;
+            return Ok(());
+        }
+        let range = match s.value {
+            toml::Value::Integer(i) => u16::try_from(*i).ok().map(PortRange::single),
+            _ => s.text().and_then(|t| t.parse().ok()),
+        };
+        c.prom_port = Some(s.check(range, PORT_RANGE_EXPECTED)?);
+            Ok(())
+        },
+    },
+    Key {
+        name: "log.level",
+        description: "which log events go to stderr: `off`, `error`, `warn`, `info` or `debug`/`trace` for weir's own events (other crates' stay at `warn` unless the level is stricter), or filter directives such as `warn,weir::checkpoint=debug`; `RUST_LOG`, when set, wins",
+        get: |c| c.log_level.to_string(),
+        set: |c, s| {
+        let level = s.text().and_then(|t| t.parse().ok());
+        c.log_level = s.check(level, LOG_LEVEL_EXPECTED)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "log.format",
+        description: "how log events are printed on stderr: `plain` (for a terminal) or `json` (one JSON object per line: timestamp, level, target, message and the event's fields); progress lines and the command's own report stay plain",
+        get: |c| c.log_format.to_string(),
+        set: |c, s| {
+        let format = s.text().and_then(|t| t.parse().ok());
+        c.log_format = s.check(format, LOG_FORMAT_EXPECTED)?;
             Ok(())
         },
     },

@@ -10,6 +10,7 @@ pub mod error;
 pub mod key;
 pub mod keys;
 pub mod load;
+pub mod observe;
 pub mod options;
 pub mod settings;
 pub mod value;
@@ -17,6 +18,7 @@ pub mod value;
 pub use error::ConfigError;
 pub use key::{Key, KeySet};
 pub use keys::KEYS;
+pub use observe::{LevelName, LogFormat, LogLevel, PortRange};
 pub use settings::{CheckpointingMode, Config};
 pub use value::Setting;
 

@@ -7,6 +7,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::config::error::ConfigError;
+use crate::config::observe::{LogFormat, LogLevel, PortRange};
 use crate::config::value::{FINAL_ORIGIN, MODE_EXPECTED};
 use crate::core::units::{format_duration, format_memory_size};
 use crate::exchange::flush::{BufferTimeout, OperatorTimeouts};
@@ -168,6 +169,13 @@ pub struct Config {
     /// `rest.auth-token`: the bearer token every REST request must carry;
     /// required when the endpoint binds beyond loopback.
     pub rest_auth_token: Option<String>,
+    /// `metrics.reporter.prom.port`: the port(s) of the Prometheus
+    /// endpoint, tried in order; `None` = no endpoint.
+    pub prom_port: Option<PortRange>,
+    /// `log.level`: which log events the `weir` command prints.
+    pub log_level: LogLevel,
+    /// `log.format`: how it prints them.
+    pub log_format: LogFormat,
 }
 
 impl Default for Config {
@@ -213,6 +221,9 @@ impl Default for Config {
             rest_port: None,
             rest_bind_address: "127.0.0.1".into(),
             rest_auth_token: None,
+            prom_port: None,
+            log_level: LogLevel::default(),
+            log_format: LogFormat::Plain,
             source_idle_timeout: Duration::ZERO,
         }
     }

@@ -139,6 +139,8 @@ fn to_toml_round_trips() {
         latency_granularity: crate::metrics::LatencyGranularity::Subtask,
         rest_port: Some(0), rest_bind_address: "0.0.0.0".into(),
         rest_auth_token: Some("0123456789012345678".into()),
+        prom_port: Some(PortRange { first: 9250, last: 9260 }),
+        log_level: "warn,weir::checkpoint=debug".parse().unwrap(), log_format: LogFormat::Json,
         state_ttl: ms(3_600_000), source_idle_timeout: ms(5_000),
         checkpoint_interval: Some(ms(30_000)), checkpointing_mode: CheckpointingMode::AtLeastOnce,
         checkpoint_min_pause: ms(500), checkpoint_timeout: ms(90_000), max_concurrent_checkpoints: 3,
@@ -161,7 +163,9 @@ fn to_toml_round_trips() {
     // A directory named like a number stays a string.
     let numeric_dir = Config { checkpoints_dir: Some(PathBuf::from("0042")), ..Config::default() };
     let unaligned = Config { unaligned_checkpoints: true, ..Config::default() };
-    for config in [Config::default(), custom, numeric_dir, unaligned] {
+    // A single port is written as a bare integer and read back as one.
+    let prom = Config { prom_port: Some(PortRange::single(0)), log_level: "debug".parse().unwrap(), ..Config::default() };
+    for config in [Config::default(), custom, numeric_dir, unaligned, prom] {
         let text = config.to_toml();
         assert_eq!(toml(&text).unwrap(), config, "{text}");
         assert!(KEYS.iter().all(|key| text.contains(key.name)), "{text}");
@@ -521,6 +525,41 @@ fn checks_across_unaligned_and_debloat_keys() {
     assert!(Config::load(None, &sets(&small[..1])).is_ok());
     let fixed = [&small[..], &["taskmanager.memory.min-segment-size=128b"]].concat();
     assert!(Config::load(None, &sets(&fixed)).is_ok());
+}
+
+/// The Prometheus port and the log keys: every form they take, from a
+/// file, `--set` and back; a bad value names the key and the forms.
+#[test]
+#[rustfmt::skip]
+fn prometheus_port_and_log_keys() {
+    let c = Config::default();
+    assert_eq!((c.prom_port, c.log_level.directives(), c.log_format), (None, "warn,weir=info".to_string(), LogFormat::Plain));
+    let c = toml("metrics.reporter.prom.port = 9249\nlog.level = \"DEBUG\"\nlog.format = \"json\"").unwrap();
+    assert_eq!((c.prom_port, c.log_level, c.log_format), (Some(PortRange::single(9249)), LogLevel::Level(LevelName::Debug), LogFormat::Json));
+    let c = toml("[metrics.reporter.prom]\nport = \"9250-9260\"\n[log]\nlevel = \"warn,weir::checkpoint=trace\"").unwrap();
+    assert_eq!(c.prom_port, Some(PortRange { first: 9250, last: 9260 }));
+    assert_eq!(c.get("log.level").as_deref(), Some("warn,weir::checkpoint=trace"));
+    let c = Config::load(None, &sets(&["metrics.reporter.prom.port=0", "metrics.reporter.prom.port=unset", "log.format=PLAIN"])).unwrap();
+    assert_eq!((c.prom_port, c.log_format), (None, LogFormat::Plain));
+    let cases = [
+        ("metrics.reporter.prom.port = \"abc\"", "metrics.reporter.prom.port", "a range of ports such as 9250-9260"),
+        ("metrics.reporter.prom.port = 65536", "metrics.reporter.prom.port", "a port from 0 to 65535"),
+        ("metrics.reporter.prom.port = -1", "metrics.reporter.prom.port", "a port from 0 to 65535"),
+        ("metrics.reporter.prom.port = \"9260-9250\"", "metrics.reporter.prom.port", "9250-9260"),
+        ("metrics.reporter.prom.port = true", "metrics.reporter.prom.port", "or unset"),
+        ("log.level = \"verbose\"", "log.level", "a level (off, error, warn, info, debug or trace)"),
+        ("log.level = \"weir=loud\"", "log.level", "warn,weir::checkpoint=debug"),
+        ("log.level = 3", "log.level", "a level"),
+        ("log.format = \"text\"", "log.format", "plain or json"),
+    ];
+    for (text, key, expected) in cases {
+        let err = toml(text).unwrap_err();
+        assert!(matches!(&err, ConfigError::InvalidValue { key: k, .. } if k == key), "{text}: {err:?}");
+        let err = err.to_string();
+        assert!(err.contains(&format!("for key {key} in test.toml: expected ")) && err.contains(expected), "{text}: {err}");
+    }
+    let err = Config::load(None, &sets(&["metrics.reporter.prom.port=abc"])).unwrap_err().to_string();
+    assert!(err.starts_with("invalid value \"abc\" for key metrics.reporter.prom.port in --set: expected a port"), "{err}");
 }
 
 #[test]

@@ -27,7 +27,7 @@ use crate::checkpoint::stats::CheckpointRecord;
 use crate::core::time::wall_ms;
 use crate::exec::stop::StopRequest;
 use crate::metrics::latency::LatencyStats;
-use crate::metrics::report::{MetricsSnapshot, SubtaskSnapshot, TimeShares};
+use crate::metrics::report::{IoRates, MetricsSnapshot, SubtaskSnapshot, TimeShares};
 use crate::metrics::worker::WorkerMetrics;
 
 /// Newest checkpoints a view keeps (as `checkpoint-history.json`).
@@ -128,6 +128,8 @@ pub struct SubtaskView {
     /// Busy, backpressured and idle ms per second over the last one to
     /// two seconds (or since its start); `None` if it did not run then.
     pub recent: Option<TimeShares>,
+    /// Records and bytes per second over the same interval.
+    pub rates: Option<IoRates>,
     /// How long latency markers took from each source to it (empty
     /// without `metrics.latency.interval`, and for sources' own stages).
     pub latency: Vec<LatencyView>,
@@ -419,6 +421,7 @@ impl JobHandle {
                             worker: s.id.worker,
                             now: s.clone(),
                             recent: s.shares_since(before),
+                            rates: s.rates_since(before),
                             latency: latency
                                 .get(&(s.id.stage.clone(), s.id.index))
                                 .cloned()

@@ -10,7 +10,8 @@ pub mod worker;
 pub use counters::{ChannelCounters, Counter};
 pub use latency::{LatencyGranularity, LatencyOptions, LatencySource, LatencyStats};
 pub use report::{
-    BackpressureLevel, GaugeSummary, MetricsSnapshot, SubtaskSnapshot, SubtaskSummary, TimeShares,
+    BackpressureLevel, GaugeSummary, IoRates, MetricsSnapshot, SubtaskSnapshot, SubtaskSummary,
+    TimeShares,
 };
 pub use subtask::{SubtaskId, SubtaskMetrics, TimeState};
 pub use worker::WorkerMetrics;

@@ -53,6 +53,21 @@ pub struct TimeShares {
     pub idle: f64,
 }
 
+/// Records and bytes per second over some interval (Flink's
+/// `numRecordsInPerSecond`, `numRecordsOutPerSecond`,
+/// `numBytesInPerSecond`, `numBytesOutPerSecond`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct IoRates {
+    /// Records read from the input gate per second.
+    pub records_in: f64,
+    /// Records emitted at the chain's end per second.
+    pub records_out: f64,
+    /// Bytes taken from the input channels per second.
+    pub bytes_in: f64,
+    /// Bytes shipped into the output channels per second.
+    pub bytes_out: f64,
+}
+
 impl TimeShares {
     /// The three together (about 1000).
     pub fn total(&self) -> f64 {
@@ -174,6 +189,32 @@ impl SubtaskSnapshot {
             busy: per_s(self.busy_ns, base[0]),
             backpressured: per_s(self.backpressured_ns, base[1]),
             idle: per_s(self.idle_ns, base[2]),
+        })
+    }
+
+    /// Records and bytes per second between `before` (as for
+    /// [`shares_since`](Self::shares_since)) and this reading, over the
+    /// time it ran; `None` if it did not run in between.
+    pub fn rates_since(&self, before: Option<&SubtaskSnapshot>) -> Option<IoRates> {
+        let started = self.started_ns?;
+        let (from, base) = match before {
+            Some(b) => (
+                b.until().max(started),
+                [b.records_in, b.records_out, b.bytes_in, b.bytes_out],
+            ),
+            None => (started, [0; 4]),
+        };
+        let until = self.until();
+        if until <= from {
+            return None;
+        }
+        let seconds = (until - from) as f64 / 1e9;
+        let per_s = |now: u64, then: u64| now.saturating_sub(then) as f64 / seconds;
+        Some(IoRates {
+            records_in: per_s(self.records_in, base[0]),
+            records_out: per_s(self.records_out, base[1]),
+            bytes_in: per_s(self.bytes_in, base[2]),
+            bytes_out: per_s(self.bytes_out, base[3]),
         })
     }
 

@@ -156,3 +156,44 @@ fn concurrent_readers_see_consistent_times() {
     }
     writer.join().unwrap();
 }
+
+/// Records and bytes per second are counted over the time the subtask
+/// ran between two readings, as its time shares are.
+#[test]
+fn rates_are_deltas_over_the_running_time() {
+    let at = |at_ns: u64, records: u64, ended_ns: Option<u64>| SubtaskSnapshot {
+        id: id(),
+        at_ns,
+        started_ns: Some(1000 * MS),
+        ended_ns,
+        busy_ns: 0,
+        backpressured_ns: 0,
+        idle_ns: 0,
+        records_in: records,
+        records_out: records / 2,
+        bytes_in: records * 8,
+        bytes_out: records * 4,
+        in_flight_bytes: Vec::new(),
+        input_watermark: None,
+    };
+    // 2,000 records in its first 500 ms: 4,000/s.
+    let first = at(1500 * MS, 2000, None);
+    let r = first.rates_since(None).unwrap();
+    assert_eq!(
+        (r.records_in, r.records_out, r.bytes_in, r.bytes_out),
+        (4000.0, 2000.0, 32000.0, 16000.0)
+    );
+    // 1,000 more until it ended 250 ms later, read long after: 4,000/s
+    // over the 250 ms it ran, not over the 1.5 s between the readings.
+    let second = at(3000 * MS, 3000, Some(1750 * MS));
+    let r = second.rates_since(Some(&first)).unwrap();
+    assert!((r.records_in - 4000.0).abs() < 1e-9, "{r:?}");
+    assert!(at(4000 * MS, 3000, Some(1750 * MS))
+        .rates_since(Some(&second))
+        .is_none());
+    let not_started = SubtaskSnapshot {
+        started_ns: None,
+        ..at(10 * MS, 0, None)
+    };
+    assert!(not_started.rates_since(None).is_none());
+}

@@ -246,11 +246,12 @@ fn outer_joins_materialize_to_the_nested_loop_result() {
             full.push(format!("NULL,{},{name}", opt(cid)));
         }
     }
+    // Whether a padded row is emitted and later retracted depends on which
+    // side's row reaches the join first (two sources on two workers): the
+    // padding and its retraction are tested deterministically in
+    // sql/src/join/regular/tests.rs; here, whatever the order, the
+    // changelog must materialize to the nested-loop result.
     for ((schema, rows), want) in results.iter().zip([left, full]) {
-        assert!(
-            rows.iter().any(|r| r.kind == RowKind::Delete),
-            "an outer join retracts its padded rows as matches arrive (or at least may)"
-        );
         assert_eq!(texts(schema, &materialize(rows)), sorted(want));
     }
 }

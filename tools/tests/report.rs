@@ -108,7 +108,7 @@ fn a_tiny_report_runs_verifies_and_plots_every_workload() {
         .iter()
         .filter(|r| r["report"]["workload"] == "w3")
         .collect();
-    assert_eq!(w3.len(), 8);
+    assert_eq!(w3.len(), 10, "four fixed timeouts and auto at two rates");
     for r in w3 {
         assert!(r["command"]
             .as_str()

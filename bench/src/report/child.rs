@@ -249,6 +249,7 @@ mod tests {
         let w3 = Point::W3 {
             rate: 1,
             timeout_ms: 0.0,
+            auto: false,
         };
         let good = json!({"verified": true, "checkpoints": {"completed": 3}});
         assert_eq!(

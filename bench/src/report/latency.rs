@@ -3,7 +3,7 @@
 
 use super::child::RunRecord;
 use super::doc::{Block, Table};
-use super::plan::{Point, Sizes, W3_RATES};
+use super::plan::{Point, Sizes, TIMEOUTS_MS, W3_RATES};
 use super::plot::{plain, si, Axis, Chart, Kind, Series};
 use super::throughput::{code, num, timeout_axis, timeout_x, verdict};
 use super::Section;
@@ -31,10 +31,14 @@ pub(super) fn w3(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
                 points: Vec::new(),
             })
             .collect();
+        // The adaptive timeout's p99 and its target, as flat lines across
+        // the sweep (it has no fixed timeout to stand at).
+        let mut auto = Vec::new();
         for r in runs {
             let Point::W3 {
                 rate: run_rate,
                 timeout_ms,
+                auto: adaptive,
             } = r.point
             else {
                 continue;
@@ -45,7 +49,11 @@ pub(super) fn w3(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
             let l = |q: &str| r.number(&["latency_us", q]);
             t.row(vec![
                 si(rate as f64),
-                format!("{timeout_ms} ms"),
+                if adaptive {
+                    format!("auto (target {timeout_ms} ms)")
+                } else {
+                    format!("{timeout_ms} ms")
+                },
                 num(r.number(&["achieved_rate"]), 0),
                 num(l("p50"), 1),
                 num(l("p99"), 1),
@@ -59,6 +67,12 @@ pub(super) fn w3(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
                 verdict(r),
                 code(r),
             ]);
+            if adaptive {
+                if let (true, Some(p99)) = (r.passed(), l("p99")) {
+                    auto.push((timeout_ms, p99));
+                }
+                continue;
+            }
             if r.passed() {
                 for (s, q) in series.iter_mut().zip(["p50", "p99", "p999", "max"]) {
                     if let Some(v) = l(q) {
@@ -66,6 +80,20 @@ pub(super) fn w3(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
                     }
                 }
             }
+        }
+        let (lo, hi) = (
+            timeout_x(TIMEOUTS_MS[0] as f64),
+            timeout_x(TIMEOUTS_MS[3] as f64),
+        );
+        for (target_ms, p99) in auto {
+            series.push(Series {
+                name: format!("auto p99 (target {target_ms} ms)"),
+                points: vec![(lo, p99), (hi, p99)],
+            });
+            series.push(Series {
+                name: format!("target {target_ms} ms"),
+                points: vec![(lo, target_ms * 1000.0), (hi, target_ms * 1000.0)],
+            });
         }
         charts.push(Chart {
             name: format!("w3-latency-{}", si(rate as f64).to_lowercase()),
@@ -88,7 +116,9 @@ pub(super) fn w3(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
                  {} warm-up then {} recorded, latency from the source's clock to the sink \
                  in an HDR histogram; aligned checkpoints every {} as WORKLOADS.md \
                  specifies (each run must complete a checkpoint per interval, less two, \
-                 to count). Timeout 0 flushes every record.",
+                 to count). Timeout 0 flushes every record. `auto` is weir's adaptive \
+                 timeout (`execution.buffer-timeout.interval = auto`, docs/ARCHITECTURE.md), \
+                 drawn as a flat line of its p99 beside its target.",
                 interval(sizes.w3_warmup_ms),
                 interval(sizes.w3_duration_ms),
                 interval(sizes.checkpoint_ms)

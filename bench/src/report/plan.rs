@@ -47,8 +47,12 @@ pub enum Point {
     W3 {
         /// Records/s in total.
         rate: u64,
-        /// `execution.buffer-timeout` in ms.
+        /// `execution.buffer-timeout` in ms; with `auto`, the latency
+        /// target.
         timeout_ms: f64,
+        /// The adaptive timeout (`execution.buffer-timeout.interval =
+        /// auto` with `timeout_ms` as its latency target).
+        auto: bool,
     },
     /// W4 in a mode (`none`, `aligned`, ...).
     W4(&'static str),
@@ -104,6 +108,10 @@ pub struct Sizes {
     /// The longest one run may take.
     pub limit: Duration,
 }
+
+/// The latency target of the W3 run with the adaptive timeout (issue 23:
+/// plotted against the fixed timeouts), in ms.
+pub const AUTO_TARGET_MS: u64 = 1;
 
 /// The buffer timeouts of the sweeps (WORKLOADS.md, W3), in ms.
 pub const TIMEOUTS_MS: [u64; 4] = [0, 1, 10, 100];
@@ -255,8 +263,18 @@ pub fn runs(scale: Scale, cores: usize, work: &Path) -> Vec<RunSpec> {
         ]),
     ));
     for rate in W3_RATES {
-        for t in TIMEOUTS_MS {
-            let dir = work.join(format!("w3-{rate}-{t}ms"));
+        // The fixed timeouts of WORKLOADS.md, then weir's adaptive one.
+        let settings = TIMEOUTS_MS
+            .iter()
+            .map(|t| (*t, false))
+            .chain(std::iter::once((AUTO_TARGET_MS, true)));
+        for (t, auto) in settings {
+            let name = if auto {
+                "auto".to_owned()
+            } else {
+                format!("{t}ms")
+            };
+            let dir = work.join(format!("w3-{rate}-{name}"));
             let mut args = strings(&[
                 "bench",
                 "w3",
@@ -268,9 +286,20 @@ pub fn runs(scale: Scale, cores: usize, work: &Path) -> Vec<RunSpec> {
                 &format!("{}ms", s.w3_duration_ms),
                 "--workers",
                 &workers,
-                "--set",
-                &format!("execution.buffer-timeout={t}ms"),
             ]);
+            if auto {
+                args.extend(strings(&[
+                    "--set",
+                    "execution.buffer-timeout.interval=auto",
+                    "--set",
+                    &format!("execution.buffer-timeout.latency-target={t}ms"),
+                ]));
+            } else {
+                args.extend(strings(&[
+                    "--set",
+                    &format!("execution.buffer-timeout={t}ms"),
+                ]));
+            }
             args.extend(checkpoints(&dir));
             args.push("--quiet".into());
             out.push(RunSpec {
@@ -287,6 +316,7 @@ pub fn runs(scale: Scale, cores: usize, work: &Path) -> Vec<RunSpec> {
                     Point::W3 {
                         rate,
                         timeout_ms: t as f64,
+                        auto,
                     },
                     args,
                 )
@@ -376,7 +406,7 @@ mod tests {
             .iter()
             .filter(|r| matches!(r.point, Point::W3 { .. }))
             .collect();
-        assert_eq!(w3.len(), 8, "two rates times four timeouts");
+        assert_eq!(w3.len(), 10, "two rates times four timeouts and auto");
         for r in &w3 {
             let cmd = joined(r);
             assert!(
@@ -393,12 +423,13 @@ mod tests {
             .map(|r| r.args[r.args.iter().position(|a| a == "--set").unwrap() + 1].clone())
             .collect();
         assert_eq!(
-            timeouts[..4],
+            timeouts[..5],
             [
                 "execution.buffer-timeout=0ms",
                 "execution.buffer-timeout=1ms",
                 "execution.buffer-timeout=10ms",
-                "execution.buffer-timeout=100ms"
+                "execution.buffer-timeout=100ms",
+                "execution.buffer-timeout.interval=auto",
             ]
         );
     }

@@ -279,7 +279,11 @@ fn a_join_of_an_updating_input_follows_its_retractions() {
         .filter_map(|(id, c, _)| c.map(|c| format!("{id},{}", counts[&c])))
         .collect();
     let (schema, rows) = &results[0];
-    assert!(rows.iter().any(|r| r.kind == RowKind::Delete));
+    // Whether the join retracts anything depends on whether an order row
+    // meets a count before its final update (two workers, two sources):
+    // retraction itself is tested deterministically in
+    // sql/src/join/regular/tests.rs; here the changelog must materialize to
+    // the final counts whatever the order.
     assert_eq!(texts(schema, &materialize(rows)), sorted(want));
 }
 

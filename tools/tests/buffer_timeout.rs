@@ -171,6 +171,29 @@ fn weir_tune_writes_the_largest_timeout_that_meets_the_p99() {
     let p50 = p50.unwrap_or_else(|| panic!("exit {code}: {err}"));
     assert!(p50 < 10_000.0, "p50 {p50} us with 10ms");
 
+    // A config of another job is refused before any run.
+    let w1 = s.join("w1.toml");
+    std::fs::write(&w1, "[job]\nname = \"w1\"\n").expect("write the config");
+    let out = Command::new(WEIR)
+        .args([
+            "tune",
+            "buffer-timeout",
+            "--rate",
+            "2000",
+            "--p99",
+            "1ms",
+            "--config",
+        ])
+        .arg(&w1)
+        .output()
+        .expect("run weir tune");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("weir tune sweeps W3") && err.contains("job w1"),
+        "{err}"
+    );
+
     // A target nothing meets: exit 1, the file untouched.
     let out = tune("1us");
     assert_eq!(out.status.code(), Some(1));

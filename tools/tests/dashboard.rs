@@ -52,23 +52,7 @@ fn w4(s: &Scratch) -> Command {
 
 /// The endpoint's address once the run printed it.
 fn endpoint(p: &mut Proc) -> String {
-    let since = Instant::now();
-    loop {
-        let found = p
-            .stderr()
-            .lines()
-            .find_map(|l| l.strip_prefix("REST endpoint: ").map(str::to_owned));
-        if let Some(addr) = found {
-            return addr;
-        }
-        assert!(p.exited().is_none(), "ended before serving\n{}", p.stderr());
-        assert!(
-            since.elapsed() < CONDITION,
-            "no REST endpoint line\n{}",
-            p.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    p.printed("REST endpoint: ")
 }
 
 /// `GET path` with the token; the JSON body.

@@ -119,23 +119,6 @@ fn parse(s: &Scratch, format: &str, text: &str) -> BTreeMap<String, Family> {
         .collect()
 }
 
-/// A line `prefix ...` of the run's stderr, once printed.
-fn printed(p: &mut Proc, prefix: &str) -> String {
-    let since = Instant::now();
-    loop {
-        if let Some(rest) = p.stderr().lines().find_map(|l| l.strip_prefix(prefix)) {
-            return rest.to_owned();
-        }
-        assert!(
-            p.exited().is_none(),
-            "ended before `{prefix}`\n{}",
-            p.stderr()
-        );
-        assert!(since.elapsed() < CONDITION, "no `{prefix}`\n{}", p.stderr());
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 fn agent() -> ureq::Agent {
     ureq::AgentBuilder::new()
         .timeout(Duration::from_secs(10))
@@ -240,12 +223,12 @@ fn a_running_job_scrapes_into_flinks_families_that_agree_with_rest() {
     }
     c.env_remove("RUST_LOG").env_remove("WEIR_FAILPOINTS");
     let mut p = Proc::spawn(&s, "w1", c);
-    let url = printed(&mut p, "Prometheus endpoint: ");
+    let url = p.printed("Prometheus endpoint: ");
     assert!(
         url.starts_with("http://127.0.0.1:") && url.ends_with("/metrics"),
         "{url}"
     );
-    let base = printed(&mut p, "REST endpoint: ");
+    let base = p.printed("REST endpoint: ");
 
     // The job's identity and stages as REST has them.
     let mut job = String::new();
@@ -702,8 +685,8 @@ fn latency_markers_scrape_as_flinks_latency_quantiles() {
     }
     c.env_remove("RUST_LOG").env_remove("WEIR_FAILPOINTS");
     let mut p = Proc::spawn(&s, "w1", c);
-    let url = printed(&mut p, "Prometheus endpoint: ");
-    let base = printed(&mut p, "REST endpoint: ");
+    let url = p.printed("Prometheus endpoint: ");
+    let base = p.printed("REST endpoint: ");
     let mut job = String::new();
     p.wait_until("RUNNING", || {
         let jobs = rest(&base, "/jobs");

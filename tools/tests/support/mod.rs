@@ -109,6 +109,34 @@ impl Proc {
         true
     }
 
+    /// The rest of the stderr line that starts with `prefix`, once the run
+    /// printed it (`REST endpoint: `, `Prometheus endpoint: `).
+    pub fn printed(&mut self, prefix: &str) -> String {
+        let since = Instant::now();
+        loop {
+            if let Some(rest) = self
+                .stderr()
+                .lines()
+                .find_map(|l| l.strip_prefix(prefix).map(str::to_owned))
+            {
+                return rest;
+            }
+            assert!(
+                self.exited().is_none(),
+                "`{}` ended before printing `{prefix}`\n{}",
+                self.label,
+                self.stderr()
+            );
+            assert!(
+                since.elapsed() < CONDITION,
+                "`{}`: no `{prefix}` within {CONDITION:?}\n{}",
+                self.label,
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// SIGKILL; returns whether it was still running.
     pub fn kill(&mut self) -> bool {
         let running = self.exited().is_none();

@@ -18,54 +18,27 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{Proc, Scratch, CONDITION, FINISH, WEIR};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use support::{repo, Proc, Scratch, CONDITION, FINISH, WEIR};
 
 /// The venv python with `prometheus_client`: `WEIR_PROM_PYTHON`, or what
 /// `tools/prometheus/setup.sh` prints. Panics saying how to set it up.
 fn parser_python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        let how = "the Prometheus output is checked with the Prometheus project's Python \
-                   parser: run `tools/prometheus/setup.sh` (it makes a venv with \
-                   prometheus_client from PyPI under ~/.cache/weir and prints its python) and \
-                   set WEIR_PROM_PYTHON to what it prints, as .ci/run does";
-        if let Some(p) = std::env::var_os("WEIR_PROM_PYTHON").filter(|p| !p.is_empty()) {
-            let p = PathBuf::from(p);
-            let ok = Command::new(&p)
-                .args(["-I", "-c", "import prometheus_client.openmetrics.parser"])
-                .output()
-                .is_ok_and(|o| o.status.success());
-            assert!(
-                ok,
-                "WEIR_PROM_PYTHON={} cannot import prometheus_client. {how}",
-                p.display()
-            );
-            return p;
-        }
-        let out = Command::new("bash")
-            .arg(repo().join("tools/prometheus/setup.sh"))
-            .stdin(Stdio::null())
-            .output();
-        match out {
-            Ok(o) if o.status.success() => {
-                PathBuf::from(String::from_utf8_lossy(&o.stdout).trim().to_owned())
-            }
-            Ok(o) => panic!(
-                "tools/prometheus/setup.sh failed ({}): {}\n{how}",
-                o.status,
-                String::from_utf8_lossy(&o.stderr)
-            ),
-            Err(e) => panic!("cannot run tools/prometheus/setup.sh: {e}\n{how}"),
-        }
+        support::venv_python(
+            "WEIR_PROM_PYTHON",
+            "tools/prometheus/setup.sh",
+            "import prometheus_client.openmetrics.parser",
+            "the Prometheus output is checked with the Prometheus project's Python \
+             parser: run `tools/prometheus/setup.sh` (it makes a venv with \
+             prometheus_client from PyPI under ~/.cache/weir and prints its python) and \
+             set WEIR_PROM_PYTHON to what it prints, as .ci/run does",
+        )
     })
 }
 

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use support::{complete_checkpoints, splitmix64, Proc, Scratch, FINISH, WEIR};
+use support::{complete_checkpoints, repo, splitmix64, Proc, Scratch, FINISH, WEIR};
 
 #[path = "sql_duckdb/cases.rs"]
 mod cases;
@@ -46,48 +46,20 @@ fn ts(ms: i64) -> String {
     )
 }
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// The venv python with `duckdb`: `WEIR_DUCKDB_PYTHON`, or what
 /// `tools/duckdb/setup.sh` prints. Panics saying how to set it up.
 fn duckdb_python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        let how = "DuckDB is needed to check weir SQL against it: run \
-                   `tools/duckdb/setup.sh` (it makes a venv with duckdb from PyPI under \
-                   ~/.cache/weir and prints its python) and set WEIR_DUCKDB_PYTHON to what \
-                   it prints, as .ci/run does";
-        if let Some(p) = std::env::var_os("WEIR_DUCKDB_PYTHON").filter(|p| !p.is_empty()) {
-            let p = PathBuf::from(p);
-            // `-I`: not the working directory's `duckdb` (tools/duckdb).
-            let ok = Command::new(&p)
-                .args(["-I", "-c", "import duckdb"])
-                .output()
-                .is_ok_and(|o| o.status.success());
-            assert!(
-                ok,
-                "WEIR_DUCKDB_PYTHON={} cannot import duckdb. {how}",
-                p.display()
-            );
-            return p;
-        }
-        let out = Command::new("bash")
-            .arg(repo().join("tools/duckdb/setup.sh"))
-            .stdin(Stdio::null())
-            .output();
-        match out {
-            Ok(o) if o.status.success() => {
-                PathBuf::from(String::from_utf8_lossy(&o.stdout).trim().to_owned())
-            }
-            Ok(o) => panic!(
-                "tools/duckdb/setup.sh failed ({}): {}\n{how}",
-                o.status,
-                String::from_utf8_lossy(&o.stderr)
-            ),
-            Err(e) => panic!("cannot run tools/duckdb/setup.sh: {e}\n{how}"),
-        }
+        support::venv_python(
+            "WEIR_DUCKDB_PYTHON",
+            "tools/duckdb/setup.sh",
+            "import duckdb",
+            "DuckDB is needed to check weir SQL against it: run \
+             `tools/duckdb/setup.sh` (it makes a venv with duckdb from PyPI under \
+             ~/.cache/weir and prints its python) and set WEIR_DUCKDB_PYTHON to what \
+             it prints, as .ci/run does",
+        )
     })
 }
 

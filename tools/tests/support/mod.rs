@@ -261,3 +261,40 @@ pub fn assert_w1_exactly_once(out: &Path, n: u64, k: u64, context: &str) {
         &problems[..problems.len().min(12)]
     );
 }
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A venv's python for an outside checker (DuckDB, prometheus_client):
+/// the one environment variable `var` names, checked to `-c import_check`,
+/// or else what `script` (a setup script under tools/) prints. Panics
+/// with `how` (how to set it up) when neither works.
+pub fn venv_python(var: &str, script: &str, import_check: &str, how: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        // `-I`: not a module of the working directory by the same name.
+        let ok = Command::new(&p)
+            .args(["-I", "-c", import_check])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(ok, "{var}={} cannot `{import_check}`. {how}", p.display());
+        return p;
+    }
+    let out = Command::new("bash")
+        .arg(repo().join(script))
+        .stdin(Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            PathBuf::from(String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        }
+        Ok(o) => panic!(
+            "{script} failed ({}): {}\n{how}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => panic!("cannot run {script}: {e}\n{how}"),
+    }
+}

@@ -11,6 +11,8 @@
 
 use std::fmt;
 
+use crate::short_bytes;
+
 /// Maximum parallelism used when the job does not set one (Flink's default
 /// lower bound for derived max parallelism).
 pub const DEFAULT_MAX_PARALLELISM: u32 = 128;
@@ -60,13 +62,9 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
     }
     let rest = words.remainder();
     if !rest.is_empty() {
-        // Byte by byte: a copy of a run-time length into a padded word is
-        // a `memcpy` call, dearer than the hash of a short key.
-        let last = rest
-            .iter()
-            .enumerate()
-            .fold(0u64, |w, (i, &b)| w | u64::from(b) << (8 * i));
-        h = (h ^ last).wrapping_mul(WORD_MUL).rotate_left(29);
+        h = (h ^ short_bytes::last_word(bytes, rest.len()))
+            .wrapping_mul(WORD_MUL)
+            .rotate_left(29);
     }
     fmix64(h)
 }
@@ -95,6 +93,18 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
 pub trait KeyHash {
     /// The stable 64-bit hash of this key.
     fn key_hash(&self) -> u64;
+
+    /// Whether `self` and `other` are the same key, as keyed state's
+    /// tables test it on a probe: always `self == other`, which is the
+    /// default. Byte strings compare short keys a word at a time instead
+    /// of calling `memcmp`.
+    #[inline(always)]
+    fn key_eq(&self, other: &Self) -> bool
+    where
+        Self: PartialEq,
+    {
+        self == other
+    }
 }
 
 macro_rules! key_hash_unsigned {
@@ -142,6 +152,11 @@ impl KeyHash for [u8] {
     fn key_hash(&self) -> u64 {
         hash_bytes(self)
     }
+
+    #[inline(always)]
+    fn key_eq(&self, other: &Self) -> bool {
+        short_bytes::eq(self, other)
+    }
 }
 
 impl<const N: usize> KeyHash for [u8; N] {
@@ -156,12 +171,22 @@ impl KeyHash for str {
     fn key_hash(&self) -> u64 {
         hash_bytes(self.as_bytes())
     }
+
+    #[inline(always)]
+    fn key_eq(&self, other: &Self) -> bool {
+        short_bytes::eq(self.as_bytes(), other.as_bytes())
+    }
 }
 
 impl KeyHash for String {
     #[inline]
     fn key_hash(&self) -> u64 {
         hash_bytes(self.as_bytes())
+    }
+
+    #[inline(always)]
+    fn key_eq(&self, other: &Self) -> bool {
+        short_bytes::eq(self.as_bytes(), other.as_bytes())
     }
 }
 
@@ -172,12 +197,22 @@ impl KeyHash for compact_str::CompactString {
     fn key_hash(&self) -> u64 {
         hash_bytes(self.as_bytes())
     }
+
+    #[inline(always)]
+    fn key_eq(&self, other: &Self) -> bool {
+        short_bytes::eq(self.as_bytes(), other.as_bytes())
+    }
 }
 
 impl KeyHash for Vec<u8> {
     #[inline]
     fn key_hash(&self) -> u64 {
         hash_bytes(self)
+    }
+
+    #[inline(always)]
+    fn key_eq(&self, other: &Self) -> bool {
+        short_bytes::eq(self, other)
     }
 }
 

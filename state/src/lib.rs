@@ -33,6 +33,7 @@ pub mod arena;
 pub mod bounds;
 pub mod key_group;
 pub mod prefetch;
+mod short_bytes;
 pub mod snapshot;
 pub mod value_state;
 

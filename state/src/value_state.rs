@@ -322,7 +322,7 @@ where
         let tag = tag_of(hash);
         let pos = (hash >> self.shift) as usize;
         // Most keys sit in their home slot: check it before the group scan.
-        if self.tags[pos] == tag && self.slots.get(pos).key == *key {
+        if self.tags[pos] == tag && self.slots.get(pos).key.key_eq(key) {
             return Probe::Found(pos);
         }
         Self::scan_from(&self.tags, &self.slots, self.mask, key, tag, pos)
@@ -348,7 +348,7 @@ where
             let mut matches = match_tag(group, tag);
             while matches != 0 {
                 let at = (pos + first_byte(matches)) & mask;
-                if slots.get(at).key == *key {
+                if slots.get(at).key.key_eq(key) {
                     return Probe::Found(at);
                 }
                 matches &= matches - 1;
@@ -825,7 +825,7 @@ where
             let mut matches = match_tag(group, tag);
             while matches != 0 {
                 let at = (pos + first_byte(matches)) & mask;
-                if slots.get(at).key == key {
+                if slots.get(at).key.key_eq(&key) {
                     slots.get_mut(at).value = value;
                     return false;
                 }
@@ -929,7 +929,7 @@ where
                 let (tag, home) = (tag_of(hash), (hash >> shift) as usize);
                 if tags[home] == tag {
                     let slot = slots.get_mut(home);
-                    if slot.key == key {
+                    if slot.key.key_eq(&key) {
                         slot.value = f(Some(take_for_update(&mut slot.value)), input);
                         continue;
                     }
@@ -1169,7 +1169,7 @@ where
         loop {
             match self.tags[pos] {
                 EMPTY => return None,
-                t if t == tag && self.slots.get(pos).key == *key => {
+                t if t == tag && self.slots.get(pos).key.key_eq(key) => {
                     return Some(&self.slots.get(pos).value)
                 }
                 _ => pos = (pos + 1) & self.mask,

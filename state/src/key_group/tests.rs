@@ -122,6 +122,22 @@ fn byte_strings_match_reference_formula() {
     assert_ne!("a".key_hash(), "a\0".key_hash());
 }
 
+/// Every length from 0 to 40 and every position of the last partial
+/// word's bytes: the fixed-width loads of the hash's tail give the padded
+/// word of the definition.
+#[test]
+fn byte_strings_of_every_length_match_reference_formula() {
+    let text: Vec<u8> = (0u8..40)
+        .map(|i| i.wrapping_mul(37).wrapping_add(1))
+        .collect();
+    for len in 0..=text.len() {
+        for start in 0..=text.len() - len {
+            let s = &text[start..start + len];
+            assert_eq!(s.key_hash(), reference_bytes(s), "{s:?}");
+        }
+    }
+}
+
 /// Short string ids spread evenly over key groups (within 15% of the
 /// mean per group for 100,000 ids over 128 groups).
 #[test]

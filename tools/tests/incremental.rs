@@ -18,9 +18,16 @@ mod support;
 use support::*;
 
 /// W1 with the transactional file sink, incremental checkpoints every
-/// 100 ms and one retained checkpoint. `k` keys at `rate` records/s
-/// change ~2,000 of ~65,000 slots of each of two subtasks' tables per
-/// interval, under the 1/16 that makes a delta.
+/// 100 ms and one retained checkpoint. `k` keys at [`RATE`] records/s fill
+/// each of two subtasks' tables to ~95,000 of ~131,000 slots (they stop
+/// growing, which starts a new chain, after about 7 s) and change ~1,000
+/// slots of each per 100 ms. The 1/16 that makes a delta is ~8,000: on a
+/// loaded machine (CI runs tests side by side on two cores) a checkpoint
+/// takes up to ~0.8 s and the next freeze comes that much later, and the
+/// slots changed meanwhile must still stay under it.
+/// Records per second, over both subtasks.
+const RATE: u64 = 20_000;
+
 struct W1 {
     ck: PathBuf,
     out: PathBuf,
@@ -35,7 +42,7 @@ impl W1 {
             ck: s.join("ck"),
             out: s.join("out"),
             n: 600_000,
-            k: 100_000,
+            k: 200_000,
             retained: 1,
         }
     }
@@ -44,7 +51,7 @@ impl W1 {
         let mut c = Command::new(WEIR);
         c.args(["bench", "w1", "--quiet", "--workers", &workers.to_string()])
             .args(["--n", &self.n.to_string(), "--k", &self.k.to_string()])
-            .args(["--rate", "40000"])
+            .args(["--rate", &RATE.to_string()])
             .arg("--output")
             .arg(&self.out)
             .arg("--set")

@@ -57,6 +57,8 @@ pub struct Latency {
     pub p99: f64,
     /// 99.9th percentile.
     pub p999: f64,
+    /// 99.99th percentile.
+    pub p9999: f64,
     /// Largest.
     pub max: f64,
 }
@@ -170,7 +172,8 @@ impl BenchReport {
             v["achieved_rate"] = json!(rate);
         }
         if let Some(l) = self.latency {
-            v["latency_us"] = json!({"p50": l.p50, "p99": l.p99, "p999": l.p999, "max": l.max});
+            v["latency_us"] =
+                json!({"p50": l.p50, "p99": l.p99, "p999": l.p999, "p9999": l.p9999, "max": l.max});
         }
         if let Some(c) = &self.checkpoints {
             v["checkpoints"] = checkpoints_json(c);
@@ -277,12 +280,13 @@ impl BenchReport {
         }
         if let (Some(rate), Some(l)) = (self.achieved_rate, self.latency) {
             s += &format!(
-                "latency at {} records/s (buffer timeout {}): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, max {:.0} us\n",
+                "latency at {} records/s (buffer timeout {}): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, p99.99 {:.0} us, max {:.0} us\n",
                 human_rate(rate),
                 self.buffer_timeout,
                 l.p50,
                 l.p99,
                 l.p999,
+                l.p9999,
                 l.max
             );
         }
@@ -405,6 +409,7 @@ pub fn run(
                     p50: us(0.5),
                     p99: us(0.99),
                     p999: us(0.999),
+                    p9999: us(0.9999),
                     max: histogram.max() as f64 / 1e3,
                 }),
                 ..BenchReport::of_run(workload, workers, keys, &options, &result)

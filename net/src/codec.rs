@@ -120,7 +120,7 @@ fn write_byte_string(bytes: &[u8], out: &mut [u8]) {
     copy_short(bytes, &mut out[4..]);
 }
 
-/// `out.copy_from_slice(src)`, by moves of a fixed width for up to 16
+/// `out.copy_from_slice(src)`, by moves of a fixed width for up to 32
 /// bytes: a string key's length varies from record to record, and a copy
 /// of a run-time length is a `memcpy` call that costs more than the rest
 /// of the record's encoding. Two moves that overlap in the middle cover
@@ -143,6 +143,10 @@ fn copy_short(src: &[u8], out: &mut [u8]) {
         8..=16 => {
             out[..8].copy_from_slice(&src[..8]);
             out[n - 8..n].copy_from_slice(&src[n - 8..n]);
+        }
+        17..=32 => {
+            out[..16].copy_from_slice(&src[..16]);
+            out[n - 16..n].copy_from_slice(&src[n - 16..n]);
         }
         _ => out.copy_from_slice(src),
     }
@@ -195,25 +199,43 @@ impl Wire for String {
     }
 }
 
+/// Bytes a `CompactString` holds inline (without allocating).
+const COMPACT_INLINE: usize = std::mem::size_of::<compact_str::CompactString>();
+
 /// The same bytes as a `String`'s (either reads what the other wrote); a
 /// string of up to 24 bytes lives inline, so decoding, cloning and
 /// dropping it allocate nothing.
 impl Wire for compact_str::CompactString {
-    #[inline]
+    #[inline(always)]
     fn encoded_len(&self) -> usize {
         4 + self.len()
     }
-    #[inline]
+    #[inline(always)]
     fn write(&self, out: &mut [u8]) {
         write_byte_string(self.as_bytes(), out);
     }
-    #[inline]
+    #[inline(always)]
     fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
         let (len, _) = u32::read(input)?;
         let total = 4 + len as usize;
         need("string", input, total)?;
         let text = decode_str(&input[4..total], total, input.len())?;
-        Ok((compact_str::CompactString::new(text), total))
+        if text.len() > COMPACT_INLINE {
+            return Ok((compact_str::CompactString::new(text), total));
+        }
+        // An inline string, filled by fixed-width moves: `new` copies
+        // with a `memcpy` call of the run-time length, which cost more
+        // than the rest of the decode.
+        let mut s = compact_str::CompactString::with_capacity(0);
+        // SAFETY: an empty `CompactString` made with capacity 0 is inline,
+        // so its buffer is `COMPACT_INLINE` bytes long and holds `text`;
+        // `text` is valid UTF-8, and `set_len` makes exactly its bytes,
+        // all written, the string's.
+        unsafe {
+            copy_short(text.as_bytes(), &mut s.as_mut_bytes()[..text.len()]);
+            s.set_len(text.len());
+        }
+        Ok((s, total))
     }
 }
 
@@ -347,6 +369,8 @@ mod tests {
             assert_eq!(buf[4..], text[..n]);
             round_trip(bytes);
             round_trip(String::from_utf8(text[..n].to_vec()).unwrap());
+            // Inline up to 24 bytes, on the heap past that.
+            round_trip(compact_str::CompactString::from_utf8(&text[..n]).unwrap());
         }
     }
 

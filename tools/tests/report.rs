@@ -103,12 +103,18 @@ fn a_tiny_report_runs_verifies_and_plots_every_workload() {
             "no row of report.md gives {command}"
         );
     }
-    // The W3 sweep checkpointed: each of its runs completed checkpoints.
-    let w3: Vec<_> = runs
+    // The W3 sweep checkpointed: each of its runs completed checkpoints,
+    // but the control run beside it, which has none.
+    let (w3, control): (Vec<_>, Vec<_>) = runs
         .iter()
         .filter(|r| r["report"]["workload"] == "w3")
-        .collect();
+        .partition(|r| r["report"].get("checkpoints").is_some());
     assert_eq!(w3.len(), 10, "four fixed timeouts and auto at two rates");
+    assert_eq!(control.len(), 1, "one run without checkpoints");
+    assert!(
+        md.contains("0 ms, no checkpoints (control)"),
+        "the latency table shows the control run"
+    );
     for r in w3 {
         assert!(r["command"]
             .as_str()

@@ -31,6 +31,11 @@ pub struct RunRecord {
     pub failure: Option<String>,
     /// The last lines of its stderr, kept for failures.
     pub stderr_tail: String,
+    /// CPU time the hypervisor gave to others while the run went on
+    /// (`steal` of `/proc/stat`, all CPUs), in ms: the host's hiccups,
+    /// which a latency tail shows and no setting of weir's removes.
+    /// `None` where the kernel does not say.
+    pub steal_ms: Option<f64>,
 }
 
 impl RunRecord {
@@ -113,10 +118,31 @@ pub fn judge(spec: &RunSpec, success: bool, status: &str, json: Option<&Value>) 
     None
 }
 
+/// The CPU time stolen from this machine by its hypervisor so far, in
+/// ms: the `steal` field of `/proc/stat`'s `cpu` line (in clock ticks).
+fn steal_ms() -> Option<f64> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    steal_of(&stat, USER_HZ)
+}
+
+/// The unit of `/proc/stat`'s times, ticks per second: Linux's `USER_HZ`,
+/// 100 on every architecture it runs on (part of its user ABI, whatever
+/// the kernel's own tick rate).
+const USER_HZ: f64 = 100.0;
+
+/// [`steal_ms`] of the text of `/proc/stat` at `ticks` per second.
+fn steal_of(stat: &str, ticks: f64) -> Option<f64> {
+    let cpu = stat.lines().find(|l| l.starts_with("cpu "))?;
+    // cpu user nice system idle iowait irq softirq steal ...
+    let steal: f64 = cpu.split_whitespace().nth(8)?.parse().ok()?;
+    Some(steal * 1000.0 / ticks)
+}
+
 /// Runs `spec` with the `weir` binary `exe`, stdout and stderr into files
 /// under `logs` named by `index`; kills it after `spec.limit`.
 pub fn run(exe: &Path, spec: &RunSpec, logs: &Path, index: usize) -> RunRecord {
     let command = command_line(&spec.args);
+    let steal_at_start = steal_ms();
     let record = |seconds, json, failure: Option<String>, stderr_tail| RunRecord {
         point: spec.point.clone(),
         command: command.clone(),
@@ -124,6 +150,9 @@ pub fn run(exe: &Path, spec: &RunSpec, logs: &Path, index: usize) -> RunRecord {
         json,
         failure,
         stderr_tail,
+        steal_ms: steal_at_start
+            .zip(steal_ms())
+            .map(|(start, end)| (end - start).max(0.0)),
     };
     let stem = format!(
         "{index:02}-{}",
@@ -250,6 +279,7 @@ mod tests {
             rate: 1,
             timeout_ms: 0.0,
             auto: false,
+            checkpoints: true,
         };
         let good = json!({"verified": true, "checkpoints": {"completed": 3}});
         assert_eq!(
@@ -281,6 +311,14 @@ mod tests {
     }
 
     #[test]
+    fn steal_is_the_eighth_time_of_the_cpu_line() {
+        let stat = "cpu  100 2 30 4000 5 0 6 250 0 0\ncpu0 50 1 15 2000 2 0 3 125 0 0\nctxt 9\n";
+        assert_eq!(steal_of(stat, 100.0), Some(2500.0));
+        assert_eq!(steal_of("cpu  1 2 3\n", 100.0), None);
+        assert_eq!(steal_of("intr 5\n", 100.0), None);
+    }
+
+    #[test]
     fn tail_keeps_the_last_lines() {
         assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
         assert_eq!(tail("a", 5), "a");
@@ -295,6 +333,7 @@ mod tests {
             json: Some(json!({"latency_us": {"p99": 7.5}})),
             failure: None,
             stderr_tail: String::new(),
+            steal_ms: None,
         };
         assert_eq!(r.number(&["latency_us", "p99"]), Some(7.5));
         assert_eq!(r.number(&["latency_us", "p50"]), None);

@@ -1,9 +1,9 @@
 //! The latency section of a report: W3's sweep of buffer timeouts at two
-//! rates with aligned checkpoints.
+//! rates with aligned checkpoints, and a control run without them.
 
 use super::child::RunRecord;
 use super::doc::{Block, Table};
-use super::plan::{Point, Sizes, TIMEOUTS_MS, W3_RATES};
+use super::plan::{Point, Sizes, CONTROL_RATE, TIMEOUTS_MS, W3_RATES};
 use super::plot::{plain, si, Axis, Chart, Kind, Series};
 use super::throughput::{code, num, timeout_axis, timeout_x, verdict};
 use super::Section;
@@ -17,14 +17,16 @@ pub(super) fn w3(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
         "p50 µs",
         "p99 µs",
         "p99.9 µs",
+        "p99.99 µs",
         "max µs",
         "checkpoints completed / failed",
+        "host steal ms",
         "verified",
         "command",
     ]);
     let mut charts = Vec::new();
     for rate in W3_RATES {
-        let mut series: Vec<Series> = ["p50", "p99", "p99.9", "max"]
+        let mut series: Vec<Series> = ["p50", "p99", "p99.9", "p99.99", "max"]
             .iter()
             .map(|name| Series {
                 name: (*name).into(),
@@ -39,6 +41,7 @@ pub(super) fn w3(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
                 rate: run_rate,
                 timeout_ms,
                 auto: adaptive,
+                checkpoints,
             } = r.point
             else {
                 continue;
@@ -49,24 +52,35 @@ pub(super) fn w3(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
             let l = |q: &str| r.number(&["latency_us", q]);
             t.row(vec![
                 si(rate as f64),
-                if adaptive {
-                    format!("auto (target {timeout_ms} ms)")
-                } else {
-                    format!("{timeout_ms} ms")
+                match (adaptive, checkpoints) {
+                    (true, _) => format!("auto (target {timeout_ms} ms)"),
+                    (false, true) => format!("{timeout_ms} ms"),
+                    (false, false) => format!("{timeout_ms} ms, no checkpoints (control)"),
                 },
                 num(r.number(&["achieved_rate"]), 0),
                 num(l("p50"), 1),
                 num(l("p99"), 1),
                 num(l("p999"), 1),
+                num(l("p9999"), 1),
                 num(l("max"), 0),
-                format!(
-                    "{} / {}",
-                    num(r.number(&["checkpoints", "completed"]), 0),
-                    num(r.number(&["checkpoints", "failed"]), 0)
-                ),
+                if checkpoints {
+                    format!(
+                        "{} / {}",
+                        num(r.number(&["checkpoints", "completed"]), 0),
+                        num(r.number(&["checkpoints", "failed"]), 0)
+                    )
+                } else {
+                    "none".to_owned()
+                },
+                num(r.steal_ms, 0),
                 verdict(r),
                 code(r),
             ]);
+            if !checkpoints {
+                // The control is a row to compare with, not a point of
+                // the sweep.
+                continue;
+            }
             if adaptive {
                 if let (true, Some(p99)) = (r.passed(), l("p99")) {
                     auto.push((timeout_ms, p99));
@@ -74,7 +88,10 @@ pub(super) fn w3(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
                 continue;
             }
             if r.passed() {
-                for (s, q) in series.iter_mut().zip(["p50", "p99", "p999", "max"]) {
+                for (s, q) in series
+                    .iter_mut()
+                    .zip(["p50", "p99", "p999", "p9999", "max"])
+                {
                     if let Some(v) = l(q) {
                         s.points.push((timeout_x(timeout_ms), v));
                     }
@@ -118,10 +135,11 @@ pub(super) fn w3(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
                  specifies (each run must complete a checkpoint per interval, less two, \
                  to count). Timeout 0 flushes every record. `auto` is weir's adaptive \
                  timeout (`execution.buffer-timeout.interval = auto`, docs/ARCHITECTURE.md), \
-                 drawn as a flat line of its p99 beside its target.",
+                 drawn as a flat line of its p99 beside its target. The control row runs                  {} records/s at timeout 0 without checkpoints: the tail the host gives                  any process (its `host steal ms` is CPU time the hypervisor gave to                  others during the run, from /proc/stat), beside what checkpoints add.",
                 interval(sizes.w3_warmup_ms),
                 interval(sizes.w3_duration_ms),
-                interval(sizes.checkpoint_ms)
+                interval(sizes.checkpoint_ms),
+                si(CONTROL_RATE as f64),
             )),
             Block::Table(t),
         ],

@@ -163,6 +163,7 @@ pub fn run(opts: &ReportOptions) -> Result<ReportOutcome, String> {
                 "seconds": r.seconds,
                 "passed": r.passed(),
                 "failure": r.failure,
+                "steal_ms": r.steal_ms,
                 "report": r.json,
             })
         })

@@ -53,6 +53,9 @@ pub enum Point {
         /// The adaptive timeout (`execution.buffer-timeout.interval =
         /// auto` with `timeout_ms` as its latency target).
         auto: bool,
+        /// With WORKLOADS.md's aligned checkpoints every second; without
+        /// them, the control run that shows the host's own hiccups.
+        checkpoints: bool,
     },
     /// W4 in a mode (`none`, `aligned`, ...).
     W4(&'static str),
@@ -117,6 +120,9 @@ pub const AUTO_TARGET_MS: u64 = 1;
 pub const TIMEOUTS_MS: [u64; 4] = [0, 1, 10, 100];
 /// W3's rates (WORKLOADS.md), records/s.
 pub const W3_RATES: [u64; 2] = [200_000, 1_000_000];
+/// The rate of W3's control run, without checkpoints (issue 23 judges
+/// the tail at 1 M records/s and timeout 0 beside one).
+pub const CONTROL_RATE: u64 = 1_000_000;
 /// W4's modes, the baseline first.
 pub const W4_MODES: [&str; 5] = ["none", "aligned", "unaligned", "debloat", "timeout"];
 /// W1's K outside the key sweep (WORKLOADS.md).
@@ -263,16 +269,20 @@ pub fn runs(scale: Scale, cores: usize, work: &Path) -> Vec<RunSpec> {
         ]),
     ));
     for rate in W3_RATES {
-        // The fixed timeouts of WORKLOADS.md, then weir's adaptive one.
+        // The fixed timeouts of WORKLOADS.md, then weir's adaptive one,
+        // all with checkpoints; at the highest rate, the tightest timeout
+        // once more without checkpoints: the latency tail of the host
+        // itself, beside what the checkpoints add to it.
         let settings = TIMEOUTS_MS
             .iter()
-            .map(|t| (*t, false))
-            .chain(std::iter::once((AUTO_TARGET_MS, true)));
-        for (t, auto) in settings {
-            let name = if auto {
-                "auto".to_owned()
-            } else {
-                format!("{t}ms")
+            .map(|t| (*t, false, true))
+            .chain(std::iter::once((AUTO_TARGET_MS, true, true)))
+            .chain((rate == CONTROL_RATE).then_some((TIMEOUTS_MS[0], false, false)));
+        for (t, auto, with_checkpoints) in settings {
+            let name = match (auto, with_checkpoints) {
+                (true, _) => "auto".to_owned(),
+                (false, true) => format!("{t}ms"),
+                (false, false) => format!("{t}ms-no-checkpoints"),
             };
             let dir = work.join(format!("w3-{rate}-{name}"));
             let mut args = strings(&[
@@ -300,23 +310,26 @@ pub fn runs(scale: Scale, cores: usize, work: &Path) -> Vec<RunSpec> {
                     &format!("execution.buffer-timeout={t}ms"),
                 ]));
             }
-            args.extend(checkpoints(&dir));
+            if with_checkpoints {
+                args.extend(checkpoints(&dir));
+            }
             args.push("--quiet".into());
             out.push(RunSpec {
-                scratch: Some(dir),
+                scratch: with_checkpoints.then_some(dir),
                 // A checkpoint per interval of the run, less the first
                 // interval and one for slack (the count includes the final
                 // checkpoint at the end of the run).
-                min_checkpoints: Some(
+                min_checkpoints: with_checkpoints.then(|| {
                     ((s.w3_warmup_ms + s.w3_duration_ms) / s.checkpoint_ms)
                         .saturating_sub(2)
-                        .max(1),
-                ),
+                        .max(1)
+                }),
                 ..spec(
                     Point::W3 {
                         rate,
                         timeout_ms: t as f64,
                         auto,
+                        checkpoints: with_checkpoints,
                     },
                     args,
                 )
@@ -406,7 +419,39 @@ mod tests {
             .iter()
             .filter(|r| matches!(r.point, Point::W3 { .. }))
             .collect();
-        assert_eq!(w3.len(), 10, "two rates times four timeouts and auto");
+        assert_eq!(
+            w3.len(),
+            11,
+            "two rates times four timeouts and auto, and the control"
+        );
+        let (w3, control): (Vec<&RunSpec>, Vec<&RunSpec>) = w3.into_iter().partition(|r| {
+            matches!(
+                r.point,
+                Point::W3 {
+                    checkpoints: true,
+                    ..
+                }
+            )
+        });
+        let [control] = control[..] else {
+            panic!("one control run: {control:?}")
+        };
+        assert_eq!(
+            control.point,
+            Point::W3 {
+                rate: 1_000_000,
+                timeout_ms: 0.0,
+                auto: false,
+                checkpoints: false
+            }
+        );
+        let cmd = joined(control);
+        assert!(
+            cmd.contains("--set execution.buffer-timeout=0ms")
+                && !cmd.contains("checkpoint")
+                && control.min_checkpoints.is_none(),
+            "{cmd}"
+        );
         for r in &w3 {
             let cmd = joined(r);
             assert!(

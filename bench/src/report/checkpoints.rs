@@ -9,7 +9,7 @@ use super::doc::{Block, Table};
 use super::latency::interval;
 use super::plan::{Point, Sizes, W4_MODES};
 use super::plot::{plain, si, Axis, Chart, Kind, Series};
-use super::throughput::{code, num, verdict};
+use super::throughput::{checkpoint_counts, code, num, verdict};
 use super::Section;
 
 /// Mean bytes in flight summed over the sources' output channels, and the
@@ -111,15 +111,7 @@ pub(super) fn w4(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
                     (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
                     _ => "-".into(),
                 },
-                if checkpoints {
-                    format!(
-                        "{} / {}",
-                        num(r.number(&["checkpoints", "completed"]), 0),
-                        num(r.number(&["checkpoints", "failed"]), 0)
-                    )
-                } else {
-                    "-".into()
-                },
+                checkpoint_counts(r, checkpoints),
                 format!(
                     "{} / {}",
                     num(c("duration_ms", "p50"), 0),

@@ -5,7 +5,7 @@ use super::child::RunRecord;
 use super::doc::{Block, Table};
 use super::plan::{Point, Sizes, CONTROL_RATE, TIMEOUTS_MS, W3_RATES};
 use super::plot::{plain, si, Axis, Chart, Kind, Series};
-use super::throughput::{code, num, timeout_axis, timeout_x, verdict};
+use super::throughput::{checkpoint_counts, code, num, timeout_axis, timeout_x, verdict};
 use super::Section;
 
 /// The W3 sweep: a table and one latency plot per rate.
@@ -63,15 +63,7 @@ pub(super) fn w3(runs: &[RunRecord], sizes: &Sizes, cores: usize) -> Section {
                 num(l("p999"), 1),
                 num(l("p9999"), 1),
                 num(l("max"), 0),
-                if checkpoints {
-                    format!(
-                        "{} / {}",
-                        num(r.number(&["checkpoints", "completed"]), 0),
-                        num(r.number(&["checkpoints", "failed"]), 0)
-                    )
-                } else {
-                    "none".to_owned()
-                },
+                checkpoint_counts(r, checkpoints),
                 num(r.steal_ms, 0),
                 verdict(r),
                 code(r),

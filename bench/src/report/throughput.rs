@@ -32,6 +32,19 @@ pub(super) fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.digits$}"))
 }
 
+/// A checkpointing run's checkpoints as `completed / failed`; `-` for a
+/// run without checkpoints.
+pub(super) fn checkpoint_counts(r: &RunRecord, checkpoints: bool) -> String {
+    if !checkpoints {
+        return "-".into();
+    }
+    format!(
+        "{} / {}",
+        num(r.number(&["checkpoints", "completed"]), 0),
+        num(r.number(&["checkpoints", "failed"]), 0)
+    )
+}
+
 /// The x axis of the timeout sweeps: log, with 0 (flush every record)
 /// drawn at 0.1 ms.
 pub(super) fn timeout_axis() -> Axis {
@@ -239,15 +252,7 @@ pub(super) fn w1_checkpoints(runs: &[RunRecord], sizes: &Sizes) -> Section {
             },
             mega(r.number(&["records_per_s"])),
             ratio,
-            if with {
-                format!(
-                    "{} / {}",
-                    num(r.number(&["checkpoints", "completed"]), 0),
-                    num(r.number(&["checkpoints", "failed"]), 0)
-                )
-            } else {
-                "-".into()
-            },
+            checkpoint_counts(r, with),
             format!(
                 "{} / {}",
                 num(c("duration_ms", "p50"), 0),

@@ -17,7 +17,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -31,7 +30,7 @@ use weir_runtime::{
 };
 
 use crate::checkpoint::PacedSource;
-use crate::{ms, options, run_job, run_ok, splitmix64, temp_dir};
+use crate::{ms, options, run_job, run_ok, splitmix64, temp_dir, InjectedFailure};
 
 /// A user id: a string, as most real keys are.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Wire, KeyHash)]
@@ -117,8 +116,7 @@ struct PerUser {
     greatest: KeyedReducingState<UserId, String, fn(String, String) -> String>,
     longest: KeyedAggregatingState<UserId, Longest>,
     totals: Arc<HashMap<UserId, u64>>,
-    fail_at: u64,
-    armed: Arc<AtomicBool>,
+    fail: InjectedFailure,
 }
 
 impl KeyedProcessFunction for PerUser {
@@ -133,7 +131,7 @@ impl KeyedProcessFunction for PerUser {
         out: &mut C,
     ) {
         assert_eq!(ctx.key(), &user);
-        if i == self.fail_at && self.armed.swap(false, Ordering::SeqCst) {
+        if self.fail.hits(i) {
             panic!("injected failure at record {i}");
         }
         let page = page(i);
@@ -223,19 +221,17 @@ fn model(n: u64, users: u64) -> (BTreeMap<UserId, Report>, HashMap<UserId, u64>)
 }
 
 /// The job: a paced source at 2 subtasks, keyed by user, `per-user` at
-/// `parallelism`; with `fail_at`, the first record `fail_at` fails it once.
+/// `parallelism`, failing once where `fail` says.
 fn job(
     n: u64,
     users: u64,
     parallelism: usize,
-    fail_at: u64,
+    fail: InjectedFailure,
     totals: &Arc<HashMap<UserId, u64>>,
     reports: &Reports,
 ) -> JobGraph {
-    let armed = Arc::new(AtomicBool::new(true));
     let (totals, into) = (totals.clone(), reports.clone());
     let job = JobGraph::new("variable-state");
-    // 200 records/ms: the failure comes well after a checkpoint completed.
     job.source("paced", move |info: &SubtaskInfo| {
         PacedSource::new(info, n, users, 200)
     })
@@ -249,8 +245,7 @@ fn job(
         greatest: KeyedReducingState::new("greatest", max_string as fn(String, String) -> String),
         longest: KeyedAggregatingState::new("longest", Longest),
         totals: totals.clone(),
-        fail_at,
-        armed: armed.clone(),
+        fail: fail.clone(),
     })
     .parallelism(parallelism)
     .sink("reports", move |_: &SubtaskInfo| ReportSink(into.clone()));
@@ -283,7 +278,17 @@ fn string_keys_and_struct_values_restore_exactly_after_a_failure() {
         attempts: 2,
         delay: Duration::from_millis(10),
     });
-    let result = run_ok(job(n, users, 2, 80_001, &totals, &reports), &o);
+    let result = run_ok(
+        job(
+            n,
+            users,
+            2,
+            InjectedFailure::at(80_001, &dir),
+            &totals,
+            &reports,
+        ),
+        &o,
+    );
     assert_eq!(result.restarts, 1, "the injected failure restarted the job");
     let restored = result.restored.expect("the second attempt restored");
     assert!(restored.state_bytes > 0, "{restored:?}");
@@ -303,13 +308,30 @@ fn string_keys_and_struct_values_are_redistributed_at_another_parallelism() {
         let mut o = checkpointed(&dir);
         o.restart = RestartStrategy::None;
         let reports: Reports = Arc::default();
-        match run_job(job(n, users, 2, 80_001, &totals, &reports), &o) {
+        match run_job(
+            job(
+                n,
+                users,
+                2,
+                InjectedFailure::at(80_001, &dir),
+                &totals,
+                &reports,
+            ),
+            &o,
+        ) {
             Err(JobError::TaskFailed { .. }) => {}
             other => panic!("expected the injected failure, got {other:?}"),
         }
         o.restore = RestoreFrom::Latest;
         let result = run_ok(
-            job(n, users, new_parallelism, u64::MAX, &totals, &reports),
+            job(
+                n,
+                users,
+                new_parallelism,
+                InjectedFailure::never(),
+                &totals,
+                &reports,
+            ),
             &o,
         );
         let restored = result.restored.expect("the run restored");
@@ -382,9 +404,15 @@ impl Sink for WindowSink {
 }
 
 /// Event-time tumbling windows keyed by `UserId` with a `String` in the
-/// accumulator, at `parallelism`; record `i` has timestamp `i / 20` ms.
-fn window_job(n: u64, users: u64, parallelism: usize, fail_at: u64, into: &Windows) -> JobGraph {
-    let armed = Arc::new(AtomicBool::new(true));
+/// accumulator, at `parallelism`, failing once where `fail` says; record
+/// `i` has timestamp `i / 20` ms.
+fn window_job(
+    n: u64,
+    users: u64,
+    parallelism: usize,
+    fail: InjectedFailure,
+    into: &Windows,
+) -> JobGraph {
     let into = into.clone();
     let job = JobGraph::new("variable-windows");
     job.source("paced", move |info: &SubtaskInfo| {
@@ -392,7 +420,7 @@ fn window_job(n: u64, users: u64, parallelism: usize, fail_at: u64, into: &Windo
     })
     .parallelism(2)
     .map("to-event", move |(k, i): (u64, u64)| {
-        if i == fail_at && armed.swap(false, Ordering::SeqCst) {
+        if fail.hits(i) {
             panic!("injected failure at record {i}");
         }
         (user(k), (i / 20) as i64, page(i))
@@ -437,12 +465,18 @@ fn windows_keyed_by_strings_restore_and_rescale_exactly() {
         let mut o = checkpointed(&dir);
         o.restart = RestartStrategy::None;
         let got: Windows = Arc::default();
-        match run_job(window_job(n, users, 2, 40_001, &got), &o) {
+        match run_job(
+            window_job(n, users, 2, InjectedFailure::at(40_001, &dir), &got),
+            &o,
+        ) {
             Err(JobError::TaskFailed { .. }) => {}
             other => panic!("expected the injected failure, got {other:?}"),
         }
         o.restore = RestoreFrom::Latest;
-        let result = run_ok(window_job(n, users, new_parallelism, u64::MAX, &got), &o);
+        let result = run_ok(
+            window_job(n, users, new_parallelism, InjectedFailure::never(), &got),
+            &o,
+        );
         let restored = result.restored.expect("the run restored");
         assert!(restored.state_bytes > 0, "{restored:?}");
         let got = got.lock().unwrap();

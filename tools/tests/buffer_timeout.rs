@@ -58,7 +58,9 @@ fn each_buffer_timeout_key_decides_how_long_records_wait() {
     // Flink 2's name for it.
     let (p50, ..) = w3(&["execution.buffer-timeout.interval=10ms"], None);
     let p50 = p50.expect("a result");
-    assert!((1.0 * ms..10.0 * ms).contains(&p50), "10ms: p50 {p50} us");
+    // Up to the timeout plus what a loaded host adds, and far from the
+    // default's (100 ms: p50 ~50 ms) if the key were ignored.
+    assert!((1.0 * ms..25.0 * ms).contains(&p50), "10ms: p50 {p50} us");
     // Only full buffers: records wait until the end of the run flushes
     // them (a buffer holds more than the whole run sends per channel).
     for set in [
@@ -169,7 +171,8 @@ fn weir_tune_writes_the_largest_timeout_that_meets_the_p99() {
     // The written file runs W3 with the chosen timeout.
     let (p50, code, err) = w3(&[], Some(&file));
     let p50 = p50.unwrap_or_else(|| panic!("exit {code}: {err}"));
-    assert!(p50 < 10_000.0, "p50 {p50} us with 10ms");
+    // As above: 10 ms, not the file's former 100 ms (p50 ~50 ms).
+    assert!(p50 < 25_000.0, "p50 {p50} us with 10ms");
 
     // A config of another job is refused before any run.
     let w1 = s.join("w1.toml");

@@ -1,8 +1,9 @@
 //! Software prefetch, for loops that know the addresses they will touch a
-//! few iterations ahead (a restore inserting millions of entries at
-//! random table positions). Elsewhere the CPU already overlaps independent
-//! misses, and measurements on W1's keyed lookups showed no gain, so only
-//! the bulk paths use it.
+//! few iterations ahead: a restore inserting millions of entries at
+//! random table positions, and a keyed operator whose table is far larger
+//! than the caches ([`crate::ValueState::prefetch_pays`]). For a table in
+//! cache the CPU already overlaps independent misses, and measurements on
+//! W1's keyed lookups there showed a loss, so nothing prefetches then.
 
 /// Asks the CPU to bring the cache line holding `value` closer. A hint: it
 /// never faults and has no effect on program semantics.

@@ -69,6 +69,11 @@ pub use sweep::SweepStep;
 /// Smallest capacity: a few cache lines, so `new` is cheap.
 const MIN_CAPACITY: usize = 16;
 
+/// Tables of at least this many bytes of slots and tags are worth a
+/// prefetch per lookup ([`ValueState::prefetch_pays`]): 8 MiB, four times
+/// a core's L2 cache on the machines `bench/RESULTS.md` was measured on.
+pub const PREFETCH_MIN_BYTES: usize = 8 << 20;
+
 /// One entry (an empty slot holds `Default` values).
 #[derive(Clone, Debug, Default)]
 struct Slot<K, V> {
@@ -250,6 +255,16 @@ where
         let pos = (hash >> self.shift) as usize;
         crate::prefetch::prefetch_read(&self.tags[pos]);
         crate::prefetch::prefetch_read(self.slots.get(pos));
+    }
+
+    /// Whether a loop over records of random keys gains by prefetching
+    /// their positions ([`prefetch_hashed`](Self::prefetch_hashed)) a few
+    /// records ahead: only once the table is far larger than a core's
+    /// cache ([`PREFETCH_MIN_BYTES`]). Below that its lines are mostly in
+    /// cache and the look-ahead's own work costs more than it hides.
+    #[inline]
+    pub fn prefetch_pays(&self) -> bool {
+        self.memory_bytes() >= PREFETCH_MIN_BYTES
     }
 
     /// Makes room for `additional` more keys, so that inserting them never

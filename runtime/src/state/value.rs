@@ -78,6 +78,22 @@ impl<K: StateKey, V: StateValue> KeyedValueState<K, V> {
             .get_or_insert_with_hashed_ref(&ctx.key, ctx.hash, init)
     }
 
+    /// Starts loading the table position of the key whose hash is `hash`
+    /// (a hint, no effect on the state): for
+    /// [`KeyedProcessFunction::prefetch`](crate::KeyedProcessFunction::prefetch).
+    #[inline(always)]
+    pub fn prefetch(&self, hash: u64) {
+        self.inner.prefetch_hashed(hash);
+    }
+
+    /// Whether the table is large enough for prefetching to pay (see
+    /// [`ValueState::prefetch_pays`]): for
+    /// [`KeyedProcessFunction::prefetch_pays`](crate::KeyedProcessFunction::prefetch_pays).
+    #[inline]
+    pub fn prefetch_pays(&self) -> bool {
+        self.inner.prefetch_pays()
+    }
+
     /// Keys with a value on this subtask.
     pub fn len(&self) -> usize {
         self.inner.len()

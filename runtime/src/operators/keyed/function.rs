@@ -5,6 +5,7 @@ use crate::operators::side_output::SideOutputs;
 use weir_state::KeyHash;
 
 use crate::chain::control::Collector;
+use crate::core::timestamp::{current_record_timestamp, set_record_timestamp};
 use crate::state::key_context::KeyContext;
 use crate::state::timers::{TimeDomain, TimerQueues};
 use crate::state::visitor::KeyedStates;
@@ -49,6 +50,9 @@ pub trait KeyedProcessFunction: 'static {
         KF: Fn(&Self::In) -> Self::Key,
         C: Collector<Self::Out>,
     {
+        if self.prefetch_pays() {
+            return process_ahead(self, records, key_of, watermark, limit, out);
+        }
         let mut taken = 0;
         while taken < limit && out.is_available() {
             let Some(record) = records.next() else {
@@ -59,6 +63,39 @@ pub trait KeyedProcessFunction: 'static {
             taken += 1;
         }
         taken
+    }
+
+    /// Whether [`prefetch`](Self::prefetch) is worth calling for the next
+    /// records: true makes the default
+    /// [`process_many`](Self::process_many) take records
+    /// [`PREFETCH_AHEAD`] ahead of the one it processes and prefetch the
+    /// state of each as it is taken, so that the cache misses of several
+    /// random keys overlap instead of stalling one after another. Asked
+    /// once per batch of records. Default: false. A function whose keyed
+    /// state can outgrow the caches answers its state's
+    /// [`KeyedValueState::prefetch_pays`](crate::KeyedValueState::prefetch_pays):
+    ///
+    /// ```text
+    /// fn prefetch_pays(&self) -> bool {
+    ///     self.totals.prefetch_pays()
+    /// }
+    ///
+    /// fn prefetch(&self, hash: u64) {
+    ///     self.totals.prefetch(hash);
+    /// }
+    /// ```
+    #[inline]
+    fn prefetch_pays(&self) -> bool {
+        false
+    }
+
+    /// Starts loading what [`process`](Self::process) will read for the key
+    /// whose hash is `hash` (its [`KeyContext::hash`]): a hint that must
+    /// not change any state. Called only while
+    /// [`prefetch_pays`](Self::prefetch_pays) is true. Default: nothing.
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        let _ = hash;
     }
 
     /// The operator's event time advanced to `watermark` (ms; `i64::MAX`
@@ -140,5 +177,193 @@ pub trait KeyedProcessFunction: 'static {
         out: &mut C,
     ) {
         let _ = (timestamp, ctx, domain, out);
+    }
+}
+
+/// How many records [`process_ahead`] takes ahead of the one it processes:
+/// enough misses in flight to cover a memory access at W1's rate per
+/// record, few enough that the taken records stay in registers and L1.
+pub const PREFETCH_AHEAD: usize = 8;
+
+/// The default [`KeyedProcessFunction::process_many`] with prefetching:
+/// each record is taken, its key hashed and its state prefetched
+/// [`PREFETCH_AHEAD`] records before it is processed, in order. A record
+/// taken keeps its event timestamp (a timestamped input sets it as it
+/// decodes the next one), and is processed even if `out` stops being
+/// available meanwhile: the availability is checked as a record is taken,
+/// so at most `PREFETCH_AHEAD - 1` records more pass than without the
+/// look-ahead, which an exchange's output absorbs as one record that emits
+/// several.
+#[inline]
+fn process_ahead<F, I, KF, C>(
+    f: &mut F,
+    records: &mut I,
+    key_of: &KF,
+    watermark: i64,
+    limit: usize,
+    out: &mut C,
+) -> usize
+where
+    F: KeyedProcessFunction + ?Sized,
+    I: Iterator<Item = F::In>,
+    KF: Fn(&F::In) -> F::Key,
+    C: Collector<F::Out>,
+{
+    type Taken<F> = (
+        KeyContext<<F as KeyedProcessFunction>::Key>,
+        i64,
+        <F as KeyedProcessFunction>::In,
+    );
+    let mut ring: [Option<Taken<F>>; PREFETCH_AHEAD] = std::array::from_fn(|_| None);
+    let (mut taken, mut done) = (0, 0);
+    while taken < limit && out.is_available() {
+        let Some(record) = records.next() else {
+            break;
+        };
+        let ctx = KeyContext::with_watermark(key_of(&record), watermark);
+        f.prefetch(ctx.hash());
+        let at = &mut ring[taken % PREFETCH_AHEAD];
+        if let Some((ctx, timestamp, record)) =
+            at.replace((ctx, current_record_timestamp(), record))
+        {
+            set_record_timestamp(timestamp);
+            f.process(&ctx, record, out);
+            done += 1;
+        }
+        taken += 1;
+    }
+    while done < taken {
+        if let Some((ctx, timestamp, record)) = ring[done % PREFETCH_AHEAD].take() {
+            set_record_timestamp(timestamp);
+            f.process(&ctx, record, out);
+        }
+        done += 1;
+    }
+    taken
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use weir_state::KeyHash;
+
+    use super::{KeyedProcessFunction, PREFETCH_AHEAD};
+    use crate::chain::control::Collector;
+    use crate::chain::testing::VecTail;
+    use crate::core::timestamp::set_record_timestamp;
+    use crate::state::key_context::KeyContext;
+    use crate::state::value::KeyedValueState;
+
+    /// W1's count per key, emitting `(key, count, record timestamp)`;
+    /// with `ahead`, through the look-ahead, noting every prefetch.
+    struct Counts {
+        totals: KeyedValueState<u64, u64>,
+        ahead: bool,
+        prefetched: RefCell<Vec<u64>>,
+    }
+
+    impl Counts {
+        fn new(ahead: bool) -> Self {
+            Self {
+                totals: KeyedValueState::new("counts"),
+                ahead,
+                prefetched: RefCell::default(),
+            }
+        }
+    }
+
+    impl KeyedProcessFunction for Counts {
+        type Key = u64;
+        type In = (u64, u64);
+        type Out = (u64, u64, Option<i64>);
+
+        fn process<C: Collector<Self::Out>>(
+            &mut self,
+            ctx: &KeyContext<u64>,
+            (key, _): (u64, u64),
+            out: &mut C,
+        ) {
+            assert_eq!(*ctx.key(), key);
+            assert_eq!(ctx.hash(), key.key_hash());
+            let n = self.totals.value_mut_or_insert_with(ctx, || 0);
+            *n += 1;
+            out.collect((key, *n, ctx.timestamp()));
+        }
+
+        fn prefetch_pays(&self) -> bool {
+            self.ahead
+        }
+
+        fn prefetch(&self, hash: u64) {
+            self.prefetched.borrow_mut().push(hash);
+            self.totals.prefetch(hash);
+        }
+    }
+
+    /// Records `(i % 7, i)` that set their timestamp (`10 * i`) as they are
+    /// taken, as a timestamped exchange's decoder does.
+    fn records(n: u64) -> impl Iterator<Item = (u64, u64)> {
+        (0..n).map(|i| {
+            set_record_timestamp(10 * i as i64);
+            (i % 7, i)
+        })
+    }
+
+    /// What [`Counts`] emits.
+    type Out = (u64, u64, Option<i64>);
+
+    /// Batches of `limit` until `n` records are taken: what came out, and
+    /// how many each batch took.
+    fn run(f: &mut Counts, n: u64, limit: usize) -> (Vec<Out>, Vec<usize>) {
+        let mut out = VecTail::default();
+        let mut input = records(n);
+        let mut batches = Vec::new();
+        loop {
+            let taken = f.process_many(&mut input, &|r: &(u64, u64)| r.0, 0, limit, &mut out);
+            if taken == 0 {
+                break;
+            }
+            batches.push(taken);
+        }
+        (out.items, batches)
+    }
+
+    #[test]
+    fn the_look_ahead_processes_what_the_plain_loop_does_in_the_same_order() {
+        for limit in [
+            1,
+            2,
+            PREFETCH_AHEAD - 1,
+            PREFETCH_AHEAD,
+            PREFETCH_AHEAD + 1,
+            100,
+        ] {
+            let n = 3 * PREFETCH_AHEAD as u64 + 5;
+            let (plain, plain_batches) = run(&mut Counts::new(false), n, limit);
+            let mut ahead = Counts::new(true);
+            let (got, batches) = run(&mut ahead, n, limit);
+            assert_eq!(got, plain, "limit {limit}");
+            assert_eq!(batches, plain_batches, "limit {limit}");
+            // Each record keeps its own timestamp, though later ones were
+            // taken before it was processed.
+            for (i, r) in got.iter().enumerate() {
+                assert_eq!(r.2, Some(10 * i as i64), "limit {limit}, record {i}");
+            }
+            let want: Vec<u64> = (0..n).map(|i| (i % 7).key_hash()).collect();
+            assert_eq!(*ahead.prefetched.borrow(), want, "limit {limit}");
+        }
+    }
+
+    #[test]
+    fn only_a_table_larger_than_the_caches_asks_for_prefetching() {
+        let mut small = weir_state::ValueState::<u64, u64>::new("small");
+        small.put(1, 1);
+        assert!(!small.prefetch_pays());
+        // ~400 k keys: 512 Ki slots of 17 bytes, over 8 MiB.
+        let mut large = weir_state::ValueState::<u64, u64>::with_capacity("large", 400_000);
+        large.put(1, 1);
+        assert!(large.memory_bytes() >= weir_state::value_state::PREFETCH_MIN_BYTES);
+        assert!(large.prefetch_pays());
     }
 }

@@ -363,8 +363,9 @@ impl<R: CountRecord> KeyedProcessFunction for KeyedCount<R> {
         out.collect(value.output(t.0, t.1));
     }
 
-    /// At 10^7 keys and more the table is far larger than the caches:
-    /// a record's slot is then prefetched a few records before its turn.
+    /// From about 10^6 keys the table outgrows the caches (8 MiB per
+    /// worker): a record's slot is then prefetched a few records before
+    /// its turn.
     #[inline]
     fn prefetch_pays(&self) -> bool {
         self.totals.prefetch_pays()

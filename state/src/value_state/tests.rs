@@ -1017,3 +1017,15 @@ fn a_freeze_marks_exactly_the_slots_written_since_the_previous_one() {
         dirty.len()
     );
 }
+
+#[test]
+fn only_a_table_larger_than_the_caches_asks_for_prefetching() {
+    let mut small = ValueState::<u64, u64>::new("small");
+    small.put(1, 1);
+    assert!(!small.prefetch_pays());
+    // ~400 k keys: 512 Ki slots of 17 bytes, over 8 MiB.
+    let mut large = ValueState::<u64, u64>::with_capacity("large", 400_000);
+    large.put(1, 1);
+    assert!(large.memory_bytes() >= PREFETCH_MIN_BYTES);
+    assert!(large.prefetch_pays());
+}

@@ -354,16 +354,4 @@ mod tests {
             assert_eq!(*ahead.prefetched.borrow(), want, "limit {limit}");
         }
     }
-
-    #[test]
-    fn only_a_table_larger_than_the_caches_asks_for_prefetching() {
-        let mut small = weir_state::ValueState::<u64, u64>::new("small");
-        small.put(1, 1);
-        assert!(!small.prefetch_pays());
-        // ~400 k keys: 512 Ki slots of 17 bytes, over 8 MiB.
-        let mut large = weir_state::ValueState::<u64, u64>::with_capacity("large", 400_000);
-        large.put(1, 1);
-        assert!(large.memory_bytes() >= weir_state::value_state::PREFETCH_MIN_BYTES);
-        assert!(large.prefetch_pays());
-    }
 }

@@ -52,6 +52,15 @@ impl<F: KeyedProcessFunction, X: Clone + 'static> KeyedProcessFunction
             .process_many(records, key_of, watermark, limit, out)
     }
 
+    fn prefetch_pays(&self) -> bool {
+        self.func.prefetch_pays()
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        self.func.prefetch(hash)
+    }
+
     fn on_watermark<C: Collector<Self::Out>>(&mut self, watermark: i64, out: &mut C) {
         self.func.on_watermark(watermark, out)
     }

@@ -56,6 +56,9 @@ impl<T> ChainControl for BoxedCollector<T> {
     fn is_available(&self) -> bool {
         self.0.is_available()
     }
+    fn is_available_for(&self, records: usize) -> bool {
+        self.0.is_available_for(records)
+    }
     fn flush(&mut self, now: Instant) -> FlushOutcome {
         self.0.flush(now)
     }
@@ -142,6 +145,9 @@ impl<T: Clone> Collector<T> for Tee<T> {
 impl<T> ChainControl for Tee<T> {
     fn is_available(&self) -> bool {
         self.branches.iter().all(|b| b.is_available())
+    }
+    fn is_available_for(&self, records: usize) -> bool {
+        self.branches.iter().all(|b| b.is_available_for(records))
     }
     fn flush(&mut self, now: Instant) -> FlushOutcome {
         let mut outcome = FlushOutcome::default();

@@ -27,6 +27,21 @@ pub trait ChainControl {
     /// head must then stop and try again later (backpressure).
     fn is_available(&self) -> bool;
 
+    /// True if the chain can surely take `records` more input records now,
+    /// each emitting at most one record (of at most one buffer) at the
+    /// tail, without stopping in between: what a head that takes records
+    /// ahead of processing them (the keyed operator's prefetching, see
+    /// [`crate::operators::keyed::function::PREFETCH_AHEAD`]) asks, since
+    /// it cannot give back a record it took. An exchange tail answers from
+    /// its free buffers. The default answers only for one record (as
+    /// [`is_available`](Self::is_available)) and says no for more: a link
+    /// that does not forward this never lets a head run ahead of its
+    /// backpressure.
+    #[inline(always)]
+    fn is_available_for(&self, records: usize) -> bool {
+        records <= 1 && self.is_available()
+    }
+
     /// Gives the tail a chance to move queued output (full buffers waiting
     /// for credit) and to send partly filled buffers whose buffer timeout is
     /// due at `now`. Returns when the next flush falls due, if any, and
@@ -137,6 +152,10 @@ macro_rules! forward_chain_control {
             #[inline(always)]
             fn is_available(&self) -> bool {
                 self.out.is_available()
+            }
+            #[inline(always)]
+            fn is_available_for(&self, records: usize) -> bool {
+                self.out.is_available_for(records)
             }
             #[inline]
             fn flush(&mut self, now: std::time::Instant) -> $crate::chain::control::FlushOutcome {

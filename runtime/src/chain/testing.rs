@@ -44,6 +44,9 @@ impl<T> ChainControl for VecTail<T> {
     fn is_available(&self) -> bool {
         true
     }
+    fn is_available_for(&self, _records: usize) -> bool {
+        true
+    }
     fn flush(&mut self, _now: Instant) -> FlushOutcome {
         FlushOutcome::default()
     }
@@ -86,6 +89,9 @@ pub struct SharedTail<T>(pub Rc<RefCell<VecTail<T>>>);
 
 impl<T> ChainControl for SharedTail<T> {
     fn is_available(&self) -> bool {
+        true
+    }
+    fn is_available_for(&self, _records: usize) -> bool {
         true
     }
     fn flush(&mut self, _now: Instant) -> FlushOutcome {

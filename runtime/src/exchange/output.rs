@@ -498,6 +498,13 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
     fn is_available(&self) -> bool {
         self.available
     }
+    /// Each record needs at most one fresh buffer (when the one it goes
+    /// into is full), so `records` free buffers take them without an
+    /// overdraft.
+    #[inline(always)]
+    fn is_available_for(&self, records: usize) -> bool {
+        self.available && self.pool.available() >= records
+    }
 
     fn flush(&mut self, now: Instant) -> FlushOutcome {
         let mut progressed = false;

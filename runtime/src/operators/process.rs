@@ -284,6 +284,10 @@ impl<F: ProcessFunction, C: Collector<F::Out>> ChainControl for ProcessOp<F, C> 
     fn is_available(&self) -> bool {
         self.out.is_available()
     }
+    #[inline(always)]
+    fn is_available_for(&self, records: usize) -> bool {
+        self.out.is_available_for(records)
+    }
 
     #[inline]
     fn flush(&mut self, now: std::time::Instant) -> FlushOutcome {

@@ -270,6 +270,10 @@ impl<S: Sink> ChainControl for SinkOp<S> {
     fn is_available(&self) -> bool {
         true
     }
+    #[inline(always)]
+    fn is_available_for(&self, _records: usize) -> bool {
+        true
+    }
 
     fn flush(&mut self, _now: Instant) -> FlushOutcome {
         self.count();

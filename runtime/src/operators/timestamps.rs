@@ -301,6 +301,10 @@ where
     fn is_available(&self) -> bool {
         self.out.is_available() && !self.alignment.paused()
     }
+    #[inline(always)]
+    fn is_available_for(&self, records: usize) -> bool {
+        self.out.is_available_for(records) && !self.alignment.paused()
+    }
 
     fn flush(&mut self, now: Instant) -> FlushOutcome {
         let emitted = self.on_time(now);

@@ -189,11 +189,12 @@ pub const PREFETCH_AHEAD: usize = 8;
 /// each record is taken, its key hashed and its state prefetched
 /// [`PREFETCH_AHEAD`] records before it is processed, in order. A record
 /// taken keeps its event timestamp (a timestamped input sets it as it
-/// decodes the next one), and is processed even if `out` stops being
-/// available meanwhile: the availability is checked as a record is taken,
-/// so at most `PREFETCH_AHEAD - 1` records more pass than without the
-/// look-ahead, which an exchange's output absorbs as one record that emits
-/// several.
+/// decodes the next one). A record taken cannot be given back, so records
+/// are taken ahead only while `out` can surely take the ones in flight and
+/// the next ([`ChainControl::is_available_for`](crate::chain::control::ChainControl::is_available_for));
+/// once it cannot, the ones taken are processed and the rest go one at a
+/// time while `out` is available, as without the look-ahead. An exchange's
+/// output is thus never overdrawn by the look-ahead.
 #[inline]
 fn process_ahead<F, I, KF, C>(
     f: &mut F,
@@ -216,7 +217,8 @@ where
     );
     let mut ring: [Option<Taken<F>>; PREFETCH_AHEAD] = std::array::from_fn(|_| None);
     let (mut taken, mut done) = (0, 0);
-    while taken < limit && out.is_available() {
+    // Owed to `out` once this record is taken: the ones in the ring and it.
+    while taken < limit && out.is_available_for(taken - done + 1) {
         let Some(record) = records.next() else {
             break;
         };
@@ -239,6 +241,14 @@ where
         }
         done += 1;
     }
+    while taken < limit && out.is_available() {
+        let Some(record) = records.next() else {
+            break;
+        };
+        let ctx = KeyContext::with_watermark(key_of(&record), watermark);
+        f.process(&ctx, record, out);
+        taken += 1;
+    }
     taken
 }
 
@@ -249,8 +259,12 @@ mod tests {
     use weir_state::KeyHash;
 
     use super::{KeyedProcessFunction, PREFETCH_AHEAD};
-    use crate::chain::control::Collector;
+    use std::time::{Duration, Instant};
+
+    use crate::chain::control::{ChainControl, Collector, FlushOutcome};
+    use crate::chain::error::TaskError;
     use crate::chain::testing::VecTail;
+    use crate::core::snapshot::TaskSnapshot;
     use crate::core::timestamp::set_record_timestamp;
     use crate::state::key_context::KeyContext;
     use crate::state::value::KeyedValueState;
@@ -327,6 +341,157 @@ mod tests {
             batches.push(taken);
         }
         (out.items, batches)
+    }
+
+    /// A tail with room for `room` more records, as an exchange with
+    /// `room` free buffers: collecting past it is the overdraft the
+    /// look-ahead must never cause.
+    struct Room {
+        room: usize,
+        items: Vec<Out>,
+    }
+
+    impl ChainControl for Room {
+        fn is_available(&self) -> bool {
+            self.room > 0
+        }
+        fn is_available_for(&self, records: usize) -> bool {
+            self.room >= records
+        }
+        fn flush(&mut self, _now: Instant) -> FlushOutcome {
+            FlushOutcome::default()
+        }
+        fn end_input(&mut self) {}
+        fn snapshot(&mut self, _snapshot: &mut TaskSnapshot) {}
+        fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {}
+        fn finish(&mut self) -> bool {
+            true
+        }
+        fn publish_metrics(&mut self) {}
+        fn output_pending(&self) -> bool {
+            false
+        }
+        fn on_watermark(&mut self, _watermark: i64) {}
+        fn on_watermark_status(&mut self, _status: weir_net::WatermarkStatus) {}
+        fn on_latency_marker(&mut self, _marker: weir_net::LatencyMarker) {}
+        fn failure(&self) -> Option<&TaskError> {
+            None
+        }
+    }
+
+    impl Collector<Out> for Room {
+        fn collect(&mut self, record: Out) {
+            assert!(
+                self.room > 0,
+                "collected past the tail's room: an overdraft"
+            );
+            self.room -= 1;
+            self.items.push(record);
+        }
+    }
+
+    #[test]
+    fn the_look_ahead_never_takes_more_than_the_output_has_room_for() {
+        let n = 10 * PREFETCH_AHEAD as u64;
+        for room in [
+            0,
+            1,
+            PREFETCH_AHEAD - 1,
+            PREFETCH_AHEAD,
+            PREFETCH_AHEAD + 1,
+            37,
+        ] {
+            let mut input = records(n);
+            let mut out = Room {
+                room,
+                items: Vec::new(),
+            };
+            let mut ahead = Counts::new(true);
+            let taken = ahead.process_many(&mut input, &|r: &(u64, u64)| r.0, 0, 1000, &mut out);
+            assert_eq!(taken, room, "room {room}: takes exactly what fits");
+            assert_eq!(out.items.len(), room);
+            let (plain, _) = run(&mut Counts::new(false), room as u64, 1000);
+            assert_eq!(out.items, plain, "room {room}");
+            // The rest of the input is still there, in order.
+            assert_eq!(input.next().map(|r| r.1), Some(room as u64), "room {room}");
+        }
+        // With room for the look-ahead, it did prefetch.
+        let mut ahead = Counts::new(true);
+        let mut out = Room {
+            room: 37,
+            items: Vec::new(),
+        };
+        ahead.process_many(&mut records(n), &|r: &(u64, u64)| r.0, 0, 1000, &mut out);
+        assert!(!ahead.prefetched.borrow().is_empty());
+    }
+
+    #[test]
+    fn the_look_ahead_into_an_exchange_never_overdraws_its_pool() {
+        use std::sync::Arc;
+
+        use weir_net::{channel, BufferPool, ChannelEvent, Doorbell};
+
+        use crate::exchange::output::ExchangeOutput;
+
+        // Buffers of ~2 records, 12 of them, no overdraft allowed (the
+        // pool's maximum is its size: growing it panics).
+        let buffers = 12;
+        let mut pool = BufferPool::new(buffers, 64);
+        let (mut senders, mut receivers) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            let bell = Arc::new(Doorbell::new());
+            let (tx, rx, ret) = channel(2, buffers, bell.clone(), bell);
+            pool.add_return_path(ret);
+            senders.push(tx);
+            receivers.push(rx);
+        }
+        let mut out = ExchangeOutput::new(
+            |r: &Out| r.0,
+            128,
+            senders,
+            pool,
+            buffers,
+            Duration::from_secs(60),
+            crate::core::barrier::BarrierMode::Aligned,
+        );
+        // Records received; each buffer goes back to the pool.
+        let drain = |receivers: &mut Vec<weir_net::ChannelReceiver>| {
+            let mut records = 0;
+            for rx in receivers {
+                while let Some(event) = rx.recv() {
+                    if let ChannelEvent::Buffer(b) = event {
+                        records += b.records() as usize;
+                        rx.recycle(b);
+                    }
+                }
+            }
+            records
+        };
+        let mut f = Counts::new(true);
+        let n = 2000;
+        let mut input = records(n);
+        let (mut taken, mut received) = (0, 0);
+        // The receivers drain only every few batches: the pool runs dry
+        // again and again, with records of the look-ahead in flight.
+        for round in 0.. {
+            let got = f.process_many(&mut input, &|r: &(u64, u64)| r.0, 0, 1000, &mut out);
+            taken += got;
+            out.flush(Instant::now());
+            if round % 3 == 2 || got == 0 {
+                received += drain(&mut receivers);
+            }
+            if taken == n as usize {
+                break;
+            }
+            assert!(round < 100_000, "stalled at {taken} of {n}");
+        }
+        out.end_input();
+        while !out.finish() {
+            received += drain(&mut receivers);
+        }
+        received += drain(&mut receivers);
+        assert_eq!(received, n as usize);
+        assert!(!f.prefetched.borrow().is_empty(), "it did look ahead");
     }
 
     #[test]

@@ -139,6 +139,10 @@ where
     fn is_available(&self) -> bool {
         self.out.is_available()
     }
+    #[inline(always)]
+    fn is_available_for(&self, records: usize) -> bool {
+        self.out.is_available_for(records)
+    }
 
     fn flush(&mut self, now: std::time::Instant) -> FlushOutcome {
         let mut target = Fire {

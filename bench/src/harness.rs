@@ -130,6 +130,39 @@ pub struct BenchOptions {
 }
 
 impl BenchReport {
+    /// The latency markers' end-to-end latency (`metrics.latency.interval`,
+    /// Flink's latency tracking), over every marker the subtasks without
+    /// output channels (the sinks' chains) kept
+    /// (`metrics.latency.history-size` per source): how many, and their
+    /// percentiles in µs. `None` without markers.
+    pub fn marker_latency(&self) -> Option<(usize, Latency)> {
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).ok()?;
+        for s in self
+            .subtasks
+            .iter()
+            .filter(|s| s.in_flight_bytes.is_empty())
+        {
+            for &ns in &s.latency_ns {
+                // Auto-resizing: no value is out of range.
+                h.record(ns.max(1)).ok()?;
+            }
+        }
+        if h.is_empty() {
+            return None;
+        }
+        let us = |ns: u64| ns as f64 / 1e3;
+        Some((
+            h.len() as usize,
+            Latency {
+                p50: us(h.value_at_quantile(0.5)),
+                p99: us(h.value_at_quantile(0.99)),
+                p999: us(h.value_at_quantile(0.999)),
+                p9999: us(h.value_at_quantile(0.9999)),
+                max: us(h.max()),
+            },
+        ))
+    }
+
     /// True if the engine's answer matches the reference exactly; a run
     /// that was stopped has nothing to compare and passes.
     pub fn verified(&self) -> bool {
@@ -174,6 +207,10 @@ impl BenchReport {
         if let Some(l) = self.latency {
             v["latency_us"] =
                 json!({"p50": l.p50, "p99": l.p99, "p999": l.p999, "p9999": l.p9999, "max": l.max});
+        }
+        if let Some((markers, l)) = self.marker_latency() {
+            v["marker_latency_us"] = json!({"markers": markers, "p50": l.p50, "p99": l.p99,
+                "p999": l.p999, "p9999": l.p9999, "max": l.max});
         }
         if let Some(c) = &self.checkpoints {
             v["checkpoints"] = checkpoints_json(c);
@@ -288,6 +325,12 @@ impl BenchReport {
                 l.p999,
                 l.p9999,
                 l.max
+            );
+        }
+        if let Some((markers, l)) = self.marker_latency() {
+            s += &format!(
+                "latency markers at the sinks ({markers}, buffer timeout {}): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, max {:.0} us\n",
+                self.buffer_timeout, l.p50, l.p99, l.p999, l.max
             );
         }
         s

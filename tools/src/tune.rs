@@ -1,14 +1,19 @@
-//! `weir tune buffer-timeout`: sweeps the buffer timeout on W3 (or the W3
-//! job a config file describes) at a given rate, prints what each timeout
-//! gives (latency percentiles and the rate reached), and picks the largest
-//! timeout whose p99 meets the target: the fewest flushes, so the most
-//! throughput headroom, that still meets it. With `--write FILE` the choice
-//! goes into a config file, which is read back to prove it says so.
+//! `weir tune buffer-timeout`: sweeps the buffer timeout on the job a
+//! config file describes (W3 without one) at a given rate, prints what each
+//! timeout gives (latency percentiles and the rate reached), and picks the
+//! largest timeout whose p99 meets the target: the fewest flushes, so the
+//! most throughput headroom, that still meets it. With `--write FILE` the
+//! choice goes into a config file, which is read back to prove it says so.
 //!
-//! Each point is a real run of `weir bench w3` (this binary, as a child
-//! process, so runs do not share a heap or threads), verified as W3
+//! Each point is a real run of `weir bench <job>` (this binary, as a child
+//! process, so runs do not share a heap or threads), verified as the job
 //! verifies itself; a run that fails or does not verify stops the sweep
-//! with its command and error. `auto` (the adaptive deadline, with the
+//! with its command and error. The jobs are those the binary can pace to
+//! a rate (`job.rate`): W3 measures every record's latency at its sink; W1
+//! and W2 are measured as Flink measures any job, by latency markers
+//! (`metrics.latency.interval` = 1 ms, the window kept at each sink sized
+//! to the recorded time, so the warm-up's markers have left it), and run
+//! `rate x (warm-up + duration)` records. `auto` (the adaptive deadline, with the
 //! target as its `latency-target`) is measured beside the fixed timeouts
 //! for comparison; it is never the one written (a fixed timeout is what
 //! Flink's users carry over).
@@ -30,16 +35,17 @@ const MIN_LATENCY_TARGET: std::time::Duration = std::time::Duration::from_micros
 /// What `weir tune` tunes.
 #[derive(Subcommand)]
 pub enum Tune {
-    /// Sweep execution.buffer-timeout.interval on W3 at --rate and pick the
-    /// largest timeout whose p99 latency is at most --p99.
+    /// Sweep execution.buffer-timeout.interval on the config's job (W3
+    /// without one) at --rate and pick the largest timeout whose p99
+    /// latency is at most --p99.
     BufferTimeout(BufferTimeoutArgs),
 }
 
 /// `weir tune buffer-timeout`'s options.
 #[derive(Args)]
 pub struct BufferTimeoutArgs {
-    /// A config file whose job is W3 (job.name = "w3"); its other keys
-    /// (workers, checkpointing, buffers) apply to every run.
+    /// A config file whose job is tuned (job.name = "w1", "w2" or "w3");
+    /// its other keys (workers, checkpointing, buffers) apply to every run.
     #[arg(long)]
     config: Option<PathBuf>,
     /// Source rate in records/s.
@@ -114,24 +120,27 @@ fn buffer_timeout(args: &BufferTimeoutArgs) -> Result<(), (u8, String)> {
     }
     timeouts.sort();
     timeouts.dedup();
-    if let Some(path) = &args.config {
-        // The file loads as any config does (its errors name the key) and
-        // names W3.
-        let (_, params) =
-            Config::load_with::<JobParams>(Some(path), &[]).map_err(|e| usage(e.to_string()))?;
-        if params.job != JobName::W3 {
-            return Err(usage(format!(
-                "{}: weir tune sweeps W3 (job.name = \"w3\"); this config names job {}",
-                path.display(),
-                params.job
-            )));
+    let job = match &args.config {
+        Some(path) => {
+            // The file loads as any config does (its errors name the key)
+            // and names a job the binary can pace.
+            let (_, params) = Config::load_with::<JobParams>(Some(path), &[])
+                .map_err(|e| usage(e.to_string()))?;
+            tunable(path, &params).map_err(usage)?
         }
-    }
+        None => JobName::W3,
+    };
     println!(
-        "weir tune buffer-timeout: W3 at {} records/s, p99 target {}, {} s recorded per run",
+        "weir tune buffer-timeout: {} at {} records/s, p99 target {}, {} recorded per run{}",
+        job,
         args.rate,
         format_duration(target),
-        args.duration
+        args.duration,
+        if job == JobName::W3 {
+            ""
+        } else {
+            " (latency markers every 1ms)"
+        }
     );
     println!();
     println!("| buffer timeout | p50 | p99 | p99.9 | max | records/s | meets p99 |");
@@ -141,7 +150,7 @@ fn buffer_timeout(args: &BufferTimeoutArgs) -> Result<(), (u8, String)> {
     let auto = (target >= MIN_LATENCY_TARGET).then(|| "auto".to_owned());
     let settings = timeouts.iter().map(|d| format_duration(*d)).chain(auto);
     for setting in settings {
-        let p = run_w3(args, &setting, target)?;
+        let p = run_job(args, job, &setting, target)?;
         let label = if setting == "auto" {
             format!("auto (target {})", format_duration(target))
         } else {
@@ -195,9 +204,10 @@ fn buffer_timeout(args: &BufferTimeoutArgs) -> Result<(), (u8, String)> {
             Err(e) => return Err((1, format!("cannot read {}: {e}", file.display()))),
         };
         let comment = format!(
-            "# weir tune buffer-timeout: p99 {} at {} records/s on W3 (target {})",
+            "# weir tune buffer-timeout: p99 {} at {} records/s on {} (target {})",
             us(best.p99),
             args.rate,
+            job,
             format_duration(target)
         );
         let text = with_timeout(&base, &best.setting, &comment);
@@ -209,17 +219,58 @@ fn buffer_timeout(args: &BufferTimeoutArgs) -> Result<(), (u8, String)> {
     Ok(())
 }
 
-/// One W3 run with buffer timeout `setting`.
-fn run_w3(
+/// Whether `weir tune` can sweep the job of `params` (read from `path`):
+/// the jobs it can pace to `--rate`.
+fn tunable(path: &Path, params: &JobParams) -> Result<JobName, String> {
+    if params.sql_file.is_some() {
+        return Err(format!(
+            "{}: weir tune sweeps the built-in jobs w1, w2 and w3; a SQL job (job.sql-file) sets its \
+             sources' rates in its tables (datagen's rows-per-second), which --rate cannot",
+            path.display()
+        ));
+    }
+    match params.job {
+        JobName::W1 | JobName::W2 | JobName::W3 => Ok(params.job),
+        JobName::Quickstart => Err(format!(
+            "{}: weir tune sweeps jobs it can pace to --rate (job.rate): w1, w2 or w3; \
+             this config names job quickstart, whose source runs as fast as it can",
+            path.display()
+        )),
+    }
+}
+
+/// One run of `job` with buffer timeout `setting`.
+fn run_job(
     args: &BufferTimeoutArgs,
+    job: JobName,
     setting: &str,
     target: std::time::Duration,
 ) -> Result<Point, (u8, String)> {
     let exe = std::env::current_exe().map_err(|e| (1, format!("cannot find this binary: {e}")))?;
     let mut c = Command::new(exe);
-    c.args(["bench", "w3", "--quiet"])
-        .args(["--rate", &args.rate.to_string()])
-        .args(["--warmup", &args.warmup, "--duration", &args.duration]);
+    c.args(["bench", job.as_str(), "--quiet"])
+        .args(["--rate", &args.rate.to_string()]);
+    if job == JobName::W3 {
+        c.args(["--warmup", &args.warmup, "--duration", &args.duration]);
+    } else {
+        let secs = |what: &str, v: &str| {
+            parse_duration(v)
+                .map(|d| d.as_secs_f64())
+                .ok_or_else(|| (2, format!("--{what} {v}: not a duration")))
+        };
+        let (warmup, duration) = (
+            secs("warmup", &args.warmup)?,
+            secs("duration", &args.duration)?,
+        );
+        let records = ((warmup + duration) * args.rate as f64).ceil().max(1.0) as u64;
+        // A marker per ms from each source subtask; each sink subtask keeps
+        // about the recorded time's worth (one marker per ms arrives at
+        // each, whatever the parallelism).
+        let history = ((duration * 1e3).ceil() as u64).max(1);
+        c.args(["--set", &format!("job.records={records}")])
+            .args(["--set", "metrics.latency.interval=1ms"])
+            .args(["--set", &format!("metrics.latency.history-size={history}")]);
+    }
     if let Some(config) = &args.config {
         c.arg("--config").arg(config);
     }
@@ -266,18 +317,23 @@ fn run_w3(
         .last()
         .and_then(|l| serde_json::from_str(l).ok())
         .ok_or_else(|| failed("printed no JSON line"))?;
-    point(setting, &json).map_err(|why| failed(&why))
+    point(setting, &json, job).map_err(|why| failed(&why))
 }
 
-/// The figures of W3's JSON line.
-fn point(setting: &str, j: &Value) -> Result<Point, String> {
+/// The figures of a run's JSON line: W3's latency of every recorded
+/// record, or the latency markers' for other jobs.
+fn point(setting: &str, j: &Value, job: JobName) -> Result<Point, String> {
     if j["checksum"] != j["expected_checksum"] {
         return Err(format!(
             "did not verify (checksum {} where {} was expected)",
             j["checksum"], j["expected_checksum"]
         ));
     }
-    let l = &j["latency_us"];
+    let (l, achieved) = if job == JobName::W3 {
+        (&j["latency_us"], &j["achieved_rate"])
+    } else {
+        (&j["marker_latency_us"], &j["records_per_s"])
+    };
     let get = |v: &Value, what: &str| v.as_f64().ok_or_else(|| format!("reported no {what}"));
     Ok(Point {
         setting: setting.to_owned(),
@@ -285,7 +341,7 @@ fn point(setting: &str, j: &Value) -> Result<Point, String> {
         p99: get(&l["p99"], "p99")?,
         p999: get(&l["p999"], "p99.9")?,
         max: get(&l["max"], "max")?,
-        achieved: get(&j["achieved_rate"], "achieved rate")?,
+        achieved: get(achieved, "achieved rate")?,
     })
 }
 
@@ -432,7 +488,7 @@ mod tests {
         )
         .expect("json");
         assert_eq!(
-            point("1ms", &j),
+            point("1ms", &j, JobName::W3),
             Ok(Point {
                 setting: "1ms".into(),
                 p50: 1.0,
@@ -444,10 +500,30 @@ mod tests {
         );
         let bad: Value =
             serde_json::from_str(r#"{"checksum":"1","expected_checksum":"2"}"#).expect("json");
-        assert!(point("1ms", &bad).unwrap_err().contains("did not verify"));
+        assert!(point("1ms", &bad, JobName::W3)
+            .unwrap_err()
+            .contains("did not verify"));
         let missing: Value =
             serde_json::from_str(r#"{"checksum":"1","expected_checksum":"1","latency_us":{}}"#)
                 .expect("json");
-        assert!(point("1ms", &missing).unwrap_err().contains("no p50"));
+        assert!(point("1ms", &missing, JobName::W3)
+            .unwrap_err()
+            .contains("no p50"));
+        // Other jobs are read from their latency markers and overall rate.
+        let w1: Value = serde_json::from_str(
+            r#"{"checksum":"1","expected_checksum":"1","records_per_s":990.0,
+                "latency_us":{"p50":9.0,"p99":9.0,"p999":9.0,"max":9.0},
+                "marker_latency_us":{"markers":7,"p50":1.0,"p99":2.0,"p999":3.0,"max":4.0}}"#,
+        )
+        .expect("json");
+        let p = point("1ms", &w1, JobName::W1).expect("a point");
+        assert_eq!((p.p99, p.max, p.achieved), (2.0, 4.0, 990.0));
+        let unmarked: Value = serde_json::from_str(
+            r#"{"checksum":"1","expected_checksum":"1","records_per_s":990.0}"#,
+        )
+        .expect("json");
+        assert!(point("1ms", &unmarked, JobName::W2)
+            .unwrap_err()
+            .contains("no p50"));
     }
 }

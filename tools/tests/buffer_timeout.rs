@@ -118,6 +118,76 @@ fn a_config_file_sets_them_as_a_table_and_bad_ones_are_named() {
 }
 
 #[test]
+fn weir_tune_sweeps_another_job_by_its_latency_markers() {
+    let s = Scratch::new("buffer-timeout", "tune-w1");
+    let file = s.join("w1.toml");
+    std::fs::write(
+        &file,
+        "job.name = \"w1\"\n\"weir.worker.pin-cores\" = false\n",
+    )
+    .expect("write the config");
+    let out = Command::new(WEIR)
+        .args(["tune", "buffer-timeout", "--rate", "2000", "--p99", "40ms"])
+        .args([
+            "--timeouts",
+            "1ms,10ms,100ms",
+            "--duration",
+            "1s",
+            "--warmup",
+            "1s",
+        ])
+        .args(["--workers", "2", "--config"])
+        .arg(&file)
+        .arg("--write")
+        .arg(&file)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run weir tune");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("w1 at 2000 records/s") && stdout.contains("latency markers"),
+        "{stdout}"
+    );
+    // The markers wait in the buffers as records do: at 2,000 records/s a
+    // buffer never fills, so p99 follows the timeout and 100ms misses.
+    let p99_of = |row: &str| -> f64 {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row}:\n{stdout}"));
+        let cell = line.split('|').nth(3).expect("a p99 cell").trim();
+        let (v, unit) = cell.split_once(' ').expect("value and unit");
+        let v: f64 = v.parse().expect("a number");
+        if unit == "ms" {
+            v * 1e3
+        } else {
+            v
+        }
+    };
+    let (p1, p10, p100) = (p99_of("| 1ms |"), p99_of("| 10ms |"), p99_of("| 100ms |"));
+    assert!(
+        p1 < p10 && p10 < p100,
+        "p99 {p1} / {p10} / {p100} us:\n{stdout}"
+    );
+    assert!(p100 > 40_000.0, "100ms met a 40 ms p99:\n{stdout}");
+    assert!(
+        stdout.contains("chosen: execution.buffer-timeout.interval = 10ms"),
+        "{stdout}"
+    );
+    let written = std::fs::read_to_string(&file).expect("the written config");
+    assert!(
+        written.contains("\"execution.buffer-timeout.interval\" = \"10ms\"")
+            && written.contains("job.name = \"w1\""),
+        "{written}"
+    );
+}
+
+#[test]
 fn weir_tune_writes_the_largest_timeout_that_meets_the_p99() {
     let s = Scratch::new("buffer-timeout", "tune");
     let file = s.join("tuned.toml");
@@ -174,9 +244,9 @@ fn weir_tune_writes_the_largest_timeout_that_meets_the_p99() {
     // As above: 10 ms, not the file's former 100 ms (p50 ~50 ms).
     assert!(p50 < 25_000.0, "p50 {p50} us with 10ms");
 
-    // A config of another job is refused before any run.
-    let w1 = s.join("w1.toml");
-    std::fs::write(&w1, "[job]\nname = \"w1\"\n").expect("write the config");
+    // A job the binary cannot pace is refused before any run.
+    let quickstart = s.join("quickstart.toml");
+    std::fs::write(&quickstart, "[job]\nname = \"quickstart\"\n").expect("write the config");
     let out = Command::new(WEIR)
         .args([
             "tune",
@@ -187,13 +257,13 @@ fn weir_tune_writes_the_largest_timeout_that_meets_the_p99() {
             "1ms",
             "--config",
         ])
-        .arg(&w1)
+        .arg(&quickstart)
         .output()
         .expect("run weir tune");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("weir tune sweeps W3") && err.contains("job w1"),
+        err.contains("w1, w2 or w3") && err.contains("job quickstart"),
         "{err}"
     );
 

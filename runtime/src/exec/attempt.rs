@@ -206,7 +206,7 @@ pub(crate) fn run_attempt(
         AttemptResult {
             workers,
             elapsed: end.duration_since(start),
-            subtasks: SubtaskSummary::of_run(&last, &in_flight),
+            subtasks: SubtaskSummary::of_run(&last, &in_flight, &metrics),
             metrics: last,
             released_at,
             stopped,

@@ -236,6 +236,15 @@ impl LatencyWindows {
             .record(ns, self.history_size);
     }
 
+    /// Every kept marker latency (ns) of every source, in no particular
+    /// order: what a report merges across subtasks.
+    pub(crate) fn samples_ns(&self) -> Vec<u64> {
+        self.windows
+            .values()
+            .flat_map(|w| w.samples.iter().copied())
+            .collect()
+    }
+
     /// Each source's distribution, in source order.
     pub(crate) fn stats(&self) -> Vec<(LatencySource, LatencyStats)> {
         self.windows

@@ -371,13 +371,29 @@ pub struct SubtaskSummary {
     /// Per output channel (by receiving subtask): in-flight bytes sampled
     /// over the run.
     pub in_flight_bytes: Vec<GaugeSummary>,
+    /// The latency markers' latencies (ns) it kept at the end
+    /// (`metrics.latency.interval`; empty without): the time from each
+    /// marker's source to this subtask. For a subtask without output
+    /// channels (a sink's chain) that is end to end.
+    pub latency_ns: Vec<u64>,
 }
 
 impl SubtaskSummary {
-    /// Summaries of every subtask of `last` (the final reading), with the
-    /// in-flight samples of `sampler`.
-    pub(crate) fn of_run(last: &MetricsSnapshot, sampler: &InFlightSampler) -> Vec<Self> {
+    /// Summaries of every subtask of `last` (the final reading of
+    /// `workers`), with the in-flight samples of `sampler`.
+    pub(crate) fn of_run(
+        last: &MetricsSnapshot,
+        sampler: &InFlightSampler,
+        workers: &[WorkerMetrics],
+    ) -> Vec<Self> {
         let in_flight = sampler.summaries();
+        // In the order of `MetricsSnapshot::read`: worker by worker.
+        let mut latency: Vec<Vec<u64>> = workers
+            .iter()
+            .filter_map(|w| w.subtasks.get())
+            .flatten()
+            .map(|e| e.metrics.latency_samples_ns())
+            .collect();
         last.subtasks
             .iter()
             .enumerate()
@@ -395,6 +411,7 @@ impl SubtaskSummary {
                         .get(i)
                         .cloned()
                         .unwrap_or_else(|| vec![GaugeSummary::default(); s.in_flight_bytes.len()]),
+                    latency_ns: latency.get_mut(i).map(std::mem::take).unwrap_or_default(),
                 }
             })
             .collect()

@@ -154,6 +154,16 @@ impl SubtaskMetrics {
             .stats()
     }
 
+    /// Every marker latency (ns) this subtask keeps
+    /// (`metrics.latency.history-size` per source), all sources together.
+    pub fn latency_samples_ns(&self) -> Vec<u64> {
+        self.0
+            .latency
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .samples_ns()
+    }
+
     /// Who this is.
     pub fn id(&self) -> &SubtaskId {
         &self.0.id

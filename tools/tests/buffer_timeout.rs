@@ -117,17 +117,12 @@ fn a_config_file_sets_them_as_a_table_and_bad_ones_are_named() {
     assert!(err.contains("`w3-source` is not `uid=timeout`"), "{err}");
 }
 
-#[test]
-fn weir_tune_sweeps_another_job_by_its_latency_markers() {
-    let s = Scratch::new("buffer-timeout", "tune-w1");
-    let file = s.join("w1.toml");
-    std::fs::write(
-        &file,
-        "job.name = \"w1\"\n\"weir.worker.pin-cores\" = false\n",
-    )
-    .expect("write the config");
-    let out = Command::new(WEIR)
-        .args(["tune", "buffer-timeout", "--rate", "2000", "--p99", "40ms"])
+/// `weir tune buffer-timeout` at 2,000 records/s over timeouts of 1, 10
+/// and 100 ms (1 s warm-up, 1 s recorded, 2 workers) on the job of
+/// `config`, writing the choice back into it.
+fn tune(config: &std::path::Path, p99: &str) -> std::process::Output {
+    Command::new(WEIR)
+        .args(["tune", "buffer-timeout", "--rate", "2000", "--p99", p99])
         .args([
             "--timeouts",
             "1ms,10ms,100ms",
@@ -137,12 +132,24 @@ fn weir_tune_sweeps_another_job_by_its_latency_markers() {
             "1s",
         ])
         .args(["--workers", "2", "--config"])
-        .arg(&file)
+        .arg(config)
         .arg("--write")
-        .arg(&file)
+        .arg(config)
         .env_remove("RUST_LOG")
         .output()
-        .expect("run weir tune");
+        .expect("run weir tune")
+}
+
+#[test]
+fn weir_tune_sweeps_another_job_by_its_latency_markers() {
+    let s = Scratch::new("buffer-timeout", "tune-w1");
+    let file = s.join("w1.toml");
+    std::fs::write(
+        &file,
+        "job.name = \"w1\"\n\"weir.worker.pin-cores\" = false\n",
+    )
+    .expect("write the config");
+    let out = tune(&file, "40ms");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -197,25 +204,7 @@ fn weir_tune_writes_the_largest_timeout_that_meets_the_p99() {
         "job.name = \"w3\"\nexecution.buffer-timeout = \"100ms\"\n\"weir.worker.pin-cores\" = false\n",
     )
     .expect("write the config");
-    let tune = |p99: &str| {
-        Command::new(WEIR)
-            .args(["tune", "buffer-timeout", "--rate", "2000", "--p99", p99])
-            .args([
-                "--timeouts",
-                "1ms,10ms,100ms",
-                "--duration",
-                "1s",
-                "--warmup",
-                "1s",
-            ])
-            .args(["--workers", "2", "--config"])
-            .arg(&file)
-            .arg("--write")
-            .arg(&file)
-            .env_remove("RUST_LOG")
-            .output()
-            .expect("run weir tune")
-    };
+    let tune = |p99: &str| tune(&file, p99);
     // At 2,000 records/s a buffer never fills: p99 is about the timeout.
     let out = tune("40ms");
     let stdout = String::from_utf8_lossy(&out.stdout);

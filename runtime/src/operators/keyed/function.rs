@@ -53,16 +53,7 @@ pub trait KeyedProcessFunction: 'static {
         if self.prefetch_pays() {
             return process_ahead(self, records, key_of, watermark, limit, out);
         }
-        let mut taken = 0;
-        while taken < limit && out.is_available() {
-            let Some(record) = records.next() else {
-                break;
-            };
-            let ctx = KeyContext::with_watermark(key_of(&record), watermark);
-            self.process(&ctx, record, out);
-            taken += 1;
-        }
-        taken
+        process_plain(self, records, key_of, watermark, (0, limit), out)
     }
 
     /// Whether [`prefetch`](Self::prefetch) is worth calling for the next
@@ -241,6 +232,27 @@ where
         }
         done += 1;
     }
+    process_plain(f, records, key_of, watermark, (taken, limit), out)
+}
+
+/// The default [`KeyedProcessFunction::process_many`] without prefetching:
+/// each record processed as it is taken while `out` is available, counting
+/// from `taken` up to `limit`; returns the new count.
+#[inline]
+fn process_plain<F, I, KF, C>(
+    f: &mut F,
+    records: &mut I,
+    key_of: &KF,
+    watermark: i64,
+    (mut taken, limit): (usize, usize),
+    out: &mut C,
+) -> usize
+where
+    F: KeyedProcessFunction + ?Sized,
+    I: Iterator<Item = F::In>,
+    KF: Fn(&F::In) -> F::Key,
+    C: Collector<F::Out>,
+{
     while taken < limit && out.is_available() {
         let Some(record) = records.next() else {
             break;

@@ -54,19 +54,53 @@ const BYTES_SEED: u64 = 0x243F_6A88_85A3_08D3;
 /// own memory could be checkpointed) cost several per byte.
 #[inline]
 pub fn hash_bytes(bytes: &[u8]) -> u64 {
-    let mut h = (bytes.len() as u64).wrapping_mul(WORD_MUL) ^ BYTES_SEED;
+    let n = bytes.len();
+    let h = (n as u64).wrapping_mul(WORD_MUL) ^ BYTES_SEED;
+    if n <= 16 {
+        return fmix64(fold_short(h, bytes));
+    }
+    let mut h = h;
     let mut words = bytes.chunks_exact(8);
     for w in &mut words {
         let w = u64::from_le_bytes(w.try_into().unwrap_or_else(|_| unreachable!("8 bytes")));
-        h = (h ^ w).wrapping_mul(WORD_MUL).rotate_left(29);
+        h = fold(h, w);
     }
     let rest = words.remainder();
     if !rest.is_empty() {
-        h = (h ^ short_bytes::last_word(bytes, rest.len()))
-            .wrapping_mul(WORD_MUL)
-            .rotate_left(29);
+        h = fold(h, short_bytes::last_word(bytes, rest.len()));
     }
     fmix64(h)
+}
+
+/// One word into [`hash_bytes`]'s state.
+#[inline(always)]
+fn fold(h: u64, w: u64) -> u64 {
+    (h ^ w).wrapping_mul(WORD_MUL).rotate_left(29)
+}
+
+/// [`hash_bytes`]'s words of a key of at most 16 bytes, without the loop
+/// (most string keys are this short, and the loop's trip count and tail
+/// cost more than the two words themselves): the same words in the same
+/// order.
+#[inline(always)]
+fn fold_short(h: u64, bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    debug_assert!(n <= 16);
+    if n > 8 {
+        // A full word, then the other `n - 8` bytes zero-padded: the last
+        // eight bytes with the first word's share shifted out (for
+        // `n == 16` a second full word).
+        let first = short_bytes::word(bytes, 0);
+        let last = short_bytes::word(bytes, n - 8) >> (8 * (16 - n));
+        return fold(fold(h, first), last);
+    }
+    if n == 8 {
+        return fold(h, short_bytes::word(bytes, 0));
+    }
+    if n > 0 {
+        return fold(h, short_bytes::last_word(bytes, n));
+    }
+    h
 }
 
 /// A key hash that is stable across platforms, Rust versions and releases of

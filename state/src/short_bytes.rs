@@ -10,7 +10,7 @@
 
 /// `bytes[at..at + 8]` as a little-endian word.
 #[inline(always)]
-fn word(bytes: &[u8], at: usize) -> u64 {
+pub(crate) fn word(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or([0; 8]))
 }
 

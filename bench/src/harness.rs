@@ -129,38 +129,111 @@ pub struct BenchOptions {
     pub handle: JobHandle,
 }
 
+/// The latency markers' end-to-end latency (`metrics.latency.interval`,
+/// Flink's latency tracking), over every marker the `subtasks` without
+/// output channels (the sinks' chains) kept
+/// (`metrics.latency.history-size` per source): how many, and their
+/// percentiles in µs. `None` without markers.
+pub fn marker_latency(subtasks: &[SubtaskSummary]) -> Option<(usize, Latency)> {
+    let mut h = hdrhistogram::Histogram::<u64>::new(3).ok()?;
+    for s in subtasks.iter().filter(|s| s.in_flight_bytes.is_empty()) {
+        for &ns in &s.latency_ns {
+            // Auto-resizing: no value is out of range.
+            h.record(ns.max(1)).ok()?;
+        }
+    }
+    if h.is_empty() {
+        return None;
+    }
+    let us = |ns: u64| ns as f64 / 1e3;
+    Some((
+        h.len() as usize,
+        Latency {
+            p50: us(h.value_at_quantile(0.5)),
+            p99: us(h.value_at_quantile(0.99)),
+            p999: us(h.value_at_quantile(0.999)),
+            p9999: us(h.value_at_quantile(0.9999)),
+            max: us(h.max()),
+        },
+    ))
+}
+
+/// `marker_latency_us` of a run's JSON line: the markers and their
+/// percentiles in µs.
+pub fn marker_latency_json(markers: usize, l: &Latency) -> Value {
+    json!({"markers": markers, "p50": l.p50, "p99": l.p99, "p999": l.p999,
+        "p9999": l.p9999, "max": l.max})
+}
+
+/// The rate the sources emitted at: their records over the time from the
+/// first source subtask's start to the last one's end (the chains that
+/// read nothing from input channels), so the drain after them (the last
+/// buffers waiting out their timeout) does not count. What a paced run's
+/// `achieved_rate` is: whether the sources kept the asked-for rate. `None`
+/// if no source subtask ended.
+pub fn source_rate(metrics: &weir_runtime::metrics::MetricsSnapshot) -> Option<f64> {
+    let sources = metrics.subtasks.iter().filter(|s| s.bytes_in == 0);
+    let (mut first, mut last) = (u64::MAX, None::<u64>);
+    for s in sources {
+        first = first.min(s.started_ns?);
+        last = Some(last.unwrap_or(0).max(s.ended_ns?));
+    }
+    let ns = last?.checked_sub(first)?;
+    Some(metrics.total_source_records() as f64 / (ns.max(1) as f64 / 1e9))
+}
+
+/// The JSON line of a job run outside the workloads' harness (`weir bench
+/// quickstart`, `weir bench sql`): what every such line has. `job` names
+/// it; `records` went into the sinks, `source_records` out of the
+/// sources; with `paced` (`job.rate`, and how many sources it paced),
+/// `achieved_rate` is the rate each source kept while it ran
+/// ([`source_rate`]); `marker_latency_us` with latency markers; `stopped`
+/// after a stop. The caller adds its own fields (`verified` among them).
+pub fn job_json(job: &str, result: &JobResult, paced: Option<(u64, usize)>) -> Value {
+    let secs = result.elapsed.as_secs_f64().max(1e-9);
+    let (sourced, sunk) = (
+        result.metrics.total_source_records(),
+        result.metrics.total_sink_records(),
+    );
+    let mut v = json!({
+        "job": job,
+        "workers": result.workers,
+        "source_records": sourced,
+        "records": sunk,
+        "elapsed_s": secs,
+        "source_records_per_s": sourced as f64 / secs,
+        "records_per_s": sunk as f64 / secs,
+        "rate": paced.map(|(rate, _)| rate),
+        "restarts": result.restarts,
+    });
+    if let Some((_, sources)) = paced {
+        let all = source_rate(&result.metrics).unwrap_or(sourced as f64 / secs);
+        v["achieved_rate"] = json!(all / sources.max(1) as f64);
+    }
+    if let Some((markers, l)) = marker_latency(&result.subtasks) {
+        v["marker_latency_us"] = marker_latency_json(markers, &l);
+    }
+    if let Some(stopped) = &result.stopped {
+        v["stopped"] = stopped_json(stopped);
+    }
+    v
+}
+
+/// `stopped` of a run's JSON line: the savepoint (or final checkpoint)
+/// a stop took.
+pub fn stopped_json(stopped: &Stopped) -> Value {
+    json!({
+        "id": stopped.id,
+        "kind": stopped.kind.as_str(),
+        "path": stopped.dir.display().to_string(),
+    })
+}
+
 impl BenchReport {
-    /// The latency markers' end-to-end latency (`metrics.latency.interval`,
-    /// Flink's latency tracking), over every marker the subtasks without
-    /// output channels (the sinks' chains) kept
-    /// (`metrics.latency.history-size` per source): how many, and their
-    /// percentiles in µs. `None` without markers.
+    /// The latency markers' end-to-end latency: [`marker_latency`] of
+    /// this run's subtasks.
     pub fn marker_latency(&self) -> Option<(usize, Latency)> {
-        let mut h = hdrhistogram::Histogram::<u64>::new(3).ok()?;
-        for s in self
-            .subtasks
-            .iter()
-            .filter(|s| s.in_flight_bytes.is_empty())
-        {
-            for &ns in &s.latency_ns {
-                // Auto-resizing: no value is out of range.
-                h.record(ns.max(1)).ok()?;
-            }
-        }
-        if h.is_empty() {
-            return None;
-        }
-        let us = |ns: u64| ns as f64 / 1e3;
-        Some((
-            h.len() as usize,
-            Latency {
-                p50: us(h.value_at_quantile(0.5)),
-                p99: us(h.value_at_quantile(0.99)),
-                p999: us(h.value_at_quantile(0.999)),
-                p9999: us(h.value_at_quantile(0.9999)),
-                max: us(h.max()),
-            },
-        ))
+        marker_latency(&self.subtasks)
     }
 
     /// True if the engine's answer matches the reference exactly; a run
@@ -209,8 +282,7 @@ impl BenchReport {
                 json!({"p50": l.p50, "p99": l.p99, "p999": l.p999, "p9999": l.p9999, "max": l.max});
         }
         if let Some((markers, l)) = self.marker_latency() {
-            v["marker_latency_us"] = json!({"markers": markers, "p50": l.p50, "p99": l.p99,
-                "p999": l.p999, "p9999": l.p9999, "max": l.max});
+            v["marker_latency_us"] = marker_latency_json(markers, &l);
         }
         if let Some(c) = &self.checkpoints {
             v["checkpoints"] = checkpoints_json(c);
@@ -227,11 +299,7 @@ impl BenchReport {
         }
         v["restarts"] = json!(self.restarts);
         if let Some(stopped) = &self.stopped {
-            v["stopped"] = json!({
-                "id": stopped.id,
-                "kind": stopped.kind.as_str(),
-                "path": stopped.dir.display().to_string(),
-            });
+            v["stopped"] = stopped_json(stopped);
         }
         v["released_unix_ms"] = json!(self.released_unix_ms);
         v["subtasks"] = self.subtasks.iter().map(subtask_json).collect();

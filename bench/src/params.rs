@@ -181,7 +181,7 @@ pub const JOB_KEYS: &[Key<JobParams>] = &[
     },
     Key {
         name: "job.records",
-        description: "N: records the bounded sources emit in total (at least 1); unset = the job's default",
+        description: "N: records the bounded sources emit in total (at least 1); for a SQL job, the rows of each generated source in place of its table's (datagen's number-of-rows, nexmark's events.num); unset = the job's default",
         get: |p| opt(p.records),
         set: |p, s| {
             p.records = s.positive_or_unset()?;
@@ -199,7 +199,7 @@ pub const JOB_KEYS: &[Key<JobParams>] = &[
     },
     Key {
         name: "job.rate",
-        description: "source pacing in records/s in total over all source subtasks (at least 1); unset = unpaced",
+        description: "source pacing in records/s in total over all source subtasks (at least 1); for a SQL job, each generated source's rate in place of its table's (datagen's rows-per-second, nexmark's tps); unset = unpaced (SQL: the tables' own)",
         get: |p| opt(p.rate),
         set: |p, s| {
             p.rate = s.positive_or_unset()?;

@@ -11,11 +11,16 @@
 //! `String`s (`user-<n>`), allocated per event, hashed by their bytes and
 //! kept as variable-size keys in the keyed state and its checkpoints: the
 //! same job and results over the key type most real jobs have.
+//!
+//! `job.rate` paces the generator (events per second over all source
+//! subtasks), so the job's latency can be measured at a chosen load as
+//! W1's and W3's are: with `metrics.latency.interval` its latency markers
+//! reach the sinks, and `weir run` reports their percentiles in its JSON.
 
 use std::sync::{Arc, Mutex};
 
 use weir_runtime::{
-    Collector, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates, KeyedValueState,
+    Collector, JobGraph, KeyContext, KeyedProcessFunction, KeyedStates, KeyedValueState, Paced,
     SequenceSource, Sink, StateKey, SubtaskInfo, Wire,
 };
 
@@ -300,15 +305,17 @@ impl<U: UserId> LatestTotals<U> {
 /// Builds the quickstart job for `workers` sink subtasks, with integer
 /// user ids.
 pub fn job(events: u64, users: u64, workers: usize) -> (JobGraph, Arc<QuickstartResults>) {
-    job_with::<u64>(events, users, workers)
+    job_with::<u64>(events, users, workers, None)
 }
 
 /// Builds the quickstart job for `workers` sink subtasks, with user ids of
-/// type `U`.
+/// type `U`, its events generated as fast as the job takes them or paced
+/// to `rate` events/s over all source subtasks (`job.rate`).
 pub fn job_with<U: UserId>(
     events: u64,
     users: u64,
     workers: usize,
+    rate: Option<u64>,
 ) -> (JobGraph, Arc<QuickstartResults>) {
     let results = Arc::new(QuickstartResults {
         slots: (0..workers).map(|_| Mutex::new(None)).collect(),
@@ -323,10 +330,11 @@ pub fn job_with<U: UserId>(
     }
     job.source("events", move |info: &SubtaskInfo| {
         let ids = U::table(users);
-        SequenceSource::new(info, events, move |i| {
+        let events = SequenceSource::new(info, events, move |i| {
             let (user, bytes) = event(i, users);
             (U::pick(&ids, user), bytes)
-        })
+        });
+        Paced::share(events, rate.unwrap_or(0), info)
     })
     .filter("drop-runts", |e: &(U, u64)| e.1 >= RUNT_BYTES)
     .key_by(|e: &(U, u64)| e.0.clone())

@@ -95,7 +95,7 @@ pub use crate::operators::process::{InitializationContext, ProcessContext, Proce
 pub use crate::operators::side_output::{OutputTag, SideOutput, SideOutputs};
 pub use crate::operators::sink::{rescaled_share, Sink};
 pub use crate::operators::source::{
-    NumberSequenceSource, SequenceSource, Source, SourcePoll, SourceWakeup, StridedSplits,
+    NumberSequenceSource, Paced, SequenceSource, Source, SourcePoll, SourceWakeup, StridedSplits,
 };
 pub use crate::operators::timestamps::{
     BoundedOutOfOrderness, WatermarkAlignment, WatermarkGenerator, WatermarkGeneratorSupplier,

@@ -18,9 +18,9 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use weir_runtime::{Collector, SequenceSource, Sink, Source, SourcePoll, SubtaskInfo};
+use weir_runtime::{Paced, SequenceSource, Sink, SubtaskInfo};
 
 use crate::error::{Result, SqlError};
 use crate::format::{CsvOptions, Format};
@@ -479,82 +479,6 @@ pub fn splitmix64(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// A source at most `rate` records per second (this subtask's share), or
-/// unpaced when 0; everything else is the inner source's.
-pub struct Paced<S> {
-    inner: S,
-    rate: u64,
-    started: Option<Instant>,
-    emitted: u64,
-}
-
-impl<S> Paced<S> {
-    /// `inner` paced to `rate` records/s (0: unpaced).
-    pub fn new(inner: S, rate: u64) -> Self {
-        Self {
-            inner,
-            rate,
-            started: None,
-            emitted: 0,
-        }
-    }
-}
-
-impl<S: Source> Source for Paced<S> {
-    type Out = S::Out;
-
-    fn poll_next<C: Collector<S::Out>>(&mut self, out: &mut C, budget: usize) -> SourcePoll {
-        if self.rate == 0 {
-            return self.inner.poll_next(out, budget);
-        }
-        let started = *self.started.get_or_insert_with(Instant::now);
-        let due = (started.elapsed().as_secs_f64() * self.rate as f64) as u64 + 1;
-        let allowed = due.saturating_sub(self.emitted);
-        if allowed == 0 {
-            let next =
-                started + Duration::from_secs_f64((self.emitted + 1) as f64 / self.rate as f64);
-            return SourcePoll::Idle { until: Some(next) };
-        }
-        let r = self.inner.poll_next(out, budget.min(allowed as usize));
-        if let SourcePoll::Emitted(n) = r {
-            self.emitted += n as u64;
-        }
-        r
-    }
-
-    fn snapshot_position(&mut self) -> Vec<u8> {
-        self.inner.snapshot_position()
-    }
-
-    fn restore_position(&mut self, position: &[u8]) -> std::result::Result<(), String> {
-        self.inner.restore_position(position)
-    }
-
-    fn visit_state(&mut self, states: &mut weir_runtime::state::visitor::OperatorStates<'_>) {
-        self.inner.visit_state(states);
-    }
-
-    fn initialize_restored_state(&mut self) -> std::result::Result<(), String> {
-        self.inner.initialize_restored_state()
-    }
-
-    fn open(&mut self, wakeup: weir_runtime::SourceWakeup) {
-        self.inner.open(wakeup);
-    }
-
-    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) {
-        self.inner.notify_checkpoint_complete(checkpoint_id);
-    }
-
-    fn check(&mut self) -> std::result::Result<(), String> {
-        self.inner.check()
-    }
-
-    fn is_retryable(&self, error: &str) -> bool {
-        self.inner.is_retryable(error)
-    }
-}
-
 /// The datagen source of one subtask: rows `s, s + P, ...` of `0..count`
 /// (weir's strided sequence source: it rescales, and a subtask's row
 /// numbers ascend), paced.
@@ -567,14 +491,10 @@ pub fn datagen_source(
     let count = gen.count().unwrap_or(u64::MAX);
     let g = gen.clone();
     let types = types.to_vec();
-    let rate = if gen.rows_per_second == 0 {
-        0
-    } else {
-        (gen.rows_per_second / info.parallelism.max(1) as u64).max(1)
-    };
-    Paced::new(
+    Paced::share(
         SequenceSource::new(info, count, move |i| g.row(i, &types, base_ms)),
-        rate,
+        gen.rows_per_second,
+        info,
     )
 }
 

@@ -53,6 +53,29 @@ pub struct Lowering<'j> {
     state_ttl: Option<Duration>,
     /// `table.exec.source.idle-timeout` (`None`: sources never idle).
     idle_timeout: Option<Duration>,
+    /// `job.records` and `job.rate` for every generated source.
+    generated: GeneratedSources,
+    /// Generated sources lowered with `generated` set.
+    pub generated_sources: usize,
+}
+
+/// Every generated source's size and rate in place of its table's
+/// (`job.records`, `job.rate`; `None`: the table's own).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GeneratedSources {
+    /// Rows of each (`number-of-rows`; events of all kinds for
+    /// `nexmark`'s `events.num`).
+    pub rows: Option<u64>,
+    /// Rows per second of each over its subtasks (`rows-per-second`;
+    /// events for `nexmark`'s `tps`).
+    pub rate: Option<u64>,
+}
+
+impl GeneratedSources {
+    /// Whether either is set.
+    pub fn is_set(&self) -> bool {
+        self.rows.is_some() || self.rate.is_some()
+    }
 }
 
 impl<'j> Lowering<'j> {
@@ -69,6 +92,8 @@ impl<'j> Lowering<'j> {
             outputs: Vec::new(),
             state_ttl: None,
             idle_timeout: None,
+            generated: GeneratedSources::default(),
+            generated_sources: 0,
         }
     }
 
@@ -76,6 +101,13 @@ impl<'j> Lowering<'j> {
     /// (zero: never idle).
     pub fn with_idle_timeout(mut self, d: Duration) -> Self {
         self.idle_timeout = (!d.is_zero()).then_some(d);
+        self
+    }
+
+    /// The same lowering with every generated source (`datagen`,
+    /// `nexmark`) sized and paced as `generated` says.
+    pub fn with_generated_sources(mut self, generated: GeneratedSources) -> Self {
+        self.generated = generated;
         self
     }
 
@@ -384,7 +416,12 @@ impl<'j> Lowering<'j> {
                     .branch()
             }
             Connector::Datagen(g) => {
-                let g = g.clone();
+                let mut g = g.clone();
+                if self.generated.is_set() {
+                    g.rows = self.generated.rows.or(g.rows);
+                    g.rows_per_second = self.generated.rate.unwrap_or(g.rows_per_second);
+                    self.generated_sources += 1;
+                }
                 let types = t.physical.types();
                 let base = self.base_ms;
                 let s = self.job.source(&uid, move |info: &SubtaskInfo| {
@@ -401,7 +438,12 @@ impl<'j> Lowering<'j> {
                 }
             }
             Connector::Nexmark(n) => {
-                let n = n.clone();
+                let mut n = n.clone();
+                if self.generated.is_set() {
+                    n.events = self.generated.rows.or(n.events);
+                    n.tps = self.generated.rate.unwrap_or(n.tps);
+                    self.generated_sources += 1;
+                }
                 self.job
                     .source(&uid, move |info: &SubtaskInfo| n.source(info))
                     .flat_map(&format!("{uid}-rows"), move |r: Option<Row>| {

@@ -15,7 +15,7 @@
 //! strided sequence source, which rescales), emitting its kind's events.
 
 use weir_nexmark::{Event, EventKind, Generator, GeneratorConfig};
-use weir_runtime::{SequenceSource, SubtaskInfo};
+use weir_runtime::{Paced, SequenceSource, SubtaskInfo};
 
 use crate::error::{Result, SqlError};
 use crate::types::{DataType, Schema};
@@ -124,16 +124,12 @@ impl NexmarkTable {
     pub fn source(
         &self,
         info: &SubtaskInfo,
-    ) -> crate::connectors::Paced<SequenceSource<impl FnMut(u64) -> Option<Row> + use<>>> {
+    ) -> Paced<SequenceSource<impl FnMut(u64) -> Option<Row> + use<>>> {
         let t = self.clone();
-        let rate = if self.tps == 0 {
-            0
-        } else {
-            (self.tps / info.parallelism.max(1) as u64).max(1)
-        };
-        crate::connectors::Paced::new(
+        Paced::share(
             SequenceSource::new(info, self.events.unwrap_or(u64::MAX), move |n| t.row(n)),
-            rate,
+            self.tps,
+            info,
         )
     }
 }

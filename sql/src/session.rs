@@ -10,7 +10,7 @@ use weir_runtime::{Config, JobGraph};
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
-use crate::lower::Lowering;
+use crate::lower::{GeneratedSources, Lowering};
 use crate::plan::{Node, Plan, Planner, Presentation};
 use crate::script::{parse_script, Statement};
 use crate::types::Schema;
@@ -33,6 +33,9 @@ pub struct Script {
     selects: Vec<Plan>,
     /// How each bare SELECT's table is ordered and cut.
     presentations: Vec<Presentation>,
+    /// `job.records` and `job.rate` for every generated source (see
+    /// [`Script::set_generated_sources`]).
+    generated: GeneratedSources,
 }
 
 /// The config keys the planner reads (the rest are the runtime's).
@@ -46,6 +49,9 @@ pub struct SqlJob {
     pub selects: Vec<(Schema, Arc<Mutex<Vec<Row>>>)>,
     /// How each bare SELECT's table is shown (ORDER BY, LIMIT).
     pub presentations: Vec<Presentation>,
+    /// Generated sources sized or paced by `job.records` and `job.rate`
+    /// ([`Script::set_generated_sources`]).
+    pub generated_sources: usize,
 }
 
 impl Script {
@@ -62,6 +68,7 @@ impl Script {
             presentations: Vec::new(),
             warnings: Vec::new(),
             job_name: None,
+            generated: GeneratedSources::default(),
         };
         for stmt in parse_script(text)? {
             s.apply(stmt)?;
@@ -317,6 +324,16 @@ impl Script {
         self.job_with(name, &config)
     }
 
+    /// Sizes and paces every generated source the job reads (`datagen`
+    /// and `nexmark` tables) as `generated` says, in place of the table's
+    /// `number-of-rows` (`events.num`) and `rows-per-second` (`tps`):
+    /// `job.records` and `job.rate`, how a SQL job is run for a chosen
+    /// time at a chosen load (`weir tune`). Planning the job then fails if
+    /// it reads no generated source.
+    pub fn set_generated_sources(&mut self, generated: GeneratedSources) {
+        self.generated = generated;
+    }
+
     /// The job of every INSERT and SELECT, named `name`, planned with
     /// `config` (its `table.exec.*` keys; the caller applies the script's
     /// `SET` statements to it, as `weir sql` does).
@@ -328,10 +345,11 @@ impl Script {
         }
         let mut job = JobGraph::new(name);
         let mut selects = Vec::new();
-        let (parameters, outputs) = {
+        let (parameters, outputs, generated_sources) = {
             let mut low = Lowering::new(&job)
                 .with_state_ttl(config.state_ttl)
-                .with_idle_timeout(config.source_idle_timeout);
+                .with_idle_timeout(config.source_idle_timeout)
+                .with_generated_sources(self.generated);
             for (table, plan) in &self.inserts {
                 let t = self.catalog.table(table).expect("checked when planned");
                 let rows = low.rows(plan)?;
@@ -341,9 +359,15 @@ impl Script {
                 let rows = low.rows(plan)?;
                 selects.push((plan.schema.clone(), low.collect(rows)));
             }
+            if self.generated.is_set() && low.generated_sources == 0 {
+                return Err(SqlError::Plan(
+                    "job.records and job.rate size and pace generated sources ('datagen' and 'nexmark' tables), and this job reads none".into(),
+                ));
+            }
             (
                 std::mem::take(&mut low.parameters),
                 std::mem::take(&mut low.outputs),
+                low.generated_sources,
             )
         };
         for (k, v) in parameters {
@@ -356,6 +380,7 @@ impl Script {
             job,
             selects,
             presentations: self.presentations.clone(),
+            generated_sources,
         })
     }
 }

@@ -15,7 +15,8 @@
 //! Progress lines and reports are the command's own output and printed
 //! here (and by weir-bench's harness) directly, plain in any log format.
 //!
-//! SIGTERM and SIGINT stop `weir run` and `weir bench w1|w2|w3` with a
+//! SIGTERM and SIGINT stop `weir run`, `weir sql` and `weir bench
+//! w1|w2|w3|quickstart|sql|nexmark` with a
 //! savepoint ([`signals`]): the command prints `stopped with a savepoint:
 //! PATH` (or `a checkpoint`, without `state.savepoints.dir`) and exits 0;
 //! a second signal aborts (exit 128 + the signal). `weir checkpoints`
@@ -26,9 +27,11 @@
 //! Every job serves its REST endpoint ([`rest`], docs/REST.md); `weir
 //! list|savepoint|stop|cancel` are its clients ([`control`]).
 //!
-//! `weir tune buffer-timeout` measures W3 at a rate over a sweep of buffer
-//! timeouts and writes the largest that meets a p99 into a config
-//! ([`tune`]).
+//! `weir tune buffer-timeout` measures W3 (or the quickstart, W1, W2 or a
+//! SQL job) at a rate over a sweep of buffer timeouts and writes the
+//! largest that meets a p99 into a config ([`tune`]). `weir bench
+//! quickstart` and `weir bench sql` run those jobs as the workloads run,
+//! with a JSON line ([`sql`]).
 
 mod control;
 mod inspect;
@@ -162,8 +165,9 @@ enum Command {
         action: nexmark::Action,
     },
     /// Tune a setting by measuring: `weir tune buffer-timeout --rate R
-    /// --p99 D [--config w3.toml] [--write FILE]` sweeps the buffer timeout
-    /// on W3 and picks the largest one that meets the p99.
+    /// --p99 D [--config job.toml] [--write FILE]` sweeps the buffer
+    /// timeout on the config's job (W3 without one) and picks the largest
+    /// one that meets the p99.
     Tune {
         #[command(subcommand)]
         what: tune::Tune,
@@ -221,6 +225,11 @@ enum BenchName {
     /// Run, verify and plot every workload: DIR/report.md and
     /// DIR/report.html (--quick, --out DIR).
     Report,
+    /// The quickstart job (--n events, --k users, --rate events/s).
+    Quickstart,
+    /// The SQL script of job.sql-file (--config or --set), its generated
+    /// sources (datagen, nexmark) of --n rows each at --rate rows/s.
+    Sql,
 }
 
 /// W4's modes on the command line.
@@ -284,7 +293,7 @@ fn main() -> ExitCode {
             };
             let code = match params.job {
                 JobName::Quickstart => {
-                    run_quickstart(&config, &params, &common, stop, served.handle())
+                    run_quickstart(&config, &params, &common, stop, served.handle(), None)
                 }
                 JobName::W1 => run_bench(Workload::W1, &config, &params, &bench, false),
                 JobName::W2 => run_bench(Workload::W2, &config, &params, &bench, false),
@@ -390,12 +399,50 @@ fn main() -> ExitCode {
             if let Some(d) = duration {
                 extra.push(format!("job.duration={}", seconds_by_default(&d)));
             }
+            if workload == BenchName::Sql && k.is_some() {
+                eprintln!("error: --k is the built-in jobs' key count; a SQL job's keys are its tables' options");
+                return ExitCode::from(2);
+            }
+            let sql = sql::SqlBench {
+                quiet,
+                extra: extra.clone(),
+            };
             let (config, params) = match load(&common, before, extra) {
                 Ok(c) => c,
                 Err(code) => return code,
             };
             if workload == BenchName::Ttl {
                 return run_ttl(&config, &params, quiet);
+            }
+            if workload == BenchName::Sql {
+                let Some(file) = &params.sql_file else {
+                    eprintln!("error: weir bench sql runs the script that job.sql-file names: set it in --config or with --set job.sql-file=FILE.sql");
+                    return ExitCode::from(2);
+                };
+                return match stop_on_signals() {
+                    Ok(stop) => sql::run_with(file, &common, stop, Some(&sql)),
+                    Err(code) => code,
+                };
+            }
+            if workload == BenchName::Quickstart {
+                let stop = match stop_on_signals() {
+                    Ok(s) => s,
+                    Err(code) => return code,
+                };
+                let served = match rest::serve(&config, None) {
+                    Ok(s) => s,
+                    Err(code) => return code,
+                };
+                let code = run_quickstart(
+                    &config,
+                    &params,
+                    &common,
+                    stop,
+                    served.handle(),
+                    Some(Quiet(quiet)),
+                );
+                served.finish();
+                return code;
             }
             let workload = match workload {
                 BenchName::W1 => Workload::W1,
@@ -414,7 +461,12 @@ fn main() -> ExitCode {
                     served.finish();
                     return code;
                 }
-                BenchName::W5 | BenchName::Ttl | BenchName::Nexmark | BenchName::Report => {
+                BenchName::W5
+                | BenchName::Ttl
+                | BenchName::Nexmark
+                | BenchName::Report
+                | BenchName::Quickstart
+                | BenchName::Sql => {
                     unreachable!("handled above")
                 }
             };
@@ -611,12 +663,17 @@ fn run_ttl(config: &Config, params: &JobParams, quiet: bool) -> ExitCode {
     }
 }
 
+/// `weir bench`'s `--quiet`: no progress lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Quiet(bool);
+
 fn run_quickstart(
     config: &Config,
     params: &JobParams,
     common: &Common,
     stop: StopRequest,
     handle: weir_runtime::JobHandle,
+    bench: Option<Quiet>,
 ) -> ExitCode {
     let mut options = ExecutionOptions::from_config(config);
     options.restore = common.restore_from();
@@ -625,10 +682,12 @@ fn run_quickstart(
     options.handle = handle;
     let events = params.records.unwrap_or(quickstart::DEFAULT_EVENTS);
     let users = params.keys.unwrap_or(quickstart::DEFAULT_USERS);
+    let rate = params.rate;
     println!(
-        "weir quickstart: {events} generated events of {users} users ({} ids) -> \
+        "weir quickstart: {events} generated events of {users} users ({} ids{}) -> \
          filter(drop runts) -> key_by(user) -> keyed totals (ValueState) -> sink",
-        params.key_type
+        params.key_type,
+        rate.map_or(String::new(), |r| format!(", {r} events/s"))
     );
     println!(
         "{} workers{}, buffer timeout {}, {} key groups",
@@ -642,19 +701,42 @@ fn run_quickstart(
         options.max_parallelism
     );
     let (job, results) = match params.key_type {
-        KeyType::Integer => quickstart::job(events, users, options.workers),
-        KeyType::String => quickstart::job_with::<String>(events, users, options.workers),
-        KeyType::CompactString => {
-            quickstart::job_with::<weir_runtime::CompactString>(events, users, options.workers)
-        }
+        KeyType::Integer => quickstart::job_with::<u64>(events, users, options.workers, rate),
+        KeyType::String => quickstart::job_with::<String>(events, users, options.workers, rate),
+        KeyType::CompactString => quickstart::job_with::<weir_runtime::CompactString>(
+            events,
+            users,
+            options.workers,
+            rate,
+        ),
     };
+    let options_timeout_ms = options
+        .buffer_timeout
+        .interval()
+        .map_or(-1.0, |d| d.as_secs_f64() * 1e3);
     let started = Instant::now();
     // Printed, not logged: they are this command's report, like the
     // bench harness's, and stay whatever RUST_LOG says.
-    let mut progress = |p: &Progress| eprintln!("{}", p.lines());
+    let quiet = bench == Some(Quiet(true));
+    let mut progress = |p: &Progress| {
+        if !quiet {
+            eprintln!("{}", p.lines())
+        }
+    };
     let result = match execute_with_progress(job, &options, &mut progress) {
         Ok(r) => r,
         Err(e) => return job_failed(&e),
+    };
+    // `weir bench quickstart`'s last stdout line, as every bench's: what
+    // `weir tune` and scripts read.
+    let json = |verified: bool| {
+        let paced = rate.map(|r| (r, 1));
+        let mut v = weir_bench::harness::job_json("quickstart", &result, paced);
+        v["key_type"] = serde_json::json!(params.key_type.as_str());
+        // -1 when only full buffers ship (Flink's -1).
+        v["buffer_timeout_ms"] = serde_json::json!(options_timeout_ms);
+        v["verified"] = serde_json::json!(verified);
+        v
     };
     if let Some(stopped) = &result.stopped {
         // Stopped early: the totals are partial, nothing to verify.
@@ -663,6 +745,9 @@ fn run_quickstart(
             result.metrics.total_sink_records()
         );
         print_stopped(stopped);
+        if bench.is_some() {
+            println!("{}", json(true));
+        }
         return ExitCode::SUCCESS;
     }
     let totals = results.totals();
@@ -679,15 +764,28 @@ fn run_quickstart(
     for (u, c, b) in top.iter().take(5) {
         println!("  user {u:>6}  {c:>8} events  {b:>12} bytes");
     }
+    if let Some((markers, l)) = weir_bench::harness::marker_latency(&result.subtasks) {
+        println!(
+            "latency markers: {markers} at the sinks, p50 {:.1} us, p99 {:.1} us, max {:.1} us",
+            l.p50, l.p99, l.max
+        );
+    }
     let reference = quickstart::reference_totals(events, users);
-    if totals == reference {
+    let verified = totals == reference;
+    if verified {
         println!(
             "verified: all {} users' totals equal a single-threaded computation of the same events",
             reference.len()
         );
-        ExitCode::SUCCESS
     } else {
         eprintln!("error: totals differ from the single-threaded reference");
+    }
+    if bench.is_some() {
+        println!("{}", json(verified));
+    }
+    if verified {
+        ExitCode::SUCCESS
+    } else {
         ExitCode::from(1)
     }
 }

@@ -9,18 +9,47 @@
 //! `--set`. EXPLAIN statements print their plans. Every INSERT runs in one
 //! job (with checkpoints, restarts, savepoints and `--restore` as `weir
 //! run`); a bare SELECT's rows print as a table when the job ends.
+//!
+//! `weir bench sql` runs the script of `job.sql-file` as the workloads
+//! run: quiet with `--quiet`, REST only on `rest.port`, `--rate` and `--n`
+//! as `job.rate` and `job.records` (each generated source's rate and rows
+//! in place of its table's), and a JSON line last (rows, rates, latency
+//! markers' percentiles): what `weir tune` sweeps a SQL job with.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use weir_runtime::{execute_with_progress, ExecutionOptions, Progress, StopRequest};
+use weir_sql::lower::GeneratedSources;
 use weir_sql::session::format_table;
 use weir_sql::Script;
 
 use crate::{absolute, job_failed, load, print_stopped, Common};
 
+/// How `weir bench sql` runs a script beyond what `weir sql` does.
+#[derive(Clone, Debug, Default)]
+pub struct SqlBench {
+    /// No progress lines.
+    pub quiet: bool,
+    /// Config overrides of the bench's own flags (`--rate` as
+    /// `job.rate=R`), after `--set`.
+    pub extra: Vec<String>,
+}
+
 /// Runs the script in `file` with the command's config.
 pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
+    run_with(file, common, stop, None)
+}
+
+/// Runs the script in `file` with the command's config; with `bench`, as
+/// `weir bench sql`: the REST endpoint only when `rest.port` is set (as
+/// every bench), and a JSON summary as the last stdout line.
+pub fn run_with(
+    file: &Path,
+    common: &Common,
+    stop: StopRequest,
+    bench: Option<&SqlBench>,
+) -> ExitCode {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {
@@ -40,10 +69,16 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    let (config, _) = match load(common, settings, Vec::new()) {
+    let extra = bench.map(|b| b.extra.clone()).unwrap_or_default();
+    let (config, params) = match load(common, settings, extra) {
         Ok(c) => c,
         Err(code) => return code,
     };
+    let mut script = script;
+    script.set_generated_sources(GeneratedSources {
+        rows: params.records,
+        rate: params.rate,
+    });
     for w in &script.warnings {
         eprintln!("note: {w}");
     }
@@ -72,8 +107,10 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Every job serves its REST endpoint, as Flink's do.
-    let served = match crate::rest::serve(&config, Some(weir_rest::DEFAULT_PORT)) {
+    // Every job serves its REST endpoint, as Flink's do; a bench only
+    // when rest.port is set.
+    let default_port = bench.is_none().then_some(weir_rest::DEFAULT_PORT);
+    let served = match crate::rest::serve(&config, default_port) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -87,7 +124,12 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
         absolute(file).display(),
         options.workers
     );
-    let mut progress = |p: &Progress| eprintln!("{}", p.lines());
+    let quiet = bench.is_some_and(|b| b.quiet);
+    let mut progress = |p: &Progress| {
+        if !quiet {
+            eprintln!("{}", p.lines())
+        }
+    };
     let result = execute_with_progress(sql_job.job, &options, &mut progress);
     served.finish();
     let result = match result {
@@ -96,16 +138,35 @@ pub fn run(file: &Path, common: &Common, stop: StopRequest) -> ExitCode {
     };
     if let Some(stopped) = &result.stopped {
         print_stopped(stopped);
-        return ExitCode::SUCCESS;
+    } else {
+        for ((schema, rows), shown) in sql_job.selects.iter().zip(&sql_job.presentations) {
+            let rows = rows.lock().expect("collected rows");
+            print!("{}", format_table(schema, &rows, shown));
+        }
+        eprintln!(
+            "done: {} rows written in {:.2} s",
+            result.metrics.total_sink_records(),
+            result.elapsed.as_secs_f64()
+        );
     }
-    for ((schema, rows), shown) in sql_job.selects.iter().zip(&sql_job.presentations) {
-        let rows = rows.lock().expect("collected rows");
-        print!("{}", format_table(schema, &rows, shown));
+    if bench.is_some() {
+        let paced = params.rate.map(|r| (r, sql_job.generated_sources));
+        println!("{}", summary_json(file, &result, paced));
     }
-    eprintln!(
-        "done: {} rows written in {:.2} s",
-        result.metrics.total_sink_records(),
-        result.elapsed.as_secs_f64()
-    );
     ExitCode::SUCCESS
+}
+
+/// `weir bench sql`'s JSON line: [`weir_bench::harness::job_json`] with
+/// `paced` (`job.rate` and the number of generated sources it paces) and
+/// the script's path. A SQL job has no reference to compare with:
+/// `verified` is null.
+fn summary_json(
+    file: &Path,
+    result: &weir_runtime::JobResult,
+    paced: Option<(u64, usize)>,
+) -> serde_json::Value {
+    let mut v = weir_bench::harness::job_json("sql", result, paced);
+    v["file"] = serde_json::json!(absolute(file).display().to_string());
+    v["verified"] = serde_json::Value::Null;
+    v
 }

@@ -9,11 +9,16 @@
 //! process, so runs do not share a heap or threads), verified as the job
 //! verifies itself; a run that fails or does not verify stops the sweep
 //! with its command and error. The jobs are those the binary can pace to
-//! a rate (`job.rate`): W3 measures every record's latency at its sink; W1
-//! and W2 are measured as Flink measures any job, by latency markers
-//! (`metrics.latency.interval` = 1 ms, the window kept at each sink sized
-//! to the recorded time, so the warm-up's markers have left it), and run
-//! `rate x (warm-up + duration)` records. `auto` (the adaptive deadline, with the
+//! a rate (`job.rate`): the built-in ones, and a SQL job (`job.sql-file`)
+//! whose generated sources (`datagen`, `nexmark` tables) `job.rate` and
+//! `job.records` size and pace in place of their tables' options (run by
+//! `weir bench sql`; it has no reference to verify against, so a run that
+//! ends without error counts). W3 measures every record's latency at its
+//! sink; the others are measured as Flink measures any job, by latency
+//! markers (`metrics.latency.interval` = 1 ms, the window kept at each sink
+//! sized to the recorded time, so the warm-up's markers have left it), and
+//! run `rate x (warm-up + duration)` records (each generated source's rows
+//! for SQL). `auto` (the adaptive deadline, with the
 //! target as its `latency-target`) is measured beside the fixed timeouts
 //! for comparison; it is never the one written (a fixed timeout is what
 //! Flink's users carry over).
@@ -44,8 +49,10 @@ pub enum Tune {
 /// `weir tune buffer-timeout`'s options.
 #[derive(Args)]
 pub struct BufferTimeoutArgs {
-    /// A config file whose job is tuned (job.name = "w1", "w2" or "w3");
-    /// its other keys (workers, checkpointing, buffers) apply to every run.
+    /// A config file whose job is tuned (job.name = "quickstart", "w1",
+    /// "w2" or "w3", or job.sql-file = a SQL script whose datagen or nexmark
+    /// tables are paced to --rate); its other keys (workers, checkpointing,
+    /// buffers) apply to every run.
     #[arg(long)]
     config: Option<PathBuf>,
     /// Source rate in records/s.
@@ -77,6 +84,34 @@ pub struct BufferTimeoutArgs {
     /// Overrides a config key for every run: --set key=value (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+}
+
+/// The job a sweep runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tuned {
+    /// A built-in job (`job.name`).
+    Builtin(JobName),
+    /// The config's SQL script (`job.sql-file`).
+    Sql,
+}
+
+impl Tuned {
+    /// The `weir bench` workload that runs it.
+    fn bench(self) -> &'static str {
+        match self {
+            Tuned::Builtin(job) => job.as_str(),
+            Tuned::Sql => "sql",
+        }
+    }
+}
+
+impl std::fmt::Display for Tuned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tuned::Builtin(job) => write!(f, "{job}"),
+            Tuned::Sql => f.write_str("the SQL job"),
+        }
+    }
 }
 
 /// What one run gave.
@@ -126,9 +161,9 @@ fn buffer_timeout(args: &BufferTimeoutArgs) -> Result<(), (u8, String)> {
             // and names a job the binary can pace.
             let (_, params) = Config::load_with::<JobParams>(Some(path), &[])
                 .map_err(|e| usage(e.to_string()))?;
-            tunable(path, &params).map_err(usage)?
+            tunable(&params)
         }
-        None => JobName::W3,
+        None => Tuned::Builtin(JobName::W3),
     };
     println!(
         "weir tune buffer-timeout: {} at {} records/s, p99 target {}, {} recorded per run{}",
@@ -136,7 +171,7 @@ fn buffer_timeout(args: &BufferTimeoutArgs) -> Result<(), (u8, String)> {
         args.rate,
         format_duration(target),
         args.duration,
-        if job == JobName::W3 {
+        if job == Tuned::Builtin(JobName::W3) {
             ""
         } else {
             " (latency markers every 1ms)"
@@ -219,38 +254,28 @@ fn buffer_timeout(args: &BufferTimeoutArgs) -> Result<(), (u8, String)> {
     Ok(())
 }
 
-/// Whether `weir tune` can sweep the job of `params` (read from `path`):
-/// the jobs it can pace to `--rate`.
-fn tunable(path: &Path, params: &JobParams) -> Result<JobName, String> {
+/// The job of `params`: its SQL script if it names one, else its
+/// built-in job (each of which `job.rate` paces).
+fn tunable(params: &JobParams) -> Tuned {
     if params.sql_file.is_some() {
-        return Err(format!(
-            "{}: weir tune sweeps the built-in jobs w1, w2 and w3; a SQL job (job.sql-file) sets its \
-             sources' rates in its tables (datagen's rows-per-second), which --rate cannot",
-            path.display()
-        ));
-    }
-    match params.job {
-        JobName::W1 | JobName::W2 | JobName::W3 => Ok(params.job),
-        JobName::Quickstart => Err(format!(
-            "{}: weir tune sweeps jobs it can pace to --rate (job.rate): w1, w2 or w3; \
-             this config names job quickstart, whose source runs as fast as it can",
-            path.display()
-        )),
+        Tuned::Sql
+    } else {
+        Tuned::Builtin(params.job)
     }
 }
 
 /// One run of `job` with buffer timeout `setting`.
 fn run_job(
     args: &BufferTimeoutArgs,
-    job: JobName,
+    job: Tuned,
     setting: &str,
     target: std::time::Duration,
 ) -> Result<Point, (u8, String)> {
     let exe = std::env::current_exe().map_err(|e| (1, format!("cannot find this binary: {e}")))?;
     let mut c = Command::new(exe);
-    c.args(["bench", job.as_str(), "--quiet"])
+    c.args(["bench", job.bench(), "--quiet"])
         .args(["--rate", &args.rate.to_string()]);
-    if job == JobName::W3 {
+    if job == Tuned::Builtin(JobName::W3) {
         c.args(["--warmup", &args.warmup, "--duration", &args.duration]);
     } else {
         let secs = |what: &str, v: &str| {
@@ -310,7 +335,10 @@ fn run_job(
         )
     };
     if !out.status.success() {
-        return Err(failed(&format!("failed ({})", out.status)));
+        let (_, why) = failed(&format!("failed ({})", out.status));
+        // Exit 2 is the job's config or script to fix: so is this.
+        let code = if out.status.code() == Some(2) { 2 } else { 1 };
+        return Err((code, why));
     }
     let json: Value = stdout
         .lines()
@@ -321,18 +349,27 @@ fn run_job(
 }
 
 /// The figures of a run's JSON line: W3's latency of every recorded
-/// record, or the latency markers' for other jobs.
-fn point(setting: &str, j: &Value, job: JobName) -> Result<Point, String> {
-    if j["checksum"] != j["expected_checksum"] {
+/// record, or the latency markers' for other jobs; the rate its sources
+/// reached.
+fn point(setting: &str, j: &Value, job: Tuned) -> Result<Point, String> {
+    // `verified` is null for a SQL job, which has nothing to compare with.
+    let (got, expected) = (&j["checksum"], &j["expected_checksum"]);
+    if !got.is_null() && got != expected {
         return Err(format!(
-            "did not verify (checksum {} where {} was expected)",
-            j["checksum"], j["expected_checksum"]
+            "did not verify (checksum {got} where {expected} was expected)"
         ));
     }
-    let (l, achieved) = if job == JobName::W3 {
-        (&j["latency_us"], &j["achieved_rate"])
-    } else {
-        (&j["marker_latency_us"], &j["records_per_s"])
+    if j["verified"] == Value::Bool(false) {
+        return Err("did not verify".to_owned());
+    }
+    let (l, achieved) = match job {
+        Tuned::Builtin(JobName::W3) => (&j["latency_us"], &j["achieved_rate"]),
+        // The rate of the generator, before the quickstart's filter and
+        // whatever a SQL job keeps.
+        Tuned::Builtin(JobName::Quickstart) | Tuned::Sql => {
+            (&j["marker_latency_us"], &j["achieved_rate"])
+        }
+        Tuned::Builtin(JobName::W1 | JobName::W2) => (&j["marker_latency_us"], &j["records_per_s"]),
     };
     let get = |v: &Value, what: &str| v.as_f64().ok_or_else(|| format!("reported no {what}"));
     Ok(Point {
@@ -488,7 +525,7 @@ mod tests {
         )
         .expect("json");
         assert_eq!(
-            point("1ms", &j, JobName::W3),
+            point("1ms", &j, Tuned::Builtin(JobName::W3)),
             Ok(Point {
                 setting: "1ms".into(),
                 p50: 1.0,
@@ -500,13 +537,13 @@ mod tests {
         );
         let bad: Value =
             serde_json::from_str(r#"{"checksum":"1","expected_checksum":"2"}"#).expect("json");
-        assert!(point("1ms", &bad, JobName::W3)
+        assert!(point("1ms", &bad, Tuned::Builtin(JobName::W3))
             .unwrap_err()
             .contains("did not verify"));
         let missing: Value =
             serde_json::from_str(r#"{"checksum":"1","expected_checksum":"1","latency_us":{}}"#)
                 .expect("json");
-        assert!(point("1ms", &missing, JobName::W3)
+        assert!(point("1ms", &missing, Tuned::Builtin(JobName::W3))
             .unwrap_err()
             .contains("no p50"));
         // Other jobs are read from their latency markers and overall rate.
@@ -516,14 +553,31 @@ mod tests {
                 "marker_latency_us":{"markers":7,"p50":1.0,"p99":2.0,"p999":3.0,"max":4.0}}"#,
         )
         .expect("json");
-        let p = point("1ms", &w1, JobName::W1).expect("a point");
+        let p = point("1ms", &w1, Tuned::Builtin(JobName::W1)).expect("a point");
         assert_eq!((p.p99, p.max, p.achieved), (2.0, 4.0, 990.0));
         let unmarked: Value = serde_json::from_str(
             r#"{"checksum":"1","expected_checksum":"1","records_per_s":990.0}"#,
         )
         .expect("json");
-        assert!(point("1ms", &unmarked, JobName::W2)
+        assert!(point("1ms", &unmarked, Tuned::Builtin(JobName::W2))
             .unwrap_err()
             .contains("no p50"));
+        // The quickstart and SQL jobs by their sources' rate (the
+        // quickstart's filter drops events, a SQL job keeps what its
+        // query keeps); a SQL job has nothing to verify against.
+        let sql: Value = serde_json::from_str(
+            r#"{"verified":null,"records_per_s":10.0,"achieved_rate":995.0,
+                "marker_latency_us":{"markers":7,"p50":1.0,"p99":2.0,"p999":3.0,"max":4.0}}"#,
+        )
+        .expect("json");
+        let p = point("1ms", &sql, Tuned::Sql).expect("a point");
+        assert_eq!((p.p99, p.achieved), (2.0, 995.0));
+        let quickstart = point("1ms", &sql, Tuned::Builtin(JobName::Quickstart));
+        assert_eq!(quickstart.map(|p| p.achieved), Ok(995.0));
+        let wrong: Value = serde_json::from_str(r#"{"verified":false}"#).expect("json");
+        assert_eq!(
+            point("1ms", &wrong, Tuned::Builtin(JobName::Quickstart)),
+            Err("did not verify".to_owned())
+        );
     }
 }

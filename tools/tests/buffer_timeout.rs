@@ -233,29 +233,6 @@ fn weir_tune_writes_the_largest_timeout_that_meets_the_p99() {
     // As above: 10 ms, not the file's former 100 ms (p50 ~50 ms).
     assert!(p50 < 25_000.0, "p50 {p50} us with 10ms");
 
-    // A job the binary cannot pace is refused before any run.
-    let quickstart = s.join("quickstart.toml");
-    std::fs::write(&quickstart, "[job]\nname = \"quickstart\"\n").expect("write the config");
-    let out = Command::new(WEIR)
-        .args([
-            "tune",
-            "buffer-timeout",
-            "--rate",
-            "2000",
-            "--p99",
-            "1ms",
-            "--config",
-        ])
-        .arg(&quickstart)
-        .output()
-        .expect("run weir tune");
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("w1, w2 or w3") && err.contains("job quickstart"),
-        "{err}"
-    );
-
     // A target nothing meets: exit 1, the file untouched.
     let out = tune("1us");
     assert_eq!(out.status.code(), Some(1));
@@ -267,5 +244,111 @@ fn weir_tune_writes_the_largest_timeout_that_meets_the_p99() {
     assert_eq!(
         std::fs::read_to_string(&file).expect("still there"),
         written
+    );
+}
+
+/// The quickstart job and a SQL job are swept as the workloads are: the
+/// quickstart's generator and the SQL job's `datagen` table paced to
+/// `--rate` (`job.rate`) and sized to the run (`job.records`), their
+/// latency markers measured at the sinks.
+#[test]
+fn weir_tune_sweeps_the_quickstart_and_a_sql_job() {
+    let s = Scratch::new("buffer-timeout", "tune-quickstart-sql");
+    let quickstart = s.join("quickstart.toml");
+    std::fs::write(
+        &quickstart,
+        "job.name = \"quickstart\"\n\"weir.worker.pin-cores\" = false\n",
+    )
+    .expect("write the config");
+    let script = s.join("totals.sql");
+    // Unbounded and at 10 rows/s as written: job.records and job.rate
+    // make it 4,000 rows at 2,000 rows/s.
+    std::fs::write(
+        &script,
+        "CREATE TABLE events (user_id BIGINT, bytes BIGINT) WITH ('connector' = 'datagen', \
+         'rows-per-second' = '10', 'fields.user_id.min' = '0', 'fields.user_id.max' = '999', \
+         'fields.bytes.min' = '40', 'fields.bytes.max' = '1500');\n\
+         CREATE TABLE totals (user_id BIGINT, events BIGINT, bytes BIGINT, \
+         PRIMARY KEY (user_id) NOT ENFORCED) WITH ('connector' = 'blackhole');\n\
+         INSERT INTO totals SELECT user_id, COUNT(*), SUM(bytes) FROM events \
+         WHERE bytes >= 64 GROUP BY user_id;\n",
+    )
+    .expect("write the script");
+    let sql = s.join("sql.toml");
+    std::fs::write(
+        &sql,
+        format!(
+            "job.sql-file = {:?}\n\"weir.worker.pin-cores\" = false\n",
+            script.display().to_string()
+        ),
+    )
+    .expect("write the config");
+    for (config, job) in [(&quickstart, "quickstart"), (&sql, "the SQL job")] {
+        let out = tune(config, "40ms");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{job}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains(&format!("{job} at 2000 records/s"))
+                && stdout.contains("latency markers"),
+            "{stdout}"
+        );
+        // At 2,000 records/s no buffer fills: the markers wait out the
+        // timeout, so 100 ms misses 40 ms (an unpaced source would fill
+        // its buffers and meet it) and 10 ms meets it, unless the run fell
+        // 2% behind the rate on a loaded machine, when 1 ms is chosen.
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with("| 100ms |"))
+            .unwrap_or_else(|| panic!("no 100ms row: {stdout}"));
+        assert!(row.ends_with("| no |"), "{row}");
+        let chosen = ["10ms", "1ms"]
+            .into_iter()
+            .find(|t| stdout.contains(&format!("chosen: execution.buffer-timeout.interval = {t} ")))
+            .unwrap_or_else(|| panic!("{job}: neither 10ms nor 1ms chosen: {stdout}"));
+        let written = std::fs::read_to_string(config).expect("the written config");
+        assert!(
+            written.contains(&format!(
+                "\"execution.buffer-timeout.interval\" = \"{chosen}\""
+            )),
+            "{written}"
+        );
+    }
+    assert!(std::fs::read_to_string(&sql)
+        .expect("the written config")
+        .contains("job.sql-file"));
+
+    // A SQL job without a generated source cannot be paced: exit 2, named.
+    let csv = s.join("clicks");
+    std::fs::create_dir_all(&csv).expect("an input directory");
+    std::fs::write(csv.join("part-0.csv"), "1,a\n").expect("write the input");
+    let script = s.join("files.sql");
+    std::fs::write(
+        &script,
+        format!(
+            "CREATE TABLE clicks (id BIGINT, url STRING) WITH ('connector' = 'filesystem', \
+             'path' = {:?}, 'format' = 'csv');\n\
+             CREATE TABLE out (id BIGINT) WITH ('connector' = 'blackhole');\n\
+             INSERT INTO out SELECT id FROM clicks;\n",
+            csv.display().to_string()
+        )
+        .replace('"', "'"),
+    )
+    .expect("write the script");
+    let files = s.join("files.toml");
+    std::fs::write(
+        &files,
+        format!("job.sql-file = {:?}\n", script.display().to_string()),
+    )
+    .expect("write the config");
+    let out = tune(&files, "40ms");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("size and pace generated sources ('datagen' and 'nexmark' tables), and this job reads none"),
+        "{err}"
     );
 }

@@ -259,6 +259,11 @@ impl MetricsSnapshot {
         }
     }
 
+    /// Records out of all sources.
+    pub fn total_source_records(&self) -> u64 {
+        self.source_records.iter().sum()
+    }
+
     /// Records into all sinks.
     pub fn total_sink_records(&self) -> u64 {
         self.sink_records.iter().sum()

@@ -3,7 +3,7 @@
 //! aggregation (an [`AggregateFunction`] for weir's window operator) and a
 //! group aggregation (a [`KeyedProcessFunction`] emitting a changelog).
 //!
-//! An accumulator is a [`Row`]: slot 0 counts the rows folded in (net of
+//! An accumulator is an [`Acc`], slots of values: slot 0 counts the rows folded in (net of
 //! retractions), then per aggregate one slot (COUNT, SUM, MIN, MAX) or two
 //! (AVG: sum and count), so it is checkpointed and rescaled as any keyed
 //! state value. An aggregate with `FILTER (WHERE ..)` folds only the rows
@@ -25,7 +25,9 @@ use crate::distinct::{
 };
 use crate::plan::{AggCall, AggFunc};
 use crate::types::DataType;
-use crate::value::{rescale, Key, Row, RowKind, Value, Values};
+use crate::value::{
+    encoded_row_len, read_row, rescale, write_row, Key, Row, RowKind, Value, Values,
+};
 
 /// The aggregates of one grouping, with their accumulator layout.
 #[derive(Clone, Debug)]
@@ -82,8 +84,8 @@ impl Aggs {
     }
 
     /// An empty accumulator.
-    pub fn create(&self) -> Row {
-        let mut v = Values::with_capacity(self.width);
+    pub fn create(&self) -> Acc {
+        let mut v = AccValues::with_capacity(self.width);
         v.push(Value::BigInt(0));
         for c in self.calls.iter() {
             match c.func {
@@ -100,12 +102,12 @@ impl Aggs {
                 _ => v.push(Value::Null),
             }
         }
-        Row::new(v)
+        Acc { values: v }
     }
 
     /// Folds `row` in (or out, for update-before and delete rows); the
     /// DISTINCT aggregates' values are counted in `distinct`.
-    pub fn fold<D: DistinctStore>(&self, acc: &mut Row, row: &Row, distinct: &mut D) {
+    pub fn fold<D: DistinctStore>(&self, acc: &mut Acc, row: &Row, distinct: &mut D) {
         let sign: i64 = if row.kind.is_accumulate() { 1 } else { -1 };
         bump(&mut acc.values[0], sign);
         for (i, c) in self.calls.iter().enumerate() {
@@ -150,7 +152,7 @@ impl Aggs {
     }
 
     /// Folds one value (`None`: COUNT(*)'s row) of call `i` in or out.
-    fn apply(&self, acc: &mut Row, i: usize, arg: Option<&Value>, sign: i64) {
+    fn apply(&self, acc: &mut Acc, i: usize, arg: Option<&Value>, sign: i64) {
         let c = &self.calls[i];
         let s = self.slots[i];
         match c.func {
@@ -214,7 +216,7 @@ impl Aggs {
 
     /// Two accumulators as one (merging session windows): the DISTINCT
     /// aggregates are merged by [`merge_distinct`](Self::merge_distinct).
-    pub fn merge(&self, mut a: Row, b: &Row) -> Row {
+    pub fn merge(&self, mut a: Acc, b: &Acc) -> Acc {
         let n = b.values[0].as_i64().unwrap_or(0);
         bump(&mut a.values[0], n);
         for (c, &s) in self.calls.iter().zip(self.slots.iter()) {
@@ -265,7 +267,7 @@ impl Aggs {
 
     /// Merges `b`'s distinct values into `a`'s (of accumulator `acc`):
     /// a value new to `a` for an aggregate folds into it.
-    pub fn merge_distinct(&self, acc: &mut Row, a: &mut DistinctValues, b: DistinctValues) {
+    pub fn merge_distinct(&self, acc: &mut Acc, a: &mut DistinctValues, b: DistinctValues) {
         for (j, (set, values)) in self.sets.iter().zip(b.0).enumerate() {
             for (Ordered(v), counts) in values {
                 let mut crossed: SmallVec<[bool; 8]> = SmallVec::from_elem(false, set.calls.len());
@@ -285,19 +287,19 @@ impl Aggs {
     }
 
     /// The rows folded in, net.
-    pub fn rows(&self, acc: &Row) -> i64 {
+    pub fn rows(&self, acc: &Acc) -> i64 {
         acc.values[0].as_i64().unwrap_or(0)
     }
 
     /// The aggregates' values.
-    pub fn result(&self, acc: &Row) -> Values {
+    pub fn result(&self, acc: &Acc) -> Values {
         let mut out = Values::with_capacity(self.calls.len());
         self.result_into(acc, &mut out);
         out
     }
 
     /// Appends the aggregates' values to `out`.
-    pub fn result_into(&self, acc: &Row, out: &mut Values) {
+    pub fn result_into(&self, acc: &Acc, out: &mut Values) {
         for (c, &s) in self.calls.iter().zip(self.slots.iter()) {
             out.push(match c.func {
                 AggFunc::Avg => {
@@ -327,7 +329,7 @@ impl Aggs {
 
 /// A variance's running count, mean and sum of squared deviations
 /// (slots `s..s + 3`).
-fn welford(acc: &Row, s: usize) -> (f64, f64, f64) {
+fn welford(acc: &Acc, s: usize) -> (f64, f64, f64) {
     (
         acc.values[s].as_i64().unwrap_or(0) as f64,
         acc.values[s + 1].to_f64(0).unwrap_or(0.0),
@@ -335,7 +337,7 @@ fn welford(acc: &Row, s: usize) -> (f64, f64, f64) {
     )
 }
 
-fn set_welford(acc: &mut Row, s: usize, n: f64, mean: f64, m2: f64) {
+fn set_welford(acc: &mut Acc, s: usize, n: f64, mean: f64, m2: f64) {
     acc.values[s] = Value::BigInt(n as i64);
     acc.values[s + 1] = Value::Double(mean);
     acc.values[s + 2] = Value::Double(m2);
@@ -430,12 +432,42 @@ fn avg(sum: &Value, st: DataType, n: i64, ty: DataType) -> Value {
     }
 }
 
+/// An accumulator's slots, inline up to three: the row count and two
+/// aggregates (COUNT and SUM, or one AVG) take no heap, and a state entry
+/// stays small (a [`Values`] row inlines eight, 200 bytes, for any
+/// aggregate).
+pub type AccValues = SmallVec<[Value; 3]>;
+
+/// An accumulator (see the module documentation for its slots). Its wire
+/// form is that of an insert [`Row`] of its slots, so state written when
+/// accumulators were rows restores as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Acc {
+    /// The slots.
+    pub values: AccValues,
+}
+
+impl Wire for Acc {
+    fn encoded_len(&self) -> usize {
+        encoded_row_len(&self.values)
+    }
+
+    fn write(&self, out: &mut [u8]) {
+        write_row(RowKind::Insert, &self.values, out);
+    }
+
+    fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
+        let (_, values, n) = read_row(input)?;
+        Ok((Acc { values }, n))
+    }
+}
+
 /// A window's accumulator: the aggregates' slots and the values of its
 /// DISTINCT aggregates (empty without them).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WindowAcc {
     /// The slots ([`Aggs`]).
-    pub row: Row,
+    pub row: Acc,
     /// The distinct values.
     pub distinct: DistinctValues,
 }
@@ -453,7 +485,7 @@ impl Wire for WindowAcc {
     }
 
     fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
-        let (row, n) = Row::read(input)?;
+        let (row, n) = Acc::read(input)?;
         let (distinct, m) = DistinctValues::read(&input[n..])?;
         Ok((WindowAcc { row, distinct }, n + m))
     }
@@ -503,7 +535,7 @@ impl AggregateFunction for WindowAggregate {
 pub struct GroupAggregate {
     aggs: Aggs,
     keys: usize,
-    accs: KeyedValueState<Key, Row>,
+    accs: KeyedValueState<Key, Acc>,
     /// The DISTINCT aggregates' values (only when there are some, so that
     /// a job without them keeps the state it always had).
     distinct: Option<KeyedMapState<Key, Row, Row>>,
@@ -536,7 +568,7 @@ impl KeyedProcessFunction for GroupAggregate {
         let key = ctx.key();
         // The output rows are built whole (keys, then the aggregates'
         // values), not from intermediate vectors of the results.
-        let output = |kind: RowKind, acc: &Row| {
+        let output = |kind: RowKind, acc: &Acc| {
             let mut v = Values::with_capacity(keys + aggs.calls.len());
             v.extend(key.values.iter().take(keys).cloned());
             aggs.result_into(acc, &mut v);

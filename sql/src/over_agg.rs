@@ -31,7 +31,7 @@ use weir_runtime::{
     KeyedValueState, SubtaskInfo, TimeDomain, TimerQueues,
 };
 
-use crate::agg::Aggs;
+use crate::agg::{Acc, Aggs};
 use crate::distinct::NoDistinct;
 use crate::value::{Key, Row, RowKind, RowList};
 
@@ -60,7 +60,7 @@ pub struct OverAggregate {
     /// Emitted rows a bounded frame may still reach, in order.
     history: KeyedValueState<Key, RowList>,
     /// The running accumulator of an unbounded frame.
-    running: KeyedValueState<Key, Row>,
+    running: KeyedValueState<Key, Acc>,
     timers: KeyedTimerService<Key>,
 }
 
@@ -94,14 +94,14 @@ impl OverAggregate {
         })
     }
 
-    fn emit<C: Collector<Row>>(&self, row: &Row, acc: &Row, out: &mut C) {
+    fn emit<C: Collector<Row>>(&self, row: &Row, acc: &Acc, out: &mut C) {
         let mut r = row.clone();
         r.kind = RowKind::Insert;
         self.aggs.result_into(acc, &mut r.values);
         out.collect(r);
     }
 
-    fn fold_all<'r>(&self, rows: impl Iterator<Item = &'r Row>) -> Row {
+    fn fold_all<'r>(&self, rows: impl Iterator<Item = &'r Row>) -> Acc {
         let mut acc = self.aggs.create();
         for r in rows {
             self.aggs.fold(&mut acc, r, &mut NoDistinct);

@@ -684,50 +684,70 @@ impl Wire for RowList {
 
 impl Wire for Row {
     fn encoded_len(&self) -> usize {
-        3 + self.values.iter().map(Value::wire_len).sum::<usize>()
+        encoded_row_len(&self.values)
     }
 
     fn write(&self, out: &mut [u8]) {
-        out[0] = self.kind as u8;
-        let n = u16::try_from(self.values.len()).expect("a row of more than 65535 columns");
-        out[1..3].copy_from_slice(&n.to_le_bytes());
-        let mut at = 3;
-        for v in &self.values {
-            at += v.write_wire(&mut out[at..]);
-        }
+        write_row(self.kind, &self.values, out);
     }
 
     fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
-        if input.len() < 3 {
-            return Err(DecodeError {
-                what: "SQL row header",
-                needed: 3,
-                available: input.len(),
-            });
-        }
-        let kind = match input[0] {
-            0 => RowKind::Insert,
-            1 => RowKind::UpdateBefore,
-            2 => RowKind::UpdateAfter,
-            3 => RowKind::Delete,
-            _ => {
-                return Err(DecodeError {
-                    what: "SQL row kind (unknown)",
-                    needed: 1,
-                    available: input.len(),
-                })
-            }
-        };
-        let n = usize::from(u16::from_le_bytes([input[1], input[2]]));
-        let mut values = Values::with_capacity(n);
-        let mut at = 3;
-        for _ in 0..n {
-            let (v, used) = Value::read_wire(&input[at..])?;
-            values.push(v);
-            at += used;
-        }
+        let (kind, values, at) = read_row(input)?;
         Ok((Row { kind, values }, at))
     }
+}
+
+/// The wire length of a row of `values`: a kind byte, a `u16` count,
+/// then each value (tag and bytes).
+pub(crate) fn encoded_row_len(values: &[Value]) -> usize {
+    3 + values.iter().map(Value::wire_len).sum::<usize>()
+}
+
+/// Writes a row of `kind` and `values` ([`encoded_row_len`] bytes).
+pub(crate) fn write_row(kind: RowKind, values: &[Value], out: &mut [u8]) {
+    out[0] = kind as u8;
+    let n = u16::try_from(values.len()).expect("a row of more than 65535 columns");
+    out[1..3].copy_from_slice(&n.to_le_bytes());
+    let mut at = 3;
+    for v in values {
+        at += v.write_wire(&mut out[at..]);
+    }
+}
+
+/// Reads a row written by [`write_row`] into any small vector of values:
+/// its kind, values and length.
+pub(crate) fn read_row<A: smallvec::Array<Item = Value>>(
+    input: &[u8],
+) -> Result<(RowKind, SmallVec<A>, usize), DecodeError> {
+    if input.len() < 3 {
+        return Err(DecodeError {
+            what: "SQL row header",
+            needed: 3,
+            available: input.len(),
+        });
+    }
+    let kind = match input[0] {
+        0 => RowKind::Insert,
+        1 => RowKind::UpdateBefore,
+        2 => RowKind::UpdateAfter,
+        3 => RowKind::Delete,
+        _ => {
+            return Err(DecodeError {
+                what: "SQL row kind (unknown)",
+                needed: 1,
+                available: input.len(),
+            })
+        }
+    };
+    let n = usize::from(u16::from_le_bytes([input[1], input[2]]));
+    let mut values = SmallVec::with_capacity(n.min(256));
+    let mut at = 3;
+    for _ in 0..n {
+        let (v, used) = Value::read_wire(&input[at..])?;
+        values.push(v);
+        at += used;
+    }
+    Ok((kind, values, at))
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub mod nexmark;
 pub mod over_agg;
 pub mod plan;
 pub mod rank;
+pub mod reuse;
 pub mod script;
 pub mod session;
 pub mod time;

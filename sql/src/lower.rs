@@ -11,16 +11,20 @@
 //! Each node's stream is shared (`share().branch()`) so that the next
 //! node, whatever it is, continues one stream type.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir_runtime::{
     BranchStream, CumulativeEventTimeWindows, DecodeWith, Decoded, EventTimeSessionWindows,
-    FileSource, JobGraph, Offset, ProcessingTimeSessionWindows, SlidingEventTimeWindows,
-    SlidingProcessingTimeWindows, SubtaskInfo, TimeWindow, TransactionalFileSink,
-    TumblingEventTimeWindows, TumblingProcessingTimeWindows, WatermarkStrategy,
+    FileSource, JobGraph, Offset, ProcessingTimeSessionWindows, SharedStream,
+    SlidingEventTimeWindows, SlidingProcessingTimeWindows, SubtaskInfo, TimeWindow,
+    TransactionalFileSink, TumblingEventTimeWindows, TumblingProcessingTimeWindows,
+    WatermarkStrategy,
 };
+
+use crate::reuse::{digest, Reuse};
 
 use crate::agg::{Aggs, GroupAggregate, WindowAggregate};
 use crate::catalog::Table;
@@ -57,6 +61,11 @@ pub struct Lowering<'j> {
     generated: GeneratedSources,
     /// Generated sources lowered with `generated` set.
     pub generated_sources: usize,
+    /// The job's repeated sub-plans ([`crate::reuse`]).
+    reuse: Reuse,
+    /// Each repeated sub-plan lowered so far, by digest: later
+    /// occurrences read a branch of it.
+    shared: HashMap<String, SharedStream<'j, Row>>,
 }
 
 /// Every generated source's size and rate in place of its table's
@@ -94,6 +103,8 @@ impl<'j> Lowering<'j> {
             idle_timeout: None,
             generated: GeneratedSources::default(),
             generated_sources: 0,
+            reuse: Reuse::default(),
+            shared: HashMap::new(),
         }
     }
 
@@ -118,13 +129,39 @@ impl<'j> Lowering<'j> {
         self
     }
 
+    /// The same lowering running each sub-plan that `reuse` finds
+    /// repeated once, its rows fanned out to every occurrence.
+    pub fn with_reuse(mut self, reuse: Reuse) -> Self {
+        self.reuse = reuse;
+        self
+    }
+
     fn uid(&mut self, kind: &str) -> String {
         self.next += 1;
         format!("{kind}-{}", self.next)
     }
 
-    /// The rows of `plan`.
+    /// The rows of `plan`: a branch of its one run if it is a repeated
+    /// sub-plan ([`Lowering::with_reuse`]).
     pub fn rows(&mut self, plan: &Plan) -> Result<Rows<'j>> {
+        if !self.reuse.any() {
+            return self.lower(plan);
+        }
+        let d = digest(plan);
+        if !self.reuse.is_repeated(&d) {
+            return self.lower(plan);
+        }
+        if let Some(shared) = self.shared.get(&d) {
+            return Ok(shared.branch());
+        }
+        let shared = self.lower(plan)?.share();
+        let rows = shared.branch();
+        self.shared.insert(d, shared);
+        Ok(rows)
+    }
+
+    /// The operators of `plan`'s node, on the rows of its inputs.
+    fn lower(&mut self, plan: &Plan) -> Result<Rows<'j>> {
         Ok(match &plan.node {
             Node::Scan(t) => self.scan(t)?,
             Node::Values(rows) => {

@@ -12,6 +12,7 @@ use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
 use crate::lower::{GeneratedSources, Lowering};
 use crate::plan::{Node, Plan, Planner, Presentation};
+use crate::reuse::{self, Reuse};
 use crate::script::{parse_script, Statement};
 use crate::types::Schema;
 use crate::value::{Row, RowKind};
@@ -349,7 +350,10 @@ impl Script {
             let mut low = Lowering::new(&job)
                 .with_state_ttl(config.state_ttl)
                 .with_idle_timeout(config.source_idle_timeout)
-                .with_generated_sources(self.generated);
+                .with_generated_sources(self.generated)
+                .with_reuse(Reuse::of(
+                    self.inserts.iter().map(|(_, p)| p).chain(&self.selects),
+                ));
             for (table, plan) in &self.inserts {
                 let t = self.catalog.table(table).expect("checked when planned");
                 let rows = low.rows(plan)?;
@@ -425,7 +429,11 @@ pub fn explain(plan: &Plan, sink: Option<&str>) -> String {
     }
     s.push_str("\n== Physical Execution Plan ==\n(every stage runs at the job's parallelism, one subtask per worker)\n");
     let mut stages = Vec::new();
-    physical(plan, &mut stages);
+    let mut reused = Reused {
+        reuse: Reuse::of([plan]),
+        stages: Default::default(),
+    };
+    physical(plan, &mut stages, &mut reused);
     for (i, st) in stages.iter().enumerate() {
         s.push_str(&format!("Stage {}: {st}\n", i + 1));
     }
@@ -448,7 +456,38 @@ fn names(schema: &Schema) -> String {
 }
 
 /// Stage descriptions in data-flow order: a stage ends at an exchange.
-fn physical(plan: &Plan, out: &mut Vec<String>) {
+fn physical(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
+    // A repeated sub-plan runs once: later occurrences read its rows.
+    let repeated = if reused.reuse.any() {
+        let d = reuse::digest(plan);
+        if !reused.reuse.is_repeated(&d) {
+            None
+        } else if let Some(&stage) = reused.stages.get(&d) {
+            out.push(format!(
+                "Reuse: the rows of Stage {} (the same sub-plan, run once and fanned out)",
+                stage + 1
+            ));
+            return;
+        } else {
+            Some(d)
+        }
+    } else {
+        None
+    };
+    physical_node(plan, out, reused);
+    if let Some(d) = repeated {
+        reused.stages.insert(d, out.len() - 1);
+    }
+}
+
+/// The repeated sub-plans of an explained statement, and the stage that
+/// runs each once it has been described.
+struct Reused {
+    reuse: Reuse,
+    stages: std::collections::HashMap<String, usize>,
+}
+
+fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
     match &plan.node {
         Node::Values(rows) => out.push(format!(
             "Source: VALUES ({} rows) parallelism=default, state=[source position: splits (operator list state)]",
@@ -474,7 +513,7 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
             out.push(s);
         }
         Node::Calc { input, filter, .. } => {
-            physical(input, out);
+            physical(input, out, reused);
             let last = out.last_mut().expect("an input stage");
             last.push_str(&format!(
                 "\n  chained: Calc({}{})",
@@ -492,14 +531,14 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
             keys,
             ..
         } => {
-            physical(input, out);
+            physical(input, out, reused);
             out.push(format!(
                 "Exchange: HASH[{}] (key groups) -> WindowAggregate({window:?}), state=[keyed: window accumulators, event-time timers], fires on watermarks",
                 names(&Schema::new(input.schema.fields[..*keys].to_vec()))
             ));
         }
         Node::GroupAgg { input, keys, aggs } => {
-            physical(input, out);
+            physical(input, out, reused);
             out.push(format!(
                 "Exchange: HASH[{}] (key groups) -> GroupAggregate, state=[keyed ValueState group-accumulators{}], emits changelog (+I, -U, +U, -D)",
                 names(&Schema::new(input.schema.fields[..*keys].to_vec())),
@@ -513,7 +552,7 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
         Node::OverAgg {
             input, partition, ..
         } => {
-            physical(input, out);
+            physical(input, out, reused);
             out.push(format!(
                 "Exchange: HASH[{}] (key groups) -> OverAggregate, state=[keyed ValueState over-pending-rows, over-frame-rows, over-accumulator; event-time timers], emits on watermarks (append-only)",
                 partition
@@ -524,23 +563,23 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
             ));
         }
         Node::WindowJoin { left, right, .. } => {
-            physical(left, out);
-            physical(right, out);
+            physical(left, out, reused);
+            physical(right, out, reused);
             out.push(
                 "Exchange: HASH[join keys, window bounds] both inputs (key groups) -> WindowJoin, state=[keyed ValueState window-join-left-rows, window-join-right-rows; event-time timers], emits when windows end (append-only)"
                     .into(),
             );
         }
         Node::TemporalJoin { left, right, .. } => {
-            physical(left, out);
-            physical(right, out);
+            physical(left, out, reused);
+            physical(right, out, reused);
             out.push(
                 "Exchange: HASH[join keys] both inputs (key groups) -> TemporalJoin (event time), state=[keyed ValueState temporal-join-left-rows, temporal-join-versions; event-time timers], emits on watermarks (append-only)"
                     .into(),
             );
         }
         Node::Rank { input, rank } => {
-            physical(input, out);
+            physical(input, out, reused);
             let key = Schema::new(
                 rank.partition
                     .iter()
@@ -573,7 +612,7 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
             ));
         }
         Node::WindowAssign { input, window, .. } => {
-            physical(input, out);
+            physical(input, out, reused);
             let last = out.last_mut().expect("an input stage");
             last.push_str(&format!(
                 "\n  chained: WindowTableFunction({window:?}): each row once per window, window columns appended"
@@ -581,7 +620,7 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
         }
         Node::Union(inputs) => {
             for i in inputs {
-                physical(i, out);
+                physical(i, out, reused);
             }
             out.push(format!(
                 "Union of the {} stages above (exchange: forward)",
@@ -591,8 +630,8 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
         Node::Join {
             left, right, kind, ..
         } => {
-            physical(right, out);
-            physical(left, out);
+            physical(right, out, reused);
+            physical(left, out, reused);
             out.push(format!(
                 "Exchange: HASH[join keys] of both stages above (key groups) -> Join({kind}), state=[keyed MapState join-left, join-right: rows with their counts, table.exec.state.ttl], emits {}",
                 if plan.updating {
@@ -608,8 +647,8 @@ fn physical(plan: &Plan, out: &mut Vec<String>) {
             bounds,
             ..
         } => {
-            physical(right, out);
-            physical(left, out);
+            physical(right, out, reused);
+            physical(left, out, reused);
             out.push(format!(
                 "Exchange: HASH[join keys] of both stages above (key groups) -> IntervalJoin({} ms <= right - left <= {} ms), state=[keyed MapState of each side's rows by time, event-time cleanup timers], emits inserts",
                 bounds.lower, bounds.upper

@@ -152,3 +152,59 @@ fn select_distinct_keeps_one_row_of_each() {
         .collect();
     assert_eq!(got, want.into_iter().collect::<Vec<_>>());
 }
+
+/// Nexmark q5's shape: a window aggregate under both sides of a join is
+/// one sub-plan, run once and fanned out (Flink's sub-plan reuse); the
+/// result is that of running it twice.
+#[test]
+fn a_repeated_sub_plan_runs_once_with_the_same_result() {
+    let counts = "SELECT k, COUNT(*) AS n, window_start AS s
+                  FROM TABLE(TUMBLE(TABLE g, DESCRIPTOR(ts), INTERVAL '40' SECOND))
+                  WHERE v <> 0 GROUP BY k, window_start, window_end";
+    let select = format!(
+        "SELECT c.k, c.n FROM ({counts}) AS c
+         JOIN (SELECT MAX(m.n) AS top, m.s FROM ({counts}) AS m GROUP BY m.s) AS t
+         ON c.s = t.s AND c.n >= t.top"
+    );
+    let got = run(&select);
+    let mut per: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    for (id, k, _) in ids().filter(|&(_, _, v)| v != 0) {
+        *per.entry((id / 40, k)).or_default() += 1;
+    }
+    let mut want = Vec::new();
+    for w in 0..25 {
+        let top = (0..5).filter_map(|k| per.get(&(w, k))).max().copied();
+        for k in 0..5 {
+            if let (Some(&n), Some(top)) = (per.get(&(w, k)), top) {
+                if n >= top {
+                    want.push(format!("+I[{k}, {n}]"));
+                }
+            }
+        }
+    }
+    assert!(!want.is_empty());
+    assert_eq!(got, sorted(want));
+
+    let script = Script::parse(&format!("{GEN}{select};")).expect("the script");
+    // One source and one window aggregate in the job itself.
+    let uids = script.job("reuse").expect("the job").job.uids();
+    for kind in ["source-g-", "window-aggregate-"] {
+        let n = uids
+            .iter()
+            .filter(|u| {
+                u.strip_prefix(kind)
+                    .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
+            .count();
+        assert_eq!(n, 1, "{kind}: {uids:?}");
+    }
+    let plan = &script.selects[0];
+    assert!(crate::reuse::Reuse::of([plan]).any());
+    let text = explain(plan, None);
+    let sources = text.matches("Source: g [datagen]").count();
+    assert_eq!(sources, 1, "{text}");
+    assert!(
+        text.contains("Reuse: the rows of Stage 2 (the same sub-plan, run once and fanned out)"),
+        "{text}"
+    );
+}

@@ -1,0 +1,78 @@
+//! Sub-plan reuse, as Flink's planner does by default
+//! (`table.optimizer.reuse-sub-plan-enabled` and
+//! `table.optimizer.reuse-source-enabled`): a sub-plan that occurs more
+//! than once in a job (the same table scanned twice, Nexmark q5's window
+//! aggregate under both sides of its join) is run once and its rows fanned
+//! out to every consumer, instead of being generated, exchanged and kept
+//! in state twice.
+//!
+//! Two sub-plans are the same when their structure is: every node below
+//! them with every field ([`digest`]). Only the largest repeated sub-plans
+//! are marked, not the nodes inside them, which run once anyway.
+
+use std::collections::HashMap;
+
+use crate::plan::{Node, Plan};
+
+/// A sub-plan's identity: its nodes, printed with every field.
+pub fn digest(plan: &Plan) -> String {
+    format!("{:?}", plan.node)
+}
+
+/// The sub-plans of a job that occur more than once.
+#[derive(Debug, Default)]
+pub struct Reuse {
+    /// Occurrences by digest: a repeated sub-plan's second occurrence is
+    /// not walked, so the nodes inside it keep their own count.
+    counts: HashMap<String, usize>,
+}
+
+impl Reuse {
+    /// The repeated sub-plans of `plans` (one job's statements).
+    pub fn of<'p>(plans: impl IntoIterator<Item = &'p Plan>) -> Self {
+        let mut reuse = Reuse::default();
+        for p in plans {
+            reuse.count(p);
+        }
+        reuse
+    }
+
+    fn count(&mut self, plan: &Plan) {
+        let n = self.counts.entry(digest(plan)).or_insert(0);
+        *n += 1;
+        if *n > 1 {
+            return;
+        }
+        for input in inputs(&plan.node) {
+            self.count(input);
+        }
+    }
+
+    /// Whether the sub-plan of `digest` occurs more than once.
+    pub fn is_repeated(&self, digest: &str) -> bool {
+        self.counts.get(digest).is_some_and(|&n| n > 1)
+    }
+
+    /// Whether any sub-plan occurs more than once.
+    pub fn any(&self) -> bool {
+        self.counts.values().any(|&n| n > 1)
+    }
+}
+
+/// The inputs of a node.
+fn inputs(node: &Node) -> Vec<&Plan> {
+    match node {
+        Node::Scan(_) | Node::Values(_) => Vec::new(),
+        Node::Calc { input, .. }
+        | Node::WindowAgg { input, .. }
+        | Node::GroupAgg { input, .. }
+        | Node::OverAgg { input, .. }
+        | Node::WindowAssign { input, .. }
+        | Node::Rank { input, .. } => vec![input],
+        Node::Union(inputs) => inputs.iter().collect(),
+        Node::Join { left, right, .. }
+        | Node::IntervalJoin { left, right, .. }
+        | Node::WindowJoin { left, right, .. }
+        | Node::TemporalJoin { left, right, .. } => vec![left, right],
+    }
+}

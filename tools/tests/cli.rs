@@ -387,6 +387,57 @@ fn run_quickstart_config_verifies() {
     );
 }
 
+/// `weir bench quickstart` and `weir bench sql` run as the workloads do:
+/// a verified quickstart, and a SQL script whose generated table
+/// `--n`/`--rate` size and pace, each with its JSON line last; a SQL
+/// bench without a script, or with `--k`, is a usage error.
+#[test]
+fn bench_quickstart_and_sql_print_their_json_line() {
+    let _serial = BENCH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let out = weir(&["bench", "quickstart", "--n", "200000", "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let j = last_line_json(&out);
+    assert_eq!(j["job"], "quickstart", "{j}");
+    assert_eq!(j["verified"], true, "{j}");
+    assert_eq!(j["source_records"], 200_000, "{j}");
+    // The filter drops the runts, the rest reach the sink.
+    assert!(number(&j, "records") < 200_000.0 && number(&j, "records") > 190_000.0);
+
+    let dir = scratch_dir("bench-sql");
+    let script = dir.join("count.sql");
+    std::fs::write(
+        &script,
+        "CREATE TABLE g (k BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '10', \
+         'fields.k.min' = '0', 'fields.k.max' = '9');\n\
+         CREATE TABLE out (k BIGINT) WITH ('connector' = 'blackhole');\n\
+         INSERT INTO out SELECT k FROM g;\n",
+    )
+    .unwrap();
+    let file = format!("job.sql-file={}", script.display());
+    let out = weir(&[
+        "bench", "sql", "--set", &file, "--n", "3000", "--rate", "10000", "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let j = last_line_json(&out);
+    assert_eq!(j["job"], "sql", "{j}");
+    assert_eq!(j["verified"], Value::Null, "{j}");
+    // --n replaced the table's 10 rows; --rate paced them (0.3 s at least).
+    assert_eq!(j["records"], 3000, "{j}");
+    assert!(number(&j, "elapsed_s") >= 0.29, "{j}");
+    assert!(number(&j, "achieved_rate") <= 10_500.0, "{j}");
+
+    let out = weir(&["bench", "sql", "--quiet"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("job.sql-file"),
+        "{}",
+        describe(&out)
+    );
+    let out = weir(&["bench", "sql", "--set", &file, "--k", "5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(text(&out.stderr).contains("--k"), "{}", describe(&out));
+}
+
 /// `WEIR_TRACE_CHECKPOINTS=1` prints the checkpoint trace (timed lines,
 /// ids as fields) next to the usual messages; without it a run with
 /// checkpoints prints no trace line.

@@ -21,7 +21,7 @@
 //!
 //! A side whose input is append-only (no retractions) and whose unmatched
 //! rows are not kept needs neither counts nor associations: its rows are
-//! a keyed list (Flink's `JoinRecordStateViews.InputSideHasNoUniqueKey`
+//! a keyed list of rows packed in their wire form ([`PackedRow`]) (Flink's `JoinRecordStateViews.InputSideHasNoUniqueKey`
 //! keeps a map there too; a list stores each row once, not as map key,
 //! entry key and two neighbour links).
 //!
@@ -41,7 +41,7 @@ use weir_runtime::{
 
 use crate::expr::{truth, Scalar};
 use crate::join::JoinKind;
-use crate::value::{Key, Row, RowKind, Value, Values};
+use crate::value::{Key, PackedRow, Row, RowKind, Value, Values};
 
 /// A stored row's `(count, associations)`.
 type Counts = (i64, i64);
@@ -50,8 +50,9 @@ type Counts = (i64, i64);
 enum Side {
     /// Each distinct row with its `(count, associations)`.
     Counted(KeyedMapState<Key, Row, Counts>),
-    /// An append-only input's rows, one entry per row (duplicates too).
-    Appended(KeyedListState<Key, Row>),
+    /// An append-only input's rows, one entry per row (duplicates too),
+    /// packed: such a side keeps every row it ever saw.
+    Appended(KeyedListState<Key, PackedRow>),
 }
 
 impl Side {
@@ -83,7 +84,7 @@ impl Side {
     fn entries(&mut self, ctx: &KeyContext<Key>) -> Vec<(Row, Counts)> {
         match self {
             Side::Counted(s) => s.entries(ctx).collect(),
-            Side::Appended(s) => s.get(ctx).map(|r| (r, (1, 0))).collect(),
+            Side::Appended(s) => s.get(ctx).map(|r| (r.unpack(), (1, 0))).collect(),
         }
     }
 }
@@ -231,7 +232,7 @@ impl RegularJoin {
                     let count = side.get(ctx, &this).map_or(0, |(c, _)| c);
                     side.put(ctx, this, (count + 1, associations));
                 }
-                Side::Appended(side) => side.add(ctx, this),
+                Side::Appended(side) => side.add(ctx, PackedRow::pack(&this)),
             }
         } else {
             // An append-only side never sees a retraction (the planner

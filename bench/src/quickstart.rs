@@ -302,12 +302,6 @@ impl<U: UserId> LatestTotals<U> {
     }
 }
 
-/// Builds the quickstart job for `workers` sink subtasks, with integer
-/// user ids.
-pub fn job(events: u64, users: u64, workers: usize) -> (JobGraph, Arc<QuickstartResults>) {
-    job_with::<u64>(events, users, workers, None)
-}
-
 /// Builds the quickstart job for `workers` sink subtasks, with user ids of
 /// type `U`, its events generated as fast as the job takes them or paced
 /// to `rate` events/s over all source subtasks (`job.rate`).

@@ -11,7 +11,6 @@
 //! Each node's stream is shared (`share().branch()`) so that the next
 //! node, whatever it is, continues one stream type.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,7 +23,7 @@ use weir_runtime::{
     WatermarkStrategy,
 };
 
-use crate::reuse::{digest, Reuse};
+use crate::reuse::{Lookup, Memo, Reuse};
 
 use crate::agg::{Aggs, GroupAggregate, WindowAggregate};
 use crate::catalog::Table;
@@ -61,11 +60,9 @@ pub struct Lowering<'j> {
     generated: GeneratedSources,
     /// Generated sources lowered with `generated` set.
     pub generated_sources: usize,
-    /// The job's repeated sub-plans ([`crate::reuse`]).
-    reuse: Reuse,
-    /// Each repeated sub-plan lowered so far, by digest: later
-    /// occurrences read a branch of it.
-    shared: HashMap<String, SharedStream<'j, Row>>,
+    /// The job's repeated sub-plans ([`crate::reuse`]), each lowered once:
+    /// later occurrences read a branch of it.
+    reuse: Memo<SharedStream<'j, Row>>,
 }
 
 /// Every generated source's size and rate in place of its table's
@@ -103,8 +100,7 @@ impl<'j> Lowering<'j> {
             idle_timeout: None,
             generated: GeneratedSources::default(),
             generated_sources: 0,
-            reuse: Reuse::default(),
-            shared: HashMap::new(),
+            reuse: Memo::default(),
         }
     }
 
@@ -132,7 +128,7 @@ impl<'j> Lowering<'j> {
     /// The same lowering running each sub-plan that `reuse` finds
     /// repeated once, its rows fanned out to every occurrence.
     pub fn with_reuse(mut self, reuse: Reuse) -> Self {
-        self.reuse = reuse;
+        self.reuse = Memo::new(reuse);
         self
     }
 
@@ -144,19 +140,14 @@ impl<'j> Lowering<'j> {
     /// The rows of `plan`: a branch of its one run if it is a repeated
     /// sub-plan ([`Lowering::with_reuse`]).
     pub fn rows(&mut self, plan: &Plan) -> Result<Rows<'j>> {
-        if !self.reuse.any() {
-            return self.lower(plan);
-        }
-        let d = digest(plan);
-        if !self.reuse.is_repeated(&d) {
-            return self.lower(plan);
-        }
-        if let Some(shared) = self.shared.get(&d) {
-            return Ok(shared.branch());
-        }
+        let digest = match self.reuse.lookup(plan) {
+            Lookup::Once => return self.lower(plan),
+            Lookup::Again(shared) => return Ok(shared.branch()),
+            Lookup::First(digest) => digest,
+        };
         let shared = self.lower(plan)?.share();
         let rows = shared.branch();
-        self.shared.insert(d, shared);
+        self.reuse.remember(digest, shared);
         Ok(rows)
     }
 

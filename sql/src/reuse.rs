@@ -49,13 +49,74 @@ impl Reuse {
     }
 
     /// Whether the sub-plan of `digest` occurs more than once.
-    pub fn is_repeated(&self, digest: &str) -> bool {
+    fn is_repeated(&self, digest: &str) -> bool {
         self.counts.get(digest).is_some_and(|&n| n > 1)
     }
 
     /// Whether any sub-plan occurs more than once.
     pub fn any(&self) -> bool {
         self.counts.values().any(|&n| n > 1)
+    }
+}
+
+/// A job's repeated sub-plans and what was made of each the first time
+/// (the lowering's shared stream, EXPLAIN's stage number).
+#[derive(Debug)]
+pub struct Memo<T> {
+    reuse: Reuse,
+    /// Whether any sub-plan repeats (if not, no digest is ever taken).
+    any: bool,
+    made: HashMap<String, T>,
+}
+
+/// What [`Memo::lookup`] says of a sub-plan.
+pub enum Lookup<'m, T> {
+    /// It occurs once: make it as usual.
+    Once,
+    /// It repeats and is met the first time: make it, then
+    /// [`Memo::remember`] what was made under this digest.
+    First(String),
+    /// It repeats and was made before: this.
+    Again(&'m T),
+}
+
+impl<T> Memo<T> {
+    /// Nothing made yet of `reuse`'s repeated sub-plans.
+    pub fn new(reuse: Reuse) -> Self {
+        let any = reuse.any();
+        Self {
+            reuse,
+            any,
+            made: HashMap::new(),
+        }
+    }
+
+    /// Whether `plan` occurs once, or repeats and is met the first time or
+    /// again.
+    pub fn lookup(&self, plan: &Plan) -> Lookup<'_, T> {
+        if !self.any {
+            return Lookup::Once;
+        }
+        let d = digest(plan);
+        if !self.reuse.is_repeated(&d) {
+            return Lookup::Once;
+        }
+        match self.made.get(&d) {
+            Some(made) => Lookup::Again(made),
+            None => Lookup::First(d),
+        }
+    }
+
+    /// What was made of the repeated sub-plan of `digest`.
+    pub fn remember(&mut self, digest: String, made: T) {
+        self.made.insert(digest, made);
+    }
+}
+
+impl<T> Default for Memo<T> {
+    /// No repeated sub-plan.
+    fn default() -> Self {
+        Self::new(Reuse::default())
     }
 }
 

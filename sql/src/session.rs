@@ -12,7 +12,7 @@ use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
 use crate::lower::{GeneratedSources, Lowering};
 use crate::plan::{Node, Plan, Planner, Presentation};
-use crate::reuse::{self, Reuse};
+use crate::reuse::{Lookup, Memo, Reuse};
 use crate::script::{parse_script, Statement};
 use crate::types::Schema;
 use crate::value::{Row, RowKind};
@@ -429,10 +429,7 @@ pub fn explain(plan: &Plan, sink: Option<&str>) -> String {
     }
     s.push_str("\n== Physical Execution Plan ==\n(every stage runs at the job's parallelism, one subtask per worker)\n");
     let mut stages = Vec::new();
-    let mut reused = Reused {
-        reuse: Reuse::of([plan]),
-        stages: Default::default(),
-    };
+    let mut reused = Memo::new(Reuse::of([plan]));
     physical(plan, &mut stages, &mut reused);
     for (i, st) in stages.iter().enumerate() {
         s.push_str(&format!("Stage {}: {st}\n", i + 1));
@@ -458,34 +455,22 @@ fn names(schema: &Schema) -> String {
 /// Stage descriptions in data-flow order: a stage ends at an exchange.
 fn physical(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
     // A repeated sub-plan runs once: later occurrences read its rows.
-    let repeated = if reused.reuse.any() {
-        let d = reuse::digest(plan);
-        if !reused.reuse.is_repeated(&d) {
-            None
-        } else if let Some(&stage) = reused.stages.get(&d) {
-            out.push(format!(
-                "Reuse: the rows of Stage {} (the same sub-plan, run once and fanned out)",
-                stage + 1
-            ));
-            return;
-        } else {
-            Some(d)
+    match reused.lookup(plan) {
+        Lookup::Once => physical_node(plan, out, reused),
+        Lookup::Again(&stage) => out.push(format!(
+            "Reuse: the rows of Stage {} (the same sub-plan, run once and fanned out)",
+            stage + 1
+        )),
+        Lookup::First(digest) => {
+            physical_node(plan, out, reused);
+            reused.remember(digest, out.len() - 1);
         }
-    } else {
-        None
-    };
-    physical_node(plan, out, reused);
-    if let Some(d) = repeated {
-        reused.stages.insert(d, out.len() - 1);
     }
 }
 
-/// The repeated sub-plans of an explained statement, and the stage that
-/// runs each once it has been described.
-struct Reused {
-    reuse: Reuse,
-    stages: std::collections::HashMap<String, usize>,
-}
+/// The repeated sub-plans of an explained statement, and the index of the
+/// stage that runs each once it has been described.
+type Reused = Memo<usize>;
 
 fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
     match &plan.node {

@@ -363,7 +363,12 @@ fn main() -> ExitCode {
                 eprintln!("error: --mode is for w4 only");
                 return ExitCode::from(2);
             }
-            if output.is_some() && workload == BenchName::W4 {
+            if output.is_some()
+                && matches!(
+                    workload,
+                    BenchName::W4 | BenchName::Quickstart | BenchName::Sql
+                )
+            {
                 eprintln!("error: --output is supported by w1 only");
                 return ExitCode::from(2);
             }
@@ -424,30 +429,12 @@ fn main() -> ExitCode {
                     Err(code) => code,
                 };
             }
-            if workload == BenchName::Quickstart {
-                let stop = match stop_on_signals() {
-                    Ok(s) => s,
-                    Err(code) => return code,
-                };
-                let served = match rest::serve(&config, None) {
-                    Ok(s) => s,
-                    Err(code) => return code,
-                };
-                let code = run_quickstart(
-                    &config,
-                    &params,
-                    &common,
-                    stop,
-                    served.handle(),
-                    Some(Quiet(quiet)),
-                );
-                served.finish();
-                return code;
-            }
+            // A workload of the harness, or (None) the quickstart job.
             let workload = match workload {
-                BenchName::W1 => Workload::W1,
-                BenchName::W2 => Workload::W2,
-                BenchName::W3 => Workload::W3,
+                BenchName::W1 => Some(Workload::W1),
+                BenchName::W2 => Some(Workload::W2),
+                BenchName::W3 => Some(Workload::W3),
+                BenchName::Quickstart => None,
                 BenchName::W4 => {
                     let mode = W4Mode::from(mode.unwrap_or(ModeArg::Aligned));
                     // As the other workloads: an endpoint only when
@@ -465,7 +452,6 @@ fn main() -> ExitCode {
                 | BenchName::Ttl
                 | BenchName::Nexmark
                 | BenchName::Report
-                | BenchName::Quickstart
                 | BenchName::Sql => {
                     unreachable!("handled above")
                 }
@@ -480,15 +466,27 @@ fn main() -> ExitCode {
                 Ok(s) => s,
                 Err(code) => return code,
             };
-            let bench = BenchOptions {
-                quiet,
-                restore: common.restore_from(),
-                output,
-                allow_non_restored_state: common.allow_non_restored_state,
-                stop,
-                handle: served.handle(),
+            let code = match workload {
+                Some(workload) => {
+                    let bench = BenchOptions {
+                        quiet,
+                        restore: common.restore_from(),
+                        output,
+                        allow_non_restored_state: common.allow_non_restored_state,
+                        stop,
+                        handle: served.handle(),
+                    };
+                    run_bench(workload, &config, &params, &bench, true)
+                }
+                None => run_quickstart(
+                    &config,
+                    &params,
+                    &common,
+                    stop,
+                    served.handle(),
+                    Some(Quiet(quiet)),
+                ),
             };
-            let code = run_bench(workload, &config, &params, &bench, true);
             served.finish();
             code
         }

@@ -57,7 +57,7 @@ pub fn run_with(
             return ExitCode::from(2);
         }
     };
-    let script = match Script::parse(&text) {
+    let mut script = match Script::parse(&text) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {}: {e}", file.display());
@@ -74,7 +74,6 @@ pub fn run_with(
         Ok(c) => c,
         Err(code) => return code,
     };
-    let mut script = script;
     script.set_generated_sources(GeneratedSources {
         rows: params.records,
         rate: params.rate,

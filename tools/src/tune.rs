@@ -161,7 +161,7 @@ fn buffer_timeout(args: &BufferTimeoutArgs) -> Result<(), (u8, String)> {
             // and names a job the binary can pace.
             let (_, params) = Config::load_with::<JobParams>(Some(path), &[])
                 .map_err(|e| usage(e.to_string()))?;
-            tunable(&params)
+            job_of(&params)
         }
         None => Tuned::Builtin(JobName::W3),
     };
@@ -256,7 +256,7 @@ fn buffer_timeout(args: &BufferTimeoutArgs) -> Result<(), (u8, String)> {
 
 /// The job of `params`: its SQL script if it names one, else its
 /// built-in job (each of which `job.rate` paces).
-fn tunable(params: &JobParams) -> Tuned {
+fn job_of(params: &JobParams) -> Tuned {
     if params.sql_file.is_some() {
         Tuned::Sql
     } else {
@@ -328,24 +328,23 @@ fn run_job(
     let mut tail: Vec<&str> = stderr.lines().rev().take(5).collect();
     tail.reverse();
     let tail = tail.join("\n");
-    let failed = |why: &str| {
+    let failed = |code: u8, why: &str| {
         (
-            1,
+            code,
             format!("the run with buffer timeout {setting} {why}: {shown}\n{tail}"),
         )
     };
     if !out.status.success() {
-        let (_, why) = failed(&format!("failed ({})", out.status));
         // Exit 2 is the job's config or script to fix: so is this.
         let code = if out.status.code() == Some(2) { 2 } else { 1 };
-        return Err((code, why));
+        return Err(failed(code, &format!("failed ({})", out.status)));
     }
     let json: Value = stdout
         .lines()
         .last()
         .and_then(|l| serde_json::from_str(l).ok())
-        .ok_or_else(|| failed("printed no JSON line"))?;
-    point(setting, &json, job).map_err(|why| failed(&why))
+        .ok_or_else(|| failed(1, "printed no JSON line"))?;
+    point(setting, &json, job).map_err(|why| failed(1, &why))
 }
 
 /// The figures of a run's JSON line: W3's latency of every recorded

@@ -21,9 +21,10 @@
 //!
 //! A side whose input is append-only (no retractions) and whose unmatched
 //! rows are not kept needs neither counts nor associations: its rows are
-//! a keyed list of rows packed in their wire form ([`PackedRow`]) (Flink's `JoinRecordStateViews.InputSideHasNoUniqueKey`
-//! keeps a map there too; a list stores each row once, not as map key,
-//! entry key and two neighbour links).
+//! a keyed list of rows packed in their wire form ([`PackedRow`]). (Flink's
+//! `JoinRecordStateViews.InputSideHasNoUniqueKey` keeps a map there too;
+//! a list stores each row once, not as map key, entry key and two
+//! neighbour links.)
 //!
 //! Output rows are `+I` and `-D` only, as Flink's join emits them. With
 //! `table.exec.state.ttl` set, each stored row expires that long after it

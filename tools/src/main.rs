@@ -363,6 +363,19 @@ fn main() -> ExitCode {
                 eprintln!("error: --mode is for w4 only");
                 return ExitCode::from(2);
             }
+            // Only W3 runs for a time (W4's source too); the other
+            // workloads run their records to the end, so a time would be
+            // silently ignored.
+            if warmup.is_some() && workload != BenchName::W3 {
+                eprintln!("error: --warmup is for w3 only (the other workloads run --n records)");
+                return ExitCode::from(2);
+            }
+            if duration.is_some() && !matches!(workload, BenchName::W3 | BenchName::W4) {
+                eprintln!(
+                    "error: --duration is for w3 and w4 only (the other workloads run --n records)"
+                );
+                return ExitCode::from(2);
+            }
             if output.is_some()
                 && matches!(
                     workload,

@@ -390,7 +390,8 @@ fn run_quickstart_config_verifies() {
 /// `weir bench quickstart` and `weir bench sql` run as the workloads do:
 /// a verified quickstart, and a SQL script whose generated table
 /// `--n`/`--rate` size and pace, each with its JSON line last; a SQL
-/// bench without a script, or with `--k`, is a usage error.
+/// bench without a script, or with `--k`, and either with a `--warmup` or
+/// `--duration` (they run to the end), is a usage error.
 #[test]
 fn bench_quickstart_and_sql_print_their_json_line() {
     let _serial = BENCH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -436,6 +437,12 @@ fn bench_quickstart_and_sql_print_their_json_line() {
     let out = weir(&["bench", "sql", "--set", &file, "--k", "5"]);
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     assert!(text(&out.stderr).contains("--k"), "{}", describe(&out));
+    // They run their records to the end: a time is refused, not ignored.
+    for (flag, bench) in [("--duration", "sql"), ("--warmup", "quickstart")] {
+        let out = weir(&["bench", bench, "--set", &file, flag, "2s"]);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        assert!(text(&out.stderr).contains(flag), "{}", describe(&out));
+    }
 }
 
 /// `WEIR_TRACE_CHECKPOINTS=1` prints the checkpoint trace (timed lines,

@@ -17,7 +17,7 @@ use crate::buffer::NetworkBuffer;
 use crate::doorbell::Doorbell;
 use crate::event::{ChannelEvent, PriorityBarrier};
 use crate::ring::{ring, Consumer, Producer};
-use crate::sync::{Arc, AtomicUsize, Ordering};
+use crate::sync::{fence, Arc, AtomicUsize, Ordering};
 
 /// Priority barriers that may be outstanding on one channel; a sender
 /// whose priority ring is full sends its barrier in band instead.
@@ -101,14 +101,25 @@ pub struct ChannelReceiver {
 }
 
 impl ChannelReceiver {
-    /// Takes the next event, if any.
+    /// Takes the next event, if any, and rings the sender if it may be
+    /// parked waiting for the credit this returns.
     #[inline]
     pub fn recv(&mut self) -> Option<ChannelEvent> {
-        let was_full = self.events.queued() == self.events.capacity();
         let event = self.events.pop()?;
-        if was_full || self.announced.credit.load(Ordering::Relaxed) < self.events.capacity() {
-            // The sender may be parked waiting for credit.
+        let capacity = self.events.capacity();
+        if self.announced.credit.load(Ordering::Relaxed) < capacity {
+            // Debloated: the sender waits on a credit below the capacity.
             self.sender_bell.ring();
+        } else {
+            // Was the ring full before this pop? Asked after the pop, behind
+            // a fence that pairs with the one of the sender's park: either
+            // its re-check sees the room, or this sees the push that filled
+            // the ring. (Asked before the pop, a sender that filled the ring
+            // and parked in between would sleep until its safety net.)
+            fence(Ordering::SeqCst);
+            if self.events.queued() + 1 >= capacity {
+                self.sender_bell.ring();
+            }
         }
         Some(event)
     }

@@ -1,5 +1,6 @@
 //! loom models of the cross-core paths of the data plane: the SPSC ring, the
-//! buffer hand-over and return path, and the doorbell's no-lost-wakeup rule.
+//! buffer hand-over and return path, and the doorbell's no-lost-wakeup rule
+//! (for a receiver's waiting input and a sender's waiting credit).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p weir-net --test loom --release`
 //! (`.ci/run` does).
@@ -115,6 +116,28 @@ fn doorbell_never_loses_a_wakeup() {
         // Either the re-check saw the item, or the producer saw the flag and
         // cleared it (and woke us): never both missed.
         assert!(found || !bell.is_parked());
+    });
+}
+
+/// A receiver's pop returns credit: a sender that filled the ring and parks
+/// (announces it, then looks for credit once more) either finds the room in
+/// its re-check or is rung, however the pop and the park interleave.
+#[test]
+fn a_sender_waiting_for_credit_is_never_left_parked() {
+    loom::model(|| {
+        let sender_bell = Arc::new(Doorbell::new());
+        let (mut tx, mut rx, _returns) =
+            channel(1, 1, sender_bell.clone(), Arc::new(Doorbell::new()));
+        let sender = thread::spawn(move || {
+            // Credit 1: the ring is full after this.
+            tx.send(ChannelEvent::EndOfData).unwrap();
+            sender_bell.prepare_park(futures_noop_waker());
+            let found = tx.has_credit();
+            (found, sender_bell)
+        });
+        let popped = rx.recv().is_some();
+        let (found, bell) = sender.join().unwrap();
+        assert!(!popped || found || !bell.is_parked());
     });
 }
 

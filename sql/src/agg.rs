@@ -6,10 +6,11 @@
 //! An accumulator is an [`Acc`], slots of values: slot 0 counts the rows
 //! folded in (net of retractions), then per aggregate one slot (COUNT,
 //! SUM, MIN, MAX), two (AVG: sum and count) or three (the variances), so
-//! it is checkpointed and rescaled as any keyed state value. An aggregate with `FILTER (WHERE ..)` folds only the rows
-//! whose filter column is TRUE; a DISTINCT aggregate folds a value when
-//! its count in [`crate::distinct`] rises from zero and takes it out when
-//! the count falls back to zero (see there for where the counts live).
+//! it is checkpointed and rescaled as any keyed state value. An aggregate
+//! with `FILTER (WHERE ..)` folds only the rows whose filter column is
+//! TRUE; a DISTINCT aggregate folds a value when its count in
+//! [`crate::distinct`] rises from zero and takes it out when the count
+//! falls back to zero (see there for where the counts live).
 
 use std::cmp::Ordering;
 use std::sync::Arc;

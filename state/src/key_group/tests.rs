@@ -138,6 +138,37 @@ fn byte_strings_of_every_length_match_reference_formula() {
     }
 }
 
+/// `CompactString`s of every length from 0 to 40, inline and on the heap,
+/// also with other bytes left past the text by a truncation: the same hash
+/// as their bytes', and equal as keys exactly when their texts are equal.
+#[test]
+fn compact_strings_of_every_length_hash_and_compare_as_their_bytes() {
+    use compact_str::CompactString;
+    let text: String = (0u8..40).map(|i| char::from(b'!' + i)).collect();
+    let mut keys = Vec::new();
+    for len in 0..=text.len() {
+        let s = &text[..len];
+        let mut heap = CompactString::with_capacity(64);
+        heap.push_str(s);
+        assert!(heap.is_heap_allocated());
+        keys.push(CompactString::new(s));
+        keys.push(heap);
+        if len <= 23 {
+            let mut truncated = CompactString::new(&text[..23]);
+            truncated.truncate(len);
+            keys.push(truncated);
+        }
+    }
+    for k in &keys {
+        assert_eq!(k.key_hash(), reference_bytes(k.as_bytes()), "{k:?}");
+    }
+    for a in &keys {
+        for b in &keys {
+            assert_eq!(a.key_eq(b), a == b, "{a:?} {b:?}");
+        }
+    }
+}
+
 /// Short string ids spread evenly over key groups (within 15% of the
 /// mean per group for 100,000 ids over 128 groups).
 #[test]

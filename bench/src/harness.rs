@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use weir_runtime::exec::progress::human_rate;
+use weir_runtime::metrics::{MetricsSnapshot, SubtaskSnapshot};
 use weir_runtime::{
     execute_with_progress, CheckpointSummary, Config, ExecutionOptions, JobError, JobHandle,
     JobResult, Progress, RestoreFrom, RestoreInfo, StopRequest, Stopped, SubtaskSummary,
@@ -165,31 +166,55 @@ pub fn marker_latency_json(markers: usize, l: &Latency) -> Value {
         "p9999": l.p9999, "max": l.max})
 }
 
-/// The rate the sources emitted at: their records over the time from the
-/// first source subtask's start to the last one's end (the chains that
-/// read nothing from input channels), so the drain after them (the last
-/// buffers waiting out their timeout) does not count. What a paced run's
-/// `achieved_rate` is: whether the sources kept the asked-for rate. `None`
-/// if no source subtask ended.
-pub fn source_rate(metrics: &weir_runtime::metrics::MetricsSnapshot) -> Option<f64> {
-    let sources = metrics.subtasks.iter().filter(|s| s.bytes_in == 0);
-    let (mut first, mut last) = (u64::MAX, None::<u64>);
-    for s in sources {
+/// The sources a run paced: each at `rate` records/s over all its
+/// subtasks (`job.rate`), named by their operator uids.
+#[derive(Clone, Copy, Debug)]
+pub struct Paced<'a> {
+    /// Records/s asked of each source.
+    pub rate: u64,
+    /// The paced sources' uids.
+    pub sources: &'a [String],
+}
+
+/// The subtasks of the sources named `uids` (each subtask's stage begins
+/// with its source's uid).
+fn source_subtasks<'m>(
+    metrics: &'m MetricsSnapshot,
+    uids: &'m [String],
+) -> impl Iterator<Item = &'m SubtaskSnapshot> {
+    metrics.subtasks.iter().filter(|s| {
+        uids.iter()
+            .any(|u| s.id.stage.split(" -> ").next() == Some(u))
+    })
+}
+
+/// The rate the sources named `uids` emitted at together: the records
+/// their own subtasks emitted (not the job's other sources', nor what the
+/// operators chained after them passed on) over the time from the first
+/// of those subtasks' start to the last one's end, so the drain after
+/// them (the last buffers waiting out their timeout) does not count.
+/// What a paced run's `achieved_rate` is: whether the sources kept the
+/// asked-for rate. `None` if none of them ran or one has not ended.
+pub fn source_rate(metrics: &MetricsSnapshot, uids: &[String]) -> Option<f64> {
+    let (mut first, mut last, mut records) = (u64::MAX, None::<u64>, 0);
+    for s in source_subtasks(metrics, uids) {
         first = first.min(s.started_ns?);
         last = Some(last.unwrap_or(0).max(s.ended_ns?));
+        records += s.source_records;
     }
     let ns = last?.checked_sub(first)?;
-    Some(metrics.total_source_records() as f64 / (ns.max(1) as f64 / 1e9))
+    Some(records as f64 / (ns.max(1) as f64 / 1e9))
 }
 
 /// The JSON line of a job run outside the workloads' harness (`weir bench
 /// quickstart`, `weir bench sql`): what every such line has. `job` names
 /// it; `records` went into the sinks, `source_records` out of the
-/// sources; with `paced` (`job.rate`, and how many sources it paced),
-/// `achieved_rate` is the rate each source kept while it ran
-/// ([`source_rate`]); `marker_latency_us` with latency markers; `stopped`
-/// after a stop. The caller adds its own fields (`verified` among them).
-pub fn job_json(job: &str, result: &JobResult, paced: Option<(u64, usize)>) -> Value {
+/// sources; with `paced` (`job.rate`, and the sources it paced),
+/// `achieved_rate` is the rate each paced source kept while it ran, on
+/// average ([`source_rate`] over their number); `marker_latency_us` with
+/// latency markers; `stopped` after a stop. The caller adds its own
+/// fields (`verified` among them).
+pub fn job_json(job: &str, result: &JobResult, paced: Option<Paced<'_>>) -> Value {
     let secs = result.elapsed.as_secs_f64().max(1e-9);
     let (sourced, sunk) = (
         result.metrics.total_source_records(),
@@ -203,12 +228,18 @@ pub fn job_json(job: &str, result: &JobResult, paced: Option<(u64, usize)>) -> V
         "elapsed_s": secs,
         "source_records_per_s": sourced as f64 / secs,
         "records_per_s": sunk as f64 / secs,
-        "rate": paced.map(|(rate, _)| rate),
+        "rate": paced.map(|p| p.rate),
         "restarts": result.restarts,
     });
-    if let Some((_, sources)) = paced {
-        let all = source_rate(&result.metrics).unwrap_or(sourced as f64 / secs);
-        v["achieved_rate"] = json!(all / sources.max(1) as f64);
+    if let Some(p) = paced {
+        // Sources that did not end (a stopped run): over the whole run.
+        let all = source_rate(&result.metrics, p.sources).unwrap_or_else(|| {
+            let records: u64 = source_subtasks(&result.metrics, p.sources)
+                .map(|s| s.source_records)
+                .sum();
+            records as f64 / secs
+        });
+        v["achieved_rate"] = json!(all / p.sources.len().max(1) as f64);
     }
     if let Some((markers, l)) = marker_latency(&result.subtasks) {
         v["marker_latency_us"] = marker_latency_json(markers, &l);

@@ -33,6 +33,8 @@ use crate::workload::splitmix64;
 pub const DEFAULT_EVENTS: u64 = 100_000_000;
 /// Default number of users.
 pub const DEFAULT_USERS: u64 = 10_000;
+/// The uid of the job's source (what `job.rate` paces).
+pub const SOURCE_UID: &str = "events";
 /// Events smaller than this are dropped by the filter.
 pub const RUNT_BYTES: u64 = 64;
 
@@ -322,7 +324,7 @@ pub fn job_with<U: UserId>(
         // (only when not the default, so integer checkpoints still match).
         job.parameter("key-type", U::KEY_TYPE);
     }
-    job.source("events", move |info: &SubtaskInfo| {
+    job.source(SOURCE_UID, move |info: &SubtaskInfo| {
         let ids = U::table(users);
         let events = SequenceSource::new(info, events, move |i| {
             let (user, bytes) = event(i, users);

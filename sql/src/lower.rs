@@ -58,8 +58,8 @@ pub struct Lowering<'j> {
     idle_timeout: Option<Duration>,
     /// `job.records` and `job.rate` for every generated source.
     generated: GeneratedSources,
-    /// Generated sources lowered with `generated` set.
-    pub generated_sources: usize,
+    /// The uids of the generated sources lowered with `generated` set.
+    pub generated_sources: Vec<String>,
     /// The job's repeated sub-plans ([`crate::reuse`]), each lowered once:
     /// later occurrences read a branch of it.
     reuse: Memo<SharedStream<'j, Row>>,
@@ -99,7 +99,7 @@ impl<'j> Lowering<'j> {
             state_ttl: None,
             idle_timeout: None,
             generated: GeneratedSources::default(),
-            generated_sources: 0,
+            generated_sources: Vec::new(),
             reuse: Memo::default(),
         }
     }
@@ -448,7 +448,7 @@ impl<'j> Lowering<'j> {
                 if self.generated.is_set() {
                     g.rows = self.generated.rows.or(g.rows);
                     g.rows_per_second = self.generated.rate.unwrap_or(g.rows_per_second);
-                    self.generated_sources += 1;
+                    self.generated_sources.push(uid.clone());
                 }
                 let types = t.physical.types();
                 let base = self.base_ms;
@@ -470,7 +470,7 @@ impl<'j> Lowering<'j> {
                 if self.generated.is_set() {
                     n.events = self.generated.rows.or(n.events);
                     n.tps = self.generated.rate.unwrap_or(n.tps);
-                    self.generated_sources += 1;
+                    self.generated_sources.push(uid.clone());
                 }
                 self.job
                     .source(&uid, move |info: &SubtaskInfo| n.source(info))

@@ -50,9 +50,9 @@ pub struct SqlJob {
     pub selects: Vec<(Schema, Arc<Mutex<Vec<Row>>>)>,
     /// How each bare SELECT's table is shown (ORDER BY, LIMIT).
     pub presentations: Vec<Presentation>,
-    /// Generated sources sized or paced by `job.records` and `job.rate`
-    /// ([`Script::set_generated_sources`]).
-    pub generated_sources: usize,
+    /// The uids of the generated sources sized or paced by `job.records`
+    /// and `job.rate` ([`Script::set_generated_sources`]).
+    pub generated_sources: Vec<String>,
 }
 
 impl Script {
@@ -363,7 +363,7 @@ impl Script {
                 let rows = low.rows(plan)?;
                 selects.push((plan.schema.clone(), low.collect(rows)));
             }
-            if self.generated.is_set() && low.generated_sources == 0 {
+            if self.generated.is_set() && low.generated_sources.is_empty() {
                 return Err(SqlError::Plan(
                     "job.records and job.rate size and pace generated sources ('datagen' and 'nexmark' tables), and this job reads none".into(),
                 ));

@@ -55,6 +55,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use weir_bench::harness::Paced;
 use weir_bench::params::{JobName, JobParams, KeyType};
 use weir_bench::w4::{W4Mode, W4_DEFAULT_DURATION};
 use weir_bench::{quickstart, BenchOptions, Workload};
@@ -741,7 +742,11 @@ fn run_quickstart(
     // `weir bench quickstart`'s last stdout line, as every bench's: what
     // `weir tune` and scripts read.
     let json = |verified: bool| {
-        let paced = rate.map(|r| (r, 1));
+        let sources = [quickstart::SOURCE_UID.to_string()];
+        let paced = rate.map(|rate| Paced {
+            rate,
+            sources: &sources,
+        });
         let mut v = weir_bench::harness::job_json("quickstart", &result, paced);
         v["key_type"] = serde_json::json!(params.key_type.as_str());
         // -1 when only full buffers ship (Flink's -1).

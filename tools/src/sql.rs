@@ -19,6 +19,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use weir_bench::harness::Paced;
 use weir_runtime::{execute_with_progress, ExecutionOptions, Progress, StopRequest};
 use weir_sql::lower::GeneratedSources;
 use weir_sql::session::format_table;
@@ -149,7 +150,10 @@ pub fn run_with(
         );
     }
     if bench.is_some() {
-        let paced = params.rate.map(|r| (r, sql_job.generated_sources));
+        let paced = params.rate.map(|rate| Paced {
+            rate,
+            sources: &sql_job.generated_sources,
+        });
         println!("{}", summary_json(file, &result, paced));
     }
     ExitCode::SUCCESS
@@ -162,7 +166,7 @@ pub fn run_with(
 fn summary_json(
     file: &Path,
     result: &weir_runtime::JobResult,
-    paced: Option<(u64, usize)>,
+    paced: Option<Paced<'_>>,
 ) -> serde_json::Value {
     let mut v = weir_bench::harness::job_json("sql", result, paced);
     v["file"] = serde_json::json!(absolute(file).display().to_string());

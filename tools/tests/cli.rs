@@ -445,6 +445,45 @@ fn bench_quickstart_and_sql_print_their_json_line() {
     }
 }
 
+/// A paced run's `achieved_rate` counts the paced sources' own records
+/// only: a SQL job reading a generated table (paced by `--rate`) and a
+/// file (read as fast as it goes) reports the generated table's rate, not
+/// all rows over its time.
+#[test]
+fn achieved_rate_counts_only_the_paced_sources() {
+    let _serial = BENCH_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch_dir("bench-sql-mixed");
+    let rows: String = (0..20_000).map(|i| format!("{i}\n")).collect();
+    std::fs::create_dir_all(dir.join("keys")).unwrap();
+    std::fs::write(dir.join("keys").join("keys.csv"), rows).unwrap();
+    let script = dir.join("mixed.sql");
+    std::fs::write(
+        &script,
+        format!(
+            "CREATE TABLE g (k BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '10', \
+             'fields.k.min' = '0', 'fields.k.max' = '9');\n\
+             CREATE TABLE f (k BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', \
+             'format' = 'csv');\n\
+             CREATE TABLE out (k BIGINT) WITH ('connector' = 'blackhole');\n\
+             INSERT INTO out SELECT k FROM g UNION ALL SELECT k FROM f;\n",
+            dir.join("keys").display()
+        ),
+    )
+    .unwrap();
+    let file = format!("job.sql-file={}", script.display());
+    let out = weir(&[
+        "bench", "sql", "--set", &file, "--n", "3000", "--rate", "10000", "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let j = last_line_json(&out);
+    assert_eq!(j["records"], 23_000, "{j}");
+    assert_eq!(j["source_records"], 23_000, "{j}");
+    // 3,000 rows at 10,000/s: about 10,000/s, where all 23,000 rows over
+    // the generated table's 0.3 s would say 75,000.
+    let achieved = number(&j, "achieved_rate");
+    assert!((2_000.0..=10_500.0).contains(&achieved), "{j}");
+}
+
 /// `WEIR_TRACE_CHECKPOINTS=1` prints the checkpoint trace (timed lines,
 /// ids as fields) next to the usual messages; without it a run with
 /// checkpoints prints no trace line.

@@ -40,6 +40,7 @@ fn subtask(stage: &str, index: usize, records: u64, watermark: Option<i64>) -> S
             idle_ns: 500_000_000,
             records_in: records,
             records_out: records,
+            source_records: 0,
             bytes_in: records * 16,
             bytes_out: records * 16,
             in_flight_bytes: Vec::new(),

@@ -29,6 +29,9 @@ pub struct SubtaskSnapshot {
     pub records_in: u64,
     /// Records its chain emitted at its end (`numRecordsOut`).
     pub records_out: u64,
+    /// Records its source emitted, before the operators chained after it
+    /// (0 for a subtask without a source): what a paced source kept to.
+    pub source_records: u64,
     /// Bytes of the buffers it took from its input channels (`numBytesIn`).
     pub bytes_in: u64,
     /// Bytes of the buffers it shipped into its output channels
@@ -152,6 +155,7 @@ impl SubtaskEntry {
             idle_ns: totals[2],
             records_in: self.metrics.records_in(),
             records_out: self.metrics.records_out(),
+            source_records: self.metrics.source_records(),
             bytes_in: self.inputs.iter().map(|c| c.taken()).sum(),
             bytes_out: self.outputs.iter().map(|c| c.shipped()).sum(),
             in_flight_bytes: self.outputs.iter().map(|c| c.in_flight()).collect(),

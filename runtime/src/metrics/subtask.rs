@@ -87,6 +87,8 @@ struct SubtaskShared {
     ended: AtomicU64,
     records_in: AtomicU64,
     records_out: AtomicU64,
+    /// Records its source emitted (a source subtask's stage only).
+    source_records: AtomicU64,
     /// The combined watermark of its inputs (`i64::MIN`: none yet, or
     /// no input gate).
     input_watermark: AtomicI64,
@@ -131,6 +133,7 @@ impl SubtaskMetrics {
             ended: AtomicU64::new(NEVER),
             records_in: AtomicU64::new(0),
             records_out: AtomicU64::new(0),
+            source_records: AtomicU64::new(0),
             input_watermark: AtomicI64::new(i64::MIN),
             latency: Mutex::new(LatencyWindows::new(latency)),
         }))
@@ -181,6 +184,15 @@ impl SubtaskMetrics {
         self.0.records_out.store(n, Ordering::Relaxed);
     }
 
+    /// Counts `n` more records its source emitted (once per poll, by its
+    /// source task).
+    #[inline]
+    pub(crate) fn add_source_records(&self, n: u64) {
+        if n != 0 {
+            self.0.source_records.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
     /// Publishes the combined watermark of its inputs (once per poll, by
     /// its input gate).
     #[inline]
@@ -203,6 +215,12 @@ impl SubtaskMetrics {
     /// Records emitted at the chain's end (as of the last poll).
     pub fn records_out(&self) -> u64 {
         self.0.records_out.load(Ordering::Relaxed)
+    }
+
+    /// Records its source emitted, before the operators chained after it
+    /// (0 for a subtask without a source).
+    pub fn source_records(&self) -> u64 {
+        self.0.source_records.load(Ordering::Relaxed)
     }
 
     /// Publishes the times (single writer: the subtask's worker).

@@ -171,6 +171,7 @@ fn rates_are_deltas_over_the_running_time() {
         idle_ns: 0,
         records_in: records,
         records_out: records / 2,
+        source_records: 0,
         bytes_in: records * 8,
         bytes_out: records * 4,
         in_flight_bytes: Vec::new(),

@@ -79,6 +79,7 @@ where
                 source,
                 out,
                 ctx.metrics.source_records.clone(),
+                ctx.subtask.clone(),
                 ctx.checkpointing.clone(),
             )
             .with_latency_markers(ctx.latency_interval, ctx.stage),

@@ -14,6 +14,7 @@ use crate::core::subtask::SubtaskInfo;
 use crate::core::time::earliest;
 use crate::metrics::counters::Counter;
 use crate::metrics::latency::MarkerEmitter;
+use crate::metrics::subtask::SubtaskMetrics;
 use crate::operators::source::function::{Source, SourcePoll};
 
 /// Records a source may emit per poll before the worker looks at its inputs.
@@ -34,6 +35,8 @@ pub struct SourceTask<S, C> {
     source: S,
     head: ChainHead<C>,
     emitted: Counter,
+    /// Its subtask's metrics: the source's own record count.
+    subtask: SubtaskMetrics,
     checkpointing: Option<Rc<TaskCheckpointing>>,
     injected: u64,
     /// The newest completed checkpoint the source was told of.
@@ -46,7 +49,9 @@ pub struct SourceTask<S, C> {
 }
 
 impl<S, C> SourceTask<S, C> {
-    /// A task running `source` into `out`.
+    /// A task running `source` into `out`, counting the records it emits
+    /// in `emitted` (its worker's) and in `subtask`'s metrics.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         name: String,
         uid: String,
@@ -54,6 +59,7 @@ impl<S, C> SourceTask<S, C> {
         source: S,
         out: C,
         emitted: Counter,
+        subtask: SubtaskMetrics,
         checkpointing: Option<Rc<TaskCheckpointing>>,
     ) -> Self {
         let injected = checkpointing
@@ -66,6 +72,7 @@ impl<S, C> SourceTask<S, C> {
             source,
             head: ChainHead::new(out, checkpointing.clone()),
             emitted,
+            subtask,
             checkpointing,
             injected,
             notified: injected,
@@ -96,6 +103,7 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
             source,
             head,
             emitted,
+            subtask,
             checkpointing,
             injected,
             notified,
@@ -173,6 +181,7 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
             match source.poll_next(out, SOURCE_BUDGET) {
                 SourcePoll::Emitted(n) => {
                     emitted.add(n as u64);
+                    subtask.add_source_records(n as u64);
                     step.progressed |= n > 0;
                     // Fewer than the budget: it ran out of records (for
                     // now, if paced) or of output.

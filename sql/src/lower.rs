@@ -402,19 +402,23 @@ impl<'j> Lowering<'j> {
                 format,
                 monitor_interval,
             } => {
+                // A directory (every file of it) or one file.
                 let meta = std::fs::metadata(path).map_err(|e| SqlError::Connector {
                     table: t.name.clone(),
                     message: format!("cannot read 'path' = '{}': {e}", path.display()),
                 })?;
-                if !meta.is_dir() {
+                if !meta.is_dir() && !meta.is_file() {
                     return Err(SqlError::Connector {
                         table: t.name.clone(),
-                        message: format!("'path' = '{}' is not a directory (the filesystem source reads every file of a directory)", path.display()),
+                        message: format!(
+                            "'path' = '{}' is neither a directory nor a regular file",
+                            path.display()
+                        ),
                     });
                 }
                 self.parameters
                     .push((format!("input-{}", t.name), path.display().to_string()));
-                let dir = path.clone();
+                let input = path.clone();
                 let name = t.name.clone();
                 let format = format.clone();
                 let physical = t.physical.clone();
@@ -423,7 +427,7 @@ impl<'j> Lowering<'j> {
                 // no String per line, and errors name file, line and column.
                 self.job
                     .source(&uid, move |info: &SubtaskInfo| {
-                        let source = FileSource::new(&dir, info)
+                        let source = FileSource::new(&input, info)
                             .unwrap_or_else(|e| panic!("table `{name}`: {e}"));
                         let source = match monitor {
                             Some(interval) => source.with_monitor_interval(interval),

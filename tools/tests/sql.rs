@@ -95,6 +95,11 @@ fn committed(dir: &Path) -> Vec<String> {
 }
 
 fn clicks_script(s: &Scratch) -> std::path::PathBuf {
+    clicks_script_over(s, &s.join("clicks"))
+}
+
+/// The clicks script reading `input` (the clicks directory or one file).
+fn clicks_script_over(s: &Scratch, input: &Path) -> std::path::PathBuf {
     let script = s.join("clicks.sql");
     fs::write(
         &script,
@@ -116,7 +121,7 @@ SELECT user_id, window_start, COUNT(*)
 FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' MINUTES))
 GROUP BY user_id, window_start, window_end;
 ",
-            s.join("clicks").display(),
+            input.display(),
             s.join("counts").display()
         ),
     )
@@ -150,6 +155,28 @@ fn clicks_per_user_per_ten_minutes_equal_a_reference() {
         String::from_utf8_lossy(&out.stderr)
     );
     same_lines(committed(&s.join("counts")), clicks_reference(&clicks));
+}
+
+/// `'path'` naming one CSV file reads that file alone (Flink's filesystem
+/// source takes a file or a directory), not the other files beside it.
+#[test]
+fn one_csv_file_as_the_path_is_read_alone() {
+    let s = Scratch::new("sql", "one-file");
+    let clicks = write_clicks(&s.join("clicks"));
+    let out = weir_sql(
+        &clicks_script_over(&s, &s.join("clicks").join("clicks-1.csv")),
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The second file's 4,000 clicks (`write_clicks` writes them in order).
+    same_lines(
+        committed(&s.join("counts")),
+        clicks_reference(&clicks[4000..8000]),
+    );
 }
 
 /// Equal line lists, or a short account of the difference.

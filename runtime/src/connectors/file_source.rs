@@ -1,12 +1,14 @@
-//! A replayable, rescalable source reading a directory of newline-delimited
-//! records, in byte ranges, off the worker's core; bounded, or watching
-//! the directory for new files.
+//! A replayable, rescalable source reading a directory (or one file) of
+//! newline-delimited records, in byte ranges, off the worker's core;
+//! bounded, or watching the directory for new files.
 //!
 //! # What it reads
 //!
 //! [`FileSource`] reads the regular files of a directory whose names do not
 //! start with `.` (symbolic links to regular files count; a file being
-//! written should be written under a hidden name and renamed in). Each line
+//! written should be written under a hidden name and renamed in). Given a
+//! file instead, it reads that file alone, as the one input of the
+//! directory holding it (whatever its name). Each line
 //! (its text without the `\n`; a `\r` before it is kept) goes through the
 //! source's [`LineDecoder`]: [`Lines`], the default, emits it as a
 //! `String`; SQL's formats parse it into a row in place. A last line
@@ -146,7 +148,10 @@ const WAIT_FOR_READER: Duration = Duration::from_micros(200);
 /// A replayable source of the lines of a directory's files (see the module
 /// doc).
 pub struct FileSource<D = Lines> {
+    /// The directory read, or the one holding the file read.
     dir: PathBuf,
+    /// The file of `dir` read alone, when the source was given a file.
+    only: Option<OsString>,
     subtask: usize,
     parallelism: usize,
     decoder: D,
@@ -196,11 +201,22 @@ pub struct FileSource<D = Lines> {
 }
 
 impl FileSource<Lines> {
-    /// The source of subtask `info.index` over the files of `dir`, listed
-    /// now, emitting lines as `String`s. The error names the directory or
-    /// the file that could not be inspected.
-    pub fn new(dir: impl Into<PathBuf>, info: &SubtaskInfo) -> Result<Self> {
-        let dir = dir.into();
+    /// The source of subtask `info.index` over the files of directory
+    /// `path`, listed now, or over `path` alone if it is a file, emitting
+    /// lines as `String`s. The error names the directory or the file that
+    /// could not be inspected.
+    pub fn new(path: impl Into<PathBuf>, info: &SubtaskInfo) -> Result<Self> {
+        let path = path.into();
+        // A file is read as the one input of the directory holding it
+        // (its ranges and checkpointed positions name it in there).
+        let (dir, only) = match (std::fs::metadata(&path), path.file_name()) {
+            (Ok(meta), Some(name)) if meta.is_file() => {
+                let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+                let dir = parent.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+                (dir, Some(name.to_owned()))
+            }
+            _ => (path, None),
+        };
         if info.index >= info.parallelism {
             return Err(ConnectorError::SubtaskOutOfRange {
                 dir,
@@ -208,10 +224,11 @@ impl FileSource<Lines> {
                 parallelism: info.parallelism,
             });
         }
-        let listing = reader::list_inputs(&dir)
+        let listing = reader::list_inputs(&dir, only.as_deref())
             .map_err(|e| ConnectorError::io("list input directory", &dir, e))?;
         Ok(Self {
             dir,
+            only,
             subtask: info.index,
             parallelism: info.parallelism,
             decoder: Lines,
@@ -248,6 +265,7 @@ impl<D> FileSource<D> {
     pub fn with_decoder<E: LineDecoder>(self, decoder: E) -> FileSource<E> {
         FileSource {
             dir: self.dir,
+            only: self.only,
             subtask: self.subtask,
             parallelism: self.parallelism,
             decoder,
@@ -394,6 +412,7 @@ impl<D> FileSource<D> {
     fn start_reader(&mut self) -> Result<()> {
         let reader = Reader::start(
             self.dir.clone(),
+            self.only.clone(),
             self.read_buffer,
             self.max_line,
             self.wakeup.clone(),

@@ -20,7 +20,7 @@
 //! source is dropped both channels close and the thread ends.
 
 use std::collections::VecDeque;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -105,11 +105,13 @@ pub struct Reader {
 }
 
 impl Reader {
-    /// Starts the thread of the source of `dir` (named after it), reading
-    /// in chunks of `buffer` bytes, refusing lines over `max_line` and
-    /// ringing `wakeup` after each event.
+    /// Starts the thread of the source of `dir` (of its file `only`, if
+    /// given), named after what it reads, reading in chunks of `buffer`
+    /// bytes, refusing lines over `max_line` and ringing `wakeup` after
+    /// each event.
     pub fn start(
         dir: PathBuf,
+        only: Option<OsString>,
         buffer: usize,
         max_line: usize,
         wakeup: Option<SourceWakeup>,
@@ -117,13 +119,14 @@ impl Reader {
         let (commands, command_rx) = mpsc::channel();
         let (event_tx, events) = mpsc::sync_channel(QUEUE);
         let (spare, spare_rx) = mpsc::channel();
+        let read = only.as_deref().or_else(|| dir.file_name());
         let name = format!(
             "weir-file-io:{}",
-            dir.file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            read.map_or_else(String::new, |n| n.to_string_lossy().into_owned())
         );
         let mut thread = Thread {
             dir,
+            only,
             buffer: buffer.max(1),
             max_line,
             commands: command_rx,
@@ -149,6 +152,8 @@ struct Closed;
 
 struct Thread {
     dir: PathBuf,
+    /// The one file of `dir` the source reads, if it reads one.
+    only: Option<OsString>,
     buffer: usize,
     max_line: usize,
     commands: Receiver<Command>,
@@ -203,7 +208,10 @@ impl Thread {
                 self.queue.push_back((id, path, end, next));
                 Ok(())
             }
-            Command::List => self.send(Event::Listed(list_inputs(&self.dir))),
+            Command::List => {
+                let listing = list_inputs(&self.dir, self.only.as_deref());
+                self.send(Event::Listed(listing))
+            }
         }
     }
 
@@ -370,8 +378,18 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> Result<usize, ReadFailur
 }
 
 /// The regular, non-hidden files of `dir` (symbolic links to regular
-/// files count) with their lengths, sorted by name (bytes).
-pub fn list_inputs(dir: &Path) -> io::Result<Vec<(OsString, u64)>> {
+/// files count) with their lengths, sorted by name (bytes); with `only`,
+/// the file of that name in `dir` alone, hidden or not (none once it is
+/// gone: a file deleted is not an input).
+pub fn list_inputs(dir: &Path, only: Option<&OsStr>) -> io::Result<Vec<(OsString, u64)>> {
+    if let Some(name) = only {
+        return match fs::metadata(dir.join(name)) {
+            Ok(meta) if meta.is_file() => Ok(vec![(name.to_owned(), meta.len())]),
+            Ok(_) => Ok(Vec::new()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        };
+    }
     let mut names = Vec::new();
     for entry in fs::read_dir(dir)? {
         let entry = entry?;

@@ -396,6 +396,45 @@ fn ranges_restored_at_another_parallelism_read_every_line_once() {
     );
 }
 
+/// Given a file, the source reads that file alone (not its neighbours in
+/// the directory, and also when its name is hidden), split over several
+/// subtasks and restored at another parallelism mid-read, each line
+/// once.
+#[test]
+fn a_file_given_alone_is_read_alone_and_rescales() {
+    let d = TempDir::new("one-file");
+    let lines: Vec<String> = (0..3000).map(|i| format!("clicks {i}")).collect();
+    d.write(".clicks.csv", (lines.join("\n") + "\n").as_bytes());
+    d.write("other", b"never\n");
+    let file = d.0.join(".clicks.csv");
+    let make = |i, p| {
+        FileSource::new(&file, &info(i, p))
+            .unwrap()
+            .with_range_size(2000)
+            .with_read_buffer(512)
+    };
+    let mut all = Vec::new();
+    for s in 0..3 {
+        all.extend(drain(&mut make(s, 3), 50));
+    }
+    assert_eq!(sorted(all), sorted(lines.clone()));
+
+    let mut olds: Vec<FileSource> = (0..2).map(|i| make(i, 2)).collect();
+    let mut emitted = Vec::new();
+    for s in &mut olds {
+        emitted.extend(take(s, 40, 3));
+    }
+    assert!(!emitted.is_empty() && emitted.len() < lines.len());
+    let cp = checkpoint(&mut olds);
+    drop(olds);
+    for j in 0..3 {
+        let mut s = make(j, 3);
+        restore(&mut s, &cp, 3, j);
+        emitted.extend(drain(&mut s, 40));
+    }
+    assert_eq!(sorted(emitted), sorted(lines));
+}
+
 #[test]
 fn a_resumed_offset_not_at_a_line_start_fails_naming_the_file() {
     let d = TempDir::new("changed");

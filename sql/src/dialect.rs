@@ -1,8 +1,9 @@
 //! Flink SQL's dialect for sqlparser: identifiers quoted with backticks,
 //! and `TABLE name` as an argument of a windowing table-valued function
 //! (`TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND)`), which
-//! sqlparser's generic dialect does not read; an aggregate's
-//! `FILTER (WHERE ..)`.
+//! sqlparser's generic dialect does not read, with the partition keys
+//! Flink's SESSION takes after it (`TABLE bid PARTITION BY item`, or
+//! `PARTITION BY (a, b)`); an aggregate's `FILTER (WHERE ..)`.
 
 use sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
@@ -13,7 +14,8 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
-/// The name a `TABLE t` argument is read as: a call `__TABLE(t)`.
+/// The name a `TABLE t` argument is read as: a call `__TABLE(t)`, or
+/// `__TABLE(t, k1, k2)` for `TABLE t PARTITION BY (k1, k2)`.
 pub const TABLE_ARG: &str = "__TABLE";
 
 /// Flink SQL as weir reads it.
@@ -63,28 +65,47 @@ impl Dialect for FlinkDialect {
             return None;
         }
         parser.next_token();
-        Some(parser.parse_object_name(false).map(|name| {
-            Expr::Function(Function {
-                name: ObjectName::from(vec![Ident::new(TABLE_ARG)]),
-                uses_odbc_syntax: false,
-                parameters: FunctionArguments::None,
-                args: FunctionArguments::List(FunctionArgumentList {
-                    duplicate_treatment: None,
-                    args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(
-                        Expr::CompoundIdentifier(
-                            name.0
-                                .into_iter()
-                                .filter_map(|p| p.as_ident().cloned())
-                                .collect(),
-                        ),
-                    ))],
-                    clauses: vec![],
-                }),
-                filter: None,
-                null_treatment: None,
-                over: None,
-                within_group: vec![],
-            })
-        }))
+        Some(table_argument(parser))
     }
+}
+
+/// `name [PARTITION BY key | PARTITION BY (key, ...)]` after `TABLE`, as
+/// `__TABLE(name, key, ...)`.
+fn table_argument(parser: &mut Parser) -> Result<Expr, ParserError> {
+    let name = parser.parse_object_name(false)?;
+    let mut args = vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(
+        Expr::CompoundIdentifier(
+            name.0
+                .into_iter()
+                .filter_map(|p| p.as_ident().cloned())
+                .collect(),
+        ),
+    ))];
+    if parser.parse_keywords(&[Keyword::PARTITION, Keyword::BY]) {
+        let keys = if parser.consume_token(&Token::LParen) {
+            let keys = parser.parse_comma_separated(Parser::parse_identifier)?;
+            parser.expect_token(&Token::RParen)?;
+            keys
+        } else {
+            vec![parser.parse_identifier()?]
+        };
+        args.extend(
+            keys.into_iter()
+                .map(|k| FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(k)))),
+        );
+    }
+    Ok(Expr::Function(Function {
+        name: ObjectName::from(vec![Ident::new(TABLE_ARG)]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args,
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    }))
 }

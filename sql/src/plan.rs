@@ -352,6 +352,8 @@ struct From {
     plan: Plan,
     scope: Scope,
     window: Option<(Window, usize)>,
+    /// SESSION's `PARTITION BY` columns (none: not given).
+    partition: Vec<String>,
 }
 
 impl<'c> Planner<'c> {
@@ -647,6 +649,24 @@ impl<'c> Planner<'c> {
             return Err(SqlError::Plan(
                 "a window aggregation must GROUP BY window_start and window_end".into(),
             ));
+        }
+        // Sessions form per GROUP BY key: SESSION's partition keys, when
+        // given, must be those keys (Flink's planner requires the same).
+        if !from.partition.is_empty() {
+            let names = |v: Vec<String>| {
+                let mut v: Vec<String> = v.iter().map(|n| n.to_ascii_lowercase()).collect();
+                v.sort();
+                v.dedup();
+                v
+            };
+            let grouped: Option<Vec<String>> = keys.iter().map(ident_name).collect();
+            if grouped.map(names) != Some(names(from.partition.clone())) {
+                return Err(SqlError::Unsupported(format!(
+                    "SESSION's PARTITION BY ({}) other than the GROUP BY keys besides the window columns ({}): sessions are formed per GROUP BY key, and Flink requires the two to be the same",
+                    from.partition.join(", "),
+                    keys.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                )));
+            }
         }
         let mut pre = Vec::new();
         let mut pre_fields = Vec::new();
@@ -976,7 +996,12 @@ impl<'c> Planner<'c> {
                 let qual = alias.as_ref().map_or(n.clone(), |a| a.name.value.clone());
                 let plan = self.named(&n)?;
                 let scope = Scope::of(&plan.schema, Some(&qual));
-                Ok(From { plan, scope, window: None })
+                Ok(From {
+                    plan,
+                    scope,
+                    window: None,
+                    partition: Vec::new(),
+                })
             }
             TableFactor::Derived { subquery, alias, lateral: false, .. } => {
                 let mut plan = self.query(subquery)?;
@@ -994,7 +1019,12 @@ impl<'c> Planner<'c> {
                     }
                 }
                 let scope = Scope::of(&plan.schema, alias.as_ref().map(|a| a.name.value.as_str()));
-                Ok(From { plan, scope, window: None })
+                Ok(From {
+                    plan,
+                    scope,
+                    window: None,
+                    partition: Vec::new(),
+                })
             }
             TableFactor::TableFunction { expr: Expr::Function(f), alias } => self.window_tvf(f, alias.as_ref()),
             TableFactor::NestedJoin { table_with_joins, alias } => {
@@ -1091,11 +1121,38 @@ impl<'c> Planner<'c> {
                 };
                 let table = parts.last().map(|p| p.value.clone()).unwrap_or_default();
                 let plan = self.named(&table)?;
-                (plan, table)
+                // `TABLE t PARTITION BY (k, ..)`: the keys after the name.
+                let partition: Vec<String> = l.args[1..]
+                    .iter()
+                    .filter_map(|a| match a {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => ident_name(e),
+                        _ => None,
+                    })
+                    .collect();
+                (plan, table, partition)
             }
             _ => return Err(usage("the first argument must be TABLE name")),
         };
-        let (plan, table) = input;
+        let (plan, table, partition) = input;
+        if !partition.is_empty() && name != "SESSION" {
+            return Err(SqlError::Unsupported(format!(
+                "PARTITION BY in {name} (as in Flink, only SESSION takes partition keys)"
+            )));
+        }
+        for key in &partition {
+            if plan.schema.index_of(key).is_none() {
+                return Err(SqlError::UnknownColumn {
+                    column: key.clone(),
+                    in_scope: plan
+                        .schema
+                        .fields
+                        .iter()
+                        .map(|f| f.name.clone())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+        }
         let Expr::Function(d) = args[1] else {
             return Err(usage("the second argument must be DESCRIPTOR(time_column)"));
         };
@@ -1213,6 +1270,7 @@ impl<'c> Planner<'c> {
             plan,
             scope,
             window: Some((window, time)),
+            partition,
         })
     }
 }
@@ -1260,6 +1318,7 @@ fn window_table(from: From, window: Window, time: usize) -> Result<From> {
         },
         scope: from.scope,
         window: None,
+        partition: Vec::new(),
     })
 }
 

@@ -411,6 +411,14 @@ fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
             "'source.monitor-interval' = '0 s' is not a positive duration",
         ),
         ("SELECT * FROM t t1 JOIN t t2 ON t1.a < t2.a;", "non-equi"),
+        (
+            "SELECT a, b, COUNT(*) FROM TABLE(SESSION(TABLE t PARTITION BY a, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY a, b, window_start, window_end;",
+            "SESSION's PARTITION BY (a)",
+        ),
+        (
+            "SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE t PARTITION BY a, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;",
+            "PARTITION BY in TUMBLE",
+        ),
         ("SELECT * FROM t JOIN t ON t.a = t.a;", "give one an alias"),
         (
             "SET 'table.exec.state.ttl' = 'soon';\nSELECT * FROM t t1 JOIN t t2 ON t1.a = t2.a;",

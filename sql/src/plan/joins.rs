@@ -223,6 +223,7 @@ impl Planner<'_> {
                 },
                 scope: Scope { cols },
                 window: None,
+                partition: Vec::new(),
             });
         }
         let node = match time {
@@ -247,6 +248,7 @@ impl Planner<'_> {
             },
             scope: Scope { cols },
             window: None,
+            partition: Vec::new(),
         })
     }
 }
@@ -368,6 +370,7 @@ impl Planner<'_> {
             },
             scope: Scope { cols },
             window: None,
+            partition: Vec::new(),
         })
     }
 }

@@ -72,6 +72,7 @@ impl Planner<'_> {
                 plan,
                 scope,
                 window: None,
+                partition: Vec::new(),
             },
             rest,
         )))

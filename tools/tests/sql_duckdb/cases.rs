@@ -274,6 +274,24 @@ pub const CASES: &[Case] = &[
                  FROM sessions GROUP BY user_id, session",
     },
     Case {
+        name: "session_window_partitioned",
+        // The same sessions with Flink's partition keys spelt out.
+        weir: "SELECT user_id, window_start, window_end, COUNT(*) AS n, SUM(amount) AS total
+               FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts),
+                                  INTERVAL '40' SECOND))
+               GROUP BY user_id, window_start, window_end;",
+        duckdb: "WITH starts AS (
+                   SELECT *, CASE WHEN ts - lag(ts) OVER w <= INTERVAL 40 SECOND THEN 0 ELSE 1 END
+                             AS new_session
+                   FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts)),
+                 sessions AS (
+                   SELECT *, SUM(new_session) OVER (PARTITION BY user_id ORDER BY ts
+                                                    ROWS UNBOUNDED PRECEDING) AS session
+                   FROM starts)
+                 SELECT user_id, MIN(ts), MAX(ts) + INTERVAL 40 SECOND, COUNT(*), SUM(amount)
+                 FROM sessions GROUP BY user_id, session",
+    },
+    Case {
         name: "union_all",
         weir: "SELECT order_id AS id, user_id AS who, amount FROM orders WHERE qty > 15
                UNION ALL

@@ -24,7 +24,7 @@ use weir_runtime::{Paced, SequenceSource, Sink, SubtaskInfo};
 
 use crate::error::{Result, SqlError};
 use crate::format::{CsvOptions, Format};
-use crate::types::{DataType, Schema};
+use crate::types::{DataType, Field, Schema};
 use crate::value::{Row, Value, Values};
 
 /// A table's connector with its checked options.
@@ -283,12 +283,18 @@ impl Connector {
                             if end < start {
                                 return Err(o.err(format!("column `{}`: sequence end {end} before start {start}", f.name)));
                             }
+                            check_range(f, start, end, "sequence").map_err(|m| o.err(m))?;
                             FieldGen::Sequence { start, end }
                         }
                         "random" => {
+                            // By default the type's whole range.
                             let (dmin, dmax) = match f.ty {
                                 DataType::Int => (i64::from(i32::MIN), i64::from(i32::MAX)),
-                                DataType::Timestamp | DataType::TimestampLtz => (0, 0),
+                                DataType::Timestamp | DataType::TimestampLtz | DataType::Date => (0, 0),
+                                DataType::Decimal { precision, scale } => {
+                                    let limit = decimal_integer_limit(precision, scale);
+                                    (-limit, limit)
+                                }
                                 _ => (i64::MIN, i64::MAX),
                             };
                             let min = o.parse::<i64>(&p("min"))?.unwrap_or(dmin);
@@ -305,8 +311,14 @@ impl Connector {
                             if max < min {
                                 return Err(o.err(format!("column `{}`: max {max} below min {min}", f.name)));
                             }
+                            check_range(f, min, max, "random").map_err(|m| o.err(m))?;
                             let length = o.parse::<usize>(&p("length"))?.unwrap_or(100);
-                            let (min, max) = if f.ty.is_timestamp() { (-max_past, 0) } else { (min, max) };
+                            // Times (and dates) up to `max-past` before the start.
+                            let (min, max) = if f.ty.is_timestamp() || f.ty == DataType::Date {
+                                (-max_past, 0)
+                            } else {
+                                (min, max)
+                            };
                             FieldGen::Random { min, max, length, null_rate }
                         }
                         other => {
@@ -442,8 +454,13 @@ impl Datagen {
                                 + (h >> 11) as f64 / (1u64 << 53) as f64
                                     * (*max as f64 - *min as f64),
                         ),
+                        // Uniform over the unscaled values of `min..=max`,
+                        // fractions included.
                         DataType::Decimal { scale, .. } => {
-                            Value::decimal(i128::from(n) * 10i128.pow(u32::from(*scale)))
+                            let unit = 10i128.pow(u32::from(*scale));
+                            let (lo, hi) = (i128::from(*min) * unit, i128::from(*max) * unit);
+                            let span = (hi - lo + 1) as u128;
+                            Value::decimal(lo + (u128::from(h) % span) as i128)
                         }
                         DataType::String => {
                             const ALPHA: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
@@ -469,6 +486,35 @@ impl Datagen {
         }
         Row::new(values)
     }
+}
+
+/// The largest integer part a `DECIMAL(precision, scale)` holds
+/// (`10^(precision - scale) - 1`), or `i64::MAX` if that is larger.
+fn decimal_integer_limit(precision: u8, scale: u8) -> i64 {
+    10i64
+        .checked_pow(u32::from(precision.saturating_sub(scale)))
+        .map_or(i64::MAX, |p| p - 1)
+}
+
+/// Refuses a datagen range (`kind` `sequence` or `random`) whose numbers
+/// the column's type cannot hold, rather than wrapping them (an INT) or
+/// making values over its precision (a DECIMAL).
+fn check_range(f: &Field, lo: i64, hi: i64, kind: &str) -> std::result::Result<(), String> {
+    let (min, max) = match f.ty {
+        DataType::Int => (i64::from(i32::MIN), i64::from(i32::MAX)),
+        DataType::Decimal { precision, scale } => {
+            let limit = decimal_integer_limit(precision, scale);
+            (-limit, limit)
+        }
+        _ => return Ok(()),
+    };
+    if lo < min || hi > max {
+        return Err(format!(
+            "column `{}`: the {kind} {lo}..{hi} does not fit {} ({min}..{max})",
+            f.name, f.ty
+        ));
+    }
+    Ok(())
 }
 
 /// SplitMix64: a fast, well-mixed hash of a counter.

@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use weir_runtime::testing::{run_ok, test_options};
 
+use crate::value::Value;
+
 use super::*;
 
 /// 1000 rows: `id` 0..999, `k = id % 5`, `v = id * 7 % 11` (ties), one
@@ -207,4 +209,64 @@ fn a_repeated_sub_plan_runs_once_with_the_same_result() {
         text.contains("Reuse: the rows of Stage 2 (the same sub-plan, run once and fanned out)"),
         "{text}"
     );
+}
+
+/// Random datagen values fit their column's type: a DECIMAL(6, 2)'s stay
+/// within ±9999.99 and carry fractions, an INT's within `min..max`, a
+/// DATE's in the `max-past` before now; a range the type cannot hold is
+/// refused naming the column.
+#[test]
+fn datagen_values_fit_their_types() {
+    let script = Script::parse(
+        "CREATE TABLE r (d DECIMAL(6, 2), i INT, day DATE)
+         WITH ('connector' = 'datagen', 'rows-per-second' = '0', 'number-of-rows' = '2000',
+               'fields.i.min' = '-5', 'fields.i.max' = '5', 'fields.day.max-past' = '10 d');
+         SELECT d, i, day FROM r;",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let SqlJob { job, selects, .. } = script.job("test").unwrap();
+    run_ok(job, &test_options(2));
+    let rows = selects[0].1.lock().unwrap();
+    assert_eq!(rows.len(), 2000);
+    let today = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        / crate::time::DAY_MS;
+    let mut fractions = 0;
+    for r in rows.iter() {
+        let Value::Decimal(d) = &r.values[0] else {
+            panic!("{r:?}")
+        };
+        assert!(d.get().abs() <= 999_999, "{r:?}");
+        fractions += usize::from(d.get() % 100 != 0);
+        let Value::Int(i) = r.values[1] else {
+            panic!("{r:?}")
+        };
+        assert!((-5..=5).contains(&i), "{r:?}");
+        let Value::Date(day) = r.values[2] else {
+            panic!("{r:?}")
+        };
+        assert!((today - 11..=today).contains(&i64::from(day)), "{r:?}");
+    }
+    assert!(fractions > 1000, "{fractions} of 2000 with a fraction");
+
+    for (options, want) in [
+        (
+            "'fields.a.kind' = 'sequence', 'fields.a.start' = '1', 'fields.a.end' = '3000000000'",
+            "column `a`: the sequence 1..3000000000 does not fit INT",
+        ),
+        (
+            "'fields.b.max' = '1000'",
+            "column `b`: the random -999..1000 does not fit DECIMAL(4, 1)",
+        ),
+    ] {
+        let err = Script::parse(&format!(
+            "CREATE TABLE x (a INT, b DECIMAL(4, 1)) WITH ('connector' = 'datagen', {options});"
+        ))
+        .and_then(|s| s.job("test").map(|_| ()))
+        .expect_err(options)
+        .to_string();
+        assert!(err.contains(want), "{options}: {err}");
+    }
 }

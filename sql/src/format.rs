@@ -220,7 +220,7 @@ fn field_count(found: usize, schema: &Schema) -> String {
 fn bad_field(text: &str, start: usize, f: &crate::types::Field) -> LineError {
     (
         Some(start + 1),
-        format!("column `{}`: `{text}` is not a {}", f.name, f.ty),
+        format!("column `{}`: `{text}` is not a valid {}", f.name, f.ty),
     )
 }
 
@@ -334,7 +334,8 @@ fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, LineError> {
                 .find(|(k, _)| k.eq_ignore_ascii_case(&f.name))
                 .map(|(_, v)| v)
         });
-        let bad = |j: &serde_json::Value| format!("field `{}`: {j} is not a {}", f.name, f.ty);
+        let bad =
+            |j: &serde_json::Value| format!("field `{}`: {j} is not a valid {}", f.name, f.ty);
         let value = match j {
             None | Some(serde_json::Value::Null) => Value::Null,
             Some(j) => match (f.ty, j) {

@@ -924,7 +924,7 @@ fn a_malformed_line_names_file_line_and_column_or_is_skipped_and_counted() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     let want = format!(
-        "input file {}, line 3 (byte offset 44), column 3: column `ts`: `yesterday` is not a TIMESTAMP(3) (set 'csv.ignore-parse-errors' = 'true' to skip such lines)",
+        "input file {}, line 3 (byte offset 44), column 3: column `ts`: `yesterday` is not a valid TIMESTAMP(3) (set 'csv.ignore-parse-errors' = 'true' to skip such lines)",
         input.join("a.csv").display()
     );
     assert!(err.contains(&want), "expected `{want}` in: {err}");
@@ -940,7 +940,7 @@ fn a_malformed_line_names_file_line_and_column_or_is_skipped_and_counted() {
     assert!(out.status.success(), "{err}");
     assert!(stdout.contains("3 rows in set"), "{stdout}");
     assert!(
-        err.contains("skipped 1 lines of") && err.contains("line 3 (byte offset 44)"),
+        err.contains("skipped 1 line of") && err.contains("line 3 (byte offset 44)"),
         "{err}"
     );
 }

@@ -210,6 +210,11 @@ pub enum Func {
     /// LTRIM / RTRIM / TRIM with characters: (leading, trailing); the
     /// characters are the second argument, or a space.
     TrimChars(bool, bool),
+    /// MD5, SHA1, SHA224, SHA256, SHA384, SHA512 and SHA2(s, bits): the
+    /// digest of the string's UTF-8 bytes in lower-case hex.
+    Digest(functions::Digest),
+    /// TO_BASE64 (`true`) / FROM_BASE64 (`false`).
+    Base64(bool),
     /// INITCAP
     InitCap,
     /// REVERSE
@@ -902,6 +907,15 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 _ => Value::Null,
             }
         }
+        Func::Digest(kind) => match arg(0) {
+            Value::Str(s) => string(functions::hex_digest(*kind, &s)),
+            _ => Value::Null,
+        },
+        Func::Base64(encode) => match arg(0) {
+            Value::Str(s) if *encode => string(functions::to_base64(&s)),
+            Value::Str(s) => functions::from_base64(&s).map_or(Value::Null, string),
+            _ => Value::Null,
+        },
         Func::InitCap => match arg(0) {
             Value::Str(s) => string(functions::initcap(&s)),
             _ => Value::Null,
@@ -2657,6 +2671,32 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             };
             Scalar::Call(f, args, DataType::String)
         }
+        "MD5" | "SHA1" | "SHA224" | "SHA256" | "SHA384" | "SHA512" | "TO_BASE64"
+        | "FROM_BASE64" => {
+            arity(1..=1)?;
+            check_args(&name, &args, &[s])?;
+            let f = match name.as_str() {
+                "TO_BASE64" => Func::Base64(true),
+                "FROM_BASE64" => Func::Base64(false),
+                digest => Func::Digest(functions::Digest::named(digest).expect("listed above")),
+            };
+            Scalar::Call(f, args, DataType::String)
+        }
+        "SHA2" => {
+            arity(2..=2)?;
+            check_args(&name, &args, &[s])?;
+            let kind = match args.get(1) {
+                Some(Scalar::Literal(Value::Int(bits), _)) => {
+                    functions::Digest::named(&format!("SHA{bits}"))
+                        .filter(|_| matches!(bits, 224 | 256 | 384 | 512))
+                }
+                _ => None,
+            }
+            .ok_or_else(|| {
+                SqlError::Type("SHA2: the hash length must be 224, 256, 384 or 512".into())
+            })?;
+            Scalar::Call(Func::Digest(kind), vec![args[0].clone()], DataType::String)
+        }
         "INITCAP" | "REVERSE" => {
             arity(1..=1)?;
             check_args(&name, &args, &[s])?;
@@ -3078,6 +3118,33 @@ mod tests {
             text("Hello World 9lives-X")
         );
         assert_eq!(str_of("REVERSE('café')"), text("éfac"));
+        // Digests of the UTF-8 bytes, lower-case hex (the RFCs' vectors).
+        assert_eq!(str_of("MD5('')"), text("d41d8cd98f00b204e9800998ecf8427e"));
+        assert_eq!(
+            str_of("MD5('abc')"),
+            text("900150983cd24fb0d6963f7d28e17f72")
+        );
+        assert_eq!(
+            str_of("SHA1('abc')"),
+            text("a9993e364706816aba3e25717850c26c9cd0d89d")
+        );
+        assert_eq!(
+            str_of("SHA256('abc')"),
+            text("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        );
+        assert_eq!(
+            str_of("SHA2('abc', 224)"),
+            text("23097d223405d8228642a477bda255b32aadbce4bda0b3f7e36c9da7")
+        );
+        assert_eq!(str_of("SHA2('abc', 512)"), str_of("SHA512('abc')"));
+        assert_eq!(str_of("MD5(CAST(NULL AS STRING))"), Value::Null);
+        assert!(err_of("SHA2('abc', 100)").contains("224, 256, 384 or 512"));
+        assert_eq!(str_of("TO_BASE64('hello wörld')"), text("aGVsbG8gd8O2cmxk"));
+        assert_eq!(
+            str_of("FROM_BASE64('aGVsbG8gd8O2cmxk')"),
+            text("hello wörld")
+        );
+        assert_eq!(str_of("FROM_BASE64('not base64!')"), Value::Null);
         assert_eq!(str_of("REPEAT('ab', 3)"), text("ababab"));
         assert_eq!(str_of("REPEAT('ab', -1)"), text(""));
         assert_eq!(str_of("LEFT(s, 2)"), text("He"));

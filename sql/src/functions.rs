@@ -1,7 +1,8 @@
 //! The scalar functions' value-level work that is more than one line:
 //! LIKE matching, DATE_FORMAT's Java-style patterns, EXTRACT, ROUND and
 //! TRUNCATE, padding, SPLIT_INDEX, Java regular expressions on Rust's
-//! `regex`, parsing with a pattern, calendar months.
+//! `regex`, parsing with a pattern, calendar months, digests (RustCrypto's
+//! `md-5`, `sha1`, `sha2`) and base64.
 
 use crate::time::{civil_from_days, days_from_civil, days_in_month, timestamp_parts, DAY_MS};
 
@@ -687,4 +688,72 @@ mod tests {
         assert!(check_pattern("yyyy-MM-dd").is_ok());
         assert!(check_pattern("EEE").is_err());
     }
+}
+
+/// A digest function: MD5, SHA1 or one of SHA-2's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Digest {
+    /// MD5
+    Md5,
+    /// SHA1
+    Sha1,
+    /// SHA224
+    Sha224,
+    /// SHA256
+    Sha256,
+    /// SHA384
+    Sha384,
+    /// SHA512
+    Sha512,
+}
+
+impl Digest {
+    /// The function `name` (upper case) computes, if it is one.
+    pub fn named(name: &str) -> Option<Self> {
+        Some(match name {
+            "MD5" => Self::Md5,
+            "SHA1" => Self::Sha1,
+            "SHA224" => Self::Sha224,
+            "SHA256" => Self::Sha256,
+            "SHA384" => Self::Sha384,
+            "SHA512" => Self::Sha512,
+            _ => return None,
+        })
+    }
+}
+
+/// The digest of `s`'s UTF-8 bytes in lower-case hex, as Flink's MD5,
+/// SHA1, SHA2 and SHA-n functions give it.
+pub fn hex_digest(kind: Digest, s: &str) -> String {
+    use sha2::Digest as _;
+    let bytes = s.as_bytes();
+    let out: Vec<u8> = match kind {
+        Digest::Md5 => md5::Md5::digest(bytes).to_vec(),
+        Digest::Sha1 => sha1::Sha1::digest(bytes).to_vec(),
+        Digest::Sha224 => sha2::Sha224::digest(bytes).to_vec(),
+        Digest::Sha256 => sha2::Sha256::digest(bytes).to_vec(),
+        Digest::Sha384 => sha2::Sha384::digest(bytes).to_vec(),
+        Digest::Sha512 => sha2::Sha512::digest(bytes).to_vec(),
+    };
+    let mut hex = String::with_capacity(out.len() * 2);
+    for b in out {
+        use std::fmt::Write;
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
+}
+
+/// TO_BASE64: the standard alphabet with padding, of the UTF-8 bytes.
+pub fn to_base64(s: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
+}
+
+/// FROM_BASE64: the decoded bytes as text (an invalid UTF-8 sequence
+/// becomes U+FFFD, as Java's decoding of the bytes does); `None` (NULL)
+/// for text that is not base64.
+pub fn from_base64(s: &str) -> Option<String> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(s).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }

@@ -42,9 +42,13 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Adds `CREATE TABLE`'s table (an error names what is wrong).
+    /// Adds `CREATE TABLE`'s table (an error names what is wrong); with
+    /// `IF NOT EXISTS`, a table of that name already there stays.
     pub fn create_table(&mut self, def: &TableDef) -> Result<()> {
         let key = def.name.to_ascii_lowercase();
+        if def.if_not_exists && self.tables.contains_key(&key) {
+            return Ok(());
+        }
         if self.tables.contains_key(&key) || self.views.contains_key(&key) {
             return Err(SqlError::Plan(format!(
                 "table `{}` already exists",
@@ -56,9 +60,18 @@ impl Catalog {
         Ok(())
     }
 
-    /// Adds a view.
-    pub fn create_view(&mut self, name: &str, query: Box<Query>) -> Result<()> {
+    /// Adds a view; with `if_not_exists`, a view of that name already
+    /// there stays.
+    pub fn create_view(
+        &mut self,
+        name: &str,
+        query: Box<Query>,
+        if_not_exists: bool,
+    ) -> Result<()> {
         let key = name.to_ascii_lowercase();
+        if if_not_exists && self.views.contains_key(&key) {
+            return Ok(());
+        }
         if self.tables.contains_key(&key) || self.views.contains_key(&key) {
             return Err(SqlError::Plan(format!(
                 "table or view `{name}` already exists"

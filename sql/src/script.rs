@@ -26,12 +26,14 @@ pub enum Statement {
     },
     /// `CREATE TABLE`.
     CreateTable(Box<TableDef>),
-    /// `CREATE [TEMPORARY] VIEW name AS query`.
+    /// `CREATE [TEMPORARY] VIEW [IF NOT EXISTS] name AS query`.
     CreateView {
         /// The view's name.
         name: String,
         /// Its query.
         query: Box<Query>,
+        /// `IF NOT EXISTS`: a view of that name already there is kept.
+        if_not_exists: bool,
     },
     /// `INSERT INTO table [(columns)] query`.
     Insert {
@@ -99,12 +101,20 @@ pub struct TableDef {
     pub primary_key: Option<Vec<String>>,
     /// The `WITH` options, keys as written.
     pub options: BTreeMap<String, String>,
+    /// `IF NOT EXISTS`: a table of that name already there is kept, and
+    /// this statement does nothing.
+    pub if_not_exists: bool,
     /// Where the statement starts.
     pub at: Location,
 }
 
 /// Parses a script: statements separated by `;`. An error names the line
 /// and column.
+///
+/// The Flink SQL client's statement sets, `EXECUTE STATEMENT SET BEGIN
+/// INSERT ..; INSERT ..; END;` and `BEGIN STATEMENT SET; INSERT ..; END;`,
+/// hold INSERTs only; every INSERT of a script runs in one job anyway, so
+/// the set's bounds are checked and dropped.
 pub fn parse_script(text: &str) -> Result<Vec<Statement>, SqlError> {
     let dialect = FlinkDialect::default();
     let tokens = Tokenizer::new(&dialect, text)
@@ -112,19 +122,97 @@ pub fn parse_script(text: &str) -> Result<Vec<Statement>, SqlError> {
         .map_err(|e| SqlError::Syntax(e.to_string()))?;
     let mut out = Vec::new();
     let mut current = Vec::new();
+    // Where the open statement set began.
+    let mut set: Option<Location> = None;
+    let mut take = |tokens: Vec<TokenWithSpan>, set: &mut Option<Location>| {
+        let (tokens, in_set) = match statement_set_bound(&tokens) {
+            Some((SetBound::Begin, at, rest)) => {
+                if set.is_some() {
+                    return Err(set_error("a statement set inside another", at));
+                }
+                *set = Some(at);
+                (tokens[rest..].to_vec(), true)
+            }
+            Some((SetBound::End, at, _)) => {
+                if set.take().is_none() {
+                    return Err(set_error("END without BEGIN STATEMENT SET", at));
+                }
+                return Ok(());
+            }
+            None => (tokens, set.is_some()),
+        };
+        let at = tokens
+            .iter()
+            .find(|t| !matches!(t.token, Token::Whitespace(_)))
+            .map(|t| t.span.start);
+        if let Some(s) = parse_statement(tokens)? {
+            if in_set && !matches!(s, Statement::Insert { .. }) {
+                let at = at.unwrap_or(Location::new(1, 1));
+                return Err(set_error(
+                    "a statement set holds INSERT statements only; this one is not",
+                    at,
+                ));
+            }
+            out.push(s);
+        }
+        Ok(())
+    };
     for t in tokens {
         if t.token == Token::SemiColon {
-            if let Some(s) = parse_statement(std::mem::take(&mut current))? {
-                out.push(s);
-            }
+            take(std::mem::take(&mut current), &mut set)?;
         } else {
             current.push(t);
         }
     }
-    if let Some(s) = parse_statement(current)? {
-        out.push(s);
+    take(current, &mut set)?;
+    if let Some(at) = set {
+        return Err(set_error("the statement set is not closed with END", at));
     }
     Ok(out)
+}
+
+/// A bound of a statement set.
+enum SetBound {
+    /// `EXECUTE STATEMENT SET BEGIN` (before the set's first INSERT) or
+    /// `BEGIN STATEMENT SET` (a statement of its own).
+    Begin,
+    /// `END`.
+    End,
+}
+
+/// The statement-set bound `tokens` begin with, where, and the index of
+/// the first token after it.
+fn statement_set_bound(tokens: &[TokenWithSpan]) -> Option<(SetBound, Location, usize)> {
+    let words: Vec<(usize, &TokenWithSpan)> = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .take(5)
+        .collect();
+    let word = |i: usize| match words.get(i).map(|(_, t)| &t.token) {
+        Some(Token::Word(w)) => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    let at = words.first()?.1.span.start;
+    let after = |n: usize| words.get(n - 1).map_or(tokens.len(), |(i, _)| i + 1);
+    let is = |i: usize, w: &str| word(i).as_deref() == Some(w);
+    if is(0, "EXECUTE") && is(1, "STATEMENT") && is(2, "SET") && is(3, "BEGIN") {
+        return Some((SetBound::Begin, at, after(4)));
+    }
+    if is(0, "BEGIN") && is(1, "STATEMENT") && is(2, "SET") && words.len() == 3 {
+        return Some((SetBound::Begin, at, after(3)));
+    }
+    if is(0, "END") && words.len() == 1 {
+        return Some((SetBound::End, at, after(1)));
+    }
+    None
+}
+
+fn set_error(what: &str, at: Location) -> SqlError {
+    SqlError::Syntax(format!(
+        "{what} at Line: {}, Column: {}",
+        at.line, at.column
+    ))
 }
 
 fn is_blank(tokens: &[TokenWithSpan]) -> bool {
@@ -208,8 +296,11 @@ fn statement(p: &mut Parser<'_>) -> Result<Statement, ParserError> {
             p.next_token();
             let _ = p.parse_keyword(Keyword::TEMPORARY);
             p.expect_keyword(Keyword::TABLE)?;
-            let _ = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
-            return create_table(p, start).map(|t| Statement::CreateTable(Box::new(t)));
+            let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+            return create_table(p, start).map(|mut t| {
+                t.if_not_exists = if_not_exists;
+                Statement::CreateTable(Box::new(t))
+            });
         }
     }
     let ast = p.parse_statement()?;
@@ -231,6 +322,7 @@ fn from_ast(ast: Ast, at: Location) -> Result<Statement, ParserError> {
                 Ok(Statement::CreateView {
                     name: object_name(&v.name),
                     query: v.query,
+                    if_not_exists: v.if_not_exists,
                 })
             } else {
                 unsupported("a column list in CREATE VIEW", at)
@@ -288,6 +380,7 @@ fn create_table(p: &mut Parser<'_>, at: Location) -> Result<TableDef, ParserErro
         watermark: None,
         primary_key: None,
         options: BTreeMap::new(),
+        if_not_exists: false,
         at,
     };
     loop {
@@ -394,6 +487,54 @@ mod tests {
         assert_eq!(t.primary_key.as_deref(), Some(&["user_id".to_string()][..]));
         assert_eq!(t.options["format"], "csv");
         assert!(matches!(s[4], Statement::Explain(_)));
+    }
+
+    /// The SQL client's statement sets, both spellings, hold INSERTs whose
+    /// bounds are dropped; a set left open, an END without a set, a
+    /// nested set or another statement in a set is an error naming where.
+    #[test]
+    fn statement_sets_hold_inserts() {
+        let inserts = |text: &str| -> Vec<String> {
+            parse_script(text)
+                .unwrap_or_else(|e| panic!("{text}: {e}"))
+                .iter()
+                .map(|s| match s {
+                    Statement::Insert { table, .. } => table.clone(),
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(
+            inserts(
+                "EXECUTE STATEMENT SET\nBEGIN\n  INSERT INTO a SELECT 1;\n  INSERT INTO b SELECT 2;\nEND;"
+            ),
+            ["a", "b"]
+        );
+        assert_eq!(
+            inserts("BEGIN STATEMENT SET;\nINSERT INTO a SELECT 1;\nINSERT INTO b SELECT 2;\nEND;"),
+            ["a", "b"]
+        );
+        for (text, want) in [
+            (
+                "BEGIN STATEMENT SET;\nINSERT INTO a SELECT 1;",
+                "not closed with END at Line: 1, Column: 1",
+            ),
+            (
+                "INSERT INTO a SELECT 1;\nEND;",
+                "END without BEGIN STATEMENT SET at Line: 2, Column: 1",
+            ),
+            (
+                "BEGIN STATEMENT SET;\nBEGIN STATEMENT SET;\nEND;",
+                "a statement set inside another at Line: 2, Column: 1",
+            ),
+            (
+                "BEGIN STATEMENT SET;\n  SELECT 1;\nEND;",
+                "INSERT statements only; this one is not at Line: 2, Column: 3",
+            ),
+        ] {
+            let e = parse_script(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -151,12 +151,16 @@ impl Script {
                     .push(format_table(&out, &rows, &Presentation::default()));
             }
             Statement::CreateTable(def) => self.catalog.create_table(&def)?,
-            Statement::CreateView { name, query } => {
+            Statement::CreateView {
+                name,
+                query,
+                if_not_exists,
+            } => {
                 // Planned now so that its errors name it.
                 Planner::new(&self.catalog)
                     .view(&query)
                     .map_err(|e| SqlError::Plan(format!("view `{name}`: {e}")))?;
-                self.catalog.create_view(&name, query)?;
+                self.catalog.create_view(&name, query, if_not_exists)?;
             }
             Statement::Insert {
                 table,

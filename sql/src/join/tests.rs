@@ -31,7 +31,11 @@ fn plan(sql: &str) -> Result<Plan, SqlError> {
     for s in parse_script(&format!("{TABLES};\n{sql}"))? {
         match s {
             Statement::CreateTable(t) => catalog.create_table(&t)?,
-            Statement::CreateView { name, query } => catalog.create_view(&name, query)?,
+            Statement::CreateView {
+                name,
+                query,
+                if_not_exists,
+            } => catalog.create_view(&name, query, if_not_exists)?,
             Statement::Query(q) => query = Some(q),
             _ => {}
         }

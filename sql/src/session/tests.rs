@@ -270,3 +270,39 @@ fn datagen_values_fit_their_types() {
         assert!(err.contains(want), "{options}: {err}");
     }
 }
+
+/// `CREATE TABLE IF NOT EXISTS` and `CREATE VIEW IF NOT EXISTS` keep the
+/// table or view already there (Flink's catalog does the same); without
+/// it a second one of the same name is an error.
+#[test]
+fn if_not_exists_keeps_what_is_there() {
+    let base = "CREATE TABLE t (a BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '3',
+                  'fields.a.kind' = 'sequence', 'fields.a.start' = '1', 'fields.a.end' = '3');
+                CREATE VIEW v AS SELECT a FROM t;";
+    let script = Script::parse(&format!(
+        "{base}
+         CREATE TABLE IF NOT EXISTS t (b STRING) WITH ('connector' = 'blackhole');
+         CREATE VIEW IF NOT EXISTS v AS SELECT a * 10 AS a FROM t;
+         SELECT a FROM v;"
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let SqlJob { job, selects, .. } = script.job("test").unwrap();
+    run_ok(job, &test_options(1));
+    let (schema, rows) = &selects[0];
+    let got: Vec<String> = rows
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.display(&schema.types()))
+        .collect();
+    assert_eq!(sorted(got), ["+I[1]", "+I[2]", "+I[3]"]);
+    for again in [
+        "CREATE TABLE t (b STRING) WITH ('connector' = 'blackhole');",
+        "CREATE VIEW v AS SELECT a FROM t;",
+    ] {
+        let e = Script::parse(&format!("{base}\n{again}"))
+            .map(|_| ())
+            .unwrap_err();
+        assert!(e.to_string().contains("already exists"), "{again}: {e}");
+    }
+}

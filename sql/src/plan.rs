@@ -1349,20 +1349,30 @@ fn ident_name(e: &Expr) -> Option<String> {
 /// Collects the aggregate calls in `e` (not inside another aggregate).
 fn find_aggregates(e: &Expr, out: &mut Vec<Expr>) {
     use sqlparser::ast::Visit;
-    struct V<'a>(&'a mut Vec<Expr>);
+    /// The aggregates found, and how many subqueries deep the visit is
+    /// (a subquery's aggregates are its own).
+    struct V<'a>(&'a mut Vec<Expr>, usize);
     impl ast::Visitor for V<'_> {
         type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> std::ops::ControlFlow<()> {
+            self.1 += 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &Query) -> std::ops::ControlFlow<()> {
+            self.1 -= 1;
+            std::ops::ControlFlow::Continue(())
+        }
         fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
             if let Expr::Function(f) = e {
                 let n = object_name(&f.name).to_ascii_uppercase();
-                if f.over.is_none() && AggFunc::named(&n).is_some() {
+                if self.1 == 0 && f.over.is_none() && AggFunc::named(&n).is_some() {
                     self.0.push(e.clone());
                 }
             }
             std::ops::ControlFlow::Continue(())
         }
     }
-    let _ = e.visit(&mut V(out));
+    let _ = e.visit(&mut V(out, 0));
 }
 
 /// A calc node, or the input itself when it would do nothing.

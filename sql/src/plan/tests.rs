@@ -314,3 +314,16 @@ fn a_qualified_wildcard_selects_its_table_s_columns() {
     assert_eq!(names, ["a", "b", "c", "ts", "b1"]);
     assert!(error("SELECT y.* FROM t AS x").contains("unknown table `y`"));
 }
+
+/// A subquery's aggregate is the subquery's own: a scalar subquery in
+/// SELECT is refused as what it is, not taken for an aggregate of the
+/// query around it; an aggregate over a subquery in WHERE still plans.
+#[test]
+fn a_scalar_subquerys_aggregate_is_not_the_outer_querys() {
+    let e = error("SELECT a, (SELECT MAX(c) FROM t) AS m FROM t");
+    assert!(
+        e.contains("not supported: the expression `(SELECT MAX(c) FROM t)`"),
+        "{e}"
+    );
+    planned("SELECT a, COUNT(*) FROM t WHERE a IN (SELECT MAX(a) FROM t GROUP BY c) GROUP BY a");
+}

@@ -236,6 +236,9 @@ pub enum Func {
     RegexpMatch(Option<regex::Regex>),
     /// REGEXP_EXTRACT(s, pattern [, group])
     RegexpExtract(Option<regex::Regex>),
+    /// JSON_VALUE (`true`) / JSON_EXISTS (`false`) (json, path): the path
+    /// parsed when planned if it is a literal.
+    Json(bool, Option<Vec<functions::JsonStep>>),
     /// REGEXP_REPLACE(s, pattern, replacement): the replacement literal
     RegexpReplace(Option<regex::Regex>),
     /// OVERLAY(s PLACING r FROM a [FOR n])
@@ -1017,6 +1020,29 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             (Value::Str(s), Value::Str(p)) => {
                 // Flink's: an empty or malformed pattern matches nothing.
                 Value::Bool(!p.is_empty() && regex(re).is_some_and(|r| r.is_match(&s)))
+            }
+            _ => Value::Null,
+        },
+        Func::Json(value, steps) => match (arg(0), arg(1)) {
+            (Value::Str(json), Value::Str(path)) => {
+                let parsed;
+                let steps = match steps {
+                    Some(s) => s,
+                    None => match functions::json_path(&path) {
+                        Ok(s) => {
+                            parsed = s;
+                            &parsed
+                        }
+                        // NULL (JSON_VALUE) or FALSE (JSON_EXISTS) ON ERROR.
+                        Err(_) if *value => return Value::Null,
+                        Err(_) => return Value::Bool(false),
+                    },
+                };
+                if *value {
+                    functions::json_value(&json, steps).map_or(Value::Null, string)
+                } else {
+                    Value::Bool(functions::json_exists(&json, steps))
+                }
             }
             _ => Value::Null,
         },
@@ -2754,6 +2780,22 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             arity(2..=2)?;
             regexp_call(&name, args, Func::RegexpMatch, DataType::Boolean)?
         }
+        "JSON_VALUE" | "JSON_EXISTS" => {
+            arity(2..=2)?;
+            check_args(&name, &args, &[s, s])?;
+            let steps = match &args[1] {
+                Scalar::Literal(Value::Str(p), _) => Some(functions::json_path(p).map_err(|e| {
+                    SqlError::Type(format!("{name}: the path `{p}`: {e}"))
+                })?),
+                _ => None,
+            };
+            let (value, ty) = if name == "JSON_VALUE" {
+                (true, DataType::String)
+            } else {
+                (false, DataType::Boolean)
+            };
+            Scalar::Call(Func::Json(value, steps), args, ty)
+        }
         "REGEXP_EXTRACT" => {
             arity(2..=3)?;
             want(&name, &args, 2, Want::Integer)?;
@@ -3145,6 +3187,25 @@ mod tests {
             text("hello wörld")
         );
         assert_eq!(str_of("FROM_BASE64('not base64!')"), Value::Null);
+        // SQL/JSON paths: members, elements, quoted names, modes; NULL (or
+        // FALSE) where the path leads nowhere or the text is not JSON.
+        let doc = r#"'{"a": {"b": [10, "x", null]}, "t": true, "a b": 1.5}'"#;
+        let jv = |path: &str| str_of(&format!("JSON_VALUE({doc}, '{path}')"));
+        assert_eq!(jv("$.a.b[1]"), text("x"));
+        assert_eq!(jv("$.a.b[0]"), text("10"));
+        assert_eq!(jv("lax $.t"), text("true"));
+        assert_eq!(jv("strict $.\"a b\""), text("1.5"));
+        assert_eq!(jv("$[''a b'']"), text("1.5"));
+        for nothing in ["$.a", "$.a.b", "$.a.b[2]", "$.a.b[3]", "$.missing", "$.t.x"] {
+            assert_eq!(jv(nothing), Value::Null, "{nothing}");
+        }
+        assert_eq!(str_of("JSON_VALUE('not json', '$.a')"), Value::Null);
+        let je = |path: &str| str_of(&format!("JSON_EXISTS({doc}, '{path}')"));
+        assert_eq!(je("$.a.b[2]"), Value::Bool(true));
+        assert_eq!(je("$.a.c"), Value::Bool(false));
+        assert_eq!(str_of("JSON_EXISTS('{', '$')"), Value::Bool(false));
+        assert!(err_of("JSON_VALUE('{}', 'a.b')").contains("starts with `$`"));
+        assert!(err_of("JSON_VALUE('{}', '$[x]')").contains("neither an array index"));
         assert_eq!(str_of("REPEAT('ab', 3)"), text("ababab"));
         assert_eq!(str_of("REPEAT('ab', -1)"), text(""));
         assert_eq!(str_of("LEFT(s, 2)"), text("He"));

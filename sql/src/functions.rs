@@ -2,7 +2,7 @@
 //! LIKE matching, DATE_FORMAT's Java-style patterns, EXTRACT, ROUND and
 //! TRUNCATE, padding, SPLIT_INDEX, Java regular expressions on Rust's
 //! `regex`, parsing with a pattern, calendar months, digests (RustCrypto's
-//! `md-5`, `sha1`, `sha2`) and base64.
+//! `md-5`, `sha1`, `sha2`), base64, and SQL/JSON paths over `serde_json`.
 
 use crate::time::{civil_from_days, days_from_civil, days_in_month, timestamp_parts, DAY_MS};
 
@@ -756,4 +756,100 @@ pub fn from_base64(s: &str) -> Option<String> {
     use base64::Engine as _;
     let bytes = base64::engine::general_purpose::STANDARD.decode(s).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// One step of a SQL/JSON path: an object member or an array element.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JsonStep {
+    /// `.key`, `."key"` or `['key']`.
+    Key(String),
+    /// `[n]` (0-based).
+    Index(usize),
+}
+
+/// Parses a SQL/JSON path as Flink's JSON functions take it: an optional
+/// `lax` or `strict` mode (both read alike here: a path that leads
+/// nowhere gives nothing, not an error), `$`, then members (`.key`,
+/// `."key"`, `['key']`) and array elements (`[0]`).
+pub fn json_path(path: &str) -> Result<Vec<JsonStep>, String> {
+    let p = path.trim();
+    let p = ["lax ", "strict "]
+        .iter()
+        .find_map(|m| {
+            p.get(..m.len())
+                .filter(|h| h.eq_ignore_ascii_case(m))
+                .map(|_| p[m.len()..].trim_start())
+        })
+        .unwrap_or(p);
+    let mut rest = p
+        .strip_prefix('$')
+        .ok_or_else(|| "a path starts with `$`".to_string())?;
+    let mut steps = Vec::new();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            if let Some(r) = r.strip_prefix('"') {
+                let end = r.find('"').ok_or("an unclosed `\"` in a member name")?;
+                steps.push(JsonStep::Key(r[..end].to_string()));
+                rest = &r[end + 1..];
+            } else {
+                let end = r.find(['.', '[']).unwrap_or(r.len());
+                if end == 0 {
+                    return Err("an empty member name".into());
+                }
+                steps.push(JsonStep::Key(r[..end].to_string()));
+                rest = &r[end..];
+            }
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']').ok_or("an unclosed `[`")?;
+            let inner = r[..end].trim();
+            let quoted = inner
+                .strip_prefix('\'')
+                .and_then(|k| k.strip_suffix('\''))
+                .or_else(|| inner.strip_prefix('"').and_then(|k| k.strip_suffix('"')));
+            match quoted {
+                Some(k) => steps.push(JsonStep::Key(k.to_string())),
+                None => steps.push(JsonStep::Index(inner.parse().map_err(|_| {
+                    format!("`[{inner}]` is neither an array index nor a quoted member name")
+                })?)),
+            }
+            rest = &r[end + 1..];
+        } else {
+            return Err(format!("unexpected `{rest}`"));
+        }
+    }
+    Ok(steps)
+}
+
+/// The value `path` leads to in the JSON text `json`; `None` if the text
+/// is not JSON or the path leads nowhere.
+fn json_at(json: &str, path: &[JsonStep]) -> Option<serde_json::Value> {
+    let mut v: serde_json::Value = serde_json::from_str(json).ok()?;
+    for step in path {
+        v = match (step, v) {
+            (JsonStep::Key(k), serde_json::Value::Object(mut m)) => m.remove(k)?,
+            (JsonStep::Index(i), serde_json::Value::Array(mut a)) if *i < a.len() => {
+                a.swap_remove(*i)
+            }
+            _ => return None,
+        };
+    }
+    Some(v)
+}
+
+/// JSON_VALUE: the scalar `path` leads to, as text (a string without its
+/// quotes, a number or boolean as written); `None` (NULL) for a JSON null,
+/// an object or an array, a path that leads nowhere or text that is not
+/// JSON (Flink's `NULL ON EMPTY` and `NULL ON ERROR`).
+pub fn json_value(json: &str, path: &[JsonStep]) -> Option<String> {
+    match json_at(json, path)? {
+        serde_json::Value::String(s) => Some(s),
+        v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_)) => Some(v.to_string()),
+        _ => None,
+    }
+}
+
+/// JSON_EXISTS: whether `path` leads to a value (a JSON null too); false
+/// for text that is not JSON (Flink's `FALSE ON ERROR`).
+pub fn json_exists(json: &str, path: &[JsonStep]) -> bool {
+    json_at(json, path).is_some()
 }

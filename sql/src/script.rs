@@ -24,6 +24,9 @@ pub enum Statement {
         /// The value.
         value: String,
     },
+    /// `RESET 'key'` / `RESET`: drops the script's earlier SETs of the key
+    /// (of every key).
+    Reset(Option<String>),
     /// `CREATE TABLE`.
     CreateTable(Box<TableDef>),
     /// `CREATE [TEMPORARY] VIEW [IF NOT EXISTS] name AS query`.
@@ -267,6 +270,19 @@ fn statement(p: &mut Parser<'_>) -> Result<Statement, ParserError> {
             p.expect_token(&Token::Eq)?;
             let value = p.parse_literal_string()?;
             return Ok(Statement::Set { key, value });
+        }
+    }
+    if p.peek_keyword(Keyword::RESET) {
+        match p.peek_nth_token(1).token {
+            Token::SingleQuotedString(_) => {
+                p.next_token();
+                return Ok(Statement::Reset(Some(p.parse_literal_string()?)));
+            }
+            Token::EOF => {
+                p.next_token();
+                return Ok(Statement::Reset(None));
+            }
+            _ => {}
         }
     }
     let start = p.peek_token().span.start;

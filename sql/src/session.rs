@@ -80,6 +80,13 @@ impl Script {
     fn apply(&mut self, stmt: Statement) -> Result<()> {
         match stmt {
             Statement::Set { key, value } => self.set(key, value)?,
+            Statement::Reset(key) => {
+                let reset = |k: &str| key.as_deref().is_none_or(|r| r == k);
+                self.settings.retain(|(k, _)| !reset(k));
+                if reset("pipeline.name") {
+                    self.job_name = None;
+                }
+            }
             Statement::Show { views } => {
                 let names = if views {
                     self.catalog.view_names()

@@ -306,3 +306,33 @@ fn if_not_exists_keeps_what_is_there() {
         assert!(e.to_string().contains("already exists"), "{again}: {e}");
     }
 }
+
+/// `RESET 'key'` drops the script's earlier SETs of that key, `RESET;`
+/// all of them (the SQL client's statements); later SETs count again.
+#[test]
+fn reset_drops_earlier_sets() {
+    let script = Script::parse(
+        "SET 'pipeline.name' = 'clicks';
+         SET 'parallelism.default' = '3';
+         SET 'execution.buffer-timeout' = '5 ms';
+         RESET 'parallelism.default';",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        script.settings,
+        [("execution.buffer-timeout".to_string(), "5 ms".to_string())]
+    );
+    assert_eq!(script.job_name.as_deref(), Some("clicks"));
+    let script = Script::parse(
+        "SET 'pipeline.name' = 'clicks';
+         SET 'parallelism.default' = '3';
+         RESET;
+         SET 'execution.buffer-timeout' = '1 ms';",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        script.settings,
+        [("execution.buffer-timeout".to_string(), "1 ms".to_string())]
+    );
+    assert_eq!(script.job_name, None);
+}

@@ -1139,19 +1139,18 @@ impl<'c> Planner<'c> {
                 "PARTITION BY in {name} (as in Flink, only SESSION takes partition keys)"
             )));
         }
-        for key in &partition {
-            if plan.schema.index_of(key).is_none() {
-                return Err(SqlError::UnknownColumn {
-                    column: key.clone(),
-                    in_scope: plan
-                        .schema
-                        .fields
-                        .iter()
-                        .map(|f| f.name.clone())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                });
-            }
+        let unknown = |column: &str| SqlError::UnknownColumn {
+            column: column.to_owned(),
+            in_scope: plan
+                .schema
+                .fields
+                .iter()
+                .map(|f| f.name.clone())
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        if let Some(key) = partition.iter().find(|k| plan.schema.index_of(k).is_none()) {
+            return Err(unknown(key));
         }
         let Expr::Function(d) = args[1] else {
             return Err(usage("the second argument must be DESCRIPTOR(time_column)"));
@@ -1169,19 +1168,7 @@ impl<'c> Planner<'c> {
         .ok_or_else(|| usage("DESCRIPTOR names one column"))?;
         let qual = alias.map_or(table.clone(), |a| a.name.value.clone());
         let mut scope = Scope::of(&plan.schema, Some(&qual));
-        let time = plan
-            .schema
-            .index_of(&col)
-            .ok_or_else(|| SqlError::UnknownColumn {
-                column: col.clone(),
-                in_scope: plan
-                    .schema
-                    .fields
-                    .iter()
-                    .map(|f| f.name.clone())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
+        let time = plan.schema.index_of(&col).ok_or_else(|| unknown(&col))?;
         let proctime = plan.schema.fields[time].proctime;
         if !plan.schema.fields[time].rowtime && !proctime {
             return Err(SqlError::Plan(format!(

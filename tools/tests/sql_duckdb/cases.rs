@@ -12,6 +12,19 @@ pub struct Case {
     pub duckdb: &'static str,
 }
 
+/// Gaps and islands in DuckDB: each user's sessions of rows at most 40 s
+/// apart, as Flink's 40 s session windows form them (the two session cases).
+const SESSIONS_40S: &str = "WITH starts AS (
+   SELECT *, CASE WHEN ts - lag(ts) OVER w <= INTERVAL 40 SECOND THEN 0 ELSE 1 END
+             AS new_session
+   FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts)),
+ sessions AS (
+   SELECT *, SUM(new_session) OVER (PARTITION BY user_id ORDER BY ts
+                    ROWS UNBOUNDED PRECEDING) AS session
+   FROM starts)
+ SELECT user_id, MIN(ts), MAX(ts) + INTERVAL 40 SECOND, COUNT(*), SUM(amount)
+ FROM sessions GROUP BY user_id, session";
+
 pub const CASES: &[Case] = &[
     Case {
         name: "projection_arithmetic",
@@ -262,16 +275,7 @@ pub const CASES: &[Case] = &[
         weir: "SELECT user_id, window_start, window_end, COUNT(*) AS n, SUM(amount) AS total
                FROM TABLE(SESSION(TABLE orders, DESCRIPTOR(ts), INTERVAL '40' SECOND))
                GROUP BY user_id, window_start, window_end;",
-        duckdb: "WITH starts AS (
-                   SELECT *, CASE WHEN ts - lag(ts) OVER w <= INTERVAL 40 SECOND THEN 0 ELSE 1 END
-                             AS new_session
-                   FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts)),
-                 sessions AS (
-                   SELECT *, SUM(new_session) OVER (PARTITION BY user_id ORDER BY ts
-                                                    ROWS UNBOUNDED PRECEDING) AS session
-                   FROM starts)
-                 SELECT user_id, MIN(ts), MAX(ts) + INTERVAL 40 SECOND, COUNT(*), SUM(amount)
-                 FROM sessions GROUP BY user_id, session",
+        duckdb: SESSIONS_40S,
     },
     Case {
         name: "session_window_partitioned",
@@ -280,16 +284,7 @@ pub const CASES: &[Case] = &[
                FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts),
                                   INTERVAL '40' SECOND))
                GROUP BY user_id, window_start, window_end;",
-        duckdb: "WITH starts AS (
-                   SELECT *, CASE WHEN ts - lag(ts) OVER w <= INTERVAL 40 SECOND THEN 0 ELSE 1 END
-                             AS new_session
-                   FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts)),
-                 sessions AS (
-                   SELECT *, SUM(new_session) OVER (PARTITION BY user_id ORDER BY ts
-                                                    ROWS UNBOUNDED PRECEDING) AS session
-                   FROM starts)
-                 SELECT user_id, MIN(ts), MAX(ts) + INTERVAL 40 SECOND, COUNT(*), SUM(amount)
-                 FROM sessions GROUP BY user_id, session",
+        duckdb: SESSIONS_40S,
     },
     Case {
         name: "union_all",

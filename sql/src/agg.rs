@@ -300,7 +300,7 @@ impl Aggs {
     }
 
     /// Appends the aggregates' values to `out`.
-    pub fn result_into(&self, acc: &Acc, out: &mut Values) {
+    pub fn result_into<A: smallvec::Array<Item = Value>>(&self, acc: &Acc, out: &mut SmallVec<A>) {
         for (c, &s) in self.calls.iter().zip(self.slots.iter()) {
             out.push(match c.func {
                 AggFunc::Avg => {
@@ -377,13 +377,26 @@ fn passes(c: &AggCall, row: &Row) -> bool {
         .is_none_or(|f| matches!(row.values[f], Value::Bool(true)))
 }
 
+#[inline]
 fn bump(v: &mut Value, by: i64) {
-    let n = v.as_i64().unwrap_or(0);
-    *v = Value::BigInt(n.wrapping_add(by));
+    match v {
+        Value::BigInt(n) => *n = n.wrapping_add(by),
+        _ => {
+            let n = v.as_i64().unwrap_or(0);
+            *v = Value::BigInt(n.wrapping_add(by));
+        }
+    }
 }
 
 /// `acc += sign * v` in type `ty` (`v` of type `vt`).
 fn add(acc: &mut Value, v: &Value, vt: DataType, ty: DataType, sign: i64) {
+    // A BIGINT sum of BIGINTs (the common case) in place.
+    if let (Value::BigInt(cur), Value::BigInt(x)) = (&mut *acc, v) {
+        if ty == DataType::BigInt {
+            *cur = cur.wrapping_add(x.wrapping_mul(sign));
+            return;
+        }
+    }
     let next = match ty {
         DataType::Int => {
             let x = v.as_i64().unwrap_or(0) as i32;
@@ -532,7 +545,9 @@ impl AggregateFunction for WindowAggregate {
 /// GROUP BY without a window: per key an accumulator in keyed state; each
 /// input row updates it and emits the change of the key's result row
 /// (`+I` first, then `-U`/`+U`; `-D` when no row is left), the key's
-/// columns first, as Flink's GroupAggregate does.
+/// columns first, as Flink's GroupAggregate does. Without update-before
+/// ([`GroupAggregate::with_update_before`], when no consumer needs the
+/// old row, see [`crate::changelog`]) a change is its `+U` alone.
 pub struct GroupAggregate {
     aggs: Aggs,
     keys: usize,
@@ -540,10 +555,16 @@ pub struct GroupAggregate {
     /// The DISTINCT aggregates' values (only when there are some, so that
     /// a job without them keeps the state it always had).
     distinct: Option<KeyedMapState<Key, Row, Row>>,
+    /// Whether a change emits the old row (`-U`) before the new.
+    update_before: bool,
 }
 
+/// A key's aggregate values (its result row without the key columns).
+type AggResult = SmallVec<[Value; 4]>;
+
 impl GroupAggregate {
-    /// The operator of `aggs` grouped by the first `keys` columns.
+    /// The operator of `aggs` grouped by the first `keys` columns,
+    /// emitting update-before rows.
     pub fn new(aggs: Aggs, keys: usize) -> Self {
         let distinct = aggs
             .has_distinct()
@@ -553,8 +574,24 @@ impl GroupAggregate {
             keys,
             accs: KeyedValueState::new("group-accumulators"),
             distinct,
+            update_before: true,
         }
     }
+
+    /// The same operator emitting update-before rows or not (the state
+    /// is the same either way).
+    pub fn with_update_before(mut self, update_before: bool) -> Self {
+        self.update_before = update_before;
+        self
+    }
+}
+
+/// The result row of `key`'s first `keys` columns and `aggs`' values.
+fn result_row(kind: RowKind, key: &Key, keys: usize, aggs: &[Value]) -> Row {
+    let mut values = Values::with_capacity(keys + aggs.len());
+    values.extend(key.values.iter().take(keys).cloned());
+    values.extend(aggs.iter().cloned());
+    Row { kind, values }
 }
 
 impl KeyedProcessFunction for GroupAggregate {
@@ -567,26 +604,22 @@ impl KeyedProcessFunction for GroupAggregate {
         let aggs = &self.aggs;
         let keys = self.keys;
         let key = ctx.key();
-        // The output rows are built whole (keys, then the aggregates'
-        // values), not from intermediate vectors of the results.
-        let output = |kind: RowKind, acc: &Acc| {
-            let mut v = Values::with_capacity(keys + aggs.calls.len());
-            v.extend(key.values.iter().take(keys).cloned());
-            aggs.result_into(acc, &mut v);
-            Row { kind, values: v }
-        };
         let acc = self.accs.value_mut_or_insert_with(ctx, || aggs.create());
-        let before = (aggs.rows(acc) > 0).then(|| output(RowKind::UpdateBefore, acc));
+        // The key's aggregate values before this row (none if it had no
+        // row): the key columns stay the same, so only these can differ.
+        let existed = aggs.rows(acc) > 0;
+        let mut before = AggResult::new();
+        if existed {
+            aggs.result_into(acc, &mut before);
+        }
         match &mut self.distinct {
             Some(state) => aggs.fold(acc, &row, &mut DistinctState { state, ctx }),
             None => aggs.fold(acc, &row, &mut NoDistinct),
         }
-        let left = aggs.rows(acc);
-        if left <= 0 {
+        if aggs.rows(acc) <= 0 {
             // The key's last row was retracted (or a retraction of nothing).
-            if let Some(mut old) = before {
-                old.kind = RowKind::Delete;
-                out.collect(old);
+            if existed {
+                out.collect(result_row(RowKind::Delete, key, keys, &before));
             }
             self.accs.clear(ctx);
             if let Some(d) = &mut self.distinct {
@@ -594,19 +627,26 @@ impl KeyedProcessFunction for GroupAggregate {
             }
             return;
         }
-        let now = output(RowKind::UpdateAfter, acc);
-        match before {
-            None => out.collect(Row {
+        // The new result row is built whole (keys, then the aggregates'
+        // values), not from an intermediate vector.
+        let mut now = Values::with_capacity(keys + aggs.calls.len());
+        now.extend(key.values.iter().take(keys).cloned());
+        aggs.result_into(acc, &mut now);
+        if !existed {
+            out.collect(Row {
                 kind: RowKind::Insert,
-                ..now
-            }),
-            // Same keys: the rows differ where the aggregates do.
-            Some(old) if old.values != now.values => {
-                out.collect(old);
-                out.collect(now);
+                values: now,
+            });
+        } else if before[..] != now[keys..] {
+            if self.update_before {
+                out.collect(result_row(RowKind::UpdateBefore, key, keys, &before));
             }
-            Some(_) => {} // unchanged: nothing to say, as Flink
+            out.collect(Row {
+                kind: RowKind::UpdateAfter,
+                values: now,
+            });
         }
+        // (unchanged: nothing to say, as Flink)
     }
 
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {

@@ -387,6 +387,14 @@ impl Connector {
         ) || matches!(self, Connector::Kafka(k) if !k.upsert)
     }
 
+    /// Whether, as a sink, it writes update-before rows. A blackhole and
+    /// an upsert-kafka table leave them out of their changelog, as
+    /// Flink's do, so an aggregation feeding only them need not make
+    /// them ([`crate::changelog`]).
+    pub fn takes_update_before(&self) -> bool {
+        !matches!(self, Connector::Blackhole) && !matches!(self, Connector::Kafka(k) if k.upsert)
+    }
+
     /// Whether it can be written.
     pub fn is_sink(&self) -> bool {
         !matches!(self, Connector::Datagen(_) | Connector::Nexmark(_))

@@ -14,6 +14,7 @@
 
 pub mod agg;
 pub mod catalog;
+pub mod changelog;
 pub mod connectors;
 pub mod dialect;
 pub mod distinct;

@@ -23,6 +23,7 @@ use weir_runtime::{
     WatermarkStrategy,
 };
 
+use crate::changelog::UpdateBefore;
 use crate::reuse::{Lookup, Memo, Reuse};
 
 use crate::agg::{Aggs, GroupAggregate, WindowAggregate};
@@ -63,6 +64,8 @@ pub struct Lowering<'j> {
     /// The job's repeated sub-plans ([`crate::reuse`]), each lowered once:
     /// later occurrences read a branch of it.
     reuse: Memo<SharedStream<'j, Row>>,
+    /// Which group aggregations emit update-before rows.
+    update_before: UpdateBefore,
 }
 
 /// Every generated source's size and rate in place of its table's
@@ -101,6 +104,7 @@ impl<'j> Lowering<'j> {
             generated: GeneratedSources::default(),
             generated_sources: Vec::new(),
             reuse: Memo::default(),
+            update_before: UpdateBefore::default(),
         }
     }
 
@@ -129,6 +133,14 @@ impl<'j> Lowering<'j> {
     /// repeated once, its rows fanned out to every occurrence.
     pub fn with_reuse(mut self, reuse: Reuse) -> Self {
         self.reuse = Memo::new(reuse);
+        self
+    }
+
+    /// The same lowering with the group aggregations emitting
+    /// update-before rows only where `update_before` says a consumer
+    /// needs them.
+    pub fn with_update_before(mut self, update_before: UpdateBefore) -> Self {
+        self.update_before = update_before;
         self
     }
 
@@ -253,9 +265,10 @@ impl<'j> Lowering<'j> {
                 let uid = self.uid("group-aggregate");
                 let nkeys = *keys;
                 let aggs = Aggs::new(aggs);
+                let update_before = self.update_before.emits(plan);
                 rows.key_by(move |r: &Row| key_of(r, nkeys))
                     .process(&uid, move |_: &SubtaskInfo| {
-                        GroupAggregate::new(aggs.clone(), nkeys)
+                        GroupAggregate::new(aggs.clone(), nkeys).with_update_before(update_before)
                     })
                     .share()
                     .branch()

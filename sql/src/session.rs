@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use weir_runtime::{Config, JobGraph};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Table};
+use crate::changelog::UpdateBefore;
 use crate::error::{Result, SqlError};
 use crate::lower::{GeneratedSources, Lowering};
 use crate::plan::{Node, Plan, Planner, Presentation};
@@ -213,7 +214,11 @@ impl Script {
                     }
                     Statement::Insert { table, query, .. } => {
                         let plan = Planner::new(&self.catalog).query(&query)?;
-                        explain(&plan, Some(&table))
+                        let t = self
+                            .catalog
+                            .table(&table)
+                            .ok_or(SqlError::UnknownTable(table))?;
+                        explain(&plan, Some(t))
                     }
                     other => {
                         return Err(SqlError::Unsupported(format!(
@@ -364,7 +369,8 @@ impl Script {
                 .with_generated_sources(self.generated)
                 .with_reuse(Reuse::of(
                     self.inserts.iter().map(|(_, p)| p).chain(&self.selects),
-                ));
+                ))
+                .with_update_before(self.update_before());
             for (table, plan) in &self.inserts {
                 let t = self.catalog.table(table).expect("checked when planned");
                 let rows = low.rows(plan)?;
@@ -400,6 +406,24 @@ impl Script {
     }
 }
 
+impl Script {
+    /// Which group aggregations of the job must emit update-before rows:
+    /// those whose rows reach a sink that writes them or an operator
+    /// that retracts them ([`crate::changelog`]); a bare SELECT's table
+    /// shows them.
+    fn update_before(&self) -> UpdateBefore {
+        UpdateBefore::of(
+            self.inserts
+                .iter()
+                .map(|(table, plan)| {
+                    let t = self.catalog.table(table).expect("checked when planned");
+                    (plan, t.connector.takes_update_before())
+                })
+                .chain(self.selects.iter().map(|p| (p, true))),
+        )
+    }
+}
+
 fn check_insert(table: &str, plan: &Plan, physical: &Schema) -> Result<()> {
     if plan.schema.len() != physical.len() {
         return Err(SqlError::Type(format!(
@@ -422,12 +446,13 @@ fn check_insert(table: &str, plan: &Plan, physical: &Schema) -> Result<()> {
 }
 
 /// EXPLAIN's text: the plan, then how it runs (exchanges, state).
-pub fn explain(plan: &Plan, sink: Option<&str>) -> String {
+pub fn explain(plan: &Plan, sink: Option<&Table>) -> String {
     let mut s = String::from("== Optimized Logical Plan ==\n");
     match sink {
         Some(t) => {
             s.push_str(&format!(
-                "Sink(table=[{t}], fields=[{}])\n",
+                "Sink(table=[{}], fields=[{}])\n",
+                t.name,
                 names(&plan.schema)
             ));
             for line in plan.explain().lines() {
@@ -440,14 +465,21 @@ pub fn explain(plan: &Plan, sink: Option<&str>) -> String {
     }
     s.push_str("\n== Physical Execution Plan ==\n(every stage runs at the job's parallelism, one subtask per worker)\n");
     let mut stages = Vec::new();
-    let mut reused = Memo::new(Reuse::of([plan]));
+    let mut reused = Reused {
+        memo: Memo::new(Reuse::of([plan])),
+        update_before: UpdateBefore::of([(
+            plan,
+            sink.is_none_or(|t| t.connector.takes_update_before()),
+        )]),
+    };
     physical(plan, &mut stages, &mut reused);
     for (i, st) in stages.iter().enumerate() {
         s.push_str(&format!("Stage {}: {st}\n", i + 1));
     }
     if let Some(t) = sink {
         s.push_str(&format!(
-            "  chained: Sink({t}){}\n",
+            "  chained: Sink({}){}\n",
+            t.name,
             if plan.updating { " [changelog]" } else { "" }
         ));
     }
@@ -466,7 +498,7 @@ fn names(schema: &Schema) -> String {
 /// Stage descriptions in data-flow order: a stage ends at an exchange.
 fn physical(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
     // A repeated sub-plan runs once: later occurrences read its rows.
-    match reused.lookup(plan) {
+    match reused.memo.lookup(plan) {
         Lookup::Once => physical_node(plan, out, reused),
         Lookup::Again(&stage) => out.push(format!(
             "Reuse: the rows of Stage {} (the same sub-plan, run once and fanned out)",
@@ -474,14 +506,18 @@ fn physical(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
         )),
         Lookup::First(digest) => {
             physical_node(plan, out, reused);
-            reused.remember(digest, out.len() - 1);
+            reused.memo.remember(digest, out.len() - 1);
         }
     }
 }
 
-/// The repeated sub-plans of an explained statement, and the index of the
-/// stage that runs each once it has been described.
-type Reused = Memo<usize>;
+/// The repeated sub-plans of an explained statement, with the index of the
+/// stage that runs each once it has been described, and which group
+/// aggregations make update-before rows.
+struct Reused {
+    memo: Memo<usize>,
+    update_before: UpdateBefore,
+}
 
 fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
     match &plan.node {
@@ -536,12 +572,17 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
         Node::GroupAgg { input, keys, aggs } => {
             physical(input, out, reused);
             out.push(format!(
-                "Exchange: HASH[{}] (key groups) -> GroupAggregate, state=[keyed ValueState group-accumulators{}], emits changelog (+I, -U, +U, -D)",
+                "Exchange: HASH[{}] (key groups) -> GroupAggregate, state=[keyed ValueState group-accumulators{}], emits changelog {}",
                 names(&Schema::new(input.schema.fields[..*keys].to_vec())),
                 if aggs.iter().any(|a| a.distinct) {
                     ", keyed MapState group-distinct-values"
                 } else {
                     ""
+                },
+                if reused.update_before.emits(plan) {
+                    "(+I, -U, +U, -D)"
+                } else {
+                    "(+I, +U, -D; no -U: no consumer takes them)"
                 }
             ));
         }

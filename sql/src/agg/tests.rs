@@ -166,6 +166,45 @@ fn group_distinct_and_filter_aggregates_follow_inserts_and_retractions() {
     assert_eq!(state.total_len(), entries.len());
 }
 
+#[test]
+fn without_update_before_a_change_is_its_update_after_alone() {
+    let input = changes(2_000);
+    let mut with = KeyedOperatorHarness::new(|_| group(), key as fn(&Row) -> Key).unwrap();
+    with.process_elements(input.iter().cloned());
+    let with = with.take_output();
+    let mut h = KeyedOperatorHarness::new(
+        |_| group().with_update_before(false),
+        key as fn(&Row) -> Key,
+    )
+    .unwrap();
+    h.process_elements(input.iter().cloned());
+    let out = h.take_output();
+    // The same rows but the -U ones, in the same order.
+    let kept: Vec<Row> = with
+        .iter()
+        .filter(|r| r.kind != RowKind::UpdateBefore)
+        .cloned()
+        .collect();
+    assert!(kept.len() < with.len(), "the input updates keys");
+    assert_eq!(out, kept);
+    // Read as upserts (a +U replaces the key's row, a -D removes it),
+    // they leave the reference's table.
+    let mut table = BTreeMap::new();
+    for r in &out {
+        let key = r.values[0].as_i64().unwrap();
+        match r.kind {
+            RowKind::Insert | RowKind::UpdateAfter => {
+                table.insert(key, r.values[1..].to_vec());
+            }
+            RowKind::Delete => {
+                assert_eq!(table.remove(&key).as_deref(), Some(&r.values[1..]));
+            }
+            RowKind::UpdateBefore => unreachable!("checked above"),
+        }
+    }
+    assert_eq!(table, reference(&input));
+}
+
 /// The rows a changelog leaves.
 fn live(changes: &[Row]) -> Vec<&Row> {
     let mut live: Vec<&Row> = Vec::new();

@@ -336,3 +336,67 @@ fn reset_drops_earlier_sets() {
     );
     assert_eq!(script.job_name, None);
 }
+
+/// The group aggregations of `plan`, outermost first.
+fn group_aggs(plan: &Plan) -> Vec<&Plan> {
+    let mut found = Vec::new();
+    let mut todo = vec![plan];
+    while let Some(p) = todo.pop() {
+        if matches!(p.node, Node::GroupAgg { .. }) {
+            found.push(p);
+        }
+        match &p.node {
+            Node::Calc { input, .. } | Node::GroupAgg { input, .. } => todo.push(input),
+            Node::Union(inputs) => todo.extend(inputs.iter()),
+            _ => {}
+        }
+    }
+    found
+}
+
+#[test]
+fn update_before_rows_are_made_only_where_a_consumer_takes_them() {
+    let script = Script::parse(&format!(
+        "{GEN}
+         CREATE TABLE hole (k BIGINT, n BIGINT) WITH ('connector' = 'blackhole');
+         CREATE TABLE shown (k BIGINT, n BIGINT) WITH ('connector' = 'print');
+         CREATE TABLE counts (n BIGINT, c BIGINT) WITH ('connector' = 'blackhole');
+         CREATE VIEW per_k AS SELECT k, COUNT(*) AS n FROM g GROUP BY k;
+         -- 1: a blackhole drops -U, through a filter too
+         INSERT INTO hole SELECT k, n + 1 FROM per_k WHERE n > 3;
+         -- 2: print writes them
+         INSERT INTO shown SELECT k, SUM(v) FROM g GROUP BY k;
+         -- 3: an aggregate over an aggregate retracts the inner's old rows
+         INSERT INTO counts SELECT n, COUNT(*) FROM (SELECT k, MAX(v) AS n FROM g GROUP BY k) GROUP BY n;"
+    ))
+    .unwrap();
+    let ub = script.update_before();
+    let plans: Vec<&Plan> = script.inserts.iter().map(|(_, p)| p).collect();
+    let [hole] = group_aggs(plans[0])[..] else {
+        panic!()
+    };
+    assert!(!ub.emits(hole));
+    let [shown] = group_aggs(plans[1])[..] else {
+        panic!()
+    };
+    assert!(ub.emits(shown));
+    let [outer, inner] = group_aggs(plans[2])[..] else {
+        panic!()
+    };
+    assert!(!ub.emits(outer));
+    assert!(ub.emits(inner));
+
+    // The same aggregate feeding a blackhole and a bare SELECT runs once
+    // (sub-plan reuse) and makes them for the SELECT.
+    let script = Script::parse(&format!(
+        "{GEN}
+         CREATE TABLE hole (k BIGINT, n BIGINT) WITH ('connector' = 'blackhole');
+         INSERT INTO hole SELECT k, COUNT(*) FROM g GROUP BY k;
+         SELECT k, COUNT(*) FROM g GROUP BY k;"
+    ))
+    .unwrap();
+    let [shared] = group_aggs(&script.inserts[0].1)[..] else {
+        panic!()
+    };
+    assert!(script.update_before().emits(shared));
+}

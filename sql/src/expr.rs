@@ -691,24 +691,10 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 },
                 None => None,
             };
-            // SQL: characters from position `from` (1-based; 0 or negative
-            // count from before the start), `len` of them.
-            let start = from.max(1);
-            let end = match len {
-                Some(l) if l < 0 => return Value::Null,
-                Some(l) => from.saturating_add(l),
-                None => i64::MAX,
-            };
-            let out: String = s
-                .chars()
-                .enumerate()
-                .filter(|(i, _)| {
-                    let p = *i as i64 + 1;
-                    p >= start && p < end
-                })
-                .map(|(_, c)| c)
-                .collect();
-            Value::Str(out.into())
+            if len.is_some_and(|l| l < 0) {
+                return Value::Null;
+            }
+            Value::Str(substring(&s, from, len).into())
         }
         Func::Position => match (arg(0), arg(1)) {
             (Value::Str(needle), Value::Str(hay)) => Value::Int(match hay.find(needle.as_str()) {
@@ -784,6 +770,24 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
 /// compiled when the query was planned, borrowed (a clone of a `Regex`
 /// would start an empty cache of its own, which every search would fill
 /// anew), or this row's compiled now.
+/// `len` characters of `s` (to its end for `None`) from position `from`,
+/// as Flink's runtime cuts them: 1-based; 0 is the first character too; a
+/// negative position counts from the end (-2: the last two); a start
+/// past either end gives ''. (A negative `len` is NULL, checked before.)
+fn substring(s: &str, from: i64, len: Option<i64>) -> String {
+    let n = s.chars().count() as i64;
+    let start = match from {
+        f if f > 0 => f - 1,
+        0 => 0,
+        f => n.saturating_add(f),
+    };
+    if start < 0 || start >= n {
+        return String::new();
+    }
+    let take = len.map_or(n - start, |l| l.min(n - start));
+    s.chars().skip(start as usize).take(take as usize).collect()
+}
+
 fn pattern<'a>(
     compiled: &'a Option<regex::Regex>,
     args: &[Scalar],
@@ -3237,6 +3241,25 @@ mod tests {
             text("This is a new string")
         );
         assert_eq!(str_of("OVERLAY(s PLACING 'J' FROM 1)"), text("Jello"));
+        // SUBSTRING as Flink's runtime cuts: 0 is the first character, a
+        // negative start counts from the end, past either end is ''.
+        for (call, want) in [
+            ("SUBSTRING(s FROM 2 FOR 3)", "ell"),
+            ("SUBSTRING(s FROM 4)", "lo"),
+            ("SUBSTRING(s, 0, 2)", "He"),
+            ("SUBSTRING(s, -2)", "lo"),
+            ("SUBSTRING(s, -4, 2)", "el"),
+            ("SUBSTRING(s, -5)", "Hello"),
+            ("SUBSTRING(s, -6)", ""),
+            ("SUBSTRING(s, 6)", ""),
+            ("SUBSTRING(s, 2, 100)", "ello"),
+            ("SUBSTRING(s, 2, 0)", ""),
+            ("SUBSTR('héllo', -4, 2)", "él"),
+        ] {
+            assert_eq!(str_of(call), text(want), "{call}");
+        }
+        assert_eq!(str_of("SUBSTRING(s, 1, -1)"), Value::Null);
+        assert_eq!(str_of("SUBSTRING(s, n)"), Value::Null);
         assert_eq!(str_of("OVERLAY(s PLACING '!' FROM 9)"), text("Hello"));
         assert_eq!(str_of("OVERLAY(s PLACING '!' FROM 5 FOR 3)"), text("Hell!"));
         assert_eq!(str_of("OVERLAY(s PLACING '!' FROM 2 FOR 0)"), text("H!"));

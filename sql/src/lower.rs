@@ -770,7 +770,7 @@ fn joinable(keys: &[Scalar], time: usize, r: &Row) -> bool {
 /// The first `n` columns as a key.
 #[inline]
 fn key_of(r: &Row, n: usize) -> Key {
-    Key::of(r.values[..n].iter().cloned())
+    Key::from_slice(&r.values[..n])
 }
 
 /// A window aggregation's output row: keys, window start, end and time

@@ -75,6 +75,7 @@
 
 mod collect;
 mod error;
+mod hang;
 mod keyed;
 mod process;
 mod run;

@@ -1,5 +1,6 @@
 //! Running a whole job in a test: options that suit tests, and a time
-//! limit that turns a hang into a failure.
+//! limit that turns a hang into a failure that says what the job was
+//! doing (see `hang.rs`) and cancels it.
 
 use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::time::Duration;
@@ -8,6 +9,7 @@ use crate::api::graph::JobGraph;
 use crate::exec::error::JobError;
 use crate::exec::execute::{execute, JobResult};
 use crate::exec::options::ExecutionOptions;
+use crate::testing::hang::hang_report;
 
 /// The longest [`run_job`] lets a test job take before it calls it a hang.
 pub const JOB_TIMEOUT: Duration = Duration::from_secs(30);
@@ -36,7 +38,8 @@ pub fn small_buffers(mut options: ExecutionOptions) -> ExecutionOptions {
 
 /// Runs `job` on a thread of its own and returns what
 /// [`execute`] returned; panics (failing the test) if the job has not
-/// finished after [`JOB_TIMEOUT`], or if `execute` panicked.
+/// finished after [`JOB_TIMEOUT`] (with what its subtasks and worker
+/// threads were doing, and cancels it), or if `execute` panicked.
 pub fn run_job(job: JobGraph, options: &ExecutionOptions) -> Result<JobResult, JobError> {
     run_job_within(job, options, JOB_TIMEOUT)
 }
@@ -49,6 +52,7 @@ pub fn run_job_within(
 ) -> Result<JobResult, JobError> {
     let name = job.name().to_owned();
     let options = options.clone();
+    let handle = options.handle.clone();
     let (tx, rx) = channel();
     std::thread::Builder::new()
         .name(format!("run-{name}"))
@@ -58,9 +62,15 @@ pub fn run_job_within(
         .expect("spawn the job's control thread");
     match rx.recv_timeout(limit) {
         Ok(result) => result,
-        Err(RecvTimeoutError::Timeout) => panic!(
-            "job `{name}` did not finish within {limit:?}: the engine hangs on a bounded job"
-        ),
+        Err(RecvTimeoutError::Timeout) => {
+            // What it was doing, then stop it: a hung job must not keep
+            // the other tests' cores busy.
+            let report = hang_report(&handle);
+            let _ = handle.cancel();
+            panic!(
+                "job `{name}` did not finish within {limit:?}: the engine hangs on a bounded job\n{report}"
+            )
+        }
         Err(RecvTimeoutError::Disconnected) => {
             panic!("execute() panicked while running job `{name}` instead of returning")
         }

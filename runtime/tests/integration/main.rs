@@ -16,6 +16,7 @@ mod failure;
 mod fan_out;
 mod files;
 mod golden;
+mod hang;
 mod interval_join;
 mod lifecycle;
 mod metrics;

@@ -1,6 +1,6 @@
 //! Rows and the values in them.
 //!
-//! A [`Row`] holds its values inline (up to eight columns without a heap
+//! A [`Row`] holds its values inline (up to four columns without a heap
 //! allocation; strings of up to 24 bytes inline too), typed by the plan's
 //! schema rather than by a map of names: column `i` is `values[i]`. Rows
 //! carry a [`RowKind`] so an updating query's changelog (insert,
@@ -48,8 +48,8 @@ pub enum Value {
 
 /// A DECIMAL's unscaled 128 bits as two `u64` halves: aligned to 8 bytes
 /// rather than an `i128`'s 16, so that [`Value`] is 24 bytes (the
-/// string's niche holds the tag) instead of 32, and a row of eight inline
-/// values 200 bytes instead of 272.
+/// string's niche holds the tag) instead of 32, and a row's inline
+/// values 96 bytes instead of 128.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Unscaled([u64; 2]);
 
@@ -350,8 +350,11 @@ impl RowKind {
     }
 }
 
-/// The values of one row, inline up to eight.
-pub type Values = SmallVec<[Value; 8]>;
+/// The values of one row, inline up to four: a row is 112 bytes, moved
+/// whole at each step of its way (source, exchange, operators, sink).
+/// Eight inline (208 bytes) measured slower on W1 in SQL, q0 and q5 even
+/// though wider rows (q0's bids) then take the heap (bench/RESULTS.md).
+pub type Values = SmallVec<[Value; 4]>;
 
 /// A row: its changelog kind and its values, column `i` at `values[i]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -910,6 +913,7 @@ mod tests {
     #[test]
     fn values_are_24_bytes_and_decimals_keep_their_128_bits() {
         assert_eq!(std::mem::size_of::<Value>(), 24);
+        assert_eq!(std::mem::size_of::<Row>(), 112);
         for v in [0, -1, 1, i128::MIN, i128::MAX, -(1 << 70) + 3] {
             assert_eq!(Unscaled::new(v).get(), v);
         }

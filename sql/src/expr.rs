@@ -766,10 +766,6 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
     }
 }
 
-/// A regular-expression function's pattern (argument 2): the one
-/// compiled when the query was planned, borrowed (a clone of a `Regex`
-/// would start an empty cache of its own, which every search would fill
-/// anew), or this row's compiled now.
 /// `len` characters of `s` (to its end for `None`) from position `from`,
 /// as Flink's runtime cuts them: 1-based; 0 is the first character too; a
 /// negative position counts from the end (-2: the last two); a start
@@ -788,6 +784,10 @@ fn substring(s: &str, from: i64, len: Option<i64>) -> String {
     s.chars().skip(start as usize).take(take as usize).collect()
 }
 
+/// A regular-expression function's pattern (argument 2): the one
+/// compiled when the query was planned, borrowed (a clone of a `Regex`
+/// would start an empty cache of its own, which every search would fill
+/// anew), or this row's compiled now.
 fn pattern<'a>(
     compiled: &'a Option<regex::Regex>,
     args: &[Scalar],

@@ -404,9 +404,7 @@ impl Script {
             generated_sources,
         })
     }
-}
 
-impl Script {
     /// Which group aggregations of the job must emit update-before rows:
     /// those whose rows reach a sink that writes them or an operator
     /// that retracts them ([`crate::changelog`]); a bare SELECT's table

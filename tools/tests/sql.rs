@@ -1197,3 +1197,49 @@ fn an_idle_source_subtask_does_not_hold_windows_back_with_an_idle_timeout() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// A GROUP BY into a blackhole makes one row per input row (`+I`, then
+/// `+U`): no `-U`, as Flink's planner leaves them out for a sink that
+/// drops them, and EXPLAIN says so. Into `print` every change is `-U` and
+/// `+U`.
+#[test]
+fn a_grouped_count_into_a_blackhole_makes_no_update_before_rows() {
+    let s = Scratch::new("sql", "update-before");
+    let run = |sink: &str| {
+        let script = s.join(&format!("{sink}.sql"));
+        fs::write(
+            &script,
+            format!(
+                "CREATE TABLE t (id BIGINT, k AS id % 10)
+                 WITH ('connector' = 'datagen', 'rows-per-second' = '0',
+                       'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '999');
+                 CREATE TABLE out (k BIGINT, n BIGINT) WITH ('connector' = '{sink}');
+                 EXPLAIN INSERT INTO out SELECT k, COUNT(*) FROM t GROUP BY k;
+                 INSERT INTO out SELECT k, COUNT(*) FROM t GROUP BY k;"
+            ),
+        )
+        .unwrap();
+        let out = weir_sql(&script, &[]);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert!(out.status.success(), "{stderr}");
+        (stdout, stderr)
+    };
+    // 10 keys: 10 inserts, then 990 updates of one row each.
+    let (stdout, stderr) = run("blackhole");
+    assert!(
+        stdout.contains("emits changelog (+I, +U, -D; no -U: no consumer takes them)"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("done: 1000 rows written"), "{stderr}");
+    // ... and two rows per update into print.
+    let (stdout, stderr) = run("print");
+    assert!(
+        stdout.contains("emits changelog (+I, -U, +U, -D)"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.lines().filter(|l| l.contains("-U[")).count(), 990);
+    assert!(stderr.contains("done: 1990 rows written"), "{stderr}");
+}

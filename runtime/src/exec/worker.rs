@@ -237,8 +237,16 @@ pub(crate) async fn run_worker(
                 return;
             }
         };
-        if pass.progressed || set.remaining == 0 {
-            idle_since = None;
+        // A deadline that is due is work for the next pass, so it counts
+        // as progress here: the loop goes round again at once, and gives
+        // glommio its turns as it does after progress. Without those turns
+        // a task that reports a due deadline pass after pass would keep the
+        // snapshot writer's I/O from ever being submitted.
+        let due = pass.deadline.is_some_and(|d| d <= now);
+        if pass.progressed || due || set.remaining == 0 {
+            if pass.progressed {
+                idle_since = None;
+            }
             iterations = iterations.wrapping_add(1);
             if writer.as_ref().is_some_and(|w| w.is_busy()) {
                 // Let the snapshot writer (a task on this executor) take
@@ -255,9 +263,6 @@ pub(crate) async fn run_worker(
             } else if iterations.is_multiple_of(YIELD_EVERY) {
                 glommio::yield_if_needed().await;
             }
-            continue;
-        }
-        if pass.deadline.is_some_and(|d| d <= now) {
             continue;
         }
         let since = *idle_since.get_or_insert(now);

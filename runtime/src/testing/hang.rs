@@ -3,8 +3,9 @@
 //! afterwards: per subtask whether it ended, its records and bytes in and
 //! out, what it has in flight and its input watermark; the job's restarts,
 //! checkpoints and errors; then every worker thread of the process with
-//! its scheduler state (`R` runs or spins, `S` sleeps) and the kernel
-//! function it waits in.
+//! its scheduler state (`R` runs or spins, `S` sleeps), the kernel
+//! function it waits in and, where gdb is installed, its stack
+//! ([`thread_stacks`], also for a job run as a child process).
 
 use std::fmt::Write;
 
@@ -62,6 +63,7 @@ pub fn hang_report(handle: &JobHandle) -> String {
         }
     }
     s.push_str(&worker_threads());
+    s.push_str(&thread_stacks(std::process::id(), "weir-worker"));
     s
 }
 
@@ -95,9 +97,97 @@ fn worker_threads() -> String {
     s
 }
 
+/// The stack of every thread of process `pid` (this process too) whose
+/// name starts with `threads`, read by attaching gdb for a moment; a line
+/// saying why when gdb is missing or fails. Process ids and names are the
+/// kernel's, so this works on a child process as well.
+pub fn thread_stacks(pid: u32, threads: &str) -> String {
+    use std::process::{Command, Stdio};
+    // gdb stops every thread of the process it reads, the caller's too
+    // when `pid` is this process: so it writes to a file, never into a
+    // pipe that a stopped reader would leave full, and `timeout` (another
+    // process, not stopped) ends a gdb that takes too long, which
+    // detaches it.
+    let out_path = std::env::temp_dir().join(format!(
+        "weir-stacks-{}-{pid}-{}.txt",
+        std::process::id(),
+        crate::core::time::wall_ms()
+    ));
+    let file = match std::fs::File::create(&out_path) {
+        Ok(f) => f,
+        Err(e) => {
+            return format!(
+                "no thread stacks: cannot create {} ({e})\n",
+                out_path.display()
+            )
+        }
+    };
+    let status = Command::new("timeout")
+        .args([
+            "-k",
+            "5",
+            "60",
+            "gdb",
+            "--nx",
+            "--batch",
+            "-p",
+            &pid.to_string(),
+        ])
+        .args(["-ex", "set pagination off", "-ex", "thread apply all bt 40"])
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(Stdio::null())
+        .status();
+    let out = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&out_path);
+    match status {
+        Err(e) => return format!("no thread stacks: gdb did not start ({e})\n"),
+        // `timeout`'s code when the command could not be found or run.
+        Ok(s) if matches!(s.code(), Some(126 | 127)) => {
+            return "no thread stacks: gdb is not installed\n".to_owned()
+        }
+        Ok(_) => {}
+    }
+    let wanted = format!("\"{threads}");
+    let mut s = String::new();
+    // gdb heads each thread's stack with `Thread N (... "name"):`.
+    for section in out.split("\nThread ").skip(1) {
+        let head = section.lines().next().unwrap_or_default();
+        if head.contains(&wanted) {
+            let _ = writeln!(s, "Thread {}", section.trim_end());
+        }
+    }
+    if s.is_empty() {
+        s = format!("no thread stacks: gdb found no thread named {threads}* in process {pid}\n");
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stacks_of_a_child_process_are_read_or_said_to_be_missing() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("start sleep");
+        let stacks = thread_stacks(child.id(), "sleep");
+        let _ = child.kill();
+        let _ = child.wait();
+        let gdb = std::process::Command::new("gdb")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if gdb {
+            // One thread, stopped in its sleep.
+            assert!(stacks.starts_with("Thread 1 "), "{stacks}");
+            assert!(stacks.contains("sleep"), "{stacks}");
+        } else {
+            assert_eq!(stacks, "no thread stacks: gdb is not installed\n");
+        }
+    }
 
     #[test]
     fn a_job_not_started_says_so() {

@@ -84,6 +84,7 @@ mod snapshot;
 
 pub use collect::{collect_into, CollectSink, Collected};
 pub use error::HarnessError;
+pub use hang::thread_stacks;
 pub use keyed::KeyedOperatorHarness;
 pub use process::ProcessOperatorHarness;
 pub use run::{run_job, run_job_within, run_ok, small_buffers, test_options, JOB_TIMEOUT};

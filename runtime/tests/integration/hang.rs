@@ -41,6 +41,19 @@ fn a_job_past_its_time_limit_fails_with_a_report_and_is_cancelled() {
         .count();
     assert_eq!(subtasks, 4, "{message}");
     assert!(message.contains("weir-worker"), "{message}");
+    // Where gdb is installed, each worker's stack, down to its loop.
+    let gdb = std::process::Command::new("gdb")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if gdb {
+        assert!(message.contains("run_worker"), "{message}");
+    } else {
+        assert!(
+            message.contains("no thread stacks: gdb is not installed"),
+            "{message}"
+        );
+    }
     // Cancelled: it ends by itself soon after.
     let asked = Instant::now();
     while handle.state() != JobState::Canceled {

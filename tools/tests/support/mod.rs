@@ -80,6 +80,18 @@ impl Proc {
         fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
+    /// Fails the test for a run that is still going but should not be:
+    /// its stderr and what each of its threads was doing (read before the
+    /// kill that dropping the run makes).
+    fn stuck(&self, what: &str) -> ! {
+        let stacks = weir_runtime::testing::thread_stacks(self.child.id(), "");
+        panic!(
+            "`{}`: {what}\n{}\nthread stacks:\n{stacks}",
+            self.label,
+            self.stderr()
+        );
+    }
+
     pub fn exited(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().expect("poll the weir child")
     }
@@ -98,12 +110,9 @@ impl Proc {
                 );
                 return false;
             }
-            assert!(
-                since.elapsed() < CONDITION,
-                "`{}`: no {what} within {CONDITION:?}\n{}",
-                self.label,
-                self.stderr()
-            );
+            if since.elapsed() >= CONDITION {
+                self.stuck(&format!("no {what} within {CONDITION:?}"));
+            }
             std::thread::sleep(Duration::from_millis(5));
         }
         true
@@ -127,12 +136,9 @@ impl Proc {
                 self.label,
                 self.stderr()
             );
-            assert!(
-                since.elapsed() < CONDITION,
-                "`{}`: no `{prefix}` within {CONDITION:?}\n{}",
-                self.label,
-                self.stderr()
-            );
+            if since.elapsed() >= CONDITION {
+                self.stuck(&format!("no `{prefix}` within {CONDITION:?}"));
+            }
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -151,12 +157,9 @@ impl Proc {
             if let Some(status) = self.exited() {
                 return status;
             }
-            assert!(
-                since.elapsed() < timeout,
-                "`{}` did not end within {timeout:?}\n{}",
-                self.label,
-                self.stderr()
-            );
+            if since.elapsed() >= timeout {
+                self.stuck(&format!("did not end within {timeout:?}"));
+            }
             std::thread::sleep(Duration::from_millis(10));
         }
     }

@@ -36,7 +36,8 @@
 //!              table blocks, restore plumbing, the writer
 //! metrics      hot-path counters, subtask time accounting, reports
 //! core         shared vocabulary: SubtaskInfo, snapshot hand-off types,
-//!              BarrierMode, durations, time, units, failpoints, log targets
+//!              BarrierMode, durations, time, units, failpoints, log targets,
+//!              a user function's error
 //! ```
 //!
 //! Above them all, behind the cargo feature `testing`, [`testing`] is the
@@ -71,7 +72,7 @@ pub use crate::config::{CheckpointingMode, Config, ConfigError};
 pub use crate::connectors::file_source::{DecodeWith, Decoded, LineDecoder, Lines};
 pub use crate::connectors::{FileSource, TransactionalFileSink};
 pub use crate::core::timestamp::{record_timestamp, NO_TIMESTAMP};
-pub use crate::core::{Offset, Redistribution, SubtaskInfo};
+pub use crate::core::{fail_task, Offset, Redistribution, SubtaskInfo, UserError};
 pub use crate::exchange::{
     BufferDebloater, BufferTimeout, CoInput, DebloatOptions, DebloatTarget, WatermarkValve,
 };

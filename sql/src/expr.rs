@@ -6,7 +6,9 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use compact_str::CompactString;
-use sqlparser::ast::{self, BinaryOperator as B, DateTimeField, Expr, UnaryOperator as U};
+use sqlparser::ast::{
+    self, BinaryOperator as B, CastKind, DateTimeField, Expr, UnaryOperator as U,
+};
 
 use crate::error::{Result, SqlError};
 use crate::functions::{self, TimeUnit};
@@ -419,8 +421,9 @@ pub enum Scalar {
     /// CASE WHEN .. THEN .. ELSE .. END (searched form; the simple form is
     /// rewritten to it).
     Case(Vec<(Scalar, Scalar)>, Option<Box<Scalar>>, DataType),
-    /// CAST(expr AS ty).
-    Cast(Box<Scalar>, DataType),
+    /// CAST(expr AS ty) (`true`: text that does not parse fails the job)
+    /// or TRY_CAST (`false`: NULL instead).
+    Cast(Box<Scalar>, DataType, bool),
     /// A function call.
     Call(Func, Vec<Scalar>, DataType),
 }
@@ -434,7 +437,7 @@ impl Scalar {
             | Scalar::Arith(_, _, _, t)
             | Scalar::Neg(_, t)
             | Scalar::Case(_, _, t)
-            | Scalar::Cast(_, t)
+            | Scalar::Cast(_, t, _)
             | Scalar::Call(_, _, t) => *t,
             _ => DataType::Boolean,
         }
@@ -538,7 +541,8 @@ impl Scalar {
                     None => Value::Null,
                 }
             }
-            Scalar::Cast(a, to) => cast(a.eval(row), a.ty(), *to),
+            Scalar::Cast(a, to, true) => strict_cast(a.eval(row), a.ty(), *to),
+            Scalar::Cast(a, to, false) => cast(a.eval(row), a.ty(), *to),
             Scalar::Call(f, args, ty) => call(f, args, *ty, row),
         }
     }
@@ -564,7 +568,7 @@ impl Scalar {
             | Scalar::Not(a)
             | Scalar::IsNull(a, _)
             | Scalar::IsBool(a, _, _)
-            | Scalar::Cast(a, _) => a.for_each_column(f),
+            | Scalar::Cast(a, _, _) => a.for_each_column(f),
             Scalar::InList(a, list, _) => {
                 a.for_each_column(f);
                 list.iter().for_each(|x| x.for_each_column(f));
@@ -621,7 +625,7 @@ impl Scalar {
                 otherwise.as_ref().map(|e| sh(e)),
                 *t,
             ),
-            Scalar::Cast(a, t) => Scalar::Cast(sh(a), *t),
+            Scalar::Cast(a, t, strict) => Scalar::Cast(sh(a), *t, *strict),
             Scalar::Call(f, args, t) => Scalar::Call(
                 f.clone(),
                 args.iter().map(|x| x.shift_columns(by)).collect(),
@@ -1396,12 +1400,15 @@ pub fn coerce(v: Value, from: DataType, to: DataType) -> Value {
     cast(v, from, to)
 }
 
-/// CAST: NULL when the value does not convert (Flink's TRY_CAST; Flink's
-/// CAST fails the job instead, see docs/SQL.md).
+/// TRY_CAST: NULL when the value does not convert. CAST differs only for
+/// text that does not parse ([`strict_cast`]).
 pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
     use DataType as T;
     if v.is_null() {
         return Value::Null;
+    }
+    if let (Value::Str(s), false) = (&v, to == T::String) {
+        return cast_text(s, to).unwrap_or(Value::Null);
     }
     match to {
         T::String => match v {
@@ -1410,11 +1417,6 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
         },
         T::Boolean => match v {
             Value::Bool(b) => Value::Bool(b),
-            Value::Str(s) => match s.trim().to_ascii_lowercase().as_str() {
-                "true" => Value::Bool(true),
-                "false" => Value::Bool(false),
-                _ => Value::Null,
-            },
             other => other.as_i64().map_or(Value::Null, |i| Value::Bool(i != 0)),
         },
         T::Int | T::BigInt => {
@@ -1423,7 +1425,6 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
                 Value::Decimal(x) => {
                     i64::try_from(x.get() / 10i128.pow(u32::from(from.scale()))).ok()
                 }
-                Value::Str(s) => s.trim().parse::<i64>().ok(),
                 Value::Bool(b) => Some(i64::from(*b)),
                 Value::Int(_) | Value::BigInt(_) => v.as_i64(),
                 _ => None,
@@ -1434,19 +1435,13 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
                 _ => Value::Null,
             }
         }
-        T::Double => match &v {
-            Value::Str(s) => s.trim().parse::<f64>().map_or(Value::Null, Value::Double),
-            other => other
-                .to_f64(from.scale())
-                .map_or(Value::Null, Value::Double),
-        },
+        T::Double => v.to_f64(from.scale()).map_or(Value::Null, Value::Double),
         T::Decimal { precision, scale } => {
             let x = match &v {
                 Value::Double(d) => {
                     let m = d * 10f64.powi(i32::from(scale));
                     (m.is_finite() && m.abs() < 1e37).then(|| m.round() as i128)
                 }
-                Value::Str(s) => parse_decimal(s.trim(), scale),
                 other => other.to_scaled(from.scale(), scale),
             };
             match x {
@@ -1460,13 +1455,11 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
                 v.as_i64().map_or(Value::Null, Value::Timestamp)
             }
             Value::Date(d) => Value::Timestamp(i64::from(d) * DAY_MS),
-            Value::Str(s) => parse_timestamp(&s).map_or(Value::Null, Value::Timestamp),
             _ => Value::Null,
         },
         T::Date => match v {
             Value::Date(d) => Value::Date(d),
             Value::Timestamp(t) => Value::Date(t.div_euclid(DAY_MS) as i32),
-            Value::Str(s) => parse_date(&s).map_or(Value::Null, Value::Date),
             _ => Value::Null,
         },
         T::Interval => match v {
@@ -1474,6 +1467,80 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
             _ => Value::Null,
         },
     }
+}
+
+/// CAST: as [`cast`], but text that does not parse as the target type
+/// fails the task (and so the job, as the restart strategy decides), as
+/// Flink's CAST does; its TRY_CAST gives NULL.
+pub fn strict_cast(v: Value, from: DataType, to: DataType) -> Value {
+    match &v {
+        Value::Str(s) if to != DataType::String => cast_text(s, to).unwrap_or_else(|why| {
+            weir_runtime::fail_task(format!(
+                "CAST('{}' AS {to}) failed: {why} (TRY_CAST gives NULL instead)",
+                s.replace('\'', "''")
+            ))
+        }),
+        _ => cast(v, from, to),
+    }
+}
+
+/// Text as a value of type `to` (not STRING), as Flink's casts from
+/// STRING read it: surrounding white space ignored; an integer may have a
+/// fraction, cut off (`'1.9'` is 1); a boolean is `true`/`t`/`yes`/`y`/`1`
+/// or `false`/`f`/`no`/`n`/`0` in any case. `Err` says why text does not
+/// parse; a DECIMAL too wide for its precision is NULL, as before.
+fn cast_text(s: &str, to: DataType) -> Result<Value, &'static str> {
+    use DataType as T;
+    let t = s.trim();
+    match to {
+        T::Boolean => match t.to_ascii_lowercase().as_str() {
+            "true" | "t" | "yes" | "y" | "1" => Ok(Value::Bool(true)),
+            "false" | "f" | "no" | "n" | "0" => Ok(Value::Bool(false)),
+            _ => Err("not a boolean"),
+        },
+        T::Int => {
+            let i = parse_integer(t).ok_or("not an integer")?;
+            i32::try_from(i)
+                .map(Value::Int)
+                .map_err(|_| "out of the range of INT")
+        }
+        T::BigInt => parse_integer(t)
+            .map(Value::BigInt)
+            .ok_or("not an integer in the range of BIGINT"),
+        T::Double => t
+            .parse::<f64>()
+            .map(Value::Double)
+            .map_err(|_| "not a number"),
+        T::Decimal { precision, scale } => {
+            let x = parse_decimal(t, scale).ok_or("not a decimal number")?;
+            Ok(if fits(x, precision) {
+                Value::decimal(x)
+            } else {
+                Value::Null
+            })
+        }
+        T::Timestamp | T::TimestampLtz => parse_timestamp(s)
+            .map(Value::Timestamp)
+            .ok_or("not a timestamp (yyyy-MM-dd HH:mm:ss[.SSS])"),
+        T::Date => parse_date(s)
+            .map(Value::Date)
+            .ok_or("not a date (yyyy-MM-dd)"),
+        T::String => Ok(Value::Str(s.into())),
+        T::Interval => Err("no cast from STRING to INTERVAL"),
+    }
+}
+
+/// An integer's text with an optional sign and an optional fraction that
+/// is cut off (Flink's `BinaryStringDataUtil.toLong`); `None` for other
+/// text or a value outside BIGINT.
+fn parse_integer(t: &str) -> Option<i64> {
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let digits = int.strip_prefix(['-', '+']).unwrap_or(int);
+    if digits.is_empty() || !frac.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    // `parse` takes the sign and refuses anything else, overflow included.
+    int.parse::<i64>().ok()
 }
 
 fn fits(x: i128, precision: u8) -> bool {
@@ -1787,11 +1854,23 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
             )
         }
         Expr::Cast {
-            expr, data_type: t, ..
+            kind,
+            expr,
+            data_type: t,
+            ..
         } => {
             let a = sub(expr)?;
             let to = data_type(t)?;
-            Scalar::Cast(Box::new(a), to)
+            let strict = match kind {
+                CastKind::Cast | CastKind::DoubleColon => true,
+                CastKind::TryCast => false,
+                CastKind::SafeCast => {
+                    return Err(SqlError::Unsupported(
+                        "SAFE_CAST (BigQuery's; Flink's is TRY_CAST)".into(),
+                    ))
+                }
+            };
+            Scalar::Cast(Box::new(a), to, strict)
         }
         Expr::Extract { field, expr, .. } => {
             let a = sub(expr)?;
@@ -2523,7 +2602,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             } else {
                 a
             };
-            Scalar::Cast(Box::new(ms), DataType::TimestampLtz)
+            Scalar::Cast(Box::new(ms), DataType::TimestampLtz, false)
         }
         "TO_TIMESTAMP" if n == 2 => {
             check_args(&name, &args, &[s, s])?;
@@ -3015,11 +3094,83 @@ mod tests {
             Value::decimal(1235)
         );
         assert_eq!(eval("CAST(a AS STRING)", &s, &r), Value::Str("7".into()));
-        assert_eq!(eval("CAST('x' AS INT)", &s, &r), Value::Null);
         assert_eq!(
             eval("FLOOR(ts TO HOUR)", &s, &r),
             Value::Timestamp(parse_timestamp("2024-01-02 03:00:00").unwrap())
         );
+        // Text read as a timestamp by a function, not a cast.
+        assert_eq!(
+            eval("TO_TIMESTAMP('2024-01-02 03:04:05')", &s, &r),
+            Value::Timestamp(parse_timestamp("2024-01-02 03:04:05").unwrap())
+        );
+        assert_eq!(
+            eval("DATE_FORMAT('2024-01-02 03:04:05', 'HH:mm')", &s, &r),
+            Value::Str("03:04".into())
+        );
+        assert_eq!(eval("TO_TIMESTAMP('soon')", &s, &r), Value::Null);
+    }
+
+    #[test]
+    fn cast_fails_on_text_that_does_not_parse_and_try_cast_gives_null() {
+        let (s, r) = scope();
+        let failure = |sql: &str| {
+            let unwound = std::panic::catch_unwind(|| eval(sql, &s, &r))
+                .expect_err("a CAST of bad text fails");
+            let e = unwound
+                .downcast::<weir_runtime::UserError>()
+                .expect("the task fails with a user error, not a panic");
+            e.0
+        };
+        let cases = [
+            ("'abc'", "INT", "CAST('abc' AS INT) failed: not an integer"),
+            ("'3000000000'", "INT", "out of the range of INT"),
+            (
+                "'99999999999999999999'",
+                "BIGINT",
+                "not an integer in the range of BIGINT",
+            ),
+            ("'1,5'", "DOUBLE", "not a number"),
+            ("'maybe'", "BOOLEAN", "not a boolean"),
+            ("'12x'", "DECIMAL(5, 2)", "not a decimal number"),
+            ("'2024-13-45'", "DATE", "not a date"),
+            ("'yesterday'", "TIMESTAMP(3)", "not a timestamp"),
+            ("'it''s'", "INT", "CAST('it''s' AS INT)"),
+        ];
+        for (text, ty, message) in cases {
+            let m = failure(&format!("CAST({text} AS {ty})"));
+            assert!(m.contains(message), "CAST({text} AS {ty}): {m}");
+            assert!(m.contains("TRY_CAST gives NULL instead"), "{m}");
+            assert_eq!(
+                eval(&format!("TRY_CAST({text} AS {ty})"), &s, &r),
+                Value::Null,
+                "TRY_CAST({text} AS {ty})"
+            );
+        }
+        // What parses, as Flink's casts from STRING read it.
+        let both = |sql: &str, v: Value| {
+            assert_eq!(eval(&format!("CAST({sql})"), &s, &r), v, "CAST({sql})");
+            assert_eq!(
+                eval(&format!("TRY_CAST({sql})"), &s, &r),
+                v,
+                "TRY_CAST({sql})"
+            );
+        };
+        both("' 42 ' AS INT", Value::Int(42));
+        both("'-1.9' AS INT", Value::Int(-1));
+        both("'+7' AS BIGINT", Value::BigInt(7));
+        for (t, b) in [
+            ("'T'", true),
+            ("'yes'", true),
+            ("'1'", true),
+            ("'N'", false),
+            ("'false'", false),
+        ] {
+            both(&format!("{t} AS BOOLEAN"), Value::Bool(b));
+        }
+        both("'2.5e3' AS DOUBLE", Value::Double(2500.0));
+        // NULL stays NULL, and a DECIMAL too wide is NULL for both.
+        both("CAST(NULL AS STRING) AS INT", Value::Null);
+        both("'12345' AS DECIMAL(3, 1)", Value::Null);
     }
 
     #[test]

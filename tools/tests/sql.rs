@@ -945,6 +945,64 @@ fn a_malformed_line_names_file_line_and_column_or_is_skipped_and_counted() {
     );
 }
 
+/// Text that does not parse fails the job in a CAST, naming the text and
+/// the type, as Flink's CAST does; TRY_CAST makes it NULL and the job
+/// goes on.
+#[test]
+fn cast_of_text_that_does_not_parse_fails_the_job_and_try_cast_gives_null() {
+    let s = Scratch::new("sql", "cast");
+    let input = s.join("in.csv");
+    fs::write(&input, "1,42\n2, 7 \n3,abc\n4,1.9\n").unwrap();
+    let script = |cast: &str| {
+        let path = s.join(&format!("{cast}.sql"));
+        fs::write(
+            &path,
+            format!(
+                "CREATE TABLE t (id BIGINT, n STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+                 SELECT id, {cast}(n AS INT) AS n FROM t;",
+                input.display()
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let out = weir_sql(&script("CAST"), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("CAST('abc' AS INT) failed: not an integer (TRY_CAST gives NULL instead)"),
+        "{err}"
+    );
+    // The job's error, not a panic's report.
+    assert!(!err.contains("panicked"), "{err}");
+
+    let out = weir_sql(&script("TRY_CAST"), &[]);
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(stdout.contains("4 rows in set"), "{stdout}");
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains(" id "))
+        .map(|l| {
+            l.split('|')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    let mut rows = rows;
+    rows.sort();
+    assert_eq!(
+        rows,
+        [["1", "42"], ["2", "7"], ["3", "NULL"], ["4", "1"]],
+        "{stdout}"
+    );
+}
+
 /// ORDER BY / LIMIT: a bare SELECT prints its final table in that order;
 /// in an INSERT, ORDER BY .. LIMIT is a Top-N, and ORDER BY or LIMIT
 /// alone is refused naming what to write.

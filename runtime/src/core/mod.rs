@@ -14,6 +14,7 @@ pub mod subtask;
 pub mod time;
 pub mod timestamp;
 pub mod units;
+pub mod user_error;
 pub mod wakeup;
 pub mod wire;
 
@@ -25,3 +26,4 @@ pub use snapshot::{
     TaskSnapshot,
 };
 pub use subtask::SubtaskInfo;
+pub use user_error::{fail_task, UserError};

@@ -235,6 +235,11 @@ pub enum TaskFailure {
     /// message).
     #[error("{0}")]
     Panic(String),
+    /// A user function failed the task over a record it could not process
+    /// ([`fail_task`](crate::core::fail_task); a SQL `CAST` of text that
+    /// does not parse).
+    #[error("{0}")]
+    User(String),
 }
 
 impl From<BuildError> for TaskFailure {
@@ -258,6 +263,7 @@ impl TaskFailure {
             Self::Run(e) => e.fault(),
             Self::Checkpoint(e) => e.fault(),
             Self::Panic(_) => Fault::Ours,
+            Self::User(_) => Fault::User,
         }
     }
 
@@ -269,7 +275,7 @@ impl TaskFailure {
             Self::Build(e) => e.retryable(),
             Self::Run(e) => e.retryable(),
             Self::Checkpoint(e) => e.retryable(),
-            Self::Panic(_) => true,
+            Self::Panic(_) | Self::User(_) => true,
         }
     }
 }

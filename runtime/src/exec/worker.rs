@@ -28,6 +28,7 @@ use weir_net::Doorbell;
 use crate::chain::task::Task;
 use crate::checkpoint::writer::SnapshotWriter;
 use crate::core::time::earliest;
+use crate::core::UserError;
 use crate::exec::error::TaskFailure;
 use crate::metrics::subtask::{SubtaskEntry, SubtaskMetrics, TaskClock};
 use crate::metrics::worker::WorkerMetrics;
@@ -141,7 +142,7 @@ impl TaskSet {
             // stages with it set each record's.
             set_record_timestamp(NO_TIMESTAMP);
             let polled = catch_unwind(AssertUnwindSafe(|| task.poll(start)))
-                .map_err(|panic| (task.describe(), TaskFailure::Panic(panic_message(panic))))?;
+                .map_err(|panic| (task.describe(), failure_of(panic)))?;
             if let Some(e) = task.failure() {
                 return Err((task.describe(), TaskFailure::from(e.clone())));
             }
@@ -162,6 +163,15 @@ impl TaskSet {
             }
         }
         Ok(pass)
+    }
+}
+
+/// What a task's unwinding means: a user function's
+/// [`fail_task`](crate::core::fail_task), or a panic.
+pub(crate) fn failure_of(panic: Box<dyn std::any::Any + Send>) -> TaskFailure {
+    match panic.downcast::<UserError>() {
+        Ok(e) => TaskFailure::User(e.0),
+        Err(panic) => TaskFailure::Panic(panic_message(panic)),
     }
 }
 

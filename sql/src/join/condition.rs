@@ -185,7 +185,7 @@ fn cast_to(s: Scalar, ty: DataType) -> Scalar {
     if s.ty() == ty {
         s
     } else {
-        Scalar::Cast(Box::new(s), ty)
+        Scalar::Cast(Box::new(s), ty, false)
     }
 }
 

@@ -167,6 +167,14 @@ fn hooks_and_sinks_say_whether_their_errors_are_retryable() {
 }
 
 #[test]
+fn a_user_functions_failure_is_retryable_and_the_users() {
+    let e = task_failed(TaskFailure::User("CAST('x' AS INT) failed".into()));
+    assert!(e.retryable());
+    assert_eq!(e.fault(), Fault::User);
+    assert!(e.to_string().ends_with(": CAST('x' AS INT) failed"), "{e}");
+}
+
+#[test]
 fn a_panic_is_retryable_and_ours() {
     let e = task_failed(TaskFailure::Panic("poisoned record".into()));
     assert!(

@@ -135,8 +135,11 @@ pub fn thread_stacks(pid: u32, threads: &str) -> String {
         ])
         .args(["-ex", "set pagination off", "-ex", "thread apply all bt 40"])
         .stdin(Stdio::null())
+        .stderr(match file.try_clone() {
+            Ok(f) => Stdio::from(f),
+            Err(_) => Stdio::null(),
+        })
         .stdout(file)
-        .stderr(Stdio::null())
         .status();
     let out = std::fs::read_to_string(&out_path).unwrap_or_default();
     let _ = std::fs::remove_file(&out_path);
@@ -147,6 +150,12 @@ pub fn thread_stacks(pid: u32, threads: &str) -> String {
             return "no thread stacks: gdb is not installed\n".to_owned()
         }
         Ok(_) => {}
+    }
+    if out.contains("ptrace: Operation not permitted") {
+        return format!(
+            "no thread stacks: gdb may not attach to process {pid} (ptrace: Operation not \
+             permitted; see /proc/sys/kernel/yama/ptrace_scope)\n"
+        );
     }
     let wanted = format!("\"{threads}");
     let mut s = String::new();
@@ -180,7 +189,9 @@ mod tests {
             .arg("--version")
             .output()
             .is_ok_and(|o| o.status.success());
-        if gdb {
+        if stacks.starts_with("no thread stacks: gdb may not attach") {
+            // The kernel's ptrace policy (yama) refuses: said so.
+        } else if gdb {
             // One thread, stopped in its sleep.
             assert!(stacks.starts_with("Thread 1 "), "{stacks}");
             assert!(stacks.contains("sleep"), "{stacks}");

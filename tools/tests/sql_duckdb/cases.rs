@@ -53,8 +53,9 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "case_coalesce_cast",
-        // CAST of a DECIMAL to INT truncates in Flink; DuckDB rounds. A
-        // CAST that fails is NULL in weir (Flink's TRY_CAST, docs/SQL.md).
+        // CAST of a DECIMAL to INT truncates in Flink; DuckDB rounds. Text
+        // that does not parse fails a CAST and is NULL in a TRY_CAST, in
+        // both.
         weir: "SELECT order_id,
                       CASE WHEN qty IS NULL THEN 'none' WHEN qty < 5 THEN 'few' ELSE 'many' END AS size,
                       CASE category WHEN 'books' THEN 1 WHEN 'games' THEN 2 ELSE 0 END AS c,
@@ -63,7 +64,7 @@ pub const CASES: &[Case] = &[
                       CAST(amount AS INT) AS ai, CAST(qty AS STRING) AS qs,
                       CAST(amount AS DECIMAL(12, 1)) AS a1, CAST(qty AS DECIMAL(5, 2)) AS qd,
                       CAST(order_id AS DOUBLE) * 1.5 AS od,
-                      CAST(SUBSTR(user_id, 2) AS INT) AS un, CAST(note AS INT) AS bad
+                      CAST(SUBSTR(user_id, 2) AS INT) AS un, TRY_CAST(note AS INT) AS bad
                FROM orders;",
         duckdb: "SELECT order_id,
                         CASE WHEN qty IS NULL THEN 'none' WHEN qty < 5 THEN 'few' ELSE 'many' END,

@@ -1535,11 +1535,11 @@ fn cast_text(s: &str, to: DataType) -> Result<Value, &'static str> {
 /// text or a value outside BIGINT.
 fn parse_integer(t: &str) -> Option<i64> {
     let (int, frac) = t.split_once('.').unwrap_or((t, ""));
-    let digits = int.strip_prefix(['-', '+']).unwrap_or(int);
-    if digits.is_empty() || !frac.bytes().all(|c| c.is_ascii_digit()) {
+    if !frac.bytes().all(|c| c.is_ascii_digit()) {
         return None;
     }
-    // `parse` takes the sign and refuses anything else, overflow included.
+    // `parse` takes the sign and refuses anything else: no digits, a sign
+    // alone, overflow.
     int.parse::<i64>().ok()
 }
 

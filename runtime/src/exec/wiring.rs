@@ -21,7 +21,7 @@ use crate::exchange::flush::BufferTimeout;
 use crate::exchange::watermark_alignment::WatermarkAlignmentGroups;
 use crate::exec::error::{JobError, Result, TaskFailure};
 use crate::exec::options::ExecutionOptions;
-use crate::exec::worker::{panic_message, JobShared};
+use crate::exec::worker::{failure_of, JobShared};
 use crate::metrics::counters::ChannelCounters;
 use crate::metrics::latency::LatencyOptions;
 use crate::metrics::subtask::{SubtaskEntry, SubtaskId, SubtaskMetrics};
@@ -259,7 +259,7 @@ pub(crate) fn build_tasks(
             let task = match built {
                 Ok(Ok(task)) => task,
                 Ok(Err(e)) => return Err((name, TaskFailure::from(e))),
-                Err(panic) => return Err((name, TaskFailure::Panic(panic_message(panic)))),
+                Err(panic) => return Err((name, failure_of(panic))),
             };
             let entry = SubtaskEntry {
                 metrics: ctx.subtask,

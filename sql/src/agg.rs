@@ -521,11 +521,18 @@ impl AggregateFunction for WindowAggregate {
         }
     }
 
-    fn add(&self, value: Row, mut acc: WindowAcc) -> WindowAcc {
+    #[inline]
+    fn add(&self, value: Row, acc: WindowAcc) -> WindowAcc {
+        self.add_ref(&value, acc)
+    }
+
+    /// The fold only reads the row: a row in several windows (HOP,
+    /// CUMULATE) is folded into each without a clone.
+    fn add_ref(&self, value: &Row, mut acc: WindowAcc) -> WindowAcc {
         if self.0.has_distinct() {
-            self.0.fold(&mut acc.row, &value, &mut acc.distinct);
+            self.0.fold(&mut acc.row, value, &mut acc.distinct);
         } else {
-            self.0.fold(&mut acc.row, &value, &mut NoDistinct);
+            self.0.fold(&mut acc.row, value, &mut NoDistinct);
         }
         acc
     }

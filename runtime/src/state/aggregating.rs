@@ -30,6 +30,17 @@ pub trait AggregateFunction: 'static {
     fn create_accumulator(&self) -> Self::Acc;
     /// `acc` with `value` added.
     fn add(&self, value: Self::In, acc: Self::Acc) -> Self::Acc;
+    /// `acc` with a borrowed `value` added: what a window that assigns a
+    /// record to several windows (sliding, cumulating) folds into each.
+    /// The default clones the value for [`add`](Self::add); a function
+    /// that only reads its value overrides this to save the clone.
+    #[inline]
+    fn add_ref(&self, value: &Self::In, acc: Self::Acc) -> Self::Acc
+    where
+        Self::In: Clone,
+    {
+        self.add(value.clone(), acc)
+    }
     /// The result of `acc`.
     fn get_result(&self, acc: &Self::Acc) -> Self::Out;
     /// Two accumulators merged into one.

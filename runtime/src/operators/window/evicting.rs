@@ -201,9 +201,9 @@ where
         elements: &[W::In],
         out: &mut WindowCollector<'_, F::Out>,
     ) {
-        let acc = elements.iter().fold(self.fold.empty(), |acc, e| {
-            Some(self.fold.fold(acc, e.clone()))
-        });
+        let acc = elements
+            .iter()
+            .fold(self.fold.empty(), |acc, e| Some(self.fold.fold_ref(acc, e)));
         if let Some(acc) = acc {
             let result = self.fold.result(&acc);
             self.function.apply(key, ctx, result, out);

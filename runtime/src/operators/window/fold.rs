@@ -20,6 +20,18 @@ pub trait WindowFold: 'static {
     /// `acc` (none for the window's first record) with `value` folded in.
     fn fold(&self, acc: Option<Self::Acc>, value: Self::In) -> Self::Acc;
 
+    /// [`fold`](Self::fold) of a borrowed record, for a record that
+    /// belongs to several windows (sliding, cumulating): the default clones
+    /// it; an aggregate that only reads its records folds it without the
+    /// clone ([`AggregateFunction::add_ref`]).
+    #[inline]
+    fn fold_ref(&self, acc: Option<Self::Acc>, value: &Self::In) -> Self::Acc
+    where
+        Self::In: Clone,
+    {
+        self.fold(acc, value.clone())
+    }
+
     /// The result of a window whose accumulator is `acc`.
     fn result(&self, acc: &Self::Acc) -> Self::Out;
 
@@ -45,6 +57,15 @@ impl<A: AggregateFunction> WindowFold for AggregateFold<A> {
     fn fold(&self, acc: Option<A::Acc>, value: A::In) -> A::Acc {
         let acc = acc.unwrap_or_else(|| self.0.create_accumulator());
         self.0.add(value, acc)
+    }
+
+    #[inline]
+    fn fold_ref(&self, acc: Option<A::Acc>, value: &A::In) -> A::Acc
+    where
+        A::In: Clone,
+    {
+        let acc = acc.unwrap_or_else(|| self.0.create_accumulator());
+        self.0.add_ref(value, acc)
     }
 
     fn result(&self, acc: &A::Acc) -> A::Out {

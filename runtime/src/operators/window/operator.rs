@@ -161,7 +161,7 @@ where
             let fired = self
                 .contents
                 .fold_or_fire(ctx, start, max_ts <= watermark, |acc| {
-                    fold.fold(acc, value.clone())
+                    fold.fold_ref(acc, &value)
                 });
             if fired {
                 // Within the allowed lateness: a late firing.
@@ -288,7 +288,7 @@ where
             let fold = &self.fold;
             let fired = self
                 .contents
-                .fold(ctx, start, |acc| fold.fold(acc, value.clone()));
+                .fold(ctx, start, |acc| fold.fold_ref(acc, &value));
             if fired {
                 self.late_firing(ctx, start, out);
             }

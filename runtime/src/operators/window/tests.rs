@@ -197,6 +197,76 @@ fn random_out_of_order_inputs_match_a_brute_force_reference() {
     }
 }
 
+/// [`CountSum`] that folds only borrowed records: its by-value `add`
+/// fails the test.
+#[derive(Clone)]
+struct CountSumByRef;
+
+impl AggregateFunction for CountSumByRef {
+    type In = Rec;
+    type Acc = (u64, u64);
+    type Out = (u64, u64);
+    fn create_accumulator(&self) -> (u64, u64) {
+        (0, 0)
+    }
+    fn add(&self, _: Rec, _: (u64, u64)) -> (u64, u64) {
+        panic!("a record of several windows was cloned for each")
+    }
+    fn add_ref(&self, v: &Rec, (c, s): (u64, u64)) -> (u64, u64) {
+        (c + 1, s + v.2)
+    }
+    fn get_result(&self, acc: &(u64, u64)) -> (u64, u64) {
+        *acc
+    }
+    fn merge(&self, a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
+        (a.0 + b.0, a.1 + b.1)
+    }
+}
+
+/// A record of several sliding windows is folded into each by reference
+/// (`AggregateFunction::add_ref`), not cloned per window, late firings
+/// included, and the results are those of the by-value fold.
+#[test]
+fn sliding_windows_fold_a_record_of_several_windows_by_reference() {
+    let run = |by_ref: bool| {
+        let assigner = SlidingEventTimeWindows::of(ms(10), ms(5), (|r: &Rec| r.1) as Ts);
+        let records = [(1, 3, 10), (2, 7, 20), (1, 12, 30), (1, 4, 40), (2, 26, 50)];
+        if by_ref {
+            let mut op = op_with(
+                WindowOperator::new(assigner, AggregateFold(CountSumByRef))
+                    .with_allowed_lateness(ms(20)),
+            );
+            for (i, r) in records.into_iter().enumerate() {
+                op.collect(r);
+                if i == 2 {
+                    op.on_watermark(14);
+                }
+            }
+            op.end_input();
+            starts(std::mem::take(&mut op.output_mut().items))
+        } else {
+            let mut op = op_with(
+                WindowOperator::new(assigner, AggregateFold(CountSum))
+                    .with_allowed_lateness(ms(20)),
+            );
+            for (i, r) in records.into_iter().enumerate() {
+                op.collect(r);
+                if i == 2 {
+                    op.on_watermark(14);
+                }
+            }
+            op.end_input();
+            starts(std::mem::take(&mut op.output_mut().items))
+        }
+    };
+    let got = run(true);
+    assert_eq!(got, run(false));
+    // Window [0, 10) fired at watermark 14 with keys 1 and 2, then again
+    // for key 1's late record at 4 (within the lateness).
+    assert!(got.contains(&(1, 0, (1, 10))), "{got:?}");
+    assert!(got.contains(&(1, 0, (2, 50))), "{got:?}");
+}
+
 /// Brute force of sliding windows with allowed lateness over random
 /// out-of-order input: replays the input keeping, per `(key, window)`,
 /// its records; a window fires when the watermark reaches its end - 1

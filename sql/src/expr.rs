@@ -2438,7 +2438,12 @@ pub fn interval_ms(iv: &ast::Interval) -> Result<i64> {
                     .ok_or_else(bad)?,
             }
         }
-        (Some(_), Some(_)) | (None, _) => {
+        (Some(leading), Some(last)) => day_time_fields(t, leading, last).ok_or_else(|| {
+            SqlError::Type(format!(
+                "`INTERVAL '{text}' {leading} TO {last}`: not an interval of that form (e.g. '1 12' DAY TO HOUR, '10:30' MINUTE TO SECOND, '1 02:03:04.5' DAY TO SECOND; fields after the first within their range)"
+            ))
+        })?,
+        (None, _) => {
             // `D HH:MM:SS[.fff]` or `HH:MM:SS` forms.
             let (days, time) = match t.split_once(' ') {
                 Some((d, rest)) => (d.parse::<i64>().map_err(|_| bad())?, rest),
@@ -2450,6 +2455,68 @@ pub fn interval_ms(iv: &ast::Interval) -> Result<i64> {
         }
     };
     Ok(if neg { -ms } else { ms })
+}
+
+/// The milliseconds of a day-time interval's text with the qualifier
+/// `leading TO last` (SQL's and Flink's forms): the fields from `leading`
+/// to `last`, a day separated from the hours by a space and the others by
+/// colons, the seconds with an optional fraction (`'1 12' DAY TO HOUR`,
+/// `'10:30' MINUTE TO SECOND` is 10 minutes 30 seconds, `'1 02:03:04.5'
+/// DAY TO SECOND`). The leading field takes any number; the others must be
+/// within their range (hours below 24, minutes and seconds below 60).
+/// `None` for any other text or qualifier.
+fn day_time_fields(t: &str, leading: &DateTimeField, last: &DateTimeField) -> Option<i64> {
+    use DateTimeField as F;
+    // Day, hour, minute, second: rank, unit, the bound of a later field.
+    let rank = |f: &DateTimeField| match f {
+        F::Day | F::Days => Some(0),
+        F::Hour | F::Hours => Some(1),
+        F::Minute | F::Minutes => Some(2),
+        F::Second | F::Seconds => Some(3),
+        _ => None,
+    };
+    const UNIT: [i64; 4] = [DAY_MS, 3_600_000, 60_000, 1000];
+    const BOUND: [i64; 4] = [i64::MAX, 24, 60, 60];
+    let (first, end) = (rank(leading)?, rank(last)?);
+    if first >= end {
+        return None;
+    }
+    let mut fields: Vec<&str> = Vec::with_capacity(4);
+    let time = if first == 0 {
+        let (day, rest) = t.split_once(' ')?;
+        fields.push(day);
+        rest.trim_start()
+    } else {
+        t
+    };
+    fields.extend(time.split(':'));
+    if fields.len() != end - first + 1 {
+        return None;
+    }
+    let digits = |f: &str| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit());
+    let mut ms: i64 = 0;
+    for (i, field) in fields.iter().enumerate() {
+        let r = first + i;
+        let (whole, fraction) = match field.split_once('.') {
+            Some((w, f)) if r == 3 && digits(f) => (w, Some(f)),
+            Some(_) => return None,
+            None => (*field, None),
+        };
+        if !digits(whole) {
+            return None;
+        }
+        let v: i64 = whole.parse().ok()?;
+        if i > 0 && v >= BOUND[r] {
+            return None;
+        }
+        ms = ms.checked_add(v.checked_mul(UNIT[r])?)?;
+        if let Some(f) = fraction {
+            // Milliseconds: the first three digits (weir keeps milliseconds).
+            let f: String = f.chars().chain("00".chars()).take(3).collect();
+            ms = ms.checked_add(f.parse::<i64>().ok()?)?;
+        }
+    }
+    Some(ms)
 }
 
 fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> Result<Scalar> {
@@ -3617,5 +3684,41 @@ mod tests {
             iv("INTERVAL '1 02:00:00' DAY TO SECOND"),
             DAY_MS + 7_200_000
         );
+        // Every qualifier reads its own fields, from its leading one.
+        assert_eq!(iv("INTERVAL '10:30' MINUTE TO SECOND"), 630_000);
+        assert_eq!(iv("INTERVAL '1:30' MINUTE TO SECOND"), 90_000);
+        assert_eq!(iv("INTERVAL '-10:30' MINUTE TO SECOND"), -630_000);
+        assert_eq!(iv("INTERVAL '100:05.25' MINUTE TO SECOND"), 6_005_250);
+        assert_eq!(iv("INTERVAL '10:30' HOUR TO MINUTE"), 37_800_000);
+        assert_eq!(iv("INTERVAL '2:03:04' HOUR TO SECOND"), 7_384_000);
+        assert_eq!(iv("INTERVAL '1 12' DAY TO HOUR"), DAY_MS + 43_200_000);
+        assert_eq!(iv("INTERVAL '1 12:30' DAY TO MINUTE"), DAY_MS + 45_000_000);
+        assert_eq!(
+            iv("INTERVAL '3 02:03:04.5' DAY TO SECOND"),
+            3 * DAY_MS + 7_384_500
+        );
+        let err = |sql: &str| {
+            let e = Parser::new(&FlinkDialect::default())
+                .try_with_sql(sql)
+                .unwrap()
+                .parse_expr()
+                .unwrap();
+            match e {
+                Expr::Interval(i) => interval_ms(&i).unwrap_err().to_string(),
+                _ => panic!(),
+            }
+        };
+        for bad in [
+            "INTERVAL '10:30' MINUTE TO MINUTE",
+            "INTERVAL '10:30:00' MINUTE TO SECOND",
+            "INTERVAL '10:60' MINUTE TO SECOND",
+            "INTERVAL '1 24' DAY TO HOUR",
+            "INTERVAL '10:3x' MINUTE TO SECOND",
+            "INTERVAL '10.5:30' MINUTE TO SECOND",
+        ] {
+            let e = err(bad);
+            assert!(e.contains("not an interval of that form"), "{bad}: {e}");
+        }
+        assert!(err("INTERVAL '1:2' SECOND TO MINUTE").contains("INTERVAL '1:2'"));
     }
 }

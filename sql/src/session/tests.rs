@@ -106,6 +106,28 @@ fn count_distinct_per_window() {
     assert_eq!(got, sorted(want));
 }
 
+/// `INTERVAL '1:30' MINUTE TO SECOND` is 90 seconds (it was once read as
+/// 1 hour 30 minutes), as a window size and in time arithmetic.
+#[test]
+fn minute_to_second_intervals_are_minutes_and_seconds() {
+    let got = run(
+        "SELECT window_start, COUNT(*) AS n, MAX(ts + INTERVAL '10:30' MINUTE TO SECOND)
+                   FROM TABLE(TUMBLE(TABLE g, DESCRIPTOR(ts), INTERVAL '1:30' MINUTE TO SECOND))
+                   GROUP BY window_start, window_end",
+    );
+    let mut want = Vec::new();
+    for w in 0..=999 / 90 {
+        let last = (w * 90 + 89).min(999);
+        want.push(format!(
+            "+I[{}, {}, {}]",
+            crate::time::format_timestamp(w * 90_000),
+            last - w * 90 + 1,
+            crate::time::format_timestamp(last * 1000 + 630_000)
+        ));
+    }
+    assert_eq!(got, sorted(want));
+}
+
 #[test]
 fn top_3_per_key_with_ties_by_the_other_columns() {
     let got = run("SELECT * FROM (

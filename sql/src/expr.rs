@@ -2545,7 +2545,21 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             {
                 unit = Some(w.value.clone())
             }
-            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(sub(x)?),
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => match sub(x) {
+                Ok(a) => args.push(a),
+                // An argument that does not compile in a call of a function
+                // weir does not have: the function is what to report (in a
+                // GROUP BY query, `LISTAGG(name)` would otherwise say that
+                // `name` is neither grouped nor aggregated).
+                Err(e) => {
+                    let untyped =
+                        &mut |_: &Expr| Ok(Scalar::Literal(Value::Null, DataType::String));
+                    return Err(match function(f, untyped) {
+                        Err(unknown @ SqlError::UnknownFunction(_)) => unknown,
+                        _ => e,
+                    });
+                }
+            },
             other => {
                 return Err(SqlError::Unsupported(format!(
                     "the argument `{other}` of {name}"

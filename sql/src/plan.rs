@@ -670,8 +670,14 @@ impl<'c> Planner<'c> {
         }
         let mut pre = Vec::new();
         let mut pre_fields = Vec::new();
+        // Each key's compiled form: an expression of SELECT or HAVING is
+        // that key when it compiles to the same (`t.cat` for `cat`,
+        // `upper(x)` for `UPPER(x)`, `(a + 1)` for `a + 1`), as Flink
+        // resolves them, not only when it is written the same.
+        let mut key_forms = Vec::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
             let mut c = compile(k, &input_scope)?;
+            key_forms.push(format!("{c:?}"));
             if grouping_set.as_ref().is_some_and(|set| !set[i]) {
                 // Not grouped by in this grouping set: NULL.
                 c = Scalar::Literal(Value::Null, c.ty());
@@ -851,6 +857,12 @@ impl<'c> Planner<'c> {
                         let c = nkeys + w;
                         return Ok(Some(Scalar::Column(c, out_fields[c].ty)));
                     }
+                }
+            }
+            if let Ok(c) = compile(e, &input_scope) {
+                let form = format!("{c:?}");
+                if let Some(i) = key_forms.iter().position(|k| *k == form) {
+                    return Ok(Some(Scalar::Column(i, out_fields[i].ty)));
                 }
             }
             match e {

@@ -327,3 +327,21 @@ fn a_scalar_subquerys_aggregate_is_not_the_outer_querys() {
     );
     planned("SELECT a, COUNT(*) FROM t WHERE a IN (SELECT MAX(a) FROM t GROUP BY c) GROUP BY a");
 }
+
+#[test]
+fn a_column_neither_grouped_nor_aggregated_is_named_and_an_unknown_aggregate_too() {
+    let e = error("SELECT a, c, COUNT(*) FROM t GROUP BY a");
+    assert!(
+        e.contains("column `c` is neither in GROUP BY nor in an aggregate"),
+        "{e}"
+    );
+    // Written otherwise, a key is still that key; another column is not.
+    planned(
+        "INSERT INTO changes SELECT t.a, b, CAST(COUNT(*) AS INT), ts FROM t GROUP BY a, t.b, ts",
+    );
+    let e = error("SELECT t.c, COUNT(*) FROM t GROUP BY a");
+    assert!(e.contains("`t.c` is neither in GROUP BY"), "{e}");
+    // A function weir does not have is what is reported, not its argument.
+    let e = error("SELECT a, LISTAGG(b) FROM t GROUP BY a");
+    assert!(e.contains("unknown function `LISTAGG`"), "{e}");
+}

@@ -106,6 +106,33 @@ fn count_distinct_per_window() {
     assert_eq!(got, sorted(want));
 }
 
+/// A SELECT or HAVING expression is the GROUP BY key it resolves to, not
+/// only the one written the same: a qualified or bare column, a function
+/// named in another case, a key in parentheses.
+#[test]
+fn group_by_keys_match_however_they_are_written() {
+    let want: Vec<String> = (0..5).map(|k| format!("+I[{}, 200]", k + 1)).collect();
+    for select in [
+        "SELECT g.k + 1, COUNT(*) FROM g GROUP BY k + 1",
+        "SELECT k + 1, COUNT(*) FROM g GROUP BY (k + 1)",
+        "SELECT x.k + 1, COUNT(*) FROM g AS x GROUP BY x.k + 1",
+        "SELECT k + 1, COUNT(*) FROM g AS x GROUP BY x.k + 1 HAVING (x.k + 1) >= 1",
+    ] {
+        assert_eq!(run(select), want, "{select}");
+    }
+    let want: Vec<String> = (0..5).map(|k| format!("+I[K{k}, 200]")).collect();
+    assert_eq!(
+        run(
+            "SELECT UPPER(CONCAT('k', CAST(k AS STRING))), COUNT(*) FROM g
+             GROUP BY upper(concat('k', cast(k AS STRING)))"
+        ),
+        want
+    );
+    let want: Vec<String> = (0..5).map(|k| format!("+I[{k}, 200]")).collect();
+    assert_eq!(run("SELECT g.k, COUNT(*) FROM g GROUP BY k"), want);
+    assert_eq!(run("SELECT k, COUNT(*) FROM g GROUP BY g.k"), want);
+}
+
 /// `INTERVAL '1:30' MINUTE TO SECOND` is 90 seconds (it was once read as
 /// 1 hour 30 minutes), as a window size and in time arithmetic.
 #[test]

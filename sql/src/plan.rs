@@ -624,6 +624,7 @@ impl<'c> Planner<'c> {
         filter: Option<Scalar>,
         group_exprs: Vec<Expr>,
     ) -> Result<Plan> {
+        let (from, group_exprs, legacy) = legacy_group_window(from, &input_scope, group_exprs)?;
         let updating_input = from.plan.updating;
         let grouping_set = self.grouping_set.take();
         if grouping_set.is_some() && from.window.is_some() {
@@ -634,6 +635,9 @@ impl<'c> Planner<'c> {
         // Keys: GROUP BY's expressions but a TVF's window columns.
         let mut keys: Vec<Expr> = Vec::new();
         let mut window_cols = Vec::new();
+        if legacy.is_some() {
+            window_cols.extend(["window_start".to_owned(), "window_end".to_owned()]);
+        }
         for g in &group_exprs {
             match ident_name(g) {
                 Some(n) if from.window.is_some() && is_window_column(&n) => {
@@ -846,6 +850,14 @@ impl<'c> Planner<'c> {
             if let Some(i) = agg_exprs.iter().position(|a| a == e) {
                 let c = first_agg + i;
                 return Ok(Some(Scalar::Column(c, out_fields[c].ty)));
+            }
+            if let (Some(kind), Expr::Function(f)) = (legacy, e) {
+                // TUMBLE_START(..) and the like: the group window's columns.
+                let name = object_name(&f.name).to_ascii_uppercase();
+                if let Some(w) = legacy_window_column(kind, &name)? {
+                    let c = nkeys + w;
+                    return Ok(Some(Scalar::Column(c, out_fields[c].ty)));
+                }
             }
             if windowed {
                 if let Some(n) = ident_name(e) {
@@ -1319,6 +1331,142 @@ fn window_table(from: From, window: Window, time: usize) -> Result<From> {
         window: None,
         partition: Vec::new(),
     })
+}
+
+/// The group window functions of Flink's legacy syntax, `GROUP BY ..,
+/// TUMBLE(time, size)` (also `HOP(time, slide, size)` and `SESSION(time,
+/// gap)`), as the window of a windowing TVF over the same input: returns
+/// the FROM with that window, GROUP BY without the call, and the
+/// window's kind (for `TUMBLE_START(..)` and the like). A GROUP BY
+/// without one is returned as it is.
+fn legacy_group_window(
+    from: From,
+    scope: &Scope,
+    group_exprs: Vec<Expr>,
+) -> Result<(From, Vec<Expr>, Option<&'static str>)> {
+    fn kind_of(e: &Expr) -> Option<(&'static str, &ast::Function)> {
+        match e {
+            Expr::Function(f) => match object_name(&f.name).to_ascii_uppercase().as_str() {
+                "TUMBLE" => Some(("TUMBLE", f)),
+                "HOP" => Some(("HOP", f)),
+                "SESSION" => Some(("SESSION", f)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    let calls: Vec<_> = group_exprs.iter().filter_map(kind_of).collect();
+    let Some(&(kind, f)) = calls.first() else {
+        return Ok((from, group_exprs, None));
+    };
+    let usage = |what: &str| {
+        SqlError::Plan(format!(
+            "GROUP BY {kind}(..): {what}; write {kind}(time_column, {})",
+            match kind {
+                "HOP" => "INTERVAL slide, INTERVAL size",
+                "SESSION" => "INTERVAL gap",
+                _ => "INTERVAL size",
+            }
+        ))
+    };
+    if calls.len() > 1 {
+        return Err(usage("one group window per GROUP BY"));
+    }
+    if from.window.is_some() {
+        return Err(usage(
+            "a group window over a windowing table function's rows",
+        ));
+    }
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return Err(usage("arguments missing"));
+    };
+    let args: Vec<&Expr> = list
+        .args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
+            other => Err(usage(&format!("the argument `{other}`"))),
+        })
+        .collect::<Result<_>>()?;
+    let Some((time_arg, intervals)) = args.split_first() else {
+        return Err(usage("arguments missing"));
+    };
+    let time = match compile(time_arg, scope)? {
+        Scalar::Column(i, _) => i,
+        _ => return Err(usage("the first argument must be a time column")),
+    };
+    let field = &scope.cols[time].field;
+    if !field.rowtime && !field.proctime {
+        return Err(SqlError::Plan(format!(
+            "GROUP BY {kind}(..): `{}` is not a time attribute (declare a WATERMARK for it, or a processing-time column AS PROCTIME())",
+            field.name
+        )));
+    }
+    if from.plan.updating {
+        return Err(SqlError::Unsupported(format!(
+            "GROUP BY {kind}(..) over an updating input"
+        )));
+    }
+    let ms: Vec<i64> = intervals
+        .iter()
+        .map(|e| match e {
+            Expr::Interval(iv) => match expr::interval_ms(iv)? {
+                ms if ms > 0 => Ok(ms),
+                _ => Err(usage("intervals must be positive")),
+            },
+            _ => Err(usage("sizes are INTERVAL literals")),
+        })
+        .collect::<Result<_>>()?;
+    let window = match (kind, ms.as_slice()) {
+        ("TUMBLE", &[size]) => Window::Tumble { size, offset: 0 },
+        ("TUMBLE", &[size, offset]) => Window::Tumble { size, offset },
+        ("HOP", &[slide, size]) if size % slide == 0 => Window::Hop {
+            slide,
+            size,
+            offset: 0,
+        },
+        ("HOP", &[_, _]) => return Err(usage("the size must be a whole multiple of the slide")),
+        ("SESSION", &[gap]) => Window::Session { gap },
+        _ => return Err(usage("wrong number of intervals")),
+    };
+    let rest = group_exprs
+        .iter()
+        .filter(|e| kind_of(e).is_none())
+        .cloned()
+        .collect();
+    Ok((
+        From {
+            window: Some((window, time)),
+            ..from
+        },
+        rest,
+        Some(kind),
+    ))
+}
+
+/// The window column (0 start, 1 end, 2 time) that the legacy group
+/// window function `name` (`TUMBLE_START`, `HOP_END`, `SESSION_ROWTIME`,
+/// ..) gives, for a GROUP BY of a `kind` window; `None` if `name` is no
+/// such function.
+fn legacy_window_column(kind: &str, name: &str) -> Result<Option<usize>> {
+    let Some((prefix, part)) = ["TUMBLE", "HOP", "SESSION"]
+        .iter()
+        .find_map(|k| Some((*k, name.strip_prefix(k)?.strip_prefix('_')?)))
+    else {
+        return Ok(None);
+    };
+    let column = match part {
+        "START" => 0,
+        "END" => 1,
+        "ROWTIME" | "PROCTIME" => 2,
+        _ => return Ok(None),
+    };
+    if prefix != kind {
+        return Err(SqlError::Plan(format!(
+            "{name}(..) in a query grouped by a {kind} window (use {kind}_{part})"
+        )));
+    }
+    Ok(Some(column))
 }
 
 fn is_window_column(n: &str) -> bool {

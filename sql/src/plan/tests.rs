@@ -345,3 +345,20 @@ fn a_column_neither_grouped_nor_aggregated_is_named_and_an_unknown_aggregate_too
     let e = error("SELECT a, LISTAGG(b) FROM t GROUP BY a");
     assert!(e.contains("unknown function `LISTAGG`"), "{e}");
 }
+
+#[test]
+fn legacy_group_windows_are_checked_as_the_table_functions_are() {
+    planned("INSERT INTO changes SELECT a, b, CAST(COUNT(*) AS INT), TUMBLE_ROWTIME(ts, INTERVAL '1' MINUTE) FROM t GROUP BY a, b, TUMBLE(ts, INTERVAL '1' MINUTE)");
+    let e = error("SELECT HOP_START(ts, INTERVAL '1' MINUTE), COUNT(*) FROM t GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE)");
+    assert!(
+        e.contains("HOP_START(..) in a query grouped by a TUMBLE window"),
+        "{e}"
+    );
+    let e = error("SELECT COUNT(*) FROM t GROUP BY TUMBLE(c, INTERVAL '1' MINUTE)");
+    assert!(e.contains("`c` is not a time attribute"), "{e}");
+    let e =
+        error("SELECT COUNT(*) FROM t GROUP BY HOP(ts, INTERVAL '2' SECOND, INTERVAL '3' SECOND)");
+    assert!(e.contains("whole multiple of the slide"), "{e}");
+    let e = error("SELECT COUNT(*) FROM t GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), SESSION(ts, INTERVAL '1' MINUTE)");
+    assert!(e.contains("one group window per GROUP BY"), "{e}");
+}

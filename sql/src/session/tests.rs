@@ -133,6 +133,38 @@ fn group_by_keys_match_however_they_are_written() {
     assert_eq!(run("SELECT k, COUNT(*) FROM g GROUP BY g.k"), want);
 }
 
+/// Flink's legacy group windows (`GROUP BY TUMBLE(ts, ..)` with
+/// `TUMBLE_START` and the like) give what the windowing TVFs give.
+#[test]
+fn legacy_group_windows_are_the_table_functions_windows() {
+    for (legacy, tvf) in [
+        (
+            "SELECT k, TUMBLE_START(ts, INTERVAL '40' SECOND), TUMBLE_END(ts, INTERVAL '40' SECOND),
+                    COUNT(*), SUM(v)
+             FROM g WHERE v > 2 GROUP BY TUMBLE(ts, INTERVAL '40' SECOND), k",
+            "SELECT k, window_start, window_end, COUNT(*), SUM(v)
+             FROM TABLE(TUMBLE(TABLE g, DESCRIPTOR(ts), INTERVAL '40' SECOND))
+             WHERE v > 2 GROUP BY k, window_start, window_end",
+        ),
+        (
+            "SELECT HOP_END(ts, INTERVAL '10' SECOND, INTERVAL '30' SECOND) AS e, MAX(v)
+             FROM g GROUP BY HOP(ts, INTERVAL '10' SECOND, INTERVAL '30' SECOND)",
+            "SELECT window_end AS e, MAX(v)
+             FROM TABLE(HOP(TABLE g, DESCRIPTOR(ts), INTERVAL '10' SECOND, INTERVAL '30' SECOND))
+             GROUP BY window_start, window_end",
+        ),
+    ] {
+        let (got, want) = (run(legacy), run(tvf));
+        assert!(!want.is_empty());
+        assert_eq!(got, want, "{legacy}");
+    }
+    // 1000 rows a second apart: 25 windows of 40 s, each key 8 rows a window.
+    let got = run("SELECT k, TUMBLE_START(ts, INTERVAL '40' SECOND), COUNT(*)
+                   FROM g GROUP BY k, TUMBLE(ts, INTERVAL '40' SECOND)");
+    assert_eq!(got.len(), 125);
+    assert!(got.iter().all(|r| r.ends_with(", 8]")), "{got:?}");
+}
+
 /// `INTERVAL '1:30' MINUTE TO SECOND` is 90 seconds (it was once read as
 /// 1 hour 30 minutes), as a window size and in time arithmetic.
 #[test]

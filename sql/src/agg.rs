@@ -145,7 +145,18 @@ impl Aggs {
                 }
             });
             for (k, &ci) in set.calls.iter().enumerate() {
-                if crossed[k] {
+                if !crossed[k] {
+                    continue;
+                }
+                let func = self.calls[ci].func;
+                if sign < 0 && matches!(func, AggFunc::Min | AggFunc::Max) {
+                    // The value's last row left: if it was the extreme,
+                    // the next one of the values still counted is.
+                    let s = self.slots[ci];
+                    if acc.values[s].total_cmp(v) == Ordering::Equal {
+                        acc.values[s] = distinct.extreme(j, k, func == AggFunc::Max);
+                    }
+                } else {
                     self.apply(acc, ci, Some(v), sign);
                 }
             }

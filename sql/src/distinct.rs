@@ -50,6 +50,28 @@ pub trait DistinctStore {
     /// Applies `f` to the counts of `value` in set `set` (`width` zeros for
     /// a value not seen); the value is forgotten once all are zero.
     fn update(&mut self, set: usize, value: &Value, width: usize, f: &mut dyn FnMut(&mut [i64]));
+
+    /// The largest (`max`) or smallest value of set `set` whose count for
+    /// aggregate `call` (its place in the set) is not zero; NULL if none:
+    /// what a MIN or MAX over an updating input becomes when its value is
+    /// retracted (Flink's `MaxWithRetractAggFunction` scans its map too).
+    fn extreme(&mut self, set: usize, call: usize, max: bool) -> Value;
+}
+
+/// The larger (`max`) or smaller of `best` and `v`.
+fn keep_extreme(best: Option<Value>, v: &Value, max: bool) -> Option<Value> {
+    match best {
+        Some(b) => {
+            let o = v.total_cmp(&b);
+            let better = if max {
+                o == Ordering::Greater
+            } else {
+                o == Ordering::Less
+            };
+            Some(if better { v.clone() } else { b })
+        }
+        None => Some(v.clone()),
+    }
 }
 
 /// No DISTINCT aggregate: nothing to keep.
@@ -57,6 +79,10 @@ pub struct NoDistinct;
 
 impl DistinctStore for NoDistinct {
     fn update(&mut self, _: usize, _: &Value, _: usize, _: &mut dyn FnMut(&mut [i64])) {}
+
+    fn extreme(&mut self, _: usize, _: usize, _: bool) -> Value {
+        Value::Null
+    }
 }
 
 /// A value ordered by [`Value::total_cmp`], as a set's key.
@@ -109,6 +135,19 @@ impl DistinctStore for DistinctValues {
         if counts.iter().all(|&c| c == 0) {
             map.remove(&key);
         }
+    }
+
+    fn extreme(&mut self, set: usize, call: usize, max: bool) -> Value {
+        let Some(map) = self.0.get(set) else {
+            return Value::Null;
+        };
+        let counted = |(v, c): (&Ordered, &Counts)| (c.get(call) > Some(&0)).then(|| v.0.clone());
+        let found = if max {
+            map.iter().rev().find_map(counted)
+        } else {
+            map.iter().find_map(counted)
+        };
+        found.unwrap_or(Value::Null)
     }
 }
 
@@ -207,6 +246,19 @@ impl DistinctStore for DistinctState<'_> {
         if zero {
             self.state.remove(self.ctx, &user_key);
         }
+    }
+
+    fn extreme(&mut self, set: usize, call: usize, max: bool) -> Value {
+        let mut best = None;
+        for (user_key, counts) in self.state.entries(self.ctx) {
+            let counted = counts.values.get(call).and_then(Value::as_i64) > Some(0);
+            if counted
+                && matches!(user_key.values.first(), Some(Value::Int(s)) if *s as usize == set)
+            {
+                best = keep_extreme(best, &user_key.values[1], max);
+            }
+        }
+        best.unwrap_or(Value::Null)
     }
 }
 

@@ -292,8 +292,10 @@ pub struct AggCall {
     pub func: AggFunc,
     /// The argument's column in the input (`None`: COUNT(*)).
     pub arg: Option<usize>,
-    /// DISTINCT: each value of the argument counts once (never for MIN
-    /// and MAX, where it changes nothing, nor without an argument).
+    /// DISTINCT: each value of the argument counts once (never without an
+    /// argument). For MIN and MAX (where DISTINCT changes nothing) it means
+    /// an updating input: their values are counted the same way, so that a
+    /// retraction of the extreme finds the next one.
     pub distinct: bool,
     /// FILTER (WHERE ..): a BOOLEAN column of the input; only rows where
     /// it is TRUE are aggregated.
@@ -771,15 +773,14 @@ impl<'c> Planner<'c> {
                 }
                 _ => return Err(SqlError::Type(format!("{name} takes one argument"))),
             };
-            if updating_input && matches!(agg, AggFunc::Min | AggFunc::Max) {
-                return Err(SqlError::Unsupported(format!(
-                    "{name} over an updating input (it cannot retract)"
-                )));
-            }
+            let extreme = matches!(agg, AggFunc::Min | AggFunc::Max);
             calls.push(AggCall {
                 func: agg,
                 arg,
-                distinct: distinct && !matches!(agg, AggFunc::Min | AggFunc::Max),
+                // A MIN or MAX over an updating input counts its values as
+                // a DISTINCT aggregate does, so that a retraction of the
+                // extreme finds the next one (Flink's *WithRetract).
+                distinct: if extreme { updating_input } else { distinct },
                 filter,
                 arg_ty,
                 ty: AggCall::result_type(agg, arg_ty)?,

@@ -165,6 +165,41 @@ fn legacy_group_windows_are_the_table_functions_windows() {
     assert!(got.iter().all(|r| r.ends_with(", 8]")), "{got:?}");
 }
 
+/// MIN and MAX over an updating input (counts that grow, and groups a
+/// HAVING deletes) retract: when the extreme leaves, the next value
+/// still there takes its place, as Flink's MIN/MAX with retraction.
+#[test]
+fn min_and_max_over_an_updating_input_retract() {
+    // Groups of k and v % (k + 2): 18 to 91 rows each.
+    let mut counts: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    for (_, k, v) in ids() {
+        *counts.entry((k, v % (k + 2))).or_default() += 1;
+    }
+    for limit in [1000, 80, 60, 40] {
+        let got = run(&format!(
+            "SELECT k, MIN(n), MAX(n), COUNT(DISTINCT n) FROM
+               (SELECT k, v % (k + 2) AS b, COUNT(*) AS n FROM g
+                GROUP BY k, v % (k + 2) HAVING COUNT(*) < {limit})
+             GROUP BY k"
+        ));
+        let mut per: BTreeMap<i64, BTreeSet<i64>> = BTreeMap::new();
+        for (&(k, _), &n) in &counts {
+            if n < limit {
+                per.entry(k).or_default().insert(n);
+            }
+        }
+        let want: Vec<String> = per
+            .iter()
+            .map(|(k, ns)| {
+                let (min, max) = (ns.first().unwrap(), ns.last().unwrap());
+                format!("+I[{k}, {min}, {max}, {}]", ns.len())
+            })
+            .collect();
+        assert!(want.len() >= 2, "{want:?}");
+        assert_eq!(got, sorted(want), "HAVING COUNT(*) < {limit}");
+    }
+}
+
 /// `INTERVAL '1:30' MINUTE TO SECOND` is 90 seconds (it was once read as
 /// 1 hour 30 minutes), as a window size and in time arithmetic.
 #[test]

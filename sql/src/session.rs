@@ -762,18 +762,18 @@ pub fn format_table(schema: &Schema, rows: &[Row], shown: &Presentation) -> Stri
     }
     let live = shown.apply(live);
     let types = schema.types();
+    let columns = shown.columns.unwrap_or(types.len()).min(types.len());
     let cells: Vec<Vec<String>> = live
         .iter()
         .map(|r| {
             r.values
                 .iter()
-                .zip(&types)
+                .zip(&types[..columns])
                 .map(|(v, t)| v.display(*t))
                 .collect()
         })
         .collect();
-    let mut width: Vec<usize> = schema
-        .fields
+    let mut width: Vec<usize> = schema.fields[..columns]
         .iter()
         .map(|f| f.name.chars().count())
         .collect();

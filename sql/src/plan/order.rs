@@ -35,6 +35,9 @@ pub struct Presentation {
     pub offset: usize,
     /// Rows shown at most.
     pub limit: Option<usize>,
+    /// Columns shown, when the last ones are hidden (ORDER BY items not
+    /// selected); `None`: all.
+    pub columns: Option<usize>,
 }
 
 impl Presentation {
@@ -206,33 +209,105 @@ fn select_items(q: &Query) -> &[SelectItem] {
     }
 }
 
+/// What [`Planner::ordered`] gives: the query without ORDER BY and LIMIT
+/// (with the hidden columns), its plan, the column of each ORDER BY item,
+/// and how many columns the SELECT shows.
+struct Ordered {
+    bare: Query,
+    plan: Plan,
+    columns: Vec<usize>,
+    shown: usize,
+}
+
 impl Planner<'_> {
-    /// A bare SELECT: its plan without ORDER BY / LIMIT, and how its final
-    /// table is ordered and cut.
-    pub fn select_query(&mut self, q: &Query) -> Result<(Plan, Presentation)> {
-        let (order, limit, offset) = clauses(q)?;
+    /// Plans `q` without its ORDER BY and LIMIT, resolving each ORDER BY
+    /// item to a column: an output column (by name, alias, position or the
+    /// same expression), else, in a plain SELECT (not DISTINCT, not a set
+    /// operation), a hidden column appended to the SELECT list, as SQL and
+    /// Flink allow `SELECT name FROM t ORDER BY price` (a column or
+    /// expression of the input, or of the GROUP BY keys and aggregates).
+    fn ordered(&mut self, q: &Query, order: &[ast::OrderByExpr]) -> Result<Ordered> {
         let mut bare = q.clone();
         bare.order_by = None;
         bare.limit_clause = None;
         bare.fetch = None;
         let plan = self.query(&bare)?;
+        let shown = plan.schema.len();
         let items = select_items(q);
+        let mut found = Vec::with_capacity(order.len());
+        let mut hidden = 0;
+        for (i, o) in order.iter().enumerate() {
+            match order_column(&o.expr, &plan.schema, items) {
+                Ok(c) => found.push(Some(c)),
+                Err(e) => {
+                    let SetExpr::Select(s) = bare.body.as_mut() else {
+                        return Err(e);
+                    };
+                    if s.distinct.is_some() {
+                        // (Flink too: with DISTINCT an ORDER BY item must
+                        // be selected.)
+                        return Err(e);
+                    }
+                    s.projection.push(SelectItem::ExprWithAlias {
+                        expr: o.expr.clone(),
+                        alias: ast::Ident::new(format!("__weir_order{i}")),
+                    });
+                    found.push(None);
+                    hidden += 1;
+                }
+            }
+        }
+        let plan = if hidden == 0 {
+            plan
+        } else {
+            self.query(&bare)?
+        };
+        let mut next = shown;
+        let columns = found
+            .into_iter()
+            .map(|c| {
+                c.unwrap_or_else(|| {
+                    next += 1;
+                    next - 1
+                })
+            })
+            .collect();
+        Ok(Ordered {
+            bare,
+            plan,
+            columns,
+            shown,
+        })
+    }
+
+    /// A bare SELECT: its plan without ORDER BY / LIMIT, and how its final
+    /// table is ordered and cut.
+    pub fn select_query(&mut self, q: &Query) -> Result<(Plan, Presentation)> {
+        let (order, limit, offset) = clauses(q)?;
+        let Ordered {
+            plan,
+            columns,
+            shown,
+            ..
+        } = self.ordered(q, &order)?;
         let order = order
             .iter()
-            .map(|o| {
-                let c = order_column(&o.expr, &plan.schema, items)?;
+            .zip(columns)
+            .map(|(o, c)| {
                 let asc = !matches!(o.options.sort, Some(ast::OrderBySort::Desc));
                 // Flink's default: NULLS FIRST ascending, NULLS LAST descending.
                 let nulls_first = o.options.nulls_first.unwrap_or(asc);
-                Ok((c, asc, nulls_first))
+                (c, asc, nulls_first)
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect();
+        let columns = (shown < plan.schema.len()).then_some(shown);
         Ok((
             plan,
             Presentation {
                 order,
                 offset,
                 limit,
+                columns,
             },
         ))
     }
@@ -251,13 +326,15 @@ impl Planner<'_> {
                 "LIMIT without ORDER BY on a stream (which rows is undefined): add ORDER BY for a Top-N".into(),
             ));
         }
-        let mut bare = q.clone();
-        bare.order_by = None;
-        bare.limit_clause = None;
-        bare.fetch = None;
-        bare.with = None;
-        let inner = self.query(&bare)?;
-        let cols: Vec<String> = inner
+        let mut without_with = q.clone();
+        without_with.with = None;
+        let Ordered {
+            bare,
+            plan: inner,
+            columns,
+            shown,
+        } = self.ordered(&without_with, &order)?;
+        let all: Vec<String> = inner
             .schema
             .fields
             .iter()
@@ -265,27 +342,28 @@ impl Planner<'_> {
             .collect();
         let keys: Vec<String> = order
             .iter()
-            .map(|o| {
-                let c = order_column(&o.expr, &inner.schema, select_items(q))?;
-                Ok(format!(
+            .zip(columns)
+            .map(|(o, c)| {
+                format!(
                     "{}{}",
-                    cols[c],
+                    all[c],
                     if matches!(o.options.sort, Some(ast::OrderBySort::Desc)) {
                         " DESC"
                     } else {
                         ""
                     }
-                ))
+                )
             })
-            .collect::<Result<_>>()?;
+            .collect();
         let bound = if offset > 0 {
             format!("__weir_rn > {offset} AND __weir_rn <= {}", offset + limit)
         } else {
             format!("__weir_rn <= {limit}")
         };
         let text = format!(
-            "SELECT {cols} FROM (SELECT {cols}, ROW_NUMBER() OVER (ORDER BY {keys}) AS __weir_rn FROM ({body}) AS __weir_sorted) AS __weir_top WHERE {bound}",
-            cols = cols.join(", "),
+            "SELECT {cols} FROM (SELECT {all}, ROW_NUMBER() OVER (ORDER BY {keys}) AS __weir_rn FROM ({body}) AS __weir_sorted) AS __weir_top WHERE {bound}",
+            cols = all[..shown].join(", "),
+            all = all.join(", "),
             keys = keys.join(", "),
             body = bare,
         );

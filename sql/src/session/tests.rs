@@ -200,6 +200,44 @@ fn min_and_max_over_an_updating_input_retract() {
     }
 }
 
+/// ORDER BY a column or an expression the SELECT does not show: a hidden
+/// column orders the printed table (and is not printed), and a Top-N in
+/// a stream, as SQL and Flink allow.
+#[test]
+fn order_by_what_is_not_selected() {
+    let script = Script::parse(&format!(
+        "{GEN}SELECT id FROM g WHERE id < 10 ORDER BY v DESC, id LIMIT 4;"
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let SqlJob {
+        job,
+        selects,
+        presentations,
+        ..
+    } = script.job("test").unwrap();
+    run_ok(job, &test_options(2));
+    let (schema, rows) = &selects[0];
+    let table = format_table(schema, &rows.lock().unwrap(), &presentations[0]);
+    // v = id * 7 % 11 of ids 0..9: 0 7 3 10 6 2 9 5 1 8.
+    let ids: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches(|c| c == '|' || c == ' '))
+        .collect();
+    assert_eq!(ids, ["id", "3", "6", "9", "1"], "{table}");
+    // A Top-N of a subquery, ordered by an expression it does not select.
+    let got = run("SELECT * FROM (SELECT id FROM g ORDER BY v * 2 DESC, id DESC LIMIT 3)");
+    let mut all: Vec<(i64, i64)> = ids_vs();
+    all.sort_by(|a, b| b.cmp(a));
+    let want: Vec<String> = all[..3].iter().map(|(_, id)| format!("+I[{id}]")).collect();
+    assert_eq!(got, sorted(want));
+}
+
+/// `(v, id)` of every row of `g`.
+fn ids_vs() -> Vec<(i64, i64)> {
+    ids().map(|(id, _, v)| (v, id)).collect()
+}
+
 /// `INTERVAL '1:30' MINUTE TO SECOND` is 90 seconds (it was once read as
 /// 1 hour 30 minutes), as a window size and in time arithmetic.
 #[test]

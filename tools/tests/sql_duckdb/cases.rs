@@ -214,6 +214,39 @@ pub const CASES: &[Case] = &[
                  FROM orders GROUP BY ws",
     },
     Case {
+        name: "legacy_group_window_qualified_keys",
+        // Flink's legacy GROUP BY TUMBLE(..) with TUMBLE_START/_END, a
+        // key written qualified in one place and bare in the other.
+        weir: "SELECT o.user_id, TUMBLE_START(ts, INTERVAL '10' MINUTE) AS ws,
+                      TUMBLE_END(o.ts, INTERVAL '10' MINUTE) AS we, COUNT(*) AS n,
+                      SUM(o.amount) AS total
+               FROM orders AS o
+               GROUP BY user_id, TUMBLE(o.ts, INTERVAL '10' MINUTE);",
+        duckdb: "SELECT user_id, win_floor(ts, 600000) AS ws, ws + INTERVAL 10 MINUTE,
+                        COUNT(*), SUM(amount)
+                 FROM orders GROUP BY ALL",
+    },
+    Case {
+        name: "min_max_over_an_updating_input",
+        // Counts per (category, user) grow row by row: the outer MIN/MAX
+        // see them retracted and replaced.
+        weir: "SELECT category, MIN(n) AS least, MAX(n) AS most, COUNT(*) AS users
+               FROM (SELECT category, user_id, COUNT(*) AS n FROM orders
+                     GROUP BY category, user_id)
+               GROUP BY category;",
+        duckdb: "SELECT category, MIN(n), MAX(n), COUNT(*)
+                 FROM (SELECT category, user_id, COUNT(*) AS n FROM orders
+                       GROUP BY category, user_id)
+                 GROUP BY category",
+    },
+    Case {
+        name: "order_by_columns_not_selected",
+        weir: "SELECT order_id, ts + INTERVAL '10:30' MINUTE TO SECOND AS later
+               FROM orders ORDER BY amount DESC, qty * 2, order_id LIMIT 7;",
+        duckdb: "SELECT order_id, ts + INTERVAL 630 SECOND
+                 FROM orders ORDER BY amount DESC, qty * 2 NULLS FIRST, order_id LIMIT 7",
+    },
+    Case {
         name: "hop_window",
         // Each row is in the three 15-minute windows that start at its
         // 5-minute slot and the two slots before.

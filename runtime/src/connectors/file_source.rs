@@ -658,7 +658,13 @@ impl<D: LineDecoder> FileSource<D> {
             // lies before `utf8_error` (checked above); it starts and ends
             // at a newline or at the data's ends, which are character
             // boundaries.
-            let line = unsafe { std::str::from_utf8_unchecked(&data[*pos..end]) };
+            let mut line = unsafe { std::str::from_utf8_unchecked(&data[*pos..end]) };
+            if base + *pos as u64 == 0 {
+                // A UTF-8 byte order mark (files saved by spreadsheet
+                // programs) marks the encoding, it is not text of the first
+                // line: a header line with it would not be one.
+                line = line.strip_prefix('\u{feff}').unwrap_or(line);
+            }
             match self.decoder.decode(line) {
                 Decoded::Record(r) => {
                     out.collect(r);

@@ -210,6 +210,26 @@ fn ranges_of_every_size_read_every_line_once() {
     }
 }
 
+/// A UTF-8 byte order mark at the start of a file is not part of its first
+/// line (in any range size, so also when the first range is one byte);
+/// the same character anywhere else is text.
+#[test]
+fn a_byte_order_mark_at_a_files_start_is_not_text() {
+    let d = TempDir::new("bom");
+    d.write("a.csv", "\u{feff}id,name\n1,\u{feff}x\n".as_bytes());
+    d.write("b.csv", b"2,y\n");
+    for size in [1, 2, 3, 4, 64] {
+        let mut s = FileSource::new(&d.0, &info(0, 1))
+            .unwrap()
+            .with_range_size(size);
+        assert_eq!(
+            drain(&mut s, 4096),
+            ["id,name", "1,\u{feff}x", "2,y"],
+            "range size {size}"
+        );
+    }
+}
+
 #[test]
 fn a_big_file_is_read_by_several_subtasks() {
     let d = TempDir::new("big");

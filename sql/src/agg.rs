@@ -205,6 +205,19 @@ impl Aggs {
                 };
                 set_welford(acc, s, n, mean, m2);
             }
+            // Append-only aggregates (the planner refuses them over an
+            // updating input): a retraction does not reach them.
+            AggFunc::FirstValue => {
+                if acc.values[s].is_null() {
+                    acc.values[s] = arg.expect("FIRST_VALUE has an argument").clone();
+                }
+            }
+            AggFunc::LastValue => acc.values[s] = arg.expect("LAST_VALUE has an argument").clone(),
+            AggFunc::ListAgg => {
+                let v = arg.expect("LISTAGG has an argument");
+                let sep = c.separator.as_deref().unwrap_or(",");
+                list_append(&mut acc.values[s], v, sep);
+            }
             AggFunc::Min | AggFunc::Max => {
                 let v = arg.expect("MIN/MAX have an argument");
                 let cur = &mut acc.values[s];
@@ -271,6 +284,21 @@ impl Aggs {
                     {
                         *cur = v;
                     }
+                }
+                // Sessions merge as `a` (the earlier) then `b`.
+                AggFunc::FirstValue => {
+                    if a.values[s].is_null() {
+                        a.values[s] = b.values[s].clone();
+                    }
+                }
+                AggFunc::LastValue => {
+                    if !b.values[s].is_null() {
+                        a.values[s] = b.values[s].clone();
+                    }
+                }
+                AggFunc::ListAgg => {
+                    let sep = c.separator.as_deref().unwrap_or(",");
+                    list_append(&mut a.values[s], &b.values[s], sep);
                 }
             }
         }
@@ -396,6 +424,20 @@ fn bump(v: &mut Value, by: i64) {
             let n = v.as_i64().unwrap_or(0);
             *v = Value::BigInt(n.wrapping_add(by));
         }
+    }
+}
+
+/// LISTAGG's `acc` with `v` appended (after `sep` unless it is the first).
+fn list_append(acc: &mut Value, v: &Value, sep: &str) {
+    let Value::Str(text) = v else {
+        return; // (the planner takes STRINGs only)
+    };
+    match acc {
+        Value::Str(list) => {
+            list.push_str(sep);
+            list.push_str(text);
+        }
+        _ => *acc = Value::Str(text.clone()),
     }
 }
 

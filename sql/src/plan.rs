@@ -253,6 +253,13 @@ pub enum AggFunc {
         /// The square root (standard deviation).
         root: bool,
     },
+    /// FIRST_VALUE: the first non-NULL value, in the order rows arrive.
+    FirstValue,
+    /// LAST_VALUE: the last non-NULL value, in the order rows arrive.
+    LastValue,
+    /// LISTAGG(x [, separator]): the non-NULL values joined by the
+    /// separator (`,` by default), in the order rows arrive.
+    ListAgg,
 }
 
 impl AggFunc {
@@ -280,6 +287,9 @@ impl AggFunc {
                 sample: true,
                 root: true,
             },
+            "FIRST_VALUE" => AggFunc::FirstValue,
+            "LAST_VALUE" => AggFunc::LastValue,
+            "LISTAGG" => AggFunc::ListAgg,
             _ => return None,
         })
     }
@@ -306,6 +316,8 @@ pub struct AggCall {
     pub ty: DataType,
     /// As written, for EXPLAIN.
     pub text: String,
+    /// LISTAGG's separator (`None`: `,`).
+    pub separator: Option<String>,
 }
 
 impl AggCall {
@@ -314,7 +326,13 @@ impl AggCall {
     fn result_type(func: AggFunc, arg: DataType) -> Result<DataType> {
         Ok(match func {
             AggFunc::Count => DataType::BigInt,
-            AggFunc::Min | AggFunc::Max => arg,
+            AggFunc::Min | AggFunc::Max | AggFunc::FirstValue | AggFunc::LastValue => arg,
+            AggFunc::ListAgg if arg == DataType::String => arg,
+            AggFunc::ListAgg => {
+                return Err(SqlError::Type(format!(
+                    "LISTAGG of {arg}: it joins STRINGs (CAST the argument)"
+                )))
+            }
             AggFunc::Sum | AggFunc::Avg | AggFunc::Variance { .. } => match arg {
                 DataType::Int | DataType::BigInt | DataType::Double => arg,
                 DataType::Decimal { .. } if matches!(func, AggFunc::Variance { .. }) => arg,
@@ -744,6 +762,7 @@ impl<'c> Planner<'c> {
                     )));
                 }
             }
+            let mut separator = None;
             let (arg, arg_ty) = match list.args.as_slice() {
                 [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if agg == AggFunc::Count => {
                     if distinct {
@@ -766,6 +785,24 @@ impl<'c> Planner<'c> {
                     )?;
                     (Some(col), pre_fields[col].ty)
                 }
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(a)), FunctionArg::Unnamed(FunctionArgExpr::Expr(sep))]
+                    if agg == AggFunc::ListAgg =>
+                {
+                    separator = Some(string_literal(sep).ok_or_else(|| {
+                        SqlError::Type(format!(
+                            "LISTAGG's separator `{sep}`: a string literal such as ';'"
+                        ))
+                    })?);
+                    let col = self.agg_input(
+                        a,
+                        &input_scope,
+                        "$arg",
+                        &mut pre,
+                        &mut pre_fields,
+                        &mut inputs,
+                    )?;
+                    (Some(col), pre_fields[col].ty)
+                }
                 [_, _, ..] if distinct => {
                     return Err(SqlError::Unsupported(format!(
                         "{name}(DISTINCT ..) of several columns (one column is supported)"
@@ -773,6 +810,24 @@ impl<'c> Planner<'c> {
                 }
                 _ => return Err(SqlError::Type(format!("{name} takes one argument"))),
             };
+            if updating_input
+                && matches!(
+                    agg,
+                    AggFunc::FirstValue | AggFunc::LastValue | AggFunc::ListAgg
+                )
+            {
+                return Err(SqlError::Unsupported(format!(
+                    "{name} over an updating input (weir keeps no list of its values to retract; it runs over append-only input)"
+                )));
+            }
+            if distinct
+                && matches!(
+                    agg,
+                    AggFunc::FirstValue | AggFunc::LastValue | AggFunc::ListAgg
+                )
+            {
+                return Err(SqlError::Unsupported(format!("{name}(DISTINCT ..)")));
+            }
             let extreme = matches!(agg, AggFunc::Min | AggFunc::Max);
             calls.push(AggCall {
                 func: agg,
@@ -785,6 +840,7 @@ impl<'c> Planner<'c> {
                 arg_ty,
                 ty: AggCall::result_type(agg, arg_ty)?,
                 text: f.to_string(),
+                separator,
             });
             agg_exprs.push(f);
         }
@@ -1443,6 +1499,17 @@ fn legacy_group_window(
         rest,
         Some(kind),
     ))
+}
+
+/// The text of a string literal (`';'`), if `e` is one.
+fn string_literal(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => Some(s.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The window column (0 start, 1 end, 2 time) that the legacy group

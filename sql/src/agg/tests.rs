@@ -27,6 +27,7 @@ fn calls() -> Vec<AggCall> {
             arg_ty
         },
         text: String::new(),
+        separator: None,
     };
     vec![
         call(AggFunc::Count, Some(1), true, None, DataType::BigInt),

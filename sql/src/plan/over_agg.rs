@@ -229,6 +229,7 @@ impl Planner<'_> {
                 arg_ty,
                 ty: AggCall::result_type(func, arg_ty)?,
                 text: e.to_string(),
+                separator: None,
             });
         }
         let input = calc(from.plan, filter, pre, pre_fields.clone());

@@ -342,8 +342,19 @@ fn a_column_neither_grouped_nor_aggregated_is_named_and_an_unknown_aggregate_too
     let e = error("SELECT t.c, COUNT(*) FROM t GROUP BY a");
     assert!(e.contains("`t.c` is neither in GROUP BY"), "{e}");
     // A function weir does not have is what is reported, not its argument.
-    let e = error("SELECT a, LISTAGG(b) FROM t GROUP BY a");
-    assert!(e.contains("unknown function `LISTAGG`"), "{e}");
+    let e = error("SELECT a, FROB(b) FROM t GROUP BY a");
+    assert!(e.contains("unknown function `FROB`"), "{e}");
+    let e = error("SELECT a, LISTAGG(c) FROM t GROUP BY a");
+    assert!(e.contains("LISTAGG of INT: it joins STRINGs"), "{e}");
+    let e = error("SELECT a, LISTAGG(b, c) FROM t GROUP BY a");
+    assert!(
+        e.contains("LISTAGG's separator `c`: a string literal"),
+        "{e}"
+    );
+    let e = error(
+        "SELECT b, FIRST_VALUE(n) FROM (SELECT a, b, COUNT(*) AS n FROM t GROUP BY a, b) GROUP BY b",
+    );
+    assert!(e.contains("FIRST_VALUE over an updating input"), "{e}");
 }
 
 #[test]

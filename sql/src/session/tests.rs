@@ -238,6 +238,77 @@ fn ids_vs() -> Vec<(i64, i64)> {
     ids().map(|(id, _, v)| (v, id)).collect()
 }
 
+/// FIRST_VALUE, LAST_VALUE (NULLs skipped) and LISTAGG in arrival order,
+/// in a window and in a group aggregation; one worker, so that arrival
+/// order is the source's.
+#[test]
+fn first_value_last_value_and_listagg_in_arrival_order() {
+    let script = Script::parse(&format!(
+        "{GEN}SELECT k, window_start,
+                FIRST_VALUE(CASE WHEN id % 3 = 0 THEN NULL ELSE id END) AS f,
+                LAST_VALUE(CASE WHEN id % 7 = 6 THEN NULL ELSE id END) AS l,
+                LISTAGG(CAST(v AS STRING)) AS vs, LISTAGG(CAST(id AS STRING), '-') AS ids
+         FROM TABLE(TUMBLE(TABLE g, DESCRIPTOR(ts), INTERVAL '20' SECOND))
+         WHERE id < 40 GROUP BY k, window_start, window_end;
+         SELECT k, FIRST_VALUE(id), LAST_VALUE(id), LISTAGG(CAST(id AS STRING), ';')
+         FROM g WHERE id < 23 GROUP BY k;"
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let SqlJob { job, selects, .. } = script.job("test").unwrap();
+    run_ok(job, &test_options(1));
+    let table = |i: usize| {
+        let (schema, rows) = &selects[i];
+        let rows = rows.lock().unwrap();
+        let types = schema.types();
+        let mut live: Vec<Row> = Vec::new();
+        for r in rows.iter() {
+            let mut plain = r.clone();
+            plain.kind = RowKind::Insert;
+            if r.kind.is_accumulate() {
+                live.push(plain);
+            } else {
+                let at = live.iter().position(|l| *l == plain).expect("retracted");
+                live.remove(at);
+            }
+        }
+        let mut out: Vec<String> = live.iter().map(|r| r.display(&types)).collect();
+        out.sort();
+        out
+    };
+    let mut want = Vec::new();
+    for k in 0..5 {
+        for w in 0..2 {
+            let ids: Vec<i64> = (w * 20..w * 20 + 20).filter(|id| id % 5 == k).collect();
+            let f = ids.iter().find(|id| *id % 3 != 0).unwrap();
+            let l = ids.iter().rev().find(|id| *id % 7 != 6).unwrap();
+            let vs: Vec<String> = ids.iter().map(|id| (id * 7 % 11).to_string()).collect();
+            let joined: Vec<String> = ids.iter().map(ToString::to_string).collect();
+            want.push(format!(
+                "+I[{k}, {}, {f}, {l}, {}, {}]",
+                crate::time::format_timestamp(w * 20_000),
+                vs.join(","),
+                joined.join("-")
+            ));
+        }
+    }
+    assert_eq!(table(0), sorted(want));
+    let want: Vec<String> = (0..5)
+        .map(|k| {
+            let ids: Vec<String> = (0..23)
+                .filter(|id| id % 5 == k)
+                .map(|i: i64| i.to_string())
+                .collect();
+            format!(
+                "+I[{k}, {}, {}, {}]",
+                ids[0],
+                ids[ids.len() - 1],
+                ids.join(";")
+            )
+        })
+        .collect();
+    assert_eq!(table(1), sorted(want));
+}
+
 /// `INTERVAL '1:30' MINUTE TO SECOND` is 90 seconds (it was once read as
 /// 1 hour 30 minutes), as a window size and in time arithmetic.
 #[test]

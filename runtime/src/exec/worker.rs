@@ -192,9 +192,38 @@ const YIELD_EVERY: u32 = 64;
 /// that glommio reaps the writer's I/O completions.
 const IO_TURN_EVERY: Duration = Duration::from_micros(500);
 
+/// Longest run of back-to-back I/O turns the loop gives the snapshot writer
+/// after a long pass (see [`io_turns`]).
+const IO_BURST_MAX: Duration = Duration::from_micros(100);
+
 /// Longest a parked worker sleeps without a deadline before re-checking the
 /// job's state (a safety net; doorbells wake it much sooner).
 const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
+
+/// Gives the snapshot writer's I/O its turns after a pass that took
+/// `pass`: one turn after a short pass (each costs the records waiting
+/// behind it a few microseconds), back-to-back turns after a long one for
+/// up to an eighth of the pass (at most [`IO_BURST_MAX`]) while the writer
+/// is busy.
+///
+/// A turn is a moment asleep, in which glommio submits the writer's queued
+/// requests and reaps completed ones; the writer's next request waits for
+/// the next turn. Its requests are sequential (create the segment, write,
+/// sync, close, sync the sink's files), so with one turn per pass a
+/// checkpoint's asynchronous part took a dozen passes: with a busy source
+/// whose passes take tens of milliseconds (a heavy chain, or any chain in
+/// a debug build) a checkpoint took seconds, and the exactly-once sinks
+/// committed nothing meanwhile. Back-to-back turns chain the requests that
+/// complete at once; only a sync waits for a later pass.
+async fn io_turns(writer: Option<&SnapshotWriter>, pass: Duration) {
+    let until = Instant::now() + (pass / 8).min(IO_BURST_MAX);
+    loop {
+        glommio::timer::sleep(Duration::from_micros(1)).await;
+        if !writer.is_some_and(SnapshotWriter::is_busy) || Instant::now() >= until {
+            return;
+        }
+    }
+}
 
 /// Runs one worker until all its tasks finished or the job is cancelled.
 pub(crate) async fn run_worker(
@@ -266,7 +295,7 @@ pub(crate) async fn run_worker(
                 // moment instead, letting the writer's writes complete.
                 if now.duration_since(last_io_turn) >= IO_TURN_EVERY {
                     last_io_turn = now;
-                    glommio::timer::sleep(Duration::from_micros(1)).await;
+                    io_turns(writer.as_ref(), now.elapsed()).await;
                 } else {
                     futures_lite::future::yield_now().await;
                 }

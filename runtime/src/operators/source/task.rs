@@ -20,6 +20,29 @@ use crate::operators::source::function::{Source, SourcePoll};
 /// Records a source may emit per poll before the worker looks at its inputs.
 const SOURCE_BUDGET: usize = 4096;
 
+/// Fewest records a poll asks for however slow they are.
+const MIN_SOURCE_BUDGET: usize = 16;
+
+/// How long one poll of a source and its chain should take at most: the
+/// budget shrinks to what fits when records are slow (a heavy chain, a
+/// debug build). A worker gives its other tasks, timers and the snapshot
+/// writer's I/O their turns only between polls, so one poll of 4096 slow
+/// records (tens of milliseconds) made every step of an asynchronous
+/// checkpoint wait that long.
+const SOURCE_POLL_TARGET: Duration = Duration::from_millis(1);
+
+/// The budget for the next poll, after one that emitted `n` records in
+/// `took`: as many as fit [`SOURCE_POLL_TARGET`] at that pace, within
+/// [`MIN_SOURCE_BUDGET`]..=[`SOURCE_BUDGET`].
+fn next_budget(n: usize, took: Duration) -> usize {
+    if n == 0 {
+        return SOURCE_BUDGET;
+    }
+    let per_record = (took.as_nanos() / n as u128).max(1);
+    let fit = SOURCE_POLL_TARGET.as_nanos() / per_record;
+    (fit.min(SOURCE_BUDGET as u128) as usize).max(MIN_SOURCE_BUDGET)
+}
+
 /// Drives one source subtask and its chain, and injects checkpoint
 /// barriers: when the coordinator has triggered a checkpoint newer than the
 /// last one injected, the task records the source's position, snapshots
@@ -46,6 +69,10 @@ pub struct SourceTask<S, C> {
     failed: Option<TaskError>,
     /// Latency markers, when tracking is on (`metrics.latency.interval`).
     markers: Option<MarkerEmitter>,
+    /// Records the next poll asks for ([`next_budget`]).
+    budget: usize,
+    /// Whether the last poll emitted its whole budget.
+    budget_bound: bool,
 }
 
 impl<S, C> SourceTask<S, C> {
@@ -79,6 +106,8 @@ impl<S, C> SourceTask<S, C> {
             exhausted: false,
             failed: None,
             markers: None,
+            budget: SOURCE_BUDGET,
+            budget_bound: false,
         }
     }
 
@@ -110,6 +139,8 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
             exhausted,
             failed,
             markers,
+            budget,
+            budget_bound,
         } = self;
         head.poll(now, |out| {
             let mut step = InputStep::default();
@@ -178,14 +209,22 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
             if !out.is_available() {
                 return step;
             }
-            match source.poll_next(out, SOURCE_BUDGET) {
+            let asked = *budget;
+            // Timed only while the budget binds (a source that keeps
+            // running dry, paced or waiting for input, reads no clock).
+            let start = budget_bound.then(Instant::now);
+            match source.poll_next(out, asked) {
                 SourcePoll::Emitted(n) => {
                     emitted.add(n as u64);
                     subtask.add_source_records(n as u64);
                     step.progressed |= n > 0;
                     // Fewer than the budget: it ran out of records (for
                     // now, if paced) or of output.
-                    step.more = n >= SOURCE_BUDGET;
+                    step.more = n >= asked;
+                    *budget_bound = step.more;
+                    if let (Some(start), true) = (start, step.more) {
+                        *budget = next_budget(n, start.elapsed());
+                    }
                 }
                 SourcePoll::Idle { until } => {
                     step.deadline = earliest(step.deadline, until);
@@ -220,5 +259,26 @@ impl<S: Source, C: Collector<S::Out>> Task for SourceTask<S, C> {
 
     fn describe(&self) -> String {
         self.name.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A poll of fast records keeps the whole budget; slow records get as
+    /// many as fit a millisecond, never fewer than the minimum.
+    #[test]
+    fn the_budget_fits_a_millisecond_of_records() {
+        let us = Duration::from_micros;
+        assert_eq!(next_budget(4096, us(40)), SOURCE_BUDGET);
+        assert_eq!(next_budget(4096, us(1000)), SOURCE_BUDGET);
+        // 10 us a record: 100 fit.
+        assert_eq!(next_budget(4096, us(40_960)), 100);
+        assert_eq!(next_budget(100, us(1000)), 100);
+        // And back up once records are fast again.
+        assert_eq!(next_budget(100, us(10)), SOURCE_BUDGET);
+        assert_eq!(next_budget(16, us(100_000)), MIN_SOURCE_BUDGET);
+        assert_eq!(next_budget(0, us(5)), SOURCE_BUDGET);
     }
 }

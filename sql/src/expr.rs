@@ -13,7 +13,7 @@ use sqlparser::ast::{
 use crate::error::{Result, SqlError};
 use crate::functions::{self, TimeUnit};
 use crate::time::{parse_date, parse_timestamp, DAY_MS};
-use crate::types::{DataType, Field, Schema};
+use crate::types::{least_common_type, DataType, Field, Schema};
 use crate::value::{rescale, Row, Value};
 
 /// The columns an expression may name: each with the table or alias it
@@ -1782,10 +1782,24 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
             ..
         } => {
             let x = sub(expr)?;
-            let items = list.iter().map(&mut sub).collect::<Result<Vec<_>>>()?;
-            for i in &items {
-                comparable(x.ty(), i.ty(), "IN")?;
+            let mut items = list.iter().map(&mut sub).collect::<Result<Vec<_>>>()?;
+            // A NULL literal takes the type of what it is compared with.
+            let ty = match items.iter().find(|i| !is_null_literal(i)) {
+                Some(i) if is_null_literal(&x) => i.ty(),
+                _ => x.ty(),
+            };
+            for i in &mut items {
+                if is_null_literal(i) {
+                    *i = Scalar::Literal(Value::Null, ty);
+                } else if !is_null_literal(&x) {
+                    comparable(x.ty(), i.ty(), "IN")?;
+                }
             }
+            let x = if is_null_literal(&x) {
+                Scalar::Literal(Value::Null, ty)
+            } else {
+                x
+            };
             Scalar::InList(Box::new(x), items, *negated)
         }
         Expr::Like {
@@ -1842,7 +1856,7 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                 }
                 ty = Some(match ty {
                     None => r.ty(),
-                    Some(t) => common(t, r.ty()).ok_or_else(|| {
+                    Some(t) => least_common_type(t, r.ty()).ok_or_else(|| {
                         SqlError::Type(format!("CASE branches of {t} and {}", r.ty()))
                     })?,
                 });
@@ -2178,7 +2192,7 @@ fn common_of(name: &str, args: &[Scalar]) -> Result<DataType> {
     for a in args.iter().filter(|a| !is_null_literal(a)) {
         ty = Some(match ty {
             None => a.ty(),
-            Some(t) => common(t, a.ty())
+            Some(t) => least_common_type(t, a.ty())
                 .ok_or_else(|| SqlError::Type(format!("{name} of {t} and {}", a.ty())))?,
         });
     }
@@ -2190,20 +2204,8 @@ fn check_pattern(name: &str, p: &str) -> Result<()> {
     functions::check_pattern(p).map_err(|e| SqlError::Type(format!("{name}: {e}")))
 }
 
-/// The type two values widen to (numbers; equal types; NULL literals
-/// typed as STRING fit anything).
-pub fn common(a: DataType, b: DataType) -> Option<DataType> {
-    if a == b {
-        return Some(a);
-    }
-    if a.is_timestamp() && b.is_timestamp() {
-        return Some(DataType::Timestamp);
-    }
-    numeric_common(a, b)
-}
-
 fn comparable(a: DataType, b: DataType, what: &str) -> Result<()> {
-    if common(a, b).is_some() || (a == DataType::Date && b.is_timestamp()) {
+    if least_common_type(a, b).is_some() || (a == DataType::Date && b.is_timestamp()) {
         Ok(())
     } else {
         Err(SqlError::Type(format!("{what} of {a} and {b}")))
@@ -2547,7 +2549,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             for a in args.iter().filter(|a| !is_null_literal(a)) {
                 ty = Some(match ty {
                     None => a.ty(),
-                    Some(t) => common(t, a.ty()).ok_or_else(|| {
+                    Some(t) => least_common_type(t, a.ty()).ok_or_else(|| {
                         SqlError::Type(format!("{name} of {t} and {}", a.ty()))
                     })?,
                 });
@@ -3617,5 +3619,46 @@ mod tests {
             iv("INTERVAL '1 02:00:00' DAY TO SECOND"),
             DAY_MS + 7_200_000
         );
+    }
+
+    #[test]
+    fn a_null_literal_takes_the_type_of_its_context() {
+        let (s, r) = scope();
+        // IN: the NULL is compared as an INT; a value not found among the
+        // others is then unknown, as SQL's IN.
+        assert_eq!(eval("a IN (5, 7, NULL)", &s, &r), Value::Bool(true));
+        assert_eq!(eval("a IN (5, NULL)", &s, &r), Value::Null);
+        assert_eq!(eval("a NOT IN (5, NULL)", &s, &r), Value::Null);
+        assert_eq!(eval("NULL IN (1, 2)", &s, &r), Value::Null);
+        let Scalar::InList(_, items, _) = compiled("a IN (5, NULL)").unwrap() else {
+            panic!("an IN list");
+        };
+        assert_eq!(items[1].ty(), DataType::Int);
+        assert!(err_of("a IN (5, 'x')").contains("IN of INT and STRING"));
+        // CASE, COALESCE, IF and NULLIF: the others' type.
+        assert_eq!(ty_of("CASE WHEN a > 1 THEN NULL ELSE 1 END"), DataType::Int);
+        assert_eq!(ty_of("COALESCE(NULL, a)"), DataType::Int);
+        assert_eq!(ty_of("IF(a > 1, NULL, CAST(a AS BIGINT))"), DataType::BigInt);
+        assert_eq!(eval("COALESCE(NULL, n, a)", &s, &r), Value::Int(7));
+    }
+
+    #[test]
+    fn branches_widen_to_their_least_common_type() {
+        let d = |precision, scale| DataType::Decimal { precision, scale };
+        // An INT holds 10 integer digits: with DECIMAL(5, 2) it meets in
+        // DECIMAL(12, 2), not DECIMAL(5, 2) (which would not hold it).
+        assert_eq!(ty_of("CASE WHEN a > 1 THEN a ELSE 1.25 END"), d(12, 2));
+        assert_eq!(
+            ty_of("COALESCE(CAST(a AS DECIMAL(10, 2)), CAST(a AS DECIMAL(5, 3)))"),
+            d(11, 3)
+        );
+        assert_eq!(ty_of("COALESCE(n, CAST(a AS BIGINT))"), DataType::BigInt);
+        assert_eq!(ty_of("COALESCE(n, 1.5, CAST(a AS DOUBLE))"), DataType::Double);
+        // 7 as DECIMAL(11, 1): 7.0
+        assert_eq!(
+            str_of("CASE WHEN a > 1 THEN a ELSE 0.5 END"),
+            Value::decimal(70)
+        );
+        assert!(err_of("COALESCE(a, s)").contains("COALESCE of INT and STRING"));
     }
 }

@@ -1413,6 +1413,8 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
     match to {
         T::String => match v {
             Value::Str(s) => Value::Str(s),
+            // Flink's (since 1.15): upper case, as SQL writes the literals.
+            Value::Bool(b) => Value::Str(if b { "TRUE" } else { "FALSE" }.into()),
             other => Value::Str(other.display(from).into()),
         },
         T::Boolean => match v {
@@ -1438,10 +1440,7 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
         T::Double => v.to_f64(from.scale()).map_or(Value::Null, Value::Double),
         T::Decimal { precision, scale } => {
             let x = match &v {
-                Value::Double(d) => {
-                    let m = d * 10f64.powi(i32::from(scale));
-                    (m.is_finite() && m.abs() < 1e37).then(|| m.round() as i128)
-                }
+                Value::Double(d) => decimal_of_double(*d, scale),
                 other => other.to_scaled(from.scale(), scale),
             };
             match x {
@@ -1541,6 +1540,42 @@ fn parse_integer(t: &str) -> Option<i64> {
     // `parse` takes the sign and refuses anything else: no digits, a sign
     // alone, overflow.
     int.parse::<i64>().ok()
+}
+
+/// A DOUBLE as an unscaled DECIMAL of `scale`, as Flink's cast: the
+/// double's shortest decimal text that reads back as it (Java's
+/// `BigDecimal.valueOf(double)`, Rust's `{}` of an `f64`), rounded half
+/// up to the scale, so 0.1 is 0.1 at any scale rather than the binary
+/// fraction's 0.1000000000000000055511.. . `None` for NaN, an infinity
+/// and a number of more than 38 integer digits.
+fn decimal_of_double(d: f64, scale: u8) -> Option<i128> {
+    if !d.is_finite() {
+        return None;
+    }
+    // Rust writes an f64 in positional notation, never with an exponent.
+    let text = format!("{}", d.abs());
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let int = int.trim_start_matches('0');
+    let keep = usize::from(scale);
+    if int.len() + keep > 38 {
+        return None;
+    }
+    let mut digits = String::with_capacity(int.len() + keep);
+    digits.push_str(int);
+    digits.extend(frac.chars().chain(std::iter::repeat('0')).take(keep));
+    let mut v: i128 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().ok()?
+    };
+    // HALF_UP: the first digit cut off decides.
+    if frac.as_bytes().get(keep).is_some_and(|&c| c >= b'5') {
+        v += 1;
+    }
+    if v >= 10i128.pow(38) {
+        return None;
+    }
+    Some(if d < 0.0 { -v } else { v })
 }
 
 fn fits(x: i128, precision: u8) -> bool {
@@ -3660,5 +3695,51 @@ mod tests {
             Value::decimal(70)
         );
         assert!(err_of("COALESCE(a, s)").contains("COALESCE of INT and STRING"));
+    }
+
+    #[test]
+    fn boolean_as_string_is_upper_case() {
+        assert_eq!(str_of("CAST(a > 1 AS STRING)"), text("TRUE"));
+        assert_eq!(str_of("CAST(a < 1 AS STRING)"), text("FALSE"));
+        assert_eq!(str_of("CAST(n > 1 AS STRING)"), Value::Null);
+        // and back
+        assert_eq!(str_of("CAST(CAST(a > 1 AS STRING) AS BOOLEAN)"), Value::Bool(true));
+    }
+
+    #[test]
+    fn double_to_decimal_reads_the_shortest_decimal_text() {
+        let cast = |x: f64, p: u8, sc: u8| {
+            cast(
+                Value::Double(x),
+                DataType::Double,
+                DataType::Decimal {
+                    precision: p,
+                    scale: sc,
+                },
+            )
+        };
+        // Not the binary fraction's digits 0.1000000000000000055511..
+        assert_eq!(cast(0.1, 30, 25), Value::decimal(10i128.pow(24)));
+        assert_eq!(cast(1e30, 38, 0), Value::decimal(10i128.pow(30)));
+        assert_eq!(cast(123.456, 38, 18), Value::decimal(123_456 * 10i128.pow(15)));
+        assert_eq!(cast(1e-7, 10, 7), Value::decimal(1));
+        assert_eq!(cast(1e-300, 38, 38), Value::decimal(0));
+        assert_eq!(cast(-3.3, 5, 0), Value::decimal(-3));
+        // Half up, away from zero, on the decimal text: 2.675 is 2.68
+        // (its binary value is 2.67499..).
+        assert_eq!(cast(2.675, 5, 2), Value::decimal(268));
+        assert_eq!(cast(-2.675, 5, 2), Value::decimal(-268));
+        assert_eq!(cast(0.5, 5, 0), Value::decimal(1));
+        assert_eq!(cast(9.99, 3, 1), Value::decimal(100));
+        // Too many digits for the precision, for 38 digits, or no number.
+        assert_eq!(cast(9.99, 2, 1), Value::Null);
+        assert_eq!(cast(1e30, 38, 25), Value::Null);
+        assert_eq!(cast(1e38, 38, 0), Value::Null);
+        assert_eq!(cast(f64::NAN, 10, 2), Value::Null);
+        assert_eq!(cast(f64::INFINITY, 10, 2), Value::Null);
+        assert_eq!(
+            str_of("CAST(CAST('0.1' AS DOUBLE) AS DECIMAL(30, 25))"),
+            Value::decimal(10i128.pow(24))
+        );
     }
 }

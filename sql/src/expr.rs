@@ -3673,7 +3673,10 @@ mod tests {
         // CASE, COALESCE, IF and NULLIF: the others' type.
         assert_eq!(ty_of("CASE WHEN a > 1 THEN NULL ELSE 1 END"), DataType::Int);
         assert_eq!(ty_of("COALESCE(NULL, a)"), DataType::Int);
-        assert_eq!(ty_of("IF(a > 1, NULL, CAST(a AS BIGINT))"), DataType::BigInt);
+        assert_eq!(
+            ty_of("IF(a > 1, NULL, CAST(a AS BIGINT))"),
+            DataType::BigInt
+        );
         assert_eq!(eval("COALESCE(NULL, n, a)", &s, &r), Value::Int(7));
     }
 
@@ -3688,7 +3691,10 @@ mod tests {
             d(11, 3)
         );
         assert_eq!(ty_of("COALESCE(n, CAST(a AS BIGINT))"), DataType::BigInt);
-        assert_eq!(ty_of("COALESCE(n, 1.5, CAST(a AS DOUBLE))"), DataType::Double);
+        assert_eq!(
+            ty_of("COALESCE(n, 1.5, CAST(a AS DOUBLE))"),
+            DataType::Double
+        );
         // 7 as DECIMAL(11, 1): 7.0
         assert_eq!(
             str_of("CASE WHEN a > 1 THEN a ELSE 0.5 END"),
@@ -3703,7 +3709,10 @@ mod tests {
         assert_eq!(str_of("CAST(a < 1 AS STRING)"), text("FALSE"));
         assert_eq!(str_of("CAST(n > 1 AS STRING)"), Value::Null);
         // and back
-        assert_eq!(str_of("CAST(CAST(a > 1 AS STRING) AS BOOLEAN)"), Value::Bool(true));
+        assert_eq!(
+            str_of("CAST(CAST(a > 1 AS STRING) AS BOOLEAN)"),
+            Value::Bool(true)
+        );
     }
 
     #[test]
@@ -3721,7 +3730,10 @@ mod tests {
         // Not the binary fraction's digits 0.1000000000000000055511..
         assert_eq!(cast(0.1, 30, 25), Value::decimal(10i128.pow(24)));
         assert_eq!(cast(1e30, 38, 0), Value::decimal(10i128.pow(30)));
-        assert_eq!(cast(123.456, 38, 18), Value::decimal(123_456 * 10i128.pow(15)));
+        assert_eq!(
+            cast(123.456, 38, 18),
+            Value::decimal(123_456 * 10i128.pow(15))
+        );
         assert_eq!(cast(1e-7, 10, 7), Value::decimal(1));
         assert_eq!(cast(1e-300, 38, 38), Value::decimal(0));
         assert_eq!(cast(-3.3, 5, 0), Value::decimal(-3));

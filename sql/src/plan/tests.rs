@@ -338,9 +338,15 @@ fn insert_widens_to_the_tables_types_and_refuses_to_narrow() {
     let plan = explain("INSERT INTO wide SELECT c, CAST(c AS DECIMAL(10, 2)), c FROM t");
     let calc = line(&plan, "Calc(");
     assert!(calc.contains("CAST(c AS BIGINT) AS c,"), "{calc}");
-    assert!(calc.contains("CAST(.. AS DECIMAL(12, 2)) AS EXPR$1"), "{calc}");
+    assert!(
+        calc.contains("CAST(.. AS DECIMAL(12, 2)) AS EXPR$1"),
+        "{calc}"
+    );
     assert!(calc.contains("CAST(c AS DOUBLE) AS c0"), "{calc}");
-    assert!(line(&plan, "Sink(table=[wide]").contains("fields=[c, EXPR$1, c0]"), "{plan}");
+    assert!(
+        line(&plan, "Sink(table=[wide]").contains("fields=[c, EXPR$1, c0]"),
+        "{plan}"
+    );
     // SUM of an INT is an INT: into a BIGINT column.
     planned("INSERT INTO changes SELECT a, b, SUM(c), MAX(ts) FROM t GROUP BY a, b");
     planned("INSERT INTO wide SELECT SUM(c), SUM(c), SUM(c) FROM t GROUP BY b");
@@ -353,28 +359,55 @@ fn insert_widens_to_the_tables_types_and_refuses_to_narrow() {
     planned("INSERT INTO wide SELECT a, CAST(a AS DOUBLE), a FROM t");
     planned("INSERT INTO wide SELECT SUM(a), SUM(CAST(a AS DECIMAL(12, 2))), 1 FROM t GROUP BY b");
     for (sql, column, table, query) in [
-        ("INSERT INTO files SELECT a, b, a, ts FROM t", "c", "INT", "BIGINT"),
+        (
+            "INSERT INTO files SELECT a, b, a, ts FROM t",
+            "c",
+            "INT",
+            "BIGINT",
+        ),
         (
             "INSERT INTO files SELECT a, b, CAST(a AS DOUBLE), ts FROM t",
             "c",
             "INT",
             "DOUBLE",
         ),
-        ("INSERT INTO files SELECT a, b, b, ts FROM t", "c", "INT", "STRING"),
+        (
+            "INSERT INTO files SELECT a, b, b, ts FROM t",
+            "c",
+            "INT",
+            "STRING",
+        ),
         (
             "INSERT INTO wide SELECT CAST(a AS DECIMAL(10, 0)), 1.5, a FROM t",
             "a",
             "BIGINT",
             "DECIMAL(10, 0)",
         ),
-        ("INSERT INTO wide SELECT a, b, a FROM t", "d", "DECIMAL(12, 2)", "STRING"),
-        ("INSERT INTO wide SELECT a, 1.5, CAST(a AS STRING) FROM t", "x", "DOUBLE", "STRING"),
+        (
+            "INSERT INTO wide SELECT a, b, a FROM t",
+            "d",
+            "DECIMAL(12, 2)",
+            "STRING",
+        ),
+        (
+            "INSERT INTO wide SELECT a, 1.5, CAST(a AS STRING) FROM t",
+            "x",
+            "DOUBLE",
+            "STRING",
+        ),
         // with a column list too
-        ("INSERT INTO files (c) SELECT a FROM t", "c", "INT", "BIGINT"),
+        (
+            "INSERT INTO files (c) SELECT a FROM t",
+            "c",
+            "INT",
+            "BIGINT",
+        ),
     ] {
         let e = error(sql);
         assert!(
-            e.contains(&format!("column `{column}` is {table}, the query gives {query}")),
+            e.contains(&format!(
+                "column `{column}` is {table}, the query gives {query}"
+            )),
             "{sql}: {e}"
         );
     }
@@ -386,7 +419,10 @@ fn insert_widens_to_the_tables_types_and_refuses_to_narrow() {
 fn set_operations_widen_each_column() {
     let plan = explain("SELECT c, b FROM t UNION ALL SELECT a, b FROM t");
     assert!(line(&plan, "Union").contains("fields=[c, b]"), "{plan}");
-    assert!(line(&plan, "Calc(").contains("CAST(c AS BIGINT) AS c"), "{plan}");
+    assert!(
+        line(&plan, "Calc(").contains("CAST(c AS BIGINT) AS c"),
+        "{plan}"
+    );
     planned("INSERT INTO changes SELECT a, b, c, ts FROM t UNION ALL SELECT a, b, NULL, ts FROM t");
     planned("INSERT INTO changes SELECT a, b, c, ts FROM t UNION ALL SELECT c, b, c, ts FROM t");
     planned("SELECT c, CAST(c AS DECIMAL(10, 2)) FROM t UNION SELECT a, CAST(c AS DECIMAL(5, 1)) FROM t");
@@ -402,5 +438,8 @@ fn set_operations_widen_each_column() {
     );
     let e = error("SELECT b FROM t UNION SELECT ts FROM t");
     assert!(e.contains("UNION of"), "{e}");
-    assert!(e.contains("(`b` STRING, `ts` TIMESTAMP(3)) has no common type"), "{e}");
+    assert!(
+        e.contains("(`b` STRING, `ts` TIMESTAMP(3)) has no common type"),
+        "{e}"
+    );
 }

@@ -1262,6 +1262,24 @@ fn decimal_quotient(a: DataType, b: DataType) -> DataType {
     }
 }
 
+/// The type of a DECIMAL product, as Flink's
+/// `LogicalTypeMerging.findMultiplicationDecimalType`: precision `p1 +
+/// p2`, scale `s1 + s2`; past 38 digits the precision is 38 and the scale
+/// gives way to the integer digits, down to `min(scale, 6)`.
+fn decimal_product(a: DataType, b: DataType) -> DataType {
+    let ((p1, s1), (p2, s2)) = (decimal_shape(a), decimal_shape(b));
+    let (precision, scale) = (p1 + p2, s1 + s2);
+    let (precision, scale) = if precision <= 38 {
+        (precision, scale)
+    } else {
+        (38, (38 - (precision - scale)).max(scale.min(6)))
+    };
+    DataType::Decimal {
+        precision: precision as u8,
+        scale: scale as u8,
+    }
+}
+
 fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataType) -> Value {
     if a.is_null() || b.is_null() {
         return Value::Null;
@@ -2259,10 +2277,7 @@ fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
         let ty = if ta.is_numeric() && tb.is_numeric() {
             let t = numeric_common(ta, tb).expect("numbers widen");
             match (o, t) {
-                (Arith::Mul, DataType::Decimal { .. }) => DataType::Decimal {
-                    precision: 38,
-                    scale: (ta.scale() + tb.scale()).min(18),
-                },
+                (Arith::Mul, DataType::Decimal { .. }) => decimal_product(ta, tb),
                 (Arith::Div, DataType::Decimal { .. }) => decimal_quotient(ta, tb),
                 _ => t,
             }
@@ -3701,6 +3716,17 @@ mod tests {
             Value::decimal(70)
         );
         assert!(err_of("COALESCE(a, s)").contains("COALESCE of INT and STRING"));
+        // Flink's product type: DECIMAL(p1 + p2, s1 + s2), so an IF of a
+        // DECIMAL(10, 2) and INT * 1.5 (DECIMAL(12, 1)) is DECIMAL(13, 2).
+        assert_eq!(ty_of("a * 1.5"), d(12, 1));
+        assert_eq!(
+            ty_of("IF(a > 1, CAST(a AS DECIMAL(10, 2)), a * 1.5)"),
+            d(13, 2)
+        );
+        assert_eq!(
+            ty_of("CAST(a AS DECIMAL(30, 10)) * CAST(a AS DECIMAL(20, 10))"),
+            d(38, 8)
+        );
     }
 
     #[test]

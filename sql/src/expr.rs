@@ -13,7 +13,7 @@ use sqlparser::ast::{
 use crate::error::{Result, SqlError};
 use crate::functions::{self, TimeUnit};
 use crate::time::{parse_date, parse_timestamp, DAY_MS};
-use crate::types::{DataType, Field, Schema};
+use crate::types::{least_common_type, DataType, Field, Schema};
 use crate::value::{rescale, Row, Value};
 
 /// The columns an expression may name: each with the table or alias it
@@ -1262,6 +1262,24 @@ fn decimal_quotient(a: DataType, b: DataType) -> DataType {
     }
 }
 
+/// The type of a DECIMAL product, as Flink's
+/// `LogicalTypeMerging.findMultiplicationDecimalType`: precision `p1 +
+/// p2`, scale `s1 + s2`; past 38 digits the precision is 38 and the scale
+/// gives way to the integer digits, down to `min(scale, 6)`.
+fn decimal_product(a: DataType, b: DataType) -> DataType {
+    let ((p1, s1), (p2, s2)) = (decimal_shape(a), decimal_shape(b));
+    let (precision, scale) = (p1 + p2, s1 + s2);
+    let (precision, scale) = if precision <= 38 {
+        (precision, scale)
+    } else {
+        (38, (38 - (precision - scale)).max(scale.min(6)))
+    };
+    DataType::Decimal {
+        precision: precision as u8,
+        scale: scale as u8,
+    }
+}
+
 fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataType) -> Value {
     if a.is_null() || b.is_null() {
         return Value::Null;
@@ -1413,6 +1431,8 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
     match to {
         T::String => match v {
             Value::Str(s) => Value::Str(s),
+            // Flink's (since 1.15): upper case, as SQL writes the literals.
+            Value::Bool(b) => Value::Str(if b { "TRUE" } else { "FALSE" }.into()),
             other => Value::Str(other.display(from).into()),
         },
         T::Boolean => match v {
@@ -1438,10 +1458,7 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
         T::Double => v.to_f64(from.scale()).map_or(Value::Null, Value::Double),
         T::Decimal { precision, scale } => {
             let x = match &v {
-                Value::Double(d) => {
-                    let m = d * 10f64.powi(i32::from(scale));
-                    (m.is_finite() && m.abs() < 1e37).then(|| m.round() as i128)
-                }
+                Value::Double(d) => decimal_of_double(*d, scale),
                 other => other.to_scaled(from.scale(), scale),
             };
             match x {
@@ -1541,6 +1558,42 @@ fn parse_integer(t: &str) -> Option<i64> {
     // `parse` takes the sign and refuses anything else: no digits, a sign
     // alone, overflow.
     int.parse::<i64>().ok()
+}
+
+/// A DOUBLE as an unscaled DECIMAL of `scale`, as Flink's cast: the
+/// double's shortest decimal text that reads back as it (Java's
+/// `BigDecimal.valueOf(double)`, Rust's `{}` of an `f64`), rounded half
+/// up to the scale, so 0.1 is 0.1 at any scale rather than the binary
+/// fraction's 0.1000000000000000055511.. . `None` for NaN, an infinity
+/// and a number of more than 38 integer digits.
+fn decimal_of_double(d: f64, scale: u8) -> Option<i128> {
+    if !d.is_finite() {
+        return None;
+    }
+    // Rust writes an f64 in positional notation, never with an exponent.
+    let text = format!("{}", d.abs());
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let int = int.trim_start_matches('0');
+    let keep = usize::from(scale);
+    if int.len() + keep > 38 {
+        return None;
+    }
+    let mut digits = String::with_capacity(int.len() + keep);
+    digits.push_str(int);
+    digits.extend(frac.chars().chain(std::iter::repeat('0')).take(keep));
+    let mut v: i128 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().ok()?
+    };
+    // HALF_UP: the first digit cut off decides.
+    if frac.as_bytes().get(keep).is_some_and(|&c| c >= b'5') {
+        v += 1;
+    }
+    if v >= 10i128.pow(38) {
+        return None;
+    }
+    Some(if d < 0.0 { -v } else { v })
 }
 
 fn fits(x: i128, precision: u8) -> bool {
@@ -1782,10 +1835,24 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
             ..
         } => {
             let x = sub(expr)?;
-            let items = list.iter().map(&mut sub).collect::<Result<Vec<_>>>()?;
-            for i in &items {
-                comparable(x.ty(), i.ty(), "IN")?;
+            let mut items = list.iter().map(&mut sub).collect::<Result<Vec<_>>>()?;
+            // A NULL literal takes the type of what it is compared with.
+            let ty = match items.iter().find(|i| !is_null_literal(i)) {
+                Some(i) if is_null_literal(&x) => i.ty(),
+                _ => x.ty(),
+            };
+            for i in &mut items {
+                if is_null_literal(i) {
+                    *i = Scalar::Literal(Value::Null, ty);
+                } else if !is_null_literal(&x) {
+                    comparable(x.ty(), i.ty(), "IN")?;
+                }
             }
+            let x = if is_null_literal(&x) {
+                Scalar::Literal(Value::Null, ty)
+            } else {
+                x
+            };
             Scalar::InList(Box::new(x), items, *negated)
         }
         Expr::Like {
@@ -1842,7 +1909,7 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                 }
                 ty = Some(match ty {
                     None => r.ty(),
-                    Some(t) => common(t, r.ty()).ok_or_else(|| {
+                    Some(t) => least_common_type(t, r.ty()).ok_or_else(|| {
                         SqlError::Type(format!("CASE branches of {t} and {}", r.ty()))
                     })?,
                 });
@@ -2178,7 +2245,7 @@ fn common_of(name: &str, args: &[Scalar]) -> Result<DataType> {
     for a in args.iter().filter(|a| !is_null_literal(a)) {
         ty = Some(match ty {
             None => a.ty(),
-            Some(t) => common(t, a.ty())
+            Some(t) => least_common_type(t, a.ty())
                 .ok_or_else(|| SqlError::Type(format!("{name} of {t} and {}", a.ty())))?,
         });
     }
@@ -2190,20 +2257,8 @@ fn check_pattern(name: &str, p: &str) -> Result<()> {
     functions::check_pattern(p).map_err(|e| SqlError::Type(format!("{name}: {e}")))
 }
 
-/// The type two values widen to (numbers; equal types; NULL literals
-/// typed as STRING fit anything).
-pub fn common(a: DataType, b: DataType) -> Option<DataType> {
-    if a == b {
-        return Some(a);
-    }
-    if a.is_timestamp() && b.is_timestamp() {
-        return Some(DataType::Timestamp);
-    }
-    numeric_common(a, b)
-}
-
 fn comparable(a: DataType, b: DataType, what: &str) -> Result<()> {
-    if common(a, b).is_some() || (a == DataType::Date && b.is_timestamp()) {
+    if least_common_type(a, b).is_some() || (a == DataType::Date && b.is_timestamp()) {
         Ok(())
     } else {
         Err(SqlError::Type(format!("{what} of {a} and {b}")))
@@ -2222,10 +2277,7 @@ fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
         let ty = if ta.is_numeric() && tb.is_numeric() {
             let t = numeric_common(ta, tb).expect("numbers widen");
             match (o, t) {
-                (Arith::Mul, DataType::Decimal { .. }) => DataType::Decimal {
-                    precision: 38,
-                    scale: (ta.scale() + tb.scale()).min(18),
-                },
+                (Arith::Mul, DataType::Decimal { .. }) => decimal_product(ta, tb),
                 (Arith::Div, DataType::Decimal { .. }) => decimal_quotient(ta, tb),
                 _ => t,
             }
@@ -2628,7 +2680,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             for a in args.iter().filter(|a| !is_null_literal(a)) {
                 ty = Some(match ty {
                     None => a.ty(),
-                    Some(t) => common(t, a.ty()).ok_or_else(|| {
+                    Some(t) => least_common_type(t, a.ty()).ok_or_else(|| {
                         SqlError::Type(format!("{name} of {t} and {}", a.ty()))
                     })?,
                 });
@@ -3734,5 +3786,115 @@ mod tests {
             assert!(e.contains("not an interval of that form"), "{bad}: {e}");
         }
         assert!(err("INTERVAL '1:2' SECOND TO MINUTE").contains("INTERVAL '1:2'"));
+    }
+
+    #[test]
+    fn a_null_literal_takes_the_type_of_its_context() {
+        let (s, r) = scope();
+        // IN: the NULL is compared as an INT; a value not found among the
+        // others is then unknown, as SQL's IN.
+        assert_eq!(eval("a IN (5, 7, NULL)", &s, &r), Value::Bool(true));
+        assert_eq!(eval("a IN (5, NULL)", &s, &r), Value::Null);
+        assert_eq!(eval("a NOT IN (5, NULL)", &s, &r), Value::Null);
+        assert_eq!(eval("NULL IN (1, 2)", &s, &r), Value::Null);
+        let Scalar::InList(_, items, _) = compiled("a IN (5, NULL)").unwrap() else {
+            panic!("an IN list");
+        };
+        assert_eq!(items[1].ty(), DataType::Int);
+        assert!(err_of("a IN (5, 'x')").contains("IN of INT and STRING"));
+        // CASE, COALESCE, IF and NULLIF: the others' type.
+        assert_eq!(ty_of("CASE WHEN a > 1 THEN NULL ELSE 1 END"), DataType::Int);
+        assert_eq!(ty_of("COALESCE(NULL, a)"), DataType::Int);
+        assert_eq!(
+            ty_of("IF(a > 1, NULL, CAST(a AS BIGINT))"),
+            DataType::BigInt
+        );
+        assert_eq!(eval("COALESCE(NULL, n, a)", &s, &r), Value::Int(7));
+    }
+
+    #[test]
+    fn branches_widen_to_their_least_common_type() {
+        let d = |precision, scale| DataType::Decimal { precision, scale };
+        // An INT holds 10 integer digits: with DECIMAL(5, 2) it meets in
+        // DECIMAL(12, 2), not DECIMAL(5, 2) (which would not hold it).
+        assert_eq!(ty_of("CASE WHEN a > 1 THEN a ELSE 1.25 END"), d(12, 2));
+        assert_eq!(
+            ty_of("COALESCE(CAST(a AS DECIMAL(10, 2)), CAST(a AS DECIMAL(5, 3)))"),
+            d(11, 3)
+        );
+        assert_eq!(ty_of("COALESCE(n, CAST(a AS BIGINT))"), DataType::BigInt);
+        assert_eq!(
+            ty_of("COALESCE(n, 1.5, CAST(a AS DOUBLE))"),
+            DataType::Double
+        );
+        // 7 as DECIMAL(11, 1): 7.0
+        assert_eq!(
+            str_of("CASE WHEN a > 1 THEN a ELSE 0.5 END"),
+            Value::decimal(70)
+        );
+        assert!(err_of("COALESCE(a, s)").contains("COALESCE of INT and STRING"));
+        // Flink's product type: DECIMAL(p1 + p2, s1 + s2), so an IF of a
+        // DECIMAL(10, 2) and INT * 1.5 (DECIMAL(12, 1)) is DECIMAL(13, 2).
+        assert_eq!(ty_of("a * 1.5"), d(12, 1));
+        assert_eq!(
+            ty_of("IF(a > 1, CAST(a AS DECIMAL(10, 2)), a * 1.5)"),
+            d(13, 2)
+        );
+        assert_eq!(
+            ty_of("CAST(a AS DECIMAL(30, 10)) * CAST(a AS DECIMAL(20, 10))"),
+            d(38, 8)
+        );
+    }
+
+    #[test]
+    fn boolean_as_string_is_upper_case() {
+        assert_eq!(str_of("CAST(a > 1 AS STRING)"), text("TRUE"));
+        assert_eq!(str_of("CAST(a < 1 AS STRING)"), text("FALSE"));
+        assert_eq!(str_of("CAST(n > 1 AS STRING)"), Value::Null);
+        // and back
+        assert_eq!(
+            str_of("CAST(CAST(a > 1 AS STRING) AS BOOLEAN)"),
+            Value::Bool(true)
+        );
+    }
+
+    #[test]
+    fn double_to_decimal_reads_the_shortest_decimal_text() {
+        let cast = |x: f64, p: u8, sc: u8| {
+            cast(
+                Value::Double(x),
+                DataType::Double,
+                DataType::Decimal {
+                    precision: p,
+                    scale: sc,
+                },
+            )
+        };
+        // Not the binary fraction's digits 0.1000000000000000055511..
+        assert_eq!(cast(0.1, 30, 25), Value::decimal(10i128.pow(24)));
+        assert_eq!(cast(1e30, 38, 0), Value::decimal(10i128.pow(30)));
+        assert_eq!(
+            cast(123.456, 38, 18),
+            Value::decimal(123_456 * 10i128.pow(15))
+        );
+        assert_eq!(cast(1e-7, 10, 7), Value::decimal(1));
+        assert_eq!(cast(1e-300, 38, 38), Value::decimal(0));
+        assert_eq!(cast(-3.3, 5, 0), Value::decimal(-3));
+        // Half up, away from zero, on the decimal text: 2.675 is 2.68
+        // (its binary value is 2.67499..).
+        assert_eq!(cast(2.675, 5, 2), Value::decimal(268));
+        assert_eq!(cast(-2.675, 5, 2), Value::decimal(-268));
+        assert_eq!(cast(0.5, 5, 0), Value::decimal(1));
+        assert_eq!(cast(9.99, 3, 1), Value::decimal(100));
+        // Too many digits for the precision, for 38 digits, or no number.
+        assert_eq!(cast(9.99, 2, 1), Value::Null);
+        assert_eq!(cast(1e30, 38, 25), Value::Null);
+        assert_eq!(cast(1e38, 38, 0), Value::Null);
+        assert_eq!(cast(f64::NAN, 10, 2), Value::Null);
+        assert_eq!(cast(f64::INFINITY, 10, 2), Value::Null);
+        assert_eq!(
+            str_of("CAST(CAST('0.1' AS DOUBLE) AS DECIMAL(30, 25))"),
+            Value::decimal(10i128.pow(24))
+        );
     }
 }

@@ -39,9 +39,11 @@ mod subquery;
 #[cfg(test)]
 mod tests;
 mod values;
+mod widen;
 
 use joins::join_keys;
 pub use order::Presentation;
+pub(crate) use widen::fit_insert;
 
 /// A planned query: its root node, output schema, and whether it updates.
 #[derive(Clone, Debug)]
@@ -466,13 +468,16 @@ impl<'c> Planner<'c> {
                 right,
             } => {
                 let (l, r) = (self.set_expr(left)?, self.set_expr(right)?);
-                if l.schema.types() != r.schema.types() {
-                    return Err(SqlError::Type(format!(
-                        "UNION ALL of {} and {}: the columns' types must be equal",
-                        l.schema, r.schema
-                    )));
+                // Each column widened to the least common type of both.
+                let types = widen::union_types("UNION ALL", &l, &r)?;
+                let (l, r) = (
+                    widen::cast_columns(l, &types),
+                    widen::cast_columns(r, &types),
+                );
+                let mut schema = l.schema.clone();
+                for (f, g) in schema.fields.iter_mut().zip(&r.schema.fields) {
+                    f.nullable |= g.nullable;
                 }
-                let schema = l.schema.clone();
                 let updating = l.updating || r.updating;
                 let mut inputs = Vec::new();
                 for p in [l, r] {
@@ -1656,11 +1661,26 @@ impl Plan {
                 filter,
                 project,
             } => {
-                let _ = write!(s, "{pad}Calc(select=[{cols}]");
+                // A column cast from one of the input's (UNION's and
+                // INSERT's widening, or a CAST of a column) shows the cast.
+                let select = project
+                    .iter()
+                    .zip(&self.schema.fields)
+                    .map(|(p, f)| match p {
+                        Scalar::Cast(c, t, _) => {
+                            let what = c
+                                .as_column()
+                                .map_or("..", |i| input.schema.fields[i].name.as_str());
+                            format!("CAST({what} AS {t}) AS {}", f.name)
+                        }
+                        _ => f.name.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let _ = write!(s, "{pad}Calc(select=[{select}]");
                 if filter.is_some() {
                     s.push_str(", where=[..]");
                 }
-                let _ = project;
                 s.push_str(")\n");
                 input.explain_into(s, depth + 1);
             }

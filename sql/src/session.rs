@@ -12,10 +12,10 @@ use crate::catalog::{Catalog, Table};
 use crate::changelog::UpdateBefore;
 use crate::error::{Result, SqlError};
 use crate::lower::{GeneratedSources, Lowering};
-use crate::plan::{Node, Plan, Planner, Presentation};
+use crate::plan::{fit_insert, Node, Plan, Planner, Presentation};
 use crate::reuse::{Lookup, Memo, Reuse};
 use crate::script::{parse_script, Statement};
-use crate::types::Schema;
+use crate::types::{Field, Schema};
 use crate::value::{Row, RowKind};
 
 /// A parsed and planned script, ready to become a job.
@@ -191,7 +191,7 @@ impl Script {
                 }
                 let plan = Planner::new(&self.catalog).query(&query)?;
                 let plan = with_columns(&t, &columns, plan)?;
-                check_insert(&t.name, &plan, &t.physical)?;
+                let plan = fit_insert(&t.name, plan, &t.physical)?;
                 if plan.updating
                     && matches!(t.connector, crate::connectors::Connector::Filesystem { .. })
                 {
@@ -212,12 +212,18 @@ impl Script {
                     Statement::Query(q) => {
                         explain(&Planner::new(&self.catalog).select_query(&q)?.0, None)
                     }
-                    Statement::Insert { table, query, .. } => {
+                    Statement::Insert {
+                        table,
+                        columns,
+                        query,
+                    } => {
                         let plan = Planner::new(&self.catalog).query(&query)?;
                         let t = self
                             .catalog
                             .table(&table)
                             .ok_or(SqlError::UnknownTable(table))?;
+                        let plan = with_columns(t, &columns, plan)?;
+                        let plan = fit_insert(&t.name, plan, &t.physical)?;
                         explain(&plan, Some(t))
                     }
                     other => {
@@ -420,27 +426,6 @@ impl Script {
                 .chain(self.selects.iter().map(|p| (p, true))),
         )
     }
-}
-
-fn check_insert(table: &str, plan: &Plan, physical: &Schema) -> Result<()> {
-    if plan.schema.len() != physical.len() {
-        return Err(SqlError::Type(format!(
-            "INSERT INTO `{table}`: the query gives {} columns {}, the table has {} {}",
-            plan.schema.len(),
-            plan.schema,
-            physical.len(),
-            physical
-        )));
-    }
-    for (q, t) in plan.schema.fields.iter().zip(&physical.fields) {
-        if q.ty != t.ty {
-            return Err(SqlError::Type(format!(
-                "INSERT INTO `{table}`: column `{}` is {}, the query gives {} (`{}`); CAST it",
-                t.name, t.ty, q.ty, q.name
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// EXPLAIN's text: the plan, then how it runs (exchanges, state).
@@ -733,6 +718,18 @@ fn with_columns(t: &crate::catalog::Table, columns: &[String], plan: Plan) -> Re
             None => crate::expr::Scalar::Literal(crate::value::Value::Null, f.ty),
         })
         .collect();
+    // The named columns keep the query's types: the INSERT's check
+    // widens them to the table's or names the one that does not fit.
+    let fields = t
+        .physical
+        .fields
+        .iter()
+        .zip(&project)
+        .map(|(f, p)| Field {
+            ty: p.ty(),
+            ..f.clone()
+        })
+        .collect();
     let updating = plan.updating;
     Ok(Plan {
         node: Node::Calc {
@@ -740,7 +737,7 @@ fn with_columns(t: &crate::catalog::Table, columns: &[String], plan: Plan) -> Re
             filter: None,
             project,
         },
-        schema: t.physical.clone(),
+        schema: Schema::new(fields),
         updating,
     })
 }

@@ -1,6 +1,8 @@
 //! SQL data types and table schemas: what a column holds, as Flink SQL
 //! names it (BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p, s), STRING,
-//! TIMESTAMP(3), TIMESTAMP_LTZ(3), DATE, INTERVAL).
+//! TIMESTAMP(3), TIMESTAMP_LTZ(3), DATE, INTERVAL), and how types meet:
+//! the least common type of two (what UNION, VALUES, CASE and IN widen
+//! to) and which types a value is cast to without a CAST (INSERT).
 
 use std::fmt;
 
@@ -58,7 +60,76 @@ impl DataType {
             _ => 0,
         }
     }
+
+    /// An exact number's precision and scale as a DECIMAL (Flink's: an
+    /// INT holds 10 digits, a BIGINT 19; weir's TINYINT and SMALLINT are
+    /// INTs); `None` for other types.
+    fn exact_shape(self) -> Option<(u8, u8)> {
+        match self {
+            DataType::Int => Some((10, 0)),
+            DataType::BigInt => Some((19, 0)),
+            DataType::Decimal { precision, scale } => Some((precision, scale)),
+            _ => None,
+        }
+    }
 }
+
+/// The least common type of two types, as Flink's
+/// `LogicalTypeMerging.findCommonType`: what the columns of a UNION, a
+/// VALUES column, CASE branches, COALESCE's arguments and an IN list
+/// widen to. Numbers widen INT < BIGINT < DECIMAL < DOUBLE; exact
+/// numbers meet in a DECIMAL with the most integer digits and the largest
+/// scale of the two (an INT counting as `DECIMAL(10, 0)`, a BIGINT as
+/// `DECIMAL(19, 0)`), where beyond 38 digits the scale gives way; a
+/// DOUBLE with any number is DOUBLE. TIMESTAMP and TIMESTAMP_LTZ meet
+/// as TIMESTAMP. Other types meet only themselves; `None`: they do not
+/// mix. (A NULL literal takes the other side's type: its callers skip
+/// it.)
+pub fn least_common_type(a: DataType, b: DataType) -> Option<DataType> {
+    use DataType::*;
+    if a == b {
+        return Some(a);
+    }
+    Some(match (a, b) {
+        (Double, x) | (x, Double) if x.is_numeric() => Double,
+        (Int, BigInt) | (BigInt, Int) => BigInt,
+        (Decimal { .. }, _) | (_, Decimal { .. }) => {
+            let ((p1, s1), (p2, s2)) = (a.exact_shape()?, b.exact_shape()?);
+            let int = (p1 - s1).max(p2 - s2).min(MAX_PRECISION);
+            let scale = s1.max(s2).min(MAX_PRECISION - int);
+            Decimal {
+                precision: int + scale,
+                scale,
+            }
+        }
+        (Timestamp, TimestampLtz) | (TimestampLtz, Timestamp) => Timestamp,
+        _ => return None,
+    })
+}
+
+/// Whether a value of type `from` goes into a column of type `to` without
+/// a CAST, by Flink's implicit casts (`LogicalTypeCasts.supportsImplicitCast`,
+/// which an INSERT's sink columns are checked with): an INT into a
+/// BIGINT, any number into a DOUBLE or a DECIMAL (a value with more
+/// digits than the DECIMAL holds is NULL there, as a CAST gives), a
+/// TIMESTAMP into a TIMESTAMP_LTZ and back, a TIMESTAMP into a DATE.
+/// Narrowing an integer (BIGINT into INT), a DOUBLE or DECIMAL into an
+/// integer, and text into anything else need a CAST.
+pub fn casts_implicitly(from: DataType, to: DataType) -> bool {
+    use DataType::*;
+    from == to
+        || matches!(
+            (from, to),
+            (Int, BigInt)
+                | (Timestamp, TimestampLtz)
+                | (TimestampLtz, Timestamp)
+                | (Timestamp, Date)
+        )
+        || (from.is_numeric() && matches!(to, Double | Decimal { .. }))
+}
+
+/// A DECIMAL's largest precision.
+pub const MAX_PRECISION: u8 = 38;
 
 impl fmt::Display for DataType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -159,5 +230,82 @@ impl fmt::Display for Schema {
             }
         }
         f.write_str(")")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DataType::*;
+
+    fn d(precision: u8, scale: u8) -> DataType {
+        Decimal { precision, scale }
+    }
+
+    #[test]
+    fn least_common_types_are_flinks() {
+        let cases = [
+            (Int, Int, Some(Int)),
+            (Int, BigInt, Some(BigInt)),
+            (Int, Double, Some(Double)),
+            (d(10, 2), Double, Some(Double)),
+            (d(10, 2), d(5, 1), Some(d(10, 2))),
+            (d(10, 2), d(5, 3), Some(d(11, 3))),
+            (Int, d(5, 2), Some(d(12, 2))),
+            (BigInt, d(5, 2), Some(d(21, 2))),
+            (BigInt, d(20, 0), Some(d(20, 0))),
+            // 38 digits at most: the scale gives way to integer digits
+            (d(38, 0), d(10, 5), Some(d(38, 0))),
+            (d(30, 10), d(38, 2), Some(d(38, 2))),
+            (Timestamp, TimestampLtz, Some(Timestamp)),
+            (Int, String, None),
+            (Boolean, Int, None),
+            (Date, Timestamp, None),
+            (String, String, Some(String)),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(least_common_type(a, b), want, "{a} and {b}");
+            assert_eq!(least_common_type(b, a), want, "{b} and {a}");
+        }
+    }
+
+    #[test]
+    fn implicit_casts_are_flinks() {
+        for (from, to) in [
+            (Int, BigInt),
+            (Int, Double),
+            (BigInt, Double),
+            (d(10, 2), Double),
+            (Int, d(10, 0)),
+            (Int, d(12, 2)),
+            (BigInt, d(19, 0)),
+            (d(10, 2), d(12, 2)),
+            // Flink's implicit casts go by the type, not the precision:
+            // a value too wide for the DECIMAL is NULL.
+            (d(38, 2), d(10, 2)),
+            (Double, d(38, 10)),
+            (Timestamp, TimestampLtz),
+            (TimestampLtz, Timestamp),
+            (Timestamp, Date),
+            (String, String),
+        ] {
+            assert!(casts_implicitly(from, to), "{from} into {to}");
+        }
+        for (from, to) in [
+            (BigInt, Int),
+            (Double, Int),
+            (Double, BigInt),
+            (d(10, 2), Int),
+            (d(10, 0), BigInt),
+            (String, Int),
+            (String, d(10, 2)),
+            (Int, String),
+            (Boolean, Int),
+            (Int, Boolean),
+            (Date, Timestamp),
+            (Interval, BigInt),
+        ] {
+            assert!(!casts_implicitly(from, to), "{from} into {to}");
+        }
     }
 }

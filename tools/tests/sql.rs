@@ -400,6 +400,10 @@ fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
         ("SELECT a + b FROM t;", "type mismatch"),
         ("INSERT INTO o SELECT a, COUNT(*) FROM t GROUP BY a;", "append-only"),
         ("INSERT INTO o SELECT b, a FROM t;", "column `a` is BIGINT"),
+        (
+            "INSERT INTO o SELECT a, CAST(a AS DOUBLE) FROM t;",
+            "column `n` is BIGINT, the query gives DOUBLE",
+        ),
         ("SELECT a, b FROM t GROUP BY a;", "neither in GROUP BY nor in an aggregate"),
         (
             "CREATE TABLE x (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp', 'format' = 'csv', 'csv.bogus' = '1');",
@@ -1000,6 +1004,80 @@ fn cast_of_text_that_does_not_parse_fails_the_job_and_try_cast_gives_null() {
         rows,
         [["1", "42"], ["2", "7"], ["3", "NULL"], ["4", "1"]],
         "{stdout}"
+    );
+}
+
+/// Flink's implicit casts, in the rows written: an INT window SUM into a
+/// BIGINT column, a DECIMAL into a wider one, an INT into a DOUBLE, a
+/// UNION ALL of INT and BIGINT and of two DECIMALs, VALUES with NULLs;
+/// every value exact in the column's type.
+#[test]
+fn inserts_and_unions_widen_values_exactly_to_the_columns_types() {
+    let s = Scratch::new("sql", "widen");
+    let input = s.join("in.csv");
+    fs::write(
+        &input,
+        "a,2147483647,12.25,2024-01-01 00:00:01\n\
+         a,-5,0.10,2024-01-01 00:00:02\n\
+         b,7,99999999.99,2024-01-01 00:00:03\n",
+    )
+    .unwrap();
+    let script = s.join("widen.sql");
+    let dir = |name: &str| s.join(name).display().to_string();
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE t (k STRING, n INT, p DECIMAL(10, 2), ts TIMESTAMP(3),
+               WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE sums (k STRING, total BIGINT, top DECIMAL(14, 4), x DOUBLE)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE both_sides (id BIGINT, d DECIMAL(12, 3))
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE lits (a BIGINT, c DECIMAL(10, 2), x DOUBLE)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO sums
+               SELECT k, SUM(n), MAX(p), MIN(n)
+               FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' HOUR))
+               GROUP BY k, window_start, window_end;
+             INSERT INTO both_sides
+               SELECT n, p FROM t
+               UNION ALL SELECT CAST(n AS BIGINT) * 3, CAST(p AS DECIMAL(5, 1)) FROM t WHERE k = 'a'
+               UNION ALL SELECT n, NULL FROM t WHERE k = 'b';
+             INSERT INTO lits VALUES (1, 1.5, 2), (NULL, NULL, NULL), (3000000000, 7, 0.25);",
+            input.display(),
+            dir("sums"),
+            dir("both_sides"),
+            dir("lits"),
+        ),
+    )
+    .unwrap();
+    let out = weir_sql(&script, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // SUM of an INT is an INT, into a BIGINT column; MAX of a
+    // DECIMAL(10, 2) into DECIMAL(14, 4); MIN of an INT into a DOUBLE.
+    assert_eq!(
+        committed(&s.join("sums")),
+        ["a,2147483642,12.2500,-5.0", "b,7,99999999.9900,7.0"]
+    );
+    assert_eq!(
+        committed(&s.join("both_sides")),
+        [
+            "-15,0.100",
+            "-5,0.100",
+            "2147483647,12.250",
+            "6442450941,12.300",
+            "7,",
+            "7,99999999.990",
+        ]
+    );
+    assert_eq!(
+        committed(&s.join("lits")),
+        [",,", "1,1.50,2.0", "3000000000,7.00,0.25"]
     );
 }
 

@@ -8,8 +8,8 @@
 use std::fmt;
 
 use crate::error::{Result, SqlError};
-use crate::expr::{self, Arith, Cmp, Scalar};
-use crate::types::{DataType, Field};
+use crate::expr::{Arith, Cmp, Scalar};
+use crate::types::{least_common_type, DataType, Field};
 use crate::value::Value;
 
 /// Which rows a join keeps (Flink's `FlinkJoinType` of the streaming
@@ -178,7 +178,7 @@ fn key_type(a: DataType, b: DataType) -> Option<DataType> {
     if a == b {
         return Some(a);
     }
-    expr::common(a, b)
+    least_common_type(a, b)
 }
 
 fn cast_to(s: Scalar, ty: DataType) -> Scalar {

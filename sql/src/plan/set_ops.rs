@@ -7,7 +7,8 @@
 //!   both sides (`HAVING SUM(l) > 0 AND SUM(r) > 0`);
 //! - `a EXCEPT b` keeps those with rows from `a` only.
 //!
-//! Each is an updating result (a group aggregation), as Flink's. Rows are
+//! The sides' columns widen to their least common type, as UNION ALL's
+//! do. Each is an updating result (a group aggregation), as Flink's. Rows are
 //! equal when every column is equal, NULLs included, as grouping compares
 //! them. `INTERSECT ALL` and `EXCEPT ALL` (multiplicities) are refused.
 
@@ -41,18 +42,9 @@ impl Planner<'_> {
         // The columns, named as the left side names them.
         let l = self.set_expr(left)?;
         let r = self.set_expr(right)?;
-        if l.schema.len() != r.schema.len() {
-            return Err(SqlError::Type(format!(
-                "{op} of {} and {}: the sides need as many columns",
-                l.schema, r.schema
-            )));
-        }
-        if l.schema.types() != r.schema.types() {
-            return Err(SqlError::Type(format!(
-                "{op} of {} and {}: the columns' types must be equal",
-                l.schema, r.schema
-            )));
-        }
+        // The sides must meet in common types; the UNION ALL the query is
+        // rewritten over widens them.
+        super::widen::union_types(&op.to_string(), &l, &r)?;
         let cols: Vec<String> = l
             .schema
             .fields

@@ -14,6 +14,8 @@ CREATE TABLE files (a BIGINT, b STRING, c INT, ts TIMESTAMP(3))
 WITH ('connector' = 'filesystem', 'path' = '/nonexistent/weir-plan-tests', 'format' = 'csv');
 CREATE TABLE changes (a BIGINT, b STRING, c INT, ts TIMESTAMP(3))
 WITH ('connector' = 'print');
+CREATE TABLE wide (a BIGINT, d DECIMAL(12, 2), x DOUBLE)
+WITH ('connector' = 'blackhole');
 ";
 
 fn explain(q: &str) -> String {
@@ -372,4 +374,117 @@ fn legacy_group_windows_are_checked_as_the_table_functions_are() {
     assert!(e.contains("whole multiple of the slide"), "{e}");
     let e = error("SELECT COUNT(*) FROM t GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), SESSION(ts, INTERVAL '1' MINUTE)");
     assert!(e.contains("one group window per GROUP BY"), "{e}");
+
+/// INSERT casts a column whose type Flink casts implicitly to the
+/// table's, and names the column and both types when it would narrow an
+/// integer or needs a CAST from text; the casts show in EXPLAIN.
+#[test]
+fn insert_widens_to_the_tables_types_and_refuses_to_narrow() {
+    let plan = explain("INSERT INTO wide SELECT c, CAST(c AS DECIMAL(10, 2)), c FROM t");
+    let calc = line(&plan, "Calc(");
+    assert!(calc.contains("CAST(c AS BIGINT) AS c,"), "{calc}");
+    assert!(
+        calc.contains("CAST(.. AS DECIMAL(12, 2)) AS EXPR$1"),
+        "{calc}"
+    );
+    assert!(calc.contains("CAST(c AS DOUBLE) AS c0"), "{calc}");
+    assert!(
+        line(&plan, "Sink(table=[wide]").contains("fields=[c, EXPR$1, c0]"),
+        "{plan}"
+    );
+    // SUM of an INT is an INT: into a BIGINT column.
+    planned("INSERT INTO changes SELECT a, b, SUM(c), MAX(ts) FROM t GROUP BY a, b");
+    planned("INSERT INTO wide SELECT SUM(c), SUM(c), SUM(c) FROM t GROUP BY b");
+    planned("INSERT INTO wide VALUES (1, 1.5, 2), (2, NULL, 2.5)");
+    planned("INSERT INTO wide VALUES (1, NULL, NULL)");
+    planned("INSERT INTO wide SELECT a, NULL, NULL FROM t");
+    planned("INSERT INTO wide (x, a) SELECT c, c FROM t");
+    // any number into a DECIMAL, as Flink's (a value too wide is NULL)
+    planned("INSERT INTO wide SELECT a, a, a FROM t");
+    planned("INSERT INTO wide SELECT a, CAST(a AS DOUBLE), a FROM t");
+    planned("INSERT INTO wide SELECT SUM(a), SUM(CAST(a AS DECIMAL(12, 2))), 1 FROM t GROUP BY b");
+    for (sql, column, table, query) in [
+        (
+            "INSERT INTO files SELECT a, b, a, ts FROM t",
+            "c",
+            "INT",
+            "BIGINT",
+        ),
+        (
+            "INSERT INTO files SELECT a, b, CAST(a AS DOUBLE), ts FROM t",
+            "c",
+            "INT",
+            "DOUBLE",
+        ),
+        (
+            "INSERT INTO files SELECT a, b, b, ts FROM t",
+            "c",
+            "INT",
+            "STRING",
+        ),
+        (
+            "INSERT INTO wide SELECT CAST(a AS DECIMAL(10, 0)), 1.5, a FROM t",
+            "a",
+            "BIGINT",
+            "DECIMAL(10, 0)",
+        ),
+        (
+            "INSERT INTO wide SELECT a, b, a FROM t",
+            "d",
+            "DECIMAL(12, 2)",
+            "STRING",
+        ),
+        (
+            "INSERT INTO wide SELECT a, 1.5, CAST(a AS STRING) FROM t",
+            "x",
+            "DOUBLE",
+            "STRING",
+        ),
+        // with a column list too
+        (
+            "INSERT INTO files (c) SELECT a FROM t",
+            "c",
+            "INT",
+            "BIGINT",
+        ),
+    ] {
+        let e = error(sql);
+        assert!(
+            e.contains(&format!(
+                "column `{column}` is {table}, the query gives {query}"
+            )),
+            "{sql}: {e}"
+        );
+    }
+}
+
+/// UNION ALL (and UNION, INTERSECT, EXCEPT) widen each column to the
+/// least common type of both sides; a bare NULL takes the other side's.
+#[test]
+fn set_operations_widen_each_column() {
+    let plan = explain("SELECT c, b FROM t UNION ALL SELECT a, b FROM t");
+    assert!(line(&plan, "Union").contains("fields=[c, b]"), "{plan}");
+    assert!(
+        line(&plan, "Calc(").contains("CAST(c AS BIGINT) AS c"),
+        "{plan}"
+    );
+    planned("INSERT INTO changes SELECT a, b, c, ts FROM t UNION ALL SELECT a, b, NULL, ts FROM t");
+    planned("INSERT INTO changes SELECT a, b, c, ts FROM t UNION ALL SELECT c, b, c, ts FROM t");
+    planned("SELECT c, CAST(c AS DECIMAL(10, 2)) FROM t UNION SELECT a, CAST(c AS DECIMAL(5, 1)) FROM t");
+    planned("SELECT c FROM t INTERSECT SELECT a FROM t");
+    planned("SELECT c FROM t EXCEPT SELECT NULL FROM t");
+    // Flink's UNION of INT and BIGINT is BIGINT: a BIGINT column takes it.
+    let plan = explain("INSERT INTO files SELECT a, b, c, ts FROM (SELECT c AS a, b, c, ts FROM t UNION ALL SELECT a, b, c, ts FROM t)");
+    assert!(plan.contains("Union"), "{plan}");
+    let e = error("SELECT c, b FROM t UNION ALL SELECT b, b FROM t");
+    assert!(
+        e.contains("column 1 (`c` INT, `b` STRING) has no common type"),
+        "{e}"
+    );
+    let e = error("SELECT b FROM t UNION SELECT ts FROM t");
+    assert!(e.contains("UNION of"), "{e}");
+    assert!(
+        e.contains("(`b` STRING, `ts` TIMESTAMP(3)) has no common type"),
+        "{e}"
+    );
 }

@@ -1,10 +1,11 @@
 //! `VALUES (..), (..)`: a bounded table of literal rows, as Flink's
 //! `Values`: in FROM (`(VALUES (1, 'a'), (2, 'b')) AS v(id, name)`), as a
 //! query, or as `INSERT INTO t VALUES ..`. Each column's type is the
-//! widest of its expressions' (INT < BIGINT < DECIMAL < DOUBLE; a NULL
-//! takes the others' type); the columns are named `EXPR$0`, `EXPR$1`, ..
-//! unless an alias names them. Read through a rescalable sequence source
-//! (the row number its split position).
+//! least common type of its expressions' ([`least_common_type`]: INT <
+//! BIGINT < DECIMAL < DOUBLE; a NULL takes the others' type); the
+//! columns are named `EXPR$0`, `EXPR$1`, .. unless an alias names them.
+//! Read through a rescalable sequence source (the row number its split
+//! position).
 
 use std::sync::Arc;
 
@@ -13,47 +14,8 @@ use sqlparser::ast;
 use super::{Node, Plan, Planner};
 use crate::error::{Result, SqlError};
 use crate::expr::{cast, compile, Scalar, Scope};
-use crate::types::{DataType, Field, Schema};
+use crate::types::{least_common_type, DataType, Field, Schema};
 use crate::value::{Row, Value};
-
-/// The wider of two column types, if they mix.
-fn wider(a: DataType, b: DataType) -> Option<DataType> {
-    use DataType::*;
-    if a == b {
-        return Some(a);
-    }
-    let rank = |t: DataType| match t {
-        Int => Some(0),
-        BigInt => Some(1),
-        Decimal { .. } => Some(2),
-        Double => Some(3),
-        _ => None,
-    };
-    match (a, b, rank(a), rank(b)) {
-        (
-            Decimal {
-                precision: p1,
-                scale: s1,
-            },
-            Decimal {
-                precision: p2,
-                scale: s2,
-            },
-            _,
-            _,
-        ) => {
-            let scale = s1.max(s2);
-            let int = (p1 - s1).max(p2 - s2);
-            Some(Decimal {
-                precision: (int + scale).min(38),
-                scale,
-            })
-        }
-        (_, _, Some(x), Some(y)) => Some(if x >= y { a } else { b }),
-        (Timestamp, TimestampLtz, ..) | (TimestampLtz, Timestamp, ..) => Some(Timestamp),
-        _ => None,
-    }
-}
 
 impl Planner<'_> {
     /// The rows of `VALUES`.
@@ -84,7 +46,7 @@ impl Planner<'_> {
                 let t = r[c].ty();
                 ty = Some(match ty {
                     None => t,
-                    Some(u) => wider(u, t).ok_or_else(|| {
+                    Some(u) => least_common_type(u, t).ok_or_else(|| {
                         SqlError::Type(format!("VALUES column {}: {u} and {t} do not mix", c + 1))
                     })?,
                 });

@@ -330,6 +330,20 @@ pub const CASES: &[Case] = &[
                  SELECT order_id * 10, upper(user_id), amount FROM orders WHERE category = 'food'",
     },
     Case {
+        name: "union_all_widening",
+        // Each column widens to the least common type of both sides: BIGINT
+        // of INT and BIGINT, DECIMAL(12, 3) of DECIMAL(10, 2) and (12, 3);
+        // a bare NULL takes the other side's INT.
+        weir: "SELECT order_id AS id, qty AS q, amount AS a, NULL AS n FROM orders WHERE qty > 15
+               UNION ALL
+               SELECT qty, order_id * 2, CAST(amount AS DECIMAL(12, 3)), qty
+               FROM orders WHERE category = 'food';",
+        duckdb: "SELECT order_id, qty, amount, NULL FROM orders WHERE qty > 15
+                 UNION ALL
+                 SELECT qty, order_id * 2, CAST(amount AS DECIMAL(12, 3)), qty
+                 FROM orders WHERE category = 'food'",
+    },
+    Case {
         name: "inner_join",
         weir: "SELECT o.order_id, u.name, u.tier, o.amount
                FROM orders o JOIN users u ON o.user_id = u.user_id

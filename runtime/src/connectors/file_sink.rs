@@ -79,7 +79,9 @@
 //!   `initialize_state(None)` (nothing restored: all of the input is
 //!   replayed) deletes all of this writer's hidden files of this subtask's
 //!   indices and moves all of their `part-*` files aside, so a job run
-//!   again into the same directory starts from a clean slate.
+//!   again into the same directory starts from a clean slate (older
+//!   weir's names without a writer stay: another writer may be restoring
+//!   them).
 //! - **Rescaling** ([`Sink::initialize_rescaled_state`], a checkpoint taken
 //!   at another parallelism `P_old`, restored at `P`): like Flink's
 //!   committables, old subtask `k`'s pending transactions go to exactly

@@ -99,6 +99,11 @@ impl Sink for W1OutputSink {
         !self.state_malformed && self.file.is_retryable(error)
     }
 
+    /// The file sink names its files after the uid.
+    fn bind_uid(&mut self, uid: &str) {
+        self.file.bind_uid(uid);
+    }
+
     fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
         self.state_malformed = true;
         match restored {

@@ -337,13 +337,24 @@ pub enum SinkStateDefect {
     #[error("the state is empty (expected a version byte)")]
     Empty,
     /// Another version.
-    #[error("unknown state version {found} (expected {expected})")]
+    #[error("unknown state version {found} (expected 1 to {expected})")]
     Version {
         /// The version found.
         found: u8,
-        /// The one this sink writes.
+        /// The newest this sink reads.
         expected: u8,
     },
+    /// A writer name length of 0, or longer than the bytes that follow.
+    #[error("its writer name is {len} bytes long but {left} bytes follow")]
+    WriterLength {
+        /// The length.
+        len: u64,
+        /// Bytes after it.
+        left: usize,
+    },
+    /// A writer name that is not UTF-8 or cannot be part of a file name.
+    #[error("its writer name is not a file name part")]
+    WriterName,
     /// A varint longer than 64 bits.
     #[error("{0} does not fit in 64 bits")]
     TooLong(SinkStateField),
@@ -380,6 +391,8 @@ pub enum SinkStateDefect {
 /// A field of a file sink's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SinkStateField {
+    /// The length of the writer name.
+    WriterLength,
     /// The number of transactions.
     Count,
     /// The `i`-th transaction id (from 0).
@@ -389,6 +402,7 @@ pub enum SinkStateField {
 impl fmt::Display for SinkStateField {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Self::WriterLength => f.write_str("the writer name's length"),
             Self::Count => f.write_str("the transaction count"),
             Self::Transaction(i) => write!(f, "transaction {i}"),
         }

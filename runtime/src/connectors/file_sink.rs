@@ -8,14 +8,23 @@
 //!
 //! # Files
 //!
-//! For subtask `s` (written `{s:04}`, more digits when `s > 9999`) and
-//! transaction `n` (written `{n:010}`):
+//! For writer `w` (the sink operator's uid, [`Sink::bind_uid`]), subtask
+//! `s` (written `{s:04}`, more digits when `s > 9999`) and transaction `n`
+//! (written `{n:010}`):
 //!
 //! | name | meaning |
 //! |------|---------|
-//! | `.inprogress-{s:04}-{attempt}` | records since the last barrier, still being written; `{attempt}` is unique to one sink instance (process id, clock, counter) |
-//! | `.pending-{s:04}-{n:010}` | transaction `n`, pre-committed: complete and durable, waiting for checkpoint `n` to complete |
-//! | `part-{s:04}-{n:010}` | transaction `n`, committed: final output, never rewritten |
+//! | `.inprogress-{w}-{s:04}-{attempt}` | records since the last barrier, still being written; `{attempt}` is unique to one sink instance (process id, clock, counter) |
+//! | `.pending-{w}-{s:04}-{n:010}` | transaction `n`, pre-committed: complete and durable, waiting for checkpoint `n` to complete |
+//! | `part-{w}-{s:04}-{n:010}` | transaction `n`, committed: final output, never rewritten |
+//!
+//! Several sinks may write one directory (two SQL INSERTs into one table):
+//! each owns the names of its writer only, commits and cleans up no other
+//! writer's files, as each of Flink's FileSink writers does. The writer is
+//! the uid when it is made of ASCII letters, digits, `_`, `.` and `-`,
+//! else its safe characters and a hash of it (`names`). A sink used
+//! without an operator, and older weir, name files without `{w}-`; a
+//! checkpoint of older weir restores those names (see the state below).
 //!
 //! **What a reader of the directory sees:** only `part-*` files are
 //! committed output; every name starting with `.` is work in progress (or
@@ -49,11 +58,10 @@
 //!   the checkpoint's asynchronous part and acknowledges the checkpoint only
 //!   after that, so the synchronous part does not wait for the disk and a
 //!   complete checkpoint never names a pending file that is not durable
-//!   (used on its own, the caller must fsync them). The returned state lists the
-//!   pending transactions of this subtask (those not yet committed,
-//!   including `n` unless it was empty): a version byte `1`, the count as an
-//!   unsigned LEB128 varint, then the ids as varints, the first in full and
-//!   each next one as its (positive) difference from the previous.
+//!   (used on its own, the caller must fsync them). The returned state
+//!   names the writer and lists the pending transactions of this subtask
+//!   (those not yet committed, including `n` unless it was empty); its
+//!   encoding is `state`'s.
 //! - [`Sink::notify_checkpoint_complete`]`(n)` (*commit*): every pending
 //!   transaction with id `<= n` is renamed to `part-{s}-{id}`, then the
 //!   directory is fsynced. Commit is idempotent: a transaction whose pending
@@ -62,19 +70,23 @@
 //!   output is never overwritten).
 //! - [`Sink::initialize_state`]`(Some((n, state)))` (restart from complete
 //!   checkpoint `n`): *recover-and-commit* every transaction the state lists
-//!   (they belong to a complete checkpoint), then *abort* the rest: delete
-//!   the in-progress and remaining pending files of this subtask's indices
-//!   (see rescaling below), and move their `part-*` files with an id `> n`
-//!   aside (see above).
+//!   (they belong to a complete checkpoint, under the writer the state
+//!   names), then *abort* the rest: delete the in-progress and remaining
+//!   pending files of this writer and this subtask's indices (see
+//!   rescaling below), and move their `part-*` files with an id `> n`
+//!   aside (see above). Restoring a state of older weir, whose names have
+//!   no writer, cleans up those names too.
 //!   `initialize_state(None)` (nothing restored: all of the input is
-//!   replayed) deletes all of this subtask's hidden files and moves all of
-//!   its `part-*` files aside, so a job run again into the same directory
-//!   starts from a clean slate.
+//!   replayed) deletes all of this writer's hidden files of this subtask's
+//!   indices and moves all of their `part-*` files aside, so a job run
+//!   again into the same directory starts from a clean slate (older
+//!   weir's names without a writer stay: another writer may be restoring
+//!   them).
 //! - **Rescaling** ([`Sink::initialize_rescaled_state`], a checkpoint taken
 //!   at another parallelism `P_old`, restored at `P`): like Flink's
 //!   committables, old subtask `k`'s pending transactions go to exactly
 //!   one new subtask, `k % P`, which commits them under their old names
-//!   (`part-{k}-{n}`). Cleaning up, subtask `j` handles the files of every
+//!   (`part-{w}-{k}-{n}`). Cleaning up, subtask `j` handles the files of every
 //!   index `i` with `i % P == j` found in the directory (its own, and
 //!   those of subtasks a smaller parallelism no longer has, whatever run
 //!   wrote them), so every leftover is aborted or moved aside by exactly
@@ -82,8 +94,9 @@
 //!
 //! Checkpoint ids must strictly increase within a sink instance and exceed
 //! the restored checkpoint's id, which also guarantees that no pending name
-//! is ever reused. At most one live instance may write a given subtask's
-//! files (the runtime never runs two attempts at once). Errors are the
+//! is ever reused. At most one live instance may write a given writer's
+//! subtask's files (the runtime never runs two attempts at once, and uids
+//! are unique in a job). Errors are the
 //! message of a [`ConnectorError`] naming the file or directory (the
 //! [`Sink`] trait's error is a `String`; [`Sink::is_retryable`] says what
 //! [`ConnectorError::retryable`] says of it). An I/O error inside
@@ -100,12 +113,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::connectors::error::{ConnectorError, Result, SinkStateDefect, SinkStateField};
+use crate::connectors::error::{ConnectorError, Result};
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::sink::{rescaled_share, Sink};
 
-/// Version byte of the state returned by `snapshot_state`.
-const STATE_VERSION: u8 = 1;
+mod names;
+mod state;
+
+use names::{in_progress_path, transaction_path, writer_name, Kind, Names};
+use state::{decode_state, encode_state, without_writer};
 
 /// Buffered bytes at which `invoke` writes them to the in-progress file.
 const WRITE_AT: usize = 256 * 1024;
@@ -121,11 +137,18 @@ static INSTANCES: AtomicU64 = AtomicU64::new(0);
 /// example a line `key,count,sum\n`).
 pub struct TransactionalFileSink<T, F> {
     dir: PathBuf,
+    /// The name in this sink's file names, made from its operator's uid
+    /// ([`Sink::bind_uid`]); `None` (a sink used without an operator)
+    /// writes older weir's names.
+    writer: Option<String>,
     subtask: usize,
     /// The sink's parallelism: this subtask cleans up the files of every
     /// subtask index `i` with `i % parallelism == subtask` (see
     /// [`Sink::initialize_rescaled_state`]).
     parallelism: usize,
+    /// What makes this instance's in-progress file name unique: process
+    /// id, clock, counter.
+    attempt: (u32, u128, u64),
     /// This instance's in-progress file (reused for every transaction).
     in_progress: PathBuf,
     /// The in-progress file, once the current transaction wrote to it.
@@ -177,14 +200,14 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         let instance = INSTANCES.fetch_add(1, Ordering::Relaxed);
-        let in_progress = dir.join(format!(
-            ".inprogress-{subtask:04}-{:x}-{nanos:x}-{instance}",
-            std::process::id()
-        ));
+        let attempt = (std::process::id(), nanos, instance);
+        let in_progress = in_progress_path(&dir, None, subtask, attempt);
         Self {
             dir,
+            writer: None,
             subtask,
             parallelism: info.parallelism.max(1),
+            attempt,
             in_progress,
             file: None,
             buf: Vec::with_capacity(WRITE_AT + WRITE_AT / 8),
@@ -206,18 +229,19 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
 
     /// The committed (visible) file of transaction `id` of this subtask.
     pub fn part_path(&self, id: u64) -> PathBuf {
-        self.part_path_of(self.subtask, id)
+        transaction_path(&self.dir, "part-", self.writer.as_deref(), self.subtask, id)
     }
 
-    /// The committed file of transaction `id` of subtask `subtask`.
-    fn part_path_of(&self, subtask: usize, id: u64) -> PathBuf {
-        self.dir.join(format!("part-{subtask:04}-{id:010}"))
-    }
-
-    /// The pre-committed (hidden) file of transaction `id` of subtask
-    /// `subtask`.
-    fn pending_path_of(&self, subtask: usize, id: u64) -> PathBuf {
-        self.dir.join(format!(".pending-{subtask:04}-{id:010}"))
+    /// The pre-committed (hidden) file of transaction `id` of this
+    /// subtask.
+    fn pending_path(&self, id: u64) -> PathBuf {
+        transaction_path(
+            &self.dir,
+            ".pending-",
+            self.writer.as_deref(),
+            self.subtask,
+            id,
+        )
     }
 
     /// Writes the buffer to the in-progress file, creating it if needed.
@@ -262,11 +286,12 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
     }
 
     /// Commits transaction `id` of subtask `subtask` (this one's, or at a
-    /// rescale an old subtask's of this one's share): returns whether a
-    /// rename happened (the directory then needs an fsync).
-    fn commit(&self, subtask: usize, id: u64) -> Result<bool> {
-        let pending = self.pending_path_of(subtask, id);
-        let part = self.part_path_of(subtask, id);
+    /// rescale an old subtask's of this one's share), whose files name
+    /// `writer`: returns whether a rename happened (the directory then
+    /// needs an fsync).
+    fn commit(&self, writer: Option<&str>, subtask: usize, id: u64) -> Result<bool> {
+        let pending = transaction_path(&self.dir, ".pending-", writer, subtask, id);
+        let part = transaction_path(&self.dir, "part-", writer, subtask, id);
         match (exists(&pending)?, exists(&part)?) {
             (true, false) => match fs::rename(&pending, &part) {
                 Ok(()) => Ok(true),
@@ -293,14 +318,19 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
         }
     }
 
-    /// Deletes the in-progress and pending files of the subtask indices
-    /// this subtask cleans up (`i % parallelism == subtask`: its own, and
-    /// those of old subtasks no new subtask has, whatever parallelism
-    /// wrote them), and moves their part files with an id above
-    /// `restored` (all of them if `None`) to [`abandoned_dir`]: committed
-    /// output is never deleted. Returns whether anything changed.
-    fn abort_rest(&self, restored: Option<u64>) -> Result<bool> {
+    /// Deletes the in-progress and pending files of this sink's writer
+    /// (and, with `legacy`, of older weir's names without one) of the
+    /// subtask indices this subtask cleans up (`i % parallelism ==
+    /// subtask`: its own, and those of old subtasks no new subtask has,
+    /// whatever parallelism wrote them), and moves their part files with
+    /// an id above `restored` (all of them if `None`) to
+    /// [`abandoned_dir`]: committed output is never deleted. Files of other
+    /// writers in the directory are left alone. Returns whether anything
+    /// changed.
+    fn abort_rest(&self, restored: Option<u64>, legacy: bool) -> Result<bool> {
         let names = Names {
+            writer: self.writer.as_deref(),
+            legacy,
             subtask: self.subtask,
             parallelism: self.parallelism,
         };
@@ -337,19 +367,30 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
                         path.display(),
                         aside.display()
                     );
-                    fs::rename(&path, &to).map_err(|source| ConnectorError::Rename {
-                        op: "move aside",
-                        from: path.clone(),
-                        to: to.clone(),
-                        source,
-                    })?;
+                    match fs::rename(&path, &to) {
+                        Ok(()) => {}
+                        // Older weir's names may be cleaned up by every
+                        // writer restoring their state at once.
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                        Err(source) => {
+                            return Err(ConnectorError::Rename {
+                                op: "move aside",
+                                from: path.clone(),
+                                to: to.clone(),
+                                source,
+                            })
+                        }
+                    }
                     sync_dir(&aside)?;
                     deleted = true;
                     continue;
                 }
             }
-            fs::remove_file(&path).map_err(|e| ConnectorError::io("delete", &path, e))?;
-            deleted = true;
+            match fs::remove_file(&path) {
+                Ok(()) => deleted = true,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(ConnectorError::io("delete", &path, e)),
+            }
         }
         Ok(deleted)
     }
@@ -369,8 +410,14 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
     /// [`Sink::initialize_state`] and
     /// [`Sink::initialize_rescaled_state`]: recover-and-commit the
     /// transactions of `share` (the states of old subtasks, by index,
-    /// this subtask handles), then abort the rest.
-    fn initialize(&mut self, restored: Option<u64>, share: &[(usize, &[u8])]) -> Result<()> {
+    /// this subtask handles), then abort the rest; `legacy`: the
+    /// checkpoint was written by older weir, whose names had no writer.
+    fn initialize(
+        &mut self,
+        restored: Option<u64>,
+        share: &[(usize, &[u8])],
+        legacy: bool,
+    ) -> Result<()> {
         if self.initialized {
             return Err(ConnectorError::InitializedTwice {
                 dir: self.dir.clone(),
@@ -388,7 +435,7 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
         let mut listed = Vec::new();
         if let Some(n) = restored {
             for &(subtask, bytes) in share {
-                let ids = decode_state(bytes, n).map_err(|defect| {
+                let state = decode_state(bytes, n).map_err(|defect| {
                     ConnectorError::MalformedSinkState {
                         dir: self.dir.clone(),
                         subtask,
@@ -396,15 +443,17 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
                         defect,
                     }
                 })?;
-                listed.extend(ids.into_iter().map(|id| (subtask, id)));
+                listed.push((state.writer, subtask, state.ids));
             }
         }
         let restored_id = restored;
         let mut changed = false;
-        for &(subtask, id) in &listed {
-            changed |= self.commit(subtask, id)?;
+        for (writer, subtask, ids) in &listed {
+            for &id in ids {
+                changed |= self.commit(writer.as_deref(), *subtask, id)?;
+            }
         }
-        changed |= self.abort_rest(restored_id)?;
+        changed |= self.abort_rest(restored_id, legacy)?;
         if changed {
             sync_dir(&self.dir)?;
         }
@@ -434,7 +483,7 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
             // acknowledging it (see `take_files_to_sync`). Until then the
             // checkpoint is not complete, so a crash aborts this file.
             drop(self.file.take());
-            let pending = self.pending_path_of(self.subtask, checkpoint_id);
+            let pending = self.pending_path(checkpoint_id);
             if exists(&pending)? {
                 return Err(ConnectorError::PendingExists {
                     in_progress: self.in_progress.clone(),
@@ -454,7 +503,7 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
             self.pending.push(checkpoint_id);
         }
         self.last_id = Some(checkpoint_id);
-        Ok(encode_state(&self.pending))
+        Ok(encode_state(self.writer.as_deref(), &self.pending))
     }
 
     /// [`Sink::notify_checkpoint_complete`]: commit every pending
@@ -466,7 +515,7 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
         let mut result = Ok(());
         let mut done = 0;
         while done < due {
-            match self.commit(self.subtask, self.pending[done]) {
+            match self.commit(self.writer.as_deref(), self.subtask, self.pending[done]) {
                 Ok(r) => renamed |= r,
                 Err(e) => {
                     result = Err(e);
@@ -509,20 +558,34 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
         self.retryable
     }
 
+    /// Names this sink's files after its operator's `uid` (see the module
+    /// doc), so sinks writing one directory never share a name. A sink
+    /// already initialized keeps its names.
+    fn bind_uid(&mut self, uid: &str) {
+        if self.initialized || self.file.is_some() {
+            return;
+        }
+        let writer = writer_name(uid);
+        self.in_progress = in_progress_path(&self.dir, Some(&writer), self.subtask, self.attempt);
+        self.writer = Some(writer);
+    }
+
     fn initialize_state(
         &mut self,
         restored: Option<(u64, &[u8])>,
     ) -> std::result::Result<(), String> {
         let result = match restored {
-            None => self.initialize(None, &[]),
-            Some((n, state)) => self.initialize(Some(n), &[(self.subtask, state)]),
+            None => self.initialize(None, &[], false),
+            Some((n, state)) => {
+                self.initialize(Some(n), &[(self.subtask, state)], without_writer(state))
+            }
         };
         result.map_err(|e| self.report(&e))
     }
 
     /// Old subtask `k`'s transactions go to new subtask `k % P`
     /// ([`rescaled_share`]), which commits them under their old names
-    /// (`part-{k}-{n}`: a committed name never changes) and cleans up
+    /// (`part-{w}-{k}-{n}`: a committed name never changes) and cleans up
     /// every name index congruent to its own.
     fn initialize_rescaled_state(
         &mut self,
@@ -538,8 +601,11 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
         let share: Vec<(usize, &[u8])> = rescaled_share(&info, states.len())
             .map(|k| (k, states[k]))
             .collect();
+        // Older weir's names are the sink's own if any old subtask wrote
+        // them, whether or not that subtask's state is this one's share.
+        let legacy = states.iter().any(|s| without_writer(s));
         Some(
-            self.initialize(Some(checkpoint_id), &share)
+            self.initialize(Some(checkpoint_id), &share, legacy)
                 .map_err(|e| self.report(&e)),
         )
     }
@@ -559,45 +625,6 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
     ) -> std::result::Result<(), String> {
         self.commit_through(checkpoint_id)
             .map_err(|e| self.report(&e))
-    }
-}
-
-/// The kinds of file names this sink writes.
-#[derive(Debug, PartialEq, Eq)]
-enum Kind {
-    InProgress,
-    Pending(u64),
-    Part(u64),
-}
-
-/// Recognizes the file names a subtask cleans up: those of every subtask
-/// index `i` with `i % parallelism == subtask`.
-struct Names {
-    subtask: usize,
-    parallelism: usize,
-}
-
-impl Names {
-    /// The kind of `name` if the sink wrote it under one of this
-    /// subtask's indices.
-    fn classify(&self, name: &str) -> Option<Kind> {
-        let (kind, rest) = if let Some(rest) = name.strip_prefix(".inprogress-") {
-            (Kind::InProgress, rest)
-        } else if let Some(rest) = name.strip_prefix(".pending-") {
-            (Kind::Pending(0), rest)
-        } else {
-            (Kind::Part(0), name.strip_prefix("part-")?)
-        };
-        let (index, rest) = rest.split_once('-')?;
-        let index: usize = parse_id(index)?.try_into().ok()?;
-        if index % self.parallelism != self.subtask {
-            return None;
-        }
-        match kind {
-            Kind::InProgress => Some(Kind::InProgress),
-            Kind::Pending(_) => parse_id(rest).map(Kind::Pending),
-            Kind::Part(_) => parse_id(rest).map(Kind::Part),
-        }
     }
 }
 
@@ -636,14 +663,6 @@ pub fn committed_parts(dir: &Path) -> io::Result<usize> {
     }
 }
 
-/// A transaction id written with ASCII digits only.
-fn parse_id(s: &str) -> Option<u64> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
-}
-
 fn exists(path: &Path) -> Result<bool> {
     match fs::symlink_metadata(path) {
         Ok(_) => Ok(true),
@@ -657,83 +676,6 @@ fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| ConnectorError::io("fsync sink directory", dir, e))
-}
-
-/// Encodes increasing transaction ids (see the module doc).
-fn encode_state(ids: &[u64]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(2 + ids.len() * 2);
-    out.push(STATE_VERSION);
-    put_varint(&mut out, ids.len() as u64);
-    let mut prev = 0;
-    for (i, &id) in ids.iter().enumerate() {
-        put_varint(&mut out, if i == 0 { id } else { id - prev });
-        prev = id;
-    }
-    out
-}
-
-/// Decodes a state of checkpoint `checkpoint_id`; the error says what is
-/// wrong.
-fn decode_state(bytes: &[u8], checkpoint_id: u64) -> Result<Vec<u64>, SinkStateDefect> {
-    let (&version, mut rest) = bytes.split_first().ok_or(SinkStateDefect::Empty)?;
-    if version != STATE_VERSION {
-        return Err(SinkStateDefect::Version {
-            found: version,
-            expected: STATE_VERSION,
-        });
-    }
-    let count = get_varint(&mut rest, SinkStateField::Count)?;
-    if count > rest.len() as u64 {
-        return Err(SinkStateDefect::Count {
-            count,
-            left: rest.len(),
-        });
-    }
-    let mut ids = Vec::with_capacity(count as usize);
-    for i in 0..count {
-        let v = get_varint(&mut rest, SinkStateField::Transaction(i))?;
-        let id = match ids.last() {
-            None => v,
-            Some(&prev) if v == 0 => return Err(SinkStateDefect::NotIncreasing(prev)),
-            Some(&prev) => {
-                u64::checked_add(prev, v).ok_or(SinkStateDefect::Overflow { prev, delta: v })?
-            }
-        };
-        if id > checkpoint_id {
-            return Err(SinkStateDefect::NewerThanCheckpoint(id));
-        }
-        ids.push(id);
-    }
-    if !rest.is_empty() {
-        return Err(SinkStateDefect::TrailingBytes(rest.len()));
-    }
-    Ok(ids)
-}
-
-/// Appends `v` as an unsigned LEB128 varint.
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Reads an unsigned LEB128 varint from the front of `bytes`.
-fn get_varint(bytes: &mut &[u8], what: SinkStateField) -> Result<u64, SinkStateDefect> {
-    let mut v = 0u64;
-    for (i, &b) in bytes.iter().enumerate() {
-        let shift = 7 * i as u32;
-        if shift > 63 || (shift == 63 && b & 0x7f > 1) {
-            return Err(SinkStateDefect::TooLong(what));
-        }
-        v |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            *bytes = &bytes[i + 1..];
-            return Ok(v);
-        }
-    }
-    Err(SinkStateDefect::Truncated(what))
 }
 
 #[cfg(test)]

@@ -66,6 +66,17 @@ pub trait Sink: 'static {
     /// checkpointing on) follows.
     fn finish(&mut self) {}
 
+    /// Called once, before [`Sink::initialize_state`] (or
+    /// [`Sink::initialize_rescaled_state`]), with the uid of the sink's
+    /// operator: unique in the job and the same in every run that restores
+    /// its checkpoints. A sink whose outside names other writers could
+    /// also use (files in a directory several sinks write) makes them its
+    /// own with it, as Flink's FileSink puts a writer's id in its part
+    /// files. The default ignores it.
+    fn bind_uid(&mut self, uid: &str) {
+        let _ = uid;
+    }
+
     /// Called once before the first record: `restored` is the checkpoint id
     /// and the bytes [`Sink::snapshot_state`] returned for this subtask, or
     /// `None` on a fresh start.
@@ -196,6 +207,7 @@ impl<S: Sink> SinkOp<S> {
         received: Counter,
         subtask: SubtaskMetrics,
     ) -> Result<Self, BuildError> {
+        sink.bind_uid(uid);
         let initialized = match restored {
             None => sink.initialize_state(None),
             Some(RestoredSinkState::Own(id, state)) => sink.initialize_state(Some((id, state))),

@@ -141,6 +141,91 @@ fn file_source_to_transactional_sink_is_exactly_once_across_a_restart() {
     std::fs::remove_dir_all(&root).unwrap();
 }
 
+/// Two file sinks (even and odd keys) write one directory, as two SQL
+/// INSERTs into one table do, and the job restarts from a checkpoint
+/// mid-way: each sink writes, commits and recovers its own part files
+/// (their names carry its uid), and every output line is there once.
+#[test]
+fn two_transactional_sinks_into_one_directory_are_exactly_once_across_a_restart() {
+    let root = temp_dir("files-two-sinks");
+    let (input, output, checkpoints) = (root.join("in"), root.join("out"), root.join("ck"));
+    std::fs::create_dir_all(&input).unwrap();
+    let expected = write_input(&input);
+
+    let armed = Arc::new(AtomicBool::new(true));
+    let mut job = JobGraph::new("two-sinks");
+    job.output_directory(&output);
+    let inp = input.clone();
+    // The graph's streams borrow `job` until it runs.
+    {
+        let counted = job
+            .source("lines", move |info: &SubtaskInfo| {
+                FileSource::new(&inp, info).expect("the input directory exists")
+            })
+            .map("parse", |line: String| {
+                let (k, i) = line.split_once(',').expect("key,line");
+                (k.parse::<u64>().unwrap(), i.parse::<u64>().unwrap())
+            })
+            .key_by(|r: &(u64, u64)| r.0)
+            .process("count", move |_: &SubtaskInfo| CountLines {
+                counts: KeyedValueState::new("counts"),
+                fail_at: LINES / 2,
+                armed: armed.clone(),
+            })
+            .share();
+        for parity in [0, 1] {
+            let out = output.clone();
+            counted
+                .branch()
+                .filter(&format!("keys-{parity}"), move |r: &(u64, u64)| {
+                    r.0 % 2 == parity
+                })
+                .sink(&format!("files-{parity}"), move |info: &SubtaskInfo| {
+                    TransactionalFileSink::new(&out, info, |r: &(u64, u64), buf: &mut Vec<u8>| {
+                        buf.extend_from_slice(format!("{},{}\n", r.0, r.1).as_bytes())
+                    })
+                });
+        }
+    }
+    let mut o = options(2).with_checkpointing(Duration::from_millis(10), &checkpoints);
+    o.restart = RestartStrategy::FixedDelay(FixedDelay {
+        attempts: 1,
+        delay: Duration::from_millis(10),
+    });
+    let result = run_ok(job, &o);
+    assert_eq!(result.restarts, 1, "the injected failure restarted the job");
+
+    let mut seen: HashMap<(u64, u64), u32> = HashMap::new();
+    for entry in std::fs::read_dir(&output).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        if !name.starts_with("part-") {
+            assert!(
+                !name.starts_with(".pending-") && !name.starts_with(".inprogress-"),
+                "no pending or in-progress file is left: {name}"
+            );
+            continue;
+        }
+        let parity = u64::from(name.starts_with("part-files-1-"));
+        assert!(name.starts_with(&format!("part-files-{parity}-")), "{name}");
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let (k, n) = line.split_once(',').unwrap();
+            let key: u64 = k.parse().unwrap();
+            assert_eq!(key % 2, parity, "{name} holds only its sink's keys");
+            *seen.entry((key, n.parse().unwrap())).or_default() += 1;
+        }
+    }
+    assert_eq!(seen.len() as u64, LINES, "every output line is there");
+    assert!(seen.values().all(|&c| c == 1), "no output line twice");
+    for (key, count) in expected {
+        assert!(
+            seen.contains_key(&(key, count)),
+            "key {key} reached {count}"
+        );
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
 /// An input line that is not UTF-8 fails the job with the source's typed
 /// error naming the file and offset: no panic, and no restart (the file
 /// will be the same), whatever the restart strategy.

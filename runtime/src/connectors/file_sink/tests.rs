@@ -1,6 +1,8 @@
 //! The two-phase-commit file sink: pending files, commits, aborts and
 //! recovery of every state a crash can leave behind.
 
+use super::names::{Kind, Names};
+use super::state::{decode_state, encode_state};
 use super::*;
 
 static DIRS: AtomicU64 = AtomicU64::new(0);
@@ -125,7 +127,7 @@ fn commit_makes_output_visible_only_after_notify() {
     feed(&mut s, 0..100);
     assert_eq!(committed_lines(&d.0), Vec::<String>::new());
     let state = s.snapshot_state(1).unwrap();
-    assert_eq!(decode_state(&state, 1).unwrap(), vec![1]);
+    assert_eq!(decode_state(&state, 1).unwrap().ids, vec![1]);
     assert_eq!(names(&d.0), vec![".pending-0001-0000000001".to_string()]);
     assert_eq!(committed_lines(&d.0), Vec::<String>::new());
     s.notify_checkpoint_complete(1).unwrap();
@@ -160,13 +162,13 @@ fn empty_transactions_create_no_file() {
     let mut s = sink(&d.0, 0);
     s.initialize_state(None).unwrap();
     let state = s.snapshot_state(1).unwrap();
-    assert_eq!(decode_state(&state, 1).unwrap(), Vec::<u64>::new());
+    assert_eq!(decode_state(&state, 1).unwrap().ids, Vec::<u64>::new());
     assert!(names(&d.0).is_empty());
     s.notify_checkpoint_complete(1).unwrap();
     feed(&mut s, 0..3);
     s.snapshot_state(2).unwrap();
     let state = s.snapshot_state(3).unwrap(); // empty, 2 still pending
-    assert_eq!(decode_state(&state, 3).unwrap(), vec![2]);
+    assert_eq!(decode_state(&state, 3).unwrap().ids, vec![2]);
     s.notify_checkpoint_complete(3).unwrap();
     assert_eq!(names(&d.0), vec!["part-0000-0000000002".to_string()]);
     assert_eq!(committed_lines(&d.0), expected(0..3));
@@ -183,7 +185,7 @@ fn one_notification_commits_every_earlier_pending_transaction() {
     s.snapshot_state(2).unwrap();
     feed(&mut s, 20..30);
     let state = s.snapshot_state(4).unwrap();
-    assert_eq!(decode_state(&state, 4).unwrap(), vec![1, 2, 4]);
+    assert_eq!(decode_state(&state, 4).unwrap().ids, vec![1, 2, 4]);
     feed(&mut s, 30..40);
     s.snapshot_state(5).unwrap();
     // Checkpoint 4 completes after barrier 5 was taken.
@@ -192,7 +194,7 @@ fn one_notification_commits_every_earlier_pending_transaction() {
     assert_eq!(hidden(&d.0), vec![".pending-0000-0000000005".to_string()]);
     s.finish();
     let state = s.snapshot_state(6).unwrap();
-    assert_eq!(decode_state(&state, 6).unwrap(), vec![5]);
+    assert_eq!(decode_state(&state, 6).unwrap().ids, vec![5]);
     s.notify_checkpoint_complete(6).unwrap();
     assert_eq!(committed_lines(&d.0), expected(0..40));
     assert!(hidden(&d.0).is_empty());
@@ -316,7 +318,7 @@ fn restart_commits_the_pending_transactions_of_the_restored_checkpoint() {
     s.snapshot_state(1).unwrap();
     feed(&mut s, 10..20);
     let state2 = s.snapshot_state(2).unwrap();
-    assert_eq!(decode_state(&state2, 2).unwrap(), vec![1, 2]);
+    assert_eq!(decode_state(&state2, 2).unwrap().ids, vec![1, 2]);
     feed(&mut s, 20..24);
     drop(s);
     assert_eq!(committed_lines(&d.0), Vec::<String>::new());
@@ -420,7 +422,7 @@ fn malformed_states_are_rejected_with_the_reason() {
     let dir = d.0.display().to_string();
     let cases: [(&[u8], &str); 7] = [
         (&[], "empty"),
-        (&[2, 0], "version 2"),
+        (&[3, 0], "version 3"),
         (&[1], "count is truncated"),
         (&[1, 3, 1], "3 transactions"),
         (&[1, 2, 1, 0], "not increasing"),
@@ -448,10 +450,10 @@ fn state_encoding_round_trips_and_is_compact() {
         vec![1, 2, 3],
         vec![7, 300, 1 << 40, u64::MAX],
     ] {
-        let bytes = encode_state(&ids);
-        assert_eq!(decode_state(&bytes, u64::MAX).unwrap(), ids);
+        let bytes = encode_state(None, &ids);
+        assert_eq!(decode_state(&bytes, u64::MAX).unwrap().ids, ids);
     }
-    assert_eq!(encode_state(&[1000, 1001]), vec![1, 2, 0xe8, 0x07, 1]);
+    assert_eq!(encode_state(None, &[1000, 1001]), vec![1, 2, 0xe8, 0x07, 1]);
 }
 
 #[test]
@@ -476,6 +478,8 @@ fn checkpoint_ids_must_increase() {
 #[test]
 fn only_the_names_of_this_subtasks_indices_are_recognized() {
     let n = Names {
+        writer: None,
+        legacy: false,
         subtask: 3,
         parallelism: 10,
     };
@@ -501,6 +505,8 @@ fn only_the_names_of_this_subtasks_indices_are_recognized() {
     assert_eq!(n.classify("part--0003-1"), None);
     assert_eq!(n.classify("other-0003-1"), None);
     let wide = Names {
+        writer: None,
+        legacy: false,
         subtask: 12345,
         parallelism: 20000,
     };
@@ -657,5 +663,235 @@ fn every_old_state_has_exactly_one_new_owner() {
             }
             assert!(owners.iter().all(|&n| n == 1), "{old_p} -> {new_p}");
         }
+    }
+}
+
+/// A sink bound to operator `uid`, as the runtime builds it.
+fn bound(dir: &Path, subtask: usize, parallelism: usize, uid: &str) -> LineSink {
+    let mut s = TransactionalFileSink::new(
+        dir,
+        &info(subtask, parallelism),
+        format_line as fn(&u64, &mut Vec<u8>),
+    );
+    s.bind_uid(uid);
+    s
+}
+
+/// Two sinks (two INSERTs into one table) write one directory: the same
+/// subtask and the same transaction ids, yet each commits its own files
+/// and neither touches the other's, also when one is restored while the
+/// other's transaction is still pending.
+#[test]
+fn two_writers_into_one_directory_commit_each_their_own_files() {
+    let d = TempDir::new("two-writers");
+    let mut a = bound(&d.0, 0, 1, "sink-o-5");
+    let mut b = bound(&d.0, 0, 1, "sink-o-6");
+    a.initialize_state(None).unwrap();
+    b.initialize_state(None).unwrap();
+    feed(&mut a, 0..3);
+    feed(&mut b, 10..12);
+    a.snapshot_state(1).unwrap();
+    let b_state = b.snapshot_state(1).unwrap();
+    a.notify_checkpoint_complete(1).unwrap();
+    assert_eq!(
+        names(&d.0),
+        vec![
+            ".pending-sink-o-6-0000-0000000001".to_string(),
+            "part-sink-o-5-0000-0000000001".to_string(),
+        ]
+    );
+    // `b` crashes before its commit; its restore commits its pending file
+    // and leaves `a`'s (committed, and a new in-progress one) alone.
+    feed(&mut a, 3..4);
+    a.snapshot_state(2).unwrap();
+    drop(b);
+    let mut b = bound(&d.0, 0, 1, "sink-o-6");
+    b.initialize_state(Some((1, &b_state))).unwrap();
+    assert_eq!(
+        names(&d.0),
+        vec![
+            ".pending-sink-o-5-0000-0000000002".to_string(),
+            "part-sink-o-5-0000-0000000001".to_string(),
+            "part-sink-o-6-0000-0000000001".to_string(),
+        ]
+    );
+    a.notify_checkpoint_complete(2).unwrap();
+    let mut want: Vec<String> = (0..4).chain(10..12).map(line).collect();
+    want.sort();
+    assert_eq!(committed_lines(&d.0), want);
+    // A fresh start of `b` moves aside its own committed files only.
+    drop(b);
+    let mut b = bound(&d.0, 0, 1, "sink-o-6");
+    b.initialize_state(None).unwrap();
+    assert_eq!(
+        visible(&d.0),
+        vec![
+            "part-sink-o-5-0000-0000000001".to_string(),
+            "part-sink-o-5-0000-0000000002".to_string(),
+        ]
+    );
+}
+
+/// A checkpoint of older weir (state version 1, names without a writer)
+/// restores: the bound sink commits the old pending file under its old
+/// name, cleans up the old names, and writes its own from then on.
+#[test]
+fn a_bound_sink_restores_the_names_of_older_weir() {
+    let d = TempDir::new("legacy");
+    let mut old = sink(&d.0, 0);
+    old.initialize_state(None).unwrap();
+    feed(&mut old, 0..2);
+    old.snapshot_state(1).unwrap();
+    old.notify_checkpoint_complete(1).unwrap();
+    feed(&mut old, 2..3);
+    let state = old.snapshot_state(2).unwrap();
+    assert_eq!(state[0], 1, "an unbound sink writes older weir's state");
+    feed(&mut old, 3..4);
+    old.snapshot_state(3).unwrap(); // never completes
+    drop(old);
+
+    let mut s = bound(&d.0, 0, 2, "sink");
+    s.initialize_state(Some((2, &state))).unwrap();
+    assert_eq!(
+        names(&d.0),
+        vec![
+            "part-0000-0000000001".to_string(),
+            "part-0000-0000000002".to_string(),
+        ]
+    );
+    feed(&mut s, 4..5);
+    let state = s.snapshot_state(3).unwrap();
+    assert_eq!(state[0], 2, "a bound sink names its writer in its state");
+    s.notify_checkpoint_complete(3).unwrap();
+    assert_eq!(
+        visible(&d.0).last().map(String::as_str),
+        Some("part-sink-0000-0000000003")
+    );
+    assert_eq!(
+        committed_lines(&d.0),
+        [0, 1, 2, 4].map(line).into_iter().collect::<Vec<_>>()
+    );
+    let decoded = decode_state(&state, 3).unwrap();
+    assert_eq!(decoded.writer.as_deref(), Some("sink"));
+    assert_eq!(decoded.ids, vec![3]);
+}
+
+/// A rescaled restore commits every old subtask's pending files under the
+/// writer its state names, whatever its share.
+#[test]
+fn a_bound_sink_rescales_under_its_writer() {
+    let d = TempDir::new("rescale-writer");
+    let mut states = Vec::new();
+    for subtask in 0..3 {
+        let mut s = bound(&d.0, subtask, 3, "files");
+        s.initialize_state(None).unwrap();
+        feed(&mut s, subtask as u64 * 10..subtask as u64 * 10 + 2);
+        states.push(s.snapshot_state(4).unwrap());
+    }
+    let mut other = bound(&d.0, 0, 1, "other");
+    other.initialize_state(None).unwrap();
+    feed(&mut other, 100..101);
+    other.snapshot_state(4).unwrap();
+    let states: Vec<&[u8]> = states.iter().map(Vec::as_slice).collect();
+    for subtask in 0..2 {
+        let mut s = bound(&d.0, subtask, 2, "files");
+        s.initialize_rescaled_state(4, &states).unwrap().unwrap();
+    }
+    assert_eq!(
+        hidden(&d.0),
+        vec![".pending-other-0000-0000000004".to_string()]
+    );
+    let want: Vec<String> = [0, 1, 10, 11, 20, 21].map(line).into_iter().collect();
+    assert_eq!(committed_lines(&d.0), want);
+}
+
+/// A writer's names are told from every other writer's and from older
+/// weir's, whatever dashes its name holds.
+#[test]
+fn names_with_a_writer_are_told_apart() {
+    let n = Names {
+        writer: Some("sink-o-5"),
+        legacy: false,
+        subtask: 1,
+        parallelism: 2,
+    };
+    assert_eq!(
+        n.classify("part-sink-o-5-0001-0000000007"),
+        Some(Kind::Part(7))
+    );
+    assert_eq!(
+        n.classify(".pending-sink-o-5-0003-0000000007"),
+        Some(Kind::Pending(7))
+    );
+    assert_eq!(
+        n.classify(".inprogress-sink-o-5-0001-1a.2b.0"),
+        Some(Kind::InProgress)
+    );
+    for other in [
+        "part-sink-o-5-0002-0000000007",
+        "part-sink-o-6-0001-0000000007",
+        "part-sink-o-5-7-0001-0000000007",
+        "part-o-5-0001-0000000007",
+        ".inprogress-sink-o-5-7-0001-1a.2b.0",
+        ".inprogress-sink-o-6-0001-1a.2b.0",
+        "part-0001-0000000007",
+        ".pending-0001-0000000007",
+        ".inprogress-0001-1a-2b-0",
+    ] {
+        assert_eq!(n.classify(other), None, "{other}");
+    }
+    let legacy = Names { legacy: true, ..n };
+    assert_eq!(legacy.classify("part-0001-0000000007"), Some(Kind::Part(7)));
+    assert_eq!(
+        legacy.classify(".inprogress-0001-1a-2b-0"),
+        Some(Kind::InProgress)
+    );
+    assert_eq!(legacy.classify("part-sink-o-6-0001-0000000007"), None);
+    let unbound = Names {
+        writer: None,
+        legacy: false,
+        subtask: 1,
+        parallelism: 2,
+    };
+    assert_eq!(unbound.classify("part-sink-o-5-0001-0000000007"), None);
+    assert_eq!(unbound.classify(".inprogress-1-sink-0001-1a.2b.0"), None);
+}
+
+/// A uid that is not a safe file name part is kept readable and made
+/// unique by a stable hash.
+#[test]
+fn writer_names_are_file_name_parts() {
+    assert_eq!(names::writer_name("sink-o_5.x"), "sink-o_5.x");
+    let odd = names::writer_name("sink-a/b c");
+    assert!(odd.starts_with("sink-a_b_c-"), "{odd}");
+    assert_eq!(odd.len(), "sink-a_b_c-".len() + 16);
+    assert_ne!(odd, names::writer_name("sink-a b/c"));
+    assert_eq!(odd, names::writer_name("sink-a/b c"));
+    assert!(!names::writer_name("").is_empty());
+    assert!(names::writer_name(&"x".repeat(500)).len() < 120);
+}
+
+/// A version 2 state names its writer; a malformed name is refused.
+#[test]
+fn states_with_a_writer_round_trip_and_refuse_bad_names() {
+    let bytes = encode_state(Some("sink-o-5"), &[3, 9]);
+    let decoded = decode_state(&bytes, 9).unwrap();
+    assert_eq!(decoded.writer.as_deref(), Some("sink-o-5"));
+    assert_eq!(decoded.ids, vec![3, 9]);
+    let d = TempDir::new("bad-writer");
+    let dir = d.0.display().to_string();
+    let cases: [(&[u8], &str); 4] = [
+        (&[2], "writer name's length is truncated"),
+        (&[2, 0, 0], "writer name is 0 bytes long"),
+        (
+            &[2, 5, b'a', 0],
+            "writer name is 5 bytes long but 2 bytes follow",
+        ),
+        (&[2, 3, b'a', b'/', b'b', 0], "not a file name part"),
+    ];
+    for (bytes, why) in cases {
+        let mut s = bound(&d.0, 0, 1, "x");
+        let err = s.initialize_state(Some((5, bytes))).unwrap_err();
+        assert!(err.contains(&dir) && err.contains(why), "{bytes:?}: {err}");
     }
 }

@@ -374,6 +374,7 @@ fn legacy_group_windows_are_checked_as_the_table_functions_are() {
     assert!(e.contains("whole multiple of the slide"), "{e}");
     let e = error("SELECT COUNT(*) FROM t GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), SESSION(ts, INTERVAL '1' MINUTE)");
     assert!(e.contains("one group window per GROUP BY"), "{e}");
+}
 
 /// INSERT casts a column whose type Flink casts implicitly to the
 /// table's, and names the column and both types when it would narrow an

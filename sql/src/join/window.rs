@@ -10,7 +10,8 @@
 //! padded with NULLs — all as inserts: append-only, also for outer joins
 //! (a regular join's outer rows would be retracted when a match came) —
 //! and the key's state is freed. A row of a window already fired (late)
-//! is dropped, as Flink drops it.
+//! is dropped, as Flink drops it. A row whose key has a NULL matches
+//! nothing (`NULL = NULL` is not true).
 
 use std::sync::Arc;
 
@@ -104,9 +105,13 @@ impl KeyedCoProcessFunction for WindowJoin {
         self.sides[0].clear(ctx);
         self.sides[1].clear(ctx);
         let mut right_matched = vec![false; right.len()];
+        // SQL's `NULL = NULL` is not true: rows whose key has a NULL match
+        // nothing (an outer side's come out padded), as Flink filters
+        // them out of an equi-join's keys.
+        let pairs = !ctx.key().values.iter().any(Value::is_null);
         for l in &left {
             let mut matched = false;
-            for (j, r) in right.iter().enumerate() {
+            for (j, r) in right.iter().enumerate().filter(|_| pairs) {
                 let mut joined = l.clone();
                 joined.values.extend(r.values.iter().cloned());
                 if self

@@ -247,6 +247,26 @@ pub const CASES: &[Case] = &[
                  FROM orders ORDER BY amount DESC, qty * 2 NULLS FIRST, order_id LIMIT 7",
     },
     Case {
+        name: "full_window_join_with_null_keys",
+        // Orders with orders of the same category and quantity in the same
+        // minute: a NULL category or quantity matches nothing (`NULL = NULL`
+        // is not true), so such a row comes out once padded on each side.
+        weir: "SELECT L.order_id, R.order_id, L.window_start, R.window_end
+               FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts),
+                                                INTERVAL '1' MINUTE))) L
+               FULL JOIN (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts),
+                                                     INTERVAL '1' MINUTE))) R
+               ON L.category = R.category AND L.qty = R.qty
+                  AND L.window_start = R.window_start AND L.window_end = R.window_end;",
+        duckdb: "SELECT l.order_id, r.order_id,
+                        CASE WHEN l.order_id IS NULL THEN NULL ELSE win_floor(l.ts, 60000) END,
+                        CASE WHEN r.order_id IS NULL THEN NULL
+                             ELSE win_floor(r.ts, 60000) + INTERVAL 1 MINUTE END
+                 FROM orders l FULL JOIN orders r
+                   ON l.category = r.category AND l.qty = r.qty
+                  AND win_floor(l.ts, 60000) = win_floor(r.ts, 60000)",
+    },
+    Case {
         name: "hop_window",
         // Each row is in the three 15-minute windows that start at its
         // 5-minute slot and the two slots before.

@@ -257,6 +257,16 @@ fn numbering(query: &ast::Query) -> Result<Option<(usize, String)>> {
         .filter(|(_, item)| matches!(item_expr(item), Some(Expr::Function(f)) if f.over.is_some()))
         .map(|(i, _)| i)
         .collect();
+    let numbers = over.iter().any(|&i| {
+        matches!(item_expr(&inner.projection[i]), Some(Expr::Function(f))
+            if object_name(&f.name).eq_ignore_ascii_case("ROW_NUMBER"))
+    });
+    if !numbers {
+        // OVER aggregates (`SUM(x) OVER (..)`, RANK, LAG) and no row
+        // number: the subquery is an OVER aggregation of its own, planned
+        // where it stands, and the query reading it filters its rows.
+        return Ok(None);
+    }
     let at = match over.as_slice() {
         [] => return Ok(None),
         [at] => *at,

@@ -206,11 +206,11 @@ fn unsupported_row_numbers_are_named() {
     let cases = [
         (
             sub("RANK() OVER (PARTITION BY a ORDER BY c)", "rn <= 3"),
-            "RANK(..) OVER",
+            "`RANK() OVER` here",
         ),
         (
             sub("SUM(c) OVER (PARTITION BY a ORDER BY c)", "rn <= 3"),
-            "OVER aggregations are not supported",
+            "`c` is not a time attribute",
         ),
         (sub(row_number, "c > 1"), "without `WHERE rn <= N`"),
         (

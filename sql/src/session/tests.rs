@@ -309,6 +309,29 @@ fn first_value_last_value_and_listagg_in_arrival_order() {
     assert_eq!(table(1), sorted(want));
 }
 
+/// An OVER aggregation in a subquery (or a view) is planned where it
+/// stands, and the query reading it filters its rows: the same rows as
+/// filtering the aggregation at the top.
+#[test]
+fn an_over_aggregation_in_a_subquery_is_filtered_by_the_query_reading_it() {
+    let got = run("SELECT id, s FROM (
+                     SELECT id, SUM(v) OVER (PARTITION BY k ORDER BY ts
+                                             ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s
+                     FROM g) WHERE s > 20");
+    let mut want = Vec::new();
+    for k in 0..5 {
+        let rows: Vec<(i64, i64, i64)> = ids().filter(|r| r.1 == k).collect();
+        for (i, r) in rows.iter().enumerate() {
+            let s: i64 = rows[i.saturating_sub(2)..=i].iter().map(|r| r.2).sum();
+            if s > 20 {
+                want.push(format!("+I[{}, {s}]", r.0));
+            }
+        }
+    }
+    assert!(!want.is_empty());
+    assert_eq!(got, sorted(want));
+}
+
 /// `INTERVAL '1:30' MINUTE TO SECOND` is 90 seconds (it was once read as
 /// 1 hour 30 minutes), as a window size and in time arithmetic.
 #[test]

@@ -87,6 +87,11 @@ pub enum FieldGen {
         min: i64,
         /// Largest number.
         max: i64,
+        /// A DOUBLE's bounds (fractions allowed).
+        real: (f64, f64),
+        /// A DECIMAL's bounds as unscaled values of its scale (fractions
+        /// allowed).
+        unscaled: (i128, i128),
         /// String length.
         length: usize,
         /// Probability of NULL.
@@ -297,8 +302,53 @@ impl Connector {
                                 }
                                 _ => (i64::MIN, i64::MAX),
                             };
-                            let min = o.parse::<i64>(&p("min"))?.unwrap_or(dmin);
-                            let max = o.parse::<i64>(&p("max"))?.unwrap_or(dmax);
+                            // DOUBLE and DECIMAL bounds may have fractions
+                            // (`'fields.price.min' = '0.5'`), as Flink reads
+                            // them; the other numbers' are integers.
+                            let (mut real, mut unscaled) = ((0.0, 0.0), (0, 0));
+                            let (min, max) = match f.ty {
+                                DataType::Double => {
+                                    real = (
+                                        o.parse::<f64>(&p("min"))?.unwrap_or(dmin as f64),
+                                        o.parse::<f64>(&p("max"))?.unwrap_or(dmax as f64),
+                                    );
+                                    if !(real.0.is_finite() && real.1.is_finite()) || real.1 < real.0 {
+                                        return Err(o.err(format!(
+                                            "column `{}`: max {} below min {} (or not finite)",
+                                            f.name, real.1, real.0
+                                        )));
+                                    }
+                                    (0, 0)
+                                }
+                                DataType::Decimal { precision, scale } => {
+                                    let unit = 10i128.pow(u32::from(scale));
+                                    let mut bound = |key: String, default: i64| -> Result<i128> {
+                                        match o.get(&key) {
+                                            None => Ok(i128::from(default) * unit),
+                                            Some(v) => crate::expr::parse_decimal(v.trim(), scale)
+                                                .filter(|&u| crate::expr::fits(u, precision))
+                                                .ok_or_else(|| {
+                                                    o.err(format!(
+                                                        "the option '{key}' = '{v}' is not a {}",
+                                                        f.ty
+                                                    ))
+                                                }),
+                                        }
+                                    };
+                                    unscaled = (bound(p("min"), dmin)?, bound(p("max"), dmax)?);
+                                    if unscaled.1 < unscaled.0 {
+                                        return Err(o.err(format!(
+                                            "column `{}`: max below min",
+                                            f.name
+                                        )));
+                                    }
+                                    (0, 0)
+                                }
+                                _ => (
+                                    o.parse::<i64>(&p("min"))?.unwrap_or(dmin),
+                                    o.parse::<i64>(&p("max"))?.unwrap_or(dmax),
+                                ),
+                            };
                             let max_past = match o.get(&p("max-past")) {
                                 None => 0,
                                 Some(v) => {
@@ -319,7 +369,14 @@ impl Connector {
                             } else {
                                 (min, max)
                             };
-                            FieldGen::Random { min, max, length, null_rate }
+                            FieldGen::Random {
+                                min,
+                                max,
+                                real,
+                                unscaled,
+                                length,
+                                null_rate,
+                            }
                         }
                         other => {
                             return Err(o.err(format!(
@@ -443,6 +500,8 @@ impl Datagen {
                 FieldGen::Random {
                     min,
                     max,
+                    real,
+                    unscaled,
                     length,
                     null_rate,
                 } => {
@@ -458,15 +517,12 @@ impl Datagen {
                         DataType::Int => Value::Int(n as i32),
                         DataType::BigInt => Value::BigInt(n),
                         DataType::Double => Value::Double(
-                            *min as f64
-                                + (h >> 11) as f64 / (1u64 << 53) as f64
-                                    * (*max as f64 - *min as f64),
+                            real.0 + (h >> 11) as f64 / (1u64 << 53) as f64 * (real.1 - real.0),
                         ),
                         // Uniform over the unscaled values of `min..=max`,
                         // fractions included.
-                        DataType::Decimal { scale, .. } => {
-                            let unit = 10i128.pow(u32::from(*scale));
-                            let (lo, hi) = (i128::from(*min) * unit, i128::from(*max) * unit);
+                        DataType::Decimal { .. } => {
+                            let (lo, hi) = *unscaled;
                             let span = (hi - lo + 1) as u128;
                             Value::decimal(lo + (u128::from(h) % span) as i128)
                         }

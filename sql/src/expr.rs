@@ -1596,7 +1596,8 @@ fn decimal_of_double(d: f64, scale: u8) -> Option<i128> {
     Some(if d < 0.0 { -v } else { v })
 }
 
-fn fits(x: i128, precision: u8) -> bool {
+/// Whether unscaled `x` has at most `precision` digits.
+pub(crate) fn fits(x: i128, precision: u8) -> bool {
     precision >= 38 || x.unsigned_abs() < 10u128.pow(u32::from(precision))
 }
 

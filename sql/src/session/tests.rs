@@ -499,6 +499,30 @@ fn datagen_values_fit_their_types() {
     }
     assert!(fractions > 1000, "{fractions} of 2000 with a fraction");
 
+    // DOUBLE and DECIMAL bounds with fractions, as Flink reads them.
+    let script = Script::parse(
+        "CREATE TABLE f (x DOUBLE, d DECIMAL(6, 2))
+         WITH ('connector' = 'datagen', 'rows-per-second' = '0', 'number-of-rows' = '2000',
+               'fields.x.min' = '0.5', 'fields.x.max' = '0.75',
+               'fields.d.min' = '-1.5', 'fields.d.max' = '2.25');
+         SELECT x, d FROM f;",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let SqlJob { job, selects, .. } = script.job("test").unwrap();
+    run_ok(job, &test_options(2));
+    let rows = selects[0].1.lock().unwrap();
+    assert_eq!(rows.len(), 2000);
+    let (mut lowest, mut highest) = (i128::MAX, i128::MIN);
+    for r in rows.iter() {
+        let (Value::Double(x), Value::Decimal(d)) = (&r.values[0], &r.values[1]) else {
+            panic!("{r:?}")
+        };
+        assert!((0.5..=0.75).contains(x), "{r:?}");
+        assert!((-150..=225).contains(&d.get()), "{r:?}");
+        (lowest, highest) = (lowest.min(d.get()), highest.max(d.get()));
+    }
+    assert!(lowest < -140 && highest > 215, "{lowest}..{highest}");
+
     for (options, want) in [
         (
             "'fields.a.kind' = 'sequence', 'fields.a.start' = '1', 'fields.a.end' = '3000000000'",
@@ -506,7 +530,7 @@ fn datagen_values_fit_their_types() {
         ),
         (
             "'fields.b.max' = '1000'",
-            "column `b`: the random -999..1000 does not fit DECIMAL(4, 1)",
+            "the option 'fields.b.max' = '1000' is not a DECIMAL(4, 1)",
         ),
     ] {
         let err = Script::parse(&format!(

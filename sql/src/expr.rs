@@ -1854,6 +1854,13 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
             } else {
                 x
             };
+            // Dates among timestamps are compared as their midnights.
+            let x = match items.iter().find(|i| i.ty().is_timestamp()) {
+                Some(i) => on_time_line(x, i.ty()),
+                None => x,
+            };
+            let xt = x.ty();
+            let items = items.into_iter().map(|i| on_time_line(i, xt)).collect();
             Scalar::InList(Box::new(x), items, *negated)
         }
         Expr::Like {
@@ -2259,10 +2266,25 @@ fn check_pattern(name: &str, p: &str) -> Result<()> {
 }
 
 fn comparable(a: DataType, b: DataType, what: &str) -> Result<()> {
-    if least_common_type(a, b).is_some() || (a == DataType::Date && b.is_timestamp()) {
+    if least_common_type(a, b).is_some()
+        || (a == DataType::Date && b.is_timestamp())
+        || (a.is_timestamp() && b == DataType::Date)
+    {
         Ok(())
     } else {
         Err(SqlError::Type(format!("{what} of {a} and {b}")))
+    }
+}
+
+/// `s` as a TIMESTAMP when it is a DATE compared with a timestamp (of
+/// type `other`): its midnight, as Flink casts it; else `s` as it is.
+/// (Compared as they are, a date's days would meet a timestamp's
+/// milliseconds.)
+fn on_time_line(s: Scalar, other: DataType) -> Scalar {
+    if s.ty() == DataType::Date && other.is_timestamp() && !is_null_literal(&s) {
+        Scalar::Cast(Box::new(s), DataType::Timestamp, false)
+    } else {
+        s
     }
 }
 
@@ -2271,6 +2293,8 @@ fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
         if !is_null_literal(&a) && !is_null_literal(&b) {
             comparable(a.ty(), b.ty(), "comparison")?;
         }
+        let (ta, tb) = (a.ty(), b.ty());
+        let (a, b) = (on_time_line(a, tb), on_time_line(b, ta));
         Ok(Scalar::Cmp(c, Box::new(a), Box::new(b)))
     };
     let ar = |o: Arith, a: Scalar, b: Scalar| -> Result<Scalar> {
@@ -3729,6 +3753,35 @@ mod tests {
             Value::Bool(true)
         );
         assert_eq!(str_of("NOW() > ts"), Value::Bool(true));
+    }
+
+    /// A DATE compared with a timestamp is its midnight, on either side,
+    /// in BETWEEN and in IN (compared raw, its days met milliseconds).
+    #[test]
+    fn dates_compare_with_timestamps_as_their_midnights() {
+        let b = Value::Bool;
+        let ts = "TIMESTAMP '2024-01-01 10:00:00'";
+        for (sql, want) in [
+            (format!("DATE '2024-01-02' < {ts}"), false),
+            (format!("DATE '2024-01-02' > {ts}"), true),
+            (format!("{ts} < DATE '2024-01-02'"), true),
+            (
+                "DATE '2024-01-01' = TIMESTAMP '2024-01-01 00:00:00'".to_string(),
+                true,
+            ),
+            (format!("DATE '2024-01-01' < {ts}"), true),
+            (
+                format!("{ts} BETWEEN DATE '2024-01-01' AND DATE '2024-01-02'"),
+                true,
+            ),
+            (
+                format!("DATE '2024-01-01' IN (TIMESTAMP '2024-01-01 00:00:00', {ts})"),
+                true,
+            ),
+            (format!("{ts} IN (DATE '2024-01-01')"), false),
+        ] {
+            assert_eq!(str_of(&sql), b(want), "{sql}");
+        }
     }
 
     #[test]

@@ -322,7 +322,7 @@ fn row_numbers_weir_does_not_run_exit_2_naming_the_problem() {
                 "RANK() OVER (PARTITION BY user_id ORDER BY price)",
                 "rn <= 3",
             ),
-            "RANK(..) OVER",
+            "`RANK() OVER` here",
         ),
         (
             sub(

@@ -308,7 +308,7 @@ fn row_number_spec(f: &ast::Function) -> Result<&ast::WindowSpec> {
     let name = object_name(&f.name).to_ascii_uppercase();
     if name != "ROW_NUMBER" {
         return Err(SqlError::Unsupported(format!(
-            "{name}(..) OVER: of the OVER functions weir runs ROW_NUMBER() bounded by WHERE rn <= N (Top-N, deduplication); RANK, DENSE_RANK and OVER aggregations are not supported"
+            "{name}(..) OVER: a Top-N or deduplication numbers its rows with ROW_NUMBER() bounded by WHERE rn <= N"
         )));
     }
     let no_args = match &f.args {

@@ -104,6 +104,10 @@ impl Sink for W1OutputSink {
         self.file.bind_uid(uid);
     }
 
+    fn job_starts_fresh(&mut self) {
+        self.file.job_starts_fresh();
+    }
+
     fn initialize_state(&mut self, restored: Option<(u64, &[u8])>) -> Result<(), String> {
         self.state_malformed = true;
         match restored {

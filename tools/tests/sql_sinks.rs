@@ -91,6 +91,27 @@ fn two_inserts_into_one_filesystem_table_commit_both() {
     let mut want: Vec<String> = (0..500).map(|uid| format!("{uid},user{uid}")).collect();
     want.sort();
     assert_eq!(committed(&out), want);
+    // Run again, as after an upgrade: one of the first run's files under
+    // older weir's name (no writer). A fresh run replays everything, so it
+    // moves every earlier part aside, that one too, rather than add its
+    // rows beside them.
+    let first = parts(&out);
+    let old = &first[0];
+    let (rest, id) = old.rsplit_once('-').unwrap();
+    let subtask = rest.rsplit_once('-').unwrap().1;
+    let legacy = format!("part-{subtask}-{id}");
+    fs::rename(out.join(old), out.join(&legacy)).unwrap();
+    let run = weir_sql(&script).output().expect("run weir sql again");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert_eq!(committed(&out), want);
+    let aside: Vec<String> = fs::read_dir(out.join(".abandoned"))
+        .unwrap()
+        .flat_map(|run| fs::read_dir(run.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(aside.len(), first.len(), "{aside:?}");
+    assert!(aside.contains(&legacy), "{aside:?}");
     let names = parts(&out);
     let writers: BTreeSet<&str> = names.iter().map(|p| writer(p)).collect();
     assert_eq!(writers.len(), 2, "{names:?}");

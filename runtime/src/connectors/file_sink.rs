@@ -79,9 +79,10 @@
 //!   `initialize_state(None)` (nothing restored: all of the input is
 //!   replayed) deletes all of this writer's hidden files of this subtask's
 //!   indices and moves all of their `part-*` files aside, so a job run
-//!   again into the same directory starts from a clean slate (older
-//!   weir's names without a writer stay: another writer may be restoring
-//!   them).
+//!   again into the same directory starts from a clean slate. Older
+//!   weir's names without a writer go the same way when the whole job
+//!   starts fresh ([`Sink::job_starts_fresh`]); a sink only new to a
+//!   restored job leaves them (another writer may be restoring them).
 //! - **Rescaling** ([`Sink::initialize_rescaled_state`], a checkpoint taken
 //!   at another parallelism `P_old`, restored at `P`): like Flink's
 //!   committables, old subtask `k`'s pending transactions go to exactly
@@ -168,6 +169,10 @@ pub struct TransactionalFileSink<T, F> {
     write_failed: Option<ConnectorError>,
     /// Whether the last error returned may pass on a restart.
     retryable: bool,
+    /// The whole job starts fresh ([`Sink::job_starts_fresh`]): older
+    /// weir's part files (names without a writer) are this sink's to move
+    /// aside too, as its own are.
+    fresh_job: bool,
     _records: PhantomData<fn(&T)>,
 }
 
@@ -218,6 +223,7 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
             to_sync: Vec::new(),
             write_failed: None,
             retryable: true,
+            fresh_job: false,
             _records: PhantomData,
         }
     }
@@ -570,12 +576,19 @@ impl<T: 'static, F: FnMut(&T, &mut Vec<u8>) + 'static> Sink for TransactionalFil
         self.writer = Some(writer);
     }
 
+    fn job_starts_fresh(&mut self) {
+        self.fresh_job = true;
+    }
+
     fn initialize_state(
         &mut self,
         restored: Option<(u64, &[u8])>,
     ) -> std::result::Result<(), String> {
         let result = match restored {
-            None => self.initialize(None, &[], false),
+            // A fresh job replays everything: older weir's parts in the
+            // directory would be duplicated beside this run's. (A sink new
+            // to a restored job leaves them: another sink may restore them.)
+            None => self.initialize(None, &[], self.fresh_job && self.writer.is_some()),
             Some((n, state)) => {
                 self.initialize(Some(n), &[(self.subtask, state)], without_writer(state))
             }

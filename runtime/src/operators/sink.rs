@@ -77,6 +77,14 @@ pub trait Sink: 'static {
         let _ = uid;
     }
 
+    /// Called before [`initialize_state`](Self::initialize_state) when the
+    /// whole job starts fresh (no checkpoint or savepoint restored), not
+    /// when only this sink is new to a restored job: what an earlier run
+    /// left outside is then this job's to clean up whoever wrote it (a
+    /// file sink's part files of older weir, whose names carry no
+    /// writer). The default ignores it.
+    fn job_starts_fresh(&mut self) {}
+
     /// Called once before the first record: `restored` is the checkpoint id
     /// and the bytes [`Sink::snapshot_state`] returned for this subtask, or
     /// `None` on a fresh start.
@@ -204,10 +212,14 @@ impl<S: Sink> SinkOp<S> {
         name: String,
         checkpointing: bool,
         restored: Option<RestoredSinkState<'_>>,
+        fresh_job: bool,
         received: Counter,
         subtask: SubtaskMetrics,
     ) -> Result<Self, BuildError> {
         sink.bind_uid(uid);
+        if fresh_job {
+            sink.job_starts_fresh();
+        }
         let initialized = match restored {
             None => sink.initialize_state(None),
             Some(RestoredSinkState::Own(id, state)) => sink.initialize_state(Some((id, state))),
@@ -438,6 +450,7 @@ where
             ctx.task_name(),
             ctx.checkpointing.is_some(),
             restored,
+            ctx.restore.is_none(),
             ctx.metrics.sink_records.clone(),
             ctx.subtask.clone(),
         )

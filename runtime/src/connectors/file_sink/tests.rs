@@ -776,6 +776,47 @@ fn a_bound_sink_restores_the_names_of_older_weir() {
     assert_eq!(decoded.ids, vec![3]);
 }
 
+/// Older weir's part files in the directory (names without a writer) are
+/// moved aside by a bound sink when the whole job starts fresh (its replay
+/// would write their records again), and left alone by a sink that is only
+/// new to a restored job (another sink may be restoring them).
+#[test]
+fn a_fresh_job_moves_older_weirs_parts_aside_a_new_sink_in_a_restored_job_does_not() {
+    for fresh in [true, false] {
+        let d = TempDir::new("legacy-fresh");
+        let mut old = sink(&d.0, 0);
+        old.initialize_state(None).unwrap();
+        feed(&mut old, 0..2);
+        old.snapshot_state(1).unwrap();
+        old.notify_checkpoint_complete(1).unwrap();
+        drop(old);
+        assert_eq!(visible(&d.0), vec!["part-0000-0000000001".to_string()]);
+
+        let mut s = bound(&d.0, 0, 1, "sink");
+        if fresh {
+            s.job_starts_fresh();
+        }
+        s.initialize_state(None).unwrap();
+        feed(&mut s, 0..2);
+        s.snapshot_state(1).unwrap();
+        s.notify_checkpoint_complete(1).unwrap();
+        if fresh {
+            assert_eq!(visible(&d.0), vec!["part-sink-0000-0000000001".to_string()]);
+            assert_eq!(committed_lines(&d.0), expected(0..2));
+            assert_eq!(moved_aside(&d.0).len(), 1, "{:?}", moved_aside(&d.0));
+        } else {
+            assert_eq!(
+                visible(&d.0),
+                vec![
+                    "part-0000-0000000001".to_string(),
+                    "part-sink-0000-0000000001".to_string()
+                ]
+            );
+            assert!(moved_aside(&d.0).is_empty());
+        }
+    }
+}
+
 /// A rescaled restore commits every old subtask's pending files under the
 /// writer its state names, whatever its share.
 #[test]

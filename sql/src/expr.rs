@@ -1250,7 +1250,13 @@ fn decimal_shape(t: DataType) -> (i32, i32) {
 fn decimal_quotient(a: DataType, b: DataType) -> DataType {
     let ((p1, s1), (p2, s2)) = (decimal_shape(a), decimal_shape(b));
     let scale = (s1 + p2 + 1).max(6);
-    let precision = p1 - s1 + s2 + scale;
+    bounded_decimal(p1 - s1 + s2 + scale, scale)
+}
+
+/// DECIMAL(`precision`, `scale`) within 38 digits, as Flink's
+/// `LogicalTypeMerging.adjustPrecisionScale`: past 38 the scale gives way to
+/// the integer digits, down to `min(scale, 6)`.
+fn bounded_decimal(precision: i32, scale: i32) -> DataType {
     let (precision, scale) = if precision <= 38 {
         (precision, scale)
     } else {
@@ -1268,16 +1274,7 @@ fn decimal_quotient(a: DataType, b: DataType) -> DataType {
 /// gives way to the integer digits, down to `min(scale, 6)`.
 fn decimal_product(a: DataType, b: DataType) -> DataType {
     let ((p1, s1), (p2, s2)) = (decimal_shape(a), decimal_shape(b));
-    let (precision, scale) = (p1 + p2, s1 + s2);
-    let (precision, scale) = if precision <= 38 {
-        (precision, scale)
-    } else {
-        (38, (38 - (precision - scale)).max(scale.min(6)))
-    };
-    DataType::Decimal {
-        precision: precision as u8,
-        scale: scale as u8,
-    }
+    bounded_decimal(p1 + p2, s1 + s2)
 }
 
 fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataType) -> Value {

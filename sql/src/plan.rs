@@ -767,8 +767,21 @@ impl<'c> Planner<'c> {
                     )));
                 }
             }
+            // LISTAGG's second argument, its separator; then the one
+            // argument as any aggregate's.
+            let mut args = list.args.as_slice();
             let mut separator = None;
-            let (arg, arg_ty) = match list.args.as_slice() {
+            if let [first, FunctionArg::Unnamed(FunctionArgExpr::Expr(sep))] = args {
+                if agg == AggFunc::ListAgg {
+                    separator = Some(string_literal(sep).ok_or_else(|| {
+                        SqlError::Type(format!(
+                            "LISTAGG's separator `{sep}`: a string literal such as ';'"
+                        ))
+                    })?);
+                    args = std::slice::from_ref(first);
+                }
+            }
+            let (arg, arg_ty) = match args {
                 [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if agg == AggFunc::Count => {
                     if distinct {
                         return Err(SqlError::Plan(
@@ -780,24 +793,6 @@ impl<'c> Planner<'c> {
                 }
                 [] if agg == AggFunc::Count && !distinct => (None, DataType::BigInt),
                 [FunctionArg::Unnamed(FunctionArgExpr::Expr(a))] => {
-                    let col = self.agg_input(
-                        a,
-                        &input_scope,
-                        "$arg",
-                        &mut pre,
-                        &mut pre_fields,
-                        &mut inputs,
-                    )?;
-                    (Some(col), pre_fields[col].ty)
-                }
-                [FunctionArg::Unnamed(FunctionArgExpr::Expr(a)), FunctionArg::Unnamed(FunctionArgExpr::Expr(sep))]
-                    if agg == AggFunc::ListAgg =>
-                {
-                    separator = Some(string_literal(sep).ok_or_else(|| {
-                        SqlError::Type(format!(
-                            "LISTAGG's separator `{sep}`: a string literal such as ';'"
-                        ))
-                    })?);
                     let col = self.agg_input(
                         a,
                         &input_scope,

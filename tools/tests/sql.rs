@@ -14,7 +14,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use support::{complete_checkpoints, splitmix64, Proc, Scratch, FINISH, WEIR};
+use support::{committed_rows, complete_checkpoints, splitmix64, Proc, Scratch, FINISH, WEIR};
 
 fn weir_sql(script: &Path, args: &[&str]) -> Output {
     Command::new(WEIR)
@@ -74,24 +74,6 @@ fn write_clicks(dir: &Path) -> Vec<(u64, i64)> {
         fs::write(dir.join(format!("clicks-{f}.csv")), text).unwrap();
     }
     clicks
-}
-
-/// Committed output lines of a filesystem sink directory, sorted.
-fn committed(dir: &Path) -> Vec<String> {
-    let mut lines = Vec::new();
-    for e in fs::read_dir(dir).unwrap() {
-        let e = e.unwrap();
-        if e.file_name().to_string_lossy().starts_with("part-") {
-            lines.extend(
-                fs::read_to_string(e.path())
-                    .unwrap()
-                    .lines()
-                    .map(str::to_owned),
-            );
-        }
-    }
-    lines.sort();
-    lines
 }
 
 fn clicks_script(s: &Scratch) -> std::path::PathBuf {
@@ -154,7 +136,7 @@ fn clicks_per_user_per_ten_minutes_equal_a_reference() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    same_lines(committed(&s.join("counts")), clicks_reference(&clicks));
+    same_lines(committed_rows(&s.join("counts")), clicks_reference(&clicks));
 }
 
 /// `'path'` naming one CSV file reads that file alone (Flink's filesystem
@@ -174,7 +156,7 @@ fn one_csv_file_as_the_path_is_read_alone() {
     );
     // The second file's 4,000 clicks (`write_clicks` writes them in order).
     same_lines(
-        committed(&s.join("counts")),
+        committed_rows(&s.join("counts")),
         clicks_reference(&clicks[4000..8000]),
     );
 }
@@ -217,7 +199,7 @@ fn the_same_script_through_weir_run_and_job_sql_file() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    same_lines(committed(&s.join("counts")), clicks_reference(&clicks));
+    same_lines(committed_rows(&s.join("counts")), clicks_reference(&clicks));
 }
 
 #[test]
@@ -368,7 +350,7 @@ fn a_sigkill_and_restore_latest_commit_every_window_exactly_once() {
         .map(|(&(u, w), &(n, t))| format!("{u},{},{n},{t}", ts_1970(w)))
         .collect();
     lines.sort();
-    same_lines(committed(&s.join("sums")), lines);
+    same_lines(committed_rows(&s.join("sums")), lines);
 }
 
 fn ts_1970(ms: i64) -> String {
@@ -537,7 +519,7 @@ fn the_readme_example_counts_every_click_once() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let got: BTreeMap<(String, String), u64> = committed(&s.join("target/clicks-per-user"))
+    let got: BTreeMap<(String, String), u64> = committed_rows(&s.join("target/clicks-per-user"))
         .iter()
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
@@ -656,7 +638,7 @@ fn cumulate_windows_report_running_counts_that_start_over_each_period() {
         .map(|(&(u, s, e), n)| format!("{u},{},{},{n}", ts(s), ts(e)))
         .collect();
     lines.sort();
-    same_lines(committed(&s.join("running")), lines);
+    same_lines(committed_rows(&s.join("running")), lines);
 }
 
 /// Processing time: `PROCTIME()` columns and windows on the wall clock.
@@ -691,7 +673,7 @@ fn processing_time_windows_count_every_row_once() {
     );
     let mut per_key: BTreeMap<u64, u64> = BTreeMap::new();
     let mut windows = std::collections::BTreeSet::new();
-    for line in committed(&s.join("out")) {
+    for line in committed_rows(&s.join("out")) {
         let f: Vec<&str> = line.split(',').collect();
         *per_key.entry(f[0].parse().unwrap()).or_default() += f[3].parse::<u64>().unwrap();
         windows.insert(f[1].to_owned());
@@ -778,7 +760,7 @@ fn window_joins_and_window_tables_equal_a_reference() {
         }
     }
     pairs.sort();
-    same_lines(committed(&s.join("pairs")), pairs);
+    same_lines(committed_rows(&s.join("pairs")), pairs);
     let mut hops = Vec::new();
     for (u, tag, t) in &sides[0] {
         if *u != 1 {
@@ -791,7 +773,7 @@ fn window_joins_and_window_tables_equal_a_reference() {
         }
     }
     hops.sort();
-    same_lines(committed(&s.join("hops")), hops);
+    same_lines(committed_rows(&s.join("hops")), hops);
 }
 
 /// Rows `id,name` for ids `from..to`, as CSV, under a hidden name renamed
@@ -870,7 +852,7 @@ fn a_monitored_directory_streams_new_files_exactly_once_across_a_stop_and_restor
     let mut want = publish_rows(&input, "a.csv", 0..5_000);
     let mut first = Proc::spawn(&s, "first", cmd("2"));
     let arrived = |want: &[String]| {
-        let got = committed(&out);
+        let got = committed_rows(&out);
         got.len() >= want.len()
     };
     assert!(first.wait_until("the first file's rows", || arrived(&want)));
@@ -880,7 +862,7 @@ fn a_monitored_directory_streams_new_files_exactly_once_across_a_stop_and_restor
     let savepoint = stop_with_savepoint(&s, &mut first);
     let mut sorted_want = want.clone();
     sorted_want.sort();
-    same_lines(committed(&out), sorted_want);
+    same_lines(committed_rows(&out), sorted_want);
 
     // A file published while the job is stopped, and one after the
     // restore: each read once, the old ones not again.
@@ -893,7 +875,7 @@ fn a_monitored_directory_streams_new_files_exactly_once_across_a_stop_and_restor
     assert!(second.wait_until("the last file's rows", || arrived(&want)));
     stop_with_savepoint(&s, &mut second);
     want.sort();
-    same_lines(committed(&out), want);
+    same_lines(committed_rows(&out), want);
 }
 
 /// A line that does not parse fails the job naming the file, the line
@@ -1061,11 +1043,11 @@ fn inserts_and_unions_widen_values_exactly_to_the_columns_types() {
     // SUM of an INT is an INT, into a BIGINT column; MAX of a
     // DECIMAL(10, 2) into DECIMAL(14, 4); MIN of an INT into a DOUBLE.
     assert_eq!(
-        committed(&s.join("sums")),
+        committed_rows(&s.join("sums")),
         ["a,2147483642,12.2500,-5.0", "b,7,99999999.9900,7.0"]
     );
     assert_eq!(
-        committed(&s.join("both_sides")),
+        committed_rows(&s.join("both_sides")),
         [
             "-15,0.100",
             "-5,0.100",
@@ -1076,7 +1058,7 @@ fn inserts_and_unions_widen_values_exactly_to_the_columns_types() {
         ]
     );
     assert_eq!(
-        committed(&s.join("lits")),
+        committed_rows(&s.join("lits")),
         [",,", "1,1.50,2.0", "3000000000,7.00,0.25"]
     );
 }
@@ -1325,8 +1307,8 @@ fn an_idle_source_subtask_does_not_hold_windows_back_with_an_idle_timeout() {
         .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"]);
     let mut run = Proc::spawn(&s, "idle", c);
     // The watermark reaches 19 s: the windows up to 15 s fire.
-    assert!(run.wait_until("three windows", || committed(&out).len() >= 3));
-    let mut got = committed(&out);
+    assert!(run.wait_until("three windows", || committed_rows(&out).len() >= 3));
+    let mut got = committed_rows(&out);
     got.sort();
     let want: Vec<String> = (0..3)
         .map(|w| format!("{},5", ts(JAN_1 + w * 5_000)))

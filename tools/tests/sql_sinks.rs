@@ -10,7 +10,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use support::{complete_checkpoints, Proc, Scratch, FINISH, WEIR};
+use support::{committed_rows, complete_checkpoints, Proc, Scratch, FINISH, WEIR};
 
 fn weir_sql(script: &Path) -> Command {
     let mut c = Command::new(WEIR);
@@ -30,22 +30,6 @@ fn parts(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-/// Every committed line of `dir`, sorted, repeats kept.
-fn committed(dir: &Path) -> Vec<String> {
-    let mut lines: Vec<String> = parts(dir)
-        .iter()
-        .flat_map(|n| {
-            fs::read_to_string(dir.join(n))
-                .unwrap()
-                .lines()
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    lines.sort();
-    lines
 }
 
 /// The writer part of `part-{writer}-{subtask}-{checkpoint}`.
@@ -90,7 +74,7 @@ fn two_inserts_into_one_filesystem_table_commit_both() {
     assert!(run.status.success(), "{stderr}");
     let mut want: Vec<String> = (0..500).map(|uid| format!("{uid},user{uid}")).collect();
     want.sort();
-    assert_eq!(committed(&out), want);
+    assert_eq!(committed_rows(&out), want);
     // Run again, as after an upgrade: one of the first run's files under
     // older weir's name (no writer). A fresh run replays everything, so it
     // moves every earlier part aside, that one too, rather than add its
@@ -104,7 +88,7 @@ fn two_inserts_into_one_filesystem_table_commit_both() {
     let run = weir_sql(&script).output().expect("run weir sql again");
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
-    assert_eq!(committed(&out), want);
+    assert_eq!(committed_rows(&out), want);
     let aside: Vec<String> = fs::read_dir(out.join(".abandoned"))
         .unwrap()
         .flat_map(|run| fs::read_dir(run.unwrap().path()).unwrap())
@@ -172,7 +156,7 @@ fn two_inserts_into_one_table_survive_a_sigkill_and_restore() {
         .map(|id| format!("{id},{}", if id % 2 == 0 { "even" } else { "odd" }))
         .collect();
     want.sort();
-    let got = committed(&out);
+    let got = committed_rows(&out);
     assert_eq!(got.len(), want.len(), "rows committed");
     assert!(got == want, "the committed rows differ from every id once");
     let names = parts(&out);

@@ -12,7 +12,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use support::{splitmix64, Scratch, WEIR};
+use support::{committed_rows, splitmix64, Scratch, WEIR};
 
 fn weir_sql(script: &Path) -> Output {
     Command::new(WEIR)
@@ -84,24 +84,6 @@ fn bids_table(s: &Scratch) -> String {
                  'csv.ignore-first-line' = 'true');\n",
         s.join("bids").display()
     )
-}
-
-/// Committed output lines of a filesystem sink directory, sorted.
-fn committed(dir: &Path) -> Vec<String> {
-    let mut lines = Vec::new();
-    for e in fs::read_dir(dir).unwrap() {
-        let e = e.unwrap();
-        if e.file_name().to_string_lossy().starts_with("part-") {
-            lines.extend(
-                fs::read_to_string(e.path())
-                    .unwrap()
-                    .lines()
-                    .map(str::to_owned),
-            );
-        }
-    }
-    lines.sort();
-    lines
 }
 
 /// The tables a run printed for its bare SELECTs, in order: each its rows
@@ -217,7 +199,7 @@ fn distinct_and_filtered_counts_per_key_and_per_window_equal_a_reference() {
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    assert_eq!(committed(&s.join("per_window")), want);
+    assert_eq!(committed_rows(&s.join("per_window")), want);
 }
 
 /// Top-3 bids per user by price (an updating result, printed: ties in
@@ -267,7 +249,7 @@ fn top_3_per_user_first_and_last_bids_and_distinct_pairs_equal_a_reference() {
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    assert_eq!(committed(&s.join("first_bids")), want);
+    assert_eq!(committed_rows(&s.join("first_bids")), want);
 
     let tables = printed_tables(&stdout);
     assert_eq!(tables.len(), 3, "{stdout}");

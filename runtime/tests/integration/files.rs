@@ -71,6 +71,31 @@ fn write_input(dir: &Path) -> HashMap<u64, u64> {
     counts
 }
 
+/// Runs `job` at parallelism 2 with 10 ms checkpoints into
+/// `checkpoints`, restarting once from the injected failure.
+fn run_with_one_restart(job: JobGraph, checkpoints: &Path) {
+    let mut o = options(2).with_checkpointing(Duration::from_millis(10), checkpoints);
+    o.restart = RestartStrategy::FixedDelay(FixedDelay {
+        attempts: 1,
+        delay: Duration::from_millis(10),
+    });
+    let result = run_ok(job, &o);
+    assert_eq!(result.restarts, 1, "the injected failure restarted the job");
+}
+
+/// `seen` (how often each `(key, n)` line was committed) holds every count
+/// `1..=expected[key]` of every key once, and nothing else.
+fn assert_every_count_once(seen: &HashMap<(u64, u64), u32>, expected: &HashMap<u64, u64>) {
+    assert_eq!(seen.len() as u64, LINES, "every output line is there");
+    assert!(seen.values().all(|&c| c == 1), "no output line twice");
+    for (&key, &count) in expected {
+        assert!(
+            seen.contains_key(&(key, count)),
+            "key {key} reached {count}"
+        );
+    }
+}
+
 #[test]
 fn file_source_to_transactional_sink_is_exactly_once_across_a_restart() {
     let root = temp_dir("files-e2e");
@@ -103,13 +128,7 @@ fn file_source_to_transactional_sink_is_exactly_once_across_a_restart() {
             buf.extend_from_slice(format!("{},{}\n", r.0, r.1).as_bytes())
         })
     });
-    let mut o = options(2).with_checkpointing(Duration::from_millis(10), &checkpoints);
-    o.restart = RestartStrategy::FixedDelay(FixedDelay {
-        attempts: 1,
-        delay: Duration::from_millis(10),
-    });
-    let result = run_ok(job, &o);
-    assert_eq!(result.restarts, 1, "the injected failure restarted the job");
+    run_with_one_restart(job, &checkpoints);
 
     // Every (key, n) for n in 1..=count exactly once, nothing else.
     let mut seen: HashMap<(u64, u64), u32> = HashMap::new();
@@ -130,14 +149,7 @@ fn file_source_to_transactional_sink_is_exactly_once_across_a_restart() {
                 .or_default() += 1;
         }
     }
-    assert_eq!(seen.len() as u64, LINES, "every output line is there");
-    assert!(seen.values().all(|&c| c == 1), "no output line twice");
-    for (key, count) in expected {
-        assert!(
-            seen.contains_key(&(key, count)),
-            "key {key} reached {count}"
-        );
-    }
+    assert_every_count_once(&seen, &expected);
     std::fs::remove_dir_all(&root).unwrap();
 }
 
@@ -187,13 +199,7 @@ fn two_transactional_sinks_into_one_directory_are_exactly_once_across_a_restart(
                 });
         }
     }
-    let mut o = options(2).with_checkpointing(Duration::from_millis(10), &checkpoints);
-    o.restart = RestartStrategy::FixedDelay(FixedDelay {
-        attempts: 1,
-        delay: Duration::from_millis(10),
-    });
-    let result = run_ok(job, &o);
-    assert_eq!(result.restarts, 1, "the injected failure restarted the job");
+    run_with_one_restart(job, &checkpoints);
 
     let mut seen: HashMap<(u64, u64), u32> = HashMap::new();
     for entry in std::fs::read_dir(&output).unwrap() {
@@ -215,14 +221,7 @@ fn two_transactional_sinks_into_one_directory_are_exactly_once_across_a_restart(
             *seen.entry((key, n.parse().unwrap())).or_default() += 1;
         }
     }
-    assert_eq!(seen.len() as u64, LINES, "every output line is there");
-    assert!(seen.values().all(|&c| c == 1), "no output line twice");
-    for (key, count) in expected {
-        assert!(
-            seen.contains_key(&(key, count)),
-            "key {key} reached {count}"
-        );
-    }
+    assert_every_count_once(&seen, &expected);
     std::fs::remove_dir_all(&root).unwrap();
 }
 

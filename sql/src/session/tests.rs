@@ -32,7 +32,12 @@ fn run(select: &str) -> Vec<String> {
     let script = Script::parse(&format!("{GEN}{select};")).unwrap_or_else(|e| panic!("{e}"));
     let SqlJob { job, selects, .. } = script.job("test").unwrap();
     run_ok(job, &test_options(2));
-    let (schema, rows) = &selects[0];
+    final_table(&selects[0])
+}
+
+/// A bare SELECT's collected changelog applied: its final rows as text,
+/// sorted.
+fn final_table((schema, rows): &(Schema, Arc<Mutex<Vec<Row>>>)) -> Vec<String> {
     let rows = rows.lock().unwrap();
     let mut live: Vec<Row> = Vec::new();
     for r in rows.iter() {
@@ -256,25 +261,6 @@ fn first_value_last_value_and_listagg_in_arrival_order() {
     .unwrap_or_else(|e| panic!("{e}"));
     let SqlJob { job, selects, .. } = script.job("test").unwrap();
     run_ok(job, &test_options(1));
-    let table = |i: usize| {
-        let (schema, rows) = &selects[i];
-        let rows = rows.lock().unwrap();
-        let types = schema.types();
-        let mut live: Vec<Row> = Vec::new();
-        for r in rows.iter() {
-            let mut plain = r.clone();
-            plain.kind = RowKind::Insert;
-            if r.kind.is_accumulate() {
-                live.push(plain);
-            } else {
-                let at = live.iter().position(|l| *l == plain).expect("retracted");
-                live.remove(at);
-            }
-        }
-        let mut out: Vec<String> = live.iter().map(|r| r.display(&types)).collect();
-        out.sort();
-        out
-    };
     let mut want = Vec::new();
     for k in 0..5 {
         for w in 0..2 {
@@ -291,7 +277,7 @@ fn first_value_last_value_and_listagg_in_arrival_order() {
             ));
         }
     }
-    assert_eq!(table(0), sorted(want));
+    assert_eq!(final_table(&selects[0]), sorted(want));
     let want: Vec<String> = (0..5)
         .map(|k| {
             let ids: Vec<String> = (0..23)
@@ -306,7 +292,7 @@ fn first_value_last_value_and_listagg_in_arrival_order() {
             )
         })
         .collect();
-    assert_eq!(table(1), sorted(want));
+    assert_eq!(final_table(&selects[1]), sorted(want));
 }
 
 /// An OVER aggregation in a subquery (or a view) is planned where it

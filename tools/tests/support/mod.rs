@@ -204,6 +204,13 @@ pub fn committed_lines(out: &Path) -> Vec<(String, String)> {
     lines
 }
 
+/// Every committed line of `out` (`part-*` files), sorted, repeats kept.
+pub fn committed_rows(out: &Path) -> Vec<String> {
+    let mut lines: Vec<String> = committed_lines(out).into_iter().map(|(l, _)| l).collect();
+    lines.sort();
+    lines
+}
+
 /// W1's committed output holds every result exactly once: the line
 /// `key,count,sum` of record `i`'s key with its count so far. With several
 /// sources a key's records interleave in any order, so per key the counts

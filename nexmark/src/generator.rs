@@ -20,7 +20,7 @@ use crate::config::{
     ConfigError, GeneratorConfig, FIRST_AUCTION_ID, FIRST_CATEGORY_ID, FIRST_PERSON_ID, HOT_BATCH,
     NUM_CATEGORIES,
 };
-use crate::model::{Auction, Bid, Event, EventKind, Person};
+use crate::model::{Auction, Bid, Event, EventKind, Fields, Person};
 use crate::rng::{EventRng, Stream};
 
 /// The suite's six states: few, so that the queries that filter on a
@@ -48,6 +48,11 @@ const LAST_NAMES: [&str; 9] = [
 const HOT_CHANNELS: [&str; 4] = ["Google", "Facebook", "Baidu", "Apple"];
 /// The other half through `channel-<k>`, `k` below this.
 const NUM_CHANNELS: u64 = 10_000;
+
+/// The `extra` padding's position among each kind's fields.
+const PERSON_EXTRA: usize = 7;
+const AUCTION_EXTRA: usize = 9;
+const BID_EXTRA: usize = 6;
 
 /// A channel and the URL its bids carry.
 struct Channel {
@@ -113,12 +118,20 @@ impl Generator {
     /// config and `n`. It ignores [`GeneratorConfig::num_events`]: asking
     /// past the end gives the event an unbounded stream would have there.
     pub fn event(&self, n: u64) -> Event {
+        self.event_fields(n, Fields::ALL)
+    }
+
+    /// Event `n` with only the strings of `fields` made (positions in
+    /// its kind's [`EventKind::columns`]), the others empty: every field
+    /// of `fields` is what [`event`](Self::event) gives, and numbers and
+    /// times are always set.
+    pub fn event_fields(&self, n: u64, fields: Fields) -> Event {
         let mut rng = EventRng::new(self.config.seed, Stream::Event, n);
         let time = self.config.timestamp(n);
         match self.config.kind(n) {
-            EventKind::Person => Event::Person(self.person(n, time, &mut rng)),
-            EventKind::Auction => Event::Auction(self.auction(n, time, &mut rng)),
-            EventKind::Bid => Event::Bid(self.bid(n, time, &mut rng)),
+            EventKind::Person => Event::Person(self.person(n, time, &mut rng, fields)),
+            EventKind::Auction => Event::Auction(self.auction(n, time, &mut rng, fields)),
+            EventKind::Bid => Event::Bid(self.bid(n, time, &mut rng, fields)),
         }
     }
 
@@ -143,21 +156,51 @@ impl Generator {
         self.events(self.numbers())
     }
 
-    fn person(&self, n: u64, time: i64, rng: &mut EventRng) -> Person {
-        let name = format!("{} {}", rng.pick(&FIRST_NAMES), rng.pick(&LAST_NAMES));
-        let email_address = format!("{}@{}.com", rng.word(7, ' '), rng.word(5, ' '));
-        let mut credit_card = String::with_capacity(19);
+    fn person(&self, n: u64, time: i64, rng: &mut EventRng, fields: Fields) -> Person {
+        // The padding's length depends on every string's: wanted, all
+        // are made.
+        let all = fields.has(PERSON_EXTRA);
+        let want = |i| all || fields.has(i);
+        let (first, last) = (rng.pick(&FIRST_NAMES), rng.pick(&LAST_NAMES));
+        let name = if want(1) {
+            format!("{first} {last}")
+        } else {
+            String::new()
+        };
+        let email_address = if want(2) {
+            format!("{}@{}.com", rng.word(7, ' '), rng.word(5, ' '))
+        } else {
+            rng.skip_word(7);
+            rng.skip_word(5);
+            String::new()
+        };
+        let mut credit_card = String::with_capacity(if want(3) { 19 } else { 0 });
         for group in 0..4 {
-            if group > 0 {
-                credit_card.push(' ');
-            }
             let digits = rng.below(10_000);
-            let _ = write!(credit_card, "{digits:04}"); // a String takes every write
+            if want(3) {
+                if group > 0 {
+                    credit_card.push(' ');
+                }
+                let _ = write!(credit_card, "{digits:04}"); // a String takes every write
+            }
         }
-        let city = rng.pick(&US_CITIES).to_owned();
-        let state = rng.pick(&US_STATES).to_owned();
-        let size = 8 + name.len() + email_address.len() + credit_card.len() + city.len() + 2;
-        let extra = rng.extra(size as u64, self.config.avg_person_byte_size);
+        let (city, state) = (rng.pick(&US_CITIES), rng.pick(&US_STATES));
+        let city = if want(4) {
+            city.to_owned()
+        } else {
+            String::new()
+        };
+        let state = if want(5) {
+            state.to_owned()
+        } else {
+            String::new()
+        };
+        let extra = if all {
+            let size = 8 + name.len() + email_address.len() + credit_card.len() + city.len() + 2;
+            rng.extra(size as u64, self.config.avg_person_byte_size)
+        } else {
+            String::new()
+        };
         Person {
             id: FIRST_PERSON_ID + self.config.last_person(n) as i64,
             name,
@@ -170,7 +213,7 @@ impl Generator {
         }
     }
 
-    fn auction(&self, n: u64, time: i64, rng: &mut EventRng) -> Auction {
+    fn auction(&self, n: u64, time: i64, rng: &mut EventRng, fields: Fields) -> Auction {
         let c = &self.config;
         let seller = if rng.hot(c.hot_sellers_ratio) {
             // The first person of the latest batch.
@@ -182,10 +225,26 @@ impl Generator {
         let initial_bid = rng.price();
         let reserve = initial_bid + rng.price();
         let expires = time + self.auction_length(n, time, rng);
-        let item_name = rng.word(20, ' ');
-        let description = rng.word(100, ' ');
-        let size = 8 + item_name.len() + description.len() + 5 * 8;
-        let extra = rng.extra(size as u64, c.avg_auction_byte_size);
+        // As for persons: the padding wanted, every string is made.
+        let all = fields.has(AUCTION_EXTRA);
+        let item_name = if all || fields.has(1) {
+            rng.word(20, ' ')
+        } else {
+            rng.skip_word(20);
+            String::new()
+        };
+        let description = if all || fields.has(2) {
+            rng.word(100, ' ')
+        } else {
+            rng.skip_word(100);
+            String::new()
+        };
+        let extra = if all {
+            let size = 8 + item_name.len() + description.len() + 5 * 8;
+            rng.extra(size as u64, c.avg_auction_byte_size)
+        } else {
+            String::new()
+        };
         Auction {
             id: FIRST_AUCTION_ID + c.last_auction(n) as i64,
             item_name,
@@ -200,7 +259,7 @@ impl Generator {
         }
     }
 
-    fn bid(&self, n: u64, time: i64, rng: &mut EventRng) -> Bid {
+    fn bid(&self, n: u64, time: i64, rng: &mut EventRng, fields: Fields) -> Bid {
         let c = &self.config;
         let auction = if rng.hot(c.hot_auction_ratio) {
             // The first auction of the latest batch.
@@ -223,13 +282,19 @@ impl Generator {
         } else {
             &self.channels[HOT_CHANNELS.len() + rng.below(NUM_CHANNELS) as usize]
         };
-        let extra = rng.extra(4 * 8, c.avg_bid_byte_size);
+        // The padding is the last draw: not wanted, not drawn.
+        let extra = if fields.has(BID_EXTRA) {
+            rng.extra(4 * 8, c.avg_bid_byte_size)
+        } else {
+            String::new()
+        };
+        let text = |wanted: bool, s: &String| if wanted { s.clone() } else { String::new() };
         Bid {
             auction: FIRST_AUCTION_ID + auction as i64,
             bidder: FIRST_PERSON_ID + bidder as i64,
             price,
-            channel: channel.name.clone(),
-            url: channel.url.clone(),
+            channel: text(fields.has(3), &channel.name),
+            url: text(fields.has(4), &channel.url),
             date_time: time,
             extra,
         }

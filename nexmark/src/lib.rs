@@ -115,5 +115,5 @@ pub use config::{
     FIRST_PERSON_ID, HOT_BATCH, NUM_CATEGORIES,
 };
 pub use generator::{Events, Generator};
-pub use model::{Auction, Bid, Event, EventKind, Person};
+pub use model::{Auction, Bid, Event, EventKind, Fields, Person};
 pub use tables::{CsvTables, TableCounts, WriteError};

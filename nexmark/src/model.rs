@@ -101,6 +101,35 @@ impl EventKind {
     }
 }
 
+/// Which fields of an event a reader wants, by position in
+/// [`EventKind::columns`]: the generator leaves the strings of the others
+/// empty instead of making them (a query that reads a bid's auction and
+/// time pays for neither its URL nor its padding). The fields it makes
+/// are the same whatever the mask: each event draws from its own random
+/// source, and a skipped string's draws are still taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fields(u32);
+
+impl Fields {
+    /// Every field.
+    pub const ALL: Fields = Fields(u32::MAX);
+
+    /// No field (each wanted one is added with [`Fields::with`]).
+    pub const NONE: Fields = Fields(0);
+
+    /// These fields and field `i` too.
+    #[must_use]
+    pub fn with(self, i: usize) -> Fields {
+        Fields(self.0 | 1u32.checked_shl(i as u32).unwrap_or(0))
+    }
+
+    /// Whether field `i` is wanted.
+    #[inline]
+    pub fn has(self, i: usize) -> bool {
+        self.0 & 1u32.checked_shl(i as u32).unwrap_or(0) != 0
+    }
+}
+
 /// A person who sells or bids.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Person {

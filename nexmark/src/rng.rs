@@ -105,6 +105,15 @@ impl EventRng {
         s
     }
 
+    /// The draws of [`word`](Self::word) with the same `max_len`, without
+    /// making the word: what follows it is drawn as if it were made.
+    pub(crate) fn skip_word(&mut self, max_len: u64) {
+        let len = 3 + self.below(max_len - 3);
+        for _ in 0..len {
+            self.next_u64();
+        }
+    }
+
     /// Padding letters so that `current + padding` bytes average `average`:
     /// the suite's rule, a length uniform within ±20% of the shortfall
     /// (none when `current` already exceeds `average`).

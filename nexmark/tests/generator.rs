@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use weir_nexmark::{
-    Auction, Bid, Event, EventKind, Generator, GeneratorConfig, Person, DEFAULT_BASE_TIME,
+    Auction, Bid, Event, EventKind, Fields, Generator, GeneratorConfig, Person, DEFAULT_BASE_TIME,
     FIRST_AUCTION_ID, FIRST_PERSON_ID,
 };
 
@@ -398,5 +398,69 @@ fn a_zero_knob_is_refused_by_name() {
         let err = Generator::new(config).expect_err("a zero knob");
         assert_eq!(err.knob, knob);
         assert!(err.to_string().contains(knob));
+    }
+}
+
+/// Event `e` with the strings outside `fields` emptied: what
+/// `event_fields` must give.
+fn masked(e: &Event, fields: Fields) -> Event {
+    let keep = |i: usize, s: &String| {
+        if fields.has(i) {
+            s.clone()
+        } else {
+            String::new()
+        }
+    };
+    match e {
+        Event::Person(p) => Event::Person(Person {
+            name: keep(1, &p.name),
+            email_address: keep(2, &p.email_address),
+            credit_card: keep(3, &p.credit_card),
+            city: keep(4, &p.city),
+            state: keep(5, &p.state),
+            extra: keep(7, &p.extra),
+            ..p.clone()
+        }),
+        Event::Auction(a) => Event::Auction(Auction {
+            item_name: keep(1, &a.item_name),
+            description: keep(2, &a.description),
+            extra: keep(9, &a.extra),
+            ..a.clone()
+        }),
+        Event::Bid(b) => Event::Bid(Bid {
+            channel: keep(3, &b.channel),
+            url: keep(4, &b.url),
+            extra: keep(6, &b.extra),
+            ..b.clone()
+        }),
+    }
+}
+
+#[test]
+fn a_mask_of_fields_leaves_the_wanted_ones_as_the_whole_event_has_them() {
+    let g = generator(GeneratorConfig::default());
+    // Every mask of one field, of all but one, and none; where the padding
+    // is wanted every string is made (its length depends on theirs).
+    let mut masks = vec![Fields::NONE];
+    for i in 0..10 {
+        masks.push(Fields::NONE.with(i));
+        masks.push((0..10).filter(|&j| j != i).fold(Fields::NONE, Fields::with));
+    }
+    for n in 0..5_000 {
+        let whole = g.event(n);
+        assert_eq!(g.event_fields(n, Fields::ALL), whole, "event {n}");
+        for &fields in &masks {
+            let got = g.event_fields(n, fields);
+            let extra = match whole.kind() {
+                EventKind::Person => 7,
+                EventKind::Auction => 9,
+                EventKind::Bid => 6,
+            };
+            if fields.has(extra) && whole.kind() != EventKind::Bid {
+                assert_eq!(got, whole, "event {n}, {fields:?}");
+            } else {
+                assert_eq!(got, masked(&whole, fields), "event {n}, {fields:?}");
+            }
+        }
     }
 }

@@ -28,6 +28,7 @@ pub mod lower;
 pub mod nexmark;
 pub mod over_agg;
 pub mod plan;
+pub mod prune;
 pub mod rank;
 pub mod reuse;
 pub mod script;

@@ -34,6 +34,7 @@ use crate::expr::{truth, Scalar};
 use crate::join::interval::sql_interval_join;
 use crate::join::regular::RegularJoin;
 use crate::plan::{Node, Plan, Window};
+use crate::prune::ReadColumns;
 use crate::types::{DataType, Schema};
 use crate::value::{Key, Row, RowKind, Value, Values};
 
@@ -66,6 +67,8 @@ pub struct Lowering<'j> {
     reuse: Memo<SharedStream<'j, Row>>,
     /// Which group aggregations emit update-before rows.
     update_before: UpdateBefore,
+    /// Which physical columns of each table the job reads (`None`: all).
+    read: Option<ReadColumns>,
 }
 
 /// Every generated source's size and rate in place of its table's
@@ -105,6 +108,7 @@ impl<'j> Lowering<'j> {
             generated_sources: Vec::new(),
             reuse: Memo::default(),
             update_before: UpdateBefore::default(),
+            read: None,
         }
     }
 
@@ -133,6 +137,13 @@ impl<'j> Lowering<'j> {
     /// repeated once, its rows fanned out to every occurrence.
     pub fn with_reuse(mut self, reuse: Reuse) -> Self {
         self.reuse = Memo::new(reuse);
+        self
+    }
+
+    /// The same lowering with generated sources making only the columns
+    /// `read` says the job reads ([`crate::prune`]).
+    pub fn with_read_columns(mut self, read: ReadColumns) -> Self {
+        self.read = Some(read);
         self
     }
 
@@ -484,6 +495,9 @@ impl<'j> Lowering<'j> {
             }
             Connector::Nexmark(n) => {
                 let mut n = n.clone();
+                if let Some(read) = self.read.as_ref().and_then(|r| r.physical(t)) {
+                    n = n.reading(read);
+                }
                 if self.generated.is_set() {
                     n.events = self.generated.rows.or(n.events);
                     n.tps = self.generated.rate.unwrap_or(n.tps);

@@ -14,7 +14,7 @@
 //! parallelism: subtask `s` of `P` generates `n = s, s + P, ...` (weir's
 //! strided sequence source, which rescales), emitting its kind's events.
 
-use weir_nexmark::{Event, EventKind, Generator, GeneratorConfig};
+use weir_nexmark::{Event, EventKind, Fields, Generator, GeneratorConfig};
 use weir_runtime::{Paced, SequenceSource, SubtaskInfo};
 
 use crate::error::{Result, SqlError};
@@ -34,6 +34,11 @@ pub struct NexmarkTable {
     pub tps: u64,
     /// For each physical column, the field it is.
     pub fields: Vec<usize>,
+    /// For each physical column, whether the job reads it (those it does
+    /// not are NULL, their strings never made: [`crate::prune`]).
+    pub read: Vec<bool>,
+    /// The generator's fields of the columns read.
+    wanted: Fields,
 }
 
 impl NexmarkTable {
@@ -101,8 +106,24 @@ impl NexmarkTable {
             generator,
             events,
             tps,
+            read: vec![true; fields.len()],
+            wanted: Fields::ALL,
             fields,
         })
+    }
+
+    /// The same table generating only the physical columns `read` marks
+    /// (the others NULL).
+    pub fn reading(mut self, read: &[bool]) -> Self {
+        assert_eq!(read.len(), self.fields.len(), "a flag per physical column");
+        self.read = read.to_vec();
+        self.wanted = self
+            .fields
+            .iter()
+            .zip(read)
+            .filter(|(_, &r)| r)
+            .fold(Fields::NONE, |f, (&i, _)| f.with(i));
+        self
     }
 
     /// The row of event `n`, if it is of this table's kind.
@@ -111,10 +132,10 @@ impl NexmarkTable {
         if self.generator.config().kind(n) != self.kind {
             return None;
         }
-        let e = self.generator.event(n);
+        let e = self.generator.event_fields(n, self.wanted);
         let mut v = Values::with_capacity(self.fields.len());
-        for &i in &self.fields {
-            v.push(field(&e, i));
+        for (&i, &read) in self.fields.iter().zip(&self.read) {
+            v.push(if read { field(&e, i) } else { Value::Null });
         }
         Some(Row::new(v))
     }

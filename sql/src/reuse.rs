@@ -121,7 +121,7 @@ impl<T> Default for Memo<T> {
 }
 
 /// The inputs of a node.
-fn inputs(node: &Node) -> Vec<&Plan> {
+pub(crate) fn inputs(node: &Node) -> Vec<&Plan> {
     match node {
         Node::Scan(_) | Node::Values(_) => Vec::new(),
         Node::Calc { input, .. }

@@ -13,6 +13,7 @@ use crate::changelog::UpdateBefore;
 use crate::error::{Result, SqlError};
 use crate::lower::{GeneratedSources, Lowering};
 use crate::plan::{fit_insert, Node, Plan, Planner, Presentation};
+use crate::prune::ReadColumns;
 use crate::reuse::{Lookup, Memo, Reuse};
 use crate::script::{parse_script, Statement};
 use crate::types::{Field, Schema};
@@ -376,7 +377,8 @@ impl Script {
                 .with_reuse(Reuse::of(
                     self.inserts.iter().map(|(_, p)| p).chain(&self.selects),
                 ))
-                .with_update_before(self.update_before());
+                .with_update_before(self.update_before())
+                .with_read_columns(self.read_columns());
             for (table, plan) in &self.inserts {
                 let t = self.catalog.table(table).expect("checked when planned");
                 let rows = low.rows(plan)?;
@@ -409,6 +411,12 @@ impl Script {
             presentations: self.presentations.clone(),
             generated_sources,
         })
+    }
+
+    /// Which physical columns of each table the job reads
+    /// ([`crate::prune`]).
+    pub fn read_columns(&self) -> ReadColumns {
+        ReadColumns::of(self.inserts.iter().map(|(_, p)| p).chain(&self.selects))
     }
 
     /// Which group aggregations of the job must emit update-before rows:
@@ -454,6 +462,7 @@ pub fn explain(plan: &Plan, sink: Option<&Table>) -> String {
             plan,
             sink.is_none_or(|t| t.connector.takes_update_before()),
         )]),
+        read: ReadColumns::of([plan]),
     };
     physical(plan, &mut stages, &mut reused);
     for (i, st) in stages.iter().enumerate() {
@@ -500,6 +509,8 @@ fn physical(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
 struct Reused {
     memo: Memo<usize>,
     update_before: UpdateBefore,
+    /// The columns each table's scan makes ([`crate::prune`]).
+    read: ReadColumns,
 }
 
 fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
@@ -519,6 +530,22 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                     ": splits (operator list state)"
                 }
             );
+            let read = reused.read.physical(t);
+            if matches!(t.connector, crate::connectors::Connector::Nexmark(_))
+                && read.is_some_and(|r| r.contains(&false))
+            {
+                // Flink's `project=[..]` of a source the projection was
+                // pushed into: the others are NULL, never generated.
+                let read: Vec<&str> = t
+                    .physical
+                    .fields
+                    .iter()
+                    .zip(read.into_iter().flatten())
+                    .filter(|(_, &r)| r)
+                    .map(|(f, _)| f.name.as_str())
+                    .collect();
+                s.push_str(&format!(", project=[{}]", read.join(", ")));
+            }
             if let Some((c, d)) = t.watermark {
                 s.push_str(&format!(
                     "\n  chained: Watermarks({} - {d} ms, per source subtask)",

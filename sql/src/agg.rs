@@ -39,6 +39,43 @@ pub struct Aggs {
     width: usize,
     /// The DISTINCT calls, by argument column.
     sets: Arc<[DistinctSet]>,
+    /// The same fold as plain steps, when every call is one
+    /// ([`Plain`]): no match on the function and types per call and row.
+    plain: Option<Arc<[Plain]>>,
+    /// Whether a row folded in always changes the result: a COUNT(*)
+    /// without FILTER counts it.
+    counts_every_row: bool,
+}
+
+/// One aggregate's fold when it needs no types, filter or DISTINCT
+/// store: most groupings (COUNT, SUM of BIGINT).
+#[derive(Clone, Copy, Debug)]
+enum Plain {
+    /// COUNT(*): slot += sign.
+    CountRows(usize),
+    /// COUNT(col): slot += sign unless the column is NULL.
+    CountValues { slot: usize, arg: usize },
+    /// SUM of a BIGINT column as BIGINT, NULLs skipped.
+    SumBigInt { slot: usize, arg: usize },
+}
+
+impl Plain {
+    /// The plain step of call `c` at slot `slot`, if it has one.
+    fn of(c: &AggCall, slot: usize) -> Option<Plain> {
+        if c.distinct || c.filter.is_some() {
+            return None;
+        }
+        Some(match (c.func, c.arg) {
+            (AggFunc::Count, None) => Plain::CountRows(slot),
+            (AggFunc::Count, Some(arg)) => Plain::CountValues { slot, arg },
+            (AggFunc::Sum, Some(arg))
+                if c.arg_ty == DataType::BigInt && c.ty == DataType::BigInt =>
+            {
+                Plain::SumBigInt { slot, arg }
+            }
+            _ => return None,
+        })
+    }
 }
 
 impl Aggs {
@@ -66,12 +103,28 @@ impl Aggs {
                 }
             }
         }
+        let plain: Option<Vec<Plain>> = calls
+            .iter()
+            .zip(&slots)
+            .map(|(c, &s)| Plain::of(c, s))
+            .collect();
+        let counts_every_row = calls.iter().any(|c| {
+            c.func == AggFunc::Count && c.arg.is_none() && c.filter.is_none() && !c.distinct
+        });
         Self {
             calls: calls.into(),
             slots: slots.into(),
             width: w,
             sets: sets.into(),
+            plain: plain.map(Into::into),
+            counts_every_row,
         }
+    }
+
+    /// Whether folding a row in always changes the aggregates' values
+    /// (a COUNT(*) counts it), so no comparison is needed to know.
+    pub fn counts_every_row(&self) -> bool {
+        self.counts_every_row
     }
 
     /// Whether an aggregate is DISTINCT (its values need a store).
@@ -111,6 +164,28 @@ impl Aggs {
     pub fn fold<D: DistinctStore>(&self, acc: &mut Acc, row: &Row, distinct: &mut D) {
         let sign: i64 = if row.kind.is_accumulate() { 1 } else { -1 };
         bump(&mut acc.values[0], sign);
+        if let Some(plain) = &self.plain {
+            for step in plain.iter() {
+                match *step {
+                    Plain::CountRows(s) => bump(&mut acc.values[s], sign),
+                    Plain::CountValues { slot, arg } => {
+                        if !row.values[arg].is_null() {
+                            bump(&mut acc.values[slot], sign)
+                        }
+                    }
+                    Plain::SumBigInt { slot, arg } => {
+                        match (&mut acc.values[slot], &row.values[arg]) {
+                            (_, Value::Null) => {}
+                            (Value::BigInt(cur), Value::BigInt(x)) => {
+                                *cur = cur.wrapping_add(x.wrapping_mul(sign))
+                            }
+                            (cur, x) => add(cur, x, DataType::BigInt, DataType::BigInt, sign),
+                        }
+                    }
+                }
+            }
+            return;
+        }
         for (i, c) in self.calls.iter().enumerate() {
             if c.distinct || !passes(c, row) {
                 continue;
@@ -668,8 +743,13 @@ impl KeyedProcessFunction for GroupAggregate {
         // The key's aggregate values before this row (none if it had no
         // row): the key columns stay the same, so only these can differ.
         let existed = aggs.rows(acc) > 0;
+        // The values before the row are needed for an update-before row,
+        // a delete, or to see whether anything changed; a row folded into
+        // a COUNT(*) changes it, and an insert cannot delete.
+        let surely_changes = row.kind.is_accumulate() && aggs.counts_every_row();
+        let keep_before = existed && (self.update_before || !surely_changes);
         let mut before = AggResult::new();
-        if existed {
+        if keep_before {
             aggs.result_into(acc, &mut before);
         }
         match &mut self.distinct {
@@ -678,6 +758,10 @@ impl KeyedProcessFunction for GroupAggregate {
         }
         if aggs.rows(acc) <= 0 {
             // The key's last row was retracted (or a retraction of nothing).
+            debug_assert!(
+                keep_before || !existed,
+                "a retraction keeps the values before"
+            );
             if existed {
                 out.collect(result_row(RowKind::Delete, key, keys, &before));
             }
@@ -697,7 +781,7 @@ impl KeyedProcessFunction for GroupAggregate {
                 kind: RowKind::Insert,
                 values: now,
             });
-        } else if before[..] != now[keys..] {
+        } else if !keep_before || before[..] != now[keys..] {
             if self.update_before {
                 out.collect(result_row(RowKind::UpdateBefore, key, keys, &before));
             }

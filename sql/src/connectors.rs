@@ -67,6 +67,11 @@ pub struct Datagen {
     pub rows_per_second: u64,
     /// One generator per physical column.
     pub fields: Vec<FieldGen>,
+    /// Which physical columns the job reads (`None`: all); the others
+    /// are NULL, not generated ([`crate::prune`]). Each column's values
+    /// depend on the row and the column alone, so the columns read are
+    /// the same either way.
+    pub read: Option<Vec<bool>>,
 }
 
 /// How one column is generated.
@@ -391,6 +396,7 @@ impl Connector {
                     rows,
                     rows_per_second,
                     fields,
+                    read: None,
                 })
             }
             "print" => Connector::Print {
@@ -480,6 +486,10 @@ impl Datagen {
     pub fn row(&self, i: u64, types: &[DataType], base_ms: i64) -> Row {
         let mut values = Values::with_capacity(self.fields.len());
         for (c, (g, ty)) in self.fields.iter().zip(types).enumerate() {
+            if self.read.as_ref().is_some_and(|r| !r[c]) {
+                values.push(Value::Null);
+                continue;
+            }
             let mut h = splitmix64(
                 i.wrapping_mul(0x9E37_79B9)
                     .wrapping_add(c as u64 * 0x1234_5677),
@@ -511,7 +521,13 @@ impl Datagen {
                     }
                     h = splitmix64(h);
                     let span = (*max as i128 - *min as i128 + 1) as u128;
-                    let n = (*min as i128 + (u128::from(h) % span) as i128) as i64;
+                    // (a 64-bit remainder where the span fits, the same
+                    // value as the 128-bit one without its library call)
+                    let offset = match u64::try_from(span) {
+                        Ok(span) => u128::from(h % span),
+                        Err(_) => u128::from(h), // the whole i64 range
+                    };
+                    let n = (*min as i128 + offset as i128) as i64;
                     match ty {
                         DataType::Boolean => Value::Bool(h & 1 == 1),
                         DataType::Int => Value::Int(n as i32),

@@ -473,6 +473,9 @@ impl<'j> Lowering<'j> {
             }
             Connector::Datagen(g) => {
                 let mut g = g.clone();
+                if let Some(read) = self.read.as_ref().and_then(|r| r.physical(t)) {
+                    g.read = Some(read.to_vec());
+                }
                 if self.generated.is_set() {
                     g.rows = self.generated.rows.or(g.rows);
                     g.rows_per_second = self.generated.rate.unwrap_or(g.rows_per_second);

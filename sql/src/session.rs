@@ -531,7 +531,10 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                 }
             );
             let read = reused.read.physical(t);
-            if matches!(t.connector, crate::connectors::Connector::Nexmark(_))
+            if matches!(
+                t.connector,
+                crate::connectors::Connector::Nexmark(_) | crate::connectors::Connector::Datagen(_)
+            )
                 && read.is_some_and(|r| r.contains(&false))
             {
                 // Flink's `project=[..]` of a source the projection was

@@ -155,3 +155,44 @@ fn explain_names_the_columns_a_nexmark_scan_makes() {
         "{text}"
     );
 }
+
+#[test]
+fn pruned_datagen_columns_leave_the_query_result_as_it_was() {
+    use weir_runtime::testing::{run_ok, test_options};
+    let ddl = "CREATE TABLE g (id BIGINT, k INT, name STRING, score DOUBLE) WITH (
+                 'connector' = 'datagen', 'number-of-rows' = '3000',
+                 'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '3000',
+                 'fields.k.min' = '0', 'fields.k.max' = '9', 'fields.name.length' = '12',
+                 'fields.score.min' = '0', 'fields.score.max' = '1');
+               CREATE TABLE o4 (a BIGINT, b INT, c STRING, d DOUBLE) WITH ('connector' = 'blackhole');";
+    let q = "SELECT k, COUNT(*) AS n, SUM(id) AS s FROM g GROUP BY k";
+    let rows = |all: bool| {
+        let keep_all = if all {
+            "INSERT INTO o4 SELECT * FROM g;"
+        } else {
+            ""
+        };
+        let s = Script::parse(&format!("{ddl}{keep_all}{q};")).unwrap_or_else(|e| panic!("{e}"));
+        let read = s.read_columns().of_table("g").expect("g").to_vec();
+        let text = crate::session::explain(&s.planned_selects()[0], None);
+        let job = s.job("prune").expect("the job");
+        run_ok(job.job, &test_options(2));
+        let mut table = std::collections::BTreeMap::new();
+        for r in job.selects[0].1.lock().expect("rows").iter() {
+            match r.kind {
+                crate::value::RowKind::Insert | crate::value::RowKind::UpdateAfter => {
+                    table.insert(format!("{:?}", r.values[0]), format!("{:?}", r.values));
+                }
+                _ => {}
+            }
+        }
+        (read, text, table)
+    };
+    let (pruned_read, text, pruned) = rows(false);
+    let (all_read, _, all) = rows(true);
+    assert_eq!(pruned_read, [true, true, false, false]);
+    assert!(text.contains("project=[id, k]"), "{text}");
+    assert!(all_read.iter().all(|&r| r));
+    assert_eq!(pruned.len(), 10);
+    assert_eq!(pruned, all);
+}

@@ -12,15 +12,7 @@ CREATE TABLE out3 (a BIGINT, b BIGINT, c BIGINT) WITH ('connector' = 'blackhole'
 
 /// The names of the bid columns `script` (after the DDL above) reads.
 fn read(script: &str) -> Vec<&'static str> {
-    let names = [
-        "auction",
-        "bidder",
-        "price",
-        "channel",
-        "url",
-        "date_time",
-        "extra",
-    ];
+    let names = weir_nexmark::EventKind::Bid.columns();
     let s = Script::parse(&format!("{BID}{script}")).unwrap_or_else(|e| panic!("{e}"));
     let read = s.read_columns();
     let flags = read.of_table("bid").expect("bid is scanned");
@@ -53,15 +45,7 @@ fn projections_filters_and_aggregate_arguments_are_read() {
 
 #[test]
 fn a_star_or_a_join_reads_everything() {
-    let all = [
-        "auction",
-        "bidder",
-        "price",
-        "channel",
-        "url",
-        "date_time",
-        "extra",
-    ];
+    let all = weir_nexmark::EventKind::Bid.columns();
     let star = "CREATE TABLE o7 (a BIGINT, b BIGINT, c BIGINT, d STRING, e STRING, \
                 f TIMESTAMP(3), g STRING) WITH ('connector' = 'blackhole');
                 INSERT INTO o7 SELECT * FROM bid;";

@@ -3,7 +3,8 @@
 //!
 //! Every plan node becomes operators with stable uids (`<kind>-<n>-...`,
 //! numbered in plan order, so the same script restores its own
-//! checkpoints): a scan a source (plus a parse of each line for files, the
+//! checkpoints; a stateful operator's ends in a digest of its state's
+//! layout, so a changed aggregation is refused rather than misread): a scan a source (plus a parse of each line for files, the
 //! computed columns and the watermark generator); a calc a chained
 //! flat-map; a window aggregation `key_by` on the group keys and weir's
 //! window operator; a group aggregation `key_by` and a keyed process
@@ -160,6 +161,21 @@ impl<'j> Lowering<'j> {
         format!("{kind}-{}", self.next)
     }
 
+    /// The uid of a stateful operator: [`uid`](Self::uid) with a digest of
+    /// what its state's entries are laid out as (`layout`: its key and row
+    /// types, its aggregates' accumulator slots, its window). A script
+    /// changed so that the state means something else (SUM turned into
+    /// AVG, a column added to a joined side) no longer finds its old state
+    /// under the same uid: the restore is refused as Flink refuses state
+    /// it cannot map ("non-restored state", `--allow-non-restored-state`
+    /// starts the operator afresh), instead of reading accumulator slots
+    /// of one layout as another's.
+    fn state_uid(&mut self, kind: &str, layout: &impl std::fmt::Debug) -> String {
+        let uid = self.uid(kind);
+        let digest = weir_runtime::KeyHash::key_hash(format!("{layout:?}").as_str());
+        format!("{uid}-{:08x}", digest >> 32)
+    }
+
     /// The rows of `plan`: a branch of its one run if it is a repeated
     /// sub-plan ([`Lowering::with_reuse`]).
     pub fn rows(&mut self, plan: &Plan) -> Result<Rows<'j>> {
@@ -215,7 +231,8 @@ impl<'j> Lowering<'j> {
                 aggs,
             } => {
                 let rows = self.rows(input)?;
-                let uid = self.uid("window-aggregate");
+                let layout = (window, key_types(input, *keys), agg_layout(aggs));
+                let uid = self.state_uid("window-aggregate", &layout);
                 let nkeys = *keys;
                 let time = *time;
                 let ts = move |r: &Row| r.values[time].as_i64().unwrap_or(i64::MIN);
@@ -273,7 +290,8 @@ impl<'j> Lowering<'j> {
             }
             Node::GroupAgg { input, keys, aggs } => {
                 let rows = self.rows(input)?;
-                let uid = self.uid("group-aggregate");
+                let layout = (key_types(input, *keys), agg_layout(aggs));
+                let uid = self.state_uid("group-aggregate", &layout);
                 let nkeys = *keys;
                 let aggs = Aggs::new(aggs);
                 let update_before = self.update_before.emits(plan);
@@ -292,12 +310,13 @@ impl<'j> Lowering<'j> {
                 aggs,
             } => {
                 let rows = self.rows(input)?;
-                let uid = self.uid("over-aggregate");
+                let layout = (input.schema.types(), partition, frame, agg_layout(aggs));
+                let uid = self.state_uid("over-aggregate", &layout);
                 crate::over_agg::lower(rows, &uid, partition, *time, *frame, Aggs::new(aggs))
             }
             Node::Rank { input, rank } => {
                 let rows = self.rows(input)?;
-                let uid = self.uid("rank");
+                let uid = self.state_uid("rank", &(input.schema.types(), rank));
                 crate::rank::lower(rows, &uid, rank)
             }
             Node::WindowAssign {
@@ -396,7 +415,10 @@ impl<'j> Lowering<'j> {
                     let lk = lk.clone();
                     move |r: &Row| joinable(&lk, lt, r)
                 });
-                let uid = self.uid("interval-join");
+                let uid = self.state_uid(
+                    "interval-join",
+                    &(left.schema.types(), right.schema.types()),
+                );
                 let residual = on.residual.clone().map(Arc::new);
                 let bounds = *bounds;
                 left_rows
@@ -581,7 +603,7 @@ impl<'j> Lowering<'j> {
             .detach();
         let lk = keys(&on.left_keys);
         let left_rows = self.rows(left)?;
-        let uid = self.uid(kind);
+        let uid = self.state_uid(kind, &(left.schema.types(), right.schema.types()));
         Ok(left_rows
             .key_by(move |r: &Row| key_values(&lk, r))
             .connect(right_keyed)
@@ -777,6 +799,29 @@ fn keys(k: &[Scalar]) -> Arc<[Scalar]> {
 #[inline]
 fn key_values(keys: &[Scalar], r: &Row) -> Key {
     Key::of(keys.iter().map(|k| k.eval(r)))
+}
+
+/// The types of `input`'s first `keys` columns (a grouping's key).
+fn key_types(input: &Plan, keys: usize) -> Vec<DataType> {
+    input.schema.types()[..keys].to_vec()
+}
+
+/// What decides an aggregation's accumulator slots: each call's function,
+/// types, DISTINCT and FILTER (not which column it reads, nor how it is
+/// written).
+fn agg_layout(aggs: &[crate::plan::AggCall]) -> Vec<String> {
+    aggs.iter()
+        .map(|c| {
+            format!(
+                "{:?} {} {} {} {}",
+                c.func,
+                c.arg_ty,
+                c.ty,
+                c.distinct,
+                c.filter.is_some()
+            )
+        })
+        .collect()
 }
 
 /// Whether `r` may join in an interval join: no NULL key, a time.

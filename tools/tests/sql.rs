@@ -1365,3 +1365,86 @@ fn a_grouped_count_into_a_blackhole_makes_no_update_before_rows() {
     assert_eq!(stdout.lines().filter(|l| l.contains("-U[")).count(), 990);
     assert!(stderr.contains("done: 1990 rows written"), "{stderr}");
 }
+
+/// A savepoint restored into a script whose aggregation now keeps other
+/// accumulator slots (SUM turned into AVG, same uids otherwise) is refused
+/// at once with exit code 2, naming the operator whose state has no place
+/// in the job, instead of failing a worker with an index out of bounds
+/// (and retrying for ever) or reading a sum as something else; with
+/// `--allow-non-restored-state` the aggregation starts afresh.
+#[test]
+fn a_savepoint_into_a_changed_aggregation_is_refused_not_misread() {
+    let s = Scratch::new("sql", "changed-agg");
+    let script = |aggs: &str, out: &str| {
+        // One file name for all: the job's name comes from it.
+        let dir = s.join(&format!("v-{}-{out}", aggs.len()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("job.sql");
+        fs::write(
+            &path,
+            format!(
+                "CREATE TABLE gen (id BIGINT, k AS id % 5, ts AS TO_TIMESTAMP_LTZ(id, 3),
+                   WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+                 WITH ('connector' = 'datagen', 'rows-per-second' = '20000',
+                   'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '99999');
+                 CREATE TABLE out (k BIGINT, ws TIMESTAMP(3), a BIGINT, n BIGINT)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+                 INSERT INTO out SELECT k, window_start, {aggs} FROM TABLE(TUMBLE(TABLE gen,
+                   DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end;",
+                s.join(out).display()
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let cmd = |path: &Path| {
+        let mut c = Command::new(WEIR);
+        c.arg("sql")
+            .arg(path)
+            .args(["--workers", "1", "--set", "weir.worker.pin-cores=false"])
+            .arg("--set")
+            .arg(format!("state.checkpoints.dir={}", s.join("ck").display()))
+            .arg("--set")
+            .arg(format!("state.savepoints.dir={}", s.join("sp").display()))
+            .args(["--set", "execution.checkpointing.interval=100ms"])
+            .env_remove("RUST_LOG");
+        c
+    };
+    let mut first = Proc::spawn(&s, "first", cmd(&script("SUM(id), COUNT(*)", "out")));
+    assert!(
+        first.wait_until("a first window's row", || !committed_rows(&s.join("out"))
+            .is_empty())
+    );
+    let savepoint = stop_with_savepoint(&s, &mut first);
+    let changed = script("AVG(id),  COUNT(*)", "out");
+    let started = std::time::Instant::now();
+    let refused = cmd(&changed)
+        .arg("--restore")
+        .arg(&savepoint)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "refused at once"
+    );
+    assert!(
+        stderr.contains("window-aggregate-") && stderr.contains("--allow-non-restored-state"),
+        "{stderr}"
+    );
+    // (the old output moved away first, as the error about it says: the
+    // directory holds committed output of the job before the change)
+    fs::rename(s.join("out"), s.join("out.before")).unwrap();
+    let mut allowed = cmd(&changed);
+    allowed
+        .arg("--restore")
+        .arg(&savepoint)
+        .arg("--allow-non-restored-state");
+    let allowed = allowed.output().unwrap();
+    assert!(
+        allowed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+}

@@ -428,8 +428,11 @@ fn a_repeated_sub_plan_runs_once_with_the_same_result() {
         let n = uids
             .iter()
             .filter(|u| {
-                u.strip_prefix(kind)
-                    .is_some_and(|n| n.parse::<u32>().is_ok())
+                // `<kind><n>`, and a stateful operator's `-<layout digest>`
+                u.strip_prefix(kind).is_some_and(|n| {
+                    let (n, digest) = n.split_once('-').unwrap_or((n, "00000000"));
+                    n.parse::<u32>().is_ok() && u32::from_str_radix(digest, 16).is_ok()
+                })
             })
             .count();
         assert_eq!(n, 1, "{kind}: {uids:?}");
@@ -657,4 +660,40 @@ fn update_before_rows_are_made_only_where_a_consumer_takes_them() {
         panic!()
     };
     assert!(script.update_before().emits(shared));
+}
+
+/// A stateful operator's uid carries a digest of its state's layout: a
+/// script whose aggregation now keeps other accumulator slots (SUM turned
+/// into AVG) does not map its old state onto them, while one that only
+/// reads another column or is written otherwise keeps the same uid.
+#[test]
+fn a_stateful_operators_uid_follows_its_state_layout() {
+    let uid_of = |select: &str, kind: &str| -> String {
+        let script = Script::parse(&format!("{GEN}{select};")).unwrap_or_else(|e| panic!("{e}"));
+        let uids = script.job("layout").expect("the job").job.uids();
+        uids.into_iter()
+            .find(|u| u.starts_with(kind))
+            .unwrap_or_else(|| panic!("no {kind} uid"))
+    };
+    let window = |aggs: &str| {
+        uid_of(
+            &format!(
+                "SELECT k, {aggs} FROM TABLE(TUMBLE(TABLE g, DESCRIPTOR(ts), INTERVAL '10' SECOND)) \
+                 GROUP BY k, window_start, window_end"
+            ),
+            "window-aggregate-",
+        )
+    };
+    let sum = window("SUM(id), COUNT(*)");
+    assert_ne!(sum, window("AVG(id), COUNT(*)"));
+    assert_ne!(sum, window("SUM(id), COUNT(*), MAX(v)"));
+    assert_eq!(sum, window("SUM(v), count(*)"));
+    let group = |aggs: &str| {
+        uid_of(
+            &format!("SELECT k, {aggs} FROM g GROUP BY k"),
+            "group-aggregate-",
+        )
+    };
+    assert_ne!(group("SUM(id)"), group("MIN(id)"));
+    assert_eq!(group("SUM(id)"), group("sum(v)"));
 }

@@ -204,9 +204,14 @@ pub fn round_int(v: i64, digits: i32, trunc: bool) -> i64 {
 /// A double rounded (half away from zero) or truncated to `digits`
 /// digits after the point as Flink does it: on the double's shortest
 /// decimal text (Java's `BigDecimal.valueOf`), so that `ROUND(2.675, 2)`
-/// is 2.68 although the double is slightly below 2.675.
+/// is 2.68 although the double is slightly below 2.675. A zero result is
+/// `0.0`, never `-0.0`: a `BigDecimal` has no negative zero, so Flink's
+/// `ROUND(-0.1, 0)` is 0.0.
 pub fn round_double(x: f64, digits: i32, trunc: bool) -> f64 {
-    if !x.is_finite() || x == 0.0 {
+    if x == 0.0 {
+        return 0.0;
+    }
+    if !x.is_finite() {
         return x;
     }
     // `d.ddddde±N`: the digits, and the exponent of the first one.
@@ -225,6 +230,9 @@ pub fn round_double(x: f64, digits: i32, trunc: bool) -> f64 {
     }
     if !trunc && keep >= 0 && all[keep as usize] >= b'5' {
         kept += 1;
+    }
+    if kept == 0 {
+        return 0.0;
     }
     let v: f64 = format!("{kept}e{}", -digits).parse().unwrap_or(0.0);
     v.copysign(x)
@@ -594,6 +602,14 @@ mod tests {
         assert_eq!(round_double(1234.5678, -2, false), 1200.0);
         assert_eq!(round_double(1e300, 2, false), 1e300);
         assert_eq!(round_double(123.456, 1, true), 123.4);
+        // No negative zero, as Java's BigDecimal has none.
+        for (x, d, trunc) in [(-0.1, 0, false), (-0.4, 0, false), (-0.04, -1, false)]
+            .into_iter()
+            .chain([(-0.9, 0, true), (-0.0, 2, false), (-0.0, 2, true)])
+        {
+            let r = round_double(x, d, trunc);
+            assert!(r == 0.0 && r.is_sign_positive(), "{x} {d} {trunc}: {r}");
+        }
         assert!(round_double(f64::NAN, 1, false).is_nan());
     }
 

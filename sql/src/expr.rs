@@ -1598,27 +1598,48 @@ pub(crate) fn fits(x: i128, precision: u8) -> bool {
     precision >= 38 || x.unsigned_abs() < 10u128.pow(u32::from(precision))
 }
 
-/// A decimal literal's text (`-12.345`) as an unscaled value of `scale`
-/// (rounded half away from zero).
+/// A decimal's text (`-12.345`, also with an exponent: `-1.5e2`, as
+/// Java's `BigDecimal` and Flink's `BinaryStringDataUtil.toDecimal` read
+/// it) as an unscaled value of `scale`, rounded half away from zero;
+/// `None` for other text or more than 38 digits before the scale's end.
 pub fn parse_decimal(s: &str, scale: u8) -> Option<i128> {
     let (neg, s) = match s.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s.strip_prefix('+').unwrap_or(s)),
     };
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    let (mantissa, exp) = match s.find(['e', 'E']) {
+        Some(at) => (&s[..at], s[at + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     if (int.is_empty() && frac.is_empty())
         || !int.bytes().all(|c| c.is_ascii_digit())
         || !frac.bytes().all(|c| c.is_ascii_digit())
     {
         return None;
     }
-    let digits = format!("{int}{frac}");
-    let v: i128 = if digits.is_empty() {
+    let digits: Vec<u8> = int.bytes().chain(frac.bytes()).collect();
+    // The digits kept: those before the point (moved by the exponent)
+    // and `scale` after it; the first one cut off rounds.
+    let keep = int.len() as i64 + i64::from(exp) + i64::from(scale);
+    let kept = &digits[..keep.clamp(0, digits.len() as i64) as usize];
+    let kept = std::str::from_utf8(kept).ok()?.trim_start_matches('0');
+    if kept.len() > 38 {
+        return None;
+    }
+    let mut v: i128 = if kept.is_empty() {
         0
     } else {
-        digits.parse().ok()?
+        kept.parse().ok()?
     };
-    let v = rescale(v, u8::try_from(frac.len()).ok()?, scale)?;
+    if keep > digits.len() as i64 {
+        if v != 0 {
+            let zeros = u32::try_from(keep - digits.len() as i64).ok()?;
+            v = v.checked_mul(10i128.checked_pow(zeros)?)?;
+        }
+    } else if usize::try_from(keep).is_ok_and(|k| digits.get(k).is_some_and(|&d| d >= b'5')) {
+        v += 1;
+    }
     Some(if neg { -v } else { v })
 }
 
@@ -3263,6 +3284,39 @@ mod tests {
             Value::Str("03:04".into())
         );
         assert_eq!(eval("TO_TIMESTAMP('soon')", &s, &r), Value::Null);
+    }
+
+    #[test]
+    fn decimal_text_may_have_an_exponent_as_java_big_decimal_reads_it() {
+        let cases = [
+            ("-1e2", 2, Some(-10_000)),
+            ("1.5E1", 0, Some(15)),
+            ("1.25e-1", 2, Some(13)),
+            ("-1.25e-1", 2, Some(-13)),
+            ("125e-5", 2, Some(0)),
+            ("5e-3", 2, Some(1)),
+            ("5e-4", 2, Some(0)),
+            ("0e100", 2, Some(0)),
+            (".5e+1", 1, Some(50)),
+            ("12.345", 2, Some(1235)),
+            (
+                "0.000000000000000000000000000000000000000000012",
+                2,
+                Some(0),
+            ),
+            ("1e", 2, None),
+            ("e2", 2, None),
+            ("1e2.5", 2, None),
+            ("1e40", 0, None),
+        ];
+        for (text, scale, want) in cases {
+            assert_eq!(parse_decimal(text, scale), want, "{text} at scale {scale}");
+        }
+        let (s, r) = scope();
+        assert_eq!(
+            eval("CAST('-1e2' AS DECIMAL(6, 2))", &s, &r),
+            Value::decimal(-10_000)
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //!
 //! An accumulator is an [`Acc`], slots of values: slot 0 counts the rows
 //! folded in (net of retractions), then per aggregate one slot (COUNT,
-//! SUM, MIN, MAX), two (AVG: sum and count) or three (the variances), so
+//! MIN, MAX), two (SUM and AVG: the sum and the count of values in it, so
+//! that a sum whose values were all retracted is NULL again, as Flink's
+//! `SumWithRetractAggFunction`) or three (the variances), so
 //! it is checkpointed and rescaled as any keyed state value. An aggregate
 //! with `FILTER (WHERE ..)` folds only the rows whose filter column is
 //! TRUE; a DISTINCT aggregate folds a value when its count in
@@ -50,7 +52,8 @@ impl Aggs {
         for (i, c) in calls.iter().enumerate() {
             slots.push(w);
             w += match c.func {
-                AggFunc::Avg => 2,
+                // the sum and its count of values
+                AggFunc::Sum | AggFunc::Avg => 2,
                 // n, mean, M2 (Welford's running sums)
                 AggFunc::Variance { .. } => 3,
                 _ => 1,
@@ -91,7 +94,7 @@ impl Aggs {
         for c in self.calls.iter() {
             match c.func {
                 AggFunc::Count => v.push(Value::BigInt(0)),
-                AggFunc::Avg => {
+                AggFunc::Sum | AggFunc::Avg => {
                     v.push(Value::Null);
                     v.push(Value::BigInt(0));
                 }
@@ -169,13 +172,16 @@ impl Aggs {
         let s = self.slots[i];
         match c.func {
             AggFunc::Count => bump(&mut acc.values[s], sign),
-            AggFunc::Sum => add(
-                &mut acc.values[s],
-                arg.expect("SUM has an argument"),
-                c.arg_ty,
-                c.ty,
-                sign,
-            ),
+            AggFunc::Sum => {
+                add(
+                    &mut acc.values[s],
+                    arg.expect("SUM has an argument"),
+                    c.arg_ty,
+                    c.ty,
+                    sign,
+                );
+                bump(&mut acc.values[s + 1], sign);
+            }
             AggFunc::Avg => {
                 add(
                     &mut acc.values[s],
@@ -254,6 +260,7 @@ impl Aggs {
                     if !b.values[s].is_null() {
                         add(&mut a.values[s], &b.values[s], c.ty, c.ty, 1)
                     }
+                    bump(&mut a.values[s + 1], b.values[s + 1].as_i64().unwrap_or(0));
                 }
                 AggFunc::Avg => {
                     if !b.values[s].is_null() {
@@ -350,7 +357,8 @@ impl Aggs {
                         avg(&acc.values[s], sum_type(c), n, c.ty)
                     }
                 }
-                AggFunc::Sum if matches!(acc.values[s], Value::Null) => Value::Null,
+                // No values in the sum (none yet, or all retracted): NULL.
+                AggFunc::Sum if acc.values[s + 1].as_i64().unwrap_or(0) <= 0 => Value::Null,
                 AggFunc::Variance { sample, root } => {
                     let (n, _, m2) = welford(acc, s);
                     let d = if sample { n - 1.0 } else { n };

@@ -1677,6 +1677,42 @@ pub fn time_unit(field: &DateTimeField) -> Option<TimeUnit> {
     })
 }
 
+/// The length a CAST to `CHAR(n)` or `VARCHAR(n)` gives its text, and
+/// whether it pads (CHAR): Flink's `CharVarCharTrimPadCastRule` (since
+/// 1.15) cuts the text to `n` characters and pads a CHAR's with spaces.
+/// `CHAR` alone is `CHAR(1)` (SQL's default, and Calcite's); `VARCHAR`
+/// alone and `STRING` have no length.
+fn cast_length(t: &ast::DataType) -> Option<(u64, bool)> {
+    use ast::DataType as A;
+    let length = |l: &Option<ast::CharacterLength>, default| match l {
+        Some(ast::CharacterLength::IntegerLength { length, .. }) => Some(*length),
+        Some(ast::CharacterLength::Max) => None,
+        None => default,
+    };
+    match t {
+        A::Char(l) | A::Character(l) => length(l, Some(1)).map(|n| (n, true)),
+        A::Varchar(l) | A::CharVarying(l) | A::CharacterVarying(l) | A::Nvarchar(l) => {
+            length(l, None).map(|n| (n, false))
+        }
+        _ => None,
+    }
+}
+
+/// `text` cut to its first `n` characters and, with `pad`, padded with
+/// spaces to `n` (see [`cast_length`]).
+fn text_of_length(text: Scalar, n: u64, pad: bool) -> Scalar {
+    let n = Scalar::Literal(
+        Value::BigInt(i64::try_from(n).unwrap_or(i64::MAX)),
+        DataType::BigInt,
+    );
+    if pad {
+        let space = Scalar::Literal(Value::Str(" ".into()), DataType::String);
+        Scalar::Call(Func::Pad(false), vec![text, n, space], DataType::String)
+    } else {
+        Scalar::Call(Func::LeftRight(true), vec![text, n], DataType::String)
+    }
+}
+
 /// A SQL type as weir models it.
 pub fn data_type(ty: &ast::DataType) -> Result<DataType> {
     use ast::DataType as A;
@@ -1963,7 +1999,11 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                     ))
                 }
             };
-            Scalar::Cast(Box::new(a), to, strict)
+            let cast = Scalar::Cast(Box::new(a), to, strict);
+            match cast_length(t) {
+                Some((n, pad)) => text_of_length(cast, n, pad),
+                None => cast,
+            }
         }
         Expr::Extract { field, expr, .. } => {
             let a = sub(expr)?;
@@ -3284,6 +3324,28 @@ mod tests {
             Value::Str("03:04".into())
         );
         assert_eq!(eval("TO_TIMESTAMP('soon')", &s, &r), Value::Null);
+    }
+
+    #[test]
+    fn a_cast_to_char_or_varchar_of_a_length_cuts_and_pads_as_flinks() {
+        let (s, r) = scope();
+        let text = |sql: &str| eval(sql, &s, &r);
+        let cases = [
+            ("CAST('hello' AS VARCHAR(3))", "hel"),
+            ("CAST('hi' AS VARCHAR(3))", "hi"),
+            ("CAST('hello' AS CHAR(3))", "hel"),
+            ("CAST('hi' AS CHAR(4))", "hi  "),
+            ("CAST('hello' AS CHAR)", "h"),
+            ("CAST('héllo' AS VARCHAR)", "héllo"),
+            ("CAST('héllo' AS STRING)", "héllo"),
+            ("CAST(12345 AS VARCHAR(2))", "12"),
+            ("TRY_CAST(1.5 AS CHAR(5))", "1.5  "),
+            ("CAST('héllo' AS CHARACTER VARYING(2))", "hé"),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(text(sql), Value::Str(want.into()), "{sql}");
+        }
+        assert_eq!(text("CAST(CAST(NULL AS STRING) AS CHAR(3))"), Value::Null);
     }
 
     #[test]

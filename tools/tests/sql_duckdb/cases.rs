@@ -828,4 +828,38 @@ pub const CASES: &[Case] = &[
                  FROM orders o JOIN (VALUES ('books', 'first'), ('games', 'second'), ('food', CAST(NULL AS VARCHAR)))
                    AS c(category, label) ON o.category = c.category",
     },
+    Case {
+        name: "casts_to_text_of_a_length_and_decimal_text_with_an_exponent",
+        // Flink's CAST to VARCHAR(n) cuts the text to n characters and to
+        // CHAR(n) also pads it with spaces (DuckDB's does neither: its side
+        // says so with left and rpad); bracketed, as a printed cell's
+        // blanks would not show. A DECIMAL's text may have an exponent.
+        weir: "SELECT order_id, CAST(note AS VARCHAR(4)) AS n4,
+                      '[' || CAST(category AS CHAR(6)) || ']' AS c6,
+                      CAST(order_id AS VARCHAR(1)) AS o1,
+                      CAST(CAST(qty AS STRING) || 'e-1' AS DECIMAL(6, 2)) AS q,
+                      TRY_CAST('-1.5E2' AS DECIMAL(6, 2)) AS m
+               FROM orders;",
+        duckdb: "SELECT order_id, left(note, 4), '[' || rpad(category, 6, ' ') || ']',
+                        left(CAST(order_id AS VARCHAR), 1),
+                        CAST(CAST(qty AS VARCHAR) || 'e-1' AS DECIMAL(6, 2)),
+                        CAST('-1.5E2' AS DECIMAL(6, 2))
+                 FROM orders",
+    },
+    Case {
+        name: "sum_over_an_updating_input_whose_values_are_retracted",
+        // A user's x is its one amount, replaced by NULL once it has a
+        // second order: SUM over those updates is NULL where every value
+        // in it was retracted (Flink's SumWithRetractAggFunction), not 0.
+        weir: "SELECT g, COUNT(*) AS n, SUM(x) AS s, AVG(x) AS a
+               FROM (SELECT MOD(CHAR_LENGTH(user_id), 2) AS g, user_id,
+                            CASE WHEN COUNT(*) > 1 THEN NULL ELSE MAX(amount) END AS x
+                     FROM orders GROUP BY user_id)
+               GROUP BY g;",
+        duckdb: "SELECT g, COUNT(*), SUM(x), AVG(x)::DECIMAL(38, 6)
+                 FROM (SELECT length(user_id) % 2 AS g, user_id,
+                              CASE WHEN COUNT(*) > 1 THEN NULL ELSE MAX(amount) END AS x
+                       FROM orders GROUP BY user_id)
+                 GROUP BY g",
+    },
 ];

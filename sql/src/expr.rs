@@ -180,8 +180,10 @@ pub enum Func {
     ToTimestamp,
     /// EXTRACT(unit FROM ts)
     Extract(TimeUnit),
-    /// FLOOR(ts TO unit) / CEIL(ts TO unit)
+    /// FLOOR(ts TO unit) / CEIL(ts TO unit), a unit of a day or less
     TimeFloor(i64, bool),
+    /// FLOOR / CEIL of a timestamp or date TO WEEK, MONTH, QUARTER or YEAR
+    CalendarFloor(functions::CalendarUnit, bool),
     /// FLOOR / CEIL of a number
     NumFloor(bool),
     /// POSITION(a IN b), 1-based, 0 if absent
@@ -740,6 +742,17 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
         Func::Extract(u) => match arg(0) {
             Value::Timestamp(ms) => Value::BigInt(functions::extract(*u, ms)),
             Value::Date(d) => Value::BigInt(functions::extract(*u, i64::from(d) * DAY_MS)),
+            _ => Value::Null,
+        },
+        Func::CalendarFloor(unit, ceil) => match arg(0) {
+            Value::Timestamp(ms) => {
+                let days = functions::floor_days(ms.div_euclid(DAY_MS), *unit, *ceil);
+                Value::Timestamp(days.saturating_mul(DAY_MS))
+            }
+            Value::Date(d) => {
+                let days = functions::floor_days(i64::from(d), *unit, *ceil);
+                i32::try_from(days).map_or(Value::Null, Value::Date)
+            }
             _ => Value::Null,
         },
         Func::TimeFloor(unit, ceil) => match arg(0) {
@@ -1657,6 +1670,19 @@ pub fn unit_ms(field: &DateTimeField) -> Option<i64> {
     })
 }
 
+/// The calendar unit of FLOOR/CEIL(.. TO field), beyond a day.
+fn calendar_unit(field: &DateTimeField) -> Option<functions::CalendarUnit> {
+    use functions::CalendarUnit as C;
+    use DateTimeField as F;
+    Some(match field {
+        F::Week(_) | F::Weeks => C::Week,
+        F::Month | F::Months => C::Month,
+        F::Quarter => C::Quarter,
+        F::Year | F::Years => C::Year,
+        _ => return None,
+    })
+}
+
 /// The EXTRACT unit of a field.
 pub fn time_unit(field: &DateTimeField) -> Option<TimeUnit> {
     use DateTimeField as F;
@@ -2018,11 +2044,23 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
             let ceil = matches!(e, Expr::Ceil { .. });
             let a = sub(expr)?;
             match field {
-                ast::CeilFloorKind::DateTimeField(f) if a.ty().is_timestamp() => {
-                    let unit = unit_ms(f).ok_or_else(|| {
-                        SqlError::Unsupported(format!("FLOOR/CEIL to {f} (day or finer is)"))
-                    })?;
+                ast::CeilFloorKind::DateTimeField(f)
+                    if a.ty().is_timestamp() || a.ty() == DataType::Date =>
+                {
                     let t = a.ty();
+                    if let Some(unit) = calendar_unit(f) {
+                        return Ok(Scalar::Call(Func::CalendarFloor(unit, ceil), vec![a], t));
+                    }
+                    if t == DataType::Date {
+                        return Err(SqlError::Unsupported(format!(
+                            "FLOOR/CEIL of a DATE to {f} (WEEK, MONTH, QUARTER and YEAR are)"
+                        )));
+                    }
+                    let unit = unit_ms(f).ok_or_else(|| {
+                        SqlError::Unsupported(format!(
+                            "FLOOR/CEIL to {f} (DAY or finer, WEEK, MONTH, QUARTER and YEAR are)"
+                        ))
+                    })?;
                     Scalar::Call(Func::TimeFloor(unit, ceil), vec![a], t)
                 }
                 ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime)

@@ -862,4 +862,29 @@ pub const CASES: &[Case] = &[
                        FROM orders GROUP BY user_id)
                  GROUP BY g",
     },
+    Case {
+        name: "floor_and_ceil_to_calendar_units",
+        // Flink's (Calcite's) FLOOR TO WEEK is the Sunday before (DuckDB's
+        // date_trunc: the Monday), and CEIL TO WEEK or MONTH goes by the
+        // day alone: a timestamp on a Sunday (the 1st) stays at its day's
+        // midnight, any other moves to the next Sunday (month's 1st).
+        weir: "SELECT order_id, FLOOR(ts TO WEEK) AS fw, CEIL(ts TO WEEK) AS cw,
+                      FLOOR(ts TO MONTH) AS fm, CEIL(ts TO MONTH) AS cm,
+                      FLOOR(ts TO QUARTER) AS fq, CEIL(ts TO YEAR) AS cy,
+                      FLOOR(CAST(ts AS DATE) TO YEAR) AS dy
+               FROM orders;",
+        duckdb: "SELECT order_id,
+                        CAST(CAST(ts AS DATE) - CAST(dayofweek(ts) AS INTEGER) AS TIMESTAMP),
+                        CAST(CAST(ts AS DATE) - CAST(dayofweek(ts) AS INTEGER)
+                             + CASE WHEN dayofweek(ts) > 0 THEN 7 ELSE 0 END AS TIMESTAMP),
+                        date_trunc('month', ts),
+                        CASE WHEN day(ts) > 1 THEN date_trunc('month', ts) + INTERVAL 1 MONTH
+                             ELSE date_trunc('month', ts) END,
+                        date_trunc('quarter', ts),
+                        CASE WHEN month(ts) > 1 OR day(ts) > 1
+                             THEN date_trunc('year', ts) + INTERVAL 1 YEAR
+                             ELSE date_trunc('year', ts) END,
+                        CAST(date_trunc('year', CAST(ts AS DATE)) AS DATE)
+                 FROM orders",
+    },
 ];

@@ -2384,8 +2384,24 @@ fn on_time_line(s: Scalar, other: DataType) -> Scalar {
     }
 }
 
+/// `s` cast to `other` when it is text compared with a number, a date or
+/// a timestamp: Calcite's implicit coercion of a comparison, which
+/// Flink's planner applies (`ts > '2024-01-01 00:00:00'`, `d = '2024-01-31'`,
+/// `qty = '7'`); text that does not parse fails as its CAST does. Else
+/// `s` as it is.
+fn text_compared_with(s: Scalar, other: DataType) -> Scalar {
+    let castable = other.is_numeric() || other.is_timestamp() || other == DataType::Date;
+    if s.ty() == DataType::String && castable && !is_null_literal(&s) {
+        Scalar::Cast(Box::new(s), other, true)
+    } else {
+        s
+    }
+}
+
 fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
     let cmp = |c: Cmp, a: Scalar, b: Scalar| -> Result<Scalar> {
+        let (ta, tb) = (a.ty(), b.ty());
+        let (a, b) = (text_compared_with(a, tb), text_compared_with(b, ta));
         if !is_null_literal(&a) && !is_null_literal(&b) {
             comparable(a.ty(), b.ty(), "comparison")?;
         }
@@ -3362,6 +3378,34 @@ mod tests {
             Value::Str("03:04".into())
         );
         assert_eq!(eval("TO_TIMESTAMP('soon')", &s, &r), Value::Null);
+    }
+
+    #[test]
+    fn text_compared_with_a_number_or_a_time_is_cast_to_its_type() {
+        let (s, r) = scope();
+        let cases = [
+            (
+                "TIMESTAMP '2024-01-31 10:00:00' > '2024-01-31 09:59:59.999'",
+                true,
+            ),
+            (
+                "'2024-01-31 10:00:00' = TIMESTAMP '2024-01-31 10:00:00'",
+                true,
+            ),
+            ("DATE '2024-01-31' = '2024-01-31'", true),
+            (
+                "DATE '2024-01-31' BETWEEN '2024-01-01' AND '2024-01-30'",
+                false,
+            ),
+            ("7 = '7'", true),
+            ("'10' > 9", true),
+            ("2.5 < ' 3 '", true),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(eval(sql, &s, &r), Value::Bool(want), "{sql}");
+        }
+        assert_eq!(eval("'a' = 'a'", &s, &r), Value::Bool(true));
+        assert_eq!(eval("7 = CAST(NULL AS STRING)", &s, &r), Value::Null);
     }
 
     #[test]

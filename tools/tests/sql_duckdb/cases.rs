@@ -887,4 +887,18 @@ pub const CASES: &[Case] = &[
                         CAST(date_trunc('year', CAST(ts AS DATE)) AS DATE)
                  FROM orders",
     },
+    Case {
+        name: "text_compared_with_a_time_or_a_number",
+        // Flink (Calcite's implicit coercion) casts text compared with a
+        // timestamp, a date or a number to that type, as DuckDB casts a
+        // string literal.
+        weir: "SELECT order_id, ts >= '2024-01-01 02:30:00' AS late, qty > '5' AS many
+               FROM orders
+               WHERE CAST(ts AS DATE) = '2024-01-01'
+                 AND ts BETWEEN '2024-01-01 01:00:30' AND '2024-01-01 03:30:00.5';",
+        duckdb: "SELECT order_id, ts >= '2024-01-01 02:30:00', qty > '5'
+                 FROM orders
+                 WHERE CAST(ts AS DATE) = '2024-01-01'
+                   AND ts BETWEEN '2024-01-01 01:00:30' AND '2024-01-01 03:30:00.5'",
+    },
 ];

@@ -638,13 +638,18 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                 names(&key),
                 match rank.kind {
                     crate::rank::RankKind::TopN { limit, .. } => format!("Rank(top {limit})"),
+                    crate::rank::RankKind::RetractTopN { limit, .. } => {
+                        format!("Rank(top {limit} of an updating input)")
+                    }
                     crate::rank::RankKind::WindowTopN { limit, .. } => {
                         format!("WindowRank(top {limit}, fires on watermarks)")
                     }
                     crate::rank::RankKind::KeepFirst { .. } => "Deduplicate(first row)".into(),
                     crate::rank::RankKind::KeepLast { .. } => "Deduplicate(last row)".into(),
                 },
-                if matches!(rank.kind, crate::rank::RankKind::TopN { .. }) {
+                if matches!(rank.kind, crate::rank::RankKind::RetractTopN { .. }) {
+                    "top-n-all-rows (all the key's rows)"
+                } else if matches!(rank.kind, crate::rank::RankKind::TopN { .. }) {
                     "top-n-rows (the key's N rows)"
                 } else if matches!(rank.kind, crate::rank::RankKind::WindowTopN { .. }) {
                     "window-top-n-rows (a window's rows until it fires), event-time timers"

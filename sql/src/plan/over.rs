@@ -137,15 +137,12 @@ impl Planner<'_> {
             body: Box::new(SetExpr::Select(Box::new(numbered))),
             ..query.clone()
         };
-        let planned = self.query(&q)?;
-        if planned.updating {
-            return Err(SqlError::Unsupported(format!(
-                "ROW_NUMBER() OVER (Top-N, deduplication) over an updating input (`{}` produces updates); its input must be append-only",
-                query
-            )));
-        }
+        let mut planned = self.query(&q)?;
+        // Over an updating input (a GROUP BY's result, a join's), a Top-N
+        // keeps every row of its key to retract from (Flink's
+        // RetractableTopNFunction).
+        let retract = planned.updating;
         // Names for EXPLAIN: the row number's, the hidden columns' own.
-        let mut planned = planned;
         let hidden = columns.len();
         let placeholder = planned
             .schema
@@ -178,6 +175,7 @@ impl Planner<'_> {
             .collect();
         let row_number = placeholder;
         let kind = match order.as_slice() {
+            _ if retract => RankKind::RetractTopN { order, limit },
             [k] if limit == 1 && input.schema.fields[k.col].rowtime => {
                 if k.desc {
                     RankKind::KeepLast { time: k.col }

@@ -275,3 +275,45 @@ fn deduplication_keeps_the_first_or_the_last_row_per_key() {
     assert_eq!(apply(&out), apply(&[r(1, 12, "c"), r(2, 11, "d")]));
     assert_eq!(out.len(), 4, "+I a, +I d, -U a, +U c: {out:?}");
 }
+
+/// Top-N over an updating input: inserts and, now and then, retractions
+/// of live rows; the changelog applied is the top 3 of the rows left
+/// (a retracted top row lets the next one up), with and without row
+/// numbers, and each emitted retraction retracts a row emitted before.
+#[test]
+fn retracting_top_3_per_key_equals_a_sort_of_the_rows_left() {
+    let input = rows(400, 11);
+    let mut changes = Vec::new();
+    let mut live: Vec<Row> = Vec::new();
+    for (i, r) in input.into_iter().enumerate() {
+        if i % 3 == 2 && !live.is_empty() {
+            let mut gone = live.remove((i * 7) % live.len());
+            gone.kind = if i % 2 == 0 {
+                RowKind::Delete
+            } else {
+                RowKind::UpdateBefore
+            };
+            changes.push(gone);
+        }
+        live.push(r.clone());
+        changes.push(r);
+    }
+    // A retraction of a row never inserted is ignored.
+    let mut stray = row(2, 99, "zed");
+    stray.kind = RowKind::Delete;
+    changes.push(stray);
+    for numbered in [false, true] {
+        let col = numbered.then_some(3);
+        let mut h = KeyedOperatorHarness::new(
+            move |_| RetractTopN::new(order(), 3, col),
+            key as fn(&Row) -> Key,
+        )
+        .unwrap();
+        h.process_elements(changes.iter().cloned());
+        assert_eq!(
+            apply(&h.take_output()),
+            reference(&live, 3, numbered),
+            "numbered {numbered}"
+        );
+    }
+}

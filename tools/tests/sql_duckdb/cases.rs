@@ -901,4 +901,33 @@ pub const CASES: &[Case] = &[
                  WHERE CAST(ts AS DATE) = '2024-01-01'
                    AND ts BETWEEN '2024-01-01 01:00:30' AND '2024-01-01 03:30:00.5'",
     },
+    Case {
+        name: "top_n_over_a_group_aggregation",
+        // A Top-N over an updating input (Flink's RetractableTopNFunction):
+        // the users with the most orders, per category; ties by user, whose
+        // NULL sorts first ascending in Flink (DuckDB's side says so).
+        weir: "SELECT * FROM (
+                 SELECT category, user_id, n, ROW_NUMBER() OVER (
+                   PARTITION BY category ORDER BY n DESC, user_id) AS rn
+                 FROM (SELECT category, user_id, COUNT(*) AS n FROM orders
+                       GROUP BY category, user_id))
+               WHERE rn <= 2;",
+        duckdb: "SELECT * FROM (
+                   SELECT category, user_id, n, row_number() OVER (
+                     PARTITION BY category ORDER BY n DESC, user_id NULLS FIRST) AS rn
+                   FROM (SELECT category, user_id, COUNT(*) AS n FROM orders
+                         GROUP BY category, user_id))
+                 WHERE rn <= 2",
+    },
+    Case {
+        name: "order_by_limit_over_a_group_aggregation_in_a_query",
+        // ORDER BY .. LIMIT inside a query is a Top-N, here over a GROUP
+        // BY's updates, with NULLS LAST kept.
+        weir: "SELECT user_id, s FROM (
+                 SELECT user_id, SUM(qty) AS s FROM orders GROUP BY user_id
+                 ORDER BY s ASC NULLS LAST, user_id LIMIT 4);",
+        duckdb: "SELECT user_id, s FROM (
+                   SELECT user_id, SUM(qty) AS s FROM orders GROUP BY user_id
+                   ORDER BY s ASC NULLS LAST, user_id NULLS FIRST LIMIT 4)",
+    },
 ];

@@ -78,14 +78,19 @@ pub enum RankKind {
         /// The `window_end` column (in the key).
         end: usize,
     },
-    /// The N first rows by `order` per key of an updating input (Flink's
-    /// `RetractableTopNFunction`): every row of the key is kept, so that
-    /// when a row of the top N is retracted the next one moves up.
+    /// The rows numbered `start..=limit` by `order` per key, of an
+    /// updating input (Flink's `RetractableTopNFunction`: every row of the
+    /// key is kept, so that when a row of the top N is retracted the next
+    /// one moves up) or from a later row than the first.
     RetractTopN {
         /// ORDER BY.
         order: Vec<SortKey>,
-        /// N.
+        /// The first row number kept (1-based).
+        start: usize,
+        /// N, the last row number kept.
         limit: usize,
+        /// Keep every row (an updating input); else the first N only.
+        keep_all: bool,
     },
     /// `ORDER BY time ASC`, `rn = 1`: the first row per key.
     KeepFirst {
@@ -141,8 +146,12 @@ impl fmt::Display for Explain<'_> {
             .join(", ");
         match &r.kind {
             RankKind::TopN { order, limit }
-            | RankKind::RetractTopN { order, limit }
+            | RankKind::RetractTopN { order, limit, .. }
             | RankKind::WindowTopN { order, limit, .. } => {
+                let start = match r.kind {
+                    RankKind::RetractTopN { start, .. } => start,
+                    _ => 1,
+                };
                 let order = order
                     .iter()
                     .map(|k| {
@@ -165,10 +174,12 @@ impl fmt::Display for Explain<'_> {
                     .join(", ");
                 write!(
                     f,
-                    "{}rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={limit}], partitionBy=[{partition}], orderBy=[{order}], outputRankNumber=[{}])",
+                    "{}rankType=[ROW_NUMBER], rankRange=[rankStart={start}, rankEnd={limit}], partitionBy=[{partition}], orderBy=[{order}], outputRankNumber=[{}])",
                     match r.kind {
                         RankKind::WindowTopN { .. } => "WindowRank(",
-                        RankKind::RetractTopN { .. } => "Rank(strategy=[RetractStrategy], ",
+                        RankKind::RetractTopN { keep_all: true, .. } => {
+                            "Rank(strategy=[RetractStrategy], "
+                        }
                         _ => "Rank(strategy=[AppendFastStrategy], ",
                     },
                     r.row_number.is_some()
@@ -308,21 +319,34 @@ impl KeyedProcessFunction for AppendTopN {
 ///   `+U` of the row that has it (`+I` for a rank that was empty, `-D` for
 ///   one that is empty now).
 ///
-/// A retraction of a row the key does not hold is ignored.
+/// A retraction of a row the key does not hold is ignored. With a first
+/// row number `start` above 1 (`rn > 1`, `BETWEEN`, `OFFSET`) the same
+/// goes for the ranks `start..=N`; over an append-only input the rows
+/// after the N-th are dropped then, as nothing can bring them back.
 pub struct RetractTopN {
     order: Arc<[SortKey]>,
+    start: usize,
     limit: usize,
+    keep_all: bool,
     row_number: Option<usize>,
     rows: KeyedValueState<Key, RowList>,
 }
 
 impl RetractTopN {
-    /// The first `limit` rows by `order` per key of an updating input;
-    /// the row number written to column `row_number` if any.
-    pub fn new(order: Arc<[SortKey]>, limit: usize, row_number: Option<usize>) -> Self {
+    /// The rows numbered `start..=limit` by `order` per key (all rows
+    /// kept with `keep_all`, for an updating input); the row number
+    /// written to column `row_number` if any.
+    pub fn new(
+        order: Arc<[SortKey]>,
+        (start, limit): (usize, usize),
+        keep_all: bool,
+        row_number: Option<usize>,
+    ) -> Self {
         Self {
             order,
+            start: start.max(1),
             limit,
+            keep_all,
             row_number,
             rows: KeyedValueState::new("top-n-all-rows"),
         }
@@ -338,8 +362,13 @@ impl KeyedProcessFunction for RetractTopN {
         let accumulate = row.kind.is_accumulate();
         row.kind = RowKind::Insert;
         let order = &self.order;
+        let (start, limit, keep_all) = (self.start, self.limit, self.keep_all);
+        let range = |rows: &[Row]| -> std::ops::Range<usize> {
+            let end = rows.len().min(limit);
+            (start - 1).min(end)..end
+        };
         let rows = &mut self.rows.value_mut_or_insert_with(ctx, RowList::default).0;
-        let before: Vec<Row> = rows.iter().take(self.limit).cloned().collect();
+        let before: Vec<Row> = rows[range(rows)].to_vec();
         if accumulate {
             let at = rows.partition_point(|r| compare(order, r, &row) != Ordering::Greater);
             rows.insert(at, row);
@@ -353,7 +382,10 @@ impl KeyedProcessFunction for RetractTopN {
                 _ => return,
             }
         }
-        let after = &rows[..rows.len().min(self.limit)];
+        if !keep_all {
+            rows.truncate(limit);
+        }
+        let after = &rows[range(rows)];
         match self.row_number {
             None => {
                 // Both lists are sorted: a merge finds the rows in one only.
@@ -385,14 +417,14 @@ impl KeyedProcessFunction for RetractTopN {
                 for r in 0..before.len().max(after.len()) {
                     match (before.get(r), after.get(r)) {
                         (Some(was), Some(now)) if was.values != now.values => {
-                            out.collect(numbered(was, Some(col), r + 1, RowKind::UpdateBefore));
-                            out.collect(numbered(now, Some(col), r + 1, RowKind::UpdateAfter));
+                            out.collect(numbered(was, Some(col), start + r, RowKind::UpdateBefore));
+                            out.collect(numbered(now, Some(col), start + r, RowKind::UpdateAfter));
                         }
                         (Some(was), None) => {
-                            out.collect(numbered(was, Some(col), r + 1, RowKind::Delete));
+                            out.collect(numbered(was, Some(col), start + r, RowKind::Delete));
                         }
                         (None, Some(now)) => {
-                            out.collect(numbered(now, Some(col), r + 1, RowKind::Insert));
+                            out.collect(numbered(now, Some(col), start + r, RowKind::Insert));
                         }
                         _ => {}
                     }
@@ -632,12 +664,17 @@ pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchS
                 .share()
                 .branch()
         }
-        RankKind::RetractTopN { order, limit } => {
+        RankKind::RetractTopN {
+            order,
+            start,
+            limit,
+            keep_all,
+        } => {
             let order: Arc<[SortKey]> = order.clone().into();
-            let limit = *limit;
+            let (range, keep_all) = ((*start, *limit), *keep_all);
             keyed
                 .process(uid, move |_: &SubtaskInfo| {
-                    RetractTopN::new(order.clone(), limit, row_number)
+                    RetractTopN::new(order.clone(), range, keep_all, row_number)
                 })
                 .share()
                 .branch()

@@ -638,9 +638,15 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                 names(&key),
                 match rank.kind {
                     crate::rank::RankKind::TopN { limit, .. } => format!("Rank(top {limit})"),
-                    crate::rank::RankKind::RetractTopN { limit, .. } => {
-                        format!("Rank(top {limit} of an updating input)")
-                    }
+                    crate::rank::RankKind::RetractTopN {
+                        start,
+                        limit,
+                        keep_all,
+                        ..
+                    } => format!(
+                        "Rank(rows {start}..={limit}{})",
+                        if keep_all { " of an updating input" } else { "" }
+                    ),
                     crate::rank::RankKind::WindowTopN { limit, .. } => {
                         format!("WindowRank(top {limit}, fires on watermarks)")
                     }
@@ -648,7 +654,7 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                     crate::rank::RankKind::KeepLast { .. } => "Deduplicate(last row)".into(),
                 },
                 if matches!(rank.kind, crate::rank::RankKind::RetractTopN { .. }) {
-                    "top-n-all-rows (all the key's rows)"
+                    "top-n-all-rows (the key's rows)"
                 } else if matches!(rank.kind, crate::rank::RankKind::TopN { .. }) {
                     "top-n-rows (the key's N rows)"
                 } else if matches!(rank.kind, crate::rank::RankKind::WindowTopN { .. }) {

@@ -930,4 +930,27 @@ pub const CASES: &[Case] = &[
                    SELECT user_id, SUM(qty) AS s FROM orders GROUP BY user_id
                    ORDER BY s ASC NULLS LAST, user_id NULLS FIRST LIMIT 4)",
     },
+    Case {
+        name: "top_n_from_a_later_row",
+        // Row numbers bounded from below (Flink's rankStart above 1): a
+        // BETWEEN over an append-only input, an OFFSET over a GROUP BY.
+        weir: "SELECT * FROM (
+                 SELECT user_id, order_id, amount, ROW_NUMBER() OVER (
+                   PARTITION BY user_id ORDER BY amount DESC) AS rn
+                 FROM orders)
+               WHERE rn BETWEEN 2 AND 3
+               UNION ALL
+               SELECT user_id, -1, s, -1 FROM (
+                 SELECT user_id, SUM(amount) AS s FROM orders GROUP BY user_id
+                 ORDER BY s DESC, user_id LIMIT 3 OFFSET 2);",
+        duckdb: "SELECT * FROM (
+                   SELECT user_id, order_id, amount, row_number() OVER (
+                     PARTITION BY user_id ORDER BY amount DESC, order_id) AS rn
+                   FROM orders)
+                 WHERE rn BETWEEN 2 AND 3
+                 UNION ALL
+                 SELECT user_id, -1, s, -1 FROM (
+                   SELECT user_id, SUM(amount) AS s FROM orders GROUP BY user_id
+                   ORDER BY s DESC, user_id NULLS FIRST LIMIT 3 OFFSET 2)",
+    },
 ];

@@ -1917,6 +1917,15 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
         } => {
             let x = sub(expr)?;
             let mut items = list.iter().map(&mut sub).collect::<Result<Vec<_>>>()?;
+            // Text among the values of a number or a time is cast to its
+            // type, as in a comparison (`qty IN ('1', '2')`).
+            if !is_null_literal(&x) {
+                let xt = x.ty();
+                items = items
+                    .into_iter()
+                    .map(|i| text_compared_with(i, xt))
+                    .collect::<Result<_>>()?;
+            }
             // A NULL literal takes the type of what it is compared with.
             let ty = match items.iter().find(|i| !is_null_literal(i)) {
                 Some(i) if is_null_literal(&x) => i.ty(),
@@ -2389,19 +2398,24 @@ fn on_time_line(s: Scalar, other: DataType) -> Scalar {
 /// Flink's planner applies (`ts > '2024-01-01 00:00:00'`, `d = '2024-01-31'`,
 /// `qty = '7'`); text that does not parse fails as its CAST does. Else
 /// `s` as it is.
-fn text_compared_with(s: Scalar, other: DataType) -> Scalar {
+fn text_compared_with(s: Scalar, other: DataType) -> Result<Scalar> {
     let castable = other.is_numeric() || other.is_timestamp() || other == DataType::Date;
-    if s.ty() == DataType::String && castable && !is_null_literal(&s) {
-        Scalar::Cast(Box::new(s), other, true)
-    } else {
-        s
+    if s.ty() != DataType::String || !castable || is_null_literal(&s) {
+        return Ok(s);
     }
+    // A literal is cast now: text that does not parse is a planning error.
+    if let Scalar::Literal(Value::Str(text), _) = &s {
+        return cast_text(text, other)
+            .map(|v| Scalar::Literal(v, other))
+            .map_err(|why| SqlError::Type(format!("'{text}' compared with {other}: {why}")));
+    }
+    Ok(Scalar::Cast(Box::new(s), other, true))
 }
 
 fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
     let cmp = |c: Cmp, a: Scalar, b: Scalar| -> Result<Scalar> {
         let (ta, tb) = (a.ty(), b.ty());
-        let (a, b) = (text_compared_with(a, tb), text_compared_with(b, ta));
+        let (a, b) = (text_compared_with(a, tb)?, text_compared_with(b, ta)?);
         if !is_null_literal(&a) && !is_null_literal(&b) {
             comparable(a.ty(), b.ty(), "comparison")?;
         }
@@ -3400,6 +3414,8 @@ mod tests {
             ("7 = '7'", true),
             ("'10' > 9", true),
             ("2.5 < ' 3 '", true),
+            ("7 IN ('6', '7')", true),
+            ("DATE '2024-01-31' IN ('2024-01-30', '2024-02-01')", false),
         ];
         for (sql, want) in cases {
             assert_eq!(eval(sql, &s, &r), Value::Bool(want), "{sql}");
@@ -4050,7 +4066,8 @@ mod tests {
             panic!("an IN list");
         };
         assert_eq!(items[1].ty(), DataType::Int);
-        assert!(err_of("a IN (5, 'x')").contains("IN of INT and STRING"));
+        assert!(err_of("a IN (5, 'x')").contains("'x' compared with INT: not an integer"));
+        assert!(err_of("a IN (5, TRUE)").contains("IN of INT and BOOLEAN"));
         // CASE, COALESCE, IF and NULLIF: the others' type.
         assert_eq!(ty_of("CASE WHEN a > 1 THEN NULL ELSE 1 END"), DataType::Int);
         assert_eq!(ty_of("COALESCE(NULL, a)"), DataType::Int);

@@ -5,7 +5,9 @@
 //!
 //! An accumulator is an [`Acc`], slots of values: slot 0 counts the rows
 //! folded in (net of retractions), then per aggregate one slot (COUNT,
-//! SUM, MIN, MAX), two (AVG: sum and count) or three (the variances), so
+//! MIN, MAX), two (SUM and AVG: the sum and the count of values in it, so
+//! that a sum whose values were all retracted is NULL again, as Flink's
+//! `SumWithRetractAggFunction`) or three (the variances), so
 //! it is checkpointed and rescaled as any keyed state value. An aggregate
 //! with `FILTER (WHERE ..)` folds only the rows whose filter column is
 //! TRUE; a DISTINCT aggregate folds a value when its count in
@@ -69,7 +71,7 @@ impl Plain {
             (AggFunc::Count, None) => Plain::CountRows(slot),
             (AggFunc::Count, Some(arg)) => Plain::CountValues { slot, arg },
             (AggFunc::Sum, Some(arg))
-                if c.arg_ty == DataType::BigInt && c.ty == DataType::BigInt =>
+                if !c.retracts && c.arg_ty == DataType::BigInt && c.ty == DataType::BigInt =>
             {
                 Plain::SumBigInt { slot, arg }
             }
@@ -87,6 +89,10 @@ impl Aggs {
         for (i, c) in calls.iter().enumerate() {
             slots.push(w);
             w += match c.func {
+                // the sum and its count of values (a SUM only over an
+                // input that retracts: otherwise a NULL sum already says
+                // no value came, and the slot would cost every key)
+                AggFunc::Sum if c.retracts => 2,
                 AggFunc::Avg => 2,
                 // n, mean, M2 (Welford's running sums)
                 AggFunc::Variance { .. } => 3,
@@ -144,7 +150,8 @@ impl Aggs {
         for c in self.calls.iter() {
             match c.func {
                 AggFunc::Count => v.push(Value::BigInt(0)),
-                AggFunc::Avg => {
+                AggFunc::Sum if !c.retracts => v.push(Value::Null),
+                AggFunc::Sum | AggFunc::Avg => {
                     v.push(Value::Null);
                     v.push(Value::BigInt(0));
                 }
@@ -244,13 +251,18 @@ impl Aggs {
         let s = self.slots[i];
         match c.func {
             AggFunc::Count => bump(&mut acc.values[s], sign),
-            AggFunc::Sum => add(
-                &mut acc.values[s],
-                arg.expect("SUM has an argument"),
-                c.arg_ty,
-                c.ty,
-                sign,
-            ),
+            AggFunc::Sum => {
+                add(
+                    &mut acc.values[s],
+                    arg.expect("SUM has an argument"),
+                    c.arg_ty,
+                    c.ty,
+                    sign,
+                );
+                if c.retracts {
+                    bump(&mut acc.values[s + 1], sign);
+                }
+            }
             AggFunc::Avg => {
                 add(
                     &mut acc.values[s],
@@ -328,6 +340,9 @@ impl Aggs {
                 AggFunc::Sum => {
                     if !b.values[s].is_null() {
                         add(&mut a.values[s], &b.values[s], c.ty, c.ty, 1)
+                    }
+                    if c.retracts {
+                        bump(&mut a.values[s + 1], b.values[s + 1].as_i64().unwrap_or(0));
                     }
                 }
                 AggFunc::Avg => {
@@ -424,6 +439,10 @@ impl Aggs {
                     } else {
                         avg(&acc.values[s], sum_type(c), n, c.ty)
                     }
+                }
+                // No values in the sum (none yet, or all retracted): NULL.
+                AggFunc::Sum if c.retracts && acc.values[s + 1].as_i64().unwrap_or(0) <= 0 => {
+                    Value::Null
                 }
                 AggFunc::Sum if matches!(acc.values[s], Value::Null) => Value::Null,
                 AggFunc::Variance { sample, root } => {

@@ -180,8 +180,10 @@ pub enum Func {
     ToTimestamp,
     /// EXTRACT(unit FROM ts)
     Extract(TimeUnit),
-    /// FLOOR(ts TO unit) / CEIL(ts TO unit)
+    /// FLOOR(ts TO unit) / CEIL(ts TO unit), a unit of a day or less
     TimeFloor(i64, bool),
+    /// FLOOR / CEIL of a timestamp or date TO WEEK, MONTH, QUARTER or YEAR
+    CalendarFloor(functions::CalendarUnit, bool),
     /// FLOOR / CEIL of a number
     NumFloor(bool),
     /// POSITION(a IN b), 1-based, 0 if absent
@@ -740,6 +742,17 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
         Func::Extract(u) => match arg(0) {
             Value::Timestamp(ms) => Value::BigInt(functions::extract(*u, ms)),
             Value::Date(d) => Value::BigInt(functions::extract(*u, i64::from(d) * DAY_MS)),
+            _ => Value::Null,
+        },
+        Func::CalendarFloor(unit, ceil) => match arg(0) {
+            Value::Timestamp(ms) => {
+                let days = functions::floor_days(ms.div_euclid(DAY_MS), *unit, *ceil);
+                Value::Timestamp(days.saturating_mul(DAY_MS))
+            }
+            Value::Date(d) => {
+                let days = functions::floor_days(i64::from(d), *unit, *ceil);
+                i32::try_from(days).map_or(Value::Null, Value::Date)
+            }
             _ => Value::Null,
         },
         Func::TimeFloor(unit, ceil) => match arg(0) {
@@ -1598,27 +1611,48 @@ pub(crate) fn fits(x: i128, precision: u8) -> bool {
     precision >= 38 || x.unsigned_abs() < 10u128.pow(u32::from(precision))
 }
 
-/// A decimal literal's text (`-12.345`) as an unscaled value of `scale`
-/// (rounded half away from zero).
+/// A decimal's text (`-12.345`, also with an exponent: `-1.5e2`, as
+/// Java's `BigDecimal` and Flink's `BinaryStringDataUtil.toDecimal` read
+/// it) as an unscaled value of `scale`, rounded half away from zero;
+/// `None` for other text or more than 38 digits before the scale's end.
 pub fn parse_decimal(s: &str, scale: u8) -> Option<i128> {
     let (neg, s) = match s.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s.strip_prefix('+').unwrap_or(s)),
     };
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    let (mantissa, exp) = match s.find(['e', 'E']) {
+        Some(at) => (&s[..at], s[at + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     if (int.is_empty() && frac.is_empty())
         || !int.bytes().all(|c| c.is_ascii_digit())
         || !frac.bytes().all(|c| c.is_ascii_digit())
     {
         return None;
     }
-    let digits = format!("{int}{frac}");
-    let v: i128 = if digits.is_empty() {
+    let digits: Vec<u8> = int.bytes().chain(frac.bytes()).collect();
+    // The digits kept: those before the point (moved by the exponent)
+    // and `scale` after it; the first one cut off rounds.
+    let keep = int.len() as i64 + i64::from(exp) + i64::from(scale);
+    let kept = &digits[..keep.clamp(0, digits.len() as i64) as usize];
+    let kept = std::str::from_utf8(kept).ok()?.trim_start_matches('0');
+    if kept.len() > 38 {
+        return None;
+    }
+    let mut v: i128 = if kept.is_empty() {
         0
     } else {
-        digits.parse().ok()?
+        kept.parse().ok()?
     };
-    let v = rescale(v, u8::try_from(frac.len()).ok()?, scale)?;
+    if keep > digits.len() as i64 {
+        if v != 0 {
+            let zeros = u32::try_from(keep - digits.len() as i64).ok()?;
+            v = v.checked_mul(10i128.checked_pow(zeros)?)?;
+        }
+    } else if usize::try_from(keep).is_ok_and(|k| digits.get(k).is_some_and(|&d| d >= b'5')) {
+        v += 1;
+    }
     Some(if neg { -v } else { v })
 }
 
@@ -1632,6 +1666,19 @@ pub fn unit_ms(field: &DateTimeField) -> Option<i64> {
         F::Hour | F::Hours => 3_600_000,
         F::Day | F::Days => DAY_MS,
         F::Week(_) | F::Weeks => 7 * DAY_MS,
+        _ => return None,
+    })
+}
+
+/// The calendar unit of FLOOR/CEIL(.. TO field), beyond a day.
+fn calendar_unit(field: &DateTimeField) -> Option<functions::CalendarUnit> {
+    use functions::CalendarUnit as C;
+    use DateTimeField as F;
+    Some(match field {
+        F::Week(_) | F::Weeks => C::Week,
+        F::Month | F::Months => C::Month,
+        F::Quarter => C::Quarter,
+        F::Year | F::Years => C::Year,
         _ => return None,
     })
 }
@@ -1654,6 +1701,42 @@ pub fn time_unit(field: &DateTimeField) -> Option<TimeUnit> {
         F::Epoch => TimeUnit::Epoch,
         _ => return None,
     })
+}
+
+/// The length a CAST to `CHAR(n)` or `VARCHAR(n)` gives its text, and
+/// whether it pads (CHAR): Flink's `CharVarCharTrimPadCastRule` (since
+/// 1.15) cuts the text to `n` characters and pads a CHAR's with spaces.
+/// `CHAR` alone is `CHAR(1)` (SQL's default, and Calcite's); `VARCHAR`
+/// alone and `STRING` have no length.
+fn cast_length(t: &ast::DataType) -> Option<(u64, bool)> {
+    use ast::DataType as A;
+    let length = |l: &Option<ast::CharacterLength>, default| match l {
+        Some(ast::CharacterLength::IntegerLength { length, .. }) => Some(*length),
+        Some(ast::CharacterLength::Max) => None,
+        None => default,
+    };
+    match t {
+        A::Char(l) | A::Character(l) => length(l, Some(1)).map(|n| (n, true)),
+        A::Varchar(l) | A::CharVarying(l) | A::CharacterVarying(l) | A::Nvarchar(l) => {
+            length(l, None).map(|n| (n, false))
+        }
+        _ => None,
+    }
+}
+
+/// `text` cut to its first `n` characters and, with `pad`, padded with
+/// spaces to `n` (see [`cast_length`]).
+fn text_of_length(text: Scalar, n: u64, pad: bool) -> Scalar {
+    let n = Scalar::Literal(
+        Value::BigInt(i64::try_from(n).unwrap_or(i64::MAX)),
+        DataType::BigInt,
+    );
+    if pad {
+        let space = Scalar::Literal(Value::Str(" ".into()), DataType::String);
+        Scalar::Call(Func::Pad(false), vec![text, n, space], DataType::String)
+    } else {
+        Scalar::Call(Func::LeftRight(true), vec![text, n], DataType::String)
+    }
 }
 
 /// A SQL type as weir models it.
@@ -1834,6 +1917,15 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
         } => {
             let x = sub(expr)?;
             let mut items = list.iter().map(&mut sub).collect::<Result<Vec<_>>>()?;
+            // Text among the values of a number or a time is cast to its
+            // type, as in a comparison (`qty IN ('1', '2')`).
+            if !is_null_literal(&x) {
+                let xt = x.ty();
+                items = items
+                    .into_iter()
+                    .map(|i| text_compared_with(i, xt))
+                    .collect::<Result<_>>()?;
+            }
             // A NULL literal takes the type of what it is compared with.
             let ty = match items.iter().find(|i| !is_null_literal(i)) {
                 Some(i) if is_null_literal(&x) => i.ty(),
@@ -1942,7 +2034,11 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                     ))
                 }
             };
-            Scalar::Cast(Box::new(a), to, strict)
+            let cast = Scalar::Cast(Box::new(a), to, strict);
+            match cast_length(t) {
+                Some((n, pad)) => text_of_length(cast, n, pad),
+                None => cast,
+            }
         }
         Expr::Extract { field, expr, .. } => {
             let a = sub(expr)?;
@@ -1957,11 +2053,23 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
             let ceil = matches!(e, Expr::Ceil { .. });
             let a = sub(expr)?;
             match field {
-                ast::CeilFloorKind::DateTimeField(f) if a.ty().is_timestamp() => {
-                    let unit = unit_ms(f).ok_or_else(|| {
-                        SqlError::Unsupported(format!("FLOOR/CEIL to {f} (day or finer is)"))
-                    })?;
+                ast::CeilFloorKind::DateTimeField(f)
+                    if a.ty().is_timestamp() || a.ty() == DataType::Date =>
+                {
                     let t = a.ty();
+                    if let Some(unit) = calendar_unit(f) {
+                        return Ok(Scalar::Call(Func::CalendarFloor(unit, ceil), vec![a], t));
+                    }
+                    if t == DataType::Date {
+                        return Err(SqlError::Unsupported(format!(
+                            "FLOOR/CEIL of a DATE to {f} (WEEK, MONTH, QUARTER and YEAR are)"
+                        )));
+                    }
+                    let unit = unit_ms(f).ok_or_else(|| {
+                        SqlError::Unsupported(format!(
+                            "FLOOR/CEIL to {f} (DAY or finer, WEEK, MONTH, QUARTER and YEAR are)"
+                        ))
+                    })?;
                     Scalar::Call(Func::TimeFloor(unit, ceil), vec![a], t)
                 }
                 ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime)
@@ -2285,8 +2393,29 @@ fn on_time_line(s: Scalar, other: DataType) -> Scalar {
     }
 }
 
+/// `s` cast to `other` when it is text compared with a number, a date or
+/// a timestamp: Calcite's implicit coercion of a comparison, which
+/// Flink's planner applies (`ts > '2024-01-01 00:00:00'`, `d = '2024-01-31'`,
+/// `qty = '7'`); text that does not parse fails as its CAST does. Else
+/// `s` as it is.
+fn text_compared_with(s: Scalar, other: DataType) -> Result<Scalar> {
+    let castable = other.is_numeric() || other.is_timestamp() || other == DataType::Date;
+    if s.ty() != DataType::String || !castable || is_null_literal(&s) {
+        return Ok(s);
+    }
+    // A literal is cast now: text that does not parse is a planning error.
+    if let Scalar::Literal(Value::Str(text), _) = &s {
+        return cast_text(text, other)
+            .map(|v| Scalar::Literal(v, other))
+            .map_err(|why| SqlError::Type(format!("'{text}' compared with {other}: {why}")));
+    }
+    Ok(Scalar::Cast(Box::new(s), other, true))
+}
+
 fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
     let cmp = |c: Cmp, a: Scalar, b: Scalar| -> Result<Scalar> {
+        let (ta, tb) = (a.ty(), b.ty());
+        let (a, b) = (text_compared_with(a, tb)?, text_compared_with(b, ta)?);
         if !is_null_literal(&a) && !is_null_literal(&b) {
             comparable(a.ty(), b.ty(), "comparison")?;
         }
@@ -3266,6 +3395,91 @@ mod tests {
     }
 
     #[test]
+    fn text_compared_with_a_number_or_a_time_is_cast_to_its_type() {
+        let (s, r) = scope();
+        let cases = [
+            (
+                "TIMESTAMP '2024-01-31 10:00:00' > '2024-01-31 09:59:59.999'",
+                true,
+            ),
+            (
+                "'2024-01-31 10:00:00' = TIMESTAMP '2024-01-31 10:00:00'",
+                true,
+            ),
+            ("DATE '2024-01-31' = '2024-01-31'", true),
+            (
+                "DATE '2024-01-31' BETWEEN '2024-01-01' AND '2024-01-30'",
+                false,
+            ),
+            ("7 = '7'", true),
+            ("'10' > 9", true),
+            ("2.5 < ' 3 '", true),
+            ("7 IN ('6', '7')", true),
+            ("DATE '2024-01-31' IN ('2024-01-30', '2024-02-01')", false),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(eval(sql, &s, &r), Value::Bool(want), "{sql}");
+        }
+        assert_eq!(eval("'a' = 'a'", &s, &r), Value::Bool(true));
+        assert_eq!(eval("7 = CAST(NULL AS STRING)", &s, &r), Value::Null);
+    }
+
+    #[test]
+    fn a_cast_to_char_or_varchar_of_a_length_cuts_and_pads_as_flinks() {
+        let (s, r) = scope();
+        let text = |sql: &str| eval(sql, &s, &r);
+        let cases = [
+            ("CAST('hello' AS VARCHAR(3))", "hel"),
+            ("CAST('hi' AS VARCHAR(3))", "hi"),
+            ("CAST('hello' AS CHAR(3))", "hel"),
+            ("CAST('hi' AS CHAR(4))", "hi  "),
+            ("CAST('hello' AS CHAR)", "h"),
+            ("CAST('héllo' AS VARCHAR)", "héllo"),
+            ("CAST('héllo' AS STRING)", "héllo"),
+            ("CAST(12345 AS VARCHAR(2))", "12"),
+            ("TRY_CAST(1.5 AS CHAR(5))", "1.5  "),
+            ("CAST('héllo' AS CHARACTER VARYING(2))", "hé"),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(text(sql), Value::Str(want.into()), "{sql}");
+        }
+        assert_eq!(text("CAST(CAST(NULL AS STRING) AS CHAR(3))"), Value::Null);
+    }
+
+    #[test]
+    fn decimal_text_may_have_an_exponent_as_java_big_decimal_reads_it() {
+        let cases = [
+            ("-1e2", 2, Some(-10_000)),
+            ("1.5E1", 0, Some(15)),
+            ("1.25e-1", 2, Some(13)),
+            ("-1.25e-1", 2, Some(-13)),
+            ("125e-5", 2, Some(0)),
+            ("5e-3", 2, Some(1)),
+            ("5e-4", 2, Some(0)),
+            ("0e100", 2, Some(0)),
+            (".5e+1", 1, Some(50)),
+            ("12.345", 2, Some(1235)),
+            (
+                "0.000000000000000000000000000000000000000000012",
+                2,
+                Some(0),
+            ),
+            ("1e", 2, None),
+            ("e2", 2, None),
+            ("1e2.5", 2, None),
+            ("1e40", 0, None),
+        ];
+        for (text, scale, want) in cases {
+            assert_eq!(parse_decimal(text, scale), want, "{text} at scale {scale}");
+        }
+        let (s, r) = scope();
+        assert_eq!(
+            eval("CAST('-1e2' AS DECIMAL(6, 2))", &s, &r),
+            Value::decimal(-10_000)
+        );
+    }
+
+    #[test]
     fn cast_fails_on_text_that_does_not_parse_and_try_cast_gives_null() {
         let (s, r) = scope();
         let failure = |sql: &str| {
@@ -3852,7 +4066,8 @@ mod tests {
             panic!("an IN list");
         };
         assert_eq!(items[1].ty(), DataType::Int);
-        assert!(err_of("a IN (5, 'x')").contains("IN of INT and STRING"));
+        assert!(err_of("a IN (5, 'x')").contains("'x' compared with INT: not an integer"));
+        assert!(err_of("a IN (5, TRUE)").contains("IN of INT and BOOLEAN"));
         // CASE, COALESCE, IF and NULLIF: the others' type.
         assert_eq!(ty_of("CASE WHEN a > 1 THEN NULL ELSE 1 END"), DataType::Int);
         assert_eq!(ty_of("COALESCE(NULL, a)"), DataType::Int);

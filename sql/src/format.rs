@@ -310,8 +310,10 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
         DataType::Double => Value::Double(t.parse().ok()?),
         DataType::Decimal { precision, scale } => {
             let v = parse_decimal(t, scale)?;
+            // Too wide for the column: NULL, as Flink's CSV and JSON
+            // decoders' DecimalData.fromBigDecimal gives.
             if precision < 38 && v.unsigned_abs() >= 10u128.pow(u32::from(precision)) {
-                return None;
+                return Some(Value::Null);
             }
             Value::decimal(v)
         }
@@ -467,6 +469,15 @@ mod tests {
             ]))
         );
         assert!(matches!(f.parse("1,x,nope,1", &s), Parsed::Error(e) if e.contains("`ts`")));
+        // A DECIMAL with an exponent, rounded half up to the scale; one
+        // too wide for DECIMAL(10, 2) is NULL (Flink's fromBigDecimal).
+        let price = |text: &str| match f.parse(&format!("1,x,,{text}"), &s) {
+            Parsed::Row(r) => r.values[3].clone(),
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(price("-1.5e2"), Value::decimal(-15_000));
+        assert_eq!(price("10.555"), Value::decimal(1_056));
+        assert_eq!(price("123456789.1"), Value::Null);
         assert!(matches!(f.parse("1,x", &s), Parsed::Error(e) if e.contains("2 fields")));
         let lenient = Format::Csv(CsvOptions {
             ignore_parse_errors: true,

@@ -166,6 +166,44 @@ pub fn extract(unit: TimeUnit, ms: i64) -> i64 {
     }
 }
 
+/// The calendar units FLOOR and CEIL take beyond a day.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CalendarUnit {
+    /// A week from Sunday.
+    Week,
+    /// A month.
+    Month,
+    /// A quarter from January, April, July or October.
+    Quarter,
+    /// A year.
+    Year,
+}
+
+/// FLOOR (or CEIL) of a day (days since the epoch) to a calendar unit, as
+/// Flink's `DateTimeUtils.julianDateFloor` (Calcite's), which FLOOR and
+/// CEIL of a TIMESTAMP (its day) and a DATE call: a week starts on a
+/// Sunday; CEIL moves to the next unit's first day unless the day is
+/// already one (for QUARTER unless it is January 1st: Calcite's CEIL of
+/// April 1st TO QUARTER is July 1st).
+pub fn floor_days(days: i64, unit: CalendarUnit, ceil: bool) -> i64 {
+    let (y, m, d) = civil_from_days(days);
+    // The first day of month `m` (1.., past 12 into the next years).
+    let first = |y: i64, m: u32| days_from_civil(y + i64::from((m - 1) / 12), (m - 1) % 12 + 1, 1);
+    match unit {
+        CalendarUnit::Year => first(y + i64::from(ceil && (m > 1 || d > 1)), 1),
+        CalendarUnit::Month => first(y, m + u32::from(ceil && d > 1)),
+        CalendarUnit::Quarter => {
+            let q = m.div_ceil(3) + u32::from(ceil && (m > 1 || d > 1));
+            first(y, q * 3 - 2)
+        }
+        CalendarUnit::Week => {
+            // 1970-01-01 was a Thursday: 4 days after a Sunday.
+            let dow = (days + 4).rem_euclid(7);
+            days - dow + if ceil && dow > 0 { 7 } else { 0 }
+        }
+    }
+}
+
 /// A DECIMAL's unscaled `v` of scale `scale` rounded (half away from
 /// zero, Java's `HALF_UP`) or truncated (toward zero) to `digits` digits
 /// after the point (before it when negative), as Flink's ROUND and
@@ -204,9 +242,14 @@ pub fn round_int(v: i64, digits: i32, trunc: bool) -> i64 {
 /// A double rounded (half away from zero) or truncated to `digits`
 /// digits after the point as Flink does it: on the double's shortest
 /// decimal text (Java's `BigDecimal.valueOf`), so that `ROUND(2.675, 2)`
-/// is 2.68 although the double is slightly below 2.675.
+/// is 2.68 although the double is slightly below 2.675. A zero result is
+/// `0.0`, never `-0.0`: a `BigDecimal` has no negative zero, so Flink's
+/// `ROUND(-0.1, 0)` is 0.0.
 pub fn round_double(x: f64, digits: i32, trunc: bool) -> f64 {
-    if !x.is_finite() || x == 0.0 {
+    if x == 0.0 {
+        return 0.0;
+    }
+    if !x.is_finite() {
         return x;
     }
     // `d.ddddde±N`: the digits, and the exponent of the first one.
@@ -225,6 +268,9 @@ pub fn round_double(x: f64, digits: i32, trunc: bool) -> f64 {
     }
     if !trunc && keep >= 0 && all[keep as usize] >= b'5' {
         kept += 1;
+    }
+    if kept == 0 {
+        return 0.0;
     }
     let v: f64 = format!("{kept}e{}", -digits).parse().unwrap_or(0.0);
     v.copysign(x)
@@ -576,6 +622,94 @@ mod tests {
     }
 
     #[test]
+    fn floor_and_ceil_to_calendar_units_as_calcite() {
+        let day = |y, m, d| days_from_civil(y, m, d);
+        let cases = [
+            // (date, unit, floor, ceil)
+            (
+                (2024, 1, 31),
+                CalendarUnit::Week,
+                (2024, 1, 28),
+                (2024, 2, 4),
+            ),
+            (
+                (2024, 1, 28),
+                CalendarUnit::Week,
+                (2024, 1, 28),
+                (2024, 1, 28),
+            ),
+            (
+                (2024, 2, 29),
+                CalendarUnit::Month,
+                (2024, 2, 1),
+                (2024, 3, 1),
+            ),
+            (
+                (2024, 12, 15),
+                CalendarUnit::Month,
+                (2024, 12, 1),
+                (2025, 1, 1),
+            ),
+            (
+                (2024, 3, 1),
+                CalendarUnit::Month,
+                (2024, 3, 1),
+                (2024, 3, 1),
+            ),
+            (
+                (2024, 5, 20),
+                CalendarUnit::Quarter,
+                (2024, 4, 1),
+                (2024, 7, 1),
+            ),
+            (
+                (2024, 4, 1),
+                CalendarUnit::Quarter,
+                (2024, 4, 1),
+                (2024, 7, 1),
+            ),
+            (
+                (2024, 11, 2),
+                CalendarUnit::Quarter,
+                (2024, 10, 1),
+                (2025, 1, 1),
+            ),
+            (
+                (2024, 1, 1),
+                CalendarUnit::Quarter,
+                (2024, 1, 1),
+                (2024, 1, 1),
+            ),
+            (
+                (2023, 3, 15),
+                CalendarUnit::Year,
+                (2023, 1, 1),
+                (2024, 1, 1),
+            ),
+            ((2023, 1, 1), CalendarUnit::Year, (2023, 1, 1), (2023, 1, 1)),
+            (
+                (1969, 12, 31),
+                CalendarUnit::Week,
+                (1969, 12, 28),
+                (1970, 1, 4),
+            ),
+        ];
+        for ((y, m, d), unit, (fy, fm, fd), (cy, cm, cd)) in cases {
+            let at = day(y, m, d);
+            assert_eq!(
+                floor_days(at, unit, false),
+                day(fy, fm, fd),
+                "FLOOR {y}-{m}-{d} {unit:?}"
+            );
+            assert_eq!(
+                floor_days(at, unit, true),
+                day(cy, cm, cd),
+                "CEIL {y}-{m}-{d} {unit:?}"
+            );
+        }
+    }
+
+    #[test]
     fn rounding() {
         assert_eq!(round_decimal(-255, 2, 1, false), -26);
         assert_eq!(round_decimal(-255, 2, 1, true), -25);
@@ -594,6 +728,14 @@ mod tests {
         assert_eq!(round_double(1234.5678, -2, false), 1200.0);
         assert_eq!(round_double(1e300, 2, false), 1e300);
         assert_eq!(round_double(123.456, 1, true), 123.4);
+        // No negative zero, as Java's BigDecimal has none.
+        for (x, d, trunc) in [(-0.1, 0, false), (-0.4, 0, false), (-0.04, -1, false)]
+            .into_iter()
+            .chain([(-0.9, 0, true), (-0.0, 2, false), (-0.0, 2, true)])
+        {
+            let r = round_double(x, d, trunc);
+            assert!(r == 0.0 && r.is_sign_positive(), "{x} {d} {trunc}: {r}");
+        }
         assert!(round_double(f64::NAN, 1, false).is_nan());
     }
 

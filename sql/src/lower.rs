@@ -807,18 +807,19 @@ fn key_types(input: &Plan, keys: usize) -> Vec<DataType> {
 }
 
 /// What decides an aggregation's accumulator slots: each call's function,
-/// types, DISTINCT and FILTER (not which column it reads, nor how it is
-/// written).
+/// types, DISTINCT, FILTER and whether its input retracts (not which
+/// column it reads, nor how it is written).
 fn agg_layout(aggs: &[crate::plan::AggCall]) -> Vec<String> {
     aggs.iter()
         .map(|c| {
             format!(
-                "{:?} {} {} {} {}",
+                "{:?} {} {} {} {} {}",
                 c.func,
                 c.arg_ty,
                 c.ty,
                 c.distinct,
-                c.filter.is_some()
+                c.filter.is_some(),
+                c.retracts
             )
         })
         .collect()

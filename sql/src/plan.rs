@@ -320,6 +320,11 @@ pub struct AggCall {
     pub text: String,
     /// LISTAGG's separator (`None`: `,`).
     pub separator: Option<String>,
+    /// The input retracts rows (it is updating): a SUM counts the values
+    /// in it so that it is NULL again once all are retracted (Flink's
+    /// `SumWithRetractAggFunction`); over an append-only input a NULL sum
+    /// already says that no value came (Flink's `SumAggFunction`).
+    pub retracts: bool,
 }
 
 impl AggCall {
@@ -841,6 +846,7 @@ impl<'c> Planner<'c> {
                 ty: AggCall::result_type(agg, arg_ty)?,
                 text: f.to_string(),
                 separator,
+                retracts: updating_input,
             });
             agg_exprs.push(f);
         }

@@ -3,8 +3,9 @@
 //! `AppendOnlyTopNFunction`) and its special case, deduplication (Flink's
 //! `RowTimeDeduplicateFunction`): keyed by the partition columns, state
 //! per key in keyed state, so checkpointed, restored and rescaled with the
-//! key's key group. The input is append-only (the planner refuses an
-//! updating one).
+//! key's key group. Over an updating input a Top-N is [`RetractTopN`]
+//! (Flink's `RetractableTopNFunction`), which keeps all the key's rows;
+//! deduplication and window Top-N take append-only input.
 //!
 //! **Top-N** keeps the N best rows of each key, sorted, in one
 //! [`KeyedValueState`] value ([`RowList`]); a row that falls out of the
@@ -77,6 +78,20 @@ pub enum RankKind {
         /// The `window_end` column (in the key).
         end: usize,
     },
+    /// The rows numbered `start..=limit` by `order` per key, of an
+    /// updating input (Flink's `RetractableTopNFunction`: every row of the
+    /// key is kept, so that when a row of the top N is retracted the next
+    /// one moves up) or from a later row than the first.
+    RetractTopN {
+        /// ORDER BY.
+        order: Vec<SortKey>,
+        /// The first row number kept (1-based).
+        start: usize,
+        /// N, the last row number kept.
+        limit: usize,
+        /// Keep every row (an updating input); else the first N only.
+        keep_all: bool,
+    },
     /// `ORDER BY time ASC`, `rn = 1`: the first row per key.
     KeepFirst {
         /// The time attribute column.
@@ -130,8 +145,13 @@ impl fmt::Display for Explain<'_> {
             .collect::<Vec<_>>()
             .join(", ");
         match &r.kind {
-            RankKind::TopN { order, limit } | RankKind::WindowTopN { order, limit, .. } => {
-                let window = matches!(r.kind, RankKind::WindowTopN { .. });
+            RankKind::TopN { order, limit }
+            | RankKind::RetractTopN { order, limit, .. }
+            | RankKind::WindowTopN { order, limit, .. } => {
+                let start = match r.kind {
+                    RankKind::RetractTopN { start, .. } => start,
+                    _ => 1,
+                };
                 let order = order
                     .iter()
                     .map(|k| {
@@ -154,8 +174,14 @@ impl fmt::Display for Explain<'_> {
                     .join(", ");
                 write!(
                     f,
-                    "{}rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={limit}], partitionBy=[{partition}], orderBy=[{order}], outputRankNumber=[{}])",
-                    if window { "WindowRank(" } else { "Rank(strategy=[AppendFastStrategy], " },
+                    "{}rankType=[ROW_NUMBER], rankRange=[rankStart={start}, rankEnd={limit}], partitionBy=[{partition}], orderBy=[{order}], outputRankNumber=[{}])",
+                    match r.kind {
+                        RankKind::WindowTopN { .. } => "WindowRank(",
+                        RankKind::RetractTopN { keep_all: true, .. } => {
+                            "Rank(strategy=[RetractStrategy], "
+                        }
+                        _ => "Rank(strategy=[AppendFastStrategy], ",
+                    },
                     r.row_number.is_some()
                 )
             }
@@ -279,6 +305,139 @@ impl KeyedProcessFunction for AppendTopN {
 
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
         states.value(&mut self.top);
+    }
+}
+
+/// Top-N over an updating input (Flink's `RetractableTopNFunction`):
+/// all the key's rows, sorted, in one [`KeyedValueState`] value; each
+/// input row (an insert or update-after) enters it or (an update-before
+/// or delete) leaves it, and the output is the change of the first N:
+///
+/// - without the row number, `-D` of the rows that left the top N and
+///   `+I` of those that entered it;
+/// - with it, per rank whose row changed `-U` of the row that had it and
+///   `+U` of the row that has it (`+I` for a rank that was empty, `-D` for
+///   one that is empty now).
+///
+/// A retraction of a row the key does not hold is ignored. With a first
+/// row number `start` above 1 (`rn > 1`, `BETWEEN`, `OFFSET`) the same
+/// goes for the ranks `start..=N`; over an append-only input the rows
+/// after the N-th are dropped then, as nothing can bring them back.
+pub struct RetractTopN {
+    order: Arc<[SortKey]>,
+    start: usize,
+    limit: usize,
+    keep_all: bool,
+    row_number: Option<usize>,
+    rows: KeyedValueState<Key, RowList>,
+}
+
+impl RetractTopN {
+    /// The rows numbered `start..=limit` by `order` per key (all rows
+    /// kept with `keep_all`, for an updating input); the row number
+    /// written to column `row_number` if any.
+    pub fn new(
+        order: Arc<[SortKey]>,
+        (start, limit): (usize, usize),
+        keep_all: bool,
+        row_number: Option<usize>,
+    ) -> Self {
+        Self {
+            order,
+            start: start.max(1),
+            limit,
+            keep_all,
+            row_number,
+            rows: KeyedValueState::new("top-n-all-rows"),
+        }
+    }
+}
+
+impl KeyedProcessFunction for RetractTopN {
+    type Key = Key;
+    type In = Row;
+    type Out = Row;
+
+    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, mut row: Row, out: &mut C) {
+        let accumulate = row.kind.is_accumulate();
+        row.kind = RowKind::Insert;
+        let order = &self.order;
+        let (start, limit, keep_all) = (self.start, self.limit, self.keep_all);
+        let range = |rows: &[Row]| -> std::ops::Range<usize> {
+            let end = rows.len().min(limit);
+            (start - 1).min(end)..end
+        };
+        let rows = &mut self.rows.value_mut_or_insert_with(ctx, RowList::default).0;
+        let before: Vec<Row> = rows[range(rows)].to_vec();
+        if accumulate {
+            let at = rows.partition_point(|r| compare(order, r, &row) != Ordering::Greater);
+            rows.insert(at, row);
+        } else {
+            // Rows equal in every column are adjacent: the first of them.
+            let at = rows.partition_point(|r| compare(order, r, &row) == Ordering::Less);
+            match rows.get(at) {
+                Some(r) if r.values == row.values => {
+                    rows.remove(at);
+                }
+                _ => return,
+            }
+        }
+        if !keep_all {
+            rows.truncate(limit);
+        }
+        let after = &rows[range(rows)];
+        match self.row_number {
+            None => {
+                // Both lists are sorted: a merge finds the rows in one only.
+                let (mut i, mut j) = (0, 0);
+                let mut inserted = Vec::new();
+                while i < before.len() || j < after.len() {
+                    let o = match (before.get(i), after.get(j)) {
+                        (Some(b), Some(a)) => compare(order, b, a),
+                        (Some(_), None) => Ordering::Less,
+                        _ => Ordering::Greater,
+                    };
+                    match o {
+                        Ordering::Equal => (i, j) = (i + 1, j + 1),
+                        Ordering::Less => {
+                            out.collect(numbered(&before[i], None, 0, RowKind::Delete));
+                            i += 1;
+                        }
+                        Ordering::Greater => {
+                            inserted.push(j);
+                            j += 1;
+                        }
+                    }
+                }
+                for j in inserted {
+                    out.collect(numbered(&after[j], None, 0, RowKind::Insert));
+                }
+            }
+            Some(col) => {
+                for r in 0..before.len().max(after.len()) {
+                    match (before.get(r), after.get(r)) {
+                        (Some(was), Some(now)) if was.values != now.values => {
+                            out.collect(numbered(was, Some(col), start + r, RowKind::UpdateBefore));
+                            out.collect(numbered(now, Some(col), start + r, RowKind::UpdateAfter));
+                        }
+                        (Some(was), None) => {
+                            out.collect(numbered(was, Some(col), start + r, RowKind::Delete));
+                        }
+                        (None, Some(now)) => {
+                            out.collect(numbered(now, Some(col), start + r, RowKind::Insert));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if rows.is_empty() {
+            self.rows.clear(ctx);
+        }
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.rows);
     }
 }
 
@@ -501,6 +660,21 @@ pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchS
             keyed
                 .process(uid, move |_: &SubtaskInfo| {
                     AppendTopN::new(order.clone(), limit, row_number)
+                })
+                .share()
+                .branch()
+        }
+        RankKind::RetractTopN {
+            order,
+            start,
+            limit,
+            keep_all,
+        } => {
+            let order: Arc<[SortKey]> = order.clone().into();
+            let (range, keep_all) = ((*start, *limit), *keep_all);
+            keyed
+                .process(uid, move |_: &SubtaskInfo| {
+                    RetractTopN::new(order.clone(), range, keep_all, row_number)
                 })
                 .share()
                 .branch()

@@ -641,13 +641,24 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                 names(&key),
                 match rank.kind {
                     crate::rank::RankKind::TopN { limit, .. } => format!("Rank(top {limit})"),
+                    crate::rank::RankKind::RetractTopN {
+                        start,
+                        limit,
+                        keep_all,
+                        ..
+                    } => format!(
+                        "Rank(rows {start}..={limit}{})",
+                        if keep_all { " of an updating input" } else { "" }
+                    ),
                     crate::rank::RankKind::WindowTopN { limit, .. } => {
                         format!("WindowRank(top {limit}, fires on watermarks)")
                     }
                     crate::rank::RankKind::KeepFirst { .. } => "Deduplicate(first row)".into(),
                     crate::rank::RankKind::KeepLast { .. } => "Deduplicate(last row)".into(),
                 },
-                if matches!(rank.kind, crate::rank::RankKind::TopN { .. }) {
+                if matches!(rank.kind, crate::rank::RankKind::RetractTopN { .. }) {
+                    "top-n-all-rows (the key's rows)"
+                } else if matches!(rank.kind, crate::rank::RankKind::TopN { .. }) {
                     "top-n-rows (the key's N rows)"
                 } else if matches!(rank.kind, crate::rank::RankKind::WindowTopN { .. }) {
                     "window-top-n-rows (a window's rows until it fires), event-time timers"

@@ -28,6 +28,7 @@ fn calls() -> Vec<AggCall> {
         },
         text: String::new(),
         separator: None,
+        retracts: true,
     };
     vec![
         call(AggFunc::Count, Some(1), true, None, DataType::BigInt),
@@ -290,6 +291,8 @@ fn the_plain_fold_gives_what_the_general_fold_gives() {
         ty: DataType::BigInt,
         text: String::new(),
         separator: None,
+        // (the plain steps are for SUMs without a count of values)
+        retracts: false,
     };
     let plain = vec![
         call(AggFunc::Count, None),
@@ -351,4 +354,42 @@ fn the_plain_fold_gives_what_the_general_fold_gives() {
         assert_eq!(values[1], Value::BigInt(amounts.len() as i64));
         assert_eq!(values[2], Value::BigInt(amounts.iter().sum()));
     }
+}
+
+/// SUM as Flink's `SumWithRetractAggFunction`: when every value in the
+/// sum has been retracted while rows of the group remain (rows whose
+/// value is NULL), the sum is NULL again, not 0; AVG likewise.
+#[test]
+fn a_sum_whose_values_are_all_retracted_is_null() {
+    let call = |func| AggCall {
+        func,
+        arg: Some(1),
+        distinct: false,
+        filter: None,
+        arg_ty: DataType::Int,
+        ty: DataType::Int,
+        text: String::new(),
+        separator: None,
+        retracts: true,
+    };
+    let aggs = Aggs::new(&[call(AggFunc::Sum), call(AggFunc::Avg)]);
+    let row = |kind, v: Option<i32>| Row {
+        kind,
+        values: [Value::BigInt(1), v.map_or(Value::Null, Value::Int)]
+            .into_iter()
+            .collect(),
+    };
+    let mut acc = aggs.create();
+    let mut fold = |r: Row| aggs.fold(&mut acc, &r, &mut NoDistinct);
+    fold(row(RowKind::Insert, None));
+    fold(row(RowKind::Insert, Some(10)));
+    fold(row(RowKind::UpdateBefore, Some(10)));
+    fold(row(RowKind::UpdateAfter, None));
+    assert_eq!(aggs.rows(&acc), 2);
+    assert_eq!(aggs.result(&acc).to_vec(), vec![Value::Null, Value::Null]);
+    aggs.fold(&mut acc, &row(RowKind::Insert, Some(-4)), &mut NoDistinct);
+    assert_eq!(
+        aggs.result(&acc).to_vec(),
+        vec![Value::Int(-4), Value::Int(-4)]
+    );
 }

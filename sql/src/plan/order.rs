@@ -344,15 +344,15 @@ impl Planner<'_> {
             .iter()
             .zip(columns)
             .map(|(o, c)| {
-                format!(
-                    "{}{}",
-                    all[c],
-                    if matches!(o.options.sort, Some(ast::OrderBySort::Desc)) {
-                        " DESC"
-                    } else {
-                        ""
-                    }
-                )
+                let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+                // The NULLS placement carries over to the row number's
+                // ORDER BY (without it, its default for the direction).
+                let nulls = match o.options.nulls_first {
+                    Some(true) => " NULLS FIRST",
+                    Some(false) => " NULLS LAST",
+                    None => "",
+                };
+                format!("{}{}{nulls}", all[c], if desc { " DESC" } else { "" })
             })
             .collect();
         let bound = if offset > 0 {

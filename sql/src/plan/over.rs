@@ -64,8 +64,8 @@ impl Planner<'_> {
         let Some((at, rn)) = numbering(&query)? else {
             return Ok(None);
         };
-        let (limit, rest) = rank_bound(s.selection.as_ref(), &rn)?;
-        let plan = self.ranked(&query, at, &rn, limit, outer_reads(s, &rn))?;
+        let (range, rest) = rank_bound(s.selection.as_ref(), &rn)?;
+        let plan = self.ranked(&query, at, &rn, range, outer_reads(s, &rn))?;
         let scope = Scope::of(&plan.schema, qualifier.as_deref());
         Ok(Some((
             From {
@@ -83,22 +83,23 @@ impl Planner<'_> {
     /// partition, the row number selected).
     pub fn view(&mut self, q: &ast::Query) -> Result<()> {
         match numbering(q)? {
-            Some((at, rn)) => self.ranked(q, at, &rn, 1, true).map(drop),
+            Some((at, rn)) => self.ranked(q, at, &rn, (1, 1), true).map(drop),
             None => self.query(q).map(drop),
         }
     }
 
     /// `query`, whose item `at` is `ROW_NUMBER() OVER (..) AS rn`, as the
-    /// first `limit` rows per partition; the row number in its column when
-    /// `reads_rn`, else left out.
+    /// rows numbered `start..=limit` per partition (`range`); the row
+    /// number in its column when `reads_rn`, else left out.
     fn ranked(
         &mut self,
         query: &ast::Query,
         at: usize,
         rn: &str,
-        limit: usize,
+        range: (usize, usize),
         reads_rn: bool,
     ) -> Result<Plan> {
+        let (start, limit) = range;
         let SetExpr::Select(inner) = query.body.as_ref() else {
             unreachable!("numbering() found a SELECT")
         };
@@ -137,15 +138,12 @@ impl Planner<'_> {
             body: Box::new(SetExpr::Select(Box::new(numbered))),
             ..query.clone()
         };
-        let planned = self.query(&q)?;
-        if planned.updating {
-            return Err(SqlError::Unsupported(format!(
-                "ROW_NUMBER() OVER (Top-N, deduplication) over an updating input (`{}` produces updates); its input must be append-only",
-                query
-            )));
-        }
+        let mut planned = self.query(&q)?;
+        // Over an updating input (a GROUP BY's result, a join's), a Top-N
+        // keeps every row of its key to retract from (Flink's
+        // RetractableTopNFunction).
+        let retract = planned.updating;
         // Names for EXPLAIN: the row number's, the hidden columns' own.
-        let mut planned = planned;
         let hidden = columns.len();
         let placeholder = planned
             .schema
@@ -178,6 +176,22 @@ impl Planner<'_> {
             .collect();
         let row_number = placeholder;
         let kind = match order.as_slice() {
+            // Over an updating input, or from a later row than the first
+            // (the rows before it can move into the range), the diff of
+            // the range of all rows sorted.
+            _ if retract || start > 1 => {
+                if start > 1 && window_end(&input, &partition).is_some() {
+                    return Err(SqlError::Unsupported(format!(
+                        "a window Top-N from row {start} (`{rn}` bounded from below)"
+                    )));
+                }
+                RankKind::RetractTopN {
+                    order,
+                    start,
+                    limit,
+                    keep_all: retract,
+                }
+            }
             [k] if limit == 1 && input.schema.fields[k.col].rowtime => {
                 if k.desc {
                     RankKind::KeepLast { time: k.col }
@@ -432,9 +446,11 @@ pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     }
 }
 
-/// N of the outer WHERE's `rn <= N` (`rn < N + 1`, `rn = 1`, or the same
-/// with the operands swapped), and the WHERE without it.
-fn rank_bound(selection: Option<&Expr>, rn: &str) -> Result<(usize, Option<Expr>)> {
+/// The range `start..=N` of the outer WHERE's bounds on the row number
+/// (`rn <= N`, `rn < N + 1`, `rn = n`, `rn > m`, `rn >= m`, `rn BETWEEN m
+/// AND N`, or the same with the operands swapped; several combine), and
+/// the WHERE without them.
+fn rank_bound(selection: Option<&Expr>, rn: &str) -> Result<((usize, usize), Option<Expr>)> {
     let missing = || {
         SqlError::Unsupported(format!(
             "ROW_NUMBER() OVER without `WHERE {rn} <= N` in the query reading it: weir runs Top-N and deduplication (a row number bounded by N), not OVER windows over all rows"
@@ -444,36 +460,59 @@ fn rank_bound(selection: Option<&Expr>, rn: &str) -> Result<(usize, Option<Expr>
     if let Some(w) = selection {
         conjuncts(w, &mut parts);
     }
-    let mut limit = None;
+    let (mut start, mut limit) = (1i64, None::<i64>);
     let mut rest: Vec<Expr> = Vec::new();
     for p in parts {
         if !mentions(&p, rn) {
             rest.push(p);
             continue;
         }
-        let n = bound(&p, rn)?;
-        if limit.replace(n).is_some() {
-            return Err(SqlError::Unsupported(format!(
-                "`{p}`: one bound on `{rn}` (`{rn} <= N`, `{rn} < N` or `{rn} = 1`) is supported"
-            )));
+        let (lo, hi) = bound(&p, rn)?;
+        start = start.max(lo.unwrap_or(1));
+        if let Some(hi) = hi {
+            limit = Some(limit.map_or(hi, |l| l.min(hi)));
         }
     }
     let limit = limit.ok_or_else(missing)?;
+    if limit < start {
+        return Err(SqlError::Plan(format!(
+            "the bounds on `{rn}` (from {start} to {limit}) leave a range that keeps no row"
+        )));
+    }
+    let as_usize = |n: i64| {
+        usize::try_from(n).map_err(|_| SqlError::Unsupported(format!("a bound of {n} on `{rn}`")))
+    };
+    let (start, limit) = (as_usize(start)?, as_usize(limit)?);
     let rest = rest.into_iter().reduce(|a, b| Expr::BinaryOp {
         left: Box::new(a),
         op: B::And,
         right: Box::new(b),
     });
-    Ok((limit, rest))
+    Ok(((start, limit), rest))
 }
 
-/// N of one condition on the row number.
-fn bound(e: &Expr, rn: &str) -> Result<usize> {
+/// The lowest and highest row number one condition keeps (`None`:
+/// unbounded that way).
+fn bound(e: &Expr, rn: &str) -> Result<(Option<i64>, Option<i64>)> {
     let unsupported = || {
         SqlError::Unsupported(format!(
-            "`{e}`: weir bounds the row number with `{rn} <= N`, `{rn} < N` or `{rn} = 1` (a Top-N starting at the first row)"
+            "`{e}`: weir bounds the row number with `{rn} <= N`, `{rn} < N`, `{rn} = n`, `{rn} > m`, `{rn} >= m` or `{rn} BETWEEN m AND N` (integer literals)"
         ))
     };
+    if let Expr::Between {
+        expr,
+        negated: false,
+        low,
+        high,
+    } = e
+    {
+        if !is_rn(expr, rn) {
+            return Err(unsupported());
+        }
+        let lo = integer(low).ok_or_else(unsupported)?;
+        let hi = integer(high).ok_or_else(unsupported)?;
+        return Ok((Some(lo), Some(hi)));
+    }
     let Expr::BinaryOp { left, op, right } = e else {
         return Err(unsupported());
     };
@@ -491,18 +530,14 @@ fn bound(e: &Expr, rn: &str) -> Result<usize> {
         ),
         _ => return Err(unsupported()),
     };
-    let n = match op {
-        B::LtEq => n,
-        B::Lt => n - 1,
-        B::Eq if n == 1 => 1,
+    Ok(match op {
+        B::LtEq => (None, Some(n)),
+        B::Lt => (None, Some(n - 1)),
+        B::Eq => (Some(n), Some(n)),
+        B::Gt => (Some(n + 1), None),
+        B::GtEq => (Some(n), None),
         _ => return Err(unsupported()),
-    };
-    if n < 1 {
-        return Err(SqlError::Plan(format!(
-            "`{e}` keeps no row (the row number starts at 1)"
-        )));
-    }
-    usize::try_from(n).map_err(|_| unsupported())
+    })
 }
 
 /// An integer literal.

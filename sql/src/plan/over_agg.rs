@@ -230,6 +230,8 @@ impl Planner<'_> {
                 ty: AggCall::result_type(func, arg_ty)?,
                 text: e.to_string(),
                 separator: None,
+                // (an OVER aggregation's input is append-only)
+                retracts: false,
             });
         }
         let input = calc(from.plan, filter, pre, pre_fields.clone());

@@ -218,11 +218,11 @@ fn unsupported_row_numbers_are_named() {
                 .into(),
             "without `WHERE rn <= N`",
         ),
-        (sub(row_number, "rn > 2"), "`rn > 2`: weir bounds the row number"),
-        (sub(row_number, "rn = 2"), "`rn = 2`"),
+        (sub(row_number, "rn > 2"), "without `WHERE rn <= N`"),
         (sub(row_number, "rn <= 3 OR c > 1"), "weir bounds the row number"),
-        (sub(row_number, "rn <= 3 AND rn <= 2"), "one bound on `rn`"),
+        (sub(row_number, "rn <= c"), "weir bounds the row number"),
         (sub(row_number, "rn < 1"), "keeps no row"),
+        (sub(row_number, "rn > 3 AND rn <= 3"), "keeps no row"),
         (
             sub("ROW_NUMBER() OVER (PARTITION BY a ORDER BY c + 1)", "rn <= 3"),
             "ORDER BY `c + 1` in ROW_NUMBER() OVER: order by columns",
@@ -243,10 +243,6 @@ fn unsupported_row_numbers_are_named() {
         (
             "SELECT * FROM (SELECT a, COUNT(*) AS n, ROW_NUMBER() OVER (PARTITION BY a ORDER BY COUNT(*)) AS rn FROM t GROUP BY a) WHERE rn <= 3".into(),
             "order by columns",
-        ),
-        (
-            "SELECT * FROM (SELECT a, n, ROW_NUMBER() OVER (ORDER BY n DESC) AS rn FROM (SELECT a, COUNT(*) AS n FROM t GROUP BY a)) WHERE rn <= 3".into(),
-            "over an updating input",
         ),
         (
             "SELECT a, ROW_NUMBER() OVER (PARTITION BY a ORDER BY c) + 1 FROM t".into(),

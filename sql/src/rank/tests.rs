@@ -61,6 +61,11 @@ fn apply(changes: &[Row]) -> Vec<Row> {
 /// The first `n` rows per key by score DESC, ties by name (the rule:
 /// other columns ascending), with their row numbers if `numbered`.
 fn reference(input: &[Row], n: usize, numbered: bool) -> Vec<Row> {
+    reference_range(input, (1, n), numbered)
+}
+
+/// The rows numbered `start..=n` per key, as [`reference`].
+fn reference_range(input: &[Row], (start, n): (usize, usize), numbered: bool) -> Vec<Row> {
     let mut out = Vec::new();
     for k in 0..5 {
         let mut mine: Vec<&Row> = input
@@ -75,7 +80,7 @@ fn reference(input: &[Row], n: usize, numbered: bool) -> Vec<Row> {
             };
             score(b).cmp(&score(a)).then(name(a).cmp(&name(b)))
         });
-        for (i, r) in mine.into_iter().take(n).enumerate() {
+        for (i, r) in mine.into_iter().enumerate().take(n).skip(start - 1) {
             let mut r = r.clone();
             if numbered {
                 r.values[3] = Value::BigInt(i as i64 + 1);
@@ -274,4 +279,68 @@ fn deduplication_keeps_the_first_or_the_last_row_per_key() {
     // equal times: the larger row is the last
     assert_eq!(apply(&out), apply(&[r(1, 12, "c"), r(2, 11, "d")]));
     assert_eq!(out.len(), 4, "+I a, +I d, -U a, +U c: {out:?}");
+}
+
+/// Top-N over an updating input: inserts and, now and then, retractions
+/// of live rows; the changelog applied is the top 3 of the rows left
+/// (a retracted top row lets the next one up), with and without row
+/// numbers, and each emitted retraction retracts a row emitted before.
+#[test]
+fn retracting_top_3_per_key_equals_a_sort_of_the_rows_left() {
+    let input = rows(400, 11);
+    let mut changes = Vec::new();
+    let mut live: Vec<Row> = Vec::new();
+    for (i, r) in input.into_iter().enumerate() {
+        if i % 3 == 2 && !live.is_empty() {
+            let mut gone = live.remove((i * 7) % live.len());
+            gone.kind = if i % 2 == 0 {
+                RowKind::Delete
+            } else {
+                RowKind::UpdateBefore
+            };
+            changes.push(gone);
+        }
+        live.push(r.clone());
+        changes.push(r);
+    }
+    // A retraction of a row never inserted is ignored.
+    let mut stray = row(2, 99, "zed");
+    stray.kind = RowKind::Delete;
+    changes.push(stray);
+    for numbered in [false, true] {
+        let col = numbered.then_some(3);
+        let mut h = KeyedOperatorHarness::new(
+            move |_| RetractTopN::new(order(), (1, 3), true, col),
+            key as fn(&Row) -> Key,
+        )
+        .unwrap();
+        h.process_elements(changes.iter().cloned());
+        assert_eq!(
+            apply(&h.take_output()),
+            reference(&live, 3, numbered),
+            "numbered {numbered}"
+        );
+    }
+}
+
+/// Rows from a later row number than the first (`rn BETWEEN 2 AND 4`,
+/// OFFSET): the changelog applied is that range of a sort, over an
+/// append-only input (rows past N dropped) and an updating one.
+#[test]
+fn a_range_from_a_later_row_equals_that_range_of_a_sort() {
+    let input = rows(300, 5);
+    for numbered in [false, true] {
+        let col = numbered.then_some(3);
+        let mut h = KeyedOperatorHarness::new(
+            move |_| RetractTopN::new(order(), (2, 4), false, col),
+            key as fn(&Row) -> Key,
+        )
+        .unwrap();
+        h.process_elements(input.iter().cloned());
+        assert_eq!(
+            apply(&h.take_output()),
+            reference_range(&input, (2, 4), numbered),
+            "numbered {numbered}"
+        );
+    }
 }

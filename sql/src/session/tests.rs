@@ -236,6 +236,18 @@ fn order_by_what_is_not_selected() {
     all.sort_by(|a, b| b.cmp(a));
     let want: Vec<String> = all[..3].iter().map(|(_, id)| format!("+I[{id}]")).collect();
     assert_eq!(got, sorted(want));
+    // NULLS FIRST/LAST carry over to the Top-N: of ids 0..9, the v below
+    // 3 (ids 0, 5, 8) are NULL.
+    let top2 = |order: &str| {
+        run(&format!(
+            "SELECT * FROM (SELECT id FROM g WHERE id < 10
+             ORDER BY CASE WHEN v < 3 THEN NULL ELSE v END {order}, id LIMIT 2)"
+        ))
+    };
+    assert_eq!(top2("ASC NULLS LAST"), ["+I[2]", "+I[7]"]);
+    assert_eq!(top2("ASC"), ["+I[0]", "+I[5]"]);
+    assert_eq!(top2("DESC NULLS FIRST"), ["+I[0]", "+I[5]"]);
+    assert_eq!(top2("DESC"), ["+I[3]", "+I[6]"]);
 }
 
 /// `(v, id)` of every row of `g`.

@@ -828,4 +828,129 @@ pub const CASES: &[Case] = &[
                  FROM orders o JOIN (VALUES ('books', 'first'), ('games', 'second'), ('food', CAST(NULL AS VARCHAR)))
                    AS c(category, label) ON o.category = c.category",
     },
+    Case {
+        name: "casts_to_text_of_a_length_and_decimal_text_with_an_exponent",
+        // Flink's CAST to VARCHAR(n) cuts the text to n characters and to
+        // CHAR(n) also pads it with spaces (DuckDB's does neither: its side
+        // says so with left and rpad); bracketed, as a printed cell's
+        // blanks would not show. A DECIMAL's text may have an exponent.
+        weir: "SELECT order_id, CAST(note AS VARCHAR(4)) AS n4,
+                      '[' || CAST(category AS CHAR(6)) || ']' AS c6,
+                      CAST(order_id AS VARCHAR(1)) AS o1,
+                      CAST(CAST(qty AS STRING) || 'e-1' AS DECIMAL(6, 2)) AS q,
+                      TRY_CAST('-1.5E2' AS DECIMAL(6, 2)) AS m
+               FROM orders;",
+        duckdb: "SELECT order_id, left(note, 4), '[' || rpad(category, 6, ' ') || ']',
+                        left(CAST(order_id AS VARCHAR), 1),
+                        CAST(CAST(qty AS VARCHAR) || 'e-1' AS DECIMAL(6, 2)),
+                        CAST('-1.5E2' AS DECIMAL(6, 2))
+                 FROM orders",
+    },
+    Case {
+        name: "sum_over_an_updating_input_whose_values_are_retracted",
+        // A user's x is its one amount, replaced by NULL once it has a
+        // second order: SUM over those updates is NULL where every value
+        // in it was retracted (Flink's SumWithRetractAggFunction), not 0.
+        weir: "SELECT g, COUNT(*) AS n, SUM(x) AS s, AVG(x) AS a
+               FROM (SELECT MOD(CHAR_LENGTH(user_id), 2) AS g, user_id,
+                            CASE WHEN COUNT(*) > 1 THEN NULL ELSE MAX(amount) END AS x
+                     FROM orders GROUP BY user_id)
+               GROUP BY g;",
+        duckdb: "SELECT g, COUNT(*), SUM(x), AVG(x)::DECIMAL(38, 6)
+                 FROM (SELECT length(user_id) % 2 AS g, user_id,
+                              CASE WHEN COUNT(*) > 1 THEN NULL ELSE MAX(amount) END AS x
+                       FROM orders GROUP BY user_id)
+                 GROUP BY g",
+    },
+    Case {
+        name: "floor_and_ceil_to_calendar_units",
+        // Flink's (Calcite's) FLOOR TO WEEK is the Sunday before (DuckDB's
+        // date_trunc: the Monday), and CEIL TO WEEK or MONTH goes by the
+        // day alone: a timestamp on a Sunday (the 1st) stays at its day's
+        // midnight, any other moves to the next Sunday (month's 1st).
+        weir: "SELECT order_id, FLOOR(ts TO WEEK) AS fw, CEIL(ts TO WEEK) AS cw,
+                      FLOOR(ts TO MONTH) AS fm, CEIL(ts TO MONTH) AS cm,
+                      FLOOR(ts TO QUARTER) AS fq, CEIL(ts TO YEAR) AS cy,
+                      FLOOR(CAST(ts AS DATE) TO YEAR) AS dy
+               FROM orders;",
+        duckdb: "SELECT order_id,
+                        CAST(CAST(ts AS DATE) - CAST(dayofweek(ts) AS INTEGER) AS TIMESTAMP),
+                        CAST(CAST(ts AS DATE) - CAST(dayofweek(ts) AS INTEGER)
+                             + CASE WHEN dayofweek(ts) > 0 THEN 7 ELSE 0 END AS TIMESTAMP),
+                        date_trunc('month', ts),
+                        CASE WHEN day(ts) > 1 THEN date_trunc('month', ts) + INTERVAL 1 MONTH
+                             ELSE date_trunc('month', ts) END,
+                        date_trunc('quarter', ts),
+                        CASE WHEN month(ts) > 1 OR day(ts) > 1
+                             THEN date_trunc('year', ts) + INTERVAL 1 YEAR
+                             ELSE date_trunc('year', ts) END,
+                        CAST(date_trunc('year', CAST(ts AS DATE)) AS DATE)
+                 FROM orders",
+    },
+    Case {
+        name: "text_compared_with_a_time_or_a_number",
+        // Flink (Calcite's implicit coercion) casts text compared with a
+        // timestamp, a date or a number to that type, as DuckDB casts a
+        // string literal.
+        weir: "SELECT order_id, ts >= '2024-01-01 02:30:00' AS late, qty > '5' AS many
+               FROM orders
+               WHERE CAST(ts AS DATE) = '2024-01-01'
+                 AND ts BETWEEN '2024-01-01 01:00:30' AND '2024-01-01 03:30:00.5';",
+        duckdb: "SELECT order_id, ts >= '2024-01-01 02:30:00', qty > '5'
+                 FROM orders
+                 WHERE CAST(ts AS DATE) = '2024-01-01'
+                   AND ts BETWEEN '2024-01-01 01:00:30' AND '2024-01-01 03:30:00.5'",
+    },
+    Case {
+        name: "top_n_over_a_group_aggregation",
+        // A Top-N over an updating input (Flink's RetractableTopNFunction):
+        // the users with the most orders, per category; ties by user, whose
+        // NULL sorts first ascending in Flink (DuckDB's side says so).
+        weir: "SELECT * FROM (
+                 SELECT category, user_id, n, ROW_NUMBER() OVER (
+                   PARTITION BY category ORDER BY n DESC, user_id) AS rn
+                 FROM (SELECT category, user_id, COUNT(*) AS n FROM orders
+                       GROUP BY category, user_id))
+               WHERE rn <= 2;",
+        duckdb: "SELECT * FROM (
+                   SELECT category, user_id, n, row_number() OVER (
+                     PARTITION BY category ORDER BY n DESC, user_id NULLS FIRST) AS rn
+                   FROM (SELECT category, user_id, COUNT(*) AS n FROM orders
+                         GROUP BY category, user_id))
+                 WHERE rn <= 2",
+    },
+    Case {
+        name: "order_by_limit_over_a_group_aggregation_in_a_query",
+        // ORDER BY .. LIMIT inside a query is a Top-N, here over a GROUP
+        // BY's updates, with NULLS LAST kept.
+        weir: "SELECT user_id, s FROM (
+                 SELECT user_id, SUM(qty) AS s FROM orders GROUP BY user_id
+                 ORDER BY s ASC NULLS LAST, user_id LIMIT 4);",
+        duckdb: "SELECT user_id, s FROM (
+                   SELECT user_id, SUM(qty) AS s FROM orders GROUP BY user_id
+                   ORDER BY s ASC NULLS LAST, user_id NULLS FIRST LIMIT 4)",
+    },
+    Case {
+        name: "top_n_from_a_later_row",
+        // Row numbers bounded from below (Flink's rankStart above 1): a
+        // BETWEEN over an append-only input, an OFFSET over a GROUP BY.
+        weir: "SELECT * FROM (
+                 SELECT user_id, order_id, amount, ROW_NUMBER() OVER (
+                   PARTITION BY user_id ORDER BY amount DESC) AS rn
+                 FROM orders)
+               WHERE rn BETWEEN 2 AND 3
+               UNION ALL
+               SELECT user_id, -1, s, -1 FROM (
+                 SELECT user_id, SUM(amount) AS s FROM orders GROUP BY user_id
+                 ORDER BY s DESC, user_id LIMIT 3 OFFSET 2);",
+        duckdb: "SELECT * FROM (
+                   SELECT user_id, order_id, amount, row_number() OVER (
+                     PARTITION BY user_id ORDER BY amount DESC, order_id) AS rn
+                   FROM orders)
+                 WHERE rn BETWEEN 2 AND 3
+                 UNION ALL
+                 SELECT user_id, -1, s, -1 FROM (
+                   SELECT user_id, SUM(amount) AS s FROM orders GROUP BY user_id
+                   ORDER BY s DESC, user_id NULLS FIRST LIMIT 3 OFFSET 2)",
+    },
 ];

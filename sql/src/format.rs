@@ -39,8 +39,9 @@ pub struct CsvOptions {
     pub ignore_parse_errors: bool,
     /// `csv.allow-comments`: skip lines starting with `#`.
     pub allow_comments: bool,
-    /// `csv.ignore-first-line`: skip a header line (one whose fields are
-    /// the column names).
+    /// `csv.ignore-first-line`: skip each file's first line (the file
+    /// source asks [`Format::skips_first_line`]), and any line whose
+    /// fields are the column names (a header of other input).
     pub skip_header: bool,
 }
 
@@ -100,6 +101,12 @@ impl Format {
             Decoded::Skip | Decoded::Ignored(_) => Parsed::Skip,
             Decoded::Error { message, .. } => Parsed::Error(message),
         }
+    }
+
+    /// Whether the file source skips each file's first line, whatever it
+    /// holds (`csv.ignore-first-line`, as Flink's CSV reader).
+    pub fn skips_first_line(&self) -> bool {
+        matches!(self, Format::Csv(o) if o.skip_header)
     }
 
     /// Parses one line into a row of `schema`, for the file source: a

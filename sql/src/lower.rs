@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir_runtime::{
-    BranchStream, CumulativeEventTimeWindows, DecodeWith, Decoded, EventTimeSessionWindows,
-    FileSource, JobGraph, Offset, ProcessingTimeSessionWindows, SharedStream,
+    BranchStream, CumulativeEventTimeWindows, Decoded, EventTimeSessionWindows, FileSource,
+    JobGraph, LineDecoder, Offset, ProcessingTimeSessionWindows, SharedStream,
     SlidingEventTimeWindows, SlidingProcessingTimeWindows, SubtaskInfo, TimeWindow,
     TransactionalFileSink, TumblingEventTimeWindows, TumblingProcessingTimeWindows,
     WatermarkStrategy,
@@ -481,14 +481,16 @@ impl<'j> Lowering<'j> {
                         };
                         let (format, physical, columns) =
                             (format.clone(), physical.clone(), columns.clone());
-                        source.with_decoder(DecodeWith(move |line: &str| {
-                            match format.decode(line, &physical) {
+                        let skip_first = format.skips_first_line();
+                        source.with_decoder(FileLines {
+                            skip_first,
+                            decode: move |line: &str| match format.decode(line, &physical) {
                                 Decoded::Record(r) if computed => {
                                     Decoded::Record(compute(&columns, r))
                                 }
                                 other => other,
-                            }
-                        }))
+                            },
+                        })
                     })
                     .share()
                     .branch()
@@ -854,4 +856,29 @@ fn window_row(key: Key, w: TimeWindow, aggs: Row) -> Row {
 /// The types of a schema (for printing).
 pub fn types(schema: &Schema) -> Vec<DataType> {
     schema.types()
+}
+
+/// A table's file lines decoded by its format (`decode`), a file's first
+/// line skipped with `csv.ignore-first-line` (`skip_first`), whatever it
+/// holds, as Flink's CSV reader skips it (FLINK-20746).
+struct FileLines<F> {
+    skip_first: bool,
+    decode: F,
+}
+
+impl<F: FnMut(&str) -> Decoded<Row> + 'static> LineDecoder for FileLines<F> {
+    type Out = Row;
+
+    #[inline]
+    fn decode(&mut self, line: &str) -> Decoded<Row> {
+        (self.decode)(line)
+    }
+
+    fn decode_first(&mut self, line: &str) -> Decoded<Row> {
+        if self.skip_first {
+            Decoded::Skip
+        } else {
+            (self.decode)(line)
+        }
+    }
 }

@@ -161,6 +161,53 @@ fn one_csv_file_as_the_path_is_read_alone() {
     );
 }
 
+/// `csv.ignore-first-line` skips each file's first line whatever it holds
+/// (Flink's, FLINK-20746): a header naming the columns otherwise, or in
+/// another case, is not read as a row.
+#[test]
+fn ignore_first_line_skips_each_files_first_line() {
+    let s = Scratch::new("sql", "first-line");
+    let dir = s.join("people");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("a.csv"), "Name,City\nann,oslo\nbob,rome\n").unwrap();
+    fs::write(dir.join("b.csv"), "who,town\ncy,kyiv\n").unwrap();
+    fs::write(dir.join("c.csv"), "\u{feff}\"NAME\",\"TOWN\"\ndee,lima\n").unwrap();
+    let script = s.join("people.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE people (who STRING, town STRING) WITH ('connector' = 'filesystem',
+               'path' = '{}', 'format' = 'csv', 'csv.ignore-first-line' = 'true');
+             SELECT who, town FROM people ORDER BY who;",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let out = weir_sql(&script, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<String> = stdout
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "| who | town |",
+            "| ann | oslo |",
+            "| bob | rome |",
+            "| cy | kyiv |",
+            "| dee | lima |"
+        ],
+        "{stdout}"
+    );
+}
+
 /// Equal line lists, or a short account of the difference.
 fn same_lines(got: Vec<String>, want: Vec<String>) {
     if got == want {

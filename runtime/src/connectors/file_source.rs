@@ -659,13 +659,19 @@ impl<D: LineDecoder> FileSource<D> {
             // at a newline or at the data's ends, which are character
             // boundaries.
             let mut line = unsafe { std::str::from_utf8_unchecked(&data[*pos..end]) };
-            if base + *pos as u64 == 0 {
+            let first = base + *pos as u64 == 0;
+            if first {
                 // A UTF-8 byte order mark (files saved by spreadsheet
                 // programs) marks the encoding, it is not text of the first
                 // line: a header line with it would not be one.
                 line = line.strip_prefix('\u{feff}').unwrap_or(line);
             }
-            match self.decoder.decode(line) {
+            let decoded = if first {
+                self.decoder.decode_first(line)
+            } else {
+                self.decoder.decode(line)
+            };
+            match decoded {
                 Decoded::Record(r) => {
                     out.collect(r);
                     *n += 1;

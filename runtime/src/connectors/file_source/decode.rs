@@ -34,6 +34,13 @@ pub trait LineDecoder: 'static {
     /// Decodes `line`: its text without the `\n` (a `\r` before it is
     /// kept).
     fn decode(&mut self, line: &str) -> Decoded<Self::Out>;
+
+    /// Decodes a file's first line (the one at byte offset 0, without a
+    /// byte order mark): as any other unless the format skips a header
+    /// line (SQL's `csv.ignore-first-line`).
+    fn decode_first(&mut self, line: &str) -> Decoded<Self::Out> {
+        self.decode(line)
+    }
 }
 
 /// Every line as a `String` record.

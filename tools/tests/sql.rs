@@ -27,6 +27,18 @@ fn weir_sql(script: &Path, args: &[&str]) -> Output {
         .expect("run weir sql")
 }
 
+/// `weir sql`'s stdout, after checking that it succeeded (its stderr in
+/// the failure message).
+fn weir_sql_ok(script: &Path, args: &[&str]) -> String {
+    let out = weir_sql(script, args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Milliseconds since the day's start of `yyyy-MM-dd HH:mm:ss.SSS`.
 fn ms_of_day(text: &str) -> i64 {
     let t = &text[11..];
@@ -130,12 +142,7 @@ fn clicks_reference(clicks: &[(u64, i64)]) -> Vec<String> {
 fn clicks_per_user_per_ten_minutes_equal_a_reference() {
     let s = Scratch::new("sql", "clicks");
     let clicks = write_clicks(&s.join("clicks"));
-    let out = weir_sql(&clicks_script(&s), &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    weir_sql_ok(&clicks_script(&s), &[]);
     same_lines(committed_rows(&s.join("counts")), clicks_reference(&clicks));
 }
 
@@ -145,14 +152,9 @@ fn clicks_per_user_per_ten_minutes_equal_a_reference() {
 fn one_csv_file_as_the_path_is_read_alone() {
     let s = Scratch::new("sql", "one-file");
     let clicks = write_clicks(&s.join("clicks"));
-    let out = weir_sql(
+    weir_sql_ok(
         &clicks_script_over(&s, &s.join("clicks").join("clicks-1.csv")),
         &[],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     // The second file's 4,000 clicks (`write_clicks` writes them in order).
     same_lines(
@@ -183,13 +185,7 @@ fn ignore_first_line_skips_each_files_first_line() {
         ),
     )
     .unwrap();
-    let out = weir_sql(&script, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = weir_sql_ok(&script, &[]);
     let rows: Vec<String> = stdout
         .lines()
         .filter(|l| l.starts_with('|'))
@@ -292,13 +288,7 @@ fn a_bare_select_prints_the_final_result_of_an_updating_query() {
         ),
     )
     .unwrap();
-    let out = weir_sql(&script, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = weir_sql_ok(&script, &[]);
     assert!(
         stdout.contains("GroupAggregate"),
         "EXPLAIN prints the plan: {stdout}"
@@ -501,13 +491,7 @@ fn a_left_join_prints_its_final_table() {
         ),
     )
     .unwrap();
-    let out = weir_sql(&script, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = weir_sql_ok(&script, &[]);
     assert!(stdout.contains("Join(joinType=[LeftOuterJoin]"), "{stdout}");
     let mut rows: Vec<String> = stdout
         .lines()
@@ -668,12 +652,7 @@ fn cumulate_windows_report_running_counts_that_start_over_each_period() {
         ),
     )
     .unwrap();
-    let out = weir_sql(&script, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    weir_sql_ok(&script, &[]);
     let mut want: BTreeMap<(u64, i64, i64), u64> = BTreeMap::new();
     for &(u, t) in &clicks {
         let start = t.div_euclid(3_600_000) * 3_600_000;
@@ -716,12 +695,7 @@ fn processing_time_windows_count_every_row_once() {
         ),
     )
     .unwrap();
-    let out = weir_sql(&script, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    weir_sql_ok(&script, &[]);
     let mut per_key: BTreeMap<u64, u64> = BTreeMap::new();
     let mut windows = std::collections::BTreeSet::new();
     for line in committed_rows(&s.join("out")) {
@@ -795,12 +769,7 @@ fn window_joins_and_window_tables_equal_a_reference() {
         ),
     )
     .unwrap();
-    let out = weir_sql(&script, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    weir_sql_ok(&script, &[]);
     const W: i64 = 300_000;
     let mut pairs = Vec::new();
     for (lu, lt, lts) in &sides[0] {
@@ -1085,12 +1054,7 @@ fn inserts_and_unions_widen_values_exactly_to_the_columns_types() {
         ),
     )
     .unwrap();
-    let out = weir_sql(&script, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    weir_sql_ok(&script, &[]);
     // SUM of an INT is an INT, into a BIGINT column; MAX of a
     // DECIMAL(10, 2) into DECIMAL(14, 4); MIN of an INT into a DOUBLE.
     assert_eq!(
@@ -1133,13 +1097,7 @@ fn order_by_and_limit_order_a_bare_select_and_are_a_top_n_in_a_stream() {
         ),
     )
     .unwrap();
-    let out = weir_sql(&script, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = weir_sql_ok(&script, &[]);
     let ids: Vec<&str> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("| "))
@@ -1159,13 +1117,7 @@ fn order_by_and_limit_order_a_bare_select_and_are_a_top_n_in_a_stream() {
         ),
     )
     .unwrap();
-    let out = weir_sql(&sink, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = weir_sql_ok(&sink, &[]);
     let mut live: Vec<String> = Vec::new();
     for l in stdout.lines() {
         // `n> ` names the printing subtask at parallelism > 1.
@@ -1238,13 +1190,7 @@ fn a_temporal_join_picks_the_version_valid_at_each_rows_time() {
         ),
     )
     .unwrap();
-    let out = weir_sql(&script, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = weir_sql_ok(&script, &[]);
     let rows: Vec<String> = stdout
         .lines()
         .filter(|l| l.starts_with("| ") && !l.contains("id"))

@@ -334,13 +334,17 @@ where
         NetworkBuffer::unpooled(self.pool.buffer_size())
     }
 
+    /// An unpooled buffer holding `record` alone: for a record larger
+    /// than a network buffer (a long text or document), which Flink would
+    /// split across buffers. Shipped like any other and freed by the
+    /// consumer; the next record starts a pooled buffer again.
     #[cold]
-    fn record_too_large(&self, len: usize) -> ! {
-        panic!(
-            "a record of {len} bytes does not fit in a network buffer of {} bytes; \
-             raise taskmanager.memory.segment-size",
-            self.pool.buffer_size()
-        )
+    #[inline(never)]
+    fn oversized(record: &T) -> NetworkBuffer {
+        let mut buf = NetworkBuffer::unpooled(record.encoded_len());
+        let fits = buf.try_append(record);
+        assert!(fits, "a buffer of a record's encoded length holds it");
+        buf
     }
 }
 
@@ -486,7 +490,8 @@ where
         if !buf.try_append(record) {
             buf.limit_to(usize::MAX);
             if !buf.try_append(record) {
-                self.record_too_large(record.encoded_len());
+                self.pool.recycle(buf);
+                buf = Self::oversized(record);
             }
         }
         let ch = &mut self.channels[target];
@@ -653,7 +658,7 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
     }
 
     /// An exchange output does not fail: a record too large for a buffer
-    /// is a panic (see `record_too_large`).
+    /// gets one of its own (see `oversized`).
     #[inline]
     fn failure(&self) -> Option<&TaskError> {
         None
@@ -740,5 +745,49 @@ mod tests {
                 "every pooled buffer came back"
             );
         }
+    }
+
+    /// Records larger than a network buffer (a long text) ship alone in
+    /// buffers of their own size, in order with the small ones around
+    /// them; the pool's buffers all come back.
+    #[test]
+    fn a_record_larger_than_a_buffer_ships_in_its_own() {
+        let mut pool = BufferPool::new(4, 64);
+        let bell = Arc::new(Doorbell::new());
+        let (tx, mut rx, ret) = channel(8, 6, bell.clone(), bell);
+        pool.add_return_path(ret);
+        let mut out = ExchangeOutput::new(
+            |r: &(u64, String)| r.0,
+            128,
+            vec![tx],
+            pool,
+            6,
+            Duration::from_secs(60),
+            BarrierMode::Aligned,
+        );
+        let sent: Vec<(u64, String)> = (0..40u64)
+            .map(|i| {
+                let len = if i % 7 == 3 { 1000 + i as usize } else { 3 };
+                (7, "x".repeat(len))
+            })
+            .collect();
+        let mut got = Vec::new();
+        for r in &sent {
+            out.collect(r.clone());
+            out.flush(Instant::now() + Duration::from_secs(120));
+            while let Some(event) = rx.recv() {
+                if let ChannelEvent::Buffer(b) = event {
+                    got.extend(
+                        b.read_records::<(u64, String)>()
+                            .map(|r| r.expect("decodes")),
+                    );
+                    rx.recycle(b);
+                }
+            }
+        }
+        assert_eq!(got, sent);
+        out.pool.reclaim();
+        assert_eq!(out.pool.available(), out.pool.total());
+        assert!(out.pool.total() <= 6);
     }
 }

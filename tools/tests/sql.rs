@@ -869,6 +869,50 @@ fn gzip_compressed_csv_files_are_read_decompressed() {
     assert_eq!(got, want);
 }
 
+/// A directory laid out in partition subdirectories (`dt=../part-*`,
+/// with `_SUCCESS` markers and a `_temporary` directory as other engines
+/// leave them) is read recursively, as Flink's file source enumerates it:
+/// it read nothing of it before (a bounded job ended with no rows).
+#[test]
+fn csv_files_in_subdirectories_are_read_skipping_underscore_and_dot_names() {
+    let s = Scratch::new("sql", "nested");
+    let input = s.join("in");
+    let mut want = Vec::new();
+    for day in 1..=3 {
+        let part = input.join(format!("dt=2024-01-0{day}"));
+        fs::create_dir_all(&part).unwrap();
+        let mut text = String::new();
+        for i in 0..50 {
+            text.push_str(&format!("{day},r{i}\n"));
+            want.push(format!("{day},r{i}"));
+        }
+        fs::write(part.join("part-0.csv"), text).unwrap();
+        fs::write(part.join("_SUCCESS"), "").unwrap();
+        fs::write(part.join(".part-1.csv.crc"), "garbage\n").unwrap();
+    }
+    fs::create_dir_all(input.join("_temporary")).unwrap();
+    fs::write(input.join("_temporary").join("x.csv"), "9,never\n").unwrap();
+    let script = s.join("nested.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE t (d INT, s STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE o (d INT, s STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO o SELECT d, s FROM t;",
+            input.display(),
+            s.join("out").display()
+        ),
+    )
+    .unwrap();
+    weir_sql_ok(&script, &[]);
+    let mut got = committed_rows(&s.join("out"));
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+}
+
 /// A window join (Flink's form: two windowing TVFs read as tables, joined
 /// on their keys and window bounds) and a HOP TVF read as a table, each
 /// equal to pairs and windows counted here.

@@ -4,9 +4,13 @@
 //!
 //! # What it reads
 //!
-//! [`FileSource`] reads the regular files of a directory whose names do not
-//! start with `.` (symbolic links to regular files count; a file being
-//! written should be written under a hidden name and renamed in). Given a
+//! [`FileSource`] reads the regular files of a directory and of its
+//! subdirectories, as Flink's recursive enumerator does, skipping every
+//! file or directory whose name starts with `.` or `_` (Flink's default
+//! filter: hidden files, `_SUCCESS`, `_temporary`); symbolic links to
+//! regular files count, links to directories are not followed; a file
+//! being written should be written under a hidden name and renamed in.
+//! A file's name is its path relative to the directory. Given a
 //! file instead, it reads that file alone, as the one input of the
 //! directory holding it (whatever its name). Each line
 //! (its text without the `\n`; a `\r` before it is kept) goes through the

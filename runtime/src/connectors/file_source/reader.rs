@@ -458,10 +458,15 @@ impl Decompressed {
     }
 }
 
-/// The regular, non-hidden files of `dir` (symbolic links to regular
-/// files count) with their lengths, sorted by name (bytes); with `only`,
-/// the file of that name in `dir` alone, hidden or not (none once it is
-/// gone: a file deleted is not an input).
+/// The regular files under `dir`, in its subdirectories too, with their
+/// lengths, named by their paths relative to `dir` and sorted by name
+/// (bytes), as Flink's file source enumerates a directory (recursively,
+/// its default filter skipping every file or directory whose name starts
+/// with `.` or `_`: hidden files, `_SUCCESS` markers, `_temporary`
+/// directories). Symbolic links to regular files count; a symbolic link to
+/// a directory is not followed (no cycles). With `only`, the file of that
+/// name in `dir` alone, hidden or not (none once it is gone: a file
+/// deleted is not an input).
 pub fn list_inputs(dir: &Path, only: Option<&OsStr>) -> io::Result<Vec<(OsString, u64)>> {
     if let Some(name) = only {
         return match fs::metadata(dir.join(name)) {
@@ -472,10 +477,26 @@ pub fn list_inputs(dir: &Path, only: Option<&OsStr>) -> io::Result<Vec<(OsString
         };
     }
     let mut names = Vec::new();
-    for entry in fs::read_dir(dir)? {
+    list_under(dir, Path::new(""), &mut names)?;
+    names.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    Ok(names)
+}
+
+/// Adds the input files of `dir`'s subdirectory `rel` (`""`: `dir`
+/// itself) to `names`, and those of its subdirectories.
+fn list_under(dir: &Path, rel: &Path, names: &mut Vec<(OsString, u64)>) -> io::Result<()> {
+    let entries = match fs::read_dir(dir.join(rel)) {
+        Ok(entries) => entries,
+        // A subdirectory removed since its parent was listed holds nothing.
+        Err(e) if e.kind() == io::ErrorKind::NotFound && !rel.as_os_str().is_empty() => {
+            return Ok(())
+        }
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
         let entry = entry?;
         let name = entry.file_name();
-        if name.as_bytes().starts_with(b".") {
+        if name.as_bytes().starts_with(b".") || name.as_bytes().starts_with(b"_") {
             continue;
         }
         // A file deleted between the listing and this look is not an
@@ -485,10 +506,12 @@ pub fn list_inputs(dir: &Path, only: Option<&OsStr>) -> io::Result<Vec<(OsString
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
+        let path = rel.join(&name);
         if meta.is_file() {
-            names.push((name, meta.len()));
+            names.push((path.into_os_string(), meta.len()));
+        } else if meta.is_dir() && !entry.file_type()?.is_symlink() {
+            list_under(dir, &path, names)?;
         }
     }
-    names.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    Ok(names)
+    Ok(())
 }

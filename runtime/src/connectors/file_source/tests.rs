@@ -162,9 +162,31 @@ fn sample(test: &str) -> (TempDir, Vec<String>) {
     d.write("f3", "c0 \u{e9}\r\nc1\r\nc2\n".as_bytes());
     d.write("f4", b"\n");
     d.write(".hidden", b"never\n");
-    fs::create_dir(d.0.join("sub")).unwrap();
-    fs::write(d.0.join("sub").join("x"), b"never\n").unwrap();
-    let all = strings(&["a0", "a1", "b0", "", "b2", "c0 \u{e9}\r", "c1\r", "c2", ""]);
+    d.write("_SUCCESS", b"never\n");
+    // Subdirectories are read too (Flink's enumerator is recursive), but
+    // not hidden ones, nor `_` ones (`_temporary`).
+    fs::create_dir_all(d.0.join("sub").join("deeper")).unwrap();
+    fs::write(d.0.join("sub").join("x"), b"s0\n").unwrap();
+    fs::write(d.0.join("sub").join(".y"), b"never\n").unwrap();
+    fs::write(d.0.join("sub").join("deeper").join("z"), b"s1\ns2\n").unwrap();
+    for skipped in [".git", "_temporary"] {
+        fs::create_dir(d.0.join(skipped)).unwrap();
+        fs::write(d.0.join(skipped).join("x"), b"never\n").unwrap();
+    }
+    let all = strings(&[
+        "a0",
+        "a1",
+        "b0",
+        "",
+        "b2",
+        "c0 \u{e9}\r",
+        "c1\r",
+        "c2",
+        "",
+        "s1",
+        "s2",
+        "s0",
+    ]);
     (d, all)
 }
 

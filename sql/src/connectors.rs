@@ -205,6 +205,17 @@ impl<'a> Options<'a> {
     }
 }
 
+/// Flink's filesystem sink options of its rolling policy that are
+/// durations.
+pub const ROLLING_POLICY_DURATIONS: [&str; 3] = [
+    "sink.rolling-policy.rollover-interval",
+    "sink.rolling-policy.check-interval",
+    "sink.rolling-policy.inactivity-interval",
+];
+
+/// Flink's filesystem sink option of its rolling policy's part size.
+pub const ROLLING_POLICY_FILE_SIZE: &str = "sink.rolling-policy.file-size";
+
 impl Connector {
     /// The connector `options` describe for a table of `physical` columns.
     pub fn from_options(
@@ -234,6 +245,25 @@ impl Connector {
                         Some(d)
                     }
                 };
+                // Flink's row-format rolling policy: checked, taken; weir's
+                // sink commits one part file per subtask and checkpoint
+                // (the session notes it).
+                for key in ROLLING_POLICY_DURATIONS {
+                    if let Some(v) = o.get(key) {
+                        if weir_runtime::core::units::parse_duration(v).is_none_or(|d| d.is_zero()) {
+                            return Err(o.err(format!(
+                                "the option '{key}' = '{v}' is not a positive duration (e.g. '30 min', '1 s')"
+                            )));
+                        }
+                    }
+                }
+                if let Some(v) = o.get(ROLLING_POLICY_FILE_SIZE) {
+                    if weir_runtime::core::units::parse_memory_size(v).is_none_or(|n| n == 0) {
+                        return Err(o.err(format!(
+                            "the option '{ROLLING_POLICY_FILE_SIZE}' = '{v}' is not a positive size (e.g. '128 mb')"
+                        )));
+                    }
+                }
                 let format = match o.required("format")?.to_ascii_lowercase().as_str() {
                     "csv" => {
                         let mut c = CsvOptions::default();

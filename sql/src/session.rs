@@ -159,7 +159,26 @@ impl Script {
                 self.explained
                     .push(format_table(&out, &rows, &Presentation::default()));
             }
-            Statement::CreateTable(def) => self.catalog.create_table(&def)?,
+            Statement::CreateTable(def) => {
+                self.catalog.create_table(&def)?;
+                let rolling: Vec<&String> = def
+                    .options
+                    .keys()
+                    .filter(|k| k.starts_with("sink.rolling-policy."))
+                    .collect();
+                if !rolling.is_empty() {
+                    self.warnings.push(format!(
+                        "table `{}`: {}: weir's filesystem sink commits one part file per subtask and \
+                         checkpoint (Flink's rolling on checkpoints); a part is not cut by size or time",
+                        def.name,
+                        rolling
+                            .iter()
+                            .map(|k| format!("'{k}'"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
             Statement::CreateView {
                 name,
                 query,

@@ -433,6 +433,14 @@ fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
             "CREATE TABLE w (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp', 'format' = 'csv', 'source.monitor-interval' = '0 s');",
             "'source.monitor-interval' = '0 s' is not a positive duration",
         ),
+        (
+            "CREATE TABLE r (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp', 'format' = 'csv', 'sink.rolling-policy.file-size' = 'big');",
+            "'sink.rolling-policy.file-size' = 'big' is not a positive size",
+        ),
+        (
+            "CREATE TABLE r (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp', 'format' = 'csv', 'sink.rolling-policy.rollover-interval' = '0 s');",
+            "'sink.rolling-policy.rollover-interval' = '0 s' is not a positive duration",
+        ),
         ("SELECT * FROM t t1 JOIN t t2 ON t1.a < t2.a;", "non-equi"),
         (
             "SELECT a, b, COUNT(*) FROM TABLE(SESSION(TABLE t PARTITION BY a, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY a, b, window_start, window_end;",
@@ -822,7 +830,8 @@ fn a_row_larger_than_a_network_buffer_crosses_an_exchange() {
 
 /// A directory of gzip-compressed CSV files (`.csv.gz`, one of two
 /// concatenated members) beside a plain one is read as Flink's
-/// filesystem source reads it: decompressed, every row once.
+/// filesystem source reads it: decompressed, every row once. (Its sink
+/// declares Flink's rolling policy, taken with a note.)
 #[test]
 fn gzip_compressed_csv_files_are_read_decompressed() {
     use std::io::Write;
@@ -855,14 +864,24 @@ fn gzip_compressed_csv_files_are_read_decompressed() {
             "CREATE TABLE t (f INT, s STRING)
              WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
              CREATE TABLE o (f INT, s STRING)
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'sink.rolling-policy.file-size' = '1MB',
+                   'sink.rolling-policy.rollover-interval' = '15 min');
              INSERT INTO o SELECT f, s FROM t;",
             input.display(),
             s.join("out").display()
         ),
     )
     .unwrap();
-    weir_sql_ok(&script, &[]);
+    // Flink's rolling-policy options are taken, with a note.
+    let out = weir_sql(&script, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("'sink.rolling-policy.file-size'")
+            && err.contains("one part file per subtask"),
+        "{err}"
+    );
     let mut got = committed_rows(&s.join("out"));
     got.sort();
     want.sort();

@@ -7,18 +7,23 @@
 //! sink made a `print` sink whose changelog is folded into the final
 //! table, and that table compared with what DuckDB computes as Flink's
 //! final result over the same files (as `sql_duckdb.rs` compares: sorted
-//! rows of text).
+//! rows of text). Each query also runs over the `nexmark` connector's
+//! tables as `weir bench nexmark` runs it (ddl.sql itself, generating the
+//! same stream: two source subtasks making every other event each, their
+//! rows interleaving in any order), and must give the same table.
 //!
 //! q12 is left out: its windows are of processing time (`PROCTIME()`), so
 //! which bids share a window depends on how fast the run reads them, and no
 //! other engine can compute its result.
 //!
 //! The generated stream is in event-time order (event `n` happens at
-//! `base + n / rate`) and each table is one file, which one source subtask
-//! reads front to back (a file is split only past 64 MiB): no row is ever
-//! behind the watermark, so none is late, and at the end of the input the
-//! final watermark fires every window. The DuckDB queries therefore drop
-//! nothing. At 500 events per second no two events share a millisecond,
+//! `base + n / rate`), and every source subtask emits its rows in that
+//! order: each table is one file, which one subtask reads front to back
+//! (a file is split only past 64 MiB), and each `nexmark` subtask makes
+//! its events in order. A row is thus never behind its own subtask's
+//! watermark, let alone the least of all subtasks' that the operators
+//! go by, so none is late; at the end of the input the final watermark
+//! fires every window. The DuckDB queries therefore drop nothing. At 500 events per second no two events share a millisecond,
 //! so the time orders of q9 and q18 have no ties; the price order of q19
 //! has some, handled as [`Query::ties`] says.
 
@@ -211,6 +216,22 @@ fn weir_tables(dir: &Path) -> String {
     ddl
 }
 
+/// `bench/nexmark/ddl.sql` as `weir bench nexmark` runs it, the `nexmark`
+/// connector making the stream `weir nexmark generate` wrote.
+fn generated_tables() -> String {
+    let ddl = fs::read_to_string(repo().join("bench/nexmark/ddl.sql")).unwrap();
+    let events = "'events.num' = '${EVENTS}'";
+    assert_eq!(
+        ddl.matches(events).count(),
+        3,
+        "ddl.sql declares its tables otherwise than this test expects"
+    );
+    ddl.replace(
+        events,
+        &format!("'events.num' = '{EVENTS}', 'first-event.rate' = '{RATE}'"),
+    )
+}
+
 /// The same tables in DuckDB, typed as in ddl.sql, the columns in the
 /// CSV's order (`weir_nexmark::csv`).
 fn duckdb_tables(dir: &Path) -> String {
@@ -324,8 +345,9 @@ fn rank_ties_alike(
     rows
 }
 
-/// Runs query `name` in weir and DuckDB over a freshly generated stream
-/// and compares the final tables.
+/// Runs query `name` in DuckDB over a freshly generated stream, and in
+/// weir over its files and over the `nexmark` connector's tables, and
+/// compares the final tables.
 fn check(name: &str) {
     let q = QUERIES
         .iter()
@@ -343,24 +365,11 @@ fn check(name: &str) {
         "{name}.sql: not one blackhole sink"
     );
     let sql = sql.replace(blackhole, "'connector' = 'print'");
-    let script = s.join(&format!("{name}.sql"));
-    fs::write(&script, format!("{}\n{sql}", weir_tables(&data))).unwrap();
-    let out = weir_sql(&script, &[]);
-    assert!(
-        out.status.success(),
-        "{name}: weir failed on\n{sql}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let tables = duckdb_tables(&data);
     let duck = duckdb(&s, name, &tables, q.duckdb);
     assert!(
         !duck.rows.is_empty(),
         "{name}: DuckDB's result is empty: the query checks nothing"
-    );
-    let mut weir = fold_changelog(
-        name,
-        &String::from_utf8_lossy(&out.stdout),
-        duck.types.len(),
     );
     let mut duck_rows = duck.rows;
     if let Some(ties) = &q.ties {
@@ -371,18 +380,39 @@ fn check(name: &str) {
              result is open: pick a stream without",
             cut.rows
         );
-        weir = rank_ties_alike(name, "weir", ties, weir);
         duck_rows = rank_ties_alike(name, "DuckDB", ties, duck_rows);
     }
-    same_rows(
-        name,
-        weir,
-        ResultSet {
-            types: duck.types,
-            rows: duck_rows,
-        },
-        &format!("weir:\n{sql}\nDuckDB:\n{}", q.duckdb),
-    );
+    for (source, tables) in [
+        ("files", weir_tables(&data)),
+        ("nexmark", generated_tables()),
+    ] {
+        let run = format!("{name}-{source}");
+        let script = s.join(&format!("{run}.sql"));
+        fs::write(&script, format!("{tables}\n{sql}")).unwrap();
+        let out = weir_sql(&script, &[]);
+        assert!(
+            out.status.success(),
+            "{run}: weir failed on\n{sql}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut weir = fold_changelog(
+            &run,
+            &String::from_utf8_lossy(&out.stdout),
+            duck.types.len(),
+        );
+        if let Some(ties) = &q.ties {
+            weir = rank_ties_alike(&run, "weir", ties, weir);
+        }
+        same_rows(
+            &run,
+            weir,
+            ResultSet {
+                types: duck.types.clone(),
+                rows: duck_rows.clone(),
+            },
+            &format!("weir:\n{sql}\nDuckDB:\n{}", q.duckdb),
+        );
+    }
 }
 
 #[test]

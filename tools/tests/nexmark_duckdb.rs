@@ -23,9 +23,10 @@
 //! its events in order. A row is thus never behind its own subtask's
 //! watermark, let alone the least of all subtasks' that the operators
 //! go by, so none is late; at the end of the input the final watermark
-//! fires every window. The DuckDB queries therefore drop nothing. At 500 events per second no two events share a millisecond,
-//! so the time orders of q9 and q18 have no ties; the price order of q19
-//! has some, handled as [`Query::ties`] says.
+//! fires every window. The DuckDB queries therefore drop nothing. At 500
+//! events per second no two events share a millisecond, so the time
+//! orders of q9 and q18 have no ties; the price order of q19 has some,
+//! handled as [`Query::ties`] says.
 
 mod support;
 

@@ -213,6 +213,9 @@ pub const ROLLING_POLICY_DURATIONS: [&str; 3] = [
     "sink.rolling-policy.inactivity-interval",
 ];
 
+/// Flink's options setting one source's or sink's parallelism.
+pub const PARALLELISM_OPTIONS: [&str; 2] = ["scan.parallelism", "sink.parallelism"];
+
 /// Flink's filesystem sink option of its rolling policy's part size.
 pub const ROLLING_POLICY_FILE_SIZE: &str = "sink.rolling-policy.file-size";
 
@@ -229,6 +232,17 @@ impl Connector {
             used: Vec::new(),
         };
         let name = o.required("connector")?.to_ascii_lowercase();
+        // Flink's per-connector parallelism: checked, taken (every
+        // operator runs at the job's parallelism; the session notes it).
+        for key in PARALLELISM_OPTIONS {
+            if let Some(v) = o.get(key) {
+                if !v.trim().parse::<u32>().is_ok_and(|n| n > 0) {
+                    return Err(o.err(format!(
+                        "the option '{key}' = '{v}' is not a positive integer"
+                    )));
+                }
+            }
+        }
         let c = match name.as_str() {
             "filesystem" => {
                 let path = PathBuf::from(o.required("path")?);

@@ -166,6 +166,15 @@ impl Script {
                     .keys()
                     .filter(|k| k.starts_with("sink.rolling-policy."))
                     .collect();
+                for key in crate::connectors::PARALLELISM_OPTIONS {
+                    if def.options.contains_key(key) {
+                        self.warnings.push(format!(
+                            "table `{}`: '{key}': every source, operator and sink of a weir job runs \
+                             at the job's parallelism (--workers, parallelism.default)",
+                            def.name
+                        ));
+                    }
+                }
                 if !rolling.is_empty() {
                     self.warnings.push(format!(
                         "table `{}`: {}: weir's filesystem sink commits one part file per subtask and \

@@ -580,7 +580,8 @@ fn if_not_exists_keeps_what_is_there() {
     }
 }
 
-/// Flink's keys a Flink SQL script commonly sets: Flink 1's names of
+/// Flink's keys a Flink SQL script commonly sets (and a table's own
+/// parallelism): Flink 1's names of
 /// weir's keys become those keys, the state backend and checkpoint
 /// retention are taken with a note, a retention that is none of Flink's
 /// values is an error naming it.
@@ -613,6 +614,25 @@ fn flink_state_and_parallelism_keys_are_taken() {
     ] {
         assert!(notes.contains(key), "{key}: {notes}");
     }
+    // A table's own parallelism is taken with a note; zero is refused.
+    let script = Script::parse(
+        "CREATE TABLE p (a INT) WITH ('connector' = 'print', 'sink.parallelism' = '1');
+         CREATE TABLE g (a INT) WITH ('connector' = 'datagen', 'scan.parallelism' = '2');",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let notes = script.warnings.join("\n");
+    assert!(notes.contains("table `p`: 'sink.parallelism'"), "{notes}");
+    assert!(notes.contains("table `g`: 'scan.parallelism'"), "{notes}");
+    let err = Script::parse(
+        "CREATE TABLE p (a INT) WITH ('connector' = 'print', 'sink.parallelism' = '0');",
+    )
+    .err()
+    .expect("refused")
+    .to_string();
+    assert!(
+        err.contains("'sink.parallelism' = '0' is not a positive integer"),
+        "{err}"
+    );
     let err =
         Script::parse("SET 'execution.checkpointing.externalized-checkpoint-retention' = 'KEEP';")
             .err()

@@ -623,21 +623,22 @@ fn flink_state_and_parallelism_keys_are_taken() {
     let notes = script.warnings.join("\n");
     assert!(notes.contains("table `p`: 'sink.parallelism'"), "{notes}");
     assert!(notes.contains("table `g`: 'scan.parallelism'"), "{notes}");
-    let err = Script::parse(
+    let Err(err) = Script::parse(
         "CREATE TABLE p (a INT) WITH ('connector' = 'print', 'sink.parallelism' = '0');",
-    )
-    .err()
-    .expect("refused")
-    .to_string();
+    ) else {
+        panic!("a parallelism of 0 is refused")
+    };
+    let err = err.to_string();
     assert!(
         err.contains("'sink.parallelism' = '0' is not a positive integer"),
         "{err}"
     );
-    let err =
+    let Err(err) =
         Script::parse("SET 'execution.checkpointing.externalized-checkpoint-retention' = 'KEEP';")
-            .err()
-            .expect("refused")
-            .to_string();
+    else {
+        panic!("a retention that is none of Flink's is refused")
+    };
+    let err = err.to_string();
     assert!(
         err.contains("'KEEP'") && err.contains("RETAIN_ON_CANCELLATION"),
         "{err}"

@@ -23,7 +23,7 @@ use std::time::Duration;
 use weir_runtime::{Paced, SequenceSource, Sink, SubtaskInfo};
 
 use crate::error::{Result, SqlError};
-use crate::format::{CsvOptions, Format};
+use crate::format::{CsvOptions, Format, JsonTimestamps};
 use crate::types::{DataType, Field, Schema};
 use crate::value::{Row, Value, Values};
 
@@ -213,6 +213,19 @@ pub const ROLLING_POLICY_DURATIONS: [&str; 3] = [
     "sink.rolling-policy.inactivity-interval",
 ];
 
+/// `json.timestamp-format.standard` (under `key`): `SQL` (the default) or
+/// `ISO-8601`.
+pub(crate) fn json_timestamps(o: &mut Options<'_>, key: &str) -> Result<JsonTimestamps> {
+    match o.get(key) {
+        None => Ok(JsonTimestamps::default()),
+        Some(v) => JsonTimestamps::from_option(v).ok_or_else(|| {
+            o.err(format!(
+                "the option '{key}' = '{v}' is not 'SQL' or 'ISO-8601'"
+            ))
+        }),
+    }
+}
+
 /// Flink's options setting one source's or sink's parallelism.
 pub const PARALLELISM_OPTIONS: [&str; 2] = ["scan.parallelism", "sink.parallelism"];
 
@@ -301,6 +314,7 @@ impl Connector {
                         let _ = o.boolean("json.fail-on-missing-field")?;
                         Format::Json {
                             ignore_parse_errors: ignore,
+                            timestamps: json_timestamps(&mut o, "json.timestamp-format.standard")?,
                         }
                     }
                     other => {

@@ -22,7 +22,34 @@ pub enum Format {
     Json {
         /// Skip lines that do not parse instead of failing the job.
         ignore_parse_errors: bool,
+        /// `json.timestamp-format.standard`: how timestamps are written.
+        timestamps: JsonTimestamps,
     },
+}
+
+/// Flink's `json.timestamp-format.standard`: how a JSON format writes
+/// TIMESTAMP (`2020-12-30 12:13:14.123` or `2020-12-30T12:13:14.123`) and
+/// TIMESTAMP_LTZ (the same with a `Z`, in UTC). Either form is read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JsonTimestamps {
+    /// `SQL`, the default: a space between date and time.
+    #[default]
+    Sql,
+    /// `ISO-8601`: a `T` between date and time.
+    Iso8601,
+}
+
+impl JsonTimestamps {
+    /// The standard option `value` names (case ignored).
+    pub fn from_option(value: &str) -> Option<Self> {
+        if value.eq_ignore_ascii_case("SQL") {
+            Some(JsonTimestamps::Sql)
+        } else if value.eq_ignore_ascii_case("ISO-8601") {
+            Some(JsonTimestamps::Iso8601)
+        } else {
+            None
+        }
+    }
 }
 
 /// CSV options (Flink's `csv.*` keys).
@@ -82,6 +109,7 @@ impl Format {
             Format::Csv(o) => o.ignore_parse_errors,
             Format::Json {
                 ignore_parse_errors,
+                ..
             } => *ignore_parse_errors,
         }
     }
@@ -146,7 +174,7 @@ impl Format {
         let mut s = String::new();
         match self {
             Format::Csv(o) => write_csv(row, schema, o, &mut s),
-            Format::Json { .. } => write_json(row, schema, &mut s),
+            Format::Json { timestamps, .. } => write_json(row, schema, *timestamps, &mut s),
         }
         s.push('\n');
         out.extend_from_slice(s.as_bytes());
@@ -411,7 +439,7 @@ fn write_csv(row: &Row, schema: &Schema, o: &CsvOptions, s: &mut String) {
     }
 }
 
-fn write_json(row: &Row, schema: &Schema, s: &mut String) {
+fn write_json(row: &Row, schema: &Schema, timestamps: JsonTimestamps, s: &mut String) {
     s.push('{');
     for (i, (v, f)) in row.values.iter().zip(&schema.fields).enumerate() {
         if i > 0 {
@@ -424,6 +452,19 @@ fn write_json(row: &Row, schema: &Schema, s: &mut String) {
                 s.push_str(&v.display(f.ty))
             }
             Value::Double(d) if d.is_finite() => s.push_str(&v.display(f.ty)),
+            Value::Timestamp(_) => {
+                // `yyyy-MM-dd HH:mm:ss.SSS`, `T` for ISO-8601, and an
+                // instant (TIMESTAMP_LTZ) in UTC with `Z`, as Flink's JSON
+                // format writes them.
+                let mut text = v.display(f.ty);
+                if timestamps == JsonTimestamps::Iso8601 && text.get(10..11) == Some(" ") {
+                    text.replace_range(10..11, "T");
+                }
+                if f.ty == DataType::TimestampLtz {
+                    text.push('Z');
+                }
+                let _ = write!(s, "{}", serde_json::Value::String(text));
+            }
             other => {
                 let _ = write!(s, "{}", serde_json::Value::String(other.display(f.ty)));
             }
@@ -523,6 +564,7 @@ mod tests {
         assert_eq!(strict.decode("  \r", &s), Decoded::Skip);
         let json = Format::Json {
             ignore_parse_errors: false,
+            timestamps: JsonTimestamps::Sql,
         };
         assert!(matches!(
             json.decode("{\"id\": 1,, }", &s),
@@ -575,6 +617,7 @@ mod tests {
     fn json_reads_and_writes() {
         let f = Format::Json {
             ignore_parse_errors: false,
+            timestamps: JsonTimestamps::Sql,
         };
         let s = schema();
         let Parsed::Row(r) = f.parse(
@@ -592,5 +635,56 @@ mod tests {
         );
         assert!(matches!(f.parse("[1]", &s), Parsed::Error(_)));
         assert!(matches!(f.parse(r#"{"id": "x"}"#, &s), Parsed::Error(e) if e.contains("`id`")));
+    }
+
+    /// Flink's `json.timestamp-format.standard`: TIMESTAMP with a space
+    /// (`SQL`) or a `T` (`ISO-8601`), TIMESTAMP_LTZ the same with a `Z`;
+    /// what one writes, either reads back.
+    #[test]
+    fn json_timestamps_follow_the_standard_option() {
+        let s = Schema::new(vec![
+            Field::new("t", DataType::Timestamp),
+            Field::new("l", DataType::TimestampLtz),
+        ]);
+        let ms = 1_609_330_394_123; // 2020-12-30 12:13:14.123
+        let row = Row::new(
+            [Value::Timestamp(ms), Value::Timestamp(ms)]
+                .into_iter()
+                .collect(),
+        );
+        for (standard, want) in [
+            (
+                JsonTimestamps::Sql,
+                r#"{"t":"2020-12-30 12:13:14.123","l":"2020-12-30 12:13:14.123Z"}"#,
+            ),
+            (
+                JsonTimestamps::Iso8601,
+                r#"{"t":"2020-12-30T12:13:14.123","l":"2020-12-30T12:13:14.123Z"}"#,
+            ),
+        ] {
+            let f = Format::Json {
+                ignore_parse_errors: false,
+                timestamps: standard,
+            };
+            let mut out = Vec::new();
+            f.write(&row, &s, &mut out);
+            let line = String::from_utf8(out).unwrap();
+            assert_eq!(line.trim_end(), want);
+            for reader in [JsonTimestamps::Sql, JsonTimestamps::Iso8601] {
+                let r = Format::Json {
+                    ignore_parse_errors: false,
+                    timestamps: reader,
+                };
+                let Parsed::Row(back) = r.parse(line.trim_end(), &s) else {
+                    panic!("{line}")
+                };
+                assert_eq!(back, row, "{standard:?} read as {reader:?}");
+            }
+        }
+        assert_eq!(
+            JsonTimestamps::from_option("iso-8601"),
+            Some(JsonTimestamps::Iso8601)
+        );
+        assert_eq!(JsonTimestamps::from_option("RFC"), None);
     }
 }

@@ -88,6 +88,10 @@ fn format_options(o: &mut Options<'_>, name: &str, prefix: &str) -> Result<Kafka
             let _ = o.boolean(&key("json.fail-on-missing-field"))?;
             KafkaFormat::Text(Format::Json {
                 ignore_parse_errors: ignore,
+                timestamps: crate::connectors::json_timestamps(
+                    o,
+                    &key("json.timestamp-format.standard"),
+                )?,
             })
         }
         "csv" => {

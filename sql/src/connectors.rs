@@ -303,6 +303,7 @@ impl Connector {
                         if o.boolean("csv.disable-quote-character")? {
                             c.quote = None;
                         }
+                        c.escape = o.char("csv.escape-character")?;
                         c.null_literal = o.get("csv.null-literal").map(str::to_owned);
                         c.ignore_parse_errors = o.boolean("csv.ignore-parse-errors")?;
                         c.allow_comments = o.boolean("csv.allow-comments")?;

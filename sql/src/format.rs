@@ -59,6 +59,9 @@ pub struct CsvOptions {
     pub delimiter: char,
     /// `csv.quote-character` (default `"`); `csv.disable-quote-character`.
     pub quote: Option<char>,
+    /// `csv.escape-character`: the character after it is taken as it is
+    /// (a delimiter, a quote, itself) when reading; disabled by default.
+    pub escape: Option<char>,
     /// `csv.null-literal`: this text reads as NULL (default none: an empty
     /// field of a non-string column is NULL).
     pub null_literal: Option<String>,
@@ -77,6 +80,7 @@ impl Default for CsvOptions {
         Self {
             delimiter: ',',
             quote: Some('"'),
+            escape: None,
             null_literal: None,
             ignore_parse_errors: false,
             allow_comments: false,
@@ -192,7 +196,13 @@ fn split_csv(line: &str, o: &CsvOptions) -> Option<Vec<(String, bool, usize)>> {
     let mut start = 0;
     let mut chars = line.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
-        if quoted {
+        if Some(c) == o.escape {
+            // The next character as it is (a trailing escape is itself).
+            match chars.next() {
+                Some((_, next)) => cur.push(next),
+                None => cur.push(c),
+            }
+        } else if quoted {
             if Some(c) == o.quote {
                 if chars.peek().map(|p| p.1) == o.quote {
                     cur.push(c);
@@ -225,12 +235,12 @@ fn split_csv(line: &str, o: &CsvOptions) -> Option<Vec<(String, bool, usize)>> {
 /// are cut in place, field by field, without allocating but for strings
 /// too long to store inline; the others go through [`split_csv`].
 fn parse_csv(line: &str, schema: &Schema, o: &CsvOptions) -> Result<Option<Row>, LineError> {
-    let plain = o.delimiter.is_ascii()
-        && match o.quote {
-            None => true,
-            Some(q) if q.is_ascii() => memchr::memchr(q as u8, line.as_bytes()).is_none(),
-            Some(_) => false,
-        };
+    let absent = |c: Option<char>| match c {
+        None => true,
+        Some(c) if c.is_ascii() => memchr::memchr(c as u8, line.as_bytes()).is_none(),
+        Some(_) => false,
+    };
+    let plain = o.delimiter.is_ascii() && absent(o.quote) && absent(o.escape);
     if o.skip_header && is_header(line, schema, o) {
         return Ok(None);
     }
@@ -611,6 +621,36 @@ mod tests {
         assert!(
             matches!(semi.parse("1;a,b;2024-01-01 00:00:00;1", &s), Parsed::Row(r) if r.values[1] == Value::Str("a,b".into()))
         );
+    }
+
+    /// `csv.escape-character`: the character after it is taken as it is
+    /// (a delimiter, a quote, the escape itself), inside quotes too; a
+    /// line without it is cut as before.
+    #[test]
+    fn csv_escape_character_takes_the_next_character_as_it_is() {
+        let s = Schema::new(vec![
+            Field::new("a", DataType::String),
+            Field::new("b", DataType::String),
+            Field::new("n", DataType::Int),
+        ]);
+        let f = Format::Csv(CsvOptions {
+            escape: Some('\\'),
+            ..CsvOptions::default()
+        });
+        let row = |line: &str| match f.parse(line, &s) {
+            Parsed::Row(r) => r
+                .values
+                .iter()
+                .map(|v| v.display(DataType::String))
+                .collect::<Vec<_>>(),
+            _ => panic!("{line}"),
+        };
+        assert_eq!(row(r"a\,b,c,1"), ["a,b", "c", "1"]);
+        assert_eq!(row(r#""x\"y",z\\,2"#), [r#"x"y"#, r"z\", "2"]);
+        assert_eq!(row("plain,line,3"), ["plain", "line", "3"]);
+        // Without the option a backslash is text.
+        let plain = Format::Csv(CsvOptions::default());
+        assert!(matches!(plain.parse(r"a\,b,c,1", &s), Parsed::Error(_)));
     }
 
     #[test]

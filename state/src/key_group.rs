@@ -250,10 +250,17 @@ impl KeyHash for Vec<u8> {
     }
 }
 
+/// The hash of a pair whose parts hash to `a` and `b`: what `(A, B)`'s
+/// [`KeyHash`] is, for a lookup by the parts without the pair.
+#[inline]
+pub fn pair_hash(a: u64, b: u64) -> u64 {
+    fmix64(a ^ b.rotate_left(32))
+}
+
 impl<A: KeyHash, B: KeyHash> KeyHash for (A, B) {
     #[inline]
     fn key_hash(&self) -> u64 {
-        fmix64(self.0.key_hash() ^ self.1.key_hash().rotate_left(32))
+        pair_hash(self.0.key_hash(), self.1.key_hash())
     }
 }
 

@@ -40,7 +40,7 @@ pub mod value_state;
 pub use arena::{FreezeIds, FrozenArena, SlotArena};
 pub use bounds::{StateKey, StateValue};
 pub use key_group::{
-    assign_to_key_group, key_group_for_hash, subtask_for_key_group, KeyGroupAssigner,
+    assign_to_key_group, key_group_for_hash, pair_hash, subtask_for_key_group, KeyGroupAssigner,
     KeyGroupRange, KeyHash, MaskedAssigner, DEFAULT_MAX_PARALLELISM, UPPER_BOUND_MAX_PARALLELISM,
 };
 pub use value_state::{CowStats, FrozenValueState, SweepStep, ValueState};

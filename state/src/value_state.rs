@@ -340,7 +340,14 @@ where
         if self.tags[pos] == tag && self.slots.get(pos).key.key_eq(key) {
             return Probe::Found(pos);
         }
-        Self::scan_from(&self.tags, &self.slots, self.mask, key, tag, pos)
+        Self::scan_from(
+            &self.tags,
+            &self.slots,
+            self.mask,
+            |k| k.key_eq(key),
+            tag,
+            pos,
+        )
     }
 
     /// The group scan of [`probe`](Self::probe), from the key's home slot
@@ -351,7 +358,7 @@ where
         tags: &[u8],
         slots: &SlotArena<Slot<K, V>>,
         mask: usize,
-        key: &K,
+        is_key: impl Fn(&K) -> bool,
         tag: u8,
         mut pos: usize,
     ) -> Probe {
@@ -363,7 +370,7 @@ where
             let mut matches = match_tag(group, tag);
             while matches != 0 {
                 let at = (pos + first_byte(matches)) & mask;
-                if slots.get(at).key.key_eq(key) {
+                if is_key(&slots.get(at).key) {
                     return Probe::Found(at);
                 }
                 matches &= matches - 1;
@@ -512,6 +519,25 @@ where
         Self::check_hash(key, hash);
         match self.find(key, hash) {
             Probe::Found(pos) => Some(&self.slots.get(pos).value),
+            Probe::Vacant(_) => None,
+        }
+    }
+
+    /// The value of the key for which `is_key` holds, given that key's
+    /// hash: a lookup by a key's parts, without building the key (the
+    /// owned parts of a composite key are not cloned for it).
+    #[inline]
+    pub fn get_hashed_by(&self, hash: u64, is_key: impl Fn(&K) -> bool) -> Option<&V> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let tag = tag_of(hash);
+        let pos = (hash >> self.shift) as usize;
+        if self.tags[pos] == tag && is_key(&self.slots.get(pos).key) {
+            return Some(&self.slots.get(pos).value);
+        }
+        match Self::scan_from(&self.tags, &self.slots, self.mask, is_key, tag, pos) {
+            Probe::Found(at) => Some(&self.slots.get(at).value),
             Probe::Vacant(_) => None,
         }
     }
@@ -949,7 +975,7 @@ where
                         continue;
                     }
                 }
-                match Self::scan_from(tags, slots, mask, &key, tag, home) {
+                match Self::scan_from(tags, slots, mask, |k| k.key_eq(&key), tag, home) {
                     Probe::Found(pos) => {
                         let slot = &mut slots.get_mut(pos).value;
                         *slot = f(Some(take_for_update(slot)), input);

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use weir_net::{DecodeError, Wire};
-use weir_state::{StateKey, StateValue, SweepStep, ValueState};
+use weir_state::{KeyHash, StateKey, StateValue, SweepStep, ValueState};
 
 use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::core::wire::append_wire;
@@ -80,6 +80,13 @@ where
     /// The current key's elements, in the order they were added (expired
     /// ones are removed first).
     pub fn get(&mut self, ctx: &KeyContext<K>) -> impl Iterator<Item = T> + '_ {
+        self.iter(ctx).cloned()
+    }
+
+    /// The current key's elements by reference, in the order they were
+    /// added (expired ones are removed first): each is found by the key's
+    /// hash and its index, without a copy of the key or of the element.
+    pub fn iter(&mut self, ctx: &KeyContext<K>) -> impl Iterator<Item = &T> + '_ {
         let key = ctx.key().clone();
         if self.ttl.enabled() {
             let now = self.ttl.now();
@@ -97,12 +104,13 @@ where
         }
         let len = self.lens.get(&key).copied().unwrap_or(0);
         let elements = &self.elements;
+        let key_hash = ctx.hash();
         (0..len).map(move |i| {
-            elements
-                .get(&(key.clone(), i))
+            let hash = weir_state::pair_hash(key_hash, i.key_hash());
+            &elements
+                .get_hashed_by(hash, |(k, at)| *at == i && k.key_eq(&key))
                 .expect("element of a list")
                 .0
-                .clone()
         })
     }
 

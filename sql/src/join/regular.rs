@@ -85,7 +85,7 @@ impl Side {
     fn entries(&mut self, ctx: &KeyContext<Key>) -> Vec<(Row, Counts)> {
         match self {
             Side::Counted(s) => s.entries(ctx).collect(),
-            Side::Appended(s) => s.get(ctx).map(|r| (r.unpack(), (1, 0))).collect(),
+            Side::Appended(s) => s.iter(ctx).map(|r| (r.unpack(), (1, 0))).collect(),
         }
     }
 }

@@ -1029,3 +1029,26 @@ fn only_a_table_larger_than_the_caches_asks_for_prefetching() {
     assert!(large.memory_bytes() >= PREFETCH_MIN_BYTES);
     assert!(large.prefetch_pays());
 }
+
+/// A lookup by a composite key's parts finds what a lookup by the key
+/// finds (present or absent), through growths and removals.
+#[test]
+fn a_lookup_by_parts_equals_a_lookup_by_the_key() {
+    use crate::key_group::{pair_hash, KeyHash};
+    let mut t: ValueState<(String, u32), u64> = ValueState::new("pairs");
+    for n in 0..3000u32 {
+        t.put((format!("k{}", n % 97), n), u64::from(n) * 3);
+        if n % 5 == 0 {
+            t.remove(&(format!("k{}", n % 97), n / 2));
+        }
+    }
+    for n in 0..3100u32 {
+        let key = format!("k{}", n % 97);
+        let by_parts = t.get_hashed_by(pair_hash(key.key_hash(), n.key_hash()), |(k, i)| {
+            *i == n && k.key_eq(&key)
+        });
+        assert_eq!(by_parts, t.get(&(key.clone(), n)), "{key}, {n}");
+    }
+    let empty: ValueState<(String, u32), u64> = ValueState::new("empty");
+    assert_eq!(empty.get_hashed_by(pair_hash(1, 2), |_| true), None);
+}

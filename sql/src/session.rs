@@ -90,10 +90,15 @@ impl Script {
                 }
             }
             Statement::Show { views } => {
+                // As Flink's catalog lists tables: views too (SHOW VIEWS
+                // lists views alone).
                 let names = if views {
                     self.catalog.view_names()
                 } else {
-                    self.catalog.table_names()
+                    let mut all = self.catalog.table_names();
+                    all.extend(self.catalog.view_names());
+                    all.sort();
+                    all
                 };
                 let schema = Schema::new(vec![crate::types::Field::new(
                     if views { "view name" } else { "table name" },

@@ -1459,6 +1459,17 @@ fn flink_sql_client_statements_and_options_are_taken() {
         stdout.contains("| table name |") && stdout.contains("| view name |"),
         "{stdout}"
     );
+    // SHOW TABLES lists the view too, as Flink's catalog lists tables;
+    // SHOW VIEWS the view alone.
+    let tables_at = stdout.find("| table name |").unwrap();
+    let views_at = stdout.find("| view name |").unwrap();
+    let tables = &stdout[tables_at..views_at];
+    let cell = |name: &str| {
+        tables
+            .lines()
+            .any(|l| l.trim_end().ends_with(&format!(" {name} |")))
+    };
+    assert!(cell("t") && cell("v"), "{stdout}");
     let ts = stdout
         .lines()
         .find(|l| l.contains(" ts "))

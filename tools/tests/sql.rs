@@ -857,33 +857,18 @@ fn gzip_compressed_csv_files_are_read_decompressed() {
     let (x, y) = texts[1].split_at(texts[1].len() / 2);
     fs::write(input.join("b.csv.gz"), [gz(x), gz(y)].concat()).unwrap();
     fs::write(input.join("c.csv"), &texts[2]).unwrap();
-    let script = s.join("gz.sql");
-    fs::write(
-        &script,
-        format!(
-            "CREATE TABLE t (f INT, s STRING)
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
-             CREATE TABLE o (f INT, s STRING)
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
-                   'sink.rolling-policy.file-size' = '1MB',
-                   'sink.rolling-policy.rollover-interval' = '15 min');
-             INSERT INTO o SELECT f, s FROM t;",
-            input.display(),
-            s.join("out").display()
-        ),
-    )
-    .unwrap();
     // Flink's rolling-policy options are taken, with a note.
-    let out = weir_sql(&script, &[]);
+    let (out, got) = copy_csv_table(
+        &s,
+        &input,
+        ", 'sink.rolling-policy.file-size' = '1MB', 'sink.rolling-policy.rollover-interval' = '15 min'",
+    );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
     assert!(
         err.contains("'sink.rolling-policy.file-size'")
             && err.contains("one part file per subtask"),
         "{err}"
     );
-    let mut got = committed_rows(&s.join("out"));
-    got.sort();
     want.sort();
     assert_eq!(got, want);
 }
@@ -911,25 +896,39 @@ fn csv_files_in_subdirectories_are_read_skipping_underscore_and_dot_names() {
     }
     fs::create_dir_all(input.join("_temporary")).unwrap();
     fs::write(input.join("_temporary").join("x.csv"), "9,never\n").unwrap();
-    let script = s.join("nested.sql");
+    let (_, got) = copy_csv_table(&s, &input, "");
+    want.sort();
+    assert_eq!(got, want);
+}
+
+/// Runs a script copying the CSV table `(INT, STRING)` at `input` into a
+/// filesystem table under `s/out` (with `sink_options` appended to its
+/// WITH clause); checks it succeeded and returns its output and the
+/// committed rows, sorted.
+fn copy_csv_table(s: &Scratch, input: &Path, sink_options: &str) -> (Output, Vec<String>) {
+    let script = s.join("copy.sql");
     fs::write(
         &script,
         format!(
-            "CREATE TABLE t (d INT, s STRING)
+            "CREATE TABLE t (a INT, b STRING)
              WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
-             CREATE TABLE o (d INT, s STRING)
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
-             INSERT INTO o SELECT d, s FROM t;",
+             CREATE TABLE o (a INT, b STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv'{sink_options});
+             INSERT INTO o SELECT a, b FROM t;",
             input.display(),
             s.join("out").display()
         ),
     )
     .unwrap();
-    weir_sql_ok(&script, &[]);
-    let mut got = committed_rows(&s.join("out"));
-    got.sort();
-    want.sort();
-    assert_eq!(got, want);
+    let out = weir_sql(&script, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut rows = committed_rows(&s.join("out"));
+    rows.sort();
+    (out, rows)
 }
 
 /// A window join (Flink's form: two windowing TVFs read as tables, joined

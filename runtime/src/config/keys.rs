@@ -51,6 +51,36 @@ fn get_buffer_timeout(c: &Config) -> String {
     }
 }
 
+/// A directory setting, or `unset`.
+fn opt_dir(dir: &Option<std::path::PathBuf>) -> String {
+    dir.as_ref()
+        .map_or_else(|| "unset".to_string(), |p| p.display().to_string())
+}
+
+type SetResult = Result<(), crate::config::error::ConfigError>;
+type SettingRef<'a, 'b> = &'a crate::config::value::Setting<'b>;
+
+// `state.checkpoints.dir`, `state.savepoints.dir` and
+// `state.checkpoints.num-retained`, each under Flink 1's and Flink 2's name.
+fn get_checkpoints_dir(c: &Config) -> String {
+    opt_dir(&c.checkpoints_dir)
+}
+fn set_checkpoints_dir(c: &mut Config, s: SettingRef<'_, '_>) -> SetResult {
+    c.checkpoints_dir = s.directory()?;
+    Ok(())
+}
+fn get_savepoints_dir(c: &Config) -> String {
+    opt_dir(&c.savepoints_dir)
+}
+fn set_savepoints_dir(c: &mut Config, s: SettingRef<'_, '_>) -> SetResult {
+    c.savepoints_dir = s.directory()?;
+    Ok(())
+}
+fn set_num_retained(c: &mut Config, s: SettingRef<'_, '_>) -> SetResult {
+    c.checkpoints_num_retained = s.int_in(1, FLINK_INT_MAX)? as u32;
+    Ok(())
+}
+
 /// An optional count in config syntax (`unset` when absent).
 fn opt(n: Option<u64>) -> String {
     n.map_or_else(|| "unset".to_string(), |n| n.to_string())
@@ -243,70 +273,40 @@ pub const KEYS: &[Key<Config>] = &[
     Key {
         name: "state.checkpoints.dir",
         description: "local directory (a path or a `file://` URI) that checkpoints are written to; required when checkpointing is on",
-        get: |c| c
-                .checkpoints_dir
-                .as_ref()
-                .map_or_else(|| "unset".to_string(), |p| p.display().to_string()),
-        set: |c, s| {
-        c.checkpoints_dir = s.directory()?;
-            Ok(())
-        },
+        get: get_checkpoints_dir,
+        set: set_checkpoints_dir,
     },
     Key {
         name: "state.savepoints.dir",
         description: "local directory (a path or a `file://` URI) that a stop (SIGTERM or SIGINT) writes its savepoint to, one `savepoint-<job id>-<id>` directory each; unset = the stop takes a checkpoint into `state.checkpoints.dir`",
-        get: |c| c
-                .savepoints_dir
-                .as_ref()
-                .map_or_else(|| "unset".to_string(), |p| p.display().to_string()),
-        set: |c, s| {
-        c.savepoints_dir = s.directory()?;
-            Ok(())
-        },
+        get: get_savepoints_dir,
+        set: set_savepoints_dir,
     },
     Key {
         name: "state.checkpoints.num-retained",
         description: "completed checkpoints kept, at least 1",
         get: |c| c.checkpoints_num_retained.to_string(),
-        set: |c, s| {
-        c.checkpoints_num_retained = s.int_in(1, FLINK_INT_MAX)? as u32;
-            Ok(())
-        },
+        set: set_num_retained,
     },
     // Flink 2's names of the three keys above (Flink 1 and 2 both read
     // the older ones, which a rendered configuration writes).
     Key {
         name: "execution.checkpointing.dir",
         description: "Flink 2's name of `state.checkpoints.dir`",
-        get: |c| c
-                .checkpoints_dir
-                .as_ref()
-                .map_or_else(|| "unset".to_string(), |p| p.display().to_string()),
-        set: |c, s| {
-        c.checkpoints_dir = s.directory()?;
-            Ok(())
-        },
+        get: get_checkpoints_dir,
+        set: set_checkpoints_dir,
     },
     Key {
         name: "execution.checkpointing.savepoint-dir",
         description: "Flink 2's name of `state.savepoints.dir`",
-        get: |c| c
-                .savepoints_dir
-                .as_ref()
-                .map_or_else(|| "unset".to_string(), |p| p.display().to_string()),
-        set: |c, s| {
-        c.savepoints_dir = s.directory()?;
-            Ok(())
-        },
+        get: get_savepoints_dir,
+        set: set_savepoints_dir,
     },
     Key {
         name: "execution.checkpointing.num-retained",
         description: "Flink 2's name of `state.checkpoints.num-retained`",
         get: |c| c.checkpoints_num_retained.to_string(),
-        set: |c, s| {
-        c.checkpoints_num_retained = s.int_in(1, FLINK_INT_MAX)? as u32;
-            Ok(())
-        },
+        set: set_num_retained,
     },
     Key {
         name: "restart-strategy.type",

@@ -2726,7 +2726,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
     let name = crate::script::object_name(&f.name).to_ascii_uppercase();
     if f.over.is_some() {
         return Err(SqlError::Unsupported(format!(
-            "the window function `{name}() OVER` here (ROW_NUMBER for Top-N and deduplication is planned in a subquery's WHERE rn <= N)"
+            "the window function `{name}() OVER` here (ROW_NUMBER, RANK and DENSE_RANK for Top-N and deduplication are planned in a subquery's WHERE rn <= N)"
         )));
     }
     let raw = match &f.args {

@@ -653,10 +653,23 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                     crate::rank::RankKind::WindowTopN { limit, .. } => {
                         format!("WindowRank(top {limit}, fires on watermarks)")
                     }
+                    crate::rank::RankKind::TiedTopN {
+                        ties,
+                        start,
+                        limit,
+                        keep_all,
+                        ..
+                    } => format!(
+                        "Rank({ties:?} {start}..={limit}{})",
+                        if keep_all { " of an updating input" } else { "" }
+                    ),
                     crate::rank::RankKind::KeepFirst { .. } => "Deduplicate(first row)".into(),
                     crate::rank::RankKind::KeepLast { .. } => "Deduplicate(last row)".into(),
                 },
-                if matches!(rank.kind, crate::rank::RankKind::RetractTopN { .. }) {
+                if matches!(
+                    rank.kind,
+                    crate::rank::RankKind::RetractTopN { .. } | crate::rank::RankKind::TiedTopN { .. }
+                ) {
                     "top-n-all-rows (the key's rows)"
                 } else if matches!(rank.kind, crate::rank::RankKind::TopN { .. }) {
                     "top-n-rows (the key's N rows)"

@@ -198,6 +198,28 @@ fn row_number_one_by_time_is_a_deduplication() {
 }
 
 #[test]
+fn rank_and_dense_rank_bounded_are_a_top_n_of_ranks() {
+    let plan = explain(
+        "SELECT * FROM (
+           SELECT a, c, RANK() OVER (PARTITION BY a ORDER BY c DESC) AS rk FROM t
+         ) WHERE rk <= 3",
+    );
+    assert!(
+        line(&plan, "Rank(").contains("rankType=[RANK], rankRange=[rankStart=1, rankEnd=3]"),
+        "{plan}"
+    );
+    let plan = explain(
+        "SELECT a FROM (
+           SELECT a, c, DENSE_RANK() OVER (ORDER BY c) AS rk FROM t
+         ) WHERE rk BETWEEN 2 AND 3",
+    );
+    assert!(
+        line(&plan, "Rank(").contains("rankType=[DENSE_RANK], rankRange=[rankStart=2, rankEnd=3]"),
+        "{plan}"
+    );
+}
+
+#[test]
 fn unsupported_row_numbers_are_named() {
     let sub = |over: &str, bound: &str| {
         format!("SELECT * FROM (SELECT a, c, {over} AS rn FROM t) WHERE {bound}")
@@ -205,8 +227,12 @@ fn unsupported_row_numbers_are_named() {
     let row_number = "ROW_NUMBER() OVER (PARTITION BY a ORDER BY c)";
     let cases = [
         (
-            sub("RANK() OVER (PARTITION BY a ORDER BY c)", "rn <= 3"),
-            "`RANK() OVER` here",
+            sub("RANK() OVER (PARTITION BY a ORDER BY c)", "c > 1"),
+            "RANK() OVER without `WHERE rn <= N`",
+        ),
+        (
+            "SELECT a, DENSE_RANK() OVER (PARTITION BY a ORDER BY c) FROM t".into(),
+            "`DENSE_RANK() OVER` here",
         ),
         (
             sub("SUM(c) OVER (PARTITION BY a ORDER BY c)", "rn <= 3"),

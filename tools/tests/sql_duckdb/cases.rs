@@ -953,4 +953,35 @@ pub const CASES: &[Case] = &[
                    SELECT user_id, SUM(amount) AS s FROM orders GROUP BY user_id
                    ORDER BY s DESC, user_id NULLS FIRST LIMIT 3 OFFSET 2)",
     },
+    Case {
+        name: "rank_and_dense_rank_top_n",
+        // Peers (equal on the ORDER BY columns) share a rank, so a key may
+        // keep more than N rows: RANK over an append-only input, the rank
+        // selected; DENSE_RANK over a GROUP BY's updating result, a range
+        // from rank 2, the rank not selected.
+        weir: "SELECT user_id, order_id, qty, rk FROM (
+                 SELECT user_id, qty, order_id,
+                        RANK() OVER (PARTITION BY user_id ORDER BY qty DESC) AS rk
+                 FROM orders)
+               WHERE rk <= 3
+               UNION ALL
+               SELECT category, n, CAST(NULL AS INT), CAST(-1 AS BIGINT) FROM (
+                 SELECT category, user_id, n,
+                        DENSE_RANK() OVER (PARTITION BY category ORDER BY n) AS dr
+                 FROM (SELECT category, user_id, COUNT(*) AS n FROM orders
+                       GROUP BY category, user_id))
+               WHERE dr BETWEEN 2 AND 3;",
+        duckdb: "SELECT user_id, order_id, qty, rk FROM (
+                   SELECT user_id, qty, order_id,
+                          rank() OVER (PARTITION BY user_id ORDER BY qty DESC NULLS LAST) AS rk
+                   FROM orders)
+                 WHERE rk <= 3
+                 UNION ALL
+                 SELECT category, n, NULL, -1 FROM (
+                   SELECT category, user_id, n,
+                          dense_rank() OVER (PARTITION BY category ORDER BY n) AS dr
+                   FROM (SELECT category, user_id, COUNT(*) AS n FROM orders
+                         GROUP BY category, user_id))
+                 WHERE dr BETWEEN 2 AND 3",
+    },
 ];

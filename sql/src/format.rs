@@ -307,11 +307,10 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
     let t = trim(text);
     Some(match ty {
         DataType::String => Value::Str(CompactString::from(text)),
-        DataType::Boolean => match t.to_ascii_lowercase().as_str() {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            _ => return None,
-        },
+        // Flink's CSV and JSON formats read a boolean's text with Java's
+        // `Boolean.parseBoolean(text.trim())`: `true` in any case is TRUE
+        // and any other text FALSE (`yes`, `1`, `maybe`), never an error.
+        DataType::Boolean => Value::Bool(t.eq_ignore_ascii_case("true")),
         DataType::Int => Value::Int(t.parse().ok()?),
         DataType::BigInt => Value::BigInt(t.parse().ok()?),
         DataType::Double => Value::Double(t.parse().ok()?),
@@ -351,6 +350,8 @@ fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, LineError> {
                 (DataType::String, serde_json::Value::String(s)) => Value::Str(s.as_str().into()),
                 (DataType::String, other) => Value::Str(other.to_string().into()),
                 (DataType::Boolean, serde_json::Value::Bool(b)) => Value::Bool(*b),
+                // A number's text is not `true` (Flink's parseBoolean).
+                (DataType::Boolean, serde_json::Value::Number(_)) => Value::Bool(false),
                 (DataType::Int, serde_json::Value::Number(n)) => Value::Int(
                     n.as_i64()
                         .and_then(|i| i32::try_from(i).ok())
@@ -493,6 +494,48 @@ mod tests {
         });
         assert_eq!(lenient.parse("1,x", &s), Parsed::Skip);
         assert_eq!(lenient.parse("id,name,ts,price", &s), Parsed::Skip);
+    }
+
+    /// A BOOLEAN field as Flink's formats read it (Java's
+    /// `Boolean.parseBoolean` of the trimmed text): `true` in any case is
+    /// TRUE, any other text FALSE, none an error; an empty field NULL.
+    #[test]
+    fn booleans_read_as_javas_parse_boolean() {
+        let s = Schema::new(vec![
+            Field::new("id", DataType::Int),
+            Field::new("b", DataType::Boolean),
+        ]);
+        let csv = Format::Csv(CsvOptions::default());
+        let json = Format::Json {
+            ignore_parse_errors: false,
+        };
+        let read = |f: &Format, line: &str| match f.parse(line, &s) {
+            Parsed::Row(r) => r.values[1].clone(),
+            other => panic!("{line}: {other:?}"),
+        };
+        for (text, want) in [
+            ("true", true),
+            ("TRUE", true),
+            (" True ", true),
+            ("false", false),
+            ("FALSE", false),
+            ("yes", false),
+            ("1", false),
+            ("t", false),
+            ("maybe", false),
+        ] {
+            assert_eq!(
+                read(&csv, &format!("1,{text}")),
+                Value::Bool(want),
+                "{text}"
+            );
+            let line = format!("{{\"id\": 1, \"b\": \"{text}\"}}");
+            assert_eq!(read(&json, &line), Value::Bool(want), "{line}");
+        }
+        assert_eq!(read(&csv, "1,"), Value::Null);
+        assert_eq!(read(&json, r#"{"id": 1, "b": true}"#), Value::Bool(true));
+        assert_eq!(read(&json, r#"{"id": 1, "b": 1}"#), Value::Bool(false));
+        assert_eq!(read(&json, r#"{"id": 1, "b": null}"#), Value::Null);
     }
 
     /// For the file source: errors carry the column of the bad field and

@@ -36,6 +36,7 @@ mod over;
 mod over_agg;
 mod set_ops;
 mod subquery;
+
 #[cfg(test)]
 mod tests;
 mod values;
@@ -514,11 +515,16 @@ impl<'c> Planner<'c> {
             self.grouping_set = set;
             return self.select(&rewritten);
         }
+        if s.from.is_empty() {
+            // `SELECT 1 + 1, UPPER('a')`: as Flink (Calcite's `VALUES ()`),
+            // the expressions over one row of a one-row table.
+            let mut one_row = s.clone();
+            one_row.from = dual()?;
+            self.grouping_set = set;
+            return self.select(&one_row);
+        }
         if let Some(d) = &s.distinct {
             return self.select_distinct(s, d);
-        }
-        if s.from.is_empty() {
-            return Err(SqlError::Unsupported("a SELECT without FROM".into()));
         }
         // `FROM (SELECT .., ROW_NUMBER() OVER (..) AS rn ..) WHERE rn <= N`:
         // a Top-N, the rest of WHERE filtering its rows. `FROM a, b WHERE
@@ -1843,4 +1849,17 @@ impl Plan {
 /// A literal NULL of a type, for places a value must be made up.
 pub fn null() -> Value {
     Value::Null
+}
+
+/// The FROM of a SELECT without one: a table of one row, whose one
+/// column is hidden (`__weir_`) from `*`.
+fn dual() -> Result<Vec<ast::TableWithJoins>> {
+    let q = sqlparser::parser::Parser::new(&crate::dialect::FlinkDialect::default())
+        .try_with_sql("SELECT 1 FROM (VALUES (0)) AS __weir_dual(__weir_dual)")
+        .and_then(|mut p| p.parse_query())
+        .map_err(|e| SqlError::Plan(format!("a SELECT without FROM: {e}")))?;
+    match *q.body {
+        SetExpr::Select(one) => Ok(one.from),
+        _ => Err(SqlError::Plan("a SELECT without FROM".into())),
+    }
 }

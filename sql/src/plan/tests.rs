@@ -511,3 +511,13 @@ fn set_operations_widen_each_column() {
         "{e}"
     );
 }
+
+#[test]
+fn a_select_without_from_reads_one_row() {
+    let plan = explain("SELECT 1 + 1 AS two, UPPER('a') AS u");
+    assert!(plan.contains("Values"), "{plan}");
+    assert!(
+        !plan.contains("__weir_dual AS"),
+        "the hidden column is not selected: {plan}"
+    );
+}

@@ -984,4 +984,14 @@ pub const CASES: &[Case] = &[
                          GROUP BY category, user_id))
                  WHERE dr BETWEEN 2 AND 3",
     },
+    Case {
+        name: "select_without_from",
+        // Flink's SELECT without FROM: the expressions over one row.
+        weir: "SELECT 1 + 1 AS two, UPPER('ab') AS u, 7 / 2 AS h, CHAR_LENGTH('héllo') AS n
+               UNION ALL
+               SELECT COUNT(*), MAX(user_id), 0, 0 FROM orders;",
+        duckdb: "SELECT 1 + 1, upper('ab'), 7 // 2, length('héllo')
+                 UNION ALL
+                 SELECT COUNT(*), MAX(user_id), 0, 0 FROM orders",
+    },
 ];

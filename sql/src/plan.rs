@@ -515,6 +515,10 @@ impl<'c> Planner<'c> {
             self.grouping_set = set;
             return self.select(&rewritten);
         }
+        if let Some(rewritten) = self.rewrite_scalar_subqueries(s)? {
+            self.grouping_set = set;
+            return self.select(&rewritten);
+        }
         if s.from.is_empty() {
             // `SELECT 1 + 1, UPPER('a')`: as Flink (Calcite's `VALUES ()`),
             // the expressions over one row of a one-row table.

@@ -13,10 +13,21 @@
 //!   found none: an updating result (a row is retracted when a match
 //!   arrives later), as Flink's anti join.
 //!
+//! - `WHERE x NOT IN (SELECT c ..)`: the anti join of `c`'s distinct
+//!   values, and SQL's NULL rules as a condition on two scalar subqueries
+//!   (below): TRUE when the subquery has no rows, else unknown for a NULL
+//!   `x` or when a `c` is NULL.
+//!
 //! Only top-level conjuncts of WHERE, over a FROM of one table (with its
 //! joins); the joined columns are named `__weir_*` and a `*` leaves them
-//! out. `NOT IN (SELECT ..)` (whose NULL rules no join expresses) and
-//! correlations other than equalities are refused, naming them.
+//! out. Correlations other than equalities are refused, naming them.
+//!
+//! Uncorrelated scalar subqueries (`WHERE x > (SELECT AVG(x) FROM t)`, in
+//! SELECT items and HAVING too) that give at most one row (an aggregate
+//! without GROUP BY, or `LIMIT 1`) are LEFT JOINs on a constant key, as
+//! Flink's planner lowers them: every row meets the subquery's one row
+//! (or NULLs), and the subquery is replaced by the joined value; a
+//! grouped SELECT groups by the value too. Correlated ones are refused.
 
 use sqlparser::ast::{self, BinaryOperator as B, Expr, Query, Select, SetExpr, TableFactor};
 use sqlparser::parser::Parser;
@@ -135,13 +146,26 @@ impl Planner<'_> {
             };
             let n = joins.len();
             if let Some((x, sub, negated)) = in_subquery(&p) {
-                if negated {
-                    return Err(SqlError::Unsupported(
-                        "NOT IN (SELECT ..): its NULL rules are no join; write NOT EXISTS (SELECT .. WHERE ..)".into(),
-                    ));
-                }
                 let (x, sub) = (x.clone(), sub.clone());
-                joins.push(self.in_join(n, &x, &sub)?);
+                let mut j = self.in_join(n, &x, &sub)?;
+                if negated {
+                    // NOT IN: the rows whose `x` no value equals (an anti
+                    // join), and SQL's NULL rules as a condition on two
+                    // scalar subqueries: TRUE when the subquery has no
+                    // rows; else unknown (dropped) for a NULL `x` or when
+                    // the subquery has a NULL.
+                    j.anti = Some(where_of(parse_query(&format!(
+                        "SELECT 1 WHERE {HIDDEN}q{n}.{HIDDEN}k{n}_0 IS NULL"
+                    ))?));
+                    let col = self.query(&sub)?.schema.fields[0].name.replace('`', "``");
+                    let rows = format!("FROM ({sub}) AS {HIDDEN}ns{n}");
+                    kept.push(where_of(parse_query(&format!(
+                        "SELECT 1 WHERE (COALESCE((SELECT COUNT(*) {rows}), 0) = 0
+                           OR ({x}) IS NOT NULL
+                              AND COALESCE((SELECT COUNT(*) - COUNT(`{col}`) {rows}), 0) = 0)"
+                    ))?));
+                }
+                joins.push(j);
                 continue;
             }
             match p {
@@ -322,5 +346,232 @@ trait GroupByEmpty {
 impl GroupByEmpty for Select {
     fn group_by_is_empty(&self) -> bool {
         matches!(&self.group_by, ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty())
+    }
+}
+
+/// The uncorrelated scalar subqueries of a SELECT (at its own level, not
+/// inside a nested query): each replaced by the column of its value.
+struct Scalars {
+    /// How many queries deep the visit is.
+    depth: usize,
+    /// The subqueries found, in order: `__weir_sq{i}`.
+    found: Vec<Query>,
+    /// A subquery predicate (IN, EXISTS) met where no join rewrite took it.
+    predicate: Option<String>,
+}
+
+impl ast::VisitorMut for Scalars {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _: &mut Query) -> std::ops::ControlFlow<()> {
+        self.depth += 1;
+        std::ops::ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &mut Query) -> std::ops::ControlFlow<()> {
+        self.depth -= 1;
+        std::ops::ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &mut Expr) -> std::ops::ControlFlow<()> {
+        if self.depth > 0 {
+            return std::ops::ControlFlow::Continue(());
+        }
+        match e {
+            Expr::Subquery(q) => {
+                let i = self.found.len();
+                self.found.push(q.as_ref().clone());
+                *e = Expr::CompoundIdentifier(vec![
+                    ast::Ident::new(format!("{HIDDEN}sq{i}")),
+                    ast::Ident::new(format!("{HIDDEN}v{i}")),
+                ]);
+            }
+            Expr::Exists { .. }
+            | Expr::In {
+                target: ast::InTarget::Subquery(_),
+                ..
+            } if self.predicate.is_none() => {
+                self.predicate = Some(e.to_string());
+            }
+            _ => {}
+        }
+        std::ops::ControlFlow::Continue(())
+    }
+}
+
+/// Whether `q` gives at most one row: a SELECT of one value that
+/// aggregates without GROUP BY, or a query cut to one row (`LIMIT 1`).
+fn single_row(q: &Query) -> bool {
+    let one = |e: &Expr| matches!(e, Expr::Value(v) if matches!(&v.value, ast::Value::Number(n, _) if n == "1"));
+    let limited = match &q.limit_clause {
+        Some(ast::LimitClause::LimitOffset {
+            limit: Some(l),
+            offset: None,
+            ..
+        }) => one(l),
+        _ => false,
+    };
+    if limited {
+        return true;
+    }
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return false;
+    };
+    let aggregated = s.projection.iter().any(|item| match item {
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+            let mut found = Vec::new();
+            super::find_aggregates(e, &mut found);
+            !found.is_empty()
+        }
+        _ => false,
+    });
+    aggregated && s.group_by_is_empty() && s.distinct.is_none()
+}
+
+impl Planner<'_> {
+    /// `s` with its uncorrelated scalar subqueries (`WHERE x > (SELECT
+    /// AVG(x) FROM t)`, in SELECT items and HAVING too) made LEFT JOINs,
+    /// as Flink's planner makes them: the subquery's one row (none: its
+    /// value is NULL) joined to every row on a constant key, and the
+    /// subquery replaced by its value's column. A grouped SELECT groups by
+    /// that value too (it is one value for all rows). `None` if `s` has
+    /// none.
+    pub(super) fn rewrite_scalar_subqueries(&mut self, s: &Select) -> Result<Option<Select>> {
+        use ast::VisitMut;
+        let mut out = s.clone();
+        let mut v = Scalars {
+            depth: 0,
+            found: Vec::new(),
+            predicate: None,
+        };
+        if let Some(w) = &mut out.selection {
+            let _ = w.visit(&mut v);
+        }
+        let in_where = v.found.len();
+        for item in &mut out.projection {
+            if let ast::SelectItem::UnnamedExpr(e)
+            | ast::SelectItem::ExprWithAlias { expr: e, .. } = item
+            {
+                let _ = e.visit(&mut v);
+            }
+        }
+        if let Some(h) = &mut out.having {
+            let _ = h.visit(&mut v);
+        }
+        if v.found.is_empty() {
+            return Ok(None);
+        }
+        if let Some(p) = v.predicate {
+            return Err(SqlError::Unsupported(format!(
+                "`{p}` beside a scalar subquery (a subquery predicate must be a top-level conjunct of WHERE)"
+            )));
+        }
+        let Some(first) = out.from.first() else {
+            return Err(SqlError::Unsupported(
+                "a scalar subquery without FROM".into(),
+            ));
+        };
+        if let TableFactor::Function { .. } | TableFactor::TableFunction { .. } = first.relation {
+            return Err(SqlError::Unsupported(
+                "a scalar subquery in a query over a table function (a windowing TVF)".into(),
+            ));
+        }
+        // The left key: TRUE, as an expression of a column of the first
+        // FROM item (a join key is an expression of its side's columns).
+        let left = self.table_with_joins(first)?;
+        let Some(col) = left.scope.cols.first() else {
+            return Err(SqlError::Plan(
+                "a scalar subquery over a table of no columns".into(),
+            ));
+        };
+        let quote = |n: &str| format!("`{}`", n.replace('`', "``"));
+        let col = match &col.qualifier {
+            Some(q) => format!("{}.{}", quote(q), quote(&col.field.name)),
+            None => quote(&col.field.name),
+        };
+        for (i, q) in v.found.iter().enumerate() {
+            if !single_row(q) {
+                return Err(SqlError::Unsupported(format!(
+                    "the scalar subquery `({q})`: weir plans one that aggregates without GROUP BY (`(SELECT AVG(x) FROM t)`) or is cut to one row (`ORDER BY .. LIMIT 1`), which give at most one row"
+                )));
+            }
+            let mut value = q.clone();
+            let SetExpr::Select(sel) = value.body.as_mut() else {
+                return Err(SqlError::Unsupported(format!(
+                    "the scalar subquery `({q})`: a SELECT is needed"
+                )));
+            };
+            let [item] = sel.projection.as_slice() else {
+                return Err(SqlError::Plan(format!(
+                    "the scalar subquery `({q})` needs one column"
+                )));
+            };
+            let e = match item {
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
+                _ => {
+                    return Err(SqlError::Plan(format!(
+                        "the scalar subquery `({q})` needs one column, not `{item}`"
+                    )))
+                }
+            };
+            sel.projection = vec![
+                ast::SelectItem::ExprWithAlias {
+                    expr: e,
+                    alias: ast::Ident::new(format!("{HIDDEN}v{i}")),
+                },
+                ast::SelectItem::ExprWithAlias {
+                    expr: Expr::value(ast::Value::Boolean(true)),
+                    alias: ast::Ident::new(format!("{HIDDEN}c{i}")),
+                },
+            ];
+            if let Err(e) = self.query(&value) {
+                return Err(SqlError::Unsupported(format!(
+                    "the scalar subquery `({q})` alone ({e}): weir plans uncorrelated scalar subqueries only"
+                )));
+            }
+            let relation = self.derived_as(&format!("{value}"), &format!("{HIDDEN}sq{i}"))?;
+            let on = where_of(parse_query(&format!(
+                "SELECT 1 WHERE ({col} IS NULL OR TRUE) = {HIDDEN}sq{i}.{HIDDEN}c{i}"
+            ))?);
+            out.from[0].joins.push(ast::Join {
+                relation,
+                global: false,
+                join_operator: ast::JoinOperator::LeftOuter(ast::JoinConstraint::On(on)),
+            });
+        }
+        // Grouped: the values read after grouping are grouped by.
+        let grouped = !s.group_by_is_empty()
+            || s.having.is_some()
+            || s.projection.iter().any(|item| match item {
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                    let mut found = Vec::new();
+                    super::find_aggregates(e, &mut found);
+                    !found.is_empty()
+                }
+                _ => false,
+            });
+        if grouped && v.found.len() > in_where {
+            let ast::GroupByExpr::Expressions(keys, _) = &mut out.group_by else {
+                return Err(SqlError::Unsupported(format!("`{}`", s.group_by)));
+            };
+            for i in in_where..v.found.len() {
+                keys.push(Expr::CompoundIdentifier(vec![
+                    ast::Ident::new(format!("{HIDDEN}sq{i}")),
+                    ast::Ident::new(format!("{HIDDEN}v{i}")),
+                ]));
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// `text` (a query) as a derived table named `alias`.
+    fn derived_as(&mut self, text: &str, alias: &str) -> Result<TableFactor> {
+        let q = parse_query(&format!("SELECT * FROM ({text}) AS {alias}"))?;
+        match *q.body {
+            SetExpr::Select(s) => Ok(s.from[0].relation.clone()),
+            _ => unreachable!("parsed a SELECT"),
+        }
     }
 }

@@ -340,16 +340,28 @@ fn a_qualified_wildcard_selects_its_table_s_columns() {
 }
 
 /// A subquery's aggregate is the subquery's own: a scalar subquery in
-/// SELECT is refused as what it is, not taken for an aggregate of the
-/// query around it; an aggregate over a subquery in WHERE still plans.
+/// SELECT is a LEFT JOIN of its one row, not an aggregate of the query
+/// around it; an aggregate over a subquery in WHERE still plans.
 #[test]
 fn a_scalar_subquerys_aggregate_is_not_the_outer_querys() {
-    let e = error("SELECT a, (SELECT MAX(c) FROM t) AS m FROM t");
+    let plan = explain("SELECT a, (SELECT MAX(c) FROM t) AS m FROM t");
+    assert!(line(&plan, "Join(").contains("LeftOuterJoin"), "{plan}");
+    assert_eq!(plan.matches("GroupAggregate(").count(), 1, "{plan}");
+    planned("SELECT a, COUNT(*) FROM t WHERE a IN (SELECT MAX(a) FROM t GROUP BY c) GROUP BY a");
+}
+
+/// Scalar subqueries weir does not lower are refused naming them: a
+/// correlated one, one that may give several rows.
+#[test]
+fn scalar_subqueries_not_lowered_are_named() {
+    let e = error("SELECT a FROM t AS o WHERE c > (SELECT MAX(c) FROM t WHERE t.a = o.a)");
     assert!(
-        e.contains("not supported: the expression `(SELECT MAX(c) FROM t)`"),
+        e.contains("weir plans uncorrelated scalar subqueries only"),
         "{e}"
     );
-    planned("SELECT a, COUNT(*) FROM t WHERE a IN (SELECT MAX(a) FROM t GROUP BY c) GROUP BY a");
+    let e = error("SELECT a FROM t WHERE c > (SELECT c FROM t WHERE a = 1)");
+    assert!(e.contains("which give at most one row"), "{e}");
+    planned("SELECT a FROM t WHERE a NOT IN (SELECT a FROM t WHERE c > 1)");
 }
 
 #[test]

@@ -994,4 +994,45 @@ pub const CASES: &[Case] = &[
                  UNION ALL
                  SELECT COUNT(*), MAX(user_id), 0, 0 FROM orders",
     },
+    Case {
+        name: "scalar_subqueries",
+        // Uncorrelated scalar subqueries in WHERE, SELECT and HAVING (AVG of
+        // an INT truncates in Flink), and one cut to a row by LIMIT 1.
+        weir: "SELECT order_id, qty, qty - (SELECT MIN(qty) FROM orders WHERE qty > 0) AS above
+               FROM orders
+               WHERE qty > (SELECT AVG(qty) FROM orders) + 7
+                 AND amount < (SELECT amount FROM orders ORDER BY amount DESC LIMIT 1)
+               UNION ALL
+               SELECT -1, tier, COUNT(*) FROM users GROUP BY tier
+               HAVING COUNT(*) >= (SELECT COUNT(*) FROM users WHERE tier = 1);",
+        duckdb: "SELECT order_id, qty, qty - (SELECT MIN(qty) FROM orders WHERE qty > 0)
+                 FROM orders
+                 WHERE qty > (SELECT CAST(trunc(SUM(qty) / COUNT(qty)) AS INTEGER) FROM orders) + 7
+                   AND amount < (SELECT amount FROM orders ORDER BY amount DESC LIMIT 1)
+                 UNION ALL
+                 SELECT -1, tier, COUNT(*) FROM users GROUP BY tier
+                 HAVING COUNT(*) >= (SELECT COUNT(*) FROM users WHERE tier = 1)",
+    },
+    Case {
+        name: "not_in_subqueries",
+        // SQL's NULL rules: a NULL user id is never NOT IN a non-empty
+        // set; a set with a NULL (the users' tiers) keeps no row; an empty
+        // set keeps every row, NULLs too.
+        weir: "SELECT order_id, user_id FROM orders
+               WHERE user_id NOT IN (SELECT user_id FROM users WHERE tier >= 2)
+                 AND qty > 15
+               UNION ALL
+               SELECT order_id, user_id FROM orders WHERE qty NOT IN (SELECT tier FROM users)
+               UNION ALL
+               SELECT order_id, user_id FROM orders
+               WHERE qty > 17 AND user_id NOT IN (SELECT user_id FROM users WHERE tier > 5);",
+        duckdb: "SELECT order_id, user_id FROM orders
+                 WHERE user_id NOT IN (SELECT user_id FROM users WHERE tier >= 2)
+                   AND qty > 15
+                 UNION ALL
+                 SELECT order_id, user_id FROM orders WHERE qty NOT IN (SELECT tier FROM users)
+                 UNION ALL
+                 SELECT order_id, user_id FROM orders
+                 WHERE qty > 17 AND user_id NOT IN (SELECT user_id FROM users WHERE tier > 5)",
+    },
 ];

@@ -329,8 +329,8 @@ pub struct AggCall {
 }
 
 impl AggCall {
-    /// The result type of `func` over `arg` (Flink's rules: SUM and AVG
-    /// keep an integer type, COUNT is BIGINT).
+    /// The result type of `func` over `arg` (Flink's rules: SUM, AVG and
+    /// the variances keep an integer type, COUNT is BIGINT).
     fn result_type(func: AggFunc, arg: DataType) -> Result<DataType> {
         Ok(match func {
             AggFunc::Count => DataType::BigInt,
@@ -343,7 +343,9 @@ impl AggCall {
             }
             AggFunc::Sum | AggFunc::Avg | AggFunc::Variance { .. } => match arg {
                 DataType::Int | DataType::BigInt | DataType::Double => arg,
-                DataType::Decimal { .. } if matches!(func, AggFunc::Variance { .. }) => arg,
+                // AVG and the variances (Calcite's SqlAvgAggFunction, typed
+                // by Flink's deriveAvgAggType) of a DECIMAL(p, s) are
+                // DECIMAL(38, max(6, s)); SUM keeps the scale.
                 DataType::Decimal { scale, .. } if func == AggFunc::Sum => DataType::Decimal {
                     precision: 38,
                     scale,

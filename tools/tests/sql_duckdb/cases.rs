@@ -763,14 +763,17 @@ pub const CASES: &[Case] = &[
     Case {
         name: "variance_and_stddev",
         // In the argument's type, as Flink: a DOUBLE's as is, an INT's
-        // truncated; NULL for a sample of one row.
+        // truncated, a DECIMAL(p, s)'s DECIMAL(38, max(6, s)) as AVG's;
+        // NULL for a sample of one row.
         weir: "SELECT user_id, STDDEV_POP(CAST(qty AS DOUBLE)) AS sp, STDDEV_SAMP(CAST(qty AS DOUBLE)) AS ss,
                       VAR_POP(CAST(amount AS DOUBLE)) AS vp, VARIANCE(CAST(amount AS DOUBLE)) AS vs,
-                      STDDEV(qty) AS si
+                      STDDEV(qty) AS si, STDDEV_POP(amount) AS sd, VAR_SAMP(amount) AS vd
                FROM orders GROUP BY user_id;",
         duckdb: "SELECT user_id, stddev_pop(CAST(qty AS DOUBLE)), stddev_samp(CAST(qty AS DOUBLE)),
                         var_pop(CAST(amount AS DOUBLE)), var_samp(CAST(amount AS DOUBLE)),
-                        CAST(trunc(stddev_samp(qty)) AS INTEGER)
+                        CAST(trunc(stddev_samp(qty)) AS INTEGER),
+                        CAST(stddev_pop(amount) AS DECIMAL(38, 6)),
+                        CAST(var_samp(amount) AS DECIMAL(38, 6))
                  FROM orders GROUP BY user_id",
     },
     Case {

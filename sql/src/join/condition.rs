@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::error::{Result, SqlError};
+use crate::error::Result;
 use crate::expr::{Arith, Cmp, Scalar};
 use crate::types::{least_common_type, DataType, Field};
 use crate::value::Value;
@@ -84,8 +84,9 @@ pub struct TimeBounds {
 /// own, time attributes marked). `interval`: whether the join may be an
 /// interval join (an inner join of append-only inputs).
 ///
-/// An error when no conjunct is an equality between the two sides (weir,
-/// as Flink's streaming joins, needs a key to partition both inputs by).
+/// When no conjunct is an equality between the two sides, both inputs
+/// are keyed by one constant (every pair on one subtask, as Flink's joins
+/// without keys run on a single parallel instance).
 pub fn split(
     conjuncts: Vec<Scalar>,
     fields: &[Field],
@@ -133,9 +134,12 @@ pub fn split(
         rest.push(c);
     }
     if on.left_keys.is_empty() {
-        return Err(SqlError::Unsupported(
-            "a join without an equality between a column of each side (a non-equi or cross join): weir's joins, as Flink's streaming joins, partition both inputs by equal keys; add `ON a.k = b.k`".into(),
-        ));
+        // No equality between the sides (a cross or non-equi join): one
+        // constant key, so every row meets every row of the other side on
+        // one subtask, as Flink runs a join without keys (a singleton).
+        let key = Scalar::Literal(Value::Bool(true), DataType::Boolean);
+        on.left_keys.push(key.clone());
+        on.right_keys.push(key);
     }
     let mut time = None;
     if interval {

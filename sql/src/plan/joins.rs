@@ -26,9 +26,10 @@ impl Planner<'_> {
                 JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (JoinKind::Right, c),
                 JoinOperator::FullOuter(c) => (JoinKind::Full, c),
                 JoinOperator::CrossJoin(_) => {
-                    return Err(SqlError::Unsupported(
-                        "CROSS JOIN: weir's joins, as Flink's streaming joins, partition both inputs by equal keys; write `JOIN .. ON a.k = b.k`".into(),
-                    ))
+                    // Every pair: a join without keys (one subtask).
+                    let right = self.table_factor(&j.relation)?;
+                    acc = self.join(acc, right, JoinKind::Inner, Vec::new())?;
+                    continue;
                 }
                 _ => {
                     return Err(SqlError::Unsupported(format!(

@@ -24,7 +24,7 @@
 //!
 //! Uncorrelated scalar subqueries (`WHERE x > (SELECT AVG(x) FROM t)`, in
 //! SELECT items and HAVING too) that give at most one row (an aggregate
-//! without GROUP BY, or `LIMIT 1`) are LEFT JOINs on a constant key, as
+//! without GROUP BY, or `LIMIT 1`) are LEFT JOINs without keys, as
 //! Flink's planner lowers them: every row meets the subquery's one row
 //! (or NULLs), and the subquery is replaced by the joined value; a
 //! grouped SELECT groups by the value too. Correlated ones are refused.
@@ -476,19 +476,6 @@ impl Planner<'_> {
                 "a scalar subquery in a query over a table function (a windowing TVF)".into(),
             ));
         }
-        // The left key: TRUE, as an expression of a column of the first
-        // FROM item (a join key is an expression of its side's columns).
-        let left = self.table_with_joins(first)?;
-        let Some(col) = left.scope.cols.first() else {
-            return Err(SqlError::Plan(
-                "a scalar subquery over a table of no columns".into(),
-            ));
-        };
-        let quote = |n: &str| format!("`{}`", n.replace('`', "``"));
-        let col = match &col.qualifier {
-            Some(q) => format!("{}.{}", quote(q), quote(&col.field.name)),
-            None => quote(&col.field.name),
-        };
         for (i, q) in v.found.iter().enumerate() {
             if !single_row(q) {
                 return Err(SqlError::Unsupported(format!(
@@ -532,7 +519,7 @@ impl Planner<'_> {
             }
             let relation = self.derived_as(&format!("{value}"), &format!("{HIDDEN}sq{i}"))?;
             let on = where_of(parse_query(&format!(
-                "SELECT 1 WHERE ({col} IS NULL OR TRUE) = {HIDDEN}sq{i}.{HIDDEN}c{i}"
+                "SELECT 1 WHERE {HIDDEN}sq{i}.{HIDDEN}c{i}"
             ))?);
             out.from[0].joins.push(ast::Join {
                 relation,

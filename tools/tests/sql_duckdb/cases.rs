@@ -1038,4 +1038,26 @@ pub const CASES: &[Case] = &[
                  SELECT order_id, user_id FROM orders
                  WHERE qty > 17 AND user_id NOT IN (SELECT user_id FROM users WHERE tier > 5)",
     },
+    Case {
+        name: "joins_without_keys",
+        // No equality between the sides: a CROSS JOIN with a one-row
+        // aggregate (a share of the total), a comma join and a LEFT join on
+        // a range; every pair meets on one subtask.
+        weir: "SELECT g.user_id, g.n, g.n * 1000 / a.total AS permille
+               FROM (SELECT user_id, COUNT(*) AS n FROM orders GROUP BY user_id) g
+               CROSS JOIN (SELECT COUNT(*) AS total FROM orders) a
+               UNION ALL
+               SELECT u.user_id, v.tier, 0 FROM users u, users v WHERE u.tier < v.tier
+               UNION ALL
+               SELECT u.user_id, s.order_id, 1 FROM users u
+               LEFT JOIN shipments s ON s.order_id BETWEEN u.tier * 100 AND u.tier * 100 + 2;",
+        duckdb: "SELECT g.user_id, g.n, g.n * 1000 // a.total
+                 FROM (SELECT user_id, COUNT(*) AS n FROM orders GROUP BY user_id) g
+                 CROSS JOIN (SELECT COUNT(*) AS total FROM orders) a
+                 UNION ALL
+                 SELECT u.user_id, v.tier, 0 FROM users u, users v WHERE u.tier < v.tier
+                 UNION ALL
+                 SELECT u.user_id, s.order_id, 1 FROM users u
+                 LEFT JOIN shipments s ON s.order_id BETWEEN u.tier * 100 AND u.tier * 100 + 2",
+    },
 ];

@@ -433,7 +433,7 @@ fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
             "CREATE TABLE w (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp', 'format' = 'csv', 'source.monitor-interval' = '0 s');",
             "'source.monitor-interval' = '0 s' is not a positive duration",
         ),
-        ("SELECT * FROM t t1 JOIN t t2 ON t1.a < t2.a;", "non-equi"),
+        ("SELECT * FROM t t1 JOIN t t2 USING (a);", "USING"),
         (
             "SELECT a, b, COUNT(*) FROM TABLE(SESSION(TABLE t PARTITION BY a, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY a, b, window_start, window_end;",
             "SESSION's PARTITION BY (a)",

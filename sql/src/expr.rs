@@ -2852,6 +2852,10 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
                 Scalar::Call(Func::ToTimestamp, vec![a], DataType::Timestamp)
             } else if a.ty().is_timestamp() {
                 a
+            } else if a.ty() == DataType::Date {
+                // Flink's DATE_FORMAT takes any datetime: a DATE is its
+                // midnight.
+                Scalar::Cast(Box::new(a), DataType::Timestamp, false)
             } else {
                 return Err(SqlError::Type(format!("DATE_FORMAT of {}", a.ty())));
             };
@@ -3390,6 +3394,10 @@ mod tests {
         assert_eq!(
             eval("DATE_FORMAT('2024-01-02 03:04:05', 'HH:mm')", &s, &r),
             Value::Str("03:04".into())
+        );
+        assert_eq!(
+            eval("DATE_FORMAT(DATE '2024-02-29', 'yyyy/MM/dd HH:mm')", &s, &r),
+            Value::Str("2024/02/29 00:00".into())
         );
         assert_eq!(eval("TO_TIMESTAMP('soon')", &s, &r), Value::Null);
     }

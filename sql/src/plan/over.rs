@@ -376,20 +376,7 @@ fn row_number_spec(f: &ast::Function) -> Result<&ast::WindowSpec> {
             "{name}() OVER (..) needs an ORDER BY (which rows come first)"
         )));
     }
-    for e in &spec.partition_by {
-        if !is_column(e) {
-            return Err(SqlError::Unsupported(format!(
-                "PARTITION BY `{e}` in {name}() OVER: partition by columns (compute `{e}` in a subquery first)"
-            )));
-        }
-    }
     for o in &spec.order_by {
-        if !is_column(&o.expr) {
-            return Err(SqlError::Unsupported(format!(
-                "ORDER BY `{}` in {name}() OVER: order by columns (compute `{}` in a subquery first)",
-                o.expr, o.expr
-            )));
-        }
         if let Some(OrderBySort::Using(_)) = o.options.sort {
             return Err(SqlError::Unsupported(format!(
                 "ORDER BY `{o}` in {name}() OVER (ASC or DESC)"
@@ -400,14 +387,6 @@ fn row_number_spec(f: &ast::Function) -> Result<&ast::WindowSpec> {
         }
     }
     Ok(spec)
-}
-
-fn is_column(e: &Expr) -> bool {
-    match e {
-        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => true,
-        Expr::Nested(x) => is_column(x),
-        _ => false,
-    }
 }
 
 /// Whether `e` names the column `rn` (`rn` or `t.rn`).

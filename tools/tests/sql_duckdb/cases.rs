@@ -1060,4 +1060,21 @@ pub const CASES: &[Case] = &[
                  SELECT u.user_id, s.order_id, 1 FROM users u
                  LEFT JOIN shipments s ON s.order_id BETWEEN u.tier * 100 AND u.tier * 100 + 2",
     },
+    Case {
+        name: "top_n_ordered_by_an_aggregate_of_its_select",
+        // ROW_NUMBER() ordered by an aggregate of the same grouped SELECT
+        // (and a partition by an expression), as Flink takes it.
+        weir: "SELECT user_id, category, total FROM (
+                 SELECT user_id, category, SUM(amount) AS total,
+                        ROW_NUMBER() OVER (PARTITION BY UPPER(user_id)
+                                           ORDER BY SUM(amount) DESC) AS rn
+                 FROM orders GROUP BY user_id, category)
+               WHERE rn <= 2;",
+        duckdb: "SELECT user_id, category, total FROM (
+                   SELECT user_id, category, SUM(amount) AS total,
+                          row_number() OVER (PARTITION BY upper(user_id)
+                                             ORDER BY SUM(amount) DESC, category NULLS FIRST) AS rn
+                   FROM orders GROUP BY user_id, category)
+                 WHERE rn <= 2",
+    },
 ];

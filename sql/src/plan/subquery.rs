@@ -12,6 +12,8 @@
 //! - `NOT EXISTS`: a LEFT JOIN of the distinct keys, keeping the rows that
 //!   found none: an updating result (a row is retracted when a match
 //!   arrives later), as Flink's anti join.
+//! - An uncorrelated `[NOT] EXISTS (SELECT ..)`: a scalar subquery (below)
+//!   counting the subquery's rows, compared with 0.
 //!
 //! - `WHERE x NOT IN (SELECT c ..)`: the anti join of `c`'s distinct
 //!   values, and SQL's NULL rules as a condition on two scalar subqueries
@@ -170,8 +172,15 @@ impl Planner<'_> {
             }
             match p {
                 Expr::Exists { subquery, negated } => {
-                    let j = self.exists_join(n, &subquery, negated, &s.from)?;
-                    joins.push(j);
+                    match self.exists_join(n, &subquery, negated, &s.from)? {
+                        Some(j) => joins.push(j),
+                        // Uncorrelated: whether the subquery has a row, a
+                        // scalar subquery counting them.
+                        None => kept.push(where_of(parse_query(&format!(
+                            "SELECT 1 WHERE COALESCE((SELECT COUNT(*) FROM ({subquery}) AS {HIDDEN}ex{n}), 0) {} 0",
+                            if negated { "=" } else { ">" }
+                        ))?)),
+                    }
                 }
                 other => kept.push(other),
             }
@@ -235,7 +244,7 @@ impl Planner<'_> {
         sub: &Query,
         negated: bool,
         outer_from: &[ast::TableWithJoins],
-    ) -> Result<SemiJoin> {
+    ) -> Result<Option<SemiJoin>> {
         let SetExpr::Select(inner) = sub.body.as_ref() else {
             return Err(SqlError::Unsupported(format!(
                 "EXISTS ({sub}): a SELECT is needed"
@@ -277,9 +286,7 @@ impl Planner<'_> {
             }
         }
         if keys.is_empty() {
-            return Err(SqlError::Unsupported(
-                "an uncorrelated EXISTS (SELECT ..) (it is true for every row or none)".into(),
-            ));
+            return Ok(None);
         }
         if !inner.group_by_is_empty() || inner.having.is_some() {
             return Err(SqlError::Unsupported(format!(
@@ -328,7 +335,7 @@ impl Planner<'_> {
                 .expect("a fixed condition parses"),
             )
         });
-        Ok(SemiJoin { relation, on, anti })
+        Ok(Some(SemiJoin { relation, on, anti }))
     }
 }
 

@@ -1020,7 +1020,7 @@ pub const CASES: &[Case] = &[
         name: "not_in_subqueries",
         // SQL's NULL rules: a NULL user id is never NOT IN a non-empty
         // set; a set with a NULL (the users' tiers) keeps no row; an empty
-        // set keeps every row, NULLs too.
+        // set keeps every row, NULLs too. Uncorrelated [NOT] EXISTS.
         weir: "SELECT order_id, user_id FROM orders
                WHERE user_id NOT IN (SELECT user_id FROM users WHERE tier >= 2)
                  AND qty > 15
@@ -1028,7 +1028,11 @@ pub const CASES: &[Case] = &[
                SELECT order_id, user_id FROM orders WHERE qty NOT IN (SELECT tier FROM users)
                UNION ALL
                SELECT order_id, user_id FROM orders
-               WHERE qty > 17 AND user_id NOT IN (SELECT user_id FROM users WHERE tier > 5);",
+               WHERE qty > 17 AND user_id NOT IN (SELECT user_id FROM users WHERE tier > 5)
+               UNION ALL
+               SELECT order_id, 'exists' FROM orders
+               WHERE qty = 3 AND EXISTS (SELECT 1 FROM users WHERE tier = 2)
+                 AND NOT EXISTS (SELECT 1 FROM users WHERE tier > 5);",
         duckdb: "SELECT order_id, user_id FROM orders
                  WHERE user_id NOT IN (SELECT user_id FROM users WHERE tier >= 2)
                    AND qty > 15
@@ -1036,7 +1040,11 @@ pub const CASES: &[Case] = &[
                  SELECT order_id, user_id FROM orders WHERE qty NOT IN (SELECT tier FROM users)
                  UNION ALL
                  SELECT order_id, user_id FROM orders
-                 WHERE qty > 17 AND user_id NOT IN (SELECT user_id FROM users WHERE tier > 5)",
+                 WHERE qty > 17 AND user_id NOT IN (SELECT user_id FROM users WHERE tier > 5)
+                 UNION ALL
+                 SELECT order_id, 'exists' FROM orders
+                 WHERE qty = 3 AND EXISTS (SELECT 1 FROM users WHERE tier = 2)
+                   AND NOT EXISTS (SELECT 1 FROM users WHERE tier > 5)",
     },
     Case {
         name: "joins_without_keys",

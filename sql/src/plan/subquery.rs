@@ -29,7 +29,10 @@
 //! without GROUP BY, or `LIMIT 1`) are LEFT JOINs without keys, as
 //! Flink's planner lowers them: every row meets the subquery's one row
 //! (or NULLs), and the subquery is replaced by the joined value; a
-//! grouped SELECT groups by the value too. Correlated ones are refused.
+//! grouped SELECT groups by the value too. One correlated through
+//! equalities (`WHERE t2.k = t.k`) is the subquery grouped by its side of
+//! them, LEFT JOINed on them (a COUNT's missing key is 0); other
+//! correlations are refused.
 
 use sqlparser::ast::{self, BinaryOperator as B, Expr, Query, Select, SetExpr, TableFactor};
 use sqlparser::parser::Parser;
@@ -68,12 +71,12 @@ fn in_subquery(e: &Expr) -> Option<(&Expr, &Query, bool)> {
 fn qualifiers(from: &[ast::TableWithJoins]) -> Vec<String> {
     let mut out = Vec::new();
     let mut add = |f: &TableFactor| match f {
-        TableFactor::Table { name, alias, .. } => {
-            out.push(object_name(name).to_ascii_lowercase());
-            if let Some(a) = alias {
-                out.push(a.name.value.to_ascii_lowercase());
-            }
-        }
+        // An alias hides the table's name (`FROM t AS t2`: `t.k` is the
+        // outer query's).
+        TableFactor::Table { name, alias, .. } => match alias {
+            Some(a) => out.push(a.name.value.to_ascii_lowercase()),
+            None => out.push(object_name(name).to_ascii_lowercase()),
+        },
         TableFactor::Derived { alias: Some(a), .. }
         | TableFactor::Function { alias: Some(a), .. } => {
             out.push(a.name.value.to_ascii_lowercase())
@@ -509,30 +512,79 @@ impl Planner<'_> {
                     )))
                 }
             };
-            sel.projection = vec![
-                ast::SelectItem::ExprWithAlias {
-                    expr: e,
-                    alias: ast::Ident::new(format!("{HIDDEN}v{i}")),
-                },
-                ast::SelectItem::ExprWithAlias {
-                    expr: Expr::value(ast::Value::Boolean(true)),
-                    alias: ast::Ident::new(format!("{HIDDEN}c{i}")),
-                },
-            ];
+            // Correlated through equalities `inner = outer`: the value per
+            // inner key (a GROUP BY of the subquery), joined on the keys.
+            let keys = correlation(sel, q)?;
+            if !keys.is_empty() && q.limit_clause.is_some() {
+                return Err(SqlError::Unsupported(format!(
+                    "the correlated scalar subquery `({q})` with LIMIT (weir decorrelates one that aggregates without GROUP BY)"
+                )));
+            }
+            let mut aggs = Vec::new();
+            super::find_aggregates(&e, &mut aggs);
+            let is_count = |a: &Expr| matches!(a, Expr::Function(f) if object_name(&f.name).eq_ignore_ascii_case("COUNT"));
+            // A key without rows has no group: its COUNT is 0, not NULL.
+            let count = !keys.is_empty() && is_count(&e);
+            if !keys.is_empty() && !count && aggs.iter().any(is_count) {
+                return Err(SqlError::Unsupported(format!(
+                    "the correlated scalar subquery `({q})`: a COUNT inside an expression (weir decorrelates COUNT(..) alone or other aggregates)"
+                )));
+            }
+            let mut items: Vec<ast::SelectItem> = keys
+                .iter()
+                .enumerate()
+                .map(|(j, (inner, _))| ast::SelectItem::ExprWithAlias {
+                    expr: inner.clone(),
+                    alias: ast::Ident::new(format!("{HIDDEN}k{i}_{j}")),
+                })
+                .collect();
+            items.push(ast::SelectItem::ExprWithAlias {
+                expr: e,
+                alias: ast::Ident::new(format!("{HIDDEN}v{i}")),
+            });
+            items.push(ast::SelectItem::ExprWithAlias {
+                expr: Expr::value(ast::Value::Boolean(true)),
+                alias: ast::Ident::new(format!("{HIDDEN}c{i}")),
+            });
+            sel.projection = items;
+            if !keys.is_empty() {
+                sel.group_by = ast::GroupByExpr::Expressions(
+                    keys.iter().map(|(inner, _)| inner.clone()).collect(),
+                    Vec::new(),
+                );
+            }
             if let Err(e) = self.query(&value) {
                 return Err(SqlError::Unsupported(format!(
-                    "the scalar subquery `({q})` alone ({e}): weir plans uncorrelated scalar subqueries only"
+                    "the scalar subquery `({q})` alone ({e}): weir plans uncorrelated scalar subqueries and those correlated through equalities `inner.col = outer.col` only"
                 )));
             }
             let relation = self.derived_as(&format!("{value}"), &format!("{HIDDEN}sq{i}"))?;
-            let on = where_of(parse_query(&format!(
-                "SELECT 1 WHERE {HIDDEN}sq{i}.{HIDDEN}c{i}"
-            ))?);
+            let mut on = format!("{HIDDEN}sq{i}.{HIDDEN}c{i}");
+            for (j, (_, outer)) in keys.iter().enumerate() {
+                on.push_str(&format!(" AND ({outer}) = {HIDDEN}sq{i}.{HIDDEN}k{i}_{j}"));
+            }
+            let on = where_of(parse_query(&format!("SELECT 1 WHERE {on}"))?);
             out.from[0].joins.push(ast::Join {
                 relation,
                 global: false,
                 join_operator: ast::JoinOperator::LeftOuter(ast::JoinConstraint::On(on)),
             });
+            if count {
+                let mut c = CountOfNoRows(i);
+                if let Some(w) = &mut out.selection {
+                    let _ = w.visit(&mut c);
+                }
+                for item in &mut out.projection {
+                    if let ast::SelectItem::UnnamedExpr(e)
+                    | ast::SelectItem::ExprWithAlias { expr: e, .. } = item
+                    {
+                        let _ = e.visit(&mut c);
+                    }
+                }
+                if let Some(h) = &mut out.having {
+                    let _ = h.visit(&mut c);
+                }
+            }
         }
         // Grouped: the values read after grouping are grouped by.
         let grouped = !s.group_by_is_empty()
@@ -567,5 +619,73 @@ impl Planner<'_> {
             SetExpr::Select(s) => Ok(s.from[0].relation.clone()),
             _ => unreachable!("parsed a SELECT"),
         }
+    }
+}
+
+/// The correlation of a scalar subquery's SELECT `sel`: its WHERE's
+/// equalities of an expression of its own columns and one of the outer
+/// query's (`u.k = t.k`), as (inner, outer) pairs, taken out of its
+/// WHERE; an error for another condition that reads the outer query.
+fn correlation(sel: &mut Select, q: &Query) -> Result<Vec<(Expr, Expr)>> {
+    let inner_q = qualifiers(&sel.from);
+    let mut keys = Vec::new();
+    let Some(w) = &sel.selection else {
+        return Ok(keys);
+    };
+    let mut parts = Vec::new();
+    conjuncts(w, &mut parts);
+    let mut rest = Vec::new();
+    for p in parts {
+        match &p {
+            Expr::BinaryOp {
+                left,
+                op: B::Eq,
+                right,
+            } if mentions_outer(left, &inner_q) != mentions_outer(right, &inner_q) => {
+                if mentions_outer(left, &inner_q) {
+                    keys.push((right.as_ref().clone(), left.as_ref().clone()));
+                } else {
+                    keys.push((left.as_ref().clone(), right.as_ref().clone()));
+                }
+            }
+            other if mentions_outer(other, &inner_q) => {
+                return Err(SqlError::Unsupported(format!(
+                    "the correlated condition `{other}` in the scalar subquery `({q})` (only equalities of a subquery column and an outer column correlate)"
+                )))
+            }
+            other => rest.push(other.clone()),
+        }
+    }
+    sel.selection = rest.into_iter().reduce(|a, b| Expr::BinaryOp {
+        left: Box::new(a),
+        op: B::And,
+        right: Box::new(b),
+    });
+    Ok(keys)
+}
+
+/// Replaces the value column of correlated scalar subquery `.0`, a COUNT,
+/// by `COALESCE(value, 0)`: a key no row has is not joined, and its COUNT
+/// is 0.
+struct CountOfNoRows(usize);
+
+impl ast::VisitorMut for CountOfNoRows {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, e: &mut Expr) -> std::ops::ControlFlow<()> {
+        let i = self.0;
+        if matches!(e, Expr::CompoundIdentifier(p) if p.len() == 2
+            && p[0].value == format!("{HIDDEN}sq{i}") && p[1].value == format!("{HIDDEN}v{i}"))
+        {
+            let text = format!("SELECT COALESCE({HIDDEN}sq{i}.{HIDDEN}v{i}, 0)");
+            if let Ok(q) = parse_query(&text) {
+                if let SetExpr::Select(s) = *q.body {
+                    if let Some(ast::SelectItem::UnnamedExpr(c)) = s.projection.into_iter().next() {
+                        *e = c;
+                    }
+                }
+            }
+        }
+        std::ops::ControlFlow::Continue(())
     }
 }

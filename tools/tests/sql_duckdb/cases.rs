@@ -1085,4 +1085,29 @@ pub const CASES: &[Case] = &[
                    FROM orders GROUP BY user_id, category)
                  WHERE rn <= 2",
     },
+    Case {
+        name: "correlated_scalar_subqueries",
+        // Correlated through equalities, decorrelated as Flink does: the
+        // subquery's aggregate per key, LEFT JOINed on it; a key without
+        // rows gets NULL, or 0 from a COUNT.
+        weir: "SELECT o.order_id, o.qty,
+                      (SELECT COUNT(*) FROM shipments s WHERE s.order_id = o.order_id) AS ns
+               FROM orders o
+               WHERE o.qty > (SELECT AVG(o2.qty) FROM orders AS o2
+                              WHERE o2.user_id = o.user_id AND o2.category = o.category) + 3
+               UNION ALL
+               SELECT -1, u.tier, (SELECT MAX(o.order_id) FROM orders o
+                                   WHERE o.user_id = u.user_id AND o.qty > 18)
+               FROM users u;",
+        duckdb: "SELECT o.order_id, o.qty,
+                        (SELECT COUNT(*) FROM shipments s WHERE s.order_id = o.order_id)
+                 FROM orders o
+                 WHERE o.qty > (SELECT CAST(trunc(SUM(o2.qty) / COUNT(o2.qty)) AS INTEGER)
+                                FROM orders AS o2
+                                WHERE o2.user_id = o.user_id AND o2.category = o.category) + 3
+                 UNION ALL
+                 SELECT -1, u.tier, (SELECT MAX(o.order_id) FROM orders o
+                                     WHERE o.user_id = u.user_id AND o.qty > 18)
+                 FROM users u",
+    },
 ];

@@ -15,6 +15,8 @@
 //! - An uncorrelated `[NOT] EXISTS (SELECT ..)`: a scalar subquery (below)
 //!   counting the subquery's rows, compared with 0.
 //!
+//! - Either correlated through equalities (`WHERE s.k = t.k`): the
+//!   subquery's side of them is joined too, as EXISTS's keys.
 //! - `WHERE x NOT IN (SELECT c ..)`: the anti join of `c`'s distinct
 //!   values, and SQL's NULL rules as a condition on two scalar subqueries
 //!   (below): TRUE when the subquery has no rows, else unknown for a NULL
@@ -152,7 +154,7 @@ impl Planner<'_> {
             let n = joins.len();
             if let Some((x, sub, negated)) = in_subquery(&p) {
                 let (x, sub) = (x.clone(), sub.clone());
-                let mut j = self.in_join(n, &x, &sub)?;
+                let (mut j, [all, nulls]) = self.in_join(n, &x, &sub)?;
                 if negated {
                     // NOT IN: the rows whose `x` no value equals (an anti
                     // join), and SQL's NULL rules as a condition on two
@@ -162,12 +164,9 @@ impl Planner<'_> {
                     j.anti = Some(where_of(parse_query(&format!(
                         "SELECT 1 WHERE {HIDDEN}q{n}.{HIDDEN}k{n}_0 IS NULL"
                     ))?));
-                    let col = self.query(&sub)?.schema.fields[0].name.replace('`', "``");
-                    let rows = format!("FROM ({sub}) AS {HIDDEN}ns{n}");
                     kept.push(where_of(parse_query(&format!(
-                        "SELECT 1 WHERE (COALESCE((SELECT COUNT(*) {rows}), 0) = 0
-                           OR ({x}) IS NOT NULL
-                              AND COALESCE((SELECT COUNT(*) - COUNT(`{col}`) {rows}), 0) = 0)"
+                        "SELECT 1 WHERE (COALESCE({all}, 0) = 0
+                           OR ({x}) IS NOT NULL AND COALESCE({nulls}, 0) = 0)"
                     ))?));
                 }
                 joins.push(j);
@@ -218,27 +217,92 @@ impl Planner<'_> {
         }
     }
 
-    fn in_join(&mut self, n: usize, x: &Expr, sub: &Query) -> Result<SemiJoin> {
-        let plan = self.query(sub)?;
-        if plan.schema.len() != 1 {
+    /// `x IN (sub)` as a semi join of the distinct values of `sub`'s
+    /// column (and of its side of the equalities that correlate it with
+    /// the outer query, `WHERE s.k = t.k`, joined too); with the texts of
+    /// two scalar subqueries, valid in the outer query, counting `sub`'s
+    /// rows and its rows whose value is NULL (NOT IN's NULL rules).
+    fn in_join(&mut self, n: usize, x: &Expr, sub: &Query) -> Result<(SemiJoin, [String; 2])> {
+        let mut inner = sub.clone();
+        let plain = sub.with.is_none() && sub.order_by.is_none() && sub.limit_clause.is_none();
+        let mut keys = Vec::new();
+        let mut item = None;
+        if let SetExpr::Select(sel) = inner.body.as_mut() {
+            if plain && sel.group_by_is_empty() && sel.having.is_none() {
+                if let [ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. }] = sel.projection.as_slice()
+                {
+                    item = Some(e.clone());
+                }
+                keys = correlation(sel, sub)?;
+                for (j, (k, _)) in keys.iter().enumerate() {
+                    sel.projection.push(ast::SelectItem::ExprWithAlias {
+                        expr: k.clone(),
+                        alias: ast::Ident::new(format!("{HIDDEN}ck{j}")),
+                    });
+                }
+            }
+        }
+        let plan = self.query(&inner)?;
+        if plan.schema.len() != 1 + keys.len() {
             return Err(SqlError::Plan(format!(
                 "IN (SELECT ..) needs one column, the subquery gives {}",
                 plan.schema
             )));
         }
         let col = plan.schema.fields[0].name.replace('`', "``");
+        let mut items = vec![format!("`{col}` AS {HIDDEN}k{n}_0")];
+        let mut on = format!("({x}) = {HIDDEN}q{n}.{HIDDEN}k{n}_0");
+        for (j, (_, outer)) in keys.iter().enumerate() {
+            items.push(format!("{HIDDEN}ck{j} AS {HIDDEN}k{n}_{}", j + 1));
+            on.push_str(&format!(
+                " AND ({outer}) = {HIDDEN}q{n}.{HIDDEN}k{n}_{}",
+                j + 1
+            ));
+        }
         let relation = self.derived(
             n,
-            &format!("SELECT DISTINCT `{col}` AS {HIDDEN}k{n}_0 FROM ({sub}) AS {HIDDEN}s{n}"),
+            &format!(
+                "SELECT DISTINCT {} FROM ({inner}) AS {HIDDEN}s{n}",
+                items.join(", ")
+            ),
         )?;
-        let on = parse_query(&format!(
-            "SELECT 1 WHERE ({x}) = {HIDDEN}q{n}.{HIDDEN}k{n}_0"
-        ))?;
-        Ok(SemiJoin {
-            relation,
-            on: where_of(on),
-            anti: None,
-        })
+        // The counts: over `sub`'s own FROM and WHERE (its correlation
+        // included) when it is a plain SELECT of one value, else over it
+        // as a derived table (uncorrelated only).
+        let counts = match (sub.body.as_ref(), item) {
+            (SetExpr::Select(sel), Some(item)) => {
+                let from: Vec<String> = sel.from.iter().map(ToString::to_string).collect();
+                let from = from.join(", ");
+                let and = sel
+                    .selection
+                    .as_ref()
+                    .map_or(String::new(), |w| format!("({w}) AND "));
+                let all = sel
+                    .selection
+                    .as_ref()
+                    .map_or(String::new(), |w| format!(" WHERE {w}"));
+                [
+                    format!("(SELECT COUNT(*) FROM {from}{all})"),
+                    format!("(SELECT COUNT(*) FROM {from} WHERE {and}({item}) IS NULL)"),
+                ]
+            }
+            _ => {
+                let rows = format!("FROM ({sub}) AS {HIDDEN}ns{n}");
+                [
+                    format!("(SELECT COUNT(*) {rows})"),
+                    format!("(SELECT COUNT(*) {rows} WHERE `{col}` IS NULL)"),
+                ]
+            }
+        };
+        Ok((
+            SemiJoin {
+                relation,
+                on: where_of(parse_query(&format!("SELECT 1 WHERE {on}"))?),
+                anti: None,
+            },
+            counts,
+        ))
     }
 
     fn exists_join(
@@ -636,7 +700,11 @@ fn correlation(sel: &mut Select, q: &Query) -> Result<Vec<(Expr, Expr)>> {
     conjuncts(w, &mut parts);
     let mut rest = Vec::new();
     for p in parts {
-        match &p {
+        let mut bare = &p;
+        while let Expr::Nested(x) = bare {
+            bare = x;
+        }
+        match bare {
             Expr::BinaryOp {
                 left,
                 op: B::Eq,

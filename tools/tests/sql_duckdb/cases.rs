@@ -1110,4 +1110,29 @@ pub const CASES: &[Case] = &[
                                      WHERE o.user_id = u.user_id AND o.qty > 18)
                  FROM users u",
     },
+    Case {
+        name: "correlated_in_and_not_in",
+        // IN and NOT IN correlated through an equality: the semi (anti)
+        // join on the value and the key; NOT IN's NULL rules per key (an
+        // order whose user has no orders of qty 19 keeps it; a NULL
+        // among them drops it).
+        weir: "SELECT o.order_id FROM orders o
+               WHERE o.qty IN (SELECT o2.qty + 1 FROM orders o2
+                               WHERE o2.user_id = o.user_id AND o2.category = 'books')
+                 AND o.amount > 900
+               UNION ALL
+               SELECT -o.order_id FROM orders o
+               WHERE o.amount > 990
+                 AND o.qty NOT IN (SELECT o2.qty FROM orders o2
+                                   WHERE o2.user_id = o.user_id AND o2.amount < 3);",
+        duckdb: "SELECT o.order_id FROM orders o
+                 WHERE o.qty IN (SELECT o2.qty + 1 FROM orders o2
+                                 WHERE o2.user_id = o.user_id AND o2.category = 'books')
+                   AND o.amount > 900
+                 UNION ALL
+                 SELECT -o.order_id FROM orders o
+                 WHERE o.amount > 990
+                   AND o.qty NOT IN (SELECT o2.qty FROM orders o2
+                                     WHERE o2.user_id = o.user_id AND o2.amount < 3)",
+    },
 ];

@@ -125,7 +125,9 @@ impl Format {
                 }
                 parse_csv(line, schema, o)
             }
-            Format::Json { .. } => parse_json(line, schema),
+            Format::Json {
+                ignore_parse_errors,
+            } => parse_json(line, schema, *ignore_parse_errors),
         };
         match r {
             Ok(Some(row)) => Decoded::Record(row),
@@ -215,9 +217,29 @@ fn parse_csv(line: &str, schema: &Schema, o: &CsvOptions) -> Result<Option<Row>,
     }
     let mut values = Values::with_capacity(fields.len());
     for ((text, quoted, start), f) in fields.iter().zip(&schema.fields) {
-        values.push(csv_value(text, *quoted, f, o).ok_or_else(|| bad_field(text, *start, f))?);
+        values.push(field_or_null(
+            csv_value(text, *quoted, f, o),
+            o.ignore_parse_errors,
+            || bad_field(text, *start, f),
+        )?);
     }
     Ok(Some(Row::new(values)))
+}
+
+/// A field's value; one that does not parse is NULL when the format
+/// ignores parse errors (Flink's `*.ignore-parse-errors`: "fields are set
+/// to null in case of errors", the row kept), else the line's error.
+#[inline]
+fn field_or_null(
+    value: Option<Value>,
+    ignore: bool,
+    error: impl FnOnce() -> LineError,
+) -> Result<Value, LineError> {
+    match value {
+        Some(v) => Ok(v),
+        None if ignore => Ok(Value::Null),
+        None => Err(error()),
+    }
 }
 
 fn field_count(found: usize, schema: &Schema) -> String {
@@ -254,7 +276,11 @@ fn parse_plain_csv(
         };
         // The delimiter is ASCII: both ends are character boundaries.
         let text = &line[start..end];
-        values.push(csv_value(text, false, f, o).ok_or_else(|| bad_field(text, start, f))?);
+        values.push(field_or_null(
+            csv_value(text, false, f, o),
+            o.ignore_parse_errors,
+            || bad_field(text, start, f),
+        )?);
         start = end + 1;
     }
     Ok(Some(Row::new(values)))
@@ -329,7 +355,7 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
     })
 }
 
-fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, LineError> {
+fn parse_json(line: &str, schema: &Schema, ignore: bool) -> Result<Option<Row>, LineError> {
     let v: serde_json::Value =
         serde_json::from_str(line).map_err(|e| (Some(e.column()), format!("not JSON: {e}")))?;
     let serde_json::Value::Object(map) = v else {
@@ -344,9 +370,8 @@ fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, LineError> {
         });
         let bad =
             |j: &serde_json::Value| format!("field `{}`: {j} is not a valid {}", f.name, f.ty);
-        let value = match j {
-            None | Some(serde_json::Value::Null) => Value::Null,
-            Some(j) => match (f.ty, j) {
+        let read = |j: &serde_json::Value| -> Result<Value, LineError> {
+            Ok(match (f.ty, j) {
                 (DataType::String, serde_json::Value::String(s)) => Value::Str(s.as_str().into()),
                 (DataType::String, other) => Value::Str(other.to_string().into()),
                 (DataType::Boolean, serde_json::Value::Bool(b)) => Value::Bool(*b),
@@ -370,7 +395,11 @@ fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, LineError> {
                     parse_text(s, f.ty).ok_or_else(|| (None, bad(j)))?
                 }
                 _ => return Err((None, bad(j))),
-            },
+            })
+        };
+        let value = match j {
+            None | Some(serde_json::Value::Null) => Value::Null,
+            Some(j) => field_or_null(read(j).ok(), ignore, || (None, bad(j)))?,
         };
         values.push(value);
     }
@@ -560,9 +589,19 @@ mod tests {
             ignore_parse_errors: true,
             ..CsvOptions::default()
         });
-        assert!(
-            matches!(lenient.decode("1,x,nope,1", &s), Decoded::Ignored(m) if m.contains("`ts`"))
+        // A field that does not parse is NULL (Flink: "fields are set to
+        // null in case of errors"); a line that does not split into the
+        // columns is skipped.
+        assert_eq!(
+            lenient.decode("1,x,nope,1", &s),
+            Decoded::Record(Row::of([
+                Value::BigInt(1),
+                Value::Str("x".into()),
+                Value::Null,
+                Value::decimal(100)
+            ]))
         );
+        assert!(matches!(lenient.decode("1,x", &s), Decoded::Ignored(m) if m.contains("2 fields")));
         assert_eq!(strict.decode("  \r", &s), Decoded::Skip);
         let json = Format::Json {
             ignore_parse_errors: false,

@@ -214,6 +214,23 @@ fn joins_without_keys_key_both_sides_by_a_constant() {
     }
 }
 
+/// An equality in every disjunct of an OR is a join key (Calcite pulls
+/// such factors out), not a join without keys.
+#[test]
+fn an_equality_in_every_disjunct_keys_the_join() {
+    let p = plan(
+        "SELECT * FROM orders o, shipments s
+         WHERE (o.id = s.order_id AND o.id > 3) OR (s.order_id = o.id AND s.ts IS NULL)
+            OR (o.id = s.order_id)",
+    )
+    .unwrap();
+    let explained = format!("{:?}", p.node);
+    assert!(
+        !explained.contains("Literal(Bool(true), Boolean)"),
+        "keyed by o.id = s.order_id: {explained}"
+    );
+}
+
 #[test]
 fn unsupported_joins_say_what_they_are() {
     let e = error("SELECT * FROM orders JOIN shipments USING (id)");

@@ -22,8 +22,9 @@
 //!   (below): TRUE when the subquery has no rows, else unknown for a NULL
 //!   `x` or when a `c` is NULL.
 //!
-//! Only top-level conjuncts of WHERE, over a FROM of one table (with its
-//! joins); the joined columns are named `__weir_*` and a `*` leaves them
+//! Only top-level conjuncts of WHERE; over several FROM items (`FROM a, b
+//! WHERE ..`) a semi join is one more item (an anti join needs one FROM
+//! item, with its JOINs); the joined columns are named `__weir_*` and a `*` leaves them
 //! out. Correlations other than equalities are refused, naming them.
 //!
 //! Uncorrelated scalar subqueries (`WHERE x > (SELECT AVG(x) FROM t)`, in
@@ -94,28 +95,57 @@ fn qualifiers(from: &[ast::TableWithJoins]) -> Vec<String> {
     out
 }
 
-/// Whether `e` names a column of another scope than `inner` (a qualified
-/// name whose qualifier is not one of `inner`'s).
-fn is_outer(e: &Expr, inner: &[String]) -> bool {
+/// A subquery's own scope, to tell its columns from the outer query's:
+/// the qualifiers its FROM brings in and, when its FROM plans on its own,
+/// the names of its columns.
+struct Inner {
+    qualifiers: Vec<String>,
+    columns: Option<Vec<String>>,
+}
+
+/// Whether `e` names a column of another scope than `inner`: a qualified
+/// name whose qualifier is not one of `inner`'s, or a bare name that is
+/// none of its columns (`WHERE l_orderkey = o_orderkey`).
+fn is_outer(e: &Expr, inner: &Inner) -> bool {
     match e {
         Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
             let q = parts[parts.len() - 2].value.to_ascii_lowercase();
-            !inner.contains(&q)
+            !inner.qualifiers.contains(&q)
         }
+        Expr::Identifier(i) => inner
+            .columns
+            .as_ref()
+            .is_some_and(|c| !c.contains(&i.value.to_ascii_lowercase())),
         _ => false,
     }
 }
 
-/// Whether any column `e` reads is of another scope than `inner`.
-fn mentions_outer(e: &Expr, inner: &[String]) -> bool {
-    let mut found = false;
-    let _ = ast::visit_expressions(e, |x| {
-        if is_outer(x, inner) {
-            found = true;
+/// Whether any column `e` reads is of another scope than `inner` (not
+/// looking into subqueries of `e`, whose columns are their own).
+fn mentions_outer(e: &Expr, inner: &Inner) -> bool {
+    use ast::Visit;
+    struct V<'a> {
+        inner: &'a Inner,
+        depth: usize,
+    }
+    impl ast::Visitor for V<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> std::ops::ControlFlow<()> {
+            self.depth += 1;
+            std::ops::ControlFlow::Continue(())
         }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    found
+        fn post_visit_query(&mut self, _: &Query) -> std::ops::ControlFlow<()> {
+            self.depth -= 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
+            if self.depth == 0 && is_outer(e, self.inner) {
+                return std::ops::ControlFlow::Break(());
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    e.visit(&mut V { inner, depth: 0 }).is_break()
 }
 
 /// One subquery predicate made a join: the derived table, the ON
@@ -127,6 +157,30 @@ struct SemiJoin {
 }
 
 impl Planner<'_> {
+    /// The scope of a subquery's FROM (see [`Inner`]).
+    fn inner_scope(&mut self, from: &[ast::TableWithJoins]) -> Inner {
+        let mut columns = Some(Vec::new());
+        for t in from {
+            match self.table_with_joins(t) {
+                Ok(f) => {
+                    if let Some(c) = &mut columns {
+                        c.extend(
+                            f.scope
+                                .cols
+                                .iter()
+                                .map(|col| col.field.name.to_ascii_lowercase()),
+                        );
+                    }
+                }
+                Err(_) => columns = None,
+            }
+        }
+        Inner {
+            qualifiers: qualifiers(from),
+            columns,
+        }
+    }
+
     /// `s` with its subquery predicates made joins; `None` if it has none.
     pub(super) fn rewrite_subqueries(&mut self, s: &Select) -> Result<Option<Select>> {
         let Some(w) = &s.selection else {
@@ -138,11 +192,6 @@ impl Planner<'_> {
         let has = |e: &Expr| is_sub(e) || matches!(e, Expr::Nested(x) if is_sub(x));
         if !parts.iter().any(has) {
             return Ok(None);
-        }
-        if s.from.len() != 1 {
-            return Err(SqlError::Unsupported(
-                "a subquery in WHERE with several tables in FROM (write them as JOIN .. ON)".into(),
-            ));
         }
         let mut kept = Vec::new();
         let mut joins = Vec::new();
@@ -189,6 +238,21 @@ impl Planner<'_> {
         }
         let mut out = s.clone();
         for j in joins {
+            if out.from.len() > 1 {
+                // `FROM a, b, c WHERE ..`: a semi join is one more item,
+                // joined on its condition as the others are.
+                if j.anti.is_some() {
+                    return Err(SqlError::Unsupported(
+                        "NOT EXISTS or NOT IN (SELECT ..) with several tables in FROM (write them as JOIN .. ON)".into(),
+                    ));
+                }
+                out.from.push(ast::TableWithJoins {
+                    relation: j.relation,
+                    joins: Vec::new(),
+                });
+                kept.push(j.on);
+                continue;
+            }
             let op = if j.anti.is_some() {
                 ast::JoinOperator::LeftOuter(ast::JoinConstraint::On(j.on))
             } else {
@@ -234,7 +298,8 @@ impl Planner<'_> {
                 {
                     item = Some(e.clone());
                 }
-                keys = correlation(sel, sub)?;
+                let scope = self.inner_scope(&sel.from);
+                keys = correlation(sel, sub, &scope)?;
                 for (j, (k, _)) in keys.iter().enumerate() {
                     sel.projection.push(ast::SelectItem::ExprWithAlias {
                         expr: k.clone(),
@@ -322,7 +387,7 @@ impl Planner<'_> {
                 "EXISTS ({sub}) with WITH, ORDER BY or LIMIT"
             )));
         }
-        let inner_q = qualifiers(&inner.from);
+        let inner_q = self.inner_scope(&inner.from);
         let _ = outer_from;
         let mut keys: Vec<(Expr, Expr)> = Vec::new();
         let mut rest = Vec::new();
@@ -578,7 +643,8 @@ impl Planner<'_> {
             };
             // Correlated through equalities `inner = outer`: the value per
             // inner key (a GROUP BY of the subquery), joined on the keys.
-            let keys = correlation(sel, q)?;
+            let scope = self.inner_scope(&sel.from);
+            let keys = correlation(sel, q, &scope)?;
             if !keys.is_empty() && q.limit_clause.is_some() {
                 return Err(SqlError::Unsupported(format!(
                     "the correlated scalar subquery `({q})` with LIMIT (weir decorrelates one that aggregates without GROUP BY)"
@@ -690,8 +756,7 @@ impl Planner<'_> {
 /// equalities of an expression of its own columns and one of the outer
 /// query's (`u.k = t.k`), as (inner, outer) pairs, taken out of its
 /// WHERE; an error for another condition that reads the outer query.
-fn correlation(sel: &mut Select, q: &Query) -> Result<Vec<(Expr, Expr)>> {
-    let inner_q = qualifiers(&sel.from);
+fn correlation(sel: &mut Select, q: &Query, inner_q: &Inner) -> Result<Vec<(Expr, Expr)>> {
     let mut keys = Vec::new();
     let Some(w) = &sel.selection else {
         return Ok(keys);
@@ -709,14 +774,14 @@ fn correlation(sel: &mut Select, q: &Query) -> Result<Vec<(Expr, Expr)>> {
                 left,
                 op: B::Eq,
                 right,
-            } if mentions_outer(left, &inner_q) != mentions_outer(right, &inner_q) => {
-                if mentions_outer(left, &inner_q) {
+            } if mentions_outer(left, inner_q) != mentions_outer(right, inner_q) => {
+                if mentions_outer(left, inner_q) {
                     keys.push((right.as_ref().clone(), left.as_ref().clone()));
                 } else {
                     keys.push((left.as_ref().clone(), right.as_ref().clone()));
                 }
             }
-            other if mentions_outer(other, &inner_q) => {
+            other if mentions_outer(other, inner_q) => {
                 return Err(SqlError::Unsupported(format!(
                     "the correlated condition `{other}` in the scalar subquery `({q})` (only equalities of a subquery column and an outer column correlate)"
                 )))

@@ -1135,4 +1135,42 @@ pub const CASES: &[Case] = &[
                    AND o.qty NOT IN (SELECT o2.qty FROM orders o2
                                      WHERE o2.user_id = o.user_id AND o2.amount < 3)",
     },
+    Case {
+        name: "tpch_style_subqueries_and_joins",
+        // As TPC-H writes them: a comma join with an IN (SELECT .. GROUP BY
+        // .. HAVING) (Q18), EXISTS correlated through bare column names
+        // (Q4), an IN whose subquery has an IN and a scalar subquery of
+        // its own (Q20), and a join whose only equality is in every
+        // disjunct of an OR (Q19).
+        weir: "SELECT o.order_id, u.name, o.qty FROM orders o, users u
+               WHERE o.user_id = u.user_id AND o.order_id IN (
+                 SELECT order_id FROM orders GROUP BY order_id HAVING SUM(qty) > 18)
+               UNION ALL
+               SELECT ship_id, 'q4', 0 FROM shipments
+               WHERE ship_id < 3000 AND EXISTS (SELECT 1 FROM users WHERE tier = MOD(ship_id, 7))
+               UNION ALL
+               SELECT 0, name, tier FROM users WHERE user_id IN (
+                 SELECT user_id FROM orders WHERE order_id IN (
+                   SELECT order_id FROM shipments WHERE ship_id > 20000)
+                 AND qty > (SELECT AVG(qty) FROM orders))
+               UNION ALL
+               SELECT o.order_id, 'q19', s.ship_id FROM orders o, shipments s
+               WHERE (o.order_id = s.order_id AND o.qty = 1 AND o.category = 'books')
+                  OR (o.order_id = s.order_id AND o.qty = 2 AND s.ship_id > 100);",
+        duckdb: "SELECT o.order_id, u.name, o.qty FROM orders o, users u
+                 WHERE o.user_id = u.user_id AND o.order_id IN (
+                   SELECT order_id FROM orders GROUP BY order_id HAVING SUM(qty) > 18)
+                 UNION ALL
+                 SELECT ship_id, 'q4', 0 FROM shipments
+                 WHERE ship_id < 3000 AND EXISTS (SELECT 1 FROM users WHERE tier = ship_id % 7)
+                 UNION ALL
+                 SELECT 0, name, tier FROM users WHERE user_id IN (
+                   SELECT user_id FROM orders WHERE order_id IN (
+                     SELECT order_id FROM shipments WHERE ship_id > 20000)
+                   AND qty > (SELECT CAST(trunc(SUM(qty) / COUNT(qty)) AS INTEGER) FROM orders))
+                 UNION ALL
+                 SELECT o.order_id, 'q19', s.ship_id FROM orders o, shipments s
+                 WHERE (o.order_id = s.order_id AND o.qty = 1 AND o.category = 'books')
+                    OR (o.order_id = s.order_id AND o.qty = 2 AND s.ship_id > 100)",
+    },
 ];

@@ -694,7 +694,14 @@ impl Planner<'_> {
                 on.push_str(&format!(" AND ({outer}) = {HIDDEN}sq{i}.{HIDDEN}k{i}_{j}"));
             }
             let on = where_of(parse_query(&format!("SELECT 1 WHERE {on}"))?);
-            out.from[0].joins.push(ast::Join {
+            // Over several FROM items, the join goes with the item the
+            // correlation reads (the first when uncorrelated).
+            let at = if out.from.len() > 1 && !keys.is_empty() {
+                self.item_read_by(&out.from, keys.iter().map(|(_, o)| o), q)?
+            } else {
+                0
+            };
+            out.from[at].joins.push(ast::Join {
                 relation,
                 global: false,
                 join_operator: ast::JoinOperator::LeftOuter(ast::JoinConstraint::On(on)),
@@ -740,6 +747,50 @@ impl Planner<'_> {
             }
         }
         Ok(Some(out))
+    }
+
+    /// The one FROM item of `from` whose columns the expressions `exprs`
+    /// read (the outer side of scalar subquery `q`'s correlation); an
+    /// error when they read several or none.
+    fn item_read_by<'e>(
+        &mut self,
+        from: &[ast::TableWithJoins],
+        exprs: impl Iterator<Item = &'e Expr>,
+        q: &Query,
+    ) -> Result<usize> {
+        let scopes: Vec<Inner> = from
+            .iter()
+            .map(|t| self.inner_scope(std::slice::from_ref(t)))
+            .collect();
+        let mut found: Option<usize> = None;
+        for e in exprs {
+            for (i, scope) in scopes.iter().enumerate() {
+                // Reads item `i`: some column of `e` is not outside it.
+                let reads = {
+                    let mut any = false;
+                    let _ = ast::visit_expressions(e, |x| {
+                        if matches!(x, Expr::Identifier(_) | Expr::CompoundIdentifier(_))
+                            && !is_outer(x, scope)
+                        {
+                            any = true;
+                        }
+                        std::ops::ControlFlow::<()>::Continue(())
+                    });
+                    any
+                };
+                if reads {
+                    match found {
+                        Some(j) if j != i => {
+                            return Err(SqlError::Unsupported(format!(
+                                "the scalar subquery `({q})` correlated with several FROM items (write them as JOIN .. ON)"
+                            )))
+                        }
+                        _ => found = Some(i),
+                    }
+                }
+            }
+        }
+        Ok(found.unwrap_or(0))
     }
 
     /// `text` (a query) as a derived table named `alias`.

@@ -1098,7 +1098,11 @@ pub const CASES: &[Case] = &[
                UNION ALL
                SELECT -1, u.tier, (SELECT MAX(o.order_id) FROM orders o
                                    WHERE o.user_id = u.user_id AND o.qty > 18)
-               FROM users u;",
+               FROM users u
+               UNION ALL
+               SELECT o.order_id, u.tier,
+                      (SELECT COUNT(*) FROM shipments s WHERE s.order_id = o.order_id)
+               FROM users u, orders o WHERE u.user_id = o.user_id AND o.qty > 17;",
         duckdb: "SELECT o.order_id, o.qty,
                         (SELECT COUNT(*) FROM shipments s WHERE s.order_id = o.order_id)
                  FROM orders o
@@ -1108,7 +1112,11 @@ pub const CASES: &[Case] = &[
                  UNION ALL
                  SELECT -1, u.tier, (SELECT MAX(o.order_id) FROM orders o
                                      WHERE o.user_id = u.user_id AND o.qty > 18)
-                 FROM users u",
+                 FROM users u
+                 UNION ALL
+                 SELECT o.order_id, u.tier,
+                        (SELECT COUNT(*) FROM shipments s WHERE s.order_id = o.order_id)
+                 FROM users u, orders o WHERE u.user_id = o.user_id AND o.qty > 17",
     },
     Case {
         name: "correlated_in_and_not_in",

@@ -2370,6 +2370,11 @@ fn check_pattern(name: &str, p: &str) -> Result<()> {
     functions::check_pattern(p).map_err(|e| SqlError::Type(format!("{name}: {e}")))
 }
 
+/// [`check_pattern`] for a pattern that reads text.
+fn check_parse_pattern(name: &str, p: &str) -> Result<()> {
+    functions::check_parse_pattern(p).map_err(|e| SqlError::Type(format!("{name}: {e}")))
+}
+
 fn comparable(a: DataType, b: DataType, what: &str) -> Result<()> {
     if least_common_type(a, b).is_some()
         || (a == DataType::Date && b.is_timestamp())
@@ -2895,7 +2900,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         "TO_TIMESTAMP" if n == 2 => {
             check_args(&name, &args, &[s, s])?;
             let p = literal_text(&name, &args, 1, "")?;
-            check_pattern(&name, &p)?;
+            check_parse_pattern(&name, &p)?;
             args.truncate(1);
             Scalar::Call(Func::ParseTime(p, false), args, DataType::Timestamp)
         }
@@ -3220,7 +3225,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             arity(1..=2)?;
             check_args(&name, &args, &[s, s])?;
             let p = literal_text(&name, &args, 1, "yyyy-MM-dd HH:mm:ss")?;
-            check_pattern(&name, &p)?;
+            check_parse_pattern(&name, &p)?;
             args.truncate(1);
             Scalar::Call(Func::UnixTimestamp(p), args, DataType::BigInt)
         }
@@ -3228,7 +3233,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             arity(1..=2)?;
             check_args(&name, &args, &[s, s])?;
             let p = literal_text(&name, &args, 1, "")?;
-            check_pattern(&name, &p)?;
+            check_parse_pattern(&name, &p)?;
             args.truncate(1);
             Scalar::Call(Func::ParseTime(p, true), args, DataType::Date)
         }
@@ -3958,7 +3963,7 @@ mod tests {
             err_of("TIMESTAMPDIFF(DAY, s, ts)").contains("argument 2 must be a TIMESTAMP or DATE")
         );
         assert!(err_of("UNIX_TIMESTAMP(s, s)").contains("not a string literal"));
-        assert!(err_of("FROM_UNIXTIME(1, 'EEE')").contains("FROM_UNIXTIME: DATE_FORMAT pattern"));
+        assert!(err_of("FROM_UNIXTIME(1, 'zzz')").contains("FROM_UNIXTIME: DATE_FORMAT pattern"));
         // The wall clock, per row.
         assert_eq!(ty_of("CURRENT_TIMESTAMP"), DataType::TimestampLtz);
         assert_eq!(ty_of("LOCALTIMESTAMP"), DataType::Timestamp);

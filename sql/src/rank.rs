@@ -121,6 +121,14 @@ pub enum RankKind {
         /// Keep every row (an updating input); else those ranked up to N.
         keep_all: bool,
     },
+    /// Not a rank: a mini-batch of an updating input's changes (see
+    /// [`MiniBatch`]), as the planner puts it on the updating side of a
+    /// join without keys, whose every change re-joins all the other
+    /// side's rows.
+    MiniBatch {
+        /// How long changes wait at most (processing time, ms).
+        interval_ms: i64,
+    },
     /// `ORDER BY time ASC`, `rn = 1`: the first row per key.
     KeepFirst {
         /// The time attribute column.
@@ -215,6 +223,10 @@ impl fmt::Display for Explain<'_> {
                 },
                 order_text(order, &name),
                 r.row_number.is_some()
+            ),
+            RankKind::MiniBatch { interval_ms } => write!(
+                f,
+                "MiniBatch(key=[{partition}], interval=[{interval_ms} ms])"
             ),
             RankKind::KeepFirst { time } | RankKind::KeepLast { time } => write!(
                 f,
@@ -759,6 +771,125 @@ impl KeyedProcessFunction for Deduplicate {
     }
 }
 
+/// A mini-batch of an updating input (Flink's `table.exec.mini-batch`,
+/// for one place): per key, the rows the input holds now (its changes
+/// applied) and the rows emitted; the difference goes out (`-D` of rows
+/// gone, `+I` of rows new) when a processing-time timer `interval` after
+/// the first change fires, or at the end of the input (an event-time
+/// timer at the end of time). Changes that cancel out within a batch (an
+/// aggregate's `-U`/`+U` per input row) are never emitted: the join after
+/// it re-joins the other side once per batch, not once per change.
+pub struct MiniBatch {
+    interval: i64,
+    /// The input's rows now.
+    live: KeyedValueState<Key, RowList>,
+    /// The rows emitted (downstream holds them).
+    emitted: KeyedValueState<Key, RowList>,
+    /// The processing time a flush is due at, while changes wait.
+    due: KeyedValueState<Key, i64>,
+    timers: KeyedTimerService<Key>,
+}
+
+impl MiniBatch {
+    /// Batches of at most `interval` ms of processing time.
+    pub fn new(interval: i64) -> Self {
+        Self {
+            interval,
+            live: KeyedValueState::new("mini-batch-live-rows"),
+            emitted: KeyedValueState::new("mini-batch-emitted-rows"),
+            due: KeyedValueState::new("mini-batch-due"),
+            timers: KeyedTimerService::new(),
+        }
+    }
+}
+
+impl KeyedProcessFunction for MiniBatch {
+    type Key = Key;
+    type In = Row;
+    type Out = Row;
+
+    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, mut row: Row, _: &mut C) {
+        let accumulate = row.kind.is_accumulate();
+        row.kind = RowKind::Insert;
+        let live = &mut self.live.value_mut_or_insert_with(ctx, RowList::default).0;
+        if accumulate {
+            live.push(row);
+        } else if let Some(i) = live.iter().position(|r| r.values == row.values) {
+            live.swap_remove(i);
+        }
+        if self.due.value_ref(ctx).is_none() {
+            let at = self
+                .timers
+                .current_processing_time()
+                .saturating_add(self.interval);
+            self.timers.register_processing_time_timer(ctx, at);
+            self.timers.register_event_time_timer(ctx, i64::MAX);
+            self.due.update(ctx, at);
+        }
+    }
+
+    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Key>> {
+        Some(&mut self.timers)
+    }
+
+    fn on_timer<C: Collector<Row>>(
+        &mut self,
+        _timestamp: i64,
+        ctx: &KeyContext<Key>,
+        _: TimeDomain,
+        out: &mut C,
+    ) {
+        let Some(&due) = self.due.value_ref(ctx) else {
+            return;
+        };
+        self.due.clear(ctx);
+        self.timers.delete_processing_time_timer(ctx, due);
+        let mut live = self.live.value(ctx).map_or_else(Vec::new, |l| l.0);
+        let mut emitted = self.emitted.value(ctx).map_or_else(Vec::new, |l| l.0);
+        live.sort_by(|a, b| compare(&[], a, b));
+        emitted.sort_by(|a, b| compare(&[], a, b));
+        // Both sorted: a merge finds the rows in one only.
+        let (mut gone, mut new) = (Vec::new(), Vec::new());
+        let (mut i, mut j) = (0, 0);
+        loop {
+            match (emitted.get(i), live.get(j)) {
+                (Some(e), Some(l)) if e.values == l.values => (i, j) = (i + 1, j + 1),
+                (Some(e), Some(l)) if compare(&[], e, l) == Ordering::Less => {
+                    gone.push(e);
+                    i += 1;
+                }
+                (Some(e), None) => {
+                    gone.push(e);
+                    i += 1;
+                }
+                (_, Some(l)) => {
+                    new.push(l);
+                    j += 1;
+                }
+                (None, None) => break,
+            }
+        }
+        for r in gone {
+            out.collect(numbered(r, None, 0, RowKind::Delete));
+        }
+        for r in new {
+            out.collect(numbered(r, None, 0, RowKind::Insert));
+        }
+        if live.is_empty() {
+            self.live.clear(ctx);
+            self.emitted.clear(ctx);
+        } else {
+            self.emitted.update(ctx, RowList(live));
+        }
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.live);
+        states.value(&mut self.emitted);
+        states.value(&mut self.due);
+    }
+}
+
 /// Window Top-N: a window's rows per key, buffered until the watermark
 /// passes the window's end (an event-time timer at `window_end - 1`, when
 /// every result of that window has arrived), then the first N by the
@@ -887,6 +1018,13 @@ pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchS
                 .process(uid, move |_: &SubtaskInfo| {
                     RetractTopN::ranked(order.clone(), range, ties, keep_all, row_number)
                 })
+                .share()
+                .branch()
+        }
+        RankKind::MiniBatch { interval_ms } => {
+            let interval = *interval_ms;
+            keyed
+                .process(uid, move |_: &SubtaskInfo| MiniBatch::new(interval))
                 .share()
                 .branch()
         }

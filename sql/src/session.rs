@@ -663,6 +663,9 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                         "Rank({ties:?} {start}..={limit}{})",
                         if keep_all { " of an updating input" } else { "" }
                     ),
+                    crate::rank::RankKind::MiniBatch { interval_ms } => {
+                        format!("MiniBatch(changes held up to {interval_ms} ms)")
+                    }
                     crate::rank::RankKind::KeepFirst { .. } => "Deduplicate(first row)".into(),
                     crate::rank::RankKind::KeepLast { .. } => "Deduplicate(last row)".into(),
                 },
@@ -675,6 +678,8 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                     "top-n-rows (the key's N rows)"
                 } else if matches!(rank.kind, crate::rank::RankKind::WindowTopN { .. }) {
                     "window-top-n-rows (a window's rows until it fires), event-time timers"
+                } else if matches!(rank.kind, crate::rank::RankKind::MiniBatch { .. }) {
+                    "mini-batch-live-rows, mini-batch-emitted-rows, processing-time timers"
                 } else {
                     "deduplicate-kept-row"
                 },

@@ -208,7 +208,15 @@ impl Planner<'_> {
         };
         let updating =
             time.is_none() && window.is_none() && (kind != JoinKind::Inner || !append_only);
-        let (l, r) = (Box::new(left.plan), Box::new(right.plan));
+        let (l, r) = if on.left_keys.iter().all(|k| k.column_range().is_none()) {
+            // Without keys every change of a side re-joins all the other
+            // side's rows: an updating side (a one-row aggregate of a
+            // scalar subquery) goes through a mini-batch.
+            (mini_batch(left.plan), mini_batch(right.plan))
+        } else {
+            (left.plan, right.plan)
+        };
+        let (l, r) = (Box::new(l), Box::new(r));
         if let Some(ends) = window {
             return Ok(From {
                 plan: Plan {
@@ -465,4 +473,29 @@ pub(super) fn join_keys(left: &Plan, right: &Plan, on: &JoinOn) -> String {
             ""
         }
     )
+}
+
+/// The processing time a mini-batch holds changes at most (ms).
+const MINI_BATCH_MS: i64 = 200;
+
+/// `plan` through a [`crate::rank::MiniBatch`] when it is updating.
+fn mini_batch(plan: Plan) -> Plan {
+    if !plan.updating {
+        return plan;
+    }
+    let schema = plan.schema.clone();
+    Plan {
+        node: Node::Rank {
+            input: Box::new(plan),
+            rank: crate::rank::Rank {
+                partition: Vec::new(),
+                row_number: None,
+                kind: crate::rank::RankKind::MiniBatch {
+                    interval_ms: MINI_BATCH_MS,
+                },
+            },
+        },
+        schema,
+        updating: true,
+    }
 }

@@ -467,3 +467,56 @@ fn rank_gives_peers_one_rank_and_skips_after_them() {
         [("a".into(), 2), ("b".into(), 2), ("d".into(), 1)]
     );
 }
+
+/// A mini-batch emits the change of a batch, not each change: an
+/// aggregate's `-U`/`+U` per row become one `-D`/`+I` when the
+/// processing-time timer fires, changes that cancel out emit nothing, and
+/// the end of the input flushes what waits. A snapshot keeps what waits.
+#[test]
+fn a_mini_batch_emits_the_change_of_each_batch() {
+    let h = |snapshot: Option<&OperatorSnapshot>| {
+        let setup = match snapshot {
+            Some(s) => HarnessSetup::new().restore(s),
+            None => HarnessSetup::new(),
+        };
+        let mut h = KeyedOperatorHarness::with_setup(
+            setup,
+            |_| MiniBatch::new(100),
+            (|_: &Row| Key::of([])) as fn(&Row) -> Key,
+        )
+        .unwrap();
+        h.set_processing_time(1_000);
+        h
+    };
+    let change = |kind: RowKind, v: i32| {
+        let mut r = row(1, v, "avg");
+        r.kind = kind;
+        r
+    };
+    let mut mb = h(None);
+    mb.process_element(change(RowKind::Insert, 1));
+    for v in 1..50 {
+        mb.process_element(change(RowKind::UpdateBefore, v));
+        mb.process_element(change(RowKind::UpdateAfter, v + 1));
+    }
+    assert!(mb.take_output().is_empty(), "held until the timer");
+    mb.set_processing_time(1_100);
+    assert_eq!(mb.take_output(), [change(RowKind::Insert, 50)]);
+    // Changes that come back to the emitted row: nothing.
+    mb.process_element(change(RowKind::UpdateBefore, 50));
+    mb.process_element(change(RowKind::UpdateAfter, 7));
+    mb.process_element(change(RowKind::UpdateBefore, 7));
+    mb.process_element(change(RowKind::UpdateAfter, 50));
+    mb.set_processing_time(1_300);
+    assert!(mb.take_output().is_empty());
+    // A change waits in the snapshot; the end of the input flushes it.
+    mb.process_element(change(RowKind::UpdateBefore, 50));
+    mb.process_element(change(RowKind::UpdateAfter, 51));
+    let snapshot = mb.snapshot().unwrap();
+    let mut restored = h(Some(&snapshot));
+    restored.end_input();
+    assert_eq!(
+        restored.take_output(),
+        [change(RowKind::Delete, 50), change(RowKind::Insert, 51)]
+    );
+}

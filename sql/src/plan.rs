@@ -113,6 +113,8 @@ pub enum Node {
         frame: crate::over_agg::OverFrame,
         /// The aggregates.
         aggs: Vec<AggCall>,
+        /// LAG calls, their values after the aggregates'.
+        lags: Vec<crate::over_agg::Lag>,
     },
     /// Literal rows (`VALUES`): a bounded source.
     Values(Arc<Vec<crate::value::Row>>),
@@ -1741,10 +1743,15 @@ impl Plan {
                 time,
                 frame,
                 aggs,
+                lags,
             } => {
+                let lags: Vec<String> = lags
+                    .iter()
+                    .map(|l| format!(", LAG({}, {})", input.schema.fields[l.arg].name, l.offset))
+                    .collect();
                 let _ = writeln!(
                     s,
-                    "{pad}OverAggregate(partitionBy=[{}], orderBy=[{}], frame=[{frame:?}], select=[{}])",
+                    "{pad}OverAggregate(partitionBy=[{}], orderBy=[{}], frame=[{frame:?}], select=[{}{}])",
                     partition
                         .iter()
                         .map(|&c| input.schema.fields[c].name.as_str())
@@ -1754,7 +1761,8 @@ impl Plan {
                     aggs.iter()
                         .map(|a| a.text.as_str())
                         .collect::<Vec<_>>()
-                        .join(", ")
+                        .join(", "),
+                    lags.concat()
                 );
                 input.explain_into(s, depth + 1);
             }

@@ -537,3 +537,18 @@ fn a_top_n_orders_and_partitions_by_expressions() {
         assert!(line(&plan, "Rank(").contains("rankEnd=3"), "{plan}");
     }
 }
+
+/// LAG in an OVER window is planned beside its aggregates; a non-literal
+/// offset or a default of another type is refused naming it.
+#[test]
+fn lag_over_a_time_attribute() {
+    let plan = explain(
+        "SELECT a, LAG(c) OVER w AS p, COUNT(*) OVER w AS n, LAG(c, 2, 0) OVER w AS p2
+         FROM t WINDOW w AS (PARTITION BY a ORDER BY ts)",
+    );
+    assert!(line(&plan, "OverAggregate(").contains("LAG("), "{plan}");
+    let e = error("SELECT LAG(c, c) OVER (PARTITION BY a ORDER BY ts) FROM t");
+    assert!(e.contains("LAG's offset"), "{e}");
+    let e = error("SELECT LAG(c, 1, 'x') OVER (PARTITION BY a ORDER BY ts) FROM t");
+    assert!(e.contains("LAG's default"), "{e}");
+}

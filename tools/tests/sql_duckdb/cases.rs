@@ -1181,4 +1181,16 @@ pub const CASES: &[Case] = &[
                  WHERE (o.order_id = s.order_id AND o.qty = 1 AND o.category = 'books')
                     OR (o.order_id = s.order_id AND o.qty = 2 AND s.ship_id > 100)",
     },
+    Case {
+        name: "lag_over_event_time",
+        // LAG in an OVER window ordered by the time attribute: the value
+        // `offset` rows before in the partition, the default (NULL unless
+        // given) before its first rows; beside an OVER aggregate.
+        weir: "SELECT order_id, qty, LAG(qty) OVER w AS prev, LAG(amount, 2, -1.00) OVER w AS prev2,
+                      qty - LAG(qty, 1, 0) OVER w AS delta, COUNT(*) OVER w AS n
+               FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts);",
+        duckdb: "SELECT order_id, qty, lag(qty) OVER w, lag(amount, 2, -1.00) OVER w,
+                        qty - lag(qty, 1, 0) OVER w, COUNT(*) OVER w
+                 FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts, order_id)",
+    },
 ];

@@ -27,6 +27,11 @@
 //! item, with its JOINs); the joined columns are named `__weir_*` and a `*` leaves them
 //! out. Correlations other than equalities are refused, naming them.
 //!
+//! An uncorrelated `x [NOT] IN (SELECT ..)` that is no top-level conjunct
+//! (in an OR, a SELECT item) is a CASE over a LEFT JOIN of the subquery's
+//! distinct values on `x` and two scalar subqueries counting its rows and
+//! NULLs (SQL's IN: NULL for a NULL `x` or a set with a NULL).
+//!
 //! Uncorrelated scalar subqueries (`WHERE x > (SELECT AVG(x) FROM t)`, in
 //! SELECT items and HAVING too) that give at most one row (an aggregate
 //! without GROUP BY, or `LIMIT 1`) are LEFT JOINs without keys, as
@@ -495,8 +500,39 @@ struct Scalars {
     depth: usize,
     /// The subqueries found, in order: `__weir_sq{i}`.
     found: Vec<Query>,
-    /// A subquery predicate (IN, EXISTS) met where no join rewrite took it.
+    /// A subquery predicate (EXISTS) met where no join rewrite took it.
     predicate: Option<String>,
+    /// `x [NOT] IN (SELECT ..)` met where no semi join took it (in an OR,
+    /// a SELECT item): `x` and the subquery, `__weir_mq{i}`; made a CASE
+    /// over a LEFT JOIN of the subquery's values and two counts.
+    members: Vec<(Expr, Query)>,
+}
+
+/// The CASE that `x [NOT] IN (sub)` (member `i`) becomes: SQL's IN over
+/// the LEFT JOIN of `sub`'s distinct values (`__weir_mq{i}.__weir_m{i}`,
+/// NULL without a match) and scalar subqueries counting `sub`'s rows and
+/// its NULLs.
+fn membership(i: usize, x: &Expr, sub: &Query, negated: bool) -> Option<Expr> {
+    let rows = |n: &str| format!("FROM ({sub}) AS {HIDDEN}{n}{i}({HIDDEN}c)");
+    let text = format!(
+        "SELECT {}(CASE WHEN {HIDDEN}mq{i}.{HIDDEN}m{i} IS NOT NULL THEN TRUE
+                 WHEN COALESCE((SELECT COUNT(*) {}), 0) = 0 THEN FALSE
+                 WHEN ({x}) IS NULL
+                   OR COALESCE((SELECT COUNT(*) {} WHERE {HIDDEN}c IS NULL), 0) > 0
+                 THEN CAST(NULL AS BOOLEAN)
+                 ELSE FALSE END)",
+        if negated { "NOT " } else { "" },
+        rows("ma"),
+        rows("mn")
+    );
+    let q = parse_query(&text).ok()?;
+    match *q.body {
+        SetExpr::Select(s) => match s.projection.into_iter().next() {
+            Some(ast::SelectItem::UnnamedExpr(e)) => Some(e),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 impl ast::VisitorMut for Scalars {
@@ -525,11 +561,22 @@ impl ast::VisitorMut for Scalars {
                     ast::Ident::new(format!("{HIDDEN}v{i}")),
                 ]);
             }
-            Expr::Exists { .. }
-            | Expr::In {
-                target: ast::InTarget::Subquery(_),
+            Expr::In {
+                expr,
+                target: ast::InTarget::Subquery(sub),
+                negated,
                 ..
-            } if self.predicate.is_none() => {
+            } => {
+                let i = self.members.len();
+                if let Some(case) = membership(i, expr, sub, *negated) {
+                    self.members
+                        .push((expr.as_ref().clone(), sub.as_ref().clone()));
+                    *e = case;
+                } else if self.predicate.is_none() {
+                    self.predicate = Some(e.to_string());
+                }
+            }
+            Expr::Exists { .. } if self.predicate.is_none() => {
                 self.predicate = Some(e.to_string());
             }
             _ => {}
@@ -582,11 +629,13 @@ impl Planner<'_> {
             depth: 0,
             found: Vec::new(),
             predicate: None,
+            members: Vec::new(),
         };
         if let Some(w) = &mut out.selection {
             let _ = w.visit(&mut v);
         }
         let in_where = v.found.len();
+        let members_in_where = v.members.len();
         for item in &mut out.projection {
             if let ast::SelectItem::UnnamedExpr(e)
             | ast::SelectItem::ExprWithAlias { expr: e, .. } = item
@@ -614,6 +663,27 @@ impl Planner<'_> {
             return Err(SqlError::Unsupported(
                 "a scalar subquery in a query over a table function (a windowing TVF)".into(),
             ));
+        }
+        for (i, (x, sub)) in v.members.iter().enumerate() {
+            let relation = self.derived_as(
+                &format!(
+                    "SELECT DISTINCT {HIDDEN}c AS {HIDDEN}m{i} FROM ({sub}) AS {HIDDEN}md{i}({HIDDEN}c)"
+                ),
+                &format!("{HIDDEN}mq{i}"),
+            )?;
+            let on = where_of(parse_query(&format!(
+                "SELECT 1 WHERE ({x}) = {HIDDEN}mq{i}.{HIDDEN}m{i}"
+            ))?);
+            let at = if out.from.len() > 1 {
+                self.item_read_by(&out.from, std::iter::once(x), sub)?
+            } else {
+                0
+            };
+            out.from[at].joins.push(ast::Join {
+                relation,
+                global: false,
+                join_operator: ast::JoinOperator::LeftOuter(ast::JoinConstraint::On(on)),
+            });
         }
         for (i, q) in v.found.iter().enumerate() {
             if !single_row(q) {
@@ -735,7 +805,7 @@ impl Planner<'_> {
                 }
                 _ => false,
             });
-        if grouped && v.found.len() > in_where {
+        if grouped && (v.found.len() > in_where || v.members.len() > members_in_where) {
             let ast::GroupByExpr::Expressions(keys, _) = &mut out.group_by else {
                 return Err(SqlError::Unsupported(format!("`{}`", s.group_by)));
             };
@@ -743,6 +813,12 @@ impl Planner<'_> {
                 keys.push(Expr::CompoundIdentifier(vec![
                     ast::Ident::new(format!("{HIDDEN}sq{i}")),
                     ast::Ident::new(format!("{HIDDEN}v{i}")),
+                ]));
+            }
+            for i in members_in_where..v.members.len() {
+                keys.push(Expr::CompoundIdentifier(vec![
+                    ast::Ident::new(format!("{HIDDEN}mq{i}")),
+                    ast::Ident::new(format!("{HIDDEN}m{i}")),
                 ]));
             }
         }

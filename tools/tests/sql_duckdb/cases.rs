@@ -1193,4 +1193,23 @@ pub const CASES: &[Case] = &[
                         qty - lag(qty, 1, 0) OVER w, COUNT(*) OVER w
                  FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts, order_id)",
     },
+    Case {
+        name: "in_subqueries_as_values",
+        // [NOT] IN (SELECT ..) where no semi join can take it (a SELECT
+        // item, inside an OR), with SQL's NULLs: unknown for a NULL operand
+        // or a set holding a NULL (the users' tiers), FALSE over an empty
+        // set.
+        weir: "SELECT order_id, user_id IN (SELECT user_id FROM users WHERE tier = 2) AS t2,
+                      qty NOT IN (SELECT tier FROM users) AS nt,
+                      qty IN (SELECT tier FROM users WHERE tier > 5) AS never
+               FROM orders
+               WHERE order_id < 40
+                  OR qty IN (SELECT tier * 6 FROM users WHERE tier IS NOT NULL) AND amount > 950;",
+        duckdb: "SELECT order_id, user_id IN (SELECT user_id FROM users WHERE tier = 2),
+                        qty NOT IN (SELECT tier FROM users),
+                        qty IN (SELECT tier FROM users WHERE tier > 5)
+                 FROM orders
+                 WHERE order_id < 40
+                    OR qty IN (SELECT tier * 6 FROM users WHERE tier IS NOT NULL) AND amount > 950",
+    },
 ];

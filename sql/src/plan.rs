@@ -1860,6 +1860,35 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Whether every source under this plan ends by itself.
+    pub fn is_bounded(&self) -> bool {
+        match &self.node {
+            Node::Values(_) => true,
+            Node::Scan(t) => match &t.connector {
+                crate::connectors::Connector::Datagen(g) => g.count().is_some(),
+                crate::connectors::Connector::Nexmark(n) => n.events.is_some(),
+                crate::connectors::Connector::Filesystem {
+                    monitor_interval, ..
+                } => monitor_interval.is_none(),
+                crate::connectors::Connector::Kafka(k) => k.is_bounded(),
+                _ => true,
+            },
+            Node::Calc { input, .. }
+            | Node::WindowAgg { input, .. }
+            | Node::GroupAgg { input, .. }
+            | Node::OverAgg { input, .. }
+            | Node::Rank { input, .. }
+            | Node::WindowAssign { input, .. } => input.is_bounded(),
+            Node::Union(inputs) => inputs.iter().all(Plan::is_bounded),
+            Node::Join { left, right, .. }
+            | Node::IntervalJoin { left, right, .. }
+            | Node::TemporalJoin { left, right, .. }
+            | Node::WindowJoin { left, right, .. } => left.is_bounded() && right.is_bounded(),
+        }
+    }
+}
+
 /// A literal NULL of a type, for places a value must be made up.
 pub fn null() -> Value {
     Value::Null

@@ -224,6 +224,10 @@ impl fmt::Display for Explain<'_> {
                 order_text(order, &name),
                 r.row_number.is_some()
             ),
+            RankKind::MiniBatch { interval_ms } if *interval_ms == i64::MAX => write!(
+                f,
+                "MiniBatch(key=[{partition}], until=[end of input])"
+            ),
             RankKind::MiniBatch { interval_ms } => write!(
                 f,
                 "MiniBatch(key=[{partition}], interval=[{interval_ms} ms])"
@@ -775,7 +779,8 @@ impl KeyedProcessFunction for Deduplicate {
 /// for one place): per key, the rows the input holds now (its changes
 /// applied) and the rows emitted; the difference goes out (`-D` of rows
 /// gone, `+I` of rows new) when a processing-time timer `interval` after
-/// the first change fires, or at the end of the input (an event-time
+/// the first change fires (none for an `interval` of `i64::MAX`: a
+/// bounded input's one batch), or at the end of the input (an event-time
 /// timer at the end of time). Changes that cancel out within a batch (an
 /// aggregate's `-U`/`+U` per input row) are never emitted: the join after
 /// it re-joins the other side once per batch, not once per change.
@@ -818,11 +823,14 @@ impl KeyedProcessFunction for MiniBatch {
             live.swap_remove(i);
         }
         if self.due.value_ref(ctx).is_none() {
+            // (`i64::MAX`: only at the end of the input.)
             let at = self
                 .timers
                 .current_processing_time()
                 .saturating_add(self.interval);
-            self.timers.register_processing_time_timer(ctx, at);
+            if self.interval < i64::MAX {
+                self.timers.register_processing_time_timer(ctx, at);
+            }
             self.timers.register_event_time_timer(ctx, i64::MAX);
             self.due.update(ctx, at);
         }
@@ -843,7 +851,9 @@ impl KeyedProcessFunction for MiniBatch {
             return;
         };
         self.due.clear(ctx);
-        self.timers.delete_processing_time_timer(ctx, due);
+        if self.interval < i64::MAX {
+            self.timers.delete_processing_time_timer(ctx, due);
+        }
         let mut live = self.live.value(ctx).map_or_else(Vec::new, |l| l.0);
         let mut emitted = self.emitted.value(ctx).map_or_else(Vec::new, |l| l.0);
         live.sort_by(|a, b| compare(&[], a, b));

@@ -300,31 +300,7 @@ impl Script {
 
     /// Whether every source the job reads ends by itself.
     pub fn is_bounded(&self) -> bool {
-        fn bounded(p: &Plan) -> bool {
-            match &p.node {
-                Node::Values(_) => true,
-                Node::Scan(t) => match &t.connector {
-                    crate::connectors::Connector::Datagen(g) => g.count().is_some(),
-                    crate::connectors::Connector::Nexmark(n) => n.events.is_some(),
-                    crate::connectors::Connector::Filesystem {
-                        monitor_interval, ..
-                    } => monitor_interval.is_none(),
-                    crate::connectors::Connector::Kafka(k) => k.is_bounded(),
-                    _ => true,
-                },
-                Node::Calc { input, .. }
-                | Node::WindowAgg { input, .. }
-                | Node::GroupAgg { input, .. }
-                | Node::OverAgg { input, .. }
-                | Node::Rank { input, .. }
-                | Node::WindowAssign { input, .. } => bounded(input),
-                Node::Union(inputs) => inputs.iter().all(bounded),
-                Node::Join { left, right, .. }
-                | Node::IntervalJoin { left, right, .. }
-                | Node::TemporalJoin { left, right, .. }
-                | Node::WindowJoin { left, right, .. } => bounded(left) && bounded(right),
-            }
-        }
+        let bounded = |p: &Plan| p.is_bounded();
         self.inserts
             .iter()
             .map(|(_, p)| p)
@@ -663,6 +639,9 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                         "Rank({ties:?} {start}..={limit}{})",
                         if keep_all { " of an updating input" } else { "" }
                     ),
+                    crate::rank::RankKind::MiniBatch { interval_ms } if interval_ms == i64::MAX => {
+                        "MiniBatch(changes held until the input ends)".into()
+                    }
                     crate::rank::RankKind::MiniBatch { interval_ms } => {
                         format!("MiniBatch(changes held up to {interval_ms} ms)")
                     }

@@ -478,11 +478,19 @@ pub(super) fn join_keys(left: &Plan, right: &Plan, on: &JoinOn) -> String {
 /// The processing time a mini-batch holds changes at most (ms).
 const MINI_BATCH_MS: i64 = 200;
 
-/// `plan` through a [`crate::rank::MiniBatch`] when it is updating.
+/// `plan` through a [`crate::rank::MiniBatch`] when it is updating: its
+/// changes held [`MINI_BATCH_MS`], or, when its sources end by themselves
+/// (a bounded input), until its input ends (one batch: the other side is
+/// re-joined once, not once per 200 ms of a long run).
 fn mini_batch(plan: Plan) -> Plan {
     if !plan.updating {
         return plan;
     }
+    let interval_ms = if plan.is_bounded() {
+        i64::MAX
+    } else {
+        MINI_BATCH_MS
+    };
     let schema = plan.schema.clone();
     Plan {
         node: Node::Rank {
@@ -490,9 +498,7 @@ fn mini_batch(plan: Plan) -> Plan {
             rank: crate::rank::Rank {
                 partition: Vec::new(),
                 row_number: None,
-                kind: crate::rank::RankKind::MiniBatch {
-                    interval_ms: MINI_BATCH_MS,
-                },
+                kind: crate::rank::RankKind::MiniBatch { interval_ms },
             },
         },
         schema,

@@ -7,6 +7,7 @@
 
 use sqlparser::ast::{self, Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins};
 
+use super::subquery::HIDDEN;
 use super::{From, Node, Plan, Planner};
 use crate::error::{Result, SqlError};
 use crate::expr::{compile, Scalar, Scope, ScopeCol};
@@ -189,6 +190,13 @@ impl Planner<'_> {
             // by).
             f.rowtime &= time.is_some();
         }
+        // The side a scalar subquery's rewrite joins (`__weir_sq..`).
+        let scalar_side = right
+            .scope
+            .cols
+            .first()
+            .and_then(|c| c.qualifier.as_deref())
+            .is_some_and(|q| q.starts_with(&format!("{HIDDEN}sq")));
         let cols = left
             .scope
             .cols
@@ -213,6 +221,10 @@ impl Planner<'_> {
             // side's rows: an updating side (a one-row aggregate of a
             // scalar subquery) goes through a mini-batch.
             (mini_batch(left.plan), mini_batch(right.plan))
+        } else if scalar_side {
+            // A correlated scalar subquery's aggregate per key: each of
+            // its changes re-joins the key's rows, so it is batched too.
+            (left.plan, mini_batch(right.plan))
         } else {
             (left.plan, right.plan)
         };

@@ -508,6 +508,68 @@ struct Scalars {
     members: Vec<(Expr, Query)>,
 }
 
+impl Scalars {
+    /// Replaces `e`, `x op ANY (sub)` (or ALL with `all`), by what it
+    /// means in SQL: `= ANY` is IN, `<> ALL` NOT IN; `>`, `>=`, `<`, `<=`
+    /// compare with the subquery's MIN or MAX, with SQL's NULL rules
+    /// (TRUE for ALL and FALSE for ANY over no rows; NULL where only a
+    /// NULL operand or a NULL in the set could decide). Another operator
+    /// is left for the planner to refuse.
+    fn quantified(&mut self, e: &mut Expr, x: &Expr, op: &B, sub: &Query, all: bool) {
+        let member = match (op, all) {
+            (B::Eq, false) => Some(false),
+            (B::NotEq, true) => Some(true),
+            _ => None,
+        };
+        if let Some(negated) = member {
+            let i = self.members.len();
+            if let Some(case) = membership(i, x, sub, negated) {
+                self.members.push((x.clone(), sub.clone()));
+                *e = case;
+            }
+            return;
+        }
+        let (sym, extreme) = match (op, all) {
+            (B::Gt, true) | (B::GtEq, true) | (B::Lt, false) | (B::LtEq, false) => {
+                (op.to_string(), "MAX")
+            }
+            (B::Gt, false) | (B::GtEq, false) | (B::Lt, true) | (B::LtEq, true) => {
+                (op.to_string(), "MIN")
+            }
+            _ => {
+                if self.predicate.is_none() {
+                    self.predicate = Some(e.to_string());
+                }
+                return;
+            }
+        };
+        let over = format!("FROM ({sub}) AS {HIDDEN}qs({HIDDEN}c)");
+        let n = format!("COALESCE((SELECT COUNT(*) {over}), 0)");
+        let nn = format!("COALESCE((SELECT COUNT({HIDDEN}c) {over}), 0)");
+        let m = format!("(SELECT {extreme}({HIDDEN}c) {over})");
+        let text = if all {
+            format!(
+                "SELECT CASE WHEN {n} = 0 THEN TRUE WHEN ({x}) IS NULL THEN CAST(NULL AS BOOLEAN)
+                   WHEN {m} IS NOT NULL AND NOT (({x}) {sym} {m}) THEN FALSE
+                   WHEN {nn} < {n} THEN CAST(NULL AS BOOLEAN) ELSE TRUE END"
+            )
+        } else {
+            format!(
+                "SELECT CASE WHEN {n} = 0 THEN FALSE WHEN ({x}) IS NULL THEN CAST(NULL AS BOOLEAN)
+                   WHEN {m} IS NOT NULL AND (({x}) {sym} {m}) THEN TRUE
+                   WHEN {nn} < {n} THEN CAST(NULL AS BOOLEAN) ELSE FALSE END"
+            )
+        };
+        if let Ok(q) = parse_query(&text) {
+            if let SetExpr::Select(s) = *q.body {
+                if let Some(ast::SelectItem::UnnamedExpr(c)) = s.projection.into_iter().next() {
+                    *e = c;
+                }
+            }
+        }
+    }
+}
+
 /// The CASE that `x [NOT] IN (sub)` (member `i`) becomes: SQL's IN over
 /// the LEFT JOIN of `sub`'s distinct values (`__weir_mq{i}.__weir_m{i}`,
 /// NULL without a match) and scalar subqueries counting `sub`'s rows and
@@ -574,6 +636,27 @@ impl ast::VisitorMut for Scalars {
                     *e = case;
                 } else if self.predicate.is_none() {
                     self.predicate = Some(e.to_string());
+                }
+            }
+            Expr::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            } => {
+                if let Expr::Subquery(sub) = right.as_ref() {
+                    let (x, op, sub) = (left.as_ref().clone(), compare_op.clone(), sub.clone());
+                    self.quantified(e, &x, &op, &sub, false);
+                }
+            }
+            Expr::AllOp {
+                left,
+                compare_op,
+                right,
+            } => {
+                if let Expr::Subquery(sub) = right.as_ref() {
+                    let (x, op, sub) = (left.as_ref().clone(), compare_op.clone(), sub.clone());
+                    self.quantified(e, &x, &op, &sub, true);
                 }
             }
             Expr::Exists { .. } if self.predicate.is_none() => {
@@ -651,7 +734,7 @@ impl Planner<'_> {
         }
         if let Some(p) = v.predicate {
             return Err(SqlError::Unsupported(format!(
-                "`{p}` beside a scalar subquery (a subquery predicate must be a top-level conjunct of WHERE)"
+                "the subquery predicate `{p}` (weir plans EXISTS as a top-level conjunct of WHERE, and neither `= ALL` nor `<> ANY`)"
             )));
         }
         let Some(first) = out.from.first() else {

@@ -1212,4 +1212,24 @@ pub const CASES: &[Case] = &[
                  WHERE order_id < 40
                     OR qty IN (SELECT tier * 6 FROM users WHERE tier IS NOT NULL) AND amount > 950",
     },
+    Case {
+        name: "quantified_subqueries",
+        // x op ALL / ANY / SOME (SELECT ..) with SQL's NULL rules: the
+        // users' tiers hold a NULL (so ALL is never TRUE unless decided
+        // FALSE), an empty set makes ALL TRUE and ANY FALSE.
+        weir: "SELECT order_id, qty > ALL (SELECT tier FROM users) AS a1,
+                      qty >= ALL (SELECT tier FROM users WHERE tier IS NOT NULL) AS a2,
+                      qty < ANY (SELECT tier * 5 FROM users) AS a3,
+                      qty = ANY (SELECT tier FROM users) AS a4,
+                      qty <> ALL (SELECT tier FROM users WHERE tier > 1) AS a5,
+                      qty <= SOME (SELECT tier FROM users WHERE tier > 9) AS a6
+               FROM orders WHERE order_id < 200;",
+        duckdb: "SELECT order_id, qty > ALL (SELECT tier FROM users),
+                        qty >= ALL (SELECT tier FROM users WHERE tier IS NOT NULL),
+                        qty < ANY (SELECT tier * 5 FROM users),
+                        qty = ANY (SELECT tier FROM users),
+                        qty <> ALL (SELECT tier FROM users WHERE tier > 1),
+                        qty <= SOME (SELECT tier FROM users WHERE tier > 9)
+                 FROM orders WHERE order_id < 200",
+    },
 ];

@@ -659,8 +659,42 @@ impl ast::VisitorMut for Scalars {
                     self.quantified(e, &x, &op, &sub, true);
                 }
             }
-            Expr::Exists { .. } if self.predicate.is_none() => {
-                self.predicate = Some(e.to_string());
+            Expr::Exists { subquery, negated } => {
+                // Not a top-level conjunct (in an OR, a SELECT item):
+                // whether a scalar subquery counting the rows (correlated
+                // as scalar subqueries may be) is above 0.
+                let count = match subquery.body.as_ref() {
+                    SetExpr::Select(sel)
+                        if sel.group_by_is_empty()
+                            && sel.having.is_none()
+                            && subquery.with.is_none()
+                            && subquery.limit_clause.is_none() =>
+                    {
+                        let from: Vec<String> = sel.from.iter().map(ToString::to_string).collect();
+                        let w = sel
+                            .selection
+                            .as_ref()
+                            .map_or(String::new(), |w| format!(" WHERE {w}"));
+                        format!("SELECT COUNT(*) FROM {}{w}", from.join(", "))
+                    }
+                    _ => format!("SELECT COUNT(*) FROM ({subquery}) AS {HIDDEN}ex"),
+                };
+                let text = format!(
+                    "SELECT COALESCE(({count}), 0) {} 0",
+                    if *negated { "=" } else { ">" }
+                );
+                let replaced = parse_query(&text).ok().and_then(|q| match *q.body {
+                    SetExpr::Select(s) => match s.projection.into_iter().next() {
+                        Some(ast::SelectItem::UnnamedExpr(c)) => Some(c),
+                        _ => None,
+                    },
+                    _ => None,
+                });
+                match replaced {
+                    Some(c) => *e = c,
+                    None if self.predicate.is_none() => self.predicate = Some(e.to_string()),
+                    None => {}
+                }
             }
             _ => {}
         }
@@ -734,7 +768,7 @@ impl Planner<'_> {
         }
         if let Some(p) = v.predicate {
             return Err(SqlError::Unsupported(format!(
-                "the subquery predicate `{p}` (weir plans EXISTS as a top-level conjunct of WHERE, and neither `= ALL` nor `<> ANY`)"
+                "the subquery predicate `{p}` (weir plans neither `= ALL` nor `<> ANY`)"
             )));
         }
         let Some(first) = out.from.first() else {

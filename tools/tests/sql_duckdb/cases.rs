@@ -1195,22 +1195,28 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "in_subqueries_as_values",
-        // [NOT] IN (SELECT ..) where no semi join can take it (a SELECT
-        // item, inside an OR), with SQL's NULLs: unknown for a NULL operand
+        // [NOT] IN (SELECT ..) and [NOT] EXISTS where no semi join can
+        // take them (a SELECT item, inside an OR), with SQL's NULLs: unknown for a NULL operand
         // or a set holding a NULL (the users' tiers), FALSE over an empty
         // set.
         weir: "SELECT order_id, user_id IN (SELECT user_id FROM users WHERE tier = 2) AS t2,
                       qty NOT IN (SELECT tier FROM users) AS nt,
-                      qty IN (SELECT tier FROM users WHERE tier > 5) AS never
+                      qty IN (SELECT tier FROM users WHERE tier > 5) AS never,
+                      EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = orders.order_id) AS shipped
                FROM orders
                WHERE order_id < 40
-                  OR qty IN (SELECT tier * 6 FROM users WHERE tier IS NOT NULL) AND amount > 950;",
+                  OR qty IN (SELECT tier * 6 FROM users WHERE tier IS NOT NULL) AND amount > 950
+                  OR NOT EXISTS (SELECT 1 FROM users u WHERE u.user_id = orders.user_id)
+                     AND qty > 17;",
         duckdb: "SELECT order_id, user_id IN (SELECT user_id FROM users WHERE tier = 2),
                         qty NOT IN (SELECT tier FROM users),
-                        qty IN (SELECT tier FROM users WHERE tier > 5)
+                        qty IN (SELECT tier FROM users WHERE tier > 5),
+                        EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = orders.order_id)
                  FROM orders
                  WHERE order_id < 40
-                    OR qty IN (SELECT tier * 6 FROM users WHERE tier IS NOT NULL) AND amount > 950",
+                    OR qty IN (SELECT tier * 6 FROM users WHERE tier IS NOT NULL) AND amount > 950
+                    OR NOT EXISTS (SELECT 1 FROM users u WHERE u.user_id = orders.user_id)
+                       AND qty > 17",
     },
     Case {
         name: "quantified_subqueries",

@@ -5,7 +5,11 @@
 //! buffer then moves by ownership (three machine words, never the bytes)
 //! through a channel's ring, the consumer reads the records in place and the
 //! buffer travels back through the channel's return ring to the
-//! [`BufferPool`] it came from. No record ever causes an allocation.
+//! [`BufferPool`] it came from. No record ever causes an allocation, with
+//! one exception: output that one record (or one watermark's firing) makes
+//! beyond every buffer its pool may own goes into *unpooled* buffers
+//! ([`NetworkBuffer::unpooled`]), which the consumer frees instead of
+//! returning.
 
 use std::marker::PhantomData;
 
@@ -26,6 +30,8 @@ pub struct NetworkBuffer {
     limit: usize,
     /// Records appended.
     records: u32,
+    /// Belongs to no pool: freed when consumed, never returned.
+    unpooled: bool,
 }
 
 impl NetworkBuffer {
@@ -36,7 +42,24 @@ impl NetworkBuffer {
             len: 0,
             limit: capacity,
             records: 0,
+            unpooled: false,
         }
+    }
+
+    /// A zeroed buffer of `capacity` bytes that belongs to no pool: for
+    /// output beyond what a pool may own (its return rings are sized for
+    /// the pool), freed by whoever consumes it.
+    pub fn unpooled(capacity: usize) -> Self {
+        Self {
+            unpooled: true,
+            ..Self::with_capacity(capacity)
+        }
+    }
+
+    /// True if the buffer belongs to no pool ([`NetworkBuffer::unpooled`]).
+    #[inline]
+    pub fn is_unpooled(&self) -> bool {
+        self.unpooled
     }
 
     /// Lets writers fill only `limit` bytes (clamped to at least the bytes
@@ -229,9 +252,13 @@ impl BufferPool {
         NetworkBuffer::with_capacity(self.buffer_size)
     }
 
-    /// Puts a buffer this side still holds back into the free list.
+    /// Puts a buffer this side still holds back into the free list (an
+    /// unpooled one is freed).
     #[inline]
     pub fn recycle(&mut self, mut buffer: NetworkBuffer) {
+        if buffer.is_unpooled() {
+            return;
+        }
         buffer.clear();
         self.free.push(buffer);
     }

@@ -154,9 +154,14 @@ impl ChannelReceiver {
         self.events.queued()
     }
 
-    /// Gives a consumed buffer back to the sender's pool.
+    /// Gives a consumed buffer back to the sender's pool; frees an
+    /// unpooled one ([`NetworkBuffer::unpooled`]: no pool counts it, so
+    /// no return ring has room for it).
     #[inline]
     pub fn recycle(&mut self, mut buffer: NetworkBuffer) {
+        if buffer.is_unpooled() {
+            return;
+        }
         buffer.clear();
         if self.returns.push(buffer).is_err() {
             // The return ring holds every buffer of the sender's pool, so

@@ -16,7 +16,7 @@ use crate::buffer::NetworkBuffer;
 /// `CheckpointOptions`), so that every gate treats one snapshot alike
 /// whatever its own configuration says: a savepoint's barrier is always
 /// aligned. The kind is one byte: a barrier is 24 bytes, still smaller
-/// than a buffer, so a [`ChannelEvent`] in the rings stays 48 bytes (a
+/// than a buffer, so a [`ChannelEvent`] in the rings stays 40 bytes (a
 /// test below holds it there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckpointBarrier {
@@ -81,7 +81,7 @@ pub enum WatermarkStatus {
 /// A latency marker (Flink's `LatencyMarker`): stamped by a source subtask
 /// when it was emitted, it travels in band behind the records before it,
 /// so the time it took to reach a task is the time those records took.
-/// 16 bytes: a [`ChannelEvent`] stays 48.
+/// 16 bytes: a [`ChannelEvent`] stays 40 (the buffer's unpooled flag holds its tag).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LatencyMarker {
     /// When the source emitted it: nanoseconds on the process's monotonic
@@ -145,7 +145,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<CheckpointBarrier>(), 24);
         assert_eq!(
             std::mem::size_of::<ChannelEvent>(),
-            48,
+            40,
             "a barrier must stay smaller than a buffer event"
         );
     }

@@ -23,7 +23,7 @@ use std::time::Duration;
 use weir_runtime::{Paced, SequenceSource, Sink, SubtaskInfo};
 
 use crate::error::{Result, SqlError};
-use crate::format::{CsvOptions, Format};
+use crate::format::{CsvOptions, Format, JsonTimestamps};
 use crate::types::{DataType, Field, Schema};
 use crate::value::{Row, Value, Values};
 
@@ -205,6 +205,33 @@ impl<'a> Options<'a> {
     }
 }
 
+/// Flink's filesystem sink options of its rolling policy that are
+/// durations.
+pub const ROLLING_POLICY_DURATIONS: [&str; 3] = [
+    "sink.rolling-policy.rollover-interval",
+    "sink.rolling-policy.check-interval",
+    "sink.rolling-policy.inactivity-interval",
+];
+
+/// `json.timestamp-format.standard` (under `key`): `SQL` (the default) or
+/// `ISO-8601`.
+pub(crate) fn json_timestamps(o: &mut Options<'_>, key: &str) -> Result<JsonTimestamps> {
+    match o.get(key) {
+        None => Ok(JsonTimestamps::default()),
+        Some(v) => JsonTimestamps::from_option(v).ok_or_else(|| {
+            o.err(format!(
+                "the option '{key}' = '{v}' is not 'SQL' or 'ISO-8601'"
+            ))
+        }),
+    }
+}
+
+/// Flink's options setting one source's or sink's parallelism.
+pub const PARALLELISM_OPTIONS: [&str; 2] = ["scan.parallelism", "sink.parallelism"];
+
+/// Flink's filesystem sink option of its rolling policy's part size.
+pub const ROLLING_POLICY_FILE_SIZE: &str = "sink.rolling-policy.file-size";
+
 impl Connector {
     /// The connector `options` describe for a table of `physical` columns.
     pub fn from_options(
@@ -218,6 +245,17 @@ impl Connector {
             used: Vec::new(),
         };
         let name = o.required("connector")?.to_ascii_lowercase();
+        // Flink's per-connector parallelism: checked, taken (every
+        // operator runs at the job's parallelism; the session notes it).
+        for key in PARALLELISM_OPTIONS {
+            if let Some(v) = o.get(key) {
+                if !v.trim().parse::<u32>().is_ok_and(|n| n > 0) {
+                    return Err(o.err(format!(
+                        "the option '{key}' = '{v}' is not a positive integer"
+                    )));
+                }
+            }
+        }
         let c = match name.as_str() {
             "filesystem" => {
                 let path = PathBuf::from(o.required("path")?);
@@ -234,6 +272,25 @@ impl Connector {
                         Some(d)
                     }
                 };
+                // Flink's row-format rolling policy: checked, taken; weir's
+                // sink commits one part file per subtask and checkpoint
+                // (the session notes it).
+                for key in ROLLING_POLICY_DURATIONS {
+                    if let Some(v) = o.get(key) {
+                        if weir_runtime::core::units::parse_duration(v).is_none_or(|d| d.is_zero()) {
+                            return Err(o.err(format!(
+                                "the option '{key}' = '{v}' is not a positive duration (e.g. '30 min', '1 s')"
+                            )));
+                        }
+                    }
+                }
+                if let Some(v) = o.get(ROLLING_POLICY_FILE_SIZE) {
+                    if weir_runtime::core::units::parse_memory_size(v).is_none_or(|n| n == 0) {
+                        return Err(o.err(format!(
+                            "the option '{ROLLING_POLICY_FILE_SIZE}' = '{v}' is not a positive size (e.g. '128 mb')"
+                        )));
+                    }
+                }
                 let format = match o.required("format")?.to_ascii_lowercase().as_str() {
                     "csv" => {
                         let mut c = CsvOptions::default();
@@ -246,6 +303,7 @@ impl Connector {
                         if o.boolean("csv.disable-quote-character")? {
                             c.quote = None;
                         }
+                        c.escape = o.char("csv.escape-character")?;
                         c.null_literal = o.get("csv.null-literal").map(str::to_owned);
                         c.ignore_parse_errors = o.boolean("csv.ignore-parse-errors")?;
                         c.allow_comments = o.boolean("csv.allow-comments")?;
@@ -257,6 +315,7 @@ impl Connector {
                         let _ = o.boolean("json.fail-on-missing-field")?;
                         Format::Json {
                             ignore_parse_errors: ignore,
+                            timestamps: json_timestamps(&mut o, "json.timestamp-format.standard")?,
                         }
                     }
                     other => {

@@ -22,7 +22,34 @@ pub enum Format {
     Json {
         /// Skip lines that do not parse instead of failing the job.
         ignore_parse_errors: bool,
+        /// `json.timestamp-format.standard`: how timestamps are written.
+        timestamps: JsonTimestamps,
     },
+}
+
+/// Flink's `json.timestamp-format.standard`: how a JSON format writes
+/// TIMESTAMP (`2020-12-30 12:13:14.123` or `2020-12-30T12:13:14.123`) and
+/// TIMESTAMP_LTZ (the same with a `Z`, in UTC). Either form is read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JsonTimestamps {
+    /// `SQL`, the default: a space between date and time.
+    #[default]
+    Sql,
+    /// `ISO-8601`: a `T` between date and time.
+    Iso8601,
+}
+
+impl JsonTimestamps {
+    /// The standard option `value` names (case ignored).
+    pub fn from_option(value: &str) -> Option<Self> {
+        if value.eq_ignore_ascii_case("SQL") {
+            Some(JsonTimestamps::Sql)
+        } else if value.eq_ignore_ascii_case("ISO-8601") {
+            Some(JsonTimestamps::Iso8601)
+        } else {
+            None
+        }
+    }
 }
 
 /// CSV options (Flink's `csv.*` keys).
@@ -32,6 +59,9 @@ pub struct CsvOptions {
     pub delimiter: char,
     /// `csv.quote-character` (default `"`); `csv.disable-quote-character`.
     pub quote: Option<char>,
+    /// `csv.escape-character`: the character after it is taken as it is
+    /// (a delimiter, a quote, itself) when reading; disabled by default.
+    pub escape: Option<char>,
     /// `csv.null-literal`: this text reads as NULL (default none: an empty
     /// field of a non-string column is NULL).
     pub null_literal: Option<String>,
@@ -50,6 +80,7 @@ impl Default for CsvOptions {
         Self {
             delimiter: ',',
             quote: Some('"'),
+            escape: None,
             null_literal: None,
             ignore_parse_errors: false,
             allow_comments: false,
@@ -82,6 +113,7 @@ impl Format {
             Format::Csv(o) => o.ignore_parse_errors,
             Format::Json {
                 ignore_parse_errors,
+                ..
             } => *ignore_parse_errors,
         }
     }
@@ -127,6 +159,7 @@ impl Format {
             }
             Format::Json {
                 ignore_parse_errors,
+                ..
             } => parse_json(line, schema, *ignore_parse_errors),
         };
         match r {
@@ -148,7 +181,7 @@ impl Format {
         let mut s = String::new();
         match self {
             Format::Csv(o) => write_csv(row, schema, o, &mut s),
-            Format::Json { .. } => write_json(row, schema, &mut s),
+            Format::Json { timestamps, .. } => write_json(row, schema, *timestamps, &mut s),
         }
         s.push('\n');
         out.extend_from_slice(s.as_bytes());
@@ -166,7 +199,13 @@ fn split_csv(line: &str, o: &CsvOptions) -> Option<Vec<(String, bool, usize)>> {
     let mut start = 0;
     let mut chars = line.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
-        if quoted {
+        if Some(c) == o.escape {
+            // The next character as it is (a trailing escape is itself).
+            match chars.next() {
+                Some((_, next)) => cur.push(next),
+                None => cur.push(c),
+            }
+        } else if quoted {
             if Some(c) == o.quote {
                 if chars.peek().map(|p| p.1) == o.quote {
                     cur.push(c);
@@ -199,12 +238,12 @@ fn split_csv(line: &str, o: &CsvOptions) -> Option<Vec<(String, bool, usize)>> {
 /// are cut in place, field by field, without allocating but for strings
 /// too long to store inline; the others go through [`split_csv`].
 fn parse_csv(line: &str, schema: &Schema, o: &CsvOptions) -> Result<Option<Row>, LineError> {
-    let plain = o.delimiter.is_ascii()
-        && match o.quote {
-            None => true,
-            Some(q) if q.is_ascii() => memchr::memchr(q as u8, line.as_bytes()).is_none(),
-            Some(_) => false,
-        };
+    let absent = |c: Option<char>| match c {
+        None => true,
+        Some(c) if c.is_ascii() => memchr::memchr(c as u8, line.as_bytes()).is_none(),
+        Some(_) => false,
+    };
+    let plain = o.delimiter.is_ascii() && absent(o.quote) && absent(o.escape);
     if o.skip_header && is_header(line, schema, o) {
         return Ok(None);
     }
@@ -441,7 +480,7 @@ fn write_csv(row: &Row, schema: &Schema, o: &CsvOptions, s: &mut String) {
     }
 }
 
-fn write_json(row: &Row, schema: &Schema, s: &mut String) {
+fn write_json(row: &Row, schema: &Schema, timestamps: JsonTimestamps, s: &mut String) {
     s.push('{');
     for (i, (v, f)) in row.values.iter().zip(&schema.fields).enumerate() {
         if i > 0 {
@@ -454,6 +493,19 @@ fn write_json(row: &Row, schema: &Schema, s: &mut String) {
                 s.push_str(&v.display(f.ty))
             }
             Value::Double(d) if d.is_finite() => s.push_str(&v.display(f.ty)),
+            Value::Timestamp(_) => {
+                // `yyyy-MM-dd HH:mm:ss.SSS`, `T` for ISO-8601, and an
+                // instant (TIMESTAMP_LTZ) in UTC with `Z`, as Flink's JSON
+                // format writes them.
+                let mut text = v.display(f.ty);
+                if timestamps == JsonTimestamps::Iso8601 && text.get(10..11) == Some(" ") {
+                    text.replace_range(10..11, "T");
+                }
+                if f.ty == DataType::TimestampLtz {
+                    text.push('Z');
+                }
+                let _ = write!(s, "{}", serde_json::Value::String(text));
+            }
             other => {
                 let _ = write!(s, "{}", serde_json::Value::String(other.display(f.ty)));
             }
@@ -537,6 +589,7 @@ mod tests {
         let csv = Format::Csv(CsvOptions::default());
         let json = Format::Json {
             ignore_parse_errors: false,
+            timestamps: JsonTimestamps::Sql,
         };
         let read = |f: &Format, line: &str| match f.parse(line, &s) {
             Parsed::Row(r) => r.values[1].clone(),
@@ -605,6 +658,7 @@ mod tests {
         assert_eq!(strict.decode("  \r", &s), Decoded::Skip);
         let json = Format::Json {
             ignore_parse_errors: false,
+            timestamps: JsonTimestamps::Sql,
         };
         assert!(matches!(
             json.decode("{\"id\": 1,, }", &s),
@@ -653,10 +707,41 @@ mod tests {
         );
     }
 
+    /// `csv.escape-character`: the character after it is taken as it is
+    /// (a delimiter, a quote, the escape itself), inside quotes too; a
+    /// line without it is cut as before.
+    #[test]
+    fn csv_escape_character_takes_the_next_character_as_it_is() {
+        let s = Schema::new(vec![
+            Field::new("a", DataType::String),
+            Field::new("b", DataType::String),
+            Field::new("n", DataType::Int),
+        ]);
+        let f = Format::Csv(CsvOptions {
+            escape: Some('\\'),
+            ..CsvOptions::default()
+        });
+        let row = |line: &str| match f.parse(line, &s) {
+            Parsed::Row(r) => r
+                .values
+                .iter()
+                .map(|v| v.display(DataType::String))
+                .collect::<Vec<_>>(),
+            _ => panic!("{line}"),
+        };
+        assert_eq!(row(r"a\,b,c,1"), ["a,b", "c", "1"]);
+        assert_eq!(row(r#""x\"y",z\\,2"#), [r#"x"y"#, r"z\", "2"]);
+        assert_eq!(row("plain,line,3"), ["plain", "line", "3"]);
+        // Without the option a backslash is text.
+        let plain = Format::Csv(CsvOptions::default());
+        assert!(matches!(plain.parse(r"a\,b,c,1", &s), Parsed::Error(_)));
+    }
+
     #[test]
     fn json_reads_and_writes() {
         let f = Format::Json {
             ignore_parse_errors: false,
+            timestamps: JsonTimestamps::Sql,
         };
         let s = schema();
         let Parsed::Row(r) = f.parse(
@@ -674,5 +759,56 @@ mod tests {
         );
         assert!(matches!(f.parse("[1]", &s), Parsed::Error(_)));
         assert!(matches!(f.parse(r#"{"id": "x"}"#, &s), Parsed::Error(e) if e.contains("`id`")));
+    }
+
+    /// Flink's `json.timestamp-format.standard`: TIMESTAMP with a space
+    /// (`SQL`) or a `T` (`ISO-8601`), TIMESTAMP_LTZ the same with a `Z`;
+    /// what one writes, either reads back.
+    #[test]
+    fn json_timestamps_follow_the_standard_option() {
+        let s = Schema::new(vec![
+            Field::new("t", DataType::Timestamp),
+            Field::new("l", DataType::TimestampLtz),
+        ]);
+        let ms = 1_609_330_394_123; // 2020-12-30 12:13:14.123
+        let row = Row::new(
+            [Value::Timestamp(ms), Value::Timestamp(ms)]
+                .into_iter()
+                .collect(),
+        );
+        for (standard, want) in [
+            (
+                JsonTimestamps::Sql,
+                r#"{"t":"2020-12-30 12:13:14.123","l":"2020-12-30 12:13:14.123Z"}"#,
+            ),
+            (
+                JsonTimestamps::Iso8601,
+                r#"{"t":"2020-12-30T12:13:14.123","l":"2020-12-30T12:13:14.123Z"}"#,
+            ),
+        ] {
+            let f = Format::Json {
+                ignore_parse_errors: false,
+                timestamps: standard,
+            };
+            let mut out = Vec::new();
+            f.write(&row, &s, &mut out);
+            let line = String::from_utf8(out).unwrap();
+            assert_eq!(line.trim_end(), want);
+            for reader in [JsonTimestamps::Sql, JsonTimestamps::Iso8601] {
+                let r = Format::Json {
+                    ignore_parse_errors: false,
+                    timestamps: reader,
+                };
+                let Parsed::Row(back) = r.parse(line.trim_end(), &s) else {
+                    panic!("{line}")
+                };
+                assert_eq!(back, row, "{standard:?} read as {reader:?}");
+            }
+        }
+        assert_eq!(
+            JsonTimestamps::from_option("iso-8601"),
+            Some(JsonTimestamps::Iso8601)
+        );
+        assert_eq!(JsonTimestamps::from_option("RFC"), None);
     }
 }

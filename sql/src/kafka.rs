@@ -88,6 +88,10 @@ fn format_options(o: &mut Options<'_>, name: &str, prefix: &str) -> Result<Kafka
             let _ = o.boolean(&key("json.fail-on-missing-field"))?;
             KafkaFormat::Text(Format::Json {
                 ignore_parse_errors: ignore,
+                timestamps: crate::connectors::json_timestamps(
+                    o,
+                    &key("json.timestamp-format.standard"),
+                )?,
             })
         }
         "csv" => {
@@ -101,6 +105,7 @@ fn format_options(o: &mut Options<'_>, name: &str, prefix: &str) -> Result<Kafka
             if o.boolean(&key("csv.disable-quote-character"))? {
                 c.quote = None;
             }
+            c.escape = o.char(&key("csv.escape-character"))?;
             c.null_literal = o.get(&key("csv.null-literal")).map(str::to_owned);
             c.ignore_parse_errors = o.boolean(&key("csv.ignore-parse-errors"))?;
             c.allow_comments = o.boolean(&key("csv.allow-comments"))?;

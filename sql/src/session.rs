@@ -159,7 +159,35 @@ impl Script {
                 self.explained
                     .push(format_table(&out, &rows, &Presentation::default()));
             }
-            Statement::CreateTable(def) => self.catalog.create_table(&def)?,
+            Statement::CreateTable(def) => {
+                self.catalog.create_table(&def)?;
+                let rolling: Vec<&String> = def
+                    .options
+                    .keys()
+                    .filter(|k| k.starts_with("sink.rolling-policy."))
+                    .collect();
+                for key in crate::connectors::PARALLELISM_OPTIONS {
+                    if def.options.contains_key(key) {
+                        self.warnings.push(format!(
+                            "table `{}`: '{key}': every source, operator and sink of a weir job runs \
+                             at the job's parallelism (--workers, parallelism.default)",
+                            def.name
+                        ));
+                    }
+                }
+                if !rolling.is_empty() {
+                    self.warnings.push(format!(
+                        "table `{}`: {}: weir's filesystem sink commits one part file per subtask and \
+                         checkpoint (Flink's rolling on checkpoints); a part is not cut by size or time",
+                        def.name,
+                        rolling
+                            .iter()
+                            .map(|k| format!("'{k}'"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
             Statement::CreateView {
                 name,
                 query,
@@ -271,10 +299,45 @@ impl Script {
             k if k.starts_with("table.exec.mini-batch.")
                 || k.starts_with("table.optimizer.")
                 || k == "table.dml-sync"
-                || k == "table.exec.sink.not-null-enforcer" =>
+                || k == "table.exec.sink.not-null-enforcer"
+                || k == "table.exec.sink.upsert-materialize"
+                || k == "table.exec.sink.keyed-shuffle" =>
             {
                 self.warnings
                     .push(note(k, "a Flink planner option with no effect in weir"))
+            }
+            // Flink's state backends: weir has one, its per-core arenas in
+            // memory (what Flink's `hashmap` backend is to its heap).
+            "state.backend" | "state.backend.type" => self.warnings.push(note(
+                &key,
+                "weir keeps keyed state in per-core arenas in memory, as Flink's hashmap \
+                 backend does; there is no RocksDB backend (state is not spilled to disk)",
+            )),
+            // Flink 1's name of `execution.checkpointing.incremental`.
+            "state.backend.incremental" => self
+                .settings
+                .push(("execution.checkpointing.incremental".to_owned(), value)),
+            // The parallelism of a SQL job's operators: weir runs every
+            // operator at the job's parallelism (-1: that default).
+            "table.exec.resource.default-parallelism" => {
+                if value.trim() != "-1" {
+                    self.settings.push(("parallelism.default".to_owned(), value));
+                }
+            }
+            "execution.checkpointing.externalized-checkpoint-retention"
+            | "execution.checkpointing.externalized-checkpoint-retention.type" => {
+                let known = ["RETAIN_ON_CANCELLATION", "DELETE_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS"];
+                if !known.iter().any(|k| value.eq_ignore_ascii_case(k)) {
+                    return Err(SqlError::Plan(format!(
+                        "SET '{key}' = '{value}': one of {}",
+                        known.join(", ")
+                    )));
+                }
+                self.warnings.push(note(
+                    &key,
+                    "weir keeps the newest `state.checkpoints.num-retained` checkpoints whatever \
+                     ends the job (as RETAIN_ON_CANCELLATION); a stop takes a savepoint",
+                ));
             }
             "table.local-time-zone" => {
                 if !matches!(value.as_str(), "UTC" | "Etc/UTC" | "GMT" | "Z" | "+00:00") {

@@ -1,5 +1,6 @@
-"""Runs one DuckDB query for tools/tests/sql_duckdb.rs and prints its
-result as JSON: {"types": [DuckDB type names], "rows": [[text or null]]}.
+"""Runs one DuckDB query for tools/tests/sql_duckdb.rs and
+nexmark_duckdb.rs and prints its result as JSON:
+{"types": [DuckDB type names], "rows": [[text or null]]}.
 
 Values are printed as weir prints them, so that the test compares text:
 DECIMALs exactly at their type's scale, TIMESTAMPs as

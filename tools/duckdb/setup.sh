@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up DuckDB, the independent SQL engine that tools/tests/sql_duckdb.rs
-# checks weir SQL's results against: a Python venv with `duckdb` from PyPI,
-# kept outside the repository in the cache directory
+# and nexmark_duckdb.rs check weir SQL's results against: a Python venv
+# with `duckdb` from PyPI, kept outside the repository in the cache directory
 # ${WEIR_DUCKDB_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/weir/duckdb-venv} and
 # reused while it works. Prints the path of the venv's python on stdout
 # (all else goes to stderr); exits non-zero with the reason if it cannot.

@@ -20,10 +20,10 @@ mod support;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::process::Command;
 
-use support::{complete_checkpoints, repo, splitmix64, Proc, Scratch, FINISH, WEIR};
+use support::duckdb::{duckdb, duckdb_python, same_rows, weir_sql};
+use support::{complete_checkpoints, splitmix64, Proc, Scratch, FINISH, WEIR};
 
 #[path = "sql_duckdb/cases.rs"]
 mod cases;
@@ -44,84 +44,6 @@ fn ts(ms: i64) -> String {
         rem / 1000 % 60,
         rem % 1000
     )
-}
-
-/// The venv python with `duckdb`: `WEIR_DUCKDB_PYTHON`, or what
-/// `tools/duckdb/setup.sh` prints. Panics saying how to set it up.
-fn duckdb_python() -> &'static Path {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        support::venv_python(
-            "WEIR_DUCKDB_PYTHON",
-            "tools/duckdb/setup.sh",
-            "import duckdb",
-            "DuckDB is needed to check weir SQL against it: run \
-             `tools/duckdb/setup.sh` (it makes a venv with duckdb from PyPI under \
-             ~/.cache/weir and prints its python) and set WEIR_DUCKDB_PYTHON to what \
-             it prints, as .ci/run does",
-        )
-    })
-}
-
-/// A result set: its DuckDB column types (DOUBLE columns compare with a
-/// tolerance) and its rows as text, NULL as `NULL`.
-struct ResultSet {
-    types: Vec<String>,
-    rows: Vec<Vec<String>>,
-}
-
-/// Runs `sql` (statements separated by `;`, the last a query) in DuckDB
-/// after `setup`.
-fn duckdb(s: &Scratch, name: &str, setup: &str, sql: &str) -> ResultSet {
-    let (setup_file, query_file) = (
-        s.join(&format!("{name}.setup.duck.sql")),
-        s.join(&format!("{name}.duck.sql")),
-    );
-    fs::write(&setup_file, setup).unwrap();
-    fs::write(&query_file, sql).unwrap();
-    let out = Command::new(duckdb_python())
-        .arg("-I")
-        .arg(repo().join("tools/duckdb/query.py"))
-        .args([&setup_file, &query_file])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run DuckDB's python");
-    assert!(
-        out.status.success(),
-        "{name}: DuckDB failed on\n{sql}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("query.py's JSON");
-    let types = json["types"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap().to_owned())
-        .collect();
-    let rows = json["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            r.as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_str().unwrap_or("NULL").to_owned())
-                .collect()
-        })
-        .collect();
-    ResultSet { types, rows }
-}
-
-fn weir_sql(script: &Path, args: &[&str]) -> Output {
-    Command::new(WEIR)
-        .arg("sql")
-        .arg(script)
-        .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run weir sql")
 }
 
 /// The one table a run printed for its bare SELECT: its rows' cells.
@@ -150,61 +72,6 @@ fn printed_table(name: &str, stdout: &str) -> Vec<Vec<String>> {
         "{name}: cannot read the printed table:\n{stdout}"
     );
     rows
-}
-
-/// Rows as compared: DOUBLE columns (by DuckDB's type) rounded to nine
-/// significant digits, all else text as is; sorted.
-fn normalized(types: &[String], rows: Vec<Vec<String>>) -> Vec<Vec<String>> {
-    let mut rows: Vec<Vec<String>> = rows
-        .into_iter()
-        .map(|row| {
-            row.into_iter()
-                .zip(types)
-                .map(|(v, t)| match v.parse::<f64>() {
-                    Ok(d) if t == "DOUBLE" || t == "FLOAT" => format!("{d:.8e}"),
-                    _ => v,
-                })
-                .collect()
-        })
-        .collect();
-    rows.sort();
-    rows
-}
-
-/// Equal result sets, or a short account of the difference.
-fn same_rows(name: &str, weir: Vec<Vec<String>>, duck: ResultSet, queries: &str) {
-    if let (Some(w), Some(d)) = (weir.first(), duck.rows.first()) {
-        assert_eq!(
-            w.len(),
-            d.len(),
-            "{name}: weir has {} columns, DuckDB {}",
-            w.len(),
-            d.len()
-        );
-    }
-    let weir = normalized(&duck.types, weir);
-    let duck_rows = normalized(&duck.types, duck.rows);
-    if weir == duck_rows {
-        eprintln!("{name}: {} rows equal", weir.len());
-        return;
-    }
-    let missing: Vec<&Vec<String>> = duck_rows
-        .iter()
-        .filter(|r| !weir.contains(r))
-        .take(5)
-        .collect();
-    let extra: Vec<&Vec<String>> = weir
-        .iter()
-        .filter(|r| !duck_rows.contains(r))
-        .take(5)
-        .collect();
-    panic!(
-        "{name}: weir gave {} rows, DuckDB {} ({:?});\n  only DuckDB's (first 5): {missing:?}\n  \
-         only weir's (first 5): {extra:?}\n{queries}",
-        weir.len(),
-        duck_rows.len(),
-        duck.types
-    );
 }
 
 /// The test data: orders (three files, out of order by up to 3 s within

@@ -68,7 +68,12 @@ impl KeySet for Config {
 
 /// Older names of keys, kept as Flink keeps them: read, never written (a
 /// rendered configuration sets the newer name).
-pub const ALIASES: &[&str] = &["execution.buffer-timeout"];
+pub const ALIASES: &[&str] = &[
+    "execution.buffer-timeout",
+    "execution.checkpointing.dir",
+    "execution.checkpointing.savepoint-dir",
+    "execution.checkpointing.num-retained",
+];
 
 /// Every key of [`Config`], in documentation order.
 pub const KEYS: &[Key<Config>] = &[
@@ -262,6 +267,41 @@ pub const KEYS: &[Key<Config>] = &[
     Key {
         name: "state.checkpoints.num-retained",
         description: "completed checkpoints kept, at least 1",
+        get: |c| c.checkpoints_num_retained.to_string(),
+        set: |c, s| {
+        c.checkpoints_num_retained = s.int_in(1, FLINK_INT_MAX)? as u32;
+            Ok(())
+        },
+    },
+    // Flink 2's names of the three keys above (Flink 1 and 2 both read
+    // the older ones, which a rendered configuration writes).
+    Key {
+        name: "execution.checkpointing.dir",
+        description: "Flink 2's name of `state.checkpoints.dir`",
+        get: |c| c
+                .checkpoints_dir
+                .as_ref()
+                .map_or_else(|| "unset".to_string(), |p| p.display().to_string()),
+        set: |c, s| {
+        c.checkpoints_dir = s.directory()?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "execution.checkpointing.savepoint-dir",
+        description: "Flink 2's name of `state.savepoints.dir`",
+        get: |c| c
+                .savepoints_dir
+                .as_ref()
+                .map_or_else(|| "unset".to_string(), |p| p.display().to_string()),
+        set: |c, s| {
+        c.savepoints_dir = s.directory()?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "execution.checkpointing.num-retained",
+        description: "Flink 2's name of `state.checkpoints.num-retained`",
         get: |c| c.checkpoints_num_retained.to_string(),
         set: |c, s| {
         c.checkpoints_num_retained = s.int_in(1, FLINK_INT_MAX)? as u32;

@@ -4,15 +4,29 @@
 //!
 //! # What it reads
 //!
-//! [`FileSource`] reads the regular files of a directory whose names do not
-//! start with `.` (symbolic links to regular files count; a file being
-//! written should be written under a hidden name and renamed in). Given a
+//! [`FileSource`] reads the regular files of a directory and of its
+//! subdirectories, as Flink's recursive enumerator does, skipping every
+//! file or directory whose name starts with `.` or `_` (Flink's default
+//! filter: hidden files, `_SUCCESS`, `_temporary`); symbolic links to
+//! regular files count, links to directories are not followed; a file
+//! being written should be written under a hidden name and renamed in.
+//! A file's name is its path relative to the directory. Given a
 //! file instead, it reads that file alone, as the one input of the
 //! directory holding it (whatever its name). Each line
 //! (its text without the `\n`; a `\r` before it is kept) goes through the
 //! source's [`LineDecoder`]: [`Lines`], the default, emits it as a
 //! `String`; SQL's formats parse it into a row in place. A last line
 //! without a trailing newline is still a line; an empty file has none.
+//!
+//! # Compressed files
+//!
+//! A file whose name ends in `.gz`/`.gzip` (gzip, concatenated members
+//! too) or `.deflate` (zlib) is read decompressed, as Flink's file source
+//! reads it ([`ranges::Compression`]). It cannot be read from its middle,
+//! so it is one range, over the decompressed text (its end unknown until
+//! read: `u64::MAX`); every offset of it (positions, errors) is one of that
+//! text, and a range resumed from a checkpoint decompresses the file again
+//! up to its position.
 //!
 //! # Byte ranges and who reads them
 //!
@@ -117,7 +131,7 @@ use crate::core::wakeup::SourceWakeup;
 use crate::operators::source::function::{Source, SourcePoll};
 use crate::state::operator::list::{OperatorListState, UnionListState};
 use crate::state::visitor::OperatorStates;
-use ranges::{cut, owner, StoredClaim, StoredRange};
+use ranges::{owner, ranges_of, StoredClaim, StoredRange};
 use reader::{Chunk, Command, Event, ReadFailure, Reader};
 
 /// Name of the list state holding a file source's unfinished ranges.
@@ -379,7 +393,7 @@ impl<D> FileSource<D> {
                 continue;
             }
             let mut new = Vec::new();
-            for (start, end) in cut(len, size) {
+            for (start, end) in ranges_of(bytes, len, size) {
                 if !mine(start) || self.claimed.contains(&(bytes.to_vec(), start)) {
                     continue;
                 }

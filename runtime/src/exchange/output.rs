@@ -206,6 +206,8 @@ pub struct ExchangeOutput<T, K, KF> {
     /// Latency markers passed on so far: the next goes into channel
     /// `next_marker % channels`.
     next_marker: usize,
+    /// An unpooled buffer was lent (warned once).
+    lent_unpooled: bool,
     _types: PhantomData<fn(T) -> K>,
 }
 
@@ -267,6 +269,7 @@ where
             data_ended: false,
             metrics: unregistered_metrics(),
             next_marker: 0,
+            lent_unpooled: false,
             _types: PhantomData,
         }
     }
@@ -298,11 +301,15 @@ where
         }
     }
 
-    /// Only reachable when one input record produced more output than the
-    /// whole pool holds (a large flat_map): the head checks availability
-    /// before every record, but cannot stop in the middle of one. Grow the
-    /// pool rather than deadlock a worker that must also drain its own
-    /// input channels.
+    /// Only reachable when one input record, or one watermark's firing,
+    /// produced more output than the whole pool holds (a large flat_map;
+    /// every window of a bounded input firing at its end): the head checks
+    /// availability before every record, but cannot stop in the middle of
+    /// one, and the consumer may be this very worker, which cannot drain
+    /// its input before the record is done. Grow the pool up to what its
+    /// return rings hold, then lend unpooled buffers, freed by the
+    /// consumer: the excess lives in memory until consumed, where Flink
+    /// would block the firing on a consumer of another thread.
     #[cold]
     fn overdraft(&mut self) -> NetworkBuffer {
         // Ship what is ready first: returns may follow before the next record.
@@ -312,24 +319,32 @@ where
         if let Some(b) = self.pool.request() {
             return b;
         }
-        assert!(
-            self.pool.total() < self.max_pool,
-            "one record's output filled the whole buffer pool ({} buffers of {} bytes); \
-             raise taskmanager.memory.segment-size or \
-             taskmanager.network.memory.floating-buffers-per-gate",
-            self.max_pool,
-            self.pool.buffer_size()
-        );
-        self.pool.grow()
+        if self.pool.total() < self.max_pool {
+            return self.pool.grow();
+        }
+        if !self.lent_unpooled {
+            self.lent_unpooled = true;
+            tracing::warn!(
+                buffers = self.max_pool,
+                buffer_bytes = self.pool.buffer_size(),
+                "one record's output (or one firing's) filled the whole buffer pool; \
+                 the rest is held in memory until consumed"
+            );
+        }
+        NetworkBuffer::unpooled(self.pool.buffer_size())
     }
 
+    /// An unpooled buffer holding `record` alone: for a record larger
+    /// than a network buffer (a long text or document), which Flink would
+    /// split across buffers. Shipped like any other and freed by the
+    /// consumer; the next record starts a pooled buffer again.
     #[cold]
-    fn record_too_large(&self, len: usize) -> ! {
-        panic!(
-            "a record of {len} bytes does not fit in a network buffer of {} bytes; \
-             raise taskmanager.memory.segment-size",
-            self.pool.buffer_size()
-        )
+    #[inline(never)]
+    fn oversized(record: &T) -> NetworkBuffer {
+        let mut buf = NetworkBuffer::unpooled(record.encoded_len());
+        let fits = buf.try_append(record);
+        assert!(fits, "a buffer of a record's encoded length holds it");
+        buf
     }
 }
 
@@ -475,7 +490,8 @@ where
         if !buf.try_append(record) {
             buf.limit_to(usize::MAX);
             if !buf.try_append(record) {
-                self.record_too_large(record.encoded_len());
+                self.pool.recycle(buf);
+                buf = Self::oversized(record);
             }
         }
         let ch = &mut self.channels[target];
@@ -642,7 +658,7 @@ impl<T, K, KF> ChainControl for ExchangeOutput<T, K, KF> {
     }
 
     /// An exchange output does not fail: a record too large for a buffer
-    /// is a panic (see `record_too_large`).
+    /// gets one of its own (see `oversized`).
     #[inline]
     fn failure(&self) -> Option<&TaskError> {
         None
@@ -663,5 +679,115 @@ impl<T, K, KF> ExchangeOutput<T, K, KF> {
         }
         self.available = self.channels.iter().all(|c| c.queued.is_empty())
             && (self.pool.available() > 0 || self.pool.reclaim() > 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use weir_net::{channel, ChannelEvent, ChannelReceiver, Doorbell};
+
+    /// One firing's output far beyond every buffer the pool may own, with
+    /// the consumer unable to run before it ends (as on one worker): every
+    /// record arrives in order, the excess buffers are freed rather than
+    /// returned, and the pool is reused afterwards at its bounded size.
+    #[test]
+    fn output_beyond_the_whole_pool_is_lent_unpooled_buffers() {
+        let (size, max_pool) = (4, 6);
+        let mut pool = BufferPool::new(size, 64);
+        let bell = Arc::new(Doorbell::new());
+        let (tx, mut rx, ret) = channel(2, max_pool, bell.clone(), bell);
+        pool.add_return_path(ret);
+        let mut out = ExchangeOutput::new(
+            |r: &(u64, u64)| r.0,
+            128,
+            vec![tx],
+            pool,
+            max_pool,
+            Duration::from_secs(60),
+            BarrierMode::Aligned,
+        );
+        let drain = |rx: &mut ChannelReceiver, got: &mut Vec<u64>| {
+            while let Some(event) = rx.recv() {
+                if let ChannelEvent::Buffer(b) = event {
+                    got.extend(
+                        b.read_records::<(u64, u64)>()
+                            .map(|r| r.expect("decodes").1),
+                    );
+                    rx.recycle(b);
+                }
+            }
+        };
+        let mut got = Vec::new();
+        for round in 0..2u64 {
+            // 500 records of 16 bytes into 64-byte buffers: ~125 buffers
+            // against a pool of at most 6, nothing consumed meanwhile.
+            for i in 0..500 {
+                out.collect((7, round * 1000 + i));
+            }
+            assert!(out.lent_unpooled);
+            for _ in 0..10_000 {
+                // Past the buffer timeout: the last, partly filled buffer ships too.
+                out.flush(Instant::now() + Duration::from_secs(120));
+                drain(&mut rx, &mut got);
+                if got.len() == 500 * (round as usize + 1) {
+                    break;
+                }
+            }
+            let want: Vec<u64> = (0..500).map(|i| round * 1000 + i).collect();
+            assert_eq!(got[500 * round as usize..], want[..], "round {round}");
+            out.pool.reclaim();
+            assert!(out.pool.total() <= max_pool);
+            assert_eq!(
+                out.pool.available(),
+                out.pool.total(),
+                "every pooled buffer came back"
+            );
+        }
+    }
+
+    /// Records larger than a network buffer (a long text) ship alone in
+    /// buffers of their own size, in order with the small ones around
+    /// them; the pool's buffers all come back.
+    #[test]
+    fn a_record_larger_than_a_buffer_ships_in_its_own() {
+        let mut pool = BufferPool::new(4, 64);
+        let bell = Arc::new(Doorbell::new());
+        let (tx, mut rx, ret) = channel(8, 6, bell.clone(), bell);
+        pool.add_return_path(ret);
+        let mut out = ExchangeOutput::new(
+            |r: &(u64, String)| r.0,
+            128,
+            vec![tx],
+            pool,
+            6,
+            Duration::from_secs(60),
+            BarrierMode::Aligned,
+        );
+        let sent: Vec<(u64, String)> = (0..40u64)
+            .map(|i| {
+                let len = if i % 7 == 3 { 1000 + i as usize } else { 3 };
+                (7, "x".repeat(len))
+            })
+            .collect();
+        let mut got = Vec::new();
+        for r in &sent {
+            out.collect(r.clone());
+            out.flush(Instant::now() + Duration::from_secs(120));
+            while let Some(event) = rx.recv() {
+                if let ChannelEvent::Buffer(b) = event {
+                    got.extend(
+                        b.read_records::<(u64, String)>()
+                            .map(|r| r.expect("decodes")),
+                    );
+                    rx.recycle(b);
+                }
+            }
+        }
+        assert_eq!(got, sent);
+        out.pool.reclaim();
+        assert_eq!(out.pool.available(), out.pool.total());
+        assert!(out.pool.total() <= 6);
     }
 }

@@ -64,9 +64,14 @@ pub enum JobError {
         #[source]
         source: Box<RestoreError>,
     },
-    /// `--restore latest` without a checkpoint directory (the user's to
-    /// fix).
-    #[error("checkpoint error: --restore latest needs state.checkpoints.dir")]
+    /// `--restore latest` with checkpointing off: no checkpoint directory
+    /// is open to search (the user's to fix).
+    #[error(
+        "checkpoint error: --restore latest searches state.checkpoints.dir, which only a run \
+         with checkpointing on uses (set execution.checkpointing.interval and \
+         state.checkpoints.dir); to restore without checkpointing, give --restore PATH of \
+         a checkpoint or savepoint"
+    )]
     RestoreLatestWithoutStorage,
     /// A directory the run needs (`what`: `state.checkpoints.dir`, an
     /// output directory) cannot be used: it is a file, or cannot be created

@@ -580,6 +580,71 @@ fn if_not_exists_keeps_what_is_there() {
     }
 }
 
+/// Flink's keys a Flink SQL script commonly sets (and a table's own
+/// parallelism): Flink 1's names of
+/// weir's keys become those keys, the state backend and checkpoint
+/// retention are taken with a note, a retention that is none of Flink's
+/// values is an error naming it.
+#[test]
+fn flink_state_and_parallelism_keys_are_taken() {
+    let script = Script::parse(
+        "SET 'state.backend.type' = 'rocksdb';
+         SET 'state.backend.incremental' = 'true';
+         SET 'table.exec.resource.default-parallelism' = '-1';
+         SET 'table.exec.resource.default-parallelism' = '3';
+         SET 'execution.checkpointing.externalized-checkpoint-retention' = 'RETAIN_ON_CANCELLATION';
+         SET 'table.exec.sink.upsert-materialize' = 'NONE';",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        script.settings,
+        [
+            (
+                "execution.checkpointing.incremental".to_string(),
+                "true".to_string()
+            ),
+            ("parallelism.default".to_string(), "3".to_string()),
+        ]
+    );
+    let notes = script.warnings.join("\n");
+    for key in [
+        "state.backend.type",
+        "externalized-checkpoint-retention",
+        "upsert-materialize",
+    ] {
+        assert!(notes.contains(key), "{key}: {notes}");
+    }
+    // A table's own parallelism is taken with a note; zero is refused.
+    let script = Script::parse(
+        "CREATE TABLE p (a INT) WITH ('connector' = 'print', 'sink.parallelism' = '1');
+         CREATE TABLE g (a INT) WITH ('connector' = 'datagen', 'scan.parallelism' = '2');",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let notes = script.warnings.join("\n");
+    assert!(notes.contains("table `p`: 'sink.parallelism'"), "{notes}");
+    assert!(notes.contains("table `g`: 'scan.parallelism'"), "{notes}");
+    let Err(err) = Script::parse(
+        "CREATE TABLE p (a INT) WITH ('connector' = 'print', 'sink.parallelism' = '0');",
+    ) else {
+        panic!("a parallelism of 0 is refused")
+    };
+    let err = err.to_string();
+    assert!(
+        err.contains("'sink.parallelism' = '0' is not a positive integer"),
+        "{err}"
+    );
+    let Err(err) =
+        Script::parse("SET 'execution.checkpointing.externalized-checkpoint-retention' = 'KEEP';")
+    else {
+        panic!("a retention that is none of Flink's is refused")
+    };
+    let err = err.to_string();
+    assert!(
+        err.contains("'KEEP'") && err.contains("RETAIN_ON_CANCELLATION"),
+        "{err}"
+    );
+}
+
 /// `RESET 'key'` drops the script's earlier SETs of that key, `RESET;`
 /// all of them (the SQL client's statements); later SETs count again.
 #[test]

@@ -2,9 +2,12 @@
 //! (`rescale.rs`, `incremental.rs`): a scratch directory per test, a
 //! running `weir` killed when dropped, the complete checkpoints of a
 //! directory and the check that W1's committed output holds every result
-//! exactly once.
+//! exactly once; and, in [`duckdb`], what the tests that check weir SQL
+//! against DuckDB share.
 
 #![allow(dead_code)] // each test file uses its own part
+
+pub mod duckdb;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};

@@ -78,6 +78,49 @@ pub fn cut(len: u64, size: u64) -> impl Iterator<Item = (u64, u64)> {
     (0..len.div_ceil(size)).map(move |k| (k * size, ((k + 1) * size).min(len)))
 }
 
+/// How a file's bytes are compressed, by its name's extension, as Flink's
+/// file source decompresses them (`StandardDeCompressors`): `.gz` and
+/// `.gzip` (gzip, concatenated members too), `.deflate` (zlib).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// Plain text.
+    None,
+    /// gzip.
+    Gzip,
+    /// zlib-wrapped deflate.
+    Deflate,
+}
+
+impl Compression {
+    /// The compression of file `name` (ASCII case ignored).
+    pub fn of(name: &[u8]) -> Self {
+        let ends = |ext: &[u8]| {
+            name.len() > ext.len() && name[name.len() - ext.len()..].eq_ignore_ascii_case(ext)
+        };
+        if ends(b".gz") || ends(b".gzip") {
+            Compression::Gzip
+        } else if ends(b".deflate") {
+            Compression::Deflate
+        } else {
+            Compression::None
+        }
+    }
+}
+
+/// The ranges of file `name`, `len` bytes long on disk: cut every `size`
+/// bytes ([`cut`]), or for a compressed file, which cannot be read from
+/// the middle, one range over all its text (its offsets are those of the
+/// decompressed text, whose end is known only once read: `u64::MAX`).
+pub fn ranges_of(name: &[u8], len: u64, size: u64) -> Vec<(u64, u64)> {
+    if Compression::of(name) == Compression::None {
+        cut(len, size).collect()
+    } else if len == 0 {
+        Vec::new()
+    } else {
+        vec![(0, u64::MAX)]
+    }
+}
+
 /// The subtask of `parallelism` reading the range starting at `start` of
 /// file `name` cut every `size` bytes.
 pub fn owner(name: &[u8], start: u64, size: u64, parallelism: usize) -> usize {
@@ -106,6 +149,19 @@ mod tests {
         assert_eq!(cut(3, 4).collect::<Vec<_>>(), vec![(0, 3)]);
         assert_eq!(cut(8, 4).collect::<Vec<_>>(), vec![(0, 4), (4, 8)]);
         assert_eq!(cut(9, 4).collect::<Vec<_>>(), vec![(0, 4), (4, 8), (8, 9)]);
+    }
+
+    #[test]
+    fn a_compressed_file_is_one_range() {
+        assert_eq!(Compression::of(b"a.csv.gz"), Compression::Gzip);
+        assert_eq!(Compression::of(b"A.CSV.GZIP"), Compression::Gzip);
+        assert_eq!(Compression::of(b"x.deflate"), Compression::Deflate);
+        assert_eq!(Compression::of(b".gz"), Compression::None);
+        assert_eq!(Compression::of(b"gz"), Compression::None);
+        assert_eq!(Compression::of(b"a.csv"), Compression::None);
+        assert_eq!(ranges_of(b"a.gz", 100, 4), vec![(0, u64::MAX)]);
+        assert_eq!(ranges_of(b"a.gz", 0, 4), vec![]);
+        assert_eq!(ranges_of(b"a.csv", 9, 4), vec![(0, 4), (4, 8), (8, 9)]);
     }
 
     #[test]

@@ -22,13 +22,15 @@
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
 
 use crate::core::wakeup::SourceWakeup;
+
+use super::ranges::Compression;
 
 /// Chunks read ahead of the source, at most.
 pub const QUEUE: usize = 4;
@@ -162,7 +164,7 @@ struct Thread {
     /// Ranges to read, in order: `(id, path, end, next)`.
     queue: VecDeque<(u64, PathBuf, u64, u64)>,
     /// The file last opened, kept for its next range.
-    open: Option<(PathBuf, File)>,
+    open: Option<(PathBuf, Input)>,
     /// Rings the worker.
     wakeup: Option<SourceWakeup>,
 }
@@ -237,16 +239,13 @@ impl Thread {
         buf
     }
 
-    fn file(&mut self, path: &Path) -> Result<&File, ReadFailure> {
+    fn file(&mut self, path: &Path) -> Result<&mut Input, ReadFailure> {
         if self.open.as_ref().is_none_or(|(p, _)| p != path) {
             self.open = None;
-            let file = File::open(path).map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound => ReadFailure::Vanished,
-                _ => ReadFailure::Open(e),
-            })?;
-            self.open = Some((path.to_owned(), file));
+            let input = Input::open(path)?;
+            self.open = Some((path.to_owned(), input));
         }
-        Ok(&self.open.as_ref().expect("opened above").1)
+        Ok(&mut self.open.as_mut().expect("opened above").1)
     }
 
     fn read_range(&mut self, id: u64, path: &Path, end: u64, next: u64) -> Result<(), Closed> {
@@ -281,7 +280,7 @@ impl Thread {
             if filled == buf.len() {
                 buf.resize(buf.len() * 2, 0);
             }
-            let n = read_at(file, &mut buf[filled..], base + filled as u64)?;
+            let n = file.read_at(&mut buf[filled..], base + filled as u64)?;
             filled += n;
             let eof = n == 0;
             if aligning {
@@ -367,20 +366,107 @@ impl Thread {
     }
 }
 
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> Result<usize, ReadFailure> {
-    loop {
-        match file.read_at(buf, offset) {
-            Ok(n) => return Ok(n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(ReadFailure::Read(offset, e)),
+/// An open input file: plain, read where asked, or compressed
+/// ([`Compression`]), decompressed as a stream whose offsets are those of
+/// the text.
+enum Input {
+    Plain(File),
+    Compressed(Decompressed),
+}
+
+/// A compressed file's text, read forwards from where the last read
+/// ended (a read further back starts again from the file's start).
+struct Decompressed {
+    path: PathBuf,
+    compression: Compression,
+    text: Box<dyn Read + Send>,
+    /// The text offset `text` reads next.
+    at: u64,
+}
+
+/// Bytes of compressed file read at a time.
+const COMPRESSED_READ: usize = 256 << 10;
+
+impl Input {
+    fn open(path: &Path) -> Result<Self, ReadFailure> {
+        let file = File::open(path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => ReadFailure::Vanished,
+            _ => ReadFailure::Open(e),
+        })?;
+        let name = path.file_name().map_or(&[][..], OsStr::as_bytes);
+        Ok(match Compression::of(name) {
+            Compression::None => Input::Plain(file),
+            compression => Input::Compressed(Decompressed {
+                path: path.to_owned(),
+                compression,
+                text: decompressor(compression, file),
+                at: 0,
+            }),
+        })
+    }
+
+    /// Reads into `buf` at text offset `offset`; 0 at the end.
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, ReadFailure> {
+        loop {
+            let read = match self {
+                Input::Plain(file) => file.read_at(buf, offset),
+                Input::Compressed(d) => d.read_at(buf, offset),
+            };
+            match read {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ReadFailure::Read(offset, e)),
+            }
         }
     }
 }
 
-/// The regular, non-hidden files of `dir` (symbolic links to regular
-/// files count) with their lengths, sorted by name (bytes); with `only`,
-/// the file of that name in `dir` alone, hidden or not (none once it is
-/// gone: a file deleted is not an input).
+/// A stream of `file`'s decompressed text.
+fn decompressor(compression: Compression, file: File) -> Box<dyn Read + Send> {
+    let file = io::BufReader::with_capacity(COMPRESSED_READ, file);
+    match compression {
+        // Concatenated gzip members read as one text, as `gzip -d` does.
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(file)),
+        Compression::Deflate => Box::new(flate2::read::ZlibDecoder::new(file)),
+        Compression::None => Box::new(file),
+    }
+}
+
+impl Decompressed {
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        if offset < self.at {
+            // Back (a range resumed before where this one was left):
+            // decompress again from the start.
+            let file = File::open(&self.path)?;
+            self.text = decompressor(self.compression, file);
+            self.at = 0;
+        }
+        // Forwards to `offset` (a range restored from a checkpoint),
+        // discarding the text before it.
+        let mut skip = [0u8; 8192];
+        while self.at < offset {
+            let want = (offset - self.at).min(skip.len() as u64) as usize;
+            let n = self.text.read(&mut skip[..want])?;
+            if n == 0 {
+                return Ok(0);
+            }
+            self.at += n as u64;
+        }
+        let n = self.text.read(buf)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// The regular files under `dir`, in its subdirectories too, with their
+/// lengths, named by their paths relative to `dir` and sorted by name
+/// (bytes), as Flink's file source enumerates a directory (recursively,
+/// its default filter skipping every file or directory whose name starts
+/// with `.` or `_`: hidden files, `_SUCCESS` markers, `_temporary`
+/// directories). Symbolic links to regular files count; a symbolic link to
+/// a directory is not followed (no cycles). With `only`, the file of that
+/// name in `dir` alone, hidden or not (none once it is gone: a file
+/// deleted is not an input).
 pub fn list_inputs(dir: &Path, only: Option<&OsStr>) -> io::Result<Vec<(OsString, u64)>> {
     if let Some(name) = only {
         return match fs::metadata(dir.join(name)) {
@@ -391,10 +477,26 @@ pub fn list_inputs(dir: &Path, only: Option<&OsStr>) -> io::Result<Vec<(OsString
         };
     }
     let mut names = Vec::new();
-    for entry in fs::read_dir(dir)? {
+    list_under(dir, Path::new(""), &mut names)?;
+    names.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    Ok(names)
+}
+
+/// Adds the input files of `dir`'s subdirectory `rel` (`""`: `dir`
+/// itself) to `names`, and those of its subdirectories.
+fn list_under(dir: &Path, rel: &Path, names: &mut Vec<(OsString, u64)>) -> io::Result<()> {
+    let entries = match fs::read_dir(dir.join(rel)) {
+        Ok(entries) => entries,
+        // A subdirectory removed since its parent was listed holds nothing.
+        Err(e) if e.kind() == io::ErrorKind::NotFound && !rel.as_os_str().is_empty() => {
+            return Ok(())
+        }
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
         let entry = entry?;
         let name = entry.file_name();
-        if name.as_bytes().starts_with(b".") {
+        if name.as_bytes().starts_with(b".") || name.as_bytes().starts_with(b"_") {
             continue;
         }
         // A file deleted between the listing and this look is not an
@@ -404,10 +506,12 @@ pub fn list_inputs(dir: &Path, only: Option<&OsStr>) -> io::Result<Vec<(OsString
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
+        let path = rel.join(&name);
         if meta.is_file() {
-            names.push((name, meta.len()));
+            names.push((path.into_os_string(), meta.len()));
+        } else if meta.is_dir() && !entry.file_type()?.is_symlink() {
+            list_under(dir, &path, names)?;
         }
     }
-    names.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    Ok(names)
+    Ok(())
 }

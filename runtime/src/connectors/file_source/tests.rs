@@ -162,9 +162,31 @@ fn sample(test: &str) -> (TempDir, Vec<String>) {
     d.write("f3", "c0 \u{e9}\r\nc1\r\nc2\n".as_bytes());
     d.write("f4", b"\n");
     d.write(".hidden", b"never\n");
-    fs::create_dir(d.0.join("sub")).unwrap();
-    fs::write(d.0.join("sub").join("x"), b"never\n").unwrap();
-    let all = strings(&["a0", "a1", "b0", "", "b2", "c0 \u{e9}\r", "c1\r", "c2", ""]);
+    d.write("_SUCCESS", b"never\n");
+    // Subdirectories are read too (Flink's enumerator is recursive), but
+    // not hidden ones, nor `_` ones (`_temporary`).
+    fs::create_dir_all(d.0.join("sub").join("deeper")).unwrap();
+    fs::write(d.0.join("sub").join("x"), b"s0\n").unwrap();
+    fs::write(d.0.join("sub").join(".y"), b"never\n").unwrap();
+    fs::write(d.0.join("sub").join("deeper").join("z"), b"s1\ns2\n").unwrap();
+    for skipped in [".git", "_temporary"] {
+        fs::create_dir(d.0.join(skipped)).unwrap();
+        fs::write(d.0.join(skipped).join("x"), b"never\n").unwrap();
+    }
+    let all = strings(&[
+        "a0",
+        "a1",
+        "b0",
+        "",
+        "b2",
+        "c0 \u{e9}\r",
+        "c1\r",
+        "c2",
+        "",
+        "s1",
+        "s2",
+        "s0",
+    ]);
     (d, all)
 }
 
@@ -765,4 +787,117 @@ fn an_opened_source_sleeps_until_its_reader_rings() {
     }
     assert_eq!(tail.items, lines);
     assert_eq!(bell.wakeups(), parks, "the reader ended every park");
+}
+
+/// `text` compressed as `compression` writes it (gzip in two members
+/// when `members`, as `cat a.gz b.gz` makes).
+fn compressed(compression: ranges::Compression, text: &[u8], members: bool) -> Vec<u8> {
+    use std::io::Write;
+    let level = flate2::Compression::default();
+    match compression {
+        ranges::Compression::Gzip => {
+            let half = if members { text.len() / 2 } else { text.len() };
+            let mut out = Vec::new();
+            for part in [&text[..half], &text[half..]] {
+                if part.is_empty() {
+                    continue;
+                }
+                let mut e = flate2::write::GzEncoder::new(Vec::new(), level);
+                e.write_all(part).unwrap();
+                out.extend(e.finish().unwrap());
+            }
+            out
+        }
+        ranges::Compression::Deflate => {
+            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), level);
+            e.write_all(text).unwrap();
+            e.finish().unwrap()
+        }
+        ranges::Compression::None => text.to_vec(),
+    }
+}
+
+/// Files ending in `.gz`/`.gzip` (gzip, also of concatenated members) and
+/// `.deflate` (zlib) are read as their decompressed lines, as Flink's
+/// file source reads them, next to a plain file; each is one range (a
+/// compressed file cannot be read from its middle), whatever the range
+/// size, and a checkpoint inside one, restored at another parallelism,
+/// resumes at its decompressed offset with every line once.
+#[test]
+fn compressed_files_are_read_decompressed_and_resume_mid_file() {
+    use ranges::Compression;
+    let d = TempDir::new("compressed");
+    let mut all = Vec::new();
+    let files = [
+        ("a.csv.gz", Compression::Gzip, false),
+        ("b.csv.GZIP", Compression::Gzip, true),
+        ("c.deflate", Compression::Deflate, false),
+        ("d.csv", Compression::None, false),
+    ];
+    for (f, (name, compression, members)) in files.iter().enumerate() {
+        let lines: Vec<String> = (0..(300 + f * 37)).map(|l| format!("{name}-{l}")).collect();
+        let text = lines.join("\n") + "\n";
+        d.write(name, &compressed(*compression, text.as_bytes(), *members));
+        all.extend(lines);
+    }
+    all.sort();
+    // Read whole, by one subtask.
+    let mut one = FileSource::new(&d.0, &info(0, 1))
+        .unwrap()
+        .with_range_size(100);
+    assert_eq!(sorted(drain(&mut one, 1000)), all);
+    // Cut mid-read (small chunks, few records per poll), restored at
+    // another parallelism.
+    for (before, after) in [(1, 3), (3, 2), (2, 1)] {
+        let make = |i, p| {
+            FileSource::new(&d.0, &info(i, p))
+                .unwrap()
+                .with_range_size(100)
+                .with_read_buffer(64)
+        };
+        let mut olds: Vec<FileSource> = (0..before).map(|i| make(i, before)).collect();
+        let mut emitted = Vec::new();
+        for s in &mut olds {
+            emitted.extend(take(s, 7, 5));
+        }
+        let cp = checkpoint(&mut olds);
+        drop(olds);
+        let compressed_ranges =
+            cp.0.iter()
+                .flatten()
+                .filter(|r| r.2 == u64::MAX)
+                .collect::<Vec<_>>();
+        assert!(
+            compressed_ranges.iter().any(|r| r.3 > 0),
+            "a checkpoint inside a compressed file: {compressed_ranges:?}"
+        );
+        for j in 0..after {
+            let mut s = make(j, after);
+            restore(&mut s, &cp, after, j);
+            emitted.extend(drain(&mut s, 7));
+        }
+        assert_eq!(sorted(emitted), all, "{before} -> {after}");
+    }
+}
+
+/// A file named as compressed that is not (or is cut short) fails the
+/// job naming the file, never passing on garbage.
+#[test]
+fn a_corrupt_compressed_file_fails_naming_it() {
+    let d = TempDir::new("corrupt-gz");
+    d.write("plain-text.gz", b"not gzip at all\n");
+    let mut s = FileSource::new(&d.0, &info(0, 1)).unwrap();
+    let (lines, msg) = until_error(&mut s);
+    assert!(lines.is_empty(), "{lines:?}");
+    assert!(msg.contains("plain-text.gz"), "{msg}");
+    let d = TempDir::new("truncated-gz");
+    let text: String = (0..2000).map(|i| format!("line {i}\n")).collect();
+    let full = compressed(ranges::Compression::Gzip, text.as_bytes(), false);
+    d.write("cut.gz", &full[..full.len() / 2]);
+    let mut s = FileSource::new(&d.0, &info(0, 1)).unwrap();
+    let (lines, msg) = until_error(&mut s);
+    assert!(msg.contains("cut.gz"), "{msg}");
+    // What was emitted is a prefix of the text's lines, each whole.
+    let want: Vec<String> = (0..lines.len()).map(|i| format!("line {i}")).collect();
+    assert_eq!(lines, want);
 }

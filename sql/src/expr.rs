@@ -2370,6 +2370,11 @@ fn check_pattern(name: &str, p: &str) -> Result<()> {
     functions::check_pattern(p).map_err(|e| SqlError::Type(format!("{name}: {e}")))
 }
 
+/// [`check_pattern`] for a pattern that reads text.
+fn check_parse_pattern(name: &str, p: &str) -> Result<()> {
+    functions::check_parse_pattern(p).map_err(|e| SqlError::Type(format!("{name}: {e}")))
+}
+
 fn comparable(a: DataType, b: DataType, what: &str) -> Result<()> {
     if least_common_type(a, b).is_some()
         || (a == DataType::Date && b.is_timestamp())
@@ -2726,7 +2731,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
     let name = crate::script::object_name(&f.name).to_ascii_uppercase();
     if f.over.is_some() {
         return Err(SqlError::Unsupported(format!(
-            "the window function `{name}() OVER` here (ROW_NUMBER for Top-N and deduplication is planned in a subquery's WHERE rn <= N)"
+            "the window function `{name}() OVER` here (ROW_NUMBER, RANK and DENSE_RANK for Top-N and deduplication are planned in a subquery's WHERE rn <= N)"
         )));
     }
     let raw = match &f.args {
@@ -2852,6 +2857,10 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
                 Scalar::Call(Func::ToTimestamp, vec![a], DataType::Timestamp)
             } else if a.ty().is_timestamp() {
                 a
+            } else if a.ty() == DataType::Date {
+                // Flink's DATE_FORMAT takes any datetime: a DATE is its
+                // midnight.
+                Scalar::Cast(Box::new(a), DataType::Timestamp, false)
             } else {
                 return Err(SqlError::Type(format!("DATE_FORMAT of {}", a.ty())));
             };
@@ -2891,7 +2900,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         "TO_TIMESTAMP" if n == 2 => {
             check_args(&name, &args, &[s, s])?;
             let p = literal_text(&name, &args, 1, "")?;
-            check_pattern(&name, &p)?;
+            check_parse_pattern(&name, &p)?;
             args.truncate(1);
             Scalar::Call(Func::ParseTime(p, false), args, DataType::Timestamp)
         }
@@ -3216,7 +3225,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             arity(1..=2)?;
             check_args(&name, &args, &[s, s])?;
             let p = literal_text(&name, &args, 1, "yyyy-MM-dd HH:mm:ss")?;
-            check_pattern(&name, &p)?;
+            check_parse_pattern(&name, &p)?;
             args.truncate(1);
             Scalar::Call(Func::UnixTimestamp(p), args, DataType::BigInt)
         }
@@ -3224,7 +3233,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             arity(1..=2)?;
             check_args(&name, &args, &[s, s])?;
             let p = literal_text(&name, &args, 1, "")?;
-            check_pattern(&name, &p)?;
+            check_parse_pattern(&name, &p)?;
             args.truncate(1);
             Scalar::Call(Func::ParseTime(p, true), args, DataType::Date)
         }
@@ -3390,6 +3399,10 @@ mod tests {
         assert_eq!(
             eval("DATE_FORMAT('2024-01-02 03:04:05', 'HH:mm')", &s, &r),
             Value::Str("03:04".into())
+        );
+        assert_eq!(
+            eval("DATE_FORMAT(DATE '2024-02-29', 'yyyy/MM/dd HH:mm')", &s, &r),
+            Value::Str("2024/02/29 00:00".into())
         );
         assert_eq!(eval("TO_TIMESTAMP('soon')", &s, &r), Value::Null);
     }
@@ -3950,7 +3963,7 @@ mod tests {
             err_of("TIMESTAMPDIFF(DAY, s, ts)").contains("argument 2 must be a TIMESTAMP or DATE")
         );
         assert!(err_of("UNIX_TIMESTAMP(s, s)").contains("not a string literal"));
-        assert!(err_of("FROM_UNIXTIME(1, 'EEE')").contains("FROM_UNIXTIME: DATE_FORMAT pattern"));
+        assert!(err_of("FROM_UNIXTIME(1, 'zzz')").contains("FROM_UNIXTIME: DATE_FORMAT pattern"));
         // The wall clock, per row.
         assert_eq!(ty_of("CURRENT_TIMESTAMP"), DataType::TimestampLtz);
         assert_eq!(ty_of("LOCALTIMESTAMP"), DataType::Timestamp);

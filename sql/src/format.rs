@@ -157,7 +157,10 @@ impl Format {
                 }
                 parse_csv(line, schema, o)
             }
-            Format::Json { .. } => parse_json(line, schema),
+            Format::Json {
+                ignore_parse_errors,
+                ..
+            } => parse_json(line, schema, *ignore_parse_errors),
         };
         match r {
             Ok(Some(row)) => Decoded::Record(row),
@@ -253,9 +256,29 @@ fn parse_csv(line: &str, schema: &Schema, o: &CsvOptions) -> Result<Option<Row>,
     }
     let mut values = Values::with_capacity(fields.len());
     for ((text, quoted, start), f) in fields.iter().zip(&schema.fields) {
-        values.push(csv_value(text, *quoted, f, o).ok_or_else(|| bad_field(text, *start, f))?);
+        values.push(field_or_null(
+            csv_value(text, *quoted, f, o),
+            o.ignore_parse_errors,
+            || bad_field(text, *start, f),
+        )?);
     }
     Ok(Some(Row::new(values)))
+}
+
+/// A field's value; one that does not parse is NULL when the format
+/// ignores parse errors (Flink's `*.ignore-parse-errors`: "fields are set
+/// to null in case of errors", the row kept), else the line's error.
+#[inline]
+fn field_or_null(
+    value: Option<Value>,
+    ignore: bool,
+    error: impl FnOnce() -> LineError,
+) -> Result<Value, LineError> {
+    match value {
+        Some(v) => Ok(v),
+        None if ignore => Ok(Value::Null),
+        None => Err(error()),
+    }
 }
 
 fn field_count(found: usize, schema: &Schema) -> String {
@@ -292,7 +315,11 @@ fn parse_plain_csv(
         };
         // The delimiter is ASCII: both ends are character boundaries.
         let text = &line[start..end];
-        values.push(csv_value(text, false, f, o).ok_or_else(|| bad_field(text, start, f))?);
+        values.push(field_or_null(
+            csv_value(text, false, f, o),
+            o.ignore_parse_errors,
+            || bad_field(text, start, f),
+        )?);
         start = end + 1;
     }
     Ok(Some(Row::new(values)))
@@ -345,11 +372,10 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
     let t = trim(text);
     Some(match ty {
         DataType::String => Value::Str(CompactString::from(text)),
-        DataType::Boolean => match t.to_ascii_lowercase().as_str() {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            _ => return None,
-        },
+        // Flink's CSV and JSON formats read a boolean's text with Java's
+        // `Boolean.parseBoolean(text.trim())`: `true` in any case is TRUE
+        // and any other text FALSE (`yes`, `1`, `maybe`), never an error.
+        DataType::Boolean => Value::Bool(t.eq_ignore_ascii_case("true")),
         DataType::Int => Value::Int(t.parse().ok()?),
         DataType::BigInt => Value::BigInt(t.parse().ok()?),
         DataType::Double => Value::Double(t.parse().ok()?),
@@ -368,7 +394,7 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
     })
 }
 
-fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, LineError> {
+fn parse_json(line: &str, schema: &Schema, ignore: bool) -> Result<Option<Row>, LineError> {
     let v: serde_json::Value =
         serde_json::from_str(line).map_err(|e| (Some(e.column()), format!("not JSON: {e}")))?;
     let serde_json::Value::Object(map) = v else {
@@ -383,12 +409,13 @@ fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, LineError> {
         });
         let bad =
             |j: &serde_json::Value| format!("field `{}`: {j} is not a valid {}", f.name, f.ty);
-        let value = match j {
-            None | Some(serde_json::Value::Null) => Value::Null,
-            Some(j) => match (f.ty, j) {
+        let read = |j: &serde_json::Value| -> Result<Value, LineError> {
+            Ok(match (f.ty, j) {
                 (DataType::String, serde_json::Value::String(s)) => Value::Str(s.as_str().into()),
                 (DataType::String, other) => Value::Str(other.to_string().into()),
                 (DataType::Boolean, serde_json::Value::Bool(b)) => Value::Bool(*b),
+                // A number's text is not `true` (Flink's parseBoolean).
+                (DataType::Boolean, serde_json::Value::Number(_)) => Value::Bool(false),
                 (DataType::Int, serde_json::Value::Number(n)) => Value::Int(
                     n.as_i64()
                         .and_then(|i| i32::try_from(i).ok())
@@ -407,7 +434,11 @@ fn parse_json(line: &str, schema: &Schema) -> Result<Option<Row>, LineError> {
                     parse_text(s, f.ty).ok_or_else(|| (None, bad(j)))?
                 }
                 _ => return Err((None, bad(j))),
-            },
+            })
+        };
+        let value = match j {
+            None | Some(serde_json::Value::Null) => Value::Null,
+            Some(j) => field_or_null(read(j).ok(), ignore, || (None, bad(j)))?,
         };
         values.push(value);
     }
@@ -546,6 +577,49 @@ mod tests {
         assert_eq!(lenient.parse("id,name,ts,price", &s), Parsed::Skip);
     }
 
+    /// A BOOLEAN field as Flink's formats read it (Java's
+    /// `Boolean.parseBoolean` of the trimmed text): `true` in any case is
+    /// TRUE, any other text FALSE, none an error; an empty field NULL.
+    #[test]
+    fn booleans_read_as_javas_parse_boolean() {
+        let s = Schema::new(vec![
+            Field::new("id", DataType::Int),
+            Field::new("b", DataType::Boolean),
+        ]);
+        let csv = Format::Csv(CsvOptions::default());
+        let json = Format::Json {
+            ignore_parse_errors: false,
+            timestamps: JsonTimestamps::Sql,
+        };
+        let read = |f: &Format, line: &str| match f.parse(line, &s) {
+            Parsed::Row(r) => r.values[1].clone(),
+            other => panic!("{line}: {other:?}"),
+        };
+        for (text, want) in [
+            ("true", true),
+            ("TRUE", true),
+            (" True ", true),
+            ("false", false),
+            ("FALSE", false),
+            ("yes", false),
+            ("1", false),
+            ("t", false),
+            ("maybe", false),
+        ] {
+            assert_eq!(
+                read(&csv, &format!("1,{text}")),
+                Value::Bool(want),
+                "{text}"
+            );
+            let line = format!("{{\"id\": 1, \"b\": \"{text}\"}}");
+            assert_eq!(read(&json, &line), Value::Bool(want), "{line}");
+        }
+        assert_eq!(read(&csv, "1,"), Value::Null);
+        assert_eq!(read(&json, r#"{"id": 1, "b": true}"#), Value::Bool(true));
+        assert_eq!(read(&json, r#"{"id": 1, "b": 1}"#), Value::Bool(false));
+        assert_eq!(read(&json, r#"{"id": 1, "b": null}"#), Value::Null);
+    }
+
     /// For the file source: errors carry the column of the bad field and
     /// the option that would skip them; skipped lines are `Ignored`.
     #[test]
@@ -568,9 +642,19 @@ mod tests {
             ignore_parse_errors: true,
             ..CsvOptions::default()
         });
-        assert!(
-            matches!(lenient.decode("1,x,nope,1", &s), Decoded::Ignored(m) if m.contains("`ts`"))
+        // A field that does not parse is NULL (Flink: "fields are set to
+        // null in case of errors"); a line that does not split into the
+        // columns is skipped.
+        assert_eq!(
+            lenient.decode("1,x,nope,1", &s),
+            Decoded::Record(Row::of([
+                Value::BigInt(1),
+                Value::Str("x".into()),
+                Value::Null,
+                Value::decimal(100)
+            ]))
         );
+        assert!(matches!(lenient.decode("1,x", &s), Decoded::Ignored(m) if m.contains("2 fields")));
         assert_eq!(strict.decode("  \r", &s), Decoded::Skip);
         let json = Format::Json {
             ignore_parse_errors: false,

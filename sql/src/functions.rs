@@ -45,10 +45,13 @@ pub fn like(text: &str, pattern: &str, escape: Option<char>) -> bool {
     pi == p.len()
 }
 
-/// A timestamp formatted with a Java `SimpleDateFormat`-style pattern as
-/// Flink's DATE_FORMAT takes: `yyyy`, `yy`, `MM`, `M`, `dd`, `d`, `HH`,
-/// `H`, `hh`, `mm`, `ss`, `SSS`, `a`, text in single quotes; other
-/// letters are refused when the query is planned ([`check_pattern`]).
+/// A timestamp formatted with a Java `DateTimeFormatter` pattern as
+/// Flink's DATE_FORMAT takes (English names): `yyyy`, `yy` (`u` as `y`),
+/// `MM`, `M`, `MMM` (`Jan`), `MMMM` (`January`), `dd`, `d`, `D` (day of
+/// the year), `EEE` (`Mon`), `EEEE` (`Monday`), `HH`, `H`, `hh`, `h`, `k`
+/// (1..24), `K` (0..11), `mm`, `ss`, `SSS`, `a`, `Q` (quarter), text in
+/// single quotes; other letters are refused when the query is planned
+/// ([`check_pattern`]).
 pub fn date_format(ms: i64, pattern: &str) -> String {
     let (y, mo, d, h, mi, s, milli) = timestamp_parts(ms);
     let mut out = String::with_capacity(pattern.len() + 4);
@@ -74,9 +77,19 @@ pub fn date_format(ms: i64, pattern: &str) -> String {
         }
         let field = |v: i64, width: usize| format!("{v:0width$}");
         match c {
-            'y' if n == 2 => out.push_str(&field(y.rem_euclid(100), 2)),
-            'y' => out.push_str(&field(y, n.max(4))),
+            'y' | 'u' if n == 2 => out.push_str(&field(y.rem_euclid(100), 2)),
+            'y' | 'u' => out.push_str(&field(y, n.max(4))),
+            'M' if n >= 4 => out.push_str(MONTHS[mo as usize - 1]),
+            'M' if n == 3 => out.push_str(&MONTHS[mo as usize - 1][..3]),
             'M' => out.push_str(&field(i64::from(mo), n)),
+            'E' => {
+                let day = DAYS[extract(TimeUnit::DayOfWeek, ms) as usize - 1];
+                out.push_str(if n >= 4 { day } else { &day[..3] });
+            }
+            'D' => out.push_str(&field(extract(TimeUnit::DayOfYear, ms), n)),
+            'Q' => out.push_str(&field(extract(TimeUnit::Quarter, ms), n)),
+            'k' => out.push_str(&field(i64::from(if h == 0 { 24 } else { h }), n)),
+            'K' => out.push_str(&field(i64::from(h % 12), n)),
             'd' => out.push_str(&field(i64::from(d), n)),
             'H' => out.push_str(&field(i64::from(h), n)),
             'h' => out.push_str(&field(i64::from((h + 11) % 12 + 1), n)),
@@ -95,15 +108,64 @@ pub fn date_format(ms: i64, pattern: &str) -> String {
     out
 }
 
+/// Month names, as Java's `DateTimeFormatter` writes `MMMM` (`MMM`: the
+/// first three letters) in an English locale.
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// Day names from Sunday (DAYOFWEEK 1), as `EEEE` (`EEE`: three letters).
+const DAYS: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+
 /// Why a DATE_FORMAT pattern is refused: a letter weir does not format.
 pub fn check_pattern(pattern: &str) -> Result<(), String> {
+    check_letters(
+        pattern,
+        "yuMdHhkKmsSaEDQ",
+        "yyyy MM MMM MMMM dd D EEE EEEE HH hh k K mm ss SSS a Q",
+    )
+}
+
+/// Why a pattern to read text with (TO_TIMESTAMP, TO_DATE,
+/// UNIX_TIMESTAMP) is refused: a letter weir does not read, or a month's
+/// name (`MMM`).
+pub fn check_parse_pattern(pattern: &str) -> Result<(), String> {
+    check_letters(pattern, "yMdHhmsSa", "yyyy MM dd HH hh mm ss SSS a")?;
+    if pattern.contains("MMM") {
+        return Err(format!(
+            "DATE_FORMAT pattern `{pattern}`: month names (`MMM`) are not read (MM is)"
+        ));
+    }
+    Ok(())
+}
+
+fn check_letters(pattern: &str, letters: &str, names: &str) -> Result<(), String> {
     let mut quoted = false;
     for c in pattern.chars() {
         if c == '\'' {
             quoted = !quoted;
-        } else if !quoted && c.is_ascii_alphabetic() && !"yMdHhmsSa".contains(c) {
+        } else if !quoted && c.is_ascii_alphabetic() && !letters.contains(c) {
             return Err(format!(
-                "DATE_FORMAT pattern `{pattern}`: the letter `{c}` is not supported (yyyy MM dd HH hh mm ss SSS a are)"
+                "DATE_FORMAT pattern `{pattern}`: the letter `{c}` is not supported ({names} are)"
             ));
         }
     }
@@ -827,8 +889,17 @@ mod tests {
         assert_eq!(extract(TimeUnit::DayOfYear, ts), 65);
         assert_eq!(extract(TimeUnit::Week, ts), 10);
         assert_eq!(extract(TimeUnit::Quarter, ts), 1);
-        assert!(check_pattern("yyyy-MM-dd").is_ok());
-        assert!(check_pattern("EEE").is_err());
+        assert_eq!(
+            date_format(ts, "EEE, d MMM yyyy; EEEE MMMM D Q k K"),
+            "Tue, 5 Mar 2024; Tuesday March 65 1 14 2"
+        );
+        let midnight = parse_timestamp("2023-12-31 00:30:00").unwrap();
+        assert_eq!(
+            date_format(midnight, "EEEE MMM k K h"),
+            "Sunday Dec 24 0 12"
+        );
+        assert!(check_pattern("yyyy-MM-dd EEE MMMM").is_ok());
+        assert!(check_pattern("zzz").is_err());
     }
 }
 

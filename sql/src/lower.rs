@@ -308,11 +308,17 @@ impl<'j> Lowering<'j> {
                 time,
                 frame,
                 aggs,
+                lags,
             } => {
                 let rows = self.rows(input)?;
                 let layout = (input.schema.types(), partition, frame, agg_layout(aggs));
-                let uid = self.state_uid("over-aggregate", &layout);
-                crate::over_agg::lower(rows, &uid, partition, *time, *frame, Aggs::new(aggs))
+                // (LAGs keep rows of their own: in the digest when there.)
+                let uid = if lags.is_empty() {
+                    self.state_uid("over-aggregate", &layout)
+                } else {
+                    self.state_uid("over-aggregate", &(layout, lags))
+                };
+                crate::over_agg::lower(rows, &uid, partition, *time, *frame, Aggs::new(aggs), lags)
             }
             Node::Rank { input, rank } => {
                 let rows = self.rows(input)?;

@@ -18,8 +18,10 @@
 //! - `UNBOUNDED PRECEDING` (either unit, and the default frame): a running
 //!   accumulator per key.
 //!
-//! A row arriving behind the watermark (late) is dropped, as Flink drops
-//! it. The output is append-only. State per key: the pending rows, the
+//! `LAG(x [, offset [, default]])` in the same SELECT reads the row
+//! `offset` rows before in that order (the partition's last rows kept in
+//! keyed state). A row arriving behind the watermark (late) is dropped,
+//! as Flink drops it. The output is append-only. State per key: the pending rows, the
 //! rows a bounded frame may still reach, the running accumulator — all
 //! keyed state, checkpointed and rescaled with the key.
 
@@ -33,7 +35,7 @@ use weir_runtime::{
 
 use crate::agg::{Acc, Aggs};
 use crate::distinct::NoDistinct;
-use crate::value::{Key, Row, RowKind, RowList};
+use crate::value::{Key, Row, RowKind, RowList, Value};
 
 /// The frame of an OVER window, always ending at the current row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,11 +52,29 @@ pub enum OverFrame {
     },
 }
 
+/// `LAG(x, offset, default)` OVER the window: the value of column `arg`
+/// of the row `offset` rows before in the partition's order (rows of
+/// equal time in the order of their other columns), `default` when there
+/// is none. Its frame does not matter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lag {
+    /// The input column read.
+    pub arg: usize,
+    /// How many rows back (1 by default).
+    pub offset: usize,
+    /// The value when there is no such row.
+    pub default: Value,
+}
+
 /// The OVER aggregation of one partition key (see the module docs).
 pub struct OverAggregate {
     aggs: Aggs,
+    lags: Arc<[Lag]>,
     time: usize,
     frame: OverFrame,
+    /// LAG's rows: the partition's last rows, as many as the largest
+    /// offset.
+    recent: KeyedValueState<Key, RowList>,
     /// Rows waiting for the watermark.
     pending: KeyedValueState<Key, RowList>,
     /// Emitted rows a bounded frame may still reach, in order.
@@ -67,8 +87,15 @@ pub struct OverAggregate {
 impl OverAggregate {
     /// Aggregates `aggs` over `frame`, rows ordered by column `time`.
     pub fn new(aggs: Aggs, time: usize, frame: OverFrame) -> Self {
+        Self::with_lags(aggs, Arc::from(Vec::new()), time, frame)
+    }
+
+    /// The same with `lags`, whose values follow the aggregates'.
+    pub fn with_lags(aggs: Aggs, lags: Arc<[Lag]>, time: usize, frame: OverFrame) -> Self {
         Self {
             aggs,
+            lags,
+            recent: KeyedValueState::new("over-lag-rows"),
             time,
             frame,
             pending: KeyedValueState::new("over-pending-rows"),
@@ -94,11 +121,41 @@ impl OverAggregate {
         })
     }
 
-    fn emit<C: Collector<Row>>(&self, row: &Row, acc: &Acc, out: &mut C) {
+    fn emit<C: Collector<Row>>(&self, row: &Row, acc: &Acc, lags: &[Value], out: &mut C) {
         let mut r = row.clone();
         r.kind = RowKind::Insert;
         self.aggs.result_into(acc, &mut r.values);
+        r.values.extend(lags.iter().cloned());
         out.collect(r);
+    }
+
+    /// Each row of `ready` (in order)'s LAG values, the partition's last
+    /// rows moved on past them.
+    fn lag_values(&mut self, ctx: &KeyContext<Key>, ready: &[Row]) -> Vec<Vec<Value>> {
+        if self.lags.is_empty() {
+            return vec![Vec::new(); ready.len()];
+        }
+        let keep = self.lags.iter().map(|l| l.offset).max().unwrap_or(0);
+        let mut recent = self.recent.value(ctx).unwrap_or_default().0;
+        let mut out = Vec::with_capacity(ready.len());
+        for r in ready {
+            out.push(
+                self.lags
+                    .iter()
+                    .map(|l| match recent.len().checked_sub(l.offset) {
+                        Some(i) if l.offset > 0 => recent[i].values[l.arg].clone(),
+                        _ if l.offset == 0 => r.values[l.arg].clone(),
+                        _ => l.default.clone(),
+                    })
+                    .collect(),
+            );
+            recent.push(r.clone());
+            if recent.len() > keep {
+                recent.drain(..recent.len() - keep);
+            }
+        }
+        self.recent.update(ctx, RowList(recent));
+        out
     }
 
     fn fold_all<'r>(&self, rows: impl Iterator<Item = &'r Row>) -> Acc {
@@ -112,6 +169,7 @@ impl OverAggregate {
     /// Emits `ready` (the rows of one time, in order).
     fn fire<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, ready: Vec<Row>, out: &mut C) {
         let t = self.time_of(&ready[0]);
+        let lags = self.lag_values(ctx, &ready);
         match self.frame {
             OverFrame::Unbounded { peers } => {
                 let mut acc = self
@@ -122,24 +180,24 @@ impl OverAggregate {
                     for r in &ready {
                         self.aggs.fold(&mut acc, r, &mut NoDistinct);
                     }
-                    for r in &ready {
-                        self.emit(r, &acc, out);
+                    for (r, l) in ready.iter().zip(&lags) {
+                        self.emit(r, &acc, l, out);
                     }
                 } else {
-                    for r in &ready {
+                    for (r, l) in ready.iter().zip(&lags) {
                         self.aggs.fold(&mut acc, r, &mut NoDistinct);
-                        self.emit(r, &acc, out);
+                        self.emit(r, &acc, l, out);
                     }
                 }
                 self.running.update(ctx, acc);
             }
             OverFrame::Rows(n) => {
                 let mut hist = self.history.value(ctx).unwrap_or_default().0;
-                for r in ready {
+                for (r, l) in ready.into_iter().zip(&lags) {
                     hist.push(r);
                     let from = hist.len().saturating_sub(n as usize + 1);
                     let acc = self.fold_all(hist[from..].iter());
-                    self.emit(hist.last().expect("just pushed"), &acc, out);
+                    self.emit(hist.last().expect("just pushed"), &acc, l, out);
                     if hist.len() > n as usize {
                         hist.drain(..hist.len() - n as usize);
                     }
@@ -151,8 +209,8 @@ impl OverAggregate {
                 let low = t.saturating_sub(range);
                 hist.retain(|r| self.time_of(r) >= low);
                 let acc = self.fold_all(hist.iter().chain(ready.iter()));
-                for r in &ready {
-                    self.emit(r, &acc, out);
+                for (r, l) in ready.iter().zip(&lags) {
+                    self.emit(r, &acc, l, out);
                 }
                 hist.extend(ready);
                 self.history.update(ctx, RowList(hist));
@@ -215,6 +273,9 @@ impl KeyedProcessFunction for OverAggregate {
         states.value(&mut self.pending);
         states.value(&mut self.history);
         states.value(&mut self.running);
+        if !self.lags.is_empty() {
+            states.value(&mut self.recent);
+        }
     }
 }
 
@@ -227,11 +288,13 @@ pub fn lower<'j>(
     time: usize,
     frame: OverFrame,
     aggs: Aggs,
+    lags: &[Lag],
 ) -> BranchStream<'j, Row> {
     let cols: Arc<[usize]> = partition.into();
+    let lags: Arc<[Lag]> = lags.into();
     rows.key_by(move |r: &Row| Key::of(cols.iter().map(|&c| r.values[c].clone())))
         .process(uid, move |_: &SubtaskInfo| {
-            OverAggregate::new(aggs.clone(), time, frame)
+            OverAggregate::with_lags(aggs.clone(), lags.clone(), time, frame)
         })
         .share()
         .branch()

@@ -36,6 +36,7 @@ mod over;
 mod over_agg;
 mod set_ops;
 mod subquery;
+
 #[cfg(test)]
 mod tests;
 mod values;
@@ -112,6 +113,8 @@ pub enum Node {
         frame: crate::over_agg::OverFrame,
         /// The aggregates.
         aggs: Vec<AggCall>,
+        /// LAG calls, their values after the aggregates'.
+        lags: Vec<crate::over_agg::Lag>,
     },
     /// Literal rows (`VALUES`): a bounded source.
     Values(Arc<Vec<crate::value::Row>>),
@@ -328,8 +331,8 @@ pub struct AggCall {
 }
 
 impl AggCall {
-    /// The result type of `func` over `arg` (Flink's rules: SUM and AVG
-    /// keep an integer type, COUNT is BIGINT).
+    /// The result type of `func` over `arg` (Flink's rules: SUM, AVG and
+    /// the variances keep an integer type, COUNT is BIGINT).
     fn result_type(func: AggFunc, arg: DataType) -> Result<DataType> {
         Ok(match func {
             AggFunc::Count => DataType::BigInt,
@@ -342,7 +345,9 @@ impl AggCall {
             }
             AggFunc::Sum | AggFunc::Avg | AggFunc::Variance { .. } => match arg {
                 DataType::Int | DataType::BigInt | DataType::Double => arg,
-                DataType::Decimal { .. } if matches!(func, AggFunc::Variance { .. }) => arg,
+                // AVG and the variances (Calcite's SqlAvgAggFunction, typed
+                // by Flink's deriveAvgAggType) of a DECIMAL(p, s) are
+                // DECIMAL(38, max(6, s)); SUM keeps the scale.
                 DataType::Decimal { scale, .. } if func == AggFunc::Sum => DataType::Decimal {
                     precision: 38,
                     scale,
@@ -514,11 +519,20 @@ impl<'c> Planner<'c> {
             self.grouping_set = set;
             return self.select(&rewritten);
         }
-        if let Some(d) = &s.distinct {
-            return self.select_distinct(s, d);
+        if let Some(rewritten) = self.rewrite_scalar_subqueries(s)? {
+            self.grouping_set = set;
+            return self.select(&rewritten);
         }
         if s.from.is_empty() {
-            return Err(SqlError::Unsupported("a SELECT without FROM".into()));
+            // `SELECT 1 + 1, UPPER('a')`: as Flink (Calcite's `VALUES ()`),
+            // the expressions over one row of a one-row table.
+            let mut one_row = s.clone();
+            one_row.from = dual()?;
+            self.grouping_set = set;
+            return self.select(&one_row);
+        }
+        if let Some(d) = &s.distinct {
+            return self.select_distinct(s, d);
         }
         // `FROM (SELECT .., ROW_NUMBER() OVER (..) AS rn ..) WHERE rn <= N`:
         // a Top-N, the rest of WHERE filtering its rows. `FROM a, b WHERE
@@ -1729,10 +1743,15 @@ impl Plan {
                 time,
                 frame,
                 aggs,
+                lags,
             } => {
+                let lags: Vec<String> = lags
+                    .iter()
+                    .map(|l| format!(", LAG({}, {})", input.schema.fields[l.arg].name, l.offset))
+                    .collect();
                 let _ = writeln!(
                     s,
-                    "{pad}OverAggregate(partitionBy=[{}], orderBy=[{}], frame=[{frame:?}], select=[{}])",
+                    "{pad}OverAggregate(partitionBy=[{}], orderBy=[{}], frame=[{frame:?}], select=[{}{}])",
                     partition
                         .iter()
                         .map(|&c| input.schema.fields[c].name.as_str())
@@ -1742,7 +1761,8 @@ impl Plan {
                     aggs.iter()
                         .map(|a| a.text.as_str())
                         .collect::<Vec<_>>()
-                        .join(", ")
+                        .join(", "),
+                    lags.concat()
                 );
                 input.explain_into(s, depth + 1);
             }
@@ -1840,7 +1860,49 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Whether every source under this plan ends by itself.
+    pub fn is_bounded(&self) -> bool {
+        match &self.node {
+            Node::Values(_) => true,
+            Node::Scan(t) => match &t.connector {
+                crate::connectors::Connector::Datagen(g) => g.count().is_some(),
+                crate::connectors::Connector::Nexmark(n) => n.events.is_some(),
+                crate::connectors::Connector::Filesystem {
+                    monitor_interval, ..
+                } => monitor_interval.is_none(),
+                crate::connectors::Connector::Kafka(k) => k.is_bounded(),
+                _ => true,
+            },
+            Node::Calc { input, .. }
+            | Node::WindowAgg { input, .. }
+            | Node::GroupAgg { input, .. }
+            | Node::OverAgg { input, .. }
+            | Node::Rank { input, .. }
+            | Node::WindowAssign { input, .. } => input.is_bounded(),
+            Node::Union(inputs) => inputs.iter().all(Plan::is_bounded),
+            Node::Join { left, right, .. }
+            | Node::IntervalJoin { left, right, .. }
+            | Node::TemporalJoin { left, right, .. }
+            | Node::WindowJoin { left, right, .. } => left.is_bounded() && right.is_bounded(),
+        }
+    }
+}
+
 /// A literal NULL of a type, for places a value must be made up.
 pub fn null() -> Value {
     Value::Null
+}
+
+/// The FROM of a SELECT without one: a table of one row, whose one
+/// column is hidden (`__weir_`) from `*`.
+fn dual() -> Result<Vec<ast::TableWithJoins>> {
+    let q = sqlparser::parser::Parser::new(&crate::dialect::FlinkDialect::default())
+        .try_with_sql("SELECT 1 FROM (VALUES (0)) AS __weir_dual(__weir_dual)")
+        .and_then(|mut p| p.parse_query())
+        .map_err(|e| SqlError::Plan(format!("a SELECT without FROM: {e}")))?;
+    match *q.body {
+        SetExpr::Select(one) => Ok(one.from),
+        _ => Err(SqlError::Plan("a SELECT without FROM".into())),
+    }
 }

@@ -5,7 +5,9 @@
 //! per key in keyed state, so checkpointed, restored and rescaled with the
 //! key's key group. Over an updating input a Top-N is [`RetractTopN`]
 //! (Flink's `RetractableTopNFunction`), which keeps all the key's rows;
-//! deduplication and window Top-N take append-only input.
+//! deduplication and window Top-N take append-only input. `RANK()` and
+//! `DENSE_RANK()` bounded the same way are a [`RetractTopN`] with
+//! [`Ties`]: a range of ranks, peers sharing one.
 //!
 //! **Top-N** keeps the N best rows of each key, sorted, in one
 //! [`KeyedValueState`] value ([`RowList`]); a row that falls out of the
@@ -56,6 +58,18 @@ pub struct SortKey {
     pub nulls_first: bool,
 }
 
+/// How a Top-N numbers rows equal on the ORDER BY columns (peers), for
+/// `RANK()` and `DENSE_RANK()` (ROW_NUMBER numbers each row apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ties {
+    /// `RANK()`: peers share a rank, and the next rank skips the numbers
+    /// they used (1, 1, 3).
+    Rank,
+    /// `DENSE_RANK()`: peers share a rank, and the next rank is one more
+    /// (1, 1, 2).
+    Dense,
+}
+
 /// What a ROW_NUMBER() bounded by `rn <= N` is run as.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RankKind {
@@ -91,6 +105,29 @@ pub enum RankKind {
         limit: usize,
         /// Keep every row (an updating input); else the first N only.
         keep_all: bool,
+    },
+    /// `RANK()` or `DENSE_RANK()` bounded by `rk <= N`: the rows ranked
+    /// `start..=limit` by `order` per key, peers sharing a rank, so more
+    /// than N rows may be kept. Run as [`RetractTopN`] with `ties`.
+    TiedTopN {
+        /// RANK or DENSE_RANK.
+        ties: Ties,
+        /// ORDER BY.
+        order: Vec<SortKey>,
+        /// The first rank kept (1-based).
+        start: usize,
+        /// N, the last rank kept.
+        limit: usize,
+        /// Keep every row (an updating input); else those ranked up to N.
+        keep_all: bool,
+    },
+    /// Not a rank: a mini-batch of an updating input's changes (see
+    /// [`MiniBatch`]), as the planner puts it on the updating side of a
+    /// join without keys, whose every change re-joins all the other
+    /// side's rows.
+    MiniBatch {
+        /// How long changes wait at most (processing time, ms).
+        interval_ms: i64,
     },
     /// `ORDER BY time ASC`, `rn = 1`: the first row per key.
     KeepFirst {
@@ -152,26 +189,7 @@ impl fmt::Display for Explain<'_> {
                     RankKind::RetractTopN { start, .. } => start,
                     _ => 1,
                 };
-                let order = order
-                    .iter()
-                    .map(|k| {
-                        format!(
-                            "{} {}{}",
-                            name(k.col),
-                            if k.desc { "DESC" } else { "ASC" },
-                            if k.nulls_first == k.desc {
-                                if k.nulls_first {
-                                    " NULLS FIRST"
-                                } else {
-                                    " NULLS LAST"
-                                }
-                            } else {
-                                ""
-                            }
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                let order = order_text(order, &name);
                 write!(
                     f,
                     "{}rankType=[ROW_NUMBER], rankRange=[rankStart={start}, rankEnd={limit}], partitionBy=[{partition}], orderBy=[{order}], outputRankNumber=[{}])",
@@ -185,6 +203,35 @@ impl fmt::Display for Explain<'_> {
                     r.row_number.is_some()
                 )
             }
+            RankKind::TiedTopN {
+                ties,
+                order,
+                start,
+                limit,
+                keep_all,
+            } => write!(
+                f,
+                "Rank(strategy=[{}], rankType=[{}], rankRange=[rankStart={start}, rankEnd={limit}], partitionBy=[{partition}], orderBy=[{}], outputRankNumber=[{}])",
+                if *keep_all {
+                    "RetractStrategy"
+                } else {
+                    "AppendFastStrategy"
+                },
+                match ties {
+                    Ties::Rank => "RANK",
+                    Ties::Dense => "DENSE_RANK",
+                },
+                order_text(order, &name),
+                r.row_number.is_some()
+            ),
+            RankKind::MiniBatch { interval_ms } if *interval_ms == i64::MAX => write!(
+                f,
+                "MiniBatch(key=[{partition}], until=[end of input])"
+            ),
+            RankKind::MiniBatch { interval_ms } => write!(
+                f,
+                "MiniBatch(key=[{partition}], interval=[{interval_ms} ms])"
+            ),
             RankKind::KeepFirst { time } | RankKind::KeepLast { time } => write!(
                 f,
                 "Deduplicate(keep=[{}], key=[{partition}], order=[ROWTIME {}])",
@@ -199,8 +246,47 @@ impl fmt::Display for Explain<'_> {
     }
 }
 
+/// EXPLAIN's ORDER BY: `col DESC, col ASC NULLS LAST`.
+fn order_text<'a>(order: &[SortKey], name: &dyn Fn(usize) -> &'a str) -> String {
+    order
+        .iter()
+        .map(|k| {
+            format!(
+                "{} {}{}",
+                name(k.col),
+                if k.desc { "DESC" } else { "ASC" },
+                if k.nulls_first == k.desc {
+                    if k.nulls_first {
+                        " NULLS FIRST"
+                    } else {
+                        " NULLS LAST"
+                    }
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `a` before `b` in the Top-N's order (see the module doc for ties).
 pub fn compare(order: &[SortKey], a: &Row, b: &Row) -> Ordering {
+    let o = compare_keys(order, a, b);
+    if o != Ordering::Equal {
+        return o;
+    }
+    for (x, y) in a.values.iter().zip(&b.values) {
+        let o = x.total_cmp(y);
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// `a` and `b` by the ORDER BY columns alone: `Equal` for peers.
+fn compare_keys(order: &[SortKey], a: &Row, b: &Row) -> Ordering {
     for k in order {
         let (x, y) = (&a.values[k.col], &b.values[k.col]);
         let o = match (x.is_null(), y.is_null()) {
@@ -216,13 +302,24 @@ pub fn compare(order: &[SortKey], a: &Row, b: &Row) -> Ordering {
             return o;
         }
     }
-    for (x, y) in a.values.iter().zip(&b.values) {
-        let o = x.total_cmp(y);
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
     Ordering::Equal
+}
+
+/// The ranks of `rows` (sorted by `order`) as `ties` numbers them.
+fn ranks(order: &[SortKey], ties: Ties, rows: &[Row]) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let rank = match out.last() {
+            None => 1,
+            Some(&prev) if compare_keys(order, &rows[i - 1], row) == Ordering::Equal => prev,
+            Some(&prev) => match ties {
+                Ties::Rank => i + 1,
+                Ties::Dense => prev + 1,
+            },
+        };
+        out.push(rank);
+    }
+    out
 }
 
 /// The row with its row number written to `col`, as `kind`.
@@ -323,11 +420,19 @@ impl KeyedProcessFunction for AppendTopN {
 /// row number `start` above 1 (`rn > 1`, `BETWEEN`, `OFFSET`) the same
 /// goes for the ranks `start..=N`; over an append-only input the rows
 /// after the N-th are dropped then, as nothing can bring them back.
+///
+/// With `ties` (RANK, DENSE_RANK) the range is of ranks, peers sharing
+/// one, so it may hold more than N rows; the output is the change of the
+/// rows in it: `-D`/`+I` of the rows that left or entered it and, with the
+/// rank in the result, `-U`/`+U` of a row whose rank changed (a row
+/// entering above it pushes it down). Over an append-only input the rows
+/// ranked past N are dropped: a row's rank only grows as rows arrive.
 pub struct RetractTopN {
     order: Arc<[SortKey]>,
     start: usize,
     limit: usize,
     keep_all: bool,
+    ties: Option<Ties>,
     row_number: Option<usize>,
     rows: KeyedValueState<Key, RowList>,
 }
@@ -347,8 +452,111 @@ impl RetractTopN {
             start: start.max(1),
             limit,
             keep_all,
+            ties: None,
             row_number,
             rows: KeyedValueState::new("top-n-all-rows"),
+        }
+    }
+
+    /// The same, the range `start..=limit` of ranks numbered as `ties`.
+    pub fn ranked(
+        order: Arc<[SortKey]>,
+        range: (usize, usize),
+        ties: Ties,
+        keep_all: bool,
+        row_number: Option<usize>,
+    ) -> Self {
+        Self {
+            ties: Some(ties),
+            ..Self::new(order, range, keep_all, row_number)
+        }
+    }
+
+    /// The rows of `rows` (sorted) ranked `start..=limit` as `ties`, each
+    /// with its rank.
+    fn tied_range(&self, ties: Ties, rows: &[Row]) -> Vec<(Row, usize)> {
+        let ranks = ranks(&self.order, ties, rows);
+        rows.iter()
+            .zip(ranks)
+            .skip_while(|(_, r)| *r < self.start)
+            .take_while(|(_, r)| *r <= self.limit)
+            .map(|(row, r)| (row.clone(), r))
+            .collect()
+    }
+
+    /// [`process`](KeyedProcessFunction::process) with `ties`: the rows
+    /// and ranks before and after the change, merged (both sorted) into
+    /// the changes of the output.
+    fn process_tied<C: Collector<Row>>(
+        &mut self,
+        ctx: &KeyContext<Key>,
+        row: Row,
+        accumulate: bool,
+        ties: Ties,
+        out: &mut C,
+    ) {
+        let held = |s: &Self| -> Vec<(Row, usize)> {
+            s.rows
+                .value_ref(ctx)
+                .map_or_else(Vec::new, |l| s.tied_range(ties, &l.0))
+        };
+        let before = held(self);
+        let order = self.order.clone();
+        let rows = &mut self.rows.value_mut_or_insert_with(ctx, RowList::default).0;
+        if accumulate {
+            let at = rows.partition_point(|r| compare(&order, r, &row) != Ordering::Greater);
+            rows.insert(at, row);
+        } else {
+            let at = rows.partition_point(|r| compare(&order, r, &row) == Ordering::Less);
+            match rows.get(at) {
+                Some(r) if r.values == row.values => {
+                    rows.remove(at);
+                }
+                _ => return,
+            }
+        }
+        if !self.keep_all {
+            // Ranks only grow as rows arrive: past N is past for good.
+            let ranks = ranks(&order, ties, rows);
+            let kept = ranks.partition_point(|&r| r <= self.limit);
+            rows.truncate(kept);
+        }
+        let after = held(self);
+        let col = self.row_number;
+        let (mut retract, mut add) = (Vec::new(), Vec::new());
+        let (mut i, mut j) = (0, 0);
+        while i < before.len() || j < after.len() {
+            let o = match (before.get(i), after.get(j)) {
+                (Some((b, _)), Some((a, _))) => compare(&order, b, a),
+                (Some(_), None) => Ordering::Less,
+                _ => Ordering::Greater,
+            };
+            match o {
+                Ordering::Equal => {
+                    let ((was, r0), (now, r1)) = (&before[i], &after[j]);
+                    if col.is_some() && r0 != r1 {
+                        retract.push(numbered(was, col, *r0, RowKind::UpdateBefore));
+                        add.push(numbered(now, col, *r1, RowKind::UpdateAfter));
+                    }
+                    (i, j) = (i + 1, j + 1);
+                }
+                Ordering::Less => {
+                    let (was, r) = &before[i];
+                    retract.push(numbered(was, col, *r, RowKind::Delete));
+                    i += 1;
+                }
+                Ordering::Greater => {
+                    let (now, r) = &after[j];
+                    add.push(numbered(now, col, *r, RowKind::Insert));
+                    j += 1;
+                }
+            }
+        }
+        for r in retract.into_iter().chain(add) {
+            out.collect(r);
+        }
+        if self.rows.value_ref(ctx).is_some_and(|l| l.0.is_empty()) {
+            self.rows.clear(ctx);
         }
     }
 }
@@ -361,6 +569,9 @@ impl KeyedProcessFunction for RetractTopN {
     fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, mut row: Row, out: &mut C) {
         let accumulate = row.kind.is_accumulate();
         row.kind = RowKind::Insert;
+        if let Some(ties) = self.ties {
+            return self.process_tied(ctx, row, accumulate, ties, out);
+        }
         let order = &self.order;
         let (start, limit, keep_all) = (self.start, self.limit, self.keep_all);
         let range = |rows: &[Row]| -> std::ops::Range<usize> {
@@ -564,6 +775,131 @@ impl KeyedProcessFunction for Deduplicate {
     }
 }
 
+/// A mini-batch of an updating input (Flink's `table.exec.mini-batch`,
+/// for one place): per key, the rows the input holds now (its changes
+/// applied) and the rows emitted; the difference goes out (`-D` of rows
+/// gone, `+I` of rows new) when a processing-time timer `interval` after
+/// the first change fires (none for an `interval` of `i64::MAX`: a
+/// bounded input's one batch), or at the end of the input (an event-time
+/// timer at the end of time). Changes that cancel out within a batch (an
+/// aggregate's `-U`/`+U` per input row) are never emitted: the join after
+/// it re-joins the other side once per batch, not once per change.
+pub struct MiniBatch {
+    interval: i64,
+    /// The input's rows now.
+    live: KeyedValueState<Key, RowList>,
+    /// The rows emitted (downstream holds them).
+    emitted: KeyedValueState<Key, RowList>,
+    /// The processing time a flush is due at, while changes wait.
+    due: KeyedValueState<Key, i64>,
+    timers: KeyedTimerService<Key>,
+}
+
+impl MiniBatch {
+    /// Batches of at most `interval` ms of processing time.
+    pub fn new(interval: i64) -> Self {
+        Self {
+            interval,
+            live: KeyedValueState::new("mini-batch-live-rows"),
+            emitted: KeyedValueState::new("mini-batch-emitted-rows"),
+            due: KeyedValueState::new("mini-batch-due"),
+            timers: KeyedTimerService::new(),
+        }
+    }
+}
+
+impl KeyedProcessFunction for MiniBatch {
+    type Key = Key;
+    type In = Row;
+    type Out = Row;
+
+    fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, mut row: Row, _: &mut C) {
+        let accumulate = row.kind.is_accumulate();
+        row.kind = RowKind::Insert;
+        let live = &mut self.live.value_mut_or_insert_with(ctx, RowList::default).0;
+        if accumulate {
+            live.push(row);
+        } else if let Some(i) = live.iter().position(|r| r.values == row.values) {
+            live.swap_remove(i);
+        }
+        if self.due.value_ref(ctx).is_none() {
+            // (`i64::MAX`: only at the end of the input.)
+            let at = self
+                .timers
+                .current_processing_time()
+                .saturating_add(self.interval);
+            if self.interval < i64::MAX {
+                self.timers.register_processing_time_timer(ctx, at);
+            }
+            self.timers.register_event_time_timer(ctx, i64::MAX);
+            self.due.update(ctx, at);
+        }
+    }
+
+    fn timer_service(&mut self) -> Option<&mut dyn TimerQueues<Key>> {
+        Some(&mut self.timers)
+    }
+
+    fn on_timer<C: Collector<Row>>(
+        &mut self,
+        _timestamp: i64,
+        ctx: &KeyContext<Key>,
+        _: TimeDomain,
+        out: &mut C,
+    ) {
+        let Some(&due) = self.due.value_ref(ctx) else {
+            return;
+        };
+        self.due.clear(ctx);
+        if self.interval < i64::MAX {
+            self.timers.delete_processing_time_timer(ctx, due);
+        }
+        let mut live = self.live.value(ctx).map_or_else(Vec::new, |l| l.0);
+        let mut emitted = self.emitted.value(ctx).map_or_else(Vec::new, |l| l.0);
+        live.sort_by(|a, b| compare(&[], a, b));
+        emitted.sort_by(|a, b| compare(&[], a, b));
+        // Both sorted: a merge finds the rows in one only.
+        let (mut gone, mut new) = (Vec::new(), Vec::new());
+        let (mut i, mut j) = (0, 0);
+        loop {
+            match (emitted.get(i), live.get(j)) {
+                (Some(e), Some(l)) if e.values == l.values => (i, j) = (i + 1, j + 1),
+                (Some(e), Some(l)) if compare(&[], e, l) == Ordering::Less => {
+                    gone.push(e);
+                    i += 1;
+                }
+                (Some(e), None) => {
+                    gone.push(e);
+                    i += 1;
+                }
+                (_, Some(l)) => {
+                    new.push(l);
+                    j += 1;
+                }
+                (None, None) => break,
+            }
+        }
+        for r in gone {
+            out.collect(numbered(r, None, 0, RowKind::Delete));
+        }
+        for r in new {
+            out.collect(numbered(r, None, 0, RowKind::Insert));
+        }
+        if live.is_empty() {
+            self.live.clear(ctx);
+            self.emitted.clear(ctx);
+        } else {
+            self.emitted.update(ctx, RowList(live));
+        }
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.live);
+        states.value(&mut self.emitted);
+        states.value(&mut self.due);
+    }
+}
+
 /// Window Top-N: a window's rows per key, buffered until the watermark
 /// passes the window's end (an event-time timer at `window_end - 1`, when
 /// every result of that window has arrived), then the first N by the
@@ -676,6 +1012,29 @@ pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchS
                 .process(uid, move |_: &SubtaskInfo| {
                     RetractTopN::new(order.clone(), range, keep_all, row_number)
                 })
+                .share()
+                .branch()
+        }
+        RankKind::TiedTopN {
+            ties,
+            order,
+            start,
+            limit,
+            keep_all,
+        } => {
+            let order: Arc<[SortKey]> = order.clone().into();
+            let (range, ties, keep_all) = ((*start, *limit), *ties, *keep_all);
+            keyed
+                .process(uid, move |_: &SubtaskInfo| {
+                    RetractTopN::ranked(order.clone(), range, ties, keep_all, row_number)
+                })
+                .share()
+                .branch()
+        }
+        RankKind::MiniBatch { interval_ms } => {
+            let interval = *interval_ms;
+            keyed
+                .process(uid, move |_: &SubtaskInfo| MiniBatch::new(interval))
                 .share()
                 .branch()
         }

@@ -368,31 +368,7 @@ impl Script {
 
     /// Whether every source the job reads ends by itself.
     pub fn is_bounded(&self) -> bool {
-        fn bounded(p: &Plan) -> bool {
-            match &p.node {
-                Node::Values(_) => true,
-                Node::Scan(t) => match &t.connector {
-                    crate::connectors::Connector::Datagen(g) => g.count().is_some(),
-                    crate::connectors::Connector::Nexmark(n) => n.events.is_some(),
-                    crate::connectors::Connector::Filesystem {
-                        monitor_interval, ..
-                    } => monitor_interval.is_none(),
-                    crate::connectors::Connector::Kafka(k) => k.is_bounded(),
-                    _ => true,
-                },
-                Node::Calc { input, .. }
-                | Node::WindowAgg { input, .. }
-                | Node::GroupAgg { input, .. }
-                | Node::OverAgg { input, .. }
-                | Node::Rank { input, .. }
-                | Node::WindowAssign { input, .. } => bounded(input),
-                Node::Union(inputs) => inputs.iter().all(bounded),
-                Node::Join { left, right, .. }
-                | Node::IntervalJoin { left, right, .. }
-                | Node::TemporalJoin { left, right, .. }
-                | Node::WindowJoin { left, right, .. } => bounded(left) && bounded(right),
-            }
-        }
+        let bounded = |p: &Plan| p.is_bounded();
         self.inserts
             .iter()
             .map(|(_, p)| p)
@@ -721,15 +697,36 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                     crate::rank::RankKind::WindowTopN { limit, .. } => {
                         format!("WindowRank(top {limit}, fires on watermarks)")
                     }
+                    crate::rank::RankKind::TiedTopN {
+                        ties,
+                        start,
+                        limit,
+                        keep_all,
+                        ..
+                    } => format!(
+                        "Rank({ties:?} {start}..={limit}{})",
+                        if keep_all { " of an updating input" } else { "" }
+                    ),
+                    crate::rank::RankKind::MiniBatch { interval_ms } if interval_ms == i64::MAX => {
+                        "MiniBatch(changes held until the input ends)".into()
+                    }
+                    crate::rank::RankKind::MiniBatch { interval_ms } => {
+                        format!("MiniBatch(changes held up to {interval_ms} ms)")
+                    }
                     crate::rank::RankKind::KeepFirst { .. } => "Deduplicate(first row)".into(),
                     crate::rank::RankKind::KeepLast { .. } => "Deduplicate(last row)".into(),
                 },
-                if matches!(rank.kind, crate::rank::RankKind::RetractTopN { .. }) {
+                if matches!(
+                    rank.kind,
+                    crate::rank::RankKind::RetractTopN { .. } | crate::rank::RankKind::TiedTopN { .. }
+                ) {
                     "top-n-all-rows (the key's rows)"
                 } else if matches!(rank.kind, crate::rank::RankKind::TopN { .. }) {
                     "top-n-rows (the key's N rows)"
                 } else if matches!(rank.kind, crate::rank::RankKind::WindowTopN { .. }) {
                     "window-top-n-rows (a window's rows until it fires), event-time timers"
+                } else if matches!(rank.kind, crate::rank::RankKind::MiniBatch { .. }) {
+                    "mini-batch-live-rows, mini-batch-emitted-rows, processing-time timers"
                 } else {
                     "deduplicate-kept-row"
                 },

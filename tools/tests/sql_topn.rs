@@ -302,9 +302,9 @@ fn row_numbers_weir_does_not_run_exit_2_naming_the_problem() {
         (
             sub(
                 "RANK() OVER (PARTITION BY user_id ORDER BY price)",
-                "rn <= 3",
+                "price > 3",
             ),
-            "`RANK() OVER` here",
+            "RANK() OVER without `WHERE rn <= N`",
         ),
         (
             sub(
@@ -322,10 +322,10 @@ fn row_numbers_weir_does_not_run_exit_2_naming_the_problem() {
         ),
         (
             sub(
-                "ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY price * 2)",
+                "ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY price ROWS 2 PRECEDING)",
                 "rn <= 3",
             ),
-            "order by columns",
+            "a window name or frame",
         ),
         (
             sub(

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::error::{Result, SqlError};
+use crate::error::Result;
 use crate::expr::{Arith, Cmp, Scalar};
 use crate::types::{least_common_type, DataType, Field};
 use crate::value::Value;
@@ -84,8 +84,9 @@ pub struct TimeBounds {
 /// own, time attributes marked). `interval`: whether the join may be an
 /// interval join (an inner join of append-only inputs).
 ///
-/// An error when no conjunct is an equality between the two sides (weir,
-/// as Flink's streaming joins, needs a key to partition both inputs by).
+/// When no conjunct is an equality between the two sides, both inputs
+/// are keyed by one constant (every pair on one subtask, as Flink's joins
+/// without keys run on a single parallel instance).
 pub fn split(
     conjuncts: Vec<Scalar>,
     fields: &[Field],
@@ -102,6 +103,12 @@ pub fn split(
             None
         }
     };
+    // `(a = b AND x) OR (a = b AND y)`: the factors every disjunct holds
+    // are conjuncts too (as Calcite pulls them out), so such a join is
+    // keyed by `a = b` rather than run without keys.
+    let mut conjuncts = conjuncts;
+    let factors: Vec<Scalar> = conjuncts.iter().flat_map(common_factors).collect();
+    conjuncts.extend(factors);
     let mut on = JoinOn {
         left_keys: Vec::new(),
         right_keys: Vec::new(),
@@ -133,9 +140,12 @@ pub fn split(
         rest.push(c);
     }
     if on.left_keys.is_empty() {
-        return Err(SqlError::Unsupported(
-            "a join without an equality between a column of each side (a non-equi or cross join): weir's joins, as Flink's streaming joins, partition both inputs by equal keys; add `ON a.k = b.k`".into(),
-        ));
+        // No equality between the sides (a cross or non-equi join): one
+        // constant key, so every row meets every row of the other side on
+        // one subtask, as Flink runs a join without keys (a singleton).
+        let key = Scalar::Literal(Value::Bool(true), DataType::Boolean);
+        on.left_keys.push(key.clone());
+        on.right_keys.push(key);
     }
     let mut time = None;
     if interval {
@@ -153,6 +163,50 @@ pub fn split(
         .into_iter()
         .reduce(|a, b| Scalar::And(Box::new(a), Box::new(b)));
     Ok((on, time))
+}
+
+/// The conjuncts that every disjunct of `c` (an OR) holds; none for
+/// another condition.
+fn common_factors(c: &Scalar) -> Vec<Scalar> {
+    fn disjuncts(s: &Scalar, out: &mut Vec<Scalar>) {
+        match s {
+            Scalar::Or(a, b) => {
+                disjuncts(a, out);
+                disjuncts(b, out);
+            }
+            other => out.push(other.clone()),
+        }
+    }
+    if !matches!(c, Scalar::Or(..)) {
+        return Vec::new();
+    }
+    let mut ds = Vec::new();
+    disjuncts(c, &mut ds);
+    // Each disjunct's conjuncts, compared by their debug text (an
+    // equality's operands in either order).
+    let text = |c: &Scalar| match c {
+        Scalar::Cmp(Cmp::Eq, a, b) => {
+            let (a, b) = (format!("{a:?}"), format!("{b:?}"));
+            format!("Eq({}, {})", a.clone().min(b.clone()), a.max(b))
+        }
+        other => format!("{other:?}"),
+    };
+    let parts: Vec<Vec<(String, Scalar)>> = ds
+        .into_iter()
+        .map(|d| {
+            let mut cs = Vec::new();
+            conjuncts(d, &mut cs);
+            cs.into_iter().map(|c| (text(&c), c)).collect()
+        })
+        .collect();
+    let Some((first, rest)) = parts.split_first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .filter(|(text, _)| rest.iter().all(|p| p.iter().any(|(t, _)| t == text)))
+        .map(|(_, c)| c.clone())
+        .collect()
 }
 
 /// The conjuncts of a condition (`a AND b AND c`).

@@ -7,6 +7,7 @@
 
 use sqlparser::ast::{self, Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins};
 
+use super::subquery::HIDDEN;
 use super::{From, Node, Plan, Planner};
 use crate::error::{Result, SqlError};
 use crate::expr::{compile, Scalar, Scope, ScopeCol};
@@ -26,9 +27,10 @@ impl Planner<'_> {
                 JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (JoinKind::Right, c),
                 JoinOperator::FullOuter(c) => (JoinKind::Full, c),
                 JoinOperator::CrossJoin(_) => {
-                    return Err(SqlError::Unsupported(
-                        "CROSS JOIN: weir's joins, as Flink's streaming joins, partition both inputs by equal keys; write `JOIN .. ON a.k = b.k`".into(),
-                    ))
+                    // Every pair: a join without keys (one subtask).
+                    let right = self.table_factor(&j.relation)?;
+                    acc = self.join(acc, right, JoinKind::Inner, Vec::new())?;
+                    continue;
                 }
                 _ => {
                     return Err(SqlError::Unsupported(format!(
@@ -188,6 +190,13 @@ impl Planner<'_> {
             // by).
             f.rowtime &= time.is_some();
         }
+        // The side a scalar subquery's rewrite joins (`__weir_sq..`).
+        let scalar_side = right
+            .scope
+            .cols
+            .first()
+            .and_then(|c| c.qualifier.as_deref())
+            .is_some_and(|q| q.starts_with(&format!("{HIDDEN}sq")));
         let cols = left
             .scope
             .cols
@@ -207,7 +216,19 @@ impl Planner<'_> {
         };
         let updating =
             time.is_none() && window.is_none() && (kind != JoinKind::Inner || !append_only);
-        let (l, r) = (Box::new(left.plan), Box::new(right.plan));
+        let (l, r) = if on.left_keys.iter().all(|k| k.column_range().is_none()) {
+            // Without keys every change of a side re-joins all the other
+            // side's rows: an updating side (a one-row aggregate of a
+            // scalar subquery) goes through a mini-batch.
+            (mini_batch(left.plan), mini_batch(right.plan))
+        } else if scalar_side {
+            // A correlated scalar subquery's aggregate per key: each of
+            // its changes re-joins the key's rows, so it is batched too.
+            (left.plan, mini_batch(right.plan))
+        } else {
+            (left.plan, right.plan)
+        };
+        let (l, r) = (Box::new(l), Box::new(r));
         if let Some(ends) = window {
             return Ok(From {
                 plan: Plan {
@@ -464,4 +485,35 @@ pub(super) fn join_keys(left: &Plan, right: &Plan, on: &JoinOn) -> String {
             ""
         }
     )
+}
+
+/// The processing time a mini-batch holds changes at most (ms).
+const MINI_BATCH_MS: i64 = 200;
+
+/// `plan` through a [`crate::rank::MiniBatch`] when it is updating: its
+/// changes held [`MINI_BATCH_MS`], or, when its sources end by themselves
+/// (a bounded input), until its input ends (one batch: the other side is
+/// re-joined once, not once per 200 ms of a long run).
+fn mini_batch(plan: Plan) -> Plan {
+    if !plan.updating {
+        return plan;
+    }
+    let interval_ms = if plan.is_bounded() {
+        i64::MAX
+    } else {
+        MINI_BATCH_MS
+    };
+    let schema = plan.schema.clone();
+    Plan {
+        node: Node::Rank {
+            input: Box::new(plan),
+            rank: crate::rank::Rank {
+                partition: Vec::new(),
+                row_number: None,
+                kind: crate::rank::RankKind::MiniBatch { interval_ms },
+            },
+        },
+        schema,
+        updating: true,
+    }
 }

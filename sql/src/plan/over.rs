@@ -1,6 +1,8 @@
 //! `ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..) AS rn` in a subquery
 //! (or a view) whose reader bounds it with `WHERE rn <= N`: Flink's Top-N
-//! and deduplication patterns, planned as one [`Node::Rank`].
+//! and deduplication patterns, planned as one [`Node::Rank`]. `RANK()` and
+//! `DENSE_RANK()` in its place make a Top-N of ranks, peers (rows equal on
+//! the ORDER BY columns) sharing one.
 //!
 //! The subquery is planned without the OVER item: in its place a
 //! placeholder column (the rank operator writes the row number there when
@@ -16,7 +18,7 @@ use sqlparser::ast::{
 use super::{calc, From, Node, Plan, Planner};
 use crate::error::{Result, SqlError};
 use crate::expr::Scope;
-use crate::rank::{Rank, RankKind, SortKey};
+use crate::rank::{Rank, RankKind, SortKey, Ties};
 use crate::script::object_name;
 use crate::types::{DataType, Schema};
 
@@ -64,7 +66,7 @@ impl Planner<'_> {
         let Some((at, rn)) = numbering(&query)? else {
             return Ok(None);
         };
-        let (range, rest) = rank_bound(s.selection.as_ref(), &rn)?;
+        let (range, rest) = rank_bound(s.selection.as_ref(), &rn, &query, at)?;
         let plan = self.ranked(&query, at, &rn, range, outer_reads(s, &rn))?;
         let scope = Scope::of(&plan.schema, qualifier.as_deref());
         Ok(Some((
@@ -108,6 +110,7 @@ impl Planner<'_> {
             unreachable!("numbering() found a function")
         };
         let spec = row_number_spec(f)?;
+        let ties = ranking(f).flatten();
         if matches!(
             inner.distinct,
             Some(ast::Distinct::Distinct | ast::Distinct::On(_))
@@ -176,6 +179,15 @@ impl Planner<'_> {
             .collect();
         let row_number = placeholder;
         let kind = match order.as_slice() {
+            // RANK and DENSE_RANK: the range of ranks of all rows sorted
+            // (not a window Top-N nor a deduplication, which number rows).
+            _ if ties.is_some() => RankKind::TiedTopN {
+                ties: ties.expect("a rank with ties"),
+                order,
+                start,
+                limit,
+                keep_all: retract,
+            },
             // Over an updating input, or from a later row than the first
             // (the rows before it can move into the range), the diff of
             // the range of all rows sorted.
@@ -273,7 +285,7 @@ fn numbering(query: &ast::Query) -> Result<Option<(usize, String)>> {
         .collect();
     let numbers = over.iter().any(|&i| {
         matches!(item_expr(&inner.projection[i]), Some(Expr::Function(f))
-            if object_name(&f.name).eq_ignore_ascii_case("ROW_NUMBER"))
+            if ranking(f).is_some())
     });
     if !numbers {
         // OVER aggregates (`SUM(x) OVER (..)`, RANK, LAG) and no row
@@ -316,13 +328,26 @@ fn item_expr(item: &SelectItem) -> Option<&Expr> {
     }
 }
 
+/// What `f` numbers rows by, if it is a ranking function: `Some(None)`
+/// for ROW_NUMBER (each row its own number), `Some(Some(ties))` for RANK
+/// and DENSE_RANK (peers share a rank).
+fn ranking(f: &ast::Function) -> Option<Option<Ties>> {
+    match object_name(&f.name).to_ascii_uppercase().as_str() {
+        "ROW_NUMBER" => Some(None),
+        "RANK" => Some(Some(Ties::Rank)),
+        "DENSE_RANK" => Some(Some(Ties::Dense)),
+        _ => None,
+    }
+}
+
 /// `f`'s OVER window, if `f` is `ROW_NUMBER() OVER (PARTITION BY columns
-/// ORDER BY columns)`; an error naming what else it is.
+/// ORDER BY columns)` (or RANK(), DENSE_RANK()); an error naming what
+/// else it is.
 fn row_number_spec(f: &ast::Function) -> Result<&ast::WindowSpec> {
     let name = object_name(&f.name).to_ascii_uppercase();
-    if name != "ROW_NUMBER" {
+    if ranking(f).is_none() {
         return Err(SqlError::Unsupported(format!(
-            "{name}(..) OVER: a Top-N or deduplication numbers its rows with ROW_NUMBER() bounded by WHERE rn <= N"
+            "{name}(..) OVER: a Top-N or deduplication numbers its rows with ROW_NUMBER(), RANK() or DENSE_RANK() bounded by WHERE rn <= N"
         )));
     }
     let no_args = match &f.args {
@@ -331,44 +356,30 @@ fn row_number_spec(f: &ast::Function) -> Result<&ast::WindowSpec> {
         ast::FunctionArguments::Subquery(_) => false,
     };
     if !no_args || f.filter.is_some() || !f.within_group.is_empty() {
-        return Err(SqlError::Plan("ROW_NUMBER() takes no arguments".into()));
+        return Err(SqlError::Plan(format!("{name}() takes no arguments")));
     }
     let spec = match &f.over {
         Some(WindowType::WindowSpec(spec)) => spec,
         _ => {
-            return Err(SqlError::Unsupported(
-                "ROW_NUMBER() OVER a named window (write OVER (PARTITION BY .. ORDER BY ..))"
-                    .into(),
-            ))
+            return Err(SqlError::Unsupported(format!(
+                "{name}() OVER a named window (write OVER (PARTITION BY .. ORDER BY ..))"
+            )))
         }
     };
     if spec.window_name.is_some() || spec.window_frame.is_some() {
         return Err(SqlError::Unsupported(format!(
-            "ROW_NUMBER() OVER ({spec}): a window name or frame (ROWS/RANGE) in it"
+            "{name}() OVER ({spec}): a window name or frame (ROWS/RANGE) in it"
         )));
     }
     if spec.order_by.is_empty() {
-        return Err(SqlError::Plan(
-            "ROW_NUMBER() OVER (..) needs an ORDER BY (which rows come first)".into(),
-        ));
-    }
-    for e in &spec.partition_by {
-        if !is_column(e) {
-            return Err(SqlError::Unsupported(format!(
-                "PARTITION BY `{e}` in ROW_NUMBER() OVER: partition by columns (compute `{e}` in a subquery first)"
-            )));
-        }
+        return Err(SqlError::Plan(format!(
+            "{name}() OVER (..) needs an ORDER BY (which rows come first)"
+        )));
     }
     for o in &spec.order_by {
-        if !is_column(&o.expr) {
-            return Err(SqlError::Unsupported(format!(
-                "ORDER BY `{}` in ROW_NUMBER() OVER: order by columns (compute `{}` in a subquery first)",
-                o.expr, o.expr
-            )));
-        }
         if let Some(OrderBySort::Using(_)) = o.options.sort {
             return Err(SqlError::Unsupported(format!(
-                "ORDER BY `{o}` in ROW_NUMBER() OVER (ASC or DESC)"
+                "ORDER BY `{o}` in {name}() OVER (ASC or DESC)"
             )));
         }
         if o.with_fill.is_some() {
@@ -376,14 +387,6 @@ fn row_number_spec(f: &ast::Function) -> Result<&ast::WindowSpec> {
         }
     }
     Ok(spec)
-}
-
-fn is_column(e: &Expr) -> bool {
-    match e {
-        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => true,
-        Expr::Nested(x) => is_column(x),
-        _ => false,
-    }
 }
 
 /// Whether `e` names the column `rn` (`rn` or `t.rn`).
@@ -450,10 +453,22 @@ pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
 /// (`rn <= N`, `rn < N + 1`, `rn = n`, `rn > m`, `rn >= m`, `rn BETWEEN m
 /// AND N`, or the same with the operands swapped; several combine), and
 /// the WHERE without them.
-fn rank_bound(selection: Option<&Expr>, rn: &str) -> Result<((usize, usize), Option<Expr>)> {
+fn rank_bound(
+    selection: Option<&Expr>,
+    rn: &str,
+    query: &ast::Query,
+    at: usize,
+) -> Result<((usize, usize), Option<Expr>)> {
+    let function = match query.body.as_ref() {
+        SetExpr::Select(inner) => match item_expr(&inner.projection[at]) {
+            Some(Expr::Function(f)) => object_name(&f.name).to_ascii_uppercase(),
+            _ => "ROW_NUMBER".into(),
+        },
+        _ => "ROW_NUMBER".into(),
+    };
     let missing = || {
         SqlError::Unsupported(format!(
-            "ROW_NUMBER() OVER without `WHERE {rn} <= N` in the query reading it: weir runs Top-N and deduplication (a row number bounded by N), not OVER windows over all rows"
+            "{function}() OVER without `WHERE {rn} <= N` in the query reading it: weir runs Top-N and deduplication (a row number or rank bounded by N), not OVER windows over all rows"
         ))
     };
     let mut parts = Vec::new();

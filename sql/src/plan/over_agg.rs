@@ -13,7 +13,7 @@ use sqlparser::ast::{
 use super::{calc, AggCall, AggFunc, From, Node, Plan, Planner};
 use crate::error::{Result, SqlError};
 use crate::expr::{self, compile, Scalar, Scope, ScopeCol};
-use crate::over_agg::OverFrame;
+use crate::over_agg::{Lag, OverFrame};
 use crate::plan::subquery::HIDDEN;
 use crate::script::object_name;
 use crate::types::{DataType, Field, Schema};
@@ -23,7 +23,8 @@ pub(super) fn find_over_aggregates(e: &Expr, out: &mut Vec<Expr>) {
     let _ = ast::visit_expressions(e, |x| {
         if let Expr::Function(f) = x {
             let n = object_name(&f.name).to_ascii_uppercase();
-            if f.over.is_some() && AggFunc::named(&n).is_some() && !out.contains(x) {
+            if f.over.is_some() && (AggFunc::named(&n).is_some() || n == "LAG") && !out.contains(x)
+            {
                 out.push(x.clone());
             }
         }
@@ -189,11 +190,18 @@ impl Planner<'_> {
             .collect();
         let mut pre_fields: Vec<Field> = input_scope.cols.iter().map(|c| c.field.clone()).collect();
         let mut calls = Vec::new();
+        // LAG calls: (index in `overs`, the call).
+        let mut lags: Vec<(usize, Lag)> = Vec::new();
         for (i, e) in overs.iter().enumerate() {
             let Expr::Function(f) = e else {
                 unreachable!("calls")
             };
             let name = object_name(&f.name).to_ascii_uppercase();
+            if name == "LAG" {
+                let lag = lag_call(f, e, &input_scope, &mut pre, &mut pre_fields, i)?;
+                lags.push((i, lag));
+                continue;
+            }
             let func = AggFunc::named(&name).expect("found as an aggregate");
             let ast::FunctionArguments::List(list) = &f.args else {
                 return Err(SqlError::Type(format!("{name} needs an argument")));
@@ -240,6 +248,23 @@ impl Planner<'_> {
         for (i, c) in calls.iter().enumerate() {
             fields.push(Field::new(format!("{HIDDEN}over{i}"), c.ty));
         }
+        for (i, (_, l)) in lags.iter().enumerate() {
+            let ty = fields[l.arg].ty;
+            fields.push(Field::new(format!("{HIDDEN}lag{i}"), ty));
+        }
+        // The column of each OVER call: aggregates, then LAGs.
+        let mut slot = vec![0; overs.len()];
+        let mut next = first_agg;
+        for (i, s) in slot.iter_mut().enumerate() {
+            if !lags.iter().any(|(j, _)| *j == i) {
+                *s = next;
+                next += 1;
+            }
+        }
+        for (i, _) in &lags {
+            slot[*i] = next;
+            next += 1;
+        }
         let plan = Plan {
             node: Node::OverAgg {
                 input: Box::new(input),
@@ -247,6 +272,7 @@ impl Planner<'_> {
                 time,
                 frame,
                 aggs: calls,
+                lags: lags.into_iter().map(|(_, l)| l).collect(),
             },
             schema: Schema::new(fields.clone()),
             updating: false,
@@ -263,7 +289,7 @@ impl Planner<'_> {
         let out_scope = Scope { cols };
         let mut hook = |e: &Expr| -> Result<Option<Scalar>> {
             Ok(overs.iter().position(|o| o == e).map(|i| {
-                let c = first_agg + i;
+                let c = slot[i];
                 Scalar::Column(c, fields[c].ty)
             }))
         };
@@ -271,4 +297,100 @@ impl Planner<'_> {
         let (project, out_fields) = self.projection(&items, &out_scope, &mut hook)?;
         Ok(calc(plan, None, project, out_fields))
     }
+}
+
+/// `LAG(x [, offset [, default]]) OVER ..` (call `i` of the SELECT): `x`
+/// computed into the input (`pre`), `offset` a non-negative integer
+/// literal (1 by default), `default` a literal of `x`'s type (NULL by
+/// default).
+fn lag_call(
+    f: &ast::Function,
+    e: &Expr,
+    scope: &Scope,
+    pre: &mut Vec<Scalar>,
+    pre_fields: &mut Vec<Field>,
+    i: usize,
+) -> Result<Lag> {
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return Err(SqlError::Type("LAG needs an argument".into()));
+    };
+    if list.duplicate_treatment.is_some() || f.filter.is_some() || !list.clauses.is_empty() {
+        return Err(SqlError::Unsupported(format!(
+            "`{e}`: DISTINCT or FILTER in LAG"
+        )));
+    }
+    let args: Vec<&Expr> = list
+        .args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Ok(x),
+            other => Err(SqlError::Type(format!("LAG: the argument `{other}`"))),
+        })
+        .collect::<Result<_>>()?;
+    let (x, offset, default) = match args.as_slice() {
+        [x] => (*x, None, None),
+        [x, o] => (*x, Some(*o), None),
+        [x, o, d] => (*x, Some(*o), Some(*d)),
+        _ => {
+            return Err(SqlError::Type(
+                "LAG takes one to three arguments: LAG(x [, offset [, default]])".into(),
+            ))
+        }
+    };
+    let c = compile(x, scope)?;
+    let ty = c.ty();
+    pre.push(c);
+    pre_fields.push(Field::new(format!("{HIDDEN}lag_arg{i}"), ty));
+    let offset = match offset {
+        None => 1,
+        Some(o) => match constant(compile(o, scope)?) {
+            Some((v, _)) => v
+                .as_i64()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| {
+                    SqlError::Plan(format!("LAG's offset `{o}`: a non-negative integer"))
+                })?,
+            None => {
+                return Err(SqlError::Plan(format!(
+                    "LAG's offset `{o}`: an integer literal"
+                )))
+            }
+        },
+    };
+    let default = match default {
+        None => crate::value::Value::Null,
+        Some(d) => match constant(compile(d, scope)?) {
+            Some((v, t)) => {
+                // A number of another numeric type is cast (`0` for a
+                // DECIMAL); another type is an error.
+                let fits = v.is_null() || t == ty || (t.is_numeric() && ty.is_numeric());
+                let cast = if fits {
+                    expr::cast(v.clone(), t, ty)
+                } else {
+                    crate::value::Value::Null
+                };
+                if !v.is_null() && cast.is_null() {
+                    return Err(SqlError::Type(format!(
+                        "LAG's default `{d}` is {t}, not {ty} as `{x}`"
+                    )));
+                }
+                cast
+            }
+            None => return Err(SqlError::Plan(format!("LAG's default `{d}`: a literal"))),
+        },
+    };
+    Ok(Lag {
+        arg: pre.len() - 1,
+        offset,
+        default,
+    })
+}
+
+/// The value of `s` when it reads no column (`-1`, `'a' || 'b'`).
+fn constant(s: Scalar) -> Option<(crate::value::Value, DataType)> {
+    if s.column_range().is_some() {
+        return None;
+    }
+    let ty = s.ty();
+    Some((s.eval(&crate::value::Row::default()), ty))
 }

@@ -344,3 +344,179 @@ fn a_range_from_a_later_row_equals_that_range_of_a_sort() {
         );
     }
 }
+
+/// The rows ranked `start..=n` per key by score DESC as `ties` ranks them
+/// (peers: equal scores), with their ranks if `numbered`.
+fn reference_ranked(
+    input: &[Row],
+    (start, n): (usize, usize),
+    ties: Ties,
+    numbered: bool,
+) -> Vec<Row> {
+    let score = |r: &Row| r.values[1].as_i64().unwrap();
+    let mut out = Vec::new();
+    for k in 0..5 {
+        let mine: Vec<&Row> = input
+            .iter()
+            .filter(|r| r.values[0] == Value::BigInt(k))
+            .collect();
+        for r in &mine {
+            let better: Vec<i64> = mine
+                .iter()
+                .map(|o| score(o))
+                .filter(|&s| s > score(r))
+                .collect();
+            let rank = match ties {
+                Ties::Rank => better.len() + 1,
+                Ties::Dense => {
+                    let mut distinct = better.clone();
+                    distinct.sort_unstable();
+                    distinct.dedup();
+                    distinct.len() + 1
+                }
+            };
+            if (start..=n).contains(&rank) {
+                let mut r = (*r).clone();
+                if numbered {
+                    r.values[3] = Value::BigInt(rank as i64);
+                }
+                out.push(r);
+            }
+        }
+    }
+    out.sort_by(|a, b| compare(&[], a, b));
+    out
+}
+
+/// RANK and DENSE_RANK Top-N: peers share a rank (so more than N rows
+/// may be kept), over an append-only input (rows ranked past N dropped)
+/// and over an updating one (retracted rows let others move up); the
+/// changelog applied is the range of ranks a sort gives, with and without
+/// the rank in the rows.
+#[test]
+fn rank_and_dense_rank_keep_the_rows_of_a_range_of_ranks() {
+    let input = rows(300, 5);
+    let mut changes = Vec::new();
+    let mut live: Vec<Row> = Vec::new();
+    for (i, r) in input.iter().enumerate() {
+        if i % 4 == 3 && !live.is_empty() {
+            let mut gone = live.remove((i * 7) % live.len());
+            gone.kind = RowKind::Delete;
+            changes.push(gone);
+        }
+        live.push(r.clone());
+        changes.push(r.clone());
+    }
+    for ties in [Ties::Rank, Ties::Dense] {
+        for range in [(1, 1), (1, 3), (2, 4)] {
+            for numbered in [false, true] {
+                let col = numbered.then_some(3);
+                let what = format!("{ties:?} {range:?} numbered {numbered}");
+                let mut h = KeyedOperatorHarness::new(
+                    move |_| RetractTopN::ranked(order(), range, ties, false, col),
+                    key as fn(&Row) -> Key,
+                )
+                .unwrap();
+                h.process_elements(input.iter().cloned());
+                assert_eq!(
+                    apply(&h.take_output()),
+                    reference_ranked(&input, range, ties, numbered),
+                    "append-only, {what}"
+                );
+                let mut h = KeyedOperatorHarness::new(
+                    move |_| RetractTopN::ranked(order(), range, ties, true, col),
+                    key as fn(&Row) -> Key,
+                )
+                .unwrap();
+                h.process_elements(changes.iter().cloned());
+                assert_eq!(
+                    apply(&h.take_output()),
+                    reference_ranked(&live, range, ties, numbered),
+                    "updating, {what}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn rank_gives_peers_one_rank_and_skips_after_them() {
+    let mut h = KeyedOperatorHarness::new(
+        |_| RetractTopN::ranked(order(), (1, 2), Ties::Rank, false, Some(3)),
+        key as fn(&Row) -> Key,
+    )
+    .unwrap();
+    h.process_elements([row(1, 5, "a"), row(1, 5, "b"), row(1, 3, "c")]);
+    let ranked = |out: &[Row]| -> Vec<(String, i64)> {
+        apply(out)
+            .iter()
+            .map(|r| {
+                (
+                    r.values[2].display(crate::types::DataType::String),
+                    r.values[3].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let mut out = h.take_output();
+    assert_eq!(ranked(&out), [("a".into(), 1), ("b".into(), 1)], "c is 3rd");
+    h.process_element(row(1, 9, "d"));
+    out.extend(h.take_output());
+    assert_eq!(
+        ranked(&out),
+        [("a".into(), 2), ("b".into(), 2), ("d".into(), 1)]
+    );
+}
+
+/// A mini-batch emits the change of a batch, not each change: an
+/// aggregate's `-U`/`+U` per row become one `-D`/`+I` when the
+/// processing-time timer fires, changes that cancel out emit nothing, and
+/// the end of the input flushes what waits. A snapshot keeps what waits.
+#[test]
+fn a_mini_batch_emits_the_change_of_each_batch() {
+    let h = |snapshot: Option<&OperatorSnapshot>| {
+        let setup = match snapshot {
+            Some(s) => HarnessSetup::new().restore(s),
+            None => HarnessSetup::new(),
+        };
+        let mut h = KeyedOperatorHarness::with_setup(
+            setup,
+            |_| MiniBatch::new(100),
+            (|_: &Row| Key::of([])) as fn(&Row) -> Key,
+        )
+        .unwrap();
+        h.set_processing_time(1_000);
+        h
+    };
+    let change = |kind: RowKind, v: i32| {
+        let mut r = row(1, v, "avg");
+        r.kind = kind;
+        r
+    };
+    let mut mb = h(None);
+    mb.process_element(change(RowKind::Insert, 1));
+    for v in 1..50 {
+        mb.process_element(change(RowKind::UpdateBefore, v));
+        mb.process_element(change(RowKind::UpdateAfter, v + 1));
+    }
+    assert!(mb.take_output().is_empty(), "held until the timer");
+    mb.set_processing_time(1_100);
+    assert_eq!(mb.take_output(), [change(RowKind::Insert, 50)]);
+    // Changes that come back to the emitted row: nothing.
+    mb.process_element(change(RowKind::UpdateBefore, 50));
+    mb.process_element(change(RowKind::UpdateAfter, 7));
+    mb.process_element(change(RowKind::UpdateBefore, 7));
+    mb.process_element(change(RowKind::UpdateAfter, 50));
+    mb.set_processing_time(1_300);
+    assert!(mb.take_output().is_empty());
+    // A change waits in the snapshot; the end of the input flushes it.
+    mb.process_element(change(RowKind::UpdateBefore, 50));
+    mb.process_element(change(RowKind::UpdateAfter, 51));
+    let snapshot = mb.snapshot().unwrap();
+    let mut restored = h(Some(&snapshot));
+    restored.end_input();
+    assert_eq!(
+        restored.take_output(),
+        [change(RowKind::Delete, 50), change(RowKind::Insert, 51)]
+    );
+}

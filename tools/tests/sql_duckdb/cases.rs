@@ -763,14 +763,17 @@ pub const CASES: &[Case] = &[
     Case {
         name: "variance_and_stddev",
         // In the argument's type, as Flink: a DOUBLE's as is, an INT's
-        // truncated; NULL for a sample of one row.
+        // truncated, a DECIMAL(p, s)'s DECIMAL(38, max(6, s)) as AVG's;
+        // NULL for a sample of one row.
         weir: "SELECT user_id, STDDEV_POP(CAST(qty AS DOUBLE)) AS sp, STDDEV_SAMP(CAST(qty AS DOUBLE)) AS ss,
                       VAR_POP(CAST(amount AS DOUBLE)) AS vp, VARIANCE(CAST(amount AS DOUBLE)) AS vs,
-                      STDDEV(qty) AS si
+                      STDDEV(qty) AS si, STDDEV_POP(amount) AS sd, VAR_SAMP(amount) AS vd
                FROM orders GROUP BY user_id;",
         duckdb: "SELECT user_id, stddev_pop(CAST(qty AS DOUBLE)), stddev_samp(CAST(qty AS DOUBLE)),
                         var_pop(CAST(amount AS DOUBLE)), var_samp(CAST(amount AS DOUBLE)),
-                        CAST(trunc(stddev_samp(qty)) AS INTEGER)
+                        CAST(trunc(stddev_samp(qty)) AS INTEGER),
+                        CAST(stddev_pop(amount) AS DECIMAL(38, 6)),
+                        CAST(var_samp(amount) AS DECIMAL(38, 6))
                  FROM orders GROUP BY user_id",
     },
     Case {
@@ -952,5 +955,287 @@ pub const CASES: &[Case] = &[
                  SELECT user_id, -1, s, -1 FROM (
                    SELECT user_id, SUM(amount) AS s FROM orders GROUP BY user_id
                    ORDER BY s DESC, user_id NULLS FIRST LIMIT 3 OFFSET 2)",
+    },
+    Case {
+        name: "rank_and_dense_rank_top_n",
+        // Peers (equal on the ORDER BY columns) share a rank, so a key may
+        // keep more than N rows: RANK over an append-only input, the rank
+        // selected; DENSE_RANK over a GROUP BY's updating result, a range
+        // from rank 2, the rank not selected.
+        weir: "SELECT user_id, order_id, qty, rk FROM (
+                 SELECT user_id, qty, order_id,
+                        RANK() OVER (PARTITION BY user_id ORDER BY qty DESC) AS rk
+                 FROM orders)
+               WHERE rk <= 3
+               UNION ALL
+               SELECT category, n, CAST(NULL AS INT), CAST(-1 AS BIGINT) FROM (
+                 SELECT category, user_id, n,
+                        DENSE_RANK() OVER (PARTITION BY category ORDER BY n) AS dr
+                 FROM (SELECT category, user_id, COUNT(*) AS n FROM orders
+                       GROUP BY category, user_id))
+               WHERE dr BETWEEN 2 AND 3;",
+        duckdb: "SELECT user_id, order_id, qty, rk FROM (
+                   SELECT user_id, qty, order_id,
+                          rank() OVER (PARTITION BY user_id ORDER BY qty DESC NULLS LAST) AS rk
+                   FROM orders)
+                 WHERE rk <= 3
+                 UNION ALL
+                 SELECT category, n, NULL, -1 FROM (
+                   SELECT category, user_id, n,
+                          dense_rank() OVER (PARTITION BY category ORDER BY n) AS dr
+                   FROM (SELECT category, user_id, COUNT(*) AS n FROM orders
+                         GROUP BY category, user_id))
+                 WHERE dr BETWEEN 2 AND 3",
+    },
+    Case {
+        name: "select_without_from",
+        // Flink's SELECT without FROM: the expressions over one row.
+        weir: "SELECT 1 + 1 AS two, UPPER('ab') AS u, 7 / 2 AS h, CHAR_LENGTH('héllo') AS n
+               UNION ALL
+               SELECT COUNT(*), MAX(user_id), 0, 0 FROM orders;",
+        duckdb: "SELECT 1 + 1, upper('ab'), 7 // 2, length('héllo')
+                 UNION ALL
+                 SELECT COUNT(*), MAX(user_id), 0, 0 FROM orders",
+    },
+    Case {
+        name: "scalar_subqueries",
+        // Uncorrelated scalar subqueries in WHERE, SELECT and HAVING (AVG of
+        // an INT truncates in Flink), and one cut to a row by LIMIT 1.
+        weir: "SELECT order_id, qty, qty - (SELECT MIN(qty) FROM orders WHERE qty > 0) AS above
+               FROM orders
+               WHERE qty > (SELECT AVG(qty) FROM orders) + 7
+                 AND amount < (SELECT amount FROM orders ORDER BY amount DESC LIMIT 1)
+               UNION ALL
+               SELECT -1, tier, COUNT(*) FROM users GROUP BY tier
+               HAVING COUNT(*) >= (SELECT COUNT(*) FROM users WHERE tier = 1);",
+        duckdb: "SELECT order_id, qty, qty - (SELECT MIN(qty) FROM orders WHERE qty > 0)
+                 FROM orders
+                 WHERE qty > (SELECT CAST(trunc(SUM(qty) / COUNT(qty)) AS INTEGER) FROM orders) + 7
+                   AND amount < (SELECT amount FROM orders ORDER BY amount DESC LIMIT 1)
+                 UNION ALL
+                 SELECT -1, tier, COUNT(*) FROM users GROUP BY tier
+                 HAVING COUNT(*) >= (SELECT COUNT(*) FROM users WHERE tier = 1)",
+    },
+    Case {
+        name: "not_in_subqueries",
+        // SQL's NULL rules: a NULL user id is never NOT IN a non-empty
+        // set; a set with a NULL (the users' tiers) keeps no row; an empty
+        // set keeps every row, NULLs too. Uncorrelated [NOT] EXISTS.
+        weir: "SELECT order_id, user_id FROM orders
+               WHERE user_id NOT IN (SELECT user_id FROM users WHERE tier >= 2)
+                 AND qty > 15
+               UNION ALL
+               SELECT order_id, user_id FROM orders WHERE qty NOT IN (SELECT tier FROM users)
+               UNION ALL
+               SELECT order_id, user_id FROM orders
+               WHERE qty > 17 AND user_id NOT IN (SELECT user_id FROM users WHERE tier > 5)
+               UNION ALL
+               SELECT order_id, 'exists' FROM orders
+               WHERE qty = 3 AND EXISTS (SELECT 1 FROM users WHERE tier = 2)
+                 AND NOT EXISTS (SELECT 1 FROM users WHERE tier > 5);",
+        duckdb: "SELECT order_id, user_id FROM orders
+                 WHERE user_id NOT IN (SELECT user_id FROM users WHERE tier >= 2)
+                   AND qty > 15
+                 UNION ALL
+                 SELECT order_id, user_id FROM orders WHERE qty NOT IN (SELECT tier FROM users)
+                 UNION ALL
+                 SELECT order_id, user_id FROM orders
+                 WHERE qty > 17 AND user_id NOT IN (SELECT user_id FROM users WHERE tier > 5)
+                 UNION ALL
+                 SELECT order_id, 'exists' FROM orders
+                 WHERE qty = 3 AND EXISTS (SELECT 1 FROM users WHERE tier = 2)
+                   AND NOT EXISTS (SELECT 1 FROM users WHERE tier > 5)",
+    },
+    Case {
+        name: "joins_without_keys",
+        // No equality between the sides: a CROSS JOIN with a one-row
+        // aggregate (a share of the total), a comma join and a LEFT join on
+        // a range; every pair meets on one subtask.
+        weir: "SELECT g.user_id, g.n, g.n * 1000 / a.total AS permille
+               FROM (SELECT user_id, COUNT(*) AS n FROM orders GROUP BY user_id) g
+               CROSS JOIN (SELECT COUNT(*) AS total FROM orders) a
+               UNION ALL
+               SELECT u.user_id, v.tier, 0 FROM users u, users v WHERE u.tier < v.tier
+               UNION ALL
+               SELECT u.user_id, s.order_id, 1 FROM users u
+               LEFT JOIN shipments s ON s.order_id BETWEEN u.tier * 100 AND u.tier * 100 + 2;",
+        duckdb: "SELECT g.user_id, g.n, g.n * 1000 // a.total
+                 FROM (SELECT user_id, COUNT(*) AS n FROM orders GROUP BY user_id) g
+                 CROSS JOIN (SELECT COUNT(*) AS total FROM orders) a
+                 UNION ALL
+                 SELECT u.user_id, v.tier, 0 FROM users u, users v WHERE u.tier < v.tier
+                 UNION ALL
+                 SELECT u.user_id, s.order_id, 1 FROM users u
+                 LEFT JOIN shipments s ON s.order_id BETWEEN u.tier * 100 AND u.tier * 100 + 2",
+    },
+    Case {
+        name: "top_n_ordered_by_an_aggregate_of_its_select",
+        // ROW_NUMBER() ordered by an aggregate of the same grouped SELECT
+        // (and a partition by an expression), as Flink takes it.
+        weir: "SELECT user_id, category, total FROM (
+                 SELECT user_id, category, SUM(amount) AS total,
+                        ROW_NUMBER() OVER (PARTITION BY UPPER(user_id)
+                                           ORDER BY SUM(amount) DESC) AS rn
+                 FROM orders GROUP BY user_id, category)
+               WHERE rn <= 2;",
+        duckdb: "SELECT user_id, category, total FROM (
+                   SELECT user_id, category, SUM(amount) AS total,
+                          row_number() OVER (PARTITION BY upper(user_id)
+                                             ORDER BY SUM(amount) DESC, category NULLS FIRST) AS rn
+                   FROM orders GROUP BY user_id, category)
+                 WHERE rn <= 2",
+    },
+    Case {
+        name: "correlated_scalar_subqueries",
+        // Correlated through equalities, decorrelated as Flink does: the
+        // subquery's aggregate per key, LEFT JOINed on it; a key without
+        // rows gets NULL, or 0 from a COUNT.
+        weir: "SELECT o.order_id, o.qty,
+                      (SELECT COUNT(*) FROM shipments s WHERE s.order_id = o.order_id) AS ns
+               FROM orders o
+               WHERE o.qty > (SELECT AVG(o2.qty) FROM orders AS o2
+                              WHERE o2.user_id = o.user_id AND o2.category = o.category) + 3
+               UNION ALL
+               SELECT -1, u.tier, (SELECT MAX(o.order_id) FROM orders o
+                                   WHERE o.user_id = u.user_id AND o.qty > 18)
+               FROM users u
+               UNION ALL
+               SELECT o.order_id, u.tier,
+                      (SELECT COUNT(*) FROM shipments s WHERE s.order_id = o.order_id)
+               FROM users u, orders o WHERE u.user_id = o.user_id AND o.qty > 17;",
+        duckdb: "SELECT o.order_id, o.qty,
+                        (SELECT COUNT(*) FROM shipments s WHERE s.order_id = o.order_id)
+                 FROM orders o
+                 WHERE o.qty > (SELECT CAST(trunc(SUM(o2.qty) / COUNT(o2.qty)) AS INTEGER)
+                                FROM orders AS o2
+                                WHERE o2.user_id = o.user_id AND o2.category = o.category) + 3
+                 UNION ALL
+                 SELECT -1, u.tier, (SELECT MAX(o.order_id) FROM orders o
+                                     WHERE o.user_id = u.user_id AND o.qty > 18)
+                 FROM users u
+                 UNION ALL
+                 SELECT o.order_id, u.tier,
+                        (SELECT COUNT(*) FROM shipments s WHERE s.order_id = o.order_id)
+                 FROM users u, orders o WHERE u.user_id = o.user_id AND o.qty > 17",
+    },
+    Case {
+        name: "correlated_in_and_not_in",
+        // IN and NOT IN correlated through an equality: the semi (anti)
+        // join on the value and the key; NOT IN's NULL rules per key (an
+        // order whose user has no orders of qty 19 keeps it; a NULL
+        // among them drops it).
+        weir: "SELECT o.order_id FROM orders o
+               WHERE o.qty IN (SELECT o2.qty + 1 FROM orders o2
+                               WHERE o2.user_id = o.user_id AND o2.category = 'books')
+                 AND o.amount > 900
+               UNION ALL
+               SELECT -o.order_id FROM orders o
+               WHERE o.amount > 990
+                 AND o.qty NOT IN (SELECT o2.qty FROM orders o2
+                                   WHERE o2.user_id = o.user_id AND o2.amount < 3);",
+        duckdb: "SELECT o.order_id FROM orders o
+                 WHERE o.qty IN (SELECT o2.qty + 1 FROM orders o2
+                                 WHERE o2.user_id = o.user_id AND o2.category = 'books')
+                   AND o.amount > 900
+                 UNION ALL
+                 SELECT -o.order_id FROM orders o
+                 WHERE o.amount > 990
+                   AND o.qty NOT IN (SELECT o2.qty FROM orders o2
+                                     WHERE o2.user_id = o.user_id AND o2.amount < 3)",
+    },
+    Case {
+        name: "tpch_style_subqueries_and_joins",
+        // As TPC-H writes them: a comma join with an IN (SELECT .. GROUP BY
+        // .. HAVING) (Q18), EXISTS correlated through bare column names
+        // (Q4), an IN whose subquery has an IN and a scalar subquery of
+        // its own (Q20), and a join whose only equality is in every
+        // disjunct of an OR (Q19).
+        weir: "SELECT o.order_id, u.name, o.qty FROM orders o, users u
+               WHERE o.user_id = u.user_id AND o.order_id IN (
+                 SELECT order_id FROM orders GROUP BY order_id HAVING SUM(qty) > 18)
+               UNION ALL
+               SELECT ship_id, 'q4', 0 FROM shipments
+               WHERE ship_id < 3000 AND EXISTS (SELECT 1 FROM users WHERE tier = MOD(ship_id, 7))
+               UNION ALL
+               SELECT 0, name, tier FROM users WHERE user_id IN (
+                 SELECT user_id FROM orders WHERE order_id IN (
+                   SELECT order_id FROM shipments WHERE ship_id > 20000)
+                 AND qty > (SELECT AVG(qty) FROM orders))
+               UNION ALL
+               SELECT o.order_id, 'q19', s.ship_id FROM orders o, shipments s
+               WHERE (o.order_id = s.order_id AND o.qty = 1 AND o.category = 'books')
+                  OR (o.order_id = s.order_id AND o.qty = 2 AND s.ship_id > 100);",
+        duckdb: "SELECT o.order_id, u.name, o.qty FROM orders o, users u
+                 WHERE o.user_id = u.user_id AND o.order_id IN (
+                   SELECT order_id FROM orders GROUP BY order_id HAVING SUM(qty) > 18)
+                 UNION ALL
+                 SELECT ship_id, 'q4', 0 FROM shipments
+                 WHERE ship_id < 3000 AND EXISTS (SELECT 1 FROM users WHERE tier = ship_id % 7)
+                 UNION ALL
+                 SELECT 0, name, tier FROM users WHERE user_id IN (
+                   SELECT user_id FROM orders WHERE order_id IN (
+                     SELECT order_id FROM shipments WHERE ship_id > 20000)
+                   AND qty > (SELECT CAST(trunc(SUM(qty) / COUNT(qty)) AS INTEGER) FROM orders))
+                 UNION ALL
+                 SELECT o.order_id, 'q19', s.ship_id FROM orders o, shipments s
+                 WHERE (o.order_id = s.order_id AND o.qty = 1 AND o.category = 'books')
+                    OR (o.order_id = s.order_id AND o.qty = 2 AND s.ship_id > 100)",
+    },
+    Case {
+        name: "lag_over_event_time",
+        // LAG in an OVER window ordered by the time attribute: the value
+        // `offset` rows before in the partition, the default (NULL unless
+        // given) before its first rows; beside an OVER aggregate.
+        weir: "SELECT order_id, qty, LAG(qty) OVER w AS prev, LAG(amount, 2, -1.00) OVER w AS prev2,
+                      qty - LAG(qty, 1, 0) OVER w AS delta, COUNT(*) OVER w AS n
+               FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts);",
+        duckdb: "SELECT order_id, qty, lag(qty) OVER w, lag(amount, 2, -1.00) OVER w,
+                        qty - lag(qty, 1, 0) OVER w, COUNT(*) OVER w
+                 FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts, order_id)",
+    },
+    Case {
+        name: "in_subqueries_as_values",
+        // [NOT] IN (SELECT ..) and [NOT] EXISTS where no semi join can
+        // take them (a SELECT item, inside an OR), with SQL's NULLs: unknown for a NULL operand
+        // or a set holding a NULL (the users' tiers), FALSE over an empty
+        // set.
+        weir: "SELECT order_id, user_id IN (SELECT user_id FROM users WHERE tier = 2) AS t2,
+                      qty NOT IN (SELECT tier FROM users) AS nt,
+                      qty IN (SELECT tier FROM users WHERE tier > 5) AS never,
+                      EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = orders.order_id) AS shipped
+               FROM orders
+               WHERE order_id < 40
+                  OR qty IN (SELECT tier * 6 FROM users WHERE tier IS NOT NULL) AND amount > 950
+                  OR NOT EXISTS (SELECT 1 FROM users u WHERE u.user_id = orders.user_id)
+                     AND qty > 17;",
+        duckdb: "SELECT order_id, user_id IN (SELECT user_id FROM users WHERE tier = 2),
+                        qty NOT IN (SELECT tier FROM users),
+                        qty IN (SELECT tier FROM users WHERE tier > 5),
+                        EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = orders.order_id)
+                 FROM orders
+                 WHERE order_id < 40
+                    OR qty IN (SELECT tier * 6 FROM users WHERE tier IS NOT NULL) AND amount > 950
+                    OR NOT EXISTS (SELECT 1 FROM users u WHERE u.user_id = orders.user_id)
+                       AND qty > 17",
+    },
+    Case {
+        name: "quantified_subqueries",
+        // x op ALL / ANY / SOME (SELECT ..) with SQL's NULL rules: the
+        // users' tiers hold a NULL (so ALL is never TRUE unless decided
+        // FALSE), an empty set makes ALL TRUE and ANY FALSE.
+        weir: "SELECT order_id, qty > ALL (SELECT tier FROM users) AS a1,
+                      qty >= ALL (SELECT tier FROM users WHERE tier IS NOT NULL) AS a2,
+                      qty < ANY (SELECT tier * 5 FROM users) AS a3,
+                      qty = ANY (SELECT tier FROM users) AS a4,
+                      qty <> ALL (SELECT tier FROM users WHERE tier > 1) AS a5,
+                      qty <= SOME (SELECT tier FROM users WHERE tier > 9) AS a6
+               FROM orders WHERE order_id < 200;",
+        duckdb: "SELECT order_id, qty > ALL (SELECT tier FROM users),
+                        qty >= ALL (SELECT tier FROM users WHERE tier IS NOT NULL),
+                        qty < ANY (SELECT tier * 5 FROM users),
+                        qty = ANY (SELECT tier FROM users),
+                        qty <> ALL (SELECT tier FROM users WHERE tier > 1),
+                        qty <= SOME (SELECT tier FROM users WHERE tier > 9)
+                 FROM orders WHERE order_id < 200",
     },
 ];

@@ -12,20 +12,10 @@ mod support;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
+use support::duckdb::weir_sql;
 use support::{committed_rows, complete_checkpoints, splitmix64, Proc, Scratch, FINISH, WEIR};
-
-fn weir_sql(script: &Path, args: &[&str]) -> Output {
-    Command::new(WEIR)
-        .arg("sql")
-        .arg(script)
-        .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run weir sql")
-}
 
 /// `weir sql`'s stdout, after checking that it succeeded (its stderr in
 /// the failure message).
@@ -722,6 +712,22 @@ fn processing_time_windows_count_every_row_once() {
     );
 }
 
+/// The integer fields of each `+I` and `+U` row a print sink wrote to
+/// `out`, in order (after the printing subtask's `N> `, as Flink's print
+/// sink writes): the last of a key is its final row.
+fn inserted_or_updated(out: &str) -> impl Iterator<Item = Vec<u64>> + '_ {
+    out.lines().filter_map(|line| {
+        let line = line.split_once("> ").map_or(line, |(_, row)| row);
+        let row = line.strip_prefix("+I[").or(line.strip_prefix("+U["))?;
+        Some(
+            row.trim_end_matches(']')
+                .split(", ")
+                .map(|v| v.parse().unwrap())
+                .collect(),
+        )
+    })
+}
+
 /// One firing far larger than every buffer an exchange may own: 100,000
 /// ids in one processing-time window of a bounded input all fire at its
 /// end into an exchange (to a grouping by `id % 10`) whose consumer on the
@@ -752,16 +758,7 @@ fn a_firing_larger_than_the_buffer_pool_completes() {
     // The last insert or update-after of each m is its final row (after
     // the printing subtask's `N> `, as Flink's print sink writes).
     let mut last: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-    for line in out.lines() {
-        let line = line.split_once("> ").map_or(line, |(_, row)| row);
-        let Some(row) = line.strip_prefix("+I[").or(line.strip_prefix("+U[")) else {
-            continue;
-        };
-        let f: Vec<u64> = row
-            .trim_end_matches(']')
-            .split(", ")
-            .map(|v| v.parse().unwrap())
-            .collect();
+    for f in inserted_or_updated(&out) {
         last.insert(f[0], (f[1], f[2]));
     }
     // (A run across the hour would split ids between two windows: more
@@ -804,16 +801,7 @@ fn a_row_larger_than_a_network_buffer_crosses_an_exchange() {
     let out = weir_sql_ok(&script, &[]);
     // Final (k, len) -> count: the last +I/+U of each group.
     let mut last: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    for line in out.lines() {
-        let line = line.split_once("> ").map_or(line, |(_, row)| row);
-        let Some(row) = line.strip_prefix("+I[").or(line.strip_prefix("+U[")) else {
-            continue;
-        };
-        let f: Vec<u64> = row
-            .trim_end_matches(']')
-            .split(", ")
-            .map(|v| v.parse().unwrap())
-            .collect();
+    for f in inserted_or_updated(&out) {
         last.insert((f[0], f[2]), f[1]);
     }
     // Rows 4, 14, 24 (k = 1, 2, 0) are long; of the 27 short ones, 9, 9, 9.

@@ -13,6 +13,7 @@
 //! docs/SQL.md for what is supported and where it differs from Flink.
 
 pub mod agg;
+pub mod calc;
 pub mod catalog;
 pub mod changelog;
 pub mod connectors;

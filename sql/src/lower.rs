@@ -28,10 +28,11 @@ use crate::changelog::UpdateBefore;
 use crate::reuse::{Lookup, Memo, Reuse};
 
 use crate::agg::{Aggs, GroupAggregate, WindowAggregate};
+use crate::calc::Calc;
 use crate::catalog::Table;
 use crate::connectors::{datagen_source, BlackholeSink, Connector, PrintSink};
 use crate::error::{Result, SqlError};
-use crate::expr::{truth, Scalar};
+use crate::expr::Scalar;
 use crate::join::interval::sql_interval_join;
 use crate::join::regular::RegularJoin;
 use crate::plan::{Node, Plan, Window};
@@ -217,9 +218,8 @@ impl<'j> Lowering<'j> {
             } => {
                 let rows = self.rows(input)?;
                 let uid = self.uid("calc");
-                let filter = filter.clone();
-                let project: Arc<[Scalar]> = project.clone().into();
-                rows.flat_map(&uid, move |row: Row| calc(&filter, &project, row))
+                let calc = Calc::new(filter.clone(), project, input.schema.len());
+                rows.flat_map(&uid, move |row: Row| calc.apply(row))
                     .share()
                     .branch()
             }
@@ -447,7 +447,7 @@ impl<'j> Lowering<'j> {
             .enumerate()
             .any(|(i, c)| c.as_column() != Some(i))
             || t.columns.len() != t.physical.len();
-        let columns: Arc<[Scalar]> = t.columns.clone().into();
+        let columns = Arc::new(Calc::new(None, &t.columns, t.physical.len()));
         let rows: Rows<'j> = match &t.connector {
             Connector::Filesystem {
                 path,
@@ -492,7 +492,7 @@ impl<'j> Lowering<'j> {
                             skip_first,
                             decode: move |line: &str| match format.decode(line, &physical) {
                                 Decoded::Record(r) if computed => {
-                                    Decoded::Record(compute(&columns, r))
+                                    Decoded::Record(columns.project(r))
                                 }
                                 other => other,
                             },
@@ -517,11 +517,9 @@ impl<'j> Lowering<'j> {
                     datagen_source(&g, &types, base, info)
                 });
                 if computed {
-                    s.map(&format!("{uid}-computed"), move |r: Row| {
-                        compute(&columns, r)
-                    })
-                    .share()
-                    .branch()
+                    s.map(&format!("{uid}-computed"), move |r: Row| columns.project(r))
+                        .share()
+                        .branch()
                 } else {
                     s.share().branch()
                 }
@@ -539,7 +537,7 @@ impl<'j> Lowering<'j> {
                 self.job
                     .source(&uid, move |info: &SubtaskInfo| n.source(info))
                     .flat_map(&format!("{uid}-rows"), move |r: Option<Row>| {
-                        r.map(|r| if computed { compute(&columns, r) } else { r })
+                        r.map(|r| if computed { columns.project(r) } else { r })
                     })
                     .share()
                     .branch()
@@ -550,11 +548,9 @@ impl<'j> Lowering<'j> {
                     .job
                     .source(&uid, move |info: &SubtaskInfo| source.reader(info));
                 if computed {
-                    s.map(&format!("{uid}-computed"), move |r: Row| {
-                        compute(&columns, r)
-                    })
-                    .share()
-                    .branch()
+                    s.map(&format!("{uid}-computed"), move |r: Row| columns.project(r))
+                        .share()
+                        .branch()
                 } else {
                     s.share().branch()
                 }
@@ -711,28 +707,6 @@ impl weir_runtime::Sink for Collect {
 
     fn invoke(&mut self, row: Row) {
         self.0.lock().expect("collect sink poisoned").push(row);
-    }
-}
-
-/// A calc on one row: `None` if the filter does not hold.
-#[inline]
-fn calc(filter: &Option<Scalar>, project: &[Scalar], row: Row) -> Option<Row> {
-    if let Some(f) = filter {
-        if truth(&f.eval(&row)) != Some(true) {
-            return None;
-        }
-    }
-    let values: Values = project.iter().map(|p| p.eval(&row)).collect();
-    Some(Row {
-        kind: row.kind,
-        values,
-    })
-}
-
-fn compute(columns: &[Scalar], row: Row) -> Row {
-    Row {
-        kind: row.kind,
-        values: columns.iter().map(|c| c.eval(&row)).collect(),
     }
 }
 

@@ -271,9 +271,22 @@ pub enum Func {
     TimestampAdd(CalUnit),
     /// TIMESTAMPDIFF(unit, a, b)
     TimestampDiff(CalUnit),
-    /// HASH_CODE-like: not offered. Placeholder never built.
-    #[doc(hidden)]
-    Never,
+    /// HASH_CODE(s): Java's `Math.abs(s.hashCode())`
+    HashCode,
+    /// IS_DIGIT(x): text of decimal digits, or any integer
+    IsDigit,
+    /// IS_ALPHA(x): text of letters (FALSE for a number)
+    IsAlpha,
+    /// IS_DECIMAL(x): text Java reads as a number, or any number
+    IsDecimal,
+    /// TRANSLATE(s, from, to)
+    Translate,
+    /// ELT(n, a, b, ..): the n-th of the values after `n`, 1-based
+    Elt,
+    /// REGEXP_SUBSTR(s, pattern): the first match
+    RegexpSubstr(Option<regex::Regex>),
+    /// PARSE_URL(url, part [, key])
+    ParseUrl,
 }
 
 /// The DOUBLE functions of numbers.
@@ -778,7 +791,6 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             v => v,
         },
         Func::ProcTime => Value::Timestamp(now_ms()),
-        Func::Never => Value::Null,
         _ => call_more(f, args, ty, row),
     }
 }
@@ -1096,6 +1108,61 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             },
             _ => Value::Null,
         },
+        Func::HashCode => match arg(0) {
+            Value::Str(s) => Value::Int(crate::strings::hash_code(&s)),
+            _ => Value::Null,
+        },
+        Func::IsDigit | Func::IsAlpha | Func::IsDecimal => {
+            let v = arg(0);
+            Value::Bool(match (&v, f) {
+                (Value::Null, _) => return Value::Null,
+                (Value::Str(s), Func::IsDigit) => crate::strings::is_digit(s),
+                (Value::Str(s), Func::IsAlpha) => crate::strings::is_alpha(s),
+                (Value::Str(s), _) => crate::strings::is_decimal(s),
+                // Numbers, as Flink's runtime takes them: every integer is
+                // digits and every number a decimal; no number is letters.
+                (_, Func::IsDigit) => matches!(v, Value::Int(_) | Value::BigInt(_)),
+                (_, Func::IsAlpha) => false,
+                _ => true,
+            })
+        }
+        Func::Translate => match arg(0) {
+            // Flink's: a NULL `from` leaves the text, a NULL `to` drops
+            // every character of `from`.
+            Value::Str(s) => match (arg(1), arg(2)) {
+                (Value::Str(from), Value::Str(to)) => {
+                    string(crate::strings::translate(&s, &from, &to))
+                }
+                (Value::Str(from), _) => string(crate::strings::translate(&s, &from, "")),
+                _ => Value::Str(s),
+            },
+            _ => Value::Null,
+        },
+        Func::Elt => match int(0) {
+            Some(n) if n >= 1 && (n as u64) < args.len() as u64 => {
+                coerce(arg(n as usize), args[n as usize].ty(), ty)
+            }
+            _ => Value::Null,
+        },
+        Func::RegexpSubstr(re) => match (arg(0), arg(1)) {
+            (Value::Str(s), Value::Str(_)) => regex(re)
+                .and_then(|r| r.find(&s).map(|m| string(m.as_str().to_owned())))
+                .unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        Func::ParseUrl => {
+            let (Value::Str(url), Value::Str(part)) = (arg(0), arg(1)) else {
+                return Value::Null;
+            };
+            let out = match args.get(2) {
+                None => crate::url::parse_url(&url, &part),
+                Some(_) => match arg(2) {
+                    Value::Str(key) => crate::url::parse_url_key(&url, &part, &key),
+                    _ => return Value::Null,
+                },
+            };
+            out.map_or(Value::Null, string)
+        }
         Func::Overlay => {
             let (Value::Str(s), Value::Str(r), Some(from)) = (arg(0), arg(1), int(2)) else {
                 return Value::Null;
@@ -3182,6 +3249,50 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             want(&name, &args, 2, Want::Text)?;
             regexp_call(&name, args, Func::RegexpReplace, DataType::String)?
         }
+        "HASH_CODE" => {
+            arity(1..=1)?;
+            check_args(&name, &args, &[s])?;
+            Scalar::Call(Func::HashCode, args, DataType::Int)
+        }
+        "IS_DIGIT" | "IS_ALPHA" | "IS_DECIMAL" => {
+            arity(1..=1)?;
+            let t = args[0].ty();
+            if !is_null_literal(&args[0])
+                && t != DataType::String
+                && !matches!(t, DataType::Int | DataType::BigInt | DataType::Double)
+                && !matches!(t, DataType::Decimal { .. })
+            {
+                return Err(SqlError::Type(format!(
+                    "{name}: argument 1 must be a STRING or a number, got {t}"
+                )));
+            }
+            let f = match name.as_str() {
+                "IS_DIGIT" => Func::IsDigit,
+                "IS_ALPHA" => Func::IsAlpha,
+                _ => Func::IsDecimal,
+            };
+            Scalar::Call(f, args, DataType::Boolean)
+        }
+        "TRANSLATE" => {
+            arity(3..=3)?;
+            check_args(&name, &args, &[s, s, s])?;
+            Scalar::Call(Func::Translate, args, DataType::String)
+        }
+        "ELT" => {
+            arity(2..=usize::MAX)?;
+            want(&name, &args, 0, Want::Integer)?;
+            let ty = common_of(&name, &args[1..])?;
+            Scalar::Call(Func::Elt, args, ty)
+        }
+        "REGEXP_SUBSTR" => {
+            arity(2..=2)?;
+            regexp_call(&name, args, Func::RegexpSubstr, DataType::String)?
+        }
+        "PARSE_URL" => {
+            arity(2..=3)?;
+            check_args(&name, &args, &[s, s, s])?;
+            Scalar::Call(Func::ParseUrl, args, DataType::String)
+        }
         "BIN" => {
             arity(1..=1)?;
             want(&name, &args, 0, Want::Integer)?;
@@ -4175,5 +4286,72 @@ mod tests {
             str_of("CAST(CAST('0.1' AS DOUBLE) AS DECIMAL(30, 25))"),
             Value::decimal(10i128.pow(24))
         );
+    }
+
+    /// Flink's ELT, IS_DIGIT, IS_ALPHA, IS_DECIMAL, TRANSLATE,
+    /// REGEXP_SUBSTR, PARSE_URL and HASH_CODE, with their NULLs.
+    #[test]
+    fn elt_char_tests_translate_regexp_substr_parse_url_hash_code() {
+        assert_eq!(
+            str_of("ELT(2, 'scala-1', 'java-2', 'go-3')"),
+            text("java-2")
+        );
+        assert_eq!(str_of("ELT(a, 'x', s)"), Value::Null); // 7 is past the end
+        assert_eq!(str_of("ELT(0, 'x')"), Value::Null);
+        assert_eq!(str_of("ELT(n, 'x')"), Value::Null);
+        assert_eq!(str_of("ELT(1, 1, CAST(2 AS BIGINT))"), Value::BigInt(1));
+        assert_eq!(
+            ty_of("ELT(1, 1, 2.5)"),
+            DataType::Decimal {
+                precision: 11,
+                scale: 1
+            }
+        );
+        assert!(err_of("ELT('1', 'x')").contains("ELT: argument 1"));
+        assert_eq!(str_of("IS_DIGIT('0123')"), Value::Bool(true));
+        assert_eq!(str_of("IS_DIGIT('12.5')"), Value::Bool(false));
+        assert_eq!(str_of("IS_DIGIT('')"), Value::Bool(false));
+        assert_eq!(str_of("IS_DIGIT(a)"), Value::Bool(true));
+        assert_eq!(str_of("IS_DIGIT(CAST(n AS STRING))"), Value::Null);
+        assert_eq!(str_of("IS_ALPHA(s)"), Value::Bool(true));
+        assert_eq!(str_of("IS_ALPHA('ab c')"), Value::Bool(false));
+        assert_eq!(str_of("IS_ALPHA(a)"), Value::Bool(false));
+        assert_eq!(str_of("IS_DECIMAL('-1.5e3')"), Value::Bool(true));
+        assert_eq!(str_of("IS_DECIMAL(s)"), Value::Bool(false));
+        assert_eq!(str_of("IS_DECIMAL(2.5)"), Value::Bool(true));
+        assert!(
+            err_of("IS_DIGIT(ts)").contains("IS_DIGIT: argument 1 must be a STRING or a number")
+        );
+        assert_eq!(str_of("TRANSLATE('AaBbCc', 'abc', '1')"), text("A1BC"));
+        assert_eq!(
+            str_of("TRANSLATE(s, 'l', CAST(NULL AS STRING))"),
+            text("Heo")
+        );
+        assert_eq!(
+            str_of("TRANSLATE(s, CAST(NULL AS STRING), 'x')"),
+            text("Hello")
+        );
+        assert_eq!(
+            str_of("TRANSLATE(CAST(n AS STRING), 'a', 'b')"),
+            Value::Null
+        );
+        assert_eq!(
+            str_of("REGEXP_SUBSTR('Steven Jones and Stephen Smith', 'Ste(v|ph)en')"),
+            text("Steven")
+        );
+        assert_eq!(str_of("REGEXP_SUBSTR(s, 'x+')"), Value::Null);
+        assert_eq!(str_of("REGEXP_SUBSTR(s, 'l+')"), text("ll"));
+        let url = "'http://facebook.com/path/p1.php?query=1&k=v#frag'";
+        let part = |p: &str| str_of(&format!("PARSE_URL({url}, {p})"));
+        assert_eq!(part("'HOST'"), text("facebook.com"));
+        assert_eq!(part("'QUERY'"), text("query=1&k=v"));
+        assert_eq!(part("'QUERY', 'k'"), text("v"));
+        assert_eq!(part("'QUERY', 'nope'"), Value::Null);
+        assert_eq!(part("'FILE'"), text("/path/p1.php?query=1&k=v"));
+        assert_eq!(part("'USERINFO'"), Value::Null);
+        assert_eq!(part("CAST(NULL AS STRING)"), Value::Null);
+        assert_eq!(str_of("PARSE_URL(s, 'HOST')"), Value::Null);
+        assert_eq!(str_of("HASH_CODE(s)"), Value::Int(69_609_650));
+        assert_eq!(str_of("HASH_CODE(CAST(n AS STRING))"), Value::Null);
     }
 }

@@ -33,8 +33,10 @@ pub mod rank;
 pub mod reuse;
 pub mod script;
 pub mod session;
+pub mod strings;
 pub mod time;
 pub mod types;
+pub mod url;
 pub mod value;
 
 pub use error::SqlError;

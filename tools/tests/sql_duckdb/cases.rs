@@ -102,6 +102,30 @@ pub const CASES: &[Case] = &[
                  FROM orders",
     },
     Case {
+        name: "later_string_functions",
+        // Flink's TRANSLATE, REGEXP_SUBSTR (NULL without a match, where
+        // DuckDB's regexp_extract gives ''), IS_ALPHA and IS_DIGIT (FALSE
+        // for '', NULL for NULL), ELT (1-based) and PARSE_URL.
+        weir: "SELECT order_id, TRANSLATE(note, 'aeo ', 'AEO') AS t,
+                      REGEXP_SUBSTR(note, '[a-z]+ [a-z]+') AS r,
+                      IS_ALPHA(category) AS al, IS_DIGIT(SUBSTR(user_id, 2)) AS dg,
+                      IS_DIGIT(REPLACE(note, note, '')) AS de,
+                      ELT(CAST(MOD(order_id, 3) AS INT) + 1, 'x', category, user_id) AS e,
+                      PARSE_URL(CONCAT('http://shop.example/', category, '?u=', user_id, '&q=1#top'),
+                                'QUERY', 'u') AS pu,
+                      PARSE_URL(CONCAT('https://', user_id, '.example:81/', category), 'PATH') AS pp
+               FROM orders;",
+        duckdb: "SELECT order_id, translate(note, 'aeo ', 'AEO'),
+                        nullif(regexp_extract(note, '[a-z]+ [a-z]+'), ''),
+                        regexp_full_match(category, '[a-zA-Z]+'),
+                        regexp_full_match(substr(user_id, 2), '[0-9]+'),
+                        CASE WHEN note IS NULL THEN NULL ELSE false END,
+                        [ 'x', category, user_id ][order_id % 3 + 1],
+                        CASE WHEN category IS NOT NULL THEN user_id END,
+                        CASE WHEN user_id IS NOT NULL THEN '/' || category END
+                 FROM orders",
+    },
+    Case {
         name: "time_functions",
         weir: "SELECT order_id, EXTRACT(HOUR FROM ts) AS h, MINUTE(ts) AS m, SECOND(ts) AS s,
                       DAYOFMONTH(ts) AS d, DAYOFWEEK(ts) AS dw, YEAR(ts) AS y,

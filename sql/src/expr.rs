@@ -852,6 +852,9 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             match arg(0) {
                 Value::Int(v) => Value::Int(functions::round_int(i64::from(v), d, *trunc) as i32),
                 Value::BigInt(v) => Value::BigInt(functions::round_int(v, d, *trunc)),
+                Value::Double(v) if ty == DataType::Float => {
+                    Value::float(functions::round_double(v, d, *trunc) as f32)
+                }
                 Value::Double(v) => Value::Double(functions::round_double(v, d, *trunc)),
                 Value::Decimal(v) => Value::decimal(functions::round_decimal(
                     v.get(),
@@ -1287,6 +1290,8 @@ pub fn numeric_common(a: DataType, b: DataType) -> Option<DataType> {
     use DataType::*;
     Some(match (a, b) {
         (Double, x) | (x, Double) if x.is_numeric() => Double,
+        (Float, Int | BigInt | Float) | (Int | BigInt, Float) => Float,
+        (Float, Decimal { .. }) | (Decimal { .. }, Float) => Double,
         (
             Decimal {
                 precision: p1,
@@ -1394,6 +1399,20 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
                 return Value::Null;
             };
             Value::Double(match op {
+                Arith::Add => x + y,
+                Arith::Sub => x - y,
+                Arith::Mul => x * y,
+                Arith::Div => x / y,
+                Arith::Mod => x % y,
+            })
+        }
+        // FLOAT arithmetic in `f32`, as Java's on floats.
+        DataType::Float => {
+            let (Some(x), Some(y)) = (a.to_f64(ta.scale()), b.to_f64(tb.scale())) else {
+                return Value::Null;
+            };
+            let (x, y) = (x as f32, y as f32);
+            Value::float(match op {
                 Arith::Add => x + y,
                 Arith::Sub => x - y,
                 Arith::Mul => x * y,
@@ -1533,8 +1552,16 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
             }
         }
         T::Double => v.to_f64(from.scale()).map_or(Value::Null, Value::Double),
+        T::Float => v
+            .to_f64(from.scale())
+            .map_or(Value::Null, |d| Value::float(d as f32)),
         T::Decimal { precision, scale } => {
             let x = match &v {
+                // A FLOAT through its own shortest text (`0.1`, not the
+                // double nearest the float).
+                Value::Double(d) if from == T::Float => {
+                    decimal_of_double((*d as f32).to_string().parse().unwrap_or(*d), scale)
+                }
                 Value::Double(d) => decimal_of_double(*d, scale),
                 other => other.to_scaled(from.scale(), scale),
             };
@@ -1604,6 +1631,10 @@ fn cast_text(s: &str, to: DataType) -> Result<Value, &'static str> {
         T::Double => t
             .parse::<f64>()
             .map(Value::Double)
+            .map_err(|_| "not a number"),
+        T::Float => t
+            .parse::<f32>()
+            .map(Value::float)
             .map_err(|_| "not a number"),
         T::Decimal { precision, scale } => {
             let x = parse_decimal(t, scale).ok_or("not a decimal number")?;
@@ -1813,7 +1844,8 @@ pub fn data_type(ty: &ast::DataType) -> Result<DataType> {
         A::Boolean | A::Bool => DataType::Boolean,
         A::TinyInt(_) | A::SmallInt(_) | A::Int(_) | A::Integer(_) => DataType::Int,
         A::BigInt(_) | A::Int64 => DataType::BigInt,
-        A::Double(_) | A::Float(_) | A::Real | A::Float64 | A::DoublePrecision => DataType::Double,
+        A::Double(_) | A::Float64 | A::DoublePrecision => DataType::Double,
+        A::Float(_) | A::Real | A::Float4 | A::Float32 => DataType::Float,
         A::Decimal(info) | A::Numeric(info) | A::Dec(info) => {
             let (p, s) = match info {
                 ast::ExactNumberInfo::None => (10, 0),
@@ -3257,11 +3289,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         "IS_DIGIT" | "IS_ALPHA" | "IS_DECIMAL" => {
             arity(1..=1)?;
             let t = args[0].ty();
-            if !is_null_literal(&args[0])
-                && t != DataType::String
-                && !matches!(t, DataType::Int | DataType::BigInt | DataType::Double)
-                && !matches!(t, DataType::Decimal { .. })
-            {
+            if !is_null_literal(&args[0]) && t != DataType::String && !t.is_numeric() {
                 return Err(SqlError::Type(format!(
                     "{name}: argument 1 must be a STRING or a number, got {t}"
                 )));
@@ -4353,5 +4381,37 @@ mod tests {
         assert_eq!(str_of("PARSE_URL(s, 'HOST')"), Value::Null);
         assert_eq!(str_of("HASH_CODE(s)"), Value::Int(69_609_650));
         assert_eq!(str_of("HASH_CODE(CAST(n AS STRING))"), Value::Null);
+    }
+
+    /// FLOAT and REAL are Flink's 4-byte float: values rounded to `f32`,
+    /// arithmetic with integers in `f32`, with a DECIMAL or DOUBLE in
+    /// DOUBLE, and printed with the float's shortest digits.
+    #[test]
+    fn float_is_a_four_byte_float() {
+        assert_eq!(
+            str_of("CAST(CAST(0.1 AS FLOAT) AS DOUBLE)"),
+            Value::Double(f64::from(0.1f32))
+        );
+        assert_eq!(str_of("CAST(CAST(0.1 AS REAL) AS STRING)"), text("0.1"));
+        assert_eq!(
+            str_of("CAST(CAST(1.1 AS FLOAT) * 3 AS STRING)"),
+            text("3.3000002")
+        );
+        assert_eq!(
+            str_of("CAST(CAST('16777217' AS FLOAT) AS STRING)"),
+            text("1.6777216E7")
+        );
+        assert_eq!(ty_of("CAST(a AS FLOAT) + a"), DataType::Float);
+        assert_eq!(ty_of("CAST(a AS FLOAT) + 1.5"), DataType::Double);
+        assert_eq!(
+            ty_of("CAST(a AS FLOAT) + CAST(a AS DOUBLE)"),
+            DataType::Double
+        );
+        assert_eq!(ty_of("ROUND(CAST(a AS FLOAT), 1)"), DataType::Float);
+        assert_eq!(
+            str_of("CAST(CAST(0.1 AS FLOAT) AS DECIMAL(10, 3))"),
+            Value::decimal(100)
+        );
+        assert_eq!(ty_of("COALESCE(CAST(a AS FLOAT), 1)"), DataType::Float);
     }
 }

@@ -126,6 +126,21 @@ pub const CASES: &[Case] = &[
                  FROM orders",
     },
     Case {
+        name: "float_is_four_bytes",
+        // FLOAT is Flink's 4-byte float: arithmetic with an integer stays
+        // FLOAT (in f32), a FLOAT as a DOUBLE is the float's exact value
+        // (0.1 is 0.10000000149011612), AVG of a FLOAT is a FLOAT (DuckDB's
+        // avg is a DOUBLE: cast back).
+        weir: "SELECT user_id, MIN(f) AS mi, MAX(f * 3) AS m3, MAX(CAST(f AS DOUBLE)) AS md,
+                      MIN(f + qty) AS fq, AVG(f) AS a, COUNT(*) AS n
+               FROM (SELECT user_id, qty, CAST(amount AS FLOAT) AS f FROM orders)
+               GROUP BY user_id;",
+        duckdb: "SELECT user_id, min(f), max(f * 3), max(CAST(f AS DOUBLE)), min(f + qty),
+                        CAST(avg(f) AS FLOAT), count(*)
+                 FROM (SELECT user_id, qty, CAST(amount AS FLOAT) AS f FROM orders)
+                 GROUP BY user_id",
+    },
+    Case {
         name: "time_functions",
         weir: "SELECT order_id, EXTRACT(HOUR FROM ts) AS h, MINUTE(ts) AS m, SECOND(ts) AS s,
                       DAYOFMONTH(ts) AS d, DAYOFWEEK(ts) AS dw, YEAR(ts) AS y,

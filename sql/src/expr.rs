@@ -1796,6 +1796,8 @@ pub fn time_unit(field: &DateTimeField) -> Option<TimeUnit> {
         F::Minute | F::Minutes => TimeUnit::Minute,
         F::Second | F::Seconds => TimeUnit::Second,
         F::Millisecond | F::Milliseconds => TimeUnit::Millisecond,
+        F::Microsecond | F::Microseconds => TimeUnit::Microsecond,
+        F::Nanosecond | F::Nanoseconds => TimeUnit::Nanosecond,
         F::Epoch => TimeUnit::Epoch,
         _ => return None,
     })
@@ -3513,6 +3515,19 @@ mod tests {
             Value::Int(70)
         );
         assert_eq!(eval("EXTRACT(HOUR FROM ts)", &s, &r), Value::BigInt(3));
+        // Below a second, of the second (Flink's: 05.678 is 678 ms).
+        assert_eq!(
+            eval("EXTRACT(MILLISECOND FROM ts)", &s, &r),
+            Value::BigInt(678)
+        );
+        assert_eq!(
+            eval("EXTRACT(MICROSECOND FROM ts)", &s, &r),
+            Value::BigInt(678_000)
+        );
+        assert_eq!(
+            eval("EXTRACT(NANOSECOND FROM ts)", &s, &r),
+            Value::BigInt(678_000_000)
+        );
         assert_eq!(
             eval("DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm')", &s, &r),
             Value::Str("2024-01-02 03:04".into())

@@ -1747,7 +1747,10 @@ impl Plan {
             } => {
                 let lags: Vec<String> = lags
                     .iter()
-                    .map(|l| format!(", LAG({}, {})", input.schema.fields[l.arg].name, l.offset))
+                    .map(|l| {
+                        let f = if l.ahead { "LEAD" } else { "LAG" };
+                        format!(", {f}({}, {})", input.schema.fields[l.arg].name, l.offset)
+                    })
                     .collect();
                 let _ = writeln!(
                     s,

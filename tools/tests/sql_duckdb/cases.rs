@@ -1233,6 +1233,20 @@ pub const CASES: &[Case] = &[
                  FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts, order_id)",
     },
     Case {
+        name: "lead_over_event_time",
+        // LEAD: the value `offset` rows after in the partition, the
+        // default (NULL unless given) past its last rows, which are let go
+        // when the input ends; beside LAG and an OVER aggregate.
+        weir: "SELECT order_id, qty, LEAD(qty) OVER w AS next, LEAD(amount, 2, -1.00) OVER w AS next2,
+                      LEAD(ts, 0) OVER w AS same, LAG(qty) OVER w AS prev,
+                      LEAD(qty, 1, 0) OVER w - qty AS delta, SUM(qty) OVER w AS s
+               FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts);",
+        duckdb: "SELECT order_id, qty, lead(qty) OVER w, lead(amount, 2, -1.00) OVER w,
+                        lead(ts, 0) OVER w, lag(qty) OVER w,
+                        lead(qty, 1, 0) OVER w - qty, SUM(qty) OVER w
+                 FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts, order_id)",
+    },
+    Case {
         name: "in_subqueries_as_values",
         // [NOT] IN (SELECT ..) and [NOT] EXISTS where no semi join can
         // take them (a SELECT item, inside an OR), with SQL's NULLs: unknown for a NULL operand

@@ -287,6 +287,9 @@ pub enum Func {
     RegexpSubstr(Option<regex::Regex>),
     /// PARSE_URL(url, part [, key])
     ParseUrl,
+    /// CONVERT_TZ(s, from, to): `yyyy-MM-dd HH:mm:ss` text from one zone
+    /// to another
+    ConvertTz,
 }
 
 /// The DOUBLE functions of numbers.
@@ -1165,6 +1168,19 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 },
             };
             out.map_or(Value::Null, string)
+        }
+        Func::ConvertTz => {
+            let (Value::Str(s), Value::Str(from), Value::Str(to)) = (arg(0), arg(1), arg(2)) else {
+                return Value::Null;
+            };
+            const PATTERN: &str = "yyyy-MM-dd HH:mm:ss";
+            match functions::parse_with_pattern(&s, PATTERN, false) {
+                Some(ms) => string(functions::date_format(
+                    crate::zone::convert(ms, &from, &to),
+                    PATTERN,
+                )),
+                None => Value::Null,
+            }
         }
         Func::Overlay => {
             let (Value::Str(s), Value::Str(r), Some(from)) = (arg(0), arg(1), int(2)) else {
@@ -3318,6 +3334,11 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             arity(2..=2)?;
             regexp_call(&name, args, Func::RegexpSubstr, DataType::String)?
         }
+        "CONVERT_TZ" => {
+            arity(3..=3)?;
+            check_args(&name, &args, &[s, s, s])?;
+            Scalar::Call(Func::ConvertTz, args, DataType::String)
+        }
         "PARSE_URL" => {
             arity(2..=3)?;
             check_args(&name, &args, &[s, s, s])?;
@@ -4428,5 +4449,24 @@ mod tests {
             Value::decimal(100)
         );
         assert_eq!(ty_of("COALESCE(CAST(a AS FLOAT), 1)"), DataType::Float);
+    }
+
+    /// CONVERT_TZ reads `yyyy-MM-dd HH:mm:ss` in one zone and writes it in
+    /// another; NULL for text that does not parse.
+    #[test]
+    fn convert_tz_between_zones() {
+        assert_eq!(
+            str_of("CONVERT_TZ('2024-01-01 00:00:00', 'UTC', 'GMT+08:00')"),
+            text("2024-01-01 08:00:00")
+        );
+        assert_eq!(
+            str_of("CONVERT_TZ('2024-01-01 08:00:00.123', 'GMT+8', 'GMT-0130')"),
+            text("2023-12-31 22:30:00")
+        );
+        assert_eq!(str_of("CONVERT_TZ('nope', 'UTC', 'UTC')"), Value::Null);
+        assert_eq!(
+            str_of("CONVERT_TZ(s, 'UTC', CAST(NULL AS STRING))"),
+            Value::Null
+        );
     }
 }

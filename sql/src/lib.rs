@@ -38,6 +38,7 @@ pub mod time;
 pub mod types;
 pub mod url;
 pub mod value;
+pub mod zone;
 
 pub use error::SqlError;
 pub use session::{Script, SqlJob};

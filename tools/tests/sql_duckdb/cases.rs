@@ -141,6 +141,21 @@ pub const CASES: &[Case] = &[
                  GROUP BY user_id",
     },
     Case {
+        name: "convert_tz",
+        // CONVERT_TZ: a timestamp's text read in one zone, written in
+        // another (DuckDB's timezone() both ways), a custom GMT offset.
+        weir: "SELECT order_id,
+                      CONVERT_TZ(DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss'), 'Asia/Shanghai',
+                                 'America/New_York') AS ny,
+                      CONVERT_TZ(DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss'), 'UTC', 'GMT+05:30') AS ist
+               FROM orders;",
+        duckdb: "SELECT order_id,
+                        strftime(timezone('America/New_York', timezone('Asia/Shanghai', ts)),
+                                 '%Y-%m-%d %H:%M:%S'),
+                        strftime(ts + INTERVAL 330 MINUTE, '%Y-%m-%d %H:%M:%S')
+                 FROM orders",
+    },
+    Case {
         name: "time_functions",
         weir: "SELECT order_id, EXTRACT(HOUR FROM ts) AS h, MINUTE(ts) AS m, SECOND(ts) AS s,
                       DAYOFMONTH(ts) AS d, DAYOFWEEK(ts) AS dw, YEAR(ts) AS y,

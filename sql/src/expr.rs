@@ -1573,11 +1573,8 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
             .map_or(Value::Null, |d| Value::float(d as f32)),
         T::Decimal { precision, scale } => {
             let x = match &v {
-                // A FLOAT through its own shortest text (`0.1`, not the
-                // double nearest the float).
-                Value::Double(d) if from == T::Float => {
-                    decimal_of_double((*d as f32).to_string().parse().unwrap_or(*d), scale)
-                }
+                // (a FLOAT as the double it widens to, as Flink's
+                // `castFrom(double ..)` takes it)
                 Value::Double(d) => decimal_of_double(*d, scale),
                 other => other.to_scaled(from.scale(), scale),
             };
@@ -4447,6 +4444,11 @@ mod tests {
         assert_eq!(
             str_of("CAST(CAST(0.1 AS FLOAT) AS DECIMAL(10, 3))"),
             Value::decimal(100)
+        );
+        // Flink widens the float to a double for the cast: its digits.
+        assert_eq!(
+            str_of("CAST(CAST(0.1 AS FLOAT) AS DECIMAL(20, 15))"),
+            Value::decimal(100_000_001_490_116)
         );
         assert_eq!(ty_of("COALESCE(CAST(a AS FLOAT), 1)"), DataType::Float);
     }

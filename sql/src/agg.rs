@@ -486,15 +486,18 @@ fn as_type(x: f64, ty: DataType) -> Value {
         DataType::Decimal { scale, .. } => {
             Value::decimal((x * 10f64.powi(i32::from(scale))).round() as i128)
         }
+        DataType::Float => Value::float(x as f32),
         _ => Value::Double(x),
     }
 }
 
 /// AVG's running sum: BIGINT for integers (no overflow of an INT sum),
-/// the argument's type otherwise.
+/// DOUBLE for a FLOAT (Flink's FloatAvgAggFunction), the argument's type
+/// otherwise.
 fn sum_type(c: &AggCall) -> DataType {
     match c.arg_ty {
         DataType::Int | DataType::BigInt => DataType::BigInt,
+        DataType::Float => DataType::Double,
         DataType::Decimal { scale, .. } => DataType::Decimal {
             precision: 38,
             scale,
@@ -558,6 +561,11 @@ fn add(acc: &mut Value, v: &Value, vt: DataType, ty: DataType, sign: i64) {
             let x = v.to_f64(vt.scale()).unwrap_or(0.0);
             Value::Double(acc.to_f64(0).unwrap_or(0.0) + x * sign as f64)
         }
+        // SUM of a FLOAT adds floats, as Flink's FloatSumAggFunction.
+        DataType::Float => {
+            let x = v.to_f64(vt.scale()).unwrap_or(0.0) as f32;
+            Value::float(acc.to_f64(0).unwrap_or(0.0) as f32 + x * sign as f32)
+        }
         DataType::Decimal { scale, .. } => {
             let x = v.to_scaled(vt.scale(), scale).unwrap_or(0);
             let cur = match acc {
@@ -576,6 +584,7 @@ fn avg(sum: &Value, st: DataType, n: i64, ty: DataType) -> Value {
         DataType::Int => Value::Int((sum.as_i64().unwrap_or(0) / n) as i32),
         DataType::BigInt => Value::BigInt(sum.as_i64().unwrap_or(0) / n),
         DataType::Double => Value::Double(sum.to_f64(0).unwrap_or(0.0) / n as f64),
+        DataType::Float => Value::float((sum.to_f64(0).unwrap_or(0.0) / n as f64) as f32),
         DataType::Decimal { scale, .. } => {
             let Value::Decimal(s) = sum else {
                 return Value::Null;

@@ -340,7 +340,7 @@ impl Connector {
                     let null_rate = o.parse::<f64>(&p("null-rate"))?.unwrap_or(0.0);
                     let g = match kind.as_str() {
                         "sequence" => {
-                            if !matches!(f.ty, DataType::Int | DataType::BigInt | DataType::String | DataType::Decimal { .. } | DataType::Double) {
+                            if !matches!(f.ty, DataType::Int | DataType::BigInt | DataType::String | DataType::Decimal { .. } | DataType::Double | DataType::Float) {
                                 return Err(o.err(format!("column `{}`: a sequence of {} is not supported", f.name, f.ty)));
                             }
                             let start = o.parse::<i64>(&p("start"))?.ok_or_else(|| {
@@ -371,7 +371,7 @@ impl Connector {
                             // them; the other numbers' are integers.
                             let (mut real, mut unscaled) = ((0.0, 0.0), (0, 0));
                             let (min, max) = match f.ty {
-                                DataType::Double => {
+                                DataType::Double | DataType::Float => {
                                     real = (
                                         o.parse::<f64>(&p("min"))?.unwrap_or(dmin as f64),
                                         o.parse::<f64>(&p("max"))?.unwrap_or(dmax as f64),
@@ -560,6 +560,7 @@ impl Datagen {
                         DataType::Int => Value::Int(n as i32),
                         DataType::String => Value::Str(n.to_string().into()),
                         DataType::Double => Value::Double(n as f64),
+                        DataType::Float => Value::float(n as f32),
                         DataType::Decimal { scale, .. } => {
                             Value::decimal(i128::from(n) * 10i128.pow(u32::from(*scale)))
                         }
@@ -593,6 +594,10 @@ impl Datagen {
                         DataType::BigInt => Value::BigInt(n),
                         DataType::Double => Value::Double(
                             real.0 + (h >> 11) as f64 / (1u64 << 53) as f64 * (real.1 - real.0),
+                        ),
+                        DataType::Float => Value::float(
+                            (real.0 + (h >> 11) as f64 / (1u64 << 53) as f64 * (real.1 - real.0))
+                                as f32,
                         ),
                         // Uniform over the unscaled values of `min..=max`,
                         // fractions included.

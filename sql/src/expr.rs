@@ -271,9 +271,25 @@ pub enum Func {
     TimestampAdd(CalUnit),
     /// TIMESTAMPDIFF(unit, a, b)
     TimestampDiff(CalUnit),
-    /// HASH_CODE-like: not offered. Placeholder never built.
-    #[doc(hidden)]
-    Never,
+    /// HASH_CODE(s): Java's `Math.abs(s.hashCode())`
+    HashCode,
+    /// IS_DIGIT(x): text of decimal digits, or any integer
+    IsDigit,
+    /// IS_ALPHA(x): text of letters (FALSE for a number)
+    IsAlpha,
+    /// IS_DECIMAL(x): text Java reads as a number, or any number
+    IsDecimal,
+    /// TRANSLATE(s, from, to)
+    Translate,
+    /// ELT(n, a, b, ..): the n-th of the values after `n`, 1-based
+    Elt,
+    /// REGEXP_SUBSTR(s, pattern): the first match
+    RegexpSubstr(Option<regex::Regex>),
+    /// PARSE_URL(url, part [, key])
+    ParseUrl,
+    /// CONVERT_TZ(s, from, to): `yyyy-MM-dd HH:mm:ss` text from one zone
+    /// to another
+    ConvertTz,
 }
 
 /// The DOUBLE functions of numbers.
@@ -778,7 +794,6 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             v => v,
         },
         Func::ProcTime => Value::Timestamp(now_ms()),
-        Func::Never => Value::Null,
         _ => call_more(f, args, ty, row),
     }
 }
@@ -840,6 +855,9 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             match arg(0) {
                 Value::Int(v) => Value::Int(functions::round_int(i64::from(v), d, *trunc) as i32),
                 Value::BigInt(v) => Value::BigInt(functions::round_int(v, d, *trunc)),
+                Value::Double(v) if ty == DataType::Float => {
+                    Value::float(functions::round_double(v, d, *trunc) as f32)
+                }
                 Value::Double(v) => Value::Double(functions::round_double(v, d, *trunc)),
                 Value::Decimal(v) => Value::decimal(functions::round_decimal(
                     v.get(),
@@ -1096,6 +1114,74 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             },
             _ => Value::Null,
         },
+        Func::HashCode => match arg(0) {
+            Value::Str(s) => Value::Int(crate::strings::hash_code(&s)),
+            _ => Value::Null,
+        },
+        Func::IsDigit | Func::IsAlpha | Func::IsDecimal => {
+            let v = arg(0);
+            Value::Bool(match (&v, f) {
+                (Value::Null, _) => return Value::Null,
+                (Value::Str(s), Func::IsDigit) => crate::strings::is_digit(s),
+                (Value::Str(s), Func::IsAlpha) => crate::strings::is_alpha(s),
+                (Value::Str(s), _) => crate::strings::is_decimal(s),
+                // Numbers, as Flink's runtime takes them: every integer is
+                // digits and every number a decimal; no number is letters.
+                (_, Func::IsDigit) => matches!(v, Value::Int(_) | Value::BigInt(_)),
+                (_, Func::IsAlpha) => false,
+                _ => true,
+            })
+        }
+        Func::Translate => match arg(0) {
+            // Flink's: a NULL `from` leaves the text, a NULL `to` drops
+            // every character of `from`.
+            Value::Str(s) => match (arg(1), arg(2)) {
+                (Value::Str(from), Value::Str(to)) => {
+                    string(crate::strings::translate(&s, &from, &to))
+                }
+                (Value::Str(from), _) => string(crate::strings::translate(&s, &from, "")),
+                _ => Value::Str(s),
+            },
+            _ => Value::Null,
+        },
+        Func::Elt => match int(0) {
+            Some(n) if n >= 1 && (n as u64) < args.len() as u64 => {
+                coerce(arg(n as usize), args[n as usize].ty(), ty)
+            }
+            _ => Value::Null,
+        },
+        Func::RegexpSubstr(re) => match (arg(0), arg(1)) {
+            (Value::Str(s), Value::Str(_)) => regex(re)
+                .and_then(|r| r.find(&s).map(|m| string(m.as_str().to_owned())))
+                .unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        Func::ParseUrl => {
+            let (Value::Str(url), Value::Str(part)) = (arg(0), arg(1)) else {
+                return Value::Null;
+            };
+            let out = match args.get(2) {
+                None => crate::url::parse_url(&url, &part),
+                Some(_) => match arg(2) {
+                    Value::Str(key) => crate::url::parse_url_key(&url, &part, &key),
+                    _ => return Value::Null,
+                },
+            };
+            out.map_or(Value::Null, string)
+        }
+        Func::ConvertTz => {
+            let (Value::Str(s), Value::Str(from), Value::Str(to)) = (arg(0), arg(1), arg(2)) else {
+                return Value::Null;
+            };
+            const PATTERN: &str = "yyyy-MM-dd HH:mm:ss";
+            match functions::parse_with_pattern(&s, PATTERN, false) {
+                Some(ms) => string(functions::date_format(
+                    crate::zone::convert(ms, &from, &to),
+                    PATTERN,
+                )),
+                None => Value::Null,
+            }
+        }
         Func::Overlay => {
             let (Value::Str(s), Value::Str(r), Some(from)) = (arg(0), arg(1), int(2)) else {
                 return Value::Null;
@@ -1220,6 +1306,8 @@ pub fn numeric_common(a: DataType, b: DataType) -> Option<DataType> {
     use DataType::*;
     Some(match (a, b) {
         (Double, x) | (x, Double) if x.is_numeric() => Double,
+        (Float, Int | BigInt | Float) | (Int | BigInt, Float) => Float,
+        (Float, Decimal { .. }) | (Decimal { .. }, Float) => Double,
         (
             Decimal {
                 precision: p1,
@@ -1327,6 +1415,20 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
                 return Value::Null;
             };
             Value::Double(match op {
+                Arith::Add => x + y,
+                Arith::Sub => x - y,
+                Arith::Mul => x * y,
+                Arith::Div => x / y,
+                Arith::Mod => x % y,
+            })
+        }
+        // FLOAT arithmetic in `f32`, as Java's on floats.
+        DataType::Float => {
+            let (Some(x), Some(y)) = (a.to_f64(ta.scale()), b.to_f64(tb.scale())) else {
+                return Value::Null;
+            };
+            let (x, y) = (x as f32, y as f32);
+            Value::float(match op {
                 Arith::Add => x + y,
                 Arith::Sub => x - y,
                 Arith::Mul => x * y,
@@ -1466,8 +1568,13 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
             }
         }
         T::Double => v.to_f64(from.scale()).map_or(Value::Null, Value::Double),
+        T::Float => v
+            .to_f64(from.scale())
+            .map_or(Value::Null, |d| Value::float(d as f32)),
         T::Decimal { precision, scale } => {
             let x = match &v {
+                // (a FLOAT as the double it widens to, as Flink's
+                // `castFrom(double ..)` takes it)
                 Value::Double(d) => decimal_of_double(*d, scale),
                 other => other.to_scaled(from.scale(), scale),
             };
@@ -1537,6 +1644,10 @@ fn cast_text(s: &str, to: DataType) -> Result<Value, &'static str> {
         T::Double => t
             .parse::<f64>()
             .map(Value::Double)
+            .map_err(|_| "not a number"),
+        T::Float => t
+            .parse::<f32>()
+            .map(Value::float)
             .map_err(|_| "not a number"),
         T::Decimal { precision, scale } => {
             let x = parse_decimal(t, scale).ok_or("not a decimal number")?;
@@ -1698,6 +1809,8 @@ pub fn time_unit(field: &DateTimeField) -> Option<TimeUnit> {
         F::Minute | F::Minutes => TimeUnit::Minute,
         F::Second | F::Seconds => TimeUnit::Second,
         F::Millisecond | F::Milliseconds => TimeUnit::Millisecond,
+        F::Microsecond | F::Microseconds => TimeUnit::Microsecond,
+        F::Nanosecond | F::Nanoseconds => TimeUnit::Nanosecond,
         F::Epoch => TimeUnit::Epoch,
         _ => return None,
     })
@@ -1746,7 +1859,8 @@ pub fn data_type(ty: &ast::DataType) -> Result<DataType> {
         A::Boolean | A::Bool => DataType::Boolean,
         A::TinyInt(_) | A::SmallInt(_) | A::Int(_) | A::Integer(_) => DataType::Int,
         A::BigInt(_) | A::Int64 => DataType::BigInt,
-        A::Double(_) | A::Float(_) | A::Real | A::Float64 | A::DoublePrecision => DataType::Double,
+        A::Double(_) | A::Float64 | A::DoublePrecision => DataType::Double,
+        A::Float(_) | A::Real | A::Float4 | A::Float32 => DataType::Float,
         A::Decimal(info) | A::Numeric(info) | A::Dec(info) => {
             let (p, s) = match info {
                 ast::ExactNumberInfo::None => (10, 0),
@@ -3182,6 +3296,51 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             want(&name, &args, 2, Want::Text)?;
             regexp_call(&name, args, Func::RegexpReplace, DataType::String)?
         }
+        "HASH_CODE" => {
+            arity(1..=1)?;
+            check_args(&name, &args, &[s])?;
+            Scalar::Call(Func::HashCode, args, DataType::Int)
+        }
+        "IS_DIGIT" | "IS_ALPHA" | "IS_DECIMAL" => {
+            arity(1..=1)?;
+            let t = args[0].ty();
+            if !is_null_literal(&args[0]) && t != DataType::String && !t.is_numeric() {
+                return Err(SqlError::Type(format!(
+                    "{name}: argument 1 must be a STRING or a number, got {t}"
+                )));
+            }
+            let f = match name.as_str() {
+                "IS_DIGIT" => Func::IsDigit,
+                "IS_ALPHA" => Func::IsAlpha,
+                _ => Func::IsDecimal,
+            };
+            Scalar::Call(f, args, DataType::Boolean)
+        }
+        "TRANSLATE" => {
+            arity(3..=3)?;
+            check_args(&name, &args, &[s, s, s])?;
+            Scalar::Call(Func::Translate, args, DataType::String)
+        }
+        "ELT" => {
+            arity(2..=usize::MAX)?;
+            want(&name, &args, 0, Want::Integer)?;
+            let ty = common_of(&name, &args[1..])?;
+            Scalar::Call(Func::Elt, args, ty)
+        }
+        "REGEXP_SUBSTR" => {
+            arity(2..=2)?;
+            regexp_call(&name, args, Func::RegexpSubstr, DataType::String)?
+        }
+        "CONVERT_TZ" => {
+            arity(3..=3)?;
+            check_args(&name, &args, &[s, s, s])?;
+            Scalar::Call(Func::ConvertTz, args, DataType::String)
+        }
+        "PARSE_URL" => {
+            arity(2..=3)?;
+            check_args(&name, &args, &[s, s, s])?;
+            Scalar::Call(Func::ParseUrl, args, DataType::String)
+        }
         "BIN" => {
             arity(1..=1)?;
             want(&name, &args, 0, Want::Integer)?;
@@ -3374,6 +3533,19 @@ mod tests {
             Value::Int(70)
         );
         assert_eq!(eval("EXTRACT(HOUR FROM ts)", &s, &r), Value::BigInt(3));
+        // Below a second, of the second (Flink's: 05.678 is 678 ms).
+        assert_eq!(
+            eval("EXTRACT(MILLISECOND FROM ts)", &s, &r),
+            Value::BigInt(678)
+        );
+        assert_eq!(
+            eval("EXTRACT(MICROSECOND FROM ts)", &s, &r),
+            Value::BigInt(678_000)
+        );
+        assert_eq!(
+            eval("EXTRACT(NANOSECOND FROM ts)", &s, &r),
+            Value::BigInt(678_000_000)
+        );
         assert_eq!(
             eval("DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm')", &s, &r),
             Value::Str("2024-01-02 03:04".into())
@@ -4174,6 +4346,129 @@ mod tests {
         assert_eq!(
             str_of("CAST(CAST('0.1' AS DOUBLE) AS DECIMAL(30, 25))"),
             Value::decimal(10i128.pow(24))
+        );
+    }
+
+    /// Flink's ELT, IS_DIGIT, IS_ALPHA, IS_DECIMAL, TRANSLATE,
+    /// REGEXP_SUBSTR, PARSE_URL and HASH_CODE, with their NULLs.
+    #[test]
+    fn elt_char_tests_translate_regexp_substr_parse_url_hash_code() {
+        assert_eq!(
+            str_of("ELT(2, 'scala-1', 'java-2', 'go-3')"),
+            text("java-2")
+        );
+        assert_eq!(str_of("ELT(a, 'x', s)"), Value::Null); // 7 is past the end
+        assert_eq!(str_of("ELT(0, 'x')"), Value::Null);
+        assert_eq!(str_of("ELT(n, 'x')"), Value::Null);
+        assert_eq!(str_of("ELT(1, 1, CAST(2 AS BIGINT))"), Value::BigInt(1));
+        assert_eq!(
+            ty_of("ELT(1, 1, 2.5)"),
+            DataType::Decimal {
+                precision: 11,
+                scale: 1
+            }
+        );
+        assert!(err_of("ELT('1', 'x')").contains("ELT: argument 1"));
+        assert_eq!(str_of("IS_DIGIT('0123')"), Value::Bool(true));
+        assert_eq!(str_of("IS_DIGIT('12.5')"), Value::Bool(false));
+        assert_eq!(str_of("IS_DIGIT('')"), Value::Bool(false));
+        assert_eq!(str_of("IS_DIGIT(a)"), Value::Bool(true));
+        assert_eq!(str_of("IS_DIGIT(CAST(n AS STRING))"), Value::Null);
+        assert_eq!(str_of("IS_ALPHA(s)"), Value::Bool(true));
+        assert_eq!(str_of("IS_ALPHA('ab c')"), Value::Bool(false));
+        assert_eq!(str_of("IS_ALPHA(a)"), Value::Bool(false));
+        assert_eq!(str_of("IS_DECIMAL('-1.5e3')"), Value::Bool(true));
+        assert_eq!(str_of("IS_DECIMAL(s)"), Value::Bool(false));
+        assert_eq!(str_of("IS_DECIMAL(2.5)"), Value::Bool(true));
+        assert!(
+            err_of("IS_DIGIT(ts)").contains("IS_DIGIT: argument 1 must be a STRING or a number")
+        );
+        assert_eq!(str_of("TRANSLATE('AaBbCc', 'abc', '1')"), text("A1BC"));
+        assert_eq!(
+            str_of("TRANSLATE(s, 'l', CAST(NULL AS STRING))"),
+            text("Heo")
+        );
+        assert_eq!(
+            str_of("TRANSLATE(s, CAST(NULL AS STRING), 'x')"),
+            text("Hello")
+        );
+        assert_eq!(
+            str_of("TRANSLATE(CAST(n AS STRING), 'a', 'b')"),
+            Value::Null
+        );
+        assert_eq!(
+            str_of("REGEXP_SUBSTR('Steven Jones and Stephen Smith', 'Ste(v|ph)en')"),
+            text("Steven")
+        );
+        assert_eq!(str_of("REGEXP_SUBSTR(s, 'x+')"), Value::Null);
+        assert_eq!(str_of("REGEXP_SUBSTR(s, 'l+')"), text("ll"));
+        let url = "'http://facebook.com/path/p1.php?query=1&k=v#frag'";
+        let part = |p: &str| str_of(&format!("PARSE_URL({url}, {p})"));
+        assert_eq!(part("'HOST'"), text("facebook.com"));
+        assert_eq!(part("'QUERY'"), text("query=1&k=v"));
+        assert_eq!(part("'QUERY', 'k'"), text("v"));
+        assert_eq!(part("'QUERY', 'nope'"), Value::Null);
+        assert_eq!(part("'FILE'"), text("/path/p1.php?query=1&k=v"));
+        assert_eq!(part("'USERINFO'"), Value::Null);
+        assert_eq!(part("CAST(NULL AS STRING)"), Value::Null);
+        assert_eq!(str_of("PARSE_URL(s, 'HOST')"), Value::Null);
+        assert_eq!(str_of("HASH_CODE(s)"), Value::Int(69_609_650));
+        assert_eq!(str_of("HASH_CODE(CAST(n AS STRING))"), Value::Null);
+    }
+
+    /// FLOAT and REAL are Flink's 4-byte float: values rounded to `f32`,
+    /// arithmetic with integers in `f32`, with a DECIMAL or DOUBLE in
+    /// DOUBLE, and printed with the float's shortest digits.
+    #[test]
+    fn float_is_a_four_byte_float() {
+        assert_eq!(
+            str_of("CAST(CAST(0.1 AS FLOAT) AS DOUBLE)"),
+            Value::Double(f64::from(0.1f32))
+        );
+        assert_eq!(str_of("CAST(CAST(0.1 AS REAL) AS STRING)"), text("0.1"));
+        assert_eq!(
+            str_of("CAST(CAST(1.1 AS FLOAT) * 3 AS STRING)"),
+            text("3.3000002")
+        );
+        assert_eq!(
+            str_of("CAST(CAST('16777217' AS FLOAT) AS STRING)"),
+            text("1.6777216E7")
+        );
+        assert_eq!(ty_of("CAST(a AS FLOAT) + a"), DataType::Float);
+        assert_eq!(ty_of("CAST(a AS FLOAT) + 1.5"), DataType::Double);
+        assert_eq!(
+            ty_of("CAST(a AS FLOAT) + CAST(a AS DOUBLE)"),
+            DataType::Double
+        );
+        assert_eq!(ty_of("ROUND(CAST(a AS FLOAT), 1)"), DataType::Float);
+        assert_eq!(
+            str_of("CAST(CAST(0.1 AS FLOAT) AS DECIMAL(10, 3))"),
+            Value::decimal(100)
+        );
+        // Flink widens the float to a double for the cast: its digits.
+        assert_eq!(
+            str_of("CAST(CAST(0.1 AS FLOAT) AS DECIMAL(20, 15))"),
+            Value::decimal(100_000_001_490_116)
+        );
+        assert_eq!(ty_of("COALESCE(CAST(a AS FLOAT), 1)"), DataType::Float);
+    }
+
+    /// CONVERT_TZ reads `yyyy-MM-dd HH:mm:ss` in one zone and writes it in
+    /// another; NULL for text that does not parse.
+    #[test]
+    fn convert_tz_between_zones() {
+        assert_eq!(
+            str_of("CONVERT_TZ('2024-01-01 00:00:00', 'UTC', 'GMT+08:00')"),
+            text("2024-01-01 08:00:00")
+        );
+        assert_eq!(
+            str_of("CONVERT_TZ('2024-01-01 08:00:00.123', 'GMT+8', 'GMT-0130')"),
+            text("2023-12-31 22:30:00")
+        );
+        assert_eq!(str_of("CONVERT_TZ('nope', 'UTC', 'UTC')"), Value::Null);
+        assert_eq!(
+            str_of("CONVERT_TZ(s, 'UTC', CAST(NULL AS STRING))"),
+            Value::Null
         );
     }
 }

@@ -379,6 +379,7 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
         DataType::Int => Value::Int(t.parse().ok()?),
         DataType::BigInt => Value::BigInt(t.parse().ok()?),
         DataType::Double => Value::Double(t.parse().ok()?),
+        DataType::Float => Value::float(t.parse().ok()?),
         DataType::Decimal { precision, scale } => {
             let v = parse_decimal(t, scale)?;
             // Too wide for the column: NULL, as Flink's CSV and JSON
@@ -426,6 +427,9 @@ fn parse_json(line: &str, schema: &Schema, ignore: bool) -> Result<Option<Row>, 
                 }
                 (DataType::Double, serde_json::Value::Number(n)) => {
                     Value::Double(n.as_f64().ok_or_else(|| (None, bad(j)))?)
+                }
+                (DataType::Float, serde_json::Value::Number(n)) => {
+                    parse_text(&n.to_string(), f.ty).ok_or_else(|| (None, bad(j)))?
                 }
                 (DataType::Decimal { .. }, serde_json::Value::Number(n)) => {
                     parse_text(&n.to_string(), f.ty).ok_or_else(|| (None, bad(j)))?

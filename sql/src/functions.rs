@@ -197,6 +197,10 @@ pub enum TimeUnit {
     Second,
     /// Millisecond of the second (0..999).
     Millisecond,
+    /// Microsecond of the second, as Flink's (milliseconds × 1000 here).
+    Microsecond,
+    /// Nanosecond of the second (milliseconds × 10^6 here).
+    Nanosecond,
     /// Epoch seconds.
     Epoch,
 }
@@ -214,6 +218,8 @@ pub fn extract(unit: TimeUnit, ms: i64) -> i64 {
         TimeUnit::Minute => i64::from(mi),
         TimeUnit::Second => i64::from(s),
         TimeUnit::Millisecond => i64::from(milli),
+        TimeUnit::Microsecond => i64::from(milli) * 1000,
+        TimeUnit::Nanosecond => i64::from(milli) * 1_000_000,
         TimeUnit::Epoch => ms.div_euclid(1000),
         // 1970-01-01 was a Thursday (5 with Sunday = 1).
         TimeUnit::DayOfWeek => (days + 4).rem_euclid(7) + 1,

@@ -34,9 +34,12 @@ pub mod rank;
 pub mod reuse;
 pub mod script;
 pub mod session;
+pub mod strings;
 pub mod time;
 pub mod types;
+pub mod url;
 pub mod value;
+pub mod zone;
 
 pub use error::SqlError;
 pub use session::{Script, SqlJob};

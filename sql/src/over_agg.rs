@@ -20,7 +20,10 @@
 //!
 //! `LAG(x [, offset [, default]])` in the same SELECT reads the row
 //! `offset` rows before in that order (the partition's last rows kept in
-//! keyed state). A row arriving behind the watermark (late) is dropped,
+//! keyed state). `LEAD` reads the row `offset` rows after: a row with a
+//! LEAD waits in keyed state, computed, until that many later rows of its
+//! partition have passed the watermark, or the input ends (the default
+//! then). A row arriving behind the watermark (late) is dropped,
 //! as Flink drops it. The output is append-only. State per key: the pending rows, the
 //! rows a bounded frame may still reach, the running accumulator — all
 //! keyed state, checkpointed and rescaled with the key.
@@ -55,7 +58,8 @@ pub enum OverFrame {
 /// `LAG(x, offset, default)` OVER the window: the value of column `arg`
 /// of the row `offset` rows before in the partition's order (rows of
 /// equal time in the order of their other columns), `default` when there
-/// is none. Its frame does not matter.
+/// is none; `LEAD` (`ahead`) the row `offset` rows after. Its frame does
+/// not matter.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lag {
     /// The input column read.
@@ -64,6 +68,8 @@ pub struct Lag {
     pub offset: usize,
     /// The value when there is no such row.
     pub default: Value,
+    /// LEAD: `offset` rows after rather than before.
+    pub ahead: bool,
 }
 
 /// The OVER aggregation of one partition key (see the module docs).
@@ -81,6 +87,8 @@ pub struct OverAggregate {
     history: KeyedValueState<Key, RowList>,
     /// The running accumulator of an unbounded frame.
     running: KeyedValueState<Key, Acc>,
+    /// Computed rows waiting for their LEAD rows, in order.
+    leading: KeyedValueState<Key, RowList>,
     timers: KeyedTimerService<Key>,
 }
 
@@ -101,6 +109,7 @@ impl OverAggregate {
             pending: KeyedValueState::new("over-pending-rows"),
             history: KeyedValueState::new("over-frame-rows"),
             running: KeyedValueState::new("over-accumulator"),
+            leading: KeyedValueState::new("over-lead-rows"),
             timers: KeyedTimerService::new(),
         }
     }
@@ -121,12 +130,12 @@ impl OverAggregate {
         })
     }
 
-    fn emit<C: Collector<Row>>(&self, row: &Row, acc: &Acc, lags: &[Value], out: &mut C) {
+    fn emit(&self, row: &Row, acc: &Acc, lags: &[Value], out: &mut impl FnMut(Row)) {
         let mut r = row.clone();
         r.kind = RowKind::Insert;
         self.aggs.result_into(acc, &mut r.values);
         r.values.extend(lags.iter().cloned());
-        out.collect(r);
+        out(r);
     }
 
     /// Each row of `ready` (in order)'s LAG values, the partition's last
@@ -135,7 +144,13 @@ impl OverAggregate {
         if self.lags.is_empty() {
             return vec![Vec::new(); ready.len()];
         }
-        let keep = self.lags.iter().map(|l| l.offset).max().unwrap_or(0);
+        let keep = self
+            .lags
+            .iter()
+            .filter(|l| !l.ahead)
+            .map(|l| l.offset)
+            .max()
+            .unwrap_or(0);
         let mut recent = self.recent.value(ctx).unwrap_or_default().0;
         let mut out = Vec::with_capacity(ready.len());
         for r in ready {
@@ -143,6 +158,8 @@ impl OverAggregate {
                 self.lags
                     .iter()
                     .map(|l| match recent.len().checked_sub(l.offset) {
+                        // (a LEAD's value comes with the later rows)
+                        _ if l.ahead => Value::Null,
                         Some(i) if l.offset > 0 => recent[i].values[l.arg].clone(),
                         _ if l.offset == 0 => r.values[l.arg].clone(),
                         _ => l.default.clone(),
@@ -166,8 +183,54 @@ impl OverAggregate {
         acc
     }
 
-    /// Emits `ready` (the rows of one time, in order).
+    /// Emits `ready` (the rows of one time, in order); with a LEAD, each
+    /// once its later rows are there.
     fn fire<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, ready: Vec<Row>, out: &mut C) {
+        if !self.lags.iter().any(|l| l.ahead) {
+            return self.compute(ctx, ready, &mut |r| out.collect(r));
+        }
+        let mut done = Vec::new();
+        self.compute(ctx, ready, &mut |r| done.push(r));
+        let mut waiting = self.leading.value(ctx).unwrap_or_default().0;
+        waiting.extend(done);
+        let reach = self
+            .lags
+            .iter()
+            .filter(|l| l.ahead)
+            .map(|l| l.offset)
+            .max()
+            .unwrap_or(0);
+        let complete = waiting.len().saturating_sub(reach);
+        self.release(&mut waiting, complete, out);
+        if waiting.is_empty() {
+            self.leading.clear(ctx);
+        } else {
+            self.leading.update(ctx, RowList(waiting));
+            // The input's end lets the last rows go with their defaults.
+            self.timers.register_event_time_timer(ctx, i64::MAX);
+        }
+    }
+
+    /// Emits the first `n` rows of `waiting` (computed rows in order),
+    /// each LEAD's value the row `offset` places later, or its default.
+    fn release<C: Collector<Row>>(&self, waiting: &mut Vec<Row>, n: usize, out: &mut C) {
+        let first = self.lags.len();
+        for i in 0..n {
+            let mut r = waiting[i].clone();
+            let at = r.values.len() - first;
+            for (j, l) in self.lags.iter().enumerate().filter(|(_, l)| l.ahead) {
+                r.values[at + j] = match waiting.get(i + l.offset) {
+                    Some(later) => later.values[l.arg].clone(),
+                    None => l.default.clone(),
+                };
+            }
+            out.collect(r);
+        }
+        waiting.drain(..n);
+    }
+
+    /// The rows of `ready` with their aggregates and LAGs.
+    fn compute(&mut self, ctx: &KeyContext<Key>, ready: Vec<Row>, out: &mut impl FnMut(Row)) {
         let t = self.time_of(&ready[0]);
         let lags = self.lag_values(ctx, &ready);
         match self.frame {
@@ -248,6 +311,40 @@ impl KeyedProcessFunction for OverAggregate {
         _: TimeDomain,
         out: &mut C,
     ) {
+        self.fire_pending(timestamp, ctx, out);
+        // The end of the input: rows still waiting for LEAD rows go with
+        // the defaults.
+        if timestamp == i64::MAX {
+            if let Some(RowList(mut waiting)) = self.leading.value(ctx) {
+                let n = waiting.len();
+                self.release(&mut waiting, n, out);
+                self.leading.clear(ctx);
+            }
+        }
+    }
+
+    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
+        states.value(&mut self.pending);
+        states.value(&mut self.history);
+        states.value(&mut self.running);
+        if !self.lags.is_empty() {
+            states.value(&mut self.recent);
+        }
+        if self.lags.iter().any(|l| l.ahead) {
+            states.value(&mut self.leading);
+        }
+    }
+}
+
+impl OverAggregate {
+    /// Fires the pending rows of times up to `timestamp`, one time at a
+    /// time.
+    fn fire_pending<C: Collector<Row>>(
+        &mut self,
+        timestamp: i64,
+        ctx: &KeyContext<Key>,
+        out: &mut C,
+    ) {
         let Some(RowList(pending)) = self.pending.value(ctx) else {
             return;
         };
@@ -266,15 +363,6 @@ impl KeyedProcessFunction for OverAggregate {
             let n = ready.iter().take_while(|r| self.time_of(r) == t).count();
             let group: Vec<Row> = ready.drain(..n).collect();
             self.fire(ctx, group, out);
-        }
-    }
-
-    fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
-        states.value(&mut self.pending);
-        states.value(&mut self.history);
-        states.value(&mut self.running);
-        if !self.lags.is_empty() {
-            states.value(&mut self.recent);
         }
     }
 }

@@ -344,7 +344,7 @@ impl AggCall {
                 )))
             }
             AggFunc::Sum | AggFunc::Avg | AggFunc::Variance { .. } => match arg {
-                DataType::Int | DataType::BigInt | DataType::Double => arg,
+                DataType::Int | DataType::BigInt | DataType::Double | DataType::Float => arg,
                 // AVG and the variances (Calcite's SqlAvgAggFunction, typed
                 // by Flink's deriveAvgAggType) of a DECIMAL(p, s) are
                 // DECIMAL(38, max(6, s)); SUM keeps the scale.
@@ -1747,7 +1747,10 @@ impl Plan {
             } => {
                 let lags: Vec<String> = lags
                     .iter()
-                    .map(|l| format!(", LAG({}, {})", input.schema.fields[l.arg].name, l.offset))
+                    .map(|l| {
+                        let f = if l.ahead { "LEAD" } else { "LAG" };
+                        format!(", {f}({}, {})", input.schema.fields[l.arg].name, l.offset)
+                    })
                     .collect();
                 let _ = writeln!(
                     s,

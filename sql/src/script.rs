@@ -433,6 +433,22 @@ fn create_table(p: &mut Parser<'_>, at: Location) -> Result<TableDef, ParserErro
                         def.primary_key = Some(vec![name.clone()]);
                     } else if p.parse_keyword(Keyword::COMMENT) {
                         p.parse_literal_string()?;
+                    } else if p.peek_keyword(Keyword::METADATA) {
+                        // Flink's `c TYPE METADATA [FROM 'key'] [VIRTUAL]`:
+                        // read, so the error names the column and the key.
+                        let at = p.next_token().span.start;
+                        let key = if p.parse_keyword(Keyword::FROM) {
+                            p.parse_literal_string()?
+                        } else {
+                            name.clone()
+                        };
+                        return unsupported(
+                            &format!(
+                                "the METADATA column `{name}` (connector metadata `{key}`) of table `{}`",
+                                def.name
+                            ),
+                            at,
+                        );
                     } else {
                         break;
                     }
@@ -503,6 +519,30 @@ mod tests {
         assert_eq!(t.primary_key.as_deref(), Some(&["user_id".to_string()][..]));
         assert_eq!(t.options["format"], "csv");
         assert!(matches!(s[4], Statement::Explain(_)));
+    }
+
+    /// A METADATA column (Flink's connector metadata) is refused naming
+    /// the column, its key and the table, with or without `FROM` and
+    /// `VIRTUAL`.
+    #[test]
+    fn metadata_columns_are_refused_by_name() {
+        for (col, key) in [
+            ("f STRING METADATA FROM 'file.path' VIRTUAL", "file.path"),
+            ("`timestamp` TIMESTAMP_LTZ(3) METADATA", "timestamp"),
+        ] {
+            let e = parse_script(&format!(
+                "CREATE TABLE t (a INT, {col}) WITH ('connector' = 'datagen');"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("METADATA column")
+                    && e.contains(&format!("`{key}`"))
+                    && e.contains("table `t`")
+                    && e.contains("not supported"),
+                "{e}"
+            );
+        }
     }
 
     /// The SQL client's statement sets, both spellings, hold INSERTs whose

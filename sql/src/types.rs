@@ -16,8 +16,11 @@ pub enum DataType {
     Int,
     /// `BIGINT` (64-bit).
     BigInt,
-    /// `DOUBLE` (also FLOAT and REAL, widened).
+    /// `DOUBLE` (8 bytes).
     Double,
+    /// `FLOAT` / `REAL`: Flink's 4-byte float, held as the `f64` of an
+    /// `f32` (every value rounded to `f32` when made).
+    Float,
     /// `DECIMAL(precision, scale)`, precision at most 38: the unscaled
     /// value in an `i128`.
     Decimal {
@@ -44,7 +47,11 @@ impl DataType {
     pub fn is_numeric(self) -> bool {
         matches!(
             self,
-            DataType::Int | DataType::BigInt | DataType::Double | DataType::Decimal { .. }
+            DataType::Int
+                | DataType::BigInt
+                | DataType::Double
+                | DataType::Float
+                | DataType::Decimal { .. }
         )
     }
 
@@ -92,6 +99,10 @@ pub fn least_common_type(a: DataType, b: DataType) -> Option<DataType> {
     }
     Some(match (a, b) {
         (Double, x) | (x, Double) if x.is_numeric() => Double,
+        // Calcite's: a FLOAT with an integer stays FLOAT, with a DECIMAL
+        // is DOUBLE.
+        (Float, Int | BigInt) | (Int | BigInt, Float) => Float,
+        (Float, Decimal { .. }) | (Decimal { .. }, Float) => Double,
         (Int, BigInt) | (BigInt, Int) => BigInt,
         (Decimal { .. }, _) | (_, Decimal { .. }) => {
             let ((p1, s1), (p2, s2)) = (a.exact_shape()?, b.exact_shape()?);
@@ -126,6 +137,7 @@ pub fn casts_implicitly(from: DataType, to: DataType) -> bool {
                 | (Timestamp, Date)
         )
         || (from.is_numeric() && matches!(to, Double | Decimal { .. }))
+        || (from.is_numeric() && from != Double && to == Float)
 }
 
 /// A DECIMAL's largest precision.
@@ -138,6 +150,7 @@ impl fmt::Display for DataType {
             DataType::Int => f.write_str("INT"),
             DataType::BigInt => f.write_str("BIGINT"),
             DataType::Double => f.write_str("DOUBLE"),
+            DataType::Float => f.write_str("FLOAT"),
             DataType::Decimal { precision, scale } => write!(f, "DECIMAL({precision}, {scale})"),
             DataType::String => f.write_str("STRING"),
             DataType::Timestamp => f.write_str("TIMESTAMP(3)"),
@@ -249,6 +262,10 @@ mod tests {
             (Int, BigInt, Some(BigInt)),
             (Int, Double, Some(Double)),
             (d(10, 2), Double, Some(Double)),
+            (Int, Float, Some(Float)),
+            (BigInt, Float, Some(Float)),
+            (Float, Double, Some(Double)),
+            (d(10, 2), Float, Some(Double)),
             (d(10, 2), d(5, 1), Some(d(10, 2))),
             (d(10, 2), d(5, 3), Some(d(11, 3))),
             (Int, d(5, 2), Some(d(12, 2))),

@@ -74,6 +74,12 @@ impl Value {
         Value::Decimal(Unscaled::new(v))
     }
 
+    /// A FLOAT: held as the `f64` of the `f32`.
+    #[inline]
+    pub fn float(v: f32) -> Self {
+        Value::Double(f64::from(v))
+    }
+
     /// Whether this is NULL.
     #[inline]
     pub fn is_null(&self) -> bool {
@@ -111,6 +117,7 @@ impl Value {
             Value::BigInt(v) => {
                 let _ = write!(out, "{v}");
             }
+            Value::Double(v) if ty == DataType::Float => write_float(*v as f32, out),
             Value::Double(v) => write_double(*v, out),
             Value::Decimal(v) => out.push_str(&format_decimal(v.get(), ty.scale())),
             Value::Str(s) => out.push_str(s),
@@ -241,6 +248,16 @@ pub fn format_decimal(v: i128, scale: u8) -> String {
 
 /// A double as Java prints it in Flink's output (`1.0`, `0.25`,
 /// `1.0E10`): integral values keep a `.0`.
+/// A FLOAT as Java's `Float.toString`: the shortest digits that read
+/// back as the same `f32` (`0.1`, not the double's `0.10000000149011612`).
+fn write_float(v: f32, out: &mut String) {
+    if !v.is_finite() || v == 0.0 {
+        return write_double(f64::from(v), out);
+    }
+    // The f32's shortest text, then laid out as a double of that value.
+    write_double(v.to_string().parse().unwrap_or(f64::from(v)), out);
+}
+
 fn write_double(v: f64, out: &mut String) {
     use std::fmt::Write;
     if v.is_nan() {

@@ -23,7 +23,9 @@ pub(super) fn find_over_aggregates(e: &Expr, out: &mut Vec<Expr>) {
     let _ = ast::visit_expressions(e, |x| {
         if let Expr::Function(f) = x {
             let n = object_name(&f.name).to_ascii_uppercase();
-            if f.over.is_some() && (AggFunc::named(&n).is_some() || n == "LAG") && !out.contains(x)
+            if f.over.is_some()
+                && (AggFunc::named(&n).is_some() || n == "LAG" || n == "LEAD")
+                && !out.contains(x)
             {
                 out.push(x.clone());
             }
@@ -197,7 +199,7 @@ impl Planner<'_> {
                 unreachable!("calls")
             };
             let name = object_name(&f.name).to_ascii_uppercase();
-            if name == "LAG" {
+            if name == "LAG" || name == "LEAD" {
                 let lag = lag_call(f, e, &input_scope, &mut pre, &mut pre_fields, i)?;
                 lags.push((i, lag));
                 continue;
@@ -299,10 +301,10 @@ impl Planner<'_> {
     }
 }
 
-/// `LAG(x [, offset [, default]]) OVER ..` (call `i` of the SELECT): `x`
-/// computed into the input (`pre`), `offset` a non-negative integer
-/// literal (1 by default), `default` a literal of `x`'s type (NULL by
-/// default).
+/// `LAG(x [, offset [, default]]) OVER ..` or LEAD (call `i` of the
+/// SELECT): `x` computed into the input (`pre`), `offset` a non-negative
+/// integer literal (1 by default), `default` a literal of `x`'s type
+/// (NULL by default).
 fn lag_call(
     f: &ast::Function,
     e: &Expr,
@@ -311,12 +313,13 @@ fn lag_call(
     pre_fields: &mut Vec<Field>,
     i: usize,
 ) -> Result<Lag> {
+    let name = object_name(&f.name).to_ascii_uppercase();
     let ast::FunctionArguments::List(list) = &f.args else {
-        return Err(SqlError::Type("LAG needs an argument".into()));
+        return Err(SqlError::Type(format!("{name} needs an argument")));
     };
     if list.duplicate_treatment.is_some() || f.filter.is_some() || !list.clauses.is_empty() {
         return Err(SqlError::Unsupported(format!(
-            "`{e}`: DISTINCT or FILTER in LAG"
+            "`{e}`: DISTINCT or FILTER in {name}"
         )));
     }
     let args: Vec<&Expr> = list
@@ -324,7 +327,7 @@ fn lag_call(
         .iter()
         .map(|a| match a {
             FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Ok(x),
-            other => Err(SqlError::Type(format!("LAG: the argument `{other}`"))),
+            other => Err(SqlError::Type(format!("{name}: the argument `{other}`"))),
         })
         .collect::<Result<_>>()?;
     let (x, offset, default) = match args.as_slice() {
@@ -332,9 +335,9 @@ fn lag_call(
         [x, o] => (*x, Some(*o), None),
         [x, o, d] => (*x, Some(*o), Some(*d)),
         _ => {
-            return Err(SqlError::Type(
-                "LAG takes one to three arguments: LAG(x [, offset [, default]])".into(),
-            ))
+            return Err(SqlError::Type(format!(
+                "{name} takes one to three arguments: {name}(x [, offset [, default]])"
+            )))
         }
     };
     let c = compile(x, scope)?;
@@ -348,11 +351,11 @@ fn lag_call(
                 .as_i64()
                 .and_then(|n| usize::try_from(n).ok())
                 .ok_or_else(|| {
-                    SqlError::Plan(format!("LAG's offset `{o}`: a non-negative integer"))
+                    SqlError::Plan(format!("{name}'s offset `{o}`: a non-negative integer"))
                 })?,
             None => {
                 return Err(SqlError::Plan(format!(
-                    "LAG's offset `{o}`: an integer literal"
+                    "{name}'s offset `{o}`: an integer literal"
                 )))
             }
         },
@@ -371,18 +374,19 @@ fn lag_call(
                 };
                 if !v.is_null() && cast.is_null() {
                     return Err(SqlError::Type(format!(
-                        "LAG's default `{d}` is {t}, not {ty} as `{x}`"
+                        "{name}'s default `{d}` is {t}, not {ty} as `{x}`"
                     )));
                 }
                 cast
             }
-            None => return Err(SqlError::Plan(format!("LAG's default `{d}`: a literal"))),
+            None => return Err(SqlError::Plan(format!("{name}'s default `{d}`: a literal"))),
         },
     };
     Ok(Lag {
         arg: pre.len() - 1,
         offset,
         default,
+        ahead: name == "LEAD",
     })
 }
 

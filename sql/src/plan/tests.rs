@@ -552,3 +552,22 @@ fn lag_over_a_time_attribute() {
     let e = error("SELECT LAG(c, 1, 'x') OVER (PARTITION BY a ORDER BY ts) FROM t");
     assert!(e.contains("LAG's default"), "{e}");
 }
+
+/// LEAD is planned as LAG is, into the same OverAggregate, and its
+/// arguments are checked by name.
+#[test]
+fn lead_over_a_time_attribute() {
+    let plan = explain(
+        "SELECT a, LEAD(c) OVER w AS nx, LAG(c) OVER w AS p, LEAD(c, 2, 0) OVER w AS n2
+         FROM t WINDOW w AS (PARTITION BY a ORDER BY ts)",
+    );
+    let over = line(&plan, "OverAggregate(");
+    assert!(
+        over.contains("LEAD(") && over.contains("LAG(") && over.contains(", 2)"),
+        "{plan}"
+    );
+    let e = error("SELECT LEAD(c, c) OVER (PARTITION BY a ORDER BY ts) FROM t");
+    assert!(e.contains("LEAD's offset"), "{e}");
+    let e = error("SELECT LEAD(c, 1, 'x') OVER (PARTITION BY a ORDER BY ts) FROM t");
+    assert!(e.contains("LEAD's default"), "{e}");
+}

@@ -330,6 +330,30 @@ fn an_over_aggregation_in_a_subquery_is_filtered_by_the_query_reading_it() {
     assert_eq!(got, sorted(want));
 }
 
+/// LEAD reads the rows after in the partition: each row waits for them,
+/// and the last ones get the default when the input ends.
+#[test]
+fn lead_reads_the_later_rows_and_the_last_get_the_default() {
+    let got = run(
+        "SELECT id, LEAD(v) OVER w AS n1, LEAD(id, 3, -1) OVER w AS n3,
+                          LAG(v) OVER w AS p1
+                   FROM g WINDOW w AS (PARTITION BY k ORDER BY ts)",
+    );
+    let mut want = Vec::new();
+    for k in 0..5 {
+        let rows: Vec<(i64, i64, i64)> = ids().filter(|r| r.1 == k).collect();
+        for (i, r) in rows.iter().enumerate() {
+            let n1 = rows.get(i + 1).map_or("NULL".into(), |r| r.2.to_string());
+            let n3 = rows.get(i + 3).map_or(-1, |r| r.0);
+            let p1 = i
+                .checked_sub(1)
+                .map_or("NULL".into(), |j| rows[j].2.to_string());
+            want.push(format!("+I[{}, {n1}, {n3}, {p1}]", r.0));
+        }
+    }
+    assert_eq!(got, sorted(want));
+}
+
 /// `INTERVAL '1:30' MINUTE TO SECOND` is 90 seconds (it was once read as
 /// 1 hour 30 minutes), as a window size and in time arithmetic.
 #[test]

@@ -102,6 +102,60 @@ pub const CASES: &[Case] = &[
                  FROM orders",
     },
     Case {
+        name: "later_string_functions",
+        // Flink's TRANSLATE, REGEXP_SUBSTR (NULL without a match, where
+        // DuckDB's regexp_extract gives ''), IS_ALPHA and IS_DIGIT (FALSE
+        // for '', NULL for NULL), ELT (1-based) and PARSE_URL.
+        weir: "SELECT order_id, TRANSLATE(note, 'aeo ', 'AEO') AS t,
+                      REGEXP_SUBSTR(note, '[a-z]+ [a-z]+') AS r,
+                      IS_ALPHA(category) AS al, IS_DIGIT(SUBSTR(user_id, 2)) AS dg,
+                      IS_DIGIT(REPLACE(note, note, '')) AS de,
+                      ELT(CAST(MOD(order_id, 3) AS INT) + 1, 'x', category, user_id) AS e,
+                      PARSE_URL(CONCAT('http://shop.example/', category, '?u=', user_id, '&q=1#top'),
+                                'QUERY', 'u') AS pu,
+                      PARSE_URL(CONCAT('https://', user_id, '.example:81/', category), 'PATH') AS pp
+               FROM orders;",
+        duckdb: "SELECT order_id, translate(note, 'aeo ', 'AEO'),
+                        nullif(regexp_extract(note, '[a-z]+ [a-z]+'), ''),
+                        regexp_full_match(category, '[a-zA-Z]+'),
+                        regexp_full_match(substr(user_id, 2), '[0-9]+'),
+                        CASE WHEN note IS NULL THEN NULL ELSE false END,
+                        [ 'x', category, user_id ][order_id % 3 + 1],
+                        CASE WHEN category IS NOT NULL THEN user_id END,
+                        CASE WHEN user_id IS NOT NULL THEN '/' || category END
+                 FROM orders",
+    },
+    Case {
+        name: "float_is_four_bytes",
+        // FLOAT is Flink's 4-byte float: arithmetic with an integer stays
+        // FLOAT (in f32), a FLOAT as a DOUBLE is the float's exact value
+        // (0.1 is 0.10000000149011612), AVG of a FLOAT is a FLOAT (DuckDB's
+        // avg is a DOUBLE: cast back).
+        weir: "SELECT user_id, MIN(f) AS mi, MAX(f * 3) AS m3, MAX(CAST(f AS DOUBLE)) AS md,
+                      MIN(f + qty) AS fq, AVG(f) AS a, COUNT(*) AS n
+               FROM (SELECT user_id, qty, CAST(amount AS FLOAT) AS f FROM orders)
+               GROUP BY user_id;",
+        duckdb: "SELECT user_id, min(f), max(f * 3), max(CAST(f AS DOUBLE)), min(f + qty),
+                        CAST(avg(f) AS FLOAT), count(*)
+                 FROM (SELECT user_id, qty, CAST(amount AS FLOAT) AS f FROM orders)
+                 GROUP BY user_id",
+    },
+    Case {
+        name: "convert_tz",
+        // CONVERT_TZ: a timestamp's text read in one zone, written in
+        // another (DuckDB's timezone() both ways), a custom GMT offset.
+        weir: "SELECT order_id,
+                      CONVERT_TZ(DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss'), 'Asia/Shanghai',
+                                 'America/New_York') AS ny,
+                      CONVERT_TZ(DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss'), 'UTC', 'GMT+05:30') AS ist
+               FROM orders;",
+        duckdb: "SELECT order_id,
+                        strftime(timezone('America/New_York', timezone('Asia/Shanghai', ts)),
+                                 '%Y-%m-%d %H:%M:%S'),
+                        strftime(ts + INTERVAL 330 MINUTE, '%Y-%m-%d %H:%M:%S')
+                 FROM orders",
+    },
+    Case {
         name: "time_functions",
         weir: "SELECT order_id, EXTRACT(HOUR FROM ts) AS h, MINUTE(ts) AS m, SECOND(ts) AS s,
                       DAYOFMONTH(ts) AS d, DAYOFWEEK(ts) AS dw, YEAR(ts) AS y,
@@ -1191,6 +1245,20 @@ pub const CASES: &[Case] = &[
                FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts);",
         duckdb: "SELECT order_id, qty, lag(qty) OVER w, lag(amount, 2, -1.00) OVER w,
                         qty - lag(qty, 1, 0) OVER w, COUNT(*) OVER w
+                 FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts, order_id)",
+    },
+    Case {
+        name: "lead_over_event_time",
+        // LEAD: the value `offset` rows after in the partition, the
+        // default (NULL unless given) past its last rows, which are let go
+        // when the input ends; beside LAG and an OVER aggregate.
+        weir: "SELECT order_id, qty, LEAD(qty) OVER w AS next, LEAD(amount, 2, -1.00) OVER w AS next2,
+                      LEAD(ts, 0) OVER w AS same, LAG(qty) OVER w AS prev,
+                      LEAD(qty, 1, 0) OVER w - qty AS delta, SUM(qty) OVER w AS s
+               FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts);",
+        duckdb: "SELECT order_id, qty, lead(qty) OVER w, lead(amount, 2, -1.00) OVER w,
+                        lead(ts, 0) OVER w, lag(qty) OVER w,
+                        lead(qty, 1, 0) OVER w - qty, SUM(qty) OVER w
                  FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts, order_id)",
     },
     Case {

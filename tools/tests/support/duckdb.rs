@@ -91,7 +91,8 @@ pub fn weir_sql(script: &Path, args: &[&str]) -> Output {
 }
 
 /// Rows as compared: DOUBLE columns (by DuckDB's type) rounded to nine
-/// significant digits, all else text as is; sorted.
+/// significant digits, FLOAT (4-byte) columns read as `f32` and written
+/// to seven, all else text as is; sorted.
 pub fn normalized(types: &[String], rows: Vec<Vec<String>>) -> Vec<Vec<String>> {
     let mut rows: Vec<Vec<String>> = rows
         .into_iter()
@@ -99,7 +100,8 @@ pub fn normalized(types: &[String], rows: Vec<Vec<String>>) -> Vec<Vec<String>> 
             row.into_iter()
                 .zip(types)
                 .map(|(v, t)| match v.parse::<f64>() {
-                    Ok(d) if t == "DOUBLE" || t == "FLOAT" => format!("{d:.8e}"),
+                    Ok(d) if t == "DOUBLE" => format!("{d:.8e}"),
+                    Ok(d) if t == "FLOAT" => format!("{:.6e}", d as f32),
                     _ => v,
                 })
                 .collect()

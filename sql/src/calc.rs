@@ -137,8 +137,11 @@ impl Calc {
         if self.outputs.len() > self.width {
             row.values.resize(self.outputs.len(), Value::Null);
         }
+        // The slice once, not the small vector's inline-or-heap test per
+        // swap.
+        let values: &mut [Value] = &mut row.values;
         for &(a, b) in self.swaps.iter() {
-            row.values.swap(usize::from(a), usize::from(b));
+            values.swap(usize::from(a), usize::from(b));
         }
         row.values.truncate(self.outputs.len());
     }

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::core::duration::{positive_millis, Offset};
+use crate::operators::window::slices::Slicing;
 
 /// State name of a window operator's accumulators in checkpoints.
 pub const WINDOW_CONTENTS_STATE: &str = "_window_contents";
@@ -26,6 +27,12 @@ pub trait WindowAssigner<T>: Clone + Send + Sync + 'static {
     #[inline]
     fn window_starts_range(&self, ts: i64) -> (WindowStarts, i64, i64) {
         (self.window_starts(ts), ts, ts.saturating_add(1))
+    }
+
+    /// The slices the windows can be cut into, when they overlap
+    /// (`window::slices`): none by default.
+    fn slicing(&self) -> Option<Slicing> {
+        None
     }
 }
 
@@ -220,5 +227,9 @@ where
             .saturating_add(self.slide)
             .min(oldest.saturating_add(self.size));
         (starts, lo, hi)
+    }
+
+    fn slicing(&self) -> Option<Slicing> {
+        Slicing::of(self.size, self.slide, self.offset)
     }
 }

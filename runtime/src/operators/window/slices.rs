@@ -34,7 +34,12 @@
 //! that a restore knows which windows fired before the checkpoint (Flink's
 //! window-aggregate operator likewise keeps its watermark in state);
 //! restored from several old subtasks, the smallest one holds (a window
-//! fired on some and not on others fires again rather than never). The
+//! fired on some and not on others fires again rather than never). So a
+//! record that comes after the restore, before any watermark, for windows
+//! that all fired before the checkpoint is late, as it would have been
+//! before it (the pane operator keeps no watermark: it fires such a
+//! record alone in its windows once more, as Flink's DataStream window
+//! operator does). The
 //! panes' state, [`WINDOW_CONTENTS_STATE`], keeps its own format and name,
 //! so a checkpoint written by the pane operator (before slicing, or with a
 //! fold that does not merge) restores into a slicing operator as it is:

@@ -704,3 +704,36 @@ fn sliced_windows_give_what_every_window_gives_across_restores_and_rescales() {
         assert_eq!(lg, lw, "{what}: late records");
     }
 }
+
+/// A sliced operator keeps what fired across a restore: windows that fired
+/// before the checkpoint do not fire again, and a record that comes after
+/// it, before any watermark, for windows that all fired is late.
+#[test]
+fn a_restored_sliced_operator_keeps_its_fired_windows_and_late_records_late() {
+    let make = || {
+        let assigner = SlidingEventTimeWindows::of(ms(10), ms(5), (|r: &Rec| r.1) as Ts);
+        op_with(WindowOperator::new(
+            assigner,
+            AggregateFold(Exact(CountSum, true)),
+        ))
+    };
+    let mut op = make();
+    assert!(op.function_mut().is_sliced());
+    op.collect((1, 3, 1));
+    op.collect((1, 8, 2));
+    op.on_watermark(9);
+    let mut fired = starts(std::mem::take(&mut op.output_mut().items));
+    fired.sort();
+    assert_eq!(fired, vec![(1, -5, (1, 1)), (1, 0, (2, 3))]);
+    let checkpoint = op.function_mut().checkpoint_groups(128);
+    let mut restored = make();
+    restored.function_mut().restore_groups(&checkpoint, 0..128);
+    // Windows [-5, 5) and [0, 10) fired: late.
+    restored.collect((1, 2, 10));
+    // [0, 10) fired, [5, 15) did not.
+    restored.collect((1, 7, 20));
+    restored.end_input();
+    let fired = starts(std::mem::take(&mut restored.output_mut().items));
+    assert_eq!(fired, vec![(1, 5, (2, 22))]);
+    assert_eq!(restored.function_mut().late_records(), 1);
+}

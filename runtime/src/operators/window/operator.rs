@@ -270,6 +270,25 @@ where
     }
 }
 
+/// [`WindowSlices::fold_run`] with `fold`, out of line: a run is long, and
+/// inlined beside the panes' run it changed the code of the tumbling loop
+/// (W2, tumbling, measured 1-3% more instructions than without slices;
+/// out of line, as many as without).
+#[inline(never)]
+fn fold_slice_run<K, W, I>(
+    slices: &mut WindowSlices<K, W::Acc>,
+    fold: &W,
+    start: i64,
+    head: (K, u64, W::In),
+    rest: &mut I,
+) where
+    K: StateKey,
+    W: WindowFold,
+    I: Iterator<Item = (K, u64, W::In)>,
+{
+    slices.fold_run(start, head, rest, |acc, v| fold.fold(acc, v));
+}
+
 /// The records that follow a run's first, while their timestamps fall
 /// in `lo..hi` (the run's window), as `(key, hash, record)`: at most
 /// `left`; the first record outside the range ends the run and is kept in
@@ -443,7 +462,7 @@ where
             let head = (key, hash, first);
             let refused = match (self.sliced, &mut self.slices) {
                 (true, Some((_, slices))) => {
-                    slices.fold_run(a.starts.next, head, &mut run, |acc, v| fold.fold(acc, v));
+                    fold_slice_run(slices, fold, a.starts.next, head, &mut run);
                     Ok(())
                 }
                 _ => self

@@ -15,12 +15,12 @@ use crate::core::duration::millis;
 use crate::core::timestamp::set_record_timestamp;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::late_data::LateOutput;
-use crate::operators::window::event_time::{WindowAssigner, WindowStarts, WINDOW_CONTENTS_STATE};
+use crate::operators::window::event_time::{
+    Slicing, WindowAssigner, WindowStarts, WINDOW_CONTENTS_STATE,
+};
 use crate::operators::window::fold::WindowFold;
 use crate::operators::window::panes::WindowPanes;
-use crate::operators::window::slices::{
-    SlicesIntoPanes, Slicing, WindowSlices, WINDOW_SLICES_STATE,
-};
+use crate::operators::window::slices::{SlicesIntoPanes, WindowSlices, WINDOW_SLICES_STATE};
 use crate::operators::window::spec::TimeWindow;
 use crate::state::key_context::KeyContext;
 use crate::state::visitor::KeyedStates;

@@ -59,7 +59,7 @@ use weir_state::{KeyGroupAssigner, KeyGroupRange, StateKey, StateValue, ValueSta
 use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::core::snapshot::FrozenKeyedState;
 use crate::core::wire::append_wire;
-use crate::operators::window::event_time::start_with_offset;
+use crate::operators::window::event_time::Slicing;
 use crate::operators::window::panes::WindowPanes;
 use crate::state::key_context::KeyContext;
 use crate::state::registry::{register_state, StateKind};
@@ -69,80 +69,6 @@ pub const WINDOW_SLICES_STATE: &str = "_window_slices";
 
 /// Retired tables kept for reuse.
 const SPARE_TABLES: usize = 4;
-
-/// Where the slices of sliding windows lie: windows of `size` starting
-/// every `slide` at `offset`, cut into slices of `gcd(size, slide)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Slicing {
-    size: i64,
-    slide: i64,
-    /// The windows' offset, modulo the slide.
-    offset: i64,
-    slice: i64,
-}
-
-impl Slicing {
-    /// The slices of windows of `size` every `slide` from `offset`, if
-    /// slicing saves folds: windows that overlap (`size > slide`).
-    pub fn of(size: i64, slide: i64, offset: i64) -> Option<Self> {
-        if size <= slide || slide <= 0 {
-            return None;
-        }
-        let (mut a, mut b) = (size, slide);
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        Some(Self {
-            size,
-            slide,
-            offset: offset.rem_euclid(slide),
-            slice: a,
-        })
-    }
-
-    /// The slices' length.
-    pub fn slice(&self) -> i64 {
-        self.slice
-    }
-
-    /// The windows' size.
-    pub fn size(&self) -> i64 {
-        self.size
-    }
-
-    /// The start of the slice holding timestamp `ts`.
-    #[inline]
-    pub fn slice_start(&self, ts: i64) -> i64 {
-        start_with_offset(ts, self.offset.rem_euclid(self.slice), self.slice)
-    }
-
-    /// The latest window starting at or before `t`.
-    #[inline]
-    fn window_at_or_before(&self, t: i64) -> i64 {
-        start_with_offset(t, self.offset, self.slide)
-    }
-
-    /// The first and the last window holding slice `start` (every slice
-    /// has some: the windows overlap).
-    #[inline]
-    pub fn windows_of(&self, start: i64) -> (i64, i64) {
-        let last = self.window_at_or_before(start);
-        let first = self
-            .window_at_or_before(start.saturating_sub(self.size))
-            .saturating_add(self.slide);
-        (first, last)
-    }
-
-    /// The first window that had not fired once every window whose last
-    /// timestamp is at or below `fired_to` did.
-    fn first_unfired(&self, fired_to: i64) -> i64 {
-        if fired_to == i64::MIN {
-            return i64::MIN;
-        }
-        self.window_at_or_before(fired_to.saturating_sub(self.size - 1))
-            .saturating_add(self.slide)
-    }
-}
 
 /// The accumulators of one slice, by key.
 struct Slice<K, A>

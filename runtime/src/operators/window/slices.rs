@@ -51,6 +51,7 @@
 //! ([`SlicesIntoPanes`]).
 //!
 //! [`WINDOW_CONTENTS_STATE`]: crate::operators::window::event_time::WINDOW_CONTENTS_STATE
+//! [`WindowFold::merges_exactly`]: crate::operators::window::fold::WindowFold::merges_exactly
 
 use weir_net::{DecodeError, Wire};
 use weir_state::value_state::FrozenValueState;

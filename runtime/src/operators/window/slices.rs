@@ -48,7 +48,7 @@
 //! (which hold only the records after). The other way, slices restored
 //! into the pane operator (the job now allows lateness) are merged into
 //! the panes of every window holding them that had not fired
-//! ([`SlicesIntoPanes`]).
+//! (`SlicesIntoPanes`).
 //!
 //! [`WINDOW_CONTENTS_STATE`]: crate::operators::window::event_time::WINDOW_CONTENTS_STATE
 //! [`WindowFold::merges_exactly`]: crate::operators::window::fold::WindowFold::merges_exactly

@@ -416,6 +416,34 @@ impl Aggs {
         }
     }
 
+    /// Whether [`merge`](Self::merge) (with
+    /// [`merge_distinct`](Self::merge_distinct)) gives exactly the
+    /// accumulator of folding the rows of both, whatever their order:
+    /// COUNT, SUM and AVG of integers and DECIMALs, MIN and MAX of all but
+    /// DOUBLE (DISTINCT or not, filtered or not). Not a DOUBLE sum (its
+    /// rounding follows the order), nor the variances, FIRST_VALUE,
+    /// LAST_VALUE or LISTAGG (the order rows came in decides them), nor
+    /// an input that retracts. HOP windows of such aggregates fold each
+    /// row into one slice (see `weir_runtime`'s `window::slices`).
+    pub fn merges_exactly(&self) -> bool {
+        let exact = |t: DataType| {
+            matches!(
+                t,
+                DataType::Int | DataType::BigInt | DataType::Decimal { .. }
+            )
+        };
+        self.calls.iter().all(|c| {
+            !c.retracts
+                && match c.func {
+                    AggFunc::Count => true,
+                    AggFunc::Sum => exact(c.ty),
+                    AggFunc::Avg => exact(sum_type(c)),
+                    AggFunc::Min | AggFunc::Max => c.arg_ty != DataType::Double,
+                    _ => false,
+                }
+        })
+    }
+
     /// The rows folded in, net.
     pub fn rows(&self, acc: &Acc) -> i64 {
         acc.values[0].as_i64().unwrap_or(0)
@@ -702,6 +730,21 @@ impl AggregateFunction for WindowAggregate {
         let mut distinct = a.distinct;
         self.0.merge_distinct(&mut row, &mut distinct, b.distinct);
         WindowAcc { row, distinct }
+    }
+
+    /// [`merge`](Self::merge) cloning only `b`'s distinct values, if any.
+    fn merge_ref(&self, a: WindowAcc, b: &WindowAcc) -> WindowAcc {
+        let mut row = self.0.merge(a.row, &b.row);
+        let mut distinct = a.distinct;
+        if self.0.has_distinct() {
+            self.0
+                .merge_distinct(&mut row, &mut distinct, b.distinct.clone());
+        }
+        WindowAcc { row, distinct }
+    }
+
+    fn merges_exactly(&self) -> bool {
+        self.0.merges_exactly()
     }
 }
 

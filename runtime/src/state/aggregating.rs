@@ -45,6 +45,22 @@ pub trait AggregateFunction: 'static {
     fn get_result(&self, acc: &Self::Acc) -> Self::Out;
     /// Two accumulators merged into one.
     fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+    /// [`merge`](Self::merge) of a borrowed `b`: the default clones it.
+    #[inline]
+    fn merge_ref(&self, a: Self::Acc, b: &Self::Acc) -> Self::Acc {
+        self.merge(a, b.clone())
+    }
+    /// Whether [`merge`](Self::merge) gives exactly the accumulator that
+    /// folding the records of both, in any order, gives (COUNT, an
+    /// integer SUM, MIN, MAX: not a floating-point sum, nor a result that
+    /// depends on the order records came in). Sliding windows of such a
+    /// function fold each record once, into its slice, and merge the
+    /// slices of a window when it fires (Flink SQL's window slicing);
+    /// otherwise (the default, as Flink's DataStream windows) each record
+    /// folds into every window that holds it.
+    fn merges_exactly(&self) -> bool {
+        false
+    }
 }
 
 /// One accumulator per key with its last access: what reducing and

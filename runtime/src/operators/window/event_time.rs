@@ -1,4 +1,5 @@
-//! Flink's tumbling and sliding event-time window assigners.
+//! Flink's tumbling and sliding event-time window assigners, and where
+//! the slices of overlapping sliding windows lie ([`Slicing`]).
 
 use std::time::Duration;
 
@@ -26,6 +27,12 @@ pub trait WindowAssigner<T>: Clone + Send + Sync + 'static {
     #[inline]
     fn window_starts_range(&self, ts: i64) -> (WindowStarts, i64, i64) {
         (self.window_starts(ts), ts, ts.saturating_add(1))
+    }
+
+    /// The slices the windows can be cut into, when they overlap
+    /// (`window::slices`): none by default.
+    fn slicing(&self) -> Option<Slicing> {
+        None
     }
 }
 
@@ -220,5 +227,84 @@ where
             .saturating_add(self.slide)
             .min(oldest.saturating_add(self.size));
         (starts, lo, hi)
+    }
+
+    fn slicing(&self) -> Option<Slicing> {
+        Slicing::of(self.size, self.slide, self.offset)
+    }
+}
+
+/// Where the slices of sliding windows lie (`window::slices`): windows
+/// of `size` starting every `slide` at `offset`, cut into slices of
+/// `gcd(size, slide)`, aligned like the windows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slicing {
+    pub(crate) size: i64,
+    pub(crate) slide: i64,
+    /// The windows' offset, modulo the slide.
+    pub(crate) offset: i64,
+    pub(crate) slice: i64,
+}
+
+impl Slicing {
+    /// The slices of windows of `size` every `slide` from `offset`, if
+    /// slicing saves folds: windows that overlap (`size > slide`).
+    pub fn of(size: i64, slide: i64, offset: i64) -> Option<Self> {
+        if size <= slide || slide <= 0 {
+            return None;
+        }
+        let (mut a, mut b) = (size, slide);
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        Some(Self {
+            size,
+            slide,
+            offset: offset.rem_euclid(slide),
+            slice: a,
+        })
+    }
+
+    /// The slices' length.
+    pub fn slice(&self) -> i64 {
+        self.slice
+    }
+
+    /// The windows' size.
+    pub fn size(&self) -> i64 {
+        self.size
+    }
+
+    /// The start of the slice holding timestamp `ts`.
+    #[inline]
+    pub fn slice_start(&self, ts: i64) -> i64 {
+        start_with_offset(ts, self.offset.rem_euclid(self.slice), self.slice)
+    }
+
+    /// The latest window starting at or before `t`.
+    #[inline]
+    fn window_at_or_before(&self, t: i64) -> i64 {
+        start_with_offset(t, self.offset, self.slide)
+    }
+
+    /// The first and the last window holding slice `start` (every slice
+    /// has some: the windows overlap).
+    #[inline]
+    pub fn windows_of(&self, start: i64) -> (i64, i64) {
+        let last = self.window_at_or_before(start);
+        let first = self
+            .window_at_or_before(start.saturating_sub(self.size))
+            .saturating_add(self.slide);
+        (first, last)
+    }
+
+    /// The first window that had not fired once every window whose last
+    /// timestamp is at or below `fired_to` did.
+    pub(crate) fn first_unfired(&self, fired_to: i64) -> i64 {
+        if fired_to == i64::MIN {
+            return i64::MIN;
+        }
+        self.window_at_or_before(fired_to.saturating_sub(self.size - 1))
+            .saturating_add(self.slide)
     }
 }

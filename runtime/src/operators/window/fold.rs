@@ -41,6 +41,26 @@ pub trait WindowFold: 'static {
     fn empty(&self) -> Option<Self::Acc> {
         None
     }
+
+    /// Whether [`merge_slices`](Self::merge_slices) merges two
+    /// accumulators into exactly the one of all their records, whatever
+    /// order they came in ([`AggregateFunction::merges_exactly`]): sliding
+    /// windows then fold each record into one slice (`window::slices`).
+    /// By default not: each record folds into every window holding it.
+    fn merges_exactly(&self) -> bool {
+        false
+    }
+
+    /// The accumulator of the records of `a` and of `b`; only called when
+    /// [`merges_exactly`](Self::merges_exactly).
+    ///
+    /// # Panics
+    ///
+    /// By default, always: a fold that merges says so and merges.
+    fn merge_slices(&self, a: Self::Acc, b: &Self::Acc) -> Self::Acc {
+        let _ = (a, b);
+        unreachable!("merge_slices of a fold that does not merge exactly")
+    }
 }
 
 /// [`WindowFold`] by an [`AggregateFunction`] (Flink's
@@ -74,6 +94,15 @@ impl<A: AggregateFunction> WindowFold for AggregateFold<A> {
 
     fn empty(&self) -> Option<A::Acc> {
         Some(self.0.create_accumulator())
+    }
+
+    fn merges_exactly(&self) -> bool {
+        self.0.merges_exactly()
+    }
+
+    #[inline]
+    fn merge_slices(&self, a: A::Acc, b: &A::Acc) -> A::Acc {
+        self.0.merge_ref(a, b)
     }
 }
 

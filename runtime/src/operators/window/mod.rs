@@ -24,6 +24,7 @@ pub mod operator;
 pub mod panes;
 pub mod plan;
 pub mod processing_time;
+pub mod slices;
 pub mod spec;
 pub mod timers;
 pub mod trigger;

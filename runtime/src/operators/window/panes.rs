@@ -234,6 +234,57 @@ where
         }
     }
 
+    /// The table of window `start`, if it has one.
+    pub(crate) fn table(&self, start: i64) -> Option<&ValueState<K, A>> {
+        let at = self.panes.binary_search_by_key(&start, |p| p.start).ok()?;
+        Some(&self.panes[at].table)
+    }
+
+    /// The first window starting at or after `start` that has a pane.
+    pub(crate) fn first_start_from(&self, start: i64) -> Option<i64> {
+        let at = self.panes.partition_point(|p| p.start < start);
+        self.panes.get(at).map(|p| p.start)
+    }
+
+    /// Drops, without firing them, the windows whose last timestamp the
+    /// watermark reached (the slicing operator merged them into its
+    /// firings).
+    pub(crate) fn retire_ended(&mut self, watermark: i64, size: i64) {
+        let ended = self
+            .panes
+            .partition_point(|p| p.start.saturating_add(size - 1) <= watermark);
+        if ended > 0 {
+            self.panes.drain(..ended);
+            self.last = 0;
+        }
+    }
+
+    /// The last timestamp of the last window that fired (restored as
+    /// fired), if any did.
+    pub(crate) fn fired_through(&self, size: i64) -> Option<i64> {
+        let last = self.panes.iter().rev().find(|p| p.fired)?;
+        Some(last.start.saturating_add(size - 1))
+    }
+
+    /// Merges `acc` into `key`'s accumulator of window `start` (created,
+    /// unfired, if absent) with `merge`.
+    pub(crate) fn merge_entry(
+        &mut self,
+        key: &K,
+        hash: u64,
+        start: i64,
+        acc: &A,
+        merge: impl Fn(A, &A) -> A,
+    ) {
+        let at = self.pane(start);
+        self.panes[at]
+            .table
+            .upsert_hashed_ref(key, hash, |cur| match cur {
+                Some(cur) => merge(cur, acc),
+                None => acc.clone(),
+            });
+    }
+
     /// A frozen view of every pane for a checkpoint.
     pub(crate) fn freeze(&self) -> FrozenPanes<K, A> {
         FrozenPanes {

@@ -494,3 +494,246 @@ fn records_taken_a_run_at_a_time_give_what_they_give_one_by_one() {
         );
     }
 }
+
+/// An aggregate that says whether its merge is exact (the flag): sliding
+/// windows of one that does fold each record into one slice
+/// (`window::slices`).
+#[derive(Clone)]
+struct Exact<F>(F, bool);
+
+impl<F: AggregateFunction> AggregateFunction for Exact<F> {
+    type In = F::In;
+    type Acc = F::Acc;
+    type Out = F::Out;
+    fn create_accumulator(&self) -> F::Acc {
+        self.0.create_accumulator()
+    }
+    fn add(&self, v: F::In, acc: F::Acc) -> F::Acc {
+        self.0.add(v, acc)
+    }
+    fn get_result(&self, acc: &F::Acc) -> F::Out {
+        self.0.get_result(acc)
+    }
+    fn merge(&self, a: F::Acc, b: F::Acc) -> F::Acc {
+        self.0.merge(a, b)
+    }
+    fn merges_exactly(&self) -> bool {
+        self.1
+    }
+}
+
+/// Sliced sliding windows (a record folds into its slice; a window merges
+/// its slices when it fires) against the pane operator (a record folds
+/// into every window) over random out-of-order input, sizes, slides and
+/// offsets: the same `(key, window, result)` multiset, each key's windows
+/// in the same order, the same late records. Half the rounds checkpoint
+/// mid-stream and restore into 1 to 3 subtasks (each record then goes to
+/// the subtask of its key group), from the sliced operator's checkpoint
+/// or from the pane operator's (a checkpoint written before slicing), or
+/// restore a sliced checkpoint into the pane operator with lateness.
+#[test]
+fn sliced_windows_give_what_every_window_gives_across_restores_and_rescales() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use weir_state::{key_group_for_hash, KeyGroupRange, KeyHash};
+
+    type Late = Rc<RefCell<Vec<Rec>>>;
+    let mut rng = 0x511CE_u64;
+    let mut next = move || {
+        rng = mix(rng);
+        rng
+    };
+    let max_parallelism = 128u32;
+    for round in 0..120 {
+        let slide = 1 + (next() % 6) as i64;
+        let size = slide + 1 + (next() % 16) as i64;
+        let offset = Offset::after(ms((next() % 7) as i64));
+        let make = |exact: bool, lateness: i64, late: &Late| {
+            let late = Rc::clone(late);
+            let assigner = SlidingEventTimeWindows::of(ms(size), ms(slide), (|r: &Rec| r.1) as Ts)
+                .with_offset(offset);
+            // Not exact: the same fold without saying so, on panes.
+            let op = WindowOperator::new(assigner, AggregateFold(Exact(CountSum, exact)))
+                .with_allowed_lateness(ms(lateness))
+                .with_late_output(Box::new(move |r: Rec| late.borrow_mut().push(r)));
+            assert_eq!(op.is_sliced(), exact && lateness == 0);
+            op_with(op)
+        };
+        let records: Vec<Rec> = (0..300u64)
+            .map(|i| {
+                let back = if next() % 4 == 0 {
+                    (next() % 25) as i64
+                } else {
+                    0
+                };
+                (next() % 6, (i as i64) / 2 - back, i)
+            })
+            .collect();
+        let mut cuts = Vec::new();
+        let mut at = 0usize;
+        while at < records.len() {
+            at += 1 + (next() % 30) as usize;
+            cuts.push((
+                at.min(records.len()),
+                (at as i64) / 2 - 8 - (next() % 6) as i64,
+            ));
+        }
+        // How the run is cut: 0 none, 1 sliced -> sliced, 2 panes ->
+        // sliced, 3 sliced -> panes with lateness.
+        let restore = if round % 2 == 0 {
+            0
+        } else {
+            1 + (next() % 3) as usize
+        };
+        let cut = cuts.len() / 2;
+        // The watermark before the cut, which the restored operators get
+        // again first (a restore starts without one).
+        let resumed = cuts[..cut].iter().map(|c| c.1).max();
+        let restore = if resumed.is_some() { restore } else { 0 };
+        let parallelism = 1 + (next() % 3) as u32;
+
+        // The reference: the pane operator throughout (with lateness
+        // after the cut when the restore adds it).
+        let late_want: Late = Rc::default();
+        let mut want_out = Vec::new();
+        {
+            let mut op = make(false, 0, &late_want);
+            let mut from = 0;
+            for (i, &(to, wm)) in cuts.iter().enumerate() {
+                if i == cut && restore == 3 {
+                    let ck = op.function_mut().checkpoint_groups(max_parallelism);
+                    want_out.append(&mut op.output_mut().items);
+                    let mut after = make(false, 3, &late_want);
+                    after
+                        .function_mut()
+                        .restore_groups(&ck, 0..max_parallelism as usize);
+                    after.on_watermark(resumed.unwrap());
+                    op = after;
+                }
+                for r in &records[from..to] {
+                    op.collect(*r);
+                }
+                op.on_watermark(wm);
+                from = to;
+            }
+            op.end_input();
+            want_out.append(&mut op.output_mut().items);
+        }
+
+        let late_got: Late = Rc::default();
+        let mut got_out = Vec::new();
+        {
+            let mut ops = vec![make(restore != 2, 0, &late_got)];
+            let mut from = 0;
+            for (i, &(to, wm)) in cuts.iter().enumerate() {
+                if i == cut && restore != 0 {
+                    let ck = ops[0].function_mut().checkpoint_groups(max_parallelism);
+                    got_out.append(&mut ops[0].output_mut().items);
+                    ops = (0..parallelism)
+                        .map(|sub| {
+                            let range =
+                                KeyGroupRange::for_subtask(max_parallelism, parallelism, sub);
+                            let mut op = make(true, if restore == 3 { 3 } else { 0 }, &late_got);
+                            op.function_mut()
+                                .restore_groups(&ck, range.start() as usize..range.end() as usize);
+                            // The watermark is the one before the cut again.
+                            op.on_watermark(resumed.unwrap());
+                            op
+                        })
+                        .collect();
+                }
+                let n = ops.len() as u32;
+                let subtask = |r: &Rec| {
+                    let kg = key_group_for_hash(r.0.key_hash(), max_parallelism);
+                    (0..n)
+                        .position(|s| {
+                            KeyGroupRange::for_subtask(max_parallelism, n, s).contains(kg)
+                        })
+                        .unwrap()
+                };
+                // Runs of records a subtask takes at a time, as a gate
+                // hands them.
+                let mut rest = records[from..to].iter().copied().peekable();
+                while let Some(r) = rest.peek().copied() {
+                    let s = subtask(&r);
+                    let limit = 1 + (next() % 20) as usize;
+                    let mut run = Vec::new();
+                    while let Some(r) = rest.peek().copied() {
+                        if subtask(&r) != s || run.len() == limit {
+                            break;
+                        }
+                        run.push(r);
+                        rest.next();
+                    }
+                    let len = run.len();
+                    assert_eq!(ops[s].collect_many(&mut run.into_iter(), limit), len);
+                }
+                for op in &mut ops {
+                    op.on_watermark(wm);
+                }
+                from = to;
+            }
+            for op in &mut ops {
+                op.end_input();
+                let out = std::mem::take(&mut op.output_mut().items);
+                // Each key's windows in order on its subtask (without
+                // lateness: no late firing).
+                let mut last: BTreeMap<u64, i64> = BTreeMap::new();
+                for (k, w, _) in &out {
+                    let prev = last.insert(*k, w.start);
+                    let ordered = restore == 3 || prev.is_none_or(|p| p < w.start);
+                    assert!(ordered, "round {round}, restore {restore}: order");
+                }
+                assert_eq!(op.function_mut().open_windows(), 0);
+                got_out.extend(out);
+            }
+        }
+        let what = format!(
+            "round {round}: size {size}, slide {slide}, {offset:?}, restore {restore} \
+             at {parallelism}"
+        );
+        let mut want = starts(want_out);
+        let mut got = starts(got_out);
+        assert!(!want.is_empty(), "{what}: windows fired");
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{what}");
+        let (mut lw, mut lg) = (late_want.borrow().clone(), late_got.borrow().clone());
+        lw.sort();
+        lg.sort();
+        assert_eq!(lg, lw, "{what}: late records");
+    }
+}
+
+/// A sliced operator keeps what fired across a restore: windows that fired
+/// before the checkpoint do not fire again, and a record that comes after
+/// it, before any watermark, for windows that all fired is late.
+#[test]
+fn a_restored_sliced_operator_keeps_its_fired_windows_and_late_records_late() {
+    let make = || {
+        let assigner = SlidingEventTimeWindows::of(ms(10), ms(5), (|r: &Rec| r.1) as Ts);
+        op_with(WindowOperator::new(
+            assigner,
+            AggregateFold(Exact(CountSum, true)),
+        ))
+    };
+    let mut op = make();
+    assert!(op.function_mut().is_sliced());
+    op.collect((1, 3, 1));
+    op.collect((1, 8, 2));
+    op.on_watermark(9);
+    let mut fired = starts(std::mem::take(&mut op.output_mut().items));
+    fired.sort();
+    assert_eq!(fired, vec![(1, -5, (1, 1)), (1, 0, (2, 3))]);
+    let checkpoint = op.function_mut().checkpoint_groups(128);
+    let mut restored = make();
+    restored.function_mut().restore_groups(&checkpoint, 0..128);
+    // Windows [-5, 5) and [0, 10) fired: late.
+    restored.collect((1, 2, 10));
+    // [0, 10) fired, [5, 15) did not.
+    restored.collect((1, 7, 20));
+    restored.end_input();
+    let fired = starts(std::mem::take(&mut restored.output_mut().items));
+    assert_eq!(fired, vec![(1, 5, (2, 22))]);
+    assert_eq!(restored.function_mut().late_records(), 1);
+}

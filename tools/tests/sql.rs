@@ -310,74 +310,12 @@ fn a_bare_select_prints_the_final_result_of_an_updating_query() {
 /// output equals the reference exactly once.
 #[test]
 fn a_sigkill_and_restore_latest_commit_every_window_exactly_once() {
-    let s = Scratch::new("sql", "crash");
-    const N: u64 = 60_000;
-    let script = s.join("gen.sql");
-    fs::write(
-        &script,
-        format!(
-            "SET 'execution.checkpointing.interval' = '200ms';
-             SET 'state.checkpoints.dir' = '{}';
-             CREATE TABLE gen (
-               id BIGINT,
-               user_id AS id % 7,
-               ts AS TO_TIMESTAMP_LTZ(id * 10, 3),
-               WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
-             ) WITH ('connector' = 'datagen', 'rows-per-second' = '15000',
-                     'fields.id.kind' = 'sequence', 'fields.id.start' = '0',
-                     'fields.id.end' = '{}');
-             CREATE TABLE sums (user_id BIGINT, window_end TIMESTAMP(3), n BIGINT, total BIGINT)
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
-             INSERT INTO sums
-             SELECT user_id, window_end, COUNT(*), SUM(id)
-             FROM TABLE(TUMBLE(TABLE gen, DESCRIPTOR(ts), INTERVAL '10' SECOND))
-             GROUP BY user_id, window_start, window_end;",
-            s.join("chk").display(),
-            N - 1,
-            s.join("sums").display()
-        ),
-    )
-    .unwrap();
-    let cmd = || {
-        let mut c = Command::new(WEIR);
-        c.arg("sql")
-            .arg(&script)
-            .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"]);
-        c
-    };
-    let mut first = Proc::spawn(&s, "first", cmd());
-    assert!(
-        first.wait_until("two complete checkpoints", || complete_checkpoints(
-            &s.join("chk")
-        )
-        .len()
-            >= 2),
-        "no checkpoints: {}",
-        first.stderr()
+    windows_killed_and_restored(
+        "crash",
+        "TUMBLE(TABLE gen, DESCRIPTOR(ts), INTERVAL '10' SECOND)",
+        ("2", "2"),
+        |ts| vec![ts.div_euclid(10_000) * 10_000 + 10_000],
     );
-    assert!(first.kill(), "the first run ended before the kill");
-    let mut c = cmd();
-    c.args(["--restore", "latest"]);
-    let mut second = Proc::spawn(&s, "second", c);
-    let status = second.wait(FINISH);
-    assert!(status.success(), "{}", second.stderr());
-    let mut expect: BTreeMap<(u64, i64), (u64, u64)> = BTreeMap::new();
-    for id in 0..N {
-        let e = expect
-            .entry((
-                id % 7,
-                (id as i64 * 10).div_euclid(10_000) * 10_000 + 10_000,
-            ))
-            .or_default();
-        e.0 += 1;
-        e.1 += id;
-    }
-    let mut lines: Vec<String> = expect
-        .iter()
-        .map(|(&(u, w), &(n, t))| format!("{u},{},{n},{t}", ts_1970(w)))
-        .collect();
-    lines.sort();
-    same_lines(committed_rows(&s.join("sums")), lines);
 }
 
 /// The same with sliding windows (HOP 10 s every 2 s, COUNT and SUM:
@@ -386,7 +324,31 @@ fn a_sigkill_and_restore_latest_commit_every_window_exactly_once() {
 /// of 2: the committed windows equal the reference exactly once.
 #[test]
 fn sliced_hop_windows_commit_exactly_once_across_a_kill_and_a_rescaled_restore() {
-    let s = Scratch::new("sql", "hop-crash");
+    windows_killed_and_restored(
+        "hop-crash",
+        "HOP(TABLE gen, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '10' SECOND)",
+        ("2", "3"),
+        |ts| {
+            // Windows [s, s + 10 s) with s a multiple of 2 s holding ts.
+            let first = ts.div_euclid(2_000) * 2_000;
+            (0..5).map(|k| first - k * 2_000 + 10_000).collect()
+        },
+    );
+}
+
+/// A job counting and summing 60,000 generated ids per user (id % 7) in
+/// the windows of `tvf` (over `gen`) into the exactly-once file sink,
+/// run on `workers.0`, killed after two checkpoints, restored with
+/// `--restore latest` on `workers.1`: the committed rows equal the
+/// reference, where `window_ends(ts)` are the ends of the windows of a
+/// row at `ts` ms.
+fn windows_killed_and_restored(
+    name: &str,
+    tvf: &str,
+    workers: (&str, &str),
+    window_ends: fn(i64) -> Vec<i64>,
+) {
+    let s = Scratch::new("sql", name);
     const N: u64 = 60_000;
     let script = s.join("gen.sql");
     fs::write(
@@ -406,7 +368,7 @@ fn sliced_hop_windows_commit_exactly_once_across_a_kill_and_a_rescaled_restore()
              WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
              INSERT INTO sums
              SELECT user_id, window_end, COUNT(*), SUM(id)
-             FROM TABLE(HOP(TABLE gen, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '10' SECOND))
+             FROM TABLE({tvf})
              GROUP BY user_id, window_start, window_end;",
             s.join("chk").display(),
             N - 1,
@@ -424,7 +386,7 @@ fn sliced_hop_windows_commit_exactly_once_across_a_kill_and_a_rescaled_restore()
         ]);
         c
     };
-    let mut first = Proc::spawn(&s, "first", cmd("2"));
+    let mut first = Proc::spawn(&s, "first", cmd(workers.0));
     assert!(
         first.wait_until("two complete checkpoints", || complete_checkpoints(
             &s.join("chk")
@@ -435,21 +397,17 @@ fn sliced_hop_windows_commit_exactly_once_across_a_kill_and_a_rescaled_restore()
         first.stderr()
     );
     assert!(first.kill(), "the first run ended before the kill");
-    let mut c = cmd("3");
+    let mut c = cmd(workers.1);
     c.args(["--restore", "latest"]);
     let mut second = Proc::spawn(&s, "second", c);
     let status = second.wait(FINISH);
     assert!(status.success(), "{}", second.stderr());
     let mut expect: BTreeMap<(u64, i64), (u64, u64)> = BTreeMap::new();
     for id in 0..N {
-        let ts = id as i64 * 10;
-        // Windows [s, s + 10 s) with s a multiple of 2 s holding ts.
-        let mut start = ts.div_euclid(2_000) * 2_000;
-        while start > ts - 10_000 {
-            let e = expect.entry((id % 7, start + 10_000)).or_default();
+        for end in window_ends(id as i64 * 10) {
+            let e = expect.entry((id % 7, end)).or_default();
             e.0 += 1;
             e.1 += id;
-            start -= 2_000;
         }
     }
     let mut lines: Vec<String> = expect

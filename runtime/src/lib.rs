@@ -104,13 +104,13 @@ pub use crate::operators::timestamps::{
 };
 pub use crate::operators::two_input::KeyedCoProcessFunction;
 pub use crate::operators::window::{
-    ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger, CountEvictor, CountTrigger,
-    CumulativeEventTimeWindows, DeltaEvictor, DynamicEventTimeSessionWindows,
-    DynamicProcessingTimeSessionWindows, EventTimeSessionWindows, EventTimeTrigger, Evictor,
-    EvictorContext, GeneralWindowOperator, NeverTrigger, NoState, OnMergeContext,
-    ProcessWindowFunction, ProcessingTimeSessionWindows, ProcessingTimeTrigger, PurgingTrigger,
-    SlidingEventTimeWindows, SlidingProcessingTimeWindows, StateStore, TimeEvictor, TimeWindow,
-    TimestampedValue, Trigger, TriggerContext, TriggerResult, TumblingEventTimeWindows,
+    AttachedEventTimeWindows, ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger,
+    CountEvictor, CountTrigger, CumulativeEventTimeWindows, DeltaEvictor,
+    DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows, EventTimeSessionWindows,
+    EventTimeTrigger, Evictor, EvictorContext, GeneralWindowOperator, NeverTrigger, NoState,
+    OnMergeContext, ProcessWindowFunction, ProcessingTimeSessionWindows, ProcessingTimeTrigger,
+    PurgingTrigger, SlidingEventTimeWindows, SlidingProcessingTimeWindows, StateStore, TimeEvictor,
+    TimeWindow, TimestampedValue, Trigger, TriggerContext, TriggerResult, TumblingEventTimeWindows,
     TumblingProcessingTimeWindows, ValueStateDescriptor, WindowAssigner, WindowCollector,
     WindowContext, WindowFold, WindowFunction, WindowOperator, Windowing,
 };

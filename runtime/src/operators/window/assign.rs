@@ -109,7 +109,7 @@ where
 }
 
 /// The fast event-time operator of `assigner` folding with `fold`.
-fn fast_incremental<K, W, A>(
+pub(crate) fn fast_incremental<K, W, A>(
     assigner: A,
     fold: W,
     lateness: Duration,

@@ -612,6 +612,15 @@ where
                     self.drop_late(value);
                 }
             }
+            WindowKind::Attached { size } => {
+                let end = ts.saturating_add(1);
+                let w = TimeWindow::new(end.saturating_sub(*size), end);
+                if self.is_late(&w, time) {
+                    self.drop_late(value);
+                } else {
+                    self.element_fixed(ctx, w, value, stamp, out);
+                }
+            }
             WindowKind::Session(gap) => {
                 let gap = gap.of(&value);
                 let w = TimeWindow::new(ts, ts.saturating_add(gap));

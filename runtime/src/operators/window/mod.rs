@@ -13,6 +13,7 @@
 //! every output names its window's start and end.
 
 pub mod assign;
+pub mod attached;
 pub mod contents;
 pub mod context;
 pub mod event_time;
@@ -33,6 +34,7 @@ pub mod triggers;
 pub use assign::{
     CumulativeEventTimeWindows, DynamicEventTimeSessionWindows, EventTimeSessionWindows, Windowing,
 };
+pub use attached::AttachedEventTimeWindows;
 pub use contents::{
     Accumulated, Buffered, FnProcessWindowFunction, FnWindowFunction, KeyWindowResult, MergeFold,
     ProcessResult, ProcessWindowFunction, WindowCollector, WindowContents, WindowFunction,

@@ -166,6 +166,12 @@ pub(crate) enum WindowKind<T> {
         /// Shift of the window starts (ms, `0 <= offset < size`).
         offset: i64,
     },
+    /// The one window a record at `t` already belongs to,
+    /// `[t + 1 - size, t + 1)` (see `window::attached`).
+    Attached {
+        /// Window length (ms).
+        size: i64,
+    },
 }
 
 impl<T> Clone for WindowKind<T> {
@@ -186,6 +192,7 @@ impl<T> Clone for WindowKind<T> {
                 size: *size,
                 offset: *offset,
             },
+            WindowKind::Attached { size } => WindowKind::Attached { size: *size },
         }
     }
 }

@@ -737,3 +737,37 @@ fn a_restored_sliced_operator_keeps_its_fired_windows_and_late_records_late() {
     assert_eq!(fired, vec![(1, 5, (2, 22))]);
     assert_eq!(restored.function_mut().late_records(), 1);
 }
+
+/// Records carrying their window's end (field 1): each is in that one
+/// window of the size, whatever windows of that size overlap; a window
+/// fires once the watermark reaches its end - 1, and a record of a window
+/// already fired is late.
+#[test]
+fn attached_windows_hold_each_record_in_the_window_it_names() {
+    let assigner = AttachedEventTimeWindows::of(ms(10), (|r: &Rec| r.1) as Ts);
+    assert_eq!(WindowAssigner::<Rec>::timestamp(&assigner, &(0, 12, 0)), 11);
+    let mut op = op_with(WindowOperator::new(assigner, AggregateFold(CountSum)));
+    // Hopping windows of 10 every 2, as a window aggregation emits them.
+    op.collect((1, 10, 5));
+    op.collect((1, 12, 7));
+    op.collect((1, 10, 1));
+    op.collect((2, 12, 3));
+    op.on_watermark(8);
+    assert!(op.output_mut().items.is_empty(), "no window ended yet");
+    op.on_watermark(9);
+    let fired = std::mem::take(&mut op.output_mut().items);
+    assert_eq!(fired, vec![(1, TimeWindow::new(0, 10), (2, 6))]);
+    // [0, 10) fired: a record naming it is late; [2, 12) is still open.
+    op.collect((1, 10, 1000));
+    op.collect((1, 12, 1));
+    op.end_input();
+    let mut fired = std::mem::take(&mut op.output_mut().items);
+    fired.sort_by_key(|(k, w, _)| (*k, w.start));
+    assert_eq!(
+        fired,
+        vec![
+            (1, TimeWindow::new(2, 12), (2, 8)),
+            (2, TimeWindow::new(2, 12), (1, 3)),
+        ]
+    );
+}

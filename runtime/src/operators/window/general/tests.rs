@@ -814,3 +814,32 @@ fn an_allowed_lateness_with_a_fraction_of_a_millisecond_is_refused() {
     )
     .with_allowed_lateness(Duration::from_nanos(10_000_100));
 }
+
+/// Attached windows on the general operator (a window function, any
+/// trigger): each record in the one window its end names, fired when the
+/// watermark reaches that end - 1; a record of a fired window is late.
+#[test]
+fn attached_windows_fire_each_record_in_the_window_it_names() {
+    let late_seen = Rc::new(RefCell::new(Vec::new()));
+    let sink = late_seen.clone();
+    let spec =
+        crate::operators::window::attached::AttachedEventTimeWindows::of(ms(10), rec_ts).spec();
+    let mut op = harness(process_op(
+        spec,
+        0,
+        Some(Box::new(move |r: Rec| sink.borrow_mut().push(r))),
+    ));
+    // Window ends of hopping windows of 10 every 2.
+    op.collect((1, 10, 1));
+    op.collect((1, 12, 2));
+    op.collect((1, 10, 3));
+    op.on_watermark(8);
+    assert!(op.output_mut().items.is_empty());
+    op.on_watermark(9);
+    assert_eq!(op.output_mut().items, vec![(1, 0, 10, vec![1, 3])]);
+    op.collect((1, 10, 4));
+    assert_eq!(*late_seen.borrow(), vec![(1, 10, 4)]);
+    op.on_watermark(11);
+    assert_eq!(op.output_mut().items[1], (1, 2, 12, vec![2]));
+    assert_eq!(op.function_mut().open_windows(), 0);
+}

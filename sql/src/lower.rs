@@ -17,11 +17,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir_runtime::{
-    BranchStream, CumulativeEventTimeWindows, Decoded, EventTimeSessionWindows, FileSource,
-    JobGraph, LineDecoder, Offset, ProcessingTimeSessionWindows, SharedStream,
-    SlidingEventTimeWindows, SlidingProcessingTimeWindows, SubtaskInfo, TimeWindow,
-    TransactionalFileSink, TumblingEventTimeWindows, TumblingProcessingTimeWindows,
-    WatermarkStrategy,
+    AttachedEventTimeWindows, BranchStream, CumulativeEventTimeWindows, Decoded,
+    EventTimeSessionWindows, FileSource, JobGraph, LineDecoder, Offset,
+    ProcessingTimeSessionWindows, SharedStream, SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows, SubtaskInfo, TimeWindow, TransactionalFileSink,
+    TumblingEventTimeWindows, TumblingProcessingTimeWindows, WatermarkStrategy,
 };
 
 use crate::changelog::UpdateBefore;
@@ -285,6 +285,10 @@ impl<'j> Lowering<'j> {
                     }
                     Window::Session { gap } => {
                         aggregated!(EventTimeSessionWindows::with_gap(ms(gap), ts))
+                    }
+                    // The time column holds each row's window end.
+                    Window::Attached { size } => {
+                        aggregated!(AttachedEventTimeWindows::of(ms(size), ts))
                     }
                 }
             }
@@ -745,6 +749,7 @@ fn assign_windows(window: Window, time: usize, row: Row) -> Vec<Row> {
                 .collect()
         }
         Window::Session { .. } => unreachable!("sessions are refused when planned"),
+        Window::Attached { .. } => unreachable!("attached windows are aggregated, never a TVF's"),
     };
     windows
         .into_iter()

@@ -41,6 +41,7 @@ mod subquery;
 mod tests;
 mod values;
 mod widen;
+mod window_props;
 
 use joins::join_keys;
 pub use order::Presentation;
@@ -234,6 +235,13 @@ pub enum Window {
         size: i64,
         /// Alignment offset (ms).
         offset: i64,
+    },
+    /// The windows the input's rows already belong to, each row's given
+    /// by its window bounds (a window aggregation's rows grouped again by
+    /// their window: Flink's cascaded window aggregation); never a TVF's.
+    Attached {
+        /// Window length (ms), the same for every window.
+        size: i64,
     },
 }
 
@@ -676,6 +684,26 @@ impl<'c> Planner<'c> {
                 "GROUPING SETS, ROLLUP or CUBE of a window aggregation".into(),
             ));
         }
+        // Rows of windows (a window aggregation's, a TVF read as a table)
+        // grouped by both their window bounds, under any names: a window
+        // aggregation of those same windows (Flink's cascaded one).
+        let column_of = |e: &Expr| match compile(e, &input_scope) {
+            Ok(Scalar::Column(c, _)) => Some(c),
+            _ => None,
+        };
+        let attached = match (&from.window, legacy, updating_input) {
+            (None, None, false) => window_props::window_props(&from.plan).filter(|w| {
+                let grouped = |col: usize| group_exprs.iter().any(|g| column_of(g) == Some(col));
+                grouped(w.start) && grouped(w.end)
+            }),
+            _ => None,
+        };
+        let is_bound = |g: &Expr| {
+            attached.is_some_and(|w| {
+                let c = column_of(g);
+                c == Some(w.start) || c == Some(w.end) || (c.is_some() && c == w.time)
+            })
+        };
         // Keys: GROUP BY's expressions but a TVF's window columns.
         let mut keys: Vec<Expr> = Vec::new();
         let mut window_cols = Vec::new();
@@ -687,6 +715,7 @@ impl<'c> Planner<'c> {
                 Some(n) if from.window.is_some() && is_window_column(&n) => {
                     window_cols.push(n.to_ascii_lowercase())
                 }
+                _ if is_bound(g) => {}
                 _ => keys.push(g.clone()),
             }
         }
@@ -865,7 +894,14 @@ impl<'c> Planner<'c> {
             agg_exprs.push(f);
         }
         let nkeys = keys.len();
-        let (node, mut out_fields) = match from.window {
+        // The window and the column its time comes from: a TVF's time
+        // attribute, or the attached windows' ends.
+        let window = match (from.window, attached) {
+            (Some(w), _) => Some(w),
+            (None, Some(a)) => Some((Window::Attached { size: a.size }, a.end)),
+            (None, None) => None,
+        };
+        let (node, mut out_fields) = match window {
             Some((window, time_col)) => {
                 let t = input_scope.cols[time_col].field.clone();
                 pre.push(Scalar::Column(time_col, t.ty));
@@ -877,8 +913,9 @@ impl<'c> Planner<'c> {
                 fields.push(Field::new("window_end", DataType::Timestamp));
                 let t = &input_scope.cols[time_col].field;
                 let mut wt = Field::new("window_time", t.ty);
-                // The window's time attribute is of the window's time.
-                wt.rowtime = t.rowtime;
+                // The window's time attribute is of the window's time
+                // (attached windows: event time, their ends').
+                wt.rowtime = t.rowtime || attached.is_some();
                 wt.proctime = t.proctime;
                 fields.push(wt);
                 (
@@ -936,7 +973,19 @@ impl<'c> Planner<'c> {
                     return Ok(Some(Scalar::Column(c, out_fields[c].ty)));
                 }
             }
-            if windowed {
+            if let Some(w) = attached {
+                // The attached windows' bounds, by whatever name the input
+                // gave them.
+                let col = column_of(e);
+                if let Some(b) = [Some(w.start), Some(w.end), w.time]
+                    .iter()
+                    .position(|b| b.is_some() && *b == col)
+                {
+                    let c = nkeys + b;
+                    return Ok(Some(Scalar::Column(c, out_fields[c].ty)));
+                }
+            }
+            if windowed && attached.is_none() {
                 if let Some(n) = ident_name(e) {
                     let n = n.to_ascii_lowercase();
                     if let Some(w) = ["window_start", "window_end", "window_time"]

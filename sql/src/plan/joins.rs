@@ -8,6 +8,7 @@
 use sqlparser::ast::{self, Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins};
 
 use super::subquery::HIDDEN;
+use super::window_props::window_props;
 use super::{From, Node, Plan, Planner};
 use crate::error::{Result, SqlError};
 use crate::expr::{compile, Scalar, Scope, ScopeCol};
@@ -416,6 +417,19 @@ fn window_ends(
     left_width: usize,
     fields: &[Field],
 ) -> Option<[usize; 2]> {
+    // Bounds followed through projections and renames, as Flink's
+    // window properties (Nexmark q5 joins `starttime` and `endtime`).
+    if let (Some(l), Some(r)) = (window_props(left), window_props(right)) {
+        let joined = |a: usize, b: usize| {
+            on.left_keys
+                .iter()
+                .zip(&on.right_keys)
+                .any(|(lk, rk)| lk.as_column() == Some(a) && rk.as_column() == Some(b))
+        };
+        if joined(l.start, r.start) && joined(l.end, r.end) {
+            return Some([l.end, r.end]);
+        }
+    }
     if !windowed(left) || !windowed(right) {
         return None;
     }

@@ -268,6 +268,43 @@ pub const CASES: &[Case] = &[
                  FROM orders GROUP BY ws",
     },
     Case {
+        name: "cascaded_hop_window_aggregation_by_renamed_bounds",
+        // The inner window aggregation's rows grouped again by their
+        // window, its bounds renamed: a window aggregation of the same
+        // windows (one row per window and category), as Flink plans it.
+        weir: "SELECT category, ws, we, MAX(n) AS most, SUM(n) AS total, COUNT(*) AS users
+               FROM (SELECT category, user_id, COUNT(*) AS n,
+                            window_start AS ws, window_end AS we
+                     FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES,
+                                    INTERVAL '15' MINUTES))
+                     GROUP BY category, user_id, window_start, window_end)
+               GROUP BY category, ws, we;",
+        duckdb: "WITH w AS (
+                   SELECT category, user_id, win_floor(ts, 300000) - k * INTERVAL 5 MINUTE AS ws
+                   FROM orders, range(3) AS r(k)),
+                 c AS (SELECT category, user_id, ws, COUNT(*) AS n FROM w GROUP BY ALL)
+                 SELECT category, ws, ws + INTERVAL 15 MINUTE, MAX(n), SUM(n), COUNT(*)
+                 FROM c GROUP BY category, ws",
+    },
+    Case {
+        name: "window_join_of_window_aggregations_by_renamed_bounds",
+        // Two window aggregations joined on their renamed bounds: a
+        // window join (append-only), each window's rows once.
+        weir: "SELECT a.category, a.s, a.n, b.top
+               FROM (SELECT category, COUNT(*) AS n, window_start AS s, window_end AS e
+                     FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTES))
+                     GROUP BY category, window_start, window_end) a
+               JOIN (SELECT MAX(qty) AS top, window_start AS s2, window_end AS e2
+                     FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTES))
+                     GROUP BY window_start, window_end) b
+               ON a.s = b.s2 AND a.e = b.e2;",
+        duckdb: "WITH a AS (SELECT category, win_floor(ts, 600000) AS s, COUNT(*) AS n
+                           FROM orders GROUP BY ALL),
+                      b AS (SELECT win_floor(ts, 600000) AS s2, MAX(qty) AS top
+                           FROM orders GROUP BY ALL)
+                 SELECT a.category, a.s, a.n, b.top FROM a JOIN b ON a.s = b.s2",
+    },
+    Case {
         name: "legacy_group_window_qualified_keys",
         // Flink's legacy GROUP BY TUMBLE(..) with TUMBLE_START/_END, a
         // key written qualified in one place and bare in the other.

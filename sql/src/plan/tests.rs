@@ -1,7 +1,8 @@
-//! Planning of DISTINCT and FILTER aggregates, Top-N, deduplication and
-//! SELECT DISTINCT: the operators chosen (as EXPLAIN shows them), the
-//! output's columns and changelog kind, and the errors for what weir
-//! does not run.
+//! Planning of DISTINCT and FILTER aggregates, Top-N, deduplication,
+//! SELECT DISTINCT and window properties (cascaded window aggregations,
+//! window joins on renamed bounds): the operators chosen (as EXPLAIN shows
+//! them), the output's columns and changelog kind, and the errors for what
+//! weir does not run.
 
 use crate::session::Script;
 use crate::types::DataType;
@@ -570,4 +571,62 @@ fn lead_over_a_time_attribute() {
     assert!(e.contains("LEAD's offset"), "{e}");
     let e = error("SELECT LEAD(c, 1, 'x') OVER (PARTITION BY a ORDER BY ts) FROM t");
     assert!(e.contains("LEAD's default"), "{e}");
+}
+
+/// Per `a` and HOP window: the count, the window renamed `s`, `e`, `wt`.
+const COUNTS: &str = "(SELECT a, b, COUNT(*) AS n, window_start AS s, window_end AS e,
+                              window_time AS wt
+                       FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND,
+                                      INTERVAL '5' SECOND))
+                       GROUP BY a, b, window_start, window_end, window_time)";
+
+#[test]
+fn rows_grouped_again_by_their_renamed_window_are_a_window_aggregation() {
+    let q = format!("SELECT b, s, e, wt, MAX(n) FROM {COUNTS} GROUP BY b, s, e, wt");
+    let plan = explain(&q);
+    assert!(plan.contains("Attached { size: 5000 }"), "{plan}");
+    assert!(!plan.contains("GroupAggregate"), "{plan}");
+    // Append-only: a filesystem sink takes it, its bounds as selected.
+    planned(&format!(
+        "INSERT INTO files SELECT MAX(n), b, CAST(COUNT(*) AS INT), wt
+         FROM {COUNTS} GROUP BY b, s, e, wt"
+    ));
+}
+
+#[test]
+fn grouping_by_one_bound_or_an_expression_of_it_is_a_group_aggregation() {
+    for group in ["s", "e", "s, e + INTERVAL '1' SECOND"] {
+        let plan = explain(&format!("SELECT COUNT(*) FROM {COUNTS} GROUP BY {group}"));
+        assert!(plan.contains("GroupAggregate"), "GROUP BY {group}: {plan}");
+        assert!(!plan.contains("Attached"), "GROUP BY {group}: {plan}");
+    }
+}
+
+#[test]
+fn cumulate_rows_grouped_again_stay_a_group_aggregation() {
+    let plan = explain(
+        "SELECT s, e, MAX(n) FROM (
+           SELECT a, COUNT(*) AS n, window_start AS s, window_end AS e
+           FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND,
+                               INTERVAL '5' SECOND))
+           GROUP BY a, window_start, window_end) GROUP BY s, e",
+    );
+    assert!(plan.contains("GroupAggregate"), "{plan}");
+}
+
+#[test]
+fn window_aggregations_joined_on_renamed_bounds_are_a_window_join() {
+    let plan = explain(&format!(
+        "SELECT l.a, l.n FROM {COUNTS} l
+         JOIN (SELECT MAX(n) AS top, s AS s2, e AS e2 FROM {COUNTS} GROUP BY s, e) r
+         ON l.s = r.s2 AND l.e = r.e2 AND l.n >= r.top"
+    ));
+    let regular = |plan: &str| plan.lines().any(|l| l.trim_start().starts_with("Join("));
+    assert!(plan.contains("WindowJoin"), "{plan}");
+    assert!(!regular(&plan), "{plan}");
+    // Joined on one bound only: a regular join.
+    let plan = explain(&format!(
+        "SELECT l.a FROM {COUNTS} l JOIN {COUNTS} r ON l.s = r.s AND l.a = r.a"
+    ));
+    assert!(regular(&plan), "{plan}");
 }

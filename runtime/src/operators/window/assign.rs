@@ -30,7 +30,6 @@ use crate::operators::window::general::GeneralWindowOperator;
 use crate::operators::window::operator::WindowOperator;
 use crate::operators::window::spec::{Gap, TimeWindow, WindowKind, WindowSpec};
 use crate::operators::window::trigger::Trigger;
-use crate::operators::window::triggers::EventTimeTrigger;
 
 /// A window assigner of any kind: what
 /// [`KeyedStream::window`](crate::api::keyed::KeyedStream::window) takes. Implemented
@@ -127,39 +126,67 @@ where
     }
 }
 
-impl<T, TF> Windowing<T> for TumblingEventTimeWindows<TF>
-where
-    T: Clone + 'static,
-    TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
-{
-    type DefaultTrigger = EventTimeTrigger;
+/// Implements [`Windowing`] through the fast event-time operator
+/// ([`WindowOperator`]) for an assigner `$ty<TF>` (`TF` a function of the
+/// record) with a `spec_of` method for the general operator; `$reads`:
+/// whether its timestamps are the records' own.
+macro_rules! fast_windowing {
+    ($ty:ident, $reads:expr) => {
+        impl<T, TF> $crate::operators::window::assign::Windowing<T> for $ty<TF>
+        where
+            T: Clone + 'static,
+            TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
+        {
+            type DefaultTrigger = $crate::operators::window::triggers::EventTimeTrigger;
 
-    type Incremental<K, W>
-        = WindowOperator<K, W, Self>
-    where
-        K: StateKey + Wire + 'static,
-        W: MergeFold<In = T>,
-        W::Acc: Wire;
+            type Incremental<K, W>
+                = $crate::operators::window::operator::WindowOperator<K, W, Self>
+            where
+                K: $crate::StateKey + $crate::Wire + 'static,
+                W: $crate::operators::window::contents::MergeFold<In = T>,
+                W::Acc: $crate::Wire;
 
-    fn incremental<K, W>(
-        &self,
-        fold: W,
-        lateness: Duration,
-        late: Option<LateOutput<T>>,
-    ) -> Self::Incremental<K, W>
+            fn incremental<K, W>(
+                &self,
+                fold: W,
+                lateness: Duration,
+                late: Option<$crate::operators::late_data::LateOutput<T>>,
+            ) -> Self::Incremental<K, W>
+            where
+                K: $crate::StateKey + $crate::Wire + 'static,
+                W: $crate::operators::window::contents::MergeFold<In = T>,
+                W::Acc: $crate::Wire,
+            {
+                $crate::operators::window::assign::fast_incremental(
+                    self.clone(),
+                    fold,
+                    lateness,
+                    late,
+                )
+            }
+
+            fn reads_record_timestamps(&self) -> bool {
+                $reads
+            }
+
+            fn spec(&self) -> $crate::operators::window::spec::WindowSpec<T> {
+                self.spec_of()
+            }
+
+            fn default_trigger(&self) -> $crate::operators::window::triggers::EventTimeTrigger {
+                $crate::operators::window::triggers::EventTimeTrigger
+            }
+        }
+    };
+}
+
+pub(crate) use fast_windowing;
+
+impl<TF> TumblingEventTimeWindows<TF> {
+    fn spec_of<T>(&self) -> WindowSpec<T>
     where
-        K: StateKey + Wire + 'static,
-        W: MergeFold<In = T>,
-        W::Acc: Wire,
+        TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
     {
-        fast_incremental(self.clone(), fold, lateness, late)
-    }
-
-    fn reads_record_timestamps(&self) -> bool {
-        is_record_timestamp::<T, TF>()
-    }
-
-    fn spec(&self) -> WindowSpec<T> {
         WindowSpec {
             kind: WindowKind::Fixed {
                 size: self.size,
@@ -170,45 +197,15 @@ where
             clock: None,
         }
     }
-
-    fn default_trigger(&self) -> EventTimeTrigger {
-        EventTimeTrigger
-    }
 }
 
-impl<T, TF> Windowing<T> for SlidingEventTimeWindows<TF>
-where
-    T: Clone + 'static,
-    TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
-{
-    type DefaultTrigger = EventTimeTrigger;
+fast_windowing!(TumblingEventTimeWindows, is_record_timestamp::<T, TF>());
 
-    type Incremental<K, W>
-        = WindowOperator<K, W, Self>
+impl<TF> SlidingEventTimeWindows<TF> {
+    fn spec_of<T>(&self) -> WindowSpec<T>
     where
-        K: StateKey + Wire + 'static,
-        W: MergeFold<In = T>,
-        W::Acc: Wire;
-
-    fn incremental<K, W>(
-        &self,
-        fold: W,
-        lateness: Duration,
-        late: Option<LateOutput<T>>,
-    ) -> Self::Incremental<K, W>
-    where
-        K: StateKey + Wire + 'static,
-        W: MergeFold<In = T>,
-        W::Acc: Wire,
+        TF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
     {
-        fast_incremental(self.clone(), fold, lateness, late)
-    }
-
-    fn reads_record_timestamps(&self) -> bool {
-        is_record_timestamp::<T, TF>()
-    }
-
-    fn spec(&self) -> WindowSpec<T> {
         WindowSpec {
             kind: WindowKind::Fixed {
                 size: self.size,
@@ -219,11 +216,9 @@ where
             clock: None,
         }
     }
-
-    fn default_trigger(&self) -> EventTimeTrigger {
-        EventTimeTrigger
-    }
 }
+
+fast_windowing!(SlidingEventTimeWindows, is_record_timestamp::<T, TF>());
 
 /// Implements [`Windowing`] through the general operator for an assigner
 /// with a `spec_of` method.

@@ -8,17 +8,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use weir_net::Wire;
-use weir_state::StateKey;
-
 use crate::core::duration::positive_millis;
-use crate::operators::late_data::LateOutput;
-use crate::operators::window::assign::{fast_incremental, Windowing};
-use crate::operators::window::contents::MergeFold;
+use crate::operators::window::assign::fast_windowing;
 use crate::operators::window::event_time::{WindowAssigner, WindowStarts};
-use crate::operators::window::operator::WindowOperator;
 use crate::operators::window::spec::{WindowKind, WindowSpec};
-use crate::operators::window::triggers::EventTimeTrigger;
 
 /// Windows of `size` given by each record's window end (`end`): the record
 /// at `end(r)` is in `[end(r) - size, end(r))` alone, at event time
@@ -66,35 +59,11 @@ where
     }
 }
 
-impl<T, EF> Windowing<T> for AttachedEventTimeWindows<EF>
-where
-    T: Clone + 'static,
-    EF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
-{
-    type DefaultTrigger = EventTimeTrigger;
-
-    type Incremental<K, W>
-        = WindowOperator<K, W, Self>
+impl<EF> AttachedEventTimeWindows<EF> {
+    fn spec_of<T>(&self) -> WindowSpec<T>
     where
-        K: StateKey + Wire + 'static,
-        W: MergeFold<In = T>,
-        W::Acc: Wire;
-
-    fn incremental<K, W>(
-        &self,
-        fold: W,
-        lateness: Duration,
-        late: Option<LateOutput<T>>,
-    ) -> Self::Incremental<K, W>
-    where
-        K: StateKey + Wire + 'static,
-        W: MergeFold<In = T>,
-        W::Acc: Wire,
+        EF: Fn(&T) -> i64 + Clone + Send + Sync + 'static,
     {
-        fast_incremental(self.clone(), fold, lateness, late)
-    }
-
-    fn spec(&self) -> WindowSpec<T> {
         let end = self.end.clone();
         WindowSpec {
             kind: WindowKind::Attached { size: self.size },
@@ -102,8 +71,6 @@ where
             clock: None,
         }
     }
-
-    fn default_trigger(&self) -> EventTimeTrigger {
-        EventTimeTrigger
-    }
 }
+
+fast_windowing!(AttachedEventTimeWindows, false);

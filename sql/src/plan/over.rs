@@ -15,6 +15,7 @@ use sqlparser::ast::{
     self, BinaryOperator as B, Expr, OrderBySort, SelectItem, SetExpr, TableFactor, WindowType,
 };
 
+use super::window_props::window_props;
 use super::{calc, From, Node, Plan, Planner};
 use crate::error::{Result, SqlError};
 use crate::expr::Scope;
@@ -248,6 +249,12 @@ impl Planner<'_> {
 /// aggregation's (or a windowing TVF's) results partitioned by their
 /// window: the Top-N is then Flink's window Top-N.
 fn window_end(input: &Plan, partition: &[usize]) -> Option<usize> {
+    // The bounds followed through projections, whatever their names.
+    if let Some(w) = window_props(input) {
+        if partition.contains(&w.start) && partition.contains(&w.end) {
+            return Some(w.end);
+        }
+    }
     fn windowed(p: &Plan) -> bool {
         match &p.node {
             Node::WindowAgg { .. } | Node::WindowAssign { .. } => true,

@@ -630,3 +630,23 @@ fn window_aggregations_joined_on_renamed_bounds_are_a_window_join() {
     ));
     assert!(regular(&plan), "{plan}");
 }
+
+#[test]
+fn a_top_n_partitioned_by_renamed_window_bounds_is_a_window_top_n() {
+    let plan = explain(&format!(
+        "SELECT * FROM (
+           SELECT *, ROW_NUMBER() OVER (PARTITION BY s, e ORDER BY n DESC) AS rn
+           FROM {COUNTS}) WHERE rn <= 3"
+    ));
+    assert!(
+        line(&plan, "WindowRank(").contains("partitionBy=[s, e]"),
+        "{plan}"
+    );
+    // By one bound only: a regular (updating) Top-N.
+    let plan = explain(&format!(
+        "SELECT * FROM (
+           SELECT *, ROW_NUMBER() OVER (PARTITION BY s ORDER BY n DESC) AS rn
+           FROM {COUNTS}) WHERE rn <= 3"
+    ));
+    assert!(!plan.contains("WindowRank("), "{plan}");
+}

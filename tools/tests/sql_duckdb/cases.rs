@@ -897,6 +897,24 @@ pub const CASES: &[Case] = &[
                  WHERE rn <= 3",
     },
     Case {
+        name: "window_top_n_by_renamed_bounds",
+        // The window Top-N over a window aggregation whose bounds a
+        // projection renamed (Flink follows them as window properties).
+        weir: "SELECT ws, user_id, n, rn FROM (
+                 SELECT *, ROW_NUMBER() OVER (PARTITION BY ws, we ORDER BY n DESC, user_id) AS rn
+                 FROM (SELECT window_start AS ws, window_end AS we, user_id, COUNT(*) AS n
+                       FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTE,
+                                      INTERVAL '20' MINUTE))
+                       GROUP BY window_start, window_end, user_id))
+               WHERE rn <= 2;",
+        duckdb: "SELECT ws, user_id, n, rn FROM (
+                   SELECT *, row_number() OVER (PARTITION BY ws ORDER BY n DESC, user_id) AS rn
+                   FROM (SELECT win_floor(ts, 600000) - k * INTERVAL 10 MINUTE AS ws, user_id,
+                                COUNT(*) AS n
+                         FROM orders, range(2) AS r(k) GROUP BY 1, 2))
+                 WHERE rn <= 2",
+    },
+    Case {
         name: "window_full_outer_join",
         // A window join emits when the window ends, so an outer one is
         // append-only: each unmatched row once, padded with NULLs.

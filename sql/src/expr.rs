@@ -1547,8 +1547,12 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
             Value::Bool(b) => Value::Str(if b { "TRUE" } else { "FALSE" }.into()),
             other => Value::Str(other.display(from).into()),
         },
+        // A number is TRUE unless it is zero (Flink's
+        // `NumericToBooleanCastRule`, DECIMALs and floats too).
         T::Boolean => match v {
             Value::Bool(b) => Value::Bool(b),
+            Value::Double(d) => Value::Bool(d != 0.0),
+            Value::Decimal(x) => Value::Bool(x.get() != 0),
             other => other.as_i64().map_or(Value::Null, |i| Value::Bool(i != 0)),
         },
         T::Int | T::BigInt => {
@@ -2139,6 +2143,9 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
         } => {
             let a = sub(expr)?;
             let to = data_type(t)?;
+            if !is_null_literal(&a) {
+                crate::types::casts_explicitly(a.ty(), to).map_err(SqlError::Type)?;
+            }
             let strict = match kind {
                 CastKind::Cast | CastKind::DoubleColon => true,
                 CastKind::TryCast => false,
@@ -3744,6 +3751,30 @@ mod tests {
         assert!(err("UPPER(a)").contains("UPPER: argument 1 must be STRING"));
     }
 
+    #[test]
+    fn casts_flink_refuses_are_refused_when_planned() {
+        // Flink's cast rules: no cast between a timestamp and a number,
+        // a DATE and a number, a BOOLEAN and a time.
+        assert!(err_of("CAST(ts AS BIGINT)").contains("TIMESTAMP type to NUMERIC type"));
+        assert!(err_of("CAST(a AS TIMESTAMP(3))").contains("NUMERIC type to TIMESTAMP type"));
+        assert!(err_of("CAST(a AS TIMESTAMP_LTZ(3))").contains("TO_TIMESTAMP_LTZ"));
+        assert!(err_of("CAST(CAST(ts AS TIMESTAMP_LTZ(3)) AS DECIMAL(20, 0))")
+            .contains("TIMESTAMP_LTZ type to NUMERIC type"));
+        assert!(err_of("CAST(CAST(ts AS DATE) AS INT)").contains("DATE to type INT"));
+        assert!(err_of("CAST(a > 1 AS DATE)").contains("BOOLEAN to type DATE"));
+        // What it takes stays: NULL, text, numbers, times among themselves.
+        assert_eq!(str_of("CAST(NULL AS TIMESTAMP(3))"), Value::Null);
+        assert_eq!(
+            str_of("CAST(CAST(ts AS DATE) AS TIMESTAMP_LTZ(3))"),
+            Value::Timestamp(parse_timestamp("2024-01-02 00:00:00").unwrap())
+        );
+        // A number is TRUE unless zero (`NumericToBooleanCastRule`).
+        assert_eq!(str_of("CAST(0.5 AS BOOLEAN)"), Value::Bool(true));
+        assert_eq!(str_of("CAST(0.00 AS BOOLEAN)"), Value::Bool(false));
+        assert_eq!(str_of("CAST(-2.5E0 AS BOOLEAN)"), Value::Bool(true));
+        assert_eq!(str_of("CAST(CAST(0 AS FLOAT) AS BOOLEAN)"), Value::Bool(false));
+    }
+
     /// `sql` compiled against the test scope.
     fn compiled(sql: &str) -> Result<Scalar> {
         let (s, _) = scope();
@@ -3864,6 +3895,11 @@ mod tests {
         assert_eq!(str_of("TRIM(TRAILING 'xy' FROM 'xyaxy')"), text("xya"));
         assert_eq!(str_of("TRIM(BOTH 'x' FROM 'xxaxx')"), text("a"));
         assert_eq!(str_of("TRIM('  a  ')"), text("a"));
+        // Calcite's trims of spaces without characters named.
+        assert_eq!(str_of("TRIM(LEADING FROM '  a  ')"), text("a  "));
+        assert_eq!(str_of("TRIM(TRAILING FROM '  a  ')"), text("  a"));
+        assert_eq!(str_of("TRIM(BOTH FROM '  a  ')"), text("a"));
+        assert_eq!(str_of("TRIM(FROM s || '  ')"), text("Hello"));
         assert_eq!(
             str_of("INITCAP('hello wORLD 9lives-x')"),
             text("Hello World 9lives-X")

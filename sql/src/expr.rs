@@ -31,6 +31,9 @@ pub struct ScopeCol {
     pub qualifier: Option<String>,
     /// The column.
     pub field: Field,
+    /// Reached only qualified (`t.k`): a column a `JOIN .. USING` merged
+    /// into one unqualified column, which `*` and a bare `k` name.
+    pub hidden: bool,
 }
 
 impl Scope {
@@ -43,6 +46,7 @@ impl Scope {
                 .map(|f| ScopeCol {
                     qualifier: qualifier.map(str::to_owned),
                     field: f.clone(),
+                    hidden: false,
                 })
                 .collect(),
         }
@@ -84,6 +88,7 @@ impl Scope {
             .enumerate()
             .filter(|(_, c)| {
                 c.field.name.eq_ignore_ascii_case(name)
+                    && (qual.is_some() || !c.hidden)
                     && qual.is_none_or(|q| {
                         c.qualifier
                             .as_deref()
@@ -2538,7 +2543,7 @@ fn text_compared_with(s: Scalar, other: DataType) -> Result<Scalar> {
     Ok(Scalar::Cast(Box::new(s), other, true))
 }
 
-fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
+pub(crate) fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
     let cmp = |c: Cmp, a: Scalar, b: Scalar| -> Result<Scalar> {
         let (ta, tb) = (a.ty(), b.ty());
         let (a, b) = (text_compared_with(a, tb)?, text_compared_with(b, ta)?);

@@ -1022,8 +1022,9 @@ impl<'c> Planner<'c> {
             match item {
                 SelectItem::Wildcard(_) => {
                     for (i, c) in scope.cols.iter().enumerate() {
-                        // The columns of a subquery made a join.
-                        if c.field.name.starts_with(subquery::HIDDEN) {
+                        // The columns of a subquery made a join, and the
+                        // sides' columns a USING merged.
+                        if c.hidden || c.field.name.starts_with(subquery::HIDDEN) {
                             continue;
                         }
                         project.push(
@@ -1352,6 +1353,7 @@ impl<'c> Planner<'c> {
             scope.cols.push(ScopeCol {
                 qualifier: Some(qual.clone()),
                 field: f,
+                hidden: false,
             });
         }
         Ok(From {
@@ -1611,7 +1613,7 @@ fn find_aggregates(e: &Expr, out: &mut Vec<Expr>) {
 }
 
 /// A calc node, or the input itself when it would do nothing.
-fn calc(input: Plan, filter: Option<Scalar>, project: Vec<Scalar>, fields: Vec<Field>) -> Plan {
+pub(super) fn calc(input: Plan, filter: Option<Scalar>, project: Vec<Scalar>, fields: Vec<Field>) -> Plan {
     let identity = filter.is_none()
         && project.len() == input.schema.len()
         && project

@@ -1306,4 +1306,34 @@ pub const CASES: &[Case] = &[
                         qty <= SOME (SELECT tier FROM users WHERE tier > 9)
                  FROM orders WHERE order_id < 200",
     },
+    Case {
+        name: "join_using_and_natural_join",
+        // Calcite's USING: `*` is the merged key first, then each side's
+        // other columns (DuckDB keeps the key in the left's place, so its
+        // side lists them); a FULL JOIN's key is COALESCE of both, a
+        // RIGHT JOIN's the right's; `o.user_id` still names the left's.
+        // NULL keys (orders with none, a user with none) match nothing.
+        weir: "SELECT *
+               FROM (SELECT * FROM orders JOIN users USING (user_id) WHERE order_id < 300) AS a
+               FULL JOIN (SELECT user_id AS b_user, o.order_id, o.user_id AS kept, u.name AS b_name
+                          FROM orders AS o RIGHT JOIN users AS u USING (user_id)
+                          WHERE u.tier IS NOT NULL) AS b
+               USING (order_id)
+               UNION ALL
+               SELECT order_id, user_id, amount, qty, category, note, ts, name, tier,
+                      CAST(NULL AS STRING), CAST(NULL AS STRING), 'natural'
+               FROM orders NATURAL JOIN users WHERE order_id >= 300 AND order_id < 400;",
+        duckdb: "SELECT COALESCE(a.order_id, b.order_id), a.user_id, a.amount, a.qty, a.category,
+                        a.note, a.ts, a.name, a.tier, b.b_user, b.kept, b.b_name
+                 FROM (SELECT * FROM orders JOIN users USING (user_id) WHERE order_id < 300) AS a
+                 FULL JOIN (SELECT u.user_id AS b_user, o.order_id, o.user_id AS kept,
+                                   u.name AS b_name
+                            FROM orders AS o RIGHT JOIN users AS u ON o.user_id = u.user_id
+                            WHERE u.tier IS NOT NULL) AS b
+                 ON a.order_id = b.order_id
+                 UNION ALL
+                 SELECT order_id, user_id, amount, qty, category, note, ts, name, tier,
+                        NULL, NULL, 'natural'
+                 FROM orders NATURAL JOIN users WHERE order_id >= 300 AND order_id < 400",
+    },
 ];

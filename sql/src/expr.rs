@@ -292,6 +292,15 @@ pub enum Func {
     RegexpSubstr(Option<regex::Regex>),
     /// PARSE_URL(url, part [, key])
     ParseUrl,
+    /// REGEXP_COUNT(s, pattern): how many times it matches
+    RegexpCount(Option<regex::Regex>),
+    /// REGEXP_INSTR(s, pattern): the first match's 1-based position, 0
+    /// for none
+    RegexpInstr(Option<regex::Regex>),
+    /// STARTSWITH(s, prefix) (`false`) / ENDSWITH(s, suffix) (`true`)
+    EndsWith(bool),
+    /// URL_ENCODE(s) (`true`) / URL_DECODE(s) (`false`)
+    Url(bool),
     /// CONVERT_TZ(s, from, to): `yyyy-MM-dd HH:mm:ss` text from one zone
     /// to another
     ConvertTz,
@@ -1159,6 +1168,33 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             (Value::Str(s), Value::Str(_)) => regex(re)
                 .and_then(|r| r.find(&s).map(|m| string(m.as_str().to_owned())))
                 .unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        Func::RegexpCount(re) => match (arg(0), arg(1)) {
+            (Value::Str(s), Value::Str(_)) => regex(re)
+                .map(|r| Value::Int(r.find_iter(&s).count() as i32))
+                .unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        // The position in characters (Java's in UTF-16 units: the same
+        // but for characters beyond the Basic Multilingual Plane).
+        Func::RegexpInstr(re) => match (arg(0), arg(1)) {
+            (Value::Str(s), Value::Str(_)) => regex(re)
+                .map(|r| {
+                    Value::Int(r.find(&s).map_or(0, |m| s[..m.start()].chars().count() as i32 + 1))
+                })
+                .unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        Func::EndsWith(end) => match (arg(0), arg(1)) {
+            (Value::Str(s), Value::Str(x)) => {
+                Value::Bool(if *end { s.ends_with(&*x) } else { s.starts_with(&*x) })
+            }
+            _ => Value::Null,
+        },
+        Func::Url(encode) => match arg(0) {
+            Value::Str(s) if *encode => string(crate::url_codec::encode(&s)),
+            Value::Str(s) => crate::url_codec::decode(&s).map_or(Value::Null, string),
             _ => Value::Null,
         },
         Func::ParseUrl => {
@@ -3343,6 +3379,24 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             arity(2..=2)?;
             regexp_call(&name, args, Func::RegexpSubstr, DataType::String)?
         }
+        "REGEXP_COUNT" => {
+            arity(2..=2)?;
+            regexp_call(&name, args, Func::RegexpCount, DataType::Int)?
+        }
+        "REGEXP_INSTR" => {
+            arity(2..=2)?;
+            regexp_call(&name, args, Func::RegexpInstr, DataType::Int)?
+        }
+        "STARTSWITH" | "ENDSWITH" => {
+            arity(2..=2)?;
+            check_args(&name, &args, &[s, s])?;
+            Scalar::Call(Func::EndsWith(name == "ENDSWITH"), args, DataType::Boolean)
+        }
+        "URL_ENCODE" | "URL_DECODE" => {
+            arity(1..=1)?;
+            check_args(&name, &args, &[s])?;
+            Scalar::Call(Func::Url(name == "URL_ENCODE"), args, DataType::String)
+        }
         "CONVERT_TZ" => {
             arity(3..=3)?;
             check_args(&name, &args, &[s, s, s])?;
@@ -4443,6 +4497,25 @@ mod tests {
         );
         assert_eq!(str_of("REGEXP_SUBSTR(s, 'x+')"), Value::Null);
         assert_eq!(str_of("REGEXP_SUBSTR(s, 'l+')"), text("ll"));
+        // Flink 2's REGEXP_COUNT, REGEXP_INSTR, STARTSWITH, ENDSWITH,
+        // URL_ENCODE and URL_DECODE.
+        assert_eq!(
+            str_of("REGEXP_COUNT('Steven Jones and Stephen Smith', 'Ste(v|ph)en')"),
+            Value::Int(2)
+        );
+        assert_eq!(str_of("REGEXP_COUNT(s, 'x')"), Value::Int(0));
+        assert_eq!(str_of("REGEXP_COUNT('ab', '')"), Value::Int(3));
+        assert_eq!(str_of("REGEXP_COUNT(s, CAST(NULL AS STRING))"), Value::Null);
+        assert_eq!(str_of("REGEXP_INSTR('héllo', 'l+')"), Value::Int(3));
+        assert_eq!(str_of("REGEXP_INSTR(s, 'x')"), Value::Int(0));
+        assert_eq!(str_of("REGEXP_INSTR(s, s || '(')"), Value::Null);
+        assert_eq!(str_of("STARTSWITH(s, 'He')"), Value::Bool(true));
+        assert_eq!(str_of("STARTSWITH(s, 'he')"), Value::Bool(false));
+        assert_eq!(str_of("ENDSWITH(s, '')"), Value::Bool(true));
+        assert_eq!(str_of("ENDSWITH(s, CAST(n AS STRING))"), Value::Null);
+        assert_eq!(str_of("URL_ENCODE('a b/é')"), text("a+b%2F%C3%A9"));
+        assert_eq!(str_of("URL_DECODE('a+b%2F%C3%A9')"), text("a b/é"));
+        assert_eq!(str_of("URL_DECODE('50%')"), Value::Null);
         let url = "'http://facebook.com/path/p1.php?query=1&k=v#frag'";
         let part = |p: &str| str_of(&format!("PARSE_URL({url}, {p})"));
         assert_eq!(part("'HOST'"), text("facebook.com"));

@@ -38,6 +38,7 @@ pub mod strings;
 pub mod time;
 pub mod types;
 pub mod url;
+pub mod url_codec;
 pub mod value;
 pub mod zone;
 

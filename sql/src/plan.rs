@@ -664,11 +664,28 @@ impl<'c> Planner<'c> {
         &mut self,
         s: &Select,
         from: From,
-        input_scope: Scope,
+        mut input_scope: Scope,
         filter: Option<Scalar>,
         group_exprs: Vec<Expr>,
     ) -> Result<Plan> {
-        let (from, group_exprs, legacy) = legacy_group_window(from, &input_scope, group_exprs)?;
+        let (mut from, group_exprs, legacy) =
+            legacy_group_window(from, &input_scope, group_exprs)?;
+        // A windowing TVF grouped without both window_start and
+        // window_end is not a window aggregation: as in Flink, its rows
+        // (one per window holding the row) are grouped as any table's.
+        if let (Some((window, time)), None) = (&from.window, legacy) {
+            let grouped = |col: &str| {
+                group_exprs
+                    .iter()
+                    .any(|g| ident_name(g).is_some_and(|n| n.eq_ignore_ascii_case(col)))
+            };
+            let session = matches!(window, Window::Session { .. });
+            if !session && !(grouped("window_start") && grouped("window_end")) {
+                let (window, time) = (window.clone(), *time);
+                from = window_table(from, window, time)?;
+                input_scope = from.scope.clone();
+            }
+        }
         let updating_input = from.plan.updating;
         let grouping_set = self.grouping_set.take();
         if grouping_set.is_some() && from.window.is_some() {

@@ -1336,4 +1336,26 @@ pub const CASES: &[Case] = &[
                         NULL, NULL, 'natural'
                  FROM orders NATURAL JOIN users WHERE order_id >= 300 AND order_id < 400",
     },
+    Case {
+        name: "windowing_tvf_grouped_without_both_bounds",
+        // GROUP BY without both window_start and window_end is not a
+        // window aggregation, in Flink too: the TVF's rows (one per window
+        // holding the row) grouped as a table's (an updating result).
+        weir: "SELECT window_start, category, COUNT(*) AS n, SUM(amount) AS total
+               FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTES))
+               GROUP BY window_start, category
+               UNION ALL
+               SELECT window_end, 'hop', COUNT(*), SUM(amount)
+               FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES,
+                              INTERVAL '10' MINUTES))
+               WHERE qty > 10
+               GROUP BY window_end HAVING COUNT(*) > 1;",
+        duckdb: "SELECT win_floor(ts, 600000), category, COUNT(*), SUM(amount)
+                 FROM orders GROUP BY ALL
+                 UNION ALL
+                 SELECT win_floor(ts, 300000) - k * INTERVAL 5 MINUTE + INTERVAL 10 MINUTE AS we,
+                        'hop', COUNT(*), SUM(amount)
+                 FROM orders, range(2) AS r(k) WHERE qty > 10
+                 GROUP BY we HAVING COUNT(*) > 1",
+    },
 ];

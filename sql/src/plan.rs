@@ -433,12 +433,16 @@ impl<'c> Planner<'c> {
             return Err(SqlError::Unsupported("WITH RECURSIVE".into()));
         }
         for cte in &with.cte_tables {
-            if !cte.alias.columns.is_empty() {
+            if cte.alias.columns.iter().any(|c| c.data_type.is_some()) {
                 return Err(SqlError::Unsupported(format!(
-                    "column names in `WITH {} (..)`: name the columns in its SELECT",
+                    "column types in `WITH {} (..)`",
                     cte.alias.name
                 )));
             }
+            let names: Vec<ast::Ident> =
+                cte.alias.columns.iter().map(|c| c.name.clone()).collect();
+            let query = crate::script::with_column_names((*cte.query).clone(), &names)
+                .map_err(|e| SqlError::Plan(format!("WITH {} (..): {e}", cte.alias.name)))?;
             let name = cte.alias.name.value.to_ascii_lowercase();
             let same = with
                 .cte_tables
@@ -448,7 +452,7 @@ impl<'c> Planner<'c> {
             if same > 1 {
                 return Err(SqlError::Plan(format!("WITH names `{name}` twice")));
             }
-            self.ctes.push((name, (*cte.query).clone()));
+            self.ctes.push((name, query));
         }
         Ok(with.cte_tables.len())
     }

@@ -334,15 +334,15 @@ fn from_ast(ast: Ast, at: Location) -> Result<Statement, ParserError> {
     match ast {
         Ast::Query(q) => Ok(Statement::Query(q)),
         Ast::CreateView(v) => {
-            if v.columns.is_empty() {
-                Ok(Statement::CreateView {
-                    name: object_name(&v.name),
-                    query: v.query,
-                    if_not_exists: v.if_not_exists,
-                })
-            } else {
-                unsupported("a column list in CREATE VIEW", at)
+            if v.columns.iter().any(|c| c.data_type.is_some()) {
+                return unsupported("a column type in CREATE VIEW's column list", at);
             }
+            let names: Vec<ast::Ident> = v.columns.iter().map(|c| c.name.clone()).collect();
+            Ok(Statement::CreateView {
+                name: object_name(&v.name),
+                query: Box::new(with_column_names(*v.query, &names)?),
+                if_not_exists: v.if_not_exists,
+            })
         }
         Ast::Insert(ins) => {
             let TableObject::TableName(name) = &ins.table else {
@@ -371,6 +371,22 @@ fn from_ast(ast: Ast, at: Location) -> Result<Statement, ParserError> {
             unsupported(&format!("the statement `{head} ...`"), at)
         }
     }
+}
+
+/// `q` with its columns named `names` (none: `q` itself), as `CREATE VIEW
+/// v (a, b) AS q` and `WITH w (a, b) AS (q)` name them: `SELECT * FROM (q)
+/// AS __weir_named (a, b)`, a derived table whose alias names its columns
+/// (a count that differs from `q`'s is an error where it is planned).
+pub fn with_column_names(q: Query, names: &[ast::Ident]) -> Result<Query, ParserError> {
+    if names.is_empty() {
+        return Ok(q);
+    }
+    let cols: Vec<String> = names.iter().map(ToString::to_string).collect();
+    let text = format!("SELECT * FROM ({q}) AS __weir_named ({})", cols.join(", "));
+    Parser::new(&FlinkDialect::default())
+        .try_with_sql(&text)?
+        .parse_query()
+        .map(|q| *q)
 }
 
 /// The name an object name stands for: its last part (catalogs and

@@ -1358,4 +1358,17 @@ pub const CASES: &[Case] = &[
                  FROM orders, range(2) AS r(k) WHERE qty > 10
                  GROUP BY we HAVING COUNT(*) > 1",
     },
+    Case {
+        name: "view_and_with_column_lists",
+        // `CREATE VIEW v (a, b) AS` and `WITH w (a, b) AS` name the
+        // query's columns, in order.
+        weir: "CREATE VIEW per_user (uid, n, total) AS
+                 SELECT user_id, COUNT(*), SUM(amount) FROM orders GROUP BY user_id;
+               WITH big (who, how_many) AS (SELECT uid, n FROM per_user WHERE total > 1000)
+               SELECT b.who, b.how_many, p.total FROM big AS b JOIN per_user AS p ON b.who = p.uid;",
+        duckdb: "CREATE VIEW per_user (uid, n, total) AS
+                   SELECT user_id, COUNT(*), SUM(amount) FROM orders GROUP BY user_id;
+                 WITH big (who, how_many) AS (SELECT uid, n FROM per_user WHERE total > 1000)
+                 SELECT b.who, b.how_many, p.total FROM big AS b JOIN per_user AS p ON b.who = p.uid",
+    },
 ];

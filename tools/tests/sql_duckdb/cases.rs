@@ -1371,4 +1371,25 @@ pub const CASES: &[Case] = &[
                  WITH big (who, how_many) AS (SELECT uid, n FROM per_user WHERE total > 1000)
                  SELECT b.who, b.how_many, p.total FROM big AS b JOIN per_user AS p ON b.who = p.uid",
     },
+    Case {
+        name: "aggregates_of_all_null_groups",
+        // Every value of the group NULL: SUM, AVG, MIN, MAX NULL, COUNT 0;
+        // a NULL key is a group of its own.
+        weir: "SELECT category, COUNT(*) AS n, COUNT(qty) AS nq,
+                      SUM(CASE WHEN qty > 100 THEN qty END) AS s,
+                      AVG(CASE WHEN qty > 100 THEN amount END) AS a,
+                      MAX(CASE WHEN qty > 100 THEN note END) AS mx,
+                      MIN(CASE WHEN qty > 100 THEN ts END) AS mn,
+                      COUNT(DISTINCT CASE WHEN qty > 100 THEN qty END) AS d,
+                      SUM(qty) FILTER (WHERE qty > 100) AS f
+               FROM orders GROUP BY category;",
+        duckdb: "SELECT category, COUNT(*), COUNT(qty),
+                        SUM(CASE WHEN qty > 100 THEN qty END),
+                        AVG(CASE WHEN qty > 100 THEN amount END),
+                        MAX(CASE WHEN qty > 100 THEN note END),
+                        MIN(CASE WHEN qty > 100 THEN ts END),
+                        COUNT(DISTINCT CASE WHEN qty > 100 THEN qty END),
+                        SUM(qty) FILTER (WHERE qty > 100)
+                 FROM orders GROUP BY category",
+    },
 ];

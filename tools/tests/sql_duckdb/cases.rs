@@ -1392,4 +1392,18 @@ pub const CASES: &[Case] = &[
                         SUM(qty) FILTER (WHERE qty > 100)
                  FROM orders GROUP BY category",
     },
+    Case {
+        name: "row_in_subquery",
+        // `(a, b) IN (SELECT x, y ..)` in WHERE: the rows equal column by
+        // column to a row of the subquery (each user's orders of their
+        // largest quantity; NULL users and quantities match nothing).
+        weir: "SELECT order_id, user_id, qty FROM orders
+               WHERE (user_id, qty) IN (SELECT user_id, MAX(qty) FROM orders GROUP BY user_id)
+                 AND order_id < 3000;",
+        duckdb: "SELECT order_id, user_id, qty FROM orders o
+                 WHERE EXISTS (SELECT 1 FROM (SELECT user_id, MAX(qty) AS m FROM orders
+                                              GROUP BY user_id) AS s
+                               WHERE s.user_id = o.user_id AND s.m = o.qty)
+                   AND order_id < 3000",
+    },
 ];

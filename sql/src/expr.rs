@@ -2621,6 +2621,10 @@ pub(crate) fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
     Ok(match op {
         B::Plus => ar(Arith::Add, a, b)?,
         B::Minus => ar(Arith::Sub, a, b)?,
+        // `n * INTERVAL ..` is `INTERVAL .. * n`, as Calcite takes both.
+        B::Multiply if a.ty().is_numeric() && b.ty() == DataType::Interval => {
+            ar(Arith::Mul, b, a)?
+        }
         B::Multiply => ar(Arith::Mul, a, b)?,
         B::Divide => ar(Arith::Div, a, b)?,
         B::Modulo => ar(Arith::Mod, a, b)?,
@@ -3954,6 +3958,15 @@ mod tests {
         assert_eq!(str_of("TRIM(TRAILING 'xy' FROM 'xyaxy')"), text("xya"));
         assert_eq!(str_of("TRIM(BOTH 'x' FROM 'xxaxx')"), text("a"));
         assert_eq!(str_of("TRIM('  a  ')"), text("a"));
+        // A number times an interval, either way round.
+        assert_eq!(
+            str_of("ts + a * INTERVAL '1' MINUTE"),
+            str_of("ts + INTERVAL '1' MINUTE * a")
+        );
+        assert_eq!(
+            str_of("2 * INTERVAL '1' SECOND + ts"),
+            str_of("TIMESTAMP '2024-01-02 03:04:07.678'")
+        );
         // Calcite's trims of spaces without characters named.
         assert_eq!(str_of("TRIM(LEADING FROM '  a  ')"), text("a  "));
         assert_eq!(str_of("TRIM(TRAILING FROM '  a  ')"), text("  a"));

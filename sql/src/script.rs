@@ -405,6 +405,26 @@ fn is_word(t: &Token, word: &str) -> bool {
 
 fn create_table(p: &mut Parser<'_>, at: Location) -> Result<TableDef, ParserError> {
     let name = object_name(&p.parse_object_name(false)?);
+    // Flink's CREATE TABLE .. [WITH (..)] AS SELECT and .. LIKE other:
+    // named, not a syntax error.
+    if p.peek_token().token != Token::LParen {
+        let ctas = (0..256)
+            .map(|i| p.peek_nth_token(i).token)
+            .take_while(|t| *t != Token::EOF)
+            .any(|t| matches!(t, Token::Word(w) if w.keyword == Keyword::AS));
+        if ctas {
+            return unsupported(
+                &format!("CREATE TABLE `{name}` .. AS SELECT (CTAS: create the table with its columns and INSERT INTO it)"),
+                at,
+            );
+        }
+        if p.peek_keyword(Keyword::LIKE) || p.peek_keyword(Keyword::WITH) {
+            return unsupported(
+                &format!("CREATE TABLE `{name}` .. LIKE (write the table's columns)"),
+                at,
+            );
+        }
+    }
     p.expect_token(&Token::LParen)?;
     let mut def = TableDef {
         name,
@@ -559,6 +579,29 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// CTAS and CREATE TABLE .. LIKE are refused by name, not as syntax;
+    /// a view's column list names its query's columns.
+    #[test]
+    fn ctas_and_like_are_refused_by_name_and_view_columns_are_taken() {
+        for (sql, what) in [
+            (
+                "CREATE TABLE c WITH ('connector' = 'blackhole') AS SELECT 1;",
+                "(CTAS",
+            ),
+            ("CREATE TABLE c AS SELECT 1;", "(CTAS"),
+            ("CREATE TABLE c LIKE t;", "LIKE"),
+            ("CREATE TABLE c WITH ('path' = '/x') LIKE t;", "LIKE"),
+        ] {
+            let e = parse_script(sql).unwrap_err().to_string();
+            assert!(e.contains(what) && e.contains("`c`") && e.contains("not supported"), "{e}");
+        }
+        let s = parse_script("CREATE VIEW v (x, y) AS SELECT a, b FROM t;").unwrap();
+        let Statement::CreateView { query, .. } = &s[0] else {
+            panic!("a view")
+        };
+        assert!(query.to_string().contains("(x, y)"), "{query}");
     }
 
     /// The SQL client's statement sets, both spellings, hold INSERTs whose

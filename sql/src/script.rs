@@ -458,6 +458,20 @@ fn create_table(p: &mut Parser<'_>, at: Location) -> Result<TableDef, ParserErro
                     expr: p.parse_expr()?,
                 });
             } else {
+                // Flink's constructed types, which sqlparser does not read
+                // in Flink's spelling: named rather than a syntax error.
+                let kind = p.peek_token().token;
+                if let Token::Word(w) = &kind {
+                    let up = w.value.to_ascii_uppercase();
+                    if matches!(up.as_str(), "ROW" | "MAP" | "MULTISET" | "ARRAY")
+                        && matches!(p.peek_nth_token(1).token, Token::Lt | Token::LParen)
+                    {
+                        return unsupported(
+                            &format!("the type {up}<..> of column `{name}` (weir's types are scalars)"),
+                            p.peek_token().span.start,
+                        );
+                    }
+                }
                 let ty = p.parse_data_type()?;
                 let mut not_null = false;
                 loop {

@@ -292,6 +292,9 @@ pub enum Func {
     RegexpSubstr(Option<regex::Regex>),
     /// PARSE_URL(url, part [, key])
     ParseUrl,
+    /// `s SIMILAR TO pattern`: the pattern's regular expression (see
+    /// [`crate::similar`])
+    Similar(regex::Regex),
     /// REGEXP_COUNT(s, pattern): how many times it matches
     RegexpCount(Option<regex::Regex>),
     /// REGEXP_INSTR(s, pattern): the first match's 1-based position, 0
@@ -1168,6 +1171,10 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             (Value::Str(s), Value::Str(_)) => regex(re)
                 .and_then(|r| r.find(&s).map(|m| string(m.as_str().to_owned())))
                 .unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        Func::Similar(re) => match arg(0) {
+            Value::Str(s) => Value::Bool(re.is_match(&s)),
             _ => Value::Null,
         },
         Func::RegexpCount(re) => match (arg(0), arg(1)) {
@@ -2137,6 +2144,57 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                 }
             };
             Scalar::Like(Box::new(t), Box::new(p), esc, *negated)
+        }
+        Expr::SimilarTo {
+            negated,
+            expr,
+            pattern,
+            escape_char,
+        } => {
+            let t = sub(expr)?;
+            if t.ty() != DataType::String && !is_null_literal(&t) {
+                return Err(SqlError::Type(format!(
+                    "SIMILAR TO needs a STRING, got {}",
+                    t.ty()
+                )));
+            }
+            let p = match sub(pattern)? {
+                Scalar::Literal(Value::Str(p), _) => p,
+                _ => {
+                    return Err(SqlError::Unsupported(
+                        "SIMILAR TO a pattern that is not a string literal".into(),
+                    ))
+                }
+            };
+            let esc = match escape_char.as_deref() {
+                None => None,
+                Some(Expr::Value(v)) => match &v.value {
+                    ast::Value::SingleQuotedString(s) if s.chars().count() == 1 => s.chars().next(),
+                    _ => {
+                        return Err(SqlError::Type(
+                            "SIMILAR TO's ESCAPE must be one character".into(),
+                        ))
+                    }
+                },
+                Some(_) => {
+                    return Err(SqlError::Type(
+                        "SIMILAR TO's ESCAPE must be one character".into(),
+                    ))
+                }
+            };
+            let re = crate::similar::to_regex(&p, esc)
+                .map_err(|e| SqlError::Unsupported(format!("SIMILAR TO: {e}")))
+                .and_then(|r| {
+                    regex::Regex::new(&r).map_err(|e| {
+                        SqlError::Type(format!("SIMILAR TO: the pattern `{p}` does not compile: {e}"))
+                    })
+                })?;
+            let m = Scalar::Call(Func::Similar(re), vec![t], DataType::Boolean);
+            if *negated {
+                Scalar::Not(Box::new(m))
+            } else {
+                m
+            }
         }
         Expr::Case {
             operand,
@@ -3958,6 +4016,12 @@ mod tests {
         assert_eq!(str_of("TRIM(TRAILING 'xy' FROM 'xyaxy')"), text("xya"));
         assert_eq!(str_of("TRIM(BOTH 'x' FROM 'xxaxx')"), text("a"));
         assert_eq!(str_of("TRIM('  a  ')"), text("a"));
+        // SIMILAR TO, as Calcite translates it; NULL in, NULL out.
+        assert_eq!(str_of("s SIMILAR TO 'H%(o|x)'"), Value::Bool(true));
+        assert_eq!(str_of("s NOT SIMILAR TO 'H_llo'"), Value::Bool(false));
+        assert_eq!(str_of("'10%' SIMILAR TO '10!%' ESCAPE '!'"), Value::Bool(true));
+        assert_eq!(str_of("CAST(n AS STRING) SIMILAR TO '%'"), Value::Null);
+        assert!(err_of("s SIMILAR TO s").contains("not a string literal"));
         // A number times an interval, either way round.
         assert_eq!(
             str_of("ts + a * INTERVAL '1' MINUTE"),

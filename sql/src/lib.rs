@@ -34,6 +34,7 @@ pub mod rank;
 pub mod reuse;
 pub mod script;
 pub mod session;
+pub mod similar;
 pub mod strings;
 pub mod time;
 pub mod types;

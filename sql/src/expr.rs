@@ -2958,6 +2958,30 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             "the window function `{name}() OVER` here (ROW_NUMBER, RANK and DENSE_RANK for Top-N and deduplication are planned in a subquery's WHERE rn <= N)"
         )));
     }
+    // `JSON_VALUE(j, path RETURNING t)`: the STRING's value as a `t`,
+    // NULL where it is not one (Flink's default NULL ON ERROR).
+    if let ast::FunctionArguments::List(l) = &f.args {
+        let returning = l.clauses.iter().find_map(|c| match c {
+            ast::FunctionArgumentClause::JsonReturningClause(r) => Some(r.data_type.clone()),
+            _ => None,
+        });
+        if let Some(t) = returning {
+            if name != "JSON_VALUE" {
+                return Err(SqlError::Unsupported(format!("RETURNING in {name}")));
+            }
+            let mut plain = f.clone();
+            if let ast::FunctionArguments::List(l) = &mut plain.args {
+                l.clauses
+                    .retain(|c| !matches!(c, ast::FunctionArgumentClause::JsonReturningClause(_)));
+            }
+            let to = data_type(&t)?;
+            let value = function(&plain, sub)?;
+            return Ok(match to {
+                DataType::String => value,
+                _ => Scalar::Cast(Box::new(value), to, false),
+            });
+        }
+    }
     let raw = match &f.args {
         ast::FunctionArguments::List(l) => l.args.clone(),
         ast::FunctionArguments::None => vec![],
@@ -4081,6 +4105,13 @@ mod tests {
             assert_eq!(jv(nothing), Value::Null, "{nothing}");
         }
         assert_eq!(str_of("JSON_VALUE('not json', '$.a')"), Value::Null);
+        // RETURNING: the value in that type, NULL where it is not one.
+        let jr = |path: &str, t: &str| str_of(&format!("JSON_VALUE({doc}, '{path}' RETURNING {t})"));
+        assert_eq!(jr("$.a.b[0]", "INT"), Value::Int(10));
+        assert_eq!(jr("$.a.b[0]", "DOUBLE"), Value::Double(10.0));
+        assert_eq!(jr("lax $.t", "BOOLEAN"), Value::Bool(true));
+        assert_eq!(jr("$.a.b[1]", "INT"), Value::Null);
+        assert_eq!(ty_of("JSON_VALUE('{}', '$.a' RETURNING BIGINT)"), DataType::BigInt);
         let je = |path: &str| str_of(&format!("JSON_EXISTS({doc}, '{path}')"));
         assert_eq!(je("$.a.b[2]"), Value::Bool(true));
         assert_eq!(je("$.a.c"), Value::Bool(false));

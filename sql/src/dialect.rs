@@ -8,8 +8,8 @@
 //! without characters named, which sqlparser reads only with them.
 
 use sqlparser::ast::{
-    Expr, Function, TrimWhereField, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
-    ObjectName,
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
+    ObjectName, TrimWhereField,
 };
 use sqlparser::dialect::{Dialect, GenericDialect};
 use sqlparser::keywords::Keyword;

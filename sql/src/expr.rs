@@ -1188,15 +1188,20 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
         Func::RegexpInstr(re) => match (arg(0), arg(1)) {
             (Value::Str(s), Value::Str(_)) => regex(re)
                 .map(|r| {
-                    Value::Int(r.find(&s).map_or(0, |m| s[..m.start()].chars().count() as i32 + 1))
+                    Value::Int(
+                        r.find(&s)
+                            .map_or(0, |m| s[..m.start()].chars().count() as i32 + 1),
+                    )
                 })
                 .unwrap_or(Value::Null),
             _ => Value::Null,
         },
         Func::EndsWith(end) => match (arg(0), arg(1)) {
-            (Value::Str(s), Value::Str(x)) => {
-                Value::Bool(if *end { s.ends_with(&*x) } else { s.starts_with(&*x) })
-            }
+            (Value::Str(s), Value::Str(x)) => Value::Bool(if *end {
+                s.ends_with(&*x)
+            } else {
+                s.starts_with(&*x)
+            }),
             _ => Value::Null,
         },
         Func::Url(encode) => match arg(0) {
@@ -2186,7 +2191,9 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                 .map_err(|e| SqlError::Unsupported(format!("SIMILAR TO: {e}")))
                 .and_then(|r| {
                     regex::Regex::new(&r).map_err(|e| {
-                        SqlError::Type(format!("SIMILAR TO: the pattern `{p}` does not compile: {e}"))
+                        SqlError::Type(format!(
+                            "SIMILAR TO: the pattern `{p}` does not compile: {e}"
+                        ))
                     })
                 })?;
             let m = Scalar::Call(Func::Similar(re), vec![t], DataType::Boolean);
@@ -2680,9 +2687,7 @@ pub(crate) fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
         B::Plus => ar(Arith::Add, a, b)?,
         B::Minus => ar(Arith::Sub, a, b)?,
         // `n * INTERVAL ..` is `INTERVAL .. * n`, as Calcite takes both.
-        B::Multiply if a.ty().is_numeric() && b.ty() == DataType::Interval => {
-            ar(Arith::Mul, b, a)?
-        }
+        B::Multiply if a.ty().is_numeric() && b.ty() == DataType::Interval => ar(Arith::Mul, b, a)?,
         B::Multiply => ar(Arith::Mul, a, b)?,
         B::Divide => ar(Arith::Div, a, b)?,
         B::Modulo => ar(Arith::Mod, a, b)?,
@@ -3903,8 +3908,10 @@ mod tests {
         assert!(err_of("CAST(ts AS BIGINT)").contains("TIMESTAMP type to NUMERIC type"));
         assert!(err_of("CAST(a AS TIMESTAMP(3))").contains("NUMERIC type to TIMESTAMP type"));
         assert!(err_of("CAST(a AS TIMESTAMP_LTZ(3))").contains("TO_TIMESTAMP_LTZ"));
-        assert!(err_of("CAST(CAST(ts AS TIMESTAMP_LTZ(3)) AS DECIMAL(20, 0))")
-            .contains("TIMESTAMP_LTZ type to NUMERIC type"));
+        assert!(
+            err_of("CAST(CAST(ts AS TIMESTAMP_LTZ(3)) AS DECIMAL(20, 0))")
+                .contains("TIMESTAMP_LTZ type to NUMERIC type")
+        );
         assert!(err_of("CAST(CAST(ts AS DATE) AS INT)").contains("DATE to type INT"));
         assert!(err_of("CAST(a > 1 AS DATE)").contains("BOOLEAN to type DATE"));
         // What it takes stays: NULL, text, numbers, times among themselves.
@@ -3917,7 +3924,10 @@ mod tests {
         assert_eq!(str_of("CAST(0.5 AS BOOLEAN)"), Value::Bool(true));
         assert_eq!(str_of("CAST(0.00 AS BOOLEAN)"), Value::Bool(false));
         assert_eq!(str_of("CAST(-2.5E0 AS BOOLEAN)"), Value::Bool(true));
-        assert_eq!(str_of("CAST(CAST(0 AS FLOAT) AS BOOLEAN)"), Value::Bool(false));
+        assert_eq!(
+            str_of("CAST(CAST(0 AS FLOAT) AS BOOLEAN)"),
+            Value::Bool(false)
+        );
     }
 
     /// `sql` compiled against the test scope.
@@ -4043,7 +4053,10 @@ mod tests {
         // SIMILAR TO, as Calcite translates it; NULL in, NULL out.
         assert_eq!(str_of("s SIMILAR TO 'H%(o|x)'"), Value::Bool(true));
         assert_eq!(str_of("s NOT SIMILAR TO 'H_llo'"), Value::Bool(false));
-        assert_eq!(str_of("'10%' SIMILAR TO '10!%' ESCAPE '!'"), Value::Bool(true));
+        assert_eq!(
+            str_of("'10%' SIMILAR TO '10!%' ESCAPE '!'"),
+            Value::Bool(true)
+        );
         assert_eq!(str_of("CAST(n AS STRING) SIMILAR TO '%'"), Value::Null);
         assert!(err_of("s SIMILAR TO s").contains("not a string literal"));
         // A number times an interval, either way round.
@@ -4106,12 +4119,16 @@ mod tests {
         }
         assert_eq!(str_of("JSON_VALUE('not json', '$.a')"), Value::Null);
         // RETURNING: the value in that type, NULL where it is not one.
-        let jr = |path: &str, t: &str| str_of(&format!("JSON_VALUE({doc}, '{path}' RETURNING {t})"));
+        let jr =
+            |path: &str, t: &str| str_of(&format!("JSON_VALUE({doc}, '{path}' RETURNING {t})"));
         assert_eq!(jr("$.a.b[0]", "INT"), Value::Int(10));
         assert_eq!(jr("$.a.b[0]", "DOUBLE"), Value::Double(10.0));
         assert_eq!(jr("lax $.t", "BOOLEAN"), Value::Bool(true));
         assert_eq!(jr("$.a.b[1]", "INT"), Value::Null);
-        assert_eq!(ty_of("JSON_VALUE('{}', '$.a' RETURNING BIGINT)"), DataType::BigInt);
+        assert_eq!(
+            ty_of("JSON_VALUE('{}', '$.a' RETURNING BIGINT)"),
+            DataType::BigInt
+        );
         let je = |path: &str| str_of(&format!("JSON_EXISTS({doc}, '{path}')"));
         assert_eq!(je("$.a.b[2]"), Value::Bool(true));
         assert_eq!(je("$.a.c"), Value::Bool(false));

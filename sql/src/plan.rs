@@ -439,8 +439,7 @@ impl<'c> Planner<'c> {
                     cte.alias.name
                 )));
             }
-            let names: Vec<ast::Ident> =
-                cte.alias.columns.iter().map(|c| c.name.clone()).collect();
+            let names: Vec<ast::Ident> = cte.alias.columns.iter().map(|c| c.name.clone()).collect();
             let query = crate::script::with_column_names((*cte.query).clone(), &names)
                 .map_err(|e| SqlError::Plan(format!("WITH {} (..): {e}", cte.alias.name)))?;
             let name = cte.alias.name.value.to_ascii_lowercase();
@@ -672,8 +671,7 @@ impl<'c> Planner<'c> {
         filter: Option<Scalar>,
         group_exprs: Vec<Expr>,
     ) -> Result<Plan> {
-        let (mut from, group_exprs, legacy) =
-            legacy_group_window(from, &input_scope, group_exprs)?;
+        let (mut from, group_exprs, legacy) = legacy_group_window(from, &input_scope, group_exprs)?;
         // A windowing TVF grouped without both window_start and
         // window_end is not a window aggregation: as in Flink, its rows
         // (one per window holding the row) are grouped as any table's.
@@ -684,8 +682,9 @@ impl<'c> Planner<'c> {
                     .any(|g| ident_name(g).is_some_and(|n| n.eq_ignore_ascii_case(col)))
             };
             let session = matches!(window, Window::Session { .. });
-            if !session && !(grouped("window_start") && grouped("window_end")) {
-                let (window, time) = (window.clone(), *time);
+            let both = grouped("window_start") && grouped("window_end");
+            if !session && !both {
+                let (window, time) = (*window, *time);
                 from = window_table(from, window, time)?;
                 input_scope = from.scope.clone();
             }
@@ -1634,7 +1633,12 @@ fn find_aggregates(e: &Expr, out: &mut Vec<Expr>) {
 }
 
 /// A calc node, or the input itself when it would do nothing.
-pub(super) fn calc(input: Plan, filter: Option<Scalar>, project: Vec<Scalar>, fields: Vec<Field>) -> Plan {
+pub(super) fn calc(
+    input: Plan,
+    filter: Option<Scalar>,
+    project: Vec<Scalar>,
+    fields: Vec<Field>,
+) -> Plan {
     let identity = filter.is_none()
         && project.len() == input.schema.len()
         && project

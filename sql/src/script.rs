@@ -467,7 +467,9 @@ fn create_table(p: &mut Parser<'_>, at: Location) -> Result<TableDef, ParserErro
                         && matches!(p.peek_nth_token(1).token, Token::Lt | Token::LParen)
                     {
                         return unsupported(
-                            &format!("the type {up}<..> of column `{name}` (weir's types are scalars)"),
+                            &format!(
+                                "the type {up}<..> of column `{name}` (weir's types are scalars)"
+                            ),
                             p.peek_token().span.start,
                         );
                     }
@@ -609,7 +611,10 @@ mod tests {
             ("CREATE TABLE c WITH ('path' = '/x') LIKE t;", "LIKE"),
         ] {
             let e = parse_script(sql).unwrap_err().to_string();
-            assert!(e.contains(what) && e.contains("`c`") && e.contains("not supported"), "{e}");
+            assert!(
+                e.contains(what) && e.contains("`c`") && e.contains("not supported"),
+                "{e}"
+            );
         }
         let s = parse_script("CREATE VIEW v (x, y) AS SELECT a, b FROM t;").unwrap();
         let Statement::CreateView { query, .. } = &s[0] else {

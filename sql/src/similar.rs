@@ -23,7 +23,11 @@ pub fn to_regex(pattern: &str, escape: Option<char>) -> Result<String, String> {
                 Some(n) if SPECIALS.contains(n) || Some(n) == escape => {
                     out.push_str(&regex::escape(&n.to_string()))
                 }
-                _ => return Err(format!("an invalid escape in the SIMILAR TO pattern `{pattern}`")),
+                _ => {
+                    return Err(format!(
+                        "an invalid escape in the SIMILAR TO pattern `{pattern}`"
+                    ))
+                }
             }
             continue;
         }

@@ -52,7 +52,10 @@ mod tests {
     fn as_javas_url_encoder_and_decoder() {
         assert_eq!(encode("a b&c=d/é~"), "a+b%26c%3Dd%2F%C3%A9%7E");
         assert_eq!(encode("A-z_0.9*"), "A-z_0.9*");
-        assert_eq!(decode("a+b%26c%3dd%2F%C3%A9%7E").as_deref(), Some("a b&c=d/é~"));
+        assert_eq!(
+            decode("a+b%26c%3dd%2F%C3%A9%7E").as_deref(),
+            Some("a b&c=d/é~")
+        );
         assert_eq!(decode("100%").as_deref(), None);
         assert_eq!(decode("%zz").as_deref(), None);
         assert_eq!(decode("%C3").as_deref(), Some("\u{FFFD}"));

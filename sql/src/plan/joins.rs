@@ -135,13 +135,17 @@ impl Planner<'_> {
         let mut scope = Vec::new();
         for &(l, r) in &pairs {
             let (lc, rc) = (&cols[l], &cols[lw + r]);
-            let ty = crate::types::least_common_type(lc.field.ty, rc.field.ty).ok_or_else(|| {
-                SqlError::Type(format!(
-                    "USING `{}`: {} and {} have no common type",
-                    lc.field.name, lc.field.ty, rc.field.ty
-                ))
-            })?;
-            let (lcol, rcol) = (Scalar::Column(l, lc.field.ty), Scalar::Column(lw + r, rc.field.ty));
+            let ty =
+                crate::types::least_common_type(lc.field.ty, rc.field.ty).ok_or_else(|| {
+                    SqlError::Type(format!(
+                        "USING `{}`: {} and {} have no common type",
+                        lc.field.name, lc.field.ty, rc.field.ty
+                    ))
+                })?;
+            let (lcol, rcol) = (
+                Scalar::Column(l, lc.field.ty),
+                Scalar::Column(lw + r, rc.field.ty),
+            );
             let one = |c: Scalar| match c.ty() == ty {
                 true => c,
                 false => Scalar::Cast(Box::new(c), ty, false),

@@ -1717,7 +1717,7 @@ fn cast_text(s: &str, to: DataType) -> Result<Value, &'static str> {
         T::Timestamp | T::TimestampLtz => parse_timestamp(s)
             .map(Value::Timestamp)
             .ok_or("not a timestamp (yyyy-MM-dd HH:mm:ss[.SSS])"),
-        T::Date => parse_date(s)
+        T::Date => crate::time::parse_date_leniently(s)
             .map(Value::Date)
             .ok_or("not a date (yyyy-MM-dd)"),
         T::String => Ok(Value::Str(s.into())),
@@ -3920,6 +3920,14 @@ mod tests {
             str_of("CAST(CAST(ts AS DATE) AS TIMESTAMP_LTZ(3))"),
             Value::Timestamp(parse_timestamp("2024-01-02 00:00:00").unwrap())
         );
+        // Text to DATE as Flink's `parseDate`: a timestamp's text gives its
+        // date; a missing month or day is 1.
+        let date = |t: &str| Value::Date(crate::time::parse_date(t).unwrap());
+        assert_eq!(str_of("CAST('2024-01-05 10:00:00' AS DATE)"), date("2024-01-05"));
+        assert_eq!(str_of("CAST(' 2024-3 ' AS DATE)"), date("2024-03-01"));
+        assert_eq!(str_of("CAST('2024' AS DATE)"), date("2024-01-01"));
+        assert_eq!(str_of("TRY_CAST('2024-02-30' AS DATE)"), Value::Null);
+        assert_eq!(str_of("TRY_CAST('2024-01-05T10:00' AS DATE)"), Value::Null);
         // A number is TRUE unless zero (`NumericToBooleanCastRule`).
         assert_eq!(str_of("CAST(0.5 AS BOOLEAN)"), Value::Bool(true));
         assert_eq!(str_of("CAST(0.00 AS BOOLEAN)"), Value::Bool(false));

@@ -2010,7 +2010,23 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
         Expr::TypedString(ts) => {
             let ty = data_type(&ts.data_type)?;
             let text = ts.value.value.clone().into_string().unwrap_or_default();
-            let v = cast(Value::Str(text.as_str().into()), DataType::String, ty);
+            // Weir keeps milliseconds: a literal finer than that (Flink's
+            // TIMESTAMP(6) or (9)) is refused rather than cut.
+            if ty.is_timestamp() {
+                let fraction = text.trim().rsplit_once('.').map_or("", |(_, f)| f);
+                if fraction.len() > 3 && fraction[3..].bytes().any(|b| b != b'0') {
+                    return Err(SqlError::Unsupported(format!(
+                        "the literal {} '{text}' below milliseconds (weir's timestamps are TIMESTAMP(3))",
+                        ts.data_type
+                    )));
+                }
+            }
+            let v = match ty {
+                // A DATE literal is `yyyy-MM-dd` (a CAST reads text more
+                // leniently).
+                DataType::Date => crate::time::parse_date(&text).map_or(Value::Null, Value::Date),
+                _ => cast(Value::Str(text.as_str().into()), DataType::String, ty),
+            };
             if v.is_null() {
                 return Err(SqlError::Type(format!(
                     "`{text}` is not a valid {ty} literal"
@@ -3919,6 +3935,12 @@ mod tests {
         assert_eq!(
             str_of("CAST(CAST(ts AS DATE) AS TIMESTAMP_LTZ(3))"),
             Value::Timestamp(parse_timestamp("2024-01-02 00:00:00").unwrap())
+        );
+        assert!(err_of("DATE '2024-01-05 10:00'").contains("not a valid DATE literal"));
+        assert!(err_of("TIMESTAMP '2024-01-05 10:00:00.1234'").contains("below milliseconds"));
+        assert_eq!(
+            str_of("TIMESTAMP '2024-01-05 10:00:00.123000'"),
+            str_of("TIMESTAMP '2024-01-05 10:00:00.123'")
         );
         // Text to DATE as Flink's `parseDate`: a timestamp's text gives its
         // date; a missing month or day is 1.

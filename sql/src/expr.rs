@@ -1608,18 +1608,21 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
             Value::Decimal(x) => Value::Bool(x.get() != 0),
             other => other.as_i64().map_or(Value::Null, |i| Value::Bool(i != 0)),
         },
+        // As Java's narrowing casts, which Flink's generated code makes: an
+        // integer (and a DECIMAL's integer part, `BigDecimal.longValue`)
+        // keeps its low bits, wrapping around; a DOUBLE saturates at the
+        // type's bounds and NaN is 0.
         T::Int | T::BigInt => {
             let i: Option<i64> = match &v {
-                Value::Double(d) => (d.is_finite()).then(|| d.trunc() as i64),
-                Value::Decimal(x) => {
-                    i64::try_from(x.get() / 10i128.pow(u32::from(from.scale()))).ok()
-                }
+                Value::Double(d) if to == T::Int => Some(i64::from(*d as i32)),
+                Value::Double(d) => Some(*d as i64),
+                Value::Decimal(x) => Some((x.get() / 10i128.pow(u32::from(from.scale()))) as i64),
                 Value::Bool(b) => Some(i64::from(*b)),
                 Value::Int(_) | Value::BigInt(_) => v.as_i64(),
                 _ => None,
             };
             match (to, i) {
-                (T::Int, Some(i)) => i32::try_from(i).map_or(Value::Null, Value::Int),
+                (T::Int, Some(i)) => Value::Int(i as i32),
                 (_, Some(i)) => Value::BigInt(i),
                 _ => Value::Null,
             }
@@ -3950,6 +3953,14 @@ mod tests {
         assert_eq!(str_of("CAST('2024' AS DATE)"), date("2024-01-01"));
         assert_eq!(str_of("TRY_CAST('2024-02-30' AS DATE)"), Value::Null);
         assert_eq!(str_of("TRY_CAST('2024-01-05T10:00' AS DATE)"), Value::Null);
+        // A number that does not fit an integer type: Java's narrowing
+        // casts, as Flink's (an integer wraps, a DOUBLE saturates, NaN is 0).
+        assert_eq!(str_of("CAST(3000000000 AS INT)"), Value::Int(-1_294_967_296));
+        assert_eq!(str_of("CAST(2147483648.7 AS INT)"), Value::Int(i32::MIN));
+        assert_eq!(str_of("CAST(-1E10 AS INT)"), Value::Int(i32::MIN));
+        assert_eq!(str_of("CAST(1E20 AS BIGINT)"), Value::BigInt(i64::MAX));
+        assert_eq!(str_of("CAST(CAST('NaN' AS DOUBLE) AS INT)"), Value::Int(0));
+        assert_eq!(str_of("TRY_CAST(-2.9E0 AS INT)"), Value::Int(-2));
         // A number is TRUE unless zero (`NumericToBooleanCastRule`).
         assert_eq!(str_of("CAST(0.5 AS BOOLEAN)"), Value::Bool(true));
         assert_eq!(str_of("CAST(0.00 AS BOOLEAN)"), Value::Bool(false));

@@ -3948,14 +3948,20 @@ mod tests {
         // Text to DATE as Flink's `parseDate`: a timestamp's text gives its
         // date; a missing month or day is 1.
         let date = |t: &str| Value::Date(crate::time::parse_date(t).unwrap());
-        assert_eq!(str_of("CAST('2024-01-05 10:00:00' AS DATE)"), date("2024-01-05"));
+        assert_eq!(
+            str_of("CAST('2024-01-05 10:00:00' AS DATE)"),
+            date("2024-01-05")
+        );
         assert_eq!(str_of("CAST(' 2024-3 ' AS DATE)"), date("2024-03-01"));
         assert_eq!(str_of("CAST('2024' AS DATE)"), date("2024-01-01"));
         assert_eq!(str_of("TRY_CAST('2024-02-30' AS DATE)"), Value::Null);
         assert_eq!(str_of("TRY_CAST('2024-01-05T10:00' AS DATE)"), Value::Null);
         // A number that does not fit an integer type: Java's narrowing
         // casts, as Flink's (an integer wraps, a DOUBLE saturates, NaN is 0).
-        assert_eq!(str_of("CAST(3000000000 AS INT)"), Value::Int(-1_294_967_296));
+        assert_eq!(
+            str_of("CAST(3000000000 AS INT)"),
+            Value::Int(-1_294_967_296)
+        );
         assert_eq!(str_of("CAST(2147483648.7 AS INT)"), Value::Int(i32::MIN));
         assert_eq!(str_of("CAST(-1E10 AS INT)"), Value::Int(i32::MIN));
         assert_eq!(str_of("CAST(1E20 AS BIGINT)"), Value::BigInt(i64::MAX));

@@ -3,11 +3,13 @@
 //! (`TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND)`), which
 //! sqlparser's generic dialect does not read, with the partition keys
 //! Flink's SESSION takes after it (`TABLE bid PARTITION BY item`, or
-//! `PARTITION BY (a, b)`); an aggregate's `FILTER (WHERE ..)`.
+//! `PARTITION BY (a, b)`); an aggregate's `FILTER (WHERE ..)`; and
+//! `TRIM([BOTH | LEADING | TRAILING] FROM s)`, Calcite's trim of spaces
+//! without characters named, which sqlparser reads only with them.
 
 use sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
-    ObjectName,
+    ObjectName, TrimWhereField,
 };
 use sqlparser::dialect::{Dialect, GenericDialect};
 use sqlparser::keywords::Keyword;
@@ -57,6 +59,9 @@ impl Dialect for FlinkDialect {
     }
 
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        if parser.peek_keyword(Keyword::TRIM) {
+            return trim_without_characters(parser);
+        }
         // `TABLE name` (not `TABLE(`): a table argument.
         if !parser.peek_keyword(Keyword::TABLE) {
             return None;
@@ -67,6 +72,44 @@ impl Dialect for FlinkDialect {
         parser.next_token();
         Some(table_argument(parser))
     }
+}
+
+/// `TRIM ( [BOTH | LEADING | TRAILING] FROM s )`, as Calcite reads it
+/// (spaces trimmed): the same `Expr::Trim` as `TRIM(BOTH ' ' FROM s)`
+/// without its characters. `None` (sqlparser parses it) for any other
+/// TRIM.
+fn trim_without_characters(parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+    if parser.peek_nth_token(1).token != Token::LParen {
+        return None;
+    }
+    let where_ = match &parser.peek_nth_token(2).token {
+        Token::Word(w) => match w.keyword {
+            Keyword::BOTH => Some(TrimWhereField::Both),
+            Keyword::LEADING => Some(TrimWhereField::Leading),
+            Keyword::TRAILING => Some(TrimWhereField::Trailing),
+            Keyword::FROM => None,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let from_at = if where_.is_some() { 3 } else { 2 };
+    match &parser.peek_nth_token(from_at).token {
+        Token::Word(w) if w.keyword == Keyword::FROM => {}
+        _ => return None,
+    }
+    for _ in 0..=from_at {
+        parser.next_token(); // TRIM ( [where] FROM
+    }
+    Some((|| {
+        let expr = parser.parse_expr()?;
+        parser.expect_token(&Token::RParen)?;
+        Ok(Expr::Trim {
+            expr: Box::new(expr),
+            trim_where: Some(where_.unwrap_or(TrimWhereField::Both)),
+            trim_what: None,
+            trim_characters: None,
+        })
+    })())
 }
 
 /// `name [PARTITION BY key | PARTITION BY (key, ...)]` after `TABLE`, as

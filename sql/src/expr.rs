@@ -31,6 +31,9 @@ pub struct ScopeCol {
     pub qualifier: Option<String>,
     /// The column.
     pub field: Field,
+    /// Reached only qualified (`t.k`): a column a `JOIN .. USING` merged
+    /// into one unqualified column, which `*` and a bare `k` name.
+    pub hidden: bool,
 }
 
 impl Scope {
@@ -43,6 +46,7 @@ impl Scope {
                 .map(|f| ScopeCol {
                     qualifier: qualifier.map(str::to_owned),
                     field: f.clone(),
+                    hidden: false,
                 })
                 .collect(),
         }
@@ -84,6 +88,7 @@ impl Scope {
             .enumerate()
             .filter(|(_, c)| {
                 c.field.name.eq_ignore_ascii_case(name)
+                    && (qual.is_some() || !c.hidden)
                     && qual.is_none_or(|q| {
                         c.qualifier
                             .as_deref()
@@ -287,6 +292,18 @@ pub enum Func {
     RegexpSubstr(Option<regex::Regex>),
     /// PARSE_URL(url, part [, key])
     ParseUrl,
+    /// `s SIMILAR TO pattern`: the pattern's regular expression (see
+    /// [`crate::similar`])
+    Similar(regex::Regex),
+    /// REGEXP_COUNT(s, pattern): how many times it matches
+    RegexpCount(Option<regex::Regex>),
+    /// REGEXP_INSTR(s, pattern): the first match's 1-based position, 0
+    /// for none
+    RegexpInstr(Option<regex::Regex>),
+    /// STARTSWITH(s, prefix) (`false`) / ENDSWITH(s, suffix) (`true`)
+    EndsWith(bool),
+    /// URL_ENCODE(s) (`true`) / URL_DECODE(s) (`false`)
+    Url(bool),
     /// CONVERT_TZ(s, from, to): `yyyy-MM-dd HH:mm:ss` text from one zone
     /// to another
     ConvertTz,
@@ -1156,6 +1173,42 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 .unwrap_or(Value::Null),
             _ => Value::Null,
         },
+        Func::Similar(re) => match arg(0) {
+            Value::Str(s) => Value::Bool(re.is_match(&s)),
+            _ => Value::Null,
+        },
+        Func::RegexpCount(re) => match (arg(0), arg(1)) {
+            (Value::Str(s), Value::Str(_)) => regex(re)
+                .map(|r| Value::Int(r.find_iter(&s).count() as i32))
+                .unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        // The position in characters (Java's in UTF-16 units: the same
+        // but for characters beyond the Basic Multilingual Plane).
+        Func::RegexpInstr(re) => match (arg(0), arg(1)) {
+            (Value::Str(s), Value::Str(_)) => regex(re)
+                .map(|r| {
+                    Value::Int(
+                        r.find(&s)
+                            .map_or(0, |m| s[..m.start()].chars().count() as i32 + 1),
+                    )
+                })
+                .unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        Func::EndsWith(end) => match (arg(0), arg(1)) {
+            (Value::Str(s), Value::Str(x)) => Value::Bool(if *end {
+                s.ends_with(&*x)
+            } else {
+                s.starts_with(&*x)
+            }),
+            _ => Value::Null,
+        },
+        Func::Url(encode) => match arg(0) {
+            Value::Str(s) if *encode => string(crate::url_codec::encode(&s)),
+            Value::Str(s) => crate::url_codec::decode(&s).map_or(Value::Null, string),
+            _ => Value::Null,
+        },
         Func::ParseUrl => {
             let (Value::Str(url), Value::Str(part)) = (arg(0), arg(1)) else {
                 return Value::Null;
@@ -1547,22 +1600,29 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
             Value::Bool(b) => Value::Str(if b { "TRUE" } else { "FALSE" }.into()),
             other => Value::Str(other.display(from).into()),
         },
+        // A number is TRUE unless it is zero (Flink's
+        // `NumericToBooleanCastRule`, DECIMALs and floats too).
         T::Boolean => match v {
             Value::Bool(b) => Value::Bool(b),
+            Value::Double(d) => Value::Bool(d != 0.0),
+            Value::Decimal(x) => Value::Bool(x.get() != 0),
             other => other.as_i64().map_or(Value::Null, |i| Value::Bool(i != 0)),
         },
+        // As Java's narrowing casts, which Flink's generated code makes: an
+        // integer (and a DECIMAL's integer part, `BigDecimal.longValue`)
+        // keeps its low bits, wrapping around; a DOUBLE saturates at the
+        // type's bounds and NaN is 0.
         T::Int | T::BigInt => {
             let i: Option<i64> = match &v {
-                Value::Double(d) => (d.is_finite()).then(|| d.trunc() as i64),
-                Value::Decimal(x) => {
-                    i64::try_from(x.get() / 10i128.pow(u32::from(from.scale()))).ok()
-                }
+                Value::Double(d) if to == T::Int => Some(i64::from(*d as i32)),
+                Value::Double(d) => Some(*d as i64),
+                Value::Decimal(x) => Some((x.get() / 10i128.pow(u32::from(from.scale()))) as i64),
                 Value::Bool(b) => Some(i64::from(*b)),
                 Value::Int(_) | Value::BigInt(_) => v.as_i64(),
                 _ => None,
             };
             match (to, i) {
-                (T::Int, Some(i)) => i32::try_from(i).map_or(Value::Null, Value::Int),
+                (T::Int, Some(i)) => Value::Int(i as i32),
                 (_, Some(i)) => Value::BigInt(i),
                 _ => Value::Null,
             }
@@ -1660,7 +1720,7 @@ fn cast_text(s: &str, to: DataType) -> Result<Value, &'static str> {
         T::Timestamp | T::TimestampLtz => parse_timestamp(s)
             .map(Value::Timestamp)
             .ok_or("not a timestamp (yyyy-MM-dd HH:mm:ss[.SSS])"),
-        T::Date => parse_date(s)
+        T::Date => crate::time::parse_date_leniently(s)
             .map(Value::Date)
             .ok_or("not a date (yyyy-MM-dd)"),
         T::String => Ok(Value::Str(s.into())),
@@ -1953,7 +2013,23 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
         Expr::TypedString(ts) => {
             let ty = data_type(&ts.data_type)?;
             let text = ts.value.value.clone().into_string().unwrap_or_default();
-            let v = cast(Value::Str(text.as_str().into()), DataType::String, ty);
+            // Weir keeps milliseconds: a literal finer than that (Flink's
+            // TIMESTAMP(6) or (9)) is refused rather than cut.
+            if ty.is_timestamp() {
+                let fraction = text.trim().rsplit_once('.').map_or("", |(_, f)| f);
+                if fraction.len() > 3 && fraction[3..].bytes().any(|b| b != b'0') {
+                    return Err(SqlError::Unsupported(format!(
+                        "the literal {} '{text}' below milliseconds (weir's timestamps are TIMESTAMP(3))",
+                        ts.data_type
+                    )));
+                }
+            }
+            let v = match ty {
+                // A DATE literal is `yyyy-MM-dd` (a CAST reads text more
+                // leniently).
+                DataType::Date => crate::time::parse_date(&text).map_or(Value::Null, Value::Date),
+                _ => cast(Value::Str(text.as_str().into()), DataType::String, ty),
+            };
             if v.is_null() {
                 return Err(SqlError::Type(format!(
                     "`{text}` is not a valid {ty} literal"
@@ -2093,6 +2169,59 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
             };
             Scalar::Like(Box::new(t), Box::new(p), esc, *negated)
         }
+        Expr::SimilarTo {
+            negated,
+            expr,
+            pattern,
+            escape_char,
+        } => {
+            let t = sub(expr)?;
+            if t.ty() != DataType::String && !is_null_literal(&t) {
+                return Err(SqlError::Type(format!(
+                    "SIMILAR TO needs a STRING, got {}",
+                    t.ty()
+                )));
+            }
+            let p = match sub(pattern)? {
+                Scalar::Literal(Value::Str(p), _) => p,
+                _ => {
+                    return Err(SqlError::Unsupported(
+                        "SIMILAR TO a pattern that is not a string literal".into(),
+                    ))
+                }
+            };
+            let esc = match escape_char.as_deref() {
+                None => None,
+                Some(Expr::Value(v)) => match &v.value {
+                    ast::Value::SingleQuotedString(s) if s.chars().count() == 1 => s.chars().next(),
+                    _ => {
+                        return Err(SqlError::Type(
+                            "SIMILAR TO's ESCAPE must be one character".into(),
+                        ))
+                    }
+                },
+                Some(_) => {
+                    return Err(SqlError::Type(
+                        "SIMILAR TO's ESCAPE must be one character".into(),
+                    ))
+                }
+            };
+            let re = crate::similar::to_regex(&p, esc)
+                .map_err(|e| SqlError::Unsupported(format!("SIMILAR TO: {e}")))
+                .and_then(|r| {
+                    regex::Regex::new(&r).map_err(|e| {
+                        SqlError::Type(format!(
+                            "SIMILAR TO: the pattern `{p}` does not compile: {e}"
+                        ))
+                    })
+                })?;
+            let m = Scalar::Call(Func::Similar(re), vec![t], DataType::Boolean);
+            if *negated {
+                Scalar::Not(Box::new(m))
+            } else {
+                m
+            }
+        }
         Expr::Case {
             operand,
             conditions,
@@ -2139,6 +2268,9 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
         } => {
             let a = sub(expr)?;
             let to = data_type(t)?;
+            if !is_null_literal(&a) {
+                crate::types::casts_explicitly(a.ty(), to).map_err(SqlError::Type)?;
+            }
             let strict = match kind {
                 CastKind::Cast | CastKind::DoubleColon => true,
                 CastKind::TryCast => false,
@@ -2531,7 +2663,7 @@ fn text_compared_with(s: Scalar, other: DataType) -> Result<Scalar> {
     Ok(Scalar::Cast(Box::new(s), other, true))
 }
 
-fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
+pub(crate) fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
     let cmp = |c: Cmp, a: Scalar, b: Scalar| -> Result<Scalar> {
         let (ta, tb) = (a.ty(), b.ty());
         let (a, b) = (text_compared_with(a, tb)?, text_compared_with(b, ta)?);
@@ -2573,6 +2705,8 @@ fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
     Ok(match op {
         B::Plus => ar(Arith::Add, a, b)?,
         B::Minus => ar(Arith::Sub, a, b)?,
+        // `n * INTERVAL ..` is `INTERVAL .. * n`, as Calcite takes both.
+        B::Multiply if a.ty().is_numeric() && b.ty() == DataType::Interval => ar(Arith::Mul, b, a)?,
         B::Multiply => ar(Arith::Mul, a, b)?,
         B::Divide => ar(Arith::Div, a, b)?,
         B::Modulo => ar(Arith::Mod, a, b)?,
@@ -2847,6 +2981,30 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         return Err(SqlError::Unsupported(format!(
             "the window function `{name}() OVER` here (ROW_NUMBER, RANK and DENSE_RANK for Top-N and deduplication are planned in a subquery's WHERE rn <= N)"
         )));
+    }
+    // `JSON_VALUE(j, path RETURNING t)`: the STRING's value as a `t`,
+    // NULL where it is not one (Flink's default NULL ON ERROR).
+    if let ast::FunctionArguments::List(l) = &f.args {
+        let returning = l.clauses.iter().find_map(|c| match c {
+            ast::FunctionArgumentClause::JsonReturningClause(r) => Some(r.data_type.clone()),
+            _ => None,
+        });
+        if let Some(t) = returning {
+            if name != "JSON_VALUE" {
+                return Err(SqlError::Unsupported(format!("RETURNING in {name}")));
+            }
+            let mut plain = f.clone();
+            if let ast::FunctionArguments::List(l) = &mut plain.args {
+                l.clauses
+                    .retain(|c| !matches!(c, ast::FunctionArgumentClause::JsonReturningClause(_)));
+            }
+            let to = data_type(&t)?;
+            let value = function(&plain, sub)?;
+            return Ok(match to {
+                DataType::String => value,
+                _ => Scalar::Cast(Box::new(value), to, false),
+            });
+        }
     }
     let raw = match &f.args {
         ast::FunctionArguments::List(l) => l.args.clone(),
@@ -3331,6 +3489,24 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             arity(2..=2)?;
             regexp_call(&name, args, Func::RegexpSubstr, DataType::String)?
         }
+        "REGEXP_COUNT" => {
+            arity(2..=2)?;
+            regexp_call(&name, args, Func::RegexpCount, DataType::Int)?
+        }
+        "REGEXP_INSTR" => {
+            arity(2..=2)?;
+            regexp_call(&name, args, Func::RegexpInstr, DataType::Int)?
+        }
+        "STARTSWITH" | "ENDSWITH" => {
+            arity(2..=2)?;
+            check_args(&name, &args, &[s, s])?;
+            Scalar::Call(Func::EndsWith(name == "ENDSWITH"), args, DataType::Boolean)
+        }
+        "URL_ENCODE" | "URL_DECODE" => {
+            arity(1..=1)?;
+            check_args(&name, &args, &[s])?;
+            Scalar::Call(Func::Url(name == "URL_ENCODE"), args, DataType::String)
+        }
         "CONVERT_TZ" => {
             arity(3..=3)?;
             check_args(&name, &args, &[s, s, s])?;
@@ -3744,6 +3920,63 @@ mod tests {
         assert!(err("UPPER(a)").contains("UPPER: argument 1 must be STRING"));
     }
 
+    #[test]
+    fn casts_flink_refuses_are_refused_when_planned() {
+        // Flink's cast rules: no cast between a timestamp and a number,
+        // a DATE and a number, a BOOLEAN and a time.
+        assert!(err_of("CAST(ts AS BIGINT)").contains("TIMESTAMP type to NUMERIC type"));
+        assert!(err_of("CAST(a AS TIMESTAMP(3))").contains("NUMERIC type to TIMESTAMP type"));
+        assert!(err_of("CAST(a AS TIMESTAMP_LTZ(3))").contains("TO_TIMESTAMP_LTZ"));
+        assert!(
+            err_of("CAST(CAST(ts AS TIMESTAMP_LTZ(3)) AS DECIMAL(20, 0))")
+                .contains("TIMESTAMP_LTZ type to NUMERIC type")
+        );
+        assert!(err_of("CAST(CAST(ts AS DATE) AS INT)").contains("DATE to type INT"));
+        assert!(err_of("CAST(a > 1 AS DATE)").contains("BOOLEAN to type DATE"));
+        // What it takes stays: NULL, text, numbers, times among themselves.
+        assert_eq!(str_of("CAST(NULL AS TIMESTAMP(3))"), Value::Null);
+        assert_eq!(
+            str_of("CAST(CAST(ts AS DATE) AS TIMESTAMP_LTZ(3))"),
+            Value::Timestamp(parse_timestamp("2024-01-02 00:00:00").unwrap())
+        );
+        assert!(err_of("DATE '2024-01-05 10:00'").contains("not a valid DATE literal"));
+        assert!(err_of("TIMESTAMP '2024-01-05 10:00:00.1234'").contains("below milliseconds"));
+        assert_eq!(
+            str_of("TIMESTAMP '2024-01-05 10:00:00.123000'"),
+            str_of("TIMESTAMP '2024-01-05 10:00:00.123'")
+        );
+        // Text to DATE as Flink's `parseDate`: a timestamp's text gives its
+        // date; a missing month or day is 1.
+        let date = |t: &str| Value::Date(crate::time::parse_date(t).unwrap());
+        assert_eq!(
+            str_of("CAST('2024-01-05 10:00:00' AS DATE)"),
+            date("2024-01-05")
+        );
+        assert_eq!(str_of("CAST(' 2024-3 ' AS DATE)"), date("2024-03-01"));
+        assert_eq!(str_of("CAST('2024' AS DATE)"), date("2024-01-01"));
+        assert_eq!(str_of("TRY_CAST('2024-02-30' AS DATE)"), Value::Null);
+        assert_eq!(str_of("TRY_CAST('2024-01-05T10:00' AS DATE)"), Value::Null);
+        // A number that does not fit an integer type: Java's narrowing
+        // casts, as Flink's (an integer wraps, a DOUBLE saturates, NaN is 0).
+        assert_eq!(
+            str_of("CAST(3000000000 AS INT)"),
+            Value::Int(-1_294_967_296)
+        );
+        assert_eq!(str_of("CAST(2147483648.7 AS INT)"), Value::Int(i32::MIN));
+        assert_eq!(str_of("CAST(-1E10 AS INT)"), Value::Int(i32::MIN));
+        assert_eq!(str_of("CAST(1E20 AS BIGINT)"), Value::BigInt(i64::MAX));
+        assert_eq!(str_of("CAST(CAST('NaN' AS DOUBLE) AS INT)"), Value::Int(0));
+        assert_eq!(str_of("TRY_CAST(-2.9E0 AS INT)"), Value::Int(-2));
+        // A number is TRUE unless zero (`NumericToBooleanCastRule`).
+        assert_eq!(str_of("CAST(0.5 AS BOOLEAN)"), Value::Bool(true));
+        assert_eq!(str_of("CAST(0.00 AS BOOLEAN)"), Value::Bool(false));
+        assert_eq!(str_of("CAST(-2.5E0 AS BOOLEAN)"), Value::Bool(true));
+        assert_eq!(
+            str_of("CAST(CAST(0 AS FLOAT) AS BOOLEAN)"),
+            Value::Bool(false)
+        );
+    }
+
     /// `sql` compiled against the test scope.
     fn compiled(sql: &str) -> Result<Scalar> {
         let (s, _) = scope();
@@ -3864,6 +4097,29 @@ mod tests {
         assert_eq!(str_of("TRIM(TRAILING 'xy' FROM 'xyaxy')"), text("xya"));
         assert_eq!(str_of("TRIM(BOTH 'x' FROM 'xxaxx')"), text("a"));
         assert_eq!(str_of("TRIM('  a  ')"), text("a"));
+        // SIMILAR TO, as Calcite translates it; NULL in, NULL out.
+        assert_eq!(str_of("s SIMILAR TO 'H%(o|x)'"), Value::Bool(true));
+        assert_eq!(str_of("s NOT SIMILAR TO 'H_llo'"), Value::Bool(false));
+        assert_eq!(
+            str_of("'10%' SIMILAR TO '10!%' ESCAPE '!'"),
+            Value::Bool(true)
+        );
+        assert_eq!(str_of("CAST(n AS STRING) SIMILAR TO '%'"), Value::Null);
+        assert!(err_of("s SIMILAR TO s").contains("not a string literal"));
+        // A number times an interval, either way round.
+        assert_eq!(
+            str_of("ts + a * INTERVAL '1' MINUTE"),
+            str_of("ts + INTERVAL '1' MINUTE * a")
+        );
+        assert_eq!(
+            str_of("2 * INTERVAL '1' SECOND + ts"),
+            str_of("TIMESTAMP '2024-01-02 03:04:07.678'")
+        );
+        // Calcite's trims of spaces without characters named.
+        assert_eq!(str_of("TRIM(LEADING FROM '  a  ')"), text("a  "));
+        assert_eq!(str_of("TRIM(TRAILING FROM '  a  ')"), text("  a"));
+        assert_eq!(str_of("TRIM(BOTH FROM '  a  ')"), text("a"));
+        assert_eq!(str_of("TRIM(FROM s || '  ')"), text("Hello"));
         assert_eq!(
             str_of("INITCAP('hello wORLD 9lives-x')"),
             text("Hello World 9lives-X")
@@ -3909,6 +4165,17 @@ mod tests {
             assert_eq!(jv(nothing), Value::Null, "{nothing}");
         }
         assert_eq!(str_of("JSON_VALUE('not json', '$.a')"), Value::Null);
+        // RETURNING: the value in that type, NULL where it is not one.
+        let jr =
+            |path: &str, t: &str| str_of(&format!("JSON_VALUE({doc}, '{path}' RETURNING {t})"));
+        assert_eq!(jr("$.a.b[0]", "INT"), Value::Int(10));
+        assert_eq!(jr("$.a.b[0]", "DOUBLE"), Value::Double(10.0));
+        assert_eq!(jr("lax $.t", "BOOLEAN"), Value::Bool(true));
+        assert_eq!(jr("$.a.b[1]", "INT"), Value::Null);
+        assert_eq!(
+            ty_of("JSON_VALUE('{}', '$.a' RETURNING BIGINT)"),
+            DataType::BigInt
+        );
         let je = |path: &str| str_of(&format!("JSON_EXISTS({doc}, '{path}')"));
         assert_eq!(je("$.a.b[2]"), Value::Bool(true));
         assert_eq!(je("$.a.c"), Value::Bool(false));
@@ -4402,6 +4669,25 @@ mod tests {
         );
         assert_eq!(str_of("REGEXP_SUBSTR(s, 'x+')"), Value::Null);
         assert_eq!(str_of("REGEXP_SUBSTR(s, 'l+')"), text("ll"));
+        // Flink 2's REGEXP_COUNT, REGEXP_INSTR, STARTSWITH, ENDSWITH,
+        // URL_ENCODE and URL_DECODE.
+        assert_eq!(
+            str_of("REGEXP_COUNT('Steven Jones and Stephen Smith', 'Ste(v|ph)en')"),
+            Value::Int(2)
+        );
+        assert_eq!(str_of("REGEXP_COUNT(s, 'x')"), Value::Int(0));
+        assert_eq!(str_of("REGEXP_COUNT('ab', '')"), Value::Int(3));
+        assert_eq!(str_of("REGEXP_COUNT(s, CAST(NULL AS STRING))"), Value::Null);
+        assert_eq!(str_of("REGEXP_INSTR('héllo', 'l+')"), Value::Int(3));
+        assert_eq!(str_of("REGEXP_INSTR(s, 'x')"), Value::Int(0));
+        assert_eq!(str_of("REGEXP_INSTR(s, s || '(')"), Value::Null);
+        assert_eq!(str_of("STARTSWITH(s, 'He')"), Value::Bool(true));
+        assert_eq!(str_of("STARTSWITH(s, 'he')"), Value::Bool(false));
+        assert_eq!(str_of("ENDSWITH(s, '')"), Value::Bool(true));
+        assert_eq!(str_of("ENDSWITH(s, CAST(n AS STRING))"), Value::Null);
+        assert_eq!(str_of("URL_ENCODE('a b/é')"), text("a+b%2F%C3%A9"));
+        assert_eq!(str_of("URL_DECODE('a+b%2F%C3%A9')"), text("a b/é"));
+        assert_eq!(str_of("URL_DECODE('50%')"), Value::Null);
         let url = "'http://facebook.com/path/p1.php?query=1&k=v#frag'";
         let part = |p: &str| str_of(&format!("PARSE_URL({url}, {p})"));
         assert_eq!(part("'HOST'"), text("facebook.com"));

@@ -34,10 +34,12 @@ pub mod rank;
 pub mod reuse;
 pub mod script;
 pub mod session;
+pub mod similar;
 pub mod strings;
 pub mod time;
 pub mod types;
 pub mod url;
+pub mod url_codec;
 pub mod value;
 pub mod zone;
 

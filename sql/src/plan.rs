@@ -441,12 +441,15 @@ impl<'c> Planner<'c> {
             return Err(SqlError::Unsupported("WITH RECURSIVE".into()));
         }
         for cte in &with.cte_tables {
-            if !cte.alias.columns.is_empty() {
+            if cte.alias.columns.iter().any(|c| c.data_type.is_some()) {
                 return Err(SqlError::Unsupported(format!(
-                    "column names in `WITH {} (..)`: name the columns in its SELECT",
+                    "column types in `WITH {} (..)`",
                     cte.alias.name
                 )));
             }
+            let names: Vec<ast::Ident> = cte.alias.columns.iter().map(|c| c.name.clone()).collect();
+            let query = crate::script::with_column_names((*cte.query).clone(), &names)
+                .map_err(|e| SqlError::Plan(format!("WITH {} (..): {e}", cte.alias.name)))?;
             let name = cte.alias.name.value.to_ascii_lowercase();
             let same = with
                 .cte_tables
@@ -456,7 +459,7 @@ impl<'c> Planner<'c> {
             if same > 1 {
                 return Err(SqlError::Plan(format!("WITH names `{name}` twice")));
             }
-            self.ctes.push((name, (*cte.query).clone()));
+            self.ctes.push((name, query));
         }
         Ok(with.cte_tables.len())
     }
@@ -672,11 +675,28 @@ impl<'c> Planner<'c> {
         &mut self,
         s: &Select,
         from: From,
-        input_scope: Scope,
+        mut input_scope: Scope,
         filter: Option<Scalar>,
         group_exprs: Vec<Expr>,
     ) -> Result<Plan> {
-        let (from, group_exprs, legacy) = legacy_group_window(from, &input_scope, group_exprs)?;
+        let (mut from, group_exprs, legacy) = legacy_group_window(from, &input_scope, group_exprs)?;
+        // A windowing TVF grouped without both window_start and
+        // window_end is not a window aggregation: as in Flink, its rows
+        // (one per window holding the row) are grouped as any table's.
+        if let (Some((window, time)), None) = (&from.window, legacy) {
+            let grouped = |col: &str| {
+                group_exprs
+                    .iter()
+                    .any(|g| ident_name(g).is_some_and(|n| n.eq_ignore_ascii_case(col)))
+            };
+            let session = matches!(window, Window::Session { .. });
+            let both = grouped("window_start") && grouped("window_end");
+            if !session && !both {
+                let (window, time) = (*window, *time);
+                from = window_table(from, window, time)?;
+                input_scope = from.scope.clone();
+            }
+        }
         let updating_input = from.plan.updating;
         let grouping_set = self.grouping_set.take();
         if grouping_set.is_some() && from.window.is_some() {
@@ -1071,8 +1091,9 @@ impl<'c> Planner<'c> {
             match item {
                 SelectItem::Wildcard(_) => {
                     for (i, c) in scope.cols.iter().enumerate() {
-                        // The columns of a subquery made a join.
-                        if c.field.name.starts_with(subquery::HIDDEN) {
+                        // The columns of a subquery made a join, and the
+                        // sides' columns a USING merged.
+                        if c.hidden || c.field.name.starts_with(subquery::HIDDEN) {
                             continue;
                         }
                         project.push(
@@ -1401,6 +1422,7 @@ impl<'c> Planner<'c> {
             scope.cols.push(ScopeCol {
                 qualifier: Some(qual.clone()),
                 field: f,
+                hidden: false,
             });
         }
         Ok(From {
@@ -1660,7 +1682,12 @@ fn find_aggregates(e: &Expr, out: &mut Vec<Expr>) {
 }
 
 /// A calc node, or the input itself when it would do nothing.
-fn calc(input: Plan, filter: Option<Scalar>, project: Vec<Scalar>, fields: Vec<Field>) -> Plan {
+pub(super) fn calc(
+    input: Plan,
+    filter: Option<Scalar>,
+    project: Vec<Scalar>,
+    fields: Vec<Field>,
+) -> Plan {
     let identity = filter.is_none()
         && project.len() == input.schema.len()
         && project

@@ -334,15 +334,15 @@ fn from_ast(ast: Ast, at: Location) -> Result<Statement, ParserError> {
     match ast {
         Ast::Query(q) => Ok(Statement::Query(q)),
         Ast::CreateView(v) => {
-            if v.columns.is_empty() {
-                Ok(Statement::CreateView {
-                    name: object_name(&v.name),
-                    query: v.query,
-                    if_not_exists: v.if_not_exists,
-                })
-            } else {
-                unsupported("a column list in CREATE VIEW", at)
+            if v.columns.iter().any(|c| c.data_type.is_some()) {
+                return unsupported("a column type in CREATE VIEW's column list", at);
             }
+            let names: Vec<ast::Ident> = v.columns.iter().map(|c| c.name.clone()).collect();
+            Ok(Statement::CreateView {
+                name: object_name(&v.name),
+                query: Box::new(with_column_names(*v.query, &names)?),
+                if_not_exists: v.if_not_exists,
+            })
         }
         Ast::Insert(ins) => {
             let TableObject::TableName(name) = &ins.table else {
@@ -373,6 +373,22 @@ fn from_ast(ast: Ast, at: Location) -> Result<Statement, ParserError> {
     }
 }
 
+/// `q` with its columns named `names` (none: `q` itself), as `CREATE VIEW
+/// v (a, b) AS q` and `WITH w (a, b) AS (q)` name them: `SELECT * FROM (q)
+/// AS __weir_named (a, b)`, a derived table whose alias names its columns
+/// (a count that differs from `q`'s is an error where it is planned).
+pub fn with_column_names(q: Query, names: &[ast::Ident]) -> Result<Query, ParserError> {
+    if names.is_empty() {
+        return Ok(q);
+    }
+    let cols: Vec<String> = names.iter().map(ToString::to_string).collect();
+    let text = format!("SELECT * FROM ({q}) AS __weir_named ({})", cols.join(", "));
+    Parser::new(&FlinkDialect::default())
+        .try_with_sql(&text)?
+        .parse_query()
+        .map(|q| *q)
+}
+
 /// The name an object name stands for: its last part (catalogs and
 /// databases are not modelled).
 pub fn object_name(name: &ast::ObjectName) -> String {
@@ -389,6 +405,26 @@ fn is_word(t: &Token, word: &str) -> bool {
 
 fn create_table(p: &mut Parser<'_>, at: Location) -> Result<TableDef, ParserError> {
     let name = object_name(&p.parse_object_name(false)?);
+    // Flink's CREATE TABLE .. [WITH (..)] AS SELECT and .. LIKE other:
+    // named, not a syntax error.
+    if p.peek_token().token != Token::LParen {
+        let ctas = (0..256)
+            .map(|i| p.peek_nth_token(i).token)
+            .take_while(|t| *t != Token::EOF)
+            .any(|t| matches!(t, Token::Word(w) if w.keyword == Keyword::AS));
+        if ctas {
+            return unsupported(
+                &format!("CREATE TABLE `{name}` .. AS SELECT (CTAS: create the table with its columns and INSERT INTO it)"),
+                at,
+            );
+        }
+        if p.peek_keyword(Keyword::LIKE) || p.peek_keyword(Keyword::WITH) {
+            return unsupported(
+                &format!("CREATE TABLE `{name}` .. LIKE (write the table's columns)"),
+                at,
+            );
+        }
+    }
     p.expect_token(&Token::LParen)?;
     let mut def = TableDef {
         name,
@@ -422,6 +458,22 @@ fn create_table(p: &mut Parser<'_>, at: Location) -> Result<TableDef, ParserErro
                     expr: p.parse_expr()?,
                 });
             } else {
+                // Flink's constructed types, which sqlparser does not read
+                // in Flink's spelling: named rather than a syntax error.
+                let kind = p.peek_token().token;
+                if let Token::Word(w) = &kind {
+                    let up = w.value.to_ascii_uppercase();
+                    if matches!(up.as_str(), "ROW" | "MAP" | "MULTISET" | "ARRAY")
+                        && matches!(p.peek_nth_token(1).token, Token::Lt | Token::LParen)
+                    {
+                        return unsupported(
+                            &format!(
+                                "the type {up}<..> of column `{name}` (weir's types are scalars)"
+                            ),
+                            p.peek_token().span.start,
+                        );
+                    }
+                }
                 let ty = p.parse_data_type()?;
                 let mut not_null = false;
                 loop {
@@ -543,6 +595,32 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// CTAS and CREATE TABLE .. LIKE are refused by name, not as syntax;
+    /// a view's column list names its query's columns.
+    #[test]
+    fn ctas_and_like_are_refused_by_name_and_view_columns_are_taken() {
+        for (sql, what) in [
+            (
+                "CREATE TABLE c WITH ('connector' = 'blackhole') AS SELECT 1;",
+                "(CTAS",
+            ),
+            ("CREATE TABLE c AS SELECT 1;", "(CTAS"),
+            ("CREATE TABLE c LIKE t;", "LIKE"),
+            ("CREATE TABLE c WITH ('path' = '/x') LIKE t;", "LIKE"),
+        ] {
+            let e = parse_script(sql).unwrap_err().to_string();
+            assert!(
+                e.contains(what) && e.contains("`c`") && e.contains("not supported"),
+                "{e}"
+            );
+        }
+        let s = parse_script("CREATE VIEW v (x, y) AS SELECT a, b FROM t;").unwrap();
+        let Statement::CreateView { query, .. } = &s[0] else {
+            panic!("a view")
+        };
+        assert!(query.to_string().contains("(x, y)"), "{query}");
     }
 
     /// The SQL client's statement sets, both spellings, hold INSERTs whose

@@ -82,6 +82,28 @@ pub fn parse_date(text: &str) -> Option<i32> {
     i32::try_from(days_from_civil(i64::from(y), m, d)).ok()
 }
 
+/// Days since the epoch of text CAST to a DATE, as Flink's
+/// `DateTimeUtils.parseDate` reads it: what comes before the first space
+/// (a timestamp's text gives its date), then `y[-m[-d]]`, each part digits
+/// (blanks around them ignored), a missing month or day 1, the year
+/// 0..9999.
+pub fn parse_date_leniently(text: &str) -> Option<i32> {
+    let t = text.trim();
+    let t = t.split(' ').next().unwrap_or(t);
+    let mut parts = t.splitn(3, '-');
+    let mut part = |default: Option<u32>| match parts.next() {
+        Some(p) => digits(p.trim().as_bytes()),
+        None => default,
+    };
+    let y = part(None)?;
+    let m = part(Some(1))?;
+    let d = part(Some(1))?;
+    if y > 9999 || !(1..=12).contains(&m) || d == 0 || d > days_in_month(i64::from(y), m) {
+        return None;
+    }
+    i32::try_from(days_from_civil(i64::from(y), m, d)).ok()
+}
+
 /// The days in month `m` (1..12) of year `y`.
 pub fn days_in_month(y: i64, m: u32) -> u32 {
     match m {

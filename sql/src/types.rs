@@ -140,6 +140,45 @@ pub fn casts_implicitly(from: DataType, to: DataType) -> bool {
         || (from.is_numeric() && from != Double && to == Float)
 }
 
+/// Whether `CAST(x AS to)` of an `x` of type `from` is a cast Flink's
+/// planner takes (its cast rules, `CastRuleProvider`): `Err` is the
+/// reason it refuses one, worded as Flink's. Text casts to and from
+/// anything; numbers and BOOLEAN cast among themselves (a number to
+/// BOOLEAN: not zero); DATE, TIMESTAMP and TIMESTAMP_LTZ among
+/// themselves. A timestamp and a number do not cast either way (Flink
+/// points to UNIX_TIMESTAMP, FROM_UNIXTIME and TO_TIMESTAMP_LTZ), nor a
+/// DATE and a number, a BOOLEAN and a time, or an INTERVAL and anything
+/// but text.
+pub fn casts_explicitly(from: DataType, to: DataType) -> Result<(), String> {
+    use DataType::*;
+    let number_like = |t: DataType| t.is_numeric() || t == Boolean;
+    let time = |t: DataType| matches!(t, Date | Timestamp | TimestampLtz);
+    let ok = from == to
+        || from == String
+        || to == String
+        || (number_like(from) && number_like(to))
+        || (time(from) && time(to));
+    if ok {
+        return Ok(());
+    }
+    Err(match (from, to) {
+        (Timestamp, t) if t.is_numeric() => "the cast from TIMESTAMP type to NUMERIC type is not \
+             allowed (as in Flink): use UNIX_TIMESTAMP(CAST(timestamp_col AS STRING))"
+            .into(),
+        (TimestampLtz, t) if t.is_numeric() => {
+            "the cast from TIMESTAMP_LTZ type to NUMERIC type is not allowed (as in Flink)".into()
+        }
+        (f, Timestamp) if f.is_numeric() => "the cast from NUMERIC type to TIMESTAMP type is not \
+             allowed (as in Flink): use TO_TIMESTAMP(FROM_UNIXTIME(numeric_col)), the number \
+             in seconds"
+            .into(),
+        (f, TimestampLtz) if f.is_numeric() => "the cast from NUMERIC type to TIMESTAMP_LTZ type \
+             is not allowed (as in Flink): use TO_TIMESTAMP_LTZ(numeric_col, precision)"
+            .into(),
+        _ => format!("CAST cannot convert a value of type {from} to type {to} (nor can Flink's)"),
+    })
+}
+
 /// A DECIMAL's largest precision.
 pub const MAX_PRECISION: u8 = 38;
 

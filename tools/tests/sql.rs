@@ -469,7 +469,18 @@ fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
             "CREATE TABLE r (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp', 'format' = 'csv', 'sink.rolling-policy.rollover-interval' = '0 s');",
             "'sink.rolling-policy.rollover-interval' = '0 s' is not a positive duration",
         ),
-        ("SELECT * FROM t t1 JOIN t t2 USING (a);", "USING"),
+        (
+            "SELECT * FROM t t1 JOIN t t2 USING (nope);",
+            "unknown column `nope`",
+        ),
+        (
+            "SELECT * FROM t t1 WHERE (a, a) NOT IN (SELECT a, a FROM t);",
+            "NOT IN of a row",
+        ),
+        (
+            "SELECT CAST(ts AS BIGINT) FROM t;",
+            "TIMESTAMP type to NUMERIC type",
+        ),
         (
             "SELECT a, b, COUNT(*) FROM TABLE(SESSION(TABLE t PARTITION BY a, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY a, b, window_start, window_end;",
             "SESSION's PARTITION BY (a)",

@@ -233,8 +233,20 @@ fn an_equality_in_every_disjunct_keys_the_join() {
 
 #[test]
 fn unsupported_joins_say_what_they_are() {
-    let e = error("SELECT * FROM orders JOIN shipments USING (id)");
-    assert!(e.contains("USING"), "{e}");
+    // USING and NATURAL JOIN plan as Calcite expands them: the merged
+    // key first in `*`, each side's own still qualified.
+    let p = plan("SELECT * FROM orders JOIN shipments USING (id)").unwrap();
+    assert_eq!(
+        names(&p),
+        ["id", "product", "amount", "ts", "order_id", "ts0"]
+    );
+    let p = plan("SELECT id, orders.id, s.id, s.* FROM orders FULL JOIN shipments s USING (id)")
+        .unwrap();
+    assert_eq!(names(&p), ["id", "id0", "id1", "id2", "order_id", "ts"]);
+    let p = plan("SELECT * FROM orders NATURAL JOIN shipments").unwrap();
+    assert_eq!(names(&p), ["id", "ts", "product", "amount", "order_id"]);
+    let e = error("SELECT * FROM orders JOIN shipments USING (nope)");
+    assert!(e.contains("unknown column `nope`"), "{e}");
     let e = error("SELECT * FROM orders o LEFT JOIN shipments s ON o.id = s.order_id AND o.ts BETWEEN s.ts - INTERVAL '1' HOUR AND s.ts");
     assert!(e.contains("outer interval join"), "{e}");
     let e = error("SELECT * FROM orders o JOIN shipments s ON o.id = s.order_id AND o.ts BETWEEN s.ts AND s.ts - INTERVAL '1' HOUR");

@@ -55,14 +55,19 @@ impl Planner<'_> {
             let right = self.table_factor(&j.relation)?;
             let cond = match constraint {
                 JoinConstraint::On(e) => e,
-                JoinConstraint::Using(..) | JoinConstraint::UsingAlias(..) => {
-                    return Err(SqlError::Unsupported(
-                        "JOIN .. USING (..); write the equalities, `ON a.k = b.k`".into(),
-                    ))
+                JoinConstraint::Using(names) => {
+                    let names: Vec<String> = names.iter().map(crate::script::object_name).collect();
+                    acc = self.join_using(acc, right, kind, &names)?;
+                    continue;
                 }
                 JoinConstraint::Natural => {
+                    let names = common_names(&acc.scope, &right.scope);
+                    acc = self.join_using(acc, right, kind, &names)?;
+                    continue;
+                }
+                JoinConstraint::UsingAlias(..) => {
                     return Err(SqlError::Unsupported(
-                        "NATURAL JOIN; write the equalities, `JOIN .. ON a.k = b.k`".into(),
+                        "JOIN .. USING (..) AS alias; write the equalities, `ON a.k = b.k`".into(),
                     ))
                 }
                 JoinConstraint::None => {
@@ -86,6 +91,103 @@ impl Planner<'_> {
             acc = self.join(acc, right, kind, parts)?;
         }
         Ok(acc)
+    }
+
+    /// `left JOIN right USING (names)` (NATURAL JOIN: the names both
+    /// sides have), as Calcite expands it: joined on `l.k = r.k` for each
+    /// name, the output's columns the merged `k`s first (the left's value,
+    /// the right's for RIGHT JOIN, `COALESCE(l.k, r.k)` for FULL JOIN, in
+    /// their common type), then the left's other columns, then the right's.
+    /// `*` and a bare `k` read the merged column; `l.k` and `r.k` still
+    /// name each side's (columns hidden from `*` and bare names).
+    fn join_using(
+        &mut self,
+        left: From,
+        right: From,
+        kind: JoinKind,
+        names: &[String],
+    ) -> Result<From> {
+        check_joinable(&left, &right)?;
+        let lw = left.scope.cols.len();
+        let mut pairs = Vec::new();
+        let mut conds = Vec::new();
+        for name in names {
+            let id = [ast::Ident::new(name)];
+            let (l, r) = (left.scope.resolve(&id)?, right.scope.resolve(&id)?);
+            if pairs.iter().any(|&(pl, _)| pl == l) {
+                return Err(SqlError::Plan(format!("USING names `{name}` twice")));
+            }
+            let (lt, rt) = (left.scope.cols[l].field.ty, right.scope.cols[r].field.ty);
+            conds.push(crate::expr::binary(
+                &ast::BinaryOperator::Eq,
+                Scalar::Column(l, lt),
+                Scalar::Column(lw + r, rt),
+            )?);
+            pairs.push((l, r));
+        }
+        if pairs.is_empty() {
+            return Err(SqlError::Plan(
+                "a NATURAL JOIN of inputs without a column name in common".into(),
+            ));
+        }
+        let joined = self.join(left, right, kind, conds)?;
+        let cols = joined.scope.cols.clone();
+        let mut project = Vec::new();
+        let mut scope = Vec::new();
+        for &(l, r) in &pairs {
+            let (lc, rc) = (&cols[l], &cols[lw + r]);
+            let ty =
+                crate::types::least_common_type(lc.field.ty, rc.field.ty).ok_or_else(|| {
+                    SqlError::Type(format!(
+                        "USING `{}`: {} and {} have no common type",
+                        lc.field.name, lc.field.ty, rc.field.ty
+                    ))
+                })?;
+            let (lcol, rcol) = (
+                Scalar::Column(l, lc.field.ty),
+                Scalar::Column(lw + r, rc.field.ty),
+            );
+            let one = |c: Scalar| match c.ty() == ty {
+                true => c,
+                false => Scalar::Cast(Box::new(c), ty, false),
+            };
+            project.push(match kind {
+                JoinKind::Inner | JoinKind::Left => one(lcol),
+                JoinKind::Right => one(rcol),
+                JoinKind::Full => Scalar::Call(crate::expr::Func::Coalesce, vec![lcol, rcol], ty),
+            });
+            let mut f = lc.field.clone();
+            f.ty = ty;
+            f.nullable = match kind {
+                JoinKind::Full => lc.field.nullable && rc.field.nullable,
+                JoinKind::Right => rc.field.nullable,
+                _ => lc.field.nullable,
+            };
+            f.rowtime = false;
+            f.proctime = false;
+            scope.push(ScopeCol {
+                qualifier: None,
+                field: f,
+                hidden: false,
+            });
+        }
+        // Each side's columns in their order, the merged ones hidden where
+        // they stand (so that `l.*` is the left's columns in order).
+        let merged: Vec<usize> = pairs.iter().flat_map(|&(l, r)| [l, lw + r]).collect();
+        for (i, c) in cols.iter().enumerate() {
+            project.push(Scalar::Column(i, c.field.ty));
+            scope.push(ScopeCol {
+                hidden: c.hidden || merged.contains(&i),
+                ..c.clone()
+            });
+        }
+        let fields = scope.iter().map(|c| c.field.clone()).collect();
+        Ok(From {
+            plan: super::calc(joined.plan, None, project, fields),
+            scope: Scope { cols: scope },
+            window: None,
+            partition: Vec::new(),
+        })
     }
 
     /// `FROM a, b, ..` with WHERE `selection`: inner joins left to right,
@@ -207,6 +309,7 @@ impl Planner<'_> {
             .map(|(c, f)| ScopeCol {
                 qualifier: c.qualifier,
                 field: f.clone(),
+                hidden: c.hidden,
             })
             .collect();
         // Both sides windowed and joined on their window bounds: Flink's
@@ -375,6 +478,7 @@ impl Planner<'_> {
             .map(|(c, f)| ScopeCol {
                 qualifier: c.qualifier,
                 field: f.clone(),
+                hidden: c.hidden,
             })
             .collect();
         Ok(From {
@@ -476,6 +580,28 @@ fn check_joinable(left: &From, right: &From) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The column names a NATURAL JOIN joins on: those of `left` that
+/// `right` has too (case-insensitively), bare names of both.
+fn common_names(left: &Scope, right: &Scope) -> Vec<String> {
+    let visible = |s: &Scope| -> Vec<String> {
+        s.cols
+            .iter()
+            .filter(|c| !c.hidden && !c.field.name.starts_with(HIDDEN))
+            .map(|c| c.field.name.clone())
+            .collect()
+    };
+    let right = visible(right);
+    let mut names: Vec<String> = Vec::new();
+    for n in visible(left) {
+        if right.iter().any(|r| r.eq_ignore_ascii_case(&n))
+            && !names.iter().any(|m| m.eq_ignore_ascii_case(&n))
+        {
+            names.push(n);
+        }
+    }
+    names
 }
 
 /// A join's keys and residual condition as EXPLAIN shows them.

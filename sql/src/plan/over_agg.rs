@@ -286,6 +286,7 @@ impl Planner<'_> {
             cols.push(ScopeCol {
                 qualifier: None,
                 field: f.clone(),
+                hidden: false,
             });
         }
         let out_scope = Scope { cols };

@@ -75,6 +75,33 @@ fn in_subquery(e: &Expr) -> Option<(&Expr, &Query, bool)> {
     }
 }
 
+/// `(a, b) IN (SELECT x, y ..)`, a conjunct of WHERE, as the EXISTS it
+/// means there (a row is kept when some row of the subquery equals it
+/// column by column): `EXISTS (SELECT 1 FROM (sub) AS q (c0, c1) WHERE
+/// q.c0 = a AND q.c1 = b)`, a semi join on those equalities. `NOT IN` of
+/// a row is refused (its NULL rules per column are not built).
+fn tuple_in_as_exists(n: usize, xs: &[Expr], sub: &Query, negated: bool) -> Result<Expr> {
+    if negated {
+        return Err(SqlError::Unsupported(
+            "NOT IN of a row, `(a, b) NOT IN (SELECT ..)`: write NOT EXISTS with the equalities"
+                .into(),
+        ));
+    }
+    let q = format!("{HIDDEN}tin{n}");
+    let cols: Vec<String> = (0..xs.len()).map(|i| format!("{HIDDEN}t{i}")).collect();
+    let on: Vec<String> = xs
+        .iter()
+        .zip(&cols)
+        .map(|(x, c)| format!("{q}.{c} = {x}"))
+        .collect();
+    let exists = parse_query(&format!(
+        "SELECT 1 WHERE EXISTS (SELECT 1 FROM ({sub}) AS {q} ({}) WHERE {})",
+        cols.join(", "),
+        on.join(" AND ")
+    ))?;
+    Ok(where_of(exists))
+}
+
 /// The qualifiers (table names and aliases) a FROM brings into scope.
 fn qualifiers(from: &[ast::TableWithJoins]) -> Vec<String> {
     let mut out = Vec::new();
@@ -206,6 +233,10 @@ impl Planner<'_> {
                 other => other,
             };
             let n = joins.len();
+            let p = match in_subquery(&p) {
+                Some((Expr::Tuple(xs), sub, negated)) => tuple_in_as_exists(n, xs, sub, negated)?,
+                _ => p,
+            };
             if let Some((x, sub, negated)) = in_subquery(&p) {
                 let (x, sub) = (x.clone(), sub.clone());
                 let (mut j, [all, nulls]) = self.in_join(n, &x, &sub)?;

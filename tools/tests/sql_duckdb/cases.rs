@@ -1361,4 +1361,104 @@ pub const CASES: &[Case] = &[
                         qty <= SOME (SELECT tier FROM users WHERE tier > 9)
                  FROM orders WHERE order_id < 200",
     },
+    Case {
+        name: "join_using_and_natural_join",
+        // Calcite's USING: `*` is the merged key first, then each side's
+        // other columns (DuckDB keeps the key in the left's place, so its
+        // side lists them); a FULL JOIN's key is COALESCE of both, a
+        // RIGHT JOIN's the right's; `o.user_id` still names the left's.
+        // NULL keys (orders with none, a user with none) match nothing.
+        weir: "SELECT *
+               FROM (SELECT * FROM orders JOIN users USING (user_id) WHERE order_id < 300) AS a
+               FULL JOIN (SELECT user_id AS b_user, o.order_id, o.user_id AS kept, u.name AS b_name
+                          FROM orders AS o RIGHT JOIN users AS u USING (user_id)
+                          WHERE u.tier IS NOT NULL) AS b
+               USING (order_id)
+               UNION ALL
+               SELECT order_id, user_id, amount, qty, category, note, ts, name, tier,
+                      CAST(NULL AS STRING), CAST(NULL AS STRING), 'natural'
+               FROM orders NATURAL JOIN users WHERE order_id >= 300 AND order_id < 400;",
+        duckdb: "SELECT COALESCE(a.order_id, b.order_id), a.user_id, a.amount, a.qty, a.category,
+                        a.note, a.ts, a.name, a.tier, b.b_user, b.kept, b.b_name
+                 FROM (SELECT * FROM orders JOIN users USING (user_id) WHERE order_id < 300) AS a
+                 FULL JOIN (SELECT u.user_id AS b_user, o.order_id, o.user_id AS kept,
+                                   u.name AS b_name
+                            FROM orders AS o RIGHT JOIN users AS u ON o.user_id = u.user_id
+                            WHERE u.tier IS NOT NULL) AS b
+                 ON a.order_id = b.order_id
+                 UNION ALL
+                 SELECT order_id, user_id, amount, qty, category, note, ts, name, tier,
+                        NULL, NULL, 'natural'
+                 FROM orders NATURAL JOIN users WHERE order_id >= 300 AND order_id < 400",
+    },
+    Case {
+        name: "windowing_tvf_grouped_without_both_bounds",
+        // GROUP BY without both window_start and window_end is not a
+        // window aggregation, in Flink too: the TVF's rows (one per window
+        // holding the row) grouped as a table's (an updating result).
+        weir: "SELECT window_start, category, COUNT(*) AS n, SUM(amount) AS total
+               FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTES))
+               GROUP BY window_start, category
+               UNION ALL
+               SELECT window_end, 'hop', COUNT(*), SUM(amount)
+               FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES,
+                              INTERVAL '10' MINUTES))
+               WHERE qty > 10
+               GROUP BY window_end HAVING COUNT(*) > 1;",
+        duckdb: "SELECT win_floor(ts, 600000), category, COUNT(*), SUM(amount)
+                 FROM orders GROUP BY ALL
+                 UNION ALL
+                 SELECT win_floor(ts, 300000) - k * INTERVAL 5 MINUTE + INTERVAL 10 MINUTE AS we,
+                        'hop', COUNT(*), SUM(amount)
+                 FROM orders, range(2) AS r(k) WHERE qty > 10
+                 GROUP BY we HAVING COUNT(*) > 1",
+    },
+    Case {
+        name: "view_and_with_column_lists",
+        // `CREATE VIEW v (a, b) AS` and `WITH w (a, b) AS` name the
+        // query's columns, in order.
+        weir: "CREATE VIEW per_user (uid, n, total) AS
+                 SELECT user_id, COUNT(*), SUM(amount) FROM orders GROUP BY user_id;
+               WITH big (who, how_many) AS (SELECT uid, n FROM per_user WHERE total > 1000)
+               SELECT b.who, b.how_many, p.total FROM big AS b JOIN per_user AS p ON b.who = p.uid;",
+        duckdb: "CREATE VIEW per_user (uid, n, total) AS
+                   SELECT user_id, COUNT(*), SUM(amount) FROM orders GROUP BY user_id;
+                 WITH big (who, how_many) AS (SELECT uid, n FROM per_user WHERE total > 1000)
+                 SELECT b.who, b.how_many, p.total FROM big AS b JOIN per_user AS p ON b.who = p.uid",
+    },
+    Case {
+        name: "aggregates_of_all_null_groups",
+        // Every value of the group NULL: SUM, AVG, MIN, MAX NULL, COUNT 0;
+        // a NULL key is a group of its own.
+        weir: "SELECT category, COUNT(*) AS n, COUNT(qty) AS nq,
+                      SUM(CASE WHEN qty > 100 THEN qty END) AS s,
+                      AVG(CASE WHEN qty > 100 THEN amount END) AS a,
+                      MAX(CASE WHEN qty > 100 THEN note END) AS mx,
+                      MIN(CASE WHEN qty > 100 THEN ts END) AS mn,
+                      COUNT(DISTINCT CASE WHEN qty > 100 THEN qty END) AS d,
+                      SUM(qty) FILTER (WHERE qty > 100) AS f
+               FROM orders GROUP BY category;",
+        duckdb: "SELECT category, COUNT(*), COUNT(qty),
+                        SUM(CASE WHEN qty > 100 THEN qty END),
+                        AVG(CASE WHEN qty > 100 THEN amount END),
+                        MAX(CASE WHEN qty > 100 THEN note END),
+                        MIN(CASE WHEN qty > 100 THEN ts END),
+                        COUNT(DISTINCT CASE WHEN qty > 100 THEN qty END),
+                        SUM(qty) FILTER (WHERE qty > 100)
+                 FROM orders GROUP BY category",
+    },
+    Case {
+        name: "row_in_subquery",
+        // `(a, b) IN (SELECT x, y ..)` in WHERE: the rows equal column by
+        // column to a row of the subquery (each user's orders of their
+        // largest quantity; NULL users and quantities match nothing).
+        weir: "SELECT order_id, user_id, qty FROM orders
+               WHERE (user_id, qty) IN (SELECT user_id, MAX(qty) FROM orders GROUP BY user_id)
+                 AND order_id < 3000;",
+        duckdb: "SELECT order_id, user_id, qty FROM orders o
+                 WHERE EXISTS (SELECT 1 FROM (SELECT user_id, MAX(qty) AS m FROM orders
+                                              GROUP BY user_id) AS s
+                               WHERE s.user_id = o.user_id AND s.m = o.qty)
+                   AND order_id < 3000",
+    },
 ];

@@ -3967,14 +3967,21 @@ mod tests {
         assert_eq!(str_of("CAST(1E20 AS BIGINT)"), Value::BigInt(i64::MAX));
         assert_eq!(str_of("CAST(CAST('NaN' AS DOUBLE) AS INT)"), Value::Int(0));
         assert_eq!(str_of("TRY_CAST(-2.9E0 AS INT)"), Value::Int(-2));
-        // A number is TRUE unless zero (`NumericToBooleanCastRule`).
-        assert_eq!(str_of("CAST(0.5 AS BOOLEAN)"), Value::Bool(true));
-        assert_eq!(str_of("CAST(0.00 AS BOOLEAN)"), Value::Bool(false));
-        assert_eq!(str_of("CAST(-2.5E0 AS BOOLEAN)"), Value::Bool(true));
+        // An integer is TRUE unless zero; DECIMAL and floating point do
+        // not cast to BOOLEAN (Flink's rules take the integer family only).
+        assert_eq!(str_of("CAST(7 AS BOOLEAN)"), Value::Bool(true));
         assert_eq!(
-            str_of("CAST(CAST(0 AS FLOAT) AS BOOLEAN)"),
+            str_of("CAST(CAST(0 AS BIGINT) AS BOOLEAN)"),
             Value::Bool(false)
         );
+        for refused in [
+            "CAST(0.5 AS BOOLEAN)",
+            "CAST(-2.5E0 AS BOOLEAN)",
+            "CAST(CAST(0 AS FLOAT) AS BOOLEAN)",
+        ] {
+            let e = compiled(refused).expect_err(refused).to_string();
+            assert!(e.contains("BOOLEAN"), "{refused}: {e}");
+        }
     }
 
     /// `sql` compiled against the test scope.

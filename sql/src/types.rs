@@ -55,6 +55,12 @@ impl DataType {
         )
     }
 
+    /// Whether this is an integer type (INT, BIGINT; TINYINT and SMALLINT
+    /// are INT).
+    pub fn is_integer(self) -> bool {
+        matches!(self, DataType::Int | DataType::BigInt)
+    }
+
     /// Whether values of this type are points in time (TIMESTAMP, LTZ).
     pub fn is_timestamp(self) -> bool {
         matches!(self, DataType::Timestamp | DataType::TimestampLtz)
@@ -143,8 +149,10 @@ pub fn casts_implicitly(from: DataType, to: DataType) -> bool {
 /// Whether `CAST(x AS to)` of an `x` of type `from` is a cast Flink's
 /// planner takes (its cast rules, `CastRuleProvider`): `Err` is the
 /// reason it refuses one, worded as Flink's. Text casts to and from
-/// anything; numbers and BOOLEAN cast among themselves (a number to
-/// BOOLEAN: not zero); DATE, TIMESTAMP and TIMESTAMP_LTZ among
+/// anything; numbers and BOOLEAN cast among themselves, but only an
+/// integer to BOOLEAN (not zero: Flink's rules take BOOLEAN from the
+/// integer family alone, not from DECIMAL or floating point); DATE,
+/// TIMESTAMP and TIMESTAMP_LTZ among
 /// themselves. A timestamp and a number do not cast either way (Flink
 /// points to UNIX_TIMESTAMP, FROM_UNIXTIME and TO_TIMESTAMP_LTZ), nor a
 /// DATE and a number, a BOOLEAN and a time, or an INTERVAL and anything
@@ -156,7 +164,7 @@ pub fn casts_explicitly(from: DataType, to: DataType) -> Result<(), String> {
     let ok = from == to
         || from == String
         || to == String
-        || (number_like(from) && number_like(to))
+        || (number_like(from) && number_like(to) && (to != Boolean || from.is_integer()))
         || (time(from) && time(to));
     if ok {
         return Ok(());

@@ -706,13 +706,14 @@ impl<'c> Planner<'c> {
         }
         // Rows of windows (a window aggregation's, a TVF read as a table)
         // grouped by both their window bounds, under any names: a window
-        // aggregation of those same windows (Flink's cascaded one).
+        // aggregation of those same windows (Flink's cascaded one). Not
+        // under GROUPING SETS (a set without the bounds is no window's).
         let column_of = |e: &Expr| match compile(e, &input_scope) {
             Ok(Scalar::Column(c, _)) => Some(c),
             _ => None,
         };
-        let attached = match (&from.window, legacy, updating_input) {
-            (None, None, false) => window_props::window_props(&from.plan).filter(|w| {
+        let attached = match (&from.window, legacy, updating_input, &grouping_set) {
+            (None, None, false, None) => window_props::window_props(&from.plan).filter(|w| {
                 let grouped = |col: usize| group_exprs.iter().any(|g| column_of(g) == Some(col));
                 grouped(w.start) && grouped(w.end)
             }),

@@ -595,7 +595,12 @@ fn rows_grouped_again_by_their_renamed_window_are_a_window_aggregation() {
 
 #[test]
 fn grouping_by_one_bound_or_an_expression_of_it_is_a_group_aggregation() {
-    for group in ["s", "e", "s, e + INTERVAL '1' SECOND"] {
+    for group in [
+        "s",
+        "e",
+        "s, e + INTERVAL '1' SECOND",
+        "GROUPING SETS ((s, e), ())",
+    ] {
         let plan = explain(&format!("SELECT COUNT(*) FROM {COUNTS} GROUP BY {group}"));
         assert!(plan.contains("GroupAggregate"), "GROUP BY {group}: {plan}");
         assert!(!plan.contains("Attached"), "GROUP BY {group}: {plan}");

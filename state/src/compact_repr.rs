@@ -65,9 +65,11 @@ mod tests {
         assert!(a.is_heap_allocated() && eq(&a, &b));
         assert!(eq(&CompactString::const_new("user-42"), &short));
         for (x, y) in [("user-42", "user-43"), ("user-4", "user-42"), ("", "a")] {
-            assert!(!eq(&CompactString::new(x), &CompactString::new(y)), "{x} {y}");
+            assert!(
+                !eq(&CompactString::new(x), &CompactString::new(y)),
+                "{x} {y}"
+            );
         }
         assert!(!eq(&a, &CompactString::new(&long[1..])));
     }
-
 }

@@ -4,8 +4,10 @@
 //! a compare, two conditional moves and a clamp, on both sides).
 //!
 //! (Hashing a short inline key from the same words, masked to its
-//! length, was measured too: more instructions per record than the
-//! text's hash, 530.7 against ~524, and not kept.)
+//! length, was tried too: 530.7 against 540.6 instructions per record of
+//! the compact-string quickstart in builds that differed by it alone,
+//! but taken out, on a misreading of the profiles, before its wall clock
+//! was measured; bench/RESULTS.md, "String ids: fewer handlings".)
 
 use compact_str::CompactString;
 

@@ -52,14 +52,23 @@ const BYTES_SEED: u64 = 0x243F_6A88_85A3_08D3;
 /// group. Word-wise, a short key costs a few instructions where a
 /// byte-wise hash (FNV-1a, this function's definition before keys that
 /// own memory could be checkpointed) cost several per byte.
-#[inline]
+///
+/// Always inlined for keys of up to 16 bytes: a call costs a sending
+/// exchange as much as the short key's words; longer keys take the loop
+/// out of line.
+#[inline(always)]
 pub fn hash_bytes(bytes: &[u8]) -> u64 {
     let n = bytes.len();
-    let h = (n as u64).wrapping_mul(WORD_MUL) ^ BYTES_SEED;
+    let h = seed(n);
     if n <= 16 {
         return fmix64(fold_short(h, bytes));
     }
-    let mut h = h;
+    hash_long(h, bytes)
+}
+
+/// [`hash_bytes`] of a key longer than 16 bytes, from its seed `h`.
+#[inline(never)]
+fn hash_long(mut h: u64, bytes: &[u8]) -> u64 {
     let mut words = bytes.chunks_exact(8);
     for w in &mut words {
         let w = u64::from_le_bytes(w.try_into().unwrap_or_else(|_| unreachable!("8 bytes")));
@@ -70,6 +79,12 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
         h = fold(h, short_bytes::last_word(bytes, rest.len()));
     }
     fmix64(h)
+}
+
+/// [`hash_bytes`]'s state before the words of a string of `n` bytes.
+#[inline(always)]
+fn seed(n: usize) -> u64 {
+    (n as u64).wrapping_mul(WORD_MUL) ^ BYTES_SEED
 }
 
 /// One word into [`hash_bytes`]'s state.
@@ -201,7 +216,7 @@ impl<const N: usize> KeyHash for [u8; N] {
 }
 
 impl KeyHash for str {
-    #[inline]
+    #[inline(always)]
     fn key_hash(&self) -> u64 {
         hash_bytes(self.as_bytes())
     }
@@ -213,7 +228,7 @@ impl KeyHash for str {
 }
 
 impl KeyHash for String {
-    #[inline]
+    #[inline(always)]
     fn key_hash(&self) -> u64 {
         hash_bytes(self.as_bytes())
     }
@@ -227,14 +242,14 @@ impl KeyHash for String {
 /// As a `String`: the same text lands in the same key group whichever of
 /// the two types holds it.
 impl KeyHash for compact_str::CompactString {
-    #[inline]
+    #[inline(always)]
     fn key_hash(&self) -> u64 {
         hash_bytes(self.as_bytes())
     }
 
     #[inline(always)]
     fn key_eq(&self, other: &Self) -> bool {
-        short_bytes::eq(self.as_bytes(), other.as_bytes())
+        crate::compact_repr::eq(self, other)
     }
 }
 

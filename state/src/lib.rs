@@ -31,6 +31,7 @@
 
 pub mod arena;
 pub mod bounds;
+mod compact_repr;
 pub mod key_group;
 pub mod prefetch;
 mod short_bytes;

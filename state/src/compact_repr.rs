@@ -1,0 +1,77 @@
+//! `CompactString` keys compared by the 24 bytes of the value itself
+//! before their text: a probe that finds its key compares three words
+//! instead of finding both strings' text and length first (`as_bytes`:
+//! a compare, two conditional moves and a clamp, on both sides).
+//!
+//! (Hashing a short inline key from the same words, masked to its
+//! length, was tried too: 530.7 against 540.6 instructions per record of
+//! the compact-string quickstart in builds that differed by it alone,
+//! but taken out, on a misreading of the profiles, before its wall clock
+//! was measured; bench/RESULTS.md, "String ids: fewer handlings".)
+
+use compact_str::CompactString;
+
+/// Bytes of a `CompactString`: three words, whatever it holds.
+const REPR_LEN: usize = 24;
+const _: () = assert!(std::mem::size_of::<CompactString>() == REPR_LEN);
+
+/// The three words a `CompactString` value is made of.
+#[inline(always)]
+fn words(s: &CompactString) -> [u64; 3] {
+    // SAFETY: `s` is a valid reference to a `CompactString` of exactly
+    // `REPR_LEN` bytes (asserted above), so the read stays inside it;
+    // `read_unaligned` asks nothing of the alignment. Every byte of a
+    // `CompactString` is initialised in each of its representations: an
+    // inline one is a 24-byte array (the text, zeros, the length mark),
+    // a heap one a pointer, a length and a capacity word, a `&'static
+    // str` one a pointer, a length and an 8-byte tag. The words are only
+    // compared, never used as a pointer.
+    unsafe { std::ptr::read_unaligned((s as *const CompactString).cast::<[u64; 3]>()) }
+}
+
+/// `a == b`. Equal values hold the same text (the same inline bytes, or
+/// the same pointer and length), so they are equal without reading it;
+/// values that differ may still hold the same text (an inline string that
+/// was shortened keeps bytes past its end, two heap strings may hold
+/// copies), and those are compared by text.
+#[inline(always)]
+pub(crate) fn eq(a: &CompactString, b: &CompactString) -> bool {
+    let (x, y) = (words(a), words(b));
+    if (x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) == 0 {
+        return true;
+    }
+    differ_or_eq(a, b)
+}
+
+/// `a == b` by text, for values whose bytes differ (a probe's other key,
+/// mostly).
+#[inline(never)]
+fn differ_or_eq(a: &CompactString, b: &CompactString) -> bool {
+    crate::short_bytes::eq(a.as_bytes(), b.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_texts_are_equal_whatever_their_bytes() {
+        let short = CompactString::new("user-42");
+        assert!(eq(&short, &short.clone()));
+        let mut shortened = CompactString::new("user-42xyz");
+        shortened.truncate(7);
+        assert_ne!(words(&shortened), words(&short), "bytes past the end stay");
+        assert!(eq(&shortened, &short) && eq(&short, &shortened));
+        let long = "a text longer than twenty-four bytes";
+        let (a, b) = (CompactString::new(long), CompactString::new(long));
+        assert!(a.is_heap_allocated() && eq(&a, &b));
+        assert!(eq(&CompactString::const_new("user-42"), &short));
+        for (x, y) in [("user-42", "user-43"), ("user-4", "user-42"), ("", "a")] {
+            assert!(
+                !eq(&CompactString::new(x), &CompactString::new(y)),
+                "{x} {y}"
+            );
+        }
+        assert!(!eq(&a, &CompactString::new(&long[1..])));
+    }
+}

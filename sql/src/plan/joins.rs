@@ -8,7 +8,7 @@
 use sqlparser::ast::{self, Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins};
 
 use super::subquery::HIDDEN;
-use super::window_props::window_props;
+use super::window_props::{window_props, windowed};
 use super::{From, Node, Plan, Planner};
 use crate::error::{Result, SqlError};
 use crate::expr::{compile, Scalar, Scope, ScopeCol};
@@ -498,16 +498,6 @@ impl Planner<'_> {
             window: None,
             partition: Vec::new(),
         })
-    }
-}
-
-/// Whether `p`'s rows are a window's: a windowing TVF's rows or a window
-/// aggregation's results (through projections and filters).
-fn windowed(p: &Plan) -> bool {
-    match &p.node {
-        Node::WindowAssign { .. } | Node::WindowAgg { .. } => true,
-        Node::Calc { input, .. } => windowed(input),
-        _ => false,
     }
 }
 

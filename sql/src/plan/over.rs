@@ -15,7 +15,7 @@ use sqlparser::ast::{
     self, BinaryOperator as B, Expr, OrderBySort, SelectItem, SetExpr, TableFactor, WindowType,
 };
 
-use super::window_props::window_props;
+use super::window_props::{window_props, windowed};
 use super::{calc, From, Node, Plan, Planner};
 use crate::error::{Result, SqlError};
 use crate::expr::Scope;
@@ -253,13 +253,6 @@ fn window_end(input: &Plan, partition: &[usize]) -> Option<usize> {
     if let Some(w) = window_props(input) {
         if partition.contains(&w.start) && partition.contains(&w.end) {
             return Some(w.end);
-        }
-    }
-    fn windowed(p: &Plan) -> bool {
-        match &p.node {
-            Node::WindowAgg { .. } | Node::WindowAssign { .. } => true,
-            Node::Calc { input, .. } => windowed(input),
-            _ => false,
         }
     }
     if !windowed(input) {

@@ -62,3 +62,16 @@ pub(super) fn window_props(plan: &Plan) -> Option<WindowProps> {
         _ => None,
     }
 }
+
+/// Whether `plan`'s rows are a windowing TVF's or a window aggregation's,
+/// through projections (of any window kind, bounds kept or not): where
+/// `window_start` and `window_end` by name still make a window join or a
+/// window Top-N (CUMULATE's windows, of several lengths, have no
+/// [`WindowProps`]).
+pub(super) fn windowed(plan: &Plan) -> bool {
+    match &plan.node {
+        Node::WindowAssign { .. } | Node::WindowAgg { .. } => true,
+        Node::Calc { input, .. } => windowed(input),
+        _ => false,
+    }
+}

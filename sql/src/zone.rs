@@ -372,32 +372,48 @@ mod tests {
         {
             return;
         }
-        assert_eq!(
-            conv("2024-01-01 12:00:00", "Asia/Shanghai", "UTC"),
-            "2024-01-01 04:00:00.000"
-        );
-        assert_eq!(
-            conv("2024-07-01 12:00:00", "UTC", "America/New_York"),
-            "2024-07-01 08:00:00.000"
-        );
-        assert_eq!(
-            conv("2024-01-01 12:00:00", "UTC", "America/New_York"),
-            "2024-01-01 07:00:00.000"
-        );
         // 02:30 does not exist on March 10th in New York: it moves on to
         // 03:30 daylight time; 01:30 on November 3rd is there twice: the
         // earlier.
-        assert_eq!(
-            conv("2024-03-10 02:30:00", "America/New_York", "UTC"),
-            "2024-03-10 07:30:00.000"
-        );
-        assert_eq!(
-            conv("2024-11-03 01:30:00", "America/New_York", "UTC"),
-            "2024-11-03 05:30:00.000"
-        );
-        assert_eq!(
-            conv("2050-07-01 12:00:00", "America/New_York", "Europe/Berlin"),
-            "2050-07-01 18:00:00.000"
-        );
+        for (at, from, to, expected) in [
+            (
+                "2024-01-01 12:00:00",
+                "Asia/Shanghai",
+                "UTC",
+                "2024-01-01 04:00:00.000",
+            ),
+            (
+                "2024-07-01 12:00:00",
+                "UTC",
+                "America/New_York",
+                "2024-07-01 08:00:00.000",
+            ),
+            (
+                "2024-01-01 12:00:00",
+                "UTC",
+                "America/New_York",
+                "2024-01-01 07:00:00.000",
+            ),
+            (
+                "2024-03-10 02:30:00",
+                "America/New_York",
+                "UTC",
+                "2024-03-10 07:30:00.000",
+            ),
+            (
+                "2024-11-03 01:30:00",
+                "America/New_York",
+                "UTC",
+                "2024-11-03 05:30:00.000",
+            ),
+            (
+                "2050-07-01 12:00:00",
+                "America/New_York",
+                "Europe/Berlin",
+                "2050-07-01 18:00:00.000",
+            ),
+        ] {
+            assert_eq!(conv(at, from, to), expected, "{at} from {from} to {to}");
+        }
     }
 }

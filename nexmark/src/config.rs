@@ -147,12 +147,14 @@ impl GeneratorConfig {
 
     /// Events in one round of the mix: `person + auction + bid` proportions
     /// (50 by default). Event `n` is the `n % total`-th of its round.
+    #[inline]
     pub fn total_proportion(&self) -> u64 {
         self.person_proportion + self.auction_proportion + self.bid_proportion
     }
 
     /// The kind of event `n`: in every round the persons come first, then
     /// the auctions, then the bids.
+    #[inline]
     pub fn kind(&self, n: u64) -> EventKind {
         let offset = n % self.total_proportion();
         if offset < self.person_proportion {

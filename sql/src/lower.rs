@@ -538,10 +538,17 @@ impl<'j> Lowering<'j> {
                     n.tps = self.generated.rate.unwrap_or(n.tps);
                     self.generated_sources.push(uid.clone());
                 }
+                let (table, kind) = (n.clone(), n.clone());
                 self.job
                     .source(&uid, move |info: &SubtaskInfo| n.source(info))
-                    .flat_map(&format!("{uid}-rows"), move |r: Option<Row>| {
-                        r.map(|r| if computed { columns.project(r) } else { r })
+                    .filter(&format!("{uid}-kind"), move |&e: &u64| kind.is_mine(e))
+                    .map(&format!("{uid}-rows"), move |e: u64| {
+                        let r = table.row(e);
+                        if computed {
+                            columns.project(r)
+                        } else {
+                            r
+                        }
                     })
                     .share()
                     .branch()

@@ -421,8 +421,7 @@ fn parse_json(line: &str, schema: &Schema, ignore: bool) -> Result<Option<Row>, 
                     n.as_i64()
                         .and_then(|i| i32::try_from(i).ok())
                         .or_else(|| {
-                            json_fraction_cut(n, i32::MIN.into(), i32::MAX.into())
-                                .map(|i| i as i32)
+                            json_fraction_cut(n, i32::MIN.into(), i32::MAX.into()).map(|i| i as i32)
                         })
                         .ok_or_else(|| (None, bad(j)))?,
                 ),

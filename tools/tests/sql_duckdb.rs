@@ -4,9 +4,9 @@
 //! same generated CSV files, and the final result sets must be equal as
 //! sorted rows: DECIMALs as exact text at the column's scale, DOUBLEs to
 //! nine significant digits, TIMESTAMPs as `yyyy-MM-dd HH:mm:ss.SSS`, NULL.
-//! A window aggregation SIGKILLed after its first complete checkpoint and
-//! resumed with `--restore latest` must commit DuckDB's result exactly
-//! once.
+//! A window aggregation and an OVER aggregation SIGKILLed after their
+//! first complete checkpoint and resumed with `--restore latest` must
+//! commit DuckDB's result exactly once.
 //!
 //! Each case writes the two queries side by side; where Flink's semantics
 //! differ from DuckDB's (AVG of an integer truncates and keeps its type,

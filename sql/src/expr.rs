@@ -14,7 +14,7 @@ use crate::error::{Result, SqlError};
 use crate::functions::{self, TimeUnit};
 use crate::time::{parse_date, parse_timestamp, DAY_MS};
 use crate::types::{least_common_type, DataType, Field, Schema};
-use crate::value::{mul_rescale, rescale, Row, Value};
+use crate::value::{div_rescale, mul_rescale, rescale, Row, Value};
 
 /// The columns an expression may name: each with the table or alias it
 /// came from.
@@ -1542,15 +1542,25 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
                         // x / y at `scale`: x * 10^(scale + sb - sa) / y, rounded.
                         let shift =
                             i32::from(scale) + i32::from(tb.scale()) - i32::from(ta.scale());
-                        let num = if shift >= 0 {
-                            x.checked_mul(10i128.pow(shift as u32 + 1))
+                        if shift >= 0 {
+                            match 10i128
+                                .checked_pow(shift as u32 + 1)
+                                .and_then(|t| x.checked_mul(t))
+                            {
+                                Some(n) => {
+                                    let q = n / y;
+                                    Some((q + q.signum() * 5) / 10)
+                                }
+                                // Past an i128 (a large dividend at a large
+                                // scale): in 256 bits, as Flink's BigDecimal
+                                // quotient is exact before its rounding.
+                                None => div_rescale(x, y, shift as u32),
+                            }
                         } else {
-                            Some(x / 10i128.pow((-shift) as u32) * 10)
-                        };
-                        num.map(|n| {
+                            let n = x / 10i128.pow((-shift) as u32) * 10;
                             let q = n / y;
-                            (q + q.signum() * 5) / 10
-                        })
+                            Some((q + q.signum() * 5) / 10)
+                        }
                     }
                 }
             };
@@ -4028,11 +4038,11 @@ mod tests {
         Value::Str(v.into())
     }
 
-    /// DECIMAL sums, differences and products typed as Flink's
+    /// DECIMAL sums, differences, products and quotients typed as Flink's
     /// `LogicalTypeMerging` types them, and their values computed exactly
     /// before they are rounded to that type, as Flink's BigDecimals.
     #[test]
-    fn decimal_sums_and_products_have_flinks_types_and_exact_values() {
+    fn decimal_arithmetic_has_flinks_types_and_exact_values() {
         let d = |p, s| DataType::Decimal {
             precision: p,
             scale: s,
@@ -4057,8 +4067,9 @@ mod tests {
             cast("0.3333333333333333333", 38, 19),
             cast("1.5", 38, 19)
         );
-        assert_eq!(str_of(&third), Value::decimal(500_000)); // 0.4999999999.. rounds up
-                                                             // Past 38 digits the product is NULL, as Flink's.
+        // 0.4999999999.. rounds up.
+        assert_eq!(str_of(&third), Value::decimal(500_000));
+        // Past 38 digits the product is NULL, as Flink's.
         let huge = format!(
             "{} * {}",
             cast("99999999999999999999", 38, 0),
@@ -4075,6 +4086,27 @@ mod tests {
         assert_eq!(ty_of(&sum), d(38, 9));
         // -0.9999999995 rounded half up (away from zero) at scale 9.
         assert_eq!(str_of(&sum), Value::decimal(-1_000_000_000));
+        // A quotient whose dividend at the divisor's scale passes an i128:
+        // 10^17 / 3 as DECIMAL(38, 6) (10^19 units times 10^23).
+        let quotient = format!(
+            "{} / {}",
+            cast("100000000000000000", 20, 2),
+            cast("-3", 38, 18)
+        );
+        assert_eq!(ty_of(&quotient), d(38, 6));
+        assert_eq!(
+            str_of(&quotient),
+            Value::decimal(-33_333_333_333_333_333_333_333)
+        );
+        let two_thirds = format!(
+            "{} / {}",
+            cast("200000000000000000", 20, 2),
+            cast("3", 38, 18)
+        );
+        assert_eq!(
+            str_of(&two_thirds),
+            Value::decimal(66_666_666_666_666_666_666_667)
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::error::{Result, SqlError};
 use crate::functions::{self, TimeUnit};
 use crate::time::{parse_date, parse_timestamp, DAY_MS};
 use crate::types::{least_common_type, DataType, Field, Schema};
-use crate::value::{rescale, Row, Value};
+use crate::value::{div_rescale, mul_rescale, rescale, Row, Value};
 
 /// The columns an expression may name: each with the table or alias it
 /// came from.
@@ -1424,11 +1424,22 @@ fn bounded_decimal(precision: i32, scale: i32) -> DataType {
 
 /// The type of a DECIMAL product, as Flink's
 /// `LogicalTypeMerging.findMultiplicationDecimalType`: precision `p1 +
-/// p2`, scale `s1 + s2`; past 38 digits the precision is 38 and the scale
-/// gives way to the integer digits, down to `min(scale, 6)`.
+/// p2 + 1`, scale `s1 + s2`; past 38 digits the precision is 38 and the
+/// scale gives way to the integer digits, down to `min(scale, 6)`.
 fn decimal_product(a: DataType, b: DataType) -> DataType {
     let ((p1, s1), (p2, s2)) = (decimal_shape(a), decimal_shape(b));
-    bounded_decimal(p1 + p2, s1 + s2)
+    bounded_decimal(p1 + p2 + 1, s1 + s2)
+}
+
+/// The type of a DECIMAL sum or difference, as Flink's
+/// `LogicalTypeMerging.findAdditionDecimalType`: scale `max(s1, s2)`,
+/// precision the larger integer digits plus that scale plus 1; past 38
+/// digits the scale gives way as for a product (`DECIMAL(38, 10) +
+/// DECIMAL(20, 0)` is `DECIMAL(38, 9)`).
+fn decimal_sum(a: DataType, b: DataType) -> DataType {
+    let ((p1, s1), (p2, s2)) = (decimal_shape(a), decimal_shape(b));
+    let scale = s1.max(s2);
+    bounded_decimal((p1 - s1).max(p2 - s2) + scale + 1, scale)
 }
 
 fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataType) -> Value {
@@ -1492,9 +1503,13 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
         DataType::Decimal { scale, .. } => {
             let r = match op {
                 Arith::Add | Arith::Sub | Arith::Mod => {
+                    // Exactly at the operands' larger scale, then rounded
+                    // half up to the result's (smaller past 38 digits), as
+                    // Flink's BigDecimal sum.
+                    let exact = ta.scale().max(tb.scale()).max(scale);
                     let (Some(x), Some(y)) = (
-                        a.to_scaled(ta.scale(), scale),
-                        b.to_scaled(tb.scale(), scale),
+                        a.to_scaled(ta.scale(), exact),
+                        b.to_scaled(tb.scale(), exact),
                     ) else {
                         return Value::Null;
                     };
@@ -1503,6 +1518,7 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
                         Arith::Sub => x.checked_sub(y),
                         _ => x.checked_rem(y),
                     }
+                    .and_then(|r| rescale(r, exact, scale))
                 }
                 Arith::Mul => {
                     let (Some(x), Some(y)) = (
@@ -1511,8 +1527,7 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
                     ) else {
                         return Value::Null;
                     };
-                    x.checked_mul(y)
-                        .and_then(|p| rescale(p, ta.scale() + tb.scale(), scale))
+                    mul_rescale(x, y, ta.scale() + tb.scale(), scale)
                 }
                 Arith::Div => {
                     let (Some(x), Some(y)) = (
@@ -1527,15 +1542,25 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
                         // x / y at `scale`: x * 10^(scale + sb - sa) / y, rounded.
                         let shift =
                             i32::from(scale) + i32::from(tb.scale()) - i32::from(ta.scale());
-                        let num = if shift >= 0 {
-                            x.checked_mul(10i128.pow(shift as u32 + 1))
+                        if shift >= 0 {
+                            match 10i128
+                                .checked_pow(shift as u32 + 1)
+                                .and_then(|t| x.checked_mul(t))
+                            {
+                                Some(n) => {
+                                    let q = n / y;
+                                    Some((q + q.signum() * 5) / 10)
+                                }
+                                // Past an i128 (a large dividend at a large
+                                // scale): in 256 bits, as Flink's BigDecimal
+                                // quotient is exact before its rounding.
+                                None => div_rescale(x, y, shift as u32),
+                            }
                         } else {
-                            Some(x / 10i128.pow((-shift) as u32) * 10)
-                        };
-                        num.map(|n| {
+                            let n = x / 10i128.pow((-shift) as u32) * 10;
                             let q = n / y;
-                            (q + q.signum() * 5) / 10
-                        })
+                            Some((q + q.signum() * 5) / 10)
+                        }
                     }
                 }
             };
@@ -2679,6 +2704,7 @@ pub(crate) fn binary(op: &B, a: Scalar, b: Scalar) -> Result<Scalar> {
         let ty = if ta.is_numeric() && tb.is_numeric() {
             let t = numeric_common(ta, tb).expect("numbers widen");
             match (o, t) {
+                (Arith::Add | Arith::Sub, DataType::Decimal { .. }) => decimal_sum(ta, tb),
                 (Arith::Mul, DataType::Decimal { .. }) => decimal_product(ta, tb),
                 (Arith::Div, DataType::Decimal { .. }) => decimal_quotient(ta, tb),
                 _ => t,
@@ -4012,6 +4038,77 @@ mod tests {
         Value::Str(v.into())
     }
 
+    /// DECIMAL sums, differences, products and quotients typed as Flink's
+    /// `LogicalTypeMerging` types them, and their values computed exactly
+    /// before they are rounded to that type, as Flink's BigDecimals.
+    #[test]
+    fn decimal_arithmetic_has_flinks_types_and_exact_values() {
+        let d = |p, s| DataType::Decimal {
+            precision: p,
+            scale: s,
+        };
+        let cast = |v: &str, p, s| format!("CAST({v} AS DECIMAL({p}, {s}))");
+        // DECIMAL(p1 + p2 + 1, s1 + s2), and the scale gives way past 38.
+        assert_eq!(
+            ty_of(&format!("{} * {}", cast("1", 10, 2), cast("1", 5, 3))),
+            d(16, 5)
+        );
+        assert_eq!(
+            ty_of(&format!("{} * {}", cast("1", 20, 10), cast("1", 18, 8))),
+            d(38, 17)
+        );
+        // 125 * 125 as DECIMAL(38, 18)s: 10^40 units before the scale gives
+        // way to DECIMAL(38, 6), past an i128, yet 15625.000000 in Flink.
+        let big = format!("{} * {}", cast("125", 38, 18), cast("-125", 38, 18));
+        assert_eq!(ty_of(&big), d(38, 6));
+        assert_eq!(str_of(&big), Value::decimal(-15_625_000_000));
+        let third = format!(
+            "{} * {}",
+            cast("0.3333333333333333333", 38, 19),
+            cast("1.5", 38, 19)
+        );
+        // 0.4999999999.. rounds up.
+        assert_eq!(str_of(&third), Value::decimal(500_000));
+        // Past 38 digits the product is NULL, as Flink's.
+        let huge = format!(
+            "{} * {}",
+            cast("99999999999999999999", 38, 0),
+            cast("99999999999999999999", 38, 0)
+        );
+        assert_eq!(str_of(&huge), Value::Null);
+        // Sums: max(p1 - s1, p2 - s2) + max(s1, s2) + 1 digits.
+        assert_eq!(
+            ty_of(&format!("{} + {}", cast("1", 10, 2), cast("1", 5, 3))),
+            d(12, 3)
+        );
+        assert_eq!(ty_of(&format!("{} + 1", cast("1", 10, 2))), d(13, 2));
+        let sum = format!("{} - {}", cast("0.0000000005", 38, 10), cast("1", 20, 0));
+        assert_eq!(ty_of(&sum), d(38, 9));
+        // -0.9999999995 rounded half up (away from zero) at scale 9.
+        assert_eq!(str_of(&sum), Value::decimal(-1_000_000_000));
+        // A quotient whose dividend at the divisor's scale passes an i128:
+        // 10^17 / 3 as DECIMAL(38, 6) (10^19 units times 10^23).
+        let quotient = format!(
+            "{} / {}",
+            cast("100000000000000000", 20, 2),
+            cast("-3", 38, 18)
+        );
+        assert_eq!(ty_of(&quotient), d(38, 6));
+        assert_eq!(
+            str_of(&quotient),
+            Value::decimal(-33_333_333_333_333_333_333_333)
+        );
+        let two_thirds = format!(
+            "{} / {}",
+            cast("200000000000000000", 20, 2),
+            cast("3", 38, 18)
+        );
+        assert_eq!(
+            str_of(&two_thirds),
+            Value::decimal(66_666_666_666_666_666_666_667)
+        );
+    }
+
     #[test]
     fn numeric_functions() {
         let d = |p, s| DataType::Decimal {
@@ -4558,16 +4655,16 @@ mod tests {
             Value::decimal(70)
         );
         assert!(err_of("COALESCE(a, s)").contains("COALESCE of INT and STRING"));
-        // Flink's product type: DECIMAL(p1 + p2, s1 + s2), so an IF of a
-        // DECIMAL(10, 2) and INT * 1.5 (DECIMAL(12, 1)) is DECIMAL(13, 2).
-        assert_eq!(ty_of("a * 1.5"), d(12, 1));
+        // Flink's product type: DECIMAL(p1 + p2 + 1, s1 + s2), so an IF of
+        // a DECIMAL(10, 2) and INT * 1.5 (DECIMAL(13, 1)) is DECIMAL(14, 2).
+        assert_eq!(ty_of("a * 1.5"), d(13, 1));
         assert_eq!(
             ty_of("IF(a > 1, CAST(a AS DECIMAL(10, 2)), a * 1.5)"),
-            d(13, 2)
+            d(14, 2)
         );
         assert_eq!(
             ty_of("CAST(a AS DECIMAL(30, 10)) * CAST(a AS DECIMAL(20, 10))"),
-            d(38, 8)
+            d(38, 7)
         );
     }
 

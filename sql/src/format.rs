@@ -420,11 +420,16 @@ fn parse_json(line: &str, schema: &Schema, ignore: bool) -> Result<Option<Row>, 
                 (DataType::Int, serde_json::Value::Number(n)) => Value::Int(
                     n.as_i64()
                         .and_then(|i| i32::try_from(i).ok())
+                        .or_else(|| {
+                            json_fraction_cut(n, i32::MIN.into(), i32::MAX.into()).map(|i| i as i32)
+                        })
                         .ok_or_else(|| (None, bad(j)))?,
                 ),
-                (DataType::BigInt, serde_json::Value::Number(n)) => {
-                    Value::BigInt(n.as_i64().ok_or_else(|| (None, bad(j)))?)
-                }
+                (DataType::BigInt, serde_json::Value::Number(n)) => Value::BigInt(
+                    n.as_i64()
+                        .or_else(|| json_fraction_cut(n, i64::MIN as f64, i64::MAX as f64))
+                        .ok_or_else(|| (None, bad(j)))?,
+                ),
                 (DataType::Double, serde_json::Value::Number(n)) => {
                     Value::Double(n.as_f64().ok_or_else(|| (None, bad(j)))?)
                 }
@@ -447,6 +452,21 @@ fn parse_json(line: &str, schema: &Schema, ignore: bool) -> Result<Option<Row>, 
         values.push(value);
     }
     Ok(Some(Row::new(values)))
+}
+
+/// A JSON number with a fraction or an exponent (`3.7`, `1e3`) read into
+/// an integer column as Flink's JSON format reads it: Jackson's
+/// `canConvertToInt`/`canConvertToLong` take a double within the type's
+/// range and `asInt`/`asLong` cut its fraction off (`3.7` is 3, `-3.7`
+/// is -3); one outside the range is not of the type. `None` for an
+/// integer (read exactly by the caller).
+fn json_fraction_cut(n: &serde_json::Number, min: f64, max: f64) -> Option<i64> {
+    if !n.is_f64() {
+        return None;
+    }
+    let d = n.as_f64()?;
+    // (Java's saturating cast, as Rust's `as`: within [min, max] it cuts.)
+    (d >= min && d <= max).then_some(d as i64)
 }
 
 fn write_csv(row: &Row, schema: &Schema, o: &CsvOptions, s: &mut String) {
@@ -763,6 +783,42 @@ mod tests {
         );
         assert!(matches!(f.parse("[1]", &s), Parsed::Error(_)));
         assert!(matches!(f.parse(r#"{"id": "x"}"#, &s), Parsed::Error(e) if e.contains("`id`")));
+    }
+
+    /// A JSON number with a fraction or exponent goes into an integer
+    /// column as Jackson's `asInt`/`asLong` take it, as Flink's JSON
+    /// format reads it: the fraction cut off; outside the type's range (or
+    /// as text, `"3.7"`, which `parseInt` refuses) it is not of the type.
+    #[test]
+    fn json_numbers_with_a_fraction_are_cut_into_integer_columns() {
+        let f = Format::Json {
+            ignore_parse_errors: false,
+            timestamps: JsonTimestamps::Sql,
+        };
+        let s = Schema::new(vec![
+            Field::new("i", DataType::Int),
+            Field::new("b", DataType::BigInt),
+        ]);
+        let row = |line: &str| match f.parse(line, &s) {
+            Parsed::Row(r) => r.values.to_vec(),
+            _ => panic!("{line}"),
+        };
+        assert_eq!(
+            row(r#"{"i": 3.7, "b": -3.7}"#),
+            [Value::Int(3), Value::BigInt(-3)]
+        );
+        assert_eq!(
+            row(r#"{"i": 1e3, "b": 2147483648.5}"#),
+            [Value::Int(1000), Value::BigInt(2_147_483_648)]
+        );
+        for bad in [
+            r#"{"i": 2147483648.0}"#,
+            r#"{"b": 1e19}"#,
+            r#"{"i": "3.7"}"#,
+            r#"{"i": 2147483648}"#,
+        ] {
+            assert!(matches!(f.parse(bad, &s), Parsed::Error(_)), "{bad}");
+        }
     }
 
     /// Flink's `json.timestamp-format.standard`: TIMESTAMP with a space

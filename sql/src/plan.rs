@@ -1357,11 +1357,14 @@ impl<'c> Planner<'c> {
                 "{name} over an updating input"
             )));
         }
-        let interval = |e: &Expr| -> Result<i64> {
+        // The offset (TUMBLE's third interval, HOP's and CUMULATE's
+        // fourth) may be zero or negative, as in Flink.
+        let offset_at = if name == "TUMBLE" { 1 } else { 2 };
+        let interval = |(i, e): (usize, &&Expr)| -> Result<i64> {
             match e {
                 Expr::Interval(iv) => {
                     let ms = expr::interval_ms(iv)?;
-                    if ms <= 0 {
+                    if ms <= 0 && i != offset_at {
                         return Err(usage("intervals must be positive"));
                     }
                     Ok(ms)
@@ -1371,26 +1374,26 @@ impl<'c> Planner<'c> {
         };
         let rest: Vec<i64> = args[2..]
             .iter()
-            .map(|e| interval(e))
+            .enumerate()
+            .map(interval)
             .collect::<Result<_>>()?;
+        // Flink's window start, `t - (t - offset + period) % period`,
+        // depends on the offset only modulo the period its windows repeat
+        // at: an offset of -1 s to 5 s windows is one of 4 s.
+        let offset = |period: i64| rest.get(offset_at).map_or(0, |o| o.rem_euclid(period));
         let window = match (name.as_str(), rest.as_slice()) {
-            ("TUMBLE", [size]) => Window::Tumble {
+            ("TUMBLE", [size]) | ("TUMBLE", [size, _]) => Window::Tumble {
                 size: *size,
-                offset: 0,
-            },
-            ("TUMBLE", [size, offset]) => Window::Tumble {
-                size: *size,
-                offset: *offset,
+                offset: offset(*size),
             },
             ("HOP", [slide, size]) | ("HOP", [slide, size, _]) => {
-                let offset = rest.get(2).copied().unwrap_or(0);
                 if size % slide != 0 {
                     return Err(usage("the size must be a whole multiple of the slide"));
                 }
                 Window::Hop {
                     slide: *slide,
                     size: *size,
-                    offset,
+                    offset: offset(*slide),
                 }
             }
             ("SESSION", [gap]) => Window::Session { gap: *gap },
@@ -1401,7 +1404,7 @@ impl<'c> Planner<'c> {
                 Window::Cumulate {
                     step: *step,
                     size: *size,
-                    offset: rest.get(2).copied().unwrap_or(0),
+                    offset: offset(*size),
                 }
             }
             ("TUMBLE" | "HOP" | "SESSION" | "CUMULATE", _) => {

@@ -229,6 +229,102 @@ pub fn rescale(v: i128, from: u8, to: u8) -> Option<i128> {
     }
 }
 
+/// The product of unscaled `x` and `y`, whose scale is `from`, at scale
+/// `to`, rounded half up; `None` past 38 digits. A product too wide for
+/// an `i128` is computed in 256 bits before it is scaled down, as Flink's
+/// BigDecimal product is exact before its rounding: `DECIMAL(38, 18)`
+/// values 125 and 125 make 15625.000000 at Flink's scale 6, not an
+/// overflow.
+pub fn mul_rescale(x: i128, y: i128, from: u8, to: u8) -> Option<i128> {
+    if let Some(p) = x.checked_mul(y) {
+        return rescale(p, from, to).filter(|v| v.unsigned_abs() < 10u128.pow(38));
+    }
+    if to >= from {
+        return None; // (wider than an i128 before it is even scaled up)
+    }
+    // |x| * |y| in four 64-bit limbs, least significant first.
+    let (a, b) = (x.unsigned_abs(), y.unsigned_abs());
+    let (a, b) = ([a as u64, (a >> 64) as u64], [b as u64, (b >> 64) as u64]);
+    let mut limbs = [0u64; 4];
+    for (i, &ai) in a.iter().enumerate() {
+        let mut carry = 0u128;
+        for (j, &bj) in b.iter().enumerate() {
+            let t = u128::from(ai) * u128::from(bj) + u128::from(limbs[i + j]) + carry;
+            limbs[i + j] = t as u64;
+            carry = t >> 64;
+        }
+        limbs[i + 2] = carry as u64;
+    }
+    // Divided by 10^(from - to - 1), in steps of at most 10^19, then the
+    // last digit rounded half up.
+    let mut shift = u32::from(from - to) - 1;
+    while shift > 0 {
+        let step = shift.min(19);
+        let d = 10u64.pow(step);
+        let mut rem = 0u128;
+        for limb in limbs.iter_mut().rev() {
+            let cur = (rem << 64) | u128::from(*limb);
+            *limb = (cur / u128::from(d)) as u64;
+            rem = cur % u128::from(d);
+        }
+        shift -= step;
+    }
+    if limbs[2] != 0 || limbs[3] != 0 {
+        return None;
+    }
+    let tenths = (u128::from(limbs[1]) << 64) | u128::from(limbs[0]);
+    let v = (tenths / 10) + u128::from(tenths % 10 >= 5);
+    if v >= 10u128.pow(38) {
+        return None;
+    }
+    let v = v as i128;
+    Some(if (x < 0) != (y < 0) { -v } else { v })
+}
+
+/// `x * 10^shift / y` rounded half up (`y` not zero), computed in 256
+/// bits; `None` past 38 digits. The slow path of a DECIMAL quotient
+/// whose scaled dividend passes an i128.
+pub fn div_rescale(x: i128, y: i128, shift: u32) -> Option<i128> {
+    // |x| * 10^(shift + 1) in four 64-bit limbs, least significant first.
+    let a = x.unsigned_abs();
+    let mut limbs = [a as u64, (a >> 64) as u64, 0, 0];
+    let mut left = shift + 1;
+    while left > 0 {
+        let step = left.min(19);
+        let m = u128::from(10u64.pow(step));
+        let mut carry = 0u128;
+        for limb in &mut limbs {
+            let t = u128::from(*limb) * m + carry;
+            *limb = t as u64;
+            carry = t >> 64;
+        }
+        if carry != 0 {
+            return None;
+        }
+        left -= step;
+    }
+    // Long division by |y| (at most 2^127, so twice a remainder fits).
+    let d = y.unsigned_abs();
+    let (mut q, mut r) = ([0u64; 4], 0u128);
+    for bit in (0..256).rev() {
+        r = (r << 1) | u128::from(limbs[bit / 64] >> (bit % 64) & 1);
+        if r >= d {
+            r -= d;
+            q[bit / 64] |= 1 << (bit % 64);
+        }
+    }
+    if q[2] != 0 || q[3] != 0 {
+        return None;
+    }
+    let tenths = (u128::from(q[1]) << 64) | u128::from(q[0]);
+    let v = tenths / 10 + u128::from(tenths % 10 >= 5);
+    if v >= 10u128.pow(38) {
+        return None;
+    }
+    let v = v as i128;
+    Some(if (x < 0) != (y < 0) { -v } else { v })
+}
+
 /// A decimal's text: `12.50` for 1250 at scale 2.
 pub fn format_decimal(v: i128, scale: u8) -> String {
     if scale == 0 {

@@ -268,6 +268,32 @@ pub const CASES: &[Case] = &[
                  FROM orders GROUP BY ws",
     },
     Case {
+        name: "windows_with_a_negative_offset",
+        // Flink's offsets may be negative (or zero, or past the size): a
+        // window's start depends on the offset modulo the period, so -2
+        // minutes to 10-minute windows is 8 minutes, and a HOP's -1 minute
+        // to a 5-minute slide 4 minutes.
+        weir: "SELECT 'T' AS w, window_start, window_end, COUNT(*) AS n, SUM(amount) AS s
+               FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTES,
+                                 INTERVAL '-2' MINUTES))
+               GROUP BY window_start, window_end
+               UNION ALL
+               SELECT 'H' AS w, window_start, window_end, COUNT(*) AS n, SUM(amount) AS s
+               FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES,
+                              INTERVAL '10' MINUTES, INTERVAL '-1' MINUTES))
+               GROUP BY window_start, window_end;",
+        duckdb: "SELECT 'T', epoch_ms((epoch_ms(ts) - 480000) // 600000 * 600000 + 480000) AS ws,
+                        ws + INTERVAL 10 MINUTE, COUNT(*), SUM(amount)
+                 FROM orders GROUP BY ws
+                 UNION ALL
+                 SELECT 'H', epoch_ms(st), epoch_ms(st + 600000), COUNT(*), SUM(amount)
+                 FROM (SELECT amount, unnest([s, s - 300000]) AS st
+                       FROM (SELECT amount,
+                                    (epoch_ms(ts) - 240000) // 300000 * 300000 + 240000 AS s
+                             FROM orders))
+                 GROUP BY st",
+    },
+    Case {
         name: "cascaded_hop_window_aggregation_by_renamed_bounds",
         // The inner window aggregation's rows grouped again by their
         // window, its bounds renamed: a window aggregation of the same

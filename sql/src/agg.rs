@@ -199,15 +199,13 @@ impl Aggs {
                             bump(&mut slots[slot], sign)
                         }
                     }
-                    Plain::SumBigInt { slot, arg } => {
-                        match (&mut slots[slot], &values[arg]) {
-                            (_, Value::Null) => {}
-                            (Value::BigInt(cur), Value::BigInt(x)) => {
-                                *cur = cur.wrapping_add(x.wrapping_mul(sign))
-                            }
-                            (cur, x) => add(cur, x, DataType::BigInt, DataType::BigInt, sign),
+                    Plain::SumBigInt { slot, arg } => match (&mut slots[slot], &values[arg]) {
+                        (_, Value::Null) => {}
+                        (Value::BigInt(cur), Value::BigInt(x)) => {
+                            *cur = cur.wrapping_add(x.wrapping_mul(sign))
                         }
-                    }
+                        (cur, x) => add(cur, x, DataType::BigInt, DataType::BigInt, sign),
+                    },
                 }
             }
             return;

@@ -69,7 +69,9 @@ impl RowGen {
                             ..
                         },
                         DataType::BigInt | DataType::Int,
-                    ) if !(*null_rate > 0.0) => Column::RandomInteger {
+                        // (the reference draws NULLs only at a rate above
+                        // 0: not at a NaN one either)
+                    ) if *null_rate <= 0.0 || null_rate.is_nan() => Column::RandomInteger {
                         salt: c as u64 * 0x1234_5677,
                         min: *min,
                         // (0 when the span is 2^64: the whole range)

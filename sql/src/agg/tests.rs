@@ -511,7 +511,10 @@ fn a_plain_result_row_is_the_keys_and_the_aggregates_values() {
     ];
     let keys = [
         vec![Value::BigInt(7)],
-        vec![Value::Null, Value::Str("a string longer than twenty-four bytes".into())],
+        vec![
+            Value::Null,
+            Value::Str("a string longer than twenty-four bytes".into()),
+        ],
         vec![Value::Int(1), Value::Double(0.5), Value::Date(2)],
     ];
     for n in 1..=pool.len() {
@@ -531,7 +534,11 @@ fn a_plain_result_row_is_the_keys_and_the_aggregates_values() {
                     .cloned()
                     .chain(general.result(&general_acc).into_iter().take(n))
                     .collect();
-                assert_eq!(aggs.result_row(key, &acc), want, "{n} aggregates, step {step}");
+                assert_eq!(
+                    aggs.result_row(key, &acc),
+                    want,
+                    "{n} aggregates, step {step}"
+                );
                 let mut appended: Values = key.iter().cloned().collect();
                 aggs.result_into(&acc, &mut appended);
                 assert_eq!(appended, want);

@@ -53,6 +53,7 @@ fn generators() -> Vec<FieldGen> {
         random(i64::from(i32::MIN), i64::from(i32::MAX), 0.0),
         random(-3_600_000, 0, 0.0),
         random(0, 1_000, 0.3),
+        random(0, 9, f64::NAN),
         random(i64::MIN, i64::MAX, 1.0),
     ]
 }

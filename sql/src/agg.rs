@@ -916,6 +916,19 @@ impl KeyedProcessFunction for GroupAggregate {
         // (unchanged: nothing to say, as Flink)
     }
 
+    /// As the hand-written W1's count: once the accumulators outgrow the
+    /// caches (`PREFETCH_MIN_BYTES`), a record's slot is prefetched a few
+    /// records ahead. Dearer in instructions (a row and its key moved
+    /// through the look-ahead ring), cheaper in time: see bench/RESULTS.md.
+    fn prefetch_pays(&self) -> bool {
+        self.accs.prefetch_pays()
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        self.accs.prefetch(hash);
+    }
+
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
         states.value(&mut self.accs);
         if let Some(d) = &mut self.distinct {

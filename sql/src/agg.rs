@@ -44,6 +44,9 @@ pub struct Aggs {
     /// The same fold as plain steps, when every call is one
     /// ([`Plain`]): no match on the function and types per call and row.
     plain: Option<Arc<[Plain]>>,
+    /// The plain steps' slots (empty without them): the aggregates'
+    /// values are these slots as they are.
+    plain_slots: Arc<[usize]>,
     /// Whether a row folded in always changes the result: a COUNT(*)
     /// without FILTER counts it.
     counts_every_row: bool,
@@ -62,6 +65,17 @@ enum Plain {
 }
 
 impl Plain {
+    /// The accumulator slot the step folds into; the aggregate's value is
+    /// that slot as it is (a plain SUM never retracts: NULL until a value).
+    #[inline]
+    fn slot(self) -> usize {
+        match self {
+            Plain::CountRows(slot)
+            | Plain::CountValues { slot, .. }
+            | Plain::SumBigInt { slot, .. } => slot,
+        }
+    }
+
     /// The plain step of call `c` at slot `slot`, if it has one.
     fn of(c: &AggCall, slot: usize) -> Option<Plain> {
         if c.distinct || c.filter.is_some() {
@@ -117,11 +131,13 @@ impl Aggs {
         let counts_every_row = calls.iter().any(|c| {
             c.func == AggFunc::Count && c.arg.is_none() && c.filter.is_none() && !c.distinct
         });
+        let plain_slots = plain.iter().flatten().map(|p| p.slot()).collect();
         Self {
             calls: calls.into(),
             slots: slots.into(),
             width: w,
             sets: sets.into(),
+            plain_slots,
             plain: plain.map(Into::into),
             counts_every_row,
         }
@@ -170,29 +186,31 @@ impl Aggs {
     /// DISTINCT aggregates' values are counted in `distinct`.
     pub fn fold<D: DistinctStore>(&self, acc: &mut Acc, row: &Row, distinct: &mut D) {
         let sign: i64 = if row.kind.is_accumulate() { 1 } else { -1 };
-        bump(&mut acc.values[0], sign);
         if let Some(plain) = &self.plain {
+            // The slots and the row's values as slices once: indexing a
+            // small vector asks each time whether it spilled.
+            let (slots, values) = (&mut acc.values[..], &row.values[..]);
+            bump(&mut slots[0], sign);
             for step in plain.iter() {
                 match *step {
-                    Plain::CountRows(s) => bump(&mut acc.values[s], sign),
+                    Plain::CountRows(s) => bump(&mut slots[s], sign),
                     Plain::CountValues { slot, arg } => {
-                        if !row.values[arg].is_null() {
-                            bump(&mut acc.values[slot], sign)
+                        if !values[arg].is_null() {
+                            bump(&mut slots[slot], sign)
                         }
                     }
-                    Plain::SumBigInt { slot, arg } => {
-                        match (&mut acc.values[slot], &row.values[arg]) {
-                            (_, Value::Null) => {}
-                            (Value::BigInt(cur), Value::BigInt(x)) => {
-                                *cur = cur.wrapping_add(x.wrapping_mul(sign))
-                            }
-                            (cur, x) => add(cur, x, DataType::BigInt, DataType::BigInt, sign),
+                    Plain::SumBigInt { slot, arg } => match (&mut slots[slot], &values[arg]) {
+                        (_, Value::Null) => {}
+                        (Value::BigInt(cur), Value::BigInt(x)) => {
+                            *cur = cur.wrapping_add(x.wrapping_mul(sign))
                         }
-                    }
+                        (cur, x) => add(cur, x, DataType::BigInt, DataType::BigInt, sign),
+                    },
                 }
             }
             return;
         }
+        bump(&mut acc.values[0], sign);
         for (i, c) in self.calls.iter().enumerate() {
             if c.distinct || !passes(c, row) {
                 continue;
@@ -456,8 +474,44 @@ impl Aggs {
         out
     }
 
+    /// A result row's values: `key`'s, then the aggregates' (what
+    /// [`result_into`](Self::result_into) appends). Plain aggregates'
+    /// values are their slots as they are: a row of up to four columns is
+    /// then written straight into the row's inline buffer.
+    pub fn result_row(&self, key: &[Value], acc: &Acc) -> Values {
+        if self.plain.is_some() {
+            // The shapes of up to four columns, each as one array (a loop
+            // filling an array measured dearer than the values it copies).
+            let s = &acc.values[..];
+            let null = || Value::Null;
+            let (buf, n) = match (key, &self.plain_slots[..]) {
+                ([k], [a]) => ([k.clone(), s[*a].clone(), null(), null()], 2),
+                ([k], [a, b]) => ([k.clone(), s[*a].clone(), s[*b].clone(), null()], 3),
+                ([k], [a, b, c]) => ([k.clone(), s[*a].clone(), s[*b].clone(), s[*c].clone()], 4),
+                ([k, l], [a]) => ([k.clone(), l.clone(), s[*a].clone(), null()], 3),
+                ([k, l], [a, b]) => ([k.clone(), l.clone(), s[*a].clone(), s[*b].clone()], 4),
+                ([k, l, m], [a]) => ([k.clone(), l.clone(), m.clone(), s[*a].clone()], 4),
+                _ => ([null(), null(), null(), null()], usize::MAX),
+            };
+            if n != usize::MAX {
+                return Values::from_buf_and_len(buf, n);
+            }
+        }
+        let mut out = Values::with_capacity(key.len() + self.calls.len());
+        out.extend(key.iter().cloned());
+        self.result_into(acc, &mut out);
+        out
+    }
+
     /// Appends the aggregates' values to `out`.
     pub fn result_into<A: smallvec::Array<Item = Value>>(&self, acc: &Acc, out: &mut SmallVec<A>) {
+        if self.plain.is_some() {
+            let slots = &acc.values[..];
+            for &s in self.plain_slots.iter() {
+                out.push(slots[s].clone());
+            }
+            return;
+        }
         for (c, &s) in self.calls.iter().zip(self.slots.iter()) {
             out.push(match c.func {
                 AggFunc::Avg => {
@@ -844,9 +898,7 @@ impl KeyedProcessFunction for GroupAggregate {
         }
         // The new result row is built whole (keys, then the aggregates'
         // values), not from an intermediate vector.
-        let mut now = Values::with_capacity(keys + aggs.calls.len());
-        now.extend(key.values.iter().take(keys).cloned());
-        aggs.result_into(acc, &mut now);
+        let now = aggs.result_row(&key.values[..keys.min(key.values.len())], acc);
         if !existed {
             out.collect(Row {
                 kind: RowKind::Insert,
@@ -862,6 +914,19 @@ impl KeyedProcessFunction for GroupAggregate {
             });
         }
         // (unchanged: nothing to say, as Flink)
+    }
+
+    /// As the hand-written W1's count: once the accumulators outgrow the
+    /// caches (`PREFETCH_MIN_BYTES`), a record's slot is prefetched a few
+    /// records ahead. Dearer in instructions (a row and its key moved
+    /// through the look-ahead ring), cheaper in time: see bench/RESULTS.md.
+    fn prefetch_pays(&self) -> bool {
+        self.accs.prefetch_pays()
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        self.accs.prefetch(hash);
     }
 
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {

@@ -541,7 +541,9 @@ impl Datagen {
     }
 
     /// Row `i` of the table: each column's value from `(seed, i, column)`
-    /// alone, so a restored source makes the same rows again.
+    /// alone, so a restored source makes the same rows again. The
+    /// reference of [`RowGen`](crate::datagen::RowGen), which the source
+    /// runs: the same rows, its columns' generators picked once.
     pub fn row(&self, i: u64, types: &[DataType], base_ms: i64) -> Row {
         let mut values = Values::with_capacity(self.fields.len());
         for (c, (g, ty)) in self.fields.iter().zip(types).enumerate() {
@@ -549,86 +551,89 @@ impl Datagen {
                 values.push(Value::Null);
                 continue;
             }
-            let mut h = splitmix64(
-                i.wrapping_mul(0x9E37_79B9)
-                    .wrapping_add(c as u64 * 0x1234_5677),
-            );
-            let v = match g {
-                FieldGen::Sequence { start, .. } => {
-                    let n = start.saturating_add(i as i64);
-                    match ty {
-                        DataType::Int => Value::Int(n as i32),
-                        DataType::String => Value::Str(n.to_string().into()),
-                        DataType::Double => Value::Double(n as f64),
-                        DataType::Float => Value::float(n as f32),
-                        DataType::Decimal { scale, .. } => {
-                            Value::decimal(i128::from(n) * 10i128.pow(u32::from(*scale)))
-                        }
-                        _ => Value::BigInt(n),
-                    }
-                }
-                FieldGen::Random {
-                    min,
-                    max,
-                    real,
-                    unscaled,
-                    length,
-                    null_rate,
-                } => {
-                    if *null_rate > 0.0 && (h >> 11) as f64 / (1u64 << 53) as f64 <= *null_rate {
-                        values.push(Value::Null);
-                        continue;
-                    }
-                    h = splitmix64(h);
-                    let span = (*max as i128 - *min as i128 + 1) as u128;
-                    // (a 64-bit remainder where the span fits, the same
-                    // value as the 128-bit one without its library call)
-                    let offset = match u64::try_from(span) {
-                        Ok(span) => u128::from(h % span),
-                        Err(_) => u128::from(h), // the whole i64 range
-                    };
-                    let n = (*min as i128 + offset as i128) as i64;
-                    match ty {
-                        DataType::Boolean => Value::Bool(h & 1 == 1),
-                        DataType::Int => Value::Int(n as i32),
-                        DataType::BigInt => Value::BigInt(n),
-                        DataType::Double => Value::Double(
-                            real.0 + (h >> 11) as f64 / (1u64 << 53) as f64 * (real.1 - real.0),
-                        ),
-                        DataType::Float => Value::float(
-                            (real.0 + (h >> 11) as f64 / (1u64 << 53) as f64 * (real.1 - real.0))
-                                as f32,
-                        ),
-                        // Uniform over the unscaled values of `min..=max`,
-                        // fractions included.
-                        DataType::Decimal { .. } => {
-                            let (lo, hi) = *unscaled;
-                            let span = (hi - lo + 1) as u128;
-                            Value::decimal(lo + (u128::from(h) % span) as i128)
-                        }
-                        DataType::String => {
-                            const ALPHA: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-                            let mut s = compact_str::CompactString::default();
-                            let mut x = h;
-                            for _ in 0..*length {
-                                x = splitmix64(x);
-                                s.push(ALPHA[(x % ALPHA.len() as u64) as usize] as char);
-                            }
-                            Value::Str(s)
-                        }
-                        DataType::Timestamp | DataType::TimestampLtz => {
-                            Value::Timestamp(base_ms + n)
-                        }
-                        DataType::Date => {
-                            Value::Date((base_ms + n).div_euclid(crate::time::DAY_MS) as i32)
-                        }
-                        DataType::Interval => Value::Interval(n),
-                    }
-                }
-            };
-            values.push(v);
+            values.push(g.value(c, i, *ty, base_ms));
         }
         Row::new(values)
+    }
+}
+
+impl FieldGen {
+    /// The value of column `c` (of type `ty`) in row `i`.
+    pub fn value(&self, c: usize, i: u64, ty: DataType, base_ms: i64) -> Value {
+        let mut h = splitmix64(
+            i.wrapping_mul(0x9E37_79B9)
+                .wrapping_add(c as u64 * 0x1234_5677),
+        );
+        match self {
+            FieldGen::Sequence { start, .. } => {
+                let n = start.saturating_add(i as i64);
+                match ty {
+                    DataType::Int => Value::Int(n as i32),
+                    DataType::String => Value::Str(n.to_string().into()),
+                    DataType::Double => Value::Double(n as f64),
+                    DataType::Float => Value::float(n as f32),
+                    DataType::Decimal { scale, .. } => {
+                        Value::decimal(i128::from(n) * 10i128.pow(u32::from(scale)))
+                    }
+                    _ => Value::BigInt(n),
+                }
+            }
+            FieldGen::Random {
+                min,
+                max,
+                real,
+                unscaled,
+                length,
+                null_rate,
+            } => {
+                if *null_rate > 0.0 && (h >> 11) as f64 / (1u64 << 53) as f64 <= *null_rate {
+                    return Value::Null;
+                }
+                h = splitmix64(h);
+                let span = (*max as i128 - *min as i128 + 1) as u128;
+                // (a 64-bit remainder where the span fits, the same
+                // value as the 128-bit one without its library call)
+                let offset = match u64::try_from(span) {
+                    Ok(span) => u128::from(h % span),
+                    Err(_) => u128::from(h), // the whole i64 range
+                };
+                let n = (*min as i128 + offset as i128) as i64;
+                match ty {
+                    DataType::Boolean => Value::Bool(h & 1 == 1),
+                    DataType::Int => Value::Int(n as i32),
+                    DataType::BigInt => Value::BigInt(n),
+                    DataType::Double => Value::Double(
+                        real.0 + (h >> 11) as f64 / (1u64 << 53) as f64 * (real.1 - real.0),
+                    ),
+                    DataType::Float => Value::float(
+                        (real.0 + (h >> 11) as f64 / (1u64 << 53) as f64 * (real.1 - real.0))
+                            as f32,
+                    ),
+                    // Uniform over the unscaled values of `min..=max`,
+                    // fractions included.
+                    DataType::Decimal { .. } => {
+                        let (lo, hi) = *unscaled;
+                        let span = (hi - lo + 1) as u128;
+                        Value::decimal(lo + (u128::from(h) % span) as i128)
+                    }
+                    DataType::String => {
+                        const ALPHA: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+                        let mut s = compact_str::CompactString::default();
+                        let mut x = h;
+                        for _ in 0..*length {
+                            x = splitmix64(x);
+                            s.push(ALPHA[(x % ALPHA.len() as u64) as usize] as char);
+                        }
+                        Value::Str(s)
+                    }
+                    DataType::Timestamp | DataType::TimestampLtz => Value::Timestamp(base_ms + n),
+                    DataType::Date => {
+                        Value::Date((base_ms + n).div_euclid(crate::time::DAY_MS) as i32)
+                    }
+                    DataType::Interval => Value::Interval(n),
+                }
+            }
+        }
     }
 }
 
@@ -679,10 +684,9 @@ pub fn datagen_source(
     info: &SubtaskInfo,
 ) -> Paced<SequenceSource<impl FnMut(u64) -> Row + use<>>> {
     let count = gen.count().unwrap_or(u64::MAX);
-    let g = gen.clone();
-    let types = types.to_vec();
+    let g = crate::datagen::RowGen::new(gen, types, base_ms);
     Paced::share(
-        SequenceSource::new(info, count, move |i| g.row(i, &types, base_ms)),
+        SequenceSource::new(info, count, move |i| g.row(i)),
         gen.rows_per_second,
         info,
     )

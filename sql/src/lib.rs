@@ -17,6 +17,7 @@ pub mod calc;
 pub mod catalog;
 pub mod changelog;
 pub mod connectors;
+pub mod datagen;
 pub mod dialect;
 pub mod distinct;
 pub mod error;

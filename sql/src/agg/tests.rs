@@ -474,3 +474,79 @@ fn a_sum_whose_values_are_all_retracted_is_null() {
         vec![Value::Int(-4), Value::Int(-4)]
     );
 }
+
+/// A result row of plain aggregates built straight into its inline
+/// buffer (keys of one to three columns, one to four aggregates: every
+/// shape of up to four columns and some beyond) is the keys followed by
+/// the general result: NULL sums before any value, wrapped sums after an
+/// overflow, counts after retractions.
+#[test]
+fn a_plain_result_row_is_the_keys_and_the_aggregates_values() {
+    let call = |func, arg| AggCall {
+        func,
+        arg,
+        distinct: false,
+        filter: None,
+        arg_ty: DataType::BigInt,
+        ty: DataType::BigInt,
+        text: String::new(),
+        separator: None,
+        retracts: false,
+    };
+    let pool = [
+        call(AggFunc::Count, None),
+        call(AggFunc::Sum, Some(1)),
+        call(AggFunc::Count, Some(1)),
+        call(AggFunc::Sum, Some(2)),
+    ];
+    let rows = [
+        Row::of([Value::BigInt(1), Value::Null, Value::BigInt(i64::MAX)]),
+        Row::of([Value::BigInt(1), Value::BigInt(5), Value::BigInt(1)]),
+        Row {
+            kind: RowKind::UpdateBefore,
+            values: [Value::BigInt(1), Value::BigInt(5), Value::Null]
+                .into_iter()
+                .collect(),
+        },
+    ];
+    let keys = [
+        vec![Value::BigInt(7)],
+        vec![
+            Value::Null,
+            Value::Str("a string longer than twenty-four bytes".into()),
+        ],
+        vec![Value::Int(1), Value::Double(0.5), Value::Date(2)],
+    ];
+    for n in 1..=pool.len() {
+        let aggs = Aggs::new(&pool[..n]);
+        assert!(aggs.plain.is_some());
+        // The same calls the general way (an AVG after them takes the
+        // plain steps away; their slots stay where they were).
+        let mut calls = pool[..n].to_vec();
+        calls.push(call(AggFunc::Avg, Some(1)));
+        let general = Aggs::new(&calls);
+        assert!(general.plain.is_none());
+        let (mut acc, mut general_acc) = (aggs.create(), general.create());
+        for step in 0..=rows.len() {
+            for key in &keys {
+                let want: Values = key
+                    .iter()
+                    .cloned()
+                    .chain(general.result(&general_acc).into_iter().take(n))
+                    .collect();
+                assert_eq!(
+                    aggs.result_row(key, &acc),
+                    want,
+                    "{n} aggregates, step {step}"
+                );
+                let mut appended: Values = key.iter().cloned().collect();
+                aggs.result_into(&acc, &mut appended);
+                assert_eq!(appended, want);
+            }
+            if let Some(r) = rows.get(step) {
+                aggs.fold(&mut acc, r, &mut NoDistinct);
+                general.fold(&mut general_acc, r, &mut NoDistinct);
+            }
+        }
+    }
+}

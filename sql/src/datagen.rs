@@ -1,0 +1,146 @@
+//! A `datagen` table's rows as its source makes them: each column's
+//! generator picked once, when the source is built, from the column's
+//! kind, type and options, rather than matched on them for every value
+//! ([`Datagen::row`] is the reference, and the rows are the same: the
+//! tests compare them over every type and kind).
+//!
+//! The common columns (a BIGINT or INT sequence, random integers without
+//! NULLs) have a step of their own; any other column asks
+//! [`FieldGen::value`], as the reference does.
+
+use crate::connectors::{splitmix64, Datagen, FieldGen};
+use crate::types::DataType;
+use crate::value::{Row, Value, Values};
+
+/// A datagen table's row maker (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct RowGen {
+    columns: Box<[Column]>,
+}
+
+/// One column's generator.
+#[derive(Clone, Debug)]
+enum Column {
+    /// A column the job does not read ([`Datagen::read`]).
+    Null,
+    /// `start + i` as a BIGINT (saturating).
+    SequenceBigInt { start: i64 },
+    /// A random BIGINT or INT of `min..=max`, never NULL.
+    RandomInteger {
+        /// The seed's column term (`c * 0x1234_5677`).
+        salt: u64,
+        min: i64,
+        /// `max - min + 1`, or 0 for the whole `i64` range.
+        span: u64,
+        /// An INT (else a BIGINT).
+        int: bool,
+    },
+    /// Anything else: the reference's own code.
+    Other {
+        gen: FieldGen,
+        column: usize,
+        ty: DataType,
+        base_ms: i64,
+    },
+}
+
+impl RowGen {
+    /// The rows of `gen` (columns of `types`; random times before
+    /// `base_ms`).
+    pub fn new(gen: &Datagen, types: &[DataType], base_ms: i64) -> Self {
+        let columns = gen
+            .fields
+            .iter()
+            .zip(types)
+            .enumerate()
+            .map(|(c, (g, &ty))| {
+                if gen.read.as_ref().is_some_and(|r| !r[c]) {
+                    return Column::Null;
+                }
+                match (g, ty) {
+                    (FieldGen::Sequence { start, .. }, DataType::BigInt) => {
+                        Column::SequenceBigInt { start: *start }
+                    }
+                    (
+                        FieldGen::Random {
+                            min,
+                            max,
+                            null_rate,
+                            ..
+                        },
+                        DataType::BigInt | DataType::Int,
+                        // (the reference draws NULLs only at a rate above
+                        // 0: not at a NaN one either)
+                    ) if *null_rate <= 0.0 || null_rate.is_nan() => Column::RandomInteger {
+                        salt: c as u64 * 0x1234_5677,
+                        min: *min,
+                        // (0 when the span is 2^64: the whole range)
+                        span: (*max as i128 - *min as i128 + 1) as u64,
+                        int: ty == DataType::Int,
+                    },
+                    _ => Column::Other {
+                        gen: g.clone(),
+                        column: c,
+                        ty,
+                        base_ms,
+                    },
+                }
+            })
+            .collect();
+        Self { columns }
+    }
+
+    /// Row `i`: up to four columns written straight into the row's inline
+    /// buffer.
+    #[inline]
+    pub fn row(&self, i: u64) -> Row {
+        const INLINE: usize = 4; // (`Values`' inline capacity)
+        let n = self.columns.len();
+        let values = if n <= INLINE {
+            let buf: [Value; INLINE] = std::array::from_fn(|c| match self.columns.get(c) {
+                Some(col) => col.value(i),
+                None => Value::Null,
+            });
+            Values::from_buf_and_len(buf, n)
+        } else {
+            self.columns.iter().map(|col| col.value(i)).collect()
+        };
+        Row::new(values)
+    }
+}
+
+impl Column {
+    #[inline]
+    fn value(&self, i: u64) -> Value {
+        match *self {
+            Column::Null => Value::Null,
+            Column::SequenceBigInt { start } => Value::BigInt(start.saturating_add(i as i64)),
+            Column::RandomInteger {
+                salt,
+                min,
+                span,
+                int,
+            } => {
+                // As `FieldGen::value`: the seed's hash, hashed again.
+                let h = splitmix64(splitmix64(i.wrapping_mul(0x9E37_79B9).wrapping_add(salt)));
+                let offset = if span == 0 { h } else { h % span };
+                // (`min + offset` in 128 bits cut to 64 is this sum)
+                let n = min.wrapping_add(offset as i64);
+                if int {
+                    Value::Int(n as i32)
+                } else {
+                    Value::BigInt(n)
+                }
+            }
+            Column::Other {
+                ref gen,
+                column,
+                ty,
+                base_ms,
+            } => gen.value(column, i, ty, base_ms),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -83,6 +83,68 @@ impl<T> Collector<T> for VecTail<T> {
     }
 }
 
+/// A chain tail with room for `room` more records, as an exchange with
+/// `room` free buffers: available while it has room. A record collected
+/// without room is an overdraft, counted: a link may collect the rest of
+/// one record's output past it (as `collect` does), a look-ahead never.
+pub struct RoomTail<T> {
+    /// The records, in the order they came.
+    pub items: Vec<T>,
+    /// Records it still takes while available.
+    pub room: usize,
+    /// Records collected while it had no room.
+    pub overdrafts: usize,
+}
+
+impl<T> RoomTail<T> {
+    /// An empty tail with room for `room` records.
+    pub fn new(room: usize) -> Self {
+        Self {
+            items: Vec::new(),
+            room,
+            overdrafts: 0,
+        }
+    }
+}
+
+impl<T> ChainControl for RoomTail<T> {
+    fn is_available(&self) -> bool {
+        self.room > 0
+    }
+    fn is_available_for(&self, records: usize) -> bool {
+        self.room >= records
+    }
+    fn flush(&mut self, _now: Instant) -> FlushOutcome {
+        FlushOutcome::default()
+    }
+    fn end_input(&mut self) {}
+    fn snapshot(&mut self, _snapshot: &mut TaskSnapshot) {}
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {}
+    fn finish(&mut self) -> bool {
+        true
+    }
+    fn publish_metrics(&mut self) {}
+    fn output_pending(&self) -> bool {
+        false
+    }
+    fn on_watermark(&mut self, _watermark: i64) {}
+    fn on_watermark_status(&mut self, _status: weir_net::WatermarkStatus) {}
+    fn on_latency_marker(&mut self, _marker: weir_net::LatencyMarker) {}
+    fn failure(&self) -> Option<&TaskError> {
+        None
+    }
+}
+
+impl<T> Collector<T> for RoomTail<T> {
+    fn collect(&mut self, record: T) {
+        match self.room.checked_sub(1) {
+            Some(left) => self.room = left,
+            None => self.overdrafts += 1,
+        }
+        self.items.push(record);
+    }
+}
+
 /// A [`VecTail`] shared with whoever reads it (the operator test
 /// harness's side outputs): the chain writes, the test takes.
 pub struct SharedTail<T>(pub Rc<RefCell<VecTail<T>>>);

@@ -357,13 +357,11 @@ fn window_aggregates_merge_exactly_only_where_the_order_cannot_show() {
     assert_eq!(f.get_result(&merged), f.get_result(&fold(&input)));
 }
 
-/// COUNT(*), COUNT(amount), SUM(amount): the plain fold (no match per
-/// call on function and types), and the same calls folded the general
-/// way (an AVG beside them takes the plain fold away), give the same
-/// changelog, with and without update-before rows, NULL amounts skipped.
-#[test]
-fn the_plain_fold_gives_what_the_general_fold_gives() {
-    let call = |func, arg| AggCall {
+/// A BIGINT aggregate call of `func` over column `arg` (`None`: `*`), as
+/// the plain fold and result take them: no DISTINCT, no FILTER, and no
+/// count of values beside a SUM (`retracts: false`).
+fn bigint_call(func: AggFunc, arg: Option<usize>) -> AggCall {
+    AggCall {
         func,
         arg,
         distinct: false,
@@ -372,16 +370,23 @@ fn the_plain_fold_gives_what_the_general_fold_gives() {
         ty: DataType::BigInt,
         text: String::new(),
         separator: None,
-        // (the plain steps are for SUMs without a count of values)
         retracts: false,
-    };
+    }
+}
+
+/// COUNT(*), COUNT(amount), SUM(amount): the plain fold (no match per
+/// call on function and types), and the same calls folded the general
+/// way (an AVG beside them takes the plain fold away), give the same
+/// changelog, with and without update-before rows, NULL amounts skipped.
+#[test]
+fn the_plain_fold_gives_what_the_general_fold_gives() {
     let plain = vec![
-        call(AggFunc::Count, None),
-        call(AggFunc::Count, Some(3)),
-        call(AggFunc::Sum, Some(3)),
+        bigint_call(AggFunc::Count, None),
+        bigint_call(AggFunc::Count, Some(3)),
+        bigint_call(AggFunc::Sum, Some(3)),
     ];
     let mut general = plain.clone();
-    general.push(call(AggFunc::Avg, Some(3)));
+    general.push(bigint_call(AggFunc::Avg, Some(3)));
     assert!(Aggs::new(&plain).plain.is_some());
     assert!(Aggs::new(&general).plain.is_none());
     let input: Vec<Row> = changes(3_000)
@@ -482,22 +487,11 @@ fn a_sum_whose_values_are_all_retracted_is_null() {
 /// overflow, counts after retractions.
 #[test]
 fn a_plain_result_row_is_the_keys_and_the_aggregates_values() {
-    let call = |func, arg| AggCall {
-        func,
-        arg,
-        distinct: false,
-        filter: None,
-        arg_ty: DataType::BigInt,
-        ty: DataType::BigInt,
-        text: String::new(),
-        separator: None,
-        retracts: false,
-    };
     let pool = [
-        call(AggFunc::Count, None),
-        call(AggFunc::Sum, Some(1)),
-        call(AggFunc::Count, Some(1)),
-        call(AggFunc::Sum, Some(2)),
+        bigint_call(AggFunc::Count, None),
+        bigint_call(AggFunc::Sum, Some(1)),
+        bigint_call(AggFunc::Count, Some(1)),
+        bigint_call(AggFunc::Sum, Some(2)),
     ];
     let rows = [
         Row::of([Value::BigInt(1), Value::Null, Value::BigInt(i64::MAX)]),
@@ -523,7 +517,7 @@ fn a_plain_result_row_is_the_keys_and_the_aggregates_values() {
         // The same calls the general way (an AVG after them takes the
         // plain steps away; their slots stay where they were).
         let mut calls = pool[..n].to_vec();
-        calls.push(call(AggFunc::Avg, Some(1)));
+        calls.push(bigint_call(AggFunc::Avg, Some(1)));
         let general = Aggs::new(&calls);
         assert!(general.plain.is_none());
         let (mut acc, mut general_acc) = (aggs.create(), general.create());

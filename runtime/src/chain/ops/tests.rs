@@ -1,58 +1,17 @@
 //! The stateless links' runs ([`Collector::collect_many`]) against the
 //! same records collected one by one, with a tail that runs out of room.
 
-use std::time::Instant;
-
 use proptest::prelude::*;
 
-use crate::chain::control::{ChainControl, Collector, FlushOutcome};
-use crate::chain::error::TaskError;
+use crate::chain::control::{ChainControl, Collector};
 use crate::chain::ops::{FilterOp, FlatMapOp, MapOp};
-use crate::core::snapshot::TaskSnapshot;
-
-/// A tail that keeps records and is available while it has room.
-struct Room {
-    items: Vec<u32>,
-    room: usize,
-}
-
-impl ChainControl for Room {
-    fn is_available(&self) -> bool {
-        self.items.len() < self.room
-    }
-    fn is_available_for(&self, records: usize) -> bool {
-        self.items.len() + records <= self.room
-    }
-    fn flush(&mut self, _now: Instant) -> FlushOutcome {
-        FlushOutcome::default()
-    }
-    fn end_input(&mut self) {}
-    fn snapshot(&mut self, _snapshot: &mut TaskSnapshot) {}
-    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {}
-    fn finish(&mut self) -> bool {
-        true
-    }
-    fn publish_metrics(&mut self) {}
-    fn output_pending(&self) -> bool {
-        false
-    }
-    fn on_watermark(&mut self, _watermark: i64) {}
-    fn on_watermark_status(&mut self, _status: weir_net::WatermarkStatus) {}
-    fn on_latency_marker(&mut self, _marker: weir_net::LatencyMarker) {}
-    fn failure(&self) -> Option<&TaskError> {
-        None
-    }
-}
-
-impl Collector<u32> for Room {
-    fn collect(&mut self, record: u32) {
-        self.items.push(record);
-    }
-}
+use crate::chain::testing::RoomTail;
 
 /// map(+1) -> filter -> flat_map -> tail.
-type Chain =
-    MapOp<fn(u32) -> u32, FilterOp<fn(&u32) -> bool, FlatMapOp<fn(u32) -> Vec<u32>, Room>>>;
+type Chain = MapOp<
+    fn(u32) -> u32,
+    FilterOp<fn(&u32) -> bool, FlatMapOp<fn(u32) -> Vec<u32>, RoomTail<u32>>>,
+>;
 
 /// `x + 1`, kept if odd or a multiple of 7, then `x % 4` copies of it (a
 /// record may make none, one or several), into a tail with `room`.
@@ -63,10 +22,7 @@ fn chain(room: usize) -> Chain {
             f: |x| x % 2 == 1 || x % 7 == 0,
             out: FlatMapOp {
                 f: |x| vec![x; (x % 4) as usize],
-                out: Room {
-                    items: Vec::new(),
-                    room,
-                },
+                out: RoomTail::new(room),
             },
         },
     }
@@ -103,12 +59,8 @@ proptest! {
                     "run {i} stopped at {n} of {limit} while available with records left"
                 );
             }
-            // More room for the next run.
-            let t = &mut runs.out.out.out;
-            t.room = t.items.len() + room;
-            if room == 0 {
-                t.room += 1;
-            }
+            // Room for more records in the next run (one at least).
+            runs.out.out.out.room = room.max(1);
         }
         prop_assert_eq!(taken, records.len());
         prop_assert_eq!(&runs.out.out.out.items, &expected.out.out.out.items);

@@ -273,10 +273,8 @@ mod tests {
     use super::{KeyedProcessFunction, PREFETCH_AHEAD};
     use std::time::{Duration, Instant};
 
-    use crate::chain::control::{ChainControl, Collector, FlushOutcome};
-    use crate::chain::error::TaskError;
-    use crate::chain::testing::VecTail;
-    use crate::core::snapshot::TaskSnapshot;
+    use crate::chain::control::{ChainControl, Collector};
+    use crate::chain::testing::{RoomTail, VecTail};
     use crate::core::timestamp::set_record_timestamp;
     use crate::state::key_context::KeyContext;
     use crate::state::value::KeyedValueState;
@@ -355,53 +353,6 @@ mod tests {
         (out.items, batches)
     }
 
-    /// A tail with room for `room` more records, as an exchange with
-    /// `room` free buffers: collecting past it is the overdraft the
-    /// look-ahead must never cause.
-    struct Room {
-        room: usize,
-        items: Vec<Out>,
-    }
-
-    impl ChainControl for Room {
-        fn is_available(&self) -> bool {
-            self.room > 0
-        }
-        fn is_available_for(&self, records: usize) -> bool {
-            self.room >= records
-        }
-        fn flush(&mut self, _now: Instant) -> FlushOutcome {
-            FlushOutcome::default()
-        }
-        fn end_input(&mut self) {}
-        fn snapshot(&mut self, _snapshot: &mut TaskSnapshot) {}
-        fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) {}
-        fn finish(&mut self) -> bool {
-            true
-        }
-        fn publish_metrics(&mut self) {}
-        fn output_pending(&self) -> bool {
-            false
-        }
-        fn on_watermark(&mut self, _watermark: i64) {}
-        fn on_watermark_status(&mut self, _status: weir_net::WatermarkStatus) {}
-        fn on_latency_marker(&mut self, _marker: weir_net::LatencyMarker) {}
-        fn failure(&self) -> Option<&TaskError> {
-            None
-        }
-    }
-
-    impl Collector<Out> for Room {
-        fn collect(&mut self, record: Out) {
-            assert!(
-                self.room > 0,
-                "collected past the tail's room: an overdraft"
-            );
-            self.room -= 1;
-            self.items.push(record);
-        }
-    }
-
     #[test]
     fn the_look_ahead_never_takes_more_than_the_output_has_room_for() {
         let n = 10 * PREFETCH_AHEAD as u64;
@@ -414,12 +365,13 @@ mod tests {
             37,
         ] {
             let mut input = records(n);
-            let mut out = Room {
-                room,
-                items: Vec::new(),
-            };
+            let mut out = RoomTail::new(room);
             let mut ahead = Counts::new(true);
             let taken = ahead.process_many(&mut input, &|r: &(u64, u64)| r.0, 0, 1000, &mut out);
+            assert_eq!(
+                out.overdrafts, 0,
+                "room {room}: collected past the tail's room"
+            );
             assert_eq!(taken, room, "room {room}: takes exactly what fits");
             assert_eq!(out.items.len(), room);
             let (plain, _) = run(&mut Counts::new(false), room as u64, 1000);
@@ -429,11 +381,9 @@ mod tests {
         }
         // With room for the look-ahead, it did prefetch.
         let mut ahead = Counts::new(true);
-        let mut out = Room {
-            room: 37,
-            items: Vec::new(),
-        };
+        let mut out = RoomTail::new(37);
         ahead.process_many(&mut records(n), &|r: &(u64, u64)| r.0, 0, 1000, &mut out);
+        assert_eq!(out.overdrafts, 0, "collected past the tail's room");
         assert!(!ahead.prefetched.borrow().is_empty());
     }
 

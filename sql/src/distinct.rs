@@ -233,16 +233,21 @@ impl DistinctStore for DistinctState<'_> {
     fn update(&mut self, set: usize, value: &Value, width: usize, f: &mut dyn FnMut(&mut [i64])) {
         let user_key = Row::of([Value::Int(set as i32), value.clone()]);
         let mut zero = false;
-        let (_, _) = self.state.upsert(self.ctx, user_key.clone(), |old| {
-            let mut counts: Counts = match &old {
-                Some(r) => r.values.iter().map(|v| v.as_i64().unwrap_or(0)).collect(),
-                None => SmallVec::from_elem(0, width),
-            };
-            counts.resize(width, 0);
-            f(&mut counts);
-            zero = counts.iter().all(|&c| c == 0);
-            Row::new(counts.iter().map(|&c| Value::BigInt(c)).collect::<Values>())
-        });
+        self.state.upsert_then(
+            self.ctx,
+            user_key.clone(),
+            |old| {
+                let mut counts: Counts = match &old {
+                    Some(r) => r.values.iter().map(|v| v.as_i64().unwrap_or(0)).collect(),
+                    None => SmallVec::from_elem(0, width),
+                };
+                counts.resize(width, 0);
+                f(&mut counts);
+                zero = counts.iter().all(|&c| c == 0);
+                Row::new(counts.iter().map(|&c| Value::BigInt(c)).collect::<Values>())
+            },
+            |_| (),
+        );
         if zero {
             self.state.remove(self.ctx, &user_key);
         }

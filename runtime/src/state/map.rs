@@ -188,7 +188,8 @@ where
     /// Replaces the current key's value for `user_key` by `f` of it (`None`
     /// if absent or expired) and returns the new value and whether the
     /// entry is new: one lookup when the entry exists (a read and a write,
-    /// as for TTL; the hot path of window aggregation).
+    /// as for TTL). Clones the new value: see
+    /// [`upsert_then`](Self::upsert_then) to read only part of it.
     #[inline]
     pub fn upsert(
         &mut self,
@@ -196,23 +197,39 @@ where
         user_key: UK,
         f: impl FnOnce(Option<UV>) -> UV,
     ) -> (UV, bool) {
+        self.upsert_then(ctx, user_key, f, UV::clone)
+    }
+
+    /// [`upsert`](Self::upsert) returning `read` of the new value instead of
+    /// a clone of it: the hot path of window aggregation, whose value (an
+    /// accumulator, possibly with a DISTINCT aggregate's set of values)
+    /// would otherwise be copied for every record only to read its id.
+    #[inline]
+    pub fn upsert_then<R>(
+        &mut self,
+        ctx: &KeyContext<K>,
+        user_key: UK,
+        f: impl FnOnce(Option<UV>) -> UV,
+        read: impl FnOnce(&UV) -> R,
+    ) -> (R, bool) {
         let key = (ctx.key().clone(), user_key);
         let now = self.ttl.now();
         if let Some(slot) = self.entries.get_mut(&key) {
             if !self.ttl.expired(slot.stamp, now) {
                 slot.value = f(Some(std::mem::take(&mut slot.value)));
                 slot.stamp = now;
-                let value = slot.value.clone();
+                let read = read(&slot.value);
                 self.accessed(now);
-                return (value, false);
+                return (read, false);
             }
             self.unlink(&key);
         }
         let value = f(None);
+        let read = read(&value);
         let (key, user_key) = key;
-        self.put_stamped(key, user_key, value.clone(), now);
+        self.put_stamped(key, user_key, value, now);
         self.accessed(now);
-        (value, true)
+        (read, true)
     }
 
     /// Removes the current key's value for `user_key`; returns it unless
@@ -294,6 +311,23 @@ where
             cur = slot.next.clone();
             Some((uk, slot.value.clone()))
         })
+    }
+
+    /// Hands the current key's `(user key, value)`s to `f` by reference,
+    /// newest first: [`entries`](Self::entries) without a clone of each
+    /// value (a window's accumulator, a session's contents).
+    pub fn for_each_entry(&mut self, ctx: &KeyContext<K>, mut f: impl FnMut(&UK, &UV)) {
+        let key = ctx.key().clone();
+        self.prepare_iteration(&key);
+        let mut cur = self.heads.get(&key).map(|h| h.first.clone());
+        while let Some(uk) = cur {
+            let slot = self
+                .entries
+                .get(&(key.clone(), uk.clone()))
+                .expect("a listed entry");
+            f(&uk, &slot.value);
+            cur = slot.next.clone();
+        }
     }
 
     /// The current key's user keys.

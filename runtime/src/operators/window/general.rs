@@ -95,6 +95,10 @@ type Slot<M, S> = (i64, i64, Option<M>, S);
 /// A window of the window set with its start.
 type Entry<M, S> = (i64, Slot<M, S>);
 
+/// A session of the current key as a new record's merge looks at it: its
+/// start, end, state id and contents' weight.
+type Bounds = (i64, i64, i64, u64);
+
 /// Flink's `WindowOperator` for every window kind, function and trigger
 /// (see the [module docs](self)).
 pub struct GeneralWindowOperator<K, T, Tr, C>
@@ -117,7 +121,10 @@ where
     ops: Vec<TimerOp>,
     late: u64,
     late_output: Option<LateOutput<T>>,
-    scratch: Vec<Entry<C::Meta, Tr::State>>,
+    /// The current key's sessions while a record merges them.
+    bounds: Vec<Bounds>,
+    /// The sessions a record merges, taken out of the window set.
+    merging_slots: Vec<Entry<C::Meta, Tr::State>>,
     merged_states: Vec<Tr::State>,
 }
 
@@ -170,7 +177,8 @@ where
             ops: Vec::new(),
             late: 0,
             late_output: late,
-            scratch: Vec::new(),
+            bounds: Vec::new(),
+            merging_slots: Vec::new(),
             merged_states: Vec::new(),
         }
     }
@@ -320,30 +328,44 @@ where
         let clock = || timers.current_processing_time();
         let (trigger, contents, ops) = (&self.trigger, &mut self.contents, &mut self.ops);
         let mut result = TriggerResult::Continue;
-        let ((_, id, mut meta, state), _) = self.windows.upsert(ctx, key, |slot| {
-            let (end, id, meta, mut state) =
-                slot.unwrap_or_else(|| (w.end, key, None, Default::default()));
-            let mut tctx = TriggerContext::new(watermark, &clock, &mut state, ops);
-            result = trigger.on_element(&value, stamp, &w, &mut tctx);
-            let meta = contents.add(ctx, id, meta, value, ts);
-            (end, id, Some(meta), state)
-        });
+        // Only the contents' id is read back: the slot (an accumulator,
+        // perhaps with a DISTINCT aggregate's values) is not copied per
+        // record, only when the trigger fires or purges.
+        let (id, _) = self.windows.upsert_then(
+            ctx,
+            key,
+            |slot| {
+                let (end, id, meta, mut state) =
+                    slot.unwrap_or_else(|| (w.end, key, None, Default::default()));
+                let mut tctx = TriggerContext::new(watermark, &clock, &mut state, ops);
+                result = trigger.on_element(&value, stamp, &w, &mut tctx);
+                let meta = contents.add(ctx, id, meta, value, ts);
+                (end, id, Some(meta), state)
+            },
+            |&(_, id, _, _)| id,
+        );
         if !self.ops.is_empty() {
             self.timers.apply(ctx, &w, &mut self.ops);
         }
-        let mut changed = false;
-        if result.is_fire() {
-            let late = self.late_at(&w, watermark);
-            changed = self.fire(ctx, &w, id, &mut meta, late, out);
-        }
-        if result.is_purge() {
-            if let Some(m) = meta.take() {
-                self.contents.clear(ctx, id, &m);
-                changed = true;
+        if result.is_fire() || result.is_purge() {
+            let (_, _, mut meta, state) = self
+                .windows
+                .get(ctx, &key)
+                .expect("the window's slot was just written");
+            let mut changed = false;
+            if result.is_fire() {
+                let late = self.late_at(&w, watermark);
+                changed = self.fire(ctx, &w, id, &mut meta, late, out);
             }
-        }
-        if changed {
-            self.windows.put(ctx, key, (w.end, id, meta, state));
+            if result.is_purge() {
+                if let Some(m) = meta.take() {
+                    self.contents.clear(ctx, id, &m);
+                    changed = true;
+                }
+            }
+            if changed {
+                self.windows.put(ctx, key, (w.end, id, meta, state));
+            }
         }
         self.register_cleanup(ctx, &w);
     }
@@ -394,14 +416,20 @@ where
         time: i64,
         out: &mut O,
     ) {
-        let mut sessions = std::mem::take(&mut self.scratch);
+        // The sessions' bounds, not their contents: a session's contents
+        // (an accumulator with a DISTINCT aggregate's values, say) are
+        // moved out of the window set, never copied per record.
+        let mut sessions = std::mem::take(&mut self.bounds);
         sessions.clear();
-        sessions.extend(self.windows.entries(ctx));
-        let (merged, members) = gather_intersecting(new, &mut sessions, |(start, (end, ..))| {
-            TimeWindow::new(*start, *end)
+        self.windows
+            .for_each_entry(ctx, |&start, (end, id, contents, _)| {
+                sessions.push((start, *end, *id, contents.as_ref().map_or(0, C::weight)));
+            });
+        let (merged, members) = gather_intersecting(new, &mut sessions, |&(start, end, ..)| {
+            TimeWindow::new(start, end)
         });
         if members == 0 {
-            self.scratch = sessions;
+            self.bounds = sessions;
             if self.is_late(&new, time) {
                 return self.drop_late(value);
             }
@@ -416,22 +444,46 @@ where
                 out,
             );
         }
-        let (start, (end, id, ref contents, ref state)) = sessions[0];
+        let (start, end, id, _) = sessions[0];
         if members == 1 && (start, end) == (merged.start, merged.end) {
-            // Inside one session, which does not grow: no merge.
-            let (contents, state) = (contents.clone(), state.clone());
-            self.scratch = sessions;
+            // Inside one session, which does not grow: no merge. Its
+            // contents and trigger state are taken out of its slot, which
+            // `element` writes again in place.
+            self.bounds = sessions;
+            let mut taken = None;
+            self.windows.upsert_then(
+                ctx,
+                start,
+                |slot| {
+                    let (end, id, contents, state) =
+                        slot.expect("a session listed a moment ago is stored");
+                    taken = Some((contents, state));
+                    (end, id, None, Default::default())
+                },
+                |_| (),
+            );
+            let (contents, state) = taken.expect("the session's slot was read");
             return self.element(ctx, merged, id, contents, state, value, ts, out);
         }
         // The largest part keeps its contents; the others merge in.
         let target = (0..members)
-            .max_by_key(|&i| sessions[i].1 .2.as_ref().map_or(0, C::weight))
+            .max_by_key(|&i| sessions[i].3)
             .expect("a merge has members");
-        let id = sessions[target].1 .1;
-        let mut contents = sessions[target].1 .2.clone();
+        let id = sessions[target].2;
+        let mut parts = std::mem::take(&mut self.merging_slots);
+        parts.clear();
+        for &(start, ..) in &sessions[..members] {
+            let slot = self
+                .windows
+                .remove(ctx, &start)
+                .expect("a session listed a moment ago is stored");
+            parts.push((start, slot));
+        }
+        self.bounds = sessions;
+        let mut contents = parts[target].1 .2.take();
         let mut merged_states = std::mem::take(&mut self.merged_states);
         merged_states.clear();
-        merged_states.extend(sessions[..members].iter().map(|(_, s)| s.3.clone()));
+        merged_states.extend(parts.iter().map(|(_, s)| s.3.clone()));
         let mut state = Tr::State::default();
         {
             let timers = &self.timers;
@@ -442,8 +494,7 @@ where
             self.trigger.on_merge(&merged, &mut mctx);
         }
         self.timers.apply(ctx, &merged, &mut self.ops);
-        for (i, (start, (end, from_id, from, part_state))) in sessions.drain(..members).enumerate()
-        {
+        for (i, (start, (end, from_id, from, part_state))) in parts.drain(..).enumerate() {
             let w = TimeWindow::new(start, end);
             let mut part_state = part_state;
             self.call_trigger(ctx, &w, &mut part_state, |t, c| t.clear(&w, c));
@@ -453,10 +504,9 @@ where
                     contents = Some(self.contents.merge(ctx, id, contents, from_id, from));
                 }
             }
-            self.windows.remove(ctx, &start);
         }
         self.merged_states = merged_states;
-        self.scratch = sessions;
+        self.merging_slots = parts;
         self.element(ctx, merged, id, contents, state, value, ts, out);
     }
 

@@ -131,7 +131,7 @@ impl OverAggregate {
     }
 
     fn time_of(&self, row: &Row) -> i64 {
-        row.values[self.time].as_i64().unwrap_or(i64::MIN)
+        time_of(self.time, row)
     }
 
     /// Time order, ties by the other columns.
@@ -144,14 +144,6 @@ impl OverAggregate {
                 .find(|o| *o != Ordering::Equal)
                 .unwrap_or(Ordering::Equal)
         })
-    }
-
-    fn emit(&self, row: &Row, acc: &Acc, lags: &[Value], out: &mut impl FnMut(Row)) {
-        let mut r = row.clone();
-        r.kind = RowKind::Insert;
-        self.aggs.result_into(acc, &mut r.values);
-        r.values.extend(lags.iter().cloned());
-        out(r);
     }
 
     /// Each row of `ready` (in order)'s LAG values, the partition's last
@@ -189,14 +181,6 @@ impl OverAggregate {
         }
         self.recent.update(ctx, RowList(recent));
         out
-    }
-
-    fn fold_all<'r>(&self, rows: impl Iterator<Item = &'r Row>) -> Acc {
-        let mut acc = self.aggs.create();
-        for r in rows {
-            self.aggs.fold(&mut acc, r, &mut NoDistinct);
-        }
-        acc
     }
 
     /// Emits `ready` (the rows of one time, in order); with a LEAD, each
@@ -260,42 +244,76 @@ impl OverAggregate {
                         self.aggs.fold(&mut acc, r, &mut NoDistinct);
                     }
                     for (r, l) in ready.iter().zip(&lags) {
-                        self.emit(r, &acc, l, out);
+                        emit(&self.aggs, r, &acc, l, out);
                     }
                 } else {
                     for (r, l) in ready.iter().zip(&lags) {
                         self.aggs.fold(&mut acc, r, &mut NoDistinct);
-                        self.emit(r, &acc, l, out);
+                        emit(&self.aggs, r, &acc, l, out);
                     }
                 }
                 self.running.update(ctx, acc);
             }
             OverFrame::Rows(n) => {
-                let mut hist = self.history.value(ctx).unwrap_or_default().0;
+                // The frame rows, updated in place (not copied out of the
+                // state and back for every time).
+                let n = n as usize;
+                let hist = &mut self
+                    .history
+                    .value_mut_or_insert_with(ctx, RowList::default)
+                    .0;
                 for (r, l) in ready.into_iter().zip(&lags) {
                     hist.push(r);
-                    let from = hist.len().saturating_sub(n as usize + 1);
-                    let acc = self.fold_all(hist[from..].iter());
-                    self.emit(hist.last().expect("just pushed"), &acc, l, out);
-                    if hist.len() > n as usize {
-                        hist.drain(..hist.len() - n as usize);
-                    }
+                    let from = hist.len().saturating_sub(n + 1);
+                    let acc = fold_all(&self.aggs, hist[from..].iter());
+                    emit(&self.aggs, hist.last().expect("just pushed"), &acc, l, out);
                 }
-                self.history.update(ctx, RowList(hist));
+                if hist.len() > n {
+                    hist.drain(..hist.len() - n);
+                }
             }
             OverFrame::Range(range) => {
-                let mut hist = self.history.value(ctx).unwrap_or_default().0;
                 let low = t.saturating_sub(range);
-                hist.retain(|r| self.time_of(r) >= low);
-                let acc = self.fold_all(hist.iter().chain(ready.iter()));
+                let time = self.time;
+                let hist = &mut self
+                    .history
+                    .value_mut_or_insert_with(ctx, RowList::default)
+                    .0;
+                // The frame rows are in time order: those before the range
+                // are a prefix.
+                let gone = hist.partition_point(|r| time_of(time, r) < low);
+                hist.drain(..gone);
+                let acc = fold_all(&self.aggs, hist.iter().chain(ready.iter()));
                 for (r, l) in ready.iter().zip(&lags) {
-                    self.emit(r, &acc, l, out);
+                    emit(&self.aggs, r, &acc, l, out);
                 }
                 hist.extend(ready);
-                self.history.update(ctx, RowList(hist));
             }
         }
     }
+}
+
+/// Row `row`'s time (ms) in column `time`.
+fn time_of(time: usize, row: &Row) -> i64 {
+    row.values[time].as_i64().unwrap_or(i64::MIN)
+}
+
+/// `rows` folded into a new accumulator of `aggs`.
+fn fold_all<'r>(aggs: &Aggs, rows: impl Iterator<Item = &'r Row>) -> Acc {
+    let mut acc = aggs.create();
+    for r in rows {
+        aggs.fold(&mut acc, r, &mut NoDistinct);
+    }
+    acc
+}
+
+/// `row` with the aggregates of `acc` and its `lags` values appended.
+fn emit(aggs: &Aggs, row: &Row, acc: &Acc, lags: &[Value], out: &mut impl FnMut(Row)) {
+    let mut r = row.clone();
+    r.kind = RowKind::Insert;
+    aggs.result_into(acc, &mut r.values);
+    r.values.extend(lags.iter().cloned());
+    out(r);
 }
 
 impl KeyedProcessFunction for OverAggregate {

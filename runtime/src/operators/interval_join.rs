@@ -362,15 +362,18 @@ where
             return;
         }
         self.left.add(ctx, tl, value.clone());
-        for ((tr, _), right) in self.right.records.entries(ctx) {
-            if self.bounds.contains(tl, tr) {
+        // The other side's buffer by reference: only the records in range
+        // are copied, for the pair.
+        let (bounds, func) = (&self.bounds, &mut self.func);
+        self.right.records.for_each_entry(ctx, |&(tr, _), right| {
+            if bounds.contains(tl, tr) {
                 let jc = JoinContext {
                     left: tl,
                     right: tr,
                 };
-                self.func.process_element(value.clone(), right, &jc, out);
+                func.process_element(value.clone(), right.clone(), &jc, out);
             }
-        }
+        });
         self.timers
             .register_event_time_timer(ctx, self.bounds.left_cleanup(tl));
     }
@@ -391,15 +394,16 @@ where
             return;
         }
         self.right.add(ctx, tr, value.clone());
-        for ((tl, _), left) in self.left.records.entries(ctx) {
-            if self.bounds.contains(tl, tr) {
+        let (bounds, func) = (&self.bounds, &mut self.func);
+        self.left.records.for_each_entry(ctx, |&(tl, _), left| {
+            if bounds.contains(tl, tr) {
                 let jc = JoinContext {
                     left: tl,
                     right: tr,
                 };
-                self.func.process_element(left, value.clone(), &jc, out);
+                func.process_element(left.clone(), value.clone(), &jc, out);
             }
-        }
+        });
         self.timers
             .register_event_time_timer(ctx, self.bounds.right_cleanup(tr));
     }

@@ -393,7 +393,7 @@ mod tests {
         let room = Room(Rc::new(RefCell::new((RoomTail::new(3), 0))));
         // Boxed twice (a boxed chain built into another): one box.
         let mut boxed = BoxedCollector::new(BoxedCollector::new(FilterOp {
-            f: |x: &u64| x % 2 == 0,
+            f: |x: &u64| x.is_multiple_of(2),
             out: room.clone(),
         }));
         let mut records = 0..10u64;

@@ -62,8 +62,9 @@ pub mod state;
 pub mod testing;
 
 pub use crate::api::{
-    BranchStream, BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream, IntervalJoin,
-    IntervalJoined, JobGraph, KeyedStream, PartitionedStream, SharedStream, Stream, WindowedStream,
+    BoxedStream, BranchStream, BroadcastStream, ConnectedKeyedStreams, DetachedKeyedStream,
+    IntervalJoin, IntervalJoined, JobGraph, KeyedStream, PartitionedStream, SharedStream, Stream,
+    WindowedStream,
 };
 pub use crate::build::{BuildError, Restoring};
 pub use crate::chain::{ChainControl, Collector, FlushOutcome, TaskError};

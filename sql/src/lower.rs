@@ -9,18 +9,22 @@
 //! flat-map; a window aggregation `key_by` on the group keys and weir's
 //! window operator; a group aggregation `key_by` and a keyed process
 //! function with the accumulators in keyed state; a union weir's union.
-//! Each node's stream is shared (`share().branch()`) so that the next
-//! node, whatever it is, continues one stream type.
+//! Each node's stream is boxed (`Stream::boxed`) so that the next node,
+//! whatever it is, continues one stream type, chained to it in the same
+//! task through one virtual call per record (or run of records); a
+//! sub-plan used more than once ([`crate::reuse`]) is shared instead, each
+//! use a branch of its fork.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use weir_runtime::build::ChainBuilder;
 use weir_runtime::{
-    AttachedEventTimeWindows, BranchStream, CumulativeEventTimeWindows, Decoded,
+    AttachedEventTimeWindows, BoxedStream, CumulativeEventTimeWindows, Decoded,
     EventTimeSessionWindows, FileSource, JobGraph, LineDecoder, Offset,
     ProcessingTimeSessionWindows, SharedStream, SlidingEventTimeWindows,
-    SlidingProcessingTimeWindows, SubtaskInfo, TimeWindow, TransactionalFileSink,
+    SlidingProcessingTimeWindows, Stream, SubtaskInfo, TimeWindow, TransactionalFileSink,
     TumblingEventTimeWindows, TumblingProcessingTimeWindows, WatermarkStrategy,
 };
 
@@ -41,7 +45,7 @@ use crate::types::{DataType, Schema};
 use crate::value::{Key, Row, RowKind, Value, Values};
 
 /// A stream of rows after any plan node.
-pub type Rows<'j> = BranchStream<'j, Row>;
+pub type Rows<'j> = BoxedStream<'j, Row>;
 
 /// Builds plans into one job.
 pub struct Lowering<'j> {
@@ -182,11 +186,11 @@ impl<'j> Lowering<'j> {
     pub fn rows(&mut self, plan: &Plan) -> Result<Rows<'j>> {
         let digest = match self.reuse.lookup(plan) {
             Lookup::Once => return self.lower(plan),
-            Lookup::Again(shared) => return Ok(shared.branch()),
+            Lookup::Again(shared) => return Ok(shared.branch().boxed()),
             Lookup::First(digest) => digest,
         };
         let shared = self.lower(plan)?.share();
-        let rows = shared.branch();
+        let rows = shared.branch().boxed();
         self.reuse.remember(digest, shared);
         Ok(rows)
     }
@@ -208,8 +212,7 @@ impl<'j> Lowering<'j> {
                             move |i| rows[i as usize].clone(),
                         )
                     })
-                    .share()
-                    .branch()
+                    .boxed()
             }
             Node::Calc {
                 input,
@@ -219,9 +222,7 @@ impl<'j> Lowering<'j> {
                 let rows = self.rows(input)?;
                 let uid = self.uid("calc");
                 let calc = Calc::new(filter.clone(), project, input.schema.len());
-                rows.flat_map(&uid, move |row: Row| calc.apply(row))
-                    .share()
-                    .branch()
+                rows.flat_map(&uid, move |row: Row| calc.apply(row)).boxed()
             }
             Node::WindowAgg {
                 input,
@@ -248,8 +249,7 @@ impl<'j> Lowering<'j> {
                             .window($assigner)
                             .aggregate(&uid, f)
                             .map(&map_uid, out)
-                            .share()
-                            .branch()
+                            .boxed()
                     };
                 }
                 match *window {
@@ -303,8 +303,7 @@ impl<'j> Lowering<'j> {
                     .process(&uid, move |_: &SubtaskInfo| {
                         GroupAggregate::new(aggs.clone(), nkeys).with_update_before(update_before)
                     })
-                    .share()
-                    .branch()
+                    .boxed()
             }
             Node::OverAgg {
                 input,
@@ -338,8 +337,7 @@ impl<'j> Lowering<'j> {
                 let uid = self.uid("window-assign");
                 let (window, time) = (*window, *time);
                 rows.flat_map(&uid, move |row: Row| assign_windows(window, time, row))
-                    .share()
-                    .branch()
+                    .boxed()
             }
             Node::Union(inputs) => {
                 let mut it = inputs.iter();
@@ -353,7 +351,7 @@ impl<'j> Lowering<'j> {
                     });
                 }
                 match (acc, first) {
-                    (Some(u), _) => u.share().branch(),
+                    (Some(u), _) => u.boxed(),
                     (None, Some(f)) => f,
                     (None, None) => unreachable!("one of them is set"),
                 }
@@ -437,8 +435,7 @@ impl<'j> Lowering<'j> {
                     .process(&uid, move |_: &SubtaskInfo| {
                         sql_interval_join(bounds, residual.clone())
                     })
-                    .share()
-                    .branch()
+                    .boxed()
             }
         })
     }
@@ -452,7 +449,13 @@ impl<'j> Lowering<'j> {
             .any(|(i, c)| c.as_column() != Some(i))
             || t.columns.len() != t.physical.len();
         let columns = Arc::new(Calc::new(None, &t.columns, t.physical.len()));
-        let rows: Rows<'j> = match &t.connector {
+        // Event time is given in the source's own chain, before it is
+        // boxed: no boxed call between the source and its timestamps.
+        let time = EventTime {
+            watermark: t.watermark,
+            idle: self.idle_timeout,
+        };
+        Ok(match &t.connector {
             Connector::Filesystem {
                 path,
                 format,
@@ -481,29 +484,24 @@ impl<'j> Lowering<'j> {
                 let monitor = *monitor_interval;
                 // Lines are parsed in the source, from its read buffer:
                 // no String per line, and errors name file, line and column.
-                self.job
-                    .source(&uid, move |info: &SubtaskInfo| {
-                        let source = FileSource::new(&input, info)
-                            .unwrap_or_else(|e| panic!("table `{name}`: {e}"));
-                        let source = match monitor {
-                            Some(interval) => source.with_monitor_interval(interval),
-                            None => source,
-                        };
-                        let (format, physical, columns) =
-                            (format.clone(), physical.clone(), columns.clone());
-                        let skip_first = format.skips_first_line();
-                        source.with_decoder(FileLines {
-                            skip_first,
-                            decode: move |line: &str| match format.decode(line, &physical) {
-                                Decoded::Record(r) if computed => {
-                                    Decoded::Record(columns.project(r))
-                                }
-                                other => other,
-                            },
-                        })
+                time.of(self.job.source(&uid, move |info: &SubtaskInfo| {
+                    let source = FileSource::new(&input, info)
+                        .unwrap_or_else(|e| panic!("table `{name}`: {e}"));
+                    let source = match monitor {
+                        Some(interval) => source.with_monitor_interval(interval),
+                        None => source,
+                    };
+                    let (format, physical, columns) =
+                        (format.clone(), physical.clone(), columns.clone());
+                    let skip_first = format.skips_first_line();
+                    source.with_decoder(FileLines {
+                        skip_first,
+                        decode: move |line: &str| match format.decode(line, &physical) {
+                            Decoded::Record(r) if computed => Decoded::Record(columns.project(r)),
+                            other => other,
+                        },
                     })
-                    .share()
-                    .branch()
+                }))
             }
             Connector::Datagen(g) => {
                 let mut g = g.clone();
@@ -521,11 +519,9 @@ impl<'j> Lowering<'j> {
                     datagen_source(&g, &types, base, info)
                 });
                 if computed {
-                    s.map(&format!("{uid}-computed"), move |r: Row| columns.project(r))
-                        .share()
-                        .branch()
+                    time.of(s.map(&format!("{uid}-computed"), move |r: Row| columns.project(r)))
                 } else {
-                    s.share().branch()
+                    time.of(s)
                 }
             }
             Connector::Nexmark(n) => {
@@ -539,7 +535,8 @@ impl<'j> Lowering<'j> {
                     self.generated_sources.push(uid.clone());
                 }
                 let (table, kind) = (n.clone(), n.clone());
-                self.job
+                let rows = self
+                    .job
                     .source(&uid, move |info: &SubtaskInfo| n.source(info))
                     .filter(&format!("{uid}-kind"), move |&e: &u64| kind.is_mine(e))
                     .map(&format!("{uid}-rows"), move |e: u64| {
@@ -549,9 +546,8 @@ impl<'j> Lowering<'j> {
                         } else {
                             r
                         }
-                    })
-                    .share()
-                    .branch()
+                    });
+                time.of(rows)
             }
             Connector::Kafka(k) if !k.upsert => {
                 let source = k.source(&t.name)?;
@@ -559,11 +555,9 @@ impl<'j> Lowering<'j> {
                     .job
                     .source(&uid, move |info: &SubtaskInfo| source.reader(info));
                 if computed {
-                    s.map(&format!("{uid}-computed"), move |r: Row| columns.project(r))
-                        .share()
-                        .branch()
+                    time.of(s.map(&format!("{uid}-computed"), move |r: Row| columns.project(r)))
                 } else {
-                    s.share().branch()
+                    time.of(s)
                 }
             }
             other => {
@@ -574,25 +568,6 @@ impl<'j> Lowering<'j> {
                         other.name()
                     ),
                 })
-            }
-        };
-        Ok(match t.watermark {
-            None => rows,
-            Some((col, delay)) => {
-                let strategy = WatermarkStrategy::for_bounded_out_of_orderness(
-                    Duration::from_millis(delay as u64),
-                )
-                .with_timestamp_assigner(move |r: &Row| r.values[col].as_i64().unwrap_or(i64::MIN));
-                match self.idle_timeout {
-                    Some(idle) => rows
-                        .assign_timestamps_and_watermarks(strategy.with_idleness(idle))
-                        .share()
-                        .branch(),
-                    None => rows
-                        .assign_timestamps_and_watermarks(strategy)
-                        .share()
-                        .branch(),
-                }
             }
         })
     }
@@ -623,8 +598,7 @@ impl<'j> Lowering<'j> {
             .key_by(move |r: &Row| key_values(&lk, r))
             .connect(right_keyed)
             .process(&uid, function)
-            .share()
-            .branch())
+            .boxed())
     }
 
     /// Ends `rows` (of `plan`) in table `t`'s connector.
@@ -768,6 +742,32 @@ fn assign_windows(window: Window, time: usize, row: Row) -> Vec<Row> {
             r
         })
         .collect()
+}
+
+/// A scanned table's event time: its WATERMARK declaration (column,
+/// delay in ms) and `table.exec.source.idle-timeout`.
+#[derive(Clone, Copy)]
+struct EventTime {
+    watermark: Option<(usize, i64)>,
+    idle: Option<Duration>,
+}
+
+impl EventTime {
+    /// `rows` given this event time, if any, then boxed.
+    fn of<'j, B: ChainBuilder<Row>>(self, rows: Stream<'j, Row, B>) -> Rows<'j> {
+        let Some((col, delay)) = self.watermark else {
+            return rows.boxed();
+        };
+        let strategy =
+            WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(delay as u64))
+                .with_timestamp_assigner(move |r: &Row| r.values[col].as_i64().unwrap_or(i64::MIN));
+        match self.idle {
+            Some(idle) => rows
+                .assign_timestamps_and_watermarks(strategy.with_idleness(idle))
+                .boxed(),
+            None => rows.assign_timestamps_and_watermarks(strategy).boxed(),
+        }
+    }
 }
 
 /// A positive interval of the plan as a duration.

@@ -33,7 +33,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use weir_runtime::{
-    BranchStream, Collector, KeyContext, KeyHash, KeyedProcessFunction, KeyedStates,
+    BoxedStream, Collector, KeyContext, KeyHash, KeyedProcessFunction, KeyedStates,
     KeyedTimerService, KeyedValueState, SubtaskInfo, TimeDomain, TimerQueues,
 };
 
@@ -420,20 +420,19 @@ impl OverAggregate {
 /// `rows` keyed by columns `partition`, each with its aggregates over the
 /// frame (operator uid `uid`).
 pub fn lower<'j>(
-    rows: BranchStream<'j, Row>,
+    rows: BoxedStream<'j, Row>,
     uid: &str,
     partition: &[usize],
     time: usize,
     frame: OverFrame,
     aggs: Aggs,
     lags: &[Lag],
-) -> BranchStream<'j, Row> {
+) -> BoxedStream<'j, Row> {
     let cols: Arc<[usize]> = partition.into();
     let lags: Arc<[Lag]> = lags.into();
     rows.key_by(move |r: &Row| Key::of(cols.iter().map(|&c| r.values[c].clone())))
         .process(uid, move |_: &SubtaskInfo| {
             OverAggregate::with_lags(aggs.clone(), lags.clone(), time, frame)
         })
-        .share()
-        .branch()
+        .boxed()
 }

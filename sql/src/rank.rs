@@ -41,7 +41,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use weir_runtime::{
-    BranchStream, Collector, KeyContext, KeyedProcessFunction, KeyedStates, KeyedTimerService,
+    BoxedStream, Collector, KeyContext, KeyedProcessFunction, KeyedStates, KeyedTimerService,
     KeyedValueState, SubtaskInfo, TimeDomain, TimerQueues,
 };
 
@@ -985,7 +985,7 @@ impl KeyedProcessFunction for WindowTopN {
 
 /// `rows` keyed by the partition columns through the operator of `rank`
 /// (uid `uid`).
-pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchStream<'j, Row> {
+pub fn lower<'j>(rows: BoxedStream<'j, Row>, uid: &str, rank: &Rank) -> BoxedStream<'j, Row> {
     let key = rank.clone();
     let keyed = rows.key_by(move |r: &Row| key.key(r));
     let row_number = rank.row_number;
@@ -997,8 +997,7 @@ pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchS
                 .process(uid, move |_: &SubtaskInfo| {
                     AppendTopN::new(order.clone(), limit, row_number)
                 })
-                .share()
-                .branch()
+                .boxed()
         }
         RankKind::RetractTopN {
             order,
@@ -1012,8 +1011,7 @@ pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchS
                 .process(uid, move |_: &SubtaskInfo| {
                     RetractTopN::new(order.clone(), range, keep_all, row_number)
                 })
-                .share()
-                .branch()
+                .boxed()
         }
         RankKind::TiedTopN {
             ties,
@@ -1028,15 +1026,13 @@ pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchS
                 .process(uid, move |_: &SubtaskInfo| {
                     RetractTopN::ranked(order.clone(), range, ties, keep_all, row_number)
                 })
-                .share()
-                .branch()
+                .boxed()
         }
         RankKind::MiniBatch { interval_ms } => {
             let interval = *interval_ms;
             keyed
                 .process(uid, move |_: &SubtaskInfo| MiniBatch::new(interval))
-                .share()
-                .branch()
+                .boxed()
         }
         RankKind::WindowTopN { order, limit, end } => {
             let order: Arc<[SortKey]> = order.clone().into();
@@ -1045,8 +1041,7 @@ pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchS
                 .process(uid, move |_: &SubtaskInfo| {
                     WindowTopN::new(order.clone(), limit, end, row_number)
                 })
-                .share()
-                .branch()
+                .boxed()
         }
         RankKind::KeepFirst { time } | RankKind::KeepLast { time } => {
             let (time, keep_last) = (*time, matches!(rank.kind, RankKind::KeepLast { .. }));
@@ -1054,8 +1049,7 @@ pub fn lower<'j>(rows: BranchStream<'j, Row>, uid: &str, rank: &Rank) -> BranchS
                 .process(uid, move |_: &SubtaskInfo| {
                     Deduplicate::new(time, keep_last, row_number)
                 })
-                .share()
-                .branch()
+                .boxed()
         }
     }
 }

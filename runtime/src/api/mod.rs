@@ -62,6 +62,7 @@
 //! exchange and starts the next. A stage's parallelism defaults to the number
 //! of workers; subtask `i` runs on worker `i % workers`.
 
+pub mod boxed;
 pub mod broadcast;
 pub mod fan_out;
 pub mod graph;
@@ -72,6 +73,7 @@ pub mod stream;
 pub mod two_input;
 pub mod window;
 
+pub use boxed::BoxedStream;
 pub use broadcast::{BroadcastConnectedStream, BroadcastStream, KeyedBroadcastConnectedStream};
 pub use fan_out::{BranchStream, SharedStream};
 pub use graph::JobGraph;

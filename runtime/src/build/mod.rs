@@ -3,6 +3,7 @@
 //! links and exchanges.
 //! Each operator's own builder sits beside the operator, above this layer.
 
+pub mod boxed;
 pub mod branch;
 pub mod builder;
 pub mod chains;

@@ -4,7 +4,10 @@
 //! A chain is monomorphised end to end, so each downstream chain of a fork
 //! has a type of its own; a fork holds them as [`BoxedCollector`]s, one
 //! virtual call per record and branch. Chains without a fork keep their
-//! direct calls: this is the only place a record goes through `dyn`.
+//! direct calls, but for a chain whose builder was boxed
+//! ([`crate::build::boxed`]): its two halves meet at a [`BoxedCollector`]
+//! too, which takes runs of records in one call
+//! ([`DynCollector::collect_run`]).
 //!
 //! A [`Tee`] hands every record to each branch (a clone to all but the
 //! last) and every control call to each: the chain can take a record when
@@ -26,6 +29,12 @@ use crate::core::timestamp::{current_record_timestamp, set_record_timestamp};
 pub trait DynCollector<T>: ChainControl {
     /// Takes one record ([`Collector::collect`]).
     fn collect_dyn(&mut self, record: T);
+
+    /// Takes a run of records ([`Collector::collect_many`]): the chain's
+    /// own loop over them (an exchange's, a keyed operator's) with the
+    /// iterator behind one virtual call per record, instead of a virtual
+    /// availability check and a virtual `collect` per record.
+    fn collect_run(&mut self, records: &mut dyn Iterator<Item = T>, limit: usize) -> usize;
 }
 
 impl<T, C: Collector<T>> DynCollector<T> for C {
@@ -33,15 +42,25 @@ impl<T, C: Collector<T>> DynCollector<T> for C {
     fn collect_dyn(&mut self, record: T) {
         self.collect(record)
     }
+
+    #[inline]
+    fn collect_run(&mut self, mut records: &mut dyn Iterator<Item = T>, limit: usize) -> usize {
+        self.collect_many(&mut records, limit)
+    }
 }
 
 /// A downstream chain of any type taking `T`.
 pub struct BoxedCollector<T>(Box<dyn DynCollector<T>>);
 
-impl<T> BoxedCollector<T> {
-    /// Boxes `chain`.
+impl<T: 'static> BoxedCollector<T> {
+    /// Boxes `chain`; a chain that is a `BoxedCollector` already is taken
+    /// as it is (a boxed chain built into another is not boxed twice).
     pub fn new<C: Collector<T> + 'static>(chain: C) -> Self {
-        Self(Box::new(chain))
+        let mut chain = Some(chain);
+        if let Some(boxed) = (&mut chain as &mut dyn std::any::Any).downcast_mut::<Option<Self>>() {
+            return boxed.take().expect("just set");
+        }
+        Self(Box::new(chain.expect("not taken")))
     }
 }
 
@@ -49,6 +68,13 @@ impl<T> Collector<T> for BoxedCollector<T> {
     #[inline]
     fn collect(&mut self, record: T) {
         self.0.collect_dyn(record)
+    }
+
+    /// The run goes to the boxed chain in one call
+    /// ([`DynCollector::collect_run`]).
+    #[inline]
+    fn collect_many<I: Iterator<Item = T>>(&mut self, records: &mut I, limit: usize) -> usize {
+        self.0.collect_run(records, limit)
     }
 }
 
@@ -220,7 +246,8 @@ mod tests {
     use std::rc::Rc;
 
     use super::*;
-    use crate::chain::ops::MapOp;
+    use crate::chain::ops::{FilterOp, MapOp};
+    use crate::chain::testing::RoomTail;
 
     /// The records and watermarks a branch saw, whether `finish` was
     /// called, and the source subtasks of the latency markers it saw.
@@ -309,6 +336,75 @@ mod tests {
         assert_eq!(b.0.borrow().1, [7]);
         assert!(!tee.finish(), "the branches finish on their second call");
         assert!(tee.finish());
+    }
+
+    /// A [`RoomTail`] readable after boxing, counting the runs handed to
+    /// it.
+    #[derive(Clone)]
+    struct Room(Rc<RefCell<(RoomTail<u64>, usize)>>);
+
+    impl ChainControl for Room {
+        fn is_available(&self) -> bool {
+            self.0.borrow().0.is_available()
+        }
+        fn flush(&mut self, _: Instant) -> FlushOutcome {
+            FlushOutcome::default()
+        }
+        fn end_input(&mut self) {}
+        fn snapshot(&mut self, _: &mut TaskSnapshot) {}
+        fn notify_checkpoint_complete(&mut self, _: u64) {}
+        fn finish(&mut self) -> bool {
+            true
+        }
+        fn publish_metrics(&mut self) {}
+        fn output_pending(&self) -> bool {
+            false
+        }
+        fn on_watermark(&mut self, _: i64) {}
+        fn on_watermark_status(&mut self, _: weir_net::WatermarkStatus) {}
+        fn on_latency_marker(&mut self, _: weir_net::LatencyMarker) {}
+        fn failure(&self) -> Option<&TaskError> {
+            None
+        }
+    }
+
+    impl Collector<u64> for Room {
+        fn collect(&mut self, record: u64) {
+            self.0.borrow_mut().0.collect(record);
+        }
+        fn collect_many<I: Iterator<Item = u64>>(
+            &mut self,
+            records: &mut I,
+            limit: usize,
+        ) -> usize {
+            self.0.borrow_mut().1 += 1;
+            let mut taken = 0;
+            while taken < limit && self.is_available() {
+                let Some(r) = records.next() else { break };
+                self.collect(r);
+                taken += 1;
+            }
+            taken
+        }
+    }
+
+    #[test]
+    fn a_run_crosses_a_box_in_one_call_and_stops_where_the_chain_does() {
+        let room = Room(Rc::new(RefCell::new((RoomTail::new(3), 0))));
+        // Boxed twice (a boxed chain built into another): one box.
+        let mut boxed = BoxedCollector::new(BoxedCollector::new(FilterOp {
+            f: |x: &u64| x.is_multiple_of(2),
+            out: room.clone(),
+        }));
+        let mut records = 0..10u64;
+        // 0, 2 and 4 fill the room; 1 and 3 were taken and dropped.
+        assert_eq!(boxed.collect_many(&mut records, 8), 5);
+        assert_eq!(records.next(), Some(5));
+        let (tail, runs) = &*room.0.borrow();
+        assert_eq!(tail.items, [0, 2, 4]);
+        assert_eq!(tail.overdrafts, 0);
+        assert_eq!(*runs, 1, "the run went on as a run");
+        assert!(!boxed.is_available());
     }
 
     #[test]

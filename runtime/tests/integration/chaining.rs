@@ -1,12 +1,13 @@
 //! Chained operators (`map`, `filter`, `flat_map`) before a key_by and after
 //! a keyed operator: the sinks see exactly the multiset that applying the
-//! same functions one after the other produces.
+//! same functions one after the other produces; so they do with the
+//! stream boxed after every operator (`Stream::boxed`).
 
 use std::collections::HashMap;
 
 use weir_runtime::{
-    Collector, JobGraph, KeyContext, KeyedProcessFunction, KeyedValueState, SequenceSource,
-    SubtaskInfo,
+    BoxedStream, Collector, JobGraph, KeyContext, KeyedProcessFunction, KeyedValueState,
+    SequenceSource, SubtaskInfo,
 };
 
 use crate::{collect_into, options, run_ok, sorted, splitmix64, Collected};
@@ -77,6 +78,31 @@ impl KeyedProcessFunction for AddKeyedMinimum {
     }
 }
 
+/// What `map_filter_flat_map_around_a_keyed_operator`'s job gives for
+/// records `0..n`: the same functions applied in sequence, with the keyed
+/// step done by a HashMap.
+fn around_a_keyed_operator(n: u64) -> Vec<String> {
+    let keyed_input: Vec<(u64, u64)> = (0..n)
+        .map(pre_map)
+        .filter(pre_filter)
+        .flat_map(pre_flat_map)
+        .collect();
+    let mut minimum: HashMap<u64, u64> = HashMap::new();
+    for &(key, v) in &keyed_input {
+        let m = minimum.entry(key).or_insert(u64::MAX);
+        *m = (*m).min(v);
+    }
+    let want: Vec<String> = keyed_input
+        .iter()
+        .map(|&(key, v)| (key, v, minimum[&key]))
+        .map(post_map)
+        .filter(|s| post_filter(s))
+        .flat_map(post_flat_map)
+        .collect();
+    assert!(want.len() > n as usize / 2, "test setup: a sizeable output");
+    want
+}
+
 #[test]
 fn map_filter_flat_map_around_a_keyed_operator() {
     let n = 60_000u64;
@@ -99,27 +125,7 @@ fn map_filter_flat_map_around_a_keyed_operator() {
         .flat_map("post-flat-map", post_flat_map)
         .sink("collect", collect_into(&got));
         let result = run_ok(job, &options(workers));
-
-        // The reference: the same functions applied in sequence, with the
-        // keyed step done by a HashMap.
-        let keyed_input: Vec<(u64, u64)> = (0..n)
-            .map(pre_map)
-            .filter(pre_filter)
-            .flat_map(pre_flat_map)
-            .collect();
-        let mut minimum: HashMap<u64, u64> = HashMap::new();
-        for &(key, v) in &keyed_input {
-            let m = minimum.entry(key).or_insert(u64::MAX);
-            *m = (*m).min(v);
-        }
-        let want: Vec<String> = keyed_input
-            .iter()
-            .map(|&(key, v)| (key, v, minimum[&key]))
-            .map(post_map)
-            .filter(|s| post_filter(s))
-            .flat_map(post_flat_map)
-            .collect();
-        assert!(want.len() > n as usize / 2, "test setup: a sizeable output");
+        let want = around_a_keyed_operator(n);
 
         let got = got.take_all();
         assert_eq!(
@@ -149,6 +155,91 @@ fn chain_without_key_by_keeps_each_subtasks_order() {
     .filter("odd", |x: &u64| x % 2 == 1)
     .flat_map("twice", |x: u64| [x, x + 1])
     .sink("collect", collect_into(&got));
+    run_ok(job, &options(workers));
+
+    let parts = got.take_parts();
+    assert_eq!(parts.len(), workers);
+    for (info, records) in parts {
+        let want: Vec<u64> = (info.index as u64..n)
+            .step_by(workers)
+            .map(|i| i * i)
+            .filter(|x| x % 2 == 1)
+            .flat_map(|x| [x, x + 1])
+            .collect();
+        assert_eq!(records, want, "sink subtask {}", info.index);
+    }
+}
+
+/// The job of `map_filter_flat_map_around_a_keyed_operator` with the
+/// stream boxed after every operator (as the SQL planner builds its jobs):
+/// the same records, in as many stages (a boxed stream goes on in its
+/// chain), whether runs of records or single ones cross the boxes.
+#[test]
+fn streams_boxed_after_every_operator_give_what_the_unboxed_give() {
+    let n = 60_000u64;
+    for workers in [1, 3] {
+        let got = Collected::new();
+        let job = JobGraph::new("boxed");
+        let numbers: BoxedStream<'_, u64> = job
+            .source("numbers", move |info: &SubtaskInfo| {
+                SequenceSource::new(info, n, |i| i)
+            })
+            .boxed();
+        numbers
+            .map("pre-map", pre_map)
+            .boxed()
+            .filter("pre-filter", pre_filter)
+            .boxed()
+            .flat_map("pre-flat-map", pre_flat_map)
+            .boxed()
+            .key_by(|r: &(u64, u64)| r.0)
+            .process("keyed-minimum", |_: &SubtaskInfo| AddKeyedMinimum {
+                minimum: KeyedValueState::new("minimum"),
+                buffered: Vec::new(),
+            })
+            .boxed()
+            .map("post-map", post_map)
+            .boxed()
+            .filter("post-filter", |s: &String| post_filter(s))
+            .boxed()
+            .boxed()
+            .flat_map("post-flat-map", post_flat_map)
+            .boxed()
+            .sink("collect", collect_into(&got));
+        assert_eq!(job.stage_count(), 2, "a boxed stream starts no stage");
+        let result = run_ok(job, &options(workers));
+        let want = around_a_keyed_operator(n);
+        let got = got.take_all();
+        assert_eq!(
+            result.metrics.total_sink_records(),
+            want.len() as u64,
+            "sink records in the metrics ({workers} workers)"
+        );
+        assert!(
+            sorted(got) == sorted(want),
+            "sink records differ from the sequential reference ({workers} workers)"
+        );
+    }
+}
+
+#[test]
+fn a_boxed_chain_without_key_by_keeps_each_subtasks_order() {
+    let n = 10_000u64;
+    let workers = 2;
+    let got = Collected::new();
+    let job = JobGraph::new("forward-only-boxed");
+    job.source("numbers", move |info: &SubtaskInfo| {
+        SequenceSource::new(info, n, |i| i)
+    })
+    .boxed()
+    .map("square", |i: u64| i * i)
+    .boxed()
+    .filter("odd", |x: &u64| x % 2 == 1)
+    .boxed()
+    .flat_map("twice", |x: u64| [x, x + 1])
+    .boxed()
+    .sink("collect", collect_into(&got));
+    assert_eq!(job.stage_count(), 1);
     run_ok(job, &options(workers));
 
     let parts = got.take_parts();

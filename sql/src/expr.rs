@@ -1875,6 +1875,9 @@ fn calendar_unit(field: &DateTimeField) -> Option<functions::CalendarUnit> {
         F::Month | F::Months => C::Month,
         F::Quarter => C::Quarter,
         F::Year | F::Years => C::Year,
+        F::Decade => C::Decade,
+        F::Century => C::Century,
+        F::Millenium | F::Millennium => C::Millennium,
         _ => return None,
     })
 }
@@ -1890,6 +1893,11 @@ pub fn time_unit(field: &DateTimeField) -> Option<TimeUnit> {
         F::Day | F::Days => TimeUnit::Day,
         F::DayOfWeek | F::Dow => TimeUnit::DayOfWeek,
         F::DayOfYear | F::Doy => TimeUnit::DayOfYear,
+        F::Isodow => TimeUnit::IsoDayOfWeek,
+        F::Isoyear => TimeUnit::IsoYear,
+        F::Decade => TimeUnit::Decade,
+        F::Century => TimeUnit::Century,
+        F::Millenium | F::Millennium => TimeUnit::Millennium,
         F::Hour | F::Hours => TimeUnit::Hour,
         F::Minute | F::Minutes => TimeUnit::Minute,
         F::Second | F::Seconds => TimeUnit::Second,

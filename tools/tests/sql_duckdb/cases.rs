@@ -552,6 +552,19 @@ pub const CASES: &[Case] = &[
                    AND o.ts > s.ts - INTERVAL 5 MINUTE",
     },
     Case {
+        name: "extract_iso_and_long_units",
+        weir: "SELECT order_id, EXTRACT(ISODOW FROM ts) AS idw, EXTRACT(ISOYEAR FROM ts) AS iy,
+                      EXTRACT(DECADE FROM ts) AS de, EXTRACT(CENTURY FROM ts) AS ce,
+                      EXTRACT(MILLENNIUM FROM ts) AS mi, EXTRACT(DOW FROM ts) AS dw,
+                      EXTRACT(DOY FROM CAST(ts AS DATE)) AS dy,
+                      EXTRACT(CENTURY FROM DATE '2000-12-31') AS c2000
+               FROM orders;",
+        // Flink's DOW is 1 for Sunday (DuckDB's: 0).
+        duckdb: "SELECT order_id, isodow(ts), isoyear(ts), decade(ts), century(ts),
+                        millennium(ts), dayofweek(ts) + 1, dayofyear(ts), 20
+                 FROM orders",
+    },
+    Case {
         name: "top_3_per_user",
         // weir ranks rows equal on the ORDER BY columns by the other
         // columns, ascending (docs/SQL.md); Flink by arrival.

@@ -260,15 +260,14 @@ impl Planner<'_> {
             .map(|c| c.field.clone())
             .collect();
         let append_only = !left.plan.updating && !right.plan.updating;
-        let (on, time) = condition::split(conds, &fields, left_width, append_only)?;
+        // Only an inner join runs on the interval join operator: an outer
+        // one with time bounds is a regular outer join with the bounds in
+        // its condition, which has Flink's outer interval join's rows in
+        // the end (each row once with its matches within the bounds, or
+        // padded with NULLs), as an updating result.
+        let interval = append_only && kind == JoinKind::Inner;
+        let (on, time) = condition::split(conds, &fields, left_width, interval)?;
         if let Some(b) = &time {
-            if kind != JoinKind::Inner {
-                return Err(SqlError::Unsupported(format!(
-                    "an outer interval join ({kind} bounding `{}` by `{}`): weir runs inner interval joins; an outer join is a regular join, without bounds on the time attributes",
-                    fields[b.left_time].name,
-                    fields[left_width + b.right_time].name
-                )));
-            }
             if b.lower > b.upper {
                 return Err(SqlError::Plan(format!(
                     "the interval join's bounds leave no interval: {} ms <= `{}` - `{}` <= {} ms",

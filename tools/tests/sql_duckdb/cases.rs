@@ -552,6 +552,23 @@ pub const CASES: &[Case] = &[
                    AND o.ts > s.ts - INTERVAL 5 MINUTE",
     },
     Case {
+        name: "outer_interval_joins",
+        // A regular outer join with the bounds in its condition: Flink's
+        // outer interval join's final rows.
+        weir: "SELECT o.order_id, s.ship_id, s2.ship_id AS s2
+               FROM orders o
+               LEFT JOIN shipments s ON o.order_id = s.order_id
+                 AND s.ts BETWEEN o.ts AND o.ts + INTERVAL '3' MINUTE
+               FULL JOIN shipments s2 ON o.order_id = s2.order_id
+                 AND s2.ts > o.ts + INTERVAL '3' MINUTE AND s2.ts < o.ts + INTERVAL '1' HOUR;",
+        duckdb: "SELECT o.order_id, s.ship_id, s2.ship_id
+                 FROM orders o
+                 LEFT JOIN shipments s ON o.order_id = s.order_id
+                   AND s.ts BETWEEN o.ts AND o.ts + INTERVAL 3 MINUTE
+                 FULL JOIN shipments s2 ON o.order_id = s2.order_id
+                   AND s2.ts > o.ts + INTERVAL 3 MINUTE AND s2.ts < o.ts + INTERVAL 1 HOUR",
+    },
+    Case {
         name: "extract_iso_and_long_units",
         weir: "SELECT order_id, EXTRACT(ISODOW FROM ts) AS idw, EXTRACT(ISOYEAR FROM ts) AS iy,
                       EXTRACT(DECADE FROM ts) AS de, EXTRACT(CENTURY FROM ts) AS ce,

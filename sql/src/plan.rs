@@ -699,9 +699,10 @@ impl<'c> Planner<'c> {
         }
         let updating_input = from.plan.updating;
         let grouping_set = self.grouping_set.take();
-        if grouping_set.is_some() && from.window.is_some() {
+        let session = matches!(from.window, Some((Window::Session { .. }, _)));
+        if grouping_set.is_some() && from.window.is_some() && (legacy.is_some() || session) {
             return Err(SqlError::Unsupported(
-                "GROUPING SETS, ROLLUP or CUBE of a window aggregation".into(),
+                "GROUPING SETS, ROLLUP or CUBE of a legacy group window or a SESSION window aggregation (of a TUMBLE, HOP or CUMULATE window aggregation they are)".into(),
             ));
         }
         // Rows of windows (a window aggregation's, a TVF read as a table)
@@ -740,6 +741,29 @@ impl<'c> Planner<'c> {
                 _ => keys.push(g.clone()),
             }
         }
+        // A grouping set of a window aggregation (Flink's `GROUP BY
+        // window_start, window_end, GROUPING SETS (..)`): a window
+        // aggregation of its keys, each set with both window bounds; its
+        // flags over `keys`, which leave the window columns out.
+        let grouping_set = match grouping_set {
+            Some(set) if from.window.is_some() => {
+                let mut flags = Vec::with_capacity(keys.len());
+                for (g, &grouped) in group_exprs.iter().zip(&set) {
+                    match ident_name(g) {
+                        Some(n) if is_window_column(&n) => {
+                            if !grouped {
+                                return Err(SqlError::Plan(format!(
+                                    "a grouping set of a window aggregation without `{n}`: group by window_start and window_end outside the sets (GROUP BY window_start, window_end, GROUPING SETS (..))"
+                                )));
+                            }
+                        }
+                        _ => flags.push(grouped),
+                    }
+                }
+                Some(flags)
+            }
+            other => other,
+        };
         if from.window.is_some()
             && !(window_cols.iter().any(|c| c == "window_start")
                 && window_cols.iter().any(|c| c == "window_end"))

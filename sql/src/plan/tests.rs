@@ -655,3 +655,29 @@ fn a_top_n_partitioned_by_renamed_window_bounds_is_a_window_top_n() {
     ));
     assert!(!plan.contains("WindowRank("), "{plan}");
 }
+
+#[test]
+fn grouping_sets_of_a_window_aggregation_are_window_aggregations() {
+    // Flink's `GROUP BY window_start, window_end, GROUPING SETS (..)`: a
+    // window aggregation per set (append-only), the keys a set leaves out
+    // NULL, unioned.
+    for group in [
+        "GROUPING SETS ((b, c), (b), ())",
+        "ROLLUP (b, c)",
+        "CUBE (b, c)",
+    ] {
+        let q = format!(
+            "SELECT window_start, window_end, b, c, COUNT(*), GROUPING(b, c)
+             FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
+             GROUP BY window_start, window_end, {group}"
+        );
+        let plan = explain(&q);
+        assert!(plan.contains("WindowAggregate"), "{group}: {plan}");
+        assert!(!plan.contains("GroupAggregate"), "{group}: {plan}");
+        planned(&format!("INSERT INTO files SELECT CAST(COUNT(*) AS BIGINT), b, c, window_time FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '2' MINUTE)) GROUP BY window_start, window_end, window_time, {group}"));
+    }
+    let e = error("SELECT b, COUNT(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY GROUPING SETS ((window_start, window_end, b), (b))");
+    assert!(e.contains("without `window_start`"), "{e}");
+    let e = error("SELECT b, COUNT(*) FROM TABLE(SESSION(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, ROLLUP (b)");
+    assert!(e.contains("SESSION"), "{e}");
+}

@@ -582,6 +582,31 @@ pub const CASES: &[Case] = &[
                  FROM orders",
     },
     Case {
+        name: "window_grouping_sets_rollup_and_cube",
+        weir: "SELECT window_start, window_end, user_id, category, COUNT(*) AS n, SUM(qty) AS q,
+                      GROUPING_ID(user_id, category) AS g
+               FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTE))
+               GROUP BY window_start, window_end, GROUPING SETS ((user_id, category), (user_id), ())
+               UNION ALL
+               SELECT window_start, window_end, user_id, category, COUNT(*), SUM(qty), 9
+               FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTE, INTERVAL '10' MINUTE))
+               GROUP BY window_start, window_end, CUBE (user_id, category);",
+        duckdb: "SELECT ws, ws + INTERVAL 10 MINUTE, user_id, category, COUNT(*), SUM(qty),
+                        GROUPING(user_id, category)
+                 FROM (SELECT *, time_bucket(INTERVAL 10 MINUTE, ts, TIMESTAMP '1970-01-01') AS ws
+                       FROM orders)
+                 GROUP BY ws, GROUPING SETS ((user_id, category), (user_id), ())
+                 UNION ALL
+                 SELECT ws, ws + INTERVAL 10 MINUTE, user_id, category, COUNT(*), SUM(qty), 9
+                 FROM (SELECT *, time_bucket(INTERVAL 5 MINUTE, ts, TIMESTAMP '1970-01-01') AS ws
+                       FROM orders
+                       UNION ALL
+                       SELECT *, time_bucket(INTERVAL 5 MINUTE, ts, TIMESTAMP '1970-01-01')
+                                 - INTERVAL 5 MINUTE
+                       FROM orders)
+                 GROUP BY ws, CUBE (user_id, category)",
+    },
+    Case {
         name: "top_3_per_user",
         // weir ranks rows equal on the ORDER BY columns by the other
         // columns, ascending (docs/SQL.md); Flink by arrival.

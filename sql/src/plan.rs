@@ -1309,13 +1309,18 @@ impl<'c> Planner<'c> {
                 let ast::FunctionArguments::List(l) = &tf.args else {
                     unreachable!()
                 };
-                let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(
-                    parts,
-                )))) = l.args.first()
-                else {
-                    return Err(usage("the first argument must be TABLE name"));
+                // The dialect reads `TABLE db.t` as `__TABLE(db.t)`; a
+                // query printed and parsed again (a subquery rewritten to
+                // a join) has `__TABLE(t)`, a plain identifier.
+                let table = match l.args.first() {
+                    Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                        Expr::CompoundIdentifier(parts),
+                    ))) => parts.last().map(|p| p.value.clone()).unwrap_or_default(),
+                    Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(i)))) => {
+                        i.value.clone()
+                    }
+                    _ => return Err(usage("the first argument must be TABLE name")),
                 };
-                let table = parts.last().map(|p| p.value.clone()).unwrap_or_default();
                 let plan = self.named(&table)?;
                 // `TABLE t PARTITION BY (k, ..)`: the keys after the name.
                 let partition: Vec<String> = l.args[1..]

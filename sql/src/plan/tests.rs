@@ -681,3 +681,20 @@ fn grouping_sets_of_a_window_aggregation_are_window_aggregations() {
     let e = error("SELECT b, COUNT(*) FROM TABLE(SESSION(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, ROLLUP (b)");
     assert!(e.contains("SESSION"), "{e}");
 }
+
+#[test]
+fn a_windowing_tvf_in_a_subquery_of_where_plans() {
+    // IN and EXISTS subqueries are printed and parsed again as joins:
+    // `TABLE t` comes back as `__TABLE(t)`, a plain identifier.
+    for sql in [
+        "SELECT a FROM t WHERE c IN (SELECT c FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)))",
+        "SELECT L.a FROM (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) L
+         WHERE L.c IN (SELECT c FROM (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) R
+                       WHERE L.window_start = R.window_start AND L.window_end = R.window_end)",
+        "SELECT L.a FROM (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) L
+         WHERE NOT EXISTS (SELECT * FROM (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) R
+                           WHERE L.c = R.c AND L.window_start = R.window_start AND L.window_end = R.window_end)",
+    ] {
+        planned(sql);
+    }
+}

@@ -607,6 +607,32 @@ pub const CASES: &[Case] = &[
                  GROUP BY ws, CUBE (user_id, category)",
     },
     Case {
+        name: "window_semi_and_anti_joins",
+        // Flink's window semi and anti joins: IN / NOT EXISTS of a TVF's
+        // rows correlated on the window bounds.
+        weir: "SELECT L.order_id, L.window_start, 'in' AS how
+               FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTE))) L
+               WHERE L.order_id IN (
+                 SELECT order_id FROM (
+                   SELECT * FROM TABLE(TUMBLE(TABLE shipments, DESCRIPTOR(ts), INTERVAL '5' MINUTE))) R
+                 WHERE L.window_start = R.window_start AND L.window_end = R.window_end)
+               UNION ALL
+               SELECT L.order_id, L.window_start, 'not' AS how
+               FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTE))) L
+               WHERE NOT EXISTS (
+                 SELECT * FROM (
+                   SELECT * FROM TABLE(TUMBLE(TABLE shipments, DESCRIPTOR(ts), INTERVAL '5' MINUTE))) R
+                 WHERE L.order_id = R.order_id AND L.window_start = R.window_start
+                   AND L.window_end = R.window_end);",
+        duckdb: "SELECT order_id, win_floor(ts, 300000), 'in' FROM orders L
+                 WHERE order_id IN (SELECT order_id FROM shipments R
+                                    WHERE win_floor(R.ts, 300000) = win_floor(L.ts, 300000))
+                 UNION ALL
+                 SELECT order_id, win_floor(ts, 300000), 'not' FROM orders L
+                 WHERE NOT EXISTS (SELECT 1 FROM shipments R WHERE R.order_id = L.order_id
+                                   AND win_floor(R.ts, 300000) = win_floor(L.ts, 300000))",
+    },
+    Case {
         name: "top_3_per_user",
         // weir ranks rows equal on the ORDER BY columns by the other
         // columns, ascending (docs/SQL.md); Flink by arrival.

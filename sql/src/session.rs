@@ -111,6 +111,19 @@ impl Script {
                 self.explained
                     .push(format_table(&schema, &rows, &Presentation::default()));
             }
+            Statement::Drop {
+                name,
+                view,
+                if_exists,
+            } => {
+                if !self.catalog.drop(&name, view) && !if_exists {
+                    return Err(SqlError::Plan(format!(
+                        "DROP {}: {} `{name}` does not exist",
+                        if view { "VIEW" } else { "TABLE" },
+                        if view { "view" } else { "table" },
+                    )));
+                }
+            }
             Statement::Describe(name) => {
                 let schema = match (self.catalog.table(&name), self.catalog.view(&name)) {
                     (Some(t), _) => t.schema.clone(),

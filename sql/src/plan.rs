@@ -146,14 +146,16 @@ pub enum Node {
         /// The keys and the residual condition.
         on: JoinOn,
     },
-    /// An inner interval join on event time (see [`crate::join`]):
-    /// append-only, its state freed as the watermark passes. Output as
-    /// [`Node::Join`]'s.
+    /// An interval join on event time (see [`crate::join`]): append-only,
+    /// its state freed as the watermark passes (an outer one's unmatched
+    /// rows emitted padded then). Output as [`Node::Join`]'s.
     IntervalJoin {
         /// The left input.
         left: Box<Plan>,
         /// The right input.
         right: Box<Plan>,
+        /// Inner, left, right or full.
+        kind: JoinKind,
         /// The keys and the residual condition.
         on: JoinOn,
         /// The time columns and the bounds of their difference.
@@ -1938,12 +1940,13 @@ impl Plan {
             Node::IntervalJoin {
                 left,
                 right,
+                kind,
                 on,
                 bounds,
             } => {
                 let _ = writeln!(
                     s,
-                    "{pad}IntervalJoin(joinType=[InnerJoin], {}, between=[{} ms <= {} - {} <= {} ms], select=[{cols}])",
+                    "{pad}IntervalJoin(joinType=[{kind}], {}, between=[{} ms <= {} - {} <= {} ms], select=[{cols}])",
                     join_keys(left, right, on),
                     bounds.lower,
                     right.schema.fields[bounds.right_time].name,

@@ -260,13 +260,7 @@ impl Planner<'_> {
             .map(|c| c.field.clone())
             .collect();
         let append_only = !left.plan.updating && !right.plan.updating;
-        // Only an inner join runs on the interval join operator: an outer
-        // one with time bounds is a regular outer join with the bounds in
-        // its condition, which has Flink's outer interval join's rows in
-        // the end (each row once with its matches within the bounds, or
-        // padded with NULLs), as an updating result.
-        let interval = append_only && kind == JoinKind::Inner;
-        let (on, time) = condition::split(conds, &fields, left_width, interval)?;
+        let (on, time) = condition::split(conds, &fields, left_width, append_only)?;
         if let Some(b) = &time {
             if b.lower > b.upper {
                 return Err(SqlError::Plan(format!(
@@ -290,7 +284,9 @@ impl Planner<'_> {
             // and become plain timestamps after a regular join (its state
             // holds rows of any age, so its output has no watermark to go
             // by).
-            f.rowtime &= time.is_some();
+            // An outer interval join's rows carry no time attribute: a
+            // padded row has none, and it comes as late as the bounds.
+            f.rowtime &= time.is_some() && kind == JoinKind::Inner;
         }
         // The side a scalar subquery's rewrite joins (`__weir_sq..`).
         let scalar_side = right
@@ -354,6 +350,7 @@ impl Planner<'_> {
             Some(bounds) => Node::IntervalJoin {
                 left: l,
                 right: r,
+                kind,
                 on,
                 bounds,
             },

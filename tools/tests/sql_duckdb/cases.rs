@@ -553,8 +553,9 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "outer_interval_joins",
-        // A regular outer join with the bounds in its condition: Flink's
-        // outer interval join's final rows.
+        // Outer interval joins (append-only, the unmatched rows padded
+        // when the watermark passes their bounds), the second over the
+        // first's rows, which carry no time attribute: a regular join.
         weir: "SELECT o.order_id, s.ship_id, s2.ship_id AS s2
                FROM orders o
                LEFT JOIN shipments s ON o.order_id = s.order_id

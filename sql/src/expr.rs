@@ -1618,6 +1618,11 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
     if let (Value::Str(s), false) = (&v, to == T::String) {
         return cast_text(s, to).unwrap_or(Value::Null);
     }
+    // TRUE is 1 and FALSE 0 in every numeric type (Flink's
+    // `BooleanToNumericCastRule`: DECIMAL, FLOAT and DOUBLE too).
+    if let (Value::Bool(b), true) = (&v, to.is_numeric()) {
+        return cast(Value::Int(i32::from(*b)), T::Int, to);
+    }
     match to {
         T::String => match v {
             Value::Str(s) => Value::Str(s),
@@ -4016,6 +4021,13 @@ mod tests {
             let e = compiled(refused).expect_err(refused).to_string();
             assert!(e.contains("BOOLEAN"), "{refused}: {e}");
         }
+        // A BOOLEAN is 1 or 0 in every numeric type (Flink's
+        // BooleanToNumericCastRule), not NULL.
+        assert_eq!(str_of("CAST(TRUE AS DOUBLE)"), Value::Double(1.0));
+        assert_eq!(str_of("CAST(FALSE AS FLOAT)"), Value::float(0.0));
+        assert_eq!(str_of("CAST(TRUE AS DECIMAL(3, 1))"), Value::decimal(10));
+        assert_eq!(str_of("CAST(FALSE AS BIGINT)"), Value::BigInt(0));
+        assert_eq!(str_of("CAST(TRUE AS DECIMAL(1, 1))"), Value::Null);
     }
 
     /// `sql` compiled against the test scope.

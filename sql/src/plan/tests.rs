@@ -698,3 +698,24 @@ fn a_windowing_tvf_in_a_subquery_of_where_plans() {
         planned(sql);
     }
 }
+
+/// EXISTS correlated by conditions other than equalities, as Flink plans
+/// it: a semi (anti) join with the distinct values of the outer columns
+/// the subquery reads that found a row.
+#[test]
+fn exists_correlated_by_other_conditions_is_a_semi_or_anti_join() {
+    for sql in [
+        "SELECT a FROM t AS o WHERE EXISTS (SELECT 1 FROM t WHERE t.b = o.b AND t.c > o.c)",
+        "SELECT a FROM t AS o WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.c > o.c + 1)",
+        "SELECT o.a FROM t AS o JOIN t AS p ON o.a = p.a
+         WHERE EXISTS (SELECT 1 FROM t WHERE t.c > o.c OR t.b = p.b)",
+    ] {
+        let plan = explain(sql);
+        assert!(plan.contains("Join("), "{sql}: {plan}");
+    }
+    // Over several FROM items (comma-joined) it is refused by name.
+    let e = error(
+        "SELECT o.a FROM t AS o, t AS p WHERE o.a = p.a AND EXISTS (SELECT 1 FROM t WHERE t.c > o.c)",
+    );
+    assert!(e.contains("several tables in FROM"), "{e}");
+}

@@ -634,6 +634,31 @@ pub const CASES: &[Case] = &[
                                    AND win_floor(R.ts, 300000) = win_floor(L.ts, 300000))",
     },
     Case {
+        name: "exists_correlated_by_comparisons",
+        // Flink decorrelates EXISTS with any conditions into a semi or
+        // anti join; an OR with a NULL outer column still finds rows.
+        weir: "SELECT o.order_id, 'e' AS how FROM orders o
+               WHERE EXISTS (SELECT 1 FROM shipments s
+                             WHERE s.order_id = o.order_id AND s.ts > o.ts + INTERVAL '2' MINUTE)
+               UNION ALL
+               SELECT o.order_id, 'n' FROM orders o
+               WHERE NOT EXISTS (SELECT 1 FROM orders p
+                                 WHERE p.user_id = o.user_id AND (p.qty > o.qty OR o.qty IS NULL))
+               UNION ALL
+               SELECT u.tier, 'u' FROM users u
+               WHERE EXISTS (SELECT 1 FROM orders p WHERE p.qty * 100 < u.tier);",
+        duckdb: "SELECT o.order_id, 'e' FROM orders o
+                 WHERE EXISTS (SELECT 1 FROM shipments s
+                               WHERE s.order_id = o.order_id AND s.ts > o.ts + INTERVAL 2 MINUTE)
+                 UNION ALL
+                 SELECT o.order_id, 'n' FROM orders o
+                 WHERE NOT EXISTS (SELECT 1 FROM orders p
+                                   WHERE p.user_id = o.user_id AND (p.qty > o.qty OR o.qty IS NULL))
+                 UNION ALL
+                 SELECT u.tier, 'u' FROM users u
+                 WHERE EXISTS (SELECT 1 FROM orders p WHERE p.qty * 100 < u.tier)",
+    },
+    Case {
         name: "top_3_per_user",
         // weir ranks rows equal on the ORDER BY columns by the other
         // columns, ascending (docs/SQL.md); Flink by arrival.

@@ -81,6 +81,17 @@ impl Catalog {
         Ok(())
     }
 
+    /// `DROP TABLE` (`view`: `DROP VIEW`) `name`: whether there was one
+    /// of that kind to drop. Queries planned before keep what they read.
+    pub fn drop(&mut self, name: &str, view: bool) -> bool {
+        let key = name.to_ascii_lowercase();
+        if view {
+            self.views.remove(&key).is_some()
+        } else {
+            self.tables.remove(&key).is_some()
+        }
+    }
+
     /// The table named `name`.
     pub fn table(&self, name: &str) -> Option<&Arc<Table>> {
         self.tables.get(&name.to_ascii_lowercase())

@@ -1618,6 +1618,11 @@ pub fn cast(v: Value, from: DataType, to: DataType) -> Value {
     if let (Value::Str(s), false) = (&v, to == T::String) {
         return cast_text(s, to).unwrap_or(Value::Null);
     }
+    // TRUE is 1 and FALSE 0 in every numeric type (Flink's
+    // `BooleanToNumericCastRule`: DECIMAL, FLOAT and DOUBLE too).
+    if let (Value::Bool(b), true) = (&v, to.is_numeric()) {
+        return cast(Value::Int(i32::from(*b)), T::Int, to);
+    }
     match to {
         T::String => match v {
             Value::Str(s) => Value::Str(s),
@@ -1875,6 +1880,9 @@ fn calendar_unit(field: &DateTimeField) -> Option<functions::CalendarUnit> {
         F::Month | F::Months => C::Month,
         F::Quarter => C::Quarter,
         F::Year | F::Years => C::Year,
+        F::Decade => C::Decade,
+        F::Century => C::Century,
+        F::Millenium | F::Millennium => C::Millennium,
         _ => return None,
     })
 }
@@ -1890,6 +1898,11 @@ pub fn time_unit(field: &DateTimeField) -> Option<TimeUnit> {
         F::Day | F::Days => TimeUnit::Day,
         F::DayOfWeek | F::Dow => TimeUnit::DayOfWeek,
         F::DayOfYear | F::Doy => TimeUnit::DayOfYear,
+        F::Isodow => TimeUnit::IsoDayOfWeek,
+        F::Isoyear => TimeUnit::IsoYear,
+        F::Decade => TimeUnit::Decade,
+        F::Century => TimeUnit::Century,
+        F::Millenium | F::Millennium => TimeUnit::Millennium,
         F::Hour | F::Hours => TimeUnit::Hour,
         F::Minute | F::Minutes => TimeUnit::Minute,
         F::Second | F::Seconds => TimeUnit::Second,
@@ -4008,6 +4021,13 @@ mod tests {
             let e = compiled(refused).expect_err(refused).to_string();
             assert!(e.contains("BOOLEAN"), "{refused}: {e}");
         }
+        // A BOOLEAN is 1 or 0 in every numeric type (Flink's
+        // BooleanToNumericCastRule), not NULL.
+        assert_eq!(str_of("CAST(TRUE AS DOUBLE)"), Value::Double(1.0));
+        assert_eq!(str_of("CAST(FALSE AS FLOAT)"), Value::float(0.0));
+        assert_eq!(str_of("CAST(TRUE AS DECIMAL(3, 1))"), Value::decimal(10));
+        assert_eq!(str_of("CAST(FALSE AS BIGINT)"), Value::BigInt(0));
+        assert_eq!(str_of("CAST(TRUE AS DECIMAL(1, 1))"), Value::Null);
     }
 
     /// `sql` compiled against the test scope.

@@ -187,6 +187,16 @@ pub enum TimeUnit {
     Day,
     /// Day of the week, Sunday = 1 as Flink's DAYOFWEEK.
     DayOfWeek,
+    /// ISO day of the week, Monday = 1 .. Sunday = 7 (`ISODOW`).
+    IsoDayOfWeek,
+    /// The year of the ISO week (`ISOYEAR`): the year of its Thursday.
+    IsoYear,
+    /// The year divided by 10, toward zero (`DECADE`), as Calcite's.
+    Decade,
+    /// The century, 1 for the years 1..100 (`CENTURY`).
+    Century,
+    /// The millennium, 1 for the years 1..1000 (`MILLENNIUM`).
+    Millennium,
     /// Day of the year 1..366.
     DayOfYear,
     /// Hour 0..23.
@@ -223,15 +233,30 @@ pub fn extract(unit: TimeUnit, ms: i64) -> i64 {
         TimeUnit::Epoch => ms.div_euclid(1000),
         // 1970-01-01 was a Thursday (5 with Sunday = 1).
         TimeUnit::DayOfWeek => (days + 4).rem_euclid(7) + 1,
+        // 1970-01-01 was a Thursday (4 with Monday = 1).
+        TimeUnit::IsoDayOfWeek => (days + 3).rem_euclid(7) + 1,
         TimeUnit::DayOfYear => days - crate::time::days_from_civil(y, 1, 1) + 1,
         TimeUnit::Week => {
             // ISO week: the week with the year's first Thursday is week 1.
-            let wd = (days + 3).rem_euclid(7); // Monday = 0
-            let thursday = days - wd + 3;
+            let thursday = iso_thursday(days);
             let (ty, _, _) = crate::time::civil_from_days(thursday);
             (thursday - crate::time::days_from_civil(ty, 1, 1)) / 7 + 1
         }
+        TimeUnit::IsoYear => crate::time::civil_from_days(iso_thursday(days)).0,
+        // Calcite's julianExtract: Java's division, toward zero.
+        TimeUnit::Decade => y / 10,
+        TimeUnit::Century if y > 0 => (y + 99) / 100,
+        TimeUnit::Century => (y - 99) / 100,
+        TimeUnit::Millennium if y > 0 => (y + 999) / 1000,
+        TimeUnit::Millennium => (y - 999) / 1000,
     }
+}
+
+/// The Thursday of the ISO week (Monday to Sunday) holding `days`: its
+/// year is the ISO week's year.
+fn iso_thursday(days: i64) -> i64 {
+    let wd = (days + 3).rem_euclid(7); // Monday = 0
+    days - wd + 3
 }
 
 /// The calendar units FLOOR and CEIL take beyond a day.
@@ -245,6 +270,12 @@ pub enum CalendarUnit {
     Quarter,
     /// A year.
     Year,
+    /// A decade: from a year divisible by 10.
+    Decade,
+    /// A century: from a year 1 past a multiple of 100 (2001-01-01).
+    Century,
+    /// A millennium: from a year 1 past a multiple of 1000.
+    Millennium,
 }
 
 /// FLOOR (or CEIL) of a day (days since the epoch) to a calendar unit, as
@@ -263,6 +294,20 @@ pub fn floor_days(days: i64, unit: CalendarUnit, ceil: bool) -> i64 {
         CalendarUnit::Quarter => {
             let q = m.div_ceil(3) + u32::from(ceil && (m > 1 || d > 1));
             first(y, q * 3 - 2)
+        }
+        // Calcite's julianDateFloor: CEIL moves to the next unit even from
+        // the first day of one, and its years divide toward zero.
+        CalendarUnit::Decade => {
+            let dy = y / 10 + i64::from(ceil);
+            days_from_civil(10 * dy, 1, 1)
+        }
+        CalendarUnit::Century => {
+            let c = 100 * ((y + 99) / 100);
+            days_from_civil(if ceil { c + 1 } else { c - 99 }, 1, 1)
+        }
+        CalendarUnit::Millennium => {
+            let c = 1000 * ((y + 999) / 1000);
+            days_from_civil(if ceil { c + 1 } else { c - 999 }, 1, 1)
         }
         CalendarUnit::Week => {
             // 1970-01-01 was a Thursday: 4 days after a Sunday.
@@ -906,6 +951,74 @@ mod tests {
         );
         assert!(check_pattern("yyyy-MM-dd EEE MMMM").is_ok());
         assert!(check_pattern("zzz").is_err());
+    }
+
+    #[test]
+    fn extract_iso_and_long_units_as_calcite() {
+        let ts = |t: &str| parse_timestamp(t).unwrap();
+        let cases = [
+            // (timestamp, unit, Flink's EXTRACT)
+            ("2024-03-03 10:00:00", TimeUnit::IsoDayOfWeek, 7), // a Sunday
+            ("2024-03-04 10:00:00", TimeUnit::IsoDayOfWeek, 1),
+            ("2024-12-30 00:00:00", TimeUnit::IsoYear, 2025), // ISO week 1 of 2025
+            ("2021-01-03 00:00:00", TimeUnit::IsoYear, 2020), // ISO week 53 of 2020
+            ("2024-06-01 00:00:00", TimeUnit::IsoYear, 2024),
+            ("2024-01-01 00:00:00", TimeUnit::Decade, 202),
+            ("2000-01-01 00:00:00", TimeUnit::Century, 20),
+            ("2001-01-01 00:00:00", TimeUnit::Century, 21),
+            ("2000-12-31 00:00:00", TimeUnit::Millennium, 2),
+            ("2001-01-01 00:00:00", TimeUnit::Millennium, 3),
+        ];
+        for (t, unit, want) in cases {
+            assert_eq!(extract(unit, ts(t)), want, "EXTRACT({unit:?} FROM {t})");
+        }
+    }
+
+    #[test]
+    fn floor_and_ceil_to_decades_centuries_and_millennia_as_calcite() {
+        let day = |y, m, d| days_from_civil(y, m, d);
+        let cases = [
+            // (date, unit, floor, ceil): CEIL moves on even from a unit's first day
+            (
+                (2024, 5, 6),
+                CalendarUnit::Decade,
+                (2020, 1, 1),
+                (2030, 1, 1),
+            ),
+            (
+                (2020, 1, 1),
+                CalendarUnit::Decade,
+                (2020, 1, 1),
+                (2030, 1, 1),
+            ),
+            (
+                (2024, 5, 6),
+                CalendarUnit::Century,
+                (2001, 1, 1),
+                (2101, 1, 1),
+            ),
+            (
+                (2000, 5, 6),
+                CalendarUnit::Century,
+                (1901, 1, 1),
+                (2001, 1, 1),
+            ),
+            (
+                (2024, 5, 6),
+                CalendarUnit::Millennium,
+                (2001, 1, 1),
+                (3001, 1, 1),
+            ),
+        ];
+        for ((y, m, d), unit, (fy, fm, fd), (cy, cm, cd)) in cases {
+            let at = day(y, m, d);
+            assert_eq!(
+                floor_days(at, unit, false),
+                day(fy, fm, fd),
+                "FLOOR {unit:?}"
+            );
+            assert_eq!(floor_days(at, unit, true), day(cy, cm, cd), "CEIL {unit:?}");
+        }
     }
 }
 

@@ -13,10 +13,13 @@
 //!   INTERVAL '4' HOUR AND b.ts`) runs on weir's own interval join
 //!   operator ([`weir_runtime::IntervalJoinOperator`]) with
 //!   [`interval::RowPairs`] concatenating the pairs: append-only, its state
-//!   freed as the watermark passes.
+//!   freed as the watermark passes. A LEFT, RIGHT or FULL one runs on
+//!   [`outer_interval::OuterIntervalJoin`], which also emits the rows of
+//!   an outer side that found no match, padded, once they cannot find one.
 
 pub mod condition;
 pub mod interval;
+pub mod outer_interval;
 pub mod regular;
 pub mod temporal;
 pub mod window;

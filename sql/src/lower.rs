@@ -38,7 +38,9 @@ use crate::connectors::{datagen_source, BlackholeSink, Connector, PrintSink};
 use crate::error::{Result, SqlError};
 use crate::expr::Scalar;
 use crate::join::interval::sql_interval_join;
+use crate::join::outer_interval::{Joinable, OuterIntervalJoin};
 use crate::join::regular::RegularJoin;
+use crate::join::JoinKind;
 use crate::plan::{Node, Plan, Window};
 use crate::prune::ReadColumns;
 use crate::types::{DataType, Schema};
@@ -402,8 +404,55 @@ impl<'j> Lowering<'j> {
             Node::IntervalJoin {
                 left,
                 right,
+                kind,
                 on,
                 bounds,
+            } if *kind != JoinKind::Inner => {
+                // Every row goes in: one of an outer side that cannot
+                // match (a NULL key or time) comes out padded at once.
+                let (lk, lt) = (keys(&on.left_keys), bounds.left_time);
+                let (rk, rt) = (keys(&on.right_keys), bounds.right_time);
+                let left_joinable: Joinable = {
+                    let lk = lk.clone();
+                    Arc::new(move |r: &Row| joinable(&lk, lt, r))
+                };
+                let right_joinable: Joinable = {
+                    let rk = rk.clone();
+                    Arc::new(move |r: &Row| joinable(&rk, rt, r))
+                };
+                let right_keyed = self
+                    .rows(right)?
+                    .key_by(move |r: &Row| key_values(&rk, r))
+                    .detach();
+                let uid = self.state_uid(
+                    "outer-interval-join",
+                    &(kind.to_string(), left.schema.types(), right.schema.types()),
+                );
+                let residual = on.residual.clone().map(Arc::new);
+                let (bounds, kind) = (*bounds, *kind);
+                let widths = (left.schema.len(), right.schema.len());
+                self.rows(left)?
+                    .key_by(move |r: &Row| key_values(&lk, r))
+                    .connect(right_keyed)
+                    .process(&uid, move |_: &SubtaskInfo| {
+                        OuterIntervalJoin::new(
+                            bounds,
+                            kind,
+                            residual.clone(),
+                            widths,
+                            left_joinable.clone(),
+                            right_joinable.clone(),
+                        )
+                    })
+                    .share()
+                    .branch()
+            }
+            Node::IntervalJoin {
+                left,
+                right,
+                on,
+                bounds,
+                ..
             } => {
                 // Rows with a NULL key or time join nothing (and weir's
                 // interval join needs a time on every row).

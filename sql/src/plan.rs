@@ -146,14 +146,16 @@ pub enum Node {
         /// The keys and the residual condition.
         on: JoinOn,
     },
-    /// An inner interval join on event time (see [`crate::join`]):
-    /// append-only, its state freed as the watermark passes. Output as
-    /// [`Node::Join`]'s.
+    /// An interval join on event time (see [`crate::join`]): append-only,
+    /// its state freed as the watermark passes (an outer one's unmatched
+    /// rows emitted padded then). Output as [`Node::Join`]'s.
     IntervalJoin {
         /// The left input.
         left: Box<Plan>,
         /// The right input.
         right: Box<Plan>,
+        /// Inner, left, right or full.
+        kind: JoinKind,
         /// The keys and the residual condition.
         on: JoinOn,
         /// The time columns and the bounds of their difference.
@@ -699,9 +701,10 @@ impl<'c> Planner<'c> {
         }
         let updating_input = from.plan.updating;
         let grouping_set = self.grouping_set.take();
-        if grouping_set.is_some() && from.window.is_some() {
+        let session = matches!(from.window, Some((Window::Session { .. }, _)));
+        if grouping_set.is_some() && from.window.is_some() && (legacy.is_some() || session) {
             return Err(SqlError::Unsupported(
-                "GROUPING SETS, ROLLUP or CUBE of a window aggregation".into(),
+                "GROUPING SETS, ROLLUP or CUBE of a legacy group window or a SESSION window aggregation (of a TUMBLE, HOP or CUMULATE window aggregation they are)".into(),
             ));
         }
         // Rows of windows (a window aggregation's, a TVF read as a table)
@@ -740,6 +743,29 @@ impl<'c> Planner<'c> {
                 _ => keys.push(g.clone()),
             }
         }
+        // A grouping set of a window aggregation (Flink's `GROUP BY
+        // window_start, window_end, GROUPING SETS (..)`): a window
+        // aggregation of its keys, each set with both window bounds; its
+        // flags over `keys`, which leave the window columns out.
+        let grouping_set = match grouping_set {
+            Some(set) if from.window.is_some() => {
+                let mut flags = Vec::with_capacity(keys.len());
+                for (g, &grouped) in group_exprs.iter().zip(&set) {
+                    match ident_name(g) {
+                        Some(n) if is_window_column(&n) => {
+                            if !grouped {
+                                return Err(SqlError::Plan(format!(
+                                    "a grouping set of a window aggregation without `{n}`: group by window_start and window_end outside the sets (GROUP BY window_start, window_end, GROUPING SETS (..))"
+                                )));
+                            }
+                        }
+                        _ => flags.push(grouped),
+                    }
+                }
+                Some(flags)
+            }
+            other => other,
+        };
         if from.window.is_some()
             && !(window_cols.iter().any(|c| c == "window_start")
                 && window_cols.iter().any(|c| c == "window_end"))
@@ -1285,13 +1311,18 @@ impl<'c> Planner<'c> {
                 let ast::FunctionArguments::List(l) = &tf.args else {
                     unreachable!()
                 };
-                let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(
-                    parts,
-                )))) = l.args.first()
-                else {
-                    return Err(usage("the first argument must be TABLE name"));
+                // The dialect reads `TABLE db.t` as `__TABLE(db.t)`; a
+                // query printed and parsed again (a subquery rewritten to
+                // a join) has `__TABLE(t)`, a plain identifier.
+                let table = match l.args.first() {
+                    Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                        Expr::CompoundIdentifier(parts),
+                    ))) => parts.last().map(|p| p.value.clone()).unwrap_or_default(),
+                    Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(i)))) => {
+                        i.value.clone()
+                    }
+                    _ => return Err(usage("the first argument must be TABLE name")),
                 };
-                let table = parts.last().map(|p| p.value.clone()).unwrap_or_default();
                 let plan = self.named(&table)?;
                 // `TABLE t PARTITION BY (k, ..)`: the keys after the name.
                 let partition: Vec<String> = l.args[1..]
@@ -1909,12 +1940,13 @@ impl Plan {
             Node::IntervalJoin {
                 left,
                 right,
+                kind,
                 on,
                 bounds,
             } => {
                 let _ = writeln!(
                     s,
-                    "{pad}IntervalJoin(joinType=[InnerJoin], {}, between=[{} ms <= {} - {} <= {} ms], select=[{cols}])",
+                    "{pad}IntervalJoin(joinType=[{kind}], {}, between=[{} ms <= {} - {} <= {} ms], select=[{cols}])",
                     join_keys(left, right, on),
                     bounds.lower,
                     right.schema.fields[bounds.right_time].name,

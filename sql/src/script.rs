@@ -58,6 +58,15 @@ pub enum Statement {
     },
     /// `DESCRIBE t` / `DESC t`: a table's or view's columns.
     Describe(String),
+    /// `DROP [TEMPORARY] TABLE|VIEW [IF EXISTS] name`.
+    Drop {
+        /// The table's or view's name.
+        name: String,
+        /// A view (else a table).
+        view: bool,
+        /// `IF EXISTS`: nothing to drop is no error.
+        if_exists: bool,
+    },
 }
 
 /// A column of `CREATE TABLE` (parsed once per script: size is no matter).
@@ -298,6 +307,22 @@ fn statement(p: &mut Parser<'_>) -> Result<Statement, ParserError> {
     if p.parse_keyword(Keyword::DESCRIBE) || p.parse_keyword(Keyword::DESC) {
         let name = p.parse_object_name(false)?;
         return Ok(Statement::Describe(object_name(&name)));
+    }
+    if p.parse_keyword(Keyword::DROP) {
+        // Flink's `DROP [TEMPORARY] TABLE|VIEW [IF EXISTS] name`.
+        let _ = p.parse_keyword(Keyword::TEMPORARY);
+        let view = match p.parse_one_of_keywords(&[Keyword::TABLE, Keyword::VIEW]) {
+            Some(Keyword::VIEW) => true,
+            Some(_) => false,
+            None => return unsupported("`DROP` other than DROP TABLE / DROP VIEW", start),
+        };
+        let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        let name = object_name(&p.parse_object_name(false)?);
+        return Ok(Statement::Drop {
+            name,
+            view,
+            if_exists,
+        });
     }
     if p.peek_keyword(Keyword::CREATE) {
         let is_table = matches!(
@@ -571,6 +596,33 @@ mod tests {
         assert_eq!(t.primary_key.as_deref(), Some(&["user_id".to_string()][..]));
         assert_eq!(t.options["format"], "csv");
         assert!(matches!(s[4], Statement::Explain(_)));
+    }
+
+    #[test]
+    fn drop_table_and_view_parse_as_flink_writes_them() {
+        let s = parse_script("DROP TABLE IF EXISTS t; DROP TEMPORARY VIEW v; DROP TABLE db.u;")
+            .unwrap();
+        let drops: Vec<(String, bool, bool)> = s
+            .into_iter()
+            .map(|d| match d {
+                Statement::Drop {
+                    name,
+                    view,
+                    if_exists,
+                } => (name, view, if_exists),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            drops,
+            [
+                ("t".into(), false, true),
+                ("v".into(), true, false),
+                ("u".into(), false, false)
+            ]
+        );
+        let e = parse_script("DROP FUNCTION f;").unwrap_err().to_string();
+        assert!(e.contains("DROP TABLE / DROP VIEW"), "{e}");
     }
 
     /// A METADATA column (Flink's connector metadata) is refused naming

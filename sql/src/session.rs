@@ -111,6 +111,19 @@ impl Script {
                 self.explained
                     .push(format_table(&schema, &rows, &Presentation::default()));
             }
+            Statement::Drop {
+                name,
+                view,
+                if_exists,
+            } => {
+                if !self.catalog.drop(&name, view) && !if_exists {
+                    return Err(SqlError::Plan(format!(
+                        "DROP {}: {} `{name}` does not exist",
+                        if view { "VIEW" } else { "TABLE" },
+                        if view { "view" } else { "table" },
+                    )));
+                }
+            }
             Statement::Describe(name) => {
                 let schema = match (self.catalog.table(&name), self.catalog.view(&name)) {
                     (Some(t), _) => t.schema.clone(),
@@ -770,14 +783,17 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
         Node::IntervalJoin {
             left,
             right,
+            kind,
             bounds,
             ..
         } => {
             physical(right, out, reused);
             physical(left, out, reused);
             out.push(format!(
-                "Exchange: HASH[join keys] of both stages above (key groups) -> IntervalJoin({} ms <= right - left <= {} ms), state=[keyed MapState of each side's rows by time, event-time cleanup timers], emits inserts",
-                bounds.lower, bounds.upper
+                "Exchange: HASH[join keys] of both stages above (key groups) -> IntervalJoin({kind}, {} ms <= right - left <= {} ms), state=[keyed MapState of each side's rows by time{}, event-time cleanup timers], emits inserts",
+                bounds.lower,
+                bounds.upper,
+                if *kind == crate::join::JoinKind::Inner { "" } else { " and whether each matched (unmatched rows of an outer side emitted padded at cleanup)" }
             ));
         }
     }

@@ -451,3 +451,21 @@ fn an_over_aggregation_killed_and_restored_commits_duckdbs_result_exactly_once()
                       RANGE BETWEEN INTERVAL 10 SECOND PRECEDING AND CURRENT ROW)",
     );
 }
+
+/// An outer interval join killed and restored: the rows it keeps, with
+/// whether each matched, and its cleanup timers come back, so each
+/// unmatched order is committed padded exactly once.
+#[test]
+fn an_outer_interval_join_killed_and_restored_commits_duckdbs_result_exactly_once() {
+    killed_and_restored_commits_duckdbs_result(
+        "crash-outer-interval",
+        50_000,
+        "order_id BIGINT, ship_id BIGINT",
+        "SELECT o.order_id, s.ship_id FROM orders o
+         LEFT JOIN shipments s ON o.order_id = s.order_id
+           AND s.ts BETWEEN o.ts AND o.ts + INTERVAL '3' MINUTE",
+        "SELECT o.order_id, s.ship_id FROM orders o
+         LEFT JOIN shipments s ON o.order_id = s.order_id
+           AND s.ts BETWEEN o.ts AND o.ts + INTERVAL 3 MINUTE",
+    );
+}

@@ -3,7 +3,9 @@
 //! BY expressions with those outside the set NULL, and the results in one
 //! UNION ALL. `GROUPING(a, ..)` / `GROUPING_ID(a, ..)` give each row the
 //! bits of the expressions its set does not group by (the first argument
-//! the most significant bit). Not with a windowing TVF.
+//! the most significant bit). Of a window aggregation (`GROUP BY
+//! window_start, window_end, GROUPING SETS (..)`), each set is a window
+//! aggregation holding both window bounds; not of SESSION windows.
 
 use sqlparser::ast::{self, Expr, FunctionArg, FunctionArgExpr, Select};
 

@@ -262,13 +262,6 @@ impl Planner<'_> {
         let append_only = !left.plan.updating && !right.plan.updating;
         let (on, time) = condition::split(conds, &fields, left_width, append_only)?;
         if let Some(b) = &time {
-            if kind != JoinKind::Inner {
-                return Err(SqlError::Unsupported(format!(
-                    "an outer interval join ({kind} bounding `{}` by `{}`): weir runs inner interval joins; an outer join is a regular join, without bounds on the time attributes",
-                    fields[b.left_time].name,
-                    fields[left_width + b.right_time].name
-                )));
-            }
             if b.lower > b.upper {
                 return Err(SqlError::Plan(format!(
                     "the interval join's bounds leave no interval: {} ms <= `{}` - `{}` <= {} ms",
@@ -291,7 +284,9 @@ impl Planner<'_> {
             // and become plain timestamps after a regular join (its state
             // holds rows of any age, so its output has no watermark to go
             // by).
-            f.rowtime &= time.is_some();
+            // An outer interval join's rows carry no time attribute: a
+            // padded row has none, and it comes as late as the bounds.
+            f.rowtime &= time.is_some() && kind == JoinKind::Inner;
         }
         // The side a scalar subquery's rewrite joins (`__weir_sq..`).
         let scalar_side = right
@@ -355,6 +350,7 @@ impl Planner<'_> {
             Some(bounds) => Node::IntervalJoin {
                 left: l,
                 right: r,
+                kind,
                 on,
                 bounds,
             },

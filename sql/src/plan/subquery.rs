@@ -8,7 +8,10 @@
 //! - `WHERE EXISTS (SELECT .. FROM r WHERE r.a = o.b AND ..)`: the
 //!   equalities between the subquery's columns and the outer query's are
 //!   the join keys, the subquery's other conditions filter it, and the
-//!   outer rows join the distinct keys that exist.
+//!   outer rows join the distinct keys that exist. Correlated by other
+//!   conditions too (`r.v > o.v`), the distinct values of the outer
+//!   columns it reads are joined with its FROM under all its conditions,
+//!   and the outer rows join the values that found a row.
 //! - `NOT EXISTS`: a LEFT JOIN of the distinct keys, keeping the rows that
 //!   found none: an updating result (a row is retracted when a match
 //!   arrives later), as Flink's anti join.
@@ -424,9 +427,10 @@ impl Planner<'_> {
             )));
         }
         let inner_q = self.inner_scope(&inner.from);
-        let _ = outer_from;
         let mut keys: Vec<(Expr, Expr)> = Vec::new();
         let mut rest = Vec::new();
+        // Correlated conditions other than equalities (`s.v > o.v`).
+        let mut other_correlated = Vec::new();
         if let Some(w) = &inner.selection {
             let mut parts = Vec::new();
             conjuncts(w, &mut parts);
@@ -445,13 +449,32 @@ impl Planner<'_> {
                         keys.push((i, o));
                     }
                     other if mentions_outer(other, &inner_q) => {
-                        return Err(SqlError::Unsupported(format!(
-                            "the correlated condition `{other}` in EXISTS (only equalities of a subquery column and an outer column correlate)"
-                        )))
+                        other_correlated.push(other.clone())
                     }
                     other => rest.push(other.clone()),
                 }
             }
+        }
+        if !other_correlated.is_empty() {
+            if !inner.group_by_is_empty() || inner.having.is_some() {
+                return Err(SqlError::Unsupported(format!(
+                    "EXISTS ({sub}) with GROUP BY or HAVING"
+                )));
+            }
+            let [outer] = outer_from else {
+                return Err(SqlError::Unsupported(format!(
+                    "the correlated condition `{}` in EXISTS over several tables in FROM (write them as JOIN .. ON)",
+                    other_correlated[0]
+                )));
+            };
+            return self.exists_join_by_outer_values(
+                n,
+                inner,
+                &inner_q,
+                outer,
+                negated,
+                (keys, other_correlated, rest),
+            );
         }
         if keys.is_empty() {
             return Ok(None);
@@ -504,6 +527,148 @@ impl Planner<'_> {
             )
         });
         Ok(Some(SemiJoin { relation, on, anti }))
+    }
+}
+
+impl Planner<'_> {
+    /// EXISTS correlated by conditions other than equalities (`WHERE s.k =
+    /// o.k AND s.v > o.v`), as the semi (anti) join Flink plans: which
+    /// values of the outer columns the subquery reads have a row meeting
+    /// them is a join of the distinct such values of the outer FROM item
+    /// with the subquery's FROM; the outer rows are joined with the
+    /// distinct values found, on all those columns (a NULL one matches
+    /// none, as it meets no comparison).
+    fn exists_join_by_outer_values(
+        &mut self,
+        n: usize,
+        inner: &ast::Select,
+        inner_q: &Inner,
+        outer: &ast::TableWithJoins,
+        negated: bool,
+        (keys, correlated, rest): (Vec<(Expr, Expr)>, Vec<Expr>, Vec<Expr>),
+    ) -> Result<Option<SemiJoin>> {
+        let mut conds: Vec<Expr> = keys
+            .into_iter()
+            .map(|(i, o)| Expr::BinaryOp {
+                left: Box::new(i),
+                op: B::Eq,
+                right: Box::new(o),
+            })
+            .collect();
+        conds.extend(correlated);
+        let null_rejected = conds.clone();
+        // The outer columns read, each once, in order.
+        let mut outer_cols: Vec<Expr> = Vec::new();
+        for c in &conds {
+            let _ = ast::visit_expressions(c, |x| {
+                if matches!(x, Expr::Identifier(_) | Expr::CompoundIdentifier(_))
+                    && is_outer(x, inner_q)
+                    && !outer_cols.contains(x)
+                {
+                    outer_cols.push(x.clone());
+                }
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+        }
+        let d = format!("{HIDDEN}d{n}");
+        let col = |j: usize| format!("{HIDDEN}c{n}_{j}");
+        let values = format!(
+            "SELECT DISTINCT {} FROM {outer}",
+            outer_cols
+                .iter()
+                .enumerate()
+                .map(|(j, o)| format!("{o} AS {}", col(j)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        // The conditions over those values instead of the outer columns.
+        let mut rewritten = Vec::new();
+        for c in conds {
+            let mut c = c;
+            let _ = ast::visit_expressions_mut(&mut c, |x| {
+                if let Some(j) = outer_cols.iter().position(|o| o == x) {
+                    *x = Expr::CompoundIdentifier(vec![
+                        ast::Ident::new(d.clone()),
+                        ast::Ident::new(col(j)),
+                    ]);
+                }
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+            rewritten.push(format!("({c})"));
+        }
+        rewritten.extend(rest.iter().map(|r| format!("({r})")));
+        let from: Vec<String> = inner.from.iter().map(ToString::to_string).collect();
+        let relation = self.derived(
+            n,
+            &format!(
+                "SELECT DISTINCT {}, TRUE AS {HIDDEN}m{n} FROM ({values}) AS {d}, {} WHERE {}",
+                (0..outer_cols.len())
+                    .map(|j| format!("{d}.{} AS {HIDDEN}k{n}_{j}", col(j)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                from.join(", "),
+                rewritten.join(" AND ")
+            ),
+        )?;
+        // A column some condition compares directly (or through
+        // arithmetic) is never NULL in a value found: an equality joins
+        // it (a key). Another one (`b.v > t.v OR b.s <> t.s`) may be
+        // found NULL: IS NOT DISTINCT FROM joins it.
+        let on_text: Vec<String> = outer_cols
+            .iter()
+            .enumerate()
+            .map(|(j, o)| {
+                let op = if null_rejected.iter().any(|c| rejects_null(c, o)) {
+                    "="
+                } else {
+                    "IS NOT DISTINCT FROM"
+                };
+                format!("({o}) {op} {HIDDEN}q{n}.{HIDDEN}k{n}_{j}")
+            })
+            .collect();
+        let on = where_of(parse_query(&format!(
+            "SELECT 1 WHERE {}",
+            on_text.join(" AND ")
+        ))?);
+        // No match: the join's marker column (TRUE in every value found).
+        let anti = negated.then(|| {
+            where_of(
+                parse_query(&format!("SELECT 1 WHERE {HIDDEN}q{n}.{HIDDEN}m{n} IS NULL"))
+                    .expect("a fixed condition parses"),
+            )
+        });
+        Ok(Some(SemiJoin { relation, on, anti }))
+    }
+}
+
+/// Whether the condition `c` is NULL (so not TRUE) when `col` is NULL:
+/// a comparison or BETWEEN with `col` in an operand through arithmetic
+/// alone.
+fn rejects_null(c: &Expr, col: &Expr) -> bool {
+    fn strict(e: &Expr, col: &Expr) -> bool {
+        match e {
+            _ if e == col => true,
+            Expr::Nested(x) => strict(x, col),
+            Expr::UnaryOp { expr, .. } => strict(expr, col),
+            Expr::BinaryOp {
+                left,
+                op: B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo,
+                right,
+            } => strict(left, col) || strict(right, col),
+            _ => false,
+        }
+    }
+    match c {
+        Expr::Nested(x) => rejects_null(x, col),
+        Expr::BinaryOp {
+            left,
+            op: B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq,
+            right,
+        } => strict(left, col) || strict(right, col),
+        Expr::Between {
+            expr, low, high, ..
+        } => strict(expr, col) || strict(low, col) || strict(high, col),
+        _ => false,
     }
 }
 

@@ -655,3 +655,67 @@ fn a_top_n_partitioned_by_renamed_window_bounds_is_a_window_top_n() {
     ));
     assert!(!plan.contains("WindowRank("), "{plan}");
 }
+
+#[test]
+fn grouping_sets_of_a_window_aggregation_are_window_aggregations() {
+    // Flink's `GROUP BY window_start, window_end, GROUPING SETS (..)`: a
+    // window aggregation per set (append-only), the keys a set leaves out
+    // NULL, unioned.
+    for group in [
+        "GROUPING SETS ((b, c), (b), ())",
+        "ROLLUP (b, c)",
+        "CUBE (b, c)",
+    ] {
+        let q = format!(
+            "SELECT window_start, window_end, b, c, COUNT(*), GROUPING(b, c)
+             FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
+             GROUP BY window_start, window_end, {group}"
+        );
+        let plan = explain(&q);
+        assert!(plan.contains("WindowAggregate"), "{group}: {plan}");
+        assert!(!plan.contains("GroupAggregate"), "{group}: {plan}");
+        planned(&format!("INSERT INTO files SELECT CAST(COUNT(*) AS BIGINT), b, c, window_time FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '2' MINUTE)) GROUP BY window_start, window_end, window_time, {group}"));
+    }
+    let e = error("SELECT b, COUNT(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY GROUPING SETS ((window_start, window_end, b), (b))");
+    assert!(e.contains("without `window_start`"), "{e}");
+    let e = error("SELECT b, COUNT(*) FROM TABLE(SESSION(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, ROLLUP (b)");
+    assert!(e.contains("SESSION"), "{e}");
+}
+
+#[test]
+fn a_windowing_tvf_in_a_subquery_of_where_plans() {
+    // IN and EXISTS subqueries are printed and parsed again as joins:
+    // `TABLE t` comes back as `__TABLE(t)`, a plain identifier.
+    for sql in [
+        "SELECT a FROM t WHERE c IN (SELECT c FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)))",
+        "SELECT L.a FROM (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) L
+         WHERE L.c IN (SELECT c FROM (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) R
+                       WHERE L.window_start = R.window_start AND L.window_end = R.window_end)",
+        "SELECT L.a FROM (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) L
+         WHERE NOT EXISTS (SELECT * FROM (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) R
+                           WHERE L.c = R.c AND L.window_start = R.window_start AND L.window_end = R.window_end)",
+    ] {
+        planned(sql);
+    }
+}
+
+/// EXISTS correlated by conditions other than equalities, as Flink plans
+/// it: a semi (anti) join with the distinct values of the outer columns
+/// the subquery reads that found a row.
+#[test]
+fn exists_correlated_by_other_conditions_is_a_semi_or_anti_join() {
+    for sql in [
+        "SELECT a FROM t AS o WHERE EXISTS (SELECT 1 FROM t WHERE t.b = o.b AND t.c > o.c)",
+        "SELECT a FROM t AS o WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.c > o.c + 1)",
+        "SELECT o.a FROM t AS o JOIN t AS p ON o.a = p.a
+         WHERE EXISTS (SELECT 1 FROM t WHERE t.c > o.c OR t.b = p.b)",
+    ] {
+        let plan = explain(sql);
+        assert!(plan.contains("Join("), "{sql}: {plan}");
+    }
+    // Over several FROM items (comma-joined) it is refused by name.
+    let e = error(
+        "SELECT o.a FROM t AS o, t AS p WHERE o.a = p.a AND EXISTS (SELECT 1 FROM t WHERE t.c > o.c)",
+    );
+    assert!(e.contains("several tables in FROM"), "{e}");
+}

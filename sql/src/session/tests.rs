@@ -798,3 +798,33 @@ fn a_stateful_operators_uid_follows_its_state_layout() {
     assert_ne!(group("SUM(id)"), group("MIN(id)"));
     assert_eq!(group("SUM(id)"), group("sum(v)"));
 }
+
+#[test]
+fn drop_table_and_view_remove_them_from_the_catalog() {
+    // A script written for Flink's SQL client starting over: dropped if
+    // there, created, dropped and created again.
+    let script = Script::parse(&format!(
+        "DROP TABLE IF EXISTS g; DROP VIEW IF EXISTS v; {GEN}
+         CREATE VIEW v AS SELECT id FROM g;
+         DROP VIEW v;
+         CREATE VIEW v AS SELECT k FROM g;
+         SELECT k FROM v;"
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(script.catalog.view("v").is_some());
+    let Err(e) = Script::parse(&format!("{GEN} DROP TABLE g; SELECT id FROM g;")) else {
+        panic!("g dropped")
+    };
+    let e = e.to_string();
+    assert!(e.contains("unknown table `g`"), "{e}");
+    for (sql, what) in [
+        ("DROP TABLE nope;", "table `nope` does not exist"),
+        ("DROP VIEW g;", "view `g` does not exist"),
+    ] {
+        let Err(e) = Script::parse(&format!("{GEN} {sql}")) else {
+            panic!("{sql}: planned")
+        };
+        let e = e.to_string();
+        assert!(e.contains(what), "{sql}: {e}");
+    }
+}

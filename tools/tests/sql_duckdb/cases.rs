@@ -552,6 +552,113 @@ pub const CASES: &[Case] = &[
                    AND o.ts > s.ts - INTERVAL 5 MINUTE",
     },
     Case {
+        name: "outer_interval_joins",
+        // Outer interval joins (append-only, the unmatched rows padded
+        // when the watermark passes their bounds), the second over the
+        // first's rows, which carry no time attribute: a regular join.
+        weir: "SELECT o.order_id, s.ship_id, s2.ship_id AS s2
+               FROM orders o
+               LEFT JOIN shipments s ON o.order_id = s.order_id
+                 AND s.ts BETWEEN o.ts AND o.ts + INTERVAL '3' MINUTE
+               FULL JOIN shipments s2 ON o.order_id = s2.order_id
+                 AND s2.ts > o.ts + INTERVAL '3' MINUTE AND s2.ts < o.ts + INTERVAL '1' HOUR;",
+        duckdb: "SELECT o.order_id, s.ship_id, s2.ship_id
+                 FROM orders o
+                 LEFT JOIN shipments s ON o.order_id = s.order_id
+                   AND s.ts BETWEEN o.ts AND o.ts + INTERVAL 3 MINUTE
+                 FULL JOIN shipments s2 ON o.order_id = s2.order_id
+                   AND s2.ts > o.ts + INTERVAL 3 MINUTE AND s2.ts < o.ts + INTERVAL 1 HOUR",
+    },
+    Case {
+        name: "extract_iso_and_long_units",
+        weir: "SELECT order_id, EXTRACT(ISODOW FROM ts) AS idw, EXTRACT(ISOYEAR FROM ts) AS iy,
+                      EXTRACT(DECADE FROM ts) AS de, EXTRACT(CENTURY FROM ts) AS ce,
+                      EXTRACT(MILLENNIUM FROM ts) AS mi, EXTRACT(DOW FROM ts) AS dw,
+                      EXTRACT(DOY FROM CAST(ts AS DATE)) AS dy,
+                      EXTRACT(CENTURY FROM DATE '2000-12-31') AS c2000
+               FROM orders;",
+        // Flink's DOW is 1 for Sunday (DuckDB's: 0).
+        duckdb: "SELECT order_id, isodow(ts), isoyear(ts), decade(ts), century(ts),
+                        millennium(ts), dayofweek(ts) + 1, dayofyear(ts), 20
+                 FROM orders",
+    },
+    Case {
+        name: "window_grouping_sets_rollup_and_cube",
+        weir: "SELECT window_start, window_end, user_id, category, COUNT(*) AS n, SUM(qty) AS q,
+                      GROUPING_ID(user_id, category) AS g
+               FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' MINUTE))
+               GROUP BY window_start, window_end, GROUPING SETS ((user_id, category), (user_id), ())
+               UNION ALL
+               SELECT window_start, window_end, user_id, category, COUNT(*), SUM(qty), 9
+               FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTE, INTERVAL '10' MINUTE))
+               GROUP BY window_start, window_end, CUBE (user_id, category);",
+        duckdb: "SELECT ws, ws + INTERVAL 10 MINUTE, user_id, category, COUNT(*), SUM(qty),
+                        GROUPING(user_id, category)
+                 FROM (SELECT *, time_bucket(INTERVAL 10 MINUTE, ts, TIMESTAMP '1970-01-01') AS ws
+                       FROM orders)
+                 GROUP BY ws, GROUPING SETS ((user_id, category), (user_id), ())
+                 UNION ALL
+                 SELECT ws, ws + INTERVAL 10 MINUTE, user_id, category, COUNT(*), SUM(qty), 9
+                 FROM (SELECT *, time_bucket(INTERVAL 5 MINUTE, ts, TIMESTAMP '1970-01-01') AS ws
+                       FROM orders
+                       UNION ALL
+                       SELECT *, time_bucket(INTERVAL 5 MINUTE, ts, TIMESTAMP '1970-01-01')
+                                 - INTERVAL 5 MINUTE
+                       FROM orders)
+                 GROUP BY ws, CUBE (user_id, category)",
+    },
+    Case {
+        name: "window_semi_and_anti_joins",
+        // Flink's window semi and anti joins: IN / NOT EXISTS of a TVF's
+        // rows correlated on the window bounds.
+        weir: "SELECT L.order_id, L.window_start, 'in' AS how
+               FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTE))) L
+               WHERE L.order_id IN (
+                 SELECT order_id FROM (
+                   SELECT * FROM TABLE(TUMBLE(TABLE shipments, DESCRIPTOR(ts), INTERVAL '5' MINUTE))) R
+                 WHERE L.window_start = R.window_start AND L.window_end = R.window_end)
+               UNION ALL
+               SELECT L.order_id, L.window_start, 'not' AS how
+               FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTE))) L
+               WHERE NOT EXISTS (
+                 SELECT * FROM (
+                   SELECT * FROM TABLE(TUMBLE(TABLE shipments, DESCRIPTOR(ts), INTERVAL '5' MINUTE))) R
+                 WHERE L.order_id = R.order_id AND L.window_start = R.window_start
+                   AND L.window_end = R.window_end);",
+        duckdb: "SELECT order_id, win_floor(ts, 300000), 'in' FROM orders L
+                 WHERE order_id IN (SELECT order_id FROM shipments R
+                                    WHERE win_floor(R.ts, 300000) = win_floor(L.ts, 300000))
+                 UNION ALL
+                 SELECT order_id, win_floor(ts, 300000), 'not' FROM orders L
+                 WHERE NOT EXISTS (SELECT 1 FROM shipments R WHERE R.order_id = L.order_id
+                                   AND win_floor(R.ts, 300000) = win_floor(L.ts, 300000))",
+    },
+    Case {
+        name: "exists_correlated_by_comparisons",
+        // Flink decorrelates EXISTS with any conditions into a semi or
+        // anti join; an OR with a NULL outer column still finds rows.
+        weir: "SELECT o.order_id, 'e' AS how FROM orders o
+               WHERE EXISTS (SELECT 1 FROM shipments s
+                             WHERE s.order_id = o.order_id AND s.ts > o.ts + INTERVAL '2' MINUTE)
+               UNION ALL
+               SELECT o.order_id, 'n' FROM orders o
+               WHERE NOT EXISTS (SELECT 1 FROM orders p
+                                 WHERE p.user_id = o.user_id AND (p.qty > o.qty OR o.qty IS NULL))
+               UNION ALL
+               SELECT u.tier, 'u' FROM users u
+               WHERE EXISTS (SELECT 1 FROM orders p WHERE p.qty * 100 < u.tier);",
+        duckdb: "SELECT o.order_id, 'e' FROM orders o
+                 WHERE EXISTS (SELECT 1 FROM shipments s
+                               WHERE s.order_id = o.order_id AND s.ts > o.ts + INTERVAL 2 MINUTE)
+                 UNION ALL
+                 SELECT o.order_id, 'n' FROM orders o
+                 WHERE NOT EXISTS (SELECT 1 FROM orders p
+                                   WHERE p.user_id = o.user_id AND (p.qty > o.qty OR o.qty IS NULL))
+                 UNION ALL
+                 SELECT u.tier, 'u' FROM users u
+                 WHERE EXISTS (SELECT 1 FROM orders p WHERE p.qty * 100 < u.tier)",
+    },
+    Case {
         name: "top_3_per_user",
         // weir ranks rows equal on the ORDER BY columns by the other
         // columns, ascending (docs/SQL.md); Flink by arrival.

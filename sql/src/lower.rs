@@ -444,8 +444,7 @@ impl<'j> Lowering<'j> {
                             right_joinable.clone(),
                         )
                     })
-                    .share()
-                    .branch()
+                    .boxed()
             }
             Node::IntervalJoin {
                 left,

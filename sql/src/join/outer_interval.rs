@@ -194,12 +194,14 @@ impl KeyedCoProcessFunction for OuterIntervalJoin {
         }
         let tl = time_of(&row, self.bounds.left_time);
         let b = self.bounds;
-        let hits: Vec<_> = self
-            .right
-            .rows
-            .entries(ctx)
-            .filter(|((tr, _), _)| within(&b, tl, *tr))
-            .collect();
+        // The other side's rows by reference: only those in range are
+        // copied.
+        let mut hits = Vec::new();
+        self.right.rows.for_each_entry(ctx, |&at, kept| {
+            if within(&b, tl, at.0) {
+                hits.push((at, kept.clone()));
+            }
+        });
         let mut matched = false;
         for (at, (right, was)) in hits {
             if let Some(joined) = self.pair(&row, &right) {
@@ -235,12 +237,14 @@ impl KeyedCoProcessFunction for OuterIntervalJoin {
         }
         let tr = time_of(&row, self.bounds.right_time);
         let b = self.bounds;
-        let hits: Vec<_> = self
-            .left
-            .rows
-            .entries(ctx)
-            .filter(|((tl, _), _)| within(&b, *tl, tr))
-            .collect();
+        // The other side's rows by reference: only those in range are
+        // copied.
+        let mut hits = Vec::new();
+        self.left.rows.for_each_entry(ctx, |&at, kept| {
+            if within(&b, at.0, tr) {
+                hits.push((at, kept.clone()));
+            }
+        });
         let mut matched = false;
         for (at, (left, was)) in hits {
             if let Some(joined) = self.pair(&left, &row) {

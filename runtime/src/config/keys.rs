@@ -103,6 +103,7 @@ pub const ALIASES: &[&str] = &[
     "execution.checkpointing.dir",
     "execution.checkpointing.savepoint-dir",
     "execution.checkpointing.num-retained",
+    "execution.checkpointing.unaligned",
 ];
 
 /// Every key of [`Config`], in documentation order.
@@ -246,6 +247,15 @@ pub const KEYS: &[Key<Config>] = &[
     Key {
         name: "execution.checkpointing.unaligned.enabled",
         description: "unaligned checkpoints: a barrier overtakes the buffered records, which are persisted with the checkpoint; only with `EXACTLY_ONCE` and `max-concurrent-checkpoints` 1",
+        get: |c| c.unaligned_checkpoints.to_string(),
+        set: |c, s| {
+        c.unaligned_checkpoints = s.check(s.boolean(), BOOL_EXPECTED)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "execution.checkpointing.unaligned",
+        description: "Flink 1's name of `execution.checkpointing.unaligned.enabled`, kept as Flink keeps it",
         get: |c| c.unaligned_checkpoints.to_string(),
         set: |c, s| {
         c.unaligned_checkpoints = s.check(s.boolean(), BOOL_EXPECTED)?;

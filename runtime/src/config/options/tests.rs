@@ -36,6 +36,11 @@ fn unaligned_and_debloat_options_come_from_the_config() {
         "unaligned from the start"
     );
 
+    // Flink 1's name of the switch, as Flink 1.x scripts set it.
+    let old_name = load(&[&on[..], &["execution.checkpointing.unaligned=true"]].concat());
+    let c = old_name.checkpointing.expect("checkpointing on");
+    assert_eq!(c.barrier_mode(), BarrierMode::Unaligned, "the older name");
+
     let timeout = [
         "execution.checkpointing.unaligned.enabled=true",
         "execution.checkpointing.aligned-checkpoint-timeout=100ms",

@@ -4440,6 +4440,8 @@ mod tests {
         assert!(err_of("JSON_QUERY('[1]', '$' RETURNING ARRAY<STRING>)")
             .contains("only RETURNING STRING"));
         assert!(err_of("JSON_QUERY('[1]', 'a')").contains("starts with `$`"));
+        assert!(err_of("JSON_QUERY('{}', 'lax $.a[*].c')").contains("`[*]`"));
+        assert!(err_of("TYPEOF(1)").contains("TYPEOF"));
         let (s, r) = scope();
         let failed = std::panic::catch_unwind(|| {
             eval("JSON_QUERY('{}', 'strict $.x' ERROR ON ERROR)", &s, &r)

@@ -1100,8 +1100,9 @@ pub enum JsonStep {
 }
 
 /// Parses a SQL/JSON path as Flink's JSON functions take it: an optional
-/// `lax` or `strict` mode (both read alike here: a path that leads
-/// nowhere gives nothing, not an error), `$`, then members (`.key`,
+/// `lax` or `strict` mode (JSON_VALUE and JSON_EXISTS read both alike: a
+/// path that leads nowhere gives nothing, not an error; JSON_QUERY tells
+/// them apart with [`json_path_is_lax`]), `$`, then members (`.key`,
 /// `."key"`, `['key']`) and array elements (`[0]`).
 pub fn json_path(path: &str) -> Result<Vec<JsonStep>, String> {
     let p = path.trim();

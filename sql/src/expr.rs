@@ -4303,6 +4303,7 @@ mod tests {
             ("'\"abc\"' IS JSON", &t),
             ("'abc' IS JSON", &f),
             ("CAST(NULL AS STRING) IS JSON", &f),
+            ("NULL IS JSON", &f),
             ("'1' IS JSON SCALAR", &t),
             ("'1' IS JSON ARRAY", &f),
             ("'1' IS JSON OBJECT", &f),
@@ -4360,6 +4361,8 @@ mod tests {
         assert_eq!(ty_of("JSON_ARRAY(1)"), DataType::String);
         // JSON_STRING
         assert_eq!(str_of("JSON_STRING(CAST(NULL AS INT))"), Value::Null);
+        assert_eq!(str_of("JSON_STRING(NULL)"), Value::Null);
+        assert_eq!(str_of("JSON_ARRAY(NULL, 1 NULL ON NULL)"), text("[null,1]"));
         assert_eq!(str_of("JSON_STRING(1)"), text("1"));
         assert_eq!(str_of("JSON_STRING(TRUE)"), text("true"));
         assert_eq!(

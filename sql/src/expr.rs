@@ -4362,6 +4362,18 @@ mod tests {
         // JSON_STRING
         assert_eq!(str_of("JSON_STRING(CAST(NULL AS INT))"), Value::Null);
         assert_eq!(str_of("JSON_STRING(NULL)"), Value::Null);
+        // Numbers as Jackson writes Java's doubles, floats and BigDecimals.
+        assert_eq!(str_of("JSON_STRING(CAST(1e20 AS DOUBLE))"), text("1.0E20"));
+        assert_eq!(str_of("JSON_STRING(CAST(0.1 AS FLOAT))"), text("0.1"));
+        assert_eq!(str_of("JSON_STRING(CAST(2 AS DOUBLE))"), text("2.0"));
+        assert_eq!(
+            str_of("JSON_STRING(CAST(-1.25 AS DECIMAL(5, 3)))"),
+            text("-1.250")
+        );
+        assert_eq!(
+            str_of("JSON_STRING(CAST('2024-01-02 03:04:05' AS TIMESTAMP_LTZ(3)))"),
+            text("\"2024-01-02T03:04:05Z\"")
+        );
         assert_eq!(str_of("JSON_ARRAY(NULL, 1 NULL ON NULL)"), text("[null,1]"));
         assert_eq!(str_of("JSON_STRING(1)"), text("1"));
         assert_eq!(str_of("JSON_STRING(TRUE)"), text("true"));

@@ -5,11 +5,14 @@
 //! Flink's SESSION takes after it (`TABLE bid PARTITION BY item`, or
 //! `PARTITION BY (a, b)`); an aggregate's `FILTER (WHERE ..)`; and
 //! `TRIM([BOTH | LEADING | TRAILING] FROM s)`, Calcite's trim of spaces
-//! without characters named, which sqlparser reads only with them.
+//! without characters named, which sqlparser reads only with them; and
+//! the SQL/JSON forms of `JSON_OBJECT([KEY] k VALUE v, ..
+//! [NULL | ABSENT] ON NULL)` and `JSON_QUERY(j, path [RETURNING t]
+//! [wrapper] [.. ON EMPTY] [.. ON ERROR])`.
 
 use sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
-    ObjectName, TrimWhereField,
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArgumentList,
+    FunctionArguments, Ident, JsonNullClause, JsonReturningClause, ObjectName, TrimWhereField,
 };
 use sqlparser::dialect::{Dialect, GenericDialect};
 use sqlparser::keywords::Keyword;
@@ -61,6 +64,16 @@ impl Dialect for FlinkDialect {
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
         if parser.peek_keyword(Keyword::TRIM) {
             return trim_without_characters(parser);
+        }
+        if let Token::Word(w) = &parser.peek_token().token {
+            if parser.peek_nth_token(1).token == Token::LParen {
+                if w.value.eq_ignore_ascii_case("JSON_OBJECT") {
+                    return Some(json_object(parser));
+                }
+                if w.value.eq_ignore_ascii_case("JSON_QUERY") {
+                    return Some(json_query(parser));
+                }
+            }
         }
         // `TABLE name` (not `TABLE(`): a table argument.
         if !parser.peek_keyword(Keyword::TABLE) {
@@ -151,4 +164,185 @@ fn table_argument(parser: &mut Parser) -> Result<Expr, ParserError> {
         over: None,
         within_group: vec![],
     }))
+}
+
+/// Consumes the next token if it is the word `w` (any case).
+fn word(parser: &mut Parser, w: &str) -> bool {
+    match &parser.peek_token().token {
+        Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w) => {
+            parser.next_token();
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A call `name(args)` with `clauses` after them.
+fn call(name: &str, args: Vec<Expr>, clauses: Vec<FunctionArgumentClause>) -> Expr {
+    Expr::Function(Function {
+        name: ObjectName::from(vec![Ident::new(name)]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args
+                .into_iter()
+                .map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a)))
+                .collect(),
+            clauses,
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+/// `[NULL | ABSENT] ON NULL`, if next.
+fn on_null(parser: &mut Parser) -> Option<FunctionArgumentClause> {
+    if parser.parse_keywords(&[Keyword::NULL, Keyword::ON, Keyword::NULL]) {
+        Some(FunctionArgumentClause::JsonNullClause(
+            JsonNullClause::NullOnNull,
+        ))
+    } else if parser.parse_keywords(&[Keyword::ABSENT, Keyword::ON, Keyword::NULL]) {
+        Some(FunctionArgumentClause::JsonNullClause(
+            JsonNullClause::AbsentOnNull,
+        ))
+    } else {
+        None
+    }
+}
+
+/// `JSON_OBJECT([[KEY] k VALUE v, ...] [NULL | ABSENT ON NULL])` as the
+/// call `JSON_OBJECT(k, v, ...)` with its ON NULL clause.
+fn json_object(parser: &mut Parser) -> Result<Expr, ParserError> {
+    parser.next_token(); // JSON_OBJECT
+    parser.expect_token(&Token::LParen)?;
+    let mut args = Vec::new();
+    let mut clauses = Vec::new();
+    loop {
+        if let Some(c) = on_null(parser) {
+            clauses.push(c);
+            break;
+        }
+        if parser.peek_token().token == Token::RParen {
+            break;
+        }
+        // `KEY` starts a pair unless it is the key itself (`KEY VALUE v`).
+        if let Token::Word(w) = &parser.peek_nth_token(1).token {
+            if !w.value.eq_ignore_ascii_case("VALUE") {
+                word(parser, "KEY");
+            }
+        } else {
+            word(parser, "KEY");
+        }
+        args.push(parser.parse_expr()?);
+        if !word(parser, "VALUE") {
+            return parser.expected("VALUE after a JSON_OBJECT key", parser.peek_token());
+        }
+        args.push(parser.parse_expr()?);
+        if !parser.consume_token(&Token::Comma) {
+            if let Some(c) = on_null(parser) {
+                clauses.push(c);
+            }
+            break;
+        }
+    }
+    parser.expect_token(&Token::RParen)?;
+    Ok(call("JSON_OBJECT", args, clauses))
+}
+
+/// `JSON_QUERY(j, path [RETURNING t] [{WITHOUT | WITH [CONDITIONAL |
+/// UNCONDITIONAL]} [ARRAY] WRAPPER] [{NULL | EMPTY ARRAY | EMPTY OBJECT |
+/// ERROR} ON EMPTY] [... ON ERROR])` as the call `JSON_QUERY(j, path,
+/// wrapper, on_empty, on_error)`, the last three string codes, with the
+/// RETURNING clause.
+fn json_query(parser: &mut Parser) -> Result<Expr, ParserError> {
+    parser.next_token(); // JSON_QUERY
+    parser.expect_token(&Token::LParen)?;
+    let json = parser.parse_expr()?;
+    parser.expect_token(&Token::Comma)?;
+    let path = parser.parse_expr()?;
+    let mut clauses = Vec::new();
+    if parser.parse_keyword(Keyword::RETURNING) {
+        clauses.push(FunctionArgumentClause::JsonReturningClause(
+            JsonReturningClause {
+                data_type: parser.parse_data_type()?,
+            },
+        ));
+    }
+    let mut wrapper = "WITHOUT";
+    if word(parser, "WITHOUT") {
+        word(parser, "ARRAY");
+        if !word(parser, "WRAPPER") {
+            return parser.expected("WRAPPER", parser.peek_token());
+        }
+    } else if parser.peek_keyword(Keyword::WITH) {
+        parser.next_token();
+        // `WITH [ARRAY] WRAPPER` alone is WITH UNCONDITIONAL (Calcite's).
+        wrapper = if word(parser, "CONDITIONAL") {
+            "CONDITIONAL"
+        } else {
+            word(parser, "UNCONDITIONAL");
+            "UNCONDITIONAL"
+        };
+        word(parser, "ARRAY");
+        if !word(parser, "WRAPPER") {
+            return parser.expected("WRAPPER", parser.peek_token());
+        }
+    }
+    let mut behaviors = ["NULL", "NULL"];
+    for (i, when) in ["EMPTY", "ERROR"].iter().enumerate() {
+        // `EMPTY ARRAY ON ..` / `EMPTY OBJECT ON ..` start with EMPTY, so
+        // look for the `ON when` that ends the clause.
+        let (b, len) = match (
+            &parser.peek_nth_token(0).token,
+            &parser.peek_nth_token(1).token,
+        ) {
+            (Token::Word(a), Token::Word(b))
+                if a.value.eq_ignore_ascii_case("EMPTY")
+                    && b.value.eq_ignore_ascii_case("ARRAY") =>
+            {
+                ("EMPTY ARRAY", 2)
+            }
+            (Token::Word(a), Token::Word(b))
+                if a.value.eq_ignore_ascii_case("EMPTY")
+                    && b.value.eq_ignore_ascii_case("OBJECT") =>
+            {
+                ("EMPTY OBJECT", 2)
+            }
+            (Token::Word(a), _) if a.value.eq_ignore_ascii_case("NULL") => ("NULL", 1),
+            (Token::Word(a), _) if a.value.eq_ignore_ascii_case("ERROR") => ("ERROR", 1),
+            _ => continue,
+        };
+        let on_when = |n: usize| match (
+            &parser.peek_nth_token(n).token,
+            &parser.peek_nth_token(n + 1).token,
+        ) {
+            (Token::Word(o), Token::Word(w)) => {
+                o.value.eq_ignore_ascii_case("ON") && w.value.eq_ignore_ascii_case(when)
+            }
+            _ => false,
+        };
+        if !on_when(len) {
+            continue;
+        }
+        for _ in 0..len + 2 {
+            parser.next_token();
+        }
+        behaviors[i] = b;
+    }
+    parser.expect_token(&Token::RParen)?;
+    let code = |c: &str| Expr::Value(sqlparser::ast::Value::SingleQuotedString(c.into()).into());
+    Ok(call(
+        "JSON_QUERY",
+        vec![
+            json,
+            path,
+            code(wrapper),
+            code(behaviors[0]),
+            code(behaviors[1]),
+        ],
+        clauses,
+    ))
 }

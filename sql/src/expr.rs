@@ -248,6 +248,29 @@ pub enum Func {
     /// JSON_VALUE (`true`) / JSON_EXISTS (`false`) (json, path): the path
     /// parsed when planned if it is a literal.
     Json(bool, Option<Vec<functions::JsonStep>>),
+    /// `s IS [NOT] JSON kind` (`true`: NOT): FALSE (TRUE) for NULL.
+    IsJson(functions::JsonKind, bool),
+    /// JSON_OBJECT (`keys`: one per value) / JSON_ARRAY (`keys` `None`):
+    /// the values' JSON text, `raw` ones (another JSON_OBJECT or
+    /// JSON_ARRAY) inserted as JSON; `absent`: ABSENT ON NULL.
+    JsonBuild {
+        /// The members' names (JSON_OBJECT).
+        keys: Option<Vec<String>>,
+        /// Per value: JSON text already.
+        raw: Vec<bool>,
+        /// ABSENT ON NULL (else NULL ON NULL).
+        absent: bool,
+    },
+    /// JSON_STRING(v): the value as JSON text, NULL for NULL.
+    JsonString,
+    /// JSON_QUERY(json, path): the path parsed when planned if a literal
+    /// (lax mode, steps), the wrapper, ON EMPTY and ON ERROR.
+    JsonQuery(
+        Option<(bool, Vec<functions::JsonStep>)>,
+        functions::JsonWrapper,
+        functions::JsonBehavior,
+        functions::JsonBehavior,
+    ),
     /// REGEXP_REPLACE(s, pattern, replacement): the replacement literal
     RegexpReplace(Option<regex::Regex>),
     /// OVERLAY(s PLACING r FROM a [FOR n])
@@ -1102,6 +1125,90 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             }
             _ => Value::Null,
         },
+        Func::IsJson(kind, negated) => Value::Bool(
+            *negated
+                != match arg(0) {
+                    Value::Str(s) => functions::is_json(&s, *kind),
+                    _ => false,
+                },
+        ),
+        Func::JsonBuild { keys, raw, absent } => {
+            let mut members: Vec<(String, String)> = Vec::new();
+            for (i, a) in args.iter().enumerate() {
+                let v = a.eval(row);
+                if v.is_null() && *absent {
+                    continue;
+                }
+                let mut text = String::new();
+                match (&v, raw[i]) {
+                    (Value::Str(s), true) => text.push_str(s),
+                    _ => {
+                        let _ = functions::json_of(&v, a.ty(), &mut text);
+                    }
+                }
+                let key = keys.as_ref().map_or(String::new(), |k| k[i].clone());
+                match members
+                    .iter_mut()
+                    .find(|(k, _)| keys.is_some() && *k == key)
+                {
+                    Some(m) => m.1 = text,
+                    None => members.push((key, text)),
+                }
+            }
+            let mut out = String::new();
+            out.push(if keys.is_some() { '{' } else { '[' });
+            for (i, (k, v)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                if keys.is_some() {
+                    functions::json_quote(k, &mut out);
+                    out.push(':');
+                }
+                out.push_str(v);
+            }
+            out.push(if keys.is_some() { '}' } else { ']' });
+            Value::Str(out.into())
+        }
+        Func::JsonString => {
+            let v = arg(0);
+            if v.is_null() {
+                return Value::Null;
+            }
+            let mut out = String::new();
+            let _ = functions::json_of(&v, args[0].ty(), &mut out);
+            Value::Str(out.into())
+        }
+        Func::JsonQuery(path, wrapper, on_empty, on_error) => {
+            let (Value::Str(json), Value::Str(p)) = (arg(0), arg(1)) else {
+                return Value::Null;
+            };
+            let parsed;
+            let (lax, steps) = match path {
+                Some((lax, s)) => (*lax, s),
+                None => match functions::json_path(&p) {
+                    Ok(s) => {
+                        parsed = s;
+                        (functions::json_path_is_lax(&p), &parsed)
+                    }
+                    Err(e) => {
+                        return match on_error {
+                            functions::JsonBehavior::Null => Value::Null,
+                            functions::JsonBehavior::EmptyArray => string("[]".into()),
+                            functions::JsonBehavior::EmptyObject => string("{}".into()),
+                            functions::JsonBehavior::Error => {
+                                weir_runtime::fail_task(format!("JSON_QUERY: the path `{p}`: {e}"))
+                            }
+                        }
+                    }
+                },
+            };
+            match functions::json_query(&json, lax, steps, *wrapper, *on_empty, *on_error) {
+                Ok(Some(s)) => string(s),
+                Ok(None) => Value::Null,
+                Err(e) => weir_runtime::fail_task(e),
+            }
+        }
         Func::RegexpExtract(re) => {
             let (Value::Str(s), Value::Str(_)) = (arg(0), arg(1)) else {
                 return Value::Null;
@@ -2115,6 +2222,30 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                 }
             }
         }
+        Expr::IsJson {
+            expr,
+            kind,
+            unique_keys,
+            negated,
+        } => {
+            if let Some(u) = unique_keys {
+                return Err(SqlError::Unsupported(format!("IS JSON .. {u}")));
+            }
+            let x = sub(expr)?;
+            if x.ty() != DataType::String {
+                return Err(SqlError::Type(format!(
+                    "IS JSON takes a STRING, not a {}",
+                    x.ty()
+                )));
+            }
+            let kind = match kind {
+                None | Some(ast::JsonPredicateType::Value) => functions::JsonKind::Value,
+                Some(ast::JsonPredicateType::Scalar) => functions::JsonKind::Scalar,
+                Some(ast::JsonPredicateType::Array) => functions::JsonKind::Array,
+                Some(ast::JsonPredicateType::Object) => functions::JsonKind::Object,
+            };
+            Scalar::Call(Func::IsJson(kind, *negated), vec![x], DataType::Boolean)
+        }
         Expr::IsNull(x) => Scalar::IsNull(Box::new(sub(x)?), false),
         Expr::IsNotNull(x) => Scalar::IsNull(Box::new(sub(x)?), true),
         Expr::IsTrue(x) => Scalar::IsBool(Box::new(sub(x)?), true, false),
@@ -3029,7 +3160,14 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             _ => None,
         });
         if let Some(t) = returning {
-            if name != "JSON_VALUE" {
+            if name == "JSON_QUERY" {
+                // Flink's JSON_QUERY returns STRING or (1.19) ARRAY<STRING>.
+                if !matches!(data_type(&t), Ok(DataType::String)) {
+                    return Err(SqlError::Unsupported(format!(
+                        "JSON_QUERY(.. RETURNING {t}): only RETURNING STRING is supported"
+                    )));
+                }
+            } else if name != "JSON_VALUE" {
                 return Err(SqlError::Unsupported(format!("RETURNING in {name}")));
             }
             let mut plain = f.clone();
@@ -3482,6 +3620,99 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
                 (false, DataType::Boolean)
             };
             Scalar::Call(Func::Json(value, steps), args, ty)
+        }
+        "JSON_OBJECT" | "JSON_ARRAY" => {
+            let absent = match &f.args {
+                ast::FunctionArguments::List(l) => l.clauses.iter().find_map(|c| match c {
+                    ast::FunctionArgumentClause::JsonNullClause(n) => {
+                        Some(*n == ast::JsonNullClause::AbsentOnNull)
+                    }
+                    _ => None,
+                }),
+                _ => None,
+            }
+            // NULL ON NULL is JSON_OBJECT's default, ABSENT ON NULL JSON_ARRAY's.
+            .unwrap_or(name == "JSON_ARRAY");
+            let mut keys = None;
+            let mut values = args;
+            if name == "JSON_OBJECT" {
+                // The dialect reads `[KEY] k VALUE v` as the pair k, v.
+                let mut k = Vec::new();
+                let mut v = Vec::new();
+                for (i, a) in values.into_iter().enumerate() {
+                    if i % 2 == 1 {
+                        v.push(a);
+                        continue;
+                    }
+                    match a {
+                        Scalar::Literal(Value::Str(s), _) => k.push(s.to_string()),
+                        _ => {
+                            return Err(SqlError::Type(
+                                "JSON_OBJECT: a key is a string literal that is not NULL".into(),
+                            ))
+                        }
+                    }
+                }
+                keys = Some(k);
+                values = v;
+            }
+            let mut raw = Vec::new();
+            for v in &values {
+                if v.ty() == DataType::Interval {
+                    return Err(SqlError::Unsupported(format!(
+                        "{name} of an INTERVAL (JSON has no form for it)"
+                    )));
+                }
+                raw.push(matches!(v, Scalar::Call(Func::JsonBuild { .. }, _, _)));
+            }
+            Scalar::Call(Func::JsonBuild { keys, raw, absent }, values, DataType::String)
+        }
+        "JSON_STRING" => {
+            arity(1..=1)?;
+            if args[0].ty() == DataType::Interval {
+                return Err(SqlError::Unsupported(
+                    "JSON_STRING of an INTERVAL (JSON has no form for it)".into(),
+                ));
+            }
+            Scalar::Call(Func::JsonString, args, DataType::String)
+        }
+        "JSON_QUERY" => {
+            // The dialect adds the wrapper, ON EMPTY and ON ERROR as codes.
+            arity(5..=5)?;
+            let code = |i: usize| match &args[i] {
+                Scalar::Literal(Value::Str(c), _) => c.to_string(),
+                _ => String::new(),
+            };
+            let behavior = |c: String| match c.as_str() {
+                "EMPTY ARRAY" => functions::JsonBehavior::EmptyArray,
+                "EMPTY OBJECT" => functions::JsonBehavior::EmptyObject,
+                "ERROR" => functions::JsonBehavior::Error,
+                _ => functions::JsonBehavior::Null,
+            };
+            let wrapper = match code(2).as_str() {
+                "CONDITIONAL" => functions::JsonWrapper::Conditional,
+                "UNCONDITIONAL" => functions::JsonWrapper::Unconditional,
+                _ => functions::JsonWrapper::Without,
+            };
+            let (on_empty, on_error) = (behavior(code(3)), behavior(code(4)));
+            let mut args = args;
+            args.truncate(2);
+            let s = Some(DataType::String);
+            check_args(&name, &args, &[s, s])?;
+            let path = match &args[1] {
+                Scalar::Literal(Value::Str(p), _) => Some((
+                    functions::json_path_is_lax(p),
+                    functions::json_path(p).map_err(|e| {
+                        SqlError::Type(format!("{name}: the path `{p}`: {e}"))
+                    })?,
+                )),
+                _ => None,
+            };
+            Scalar::Call(
+                Func::JsonQuery(path, wrapper, on_empty, on_error),
+                args,
+                DataType::String,
+            )
         }
         "REGEXP_EXTRACT" => {
             arity(2..=3)?;
@@ -4056,6 +4287,187 @@ mod tests {
 
     fn text(v: &str) -> Value {
         Value::Str(v.into())
+    }
+
+    /// IS JSON, JSON_OBJECT, JSON_ARRAY, JSON_STRING and JSON_QUERY with
+    /// the examples of Flink's "System (Built-in) Functions" page.
+    #[test]
+    fn json_predicates_constructors_and_queries() {
+        let t = Value::Bool(true);
+        let f = Value::Bool(false);
+        // IS JSON [VALUE | SCALAR | ARRAY | OBJECT]; NULL is not JSON.
+        for (sql, want) in [
+            ("'1' IS JSON", &t),
+            ("'[]' IS JSON", &t),
+            ("'{}' IS JSON", &t),
+            ("'\"abc\"' IS JSON", &t),
+            ("'abc' IS JSON", &f),
+            ("CAST(NULL AS STRING) IS JSON", &f),
+            ("NULL IS JSON", &f),
+            ("'1' IS JSON SCALAR", &t),
+            ("'1' IS JSON ARRAY", &f),
+            ("'1' IS JSON OBJECT", &f),
+            ("'{}' IS JSON SCALAR", &f),
+            ("'{}' IS JSON ARRAY", &f),
+            ("'{}' IS JSON OBJECT", &t),
+            ("'[1]' IS JSON ARRAY", &t),
+            ("'null' IS JSON SCALAR", &t),
+            ("'{}' IS JSON VALUE", &t),
+            ("'abc' IS NOT JSON", &t),
+            ("'{}' IS NOT JSON OBJECT", &f),
+        ] {
+            assert_eq!(&str_of(sql), want, "{sql}");
+        }
+        assert!(err_of("1 IS JSON").contains("IS JSON takes a STRING"));
+        assert!(err_of("'{}' IS JSON WITH UNIQUE KEYS").contains("WITH UNIQUE KEYS"));
+        // JSON_OBJECT: NULL ON NULL by default; nested constructors as JSON.
+        for (sql, want) in [
+            ("JSON_OBJECT()", "{}"),
+            ("JSON_OBJECT('K1' VALUE 'V1', 'K2' VALUE 'V2')", r#"{"K1":"V1","K2":"V2"}"#),
+            ("JSON_OBJECT('K' VALUE 1)", r#"{"K":1}"#),
+            ("JSON_OBJECT(KEY 'K1' VALUE CAST(NULL AS STRING))", r#"{"K1":null}"#),
+            ("JSON_OBJECT(KEY 'K1' VALUE CAST(NULL AS STRING) NULL ON NULL)", r#"{"K1":null}"#),
+            ("JSON_OBJECT(KEY 'K1' VALUE CAST(NULL AS STRING) ABSENT ON NULL)", "{}"),
+            ("JSON_OBJECT(KEY 'K1' VALUE JSON_OBJECT(KEY 'K2' VALUE 'V'))", r#"{"K1":{"K2":"V"}}"#),
+            ("JSON_OBJECT('K' VALUE '{\"A\":1}')", r#"{"K":"{\"A\":1}"}"#),
+            ("JSON_OBJECT('a' VALUE 1, 'b' VALUE 2, 'a' VALUE 3)", r#"{"a":3,"b":2}"#),
+            (
+                "JSON_OBJECT('b' VALUE TRUE, 'd' VALUE 1.50, 'x' VALUE 2.5E0, 'z' VALUE JSON_ARRAY(1))",
+                r#"{"b":true,"d":1.50,"x":2.5,"z":[1]}"#,
+            ),
+            (
+                "JSON_OBJECT('d' VALUE DATE '2024-01-02', 't' VALUE TIMESTAMP '2024-01-02 03:04:05.500')",
+                r#"{"d":"2024-01-02","t":"2024-01-02T03:04:05.5"}"#,
+            ),
+        ] {
+            assert_eq!(str_of(sql), text(want), "{sql}");
+        }
+        assert!(err_of("JSON_OBJECT(s VALUE 1)").contains("a key is a string literal"));
+        // JSON_ARRAY: ABSENT ON NULL by default.
+        for (sql, want) in [
+            ("JSON_ARRAY()", "[]"),
+            ("JSON_ARRAY(1, '2')", r#"[1,"2"]"#),
+            ("JSON_ARRAY(CAST(NULL AS STRING))", "[]"),
+            ("JSON_ARRAY(CAST(NULL AS STRING) NULL ON NULL)", "[null]"),
+            ("JSON_ARRAY(CAST(NULL AS STRING) ABSENT ON NULL)", "[]"),
+            ("JSON_ARRAY(JSON_ARRAY(1))", "[[1]]"),
+            (
+                "JSON_ARRAY(JSON_OBJECT('a' VALUE 'x\"y'))",
+                r#"[{"a":"x\"y"}]"#,
+            ),
+        ] {
+            assert_eq!(str_of(sql), text(want), "{sql}");
+        }
+        assert_eq!(ty_of("JSON_ARRAY(1)"), DataType::String);
+        // JSON_STRING
+        assert_eq!(str_of("JSON_STRING(CAST(NULL AS INT))"), Value::Null);
+        assert_eq!(str_of("JSON_STRING(NULL)"), Value::Null);
+        // Numbers as Jackson writes Java's doubles, floats and BigDecimals.
+        assert_eq!(str_of("JSON_STRING(CAST(1e20 AS DOUBLE))"), text("1.0E20"));
+        assert_eq!(str_of("JSON_STRING(CAST(0.1 AS FLOAT))"), text("0.1"));
+        assert_eq!(str_of("JSON_STRING(CAST(2 AS DOUBLE))"), text("2.0"));
+        assert_eq!(
+            str_of("JSON_STRING(CAST(-1.25 AS DECIMAL(5, 3)))"),
+            text("-1.250")
+        );
+        assert_eq!(
+            str_of("JSON_STRING(CAST('2024-01-02 03:04:05' AS TIMESTAMP_LTZ(3)))"),
+            text("\"2024-01-02T03:04:05Z\"")
+        );
+        assert_eq!(str_of("JSON_ARRAY(NULL, 1 NULL ON NULL)"), text("[null,1]"));
+        assert_eq!(str_of("JSON_STRING(1)"), text("1"));
+        assert_eq!(str_of("JSON_STRING(TRUE)"), text("true"));
+        assert_eq!(
+            str_of("JSON_STRING('Hello, World!')"),
+            text("\"Hello, World!\"")
+        );
+        assert_eq!(str_of("JSON_STRING('a\nb')"), text("\"a\\nb\""));
+        assert!(err_of("JSON_STRING(INTERVAL '1' SECOND)").contains("INTERVAL"));
+        // JSON_QUERY: members in the order written, compact.
+        for (sql, want) in [
+            (
+                r#"JSON_QUERY('{ "a": { "b": 1 } }', '$.a')"#,
+                Some(r#"{"b":1}"#),
+            ),
+            ("JSON_QUERY('[1, 2]', '$')", Some("[1,2]")),
+            ("JSON_QUERY(CAST(NULL AS STRING), '$')", None),
+            (
+                r#"JSON_QUERY('{"z":1,"a":[2]}', '$')"#,
+                Some(r#"{"z":1,"a":[2]}"#),
+            ),
+            (
+                "JSON_QUERY('{}', '$' WITH CONDITIONAL ARRAY WRAPPER)",
+                Some("[{}]"),
+            ),
+            (
+                "JSON_QUERY('[1, 2]', '$' WITH CONDITIONAL ARRAY WRAPPER)",
+                Some("[1,2]"),
+            ),
+            (
+                "JSON_QUERY('[1, 2]', '$' WITH UNCONDITIONAL ARRAY WRAPPER)",
+                Some("[[1,2]]"),
+            ),
+            (
+                "JSON_QUERY('[1, 2]', '$' WITH ARRAY WRAPPER)",
+                Some("[[1,2]]"),
+            ),
+            (
+                "JSON_QUERY('[1, 2]', '$' WITHOUT ARRAY WRAPPER)",
+                Some("[1,2]"),
+            ),
+            ("JSON_QUERY('1', '$')", None),
+            (
+                "JSON_QUERY('1', '$' WITH CONDITIONAL ARRAY WRAPPER)",
+                Some("[1]"),
+            ),
+            (
+                "JSON_QUERY('{}', 'lax $.invalid' EMPTY OBJECT ON EMPTY)",
+                Some("{}"),
+            ),
+            (
+                "JSON_QUERY('{}', 'strict $.invalid' EMPTY ARRAY ON ERROR)",
+                Some("[]"),
+            ),
+            (
+                "JSON_QUERY('{}', 'strict $.invalid' EMPTY ARRAY ON EMPTY)",
+                None,
+            ),
+            (
+                "JSON_QUERY('{}', 'lax $.invalid' EMPTY ARRAY ON ERROR)",
+                None,
+            ),
+            (
+                "JSON_QUERY('{\"a\":1}', 'lax $.a' EMPTY ARRAY ON EMPTY)",
+                Some("[]"),
+            ),
+            (
+                "JSON_QUERY('{\"a\":1}', 'strict $.a' EMPTY OBJECT ON ERROR)",
+                Some("{}"),
+            ),
+            (
+                "JSON_QUERY('not json', '$' NULL ON EMPTY EMPTY ARRAY ON ERROR)",
+                Some("[]"),
+            ),
+            ("JSON_QUERY('[1]', '$' RETURNING STRING)", Some("[1]")),
+        ] {
+            assert_eq!(str_of(sql), want.map_or(Value::Null, text), "{sql}");
+        }
+        assert!(err_of("JSON_QUERY('[1]', '$' RETURNING ARRAY<STRING>)")
+            .contains("only RETURNING STRING"));
+        assert!(err_of("JSON_QUERY('[1]', 'a')").contains("starts with `$`"));
+        assert!(err_of("JSON_QUERY('{}', 'lax $.a[*].c')").contains("`[*]`"));
+        assert!(err_of("TYPEOF(1)").contains("TYPEOF"));
+        let (s, r) = scope();
+        let failed = std::panic::catch_unwind(|| {
+            eval("JSON_QUERY('{}', 'strict $.x' ERROR ON ERROR)", &s, &r)
+        })
+        .expect_err("ERROR ON ERROR fails the task");
+        let e = failed.downcast::<weir_runtime::UserError>().unwrap();
+        assert!(e.0.contains("no result"), "{}", e.0);
+        let failed =
+            std::panic::catch_unwind(|| eval("JSON_QUERY('{}', 'lax $.x' ERROR ON EMPTY)", &s, &r))
+                .expect_err("ERROR ON EMPTY fails the task");
+        assert!(failed.downcast::<weir_runtime::UserError>().is_ok());
     }
 
     /// DECIMAL sums, differences, products and quotients typed as Flink's

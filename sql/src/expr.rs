@@ -12,6 +12,7 @@ use sqlparser::ast::{
 
 use crate::error::{Result, SqlError};
 use crate::functions::{self, TimeUnit};
+use crate::json;
 use crate::time::{parse_date, parse_timestamp, DAY_MS};
 use crate::types::{least_common_type, DataType, Field, Schema};
 use crate::value::{div_rescale, mul_rescale, rescale, Row, Value};
@@ -247,9 +248,9 @@ pub enum Func {
     RegexpExtract(Option<regex::Regex>),
     /// JSON_VALUE (`true`) / JSON_EXISTS (`false`) (json, path): the path
     /// parsed when planned if it is a literal.
-    Json(bool, Option<Vec<functions::JsonStep>>),
+    Json(bool, Option<Vec<json::JsonStep>>),
     /// `s IS [NOT] JSON kind` (`true`: NOT): FALSE (TRUE) for NULL.
-    IsJson(functions::JsonKind, bool),
+    IsJson(json::JsonKind, bool),
     /// JSON_OBJECT (`keys`: one per value) / JSON_ARRAY (`keys` `None`):
     /// the values' JSON text, `raw` ones (another JSON_OBJECT or
     /// JSON_ARRAY) inserted as JSON; `absent`: ABSENT ON NULL.
@@ -266,10 +267,10 @@ pub enum Func {
     /// JSON_QUERY(json, path): the path parsed when planned if a literal
     /// (lax mode, steps), the wrapper, ON EMPTY and ON ERROR.
     JsonQuery(
-        Option<(bool, Vec<functions::JsonStep>)>,
-        functions::JsonWrapper,
-        functions::JsonBehavior,
-        functions::JsonBehavior,
+        Option<(bool, Vec<json::JsonStep>)>,
+        json::JsonWrapper,
+        json::JsonBehavior,
+        json::JsonBehavior,
     ),
     /// REGEXP_REPLACE(s, pattern, replacement): the replacement literal
     RegexpReplace(Option<regex::Regex>),
@@ -1107,7 +1108,7 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 let parsed;
                 let steps = match steps {
                     Some(s) => s,
-                    None => match functions::json_path(&path) {
+                    None => match json::json_path(&path) {
                         Ok(s) => {
                             parsed = s;
                             &parsed
@@ -1118,9 +1119,9 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                     },
                 };
                 if *value {
-                    functions::json_value(&json, steps).map_or(Value::Null, string)
+                    json::json_value(&json, steps).map_or(Value::Null, string)
                 } else {
-                    Value::Bool(functions::json_exists(&json, steps))
+                    Value::Bool(json::json_exists(&json, steps))
                 }
             }
             _ => Value::Null,
@@ -1128,7 +1129,7 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
         Func::IsJson(kind, negated) => Value::Bool(
             *negated
                 != match arg(0) {
-                    Value::Str(s) => functions::is_json(&s, *kind),
+                    Value::Str(s) => json::is_json(&s, *kind),
                     _ => false,
                 },
         ),
@@ -1143,7 +1144,7 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 match (&v, raw[i]) {
                     (Value::Str(s), true) => text.push_str(s),
                     _ => {
-                        let _ = functions::json_of(&v, a.ty(), &mut text);
+                        let _ = json::json_of(&v, a.ty(), &mut text);
                     }
                 }
                 let key = keys.as_ref().map_or(String::new(), |k| k[i].clone());
@@ -1162,7 +1163,7 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                     out.push(',');
                 }
                 if keys.is_some() {
-                    functions::json_quote(k, &mut out);
+                    json::json_quote(k, &mut out);
                     out.push(':');
                 }
                 out.push_str(v);
@@ -1176,7 +1177,7 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 return Value::Null;
             }
             let mut out = String::new();
-            let _ = functions::json_of(&v, args[0].ty(), &mut out);
+            let _ = json::json_of(&v, args[0].ty(), &mut out);
             Value::Str(out.into())
         }
         Func::JsonQuery(path, wrapper, on_empty, on_error) => {
@@ -1186,24 +1187,24 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             let parsed;
             let (lax, steps) = match path {
                 Some((lax, s)) => (*lax, s),
-                None => match functions::json_path(&p) {
+                None => match json::json_path(&p) {
                     Ok(s) => {
                         parsed = s;
-                        (functions::json_path_is_lax(&p), &parsed)
+                        (json::json_path_is_lax(&p), &parsed)
                     }
                     Err(e) => {
                         return match on_error {
-                            functions::JsonBehavior::Null => Value::Null,
-                            functions::JsonBehavior::EmptyArray => string("[]".into()),
-                            functions::JsonBehavior::EmptyObject => string("{}".into()),
-                            functions::JsonBehavior::Error => {
+                            json::JsonBehavior::Null => Value::Null,
+                            json::JsonBehavior::EmptyArray => string("[]".into()),
+                            json::JsonBehavior::EmptyObject => string("{}".into()),
+                            json::JsonBehavior::Error => {
                                 weir_runtime::fail_task(format!("JSON_QUERY: the path `{p}`: {e}"))
                             }
                         }
                     }
                 },
             };
-            match functions::json_query(&json, lax, steps, *wrapper, *on_empty, *on_error) {
+            match json::json_query(&json, lax, steps, *wrapper, *on_empty, *on_error) {
                 Ok(Some(s)) => string(s),
                 Ok(None) => Value::Null,
                 Err(e) => weir_runtime::fail_task(e),
@@ -2239,10 +2240,10 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                 )));
             }
             let kind = match kind {
-                None | Some(ast::JsonPredicateType::Value) => functions::JsonKind::Value,
-                Some(ast::JsonPredicateType::Scalar) => functions::JsonKind::Scalar,
-                Some(ast::JsonPredicateType::Array) => functions::JsonKind::Array,
-                Some(ast::JsonPredicateType::Object) => functions::JsonKind::Object,
+                None | Some(ast::JsonPredicateType::Value) => json::JsonKind::Value,
+                Some(ast::JsonPredicateType::Scalar) => json::JsonKind::Scalar,
+                Some(ast::JsonPredicateType::Array) => json::JsonKind::Array,
+                Some(ast::JsonPredicateType::Object) => json::JsonKind::Object,
             };
             Scalar::Call(Func::IsJson(kind, *negated), vec![x], DataType::Boolean)
         }
@@ -3609,7 +3610,7 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             arity(2..=2)?;
             check_args(&name, &args, &[s, s])?;
             let steps = match &args[1] {
-                Scalar::Literal(Value::Str(p), _) => Some(functions::json_path(p).map_err(|e| {
+                Scalar::Literal(Value::Str(p), _) => Some(json::json_path(p).map_err(|e| {
                     SqlError::Type(format!("{name}: the path `{p}`: {e}"))
                 })?),
                 _ => None,
@@ -3684,15 +3685,15 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
                 _ => String::new(),
             };
             let behavior = |c: String| match c.as_str() {
-                "EMPTY ARRAY" => functions::JsonBehavior::EmptyArray,
-                "EMPTY OBJECT" => functions::JsonBehavior::EmptyObject,
-                "ERROR" => functions::JsonBehavior::Error,
-                _ => functions::JsonBehavior::Null,
+                "EMPTY ARRAY" => json::JsonBehavior::EmptyArray,
+                "EMPTY OBJECT" => json::JsonBehavior::EmptyObject,
+                "ERROR" => json::JsonBehavior::Error,
+                _ => json::JsonBehavior::Null,
             };
             let wrapper = match code(2).as_str() {
-                "CONDITIONAL" => functions::JsonWrapper::Conditional,
-                "UNCONDITIONAL" => functions::JsonWrapper::Unconditional,
-                _ => functions::JsonWrapper::Without,
+                "CONDITIONAL" => json::JsonWrapper::Conditional,
+                "UNCONDITIONAL" => json::JsonWrapper::Unconditional,
+                _ => json::JsonWrapper::Without,
             };
             let (on_empty, on_error) = (behavior(code(3)), behavior(code(4)));
             let mut args = args;
@@ -3701,8 +3702,8 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             check_args(&name, &args, &[s, s])?;
             let path = match &args[1] {
                 Scalar::Literal(Value::Str(p), _) => Some((
-                    functions::json_path_is_lax(p),
-                    functions::json_path(p).map_err(|e| {
+                    json::json_path_is_lax(p),
+                    json::json_path(p).map_err(|e| {
                         SqlError::Type(format!("{name}: the path `{p}`: {e}"))
                     })?,
                 )),

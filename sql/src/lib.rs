@@ -25,6 +25,7 @@ pub mod expr;
 pub mod format;
 pub mod functions;
 pub mod join;
+pub mod json;
 pub mod kafka;
 pub mod lower;
 pub mod nexmark;

@@ -106,19 +106,26 @@ impl KeyedCoProcessFunction for TemporalJoin {
         _: TimeDomain,
         out: &mut C,
     ) {
-        let Some(RowList(pending)) = self.pending.value(ctx) else {
+        // The key's rows and versions are read and updated in place, not
+        // copied out of the state for every timer (one per left time): a
+        // key with many rows waiting made that quadratic.
+        if self.pending.value_ref(ctx).is_none() {
             return;
-        };
+        }
         let lt = self.left_time;
-        let (ready, rest): (Vec<Row>, Vec<Row>) = pending
+        let list = &mut self
+            .pending
+            .value_mut_or_insert_with(ctx, RowList::default)
+            .0;
+        let (ready, rest): (Vec<Row>, Vec<Row>) = std::mem::take(list)
             .into_iter()
             .partition(|r| Self::time(r, lt).is_some_and(|t| t <= timestamp));
         if rest.is_empty() {
             self.pending.clear(ctx);
         } else {
-            self.pending.update(ctx, RowList(rest));
+            *list = rest;
         }
-        let mut versions = self.versions.value(ctx).unwrap_or_default().0;
+        let versions: &[Row] = self.versions.value_ref(ctx).map_or(&[], |v| &v.0);
         let rt = self.right_time;
         for left in ready {
             let t = Self::time(&left, lt).expect("timed");
@@ -151,8 +158,10 @@ impl KeyedCoProcessFunction for TemporalJoin {
         let valid =
             versions.partition_point(|v| Self::time(v, rt).unwrap_or(i64::MIN) <= timestamp);
         if valid > 1 {
-            versions.drain(..valid - 1);
-            self.versions.update(ctx, RowList(versions));
+            self.versions
+                .value_mut_or_insert_with(ctx, RowList::default)
+                .0
+                .drain(..valid - 1);
         }
     }
 

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use weir_runtime::{
-    BoxedStream, Collector, JobGraph, KeyContext, KeyedProcessFunction, KeyedValueState,
+    BoxedStream, Collector, JobGraph, JobResult, KeyContext, KeyedProcessFunction, KeyedValueState,
     SequenceSource, SubtaskInfo,
 };
 
@@ -103,6 +103,41 @@ fn around_a_keyed_operator(n: u64) -> Vec<String> {
     want
 }
 
+/// The sink's records (`got`) and the metrics' count equal the
+/// sequential reference `want`, as multisets.
+fn assert_matches_reference(
+    result: &JobResult,
+    got: Vec<String>,
+    want: Vec<String>,
+    workers: usize,
+) {
+    assert_eq!(
+        result.metrics.total_sink_records(),
+        want.len() as u64,
+        "sink records in the metrics ({workers} workers)"
+    );
+    assert!(
+        sorted(got) == sorted(want),
+        "sink records differ from the sequential reference ({workers} workers)"
+    );
+}
+
+/// Each sink subtask got its source subtask's `0..n` (every `workers`-th
+/// number) through square, keep the odd ones, and `[x, x + 1]`, in order.
+fn assert_each_subtask_in_order(got: &Collected<u64>, n: u64, workers: usize) {
+    let parts = got.take_parts();
+    assert_eq!(parts.len(), workers);
+    for (info, records) in parts {
+        let want: Vec<u64> = (info.index as u64..n)
+            .step_by(workers)
+            .map(|i| i * i)
+            .filter(|x| x % 2 == 1)
+            .flat_map(|x| [x, x + 1])
+            .collect();
+        assert_eq!(records, want, "sink subtask {}", info.index);
+    }
+}
+
 #[test]
 fn map_filter_flat_map_around_a_keyed_operator() {
     let n = 60_000u64;
@@ -127,16 +162,7 @@ fn map_filter_flat_map_around_a_keyed_operator() {
         let result = run_ok(job, &options(workers));
         let want = around_a_keyed_operator(n);
 
-        let got = got.take_all();
-        assert_eq!(
-            result.metrics.total_sink_records(),
-            want.len() as u64,
-            "sink records in the metrics ({workers} workers)"
-        );
-        assert!(
-            sorted(got) == sorted(want),
-            "sink records differ from the sequential reference ({workers} workers)"
-        );
+        assert_matches_reference(&result, got.take_all(), want, workers);
     }
 }
 
@@ -157,17 +183,7 @@ fn chain_without_key_by_keeps_each_subtasks_order() {
     .sink("collect", collect_into(&got));
     run_ok(job, &options(workers));
 
-    let parts = got.take_parts();
-    assert_eq!(parts.len(), workers);
-    for (info, records) in parts {
-        let want: Vec<u64> = (info.index as u64..n)
-            .step_by(workers)
-            .map(|i| i * i)
-            .filter(|x| x % 2 == 1)
-            .flat_map(|x| [x, x + 1])
-            .collect();
-        assert_eq!(records, want, "sink subtask {}", info.index);
-    }
+    assert_each_subtask_in_order(&got, n, workers);
 }
 
 /// The job of `map_filter_flat_map_around_a_keyed_operator` with the
@@ -209,16 +225,7 @@ fn streams_boxed_after_every_operator_give_what_the_unboxed_give() {
         assert_eq!(job.stage_count(), 2, "a boxed stream starts no stage");
         let result = run_ok(job, &options(workers));
         let want = around_a_keyed_operator(n);
-        let got = got.take_all();
-        assert_eq!(
-            result.metrics.total_sink_records(),
-            want.len() as u64,
-            "sink records in the metrics ({workers} workers)"
-        );
-        assert!(
-            sorted(got) == sorted(want),
-            "sink records differ from the sequential reference ({workers} workers)"
-        );
+        assert_matches_reference(&result, got.take_all(), want, workers);
     }
 }
 
@@ -242,15 +249,5 @@ fn a_boxed_chain_without_key_by_keeps_each_subtasks_order() {
     assert_eq!(job.stage_count(), 1);
     run_ok(job, &options(workers));
 
-    let parts = got.take_parts();
-    assert_eq!(parts.len(), workers);
-    for (info, records) in parts {
-        let want: Vec<u64> = (info.index as u64..n)
-            .step_by(workers)
-            .map(|i| i * i)
-            .filter(|x| x % 2 == 1)
-            .flat_map(|x| [x, x + 1])
-            .collect();
-        assert_eq!(records, want, "sink subtask {}", info.index);
-    }
+    assert_each_subtask_in_order(&got, n, workers);
 }

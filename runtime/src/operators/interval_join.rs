@@ -153,13 +153,15 @@ impl JoinBounds {
         d >= i128::from(self.lower) && d <= i128::from(self.upper)
     }
 
-    /// When a left record at `tl` can be dropped.
-    fn left_cleanup(&self, tl: i64) -> i64 {
+    /// When a left record at `tl` can be dropped: the first watermark at
+    /// which no right record that is not late can match it.
+    pub fn left_cleanup(&self, tl: i64) -> i64 {
         tl.saturating_add(self.upper.max(0))
     }
 
-    /// When a right record at `tr` can be dropped.
-    fn right_cleanup(&self, tr: i64) -> i64 {
+    /// When a right record at `tr` can be dropped (as
+    /// [`left_cleanup`](Self::left_cleanup)).
+    pub fn right_cleanup(&self, tr: i64) -> i64 {
         tr.saturating_add(self.lower.saturating_neg().max(0))
     }
 }

@@ -58,17 +58,44 @@ pub fn sql_interval_join(
     bounds: TimeBounds,
     residual: Option<Arc<Scalar>>,
 ) -> SqlIntervalJoin<impl Fn(&Row) -> i64 + 'static, impl Fn(&Row) -> i64 + 'static> {
-    let b = JoinBounds::new(offset(bounds.lower), offset(bounds.upper), false, false)
-        .expect("the planner checked the bounds");
     SqlIntervalJoin {
         join: IntervalJoinOperator::new(
-            b,
+            join_bounds(&bounds),
             time_of(bounds.left_time),
             time_of(bounds.right_time),
             RowPairs { residual },
         ),
-        delay: bounds.upper.max(bounds.lower.saturating_neg()).max(0),
+        delay: watermark_delay(&bounds),
     }
+}
+
+/// The runtime's join interval of SQL `bounds` (inclusive).
+///
+/// # Panics
+///
+/// If the bounds leave no interval (the planner refuses them).
+pub(crate) fn join_bounds(bounds: &TimeBounds) -> JoinBounds {
+    JoinBounds::new(offset(bounds.lower), offset(bounds.upper), false, false)
+        .expect("the planner checked the bounds")
+}
+
+/// How far an interval join of `bounds` holds its output watermark back:
+/// a pair goes out when its later row arrives, the earlier up to the
+/// larger bound behind it.
+pub(crate) fn watermark_delay(bounds: &TimeBounds) -> i64 {
+    bounds.upper.max(bounds.lower.saturating_neg()).max(0)
+}
+
+/// The row of `values` (a left row's, then a right row's) if `residual`
+/// holds for it.
+pub(crate) fn joined_row(residual: Option<&Scalar>, values: Values) -> Option<Row> {
+    let row = Row {
+        kind: RowKind::Insert,
+        values,
+    };
+    residual
+        .is_none_or(|c| truth(&c.eval(&row)) == Some(true))
+        .then_some(row)
 }
 
 impl<TL, TR> KeyedCoProcessFunction for SqlIntervalJoin<TL, TR>
@@ -153,15 +180,7 @@ impl ProcessJoinFunction<Row, Row> for RowPairs {
     ) {
         let mut values: Values = left.values;
         values.extend(right.values);
-        let row = Row {
-            kind: RowKind::Insert,
-            values,
-        };
-        if self
-            .residual
-            .as_ref()
-            .is_none_or(|c| truth(&c.eval(&row)) == Some(true))
-        {
+        if let Some(row) = joined_row(self.residual.as_deref(), values) {
             out.collect(row);
         }
     }

@@ -22,11 +22,12 @@
 use std::sync::Arc;
 
 use weir_runtime::{
-    Collector, KeyContext, KeyedCoProcessFunction, KeyedMapState, KeyedStates, KeyedTimerService,
-    TimeDomain, TimerQueues,
+    Collector, JoinBounds, KeyContext, KeyedCoProcessFunction, KeyedMapState, KeyedStates,
+    KeyedTimerService, TimeDomain, TimerQueues,
 };
 
-use crate::expr::{truth, Scalar};
+use crate::expr::Scalar;
+use crate::join::interval::{join_bounds, joined_row, watermark_delay};
 use crate::join::{JoinKind, TimeBounds};
 use crate::value::{Key, Row, RowKind, Value, Values};
 
@@ -77,6 +78,8 @@ impl Side {
 /// The outer interval join of one key: see the module documentation.
 pub struct OuterIntervalJoin {
     bounds: TimeBounds,
+    /// The interval of `tR - tL` and the rows' cleanup times.
+    interval: JoinBounds,
     kind: JoinKind,
     residual: Option<Arc<Scalar>>,
     left_width: usize,
@@ -102,6 +105,7 @@ impl OuterIntervalJoin {
     ) -> Self {
         Self {
             bounds,
+            interval: join_bounds(&bounds),
             kind,
             residual,
             left_width,
@@ -114,27 +118,12 @@ impl OuterIntervalJoin {
         }
     }
 
-    fn left_cleanup(&self, tl: i64) -> i64 {
-        tl.saturating_add(self.bounds.upper.max(0))
-    }
-
-    fn right_cleanup(&self, tr: i64) -> i64 {
-        tr.saturating_add(self.bounds.lower.saturating_neg().max(0))
-    }
-
     /// The joined row of `left` and `right` if the residual condition
     /// holds for it.
     fn pair(&self, left: &Row, right: &Row) -> Option<Row> {
         let mut values: Values = left.values.clone();
         values.extend(right.values.iter().cloned());
-        let row = Row {
-            kind: RowKind::Insert,
-            values,
-        };
-        self.residual
-            .as_ref()
-            .is_none_or(|c| truth(&c.eval(&row)) == Some(true))
-            .then_some(row)
+        joined_row(self.residual.as_deref(), values)
     }
 
     /// `left` with NULLs for the right's columns.
@@ -156,12 +145,6 @@ impl OuterIntervalJoin {
             values,
         }
     }
-}
-
-/// Whether a left row at `tl` and a right one at `tr` are within `b`.
-fn within(b: &TimeBounds, tl: i64, tr: i64) -> bool {
-    let d = i128::from(tr) - i128::from(tl);
-    d >= i128::from(b.lower) && d <= i128::from(b.upper)
 }
 
 /// A row's time in column `c` (a joinable row has one).
@@ -193,12 +176,12 @@ impl KeyedCoProcessFunction for OuterIntervalJoin {
             return;
         }
         let tl = time_of(&row, self.bounds.left_time);
-        let b = self.bounds;
+        let b = self.interval;
         // The other side's rows by reference: only those in range are
         // copied.
         let mut hits = Vec::new();
         self.right.rows.for_each_entry(ctx, |&at, kept| {
-            if within(&b, tl, at.0) {
+            if b.contains(tl, at.0) {
                 hits.push((at, kept.clone()));
             }
         });
@@ -212,7 +195,7 @@ impl KeyedCoProcessFunction for OuterIntervalJoin {
                 }
             }
         }
-        let cleanup = self.left_cleanup(tl);
+        let cleanup = self.interval.left_cleanup(tl);
         if passed(cleanup, ctx.current_watermark()) {
             if !matched && self.kind.left_outer() {
                 out.collect(self.pad_left(row));
@@ -236,12 +219,12 @@ impl KeyedCoProcessFunction for OuterIntervalJoin {
             return;
         }
         let tr = time_of(&row, self.bounds.right_time);
-        let b = self.bounds;
+        let b = self.interval;
         // The other side's rows by reference: only those in range are
         // copied.
         let mut hits = Vec::new();
         self.left.rows.for_each_entry(ctx, |&at, kept| {
-            if within(&b, at.0, tr) {
+            if b.contains(at.0, tr) {
                 hits.push((at, kept.clone()));
             }
         });
@@ -255,7 +238,7 @@ impl KeyedCoProcessFunction for OuterIntervalJoin {
                 }
             }
         }
-        let cleanup = self.right_cleanup(tr);
+        let cleanup = self.interval.right_cleanup(tr);
         if passed(cleanup, ctx.current_watermark()) {
             if !matched && self.kind.right_outer() {
                 out.collect(self.pad_right(row));
@@ -268,10 +251,7 @@ impl KeyedCoProcessFunction for OuterIntervalJoin {
 
     fn watermark_delay(&self) -> i64 {
         // Pairs are emitted as late as the inner join emits them.
-        self.bounds
-            .upper
-            .max(self.bounds.lower.saturating_neg())
-            .max(0)
+        watermark_delay(&self.bounds)
     }
 
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {

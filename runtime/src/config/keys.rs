@@ -81,6 +81,20 @@ fn set_num_retained(c: &mut Config, s: SettingRef<'_, '_>) -> SetResult {
     Ok(())
 }
 
+/// `execution.checkpointing.unaligned.enabled` (and its older name).
+fn get_unaligned(c: &Config) -> String {
+    c.unaligned_checkpoints.to_string()
+}
+
+/// Sets `execution.checkpointing.unaligned.enabled` (or its older name).
+fn set_unaligned(
+    c: &mut Config,
+    s: &crate::config::value::Setting<'_>,
+) -> Result<(), crate::config::error::ConfigError> {
+    c.unaligned_checkpoints = s.check(s.boolean(), BOOL_EXPECTED)?;
+    Ok(())
+}
+
 /// An optional count in config syntax (`unset` when absent).
 fn opt(n: Option<u64>) -> String {
     n.map_or_else(|| "unset".to_string(), |n| n.to_string())
@@ -247,20 +261,14 @@ pub const KEYS: &[Key<Config>] = &[
     Key {
         name: "execution.checkpointing.unaligned.enabled",
         description: "unaligned checkpoints: a barrier overtakes the buffered records, which are persisted with the checkpoint; only with `EXACTLY_ONCE` and `max-concurrent-checkpoints` 1",
-        get: |c| c.unaligned_checkpoints.to_string(),
-        set: |c, s| {
-        c.unaligned_checkpoints = s.check(s.boolean(), BOOL_EXPECTED)?;
-            Ok(())
-        },
+        get: get_unaligned,
+        set: set_unaligned,
     },
     Key {
         name: "execution.checkpointing.unaligned",
         description: "Flink 1's name of `execution.checkpointing.unaligned.enabled`, kept as Flink keeps it",
-        get: |c| c.unaligned_checkpoints.to_string(),
-        set: |c, s| {
-        c.unaligned_checkpoints = s.check(s.boolean(), BOOL_EXPECTED)?;
-            Ok(())
-        },
+        get: get_unaligned,
+        set: set_unaligned,
     },
     Key {
         name: "execution.checkpointing.incremental",

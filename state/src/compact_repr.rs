@@ -3,11 +3,11 @@
 //! instead of finding both strings' text and length first (`as_bytes`:
 //! a compare, two conditional moves and a clamp, on both sides).
 //!
-//! (Hashing a short inline key from the same words, masked to its
-//! length, was tried too: 530.7 against 540.6 instructions per record of
-//! the compact-string quickstart in builds that differed by it alone,
-//! but taken out, on a misreading of the profiles, before its wall clock
-//! was measured; bench/RESULTS.md, "String ids: fewer handlings".)
+//!
+//! An inline key is hashed from the same words too, masked to its length
+//! ([`hash`]): reading its bytes at offsets that depend on the length
+//! loads a word across two of the stores that had just copied the key,
+//! which stalls the load until the stores retire.
 
 use compact_str::CompactString;
 
@@ -25,7 +25,8 @@ fn words(s: &CompactString) -> [u64; 3] {
     // inline one is a 24-byte array (the text, zeros, the length mark),
     // a heap one a pointer, a length and a capacity word, a `&'static
     // str` one a pointer, a length and an 8-byte tag. The words are only
-    // compared, never used as a pointer.
+    // compared, or hashed as the text of an inline value; never used as a
+    // pointer.
     unsafe { std::ptr::read_unaligned((s as *const CompactString).cast::<[u64; 3]>()) }
 }
 
@@ -41,6 +42,36 @@ pub(crate) fn eq(a: &CompactString, b: &CompactString) -> bool {
         return true;
     }
     differ_or_eq(a, b)
+}
+
+/// The last byte of an inline value of fewer than 24 bytes: `0xC0 | len`
+/// (`compact_str`'s inline length mark). A 24-byte inline text ends in
+/// its own last byte, below 0xC0 (no UTF-8 text ends in a lead byte); a
+/// heap or `&'static str` value ends in a tag above `0xC0 | 23`.
+const INLINE_MARK: u8 = 0xC0;
+/// Bytes of text an inline value holds at most.
+const INLINE_MAX: usize = REPR_LEN;
+
+/// [`KeyHash::key_hash`](crate::KeyHash::key_hash) of `s`: the hash of its
+/// bytes, from its words when it is inline.
+#[inline(always)]
+pub(crate) fn hash(s: &CompactString) -> u64 {
+    let w = words(s);
+    let last = (u64::from_le(w[2]) >> 56) as u8;
+    let len = if last < INLINE_MARK {
+        INLINE_MAX
+    } else if usize::from(last - INLINE_MARK) < INLINE_MAX {
+        usize::from(last - INLINE_MARK)
+    } else {
+        return hash_outside(s);
+    };
+    crate::key_group::hash_words(w.map(u64::from_le), len)
+}
+
+/// [`hash`] of a value whose text is on the heap or static.
+#[inline(never)]
+fn hash_outside(s: &CompactString) -> u64 {
+    crate::key_group::hash_bytes(s.as_bytes())
 }
 
 /// `a == b` by text, for values whose bytes differ (a probe's other key,

@@ -138,6 +138,21 @@ fn byte_strings_of_every_length_match_reference_formula() {
     }
 }
 
+/// The hash of a text's words with other bytes past its end: the hash of
+/// its bytes, at every length that fits three words.
+#[test]
+fn hash_of_words_is_the_hash_of_the_bytes_they_begin_with() {
+    let noise: Vec<u8> = (0u8..24).map(|i| i.wrapping_mul(91) | 0x80).collect();
+    let text: Vec<u8> = (0u8..24).map(|i| b'a' + i).collect();
+    for n in 0..=24 {
+        let mut bytes = noise.clone();
+        bytes[..n].copy_from_slice(&text[..n]);
+        let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
+        let words = [word(0), word(1), word(2)];
+        assert_eq!(hash_words(words, n), reference_bytes(&text[..n]), "{n}");
+    }
+}
+
 /// `CompactString`s of every length from 0 to 40, inline and on the heap,
 /// also with other bytes left past the text by a truncation: the same hash
 /// as their bytes', and equal as keys exactly when their texts are equal.

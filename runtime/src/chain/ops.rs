@@ -74,10 +74,18 @@ impl<T, I: Iterator<Item = T>, F: FnMut(&T) -> bool> Iterator for Passing<'_, I,
     #[inline(always)]
     fn next(&mut self) -> Option<T> {
         while self.taken < self.limit {
-            let record = self.records.next()?;
+            // The record is handed on in the `Option` it came in, not
+            // unwrapped and wrapped again: for a type whose `None` is a
+            // niche in its last byte (a `CompactString`), rebuilding the
+            // `Option` wrote that byte apart from the rest and the next
+            // read of the whole record stalled on the store.
+            let next = self.records.next();
+            let Some(record) = &next else {
+                return None;
+            };
             self.taken += 1;
-            if (self.f)(&record) {
-                return Some(record);
+            if (self.f)(record) {
+                return next;
             }
         }
         None

@@ -63,15 +63,34 @@ pub(crate) fn hash(s: &CompactString) -> u64 {
     } else if usize::from(last - INLINE_MARK) < INLINE_MAX {
         usize::from(last - INLINE_MARK)
     } else {
-        return hash_outside(s);
+        // SAFETY: `w` are the words of `s`, live for this call, and its
+        // last byte marks a heap or static text.
+        return unsafe { hash_outside(w) };
     };
     crate::key_group::hash_words(w.map(u64::from_le), len)
 }
 
-/// [`hash`] of a value whose text is on the heap or static.
+/// [`hash`] of a value whose text is on the heap or static, from the
+/// value's words: the text's pointer and its length, as `compact_str`'s
+/// `as_slice` reads them when the last byte is a heap or static mark.
+/// Words, not a reference: a reference handed to a call the compiler
+/// cannot see into made it keep the key where it was and copy it into a
+/// `KeyContext` afterwards, with a 16-byte load across the 8-byte stores
+/// that had just written it.
+///
+/// # Safety
+///
+/// `w` must be the words of a `CompactString` whose text is on the heap or
+/// static (last byte at least `0xC0 | 24`), alive for the call.
 #[inline(never)]
-fn hash_outside(s: &CompactString) -> u64 {
-    crate::key_group::hash_bytes(s.as_bytes())
+unsafe fn hash_outside(w: [u64; 3]) -> u64 {
+    let (ptr, len) = (w[0] as usize as *const u8, w[1] as usize);
+    // SAFETY: per this function's contract, the first word of such a value
+    // is the pointer to its text and the second its length in bytes (the
+    // layout of `compact_str`'s heap buffer and static string, which its
+    // `as_slice` relies on); the value, and so the text, is alive.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
+    crate::key_group::hash_bytes(bytes)
 }
 
 /// `a == b` by text, for values whose bytes differ (a probe's other key,

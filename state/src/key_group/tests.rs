@@ -168,6 +168,7 @@ fn compact_strings_of_every_length_hash_and_compare_as_their_bytes() {
         assert!(heap.is_heap_allocated());
         keys.push(CompactString::new(s));
         keys.push(heap);
+        keys.push(CompactString::const_new(String::leak(s.to_string())));
         if len <= 23 {
             let mut truncated = CompactString::new(&text[..23]);
             truncated.truncate(len);

@@ -11,6 +11,12 @@ use crate::w1::{check_w1, W1Case};
 
 /// 64-byte buffers (four W1 records), one buffer of credit per channel, no
 /// floating buffers, every record sent at once.
+///
+/// The record counts below are ten thousand or more buffers per run, each
+/// handed over with the least credit there is: enough to exercise every
+/// wait, small enough that a debug build on a loaded 2-core machine ends
+/// well inside the 30 s limit (the fan-out test at 200 k inputs took 10 s
+/// alone and timed out beside the rest of the suite).
 fn tiny_pools(workers: usize) -> ExecutionOptions {
     let mut o = options(workers);
     o.segment_size = 64;
@@ -22,12 +28,12 @@ fn tiny_pools(workers: usize) -> ExecutionOptions {
 
 #[test]
 fn tiny_buffers_and_pools_two_workers() {
-    check_w1(W1Case::new(100_000, 1_000, tiny_pools(2)));
+    check_w1(W1Case::new(40_000, 1_000, tiny_pools(2)));
 }
 
 #[test]
 fn tiny_buffers_and_pools_three_workers_on_two_cores() {
-    check_w1(W1Case::new(100_000, 1_000, tiny_pools(3)));
+    check_w1(W1Case::new(40_000, 1_000, tiny_pools(3)));
 }
 
 #[test]
@@ -35,7 +41,7 @@ fn tiny_buffers_with_full_buffers_and_a_timeout() {
     // Same tiny pools, but buffers fill up before they are sent.
     let mut o = tiny_pools(2);
     o.buffer_timeout = Duration::from_millis(5).into();
-    check_w1(W1Case::new(100_000, 1_000, o));
+    check_w1(W1Case::new(40_000, 1_000, o));
 }
 
 #[test]
@@ -65,7 +71,7 @@ fn slow_sink_with_default_pools() {
 /// One input record becomes 50 records (800 bytes), far more than a
 /// sender's whole pool of 64-byte buffers holds.
 fn flat_map_of_fifty_records_per_input(workers: usize) {
-    let mut case = W1Case::new(200_000, 1_000, tiny_pools(workers));
+    let mut case = W1Case::new(40_000, 1_000, tiny_pools(workers));
     case.fan_out = 50;
     check_w1(case);
 }

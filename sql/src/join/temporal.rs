@@ -5,13 +5,18 @@
 //!
 //! Keyed by the join key. Right rows are versions, kept sorted by their
 //! time; left rows wait until the watermark (the smaller of both inputs')
-//! passes their time — then every version up to that time has arrived —
-//! and are joined when the timer at their time fires: an inner join emits
-//! only left rows that found a version (and pass the residual condition),
-//! a LEFT join emits the others with NULLs. Versions older than the one
-//! valid at the timer's time are dropped then, as no later left row can
-//! reach them (a late left row may find its version gone). Output append-only; the left input must be append-only,
-//! the right one too (each row a new version of its key).
+//! passes their time — then every version up to that time has arrived.
+//! As Flink's operator, a key has one timer, at the earliest time of its
+//! waiting rows: when it fires, every row at or before the watermark is
+//! joined, in time order, and the timer is set again for the earliest row
+//! left (a timer per row, each looking over the key's waiting rows, made
+//! a bounded input's final watermark quadratic in the rows of a key). An
+//! inner join emits only left rows that found a version (and pass the
+//! residual condition), a LEFT join emits the others with NULLs. Versions
+//! older than the one valid at the watermark are dropped then, as no later
+//! left row can reach them (a late left row may find its version gone).
+//! Output append-only; the left input must be append-only, the right one
+//! too (each row a new version of its key).
 
 use std::sync::Arc;
 
@@ -32,6 +37,8 @@ pub struct TemporalJoin {
     residual: Option<Arc<Scalar>>,
     pending: KeyedValueState<Key, RowList>,
     versions: KeyedValueState<Key, RowList>,
+    /// The earliest timer registered for the key and not fired yet.
+    next_timer: KeyedValueState<Key, i64>,
     timers: KeyedTimerService<Key>,
 }
 
@@ -53,12 +60,21 @@ impl TemporalJoin {
             residual,
             pending: KeyedValueState::new("temporal-join-left-rows"),
             versions: KeyedValueState::new("temporal-join-versions"),
+            next_timer: KeyedValueState::new("temporal-join-next-timer"),
             timers: KeyedTimerService::new(),
         }
     }
 
     fn time(row: &Row, col: usize) -> Option<i64> {
         row.values[col].as_i64()
+    }
+
+    /// Makes sure the key has a timer at or before `at`.
+    fn timer_by(&mut self, ctx: &KeyContext<Key>, at: i64) {
+        if self.next_timer.value(ctx).is_none_or(|next| at < next) {
+            self.timers.register_event_time_timer(ctx, at);
+            self.next_timer.update(ctx, at);
+        }
     }
 }
 
@@ -76,8 +92,8 @@ impl KeyedCoProcessFunction for TemporalJoin {
             .value_mut_or_insert_with(ctx, RowList::default)
             .0
             .push(row);
-        self.timers
-            .register_event_time_timer(ctx, t.max(self.timers.current_watermark() + 1));
+        let at = t.max(self.timers.current_watermark().saturating_add(1));
+        self.timer_by(ctx, at);
     }
 
     fn process_element2<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, row: Row, _: &mut C) {
@@ -106,9 +122,13 @@ impl KeyedCoProcessFunction for TemporalJoin {
         _: TimeDomain,
         out: &mut C,
     ) {
-        // The key's rows and versions are read and updated in place, not
-        // copied out of the state for every timer (one per left time): a
-        // key with many rows waiting made that quadratic.
+        if self.next_timer.value(ctx) == Some(timestamp) {
+            self.next_timer.clear(ctx);
+        }
+        // Every row the watermark passed is ready, not only those of this
+        // timer's time (a checkpoint of an earlier version holds a timer
+        // per row: those still fire, and find their rows done).
+        let watermark = ctx.current_watermark().max(timestamp);
         if self.pending.value_ref(ctx).is_none() {
             return;
         }
@@ -117,14 +137,18 @@ impl KeyedCoProcessFunction for TemporalJoin {
             .pending
             .value_mut_or_insert_with(ctx, RowList::default)
             .0;
-        let (ready, rest): (Vec<Row>, Vec<Row>) = std::mem::take(list)
+        let (mut ready, rest): (Vec<Row>, Vec<Row>) = std::mem::take(list)
             .into_iter()
-            .partition(|r| Self::time(r, lt).is_some_and(|t| t <= timestamp));
+            .partition(|r| Self::time(r, lt).is_some_and(|t| t <= watermark));
+        let earliest_left = rest.iter().filter_map(|r| Self::time(r, lt)).min();
         if rest.is_empty() {
             self.pending.clear(ctx);
         } else {
             *list = rest;
         }
+        // In time order, as one timer per time emitted them (stable: rows
+        // of one time in their arrival order).
+        ready.sort_by_key(|r| Self::time(r, lt));
         let versions: &[Row] = self.versions.value_ref(ctx).map_or(&[], |v| &v.0);
         let rt = self.right_time;
         for left in ready {
@@ -152,21 +176,24 @@ impl KeyedCoProcessFunction for TemporalJoin {
                 out.collect(padded);
             }
         }
-        // Versions before the one valid at this time are unreachable: the
-        // timers of earlier times fired (a final watermark fires them all
-        // at once, in order, so the watermark itself may be far ahead).
+        // Versions before the one valid at the watermark are unreachable:
+        // every row at or before it is done, and the rows left are later.
         let valid =
-            versions.partition_point(|v| Self::time(v, rt).unwrap_or(i64::MIN) <= timestamp);
+            versions.partition_point(|v| Self::time(v, rt).unwrap_or(i64::MIN) <= watermark);
         if valid > 1 {
             self.versions
                 .value_mut_or_insert_with(ctx, RowList::default)
                 .0
                 .drain(..valid - 1);
         }
+        if let Some(t) = earliest_left {
+            self.timer_by(ctx, t.max(watermark.saturating_add(1)));
+        }
     }
 
     fn visit_state(&mut self, states: &mut KeyedStates<'_>) {
         states.value(&mut self.pending);
         states.value(&mut self.versions);
+        states.value(&mut self.next_timer);
     }
 }

@@ -341,6 +341,11 @@ impl<'j> Lowering<'j> {
                 rows.flat_map(&uid, move |row: Row| assign_windows(window, time, row))
                     .boxed()
             }
+            Node::Replicate { input } => {
+                let rows = self.rows(input)?;
+                let uid = self.uid("replicate");
+                rows.flat_map(&uid, replicate).boxed()
+            }
             Node::Union(inputs) => {
                 let mut it = inputs.iter();
                 let mut first = Some(self.rows(it.next().expect("a union has inputs"))?);
@@ -746,6 +751,14 @@ impl weir_runtime::Sink for Collect {
 /// `row` once per window of `window` holding its time (column `time`),
 /// with the window's start, end and time (end - 1) appended; none for a
 /// NULL time. Windows in order of their start.
+/// `row` without its last column, as many times as that column says
+/// (none for NULL or a count below 1), each copy of the row's kind.
+fn replicate(mut row: Row) -> Vec<Row> {
+    let n = row.values.pop().and_then(|n| n.as_i64()).unwrap_or(0);
+    let n = usize::try_from(n).unwrap_or(0);
+    vec![row; n]
+}
+
 fn assign_windows(window: Window, time: usize, row: Row) -> Vec<Row> {
     let Some(ts) = row.values[time].as_i64() else {
         return Vec::new();
@@ -919,6 +932,31 @@ impl<F: FnMut(&str) -> Decoded<Row> + 'static> LineDecoder for FileLines<F> {
             Decoded::Skip
         } else {
             (self.decode)(line)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replicate;
+    use crate::value::{Row, RowKind, Value};
+
+    /// A row's copies keep its kind (a retraction retracts each copy);
+    /// a count of 0, below 0 or NULL makes none.
+    #[test]
+    fn replicate_copies_a_row_by_its_count_with_its_kind() {
+        let row = |kind, n: Value| Row {
+            kind,
+            values: [Value::Int(7), n].into_iter().collect(),
+        };
+        let copies = replicate(row(RowKind::UpdateBefore, Value::BigInt(3)));
+        assert_eq!(copies.len(), 3);
+        for c in &copies {
+            assert_eq!(c.kind, RowKind::UpdateBefore);
+            assert_eq!(c.values.as_slice(), &[Value::Int(7)]);
+        }
+        for n in [Value::BigInt(0), Value::BigInt(-2), Value::Null] {
+            assert!(replicate(row(RowKind::Insert, n)).is_empty());
         }
     }
 }

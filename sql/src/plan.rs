@@ -193,6 +193,13 @@ pub enum Node {
         /// The right rows' (versions') time column.
         right_time: usize,
     },
+    /// Each input row as many times as its last column says (none for
+    /// a count below 1), that column dropped, with the row's kind: Flink's
+    /// `ReplicateRows` under `INTERSECT ALL` and `EXCEPT ALL`.
+    Replicate {
+        /// The input: the output's columns, then the count (an integer).
+        input: Box<Plan>,
+    },
     /// Top-N or deduplication per key: the input's columns (the row
     /// number in its column when read), as a changelog unless it keeps
     /// the first row.
@@ -1911,6 +1918,14 @@ impl Plan {
                     i.explain_into(s, depth + 1);
                 }
             }
+            Node::Replicate { input } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}Correlate(invocation=[ReplicateRows({})], select=[{cols}])",
+                    input.schema.fields[input.schema.len() - 1].name
+                );
+                input.explain_into(s, depth + 1);
+            }
             Node::WindowAssign {
                 input,
                 window,
@@ -1994,6 +2009,7 @@ impl Plan {
             | Node::GroupAgg { input, .. }
             | Node::OverAgg { input, .. }
             | Node::Rank { input, .. }
+            | Node::Replicate { input }
             | Node::WindowAssign { input, .. } => input.is_bounded(),
             Node::Union(inputs) => inputs.iter().all(Plan::is_bounded),
             Node::Join { left, right, .. }

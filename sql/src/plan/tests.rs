@@ -516,6 +516,32 @@ fn set_operations_widen_each_column() {
     );
 }
 
+/// INTERSECT ALL and EXCEPT ALL count each row's copies per side and
+/// replicate the row (Flink's ReplicateRows): an updating result, which
+/// an append-only file sink refuses.
+#[test]
+fn intersect_all_and_except_all_replicate_counted_rows() {
+    let plan = explain("SELECT b, c FROM t INTERSECT ALL SELECT b, a FROM t");
+    assert!(
+        line(&plan, "Correlate").contains("ReplicateRows(__weir_copies)], select=[b, c]"),
+        "{plan}"
+    );
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[b, c]"),
+        "{plan}"
+    );
+    let plan = explain("SELECT b FROM t EXCEPT ALL SELECT 'x'");
+    assert!(line(&plan, "Correlate").contains("select=[b]"), "{plan}");
+    planned("INSERT INTO changes SELECT a, b, c, ts FROM t EXCEPT ALL SELECT a, b, c, ts FROM t");
+    let e = error(
+        "INSERT INTO files SELECT a, b, c, ts FROM t INTERSECT ALL SELECT a, b, c, ts FROM t",
+    );
+    assert!(
+        e.contains("is append-only and cannot take the updates"),
+        "{e}"
+    );
+}
+
 #[test]
 fn a_select_without_from_reads_one_row() {
     let plan = explain("SELECT 1 + 1 AS two, UPPER('a') AS u");

@@ -918,6 +918,24 @@ pub const CASES: &[Case] = &[
                  INTERSECT SELECT user_id, category FROM orders WHERE order_id % 2 = 0",
     },
     Case {
+        name: "intersect_all_except_all",
+        // Multiplicities: a row `min(l, r)` times in INTERSECT ALL and
+        // `l - r` times in EXCEPT ALL (NULLs equal), also nested, over an
+        // updating input (a GROUP BY's result) and grouped again.
+        weir: "SELECT user_id, category, COUNT(*) AS n FROM (
+                 SELECT user_id, category FROM orders WHERE qty > 3
+                 INTERSECT ALL SELECT user_id, category FROM orders WHERE amount > 20
+                 EXCEPT ALL (SELECT user_id, category FROM orders WHERE order_id % 3 = 0
+                             EXCEPT ALL SELECT user_id, MAX(category) FROM orders GROUP BY user_id)
+               ) GROUP BY user_id, category;",
+        duckdb: "SELECT user_id, category, COUNT(*) AS n FROM (
+                   SELECT user_id, category FROM orders WHERE qty > 3
+                   INTERSECT ALL SELECT user_id, category FROM orders WHERE amount > 20
+                   EXCEPT ALL (SELECT user_id, category FROM orders WHERE order_id % 3 = 0
+                               EXCEPT ALL SELECT user_id, MAX(category) FROM orders GROUP BY user_id)
+                 ) GROUP BY user_id, category",
+    },
+    Case {
         name: "over_aggregates_range_and_rows",
         // OVER aggregation on event time: a RANGE frame (peers of equal
         // time included), the default RANGE UNBOUNDED frame, and a ROWS

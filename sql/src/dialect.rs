@@ -8,7 +8,8 @@
 //! without characters named, which sqlparser reads only with them; and
 //! the SQL/JSON forms of `JSON_OBJECT([KEY] k VALUE v, ..
 //! [NULL | ABSENT] ON NULL)` and `JSON_QUERY(j, path [RETURNING t]
-//! [wrapper] [.. ON EMPTY] [.. ON ERROR])`.
+//! [wrapper] [.. ON EMPTY] [.. ON ERROR])`; `JSON_ARRAYAGG` and
+//! `JSON_OBJECTAGG` as the LISTAGGs they are ([`crate::json_agg`]).
 
 use sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArgumentList,
@@ -72,6 +73,11 @@ impl Dialect for FlinkDialect {
                 }
                 if w.value.eq_ignore_ascii_case("JSON_QUERY") {
                     return Some(json_query(parser));
+                }
+                for (name, object) in [("JSON_ARRAYAGG", false), ("JSON_OBJECTAGG", true)] {
+                    if w.value.eq_ignore_ascii_case(name) {
+                        return Some(crate::json_agg::json_agg(parser, object));
+                    }
                 }
             }
         }
@@ -167,7 +173,7 @@ fn table_argument(parser: &mut Parser) -> Result<Expr, ParserError> {
 }
 
 /// Consumes the next token if it is the word `w` (any case).
-fn word(parser: &mut Parser, w: &str) -> bool {
+pub(crate) fn word(parser: &mut Parser, w: &str) -> bool {
     match &parser.peek_token().token {
         Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w) => {
             parser.next_token();
@@ -178,7 +184,7 @@ fn word(parser: &mut Parser, w: &str) -> bool {
 }
 
 /// A call `name(args)` with `clauses` after them.
-fn call(name: &str, args: Vec<Expr>, clauses: Vec<FunctionArgumentClause>) -> Expr {
+pub(crate) fn call(name: &str, args: Vec<Expr>, clauses: Vec<FunctionArgumentClause>) -> Expr {
     Expr::Function(Function {
         name: ObjectName::from(vec![Ident::new(name)]),
         uses_odbc_syntax: false,
@@ -199,7 +205,7 @@ fn call(name: &str, args: Vec<Expr>, clauses: Vec<FunctionArgumentClause>) -> Ex
 }
 
 /// `[NULL | ABSENT] ON NULL`, if next.
-fn on_null(parser: &mut Parser) -> Option<FunctionArgumentClause> {
+pub(crate) fn on_null(parser: &mut Parser) -> Option<FunctionArgumentClause> {
     if parser.parse_keywords(&[Keyword::NULL, Keyword::ON, Keyword::NULL]) {
         Some(FunctionArgumentClause::JsonNullClause(
             JsonNullClause::NullOnNull,

@@ -26,6 +26,7 @@ pub mod format;
 pub mod functions;
 pub mod join;
 pub mod json;
+pub mod json_agg;
 pub mod kafka;
 pub mod lower;
 pub mod nexmark;

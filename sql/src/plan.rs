@@ -918,6 +918,12 @@ impl<'c> Planner<'c> {
                     AggFunc::FirstValue | AggFunc::LastValue | AggFunc::ListAgg
                 )
             {
+                // (JSON_ARRAYAGG and JSON_OBJECTAGG are read as LISTAGGs)
+                let name = if agg == AggFunc::ListAgg {
+                    "LISTAGG (or JSON_ARRAYAGG, JSON_OBJECTAGG)"
+                } else {
+                    name.as_str()
+                };
                 return Err(SqlError::Unsupported(format!(
                     "{name} over an updating input (weir keeps no list of its values to retract; it runs over append-only input)"
                 )));

@@ -1608,7 +1608,7 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
                 Arith::Mod => x % y,
             })
         }
-        DataType::Decimal { scale, .. } => {
+        DataType::Decimal { precision, scale } => {
             let r = match op {
                 Arith::Add | Arith::Sub | Arith::Mod => {
                     // Exactly at the operands' larger scale, then rounded
@@ -1672,7 +1672,10 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
                     }
                 }
             };
-            r.map_or(Value::Null, Value::decimal)
+            // More digits than the result type holds (past 38) is NULL, as
+            // Flink's `DecimalData.fromBigDecimal` makes it.
+            r.filter(|&r| fits(r, precision))
+                .map_or(Value::Null, Value::decimal)
         }
         DataType::Timestamp | DataType::TimestampLtz => match (a, b) {
             (Value::Timestamp(t), Value::Interval(i))
@@ -1917,7 +1920,8 @@ fn decimal_of_double(d: f64, scale: u8) -> Option<i128> {
 
 /// Whether unscaled `x` has at most `precision` digits.
 pub(crate) fn fits(x: i128, precision: u8) -> bool {
-    precision >= 38 || x.unsigned_abs() < 10u128.pow(u32::from(precision))
+    // (10^38 is below u128's largest: DECIMAL(38)'s bound is checked too)
+    precision > 38 || x.unsigned_abs() < 10u128.pow(u32::from(precision))
 }
 
 /// A decimal's text (`-12.345`, also with an exponent: `-1.5e2`, as
@@ -4519,6 +4523,25 @@ mod tests {
         assert_eq!(ty_of(&sum), d(38, 9));
         // -0.9999999995 rounded half up (away from zero) at scale 9.
         assert_eq!(str_of(&sum), Value::decimal(-1_000_000_000));
+        // A sum or difference past DECIMAL(38)'s 38 digits is NULL (it
+        // printed 39 digits), as Flink's; at the bound it is the value.
+        let nines = "99999999999999999999999999999999999999";
+        for over in [
+            format!("{} + 1", cast(nines, 38, 0)),
+            format!("{} - -1", cast(nines, 38, 0)),
+            format!("-1 - {}", cast(nines, 38, 0)),
+            format!("{} + {}", cast(nines, 38, 0), cast(nines, 38, 0)),
+            format!(
+                "{} * 2",
+                cast("9999999999999999999999999999999999999.9", 38, 1)
+            ),
+        ] {
+            assert_eq!(str_of(&over), Value::Null, "{over}");
+        }
+        assert_eq!(
+            str_of(&format!("{} + 0", cast(nines, 38, 0))),
+            Value::decimal(10i128.pow(38) - 1)
+        );
         // A quotient whose dividend at the divisor's scale passes an i128:
         // 10^17 / 3 as DECIMAL(38, 6) (10^19 units times 10^23).
         let quotient = format!(

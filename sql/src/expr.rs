@@ -3941,6 +3941,31 @@ mod tests {
         (Scope::of(&schema, Some("t")), row)
     }
 
+    /// BETWEEN SYMMETRIC takes the bounds in either order (Calcite's
+    /// expansion, NULL where neither order is FALSE); ASYMMETRIC is the
+    /// plain BETWEEN; both bind as BETWEEN does (a syntax error before).
+    #[test]
+    fn between_symmetric_takes_its_bounds_in_either_order() {
+        for (sql, want) in [
+            ("a BETWEEN SYMMETRIC 9 AND 7", Value::Bool(true)),
+            ("a BETWEEN SYMMETRIC 7 AND 9", Value::Bool(true)),
+            ("a BETWEEN SYMMETRIC 9 AND 8", Value::Bool(false)),
+            ("a NOT BETWEEN SYMMETRIC 9 AND 7", Value::Bool(false)),
+            ("a BETWEEN ASYMMETRIC 9 AND 7", Value::Bool(false)),
+            ("a NOT BETWEEN ASYMMETRIC 9 AND 7", Value::Bool(true)),
+            ("a BETWEEN SYMMETRIC n AND 8", Value::Null),
+            ("a BETWEEN SYMMETRIC n AND 6", Value::Null),
+            ("n NOT BETWEEN SYMMETRIC 1 AND 2", Value::Null),
+            (
+                "a + 1 BETWEEN SYMMETRIC 9 AND 8 AND a < 0",
+                Value::Bool(false),
+            ),
+            ("a BETWEEN SYMMETRIC 9 AND 8 OR a = 7", Value::Bool(true)),
+        ] {
+            assert_eq!(str_of(sql), want, "{sql}");
+        }
+    }
+
     #[test]
     fn three_valued_logic() {
         let (s, r) = scope();

@@ -189,6 +189,22 @@ pub const CASES: &[Case] = &[
                     OR qty NOT BETWEEN 2 AND 18 AND amount > 900",
     },
     Case {
+        name: "between_symmetric",
+        // Flink's (Calcite's) BETWEEN SYMMETRIC is either order of the
+        // bounds (NULL where neither is FALSE), ASYMMETRIC the plain
+        // BETWEEN; DuckDB has neither word, so its side spells them out.
+        weir: "SELECT order_id, qty BETWEEN SYMMETRIC 12 AND 4 AS s,
+                      qty NOT BETWEEN SYMMETRIC 12 AND qty - amount AS ns,
+                      amount BETWEEN ASYMMETRIC 50 AND 10 AS a,
+                      qty BETWEEN SYMMETRIC NULL AND 5 AS n
+               FROM orders WHERE qty + 1 BETWEEN SYMMETRIC 15 AND 3 OR qty IS NULL;",
+        duckdb: "SELECT order_id, (qty BETWEEN 12 AND 4 OR qty BETWEEN 4 AND 12),
+                        NOT (qty BETWEEN 12 AND qty - amount OR qty BETWEEN qty - amount AND 12),
+                        amount BETWEEN 50 AND 10,
+                        (qty BETWEEN NULL AND 5 OR qty BETWEEN 5 AND NULL)
+                 FROM orders WHERE (qty + 1 BETWEEN 15 AND 3 OR qty + 1 BETWEEN 3 AND 15) OR qty IS NULL",
+    },
+    Case {
         name: "group_by_aggregates_having",
         // Flink: SUM of an INT is INT, AVG of an INT truncates and is INT.
         weir: "SELECT category, COUNT(*) AS n, COUNT(qty) AS nq, SUM(qty) AS sq,

@@ -188,6 +188,10 @@ pub enum Func {
     Extract(TimeUnit),
     /// FLOOR(ts TO unit) / CEIL(ts TO unit), a unit of a day or less
     TimeFloor(i64, bool),
+    /// A timestamp cut to a coarser precision than milliseconds (`CAST(ts
+    /// AS TIMESTAMP(0))`): its epoch milliseconds truncated toward zero to
+    /// a multiple of this, as Flink's `DateTimeUtils.truncate`
+    TruncateMillis(i64),
     /// FLOOR / CEIL of a timestamp or date TO WEEK, MONTH, QUARTER or YEAR
     CalendarFloor(functions::CalendarUnit, bool),
     /// FLOOR / CEIL of a number
@@ -817,6 +821,11 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 let f = ms.div_euclid(*unit) * unit;
                 Value::Timestamp(if *ceil && f != ms { f + unit } else { f })
             }
+            _ => Value::Null,
+        },
+        Func::TruncateMillis(unit) => match arg(0) {
+            // (`/` truncates toward zero, as Java's long division)
+            Value::Timestamp(ms) => Value::Timestamp(ms / unit * unit),
             _ => Value::Null,
         },
         Func::NumFloor(ceil) => match arg(0) {
@@ -2047,6 +2056,19 @@ fn cast_length(t: &ast::DataType) -> Option<(u64, bool)> {
     }
 }
 
+/// The precision a TIMESTAMP or TIMESTAMP_LTZ type names, if it does.
+fn timestamp_precision(t: &ast::DataType) -> Option<u64> {
+    match t {
+        ast::DataType::Timestamp(p, _) | ast::DataType::Datetime(p) => *p,
+        ast::DataType::Custom(name, args)
+            if crate::script::object_name(name).eq_ignore_ascii_case("TIMESTAMP_LTZ") =>
+        {
+            args.first().and_then(|a| a.to_string().parse().ok())
+        }
+        _ => None,
+    }
+}
+
 /// `text` cut to its first `n` characters and, with `pad`, padded with
 /// spaces to `n` (see [`cast_length`]).
 fn text_of_length(text: Scalar, n: u64, pad: bool) -> Scalar {
@@ -2455,6 +2477,12 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                 }
             };
             let cast = Scalar::Cast(Box::new(a), to, strict);
+            if let Some(p) = timestamp_precision(t).filter(|&p| p < 3) {
+                // TIMESTAMP(0..2): the value cut to that precision (its
+                // type and text stay TIMESTAMP(3)'s).
+                let unit = 10i64.pow(3 - p as u32);
+                return Ok(Scalar::Call(Func::TruncateMillis(unit), vec![cast], to));
+            }
             match cast_length(t) {
                 Some((n, pad)) => text_of_length(cast, n, pad),
                 None => cast,
@@ -3939,6 +3967,36 @@ mod tests {
             Value::Timestamp(parse_timestamp("2024-01-02 03:04:05.678").unwrap()),
         ]);
         (Scope::of(&schema, Some("t")), row)
+    }
+
+    /// A CAST to TIMESTAMP(0), (1) or (2) cuts the milliseconds to that
+    /// precision (they were kept), toward zero as Flink's
+    /// `DateTimeUtils.truncate` cuts the epoch milliseconds.
+    #[test]
+    fn a_cast_to_a_coarser_timestamp_cuts_its_fraction() {
+        let ts = |t: &str| Value::Timestamp(parse_timestamp(t).unwrap());
+        for (sql, want) in [
+            ("CAST(ts AS TIMESTAMP(0))", "2024-01-02 03:04:05"),
+            ("CAST(ts AS TIMESTAMP(1))", "2024-01-02 03:04:05.6"),
+            ("CAST(ts AS TIMESTAMP(2))", "2024-01-02 03:04:05.67"),
+            ("CAST(ts AS TIMESTAMP(3))", "2024-01-02 03:04:05.678"),
+            ("CAST(ts AS TIMESTAMP_LTZ(0))", "2024-01-02 03:04:05"),
+            (
+                "CAST('2024-01-02 03:04:05.999' AS TIMESTAMP(0))",
+                "2024-01-02 03:04:05",
+            ),
+            (
+                "CAST(TIMESTAMP '1969-12-31 23:59:58.433' AS TIMESTAMP(0))",
+                "1969-12-31 23:59:59",
+            ),
+        ] {
+            assert_eq!(str_of(sql), ts(want), "{sql}");
+        }
+        assert_eq!(str_of("TRY_CAST(s AS TIMESTAMP(0))"), Value::Null);
+        assert_eq!(
+            str_of("CAST(CAST(n AS STRING) AS TIMESTAMP(0))"),
+            Value::Null
+        );
     }
 
     /// BETWEEN SYMMETRIC takes the bounds in either order (Calcite's

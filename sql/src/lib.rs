@@ -34,6 +34,7 @@ pub mod over_agg;
 pub mod plan;
 pub mod prune;
 pub mod rank;
+pub mod replicate;
 pub mod reuse;
 pub mod script;
 pub mod session;

@@ -344,7 +344,10 @@ impl<'j> Lowering<'j> {
             Node::Replicate { input } => {
                 let rows = self.rows(input)?;
                 let uid = self.uid("replicate");
-                rows.flat_map(&uid, replicate).boxed()
+                rows.process(&uid, |_: &SubtaskInfo| {
+                    crate::replicate::ReplicateRows::default()
+                })
+                .boxed()
             }
             Node::Union(inputs) => {
                 let mut it = inputs.iter();
@@ -751,14 +754,6 @@ impl weir_runtime::Sink for Collect {
 /// `row` once per window of `window` holding its time (column `time`),
 /// with the window's start, end and time (end - 1) appended; none for a
 /// NULL time. Windows in order of their start.
-/// `row` without its last column, as many times as that column says
-/// (none for NULL or a count below 1), each copy of the row's kind.
-fn replicate(mut row: Row) -> Vec<Row> {
-    let n = row.values.pop().and_then(|n| n.as_i64()).unwrap_or(0);
-    let n = usize::try_from(n).unwrap_or(0);
-    vec![row; n]
-}
-
 fn assign_windows(window: Window, time: usize, row: Row) -> Vec<Row> {
     let Some(ts) = row.values[time].as_i64() else {
         return Vec::new();
@@ -932,31 +927,6 @@ impl<F: FnMut(&str) -> Decoded<Row> + 'static> LineDecoder for FileLines<F> {
             Decoded::Skip
         } else {
             (self.decode)(line)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::replicate;
-    use crate::value::{Row, RowKind, Value};
-
-    /// A row's copies keep its kind (a retraction retracts each copy);
-    /// a count of 0, below 0 or NULL makes none.
-    #[test]
-    fn replicate_copies_a_row_by_its_count_with_its_kind() {
-        let row = |kind, n: Value| Row {
-            kind,
-            values: [Value::Int(7), n].into_iter().collect(),
-        };
-        let copies = replicate(row(RowKind::UpdateBefore, Value::BigInt(3)));
-        assert_eq!(copies.len(), 3);
-        for c in &copies {
-            assert_eq!(c.kind, RowKind::UpdateBefore);
-            assert_eq!(c.values.as_slice(), &[Value::Int(7)]);
-        }
-        for n in [Value::BigInt(0), Value::BigInt(-2), Value::Null] {
-            assert!(replicate(row(RowKind::Insert, n)).is_empty());
         }
     }
 }

@@ -9,8 +9,8 @@
 //! - `a INTERSECT ALL b` and `a EXCEPT ALL b` count each row's copies on
 //!   both sides in the same grouping and emit the row `LEAST(l, r)` times
 //!   (`l - r` times for EXCEPT ALL) through [`Node::Replicate`], as
-//!   Flink's `ReplicateRows` table function over the aggregate: a change
-//!   of the counts retracts the row's old copies and inserts the new.
+//!   Flink's `ReplicateRows` table function over the aggregate (see
+//!   [`crate::replicate`]).
 //!
 //! The sides' columns widen to their least common type, as UNION ALL's
 //! do. Each is an updating result (a group aggregation), as Flink's. Rows are

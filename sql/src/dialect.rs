@@ -272,6 +272,19 @@ pub(crate) fn call(name: &str, args: Vec<Expr>, clauses: Vec<FunctionArgumentCla
     })
 }
 
+/// A call `name(*)` (`COUNT(*)`).
+pub(crate) fn call_star(name: &str) -> Expr {
+    let mut c = call(name, Vec::new(), Vec::new());
+    if let Expr::Function(Function {
+        args: FunctionArguments::List(list),
+        ..
+    }) = &mut c
+    {
+        list.args = vec![FunctionArg::Unnamed(FunctionArgExpr::Wildcard)];
+    }
+    c
+}
+
 /// `[NULL | ABSENT] ON NULL`, if next.
 pub(crate) fn on_null(parser: &mut Parser) -> Option<FunctionArgumentClause> {
     if parser.parse_keywords(&[Keyword::NULL, Keyword::ON, Keyword::NULL]) {

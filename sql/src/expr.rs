@@ -17,6 +17,10 @@ use crate::time::{parse_date, parse_timestamp, DAY_MS};
 use crate::types::{least_common_type, DataType, Field, Schema};
 use crate::value::{div_rescale, mul_rescale, rescale, Row, Value};
 
+/// The function a scalar subquery that does not aggregate is planned
+/// with, `SINGLE_VALUE(COUNT(*), MAX(x))` (see `plan/subquery.rs`).
+pub const SINGLE_VALUE: &str = "__WEIR_SINGLE_VALUE";
+
 /// The columns an expression may name: each with the table or alias it
 /// came from.
 #[derive(Clone, Debug, Default)]
@@ -188,6 +192,9 @@ pub enum Func {
     Extract(TimeUnit),
     /// FLOOR(ts TO unit) / CEIL(ts TO unit), a unit of a day or less
     TimeFloor(i64, bool),
+    /// A scalar subquery's value, `(count of its rows, value)`: the value,
+    /// or the task fails for more than one row (Flink's SINGLE_VALUE)
+    SingleValue,
     /// A timestamp cut to a coarser precision than milliseconds (`CAST(ts
     /// AS TIMESTAMP(0))`): its epoch milliseconds truncated toward zero to
     /// a multiple of this, as Flink's `DateTimeUtils.truncate`
@@ -783,6 +790,14 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             Value::Decimal(v) => Value::decimal(v.get().abs()),
             _ => Value::Null,
         },
+        Func::SingleValue => {
+            if arg(0).as_i64().is_some_and(|n| n > 1) {
+                weir_runtime::fail_task(
+                    "a scalar subquery gave more than one row (Flink's SINGLE_VALUE fails alike)",
+                )
+            }
+            arg(1)
+        }
         Func::Coalesce => {
             for a in args {
                 let v = a.eval(row);
@@ -3513,6 +3528,12 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             arity(1..=usize::MAX)?;
             let ty = common_of(&name, &args)?;
             Scalar::Call(Func::Greatest(name == "LEAST"), args, ty)
+        }
+        // (the planner's: a scalar subquery without an aggregate)
+        SINGLE_VALUE => {
+            arity(2..=2)?;
+            let ty = args[1].ty();
+            Scalar::Call(Func::SingleValue, args, ty)
         }
         "NULLIF" => {
             arity(2..=2)?;

@@ -351,8 +351,19 @@ fn scalar_subqueries_not_lowered_are_named() {
     );
     let e = error("SELECT a FROM t AS o WHERE c > (SELECT COUNT(*) * 2 FROM t WHERE t.a = o.a)");
     assert!(e.contains("a COUNT inside an expression"), "{e}");
-    let e = error("SELECT a FROM t WHERE c > (SELECT c FROM t WHERE a = 1)");
-    assert!(e.contains("which give at most one row"), "{e}");
+    // One that selects a value without aggregating is Flink's
+    // SINGLE_VALUE (the job fails on a second row); with GROUP BY or
+    // DISTINCT it is refused.
+    let plan = explain("SELECT a FROM t WHERE c > (SELECT c FROM t WHERE a = 1)");
+    assert!(
+        line(&plan, "GroupAggregate").contains("select=[COUNT(*), MAX(c)]"),
+        "{plan}"
+    );
+    planned("SELECT a, (SELECT b FROM t AS i WHERE i.a = o.a) FROM t AS o");
+    let e = error("SELECT a FROM t WHERE c > (SELECT c FROM t GROUP BY c)");
+    assert!(e.contains("selects a value of at most one row"), "{e}");
+    let e = error("SELECT a FROM t WHERE c > (SELECT DISTINCT c FROM t)");
+    assert!(e.contains("selects a value of at most one row"), "{e}");
     planned("SELECT a FROM t WHERE a NOT IN (SELECT a FROM t WHERE c > 1)");
 }
 

@@ -1293,6 +1293,25 @@ pub const CASES: &[Case] = &[
                  HAVING COUNT(*) >= (SELECT COUNT(*) FROM users WHERE tier = 1)",
     },
     Case {
+        name: "scalar_subqueries_of_one_row_without_aggregate",
+        // A scalar subquery that selects a value of at most one row (a
+        // lookup by a unique key), uncorrelated and correlated: Flink's
+        // SINGLE_VALUE, NULL without a row (the users the orders name
+        // but the users table lacks, a NULL user id).
+        weir: "SELECT order_id,
+                      (SELECT name FROM users WHERE users.user_id = orders.user_id) AS who,
+                      qty - (SELECT tier FROM users WHERE user_id = 'u03') AS d,
+                      (SELECT tier FROM users WHERE user_id = 'nobody') AS none
+               FROM orders
+               WHERE category <> (SELECT 'food' FROM users WHERE user_id = 'u01');",
+        duckdb: "SELECT order_id,
+                        (SELECT name FROM users WHERE users.user_id = orders.user_id),
+                        qty - (SELECT tier FROM users WHERE user_id = 'u03'),
+                        (SELECT tier FROM users WHERE user_id = 'nobody')
+                 FROM orders
+                 WHERE category <> (SELECT 'food' FROM users WHERE user_id = 'u01')",
+    },
+    Case {
         name: "not_in_subqueries",
         // SQL's NULL rules: a NULL user id is never NOT IN a non-empty
         // set; a set with a NULL (the users' tiers) keeps no row; an empty

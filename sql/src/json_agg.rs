@@ -65,6 +65,17 @@ pub(crate) fn json_agg(parser: &mut Parser, object: bool) -> Result<Expr, Parser
     } else {
         None
     };
+    if parser.peek_keyword(Keyword::OVER) {
+        // (as Flink's: not in OVER windows)
+        return Err(ParserError::ParserError(format!(
+            "{} .. OVER is not supported (Flink runs it in group and window aggregations only)",
+            if object {
+                "JSON_OBJECTAGG"
+            } else {
+                "JSON_ARRAYAGG"
+            }
+        )));
+    }
     let mut member = json_text(value);
     if nulls {
         member = call("COALESCE", vec![member, text("null")], vec![]);

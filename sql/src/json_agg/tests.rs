@@ -82,6 +82,16 @@ fn json_objectagg_needs_value() {
     assert!(e.contains("VALUE after the JSON_OBJECTAGG key"), "{e}");
 }
 
+/// In an OVER window they are refused, as Flink refuses them, naming them.
+#[test]
+fn json_aggregates_over_a_window_are_refused_naming_them() {
+    let e = Script::parse("SELECT JSON_ARRAYAGG(a) OVER (ORDER BY a) FROM (VALUES (1)) AS x(a);")
+        .map(|_| ())
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("JSON_ARRAYAGG .. OVER is not supported"), "{e}");
+}
+
 /// Over an updating input they are refused, as LISTAGG is, naming them.
 #[test]
 fn json_aggregates_over_an_updating_input_are_refused_naming_them() {

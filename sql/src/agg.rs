@@ -648,13 +648,20 @@ fn add(acc: &mut Value, v: &Value, vt: DataType, ty: DataType, sign: i64) {
             let x = v.to_f64(vt.scale()).unwrap_or(0.0) as f32;
             Value::float(acc.to_f64(0).unwrap_or(0.0) as f32 + x * sign as f32)
         }
-        DataType::Decimal { scale, .. } => {
+        DataType::Decimal { precision, scale } => {
             let x = v.to_scaled(vt.scale(), scale).unwrap_or(0);
             let cur = match acc {
                 Value::Decimal(c) => c.get(),
                 _ => 0,
             };
-            Value::decimal(cur.wrapping_add(x * i128::from(sign)))
+            // A sum past the type's 38 digits is NULL, as Flink's
+            // `adjustedPlus` (`DecimalData.fromBigDecimal`) makes it; the
+            // next value starts the sum again, as Flink's SUM takes the
+            // operand when its sum is NULL.
+            match cur.checked_add(x * i128::from(sign)) {
+                Some(r) if crate::expr::fits(r, precision) => Value::decimal(r),
+                _ => Value::Null,
+            }
         }
         _ => return,
     };

@@ -62,7 +62,9 @@ impl UpdateBefore {
         match &plan.node {
             Node::Scan(_) | Node::Values(_) => {}
             // Per row: a -U passes or is dropped alone.
-            Node::Calc { input, .. } | Node::WindowAssign { input, .. } => self.walk(input, needed),
+            Node::Calc { input, .. }
+            | Node::WindowAssign { input, .. }
+            | Node::Replicate { input } => self.walk(input, needed),
             Node::Union(inputs) => {
                 for p in inputs {
                     self.walk(p, needed);

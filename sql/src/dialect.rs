@@ -5,10 +5,12 @@
 //! Flink's SESSION takes after it (`TABLE bid PARTITION BY item`, or
 //! `PARTITION BY (a, b)`); an aggregate's `FILTER (WHERE ..)`; and
 //! `TRIM([BOTH | LEADING | TRAILING] FROM s)`, Calcite's trim of spaces
-//! without characters named, which sqlparser reads only with them; and
+//! without characters named, which sqlparser reads only with them;
+//! `BETWEEN SYMMETRIC` and `BETWEEN ASYMMETRIC`; and
 //! the SQL/JSON forms of `JSON_OBJECT([KEY] k VALUE v, ..
 //! [NULL | ABSENT] ON NULL)` and `JSON_QUERY(j, path [RETURNING t]
-//! [wrapper] [.. ON EMPTY] [.. ON ERROR])`.
+//! [wrapper] [.. ON EMPTY] [.. ON ERROR])`; `JSON_ARRAYAGG` and
+//! `JSON_OBJECTAGG` as the LISTAGGs they are ([`crate::json_agg`]).
 
 use sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArgumentList,
@@ -61,6 +63,15 @@ impl Dialect for FlinkDialect {
         true
     }
 
+    fn parse_infix(
+        &self,
+        parser: &mut Parser,
+        expr: &Expr,
+        _precedence: u8,
+    ) -> Option<Result<Expr, ParserError>> {
+        between_symmetric(self, parser, expr)
+    }
+
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
         if parser.peek_keyword(Keyword::TRIM) {
             return trim_without_characters(parser);
@@ -72,6 +83,11 @@ impl Dialect for FlinkDialect {
                 }
                 if w.value.eq_ignore_ascii_case("JSON_QUERY") {
                     return Some(json_query(parser));
+                }
+                for (name, object) in [("JSON_ARRAYAGG", false), ("JSON_OBJECTAGG", true)] {
+                    if w.value.eq_ignore_ascii_case(name) {
+                        return Some(crate::json_agg::json_agg(parser, object));
+                    }
                 }
             }
         }
@@ -85,6 +101,64 @@ impl Dialect for FlinkDialect {
         parser.next_token();
         Some(table_argument(parser))
     }
+}
+
+/// `x [NOT] BETWEEN {SYMMETRIC | ASYMMETRIC} a AND b`, which sqlparser does
+/// not read: ASYMMETRIC is the plain BETWEEN, and SYMMETRIC is as Calcite
+/// expands it, `(x BETWEEN a AND b) OR (x BETWEEN b AND a)` (so NULL
+/// where neither order is FALSE), NOT BETWEEN SYMMETRIC its negation.
+/// `None` (sqlparser parses it) for anything else.
+fn between_symmetric(
+    dialect: &FlinkDialect,
+    parser: &mut Parser,
+    expr: &Expr,
+) -> Option<Result<Expr, ParserError>> {
+    let negated = parser.peek_keyword(Keyword::NOT);
+    let at = usize::from(negated);
+    let is = |t: &Token, k: Keyword| matches!(t, Token::Word(w) if w.keyword == k);
+    if !is(&parser.peek_nth_token(at).token, Keyword::BETWEEN) {
+        return None;
+    }
+    let modifier = &parser.peek_nth_token(at + 1).token;
+    let symmetric = is(modifier, Keyword::SYMMETRIC);
+    if !symmetric && !is(modifier, Keyword::ASYMMETRIC) {
+        return None;
+    }
+    for _ in 0..at + 2 {
+        parser.next_token();
+    }
+    let bounds = (|| {
+        let prec = dialect.prec_value(sqlparser::dialect::Precedence::Between);
+        let low = parser.parse_subexpr(prec)?;
+        parser.expect_keyword(Keyword::AND)?;
+        let high = parser.parse_subexpr(prec)?;
+        Ok((low, high))
+    })();
+    Some(bounds.map(|(low, high)| {
+        let between = |low: &Expr, high: &Expr| Expr::Between {
+            expr: Box::new(expr.clone()),
+            negated: false,
+            low: Box::new(low.clone()),
+            high: Box::new(high.clone()),
+        };
+        let either = if symmetric {
+            Expr::Nested(Box::new(Expr::BinaryOp {
+                left: Box::new(between(&low, &high)),
+                op: sqlparser::ast::BinaryOperator::Or,
+                right: Box::new(between(&high, &low)),
+            }))
+        } else {
+            between(&low, &high)
+        };
+        if negated {
+            Expr::UnaryOp {
+                op: sqlparser::ast::UnaryOperator::Not,
+                expr: Box::new(either),
+            }
+        } else {
+            either
+        }
+    }))
 }
 
 /// `TRIM ( [BOTH | LEADING | TRAILING] FROM s )`, as Calcite reads it
@@ -167,7 +241,7 @@ fn table_argument(parser: &mut Parser) -> Result<Expr, ParserError> {
 }
 
 /// Consumes the next token if it is the word `w` (any case).
-fn word(parser: &mut Parser, w: &str) -> bool {
+pub(crate) fn word(parser: &mut Parser, w: &str) -> bool {
     match &parser.peek_token().token {
         Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w) => {
             parser.next_token();
@@ -178,7 +252,7 @@ fn word(parser: &mut Parser, w: &str) -> bool {
 }
 
 /// A call `name(args)` with `clauses` after them.
-fn call(name: &str, args: Vec<Expr>, clauses: Vec<FunctionArgumentClause>) -> Expr {
+pub(crate) fn call(name: &str, args: Vec<Expr>, clauses: Vec<FunctionArgumentClause>) -> Expr {
     Expr::Function(Function {
         name: ObjectName::from(vec![Ident::new(name)]),
         uses_odbc_syntax: false,
@@ -198,8 +272,21 @@ fn call(name: &str, args: Vec<Expr>, clauses: Vec<FunctionArgumentClause>) -> Ex
     })
 }
 
+/// A call `name(*)` (`COUNT(*)`).
+pub(crate) fn call_star(name: &str) -> Expr {
+    let mut c = call(name, Vec::new(), Vec::new());
+    if let Expr::Function(Function {
+        args: FunctionArguments::List(list),
+        ..
+    }) = &mut c
+    {
+        list.args = vec![FunctionArg::Unnamed(FunctionArgExpr::Wildcard)];
+    }
+    c
+}
+
 /// `[NULL | ABSENT] ON NULL`, if next.
-fn on_null(parser: &mut Parser) -> Option<FunctionArgumentClause> {
+pub(crate) fn on_null(parser: &mut Parser) -> Option<FunctionArgumentClause> {
     if parser.parse_keywords(&[Keyword::NULL, Keyword::ON, Keyword::NULL]) {
         Some(FunctionArgumentClause::JsonNullClause(
             JsonNullClause::NullOnNull,

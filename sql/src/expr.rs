@@ -17,6 +17,10 @@ use crate::time::{parse_date, parse_timestamp, DAY_MS};
 use crate::types::{least_common_type, DataType, Field, Schema};
 use crate::value::{div_rescale, mul_rescale, rescale, Row, Value};
 
+/// The function a scalar subquery that does not aggregate is planned
+/// with, `SINGLE_VALUE(COUNT(*), MAX(x))` (see `plan/subquery.rs`).
+pub const SINGLE_VALUE: &str = "__WEIR_SINGLE_VALUE";
+
 /// The columns an expression may name: each with the table or alias it
 /// came from.
 #[derive(Clone, Debug, Default)]
@@ -188,6 +192,13 @@ pub enum Func {
     Extract(TimeUnit),
     /// FLOOR(ts TO unit) / CEIL(ts TO unit), a unit of a day or less
     TimeFloor(i64, bool),
+    /// A scalar subquery's value, `(count of its rows, value)`: the value,
+    /// or the task fails for more than one row (Flink's SINGLE_VALUE)
+    SingleValue,
+    /// A timestamp cut to a coarser precision than milliseconds (`CAST(ts
+    /// AS TIMESTAMP(0))`): its epoch milliseconds truncated toward zero to
+    /// a multiple of this, as Flink's `DateTimeUtils.truncate`
+    TruncateMillis(i64),
     /// FLOOR / CEIL of a timestamp or date TO WEEK, MONTH, QUARTER or YEAR
     CalendarFloor(functions::CalendarUnit, bool),
     /// FLOOR / CEIL of a number
@@ -779,6 +790,14 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
             Value::Decimal(v) => Value::decimal(v.get().abs()),
             _ => Value::Null,
         },
+        Func::SingleValue => {
+            if arg(0).as_i64().is_some_and(|n| n > 1) {
+                weir_runtime::fail_task(
+                    "a scalar subquery gave more than one row (Flink's SINGLE_VALUE fails alike)",
+                )
+            }
+            arg(1)
+        }
         Func::Coalesce => {
             for a in args {
                 let v = a.eval(row);
@@ -817,6 +836,11 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 let f = ms.div_euclid(*unit) * unit;
                 Value::Timestamp(if *ceil && f != ms { f + unit } else { f })
             }
+            _ => Value::Null,
+        },
+        Func::TruncateMillis(unit) => match arg(0) {
+            // (`/` truncates toward zero, as Java's long division)
+            Value::Timestamp(ms) => Value::Timestamp(ms / unit * unit),
             _ => Value::Null,
         },
         Func::NumFloor(ceil) => match arg(0) {
@@ -1608,7 +1632,7 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
                 Arith::Mod => x % y,
             })
         }
-        DataType::Decimal { scale, .. } => {
+        DataType::Decimal { precision, scale } => {
             let r = match op {
                 Arith::Add | Arith::Sub | Arith::Mod => {
                     // Exactly at the operands' larger scale, then rounded
@@ -1672,7 +1696,10 @@ fn arith(op: Arith, a: &Value, ta: DataType, b: &Value, tb: DataType, ty: DataTy
                     }
                 }
             };
-            r.map_or(Value::Null, Value::decimal)
+            // More digits than the result type holds (past 38) is NULL, as
+            // Flink's `DecimalData.fromBigDecimal` makes it.
+            r.filter(|&r| fits(r, precision))
+                .map_or(Value::Null, Value::decimal)
         }
         DataType::Timestamp | DataType::TimestampLtz => match (a, b) {
             (Value::Timestamp(t), Value::Interval(i))
@@ -1917,7 +1944,8 @@ fn decimal_of_double(d: f64, scale: u8) -> Option<i128> {
 
 /// Whether unscaled `x` has at most `precision` digits.
 pub(crate) fn fits(x: i128, precision: u8) -> bool {
-    precision >= 38 || x.unsigned_abs() < 10u128.pow(u32::from(precision))
+    // (10^38 is below u128's largest: DECIMAL(38)'s bound is checked too)
+    precision > 38 || x.unsigned_abs() < 10u128.pow(u32::from(precision))
 }
 
 /// A decimal's text (`-12.345`, also with an exponent: `-1.5e2`, as
@@ -2038,6 +2066,19 @@ fn cast_length(t: &ast::DataType) -> Option<(u64, bool)> {
         A::Char(l) | A::Character(l) => length(l, Some(1)).map(|n| (n, true)),
         A::Varchar(l) | A::CharVarying(l) | A::CharacterVarying(l) | A::Nvarchar(l) => {
             length(l, None).map(|n| (n, false))
+        }
+        _ => None,
+    }
+}
+
+/// The precision a TIMESTAMP or TIMESTAMP_LTZ type names, if it does.
+fn timestamp_precision(t: &ast::DataType) -> Option<u64> {
+    match t {
+        ast::DataType::Timestamp(p, _) | ast::DataType::Datetime(p) => *p,
+        ast::DataType::Custom(name, args)
+            if crate::script::object_name(name).eq_ignore_ascii_case("TIMESTAMP_LTZ") =>
+        {
+            args.first().and_then(|a| a.to_string().parse().ok())
         }
         _ => None,
     }
@@ -2451,6 +2492,12 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                 }
             };
             let cast = Scalar::Cast(Box::new(a), to, strict);
+            if let Some(p) = timestamp_precision(t).filter(|&p| p < 3) {
+                // TIMESTAMP(0..2): the value cut to that precision (its
+                // type and text stay TIMESTAMP(3)'s).
+                let unit = 10i64.pow(3 - p as u32);
+                return Ok(Scalar::Call(Func::TruncateMillis(unit), vec![cast], to));
+            }
             match cast_length(t) {
                 Some((n, pad)) => text_of_length(cast, n, pad),
                 None => cast,
@@ -3482,6 +3529,12 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
             let ty = common_of(&name, &args)?;
             Scalar::Call(Func::Greatest(name == "LEAST"), args, ty)
         }
+        // (the planner's: a scalar subquery without an aggregate)
+        SINGLE_VALUE => {
+            arity(2..=2)?;
+            let ty = args[1].ty();
+            Scalar::Call(Func::SingleValue, args, ty)
+        }
         "NULLIF" => {
             arity(2..=2)?;
             let mut it = args.into_iter();
@@ -3935,6 +3988,61 @@ mod tests {
             Value::Timestamp(parse_timestamp("2024-01-02 03:04:05.678").unwrap()),
         ]);
         (Scope::of(&schema, Some("t")), row)
+    }
+
+    /// A CAST to TIMESTAMP(0), (1) or (2) cuts the milliseconds to that
+    /// precision (they were kept), toward zero as Flink's
+    /// `DateTimeUtils.truncate` cuts the epoch milliseconds.
+    #[test]
+    fn a_cast_to_a_coarser_timestamp_cuts_its_fraction() {
+        let ts = |t: &str| Value::Timestamp(parse_timestamp(t).unwrap());
+        for (sql, want) in [
+            ("CAST(ts AS TIMESTAMP(0))", "2024-01-02 03:04:05"),
+            ("CAST(ts AS TIMESTAMP(1))", "2024-01-02 03:04:05.6"),
+            ("CAST(ts AS TIMESTAMP(2))", "2024-01-02 03:04:05.67"),
+            ("CAST(ts AS TIMESTAMP(3))", "2024-01-02 03:04:05.678"),
+            ("CAST(ts AS TIMESTAMP_LTZ(0))", "2024-01-02 03:04:05"),
+            (
+                "CAST('2024-01-02 03:04:05.999' AS TIMESTAMP(0))",
+                "2024-01-02 03:04:05",
+            ),
+            (
+                "CAST(TIMESTAMP '1969-12-31 23:59:58.433' AS TIMESTAMP(0))",
+                "1969-12-31 23:59:59",
+            ),
+        ] {
+            assert_eq!(str_of(sql), ts(want), "{sql}");
+        }
+        assert_eq!(str_of("TRY_CAST(s AS TIMESTAMP(0))"), Value::Null);
+        assert_eq!(
+            str_of("CAST(CAST(n AS STRING) AS TIMESTAMP(0))"),
+            Value::Null
+        );
+    }
+
+    /// BETWEEN SYMMETRIC takes the bounds in either order (Calcite's
+    /// expansion, NULL where neither order is FALSE); ASYMMETRIC is the
+    /// plain BETWEEN; both bind as BETWEEN does (a syntax error before).
+    #[test]
+    fn between_symmetric_takes_its_bounds_in_either_order() {
+        for (sql, want) in [
+            ("a BETWEEN SYMMETRIC 9 AND 7", Value::Bool(true)),
+            ("a BETWEEN SYMMETRIC 7 AND 9", Value::Bool(true)),
+            ("a BETWEEN SYMMETRIC 9 AND 8", Value::Bool(false)),
+            ("a NOT BETWEEN SYMMETRIC 9 AND 7", Value::Bool(false)),
+            ("a BETWEEN ASYMMETRIC 9 AND 7", Value::Bool(false)),
+            ("a NOT BETWEEN ASYMMETRIC 9 AND 7", Value::Bool(true)),
+            ("a BETWEEN SYMMETRIC n AND 8", Value::Null),
+            ("a BETWEEN SYMMETRIC n AND 6", Value::Null),
+            ("n NOT BETWEEN SYMMETRIC 1 AND 2", Value::Null),
+            (
+                "a + 1 BETWEEN SYMMETRIC 9 AND 8 AND a < 0",
+                Value::Bool(false),
+            ),
+            ("a BETWEEN SYMMETRIC 9 AND 8 OR a = 7", Value::Bool(true)),
+        ] {
+            assert_eq!(str_of(sql), want, "{sql}");
+        }
     }
 
     #[test]
@@ -4519,6 +4627,25 @@ mod tests {
         assert_eq!(ty_of(&sum), d(38, 9));
         // -0.9999999995 rounded half up (away from zero) at scale 9.
         assert_eq!(str_of(&sum), Value::decimal(-1_000_000_000));
+        // A sum or difference past DECIMAL(38)'s 38 digits is NULL (it
+        // printed 39 digits), as Flink's; at the bound it is the value.
+        let nines = "99999999999999999999999999999999999999";
+        for over in [
+            format!("{} + 1", cast(nines, 38, 0)),
+            format!("{} - -1", cast(nines, 38, 0)),
+            format!("-1 - {}", cast(nines, 38, 0)),
+            format!("{} + {}", cast(nines, 38, 0), cast(nines, 38, 0)),
+            format!(
+                "{} * 2",
+                cast("9999999999999999999999999999999999999.9", 38, 1)
+            ),
+        ] {
+            assert_eq!(str_of(&over), Value::Null, "{over}");
+        }
+        assert_eq!(
+            str_of(&format!("{} + 0", cast(nines, 38, 0))),
+            Value::decimal(10i128.pow(38) - 1)
+        );
         // A quotient whose dividend at the divisor's scale passes an i128:
         // 10^17 / 3 as DECIMAL(38, 6) (10^19 units times 10^23).
         let quotient = format!(

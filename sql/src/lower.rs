@@ -341,6 +341,14 @@ impl<'j> Lowering<'j> {
                 rows.flat_map(&uid, move |row: Row| assign_windows(window, time, row))
                     .boxed()
             }
+            Node::Replicate { input } => {
+                let rows = self.rows(input)?;
+                let uid = self.uid("replicate");
+                rows.process(&uid, |_: &SubtaskInfo| {
+                    crate::replicate::ReplicateRows::default()
+                })
+                .boxed()
+            }
             Node::Union(inputs) => {
                 let mut it = inputs.iter();
                 let mut first = Some(self.rows(it.next().expect("a union has inputs"))?);

@@ -193,6 +193,13 @@ pub enum Node {
         /// The right rows' (versions') time column.
         right_time: usize,
     },
+    /// Each input row as many times as its last column says (none for
+    /// a count below 1), that column dropped, with the row's kind: Flink's
+    /// `ReplicateRows` under `INTERSECT ALL` and `EXCEPT ALL`.
+    Replicate {
+        /// The input: the output's columns, then the count (an integer).
+        input: Box<Plan>,
+    },
     /// Top-N or deduplication per key: the input's columns (the row
     /// number in its column when read), as a changelog unless it keeps
     /// the first row.
@@ -911,6 +918,12 @@ impl<'c> Planner<'c> {
                     AggFunc::FirstValue | AggFunc::LastValue | AggFunc::ListAgg
                 )
             {
+                // (JSON_ARRAYAGG and JSON_OBJECTAGG are read as LISTAGGs)
+                let name = if agg == AggFunc::ListAgg {
+                    "LISTAGG (or JSON_ARRAYAGG, JSON_OBJECTAGG)"
+                } else {
+                    name.as_str()
+                };
                 return Err(SqlError::Unsupported(format!(
                     "{name} over an updating input (weir keeps no list of its values to retract; it runs over append-only input)"
                 )));
@@ -1911,6 +1924,14 @@ impl Plan {
                     i.explain_into(s, depth + 1);
                 }
             }
+            Node::Replicate { input } => {
+                let _ = writeln!(
+                    s,
+                    "{pad}Correlate(invocation=[ReplicateRows({})], select=[{cols}])",
+                    input.schema.fields[input.schema.len() - 1].name
+                );
+                input.explain_into(s, depth + 1);
+            }
             Node::WindowAssign {
                 input,
                 window,
@@ -1994,6 +2015,7 @@ impl Plan {
             | Node::GroupAgg { input, .. }
             | Node::OverAgg { input, .. }
             | Node::Rank { input, .. }
+            | Node::Replicate { input }
             | Node::WindowAssign { input, .. } => input.is_bounded(),
             Node::Union(inputs) => inputs.iter().all(Plan::is_bounded),
             Node::Join { left, right, .. }

@@ -129,6 +129,7 @@ pub(crate) fn inputs(node: &Node) -> Vec<&Plan> {
         | Node::GroupAgg { input, .. }
         | Node::OverAgg { input, .. }
         | Node::WindowAssign { input, .. }
+        | Node::Replicate { input }
         | Node::Rank { input, .. } => vec![input],
         Node::Union(inputs) => inputs.iter().collect(),
         Node::Join { left, right, .. }

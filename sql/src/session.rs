@@ -750,6 +750,14 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                 }
             ));
         }
+        Node::Replicate { input } => {
+            physical(input, out, reused);
+            let last = out.last_mut().expect("an input stage");
+            last.push_str(&format!(
+                "\n  chained: ReplicateRows({}): each row as many times as its count",
+                names(&plan.schema)
+            ));
+        }
         Node::WindowAssign { input, window, .. } => {
             physical(input, out, reused);
             let last = out.last_mut().expect("an input stage");

@@ -480,6 +480,41 @@ fn a_sum_whose_values_are_all_retracted_is_null() {
     );
 }
 
+/// A DECIMAL(38, 0) sum past 38 digits is NULL, as Flink's `adjustedPlus`
+/// makes it (it was the 39-digit value, or past an i128 a wrapped one),
+/// and the next value starts the sum again, as Flink's SUM takes the
+/// operand when its sum is NULL.
+#[test]
+fn a_decimal_sum_past_38_digits_is_null_and_starts_again() {
+    let ty = DataType::Decimal {
+        precision: 38,
+        scale: 0,
+    };
+    let aggs = Aggs::new(&[AggCall {
+        func: AggFunc::Sum,
+        arg: Some(1),
+        distinct: false,
+        filter: None,
+        arg_ty: ty,
+        ty,
+        text: String::new(),
+        separator: None,
+        retracts: false,
+    }]);
+    let nines = 10i128.pow(38) - 1;
+    let row = |v: i128| Row::of([Value::BigInt(1), Value::decimal(v)]);
+    let mut acc = aggs.create();
+    aggs.fold(&mut acc, &row(nines), &mut NoDistinct);
+    assert_eq!(aggs.result(&acc).to_vec(), vec![Value::decimal(nines)]);
+    aggs.fold(&mut acc, &row(nines), &mut NoDistinct);
+    assert_eq!(aggs.result(&acc).to_vec(), vec![Value::Null]);
+    aggs.fold(&mut acc, &row(7), &mut NoDistinct);
+    assert_eq!(aggs.result(&acc).to_vec(), vec![Value::decimal(7)]);
+    aggs.fold(&mut acc, &row(-nines), &mut NoDistinct);
+    aggs.fold(&mut acc, &row(-8), &mut NoDistinct);
+    assert_eq!(aggs.result(&acc).to_vec(), vec![Value::Null]);
+}
+
 /// A result row of plain aggregates built straight into its inline
 /// buffer (keys of one to three columns, one to four aggregates: every
 /// shape of up to four columns and some beyond) is the keys followed by

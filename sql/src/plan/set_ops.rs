@@ -5,19 +5,25 @@
 //! - `a INTERSECT b` tags each side's rows (`1, 0` and `0, 1`), unions
 //!   them, groups by every column and keeps the groups with rows from
 //!   both sides (`HAVING SUM(l) > 0 AND SUM(r) > 0`);
-//! - `a EXCEPT b` keeps those with rows from `a` only.
+//! - `a EXCEPT b` keeps those with rows from `a` only;
+//! - `a INTERSECT ALL b` and `a EXCEPT ALL b` count each row's copies on
+//!   both sides in the same grouping and emit the row `LEAST(l, r)` times
+//!   (`l - r` times for EXCEPT ALL) through [`Node::Replicate`], as
+//!   Flink's `ReplicateRows` table function over the aggregate (see
+//!   [`crate::replicate`]).
 //!
 //! The sides' columns widen to their least common type, as UNION ALL's
 //! do. Each is an updating result (a group aggregation), as Flink's. Rows are
 //! equal when every column is equal, NULLs included, as grouping compares
-//! them. `INTERSECT ALL` and `EXCEPT ALL` (multiplicities) are refused.
+//! them.
 
 use sqlparser::ast::{SetExpr, SetOperator, SetQuantifier};
 use sqlparser::parser::Parser;
 
-use super::{Plan, Planner};
+use super::{Node, Plan, Planner};
 use crate::dialect::FlinkDialect;
 use crate::error::{Result, SqlError};
+use crate::types::Schema;
 
 impl Planner<'_> {
     pub(super) fn set_operation(
@@ -34,10 +40,9 @@ impl Planner<'_> {
                 return Err(SqlError::Unsupported(format!("{op} {other}")));
             }
         };
-        if !distinct {
-            return Err(SqlError::Unsupported(format!(
-                "{op} ALL (multiplicities): {op} (distinct) and UNION ALL are supported"
-            )));
+        if !distinct && matches!(op, SetOperator::Union) {
+            // (the parser's UNION ALL does not come here)
+            return Err(SqlError::Plan("UNION ALL as a set operation".into()));
         }
         // The columns, named as the left side names them.
         let l = self.set_expr(left)?;
@@ -68,6 +73,20 @@ impl Planner<'_> {
             SetOperator::Union => format!(
                 "SELECT DISTINCT {list} FROM ({left} UNION ALL {right_text}) AS __weir_union"
             ),
+            SetOperator::Intersect | SetOperator::Except if !distinct => {
+                let copies = if matches!(op, SetOperator::Intersect) {
+                    "LEAST(SUM(__weir_l), SUM(__weir_r))"
+                } else {
+                    "SUM(__weir_l) - SUM(__weir_r)"
+                };
+                format!(
+                    "SELECT {list}, {copies} AS __weir_copies FROM (
+                       SELECT {list}, 1 AS __weir_l, 0 AS __weir_r FROM ({left}) AS __weir_a
+                       UNION ALL
+                       SELECT {list}, 0 AS __weir_l, 1 AS __weir_r FROM ({right_text}) AS __weir_b
+                     ) AS __weir_tagged GROUP BY {list}"
+                )
+            }
             SetOperator::Intersect | SetOperator::Except => {
                 let keep = if matches!(op, SetOperator::Intersect) {
                     "SUM(__weir_l) > 0 AND SUM(__weir_r) > 0"
@@ -88,6 +107,17 @@ impl Planner<'_> {
             .try_with_sql(&text)
             .and_then(|mut p| p.parse_query())
             .map_err(|e| SqlError::Plan(format!("{op} as a group aggregation: {e}")))?;
-        self.query(&q)
+        let counted = self.query(&q)?;
+        if distinct {
+            return Ok(counted);
+        }
+        let width = counted.schema.len() - 1;
+        Ok(Plan {
+            schema: Schema::new(counted.schema.fields[..width].to_vec()),
+            updating: true,
+            node: Node::Replicate {
+                input: Box::new(counted),
+            },
+        })
     }
 }

@@ -927,6 +927,29 @@ fn single_row(q: &Query) -> bool {
     aggregated && s.group_by_is_empty() && s.distinct.is_none()
 }
 
+/// Whether `q` is a SELECT that neither aggregates nor groups, nor is
+/// DISTINCT, limited or ordered: its rows are its FROM's rows.
+fn plain_select(q: &Query) -> bool {
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return false;
+    };
+    let aggregates = s.projection.iter().any(|item| match item {
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+            let mut found = Vec::new();
+            super::find_aggregates(e, &mut found);
+            !found.is_empty()
+        }
+        _ => false,
+    });
+    !aggregates
+        && s.group_by_is_empty()
+        && s.having.is_none()
+        && s.distinct.is_none()
+        && q.limit_clause.is_none()
+        && q.order_by.is_none()
+        && q.fetch.is_none()
+}
+
 impl Planner<'_> {
     /// `s` with its uncorrelated scalar subqueries (`WHERE x > (SELECT
     /// AVG(x) FROM t)`, in SELECT items and HAVING too) made LEFT JOINs,
@@ -999,9 +1022,13 @@ impl Planner<'_> {
             });
         }
         for (i, q) in v.found.iter().enumerate() {
-            if !single_row(q) {
+            // One that does not aggregate (`(SELECT w FROM u WHERE n = 9)`)
+            // is Flink's SINGLE_VALUE of its rows: its value, NULL without
+            // a row, and the job fails on a second row.
+            let single_value = !single_row(q) && plain_select(q);
+            if !single_row(q) && !single_value {
                 return Err(SqlError::Unsupported(format!(
-                    "the scalar subquery `({q})`: weir plans one that aggregates without GROUP BY (`(SELECT AVG(x) FROM t)`) or is cut to one row (`ORDER BY .. LIMIT 1`), which give at most one row"
+                    "the scalar subquery `({q})`: weir plans one that aggregates without GROUP BY (`(SELECT AVG(x) FROM t)`), is cut to one row (`ORDER BY .. LIMIT 1`) or selects a value of at most one row, not one with GROUP BY, DISTINCT or LIMIT"
                 )));
             }
             let mut value = q.clone();
@@ -1015,7 +1042,7 @@ impl Planner<'_> {
                     "the scalar subquery `({q})` needs one column"
                 )));
             };
-            let e = match item {
+            let mut e = match item {
                 ast::SelectItem::UnnamedExpr(e)
                 | ast::SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
                 _ => {
@@ -1024,6 +1051,11 @@ impl Planner<'_> {
                     )))
                 }
             };
+            if single_value {
+                let call = |name: &str, args| crate::dialect::call(name, args, Vec::new());
+                let count = crate::dialect::call_star("COUNT");
+                e = call(crate::expr::SINGLE_VALUE, vec![count, call("MAX", vec![e])]);
+            }
             // Correlated through equalities `inner = outer`: the value per
             // inner key (a GROUP BY of the subquery), joined on the keys.
             let scope = self.inner_scope(&sel.from);
@@ -1038,7 +1070,7 @@ impl Planner<'_> {
             let is_count = |a: &Expr| matches!(a, Expr::Function(f) if object_name(&f.name).eq_ignore_ascii_case("COUNT"));
             // A key without rows has no group: its COUNT is 0, not NULL.
             let count = !keys.is_empty() && is_count(&e);
-            if !keys.is_empty() && !count && aggs.iter().any(is_count) {
+            if !keys.is_empty() && !count && !single_value && aggs.iter().any(is_count) {
                 return Err(SqlError::Unsupported(format!(
                     "the correlated scalar subquery `({q})`: a COUNT inside an expression (weir decorrelates COUNT(..) alone or other aggregates)"
                 )));

@@ -351,8 +351,19 @@ fn scalar_subqueries_not_lowered_are_named() {
     );
     let e = error("SELECT a FROM t AS o WHERE c > (SELECT COUNT(*) * 2 FROM t WHERE t.a = o.a)");
     assert!(e.contains("a COUNT inside an expression"), "{e}");
-    let e = error("SELECT a FROM t WHERE c > (SELECT c FROM t WHERE a = 1)");
-    assert!(e.contains("which give at most one row"), "{e}");
+    // One that selects a value without aggregating is Flink's
+    // SINGLE_VALUE (the job fails on a second row); with GROUP BY or
+    // DISTINCT it is refused.
+    let plan = explain("SELECT a FROM t WHERE c > (SELECT c FROM t WHERE a = 1)");
+    assert!(
+        line(&plan, "GroupAggregate").contains("select=[COUNT(*), MAX(c)]"),
+        "{plan}"
+    );
+    planned("SELECT a, (SELECT b FROM t AS i WHERE i.a = o.a) FROM t AS o");
+    let e = error("SELECT a FROM t WHERE c > (SELECT c FROM t GROUP BY c)");
+    assert!(e.contains("selects a value of at most one row"), "{e}");
+    let e = error("SELECT a FROM t WHERE c > (SELECT DISTINCT c FROM t)");
+    assert!(e.contains("selects a value of at most one row"), "{e}");
     planned("SELECT a FROM t WHERE a NOT IN (SELECT a FROM t WHERE c > 1)");
 }
 
@@ -512,6 +523,32 @@ fn set_operations_widen_each_column() {
     assert!(e.contains("UNION of"), "{e}");
     assert!(
         e.contains("(`b` STRING, `ts` TIMESTAMP(3)) has no common type"),
+        "{e}"
+    );
+}
+
+/// INTERSECT ALL and EXCEPT ALL count each row's copies per side and
+/// replicate the row (Flink's ReplicateRows): an updating result, which
+/// an append-only file sink refuses.
+#[test]
+fn intersect_all_and_except_all_replicate_counted_rows() {
+    let plan = explain("SELECT b, c FROM t INTERSECT ALL SELECT b, a FROM t");
+    assert!(
+        line(&plan, "Correlate").contains("ReplicateRows(__weir_copies)], select=[b, c]"),
+        "{plan}"
+    );
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[b, c]"),
+        "{plan}"
+    );
+    let plan = explain("SELECT b FROM t EXCEPT ALL SELECT 'x'");
+    assert!(line(&plan, "Correlate").contains("select=[b]"), "{plan}");
+    planned("INSERT INTO changes SELECT a, b, c, ts FROM t EXCEPT ALL SELECT a, b, c, ts FROM t");
+    let e = error(
+        "INSERT INTO files SELECT a, b, c, ts FROM t INTERSECT ALL SELECT a, b, c, ts FROM t",
+    );
+    assert!(
+        e.contains("is append-only and cannot take the updates"),
         "{e}"
     );
 }

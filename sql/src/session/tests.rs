@@ -828,3 +828,34 @@ fn drop_table_and_view_remove_them_from_the_catalog() {
         assert!(e.contains(what), "{sql}: {e}");
     }
 }
+
+/// A scalar subquery that selects a value without aggregating gives its
+/// one row's value, NULL without a row, and fails the job on a second
+/// row, as Flink's SINGLE_VALUE.
+#[test]
+fn a_scalar_subquery_of_rows_is_their_single_value() {
+    assert_eq!(
+        run("SELECT id, (SELECT v FROM g AS i WHERE i.id = 13) AS one,
+                    (SELECT v FROM g AS i WHERE i.id = -1) AS none,
+                    (SELECT i.v FROM g AS i WHERE i.id = o.id + 1) AS next
+             FROM g AS o WHERE id < 3"),
+        [
+            "+I[0, 3, NULL, 7]",
+            "+I[1, 3, NULL, 3]",
+            "+I[2, 3, NULL, 10]"
+        ]
+    );
+    let script = Script::parse(&format!(
+        "{GEN}SELECT id, (SELECT v FROM g AS i WHERE i.id < 2) FROM g WHERE id < 3;"
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let SqlJob { job, .. } = script.job("test").unwrap();
+    let e = weir_runtime::testing::run_job(job, &test_options(2))
+        .map(|_| ())
+        .expect_err("a second row fails the job");
+    assert!(
+        e.to_string()
+            .contains("a scalar subquery gave more than one row"),
+        "{e}"
+    );
+}

@@ -189,6 +189,22 @@ pub const CASES: &[Case] = &[
                     OR qty NOT BETWEEN 2 AND 18 AND amount > 900",
     },
     Case {
+        name: "between_symmetric",
+        // Flink's (Calcite's) BETWEEN SYMMETRIC is either order of the
+        // bounds (NULL where neither is FALSE), ASYMMETRIC the plain
+        // BETWEEN; DuckDB has neither word, so its side spells them out.
+        weir: "SELECT order_id, qty BETWEEN SYMMETRIC 12 AND 4 AS s,
+                      qty NOT BETWEEN SYMMETRIC 12 AND qty - amount AS ns,
+                      amount BETWEEN ASYMMETRIC 50 AND 10 AS a,
+                      qty BETWEEN SYMMETRIC NULL AND 5 AS n
+               FROM orders WHERE qty + 1 BETWEEN SYMMETRIC 15 AND 3 OR qty IS NULL;",
+        duckdb: "SELECT order_id, (qty BETWEEN 12 AND 4 OR qty BETWEEN 4 AND 12),
+                        NOT (qty BETWEEN 12 AND qty - amount OR qty BETWEEN qty - amount AND 12),
+                        amount BETWEEN 50 AND 10,
+                        (qty BETWEEN NULL AND 5 OR qty BETWEEN 5 AND NULL)
+                 FROM orders WHERE (qty + 1 BETWEEN 15 AND 3 OR qty + 1 BETWEEN 3 AND 15) OR qty IS NULL",
+    },
+    Case {
         name: "group_by_aggregates_having",
         // Flink: SUM of an INT is INT, AVG of an INT truncates and is INT.
         weir: "SELECT category, COUNT(*) AS n, COUNT(qty) AS nq, SUM(qty) AS sq,
@@ -918,6 +934,24 @@ pub const CASES: &[Case] = &[
                  INTERSECT SELECT user_id, category FROM orders WHERE order_id % 2 = 0",
     },
     Case {
+        name: "intersect_all_except_all",
+        // Multiplicities: a row `min(l, r)` times in INTERSECT ALL and
+        // `l - r` times in EXCEPT ALL (NULLs equal), also nested, over an
+        // updating input (a GROUP BY's result) and grouped again.
+        weir: "SELECT user_id, category, COUNT(*) AS n FROM (
+                 SELECT user_id, category FROM orders WHERE qty > 3
+                 INTERSECT ALL SELECT user_id, category FROM orders WHERE amount > 20
+                 EXCEPT ALL (SELECT user_id, category FROM orders WHERE order_id % 3 = 0
+                             EXCEPT ALL SELECT user_id, MAX(category) FROM orders GROUP BY user_id)
+               ) GROUP BY user_id, category;",
+        duckdb: "SELECT user_id, category, COUNT(*) AS n FROM (
+                   SELECT user_id, category FROM orders WHERE qty > 3
+                   INTERSECT ALL SELECT user_id, category FROM orders WHERE amount > 20
+                   EXCEPT ALL (SELECT user_id, category FROM orders WHERE order_id % 3 = 0
+                               EXCEPT ALL SELECT user_id, MAX(category) FROM orders GROUP BY user_id)
+                 ) GROUP BY user_id, category",
+    },
+    Case {
         name: "over_aggregates_range_and_rows",
         // OVER aggregation on event time: a RANGE frame (peers of equal
         // time included), the default RANGE UNBOUNDED frame, and a ROWS
@@ -1257,6 +1291,25 @@ pub const CASES: &[Case] = &[
                  UNION ALL
                  SELECT -1, tier, COUNT(*) FROM users GROUP BY tier
                  HAVING COUNT(*) >= (SELECT COUNT(*) FROM users WHERE tier = 1)",
+    },
+    Case {
+        name: "scalar_subqueries_of_one_row_without_aggregate",
+        // A scalar subquery that selects a value of at most one row (a
+        // lookup by a unique key), uncorrelated and correlated: Flink's
+        // SINGLE_VALUE, NULL without a row (the users the orders name
+        // but the users table lacks, a NULL user id).
+        weir: "SELECT order_id,
+                      (SELECT name FROM users WHERE users.user_id = orders.user_id) AS who,
+                      qty - (SELECT tier FROM users WHERE user_id = 'u03') AS d,
+                      (SELECT tier FROM users WHERE user_id = 'nobody') AS none
+               FROM orders
+               WHERE category <> (SELECT 'food' FROM users WHERE user_id = 'u01');",
+        duckdb: "SELECT order_id,
+                        (SELECT name FROM users WHERE users.user_id = orders.user_id),
+                        qty - (SELECT tier FROM users WHERE user_id = 'u03'),
+                        (SELECT tier FROM users WHERE user_id = 'nobody')
+                 FROM orders
+                 WHERE category <> (SELECT 'food' FROM users WHERE user_id = 'u01')",
     },
     Case {
         name: "not_in_subqueries",

@@ -141,7 +141,14 @@ pub fn run_with(
     } else {
         for ((schema, rows), shown) in sql_job.selects.iter().zip(&sql_job.presentations) {
             let rows = rows.lock().expect("collected rows");
-            print!("{}", format_table(schema, &rows, shown));
+            match print_stdout(&format_table(schema, &rows, shown)) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    eprintln!("error: writing the result rows to stdout: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
         }
         eprintln!(
             "done: {} rows written in {:.2} s",
@@ -172,4 +179,18 @@ fn summary_json(
     v["file"] = serde_json::json!(absolute(file).display().to_string());
     v["verified"] = serde_json::Value::Null;
     v
+}
+
+/// Writes `text` to stdout: `Ok(false)` once stdout is closed (`weir sql
+/// q.sql | head`), where `print!` panicked; the rows were computed, and a
+/// reader that took only the first ones is not an error. Any other failure
+/// (a full disk under a redirection) is.
+fn print_stdout(text: &str) -> std::io::Result<bool> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e),
+    }
 }

@@ -235,6 +235,41 @@ fn the_same_script_through_weir_run_and_job_sql_file() {
     same_lines(committed_rows(&s.join("counts")), clicks_reference(&clicks));
 }
 
+/// A bare SELECT whose reader closes stdout early (`weir sql q.sql |
+/// head`): no panic, exit 0 (printing the table panicked on the broken
+/// pipe).
+#[test]
+fn a_bare_select_into_a_closed_pipe_ends_quietly() {
+    let s = Scratch::new("sql", "closed-pipe");
+    let dir = s.join("numbers");
+    fs::create_dir_all(&dir).unwrap();
+    let text: String = (0..50_000).map(|i| format!("{i},row-{i}\n")).collect();
+    fs::write(dir.join("n.csv"), text).unwrap();
+    let script = s.join("select.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE numbers (n BIGINT, label STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             SELECT n, label FROM numbers;",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(WEIR)
+        .args(["sql", "--workers", "1"])
+        .arg(&script)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn a_bare_select_prints_the_final_result_of_an_updating_query() {
     let s = Scratch::new("sql", "select");

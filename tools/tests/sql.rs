@@ -1617,6 +1617,49 @@ fn an_idle_source_subtask_does_not_hold_windows_back_with_an_idle_timeout() {
     assert_eq!(got, want);
 }
 
+/// Windows over an unbounded Nexmark person table at two workers fire
+/// while it runs: persons are every 50th event, so the strided source
+/// gives none to the odd subtask, whose watermark held every window back
+/// for as long as the input lasted (forever, unbounded); event time now
+/// comes from every event the subtask generates. Each 1 s window of
+/// event time holds 1,000 events, 20 of them persons.
+#[test]
+fn nexmark_person_windows_fire_at_an_even_parallelism() {
+    let s = Scratch::new("sql", "nexmark-person-watermarks");
+    let out = s.join("out");
+    let script = s.join("persons.sql");
+    fs::write(
+        &script,
+        format!(
+            "SET 'state.checkpoints.dir' = '{}';
+             SET 'execution.checkpointing.interval' = '200 ms';
+             CREATE TABLE person (id BIGINT, date_time TIMESTAMP(3),
+               WATERMARK FOR date_time AS date_time)
+             WITH ('connector' = 'nexmark', 'nexmark.table.type' = 'person',
+                   'first-event.rate' = '1000', 'tps' = '20000');
+             CREATE TABLE dst (window_start TIMESTAMP(3), n BIGINT)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO dst SELECT window_start, COUNT(*)
+             FROM TABLE(TUMBLE(TABLE person, DESCRIPTOR(date_time), INTERVAL '1' SECOND))
+             GROUP BY window_start, window_end;",
+            s.join("ck").display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    let mut c = Command::new(WEIR);
+    c.arg("sql")
+        .arg(&script)
+        .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"]);
+    let mut run = Proc::spawn(&s, "persons", c);
+    assert!(run.wait_until("three windows", || committed_rows(&out).len() >= 3));
+    run.kill();
+    let rows = committed_rows(&out);
+    for row in &rows {
+        assert!(row.ends_with(",20"), "a window of 1,000 events: {rows:?}");
+    }
+}
+
 /// A GROUP BY into a blackhole makes one row per input row (`+I`, then
 /// `+U`): no `-U`, as Flink's planner leaves them out for a sink that
 /// drops them, and EXPLAIN says so. Into `print` every change is `-U` and

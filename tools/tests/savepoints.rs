@@ -634,6 +634,46 @@ fn a_savepoint_restores_at_another_parallelism_exactly_once() {
     assert_eq!(restored.report()["output"]["exactly_once"], true);
 }
 
+/// A savepoint restored by a run without checkpointing: the end of its
+/// input is the sink's one commit, under an id above the savepoint's (it
+/// was 0, which the file sink refused: the run failed with exit 2 and
+/// committed nothing after the savepoint).
+#[test]
+fn a_savepoint_restores_into_a_run_without_checkpointing() {
+    let s = Scratch::new("unchecked");
+    let (_, savepoint) = stop_midway(&s, "TERM");
+    let cmd = s.w1(200, None, true, 1);
+    let args: Vec<String> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    drop(cmd);
+    let mut unchecked = Command::new(WEIR);
+    let mut i = 0;
+    while i < args.len() {
+        if args[i] == "--set"
+            && args
+                .get(i + 1)
+                .is_some_and(|a| a.starts_with("execution.checkpointing.interval="))
+        {
+            i += 2;
+            continue;
+        }
+        unchecked.arg(&args[i]);
+        i += 1;
+    }
+    let restored = s.run(
+        "restore-unchecked",
+        unchecked
+            .env_remove("WEIR_FAILPOINTS")
+            .stdin(Stdio::null())
+            .arg("--restore")
+            .arg(&savepoint),
+    );
+    restored.assert_exit(0, "the savepoint restores without checkpointing");
+    assert_eq!(restored.report()["output"]["exactly_once"], true);
+}
+
 /// The savepoint this version wrote and the repository keeps
 /// (`state/tests/fixtures/savepoint-v4-w1`, see its README) restores, from
 /// a copy (weir would not change it anyway), and the run ends with the

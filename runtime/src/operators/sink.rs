@@ -175,12 +175,17 @@ pub enum RestoredSinkState<'a> {
 /// It drives the sink's two-phase commit: pre-commit at a barrier (the
 /// returned state goes into the checkpoint), commit on completion. Without
 /// checkpointing, the end of input is its single commit point: `finish`,
-/// then `snapshot_state(0)` and `notify_checkpoint_complete(0)`.
+/// then `snapshot_state(id)` and `notify_checkpoint_complete(id)`, `id`
+/// being 0, or the restored checkpoint's id plus one (what the next
+/// checkpoint would have been: a sink refuses an id that is not above the
+/// one it restored).
 pub struct SinkOp<S> {
     sink: S,
     uid: String,
     info: SubtaskInfo,
     checkpointing: bool,
+    /// The id of the end of input's commit without checkpointing.
+    final_commit: u64,
     name: String,
     local: u64,
     received: Counter,
@@ -220,6 +225,12 @@ impl<S: Sink> SinkOp<S> {
         if fresh_job {
             sink.job_starts_fresh();
         }
+        let final_commit = match &restored {
+            None => 0,
+            Some(RestoredSinkState::Own(id, _) | RestoredSinkState::Rescaled(id, _)) => {
+                id.saturating_add(1)
+            }
+        };
         let initialized = match restored {
             None => sink.initialize_state(None),
             Some(RestoredSinkState::Own(id, state)) => sink.initialize_state(Some((id, state))),
@@ -257,6 +268,7 @@ impl<S: Sink> SinkOp<S> {
             uid: uid.to_owned(),
             info,
             checkpointing,
+            final_commit,
             name,
             local: 0,
             received,
@@ -314,7 +326,8 @@ impl<S: Sink> ChainControl for SinkOp<S> {
         }
         self.sink.finish();
         if !self.checkpointing {
-            if let Err(e) = self.sink.snapshot_state(0) {
+            let id = self.final_commit;
+            if let Err(e) = self.sink.snapshot_state(id) {
                 return self.fail("pre-commit at the end of input", e);
             }
             for path in self.sink.take_files_to_sync() {
@@ -327,7 +340,7 @@ impl<S: Sink> ChainControl for SinkOp<S> {
                     return self.fail("pre-commit at the end of input", e);
                 }
             }
-            if let Err(e) = self.sink.notify_checkpoint_complete(0) {
+            if let Err(e) = self.sink.notify_checkpoint_complete(id) {
                 self.fail("commit at the end of input", e);
             }
         }

@@ -530,7 +530,10 @@ impl Datagen {
             .fields
             .iter()
             .filter_map(|f| match f {
-                FieldGen::Sequence { start, end } => Some((end - start) as u64 + 1),
+                // (in 128 bits: the whole BIGINT range is 2^64 values)
+                FieldGen::Sequence { start, end } => Some(
+                    u64::try_from(i128::from(*end) - i128::from(*start) + 1).unwrap_or(u64::MAX),
+                ),
                 _ => None,
             })
             .min();

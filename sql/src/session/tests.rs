@@ -859,3 +859,24 @@ fn a_scalar_subquery_of_rows_is_their_single_value() {
         "{e}"
     );
 }
+
+/// A printed table pads its cells by hand: a column name (or value) past
+/// `format!`'s width limit of 65535 panicked.
+#[test]
+fn a_very_long_column_name_prints() {
+    let name = "a".repeat(70_000);
+    let script =
+        Script::parse(&format!("SELECT 1 AS {name}, 'xy' AS b;")).unwrap_or_else(|e| panic!("{e}"));
+    let SqlJob {
+        job,
+        selects,
+        presentations,
+        ..
+    } = script.job("test").unwrap();
+    run_ok(job, &test_options(1));
+    let (schema, rows) = &selects[0];
+    let table = format_table(schema, &rows.lock().unwrap(), &presentations[0]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines[1], format!("| {name} |  b |"));
+    assert_eq!(lines[3], format!("| {}1 | xy |", " ".repeat(69_999)));
+}

@@ -2180,8 +2180,44 @@ pub fn compile(e: &Expr, scope: &Scope) -> Result<Scalar> {
     compile_with(e, scope, &mut |_| Ok(None))
 }
 
+/// How deeply expressions may nest (`a + a + .. + a` of that many terms,
+/// that many nested calls): planning and evaluation recurse once per
+/// level, so a deeper one is refused with an error rather than let
+/// overflow a thread's stack.
+pub const MAX_DEPTH: usize = 256;
+
+std::thread_local! {
+    static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One level of [`compile_with`]'s recursion, counted while it lives.
+struct Depth;
+
+impl Depth {
+    fn enter() -> Result<Self> {
+        let d = DEPTH.with(|d| {
+            d.set(d.get() + 1);
+            d.get()
+        });
+        let guard = Depth;
+        if d > MAX_DEPTH {
+            return Err(SqlError::Unsupported(format!(
+                "an expression nested more than {MAX_DEPTH} levels deep"
+            )));
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for Depth {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get() - 1));
+    }
+}
+
 /// Compiles `e` in `scope`, asking `hook` first at every node.
 pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
+    let _depth = Depth::enter()?;
     if let Some(s) = hook(e)? {
         return Ok(s);
     }

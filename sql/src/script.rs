@@ -242,8 +242,13 @@ fn parse_statement(tokens: Vec<TokenWithSpan>) -> Result<Option<Statement>, SqlE
         .rev()
         .find(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
         .map_or(Location::new(1, 1), |t| t.span.end);
+    nesting_within_limit(&tokens)?;
     let dialect = FlinkDialect::default();
-    let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
+    // (sqlparser's default limit, 50, cuts off a CASE nested 50 deep,
+    // which Flink's parser takes; the planner's is `MAX_DEPTH`)
+    let mut p = Parser::new(&dialect)
+        .with_recursion_limit(crate::expr::MAX_DEPTH)
+        .with_tokens_with_locations(tokens);
     let stmt = statement(&mut p).map_err(|e| {
         let msg = e.to_string();
         if msg.contains("Line:") {
@@ -264,6 +269,31 @@ fn parse_statement(tokens: Vec<TokenWithSpan>) -> Result<Option<Statement>, SqlE
         )));
     }
     Ok(Some(stmt))
+}
+
+/// Refuses a statement whose parentheses or CASEs nest deeper than the
+/// parser's recursion limit, naming where: past the limit sqlparser may
+/// read a CASE as a column's name and complain about the next token.
+fn nesting_within_limit(tokens: &[TokenWithSpan]) -> Result<(), SqlError> {
+    let mut depth = 0usize;
+    for t in tokens {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::Word(w) if w.keyword == Keyword::CASE => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Word(w) if w.keyword == Keyword::END => depth = depth.saturating_sub(1),
+            _ => continue,
+        }
+        if depth > crate::expr::MAX_DEPTH {
+            return Err(SqlError::Syntax(format!(
+                "parentheses or CASEs nested more than {} levels deep at Line: {}, Column: {}",
+                crate::expr::MAX_DEPTH,
+                t.span.start.line,
+                t.span.start.column
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn statement(p: &mut Parser<'_>) -> Result<Statement, ParserError> {

@@ -129,9 +129,17 @@ pub struct TableDef {
 /// the set's bounds are checked and dropped.
 pub fn parse_script(text: &str) -> Result<Vec<Statement>, SqlError> {
     let dialect = FlinkDialect::default();
-    let tokens = Tokenizer::new(&dialect, text)
+    let mut tokens = Tokenizer::new(&dialect, text)
         .tokenize_with_location()
         .map_err(|e| SqlError::Syntax(e.to_string()))?;
+    // A Unicode string literal (`U&'\0009'`, as Flink's docs write a tab
+    // for `csv.field-delimiter`) is the string its escapes spell: from
+    // here on an ordinary one, wherever a string literal is read.
+    for t in &mut tokens {
+        if let Token::UnicodeStringLiteral(s) = &mut t.token {
+            t.token = Token::SingleQuotedString(std::mem::take(s));
+        }
+    }
     let mut out = Vec::new();
     let mut current = Vec::new();
     // Where the open statement set began.
@@ -626,6 +634,24 @@ mod tests {
         assert_eq!(t.primary_key.as_deref(), Some(&["user_id".to_string()][..]));
         assert_eq!(t.options["format"], "csv");
         assert!(matches!(s[4], Statement::Explain(_)));
+    }
+
+    /// Flink's docs write a tab delimiter as `U&'\0009'`: a Unicode
+    /// string literal is its string, in options and in queries (it was a
+    /// syntax error).
+    #[test]
+    fn unicode_string_literals_are_their_strings() {
+        let s = parse_script(
+            "CREATE TABLE t (a INT) WITH ('format' = 'csv', 'csv.field-delimiter' = U&'\\0009');
+             SELECT U&'a\\0062c' AS x, 'U&' AS u;",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let Statement::CreateTable(t) = &s[0] else {
+            panic!()
+        };
+        assert_eq!(t.options["csv.field-delimiter"], "\t");
+        let Statement::Query(q) = &s[1] else { panic!() };
+        assert_eq!(q.to_string(), "SELECT 'abc' AS x, 'U&' AS u");
     }
 
     #[test]

@@ -312,9 +312,15 @@ impl Connector {
                     }
                     "json" => {
                         let ignore = o.boolean("json.ignore-parse-errors")?;
-                        let _ = o.boolean("json.fail-on-missing-field")?;
+                        let fail_on_missing_field = o.boolean("json.fail-on-missing-field")?;
+                        if ignore && fail_on_missing_field {
+                            return Err(o.err(
+                                "'json.fail-on-missing-field' and 'json.ignore-parse-errors' cannot both be true (as in Flink)".into(),
+                            ));
+                        }
                         Format::Json {
                             ignore_parse_errors: ignore,
+                            fail_on_missing_field,
                             timestamps: json_timestamps(&mut o, "json.timestamp-format.standard")?,
                         }
                     }
@@ -530,7 +536,10 @@ impl Datagen {
             .fields
             .iter()
             .filter_map(|f| match f {
-                FieldGen::Sequence { start, end } => Some((end - start) as u64 + 1),
+                // (in 128 bits: the whole BIGINT range is 2^64 values)
+                FieldGen::Sequence { start, end } => Some(
+                    u64::try_from(i128::from(*end) - i128::from(*start) + 1).unwrap_or(u64::MAX),
+                ),
                 _ => None,
             })
             .min();

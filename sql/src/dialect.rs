@@ -48,6 +48,11 @@ impl Dialect for FlinkDialect {
         true
     }
 
+    /// `U&'\0009'`: Calcite's Unicode string literal.
+    fn supports_unicode_string_literal(&self) -> bool {
+        true
+    }
+
     /// `COUNT(*) FILTER (WHERE price < 10000)`.
     fn supports_table_versioning(&self) -> bool {
         // `FOR SYSTEM_TIME AS OF` (temporal joins).

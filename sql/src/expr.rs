@@ -2180,8 +2180,44 @@ pub fn compile(e: &Expr, scope: &Scope) -> Result<Scalar> {
     compile_with(e, scope, &mut |_| Ok(None))
 }
 
+/// How deeply expressions may nest (`a + a + .. + a` of that many terms,
+/// that many nested calls): planning and evaluation recurse once per
+/// level, so a deeper one is refused with an error rather than let
+/// overflow a thread's stack.
+pub const MAX_DEPTH: usize = 256;
+
+std::thread_local! {
+    static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One level of [`compile_with`]'s recursion, counted while it lives.
+struct Depth;
+
+impl Depth {
+    fn enter() -> Result<Self> {
+        let d = DEPTH.with(|d| {
+            d.set(d.get() + 1);
+            d.get()
+        });
+        let guard = Depth;
+        if d > MAX_DEPTH {
+            return Err(SqlError::Unsupported(format!(
+                "an expression nested more than {MAX_DEPTH} levels deep"
+            )));
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for Depth {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get() - 1));
+    }
+}
+
 /// Compiles `e` in `scope`, asking `hook` first at every node.
 pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
+    let _depth = Depth::enter()?;
     if let Some(s) = hook(e)? {
         return Ok(s);
     }
@@ -3379,10 +3415,31 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
                 }
             };
             let a = args.into_iter().next().expect("one");
-            if !matches!(a.ty(), DataType::Int | DataType::BigInt) {
+            if !a.ty().is_numeric() {
                 return Err(SqlError::Type(format!("TO_TIMESTAMP_LTZ of {}", a.ty())));
             }
-            let ms = if precision == 0 {
+            // A DOUBLE or DECIMAL, as Flink takes any number: its seconds
+            // times 1000 (exactly, for a DECIMAL), then cut to whole
+            // milliseconds toward zero, as Flink's `(long) (v * 1000)`.
+            let ty = a.ty();
+            let fractional = !matches!(ty, DataType::Int | DataType::BigInt);
+            let ms = if fractional {
+                let scaled = if precision == 0 {
+                    let product = match ty {
+                        DataType::Decimal { .. } => decimal_product(ty, DataType::Int),
+                        _ => DataType::Double,
+                    };
+                    Scalar::Arith(
+                        Arith::Mul,
+                        Box::new(a),
+                        Box::new(Scalar::Literal(Value::Int(1000), DataType::Int)),
+                        product,
+                    )
+                } else {
+                    a
+                };
+                Scalar::Cast(Box::new(scaled), DataType::BigInt, false)
+            } else if precision == 0 {
                 Scalar::Arith(
                     Arith::Mul,
                     Box::new(a),
@@ -3988,6 +4045,31 @@ mod tests {
             Value::Timestamp(parse_timestamp("2024-01-02 03:04:05.678").unwrap()),
         ]);
         (Scope::of(&schema, Some("t")), row)
+    }
+
+    /// TO_TIMESTAMP_LTZ takes any number, as Flink's: a DOUBLE's or a
+    /// DECIMAL's seconds (or milliseconds) cut to whole milliseconds
+    /// toward zero (both were refused as a type mismatch).
+    #[test]
+    fn to_timestamp_ltz_takes_fractional_numbers() {
+        let (scope, row) = scope();
+        let ms = |v: i64| Value::Timestamp(v);
+        for (sql, want) in [
+            ("TO_TIMESTAMP_LTZ(1.5, 0)", ms(1500)),
+            (
+                "TO_TIMESTAMP_LTZ(1700000000.1239, 0)",
+                ms(1_700_000_000_123),
+            ),
+            ("TO_TIMESTAMP_LTZ(CAST(1.5 AS DOUBLE), 0)", ms(1500)),
+            ("TO_TIMESTAMP_LTZ(CAST(-1.5 AS DOUBLE), 0)", ms(-1500)),
+            ("TO_TIMESTAMP_LTZ(CAST(2.5 AS FLOAT), 0)", ms(2500)),
+            ("TO_TIMESTAMP_LTZ(1500.9, 3)", ms(1500)),
+            ("TO_TIMESTAMP_LTZ(CAST(1500.9 AS DOUBLE), 3)", ms(1500)),
+            ("TO_TIMESTAMP_LTZ(7, 0)", ms(7000)),
+            ("TO_TIMESTAMP_LTZ(CAST(NULL AS DOUBLE), 0)", Value::Null),
+        ] {
+            assert_eq!(eval(sql, &scope, &row), want, "{sql}");
+        }
     }
 
     /// A CAST to TIMESTAMP(0), (1) or (2) cuts the milliseconds to that

@@ -22,6 +22,9 @@ pub enum Format {
     Json {
         /// Skip lines that do not parse instead of failing the job.
         ignore_parse_errors: bool,
+        /// `json.fail-on-missing-field`: a field absent from an object
+        /// fails the line (else it is NULL).
+        fail_on_missing_field: bool,
         /// `json.timestamp-format.standard`: how timestamps are written.
         timestamps: JsonTimestamps,
     },
@@ -159,8 +162,9 @@ impl Format {
             }
             Format::Json {
                 ignore_parse_errors,
+                fail_on_missing_field,
                 ..
-            } => parse_json(line, schema, *ignore_parse_errors),
+            } => parse_json(line, schema, *ignore_parse_errors, *fail_on_missing_field),
         };
         match r {
             Ok(Some(row)) => Decoded::Record(row),
@@ -395,7 +399,12 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
     })
 }
 
-fn parse_json(line: &str, schema: &Schema, ignore: bool) -> Result<Option<Row>, LineError> {
+fn parse_json(
+    line: &str,
+    schema: &Schema,
+    ignore: bool,
+    fail_on_missing: bool,
+) -> Result<Option<Row>, LineError> {
     let v: serde_json::Value =
         serde_json::from_str(line).map_err(|e| (Some(e.column()), format!("not JSON: {e}")))?;
     let serde_json::Value::Object(map) = v else {
@@ -403,11 +412,12 @@ fn parse_json(line: &str, schema: &Schema, ignore: bool) -> Result<Option<Row>, 
     };
     let mut values = Values::with_capacity(schema.len());
     for f in &schema.fields {
-        let j = map.get(&f.name).or_else(|| {
-            map.iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(&f.name))
-                .map(|(_, v)| v)
-        });
+        // (by its exact name, as Jackson's `JsonNode.get` in Flink's
+        // format: `{"ID": 1}` has no field `id`)
+        let j = map.get(&f.name);
+        if j.is_none() && fail_on_missing {
+            return Err((None, format!("field `{}` is missing", f.name)));
+        }
         let bad =
             |j: &serde_json::Value| format!("field `{}`: {j} is not a valid {}", f.name, f.ty);
         let read = |j: &serde_json::Value| -> Result<Value, LineError> {
@@ -613,6 +623,7 @@ mod tests {
         let csv = Format::Csv(CsvOptions::default());
         let json = Format::Json {
             ignore_parse_errors: false,
+            fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
         };
         let read = |f: &Format, line: &str| match f.parse(line, &s) {
@@ -682,6 +693,7 @@ mod tests {
         assert_eq!(strict.decode("  \r", &s), Decoded::Skip);
         let json = Format::Json {
             ignore_parse_errors: false,
+            fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
         };
         assert!(matches!(
@@ -765,6 +777,7 @@ mod tests {
     fn json_reads_and_writes() {
         let f = Format::Json {
             ignore_parse_errors: false,
+            fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
         };
         let s = schema();
@@ -785,6 +798,34 @@ mod tests {
         assert!(matches!(f.parse(r#"{"id": "x"}"#, &s), Parsed::Error(e) if e.contains("`id`")));
     }
 
+    /// Fields are found by their exact names, as Jackson's `JsonNode.get`
+    /// in Flink's JSON format (`ID` was read into `id`), and with
+    /// `json.fail-on-missing-field` a missing one fails the line (it was
+    /// NULL whatever the option said); a JSON null is NULL either way.
+    #[test]
+    fn json_fields_by_exact_name_and_missing_ones_fail_when_asked() {
+        let s = schema();
+        let read = |fail_on_missing_field: bool, line: &str| {
+            Format::Json {
+                ignore_parse_errors: false,
+                fail_on_missing_field,
+                timestamps: JsonTimestamps::Sql,
+            }
+            .parse(line, &s)
+        };
+        let line = r#"{"ID": 1, "name": "n", "ts": null, "price": 2.5}"#;
+        let Parsed::Row(r) = read(false, line) else {
+            panic!()
+        };
+        assert_eq!(r.values[0], Value::Null);
+        assert_eq!(r.values[2], Value::Null);
+        assert!(
+            matches!(read(true, line), Parsed::Error(e) if e.contains("field `id` is missing"))
+        );
+        let full = r#"{"id": 1, "name": "n", "ts": null, "price": 2.5}"#;
+        assert!(matches!(read(true, full), Parsed::Row(r) if r.values[0] == Value::BigInt(1)));
+    }
+
     /// A JSON number with a fraction or exponent goes into an integer
     /// column as Jackson's `asInt`/`asLong` take it, as Flink's JSON
     /// format reads it: the fraction cut off; outside the type's range (or
@@ -793,6 +834,7 @@ mod tests {
     fn json_numbers_with_a_fraction_are_cut_into_integer_columns() {
         let f = Format::Json {
             ignore_parse_errors: false,
+            fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
         };
         let s = Schema::new(vec![
@@ -848,6 +890,7 @@ mod tests {
         ] {
             let f = Format::Json {
                 ignore_parse_errors: false,
+                fail_on_missing_field: false,
                 timestamps: standard,
             };
             let mut out = Vec::new();
@@ -857,6 +900,7 @@ mod tests {
             for reader in [JsonTimestamps::Sql, JsonTimestamps::Iso8601] {
                 let r = Format::Json {
                     ignore_parse_errors: false,
+                    fail_on_missing_field: false,
                     timestamps: reader,
                 };
                 let Parsed::Row(back) = r.parse(line.trim_end(), &s) else {

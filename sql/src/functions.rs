@@ -683,14 +683,23 @@ pub fn parse_with_pattern(text: &str, pattern: &str, strict: bool) -> Option<i64
 /// the month cut to the target month's last (Jan 31 + 1 month = Feb 28/29).
 pub fn add_months_days(days: i64, months: i64) -> i64 {
     let (y, m, d) = civil_from_days(days);
-    let total = y * 12 + i64::from(m) - 1 + months;
+    // (held to ±10^10 years, far past any timestamp, so that the civil
+    // arithmetic below cannot overflow whatever `months` is)
+    const LIMIT: i64 = 12 * 10_000_000_000;
+    let total = (y * 12 + i64::from(m) - 1)
+        .saturating_add(months)
+        .clamp(-LIMIT, LIMIT);
     let (ny, nm) = (total.div_euclid(12), (total.rem_euclid(12) + 1) as u32);
     days_from_civil(ny, nm, d.min(days_in_month(ny, nm)))
 }
 
 /// A timestamp (epoch ms) `months` calendar months later.
 pub fn add_months(ms: i64, months: i64) -> i64 {
-    add_months_days(ms.div_euclid(DAY_MS), months) * DAY_MS + ms.rem_euclid(DAY_MS)
+    // (wrapping past the BIGINT range, as Java's long arithmetic in
+    // Calcite's `DateTimeUtils.addMonths` does, rather than panicking)
+    add_months_days(ms.div_euclid(DAY_MS), months)
+        .wrapping_mul(DAY_MS)
+        .wrapping_add(ms.rem_euclid(DAY_MS))
 }
 
 fn subtract_months_days(d0: i64, d1: i64) -> i64 {
@@ -920,6 +929,11 @@ mod tests {
             add_months(ts("2024-03-31 00:00:00"), -13),
             ts("2023-02-28 00:00:00")
         );
+        // Far past any timestamp: no overflow (it panicked in debug builds
+        // on `TIMESTAMPADD(YEAR, 2147483647, ts)`).
+        let _ = add_months(ts("2024-01-01 00:00:00"), 12 * i64::from(i32::MAX));
+        let _ = add_months(ts("2024-01-01 00:00:00"), i64::MIN);
+        let _ = add_months(i64::MAX, i64::MAX);
         assert_eq!(subtract_months(ts("2024-02-29"), ts("2024-01-31")), 1);
         assert_eq!(subtract_months(ts("2024-02-28"), ts("2024-01-29")), 0);
         assert_eq!(subtract_months(ts("2024-01-31"), ts("2024-02-29")), -1);

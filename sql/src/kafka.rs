@@ -85,9 +85,17 @@ fn format_options(o: &mut Options<'_>, name: &str, prefix: &str) -> Result<Kafka
         "raw" => KafkaFormat::Raw,
         "json" => {
             let ignore = o.boolean(&key("json.ignore-parse-errors"))?;
-            let _ = o.boolean(&key("json.fail-on-missing-field"))?;
+            let fail_on_missing_field = o.boolean(&key("json.fail-on-missing-field"))?;
+            if ignore && fail_on_missing_field {
+                return Err(o.err(format!(
+                    "'{}' and '{}' cannot both be true (as in Flink)",
+                    key("json.fail-on-missing-field"),
+                    key("json.ignore-parse-errors")
+                )));
+            }
             KafkaFormat::Text(Format::Json {
                 ignore_parse_errors: ignore,
+                fail_on_missing_field,
                 timestamps: crate::connectors::json_timestamps(
                     o,
                     &key("json.timestamp-format.standard"),

@@ -129,9 +129,17 @@ pub struct TableDef {
 /// the set's bounds are checked and dropped.
 pub fn parse_script(text: &str) -> Result<Vec<Statement>, SqlError> {
     let dialect = FlinkDialect::default();
-    let tokens = Tokenizer::new(&dialect, text)
+    let mut tokens = Tokenizer::new(&dialect, text)
         .tokenize_with_location()
         .map_err(|e| SqlError::Syntax(e.to_string()))?;
+    // A Unicode string literal (`U&'\0009'`, as Flink's docs write a tab
+    // for `csv.field-delimiter`) is the string its escapes spell: from
+    // here on an ordinary one, wherever a string literal is read.
+    for t in &mut tokens {
+        if let Token::UnicodeStringLiteral(s) = &mut t.token {
+            t.token = Token::SingleQuotedString(std::mem::take(s));
+        }
+    }
     let mut out = Vec::new();
     let mut current = Vec::new();
     // Where the open statement set began.
@@ -242,8 +250,13 @@ fn parse_statement(tokens: Vec<TokenWithSpan>) -> Result<Option<Statement>, SqlE
         .rev()
         .find(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
         .map_or(Location::new(1, 1), |t| t.span.end);
+    nesting_within_limit(&tokens)?;
     let dialect = FlinkDialect::default();
-    let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
+    // (sqlparser's default limit, 50, cuts off a CASE nested 50 deep,
+    // which Flink's parser takes; the planner's is `MAX_DEPTH`)
+    let mut p = Parser::new(&dialect)
+        .with_recursion_limit(crate::expr::MAX_DEPTH)
+        .with_tokens_with_locations(tokens);
     let stmt = statement(&mut p).map_err(|e| {
         let msg = e.to_string();
         if msg.contains("Line:") {
@@ -264,6 +277,31 @@ fn parse_statement(tokens: Vec<TokenWithSpan>) -> Result<Option<Statement>, SqlE
         )));
     }
     Ok(Some(stmt))
+}
+
+/// Refuses a statement whose parentheses or CASEs nest deeper than the
+/// parser's recursion limit, naming where: past the limit sqlparser may
+/// read a CASE as a column's name and complain about the next token.
+fn nesting_within_limit(tokens: &[TokenWithSpan]) -> Result<(), SqlError> {
+    let mut depth = 0usize;
+    for t in tokens {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::Word(w) if w.keyword == Keyword::CASE => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Word(w) if w.keyword == Keyword::END => depth = depth.saturating_sub(1),
+            _ => continue,
+        }
+        if depth > crate::expr::MAX_DEPTH {
+            return Err(SqlError::Syntax(format!(
+                "parentheses or CASEs nested more than {} levels deep at Line: {}, Column: {}",
+                crate::expr::MAX_DEPTH,
+                t.span.start.line,
+                t.span.start.column
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn statement(p: &mut Parser<'_>) -> Result<Statement, ParserError> {
@@ -596,6 +634,24 @@ mod tests {
         assert_eq!(t.primary_key.as_deref(), Some(&["user_id".to_string()][..]));
         assert_eq!(t.options["format"], "csv");
         assert!(matches!(s[4], Statement::Explain(_)));
+    }
+
+    /// Flink's docs write a tab delimiter as `U&'\0009'`: a Unicode
+    /// string literal is its string, in options and in queries (it was a
+    /// syntax error).
+    #[test]
+    fn unicode_string_literals_are_their_strings() {
+        let s = parse_script(
+            "CREATE TABLE t (a INT) WITH ('format' = 'csv', 'csv.field-delimiter' = U&'\\0009');
+             SELECT U&'a\\0062c' AS x, 'U&' AS u;",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let Statement::CreateTable(t) = &s[0] else {
+            panic!()
+        };
+        assert_eq!(t.options["csv.field-delimiter"], "\t");
+        let Statement::Query(q) = &s[1] else { panic!() };
+        assert_eq!(q.to_string(), "SELECT 'abc' AS x, 'U&' AS u");
     }
 
     #[test]

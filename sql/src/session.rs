@@ -921,7 +921,15 @@ pub fn format_table(schema: &Schema, rows: &[Row], shown: &Presentation) -> Stri
     let line = |vals: Vec<&str>| {
         let mut s = String::from("|");
         for (v, w) in vals.iter().zip(&width) {
-            s.push_str(&format!(" {v:>w$} |", w = *w));
+            // (padded by hand: `format!`'s width stops at u16::MAX, and a
+            // column name or value may be longer)
+            s.push(' ');
+            s.extend(std::iter::repeat_n(
+                ' ',
+                w.saturating_sub(v.chars().count()),
+            ));
+            s.push_str(v);
+            s.push_str(" |");
         }
         s.push('\n');
         s

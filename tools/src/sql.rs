@@ -51,6 +51,29 @@ pub fn run_with(
     stop: StopRequest,
     bench: Option<&SqlBench>,
 ) -> ExitCode {
+    // Planning recurses through a query's expressions: on a thread of its
+    // own with a large stack (reserved, touched only as deep as it goes),
+    // an expression nested as deep as the planner takes (see
+    // `weir_sql::expr::MAX_DEPTH`) plans instead of overflowing the main
+    // thread's 8 MiB.
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("weir-sql".into())
+            .stack_size(PLANNER_STACK)
+            .spawn_scoped(s, || run_script(file, common, stop, bench))
+            .map_or(ExitCode::FAILURE, |h| h.join().unwrap_or(ExitCode::FAILURE))
+    })
+}
+
+/// The stack of the thread `run_with` plans and waits on.
+const PLANNER_STACK: usize = 512 << 20;
+
+fn run_script(
+    file: &Path,
+    common: &Common,
+    stop: StopRequest,
+    bench: Option<&SqlBench>,
+) -> ExitCode {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {

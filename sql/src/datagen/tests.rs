@@ -136,3 +136,21 @@ fn w1s_columns_take_their_own_steps() {
     ));
     rows_agree(&gen, &types);
 }
+
+/// A sequence over the whole BIGINT range has 2^64 values: its count is
+/// held at `u64::MAX` (it panicked subtracting the bounds).
+#[test]
+fn a_sequence_of_the_whole_bigint_range_counts_without_overflow() {
+    let gen = Datagen {
+        rows: Some(3),
+        rows_per_second: 0,
+        fields: vec![FieldGen::Sequence {
+            start: i64::MIN,
+            end: i64::MAX,
+        }],
+        read: None,
+    };
+    assert_eq!(gen.count(), Some(3));
+    let unbounded = Datagen { rows: None, ..gen };
+    assert_eq!(unbounded.count(), Some(u64::MAX));
+}

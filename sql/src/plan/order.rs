@@ -202,6 +202,11 @@ fn order_column(e: &Expr, schema: &Schema, items: &[SelectItem]) -> Result<usize
     }
 }
 
+/// Whether `e` is a number literal (an ORDER BY position).
+fn is_number(e: &Expr) -> bool {
+    matches!(e, Expr::Value(v) if matches!(v.value, AstValue::Number(..)))
+}
+
 fn select_items(q: &Query) -> &[SelectItem] {
     match q.body.as_ref() {
         SetExpr::Select(s) => &s.projection,
@@ -239,6 +244,9 @@ impl Planner<'_> {
         for (i, o) in order.iter().enumerate() {
             match order_column(&o.expr, &plan.schema, items) {
                 Ok(c) => found.push(Some(c)),
+                // (an integer is a position, as Calcite reads it: one out
+                // of range is an error, not a constant to sort by)
+                Err(e) if is_number(&o.expr) => return Err(e),
                 Err(e) => {
                     let SetExpr::Select(s) = bare.body.as_mut() else {
                         return Err(e);

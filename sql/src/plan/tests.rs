@@ -756,3 +756,17 @@ fn exists_correlated_by_other_conditions_is_a_semi_or_anti_join() {
     );
     assert!(e.contains("several tables in FROM"), "{e}");
 }
+
+/// An ORDER BY position out of range is an error, as Calcite's "Ordinal
+/// out of range" (it sorted by the constant 5 and printed the rows).
+#[test]
+fn an_order_by_position_out_of_range_is_an_error() {
+    for sql in [
+        "SELECT a FROM t ORDER BY 5",
+        "SELECT a, b FROM t ORDER BY 0",
+    ] {
+        let e = error(sql);
+        assert!(e.contains("the SELECT has"), "{sql}: {e}");
+    }
+    planned("SELECT a, b FROM t ORDER BY 2, a");
+}

@@ -859,3 +859,87 @@ fn a_scalar_subquery_of_rows_is_their_single_value() {
         "{e}"
     );
 }
+
+/// A printed table pads its cells by hand: a column name (or value) past
+/// `format!`'s width limit of 65535 panicked.
+#[test]
+fn a_very_long_column_name_prints() {
+    let name = "a".repeat(70_000);
+    let script =
+        Script::parse(&format!("SELECT 1 AS {name}, 'xy' AS b;")).unwrap_or_else(|e| panic!("{e}"));
+    let SqlJob {
+        job,
+        selects,
+        presentations,
+        ..
+    } = script.job("test").unwrap();
+    run_ok(job, &test_options(1));
+    let (schema, rows) = &selects[0];
+    let table = format_table(schema, &rows.lock().unwrap(), &presentations[0]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines[1], format!("| {name} |  b |"));
+    assert_eq!(lines[3], format!("| {}1 | xy |", " ".repeat(69_999)));
+}
+
+/// `f` on a thread with the stack `weir sql` plans on (512 MiB): a test
+/// thread's 2 MiB holds far fewer levels of a debug build's recursion.
+fn on_a_planners_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(512 << 20)
+            .spawn_scoped(s, f)
+            .unwrap()
+            .join()
+            .unwrap()
+    })
+}
+
+/// Expressions nested past `MAX_DEPTH` are refused naming the limit (a
+/// sum of 5000 terms overflowed the stack, aborting the process), and a
+/// CASE nested 60 deep, which sqlparser's default recursion limit cut
+/// off with a misleading error, plans and runs.
+#[test]
+fn deep_expressions_plan_or_are_refused_naming_the_limit() {
+    let terms = |n: usize| vec!["a"; n].join(" + ");
+    let refused = |sql: String| {
+        on_a_planners_stack(move || match Script::parse(&sql) {
+            Ok(_) => panic!("planned"),
+            Err(e) => e.to_string(),
+        })
+    };
+    let e = refused(format!("SELECT {} FROM (VALUES (1)) AS t(a);", terms(5000)));
+    assert!(e.contains("nested more than 256 levels deep"), "{e}");
+    let cases = |n: usize| {
+        format!(
+            "SELECT {}a{} FROM (VALUES (1)) AS t(a);",
+            "CASE WHEN a > 0 THEN ".repeat(n),
+            " ELSE 0 END".repeat(n)
+        )
+    };
+    let e = refused(cases(300));
+    assert!(
+        e.contains("nested more than 256 levels deep at Line: 1"),
+        "{e}"
+    );
+    let e = refused(format!("SELECT {}1{};", "(".repeat(3000), ")".repeat(3000)));
+    assert!(e.contains("nested more than 256 levels deep"), "{e}");
+    for sql in [
+        cases(60),
+        format!("SELECT {} FROM (VALUES (1)) AS t(a);", terms(200)),
+    ] {
+        let rows = on_a_planners_stack(move || {
+            let SqlJob { job, selects, .. } = Script::parse(&sql)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .job("test")
+                .unwrap();
+            run_ok(job, &test_options(1));
+            let rows = selects[0].1.lock().unwrap().clone();
+            rows
+        });
+        assert_eq!(rows.len(), 1);
+        assert!(
+            matches!(rows[0].values[0], Value::Int(1) | Value::Int(200)),
+            "{rows:?}"
+        );
+    }
+}

@@ -61,7 +61,13 @@ pub fn run_with(
             .name("weir-sql".into())
             .stack_size(PLANNER_STACK)
             .spawn_scoped(s, || run_script(file, common, stop, bench))
-            .map_or(ExitCode::FAILURE, |h| h.join().unwrap_or(ExitCode::FAILURE))
+            .map_or_else(
+                |e| {
+                    eprintln!("error: cannot start the SQL planner's thread: {e}");
+                    ExitCode::FAILURE
+                },
+                |h| h.join().unwrap_or(ExitCode::FAILURE),
+            )
     })
 }
 

@@ -183,14 +183,14 @@ impl GeneratorConfig {
         // In 64 bits while `n × 1000` fits (every run: 1.8e16 events), a
         // division instruction rather than the 128-bit one's call: a SQL
         // scan takes the time of every event it generates.
-        if let Some(scaled) = n.checked_mul(1000) {
-            if let Ok(base) = u64::try_from(self.base_time) {
-                if let Some(ms) = base.checked_add(scaled / rate) {
-                    if let Ok(ms) = i64::try_from(ms) {
-                        return ms;
-                    }
-                }
-            }
+        let narrow = n.checked_mul(1000).and_then(|scaled| {
+            let ms = u64::try_from(self.base_time)
+                .ok()?
+                .checked_add(scaled / rate)?;
+            i64::try_from(ms).ok()
+        });
+        if let Some(ms) = narrow {
+            return ms;
         }
         let offset_ms = u128::from(n) * 1000 / u128::from(rate);
         let ms = i128::from(self.base_time) + offset_ms as i128;

@@ -609,14 +609,13 @@ impl<'j> Lowering<'j> {
                 // input ended (an unbounded q8 emitted nothing). Flink's
                 // suite gets the same by declaring the watermark on one
                 // table of all events.
-                let mine = kind.clone();
                 match time.of_event_numbers(t, &kind, events) {
                     Ok(timed) => timed
-                        .filter(&format!("{uid}-kind"), move |&e: &u64| mine.is_mine(e))
+                        .filter(&format!("{uid}-kind"), move |&e: &u64| kind.is_mine(e))
                         .map(&format!("{uid}-rows"), to_row)
                         .boxed(),
                     Err(events) => time.of(events
-                        .filter(&format!("{uid}-kind"), move |&e: &u64| mine.is_mine(e))
+                        .filter(&format!("{uid}-kind"), move |&e: &u64| kind.is_mine(e))
                         .map(&format!("{uid}-rows"), to_row)),
                 }
             }

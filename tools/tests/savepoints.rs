@@ -605,31 +605,43 @@ fn the_inspector_lists_describes_and_verifies_and_names_a_corrupt_block() {
     assert!(missing.stderr.contains("nothing-here"));
 }
 
+/// Restores `savepoint` into `weir bench w1` with the arguments of the
+/// run [`stop_midway`] stopped (200 records, with output) as `edit` leaves
+/// them.
+fn restore_w1(
+    s: &Scratch,
+    label: &str,
+    savepoint: &Path,
+    edit: impl FnOnce(&mut Vec<String>),
+) -> Finished {
+    let cmd = s.w1(200, None, true, 1);
+    let mut args: Vec<String> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    drop(cmd);
+    edit(&mut args);
+    s.run(
+        label,
+        Command::new(WEIR)
+            .args(&args)
+            .env_remove("WEIR_FAILPOINTS")
+            .stdin(Stdio::null())
+            .arg("--restore")
+            .arg(savepoint),
+    )
+}
+
 /// A savepoint of a run at one worker restores at two: sources, keyed
 /// state and the file sink redistribute, and the output is exactly once.
 #[test]
 fn a_savepoint_restores_at_another_parallelism_exactly_once() {
     let s = Scratch::new("rescale");
     let (_, savepoint) = stop_midway(&s, "TERM");
-    let cmd = s.w1(200, None, true, 1);
-    let args: Vec<String> = cmd
-        .get_args()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let at = args.iter().position(|a| a == "--workers").unwrap() + 1;
-    let mut rescaled = Command::new(WEIR);
-    for (i, a) in args.iter().enumerate() {
-        rescaled.arg(if i == at { "2" } else { a.as_str() });
-    }
-    drop(cmd);
-    let restored = s.run(
-        "restore-2-workers",
-        rescaled
-            .env_remove("WEIR_FAILPOINTS")
-            .stdin(Stdio::null())
-            .arg("--restore")
-            .arg(&savepoint),
-    );
+    let restored = restore_w1(&s, "restore-2-workers", &savepoint, |args| {
+        let at = args.iter().position(|a| a == "--workers").unwrap() + 1;
+        args[at] = "2".into();
+    });
     restored.assert_exit(0, "the savepoint restores at 2 workers");
     assert_eq!(restored.report()["output"]["exactly_once"], true);
 }
@@ -642,34 +654,13 @@ fn a_savepoint_restores_at_another_parallelism_exactly_once() {
 fn a_savepoint_restores_into_a_run_without_checkpointing() {
     let s = Scratch::new("unchecked");
     let (_, savepoint) = stop_midway(&s, "TERM");
-    let cmd = s.w1(200, None, true, 1);
-    let args: Vec<String> = cmd
-        .get_args()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    drop(cmd);
-    let mut unchecked = Command::new(WEIR);
-    let mut i = 0;
-    while i < args.len() {
-        if args[i] == "--set"
-            && args
-                .get(i + 1)
-                .is_some_and(|a| a.starts_with("execution.checkpointing.interval="))
-        {
-            i += 2;
-            continue;
-        }
-        unchecked.arg(&args[i]);
-        i += 1;
-    }
-    let restored = s.run(
-        "restore-unchecked",
-        unchecked
-            .env_remove("WEIR_FAILPOINTS")
-            .stdin(Stdio::null())
-            .arg("--restore")
-            .arg(&savepoint),
-    );
+    let restored = restore_w1(&s, "restore-unchecked", &savepoint, |args| {
+        let at = args
+            .iter()
+            .position(|a| a.starts_with("execution.checkpointing.interval="))
+            .unwrap();
+        args.drain(at - 1..=at);
+    });
     restored.assert_exit(0, "the savepoint restores without checkpointing");
     assert_eq!(restored.report()["output"]["exactly_once"], true);
 }

@@ -1875,11 +1875,10 @@ fn cast_text(s: &str, to: DataType) -> Result<Value, &'static str> {
             .map(Value::float)
             .map_err(|_| "not a number"),
         T::Decimal { precision, scale } => {
-            let x = parse_decimal(t, scale).ok_or("not a decimal number")?;
-            Ok(if fits(x, precision) {
-                Value::decimal(x)
-            } else {
-                Value::Null
+            let x = read_decimal(t, scale).ok_or("not a decimal number")?;
+            Ok(match x {
+                Some(x) if fits(x, precision) => Value::decimal(x),
+                _ => Value::Null,
             })
         }
         T::Timestamp | T::TimestampLtz => parse_timestamp(s)
@@ -1953,6 +1952,15 @@ pub(crate) fn fits(x: i128, precision: u8) -> bool {
 /// it) as an unscaled value of `scale`, rounded half away from zero;
 /// `None` for other text or more than 38 digits before the scale's end.
 pub fn parse_decimal(s: &str, scale: u8) -> Option<i128> {
+    read_decimal(s, scale).flatten()
+}
+
+/// As [`parse_decimal`], telling text that is no decimal number (`None`)
+/// from a number with more than 38 digits before the scale's end
+/// (`Some(None)`): Java's `BigDecimal` reads the latter, and Flink's
+/// `DecimalData.fromBigDecimal` makes it NULL, in a CAST and in the CSV
+/// and JSON formats alike, where the former fails.
+pub fn read_decimal(s: &str, scale: u8) -> Option<Option<i128>> {
     let (neg, s) = match s.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s.strip_prefix('+').unwrap_or(s)),
@@ -1975,7 +1983,7 @@ pub fn parse_decimal(s: &str, scale: u8) -> Option<i128> {
     let kept = &digits[..keep.clamp(0, digits.len() as i64) as usize];
     let kept = std::str::from_utf8(kept).ok()?.trim_start_matches('0');
     if kept.len() > 38 {
-        return None;
+        return Some(None);
     }
     let mut v: i128 = if kept.is_empty() {
         0
@@ -1984,13 +1992,18 @@ pub fn parse_decimal(s: &str, scale: u8) -> Option<i128> {
     };
     if keep > digits.len() as i64 {
         if v != 0 {
-            let zeros = u32::try_from(keep - digits.len() as i64).ok()?;
-            v = v.checked_mul(10i128.checked_pow(zeros)?)?;
+            let wider = u32::try_from(keep - digits.len() as i64)
+                .ok()
+                .and_then(|zeros| v.checked_mul(10i128.checked_pow(zeros)?));
+            match wider {
+                Some(w) => v = w,
+                None => return Some(None),
+            }
         }
     } else if usize::try_from(keep).is_ok_and(|k| digits.get(k).is_some_and(|&d| d >= b'5')) {
         v += 1;
     }
-    Some(if neg { -v } else { v })
+    Some(Some(if neg { -v } else { v }))
 }
 
 /// How many milliseconds an interval literal's unit is.
@@ -4299,6 +4312,18 @@ mod tests {
             eval("CAST('-1e2' AS DECIMAL(6, 2))", &s, &r),
             Value::decimal(-10_000)
         );
+        // A number of more than 38 digits is a number too wide for its
+        // DECIMAL, NULL (Flink's fromBigDecimal), not text that fails.
+        assert_eq!(read_decimal("1e40", 0), Some(None));
+        assert_eq!(read_decimal("9e99999", 2), Some(None));
+        assert_eq!(read_decimal("1e2x", 0), None);
+        for sql in [
+            "CAST('99999999999999999999999999999999999999999' AS DECIMAL(38, 0))",
+            "CAST('-9e99999' AS DECIMAL(10, 2))",
+            "CAST('123456789012345678901234567890.5' AS DECIMAL(38, 10))",
+        ] {
+            assert_eq!(eval(sql, &s, &r), Value::Null, "{sql}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use compact_str::CompactString;
 
 use weir_runtime::Decoded;
 
-use crate::expr::parse_decimal;
+use crate::expr::read_decimal;
 use crate::time::{parse_date, parse_timestamp};
 use crate::types::{DataType, Schema};
 use crate::value::{Row, Value, Values};
@@ -385,13 +385,12 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
         DataType::Double => Value::Double(t.parse().ok()?),
         DataType::Float => Value::float(t.parse().ok()?),
         DataType::Decimal { precision, scale } => {
-            let v = parse_decimal(t, scale)?;
-            // Too wide for the column: NULL, as Flink's CSV and JSON
-            // decoders' DecimalData.fromBigDecimal gives.
-            if precision < 38 && v.unsigned_abs() >= 10u128.pow(u32::from(precision)) {
-                return Some(Value::Null);
+            // Too wide for the column (or for any DECIMAL): NULL, as Flink's
+            // CSV and JSON decoders' DecimalData.fromBigDecimal gives.
+            match read_decimal(t, scale)? {
+                Some(v) if crate::expr::fits(v, precision) => Value::decimal(v),
+                _ => Value::Null,
             }
-            Value::decimal(v)
         }
         DataType::Timestamp | DataType::TimestampLtz => Value::Timestamp(parse_timestamp(t)?),
         DataType::Date => Value::Date(parse_date(t)?),
@@ -410,6 +409,16 @@ fn parse_json(
     let serde_json::Value::Object(map) = v else {
         return Err((Some(1), "not a JSON object".into()));
     };
+    // A DECIMAL column's number is read from its text, as Flink's format
+    // reads it into a BigDecimal (Jackson's USE_BIG_DECIMAL_FOR_FLOATS):
+    // serde_json's Value holds it as an f64, which keeps 17 digits
+    // (`12345678901234567.89` would be 12345678901234568.00).
+    let raw: Option<std::collections::HashMap<String, &serde_json::value::RawValue>> = schema
+        .fields
+        .iter()
+        .any(|f| matches!(f.ty, DataType::Decimal { .. }))
+        .then(|| serde_json::from_str(line).ok())
+        .flatten();
     let mut values = Values::with_capacity(schema.len());
     for f in &schema.fields {
         // (by its exact name, as Jackson's `JsonNode.get` in Flink's
@@ -447,7 +456,11 @@ fn parse_json(
                     parse_text(&n.to_string(), f.ty).ok_or_else(|| (None, bad(j)))?
                 }
                 (DataType::Decimal { .. }, serde_json::Value::Number(n)) => {
-                    parse_text(&n.to_string(), f.ty).ok_or_else(|| (None, bad(j)))?
+                    let text = raw
+                        .as_ref()
+                        .and_then(|r| r.get(&f.name))
+                        .map_or_else(|| n.to_string(), |t| t.get().to_string());
+                    parse_text(&text, f.ty).ok_or_else(|| (None, bad(j)))?
                 }
                 (_, serde_json::Value::String(s)) => {
                     parse_text(s, f.ty).ok_or_else(|| (None, bad(j)))?
@@ -601,6 +614,12 @@ mod tests {
         assert_eq!(price("-1.5e2"), Value::decimal(-15_000));
         assert_eq!(price("10.555"), Value::decimal(1_056));
         assert_eq!(price("123456789.1"), Value::Null);
+        // More digits than any DECIMAL holds: NULL too, not a bad line.
+        assert_eq!(
+            price("99999999999999999999999999999999999999999"),
+            Value::Null
+        );
+        assert_eq!(price("1e99999"), Value::Null);
         assert!(matches!(f.parse("1,x", &s), Parsed::Error(e) if e.contains("2 fields")));
         let lenient = Format::Csv(CsvOptions {
             ignore_parse_errors: true,
@@ -796,6 +815,39 @@ mod tests {
         );
         assert!(matches!(f.parse("[1]", &s), Parsed::Error(_)));
         assert!(matches!(f.parse(r#"{"id": "x"}"#, &s), Parsed::Error(e) if e.contains("`id`")));
+    }
+
+    /// A DECIMAL column's JSON number keeps every digit, as Flink reads
+    /// it into a BigDecimal: it went through an f64, which keeps 17
+    /// (`12345678901234567.89` was read as 12345678901234568.00).
+    #[test]
+    fn json_decimals_keep_all_their_digits() {
+        let f = Format::Json {
+            ignore_parse_errors: false,
+            fail_on_missing_field: false,
+            timestamps: JsonTimestamps::Sql,
+        };
+        let dec = |precision, scale| DataType::Decimal { precision, scale };
+        let s = Schema::new(vec![
+            Field::new("d", dec(20, 2)),
+            Field::new("e", dec(20, 19)),
+            Field::new("f", dec(30, 0)),
+            Field::new("g", dec(38, 0)),
+        ]);
+        let line = r#"{"d": 12345678901234567.89, "e":0.1234567890123456789,
+                       "f": 123456789012345678901234, "g": 1e40, "d": 12345678901234567.85}"#;
+        let Parsed::Row(r) = f.parse(&line.replace('\n', " "), &s) else {
+            panic!()
+        };
+        assert_eq!(
+            r.values.to_vec(),
+            vec![
+                Value::decimal(1_234_567_890_123_456_785),
+                Value::decimal(1_234_567_890_123_456_789),
+                Value::decimal(123_456_789_012_345_678_901_234),
+                Value::Null,
+            ]
+        );
     }
 
     /// Fields are found by their exact names, as Jackson's `JsonNode.get`

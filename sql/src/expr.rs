@@ -1034,8 +1034,8 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
         Func::Repeat => match (arg(0), int(1)) {
             (Value::Str(s), Some(n)) => {
                 let n = usize::try_from(n).unwrap_or(0);
-                if s.len().saturating_mul(n) > 1 << 30 {
-                    return Value::Null;
+                if s.len().saturating_mul(n) > functions::MAX_STRING_BYTES {
+                    functions::too_long("REPEAT", s.len().saturating_mul(n));
                 }
                 Value::Str(s.repeat(n))
             }
@@ -3330,6 +3330,8 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
                 "{name} takes {} arguments, got {n}",
                 if want.start() == want.end() {
                     want.start().to_string()
+                } else if *want.end() == usize::MAX {
+                    format!("at least {}", want.start())
                 } else {
                     format!("{} to {}", want.start(), want.end())
                 }
@@ -4830,6 +4832,8 @@ mod tests {
         assert!(err_of("SQRT(s)").contains("SQRT: argument 1 must be a number, got STRING"));
         assert!(err_of("ROUND(1.5, 's')").contains("ROUND: argument 2 must be an integer"));
         assert!(err_of("POWER(2)").contains("POWER takes 2 arguments, got 1"));
+        // (not "2 to 18446744073709551615 arguments")
+        assert!(err_of("CONCAT_WS('-')").contains("CONCAT_WS takes at least 2 arguments, got 1"));
         assert!(err_of("RAND()").contains("RAND"));
     }
 
@@ -4862,6 +4866,22 @@ mod tests {
         assert_eq!(str_of("RPAD(s, -1, '.')"), Value::Null);
         assert_eq!(str_of("LPAD(s, 7, '')"), Value::Null);
         assert_eq!(str_of("LPAD(s, n, '.')"), Value::Null);
+        // A result over 1 GiB fails the job before it is built (LPAD
+        // allocated 2 GB; REPEAT was NULL), as Flink's Java strings fail
+        // past 2^31 - 1 characters.
+        for (sql, name) in [
+            ("LPAD('a', 2147483647, 'x')", "LPAD"),
+            ("RPAD(s, 1073741824, 'é')", "RPAD"),
+            ("REPEAT('ab', 1073741824)", "REPEAT"),
+        ] {
+            let unwound = std::panic::catch_unwind(|| str_of(sql)).expect_err(sql);
+            let e = unwound.downcast::<weir_runtime::UserError>().expect(sql);
+            assert!(e.0.starts_with(name) && e.0.contains("1 GiB"), "{}", e.0);
+        }
+        assert_eq!(
+            str_of("CHAR_LENGTH(RPAD(s, 1000000, 'é'))"),
+            Value::Int(1_000_000)
+        );
         assert_eq!(str_of("LTRIM('  a b  ')"), text("a b  "));
         assert_eq!(str_of("RTRIM('  a b  ')"), text("  a b"));
         assert_eq!(str_of("TRIM(LEADING 'x' FROM 'xxaxx')"), text("axx"));

@@ -390,9 +390,24 @@ pub fn round_double(x: f64, digits: i32, trunc: bool) -> f64 {
     v.copysign(x)
 }
 
+/// The longest string a function builds (REPEAT, LPAD, RPAD), in bytes.
+/// Flink's are Java strings, which stop at 2^31 - 1 characters and fail
+/// the job past them (an OutOfMemoryError or NegativeArraySizeException);
+/// weir fails the job past 1 GiB, before allocating it.
+pub const MAX_STRING_BYTES: usize = 1 << 30;
+
+/// Fails the job: `function` would build a string of `bytes` bytes, over
+/// [`MAX_STRING_BYTES`].
+pub fn too_long(function: &str, bytes: usize) -> ! {
+    weir_runtime::fail_task(format!(
+        "{function}: the result would be {bytes} bytes long, over the limit of {MAX_STRING_BYTES} bytes (1 GiB)"
+    ))
+}
+
 /// LPAD (`left`) or RPAD: `s` padded with repeats of `pad` to `len`
 /// characters, or cut to its first `len`; NULL (`None`) for a negative
-/// `len` or an empty `pad`, as Flink's.
+/// `len` or an empty `pad`, as Flink's. A result over
+/// [`MAX_STRING_BYTES`] fails the job.
 pub fn pad(s: &str, len: i64, pad: &str, left: bool) -> Option<String> {
     if len < 0 || pad.is_empty() {
         return None;
@@ -401,6 +416,14 @@ pub fn pad(s: &str, len: i64, pad: &str, left: bool) -> Option<String> {
     let n = s.chars().count();
     if n >= len {
         return Some(s.chars().take(len).collect());
+    }
+    let (fill, pad_chars) = (len - n, pad.chars().count());
+    let bytes = (fill / pad_chars)
+        .saturating_mul(pad.len())
+        .saturating_add(pad.chars().take(fill % pad_chars).map(char::len_utf8).sum())
+        .saturating_add(s.len());
+    if bytes > MAX_STRING_BYTES {
+        too_long(if left { "LPAD" } else { "RPAD" }, bytes);
     }
     let fill: String = pad.chars().cycle().take(len - n).collect();
     Some(if left { fill + s } else { format!("{s}{fill}") })

@@ -4943,6 +4943,12 @@ mod tests {
             text("hello wörld")
         );
         assert_eq!(str_of("FROM_BASE64('not base64!')"), Value::Null);
+        // Java's decoder takes text without its padding (this was NULL)
+        // and does not check the last character's unused bits.
+        assert_eq!(str_of("FROM_BASE64('YQ')"), text("a"));
+        assert_eq!(str_of("FROM_BASE64('YR==')"), text("a"));
+        assert_eq!(str_of("FROM_BASE64('YWI')"), text("ab"));
+        assert_eq!(str_of("FROM_BASE64('YQ=')"), Value::Null);
         // SQL/JSON paths: members, elements, quoted names, modes; NULL (or
         // FALSE) where the path leads nowhere or the text is not JSON.
         let doc = r#"'{"a": {"b": [10, "x", null]}, "t": true, "a b": 1.5}'"#;

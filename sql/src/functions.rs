@@ -1123,7 +1123,21 @@ pub fn to_base64(s: &str) -> String {
 /// becomes U+FFFD, as Java's decoding of the bytes does); `None` (NULL)
 /// for text that is not base64.
 pub fn from_base64(s: &str) -> Option<String> {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
     use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(s).ok()?;
+    // Java's `Base64.getDecoder()`: the `=` padding may be left out (but
+    // not be wrong), and the unused low bits of the last character are
+    // not checked (`YQ` and `YR` are both `a`).
+    const JAVA: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    // (but padding there must complete the last group of four, as Java's)
+    if s.contains('=') && s.len() % 4 != 0 {
+        return None;
+    }
+    let bytes = JAVA.decode(s).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }

@@ -576,6 +576,9 @@ impl Scalar {
             }
             Scalar::Like(t, p, esc, negated) => match (t.eval(row), p.eval(row)) {
                 (Value::Str(t), Value::Str(p)) => {
+                    if let Some(at) = esc.and_then(|e| functions::like_bad_escape(&p, e)) {
+                        weir_runtime::fail_task(bad_like_escape(&p, at));
+                    }
                     Value::Bool(functions::like(&t, &p, *esc) != *negated)
                 }
                 _ => Value::Null,
@@ -2006,6 +2009,17 @@ pub fn read_decimal(s: &str, scale: u8) -> Option<Option<i128>> {
     Some(Some(if neg { -v } else { v }))
 }
 
+/// The error of a LIKE pattern with an escape character that is last or
+/// followed by anything but `_`, `%` or itself, as Flink's (Calcite's
+/// "Invalid escape sequence"); `at` is its 0-based character position.
+fn bad_like_escape(pattern: &str, at: usize) -> String {
+    format!(
+        "LIKE: invalid escape sequence in the pattern '{}' at character {}: the ESCAPE character may only be followed by `_`, `%` or itself",
+        pattern.replace('\'', "''"),
+        at + 1
+    )
+}
+
 /// How many milliseconds an interval literal's unit is.
 pub fn unit_ms(field: &DateTimeField) -> Option<i64> {
     use DateTimeField as F;
@@ -2427,6 +2441,11 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                     return Err(SqlError::Type("LIKE's ESCAPE must be one character".into()))
                 }
             };
+            if let (Scalar::Literal(Value::Str(pat), _), Some(e)) = (&p, esc) {
+                if let Some(at) = functions::like_bad_escape(pat, e) {
+                    return Err(SqlError::Type(bad_like_escape(pat, at)));
+                }
+            }
             Scalar::Like(Box::new(t), Box::new(p), esc, *negated)
         }
         Expr::SimilarTo {
@@ -4833,6 +4852,22 @@ mod tests {
         assert!(err_of("ROUND(1.5, 's')").contains("ROUND: argument 2 must be an integer"));
         assert!(err_of("POWER(2)").contains("POWER takes 2 arguments, got 1"));
         // (not "2 to 18446744073709551615 arguments")
+        // An ESCAPE character last or before anything but `_`, `%` or
+        // itself is Flink's "Invalid escape sequence" (it matched the
+        // next character as it is): when planned for a literal pattern,
+        // failing the job for one read per row.
+        assert!(err_of(r"s LIKE 'a\b' ESCAPE '\'").contains("invalid escape sequence"));
+        assert!(err_of(r"s LIKE 'a\' ESCAPE '\'").contains("at character 2"));
+        assert_eq!(str_of(r"'a_\' LIKE 'a\_\\' ESCAPE '\'"), Value::Bool(true));
+        assert_eq!(str_of("'a%' LIKE 'a%%' ESCAPE '%'"), Value::Bool(true));
+        let unwound = std::panic::catch_unwind(|| str_of(r"s LIKE s || '!' ESCAPE '!'"))
+            .expect_err("a bad escape in a pattern read per row fails the job");
+        let e = unwound.downcast::<weir_runtime::UserError>().unwrap();
+        assert!(
+            e.0.contains("invalid escape sequence in the pattern 'Hello!'"),
+            "{}",
+            e.0
+        );
         assert!(err_of("CONCAT_WS('-')").contains("CONCAT_WS takes at least 2 arguments, got 1"));
         assert!(err_of("RAND()").contains("RAND"));
     }

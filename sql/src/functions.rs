@@ -7,8 +7,25 @@
 
 use crate::time::{civil_from_days, days_from_civil, days_in_month, timestamp_parts, DAY_MS};
 
+/// The character position in `pattern` of an `escape` that is last or
+/// followed by anything but `_`, `%` or itself: an invalid escape
+/// sequence, which Flink's LIKE refuses (Calcite's `sqlToRegexLike`).
+pub fn like_bad_escape(pattern: &str, escape: char) -> Option<usize> {
+    let mut it = pattern.chars().enumerate();
+    while let Some((i, c)) = it.next() {
+        if c == escape {
+            match it.next() {
+                Some((_, n)) if n == '_' || n == '%' || n == escape => {}
+                _ => return Some(i),
+            }
+        }
+    }
+    None
+}
+
 /// Whether `text` matches SQL `LIKE` `pattern` (`%` any run, `_` one
-/// character; `escape` makes the next character literal).
+/// character; `escape` makes the next character literal; see
+/// [`like_bad_escape`] for the patterns this is not asked about).
 pub fn like(text: &str, pattern: &str, escape: Option<char>) -> bool {
     let t: Vec<char> = text.chars().collect();
     let mut p: Vec<(char, bool)> = Vec::new(); // (char, is_literal)

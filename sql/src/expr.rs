@@ -5234,7 +5234,19 @@ mod tests {
             err_of("TIMESTAMPDIFF(DAY, s, ts)").contains("argument 2 must be a TIMESTAMP or DATE")
         );
         assert!(err_of("UNIX_TIMESTAMP(s, s)").contains("not a string literal"));
-        assert!(err_of("FROM_UNIXTIME(1, 'zzz')").contains("FROM_UNIXTIME: DATE_FORMAT pattern"));
+        assert!(err_of("FROM_UNIXTIME(1, 'GGG')").contains("FROM_UNIXTIME: DATE_FORMAT pattern"));
+        assert_eq!(
+            str_of("FROM_UNIXTIME(0, 'yyyy-MM-dd HH:mm:ss z X w')"),
+            text("1970-01-01 00:00:00 UTC Z 1")
+        );
+        assert_eq!(
+            str_of("TO_TIMESTAMP('2024-01-02T03:04:05+05:00', 'yyyy-MM-dd''T''HH:mm:ssXXX')"),
+            str_of("TIMESTAMP '2024-01-02 03:04:05'")
+        );
+        assert_eq!(
+            str_of("UNIX_TIMESTAMP('1970-01-01 01:00:00 +0100', 'yyyy-MM-dd HH:mm:ss Z')"),
+            Value::BigInt(0)
+        );
         // The wall clock, per row.
         assert_eq!(ty_of("CURRENT_TIMESTAMP"), DataType::TimestampLtz);
         assert_eq!(ty_of("LOCALTIMESTAMP"), DataType::Timestamp);

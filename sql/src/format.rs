@@ -28,6 +28,10 @@ pub enum Format {
         fail_on_missing_field: bool,
         /// `json.timestamp-format.standard`: how timestamps are written.
         timestamps: JsonTimestamps,
+        /// `json.encode.decimal-as-plain-number`: DECIMALs without
+        /// scientific notation (by default as Java's `BigDecimal.toString`:
+        /// `2.7E-8`).
+        plain_decimals: bool,
     },
 }
 
@@ -77,6 +81,10 @@ pub struct CsvOptions {
     /// source asks [`Format::skips_first_line`]), and any line whose
     /// fields are the column names (a header of other input).
     pub skip_header: bool,
+    /// `csv.write-bigdecimal-in-scientific-notation` (default true):
+    /// DECIMALs as Java's `BigDecimal.toString` writes them (`2.7E-8`);
+    /// false, without scientific notation.
+    pub scientific_decimals: bool,
 }
 
 impl Default for CsvOptions {
@@ -89,6 +97,7 @@ impl Default for CsvOptions {
             ignore_parse_errors: false,
             allow_comments: false,
             skip_header: false,
+            scientific_decimals: true,
         }
     }
 }
@@ -186,7 +195,11 @@ impl Format {
         let mut s = String::new();
         match self {
             Format::Csv(o) => write_csv(row, schema, o, &mut s),
-            Format::Json { timestamps, .. } => write_json(row, schema, *timestamps, &mut s),
+            Format::Json {
+                timestamps,
+                plain_decimals,
+                ..
+            } => write_json(row, schema, *timestamps, *plain_decimals, &mut s),
         }
         s.push('\n');
         out.extend_from_slice(s.as_bytes());
@@ -515,6 +528,10 @@ fn write_csv(row: &Row, schema: &Schema, o: &CsvOptions, s: &mut String) {
                 }
                 t
             }
+            // As Java's `BigDecimal.toString` unless asked for plain text.
+            Value::Decimal(d) if o.scientific_decimals => {
+                crate::value::format_decimal_java(d.get(), ty.scale())
+            }
             _ => v.display(ty),
         };
         let needs_quote = o.quote.is_some()
@@ -539,7 +556,13 @@ fn write_csv(row: &Row, schema: &Schema, o: &CsvOptions, s: &mut String) {
     }
 }
 
-fn write_json(row: &Row, schema: &Schema, timestamps: JsonTimestamps, s: &mut String) {
+fn write_json(
+    row: &Row,
+    schema: &Schema,
+    timestamps: JsonTimestamps,
+    plain_decimals: bool,
+    s: &mut String,
+) {
     s.push('{');
     for (i, (v, f)) in row.values.iter().zip(&schema.fields).enumerate() {
         if i > 0 {
@@ -548,6 +571,11 @@ fn write_json(row: &Row, schema: &Schema, timestamps: JsonTimestamps, s: &mut St
         let _ = write!(s, "{}:", serde_json::Value::String(f.name.clone()));
         match v {
             Value::Null => s.push_str("null"),
+            // A DECIMAL as Java's `BigDecimal.toString` (Jackson's default,
+            // `2.7E-8`) unless `json.encode.decimal-as-plain-number`.
+            Value::Decimal(d) if !plain_decimals => {
+                s.push_str(&crate::value::format_decimal_java(d.get(), f.ty.scale()))
+            }
             Value::Bool(_) | Value::Int(_) | Value::BigInt(_) | Value::Decimal(_) => {
                 s.push_str(&v.display(f.ty))
             }
@@ -654,6 +682,7 @@ mod tests {
             ignore_parse_errors: false,
             fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
+            plain_decimals: false,
         };
         let read = |f: &Format, line: &str| match f.parse(line, &s) {
             Parsed::Row(r) => r.values[1].clone(),
@@ -724,6 +753,7 @@ mod tests {
             ignore_parse_errors: false,
             fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
+            plain_decimals: false,
         };
         assert!(matches!(
             json.decode("{\"id\": 1,, }", &s),
@@ -808,6 +838,7 @@ mod tests {
             ignore_parse_errors: false,
             fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
+            plain_decimals: false,
         };
         let s = schema();
         let Parsed::Row(r) = f.parse(
@@ -875,6 +906,7 @@ mod tests {
                 ignore_parse_errors: false,
                 fail_on_missing_field: false,
                 timestamps: standard,
+                plain_decimals: false,
             };
             let row = Row::new(
                 [Value::Timestamp(whole), Value::Timestamp(whole + 500)]
@@ -889,6 +921,53 @@ mod tests {
         }
     }
 
+    /// DECIMALs are written as Flink's CSV and JSON formats write them by
+    /// default, Java's `BigDecimal.toString` (`2.7E-8` for 0.000000027),
+    /// and plain with `json.encode.decimal-as-plain-number` /
+    /// `'csv.write-bigdecimal-in-scientific-notation' = 'false'`; they
+    /// were always plain.
+    #[test]
+    fn decimals_are_written_as_javas_big_decimal_to_string() {
+        let dec = |precision, scale| DataType::Decimal { precision, scale };
+        let s = Schema::new(vec![
+            Field::new("a", dec(12, 9)),
+            Field::new("b", dec(10, 2)),
+        ]);
+        let row = Row::new(
+            [Value::decimal(27), Value::decimal(-5)]
+                .into_iter()
+                .collect(),
+        );
+        let zero = Row::new([Value::decimal(0), Value::decimal(0)].into_iter().collect());
+        let line = |f: &Format, r: &Row| {
+            let mut out = Vec::new();
+            f.write(r, &s, &mut out);
+            String::from_utf8(out).unwrap().trim_end().to_owned()
+        };
+        let csv = Format::Csv(CsvOptions::default());
+        assert_eq!(line(&csv, &row), "2.7E-8,-0.05");
+        assert_eq!(line(&csv, &zero), "0E-9,0.00");
+        assert_eq!(csv.parse("2.7E-8,-0.05", &s), Parsed::Row(row.clone()));
+        let plain_csv = Format::Csv(CsvOptions {
+            scientific_decimals: false,
+            ..CsvOptions::default()
+        });
+        assert_eq!(line(&plain_csv, &row), "0.000000027,-0.05");
+        for (plain, want) in [
+            (false, r#"{"a":2.7E-8,"b":-0.05}"#),
+            (true, r#"{"a":0.000000027,"b":-0.05}"#),
+        ] {
+            let json = Format::Json {
+                ignore_parse_errors: false,
+                fail_on_missing_field: false,
+                timestamps: JsonTimestamps::Sql,
+                plain_decimals: plain,
+            };
+            assert_eq!(line(&json, &row), want);
+            assert_eq!(json.parse(want, &s), Parsed::Row(row.clone()));
+        }
+    }
+
     /// A DECIMAL column's JSON number keeps every digit, as Flink reads
     /// it into a BigDecimal: it went through an f64, which keeps 17
     /// (`12345678901234567.89` was read as 12345678901234568.00).
@@ -898,6 +977,7 @@ mod tests {
             ignore_parse_errors: false,
             fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
+            plain_decimals: false,
         };
         let dec = |precision, scale| DataType::Decimal { precision, scale };
         let s = Schema::new(vec![
@@ -934,6 +1014,7 @@ mod tests {
                 ignore_parse_errors: false,
                 fail_on_missing_field,
                 timestamps: JsonTimestamps::Sql,
+                plain_decimals: false,
             }
             .parse(line, &s)
         };
@@ -960,6 +1041,7 @@ mod tests {
             ignore_parse_errors: false,
             fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
+            plain_decimals: false,
         };
         let s = Schema::new(vec![
             Field::new("i", DataType::Int),
@@ -1016,6 +1098,7 @@ mod tests {
                 ignore_parse_errors: false,
                 fail_on_missing_field: false,
                 timestamps: standard,
+                plain_decimals: false,
             };
             let mut out = Vec::new();
             f.write(&row, &s, &mut out);
@@ -1026,6 +1109,7 @@ mod tests {
                     ignore_parse_errors: false,
                     fail_on_missing_field: false,
                     timestamps: reader,
+                    plain_decimals: false,
                 };
                 let Parsed::Row(back) = r.parse(line.trim_end(), &s) else {
                     panic!("{line}")

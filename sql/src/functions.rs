@@ -1283,7 +1283,7 @@ pub fn from_base64(s: &str) -> Option<String> {
             .with_decode_allow_trailing_bits(true),
     );
     // (but padding there must complete the last group of four, as Java's)
-    if s.contains('=') && s.len() % 4 != 0 {
+    if s.contains('=') && !s.len().is_multiple_of(4) {
         return None;
     }
     let bytes = JAVA.decode(s).ok()?;

@@ -748,7 +748,12 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                     return Value::Null;
                 }
                 match v {
-                    Value::Str(s) => out.push_str(&s),
+                    Value::Str(s) => {
+                        if out.len() + s.len() > functions::MAX_STRING_BYTES {
+                            functions::too_long("CONCAT", out.len() + s.len());
+                        }
+                        out.push_str(&s)
+                    }
                     other => out.push_str(&other.display(a.ty())),
                 }
             }
@@ -782,6 +787,17 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
         },
         Func::Replace => match (arg(0), arg(1), arg(2)) {
             (Value::Str(s), Value::Str(a), Value::Str(b)) => {
+                if b.len() > a.len() {
+                    let n = if a.is_empty() {
+                        s.chars().count() + 1
+                    } else {
+                        s.matches(a.as_str()).count()
+                    };
+                    let len = s.len().saturating_add(n.saturating_mul(b.len() - a.len()));
+                    if len > functions::MAX_STRING_BYTES {
+                        functions::too_long("REPLACE", len);
+                    }
+                }
                 Value::Str(s.replace(a.as_str(), &b).into())
             }
             _ => Value::Null,
@@ -1101,7 +1117,12 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 }
                 first = false;
                 match v {
-                    Value::Str(s) => out.push_str(&s),
+                    Value::Str(s) => {
+                        if out.len() + s.len() > functions::MAX_STRING_BYTES {
+                            functions::too_long("CONCAT_WS", out.len() + s.len());
+                        }
+                        out.push_str(&s)
+                    }
                     other => other.write_text(a.ty(), &mut out, ""),
                 }
             }
@@ -4908,6 +4929,10 @@ mod tests {
             ("LPAD('a', 2147483647, 'x')", "LPAD"),
             ("RPAD(s, 1073741824, 'é')", "RPAD"),
             ("REPEAT('ab', 1073741824)", "REPEAT"),
+            (
+                "REPLACE(REPEAT('a', 1000000), 'a', REPEAT('b', 2000))",
+                "REPLACE",
+            ),
         ] {
             let unwound = std::panic::catch_unwind(|| str_of(sql)).expect_err(sql);
             let e = unwound.downcast::<weir_runtime::UserError>().expect(sql);

@@ -433,7 +433,8 @@ pub fn round_double(x: f64, digits: i32, trunc: bool) -> f64 {
     v.copysign(x)
 }
 
-/// The longest string a function builds (REPEAT, LPAD, RPAD), in bytes.
+/// The longest string a function builds (REPEAT, LPAD, RPAD, REPLACE,
+/// CONCAT, CONCAT_WS, `||`), in bytes.
 /// Flink's are Java strings, which stop at 2^31 - 1 characters and fail
 /// the job past them (an OutOfMemoryError or NegativeArraySizeException);
 /// weir fails the job past 1 GiB, before allocating it.

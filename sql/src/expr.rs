@@ -1890,14 +1890,14 @@ fn cast_text(s: &str, to: DataType) -> Result<Value, &'static str> {
         T::BigInt => parse_integer(t)
             .map(Value::BigInt)
             .ok_or("not an integer in the range of BIGINT"),
-        T::Double => t
-            .parse::<f64>()
+        // As Java's Double.parseDouble / Float.parseFloat, which Flink's
+        // cast calls (`1d`, `0x1p3` and `NaN` read; `inf` and `nan` not).
+        T::Double => crate::strings::parse_java_double(t)
             .map(Value::Double)
-            .map_err(|_| "not a number"),
-        T::Float => t
-            .parse::<f32>()
+            .ok_or("not a number"),
+        T::Float => crate::strings::parse_java_float(t)
             .map(Value::float)
-            .map_err(|_| "not a number"),
+            .ok_or("not a number"),
         T::Decimal { precision, scale } => {
             let x = read_decimal(t, scale).ok_or("not a decimal number")?;
             Ok(match x {
@@ -4381,6 +4381,10 @@ mod tests {
         };
         let cases = [
             ("'abc'", "INT", "CAST('abc' AS INT) failed: not an integer"),
+            // Java's Double.parseDouble refuses what Rust's takes.
+            ("'inf'", "DOUBLE", "not a number"),
+            ("'nan'", "DOUBLE", "not a number"),
+            ("'infinity'", "FLOAT", "not a number"),
             ("'3000000000'", "INT", "out of the range of INT"),
             (
                 "'99999999999999999999'",
@@ -4426,6 +4430,9 @@ mod tests {
             both(&format!("{t} AS BOOLEAN"), Value::Bool(b));
         }
         both("'2.5e3' AS DOUBLE", Value::Double(2500.0));
+        both("'1d' AS DOUBLE", Value::Double(1.0));
+        both("'0x1p3' AS DOUBLE", Value::Double(8.0));
+        both("' -Infinity ' AS DOUBLE", Value::Double(f64::NEG_INFINITY));
         // NULL stays NULL, and a DECIMAL too wide is NULL for both.
         both("CAST(NULL AS STRING) AS INT", Value::Null);
         both("'12345' AS DECIMAL(3, 1)", Value::Null);

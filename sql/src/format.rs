@@ -396,8 +396,9 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
         DataType::Boolean => Value::Bool(t.eq_ignore_ascii_case("true")),
         DataType::Int => Value::Int(t.parse().ok()?),
         DataType::BigInt => Value::BigInt(t.parse().ok()?),
-        DataType::Double => Value::Double(t.parse().ok()?),
-        DataType::Float => Value::float(t.parse().ok()?),
+        // Java's parsers, as Flink's formats read a number's text.
+        DataType::Double => Value::Double(crate::strings::parse_java_double(t)?),
+        DataType::Float => Value::float(crate::strings::parse_java_float(t)?),
         DataType::Decimal { precision, scale } => {
             // Too wide for the column (or for any DECIMAL): NULL, as Flink's
             // CSV and JSON decoders' DecimalData.fromBigDecimal gives.

@@ -145,8 +145,13 @@ impl<'a> Options<'a> {
     }
 
     pub(crate) fn boolean(&mut self, key: &str) -> Result<bool> {
+        self.boolean_or(key, false)
+    }
+
+    /// As [`Self::boolean`], `default` when the option is not given.
+    pub(crate) fn boolean_or(&mut self, key: &str, default: bool) -> Result<bool> {
         match self.get(key).map(|v| v.trim().to_ascii_lowercase()) {
-            None => Ok(false),
+            None => Ok(default),
             Some(v) if v == "true" => Ok(true),
             Some(v) if v == "false" => Ok(false),
             Some(v) => Err(self.err(format!("the option '{key}' = '{v}' is not true or false"))),
@@ -308,6 +313,8 @@ impl Connector {
                         c.ignore_parse_errors = o.boolean("csv.ignore-parse-errors")?;
                         c.allow_comments = o.boolean("csv.allow-comments")?;
                         c.skip_header = o.boolean("csv.ignore-first-line")?;
+                        c.scientific_decimals =
+                            o.boolean_or("csv.write-bigdecimal-in-scientific-notation", true)?;
                         Format::Csv(c)
                     }
                     "json" => {
@@ -322,6 +329,7 @@ impl Connector {
                             ignore_parse_errors: ignore,
                             fail_on_missing_field,
                             timestamps: json_timestamps(&mut o, "json.timestamp-format.standard")?,
+                            plain_decimals: o.boolean("json.encode.decimal-as-plain-number")?,
                         }
                     }
                     other => {

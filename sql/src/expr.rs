@@ -576,6 +576,9 @@ impl Scalar {
             }
             Scalar::Like(t, p, esc, negated) => match (t.eval(row), p.eval(row)) {
                 (Value::Str(t), Value::Str(p)) => {
+                    if let Some(at) = esc.and_then(|e| functions::like_bad_escape(&p, e)) {
+                        weir_runtime::fail_task(bad_like_escape(&p, at));
+                    }
                     Value::Bool(functions::like(&t, &p, *esc) != *negated)
                 }
                 _ => Value::Null,
@@ -745,7 +748,12 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                     return Value::Null;
                 }
                 match v {
-                    Value::Str(s) => out.push_str(&s),
+                    Value::Str(s) => {
+                        if out.len() + s.len() > functions::MAX_STRING_BYTES {
+                            functions::too_long("CONCAT", out.len() + s.len());
+                        }
+                        out.push_str(&s)
+                    }
                     other => out.push_str(&other.display(a.ty())),
                 }
             }
@@ -779,6 +787,17 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
         },
         Func::Replace => match (arg(0), arg(1), arg(2)) {
             (Value::Str(s), Value::Str(a), Value::Str(b)) => {
+                if b.len() > a.len() {
+                    let n = if a.is_empty() {
+                        s.chars().count() + 1
+                    } else {
+                        s.matches(a.as_str()).count()
+                    };
+                    let len = s.len().saturating_add(n.saturating_mul(b.len() - a.len()));
+                    if len > functions::MAX_STRING_BYTES {
+                        functions::too_long("REPLACE", len);
+                    }
+                }
                 Value::Str(s.replace(a.as_str(), &b).into())
             }
             _ => Value::Null,
@@ -1034,8 +1053,8 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
         Func::Repeat => match (arg(0), int(1)) {
             (Value::Str(s), Some(n)) => {
                 let n = usize::try_from(n).unwrap_or(0);
-                if s.len().saturating_mul(n) > 1 << 30 {
-                    return Value::Null;
+                if s.len().saturating_mul(n) > functions::MAX_STRING_BYTES {
+                    functions::too_long("REPEAT", s.len().saturating_mul(n));
                 }
                 Value::Str(s.repeat(n))
             }
@@ -1098,7 +1117,12 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 }
                 first = false;
                 match v {
-                    Value::Str(s) => out.push_str(&s),
+                    Value::Str(s) => {
+                        if out.len() + s.len() > functions::MAX_STRING_BYTES {
+                            functions::too_long("CONCAT_WS", out.len() + s.len());
+                        }
+                        out.push_str(&s)
+                    }
                     other => other.write_text(a.ty(), &mut out, ""),
                 }
             }
@@ -1866,20 +1890,19 @@ fn cast_text(s: &str, to: DataType) -> Result<Value, &'static str> {
         T::BigInt => parse_integer(t)
             .map(Value::BigInt)
             .ok_or("not an integer in the range of BIGINT"),
-        T::Double => t
-            .parse::<f64>()
+        // As Java's Double.parseDouble / Float.parseFloat, which Flink's
+        // cast calls (`1d`, `0x1p3` and `NaN` read; `inf` and `nan` not).
+        T::Double => crate::strings::parse_java_double(t)
             .map(Value::Double)
-            .map_err(|_| "not a number"),
-        T::Float => t
-            .parse::<f32>()
+            .ok_or("not a number"),
+        T::Float => crate::strings::parse_java_float(t)
             .map(Value::float)
-            .map_err(|_| "not a number"),
+            .ok_or("not a number"),
         T::Decimal { precision, scale } => {
-            let x = parse_decimal(t, scale).ok_or("not a decimal number")?;
-            Ok(if fits(x, precision) {
-                Value::decimal(x)
-            } else {
-                Value::Null
+            let x = read_decimal(t, scale).ok_or("not a decimal number")?;
+            Ok(match x {
+                Some(x) if fits(x, precision) => Value::decimal(x),
+                _ => Value::Null,
             })
         }
         T::Timestamp | T::TimestampLtz => parse_timestamp(s)
@@ -1953,6 +1976,15 @@ pub(crate) fn fits(x: i128, precision: u8) -> bool {
 /// it) as an unscaled value of `scale`, rounded half away from zero;
 /// `None` for other text or more than 38 digits before the scale's end.
 pub fn parse_decimal(s: &str, scale: u8) -> Option<i128> {
+    read_decimal(s, scale).flatten()
+}
+
+/// As [`parse_decimal`], telling text that is no decimal number (`None`)
+/// from a number with more than 38 digits before the scale's end
+/// (`Some(None)`): Java's `BigDecimal` reads the latter, and Flink's
+/// `DecimalData.fromBigDecimal` makes it NULL, in a CAST and in the CSV
+/// and JSON formats alike, where the former fails.
+pub fn read_decimal(s: &str, scale: u8) -> Option<Option<i128>> {
     let (neg, s) = match s.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s.strip_prefix('+').unwrap_or(s)),
@@ -1975,7 +2007,7 @@ pub fn parse_decimal(s: &str, scale: u8) -> Option<i128> {
     let kept = &digits[..keep.clamp(0, digits.len() as i64) as usize];
     let kept = std::str::from_utf8(kept).ok()?.trim_start_matches('0');
     if kept.len() > 38 {
-        return None;
+        return Some(None);
     }
     let mut v: i128 = if kept.is_empty() {
         0
@@ -1984,13 +2016,29 @@ pub fn parse_decimal(s: &str, scale: u8) -> Option<i128> {
     };
     if keep > digits.len() as i64 {
         if v != 0 {
-            let zeros = u32::try_from(keep - digits.len() as i64).ok()?;
-            v = v.checked_mul(10i128.checked_pow(zeros)?)?;
+            let wider = u32::try_from(keep - digits.len() as i64)
+                .ok()
+                .and_then(|zeros| v.checked_mul(10i128.checked_pow(zeros)?));
+            match wider {
+                Some(w) => v = w,
+                None => return Some(None),
+            }
         }
     } else if usize::try_from(keep).is_ok_and(|k| digits.get(k).is_some_and(|&d| d >= b'5')) {
         v += 1;
     }
-    Some(if neg { -v } else { v })
+    Some(Some(if neg { -v } else { v }))
+}
+
+/// The error of a LIKE pattern with an escape character that is last or
+/// followed by anything but `_`, `%` or itself, as Flink's (Calcite's
+/// "Invalid escape sequence"); `at` is its 0-based character position.
+fn bad_like_escape(pattern: &str, at: usize) -> String {
+    format!(
+        "LIKE: invalid escape sequence in the pattern '{}' at character {}: the ESCAPE character may only be followed by `_`, `%` or itself",
+        pattern.replace('\'', "''"),
+        at + 1
+    )
 }
 
 /// How many milliseconds an interval literal's unit is.
@@ -2414,6 +2462,11 @@ pub fn compile_with(e: &Expr, scope: &Scope, hook: Hook<'_>) -> Result<Scalar> {
                     return Err(SqlError::Type("LIKE's ESCAPE must be one character".into()))
                 }
             };
+            if let (Scalar::Literal(Value::Str(pat), _), Some(e)) = (&p, esc) {
+                if let Some(at) = functions::like_bad_escape(pat, e) {
+                    return Err(SqlError::Type(bad_like_escape(pat, at)));
+                }
+            }
             Scalar::Like(Box::new(t), Box::new(p), esc, *negated)
         }
         Expr::SimilarTo {
@@ -3317,6 +3370,8 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
                 "{name} takes {} arguments, got {n}",
                 if want.start() == want.end() {
                     want.start().to_string()
+                } else if *want.end() == usize::MAX {
+                    format!("at least {}", want.start())
                 } else {
                     format!("{} to {}", want.start(), want.end())
                 }
@@ -4299,6 +4354,18 @@ mod tests {
             eval("CAST('-1e2' AS DECIMAL(6, 2))", &s, &r),
             Value::decimal(-10_000)
         );
+        // A number of more than 38 digits is a number too wide for its
+        // DECIMAL, NULL (Flink's fromBigDecimal), not text that fails.
+        assert_eq!(read_decimal("1e40", 0), Some(None));
+        assert_eq!(read_decimal("9e99999", 2), Some(None));
+        assert_eq!(read_decimal("1e2x", 0), None);
+        for sql in [
+            "CAST('99999999999999999999999999999999999999999' AS DECIMAL(38, 0))",
+            "CAST('-9e99999' AS DECIMAL(10, 2))",
+            "CAST('123456789012345678901234567890.5' AS DECIMAL(38, 10))",
+        ] {
+            assert_eq!(eval(sql, &s, &r), Value::Null, "{sql}");
+        }
     }
 
     #[test]
@@ -4314,6 +4381,10 @@ mod tests {
         };
         let cases = [
             ("'abc'", "INT", "CAST('abc' AS INT) failed: not an integer"),
+            // Java's Double.parseDouble refuses what Rust's takes.
+            ("'inf'", "DOUBLE", "not a number"),
+            ("'nan'", "DOUBLE", "not a number"),
+            ("'infinity'", "FLOAT", "not a number"),
             ("'3000000000'", "INT", "out of the range of INT"),
             (
                 "'99999999999999999999'",
@@ -4359,6 +4430,9 @@ mod tests {
             both(&format!("{t} AS BOOLEAN"), Value::Bool(b));
         }
         both("'2.5e3' AS DOUBLE", Value::Double(2500.0));
+        both("'1d' AS DOUBLE", Value::Double(1.0));
+        both("'0x1p3' AS DOUBLE", Value::Double(8.0));
+        both("' -Infinity ' AS DOUBLE", Value::Double(f64::NEG_INFINITY));
         // NULL stays NULL, and a DECIMAL too wide is NULL for both.
         both("CAST(NULL AS STRING) AS INT", Value::Null);
         both("'12345' AS DECIMAL(3, 1)", Value::Null);
@@ -4805,6 +4879,24 @@ mod tests {
         assert!(err_of("SQRT(s)").contains("SQRT: argument 1 must be a number, got STRING"));
         assert!(err_of("ROUND(1.5, 's')").contains("ROUND: argument 2 must be an integer"));
         assert!(err_of("POWER(2)").contains("POWER takes 2 arguments, got 1"));
+        // (not "2 to 18446744073709551615 arguments")
+        // An ESCAPE character last or before anything but `_`, `%` or
+        // itself is Flink's "Invalid escape sequence" (it matched the
+        // next character as it is): when planned for a literal pattern,
+        // failing the job for one read per row.
+        assert!(err_of(r"s LIKE 'a\b' ESCAPE '\'").contains("invalid escape sequence"));
+        assert!(err_of(r"s LIKE 'a\' ESCAPE '\'").contains("at character 2"));
+        assert_eq!(str_of(r"'a_\' LIKE 'a\_\\' ESCAPE '\'"), Value::Bool(true));
+        assert_eq!(str_of("'a%' LIKE 'a%%' ESCAPE '%'"), Value::Bool(true));
+        let unwound = std::panic::catch_unwind(|| str_of(r"s LIKE s || '!' ESCAPE '!'"))
+            .expect_err("a bad escape in a pattern read per row fails the job");
+        let e = unwound.downcast::<weir_runtime::UserError>().unwrap();
+        assert!(
+            e.0.contains("invalid escape sequence in the pattern 'Hello!'"),
+            "{}",
+            e.0
+        );
+        assert!(err_of("CONCAT_WS('-')").contains("CONCAT_WS takes at least 2 arguments, got 1"));
         assert!(err_of("RAND()").contains("RAND"));
     }
 
@@ -4837,6 +4929,26 @@ mod tests {
         assert_eq!(str_of("RPAD(s, -1, '.')"), Value::Null);
         assert_eq!(str_of("LPAD(s, 7, '')"), Value::Null);
         assert_eq!(str_of("LPAD(s, n, '.')"), Value::Null);
+        // A result over 1 GiB fails the job before it is built (LPAD
+        // allocated 2 GB; REPEAT was NULL), as Flink's Java strings fail
+        // past 2^31 - 1 characters.
+        for (sql, name) in [
+            ("LPAD('a', 2147483647, 'x')", "LPAD"),
+            ("RPAD(s, 1073741824, 'é')", "RPAD"),
+            ("REPEAT('ab', 1073741824)", "REPEAT"),
+            (
+                "REPLACE(REPEAT('a', 1000000), 'a', REPEAT('b', 2000))",
+                "REPLACE",
+            ),
+        ] {
+            let unwound = std::panic::catch_unwind(|| str_of(sql)).expect_err(sql);
+            let e = unwound.downcast::<weir_runtime::UserError>().expect(sql);
+            assert!(e.0.starts_with(name) && e.0.contains("1 GiB"), "{}", e.0);
+        }
+        assert_eq!(
+            str_of("CHAR_LENGTH(RPAD(s, 1000000, 'é'))"),
+            Value::Int(1_000_000)
+        );
         assert_eq!(str_of("LTRIM('  a b  ')"), text("a b  "));
         assert_eq!(str_of("RTRIM('  a b  ')"), text("  a b"));
         assert_eq!(str_of("TRIM(LEADING 'x' FROM 'xxaxx')"), text("axx"));
@@ -4898,6 +5010,12 @@ mod tests {
             text("hello wörld")
         );
         assert_eq!(str_of("FROM_BASE64('not base64!')"), Value::Null);
+        // Java's decoder takes text without its padding (this was NULL)
+        // and does not check the last character's unused bits.
+        assert_eq!(str_of("FROM_BASE64('YQ')"), text("a"));
+        assert_eq!(str_of("FROM_BASE64('YR==')"), text("a"));
+        assert_eq!(str_of("FROM_BASE64('YWI')"), text("ab"));
+        assert_eq!(str_of("FROM_BASE64('YQ=')"), Value::Null);
         // SQL/JSON paths: members, elements, quoted names, modes; NULL (or
         // FALSE) where the path leads nowhere or the text is not JSON.
         let doc = r#"'{"a": {"b": [10, "x", null]}, "t": true, "a b": 1.5}'"#;
@@ -5148,7 +5266,19 @@ mod tests {
             err_of("TIMESTAMPDIFF(DAY, s, ts)").contains("argument 2 must be a TIMESTAMP or DATE")
         );
         assert!(err_of("UNIX_TIMESTAMP(s, s)").contains("not a string literal"));
-        assert!(err_of("FROM_UNIXTIME(1, 'zzz')").contains("FROM_UNIXTIME: DATE_FORMAT pattern"));
+        assert!(err_of("FROM_UNIXTIME(1, 'GGG')").contains("FROM_UNIXTIME: DATE_FORMAT pattern"));
+        assert_eq!(
+            str_of("FROM_UNIXTIME(0, 'yyyy-MM-dd HH:mm:ss z X w')"),
+            text("1970-01-01 00:00:00 UTC Z 1")
+        );
+        assert_eq!(
+            str_of("TO_TIMESTAMP('2024-01-02T03:04:05+05:00', 'yyyy-MM-dd''T''HH:mm:ssXXX')"),
+            str_of("TIMESTAMP '2024-01-02 03:04:05'")
+        );
+        assert_eq!(
+            str_of("UNIX_TIMESTAMP('1970-01-01 01:00:00 +0100', 'yyyy-MM-dd HH:mm:ss Z')"),
+            Value::BigInt(0)
+        );
         // The wall clock, per row.
         assert_eq!(ty_of("CURRENT_TIMESTAMP"), DataType::TimestampLtz);
         assert_eq!(ty_of("LOCALTIMESTAMP"), DataType::Timestamp);

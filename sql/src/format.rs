@@ -1,6 +1,7 @@
 //! The `csv` and `json` formats: a line of text to a row of the table's
 //! physical columns and back, as Flink's formats of those names read and
-//! write them (TIMESTAMP as `yyyy-MM-dd HH:mm:ss.SSS`).
+//! write them (TIMESTAMP as `yyyy-MM-dd HH:mm:ss` and the fraction without
+//! trailing zeros, `.5`, `.123`).
 
 use std::fmt::Write as _;
 
@@ -8,7 +9,7 @@ use compact_str::CompactString;
 
 use weir_runtime::Decoded;
 
-use crate::expr::parse_decimal;
+use crate::expr::read_decimal;
 use crate::time::{parse_date, parse_timestamp};
 use crate::types::{DataType, Schema};
 use crate::value::{Row, Value, Values};
@@ -27,6 +28,10 @@ pub enum Format {
         fail_on_missing_field: bool,
         /// `json.timestamp-format.standard`: how timestamps are written.
         timestamps: JsonTimestamps,
+        /// `json.encode.decimal-as-plain-number`: DECIMALs without
+        /// scientific notation (by default as Java's `BigDecimal.toString`:
+        /// `2.7E-8`).
+        plain_decimals: bool,
     },
 }
 
@@ -76,6 +81,10 @@ pub struct CsvOptions {
     /// source asks [`Format::skips_first_line`]), and any line whose
     /// fields are the column names (a header of other input).
     pub skip_header: bool,
+    /// `csv.write-bigdecimal-in-scientific-notation` (default true):
+    /// DECIMALs as Java's `BigDecimal.toString` writes them (`2.7E-8`);
+    /// false, without scientific notation.
+    pub scientific_decimals: bool,
 }
 
 impl Default for CsvOptions {
@@ -88,6 +97,7 @@ impl Default for CsvOptions {
             ignore_parse_errors: false,
             allow_comments: false,
             skip_header: false,
+            scientific_decimals: true,
         }
     }
 }
@@ -185,7 +195,11 @@ impl Format {
         let mut s = String::new();
         match self {
             Format::Csv(o) => write_csv(row, schema, o, &mut s),
-            Format::Json { timestamps, .. } => write_json(row, schema, *timestamps, &mut s),
+            Format::Json {
+                timestamps,
+                plain_decimals,
+                ..
+            } => write_json(row, schema, *timestamps, *plain_decimals, &mut s),
         }
         s.push('\n');
         out.extend_from_slice(s.as_bytes());
@@ -382,16 +396,16 @@ pub fn parse_text(text: &str, ty: DataType) -> Option<Value> {
         DataType::Boolean => Value::Bool(t.eq_ignore_ascii_case("true")),
         DataType::Int => Value::Int(t.parse().ok()?),
         DataType::BigInt => Value::BigInt(t.parse().ok()?),
-        DataType::Double => Value::Double(t.parse().ok()?),
-        DataType::Float => Value::float(t.parse().ok()?),
+        // Java's parsers, as Flink's formats read a number's text.
+        DataType::Double => Value::Double(crate::strings::parse_java_double(t)?),
+        DataType::Float => Value::float(crate::strings::parse_java_float(t)?),
         DataType::Decimal { precision, scale } => {
-            let v = parse_decimal(t, scale)?;
-            // Too wide for the column: NULL, as Flink's CSV and JSON
-            // decoders' DecimalData.fromBigDecimal gives.
-            if precision < 38 && v.unsigned_abs() >= 10u128.pow(u32::from(precision)) {
-                return Some(Value::Null);
+            // Too wide for the column (or for any DECIMAL): NULL, as Flink's
+            // CSV and JSON decoders' DecimalData.fromBigDecimal gives.
+            match read_decimal(t, scale)? {
+                Some(v) if crate::expr::fits(v, precision) => Value::decimal(v),
+                _ => Value::Null,
             }
-            Value::decimal(v)
         }
         DataType::Timestamp | DataType::TimestampLtz => Value::Timestamp(parse_timestamp(t)?),
         DataType::Date => Value::Date(parse_date(t)?),
@@ -410,6 +424,16 @@ fn parse_json(
     let serde_json::Value::Object(map) = v else {
         return Err((Some(1), "not a JSON object".into()));
     };
+    // A DECIMAL column's number is read from its text, as Flink's format
+    // reads it into a BigDecimal (Jackson's USE_BIG_DECIMAL_FOR_FLOATS):
+    // serde_json's Value holds it as an f64, which keeps 17 digits
+    // (`12345678901234567.89` would be 12345678901234568.00).
+    let raw: Option<std::collections::HashMap<String, &serde_json::value::RawValue>> = schema
+        .fields
+        .iter()
+        .any(|f| matches!(f.ty, DataType::Decimal { .. }))
+        .then(|| serde_json::from_str(line).ok())
+        .flatten();
     let mut values = Values::with_capacity(schema.len());
     for f in &schema.fields {
         // (by its exact name, as Jackson's `JsonNode.get` in Flink's
@@ -447,7 +471,11 @@ fn parse_json(
                     parse_text(&n.to_string(), f.ty).ok_or_else(|| (None, bad(j)))?
                 }
                 (DataType::Decimal { .. }, serde_json::Value::Number(n)) => {
-                    parse_text(&n.to_string(), f.ty).ok_or_else(|| (None, bad(j)))?
+                    let text = raw
+                        .as_ref()
+                        .and_then(|r| r.get(&f.name))
+                        .map_or_else(|| n.to_string(), |t| t.get().to_string());
+                    parse_text(&text, f.ty).ok_or_else(|| (None, bad(j)))?
                 }
                 (_, serde_json::Value::String(s)) => {
                     parse_text(s, f.ty).ok_or_else(|| (None, bad(j)))?
@@ -491,7 +519,22 @@ fn write_csv(row: &Row, schema: &Schema, o: &CsvOptions, s: &mut String) {
             continue;
         }
         let ty = schema.fields.get(i).map_or(DataType::String, |f| f.ty);
-        let text = v.display(ty);
+        let text = match v {
+            // As Flink's CSV format: the fraction without trailing zeros,
+            // and a TIMESTAMP_LTZ as its UTC wall clock with a `Z`.
+            Value::Timestamp(ms) => {
+                let mut t = crate::time::format_timestamp_trimmed(*ms, false);
+                if ty == DataType::TimestampLtz {
+                    t.push('Z');
+                }
+                t
+            }
+            // As Java's `BigDecimal.toString` unless asked for plain text.
+            Value::Decimal(d) if o.scientific_decimals => {
+                crate::value::format_decimal_java(d.get(), ty.scale())
+            }
+            _ => v.display(ty),
+        };
         let needs_quote = o.quote.is_some()
             && (text.contains(o.delimiter)
                 || o.quote.is_some_and(|q| text.contains(q))
@@ -514,7 +557,13 @@ fn write_csv(row: &Row, schema: &Schema, o: &CsvOptions, s: &mut String) {
     }
 }
 
-fn write_json(row: &Row, schema: &Schema, timestamps: JsonTimestamps, s: &mut String) {
+fn write_json(
+    row: &Row,
+    schema: &Schema,
+    timestamps: JsonTimestamps,
+    plain_decimals: bool,
+    s: &mut String,
+) {
     s.push('{');
     for (i, (v, f)) in row.values.iter().zip(&schema.fields).enumerate() {
         if i > 0 {
@@ -523,18 +572,21 @@ fn write_json(row: &Row, schema: &Schema, timestamps: JsonTimestamps, s: &mut St
         let _ = write!(s, "{}:", serde_json::Value::String(f.name.clone()));
         match v {
             Value::Null => s.push_str("null"),
+            // A DECIMAL as Java's `BigDecimal.toString` (Jackson's default,
+            // `2.7E-8`) unless `json.encode.decimal-as-plain-number`.
+            Value::Decimal(d) if !plain_decimals => {
+                s.push_str(&crate::value::format_decimal_java(d.get(), f.ty.scale()))
+            }
             Value::Bool(_) | Value::Int(_) | Value::BigInt(_) | Value::Decimal(_) => {
                 s.push_str(&v.display(f.ty))
             }
             Value::Double(d) if d.is_finite() => s.push_str(&v.display(f.ty)),
-            Value::Timestamp(_) => {
-                // `yyyy-MM-dd HH:mm:ss.SSS`, `T` for ISO-8601, and an
-                // instant (TIMESTAMP_LTZ) in UTC with `Z`, as Flink's JSON
-                // format writes them.
-                let mut text = v.display(f.ty);
-                if timestamps == JsonTimestamps::Iso8601 && text.get(10..11) == Some(" ") {
-                    text.replace_range(10..11, "T");
-                }
+            Value::Timestamp(ms) => {
+                // `yyyy-MM-dd HH:mm:ss` and the fraction without trailing
+                // zeros, `T` for ISO-8601, and an instant (TIMESTAMP_LTZ)
+                // in UTC with `Z`, as Flink's JSON format writes them.
+                let iso = timestamps == JsonTimestamps::Iso8601;
+                let mut text = crate::time::format_timestamp_trimmed(*ms, iso);
                 if f.ty == DataType::TimestampLtz {
                     text.push('Z');
                 }
@@ -580,7 +632,7 @@ mod tests {
         f.write(&r, &s, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "7,\"a, \"\"b\"\"\",2024-01-01 00:00:01.500,3.10\n"
+            "7,\"a, \"\"b\"\"\",2024-01-01 00:00:01.5,3.10\n"
         );
         assert_eq!(
             f.parse(",x,,", &s),
@@ -601,6 +653,12 @@ mod tests {
         assert_eq!(price("-1.5e2"), Value::decimal(-15_000));
         assert_eq!(price("10.555"), Value::decimal(1_056));
         assert_eq!(price("123456789.1"), Value::Null);
+        // More digits than any DECIMAL holds: NULL too, not a bad line.
+        assert_eq!(
+            price("99999999999999999999999999999999999999999"),
+            Value::Null
+        );
+        assert_eq!(price("1e99999"), Value::Null);
         assert!(matches!(f.parse("1,x", &s), Parsed::Error(e) if e.contains("2 fields")));
         let lenient = Format::Csv(CsvOptions {
             ignore_parse_errors: true,
@@ -625,6 +683,7 @@ mod tests {
             ignore_parse_errors: false,
             fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
+            plain_decimals: false,
         };
         let read = |f: &Format, line: &str| match f.parse(line, &s) {
             Parsed::Row(r) => r.values[1].clone(),
@@ -695,6 +754,7 @@ mod tests {
             ignore_parse_errors: false,
             fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
+            plain_decimals: false,
         };
         assert!(matches!(
             json.decode("{\"id\": 1,, }", &s),
@@ -779,6 +839,7 @@ mod tests {
             ignore_parse_errors: false,
             fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
+            plain_decimals: false,
         };
         let s = schema();
         let Parsed::Row(r) = f.parse(
@@ -792,10 +853,154 @@ mod tests {
         f.write(&r, &s, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "{\"id\":1,\"name\":\"n\",\"ts\":\"2024-01-01 00:00:00.000\",\"price\":2.50}\n"
+            "{\"id\":1,\"name\":\"n\",\"ts\":\"2024-01-01 00:00:00\",\"price\":2.50}\n"
         );
         assert!(matches!(f.parse("[1]", &s), Parsed::Error(_)));
         assert!(matches!(f.parse(r#"{"id": "x"}"#, &s), Parsed::Error(e) if e.contains("`id`")));
+    }
+
+    /// Timestamps are written as Flink's CSV and JSON formats write them
+    /// (`SQL_TIMESTAMP_FORMAT`: the fraction's trailing zeros dropped,
+    /// none for a whole second; a TIMESTAMP_LTZ with `Z`, in CSV too),
+    /// not always with three digits, and read back as they were.
+    #[test]
+    fn timestamps_are_written_without_the_fractions_trailing_zeros() {
+        let s = Schema::new(vec![
+            Field::new("t", DataType::Timestamp),
+            Field::new("l", DataType::TimestampLtz),
+        ]);
+        let at = |ms: i64| {
+            Row::new(
+                [Value::Timestamp(ms), Value::Timestamp(ms)]
+                    .into_iter()
+                    .collect(),
+            )
+        };
+        let whole = 1_609_330_394_000; // 2020-12-30 12:13:14
+        let csv = Format::Csv(CsvOptions::default());
+        for (ms, want) in [
+            (whole, "2020-12-30 12:13:14,2020-12-30 12:13:14Z"),
+            (whole + 500, "2020-12-30 12:13:14.5,2020-12-30 12:13:14.5Z"),
+            (
+                whole + 120,
+                "2020-12-30 12:13:14.12,2020-12-30 12:13:14.12Z",
+            ),
+            (-1, "1969-12-31 23:59:59.999,1969-12-31 23:59:59.999Z"),
+        ] {
+            let mut out = Vec::new();
+            csv.write(&at(ms), &s, &mut out);
+            let line = String::from_utf8(out).unwrap();
+            assert_eq!(line.trim_end(), want);
+            assert_eq!(csv.parse(line.trim_end(), &s), Parsed::Row(at(ms)));
+        }
+        for (standard, want) in [
+            (
+                JsonTimestamps::Sql,
+                r#"{"t":"2020-12-30 12:13:14","l":"2020-12-30 12:13:14.5Z"}"#,
+            ),
+            (
+                JsonTimestamps::Iso8601,
+                r#"{"t":"2020-12-30T12:13:14","l":"2020-12-30T12:13:14.5Z"}"#,
+            ),
+        ] {
+            let json = Format::Json {
+                ignore_parse_errors: false,
+                fail_on_missing_field: false,
+                timestamps: standard,
+                plain_decimals: false,
+            };
+            let row = Row::new(
+                [Value::Timestamp(whole), Value::Timestamp(whole + 500)]
+                    .into_iter()
+                    .collect(),
+            );
+            let mut out = Vec::new();
+            json.write(&row, &s, &mut out);
+            let line = String::from_utf8(out).unwrap();
+            assert_eq!(line.trim_end(), want);
+            assert_eq!(json.parse(line.trim_end(), &s), Parsed::Row(row));
+        }
+    }
+
+    /// DECIMALs are written as Flink's CSV and JSON formats write them by
+    /// default, Java's `BigDecimal.toString` (`2.7E-8` for 0.000000027),
+    /// and plain with `json.encode.decimal-as-plain-number` /
+    /// `'csv.write-bigdecimal-in-scientific-notation' = 'false'`; they
+    /// were always plain.
+    #[test]
+    fn decimals_are_written_as_javas_big_decimal_to_string() {
+        let dec = |precision, scale| DataType::Decimal { precision, scale };
+        let s = Schema::new(vec![
+            Field::new("a", dec(12, 9)),
+            Field::new("b", dec(10, 2)),
+        ]);
+        let row = Row::new(
+            [Value::decimal(27), Value::decimal(-5)]
+                .into_iter()
+                .collect(),
+        );
+        let zero = Row::new([Value::decimal(0), Value::decimal(0)].into_iter().collect());
+        let line = |f: &Format, r: &Row| {
+            let mut out = Vec::new();
+            f.write(r, &s, &mut out);
+            String::from_utf8(out).unwrap().trim_end().to_owned()
+        };
+        let csv = Format::Csv(CsvOptions::default());
+        assert_eq!(line(&csv, &row), "2.7E-8,-0.05");
+        assert_eq!(line(&csv, &zero), "0E-9,0.00");
+        assert_eq!(csv.parse("2.7E-8,-0.05", &s), Parsed::Row(row.clone()));
+        let plain_csv = Format::Csv(CsvOptions {
+            scientific_decimals: false,
+            ..CsvOptions::default()
+        });
+        assert_eq!(line(&plain_csv, &row), "0.000000027,-0.05");
+        for (plain, want) in [
+            (false, r#"{"a":2.7E-8,"b":-0.05}"#),
+            (true, r#"{"a":0.000000027,"b":-0.05}"#),
+        ] {
+            let json = Format::Json {
+                ignore_parse_errors: false,
+                fail_on_missing_field: false,
+                timestamps: JsonTimestamps::Sql,
+                plain_decimals: plain,
+            };
+            assert_eq!(line(&json, &row), want);
+            assert_eq!(json.parse(want, &s), Parsed::Row(row.clone()));
+        }
+    }
+
+    /// A DECIMAL column's JSON number keeps every digit, as Flink reads
+    /// it into a BigDecimal: it went through an f64, which keeps 17
+    /// (`12345678901234567.89` was read as 12345678901234568.00).
+    #[test]
+    fn json_decimals_keep_all_their_digits() {
+        let f = Format::Json {
+            ignore_parse_errors: false,
+            fail_on_missing_field: false,
+            timestamps: JsonTimestamps::Sql,
+            plain_decimals: false,
+        };
+        let dec = |precision, scale| DataType::Decimal { precision, scale };
+        let s = Schema::new(vec![
+            Field::new("d", dec(20, 2)),
+            Field::new("e", dec(20, 19)),
+            Field::new("f", dec(30, 0)),
+            Field::new("g", dec(38, 0)),
+        ]);
+        let line = r#"{"d": 12345678901234567.89, "e":0.1234567890123456789,
+                       "f": 123456789012345678901234, "g": 1e40, "d": 12345678901234567.85}"#;
+        let Parsed::Row(r) = f.parse(&line.replace('\n', " "), &s) else {
+            panic!()
+        };
+        assert_eq!(
+            r.values.to_vec(),
+            vec![
+                Value::decimal(1_234_567_890_123_456_785),
+                Value::decimal(1_234_567_890_123_456_789),
+                Value::decimal(123_456_789_012_345_678_901_234),
+                Value::Null,
+            ]
+        );
     }
 
     /// Fields are found by their exact names, as Jackson's `JsonNode.get`
@@ -810,6 +1015,7 @@ mod tests {
                 ignore_parse_errors: false,
                 fail_on_missing_field,
                 timestamps: JsonTimestamps::Sql,
+                plain_decimals: false,
             }
             .parse(line, &s)
         };
@@ -836,6 +1042,7 @@ mod tests {
             ignore_parse_errors: false,
             fail_on_missing_field: false,
             timestamps: JsonTimestamps::Sql,
+            plain_decimals: false,
         };
         let s = Schema::new(vec![
             Field::new("i", DataType::Int),
@@ -892,6 +1099,7 @@ mod tests {
                 ignore_parse_errors: false,
                 fail_on_missing_field: false,
                 timestamps: standard,
+                plain_decimals: false,
             };
             let mut out = Vec::new();
             f.write(&row, &s, &mut out);
@@ -902,6 +1110,7 @@ mod tests {
                     ignore_parse_errors: false,
                     fail_on_missing_field: false,
                     timestamps: reader,
+                    plain_decimals: false,
                 };
                 let Parsed::Row(back) = r.parse(line.trim_end(), &s) else {
                     panic!("{line}")

@@ -7,8 +7,25 @@
 
 use crate::time::{civil_from_days, days_from_civil, days_in_month, timestamp_parts, DAY_MS};
 
+/// The character position in `pattern` of an `escape` that is last or
+/// followed by anything but `_`, `%` or itself: an invalid escape
+/// sequence, which Flink's LIKE refuses (Calcite's `sqlToRegexLike`).
+pub fn like_bad_escape(pattern: &str, escape: char) -> Option<usize> {
+    let mut it = pattern.chars().enumerate();
+    while let Some((i, c)) = it.next() {
+        if c == escape {
+            match it.next() {
+                Some((_, n)) if n == '_' || n == '%' || n == escape => {}
+                _ => return Some(i),
+            }
+        }
+    }
+    None
+}
+
 /// Whether `text` matches SQL `LIKE` `pattern` (`%` any run, `_` one
-/// character; `escape` makes the next character literal).
+/// character; `escape` makes the next character literal; see
+/// [`like_bad_escape`] for the patterns this is not asked about).
 pub fn like(text: &str, pattern: &str, escape: Option<char>) -> bool {
     let t: Vec<char> = text.chars().collect();
     let mut p: Vec<(char, bool)> = Vec::new(); // (char, is_literal)
@@ -98,6 +115,15 @@ pub fn date_format(ms: i64, pattern: &str) -> String {
             's' => out.push_str(&field(i64::from(s), n)),
             'S' => out.push_str(&field(i64::from(milli), 3)[..n.min(3)]),
             'a' => out.push_str(if h < 12 { "AM" } else { "PM" }),
+            'w' => out.push_str(&field(us_week(ms), n)),
+            // The zone: the session's, UTC.
+            'X' => out.push('Z'),
+            'x' => out.push_str(["+00", "+0000", "+00:00"][n.min(3) - 1]),
+            'Z' if n == 4 => out.push_str("GMT"),
+            'Z' if n >= 5 => out.push('Z'),
+            'Z' => out.push_str("+0000"),
+            'z' if n >= 4 => out.push_str("Coordinated Universal Time"),
+            'z' => out.push_str("UTC"),
             _ => {
                 for _ in 0..n {
                     out.push(c);
@@ -107,6 +133,19 @@ pub fn date_format(ms: i64, pattern: &str) -> String {
         i += n;
     }
     out
+}
+
+/// The week of the week-based year as Java's `w` gives it in the US
+/// locale Flink's JVM formats with: weeks start on Sunday and week 1 is
+/// the one holding January 1st (so December's last days may be in week
+/// 1 of the next year).
+fn us_week(ms: i64) -> i64 {
+    let days = ms.div_euclid(DAY_MS);
+    // The week's Saturday decides its year (it holds January 1st of the
+    // later year when the week spans two).
+    let saturday = days - (days + 4).rem_euclid(7) + 6;
+    let (y, _, _) = civil_from_days(saturday);
+    (saturday - days_from_civil(y, 1, 1)) / 7 + 1
 }
 
 /// Month names, as Java's `DateTimeFormatter` writes `MMMM` (`MMM`: the
@@ -141,8 +180,8 @@ const DAYS: [&str; 7] = [
 pub fn check_pattern(pattern: &str) -> Result<(), String> {
     check_letters(
         pattern,
-        "yuMdHhkKmsSaEDQ",
-        "yyyy MM MMM MMMM dd D EEE EEEE HH hh k K mm ss SSS a Q",
+        "yuMdHhkKmsSaEDQwXxZz",
+        "yyyy MM MMM MMMM dd D EEE EEEE HH hh k K mm ss SSS a Q w X x Z z",
     )
 }
 
@@ -150,7 +189,11 @@ pub fn check_pattern(pattern: &str) -> Result<(), String> {
 /// UNIX_TIMESTAMP) is refused: a letter weir does not read, or a month's
 /// name (`MMM`).
 pub fn check_parse_pattern(pattern: &str) -> Result<(), String> {
-    check_letters(pattern, "yMdHhmsSa", "yyyy MM dd HH hh mm ss SSS a")?;
+    check_letters(
+        pattern,
+        "yMdHhmsSaXxZz",
+        "yyyy MM dd HH hh mm ss SSS a X x Z z",
+    )?;
     if pattern.contains("MMM") {
         return Err(format!(
             "DATE_FORMAT pattern `{pattern}`: month names (`MMM`) are not read (MM is)"
@@ -390,9 +433,25 @@ pub fn round_double(x: f64, digits: i32, trunc: bool) -> f64 {
     v.copysign(x)
 }
 
+/// The longest string a function builds (REPEAT, LPAD, RPAD, REPLACE,
+/// CONCAT, CONCAT_WS, `||`), in bytes.
+/// Flink's are Java strings, which stop at 2^31 - 1 characters and fail
+/// the job past them (an OutOfMemoryError or NegativeArraySizeException);
+/// weir fails the job past 1 GiB, before allocating it.
+pub const MAX_STRING_BYTES: usize = 1 << 30;
+
+/// Fails the job: `function` would build a string of `bytes` bytes, over
+/// [`MAX_STRING_BYTES`].
+pub fn too_long(function: &str, bytes: usize) -> ! {
+    weir_runtime::fail_task(format!(
+        "{function}: the result would be {bytes} bytes long, over the limit of {MAX_STRING_BYTES} bytes (1 GiB)"
+    ))
+}
+
 /// LPAD (`left`) or RPAD: `s` padded with repeats of `pad` to `len`
 /// characters, or cut to its first `len`; NULL (`None`) for a negative
-/// `len` or an empty `pad`, as Flink's.
+/// `len` or an empty `pad`, as Flink's. A result over
+/// [`MAX_STRING_BYTES`] fails the job.
 pub fn pad(s: &str, len: i64, pad: &str, left: bool) -> Option<String> {
     if len < 0 || pad.is_empty() {
         return None;
@@ -401,6 +460,14 @@ pub fn pad(s: &str, len: i64, pad: &str, left: bool) -> Option<String> {
     let n = s.chars().count();
     if n >= len {
         return Some(s.chars().take(len).collect());
+    }
+    let (fill, pad_chars) = (len - n, pad.chars().count());
+    let bytes = (fill / pad_chars)
+        .saturating_mul(pad.len())
+        .saturating_add(pad.chars().take(fill % pad_chars).map(char::len_utf8).sum())
+        .saturating_add(s.len());
+    if bytes > MAX_STRING_BYTES {
+        too_long(if left { "LPAD" } else { "RPAD" }, bytes);
     }
     let fill: String = pad.chars().cycle().take(len - n).collect();
     Some(if left { fill + s } else { format!("{s}{fill}") })
@@ -566,6 +633,7 @@ pub fn parse_with_pattern(text: &str, pattern: &str, strict: bool) -> Option<i64
         (1970i64, 1i64, 1i64, 0i64, 0i64, 0i64, 0i64);
     let mut pm: Option<bool> = None;
     let mut twelve = false;
+    let mut offset: Option<i64> = None;
     let (mut ti, mut pi) = (0usize, 0usize);
     while pi < p.len() {
         let c = p[pi];
@@ -594,6 +662,11 @@ pub fn parse_with_pattern(text: &str, pattern: &str, strict: bool) -> Option<i64
         let mut n = 1;
         while pi + n < p.len() && p[pi + n] == c {
             n += 1;
+        }
+        if "XxZz".contains(c) {
+            offset = Some(parse_zone(&t, &mut ti, c)?);
+            pi += n;
+            continue;
         }
         if c == 'a' {
             let rest: String = t[ti..]
@@ -675,8 +748,59 @@ pub fn parse_with_pattern(text: &str, pattern: &str, strict: bool) -> Option<i64
     let months = y.checked_mul(12)?.checked_add(mo - 1)?;
     let first = days_from_civil(months.div_euclid(12), (months.rem_euclid(12) + 1) as u32, 1);
     let days = first.checked_add(d - 1)?;
-    days.checked_mul(DAY_MS)?
-        .checked_add(((h * 60 + mi) * 60 + s) * 1000 + ms)
+    let local = days
+        .checked_mul(DAY_MS)?
+        .checked_add(((h * 60 + mi) * 60 + s) * 1000 + ms)?;
+    // A zone read: `SimpleDateFormat` (UNIX_TIMESTAMP) takes the time as
+    // that zone's; Flink's TO_TIMESTAMP and TO_DATE keep the wall clock
+    // and drop the zone (its `fromTemporalAccessor` reads the local
+    // fields).
+    match offset {
+        Some(o) if !strict => local.checked_sub(o),
+        _ => Some(local),
+    }
+}
+
+/// A zone's offset from UTC in milliseconds, read at `t[*ti..]` for
+/// pattern letter `c`, as Java's parsers take it: `Z` (UTC) or `+HH`,
+/// `+HHMM`, `+HH:MM` for `X` and `x`, `+HHMM` or `+HH:MM` for `Z`, and
+/// for `z` the names `UTC`, `GMT`, `UT` or `Z`, optionally followed by
+/// such an offset (other names are not read).
+fn parse_zone(t: &[char], ti: &mut usize, c: char) -> Option<i64> {
+    let rest: String = t[*ti..].iter().collect();
+    if c == 'z' {
+        let name = ["UTC", "GMT", "UT", "Z"]
+            .into_iter()
+            .find(|n| rest.starts_with(n))?;
+        *ti += name.len();
+        if !matches!(t.get(*ti), Some('+' | '-')) {
+            return Some(0);
+        }
+    } else if (c == 'X' || c == 'Z') && rest.starts_with('Z') {
+        *ti += 1;
+        return Some(0);
+    }
+    let sign = match t.get(*ti)? {
+        '+' => 1,
+        '-' => -1,
+        _ => return None,
+    };
+    let digit = |i: usize| t.get(i).and_then(|d| d.to_digit(10)).map(i64::from);
+    let hours = digit(*ti + 1)? * 10 + digit(*ti + 2)?;
+    *ti += 3;
+    let mut minutes = 0;
+    let colon = t.get(*ti) == Some(&':');
+    let at = *ti + usize::from(colon);
+    if let (Some(a), Some(b)) = (digit(at), digit(at + 1)) {
+        minutes = a * 10 + b;
+        *ti = at + 2;
+    } else if colon || c == 'Z' {
+        return None;
+    }
+    if hours > 18 || minutes > 59 {
+        return None;
+    }
+    Some(sign * (hours * 60 + minutes) * 60_000)
 }
 
 /// Days since the epoch `months` calendar months after `days`, the day of
@@ -902,6 +1026,39 @@ mod tests {
             p("2024-01-02 03:04:05 x", "yyyy-MM-dd HH:mm:ss", true),
             None
         );
+        // A zone: TO_TIMESTAMP (strict) keeps the wall clock, as Flink's
+        // `fromTemporalAccessor`; UNIX_TIMESTAMP's `SimpleDateFormat`
+        // takes the time as the zone's.
+        let iso = "yyyy-MM-dd'T'HH:mm:ssXXX";
+        assert_eq!(
+            p("2024-01-02T03:04:05+02:00", iso, true),
+            Some(ts("2024-01-02 03:04:05"))
+        );
+        assert_eq!(
+            p("2024-01-02T03:04:05+02:00", iso, false),
+            Some(ts("2024-01-02 01:04:05"))
+        );
+        assert_eq!(
+            p("2024-01-02T03:04:05Z", iso, false),
+            Some(ts("2024-01-02 03:04:05"))
+        );
+        assert_eq!(
+            p("2024-01-02 03:04:05 -0130", "yyyy-MM-dd HH:mm:ss Z", false),
+            Some(ts("2024-01-02 04:34:05"))
+        );
+        assert_eq!(
+            p(
+                "2024-01-02 03:04:05 GMT+01:00",
+                "yyyy-MM-dd HH:mm:ss z",
+                false
+            ),
+            Some(ts("2024-01-02 02:04:05"))
+        );
+        assert_eq!(
+            p("2024-01-02 03:04:05 PST", "yyyy-MM-dd HH:mm:ss z", false),
+            None
+        );
+        assert_eq!(p("2024-01-02T03:04:05+2", iso, true), None);
         assert_eq!(
             p("20240102 0304", "yyyyMMdd HHmm", true),
             Some(ts("2024-01-02 03:04"))
@@ -951,6 +1108,21 @@ mod tests {
             "2024-03-05 14:07:09.045"
         );
         assert_eq!(date_format(ts, "yy/M/d 'at' hh a"), "24/3/5 at 02 PM");
+        // `w` as Java's in the US locale (Sunday first, week 1 holds
+        // January 1st), and the zone letters of the session's UTC; they
+        // were refused.
+        let w = |t: &str| date_format(parse_timestamp(t).unwrap(), "ww");
+        assert_eq!(w("2024-03-05 00:00:00"), "10");
+        assert_eq!(w("2024-12-31 00:00:00"), "01");
+        assert_eq!(w("2022-01-01 00:00:00"), "01");
+        assert_eq!(w("2022-01-02 00:00:00"), "02");
+        assert_eq!(w("2021-12-31 00:00:00"), "01");
+        assert_eq!(w("2023-12-30 00:00:00"), "52");
+        assert_eq!(
+            date_format(ts, "yyyy-MM-dd'T'HH:mm:ssX|XXX|Z|z|x"),
+            "2024-03-05T14:07:09Z|Z|+0000|UTC|+00"
+        );
+        assert!(check_pattern("yyyy-MM-dd'T'HH:mm:ssXXX w z").is_ok());
         assert_eq!(extract(TimeUnit::DayOfWeek, ts), 3); // a Tuesday
         assert_eq!(extract(TimeUnit::DayOfYear, ts), 65);
         assert_eq!(extract(TimeUnit::Week, ts), 10);
@@ -965,7 +1137,7 @@ mod tests {
             "Sunday Dec 24 0 12"
         );
         assert!(check_pattern("yyyy-MM-dd EEE MMMM").is_ok());
-        assert!(check_pattern("zzz").is_err());
+        assert!(check_pattern("GGG").is_err());
     }
 
     #[test]
@@ -1100,7 +1272,21 @@ pub fn to_base64(s: &str) -> String {
 /// becomes U+FFFD, as Java's decoding of the bytes does); `None` (NULL)
 /// for text that is not base64.
 pub fn from_base64(s: &str) -> Option<String> {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
     use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(s).ok()?;
+    // Java's `Base64.getDecoder()`: the `=` padding may be left out (but
+    // not be wrong), and the unused low bits of the last character are
+    // not checked (`YQ` and `YR` are both `a`).
+    const JAVA: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    // (but padding there must complete the last group of four, as Java's)
+    if s.contains('=') && !s.len().is_multiple_of(4) {
+        return None;
+    }
+    let bytes = JAVA.decode(s).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }

@@ -100,6 +100,7 @@ fn format_options(o: &mut Options<'_>, name: &str, prefix: &str) -> Result<Kafka
                     o,
                     &key("json.timestamp-format.standard"),
                 )?,
+                plain_decimals: o.boolean(&key("json.encode.decimal-as-plain-number"))?,
             })
         }
         "csv" => {
@@ -117,6 +118,8 @@ fn format_options(o: &mut Options<'_>, name: &str, prefix: &str) -> Result<Kafka
             c.null_literal = o.get(&key("csv.null-literal")).map(str::to_owned);
             c.ignore_parse_errors = o.boolean(&key("csv.ignore-parse-errors"))?;
             c.allow_comments = o.boolean(&key("csv.allow-comments"))?;
+            c.scientific_decimals =
+                o.boolean_or(&key("csv.write-bigdecimal-in-scientific-notation"), true)?;
             KafkaFormat::Text(Format::Csv(c))
         }
         other => {

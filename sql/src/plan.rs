@@ -1347,7 +1347,14 @@ impl<'c> Planner<'c> {
                     .collect();
                 (plan, table, partition)
             }
-            _ => return Err(usage("the first argument must be TABLE name")),
+            // A subquery, as Calcite's table parameter takes it (and the
+            // rows of a view): `TUMBLE((SELECT .. FROM t WHERE ..), ..)`.
+            Expr::Subquery(q) => (self.query(q)?, name.to_ascii_lowercase(), Vec::new()),
+            _ => {
+                return Err(usage(
+                    "the first argument must be TABLE name or a subquery (SELECT ..)",
+                ))
+            }
         };
         let (plan, table, partition) = input;
         if !partition.is_empty() && name != "SESSION" {

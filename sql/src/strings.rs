@@ -85,6 +85,61 @@ pub fn is_decimal(s: &str) -> bool {
     i == body.len()
 }
 
+/// Text as Java's `Double.parseDouble` reads it, which Flink's CAST
+/// to DOUBLE and its CSV and JSON formats call: the syntax of
+/// [`is_decimal`] (`NaN` and `Infinity` spelt so, an `f`/`d` suffix, a
+/// hexadecimal `0x1.8p1`); `None` for other text (Rust's own parser also
+/// takes `inf`, `nan` and `infinity` in any case, and refuses `1d`).
+pub fn parse_java_double(s: &str) -> Option<f64> {
+    java_number(s, |t| t.parse::<f64>().ok())
+}
+
+/// As [`parse_java_double`], Java's `Float.parseFloat` (rounded once,
+/// to the nearest `f32`).
+pub fn parse_java_float(s: &str) -> Option<f32> {
+    java_number(s, |t| t.parse::<f32>().ok()).map(|v| v as f32)
+}
+
+/// The number Java's parsers read from `s`, `decimal` reading the
+/// decimal text left once the sign, the suffix and the special names are
+/// dealt with.
+fn java_number<T: Into<f64>>(s: &str, decimal: impl Fn(&str) -> Option<T>) -> Option<f64> {
+    if !is_decimal(s) {
+        return None;
+    }
+    let t = s.trim_matches(|c: char| c <= ' ');
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let v: f64 = match t {
+        "NaN" => f64::NAN,
+        "Infinity" => f64::INFINITY,
+        _ => {
+            let body = t.strip_suffix(['f', 'F', 'd', 'D']).unwrap_or(t);
+            match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+                Some(hex) => hex_value(hex)?,
+                None => decimal(body)?.into(),
+            }
+        }
+    };
+    Some(if neg { -v } else { v })
+}
+
+/// The value of a hexadecimal double after its `0x` ([`hex_float`]'s
+/// syntax): its digits times 2 to the power of its exponent.
+fn hex_value(hex: &str) -> Option<f64> {
+    let (mantissa, exp) = hex.split_once(['p', 'P'])?;
+    let exp: i32 = exp.parse().ok()?;
+    let (whole, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut v = 0f64;
+    for c in whole.chars().chain(frac.chars()) {
+        v = v * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let shift = exp.checked_sub(4 * i32::try_from(frac.len()).ok()?)?;
+    Some(v * 2f64.powi(shift))
+}
+
 /// A hexadecimal double after its `0x`: hex digits with an optional
 /// point (some digit on either side), then a binary exponent `p`, which
 /// Java requires.
@@ -172,6 +227,28 @@ mod tests {
         ] {
             assert!(!is_decimal(s), "{s}");
         }
+    }
+
+    #[test]
+    fn doubles_and_floats_as_javas_parsers_read_them() {
+        let d = parse_java_double;
+        assert_eq!(d(" 2.5 "), Some(2.5));
+        assert_eq!(d("1d"), Some(1.0));
+        assert_eq!(d("-1.5F"), Some(-1.5));
+        assert_eq!(d("0x1.8p1"), Some(3.0));
+        assert_eq!(d("-0X10P-2"), Some(-4.0));
+        assert_eq!(d("+Infinity"), Some(f64::INFINITY));
+        assert!(d("-NaN").is_some_and(f64::is_nan));
+        assert_eq!(d("1e400"), Some(f64::INFINITY));
+        // Rust's parser takes these; Java's does not.
+        for bad in [
+            "inf", "infinity", "nan", "INFINITY", "NAN", "", "1e", "0x10",
+        ] {
+            assert_eq!(d(bad), None, "{bad}");
+        }
+        assert_eq!(parse_java_float("0.1"), Some(0.1f32));
+        assert_eq!(parse_java_float("3f"), Some(3.0));
+        assert_eq!(parse_java_float("nan"), None);
     }
 
     #[test]

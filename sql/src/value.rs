@@ -342,6 +342,25 @@ pub fn format_decimal(v: i128, scale: u8) -> String {
     format!("{}{int}.{frac}", if neg { "-" } else { "" })
 }
 
+/// A decimal's text as Java's `BigDecimal.toString` writes it, which
+/// Flink's CSV and JSON formats write by default: as [`format_decimal`]
+/// unless its first digit is more than six places after the point, then
+/// in scientific notation (`2.7E-8` for 0.000000027, `0E-8` for zero at
+/// scale 8).
+pub fn format_decimal_java(v: i128, scale: u8) -> String {
+    let digits = v.unsigned_abs().to_string();
+    let adjusted = digits.len() as i64 - 1 - i64::from(scale);
+    if scale == 0 || adjusted >= -6 {
+        return format_decimal(v, scale);
+    }
+    let (first, rest) = digits.split_at(1);
+    format!(
+        "{}{first}{}{rest}E{adjusted}",
+        if v < 0 { "-" } else { "" },
+        if rest.is_empty() { "" } else { "." }
+    )
+}
+
 /// A double as Java prints it in Flink's output (`1.0`, `0.25`,
 /// `1.0E10`): integral values keep a `.0`.
 /// A FLOAT as Java's `Float.toString`: the shortest digits that read
@@ -958,6 +977,24 @@ pub(crate) fn read_row<A: smallvec::Array<Item = Value>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimals_as_javas_big_decimal_to_string() {
+        for (v, scale, want) in [
+            (27, 9, "2.7E-8"),
+            (-27, 9, "-2.7E-8"),
+            (1, 7, "1E-7"),
+            (1, 6, "0.000001"),
+            (100, 8, "0.00000100"),
+            (0, 8, "0E-8"),
+            (0, 6, "0.000000"),
+            (123_456, 13, "1.23456E-8"),
+            (1250, 2, "12.50"),
+            (42, 0, "42"),
+        ] {
+            assert_eq!(format_decimal_java(v, scale), want, "{v} at scale {scale}");
+        }
+    }
 
     #[test]
     fn a_packed_row_is_the_row_and_writes_the_rows_bytes() {

@@ -1600,6 +1600,29 @@ pub const CASES: &[Case] = &[
                  GROUP BY we HAVING COUNT(*) > 1",
     },
     Case {
+        name: "windowing_tvf_over_a_subquery",
+        // A subquery as the table argument of a windowing TVF, as
+        // Calcite's table parameter takes it (it was refused: only
+        // `TABLE name` was); its rows keep the time attribute.
+        weir: "SELECT window_start, window_end, category, COUNT(*) AS n, SUM(amount) AS total
+               FROM TABLE(TUMBLE((SELECT category, amount, ts FROM orders WHERE qty > 5),
+                                 DESCRIPTOR(ts), INTERVAL '10' MINUTES))
+               GROUP BY window_start, window_end, category
+               UNION ALL
+               SELECT window_start, window_end, 'hop', COUNT(*), SUM(amount)
+               FROM TABLE(HOP((SELECT * FROM orders WHERE category = 'books'), DESCRIPTOR(ts),
+                              INTERVAL '5' MINUTES, INTERVAL '10' MINUTES))
+               GROUP BY window_start, window_end;",
+        duckdb: "SELECT win_floor(ts, 600000) AS ws, win_floor(ts, 600000) + INTERVAL 10 MINUTE,
+                        category, COUNT(*), SUM(amount)
+                 FROM orders WHERE qty > 5 GROUP BY ALL
+                 UNION ALL
+                 SELECT win_floor(ts, 300000) - k * INTERVAL 5 MINUTE AS ws,
+                        win_floor(ts, 300000) - k * INTERVAL 5 MINUTE + INTERVAL 10 MINUTE,
+                        'hop', COUNT(*), SUM(amount)
+                 FROM orders, range(2) AS r(k) WHERE category = 'books' GROUP BY ALL",
+    },
+    Case {
         name: "view_and_with_column_lists",
         // `CREATE VIEW v (a, b) AS` and `WITH w (a, b) AS` name the
         // query's columns, in order.

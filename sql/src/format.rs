@@ -1,7 +1,6 @@
 //! The `csv` and `json` formats: a line of text to a row of the table's
 //! physical columns and back, as Flink's formats of those names read and
-//! write them (TIMESTAMP as `yyyy-MM-dd HH:mm:ss` and the fraction without
-//! trailing zeros, `.5`, `.123`).
+//! write them (TIMESTAMP as `yyyy-MM-dd HH:mm:ss.SSS`).
 
 use std::fmt::Write as _;
 
@@ -520,15 +519,6 @@ fn write_csv(row: &Row, schema: &Schema, o: &CsvOptions, s: &mut String) {
         }
         let ty = schema.fields.get(i).map_or(DataType::String, |f| f.ty);
         let text = match v {
-            // As Flink's CSV format: the fraction without trailing zeros,
-            // and a TIMESTAMP_LTZ as its UTC wall clock with a `Z`.
-            Value::Timestamp(ms) => {
-                let mut t = crate::time::format_timestamp_trimmed(*ms, false);
-                if ty == DataType::TimestampLtz {
-                    t.push('Z');
-                }
-                t
-            }
             // As Java's `BigDecimal.toString` unless asked for plain text.
             Value::Decimal(d) if o.scientific_decimals => {
                 crate::value::format_decimal_java(d.get(), ty.scale())
@@ -581,12 +571,14 @@ fn write_json(
                 s.push_str(&v.display(f.ty))
             }
             Value::Double(d) if d.is_finite() => s.push_str(&v.display(f.ty)),
-            Value::Timestamp(ms) => {
-                // `yyyy-MM-dd HH:mm:ss` and the fraction without trailing
-                // zeros, `T` for ISO-8601, and an instant (TIMESTAMP_LTZ)
-                // in UTC with `Z`, as Flink's JSON format writes them.
-                let iso = timestamps == JsonTimestamps::Iso8601;
-                let mut text = crate::time::format_timestamp_trimmed(*ms, iso);
+            Value::Timestamp(_) => {
+                // `yyyy-MM-dd HH:mm:ss.SSS`, `T` for ISO-8601, and an
+                // instant (TIMESTAMP_LTZ) in UTC with `Z`, as Flink's JSON
+                // format writes them.
+                let mut text = v.display(f.ty);
+                if timestamps == JsonTimestamps::Iso8601 && text.get(10..11) == Some(" ") {
+                    text.replace_range(10..11, "T");
+                }
                 if f.ty == DataType::TimestampLtz {
                     text.push('Z');
                 }
@@ -632,7 +624,7 @@ mod tests {
         f.write(&r, &s, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "7,\"a, \"\"b\"\"\",2024-01-01 00:00:01.5,3.10\n"
+            "7,\"a, \"\"b\"\"\",2024-01-01 00:00:01.500,3.10\n"
         );
         assert_eq!(
             f.parse(",x,,", &s),
@@ -853,73 +845,10 @@ mod tests {
         f.write(&r, &s, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "{\"id\":1,\"name\":\"n\",\"ts\":\"2024-01-01 00:00:00\",\"price\":2.50}\n"
+            "{\"id\":1,\"name\":\"n\",\"ts\":\"2024-01-01 00:00:00.000\",\"price\":2.50}\n"
         );
         assert!(matches!(f.parse("[1]", &s), Parsed::Error(_)));
         assert!(matches!(f.parse(r#"{"id": "x"}"#, &s), Parsed::Error(e) if e.contains("`id`")));
-    }
-
-    /// Timestamps are written as Flink's CSV and JSON formats write them
-    /// (`SQL_TIMESTAMP_FORMAT`: the fraction's trailing zeros dropped,
-    /// none for a whole second; a TIMESTAMP_LTZ with `Z`, in CSV too),
-    /// not always with three digits, and read back as they were.
-    #[test]
-    fn timestamps_are_written_without_the_fractions_trailing_zeros() {
-        let s = Schema::new(vec![
-            Field::new("t", DataType::Timestamp),
-            Field::new("l", DataType::TimestampLtz),
-        ]);
-        let at = |ms: i64| {
-            Row::new(
-                [Value::Timestamp(ms), Value::Timestamp(ms)]
-                    .into_iter()
-                    .collect(),
-            )
-        };
-        let whole = 1_609_330_394_000; // 2020-12-30 12:13:14
-        let csv = Format::Csv(CsvOptions::default());
-        for (ms, want) in [
-            (whole, "2020-12-30 12:13:14,2020-12-30 12:13:14Z"),
-            (whole + 500, "2020-12-30 12:13:14.5,2020-12-30 12:13:14.5Z"),
-            (
-                whole + 120,
-                "2020-12-30 12:13:14.12,2020-12-30 12:13:14.12Z",
-            ),
-            (-1, "1969-12-31 23:59:59.999,1969-12-31 23:59:59.999Z"),
-        ] {
-            let mut out = Vec::new();
-            csv.write(&at(ms), &s, &mut out);
-            let line = String::from_utf8(out).unwrap();
-            assert_eq!(line.trim_end(), want);
-            assert_eq!(csv.parse(line.trim_end(), &s), Parsed::Row(at(ms)));
-        }
-        for (standard, want) in [
-            (
-                JsonTimestamps::Sql,
-                r#"{"t":"2020-12-30 12:13:14","l":"2020-12-30 12:13:14.5Z"}"#,
-            ),
-            (
-                JsonTimestamps::Iso8601,
-                r#"{"t":"2020-12-30T12:13:14","l":"2020-12-30T12:13:14.5Z"}"#,
-            ),
-        ] {
-            let json = Format::Json {
-                ignore_parse_errors: false,
-                fail_on_missing_field: false,
-                timestamps: standard,
-                plain_decimals: false,
-            };
-            let row = Row::new(
-                [Value::Timestamp(whole), Value::Timestamp(whole + 500)]
-                    .into_iter()
-                    .collect(),
-            );
-            let mut out = Vec::new();
-            json.write(&row, &s, &mut out);
-            let line = String::from_utf8(out).unwrap();
-            assert_eq!(line.trim_end(), want);
-            assert_eq!(json.parse(line.trim_end(), &s), Parsed::Row(row));
-        }
     }
 
     /// DECIMALs are written as Flink's CSV and JSON formats write them by

@@ -54,22 +54,6 @@ pub fn format_timestamp(ms: i64) -> String {
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{milli:03}")
 }
 
-/// `yyyy-MM-dd HH:mm:ss` and the fraction of a second without its
-/// trailing zeros (`.5`, `.123`; none when zero), as Flink's CSV and JSON
-/// formats write a TIMESTAMP (their `SQL_TIMESTAMP_FORMAT`, Java's
-/// `appendFraction(NANO_OF_SECOND, 0, 9, true)`); `T` between date and
-/// time for ISO-8601.
-pub fn format_timestamp_trimmed(ms: i64, iso: bool) -> String {
-    let (y, mo, d, h, mi, s, milli) = timestamp_parts(ms);
-    let sep = if iso { 'T' } else { ' ' };
-    let mut out = format!("{y:04}-{mo:02}-{d:02}{sep}{h:02}:{mi:02}:{s:02}");
-    if milli > 0 {
-        let f = format!(".{milli:03}");
-        out.push_str(f.trim_end_matches('0'));
-    }
-    out
-}
-
 /// `yyyy-MM-dd`.
 pub fn format_date(days: i32) -> String {
     let (y, m, d) = civil_from_days(i64::from(days));

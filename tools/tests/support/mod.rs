@@ -207,38 +207,11 @@ pub fn committed_lines(out: &Path) -> Vec<(String, String)> {
     lines
 }
 
-/// Every committed line of `out` (`part-*` files), sorted, repeats kept;
-/// a CSV field that is a timestamp has its fraction padded to three
-/// digits (see [`with_millis`]), as the tests write their expectations.
+/// Every committed line of `out` (`part-*` files), sorted, repeats kept.
 pub fn committed_rows(out: &Path) -> Vec<String> {
-    let mut lines: Vec<String> = committed_lines(out)
-        .into_iter()
-        .map(|(l, _)| l.split(',').map(with_millis).collect::<Vec<_>>().join(","))
-        .collect();
+    let mut lines: Vec<String> = committed_lines(out).into_iter().map(|(l, _)| l).collect();
     lines.sort();
     lines
-}
-
-/// A timestamp as the file sink writes it (as Flink's CSV and JSON
-/// formats: `yyyy-MM-dd HH:mm:ss` and a fraction of up to three digits
-/// without trailing zeros, if any) with its fraction padded to three
-/// digits, `yyyy-MM-dd HH:mm:ss.SSS` as printed tables write it; any
-/// other text as it is.
-pub fn with_millis(v: &str) -> String {
-    let b = v.as_bytes();
-    let shape = (19..=23).contains(&b.len())
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b[10] == b' '
-        && b[13] == b':'
-        && b[16] == b':'
-        && (b.len() == 19 || b[19] == b'.')
-        && b[20.min(b.len())..].iter().all(u8::is_ascii_digit);
-    if !shape {
-        return v.to_owned();
-    }
-    let frac = v.get(20..).unwrap_or("");
-    format!("{}.{frac:0<3}", &v[..19])
 }
 
 /// W1's committed output holds every result exactly once: the line

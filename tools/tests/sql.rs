@@ -1444,6 +1444,75 @@ fn order_by_and_limit_order_a_bare_select_and_are_a_top_n_in_a_stream() {
     }
 }
 
+/// Rows without an event time belong to no window: every window
+/// aggregation drops them, as Flink's window operators do (a NULL time
+/// once overflowed aligning its TUMBLE or CUMULATE window, failing the
+/// job, and made a SESSION window at the smallest timestamp).
+#[test]
+fn window_aggregations_drop_rows_without_an_event_time() {
+    let s = Scratch::new("sql", "null-time-windows");
+    fs::create_dir_all(s.join("ev")).unwrap();
+    fs::write(
+        s.join("ev/ev.csv"),
+        "1,NULL\n2,2024-01-01 00:00:01.000\n3,2024-01-01 00:00:02.000\n\
+         4,NULL\n5,2024-01-01 00:00:12.000\n",
+    )
+    .unwrap();
+    let script = s.join("w.sql");
+    let agg = |tvf: &str| {
+        format!(
+            "SELECT '{}' AS w, DATE_FORMAT(window_start, 'ss') AS s,
+                    DATE_FORMAT(window_end, 'ss') AS e, COUNT(*) AS n, SUM(id) AS ids
+             FROM TABLE({tvf}) GROUP BY window_start, window_end",
+            &tvf[..1]
+        )
+    };
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE ev (id INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'csv.null-literal' = 'NULL');
+             {} UNION ALL {} UNION ALL {} UNION ALL {} ORDER BY w, s, e;",
+            s.join("ev").display(),
+            agg("TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND)"),
+            agg("HOP(TABLE ev, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)"),
+            agg("CUMULATE(TABLE ev, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)"),
+            agg("SESSION(TABLE ev, DESCRIPTOR(ts), INTERVAL '3' SECOND)"),
+        ),
+    )
+    .unwrap();
+    let stdout = weir_sql_ok(&script, &[]);
+    let rows: Vec<String> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains(" w "))
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|w| *w != "|")
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "C 00 05 2 5",
+            "C 00 10 2 5",
+            "C 10 15 1 5",
+            "C 10 20 1 5",
+            "H 00 10 2 5",
+            "H 05 15 1 5",
+            "H 10 20 1 5",
+            "H 55 05 2 5",
+            "S 01 05 2 5",
+            "S 12 15 1 5",
+            "T 00 10 2 5",
+            "T 10 20 1 5",
+        ],
+        "{stdout}"
+    );
+}
+
 /// An event-time temporal join: each order with the rate valid at its
 /// time (several versions per currency, one order before any version).
 #[test]

@@ -1513,6 +1513,41 @@ fn window_aggregations_drop_rows_without_an_event_time() {
     );
 }
 
+/// Sessions that a row bridges merge in time order, so FIRST_VALUE and
+/// LAST_VALUE keep the order rows came in when the earlier session's rows
+/// came first (the merge once kept the later session's accumulator and
+/// merged the earlier one's into it: FIRST_VALUE 2). LISTAGG lists the
+/// earlier session's values, then the later one's.
+#[test]
+fn merged_sessions_keep_the_order_rows_came_in() {
+    let s = Scratch::new("sql", "session-order");
+    fs::create_dir_all(s.join("ev")).unwrap();
+    // One file, read in order: 1 and 2 open two sessions, 7 grows the
+    // first, 10 bridges them.
+    fs::write(
+        s.join("ev/ev.csv"),
+        "a,1,2024-01-01 00:00:00.000\na,2,2024-01-01 00:00:04.999\n\
+         a,7,2024-01-01 00:00:01.000\na,10,2024-01-01 00:00:03.000\n",
+    )
+    .unwrap();
+    let script = s.join("s.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE ev (k STRING, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             SELECT FIRST_VALUE(v) AS f, LAST_VALUE(v) AS l,
+                    LISTAGG(CAST(v AS STRING)) AS vs, COUNT(*) AS n
+             FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '3' SECOND))
+             GROUP BY k, window_start, window_end;",
+            s.join("ev").display()
+        ),
+    )
+    .unwrap();
+    let stdout = weir_sql_ok(&script, &[]);
+    assert!(stdout.contains("| 1 | 10 | 1,7,2,10 | 4 |"), "{stdout}");
+}
+
 /// An event-time temporal join: each order with the rate valid at its
 /// time (several versions per currency, one order before any version).
 #[test]

@@ -239,11 +239,22 @@ impl<'j> Lowering<'j> {
                 let nkeys = *keys;
                 let time = *time;
                 let ts = move |r: &Row| r.values[time].as_i64().unwrap_or(i64::MIN);
+                let proctime = input.schema.fields[time].proctime;
+                // A row without an event time belongs to no window: Flink's
+                // window operators drop it (it once made a window at the
+                // smallest time, or overflowed aligning one).
+                let rows = if proctime {
+                    rows
+                } else {
+                    rows.filter(&format!("{uid}-timed"), move |r: &Row| {
+                        !r.values[time].is_null()
+                    })
+                    .boxed()
+                };
                 let keyed = rows.key_by(move |r: &Row| key_of(r, nkeys));
                 let f = WindowAggregate(Aggs::new(aggs));
                 let out = move |(k, w, a): (Key, TimeWindow, Row)| window_row(k, w, a);
                 let map_uid = format!("{uid}-output");
-                let proctime = input.schema.fields[time].proctime;
                 // The assigner differs per arm; what follows it does not.
                 macro_rules! aggregated {
                     ($assigner:expr) => {

@@ -1444,6 +1444,110 @@ fn order_by_and_limit_order_a_bare_select_and_are_a_top_n_in_a_stream() {
     }
 }
 
+/// Rows without an event time belong to no window: every window
+/// aggregation drops them, as Flink's window operators do (a NULL time
+/// once overflowed aligning its TUMBLE or CUMULATE window, failing the
+/// job, and made a SESSION window at the smallest timestamp).
+#[test]
+fn window_aggregations_drop_rows_without_an_event_time() {
+    let s = Scratch::new("sql", "null-time-windows");
+    fs::create_dir_all(s.join("ev")).unwrap();
+    fs::write(
+        s.join("ev/ev.csv"),
+        "1,NULL\n2,2024-01-01 00:00:01.000\n3,2024-01-01 00:00:02.000\n\
+         4,NULL\n5,2024-01-01 00:00:12.000\n",
+    )
+    .unwrap();
+    let script = s.join("w.sql");
+    let agg = |tvf: &str| {
+        format!(
+            "SELECT '{}' AS w, DATE_FORMAT(window_start, 'ss') AS s,
+                    DATE_FORMAT(window_end, 'ss') AS e, COUNT(*) AS n, SUM(id) AS ids
+             FROM TABLE({tvf}) GROUP BY window_start, window_end",
+            &tvf[..1]
+        )
+    };
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE ev (id INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'csv.null-literal' = 'NULL');
+             {} UNION ALL {} UNION ALL {} UNION ALL {} ORDER BY w, s, e;",
+            s.join("ev").display(),
+            agg("TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND)"),
+            agg("HOP(TABLE ev, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)"),
+            agg("CUMULATE(TABLE ev, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)"),
+            agg("SESSION(TABLE ev, DESCRIPTOR(ts), INTERVAL '3' SECOND)"),
+        ),
+    )
+    .unwrap();
+    let stdout = weir_sql_ok(&script, &[]);
+    let rows: Vec<String> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains(" w "))
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|w| *w != "|")
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "C 00 05 2 5",
+            "C 00 10 2 5",
+            "C 10 15 1 5",
+            "C 10 20 1 5",
+            "H 00 10 2 5",
+            "H 05 15 1 5",
+            "H 10 20 1 5",
+            "H 55 05 2 5",
+            "S 01 05 2 5",
+            "S 12 15 1 5",
+            "T 00 10 2 5",
+            "T 10 20 1 5",
+        ],
+        "{stdout}"
+    );
+}
+
+/// Sessions that a row bridges merge in time order, so FIRST_VALUE and
+/// LAST_VALUE keep the order rows came in when the earlier session's rows
+/// came first (the merge once kept the later session's accumulator and
+/// merged the earlier one's into it: FIRST_VALUE 2). LISTAGG lists the
+/// earlier session's values, then the later one's.
+#[test]
+fn merged_sessions_keep_the_order_rows_came_in() {
+    let s = Scratch::new("sql", "session-order");
+    fs::create_dir_all(s.join("ev")).unwrap();
+    // One file, read in order: 1 and 2 open two sessions, 7 grows the
+    // first, 10 bridges them.
+    fs::write(
+        s.join("ev/ev.csv"),
+        "a,1,2024-01-01 00:00:00.000\na,2,2024-01-01 00:00:04.999\n\
+         a,7,2024-01-01 00:00:01.000\na,10,2024-01-01 00:00:03.000\n",
+    )
+    .unwrap();
+    let script = s.join("s.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE ev (k STRING, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             SELECT FIRST_VALUE(v) AS f, LAST_VALUE(v) AS l,
+                    LISTAGG(CAST(v AS STRING)) AS vs, COUNT(*) AS n
+             FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '3' SECOND))
+             GROUP BY k, window_start, window_end;",
+            s.join("ev").display()
+        ),
+    )
+    .unwrap();
+    let stdout = weir_sql_ok(&script, &[]);
+    assert!(stdout.contains("| 1 | 10 | 1,7,2,10 | 4 |"), "{stdout}");
+}
+
 /// An event-time temporal join: each order with the rate valid at its
 /// time (several versions per currency, one order before any version).
 #[test]
@@ -1455,14 +1559,15 @@ fn a_temporal_join_picks_the_version_valid_at_each_rows_time() {
         s.join("orders/o.csv"),
         "1,EUR,2024-01-01 00:00:01.000\n2,EUR,2024-01-01 00:00:05.000\n\
          3,USD,2024-01-01 00:00:06.000\n4,EUR,2024-01-01 00:00:12.000\n\
-         5,GBP,2024-01-01 00:00:13.000\n6,USD,2023-12-31 23:59:59.000\n",
+         5,GBP,2024-01-01 00:00:13.000\n6,USD,2023-12-31 23:59:59.000\n\
+         7,NULL,2024-01-01 00:00:06.000\n8,EUR,NULL\n",
     )
     .unwrap();
     fs::write(
         s.join("rates/r.csv"),
         "EUR,1.10,2024-01-01 00:00:00.000\nUSD,1.00,2024-01-01 00:00:00.000\n\
          EUR,1.20,2024-01-01 00:00:05.000\nEUR,1.30,2024-01-01 00:00:10.000\n\
-         USD,0.90,2024-01-01 00:00:07.000\n",
+         USD,0.90,2024-01-01 00:00:07.000\nNULL,9.99,2024-01-01 00:00:00.000\n",
     )
     .unwrap();
     let script = s.join("t.sql");
@@ -1471,10 +1576,12 @@ fn a_temporal_join_picks_the_version_valid_at_each_rows_time() {
         format!(
             "CREATE TABLE orders (id INT, cur STRING, ts TIMESTAMP(3),
                WATERMARK FOR ts AS ts - INTERVAL '10' SECOND)
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'csv.null-literal' = 'NULL');
              CREATE TABLE rates (cur STRING, rate DECIMAL(5, 2), ts TIMESTAMP(3),
                WATERMARK FOR ts AS ts, PRIMARY KEY (cur) NOT ENFORCED)
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'csv.null-literal' = 'NULL');
              SELECT o.id, r.rate FROM orders AS o
              LEFT JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur
              ORDER BY o.id;",
@@ -1496,7 +1603,10 @@ fn a_temporal_join_picks_the_version_valid_at_each_rows_time() {
         .collect();
     assert_eq!(
         rows,
-        ["1 1.10", "2 1.20", "3 1.00", "4 1.30", "5 NULL", "6 NULL"],
+        // A NULL key matches no version, not the NULL key's (it once did),
+        // and a row without a time none: both padded (an inner join drops
+        // them).
+        ["1 1.10", "2 1.20", "3 1.00", "4 1.30", "5 NULL", "6 NULL", "7 NULL", "8 NULL"],
         "{stdout}"
     );
 }

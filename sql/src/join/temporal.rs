@@ -12,7 +12,8 @@
 //! left (a timer per row, each looking over the key's waiting rows, made
 //! a bounded input's final watermark quadratic in the rows of a key). An
 //! inner join emits only left rows that found a version (and pass the
-//! residual condition), a LEFT join emits the others with NULLs. Versions
+//! residual condition), a LEFT join emits the others with NULLs (a row
+//! with a NULL key or time at once: it can match no version). Versions
 //! older than the one valid at the watermark are dropped then, as no later
 //! left row can reach them (a late left row may find its version gone).
 //! Output append-only; the left input must be append-only, the right one
@@ -69,6 +70,14 @@ impl TemporalJoin {
         row.values[col].as_i64()
     }
 
+    /// `left` with NULLs for the right side's columns, as an insert.
+    fn padded(&self, mut left: Row) -> Row {
+        left.kind = RowKind::Insert;
+        left.values
+            .extend(std::iter::repeat_n(Value::Null, self.right_width));
+        left
+    }
+
     /// Makes sure the key has a timer at or before `at`.
     fn timer_by(&mut self, ctx: &KeyContext<Key>, at: i64) {
         if self.next_timer.value(ctx).is_none_or(|next| at < next) {
@@ -84,9 +93,23 @@ impl KeyedCoProcessFunction for TemporalJoin {
     type In2 = Row;
     type Out = Row;
 
-    fn process_element1<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, row: Row, _: &mut C) {
-        let Some(t) = Self::time(&row, self.left_time) else {
-            return; // no time: no version is valid for it
+    fn process_element1<C: Collector<Row>>(
+        &mut self,
+        ctx: &KeyContext<Key>,
+        row: Row,
+        out: &mut C,
+    ) {
+        // A NULL key equals no version's key (`NULL = NULL` is not true),
+        // and no version is valid at no time: a LEFT join pads such a row
+        // at once, an inner one drops it.
+        let t = match Self::time(&row, self.left_time) {
+            Some(t) if !ctx.key().values.iter().any(Value::is_null) => t,
+            _ => {
+                if self.outer {
+                    out.collect(self.padded(row));
+                }
+                return;
+            }
         };
         self.pending
             .value_mut_or_insert_with(ctx, RowList::default)
@@ -97,9 +120,13 @@ impl KeyedCoProcessFunction for TemporalJoin {
     }
 
     fn process_element2<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, row: Row, _: &mut C) {
+        // A version of a NULL key is valid for no left row.
         let Some(t) = Self::time(&row, self.right_time) else {
             return;
         };
+        if ctx.key().values.iter().any(Value::is_null) {
+            return;
+        }
         let rt = self.right_time;
         let v = self
             .versions
@@ -168,12 +195,7 @@ impl KeyedCoProcessFunction for TemporalJoin {
             if matched {
                 out.collect(joined);
             } else if self.outer {
-                let mut padded = left;
-                padded.kind = RowKind::Insert;
-                padded
-                    .values
-                    .extend(std::iter::repeat_n(Value::Null, self.right_width));
-                out.collect(padded);
+                out.collect(self.padded(left));
             }
         }
         // Versions before the one valid at the watermark are unreachable:

@@ -465,9 +465,15 @@ where
             let (contents, state) = taken.expect("the session's slot was read");
             return self.element(ctx, merged, id, contents, state, value, ts, out);
         }
-        // The largest part keeps its contents; the others merge in.
+        // The parts in time order, merged in that order: the largest keeps
+        // its contents and the others merge in, the earliest of equal ones
+        // (an aggregate's accumulators all weigh the same), so an
+        // aggregate of the order rows came in (SQL's FIRST_VALUE,
+        // LAST_VALUE, LISTAGG) takes the earlier session's first (it took
+        // the later one's, whose rows came after).
+        sessions[..members].sort_unstable_by_key(|s| s.0);
         let target = (0..members)
-            .max_by_key(|&i| sessions[i].3)
+            .max_by_key(|&i| (sessions[i].3, std::cmp::Reverse(i)))
             .expect("a merge has members");
         let id = sessions[target].2;
         let mut parts = std::mem::take(&mut self.merging_slots);

@@ -37,6 +37,25 @@ mod over_agg;
 mod set_ops;
 mod subquery;
 
+/// Most windows a HOP or CUMULATE window may span per row (its size over
+/// its slide or step): each row is folded into, and each window fires
+/// from, that many slices, so a size of a day with a slide of a
+/// millisecond (86.4 M) would never finish a row (and a process busy in
+/// one row cannot stop). Flink has no such bound; a day of one-second
+/// slides (86,400) is well within it.
+pub const MAX_WINDOWS_PER_ROW: i64 = 1_000_000;
+
+/// Refuses a HOP or CUMULATE of `n` slides (or steps) per window over
+/// [`MAX_WINDOWS_PER_ROW`], saying so.
+fn check_windows_per_row(n: i64, unit: &str) -> std::result::Result<(), String> {
+    if n > MAX_WINDOWS_PER_ROW {
+        return Err(format!(
+            "the size is {n} times the {unit}: at most {MAX_WINDOWS_PER_ROW} windows per row are supported"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;
 mod values;
@@ -1441,6 +1460,7 @@ impl<'c> Planner<'c> {
                 if size % slide != 0 {
                     return Err(usage("the size must be a whole multiple of the slide"));
                 }
+                check_windows_per_row(size / slide, "slide").map_err(|e| usage(&e))?;
                 Window::Hop {
                     slide: *slide,
                     size: *size,
@@ -1452,6 +1472,7 @@ impl<'c> Planner<'c> {
                 if size % step != 0 {
                     return Err(usage("the size must be a whole multiple of the step"));
                 }
+                check_windows_per_row(size / step, "step").map_err(|e| usage(&e))?;
                 Window::Cumulate {
                     step: *step,
                     size: *size,
@@ -1623,11 +1644,14 @@ fn legacy_group_window(
     let window = match (kind, ms.as_slice()) {
         ("TUMBLE", &[size]) => Window::Tumble { size, offset: 0 },
         ("TUMBLE", &[size, offset]) => Window::Tumble { size, offset },
-        ("HOP", &[slide, size]) if size % slide == 0 => Window::Hop {
-            slide,
-            size,
-            offset: 0,
-        },
+        ("HOP", &[slide, size]) if size % slide == 0 => {
+            check_windows_per_row(size / slide, "slide").map_err(|e| usage(&e))?;
+            Window::Hop {
+                slide,
+                size,
+                offset: 0,
+            }
+        }
         ("HOP", &[_, _]) => return Err(usage("the size must be a whole multiple of the slide")),
         ("SESSION", &[gap]) => Window::Session { gap },
         _ => return Err(usage("wrong number of intervals")),

@@ -413,6 +413,26 @@ fn legacy_group_windows_are_checked_as_the_table_functions_are() {
     assert!(e.contains("one group window per GROUP BY"), "{e}");
 }
 
+/// A HOP or CUMULATE window of more slides (steps) than a row can be
+/// folded into in any time is refused at planning, naming the count: a
+/// 99,999,999-day HOP of 1 ms slides ran forever and could not be stopped.
+#[test]
+fn windows_of_too_many_slides_are_refused() {
+    for (sql, unit) in [
+        ("SELECT window_start, COUNT(*) FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '0.001' SECOND, INTERVAL '99999999' DAY)) GROUP BY window_start, window_end", "slide"),
+        ("SELECT window_start, COUNT(*) FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '0.001' SECOND, INTERVAL '1' DAY)) GROUP BY window_start, window_end", "step"),
+        ("SELECT COUNT(*) FROM t GROUP BY HOP(ts, INTERVAL '0.001' SECOND, INTERVAL '1' DAY)", "slide"),
+    ] {
+        let e = error(sql);
+        assert!(
+            e.contains(&format!("times the {unit}: at most 1000000 windows per row")),
+            "{e}"
+        );
+    }
+    // A day of one-second slides (86,400 windows per row) is within it.
+    planned("INSERT INTO changes SELECT a, b, CAST(COUNT(*) AS INT), window_start FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '1' DAY)) GROUP BY a, b, window_start, window_end");
+}
+
 /// INSERT casts a column whose type Flink casts implicitly to the
 /// table's, and names the column and both types when it would narrow an
 /// integer or needs a CAST from text; the casts show in EXPLAIN.

@@ -30,6 +30,21 @@ fn weir_sql_ok(script: &Path, args: &[&str]) -> String {
 }
 
 /// Milliseconds since the day's start of `yyyy-MM-dd HH:mm:ss.SSS`.
+/// The rows of a bare SELECT's printed table, each as its cells joined by
+/// one space; the header is the line holding `header`.
+fn table_rows(stdout: &str, header: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains(header))
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|w| *w != "|")
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
 fn ms_of_day(text: &str) -> i64 {
     let t = &text[11..];
     let n = |r: std::ops::Range<usize>| t[r].parse::<i64>().unwrap();
@@ -1483,16 +1498,7 @@ fn window_aggregations_drop_rows_without_an_event_time() {
     )
     .unwrap();
     let stdout = weir_sql_ok(&script, &[]);
-    let rows: Vec<String> = stdout
-        .lines()
-        .filter(|l| l.starts_with("| ") && !l.contains(" w "))
-        .map(|l| {
-            l.split_whitespace()
-                .filter(|w| *w != "|")
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect();
+    let rows = table_rows(&stdout, " w ");
     assert_eq!(
         rows,
         [
@@ -1591,16 +1597,7 @@ fn a_temporal_join_picks_the_version_valid_at_each_rows_time() {
     )
     .unwrap();
     let stdout = weir_sql_ok(&script, &[]);
-    let rows: Vec<String> = stdout
-        .lines()
-        .filter(|l| l.starts_with("| ") && !l.contains("id"))
-        .map(|l| {
-            l.split_whitespace()
-                .filter(|w| *w != "|")
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect();
+    let rows = table_rows(&stdout, "id");
     assert_eq!(
         rows,
         // A NULL key matches no version, not the NULL key's (it once did),

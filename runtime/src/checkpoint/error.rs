@@ -288,9 +288,11 @@ pub enum RestoreError {
     },
 
     // The checkpoint does not fit the job: the user's to fix.
-    /// The path `--restore` names is no checkpoint: missing, a file other
-    /// than a manifest, or the checkpoint directory's root.
-    #[error("--restore {}: {what}", path.display())]
+    /// The path `--restore` (or `weir checkpoints`) names is no
+    /// checkpoint: missing, a file other than a manifest, or the checkpoint
+    /// directory's root. The message names the path, not `--restore`: the
+    /// inspector shows it too, where no `--restore` was given.
+    #[error("{}: {what}", path.display())]
     NotACheckpoint {
         /// The path given.
         path: PathBuf,

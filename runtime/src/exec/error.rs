@@ -119,10 +119,11 @@ pub enum JobError {
         /// Every checkpoint, newest first, and why it is unusable.
         reasons: Vec<(u64, String)>,
     },
-    /// An output directory holds committed output this job did not write.
+    /// An output directory is another job's: its lineage names another
+    /// job, or it holds committed output no lineage accounts for.
     #[error(
-        "output directory {} holds committed output of another job ({what}): move it away or \
-         give this job another directory",
+        "output directory {} belongs to another job ({what}): move it away or give this job \
+         another directory",
         dir.display()
     )]
     ForeignOutput {

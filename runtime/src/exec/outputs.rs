@@ -60,10 +60,23 @@ pub fn check_outputs(run: &RunIdentity, fresh: bool) -> Result<()> {
         match read_lineage(dir)? {
             Some(stored) => {
                 let stored = Fingerprint::new(stored.fingerprint);
-                if let Some(what) = run.fingerprint.mismatch(&stored) {
+                if let Some(what) = run.fingerprint.mismatch_with(&stored, LINEAGE_FILE) {
+                    // Say what is there: a run of the other job that
+                    // committed nothing (killed before its first
+                    // checkpoint) still marked the directory as its own.
+                    let parts = committed_parts(dir).map_err(|source| JobError::Directory {
+                        what: "output directory",
+                        dir: dir.clone(),
+                        source,
+                    })?;
+                    let held = match parts {
+                        0 => "no committed part file yet".to_owned(),
+                        1 => "1 committed part file".to_owned(),
+                        n => format!("{n} committed part files"),
+                    };
                     return Err(JobError::ForeignOutput {
                         dir: dir.clone(),
-                        what,
+                        what: format!("{what}; {held}"),
                     });
                 }
             }
@@ -205,6 +218,32 @@ mod tests {
         assert!(e.contains("1 committed part file and no"), "{e}");
         // Restoring a checkpoint: its state says what the output holds.
         check_outputs(&a, false).unwrap();
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// Probe 13: a run of another job killed before its first checkpoint
+    /// committed nothing but marked the directory; the refusal said the
+    /// directory "holds committed output" and that the other values were
+    /// "in the checkpoint". It names the lineage file and what is there.
+    #[test]
+    fn another_jobs_mark_without_committed_output_is_named_as_such() {
+        let out = temp_dir("marked-only");
+        let a = run(&out, "100");
+        check_outputs(&a, true).unwrap();
+        mark_outputs(&a).unwrap();
+        std::fs::write(out.join(".inprogress-0000-x.0"), b"1,1,1\n").unwrap();
+        let other = run(&out, "7");
+        let e = check_outputs(&other, true).unwrap_err().to_string();
+        assert!(!e.contains("holds committed output"), "{e}");
+        assert!(!e.contains("checkpoint"), "{e}");
+        assert!(
+            e.contains(&format!("100 in {LINEAGE_FILE}, 7 in this job")),
+            "{e}"
+        );
+        assert!(e.contains("no committed part file yet"), "{e}");
+        std::fs::write(out.join("part-0000-0000000001"), b"1,1,1\n").unwrap();
+        let e = check_outputs(&other, true).unwrap_err().to_string();
+        assert!(e.contains("; 1 committed part file"), "{e}");
         std::fs::remove_dir_all(&out).unwrap();
     }
 

@@ -105,6 +105,22 @@ pub enum JobError {
         /// The holder's process id, if it wrote one.
         holder: Option<u32>,
     },
+    /// The job names one directory for two of its roles (say, its
+    /// checkpoints and its output), or another job of this process holds it
+    /// as something else.
+    #[error(
+        "{what} {} is also the {other} of this job (or of another job in this process): one \
+         directory cannot be both; give each its own directory",
+        dir.display()
+    )]
+    SameDirectory {
+        /// What this run wanted the directory as.
+        what: &'static str,
+        /// The directory.
+        dir: PathBuf,
+        /// What it is held as already.
+        other: &'static str,
+    },
     /// `--restore latest` found complete checkpoints, but none is usable:
     /// never a silent fresh start (a source that cannot replay from the
     /// start would lose data).
@@ -169,7 +185,9 @@ impl JobError {
             Self::Spawn { .. } | Self::RestoreCorrupt { .. } | Self::AllUnusable { .. } => {
                 Fault::Outside
             }
-            Self::Locked { .. } | Self::ForeignOutput { .. } => Fault::User,
+            Self::Locked { .. } | Self::SameDirectory { .. } | Self::ForeignOutput { .. } => {
+                Fault::User
+            }
             Self::Directory { source, .. } if !io_retryable(source) => Fault::User,
             Self::Directory { .. } => Fault::Outside,
             Self::TaskFailed { cause, .. } => cause.fault(),
@@ -210,7 +228,7 @@ impl JobError {
             Self::RestoreCorrupt { .. } => false,
             // The other run may end, but two jobs must not share a
             // directory: the user decides, at once.
-            Self::Locked { .. } => false,
+            Self::Locked { .. } | Self::SameDirectory { .. } => false,
             Self::AllUnusable { .. } | Self::ForeignOutput { .. } => false,
             Self::Directory { source, .. } => io_retryable(source),
             Self::TaskFailed { cause, .. } => cause.retryable(),

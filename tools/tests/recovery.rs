@@ -1407,6 +1407,33 @@ fn scenario8_a_stray_file_named_like_a_checkpoint_is_harmless() {
     assert_output(&out, &job.expected(), "with a stray file");
 }
 
+/// Probe 13: a stray `chk-<u64::MAX>` (here in `abandoned/`) made the next
+/// run panic with "attempt to add with overflow" (exit 101) when it
+/// numbered its checkpoints above it. Refused at once, naming the directory
+/// and the id (exit 2), with no checkpoint written.
+#[test]
+fn scenario8_a_checkpoint_id_too_large_to_count_past_is_refused() {
+    let s = Scratch::new("s8-max-id");
+    let (d, out) = (s.path("ck"), s.path("out"));
+    let huge = d.join("abandoned").join(format!("chk-{}", u64::MAX));
+    fs::create_dir_all(&huge).unwrap();
+    let job = W1::quick(&out);
+    let run = s.run(
+        "max-id",
+        job.cmd(&d).args(checkpointing("100ms", 3)),
+        FAIL_FAST,
+    );
+    run.assert_refused("an id no checkpoint can be numbered above");
+    run.assert_stderr_names("the checkpoint directory", &d.display().to_string());
+    run.assert_stderr_names("the id", &u64::MAX.to_string());
+    assert!(
+        complete_checkpoints(&d).is_empty(),
+        "no checkpoint written\n{}",
+        run.describe()
+    );
+    assert!(huge.is_dir(), "the stray directory is left as it was");
+}
+
 /// Contract 8 and 9: a fresh start refuses an output directory holding
 /// committed output of another job (another K) or of no job weir knows,
 /// exit 2 naming it, with nothing changed; a fresh start of the same job

@@ -760,6 +760,46 @@ fn scenario1_an_abandoned_timeline_is_never_restored() {
     }
 }
 
+/// Probe 13: restoring an abandoned checkpoint explicitly, after a run that
+/// restored an older one moved its committed output aside and wrote its
+/// own, kept the parts up to its id that the directory held and replayed
+/// the rest: the output the abandoned checkpoint had committed was lost
+/// (or, where the later run had reused the ids, duplicated), or a sink
+/// failed to find a pending file after the timeline had already been
+/// switched. Refused before anything changes (exit 2), naming the part
+/// that was moved aside; `--restore latest` still continues the current
+/// timeline exactly once.
+#[test]
+fn scenario1_an_abandoned_checkpoint_whose_output_was_rolled_back_is_refused() {
+    let s = Scratch::new("s1-rolled-back");
+    let (d, out) = (s.path("ck"), s.path("out"));
+    let job = W1::slow(&out);
+    let settings = checkpointing("300ms", 100);
+
+    run_until_checkpoint(&s, &job, &d, &settings, 6, 3);
+    let second = s.run(
+        "restore-chk-3",
+        job.cmd(&d).args(&settings).arg("--restore").arg(chk(&d, 3)),
+        FINISH,
+    );
+    second.assert_exit(0, "the run restoring checkpoint 3");
+    assert_output(&out, &job.expected(), "the run restoring checkpoint 3");
+
+    let abandoned = d.join("abandoned").join("chk-6");
+    let (d_before, out_before) = (tree(&d), tree(&out));
+    let run = s.run(
+        "restore-abandoned-chk-6",
+        job.cmd(&d).args(&settings).arg("--restore").arg(&abandoned),
+        FAIL_FAST,
+    );
+    run.assert_refused("an abandoned checkpoint whose output was rolled back");
+    run.assert_stderr_names("the output directory", &out.display().to_string());
+    run.assert_stderr_names("where the rolled-back part is", ".abandoned/");
+    assert_unchanged("the checkpoint directory", &d_before, &tree(&d), &run);
+    assert_unchanged("the output directory", &out_before, &tree(&out), &run);
+    assert_output(&out, &job.expected(), "after the refused restore");
+}
+
 // ---------------------------------------------------------------------------
 // Scenario 2: two processes never share a directory.
 

@@ -148,6 +148,28 @@ pub enum JobError {
         /// What differs.
         what: String,
     },
+    /// The snapshot being restored committed output that a later run,
+    /// restoring an older snapshot, moved aside: the directory no longer
+    /// holds what the snapshot's state says it committed.
+    #[error(
+        "cannot restore checkpoint {restored}: output directory {} no longer holds what it \
+         committed: {} (transaction {transaction}) was moved aside by a later run that restored \
+         an older checkpoint, so this one is of an abandoned timeline and restoring it would lose \
+         or duplicate output; restore a checkpoint of the current timeline (--restore latest) or \
+         a savepoint taken since",
+        dir.display(),
+        file.display()
+    )]
+    OutputRolledBack {
+        /// The output directory.
+        dir: PathBuf,
+        /// A committed part moved aside after the snapshot was taken.
+        file: PathBuf,
+        /// Its transaction.
+        transaction: u64,
+        /// The snapshot's id.
+        restored: u64,
+    },
     /// The job was asked to stop (SIGTERM, SIGINT) but takes no
     /// checkpoints, so it stopped without a savepoint (Flink's cancel).
     #[error(
@@ -185,9 +207,10 @@ impl JobError {
             Self::Spawn { .. } | Self::RestoreCorrupt { .. } | Self::AllUnusable { .. } => {
                 Fault::Outside
             }
-            Self::Locked { .. } | Self::SameDirectory { .. } | Self::ForeignOutput { .. } => {
-                Fault::User
-            }
+            Self::Locked { .. }
+            | Self::SameDirectory { .. }
+            | Self::ForeignOutput { .. }
+            | Self::OutputRolledBack { .. } => Fault::User,
             Self::Directory { source, .. } if !io_retryable(source) => Fault::User,
             Self::Directory { .. } => Fault::Outside,
             Self::TaskFailed { cause, .. } => cause.fault(),
@@ -230,6 +253,7 @@ impl JobError {
             // directory: the user decides, at once.
             Self::Locked { .. } | Self::SameDirectory { .. } => false,
             Self::AllUnusable { .. } | Self::ForeignOutput { .. } => false,
+            Self::OutputRolledBack { .. } => false,
             Self::Directory { source, .. } => io_retryable(source),
             Self::TaskFailed { cause, .. } => cause.retryable(),
             Self::Checkpoint(e) => e.retryable(),

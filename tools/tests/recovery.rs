@@ -760,6 +760,46 @@ fn scenario1_an_abandoned_timeline_is_never_restored() {
     }
 }
 
+/// Probe 13: restoring an abandoned checkpoint explicitly, after a run that
+/// restored an older one moved its committed output aside and wrote its
+/// own, kept the parts up to its id that the directory held and replayed
+/// the rest: the output the abandoned checkpoint had committed was lost
+/// (or, where the later run had reused the ids, duplicated), or a sink
+/// failed to find a pending file after the timeline had already been
+/// switched. Refused before anything changes (exit 2), naming the part
+/// that was moved aside; `--restore latest` still continues the current
+/// timeline exactly once.
+#[test]
+fn scenario1_an_abandoned_checkpoint_whose_output_was_rolled_back_is_refused() {
+    let s = Scratch::new("s1-rolled-back");
+    let (d, out) = (s.path("ck"), s.path("out"));
+    let job = W1::slow(&out);
+    let settings = checkpointing("300ms", 100);
+
+    run_until_checkpoint(&s, &job, &d, &settings, 6, 3);
+    let second = s.run(
+        "restore-chk-3",
+        job.cmd(&d).args(&settings).arg("--restore").arg(chk(&d, 3)),
+        FINISH,
+    );
+    second.assert_exit(0, "the run restoring checkpoint 3");
+    assert_output(&out, &job.expected(), "the run restoring checkpoint 3");
+
+    let abandoned = d.join("abandoned").join("chk-6");
+    let (d_before, out_before) = (tree(&d), tree(&out));
+    let run = s.run(
+        "restore-abandoned-chk-6",
+        job.cmd(&d).args(&settings).arg("--restore").arg(&abandoned),
+        FAIL_FAST,
+    );
+    run.assert_refused("an abandoned checkpoint whose output was rolled back");
+    run.assert_stderr_names("the output directory", &out.display().to_string());
+    run.assert_stderr_names("where the rolled-back part is", ".abandoned/");
+    assert_unchanged("the checkpoint directory", &d_before, &tree(&d), &run);
+    assert_unchanged("the output directory", &out_before, &tree(&out), &run);
+    assert_output(&out, &job.expected(), "after the refused restore");
+}
+
 // ---------------------------------------------------------------------------
 // Scenario 2: two processes never share a directory.
 
@@ -1405,6 +1445,33 @@ fn scenario8_a_stray_file_named_like_a_checkpoint_is_harmless() {
         "new checkpoint ids are above the stray chk-5: {ids:?}"
     );
     assert_output(&out, &job.expected(), "with a stray file");
+}
+
+/// Probe 13: a stray `chk-<u64::MAX>` (here in `abandoned/`) made the next
+/// run panic with "attempt to add with overflow" (exit 101) when it
+/// numbered its checkpoints above it. Refused at once, naming the directory
+/// and the id (exit 2), with no checkpoint written.
+#[test]
+fn scenario8_a_checkpoint_id_too_large_to_count_past_is_refused() {
+    let s = Scratch::new("s8-max-id");
+    let (d, out) = (s.path("ck"), s.path("out"));
+    let huge = d.join("abandoned").join(format!("chk-{}", u64::MAX));
+    fs::create_dir_all(&huge).unwrap();
+    let job = W1::quick(&out);
+    let run = s.run(
+        "max-id",
+        job.cmd(&d).args(checkpointing("100ms", 3)),
+        FAIL_FAST,
+    );
+    run.assert_refused("an id no checkpoint can be numbered above");
+    run.assert_stderr_names("the checkpoint directory", &d.display().to_string());
+    run.assert_stderr_names("the id", &u64::MAX.to_string());
+    assert!(
+        complete_checkpoints(&d).is_empty(),
+        "no checkpoint written\n{}",
+        run.describe()
+    );
+    assert!(huge.is_dir(), "the stray directory is left as it was");
 }
 
 /// Contract 8 and 9: a fresh start refuses an output directory holding

@@ -23,6 +23,12 @@ use crate::core::snapshot::Redistribution;
 /// Result of taking checkpoints.
 pub type Result<T, E = CheckpointError> = std::result::Result<T, E>;
 
+/// The largest checkpoint id weir numbers (`i64::MAX`: a checkpoint a
+/// millisecond would take 292 million years to reach it); a directory
+/// holding a larger one is refused ([`CheckpointError::IdsExhausted`])
+/// rather than numbering past `u64::MAX`.
+pub const MAX_CHECKPOINT_ID: u64 = i64::MAX as u64;
+
 /// Why a checkpoint could not be taken, or the checkpoint directory not
 /// read or changed.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +75,22 @@ pub enum CheckpointError {
         /// What is wrong.
         what: String,
     },
+    /// The checkpoint directory holds an id (a `chk-<id>` name, here or in
+    /// `abandoned/`, or in `_timeline`) so large that new checkpoints,
+    /// numbered above it, would run out of ids: no run of weir wrote it.
+    #[error(
+        "{} holds checkpoint id {id}, past the largest weir numbers ({max}): new checkpoints are \
+         numbered above every id the directory held; move what holds it away, or give this job \
+         another state.checkpoints.dir",
+        dir.display(),
+        max = MAX_CHECKPOINT_ID
+    )]
+    IdsExhausted {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// The id found.
+        id: u64,
+    },
     /// More consecutive checkpoints failed than
     /// `execution.checkpointing.tolerable-failed-checkpoints` allows: the
     /// job fails.
@@ -110,7 +132,9 @@ impl CheckpointError {
             {
                 Fault::User
             }
-            Self::NotADirectory { .. } | Self::Timeline { .. } => Fault::User,
+            Self::NotADirectory { .. } | Self::Timeline { .. } | Self::IdsExhausted { .. } => {
+                Fault::User
+            }
             Self::Io { source, .. } if source.kind() == io::ErrorKind::PermissionDenied => {
                 Fault::User
             }
@@ -130,7 +154,7 @@ impl CheckpointError {
             Self::Io { source, .. } | Self::Segment(SnapshotError::Io { source, .. }) => {
                 io_retryable(source)
             }
-            Self::NotADirectory { .. } | Self::Timeline { .. } => false,
+            Self::NotADirectory { .. } | Self::Timeline { .. } | Self::IdsExhausted { .. } => false,
             Self::Segment(_) | Self::Precommit(_) | Self::TooManyFailures { .. } => true,
         }
     }
@@ -288,9 +312,11 @@ pub enum RestoreError {
     },
 
     // The checkpoint does not fit the job: the user's to fix.
-    /// The path `--restore` names is no checkpoint: missing, a file other
-    /// than a manifest, or the checkpoint directory's root.
-    #[error("--restore {}: {what}", path.display())]
+    /// The path `--restore` (or `weir checkpoints`) names is no
+    /// checkpoint: missing, a file other than a manifest, or the checkpoint
+    /// directory's root. The message names the path, not `--restore`: the
+    /// inspector shows it too, where no `--restore` was given.
+    #[error("{}: {what}", path.display())]
     NotACheckpoint {
         /// The path given.
         path: PathBuf,

@@ -183,4 +183,22 @@ mod tests {
         assert_eq!(id_of_name("savepoint-x"), None);
         assert_eq!(id_of_name("checkpoint-history.json"), None);
     }
+
+    /// Probe 13: `weir checkpoints list FILE` said "--restore FILE: ...",
+    /// naming an option the inspector was not given.
+    #[test]
+    fn a_path_that_is_no_snapshot_is_named_without_restore() {
+        let root = std::env::temp_dir().join(format!("weir-inspect-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let file = root.join("afile");
+        std::fs::write(&file, b"x").unwrap();
+        for path in [file.clone(), root.join("missing")] {
+            let e = find(&path).unwrap_err().to_string();
+            assert!(!e.contains("--restore"), "{e}");
+            assert!(e.starts_with(&path.display().to_string()), "{e}");
+        }
+        let e = describe(&root.join("missing")).unwrap_err().to_string();
+        assert!(!e.contains("--restore"), "{e}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

@@ -62,12 +62,18 @@ impl Fingerprint {
     /// the checkpoint in this job (a new operator starts empty, as in
     /// Flink).
     pub fn mismatch(&self, stored: &Fingerprint) -> Option<String> {
+        self.mismatch_with(stored, "the checkpoint")
+    }
+
+    /// [`Self::mismatch`], naming where `stored` was read as `there` (an
+    /// output directory's lineage is no checkpoint).
+    pub fn mismatch_with(&self, stored: &Fingerprint, there: &str) -> Option<String> {
         let mut what: Vec<String> = self
             .missing_operators(stored)
             .iter()
-            .map(|uid| format!("operator `{uid}` of the checkpoint is not in this job"))
+            .map(|uid| format!("operator `{uid}` of {there} is not in this job"))
             .collect();
-        what.extend(self.mismatch_but_operators(stored, false));
+        what.extend(self.differences(stored, false, there));
         (!what.is_empty()).then(|| what.join("; "))
     }
 
@@ -97,6 +103,15 @@ impl Fingerprint {
         stored: &Fingerprint,
         outputs_may_go: bool,
     ) -> Option<String> {
+        self.differences(stored, outputs_may_go, "the checkpoint")
+    }
+
+    fn differences(
+        &self,
+        stored: &Fingerprint,
+        outputs_may_go: bool,
+        read_from: &str,
+    ) -> Option<String> {
         let mut what = Vec::new();
         let keys: BTreeSet<&str> = self.keys().union(&stored.keys()).copied().collect();
         for key in keys {
@@ -114,7 +129,7 @@ impl Fingerprint {
                     many => many.join(", "),
                 };
                 what.push(format!(
-                    "{key}: {} in the checkpoint, {} in this job",
+                    "{key}: {} in {read_from}, {} in this job",
                     show(&there),
                     show(&here)
                 ));

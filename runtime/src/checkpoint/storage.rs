@@ -36,7 +36,7 @@ use std::{fs, io};
 use serde::{Deserialize, Serialize};
 use weir_state::snapshot::{write_atomically, Manifest};
 
-use crate::checkpoint::error::{CheckpointError, Result};
+use crate::checkpoint::error::{CheckpointError, Result, MAX_CHECKPOINT_ID};
 
 /// Name of a checkpoint's manifest inside its directory (as in Flink).
 pub const METADATA_FILE: &str = "_metadata";
@@ -327,6 +327,21 @@ impl CheckpointStorage {
         Ok(max)
     }
 
+    /// The id of the next checkpoint of a run that restored `restored` (0
+    /// for none): above every id the directory ever held ([`Self::max_id`])
+    /// and above `restored`. An id past [`MAX_CHECKPOINT_ID`] is refused
+    /// (no run of weir wrote it) instead of overflowing.
+    pub fn next_id(&self, restored: u64) -> Result<u64> {
+        let max = self.max_id()?.max(restored);
+        if max >= MAX_CHECKPOINT_ID {
+            return Err(CheckpointError::IdsExhausted {
+                dir: self.root.clone(),
+                id: max,
+            });
+        }
+        Ok(max + 1)
+    }
+
     /// Deletes every incomplete checkpoint directory; returns their ids.
     pub fn clean_incomplete(&self) -> Result<Vec<u64>> {
         let mut removed = Vec::new();
@@ -467,6 +482,30 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("weir-storage-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         dir
+    }
+
+    /// Probe 13: an abandoned `chk-18446744073709551615` made the next
+    /// run panic ("attempt to add with overflow"; in a release build the
+    /// ids would have wrapped to 0). Refused, naming the directory and id.
+    #[test]
+    fn an_id_too_large_to_count_past_is_refused() {
+        let root = temp_root("max-id");
+        let s = CheckpointStorage::open(&root).unwrap();
+        assert_eq!(s.next_id(0).unwrap(), 1);
+        assert_eq!(s.next_id(7).unwrap(), 8);
+        fs::create_dir_all(root.join(ABANDONED_DIR).join(format!("chk-{}", u64::MAX))).unwrap();
+        let e = s.next_id(0).unwrap_err();
+        assert!(
+            matches!(e, CheckpointError::IdsExhausted { id: u64::MAX, .. }),
+            "{e:?}"
+        );
+        assert!(!e.retryable(), "{e}");
+        assert!(e.to_string().contains(&root.display().to_string()), "{e}");
+        fs::remove_dir_all(root.join(ABANDONED_DIR)).unwrap();
+        let last = MAX_CHECKPOINT_ID - 1;
+        fs::create_dir_all(root.join(ABANDONED_DIR).join(format!("chk-{last}"))).unwrap();
+        assert_eq!(s.next_id(0).unwrap(), MAX_CHECKPOINT_ID);
+        fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub(crate) fn run_attempt(
                 options.max_parallelism,
                 stages.iter().map(|s| s.parallelism).sum(),
                 source_subtasks(job, stages),
-                storage.max_id()?.max(restored_id) + 1,
+                storage.next_id(restored_id)?,
             )
             .with_lineage(
                 &run.job_id,

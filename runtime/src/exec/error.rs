@@ -105,6 +105,22 @@ pub enum JobError {
         /// The holder's process id, if it wrote one.
         holder: Option<u32>,
     },
+    /// The job names one directory for two of its roles (say, its
+    /// checkpoints and its output), or another job of this process holds it
+    /// as something else.
+    #[error(
+        "{what} {} is also the {other} of this job (or of another job in this process): one \
+         directory cannot be both; give each its own directory",
+        dir.display()
+    )]
+    SameDirectory {
+        /// What this run wanted the directory as.
+        what: &'static str,
+        /// The directory.
+        dir: PathBuf,
+        /// What it is held as already.
+        other: &'static str,
+    },
     /// `--restore latest` found complete checkpoints, but none is usable:
     /// never a silent fresh start (a source that cannot replay from the
     /// start would lose data).
@@ -119,10 +135,11 @@ pub enum JobError {
         /// Every checkpoint, newest first, and why it is unusable.
         reasons: Vec<(u64, String)>,
     },
-    /// An output directory holds committed output this job did not write.
+    /// An output directory is another job's: its lineage names another
+    /// job, or it holds committed output no lineage accounts for.
     #[error(
-        "output directory {} holds committed output of another job ({what}): move it away or \
-         give this job another directory",
+        "output directory {} belongs to another job ({what}): move it away or give this job \
+         another directory",
         dir.display()
     )]
     ForeignOutput {
@@ -130,6 +147,28 @@ pub enum JobError {
         dir: PathBuf,
         /// What differs.
         what: String,
+    },
+    /// The snapshot being restored committed output that a later run,
+    /// restoring an older snapshot, moved aside: the directory no longer
+    /// holds what the snapshot's state says it committed.
+    #[error(
+        "cannot restore checkpoint {restored}: output directory {} no longer holds what it \
+         committed: {} (transaction {transaction}) was moved aside by a later run that restored \
+         an older checkpoint, so this one is of an abandoned timeline and restoring it would lose \
+         or duplicate output; restore a checkpoint of the current timeline (--restore latest) or \
+         a savepoint taken since",
+        dir.display(),
+        file.display()
+    )]
+    OutputRolledBack {
+        /// The output directory.
+        dir: PathBuf,
+        /// A committed part moved aside after the snapshot was taken.
+        file: PathBuf,
+        /// Its transaction.
+        transaction: u64,
+        /// The snapshot's id.
+        restored: u64,
     },
     /// The job was asked to stop (SIGTERM, SIGINT) but takes no
     /// checkpoints, so it stopped without a savepoint (Flink's cancel).
@@ -168,7 +207,10 @@ impl JobError {
             Self::Spawn { .. } | Self::RestoreCorrupt { .. } | Self::AllUnusable { .. } => {
                 Fault::Outside
             }
-            Self::Locked { .. } | Self::ForeignOutput { .. } => Fault::User,
+            Self::Locked { .. }
+            | Self::SameDirectory { .. }
+            | Self::ForeignOutput { .. }
+            | Self::OutputRolledBack { .. } => Fault::User,
             Self::Directory { source, .. } if !io_retryable(source) => Fault::User,
             Self::Directory { .. } => Fault::Outside,
             Self::TaskFailed { cause, .. } => cause.fault(),
@@ -209,8 +251,9 @@ impl JobError {
             Self::RestoreCorrupt { .. } => false,
             // The other run may end, but two jobs must not share a
             // directory: the user decides, at once.
-            Self::Locked { .. } => false,
+            Self::Locked { .. } | Self::SameDirectory { .. } => false,
             Self::AllUnusable { .. } | Self::ForeignOutput { .. } => false,
+            Self::OutputRolledBack { .. } => false,
             Self::Directory { source, .. } => io_retryable(source),
             Self::TaskFailed { cause, .. } => cause.retryable(),
             Self::Checkpoint(e) => e.retryable(),

@@ -19,7 +19,7 @@ use crate::exec::handle::{CheckpointingView, JobState};
 use crate::exec::identity::RunIdentity;
 use crate::exec::lock::lock_dir;
 use crate::exec::options::{ExecutionOptions, RestoreFrom};
-use crate::exec::outputs::{check_outputs, lock_outputs, mark_outputs};
+use crate::exec::outputs::{check_outputs, check_restored_outputs, lock_outputs, mark_outputs};
 use crate::exec::progress::Progress;
 use crate::exec::restart::{RestartDecision, RestartStrategy, RestartTracker};
 use crate::exec::restore::{log_unusable, RestoreContext};
@@ -155,6 +155,9 @@ fn run_job(
     };
     let mut restore = context.choose(&options.restore, None)?;
     check_outputs(&run, restore.is_none())?;
+    if let Some((r, _)) = &restore {
+        check_restored_outputs(&run, r.id(), r.manifest().timestamp_ms)?;
+    }
     // Checked: from here on the run changes things.
     clean_incomplete(storage.as_deref())?;
     context.start_timeline(&restore)?;

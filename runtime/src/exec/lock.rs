@@ -6,7 +6,7 @@
 //! a process-wide set, since `flock` does not exclude two open files of one
 //! process from each other in the way a second run needs.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
@@ -21,9 +21,9 @@ use crate::exec::error::{JobError, Result};
 /// Name of the lock file in a locked directory.
 pub const LOCK_FILE: &str = ".weir-lock";
 
-/// Directories this process holds.
-fn held() -> &'static Mutex<HashSet<PathBuf>> {
-    static HELD: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+/// Directories this process holds, and as what.
+fn held() -> &'static Mutex<HashMap<PathBuf, &'static str>> {
+    static HELD: OnceLock<Mutex<HashMap<PathBuf, &'static str>>> = OnceLock::new();
     HELD.get_or_init(Mutex::default)
 }
 
@@ -54,17 +54,31 @@ pub fn lock_dir(dir: &Path, what: &'static str) -> Result<DirLock> {
         source,
     })?;
     let lock = key.join(LOCK_FILE);
-    if !held()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key.clone())
     {
-        return Err(JobError::Locked {
-            what,
-            dir: dir.to_path_buf(),
-            lock,
-            holder: Some(std::process::id()),
-        });
+        let mut held = held().lock().unwrap_or_else(|e| e.into_inner());
+        match held.get(&key) {
+            // One job naming one directory for two roles (its checkpoints
+            // and its output): "in use by process <its own pid>" sent the
+            // user looking for another run.
+            Some(&other) if other != what => {
+                return Err(JobError::SameDirectory {
+                    what,
+                    dir: dir.to_path_buf(),
+                    other,
+                })
+            }
+            Some(_) => {
+                return Err(JobError::Locked {
+                    what,
+                    dir: dir.to_path_buf(),
+                    lock,
+                    holder: Some(std::process::id()),
+                })
+            }
+            None => {
+                held.insert(key.clone(), what);
+            }
+        }
     }
     let taken = (|| {
         let mut file = OpenOptions::new()
@@ -157,6 +171,24 @@ mod tests {
         assert!(dir.join(LOCK_FILE).is_file());
         let again = lock_dir(&dir, "output directory").unwrap();
         drop(again);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Probe 13: `--output D --set state.checkpoints.dir=D` was refused
+    /// as "in use by process <its own pid> ...: wait for that run to end".
+    #[test]
+    fn one_directory_for_two_roles_is_named_as_such() {
+        let dir = temp_dir("two-roles");
+        let first = lock_dir(&dir, "state.checkpoints.dir").unwrap();
+        let e = lock_dir(&dir, "output directory").unwrap_err();
+        assert!(matches!(e, JobError::SameDirectory { .. }), "{e:?}");
+        assert!(!e.retryable(), "{e}");
+        let text = e.to_string();
+        assert!(text.contains("state.checkpoints.dir"), "{text}");
+        assert!(text.contains("output directory"), "{text}");
+        assert!(!text.contains("in use by"), "{text}");
+        drop(first);
+        drop(lock_dir(&dir, "output directory").unwrap());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use weir_state::snapshot::{write_atomically, SnapshotError};
 
 use crate::checkpoint::lineage::Fingerprint;
-use crate::connectors::file_sink::committed_parts;
+use crate::connectors::file_sink::{committed_parts, ABANDONED_DIR};
 use crate::exec::error::{JobError, Result};
 use crate::exec::identity::RunIdentity;
 use crate::exec::lock::{lock_dir, DirLock};
@@ -60,10 +60,23 @@ pub fn check_outputs(run: &RunIdentity, fresh: bool) -> Result<()> {
         match read_lineage(dir)? {
             Some(stored) => {
                 let stored = Fingerprint::new(stored.fingerprint);
-                if let Some(what) = run.fingerprint.mismatch(&stored) {
+                if let Some(what) = run.fingerprint.mismatch_with(&stored, LINEAGE_FILE) {
+                    // Say what is there: a run of the other job that
+                    // committed nothing (killed before its first
+                    // checkpoint) still marked the directory as its own.
+                    let parts = committed_parts(dir).map_err(|source| JobError::Directory {
+                        what: "output directory",
+                        dir: dir.clone(),
+                        source,
+                    })?;
+                    let held = match parts {
+                        0 => "no committed part file yet".to_owned(),
+                        1 => "1 committed part file".to_owned(),
+                        n => format!("{n} committed part files"),
+                    };
                     return Err(JobError::ForeignOutput {
                         dir: dir.clone(),
-                        what,
+                        what: format!("{what}; {held}"),
                     });
                 }
             }
@@ -86,6 +99,54 @@ pub fn check_outputs(run: &RunIdentity, fresh: bool) -> Result<()> {
                 }
             }
             None => {}
+        }
+    }
+    Ok(())
+}
+
+/// Checks, before anything is changed, that the output directories still
+/// hold what the restored snapshot (checkpoint or savepoint `restored`,
+/// taken at `taken_ms`) committed: a committed part of transaction `<=
+/// restored` moved to `.abandoned/<ms>-<pid>/` *after* the snapshot was
+/// taken was rolled back by a later run that restored an older snapshot
+/// (the snapshot restored now is of an abandoned timeline). The file sink
+/// keeps the parts `<= restored` it finds and cannot bring those back, so
+/// restoring would lose them, or duplicate them with another timeline's
+/// parts of the same ids: refused, naming the file.
+pub fn check_restored_outputs(run: &RunIdentity, restored: u64, taken_ms: u64) -> Result<()> {
+    for dir in &run.outputs {
+        let aside_root = dir.join(ABANDONED_DIR);
+        let Ok(asides) = std::fs::read_dir(&aside_root) else {
+            continue;
+        };
+        for aside in asides.flatten() {
+            let moved_ms = aside
+                .file_name()
+                .to_str()
+                .and_then(|n| n.split('-').next())
+                .and_then(|ms| ms.parse::<u64>().ok());
+            if moved_ms.is_none_or(|ms| ms <= taken_ms) {
+                continue;
+            }
+            let Ok(parts) = std::fs::read_dir(aside.path()) else {
+                continue;
+            };
+            for part in parts.flatten() {
+                let name = part.file_name();
+                let txn = name
+                    .to_str()
+                    .filter(|n| n.starts_with("part-"))
+                    .and_then(|n| n.rsplit('-').next())
+                    .and_then(|id| id.parse::<u64>().ok());
+                if let Some(txn) = txn.filter(|&t| t <= restored) {
+                    return Err(JobError::OutputRolledBack {
+                        dir: dir.clone(),
+                        file: part.path(),
+                        transaction: txn,
+                        restored,
+                    });
+                }
+            }
         }
     }
     Ok(())
@@ -205,6 +266,58 @@ mod tests {
         assert!(e.contains("1 committed part file and no"), "{e}");
         // Restoring a checkpoint: its state says what the output holds.
         check_outputs(&a, false).unwrap();
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// Probe 13: a run of another job killed before its first checkpoint
+    /// committed nothing but marked the directory; the refusal said the
+    /// directory "holds committed output" and that the other values were
+    /// "in the checkpoint". It names the lineage file and what is there.
+    #[test]
+    fn another_jobs_mark_without_committed_output_is_named_as_such() {
+        let out = temp_dir("marked-only");
+        let a = run(&out, "100");
+        check_outputs(&a, true).unwrap();
+        mark_outputs(&a).unwrap();
+        std::fs::write(out.join(".inprogress-0000-x.0"), b"1,1,1\n").unwrap();
+        let other = run(&out, "7");
+        let e = check_outputs(&other, true).unwrap_err().to_string();
+        assert!(!e.contains("holds committed output"), "{e}");
+        assert!(!e.contains("checkpoint"), "{e}");
+        assert!(
+            e.contains(&format!("100 in {LINEAGE_FILE}, 7 in this job")),
+            "{e}"
+        );
+        assert!(e.contains("no committed part file yet"), "{e}");
+        std::fs::write(out.join("part-0000-0000000001"), b"1,1,1\n").unwrap();
+        let e = check_outputs(&other, true).unwrap_err().to_string();
+        assert!(e.contains("; 1 committed part file"), "{e}");
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// Probe 13: a part `<=` the restored id moved aside after the
+    /// snapshot was taken means the snapshot's output was rolled back.
+    #[test]
+    fn output_rolled_back_after_the_snapshot_is_refused() {
+        let out = temp_dir("rolled-back");
+        let a = run(&out, "100");
+        check_restored_outputs(&a, 5, 1_000).unwrap();
+        let early = out.join(ABANDONED_DIR).join("900-1");
+        std::fs::create_dir_all(&early).unwrap();
+        std::fs::write(early.join("part-w-0000-0000000003"), b"x").unwrap();
+        // Moved before the snapshot was taken (a fresh start before it).
+        check_restored_outputs(&a, 5, 1_000).unwrap();
+        let late = out.join(ABANDONED_DIR).join("2000-1");
+        std::fs::create_dir_all(&late).unwrap();
+        std::fs::write(late.join("part-w-0000-0000000006"), b"x").unwrap();
+        std::fs::write(late.join(".pending-w-0000-0000000004"), b"x").unwrap();
+        // Newer than the snapshot (a fallback past a corrupt checkpoint).
+        check_restored_outputs(&a, 5, 1_000).unwrap();
+        std::fs::write(late.join("part-w-0001-0000000005"), b"x").unwrap();
+        let e = check_restored_outputs(&a, 5, 1_000).unwrap_err();
+        assert!(matches!(e, JobError::OutputRolledBack { .. }), "{e:?}");
+        assert!(!e.retryable(), "{e}");
+        assert!(e.to_string().contains("part-w-0001-0000000005"), "{e}");
         std::fs::remove_dir_all(&out).unwrap();
     }
 

@@ -17,6 +17,28 @@ use std::process::{Command, Output};
 use support::duckdb::weir_sql;
 use support::{committed_rows, complete_checkpoints, splitmix64, Proc, Scratch, FINISH, WEIR};
 
+/// `weir sql SCRIPT --workers W` with unpinned workers, to spawn.
+fn sql_command(script: &Path, workers: &str) -> Command {
+    let mut c = Command::new(WEIR);
+    c.arg("sql")
+        .arg(script)
+        .args(["--workers", workers, "--set", "weir.worker.pin-cores=false"]);
+    c
+}
+
+/// [`sql_command`] checkpointing every 100 ms into `s`'s `ck`, with
+/// savepoints into its `sp`.
+fn checkpointed_sql_command(s: &Scratch, script: &Path, workers: &str) -> Command {
+    let mut c = sql_command(script, workers);
+    c.arg("--set")
+        .arg(format!("state.checkpoints.dir={}", s.join("ck").display()))
+        .arg("--set")
+        .arg(format!("state.savepoints.dir={}", s.join("sp").display()))
+        .args(["--set", "execution.checkpointing.interval=100ms"])
+        .env_remove("RUST_LOG");
+    c
+}
+
 /// `weir sql`'s stdout, after checking that it succeeded (its stderr in
 /// the failure message).
 fn weir_sql_ok(script: &Path, args: &[&str]) -> String {
@@ -426,16 +448,7 @@ fn windows_killed_and_restored(
         ),
     )
     .unwrap();
-    let cmd = |workers: &str| {
-        let mut c = Command::new(WEIR);
-        c.arg("sql").arg(&script).args([
-            "--workers",
-            workers,
-            "--set",
-            "weir.worker.pin-cores=false",
-        ]);
-        c
-    };
+    let cmd = |workers: &str| sql_command(&script, workers);
     let mut first = Proc::spawn(&s, "first", cmd(workers.0));
     assert!(
         first.wait_until("two complete checkpoints", || complete_checkpoints(
@@ -1160,19 +1173,7 @@ fn a_monitored_directory_streams_new_files_exactly_once_across_a_stop_and_restor
         ),
     )
     .unwrap();
-    let cmd = |workers: &str| {
-        let mut c = Command::new(WEIR);
-        c.arg("sql")
-            .arg(&script)
-            .args(["--workers", workers, "--set", "weir.worker.pin-cores=false"])
-            .arg("--set")
-            .arg(format!("state.checkpoints.dir={}", s.join("ck").display()))
-            .arg("--set")
-            .arg(format!("state.savepoints.dir={}", s.join("sp").display()))
-            .args(["--set", "execution.checkpointing.interval=100ms"])
-            .env_remove("RUST_LOG");
-        c
-    };
+    let cmd = |workers: &str| checkpointed_sql_command(&s, &script, workers);
     let mut want = publish_rows(&input, "a.csv", 0..5_000);
     let mut first = Proc::spawn(&s, "first", cmd("2"));
     let arrived = |want: &[String]| {
@@ -1709,11 +1710,7 @@ fn an_idle_source_subtask_does_not_hold_windows_back_with_an_idle_timeout() {
         ),
     )
     .unwrap();
-    let mut c = Command::new(WEIR);
-    c.arg("sql")
-        .arg(&script)
-        .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"]);
-    let mut run = Proc::spawn(&s, "idle", c);
+    let mut run = Proc::spawn(&s, "idle", sql_command(&script, "2"));
     // The watermark reaches 19 s: the windows up to 15 s fire.
     assert!(run.wait_until("three windows", || committed_rows(&out).len() >= 3));
     let mut got = committed_rows(&out);
@@ -1754,11 +1751,7 @@ fn nexmark_person_windows_fire_at_an_even_parallelism() {
         ),
     )
     .unwrap();
-    let mut c = Command::new(WEIR);
-    c.arg("sql")
-        .arg(&script)
-        .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"]);
-    let mut run = Proc::spawn(&s, "persons", c);
+    let mut run = Proc::spawn(&s, "persons", sql_command(&script, "2"));
     assert!(run.wait_until("three windows", || committed_rows(&out).len() >= 3));
     run.kill();
     let rows = committed_rows(&out);
@@ -1844,19 +1837,7 @@ fn a_savepoint_into_a_changed_aggregation_is_refused_not_misread() {
         .unwrap();
         path
     };
-    let cmd = |path: &Path| {
-        let mut c = Command::new(WEIR);
-        c.arg("sql")
-            .arg(path)
-            .args(["--workers", "1", "--set", "weir.worker.pin-cores=false"])
-            .arg("--set")
-            .arg(format!("state.checkpoints.dir={}", s.join("ck").display()))
-            .arg("--set")
-            .arg(format!("state.savepoints.dir={}", s.join("sp").display()))
-            .args(["--set", "execution.checkpointing.interval=100ms"])
-            .env_remove("RUST_LOG");
-        c
-    };
+    let cmd = |path: &Path| checkpointed_sql_command(&s, path, "1");
     let mut first = Proc::spawn(&s, "first", cmd(&script("SUM(id), COUNT(*)", "out")));
     assert!(
         first.wait_until("a first window's row", || !committed_rows(&s.join("out"))

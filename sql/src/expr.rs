@@ -749,9 +749,7 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 }
                 match v {
                     Value::Str(s) => {
-                        if out.len() + s.len() > functions::MAX_STRING_BYTES {
-                            functions::too_long("CONCAT", out.len() + s.len());
-                        }
+                        functions::check_length("CONCAT", out.len() + s.len());
                         out.push_str(&s)
                     }
                     other => out.push_str(&other.display(a.ty())),
@@ -794,9 +792,7 @@ fn call(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                         s.matches(a.as_str()).count()
                     };
                     let len = s.len().saturating_add(n.saturating_mul(b.len() - a.len()));
-                    if len > functions::MAX_STRING_BYTES {
-                        functions::too_long("REPLACE", len);
-                    }
+                    functions::check_length("REPLACE", len);
                 }
                 Value::Str(s.replace(a.as_str(), &b).into())
             }
@@ -1053,9 +1049,7 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
         Func::Repeat => match (arg(0), int(1)) {
             (Value::Str(s), Some(n)) => {
                 let n = usize::try_from(n).unwrap_or(0);
-                if s.len().saturating_mul(n) > functions::MAX_STRING_BYTES {
-                    functions::too_long("REPEAT", s.len().saturating_mul(n));
-                }
+                functions::check_length("REPEAT", s.len().saturating_mul(n));
                 Value::Str(s.repeat(n))
             }
             _ => Value::Null,
@@ -1118,9 +1112,7 @@ fn call_more(f: &Func, args: &[Scalar], ty: DataType, row: &Row) -> Value {
                 first = false;
                 match v {
                     Value::Str(s) => {
-                        if out.len() + s.len() > functions::MAX_STRING_BYTES {
-                            functions::too_long("CONCAT_WS", out.len() + s.len());
-                        }
+                        functions::check_length("CONCAT_WS", out.len() + s.len());
                         out.push_str(&s)
                     }
                     other => other.write_text(a.ty(), &mut out, ""),

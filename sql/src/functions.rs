@@ -440,12 +440,14 @@ pub fn round_double(x: f64, digits: i32, trunc: bool) -> f64 {
 /// weir fails the job past 1 GiB, before allocating it.
 pub const MAX_STRING_BYTES: usize = 1 << 30;
 
-/// Fails the job: `function` would build a string of `bytes` bytes, over
-/// [`MAX_STRING_BYTES`].
-pub fn too_long(function: &str, bytes: usize) -> ! {
-    weir_runtime::fail_task(format!(
-        "{function}: the result would be {bytes} bytes long, over the limit of {MAX_STRING_BYTES} bytes (1 GiB)"
-    ))
+/// Fails the job if `function` would build a string of `bytes` bytes,
+/// over [`MAX_STRING_BYTES`]: called before the string is allocated.
+pub fn check_length(function: &str, bytes: usize) {
+    if bytes > MAX_STRING_BYTES {
+        weir_runtime::fail_task(format!(
+            "{function}: the result would be {bytes} bytes long, over the limit of {MAX_STRING_BYTES} bytes (1 GiB)"
+        ))
+    }
 }
 
 /// LPAD (`left`) or RPAD: `s` padded with repeats of `pad` to `len`
@@ -466,9 +468,7 @@ pub fn pad(s: &str, len: i64, pad: &str, left: bool) -> Option<String> {
         .saturating_mul(pad.len())
         .saturating_add(pad.chars().take(fill % pad_chars).map(char::len_utf8).sum())
         .saturating_add(s.len());
-    if bytes > MAX_STRING_BYTES {
-        too_long(if left { "LPAD" } else { "RPAD" }, bytes);
-    }
+    check_length(if left { "LPAD" } else { "RPAD" }, bytes);
     let fill: String = pad.chars().cycle().take(len - n).collect();
     Some(if left { fill + s } else { format!("{s}{fill}") })
 }

@@ -8,18 +8,16 @@
 //!   their join keys and meets them in a [`regular::RegularJoin`], a
 //!   keyed two-input function (Flink's `StreamingJoinOperator`) that keeps
 //!   each side's rows in keyed map state and emits a changelog.
-//! - An **interval join** (an inner join whose condition also bounds one
-//!   side's event-time attribute by the other's, `a.ts BETWEEN b.ts -
-//!   INTERVAL '4' HOUR AND b.ts`) runs on weir's own interval join
-//!   operator ([`weir_runtime::IntervalJoinOperator`]) with
-//!   [`interval::RowPairs`] concatenating the pairs: append-only, its state
-//!   freed as the watermark passes. A LEFT, RIGHT or FULL one runs on
-//!   [`outer_interval::OuterIntervalJoin`], which also emits the rows of
-//!   an outer side that found no match, padded, once they cannot find one.
+//! - An **interval join** (a join whose condition also bounds one side's
+//!   event-time attribute by the other's, `a.ts BETWEEN b.ts - INTERVAL
+//!   '4' HOUR AND b.ts`) meets both inputs in an
+//!   [`interval::IntervalJoin`] (Flink's `RowTimeIntervalJoin`), which
+//!   emits the pairs in bounds and, for LEFT, RIGHT and FULL joins, the
+//!   rows of an outer side that found no match, padded, once they cannot
+//!   find one: append-only, its state freed as the watermark passes.
 
 pub mod condition;
 pub mod interval;
-pub mod outer_interval;
 pub mod regular;
 pub mod temporal;
 pub mod window;

@@ -37,10 +37,8 @@ use crate::catalog::Table;
 use crate::connectors::{datagen_source, BlackholeSink, Connector, PrintSink};
 use crate::error::{Result, SqlError};
 use crate::expr::Scalar;
-use crate::join::interval::sql_interval_join;
-use crate::join::outer_interval::{Joinable, OuterIntervalJoin};
+use crate::join::interval::{IntervalJoin, Joinable};
 use crate::join::regular::RegularJoin;
-use crate::join::JoinKind;
 use crate::plan::{Node, Plan, Window};
 use crate::prune::ReadColumns;
 use crate::types::{DataType, Schema};
@@ -426,9 +424,10 @@ impl<'j> Lowering<'j> {
                 kind,
                 on,
                 bounds,
-            } if *kind != JoinKind::Inner => {
-                // Every row goes in: one of an outer side that cannot
-                // match (a NULL key or time) comes out padded at once.
+            } => {
+                // Every row goes in: one that cannot match (a NULL key or
+                // time) is dropped, or comes out padded at once if its side
+                // is outer.
                 let (lk, lt) = (keys(&on.left_keys), bounds.left_time);
                 let (rk, rt) = (keys(&on.right_keys), bounds.right_time);
                 let left_joinable: Joinable = {
@@ -443,6 +442,8 @@ impl<'j> Lowering<'j> {
                     .rows(right)?
                     .key_by(move |r: &Row| key_values(&rk, r))
                     .detach();
+                // Named as when only outer joins ran on this operator:
+                // their checkpoints still restore.
                 let uid = self.state_uid(
                     "outer-interval-join",
                     &(kind.to_string(), left.schema.types(), right.schema.types()),
@@ -454,7 +455,7 @@ impl<'j> Lowering<'j> {
                     .key_by(move |r: &Row| key_values(&lk, r))
                     .connect(right_keyed)
                     .process(&uid, move |_: &SubtaskInfo| {
-                        OuterIntervalJoin::new(
+                        IntervalJoin::new(
                             bounds,
                             kind,
                             residual.clone(),
@@ -462,45 +463,6 @@ impl<'j> Lowering<'j> {
                             left_joinable.clone(),
                             right_joinable.clone(),
                         )
-                    })
-                    .boxed()
-            }
-            Node::IntervalJoin {
-                left,
-                right,
-                on,
-                bounds,
-                ..
-            } => {
-                // Rows with a NULL key or time join nothing (and weir's
-                // interval join needs a time on every row).
-                let (rk, rt) = (keys(&on.right_keys), bounds.right_time);
-                let right_uid = self.uid("interval-join-right");
-                let right_keyed = self
-                    .rows(right)?
-                    .filter(&right_uid, {
-                        let rk = rk.clone();
-                        move |r: &Row| joinable(&rk, rt, r)
-                    })
-                    .key_by(move |r: &Row| key_values(&rk, r))
-                    .detach();
-                let (lk, lt) = (keys(&on.left_keys), bounds.left_time);
-                let left_uid = self.uid("interval-join-left");
-                let left_rows = self.rows(left)?.filter(&left_uid, {
-                    let lk = lk.clone();
-                    move |r: &Row| joinable(&lk, lt, r)
-                });
-                let uid = self.state_uid(
-                    "interval-join",
-                    &(left.schema.types(), right.schema.types()),
-                );
-                let residual = on.residual.clone().map(Arc::new);
-                let bounds = *bounds;
-                left_rows
-                    .key_by(move |r: &Row| key_values(&lk, r))
-                    .connect(right_keyed)
-                    .process(&uid, move |_: &SubtaskInfo| {
-                        sql_interval_join(bounds, residual.clone())
                     })
                     .boxed()
             }

@@ -728,6 +728,12 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                     }
                     crate::rank::RankKind::KeepFirst { .. } => "Deduplicate(first row)".into(),
                     crate::rank::RankKind::KeepLast { .. } => "Deduplicate(last row)".into(),
+                    crate::rank::RankKind::ProcTimeDeduplicate { keep_last: false } => {
+                        "Deduplicate(first row to arrive)".into()
+                    }
+                    crate::rank::RankKind::ProcTimeDeduplicate { keep_last: true } => {
+                        "Deduplicate(last row to arrive)".into()
+                    }
                 },
                 if matches!(
                     rank.kind,

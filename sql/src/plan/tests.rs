@@ -198,6 +198,36 @@ fn row_number_one_by_time_is_a_deduplication() {
     assert!(line(&plan, "Rank(").contains("rankEnd=1"), "{plan}");
 }
 
+/// Ordered by a processing-time attribute, `rn = 1` is Flink's
+/// processing-time deduplication: the first row to arrive (append-only,
+/// so a file sink takes it) or the last. It was a Top-1 by the column's
+/// value, its ties (rows of one millisecond) broken by the other columns,
+/// and keeping the first row was refused by the file sink as updating.
+#[test]
+fn row_number_one_by_processing_time_is_a_deduplication() {
+    let first = "SELECT a, b, c, ts FROM (
+           SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY pt) AS rn
+           FROM (SELECT *, PROCTIME() AS pt FROM t)
+         ) WHERE rn = 1";
+    let plan = explain(first);
+    assert!(
+        line(&plan, "Deduplicate(").contains("keep=[FirstRow], key=[a], order=[PROCTIME]"),
+        "{plan}"
+    );
+    assert!(plan.contains("append-only"), "{plan}");
+    planned(&format!("INSERT INTO files {first}"));
+    let last = first.replace("ORDER BY pt", "ORDER BY pt DESC");
+    let plan = explain(&last);
+    assert!(
+        line(&plan, "Deduplicate(").contains("keep=[LastRow], key=[a], order=[PROCTIME]"),
+        "{plan}"
+    );
+    assert!(
+        error(&format!("INSERT INTO files {last}")).contains("append-only"),
+        "keeping the last row updates"
+    );
+}
+
 #[test]
 fn rank_and_dense_rank_bounded_are_a_top_n_of_ranks() {
     let plan = explain(

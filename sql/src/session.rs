@@ -239,13 +239,8 @@ impl Script {
                 let plan = Planner::new(&self.catalog).query(&query)?;
                 let plan = with_columns(&t, &columns, plan)?;
                 let plan = fit_insert(&t.name, plan, &t.physical)?;
-                if plan.updating
-                    && matches!(t.connector, crate::connectors::Connector::Filesystem { .. })
-                {
-                    return Err(SqlError::Plan(format!(
-                        "table `{}` (filesystem) is append-only and cannot take the updates this query produces (GROUP BY without a window): aggregate in a window, or write to a table that takes a changelog (print)",
-                        t.name
-                    )));
+                if let Some(e) = crate::lower::refuse_updates(&t, &plan) {
+                    return Err(e);
                 }
                 self.inserts.push((t.name.clone(), plan));
             }

@@ -603,6 +603,62 @@ fn intersect_all_and_except_all_replicate_counted_rows() {
     );
 }
 
+/// An append-only sink refuses an updating query naming what makes the
+/// updates, as Flink's planner names the node; it said "GROUP BY without
+/// a window" whatever made them (a LEFT JOIN, a Top-N).
+#[test]
+fn an_append_only_sink_names_what_makes_the_updates() {
+    let kafka = "CREATE TABLE k (a BIGINT, b STRING, c INT, ts TIMESTAMP(3))
+        WITH ('connector' = 'kafka', 'topic' = 'o', 'format' = 'json',
+              'properties.bootstrap.servers' = 'localhost:9092');";
+    for (query, made_by) in [
+        (
+            "SELECT a, b, CAST(COUNT(*) AS INT), MAX(ts) FROM t GROUP BY a, b",
+            "made by a group aggregation (GROUP BY without a window)",
+        ),
+        (
+            "SELECT DISTINCT a, b, c, ts FROM t",
+            "made by a group aggregation without a window (SELECT DISTINCT",
+        ),
+        (
+            "SELECT x.a, y.b, x.c, x.ts FROM t AS x LEFT JOIN t AS y ON x.a = y.a",
+            "made by a regular LEFT JOIN, which retracts the rows it padded",
+        ),
+        (
+            "SELECT x.a, y.b, y.c, x.ts FROM t AS x JOIN
+               (SELECT a, b, CAST(COUNT(*) AS INT) AS c FROM t GROUP BY a, b) AS y ON x.a = y.a",
+            "made by a regular JOIN of a group aggregation (GROUP BY without a window)",
+        ),
+        (
+            "SELECT a, b, c, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY c) AS rn
+               FROM t) WHERE rn <= 2",
+            "made by a Top-N (ROW_NUMBER()",
+        ),
+        (
+            "SELECT a, b, c, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY ts DESC)
+               AS rn FROM t) WHERE rn = 1",
+            "made by a deduplication keeping the last row",
+        ),
+        (
+            "SELECT a, b, c, ts FROM t UNION ALL
+             SELECT x.a, y.b, x.c, x.ts FROM t AS x FULL JOIN t AS y ON x.a = y.a",
+            "made by a regular FULL JOIN",
+        ),
+    ] {
+        for sink in ["files", "k"] {
+            let e = error(&format!("{kafka} INSERT INTO {sink} {query}"));
+            assert!(
+                e.contains("is append-only and cannot take the updates this query produces")
+                    && e.contains(made_by),
+                "{query} into {sink}: {e}"
+            );
+        }
+    }
+    planned(&format!(
+        "{kafka} INSERT INTO k SELECT x.a, y.b, x.c, x.ts FROM t AS x JOIN t AS y ON x.a = y.a"
+    ));
+}
+
 #[test]
 fn a_select_without_from_reads_one_row() {
     let plan = explain("SELECT 1 + 1 AS two, UPPER('a') AS u");

@@ -726,10 +726,9 @@ impl<'j> Lowering<'j> {
                     return Err(e);
                 }
                 let sink = k.sink(&t.name)?;
-                if k.upsert {
-                    let keep = k.clone();
+                if k.upsert && !crate::changelog::upsert_writes_update_before(plan) {
                     rows.flat_map(&format!("{uid}-upserts"), move |r: Row| {
-                        keep.writes(r.kind).then_some(r)
+                        (r.kind != RowKind::UpdateBefore).then_some(r)
                     })
                     .sink(&uid, move |info: &SubtaskInfo| sink.writer(info));
                 } else {

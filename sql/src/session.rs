@@ -32,7 +32,7 @@ pub struct Script {
     /// `SET 'pipeline.name'`: the job's name.
     pub job_name: Option<String>,
     catalog: Catalog,
-    inserts: Vec<(String, Plan)>,
+    pub(crate) inserts: Vec<(String, Plan)>,
     selects: Vec<Plan>,
     /// How each bare SELECT's table is ordered and cut.
     presentations: Vec<Presentation>,

@@ -115,12 +115,31 @@ fn filter_needs_update_before(input: &Plan, filter: &Scalar) -> bool {
     if !input.updating {
         return false;
     }
-    let Node::GroupAgg { keys, .. } = &input.node else {
+    let Some(keys) = upsert_key(input) else {
         return true;
     };
     let mut beyond_keys = false;
-    filter.for_each_column(&mut |c| beyond_keys |= c >= *keys);
+    filter.for_each_column(&mut |c| beyond_keys |= !keys.get(c).copied().unwrap_or(false));
     beyond_keys
+}
+
+/// Which of `plan`'s columns are the group aggregation's keys its rows
+/// update by (Flink's upsert key), followed through projections that
+/// select them as they are; `None` for another node.
+fn upsert_key(plan: &Plan) -> Option<Vec<bool>> {
+    match &plan.node {
+        Node::GroupAgg { keys, .. } => Some((0..plan.schema.len()).map(|c| c < *keys).collect()),
+        Node::Calc { input, project, .. } => {
+            let below = upsert_key(input)?;
+            Some(
+                project
+                    .iter()
+                    .map(|e| e.as_column().is_some_and(|c| below[c]))
+                    .collect(),
+            )
+        }
+        _ => None,
+    }
 }
 
 /// Whether an upsert sink of `plan`'s rows writes its update-before rows

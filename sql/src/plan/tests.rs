@@ -683,6 +683,11 @@ fn a_filter_over_an_aggregation_into_an_upsert_sink_takes_update_befores() {
             with,
         ),
         ("SELECT a, COUNT(*) FROM t GROUP BY a HAVING a > 5", without),
+        (
+            "SELECT x, n FROM (SELECT n, a AS x FROM (SELECT a, COUNT(*) AS n FROM t GROUP BY a))
+             WHERE x > 5",
+            without,
+        ),
         ("SELECT a, COUNT(*) FROM t GROUP BY a", without),
     ] {
         let p = plan(q);

@@ -2036,8 +2036,11 @@ impl Plan {
         if !self.updating {
             return None;
         }
-        let first_updating =
-            |node: &Node| crate::reuse::inputs(node).into_iter().find_map(Plan::updates_from);
+        let first_updating = |node: &Node| {
+            crate::reuse::inputs(node)
+                .into_iter()
+                .find_map(Plan::updates_from)
+        };
         Some(match &self.node {
             Node::Calc { input, .. } | Node::Replicate { input } => return input.updates_from(),
             Node::Rank { input, rank } => match &rank.kind {

@@ -677,7 +677,10 @@ fn a_filter_over_an_aggregation_into_an_upsert_sink_takes_update_befores() {
     let with = "emits changelog (+I, -U, +U, -D)";
     let without = "emits changelog (+I, +U, -D; no -U";
     for (q, emits) in [
-        ("SELECT a, COUNT(*) FROM t GROUP BY a HAVING COUNT(*) < 3", with),
+        (
+            "SELECT a, COUNT(*) FROM t GROUP BY a HAVING COUNT(*) < 3",
+            with,
+        ),
         (
             "SELECT a, n FROM (SELECT a, COUNT(*) AS n FROM t GROUP BY a) WHERE n > 1 AND a > 0",
             with,
@@ -695,10 +698,14 @@ fn a_filter_over_an_aggregation_into_an_upsert_sink_takes_update_befores() {
     }
     let q = "SELECT a, COUNT(*) FROM t GROUP BY a HAVING COUNT(*) < 3";
     let s = Script::parse(&format!("{DDL} {upsert} INSERT INTO up {q};")).unwrap();
-    assert!(crate::changelog::upsert_writes_update_before(&s.inserts[0].1));
+    assert!(crate::changelog::upsert_writes_update_before(
+        &s.inserts[0].1
+    ));
     let q = "SELECT a, COUNT(*) FROM t GROUP BY a HAVING a > 5";
     let s = Script::parse(&format!("{DDL} {upsert} INSERT INTO up {q};")).unwrap();
-    assert!(!crate::changelog::upsert_writes_update_before(&s.inserts[0].1));
+    assert!(!crate::changelog::upsert_writes_update_before(
+        &s.inserts[0].1
+    ));
 }
 
 #[test]

@@ -326,7 +326,11 @@ fn deduplication_on_processing_time_keeps_the_first_or_last_to_arrive() {
     last.process_elements(input.iter().cloned());
     let out = last.take_output();
     assert_eq!(apply(&out), apply(&[r(1, 8, "b"), r(2, 8, "c")]));
-    assert_eq!(out.len(), 8, "+I z, +I d, -U z, +U a, -U a, +U b, -U d, +U c");
+    assert_eq!(
+        out.len(),
+        8,
+        "+I z, +I d, -U z, +U a, -U a, +U b, -U d, +U c"
+    );
     assert_eq!(out[3], {
         let mut a = r(1, 7, "a");
         a.kind = RowKind::UpdateAfter;

@@ -2056,11 +2056,10 @@ impl Plan {
                 }
                 _ => "a Top-N (ROW_NUMBER(), RANK() or DENSE_RANK() bounded by WHERE)".into(),
             },
-            Node::GroupAgg { aggs, .. } if aggs.is_empty() => {
-                "a group aggregation without a window (SELECT DISTINCT, UNION, INTERSECT or EXCEPT)"
+            Node::GroupAgg { .. } => {
+                "a group aggregation without a window (GROUP BY, SELECT DISTINCT, UNION, INTERSECT or EXCEPT)"
                     .into()
             }
-            Node::GroupAgg { .. } => "a group aggregation (GROUP BY without a window)".into(),
             Node::Join {
                 left, right, kind, ..
             } => {

@@ -614,11 +614,11 @@ fn an_append_only_sink_names_what_makes_the_updates() {
     for (query, made_by) in [
         (
             "SELECT a, b, CAST(COUNT(*) AS INT), MAX(ts) FROM t GROUP BY a, b",
-            "made by a group aggregation (GROUP BY without a window)",
+            "made by a group aggregation without a window (GROUP BY,",
         ),
         (
             "SELECT DISTINCT a, b, c, ts FROM t",
-            "made by a group aggregation without a window (SELECT DISTINCT",
+            "made by a group aggregation without a window (GROUP BY, SELECT DISTINCT",
         ),
         (
             "SELECT x.a, y.b, x.c, x.ts FROM t AS x LEFT JOIN t AS y ON x.a = y.a",
@@ -627,7 +627,7 @@ fn an_append_only_sink_names_what_makes_the_updates() {
         (
             "SELECT x.a, y.b, y.c, x.ts FROM t AS x JOIN
                (SELECT a, b, CAST(COUNT(*) AS INT) AS c FROM t GROUP BY a, b) AS y ON x.a = y.a",
-            "made by a regular JOIN of a group aggregation (GROUP BY without a window)",
+            "made by a regular JOIN of a group aggregation without a window",
         ),
         (
             "SELECT a, b, c, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY c) AS rn

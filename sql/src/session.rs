@@ -266,6 +266,11 @@ impl Script {
                             .ok_or(SqlError::UnknownTable(table))?;
                         let plan = with_columns(t, &columns, plan)?;
                         let plan = fit_insert(&t.name, plan, &t.physical)?;
+                        // As the INSERT itself would be, as Flink's planner
+                        // fails to explain it.
+                        if let Some(e) = crate::lower::refuse_updates(t, &plan) {
+                            return Err(e);
+                        }
                         explain(&plan, Some(t))
                     }
                     other => {

@@ -646,12 +646,14 @@ fn an_append_only_sink_names_what_makes_the_updates() {
         ),
     ] {
         for sink in ["files", "k"] {
-            let e = error(&format!("{kafka} INSERT INTO {sink} {query}"));
-            assert!(
-                e.contains("is append-only and cannot take the updates this query produces")
-                    && e.contains(made_by),
-                "{query} into {sink}: {e}"
-            );
+            for explain in ["", "EXPLAIN "] {
+                let e = error(&format!("{kafka} {explain}INSERT INTO {sink} {query}"));
+                assert!(
+                    e.contains("is append-only and cannot take the updates this query produces")
+                        && e.contains(made_by),
+                    "{explain}{query} into {sink}: {e}"
+                );
+            }
         }
     }
     planned(&format!(

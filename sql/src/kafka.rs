@@ -21,7 +21,9 @@
 //! `kafka` is append-only, as Flink's: an updating query is refused.
 //! `upsert-kafka` (a sink here) takes a changelog: the PRIMARY KEY's columns
 //! are the record key, an insert or update-after is written as the row,
-//! a delete as a tombstone (no value), update-befores are dropped.
+//! a delete or update-before as a tombstone (no value), as Flink's; the
+//! planner leaves update-befores out where nothing needs them
+//! ([`crate::changelog::upsert_writes_update_before`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -468,8 +470,8 @@ impl KafkaTable {
         })
     }
 
-    /// Writes `row`'s key and value; a delete of an upsert table is a
-    /// tombstone (no value).
+    /// Writes `row`'s key and value; a delete or update-before of an
+    /// upsert table is a tombstone (no value), as Flink's.
     fn serialize(
         &self,
         row: &Row,
@@ -484,7 +486,7 @@ impl KafkaTable {
             }
             None => false,
         };
-        if self.upsert && row.kind == RowKind::Delete {
+        if self.upsert && matches!(row.kind, RowKind::Delete | RowKind::UpdateBefore) {
             return Ok(Serialized {
                 key: has_key,
                 value: false,
@@ -498,11 +500,6 @@ impl KafkaTable {
         );
         encode(&self.value_format, &v, &self.value_schema, value);
         Ok(Serialized::value(has_key))
-    }
-
-    /// Whether a row of this kind is written at all.
-    pub fn writes(&self, kind: RowKind) -> bool {
-        !(self.upsert && kind == RowKind::UpdateBefore)
     }
 
     /// The value's schema (for messages).
@@ -555,6 +552,59 @@ fn encode(f: &KafkaFormat, row: &Row, schema: &Schema, out: &mut Vec<u8>) {
             if out.last() == Some(&b'\n') {
                 out.pop();
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::connectors::Connector;
+    use crate::types::Field;
+
+    /// An `upsert-kafka` table writes an update-before as a tombstone of
+    /// its key, as Flink's does: the planner sends one only where the
+    /// key's `+U` may not follow (a filter dropped it). It was dropped,
+    /// leaving the key's old row in the topic.
+    #[test]
+    fn an_upsert_table_writes_deletes_and_update_befores_as_tombstones() {
+        let schema = Schema::new(vec![
+            Field::new("k", DataType::String),
+            Field::new("n", DataType::BigInt),
+        ]);
+        let options: BTreeMap<String, String> = [
+            ("connector", "upsert-kafka"),
+            ("topic", "o"),
+            ("properties.bootstrap.servers", "localhost:9092"),
+            ("key.format", "json"),
+            ("key.fields", "k"),
+            ("value.format", "json"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let Connector::Kafka(t) = Connector::from_options("o", &options, &schema).unwrap() else {
+            panic!("a kafka table")
+        };
+        for (kind, value) in [
+            (RowKind::Insert, true),
+            (RowKind::UpdateBefore, false),
+            (RowKind::UpdateAfter, true),
+            (RowKind::Delete, false),
+        ] {
+            let mut row = Row::new(
+                [Value::Str("a".into()), Value::BigInt(3)]
+                    .into_iter()
+                    .collect(),
+            );
+            row.kind = kind;
+            let (mut key, mut val) = (Vec::new(), Vec::new());
+            let written = t.serialize(&row, &mut key, &mut val).unwrap();
+            assert!(written.key, "{kind:?}");
+            assert_eq!(written.value, value, "{kind:?}");
+            assert_eq!(String::from_utf8_lossy(&key), r#"{"k":"a"}"#);
         }
     }
 }

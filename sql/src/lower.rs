@@ -664,11 +664,8 @@ impl<'j> Lowering<'j> {
             }
             Connector::Blackhole => rows.sink(&uid, |_: &SubtaskInfo| BlackholeSink),
             Connector::Filesystem { path, format, .. } => {
-                if plan.updating {
-                    return Err(SqlError::Plan(format!(
-                        "table `{}` (filesystem) is append-only and cannot take the updates this query produces (it aggregates without a window): write it to a sink that takes a changelog (print), or aggregate in a window",
-                        t.name
-                    )));
+                if let Some(e) = refuse_updates(t, plan) {
+                    return Err(e);
                 }
                 std::fs::create_dir_all(path).map_err(|e| SqlError::Connector {
                     table: t.name.clone(),
@@ -687,17 +684,13 @@ impl<'j> Lowering<'j> {
                 });
             }
             Connector::Kafka(k) => {
-                if plan.updating && !k.upsert {
-                    return Err(SqlError::Plan(format!(
-                        "table `{}` (kafka) is append-only and cannot take the updates this query produces (it aggregates without a window): write it to an 'upsert-kafka' table with a PRIMARY KEY, or aggregate in a window",
-                        t.name
-                    )));
+                if let Some(e) = refuse_updates(t, plan) {
+                    return Err(e);
                 }
                 let sink = k.sink(&t.name)?;
-                if k.upsert {
-                    let keep = k.clone();
+                if k.upsert && !crate::changelog::upsert_writes_update_before(plan) {
                     rows.flat_map(&format!("{uid}-upserts"), move |r: Row| {
-                        keep.writes(r.kind).then_some(r)
+                        (r.kind != RowKind::UpdateBefore).then_some(r)
                     })
                     .sink(&uid, move |info: &SubtaskInfo| sink.writer(info));
                 } else {
@@ -726,6 +719,24 @@ impl<'j> Lowering<'j> {
         rows.sink(&uid, move |_: &SubtaskInfo| Collect(o.clone()));
         out
     }
+}
+
+/// The error for an updating `plan` into table `t` when `t`'s connector is
+/// append-only (`filesystem`, `kafka`), naming what makes the updates, as
+/// Flink's planner refuses it ("doesn't support consuming update and
+/// delete changes which is produced by node ..").
+pub fn refuse_updates(t: &Table, plan: &Plan) -> Option<SqlError> {
+    let instead = match &t.connector {
+        Connector::Filesystem { .. } => "a table that takes a changelog (print, upsert-kafka)",
+        Connector::Kafka(k) if !k.upsert => "an 'upsert-kafka' table with a PRIMARY KEY",
+        _ => return None,
+    };
+    let from = plan.updates_from()?;
+    Some(SqlError::Plan(format!(
+        "table `{}` ({}) is append-only and cannot take the updates this query produces, made by {from}: write it to {instead}",
+        t.name,
+        t.connector.name()
+    )))
 }
 
 struct Collect(Arc<Mutex<Vec<Row>>>);

@@ -2028,6 +2028,60 @@ impl Plan {
 }
 
 impl Plan {
+    /// What makes this plan's rows a changelog, in the words an
+    /// append-only sink's refusal names it with (Flink's names the node
+    /// that produces the updates): the updating operator nearest the
+    /// output, through calcs and unions. `None` when it only inserts.
+    pub fn updates_from(&self) -> Option<String> {
+        if !self.updating {
+            return None;
+        }
+        let first_updating = |node: &Node| {
+            crate::reuse::inputs(node)
+                .into_iter()
+                .find_map(Plan::updates_from)
+        };
+        Some(match &self.node {
+            Node::Calc { input, .. } | Node::Replicate { input } => return input.updates_from(),
+            Node::Rank { input, rank } => match &rank.kind {
+                crate::rank::RankKind::MiniBatch { .. } => return input.updates_from(),
+                crate::rank::RankKind::KeepLast { .. }
+                | crate::rank::RankKind::ProcTimeDeduplicate { .. } => {
+                    "a deduplication keeping the last row (ROW_NUMBER() .. ORDER BY time DESC, rn = 1)"
+                        .into()
+                }
+                _ if input.updating => {
+                    "a Top-N over an updating input (ROW_NUMBER(), RANK() or DENSE_RANK() bounded by WHERE)"
+                        .into()
+                }
+                _ => "a Top-N (ROW_NUMBER(), RANK() or DENSE_RANK() bounded by WHERE)".into(),
+            },
+            Node::GroupAgg { .. } => {
+                "a group aggregation without a window (GROUP BY, SELECT DISTINCT, UNION, INTERSECT or EXCEPT)"
+                    .into()
+            }
+            Node::Join {
+                left, right, kind, ..
+            } => {
+                let written = match kind {
+                    JoinKind::Inner => "JOIN",
+                    JoinKind::Left => "LEFT JOIN",
+                    JoinKind::Right => "RIGHT JOIN",
+                    JoinKind::Full => "FULL JOIN",
+                };
+                if left.updating || right.updating {
+                    format!(
+                        "a regular {written} of {}",
+                        first_updating(&self.node).unwrap_or_default()
+                    )
+                } else {
+                    format!("a regular {written}, which retracts the rows it padded with NULLs when a match arrives")
+                }
+            }
+            _ => return first_updating(&self.node),
+        })
+    }
+
     /// Whether every source under this plan ends by itself.
     pub fn is_bounded(&self) -> bool {
         match &self.node {

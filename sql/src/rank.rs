@@ -34,7 +34,9 @@
 //! passes it and drops the key's other rows (append-only output: a
 //! filesystem sink takes it); keeping the last row emits `+I` for the
 //! key's first row and `-U`/`+U` whenever a row with a time at least the
-//! kept one's arrives. See [`Deduplicate`].
+//! kept one's arrives. On a processing-time attribute the order is
+//! arrival: the first row is emitted as it arrives, and every row
+//! replaces the last one kept. See [`Deduplicate`].
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -139,6 +141,14 @@ pub enum RankKind {
         /// The time attribute column.
         time: usize,
     },
+    /// `ORDER BY` a processing-time attribute, `rn = 1`: the first row to
+    /// arrive per key (ASC: append-only, Flink's
+    /// `ProcTimeDeduplicateKeepFirstRowFunction`) or the last (DESC: each
+    /// row replaces the kept one, `ProcTimeDeduplicateKeepLastRowFunction`).
+    ProcTimeDeduplicate {
+        /// DESC: keep the last row.
+        keep_last: bool,
+    },
 }
 
 /// A planned Top-N or deduplication.
@@ -154,11 +164,14 @@ pub struct Rank {
 }
 
 impl Rank {
-    /// Whether the output is a changelog: all but keep-first-row.
+    /// Whether the output is a changelog: all but keep-first-row and a
+    /// window Top-N.
     pub fn updating(&self) -> bool {
         !matches!(
             self.kind,
-            RankKind::KeepFirst { .. } | RankKind::WindowTopN { .. }
+            RankKind::KeepFirst { .. }
+                | RankKind::WindowTopN { .. }
+                | RankKind::ProcTimeDeduplicate { keep_last: false }
         )
     }
 
@@ -241,6 +254,11 @@ impl fmt::Display for Explain<'_> {
                     "LastRow"
                 },
                 name(*time)
+            ),
+            RankKind::ProcTimeDeduplicate { keep_last } => write!(
+                f,
+                "Deduplicate(keep=[{}], key=[{partition}], order=[PROCTIME])",
+                if *keep_last { "LastRow" } else { "FirstRow" }
             ),
         }
     }
@@ -667,9 +685,15 @@ impl KeyedProcessFunction for RetractTopN {
 ///
 /// Rows of equal time order as Top-N's ties (by their other columns): the
 /// first row is the smallest, the last the largest.
+///
+/// On processing time ([`Deduplicate::on_arrival`]) rows are ordered by
+/// arrival, as Flink's: the key's first row is emitted at once and its
+/// later rows dropped (append-only), or each row replaces the kept one.
 pub struct Deduplicate {
     time: usize,
     keep_last: bool,
+    /// By arrival (processing time), not by column `time`.
+    arrival: bool,
     row_number: Option<usize>,
     /// Keep-last: the kept row. Keep-first: the pending row, or an empty
     /// row once the key's first row went out.
@@ -684,9 +708,19 @@ impl Deduplicate {
         Self {
             time,
             keep_last,
+            arrival: false,
             row_number,
             kept: KeyedValueState::new("deduplicate-kept-row"),
             timers: KeyedTimerService::new(),
+        }
+    }
+
+    /// Keeps the first (or, `keep_last`, the last) row per key to arrive:
+    /// ordered by a processing-time attribute.
+    pub fn on_arrival(keep_last: bool, row_number: Option<usize>) -> Self {
+        Self {
+            arrival: true,
+            ..Self::new(0, keep_last, row_number)
         }
     }
 
@@ -716,7 +750,7 @@ impl KeyedProcessFunction for Deduplicate {
         if self.keep_last {
             match self.kept.value_ref(ctx) {
                 None => out.collect(numbered(&row, col, 1, RowKind::Insert)),
-                Some(prev) if self.before(&row, prev) => return,
+                Some(prev) if !self.arrival && self.before(&row, prev) => return,
                 Some(prev) => {
                     if prev.values != row.values {
                         out.collect(numbered(prev, col, 1, RowKind::UpdateBefore));
@@ -725,6 +759,13 @@ impl KeyedProcessFunction for Deduplicate {
                 }
             }
             self.kept.update(ctx, row);
+            return;
+        }
+        if self.arrival {
+            if self.kept.value_ref(ctx).is_none() {
+                out.collect(numbered(&row, col, 1, RowKind::Insert));
+                self.kept.update(ctx, Row::default());
+            }
             return;
         }
         let t = self.time_of(&row);
@@ -1048,6 +1089,14 @@ pub fn lower<'j>(rows: BoxedStream<'j, Row>, uid: &str, rank: &Rank) -> BoxedStr
             keyed
                 .process(uid, move |_: &SubtaskInfo| {
                     Deduplicate::new(time, keep_last, row_number)
+                })
+                .boxed()
+        }
+        RankKind::ProcTimeDeduplicate { keep_last } => {
+            let keep_last = *keep_last;
+            keyed
+                .process(uid, move |_: &SubtaskInfo| {
+                    Deduplicate::on_arrival(keep_last, row_number)
                 })
                 .boxed()
         }

@@ -32,7 +32,7 @@ pub struct Script {
     /// `SET 'pipeline.name'`: the job's name.
     pub job_name: Option<String>,
     catalog: Catalog,
-    inserts: Vec<(String, Plan)>,
+    pub(crate) inserts: Vec<(String, Plan)>,
     selects: Vec<Plan>,
     /// How each bare SELECT's table is ordered and cut.
     presentations: Vec<Presentation>,
@@ -239,13 +239,8 @@ impl Script {
                 let plan = Planner::new(&self.catalog).query(&query)?;
                 let plan = with_columns(&t, &columns, plan)?;
                 let plan = fit_insert(&t.name, plan, &t.physical)?;
-                if plan.updating
-                    && matches!(t.connector, crate::connectors::Connector::Filesystem { .. })
-                {
-                    return Err(SqlError::Plan(format!(
-                        "table `{}` (filesystem) is append-only and cannot take the updates this query produces (GROUP BY without a window): aggregate in a window, or write to a table that takes a changelog (print)",
-                        t.name
-                    )));
+                if let Some(e) = crate::lower::refuse_updates(&t, &plan) {
+                    return Err(e);
                 }
                 self.inserts.push((t.name.clone(), plan));
             }
@@ -271,6 +266,11 @@ impl Script {
                             .ok_or(SqlError::UnknownTable(table))?;
                         let plan = with_columns(t, &columns, plan)?;
                         let plan = fit_insert(&t.name, plan, &t.physical)?;
+                        // As the INSERT itself would be, as Flink's planner
+                        // fails to explain it.
+                        if let Some(e) = crate::lower::refuse_updates(t, &plan) {
+                            return Err(e);
+                        }
                         explain(&plan, Some(t))
                     }
                     other => {
@@ -728,6 +728,12 @@ fn physical_node(plan: &Plan, out: &mut Vec<String>, reused: &mut Reused) {
                     }
                     crate::rank::RankKind::KeepFirst { .. } => "Deduplicate(first row)".into(),
                     crate::rank::RankKind::KeepLast { .. } => "Deduplicate(last row)".into(),
+                    crate::rank::RankKind::ProcTimeDeduplicate { keep_last: false } => {
+                        "Deduplicate(first row to arrive)".into()
+                    }
+                    crate::rank::RankKind::ProcTimeDeduplicate { keep_last: true } => {
+                        "Deduplicate(last row to arrive)".into()
+                    }
                 },
                 if matches!(
                     rank.kind,

@@ -354,3 +354,48 @@ fn row_numbers_weir_does_not_run_exit_2_naming_the_problem() {
         assert!(err.starts_with("error: "), "{sql}: one error line: {err}");
     }
 }
+
+/// ROW_NUMBER() ordered by a PROCTIME() column, `rn = 1`: the first row
+/// of each key to arrive (append-only: committed files) and the last
+/// (printed), as Flink's processing-time deduplication. One file, so
+/// each key's rows arrive in the file's order; most arrive in the same
+/// millisecond, where a Top-1 by the column's value (what ran before)
+/// kept the row smallest in its other columns instead.
+#[test]
+fn first_and_last_rows_by_processing_time_are_the_first_and_last_to_arrive() {
+    let s = Scratch::new("sql-topn", "proctime-dedup");
+    fs::create_dir_all(s.join("rows")).unwrap();
+    // Per key, the price falls row by row: the first row has the largest.
+    let rows: Vec<(u64, u64)> = (0..3000u64).map(|i| (i % 20, 3000 - i)).collect();
+    let text: String = rows.iter().map(|(k, p)| format!("{k},{p}\n")).collect();
+    fs::write(s.join("rows").join("rows.csv"), text).unwrap();
+    let stdout = run_ok(
+        &s,
+        "proctime.sql",
+        &format!(
+            "CREATE TABLE r (k BIGINT, price BIGINT, pt AS PROCTIME())
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE firsts (k BIGINT, price BIGINT)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO firsts SELECT k, price FROM (
+               SELECT k, price, ROW_NUMBER() OVER (PARTITION BY k ORDER BY pt) AS rn FROM r
+             ) WHERE rn = 1;
+             SELECT k, price FROM (
+               SELECT k, price, ROW_NUMBER() OVER (PARTITION BY k ORDER BY pt DESC) AS rn FROM r
+             ) WHERE rn = 1;",
+            s.join("rows").display(),
+            s.join("firsts").display()
+        ),
+    );
+    let first: BTreeMap<u64, u64> = rows.iter().rev().copied().collect();
+    let last: BTreeMap<u64, u64> = rows.iter().copied().collect();
+    let want: BTreeSet<String> = first.iter().map(|(k, p)| format!("{k},{p}")).collect();
+    assert_eq!(
+        committed_rows(&s.join("firsts")),
+        want.into_iter().collect::<Vec<_>>()
+    );
+    let tables = printed_tables(&stdout);
+    assert_eq!(tables.len(), 1, "{stdout}");
+    let want = cells(last.iter().map(|(k, p)| vec![k.to_string(), p.to_string()]));
+    assert_eq!(tables[0], want, "last rows");
+}

@@ -212,6 +212,9 @@ impl Planner<'_> {
                     RankKind::KeepFirst { time: k.col }
                 }
             }
+            [k] if limit == 1 && input.schema.fields[k.col].proctime => {
+                RankKind::ProcTimeDeduplicate { keep_last: k.desc }
+            }
             _ => match window_end(&input, &partition) {
                 Some(end) => RankKind::WindowTopN { order, limit, end },
                 None => RankKind::TopN { order, limit },

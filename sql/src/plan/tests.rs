@@ -198,6 +198,36 @@ fn row_number_one_by_time_is_a_deduplication() {
     assert!(line(&plan, "Rank(").contains("rankEnd=1"), "{plan}");
 }
 
+/// Ordered by a processing-time attribute, `rn = 1` is Flink's
+/// processing-time deduplication: the first row to arrive (append-only,
+/// so a file sink takes it) or the last. It was a Top-1 by the column's
+/// value, its ties (rows of one millisecond) broken by the other columns,
+/// and keeping the first row was refused by the file sink as updating.
+#[test]
+fn row_number_one_by_processing_time_is_a_deduplication() {
+    let first = "SELECT a, b, c, ts FROM (
+           SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY pt) AS rn
+           FROM (SELECT *, PROCTIME() AS pt FROM t)
+         ) WHERE rn = 1";
+    let plan = explain(first);
+    assert!(
+        line(&plan, "Deduplicate(").contains("keep=[FirstRow], key=[a], order=[PROCTIME]"),
+        "{plan}"
+    );
+    assert!(plan.contains("append-only"), "{plan}");
+    planned(&format!("INSERT INTO files {first}"));
+    let last = first.replace("ORDER BY pt", "ORDER BY pt DESC");
+    let plan = explain(&last);
+    assert!(
+        line(&plan, "Deduplicate(").contains("keep=[LastRow], key=[a], order=[PROCTIME]"),
+        "{plan}"
+    );
+    assert!(
+        error(&format!("INSERT INTO files {last}")).contains("append-only"),
+        "keeping the last row updates"
+    );
+}
+
 #[test]
 fn rank_and_dense_rank_bounded_are_a_top_n_of_ranks() {
     let plan = explain(
@@ -571,6 +601,113 @@ fn intersect_all_and_except_all_replicate_counted_rows() {
         e.contains("is append-only and cannot take the updates"),
         "{e}"
     );
+}
+
+/// An append-only sink refuses an updating query naming what makes the
+/// updates, as Flink's planner names the node; it said "GROUP BY without
+/// a window" whatever made them (a LEFT JOIN, a Top-N).
+#[test]
+fn an_append_only_sink_names_what_makes_the_updates() {
+    let kafka = "CREATE TABLE k (a BIGINT, b STRING, c INT, ts TIMESTAMP(3))
+        WITH ('connector' = 'kafka', 'topic' = 'o', 'format' = 'json',
+              'properties.bootstrap.servers' = 'localhost:9092');";
+    for (query, made_by) in [
+        (
+            "SELECT a, b, CAST(COUNT(*) AS INT), MAX(ts) FROM t GROUP BY a, b",
+            "made by a group aggregation without a window (GROUP BY,",
+        ),
+        (
+            "SELECT DISTINCT a, b, c, ts FROM t",
+            "made by a group aggregation without a window (GROUP BY, SELECT DISTINCT",
+        ),
+        (
+            "SELECT x.a, y.b, x.c, x.ts FROM t AS x LEFT JOIN t AS y ON x.a = y.a",
+            "made by a regular LEFT JOIN, which retracts the rows it padded",
+        ),
+        (
+            "SELECT x.a, y.b, y.c, x.ts FROM t AS x JOIN
+               (SELECT a, b, CAST(COUNT(*) AS INT) AS c FROM t GROUP BY a, b) AS y ON x.a = y.a",
+            "made by a regular JOIN of a group aggregation without a window",
+        ),
+        (
+            "SELECT a, b, c, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY c) AS rn
+               FROM t) WHERE rn <= 2",
+            "made by a Top-N (ROW_NUMBER()",
+        ),
+        (
+            "SELECT a, b, c, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY ts DESC)
+               AS rn FROM t) WHERE rn = 1",
+            "made by a deduplication keeping the last row",
+        ),
+        (
+            "SELECT a, b, c, ts FROM t UNION ALL
+             SELECT x.a, y.b, x.c, x.ts FROM t AS x FULL JOIN t AS y ON x.a = y.a",
+            "made by a regular FULL JOIN",
+        ),
+    ] {
+        for sink in ["files", "k"] {
+            for explain in ["", "EXPLAIN "] {
+                let e = error(&format!("{kafka} {explain}INSERT INTO {sink} {query}"));
+                assert!(
+                    e.contains("is append-only and cannot take the updates this query produces")
+                        && e.contains(made_by),
+                    "{explain}{query} into {sink}: {e}"
+                );
+            }
+        }
+    }
+    planned(&format!(
+        "{kafka} INSERT INTO k SELECT x.a, y.b, x.c, x.ts FROM t AS x JOIN t AS y ON x.a = y.a"
+    ));
+}
+
+/// A filter over a group aggregation into an upsert sink asks for its
+/// update-before rows, as Flink's planner does (FLINK-9528): a key whose
+/// new row fails `HAVING COUNT(*) < 3` is gone only by its `-U`, which
+/// the sink writes as a tombstone. Without them the key's old row stayed
+/// in the topic. A filter of the keys alone, or none, asks for nothing.
+#[test]
+fn a_filter_over_an_aggregation_into_an_upsert_sink_takes_update_befores() {
+    let upsert = "CREATE TABLE up (a BIGINT, n BIGINT, PRIMARY KEY (a) NOT ENFORCED)
+        WITH ('connector' = 'upsert-kafka', 'topic' = 'o', 'properties.bootstrap.servers' = 'localhost:9092',
+              'key.format' = 'json', 'value.format' = 'json');";
+    let plan = |q: &str| {
+        let s = Script::parse(&format!("{DDL} {upsert} EXPLAIN INSERT INTO up {q};"))
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+        s.explained[0].clone()
+    };
+    let with = "emits changelog (+I, -U, +U, -D)";
+    let without = "emits changelog (+I, +U, -D; no -U";
+    for (q, emits) in [
+        (
+            "SELECT a, COUNT(*) FROM t GROUP BY a HAVING COUNT(*) < 3",
+            with,
+        ),
+        (
+            "SELECT a, n FROM (SELECT a, COUNT(*) AS n FROM t GROUP BY a) WHERE n > 1 AND a > 0",
+            with,
+        ),
+        ("SELECT a, COUNT(*) FROM t GROUP BY a HAVING a > 5", without),
+        (
+            "SELECT x, n FROM (SELECT n, a AS x FROM (SELECT a, COUNT(*) AS n FROM t GROUP BY a))
+             WHERE x > 5",
+            without,
+        ),
+        ("SELECT a, COUNT(*) FROM t GROUP BY a", without),
+    ] {
+        let p = plan(q);
+        assert!(line(&p, "GroupAggregate,").contains(emits), "{q}:\n{p}");
+    }
+    let q = "SELECT a, COUNT(*) FROM t GROUP BY a HAVING COUNT(*) < 3";
+    let s = Script::parse(&format!("{DDL} {upsert} INSERT INTO up {q};")).unwrap();
+    assert!(crate::changelog::upsert_writes_update_before(
+        &s.inserts[0].1
+    ));
+    let q = "SELECT a, COUNT(*) FROM t GROUP BY a HAVING a > 5";
+    let s = Script::parse(&format!("{DDL} {upsert} INSERT INTO up {q};")).unwrap();
+    assert!(!crate::changelog::upsert_writes_update_before(
+        &s.inserts[0].1
+    ));
 }
 
 #[test]

@@ -281,6 +281,63 @@ fn deduplication_keeps_the_first_or_the_last_row_per_key() {
     assert_eq!(out.len(), 4, "+I a, +I d, -U a, +U c: {out:?}");
 }
 
+/// On processing time the order is arrival, whatever the time column
+/// holds (rows of one millisecond are common): the first row goes out at
+/// once, as an insert, and the key's later rows are dropped; keeping the
+/// last, each row replaces the kept one. Before, both were a Top-1 by the
+/// column's value with ties by the other columns, so the last row of a
+/// millisecond was often the first.
+#[test]
+fn deduplication_on_processing_time_keeps_the_first_or_last_to_arrive() {
+    // [key, processing time, payload]
+    let r = |k: i64, t: i64, p: &str| {
+        Row::of([Value::BigInt(k), Value::Timestamp(t), Value::Str(p.into())])
+    };
+    let input = [
+        r(1, 7, "z"),
+        r(2, 7, "d"),
+        r(1, 7, "a"),
+        r(1, 8, "b"),
+        r(2, 8, "c"),
+    ];
+    let mut first = KeyedOperatorHarness::new(
+        |_| Deduplicate::on_arrival(false, None),
+        key as fn(&Row) -> Key,
+    )
+    .unwrap();
+    first.process_elements(input[..2].iter().cloned());
+    assert_eq!(first.take_output(), [r(1, 7, "z"), r(2, 7, "d")]);
+    let snapshot = first.snapshot().unwrap();
+    let mut first = KeyedOperatorHarness::restore(
+        |_| Deduplicate::on_arrival(false, None),
+        key as fn(&Row) -> Key,
+        &snapshot,
+    )
+    .unwrap();
+    first.process_elements(input[2..].iter().cloned());
+    first.end_input();
+    assert!(first.take_output().is_empty(), "later rows are dropped");
+
+    let mut last = KeyedOperatorHarness::new(
+        |_| Deduplicate::on_arrival(true, None),
+        key as fn(&Row) -> Key,
+    )
+    .unwrap();
+    last.process_elements(input.iter().cloned());
+    let out = last.take_output();
+    assert_eq!(apply(&out), apply(&[r(1, 8, "b"), r(2, 8, "c")]));
+    assert_eq!(
+        out.len(),
+        8,
+        "+I z, +I d, -U z, +U a, -U a, +U b, -U d, +U c"
+    );
+    assert_eq!(out[3], {
+        let mut a = r(1, 7, "a");
+        a.kind = RowKind::UpdateAfter;
+        a
+    });
+}
+
 /// Top-N over an updating input: inserts and, now and then, retractions
 /// of live rows; the changelog applied is the top 3 of the rows left
 /// (a retracted top row lets the next one up), with and without row

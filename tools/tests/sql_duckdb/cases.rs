@@ -1670,4 +1670,47 @@ pub const CASES: &[Case] = &[
                                WHERE s.user_id = o.user_id AND s.m = o.qty)
                    AND order_id < 3000",
     },
+    Case {
+        name: "aggregate_of_counts_whose_groups_empty",
+        // Each user's count grows row by row, so the outer group of the
+        // count a user had is retracted from (a -U) and the group of its
+        // new count added to: a group every user left is deleted, and
+        // HAVING drops a group whose users became too many. DISTINCT
+        // aggregates and a DECIMAL AVG over the same retractions.
+        weir: "SELECT n, COUNT(*) AS users, SUM(q) AS q, MIN(q) AS least,
+                      COUNT(DISTINCT q) AS qs, SUM(DISTINCT q) AS sq, AVG(a) AS a
+               FROM (SELECT user_id, COUNT(*) AS n, SUM(qty) AS q, AVG(amount) AS a
+                     FROM orders GROUP BY user_id)
+               GROUP BY n HAVING COUNT(*) < 4;",
+        duckdb: "SELECT n, COUNT(*), SUM(q), MIN(q), COUNT(DISTINCT q), SUM(DISTINCT q),
+                        AVG(a)::DECIMAL(38, 6)
+                 FROM (SELECT user_id, COUNT(*) AS n, SUM(qty) AS q,
+                              AVG(amount)::DECIMAL(38, 6) AS a
+                       FROM orders GROUP BY user_id)
+                 GROUP BY n HAVING COUNT(*) < 4",
+    },
+    Case {
+        name: "outer_joins_of_two_group_aggregations",
+        // Both sides update, and the condition reads their aggregates: a
+        // pair is retracted when a side's row changes, and a row that lost
+        // its match is padded again.
+        weir: "SELECT o.user_id, o.n, u.user_id, u.t
+               FROM (SELECT user_id, COUNT(*) AS n FROM orders GROUP BY user_id) o
+               FULL JOIN (SELECT user_id, SUM(tier) AS t FROM users GROUP BY user_id) u
+               ON o.user_id = u.user_id AND o.n > u.t
+               UNION ALL
+               SELECT o.category, o.n, u.name, u.t
+               FROM (SELECT category, COUNT(*) AS n FROM orders GROUP BY category) o
+               LEFT JOIN (SELECT MAX(name) AS name, COUNT(*) AS t FROM users GROUP BY tier) u
+               ON o.n < u.t * 1000;",
+        duckdb: "SELECT o.user_id, o.n, u.user_id, u.t
+                 FROM (SELECT user_id, COUNT(*) AS n FROM orders GROUP BY user_id) o
+                 FULL JOIN (SELECT user_id, SUM(tier) AS t FROM users GROUP BY user_id) u
+                 ON o.user_id = u.user_id AND o.n > u.t
+                 UNION ALL
+                 SELECT o.category, o.n, u.name, u.t
+                 FROM (SELECT category, COUNT(*) AS n FROM orders GROUP BY category) o
+                 LEFT JOIN (SELECT MAX(name) AS name, COUNT(*) AS t FROM users GROUP BY tier) u
+                 ON o.n < u.t * 1000",
+    },
 ];

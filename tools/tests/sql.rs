@@ -1598,6 +1598,53 @@ fn rows_behind_a_declared_watermark_are_late_however_fast_the_file_is_read() {
     );
 }
 
+/// An OVER aggregation drops late rows as Flink's functions do: with a
+/// bounded frame a row is late only if its key already emitted a row of
+/// its time or later (Flink's last triggering time per key), so `b`'s row
+/// at 5 s behind the 10 s watermark is computed in order; with the
+/// default unbounded frame any row at or behind the watermark is late.
+/// (Every row behind the watermark was dropped, `b`'s at 5 s too.)
+#[test]
+fn a_bounded_over_frame_drops_only_rows_behind_their_keys_last_output() {
+    let s = Scratch::new("sql", "late-over");
+    fs::create_dir_all(s.join("ev")).unwrap();
+    fs::write(
+        s.join("ev/ev.csv"),
+        "a,1,2024-01-01 00:00:01.000\nb,2,2024-01-01 00:00:02.000\n\
+         a,3,2024-01-01 00:00:10.000\nb,4,2024-01-01 00:00:05.000\n\
+         a,5,2024-01-01 00:00:06.000\nb,6,2024-01-01 00:00:01.500\n\
+         a,7,2024-01-01 00:00:20.000\n",
+    )
+    .unwrap();
+    let script = s.join("s.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE ev (k STRING, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             SELECT 'r' AS q, v, SUM(v) OVER (PARTITION BY k ORDER BY ts
+               RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS s FROM ev;
+             SELECT 'n' AS q, v, SUM(v) OVER (PARTITION BY k ORDER BY ts
+               ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM ev;
+             SELECT 'z' AS q, v, SUM(v) OVER (PARTITION BY k ORDER BY ts
+               ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS s FROM ev;
+             SELECT 'u' AS q, v, COUNT(*) OVER (PARTITION BY k ORDER BY ts) AS s FROM ev;",
+            s.join("ev").display()
+        ),
+    )
+    .unwrap();
+    let stdout = weir_sql_ok(&script, &[]);
+    let mut rows = table_rows(&stdout, " q ");
+    rows.sort();
+    let bounded =
+        |q: &str| [(1, 1), (2, 2), (3, 4), (4, 6), (7, 10)].map(|(v, s)| format!("{q} {v} {s}"));
+    let mut expected: Vec<String> = [bounded("n"), bounded("r")].concat();
+    expected.extend(["u 1 1", "u 2 1", "u 3 2", "u 7 3"].map(String::from));
+    expected.extend(["z 1 1", "z 2 2", "z 3 3", "z 4 4", "z 7 7"].map(String::from));
+    expected.sort();
+    assert_eq!(rows, expected, "{stdout}");
+}
+
 /// An event-time temporal join: each order with the rate valid at its
 /// time (several versions per currency, one order before any version).
 #[test]

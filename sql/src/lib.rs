@@ -45,6 +45,7 @@ pub mod types;
 pub mod url;
 pub mod url_codec;
 pub mod value;
+pub mod watermark;
 pub mod zone;
 
 pub use error::SqlError;

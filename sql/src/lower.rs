@@ -43,6 +43,7 @@ use crate::plan::{Node, Plan, Window};
 use crate::prune::ReadColumns;
 use crate::types::{DataType, Schema};
 use crate::value::{Key, Row, RowKind, Value, Values};
+use crate::watermark::DeclaredWatermarks;
 
 /// A stream of rows after any plan node.
 pub type Rows<'j> = BoxedStream<'j, Row>;
@@ -64,6 +65,9 @@ pub struct Lowering<'j> {
     state_ttl: Option<Duration>,
     /// `table.exec.source.idle-timeout` (`None`: sources never idle).
     idle_timeout: Option<Duration>,
+    /// `pipeline.auto-watermark-interval`: how far a row must move a
+    /// declared watermark to emit it at once ([`DeclaredWatermarks`]).
+    watermark_interval: Duration,
     /// `job.records` and `job.rate` for every generated source.
     generated: GeneratedSources,
     /// The uids of the generated sources lowered with `generated` set.
@@ -110,6 +114,8 @@ impl<'j> Lowering<'j> {
             outputs: Vec::new(),
             state_ttl: None,
             idle_timeout: None,
+            watermark_interval:
+                weir_runtime::operators::timestamps::DEFAULT_AUTO_WATERMARK_INTERVAL,
             generated: GeneratedSources::default(),
             generated_sources: Vec::new(),
             reuse: Memo::default(),
@@ -122,6 +128,12 @@ impl<'j> Lowering<'j> {
     /// (zero: never idle).
     pub fn with_idle_timeout(mut self, d: Duration) -> Self {
         self.idle_timeout = (!d.is_zero()).then_some(d);
+        self
+    }
+
+    /// The same lowering with `pipeline.auto-watermark-interval` = `d`.
+    pub fn with_watermark_interval(mut self, d: Duration) -> Self {
+        self.watermark_interval = d;
         self
     }
 
@@ -483,6 +495,7 @@ impl<'j> Lowering<'j> {
         let time = EventTime {
             watermark: t.watermark,
             idle: self.idle_timeout,
+            interval: self.watermark_interval,
         };
         Ok(match &t.connector {
             Connector::Filesystem {
@@ -799,11 +812,13 @@ fn assign_windows(window: Window, time: usize, row: Row) -> Vec<Row> {
 }
 
 /// A scanned table's event time: its WATERMARK declaration (column,
-/// delay in ms) and `table.exec.source.idle-timeout`.
+/// delay in ms), `table.exec.source.idle-timeout` and
+/// `pipeline.auto-watermark-interval`.
 #[derive(Clone, Copy)]
 struct EventTime {
     watermark: Option<(usize, i64)>,
     idle: Option<Duration>,
+    interval: Duration,
 }
 
 impl EventTime {
@@ -812,9 +827,11 @@ impl EventTime {
         let Some((col, delay)) = self.watermark else {
             return rows.boxed();
         };
-        let strategy =
-            WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(delay as u64))
-                .with_timestamp_assigner(move |r: &Row| r.values[col].as_i64().unwrap_or(i64::MIN));
+        let interval = i64::try_from(self.interval.as_millis()).unwrap_or(i64::MAX);
+        let strategy = WatermarkStrategy::for_generator(move |_: &SubtaskInfo| {
+            DeclaredWatermarks::new(delay, interval)
+        })
+        .with_timestamp_assigner(move |r: &Row| r.values[col].as_i64().unwrap_or(i64::MIN));
         match self.idle {
             Some(idle) => rows
                 .assign_timestamps_and_watermarks(strategy.with_idleness(idle))

@@ -23,8 +23,12 @@
 //! keyed state). `LEAD` reads the row `offset` rows after: a row with a
 //! LEAD waits in keyed state, computed, until that many later rows of its
 //! partition have passed the watermark, or the input ends (the default
-//! then). A row arriving behind the watermark (late) is dropped,
-//! as Flink drops it. The output is append-only. State per key: the pending rows, the
+//! then). A late row is dropped, as Flink drops it: with an unbounded
+//! frame one at or behind the watermark, with a bounded one one at or
+//! before the time of the key's last emitted row (Flink's bounded
+//! functions keep a key's last triggering time, not the watermark, so a
+//! row behind the watermark of a key with nothing emitted since is still
+//! computed in order). The output is append-only. State per key: the pending rows, the
 //! rows a bounded frame may still reach, the running accumulator — all
 //! keyed state, checkpointed and rescaled with the key.
 
@@ -132,6 +136,25 @@ impl OverAggregate {
 
     fn time_of(&self, row: &Row) -> i64 {
         time_of(self.time, row)
+    }
+
+    /// Whether a row of time `t` of the current key comes too late, as
+    /// Flink's functions decide: for an unbounded frame when the
+    /// watermark has passed it (`AbstractRowTimeUnboundedPrecedingOver`);
+    /// for a bounded one only when the key has emitted a row of its time
+    /// or later (`RowTime{Rows,Range}BoundedPrecedingFunction`'s last
+    /// triggering time: the frame rows' last, which `history` keeps). A
+    /// row behind the watermark whose key emitted nothing since is
+    /// computed as if in order, at the next watermark.
+    fn is_late(&self, ctx: &KeyContext<Key>, t: i64) -> bool {
+        match self.frame {
+            OverFrame::Unbounded { .. } => t <= self.timers.current_watermark(),
+            OverFrame::Rows(_) | OverFrame::Range(_) => self
+                .history
+                .value_ref(ctx)
+                .and_then(|RowList(rows)| rows.last())
+                .is_some_and(|last| t <= self.time_of(last)),
+        }
     }
 
     /// Time order, ties by the other columns.
@@ -268,8 +291,10 @@ impl OverAggregate {
                     let acc = fold_all(&self.aggs, hist[from..].iter());
                     emit(&self.aggs, hist.last().expect("just pushed"), &acc, l, out);
                 }
-                if hist.len() > n {
-                    hist.drain(..hist.len() - n);
+                // (at least the last: the key's last emitted time)
+                let keep = n.max(1);
+                if hist.len() > keep {
+                    hist.drain(..hist.len() - keep);
                 }
             }
             OverFrame::Range(range) => {
@@ -323,7 +348,7 @@ impl KeyedProcessFunction for OverAggregate {
 
     fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, row: Row, _out: &mut C) {
         let t = self.time_of(&row);
-        if row.values[self.time].is_null() || t <= self.timers.current_watermark() {
+        if row.values[self.time].is_null() || self.is_late(ctx, t) {
             return; // late (or without a time): dropped, as Flink drops it
         }
         // In place: no copy of the key's pending rows per row.

@@ -684,7 +684,8 @@ impl KeyedProcessFunction for RetractTopN {
 /// `-U`/`+U` for each row at least as late as the kept one.
 ///
 /// Rows of equal time order as Top-N's ties (by their other columns): the
-/// first row is the smallest, the last the largest.
+/// first row is the smallest, the last the largest. A row without a time
+/// is dropped.
 ///
 /// On processing time ([`Deduplicate::on_arrival`]) rows are ordered by
 /// arrival, as Flink's: the key's first row is emitted at once and its
@@ -745,6 +746,11 @@ impl KeyedProcessFunction for Deduplicate {
     type Out = Row;
 
     fn process<C: Collector<Row>>(&mut self, ctx: &KeyContext<Key>, mut row: Row, out: &mut C) {
+        if !self.arrival && row.values[self.time].is_null() {
+            // No event time: neither first nor last (Flink's watermark
+            // assigner fails on it; weir's windows and OVER drop it too).
+            return;
+        }
         row.kind = RowKind::Insert;
         let col = self.row_number;
         if self.keep_last {

@@ -1530,7 +1530,7 @@ fn merged_sessions_keep_the_order_rows_came_in() {
     let s = Scratch::new("sql", "session-order");
     fs::create_dir_all(s.join("ev")).unwrap();
     // One file, read in order: 1 and 2 open two sessions, 7 grows the
-    // first, 10 bridges them.
+    // first, 10 bridges them (none late: a 5 s delay).
     fs::write(
         s.join("ev/ev.csv"),
         "a,1,2024-01-01 00:00:00.000\na,2,2024-01-01 00:00:04.999\n\
@@ -1541,7 +1541,8 @@ fn merged_sessions_keep_the_order_rows_came_in() {
     fs::write(
         &script,
         format!(
-            "CREATE TABLE ev (k STRING, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+            "CREATE TABLE ev (k STRING, v INT, ts TIMESTAMP(3),
+               WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
              WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
              SELECT FIRST_VALUE(v) AS f, LAST_VALUE(v) AS l,
                     LISTAGG(CAST(v AS STRING)) AS vs, COUNT(*) AS n
@@ -1553,6 +1554,95 @@ fn merged_sessions_keep_the_order_rows_came_in() {
     .unwrap();
     let stdout = weir_sql_ok(&script, &[]);
     assert!(stdout.contains("| 1 | 10 | 1,7,2,10 | 4 |"), "{stdout}");
+}
+
+/// A declared watermark is `ts - delay` and goes out right behind a row
+/// that moves it more than the watermark interval, as Flink's SQL
+/// watermark assigner does: a row behind a window it already fired is
+/// dropped however fast the file is read. (Made only on the clock, every
+/// 200 ms, no watermark came before the end of this file and no row was
+/// late; made one less, 07.999 did not fire [0 s, 5 s).)
+#[test]
+fn rows_behind_a_declared_watermark_are_late_however_fast_the_file_is_read() {
+    let s = Scratch::new("sql", "late-rows");
+    fs::create_dir_all(s.join("ev")).unwrap();
+    fs::write(
+        s.join("ev/ev.csv"),
+        "a,1,2024-01-01 00:00:01.000\na,2,2024-01-01 00:00:07.999\n\
+         a,3,2024-01-01 00:00:04.000\na,4,2024-01-01 00:00:06.000\n\
+         a,5,2024-01-01 00:00:04.999\na,6,2024-01-01 00:00:05.000\n",
+    )
+    .unwrap();
+    let script = s.join("s.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE ev (k STRING, v INT, ts TIMESTAMP(3),
+               WATERMARK FOR ts AS ts - INTERVAL '3' SECOND)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             SELECT 'w' AS q, EXTRACT(SECOND FROM window_start) AS s, COUNT(*) AS n, SUM(v) AS total
+             FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+             GROUP BY window_start, window_end;
+             SELECT 'o' AS q, v, COUNT(*) OVER (PARTITION BY k ORDER BY ts) AS n FROM ev;",
+            s.join("ev").display()
+        ),
+    )
+    .unwrap();
+    let stdout = weir_sql_ok(&script, &[]);
+    let mut rows = table_rows(&stdout, " q ");
+    rows.sort();
+    assert_eq!(
+        rows,
+        ["o 1 1", "o 2 4", "o 4 3", "o 6 2", "w 0 1 1", "w 5 3 12"],
+        "{stdout}"
+    );
+}
+
+/// An OVER aggregation drops late rows as Flink's functions do: with a
+/// bounded frame a row is late only if its key already emitted a row of
+/// its time or later (Flink's last triggering time per key), so `b`'s row
+/// at 5 s behind the 10 s watermark is computed in order; with the
+/// default unbounded frame any row at or behind the watermark is late.
+/// (Every row behind the watermark was dropped, `b`'s at 5 s too.)
+#[test]
+fn a_bounded_over_frame_drops_only_rows_behind_their_keys_last_output() {
+    let s = Scratch::new("sql", "late-over");
+    fs::create_dir_all(s.join("ev")).unwrap();
+    fs::write(
+        s.join("ev/ev.csv"),
+        "a,1,2024-01-01 00:00:01.000\nb,2,2024-01-01 00:00:02.000\n\
+         a,3,2024-01-01 00:00:10.000\nb,4,2024-01-01 00:00:05.000\n\
+         a,5,2024-01-01 00:00:06.000\nb,6,2024-01-01 00:00:01.500\n\
+         a,7,2024-01-01 00:00:20.000\n",
+    )
+    .unwrap();
+    let script = s.join("s.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE ev (k STRING, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             SELECT 'r' AS q, v, SUM(v) OVER (PARTITION BY k ORDER BY ts
+               RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS s FROM ev;
+             SELECT 'n' AS q, v, SUM(v) OVER (PARTITION BY k ORDER BY ts
+               ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM ev;
+             SELECT 'z' AS q, v, SUM(v) OVER (PARTITION BY k ORDER BY ts
+               ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS s FROM ev;
+             SELECT 'u' AS q, v, COUNT(*) OVER (PARTITION BY k ORDER BY ts) AS s FROM ev;",
+            s.join("ev").display()
+        ),
+    )
+    .unwrap();
+    let stdout = weir_sql_ok(&script, &[]);
+    let mut rows = table_rows(&stdout, " q ");
+    rows.sort();
+    let bounded =
+        |q: &str| [(1, 1), (2, 2), (3, 4), (4, 6), (7, 10)].map(|(v, s)| format!("{q} {v} {s}"));
+    let mut expected: Vec<String> = [bounded("n"), bounded("r")].concat();
+    expected.extend(["u 1 1", "u 2 1", "u 3 2", "u 7 3"].map(String::from));
+    expected.extend(["z 1 1", "z 2 2", "z 3 3", "z 4 4", "z 7 7"].map(String::from));
+    expected.sort();
+    assert_eq!(rows, expected, "{stdout}");
 }
 
 /// An event-time temporal join: each order with the rate valid at its

@@ -338,6 +338,39 @@ fn deduplication_on_processing_time_keeps_the_first_or_last_to_arrive() {
     });
 }
 
+/// A row without a time is neither a key's first nor its last: it is
+/// dropped. (Keeping the first row, its time read as the smallest went
+/// out at once and the key's real first row was dropped.)
+#[test]
+fn deduplication_drops_a_row_without_a_time() {
+    let r = |k: i64, t: Option<i64>, p: &str| {
+        Row::of([
+            Value::BigInt(k),
+            t.map_or(Value::Null, Value::Timestamp),
+            Value::Str(p.into()),
+        ])
+    };
+    let input = [
+        r(1, None, "no time"),
+        r(1, Some(10), "a"),
+        r(2, None, "none"),
+    ];
+    for keep_last in [false, true] {
+        let mut h = KeyedOperatorHarness::new(
+            move |_| Deduplicate::new(1, keep_last, None),
+            key as fn(&Row) -> Key,
+        )
+        .unwrap();
+        h.process_elements(input.iter().cloned());
+        h.end_input();
+        assert_eq!(
+            h.take_output(),
+            [r(1, Some(10), "a")],
+            "keep_last {keep_last}"
+        );
+    }
+}
+
 /// Top-N over an updating input: inserts and, now and then, retractions
 /// of live rows; the changelog applied is the top 3 of the rows left
 /// (a retracted top row lets the next one up), with and without row

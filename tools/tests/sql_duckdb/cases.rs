@@ -412,6 +412,25 @@ pub const CASES: &[Case] = &[
                  FROM orders, range(3) AS r(k) GROUP BY ALL",
     },
     Case {
+        name: "hop_window_with_an_offset_min_max_of_text_and_time",
+        // 15-minute windows every 5 minutes, starting 2 minutes past each
+        // 5-minute slot; MIN and MAX of strings and timestamps, AVG of an
+        // INT (an INT, truncated) and COUNT(DISTINCT) per window and user.
+        weir: "SELECT user_id, window_start, window_end, MIN(note) AS n0, MAX(category) AS c1,
+                      MIN(ts) AS t0, MAX(ts) AS t1, AVG(qty) AS aq,
+                      COUNT(DISTINCT category) AS cats
+               FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES,
+                              INTERVAL '15' MINUTES, INTERVAL '2' MINUTES))
+               GROUP BY user_id, window_start, window_end;",
+        duckdb: "SELECT user_id, epoch_ms(st), epoch_ms(st + 900000), MIN(note), MAX(category),
+                        MIN(ts), MAX(ts), CAST(trunc(SUM(qty) / COUNT(qty)) AS INTEGER),
+                        COUNT(DISTINCT category)
+                 FROM (SELECT *, unnest([s, s - 300000, s - 600000]) AS st
+                       FROM (SELECT *, (epoch_ms(ts) - 120000) // 300000 * 300000 + 120000 AS s
+                             FROM orders))
+                 GROUP BY user_id, st",
+    },
+    Case {
         name: "cumulate_window",
         // Windows growing by 5 minutes from each 20-minute period's start:
         // a row is in those of its period that end after it.

@@ -1531,6 +1531,66 @@ fn a_fresh_start_guards_committed_output() {
 }
 
 // ---------------------------------------------------------------------------
+// Probe 16: an operator's ordinary mistakes.
+
+/// The largest id of a `chk-<id>` directory directly in `d`, complete or
+/// not.
+fn newest_checkpoint_dir(d: &Path) -> u64 {
+    fs::read_dir(d)
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let id: u64 = e.file_name().to_str()?.strip_prefix("chk-")?.parse().ok()?;
+            e.path().is_dir().then_some(id)
+        })
+        .max()
+        .expect("a checkpoint directory")
+}
+
+/// Probe 16: a run was killed, and the operator deleted its newest
+/// `chk-<n>` by hand (incomplete, or thought bad); the next run restored an
+/// older checkpoint and numbered its checkpoints from `n` again, although
+/// ids are never to be reused (an incremental checkpoint of an abandoned
+/// timeline finds its references by id). `_timeline` now records every id
+/// triggered, so the next run's ids are above `n`, and the output is still
+/// committed exactly once.
+#[test]
+fn an_id_whose_directory_was_deleted_by_hand_is_not_used_again() {
+    let s = Scratch::new("p16-id-reuse");
+    let (d, out) = (s.path("ck"), s.path("out"));
+    let job = W1::slow(&out);
+    let settings = checkpointing("100ms", 100);
+    run_until_checkpoint(&s, &job, &d, &settings, 4, 2);
+    let deleted = newest_checkpoint_dir(&d);
+    fs::remove_dir_all(chk(&d, deleted)).unwrap();
+
+    let run = s.run(
+        "after-deleting-the-newest",
+        job.cmd(&d).args(&settings).args(["--restore", "latest"]),
+        FINISH,
+    );
+    run.assert_exit(0, "the run after the deletion completes");
+    run.assert_no_panic();
+    let restored = run.restored().expect("a checkpoint was restored");
+    assert!(restored < deleted, "{}", run.describe());
+    let reused: Vec<u64> = complete_checkpoints(&d)
+        .into_iter()
+        .filter(|&id| id > restored && id <= deleted)
+        .collect();
+    assert!(
+        reused.is_empty(),
+        "checkpoint ids up to the deleted chk-{deleted} are used again: {reused:?}\n{}",
+        run.describe()
+    );
+    assert!(
+        complete_checkpoints(&d).iter().any(|&id| id > deleted),
+        "the run took checkpoints\n{}",
+        run.describe()
+    );
+    assert_output(&out, &job.expected(), "after the deleted checkpoint");
+}
+
+// ---------------------------------------------------------------------------
 // The harness itself.
 
 /// The closed-form output this file compares with is that of an

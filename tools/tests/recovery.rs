@@ -1590,6 +1590,72 @@ fn an_id_whose_directory_was_deleted_by_hand_is_not_used_again() {
     assert_output(&out, &job.expected(), "after the deleted checkpoint");
 }
 
+/// Probe 16: a path weir keeps of the wrong kind — `OUT/.weir-lineage` a
+/// directory, `OUT/.abandoned` a file, `D/abandoned` a file, `D/_timeline` a
+/// directory — was found late (a sink failing to roll back, `abandoned`
+/// after `_timeline` had recorded the abandonment) or under the name of the
+/// directory holding it. Each is refused before anything changes, naming
+/// the path and what it should be, exit 2.
+#[test]
+fn a_path_weir_keeps_of_the_wrong_kind_is_refused_before_anything_changes() {
+    let s = Scratch::new("p16-kinds");
+    let (job, d, settings) = completed_quick_run(&s);
+    let out = job.output.clone().unwrap();
+    let cases = [
+        (out.join(".weir-lineage"), "a file"),
+        (out.join(".abandoned"), "a directory"),
+        (d.join("abandoned"), "a directory"),
+        (d.join("_timeline"), "a file"),
+    ];
+    for (path, should_be) in &cases {
+        // Put the real one, if any, aside, and the wrong kind in its place.
+        let kept = s.path("kept");
+        if path.exists() {
+            fs::rename(path, &kept).unwrap();
+        }
+        if *should_be == "a file" {
+            fs::create_dir_all(path.join("inside")).unwrap();
+        } else {
+            fs::write(path, b"not a directory\n").unwrap();
+        }
+        let d_before = tree(&d);
+        let out_before = tree(&out);
+        for restore in [None, Some("latest")] {
+            let mut cmd = job.cmd(&d);
+            cmd.args(&settings);
+            if let Some(r) = restore {
+                cmd.args(["--restore", r]);
+            }
+            let run = s.run("wrong-kind", &mut cmd, FAIL_FAST);
+            let why = format!("{} not {should_be} (--restore {restore:?})", path.display());
+            run.assert_refused(&why);
+            run.assert_stderr_names("the path", &path.display().to_string());
+            run.assert_stderr_names("what it should be", &format!("should be {should_be}"));
+            assert_unchanged(
+                &format!("{why}: the checkpoint directory"),
+                &d_before,
+                &tree(&d),
+                &run,
+            );
+            assert_unchanged(
+                &format!("{why}: the output directory"),
+                &out_before,
+                &tree(&out),
+                &run,
+            );
+        }
+        if path.is_dir() {
+            fs::remove_dir_all(path).unwrap();
+        } else {
+            fs::remove_file(path).unwrap();
+        }
+        if kept.exists() {
+            fs::rename(&kept, path).unwrap();
+        }
+    }
+    assert_output(&out, &job.expected(), "after the refused runs");
+}
+
 // ---------------------------------------------------------------------------
 // The harness itself.
 

@@ -86,6 +86,25 @@ pub enum JobError {
         #[source]
         source: std::io::Error,
     },
+    /// A path weir keeps in a directory of the run (`.weir-lineage` and
+    /// `_timeline` files, the `.abandoned/` and `abandoned/` directories it
+    /// moves rolled-back output and abandoned checkpoints to) is of the
+    /// other kind: found before anything changes, since the run would
+    /// otherwise fail only once it had begun changing things.
+    #[error(
+        "{} should be {should_be} ({what}) but is {is}: move it away (nothing was changed)",
+        path.display()
+    )]
+    WrongKind {
+        /// The path.
+        path: PathBuf,
+        /// What weir keeps there.
+        what: &'static str,
+        /// What it should be: `"a file"`, `"a directory"`.
+        should_be: &'static str,
+        /// What it is.
+        is: &'static str,
+    },
     /// Another run holds a directory this one needs (the user's to sort
     /// out: two jobs must not share a checkpoint or output directory).
     #[error(
@@ -208,6 +227,7 @@ impl JobError {
                 Fault::Outside
             }
             Self::Locked { .. }
+            | Self::WrongKind { .. }
             | Self::SameDirectory { .. }
             | Self::ForeignOutput { .. }
             | Self::OutputRolledBack { .. } => Fault::User,
@@ -252,6 +272,8 @@ impl JobError {
             // The other run may end, but two jobs must not share a
             // directory: the user decides, at once.
             Self::Locked { .. } | Self::SameDirectory { .. } => false,
+            // A file where a directory belongs stays so until moved.
+            Self::WrongKind { .. } => false,
             Self::AllUnusable { .. } | Self::ForeignOutput { .. } => false,
             Self::OutputRolledBack { .. } => false,
             Self::Directory { source, .. } => io_retryable(source),

@@ -51,6 +51,61 @@ pub fn lock_outputs(run: &RunIdentity) -> Result<Vec<DirLock>> {
         .collect()
 }
 
+/// Checks, before anything is changed, that what weir keeps in `run`'s
+/// output directories is of the right kind: `.weir-lineage` a file,
+/// `.abandoned` (where rolled-back parts go) a directory. Either of the
+/// wrong kind made the run fail only after it had started its timeline
+/// (the lineage) or while a sink rolled back its parts (`.abandoned`).
+pub fn check_output_paths(run: &RunIdentity) -> Result<()> {
+    for dir in &run.outputs {
+        expect_kind(
+            &dir.join(LINEAGE_FILE),
+            "the record of which job writes the output directory",
+            false,
+        )?;
+        expect_kind(
+            &dir.join(ABANDONED_DIR),
+            "where rolled-back committed output is moved",
+            true,
+        )?;
+    }
+    Ok(())
+}
+
+/// `path`, if it exists, is a directory (`dir`) or a regular file (not
+/// `dir`), else [`JobError::WrongKind`] naming it and `what` weir keeps
+/// there. Links are followed.
+pub(crate) fn expect_kind(path: &Path, what: &'static str, dir: bool) -> Result<()> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(JobError::Directory {
+                what: "path weir keeps",
+                dir: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let is = if meta.is_dir() {
+        "a directory"
+    } else if meta.is_file() {
+        "a file"
+    } else {
+        "neither a file nor a directory"
+    };
+    let should_be = if dir { "a directory" } else { "a file" };
+    if is == should_be {
+        return Ok(());
+    }
+    Err(JobError::WrongKind {
+        path: path.to_path_buf(),
+        what,
+        should_be,
+        is,
+    })
+}
+
 /// Checks, before anything is changed, that `run` may write its output
 /// directories: one that records another job's fingerprint is refused;
 /// on a `fresh` start, so is one that holds committed output without a

@@ -605,6 +605,29 @@ fn the_inspector_lists_describes_and_verifies_and_names_a_corrupt_block() {
     assert!(missing.stderr.contains("nothing-here"));
 }
 
+/// Probe 16: a stopped bench reported `records: 0` in its JSON line (its
+/// sinks published their counts only when their input ended, which a stop
+/// never does): it reports the records processed before the stop, here
+/// one committed line each.
+#[test]
+fn a_stopped_bench_reports_the_records_processed_before_the_stop() {
+    let s = Scratch::new("stopped-records");
+    let (first, _) = stop_midway(&s, "TERM");
+    let report = first.report();
+    let lines = committed_lines(&s.path("out")).len() as u64;
+    assert_eq!(
+        report["records"].as_u64(),
+        Some(lines),
+        "records: one per committed line\n{}",
+        first.describe()
+    );
+    assert!(
+        report["records_per_s"].as_f64().is_some_and(|r| r > 0.0),
+        "{}",
+        first.describe()
+    );
+}
+
 /// Restores `savepoint` into `weir bench w1` with the arguments of the
 /// run [`stop_midway`] stopped (200 records, with output) as `edit` leaves
 /// them.

@@ -111,6 +111,31 @@ pub enum CheckpointError {
     },
 }
 
+/// [`RestoreError::Incomplete`]'s message: a savepoint's directory
+/// (`savepoint-*`) without its manifest is a stop whose savepoint never
+/// completed (a second signal, a crash), and is named as a savepoint.
+fn incomplete(manifest: &std::path::Path) -> String {
+    let savepoint = manifest
+        .parent()
+        .and_then(|d| d.file_name())
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(crate::checkpoint::storage::SAVEPOINT_PREFIX));
+    if savepoint {
+        format!(
+            "{} is missing: the savepoint is incomplete (the stop or trigger that took it ended \
+             before it completed, e.g. aborted by a second signal) and cannot be restored; name a \
+             complete savepoint, or use --restore latest for the last checkpoint",
+            manifest.display()
+        )
+    } else {
+        format!(
+            "{} is missing: the checkpoint is incomplete (its run ended before it completed); \
+             name a complete chk-<id>, or use --restore latest",
+            manifest.display()
+        )
+    }
+}
+
 impl CheckpointError {
     /// A [`CheckpointError::Io`].
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
@@ -173,11 +198,7 @@ impl CheckpointError {
 pub enum RestoreError {
     // The checkpoint is unusable.
     /// The checkpoint has no manifest: it never completed.
-    #[error(
-        "{} is missing: the checkpoint is incomplete (its run ended before it completed); name \
-         a complete chk-<id>, or use --restore latest",
-        manifest.display()
-    )]
+    #[error("{}", incomplete(manifest))]
     Incomplete {
         /// The missing manifest.
         manifest: PathBuf,

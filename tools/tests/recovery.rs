@@ -1656,6 +1656,63 @@ fn a_path_weir_keeps_of_the_wrong_kind_is_refused_before_anything_changes() {
     assert_output(&out, &job.expected(), "after the refused runs");
 }
 
+/// Probe 16: `--restore latest` that found no checkpoint at all started
+/// fresh, rolling back every committed part of the job (moved to
+/// `OUT/.abandoned/`) and writing it all again: after a mistyped
+/// `state.checkpoints.dir`, deleted checkpoints, or a run restored from a
+/// savepoint that died before its first checkpoint. A request to resume
+/// that finds nothing to resume from while the output holds committed
+/// output is refused (exit 2), naming both directories, with nothing
+/// changed; with no committed output it still starts fresh.
+#[test]
+fn restore_latest_finding_no_checkpoint_never_rolls_back_committed_output() {
+    let s = Scratch::new("p16-latest-nothing");
+    let (job, d, settings) = completed_quick_run(&s);
+    let out = job.output.clone().unwrap();
+    let mistyped = s.path("ck-mistyped");
+    let out_before = tree(&out);
+    let run = s.run(
+        "latest-in-another-dir",
+        job.cmd(&mistyped)
+            .args(&settings)
+            .args(["--restore", "latest"]),
+        FAIL_FAST,
+    );
+    run.assert_refused("--restore latest with no checkpoint and committed output");
+    run.assert_stderr_names("the checkpoint directory", &mistyped.display().to_string());
+    run.assert_stderr_names("the output directory", &out.display().to_string());
+    run.assert_stderr_names("what to do", "--restore PATH");
+    assert_unchanged("the output directory", &out_before, &tree(&out), &run);
+    assert!(
+        complete_checkpoints(&mistyped).is_empty(),
+        "{}",
+        run.describe()
+    );
+
+    // The right directory still resumes.
+    let resumed = s.run(
+        "latest",
+        job.cmd(&d).args(&settings).args(["--restore", "latest"]),
+        FINISH,
+    );
+    resumed.assert_exit(0, "--restore latest of the right directory");
+    assert!(resumed.restored().is_some(), "{}", resumed.describe());
+    assert_output(&out, &job.expected(), "after the resumed run");
+
+    // Nothing committed yet: `latest` with no checkpoint is a fresh start.
+    let new = W1::quick(&s.path("out-new"));
+    let fresh = s.run(
+        "latest-first-run",
+        new.cmd(&s.path("ck-new"))
+            .args(&settings)
+            .args(["--restore", "latest"]),
+        FINISH,
+    );
+    fresh.assert_exit(0, "--restore latest of a first run");
+    assert_eq!(fresh.restored(), None, "{}", fresh.describe());
+    assert_output(&s.path("out-new"), &new.expected(), "a first run");
+}
+
 // ---------------------------------------------------------------------------
 // The harness itself.
 

@@ -154,6 +154,32 @@ pub enum JobError {
         /// Every checkpoint, newest first, and why it is unusable.
         reasons: Vec<(u64, String)>,
     },
+    /// `--restore latest` found no checkpoint at all, but an output
+    /// directory holds committed output of this job: a fresh start would
+    /// roll all of it back and write it again, which is not what a request
+    /// to resume asks for (a mistyped `state.checkpoints.dir`, checkpoints
+    /// deleted, a run restored from a savepoint that died before its first
+    /// checkpoint).
+    #[error(
+        "--restore latest found no checkpoint in {}, but output directory {} holds {parts} \
+         committed part file{} of this job: starting fresh would move {} aside (to {}/.abandoned) \
+         and write everything again. Check state.checkpoints.dir, give the checkpoint or \
+         savepoint to resume from as --restore PATH, or run without --restore to start fresh \
+         (nothing was changed)",
+        checkpoints.display(),
+        dir.display(),
+        if *parts == 1 { "" } else { "s" },
+        if *parts == 1 { "it" } else { "them all" },
+        dir.display()
+    )]
+    NothingToResume {
+        /// The checkpoint directory searched.
+        checkpoints: PathBuf,
+        /// The output directory.
+        dir: PathBuf,
+        /// How many committed parts it holds.
+        parts: usize,
+    },
     /// An output directory is another job's: its lineage names another
     /// job, or it holds committed output no lineage accounts for.
     #[error(
@@ -228,6 +254,7 @@ impl JobError {
             }
             Self::Locked { .. }
             | Self::WrongKind { .. }
+            | Self::NothingToResume { .. }
             | Self::SameDirectory { .. }
             | Self::ForeignOutput { .. }
             | Self::OutputRolledBack { .. } => Fault::User,
@@ -274,6 +301,7 @@ impl JobError {
             Self::Locked { .. } | Self::SameDirectory { .. } => false,
             // A file where a directory belongs stays so until moved.
             Self::WrongKind { .. } => false,
+            Self::NothingToResume { .. } => false,
             Self::AllUnusable { .. } | Self::ForeignOutput { .. } => false,
             Self::OutputRolledBack { .. } => false,
             Self::Directory { source, .. } => io_retryable(source),

@@ -20,7 +20,7 @@ use crate::exec::identity::RunIdentity;
 use crate::exec::lock::lock_dir;
 use crate::exec::options::{ExecutionOptions, RestoreFrom};
 use crate::exec::outputs::{
-    check_output_paths, check_outputs, check_restored_outputs, expect_kind, lock_outputs,
+    check_nothing_to_resume, check_output_paths, check_outputs, check_restored_outputs, expect_kind, lock_outputs,
     mark_outputs,
 };
 use crate::exec::progress::Progress;
@@ -162,6 +162,14 @@ fn run_job(
     };
     let mut restore = context.choose(&options.restore, None)?;
     check_outputs(&run, restore.is_none())?;
+    if let (None, RestoreFrom::Latest, Some(storage)) = (&restore, &options.restore, &storage) {
+        check_nothing_to_resume(&run, storage.root())?;
+        tracing::info!(
+            target: RESTORE,
+            "no complete checkpoint in {}: starting fresh",
+            storage.root().display()
+        );
+    }
     if let Some((r, _)) = &restore {
         check_restored_outputs(&run, r.id(), r.manifest().timestamp_ms)?;
     }

@@ -159,6 +159,30 @@ pub fn check_outputs(run: &RunIdentity, fresh: bool) -> Result<()> {
     Ok(())
 }
 
+/// Checks, before anything is changed, that a run told to resume
+/// (`--restore latest`) that found no checkpoint in `checkpoints` is not
+/// about to roll back committed output of its own job: a fresh start moves
+/// every part aside and writes it all again, which the user did not ask
+/// for ([`JobError::NothingToResume`]). Runs after [`check_outputs`], so
+/// another job's output is named as such.
+pub fn check_nothing_to_resume(run: &RunIdentity, checkpoints: &Path) -> Result<()> {
+    for dir in &run.outputs {
+        let parts = committed_parts(dir).map_err(|source| JobError::Directory {
+            what: "output directory",
+            dir: dir.clone(),
+            source,
+        })?;
+        if parts > 0 {
+            return Err(JobError::NothingToResume {
+                checkpoints: checkpoints.to_path_buf(),
+                dir: dir.clone(),
+                parts,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Checks, before anything is changed, that the output directories still
 /// hold what the restored snapshot (checkpoint or savepoint `restored`,
 /// taken at `taken_ms`) committed: a committed part of transaction `<=

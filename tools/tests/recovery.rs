@@ -1592,7 +1592,7 @@ fn an_id_whose_directory_was_deleted_by_hand_is_not_used_again() {
 
 /// Probe 16: a path weir keeps of the wrong kind — `OUT/.weir-lineage` a
 /// directory, `OUT/.abandoned` a file, `D/abandoned` a file, `D/_timeline` a
-/// directory — was found late (a sink failing to roll back, `abandoned`
+/// directory, either `.weir-lock` a directory — was found late (a sink failing to roll back, `abandoned`
 /// after `_timeline` had recorded the abandonment) or under the name of the
 /// directory holding it. Each is refused before anything changes, naming
 /// the path and what it should be, exit 2.
@@ -1606,6 +1606,8 @@ fn a_path_weir_keeps_of_the_wrong_kind_is_refused_before_anything_changes() {
         (out.join(".abandoned"), "a directory"),
         (d.join("abandoned"), "a directory"),
         (d.join("_timeline"), "a file"),
+        (out.join(".weir-lock"), "a file"),
+        (d.join(".weir-lock"), "a file"),
     ];
     for (path, should_be) in &cases {
         // Put the real one, if any, aside, and the wrong kind in its place.

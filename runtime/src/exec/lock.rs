@@ -81,6 +81,8 @@ pub fn lock_dir(dir: &Path, what: &'static str) -> Result<DirLock> {
         }
     }
     let taken = (|| {
+        // A directory in its place failed as "<dir>: Is a directory".
+        crate::exec::outputs::expect_kind(&lock, "the lock file of the directory", false)?;
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)

@@ -1715,6 +1715,68 @@ fn restore_latest_finding_no_checkpoint_never_rolls_back_committed_output() {
     assert_output(&s.path("out-new"), &new.expected(), "a first run");
 }
 
+/// Probe 16: a truncated or zero-length `_metadata` was listed by `weir
+/// checkpoints list` as `incomplete` (as if it had none) and `weir
+/// checkpoints verify D` passed (exit 0) over it, while `--restore` refuses
+/// it: the inspector said the directory was fine when its newest checkpoint
+/// could not be restored. It is `CORRUPT`, `verify` fails naming the file,
+/// and `--restore` of it is refused (exit 2) with nothing changed.
+#[test]
+fn a_truncated_manifest_is_corrupt_not_incomplete() {
+    let s = Scratch::new("p16-truncated-metadata");
+    let (job, d, settings) = completed_quick_run(&s);
+    let out = job.output.clone().unwrap();
+    let newest = *complete_checkpoints(&d).last().unwrap();
+    let metadata = chk(&d, newest).join("_metadata");
+    for len in [0, 7] {
+        truncate(&metadata, len);
+        let inspect = |action: &str, json: bool| {
+            let mut c = Command::new(WEIR);
+            c.args(["checkpoints", action]);
+            if json {
+                c.arg("--json");
+            }
+            s.run(&format!("{action}-{len}"), c.arg(&d), FAIL_FAST)
+        };
+        let verify = inspect("verify", false);
+        verify.assert_exit(2, "verify of a directory holding a truncated manifest");
+        verify.assert_stderr_names("the manifest", &metadata.display().to_string());
+        let list = inspect("list", false);
+        list.assert_exit(0, "list");
+        let row = list
+            .stdout
+            .lines()
+            .find(|l| l.contains(&chk(&d, newest).display().to_string()))
+            .unwrap_or_else(|| panic!("a row for chk-{newest}\n{}", list.describe()));
+        assert!(row.contains("CORRUPT"), "{}", list.describe());
+        let json = inspect("list", true);
+        let all: Value = serde_json::from_str(json.stdout.trim()).unwrap();
+        let one = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == newest)
+            .unwrap_or_else(|| panic!("chk-{newest} listed: {all}"));
+        assert_eq!(
+            (&one["complete"], &one["verified"]),
+            (&Value::Bool(true), &Value::Bool(false)),
+            "{one}"
+        );
+
+        let d_before = tree(&d);
+        let out_before = tree(&out);
+        let run = s.run(
+            &format!("restore-truncated-{len}"),
+            job.cmd(&d).args(&settings).arg("--restore").arg(chk(&d, newest)),
+            FAIL_FAST,
+        );
+        run.assert_refused("a truncated manifest");
+        run.assert_stderr_names("the manifest", &metadata.display().to_string());
+        assert_unchanged("the checkpoint directory", &d_before, &tree(&d), &run);
+        assert_unchanged("the output directory", &out_before, &tree(&out), &run);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // The harness itself.
 

@@ -1777,6 +1777,44 @@ fn a_truncated_manifest_is_corrupt_not_incomplete() {
     }
 }
 
+/// Probe 16: `state.savepoints.dir` naming the output directory (or a
+/// directory inside it) put a stop's `savepoint-*` among the committed
+/// output, and `--allow-non-restored-state` without `--restore` was
+/// silently ignored. Both are refused at once (exit 2) naming what is
+/// wrong, with nothing written.
+#[test]
+fn savepoints_in_the_output_and_a_flag_without_restore_are_refused() {
+    let s = Scratch::new("p16-misuse");
+    let (d, out) = (s.path("ck"), s.path("out"));
+    let job = W1::quick(&out);
+    let settings = checkpointing("100ms", 3);
+    for savepoints in [out.clone(), out.join("savepoints")] {
+        let run = s.run(
+            "savepoints-in-output",
+            job.cmd(&d)
+                .args(&settings)
+                .arg("--set")
+                .arg(format!("state.savepoints.dir={}", savepoints.display())),
+            FAIL_FAST,
+        );
+        run.assert_refused("state.savepoints.dir in the output directory");
+        run.assert_stderr_names("the savepoints directory", &savepoints.display().to_string());
+        run.assert_stderr_names("the output directory", &out.display().to_string());
+        assert!(complete_checkpoints(&d).is_empty(), "{}", run.describe());
+        assert!(committed_parts(&out).is_empty(), "{}", run.describe());
+    }
+    let run = s.run(
+        "allow-without-restore",
+        job.cmd(&d)
+            .args(&settings)
+            .arg("--allow-non-restored-state"),
+        FAIL_FAST,
+    );
+    run.assert_exit(2, "--allow-non-restored-state without --restore");
+    run.assert_stderr_names("the missing flag", "--restore");
+    assert!(committed_parts(&out).is_empty(), "{}", run.describe());
+}
+
 // ---------------------------------------------------------------------------
 // The harness itself.
 

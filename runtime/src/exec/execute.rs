@@ -20,7 +20,7 @@ use crate::exec::identity::RunIdentity;
 use crate::exec::lock::lock_dir;
 use crate::exec::options::{ExecutionOptions, RestoreFrom};
 use crate::exec::outputs::{
-    check_nothing_to_resume, check_output_paths, check_outputs, check_restored_outputs, expect_kind, lock_outputs,
+    check_nothing_to_resume, check_output_paths, check_savepoints_dir, check_outputs, check_restored_outputs, expect_kind, lock_outputs,
     mark_outputs,
 };
 use crate::exec::progress::Progress;
@@ -149,6 +149,13 @@ fn run_job(
         .transpose()?;
     let _output_locks = lock_outputs(&run)?;
     check_output_paths(&run)?;
+    if let Some(savepoints) = options
+        .checkpointing
+        .as_ref()
+        .and_then(|c| c.savepoints_dir.as_ref())
+    {
+        check_savepoints_dir(&run, savepoints)?;
+    }
     if let Some(storage) = &storage {
         check_checkpoint_paths(storage)?;
     }

@@ -72,6 +72,32 @@ pub fn check_output_paths(run: &RunIdentity) -> Result<()> {
     Ok(())
 }
 
+/// Checks that `state.savepoints.dir` (`savepoints`) is not one of `run`'s
+/// output directories nor inside one: a stop's `savepoint-*` directory
+/// would land among the committed output, where whatever reads the output
+/// finds weir's segments.
+pub fn check_savepoints_dir(run: &RunIdentity, savepoints: &Path) -> Result<()> {
+    let canonical = |p: &Path| {
+        p.canonicalize()
+            .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+    };
+    let target = canonical(savepoints);
+    for dir in &run.outputs {
+        let out = canonical(dir);
+        if target.starts_with(&out) {
+            let is = if target == out { "" } else { "inside " };
+            return Err(JobError::InvalidJob(format!(
+                "state.savepoints.dir {} is {is}the job's output directory {}: a stop's \
+                 savepoint-* directory would land among its committed output; give savepoints a \
+                 directory of their own",
+                savepoints.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `path`, if it exists, is a directory (`dir`) or a regular file (not
 /// `dir`), else [`JobError::WrongKind`] naming it and `what` weir keeps
 /// there. Links are followed.

@@ -1767,7 +1767,10 @@ fn a_truncated_manifest_is_corrupt_not_incomplete() {
         let out_before = tree(&out);
         let run = s.run(
             &format!("restore-truncated-{len}"),
-            job.cmd(&d).args(&settings).arg("--restore").arg(chk(&d, newest)),
+            job.cmd(&d)
+                .args(&settings)
+                .arg("--restore")
+                .arg(chk(&d, newest)),
             FAIL_FAST,
         );
         run.assert_refused("a truncated manifest");
@@ -1798,7 +1801,10 @@ fn savepoints_in_the_output_and_a_flag_without_restore_are_refused() {
             FAIL_FAST,
         );
         run.assert_refused("state.savepoints.dir in the output directory");
-        run.assert_stderr_names("the savepoints directory", &savepoints.display().to_string());
+        run.assert_stderr_names(
+            "the savepoints directory",
+            &savepoints.display().to_string(),
+        );
         run.assert_stderr_names("the output directory", &out.display().to_string());
         assert!(complete_checkpoints(&d).is_empty(), "{}", run.describe());
         assert!(committed_parts(&out).is_empty(), "{}", run.describe());

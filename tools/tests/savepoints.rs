@@ -675,10 +675,18 @@ fn a_savepoint_without_its_manifest_is_never_taken_for_a_good_one() {
         savepoint.display().to_string(),
         "the savepoint is incomplete".to_owned(),
     ] {
-        assert!(refused.stderr.contains(&text), "{text}\n{}", refused.describe());
+        assert!(
+            refused.stderr.contains(&text),
+            "{text}\n{}",
+            refused.describe()
+        );
     }
     assert_eq!(out_before, tree(&s.path("out")), "the output is untouched");
-    assert_eq!(ck_before, tree(&s.path("ck")), "the checkpoints are untouched");
+    assert_eq!(
+        ck_before,
+        tree(&s.path("ck")),
+        "the checkpoints are untouched"
+    );
 }
 
 /// Restores `savepoint` into `weir bench w1` with the arguments of the

@@ -20,8 +20,8 @@ use crate::exec::identity::RunIdentity;
 use crate::exec::lock::lock_dir;
 use crate::exec::options::{ExecutionOptions, RestoreFrom};
 use crate::exec::outputs::{
-    check_nothing_to_resume, check_output_paths, check_savepoints_dir, check_outputs, check_restored_outputs, expect_kind, lock_outputs,
-    mark_outputs,
+    check_nothing_to_resume, check_output_paths, check_outputs, check_restored_outputs,
+    check_savepoints_dir, expect_kind, lock_outputs, mark_outputs,
 };
 use crate::exec::progress::Progress;
 use crate::exec::restart::{RestartDecision, RestartStrategy, RestartTracker};

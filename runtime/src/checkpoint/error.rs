@@ -112,14 +112,9 @@ pub enum CheckpointError {
 }
 
 /// [`RestoreError::Incomplete`]'s message: a savepoint's directory
-/// (`savepoint-*`) without its manifest is a stop whose savepoint never
-/// completed (a second signal, a crash), and is named as a savepoint.
-fn incomplete(manifest: &std::path::Path) -> String {
-    let savepoint = manifest
-        .parent()
-        .and_then(|d| d.file_name())
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with(crate::checkpoint::storage::SAVEPOINT_PREFIX));
+/// without its manifest is a stop whose savepoint never completed (a
+/// second signal, a crash), and is named as a savepoint.
+fn incomplete(manifest: &std::path::Path, savepoint: bool) -> String {
     if savepoint {
         format!(
             "{} is missing: the savepoint is incomplete (the stop or trigger that took it ended \
@@ -198,10 +193,14 @@ impl CheckpointError {
 pub enum RestoreError {
     // The checkpoint is unusable.
     /// The checkpoint has no manifest: it never completed.
-    #[error("{}", incomplete(manifest))]
+    #[error("{}", incomplete(manifest, *savepoint))]
     Incomplete {
         /// The missing manifest.
         manifest: PathBuf,
+        /// Whether the directory is a savepoint's (`savepoint-*`): a stop
+        /// or trigger whose savepoint never completed (a second signal, a
+        /// crash).
+        savepoint: bool,
     },
     /// The manifest or a segment cannot be read or fails its checks (the
     /// error names the file, and for a block its offset).

@@ -17,11 +17,11 @@ use crate::exec::attempt::{run_attempt, RestoreInfo};
 use crate::exec::error::{JobError, Result};
 use crate::exec::handle::{CheckpointingView, JobState};
 use crate::exec::identity::RunIdentity;
-use crate::exec::lock::lock_dir;
+use crate::exec::lock::{expect_kind, lock_dir};
 use crate::exec::options::{ExecutionOptions, RestoreFrom};
 use crate::exec::outputs::{
     check_nothing_to_resume, check_output_paths, check_outputs, check_restored_outputs,
-    check_savepoints_dir, expect_kind, lock_outputs, mark_outputs,
+    check_savepoints_dir, lock_outputs, mark_outputs,
 };
 use crate::exec::progress::Progress;
 use crate::exec::restart::{RestartDecision, RestartStrategy, RestartTracker};

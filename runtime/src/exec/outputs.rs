@@ -12,7 +12,7 @@ use crate::checkpoint::lineage::Fingerprint;
 use crate::connectors::file_sink::{committed_parts, ABANDONED_DIR};
 use crate::exec::error::{JobError, Result};
 use crate::exec::identity::RunIdentity;
-use crate::exec::lock::{lock_dir, DirLock};
+use crate::exec::lock::{expect_kind, lock_dir, DirLock};
 
 /// Name of the lineage marker in an output directory.
 pub const LINEAGE_FILE: &str = ".weir-lineage";
@@ -96,40 +96,6 @@ pub fn check_savepoints_dir(run: &RunIdentity, savepoints: &Path) -> Result<()> 
         }
     }
     Ok(())
-}
-
-/// `path`, if it exists, is a directory (`dir`) or a regular file (not
-/// `dir`), else [`JobError::WrongKind`] naming it and `what` weir keeps
-/// there. Links are followed.
-pub(crate) fn expect_kind(path: &Path, what: &'static str, dir: bool) -> Result<()> {
-    let meta = match std::fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(source) => {
-            return Err(JobError::Directory {
-                what: "path weir keeps",
-                dir: path.to_path_buf(),
-                source,
-            })
-        }
-    };
-    let is = if meta.is_dir() {
-        "a directory"
-    } else if meta.is_file() {
-        "a file"
-    } else {
-        "neither a file nor a directory"
-    };
-    let should_be = if dir { "a directory" } else { "a file" };
-    if is == should_be {
-        return Ok(());
-    }
-    Err(JobError::WrongKind {
-        path: path.to_path_buf(),
-        what,
-        should_be,
-        is,
-    })
 }
 
 /// Checks, before anything is changed, that `run` may write its output

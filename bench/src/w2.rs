@@ -113,6 +113,8 @@ pub struct WindowChecksumSink {
     info: SubtaskInfo,
     results: Arc<WindowResults>,
     totals: WindowTotals,
+    /// `finish` published the totals (the input ended).
+    finished: bool,
 }
 
 impl WindowChecksumSink {
@@ -123,6 +125,26 @@ impl WindowChecksumSink {
             info: *info,
             results,
             totals: WindowTotals::default(),
+            finished: false,
+        }
+    }
+}
+
+impl WindowChecksumSink {
+    /// Leaves the totals so far in the sink's slot.
+    fn publish(&self) {
+        *self.results.slots[self.index]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(self.totals);
+    }
+}
+
+/// A stopped job's sink never sees its input end: it leaves its totals
+/// when its task is dropped (see `ChecksumSink`'s `Drop`).
+impl Drop for WindowChecksumSink {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.publish();
         }
     }
 }
@@ -142,9 +164,8 @@ impl Sink for WindowChecksumSink {
     }
 
     fn finish(&mut self) {
-        *self.results.slots[self.index]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(self.totals);
+        self.publish();
+        self.finished = true;
     }
 
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Vec<u8>, String> {

@@ -432,6 +432,8 @@ pub struct ChecksumSink<O> {
     checksum: u64,
     recorded: u64,
     latency: Option<LatencyWindow>,
+    /// `finish` published the results (the input ended).
+    finished: bool,
     _out: std::marker::PhantomData<fn(O)>,
 }
 
@@ -456,6 +458,7 @@ impl<O> ChecksumSink<O> {
             checksum: 0,
             recorded: 0,
             latency: None,
+            finished: false,
             _out: std::marker::PhantomData,
         }
     }
@@ -481,6 +484,34 @@ impl<O> ChecksumSink<O> {
                 .expect("valid histogram bounds"),
         });
         sink
+    }
+}
+
+impl<O> ChecksumSink<O> {
+    /// Leaves what the sink saw so far in its slot.
+    fn publish(&self) {
+        self.results.set(
+            self.index,
+            SinkResult {
+                records: self.records,
+                checksum: self.checksum,
+                recorded: self.recorded,
+                latency_ns: self.latency.as_ref().map(|w| w.histogram.clone()),
+            },
+        );
+    }
+}
+
+/// A sink whose input never ended (the job was stopped with a savepoint:
+/// operators see no end of input, so `finish` is never called) leaves what
+/// it saw when its task is dropped, so a stopped bench reports the records
+/// processed before the stop instead of none. A later attempt's sink of the
+/// same subtask overwrites it.
+impl<O> Drop for ChecksumSink<O> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.publish();
+        }
     }
 }
 
@@ -510,15 +541,8 @@ impl<O: CountOutput> Sink for ChecksumSink<O> {
     }
 
     fn finish(&mut self) {
-        self.results.set(
-            self.index,
-            SinkResult {
-                records: self.records,
-                checksum: self.checksum,
-                recorded: self.recorded,
-                latency_ns: self.latency.as_ref().map(|w| w.histogram.clone()),
-            },
-        );
+        self.publish();
+        self.finished = true;
     }
 
     /// The running count and checksum are the sink's state: restored, they

@@ -57,6 +57,9 @@ struct Shown {
     desc: SnapshotDescription,
     /// `Ok` if it verified; the reason otherwise (incomplete, corrupt).
     verified: Result<(), String>,
+    /// It has a `_metadata` that does not read (truncated, empty, not a
+    /// manifest): corrupt, not incomplete.
+    unreadable: bool,
 }
 
 impl Shown {
@@ -67,7 +70,17 @@ impl Shown {
         } else {
             inspect::verify(&desc.dir).map_err(|e| e.to_string())
         };
-        Ok(Self { desc, verified })
+        Ok(Self {
+            desc,
+            verified,
+            unreadable: false,
+        })
+    }
+
+    /// Whether it has a `_metadata` (read or not): a snapshot that
+    /// completed, and a restore tries (and refuses if it does not read).
+    fn has_manifest(&self) -> bool {
+        self.desc.manifest.is_some() || self.unreadable
     }
 
     /// Like [`Shown::of`], a manifest that does not read counting as a
@@ -79,13 +92,14 @@ impl Shown {
                 manifest: None,
             },
             verified: Err(why),
+            unreadable: dir_of(dir).join("_metadata").exists(),
         })
     }
 
     fn status(&self) -> &str {
         match &self.verified {
             Ok(()) => "verified",
-            Err(_) if self.desc.manifest.is_none() => "incomplete",
+            Err(_) if !self.has_manifest() => "incomplete",
             Err(_) => "CORRUPT",
         }
     }
@@ -96,7 +110,7 @@ impl Shown {
             "path": d.dir.display().to_string(),
             "id": d.id(),
             "kind": d.kind().as_str(),
-            "complete": d.manifest.is_some(),
+            "complete": self.has_manifest(),
             "abandoned": d.abandoned(),
             "state_bytes": d.state_bytes(),
             "verified": self.verified.is_ok(),
@@ -226,7 +240,7 @@ fn list(dir: &Path, as_json: bool) -> ExitCode {
     }
     print!("{}", table(&rows));
     for s in &shown {
-        if let (Err(why), Some(_)) = (&s.verified, &s.desc.manifest) {
+        if let (Err(why), true) = (&s.verified, s.has_manifest()) {
             println!("{}: {why}", s.desc.dir.display());
         }
     }
@@ -244,7 +258,7 @@ fn verify(dir: &Path, as_json: bool) -> ExitCode {
     // named alone, an incomplete one cannot be restored.
     let failed = shown
         .iter()
-        .filter(|s| s.verified.is_err() && (single || s.desc.manifest.is_some()))
+        .filter(|s| s.verified.is_err() && (single || s.has_manifest()))
         .count();
     if as_json {
         let v: Vec<Value> = shown
@@ -269,7 +283,7 @@ fn verify(dir: &Path, as_json: bool) -> ExitCode {
                     s.desc.dir.display(),
                     human_bytes(s.desc.state_bytes())
                 ),
-                Err(why) if s.desc.manifest.is_none() && !single => {
+                Err(why) if !s.has_manifest() && !single => {
                     println!("{} {}: {why}", s.desc.kind(), s.desc.dir.display())
                 }
                 Err(why) => eprintln!("error: {} {}: {why}", s.desc.kind(), s.desc.dir.display()),

@@ -190,14 +190,16 @@ pub(crate) struct Common {
     workers: Option<usize>,
     /// Resume from a checkpoint or savepoint: `latest` (the newest
     /// complete and verified checkpoint in state.checkpoints.dir; a fresh
-    /// start if there is none) or the path of a `chk-<id>` or
+    /// start if there is none, refused if the output already holds
+    /// committed output of the job) or the path of a `chk-<id>` or
     /// `savepoint-<job>-<id>` directory (a savepoint is only read, never
     /// changed).
     #[arg(long, value_name = "latest|PATH")]
     restore: Option<String>,
     /// With --restore: skip the state of operators (uids) this job does
-    /// not have, instead of refusing the snapshot.
-    #[arg(long)]
+    /// not have, instead of refusing the snapshot (without --restore it
+    /// is a usage error: there is no snapshot to skip state of).
+    #[arg(long, requires = "restore")]
     allow_non_restored_state: bool,
 }
 

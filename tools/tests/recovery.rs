@@ -1531,6 +1531,297 @@ fn a_fresh_start_guards_committed_output() {
 }
 
 // ---------------------------------------------------------------------------
+// Probe 16: an operator's ordinary mistakes.
+
+/// The largest id of a `chk-<id>` directory directly in `d`, complete or
+/// not.
+fn newest_checkpoint_dir(d: &Path) -> u64 {
+    fs::read_dir(d)
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let id: u64 = e.file_name().to_str()?.strip_prefix("chk-")?.parse().ok()?;
+            e.path().is_dir().then_some(id)
+        })
+        .max()
+        .expect("a checkpoint directory")
+}
+
+/// Probe 16: a run was killed, and the operator deleted its newest
+/// `chk-<n>` by hand (incomplete, or thought bad); the next run restored an
+/// older checkpoint and numbered its checkpoints from `n` again, although
+/// ids are never to be reused (an incremental checkpoint of an abandoned
+/// timeline finds its references by id). `_timeline` now records every id
+/// triggered, so the next run's ids are above `n`, and the output is still
+/// committed exactly once.
+#[test]
+fn an_id_whose_directory_was_deleted_by_hand_is_not_used_again() {
+    let s = Scratch::new("p16-id-reuse");
+    let (d, out) = (s.path("ck"), s.path("out"));
+    let job = W1::slow(&out);
+    let settings = checkpointing("100ms", 100);
+    run_until_checkpoint(&s, &job, &d, &settings, 4, 2);
+    let deleted = newest_checkpoint_dir(&d);
+    fs::remove_dir_all(chk(&d, deleted)).unwrap();
+
+    let run = s.run(
+        "after-deleting-the-newest",
+        job.cmd(&d).args(&settings).args(["--restore", "latest"]),
+        FINISH,
+    );
+    run.assert_exit(0, "the run after the deletion completes");
+    run.assert_no_panic();
+    let restored = run.restored().expect("a checkpoint was restored");
+    assert!(restored < deleted, "{}", run.describe());
+    let reused: Vec<u64> = complete_checkpoints(&d)
+        .into_iter()
+        .filter(|&id| id > restored && id <= deleted)
+        .collect();
+    assert!(
+        reused.is_empty(),
+        "checkpoint ids up to the deleted chk-{deleted} are used again: {reused:?}\n{}",
+        run.describe()
+    );
+    assert!(
+        complete_checkpoints(&d).iter().any(|&id| id > deleted),
+        "the run took checkpoints\n{}",
+        run.describe()
+    );
+    assert_output(&out, &job.expected(), "after the deleted checkpoint");
+}
+
+/// Probe 16: a path weir keeps of the wrong kind — `OUT/.weir-lineage` a
+/// directory, `OUT/.abandoned` a file, `D/abandoned` a file, `D/_timeline` a
+/// directory, either `.weir-lock` a directory — was found late (a sink failing to roll back, `abandoned`
+/// after `_timeline` had recorded the abandonment) or under the name of the
+/// directory holding it. Each is refused before anything changes, naming
+/// the path and what it should be, exit 2.
+#[test]
+fn a_path_weir_keeps_of_the_wrong_kind_is_refused_before_anything_changes() {
+    let s = Scratch::new("p16-kinds");
+    let (job, d, settings) = completed_quick_run(&s);
+    let out = job.output.clone().unwrap();
+    let cases = [
+        (out.join(".weir-lineage"), "a file"),
+        (out.join(".abandoned"), "a directory"),
+        (d.join("abandoned"), "a directory"),
+        (d.join("_timeline"), "a file"),
+        (out.join(".weir-lock"), "a file"),
+        (d.join(".weir-lock"), "a file"),
+    ];
+    for (path, should_be) in &cases {
+        // Put the real one, if any, aside, and the wrong kind in its place.
+        let kept = s.path("kept");
+        if path.exists() {
+            fs::rename(path, &kept).unwrap();
+        }
+        if *should_be == "a file" {
+            fs::create_dir_all(path.join("inside")).unwrap();
+        } else {
+            fs::write(path, b"not a directory\n").unwrap();
+        }
+        let d_before = tree(&d);
+        let out_before = tree(&out);
+        for restore in [None, Some("latest")] {
+            let mut cmd = job.cmd(&d);
+            cmd.args(&settings);
+            if let Some(r) = restore {
+                cmd.args(["--restore", r]);
+            }
+            let run = s.run("wrong-kind", &mut cmd, FAIL_FAST);
+            let why = format!("{} not {should_be} (--restore {restore:?})", path.display());
+            run.assert_refused(&why);
+            run.assert_stderr_names("the path", &path.display().to_string());
+            run.assert_stderr_names("what it should be", &format!("should be {should_be}"));
+            assert_unchanged(
+                &format!("{why}: the checkpoint directory"),
+                &d_before,
+                &tree(&d),
+                &run,
+            );
+            assert_unchanged(
+                &format!("{why}: the output directory"),
+                &out_before,
+                &tree(&out),
+                &run,
+            );
+        }
+        if path.is_dir() {
+            fs::remove_dir_all(path).unwrap();
+        } else {
+            fs::remove_file(path).unwrap();
+        }
+        if kept.exists() {
+            fs::rename(&kept, path).unwrap();
+        }
+    }
+    assert_output(&out, &job.expected(), "after the refused runs");
+}
+
+/// Probe 16: `--restore latest` that found no checkpoint at all started
+/// fresh, rolling back every committed part of the job (moved to
+/// `OUT/.abandoned/`) and writing it all again: after a mistyped
+/// `state.checkpoints.dir`, deleted checkpoints, or a run restored from a
+/// savepoint that died before its first checkpoint. A request to resume
+/// that finds nothing to resume from while the output holds committed
+/// output is refused (exit 2), naming both directories, with nothing
+/// changed; with no committed output it still starts fresh.
+#[test]
+fn restore_latest_finding_no_checkpoint_never_rolls_back_committed_output() {
+    let s = Scratch::new("p16-latest-nothing");
+    let (job, d, settings) = completed_quick_run(&s);
+    let out = job.output.clone().unwrap();
+    let mistyped = s.path("ck-mistyped");
+    let out_before = tree(&out);
+    let run = s.run(
+        "latest-in-another-dir",
+        job.cmd(&mistyped)
+            .args(&settings)
+            .args(["--restore", "latest"]),
+        FAIL_FAST,
+    );
+    run.assert_refused("--restore latest with no checkpoint and committed output");
+    run.assert_stderr_names("the checkpoint directory", &mistyped.display().to_string());
+    run.assert_stderr_names("the output directory", &out.display().to_string());
+    run.assert_stderr_names("what to do", "--restore PATH");
+    assert_unchanged("the output directory", &out_before, &tree(&out), &run);
+    assert!(
+        complete_checkpoints(&mistyped).is_empty(),
+        "{}",
+        run.describe()
+    );
+
+    // The right directory still resumes.
+    let resumed = s.run(
+        "latest",
+        job.cmd(&d).args(&settings).args(["--restore", "latest"]),
+        FINISH,
+    );
+    resumed.assert_exit(0, "--restore latest of the right directory");
+    assert!(resumed.restored().is_some(), "{}", resumed.describe());
+    assert_output(&out, &job.expected(), "after the resumed run");
+
+    // Nothing committed yet: `latest` with no checkpoint is a fresh start.
+    let new = W1::quick(&s.path("out-new"));
+    let fresh = s.run(
+        "latest-first-run",
+        new.cmd(&s.path("ck-new"))
+            .args(&settings)
+            .args(["--restore", "latest"]),
+        FINISH,
+    );
+    fresh.assert_exit(0, "--restore latest of a first run");
+    assert_eq!(fresh.restored(), None, "{}", fresh.describe());
+    assert_output(&s.path("out-new"), &new.expected(), "a first run");
+}
+
+/// Probe 16: a truncated or zero-length `_metadata` was listed by `weir
+/// checkpoints list` as `incomplete` (as if it had none) and `weir
+/// checkpoints verify D` passed (exit 0) over it, while `--restore` refuses
+/// it: the inspector said the directory was fine when its newest checkpoint
+/// could not be restored. It is `CORRUPT`, `verify` fails naming the file,
+/// and `--restore` of it is refused (exit 2) with nothing changed.
+#[test]
+fn a_truncated_manifest_is_corrupt_not_incomplete() {
+    let s = Scratch::new("p16-truncated-metadata");
+    let (job, d, settings) = completed_quick_run(&s);
+    let out = job.output.clone().unwrap();
+    let newest = *complete_checkpoints(&d).last().unwrap();
+    let metadata = chk(&d, newest).join("_metadata");
+    for len in [0, 7] {
+        truncate(&metadata, len);
+        let inspect = |action: &str, json: bool| {
+            let mut c = Command::new(WEIR);
+            c.args(["checkpoints", action]);
+            if json {
+                c.arg("--json");
+            }
+            s.run(&format!("{action}-{len}"), c.arg(&d), FAIL_FAST)
+        };
+        let verify = inspect("verify", false);
+        verify.assert_exit(2, "verify of a directory holding a truncated manifest");
+        verify.assert_stderr_names("the manifest", &metadata.display().to_string());
+        let list = inspect("list", false);
+        list.assert_exit(0, "list");
+        let row = list
+            .stdout
+            .lines()
+            .find(|l| l.contains(&chk(&d, newest).display().to_string()))
+            .unwrap_or_else(|| panic!("a row for chk-{newest}\n{}", list.describe()));
+        assert!(row.contains("CORRUPT"), "{}", list.describe());
+        let json = inspect("list", true);
+        let all: Value = serde_json::from_str(json.stdout.trim()).unwrap();
+        let one = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == newest)
+            .unwrap_or_else(|| panic!("chk-{newest} listed: {all}"));
+        assert_eq!(
+            (&one["complete"], &one["verified"]),
+            (&Value::Bool(true), &Value::Bool(false)),
+            "{one}"
+        );
+
+        let d_before = tree(&d);
+        let out_before = tree(&out);
+        let run = s.run(
+            &format!("restore-truncated-{len}"),
+            job.cmd(&d)
+                .args(&settings)
+                .arg("--restore")
+                .arg(chk(&d, newest)),
+            FAIL_FAST,
+        );
+        run.assert_refused("a truncated manifest");
+        run.assert_stderr_names("the manifest", &metadata.display().to_string());
+        assert_unchanged("the checkpoint directory", &d_before, &tree(&d), &run);
+        assert_unchanged("the output directory", &out_before, &tree(&out), &run);
+    }
+}
+
+/// Probe 16: `state.savepoints.dir` naming the output directory (or a
+/// directory inside it) put a stop's `savepoint-*` among the committed
+/// output, and `--allow-non-restored-state` without `--restore` was
+/// silently ignored. Both are refused at once (exit 2) naming what is
+/// wrong, with nothing written.
+#[test]
+fn savepoints_in_the_output_and_a_flag_without_restore_are_refused() {
+    let s = Scratch::new("p16-misuse");
+    let (d, out) = (s.path("ck"), s.path("out"));
+    let job = W1::quick(&out);
+    let settings = checkpointing("100ms", 3);
+    for savepoints in [out.clone(), out.join("savepoints")] {
+        let run = s.run(
+            "savepoints-in-output",
+            job.cmd(&d)
+                .args(&settings)
+                .arg("--set")
+                .arg(format!("state.savepoints.dir={}", savepoints.display())),
+            FAIL_FAST,
+        );
+        run.assert_refused("state.savepoints.dir in the output directory");
+        run.assert_stderr_names(
+            "the savepoints directory",
+            &savepoints.display().to_string(),
+        );
+        run.assert_stderr_names("the output directory", &out.display().to_string());
+        assert!(complete_checkpoints(&d).is_empty(), "{}", run.describe());
+        assert!(committed_parts(&out).is_empty(), "{}", run.describe());
+    }
+    let run = s.run(
+        "allow-without-restore",
+        job.cmd(&d)
+            .args(&settings)
+            .arg("--allow-non-restored-state"),
+        FAIL_FAST,
+    );
+    run.assert_exit(2, "--allow-non-restored-state without --restore");
+    run.assert_stderr_names("the missing flag", "--restore");
+    assert!(committed_parts(&out).is_empty(), "{}", run.describe());
+}
+
+// ---------------------------------------------------------------------------
 // The harness itself.
 
 /// The closed-form output this file compares with is that of an

@@ -605,6 +605,90 @@ fn the_inspector_lists_describes_and_verifies_and_names_a_corrupt_block() {
     assert!(missing.stderr.contains("nothing-here"));
 }
 
+/// Probe 16: a stopped bench reported `records: 0` in its JSON line (its
+/// sinks published their counts only when their input ended, which a stop
+/// never does): it reports the records processed before the stop, here
+/// one committed line each.
+#[test]
+fn a_stopped_bench_reports_the_records_processed_before_the_stop() {
+    let s = Scratch::new("stopped-records");
+    let (first, _) = stop_midway(&s, "TERM");
+    let report = first.report();
+    let lines = committed_lines(&s.path("out")).len() as u64;
+    assert_eq!(
+        report["records"].as_u64(),
+        Some(lines),
+        "records: one per committed line\n{}",
+        first.describe()
+    );
+    assert!(
+        report["records_per_s"].as_f64().is_some_and(|r| r > 0.0),
+        "{}",
+        first.describe()
+    );
+}
+
+/// Probe 16: a stop aborted by a second signal (or a crash) between the
+/// savepoint's segments and its manifest leaves `savepoint-*` without
+/// `_metadata` (as Flink leaves its directory). `weir checkpoints list`
+/// shows it incomplete, `verify` fails naming it, and `--restore` of it is
+/// refused (exit 2) as a savepoint that never completed, naming the path,
+/// with the output and checkpoints unchanged.
+#[test]
+fn a_savepoint_without_its_manifest_is_never_taken_for_a_good_one() {
+    let s = Scratch::new("no-manifest");
+    let (_, savepoint) = stop_midway(&s, "TERM");
+    fs::remove_file(savepoint.join("_metadata")).unwrap();
+
+    let list = s.run(
+        "list",
+        Command::new(WEIR)
+            .args(["checkpoints", "list", "--json"])
+            .arg(s.path("sp")),
+    );
+    list.assert_exit(0, "list a savepoints directory");
+    let all: Value = serde_json::from_str(list.stdout.trim()).unwrap();
+    assert_eq!(all[0]["kind"], "savepoint", "{all}");
+    assert_eq!(all[0]["complete"], false, "{all}");
+    assert_eq!(all[0]["verified"], false, "{all}");
+    let verify = s.run(
+        "verify",
+        Command::new(WEIR)
+            .args(["checkpoints", "verify"])
+            .arg(&savepoint),
+    );
+    verify.assert_exit(2, "an incomplete savepoint fails verification");
+    assert!(
+        verify.stderr.contains(&savepoint.display().to_string()),
+        "{}",
+        verify.describe()
+    );
+
+    let out_before = tree(&s.path("out"));
+    let ck_before = tree(&s.path("ck"));
+    let refused = s.run(
+        "restore-incomplete",
+        s.w1(200, None, true, 1).arg("--restore").arg(&savepoint),
+    );
+    refused.assert_exit(2, "an incomplete savepoint is not restored");
+    for text in [
+        savepoint.display().to_string(),
+        "the savepoint is incomplete".to_owned(),
+    ] {
+        assert!(
+            refused.stderr.contains(&text),
+            "{text}\n{}",
+            refused.describe()
+        );
+    }
+    assert_eq!(out_before, tree(&s.path("out")), "the output is untouched");
+    assert_eq!(
+        ck_before,
+        tree(&s.path("ck")),
+        "the checkpoints are untouched"
+    );
+}
+
 /// Restores `savepoint` into `weir bench w1` with the arguments of the
 /// run [`stop_midway`] stopped (200 records, with output) as `edit` leaves
 /// them.

@@ -445,14 +445,18 @@ impl CheckpointCoordinator {
         if savepoint.is_some() {
             self.savepoint_pending = Some(id);
         }
-        let created = match (stop, &savepoint) {
-            (_, Some(parent)) => self.storage.begin_savepoint_in(id, parent).map(|_| ()),
-            (Some(SnapshotKind::Savepoint), _) => self.storage.begin_savepoint(id).map(|_| ()),
-            _ => {
-                let dir = self.storage.checkpoint_dir(id);
-                std::fs::create_dir_all(&dir).map_err(|e| CheckpointError::io("create", dir, e))
-            }
-        };
+        // The id is used from here on, whatever becomes of its directory.
+        let created = self
+            .storage
+            .record_id(id)
+            .and_then(|()| match (stop, &savepoint) {
+                (_, Some(parent)) => self.storage.begin_savepoint_in(id, parent).map(|_| ()),
+                (Some(SnapshotKind::Savepoint), _) => self.storage.begin_savepoint(id).map(|_| ()),
+                _ => {
+                    let dir = self.storage.checkpoint_dir(id);
+                    std::fs::create_dir_all(&dir).map_err(|e| CheckpointError::io("create", dir, e))
+                }
+            });
         if let Err(e) = created {
             return self.fail(id, e.to_string());
         }

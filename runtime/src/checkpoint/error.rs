@@ -111,6 +111,26 @@ pub enum CheckpointError {
     },
 }
 
+/// [`RestoreError::Incomplete`]'s message: a savepoint's directory
+/// without its manifest is a stop whose savepoint never completed (a
+/// second signal, a crash), and is named as a savepoint.
+fn incomplete(manifest: &std::path::Path, savepoint: bool) -> String {
+    if savepoint {
+        format!(
+            "{} is missing: the savepoint is incomplete (the stop or trigger that took it ended \
+             before it completed, e.g. aborted by a second signal) and cannot be restored; name a \
+             complete savepoint, or use --restore latest for the last checkpoint",
+            manifest.display()
+        )
+    } else {
+        format!(
+            "{} is missing: the checkpoint is incomplete (its run ended before it completed); \
+             name a complete chk-<id>, or use --restore latest",
+            manifest.display()
+        )
+    }
+}
+
 impl CheckpointError {
     /// A [`CheckpointError::Io`].
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
@@ -173,14 +193,14 @@ impl CheckpointError {
 pub enum RestoreError {
     // The checkpoint is unusable.
     /// The checkpoint has no manifest: it never completed.
-    #[error(
-        "{} is missing: the checkpoint is incomplete (its run ended before it completed); name \
-         a complete chk-<id>, or use --restore latest",
-        manifest.display()
-    )]
+    #[error("{}", incomplete(manifest, *savepoint))]
     Incomplete {
         /// The missing manifest.
         manifest: PathBuf,
+        /// Whether the directory is a savepoint's (`savepoint-*`): a stop
+        /// or trigger whose savepoint never completed (a second signal, a
+        /// crash).
+        savepoint: bool,
     },
     /// The manifest or a segment cannot be read or fails its checks (the
     /// error names the file, and for a block its offset).

@@ -131,7 +131,14 @@ impl RestoredCheckpoint {
                     "is a savepoint directory's root: name a savepoint-<job>-<id> in it",
                 ));
             }
-            return Err(RestoreError::Incomplete { manifest: meta });
+            let savepoint = dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(SAVEPOINT_PREFIX));
+            return Err(RestoreError::Incomplete {
+                manifest: meta,
+                savepoint,
+            });
         }
         let manifest = Manifest::read(&meta)?;
         if let Some(named) = dir

@@ -17,7 +17,11 @@
 //! first, then moved to `abandoned/` ([`CheckpointStorage::start_timeline`]):
 //! never deleted by weir, never listed, never restored by `latest`. New
 //! checkpoint ids are above every id the directory ever held
-//! ([`CheckpointStorage::max_id`]).
+//! ([`CheckpointStorage::max_id`]): `_timeline` also records the largest id
+//! a run triggered ([`Timeline::last_id`], written before the snapshot's
+//! directory is created), so an id stays used after its `chk-<id>` is gone
+//! (an incomplete one deleted by hand, a failed one deleted by weir, a
+//! savepoint's, whose directory is elsewhere).
 //!
 //! A **savepoint** (a stop's, or one triggered while the job runs) goes
 //! elsewhere: `state.savepoints.dir` or the directory its trigger named,
@@ -59,6 +63,12 @@ pub struct Timeline {
     pub started_from: Option<u64>,
     /// Every checkpoint a run of this directory abandoned.
     pub abandoned: BTreeSet<u64>,
+    /// The largest id a run of this directory triggered, checkpoint or
+    /// savepoint ([`CheckpointStorage::record_id`]); 0 in a `_timeline` of
+    /// older weir, which did not record it (its ids are then known only
+    /// from the directories).
+    #[serde(default)]
+    pub last_id: u64,
 }
 
 /// The layout of a checkpoint directory.
@@ -217,12 +227,31 @@ impl CheckpointStorage {
         timeline.job_id = job_id.to_owned();
         timeline.started_from = from;
         timeline.abandoned.extend(&newer);
-        let json = serde_json::to_vec_pretty(&timeline).expect("a timeline serializes");
-        write_atomically(&self.root, TIMELINE_FILE, &json)?;
+        self.write_timeline(&timeline)?;
         for &id in timeline.abandoned.iter().rev() {
             self.move_aside(id)?;
         }
         Ok(newer)
+    }
+
+    /// Records in `_timeline` (durably) that snapshot `id` was triggered,
+    /// before anything of it is written: once its `chk-<id>` is gone (an
+    /// incomplete one deleted by hand or after a crash, a failed one, a
+    /// savepoint's elsewhere) the id is still above
+    /// [`CheckpointStorage::max_id`], so no later run uses it again.
+    pub fn record_id(&self, id: u64) -> Result<()> {
+        let mut timeline = self.timeline()?.unwrap_or_default();
+        if timeline.last_id >= id {
+            return Ok(());
+        }
+        timeline.last_id = id;
+        self.write_timeline(&timeline)
+    }
+
+    fn write_timeline(&self, timeline: &Timeline) -> Result<()> {
+        let json = serde_json::to_vec_pretty(timeline).expect("a timeline serializes");
+        write_atomically(&self.root, TIMELINE_FILE, &json)?;
+        Ok(())
     }
 
     /// Moves checkpoint `id`'s directory, if it is still in the root, to
@@ -300,12 +329,13 @@ impl CheckpointStorage {
 
     /// The largest id the directory ever held, 0 if none: of a checkpoint
     /// directory (complete or not), a stray file named like one, an
-    /// abandoned checkpoint. New checkpoints are numbered above it, so an
-    /// id is never used twice.
+    /// abandoned checkpoint, a snapshot a run triggered
+    /// ([`Timeline::last_id`]). New checkpoints are numbered above it, so
+    /// an id is never used twice.
     pub fn max_id(&self) -> Result<u64> {
         let mut max = self
             .timeline()?
-            .and_then(|t| t.abandoned.last().copied())
+            .map(|t| t.abandoned.last().copied().unwrap_or(0).max(t.last_id))
             .unwrap_or(0);
         for dir in [self.root.clone(), self.root.join(ABANDONED_DIR)] {
             let entries = match fs::read_dir(&dir) {
@@ -592,6 +622,7 @@ mod tests {
             job_id: "run".into(),
             started_from: Some(1),
             abandoned: BTreeSet::from([2, 3]),
+            last_id: 0,
         };
         fs::write(root.join(TIMELINE_FILE), serde_json::to_vec(&t).unwrap()).unwrap();
         assert_eq!(listed(&s), vec![1]);
@@ -600,6 +631,32 @@ mod tests {
         assert!(s.start_timeline("next", Some(1)).unwrap().is_empty());
         assert!(root.join(ABANDONED_DIR).join("chk-3").is_dir());
         assert!(root.join(ABANDONED_DIR).join("chk-2").is_dir());
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Probe 16: an incomplete `chk-<n>` deleted by hand (or a failed
+    /// one, or a savepoint's elsewhere) left no trace, so the next run
+    /// used `n` again. The timeline records every id triggered; a timeline
+    /// of older weir without the field still reads.
+    #[test]
+    fn a_triggered_id_stays_used_after_its_directory_is_gone() {
+        let root = temp_root("recorded-id");
+        let s = CheckpointStorage::open(&root).unwrap();
+        complete(&s, &[1, 2]);
+        s.start_timeline("run", None).unwrap();
+        s.record_id(3).unwrap();
+        s.record_id(2).unwrap();
+        assert_eq!(s.timeline().unwrap().unwrap().last_id, 3, "never lowered");
+        assert_eq!(s.next_id(1).unwrap(), 4);
+        // The next run's timeline keeps it.
+        s.start_timeline("next", None).unwrap();
+        assert_eq!(s.next_id(0).unwrap(), 4);
+
+        let old = r#"{"job_id": "old", "started_from": 1, "abandoned": [5]}"#;
+        fs::write(root.join(TIMELINE_FILE), old).unwrap();
+        let t = s.timeline().unwrap().unwrap();
+        assert_eq!((t.last_id, t.started_from), (0, Some(1)));
+        assert_eq!(s.next_id(0).unwrap(), 6);
         fs::remove_dir_all(&root).unwrap();
     }
 

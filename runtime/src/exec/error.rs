@@ -86,6 +86,25 @@ pub enum JobError {
         #[source]
         source: std::io::Error,
     },
+    /// A path weir keeps in a directory of the run (`.weir-lineage` and
+    /// `_timeline` files, the `.abandoned/` and `abandoned/` directories it
+    /// moves rolled-back output and abandoned checkpoints to) is of the
+    /// other kind: found before anything changes, since the run would
+    /// otherwise fail only once it had begun changing things.
+    #[error(
+        "{} should be {should_be} ({what}) but is {is}: move it away (nothing was changed)",
+        path.display()
+    )]
+    WrongKind {
+        /// The path.
+        path: PathBuf,
+        /// What weir keeps there.
+        what: &'static str,
+        /// What it should be: `"a file"`, `"a directory"`.
+        should_be: &'static str,
+        /// What it is.
+        is: &'static str,
+    },
     /// Another run holds a directory this one needs (the user's to sort
     /// out: two jobs must not share a checkpoint or output directory).
     #[error(
@@ -134,6 +153,32 @@ pub enum JobError {
         dir: PathBuf,
         /// Every checkpoint, newest first, and why it is unusable.
         reasons: Vec<(u64, String)>,
+    },
+    /// `--restore latest` found no checkpoint at all, but an output
+    /// directory holds committed output of this job: a fresh start would
+    /// roll all of it back and write it again, which is not what a request
+    /// to resume asks for (a mistyped `state.checkpoints.dir`, checkpoints
+    /// deleted, a run restored from a savepoint that died before its first
+    /// checkpoint).
+    #[error(
+        "--restore latest found no checkpoint in {}, but output directory {} holds {parts} \
+         committed part file{} of this job: starting fresh would move {} aside (to {}/.abandoned) \
+         and write everything again. Check state.checkpoints.dir, give the checkpoint or \
+         savepoint to resume from as --restore PATH, or run without --restore to start fresh \
+         (nothing was changed)",
+        checkpoints.display(),
+        dir.display(),
+        if *parts == 1 { "" } else { "s" },
+        if *parts == 1 { "it" } else { "them all" },
+        dir.display()
+    )]
+    NothingToResume {
+        /// The checkpoint directory searched.
+        checkpoints: PathBuf,
+        /// The output directory.
+        dir: PathBuf,
+        /// How many committed parts it holds.
+        parts: usize,
     },
     /// An output directory is another job's: its lineage names another
     /// job, or it holds committed output no lineage accounts for.
@@ -208,6 +253,8 @@ impl JobError {
                 Fault::Outside
             }
             Self::Locked { .. }
+            | Self::WrongKind { .. }
+            | Self::NothingToResume { .. }
             | Self::SameDirectory { .. }
             | Self::ForeignOutput { .. }
             | Self::OutputRolledBack { .. } => Fault::User,
@@ -252,6 +299,9 @@ impl JobError {
             // The other run may end, but two jobs must not share a
             // directory: the user decides, at once.
             Self::Locked { .. } | Self::SameDirectory { .. } => false,
+            // A file where a directory belongs stays so until moved.
+            Self::WrongKind { .. } => false,
+            Self::NothingToResume { .. } => false,
             Self::AllUnusable { .. } | Self::ForeignOutput { .. } => false,
             Self::OutputRolledBack { .. } => false,
             Self::Directory { source, .. } => io_retryable(source),

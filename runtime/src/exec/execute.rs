@@ -17,9 +17,12 @@ use crate::exec::attempt::{run_attempt, RestoreInfo};
 use crate::exec::error::{JobError, Result};
 use crate::exec::handle::{CheckpointingView, JobState};
 use crate::exec::identity::RunIdentity;
-use crate::exec::lock::lock_dir;
+use crate::exec::lock::{expect_kind, lock_dir};
 use crate::exec::options::{ExecutionOptions, RestoreFrom};
-use crate::exec::outputs::{check_outputs, check_restored_outputs, lock_outputs, mark_outputs};
+use crate::exec::outputs::{
+    check_nothing_to_resume, check_output_paths, check_outputs, check_restored_outputs,
+    check_savepoints_dir, lock_outputs, mark_outputs,
+};
 use crate::exec::progress::Progress;
 use crate::exec::restart::{RestartDecision, RestartStrategy, RestartTracker};
 use crate::exec::restore::{log_unusable, RestoreContext};
@@ -145,6 +148,17 @@ fn run_job(
         .map(|s| lock_dir(s.root(), "state.checkpoints.dir"))
         .transpose()?;
     let _output_locks = lock_outputs(&run)?;
+    check_output_paths(&run)?;
+    if let Some(savepoints) = options
+        .checkpointing
+        .as_ref()
+        .and_then(|c| c.savepoints_dir.as_ref())
+    {
+        check_savepoints_dir(&run, savepoints)?;
+    }
+    if let Some(storage) = &storage {
+        check_checkpoint_paths(storage)?;
+    }
     let job_name = job.name().to_owned();
     let context = RestoreContext {
         job_name: &job_name,
@@ -155,6 +169,14 @@ fn run_job(
     };
     let mut restore = context.choose(&options.restore, None)?;
     check_outputs(&run, restore.is_none())?;
+    if let (None, RestoreFrom::Latest, Some(storage)) = (&restore, &options.restore, &storage) {
+        check_nothing_to_resume(&run, storage.root())?;
+        tracing::info!(
+            target: RESTORE,
+            "no complete checkpoint in {}: starting fresh",
+            storage.root().display()
+        );
+    }
     if let Some((r, _)) = &restore {
         check_restored_outputs(&run, r.id(), r.manifest().timestamp_ms)?;
     }
@@ -259,6 +281,26 @@ fn run_job(
             stopped: result.stopped,
         });
     }
+}
+
+/// Checks, before anything is changed, that what weir keeps in the
+/// checkpoint directory is of the right kind: `_timeline` a file,
+/// `abandoned` (where abandoned checkpoints go) a directory. A file
+/// `abandoned` made the run fail after it had recorded the abandonment in
+/// `_timeline`, with the checkpoints still in place.
+fn check_checkpoint_paths(storage: &CheckpointStorage) -> Result<()> {
+    use crate::checkpoint::storage::{ABANDONED_DIR, TIMELINE_FILE};
+    let root = storage.root();
+    expect_kind(
+        &root.join(TIMELINE_FILE),
+        "the checkpoint directory's timeline",
+        false,
+    )?;
+    expect_kind(
+        &root.join(ABANDONED_DIR),
+        "where abandoned checkpoints are moved",
+        true,
+    )
 }
 
 /// Deletes the incomplete checkpoints of the directory (a crashed run's, or

@@ -4,7 +4,9 @@
 //! owner exits, however it exits; a stale lock file of a dead process is
 //! simply locked again. Within one process, a directory is also claimed in
 //! a process-wide set, since `flock` does not exclude two open files of one
-//! process from each other in the way a second run needs.
+//! process from each other in the way a second run needs. Here too is
+//! [`expect_kind`]: the check that a path weir keeps in such a directory
+//! (the lock file, `.weir-lineage`, `abandoned/`, ...) is of its kind.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -44,6 +46,40 @@ impl Drop for DirLock {
     }
 }
 
+/// `path`, if it exists, is a directory (`dir`) or a regular file (not
+/// `dir`), else [`JobError::WrongKind`] naming it and `what` weir keeps
+/// there. Links are followed.
+pub(crate) fn expect_kind(path: &Path, what: &'static str, dir: bool) -> Result<()> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(JobError::Directory {
+                what: "path weir keeps",
+                dir: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let is = if meta.is_dir() {
+        "a directory"
+    } else if meta.is_file() {
+        "a file"
+    } else {
+        "neither a file nor a directory"
+    };
+    let should_be = if dir { "a directory" } else { "a file" };
+    if is == should_be {
+        return Ok(());
+    }
+    Err(JobError::WrongKind {
+        path: path.to_path_buf(),
+        what,
+        should_be,
+        is,
+    })
+}
+
 /// Takes `dir` (an existing directory; `what` names it in errors, e.g.
 /// `"state.checkpoints.dir"`) for this run, or fails naming the process
 /// that holds it.
@@ -81,6 +117,8 @@ pub fn lock_dir(dir: &Path, what: &'static str) -> Result<DirLock> {
         }
     }
     let taken = (|| {
+        // A directory in its place failed as "<dir>: Is a directory".
+        expect_kind(&lock, "the lock file of the directory", false)?;
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)

@@ -12,7 +12,7 @@ use crate::checkpoint::lineage::Fingerprint;
 use crate::connectors::file_sink::{committed_parts, ABANDONED_DIR};
 use crate::exec::error::{JobError, Result};
 use crate::exec::identity::RunIdentity;
-use crate::exec::lock::{lock_dir, DirLock};
+use crate::exec::lock::{expect_kind, lock_dir, DirLock};
 
 /// Name of the lineage marker in an output directory.
 pub const LINEAGE_FILE: &str = ".weir-lineage";
@@ -49,6 +49,53 @@ pub fn lock_outputs(run: &RunIdentity) -> Result<Vec<DirLock>> {
             lock_dir(dir, "output directory")
         })
         .collect()
+}
+
+/// Checks, before anything is changed, that what weir keeps in `run`'s
+/// output directories is of the right kind: `.weir-lineage` a file,
+/// `.abandoned` (where rolled-back parts go) a directory. Either of the
+/// wrong kind made the run fail only after it had started its timeline
+/// (the lineage) or while a sink rolled back its parts (`.abandoned`).
+pub fn check_output_paths(run: &RunIdentity) -> Result<()> {
+    for dir in &run.outputs {
+        expect_kind(
+            &dir.join(LINEAGE_FILE),
+            "the record of which job writes the output directory",
+            false,
+        )?;
+        expect_kind(
+            &dir.join(ABANDONED_DIR),
+            "where rolled-back committed output is moved",
+            true,
+        )?;
+    }
+    Ok(())
+}
+
+/// Checks that `state.savepoints.dir` (`savepoints`) is not one of `run`'s
+/// output directories nor inside one: a stop's `savepoint-*` directory
+/// would land among the committed output, where whatever reads the output
+/// finds weir's segments.
+pub fn check_savepoints_dir(run: &RunIdentity, savepoints: &Path) -> Result<()> {
+    let canonical = |p: &Path| {
+        p.canonicalize()
+            .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+    };
+    let target = canonical(savepoints);
+    for dir in &run.outputs {
+        let out = canonical(dir);
+        if target.starts_with(&out) {
+            let is = if target == out { "" } else { "inside " };
+            return Err(JobError::InvalidJob(format!(
+                "state.savepoints.dir {} is {is}the job's output directory {}: a stop's \
+                 savepoint-* directory would land among its committed output; give savepoints a \
+                 directory of their own",
+                savepoints.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Checks, before anything is changed, that `run` may write its output
@@ -99,6 +146,30 @@ pub fn check_outputs(run: &RunIdentity, fresh: bool) -> Result<()> {
                 }
             }
             None => {}
+        }
+    }
+    Ok(())
+}
+
+/// Checks, before anything is changed, that a run told to resume
+/// (`--restore latest`) that found no checkpoint in `checkpoints` is not
+/// about to roll back committed output of its own job: a fresh start moves
+/// every part aside and writes it all again, which the user did not ask
+/// for ([`JobError::NothingToResume`]). Runs after [`check_outputs`], so
+/// another job's output is named as such.
+pub fn check_nothing_to_resume(run: &RunIdentity, checkpoints: &Path) -> Result<()> {
+    for dir in &run.outputs {
+        let parts = committed_parts(dir).map_err(|source| JobError::Directory {
+            what: "output directory",
+            dir: dir.clone(),
+            source,
+        })?;
+        if parts > 0 {
+            return Err(JobError::NothingToResume {
+                checkpoints: checkpoints.to_path_buf(),
+                dir: dir.clone(),
+                parts,
+            });
         }
     }
     Ok(())

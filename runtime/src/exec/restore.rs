@@ -43,7 +43,8 @@ impl RestoreContext<'_> {
     /// - `Path`: that checkpoint or an error saying why not: never
     ///   another.
     /// - `Latest`: the newest usable checkpoint of the current timeline;
-    ///   a fresh start if the directory has none at all; an error if it
+    ///   `None` if the directory has none at all (the caller decides
+    ///   whether that is a fresh start); an error if it
     ///   has some but none is usable, or if the newest that is sound
     ///   belongs to another job.
     pub(crate) fn choose(&self, from: &RestoreFrom, below: Option<u64>) -> Result<Chosen> {
@@ -116,11 +117,6 @@ impl RestoreContext<'_> {
                             .collect(),
                     });
                 }
-                tracing::info!(
-                    target: RESTORE,
-                    "no complete checkpoint in {}: starting fresh",
-                    storage.root().display()
-                );
                 Ok(None)
             }
         }

@@ -111,11 +111,7 @@ pub fn check_outputs(run: &RunIdentity, fresh: bool) -> Result<()> {
                     // Say what is there: a run of the other job that
                     // committed nothing (killed before its first
                     // checkpoint) still marked the directory as its own.
-                    let parts = committed_parts(dir).map_err(|source| JobError::Directory {
-                        what: "output directory",
-                        dir: dir.clone(),
-                        source,
-                    })?;
+                    let parts = output_parts(dir)?;
                     let held = match parts {
                         0 => "no committed part file yet".to_owned(),
                         1 => "1 committed part file".to_owned(),
@@ -128,11 +124,7 @@ pub fn check_outputs(run: &RunIdentity, fresh: bool) -> Result<()> {
                 }
             }
             None if fresh => {
-                let parts = committed_parts(dir).map_err(|source| JobError::Directory {
-                    what: "output directory",
-                    dir: dir.clone(),
-                    source,
-                })?;
+                let parts = output_parts(dir)?;
                 if parts > 0 {
                     return Err(JobError::ForeignOutput {
                         dir: dir.clone(),
@@ -151,6 +143,15 @@ pub fn check_outputs(run: &RunIdentity, fresh: bool) -> Result<()> {
     Ok(())
 }
 
+/// The committed part files in output directory `dir`.
+fn output_parts(dir: &Path) -> Result<usize> {
+    committed_parts(dir).map_err(|source| JobError::Directory {
+        what: "output directory",
+        dir: dir.to_path_buf(),
+        source,
+    })
+}
+
 /// Checks, before anything is changed, that a run told to resume
 /// (`--restore latest`) that found no checkpoint in `checkpoints` is not
 /// about to roll back committed output of its own job: a fresh start moves
@@ -159,11 +160,7 @@ pub fn check_outputs(run: &RunIdentity, fresh: bool) -> Result<()> {
 /// another job's output is named as such.
 pub fn check_nothing_to_resume(run: &RunIdentity, checkpoints: &Path) -> Result<()> {
     for dir in &run.outputs {
-        let parts = committed_parts(dir).map_err(|source| JobError::Directory {
-            what: "output directory",
-            dir: dir.clone(),
-            source,
-        })?;
+        let parts = output_parts(dir)?;
         if parts > 0 {
             return Err(JobError::NothingToResume {
                 checkpoints: checkpoints.to_path_buf(),

@@ -48,6 +48,7 @@ use crate::checkpoint::storage::{CheckpointStorage, METADATA_FILE};
 
 pub use crate::checkpoint::stats::TaskCheckpointStats;
 use crate::core::log::CHECKPOINT;
+use crate::core::paths::within;
 use crate::core::time::wall_ms;
 
 /// A task's acknowledgement of a checkpoint: its operators' state handles.
@@ -159,6 +160,8 @@ pub struct CheckpointCoordinator {
     savepoint_pending: Option<u64>,
     /// Where the next savepoint goes (set just before its trigger).
     savepoint_parent: Option<PathBuf>,
+    /// The job's output directories: no savepoint goes into one.
+    outputs: Vec<PathBuf>,
     savepoint_outcomes: Vec<SavepointOutcome>,
     records: Vec<CheckpointRecord>,
     fresh: Vec<CheckpointRecord>,
@@ -204,6 +207,7 @@ impl CheckpointCoordinator {
             stop_failed: None,
             savepoint_pending: None,
             savepoint_parent: None,
+            outputs: Vec::new(),
             savepoint_outcomes: Vec::new(),
             records: Vec::new(),
             fresh: Vec::new(),
@@ -226,6 +230,14 @@ impl CheckpointCoordinator {
             parent: restored,
             fingerprint: fingerprint.entries().to_vec(),
         });
+        self
+    }
+
+    /// The job's output directories, which a savepoint triggered into a
+    /// directory of the caller's choice must stay out of
+    /// ([`CheckpointCoordinator::trigger_savepoint`]).
+    pub fn with_outputs(mut self, outputs: &[PathBuf]) -> Self {
+        self.outputs = outputs.to_vec();
         self
     }
 
@@ -302,6 +314,19 @@ impl CheckpointCoordinator {
                     .into(),
             );
         };
+        if let Some((dir, same)) = self
+            .outputs
+            .iter()
+            .find_map(|out| within(&parent, out).map(|same| (out, same)))
+        {
+            return Err(format!(
+                "savepoint target {} is {}the job's output directory {}: the savepoint would \
+                 land among its committed output; give it a directory of its own",
+                parent.display(),
+                if same { "" } else { "inside " },
+                dir.display()
+            ));
+        }
         let id = self.next_id;
         self.savepoint_parent = Some(parent);
         match self.trigger(now, Trigger::Savepoint, ring) {
@@ -919,6 +944,19 @@ mod tests {
             .trigger_savepoint(t0, None, &|| {})
             .unwrap_err();
         assert!(why.contains("state.savepoints.dir"), "{why}");
+        // Not into the job's output, nor below it (probe 16 found a
+        // target given to a trigger unchecked).
+        let out = f.root.join("out");
+        f.coordinator.outputs = vec![out.clone()];
+        for into in [out.clone(), out.join("savepoints")] {
+            let why = f
+                .coordinator
+                .trigger_savepoint(t0, Some(into.clone()), &|| {})
+                .unwrap_err();
+            assert!(why.contains("the job's output directory"), "{why}");
+            assert!(why.contains(&into.display().to_string()), "{why}");
+        }
+        assert_eq!(f.signals.triggered_id(), 0, "nothing triggered");
         let target = f.root.join("elsewhere");
         let id = f
             .coordinator

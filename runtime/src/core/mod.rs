@@ -9,6 +9,7 @@ pub mod duration;
 pub mod failpoint;
 pub mod fault;
 pub mod log;
+pub mod paths;
 pub mod snapshot;
 pub mod subtask;
 pub mod time;

@@ -101,7 +101,8 @@ pub(crate) fn run_attempt(
                 &run.job_id,
                 (restored_id > 0).then_some(restored_id),
                 &run.fingerprint,
-            ),
+            )
+            .with_outputs(&run.outputs),
         ),
         _ => None,
     };

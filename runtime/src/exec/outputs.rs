@@ -10,6 +10,7 @@ use weir_state::snapshot::{write_atomically, SnapshotError};
 
 use crate::checkpoint::lineage::Fingerprint;
 use crate::connectors::file_sink::{committed_parts, ABANDONED_DIR};
+use crate::core::paths::within;
 use crate::exec::error::{JobError, Result};
 use crate::exec::identity::RunIdentity;
 use crate::exec::lock::{expect_kind, lock_dir, DirLock};
@@ -77,15 +78,9 @@ pub fn check_output_paths(run: &RunIdentity) -> Result<()> {
 /// would land among the committed output, where whatever reads the output
 /// finds weir's segments.
 pub fn check_savepoints_dir(run: &RunIdentity, savepoints: &Path) -> Result<()> {
-    let canonical = |p: &Path| {
-        p.canonicalize()
-            .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
-    };
-    let target = canonical(savepoints);
     for dir in &run.outputs {
-        let out = canonical(dir);
-        if target.starts_with(&out) {
-            let is = if target == out { "" } else { "inside " };
+        if let Some(same) = within(savepoints, dir) {
+            let is = if same { "" } else { "inside " };
             return Err(JobError::InvalidJob(format!(
                 "state.savepoints.dir {} is {is}the job's output directory {}: a stop's \
                  savepoint-* directory would land among its committed output; give savepoints a \

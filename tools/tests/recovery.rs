@@ -1715,6 +1715,55 @@ fn restore_latest_finding_no_checkpoint_never_rolls_back_committed_output() {
     assert_output(&s.path("out-new"), &new.expected(), "a first run");
 }
 
+/// A run restored from a snapshot kept elsewhere (here a copy of another
+/// directory's checkpoint; a savepoint is such a snapshot) dies before its
+/// first checkpoint: `--restore latest` of its checkpoint directory
+/// resumes from that snapshot, as Flink resumes a job from the savepoint it
+/// was started from. (It found no checkpoint and, the output holding
+/// committed parts, refused to resume.)
+#[test]
+fn restore_latest_resumes_from_the_snapshot_elsewhere_its_run_started_from() {
+    let s = Scratch::new("latest-from-elsewhere");
+    let (d, out) = (s.path("ck"), s.path("out"));
+    let job = W1::slow(&out);
+    let settings = checkpointing("300ms", 100);
+    run_until_checkpoint(&s, &job, &d, &settings, 3, 3);
+    let saved = s.path("saved").join("chk-3");
+    copy_dir(&chk(&d, 3), &saved);
+
+    // A new checkpoint directory, no checkpoint for an hour: killed once
+    // its restore rolled back the output committed after checkpoint 3.
+    let d2 = s.path("ck2");
+    let mut second = s.spawn(
+        "restore-elsewhere",
+        job.cmd(&d2)
+            .args(checkpointing("1h", 100))
+            .arg("--restore")
+            .arg(&saved),
+    );
+    second.wait_until("the rollback of the output after checkpoint 3", || {
+        d2.join("_timeline").is_file()
+            && !committed_names(&out)
+                .iter()
+                .any(|n| part_id(n).is_some_and(|id| id > 3))
+    });
+    second.kill();
+    assert!(
+        complete_checkpoints(&d2).is_empty(),
+        "no checkpoint of its own"
+    );
+
+    let last = s.run(
+        "restore-latest",
+        job.cmd(&d2).args(&settings).args(["--restore", "latest"]),
+        FINISH,
+    );
+    last.assert_exit(0, "--restore latest after a restore from elsewhere");
+    last.assert_no_panic();
+    assert_eq!(last.restored(), Some(3), "{}", last.describe());
+    assert_output(&out, &job.expected(), "resumed from the snapshot elsewhere");
+}
+
 /// Probe 16: a truncated or zero-length `_metadata` was listed by `weir
 /// checkpoints list` as `incomplete` (as if it had none) and `weir
 /// checkpoints verify D` passed (exit 0) over it, while `--restore` refuses

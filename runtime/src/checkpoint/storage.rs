@@ -69,6 +69,13 @@ pub struct Timeline {
     /// from the directories).
     #[serde(default)]
     pub last_id: u64,
+    /// The snapshot the latest run started from when it is not one of
+    /// this directory's checkpoints (a savepoint, or another directory's
+    /// checkpoint), as an absolute path: `--restore latest` resumes from
+    /// it while the run has taken no checkpoint of its own yet, as Flink
+    /// resumes from the savepoint a job was started from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_from_dir: Option<PathBuf>,
 }
 
 /// The layout of a checkpoint directory.
@@ -216,7 +223,12 @@ impl CheckpointStorage {
     /// moved to `abandoned/`, newest first, so that a crash at any point
     /// leaves `latest` with a checkpoint of the new timeline. Returns the
     /// ids abandoned now.
-    pub fn start_timeline(&self, job_id: &str, from: Option<u64>) -> Result<Vec<u64>> {
+    pub fn start_timeline(
+        &self,
+        job_id: &str,
+        from: Option<u64>,
+        from_elsewhere: Option<&Path>,
+    ) -> Result<Vec<u64>> {
         let mut timeline = self.timeline()?.unwrap_or_default();
         let newer: Vec<u64> = self
             .list()?
@@ -226,6 +238,7 @@ impl CheckpointStorage {
             .collect();
         timeline.job_id = job_id.to_owned();
         timeline.started_from = from;
+        timeline.started_from_dir = from_elsewhere.map(crate::core::paths::resolved);
         timeline.abandoned.extend(&newer);
         self.write_timeline(&timeline)?;
         for &id in timeline.abandoned.iter().rev() {
@@ -519,7 +532,7 @@ mod tests {
     /// ids would have wrapped to 0). Refused, naming the directory and id.
     #[test]
     fn an_id_too_large_to_count_past_is_refused() {
-        let root = temp_root("max-id");
+        let root = temp_root("id-too-large");
         let s = CheckpointStorage::open(&root).unwrap();
         assert_eq!(s.next_id(0).unwrap(), 1);
         assert_eq!(s.next_id(7).unwrap(), 8);
@@ -584,7 +597,10 @@ mod tests {
         complete(&s, &[1, 2, 3, 4, 5, 6]);
         assert_eq!(s.timeline().unwrap(), None);
 
-        assert_eq!(s.start_timeline("run-a", Some(3)).unwrap(), vec![6, 5, 4]);
+        assert_eq!(
+            s.start_timeline("run-a", Some(3), None).unwrap(),
+            vec![6, 5, 4]
+        );
         assert_eq!(listed(&s), vec![3, 2, 1]);
         let t = s.timeline().unwrap().unwrap();
         assert_eq!(t.job_id, "run-a");
@@ -602,7 +618,10 @@ mod tests {
         // the first.
         complete(&s, &[4]);
         assert_eq!(listed(&s), vec![3, 2, 1], "chk-4 is of the old timeline");
-        assert_eq!(s.start_timeline("run-b", None).unwrap(), vec![3, 2, 1]);
+        assert_eq!(
+            s.start_timeline("run-b", None, None).unwrap(),
+            vec![3, 2, 1]
+        );
         assert!(listed(&s).is_empty());
         assert!(!s.checkpoint_dir(4).exists());
         assert!(root.join(ABANDONED_DIR).join("chk-4.1").is_dir());
@@ -623,12 +642,13 @@ mod tests {
             started_from: Some(1),
             abandoned: BTreeSet::from([2, 3]),
             last_id: 0,
+            started_from_dir: None,
         };
         fs::write(root.join(TIMELINE_FILE), serde_json::to_vec(&t).unwrap()).unwrap();
         assert_eq!(listed(&s), vec![1]);
         assert_eq!(s.max_id().unwrap(), 3);
         // The next run finishes the move.
-        assert!(s.start_timeline("next", Some(1)).unwrap().is_empty());
+        assert!(s.start_timeline("next", Some(1), None).unwrap().is_empty());
         assert!(root.join(ABANDONED_DIR).join("chk-3").is_dir());
         assert!(root.join(ABANDONED_DIR).join("chk-2").is_dir());
         fs::remove_dir_all(&root).unwrap();
@@ -643,13 +663,13 @@ mod tests {
         let root = temp_root("recorded-id");
         let s = CheckpointStorage::open(&root).unwrap();
         complete(&s, &[1, 2]);
-        s.start_timeline("run", None).unwrap();
+        s.start_timeline("run", None, None).unwrap();
         s.record_id(3).unwrap();
         s.record_id(2).unwrap();
         assert_eq!(s.timeline().unwrap().unwrap().last_id, 3, "never lowered");
         assert_eq!(s.next_id(1).unwrap(), 4);
         // The next run's timeline keeps it.
-        s.start_timeline("next", None).unwrap();
+        s.start_timeline("next", None, None).unwrap();
         assert_eq!(s.next_id(0).unwrap(), 4);
 
         let old = r#"{"job_id": "old", "started_from": 1, "abandoned": [5]}"#;

@@ -117,7 +117,23 @@ impl RestoreContext<'_> {
                             .collect(),
                     });
                 }
-                Ok(None)
+                // No checkpoint yet since the latest run started from a
+                // snapshot kept elsewhere (a savepoint): resume from that
+                // one, as Flink resumes a job from the savepoint it was
+                // started from.
+                match storage.timeline()?.and_then(|t| t.started_from_dir) {
+                    Some(dir) => {
+                        tracing::info!(
+                            target: RESTORE,
+                            "no checkpoint in {} since its latest run started from {}: \
+                             resuming from that",
+                            storage.root().display(),
+                            dir.display()
+                        );
+                        self.choose(&RestoreFrom::Path(dir), None)
+                    }
+                    None => Ok(None),
+                }
             }
         }
     }
@@ -132,12 +148,13 @@ impl RestoreContext<'_> {
         let Some(storage) = self.storage else {
             return Ok(());
         };
-        let from = chosen
-            .as_ref()
-            .map(|(r, _)| r.as_ref())
-            .filter(|r| r.kind() == SnapshotKind::Checkpoint && is_in(storage.root(), r.dir()))
-            .map(RestoredCheckpoint::id);
-        let abandoned = storage.start_timeline(&self.run.job_id, from)?;
+        let restored = chosen.as_ref().map(|(r, _)| r.as_ref());
+        let own = |r: &&RestoredCheckpoint| {
+            r.kind() == SnapshotKind::Checkpoint && is_in(storage.root(), r.dir())
+        };
+        let from = restored.filter(own).map(RestoredCheckpoint::id);
+        let elsewhere = restored.filter(|r| !own(r)).map(RestoredCheckpoint::dir);
+        let abandoned = storage.start_timeline(&self.run.job_id, from, elsewhere)?;
         if !abandoned.is_empty() {
             // Say why: a savepoint newer than every checkpoint still
             // abandons them, and "newer" would be wrong there.

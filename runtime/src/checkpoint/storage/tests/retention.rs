@@ -151,13 +151,13 @@ fn run(steps: &[Step], case: u64) {
                     .map(|c| c.id)
                     .collect();
                 if let Some(&from) = complete.get(i) {
-                    s.start_timeline("run", Some(from)).unwrap();
+                    s.start_timeline("run", Some(from), None).unwrap();
                     s.clean_incomplete().unwrap();
                     reachable.clear();
                 }
             }
             Step::Fresh => {
-                s.start_timeline("run", None).unwrap();
+                s.start_timeline("run", None, None).unwrap();
                 reachable.clear();
             }
         }
@@ -233,7 +233,7 @@ fn retention_keeps_exactly_the_newest_and_its_chain() {
     assert_eq!(left, vec![7, 6, 5]);
     // Abandoned checkpoints keep what they refer to: go back to 6 after
     // the chain moved on, with 7 abandoned (it refers to 5 and 6).
-    s.start_timeline("run", Some(6)).unwrap();
+    s.start_timeline("run", Some(6), None).unwrap();
     write_checkpoint(&s, 8, &BTreeSet::new());
     s.retain(1).unwrap();
     let left: Vec<u64> = s.list().unwrap().iter().map(|c| c.id).collect();

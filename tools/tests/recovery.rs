@@ -1661,8 +1661,9 @@ fn a_path_weir_keeps_of_the_wrong_kind_is_refused_before_anything_changes() {
 /// Probe 16: `--restore latest` that found no checkpoint at all started
 /// fresh, rolling back every committed part of the job (moved to
 /// `OUT/.abandoned/`) and writing it all again: after a mistyped
-/// `state.checkpoints.dir`, deleted checkpoints, or a run restored from a
-/// savepoint that died before its first checkpoint. A request to resume
+/// `state.checkpoints.dir` or deleted checkpoints (a run restored from a
+/// savepoint that died before its first checkpoint now resumes from it:
+/// the test after this one). A request to resume
 /// that finds nothing to resume from while the output holds committed
 /// output is refused (exit 2), naming both directories, with nothing
 /// changed; with no committed output it still starts fresh.

@@ -158,8 +158,8 @@ pub enum JobError {
     /// directory holds committed output of this job: a fresh start would
     /// roll all of it back and write it again, which is not what a request
     /// to resume asks for (a mistyped `state.checkpoints.dir`, checkpoints
-    /// deleted, a run restored from a savepoint that died before its first
-    /// checkpoint).
+    /// deleted). A run restored from a savepoint that died before its first
+    /// checkpoint is not this case: `latest` resumes from that savepoint.
     #[error(
         "--restore latest found no checkpoint in {}, but output directory {} holds {parts} \
          committed part file{} of this job: starting fresh would move {} aside (to {}/.abandoned) \

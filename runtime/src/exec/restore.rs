@@ -4,13 +4,14 @@
 //! either case one whose state means what this job's does. Then starting
 //! the run's timeline from it, which abandons every newer checkpoint.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::checkpoint::restore::{find_latest_allowing, RestoredCheckpoint};
 use crate::checkpoint::storage::CheckpointStorage;
 use crate::core::log::RESTORE;
+use crate::core::paths::resolved;
 use crate::exec::error::{JobError, Result};
 use crate::exec::identity::RunIdentity;
 use crate::exec::options::RestoreFrom;
@@ -187,8 +188,7 @@ impl RestoreContext<'_> {
 
 /// Whether checkpoint directory `dir` is one of `root`'s.
 fn is_in(root: &Path, dir: &Path) -> bool {
-    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| PathBuf::from(p));
-    dir.parent().map(canonical) == Some(canonical(root))
+    dir.parent().map(resolved) == Some(resolved(root))
 }
 
 fn log_restoring(r: &RestoredCheckpoint) {

@@ -6,7 +6,9 @@
 //! 10 s), then stops: no record arrives afterwards, so only the cleanup
 //! that runs while the input is idle can free anything. After `job.wait`
 //! (default 60 s) from the last key, a sampler thread takes the final
-//! measurement while the job is still running, then the sources end.
+//! measurement while the job is still running, then the sources end. The
+//! final state bytes are those every subtask published *after* the wait
+//! (a subtask that stopped publishing is reported, not read stale).
 //!
 //! The report gives the state's bytes (the tables' own accounting, summed
 //! over subtasks: each subtask publishes its state's size when it changes
@@ -15,10 +17,15 @@
 //! `/proc/self/status`) before the job, at the state's peak, at the end,
 //! and its high-water mark (`VmHWM`). It passes if the final state bytes
 //! are at most 10% of the peak.
+//!
+//! TTL runs on processing time, the system clock, as Flink's does: a step
+//! of that clock during the run (a time daemon correcting it) moves every
+//! expiry with it. The report gives the step, `clock_step_ms`: the wall
+//! clock's time over the run less the monotonic clock's.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 use weir_runtime::{
@@ -41,10 +48,17 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(20);
 /// The final state may hold at most this share of the peak.
 pub const MAX_FINAL_SHARE: f64 = 0.10;
 
+/// Longest the sampler waits, after `job.wait`, for every subtask to
+/// publish its state's size again.
+const REPUBLISH_WITHIN: Duration = Duration::from_secs(10);
+
 /// What the job's subtasks and the sampler share.
 struct Shared {
     /// Per operator subtask: its state's bytes now.
     state_bytes: Vec<AtomicU64>,
+    /// Per operator subtask: how many times it published (on its timer,
+    /// changed or not).
+    publications: Vec<AtomicU64>,
     /// Source subtasks that emitted their last key.
     sources_done: AtomicUsize,
     /// Set by the sampler once it took the final measurement: the sources
@@ -125,6 +139,13 @@ impl TtlKeys {
             self.shared.state_bytes[self.index].store(bytes as u64, Ordering::Release);
         }
     }
+
+    /// Publishes the size and counts a publication (the sampler's proof
+    /// that the size is current).
+    fn publish_counted(&mut self) {
+        self.publish();
+        self.shared.publications[self.index].fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 impl KeyedProcessFunction for TtlKeys {
@@ -160,7 +181,7 @@ impl KeyedProcessFunction for TtlKeys {
         _domain: TimeDomain,
         _out: &mut C,
     ) {
-        self.publish();
+        self.publish_counted();
         self.timers
             .register_processing_time_timer(ctx, timestamp + PUBLISH_EVERY_MS);
     }
@@ -200,6 +221,12 @@ pub struct TtlReport {
     pub rss_final: u64,
     /// The process's RSS high-water mark at the end.
     pub rss_hwm: u64,
+    /// Operator subtasks that did not publish their state's size within
+    /// `REPUBLISH_WITHIN` after the wait: their final bytes are stale.
+    pub stale_subtasks: Vec<usize>,
+    /// The system clock's time over the run less the monotonic clock's
+    /// (non-zero if the system clock was stepped: TTL moved with it).
+    pub clock_step_ms: i64,
 }
 
 impl TtlReport {
@@ -210,7 +237,9 @@ impl TtlReport {
 
     /// Whether the state gave back what it should.
     pub fn verified(&self) -> bool {
-        self.state_bytes_peak > 0 && self.final_share() <= MAX_FINAL_SHARE
+        self.state_bytes_peak > 0
+            && self.stale_subtasks.is_empty()
+            && self.final_share() <= MAX_FINAL_SHARE
     }
 
     /// The report as one JSON object.
@@ -229,6 +258,8 @@ impl TtlReport {
             "rss_bytes_at_state_peak": self.rss_at_state_peak,
             "rss_bytes_final": self.rss_final,
             "rss_bytes_hwm": self.rss_hwm,
+            "stale_subtasks": self.stale_subtasks,
+            "clock_step_ms": self.clock_step_ms,
             "verified": self.verified(),
         })
     }
@@ -236,7 +267,20 @@ impl TtlReport {
     /// Readable lines.
     pub fn summary(&self) -> String {
         let mb = |b: u64| b as f64 / (1 << 20) as f64;
-        format!(
+        let mut notes = String::new();
+        if !self.stale_subtasks.is_empty() {
+            notes.push_str(&format!(
+                "subtasks {:?} did not publish their state's size within {:?} after the wait: their final bytes are stale\n",
+                self.stale_subtasks, REPUBLISH_WITHIN
+            ));
+        }
+        if self.clock_step_ms.abs() >= 100 {
+            notes.push_str(&format!(
+                "the system clock was stepped by {} ms during the run: TTL (processing time) moved with it\n",
+                self.clock_step_ms
+            ));
+        }
+        notes + &format!(
             "weir bench ttl: {} keys once each, TTL {:?}, measured {:?} after the last key ({:.2} s to ingest)\n\
              state: {:.1} MiB at peak -> {:.1} MiB ({:.1}%)\n\
              RSS: {:.1} MiB before, {:.1} MiB at the state's peak (high-water {:.1} MiB) -> {:.1} MiB\n",
@@ -279,6 +323,7 @@ pub fn run(config: &Config, params: &JobParams, quiet: bool) -> Result<TtlReport
     let (ttl, wait) = (params.ttl, params.wait);
     let shared = Arc::new(Shared {
         state_bytes: (0..workers).map(|_| AtomicU64::new(0)).collect(),
+        publications: (0..workers).map(|_| AtomicU64::new(0)).collect(),
         sources_done: AtomicUsize::new(0),
         measured: AtomicBool::new(false),
     });
@@ -306,7 +351,7 @@ pub fn run(config: &Config, params: &JobParams, quiet: bool) -> Result<TtlReport
     .sink("discard", |_: &SubtaskInfo| Discard);
 
     let rss_start = proc_status_bytes("VmRSS");
-    let started = Instant::now();
+    let started = (Instant::now(), SystemTime::now());
     let sampler_shared = shared.clone();
     let sampler = std::thread::spawn(move || sample(&sampler_shared, workers, wait, started));
     let mut progress = |p: &Progress| {
@@ -332,11 +377,13 @@ pub fn run(config: &Config, params: &JobParams, quiet: bool) -> Result<TtlReport
         rss_at_state_peak: samples.rss_at_state_peak,
         rss_final: samples.rss_final,
         rss_hwm: samples.rss_hwm,
+        stale_subtasks: samples.stale_subtasks,
+        clock_step_ms: samples.clock_step_ms,
     })
 }
 
 /// What the sampler measured.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Samples {
     ingest_seconds: f64,
     state_peak: u64,
@@ -344,12 +391,20 @@ struct Samples {
     state_final: u64,
     rss_final: u64,
     rss_hwm: u64,
+    stale_subtasks: Vec<usize>,
+    clock_step_ms: i64,
 }
 
 /// Samples the state's bytes and the RSS until `wait` after every source
 /// emitted its last key, then takes the final measurement and lets the
-/// sources end.
-fn sample(shared: &Shared, workers: usize, wait: Duration, started: Instant) -> Samples {
+/// sources end. `started` is the start by the monotonic and by the system
+/// clock.
+fn sample(
+    shared: &Shared,
+    workers: usize,
+    wait: Duration,
+    started: (Instant, SystemTime),
+) -> Samples {
     let mut s = Samples::default();
     let mut done_at: Option<Instant> = None;
     let state = || -> u64 {
@@ -371,11 +426,13 @@ fn sample(shared: &Shared, workers: usize, wait: Duration, started: Instant) -> 
         }
         if done_at.is_none() && shared.sources_done.load(Ordering::Acquire) >= workers {
             let now = Instant::now();
-            s.ingest_seconds = now.duration_since(started).as_secs_f64();
+            s.ingest_seconds = now.duration_since(started.0).as_secs_f64();
             done_at = Some(now);
         }
         if done_at.is_some_and(|d| d.elapsed() >= wait) {
+            s.stale_subtasks = await_publications(shared);
             s.state_final = state();
+            s.clock_step_ms = clock_step_ms(started);
             s.rss_final = proc_status_bytes("VmRSS");
             s.rss_hwm = proc_status_bytes("VmHWM");
             shared.measured.store(true, Ordering::Release);
@@ -383,4 +440,37 @@ fn sample(shared: &Shared, workers: usize, wait: Duration, started: Instant) -> 
         }
         std::thread::sleep(SAMPLE_EVERY);
     }
+}
+
+/// Waits until every operator subtask published its state's size twice
+/// more (so at least once from a timer that fired after this call), for
+/// at most [`REPUBLISH_WITHIN`]; returns the subtasks that did not.
+fn await_publications(shared: &Shared) -> Vec<usize> {
+    let count = |i: usize| shared.publications[i].load(Ordering::Acquire);
+    let before: Vec<u64> = (0..shared.publications.len()).map(count).collect();
+    let stale = || -> Vec<usize> {
+        (0..before.len())
+            .filter(|&i| count(i) < before[i] + 2)
+            .collect()
+    };
+    let deadline = Instant::now() + REPUBLISH_WITHIN;
+    loop {
+        let waiting = stale();
+        if waiting.is_empty() || Instant::now() >= deadline {
+            return waiting;
+        }
+        std::thread::sleep(SAMPLE_EVERY);
+    }
+}
+
+/// How far the system clock moved beyond the monotonic one since
+/// `started`, in ms (a step of the system clock; 0 without one, up to the
+/// few ms the two readings lie apart).
+fn clock_step_ms(started: (Instant, SystemTime)) -> i64 {
+    let mono = started.0.elapsed().as_millis() as i64;
+    let wall = match SystemTime::now().duration_since(started.1) {
+        Ok(d) => d.as_millis() as i64,
+        Err(e) => -(e.duration().as_millis() as i64),
+    };
+    wall - mono
 }

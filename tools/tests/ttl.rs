@@ -11,8 +11,15 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 /// The longest the run may take before the test calls it a hang.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
-#[test]
-fn bench_ttl_gives_the_memory_of_expired_keys_back() {
+/// One run of `weir bench ttl`: its exit status, output and last line as
+/// JSON (if it printed one).
+struct Run {
+    success: bool,
+    said: String,
+    report: Option<Value>,
+}
+
+fn run_bench_ttl() -> Run {
     let mut child = Command::new(WEIR)
         .args([
             "bench",
@@ -44,14 +51,42 @@ fn bench_ttl_gives_the_memory_of_expired_keys_back() {
     }
     let output = child.wait_with_output().expect("weir's output");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "weir bench ttl failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_str(stdout.lines().last().expect("a JSON line"))
-        .expect("the last line is JSON");
+    let report = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str::<Value>(l).ok());
+    Run {
+        success: output.status.success(),
+        said: format!(
+            "{}:\n{stdout}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ),
+        report,
+    }
+}
+
+#[test]
+fn bench_ttl_gives_the_memory_of_expired_keys_back() {
+    let mut run = run_bench_ttl();
+    // TTL is processing time, the system clock (as Flink's): a time
+    // daemon stepping that clock during the run moves every expiry with
+    // it. The bench reports such a step; only then is the run repeated.
+    let step = |run: &Run| {
+        run.report
+            .as_ref()
+            .and_then(|r| r["clock_step_ms"].as_i64())
+            .unwrap_or(0)
+    };
+    if !run.success && step(&run).abs() >= 100 {
+        eprintln!(
+            "the system clock was stepped by {} ms during the run; running again",
+            step(&run)
+        );
+        run = run_bench_ttl();
+    }
+    assert!(run.success, "weir bench ttl failed ({})", run.said);
+    let report = run.report.expect("the last line is JSON");
     let n = |field: &str| {
         report[field]
             .as_f64()
@@ -59,6 +94,7 @@ fn bench_ttl_gives_the_memory_of_expired_keys_back() {
     };
     assert_eq!(report["workload"], "ttl");
     assert_eq!(report["verified"], true, "{report}");
+    assert_eq!(report["stale_subtasks"], serde_json::json!([]), "{report}");
     // 500,000 keys: per worker a table of 512 Ki slots of 24 bytes, in a
     // slab (mmapped) arena. At most 10% of it is left (all expired four
     // TTLs ago, so in fact none).

@@ -33,6 +33,7 @@
 //! quickstart` and `weir bench sql` run those jobs as the workloads run,
 //! with a JSON line ([`sql`]).
 
+mod alloc;
 mod control;
 mod inspect;
 mod logging;
@@ -47,8 +48,9 @@ mod tune;
 /// key) is allocated on one core and freed on another, and glibc's free
 /// of a small block costs several times mimalloc's (measured: RESULTS.md,
 /// "Variable-size state"). Integer jobs allocate nothing per record.
+/// Entered by its plain path where it can be (see [`alloc`]).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: alloc::WeirAlloc = alloc::WeirAlloc;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -333,7 +333,8 @@ pub fn job_with<U: UserId>(
         Paced::share(events, rate.unwrap_or(0), info)
     })
     .filter("drop-runts", |e: &(U, u64)| e.1 >= RUNT_BYTES)
-    .key_by(|e: &(U, u64)| e.0.clone())
+    // By reference: the sender hashes the id in place, not a clone of it.
+    .key_by_ref(|e: &(U, u64)| &e.0)
     .process("user-totals", |_| UserTotals::<U>::default())
     .sink(
         "latest-totals",

@@ -128,7 +128,7 @@ fn word_count_job(input: &Path, output: &Path) -> JobGraph {
         FileSource::new(&input, info).expect("the input directory was checked before the job")
     })
     .flat_map("words", |line: String| words(&line))
-    .key_by(|word: &String| word.clone())
+    .key_by_ref(|word: &String| word)
     .process("count", |_: &SubtaskInfo| CountWords {
         counts: KeyedValueState::new("counts"),
         timers: KeyedTimerService::new(),

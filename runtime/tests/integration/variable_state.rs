@@ -25,8 +25,8 @@ use weir_runtime::exec::RestoreFrom;
 use weir_runtime::{
     AggregateFunction, Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyHash,
     KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedProcessFunction, KeyedReducingState,
-    KeyedStates, KeyedValueState, Sink, SubtaskInfo, TimeWindow, TumblingEventTimeWindows,
-    WatermarkStrategy, Wire,
+    KeyedStates, KeyedStream, KeyedValueState, Sink, SubtaskInfo, TimeWindow,
+    TumblingEventTimeWindows, WatermarkStrategy, Wire,
 };
 
 use crate::checkpoint::PacedSource;
@@ -220,6 +220,15 @@ fn model(n: u64, users: u64) -> (BTreeMap<UserId, Report>, HashMap<UserId, u64>)
     (reports, totals)
 }
 
+/// How the job selects its key.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Keying {
+    /// `key_by` of the key's clone.
+    Clone,
+    /// `key_by_ref`: the sender hashes the key in place.
+    ByRef,
+}
+
 /// The job: a paced source at 2 subtasks, keyed by user, `per-user` at
 /// `parallelism`, failing once where `fail` says.
 fn job(
@@ -230,26 +239,71 @@ fn job(
     totals: &Arc<HashMap<UserId, u64>>,
     reports: &Reports,
 ) -> JobGraph {
-    let (totals, into) = (totals.clone(), reports.clone());
+    job_keyed(n, users, parallelism, fail, totals, reports, Keying::Clone)
+}
+
+/// [`job`], keyed as `keying` says.
+fn job_keyed(
+    n: u64,
+    users: u64,
+    parallelism: usize,
+    fail: InjectedFailure,
+    totals: &Arc<HashMap<UserId, u64>>,
+    reports: &Reports,
+    keying: Keying,
+) -> JobGraph {
     let job = JobGraph::new("variable-state");
-    job.source("paced", move |info: &SubtaskInfo| {
-        PacedSource::new(info, n, users, 200)
-    })
-    .parallelism(2)
-    .map("to-user", |(k, i): (u64, u64)| (user(k), i))
-    .key_by(|r: &(UserId, u64)| r.0.clone())
-    .process("per-user", move |_: &SubtaskInfo| PerUser {
-        profile: KeyedValueState::new("profile"),
-        pages: KeyedMapState::new("pages"),
-        sampled: KeyedListState::new("sampled"),
-        greatest: KeyedReducingState::new("greatest", max_string as fn(String, String) -> String),
-        longest: KeyedAggregatingState::new("longest", Longest),
-        totals: totals.clone(),
-        fail: fail.clone(),
-    })
-    .parallelism(parallelism)
-    .sink("reports", move |_: &SubtaskInfo| ReportSink(into.clone()));
+    let users = job
+        .source("paced", move |info: &SubtaskInfo| {
+            PacedSource::new(info, n, users, 200)
+        })
+        .parallelism(2)
+        .map("to-user", |(k, i): (u64, u64)| (user(k), i));
+    match keying {
+        Keying::Clone => per_user(
+            users.key_by(|r: &(UserId, u64)| r.0.clone()),
+            parallelism,
+            fail,
+            totals,
+            reports,
+        ),
+        Keying::ByRef => per_user(
+            users.key_by_ref(|r: &(UserId, u64)| &r.0),
+            parallelism,
+            fail,
+            totals,
+            reports,
+        ),
+    }
     job
+}
+
+/// The keyed part of [`job`]: `per-user` and the sink.
+fn per_user<KF>(
+    keyed: KeyedStream<'_, (UserId, u64), UserId, KF>,
+    parallelism: usize,
+    fail: InjectedFailure,
+    totals: &Arc<HashMap<UserId, u64>>,
+    reports: &Reports,
+) where
+    KF: Fn(&(UserId, u64)) -> UserId + Clone + Send + Sync + 'static,
+{
+    let (totals, into) = (totals.clone(), reports.clone());
+    keyed
+        .process("per-user", move |_: &SubtaskInfo| PerUser {
+            profile: KeyedValueState::new("profile"),
+            pages: KeyedMapState::new("pages"),
+            sampled: KeyedListState::new("sampled"),
+            greatest: KeyedReducingState::new(
+                "greatest",
+                max_string as fn(String, String) -> String,
+            ),
+            longest: KeyedAggregatingState::new("longest", Longest),
+            totals: totals.clone(),
+            fail: fail.clone(),
+        })
+        .parallelism(parallelism)
+        .sink("reports", move |_: &SubtaskInfo| ReportSink(into.clone()));
 }
 
 fn checkpointed(dir: &Path) -> ExecutionOptions {
@@ -297,7 +351,9 @@ fn string_keys_and_struct_values_restore_exactly_after_a_failure() {
 }
 
 /// Written by 2 subtasks, restored by 1 and by 3: the variable-size
-/// entries of every state kind move to their key group's new owner.
+/// entries of every state kind move to their key group's new owner. The
+/// restored job selects its key by reference (`key_by_ref`): the same key
+/// groups and state as the clone the checkpoint's job keyed by.
 #[test]
 fn string_keys_and_struct_values_are_redistributed_at_another_parallelism() {
     let (n, users) = (120_000, 400);
@@ -324,13 +380,14 @@ fn string_keys_and_struct_values_are_redistributed_at_another_parallelism() {
         }
         o.restore = RestoreFrom::Latest;
         let result = run_ok(
-            job(
+            job_keyed(
                 n,
                 users,
                 new_parallelism,
                 InjectedFailure::never(),
                 &totals,
                 &reports,
+                Keying::ByRef,
             ),
             &o,
         );

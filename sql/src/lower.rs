@@ -261,7 +261,10 @@ impl<'j> Lowering<'j> {
                     })
                     .boxed()
                 };
-                let keyed = rows.key_by(move |r: &Row| key_of(r, nkeys));
+                let keyed = rows.key_by_hash(
+                    move |r: &Row| key_of(r, nkeys),
+                    move |r: &Row| Key::hash_of_slice(&r.values[..nkeys]),
+                );
                 let f = WindowAggregate(Aggs::new(aggs));
                 let out = move |(k, w, a): (Key, TimeWindow, Row)| window_row(k, w, a);
                 let map_uid = format!("{uid}-output");
@@ -322,11 +325,14 @@ impl<'j> Lowering<'j> {
                 let nkeys = *keys;
                 let aggs = Aggs::new(aggs);
                 let update_before = self.update_before.emits(plan);
-                rows.key_by(move |r: &Row| key_of(r, nkeys))
-                    .process(&uid, move |_: &SubtaskInfo| {
-                        GroupAggregate::new(aggs.clone(), nkeys).with_update_before(update_before)
-                    })
-                    .boxed()
+                rows.key_by_hash(
+                    move |r: &Row| key_of(r, nkeys),
+                    move |r: &Row| Key::hash_of_slice(&r.values[..nkeys]),
+                )
+                .process(&uid, move |_: &SubtaskInfo| {
+                    GroupAggregate::new(aggs.clone(), nkeys).with_update_before(update_before)
+                })
+                .boxed()
             }
             Node::OverAgg {
                 input,
@@ -932,6 +938,9 @@ fn joinable(keys: &[Scalar], time: usize, r: &Row) -> bool {
 
 /// The first `n` columns as a key.
 #[inline]
+/// The key of a row's first `n` columns (a grouping's key); the sending
+/// side of its `key_by` routes by [`Key::hash_of_slice`] of the same
+/// columns instead of making it.
 fn key_of(r: &Row, n: usize) -> Key {
     Key::from_slice(&r.values[..n])
 }

@@ -581,6 +581,15 @@ impl Key {
     }
 }
 
+impl Key {
+    /// The hash of `Key::from_slice(values)`, without making the key (a
+    /// `key_by` routes by it).
+    #[inline]
+    pub fn hash_of_slice(values: &[Value]) -> u64 {
+        hash_values(values)
+    }
+}
+
 /// A key hashes as its values fold, as weir's tuples do; a one-column key
 /// as that column, so `GROUP BY user_id` spreads keys like the Rust API's
 /// `key_by(|r| r.user_id)`.

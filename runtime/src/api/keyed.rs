@@ -53,6 +53,23 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         )
     }
 
+    /// [`key_by`](Self::key_by) whose sending side routes each record by
+    /// `hash_fn`, which must return the [`KeyHash::key_hash`] of `key_fn`'s
+    /// key without making the key: for a key built from parts of the
+    /// record (an SQL row's grouping columns), routing then builds
+    /// nothing. The keyed operator gets `key_fn`'s key. A `hash_fn` that
+    /// disagrees sends records to subtasks that do not own their key
+    /// group: debug builds panic on the receiving side.
+    pub fn key_by_hash<K, KF, HF>(self, key_fn: KF, hash_fn: HF) -> KeyedStream<'j, T, K, KF>
+    where
+        T: Wire,
+        K: KeyHash + 'static,
+        KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+        HF: Fn(&T) -> u64 + Clone + Send + Sync + 'static,
+    {
+        self.partition_by_key(move |record: &T| Prehashed(hash_fn(record)), key_fn)
+    }
+
     /// Ends the stage in a key_by exchange that routes each record by the
     /// hash of `route_fn`'s key, which must be `key_fn`'s key's hash (the
     /// receiver's keyed operator checks it in debug builds).
@@ -89,7 +106,8 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
 }
 
 /// A key's hash standing for the key where only the hash is needed: the
-/// sending side of [`Stream::key_by_ref`] routes by it.
+/// sending side of [`Stream::key_by_ref`] and [`Stream::key_by_hash`]
+/// routes by it.
 #[derive(Clone, Copy)]
 struct Prehashed(u64);
 

@@ -30,7 +30,7 @@ impl<K, R> WhereAmI<K, R> {
 
 impl<K, R> KeyedProcessFunction for WhereAmI<K, R>
 where
-    K: Copy + Eq + KeyHash + 'static,
+    K: Clone + Eq + KeyHash + 'static,
     R: 'static,
     (R, u64): 'static,
 {
@@ -147,6 +147,87 @@ proptest! {
         run_ok(job, &opts);
         prop_assert_eq!(got.finishes(), parallelism);
         check_routing(&keys, &got.take_all(), max_p, parallelism)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// `key_by_ref` hashes the borrowed key on the sending side: the same
+    /// key groups as `key_by` of its clone.
+    #[test]
+    fn string_keys_selected_by_reference_reach_the_subtask_owning_their_key_group(
+        (max_p, workers, parallelism) in layout(),
+        keys in prop::collection::vec(prop_oneof!["[a-c]{0,2}", "\\PC{0,12}"], 0..400),
+    ) {
+        let n = keys.len() as u64;
+        let source_keys = Arc::new(keys.clone());
+        let got = Collected::new();
+        let job = weir_runtime::JobGraph::new("routing-string-ref");
+        job.source("keys", move |info: &SubtaskInfo| {
+            let keys = source_keys.clone();
+            SequenceSource::new(info, n, move |i| (keys[i as usize].clone(), i))
+        })
+        .key_by_ref(|r: &(String, u64)| &r.0)
+        .process("where-am-i", |info: &SubtaskInfo| WhereAmI::<String, String>::new(info))
+        .parallelism(parallelism)
+        .sink("collect", collect_into(&got));
+        let mut opts = options(workers);
+        opts.max_parallelism = max_p;
+        run_ok(job, &opts);
+        prop_assert_eq!(got.finishes(), parallelism);
+        check_routing(&keys, &got.take_all(), max_p, parallelism)?;
+    }
+
+    /// `key_by_hash` routes by the hash it is given, which is the key's.
+    #[test]
+    fn pairs_routed_by_their_hash_reach_the_subtask_owning_their_key_group(
+        (max_p, workers, parallelism) in layout(),
+        keys in prop::collection::vec((0u64..8, any::<u64>()), 0..600),
+    ) {
+        let n = keys.len() as u64;
+        let source_keys = Arc::new(keys.clone());
+        let got = Collected::new();
+        let job = weir_runtime::JobGraph::new("routing-hash");
+        job.source("keys", move |info: &SubtaskInfo| {
+            let keys = source_keys.clone();
+            SequenceSource::new(info, n, move |i| (keys[i as usize], i))
+        })
+        .key_by_hash(
+            |r: &((u64, u64), u64)| r.0,
+            |r: &((u64, u64), u64)| r.0.key_hash(),
+        )
+        .process("where-am-i", |info: &SubtaskInfo| {
+            WhereAmI::<(u64, u64), (u64, u64)>::new(info)
+        })
+        .parallelism(parallelism)
+        .sink("collect", collect_into(&got));
+        let mut opts = options(workers);
+        opts.max_parallelism = max_p;
+        run_ok(job, &opts);
+        prop_assert_eq!(got.finishes(), parallelism);
+        check_routing(&keys, &got.take_all(), max_p, parallelism)?;
+    }
+}
+
+/// A `key_by_hash` whose hash is not the key's sends records to subtasks
+/// that do not own their key group: debug builds stop there.
+#[cfg(debug_assertions)]
+#[test]
+fn a_hash_that_is_not_the_keys_fails_in_debug_builds() {
+    let job = weir_runtime::JobGraph::new("routing-wrong-hash");
+    job.source("keys", |info: &SubtaskInfo| {
+        SequenceSource::new(info, 2_000, |i| (i, i))
+    })
+    .key_by_hash(|r: &(u64, u64)| r.0, |r: &(u64, u64)| r.0)
+    .process("where-am-i", |info: &SubtaskInfo| {
+        WhereAmI::<u64, u64>::new(info)
+    })
+    .parallelism(2)
+    .sink("collect", collect_into(&Collected::new()));
+    match crate::run_job(job, &options(2)) {
+        Err(e) => assert!(e.to_string().contains("does not own its key group"), "{e}"),
+        Ok(_) => panic!("records routed by a wrong hash were accepted"),
     }
 }
 

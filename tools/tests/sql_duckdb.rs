@@ -469,3 +469,27 @@ fn an_outer_interval_join_killed_and_restored_commits_duckdbs_result_exactly_onc
            AND s.ts BETWEEN o.ts AND o.ts + INTERVAL 3 MINUTE",
     );
 }
+
+/// Flink's window deduplication (each user's last order of every minute,
+/// by event time) into the file sink, killed and restored: append-only,
+/// each window's row committed once. It was planned as a deduplication
+/// over all time keeping the last row, an updating result the file sink
+/// refused.
+#[test]
+fn a_window_deduplication_killed_and_restored_commits_duckdbs_result_exactly_once() {
+    killed_and_restored_commits_duckdbs_result(
+        "crash-window-dedup",
+        50_000,
+        "user_id STRING, window_start TIMESTAMP(3), order_id BIGINT, ts TIMESTAMP(3)",
+        "SELECT user_id, window_start, order_id, ts FROM (
+           SELECT *, ROW_NUMBER() OVER (
+             PARTITION BY window_start, window_end, user_id ORDER BY ts DESC) AS rn
+           FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)))
+         WHERE rn = 1",
+        "SELECT user_id, ws, order_id, ts FROM (
+           SELECT *, win_floor(ts, 60000) AS ws, row_number() OVER (
+             PARTITION BY win_floor(ts, 60000), user_id ORDER BY ts DESC) AS rn
+           FROM orders)
+         WHERE rn = 1",
+    );
+}

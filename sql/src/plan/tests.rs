@@ -850,6 +850,32 @@ fn a_top_n_partitioned_by_renamed_window_bounds_is_a_window_top_n() {
     assert!(!plan.contains("WindowRank("), "{plan}");
 }
 
+/// Flink's window deduplication: `rn = 1` by the event time, partitioned
+/// by the window's bounds, keeps each window's first or last row and
+/// emits it when the window ends, append-only (a file sink takes it). It
+/// was planned as a deduplication over all time, whose keeping the last
+/// row updates, so a file sink refused it, and whose state outlived the
+/// window.
+#[test]
+fn row_number_one_by_time_per_window_is_a_window_deduplication() {
+    for dir in ["DESC", "ASC"] {
+        let q = format!(
+            "SELECT a, b, c, ts FROM (
+               SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, a ORDER BY ts {dir}) AS rn
+               FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
+             ) WHERE rn = 1"
+        );
+        let plan = explain(&q);
+        assert!(
+            line(&plan, "WindowRank(").contains("rankEnd=1"),
+            "{dir}: {plan}"
+        );
+        assert!(!plan.contains("Deduplicate("), "{dir}: {plan}");
+        assert!(plan.contains("append-only"), "{dir}: {plan}");
+        planned(&format!("INSERT INTO files {q}"));
+    }
+}
+
 #[test]
 fn grouping_sets_of_a_window_aggregation_are_window_aggregations() {
     // Flink's `GROUP BY window_start, window_end, GROUPING SETS (..)`: a

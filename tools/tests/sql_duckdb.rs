@@ -493,3 +493,28 @@ fn a_window_deduplication_killed_and_restored_commits_duckdbs_result_exactly_onc
          WHERE rn = 1",
     );
 }
+
+/// Flink's window semi join (the orders of a user who placed an order of
+/// more than 15 items in the same minute) into the file sink, killed and
+/// restored: a window join of the subquery's distinct keys per window,
+/// append-only, each order committed once. The distinct keys were a
+/// group aggregation, so the result was updating and the file sink
+/// refused it.
+#[test]
+fn a_window_semi_join_killed_and_restored_commits_duckdbs_result_exactly_once() {
+    killed_and_restored_commits_duckdbs_result(
+        "crash-window-semi",
+        50_000,
+        "order_id BIGINT, window_start TIMESTAMP(3)",
+        "SELECT L.order_id, L.window_start
+         FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) L
+         WHERE L.user_id IN (
+           SELECT user_id FROM (
+             SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) R
+           WHERE R.qty > 15 AND L.window_start = R.window_start AND L.window_end = R.window_end)",
+        "SELECT L.order_id, win_floor(L.ts, 60000) FROM orders L
+         WHERE EXISTS (SELECT 1 FROM orders R
+                       WHERE R.qty > 15 AND R.user_id = L.user_id
+                         AND win_floor(R.ts, 60000) = win_floor(L.ts, 60000))",
+    );
+}

@@ -16,6 +16,7 @@ pub mod agg;
 pub mod calc;
 pub mod catalog;
 pub mod changelog;
+pub mod collect;
 pub mod connectors;
 pub mod datagen;
 pub mod dialect;

@@ -16,7 +16,7 @@
 //! use a branch of its fork.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use weir_runtime::build::ChainBuilder;
@@ -29,6 +29,7 @@ use weir_runtime::{
 };
 
 use crate::changelog::UpdateBefore;
+use crate::collect::Collected;
 use crate::reuse::{Lookup, Memo, Reuse};
 
 use crate::agg::{Aggs, GroupAggregate, WindowAggregate};
@@ -730,12 +731,13 @@ impl<'j> Lowering<'j> {
     }
 
     /// Ends `rows` in a collecting sink: every row, with its kind, lands in
-    /// the returned list (a bare SELECT's result).
-    pub fn collect(&mut self, rows: Rows<'j>) -> Arc<Mutex<Vec<Row>>> {
+    /// the returned collection (a bare SELECT's result), exactly once
+    /// across restarts and restores ([`crate::collect`]).
+    pub fn collect(&mut self, rows: Rows<'j>) -> Collected {
         let uid = self.uid("collect");
-        let out = Arc::new(Mutex::new(Vec::new()));
+        let out = Collected::new();
         let o = out.clone();
-        rows.sink(&uid, move |_: &SubtaskInfo| Collect(o.clone()));
+        rows.sink(&uid, move |info: &SubtaskInfo| o.sink(info));
         out
     }
 }
@@ -756,16 +758,6 @@ pub fn refuse_updates(t: &Table, plan: &Plan) -> Option<SqlError> {
         t.name,
         t.connector.name()
     )))
-}
-
-struct Collect(Arc<Mutex<Vec<Row>>>);
-
-impl weir_runtime::Sink for Collect {
-    type In = Row;
-
-    fn invoke(&mut self, row: Row) {
-        self.0.lock().expect("collect sink poisoned").push(row);
-    }
 }
 
 /// `row` once per window of `window` holding its time (column `time`),

@@ -670,7 +670,12 @@ impl<'c> Planner<'c> {
     }
 
     /// SELECT DISTINCT: the SELECT grouped by all its columns, without
-    /// aggregates (an updating result, as Flink's).
+    /// aggregates (an updating result, as Flink's). Flink plans it as that
+    /// GROUP BY, so rows of TUMBLE or HOP windows whose bounds are among
+    /// the columns (`SELECT DISTINCT k, window_start, window_end FROM
+    /// TABLE(TUMBLE(..))`, and the distinct keys a window semi or anti join
+    /// is planned over) are a window aggregation: append-only, each
+    /// window's distinct rows once when it ends.
     fn select_distinct(&mut self, s: &Select, d: &ast::Distinct) -> Result<Plan> {
         if let ast::Distinct::On(_) = d {
             return Err(SqlError::Unsupported(format!("SELECT {d}")));
@@ -680,6 +685,29 @@ impl<'c> Planner<'c> {
         let plan = self.select(&all)?;
         if matches!(d, ast::Distinct::All) {
             return Ok(plan);
+        }
+        let plain_group = matches!(&all.group_by,
+            ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty());
+        if window_props::window_props(&plan).is_some() && plain_group && all.having.is_none() {
+            let keys: Option<Vec<Expr>> = all
+                .projection
+                .iter()
+                .map(|item| match item {
+                    SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                        Some(e.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            if let Some(keys) = keys {
+                let mut grouped = all.clone();
+                grouped.group_by = ast::GroupByExpr::Expressions(keys, Vec::new());
+                if let Ok(g) = self.select(&grouped) {
+                    if !g.updating && g.schema.len() == plan.schema.len() {
+                        return Ok(g);
+                    }
+                }
+            }
         }
         let mut fields = plan.schema.fields.clone();
         for f in &mut fields {

@@ -4,12 +4,11 @@
 //! graph, as Flink's statement set runs all INSERTs of a script together.
 //! EXPLAIN prints a plan instead of running its statement.
 
-use std::sync::{Arc, Mutex};
-
 use weir_runtime::{Config, JobGraph};
 
 use crate::catalog::{Catalog, Table};
 use crate::changelog::UpdateBefore;
+use crate::collect::Collected;
 use crate::error::{Result, SqlError};
 use crate::lower::{GeneratedSources, Lowering};
 use crate::plan::{fit_insert, Node, Plan, Planner, Presentation};
@@ -49,7 +48,7 @@ pub struct SqlJob {
     /// The job graph.
     pub job: JobGraph,
     /// Each bare SELECT's schema and collected rows.
-    pub selects: Vec<(Schema, Arc<Mutex<Vec<Row>>>)>,
+    pub selects: Vec<(Schema, Collected)>,
     /// How each bare SELECT's table is shown (ORDER BY, LIMIT).
     pub presentations: Vec<Presentation>,
     /// The uids of the generated sources sized or paced by `job.records`
@@ -881,15 +880,29 @@ fn with_columns(t: &crate::catalog::Table, columns: &[String], plan: Plan) -> Re
 
 /// A bare SELECT's collected rows as the result table: a changelog
 /// applied (`-U`/`-D` remove the row they name), then printed in Flink SQL
-/// client's tableau style.
+/// client's tableau style. The changelog is applied as a multiset: a
+/// retraction that comes before the row it names (the rows of different
+/// sink subtasks, [`crate::collect`], are in no order among each other)
+/// takes that row out when it comes.
 pub fn format_table(schema: &Schema, rows: &[Row], shown: &Presentation) -> String {
     let mut live: Vec<&Row> = Vec::new();
+    let mut retracted: Vec<&Row> = Vec::new();
     for r in rows {
         match r.kind {
-            RowKind::Insert | RowKind::UpdateAfter => live.push(r),
+            RowKind::Insert | RowKind::UpdateAfter => {
+                match retracted.iter().position(|l| l.values == r.values) {
+                    Some(i) => {
+                        retracted.swap_remove(i);
+                    }
+                    None => live.push(r),
+                }
+            }
             RowKind::UpdateBefore | RowKind::Delete => {
-                if let Some(i) = live.iter().position(|l| l.values == r.values) {
-                    live.remove(i);
+                match live.iter().position(|l| l.values == r.values) {
+                    Some(i) => {
+                        live.remove(i);
+                    }
+                    None => retracted.push(r),
                 }
             }
         }

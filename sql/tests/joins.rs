@@ -64,7 +64,7 @@ fn run(sql: &str) -> Vec<(Schema, Vec<Row>)> {
     job.selects
         .into_iter()
         .map(|(schema, rows)| {
-            let rows = std::mem::take(&mut *rows.lock().expect("collected rows"));
+            let rows = rows.take();
             (schema, rows)
         })
         .collect()

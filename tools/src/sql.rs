@@ -169,8 +169,7 @@ fn run_script(
         print_stopped(stopped);
     } else {
         for ((schema, rows), shown) in sql_job.selects.iter().zip(&sql_job.presentations) {
-            let rows = rows.lock().expect("collected rows");
-            match print_stdout(&format_table(schema, &rows, shown)) {
+            match print_stdout(&format_table(schema, &rows.rows(), shown)) {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => {

@@ -469,3 +469,52 @@ fn an_outer_interval_join_killed_and_restored_commits_duckdbs_result_exactly_onc
            AND s.ts BETWEEN o.ts AND o.ts + INTERVAL 3 MINUTE",
     );
 }
+
+/// Flink's window deduplication (each user's last order of every minute,
+/// by event time) into the file sink, killed and restored: append-only,
+/// each window's row committed once. It was planned as a deduplication
+/// over all time keeping the last row, an updating result the file sink
+/// refused.
+#[test]
+fn a_window_deduplication_killed_and_restored_commits_duckdbs_result_exactly_once() {
+    killed_and_restored_commits_duckdbs_result(
+        "crash-window-dedup",
+        50_000,
+        "user_id STRING, window_start TIMESTAMP(3), order_id BIGINT, ts TIMESTAMP(3)",
+        "SELECT user_id, window_start, order_id, ts FROM (
+           SELECT *, ROW_NUMBER() OVER (
+             PARTITION BY window_start, window_end, user_id ORDER BY ts DESC) AS rn
+           FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)))
+         WHERE rn = 1",
+        "SELECT user_id, ws, order_id, ts FROM (
+           SELECT *, win_floor(ts, 60000) AS ws, row_number() OVER (
+             PARTITION BY win_floor(ts, 60000), user_id ORDER BY ts DESC) AS rn
+           FROM orders)
+         WHERE rn = 1",
+    );
+}
+
+/// Flink's window semi join (the orders of a user who placed an order of
+/// more than 15 items in the same minute) into the file sink, killed and
+/// restored: a window join of the subquery's distinct keys per window,
+/// append-only, each order committed once. The distinct keys were a
+/// group aggregation, so the result was updating and the file sink
+/// refused it.
+#[test]
+fn a_window_semi_join_killed_and_restored_commits_duckdbs_result_exactly_once() {
+    killed_and_restored_commits_duckdbs_result(
+        "crash-window-semi",
+        50_000,
+        "order_id BIGINT, window_start TIMESTAMP(3)",
+        "SELECT L.order_id, L.window_start
+         FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) L
+         WHERE L.user_id IN (
+           SELECT user_id FROM (
+             SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) R
+           WHERE R.qty > 15 AND L.window_start = R.window_start AND L.window_end = R.window_end)",
+        "SELECT L.order_id, win_floor(L.ts, 60000) FROM orders L
+         WHERE EXISTS (SELECT 1 FROM orders R
+                       WHERE R.qty > 15 AND R.user_id = L.user_id
+                         AND win_floor(R.ts, 60000) = win_floor(L.ts, 60000))",
+    );
+}

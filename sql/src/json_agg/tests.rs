@@ -21,7 +21,7 @@ fn run(select: &str) -> Vec<String> {
     run_ok(job, &test_options(1));
     let (schema, rows) = &selects[0];
     let mut live: Vec<String> = Vec::new();
-    for r in rows.lock().unwrap().iter() {
+    for r in rows.rows().iter() {
         let mut plain = r.clone();
         plain.kind = RowKind::Insert;
         let text = plain.display(&schema.types());

@@ -205,8 +205,14 @@ impl Planner<'_> {
                     keep_all: retract,
                 }
             }
+            // Partitioned by the window's bounds too: Flink's window
+            // deduplication, each window's first or last row by event
+            // time emitted once when the window ends, as a window Top-1
+            // (append-only, its state freed with the window).
             [k] if limit == 1 && input.schema.fields[k.col].rowtime => {
-                if k.desc {
+                if let Some(end) = window_end(&input, &partition) {
+                    RankKind::WindowTopN { order, limit, end }
+                } else if k.desc {
                     RankKind::KeepLast { time: k.col }
                 } else {
                     RankKind::KeepFirst { time: k.col }

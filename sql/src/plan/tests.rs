@@ -850,6 +850,65 @@ fn a_top_n_partitioned_by_renamed_window_bounds_is_a_window_top_n() {
     assert!(!plan.contains("WindowRank("), "{plan}");
 }
 
+/// Flink's window deduplication: `rn = 1` by the event time, partitioned
+/// by the window's bounds, keeps each window's first or last row and
+/// emits it when the window ends, append-only (a file sink takes it). It
+/// was planned as a deduplication over all time, whose keeping the last
+/// row updates, so a file sink refused it, and whose state outlived the
+/// window.
+#[test]
+fn row_number_one_by_time_per_window_is_a_window_deduplication() {
+    for dir in ["DESC", "ASC"] {
+        let q = format!(
+            "SELECT a, b, c, ts FROM (
+               SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, a ORDER BY ts {dir}) AS rn
+               FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
+             ) WHERE rn = 1"
+        );
+        let plan = explain(&q);
+        assert!(
+            line(&plan, "WindowRank(").contains("rankEnd=1"),
+            "{dir}: {plan}"
+        );
+        assert!(!plan.contains("Deduplicate("), "{dir}: {plan}");
+        assert!(plan.contains("append-only"), "{dir}: {plan}");
+        planned(&format!("INSERT INTO files {q}"));
+    }
+}
+
+/// SELECT DISTINCT is Flink's GROUP BY of every column: over a windowing
+/// TVF with both bounds selected it is a window aggregation, append-only,
+/// and so is a window semi join (IN correlated on the bounds), planned
+/// over the subquery's distinct keys: both went into a group aggregation,
+/// an updating result a file sink refused.
+#[test]
+fn select_distinct_of_window_rows_with_their_bounds_is_a_window_aggregation() {
+    const TVF: &str = "TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))";
+    let q = format!("SELECT DISTINCT a, window_start, window_end FROM {TVF}");
+    let plan = explain(&q);
+    assert!(plan.contains("WindowAggregate"), "{plan}");
+    assert!(!plan.contains("GroupAggregate"), "{plan}");
+    planned(&format!(
+        "INSERT INTO files SELECT a, b, c, ws FROM (
+           SELECT DISTINCT a, b, c, window_start AS ws, window_end FROM {TVF})"
+    ));
+    let semi = format!(
+        "SELECT L.a, L.b, L.c, L.ts FROM (SELECT * FROM {TVF}) L
+         WHERE L.a IN (SELECT a FROM (SELECT * FROM {TVF}) R
+                       WHERE R.c > 3 AND L.window_start = R.window_start
+                         AND L.window_end = R.window_end)"
+    );
+    let plan = explain(&semi);
+    assert!(plan.contains("WindowJoin"), "{plan}");
+    assert!(!plan.contains("GroupAggregate"), "{plan}");
+    planned(&format!("INSERT INTO files {semi}"));
+    // Without both bounds the rows are a table's: an updating DISTINCT.
+    let plan = explain(&format!("SELECT DISTINCT a, window_start FROM {TVF}"));
+    assert!(plan.contains("GroupAggregate"), "{plan}");
+    let plan = explain("SELECT DISTINCT a, b FROM t");
+    assert!(plan.contains("GroupAggregate"), "{plan}");
+}
+
 #[test]
 fn grouping_sets_of_a_window_aggregation_are_window_aggregations() {
     // Flink's `GROUP BY window_start, window_end, GROUPING SETS (..)`: a

@@ -106,8 +106,7 @@ fn pruned_nexmark_columns_leave_the_query_result_as_it_was() {
         run_ok(job.job, &test_options(2));
         let mut got: Vec<String> = job.selects[0]
             .1
-            .lock()
-            .expect("rows")
+            .rows()
             .iter()
             .map(|r| format!("{:?}", r.values))
             .collect();
@@ -162,7 +161,7 @@ fn pruned_datagen_columns_leave_the_query_result_as_it_was() {
         let job = s.job("prune").expect("the job");
         run_ok(job.job, &test_options(2));
         let mut table = std::collections::BTreeMap::new();
-        for r in job.selects[0].1.lock().expect("rows").iter() {
+        for r in job.selects[0].1.rows().iter() {
             match r.kind {
                 crate::value::RowKind::Insert | crate::value::RowKind::UpdateAfter => {
                     table.insert(format!("{:?}", r.values[0]), format!("{:?}", r.values));

@@ -37,8 +37,8 @@ fn run(select: &str) -> Vec<String> {
 
 /// A bare SELECT's collected changelog applied: its final rows as text,
 /// sorted.
-fn final_table((schema, rows): &(Schema, Arc<Mutex<Vec<Row>>>)) -> Vec<String> {
-    let rows = rows.lock().unwrap();
+fn final_table((schema, rows): &(Schema, crate::collect::Collected)) -> Vec<String> {
+    let rows = rows.rows();
     let mut live: Vec<Row> = Vec::new();
     for r in rows.iter() {
         let mut plain = r.clone();
@@ -222,7 +222,7 @@ fn order_by_what_is_not_selected() {
     } = script.job("test").unwrap();
     run_ok(job, &test_options(2));
     let (schema, rows) = &selects[0];
-    let table = format_table(schema, &rows.lock().unwrap(), &presentations[0]);
+    let table = format_table(schema, &rows.rows(), &presentations[0]);
     // v = id * 7 % 11 of ids 0..9: 0 7 3 10 6 2 9 5 1 8.
     let ids: Vec<&str> = table
         .lines()
@@ -499,7 +499,7 @@ fn datagen_values_fit_their_types() {
     .unwrap_or_else(|e| panic!("{e}"));
     let SqlJob { job, selects, .. } = script.job("test").unwrap();
     run_ok(job, &test_options(2));
-    let rows = selects[0].1.lock().unwrap();
+    let rows = selects[0].1.rows();
     assert_eq!(rows.len(), 2000);
     let today = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -535,7 +535,7 @@ fn datagen_values_fit_their_types() {
     .unwrap_or_else(|e| panic!("{e}"));
     let SqlJob { job, selects, .. } = script.job("test").unwrap();
     run_ok(job, &test_options(2));
-    let rows = selects[0].1.lock().unwrap();
+    let rows = selects[0].1.rows();
     assert_eq!(rows.len(), 2000);
     let (mut lowest, mut highest) = (i128::MAX, i128::MIN);
     for r in rows.iter() {
@@ -587,8 +587,7 @@ fn if_not_exists_keeps_what_is_there() {
     run_ok(job, &test_options(1));
     let (schema, rows) = &selects[0];
     let got: Vec<String> = rows
-        .lock()
-        .unwrap()
+        .rows()
         .iter()
         .map(|r| r.display(&schema.types()))
         .collect();
@@ -889,7 +888,7 @@ fn a_very_long_column_name_prints() {
     } = script.job("test").unwrap();
     run_ok(job, &test_options(1));
     let (schema, rows) = &selects[0];
-    let table = format_table(schema, &rows.lock().unwrap(), &presentations[0]);
+    let table = format_table(schema, &rows.rows(), &presentations[0]);
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines[1], format!("| {name} |  b |"));
     assert_eq!(lines[3], format!("| {}1 | xy |", " ".repeat(69_999)));
@@ -947,8 +946,7 @@ fn deep_expressions_plan_or_are_refused_naming_the_limit() {
                 .job("test")
                 .unwrap();
             run_ok(job, &test_options(1));
-            let rows = selects[0].1.lock().unwrap().clone();
-            rows
+            selects[0].1.rows()
         });
         assert_eq!(rows.len(), 1);
         assert!(

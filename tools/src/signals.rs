@@ -4,7 +4,8 @@
 //! command prints the savepoint's path and exits 0. A second one while the
 //! stop is under way aborts at once, as SIGKILL would (exit 128 + the
 //! signal's number): the job then recovers from its last complete
-//! checkpoint, exactly once, as after any crash.
+//! checkpoint, exactly once, as after any crash; the stop's savepoint, if
+//! its directory exists and is incomplete, is removed first.
 //!
 //! The signals are taken by a thread of their own (`signal-hook`'s
 //! iterator, so no code runs inside a signal handler); it only flips the
@@ -39,6 +40,9 @@ pub fn install(request: StopRequest) -> io::Result<()> {
                         "error: {name} again: aborting without a savepoint; the next run \
                          restores the last complete checkpoint (--restore latest)"
                     );
+                    if let Some(dir) = request.abort() {
+                        eprintln!("removed the incomplete savepoint {}", dir.display());
+                    }
                     std::process::exit(128 + signal);
                 }
             }

@@ -466,6 +466,64 @@ fn a_second_sigint_aborts_and_the_next_run_recovers_from_the_last_checkpoint() {
     );
 }
 
+/// A second SIGINT while the stop's savepoint is written but not complete
+/// removes its directory, as Flink disposes of a failed savepoint: nothing
+/// half-written stays in `state.savepoints.dir`.
+#[test]
+fn a_second_sigint_removes_the_incomplete_savepoint() {
+    let s = Scratch::new("abort-written");
+    let mut cmd = s.w1(200, Some(50), true, 2);
+    // The stop's savepoint waits 10 s before its manifest is written.
+    cmd.env("WEIR_FAILPOINTS", "stop-complete-delay=10000");
+    let mut run = s.spawn("aborted", &mut cmd);
+    let (ck, sp) = (s.path("ck"), s.path("sp"));
+    run.wait_until("a complete checkpoint", || {
+        !complete_checkpoints(&ck).is_empty()
+    });
+    run.signal("INT");
+    let savepoint_dirs = || -> Vec<PathBuf> {
+        fs::read_dir(&sp)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect()
+    };
+    // Its segments are written (the delay holds only the manifest back).
+    run.wait_until("the savepoint's segments", || {
+        savepoint_dirs().iter().any(|d| {
+            fs::read_dir(d)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| e.file_name() != "_metadata")
+        })
+    });
+    run.signal("INT");
+    let aborted = run.wait();
+    assert_eq!(aborted.status.code(), Some(130), "{}", aborted.describe());
+    assert!(
+        aborted.stderr.contains("removed the incomplete savepoint"),
+        "{}",
+        aborted.describe()
+    );
+    assert_eq!(
+        savepoint_dirs(),
+        Vec::<PathBuf>::new(),
+        "nothing left in sp"
+    );
+    let next = s.run(
+        "restore-latest",
+        s.w1(200, None, true, 2).args(["--restore", "latest"]),
+    );
+    next.assert_exit(0, "the next run recovers from the last checkpoint");
+    assert_eq!(
+        committed_lines(&s.path("out")),
+        w1_expected(200, 50),
+        "exactly once after the abort"
+    );
+}
+
 #[test]
 fn state_of_a_missing_operator_is_refused_naming_it_or_skipped_when_allowed() {
     let s = Scratch::new("non-restored");

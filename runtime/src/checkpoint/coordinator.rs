@@ -288,6 +288,15 @@ impl CheckpointCoordinator {
         self.trigger(now, Trigger::Stop, ring)
     }
 
+    /// The directory the pending stop's snapshot is written into, if a
+    /// stop is pending.
+    pub fn stop_target(&self) -> Option<PathBuf> {
+        self.pending
+            .iter()
+            .find(|(_, p)| p.stop.is_some())
+            .map(|(&id, _)| self.storage.snapshot_dir(id))
+    }
+
     /// Triggers a savepoint now, into `dir` (`None`: `state.savepoints.dir`),
     /// after which the job runs on; returns its id. Refused (with why)
     /// while a stop or another savepoint is under way, once the job's input
@@ -533,6 +542,11 @@ impl CheckpointCoordinator {
                 p.stop.unwrap_or(SnapshotKind::Checkpoint)
             },
         };
+        if p.stop.is_some() {
+            if let Some(ms) = crate::core::failpoint::armed_ms("stop-complete-delay") {
+                std::thread::sleep(Duration::from_millis(ms));
+            }
+        }
         let dir = self.storage.snapshot_dir(id);
         if let Err(e) = manifest.write(&dir, METADATA_FILE) {
             self.pending.insert(

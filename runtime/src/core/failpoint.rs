@@ -17,7 +17,10 @@
 //!   `source-panic-always` panics there in every attempt;
 //! - `stop-delay`: (not a kill) the control thread waits N ms before it
 //!   triggers a stop's savepoint, so that a test can signal again while
-//!   the stop is under way.
+//!   the stop is under way;
+//! - `stop-complete-delay`: (not a kill) the control thread waits N ms
+//!   before it writes the manifest of a stop's snapshot, whose segments
+//!   are written: a signal then finds it incomplete.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;

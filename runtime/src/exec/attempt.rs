@@ -421,6 +421,7 @@ impl StopWatch<'_> {
             );
             return None;
         }
+        self.request.set_target(c.stop_target());
         if let Some(why) = c.take_stop_failure() {
             tracing::warn!(
                 target: CHECKPOINT,

@@ -6,8 +6,11 @@
 //! worker: the request is one atomic the control thread reads on its tick,
 //! and the workers learn of the stop through the checkpoint signals.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use crate::checkpoint::storage::METADATA_FILE;
 
 pub use crate::checkpoint::coordinator::Stopped;
 
@@ -17,7 +20,12 @@ const REQUESTED: u8 = 1;
 /// A request to stop a job with a savepoint; cheap to clone, shared between
 /// the requester and the run.
 #[derive(Clone, Debug, Default)]
-pub struct StopRequest(Arc<AtomicU8>);
+pub struct StopRequest {
+    state: Arc<AtomicU8>,
+    /// The directory the stop's snapshot is being written into, once the
+    /// control thread triggered it (for [`StopRequest::abort`]).
+    target: Arc<Mutex<Option<PathBuf>>>,
+}
 
 impl StopRequest {
     /// A request not made yet.
@@ -29,19 +37,44 @@ impl StopRequest {
     /// asked for already and is still under way (the caller may then
     /// abort instead, as a second Ctrl-C does).
     pub fn request(&self) -> bool {
-        self.0
+        self.state
             .compare_exchange(IDLE, REQUESTED, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
     }
 
     /// Whether a stop was asked for and not given up on.
     pub fn is_requested(&self) -> bool {
-        self.0.load(Ordering::Acquire) == REQUESTED
+        self.state.load(Ordering::Acquire) == REQUESTED
     }
 
     /// The stop savepoint failed and the job goes on: a later request is a
     /// first one again.
     pub(crate) fn rearm(&self) {
-        self.0.store(IDLE, Ordering::Release);
+        self.state.store(IDLE, Ordering::Release);
+        self.set_target(None);
+    }
+
+    /// The stop's snapshot is being written into `dir` (`None`: none is).
+    pub(crate) fn set_target(&self, dir: Option<PathBuf>) {
+        *self.target.lock().unwrap_or_else(|e| e.into_inner()) = dir;
+    }
+
+    /// For whoever aborts the stop and then ends the process (a second
+    /// Ctrl-C): removes the directory of the stop's snapshot if it is
+    /// still incomplete (no `_metadata` yet), as Flink disposes of a
+    /// savepoint that failed, so that no half-written savepoint is left in
+    /// `state.savepoints.dir`; returns the directory removed. A complete
+    /// one is kept. Nothing reads the directory but the writers, which the
+    /// process's end stops.
+    pub fn abort(&self) -> Option<PathBuf> {
+        let dir = self
+            .target
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()?;
+        if dir.join(METADATA_FILE).exists() {
+            return None;
+        }
+        std::fs::remove_dir_all(&dir).ok().map(|()| dir)
     }
 }

@@ -587,9 +587,12 @@ impl<'c> Planner<'c> {
             }
         };
         let group_exprs: Vec<Expr> = match &s.group_by {
-            GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
+            GroupByExpr::Expressions(e, m) if m.is_empty() => grouping_sets::flatten(e),
             other => return Err(SqlError::Unsupported(format!("`{other}`"))),
         };
+        // `GROUP BY ()`: one group of all rows, aggregated or not.
+        let empty_set = matches!(&s.group_by, GroupByExpr::Expressions(e, _) if !e.is_empty())
+            && group_exprs.is_empty();
         if set.is_none() {
             if let Some((all, sets)) = grouping_sets::expand(&group_exprs)? {
                 return self.grouping_sets(s, all, sets);
@@ -604,7 +607,7 @@ impl<'c> Planner<'c> {
         if let Some(h) = &s.having {
             find_aggregates(h, &mut aggs_found);
         }
-        let grouped = !group_exprs.is_empty() || !aggs_found.is_empty();
+        let grouped = !group_exprs.is_empty() || !aggs_found.is_empty() || empty_set;
         // A windowing TVF not aggregated is a table of its rows with their
         // windows (window joins, filters on the window columns).
         let mut from = from;

@@ -986,3 +986,32 @@ fn an_order_by_position_out_of_range_is_an_error() {
     }
     planned("SELECT a, b FROM t ORDER BY 2, a");
 }
+
+/// Calcite reads a parenthesized GROUP BY list as its expressions:
+/// `GROUP BY (a, b)` is `GROUP BY a, b`, and `GROUP BY ()`, the empty
+/// grouping set, is one group of all rows (also without aggregates).
+#[test]
+fn a_parenthesized_group_by_list_groups_by_its_expressions() {
+    let plan = explain("SELECT a, b, COUNT(*) FROM t GROUP BY (a, b)");
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[a, b]"),
+        "{plan}"
+    );
+    let plan = explain("SELECT COUNT(*), SUM(c) FROM t GROUP BY ()");
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[]"),
+        "{plan}"
+    );
+    let plan = explain("SELECT 1 AS one FROM t GROUP BY ()");
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[]"),
+        "one row, not one per input row: {plan}"
+    );
+    let plan = explain("SELECT a, COUNT(*) FROM t GROUP BY a, ()");
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[a]"),
+        "{plan}"
+    );
+    let e = error("SELECT a, COUNT(*) FROM t GROUP BY ()");
+    assert!(e.contains("column `a` is neither in GROUP BY"), "{e}");
+}

@@ -1015,3 +1015,29 @@ fn a_parenthesized_group_by_list_groups_by_its_expressions() {
     let e = error("SELECT a, COUNT(*) FROM t GROUP BY ()");
     assert!(e.contains("column `a` is neither in GROUP BY"), "{e}");
 }
+
+/// An aggregate where none may be (WHERE, GROUP BY, inside another
+/// aggregate) and DISTINCT in a call of a scalar function are refused
+/// naming them, as Calcite's validator refuses them.
+#[test]
+fn misplaced_aggregates_and_distinct_scalar_calls_are_named() {
+    for (sql, name) in [
+        ("SELECT a FROM t WHERE COUNT(*) > 1", "COUNT"),
+        ("SELECT SUM(COUNT(*)) FROM t GROUP BY a", "COUNT"),
+        ("SELECT a FROM t WHERE LISTAGG(b) = 'x'", "LISTAGG"),
+        ("SELECT MAX(FIRST_VALUE(c)) FROM t", "FIRST_VALUE"),
+        ("SELECT a FROM t WHERE SUM(c) > 1", "SUM"),
+    ] {
+        let e = error(sql);
+        assert!(
+            e.contains(&format!("the aggregate {name} is not allowed here")),
+            "{sql}: {e}"
+        );
+    }
+    let e = error("SELECT UPPER(DISTINCT b) FROM t");
+    assert!(
+        e.contains("UPPER(DISTINCT ..): DISTINCT and ALL are for aggregates"),
+        "{e}"
+    );
+    planned("SELECT a, COUNT(DISTINCT b), UPPER(MAX(b)) FROM t GROUP BY a");
+}

@@ -268,10 +268,10 @@ fn parse_csv(line: &str, schema: &Schema, o: &CsvOptions) -> Result<Option<Row>,
         return parse_plain_csv(line, schema, o, o.delimiter as u8);
     }
     let fields = split_csv(line, o).ok_or((None, "an unterminated quote".to_owned()))?;
-    if fields.len() != schema.len() {
+    if fields.len() > schema.len() || (fields.len() < schema.len() && !o.ignore_parse_errors) {
         return Err((None, field_count(fields.len(), schema)));
     }
-    let mut values = Values::with_capacity(fields.len());
+    let mut values = Values::with_capacity(schema.len());
     for ((text, quoted, start), f) in fields.iter().zip(&schema.fields) {
         values.push(field_or_null(
             csv_value(text, *quoted, f, o),
@@ -279,6 +279,11 @@ fn parse_csv(line: &str, schema: &Schema, o: &CsvOptions) -> Result<Option<Row>,
             || bad_field(text, *start, f),
         )?);
     }
+    // Fewer fields than columns, read ignoring parse errors: the missing
+    // ones are NULL and the row is kept, as Flink's CSV converter reads
+    // the object Jackson made of the line (its arity checked only when
+    // errors are not ignored).
+    values.resize(schema.len(), Value::Null);
     Ok(Some(Row::new(values)))
 }
 
@@ -322,9 +327,15 @@ fn parse_plain_csv(
     let mut values = Values::with_capacity(n);
     let mut start = 0;
     for (i, f) in schema.fields.iter().enumerate() {
+        if start > bytes.len() {
+            // Past the line's last field, ignoring parse errors: NULL (see
+            // `parse_csv`).
+            values.push(Value::Null);
+            continue;
+        }
         let end = match memchr::memchr(delimiter, &bytes[start..]) {
             Some(j) if i + 1 < n => start + j,
-            None if i + 1 == n => bytes.len(),
+            None if i + 1 == n || o.ignore_parse_errors => bytes.len(),
             _ => {
                 let found = 1 + memchr::memchr_iter(delimiter, bytes).count();
                 return Err((None, field_count(found, schema)));
@@ -657,8 +668,46 @@ mod tests {
             skip_header: true,
             ..CsvOptions::default()
         });
-        assert_eq!(lenient.parse("1,x", &s), Parsed::Skip);
         assert_eq!(lenient.parse("id,name,ts,price", &s), Parsed::Skip);
+    }
+
+    /// With `csv.ignore-parse-errors`, a line of fewer fields than the
+    /// table has columns is a row whose missing columns are NULL, as
+    /// Flink's CSV converter reads the object Jackson made of the line (it
+    /// checks the arity only when errors are not ignored); a line of more
+    /// fields is still skipped, and without the option both fail.
+    #[test]
+    fn short_csv_lines_ignoring_errors_keep_their_rows() {
+        let s = schema();
+        let lenient = Format::Csv(CsvOptions {
+            ignore_parse_errors: true,
+            ..CsvOptions::default()
+        });
+        let strict = Format::Csv(CsvOptions::default());
+        let padded = |vals: Vec<Value>| {
+            let mut v = vals;
+            v.resize(4, Value::Null);
+            Parsed::Row(Row::of(v))
+        };
+        for (line, want) in [
+            ("1,x", padded(vec![Value::BigInt(1), Value::Str("x".into())])),
+            ("1,\"x,y\"", padded(vec![Value::BigInt(1), Value::Str("x,y".into())])),
+            ("7", padded(vec![Value::BigInt(7)])),
+            ("nope", padded(vec![Value::Null])),
+            ("1,x,", padded(vec![Value::BigInt(1), Value::Str("x".into()), Value::Null])),
+        ] {
+            assert_eq!(lenient.parse(line, &s), want, "{line}");
+            assert!(
+                matches!(strict.parse(line, &s), Parsed::Error(e) if e.contains("fields, the table has 4 columns")),
+                "{line}"
+            );
+        }
+        for long in ["1,x,2024-01-01 00:00:00,1,9", "1,\"x\",2024-01-01 00:00:00,1,9"] {
+            assert!(
+                matches!(lenient.decode(long, &s), Decoded::Ignored(m) if m.contains("5 fields")),
+                "{long}"
+            );
+        }
     }
 
     /// A BOOLEAN field as Flink's formats read it (Java's
@@ -729,8 +778,9 @@ mod tests {
             ..CsvOptions::default()
         });
         // A field that does not parse is NULL (Flink: "fields are set to
-        // null in case of errors"); a line that does not split into the
-        // columns is skipped.
+        // null in case of errors"); a line of more fields than columns is
+        // skipped, one of fewer is read with the missing ones NULL (see
+        // `short_csv_lines_ignoring_errors_keep_their_rows`).
         assert_eq!(
             lenient.decode("1,x,nope,1", &s),
             Decoded::Record(Row::of([
@@ -740,7 +790,9 @@ mod tests {
                 Value::decimal(100)
             ]))
         );
-        assert!(matches!(lenient.decode("1,x", &s), Decoded::Ignored(m) if m.contains("2 fields")));
+        assert!(
+            matches!(lenient.decode("1,x,nope,1,9", &s), Decoded::Ignored(m) if m.contains("5 fields"))
+        );
         assert_eq!(strict.decode("  \r", &s), Decoded::Skip);
         let json = Format::Json {
             ignore_parse_errors: false,

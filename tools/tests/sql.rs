@@ -1307,9 +1307,11 @@ fn a_monitored_directory_streams_new_files_exactly_once_across_a_stop_and_restor
 
 /// A line that does not parse fails the job naming the file, the line
 /// and the column; with `csv.ignore-parse-errors` a field that does not
-/// parse is NULL (Flink's "fields are set to null in case of errors") and
-/// a line that does not split into the columns is skipped, the other rows
-/// arrive, and a warning counts it. An empty file gives no rows.
+/// parse is NULL (Flink's "fields are set to null in case of errors"), a
+/// line of fewer fields than columns is a row with the missing ones NULL
+/// (as Flink's CSV converter reads it), a line of more fields is skipped,
+/// the other rows arrive, and a warning counts it. An empty file gives no
+/// rows.
 #[test]
 fn a_malformed_line_names_file_line_and_column_or_is_skipped_and_counted() {
     let s = Scratch::new("sql", "malformed");
@@ -1318,7 +1320,7 @@ fn a_malformed_line_names_file_line_and_column_or_is_skipped_and_counted() {
     fs::write(
         input.join("a.csv"),
         "1,2024-01-01 00:00:00\n2,2024-01-01 00:00:01\n3,yesterday\n4,2024-01-01 00:00:03\n\
-         5,2024-01-01 00:00:04,extra\n",
+         5,2024-01-01 00:00:04,extra\n6\n",
     )
     .unwrap();
     fs::write(input.join("b.csv"), "").unwrap();
@@ -1354,8 +1356,9 @@ fn a_malformed_line_names_file_line_and_column_or_is_skipped_and_counted() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{err}");
-    assert!(stdout.contains("4 rows in set"), "{stdout}");
+    assert!(stdout.contains("5 rows in set"), "{stdout}");
     assert!(stdout.contains("|  3 |  true |"), "{stdout}");
+    assert!(stdout.contains("|  6 |  true |"), "{stdout}");
     assert!(
         err.contains("skipped 1 line of") && err.contains("line 5 (byte offset 78)"),
         "{err}"

@@ -69,8 +69,8 @@ pub struct CsvOptions {
     /// `csv.escape-character`: the character after it is taken as it is
     /// (a delimiter, a quote, itself) when reading; disabled by default.
     pub escape: Option<char>,
-    /// `csv.null-literal`: this text reads as NULL (default none: an empty
-    /// field of a non-string column is NULL).
+    /// `csv.null-literal`: this text reads as NULL, quoted or not (default
+    /// none: an empty unquoted field of a non-string column is NULL).
     pub null_literal: Option<String>,
     /// `csv.ignore-parse-errors`: skip a line that does not parse.
     pub ignore_parse_errors: bool,
@@ -365,11 +365,13 @@ fn is_header(line: &str, schema: &Schema, o: &CsvOptions) -> bool {
             .all(|((v, _, _), f)| v.trim().eq_ignore_ascii_case(&f.name))
 }
 
-/// One CSV field's value (`None`: it is not of the column's type).
+/// One CSV field's value (`None`: it is not of the column's type). The
+/// null literal is NULL quoted or not (`"NULL"` too), as Flink's Jackson
+/// parser compares a field's text with it after taking the quotes off.
 #[inline]
 fn csv_value(text: &str, quoted: bool, f: &crate::types::Field, o: &CsvOptions) -> Option<Value> {
     let is_null = match &o.null_literal {
-        Some(n) => !quoted && text == n,
+        Some(n) => text == n,
         None => !quoted && text.is_empty() && f.ty != DataType::String,
     };
     if is_null {
@@ -669,6 +671,39 @@ mod tests {
             ..CsvOptions::default()
         });
         assert_eq!(lenient.parse("id,name,ts,price", &s), Parsed::Skip);
+    }
+
+    /// `csv.null-literal` is NULL whether the field is quoted or not, as
+    /// Flink's Jackson parser compares the text without its quotes with
+    /// the null value; without the option a quoted empty field is an empty
+    /// string and an unquoted one of a STRING column too.
+    #[test]
+    fn the_null_literal_is_null_quoted_or_not() {
+        let s = Schema::new(vec![
+            Field::new("id", DataType::Int),
+            Field::new("name", DataType::String),
+        ]);
+        let with = |n: &str| {
+            Format::Csv(CsvOptions {
+                null_literal: Some(n.into()),
+                ..CsvOptions::default()
+            })
+        };
+        let name = |f: &Format, line: &str| match f.parse(line, &s) {
+            Parsed::Row(r) => r.values[1].clone(),
+            other => panic!("{line}: {other:?}"),
+        };
+        let f = with("NULL");
+        assert_eq!(name(&f, "1,NULL"), Value::Null);
+        assert_eq!(name(&f, "1,\"NULL\""), Value::Null);
+        assert_eq!(name(&f, "1,\"NULL \""), Value::Str("NULL ".into()));
+        assert_eq!(name(&f, "1,null"), Value::Str("null".into()));
+        let f = with("");
+        assert_eq!(name(&f, "1,"), Value::Null);
+        assert_eq!(name(&f, "1,\"\""), Value::Null);
+        let f = Format::Csv(CsvOptions::default());
+        assert_eq!(name(&f, "1,"), Value::Str("".into()));
+        assert_eq!(name(&f, "1,\"\""), Value::Str("".into()));
     }
 
     /// With `csv.ignore-parse-errors`, a line of fewer fields than the

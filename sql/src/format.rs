@@ -9,6 +9,7 @@ use compact_str::CompactString;
 use weir_runtime::Decoded;
 
 use crate::expr::read_decimal;
+use crate::json::Json;
 use crate::time::{parse_date, parse_timestamp};
 use crate::types::{DataType, Schema};
 use crate::value::{Row, Value, Values};
@@ -446,6 +447,9 @@ fn parse_json(
         .any(|f| matches!(f.ty, DataType::Decimal { .. }))
         .then(|| serde_json::from_str(line).ok())
         .flatten();
+    // The line's members in the order written, read when a STRING column
+    // takes an object or an array.
+    let mut ordered: Option<Vec<(String, Json)>> = None;
     let mut values = Values::with_capacity(schema.len());
     for f in &schema.fields {
         // (by its exact name, as Jackson's `JsonNode.get` in Flink's
@@ -497,6 +501,21 @@ fn parse_json(
         };
         let value = match j {
             None | Some(serde_json::Value::Null) => Value::Null,
+            // An object or array into a STRING column: its JSON text with
+            // the members in the order written, as Jackson's `toString` of
+            // the node gives it to Flink (serde_json's `Value` sorts them).
+            Some(c @ (serde_json::Value::Object(_) | serde_json::Value::Array(_)))
+                if f.ty == DataType::String =>
+            {
+                let members = ordered.get_or_insert_with(|| match Json::parse(line) {
+                    Some(Json::Obj(m)) => m,
+                    _ => Vec::new(),
+                });
+                match members.iter().find(|(k, _)| *k == f.name) {
+                    Some((_, v)) => Value::Str(v.text().into()),
+                    None => read(c)?,
+                }
+            }
             Some(j) => field_or_null(read(j).ok(), ignore, || (None, bad(j)))?,
         };
         values.push(value);
@@ -743,6 +762,43 @@ mod tests {
                 "{long}"
             );
         }
+    }
+
+    /// An object or array read into a STRING column is its compact JSON
+    /// text with the members in the order written, as Jackson's
+    /// `JsonNode.toString` gives it to Flink's format (serde_json's own
+    /// `Value` would sort them); a member written twice keeps its first
+    /// place and its last value, as Jackson's object node does.
+    #[test]
+    fn json_objects_into_string_columns_keep_their_members_order() {
+        let s = Schema::new(vec![
+            Field::new("id", DataType::Int),
+            Field::new("doc", DataType::String),
+        ]);
+        let json = Format::Json {
+            ignore_parse_errors: false,
+            fail_on_missing_field: false,
+            timestamps: JsonTimestamps::Sql,
+            plain_decimals: false,
+        };
+        let doc = |line: &str| match json.parse(line, &s) {
+            Parsed::Row(r) => r.values[1].clone(),
+            other => panic!("{line}: {other:?}"),
+        };
+        assert_eq!(
+            doc(r#"{"id": 1, "doc": {"z": 1, "a": [true, {"y": null, "b": "x"}], "m": 2.5}}"#),
+            Value::Str(r#"{"z":1,"a":[true,{"y":null,"b":"x"}],"m":2.5}"#.into())
+        );
+        assert_eq!(
+            doc(r#"{"doc": [3, 1, 2], "id": 2}"#),
+            Value::Str("[3,1,2]".into())
+        );
+        assert_eq!(
+            doc(r#"{"id": 3, "doc": {"b": 1, "a": 2, "b": 3}}"#),
+            Value::Str(r#"{"b":3,"a":2}"#.into())
+        );
+        assert_eq!(doc(r#"{"id": 4, "doc": "text"}"#), Value::Str("text".into()));
+        assert_eq!(doc(r#"{"id": 5, "doc": 12}"#), Value::Str("12".into()));
     }
 
     /// A BOOLEAN field as Flink's formats read it (Java's

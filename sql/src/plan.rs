@@ -411,6 +411,10 @@ pub struct Planner<'c> {
     /// While one grouping set of GROUPING SETS / ROLLUP / CUBE is planned:
     /// which GROUP BY expressions it groups by (the others are NULL).
     grouping_set: Option<Vec<bool>>,
+    /// Whether the outermost query is an INSERT's, whose ORDER BY without
+    /// LIMIT sorts the stream (Calcite keeps the sort of the top query and
+    /// drops that of a subquery or view).
+    insert: bool,
 }
 
 /// What FROM gave: the plan, the scope its rows are read in, and the
@@ -432,6 +436,17 @@ impl<'c> Planner<'c> {
             depth: 0,
             ctes: Vec::new(),
             grouping_set: None,
+            insert: false,
+        }
+    }
+
+    /// A planner of an INSERT's query over `catalog`: its top query's
+    /// ORDER BY without LIMIT is a sort of the stream (see
+    /// `plan::order`).
+    pub fn for_insert(catalog: &'c Catalog) -> Self {
+        Self {
+            insert: true,
+            ..Self::new(catalog)
         }
     }
 

@@ -1756,6 +1756,52 @@ fn a_bounded_over_frame_drops_only_rows_behind_their_keys_last_output() {
     assert_eq!(rows, expected, "{stdout}");
 }
 
+/// An INSERT's `ORDER BY ts` (its event-time attribute ascending, no
+/// LIMIT) is Flink's temporal sort: rows leave in time order as the
+/// watermark passes them, and a row at or behind the watermark when it
+/// arrives is late and dropped (Flink's `RowTimeSortOperator`). Rows of
+/// one time leave ordered by the next ORDER BY key. One worker: see
+/// above. (It was refused as an ORDER BY without LIMIT.)
+#[test]
+fn an_insert_ordered_by_its_time_attribute_sorts_the_stream_and_drops_late_rows() {
+    let s = Scratch::new("sql", "temporal-sort");
+    fs::create_dir_all(s.join("ev")).unwrap();
+    fs::write(
+        s.join("ev/ev.csv"),
+        "1,2024-01-01 00:00:01.000\n2,2024-01-01 00:00:07.999\n\
+         3,2024-01-01 00:00:04.000\n4,2024-01-01 00:00:06.000\n\
+         5,2024-01-01 00:00:04.999\n6,2024-01-01 00:00:05.000\n\
+         7,2024-01-01 00:00:06.000\n",
+    )
+    .unwrap();
+    let script = s.join("s.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE ev (v INT, ts TIMESTAMP(3),
+               WATERMARK FOR ts AS ts - INTERVAL '3' SECOND)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE out (v INT, ts TIMESTAMP(3)) WITH ('connector' = 'print');
+             INSERT INTO out SELECT v, ts FROM ev ORDER BY ts, v;",
+            s.join("ev").display()
+        ),
+    )
+    .unwrap();
+    let stdout = weir_sql_ok_on_one_worker(&script);
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("+I[")).collect();
+    assert_eq!(
+        rows,
+        [
+            "+I[1, 2024-01-01 00:00:01.000]",
+            "+I[6, 2024-01-01 00:00:05.000]",
+            "+I[4, 2024-01-01 00:00:06.000]",
+            "+I[7, 2024-01-01 00:00:06.000]",
+            "+I[2, 2024-01-01 00:00:07.999]",
+        ],
+        "{stdout}"
+    );
+}
+
 /// An event-time temporal join: each order with the rate valid at its
 /// time (several versions per currency, one order before any version).
 #[test]

@@ -1041,3 +1041,39 @@ fn misplaced_aggregates_and_distinct_scalar_calls_are_named() {
     );
     planned("SELECT a, COUNT(DISTINCT b), UPPER(MAX(b)) FROM t GROUP BY a");
 }
+
+/// An INSERT's ORDER BY without LIMIT is Flink's temporal sort when its
+/// first key is the event-time attribute ascending (planned as an OVER
+/// aggregation of one partition by that time) and refused otherwise, as
+/// Flink refuses to sort a stream on anything else; in a view or a
+/// subquery it is dropped, as Calcite drops it, and the query plans.
+#[test]
+fn an_inserts_order_by_time_is_a_sort_and_a_subquerys_order_by_is_dropped() {
+    let plan = explain("INSERT INTO changes SELECT a, b, c, ts FROM t ORDER BY ts, a");
+    assert!(plan.contains("OverAggregate"), "{plan}");
+    assert!(
+        !plan.contains("__weir_sort AS") && !plan.contains("Rank"),
+        "{plan}"
+    );
+    for bad in [
+        "INSERT INTO changes SELECT a, b, c, ts FROM t ORDER BY ts DESC",
+        "INSERT INTO changes SELECT a, b, c, ts FROM t ORDER BY c",
+        "INSERT INTO changes SELECT a, b, c, ts FROM t ORDER BY a, ts",
+    ] {
+        let e = error(bad);
+        assert!(
+            e.contains("ORDER BY without LIMIT on a stream, other than by its event-time attribute"),
+            "{bad}: {e}"
+        );
+    }
+    let e = error("INSERT INTO changes SELECT a, b, c, ts FROM t OFFSET 2");
+    assert!(e.contains("OFFSET without LIMIT"), "{e}");
+    planned("CREATE VIEW v AS SELECT a, b, c, ts FROM t ORDER BY c");
+    let plan = explain(
+        "INSERT INTO changes SELECT a, b, c, ts FROM (SELECT a, b, c, ts FROM t ORDER BY c DESC)",
+    );
+    assert!(
+        !plan.contains("OverAggregate") && !plan.contains("Rank"),
+        "a subquery's ORDER BY is dropped: {plan}"
+    );
+}

@@ -3317,7 +3317,9 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         if l.duplicate_treatment.is_some() {
             return Err(SqlError::Plan(format!(
                 "{name}({} ..): DISTINCT and ALL are for aggregates, {name} is none",
-                l.duplicate_treatment.as_ref().map_or(String::new(), |d| d.to_string())
+                l.duplicate_treatment
+                    .as_ref()
+                    .map_or(String::new(), |d| d.to_string())
             )));
         }
     }

@@ -744,11 +744,20 @@ mod tests {
             Parsed::Row(Row::of(v))
         };
         for (line, want) in [
-            ("1,x", padded(vec![Value::BigInt(1), Value::Str("x".into())])),
-            ("1,\"x,y\"", padded(vec![Value::BigInt(1), Value::Str("x,y".into())])),
+            (
+                "1,x",
+                padded(vec![Value::BigInt(1), Value::Str("x".into())]),
+            ),
+            (
+                "1,\"x,y\"",
+                padded(vec![Value::BigInt(1), Value::Str("x,y".into())]),
+            ),
             ("7", padded(vec![Value::BigInt(7)])),
             ("nope", padded(vec![Value::Null])),
-            ("1,x,", padded(vec![Value::BigInt(1), Value::Str("x".into()), Value::Null])),
+            (
+                "1,x,",
+                padded(vec![Value::BigInt(1), Value::Str("x".into()), Value::Null]),
+            ),
         ] {
             assert_eq!(lenient.parse(line, &s), want, "{line}");
             assert!(
@@ -756,7 +765,10 @@ mod tests {
                 "{line}"
             );
         }
-        for long in ["1,x,2024-01-01 00:00:00,1,9", "1,\"x\",2024-01-01 00:00:00,1,9"] {
+        for long in [
+            "1,x,2024-01-01 00:00:00,1,9",
+            "1,\"x\",2024-01-01 00:00:00,1,9",
+        ] {
             assert!(
                 matches!(lenient.decode(long, &s), Decoded::Ignored(m) if m.contains("5 fields")),
                 "{long}"
@@ -797,7 +809,10 @@ mod tests {
             doc(r#"{"id": 3, "doc": {"b": 1, "a": 2, "b": 3}}"#),
             Value::Str(r#"{"b":3,"a":2}"#.into())
         );
-        assert_eq!(doc(r#"{"id": 4, "doc": "text"}"#), Value::Str("text".into()));
+        assert_eq!(
+            doc(r#"{"id": 4, "doc": "text"}"#),
+            Value::Str("text".into())
+        );
         assert_eq!(doc(r#"{"id": 5, "doc": 12}"#), Value::Str("12".into()));
     }
 

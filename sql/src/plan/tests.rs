@@ -1062,7 +1062,9 @@ fn an_inserts_order_by_time_is_a_sort_and_a_subquerys_order_by_is_dropped() {
     ] {
         let e = error(bad);
         assert!(
-            e.contains("ORDER BY without LIMIT on a stream, other than by its event-time attribute"),
+            e.contains(
+                "ORDER BY without LIMIT on a stream, other than by its event-time attribute"
+            ),
             "{bad}: {e}"
         );
     }

@@ -684,6 +684,17 @@ impl<'c> Planner<'c> {
             return Ok(calc(from.plan, filter, project, fields));
         }
         self.grouping_set = set;
+        // `SELECT *` (or `t.*`) of a grouped query: the input's columns,
+        // each of which must then be grouped, as Calcite expands the star
+        // before it validates the grouping (`SELECT * FROM t GROUP BY a,
+        // b` over a table of `a` and `b` runs; another column is named).
+        let starred;
+        let s = if from.window.is_none() && s.projection.iter().any(is_star) {
+            starred = expand_stars(s, &input_scope)?;
+            &starred
+        } else {
+            s
+        };
         self.aggregate(s, from, input_scope, filter, group_exprs)
     }
 
@@ -1775,6 +1786,73 @@ fn ident_name(e: &Expr) -> Option<String> {
         Expr::Nested(x) => ident_name(x),
         _ => None,
     }
+}
+
+fn is_star(item: &SelectItem) -> bool {
+    matches!(
+        item,
+        SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+    )
+}
+
+/// `s` with each `*` and `t.*` of its SELECT list written out as the
+/// columns of `scope` it stands for (qualified where a name is not
+/// unique).
+fn expand_stars(s: &Select, scope: &Scope) -> Result<Select> {
+    let visible: Vec<&crate::expr::ScopeCol> = scope
+        .cols
+        .iter()
+        .filter(|c| !c.hidden && !c.field.name.starts_with(subquery::HIDDEN))
+        .collect();
+    let column = |c: &crate::expr::ScopeCol| {
+        let unique = visible
+            .iter()
+            .filter(|o| o.field.name.eq_ignore_ascii_case(&c.field.name))
+            .count()
+            == 1;
+        let expr = match &c.qualifier {
+            Some(q) if !unique => Expr::CompoundIdentifier(vec![
+                ast::Ident::new(q.as_str()),
+                ast::Ident::new(c.field.name.as_str()),
+            ]),
+            _ => Expr::Identifier(ast::Ident::new(c.field.name.as_str())),
+        };
+        SelectItem::UnnamedExpr(expr)
+    };
+    let mut out = s.clone();
+    out.projection = Vec::with_capacity(s.projection.len());
+    for item in &s.projection {
+        match item {
+            SelectItem::Wildcard(_) => out.projection.extend(visible.iter().map(|c| column(c))),
+            SelectItem::QualifiedWildcard(
+                ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                _,
+            ) => {
+                let q = object_name(n);
+                let mine: Vec<SelectItem> = scope
+                    .cols
+                    .iter()
+                    .filter(|c| {
+                        c.qualifier
+                            .as_deref()
+                            .is_some_and(|cq| cq.eq_ignore_ascii_case(&q))
+                    })
+                    .map(|c| {
+                        SelectItem::UnnamedExpr(Expr::CompoundIdentifier(vec![
+                            ast::Ident::new(q.as_str()),
+                            ast::Ident::new(c.field.name.as_str()),
+                        ]))
+                    })
+                    .collect();
+                if mine.is_empty() {
+                    return Err(SqlError::UnknownTable(q));
+                }
+                out.projection.extend(mine);
+            }
+            other => out.projection.push(other.clone()),
+        }
+    }
+    Ok(out)
 }
 
 /// Collects the aggregate calls in `e` (not inside another aggregate).

@@ -1079,3 +1079,35 @@ fn an_inserts_order_by_time_is_a_sort_and_a_subquerys_order_by_is_dropped() {
         "a subquery's ORDER BY is dropped: {plan}"
     );
 }
+
+/// `*` in a grouped SELECT stands for the input's columns, which must then
+/// be grouped, as Calcite expands the star before it validates the
+/// grouping: the first ungrouped one is named (it was an unknown
+/// `EXPR$0`), and a star over grouped columns plans.
+#[test]
+fn a_star_in_a_grouped_select_is_the_inputs_columns() {
+    let e = error("SELECT *, COUNT(*) FROM t");
+    assert!(
+        e.contains("column `a` is neither in GROUP BY nor in an aggregate"),
+        "{e}"
+    );
+    let e = error("SELECT t.*, COUNT(*) FROM t GROUP BY a");
+    assert!(
+        e.contains("column `t.b` is neither in GROUP BY nor in an aggregate"),
+        "{e}"
+    );
+    let plan = explain("SELECT *, COUNT(*) AS n FROM t GROUP BY a, b, c, ts");
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[a, b, c, ts]"),
+        "{plan}"
+    );
+    let plan = explain(
+        "SELECT *, COUNT(*) AS n FROM (SELECT a FROM t) x JOIN (SELECT a FROM t) y ON x.a = y.a
+         GROUP BY x.a, y.a",
+    );
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=["),
+        "{plan}"
+    );
+    planned("SELECT * FROM (SELECT a, b FROM t) GROUP BY a, b");
+}

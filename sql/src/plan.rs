@@ -1295,8 +1295,17 @@ impl<'c> Planner<'c> {
                 // `AS v(a, b)`: the columns renamed.
                 if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
                     if a.columns.len() != plan.schema.len() {
+                        // (a view's or WITH table's column list is such an
+                        // alias, `__weir_named`: the list is what was written)
+                        let named = if a.name.value == "__weir_named" {
+                            let cols: Vec<String> =
+                                a.columns.iter().map(|c| c.name.to_string()).collect();
+                            format!("the column list ({})", cols.join(", "))
+                        } else {
+                            format!("`{a}`")
+                        };
                         return Err(SqlError::Plan(format!(
-                            "`{a}` names {} columns, the subquery has {}",
+                            "{named} names {} columns, the query has {}",
                             a.columns.len(),
                             plan.schema.len()
                         )));

@@ -1111,3 +1111,25 @@ fn a_star_in_a_grouped_select_is_the_inputs_columns() {
     );
     planned("SELECT * FROM (SELECT a, b FROM t) GROUP BY a, b");
 }
+
+/// A view's or WITH table's column list of another length than its
+/// query's columns is named as written (it named the planner's own
+/// `__weir_named` alias).
+#[test]
+fn a_column_list_of_another_length_is_named_as_written() {
+    let e = error("CREATE VIEW v (x) AS SELECT a, b FROM t");
+    assert!(
+        e.contains("view `v`: the column list (x) names 1 columns, the query has 2"),
+        "{e}"
+    );
+    let e = error("WITH w (x, y, z) AS (SELECT a, b FROM t) SELECT * FROM w");
+    assert!(
+        e.contains("the column list (x, y, z) names 3 columns, the query has 2"),
+        "{e}"
+    );
+    let e = error("SELECT * FROM (SELECT a, b FROM t) AS d (x)");
+    assert!(
+        e.contains("`AS d (x)` names 1 columns, the query has 2"),
+        "{e}"
+    );
+}

@@ -3274,12 +3274,54 @@ fn day_time_fields(t: &str, leading: &DateTimeField, last: &DateTimeField) -> Op
     Some(ms)
 }
 
+/// Whether `name` (upper case) is an aggregate function's: one the planner
+/// aggregates (`plan::AggFunc`) or rewrites into one (`json_agg`).
+fn is_aggregate_name(name: &str) -> bool {
+    matches!(
+        name,
+        "COUNT"
+            | "SUM"
+            | "MIN"
+            | "MAX"
+            | "AVG"
+            | "VAR_POP"
+            | "VAR_SAMP"
+            | "VARIANCE"
+            | "STDDEV_POP"
+            | "STDDEV_SAMP"
+            | "STDDEV"
+            | "FIRST_VALUE"
+            | "LAST_VALUE"
+            | "LISTAGG"
+            | "JSON_ARRAYAGG"
+            | "JSON_OBJECTAGG"
+    )
+}
+
 fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> Result<Scalar> {
     let name = crate::script::object_name(&f.name).to_ascii_uppercase();
     if f.over.is_some() {
         return Err(SqlError::Unsupported(format!(
             "the window function `{name}() OVER` here (ROW_NUMBER, RANK and DENSE_RANK for Top-N and deduplication are planned in a subquery's WHERE rn <= N)"
         )));
+    }
+    // An aggregate compiled as a scalar: in WHERE, GROUP BY or inside
+    // another aggregate (the planner reads those of SELECT and HAVING
+    // before it compiles them), refused as Calcite's validator refuses it.
+    if is_aggregate_name(&name) {
+        return Err(SqlError::Plan(format!(
+            "the aggregate {name} is not allowed here (only in SELECT and HAVING of a grouped query, and not inside another aggregate)"
+        )));
+    }
+    if let ast::FunctionArguments::List(l) = &f.args {
+        if l.duplicate_treatment.is_some() {
+            return Err(SqlError::Plan(format!(
+                "{name}({} ..): DISTINCT and ALL are for aggregates, {name} is none",
+                l.duplicate_treatment
+                    .as_ref()
+                    .map_or(String::new(), |d| d.to_string())
+            )));
+        }
     }
     // `JSON_VALUE(j, path RETURNING t)`: the STRING's value as a `t`,
     // NULL where it is not one (Flink's default NULL ON ERROR).
@@ -4051,12 +4093,6 @@ fn function(f: &ast::Function, sub: &mut dyn FnMut(&Expr) -> Result<Scalar>) -> 
         "RAND" | "RAND_INTEGER" | "UUID" => {
             return Err(SqlError::Unsupported(format!(
                 "{name}: a random value per row would differ when rows are replayed after a restore (weir's results do not depend on the run)"
-            )))
-        }
-        "COUNT" | "SUM" | "MIN" | "MAX" | "AVG" | "VAR_POP" | "VAR_SAMP" | "VARIANCE"
-        | "STDDEV_POP" | "STDDEV_SAMP" | "STDDEV" => {
-            return Err(SqlError::Plan(format!(
-                "the aggregate {name} is not allowed here (only in SELECT and HAVING of a grouped query)"
             )))
         }
         _ => return Err(SqlError::UnknownFunction(name)),

@@ -9,6 +9,7 @@ use compact_str::CompactString;
 use weir_runtime::Decoded;
 
 use crate::expr::read_decimal;
+use crate::json::Json;
 use crate::time::{parse_date, parse_timestamp};
 use crate::types::{DataType, Schema};
 use crate::value::{Row, Value, Values};
@@ -69,8 +70,8 @@ pub struct CsvOptions {
     /// `csv.escape-character`: the character after it is taken as it is
     /// (a delimiter, a quote, itself) when reading; disabled by default.
     pub escape: Option<char>,
-    /// `csv.null-literal`: this text reads as NULL (default none: an empty
-    /// field of a non-string column is NULL).
+    /// `csv.null-literal`: this text reads as NULL, quoted or not (default
+    /// none: an empty unquoted field of a non-string column is NULL).
     pub null_literal: Option<String>,
     /// `csv.ignore-parse-errors`: skip a line that does not parse.
     pub ignore_parse_errors: bool,
@@ -268,10 +269,10 @@ fn parse_csv(line: &str, schema: &Schema, o: &CsvOptions) -> Result<Option<Row>,
         return parse_plain_csv(line, schema, o, o.delimiter as u8);
     }
     let fields = split_csv(line, o).ok_or((None, "an unterminated quote".to_owned()))?;
-    if fields.len() != schema.len() {
+    if fields.len() > schema.len() || (fields.len() < schema.len() && !o.ignore_parse_errors) {
         return Err((None, field_count(fields.len(), schema)));
     }
-    let mut values = Values::with_capacity(fields.len());
+    let mut values = Values::with_capacity(schema.len());
     for ((text, quoted, start), f) in fields.iter().zip(&schema.fields) {
         values.push(field_or_null(
             csv_value(text, *quoted, f, o),
@@ -279,6 +280,11 @@ fn parse_csv(line: &str, schema: &Schema, o: &CsvOptions) -> Result<Option<Row>,
             || bad_field(text, *start, f),
         )?);
     }
+    // Fewer fields than columns, read ignoring parse errors: the missing
+    // ones are NULL and the row is kept, as Flink's CSV converter reads
+    // the object Jackson made of the line (its arity checked only when
+    // errors are not ignored).
+    values.resize(schema.len(), Value::Null);
     Ok(Some(Row::new(values)))
 }
 
@@ -322,9 +328,15 @@ fn parse_plain_csv(
     let mut values = Values::with_capacity(n);
     let mut start = 0;
     for (i, f) in schema.fields.iter().enumerate() {
+        if start > bytes.len() {
+            // Past the line's last field, ignoring parse errors: NULL (see
+            // `parse_csv`).
+            values.push(Value::Null);
+            continue;
+        }
         let end = match memchr::memchr(delimiter, &bytes[start..]) {
             Some(j) if i + 1 < n => start + j,
-            None if i + 1 == n => bytes.len(),
+            None if i + 1 == n || o.ignore_parse_errors => bytes.len(),
             _ => {
                 let found = 1 + memchr::memchr_iter(delimiter, bytes).count();
                 return Err((None, field_count(found, schema)));
@@ -354,11 +366,13 @@ fn is_header(line: &str, schema: &Schema, o: &CsvOptions) -> bool {
             .all(|((v, _, _), f)| v.trim().eq_ignore_ascii_case(&f.name))
 }
 
-/// One CSV field's value (`None`: it is not of the column's type).
+/// One CSV field's value (`None`: it is not of the column's type). The
+/// null literal is NULL quoted or not (`"NULL"` too), as Flink's Jackson
+/// parser compares a field's text with it after taking the quotes off.
 #[inline]
 fn csv_value(text: &str, quoted: bool, f: &crate::types::Field, o: &CsvOptions) -> Option<Value> {
     let is_null = match &o.null_literal {
-        Some(n) => !quoted && text == n,
+        Some(n) => text == n,
         None => !quoted && text.is_empty() && f.ty != DataType::String,
     };
     if is_null {
@@ -433,6 +447,9 @@ fn parse_json(
         .any(|f| matches!(f.ty, DataType::Decimal { .. }))
         .then(|| serde_json::from_str(line).ok())
         .flatten();
+    // The line's members in the order written, read when a STRING column
+    // takes an object or an array.
+    let mut ordered: Option<Vec<(String, Json)>> = None;
     let mut values = Values::with_capacity(schema.len());
     for f in &schema.fields {
         // (by its exact name, as Jackson's `JsonNode.get` in Flink's
@@ -484,6 +501,21 @@ fn parse_json(
         };
         let value = match j {
             None | Some(serde_json::Value::Null) => Value::Null,
+            // An object or array into a STRING column: its JSON text with
+            // the members in the order written, as Jackson's `toString` of
+            // the node gives it to Flink (serde_json's `Value` sorts them).
+            Some(c @ (serde_json::Value::Object(_) | serde_json::Value::Array(_)))
+                if f.ty == DataType::String =>
+            {
+                let members = ordered.get_or_insert_with(|| match Json::parse(line) {
+                    Some(Json::Obj(m)) => m,
+                    _ => Vec::new(),
+                });
+                match members.iter().find(|(k, _)| *k == f.name) {
+                    Some((_, v)) => Value::Str(v.text().into()),
+                    None => read(c)?,
+                }
+            }
             Some(j) => field_or_null(read(j).ok(), ignore, || (None, bad(j)))?,
         };
         values.push(value);
@@ -657,8 +689,131 @@ mod tests {
             skip_header: true,
             ..CsvOptions::default()
         });
-        assert_eq!(lenient.parse("1,x", &s), Parsed::Skip);
         assert_eq!(lenient.parse("id,name,ts,price", &s), Parsed::Skip);
+    }
+
+    /// `csv.null-literal` is NULL whether the field is quoted or not, as
+    /// Flink's Jackson parser compares the text without its quotes with
+    /// the null value; without the option a quoted empty field is an empty
+    /// string and an unquoted one of a STRING column too.
+    #[test]
+    fn the_null_literal_is_null_quoted_or_not() {
+        let s = Schema::new(vec![
+            Field::new("id", DataType::Int),
+            Field::new("name", DataType::String),
+        ]);
+        let with = |n: &str| {
+            Format::Csv(CsvOptions {
+                null_literal: Some(n.into()),
+                ..CsvOptions::default()
+            })
+        };
+        let name = |f: &Format, line: &str| match f.parse(line, &s) {
+            Parsed::Row(r) => r.values[1].clone(),
+            other => panic!("{line}: {other:?}"),
+        };
+        let f = with("NULL");
+        assert_eq!(name(&f, "1,NULL"), Value::Null);
+        assert_eq!(name(&f, "1,\"NULL\""), Value::Null);
+        assert_eq!(name(&f, "1,\"NULL \""), Value::Str("NULL ".into()));
+        assert_eq!(name(&f, "1,null"), Value::Str("null".into()));
+        let f = with("");
+        assert_eq!(name(&f, "1,"), Value::Null);
+        assert_eq!(name(&f, "1,\"\""), Value::Null);
+        let f = Format::Csv(CsvOptions::default());
+        assert_eq!(name(&f, "1,"), Value::Str("".into()));
+        assert_eq!(name(&f, "1,\"\""), Value::Str("".into()));
+    }
+
+    /// With `csv.ignore-parse-errors`, a line of fewer fields than the
+    /// table has columns is a row whose missing columns are NULL, as
+    /// Flink's CSV converter reads the object Jackson made of the line (it
+    /// checks the arity only when errors are not ignored); a line of more
+    /// fields is still skipped, and without the option both fail.
+    #[test]
+    fn short_csv_lines_ignoring_errors_keep_their_rows() {
+        let s = schema();
+        let lenient = Format::Csv(CsvOptions {
+            ignore_parse_errors: true,
+            ..CsvOptions::default()
+        });
+        let strict = Format::Csv(CsvOptions::default());
+        let padded = |vals: Vec<Value>| {
+            let mut v = vals;
+            v.resize(4, Value::Null);
+            Parsed::Row(Row::of(v))
+        };
+        for (line, want) in [
+            (
+                "1,x",
+                padded(vec![Value::BigInt(1), Value::Str("x".into())]),
+            ),
+            (
+                "1,\"x,y\"",
+                padded(vec![Value::BigInt(1), Value::Str("x,y".into())]),
+            ),
+            ("7", padded(vec![Value::BigInt(7)])),
+            ("nope", padded(vec![Value::Null])),
+            (
+                "1,x,",
+                padded(vec![Value::BigInt(1), Value::Str("x".into()), Value::Null]),
+            ),
+        ] {
+            assert_eq!(lenient.parse(line, &s), want, "{line}");
+            assert!(
+                matches!(strict.parse(line, &s), Parsed::Error(e) if e.contains("fields, the table has 4 columns")),
+                "{line}"
+            );
+        }
+        for long in [
+            "1,x,2024-01-01 00:00:00,1,9",
+            "1,\"x\",2024-01-01 00:00:00,1,9",
+        ] {
+            assert!(
+                matches!(lenient.decode(long, &s), Decoded::Ignored(m) if m.contains("5 fields")),
+                "{long}"
+            );
+        }
+    }
+
+    /// An object or array read into a STRING column is its compact JSON
+    /// text with the members in the order written, as Jackson's
+    /// `JsonNode.toString` gives it to Flink's format (serde_json's own
+    /// `Value` would sort them); a member written twice keeps its first
+    /// place and its last value, as Jackson's object node does.
+    #[test]
+    fn json_objects_into_string_columns_keep_their_members_order() {
+        let s = Schema::new(vec![
+            Field::new("id", DataType::Int),
+            Field::new("doc", DataType::String),
+        ]);
+        let json = Format::Json {
+            ignore_parse_errors: false,
+            fail_on_missing_field: false,
+            timestamps: JsonTimestamps::Sql,
+            plain_decimals: false,
+        };
+        let doc = |line: &str| match json.parse(line, &s) {
+            Parsed::Row(r) => r.values[1].clone(),
+            other => panic!("{line}: {other:?}"),
+        };
+        assert_eq!(
+            doc(r#"{"id": 1, "doc": {"z": 1, "a": [true, {"y": null, "b": "x"}], "m": 2.5}}"#),
+            Value::Str(r#"{"z":1,"a":[true,{"y":null,"b":"x"}],"m":2.5}"#.into())
+        );
+        assert_eq!(
+            doc(r#"{"doc": [3, 1, 2], "id": 2}"#),
+            Value::Str("[3,1,2]".into())
+        );
+        assert_eq!(
+            doc(r#"{"id": 3, "doc": {"b": 1, "a": 2, "b": 3}}"#),
+            Value::Str(r#"{"b":3,"a":2}"#.into())
+        );
+        assert_eq!(
+            doc(r#"{"id": 4, "doc": "text"}"#),
+            Value::Str("text".into())
+        );
+        assert_eq!(doc(r#"{"id": 5, "doc": 12}"#), Value::Str("12".into()));
     }
 
     /// A BOOLEAN field as Flink's formats read it (Java's
@@ -729,8 +884,9 @@ mod tests {
             ..CsvOptions::default()
         });
         // A field that does not parse is NULL (Flink: "fields are set to
-        // null in case of errors"); a line that does not split into the
-        // columns is skipped.
+        // null in case of errors"); a line of more fields than columns is
+        // skipped, one of fewer is read with the missing ones NULL (see
+        // `short_csv_lines_ignoring_errors_keep_their_rows`).
         assert_eq!(
             lenient.decode("1,x,nope,1", &s),
             Decoded::Record(Row::of([
@@ -740,7 +896,9 @@ mod tests {
                 Value::decimal(100)
             ]))
         );
-        assert!(matches!(lenient.decode("1,x", &s), Decoded::Ignored(m) if m.contains("2 fields")));
+        assert!(
+            matches!(lenient.decode("1,x,nope,1,9", &s), Decoded::Ignored(m) if m.contains("5 fields"))
+        );
         assert_eq!(strict.decode("  \r", &s), Decoded::Skip);
         let json = Format::Json {
             ignore_parse_errors: false,

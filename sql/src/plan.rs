@@ -411,6 +411,10 @@ pub struct Planner<'c> {
     /// While one grouping set of GROUPING SETS / ROLLUP / CUBE is planned:
     /// which GROUP BY expressions it groups by (the others are NULL).
     grouping_set: Option<Vec<bool>>,
+    /// Whether the outermost query is an INSERT's, whose ORDER BY without
+    /// LIMIT sorts the stream (Calcite keeps the sort of the top query and
+    /// drops that of a subquery or view).
+    insert: bool,
 }
 
 /// What FROM gave: the plan, the scope its rows are read in, and the
@@ -432,6 +436,17 @@ impl<'c> Planner<'c> {
             depth: 0,
             ctes: Vec::new(),
             grouping_set: None,
+            insert: false,
+        }
+    }
+
+    /// A planner of an INSERT's query over `catalog`: its top query's
+    /// ORDER BY without LIMIT is a sort of the stream (see
+    /// `plan::order`).
+    pub fn for_insert(catalog: &'c Catalog) -> Self {
+        Self {
+            insert: true,
+            ..Self::new(catalog)
         }
     }
 
@@ -587,9 +602,12 @@ impl<'c> Planner<'c> {
             }
         };
         let group_exprs: Vec<Expr> = match &s.group_by {
-            GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
+            GroupByExpr::Expressions(e, m) if m.is_empty() => grouping_sets::flatten(e),
             other => return Err(SqlError::Unsupported(format!("`{other}`"))),
         };
+        // `GROUP BY ()`: one group of all rows, aggregated or not.
+        let empty_set = matches!(&s.group_by, GroupByExpr::Expressions(e, _) if !e.is_empty())
+            && group_exprs.is_empty();
         if set.is_none() {
             if let Some((all, sets)) = grouping_sets::expand(&group_exprs)? {
                 return self.grouping_sets(s, all, sets);
@@ -604,7 +622,7 @@ impl<'c> Planner<'c> {
         if let Some(h) = &s.having {
             find_aggregates(h, &mut aggs_found);
         }
-        let grouped = !group_exprs.is_empty() || !aggs_found.is_empty();
+        let grouped = !group_exprs.is_empty() || !aggs_found.is_empty() || empty_set;
         // A windowing TVF not aggregated is a table of its rows with their
         // windows (window joins, filters on the window columns).
         let mut from = from;
@@ -666,6 +684,17 @@ impl<'c> Planner<'c> {
             return Ok(calc(from.plan, filter, project, fields));
         }
         self.grouping_set = set;
+        // `SELECT *` (or `t.*`) of a grouped query: the input's columns,
+        // each of which must then be grouped, as Calcite expands the star
+        // before it validates the grouping (`SELECT * FROM t GROUP BY a,
+        // b` over a table of `a` and `b` runs; another column is named).
+        let starred;
+        let s = if from.window.is_none() && s.projection.iter().any(is_star) {
+            starred = expand_stars(s, &input_scope)?;
+            &starred
+        } else {
+            s
+        };
         self.aggregate(s, from, input_scope, filter, group_exprs)
     }
 
@@ -1266,8 +1295,17 @@ impl<'c> Planner<'c> {
                 // `AS v(a, b)`: the columns renamed.
                 if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
                     if a.columns.len() != plan.schema.len() {
+                        // (a view's or WITH table's column list is such an
+                        // alias, `__weir_named`: the list is what was written)
+                        let named = if a.name.value == "__weir_named" {
+                            let cols: Vec<String> =
+                                a.columns.iter().map(|c| c.name.to_string()).collect();
+                            format!("the column list ({})", cols.join(", "))
+                        } else {
+                            format!("`{a}`")
+                        };
                         return Err(SqlError::Plan(format!(
-                            "`{a}` names {} columns, the subquery has {}",
+                            "{named} names {} columns, the query has {}",
                             a.columns.len(),
                             plan.schema.len()
                         )));
@@ -1757,6 +1795,73 @@ fn ident_name(e: &Expr) -> Option<String> {
         Expr::Nested(x) => ident_name(x),
         _ => None,
     }
+}
+
+fn is_star(item: &SelectItem) -> bool {
+    matches!(
+        item,
+        SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+    )
+}
+
+/// `s` with each `*` and `t.*` of its SELECT list written out as the
+/// columns of `scope` it stands for (qualified where a name is not
+/// unique).
+fn expand_stars(s: &Select, scope: &Scope) -> Result<Select> {
+    let visible: Vec<&crate::expr::ScopeCol> = scope
+        .cols
+        .iter()
+        .filter(|c| !c.hidden && !c.field.name.starts_with(subquery::HIDDEN))
+        .collect();
+    let column = |c: &crate::expr::ScopeCol| {
+        let unique = visible
+            .iter()
+            .filter(|o| o.field.name.eq_ignore_ascii_case(&c.field.name))
+            .count()
+            == 1;
+        let expr = match &c.qualifier {
+            Some(q) if !unique => Expr::CompoundIdentifier(vec![
+                ast::Ident::new(q.as_str()),
+                ast::Ident::new(c.field.name.as_str()),
+            ]),
+            _ => Expr::Identifier(ast::Ident::new(c.field.name.as_str())),
+        };
+        SelectItem::UnnamedExpr(expr)
+    };
+    let mut out = s.clone();
+    out.projection = Vec::with_capacity(s.projection.len());
+    for item in &s.projection {
+        match item {
+            SelectItem::Wildcard(_) => out.projection.extend(visible.iter().map(|c| column(c))),
+            SelectItem::QualifiedWildcard(
+                ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                _,
+            ) => {
+                let q = object_name(n);
+                let mine: Vec<SelectItem> = scope
+                    .cols
+                    .iter()
+                    .filter(|c| {
+                        c.qualifier
+                            .as_deref()
+                            .is_some_and(|cq| cq.eq_ignore_ascii_case(&q))
+                    })
+                    .map(|c| {
+                        SelectItem::UnnamedExpr(Expr::CompoundIdentifier(vec![
+                            ast::Ident::new(q.as_str()),
+                            ast::Ident::new(c.field.name.as_str()),
+                        ]))
+                    })
+                    .collect();
+                if mine.is_empty() {
+                    return Err(SqlError::UnknownTable(q));
+                }
+                out.projection.extend(mine);
+            }
+            other => out.projection.push(other.clone()),
+        }
+    }
+    Ok(out)
 }
 
 /// Collects the aggregate calls in `e` (not inside another aggregate).

@@ -235,7 +235,7 @@ impl Script {
                         ),
                     });
                 }
-                let plan = Planner::new(&self.catalog).query(&query)?;
+                let plan = Planner::for_insert(&self.catalog).query(&query)?;
                 let plan = with_columns(&t, &columns, plan)?;
                 let plan = fit_insert(&t.name, plan, &t.physical)?;
                 if let Some(e) = crate::lower::refuse_updates(&t, &plan) {
@@ -258,7 +258,7 @@ impl Script {
                         columns,
                         query,
                     } => {
-                        let plan = Planner::new(&self.catalog).query(&query)?;
+                        let plan = Planner::for_insert(&self.catalog).query(&query)?;
                         let t = self
                             .catalog
                             .table(&table)

@@ -5,7 +5,9 @@
 //! bits of the expressions its set does not group by (the first argument
 //! the most significant bit). Of a window aggregation (`GROUP BY
 //! window_start, window_end, GROUPING SETS (..)`), each set is a window
-//! aggregation holding both window bounds; not of SESSION windows.
+//! aggregation holding both window bounds; not of SESSION windows. A
+//! parenthesized list outside the sets is its expressions (`GROUP BY (a,
+//! b)`, and `()` none), as Calcite reads it.
 
 use sqlparser::ast::{self, Expr, FunctionArg, FunctionArgExpr, Select};
 
@@ -39,6 +41,20 @@ fn sets_of(e: &Expr) -> Vec<Vec<Expr>> {
         }
         plain => vec![vec![plain.clone()]],
     }
+}
+
+/// GROUP BY's items with a parenthesized list spelled out, as Calcite
+/// reads them: `GROUP BY (a, b)` is `GROUP BY a, b` and `GROUP BY ()` (the
+/// empty grouping set) groups by nothing, one group of all rows.
+pub(super) fn flatten(group_by: &[Expr]) -> Vec<Expr> {
+    let mut out = Vec::with_capacity(group_by.len());
+    for e in group_by {
+        match e {
+            Expr::Tuple(items) => out.extend(flatten(items)),
+            e => out.push(e.clone()),
+        }
+    }
+    out
 }
 
 /// GROUP BY's expressions and its grouping sets, each a flag per

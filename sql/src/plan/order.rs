@@ -8,9 +8,15 @@
 //!   is a Top-N over the whole input, as Flink plans it: the query becomes
 //!   `SELECT cols FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY ..) AS rn
 //!   FROM (query)) WHERE rn <= n` (with `OFFSET m`: `m < rn <= m + n`), an
-//!   updating result on one subtask. `ORDER BY` without `LIMIT`, and
-//!   `LIMIT` without `ORDER BY`, have no meaning on an unbounded stream
-//!   and are refused there, naming what to write instead.
+//!   updating result on one subtask. An INSERT's `ORDER BY ts, ..`
+//!   without `LIMIT`, its first key the input's event-time attribute
+//!   ascending, is Flink's temporal sort (rows in time order as the
+//!   watermark passes them, late ones dropped), planned as an OVER
+//!   aggregation by that time; any other ORDER BY there is refused, as
+//!   Flink refuses it. In a subquery or a view an `ORDER BY` without
+//!   `LIMIT` is dropped, as Calcite drops it (nothing reading it sees an
+//!   order). `LIMIT` without `ORDER BY` has no meaning on an unbounded
+//!   stream and is refused, naming what to write instead.
 
 use std::cmp::Ordering;
 
@@ -320,14 +326,76 @@ impl Planner<'_> {
         ))
     }
 
+    /// `q` with ORDER BY and no LIMIT in a stream: Flink's temporal sort
+    /// when the first key is the input's event-time attribute ascending
+    /// (`ORDER BY ts, x`): each row waits until the watermark passes its
+    /// time and rows leave in time order, a row at or behind the watermark
+    /// dropped as late (Flink's `RowTimeSortOperator`). It is planned as
+    /// the OVER aggregation of one partition ordered by that time, which
+    /// buffers, orders and drops rows so, its aggregate left out; rows of
+    /// one time leave ordered by their other columns (Flink: by the other
+    /// ORDER BY keys). Any other ORDER BY without LIMIT is refused, as
+    /// Flink refuses to sort a stream on anything else.
+    fn temporal_sort(&mut self, q: &Query, order: &[ast::OrderByExpr]) -> Result<Plan> {
+        let refused = || {
+            SqlError::Unsupported(
+                "ORDER BY without LIMIT on a stream, other than by its event-time attribute ascending first (ORDER BY ts, ..): a bare SELECT over bounded sources prints in that order; in an INSERT, add LIMIT n for a Top-N".into(),
+            )
+        };
+        let Some(first) = order.first() else {
+            return Err(refused());
+        };
+        if matches!(first.options.sort, Some(ast::OrderBySort::Desc)) {
+            return Err(refused());
+        }
+        let mut without_with = q.clone();
+        without_with.with = None;
+        let Ordered {
+            bare,
+            plan: inner,
+            columns,
+            shown,
+        } = self.ordered(&without_with, order)?;
+        if !inner.schema.fields[columns[0]].rowtime || inner.updating {
+            return Err(refused());
+        }
+        let all: Vec<String> = inner
+            .schema
+            .fields
+            .iter()
+            .map(|f| format!("`{}`", f.name.replace('`', "``")))
+            .collect();
+        let text = format!(
+            "SELECT {cols} FROM (SELECT {all}, COUNT(*) OVER (ORDER BY {ts}) AS __weir_sort FROM ({body}) AS __weir_sorted) AS __weir_sort_out",
+            cols = all[..shown].join(", "),
+            all = all.join(", "),
+            ts = all[columns[0]],
+            body = bare,
+        );
+        let rewritten = Parser::new(&FlinkDialect::default())
+            .try_with_sql(&text)
+            .and_then(|mut p| p.parse_query())
+            .map_err(|e| SqlError::Plan(format!("ORDER BY a time attribute as a sort: {e}")))?;
+        self.query(&rewritten)
+    }
+
     /// `q` with ORDER BY and LIMIT in a stream: a Top-N (see the module
     /// docs).
     pub(super) fn top_n(&mut self, q: &Query) -> Result<Plan> {
         let (order, limit, offset) = clauses(q)?;
         let Some(limit) = limit else {
-            return Err(SqlError::Unsupported(
-                "ORDER BY without LIMIT on a stream (its order never ends): a bare SELECT over bounded sources prints in that order; in an INSERT, add LIMIT n for a Top-N".into(),
-            ));
+            if offset > 0 {
+                return Err(SqlError::Unsupported(
+                    "OFFSET without LIMIT on a stream: add ORDER BY .. LIMIT n for a Top-N".into(),
+                ));
+            }
+            if self.insert && self.depth == 1 {
+                return self.temporal_sort(q, &order);
+            }
+            // A subquery's or view's ORDER BY without LIMIT orders nothing
+            // its reader sees: Calcite drops it (`removeSortInSubQuery`),
+            // and so does weir. (WITH's tables are in scope already.)
+            return self.set_expr(&q.body);
         };
         if order.is_empty() {
             return Err(SqlError::Unsupported(

@@ -986,3 +986,150 @@ fn an_order_by_position_out_of_range_is_an_error() {
     }
     planned("SELECT a, b FROM t ORDER BY 2, a");
 }
+
+/// Calcite reads a parenthesized GROUP BY list as its expressions:
+/// `GROUP BY (a, b)` is `GROUP BY a, b`, and `GROUP BY ()`, the empty
+/// grouping set, is one group of all rows (also without aggregates).
+#[test]
+fn a_parenthesized_group_by_list_groups_by_its_expressions() {
+    let plan = explain("SELECT a, b, COUNT(*) FROM t GROUP BY (a, b)");
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[a, b]"),
+        "{plan}"
+    );
+    let plan = explain("SELECT COUNT(*), SUM(c) FROM t GROUP BY ()");
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[]"),
+        "{plan}"
+    );
+    let plan = explain("SELECT 1 AS one FROM t GROUP BY ()");
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[]"),
+        "one row, not one per input row: {plan}"
+    );
+    let plan = explain("SELECT a, COUNT(*) FROM t GROUP BY a, ()");
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[a]"),
+        "{plan}"
+    );
+    let e = error("SELECT a, COUNT(*) FROM t GROUP BY ()");
+    assert!(e.contains("column `a` is neither in GROUP BY"), "{e}");
+}
+
+/// An aggregate where none may be (WHERE, GROUP BY, inside another
+/// aggregate) and DISTINCT in a call of a scalar function are refused
+/// naming them, as Calcite's validator refuses them.
+#[test]
+fn misplaced_aggregates_and_distinct_scalar_calls_are_named() {
+    for (sql, name) in [
+        ("SELECT a FROM t WHERE COUNT(*) > 1", "COUNT"),
+        ("SELECT SUM(COUNT(*)) FROM t GROUP BY a", "COUNT"),
+        ("SELECT a FROM t WHERE LISTAGG(b) = 'x'", "LISTAGG"),
+        ("SELECT MAX(FIRST_VALUE(c)) FROM t", "FIRST_VALUE"),
+        ("SELECT a FROM t WHERE SUM(c) > 1", "SUM"),
+    ] {
+        let e = error(sql);
+        assert!(
+            e.contains(&format!("the aggregate {name} is not allowed here")),
+            "{sql}: {e}"
+        );
+    }
+    let e = error("SELECT UPPER(DISTINCT b) FROM t");
+    assert!(
+        e.contains("UPPER(DISTINCT ..): DISTINCT and ALL are for aggregates"),
+        "{e}"
+    );
+    planned("SELECT a, COUNT(DISTINCT b), UPPER(MAX(b)) FROM t GROUP BY a");
+}
+
+/// An INSERT's ORDER BY without LIMIT is Flink's temporal sort when its
+/// first key is the event-time attribute ascending (planned as an OVER
+/// aggregation of one partition by that time) and refused otherwise, as
+/// Flink refuses to sort a stream on anything else; in a view or a
+/// subquery it is dropped, as Calcite drops it, and the query plans.
+#[test]
+fn an_inserts_order_by_time_is_a_sort_and_a_subquerys_order_by_is_dropped() {
+    let plan = explain("INSERT INTO changes SELECT a, b, c, ts FROM t ORDER BY ts, a");
+    assert!(plan.contains("OverAggregate"), "{plan}");
+    assert!(
+        !plan.contains("__weir_sort AS") && !plan.contains("Rank"),
+        "{plan}"
+    );
+    for bad in [
+        "INSERT INTO changes SELECT a, b, c, ts FROM t ORDER BY ts DESC",
+        "INSERT INTO changes SELECT a, b, c, ts FROM t ORDER BY c",
+        "INSERT INTO changes SELECT a, b, c, ts FROM t ORDER BY a, ts",
+    ] {
+        let e = error(bad);
+        assert!(
+            e.contains(
+                "ORDER BY without LIMIT on a stream, other than by its event-time attribute"
+            ),
+            "{bad}: {e}"
+        );
+    }
+    let e = error("INSERT INTO changes SELECT a, b, c, ts FROM t OFFSET 2");
+    assert!(e.contains("OFFSET without LIMIT"), "{e}");
+    planned("CREATE VIEW v AS SELECT a, b, c, ts FROM t ORDER BY c");
+    let plan = explain(
+        "INSERT INTO changes SELECT a, b, c, ts FROM (SELECT a, b, c, ts FROM t ORDER BY c DESC)",
+    );
+    assert!(
+        !plan.contains("OverAggregate") && !plan.contains("Rank"),
+        "a subquery's ORDER BY is dropped: {plan}"
+    );
+}
+
+/// `*` in a grouped SELECT stands for the input's columns, which must then
+/// be grouped, as Calcite expands the star before it validates the
+/// grouping: the first ungrouped one is named (it was an unknown
+/// `EXPR$0`), and a star over grouped columns plans.
+#[test]
+fn a_star_in_a_grouped_select_is_the_inputs_columns() {
+    let e = error("SELECT *, COUNT(*) FROM t");
+    assert!(
+        e.contains("column `a` is neither in GROUP BY nor in an aggregate"),
+        "{e}"
+    );
+    let e = error("SELECT t.*, COUNT(*) FROM t GROUP BY a");
+    assert!(
+        e.contains("column `t.b` is neither in GROUP BY nor in an aggregate"),
+        "{e}"
+    );
+    let plan = explain("SELECT *, COUNT(*) AS n FROM t GROUP BY a, b, c, ts");
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=[a, b, c, ts]"),
+        "{plan}"
+    );
+    let plan = explain(
+        "SELECT *, COUNT(*) AS n FROM (SELECT a FROM t) x JOIN (SELECT a FROM t) y ON x.a = y.a
+         GROUP BY x.a, y.a",
+    );
+    assert!(
+        line(&plan, "GroupAggregate").contains("groupBy=["),
+        "{plan}"
+    );
+    planned("SELECT * FROM (SELECT a, b FROM t) GROUP BY a, b");
+}
+
+/// A view's or WITH table's column list of another length than its
+/// query's columns is named as written (it named the planner's own
+/// `__weir_named` alias).
+#[test]
+fn a_column_list_of_another_length_is_named_as_written() {
+    let e = error("CREATE VIEW v (x) AS SELECT a, b FROM t");
+    assert!(
+        e.contains("view `v`: the column list (x) names 1 columns, the query has 2"),
+        "{e}"
+    );
+    let e = error("WITH w (x, y, z) AS (SELECT a, b FROM t) SELECT * FROM w");
+    assert!(
+        e.contains("the column list (x, y, z) names 3 columns, the query has 2"),
+        "{e}"
+    );
+    let e = error("SELECT * FROM (SELECT a, b FROM t) AS d (x)");
+    assert!(
+        e.contains("`AS d (x)` names 1 columns, the query has 2"),
+        "{e}"
+    );
+}

@@ -1732,4 +1732,23 @@ pub const CASES: &[Case] = &[
                  LEFT JOIN (SELECT MAX(name) AS name, COUNT(*) AS t FROM users GROUP BY tier) u
                  ON o.n < u.t * 1000",
     },
+    Case {
+        name: "group_by_parenthesized_lists_and_the_empty_set",
+        // Calcite reads `GROUP BY (a, b)` as `GROUP BY a, b` and `GROUP BY
+        // ()` as one group of all rows.
+        weir: "SELECT user_id, category, COUNT(*) AS n, SUM(amount) AS s
+               FROM orders GROUP BY (user_id, category)
+               UNION ALL
+               SELECT 'all', CAST(NULL AS STRING), COUNT(*), SUM(amount)
+               FROM orders GROUP BY ()
+               UNION ALL
+               SELECT user_id, 'by user', COUNT(*), MAX(amount)
+               FROM orders GROUP BY user_id, ();",
+        duckdb: "SELECT user_id, category, COUNT(*), SUM(amount)
+                 FROM orders GROUP BY user_id, category
+                 UNION ALL
+                 SELECT 'all', CAST(NULL AS VARCHAR), COUNT(*), SUM(amount) FROM orders
+                 UNION ALL
+                 SELECT user_id, 'by user', COUNT(*), MAX(amount) FROM orders GROUP BY user_id",
+    },
 ];

@@ -86,67 +86,73 @@ fn layout() -> impl Strategy<Value = (u32, usize, usize)> {
     })
 }
 
+/// Runs records `(keys[i], i)` from a source into the stream `$keyed`
+/// makes of it (`$source` names the source's stream there), then into
+/// `WhereAmI<$key, $rec>`, at `$layout`'s (max parallelism, workers,
+/// keyed parallelism), and checks where each record went.
+macro_rules! check_keyed_routing {
+    (
+        $name:expr, $keys:expr, $layout:expr,
+        |$source:ident| $keyed:expr, $key:ty, $rec:ty
+    ) => {{
+        let (max_p, workers, parallelism): (u32, usize, usize) = $layout;
+        let keys: Vec<$rec> = $keys;
+        let n = keys.len() as u64;
+        let source_keys = Arc::new(keys.clone());
+        let got = Collected::new();
+        let job = weir_runtime::JobGraph::new($name);
+        let $source = job.source("keys", move |info: &SubtaskInfo| {
+            let keys = source_keys.clone();
+            SequenceSource::new(info, n, move |i| (keys[i as usize].clone(), i))
+        });
+        $keyed
+            .process("where-am-i", |info: &SubtaskInfo| {
+                WhereAmI::<$key, $rec>::new(info)
+            })
+            .parallelism(parallelism)
+            .sink("collect", collect_into(&got));
+        let mut opts = options(workers);
+        opts.max_parallelism = max_p;
+        run_ok(job, &opts);
+        prop_assert_eq!(got.finishes(), parallelism);
+        check_routing(&keys, &got.take_all(), max_p, parallelism)?;
+    }};
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
     #[test]
     fn u64_keys_reach_the_subtask_owning_their_key_group(
-        (max_p, workers, parallelism) in layout(),
+        layout in layout(),
         keys in prop::collection::vec(prop_oneof![0u64..16, any::<u64>()], 0..600),
     ) {
-        let n = keys.len() as u64;
-        let source_keys = Arc::new(keys.clone());
-        let got = Collected::new();
-        let job = weir_runtime::JobGraph::new("routing-u64");
-        job.source("keys", move |info: &SubtaskInfo| {
-            let keys = source_keys.clone();
-            SequenceSource::new(info, n, move |i| (keys[i as usize], i))
-        })
-        .key_by(|r: &(u64, u64)| r.0)
-        .process("where-am-i", |info: &SubtaskInfo| WhereAmI::<u64, u64>::new(info))
-        .parallelism(parallelism)
-        .sink("collect", collect_into(&got));
-        let mut opts = options(workers);
-        opts.max_parallelism = max_p;
-        run_ok(job, &opts);
-        prop_assert_eq!(got.finishes(), parallelism);
-        check_routing(&keys, &got.take_all(), max_p, parallelism)?;
+        check_keyed_routing!(
+            "routing-u64", keys, layout,
+            |s| s.key_by(|r: &(u64, u64)| r.0), u64, u64
+        );
     }
 
     #[test]
     fn string_keys_reach_the_subtask_owning_their_key_group(
-        (max_p, workers, parallelism) in layout(),
+        layout in layout(),
         keys in prop::collection::vec(prop_oneof!["[a-c]{0,2}", "\\PC{0,12}"], 0..400),
     ) {
-        // Keyed operators need `Copy` keys, so the key is the record's
-        // String interned as a `&'static str`: its key hash is the String's
-        // (both hash their UTF-8 bytes), so it routes exactly like it.
+        // The key is the record's String interned as a `&'static str`: its
+        // key hash is the String's (both hash their UTF-8 bytes), so it
+        // routes exactly like it.
         let interned: HashMap<String, &'static str> = keys
             .iter()
             .map(|k| (k.clone(), &*Box::leak(k.clone().into_boxed_str())))
             .collect();
         let interned = Arc::new(interned);
-        let n = keys.len() as u64;
-        let source_keys = Arc::new(keys.clone());
-        let got = Collected::new();
-        let job = weir_runtime::JobGraph::new("routing-string");
-        job.source("keys", move |info: &SubtaskInfo| {
-            let keys = source_keys.clone();
-            SequenceSource::new(info, n, move |i| (keys[i as usize].clone(), i))
-        })
-        .key_by(move |r: &(String, u64)| {
-            *interned.get(&r.0).expect("every key is interned")
-        })
-        .process("where-am-i", |info: &SubtaskInfo| {
-            WhereAmI::<&'static str, String>::new(info)
-        })
-        .parallelism(parallelism)
-        .sink("collect", collect_into(&got));
-        let mut opts = options(workers);
-        opts.max_parallelism = max_p;
-        run_ok(job, &opts);
-        prop_assert_eq!(got.finishes(), parallelism);
-        check_routing(&keys, &got.take_all(), max_p, parallelism)?;
+        check_keyed_routing!(
+            "routing-string", keys, layout,
+            |s| s.key_by(move |r: &(String, u64)| {
+                *interned.get(&r.0).expect("every key is interned")
+            }),
+            &'static str, String
+        );
     }
 }
 
@@ -157,56 +163,29 @@ proptest! {
     /// key groups as `key_by` of its clone.
     #[test]
     fn string_keys_selected_by_reference_reach_the_subtask_owning_their_key_group(
-        (max_p, workers, parallelism) in layout(),
+        layout in layout(),
         keys in prop::collection::vec(prop_oneof!["[a-c]{0,2}", "\\PC{0,12}"], 0..400),
     ) {
-        let n = keys.len() as u64;
-        let source_keys = Arc::new(keys.clone());
-        let got = Collected::new();
-        let job = weir_runtime::JobGraph::new("routing-string-ref");
-        job.source("keys", move |info: &SubtaskInfo| {
-            let keys = source_keys.clone();
-            SequenceSource::new(info, n, move |i| (keys[i as usize].clone(), i))
-        })
-        .key_by_ref(|r: &(String, u64)| &r.0)
-        .process("where-am-i", |info: &SubtaskInfo| WhereAmI::<String, String>::new(info))
-        .parallelism(parallelism)
-        .sink("collect", collect_into(&got));
-        let mut opts = options(workers);
-        opts.max_parallelism = max_p;
-        run_ok(job, &opts);
-        prop_assert_eq!(got.finishes(), parallelism);
-        check_routing(&keys, &got.take_all(), max_p, parallelism)?;
+        check_keyed_routing!(
+            "routing-string-ref", keys, layout,
+            |s| s.key_by_ref(|r: &(String, u64)| &r.0), String, String
+        );
     }
 
     /// `key_by_hash` routes by the hash it is given, which is the key's.
     #[test]
     fn pairs_routed_by_their_hash_reach_the_subtask_owning_their_key_group(
-        (max_p, workers, parallelism) in layout(),
+        layout in layout(),
         keys in prop::collection::vec((0u64..8, any::<u64>()), 0..600),
     ) {
-        let n = keys.len() as u64;
-        let source_keys = Arc::new(keys.clone());
-        let got = Collected::new();
-        let job = weir_runtime::JobGraph::new("routing-hash");
-        job.source("keys", move |info: &SubtaskInfo| {
-            let keys = source_keys.clone();
-            SequenceSource::new(info, n, move |i| (keys[i as usize], i))
-        })
-        .key_by_hash(
-            |r: &((u64, u64), u64)| r.0,
-            |r: &((u64, u64), u64)| r.0.key_hash(),
-        )
-        .process("where-am-i", |info: &SubtaskInfo| {
-            WhereAmI::<(u64, u64), (u64, u64)>::new(info)
-        })
-        .parallelism(parallelism)
-        .sink("collect", collect_into(&got));
-        let mut opts = options(workers);
-        opts.max_parallelism = max_p;
-        run_ok(job, &opts);
-        prop_assert_eq!(got.finishes(), parallelism);
-        check_routing(&keys, &got.take_all(), max_p, parallelism)?;
+        check_keyed_routing!(
+            "routing-hash", keys, layout,
+            |s| s.key_by_hash(
+                |r: &((u64, u64), u64)| r.0,
+                |r: &((u64, u64), u64)| r.0.key_hash(),
+            ),
+            (u64, u64), (u64, u64)
+        );
     }
 }
 

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use support::duckdb::weir_sql;
-use support::{committed_rows, complete_checkpoints, splitmix64, Proc, Scratch, FINISH, WEIR};
+use support::{committed_rows, splitmix64, Proc, Scratch, FINISH, WEIR};
 
 /// `weir sql SCRIPT --workers W` with unpinned workers, to spawn.
 fn sql_command(script: &Path, workers: &str) -> Command {
@@ -461,22 +461,7 @@ fn windows_killed_and_restored(
     )
     .unwrap();
     let cmd = |workers: &str| sql_command(&script, workers);
-    let mut first = Proc::spawn(&s, "first", cmd(workers.0));
-    assert!(
-        first.wait_until("two complete checkpoints", || complete_checkpoints(
-            &s.join("chk")
-        )
-        .len()
-            >= 2),
-        "no checkpoints: {}",
-        first.stderr()
-    );
-    assert!(first.kill(), "the first run ended before the kill");
-    let mut c = cmd(workers.1);
-    c.args(["--restore", "latest"]);
-    let mut second = Proc::spawn(&s, "second", c);
-    let status = second.wait(FINISH);
-    assert!(status.success(), "{}", second.stderr());
+    support::killed_then_restored(&s, &s.join("chk"), cmd(workers.0), cmd(workers.1), FINISH);
     let mut expect: BTreeMap<(u64, i64), (u64, u64)> = BTreeMap::new();
     for id in 0..N {
         for end in window_ends(id as i64 * 10) {
@@ -528,22 +513,13 @@ fn bare_selects_killed_and_restored_at_another_parallelism_print_every_row_once(
         ),
     )
     .unwrap();
-    let mut first = Proc::spawn(&s, "first", sql_command(&script, "2"));
-    assert!(
-        first.wait_until("two complete checkpoints", || complete_checkpoints(
-            &s.join("chk")
-        )
-        .len()
-            >= 2),
-        "no checkpoints: {}",
-        first.stderr()
+    let second = support::killed_then_restored(
+        &s,
+        &s.join("chk"),
+        sql_command(&script, "2"),
+        sql_command(&script, "3"),
+        FINISH,
     );
-    assert!(first.kill(), "the first run ended before the kill");
-    let mut c = sql_command(&script, "3");
-    c.args(["--restore", "latest"]);
-    let mut second = Proc::spawn(&s, "second", c);
-    let status = second.wait(FINISH);
-    assert!(status.success(), "{}", second.stderr());
     assert!(
         second.stderr().contains("restoring checkpoint"),
         "{}",

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use support::{committed_rows, complete_checkpoints, Proc, Scratch, FINISH, WEIR};
+use support::{committed_rows, Scratch, FINISH, WEIR};
 
 fn weir_sql(script: &Path) -> Command {
     let mut c = Command::new(WEIR);
@@ -136,22 +136,13 @@ fn two_inserts_into_one_table_survive_a_sigkill_and_restore() {
         ),
     )
     .unwrap();
-    let mut first = Proc::spawn(&s, "first", weir_sql(&script));
-    assert!(
-        first.wait_until("two complete checkpoints", || complete_checkpoints(
-            &s.join("chk")
-        )
-        .len()
-            >= 2),
-        "no checkpoints: {}",
-        first.stderr()
+    support::killed_then_restored(
+        &s,
+        &s.join("chk"),
+        weir_sql(&script),
+        weir_sql(&script),
+        FINISH,
     );
-    assert!(first.kill(), "the first run ended before the kill");
-    let mut again = weir_sql(&script);
-    again.args(["--restore", "latest"]);
-    let mut second = Proc::spawn(&s, "second", again);
-    let status = second.wait(FINISH);
-    assert!(status.success(), "{}", second.stderr());
     let mut want: Vec<String> = (0..N)
         .map(|id| format!("{id},{}", if id % 2 == 0 { "even" } else { "odd" }))
         .collect();

@@ -175,6 +175,32 @@ impl Drop for Proc {
     }
 }
 
+/// Runs `first` until `checkpoints` holds two complete checkpoints and
+/// kills it (SIGKILL), then runs `again` with `--restore latest` to its
+/// end within `finish`; returns that second run, which succeeded.
+pub fn killed_then_restored(
+    s: &Scratch,
+    checkpoints: &Path,
+    first: Command,
+    mut again: Command,
+    finish: Duration,
+) -> Proc {
+    let mut first = Proc::spawn(s, "first", first);
+    assert!(
+        first.wait_until("two complete checkpoints", || {
+            complete_checkpoints(checkpoints).len() >= 2
+        }),
+        "no checkpoints: {}",
+        first.stderr()
+    );
+    assert!(first.kill(), "the first run ended before the kill");
+    again.args(["--restore", "latest"]);
+    let mut second = Proc::spawn(s, "second", again);
+    let status = second.wait(finish);
+    assert!(status.success(), "{}", second.stderr());
+    second
+}
+
 /// Ids of the complete checkpoints in `d`.
 pub fn complete_checkpoints(d: &Path) -> Vec<u64> {
     let mut ids: Vec<u64> = fs::read_dir(d)

@@ -12,8 +12,8 @@
 //! the reports must equal the model exactly, whether the job ran through,
 //! failed and restored at the same parallelism, or was restored at 1 or 3
 //! subtasks from a checkpoint written by 2. Event-time window panes keyed
-//! by the same struct, with a `String` in the accumulator, go through a
-//! failure and a rescale too.
+//! by the same struct (selected by reference, `key_by_ref`), with a
+//! `String` in the accumulator, go through a failure and a rescale too.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -486,7 +486,7 @@ fn window_job(
         WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
             .with_timestamp_assigner(|r: &(UserId, i64, String)| r.1),
     )
-    .key_by(|r: &(UserId, i64, String)| r.0.clone())
+    .key_by_ref(|r: &(UserId, i64, String)| &r.0)
     .window(TumblingEventTimeWindows::of(
         ms(WINDOW),
         |r: &(UserId, i64, String)| r.1,

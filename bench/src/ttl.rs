@@ -59,6 +59,9 @@ struct Shared {
     /// Per operator subtask: how many times it published (on its timer,
     /// changed or not).
     publications: Vec<AtomicU64>,
+    /// Per operator subtask: the entries its state holds (expired ones not
+    /// removed yet included), published from its timer.
+    entries: Vec<AtomicU64>,
     /// Source subtasks that emitted their last key.
     sources_done: AtomicUsize,
     /// Set by the sampler once it took the final measurement: the sources
@@ -144,6 +147,8 @@ impl TtlKeys {
     /// that the size is current).
     fn publish_counted(&mut self) {
         self.publish();
+        let entries = self.seen.total_len() as u64;
+        self.shared.entries[self.index].store(entries, Ordering::Release);
         self.shared.publications[self.index].fetch_add(1, Ordering::AcqRel);
     }
 }
@@ -227,6 +232,9 @@ pub struct TtlReport {
     /// The system clock's time over the run less the monotonic clock's
     /// (non-zero if the system clock was stepped: TTL moved with it).
     pub clock_step_ms: i64,
+    /// Per operator subtask at the end: (state bytes, entries), so that a
+    /// state left large says whether it still holds entries.
+    pub subtasks_final: Vec<(u64, u64)>,
 }
 
 impl TtlReport {
@@ -260,6 +268,9 @@ impl TtlReport {
             "rss_bytes_hwm": self.rss_hwm,
             "stale_subtasks": self.stale_subtasks,
             "clock_step_ms": self.clock_step_ms,
+            "subtasks_final": self.subtasks_final.iter().map(|(bytes, entries)| {
+                json!({"state_bytes": bytes, "entries": entries})
+            }).collect::<Vec<_>>(),
             "verified": self.verified(),
         })
     }
@@ -324,6 +335,7 @@ pub fn run(config: &Config, params: &JobParams, quiet: bool) -> Result<TtlReport
     let shared = Arc::new(Shared {
         state_bytes: (0..workers).map(|_| AtomicU64::new(0)).collect(),
         publications: (0..workers).map(|_| AtomicU64::new(0)).collect(),
+        entries: (0..workers).map(|_| AtomicU64::new(0)).collect(),
         sources_done: AtomicUsize::new(0),
         measured: AtomicBool::new(false),
     });
@@ -379,6 +391,7 @@ pub fn run(config: &Config, params: &JobParams, quiet: bool) -> Result<TtlReport
         rss_hwm: samples.rss_hwm,
         stale_subtasks: samples.stale_subtasks,
         clock_step_ms: samples.clock_step_ms,
+        subtasks_final: samples.subtasks_final,
     })
 }
 
@@ -393,6 +406,7 @@ struct Samples {
     rss_hwm: u64,
     stale_subtasks: Vec<usize>,
     clock_step_ms: i64,
+    subtasks_final: Vec<(u64, u64)>,
 }
 
 /// Samples the state's bytes and the RSS until `wait` after every source
@@ -432,6 +446,12 @@ fn sample(
         if done_at.is_some_and(|d| d.elapsed() >= wait) {
             s.stale_subtasks = await_publications(shared);
             s.state_final = state();
+            s.subtasks_final = shared
+                .state_bytes
+                .iter()
+                .zip(&shared.entries)
+                .map(|(b, e)| (b.load(Ordering::Acquire), e.load(Ordering::Acquire)))
+                .collect();
             s.clock_step_ms = clock_step_ms(started);
             s.rss_final = proc_status_bytes("VmRSS");
             s.rss_hwm = proc_status_bytes("VmHWM");

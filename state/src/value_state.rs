@@ -210,6 +210,10 @@ where
     /// The slot the next [`purge_step`](Self::purge_step) starts at (see
     /// [`sweep`]); back to 0 on every rebuild.
     sweep: usize,
+    /// The entries when [`shrink_if_sparse`](Self::shrink_if_sparse) last
+    /// found the table too unevenly filled to shrink: it looks again once
+    /// a quarter of them are gone (0: no such finding).
+    uneven_at: usize,
 }
 
 impl<K, V> ValueState<K, V>
@@ -241,6 +245,7 @@ where
             tag_copies: 0,
             tag_bytes_copied: 0,
             sweep: 0,
+            uneven_at: 0,
         }
     }
 
@@ -456,6 +461,7 @@ where
         let old_tags = std::mem::replace(&mut self.tags, Rc::from(vec![EMPTY; capacity + GROUP]));
         self.set_capacity(capacity);
         self.sweep = 0;
+        self.uneven_at = 0;
         // Entries move out of an old arena no view shares (for types that
         // own memory, no clone); one a view shares is cloned from.
         let movable = old_slots.writes_are_direct();

@@ -84,16 +84,6 @@ fn bench_ttl_gives_the_memory_of_expired_keys_back() {
             step(&run)
         );
         run = run_bench_ttl();
-    } else if !run.success && run.report.is_some() {
-        // Known and open (bench/RESULTS.md, "TTL cleanup that stalls
-        // under load"): on a loaded machine a run now and then ends with
-        // expired entries still held. Shown here, then one more run
-        // decides; two in a row fail the test.
-        eprintln!(
-            "weir bench ttl not verified once; running again:\n{}",
-            run.said
-        );
-        run = run_bench_ttl();
     }
     assert!(run.success, "weir bench ttl failed ({})", run.said);
     let report = run.report.expect("the last line is JSON");

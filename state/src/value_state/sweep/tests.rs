@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::super::tests::{assert_index_invariant, assert_view_eq};
+use crate::key_group::KeyHash;
 use crate::value_state::{FrozenValueState, SweepStep, ValueState};
 
 /// Steps of `budget` until a whole sweep has passed with nothing removed
@@ -269,5 +270,60 @@ mod model {
                 assert_view_eq(view, want);
             }
         }
+    }
+}
+
+/// The longest run of used slots of `s` (what one removal's backward
+/// shift may have to walk).
+fn longest_run(s: &ValueState<u64, u64>) -> usize {
+    let (mut longest, mut run) = (0, 0);
+    for pos in 0..s.capacity() {
+        if s.tags[pos] == super::super::EMPTY {
+            run = 0;
+        } else {
+            run += 1;
+            longest = longest.max(run);
+        }
+    }
+    longest
+}
+
+/// Survivors crowding one range of hashes (a sweep removes in hash order)
+/// are not packed into a run of full slots by a shrink sized by their
+/// number alone; once they spread out, or are fewer, the table shrinks.
+#[test]
+fn survivors_in_one_range_of_hashes_do_not_shrink_into_one_run() {
+    let mut s: ValueState<u64, u64> = ValueState::new("ttl");
+    let n = 400_000u64;
+    for k in 0..n {
+        s.put(k, k);
+    }
+    let big = s.capacity();
+    // Keep the keys whose hashes lie in the lowest 1/16 of the range.
+    purge_all(&mut s, 4_000, |k| k.key_hash() >> 60 != 0);
+    let survivors = s.len();
+    assert!((20_000..30_000).contains(&survivors), "{survivors}");
+    assert!(survivors * 8 < big, "sparse overall");
+    s.shrink_if_sparse();
+    assert!(
+        longest_run(&s) < 2_000,
+        "a run of {} used slots of {} after the shrink",
+        longest_run(&s),
+        s.capacity()
+    );
+    assert_index_invariant(&s);
+    // Fewer of them: a smaller table, still without a long run.
+    purge_all(&mut s, 4_000, |k| k.key_hash() >> 56 != 0);
+    assert!(
+        s.shrink_if_sparse(),
+        "{} entries of {}",
+        s.len(),
+        s.capacity()
+    );
+    assert!(s.capacity() < big);
+    assert!(longest_run(&s) < 2_000, "{}", longest_run(&s));
+    assert_index_invariant(&s);
+    for k in 0..n {
+        assert_eq!(s.get(&k).is_some(), k.key_hash() >> 56 == 0, "key {k}");
     }
 }

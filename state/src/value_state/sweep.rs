@@ -58,7 +58,7 @@ const SLOTS_PER_ENTRY: usize = 64;
 /// Equal slot ranges whose entries [`ValueState::shrink_if_sparse`]
 /// counts: a shrunk table is sized for the densest (see the [module
 /// doc](self)).
-pub const DENSITY_PARTS: usize = 64;
+const DENSITY_PARTS: usize = 64;
 
 /// What one [`ValueState::purge_step`] or [`ValueState::sweep_step`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -202,10 +202,9 @@ where
         if self.uneven_at != 0 && self.len.saturating_mul(4) > self.uneven_at.saturating_mul(3) {
             return false;
         }
-        let local = self
-            .densest_part()
-            .saturating_mul(DENSITY_PARTS)
-            .max(self.len);
+        // At least the entry count: the densest part holds at least the
+        // average.
+        let local = self.densest_part().saturating_mul(DENSITY_PARTS);
         let target = capacity_for(local.saturating_mul(2), &self.name).max(MIN_CAPACITY);
         if target >= capacity {
             self.uneven_at = self.len;

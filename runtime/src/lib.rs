@@ -116,10 +116,10 @@ pub use crate::operators::window::{
     WindowContext, WindowFold, WindowFunction, WindowOperator, Windowing,
 };
 pub use crate::state::{
-    AggregateFunction, KeyContext, KeyedAggregatingState, KeyedListState, KeyedMapState,
-    KeyedReducingState, KeyedStates, KeyedTimerService, KeyedTtlValueState, KeyedValueState,
-    ManualClock, OperatorListState, OperatorStates, ProcessingTimeClock, StateTtlConfig,
-    TimeDomain, TimerQueues, TtlClock, UnionListState, UpdateType,
+    AggregateFunction, KeyByRef, KeyContext, KeySelector, KeyedAggregatingState, KeyedListState,
+    KeyedMapState, KeyedReducingState, KeyedStates, KeyedTimerService, KeyedTtlValueState,
+    KeyedValueState, ManualClock, OperatorListState, OperatorStates, ProcessingTimeClock,
+    StateTtlConfig, TimeDomain, TimerQueues, TtlClock, UnionListState, UpdateType,
 };
 pub use compact_str::CompactString;
 pub use weir_derive::{KeyHash, Wire};

@@ -17,6 +17,7 @@ use crate::build::exchange::{ExchangeInputChain, ExchangeTail};
 use crate::core::subtask::SubtaskInfo;
 use crate::operators::keyed::chain::KeyedProcessChain;
 use crate::operators::keyed::function::KeyedProcessFunction;
+use crate::state::key_selector::{KeyByRef, KeySelector};
 
 impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
     /// Partitions the stream by key: records travel to the subtask owning
@@ -37,10 +38,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
     /// the keyed operator's context gets a clone of it, as with `key_by`.
     /// The same key groups, state and checkpoints as `key_by` of the
     /// key's clone.
-    pub fn key_by_ref<K, KF>(
-        self,
-        key_fn: KF,
-    ) -> KeyedStream<'j, T, K, impl Fn(&T) -> K + Clone + Send + Sync + 'static>
+    pub fn key_by_ref<K, KF>(self, key_fn: KF) -> KeyedStream<'j, T, K, KeyByRef<KF>>
     where
         T: Wire,
         K: KeyHash + Clone + 'static,
@@ -49,7 +47,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
         let hash_of = key_fn.clone();
         self.partition_by_key(
             move |record: &T| Prehashed(hash_of(record).key_hash()),
-            move |record: &T| key_fn(record).clone(),
+            KeyByRef(key_fn),
         )
     }
 
@@ -77,7 +75,7 @@ impl<'j, T: 'static, B: ChainBuilder<T>> Stream<'j, T, B> {
     where
         T: Wire,
         K: KeyHash + 'static,
-        KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+        KF: KeySelector<T, Key = K>,
         RK: KeyHash + 'static,
         RF: Fn(&T) -> RK + Clone + Send + Sync + 'static,
     {
@@ -133,7 +131,7 @@ impl<'j, T, K, KF> KeyedStream<'j, T, K, KF>
 where
     T: Wire,
     K: KeyHash + Eq + 'static,
-    KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+    KF: KeySelector<T, Key = K>,
 {
     /// Applies a keyed process function; `factory` makes each subtask's
     /// instance. Starts a new stage fed by the exchange.
@@ -168,12 +166,13 @@ where
         }
         self.job.register_uid(uid);
         let side = BranchList::default();
+        let selector = self.key_fn.clone();
         Stream {
             name: uid.to_owned(),
             chain: KeyedProcessChain {
                 prev: ExchangeInputChain {
                     exchange: self.exchange,
-                    route: key_route_of(self.key_fn.clone(), self.stamped.clone()),
+                    route: key_route_of(move |r: &T| selector.key(r), self.stamped.clone()),
                     stamped: self.stamped.clone(),
                     _record: PhantomData,
                 },

@@ -38,12 +38,13 @@ use crate::operators::window::plan::{
 use crate::operators::window::spec::TimeWindow;
 use crate::operators::window::trigger::Trigger;
 use crate::state::aggregating::AggregateFunction;
+use crate::state::key_selector::KeySelector;
 
 impl<'j, T, K, KF> KeyedStream<'j, T, K, KF>
 where
     T: Wire,
     K: StateKey + Wire + 'static,
-    KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+    KF: KeySelector<T, Key = K>,
 {
     /// Groups each key's records into the windows of `assigner` (Flink's
     /// `KeyedStream::window`): tumbling, sliding or session windows on
@@ -93,7 +94,7 @@ impl<'j, T, K, KF, A, Tr, Ev> WindowedStream<'j, T, K, KF, A, Tr, Ev>
 where
     T: Wire + Clone + 'static,
     K: StateKey + Wire + 'static,
-    KF: Fn(&T) -> K + Clone + Send + Sync + 'static,
+    KF: KeySelector<T, Key = K>,
     A: Windowing<T>,
     Tr: TriggerSlot<T, A>,
     Ev: EvictorSlot<T>,

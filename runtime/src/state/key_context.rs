@@ -39,6 +39,18 @@ impl<K: KeyHash> KeyContext<K> {
         ctx.hash = ctx.key.key_hash();
         ctx
     }
+
+    /// Makes this the context of the key `set` writes into the key it
+    /// holds (reusing its allocation where the key type can), at operator
+    /// watermark `watermark`: a keyed operator's loop keeps one context
+    /// for a run of records. Hashed in place, as
+    /// [`with_watermark`](Self::with_watermark).
+    #[inline(always)]
+    pub(crate) fn reset_with(&mut self, set: impl FnOnce(&mut K), watermark: i64) {
+        set(&mut self.key);
+        self.hash = self.key.key_hash();
+        self.watermark = watermark;
+    }
 }
 
 impl<K> KeyContext<K> {

@@ -1,4 +1,5 @@
-//! What operators remember: the key context, Flink's keyed state kinds in
+//! What operators remember: the key context and how a record's key is
+//! selected, Flink's keyed state kinds in
 //! the worker's arena, state TTL, timers, operator (non-keyed) list
 //! state, the registry of the states a function creates, the visitor that
 //! snapshots and restores them, their codecs, and [`StateError`].
@@ -7,6 +8,7 @@ pub mod aggregating;
 pub mod codec;
 pub mod error;
 pub mod key_context;
+pub mod key_selector;
 pub mod list;
 pub mod map;
 pub mod operator;
@@ -21,6 +23,7 @@ pub mod visitor;
 pub use aggregating::{AggregateFunction, KeyedAggregatingState, KeyedReducingState};
 pub use error::StateError;
 pub use key_context::KeyContext;
+pub use key_selector::{KeyByRef, KeySelector};
 pub use list::KeyedListState;
 pub use map::KeyedMapState;
 pub use operator::{OperatorListState, OperatorStates, UnionListState};

@@ -17,6 +17,7 @@ use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::keyed::op::{hooks, KeyedProcessOp};
 use crate::operators::side_output::{CollectedSides, OutputTag, SideOutputs, WithSides};
 use crate::state::key_context::KeyContext;
+use crate::state::key_selector::KeySelector;
 use crate::state::timers::TimeDomain;
 use crate::testing::error::HarnessError;
 use crate::testing::setup::HarnessSetup;
@@ -74,7 +75,7 @@ pub struct KeyedOperatorHarness<F: KeyedProcessFunction, KF> {
 impl<F, KF> KeyedOperatorHarness<F, KF>
 where
     F: KeyedProcessFunction,
-    KF: Fn(&F::In) -> F::Key,
+    KF: KeySelector<F::In, Key = F::Key>,
 {
     /// A harness of subtask 0 of 1 running the function `factory` makes,
     /// keyed by `key_fn` (see [`HarnessSetup`] for other setups).
@@ -138,7 +139,7 @@ where
     /// If the record's key belongs to another subtask (a `key_by` would
     /// never send it here; see [`owns_key`](Self::owns_key)).
     pub fn process_element(&mut self, record: F::In) {
-        let key = (self.op.key_fn())(&record);
+        let key = self.op.key_fn().key(&record);
         assert!(
             self.owns_key(&key),
             "the record's key belongs to key group {} which subtask {} of {} does not own",

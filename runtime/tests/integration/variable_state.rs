@@ -24,8 +24,8 @@ use weir_runtime::exec::restart::{FixedDelay, RestartStrategy};
 use weir_runtime::exec::RestoreFrom;
 use weir_runtime::{
     AggregateFunction, Collector, ExecutionOptions, JobError, JobGraph, KeyContext, KeyHash,
-    KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedProcessFunction, KeyedReducingState,
-    KeyedStates, KeyedStream, KeyedValueState, Sink, SubtaskInfo, TimeWindow,
+    KeySelector, KeyedAggregatingState, KeyedListState, KeyedMapState, KeyedProcessFunction,
+    KeyedReducingState, KeyedStates, KeyedStream, KeyedValueState, Sink, SubtaskInfo, TimeWindow,
     TumblingEventTimeWindows, WatermarkStrategy, Wire,
 };
 
@@ -286,7 +286,7 @@ fn per_user<KF>(
     totals: &Arc<HashMap<UserId, u64>>,
     reports: &Reports,
 ) where
-    KF: Fn(&(UserId, u64)) -> UserId + Clone + Send + Sync + 'static,
+    KF: KeySelector<(UserId, u64), Key = UserId>,
 {
     let (totals, into) = (totals.clone(), reports.clone());
     keyed

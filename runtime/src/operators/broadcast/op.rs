@@ -19,6 +19,7 @@ use crate::operators::broadcast::function::{
 use crate::operators::broadcast::state::{BroadcastState, BROADCAST_STATE};
 use crate::operators::keyed::base::{KeyedCore, KeyedHooks, TimerTarget};
 use crate::state::key_context::KeyContext;
+use crate::state::key_selector::KeySelector;
 use crate::state::timers::{TimeDomain, TimerQueues};
 
 /// Restores broadcast state `state` of operator `uid` from `scope`, for
@@ -133,14 +134,14 @@ impl<F: KeyedBroadcastProcessFunction, KF, C: Collector<F::Out>> KeyedBroadcastP
 impl<F, KF, C> Collector<CoInput<F::In, F::Broadcast>> for KeyedBroadcastProcessOp<F, KF, C>
 where
     F: KeyedBroadcastProcessFunction,
-    KF: Fn(&F::In) -> F::Key,
+    KF: KeySelector<F::In, Key = F::Key>,
     C: Collector<F::Out>,
 {
     #[inline]
     fn collect(&mut self, record: CoInput<F::In, F::Broadcast>) {
         match record {
             CoInput::First(r) => {
-                let ctx = self.core.context((self.key_fn)(&r));
+                let ctx = self.core.context(self.key_fn.key(&r));
                 self.func
                     .process_element(&ctx, r, &self.state, &mut self.out);
             }

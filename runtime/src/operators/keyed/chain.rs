@@ -14,6 +14,7 @@ use crate::operators::keyed::base::build_keyed_function;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::keyed::op::{hooks, KeyedProcessOp};
 use crate::operators::side_output::{SideOutputs, WithSides};
+use crate::state::key_selector::KeySelector;
 
 /// Chain link of [`KeyedStream::process`](crate::api::keyed::KeyedStream::process).
 pub struct KeyedProcessChain<B, FF, KF> {
@@ -32,7 +33,7 @@ where
     F::Out: 'static,
     B: ChainBuilder<F::In>,
     FF: Fn(&SubtaskInfo) -> F + Send + Sync + 'static,
-    KF: Fn(&F::In) -> F::Key + Clone + Send + Sync + 'static,
+    KF: KeySelector<F::In, Key = F::Key>,
 {
     fn build<C: Collector<F::Out> + 'static>(
         &self,

@@ -16,6 +16,7 @@ use crate::core::time::earliest;
 use crate::operators::keyed::base::{KeyedCore, KeyedHooks, TimerTarget, INPUT_ENDED_STATE};
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::state::key_context::KeyContext;
+use crate::state::key_selector::KeySelector;
 use crate::state::timers::{TimeDomain, TimerQueues};
 
 /// The keyed process operator in a chain: key extraction, hashing, the
@@ -226,12 +227,12 @@ where
 impl<F, KF, C> Collector<F::In> for KeyedProcessOp<F, KF, C>
 where
     F: KeyedProcessFunction,
-    KF: Fn(&F::In) -> F::Key,
+    KF: KeySelector<F::In, Key = F::Key>,
     C: Collector<F::Out>,
 {
     #[inline(always)]
     fn collect(&mut self, record: F::In) {
-        let ctx = self.core.context((self.key_fn)(&record));
+        let ctx = self.core.context(self.key_fn.key(&record));
         self.func.process(&ctx, record, &mut self.out);
         self.core.ttl_records(1, &mut self.func, &hooks::<F>());
     }
@@ -248,7 +249,7 @@ where
             let (key_fn, core) = (&self.key_fn, &self.core);
             let mut records = records
                 .by_ref()
-                .inspect(|record| core.debug_check_owned(key_fn(record).key_hash()));
+                .inspect(|record| core.debug_check_owned(key_fn.key(record).key_hash()));
             self.func
                 .process_many(&mut records, &self.key_fn, watermark, limit, &mut self.out)
         } else {

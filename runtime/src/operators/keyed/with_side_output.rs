@@ -6,6 +6,7 @@ use crate::chain::control::Collector;
 use crate::operators::keyed::function::KeyedProcessFunction;
 use crate::operators::side_output::{SideOutput, SideOutputs};
 use crate::state::key_context::KeyContext;
+use crate::state::key_selector::KeySelector;
 use crate::state::timers::{TimeDomain, TimerQueues};
 use crate::state::visitor::KeyedStates;
 
@@ -45,7 +46,7 @@ impl<F: KeyedProcessFunction, X: Clone + 'static> KeyedProcessFunction
     ) -> usize
     where
         I: Iterator<Item = Self::In>,
-        KF: Fn(&Self::In) -> Self::Key,
+        KF: KeySelector<Self::In, Key = Self::Key>,
         C: Collector<Self::Out>,
     {
         self.func

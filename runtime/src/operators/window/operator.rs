@@ -23,6 +23,7 @@ use crate::operators::window::panes::WindowPanes;
 use crate::operators::window::slices::{SlicesIntoPanes, WindowSlices, WINDOW_SLICES_STATE};
 use crate::operators::window::spec::TimeWindow;
 use crate::state::key_context::KeyContext;
+use crate::state::key_selector::KeySelector;
 use crate::state::visitor::KeyedStates;
 
 /// The keyed process function behind event-time windows: one accumulator
@@ -309,7 +310,7 @@ impl<I, K, KF, A> Iterator for WindowRun<'_, I, KF, A>
 where
     I: Iterator,
     K: KeyHash,
-    KF: Fn(&I::Item) -> K,
+    KF: KeySelector<I::Item, Key = K>,
     A: WindowAssigner<I::Item>,
 {
     type Item = (K, u64, I::Item);
@@ -328,7 +329,7 @@ where
             self.left = 0;
             return None;
         }
-        let key = (self.key_of)(&record);
+        let key = self.key_of.key(&record);
         let hash = key.key_hash();
         Some((key, hash, record))
     }
@@ -429,7 +430,7 @@ where
     ) -> usize
     where
         I: Iterator<Item = W::In>,
-        KF: Fn(&W::In) -> K,
+        KF: KeySelector<W::In, Key = K>,
         C: Collector<Self::Out>,
     {
         let mut taken = 0;
@@ -441,12 +442,12 @@ where
             let ts = self.assigner.timestamp(&first);
             let a = self.assigned;
             if !(a.lo <= ts && ts < a.hi && watermark < a.open_below && a.starts.left == 1) {
-                let ctx = KeyContext::with_watermark(key_of(&first), watermark);
+                let ctx = KeyContext::with_watermark(key_of.key(&first), watermark);
                 self.process(&ctx, first, out);
                 continue;
             }
             // Folding emits nothing, so the chain stays available.
-            let key = key_of(&first);
+            let key = key_of.key(&first);
             let mut run = WindowRun {
                 records: &mut *records,
                 key_of,
@@ -476,7 +477,7 @@ where
                 self.process(&ctx, first, out);
             }
             if let Some(record) = stopped {
-                let ctx = KeyContext::with_watermark(key_of(&record), watermark);
+                let ctx = KeyContext::with_watermark(key_of.key(&record), watermark);
                 self.process(&ctx, record, out);
             }
         }

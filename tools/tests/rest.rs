@@ -605,6 +605,38 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
             assert!(reply["errors"][0].is_string(), "{method} {path}: {reply}");
         }
     }
+    // A target that reaches the output directory through a directory
+    // that does not exist yet, or through a link, is refused as the
+    // output directory itself is: nothing is written there.
+    std::os::unix::fs::symlink(s.join("out"), s.join("link-to-out")).unwrap();
+    for target in ["missing/../out/sp", "link-to-out/sp"] {
+        let body = json!({ "target-directory": s.join(target) }).to_string();
+        let (code, reply) = rest.call(
+            "POST",
+            &format!("/jobs/{job}/savepoints"),
+            Some(body.as_bytes()),
+        );
+        assert_eq!(code, 202, "{target}: {reply}");
+        let trigger = reply["request-id"].as_str().unwrap();
+        let since = Instant::now();
+        let status = loop {
+            let status = rest.get(&format!("/jobs/{job}/savepoints/{trigger}"));
+            if status["status"]["id"] == "COMPLETED" {
+                break status;
+            }
+            assert!(since.elapsed() < CONDITION, "{target}: {status}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let why = status["operation"]["failure-cause"]["stack-trace"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{target}: taken: {status}"));
+        assert!(
+            why.contains("inside the job's output directory"),
+            "{target}: {why}"
+        );
+        assert!(!s.join("out/sp").exists(), "{target}: written into out");
+    }
+    assert!(!s.join("missing").exists(), "nothing made on the way");
     let addr = base.trim_start_matches("http://");
     for garbage in [
         &b"\x00\x01\x02 garbage\r\n\r\n"[..],

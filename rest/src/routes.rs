@@ -155,7 +155,8 @@ async fn method_not_allowed() -> Reply {
 /// The view of job `id`, or 404.
 fn view_of(app: &App, id: &str) -> Result<JobView, Reply> {
     match app.handle.view() {
-        Some(v) if v.job_id == id => Ok(v),
+        // Flink reads a job id's hex digits in either case.
+        Some(v) if v.job_id.eq_ignore_ascii_case(id) => Ok(v),
         _ => Err(error(
             StatusCode::NOT_FOUND,
             &format!("Job {} not found", printable(id)),
@@ -169,7 +170,11 @@ fn printable(text: &str) -> String {
 }
 
 fn vertex_of<'a>(view: &'a JobView, vid: &str) -> Result<&'a VertexView, Reply> {
-    view.vertices.iter().find(|v| v.id == vid).ok_or_else(|| {
+    let found = view
+        .vertices
+        .iter()
+        .find(|v| v.id.eq_ignore_ascii_case(vid));
+    found.ok_or_else(|| {
         error(
             StatusCode::NOT_FOUND,
             &format!("Vertex {} not found in job {}", printable(vid), view.job_id),
@@ -345,6 +350,58 @@ fn bool_field(body: &serde_json::Map<String, Value>, name: &str) -> Result<bool,
     }
 }
 
+/// Refuses a body field the request does not take, as Flink's strict
+/// parsing does: a misspelt one (`targetDirectory` for a savepoint's
+/// `target-directory`) would otherwise be ignored, and the savepoint
+/// written where nobody asked.
+fn known_fields(body: &serde_json::Map<String, Value>, known: &[&str]) -> Result<(), Reply> {
+    match body.keys().find(|k| !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(unknown) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "Bad request body: unknown field {}: this request takes {}",
+                printable(unknown),
+                known.join(", ")
+            ),
+        )),
+    }
+}
+
+/// Flink's `formatType`: weir's savepoints are all `CANONICAL`, so any
+/// other is 400 rather than a savepoint of another format than asked.
+fn canonical_format(body: &serde_json::Map<String, Value>) -> Result<(), Reply> {
+    match string_field(body, "formatType")? {
+        None => Ok(()),
+        Some(f) if f.eq_ignore_ascii_case("CANONICAL") => Ok(()),
+        Some(f) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "formatType {} is not supported: weir's savepoints are CANONICAL",
+                printable(&f)
+            ),
+        )),
+    }
+}
+
+/// Flink's `triggerId`: the id to give the operation (32 hex digits), so
+/// that a client may send its request again without a second one.
+fn trigger_id(body: &serde_json::Map<String, Value>) -> Result<Option<String>, Reply> {
+    match string_field(body, "triggerId")? {
+        None => Ok(None),
+        Some(t) if t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Ok(Some(t.to_ascii_lowercase()))
+        }
+        Some(t) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "Bad request body: triggerId {} is not 32 hex digits",
+                printable(&t)
+            ),
+        )),
+    }
+}
+
 /// A target directory: a path or a `file://` URI.
 fn target_dir(text: Option<String>) -> Result<Option<PathBuf>, Reply> {
     let Some(t) = text else { return Ok(None) };
@@ -380,6 +437,11 @@ async fn trigger_savepoint(State(app): State<App>, Path(id): Path<String>, body:
     reply((|| {
         view_of(&app, &id)?;
         let body = body_object(&body)?;
+        known_fields(
+            &body,
+            &["target-directory", "cancel-job", "formatType", "triggerId"],
+        )?;
+        canonical_format(&body)?;
         if bool_field(&body, "cancel-job")? {
             return Err(error(
                 StatusCode::BAD_REQUEST,
@@ -387,7 +449,10 @@ async fn trigger_savepoint(State(app): State<App>, Path(id): Path<String>, body:
             ));
         }
         let dir = target_dir(string_field(&body, "target-directory")?)?;
-        let trigger = app.handle.trigger_savepoint(dir).map_err(conflict)?;
+        let trigger = app
+            .handle
+            .trigger_savepoint(dir, trigger_id(&body)?.as_deref())
+            .map_err(conflict)?;
         Err(accepted(trigger))
     })())
 }
@@ -398,6 +463,11 @@ async fn stop(State(app): State<App>, Path(id): Path<String>, body: Bytes) -> Re
     reply((|| {
         view_of(&app, &id)?;
         let body = body_object(&body)?;
+        known_fields(
+            &body,
+            &["targetDirectory", "drain", "formatType", "triggerId"],
+        )?;
+        canonical_format(&body)?;
         if bool_field(&body, "drain")? {
             return Err(error(
                 StatusCode::BAD_REQUEST,
@@ -410,7 +480,10 @@ async fn stop(State(app): State<App>, Path(id): Path<String>, body: Bytes) -> Re
                 "targetDirectory is not supported for a stop: it writes to state.savepoints.dir",
             ));
         }
-        let trigger = app.handle.stop_with_savepoint().map_err(conflict)?;
+        let trigger = app
+            .handle
+            .stop_with_savepoint(trigger_id(&body)?.as_deref())
+            .map_err(conflict)?;
         Err(accepted(trigger))
     })())
 }
@@ -422,12 +495,15 @@ async fn savepoint_status(
 ) -> Reply {
     reply((|| {
         view_of(&app, &id)?;
-        let status = app.handle.savepoint_status(&trigger).ok_or_else(|| {
-            error(
-                StatusCode::NOT_FOUND,
-                &format!("Savepoint trigger {} not found", printable(&trigger)),
-            )
-        })?;
+        let status = app
+            .handle
+            .savepoint_status(&trigger.to_ascii_lowercase())
+            .ok_or_else(|| {
+                error(
+                    StatusCode::NOT_FOUND,
+                    &format!("Savepoint trigger {} not found", printable(&trigger)),
+                )
+            })?;
         Ok(shapes::savepoint_status(&status))
     })())
 }
@@ -550,7 +626,8 @@ async fn patch_job(
             .split('&')
             .find_map(|kv| kv.strip_prefix("mode="));
         match mode {
-            None | Some("cancel") => {}
+            None => {}
+            Some(m) if m.eq_ignore_ascii_case("cancel") => {}
             Some(m) => {
                 return Err(error(
                     StatusCode::BAD_REQUEST,

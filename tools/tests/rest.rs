@@ -598,6 +598,32 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
             400,
         ),
         ("PATCH", format!("/jobs/{job}?mode=stop"), None, 400),
+        // A stop's field on a savepoint, a savepoint's on a stop: named,
+        // not ignored (the savepoint would go where nobody asked).
+        (
+            "POST",
+            format!("/jobs/{job}/savepoints"),
+            Some(br#"{"targetDirectory": "/tmp/elsewhere"}"#.to_vec()),
+            400,
+        ),
+        (
+            "POST",
+            format!("/jobs/{job}/stop"),
+            Some(br#"{"target-directory": "/tmp/elsewhere"}"#.to_vec()),
+            400,
+        ),
+        (
+            "POST",
+            format!("/jobs/{job}/savepoints"),
+            Some(br#"{"formatType": "NATIVE"}"#.to_vec()),
+            400,
+        ),
+        (
+            "POST",
+            format!("/jobs/{job}/stop"),
+            Some(br#"{"triggerId": "../../x"}"#.to_vec()),
+            400,
+        ),
     ] {
         let (code, reply) = rest.call(method, &path, body.as_deref());
         assert_eq!(code, expected, "{method} {path}: {reply}");
@@ -605,6 +631,43 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
             assert!(reply["errors"][0].is_string(), "{method} {path}: {reply}");
         }
     }
+    for (path, body, named) in [
+        (
+            "savepoints",
+            r#"{"targetDirectory": "/x"}"#,
+            "unknown field targetDirectory",
+        ),
+        (
+            "stop",
+            r#"{"target-directory": "/x"}"#,
+            "unknown field target-directory",
+        ),
+        (
+            "savepoints",
+            r#"{"formatType": "NATIVE"}"#,
+            "formatType NATIVE",
+        ),
+        ("stop", r#"{"triggerId": "x"}"#, "triggerId x"),
+    ] {
+        let (_, reply) = rest.call(
+            "POST",
+            &format!("/jobs/{job}/{path}"),
+            Some(body.as_bytes()),
+        );
+        assert!(
+            reply["errors"][0]
+                .as_str()
+                .is_some_and(|e| e.contains(named)),
+            "{path} {body}: {reply}"
+        );
+    }
+    // Ids in capitals are the same ids (Flink reads hex either way).
+    let upper = job.to_ascii_uppercase();
+    assert_eq!(rest.get(&format!("/jobs/{upper}"))["jid"], job.as_str());
+    rest.get(&format!(
+        "/jobs/{upper}/vertices/{}",
+        v.to_ascii_uppercase()
+    ));
     // A target that reaches the output directory through a directory
     // that does not exist yet, or through a link, is refused as the
     // output directory itself is: nothing is written there.
@@ -772,6 +835,102 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
     let status = p.wait(FINISH);
     assert!(status.success(), "{status}\n{}", p.stderr());
     assert_w1_exactly_once(&s.join("out"), n, 50, "after hostile requests");
+}
+
+#[test]
+fn without_checkpointing_a_stop_or_savepoint_is_refused_and_the_job_runs_on() {
+    // weir stop once cancelled such a job: its output, committed only
+    // at the end of its input, was lost, and the command exited 2.
+    let s = Scratch::new("rest", "no-checkpoints");
+    let n = 400_000;
+    let mut c = Command::new(WEIR);
+    c.args(["bench", "w1", "--quiet", "--workers", "2"])
+        .args(["--n", &n.to_string(), "--k", "50", "--rate", "100000"])
+        .arg("--output")
+        .arg(s.join("out"))
+        .args([
+            "--set",
+            "weir.worker.pin-cores=false",
+            "--set",
+            "rest.port=0",
+        ])
+        .env_remove("RUST_LOG")
+        .env_remove("WEIR_FAILPOINTS");
+    let mut p = Proc::spawn(&s, "w1", c);
+    let rest = Rest::new(&endpoint(&mut p));
+    let job = rest.job_id();
+    for path in ["stop", "savepoints"] {
+        let (code, reply) = rest.call("POST", &format!("/jobs/{job}/{path}"), Some(b"{}"));
+        assert_eq!(code, 409, "{path}: {reply}");
+        assert!(
+            reply["errors"][0]
+                .as_str()
+                .is_some_and(|e| e.contains("checkpointing is off")),
+            "{path}: {reply}"
+        );
+    }
+    let base = rest.base.clone();
+    let out = weir(&["stop", &job, "--address", &base]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("409") && text(&out).contains("checkpointing is off"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(rest.get("/jobs")["jobs"][0]["status"], "RUNNING");
+    let status = p.wait(FINISH);
+    assert!(status.success(), "{status}\n{}", p.stderr());
+    assert_w1_exactly_once(&s.join("out"), n, 50, "after a refused stop");
+}
+
+#[test]
+fn one_savepoint_at_a_time_and_a_repeated_trigger_id_is_the_same_savepoint() {
+    let s = Scratch::new("rest", "one-at-a-time");
+    let n = 600_000;
+    let mut p = Proc::spawn(&s, "w1", w1(&s, 2, n, 100_000, "1h", &[]));
+    let rest = Rest::new(&endpoint(&mut p));
+    let job = rest.job_id();
+    // Flink's triggerId: a client that sends its request again (its
+    // answer lost) gets the same savepoint, not a second one.
+    let id = "0123456789abcdef0123456789ABCDEF";
+    let body = json!({ "triggerId": id }).to_string();
+    let post = || {
+        rest.call(
+            "POST",
+            &format!("/jobs/{job}/savepoints"),
+            Some(body.as_bytes()),
+        )
+    };
+    let (code, first) = post();
+    assert_eq!(code, 202, "{first}");
+    assert_eq!(first["request-id"], id.to_ascii_lowercase());
+    let (code, again) = post();
+    assert_eq!((code, &again), (202, &first));
+    // Another one while it is under way is refused, naming it.
+    let (code, other) = rest.call("POST", &format!("/jobs/{job}/savepoints"), Some(b"{}"));
+    let refused = code == 409;
+    if refused {
+        assert!(
+            other["errors"][0]
+                .as_str()
+                .is_some_and(|e| e.contains("in progress")),
+            "{other}"
+        );
+    } else {
+        // It completed in between: then the second one is taken.
+        assert_eq!(code, 202, "{other}");
+        let t = other["request-id"].as_str().unwrap();
+        rest.savepoint_location(&job, t);
+    }
+    let location = rest.savepoint_location(&job, id);
+    let (code, after) = post();
+    assert_eq!((code, &after), (202, &first), "still the same one");
+    assert_eq!(rest.savepoint_location(&job, id), location);
+    let savepoints = std::fs::read_dir(s.join("sp")).unwrap().count();
+    assert_eq!(savepoints, 1 + usize::from(!refused), "{location}");
+    let status = p.wait(FINISH);
+    assert!(status.success(), "{status}\n{}", p.stderr());
+    assert_w1_exactly_once(&s.join("out"), n, 50, "after the savepoints");
 }
 
 #[test]

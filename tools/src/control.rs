@@ -41,6 +41,7 @@ pub enum Control {
     /// Take a savepoint of a running job; the job runs on.
     Savepoint {
         /// The job id (weir list).
+        #[arg(value_parser = job_id)]
         job: String,
         /// Where the savepoint goes (default: the job's
         /// state.savepoints.dir).
@@ -53,6 +54,7 @@ pub enum Control {
     /// as SIGTERM does.
     Stop {
         /// The job id (weir list).
+        #[arg(value_parser = job_id)]
         job: String,
         #[command(flatten)]
         endpoint: Endpoint,
@@ -60,10 +62,23 @@ pub enum Control {
     /// Cancel a running job: it ends at once, without a savepoint.
     Cancel {
         /// The job id (weir list).
+        #[arg(value_parser = job_id)]
         job: String,
         #[command(flatten)]
         endpoint: Endpoint,
     },
+}
+
+/// A job id as Flink's CLI takes one: 32 hex digits (either case).
+/// Anything else is bad usage (exit 2) before a request is sent: the id
+/// is part of the request's path, so `ID/stop?` given to `weir savepoint`
+/// would otherwise stop the job.
+fn job_id(text: &str) -> Result<String, String> {
+    if text.len() == 32 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(text.to_ascii_lowercase())
+    } else {
+        Err("not a job id: a job id is 32 hex digits (see weir list)".into())
+    }
 }
 
 /// What went wrong talking to the endpoint.

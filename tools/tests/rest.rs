@@ -934,6 +934,48 @@ fn one_savepoint_at_a_time_and_a_repeated_trigger_id_is_the_same_savepoint() {
 }
 
 #[test]
+fn control_commands_take_only_job_ids() {
+    // The id is part of the request's path: `weir savepoint 'ID/stop?'`
+    // would POST /jobs/ID/stop. Refused as bad usage before any request
+    // (nothing listens on the address: a request would exit 1).
+    let job = "0123456789abcdef0123456789abcdef";
+    for (command, id) in [
+        ("savepoint", format!("{job}/stop?")),
+        ("stop", format!("{job}/savepoints?")),
+        ("cancel", format!("{job}/../{job}")),
+        ("stop", String::new()),
+        ("savepoint", format!("{job} ")),
+    ] {
+        let out = weir(&[command, &id, "--address", "http://127.0.0.1:9"]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{command} {id:?}: {}",
+            text(&out)
+        );
+        assert!(
+            text(&out).contains("not a job id: a job id is 32 hex digits"),
+            "{command} {id:?}: {}",
+            text(&out)
+        );
+    }
+    // Capitals are the same id (as Flink's CLI reads them): the request
+    // is sent, and finds nothing listening.
+    let out = weir(&[
+        "cancel",
+        &job.to_ascii_uppercase(),
+        "--address",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("cannot reach the REST endpoint"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
 fn a_port_set_in_use_is_refused_and_the_default_one_falls_back_to_a_free_port() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();

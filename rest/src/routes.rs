@@ -81,6 +81,43 @@ pub fn router(handle: JobHandle, token: Option<String>) -> Router {
         .layer(middleware::from_fn_with_state(token, authorize));
     api.merge(dashboard::router().method_not_allowed_fallback(method_not_allowed))
         .layer(middleware::from_fn(time_limit))
+        .layer(middleware::from_fn(json_errors))
+}
+
+/// Longest text of an error answer [`json_errors`] rewrites.
+const ERROR_TEXT: usize = 1024;
+
+/// Rewrites an error answer that is not JSON as Flink's `{"errors":
+/// [...]}`: axum's own refusals (a path segment that is not UTF-8, a
+/// chunked body found longer than [`MAX_BODY`] while read) are plain
+/// text, which Flink's clients cannot parse.
+pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if json || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, ERROR_TEXT)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let text = if text.is_empty() {
+        status.canonical_reason().unwrap_or("Error").to_owned()
+    } else {
+        text.chars().filter(|c| !c.is_control()).collect()
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    let body = serde_json::to_vec(&shapes::errors(&text)).unwrap_or_default();
+    Response::from_parts(parts, axum::body::Body::from(body))
 }
 
 /// Holds every request to [`REQUEST_TIMEOUT`], and refuses a body longer

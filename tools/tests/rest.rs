@@ -693,9 +693,23 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
     ));
     // A target that reaches the output directory through a directory
     // that does not exist yet, or through a link, is refused as the
-    // output directory itself is: nothing is written there.
+    // output directory itself is: nothing is written there. So is one in
+    // a checkpoint's directory, which retention deletes (a savepoint
+    // reported complete there was gone a few checkpoints later), or one
+    // a later checkpoint would make.
     std::os::unix::fs::symlink(s.join("out"), s.join("link-to-out")).unwrap();
-    for target in ["missing/../out/sp", "link-to-out/sp"] {
+    let first_checkpoint = s.join("ck").read_dir().unwrap().flatten().find_map(|e| {
+        let name = e.file_name().into_string().ok()?;
+        name.starts_with("chk-").then_some(name)
+    });
+    let in_checkpoint = format!("ck/{}/sp", first_checkpoint.as_deref().unwrap_or("chk-1"));
+    for (target, why) in [
+        ("missing/../out/sp", "inside the job's output directory"),
+        ("link-to-out/sp", "inside the job's output directory"),
+        (in_checkpoint.as_str(), "which weir deletes or moves"),
+        ("ck/chk-999999/sp", "which weir deletes or moves"),
+        ("ck/abandoned/sp", "which weir deletes or moves"),
+    ] {
         let body = json!({ "target-directory": s.join(target) }).to_string();
         let (code, reply) = rest.call(
             "POST",
@@ -713,14 +727,11 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
             assert!(since.elapsed() < CONDITION, "{target}: {status}");
             std::thread::sleep(Duration::from_millis(20));
         };
-        let why = status["operation"]["failure-cause"]["stack-trace"]
+        let failure = status["operation"]["failure-cause"]["stack-trace"]
             .as_str()
             .unwrap_or_else(|| panic!("{target}: taken: {status}"));
-        assert!(
-            why.contains("inside the job's output directory"),
-            "{target}: {why}"
-        );
-        assert!(!s.join("out/sp").exists(), "{target}: written into out");
+        assert!(failure.contains(why), "{target}: {failure}");
+        assert!(!s.join(target).exists(), "{target}: written");
     }
     assert!(!s.join("missing").exists(), "nothing made on the way");
     let addr = base.trim_start_matches("http://");

@@ -336,6 +336,15 @@ impl CheckpointCoordinator {
                 dir.display()
             ));
         }
+        if let Some(managed) = self.storage.managed_dir_containing(&parent) {
+            return Err(format!(
+                "savepoint target {} is inside {}, which weir deletes or moves as checkpoints \
+                 are subsumed, cleaned up or abandoned: the savepoint would be lost; give it a \
+                 directory of its own",
+                parent.display(),
+                managed.display()
+            ));
+        }
         let id = self.next_id;
         self.savepoint_parent = Some(parent);
         match self.trigger(now, Trigger::Savepoint, ring) {

@@ -152,7 +152,7 @@ pub(crate) async fn authorize(
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(bearer)
             .unwrap_or("");
         if !same(given.as_bytes(), token.as_bytes()) {
             let mut r = error(
@@ -168,6 +168,16 @@ pub(crate) async fn authorize(
         }
     }
     next.run(request).await
+}
+
+/// The token of an `Authorization: Bearer <token>` value; the scheme's
+/// name in any case, as HTTP's authentication schemes are (RFC 9110
+/// 11.1): `bearer <token>` from a client that writes it so is the same.
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("Bearer")
+        .then(|| token.trim_start_matches(' '))
 }
 
 /// Equal bytes, compared in time that depends only on the lengths.
@@ -687,6 +697,16 @@ mod tests {
         assert!(!same(b"0123456789abcdef", b"0123456789abcdeF"));
         assert!(!same(b"0123456789abcdef", b"0123456789abcde"));
         assert!(!same(b"", b"x"));
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        for value in ["Bearer t0k", "bearer t0k", "BEARER  t0k"] {
+            assert_eq!(bearer(value), Some("t0k"), "{value}");
+        }
+        for value in ["Basic t0k", "Bearert0k", "t0k", ""] {
+            assert_eq!(bearer(value), None, "{value}");
+        }
     }
 
     #[test]

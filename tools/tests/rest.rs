@@ -357,17 +357,16 @@ fn savepoints_through_rest_and_weir_savepoint_restore_exactly_once() {
         "{first}"
     );
 
-    // Through the CLI, into another directory; the job runs on.
+    // Through the CLI, into another directory, given relative to where
+    // the command runs (not where the job does); the job runs on.
     let dir = s.join("sp2");
     let base = rest.base.clone();
-    let out = weir(&[
-        "savepoint",
-        &job,
-        "--dir",
-        &dir.display().to_string(),
-        "--address",
-        &base,
-    ]);
+    let out = Command::new(WEIR)
+        .args(["savepoint", &job, "--dir", "sp2", "--address", &base])
+        .current_dir(&s.0)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run weir savepoint");
     assert!(out.status.success(), "{}", text(&out));
     let second = String::from_utf8_lossy(&out.stdout)
         .lines()

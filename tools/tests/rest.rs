@@ -967,6 +967,59 @@ fn one_savepoint_at_a_time_and_a_repeated_trigger_id_is_the_same_savepoint() {
 }
 
 #[test]
+fn a_cancel_while_the_job_waits_to_restart_ends_it_at_once() {
+    // The cancel used to wait out the restart delay (here 10 minutes),
+    // then start and restore another attempt, and only then cancel it.
+    let s = Scratch::new("rest", "cancel-restarting");
+    let n = 600_000;
+    let restart = [
+        "restart-strategy.type=fixed-delay",
+        "restart-strategy.fixed-delay.attempts=3",
+        "restart-strategy.fixed-delay.delay=10min",
+    ];
+    let mut c = w1(&s, 2, n, 100_000, "200ms", &restart);
+    c.env("WEIR_FAILPOINTS", "source-panic=100000");
+    let mut p = Proc::spawn(&s, "w1", c);
+    let rest = Rest::new(&endpoint(&mut p));
+    let mut job = String::new();
+    p.wait_until("RESTARTING", || {
+        let jobs = rest.get("/jobs");
+        job = jobs["jobs"][0]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        jobs["jobs"][0]["status"] == "RESTARTING"
+    });
+    let (code, reply) = rest.call("POST", &format!("/jobs/{job}/stop"), None);
+    assert_eq!(code, 409, "{reply}");
+    assert_eq!(
+        reply["errors"][0], "the job is RESTARTING, not RUNNING",
+        "{reply}"
+    );
+    let (code, reply) = rest.call("PATCH", &format!("/jobs/{job}?mode=cancel"), None);
+    assert_eq!(code, 202, "{reply}");
+    let asked = Instant::now();
+    let status = p.wait(FINISH);
+    assert!(
+        asked.elapsed() < Duration::from_secs(30),
+        "cancelled after {:?}",
+        asked.elapsed()
+    );
+    assert_eq!(status.code(), Some(1), "{}", p.stderr());
+    assert!(
+        p.stderr().contains("the job was cancelled"),
+        "{}",
+        p.stderr()
+    );
+    let mut c = w1(&s, 2, n, 2_000_000, "1h", &[]);
+    c.args(["--restore", "latest"]);
+    let mut restored = Proc::spawn(&s, "restored", c);
+    let status = restored.wait(FINISH);
+    assert!(status.success(), "{status}\n{}", restored.stderr());
+    assert_w1_exactly_once(&s.join("out"), n, 50, "restored after the cancel");
+}
+
+#[test]
 fn control_commands_take_only_job_ids() {
     // The id is part of the request's path: `weir savepoint 'ID/stop?'`
     // would POST /jobs/ID/stop. Refused as bad usage before any request

@@ -238,7 +238,11 @@ fn run_job(
                         );
                         options.handle.failed(e.to_string(), failed_task(&e), true);
                         options.handle.set_state(JobState::Restarting);
-                        std::thread::sleep(delay);
+                        // A cancel asked for while the job waits to restart
+                        // ends it now, not after the delay and an attempt.
+                        if options.handle.cancelled_within(delay) {
+                            return Err(JobError::Cancelled);
+                        }
                         restarts += 1;
                         // The newest checkpoint of this run's timeline, or
                         // where the run started.

@@ -40,6 +40,13 @@ const EXCEPTIONS: usize = 50;
 /// taken over.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
+/// How often a wait for a restart looks for a cancel.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+/// Why a job without checkpointing can take no savepoint.
+const NO_CHECKPOINTING: &str = "checkpointing is off, so the job can take no savepoint (set \
+     execution.checkpointing.interval and state.checkpoints.dir)";
+
 /// A job's state, as Flink names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -504,11 +511,7 @@ impl JobHandle {
             return Err(format!("the job is {}, not RUNNING", state.as_str()));
         }
         if self.0.plan.get().is_some_and(|p| p.checkpointing.is_none()) {
-            return Err(
-                "checkpointing is off, so the job can take no savepoint (set \
-                 execution.checkpointing.interval and state.checkpoints.dir)"
-                    .into(),
-            );
+            return Err(NO_CHECKPOINTING.into());
         }
         Ok(())
     }
@@ -571,8 +574,13 @@ impl JobHandle {
             }
             None => {}
         }
-        self.refuse_snapshot()
-            .map_err(|why| format!("{why}: it runs on; cancel it to end it without one"))?;
+        self.refuse_snapshot().map_err(|why| {
+            if why == NO_CHECKPOINTING {
+                format!("{why}: it runs on; cancel it to end it without one")
+            } else {
+                why
+            }
+        })?;
         let Some(stop) = self.0.stop.get() else {
             return Err("the job cannot be stopped".into());
         };
@@ -601,6 +609,22 @@ impl JobHandle {
     /// Whether a cancel was asked for.
     pub fn cancel_requested(&self) -> bool {
         self.0.cancel.load(Ordering::Acquire)
+    }
+
+    /// Waits `delay` (a restart's), unless a cancel is asked for first:
+    /// whether one was (looked at every [`CANCEL_POLL`]).
+    pub(crate) fn cancelled_within(&self, delay: Duration) -> bool {
+        let until = std::time::Instant::now() + delay;
+        loop {
+            if self.cancel_requested() {
+                return true;
+            }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            std::thread::sleep(left.min(CANCEL_POLL));
+        }
     }
 
     /// The status of savepoint trigger `trigger`; `None` for an unknown
@@ -999,5 +1023,18 @@ mod tests {
         assert_eq!(h.stop_with_savepoint(Some(id)).unwrap(), id);
         assert_eq!(h.stop_with_savepoint(Some(id)).unwrap(), id);
         assert!(h.trigger_savepoint(None, Some(id)).is_err());
+    }
+
+    #[test]
+    fn a_cancel_ends_the_wait_for_a_restart() {
+        let h = running(Some(checkpointing()), &StopRequest::new());
+        let start = std::time::Instant::now();
+        assert!(!h.cancelled_within(Duration::from_millis(30)));
+        assert!(start.elapsed() >= Duration::from_millis(30));
+        let waiting = h.clone();
+        let waiter = std::thread::spawn(move || waiting.cancelled_within(Duration::from_secs(600)));
+        std::thread::sleep(Duration::from_millis(20));
+        h.cancel().unwrap();
+        assert!(waiter.join().unwrap(), "cancelled, not waited out");
     }
 }

@@ -1020,6 +1020,47 @@ fn a_cancel_while_the_job_waits_to_restart_ends_it_at_once() {
 }
 
 #[test]
+fn sigterm_while_the_job_waits_to_restart_stops_it_without_waiting_the_delay() {
+    // SIGTERM used to wait out the restart delay (here 10 minutes) before
+    // the next attempt took the stop's savepoint.
+    let s = Scratch::new("rest", "sigterm-restarting");
+    let n = 600_000;
+    let restart = [
+        "restart-strategy.type=fixed-delay",
+        "restart-strategy.fixed-delay.attempts=3",
+        "restart-strategy.fixed-delay.delay=10min",
+    ];
+    let mut c = w1(&s, 2, n, 100_000, "200ms", &restart);
+    c.env("WEIR_FAILPOINTS", "source-panic=100000");
+    let mut p = Proc::spawn(&s, "w1", c);
+    let rest = Rest::new(&endpoint(&mut p));
+    p.wait_until("RESTARTING", || {
+        rest.get("/jobs")["jobs"][0]["status"] == "RESTARTING"
+    });
+    let asked = Instant::now();
+    let term = Command::new("kill")
+        .args(["-TERM", &p.child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(term.success());
+    let status = p.wait(FINISH);
+    assert!(
+        asked.elapsed() < Duration::from_secs(60),
+        "stopped after {:?}",
+        asked.elapsed()
+    );
+    assert!(status.success(), "{status}\n{}", p.stderr());
+    let stdout = std::fs::read_to_string(s.join("w1.stdout")).unwrap();
+    let savepoint = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("stopped with a savepoint: "))
+        .unwrap_or_else(|| panic!("no savepoint: {stdout}\n{}", p.stderr()))
+        .trim()
+        .to_owned();
+    restore_to_the_end(&s, "restored", &savepoint, n);
+}
+
+#[test]
 fn control_commands_take_only_job_ids() {
     // The id is part of the request's path: `weir savepoint 'ID/stop?'`
     // would POST /jobs/ID/stop. Refused as bad usage before any request

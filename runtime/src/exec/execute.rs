@@ -239,8 +239,9 @@ fn run_job(
                         options.handle.failed(e.to_string(), failed_task(&e), true);
                         options.handle.set_state(JobState::Restarting);
                         // A cancel asked for while the job waits to restart
-                        // ends it now, not after the delay and an attempt.
-                        if options.handle.cancelled_within(delay) {
+                        // ends it now, not after the delay and an attempt; a
+                        // stop restarts it now, to take the stop's savepoint.
+                        if options.handle.cancelled_within(delay, &options.stop) {
                             return Err(JobError::Cancelled);
                         }
                         restarts += 1;

@@ -611,16 +611,18 @@ impl JobHandle {
         self.0.cancel.load(Ordering::Acquire)
     }
 
-    /// Waits `delay` (a restart's), unless a cancel is asked for first:
-    /// whether one was (looked at every [`CANCEL_POLL`]).
-    pub(crate) fn cancelled_within(&self, delay: Duration) -> bool {
+    /// Waits `delay` (a restart's) unless a cancel or a stop (`stop`,
+    /// SIGTERM's or the endpoint's) is asked for first, looked at every
+    /// [`CANCEL_POLL`]: whether a cancel was. A stop ends the wait so that
+    /// the next attempt starts now and takes the stop's savepoint.
+    pub(crate) fn cancelled_within(&self, delay: Duration, stop: &StopRequest) -> bool {
         let until = std::time::Instant::now() + delay;
         loop {
             if self.cancel_requested() {
                 return true;
             }
             let left = until.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
+            if left.is_zero() || stop.is_requested() {
                 return false;
             }
             std::thread::sleep(left.min(CANCEL_POLL));
@@ -1028,13 +1030,27 @@ mod tests {
     #[test]
     fn a_cancel_ends_the_wait_for_a_restart() {
         let h = running(Some(checkpointing()), &StopRequest::new());
+        let stop = StopRequest::new();
         let start = std::time::Instant::now();
-        assert!(!h.cancelled_within(Duration::from_millis(30)));
+        assert!(!h.cancelled_within(Duration::from_millis(30), &stop));
         assert!(start.elapsed() >= Duration::from_millis(30));
-        let waiting = h.clone();
-        let waiter = std::thread::spawn(move || waiting.cancelled_within(Duration::from_secs(600)));
+        let (waiting, stopping) = (h.clone(), stop.clone());
+        let waiter = std::thread::spawn(move || {
+            waiting.cancelled_within(Duration::from_secs(600), &stopping)
+        });
         std::thread::sleep(Duration::from_millis(20));
         h.cancel().unwrap();
         assert!(waiter.join().unwrap(), "cancelled, not waited out");
+        // A stop ends the wait too, without a cancel: the restart is now.
+        let h = running(Some(checkpointing()), &StopRequest::new());
+        let (waiting, stopping) = (h.clone(), stop.clone());
+        let start = std::time::Instant::now();
+        let waiter = std::thread::spawn(move || {
+            waiting.cancelled_within(Duration::from_secs(600), &stopping)
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(stop.request());
+        assert!(!waiter.join().unwrap(), "not a cancel");
+        assert!(start.elapsed() < Duration::from_secs(60));
     }
 }

@@ -1061,6 +1061,92 @@ fn sigterm_while_the_job_waits_to_restart_stops_it_without_waiting_the_delay() {
 }
 
 #[test]
+fn a_savepoint_into_a_file_sources_input_is_refused() {
+    // A watching filesystem source lists its directory again and again,
+    // subdirectories too: a savepoint written under it had its segments
+    // read as CSV lines. Refused when triggered, and as
+    // state.savepoints.dir at start.
+    let s = Scratch::new("rest", "sql-input");
+    let (input, out) = (s.join("in"), s.join("out"));
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(input.join("a.csv"), "1,a\n2,b\n").unwrap();
+    let script = s.join("watch.sql");
+    std::fs::write(
+        &script,
+        format!(
+            "CREATE TABLE src (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'source.monitor-interval' = '20 ms');
+             CREATE TABLE dst (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO dst SELECT id, name FROM src;",
+            input.display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    let sql = |savepoints: &Path| {
+        let mut c = Command::new(WEIR);
+        c.arg("sql")
+            .arg(&script)
+            .args(["--workers", "2"])
+            .args(["--set", "weir.worker.pin-cores=false"])
+            .args(["--set", "rest.port=0"])
+            .args(["--set", "execution.checkpointing.interval=100ms"])
+            .arg("--set")
+            .arg(format!("state.checkpoints.dir={}", s.join("ck").display()))
+            .arg("--set")
+            .arg(format!("state.savepoints.dir={}", savepoints.display()))
+            .env_remove("RUST_LOG");
+        c
+    };
+    let refused = sql(&input.join("sp")).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("is inside the job's input"),
+        "{}",
+        text(&refused)
+    );
+
+    let mut p = Proc::spawn(&s, "sql", sql(&s.join("sp")));
+    let rest = Rest::new(&endpoint(&mut p));
+    let job = rest.job_id();
+    for target in [input.join("sp"), input.clone()] {
+        let body = json!({ "target-directory": target }).to_string();
+        let (code, reply) = rest.call(
+            "POST",
+            &format!("/jobs/{job}/savepoints"),
+            Some(body.as_bytes()),
+        );
+        assert_eq!(code, 202, "{reply}");
+        let trigger = reply["request-id"].as_str().unwrap();
+        let since = Instant::now();
+        let status = loop {
+            let status = rest.get(&format!("/jobs/{job}/savepoints/{trigger}"));
+            if status["status"]["id"] == "COMPLETED" {
+                break status;
+            }
+            assert!(since.elapsed() < CONDITION, "{status}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let failure = status["operation"]["failure-cause"]["stack-trace"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}: taken: {status}", target.display()));
+        assert!(failure.contains("the job's input"), "{failure}");
+    }
+    let entries: Vec<_> = std::fs::read_dir(&input)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(entries, vec!["a.csv"], "nothing written into the input");
+    assert!(p.wait_until("both rows", || support::committed_rows(&out).len() >= 2));
+    let out = weir(&["stop", &job, "--address", &rest.base]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(p.wait(FINISH).success(), "{}", p.stderr());
+}
+
+#[test]
 fn control_commands_take_only_job_ids() {
     // The id is part of the request's path: `weir savepoint 'ID/stop?'`
     // would POST /jobs/ID/stop. Refused as bad usage before any request

@@ -21,7 +21,7 @@ use crate::exec::lock::{expect_kind, lock_dir};
 use crate::exec::options::{ExecutionOptions, RestoreFrom};
 use crate::exec::outputs::{
     check_nothing_to_resume, check_output_paths, check_outputs, check_restored_outputs,
-    check_savepoints_dir, lock_outputs, mark_outputs,
+    check_savepoints_dir, check_savepoints_outside_inputs, lock_outputs, mark_outputs,
 };
 use crate::exec::progress::Progress;
 use crate::exec::restart::{RestartDecision, RestartStrategy, RestartTracker};
@@ -155,6 +155,7 @@ fn run_job(
         .and_then(|c| c.savepoints_dir.as_ref())
     {
         check_savepoints_dir(&run, savepoints)?;
+        check_savepoints_outside_inputs(job.input_directories(), savepoints)?;
     }
     if let Some(storage) = &storage {
         check_checkpoint_paths(storage)?;

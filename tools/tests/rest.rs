@@ -1147,6 +1147,36 @@ fn a_savepoint_into_a_file_sources_input_is_refused() {
 }
 
 #[test]
+fn a_signal_during_a_rest_stop_lets_the_stop_finish() {
+    // The first SIGTERM after `weir stop` was taken for a second one: it
+    // aborted the stop at once (exit 143) and threw its savepoint away.
+    let s = Scratch::new("rest", "stop-then-sigterm");
+    let n = 600_000;
+    let mut c = w1(&s, 2, n, 60_000, "300ms", &[]);
+    // The stop's manifest waits 3 s: the signal comes while it is under way.
+    c.env("WEIR_FAILPOINTS", "stop-complete-delay=3000");
+    let mut p = Proc::spawn(&s, "w1", c);
+    let rest = Rest::new(&endpoint(&mut p));
+    let job = rest.job_id();
+    let (code, reply) = rest.call("POST", &format!("/jobs/{job}/stop"), None);
+    assert_eq!(code, 202, "{reply}");
+    let trigger = reply["request-id"].as_str().unwrap().to_owned();
+    p.wait_until("the stop's savepoint to begin", || {
+        std::fs::read_dir(s.join("sp")).is_ok_and(|mut d| d.next().is_some())
+    });
+    let term = Command::new("kill")
+        .args(["-TERM", &p.child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(term.success());
+    let location = rest.savepoint_location(&job, &trigger);
+    let status = p.wait(FINISH);
+    assert!(status.success(), "{status}\n{}", p.stderr());
+    assert!(p.stderr().contains("already under way"), "{}", p.stderr());
+    restore_to_the_end(&s, "restored", &location, n);
+}
+
+#[test]
 fn control_commands_take_only_job_ids() {
     // The id is part of the request's path: `weir savepoint 'ID/stop?'`
     // would POST /jobs/ID/stop. Refused as bad usage before any request

@@ -74,6 +74,15 @@ pub fn router(handle: JobHandle, token: Option<String>) -> Router {
         )
         .route("/jobs/{id}/savepoints/{trigger}", get(savepoint_status))
         .route("/jobs/{id}/stop", axum::routing::post(stop))
+        .route("/jobs/{id}/rescaling", axum::routing::any(rescaling))
+        .route(
+            "/jobs/{id}/rescaling/{trigger}",
+            axum::routing::any(rescaling),
+        )
+        .route(
+            "/jobs/{id}/resource-requirements",
+            axum::routing::any(rescaling),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
@@ -189,6 +198,18 @@ async fn not_found() -> Reply {
     error(
         StatusCode::NOT_FOUND,
         "Not found: no such path (see docs/REST.md)",
+    )
+}
+
+/// Flink's rescaling (`PATCH /jobs/:id/rescaling`, and the adaptive
+/// scheduler's `/jobs/:id/resource-requirements`): not served, with the
+/// way weir rescales a job named instead of a bare 404.
+async fn rescaling() -> Reply {
+    error(
+        StatusCode::NOT_FOUND,
+        "Rescaling a running job is not supported: stop it with a savepoint \
+         (POST /jobs/:jobid/stop, weir stop) and restore the savepoint at the new parallelism \
+         (--restore <savepoint> --workers <n>)",
     )
 }
 

@@ -683,6 +683,20 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
             "{path} {body}: {reply}"
         );
     }
+    // Flink's rescaling is not served, and says how weir rescales.
+    for (method, path) in [
+        ("PATCH", format!("/jobs/{job}/rescaling?parallelism=4")),
+        ("PUT", format!("/jobs/{job}/resource-requirements")),
+    ] {
+        let (code, reply) = rest.call(method, &path, Some(b"{}"));
+        assert_eq!(code, 404, "{method} {path}: {reply}");
+        assert!(
+            reply["errors"][0]
+                .as_str()
+                .is_some_and(|e| e.contains("--workers")),
+            "{method} {path}: {reply}"
+        );
+    }
     // Ids in capitals are the same ids (Flink reads hex either way).
     let upper = job.to_ascii_uppercase();
     assert_eq!(rest.get(&format!("/jobs/{upper}"))["jid"], job.as_str());

@@ -379,15 +379,58 @@ fn body_object(body: &Bytes) -> Result<serde_json::Map<String, Value>, Reply> {
         return Ok(serde_json::Map::new());
     }
     match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(error(
-            StatusCode::BAD_REQUEST,
-            "Bad request body: expected a JSON object",
-        )),
-        Err(e) => Err(error(
-            StatusCode::BAD_REQUEST,
-            &format!("Bad request body: not JSON: {e}"),
-        )),
+        Ok(Value::Object(_)) => {}
+        Ok(_) => {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "Bad request body: expected a JSON object",
+            ))
+        }
+        Err(e) => {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                &format!("Bad request body: not JSON: {e}"),
+            ))
+        }
+    }
+    serde_json::from_slice::<UniqueFields>(body)
+        .map(|u| u.0)
+        .map_err(|e| error(StatusCode::BAD_REQUEST, &format!("Bad request body: {e}")))
+}
+
+/// A JSON object whose fields each occur once: `{"target-directory": A,
+/// "target-directory": B}` is refused (as Flink's strict parser refuses
+/// it) rather than read as whichever came last.
+struct UniqueFields(serde_json::Map<String, Value>);
+
+impl<'de> serde::Deserialize<'de> for UniqueFields {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = UniqueFields;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<UniqueFields, M::Error> {
+                let mut fields = serde_json::Map::new();
+                while let Some((name, value)) = map.next_entry::<String, Value>()? {
+                    if fields.contains_key(&name) {
+                        return Err(serde::de::Error::custom(format!(
+                            "field {} given twice",
+                            printable(&name)
+                        )));
+                    }
+                    fields.insert(name, value);
+                }
+                Ok(UniqueFields(fields))
+            }
+        }
+        d.deserialize_map(Fields)
     }
 }
 
@@ -718,6 +761,24 @@ mod tests {
         assert!(!same(b"0123456789abcdef", b"0123456789abcdeF"));
         assert!(!same(b"0123456789abcdef", b"0123456789abcde"));
         assert!(!same(b"", b"x"));
+    }
+
+    #[test]
+    fn a_body_field_given_twice_is_refused() {
+        let body = |text: &str| body_object(&Bytes::from(text.to_owned()));
+        let (status, Json(reply)) =
+            body(r#"{"target-directory": "/a", "target-directory": "/b"}"#).expect_err("refused");
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(
+            reply["errors"][0]
+                .as_str()
+                .is_some_and(|e| e.contains("field target-directory given twice")),
+            "{reply}"
+        );
+        let once = body(r#"{"a": {"x": 1, "y": 2}, "b": null}"#).ok().unwrap();
+        assert_eq!(once.len(), 2);
+        assert!(body("  ").ok().unwrap().is_empty());
+        assert!(body("[1]").is_err());
     }
 
     #[test]

@@ -670,6 +670,11 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
             "formatType NATIVE",
         ),
         ("stop", r#"{"triggerId": "x"}"#, "triggerId x"),
+        (
+            "savepoints",
+            r#"{"target-directory": "/x", "target-directory": "/y"}"#,
+            "field target-directory given twice",
+        ),
     ] {
         let (_, reply) = rest.call(
             "POST",

@@ -74,6 +74,15 @@ pub fn router(handle: JobHandle, token: Option<String>) -> Router {
         )
         .route("/jobs/{id}/savepoints/{trigger}", get(savepoint_status))
         .route("/jobs/{id}/stop", axum::routing::post(stop))
+        .route("/jobs/{id}/rescaling", axum::routing::any(rescaling))
+        .route(
+            "/jobs/{id}/rescaling/{trigger}",
+            axum::routing::any(rescaling),
+        )
+        .route(
+            "/jobs/{id}/resource-requirements",
+            axum::routing::any(rescaling),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
@@ -81,6 +90,43 @@ pub fn router(handle: JobHandle, token: Option<String>) -> Router {
         .layer(middleware::from_fn_with_state(token, authorize));
     api.merge(dashboard::router().method_not_allowed_fallback(method_not_allowed))
         .layer(middleware::from_fn(time_limit))
+        .layer(middleware::from_fn(json_errors))
+}
+
+/// Longest text of an error answer [`json_errors`] rewrites.
+const ERROR_TEXT: usize = 1024;
+
+/// Rewrites an error answer that is not JSON as Flink's `{"errors":
+/// [...]}`: axum's own refusals (a path segment that is not UTF-8, a
+/// chunked body found longer than [`MAX_BODY`] while read) are plain
+/// text, which Flink's clients cannot parse.
+pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if json || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, ERROR_TEXT)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let text = if text.is_empty() {
+        status.canonical_reason().unwrap_or("Error").to_owned()
+    } else {
+        text.chars().filter(|c| !c.is_control()).collect()
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    let body = serde_json::to_vec(&shapes::errors(&text)).unwrap_or_default();
+    Response::from_parts(parts, axum::body::Body::from(body))
 }
 
 /// Holds every request to [`REQUEST_TIMEOUT`], and refuses a body longer
@@ -115,7 +161,7 @@ pub(crate) async fn authorize(
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(bearer)
             .unwrap_or("");
         if !same(given.as_bytes(), token.as_bytes()) {
             let mut r = error(
@@ -133,6 +179,16 @@ pub(crate) async fn authorize(
     next.run(request).await
 }
 
+/// The token of an `Authorization: Bearer <token>` value; the scheme's
+/// name in any case, as HTTP's authentication schemes are (RFC 9110
+/// 11.1): `bearer <token>` from a client that writes it so is the same.
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("Bearer")
+        .then(|| token.trim_start_matches(' '))
+}
+
 /// Equal bytes, compared in time that depends only on the lengths.
 fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -142,6 +198,18 @@ async fn not_found() -> Reply {
     error(
         StatusCode::NOT_FOUND,
         "Not found: no such path (see docs/REST.md)",
+    )
+}
+
+/// Flink's rescaling (`PATCH /jobs/:id/rescaling`, and the adaptive
+/// scheduler's `/jobs/:id/resource-requirements`): not served, with the
+/// way weir rescales a job named instead of a bare 404.
+async fn rescaling() -> Reply {
+    error(
+        StatusCode::NOT_FOUND,
+        "Rescaling a running job is not supported: stop it with a savepoint \
+         (POST /jobs/:jobid/stop, weir stop) and restore the savepoint at the new parallelism \
+         (--restore <savepoint> --workers <n>)",
     )
 }
 
@@ -155,7 +223,8 @@ async fn method_not_allowed() -> Reply {
 /// The view of job `id`, or 404.
 fn view_of(app: &App, id: &str) -> Result<JobView, Reply> {
     match app.handle.view() {
-        Some(v) if v.job_id == id => Ok(v),
+        // Flink reads a job id's hex digits in either case.
+        Some(v) if v.job_id.eq_ignore_ascii_case(id) => Ok(v),
         _ => Err(error(
             StatusCode::NOT_FOUND,
             &format!("Job {} not found", printable(id)),
@@ -169,7 +238,11 @@ fn printable(text: &str) -> String {
 }
 
 fn vertex_of<'a>(view: &'a JobView, vid: &str) -> Result<&'a VertexView, Reply> {
-    view.vertices.iter().find(|v| v.id == vid).ok_or_else(|| {
+    let found = view
+        .vertices
+        .iter()
+        .find(|v| v.id.eq_ignore_ascii_case(vid));
+    found.ok_or_else(|| {
         error(
             StatusCode::NOT_FOUND,
             &format!("Vertex {} not found in job {}", printable(vid), view.job_id),
@@ -306,15 +379,58 @@ fn body_object(body: &Bytes) -> Result<serde_json::Map<String, Value>, Reply> {
         return Ok(serde_json::Map::new());
     }
     match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(error(
-            StatusCode::BAD_REQUEST,
-            "Bad request body: expected a JSON object",
-        )),
-        Err(e) => Err(error(
-            StatusCode::BAD_REQUEST,
-            &format!("Bad request body: not JSON: {e}"),
-        )),
+        Ok(Value::Object(_)) => {}
+        Ok(_) => {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "Bad request body: expected a JSON object",
+            ))
+        }
+        Err(e) => {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                &format!("Bad request body: not JSON: {e}"),
+            ))
+        }
+    }
+    serde_json::from_slice::<UniqueFields>(body)
+        .map(|u| u.0)
+        .map_err(|e| error(StatusCode::BAD_REQUEST, &format!("Bad request body: {e}")))
+}
+
+/// A JSON object whose fields each occur once: `{"target-directory": A,
+/// "target-directory": B}` is refused (as Flink's strict parser refuses
+/// it) rather than read as whichever came last.
+struct UniqueFields(serde_json::Map<String, Value>);
+
+impl<'de> serde::Deserialize<'de> for UniqueFields {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = UniqueFields;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<UniqueFields, M::Error> {
+                let mut fields = serde_json::Map::new();
+                while let Some((name, value)) = map.next_entry::<String, Value>()? {
+                    if fields.contains_key(&name) {
+                        return Err(serde::de::Error::custom(format!(
+                            "field {} given twice",
+                            printable(&name)
+                        )));
+                    }
+                    fields.insert(name, value);
+                }
+                Ok(UniqueFields(fields))
+            }
+        }
+        d.deserialize_map(Fields)
     }
 }
 
@@ -341,6 +457,58 @@ fn bool_field(body: &serde_json::Map<String, Value>, name: &str) -> Result<bool,
         Some(_) => Err(error(
             StatusCode::BAD_REQUEST,
             &format!("Bad request body: {name} must be true or false"),
+        )),
+    }
+}
+
+/// Refuses a body field the request does not take, as Flink's strict
+/// parsing does: a misspelt one (`targetDirectory` for a savepoint's
+/// `target-directory`) would otherwise be ignored, and the savepoint
+/// written where nobody asked.
+fn known_fields(body: &serde_json::Map<String, Value>, known: &[&str]) -> Result<(), Reply> {
+    match body.keys().find(|k| !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(unknown) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "Bad request body: unknown field {}: this request takes {}",
+                printable(unknown),
+                known.join(", ")
+            ),
+        )),
+    }
+}
+
+/// Flink's `formatType`: weir's savepoints are all `CANONICAL`, so any
+/// other is 400 rather than a savepoint of another format than asked.
+fn canonical_format(body: &serde_json::Map<String, Value>) -> Result<(), Reply> {
+    match string_field(body, "formatType")? {
+        None => Ok(()),
+        Some(f) if f.eq_ignore_ascii_case("CANONICAL") => Ok(()),
+        Some(f) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "formatType {} is not supported: weir's savepoints are CANONICAL",
+                printable(&f)
+            ),
+        )),
+    }
+}
+
+/// Flink's `triggerId`: the id to give the operation (32 hex digits), so
+/// that a client may send its request again without a second one.
+fn trigger_id(body: &serde_json::Map<String, Value>) -> Result<Option<String>, Reply> {
+    match string_field(body, "triggerId")? {
+        None => Ok(None),
+        Some(t) if t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Ok(Some(t.to_ascii_lowercase()))
+        }
+        Some(t) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "Bad request body: triggerId {} is not 32 hex digits",
+                printable(&t)
+            ),
         )),
     }
 }
@@ -380,6 +548,11 @@ async fn trigger_savepoint(State(app): State<App>, Path(id): Path<String>, body:
     reply((|| {
         view_of(&app, &id)?;
         let body = body_object(&body)?;
+        known_fields(
+            &body,
+            &["target-directory", "cancel-job", "formatType", "triggerId"],
+        )?;
+        canonical_format(&body)?;
         if bool_field(&body, "cancel-job")? {
             return Err(error(
                 StatusCode::BAD_REQUEST,
@@ -387,7 +560,10 @@ async fn trigger_savepoint(State(app): State<App>, Path(id): Path<String>, body:
             ));
         }
         let dir = target_dir(string_field(&body, "target-directory")?)?;
-        let trigger = app.handle.trigger_savepoint(dir).map_err(conflict)?;
+        let trigger = app
+            .handle
+            .trigger_savepoint(dir, trigger_id(&body)?.as_deref())
+            .map_err(conflict)?;
         Err(accepted(trigger))
     })())
 }
@@ -398,6 +574,11 @@ async fn stop(State(app): State<App>, Path(id): Path<String>, body: Bytes) -> Re
     reply((|| {
         view_of(&app, &id)?;
         let body = body_object(&body)?;
+        known_fields(
+            &body,
+            &["targetDirectory", "drain", "formatType", "triggerId"],
+        )?;
+        canonical_format(&body)?;
         if bool_field(&body, "drain")? {
             return Err(error(
                 StatusCode::BAD_REQUEST,
@@ -410,7 +591,10 @@ async fn stop(State(app): State<App>, Path(id): Path<String>, body: Bytes) -> Re
                 "targetDirectory is not supported for a stop: it writes to state.savepoints.dir",
             ));
         }
-        let trigger = app.handle.stop_with_savepoint().map_err(conflict)?;
+        let trigger = app
+            .handle
+            .stop_with_savepoint(trigger_id(&body)?.as_deref())
+            .map_err(conflict)?;
         Err(accepted(trigger))
     })())
 }
@@ -422,12 +606,15 @@ async fn savepoint_status(
 ) -> Reply {
     reply((|| {
         view_of(&app, &id)?;
-        let status = app.handle.savepoint_status(&trigger).ok_or_else(|| {
-            error(
-                StatusCode::NOT_FOUND,
-                &format!("Savepoint trigger {} not found", printable(&trigger)),
-            )
-        })?;
+        let status = app
+            .handle
+            .savepoint_status(&trigger.to_ascii_lowercase())
+            .ok_or_else(|| {
+                error(
+                    StatusCode::NOT_FOUND,
+                    &format!("Savepoint trigger {} not found", printable(&trigger)),
+                )
+            })?;
         Ok(shapes::savepoint_status(&status))
     })())
 }
@@ -550,7 +737,8 @@ async fn patch_job(
             .split('&')
             .find_map(|kv| kv.strip_prefix("mode="));
         match mode {
-            None | Some("cancel") => {}
+            None => {}
+            Some(m) if m.eq_ignore_ascii_case("cancel") => {}
             Some(m) => {
                 return Err(error(
                     StatusCode::BAD_REQUEST,
@@ -573,6 +761,34 @@ mod tests {
         assert!(!same(b"0123456789abcdef", b"0123456789abcdeF"));
         assert!(!same(b"0123456789abcdef", b"0123456789abcde"));
         assert!(!same(b"", b"x"));
+    }
+
+    #[test]
+    fn a_body_field_given_twice_is_refused() {
+        let body = |text: &str| body_object(&Bytes::from(text.to_owned()));
+        let (status, Json(reply)) =
+            body(r#"{"target-directory": "/a", "target-directory": "/b"}"#).expect_err("refused");
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(
+            reply["errors"][0]
+                .as_str()
+                .is_some_and(|e| e.contains("field target-directory given twice")),
+            "{reply}"
+        );
+        let once = body(r#"{"a": {"x": 1, "y": 2}, "b": null}"#).ok().unwrap();
+        assert_eq!(once.len(), 2);
+        assert!(body("  ").ok().unwrap().is_empty());
+        assert!(body("[1]").is_err());
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        for value in ["Bearer t0k", "bearer t0k", "BEARER  t0k"] {
+            assert_eq!(bearer(value), Some("t0k"), "{value}");
+        }
+        for value in ["Basic t0k", "Bearert0k", "t0k", ""] {
+            assert_eq!(bearer(value), None, "{value}");
+        }
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub struct Lowering<'j> {
     pub parameters: Vec<(String, String)>,
     /// Output directories to declare (file sinks).
     pub outputs: Vec<PathBuf>,
+    /// Input directories (or files) to declare (file sources).
+    pub inputs: Vec<PathBuf>,
     /// `table.exec.state.ttl`: how long a regular join keeps a row after
     /// it was last written (`None`: forever).
     state_ttl: Option<Duration>,
@@ -113,6 +115,7 @@ impl<'j> Lowering<'j> {
             base_ms,
             parameters: Vec::new(),
             outputs: Vec::new(),
+            inputs: Vec::new(),
             state_ttl: None,
             idle_timeout: None,
             watermark_interval:
@@ -526,6 +529,7 @@ impl<'j> Lowering<'j> {
                 }
                 self.parameters
                     .push((format!("input-{}", t.name), path.display().to_string()));
+                self.inputs.push(path.clone());
                 let input = path.clone();
                 let name = t.name.clone();
                 let format = format.clone();

@@ -425,7 +425,7 @@ impl Script {
         }
         let mut job = JobGraph::new(name);
         let mut selects = Vec::new();
-        let (parameters, outputs, generated_sources) = {
+        let (parameters, outputs, inputs, generated_sources) = {
             let mut low = Lowering::new(&job)
                 .with_state_ttl(config.state_ttl)
                 .with_idle_timeout(config.source_idle_timeout)
@@ -453,6 +453,7 @@ impl Script {
             (
                 std::mem::take(&mut low.parameters),
                 std::mem::take(&mut low.outputs),
+                std::mem::take(&mut low.inputs),
                 low.generated_sources,
             )
         };
@@ -461,6 +462,9 @@ impl Script {
         }
         for o in outputs {
             job.output_directory(o);
+        }
+        for i in inputs {
+            job.input_directory(i);
         }
         Ok(SqlJob {
             job,

@@ -41,9 +41,11 @@ pub enum Control {
     /// Take a savepoint of a running job; the job runs on.
     Savepoint {
         /// The job id (weir list).
+        #[arg(value_parser = job_id)]
         job: String,
         /// Where the savepoint goes (default: the job's
-        /// state.savepoints.dir).
+        /// state.savepoints.dir); a relative path is taken from the
+        /// directory this command runs in.
         #[arg(long, value_name = "DIR")]
         dir: Option<String>,
         #[command(flatten)]
@@ -53,6 +55,7 @@ pub enum Control {
     /// as SIGTERM does.
     Stop {
         /// The job id (weir list).
+        #[arg(value_parser = job_id)]
         job: String,
         #[command(flatten)]
         endpoint: Endpoint,
@@ -60,10 +63,36 @@ pub enum Control {
     /// Cancel a running job: it ends at once, without a savepoint.
     Cancel {
         /// The job id (weir list).
+        #[arg(value_parser = job_id)]
         job: String,
         #[command(flatten)]
         endpoint: Endpoint,
     },
+}
+
+/// A job id as Flink's CLI takes one: 32 hex digits (either case).
+/// Anything else is bad usage (exit 2) before a request is sent: the id
+/// is part of the request's path, so `ID/stop?` given to `weir savepoint`
+/// would otherwise stop the job.
+fn job_id(text: &str) -> Result<String, String> {
+    if text.len() == 32 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(text.to_ascii_lowercase())
+    } else {
+        Err("not a job id: a job id is 32 hex digits (see weir list)".into())
+    }
+}
+
+/// `--dir` as the job is to read it: a relative path made absolute here,
+/// against the directory the command runs in (the job resolves a path
+/// against its own, which `weir savepoint --dir sp` run elsewhere did
+/// not mean); an absolute path or a URI as given.
+fn target_directory(dir: &str) -> String {
+    if dir.contains("://") {
+        return dir.to_owned();
+    }
+    std::path::absolute(dir)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| dir.to_owned())
 }
 
 /// What went wrong talking to the endpoint.
@@ -155,7 +184,7 @@ pub fn run(command: &Control) -> ExitCode {
         Control::List { endpoint } => list(&Client::new(endpoint)),
         Control::Savepoint { job, dir, endpoint } => {
             let c = Client::new(endpoint);
-            let body = match dir {
+            let body = match dir.as_deref().map(target_directory) {
                 Some(d) => json!({ "target-directory": d, "cancel-job": false }),
                 None => json!({ "cancel-job": false }),
             };

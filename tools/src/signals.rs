@@ -5,7 +5,9 @@
 //! stop is under way aborts at once, as SIGKILL would (exit 128 + the
 //! signal's number): the job then recovers from its last complete
 //! checkpoint, exactly once, as after any crash; the stop's savepoint, if
-//! its directory exists and is incomplete, is removed first.
+//! its directory exists and is incomplete, is removed first. A first signal
+//! that finds a stop already asked for through the REST endpoint (`weir
+//! stop`) lets that stop go on: only a second signal aborts.
 //!
 //! The signals are taken by a thread of their own (`signal-hook`'s
 //! iterator, so no code runs inside a signal handler); it only flips the
@@ -24,15 +26,24 @@ pub fn install(request: StopRequest) -> io::Result<()> {
     std::thread::Builder::new()
         .name("weir-signals".into())
         .spawn(move || {
+            let mut signalled = false;
             for signal in signals.forever() {
                 let name = if signal == SIGINT {
                     "SIGINT"
                 } else {
                     "SIGTERM"
                 };
+                let first = !std::mem::replace(&mut signalled, true);
                 if request.request() {
                     eprintln!(
                         "{name}: stopping with a savepoint (sources stop, sinks commit); \
+                         {name} again aborts at once"
+                    );
+                } else if first {
+                    // Asked for through the endpoint: a supervisor's
+                    // SIGTERM meanwhile is no reason to throw it away.
+                    eprintln!(
+                        "{name}: a stop with a savepoint is already under way (weir stop); \
                          {name} again aborts at once"
                     );
                 } else {

@@ -121,8 +121,11 @@ fn word_count_job(input: &Path, output: &Path) -> JobGraph {
     let mut job = JobGraph::new("word-count");
     // What the job's state means: a checkpoint of a run over another
     // input, or into another output, is refused rather than restored.
+    // The input declared as one, so that no savepoint is written where the
+    // source would read it.
     job.parameter("input", input.display())
-        .output_directory(output);
+        .output_directory(output)
+        .input_directory(input);
     let (input, output) = (input.to_path_buf(), output.to_path_buf());
     job.source("lines", move |info: &SubtaskInfo| {
         FileSource::new(&input, info).expect("the input directory was checked before the job")

@@ -175,6 +175,14 @@ fn files_need_no_token_but_data_does() {
         &[("Authorization", &bearer)],
     );
     assert_eq!(with_token.status, 200, "{}", with_token.body);
+    let lower = format!("bearer {TOKEN}");
+    let lower = request(
+        s.local_addr(),
+        "GET",
+        "/jobs/overview",
+        &[("Authorization", &lower)],
+    );
+    assert_eq!(lower.status, 200, "the scheme in any case: {}", lower.body);
     // The page holds no data of the job: nothing but its own markup.
     let page = get(s.local_addr(), "/");
     assert!(!page.body.contains(TOKEN));

@@ -77,6 +77,8 @@ pub struct JobGraph {
     parameters: Vec<(String, String)>,
     /// Declared output directories.
     outputs: Vec<PathBuf>,
+    /// Declared input directories.
+    inputs: Vec<PathBuf>,
 }
 
 /// A built job as execution sees it: its dataflow, no longer growing.
@@ -93,6 +95,7 @@ pub(crate) struct JobPlan {
     pub(crate) branch_buffer_timeouts: Vec<(usize, String, BufferTimeout)>,
     parameters: Vec<(String, String)>,
     outputs: Vec<PathBuf>,
+    inputs: Vec<PathBuf>,
 }
 
 impl JobGraph {
@@ -103,6 +106,7 @@ impl JobGraph {
             flow: RefCell::new(Dataflow::default()),
             parameters: Vec::new(),
             outputs: Vec::new(),
+            inputs: Vec::new(),
         }
     }
 
@@ -132,6 +136,18 @@ impl JobGraph {
         self
     }
 
+    /// Declares a directory (or file) the job reads files from (a file
+    /// source's): a savepoint is refused inside it, where a source that
+    /// lists it again, or the next run's, would read weir's segments as
+    /// input.
+    pub fn input_directory(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        let dir = dir.into();
+        if !self.inputs.contains(&dir) {
+            self.inputs.push(dir);
+        }
+        self
+    }
+
     /// The operator uids, in the order they were added.
     pub fn uids(&self) -> Vec<String> {
         self.flow.borrow().uids.clone()
@@ -145,6 +161,11 @@ impl JobGraph {
     /// The declared output directories.
     pub fn output_directories(&self) -> &[PathBuf] {
         &self.outputs
+    }
+
+    /// The declared input directories.
+    pub fn input_directories(&self) -> &[PathBuf] {
+        &self.inputs
     }
 
     /// The job's name.
@@ -257,6 +278,7 @@ impl JobGraph {
             branch_buffer_timeouts: flow.branch_buffer_timeouts,
             parameters: self.parameters,
             outputs: self.outputs,
+            inputs: self.inputs,
         }
     }
 }
@@ -341,6 +363,11 @@ impl JobPlan {
     /// The declared output directories.
     pub fn output_directories(&self) -> &[PathBuf] {
         &self.outputs
+    }
+
+    /// The declared input directories.
+    pub fn input_directories(&self) -> &[PathBuf] {
+        &self.inputs
     }
 
     /// The job's name.

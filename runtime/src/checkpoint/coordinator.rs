@@ -162,6 +162,8 @@ pub struct CheckpointCoordinator {
     savepoint_parent: Option<PathBuf>,
     /// The job's output directories: no savepoint goes into one.
     outputs: Vec<PathBuf>,
+    /// The directories its file sources read.
+    inputs: Vec<PathBuf>,
     savepoint_outcomes: Vec<SavepointOutcome>,
     records: Vec<CheckpointRecord>,
     fresh: Vec<CheckpointRecord>,
@@ -208,6 +210,7 @@ impl CheckpointCoordinator {
             savepoint_pending: None,
             savepoint_parent: None,
             outputs: Vec::new(),
+            inputs: Vec::new(),
             savepoint_outcomes: Vec::new(),
             records: Vec::new(),
             fresh: Vec::new(),
@@ -238,6 +241,13 @@ impl CheckpointCoordinator {
     /// ([`CheckpointCoordinator::trigger_savepoint`]).
     pub fn with_outputs(mut self, outputs: &[PathBuf]) -> Self {
         self.outputs = outputs.to_vec();
+        self
+    }
+
+    /// The directories the job's file sources read, which such a savepoint
+    /// must stay out of too.
+    pub fn with_inputs(mut self, inputs: &[PathBuf]) -> Self {
+        self.inputs = inputs.to_vec();
         self
     }
 
@@ -334,6 +344,33 @@ impl CheckpointCoordinator {
                 parent.display(),
                 if same { "" } else { "inside " },
                 dir.display()
+            ));
+        }
+        if let Some(input) = self
+            .inputs
+            .iter()
+            .find(|input| within(&parent, input).is_some())
+        {
+            return Err(format!(
+                "savepoint target {} is {}the job's input {}: its file source, listing it \
+                 again or in the next run, would read the savepoint's files as input; give it a \
+                 directory of its own",
+                parent.display(),
+                if within(&parent, input) == Some(true) {
+                    ""
+                } else {
+                    "inside "
+                },
+                input.display()
+            ));
+        }
+        if let Some(managed) = self.storage.managed_dir_containing(&parent) {
+            return Err(format!(
+                "savepoint target {} is inside {}, which weir deletes or moves as checkpoints \
+                 are subsumed, cleaned up or abandoned: the savepoint would be lost; give it a \
+                 directory of its own",
+                parent.display(),
+                managed.display()
             ));
         }
         let id = self.next_id;

@@ -293,6 +293,18 @@ impl CheckpointStorage {
         &self.root
     }
 
+    /// The directory under the root that weir deletes or moves (a
+    /// checkpoint's `chk-<id>`, once subsumed or incomplete, or one that
+    /// does not exist yet and a later checkpoint will make; `abandoned/`)
+    /// that `path` is or lies inside, if any (links and `..` resolved).
+    pub fn managed_dir_containing(&self, path: &Path) -> Option<PathBuf> {
+        let root = crate::core::paths::resolved(&self.root);
+        let path = crate::core::paths::resolved(path);
+        let first = path.strip_prefix(&root).ok()?.components().next()?;
+        let name = first.as_os_str().to_str()?;
+        (name.starts_with("chk-") || name == ABANDONED_DIR).then(|| root.join(name))
+    }
+
     /// Directory of checkpoint `id`.
     pub fn checkpoint_dir(&self, id: u64) -> PathBuf {
         self.root.join(format!("chk-{id}"))
@@ -525,6 +537,30 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("weir-storage-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn checkpoint_and_abandoned_directories_are_managed_the_rest_is_not() {
+        let root = temp_root("managed");
+        fs::create_dir_all(root.join("chk-3")).unwrap();
+        let s = CheckpointStorage::open(&root).unwrap();
+        for (path, managed) in [
+            ("chk-3", Some("chk-3")),
+            ("chk-3/sp", Some("chk-3")),
+            ("chk-99/sp", Some("chk-99")),
+            ("abandoned/x", Some(ABANDONED_DIR)),
+            ("elsewhere/../chk-3/sp", Some("chk-3")),
+            ("savepoints", None),
+            ("", None),
+        ] {
+            assert_eq!(
+                s.managed_dir_containing(&root.join(path)),
+                managed.map(|m| crate::core::paths::resolved(&root).join(m)),
+                "{path}"
+            );
+        }
+        assert_eq!(s.managed_dir_containing(&temp_root("managed-other")), None);
+        fs::remove_dir_all(&root).unwrap();
     }
 
     /// Probe 13: an abandoned `chk-18446744073709551615` made the next

@@ -102,7 +102,8 @@ pub(crate) fn run_attempt(
                 (restored_id > 0).then_some(restored_id),
                 &run.fingerprint,
             )
-            .with_outputs(&run.outputs),
+            .with_outputs(&run.outputs)
+            .with_inputs(job.input_directories()),
         ),
         _ => None,
     };

@@ -21,7 +21,7 @@ use crate::exec::lock::{expect_kind, lock_dir};
 use crate::exec::options::{ExecutionOptions, RestoreFrom};
 use crate::exec::outputs::{
     check_nothing_to_resume, check_output_paths, check_outputs, check_restored_outputs,
-    check_savepoints_dir, lock_outputs, mark_outputs,
+    check_savepoints_dir, check_savepoints_outside_inputs, lock_outputs, mark_outputs,
 };
 use crate::exec::progress::Progress;
 use crate::exec::restart::{RestartDecision, RestartStrategy, RestartTracker};
@@ -155,6 +155,7 @@ fn run_job(
         .and_then(|c| c.savepoints_dir.as_ref())
     {
         check_savepoints_dir(&run, savepoints)?;
+        check_savepoints_outside_inputs(job.input_directories(), savepoints)?;
     }
     if let Some(storage) = &storage {
         check_checkpoint_paths(storage)?;
@@ -238,7 +239,12 @@ fn run_job(
                         );
                         options.handle.failed(e.to_string(), failed_task(&e), true);
                         options.handle.set_state(JobState::Restarting);
-                        std::thread::sleep(delay);
+                        // A cancel asked for while the job waits to restart
+                        // ends it now, not after the delay and an attempt; a
+                        // stop restarts it now, to take the stop's savepoint.
+                        if options.handle.cancelled_within(delay, &options.stop) {
+                            return Err(JobError::Cancelled);
+                        }
                         restarts += 1;
                         // The newest checkpoint of this run's timeline, or
                         // where the run started.

@@ -40,6 +40,13 @@ const EXCEPTIONS: usize = 50;
 /// taken over.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
+/// How often a wait for a restart looks for a cancel.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+/// Why a job without checkpointing can take no savepoint.
+const NO_CHECKPOINTING: &str = "checkpointing is off, so the job can take no savepoint (set \
+     execution.checkpointing.interval and state.checkpoints.dir)";
+
 /// A job's state, as Flink names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -311,6 +318,8 @@ struct Inner {
     pending: Mutex<BTreeMap<u64, String>>,
     /// The trigger id of a stop asked for here.
     stop_trigger: Mutex<Option<String>>,
+    /// Every trigger id handed to a stop (the others are savepoints').
+    stop_triggers: Mutex<Vec<String>>,
     /// Trigger ids whose final status nobody has read yet.
     unread: Mutex<Vec<String>>,
     next_trigger: AtomicU64,
@@ -471,7 +480,22 @@ impl JobHandle {
 
     // ---- control actions ----
 
-    fn new_trigger(&self) -> String {
+    /// The trigger id asked for (Flink's `triggerId`, for a request sent
+    /// again) if it is already a stop's (`Some(true)`) or a savepoint's
+    /// (`Some(false)`): the repeated request is that one, not another.
+    fn known_trigger(&self, asked: Option<&str>) -> Option<bool> {
+        let asked = asked?;
+        lock(&self.0.savepoints).contains_key(asked).then(|| {
+            lock(&self.0.stop_triggers)
+                .iter()
+                .any(|t| t.as_str() == asked)
+        })
+    }
+
+    fn new_trigger(&self, asked: Option<&str>) -> String {
+        if let Some(asked) = asked {
+            return asked.to_owned();
+        }
         let n = self.0.next_trigger.fetch_add(1, Ordering::Relaxed);
         let job = self.job_id().unwrap_or_default();
         // Unique within the run (a counter, mixed with the job id and the
@@ -479,15 +503,53 @@ impl JobHandle {
         vertex_id(n as usize, &format!("{job}/{}", wall_ms()))
     }
 
-    /// Asks for a savepoint into `dir` (`None`: `state.savepoints.dir`)
-    /// while the job runs on; returns its trigger id. Refused while the
-    /// job is not running.
-    pub fn trigger_savepoint(&self, dir: Option<PathBuf>) -> Result<String, String> {
+    /// Why the job cannot take a snapshot now, if it cannot: it is not
+    /// running, or it takes no checkpoints (so no savepoint either).
+    fn refuse_snapshot(&self) -> Result<(), String> {
         let state = self.state();
         if state != JobState::Running {
             return Err(format!("the job is {}, not RUNNING", state.as_str()));
         }
-        let trigger = self.new_trigger();
+        if self.0.plan.get().is_some_and(|p| p.checkpointing.is_none()) {
+            return Err(NO_CHECKPOINTING.into());
+        }
+        Ok(())
+    }
+
+    /// Asks for a savepoint into `dir` (`None`: `state.savepoints.dir`)
+    /// while the job runs on; returns its trigger id (`trigger` if given:
+    /// a request repeated with the trigger id of a savepoint asked for
+    /// already is that savepoint, not a second one). Refused while the
+    /// job is not running, without checkpointing, and while a stop or
+    /// another savepoint is under way.
+    pub fn trigger_savepoint(
+        &self,
+        dir: Option<PathBuf>,
+        trigger: Option<&str>,
+    ) -> Result<String, String> {
+        match self.known_trigger(trigger) {
+            Some(false) => return Ok(trigger.unwrap_or_default().to_owned()),
+            Some(true) => {
+                return Err(format!(
+                    "trigger {} is a stop's",
+                    trigger.unwrap_or_default()
+                ))
+            }
+            None => {}
+        }
+        self.refuse_snapshot()?;
+        if self.0.stop.get().is_some_and(StopRequest::is_requested) {
+            return Err("the job is stopping with a savepoint".into());
+        }
+        if let Some((under_way, _)) = lock(&self.0.savepoints)
+            .iter()
+            .find(|(_, s)| **s == SavepointStatus::InProgress)
+        {
+            return Err(format!(
+                "savepoint {under_way} is in progress (one at a time)"
+            ));
+        }
+        let trigger = self.new_trigger(trigger);
         lock(&self.0.savepoints).insert(trigger.clone(), SavepointStatus::InProgress);
         lock(&self.0.requests).push_back(SavepointRequest {
             trigger: trigger.clone(),
@@ -497,20 +559,37 @@ impl JobHandle {
     }
 
     /// Stops the job with a savepoint (the path SIGTERM takes); returns
-    /// the trigger id of the stop's savepoint.
-    pub fn stop_with_savepoint(&self) -> Result<String, String> {
-        let state = self.state();
-        if state != JobState::Running {
-            return Err(format!("the job is {}, not RUNNING", state.as_str()));
+    /// the trigger id of the stop's savepoint (`trigger` if given, as for
+    /// [`JobHandle::trigger_savepoint`]). Refused, and the job runs on,
+    /// while it is not running or without checkpointing (where SIGTERM
+    /// would end it without a savepoint).
+    pub fn stop_with_savepoint(&self, trigger: Option<&str>) -> Result<String, String> {
+        match self.known_trigger(trigger) {
+            Some(true) => return Ok(trigger.unwrap_or_default().to_owned()),
+            Some(false) => {
+                return Err(format!(
+                    "trigger {} is a savepoint's",
+                    trigger.unwrap_or_default()
+                ))
+            }
+            None => {}
         }
+        self.refuse_snapshot().map_err(|why| {
+            if why == NO_CHECKPOINTING {
+                format!("{why}: it runs on; cancel it to end it without one")
+            } else {
+                why
+            }
+        })?;
         let Some(stop) = self.0.stop.get() else {
             return Err("the job cannot be stopped".into());
         };
         if !stop.request() {
             return Err("a stop is already under way".into());
         }
-        let trigger = self.new_trigger();
+        let trigger = self.new_trigger(trigger);
         lock(&self.0.savepoints).insert(trigger.clone(), SavepointStatus::InProgress);
+        lock(&self.0.stop_triggers).push(trigger.clone());
         *lock(&self.0.stop_trigger) = Some(trigger.clone());
         Ok(trigger)
     }
@@ -530,6 +609,24 @@ impl JobHandle {
     /// Whether a cancel was asked for.
     pub fn cancel_requested(&self) -> bool {
         self.0.cancel.load(Ordering::Acquire)
+    }
+
+    /// Waits `delay` (a restart's) unless a cancel or a stop (`stop`,
+    /// SIGTERM's or the endpoint's) is asked for first, looked at every
+    /// [`CANCEL_POLL`]: whether a cancel was. A stop ends the wait so that
+    /// the next attempt starts now and takes the stop's savepoint.
+    pub(crate) fn cancelled_within(&self, delay: Duration, stop: &StopRequest) -> bool {
+        let until = std::time::Instant::now() + delay;
+        loop {
+            if self.cancel_requested() {
+                return true;
+            }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() || stop.is_requested() {
+                return false;
+            }
+            std::thread::sleep(left.min(CANCEL_POLL));
+        }
     }
 
     /// The status of savepoint trigger `trigger`; `None` for an unknown
@@ -626,6 +723,19 @@ impl JobHandle {
             live.last_sample_ms = 0;
         }
         lock(&self.0.history).restored = restored;
+        // A savepoint the previous attempt had triggered died with it: no
+        // outcome of it will come (the stop's request carries over).
+        let lost: Vec<String> = std::mem::take(&mut *lock(&self.0.pending))
+            .into_values()
+            .collect();
+        for trigger in lost {
+            self.finish(
+                trigger,
+                SavepointStatus::Failed(
+                    "the job failed and restarted before the savepoint completed".into(),
+                ),
+            );
+        }
         self.set_state(JobState::Running);
     }
 
@@ -715,7 +825,7 @@ impl JobHandle {
             return;
         };
         let status = match outcome {
-            Ok(dir) => SavepointStatus::Completed(std::path::absolute(&dir).unwrap_or(dir)),
+            Ok(dir) => SavepointStatus::Completed(crate::core::paths::resolved(&dir)),
             Err(why) => SavepointStatus::Failed(why),
         };
         self.finish(trigger, status);
@@ -728,7 +838,7 @@ impl JobHandle {
             return;
         };
         let status = match outcome {
-            Ok(dir) => SavepointStatus::Completed(std::path::absolute(&dir).unwrap_or(dir)),
+            Ok(dir) => SavepointStatus::Completed(crate::core::paths::resolved(&dir)),
             Err(why) => SavepointStatus::Failed(why),
         };
         self.finish(trigger, status);
@@ -782,23 +892,50 @@ mod tests {
         assert_ne!(a, vertex_id(1, "src -> map"));
     }
 
-    #[test]
-    fn requests_are_refused_before_the_job_runs_and_statuses_are_read_once() {
+    /// Checkpointing every minute into `/ck`.
+    fn checkpointing() -> CheckpointingView {
+        CheckpointingView {
+            dir: PathBuf::from("/ck"),
+            savepoints_dir: None,
+            coordinator: CoordinatorOptions {
+                interval: Duration::from_secs(60),
+                min_pause: Duration::ZERO,
+                timeout: Duration::from_secs(600),
+                max_concurrent: 1,
+                tolerable_failures: 0,
+                num_retained: 1,
+            },
+            exactly_once: true,
+            unaligned: false,
+            aligned_checkpoint_timeout: Duration::ZERO,
+            incremental: false,
+        }
+    }
+
+    /// A handle of a running one-stage job (`checkpointing` or none).
+    fn running(checkpointing: Option<CheckpointingView>, stop: &StopRequest) -> JobHandle {
         let h = JobHandle::new();
-        assert!(h.view().is_none());
-        assert!(h.trigger_savepoint(None).is_err());
         h.started(
             "0123456789abcdef0123456789abcdef",
             "job",
             1,
             128,
             vec![("src".into(), 1, Vec::new())],
-            None,
+            checkpointing,
             "none".into(),
-            &StopRequest::new(),
+            stop,
         );
         h.attempt_started(&[], None);
-        let t = h.trigger_savepoint(None).unwrap();
+        h
+    }
+
+    #[test]
+    fn requests_are_refused_before_the_job_runs_and_statuses_are_read_once() {
+        let h = JobHandle::new();
+        assert!(h.view().is_none());
+        assert!(h.trigger_savepoint(None, None).is_err());
+        let h = running(Some(checkpointing()), &StopRequest::new());
+        let t = h.trigger_savepoint(None, None).unwrap();
         assert_eq!(h.savepoint_status(&t), Some(SavepointStatus::InProgress));
         assert!(!h.all_results_read());
         let r = h.take_requests();
@@ -820,5 +957,100 @@ mod tests {
         assert_eq!(v.state, JobState::Canceled);
         assert!(v.end_ms.is_some());
         assert_eq!(v.vertices[0].name, "src");
+    }
+
+    #[test]
+    fn without_checkpointing_a_stop_or_savepoint_is_refused_and_the_job_runs_on() {
+        let stop = StopRequest::new();
+        let h = running(None, &stop);
+        for why in [h.stop_with_savepoint(None), h.trigger_savepoint(None, None)] {
+            let why = why.expect_err("refused");
+            assert!(why.contains("checkpointing is off"), "{why}");
+        }
+        assert!(!stop.is_requested(), "no stop handed to the run");
+        assert!(h.take_requests().is_empty());
+        assert_eq!(h.state(), JobState::Running);
+    }
+
+    #[test]
+    fn one_savepoint_at_a_time_and_none_while_stopping() {
+        let stop = StopRequest::new();
+        let h = running(Some(checkpointing()), &stop);
+        let first = h.trigger_savepoint(None, None).unwrap();
+        let why = h.trigger_savepoint(None, None).expect_err("a second one");
+        assert!(
+            why.contains(&format!("savepoint {first} is in progress")),
+            "{why}"
+        );
+        let r = h.take_requests();
+        h.savepoint_triggered(r[0].trigger.clone(), 3);
+        h.savepoint_ended(3, Err("declined".into()));
+        h.trigger_savepoint(None, None).unwrap();
+        h.take_requests();
+        let h = running(Some(checkpointing()), &StopRequest::new());
+        h.stop_with_savepoint(None).unwrap();
+        let why = h.trigger_savepoint(None, None).expect_err("while stopping");
+        assert!(why.contains("stopping"), "{why}");
+    }
+
+    #[test]
+    fn a_savepoint_under_way_when_the_job_restarts_fails() {
+        let h = running(Some(checkpointing()), &StopRequest::new());
+        let t = h.trigger_savepoint(None, None).unwrap();
+        let r = h.take_requests();
+        h.savepoint_triggered(r[0].trigger.clone(), 5);
+        // A task fails; the next attempt starts from a checkpoint.
+        h.set_state(JobState::Restarting);
+        h.attempt_started(&[], None);
+        match h.savepoint_status(&t) {
+            Some(SavepointStatus::Failed(why)) => assert!(why.contains("restarted"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // The next one is taken.
+        h.trigger_savepoint(None, None).unwrap();
+        assert!(!h.all_results_read());
+    }
+
+    #[test]
+    fn a_request_repeated_with_its_trigger_id_is_the_same_one() {
+        let stop = StopRequest::new();
+        let h = running(Some(checkpointing()), &stop);
+        let id = "00112233445566778899aabbccddeeff";
+        assert_eq!(h.trigger_savepoint(None, Some(id)).unwrap(), id);
+        assert_eq!(h.trigger_savepoint(None, Some(id)).unwrap(), id);
+        assert_eq!(h.take_requests().len(), 1, "one savepoint");
+        assert!(h.stop_with_savepoint(Some(id)).is_err(), "not a stop's id");
+        assert!(!stop.is_requested());
+        let h = running(Some(checkpointing()), &StopRequest::new());
+        assert_eq!(h.stop_with_savepoint(Some(id)).unwrap(), id);
+        assert_eq!(h.stop_with_savepoint(Some(id)).unwrap(), id);
+        assert!(h.trigger_savepoint(None, Some(id)).is_err());
+    }
+
+    #[test]
+    fn a_cancel_ends_the_wait_for_a_restart() {
+        let h = running(Some(checkpointing()), &StopRequest::new());
+        let stop = StopRequest::new();
+        let start = std::time::Instant::now();
+        assert!(!h.cancelled_within(Duration::from_millis(30), &stop));
+        assert!(start.elapsed() >= Duration::from_millis(30));
+        let (waiting, stopping) = (h.clone(), stop.clone());
+        let waiter = std::thread::spawn(move || {
+            waiting.cancelled_within(Duration::from_secs(600), &stopping)
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        h.cancel().unwrap();
+        assert!(waiter.join().unwrap(), "cancelled, not waited out");
+        // A stop ends the wait too, without a cancel: the restart is now.
+        let h = running(Some(checkpointing()), &StopRequest::new());
+        let (waiting, stopping) = (h.clone(), stop.clone());
+        let start = std::time::Instant::now();
+        let waiter = std::thread::spawn(move || {
+            waiting.cancelled_within(Duration::from_secs(600), &stopping)
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(stop.request());
+        assert!(!waiter.join().unwrap(), "not a cancel");
+        assert!(start.elapsed() < Duration::from_secs(60));
     }
 }

@@ -3,7 +3,7 @@
 //! committed output), and a fresh start refuses one that holds another
 //! job's committed output.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use weir_state::snapshot::{write_atomically, SnapshotError};
@@ -87,6 +87,25 @@ pub fn check_savepoints_dir(run: &RunIdentity, savepoints: &Path) -> Result<()> 
                  directory of their own",
                 savepoints.display(),
                 dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `state.savepoints.dir` (`savepoints`) is not a directory
+/// the job's file sources read (`inputs`) nor inside one: a source that
+/// lists it again, or the next run's, would read a stop's savepoint files
+/// as input.
+pub fn check_savepoints_outside_inputs(inputs: &[PathBuf], savepoints: &Path) -> Result<()> {
+    for input in inputs {
+        if let Some(same) = within(savepoints, input) {
+            let is = if same { "" } else { "inside " };
+            return Err(JobError::InvalidJob(format!(
+                "state.savepoints.dir {} is {is}the job's input {}: its file source would read a \
+                 stop's savepoint files as input; give savepoints a directory of their own",
+                savepoints.display(),
+                input.display()
             )));
         }
     }

@@ -52,11 +52,42 @@ pub fn install(request: StopRequest) -> io::Result<()> {
                          restores the last complete checkpoint (--restore latest)"
                     );
                     if let Some(dir) = request.abort() {
-                        eprintln!("removed the incomplete savepoint {}", dir.display());
+                        eprintln!(
+                            "removed the incomplete {} {}",
+                            snapshot_kind(&dir),
+                            dir.display()
+                        );
                     }
                     std::process::exit(128 + signal);
                 }
             }
         })?;
     Ok(())
+}
+
+/// What a stop's snapshot directory holds: a final checkpoint (`chk-<id>`,
+/// when `state.savepoints.dir` is unset) or a savepoint.
+fn snapshot_kind(dir: &std::path::Path) -> &'static str {
+    let name = dir.file_name().map(|n| n.to_string_lossy());
+    match name.as_deref().and_then(|n| n.strip_prefix("chk-")) {
+        Some(id) if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) => "final checkpoint",
+        _ => "savepoint",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::snapshot_kind;
+
+    #[test]
+    fn an_aborted_stop_names_what_it_removed() {
+        assert_eq!(snapshot_kind(Path::new("/ck/chk-12")), "final checkpoint");
+        assert_eq!(
+            snapshot_kind(Path::new("/sp/savepoint-0a1b2c-12")),
+            "savepoint"
+        );
+        assert_eq!(snapshot_kind(Path::new("/sp/chk-notes")), "savepoint");
+    }
 }

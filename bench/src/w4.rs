@@ -256,6 +256,7 @@ impl W4Report {
                     "status": match r.status {
                         CheckpointStatus::Completed => "completed",
                         CheckpointStatus::Failed => "failed",
+                        CheckpointStatus::InProgress => "in_progress",
                     },
                     "is_final": r.is_final,
                     "duration_ms": r.duration_ms,

@@ -310,16 +310,28 @@ fn checkpoint_id(text: &str) -> Result<u64, Reply> {
     })
 }
 
-/// Checkpoint `cid` of the job's history, or a 404 saying how far back
-/// the history goes.
+/// Checkpoint `cid`, in progress or in the job's history, or a 404
+/// saying which ids there are.
 fn checkpoint_of(view: &JobView, cid: u64) -> Result<&CheckpointRecord, Reply> {
-    view.checkpoints
+    view.checkpoints_pending
         .iter()
+        .chain(&view.checkpoints)
         .find(|r| r.id == cid)
         .ok_or_else(|| {
+            let newest = view
+                .checkpoints_pending
+                .iter()
+                .chain(&view.checkpoints)
+                .map(|r| r.id)
+                .max();
+            let why = match newest {
+                Some(n) if cid > n => format!("not triggered yet (the newest is {n})"),
+                Some(_) => "not kept (the newest 100 that ended are)".to_owned(),
+                None => "none was triggered yet".to_owned(),
+            };
             error(
                 StatusCode::NOT_FOUND,
-                &format!("Checkpoint {cid} not found (the newest 100 are kept)"),
+                &format!("Checkpoint {cid} not found: {why}"),
             )
         })
 }

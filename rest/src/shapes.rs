@@ -464,14 +464,31 @@ fn index_of(task: &str) -> usize {
 }
 
 fn ack_ms(r: &CheckpointRecord) -> u64 {
+    if r.status == CheckpointStatus::InProgress {
+        // The latest acknowledgement so far (none yet: the trigger).
+        let acked = |t: &TaskCheckpointStats| {
+            (t.first_barrier_ms + t.alignment_ms + t.sync_ms + t.async_ms).round() as u64
+        };
+        return r.tasks.iter().map(acked).fold(r.trigger_ms, u64::max);
+    }
     r.trigger_ms + r.duration_ms.round() as u64
+}
+
+/// Flink's status of a checkpoint (`COMPLETED`, `FAILED`, `IN_PROGRESS`)
+/// and the `className` of its statistics.
+fn status_of(r: &CheckpointRecord) -> (&'static str, &'static str) {
+    match r.status {
+        CheckpointStatus::Completed => ("COMPLETED", "completed"),
+        CheckpointStatus::Failed => ("FAILED", "failed"),
+        CheckpointStatus::InProgress => ("IN_PROGRESS", "in_progress"),
+    }
 }
 
 /// A vertex's part of checkpoint `r` (Flink's `TaskCheckpointStatistics`).
 fn task_summary(r: &CheckpointRecord, v: &VertexView, tasks: &[&TaskCheckpointStats]) -> Value {
     json!({
         "id": r.id,
-        "status": if r.status == CheckpointStatus::Completed { "COMPLETED" } else { "FAILED" },
+        "status": status_of(r).0,
         "latest_ack_timestamp": ack_ms(r),
         "checkpointed_size": tasks.iter().map(|t| t.bytes).sum::<u64>(),
         "state_size": tasks.iter().map(|t| t.bytes).sum::<u64>(),
@@ -497,11 +514,11 @@ pub fn checkpoint(r: &CheckpointRecord, view: &JobView) -> Value {
     for v in &view.vertices {
         tasks.insert(v.id.clone(), task_summary(r, v, &tasks_of(r, v)));
     }
-    let completed = r.status == CheckpointStatus::Completed;
+    let (status, class) = status_of(r);
     let mut out = json!({
-        "className": if completed { "completed" } else { "failed" },
+        "className": class,
         "id": r.id,
-        "status": if completed { "COMPLETED" } else { "FAILED" },
+        "status": status,
         "is_savepoint": r.is_savepoint,
         "savepointFormat": if r.is_savepoint { json!("CANONICAL") } else { Value::Null },
         "trigger_timestamp": r.trigger_ms,
@@ -519,12 +536,16 @@ pub fn checkpoint(r: &CheckpointRecord, view: &JobView) -> Value {
         "tasks": tasks,
     });
     let m = out.as_object_mut().expect("an object");
-    if completed {
-        m.insert("external_path".into(), json!(""));
-        m.insert("discarded".into(), json!(false));
-    } else {
-        m.insert("failure_timestamp".into(), json!(ack_ms(r)));
-        m.insert("failure_message".into(), json!(r.failure));
+    match r.status {
+        CheckpointStatus::Completed => {
+            m.insert("external_path".into(), json!(""));
+            m.insert("discarded".into(), json!(false));
+        }
+        CheckpointStatus::Failed => {
+            m.insert("failure_timestamp".into(), json!(ack_ms(r)));
+            m.insert("failure_message".into(), json!(r.failure));
+        }
+        CheckpointStatus::InProgress => {}
     }
     out
 }
@@ -742,7 +763,14 @@ pub fn checkpoints(view: &JobView) -> Value {
                 "external_path": r.path.display().to_string(),
             })),
         },
-        "history": view.checkpoints.iter().rev().map(|r| checkpoint(r, view)).collect::<Vec<_>>(),
+        // Newest first, those in progress before those that ended, as Flink's.
+        "history": view
+            .checkpoints_pending
+            .iter()
+            .rev()
+            .chain(view.checkpoints.iter().rev())
+            .map(|r| checkpoint(r, view))
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -783,6 +811,14 @@ pub fn checkpoint_subtasks(r: &CheckpointRecord, v: &VertexView) -> Value {
             )
         })
         .collect();
+    // Subtasks that have not acknowledged (a checkpoint in progress or
+    // one that failed), as Flink lists them.
+    for index in 0..v.parallelism {
+        if !subtasks.iter().any(|(i, _)| *i == index) {
+            let pending = json!({ "index": index, "status": "pending_or_failed" });
+            subtasks.push((index, pending));
+        }
+    }
     subtasks.sort_by_key(|(i, _)| *i);
     let mut out = task_summary(r, v, &tasks);
     out.as_object_mut().expect("an object").insert(

@@ -64,7 +64,9 @@ async function fetchCheckpointParts(base, history, vertices) {
   }
   await Promise.all(wanted.map(async ([key, path]) => {
     try {
-      state.checkpointParts.set(key, (await getJson(path)).subtasks || []);
+      // Subtasks that acknowledged (of a failed one, none: "pending_or_failed").
+      const subtasks = (await getJson(path)).subtasks || [];
+      state.checkpointParts.set(key, subtasks.filter(s => s.status === "completed"));
     } catch (e) {
       if (e instanceof TokenNeeded) throw e;
       state.checkpointParts.set(key, []); // dropped from the history meanwhile
@@ -138,7 +140,10 @@ async function refresh() {
   }
   const metrics = await fetchJobMetrics(base, metricIds);
   if (selected) selected.latency = latencyOf(metrics, state.selected);
-  await fetchCheckpointParts(base, checkpoints.history, vertices);
+  // The chart and the table show checkpoints that ended (the counts show
+  // those in progress): an ended one's parts never change.
+  const ended = checkpoints.history.filter(c => c.status !== "IN_PROGRESS");
+  await fetchCheckpointParts(base, ended, vertices);
   if (state.configShown !== jobId) {
     const [config, checkpointConfig] = await Promise.all([getJson(`${base}/config`), getJson(`${base}/checkpoints/config`)]);
     drawConfig(config, checkpointConfig);
@@ -150,8 +155,8 @@ async function refresh() {
   drawSubtasks(selected);
   drawRateChart(vertices);
   drawCheckpointCounts(checkpoints);
-  drawCheckpointChart(checkpoints.history, vertices);
-  drawCheckpointHistory(checkpoints.history);
+  drawCheckpointChart(ended, vertices);
+  drawCheckpointHistory(ended);
   drawExceptions(exceptions, metrics);
 }
 

@@ -1196,6 +1196,87 @@ fn a_signal_during_a_rest_stop_lets_the_stop_finish() {
 }
 
 #[test]
+fn a_checkpoint_in_progress_is_listed_and_detailed_as_flinks() {
+    // A pending checkpoint was only counted: the history left it out and
+    // its details answered 404 "not found (the newest 100 are kept)".
+    let s = Scratch::new("rest", "in-progress");
+    let n = 600_000;
+    let mut c = w1(&s, 2, n, 60_000, "1h", &[]);
+    // The stop's savepoint stays in progress for 4 s before its manifest.
+    c.env("WEIR_FAILPOINTS", "stop-complete-delay=4000");
+    let mut p = Proc::spawn(&s, "w1", c);
+    let rest = Rest::new(&endpoint(&mut p));
+    let job = rest.job_id();
+    let (code, reply) = rest.call("POST", &format!("/jobs/{job}/stop"), None);
+    assert_eq!(code, 202, "{reply}");
+    let since = Instant::now();
+    let pending = loop {
+        let c = rest.get(&format!("/jobs/{job}/checkpoints"));
+        if c["history"][0]["status"] == "IN_PROGRESS" {
+            break c;
+        }
+        assert!(since.elapsed() < CONDITION, "never in progress: {c}");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let entry = &pending["history"][0];
+    assert_eq!(entry["className"], "in_progress", "{entry}");
+    assert_eq!(entry["is_savepoint"], true, "the stop's savepoint: {entry}");
+    assert!(
+        pending["counts"]["in_progress"].as_u64() >= Some(1),
+        "{pending}"
+    );
+    let id = entry["id"].as_u64().expect("an id");
+    let details = rest.get(&format!("/jobs/{job}/checkpoints/details/{id}"));
+    assert_eq!(details["status"], "IN_PROGRESS", "{details}");
+    let (acked, all) = (
+        details["num_acknowledged_subtasks"].as_u64().unwrap(),
+        details["num_subtasks"].as_u64().unwrap(),
+    );
+    assert!(acked <= all && all == 4, "{details}");
+    // Every subtask of a stage, acknowledged or not yet.
+    let vertex = rest.get(&format!("/jobs/{job}"))["vertices"][1]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let subtasks = rest.get(&format!(
+        "/jobs/{job}/checkpoints/details/{id}/subtasks/{vertex}"
+    ));
+    let listed: Vec<(u64, String)> = subtasks["subtasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["index"].as_u64().unwrap(),
+                t["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(listed.len(), 2, "{subtasks}");
+    for (i, (index, status)) in listed.iter().enumerate() {
+        assert_eq!(*index, i as u64, "{subtasks}");
+        assert!(
+            ["completed", "pending_or_failed"].contains(&status.as_str()),
+            "{subtasks}"
+        );
+    }
+    let (code, missing) = rest.call(
+        "GET",
+        &format!("/jobs/{job}/checkpoints/details/{}", id + 5),
+        None,
+    );
+    assert_eq!(code, 404, "{missing}");
+    assert!(
+        missing["errors"][0]
+            .as_str()
+            .is_some_and(|e| e.contains("not triggered yet")),
+        "{missing}"
+    );
+    let status = p.wait(FINISH);
+    assert!(status.success(), "{status}\n{}", p.stderr());
+}
+
+#[test]
 fn control_commands_take_only_job_ids() {
     // The id is part of the request's path: `weir savepoint 'ID/stop?'`
     // would POST /jobs/ID/stop. Refused as bad usage before any request

@@ -155,6 +155,7 @@ fn base_view() -> JobView {
         checkpoints_completed: 2,
         checkpoints_failed: 1,
         checkpoints_in_progress: 1,
+        checkpoints_pending: vec![checkpoint(4, CheckpointStatus::InProgress, 50.0, 0)],
         restored: Some(RestoredView {
             id: 7,
             path: PathBuf::from("/ck/chk-7"),

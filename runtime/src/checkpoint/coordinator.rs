@@ -109,6 +109,33 @@ struct Pending {
     acks: Vec<TaskAck>,
 }
 
+/// The record of pending checkpoint `id` with `status`: its duration
+/// until now and the largest and summed figures of `tasks`.
+fn record_of(
+    id: u64,
+    p: &Pending,
+    status: CheckpointStatus,
+    tasks: Vec<TaskCheckpointStats>,
+    failure: Option<String>,
+) -> CheckpointRecord {
+    let max = |f: fn(&TaskCheckpointStats) -> f64| tasks.iter().map(f).fold(0.0, f64::max);
+    CheckpointRecord {
+        id,
+        status,
+        is_final: p.is_final,
+        is_savepoint: p.savepoint.is_some() || p.stop == Some(SnapshotKind::Savepoint),
+        trigger_ms: p.trigger_ms,
+        duration_ms: p.triggered_at.elapsed().as_secs_f64() * 1e3,
+        alignment_ms: max(|t| t.alignment_ms),
+        sync_ms: max(|t| t.sync_ms),
+        async_ms: max(|t| t.async_ms),
+        bytes: tasks.iter().map(|t| t.bytes).sum(),
+        inflight_bytes: tasks.iter().map(|t| t.inflight_bytes).sum(),
+        failure,
+        tasks,
+    }
+}
+
 /// Why a checkpoint is triggered.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Trigger {
@@ -275,6 +302,19 @@ impl CheckpointCoordinator {
     /// Checkpoints pending now.
     pub fn pending_count(&self) -> usize {
         self.pending.len()
+    }
+
+    /// The pending checkpoints, oldest first, as records in progress:
+    /// their duration so far and the statistics of the tasks that
+    /// acknowledged (Flink's pending checkpoint statistics).
+    pub fn in_progress(&self) -> Vec<CheckpointRecord> {
+        self.pending
+            .iter()
+            .map(|(&id, p)| {
+                let tasks = p.acks.iter().map(|a| a.stats.clone()).collect();
+                record_of(id, p, CheckpointStatus::InProgress, tasks, None)
+            })
+            .collect()
     }
 
     /// True once the final checkpoint completed.
@@ -546,10 +586,10 @@ impl CheckpointCoordinator {
     }
 
     fn complete(&mut self, id: u64, ring: &dyn Fn()) -> Result<()> {
-        let p = self.pending.remove(&id).expect("pending");
+        let mut p = self.pending.remove(&id).expect("pending");
         let mut operators: BTreeMap<String, OperatorSnapshot> = BTreeMap::new();
         let mut tasks = Vec::with_capacity(p.acks.len());
-        for ack in p.acks {
+        for ack in std::mem::take(&mut p.acks) {
             for (uid, parallelism, sub) in ack.operators {
                 let op = operators
                     .entry(uid.clone())
@@ -618,22 +658,8 @@ impl CheckpointCoordinator {
             self.stop_pending = false;
             self.stopped = Some(Stopped { id, kind, dir });
         }
-        let max = |f: fn(&TaskCheckpointStats) -> f64| tasks.iter().map(f).fold(0.0, f64::max);
-        let record = CheckpointRecord {
-            id,
-            status: CheckpointStatus::Completed,
-            is_final: p.is_final,
-            is_savepoint,
-            trigger_ms: p.trigger_ms,
-            duration_ms: p.triggered_at.elapsed().as_secs_f64() * 1e3,
-            alignment_ms: max(|t| t.alignment_ms),
-            sync_ms: max(|t| t.sync_ms),
-            async_ms: max(|t| t.async_ms),
-            bytes: tasks.iter().map(|t| t.bytes).sum(),
-            inflight_bytes: tasks.iter().map(|t| t.inflight_bytes).sum(),
-            failure: None,
-            tasks,
-        };
+        let record = record_of(id, &p, CheckpointStatus::Completed, tasks, None);
+        debug_assert_eq!(record.is_savepoint, is_savepoint);
         self.push_record(record);
         // Older pending checkpoints are subsumed.
         let older: Vec<u64> = self.pending.range(..id).map(|(&i, _)| i).collect();
@@ -702,21 +728,8 @@ impl CheckpointCoordinator {
     }
 
     fn push_failed(&mut self, id: u64, p: &Pending, reason: String) {
-        self.push_record(CheckpointRecord {
-            id,
-            status: CheckpointStatus::Failed,
-            is_final: p.is_final,
-            is_savepoint: p.savepoint.is_some() || p.stop == Some(SnapshotKind::Savepoint),
-            trigger_ms: p.trigger_ms,
-            duration_ms: p.triggered_at.elapsed().as_secs_f64() * 1e3,
-            alignment_ms: 0.0,
-            sync_ms: 0.0,
-            async_ms: 0.0,
-            bytes: 0,
-            inflight_bytes: 0,
-            failure: Some(reason),
-            tasks: Vec::new(),
-        });
+        let record = record_of(id, p, CheckpointStatus::Failed, Vec::new(), Some(reason));
+        self.push_record(record);
     }
 
     fn push_record(&mut self, record: CheckpointRecord) {

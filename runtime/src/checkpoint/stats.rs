@@ -36,7 +36,7 @@ pub struct TaskCheckpointStats {
     pub direct_io: bool,
 }
 
-/// How a checkpoint ended.
+/// How a checkpoint ended, or that it has not yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckpointStatus {
@@ -44,6 +44,10 @@ pub enum CheckpointStatus {
     Completed,
     /// Declined, timed out or subsumed.
     Failed,
+    /// Triggered, not yet acknowledged by every task: a pending
+    /// checkpoint as the REST endpoint shows it, with the acknowledgements
+    /// so far (never in the history file, which lists ended ones).
+    InProgress,
 }
 
 /// One checkpoint's statistics.
@@ -103,6 +107,12 @@ impl CheckpointRecord {
                 self.id,
                 self.duration_ms,
                 self.failure.as_deref().unwrap_or("unknown")
+            ),
+            CheckpointStatus::InProgress => format!(
+                "checkpoint {} in progress for {:.0} ms ({} tasks acknowledged)",
+                self.id,
+                self.duration_ms,
+                self.tasks.len()
             ),
         }
     }

@@ -505,13 +505,13 @@ fn watch(
             stop.handle.checkpoints_ended(&fresh);
             fresh_checkpoints.extend(fresh);
             control(stop.handle, c, now, &ring);
-            stop.handle.tick(c.pending_count());
+            stop.handle.tick(c.in_progress());
         } else {
             for r in stop.handle.take_requests() {
                 stop.handle
                     .savepoint_refused(r.trigger, "checkpointing is off".into());
             }
-            stop.handle.tick(0);
+            stop.handle.tick(Vec::new());
         }
         if stop.handle.cancel_requested() {
             shared.cancel();

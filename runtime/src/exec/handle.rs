@@ -243,6 +243,9 @@ pub struct JobView {
     pub checkpoints_failed: u64,
     /// Checkpoints pending now.
     pub checkpoints_in_progress: u64,
+    /// Those checkpoints, oldest first, with the acknowledgements so far
+    /// (status [`CheckpointStatus::InProgress`](crate::checkpoint::stats::CheckpointStatus::InProgress)).
+    pub checkpoints_pending: Vec<CheckpointRecord>,
     /// What the current attempt restored.
     pub restored: Option<RestoredView>,
     /// How checkpoints are taken, if they are.
@@ -286,7 +289,8 @@ struct History {
     checkpoints: VecDeque<CheckpointRecord>,
     completed: u64,
     failed: u64,
-    in_progress: u64,
+    /// The pending checkpoints, as of the control thread's last tick.
+    pending: Vec<CheckpointRecord>,
     restored: Option<RestoredView>,
     exceptions: VecDeque<ExceptionRecord>,
     restarts: u32,
@@ -463,7 +467,8 @@ impl JobHandle {
             checkpoints: history.checkpoints.iter().cloned().collect(),
             checkpoints_completed: history.completed,
             checkpoints_failed: history.failed,
-            checkpoints_in_progress: history.in_progress,
+            checkpoints_in_progress: history.pending.len() as u64,
+            checkpoints_pending: history.pending.clone(),
             restored: history.restored.clone(),
             checkpointing: plan.checkpointing.clone(),
             restart_strategy: plan.restart_strategy.clone(),
@@ -740,8 +745,8 @@ impl JobHandle {
     }
 
     /// The control thread's tick: samples the counters about every
-    /// second (for recent ratios) and records how many checkpoints pend.
-    pub(crate) fn tick(&self, in_progress: usize) {
+    /// second (for recent ratios) and records the pending checkpoints.
+    pub(crate) fn tick(&self, pending: Vec<CheckpointRecord>) {
         let now = wall_ms();
         {
             let mut live = lock(&self.0.live);
@@ -756,7 +761,7 @@ impl JobHandle {
                 live.last_sample_ms = now;
             }
         }
-        lock(&self.0.history).in_progress = in_progress as u64;
+        lock(&self.0.history).pending = pending;
     }
 
     /// Checkpoints that ended.
@@ -769,6 +774,8 @@ impl JobHandle {
             match r.status {
                 crate::checkpoint::stats::CheckpointStatus::Completed => h.completed += 1,
                 crate::checkpoint::stats::CheckpointStatus::Failed => h.failed += 1,
+                // Pending checkpoints come through `tick`, never here.
+                crate::checkpoint::stats::CheckpointStatus::InProgress => continue,
             }
             h.checkpoints.push_back(r.clone());
         }
@@ -874,7 +881,7 @@ impl JobHandle {
                 }
             }
         }
-        lock(&self.0.history).in_progress = 0;
+        lock(&self.0.history).pending.clear();
         self.set_state(state);
     }
 }

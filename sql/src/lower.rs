@@ -15,11 +15,12 @@
 //! sub-plan used more than once ([`crate::reuse`]) is shared instead, each
 //! use a branch of its fork.
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use weir_runtime::build::ChainBuilder;
+use weir_runtime::core::paths::resolved;
 use weir_runtime::{
     AttachedEventTimeWindows, BoxedStream, CumulativeEventTimeWindows, Decoded,
     EventTimeSessionWindows, FileSource, JobGraph, LineDecoder, Offset,
@@ -61,6 +62,11 @@ pub struct Lowering<'j> {
     pub parameters: Vec<(String, String)>,
     /// Output directories to declare (file sinks).
     pub outputs: Vec<PathBuf>,
+    /// The directories filesystem sources read, by table, and the
+    /// directories filesystem sinks write, by table: kept apart
+    /// ([`keep_apart`]).
+    read_dirs: Vec<(String, PathBuf)>,
+    written_dirs: Vec<(String, PathBuf)>,
     /// `table.exec.state.ttl`: how long a regular join keeps a row after
     /// it was last written (`None`: forever).
     state_ttl: Option<Duration>,
@@ -113,6 +119,8 @@ impl<'j> Lowering<'j> {
             base_ms,
             parameters: Vec::new(),
             outputs: Vec::new(),
+            read_dirs: Vec::new(),
+            written_dirs: Vec::new(),
             state_ttl: None,
             idle_timeout: None,
             watermark_interval:
@@ -524,6 +532,12 @@ impl<'j> Lowering<'j> {
                         ),
                     });
                 }
+                if meta.is_dir() {
+                    for (sink, dir) in &self.written_dirs {
+                        keep_apart(&t.name, path, sink, dir)?;
+                    }
+                    self.read_dirs.push((t.name.clone(), path.clone()));
+                }
                 self.parameters
                     .push((format!("input-{}", t.name), path.display().to_string()));
                 let input = path.clone();
@@ -687,6 +701,10 @@ impl<'j> Lowering<'j> {
                 if let Some(e) = refuse_updates(t, plan) {
                     return Err(e);
                 }
+                for (source, dir) in &self.read_dirs {
+                    keep_apart(source, dir, &t.name, path)?;
+                }
+                self.written_dirs.push((t.name.clone(), path.clone()));
                 std::fs::create_dir_all(path).map_err(|e| SqlError::Connector {
                     table: t.name.clone(),
                     message: format!("cannot create 'path' = '{}': {e}", path.display()),
@@ -740,6 +758,44 @@ impl<'j> Lowering<'j> {
         rows.sink(&uid, move |info: &SubtaskInfo| o.sink(info));
         out
     }
+}
+
+/// Refuses a filesystem sink (table `sink`) writing into the directory
+/// `input` that a filesystem source (table `source`) reads, or into one of
+/// its subdirectories the source reads too: the source would take the
+/// sink's committed part files as input, again and again when it watches
+/// the directory (every row written back into what it reads), and a fresh
+/// start's rollback would move aside files the source listed. A sink
+/// directory the source skips (a name on the way starting with `_` or `.`,
+/// Flink's hidden files) is apart.
+fn keep_apart(source: &str, input: &Path, sink: &str, output: &Path) -> Result<()> {
+    let (input_at, output_at) = (resolved(input), resolved(output));
+    let Ok(inside) = output_at.strip_prefix(&input_at) else {
+        return Ok(());
+    };
+    let hidden = inside.components().any(|c| {
+        let name = c.as_os_str().as_encoded_bytes();
+        matches!(c, Component::Normal(_)) && (name.starts_with(b".") || name.starts_with(b"_"))
+    });
+    if hidden {
+        return Ok(());
+    }
+    let lies = if inside.as_os_str().is_empty() {
+        "is the directory".to_owned()
+    } else {
+        "lies inside the directory".to_owned()
+    };
+    Err(SqlError::Connector {
+        table: sink.to_owned(),
+        message: format!(
+            "'path' = '{}' {lies} that table `{source}` reads ('path' = '{}'): the source \
+             would read this sink's part files as its input (watching the directory, again and \
+             again); write to a directory outside it, or to one whose name starts with '_' or \
+             '.', which the source skips",
+            output.display(),
+            input.display()
+        ),
+    })
 }
 
 /// The error for an updating `plan` into table `t` when `t`'s connector is

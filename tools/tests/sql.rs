@@ -1281,6 +1281,84 @@ fn a_monitored_directory_streams_new_files_exactly_once_across_a_stop_and_restor
     same_lines(committed_rows(&out), want);
 }
 
+/// A filesystem sink writing into the directory a filesystem source reads
+/// (or a subdirectory of it) is refused before anything starts, naming
+/// both tables and paths: the watching source read the sink's committed
+/// part files back as input, forever (3 input rows grew to 75 in 4 s),
+/// and a bounded one run again listed the last run's part files and
+/// failed when the sink moved them aside. A sink directory the source
+/// skips (`_out`) is apart and runs.
+#[test]
+fn a_sink_inside_the_directory_a_source_reads_is_refused_unless_the_source_skips_it() {
+    let s = Scratch::new("sql", "sink-in-source");
+    let input = s.join("in");
+    fs::create_dir_all(&input).unwrap();
+    fs::write(input.join("a.csv"), "1,a\n2,b\n3,c\n").unwrap();
+    let script = |name: &str, watch: &str, sink: &Path, source: &str| {
+        let path = s.join(name);
+        fs::write(
+            &path,
+            format!(
+                "CREATE TABLE src (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv'{watch});
+                 CREATE TABLE dst (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+                 INSERT INTO dst SELECT id, name FROM {source};",
+                input.display(),
+                sink.display()
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let watch = ", 'source.monitor-interval' = '20 ms'";
+    let inside = input.join("out");
+    for (name, watch, sink, source, want) in [
+        (
+            "watching.sql",
+            watch,
+            &inside,
+            "src",
+            "lies inside the directory",
+        ),
+        (
+            "bounded.sql",
+            "",
+            &inside,
+            "src",
+            "lies inside the directory",
+        ),
+        ("itself.sql", "", &input, "dst", "is the directory"),
+        // Through `..`: the same directory resolved.
+        (
+            "dotdot.sql",
+            "",
+            &input.join("x/../out"),
+            "src",
+            "lies inside",
+        ),
+    ] {
+        let out = weir_sql(&script(name, watch, sink, source), &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.starts_with("error: "), "{name}: one error line: {err}");
+        for part in [
+            "table `dst`".to_owned(),
+            want.to_owned(),
+            format!("('path' = '{}')", input.display()),
+            "starts with '_' or '.'".to_owned(),
+        ] {
+            assert!(err.contains(&part), "{name}: expected `{part}` in: {err}");
+        }
+    }
+    assert!(!inside.exists(), "nothing started");
+    let hidden = input.join("_out");
+    weir_sql_ok(&script("hidden.sql", "", &hidden, "src"), &[]);
+    let mut rows = committed_rows(&hidden);
+    rows.sort();
+    assert_eq!(rows, ["1,a", "2,b", "3,c"]);
+}
+
 /// A line that does not parse fails the job naming the file, the line
 /// and the column; with `csv.ignore-parse-errors` a field that does not
 /// parse is NULL (Flink's "fields are set to null in case of errors"), a

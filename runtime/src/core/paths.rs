@@ -2,12 +2,34 @@
 //! a directory weir writes into lies in another it must keep apart (a
 //! savepoint's target inside a job's output).
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
-/// `path` resolved: canonical if it exists, else made absolute as written.
+/// `path` resolved: canonical if it exists, else its deepest existing
+/// ancestor canonical and the rest with its `.` and `..` taken lexically,
+/// as creating the missing directories would make them (a directory not
+/// created yet under a symbolic link lies where the link points).
 pub fn resolved(path: &Path) -> PathBuf {
-    path.canonicalize()
-        .unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
+    if let Ok(canonical) = path.canonicalize() {
+        return canonical;
+    }
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    for ancestor in absolute.ancestors().skip(1) {
+        let (Ok(mut at), Ok(rest)) = (ancestor.canonicalize(), absolute.strip_prefix(ancestor))
+        else {
+            continue;
+        };
+        for c in rest.components() {
+            match c {
+                Component::ParentDir => {
+                    at.pop();
+                }
+                Component::Normal(name) => at.push(name),
+                Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+            }
+        }
+        return at;
+    }
+    absolute
 }
 
 /// Whether `path` is `dir` (`Some(true)`) or lies inside it (`Some(false)`),
@@ -36,6 +58,15 @@ mod tests {
             None,
             "a prefix of the name is not inside"
         );
+        // A directory not created yet under a link to `out` lies in it.
+        let link = root.join("link");
+        std::os::unix::fs::symlink(&out, &link).unwrap();
+        assert_eq!(within(&link.join("not-yet"), &out), Some(false));
+        assert_eq!(within(&link, &out), Some(true));
+        // Missing directories' `..` as creating them resolves it.
+        assert_eq!(within(&out.join("no/../sub"), &out), Some(false));
+        assert_eq!(within(&out.join("no/../../out"), &out), Some(true));
+        assert_eq!(within(&out.join("no/../../elsewhere"), &out), None);
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -1281,6 +1281,56 @@ fn a_monitored_directory_streams_new_files_exactly_once_across_a_stop_and_restor
     same_lines(committed_rows(&out), want);
 }
 
+/// The same directories written another way (`in/`, `out/./`) are the same
+/// job's: a script edited so is restored with `--restore latest` after a
+/// SIGKILL, every row committed once. The restore was refused ("written
+/// by another job (output: .../out in the checkpoint, .../out/ in this
+/// job)"), and so was a fresh start into the output directory.
+#[test]
+fn a_path_written_with_a_trailing_slash_is_the_same_jobs() {
+    let s = Scratch::new("sql", "same-path");
+    let (input, out) = (s.join("in"), s.join("out"));
+    fs::create_dir_all(&input).unwrap();
+    let script = s.join("watch.sql");
+    let write = |source: String, sink: String| {
+        fs::write(
+            &script,
+            format!(
+                "CREATE TABLE src (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'csv',
+                       'source.monitor-interval' = '20 ms');
+                 CREATE TABLE dst (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{sink}', 'format' = 'csv');
+                 INSERT INTO dst SELECT id, name FROM src;"
+            ),
+        )
+        .unwrap();
+    };
+    write(input.display().to_string(), out.display().to_string());
+    let mut want = publish_rows(&input, "a.csv", 0..3_000);
+    let arrived = |want: &[String]| committed_rows(&out).len() >= want.len();
+    let mut first = Proc::spawn(&s, "first", checkpointed_sql_command(&s, &script, "2"));
+    assert!(first.wait_until("the first file's rows", || arrived(&want)));
+    assert!(first.kill());
+
+    write(
+        format!("{}/", input.display()),
+        format!("{}/./", out.display()),
+    );
+    want.extend(publish_rows(&input, "b.csv", 3_000..5_000));
+    let mut c = checkpointed_sql_command(&s, &script, "3");
+    c.args(["--restore", "latest"]);
+    let mut second = Proc::spawn(&s, "second", c);
+    assert!(
+        second.wait_until("the new file's rows", || arrived(&want)),
+        "{}",
+        second.stderr()
+    );
+    stop_with_savepoint(&s, &mut second);
+    want.sort();
+    same_lines(committed_rows(&out), want);
+}
+
 /// A filesystem sink writing into the directory a filesystem source reads
 /// (or a subdirectory of it) is refused before anything starts, naming
 /// both tables and paths: the watching source read the sink's committed

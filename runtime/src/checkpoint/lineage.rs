@@ -7,7 +7,9 @@
 //! the run restored) and the job's [`Fingerprint`]: the job's name, max
 //! parallelism, operator uids, declared parameters and output directories.
 //! A restore compares the checkpoint's fingerprint with the job's before
-//! anything is changed ([`Fingerprint::mismatch`]). Which checkpoints of the
+//! anything is changed ([`Fingerprint::mismatch`]); a value holding a `/`
+//! is compared as a path, the same however it is written (`out/`, `./out`
+//! inside it). Which checkpoints of the
 //! directory belong to the current timeline is the checkpoint directory's
 //! `_timeline` ([`crate::checkpoint::storage::Timeline`]).
 
@@ -119,10 +121,11 @@ impl Fingerprint {
             if key == OPERATOR {
                 continue;
             }
-            if key == OUTPUT && outputs_may_go && here.iter().all(|o| there.contains(o)) {
+            let (paths_here, paths_there) = (as_paths(&here), as_paths(&there));
+            if key == OUTPUT && outputs_may_go && paths_here.is_subset(&paths_there) {
                 continue;
             }
-            if here != there {
+            if paths_here != paths_there {
                 let show = |v: &[&str]| match v {
                     [] => "none".to_string(),
                     [one] => one.to_string(),
@@ -137,6 +140,24 @@ impl Fingerprint {
         }
         (!what.is_empty()).then(|| what.join("; "))
     }
+}
+
+/// `values` compared as what they name: a value holding a `/` is a path,
+/// the same path however it is written (`/data/out/` and `/data/./out`
+/// are `/data/out`), as a job run again with its directory written another
+/// way is the same job; others as they are.
+fn as_paths(values: &[&str]) -> BTreeSet<String> {
+    values
+        .iter()
+        .map(|v| {
+            if v.contains('/') {
+                let path: std::path::PathBuf = std::path::Path::new(v).components().collect();
+                path.to_string_lossy().into_owned()
+            } else {
+                (*v).to_owned()
+            }
+        })
+        .collect()
 }
 
 /// A new job id: 32 hex digits, random (from the kernel), unique per run.

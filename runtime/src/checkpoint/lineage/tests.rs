@@ -24,6 +24,38 @@ fn the_same_job_fits_and_a_new_operator_is_allowed() {
 }
 
 #[test]
+fn a_path_written_another_way_is_the_same() {
+    let stored = fp(&[
+        ("job", "w1"),
+        ("parameter input-src", "/data/in"),
+        ("output", "/data/out/"),
+        ("output", "/data/b"),
+    ]);
+    let here = fp(&[
+        ("job", "w1"),
+        ("parameter input-src", "/data/./in/"),
+        ("output", "/data/out"),
+        ("output", "/data//b"),
+    ]);
+    assert_eq!(here.mismatch(&stored), None);
+    let elsewhere = fp(&[
+        ("job", "w1"),
+        ("parameter input-src", "/data/in2"),
+        ("output", "/data/out"),
+        ("output", "/data/b"),
+    ]);
+    let what = elsewhere.mismatch(&stored).expect("another input");
+    assert!(
+        what.contains("parameter input-src: /data/in in the checkpoint, /data/in2 in this job"),
+        "{what}"
+    );
+    // Not a path: as written.
+    let other = fp(&[("job", "w1"), ("parameter keys", "100 ")]);
+    let mine = fp(&[("job", "w1"), ("parameter keys", "100")]);
+    assert!(other.mismatch(&mine).is_some());
+}
+
+#[test]
 fn every_difference_is_named() {
     let stored = fp(&[
         ("job", "w1"),

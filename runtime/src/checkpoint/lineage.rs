@@ -8,9 +8,9 @@
 //! parallelism, operator uids, declared parameters and output directories.
 //! A restore compares the checkpoint's fingerprint with the job's before
 //! anything is changed ([`Fingerprint::mismatch`]); a value holding a `/`
-//! is compared as a path, the same however it is written (`out/`, `./out`
-//! inside it). Which checkpoints of the
-//! directory belong to the current timeline is the checkpoint directory's
+//! is compared as a path, the same however it is written (`/data/out/`
+//! and `/data/./out` are `/data/out`). Which checkpoints of the directory
+//! belong to the current timeline is the checkpoint directory's
 //! `_timeline` ([`crate::checkpoint::storage::Timeline`]).
 
 use std::collections::BTreeSet;

@@ -705,6 +705,16 @@ impl<'j> Lowering<'j> {
                     keep_apart(source, dir, &t.name, path)?;
                 }
                 self.written_dirs.push((t.name.clone(), path.clone()));
+                if path.exists() && !path.is_dir() {
+                    return Err(SqlError::Connector {
+                        table: t.name.clone(),
+                        message: format!(
+                            "'path' = '{}' is a file: the filesystem sink writes its part \
+                             files into a directory",
+                            path.display()
+                        ),
+                    });
+                }
                 std::fs::create_dir_all(path).map_err(|e| SqlError::Connector {
                     table: t.name.clone(),
                     message: format!("cannot create 'path' = '{}': {e}", path.display()),

@@ -573,6 +573,8 @@ fn ts_1970(ms: i64) -> String {
 fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
     let s = Scratch::new("sql", "errors");
     fs::create_dir_all(s.join("in")).unwrap();
+    let file = s.join("a-file.csv");
+    fs::write(&file, "1,a\n").unwrap();
     let table = format!(
         "CREATE TABLE t (a BIGINT, b STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
          WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
@@ -598,6 +600,14 @@ fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
             "unsupported options for connector 'filesystem': 'csv.bogus'",
         ),
         ("CREATE TABLE y (a INT) WITH ('connector' = 'nope');", "unknown connector 'nope'"),
+        (
+            &format!(
+                "CREATE TABLE f (a BIGINT, b STRING) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+                 INSERT INTO f SELECT a, b FROM t;",
+                file.display()
+            ),
+            "is a file: the filesystem sink writes its part files into a directory",
+        ),
         (
             "CREATE TABLE w (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp', 'format' = 'csv', 'source.monitor-interval' = '0 s');",
             "'source.monitor-interval' = '0 s' is not a positive duration",

@@ -202,6 +202,65 @@ fn one_csv_file_as_the_path_is_read_alone() {
     );
 }
 
+/// A `file://` URI as the `'path'` (Flink's docs write them so) names the
+/// local directory: the rows are read from it and committed into the
+/// sink's, run from another working directory. It was taken as a relative
+/// path: the source failed with "No such file or directory" and the sink
+/// wrote into `./file:/...` under the working directory. Another file
+/// system's URI is refused naming it.
+#[test]
+fn a_file_uri_path_names_the_local_directory() {
+    let s = Scratch::new("sql", "file-uri");
+    let (input, out, cwd) = (s.join("my in"), s.join("out"), s.join("cwd"));
+    fs::create_dir_all(&input).unwrap();
+    fs::create_dir_all(&cwd).unwrap();
+    fs::write(input.join("a.csv"), "1,a\n2,b\n").unwrap();
+    let script = s.join("uri.sql");
+    let write = |sink: &str| {
+        fs::write(
+            &script,
+            format!(
+                "CREATE TABLE src (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = 'file://{}', 'format' = 'csv');
+                 CREATE TABLE dst (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{sink}', 'format' = 'csv');
+                 INSERT INTO dst SELECT id, name FROM src;",
+                input.display().to_string().replace(' ', "%20"),
+            ),
+        )
+        .unwrap();
+    };
+    write(&format!("file:{}", out.display()));
+    let run = sql_command(&script, "2")
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut rows = committed_rows(&out);
+    rows.sort();
+    assert_eq!(rows, ["1,a", "2,b"]);
+    assert_eq!(
+        fs::read_dir(&cwd).unwrap().count(),
+        0,
+        "nothing under ./file:"
+    );
+
+    write("s3://bucket/out");
+    let run = weir_sql(&script, &[]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "table `dst`: 'path' = 's3://bucket/out': the 's3' file system is not supported"
+        ),
+        "{err}"
+    );
+}
+
 /// `csv.ignore-first-line` skips each file's first line whatever it holds
 /// (Flink's, FLINK-20746): a header naming the columns otherwise, or in
 /// another case, is not read as a row.

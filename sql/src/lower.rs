@@ -67,6 +67,10 @@ pub struct Lowering<'j> {
     /// ([`keep_apart`]).
     read_dirs: Vec<(String, PathBuf)>,
     written_dirs: Vec<(String, PathBuf)>,
+    /// weir's own directories, `(key, what they hold, directory)`
+    /// (`state.checkpoints.dir`, `state.savepoints.dir`): no filesystem
+    /// source may read them.
+    state_dirs: Vec<(&'static str, &'static str, PathBuf)>,
     /// `table.exec.state.ttl`: how long a regular join keeps a row after
     /// it was last written (`None`: forever).
     state_ttl: Option<Duration>,
@@ -121,6 +125,7 @@ impl<'j> Lowering<'j> {
             outputs: Vec::new(),
             read_dirs: Vec::new(),
             written_dirs: Vec::new(),
+            state_dirs: Vec::new(),
             state_ttl: None,
             idle_timeout: None,
             watermark_interval:
@@ -131,6 +136,26 @@ impl<'j> Lowering<'j> {
             update_before: UpdateBefore::default(),
             read: None,
         }
+    }
+
+    /// The same lowering refusing a filesystem source that reads `config`'s
+    /// `state.checkpoints.dir` or `state.savepoints.dir`: it would read
+    /// weir's checkpoint segments as input (failing as text that is not
+    /// UTF-8), or their history as JSON rows.
+    pub fn with_state_dirs(mut self, config: &weir_runtime::Config) -> Self {
+        let dirs = [
+            (
+                "state.checkpoints.dir",
+                "checkpoint",
+                &config.checkpoints_dir,
+            ),
+            ("state.savepoints.dir", "savepoint", &config.savepoints_dir),
+        ];
+        self.state_dirs = dirs
+            .into_iter()
+            .filter_map(|(key, what, dir)| Some((key, what, dir.clone()?)))
+            .collect();
+        self
     }
 
     /// The same lowering with `table.exec.source.idle-timeout` = `d`
@@ -536,6 +561,21 @@ impl<'j> Lowering<'j> {
                     for (sink, dir) in &self.written_dirs {
                         keep_apart(&t.name, path, sink, dir)?;
                     }
+                    for (key, what, dir) in &self.state_dirs {
+                        if let Some(lies) = read_by_source(path, dir) {
+                            return Err(SqlError::Connector {
+                                table: t.name.clone(),
+                                message: format!(
+                                    "{key} '{}' {lies} this table reads ('path' = '{}'): the \
+                                     source would read weir's {what} files as its input; give \
+                                     {what}s a directory outside it, or one whose name starts \
+                                     with '_' or '.', which the source skips",
+                                    dir.display(),
+                                    path.display()
+                                ),
+                            });
+                        }
+                    }
                     self.read_dirs.push((t.name.clone(), path.clone()));
                 }
                 self.parameters
@@ -770,30 +810,34 @@ impl<'j> Lowering<'j> {
     }
 }
 
-/// Refuses a filesystem sink (table `sink`) writing into the directory
-/// `input` that a filesystem source (table `source`) reads, or into one of
-/// its subdirectories the source reads too: the source would take the
-/// sink's committed part files as input, again and again when it watches
-/// the directory (every row written back into what it reads), and a fresh
-/// start's rollback would move aside files the source listed. A sink
-/// directory the source skips (a name on the way starting with `_` or `.`,
-/// Flink's hidden files) is apart.
-fn keep_apart(source: &str, input: &Path, sink: &str, output: &Path) -> Result<()> {
-    let (input_at, output_at) = (resolved(input), resolved(output));
-    let Ok(inside) = output_at.strip_prefix(&input_at) else {
-        return Ok(());
-    };
+/// Where `dir` lies in the directory `input` a filesystem source reads:
+/// `Some("is the directory")`, `Some("lies inside the directory")`, or
+/// `None` when the source does not read it (elsewhere, or a name on the
+/// way starting with `_` or `.`: Flink's hidden files, skipped).
+fn read_by_source(input: &Path, dir: &Path) -> Option<&'static str> {
+    let (input_at, dir_at) = (resolved(input), resolved(dir));
+    let inside = dir_at.strip_prefix(&input_at).ok()?;
     let hidden = inside.components().any(|c| {
         let name = c.as_os_str().as_encoded_bytes();
         matches!(c, Component::Normal(_)) && (name.starts_with(b".") || name.starts_with(b"_"))
     });
-    if hidden {
-        return Ok(());
+    match (hidden, inside.as_os_str().is_empty()) {
+        (true, _) => None,
+        (false, true) => Some("is the directory"),
+        (false, false) => Some("lies inside the directory"),
     }
-    let lies = if inside.as_os_str().is_empty() {
-        "is the directory".to_owned()
-    } else {
-        "lies inside the directory".to_owned()
+}
+
+/// Refuses a filesystem sink (table `sink`) writing into the directory
+/// `input` that a filesystem source (table `source`) reads, or into one of
+/// its subdirectories the source reads too ([`read_by_source`]): the
+/// source would take the sink's committed part files as input, again and
+/// again when it watches the directory (every row written back into what
+/// it reads), and a fresh start's rollback would move aside files the
+/// source listed.
+fn keep_apart(source: &str, input: &Path, sink: &str, output: &Path) -> Result<()> {
+    let Some(lies) = read_by_source(input, output) else {
+        return Ok(());
     };
     Err(SqlError::Connector {
         table: sink.to_owned(),

@@ -1350,6 +1350,61 @@ fn a_monitored_directory_streams_new_files_exactly_once_across_a_stop_and_restor
     same_lines(committed_rows(&out), want);
 }
 
+/// `state.checkpoints.dir` or `state.savepoints.dir` inside the directory
+/// a filesystem source reads is refused before anything starts, naming
+/// the key and the table: the watching source read the first checkpoint's
+/// segments as input and failed ("invalid UTF-8" in `ck/chk-1/w000.seg`).
+/// One the source skips (`_ck`) is apart and runs.
+#[test]
+fn checkpoints_inside_the_directory_a_source_reads_are_refused() {
+    let s = Scratch::new("sql", "checkpoints-in-source");
+    let (input, out) = (s.join("in"), s.join("out"));
+    fs::create_dir_all(&input).unwrap();
+    fs::write(input.join("a.csv"), "1,a\n2,b\n").unwrap();
+    let script = s.join("job.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE src (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE dst (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO dst SELECT id, name FROM src;",
+            input.display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    let set = |key: &str, dir: &Path| format!("{key}={}", dir.display());
+    for (key, dir) in [
+        ("state.checkpoints.dir", input.join("ck")),
+        ("state.savepoints.dir", input.join("sub/sp")),
+    ] {
+        let run = weir_sql(&script, &["--set", &set(key, &dir)]);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{key}: {err}");
+        let want = format!(
+            "table `src`: {key} '{}' lies inside the directory this table reads",
+            dir.display()
+        );
+        assert!(err.contains(&want), "{key}: expected `{want}` in: {err}");
+        assert!(!dir.exists() && !out.exists(), "{key}: nothing started");
+    }
+    let hidden = input.join("_ck");
+    weir_sql_ok(
+        &script,
+        &[
+            "--set",
+            &set("state.checkpoints.dir", &hidden),
+            "--set",
+            "execution.checkpointing.interval=50ms",
+        ],
+    );
+    let mut rows = committed_rows(&out);
+    rows.sort();
+    assert_eq!(rows, ["1,a", "2,b"]);
+}
+
 /// The same directories written another way (`in/`, `out/./`) are the same
 /// job's: a script edited so is restored with `--restore latest` after a
 /// SIGKILL, every row committed once. The restore was refused ("written

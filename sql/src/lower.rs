@@ -58,7 +58,7 @@ pub struct Lowering<'j> {
     /// from it).
     base_ms: i64,
     /// Job parameters to declare (`input-<table>` = a file source's
-    /// directory): set on the job once lowering is done.
+    /// directory, absolute): set on the job once lowering is done.
     pub parameters: Vec<(String, String)>,
     /// Output directories to declare (file sinks).
     pub outputs: Vec<PathBuf>,
@@ -578,8 +578,15 @@ impl<'j> Lowering<'j> {
                     }
                     self.read_dirs.push((t.name.clone(), path.clone()));
                 }
+                // Absolute, as the job's outputs are: run from another
+                // working directory, `in` is another directory, and a
+                // checkpoint of one does not restore into the other.
+                let absolute: PathBuf = std::path::absolute(path)
+                    .unwrap_or_else(|_| path.clone())
+                    .components()
+                    .collect();
                 self.parameters
-                    .push((format!("input-{}", t.name), path.display().to_string()));
+                    .push((format!("input-{}", t.name), absolute.display().to_string()));
                 let input = path.clone();
                 let name = t.name.clone();
                 let format = format.clone();

@@ -1350,6 +1350,70 @@ fn a_monitored_directory_streams_new_files_exactly_once_across_a_stop_and_restor
     same_lines(committed_rows(&out), want);
 }
 
+/// A relative input `'path'` names the directory under the working
+/// directory: a checkpoint of the job run in `a/` (reading `a/in`) is
+/// refused when restored from `b/` (whose `in` holds other files), naming
+/// both directories, and restores from `a/` again, every row once. It was
+/// taken as the same job's (the checkpoint recorded `in` as written): the
+/// restore resumed `a/in`'s byte ranges in `b/in`'s files, failing as "not
+/// the start of a line", or with lines of one length, mixing two inputs.
+#[test]
+fn a_relative_input_path_is_the_directory_under_the_working_directory() {
+    let s = Scratch::new("sql", "relative-input");
+    let (a, b, out) = (s.join("a"), s.join("b"), s.join("out"));
+    fs::create_dir_all(a.join("in")).unwrap();
+    fs::create_dir_all(b.join("in")).unwrap();
+    let script = s.join("watch.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE src (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = 'in', 'format' = 'csv',
+                   'source.monitor-interval' = '20 ms');
+             CREATE TABLE dst (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO dst SELECT id, name FROM src;",
+            out.display()
+        ),
+    )
+    .unwrap();
+    let mut want = publish_rows(&a.join("in"), "x.csv", 0..2_000);
+    publish_rows(&b.join("in"), "x.csv", 5_000..7_000);
+    let arrived = |want: &[String]| committed_rows(&out).len() >= want.len();
+    let mut first = checkpointed_sql_command(&s, &script, "2");
+    first.current_dir(&a);
+    let mut first = Proc::spawn(&s, "first", first);
+    assert!(first.wait_until("a/in's rows", || arrived(&want)));
+    assert!(first.kill());
+
+    let mut elsewhere = checkpointed_sql_command(&s, &script, "2");
+    elsewhere.current_dir(&b).args(["--restore", "latest"]);
+    // Refused, it ends at once (taken, the watching job would run on).
+    let mut elsewhere = Proc::spawn(&s, "elsewhere", elsewhere);
+    let status = elsewhere.wait(FINISH);
+    let err = elsewhere.stderr();
+    assert!(!status.success(), "{err}");
+    let named = format!(
+        "parameter input-src: {} in the checkpoint, {} in this job",
+        a.join("in").display(),
+        b.join("in").display()
+    );
+    assert!(err.contains(&named), "expected `{named}` in: {err}");
+
+    want.extend(publish_rows(&a.join("in"), "y.csv", 2_000..3_000));
+    let mut again = checkpointed_sql_command(&s, &script, "3");
+    again.current_dir(&a).args(["--restore", "latest"]);
+    let mut again = Proc::spawn(&s, "again", again);
+    assert!(
+        again.wait_until("a/in's new rows", || arrived(&want)),
+        "{}",
+        again.stderr()
+    );
+    stop_with_savepoint(&s, &mut again);
+    want.sort();
+    same_lines(committed_rows(&out), want);
+}
+
 /// `state.checkpoints.dir` or `state.savepoints.dir` inside the directory
 /// a filesystem source reads is refused before anything starts, naming
 /// the key and the table: the watching source read the first checkpoint's

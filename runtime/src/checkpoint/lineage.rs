@@ -125,7 +125,7 @@ impl Fingerprint {
             if key == OUTPUT && outputs_may_go && paths_here.is_subset(&paths_there) {
                 continue;
             }
-            if paths_here != paths_there {
+            if paths_here != paths_there && !made_absolute(&here, &there) {
                 let show = |v: &[&str]| match v {
                     [] => "none".to_string(),
                     [one] => one.to_string(),
@@ -140,6 +140,26 @@ impl Fingerprint {
         }
         (!what.is_empty()).then(|| what.join("; "))
     }
+}
+
+/// Whether a parameter's one value `there`, a relative path as older weir
+/// recorded a SQL table's input directory, is the absolute path `here`
+/// this job records (`in` and `/jobs/a/in`): a checkpoint that did not
+/// say which directory it was relative to restores as before. (A
+/// checkpoint recording the absolute path tells another working
+/// directory's `in` apart.)
+fn made_absolute(here: &[&str], there: &[&str]) -> bool {
+    let ([here], [there]) = (here, there) else {
+        return false;
+    };
+    let (here, there) = (std::path::Path::new(here), std::path::Path::new(there));
+    here.is_absolute()
+        && there.is_relative()
+        && !there.as_os_str().is_empty()
+        && !there
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+        && here.ends_with(there)
 }
 
 /// `values` compared as what they name: a value holding a `/` is a path,

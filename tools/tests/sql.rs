@@ -1642,6 +1642,114 @@ fn a_sink_inside_the_directory_a_source_reads_is_refused_unless_the_source_skips
     assert_eq!(rows, ["1,a", "2,b", "3,c"]);
 }
 
+/// A watching filesystem source into the file sink, SIGKILLed at seeded
+/// random moments while files (plain, gzip, in a subdirectory) are
+/// published, each run restored with `--restore latest` on another number
+/// of workers (1, 3, 2, 1): every published row is committed exactly once,
+/// as in an uninterrupted run.
+#[test]
+fn a_monitored_directory_killed_at_random_and_rescaled_commits_every_row_once() {
+    let s = Scratch::new("sql", "monitor-kill");
+    let (input, out) = (s.join("in"), s.join("out"));
+    fs::create_dir_all(input.join("sub")).unwrap();
+    let script = s.join("watch.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE src (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'source.monitor-interval' = '20 ms');
+             CREATE TABLE dst (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO dst SELECT id, name FROM src;",
+            input.display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    let mut want = Vec::new();
+    let mut next = 0u64;
+    let mut files = 0u64;
+    let mut publish = |want: &mut Vec<String>, rows: u64| {
+        let dir = if files % 4 == 3 {
+            input.join("sub")
+        } else {
+            input.clone()
+        };
+        let name = format!("f{files:03}.csv");
+        let count = rows;
+        let rows = if files % 3 == 2 {
+            // Gzipped, written under a hidden name and renamed in.
+            let rows: Vec<String> = (next..next + count)
+                .map(|i| format!("{i},n{}", splitmix64(i) % 1000))
+                .collect();
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            std::io::Write::write_all(&mut gz, (rows.join("\n") + "\n").as_bytes()).unwrap();
+            let hidden = dir.join(format!(".{name}.gz"));
+            fs::write(&hidden, gz.finish().unwrap()).unwrap();
+            fs::rename(&hidden, dir.join(format!("{name}.gz"))).unwrap();
+            rows
+        } else {
+            publish_rows(&dir, &name, next..next + count)
+        };
+        want.extend(rows);
+        next += count;
+        files += 1;
+    };
+    publish(&mut want, 3_000);
+    let mut seed = 20;
+    for (round, workers) in ["2", "1", "3", "2"].into_iter().enumerate() {
+        let mut c = checkpointed_sql_command(&s, &script, workers);
+        if round > 0 {
+            c.args(["--restore", "latest"]);
+        }
+        let mut run = Proc::spawn(&s, &format!("run-{round}"), c);
+        seed = splitmix64(seed);
+        let publishes = 2 + seed % 5;
+        for i in 0..publishes {
+            publish(
+                &mut want,
+                [1, 40, 700, 2_500][((seed >> (8 * i)) % 4) as usize],
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20 + (seed >> i) % 120));
+        }
+        // Killed after a checkpoint of its own (at a random moment of
+        // the next one's interval), so that every run restores one.
+        let taken = support::complete_checkpoints(&s.join("ck")).len();
+        assert!(run.wait_until("a checkpoint", || {
+            support::complete_checkpoints(&s.join("ck")).len() > taken
+        }));
+        std::thread::sleep(std::time::Duration::from_millis(seed % 100));
+        assert!(
+            run.kill(),
+            "run {round} ended before the kill\n{}",
+            run.stderr()
+        );
+        if round > 0 {
+            assert!(
+                run.stderr().contains("restoring checkpoint"),
+                "{}",
+                run.stderr()
+            );
+        }
+    }
+    let mut last = checkpointed_sql_command(&s, &script, "1");
+    last.args(["--restore", "latest"]);
+    let mut last = Proc::spawn(&s, "last", last);
+    // Running (a checkpoint of its own: SIGTERM finds its handler) and
+    // caught up.
+    let taken = support::complete_checkpoints(&s.join("ck")).len();
+    assert!(last.wait_until("every published row", || {
+        support::complete_checkpoints(&s.join("ck")).len() > taken
+            && committed_rows(&out).len() >= want.len()
+    }));
+    stop_with_savepoint(&s, &mut last);
+    want.sort();
+    let mut got = committed_rows(&out);
+    got.sort();
+    same_lines(got, want);
+}
+
 /// A line that does not parse fails the job naming the file, the line
 /// and the column; with `csv.ignore-parse-errors` a field that does not
 /// parse is NULL (Flink's "fields are set to null in case of errors"), a

@@ -63,7 +63,9 @@
 //! keeps its claims too, so that its checkpoint restored in continuous mode
 //! (SQL: a script given `source.monitor-interval`) reads only the files it
 //! did not list; a bounded checkpoint of older weir holds none, and such a
-//! restore reads every file again. `snapshot_position` returns no bytes. The range size must not
+//! restore is refused while it has ranges left
+//! ([`ConnectorError::BoundedWithoutClaims`]; with none left, it cannot be
+//! told from a watching one of an empty directory, and reads every file). `snapshot_position` returns no bytes. The range size must not
 //! change across a restore in continuous mode. A checkpoint of the source
 //! before ranges restores its unfinished files `(name, offset)` (list
 //! state `file-splits`, still visited and always left empty) as ranges
@@ -867,6 +869,20 @@ impl<D: LineDecoder> Source for FileSource<D> {
     }
 
     fn initialize_restored_state(&mut self) -> std::result::Result<(), String> {
+        // Restored ranges come with claims (every range is claimed before
+        // it is read) unless a bounded source of older weir took the
+        // checkpoint: watching from it would read its finished files again.
+        let unclaimed = self.claims_state.iter().next().is_none()
+            && (self.ranges_state.iter().next().is_some()
+                || self.old_splits.iter().next().is_some());
+        if self.monitor.is_some() && unclaimed {
+            self.retryable = false;
+            return Err(ConnectorError::BoundedWithoutClaims {
+                dir: self.dir.clone(),
+                subtask: self.subtask,
+            }
+            .to_string());
+        }
         self.restore_states();
         Ok(())
     }

@@ -577,6 +577,24 @@ fn a_bounded_checkpoint_restored_watching_reads_only_what_is_left_and_new() {
     d.publish("e", &text);
     want.extend(lines);
 
+    // Older weir's bounded checkpoint held no claims: restored watching
+    // with ranges left, it is refused, naming the way out.
+    let older = &cp.0;
+    let mut refused = 0;
+    for j in 0..3 {
+        let mut s = make(j, 3).with_monitor_interval(Duration::from_millis(5));
+        for r in assigned_to(crate::core::Redistribution::EvenSplit, older, 3, j) {
+            s.ranges_state.add(r);
+        }
+        if let Err(e) = s.initialize_restored_state() {
+            assert!(e.contains("bounded source of older weir"), "{e}");
+            assert!(e.contains("without 'source.monitor-interval'"), "{e}");
+            assert!(!s.is_retryable(&e));
+            refused += 1;
+        }
+    }
+    assert!(refused > 0, "a subtask with ranges left refuses");
+
     let mut news: Vec<FileSource> = (0..3)
         .map(|j| make(j, 3).with_monitor_interval(Duration::from_millis(5)))
         .collect();

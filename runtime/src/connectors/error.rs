@@ -89,8 +89,7 @@ pub enum ConnectorError {
         "file source {} (subtask {subtask}): the checkpoint was taken by a bounded source of \
          older weir, which did not record the files it had read; watching the directory from \
          it would read them again. Restore it without a monitor interval (SQL: without \
-         'source.monitor-interval'), let it finish, then restore that run's last checkpoint \
-         watching",
+         'source.monitor-interval'): it reads what is left and ends",
         dir.display()
     )]
     BoundedWithoutClaims {

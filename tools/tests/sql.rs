@@ -1564,6 +1564,42 @@ fn a_path_written_with_a_trailing_slash_is_the_same_jobs() {
     same_lines(committed_rows(&out), want);
 }
 
+/// Two filesystem tables of one script writing one directory, one of
+/// them through a symbolic link to it: each INSERT's rows are committed
+/// there once. The second table's lock of the directory was refused as
+/// "in use by process <this one>: two jobs cannot share it".
+#[test]
+fn two_tables_writing_one_directory_through_a_link_share_it() {
+    let s = Scratch::new("sql", "one-dir-two-ways");
+    let (input, out, link) = (s.join("in"), s.join("out"), s.join("link"));
+    fs::create_dir_all(&input).unwrap();
+    fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(&out, &link).unwrap();
+    fs::write(input.join("a.csv"), "1,a\n2,b\n").unwrap();
+    let script = s.join("two.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE src (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE a (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE b (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}/', 'format' = 'csv');
+             INSERT INTO a SELECT id, name FROM src;
+             INSERT INTO b SELECT id + 10, name FROM src;",
+            input.display(),
+            out.display(),
+            link.display()
+        ),
+    )
+    .unwrap();
+    weir_sql_ok(&script, &[]);
+    let mut rows = committed_rows(&out);
+    rows.sort();
+    assert_eq!(rows, ["1,a", "11,a", "12,b", "2,b"]);
+}
+
 /// A filesystem sink writing into the directory a filesystem source reads
 /// (or a subdirectory of it) is refused before anything starts, naming
 /// both tables and paths: the watching source read the sink's committed

@@ -3,7 +3,8 @@
 //! unknown connector or option, a missing required one or a bad value is
 //! an error naming the table and the option.
 //!
-//! - `filesystem`: `path` (a directory, or one file), `format` = `csv` |
+//! - `filesystem`: `path` (a directory, or one file; a `file:` URI names
+//!   its local path, [`local_path`]), `format` = `csv` |
 //!   `json` with their `csv.*` / `json.*` options. As a source it reads
 //!   what is there and ends, or with `source.monitor-interval` keeps
 //!   watching the directory for new files (weir's replayable, rescalable
@@ -218,6 +219,78 @@ pub const ROLLING_POLICY_DURATIONS: [&str; 3] = [
     "sink.rolling-policy.inactivity-interval",
 ];
 
+/// The local path `path` names: itself, or the path of a `file:` URI as
+/// Flink's docs write them (`file:///data/in`, `file:/data/in`, `%20` for
+/// a space). Any other scheme (`s3://`, `hdfs://`) or a `file:` URI of
+/// another host is an error: weir reads and writes the local file system
+/// only. (Taken as a relative path, `file:///data/out` was a directory
+/// `./file:/data/out` the sink wrote into.)
+pub fn local_path(path: &str) -> std::result::Result<PathBuf, String> {
+    let scheme = path.split_once(':').map(|(s, _)| s).filter(|s| {
+        s.len() > 1
+            && s.starts_with(|c: char| c.is_ascii_alphabetic())
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    let Some(scheme) = scheme else {
+        return Ok(PathBuf::from(path));
+    };
+    let rest = &path[scheme.len() + 1..];
+    if !scheme.eq_ignore_ascii_case("file") {
+        if rest.starts_with("//") {
+            return Err(format!(
+                "'path' = '{path}': the '{scheme}' file system is not supported; weir reads and \
+                 writes local paths ('/data/in' or 'file:///data/in')"
+            ));
+        }
+        // `name:with-colon/...`: a relative path.
+        return Ok(PathBuf::from(path));
+    }
+    let local = match rest.strip_prefix("//") {
+        Some(authority_and_path) => {
+            let (host, local) = match authority_and_path.find('/') {
+                Some(i) => authority_and_path.split_at(i),
+                None => (authority_and_path, ""),
+            };
+            if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
+                return Err(format!(
+                    "'path' = '{path}' names host '{host}': weir reads and writes this \
+                     machine's files ('file:///data/in')"
+                ));
+            }
+            local
+        }
+        None => rest,
+    };
+    if !local.starts_with('/') {
+        return Err(format!(
+            "'path' = '{path}' is a file URI without an absolute path ('file:///data/in')"
+        ));
+    }
+    percent_decoded(local)
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("'path' = '{path}' has a '%' not followed by two hex digits"))
+}
+
+/// `text` with its `%XX` escapes decoded, as a URI's path is (`None`: a
+/// `%` without two hex digits, or bytes that are not UTF-8).
+fn percent_decoded(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// `json.timestamp-format.standard` (under `key`): `SQL` (the default) or
 /// `ISO-8601`.
 pub(crate) fn json_timestamps(o: &mut Options<'_>, key: &str) -> Result<JsonTimestamps> {
@@ -263,7 +336,7 @@ impl Connector {
         }
         let c = match name.as_str() {
             "filesystem" => {
-                let path = PathBuf::from(o.required("path")?);
+                let path = local_path(o.required("path")?).map_err(|m| o.err(m))?;
                 let monitor_interval = match o.get("source.monitor-interval") {
                     None => None,
                     Some(v) => {
@@ -761,4 +834,30 @@ impl Sink for BlackholeSink {
 
     #[inline]
     fn invoke(&mut self, _row: Row) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_uri_is_its_local_path_and_other_file_systems_are_refused() {
+        let ok = |p: &str| local_path(p).unwrap();
+        assert_eq!(ok("/data/in"), PathBuf::from("/data/in"));
+        assert_eq!(ok("data/in"), PathBuf::from("data/in"));
+        assert_eq!(ok("file:///data/in"), PathBuf::from("/data/in"));
+        assert_eq!(ok("FILE:///data/in/"), PathBuf::from("/data/in/"));
+        assert_eq!(ok("file:/data/in"), PathBuf::from("/data/in"));
+        assert_eq!(ok("file://localhost/data/in"), PathBuf::from("/data/in"));
+        assert_eq!(ok("file:///data/my%20in"), PathBuf::from("/data/my in"));
+        // A relative path with a colon is no URI.
+        assert_eq!(ok("a:b/c"), PathBuf::from("a:b/c"));
+        assert_eq!(ok("C:/x"), PathBuf::from("C:/x"));
+        let err = |p: &str| local_path(p).unwrap_err();
+        assert!(err("s3://bucket/in").contains("the 's3' file system is not supported"));
+        assert!(err("hdfs://nn:8020/in").contains("'hdfs'"));
+        assert!(err("file://server/data").contains("names host 'server'"));
+        assert!(err("file:data/in").contains("without an absolute path"));
+        assert!(err("file:///data/%zz").contains("'%'"));
+    }
 }

@@ -557,9 +557,16 @@ fn write_csv(row: &Row, schema: &Schema, o: &CsvOptions, s: &mut String) {
             }
             _ => v.display(ty),
         };
+        // With `csv.escape-character` the reader takes the character after
+        // it as it is, so the writer escapes the escape character itself
+        // (`a\\b` for `a\b`; written bare it read back as `ab`), and,
+        // without quotes, the delimiter. (An escape that is the quote
+        // character is left to the quote's doubling.)
+        let escape = o.escape.filter(|&e| Some(e) != o.quote);
         let needs_quote = o.quote.is_some()
             && (text.contains(o.delimiter)
                 || o.quote.is_some_and(|q| text.contains(q))
+                || escape.is_some_and(|e| text.contains(e))
                 || text.contains('\n')
                 || text.contains('\r')
                 || (ty == DataType::String && text.is_empty()));
@@ -569,12 +576,25 @@ fn write_csv(row: &Row, schema: &Schema, o: &CsvOptions, s: &mut String) {
                 for c in text.chars() {
                     if c == q {
                         s.push(q);
+                    } else if Some(c) == escape {
+                        s.push(c);
                     }
                     s.push(c);
                 }
                 s.push(q);
             }
-            _ => s.push_str(&text),
+            (_, None) => match escape {
+                Some(e) => {
+                    for c in text.chars() {
+                        if c == e || c == o.delimiter {
+                            s.push(e);
+                        }
+                        s.push(c);
+                    }
+                }
+                None => s.push_str(&text),
+            },
+            (false, Some(_)) => s.push_str(&text),
         }
     }
 }
@@ -690,6 +710,59 @@ mod tests {
             ..CsvOptions::default()
         });
         assert_eq!(lenient.parse("id,name,ts,price", &s), Parsed::Skip);
+    }
+
+    /// With `csv.escape-character` what the sink writes reads back as it
+    /// was: the escape character is escaped (it was written bare, and a
+    /// backslash vanished on reading), and without quotes the delimiter
+    /// is too.
+    #[test]
+    fn csv_with_an_escape_character_reads_back_what_it_wrote() {
+        let s = Schema::new(vec![
+            Field::new("id", DataType::BigInt),
+            Field::new("s", DataType::String),
+        ]);
+        let texts = [
+            "back\\slash",
+            "end\\",
+            "\\\\",
+            "quo\"te",
+            "a,b",
+            "\\,\\\"",
+            "",
+            "plain",
+        ];
+        let quoted = CsvOptions {
+            escape: Some('\\'),
+            ..CsvOptions::default()
+        };
+        let bare = CsvOptions {
+            quote: None,
+            escape: Some('\\'),
+            ..CsvOptions::default()
+        };
+        for o in [quoted, bare] {
+            let f = Format::Csv(o.clone());
+            for (i, text) in texts.iter().enumerate() {
+                let row = Row::of([Value::BigInt(i as i64), Value::Str((*text).into())]);
+                let mut out = Vec::new();
+                f.write(&row, &s, &mut out);
+                let line = String::from_utf8(out).unwrap();
+                assert_eq!(
+                    f.parse(line.trim_end_matches('\n'), &s),
+                    Parsed::Row(row),
+                    "{o:?}: {text:?} written as {line:?}"
+                );
+            }
+        }
+        let f = Format::Csv(CsvOptions {
+            escape: Some('\\'),
+            ..CsvOptions::default()
+        });
+        let mut out = Vec::new();
+        let row = Row::of([Value::BigInt(1), Value::Str("a\\b".into())]);
+        f.write(&row, &s, &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), "1,\"a\\\\b\"\n");
     }
 
     /// `csv.null-literal` is NULL whether the field is quoted or not, as

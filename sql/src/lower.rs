@@ -15,11 +15,12 @@
 //! sub-plan used more than once ([`crate::reuse`]) is shared instead, each
 //! use a branch of its fork.
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use weir_runtime::build::ChainBuilder;
+use weir_runtime::core::paths::resolved;
 use weir_runtime::{
     AttachedEventTimeWindows, BoxedStream, CumulativeEventTimeWindows, Decoded,
     EventTimeSessionWindows, FileSource, JobGraph, LineDecoder, Offset,
@@ -57,12 +58,21 @@ pub struct Lowering<'j> {
     /// from it).
     base_ms: i64,
     /// Job parameters to declare (`input-<table>` = a file source's
-    /// directory): set on the job once lowering is done.
+    /// directory, absolute): set on the job once lowering is done.
     pub parameters: Vec<(String, String)>,
     /// Output directories to declare (file sinks).
     pub outputs: Vec<PathBuf>,
     /// Input directories (or files) to declare (file sources).
     pub inputs: Vec<PathBuf>,
+    /// The directories filesystem sources read, by table, and the
+    /// directories filesystem sinks write, by table: kept apart
+    /// ([`keep_apart`]).
+    read_dirs: Vec<(String, PathBuf)>,
+    written_dirs: Vec<(String, PathBuf)>,
+    /// weir's own directories, `(key, what they hold, directory)`
+    /// (`state.checkpoints.dir`, `state.savepoints.dir`): no filesystem
+    /// source may read them.
+    state_dirs: Vec<(&'static str, &'static str, PathBuf)>,
     /// `table.exec.state.ttl`: how long a regular join keeps a row after
     /// it was last written (`None`: forever).
     state_ttl: Option<Duration>,
@@ -116,6 +126,9 @@ impl<'j> Lowering<'j> {
             parameters: Vec::new(),
             outputs: Vec::new(),
             inputs: Vec::new(),
+            read_dirs: Vec::new(),
+            written_dirs: Vec::new(),
+            state_dirs: Vec::new(),
             state_ttl: None,
             idle_timeout: None,
             watermark_interval:
@@ -126,6 +139,26 @@ impl<'j> Lowering<'j> {
             update_before: UpdateBefore::default(),
             read: None,
         }
+    }
+
+    /// The same lowering refusing a filesystem source that reads `config`'s
+    /// `state.checkpoints.dir` or `state.savepoints.dir`: it would read
+    /// weir's checkpoint segments as input (failing as text that is not
+    /// UTF-8), or their history as JSON rows.
+    pub fn with_state_dirs(mut self, config: &weir_runtime::Config) -> Self {
+        let dirs = [
+            (
+                "state.checkpoints.dir",
+                "checkpoint",
+                &config.checkpoints_dir,
+            ),
+            ("state.savepoints.dir", "savepoint", &config.savepoints_dir),
+        ];
+        self.state_dirs = dirs
+            .into_iter()
+            .filter_map(|(key, what, dir)| Some((key, what, dir.clone()?)))
+            .collect();
+        self
     }
 
     /// The same lowering with `table.exec.source.idle-timeout` = `d`
@@ -527,9 +560,37 @@ impl<'j> Lowering<'j> {
                         ),
                     });
                 }
+                if meta.is_dir() {
+                    for (sink, dir) in &self.written_dirs {
+                        keep_apart(&t.name, path, sink, dir)?;
+                    }
+                    for (key, what, dir) in &self.state_dirs {
+                        if let Some(lies) = read_by_source(path, dir) {
+                            return Err(SqlError::Connector {
+                                table: t.name.clone(),
+                                message: format!(
+                                    "{key} '{}' {lies} this table reads ('path' = '{}'): the \
+                                     source would read weir's {what} files as its input; give \
+                                     {what}s a directory outside it, or one whose name starts \
+                                     with '_' or '.', which the source skips",
+                                    dir.display(),
+                                    path.display()
+                                ),
+                            });
+                        }
+                    }
+                    self.read_dirs.push((t.name.clone(), path.clone()));
+                }
+                // Absolute, as the job's outputs are: run from another
+                // working directory, `in` is another directory, and a
+                // checkpoint of one does not restore into the other.
+                let absolute: PathBuf = std::path::absolute(path)
+                    .unwrap_or_else(|_| path.clone())
+                    .components()
+                    .collect();
                 self.parameters
-                    .push((format!("input-{}", t.name), path.display().to_string()));
-                self.inputs.push(path.clone());
+                    .push((format!("input-{}", t.name), absolute.display().to_string()));
+                self.inputs.push(absolute);
                 let input = path.clone();
                 let name = t.name.clone();
                 let format = format.clone();
@@ -691,6 +752,20 @@ impl<'j> Lowering<'j> {
                 if let Some(e) = refuse_updates(t, plan) {
                     return Err(e);
                 }
+                for (source, dir) in &self.read_dirs {
+                    keep_apart(source, dir, &t.name, path)?;
+                }
+                self.written_dirs.push((t.name.clone(), path.clone()));
+                if path.exists() && !path.is_dir() {
+                    return Err(SqlError::Connector {
+                        table: t.name.clone(),
+                        message: format!(
+                            "'path' = '{}' is a file: the filesystem sink writes its part \
+                             files into a directory",
+                            path.display()
+                        ),
+                    });
+                }
                 std::fs::create_dir_all(path).map_err(|e| SqlError::Connector {
                     table: t.name.clone(),
                     message: format!("cannot create 'path' = '{}': {e}", path.display()),
@@ -744,6 +819,48 @@ impl<'j> Lowering<'j> {
         rows.sink(&uid, move |info: &SubtaskInfo| o.sink(info));
         out
     }
+}
+
+/// Where `dir` lies in the directory `input` a filesystem source reads:
+/// `Some("is the directory")`, `Some("lies inside the directory")`, or
+/// `None` when the source does not read it (elsewhere, or a name on the
+/// way starting with `_` or `.`: Flink's hidden files, skipped).
+fn read_by_source(input: &Path, dir: &Path) -> Option<&'static str> {
+    let (input_at, dir_at) = (resolved(input), resolved(dir));
+    let inside = dir_at.strip_prefix(&input_at).ok()?;
+    let hidden = inside.components().any(|c| {
+        let name = c.as_os_str().as_encoded_bytes();
+        matches!(c, Component::Normal(_)) && (name.starts_with(b".") || name.starts_with(b"_"))
+    });
+    match (hidden, inside.as_os_str().is_empty()) {
+        (true, _) => None,
+        (false, true) => Some("is the directory"),
+        (false, false) => Some("lies inside the directory"),
+    }
+}
+
+/// Refuses a filesystem sink (table `sink`) writing into the directory
+/// `input` that a filesystem source (table `source`) reads, or into one of
+/// its subdirectories the source reads too ([`read_by_source`]): the
+/// source would take the sink's committed part files as input, again and
+/// again when it watches the directory (every row written back into what
+/// it reads), and a fresh start's rollback would move aside files the
+/// source listed.
+fn keep_apart(source: &str, input: &Path, sink: &str, output: &Path) -> Result<()> {
+    let Some(lies) = read_by_source(input, output) else {
+        return Ok(());
+    };
+    Err(SqlError::Connector {
+        table: sink.to_owned(),
+        message: format!(
+            "'path' = '{}' {lies} that table `{source}` reads ('path' = '{}'): the source \
+             would read this sink's part files as its input (watching the directory, again and \
+             again); write to a directory outside it, or to one whose name starts with '_' or \
+             '.', which the source skips",
+            output.display(),
+            input.display()
+        ),
+    })
 }
 
 /// The error for an updating `plan` into table `t` when `t`'s connector is

@@ -430,6 +430,7 @@ impl Script {
                 .with_state_ttl(config.state_ttl)
                 .with_idle_timeout(config.source_idle_timeout)
                 .with_watermark_interval(config.auto_watermark_interval)
+                .with_state_dirs(config)
                 .with_generated_sources(self.generated)
                 .with_reuse(Reuse::of(
                     self.inserts.iter().map(|(_, p)| p).chain(&self.selects),

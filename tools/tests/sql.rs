@@ -202,6 +202,110 @@ fn one_csv_file_as_the_path_is_read_alone() {
     );
 }
 
+/// A `file://` URI as the `'path'` (Flink's docs write them so) names the
+/// local directory: the rows are read from it and committed into the
+/// sink's, run from another working directory. It was taken as a relative
+/// path: the source failed with "No such file or directory" and the sink
+/// wrote into `./file:/...` under the working directory. Another file
+/// system's URI is refused naming it.
+#[test]
+fn a_file_uri_path_names_the_local_directory() {
+    let s = Scratch::new("sql", "file-uri");
+    let (input, out, cwd) = (s.join("my in"), s.join("out"), s.join("cwd"));
+    fs::create_dir_all(&input).unwrap();
+    fs::create_dir_all(&cwd).unwrap();
+    fs::write(input.join("a.csv"), "1,a\n2,b\n").unwrap();
+    let script = s.join("uri.sql");
+    let write = |sink: &str| {
+        fs::write(
+            &script,
+            format!(
+                "CREATE TABLE src (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = 'file://{}', 'format' = 'csv');
+                 CREATE TABLE dst (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{sink}', 'format' = 'csv');
+                 INSERT INTO dst SELECT id, name FROM src;",
+                input.display().to_string().replace(' ', "%20"),
+            ),
+        )
+        .unwrap();
+    };
+    write(&format!("file:{}", out.display()));
+    let run = sql_command(&script, "2")
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut rows = committed_rows(&out);
+    rows.sort();
+    assert_eq!(rows, ["1,a", "2,b"]);
+    assert_eq!(
+        fs::read_dir(&cwd).unwrap().count(),
+        0,
+        "nothing under ./file:"
+    );
+
+    write("s3://bucket/out");
+    let run = weir_sql(&script, &[]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "table `dst`: 'path' = 's3://bucket/out': the 's3' file system is not supported"
+        ),
+        "{err}"
+    );
+}
+
+/// A CSV table with `csv.escape-character` reads back what its sink
+/// wrote: the backslashes in `C:\temp\` were written bare and vanished on
+/// reading (`C:temp`); now each is escaped, and with the quote character
+/// disabled so is the delimiter.
+#[test]
+fn csv_with_an_escape_character_reads_back_its_own_output() {
+    let s = Scratch::new("sql", "csv-escape");
+    for (name, quote) in [
+        ("quoted", ""),
+        ("bare", ", 'csv.disable-quote-character' = 'true'"),
+    ] {
+        let dir = s.join(name);
+        let table = format!(
+            r"CREATE TABLE t (id BIGINT, s STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'csv.escape-character' = '\'{quote});",
+            dir.display()
+        );
+        let write = s.join(&format!("write-{name}.sql"));
+        fs::write(
+            &write,
+            format!(
+                r"{table}
+                 INSERT INTO t VALUES (1, 'C:\temp\'), (2, 'a,b'), (3, 'x\,y'), (4, 'plain');"
+            ),
+        )
+        .unwrap();
+        weir_sql_ok(&write, &[]);
+        let read = s.join(&format!("read-{name}.sql"));
+        fs::write(
+            &read,
+            format!("{table}\nSELECT id, '[' || s || ']' AS v FROM t;"),
+        )
+        .unwrap();
+        let mut rows = table_rows(&weir_sql_ok(&read, &[]), "id");
+        rows.sort();
+        assert_eq!(
+            rows,
+            [r"1 [C:\temp\]", "2 [a,b]", r"3 [x\,y]", "4 [plain]"],
+            "{name}: {:?}",
+            committed_rows(&dir)
+        );
+    }
+}
+
 /// `csv.ignore-first-line` skips each file's first line whatever it holds
 /// (Flink's, FLINK-20746): a header naming the columns otherwise, or in
 /// another case, is not read as a row.
@@ -573,6 +677,8 @@ fn ts_1970(ms: i64) -> String {
 fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
     let s = Scratch::new("sql", "errors");
     fs::create_dir_all(s.join("in")).unwrap();
+    let file = s.join("a-file.csv");
+    fs::write(&file, "1,a\n").unwrap();
     let table = format!(
         "CREATE TABLE t (a BIGINT, b STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
          WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
@@ -598,6 +704,14 @@ fn bad_scripts_exit_2_name_the_problem_and_start_nothing() {
             "unsupported options for connector 'filesystem': 'csv.bogus'",
         ),
         ("CREATE TABLE y (a INT) WITH ('connector' = 'nope');", "unknown connector 'nope'"),
+        (
+            &format!(
+                "CREATE TABLE f (a BIGINT, b STRING) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+                 INSERT INTO f SELECT a, b FROM t;",
+                file.display()
+            ),
+            "is a file: the filesystem sink writes its part files into a directory",
+        ),
         (
             "CREATE TABLE w (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp', 'format' = 'csv', 'source.monitor-interval' = '0 s');",
             "'source.monitor-interval' = '0 s' is not a positive duration",
@@ -1279,6 +1393,451 @@ fn a_monitored_directory_streams_new_files_exactly_once_across_a_stop_and_restor
     stop_with_savepoint(&s, &mut second);
     want.sort();
     same_lines(committed_rows(&out), want);
+}
+
+/// A relative input `'path'` names the directory under the working
+/// directory: a checkpoint of the job run in `a/` (reading `a/in`) is
+/// refused when restored from `b/` (whose `in` holds other files), naming
+/// both directories, and restores from `a/` again, every row once. It was
+/// taken as the same job's (the checkpoint recorded `in` as written): the
+/// restore resumed `a/in`'s byte ranges in `b/in`'s files, failing as "not
+/// the start of a line", or with lines of one length, mixing two inputs.
+#[test]
+fn a_relative_input_path_is_the_directory_under_the_working_directory() {
+    let s = Scratch::new("sql", "relative-input");
+    let (a, b, out) = (s.join("a"), s.join("b"), s.join("out"));
+    fs::create_dir_all(a.join("in")).unwrap();
+    fs::create_dir_all(b.join("in")).unwrap();
+    let script = s.join("watch.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE src (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = 'in', 'format' = 'csv',
+                   'source.monitor-interval' = '20 ms');
+             CREATE TABLE dst (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO dst SELECT id, name FROM src;",
+            out.display()
+        ),
+    )
+    .unwrap();
+    let mut want = publish_rows(&a.join("in"), "x.csv", 0..2_000);
+    publish_rows(&b.join("in"), "x.csv", 5_000..7_000);
+    let arrived = |want: &[String]| committed_rows(&out).len() >= want.len();
+    let mut first = checkpointed_sql_command(&s, &script, "2");
+    first.current_dir(&a);
+    let mut first = Proc::spawn(&s, "first", first);
+    assert!(first.wait_until("a/in's rows", || arrived(&want)));
+    assert!(first.kill());
+
+    let mut elsewhere = checkpointed_sql_command(&s, &script, "2");
+    elsewhere.current_dir(&b).args(["--restore", "latest"]);
+    // Refused, it ends at once (taken, the watching job would run on).
+    let mut elsewhere = Proc::spawn(&s, "elsewhere", elsewhere);
+    let status = elsewhere.wait(FINISH);
+    let err = elsewhere.stderr();
+    assert!(!status.success(), "{err}");
+    let named = format!(
+        "parameter input-src: {} in the checkpoint, {} in this job",
+        a.join("in").display(),
+        b.join("in").display()
+    );
+    assert!(err.contains(&named), "expected `{named}` in: {err}");
+
+    want.extend(publish_rows(&a.join("in"), "y.csv", 2_000..3_000));
+    let mut again = checkpointed_sql_command(&s, &script, "3");
+    again.current_dir(&a).args(["--restore", "latest"]);
+    let mut again = Proc::spawn(&s, "again", again);
+    assert!(
+        again.wait_until("a/in's new rows", || arrived(&want)),
+        "{}",
+        again.stderr()
+    );
+    stop_with_savepoint(&s, &mut again);
+    want.sort();
+    same_lines(committed_rows(&out), want);
+}
+
+/// `state.checkpoints.dir` or `state.savepoints.dir` inside the directory
+/// a filesystem source reads is refused before anything starts, naming
+/// the key and the table: the watching source read the first checkpoint's
+/// segments as input and failed ("invalid UTF-8" in `ck/chk-1/w000.seg`).
+/// One the source skips (`_ck`) is apart and runs.
+#[test]
+fn checkpoints_inside_the_directory_a_source_reads_are_refused() {
+    let s = Scratch::new("sql", "checkpoints-in-source");
+    let (input, out) = (s.join("in"), s.join("out"));
+    fs::create_dir_all(&input).unwrap();
+    fs::write(input.join("a.csv"), "1,a\n2,b\n").unwrap();
+    let script = s.join("job.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE src (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE dst (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO dst SELECT id, name FROM src;",
+            input.display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    let set = |key: &str, dir: &Path| format!("{key}={}", dir.display());
+    for (key, dir) in [
+        ("state.checkpoints.dir", input.join("ck")),
+        ("state.savepoints.dir", input.join("sub/sp")),
+    ] {
+        let run = weir_sql(&script, &["--set", &set(key, &dir)]);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{key}: {err}");
+        let want = format!(
+            "table `src`: {key} '{}' lies inside the directory this table reads",
+            dir.display()
+        );
+        assert!(err.contains(&want), "{key}: expected `{want}` in: {err}");
+        assert!(!dir.exists() && !out.exists(), "{key}: nothing started");
+    }
+    let hidden = input.join("_ck");
+    weir_sql_ok(
+        &script,
+        &[
+            "--set",
+            &set("state.checkpoints.dir", &hidden),
+            "--set",
+            "execution.checkpointing.interval=50ms",
+        ],
+    );
+    let mut rows = committed_rows(&out);
+    rows.sort();
+    assert_eq!(rows, ["1,a", "2,b"]);
+}
+
+/// The same directories written another way (`in/`, `out/./`) are the same
+/// job's: a script edited so is restored with `--restore latest` after a
+/// SIGKILL, every row committed once. The restore was refused ("written
+/// by another job (output: .../out in the checkpoint, .../out/ in this
+/// job)"), and so was a fresh start into the output directory.
+#[test]
+fn a_path_written_with_a_trailing_slash_is_the_same_jobs() {
+    let s = Scratch::new("sql", "same-path");
+    let (input, out) = (s.join("in"), s.join("out"));
+    fs::create_dir_all(&input).unwrap();
+    let script = s.join("watch.sql");
+    let write = |source: String, sink: String| {
+        fs::write(
+            &script,
+            format!(
+                "CREATE TABLE src (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'csv',
+                       'source.monitor-interval' = '20 ms');
+                 CREATE TABLE dst (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{sink}', 'format' = 'csv');
+                 INSERT INTO dst SELECT id, name FROM src;"
+            ),
+        )
+        .unwrap();
+    };
+    write(input.display().to_string(), out.display().to_string());
+    let mut want = publish_rows(&input, "a.csv", 0..3_000);
+    let arrived = |want: &[String]| committed_rows(&out).len() >= want.len();
+    let mut first = Proc::spawn(&s, "first", checkpointed_sql_command(&s, &script, "2"));
+    assert!(first.wait_until("the first file's rows", || arrived(&want)));
+    assert!(first.kill());
+
+    write(
+        format!("{}/", input.display()),
+        format!("{}/./", out.display()),
+    );
+    want.extend(publish_rows(&input, "b.csv", 3_000..5_000));
+    let mut c = checkpointed_sql_command(&s, &script, "3");
+    c.args(["--restore", "latest"]);
+    let mut second = Proc::spawn(&s, "second", c);
+    assert!(
+        second.wait_until("the new file's rows", || arrived(&want)),
+        "{}",
+        second.stderr()
+    );
+    stop_with_savepoint(&s, &mut second);
+    want.sort();
+    same_lines(committed_rows(&out), want);
+}
+
+/// Two filesystem tables of one script writing one directory, one of
+/// them through a symbolic link to it: each INSERT's rows are committed
+/// there once. The second table's lock of the directory was refused as
+/// "in use by process <this one>: two jobs cannot share it".
+#[test]
+fn two_tables_writing_one_directory_through_a_link_share_it() {
+    let s = Scratch::new("sql", "one-dir-two-ways");
+    let (input, out, link) = (s.join("in"), s.join("out"), s.join("link"));
+    fs::create_dir_all(&input).unwrap();
+    fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(&out, &link).unwrap();
+    fs::write(input.join("a.csv"), "1,a\n2,b\n").unwrap();
+    let script = s.join("two.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE src (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE a (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             CREATE TABLE b (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}/', 'format' = 'csv');
+             INSERT INTO a SELECT id, name FROM src;
+             INSERT INTO b SELECT id + 10, name FROM src;",
+            input.display(),
+            out.display(),
+            link.display()
+        ),
+    )
+    .unwrap();
+    weir_sql_ok(&script, &[]);
+    let mut rows = committed_rows(&out);
+    rows.sort();
+    assert_eq!(rows, ["1,a", "11,a", "12,b", "2,b"]);
+}
+
+/// A filesystem sink writing into the directory a filesystem source reads
+/// (or a subdirectory of it) is refused before anything starts, naming
+/// both tables and paths: the watching source read the sink's committed
+/// part files back as input, forever (3 input rows grew to 75 in 4 s),
+/// and a bounded one run again listed the last run's part files and
+/// failed when the sink moved them aside. A sink directory the source
+/// skips (`_out`) is apart and runs.
+#[test]
+fn a_sink_inside_the_directory_a_source_reads_is_refused_unless_the_source_skips_it() {
+    let s = Scratch::new("sql", "sink-in-source");
+    let input = s.join("in");
+    fs::create_dir_all(&input).unwrap();
+    fs::write(input.join("a.csv"), "1,a\n2,b\n3,c\n").unwrap();
+    let script = |name: &str, watch: &str, sink: &Path, source: &str| {
+        let path = s.join(name);
+        fs::write(
+            &path,
+            format!(
+                "CREATE TABLE src (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv'{watch});
+                 CREATE TABLE dst (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+                 INSERT INTO dst SELECT id, name FROM {source};",
+                input.display(),
+                sink.display()
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let watch = ", 'source.monitor-interval' = '20 ms'";
+    let inside = input.join("out");
+    for (name, watch, sink, source, want) in [
+        (
+            "watching.sql",
+            watch,
+            &inside,
+            "src",
+            "lies inside the directory",
+        ),
+        (
+            "bounded.sql",
+            "",
+            &inside,
+            "src",
+            "lies inside the directory",
+        ),
+        ("itself.sql", "", &input, "dst", "is the directory"),
+        // Through `..`: the same directory resolved.
+        (
+            "dotdot.sql",
+            "",
+            &input.join("x/../out"),
+            "src",
+            "lies inside",
+        ),
+    ] {
+        let out = weir_sql(&script(name, watch, sink, source), &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.starts_with("error: "), "{name}: one error line: {err}");
+        for part in [
+            "table `dst`".to_owned(),
+            want.to_owned(),
+            format!("('path' = '{}')", input.display()),
+            "starts with '_' or '.'".to_owned(),
+        ] {
+            assert!(err.contains(&part), "{name}: expected `{part}` in: {err}");
+        }
+    }
+    assert!(!inside.exists(), "nothing started");
+    let hidden = input.join("_out");
+    weir_sql_ok(&script("hidden.sql", "", &hidden, "src"), &[]);
+    let mut rows = committed_rows(&hidden);
+    rows.sort();
+    assert_eq!(rows, ["1,a", "2,b", "3,c"]);
+}
+
+/// The id of the newest complete checkpoint in `s`'s `ck` (0: none).
+fn last_checkpoint(s: &Scratch) -> u64 {
+    support::complete_checkpoints(&s.join("ck"))
+        .last()
+        .copied()
+        .unwrap_or(0)
+}
+
+/// A watching filesystem source into the file sink, SIGKILLed at seeded
+/// random moments while files (plain, gzip, in a subdirectory) are
+/// published, each run restored with `--restore latest` on another number
+/// of workers (1, 3, 2, 1): every published row is committed exactly once,
+/// as in an uninterrupted run.
+#[test]
+fn a_monitored_directory_killed_at_random_and_rescaled_commits_every_row_once() {
+    let s = Scratch::new("sql", "monitor-kill");
+    let (input, out) = (s.join("in"), s.join("out"));
+    fs::create_dir_all(input.join("sub")).unwrap();
+    let script = s.join("watch.sql");
+    fs::write(
+        &script,
+        format!(
+            "CREATE TABLE src (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'source.monitor-interval' = '20 ms');
+             CREATE TABLE dst (id BIGINT, name STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+             INSERT INTO dst SELECT id, name FROM src;",
+            input.display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    let mut want = Vec::new();
+    let mut next = 0u64;
+    let mut files = 0u64;
+    let mut publish = |want: &mut Vec<String>, rows: u64| {
+        let dir = if files % 4 == 3 {
+            input.join("sub")
+        } else {
+            input.clone()
+        };
+        let name = format!("f{files:03}.csv");
+        let count = rows;
+        let rows = if files % 3 == 2 {
+            // Gzipped, written under a hidden name and renamed in.
+            let rows: Vec<String> = (next..next + count)
+                .map(|i| format!("{i},n{}", splitmix64(i) % 1000))
+                .collect();
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            std::io::Write::write_all(&mut gz, (rows.join("\n") + "\n").as_bytes()).unwrap();
+            let hidden = dir.join(format!(".{name}.gz"));
+            fs::write(&hidden, gz.finish().unwrap()).unwrap();
+            fs::rename(&hidden, dir.join(format!("{name}.gz"))).unwrap();
+            rows
+        } else {
+            publish_rows(&dir, &name, next..next + count)
+        };
+        want.extend(rows);
+        next += count;
+        files += 1;
+    };
+    publish(&mut want, 3_000);
+    let mut seed = 20;
+    for (round, workers) in ["2", "1", "3", "2"].into_iter().enumerate() {
+        let mut c = checkpointed_sql_command(&s, &script, workers);
+        if round > 0 {
+            c.args(["--restore", "latest"]);
+        }
+        let mut run = Proc::spawn(&s, &format!("run-{round}"), c);
+        seed = splitmix64(seed);
+        let publishes = 2 + seed % 5;
+        for i in 0..publishes {
+            publish(
+                &mut want,
+                [1, 40, 700, 2_500][((seed >> (8 * i)) % 4) as usize],
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20 + (seed >> i) % 120));
+        }
+        // Killed after a checkpoint of its own (at a random moment of
+        // the next one's interval), so that every run restores one.
+        let taken = last_checkpoint(&s);
+        assert!(run.wait_until("a checkpoint", || { last_checkpoint(&s) > taken }));
+        std::thread::sleep(std::time::Duration::from_millis(seed % 100));
+        assert!(
+            run.kill(),
+            "run {round} ended before the kill\n{}",
+            run.stderr()
+        );
+        if round > 0 {
+            assert!(
+                run.stderr().contains("restoring checkpoint"),
+                "{}",
+                run.stderr()
+            );
+        }
+    }
+    let mut last = checkpointed_sql_command(&s, &script, "1");
+    last.args(["--restore", "latest"]);
+    let mut last = Proc::spawn(&s, "last", last);
+    // Running (a checkpoint of its own: SIGTERM finds its handler) and
+    // caught up.
+    let taken = last_checkpoint(&s);
+    assert!(last.wait_until("every published row", || {
+        last_checkpoint(&s) > taken && committed_rows(&out).len() >= want.len()
+    }));
+    stop_with_savepoint(&s, &mut last);
+    want.sort();
+    let mut got = committed_rows(&out);
+    got.sort();
+    same_lines(got, want);
+}
+
+/// A bounded filesystem source's job, run to its end, then given
+/// `source.monitor-interval` and restored with `--restore latest`: it reads
+/// only the files published since, every row committed once. The
+/// watching restore read every file again (1 M rows committed twice):
+/// bounded checkpoints kept no record of the files they had listed.
+#[test]
+fn a_bounded_job_restored_watching_reads_only_new_files() {
+    let s = Scratch::new("sql", "bounded-then-watching");
+    let (input, out) = (s.join("in"), s.join("out"));
+    fs::create_dir_all(&input).unwrap();
+    let script = s.join("job.sql");
+    let write = |watch: &str| {
+        fs::write(
+            &script,
+            format!(
+                "CREATE TABLE src (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv'{watch});
+                 CREATE TABLE dst (id BIGINT, name STRING)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+                 INSERT INTO dst SELECT id, name FROM src;",
+                input.display(),
+                out.display()
+            ),
+        )
+        .unwrap();
+    };
+    let mut want = publish_rows(&input, "a.csv", 0..20_000);
+    want.extend(publish_rows(&input, "b.csv", 20_000..30_000));
+    write("");
+    let mut bounded = Proc::spawn(&s, "bounded", checkpointed_sql_command(&s, &script, "2"));
+    assert!(bounded.wait(FINISH).success(), "{}", bounded.stderr());
+    assert!(!support::complete_checkpoints(&s.join("ck")).is_empty());
+
+    write(", 'source.monitor-interval' = '20 ms'");
+    want.extend(publish_rows(&input, "c.csv", 30_000..31_000));
+    let mut c = checkpointed_sql_command(&s, &script, "3");
+    c.args(["--restore", "latest"]);
+    let mut watching = Proc::spawn(&s, "watching", c);
+    let taken = last_checkpoint(&s);
+    assert!(watching.wait_until("the new file's rows", || {
+        last_checkpoint(&s) > taken && committed_rows(&out).len() >= want.len()
+    }));
+    stop_with_savepoint(&s, &mut watching);
+    want.sort();
+    let mut got = committed_rows(&out);
+    got.sort();
+    same_lines(got, want);
 }
 
 /// A line that does not parse fails the job naming the file, the line

@@ -7,8 +7,10 @@
 //! the run restored) and the job's [`Fingerprint`]: the job's name, max
 //! parallelism, operator uids, declared parameters and output directories.
 //! A restore compares the checkpoint's fingerprint with the job's before
-//! anything is changed ([`Fingerprint::mismatch`]). Which checkpoints of the
-//! directory belong to the current timeline is the checkpoint directory's
+//! anything is changed ([`Fingerprint::mismatch`]); a value holding a `/`
+//! is compared as a path, the same however it is written (`/data/out/`
+//! and `/data/./out` are `/data/out`). Which checkpoints of the directory
+//! belong to the current timeline is the checkpoint directory's
 //! `_timeline` ([`crate::checkpoint::storage::Timeline`]).
 
 use std::collections::BTreeSet;
@@ -119,10 +121,11 @@ impl Fingerprint {
             if key == OPERATOR {
                 continue;
             }
-            if key == OUTPUT && outputs_may_go && here.iter().all(|o| there.contains(o)) {
+            let (paths_here, paths_there) = (as_paths(&here), as_paths(&there));
+            if key == OUTPUT && outputs_may_go && paths_here.is_subset(&paths_there) {
                 continue;
             }
-            if here != there {
+            if paths_here != paths_there && !made_absolute(&here, &there) {
                 let show = |v: &[&str]| match v {
                     [] => "none".to_string(),
                     [one] => one.to_string(),
@@ -137,6 +140,44 @@ impl Fingerprint {
         }
         (!what.is_empty()).then(|| what.join("; "))
     }
+}
+
+/// Whether a parameter's one value `there`, a relative path as older weir
+/// recorded a SQL table's input directory, is the absolute path `here`
+/// this job records (`in` and `/jobs/a/in`): a checkpoint that did not
+/// say which directory it was relative to restores as before. (A
+/// checkpoint recording the absolute path tells another working
+/// directory's `in` apart.)
+fn made_absolute(here: &[&str], there: &[&str]) -> bool {
+    let ([here], [there]) = (here, there) else {
+        return false;
+    };
+    let (here, there) = (std::path::Path::new(here), std::path::Path::new(there));
+    here.is_absolute()
+        && there.is_relative()
+        && !there.as_os_str().is_empty()
+        && !there
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+        && here.ends_with(there)
+}
+
+/// `values` compared as what they name: a value holding a `/` is a path,
+/// the same path however it is written (`/data/out/` and `/data/./out`
+/// are `/data/out`), as a job run again with its directory written another
+/// way is the same job; others as they are.
+fn as_paths(values: &[&str]) -> BTreeSet<String> {
+    values
+        .iter()
+        .map(|v| {
+            if v.contains('/') {
+                let path: std::path::PathBuf = std::path::Path::new(v).components().collect();
+                path.to_string_lossy().into_owned()
+            } else {
+                (*v).to_owned()
+            }
+        })
+        .collect()
 }
 
 /// A new job id: 32 hex digits, random (from the kernel), unique per run.

@@ -82,6 +82,22 @@ pub enum ConnectorError {
         /// The position's length.
         len: usize,
     },
+    /// A checkpoint of a bounded source of older weir, which kept no
+    /// claims, restored in continuous mode while ranges were left: every
+    /// file it had finished would be read again.
+    #[error(
+        "file source {} (subtask {subtask}): the checkpoint was taken by a bounded source of \
+         older weir, which did not record the files it had read; watching the directory from \
+         it would read them again. Restore it without a monitor interval (SQL: without \
+         'source.monitor-interval'): it reads what is left and ends",
+        dir.display()
+    )]
+    BoundedWithoutClaims {
+        /// The input directory.
+        dir: PathBuf,
+        /// The subtask restoring.
+        subtask: usize,
+    },
     /// An input file is gone when its range is opened.
     #[error(
         "input file {} vanished before it was read (deleted while the source read the \

@@ -53,14 +53,19 @@
 //! state `file-ranges`: on a restore at another parallelism the old
 //! subtasks' ranges are concatenated and dealt out in contiguous parts
 //! (even split), so every unfinished range is read by one new subtask from
-//! where it stopped. In continuous mode the ranges already claimed are also
-//! kept, as `(name, start, file length)` in union list state
-//! `file-claims` (each claim stored by the subtask that owns it at the
-//! current parallelism): after a restore every subtask relists the
-//! directory and claims only the ranges nobody claimed, cut at the
-//! recorded lengths, so no file is read twice or skipped. That set grows
-//! with every file seen, as Flink's enumerator's set of processed paths
-//! does. `snapshot_position` returns no bytes. The range size must not
+//! where it stopped. The ranges already claimed are also kept, as `(name,
+//! start, file length)` in union list state `file-claims` (each claim
+//! stored by the subtask that owns it at the current parallelism): after a
+//! restore in continuous mode every subtask relists the directory and
+//! claims only the ranges nobody claimed, cut at the recorded lengths, so
+//! no file is read twice or skipped. That set grows with every file seen,
+//! as Flink's enumerator's set of processed paths does. A bounded source
+//! keeps its claims too, so that its checkpoint restored in continuous mode
+//! (SQL: a script given `source.monitor-interval`) reads only the files it
+//! did not list; a bounded checkpoint of older weir holds none, and such a
+//! restore is refused while it has ranges left
+//! ([`ConnectorError::BoundedWithoutClaims`]; with none left, it cannot be
+//! told from a watching one of an empty directory, and reads every file). `snapshot_position` returns no bytes. The range size must not
 //! change across a restore in continuous mode. A checkpoint of the source
 //! before ranges restores its unfinished files `(name, offset)` (list
 //! state `file-splits`, still visited and always left empty) as ranges
@@ -387,7 +392,7 @@ impl<D> FileSource<D> {
             if len == 0 {
                 // Claimed too, so that a restore does not read it if it
                 // grows.
-                if continuous && mine(0) && !self.claimed.contains(&(bytes.to_vec(), 0)) {
+                if mine(0) && !self.claimed.contains(&(bytes.to_vec(), 0)) {
                     self.own_claims.push((bytes.to_vec(), 0, 0));
                 }
                 continue;
@@ -397,9 +402,9 @@ impl<D> FileSource<D> {
                 if !mine(start) || self.claimed.contains(&(bytes.to_vec(), start)) {
                     continue;
                 }
-                if continuous {
-                    self.own_claims.push((bytes.to_vec(), start, len));
-                }
+                // Claimed in both modes: a bounded run's checkpoint,
+                // restored watching, reads only the files it did not list.
+                self.own_claims.push((bytes.to_vec(), start, len));
                 new.push(Range {
                     name: name.clone(),
                     start,
@@ -595,18 +600,20 @@ impl<D> FileSource<D> {
         self.claimed.clear();
         self.claimed_len.clear();
         // Bounded: the restored ranges are all that is left. Continuous:
-        // list again at once, and claim what nobody claimed.
+        // list again at once, and claim what nobody claimed. Both keep
+        // the claims (those this subtask owns now), for a later restore
+        // in continuous mode.
         self.listing = None;
         if self.monitor.is_some() {
             self.list_due = Some(Instant::now());
-            for (name, start, len) in self.claims_state.iter() {
-                let mine = owner(&name, start, self.range_size, self.parallelism) == self.subtask;
-                let os = std::ffi::OsStr::from_bytes(&name).to_owned();
-                let at = self.claimed_len.entry(os).or_insert(len);
-                *at = (*at).max(len);
-                if self.claimed.insert((name.clone(), start)) && mine {
-                    self.own_claims.push((name, start, len));
-                }
+        }
+        for (name, start, len) in self.claims_state.iter() {
+            let mine = owner(&name, start, self.range_size, self.parallelism) == self.subtask;
+            let os = std::ffi::OsStr::from_bytes(&name).to_owned();
+            let at = self.claimed_len.entry(os).or_insert(len);
+            *at = (*at).max(len);
+            if self.claimed.insert((name.clone(), start)) && mine {
+                self.own_claims.push((name, start, len));
             }
         }
         self.store();
@@ -862,6 +869,20 @@ impl<D: LineDecoder> Source for FileSource<D> {
     }
 
     fn initialize_restored_state(&mut self) -> std::result::Result<(), String> {
+        // Restored ranges come with claims (every range is claimed before
+        // it is read) unless a bounded source of older weir took the
+        // checkpoint: watching from it would read its finished files again.
+        let unclaimed = self.claims_state.iter().next().is_none()
+            && (self.ranges_state.iter().next().is_some()
+                || self.old_splits.iter().next().is_some());
+        if self.monitor.is_some() && unclaimed {
+            self.retryable = false;
+            return Err(ConnectorError::BoundedWithoutClaims {
+                dir: self.dir.clone(),
+                subtask: self.subtask,
+            }
+            .to_string());
+        }
         self.restore_states();
         Ok(())
     }

@@ -65,6 +65,15 @@ mod tests {
             None,
             "a prefix of the name is not inside"
         );
+        // A directory not created yet under a link to `out` lies in it.
+        let link = root.join("link");
+        std::os::unix::fs::symlink(&out, &link).unwrap();
+        assert_eq!(within(&link.join("not-yet"), &out), Some(false));
+        assert_eq!(within(&link, &out), Some(true));
+        // Missing directories' `..` as creating them resolves it.
+        assert_eq!(within(&out.join("no/../sub"), &out), Some(false));
+        assert_eq!(within(&out.join("no/../../out"), &out), Some(true));
+        assert_eq!(within(&out.join("no/../../elsewhere"), &out), None);
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -27,10 +27,20 @@ struct OutputLineage {
     fingerprint: Vec<(String, String)>,
 }
 
-/// Creates every output directory of `run` and takes it for this run.
+/// Creates every output directory of `run` and takes it for this run,
+/// once: two outputs naming one directory two ways (a symbolic link to it:
+/// two SQL tables writing one directory) share its lock, where the second
+/// was refused as "in use" by this very process.
 pub fn lock_outputs(run: &RunIdentity) -> Result<Vec<DirLock>> {
+    let mut locked: Vec<std::path::PathBuf> = Vec::new();
     run.outputs
         .iter()
+        .filter(|dir| {
+            let at = crate::core::paths::resolved(dir);
+            let first = !locked.contains(&at);
+            locked.push(at);
+            first
+        })
         .map(|dir| {
             if dir.exists() && !dir.is_dir() {
                 return Err(JobError::Directory {

@@ -24,6 +24,55 @@ fn the_same_job_fits_and_a_new_operator_is_allowed() {
 }
 
 #[test]
+fn a_path_written_another_way_is_the_same() {
+    let stored = fp(&[
+        ("job", "w1"),
+        ("parameter input-src", "/data/in"),
+        ("output", "/data/out/"),
+        ("output", "/data/b"),
+    ]);
+    let here = fp(&[
+        ("job", "w1"),
+        ("parameter input-src", "/data/./in/"),
+        ("output", "/data/out"),
+        ("output", "/data//b"),
+    ]);
+    assert_eq!(here.mismatch(&stored), None);
+    let elsewhere = fp(&[
+        ("job", "w1"),
+        ("parameter input-src", "/data/in2"),
+        ("output", "/data/out"),
+        ("output", "/data/b"),
+    ]);
+    let what = elsewhere.mismatch(&stored).expect("another input");
+    assert!(
+        what.contains("parameter input-src: /data/in in the checkpoint, /data/in2 in this job"),
+        "{what}"
+    );
+    // Not a path: as written.
+    let other = fp(&[("job", "w1"), ("parameter keys", "100 ")]);
+    let mine = fp(&[("job", "w1"), ("parameter keys", "100")]);
+    assert!(other.mismatch(&mine).is_some());
+}
+
+#[test]
+fn an_input_recorded_relative_by_older_weir_matches_its_absolute_path() {
+    let stored = fp(&[("job", "w1"), ("parameter input-src", "data/in")]);
+    let here = fp(&[("job", "w1"), ("parameter input-src", "/jobs/a/data/in")]);
+    assert_eq!(here.mismatch(&stored), None);
+    // Recorded absolute, another directory differs.
+    let absolute = fp(&[("job", "w1"), ("parameter input-src", "/jobs/a/data/in")]);
+    let elsewhere = fp(&[("job", "w1"), ("parameter input-src", "/jobs/b/data/in")]);
+    assert!(elsewhere.mismatch(&absolute).is_some());
+    // Another name, or a way out with `..`, is another directory.
+    let other = fp(&[("job", "w1"), ("parameter input-src", "/jobs/a/data/in2")]);
+    assert!(other.mismatch(&stored).is_some());
+    let up = fp(&[("job", "w1"), ("parameter input-src", "../in")]);
+    let up_here = fp(&[("job", "w1"), ("parameter input-src", "/jobs/in")]);
+    assert!(up_here.mismatch(&up).is_some());
+}
+
+#[test]
 fn every_difference_is_named() {
     let stored = fp(&[
         ("job", "w1"),

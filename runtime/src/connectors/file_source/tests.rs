@@ -543,6 +543,71 @@ fn lines_of(prefix: &str, n: usize) -> (Vec<u8>, Vec<String>) {
     ((lines.join("\n") + "\n").into_bytes(), lines)
 }
 
+/// A bounded source's checkpoint, restored in continuous mode (a script
+/// given `source.monitor-interval` and restored), at another parallelism:
+/// the files the bounded run listed are read on from where it stopped,
+/// not again; only files published since are new. (Bounded checkpoints
+/// kept no claims: the watching restore read every file again.)
+#[test]
+fn a_bounded_checkpoint_restored_watching_reads_only_what_is_left_and_new() {
+    let d = TempDir::new("bounded-to-continuous");
+    let mut want = Vec::new();
+    for (name, n) in [("a", 40), ("b", 25), ("c", 0), ("d", 60)] {
+        let (text, lines) = lines_of(name, n);
+        d.write(name, if n == 0 { &[] } else { &text });
+        if n > 0 {
+            want.extend(lines);
+        }
+    }
+    let make = |i, p| {
+        FileSource::new(&d.0, &info(i, p))
+            .unwrap()
+            .with_range_size(64)
+            .with_read_buffer(32)
+    };
+    let mut olds: Vec<FileSource> = (0..2).map(|i| make(i, 2)).collect();
+    let mut emitted = Vec::new();
+    for s in &mut olds {
+        emitted.extend(take(s, 7, 2));
+    }
+    assert!(emitted.len() < want.len(), "the checkpoint is mid-read");
+    let cp = checkpoint(&mut olds);
+    drop(olds);
+    let (text, lines) = lines_of("e", 20);
+    d.publish("e", &text);
+    want.extend(lines);
+
+    // Older weir's bounded checkpoint held no claims: restored watching
+    // with ranges left, it is refused, naming the way out.
+    let older = &cp.0;
+    let mut refused = 0;
+    for j in 0..3 {
+        let mut s = make(j, 3).with_monitor_interval(Duration::from_millis(5));
+        for r in assigned_to(crate::core::Redistribution::EvenSplit, older, 3, j) {
+            s.ranges_state.add(r);
+        }
+        if let Err(e) = s.initialize_restored_state() {
+            assert!(e.contains("bounded source of older weir"), "{e}");
+            assert!(e.contains("without 'source.monitor-interval'"), "{e}");
+            assert!(!s.is_retryable(&e));
+            refused += 1;
+        }
+    }
+    assert!(refused > 0, "a subtask with ranges left refuses");
+
+    let mut news: Vec<FileSource> = (0..3)
+        .map(|j| make(j, 3).with_monitor_interval(Duration::from_millis(5)))
+        .collect();
+    for (j, s) in news.iter_mut().enumerate() {
+        restore(s, &cp, 3, j);
+    }
+    poll_until(&mut news, want.len(), &mut emitted);
+    // Nothing more comes: no file is read again.
+    std::thread::sleep(Duration::from_millis(30));
+    poll_each(&mut news, 1000, &mut emitted);
+    assert_eq!(sorted(emitted), sorted(want));
+}
+
 /// A continuous source reads the files there, then every file published
 /// later, once; it never finishes. A restore at another parallelism reads
 /// neither a file twice nor skips one published around the checkpoint;

@@ -40,16 +40,11 @@ impl<K: KeyHash> KeyContext<K> {
         ctx
     }
 
-    /// Makes this the context of the key `set` writes into the key it
-    /// holds (reusing its allocation where the key type can), at operator
-    /// watermark `watermark`: a keyed operator's loop keeps one context
-    /// for a run of records. Hashed in place, as
-    /// [`with_watermark`](Self::with_watermark).
+    /// The key, given back (the keyed operator's loop moves it into the
+    /// next record's context: `KeySelector::key_into`).
     #[inline(always)]
-    pub(crate) fn reset_with(&mut self, set: impl FnOnce(&mut K), watermark: i64) {
-        set(&mut self.key);
-        self.hash = self.key.key_hash();
-        self.watermark = watermark;
+    pub(crate) fn into_key(self) -> K {
+        self.key
     }
 }
 

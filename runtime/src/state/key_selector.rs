@@ -3,9 +3,12 @@
 //! Any `Fn(&T) -> K` is one (`key_by`'s closure). [`KeyByRef`] is the one
 //! `key_by_ref` makes from a closure that borrows the key from the record:
 //! its [`KeySelector::key_into`] sets a key the operator already holds with
-//! `clone_from`, so a keyed operator that keeps its key context from one
-//! record to the next reuses the key's allocation (a `String` key: no
-//! allocation and free per record for the context's copy of it).
+//! `clone_from`, so that for a key whose clone allocates
+//! (`KeyHash::CLONE_ALLOCATES`: a `String`) the keyed operator moves one
+//! key from record to record and reuses its allocation (no allocation and
+//! free per record for the context's copy of it).
+
+use weir_state::KeyHash;
 
 /// The key of each record of type `T`.
 pub trait KeySelector<T>: Clone + Send + Sync + 'static {
@@ -47,12 +50,13 @@ pub struct KeyByRef<F>(pub(crate) F);
 
 impl<T, K, F> KeySelector<T> for KeyByRef<F>
 where
-    K: Clone,
+    K: Clone + KeyHash,
     F: for<'a> Fn(&'a T) -> &'a K + Clone + Send + Sync + 'static,
 {
     type Key = K;
 
-    const REUSES_KEY: bool = true;
+    /// Only where a clone allocates ([`KeyHash::CLONE_ALLOCATES`]).
+    const REUSES_KEY: bool = K::CLONE_ALLOCATES;
 
     #[inline(always)]
     fn key(&self, record: &T) -> K {

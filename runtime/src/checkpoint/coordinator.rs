@@ -304,6 +304,18 @@ impl CheckpointCoordinator {
         self.pending.len()
     }
 
+    /// What changes when a checkpoint is triggered, acknowledged or ends:
+    /// `(pending, acknowledgements, newest pending id)`, so that the
+    /// control thread rebuilds [`in_progress`](Self::in_progress) only then.
+    pub fn pending_progress(&self) -> (usize, usize, Option<u64>) {
+        let acks = self.pending.values().map(|p| p.acks.len()).sum();
+        (
+            self.pending.len(),
+            acks,
+            self.pending.keys().next_back().copied(),
+        )
+    }
+
     /// The pending checkpoints, oldest first, as records in progress:
     /// their duration so far and the statistics of the tasks that
     /// acknowledged (Flink's pending checkpoint statistics).

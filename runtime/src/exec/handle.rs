@@ -468,7 +468,15 @@ impl JobHandle {
             checkpoints_completed: history.completed,
             checkpoints_failed: history.failed,
             checkpoints_in_progress: history.pending.len() as u64,
-            checkpoints_pending: history.pending.clone(),
+            // Their durations until now, not until the last change.
+            checkpoints_pending: history
+                .pending
+                .iter()
+                .map(|r| CheckpointRecord {
+                    duration_ms: now_ms.saturating_sub(r.trigger_ms) as f64,
+                    ..r.clone()
+                })
+                .collect(),
             restored: history.restored.clone(),
             checkpointing: plan.checkpointing.clone(),
             restart_strategy: plan.restart_strategy.clone(),
@@ -745,8 +753,9 @@ impl JobHandle {
     }
 
     /// The control thread's tick: samples the counters about every
-    /// second (for recent ratios) and records the pending checkpoints.
-    pub(crate) fn tick(&self, pending: Vec<CheckpointRecord>) {
+    /// second (for recent ratios) and records the pending checkpoints
+    /// (`None`: as they were).
+    pub(crate) fn tick(&self, pending: Option<Vec<CheckpointRecord>>) {
         let now = wall_ms();
         {
             let mut live = lock(&self.0.live);
@@ -761,7 +770,9 @@ impl JobHandle {
                 live.last_sample_ms = now;
             }
         }
-        lock(&self.0.history).pending = pending;
+        if let Some(pending) = pending {
+            lock(&self.0.history).pending = pending;
+        }
     }
 
     /// Checkpoints that ended.

@@ -207,7 +207,8 @@ const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
 /// is busy.
 ///
 /// A turn is a moment asleep, in which glommio submits the writer's queued
-/// requests and reaps completed ones; the writer's next request waits for
+/// requests and reaps completed ones (its executor polls its ring through
+/// the sleep: `REACTOR_SPIN` in `attempt.rs`, so the core does not sleep); the writer's next request waits for
 /// the next turn. Its requests are sequential (create the segment, write,
 /// sync, close, sync the sink's files), so with one turn per pass a
 /// checkpoint's asynchronous part took a dozen passes: with a busy source

@@ -42,8 +42,8 @@ use crate::metrics::worker::WorkerMetrics;
 /// spinning). The worker loop's I/O turns, its 1 µs sleeps while the
 /// snapshot writer works, then end in a poll instead of putting the core
 /// to sleep and waking it: W3 at 1 M records/s with 1 s checkpoints, p99.99
-/// 66-140 µs (median 87) against 88-140 (114) without, in 7 alternating
-/// pairs (bench/RESULTS.md).
+/// 66-140 µs (median 103) against 80-210 (118) without, lower in 9 of 11
+/// alternating pairs (bench/RESULTS.md).
 const REACTOR_SPIN: Duration = Duration::from_micros(20);
 
 pub(crate) struct AttemptResult {

@@ -167,6 +167,10 @@ pub async fn write_table_delta(
         since_yield += extent.length;
         extents.push(extent);
         crate::core::failpoint::hit("snapshot-write", checkpoint);
+        // The worker's records wait for one block at most (as in
+        // `write_keyed_state`); a yield is a turn of the task queue, not
+        // of the reactor.
+        futures_lite::future::yield_now().await;
         // Let the reactor submit the writes, as `write_keyed_state` does
         // once per part (`writer::PART_BYTES`): per bytes written, not per block
         // (a delta's blocks are small; a turn every 16 of them was a

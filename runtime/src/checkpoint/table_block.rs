@@ -231,10 +231,15 @@ impl Iterator for Positions<'_> {
 }
 
 /// Arena chunks per table block (see `writer::write_keyed_state`, and
-/// `incremental::write_table_delta` for delta blocks): 32 chunks of 512
-/// slots hold ~240 KB of W1's entries at the table's usual load, so that
-/// several blocks share one of the segment's I/O buffers.
-pub(crate) const TABLE_BLOCK_CHUNKS: usize = 32;
+/// `incremental::write_table_delta` for delta blocks): 8 chunks of 512
+/// slots hold ~75 KB of W1's entries at the table's usual load, so that
+/// many blocks share one of the segment's I/O buffers. A block is also
+/// the unit of the writer's work between two turns of the worker on the
+/// same core: serializing one takes ~15-60 µs, which bounds what a record
+/// arriving meanwhile waits (32 chunks took 50-250 µs, the largest part of
+/// W3's p99.99 under checkpoints; bench/RESULTS.md, "W3's tail: the
+/// writer's slices and copy-on-write's page faults").
+pub(crate) const TABLE_BLOCK_CHUNKS: usize = 8;
 
 #[cfg(test)]
 mod tests {

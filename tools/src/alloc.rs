@@ -19,12 +19,49 @@
 //! when it happens to be aligned.)
 
 use std::alloc::{GlobalAlloc, Layout};
-use std::ffi::c_void;
+use std::ffi::{c_int, c_long, c_void};
 
 use libmimalloc_sys::{
     mi_free, mi_malloc, mi_malloc_aligned, mi_realloc, mi_realloc_aligned, mi_zalloc,
     mi_zalloc_aligned,
 };
+
+// mimalloc's option calls (declared here: the `libmimalloc-sys` crate
+// declares them only behind a feature that pulls another crate in).
+unsafe extern "C" {
+    #[cfg(test)]
+    fn mi_option_get(option: c_int) -> c_long;
+    fn mi_option_set(option: c_int, value: c_long);
+}
+
+/// `mi_option_purge_delay` in mimalloc 3's `mi_option_t`: milliseconds
+/// between a page's last block being freed and its memory being given
+/// back to the system. Checked against the bundled default by a test.
+const MI_OPTION_PURGE_DELAY: c_int = 15;
+
+/// How long freed pages stay committed: longer than the checkpoint
+/// intervals jobs use, so that the chunks a checkpoint's copy-on-write
+/// allocates (freed when its snapshot is written) are the same committed
+/// memory at the next checkpoint. With mimalloc's 1 s default the pages
+/// were given back just before a 1 s interval's next checkpoint, and each
+/// copy then took its pages' faults: ~170 per worker per checkpoint in
+/// W3, stalls of 0.1-0.5 ms in the worker's passes (bench/RESULTS.md,
+/// "W3's tail: the writer's slices and copy-on-write's page faults").
+/// Memory freed for good (a table shrunk by TTL cleanup, a dropped
+/// state) goes back this much later; large tables are mappings of their
+/// own and are unmapped at once.
+const PURGE_DELAY_MS: c_long = 10_000;
+
+/// Sets mimalloc's purge delay to [`PURGE_DELAY_MS`], unless the user
+/// set one (`MIMALLOC_PURGE_DELAY`, which mimalloc reads itself). Call
+/// once, early in `main`.
+pub fn keep_freed_pages() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: FFI call with an option of mimalloc's enum and a value
+        // in its range; options may be set at any time.
+        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) }
+    }
+}
 
 /// The alignment of every mimalloc block: its machine word (blocks are
 /// whole words, laid out from a 16-byte aligned page start).
@@ -129,6 +166,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The option's index is mimalloc 3's purge delay: its bundled default
+    /// is read there before it is set, and the set value after.
+    #[test]
+    fn the_purge_delay_is_set_where_mimalloc_reads_it() {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+            return;
+        }
+        // SAFETY: FFI call with an option of mimalloc's enum.
+        let before = unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) };
+        assert_eq!(before, 1000, "mimalloc 3's default purge delay");
+        keep_freed_pages();
+        // SAFETY: as above.
+        let after = unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) };
+        assert_eq!(after, PURGE_DELAY_MS);
     }
 
     #[test]

@@ -260,6 +260,7 @@ impl From<ModeArg> for W4Mode {
 }
 
 fn main() -> ExitCode {
+    alloc::keep_freed_pages();
     let cli = Cli::parse();
     logging::install();
     match cli.command {

@@ -17,9 +17,10 @@
 //! first, then moved to `abandoned/` ([`CheckpointStorage::start_timeline`]):
 //! never deleted by weir, never listed, never restored by `latest`. New
 //! checkpoint ids are above every id the directory ever held
-//! ([`CheckpointStorage::max_id`]): `_timeline` also records the largest id
-//! a run triggered ([`Timeline::last_id`], written before the snapshot's
-//! directory is created), so an id stays used after its `chk-<id>` is gone
+//! ([`CheckpointStorage::max_id`]): `_timeline` also records an id at or
+//! above every id a run triggered ([`Timeline::last_id`], written before the
+//! snapshot's directory is created, a minute's worth of ids ahead), so an
+//! id stays used after its `chk-<id>` is gone
 //! (an incomplete one deleted by hand, a failed one deleted by weir, a
 //! savepoint's, whose directory is elsewhere).
 //!
@@ -63,8 +64,9 @@ pub struct Timeline {
     pub started_from: Option<u64>,
     /// Every checkpoint a run of this directory abandoned.
     pub abandoned: BTreeSet<u64>,
-    /// The largest id a run of this directory triggered, checkpoint or
-    /// savepoint ([`CheckpointStorage::record_id`]); 0 in a `_timeline` of
+    /// At or above the largest id a run of this directory triggered,
+    /// checkpoint or savepoint: ids are recorded ahead
+    /// ([`CheckpointStorage::record_id`]); 0 in a `_timeline` of
     /// older weir, which did not record it (its ids are then known only
     /// from the directories).
     #[serde(default)]
@@ -93,6 +95,10 @@ pub struct CheckpointStorage {
     savepoint_target: Arc<Mutex<Option<PathBuf>>>,
     /// The run's job id (names savepoint directories).
     job_id: String,
+    /// Ids up to this one are recorded in `_timeline` by this process
+    /// ([`Self::record_id`]); never above what the file holds, so a stale
+    /// value costs a write, never an unrecorded id.
+    recorded: Arc<AtomicU64>,
 }
 
 /// A `chk-<id>` directory found in the root.
@@ -124,6 +130,7 @@ impl CheckpointStorage {
             savepoint_id: Arc::new(AtomicU64::new(0)),
             savepoint_target: Arc::new(Mutex::new(None)),
             job_id: String::new(),
+            recorded: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -247,18 +254,34 @@ impl CheckpointStorage {
         Ok(newer)
     }
 
-    /// Records in `_timeline` (durably) that snapshot `id` was triggered,
-    /// before anything of it is written: once its `chk-<id>` is gone (an
-    /// incomplete one deleted by hand or after a crash, a failed one, a
-    /// savepoint's elsewhere) the id is still above
+    /// Records in `_timeline` (durably) that snapshot `id` may have been
+    /// triggered, before anything of it is written: once its `chk-<id>` is
+    /// gone (an incomplete one deleted by hand or after a crash, a failed
+    /// one, a savepoint's elsewhere) the id is still below
     /// [`CheckpointStorage::max_id`], so no later run uses it again.
-    pub fn record_id(&self, id: u64) -> Result<()> {
-        let mut timeline = self.timeline()?.unwrap_or_default();
-        if timeline.last_id >= id {
+    ///
+    /// Ids are recorded `ahead` at a time (at least 1): when `id` is past
+    /// what this process recorded, `_timeline` gets `id + ahead - 1`, and
+    /// the next `ahead - 1` triggers write nothing. The durable write (two
+    /// fsyncs and a rename) is then rare: at each trigger it cost ~0.5 ms
+    /// of CPU on the control thread, taken from a worker's core on a
+    /// machine with no spare one (bench/RESULTS.md, "W3's tail: ..."). A
+    /// later run numbers its checkpoints above the recorded id, so a run
+    /// that ends early leaves a gap in the ids, never a reuse.
+    pub fn record_id(&self, id: u64, ahead: u64) -> Result<()> {
+        if id <= self.recorded.load(Ordering::Acquire) {
             return Ok(());
         }
-        timeline.last_id = id;
-        self.write_timeline(&timeline)
+        let mut timeline = self.timeline()?.unwrap_or_default();
+        if timeline.last_id < id {
+            timeline.last_id = id
+                .saturating_add(ahead.max(1) - 1)
+                .min(MAX_CHECKPOINT_ID)
+                .max(id);
+            self.write_timeline(&timeline)?;
+        }
+        self.recorded.fetch_max(timeline.last_id, Ordering::AcqRel);
+        Ok(())
     }
 
     fn write_timeline(&self, timeline: &Timeline) -> Result<()> {
@@ -700,8 +723,8 @@ mod tests {
         let s = CheckpointStorage::open(&root).unwrap();
         complete(&s, &[1, 2]);
         s.start_timeline("run", None, None).unwrap();
-        s.record_id(3).unwrap();
-        s.record_id(2).unwrap();
+        s.record_id(3, 1).unwrap();
+        s.record_id(2, 1).unwrap();
         assert_eq!(s.timeline().unwrap().unwrap().last_id, 3, "never lowered");
         assert_eq!(s.next_id(1).unwrap(), 4);
         // The next run's timeline keeps it.
@@ -713,6 +736,31 @@ mod tests {
         let t = s.timeline().unwrap().unwrap();
         assert_eq!((t.last_id, t.started_from), (0, Some(1)));
         assert_eq!(s.next_id(0).unwrap(), 6);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Ids recorded ahead: one durable write for `ahead` triggers, and the
+    /// next run numbers above all of them.
+    #[test]
+    fn ids_are_recorded_ahead_and_never_used_again() {
+        let root = temp_root("ids-ahead");
+        let s = CheckpointStorage::open(&root).unwrap();
+        s.start_timeline("run", None, None).unwrap();
+        s.record_id(1, 10).unwrap();
+        assert_eq!(s.timeline().unwrap().unwrap().last_id, 10);
+        // Ids 2..=10 are recorded already: `_timeline` is not written again.
+        fs::remove_file(root.join(TIMELINE_FILE)).unwrap();
+        for id in 2..=10 {
+            s.record_id(id, 10).unwrap();
+        }
+        assert!(s.timeline().unwrap().is_none(), "no write for recorded ids");
+        s.record_id(11, 10).unwrap();
+        assert_eq!(s.timeline().unwrap().unwrap().last_id, 20);
+        // A later run (another process: nothing cached) numbers above them.
+        let later = CheckpointStorage::open(&root).unwrap();
+        assert_eq!(later.next_id(11).unwrap(), 21);
+        later.record_id(21, 1).unwrap();
+        assert_eq!(later.timeline().unwrap().unwrap().last_id, 21);
         fs::remove_dir_all(&root).unwrap();
     }
 

@@ -428,8 +428,11 @@ fn job() -> JobGraph {
     job
 }
 
-/// FNV-1a (64-bit) of the final checkpoint's segment `w000.seg`.
-const SEGMENT_FNV1A: u64 = 0xd7c9_d1f6_7517_28bb;
+/// FNV-1a (64-bit) of the final checkpoint's segment `w000.seg`. Changed
+/// on purpose when value tables went from blocks of 32 arena chunks to
+/// blocks of 8 (`TABLE_BLOCK_CHUNKS`; the same entries in more, smaller
+/// blocks, which restores of either layout read).
+const SEGMENT_FNV1A: u64 = 0x0033_947f_25e0_7c25;
 
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {

@@ -9,7 +9,9 @@
 //!
 //! Both runs are child processes of `weir bench w5` (the `weir` binary
 //! itself, `weir bench w1 ...`), so the kill is a real SIGKILL of a real
-//! process.
+//! process. The first run's source is capped so that it lasts 4.5
+//! intervals (`first_run_rate`): a fast machine otherwise finishes W1
+//! before the third checkpoint.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -81,10 +83,31 @@ fn child(exe: &Path, a: &W5Args, restore: bool, log: &Path) -> Result<Command, S
         .args(&a.passthrough);
     if restore {
         cmd.arg("--restore").arg("latest");
+    } else if let Some(rate) = first_run_rate(a) {
+        cmd.arg("--rate").arg(rate.to_string());
     }
     let err = fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     cmd.stderr(Stdio::from(err));
     Ok(cmd)
+}
+
+/// The first run's source rate cap (records/s): its N records spread over
+/// `kill_after + 1.5` checkpoint intervals, so that the run outlasts the
+/// checkpoint it is to be killed after on any machine. A machine slower
+/// than that never meets the cap; on a fast one W1 with W5's N and K
+/// ended after two checkpoints at 5 s (~8 M records/s on 2 vCPUs, 12 s
+/// of processing), and W5 as written could not be run. `None` when the
+/// caller set a rate.
+fn first_run_rate(a: &W5Args) -> Option<u64> {
+    let set_by_caller = a
+        .passthrough
+        .iter()
+        .any(|arg| arg == "--rate" || arg.starts_with("--rate=") || arg.starts_with("job.rate="));
+    if set_by_caller {
+        return None;
+    }
+    let seconds = a.interval.as_secs_f64() * (a.kill_after as f64 + 1.5);
+    Some(((a.records as f64 / seconds.max(1e-3)).ceil() as u64).max(1))
 }
 
 /// Runs W5 with the `weir` executable `exe`; returns the report as JSON.
@@ -239,6 +262,7 @@ pub fn run(exe: &Path, a: &W5Args) -> Result<Value, String> {
         "records": a.records,
         "keys": a.keys,
         "checkpoint_interval_ms": a.interval.as_millis() as u64,
+        "first_run_rate_cap": first_run_rate(a),
         "killed_after_checkpoints": killed_after.len(),
         "disk": {
             "write_bytes_per_s": rates.write_bytes_per_s,
@@ -280,4 +304,36 @@ fn walk(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(passthrough: &[&str]) -> W5Args {
+        W5Args {
+            records: W5_RECORDS,
+            keys: W5_KEYS,
+            interval: Duration::from_secs(5),
+            kill_after: 3,
+            dir: PathBuf::from("w5"),
+            passthrough: passthrough.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// W5 as written: 100 M records over 4.5 intervals of 5 s, so the third
+    /// checkpoint completes before the source ends; a rate the caller set
+    /// is left alone.
+    #[test]
+    fn the_first_run_outlasts_the_checkpoint_it_is_killed_after() {
+        assert_eq!(first_run_rate(&args(&[])), Some(4_444_445));
+        let until_kill = 3.0 * 5.0 * 4_444_445.0;
+        assert!(until_kill < W5_RECORDS as f64 * 0.7);
+        assert_eq!(first_run_rate(&args(&["--rate", "1000"])), None);
+        assert_eq!(first_run_rate(&args(&["--set", "job.rate=1000"])), None);
+        assert_eq!(
+            first_run_rate(&args(&["--set", "state.checkpoints.interval=1s"])),
+            Some(4_444_445)
+        );
+    }
 }

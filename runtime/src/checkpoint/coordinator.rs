@@ -180,6 +180,19 @@ fn history_entry(value: &impl serde::Serialize) -> serde_json::Result<String> {
     Ok(entry)
 }
 
+/// `checkpoint-history.json` of encoded entries ([`history_entry`]): the
+/// bytes `serde_json::to_vec_pretty` writes for the array of them.
+fn history_file(entries: &std::collections::VecDeque<String>) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(entries.iter().map(|e| e.len() + 2).sum::<usize>() + 4);
+    bytes.push(b'[');
+    for (i, entry) in entries.iter().enumerate() {
+        bytes.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
+        bytes.extend_from_slice(entry.as_bytes());
+    }
+    bytes.extend_from_slice(if entries.is_empty() { b"]" } else { b"\n]" });
+    bytes
+}
+
 /// Replaces `dir/name` with `bytes` atomically (a temporary file renamed
 /// over it), without syncing either.
 fn replace_file(dir: &std::path::Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
@@ -826,13 +839,7 @@ impl CheckpointCoordinator {
         while history.len() > HISTORY_LEN {
             history.pop_front();
         }
-        let mut bytes = Vec::with_capacity(history.iter().map(|e| e.len() + 2).sum::<usize>() + 4);
-        bytes.push(b'[');
-        for (i, entry) in history.iter().enumerate() {
-            bytes.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
-            bytes.extend_from_slice(entry.as_bytes());
-        }
-        bytes.extend_from_slice(if history.is_empty() { b"]" } else { b"\n]" });
+        let bytes = history_file(history);
         if let Err(e) = replace_file(self.storage.root(), HISTORY_FILE, &bytes) {
             tracing::warn!(target: CHECKPOINT, "cannot write {}: {e}", path.display());
         }
@@ -927,6 +934,37 @@ mod tests {
                 direct_io: false,
             },
         })
+    }
+
+    /// The history file assembled from entries encoded one at a time is
+    /// what encoding the whole array at once gave (nested objects, arrays,
+    /// strings with line breaks, the empty file).
+    #[test]
+    fn the_history_file_is_the_pretty_array_of_its_entries() {
+        let records = [
+            serde_json::json!({"id": 1, "status": "completed", "tasks": [{"task": "a (1/2)", "bytes": 4096}]}),
+            serde_json::json!({"id": 2, "failure": "line one\nline two", "tasks": [], "nested": {"x": [1, 2]}}),
+        ];
+        for n in 0..=records.len() {
+            let entries: std::collections::VecDeque<String> = records[..n]
+                .iter()
+                .map(|r| history_entry(r).unwrap())
+                .collect();
+            assert_eq!(
+                String::from_utf8(history_file(&entries)).unwrap(),
+                serde_json::to_string_pretty(&records[..n]).unwrap(),
+                "{n} entries"
+            );
+        }
+    }
+
+    #[test]
+    fn ids_ahead_are_a_minute_of_triggers() {
+        assert_eq!(ids_ahead(Duration::from_secs(1)), 60);
+        assert_eq!(ids_ahead(Duration::from_millis(10)), 1000);
+        assert_eq!(ids_ahead(Duration::from_secs(60)), 1);
+        assert_eq!(ids_ahead(Duration::from_secs(600)), 1);
+        assert_eq!(ids_ahead(Duration::ZERO), 1000);
     }
 
     #[test]

@@ -1092,15 +1092,10 @@ fn a_savepoint_into_a_file_sources_input_is_refused() {
     let script = s.join("watch.sql");
     std::fs::write(
         &script,
-        format!(
-            "CREATE TABLE src (id BIGINT, name STRING)
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
-                   'source.monitor-interval' = '20 ms');
-             CREATE TABLE dst (id BIGINT, name STRING)
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
-             INSERT INTO dst SELECT id, name FROM src;",
-            input.display(),
-            out.display()
+        support::csv_copy_script(
+            &input.display().to_string(),
+            &out.display().to_string(),
+            ", 'source.monitor-interval' = '20 ms'",
         ),
     )
     .unwrap();

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use support::duckdb::weir_sql;
-use support::{committed_rows, splitmix64, Proc, Scratch, FINISH, WEIR};
+use support::{committed_rows, csv_copy_script, splitmix64, Proc, Scratch, FINISH, WEIR};
 
 /// `weir sql SCRIPT --workers W` with unpinned workers, to spawn.
 fn sql_command(script: &Path, workers: &str) -> Command {
@@ -1411,15 +1411,7 @@ fn a_relative_input_path_is_the_directory_under_the_working_directory() {
     let script = s.join("watch.sql");
     fs::write(
         &script,
-        format!(
-            "CREATE TABLE src (id BIGINT, name STRING)
-             WITH ('connector' = 'filesystem', 'path' = 'in', 'format' = 'csv',
-                   'source.monitor-interval' = '20 ms');
-             CREATE TABLE dst (id BIGINT, name STRING)
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
-             INSERT INTO dst SELECT id, name FROM src;",
-            out.display()
-        ),
+        csv_copy_script("in", &out.display().to_string(), WATCH_20MS),
     )
     .unwrap();
     let mut want = publish_rows(&a.join("in"), "x.csv", 0..2_000);
@@ -1526,18 +1518,7 @@ fn a_path_written_with_a_trailing_slash_is_the_same_jobs() {
     fs::create_dir_all(&input).unwrap();
     let script = s.join("watch.sql");
     let write = |source: String, sink: String| {
-        fs::write(
-            &script,
-            format!(
-                "CREATE TABLE src (id BIGINT, name STRING)
-                 WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'csv',
-                       'source.monitor-interval' = '20 ms');
-                 CREATE TABLE dst (id BIGINT, name STRING)
-                 WITH ('connector' = 'filesystem', 'path' = '{sink}', 'format' = 'csv');
-                 INSERT INTO dst SELECT id, name FROM src;"
-            ),
-        )
-        .unwrap();
+        fs::write(&script, csv_copy_script(&source, &sink, WATCH_20MS)).unwrap();
     };
     write(input.display().to_string(), out.display().to_string());
     let mut want = publish_rows(&input, "a.csv", 0..3_000);
@@ -1678,6 +1659,22 @@ fn a_sink_inside_the_directory_a_source_reads_is_refused_unless_the_source_skips
     assert_eq!(rows, ["1,a", "2,b", "3,c"]);
 }
 
+/// Waits until `run` has taken a checkpoint of its own (so SIGTERM finds
+/// its handler) and committed as many rows as `want` has, stops it with a
+/// savepoint, and checks the committed rows are exactly `want`.
+fn stop_when_caught_up(s: &Scratch, run: &mut Proc, out: &Path, mut want: Vec<String>) {
+    let taken = last_checkpoint(s);
+    assert!(run.wait_until("every published row", || {
+        last_checkpoint(s) > taken && committed_rows(out).len() >= want.len()
+    }));
+    stop_with_savepoint(s, run);
+    want.sort();
+    same_lines(committed_rows(out), want);
+}
+
+/// Options of a source that watches its directory every 20 ms.
+const WATCH_20MS: &str = ", 'source.monitor-interval' = '20 ms'";
+
 /// The id of the newest complete checkpoint in `s`'s `ck` (0: none).
 fn last_checkpoint(s: &Scratch) -> u64 {
     support::complete_checkpoints(&s.join("ck"))
@@ -1699,15 +1696,10 @@ fn a_monitored_directory_killed_at_random_and_rescaled_commits_every_row_once() 
     let script = s.join("watch.sql");
     fs::write(
         &script,
-        format!(
-            "CREATE TABLE src (id BIGINT, name STRING)
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
-                   'source.monitor-interval' = '20 ms');
-             CREATE TABLE dst (id BIGINT, name STRING)
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
-             INSERT INTO dst SELECT id, name FROM src;",
-            input.display(),
-            out.display()
+        csv_copy_script(
+            &input.display().to_string(),
+            &out.display().to_string(),
+            WATCH_20MS,
         ),
     )
     .unwrap();
@@ -1778,17 +1770,7 @@ fn a_monitored_directory_killed_at_random_and_rescaled_commits_every_row_once() 
     let mut last = checkpointed_sql_command(&s, &script, "1");
     last.args(["--restore", "latest"]);
     let mut last = Proc::spawn(&s, "last", last);
-    // Running (a checkpoint of its own: SIGTERM finds its handler) and
-    // caught up.
-    let taken = last_checkpoint(&s);
-    assert!(last.wait_until("every published row", || {
-        last_checkpoint(&s) > taken && committed_rows(&out).len() >= want.len()
-    }));
-    stop_with_savepoint(&s, &mut last);
-    want.sort();
-    let mut got = committed_rows(&out);
-    got.sort();
-    same_lines(got, want);
+    stop_when_caught_up(&s, &mut last, &out, want);
 }
 
 /// A bounded filesystem source's job, run to its end, then given
@@ -1803,19 +1785,8 @@ fn a_bounded_job_restored_watching_reads_only_new_files() {
     fs::create_dir_all(&input).unwrap();
     let script = s.join("job.sql");
     let write = |watch: &str| {
-        fs::write(
-            &script,
-            format!(
-                "CREATE TABLE src (id BIGINT, name STRING)
-                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv'{watch});
-                 CREATE TABLE dst (id BIGINT, name STRING)
-                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
-                 INSERT INTO dst SELECT id, name FROM src;",
-                input.display(),
-                out.display()
-            ),
-        )
-        .unwrap();
+        let (input, out) = (input.display().to_string(), out.display().to_string());
+        fs::write(&script, csv_copy_script(&input, &out, watch)).unwrap();
     };
     let mut want = publish_rows(&input, "a.csv", 0..20_000);
     want.extend(publish_rows(&input, "b.csv", 20_000..30_000));
@@ -1824,20 +1795,12 @@ fn a_bounded_job_restored_watching_reads_only_new_files() {
     assert!(bounded.wait(FINISH).success(), "{}", bounded.stderr());
     assert!(!support::complete_checkpoints(&s.join("ck")).is_empty());
 
-    write(", 'source.monitor-interval' = '20 ms'");
+    write(WATCH_20MS);
     want.extend(publish_rows(&input, "c.csv", 30_000..31_000));
     let mut c = checkpointed_sql_command(&s, &script, "3");
     c.args(["--restore", "latest"]);
     let mut watching = Proc::spawn(&s, "watching", c);
-    let taken = last_checkpoint(&s);
-    assert!(watching.wait_until("the new file's rows", || {
-        last_checkpoint(&s) > taken && committed_rows(&out).len() >= want.len()
-    }));
-    stop_with_savepoint(&s, &mut watching);
-    want.sort();
-    let mut got = committed_rows(&out);
-    got.sort();
-    same_lines(got, want);
+    stop_when_caught_up(&s, &mut watching, &out, want);
 }
 
 /// A line that does not parse fails the job naming the file, the line

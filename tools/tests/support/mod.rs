@@ -233,6 +233,19 @@ pub fn committed_lines(out: &Path) -> Vec<(String, String)> {
     lines
 }
 
+/// A SQL script that copies `(id, name)` rows from CSV files under `source`
+/// to the exactly-once filesystem sink at `sink`; `source_options` are more
+/// options of the source (each as `, 'key' = 'value'`).
+pub fn csv_copy_script(source: &str, sink: &str, source_options: &str) -> String {
+    format!(
+        "CREATE TABLE src (id BIGINT, name STRING)
+         WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'csv'{source_options});
+         CREATE TABLE dst (id BIGINT, name STRING)
+         WITH ('connector' = 'filesystem', 'path' = '{sink}', 'format' = 'csv');
+         INSERT INTO dst SELECT id, name FROM src;"
+    )
+}
+
 /// Every committed line of `out` (`part-*` files), sorted, repeats kept.
 pub fn committed_rows(out: &Path) -> Vec<String> {
     let mut lines: Vec<String> = committed_lines(out).into_iter().map(|(l, _)| l).collect();

@@ -46,7 +46,8 @@ const MI_OPTION_PURGE_DELAY: c_int = 15;
 /// were given back just before a 1 s interval's next checkpoint, and each
 /// copy then took its pages' faults: ~170 per worker per checkpoint in
 /// W3, stalls of 0.1-0.5 ms in the worker's passes (bench/RESULTS.md,
-/// "W3's tail: the writer's slices and copy-on-write's page faults").
+/// "W3's tail: the writer's slices, copy-on-write's page faults and the
+/// control thread").
 /// Memory freed for good (a table shrunk by TTL cleanup, a dropped
 /// state) goes back this much later; large tables are mappings of their
 /// own and are unmapped at once.

@@ -235,10 +235,11 @@ impl Iterator for Positions<'_> {
 /// slots hold ~75 KB of W1's entries at the table's usual load, so that
 /// many blocks share one of the segment's I/O buffers. A block is also
 /// the unit of the writer's work between two turns of the worker on the
-/// same core: serializing one takes ~15-60 µs, which bounds what a record
-/// arriving meanwhile waits (32 chunks took 50-250 µs, the largest part of
-/// W3's p99.99 under checkpoints; bench/RESULTS.md, "W3's tail: the
-/// writer's slices and copy-on-write's page faults").
+/// same core: serializing one takes ~15-80 µs (most under 25), which
+/// bounds what a record arriving meanwhile waits (32 chunks took 50-250
+/// µs, one of the stalls in W3's tail under checkpoints; bench/RESULTS.md,
+/// "W3's tail: the writer's slices, copy-on-write's page faults and the
+/// control thread").
 pub(crate) const TABLE_BLOCK_CHUNKS: usize = 8;
 
 #[cfg(test)]

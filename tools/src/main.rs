@@ -273,12 +273,15 @@ fn main() -> ExitCode {
             Err(code) => code,
         },
         Command::Run { common } => {
-            let (config, params) = match load(&common, Vec::new(), Vec::new()) {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
+            // Before the config is read: a SIGTERM from the first
+            // milliseconds on stops the job as any other (it is stopped
+            // as soon as it runs), not killing the process unannounced.
             let stop = match stop_on_signals() {
                 Ok(s) => s,
+                Err(code) => return code,
+            };
+            let (config, params) = match load(&common, Vec::new(), Vec::new()) {
+                Ok(c) => c,
                 Err(code) => return code,
             };
             if let Some(file) = &params.sql_file {

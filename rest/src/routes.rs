@@ -525,20 +525,21 @@ fn trigger_id(body: &serde_json::Map<String, Value>) -> Result<Option<String>, R
     }
 }
 
-/// A target directory: a path or a `file://` URI.
-fn target_dir(text: Option<String>) -> Result<Option<PathBuf>, Reply> {
+/// A target directory given as body field `field`: a path or a `file://`
+/// URI.
+fn target_dir(field: &str, text: Option<String>) -> Result<Option<PathBuf>, Reply> {
     let Some(t) = text else { return Ok(None) };
     let path = t.strip_prefix("file://").unwrap_or(&t);
     if path.is_empty() || path.contains('\0') {
         return Err(error(
             StatusCode::BAD_REQUEST,
-            "Bad request body: target-directory is not a local path",
+            &format!("Bad request body: {field} is not a local path"),
         ));
     }
     if t.contains("://") && !t.starts_with("file://") {
         return Err(error(
             StatusCode::BAD_REQUEST,
-            "Bad request body: target-directory: only local paths and file:// URIs are supported",
+            &format!("Bad request body: {field}: only local paths and file:// URIs are supported"),
         ));
     }
     Ok(Some(PathBuf::from(path)))
@@ -571,7 +572,7 @@ async fn trigger_savepoint(State(app): State<App>, Path(id): Path<String>, body:
                 "cancel-job is not supported: stop the job with POST /jobs/:id/stop",
             ));
         }
-        let dir = target_dir(string_field(&body, "target-directory")?)?;
+        let dir = target_dir("target-directory", string_field(&body, "target-directory")?)?;
         let trigger = app
             .handle
             .trigger_savepoint(dir, trigger_id(&body)?.as_deref())
@@ -581,7 +582,8 @@ async fn trigger_savepoint(State(app): State<App>, Path(id): Path<String>, body:
 }
 
 /// `POST /jobs/:id/stop` `{"targetDirectory": D, "drain": false}`: stop
-/// with a savepoint, into `state.savepoints.dir`.
+/// with a savepoint, into a directory of `D` (default
+/// `state.savepoints.dir`).
 async fn stop(State(app): State<App>, Path(id): Path<String>, body: Bytes) -> Reply {
     reply((|| {
         view_of(&app, &id)?;
@@ -597,15 +599,10 @@ async fn stop(State(app): State<App>, Path(id): Path<String>, body: Bytes) -> Re
                 "drain is not supported: a stop keeps the job's timers and windows in the savepoint",
             ));
         }
-        if string_field(&body, "targetDirectory")?.is_some() {
-            return Err(error(
-                StatusCode::BAD_REQUEST,
-                "targetDirectory is not supported for a stop: it writes to state.savepoints.dir",
-            ));
-        }
+        let dir = target_dir("targetDirectory", string_field(&body, "targetDirectory")?)?;
         let trigger = app
             .handle
-            .stop_with_savepoint(trigger_id(&body)?.as_deref())
+            .stop_with_savepoint(dir, trigger_id(&body)?.as_deref())
             .map_err(conflict)?;
         Err(accepted(trigger))
     })())
@@ -806,15 +803,19 @@ mod tests {
     #[test]
     fn target_directories_are_local_paths() {
         assert_eq!(
-            target_dir(Some("file:///tmp/sp".into())).ok().flatten(),
+            target_dir("target-directory", Some("file:///tmp/sp".into()))
+                .ok()
+                .flatten(),
             Some(PathBuf::from("/tmp/sp"))
         );
         assert_eq!(
-            target_dir(Some("/tmp/sp".into())).ok().flatten(),
+            target_dir("target-directory", Some("/tmp/sp".into()))
+                .ok()
+                .flatten(),
             Some(PathBuf::from("/tmp/sp"))
         );
-        assert!(target_dir(Some("s3://bucket/sp".into())).is_err());
-        assert!(target_dir(Some("file://".into())).is_err());
-        assert!(target_dir(None).is_ok_and(|d| d.is_none()));
+        assert!(target_dir("target-directory", Some("s3://bucket/sp".into())).is_err());
+        assert!(target_dir("target-directory", Some("file://".into())).is_err());
+        assert!(target_dir("target-directory", None).is_ok_and(|d| d.is_none()));
     }
 }

@@ -51,12 +51,17 @@ pub enum Control {
         #[command(flatten)]
         endpoint: Endpoint,
     },
-    /// Stop a running job with a savepoint (into its state.savepoints.dir),
-    /// as SIGTERM does.
+    /// Stop a running job with a savepoint (into its state.savepoints.dir,
+    /// or --dir), as SIGTERM does.
     Stop {
         /// The job id (weir list).
         #[arg(value_parser = job_id)]
         job: String,
+        /// Where the savepoint goes (default: the job's
+        /// state.savepoints.dir); a relative path is taken from the
+        /// directory this command runs in.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<String>,
         #[command(flatten)]
         endpoint: Endpoint,
     },
@@ -194,20 +199,23 @@ pub fn run(command: &Control) -> ExitCode {
                 .and_then(|t| c.wait_for_savepoint(job, &t))
                 .map(|path| {
                     println!("Savepoint completed. Path: {path}");
-                    println!("You can resume your program from this savepoint with: weir run --restore {path}");
+                    println!(
+                        "You can resume your program from this savepoint with: --restore {path} \
+                         (weir run, weir sql or weir bench, the command that runs the job)"
+                    );
                 })
         }
-        Control::Stop { job, endpoint } => {
+        Control::Stop { job, dir, endpoint } => {
             let c = Client::new(endpoint);
+            let body = match dir.as_deref().map(target_directory) {
+                Some(d) => json!({ "targetDirectory": d, "drain": false }),
+                None => json!({ "drain": false }),
+            };
             println!("Suspending job \"{job}\" with a savepoint.");
-            c.call(
-                "POST",
-                &format!("/jobs/{job}/stop"),
-                Some(json!({ "drain": false })),
-            )
-            .and_then(|r| trigger_of(&r))
-            .and_then(|t| c.wait_for_savepoint(job, &t))
-            .map(|path| println!("Savepoint completed. Path: {path}"))
+            c.call("POST", &format!("/jobs/{job}/stop"), Some(body))
+                .and_then(|r| trigger_of(&r))
+                .and_then(|t| c.wait_for_savepoint(job, &t))
+                .map(|path| println!("Savepoint completed. Path: {path}"))
         }
         Control::Cancel { job, endpoint } => {
             let c = Client::new(endpoint);

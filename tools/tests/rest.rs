@@ -9,7 +9,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -613,6 +613,12 @@ fn hostile_requests_get_4xx_and_the_job_finishes_exactly_once() {
         ),
         (
             "POST",
+            format!("/jobs/{job}/stop"),
+            Some(br#"{"targetDirectory": "s3://bucket/sp"}"#.to_vec()),
+            400,
+        ),
+        (
+            "POST",
             format!("/jobs/{job}/savepoints"),
             Some(br#"{"formatType": "NATIVE"}"#.to_vec()),
             400,
@@ -1157,9 +1163,36 @@ fn a_savepoint_into_a_file_sources_input_is_refused() {
         .collect();
     assert_eq!(entries, vec!["a.csv"], "nothing written into the input");
     assert!(p.wait_until("both rows", || support::committed_rows(&out).len() >= 2));
-    let out = weir(&["stop", &job, "--address", &rest.base]);
-    assert!(out.status.success(), "{}", text(&out));
+    // A stop into the input is refused the same way, and the job goes on;
+    // a stop into a directory of its own (Flink's `targetDirectory`, `weir
+    // stop --dir`) leaves its savepoint there.
+    let input_dir = input.display().to_string();
+    let refused = weir(&["stop", &job, "--dir", &input_dir, "--address", &rest.base]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("the job's input"),
+        "{}",
+        text(&refused)
+    );
+    let target = s.join("stopped-here");
+    let target_dir = target.display().to_string();
+    let stopped = weir(&["stop", &job, "--dir", &target_dir, "--address", &rest.base]);
+    assert!(stopped.status.success(), "{}", text(&stopped));
+    let path = String::from_utf8_lossy(&stopped.stdout)
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Savepoint completed. Path: ")
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(|| panic!("no path: {}", text(&stopped)));
+    assert!(path.starts_with(&target), "{}", path.display());
     assert!(p.wait(FINISH).success(), "{}", p.stderr());
+    assert!(path.join("_metadata").is_file(), "{}", path.display());
+    let stdout = std::fs::read_to_string(s.join("sql.stdout")).unwrap();
+    assert!(
+        stdout.contains(&format!("stopped with a savepoint: {}", path.display())),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -33,7 +33,7 @@
 //! count against `tolerable-failed-checkpoints` either.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -239,6 +239,9 @@ pub struct CheckpointCoordinator {
     savepoint_pending: Option<u64>,
     /// Where the next savepoint goes (set just before its trigger).
     savepoint_parent: Option<PathBuf>,
+    /// Where the stop's savepoint goes if not `state.savepoints.dir` (set
+    /// just before its trigger).
+    stop_parent: Option<PathBuf>,
     /// The job's output directories: no savepoint goes into one.
     outputs: Vec<PathBuf>,
     /// The directories its file sources read.
@@ -291,6 +294,7 @@ impl CheckpointCoordinator {
             stop_failed: None,
             savepoint_pending: None,
             savepoint_parent: None,
+            stop_parent: None,
             outputs: Vec::new(),
             inputs: Vec::new(),
             savepoint_outcomes: Vec::new(),
@@ -393,13 +397,32 @@ impl CheckpointCoordinator {
     /// Stops the job with a savepoint (Flink's stop-with-savepoint):
     /// triggers it now. Does nothing while a stop is under way or done,
     /// or once the final checkpoint of a job whose input ended was
-    /// triggered (the job is about to end by itself). An `Err` fails the
-    /// job as in [`CheckpointCoordinator::tick`].
-    pub fn request_stop(&mut self, now: Instant, ring: &dyn Fn()) -> Result<()> {
+    /// triggered (the job is about to end by itself). The savepoint goes
+    /// into a directory of `parent` if given (Flink's stop
+    /// `targetDirectory`; `None`: `state.savepoints.dir`, or a final
+    /// checkpoint without it); a `parent` no savepoint may go into is
+    /// refused as the stop's failure ([`take_stop_failure`]), and the job
+    /// goes on. An `Err` fails the job as in
+    /// [`CheckpointCoordinator::tick`].
+    ///
+    /// [`take_stop_failure`]: CheckpointCoordinator::take_stop_failure
+    pub fn request_stop(
+        &mut self,
+        now: Instant,
+        parent: Option<PathBuf>,
+        ring: &dyn Fn(),
+    ) -> Result<()> {
         if self.stop_pending || self.stopped.is_some() || self.final_pending || self.final_completed
         {
             return Ok(());
         }
+        if let Some(parent) = &parent {
+            if let Err(why) = self.check_savepoint_parent(parent) {
+                self.stop_failed = Some(why);
+                return Ok(());
+            }
+        }
+        self.stop_parent = parent;
         if let Some(ms) = crate::core::failpoint::armed_ms("stop-delay") {
             std::thread::sleep(Duration::from_millis(ms));
         }
@@ -441,10 +464,22 @@ impl CheckpointCoordinator {
                     .into(),
             );
         };
+        self.check_savepoint_parent(&parent)?;
+        let id = self.next_id;
+        self.savepoint_parent = Some(parent);
+        match self.trigger(now, Trigger::Savepoint, ring) {
+            Ok(()) => Ok(id),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Why a savepoint may not go into a directory of `parent`, if it may
+    /// not: the job's output or input, or a directory weir manages.
+    fn check_savepoint_parent(&self, parent: &Path) -> std::result::Result<(), String> {
         if let Some((dir, same)) = self
             .outputs
             .iter()
-            .find_map(|out| within(&parent, out).map(|same| (out, same)))
+            .find_map(|out| within(parent, out).map(|same| (out, same)))
         {
             return Err(format!(
                 "savepoint target {} is {}the job's output directory {}: the savepoint would \
@@ -457,14 +492,14 @@ impl CheckpointCoordinator {
         if let Some(input) = self
             .inputs
             .iter()
-            .find(|input| within(&parent, input).is_some())
+            .find(|input| within(parent, input).is_some())
         {
             return Err(format!(
                 "savepoint target {} is {}the job's input {}: its file source, listing it \
                  again or in the next run, would read the savepoint's files as input; give it a \
                  directory of its own",
                 parent.display(),
-                if within(&parent, input) == Some(true) {
+                if within(parent, input) == Some(true) {
                     ""
                 } else {
                     "inside "
@@ -472,7 +507,7 @@ impl CheckpointCoordinator {
                 input.display()
             ));
         }
-        if let Some(managed) = self.storage.managed_dir_containing(&parent) {
+        if let Some(managed) = self.storage.managed_dir_containing(parent) {
             return Err(format!(
                 "savepoint target {} is inside {}, which weir deletes or moves as checkpoints \
                  are subsumed, cleaned up or abandoned: the savepoint would be lost; give it a \
@@ -481,12 +516,7 @@ impl CheckpointCoordinator {
                 managed.display()
             ));
         }
-        let id = self.next_id;
-        self.savepoint_parent = Some(parent);
-        match self.trigger(now, Trigger::Savepoint, ring) {
-            Ok(()) => Ok(id),
-            Err(e) => Err(e.to_string()),
-        }
+        Ok(())
     }
 
     /// How the savepoints the job ran on after ended since the last call.
@@ -595,8 +625,13 @@ impl CheckpointCoordinator {
         self.last_trigger = Some(now);
         let trigger_ms = wall_ms();
         let is_final = why == Trigger::Final;
+        let stop_parent = if why == Trigger::Stop {
+            self.stop_parent.take()
+        } else {
+            None
+        };
         let stop = (why == Trigger::Stop).then(|| {
-            if self.storage.savepoints_dir().is_some() {
+            if stop_parent.is_some() || self.storage.savepoints_dir().is_some() {
                 SnapshotKind::Savepoint
             } else {
                 SnapshotKind::Checkpoint
@@ -630,6 +665,10 @@ impl CheckpointCoordinator {
             .record_id(id, ids_ahead(self.options.interval))
             .and_then(|()| match (stop, &savepoint) {
                 (_, Some(parent)) => self.storage.begin_savepoint_in(id, parent).map(|_| ()),
+                (Some(SnapshotKind::Savepoint), None) if stop_parent.is_some() => self
+                    .storage
+                    .begin_savepoint_in(id, stop_parent.as_deref().expect("checked"))
+                    .map(|_| ()),
                 (Some(SnapshotKind::Savepoint), _) => self.storage.begin_savepoint(id).map(|_| ()),
                 _ => {
                     let dir = self.storage.checkpoint_dir(id);
@@ -1050,14 +1089,14 @@ mod tests {
         f.coordinator.storage = Arc::new(storage);
         let t0 = Instant::now();
         // Before the interval: the stop does not wait for it.
-        f.coordinator.request_stop(t0, &|| {}).unwrap();
+        f.coordinator.request_stop(t0, None, &|| {}).unwrap();
         assert_eq!((f.signals.triggered_id(), f.signals.stop_id()), (1, 1));
         let dir = sp.join("savepoint-abcdef-1");
         assert!(
             dir.is_dir(),
             "the savepoint's directory is made at the trigger"
         );
-        f.coordinator.request_stop(t0, &|| {}).unwrap();
+        f.coordinator.request_stop(t0, None, &|| {}).unwrap();
         assert_eq!(f.signals.triggered_id(), 1, "one stop at a time");
         f.acks.send(ack(1)).unwrap();
         f.coordinator.tick(t0, &|| {}).unwrap();
@@ -1082,11 +1121,52 @@ mod tests {
     }
 
     #[test]
+    fn a_stop_into_a_directory_of_its_own_takes_a_savepoint_there() {
+        // No savepoints directory: without a target the stop would take a
+        // checkpoint; with one it is a savepoint in that directory.
+        let mut f = fixture("stop-into", 0);
+        let t0 = Instant::now();
+        let managed = f.root.join("chk-1").join("sp");
+        f.coordinator
+            .request_stop(t0, Some(managed.clone()), &|| {})
+            .unwrap();
+        let why = f.coordinator.take_stop_failure().expect("refused");
+        assert!(
+            why.starts_with(&format!("savepoint target {}", managed.display())),
+            "{why}"
+        );
+        assert_eq!(f.signals.stop_id(), 0, "nothing triggered");
+        let target = PathBuf::from(format!("{}-target", f.root.display()));
+        let _ = std::fs::remove_dir_all(&target);
+        f.coordinator
+            .request_stop(t0, Some(target.clone()), &|| {})
+            .unwrap();
+        let id = f.signals.stop_id();
+        assert_ne!(id, 0);
+        let dir = f.coordinator.stop_target().expect("pending");
+        assert!(dir.starts_with(&target) && dir.is_dir(), "{dir:?}");
+        f.acks.send(ack(id)).unwrap();
+        f.coordinator.tick(t0, &|| {}).unwrap();
+        let stopped = f.coordinator.stopped().expect("stopped").clone();
+        assert_eq!(
+            (stopped.kind, &stopped.dir),
+            (SnapshotKind::Savepoint, &dir)
+        );
+        let m = Manifest::read(dir.join(METADATA_FILE)).unwrap();
+        assert_eq!(m.kind, SnapshotKind::Savepoint);
+        assert!(
+            !f.root.join(format!("chk-{id}")).exists(),
+            "not a checkpoint"
+        );
+        let _ = std::fs::remove_dir_all(&target);
+    }
+
+    #[test]
     fn a_failed_stop_is_withdrawn_and_not_counted_as_a_failed_checkpoint() {
         // No savepoints directory: the stop takes a checkpoint.
         let mut f = fixture("stop-fails", 0);
         let t0 = Instant::now();
-        f.coordinator.request_stop(t0, &|| {}).unwrap();
+        f.coordinator.request_stop(t0, None, &|| {}).unwrap();
         assert!(f.root.join("chk-1").is_dir());
         // It times out: tolerable-failed-checkpoints is 0, yet the job goes on.
         f.coordinator

@@ -425,7 +425,7 @@ impl StopWatch<'_> {
             shared.cancel();
             return Some(StopOutcome::WithoutSnapshot);
         };
-        if let Err(e) = c.request_stop(now, &|| ring_all(shared)) {
+        if let Err(e) = c.request_stop(now, self.request.asked_parent(), &|| ring_all(shared)) {
             shared.fail(
                 usize::MAX,
                 "checkpoint coordinator".into(),

@@ -571,12 +571,18 @@ impl JobHandle {
         Ok(trigger)
     }
 
-    /// Stops the job with a savepoint (the path SIGTERM takes); returns
-    /// the trigger id of the stop's savepoint (`trigger` if given, as for
+    /// Stops the job with a savepoint (the path SIGTERM takes) into a
+    /// directory of `dir` (`None`: `state.savepoints.dir`, or a final
+    /// checkpoint without it); returns the trigger id of the stop's
+    /// savepoint (`trigger` if given, as for
     /// [`JobHandle::trigger_savepoint`]). Refused, and the job runs on,
     /// while it is not running or without checkpointing (where SIGTERM
     /// would end it without a savepoint).
-    pub fn stop_with_savepoint(&self, trigger: Option<&str>) -> Result<String, String> {
+    pub fn stop_with_savepoint(
+        &self,
+        dir: Option<PathBuf>,
+        trigger: Option<&str>,
+    ) -> Result<String, String> {
         match self.known_trigger(trigger) {
             Some(true) => return Ok(trigger.unwrap_or_default().to_owned()),
             Some(false) => {
@@ -597,7 +603,7 @@ impl JobHandle {
         let Some(stop) = self.0.stop.get() else {
             return Err("the job cannot be stopped".into());
         };
-        if !stop.request() {
+        if !stop.request_into(dir) {
             return Err("a stop is already under way".into());
         }
         let trigger = self.new_trigger(trigger);
@@ -981,7 +987,10 @@ mod tests {
     fn without_checkpointing_a_stop_or_savepoint_is_refused_and_the_job_runs_on() {
         let stop = StopRequest::new();
         let h = running(None, &stop);
-        for why in [h.stop_with_savepoint(None), h.trigger_savepoint(None, None)] {
+        for why in [
+            h.stop_with_savepoint(None, None),
+            h.trigger_savepoint(None, None),
+        ] {
             let why = why.expect_err("refused");
             assert!(why.contains("checkpointing is off"), "{why}");
         }
@@ -1006,7 +1015,7 @@ mod tests {
         h.trigger_savepoint(None, None).unwrap();
         h.take_requests();
         let h = running(Some(checkpointing()), &StopRequest::new());
-        h.stop_with_savepoint(None).unwrap();
+        h.stop_with_savepoint(None, None).unwrap();
         let why = h.trigger_savepoint(None, None).expect_err("while stopping");
         assert!(why.contains("stopping"), "{why}");
     }
@@ -1037,11 +1046,14 @@ mod tests {
         assert_eq!(h.trigger_savepoint(None, Some(id)).unwrap(), id);
         assert_eq!(h.trigger_savepoint(None, Some(id)).unwrap(), id);
         assert_eq!(h.take_requests().len(), 1, "one savepoint");
-        assert!(h.stop_with_savepoint(Some(id)).is_err(), "not a stop's id");
+        assert!(
+            h.stop_with_savepoint(None, Some(id)).is_err(),
+            "not a stop's id"
+        );
         assert!(!stop.is_requested());
         let h = running(Some(checkpointing()), &StopRequest::new());
-        assert_eq!(h.stop_with_savepoint(Some(id)).unwrap(), id);
-        assert_eq!(h.stop_with_savepoint(Some(id)).unwrap(), id);
+        assert_eq!(h.stop_with_savepoint(None, Some(id)).unwrap(), id);
+        assert_eq!(h.stop_with_savepoint(None, Some(id)).unwrap(), id);
         assert!(h.trigger_savepoint(None, Some(id)).is_err());
     }
 

@@ -22,6 +22,9 @@ const REQUESTED: u8 = 1;
 #[derive(Clone, Debug, Default)]
 pub struct StopRequest {
     state: Arc<AtomicU8>,
+    /// Where the requester asked the savepoint to go (`None`:
+    /// `state.savepoints.dir`): Flink's stop `targetDirectory`.
+    asked: Arc<Mutex<Option<PathBuf>>>,
     /// The directory the stop's snapshot is being written into, once the
     /// control thread triggered it (for [`StopRequest::abort`]).
     target: Arc<Mutex<Option<PathBuf>>>,
@@ -37,9 +40,30 @@ impl StopRequest {
     /// asked for already and is still under way (the caller may then
     /// abort instead, as a second Ctrl-C does).
     pub fn request(&self) -> bool {
-        self.state
+        self.request_into(None)
+    }
+
+    /// [`request`](Self::request) with the savepoint written into a
+    /// directory of `parent` rather than `state.savepoints.dir` (`None`).
+    pub fn request_into(&self, parent: Option<PathBuf>) -> bool {
+        // The directory is set under its lock with the request, so the
+        // control thread, which reads it after seeing the request, sees
+        // it; a request that finds another under way changes nothing.
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        let first = self
+            .state
             .compare_exchange(IDLE, REQUESTED, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+            .is_ok();
+        if first {
+            *asked = parent;
+        }
+        first
+    }
+
+    /// Where the request asked the savepoint to go (`None`:
+    /// `state.savepoints.dir`).
+    pub(crate) fn asked_parent(&self) -> Option<PathBuf> {
+        self.asked.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Whether a stop was asked for and not given up on.
@@ -50,7 +74,10 @@ impl StopRequest {
     /// The stop savepoint failed and the job goes on: a later request is a
     /// first one again.
     pub(crate) fn rearm(&self) {
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        *asked = None;
         self.state.store(IDLE, Ordering::Release);
+        drop(asked);
         self.set_target(None);
     }
 
@@ -63,7 +90,7 @@ impl StopRequest {
     /// Ctrl-C): removes the directory of the stop's snapshot if it is
     /// still incomplete (no `_metadata` yet), as Flink disposes of a
     /// savepoint that failed, so that no half-written savepoint is left in
-    /// `state.savepoints.dir`; returns the directory removed. A complete
+    /// `state.savepoints.dir` (or the directory the stop named); returns the directory removed. A complete
     /// one is kept. Nothing reads the directory but the writers, which the
     /// process's end stops.
     pub fn abort(&self) -> Option<PathBuf> {

@@ -260,8 +260,9 @@ pub enum ConnectorError {
         /// Its committed file.
         part: PathBuf,
     },
-    /// A transaction to commit has neither its pending nor its committed
-    /// file.
+    /// A transaction to commit, pre-committed by the same attempt, has
+    /// neither its pending nor its committed file (at a restore's commit
+    /// that is a part taken away since, a warning).
     #[error(
         "cannot commit transaction {id} of subtask {subtask}: neither the pending file {} nor \
          the committed file {} exists (pre-committed output was lost)",

@@ -295,7 +295,22 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
     /// rescale an old subtask's of this one's share), whose files name
     /// `writer`: returns whether a rename happened (the directory then
     /// needs an fsync).
-    fn commit(&self, writer: Option<&str>, subtask: usize, id: u64) -> Result<bool> {
+    ///
+    /// When `recovering` (committing a restored checkpoint's
+    /// transactions), one with neither its pending nor its part file is
+    /// taken as committed before and its part moved away since (a
+    /// downstream process that takes the committed files, or a user who
+    /// cleared the directory before restoring an older snapshot), with a
+    /// warning, as Flink's committers do on recovery; it cannot be written
+    /// again either way. At a live commit (the file was pre-committed by
+    /// this very attempt) it stays an error.
+    fn commit(
+        &self,
+        writer: Option<&str>,
+        subtask: usize,
+        id: u64,
+        recovering: bool,
+    ) -> Result<bool> {
         let pending = transaction_path(&self.dir, ".pending-", writer, subtask, id);
         let part = transaction_path(&self.dir, "part-", writer, subtask, id);
         match (exists(&pending)?, exists(&part)?) {
@@ -315,6 +330,18 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
                 pending,
                 part,
             }),
+            (false, false) if recovering => {
+                tracing::warn!(
+                    target: crate::core::log::SINK,
+                    transaction = id,
+                    "weir: file sink: neither {} nor {} exists: transaction {id} of subtask \
+                     {subtask} is taken as committed before and moved away since; its records \
+                     are not written again",
+                    pending.display(),
+                    part.display()
+                );
+                Ok(false)
+            }
             (false, false) => Err(ConnectorError::CommitLost {
                 id,
                 subtask,
@@ -456,7 +483,7 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
         let mut changed = false;
         for (writer, subtask, ids) in &listed {
             for &id in ids {
-                changed |= self.commit(writer.as_deref(), *subtask, id)?;
+                changed |= self.commit(writer.as_deref(), *subtask, id, true)?;
             }
         }
         changed |= self.abort_rest(restored_id, legacy)?;
@@ -521,7 +548,12 @@ impl<T, F: FnMut(&T, &mut Vec<u8>)> TransactionalFileSink<T, F> {
         let mut result = Ok(());
         let mut done = 0;
         while done < due {
-            match self.commit(self.writer.as_deref(), self.subtask, self.pending[done]) {
+            match self.commit(
+                self.writer.as_deref(),
+                self.subtask,
+                self.pending[done],
+                false,
+            ) {
                 Ok(r) => renamed |= r,
                 Err(e) => {
                     result = Err(e);

@@ -401,17 +401,45 @@ fn committed_output_is_never_overwritten() {
     assert_eq!(fs::read_to_string(&part).unwrap(), "someone else's\n");
 }
 
+/// A restored checkpoint's transaction whose pending and part files are
+/// both gone was committed before and its part taken since (a downstream
+/// process that moves committed files away, while the job crashed before
+/// its next checkpoint): the restore goes on, as Flink's committers do on
+/// recovery, and does not write its records again.
 #[test]
-fn a_lost_pending_file_is_an_error() {
-    let d = TempDir::new("lost");
+fn a_restored_transaction_whose_part_was_taken_away_is_not_committed_again() {
+    let d = TempDir::new("taken");
     let mut s = sink(&d.0, 0);
     s.initialize_state(None).unwrap();
     feed(&mut s, 0..5);
     let state = s.snapshot_state(1).unwrap();
+    s.notify_checkpoint_complete(1).unwrap();
+    feed(&mut s, 5..8);
+    // The crash, before checkpoint 2; then the downstream process takes
+    // the committed part (deleted here).
     drop(s);
-    fs::remove_file(d.0.join(".pending-0000-0000000001")).unwrap();
+    fs::remove_file(d.0.join("part-0000-0000000001")).unwrap();
     let mut s = sink(&d.0, 0);
-    let err = s.initialize_state(Some((1, &state))).unwrap_err();
+    s.initialize_state(Some((1, &state))).unwrap();
+    assert!(visible(&d.0).is_empty(), "{:?}", names(&d.0));
+    assert!(hidden(&d.0).is_empty(), "{:?}", hidden(&d.0));
+    feed(&mut s, 5..10);
+    s.snapshot_state(2).unwrap();
+    s.notify_checkpoint_complete(2).unwrap();
+    assert_eq!(committed_lines(&d.0), expected(5..10));
+}
+
+/// At a live commit the pending file was pre-committed by the same
+/// attempt: its loss is an error naming both files.
+#[test]
+fn a_pending_file_lost_before_its_live_commit_is_an_error() {
+    let d = TempDir::new("lost");
+    let mut s = sink(&d.0, 0);
+    s.initialize_state(None).unwrap();
+    feed(&mut s, 0..5);
+    s.snapshot_state(1).unwrap();
+    fs::remove_file(d.0.join(".pending-0000-0000000001")).unwrap();
+    let err = s.notify_checkpoint_complete(1).unwrap_err();
     assert!(err.contains(".pending-0000-0000000001"), "{err}");
     assert!(err.contains("part-0000-0000000001"), "{err}");
 }

@@ -205,6 +205,28 @@ fn replace_file(dir: &std::path::Path, name: &str, bytes: &[u8]) -> std::io::Res
     written
 }
 
+/// Removes the temporary files of [`replace_file`] for `dir/name` that
+/// other processes left (one that crashed between writing and renaming
+/// its own): the directory's lock (`exec::lock`) keeps any other process
+/// from writing into it meanwhile.
+fn remove_stale_temporaries(dir: &std::path::Path, name: &str) {
+    let prefix = format!(".{name}.tmp.");
+    let mine = format!("{prefix}{}", std::process::id());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(file) = file.to_str() else { continue };
+        let pid = file.strip_prefix(&prefix);
+        if file != mine
+            && pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// How many checkpoint ids the coordinator records in `_timeline` at once
 /// ([`CheckpointStorage::record_id`]): a minute's worth at `interval`, so
 /// the durable write happens about once a minute whatever the interval
@@ -857,7 +879,11 @@ impl CheckpointCoordinator {
     /// per checkpoint (bench/RESULTS.md, "W3's tail: ...").
     fn write_history(&mut self) {
         let path = self.storage.history_path();
+        let root = self.storage.root();
         let history = self.history.get_or_insert_with(|| {
+            // Once a run: a process that crashed between writing its
+            // temporary file and renaming it left it behind.
+            remove_stale_temporaries(root, HISTORY_FILE);
             let earlier: Vec<serde_json::Value> = std::fs::read(&path)
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok())
@@ -879,7 +905,7 @@ impl CheckpointCoordinator {
             history.pop_front();
         }
         let bytes = history_file(history);
-        if let Err(e) = replace_file(self.storage.root(), HISTORY_FILE, &bytes) {
+        if let Err(e) = replace_file(root, HISTORY_FILE, &bytes) {
             tracing::warn!(target: CHECKPOINT, "cannot write {}: {e}", path.display());
         }
     }
@@ -995,6 +1021,28 @@ mod tests {
                 "{n} entries"
             );
         }
+    }
+
+    #[test]
+    fn a_crashed_runs_temporary_history_file_is_removed() {
+        let dir = std::env::temp_dir().join(format!("weir-coord-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let stale = dir.join(format!(".{HISTORY_FILE}.tmp.4242424"));
+        let kept = [
+            dir.join(format!(".{HISTORY_FILE}.tmp.{}", std::process::id())),
+            dir.join(format!(".{HISTORY_FILE}.tmp.notes")),
+            dir.join(HISTORY_FILE),
+        ];
+        for f in kept.iter().chain([&stale]) {
+            std::fs::write(f, b"[]").unwrap();
+        }
+        remove_stale_temporaries(&dir, HISTORY_FILE);
+        assert!(!stale.exists());
+        for f in &kept {
+            assert!(f.exists(), "{}", f.display());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! - [`segment_file`]: segment files written through io_uring;
 //! - [`table_block`]: the format of a keyed table written in slot order;
 //! - [`storage`]: the checkpoint directory's layout and retention, and
-//!   where savepoints go;
+//!   where savepoints go; [`deleter`], removing what retention let go of
+//!   a slice at a time;
 //! - [`restore`]: finding, verifying and reading a checkpoint, and
 //!   [`keyed_restore`], reading a keyed state's blocks back;
 //! - [`inspect`]: describing, verifying and finding snapshots without a
@@ -26,6 +27,7 @@
 
 pub mod chain_restore;
 pub mod coordinator;
+pub mod deleter;
 pub mod error;
 pub mod incremental;
 pub mod inspect;

@@ -53,6 +53,9 @@ pub const TIMELINE_FILE: &str = "_timeline";
 pub const ABANDONED_DIR: &str = "abandoned";
 /// Prefix of a savepoint's directory name.
 pub const SAVEPOINT_PREFIX: &str = "savepoint-";
+/// What a checkpoint retention let go of is renamed to (before `chk-<id>`)
+/// until it is deleted ([`CheckpointStorage::retire_for_retention`]).
+pub const RETIRED_PREFIX: &str = ".retired-";
 
 /// The checkpoint directory's timeline: the latest run and what every run
 /// abandoned.
@@ -463,7 +466,58 @@ impl CheckpointStorage {
     /// (references are not followed transitively, or nothing would ever be
     /// deleted).
     pub fn retain(&self, retained: usize) -> Result<Vec<u64>> {
-        let mut removed = Vec::new();
+        let victims = self.retention_victims(retained)?;
+        for &id in &victims {
+            self.delete(id)?;
+        }
+        Ok(victims)
+    }
+
+    /// [`retain`](Self::retain) that deletes nothing itself: each
+    /// checkpoint it lets go of is renamed out of the directory's listing
+    /// (`chk-<id>` to `.retired-chk-<id>`, one rename: from then on it is
+    /// neither restorable nor listed) and its new path returned, for a
+    /// [`Deleter`](crate::checkpoint::deleter::Deleter) to empty
+    /// without taking a worker's core in one burst. A crash before that
+    /// leaves the renamed directory, which [`retired`](Self::retired)
+    /// finds.
+    pub fn retire_for_retention(&self, retained: usize) -> Result<Vec<(u64, PathBuf)>> {
+        let mut retired = Vec::new();
+        for id in self.retention_victims(retained)? {
+            let dir = self.checkpoint_dir(id);
+            let to = self.root.join(format!("{RETIRED_PREFIX}chk-{id}"));
+            match fs::rename(&dir, &to) {
+                Ok(()) => retired.push((id, to)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(CheckpointError::io("retire", dir, e)),
+            }
+        }
+        Ok(retired)
+    }
+
+    /// Directories of retired checkpoints still in the root (a crash came
+    /// before their deletion).
+    pub fn retired(&self) -> Vec<PathBuf> {
+        let Ok(entries) = fs::read_dir(&self.root) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(RETIRED_PREFIX))
+                    && e.file_type().is_ok_and(|t| t.is_dir())
+            })
+            .map(|e| e.path())
+            .collect()
+    }
+
+    /// The complete checkpoints retention lets go of: all but the newest
+    /// `retained` and those a kept or abandoned one refers to (see
+    /// [`retain`](Self::retain)).
+    fn retention_victims(&self, retained: usize) -> Result<Vec<u64>> {
+        let mut victims = Vec::new();
         let complete: Vec<u64> = self
             .list()?
             .into_iter()
@@ -518,10 +572,9 @@ impl CheckpointStorage {
             if id < floor || referenced.contains(&id) {
                 continue;
             }
-            self.delete(id)?;
-            removed.push(id);
+            victims.push(id);
         }
-        Ok(removed)
+        Ok(victims)
     }
 }
 

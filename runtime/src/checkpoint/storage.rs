@@ -690,6 +690,35 @@ mod tests {
         fs::remove_dir_all(&root).unwrap();
     }
 
+    #[test]
+    fn retiring_renames_what_retention_lets_go_of_out_of_every_listing() {
+        let root = temp_root("retire");
+        let s = CheckpointStorage::open(&root).unwrap();
+        complete(&s, &[1, 2, 3]);
+        fs::write(s.checkpoint_dir(1).join("w000.seg"), b"x").unwrap();
+        let retired = s.retire_for_retention(1).unwrap();
+        let expected: Vec<(u64, PathBuf)> = [2, 1]
+            .into_iter()
+            .map(|id| (id, root.join(format!("{RETIRED_PREFIX}chk-{id}"))))
+            .collect();
+        assert_eq!(retired, expected);
+        let ids: Vec<u64> = s.list().unwrap().iter().map(|c| c.id).collect();
+        assert_eq!(ids, vec![3]);
+        assert_eq!(s.max_id().unwrap(), 3);
+        let mut found = s.retired();
+        found.sort();
+        let mut dirs: Vec<PathBuf> = expected.into_iter().map(|(_, d)| d).collect();
+        dirs.sort();
+        assert_eq!(found, dirs);
+        let one = root.join(format!("{RETIRED_PREFIX}chk-1"));
+        assert!(one.join("w000.seg").is_file(), "kept until deleted");
+        for dir in &dirs {
+            crate::checkpoint::deleter::remove_sliced(dir).unwrap();
+        }
+        assert!(s.retired().is_empty());
+        fs::remove_dir_all(&root).unwrap();
+    }
+
     /// Makes complete checkpoints `ids` under `s`.
     fn complete(s: &CheckpointStorage, ids: &[u64]) {
         for &id in ids {

@@ -695,11 +695,10 @@ impl CheckpointCoordinator {
             .record_id(id, ids_ahead(self.options.interval))
             .and_then(|()| match (stop, &savepoint) {
                 (_, Some(parent)) => self.storage.begin_savepoint_in(id, parent).map(|_| ()),
-                (Some(SnapshotKind::Savepoint), None) if stop_parent.is_some() => self
-                    .storage
-                    .begin_savepoint_in(id, stop_parent.as_deref().expect("checked"))
-                    .map(|_| ()),
-                (Some(SnapshotKind::Savepoint), _) => self.storage.begin_savepoint(id).map(|_| ()),
+                (Some(SnapshotKind::Savepoint), _) => match &stop_parent {
+                    Some(parent) => self.storage.begin_savepoint_in(id, parent).map(|_| ()),
+                    None => self.storage.begin_savepoint(id).map(|_| ()),
+                },
                 _ => {
                     let dir = self.storage.checkpoint_dir(id);
                     std::fs::create_dir_all(&dir).map_err(|e| CheckpointError::io("create", dir, e))
@@ -806,8 +805,8 @@ impl CheckpointCoordinator {
             }
         }
         // Retired by a rename here, deleted a slice at a time on the
-        // deleter's thread (a checkpoint's segments took ~0.75 ms of kernel
-        // time to unlink, in one burst on a worker's core).
+        // deleter's thread (unlinking a checkpoint's segments frees their
+        // pages in one burst of kernel time, taken from a worker's core).
         match self.storage.retire_for_retention(self.options.num_retained) {
             Ok(retired) => {
                 let dirs: Vec<PathBuf> = if self.retired_swept {

@@ -2,10 +2,10 @@
 //! thread of its own.
 //!
 //! Deleting a subsumed checkpoint is mostly kernel time: unlinking a
-//! segment file frees its pages from the page cache (about 0.37 ms for a
-//! 1.2 MB segment on the 2-vCPU host, bench/RESULTS.md "W3's tail: ..."),
-//! and on a machine with no spare core that time is taken from a worker
-//! whose records then wait. Retention therefore only renames a checkpoint
+//! segment file frees its pages from the page cache in one go, and on a
+//! machine with no spare core that time is taken from a worker whose
+//! records then wait (bench/RESULTS.md, "Retention deletes a slice at a
+//! time": the effect on W3's p99.99 is within that host's noise). Retention therefore only renames a checkpoint
 //! it lets go of out of the directory's listing
 //! ([`CheckpointStorage::retire_for_retention`], one cheap rename), and the
 //! [`Deleter`] empties it: each file is shortened a slice at a time with a

@@ -90,9 +90,9 @@ impl StopRequest {
     /// Ctrl-C): removes the directory of the stop's snapshot if it is
     /// still incomplete (no `_metadata` yet), as Flink disposes of a
     /// savepoint that failed, so that no half-written savepoint is left in
-    /// `state.savepoints.dir` (or the directory the stop named); returns the directory removed. A complete
-    /// one is kept. Nothing reads the directory but the writers, which the
-    /// process's end stops.
+    /// `state.savepoints.dir` (or the directory the stop named); returns
+    /// the directory removed. A complete one is kept. Nothing reads the
+    /// directory but the writers, which the process's end stops.
     pub fn abort(&self) -> Option<PathBuf> {
         let dir = self
             .target

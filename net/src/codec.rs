@@ -183,19 +183,76 @@ fn decode_str(bytes: &[u8], total: usize, available: usize) -> Result<&str, Deco
     })
 }
 
+/// Inlined, as the `CompactString`'s: a string key is encoded and decoded
+/// once per record on each side of an exchange, and the calls (which the
+/// compiler had left) cost as much as the short key's bytes.
 impl Wire for String {
+    #[inline(always)]
     fn encoded_len(&self) -> usize {
         4 + self.len()
     }
+    #[inline(always)]
     fn write(&self, out: &mut [u8]) {
         write_byte_string(self.as_bytes(), out);
     }
+    #[inline(always)]
     fn read(input: &[u8]) -> Result<(Self, usize), DecodeError> {
         let (len, _) = u32::read(input)?;
         let total = 4 + len as usize;
         need("string", input, total)?;
         let text = decode_str(&input[4..total], total, input.len())?;
-        Ok((text.to_owned(), total))
+        Ok((owned_text(text), total))
+    }
+}
+
+/// `text.to_owned()`, a text of up to 32 bytes copied by moves of a fixed
+/// width as `copy_short` does: `to_owned` copies with a `memcpy` call of
+/// the run-time length, which for a short key costs more than the
+/// allocation it fills.
+#[inline(always)]
+fn owned_text(text: &str) -> String {
+    let n = text.len();
+    if n > 32 {
+        return text.to_owned();
+    }
+    let mut bytes = Vec::<u8>::with_capacity(n);
+    let (src, dst) = (text.as_ptr(), bytes.as_mut_ptr());
+    // SAFETY: `src` points to `n` readable bytes (the text) and `dst` to a
+    // fresh allocation with room for `n` bytes (`with_capacity(n)`; none
+    // for `n == 0`, where nothing is moved). Each arm moves two or three
+    // pieces whose offsets and widths lie within `0..n` for every `n` of
+    // its range (the pieces overlap in the middle), unaligned reads and
+    // writes; together they cover every byte of `0..n`, so `set_len(n)`
+    // exposes initialised bytes only, a copy of a `str`, hence UTF-8.
+    unsafe {
+        match n {
+            0 => {}
+            1..=3 => {
+                *dst = *src;
+                *dst.add(n / 2) = *src.add(n / 2);
+                *dst.add(n - 1) = *src.add(n - 1);
+            }
+            4..=7 => {
+                let (a, b) = (src.cast::<u32>(), src.add(n - 4).cast::<u32>());
+                let (a, b) = (a.read_unaligned(), b.read_unaligned());
+                dst.cast::<u32>().write_unaligned(a);
+                dst.add(n - 4).cast::<u32>().write_unaligned(b);
+            }
+            8..=16 => {
+                let (a, b) = (src.cast::<u64>(), src.add(n - 8).cast::<u64>());
+                let (a, b) = (a.read_unaligned(), b.read_unaligned());
+                dst.cast::<u64>().write_unaligned(a);
+                dst.add(n - 8).cast::<u64>().write_unaligned(b);
+            }
+            _ => {
+                let (a, b) = (src.cast::<u128>(), src.add(n - 16).cast::<u128>());
+                let (a, b) = (a.read_unaligned(), b.read_unaligned());
+                dst.cast::<u128>().write_unaligned(a);
+                dst.add(n - 16).cast::<u128>().write_unaligned(b);
+            }
+        }
+        bytes.set_len(n);
+        String::from_utf8_unchecked(bytes)
     }
 }
 

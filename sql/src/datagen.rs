@@ -97,11 +97,11 @@ impl RowGen {
         const INLINE: usize = 4; // (`Values`' inline capacity)
         let n = self.columns.len();
         let values = if n <= INLINE {
-            let buf: [Value; INLINE] = std::array::from_fn(|c| match self.columns.get(c) {
-                Some(col) => col.value(i),
-                None => Value::Null,
-            });
-            Values::from_buf_and_len(buf, n)
+            let mut values = Values::new();
+            for col in &self.columns {
+                values.push(col.value(i));
+            }
+            values
         } else {
             self.columns.iter().map(|col| col.value(i)).collect()
         };

@@ -716,8 +716,11 @@ impl Value {
 
     /// Reads a value written by [`write_wire`](Self::write_wire), and
     /// its length: a BIGINT or NULL inline, the rest in
-    /// [`read_wire_any`](Self::read_wire_any).
-    #[inline]
+    /// [`read_wire_any`](Self::read_wire_any). Always inlined: called, it
+    /// returned the value through memory, written in pieces (payload, tag)
+    /// and read back whole, a load the processor cannot forward from the
+    /// stores that had just written it (perf: half the row decode's time).
+    #[inline(always)]
     fn read_wire(input: &[u8]) -> Result<(Value, usize), DecodeError> {
         match input {
             [TAG_BIGINT, b0, b1, b2, b3, b4, b5, b6, b7, ..] => Ok((
@@ -976,6 +979,17 @@ pub(crate) fn read_row<A: smallvec::Array<Item = Value>>(
     let mut values = SmallVec::with_capacity(n.min(256));
     let mut at = 3;
     for _ in 0..n {
+        // A BIGINT is pushed as it is made, not through `read_wire`'s
+        // result: the value written into that result in pieces (payload,
+        // then the tag byte) and copied out by whole words waited for the
+        // tag's store (perf: half the row decode's time).
+        if let [TAG_BIGINT, b0, b1, b2, b3, b4, b5, b6, b7, ..] = input[at..] {
+            values.push(Value::BigInt(i64::from_le_bytes([
+                b0, b1, b2, b3, b4, b5, b6, b7,
+            ])));
+            at += 9;
+            continue;
+        }
         let (v, used) = Value::read_wire(&input[at..])?;
         values.push(v);
         at += used;

@@ -458,6 +458,28 @@ pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     }
 }
 
+/// The AND of `parts` (`None` for none), each part that binds more loosely
+/// than AND (an OR, an XOR) in parentheses: the rewrites print conditions
+/// as text and parse them again (a subquery made a derived table), and
+/// sqlparser prints a tree as written, without the parentheses its shape
+/// implies, so `(a OR b) AND c` built from a bare `a OR b` would be read
+/// back as `a OR (b AND c)`.
+pub(super) fn conjunction(parts: impl IntoIterator<Item = Expr>) -> Option<Expr> {
+    parts
+        .into_iter()
+        .map(|p| match p {
+            Expr::BinaryOp {
+                op: B::Or | B::Xor, ..
+            } => Expr::Nested(Box::new(p)),
+            p => p,
+        })
+        .reduce(|a, b| Expr::BinaryOp {
+            left: Box::new(a),
+            op: B::And,
+            right: Box::new(b),
+        })
+}
+
 /// The range `start..=N` of the outer WHERE's bounds on the row number
 /// (`rn <= N`, `rn < N + 1`, `rn = n`, `rn > m`, `rn >= m`, `rn BETWEEN m
 /// AND N`, or the same with the operands swapped; several combine), and
@@ -507,12 +529,7 @@ fn rank_bound(
         usize::try_from(n).map_err(|_| SqlError::Unsupported(format!("a bound of {n} on `{rn}`")))
     };
     let (start, limit) = (as_usize(start)?, as_usize(limit)?);
-    let rest = rest.into_iter().reduce(|a, b| Expr::BinaryOp {
-        left: Box::new(a),
-        op: B::And,
-        right: Box::new(b),
-    });
-    Ok(((start, limit), rest))
+    Ok(((start, limit), conjunction(rest)))
 }
 
 /// The lowest and highest row number one condition keeps (`None`:

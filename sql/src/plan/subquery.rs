@@ -48,7 +48,7 @@
 use sqlparser::ast::{self, BinaryOperator as B, Expr, Query, Select, SetExpr, TableFactor};
 use sqlparser::parser::Parser;
 
-use super::over::conjuncts;
+use super::over::{conjunction, conjuncts};
 use super::Planner;
 use crate::dialect::FlinkDialect;
 use crate::error::{Result, SqlError};
@@ -304,11 +304,7 @@ impl Planner<'_> {
             });
             kept.extend(j.anti);
         }
-        out.selection = kept.into_iter().reduce(|a, b| Expr::BinaryOp {
-            left: Box::new(a),
-            op: B::And,
-            right: Box::new(b),
-        });
+        out.selection = conjunction(kept);
         Ok(Some(out))
     }
 
@@ -1258,14 +1254,11 @@ fn correlation(sel: &mut Select, q: &Query, inner_q: &Inner) -> Result<Vec<(Expr
                     "the correlated condition `{other}` in the scalar subquery `({q})` (only equalities of a subquery column and an outer column correlate)"
                 )))
             }
-            other => rest.push(other.clone()),
+            // (as written: `(a OR b)` keeps its parentheses)
+            _ => rest.push(p.clone()),
         }
     }
-    sel.selection = rest.into_iter().reduce(|a, b| Expr::BinaryOp {
-        left: Box::new(a),
-        op: B::And,
-        right: Box::new(b),
-    });
+    sel.selection = conjunction(rest);
     Ok(keys)
 }
 

@@ -1751,4 +1751,48 @@ pub const CASES: &[Case] = &[
                  UNION ALL
                  SELECT user_id, 'by user', COUNT(*), MAX(amount) FROM orders GROUP BY user_id",
     },
+    Case {
+        name: "subqueries_whose_where_has_an_or",
+        // A subquery's WHERE of a parenthesized OR and more conjuncts:
+        // the rewrites print it and parse it again, and `(a OR b) AND c`
+        // came back as `a OR (b AND c)` (NOT IN counted the OR's rows as
+        // NULLs and kept no row; IN, a correlated NOT IN and a correlated
+        // scalar subquery read rows their condition leaves out).
+        weir: "SELECT order_id, 'not in' FROM orders
+               WHERE qty NOT IN (SELECT tier FROM users WHERE tier >= 3 OR tier < 1)
+               UNION ALL
+               SELECT order_id, 'in' FROM orders
+               WHERE user_id IN (SELECT user_id FROM users
+                                 WHERE (tier = 1 OR tier = 3) AND name > 'f')
+               UNION ALL
+               SELECT o.order_id, 'correlated not in' FROM orders o
+               WHERE o.qty > 15 AND o.qty NOT IN (
+                 SELECT o2.qty FROM orders o2
+                 WHERE (o2.qty < 5 OR o2.qty > 17) AND o2.user_id = o.user_id
+                   AND o2.category = 'books')
+               UNION ALL
+               SELECT o.order_id, CAST((SELECT MAX(o2.amount) FROM orders o2
+                                        WHERE (o2.qty < 5 OR o2.qty > 15)
+                                          AND o2.user_id = o.user_id
+                                          AND o2.category = 'games') AS STRING)
+               FROM orders o WHERE o.qty = 7;",
+        duckdb: "SELECT order_id, 'not in' FROM orders
+                 WHERE qty NOT IN (SELECT tier FROM users WHERE tier >= 3 OR tier < 1)
+                 UNION ALL
+                 SELECT order_id, 'in' FROM orders
+                 WHERE user_id IN (SELECT user_id FROM users
+                                   WHERE (tier = 1 OR tier = 3) AND name > 'f')
+                 UNION ALL
+                 SELECT o.order_id, 'correlated not in' FROM orders o
+                 WHERE o.qty > 15 AND o.qty NOT IN (
+                   SELECT o2.qty FROM orders o2
+                   WHERE (o2.qty < 5 OR o2.qty > 17) AND o2.user_id = o.user_id
+                     AND o2.category = 'books')
+                 UNION ALL
+                 SELECT o.order_id, CAST((SELECT MAX(o2.amount) FROM orders o2
+                                          WHERE (o2.qty < 5 OR o2.qty > 15)
+                                            AND o2.user_id = o.user_id
+                                            AND o2.category = 'games') AS VARCHAR)
+                 FROM orders o WHERE o.qty = 7",
+    },
 ];

@@ -123,32 +123,59 @@ fn write_byte_string(bytes: &[u8], out: &mut [u8]) {
 /// `out.copy_from_slice(src)`, by moves of a fixed width for up to 32
 /// bytes: a string key's length varies from record to record, and a copy
 /// of a run-time length is a `memcpy` call that costs more than the rest
-/// of the record's encoding. Two moves that overlap in the middle cover
-/// every length of a range.
+/// of the record's encoding.
 #[inline(always)]
 fn copy_short(src: &[u8], out: &mut [u8]) {
     let n = src.len();
     assert_eq!(n, out.len(), "copy between slices of different lengths");
-    match n {
-        0 => {}
-        1..=3 => {
-            out[0] = src[0];
-            out[n / 2] = src[n / 2];
-            out[n - 1] = src[n - 1];
+    if n > 32 {
+        return out.copy_from_slice(src);
+    }
+    // SAFETY: `src` and `out` are `n` (at most 32) bytes long (asserted
+    // above), distinct borrows, so they do not overlap.
+    unsafe { copy_short_raw(src.as_ptr(), out.as_mut_ptr(), n) }
+}
+
+/// The moves of [`copy_short`]: two that overlap in the middle cover every
+/// length of a range, unaligned reads and writes.
+///
+/// # Safety
+///
+/// `n` is at most 32, `src` is valid for reading `n` bytes and `dst` for
+/// writing `n` bytes, and the two ranges do not overlap. Every byte of
+/// `dst[..n]` is written.
+#[inline(always)]
+unsafe fn copy_short_raw(src: *const u8, dst: *mut u8, n: usize) {
+    debug_assert!(n <= 32);
+    // SAFETY: every offset and width below lies within `0..n` for each `n`
+    // of its arm's range, which the caller's ranges cover.
+    unsafe {
+        match n {
+            0 => {}
+            1..=3 => {
+                *dst = *src;
+                *dst.add(n / 2) = *src.add(n / 2);
+                *dst.add(n - 1) = *src.add(n - 1);
+            }
+            4..=7 => {
+                let (a, b) = (src.cast::<u32>(), src.add(n - 4).cast::<u32>());
+                let (a, b) = (a.read_unaligned(), b.read_unaligned());
+                dst.cast::<u32>().write_unaligned(a);
+                dst.add(n - 4).cast::<u32>().write_unaligned(b);
+            }
+            8..=16 => {
+                let (a, b) = (src.cast::<u64>(), src.add(n - 8).cast::<u64>());
+                let (a, b) = (a.read_unaligned(), b.read_unaligned());
+                dst.cast::<u64>().write_unaligned(a);
+                dst.add(n - 8).cast::<u64>().write_unaligned(b);
+            }
+            _ => {
+                let (a, b) = (src.cast::<u128>(), src.add(n - 16).cast::<u128>());
+                let (a, b) = (a.read_unaligned(), b.read_unaligned());
+                dst.cast::<u128>().write_unaligned(a);
+                dst.add(n - 16).cast::<u128>().write_unaligned(b);
+            }
         }
-        4..=7 => {
-            out[..4].copy_from_slice(&src[..4]);
-            out[n - 4..n].copy_from_slice(&src[n - 4..n]);
-        }
-        8..=16 => {
-            out[..8].copy_from_slice(&src[..8]);
-            out[n - 8..n].copy_from_slice(&src[n - 8..n]);
-        }
-        17..=32 => {
-            out[..16].copy_from_slice(&src[..16]);
-            out[n - 16..n].copy_from_slice(&src[n - 16..n]);
-        }
-        _ => out.copy_from_slice(src),
     }
 }
 
@@ -205,10 +232,9 @@ impl Wire for String {
     }
 }
 
-/// `text.to_owned()`, a text of up to 32 bytes copied by moves of a fixed
-/// width as `copy_short` does: `to_owned` copies with a `memcpy` call of
-/// the run-time length, which for a short key costs more than the
-/// allocation it fills.
+/// `text.to_owned()`, a text of up to 32 bytes copied by `copy_short`'s
+/// moves: `to_owned` copies with a `memcpy` call of the run-time length,
+/// which for a short key costs more than the allocation it fills.
 #[inline(always)]
 fn owned_text(text: &str) -> String {
     let n = text.len();
@@ -216,41 +242,13 @@ fn owned_text(text: &str) -> String {
         return text.to_owned();
     }
     let mut bytes = Vec::<u8>::with_capacity(n);
-    let (src, dst) = (text.as_ptr(), bytes.as_mut_ptr());
-    // SAFETY: `src` points to `n` readable bytes (the text) and `dst` to a
-    // fresh allocation with room for `n` bytes (`with_capacity(n)`; none
-    // for `n == 0`, where nothing is moved). Each arm moves two or three
-    // pieces whose offsets and widths lie within `0..n` for every `n` of
-    // its range (the pieces overlap in the middle), unaligned reads and
-    // writes; together they cover every byte of `0..n`, so `set_len(n)`
-    // exposes initialised bytes only, a copy of a `str`, hence UTF-8.
+    // SAFETY: the text is `n` (at most 32) readable bytes and the fresh
+    // allocation has room for `n` (none for `n == 0`, where nothing is
+    // moved); they do not overlap. `copy_short_raw` writes every byte of
+    // `0..n`, so `set_len(n)` exposes initialised bytes only, a copy of a
+    // `str`, hence UTF-8.
     unsafe {
-        match n {
-            0 => {}
-            1..=3 => {
-                *dst = *src;
-                *dst.add(n / 2) = *src.add(n / 2);
-                *dst.add(n - 1) = *src.add(n - 1);
-            }
-            4..=7 => {
-                let (a, b) = (src.cast::<u32>(), src.add(n - 4).cast::<u32>());
-                let (a, b) = (a.read_unaligned(), b.read_unaligned());
-                dst.cast::<u32>().write_unaligned(a);
-                dst.add(n - 4).cast::<u32>().write_unaligned(b);
-            }
-            8..=16 => {
-                let (a, b) = (src.cast::<u64>(), src.add(n - 8).cast::<u64>());
-                let (a, b) = (a.read_unaligned(), b.read_unaligned());
-                dst.cast::<u64>().write_unaligned(a);
-                dst.add(n - 8).cast::<u64>().write_unaligned(b);
-            }
-            _ => {
-                let (a, b) = (src.cast::<u128>(), src.add(n - 16).cast::<u128>());
-                let (a, b) = (a.read_unaligned(), b.read_unaligned());
-                dst.cast::<u128>().write_unaligned(a);
-                dst.add(n - 16).cast::<u128>().write_unaligned(b);
-            }
-        }
+        copy_short_raw(text.as_ptr(), bytes.as_mut_ptr(), n);
         bytes.set_len(n);
         String::from_utf8_unchecked(bytes)
     }
@@ -271,8 +269,8 @@ impl Wire for compact_str::CompactString {
     /// not from its bytes: a record's key is a fresh copy (a 16-byte and
     /// an 8-byte store), and `copy_short`'s load of its last eight bytes
     /// starts inside the 16-byte store, which the processor does not
-    /// forward: the load waited for the copy to retire (measured: half of
-    /// the quickstart source's time with compact-string ids).
+    /// forward: the load waited for the copy to retire (perf: a third to a
+    /// half of the quickstart source's samples with compact-string ids).
     #[inline(always)]
     fn write(&self, out: &mut [u8]) {
         let w = compact_words(self);

@@ -120,30 +120,21 @@ impl Column {
             Column::SequenceBigInt { start } => {
                 values.push(Value::BigInt(start.saturating_add(i as i64)))
             }
-            Column::RandomInteger { int: false, .. } => {
-                values.push(Value::BigInt(self.random_integer(i)))
-            }
-            Column::RandomInteger { int: true, .. } => {
-                values.push(Value::Int(self.random_integer(i) as i32))
+            Column::RandomInteger {
+                salt,
+                min,
+                span,
+                int,
+            } => {
+                let n = random_integer(salt, min, span, i);
+                if int {
+                    values.push(Value::Int(n as i32))
+                } else {
+                    values.push(Value::BigInt(n))
+                }
             }
             _ => values.push(self.value(i)),
         }
-    }
-
-    /// A `RandomInteger` column's value of row `i`.
-    #[inline(always)]
-    fn random_integer(&self, i: u64) -> i64 {
-        let Column::RandomInteger {
-            salt, min, span, ..
-        } = *self
-        else {
-            unreachable!("a random integer column")
-        };
-        // As `FieldGen::value`: the seed's hash, hashed again.
-        let h = splitmix64(splitmix64(i.wrapping_mul(0x9E37_79B9).wrapping_add(salt)));
-        let offset = if span == 0 { h } else { h % span };
-        // (`min + offset` in 128 bits cut to 64 is this sum)
-        min.wrapping_add(offset as i64)
     }
 
     #[inline]
@@ -151,8 +142,13 @@ impl Column {
         match *self {
             Column::Null => Value::Null,
             Column::SequenceBigInt { start } => Value::BigInt(start.saturating_add(i as i64)),
-            Column::RandomInteger { int, .. } => {
-                let n = self.random_integer(i);
+            Column::RandomInteger {
+                salt,
+                min,
+                span,
+                int,
+            } => {
+                let n = random_integer(salt, min, span, i);
                 if int {
                     Value::Int(n as i32)
                 } else {
@@ -167,6 +163,16 @@ impl Column {
             } => gen.value(column, i, ty, base_ms),
         }
     }
+}
+
+/// A `RandomInteger` column's value of row `i`.
+#[inline(always)]
+fn random_integer(salt: u64, min: i64, span: u64, i: u64) -> i64 {
+    // As `FieldGen::value`: the seed's hash, hashed again.
+    let h = splitmix64(splitmix64(i.wrapping_mul(0x9E37_79B9).wrapping_add(salt)));
+    let offset = if span == 0 { h } else { h % span };
+    // (`min + offset` in 128 bits cut to 64 is this sum)
+    min.wrapping_add(offset as i64)
 }
 
 #[cfg(test)]

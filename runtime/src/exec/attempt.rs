@@ -28,6 +28,7 @@ use crate::exec::handle::{JobHandle, RestoredView};
 use crate::exec::identity::RunIdentity;
 use crate::exec::options::{CheckpointingOptions, ExecutionOptions};
 use crate::exec::progress::Progress;
+use crate::exec::rescue::Rescuer;
 use crate::exec::stop::StopRequest;
 use crate::exec::wiring::{
     build_tasks, tasks_on_worker, wire_channels, ResolvedStage, WorkerSettings,
@@ -470,7 +471,8 @@ fn control(handle: &JobHandle, c: &mut CheckpointCoordinator, now: Instant, ring
 /// The control thread's watch over a running attempt, until every worker
 /// finished or the job was cancelled: it ticks the checkpoint coordinator
 /// (promptly while a checkpoint is pending, otherwise staying out of the
-/// workers' way), stops the job when asked ([`StopWatch`]), samples the
+/// workers' way), interrupts a worker that sleeps past its wake-up
+/// ([`Rescuer`]), stops the job when asked ([`StopWatch`]), samples the
 /// in-flight bytes and reports progress every `progress_interval` (never
 /// if zero). Returns the in-flight samples and whether it stopped the job.
 fn watch(
@@ -495,6 +497,7 @@ fn watch(
     };
     let ring = || ring_all(shared);
     let mut last_pending = None;
+    let mut rescuer = Rescuer::new(workers);
     while shared.finished.load(Ordering::Acquire) < workers
         && !shared.cancelled.load(Ordering::Acquire)
     {
@@ -504,6 +507,7 @@ fn watch(
         };
         std::thread::sleep(tick);
         let now = Instant::now();
+        rescuer.look(now, &shared.sleeps, &shared.bells, metrics);
         in_flight.tick(now);
         if let Some(c) = coordinator.as_deref_mut() {
             if let Err(e) = c.tick(now, &ring) {

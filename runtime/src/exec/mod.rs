@@ -1,7 +1,7 @@
 //! Executing a job: options, the restart loop, one attempt, the wiring of
-//! channels and tasks, the workers' loop, progress reports, restart
-//! strategies, stopping with a savepoint, the control plane's handle and
-//! the job's errors.
+//! channels and tasks, the workers' loop, waking a worker that sleeps past
+//! its wake-up, progress reports, restart strategies, stopping with a
+//! savepoint, the control plane's handle and the job's errors.
 
 pub mod attempt;
 pub mod error;
@@ -12,6 +12,7 @@ pub mod lock;
 pub mod options;
 pub mod outputs;
 pub mod progress;
+pub(crate) mod rescue;
 pub mod restart;
 pub mod restore;
 pub mod stop;

@@ -9,7 +9,9 @@
 //! `weir.worker.spin-before-park`, then parks on its [`Doorbell`]: it
 //! announces itself asleep, polls once more (so nothing published in between
 //! is missed), and awaits a ring of the doorbell or its next deadline (a
-//! buffer timeout or a paced source). A task that fails (after a poll, it
+//! buffer timeout or a paced source). Before every sleep it publishes when
+//! it expects to be awake again, so that the control thread can interrupt a
+//! sleep that outlasts it ([`crate::exec::rescue`]). A task that fails (after a poll, it
 //! reports the [`TaskError`](crate::chain::error::TaskError) a link of its
 //! chain met: [`Task::failure`]) or panics fails the job: the worker
 //! records the failure, cancels the job and rings every doorbell so that no
@@ -30,6 +32,7 @@ use crate::checkpoint::writer::SnapshotWriter;
 use crate::core::time::earliest;
 use crate::core::UserError;
 use crate::exec::error::TaskFailure;
+use crate::exec::rescue::SleepWatch;
 use crate::metrics::subtask::{SubtaskEntry, SubtaskMetrics, TaskClock};
 use crate::metrics::worker::WorkerMetrics;
 
@@ -45,6 +48,9 @@ pub(crate) struct JobShared {
     /// The first failure (set once; taken by the control thread).
     failure: Mutex<Option<Failure>>,
     pub bells: Vec<Arc<Doorbell>>,
+    /// Per worker: when it expects to wake from its sleep, for the control
+    /// thread's [`Rescuer`](crate::exec::rescue::Rescuer).
+    pub sleeps: Vec<SleepWatch>,
     pub finished_at: Vec<OnceLock<Instant>>,
     /// When the control thread released the workers (set before `go`).
     pub released: OnceLock<Instant>,
@@ -59,6 +65,7 @@ impl JobShared {
             finished: AtomicUsize::new(0),
             failure: Mutex::new(None),
             bells: (0..workers).map(|_| Arc::new(Doorbell::new())).collect(),
+            sleeps: (0..workers).map(|_| SleepWatch::default()).collect(),
             finished_at: (0..workers).map(|_| OnceLock::new()).collect(),
             released: OnceLock::new(),
         }
@@ -216,14 +223,20 @@ const PARK_SAFETY_NET: Duration = Duration::from_secs(1);
 /// a debug build) a checkpoint took seconds, and the exactly-once sinks
 /// committed nothing meanwhile. Back-to-back turns chain the requests that
 /// complete at once; only a sync waits for a later pass.
-async fn io_turns(writer: Option<&SnapshotWriter>, pass: Duration) {
+async fn io_turns(writer: Option<&SnapshotWriter>, pass: Duration, watch: &SleepWatch) {
     let until = Instant::now() + (pass / 8).min(IO_BURST_MAX);
     loop {
-        glommio::timer::sleep(Duration::from_micros(1)).await;
+        nap(watch, Duration::from_micros(1)).await;
         if !writer.is_some_and(SnapshotWriter::is_busy) || Instant::now() >= until {
             return;
         }
     }
+}
+
+/// Sleeps for `d`, published on `watch` (see [`crate::exec::rescue`]).
+async fn nap(watch: &SleepWatch, d: Duration) {
+    let _asleep = watch.asleep_until(Instant::now() + d);
+    glommio::timer::sleep(d).await;
 }
 
 /// Runs one worker until all its tasks finished or the job is cancelled.
@@ -241,6 +254,8 @@ pub(crate) async fn run_worker(
     // Registered before `ready`, so the control thread sees every subtask.
     let _ = metrics.subtasks.set(entries);
     let bell = shared.bells[index].clone();
+    let watch = &shared.sleeps[index];
+    watch.bind_current_thread();
 
     // Start together, so that the measured time covers the run, not setup.
     shared.ready.fetch_add(1, Ordering::AcqRel);
@@ -248,7 +263,7 @@ pub(crate) async fn run_worker(
         if shared.cancelled.load(Ordering::Relaxed) {
             return;
         }
-        glommio::timer::sleep(Duration::from_micros(50)).await;
+        nap(watch, Duration::from_micros(50)).await;
     }
     let epoch = crate::metrics::counters::epoch();
     let released = shared.released.get().copied().unwrap_or_else(Instant::now);
@@ -296,7 +311,7 @@ pub(crate) async fn run_worker(
                 // moment instead, letting the writer's writes complete.
                 if now.duration_since(last_io_turn) >= IO_TURN_EVERY {
                     last_io_turn = now;
-                    io_turns(writer.as_ref(), now.elapsed()).await;
+                    io_turns(writer.as_ref(), now.elapsed(), watch).await;
                 } else {
                     futures_lite::future::yield_now().await;
                 }
@@ -341,7 +356,9 @@ pub(crate) async fn run_worker(
                 Poll::Ready(())
             }
         });
+        let asleep = watch.asleep_until(Instant::now() + wait);
         future::or(rung, glommio::timer::sleep(wait)).await;
+        drop(asleep);
         bell.cancel_park();
         idle_since = None;
     }
@@ -351,7 +368,7 @@ pub(crate) async fn run_worker(
         if shared.cancelled.load(Ordering::Relaxed) {
             return;
         }
-        glommio::timer::sleep(Duration::from_micros(200)).await;
+        nap(watch, Duration::from_micros(200)).await;
     }
     let _ = shared.finished_at[index].set(Instant::now());
     shared.finished.fetch_add(1, Ordering::AcqRel);

@@ -15,6 +15,9 @@ pub struct WorkerMetrics {
     pub sink_records: Counter,
     /// Times the worker parked because it had nothing to do.
     pub parks: Counter,
+    /// Times the control thread interrupted the worker's sleep because it
+    /// slept past its wake-up (see `exec::rescue`).
+    pub rescues: Counter,
     /// The worker's subtasks, registered once it has built them.
     pub(crate) subtasks: Arc<OnceLock<Vec<SubtaskEntry>>>,
 }

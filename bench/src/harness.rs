@@ -95,6 +95,8 @@ pub struct BenchReport {
     pub latency: Option<Latency>,
     /// Per worker: times it ran out of work and parked.
     pub parks: Vec<u64>,
+    /// Per worker: sleeps that outlasted their wake-up and were interrupted.
+    pub rescues: Vec<u64>,
     /// Checkpoints taken, if checkpointing was on.
     pub checkpoints: Option<CheckpointSummary>,
     /// What the run restored.
@@ -300,6 +302,7 @@ impl BenchReport {
             // -1 when only full buffers ship (Flink's -1).
             "buffer_timeout_ms": self.buffer_timeout.interval().map_or(-1.0, |d| d.as_secs_f64() * 1e3),
             "parks": self.parks,
+            "rescues": self.rescues,
         });
         if let Some((windows, expected)) = self.windows {
             v["windows"] = json!(windows);
@@ -618,6 +621,7 @@ impl BenchReport {
             achieved_rate: None,
             latency: None,
             parks: result.metrics.parks.clone(),
+            rescues: result.metrics.rescues.clone(),
             checkpoints: summary(options, result),
             restored: result.restored.clone(),
             restarts: result.restarts,

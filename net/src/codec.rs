@@ -802,4 +802,61 @@ mod tests {
         buf[12] = 2;
         assert!(<(u64, (u32, bool))>::read(&buf).is_err());
     }
+
+    /// Decodes `bytes` as a `T`; on success checks the length it claims and
+    /// that the value encodes to exactly the bytes it was read from.
+    fn canonical<T: Wire + PartialEq + fmt::Debug>(bytes: &[u8]) -> Option<(T, usize)> {
+        let (v, n) = T::read(bytes).ok()?;
+        assert!(n <= bytes.len(), "read {n} of {} bytes", bytes.len());
+        assert_eq!(v.encoded_len(), n, "{v:?}");
+        let mut again = vec![0u8; n];
+        v.write(&mut again);
+        assert_eq!(again, bytes[..n], "{v:?} re-encoded");
+        Some((v, n))
+    }
+
+    /// Byte strings whose length prefix is mostly small enough to fit what
+    /// follows (random prefixes almost never do).
+    fn framed() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        (
+            0u32..40,
+            prop::collection::vec(any::<u8>(), 0..64),
+            any::<bool>(),
+        )
+            .prop_map(|(len, mut rest, ascii)| {
+                if ascii {
+                    rest.iter_mut().for_each(|b| *b &= 0x7F);
+                }
+                let mut bytes = len.to_le_bytes().to_vec();
+                bytes.append(&mut rest);
+                bytes
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(5_000))]
+
+        /// The decoders of the variable-size types (strings read through
+        /// `unsafe` fast paths among them) on any bytes: a value or an
+        /// error, never a panic; a `String` and a `CompactString` read the
+        /// same text from the same bytes, or both refuse them.
+        #[test]
+        fn any_bytes_decode_or_are_refused(bytes in proptest::prop_oneof![
+            framed(),
+            proptest::collection::vec(proptest::arbitrary::any::<u8>(), 0..64),
+        ]) {
+            let s = canonical::<String>(&bytes);
+            let c = canonical::<compact_str::CompactString>(&bytes);
+            proptest::prop_assert_eq!(
+                s.as_ref().map(|(s, n)| (s.as_str(), *n)),
+                c.as_ref().map(|(c, n)| (c.as_str(), *n))
+            );
+            canonical::<Vec<u8>>(&bytes);
+            canonical::<bool>(&bytes);
+            canonical::<Option<compact_str::CompactString>>(&bytes);
+            canonical::<(u64, String)>(&bytes);
+            canonical::<(compact_str::CompactString, u64, Option<u32>)>(&bytes);
+        }
+    }
 }

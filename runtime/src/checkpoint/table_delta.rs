@@ -310,4 +310,59 @@ mod tests {
             Err(DeltaRecordError::Count { .. })
         ));
     }
+
+    proptest::proptest! {
+        /// Valid delta blocks with bits flipped, cut or bytes appended:
+        /// reading never panics, and what reads names each slot of its part
+        /// at most once, in order.
+        #[test]
+        fn mutated_delta_blocks_never_panic(
+            log2 in 0u8..16,
+            first in 0u64..2_048,
+            slots in 0u64..1_000,
+            entries in proptest::collection::vec((0u32..4, proptest::option::of(0usize..6)), 0..12),
+            flips in proptest::collection::vec((0usize..200, 0u8..8), 0..4),
+            cut in proptest::option::of(0usize..200),
+            extra in proptest::collection::vec(proptest::num::u8::ANY, 0..8),
+        ) {
+            let header = TableHeader { log2_capacity: log2, table_len: 1, first_slot: first, slot_count: slots };
+            let mut bytes = Vec::new();
+            start(&header, &mut bytes);
+            let mut offset = 0u32;
+            for (gap, entry) in &entries {
+                offset += gap;
+                let write = entry.map(|n| move |o: &mut Vec<u8>| o.extend(std::iter::repeat_n(n as u8, n)));
+                push_record(&mut bytes, offset, write);
+                offset += 1;
+            }
+            finish(&mut bytes, entries.len() as u64);
+            for (at, bit) in flips {
+                if let Some(b) = bytes.get_mut(at) {
+                    *b ^= 1 << bit;
+                }
+            }
+            if let Some(cut) = cut {
+                bytes.truncate(cut);
+            }
+            bytes.extend_from_slice(&extra);
+            let Ok(b) = DeltaBlock::parse(&bytes) else {
+                return Ok(());
+            };
+            let end = b.header.first_slot + b.header.slot_count;
+            proptest::prop_assert!(end <= 1 << b.header.log2_capacity);
+            let mut last = None;
+            // An entry is its first byte, repeated that many times.
+            let decode = |e: &[u8]| match e.first() {
+                Some(&n) if e.len() >= usize::from(n) => Ok((n, usize::from(n))),
+                Some(_) => Err(DeltaRecordError::Short),
+                None => Ok((0, 0)),
+            };
+            let _ = b.for_each(decode, |pos, _| {
+                assert!((pos as u64) >= b.header.first_slot && (pos as u64) < end);
+                assert!(last < Some(pos), "{pos} after {last:?}");
+                last = Some(pos);
+                Ok::<_, DeltaRecordError>(())
+            });
+        }
+    }
 }

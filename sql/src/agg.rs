@@ -7,8 +7,10 @@
 //! folded in (net of retractions), then per aggregate one slot (COUNT,
 //! MIN, MAX), two (SUM and AVG: the sum and the count of values in it, so
 //! that a sum whose values were all retracted is NULL again, as Flink's
-//! `SumWithRetractAggFunction`) or three (the variances), so
-//! it is checkpointed and rescaled as any keyed state value. An aggregate
+//! `SumWithRetractAggFunction`) or three (the variances: Welford's count,
+//! mean and M2, or of an INT the exact count, sum and sum of squares, see
+//! [`exact_moments`]), so it is checkpointed and rescaled as any keyed
+//! state value. An aggregate
 //! with `FILTER (WHERE ..)` folds only the rows whose filter column is
 //! TRUE; a DISTINCT aggregate folds a value when its count in
 //! [`crate::distinct`] rises from zero and takes it out when the count
@@ -171,6 +173,11 @@ impl Aggs {
                     v.push(Value::Null);
                     v.push(Value::BigInt(0));
                 }
+                AggFunc::Variance { .. } if exact_moments(c) => {
+                    v.push(Value::BigInt(0));
+                    v.push(Value::decimal(0));
+                    v.push(Value::decimal(0));
+                }
                 AggFunc::Variance { .. } => {
                     v.push(Value::BigInt(0));
                     v.push(Value::Double(0.0));
@@ -291,6 +298,14 @@ impl Aggs {
                 );
                 bump(&mut acc.values[s + 1], sign);
             }
+            AggFunc::Variance { .. } if exact_moments(c) => {
+                let x = arg
+                    .and_then(Value::as_i64)
+                    .expect("an INT variance has an INT argument");
+                let (n, sx, sxx) = moments(acc, s);
+                let (sign, x) = (i128::from(sign), i128::from(x));
+                set_moments(acc, s, n + sign, sx + sign * x, sxx + sign * x * x);
+            }
             AggFunc::Variance { .. } => {
                 let x = arg
                     .and_then(|v| v.to_f64(c.arg_ty.scale()))
@@ -369,6 +384,11 @@ impl Aggs {
                         add(&mut a.values[s], &b.values[s], t, t, 1);
                     }
                     bump(&mut a.values[s + 1], b.values[s + 1].as_i64().unwrap_or(0));
+                }
+                AggFunc::Variance { .. } if exact_moments(c) => {
+                    let (na, sa, qa) = moments(&a, s);
+                    let (nb, sb, qb) = moments(b, s);
+                    set_moments(&mut a, s, na + nb, sa + sb, qa + qb);
                 }
                 AggFunc::Variance { .. } => {
                     let (na, ma, qa) = welford(&a, s);
@@ -527,6 +547,10 @@ impl Aggs {
                     Value::Null
                 }
                 AggFunc::Sum if matches!(acc.values[s], Value::Null) => Value::Null,
+                AggFunc::Variance { sample, root } if exact_moments(c) => {
+                    let (n, sx, sxx) = moments(acc, s);
+                    exact_variance(n, sx, sxx, sample, root, c.ty)
+                }
                 AggFunc::Variance { sample, root } => {
                     let (n, _, m2) = welford(acc, s);
                     let d = if sample { n - 1.0 } else { n };
@@ -539,6 +563,69 @@ impl Aggs {
                 }
                 _ => acc.values[s].clone(),
             });
+        }
+    }
+}
+
+/// Whether a variance keeps its argument's exact moments, the count, sum
+/// and sum of squares as integers, instead of Welford's doubles: an INT's
+/// (TINYINT and SMALLINT are INTs here), typed INT. Its result is the variance (or
+/// its root) truncated, and a double's rounding, which retractions add
+/// to, would put an integer result one below (`VAR_SAMP` of 12, 4 and
+/// 11, 19, as 18.99999999999998 after an 82 came and went): the exact
+/// sums give the true value whatever came and went. An i128 sums an
+/// INT's squares (below 2^62) for more rows than an i64 counts.
+fn exact_moments(c: &AggCall) -> bool {
+    c.arg_ty == DataType::Int && c.ty == DataType::Int
+}
+
+/// An INT variance's count, sum and sum of squares (slots `s..s + 3`).
+/// An accumulator checkpointed by a weir before these held Welford's
+/// mean and M2 there: those are turned into the sums they stand for.
+fn moments(acc: &Acc, s: usize) -> (i128, i128, i128) {
+    match (&acc.values[s + 1], &acc.values[s + 2]) {
+        (Value::Decimal(sx), Value::Decimal(sxx)) => (
+            i128::from(acc.values[s].as_i64().unwrap_or(0)),
+            sx.get(),
+            sxx.get(),
+        ),
+        _ => {
+            let (n, mean, m2) = welford(acc, s);
+            let sx = (n * mean).round();
+            (n as i128, sx as i128, (m2 + sx * mean).round() as i128)
+        }
+    }
+}
+
+fn set_moments(acc: &mut Acc, s: usize, n: i128, sx: i128, sxx: i128) {
+    acc.values[s] = Value::BigInt(n as i64);
+    acc.values[s + 1] = Value::decimal(sx);
+    acc.values[s + 2] = Value::decimal(sxx);
+}
+
+/// The variance (or standard deviation) of `n` values of sum `sx` and sum
+/// of squares `sxx`, truncated to `ty`: `(n·sxx − sx²) / (n·d)` with `d`
+/// = `n` (population) or `n − 1` (sample), in integers, so truncating
+/// division is exact; the root of a whole number truncated is the root of
+/// the number truncated. Past an i128 (billions of rows of large values)
+/// the doubles' quotient.
+fn exact_variance(n: i128, sx: i128, sxx: i128, sample: bool, root: bool, ty: DataType) -> Value {
+    let d = if sample { n - 1 } else { n };
+    if d <= 0 {
+        return Value::Null;
+    }
+    let exact = n
+        .checked_mul(sxx)
+        .zip(sx.checked_mul(sx))
+        .and_then(|(a, b)| a.checked_sub(b))
+        .zip(n.checked_mul(d))
+        .map(|(num, den)| num.max(0) / den);
+    match exact {
+        Some(v) => as_type((if root { v.isqrt() } else { v }) as f64, ty),
+        None => {
+            let (n, sx, sxx) = (n as f64, sx as f64, sxx as f64);
+            let v = ((sxx - sx * (sx / n)) / d as f64).max(0.0);
+            as_type(if root { v.sqrt() } else { v }, ty)
         }
     }
 }

@@ -7,8 +7,10 @@
 //! folded in (net of retractions), then per aggregate one slot (COUNT,
 //! MIN, MAX), two (SUM and AVG: the sum and the count of values in it, so
 //! that a sum whose values were all retracted is NULL again, as Flink's
-//! `SumWithRetractAggFunction`) or three (the variances), so
-//! it is checkpointed and rescaled as any keyed state value. An aggregate
+//! `SumWithRetractAggFunction`) or three (the variances: Welford's count,
+//! mean and M2, or of an integer the exact count, sum and sum of squares,
+//! see [`exact_moments`]), so it is checkpointed and rescaled as any keyed
+//! state value. An aggregate
 //! with `FILTER (WHERE ..)` folds only the rows whose filter column is
 //! TRUE; a DISTINCT aggregate folds a value when its count in
 //! [`crate::distinct`] rises from zero and takes it out when the count
@@ -171,6 +173,11 @@ impl Aggs {
                     v.push(Value::Null);
                     v.push(Value::BigInt(0));
                 }
+                AggFunc::Variance { .. } if exact_moments(c) => {
+                    v.push(Value::BigInt(0));
+                    v.push(Value::decimal(0));
+                    v.push(Value::decimal(0));
+                }
                 AggFunc::Variance { .. } => {
                     v.push(Value::BigInt(0));
                     v.push(Value::Double(0.0));
@@ -292,6 +299,16 @@ impl Aggs {
                 bump(&mut acc.values[s + 1], sign);
             }
             AggFunc::Variance { .. } => {
+                if let Some(m) = moments(acc, s) {
+                    let x = arg.and_then(Value::as_i64).map(i128::from);
+                    if let Some((n, sx, sxx)) = x.and_then(|x| fold_moment(m, x, i128::from(sign)))
+                    {
+                        set_moments(acc, s, n, sx, sxx);
+                        return;
+                    }
+                    // Past an i128: Welford's doubles from here on (read
+                    // from the sums by `welford`).
+                }
                 let x = arg
                     .and_then(|v| v.to_f64(c.arg_ty.scale()))
                     .expect("a variance has a numeric argument");
@@ -371,6 +388,17 @@ impl Aggs {
                     bump(&mut a.values[s + 1], b.values[s + 1].as_i64().unwrap_or(0));
                 }
                 AggFunc::Variance { .. } => {
+                    let sums = moments(&a, s).zip(moments(b, s)).and_then(|(x, y)| {
+                        Some((
+                            x.0.checked_add(y.0)?,
+                            x.1.checked_add(y.1)?,
+                            x.2.checked_add(y.2)?,
+                        ))
+                    });
+                    if let Some((n, sx, sxx)) = sums {
+                        set_moments(&mut a, s, n, sx, sxx);
+                        continue;
+                    }
                     let (na, ma, qa) = welford(&a, s);
                     let (nb, mb, qb) = welford(b, s);
                     let n = na + nb;
@@ -527,6 +555,10 @@ impl Aggs {
                     Value::Null
                 }
                 AggFunc::Sum if matches!(acc.values[s], Value::Null) => Value::Null,
+                AggFunc::Variance { sample, root } if moments(acc, s).is_some() => {
+                    let (n, sx, sxx) = moments(acc, s).expect("checked just above");
+                    exact_variance(n, sx, sxx, sample, root, c.ty)
+                }
                 AggFunc::Variance { sample, root } => {
                     let (n, _, m2) = welford(acc, s);
                     let d = if sample { n - 1.0 } else { n };
@@ -543,9 +575,115 @@ impl Aggs {
     }
 }
 
+/// Whether a variance keeps its argument's exact moments, the count, sum
+/// and sum of squares as integers, instead of Welford's doubles: an INT's
+/// or a BIGINT's (TINYINT and SMALLINT are INTs here), typed as the
+/// argument. Its result is the variance (or its root) truncated, and a
+/// double's rounding, which retractions add to, would put a whole value
+/// one below (`VAR_SAMP` of 12, 4 and 11 is 19, and was 18.99999999999998
+/// after an 82 came and went): exact sums give the true value whatever
+/// came and went. An i128 sums an INT's squares (below 2^62) for more
+/// rows than an i64 counts; a BIGINT's (below 2^126) may pass it, and
+/// that accumulator goes on with Welford's doubles (see [`welford`]).
+fn exact_moments(c: &AggCall) -> bool {
+    matches!(c.arg_ty, DataType::Int | DataType::BigInt) && c.ty == c.arg_ty
+}
+
+/// An integer variance's count, sum and sum of squares (slots `s..s +
+/// 3`), while it holds them (`None`: Welford's doubles are there).
+fn moments(acc: &Acc, s: usize) -> Option<(i128, i128, i128)> {
+    match (&acc.values[s + 1], &acc.values[s + 2]) {
+        (Value::Decimal(sx), Value::Decimal(sxx)) => Some((
+            i128::from(acc.values[s].as_i64().unwrap_or(0)),
+            sx.get(),
+            sxx.get(),
+        )),
+        _ => None,
+    }
+}
+
+/// The moments with `x` folded in (`sign` 1) or out (-1); `None` past an
+/// i128.
+fn fold_moment(
+    (n, sx, sxx): (i128, i128, i128),
+    x: i128,
+    sign: i128,
+) -> Option<(i128, i128, i128)> {
+    Some((
+        n + sign,
+        sx.checked_add(sign * x)?,
+        sxx.checked_add(sign * x.checked_mul(x)?)?,
+    ))
+}
+
+fn set_moments(acc: &mut Acc, s: usize, n: i128, sx: i128, sxx: i128) {
+    acc.values[s] = Value::BigInt(n as i64);
+    acc.values[s + 1] = Value::decimal(sx);
+    acc.values[s + 2] = Value::decimal(sxx);
+}
+
+/// The sum of squared deviations (M2) of `n` > 0 values of sum `sx` and
+/// sum of squares `sxx`, in integers: with Σx = q·n + r (q truncated),
+/// M2 = Σx² − (Σx)²/n = `m2` − r²/n, where `m2` = Σx² − q²·n − 2·q·r;
+/// returns `(m2, r)`. The terms are within an i128 (q²·n ≤ (Σx)²/n ≤
+/// Σx², |2·q·r| < 2^127; wrapping, so that sums a stray retraction left
+/// inconsistent cannot panic), and `m2` is about n times the variance,
+/// not Σx²: no digits cancel when it is made a double.
+fn deviations(n: i128, sx: i128, sxx: i128) -> (i128, i128) {
+    let (q, r) = (sx / n, sx % n);
+    let m2 = sxx
+        .wrapping_sub(q.wrapping_mul(q).wrapping_mul(n))
+        .wrapping_sub(q.wrapping_mul(r).wrapping_mul(2));
+    (m2, r)
+}
+
+/// The variance (or standard deviation) of `n` values of sum `sx` and sum
+/// of squares `sxx`, truncated to `ty`: (n·Σx² − (Σx)²) / (n·d), with `d`
+/// = `n` (population) or `n − 1` (sample), is (n·`m2` − r²) / (n·d) (see
+/// [`deviations`]), in integers, so truncating division is exact; the
+/// root of a whole number truncated is the root of the number truncated.
+/// Past an i128 (billions of rows) the doubles' quotient.
+fn exact_variance(n: i128, sx: i128, sxx: i128, sample: bool, root: bool, ty: DataType) -> Value {
+    let d = if sample { n - 1 } else { n };
+    if d <= 0 {
+        return Value::Null;
+    }
+    let (m2, r) = deviations(n, sx, sxx);
+    let exact = n
+        .checked_mul(m2)
+        .and_then(|a| a.checked_sub(r.wrapping_mul(r)))
+        .zip(n.checked_mul(d))
+        .map(|(num, den)| num.max(0) / den);
+    match (exact, ty) {
+        (Some(v), DataType::Int | DataType::BigInt) => {
+            let v = if root { v.isqrt() } else { v };
+            // (a result past the type saturates, as a double's cast does)
+            match ty {
+                DataType::Int => Value::Int(v.min(i128::from(i32::MAX)) as i32),
+                _ => Value::BigInt(v.min(i128::from(i64::MAX)) as i64),
+            }
+        }
+        _ => {
+            let m2 = (m2 as f64 - (r as f64) * (r as f64) / n as f64).max(0.0);
+            let v = m2 / d as f64;
+            as_type(if root { v.sqrt() } else { v }, ty)
+        }
+    }
+}
+
 /// A variance's running count, mean and sum of squared deviations
 /// (slots `s..s + 3`).
 fn welford(acc: &Acc, s: usize) -> (f64, f64, f64) {
+    if let Some((n, sx, sxx)) = moments(acc, s) {
+        // An integer variance's sums, about to pass an i128 (or merged
+        // with Welford's): the same count, mean and M2.
+        if n <= 0 {
+            return (0.0, 0.0, 0.0);
+        }
+        let (m2, r) = deviations(n, sx, sxx);
+        let m2 = (m2 as f64 - (r as f64) * (r as f64) / n as f64).max(0.0);
+        return (n as f64, sx as f64 / n as f64, m2);
+    }
     (
         acc.values[s].as_i64().unwrap_or(0) as f64,
         acc.values[s + 1].to_f64(0).unwrap_or(0.0),

@@ -373,6 +373,28 @@ pub const CASES: &[Case] = &[
                  GROUP BY category",
     },
     Case {
+        name: "int_variance_over_an_updating_input",
+        // Each user's quantity sum changes row by row: the outer INT
+        // variances see it retracted and replaced, and are still the true
+        // values truncated. DuckDB's side computes them in integers (its
+        // doubles, as Welford's did, can fall one below a whole value).
+        weir: "SELECT category, VAR_POP(q) AS vp, VAR_SAMP(q) AS vs, STDDEV_POP(q) AS sp,
+                      STDDEV_SAMP(q) AS ss, COUNT(*) AS users
+               FROM (SELECT category, user_id, SUM(qty) AS q FROM orders
+                     GROUP BY category, user_id)
+               GROUP BY category;",
+        duckdb: "SELECT category, CAST(m // p AS INTEGER), CAST(m // s AS INTEGER),
+                        CAST(floor(sqrt(m // p)) AS INTEGER), CAST(floor(sqrt(m // s)) AS INTEGER),
+                        users
+                 FROM (SELECT category, NULLIF(COUNT(q) * COUNT(q), 0) AS p,
+                              NULLIF(COUNT(q) * (COUNT(q) - 1), 0) AS s, COUNT(*) AS users,
+                              COUNT(q) * SUM(CAST(q AS HUGEINT) * q)
+                                - SUM(CAST(q AS HUGEINT)) * SUM(CAST(q AS HUGEINT)) AS m
+                       FROM (SELECT category, user_id, SUM(qty) AS q FROM orders
+                             GROUP BY category, user_id)
+                       GROUP BY category)",
+    },
+    Case {
         name: "order_by_columns_not_selected",
         weir: "SELECT order_id, ts + INTERVAL '10:30' MINUTE TO SECOND AS later
                FROM orders ORDER BY amount DESC, qty * 2, order_id LIMIT 7;",

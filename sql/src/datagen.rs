@@ -90,21 +90,14 @@ impl RowGen {
         Self { columns }
     }
 
-    /// Row `i`: up to four columns written straight into the row's inline
-    /// buffer.
+    /// Row `i`: each column's value written straight into the row (the
+    /// inline buffer for up to four columns).
     #[inline]
     pub fn row(&self, i: u64) -> Row {
-        const INLINE: usize = 4; // (`Values`' inline capacity)
-        let n = self.columns.len();
-        let values = if n <= INLINE {
-            let mut values = Values::new();
-            for col in &self.columns {
-                col.push(i, &mut values);
-            }
-            values
-        } else {
-            self.columns.iter().map(|col| col.value(i)).collect()
-        };
+        let mut values = Values::with_capacity(self.columns.len());
+        for col in &self.columns {
+            col.push(i, &mut values);
+        }
         Row::new(values)
     }
 }
@@ -133,34 +126,13 @@ impl Column {
                     values.push(Value::BigInt(n))
                 }
             }
-            _ => values.push(self.value(i)),
-        }
-    }
-
-    #[inline]
-    fn value(&self, i: u64) -> Value {
-        match *self {
-            Column::Null => Value::Null,
-            Column::SequenceBigInt { start } => Value::BigInt(start.saturating_add(i as i64)),
-            Column::RandomInteger {
-                salt,
-                min,
-                span,
-                int,
-            } => {
-                let n = random_integer(salt, min, span, i);
-                if int {
-                    Value::Int(n as i32)
-                } else {
-                    Value::BigInt(n)
-                }
-            }
+            Column::Null => values.push(Value::Null),
             Column::Other {
                 ref gen,
                 column,
                 ty,
                 base_ms,
-            } => gen.value(column, i, ty, base_ms),
+            } => values.push(gen.value(column, i, ty, base_ms)),
         }
     }
 }

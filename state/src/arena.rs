@@ -28,6 +28,15 @@
 //! place again, without a copy. [`SlotArena::cow_copies`] counts the chunks
 //! copied so far, for checkpoint statistics.
 //!
+//! A view can also let go of some chunks before it is dropped
+//! ([`FrozenArena::release_chunks`]): the snapshot writer releases each
+//! part of a state as soon as it has serialized it, so the live arena's
+//! writes into those chunks stop copying while the writer still works on
+//! the rest. Without it a checkpoint costs a copy of every chunk written
+//! until its whole state is written, and when checkpoints come back to back
+//! (a job whose CPU is shared with other programs) nearly every record's
+//! write copied a chunk.
+//!
 //! # What a write costs
 //!
 //! A write checks one flag, [`SlotArena::writes_are_direct`]: set while the
@@ -596,7 +605,7 @@ impl<T: Clone> SlotArena<T> {
             self.cow.track.set(true);
         }
         FrozenArena {
-            chunks: self.chunks.clone(),
+            chunks: self.chunks.iter().cloned().map(Some).collect(),
             len: self.len,
             _alive: Rc::clone(&self.cow.views),
             dirty: Rc::new(self.cow.dirty.replace(dirty_bits(self.len, false))),
@@ -693,7 +702,8 @@ fn chunk_slices<T: Clone>(chunks: &[Chunk<T>], len: usize) -> impl Iterator<Item
 /// Cloning it shares the chunks too.
 #[derive(Clone)]
 pub struct FrozenArena<T: Clone> {
-    chunks: Vec<Chunk<T>>,
+    /// `None`: released ([`FrozenArena::release_chunks`]).
+    chunks: Vec<Option<Chunk<T>>>,
     len: usize,
     /// A clone of the live arena's `views`: tells it a view is alive.
     _alive: Rc<()>,
@@ -736,16 +746,45 @@ impl<T: Clone> FrozenArena<T> {
     ///
     /// # Panics
     ///
-    /// If `i >= self.len()`.
+    /// If `i >= self.len()`, or if the view released the slot's chunk.
     #[inline]
     pub fn get(&self, i: usize) -> &T {
         assert!(i < self.len, "slot {i} of a frozen arena of {}", self.len);
-        &self.chunks[i >> CHUNK_SHIFT][i & CHUNK_MASK]
+        &self.held(i >> CHUNK_SHIFT)[i & CHUNK_MASK]
     }
 
-    /// The chunks, in slot order, each cut to the view's `len`.
+    /// Chunk `c`, which the view must still hold.
+    fn held(&self, c: usize) -> &Chunk<T> {
+        self.chunks[c]
+            .as_ref()
+            .unwrap_or_else(|| panic!("chunk {c} of a frozen arena read after its release"))
+    }
+
+    /// The chunks, in slot order, each cut to the view's `len`; a chunk the
+    /// view released is an empty slice.
     pub fn chunks(&self) -> impl Iterator<Item = &[T]> + '_ {
-        chunk_slices(&self.chunks, self.len)
+        self.chunks.iter().enumerate().map(move |(i, c)| match c {
+            Some(c) => &c[..(self.len - i * CHUNK_LEN).min(CHUNK_LEN)],
+            None => &[][..],
+        })
+    }
+
+    /// Whether the view still holds chunk `c` (it was not released).
+    pub fn holds_chunk(&self, c: usize) -> bool {
+        self.chunks.get(c).is_some_and(Option::is_some)
+    }
+
+    /// Lets go of the chunks `chunks` (those past the end are ignored):
+    /// the live arena then writes into them without copying them, as if
+    /// this view had been dropped, while the view keeps its other chunks.
+    /// For a reader that is done with them (the snapshot writer, after
+    /// serializing them); reading their slots afterwards panics, and
+    /// [`chunks`](Self::chunks) yields them empty.
+    pub fn release_chunks(&mut self, chunks: std::ops::Range<usize>) {
+        let end = chunks.end.min(self.chunks.len());
+        for c in &mut self.chunks[chunks.start.min(end)..end] {
+            *c = None;
+        }
     }
 
     /// Number of chunks.

@@ -1376,6 +1376,10 @@ where
             .skip(first)
             .take(chunks.len())
             .flat_map(move |(c, slots)| {
+                assert!(
+                    self.slots.holds_chunk(c),
+                    "chunk {c} iterated after its release"
+                );
                 slots
                     .iter()
                     .zip(self.tags[c * CHUNK_LEN..].iter())
@@ -1390,6 +1394,13 @@ where
     K: StateKey,
     V: StateValue,
 {
+    /// Lets go of the arena chunks `chunks` (see
+    /// [`FrozenArena::release_chunks`]): the live state's writes into them
+    /// stop copying them. Reading their entries afterwards panics.
+    pub fn release_chunks(&mut self, chunks: std::ops::Range<usize>) {
+        self.slots.release_chunks(chunks);
+    }
+
     /// Calls `f` on every `(key, value)` stored in the arena chunks
     /// `chunks`, in slot order (what [`iter_chunks`](Self::iter_chunks)
     /// yields): the snapshot writer's loop. It reads the tags eight at a
@@ -1400,6 +1411,10 @@ where
         let capacity = self.capacity();
         let end = chunks.end.min(self.slots.chunk_count());
         for (c, slots) in self.slots.chunks().enumerate().take(end).skip(chunks.start) {
+            assert!(
+                self.slots.holds_chunk(c),
+                "chunk {c} serialized after its release"
+            );
             let first = c * CHUNK_LEN;
             // A table smaller than a chunk uses the chunk's first slots;
             // capacities are powers of two of at least GROUP slots.

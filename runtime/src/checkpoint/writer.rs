@@ -176,7 +176,7 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
                     completed: setup.signals.completed_id(),
                     chains: &mut chains,
                 };
-                match write_job(&mut seg.file, &job, &mut cx, &mut parts).await {
+                match write_job(&mut seg.file, &mut job, &mut cx, &mut parts).await {
                     Ok(ack) => seg.acks.push(ack),
                     Err(e) => seg.failed = Some(e),
                 }
@@ -190,6 +190,9 @@ pub fn spawn_writer(setup: WriterSetup) -> SnapshotWriter {
                 of = setup.tasks,
                 "writer: snapshot written"
             );
+            // Whatever it still holds (all of it if the segment failed)
+            // goes before the segment's sync (see `write_job`).
+            drop(job);
             if seg.jobs == setup.tasks {
                 let seg = open.remove(&id).expect("open");
                 finish_segment(seg, setup.worker, &setup.acks).await;
@@ -293,7 +296,7 @@ const PART_BYTES: usize = 16 << 20;
 /// files are synced later, after the segment ([`finish_segment`]).
 async fn write_job(
     file: &mut SegmentFile,
-    job: &TaskSnapshot,
+    job: &mut TaskSnapshot,
     cx: &mut JobContext<'_>,
     parts: &mut Vec<Vec<u8>>,
 ) -> Result<TaskAck> {
@@ -303,10 +306,14 @@ async fn write_job(
     let mut inflight_bytes = 0u64;
     let mut entries = 0u64;
     let mut operators = Vec::with_capacity(job.operators.len());
-    for op in &job.operators {
+    for op in &mut job.operators {
         let range = op.key_groups();
         let mut extents = Vec::new();
-        for (name, frozen) in &op.keyed {
+        // Each frozen view is dropped as soon as it is written: while a
+        // view is alive, the live state's first write into each of its
+        // arena chunks copies the chunk, and the rest of the checkpoint
+        // (other states, the segment's sync) can take as long again.
+        for (name, mut frozen) in std::mem::take(&mut op.keyed) {
             entries += frozen.len() as u64;
             let t0 = Instant::now();
             let id = job.barrier.id;
@@ -326,7 +333,7 @@ async fn write_job(
                 }
                 let mut new = Vec::new();
                 let written =
-                    write_table_delta(file, &**frozen, (name, range), &mut parts[0], id, &mut new)
+                    write_table_delta(file, &*frozen, (&name, range), &mut parts[0], id, &mut new)
                         .await?;
                 extents.extend(cx.chains.record_delta(&key, id, &t, &new));
                 written
@@ -334,8 +341,8 @@ async fn write_job(
                 let start = extents.len();
                 let written = write_keyed_state(
                     file,
-                    &**frozen,
-                    (name, op.info.max_parallelism, range),
+                    &mut *frozen,
+                    (&name, op.info.max_parallelism, range),
                     PART_BYTES,
                     parts,
                     id,
@@ -438,7 +445,7 @@ async fn write_job(
 /// pushes the extents.
 pub(crate) async fn write_keyed_state(
     file: &mut SegmentFile,
-    frozen: &dyn FrozenKeyedState,
+    frozen: &mut dyn FrozenKeyedState,
     (name, max_parallelism, range): (&str, u32, KeyGroupRange),
     part_bytes: usize,
     parts: &mut Vec<Vec<u8>>,
@@ -466,18 +473,23 @@ pub(crate) async fn write_keyed_state(
                 let chunks = first..(first + TABLE_BLOCK_CHUNKS).min(part_chunks.end);
                 let scratch = &mut parts[0];
                 let appended = match frozen.table_part_layout(chunks.clone(), scratch) {
-                    Some(0) => continue,
+                    Some(0) => {
+                        frozen.release_chunks(chunks);
+                        continue;
+                    }
                     Some(len) => {
                         let prefix = &*scratch;
                         file.append_block_filled(BlockKind::KeyedTable, range, name, len, |out| {
                             let (head, entries) = out.split_at_mut(prefix.len());
                             head.copy_from_slice(prefix);
-                            frozen.write_table_entries(chunks, entries);
+                            frozen.write_table_entries(chunks.clone(), entries);
                         })
                         .await
                     }
                     None => {
-                        frozen.serialize_table_part(chunks, scratch);
+                        // Serialized: the block's bytes are in `scratch`.
+                        frozen.serialize_table_part(chunks.clone(), scratch);
+                        frozen.release_chunks(chunks.clone());
                         if scratch.is_empty() {
                             continue;
                         }
@@ -486,6 +498,7 @@ pub(crate) async fn write_keyed_state(
                     }
                 };
                 let extent = appended?;
+                frozen.release_chunks(chunks);
                 bytes += extent.length;
                 extents.push(extent);
                 crate::core::failpoint::hit("snapshot-write", checkpoint);
@@ -495,7 +508,10 @@ pub(crate) async fn write_keyed_state(
                 futures_lite::future::yield_now().await;
             }
         } else {
-            frozen.serialize_part(max_parallelism, range, part_chunks, parts);
+            frozen.serialize_part(max_parallelism, range, part_chunks.clone(), parts);
+            // Serialized into `parts`: the chunks may be written in place
+            // while the blocks are appended.
+            frozen.release_chunks(part_chunks);
             for (kg, payload) in (range.start()..range.end()).zip(parts.iter()) {
                 if payload.is_empty() {
                     continue;
@@ -531,7 +547,7 @@ pub(crate) async fn write_keyed_state(
 #[cfg(feature = "testing")]
 pub fn write_task_snapshot_blocking(
     path: &std::path::Path,
-    snapshot: &TaskSnapshot,
+    snapshot: &mut TaskSnapshot,
 ) -> Result<Vec<(String, u32, SubtaskSnapshot)>> {
     let executor = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
         .name("weir-harness-writer")

@@ -116,6 +116,15 @@ pub trait FrozenKeyedState {
         out.clear();
         0
     }
+
+    /// Tells the view the writer is done with the arena chunks `chunks`
+    /// (it serialized them): a view may let go of them, so the live
+    /// state's writes into them stop copying them while the rest is
+    /// written (see `weir_state::arena`, "Freezing"). The writer reads
+    /// them no more. The default keeps them until the view is dropped.
+    fn release_chunks(&mut self, chunks: std::ops::Range<usize>) {
+        let _ = chunks;
+    }
 }
 
 /// A table view's place in a chain of incremental checkpoints.

@@ -104,6 +104,10 @@ where
         );
     }
 
+    fn release_chunks(&mut self, chunks: std::ops::Range<usize>) {
+        FrozenValueState::release_chunks(self, chunks);
+    }
+
     fn table_tracking(&self) -> Option<TableTracking> {
         let tracked = self.is_tracked();
         if !tracked {
@@ -278,6 +282,10 @@ where
 
     fn chunk_count(&self) -> usize {
         self.view.chunk_count()
+    }
+
+    fn release_chunks(&mut self, chunks: std::ops::Range<usize>) {
+        self.view.release_chunks(chunks);
     }
 
     fn estimated_bytes(&self) -> usize {

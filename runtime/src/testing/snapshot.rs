@@ -115,7 +115,7 @@ impl OperatorSnapshot {
             source,
         })?;
         let segment = dir.join(CheckpointStorage::segment_name(0));
-        let mut parts = write_task_snapshot_blocking(&segment, &task)?;
+        let mut parts = write_task_snapshot_blocking(&segment, &mut task)?;
         // An operator without any state adds nothing at the barrier; its
         // snapshot still says it was there.
         let (parallelism, subtask) = match parts.iter().position(|(u, _, _)| u == uid) {

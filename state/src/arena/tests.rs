@@ -120,6 +120,53 @@ fn dropping_the_view_ends_the_sharing_without_copies() {
 }
 
 #[test]
+fn released_chunks_are_written_in_place_and_the_others_still_copied() {
+    let mut a = numbered(4);
+    let mut f = a.freeze();
+    f.release_chunks(1..3);
+    assert_eq!(a.shared_chunks(), 2);
+    assert!((0..4)
+        .map(|c| f.holds_chunk(c))
+        .eq([true, false, false, true]));
+    // The released chunks: no copy, also with the view alive.
+    for i in CHUNK_LEN..3 * CHUNK_LEN {
+        *a.get_mut(i) += 10;
+    }
+    assert_eq!(a.cow_copies(), 0);
+    // The held ones: copied once, and the view keeps their old slots.
+    *a.get_mut(5) = 0;
+    *a.get_mut(3 * CHUNK_LEN) = 0;
+    assert_eq!(a.cow_copies(), 2);
+    assert_eq!(
+        (*f.get(5), *f.get(3 * CHUNK_LEN)),
+        (5, 3 * CHUNK_LEN as u32)
+    );
+    // Released chunks read empty through `chunks`; past the end is ignored.
+    let lens: Vec<usize> = f.chunks().map(<[u32]>::len).collect();
+    assert_eq!(lens, [CHUNK_LEN, 0, 0, CHUNK_LEN]);
+    f.release_chunks(3..9);
+    assert!(!f.holds_chunk(3) && f.holds_chunk(0));
+    assert_eq!(*f.get(5), 5);
+    assert!((0..4 * CHUNK_LEN).all(|i| {
+        let want = match i {
+            _ if i == 5 || i == 3 * CHUNK_LEN => 0,
+            _ if (CHUNK_LEN..3 * CHUNK_LEN).contains(&i) => i as u32 + 10,
+            _ => i as u32,
+        };
+        *a.get(i) == want
+    }));
+}
+
+#[test]
+#[should_panic(expected = "chunk 1 of a frozen arena read after its release")]
+fn reading_a_released_chunk_panics() {
+    let a = numbered(2);
+    let mut f = a.freeze();
+    f.release_chunks(1..2);
+    let _ = f.get(CHUNK_LEN);
+}
+
+#[test]
 fn several_views_each_keep_their_own_time() {
     let mut a = numbered(2);
     let f1 = a.freeze();

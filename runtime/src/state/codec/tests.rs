@@ -21,6 +21,8 @@ use crate::state::codec::FrozenTable;
 /// A frozen 200 k-entry state (while the live one keeps changing),
 /// written part by part with `write_keyed_state` as `frozen` makes it:
 /// the frozen entries, the extents and the segment to read them from.
+/// Also checks that the writer let go of every chunk it wrote: while the
+/// view is still alive, writing every entry again copies no chunk.
 fn write_in_parts(
     tag: &str,
     frozen: impl FnOnce(&ValueState<u64, (u64, u64)>) -> Box<dyn FrozenKeyedState> + Send + 'static,
@@ -44,7 +46,7 @@ fn write_in_parts(
                     want.insert(key, (i, i * 3));
                 }
             }
-            let frozen = frozen(&live);
+            let mut frozen = frozen(&live);
             for (k, v) in want.iter().take(1_000) {
                 live.put(*k, (v.0 + 1, 0));
             }
@@ -54,7 +56,7 @@ fn write_in_parts(
             let part_bytes = 256 << 10;
             let bytes = write_keyed_state(
                 &mut file,
-                &*frozen,
+                &mut *frozen,
                 ("totals", max_parallelism, range),
                 part_bytes,
                 &mut parts,
@@ -64,6 +66,17 @@ fn write_in_parts(
             .await
             .unwrap();
             file.close().await.unwrap();
+            let copied = live.cow_stats().chunks_copied;
+            assert!(copied > 0, "the writes before the writer copied no chunk");
+            for (k, v) in &want {
+                live.put(*k, (v.0 + 2, 1));
+            }
+            assert_eq!(
+                live.cow_stats().chunks_copied,
+                copied,
+                "chunks copied after the writer had written them"
+            );
+            drop(frozen);
             assert_eq!(bytes, extents.iter().map(|e| e.length).sum::<u64>());
             let n = (want.len() * 24).div_ceil(part_bytes);
             assert!(n > 4, "{n} parts");

@@ -95,6 +95,9 @@ pub struct BenchReport {
     pub latency: Option<Latency>,
     /// Per worker: times it ran out of work and parked.
     pub parks: Vec<u64>,
+    /// Per worker: parks without a spin because its core was shared (it
+    /// waited for a CPU).
+    pub contended_parks: Vec<u64>,
     /// Per worker: sleeps that outlasted their wake-up and were interrupted.
     pub rescues: Vec<u64>,
     /// Checkpoints taken, if checkpointing was on.
@@ -302,6 +305,7 @@ impl BenchReport {
             // -1 when only full buffers ship (Flink's -1).
             "buffer_timeout_ms": self.buffer_timeout.interval().map_or(-1.0, |d| d.as_secs_f64() * 1e3),
             "parks": self.parks,
+            "contended_parks": self.contended_parks,
             "rescues": self.rescues,
         });
         if let Some((windows, expected)) = self.windows {
@@ -621,6 +625,7 @@ impl BenchReport {
             achieved_rate: None,
             latency: None,
             parks: result.metrics.parks.clone(),
+            contended_parks: result.metrics.contended_parks.clone(),
             rescues: result.metrics.rescues.clone(),
             checkpoints: summary(options, result),
             restored: result.restored.clone(),

@@ -561,7 +561,7 @@ pub const KEYS: &[Key<Config>] = &[
     },
     Key {
         name: "weir.worker.spin-before-park",
-        description: "how long an idle worker spins before it parks (its I/O reactor spins up to 20 µs of it)",
+        description: "how long an idle worker spins before it parks (its I/O reactor spins up to 20 µs of it); not while its core is shared (it waits for a CPU more than 10% of the time)",
         get: |c| dur(c.spin_before_park),
         set: |c, s| {
         c.spin_before_park = s.duration()?;

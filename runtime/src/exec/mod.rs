@@ -15,6 +15,7 @@ pub mod progress;
 pub(crate) mod rescue;
 pub mod restart;
 pub mod restore;
+pub(crate) mod spin_gate;
 pub mod stop;
 pub mod wiring;
 pub mod worker;

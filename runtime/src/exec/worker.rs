@@ -33,6 +33,7 @@ use crate::core::time::earliest;
 use crate::core::UserError;
 use crate::exec::error::TaskFailure;
 use crate::exec::rescue::SleepWatch;
+use crate::exec::spin_gate::SpinGate;
 use crate::metrics::subtask::{SubtaskEntry, SubtaskMetrics, TaskClock};
 use crate::metrics::worker::WorkerMetrics;
 
@@ -278,6 +279,7 @@ pub(crate) async fn run_worker(
     };
 
     let mut idle_since: Option<Instant> = None;
+    let mut spin_gate = SpinGate::new();
     let mut iterations: u32 = 0;
     let mut last_io_turn = Instant::now();
     while set.remaining > 0 {
@@ -321,7 +323,7 @@ pub(crate) async fn run_worker(
             continue;
         }
         let since = *idle_since.get_or_insert(now);
-        if now.duration_since(since) < idle.spin_before_park {
+        if now.duration_since(since) < idle.spin_before_park && spin_gate.may_spin() {
             std::hint::spin_loop();
             continue;
         }
@@ -346,6 +348,9 @@ pub(crate) async fn run_worker(
             continue;
         }
         metrics.parks.add(1);
+        if spin_gate.at_park(Instant::now()) {
+            metrics.contended_parks.add(1);
+        }
         let wait = recheck.deadline.map_or(PARK_SAFETY_NET, |d| {
             d.saturating_duration_since(Instant::now())
         });

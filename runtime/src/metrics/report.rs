@@ -240,6 +240,9 @@ pub struct MetricsSnapshot {
     pub sink_records: Vec<u64>,
     /// Per worker: parks.
     pub parks: Vec<u64>,
+    /// Per worker: parks without a spin, its core shared (see
+    /// `exec::spin_gate`).
+    pub contended_parks: Vec<u64>,
     /// Per worker: sleeps that outlasted their wake-up and were
     /// interrupted (see `exec::rescue`).
     pub rescues: Vec<u64>,
@@ -262,6 +265,7 @@ impl MetricsSnapshot {
             source_records: workers.iter().map(|w| w.source_records.get()).collect(),
             sink_records: workers.iter().map(|w| w.sink_records.get()).collect(),
             parks: workers.iter().map(|w| w.parks.get()).collect(),
+            contended_parks: workers.iter().map(|w| w.contended_parks.get()).collect(),
             rescues: workers.iter().map(|w| w.rescues.get()).collect(),
             subtasks: entries.iter().map(|e| e.read(at)).collect(),
         }

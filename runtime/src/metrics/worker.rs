@@ -15,6 +15,9 @@ pub struct WorkerMetrics {
     pub sink_records: Counter,
     /// Times the worker parked because it had nothing to do.
     pub parks: Counter,
+    /// Parks while the worker's core was shared (it waited for a CPU; see
+    /// `exec::spin_gate`): it parked without spinning first.
+    pub contended_parks: Counter,
     /// Times the control thread interrupted the worker's sleep because it
     /// slept past its wake-up (see `exec::rescue`).
     pub rescues: Counter,

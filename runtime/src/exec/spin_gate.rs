@@ -7,7 +7,7 @@
 //! programs, or more weir threads than cores), the spin burns the slice
 //! that the thread it waits for (a producer, a file source's I/O thread)
 //! could have run in: a SQL join on two cores beside two busy loops ran
-//! 1.3-2x slower with the spin than without it (bench/RESULTS.md).
+//! 1.3-1.9x slower with the spin than without it (bench/RESULTS.md).
 //!
 //! The kernel says when that happens: the time a thread spends runnable
 //! but waiting for a CPU (its run delay, the second field of
@@ -18,7 +18,8 @@
 //! until a later sample finds its core quiet again. Alone on its core a
 //! worker still waits for short kernel work now and then (W3 counted about
 //! 200 preemptions a second per worker), which stays far below the
-//! threshold; beside a busy program it waits for about half of the time.
+//! threshold (W3 alone: no gated park in most runs); beside two busy loops
+//! nearly every park was gated.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

@@ -555,7 +555,8 @@ impl<T: Clone> SlotArena<T> {
 
     /// The chunks, in slot order, each cut to the arena's `len`.
     pub fn chunks(&self) -> impl Iterator<Item = &[T]> + '_ {
-        chunk_slices(&self.chunks, self.len)
+        let len = self.len;
+        (self.chunks.iter().enumerate()).map(move |(i, c)| chunk_slice(c, i, len))
     }
 
     /// Number of chunks.
@@ -686,12 +687,9 @@ impl<T: Clone> Drop for SlotArena<T> {
     }
 }
 
-/// `chunks` as slices, each cut to `len` slots in all.
-fn chunk_slices<T: Clone>(chunks: &[Chunk<T>], len: usize) -> impl Iterator<Item = &[T]> + '_ {
-    chunks
-        .iter()
-        .enumerate()
-        .map(move |(i, c)| &c[..(len - i * CHUNK_LEN).min(CHUNK_LEN)])
+/// Chunk `i` of an arena of `len` slots, cut to the slots it holds.
+fn chunk_slice<T: Clone>(chunk: &Chunk<T>, i: usize, len: usize) -> &[T] {
+    &chunk[..(len - i * CHUNK_LEN).min(CHUNK_LEN)]
 }
 
 /// The slots of a [`SlotArena`] as they were at [`SlotArena::freeze`]:
@@ -763,10 +761,9 @@ impl<T: Clone> FrozenArena<T> {
     /// The chunks, in slot order, each cut to the view's `len`; a chunk the
     /// view released is an empty slice.
     pub fn chunks(&self) -> impl Iterator<Item = &[T]> + '_ {
-        self.chunks.iter().enumerate().map(move |(i, c)| match c {
-            Some(c) => &c[..(self.len - i * CHUNK_LEN).min(CHUNK_LEN)],
-            None => &[][..],
-        })
+        let len = self.len;
+        (self.chunks.iter().enumerate())
+            .map(move |(i, c)| c.as_ref().map_or(&[][..], |c| chunk_slice(c, i, len)))
     }
 
     /// Whether the view still holds chunk `c` (it was not released).

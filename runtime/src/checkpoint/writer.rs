@@ -479,17 +479,20 @@ pub(crate) async fn write_keyed_state(
                     }
                     Some(len) => {
                         let prefix = &*scratch;
-                        file.append_block_filled(BlockKind::KeyedTable, range, name, len, |out| {
-                            let (head, entries) = out.split_at_mut(prefix.len());
-                            head.copy_from_slice(prefix);
-                            frozen.write_table_entries(chunks.clone(), entries);
-                        })
-                        .await
+                        let appended = file
+                            .append_block_filled(BlockKind::KeyedTable, range, name, len, |out| {
+                                let (head, entries) = out.split_at_mut(prefix.len());
+                                head.copy_from_slice(prefix);
+                                frozen.write_table_entries(chunks.clone(), entries);
+                            })
+                            .await;
+                        frozen.release_chunks(chunks);
+                        appended
                     }
                     None => {
                         // Serialized: the block's bytes are in `scratch`.
                         frozen.serialize_table_part(chunks.clone(), scratch);
-                        frozen.release_chunks(chunks.clone());
+                        frozen.release_chunks(chunks);
                         if scratch.is_empty() {
                             continue;
                         }
@@ -498,7 +501,6 @@ pub(crate) async fn write_keyed_state(
                     }
                 };
                 let extent = appended?;
-                frozen.release_chunks(chunks);
                 bytes += extent.length;
                 extents.push(extent);
                 crate::core::failpoint::hit("snapshot-write", checkpoint);

@@ -348,12 +348,13 @@ pub(crate) async fn run_worker(
             continue;
         }
         metrics.parks.add(1);
-        if spin_gate.at_park(Instant::now()) {
+        let now = Instant::now();
+        if spin_gate.at_park(now) {
             metrics.contended_parks.add(1);
         }
-        let wait = recheck.deadline.map_or(PARK_SAFETY_NET, |d| {
-            d.saturating_duration_since(Instant::now())
-        });
+        let wait = recheck
+            .deadline
+            .map_or(PARK_SAFETY_NET, |d| d.saturating_duration_since(now));
         let rung = future::poll_fn(|_| {
             if bell.is_parked() {
                 Poll::Pending
@@ -361,7 +362,7 @@ pub(crate) async fn run_worker(
                 Poll::Ready(())
             }
         });
-        let asleep = watch.asleep_until(Instant::now() + wait);
+        let asleep = watch.asleep_until(now + wait);
         future::or(rung, glommio::timer::sleep(wait)).await;
         drop(asleep);
         bell.cancel_park();

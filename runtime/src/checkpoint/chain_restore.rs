@@ -1,4 +1,4 @@
-//! Restoring a value table written incrementally (see
+//! Restoring a keyed table written incrementally (see
 //! [`incremental`](super::incremental)): per old subtask, a chain of the
 //! full checkpoint's table blocks and the deltas since.
 //!

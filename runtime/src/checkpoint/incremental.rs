@@ -1,8 +1,10 @@
 //! Incremental checkpoints (`execution.checkpointing.incremental`, Flink's
 //! key): what each worker's snapshot writer remembers of the chains of its
-//! value tables, and how it writes a table's changed slots.
+//! keyed tables, and how it writes a table's changed slots.
 //!
-//! A keyed `ValueState` written by checkpoint `n` as a *delta* holds only
+//! A keyed state's table (a `ValueState`'s, or the one table a map, list,
+//! reducing, aggregating or TTL value state keeps its entries in) written
+//! by checkpoint `n` as a *delta* holds only
 //! the slots written or emptied since the view the writer wrote last (the
 //! arena's per-slot dirty bits, `weir_state::arena`, "Dirty slots"), as
 //! [`table_delta`](super::table_delta) blocks in `chk-<n>`'s segment; the
@@ -26,8 +28,12 @@
 //! - at most 1/[`MAX_DIRTY_SHARE`] of the slots changed.
 //!
 //! Savepoints are always full and self-contained, and never a chain's base.
-//! Every other kind of keyed state (maps, lists, windows, timers) and
-//! operator state is written in full in every checkpoint.
+//! Window panes and slices, timers, operator and channel state are written
+//! in full in every checkpoint. A composite kind's entry expired under its
+//! TTL when the view was taken is left out of a full table and recorded
+//! as emptied in a delta where its slot changed; one expired in an
+//! unchanged slot stays in the chain until its slot changes (a restored
+//! entry is checked against its TTL when read, so it is never seen).
 
 use std::collections::HashMap;
 

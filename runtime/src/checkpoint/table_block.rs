@@ -1,8 +1,11 @@
 //! The payload of a [`BlockKind::KeyedTable`](weir_state::snapshot::BlockKind)
-//! block: one part of a keyed `ValueState`'s hash table in the order of its
-//! slots, with the slots' occupancy, so that a restore into a table of the
-//! same capacity puts every entry back at its slot without probing for it
-//! (see `ValueState::load_placed_batch`).
+//! block: one part of a keyed state's hash table (a `ValueState`'s, or the
+//! table a composite kind keeps its entries in, each entry as the kind
+//! writes it) in the order of its slots, with the slots' occupancy, so
+//! that a restore of a value table into a table of the same capacity puts
+//! every entry back at its slot without probing for it (see
+//! `ValueState::load_placed_batch`); a composite kind's entries are
+//! inserted.
 //!
 //! A writer serializes a table as blocks of a run of arena chunks each,
 //! i.e. a run of slots, whose key-group range is the whole subtask's (a

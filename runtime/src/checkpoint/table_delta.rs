@@ -1,5 +1,5 @@
 //! The payload of a [`BlockKind::KeyedTableDelta`](weir_state::snapshot::BlockKind)
-//! block: the slots of one part of a keyed `ValueState`'s hash table that
+//! block: the slots of one part of a keyed state's hash table that
 //! were written or emptied since the checkpoint an incremental checkpoint
 //! follows, each with what it holds now. Applied, newest delta first, over
 //! the [`table_block`](super::table_block)s of the chain's full checkpoint,

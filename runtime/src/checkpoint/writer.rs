@@ -71,7 +71,7 @@ pub struct WriterSetup {
     pub io_mode: IoMode,
     /// The coordinator's inbox.
     pub acks: Sender<CoordinatorMsg>,
-    /// `execution.checkpointing.incremental`: write value tables as deltas
+    /// `execution.checkpointing.incremental`: write keyed tables as deltas
     /// where [`Chains::can_delta`] allows.
     pub incremental: bool,
     /// The attempt's signals: which checkpoint completed last.
@@ -434,12 +434,12 @@ async fn write_job(
 
 /// Writes a frozen keyed state part by part (about `part_bytes`
 /// serialized at a time, split at arena chunks; the state is named by its
-/// name, the job's max parallelism and the subtask's key groups): a plain
-/// `ValueState` as table blocks of [`TABLE_BLOCK_CHUNKS`] arena chunks
-/// (its slots in table order, see [`super::table_block`]), every other
-/// kind as blocks of one key
-/// group each, a key group having one block per part that holds any of
-/// its entries. After appending a part's blocks the writer lets the
+/// name, the job's max parallelism and the subtask's key groups): a keyed
+/// state kept in one table (value, map, list, reducing, aggregating) as
+/// table blocks of [`TABLE_BLOCK_CHUNKS`] arena chunks (its slots in table
+/// order, see [`super::table_block`]), every other kind (window panes and
+/// slices, timers) as blocks of one key group each, a key group having
+/// one block per part that holds any of its entries. After appending a part's blocks the writer lets the
 /// executor submit their writes before it serializes the next part, so
 /// serialization and the device overlap. Returns the bytes written;
 /// pushes the extents.

@@ -272,7 +272,7 @@ pub const KEYS: &[Key<Config>] = &[
     },
     Key {
         name: "execution.checkpointing.incremental",
-        description: "incremental checkpoints: a checkpoint writes the slots of each value table changed since the previous one and refers to earlier checkpoints' segments for the rest (a full one after 10 increments or once the increments exceed half the full one's bytes); savepoints are always full",
+        description: "incremental checkpoints: a checkpoint writes the slots of each keyed state table (value, map, list, reducing, aggregating) changed since the previous one and refers to earlier checkpoints' segments for the rest (a full one after 10 increments or once the increments exceed half the full one's bytes); savepoints are always full",
         get: |c| c.incremental_checkpoints.to_string(),
         set: |c, s| {
         c.incremental_checkpoints = s.check(s.boolean(), BOOL_EXPECTED)?;

@@ -57,8 +57,9 @@ pub trait FrozenKeyedState {
 
     /// Whether the state is written as table blocks
     /// ([`serialize_table_part`](Self::serialize_table_part)) instead of
-    /// per key group ([`serialize_part`](Self::serialize_part)): a plain
-    /// `ValueState`.
+    /// per key group ([`serialize_part`](Self::serialize_part)): a keyed
+    /// state kept in one hash table (value, map, list, reducing,
+    /// aggregating), written in slot order and incrementally.
     fn is_table(&self) -> bool {
         false
     }

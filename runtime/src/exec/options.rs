@@ -47,7 +47,7 @@ pub struct CheckpointingOptions {
     pub aligned_checkpoint_timeout: Duration,
     /// How segment files are written.
     pub io_mode: IoMode,
-    /// `execution.checkpointing.incremental`: keyed value tables write
+    /// `execution.checkpointing.incremental`: keyed state tables write
     /// only their changed slots (see `checkpoint::writer`).
     pub incremental: bool,
     /// `state.savepoints.dir`: where a stop writes its savepoint; `None`:

@@ -9,7 +9,7 @@ use weir_state::{KeyGroupAssigner, KeyGroupRange, StateKey, StateValue};
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::keyed_restore::{restore_entries, RestoreSink};
 use crate::checkpoint::restore::RestoreScope;
-use crate::checkpoint::table_block::TableHeader;
+use crate::checkpoint::table_block::{TableHeader, HEADER_LEN};
 use crate::core::snapshot::{FrozenKeyedState, TableTracking};
 use crate::core::wire::append_wire;
 use crate::state::value::KeyedValueState;
@@ -60,14 +60,15 @@ where
     }
 
     fn serialize_table_part(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) {
-        let used = table_prefix(self, chunks.clone(), out);
-        if used == 0 {
-            out.clear();
-            return;
-        }
         let per_entry = self.estimated_bytes() / self.len().max(1);
-        out.reserve(used * per_entry + per_entry);
-        self.for_each_in_chunks(chunks, |k, v| append_entry(out, k, v));
+        serialize_table_block(
+            self,
+            chunks,
+            out,
+            per_entry,
+            None::<fn(&V) -> bool>,
+            append_entry,
+        );
     }
 
     fn table_part_layout(
@@ -109,46 +110,131 @@ where
     }
 
     fn table_tracking(&self) -> Option<TableTracking> {
-        let tracked = self.is_tracked();
-        if !tracked {
-            // An incremental writer asks: the table tracks its writes
-            // from its next freeze on, so the checkpoint after the next
-            // may be a delta.
-            self.request_tracking();
-        }
-        Some(TableTracking {
-            freeze: self.freeze_ids(),
-            log2_capacity: self.log2_capacity() as u8,
-            dirty_slots: self.dirty_count(0..self.capacity()),
-            capacity: self.capacity(),
-            tracked,
-        })
+        Some(table_tracking(self))
     }
 
     fn serialize_table_delta(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) -> u64 {
-        use crate::checkpoint::table_delta;
+        serialize_table_delta(self, chunks, out, |_| true, append_entry)
+    }
+}
+
+/// What an incremental writer needs to know of `view`; asking starts the
+/// table's dirty tracking (see [`FrozenKeyedState::table_tracking`]).
+fn table_tracking<K, V>(view: &FrozenValueState<K, V>) -> TableTracking
+where
+    K: StateKey,
+    V: StateValue,
+{
+    let tracked = view.is_tracked();
+    if !tracked {
+        // An incremental writer asks: the table tracks its writes from its
+        // next freeze on, so the checkpoint after the next may be a delta.
+        view.request_tracking();
+    }
+    TableTracking {
+        freeze: view.freeze_ids(),
+        log2_capacity: view.log2_capacity() as u8,
+        dirty_slots: view.dirty_count(0..view.capacity()),
+        capacity: view.capacity(),
+        tracked,
+    }
+}
+
+/// Sets `out` to the delta block of the slots of the arena chunks
+/// `chunks` of `view` written or emptied since its previous freeze (see
+/// [`FrozenKeyedState::serialize_table_delta`]): an entry `live` says is
+/// gone (its TTL expired) is recorded as an emptied slot, the others are
+/// appended by `write`. Returns the record count.
+fn serialize_table_delta<K, V>(
+    view: &FrozenValueState<K, V>,
+    chunks: std::ops::Range<usize>,
+    out: &mut Vec<u8>,
+    live: impl Fn(&V) -> bool,
+    write: impl Fn(&mut Vec<u8>, &K, &V),
+) -> u64
+where
+    K: StateKey,
+    V: StateValue,
+{
+    use crate::checkpoint::table_delta;
+    out.clear();
+    let slots = view.chunk_slots(chunks);
+    let header = TableHeader {
+        log2_capacity: view.log2_capacity() as u8,
+        table_len: view.len() as u64,
+        first_slot: slots.start as u64,
+        slot_count: slots.len() as u64,
+    };
+    table_delta::start(&header, out);
+    let mut records = 0;
+    let first = slots.start;
+    view.for_each_dirty(slots, |pos, entry| {
+        let offset = u32::try_from(pos - first).expect("a part has fewer than 2^32 slots");
+        let entry = entry.filter(|(_, v)| live(v));
+        table_delta::push_record(
+            out,
+            offset,
+            entry.map(|(k, v)| |o: &mut Vec<u8>| write(o, k, v)),
+        );
+        records += 1;
+    });
+    table_delta::finish(out, records);
+    records
+}
+
+/// Sets `out` to the table block of the arena chunks `chunks` of `view`
+/// (see [`FrozenKeyedState::serialize_table_part`]), about `per_entry`
+/// bytes per entry, each appended by `write`; or empties it if they hold
+/// no entry. With `live`, an entry it says is gone (its TTL expired) is
+/// left out and its slot marked empty in the occupancy.
+fn serialize_table_block<K, V>(
+    view: &FrozenValueState<K, V>,
+    chunks: std::ops::Range<usize>,
+    out: &mut Vec<u8>,
+    per_entry: usize,
+    live: Option<impl Fn(&V) -> bool>,
+    write: impl Fn(&mut Vec<u8>, &K, &V),
+) where
+    K: StateKey,
+    V: StateValue,
+{
+    let used = table_prefix(view, chunks.clone(), out);
+    if used == 0 {
         out.clear();
-        let slots = self.chunk_slots(chunks);
-        let header = TableHeader {
-            log2_capacity: self.log2_capacity() as u8,
-            table_len: self.len() as u64,
-            first_slot: slots.start as u64,
-            slot_count: slots.len() as u64,
-        };
-        table_delta::start(&header, out);
-        let mut records = 0;
-        let first = slots.start;
-        self.for_each_dirty(slots, |pos, entry| {
-            let offset = u32::try_from(pos - first).expect("a part has fewer than 2^32 slots");
-            table_delta::push_record(
-                out,
-                offset,
-                entry.map(|(k, v)| move |o: &mut Vec<u8>| append_entry(o, k, v)),
-            );
-            records += 1;
-        });
-        table_delta::finish(out, records);
-        records
+        return;
+    }
+    out.reserve(used * per_entry + per_entry);
+    let Some(live) = live else {
+        view.for_each_in_chunks(chunks, |k, v| write(out, k, v));
+        return;
+    };
+    // The entries come in slot order, as the occupancy's set bits: the
+    // cursor walks the bits alongside and clears those of gone entries.
+    let bitmap = HEADER_LEN..out.len();
+    let word_at = |out: &[u8], w: usize| {
+        let at = bitmap.start + w * 8;
+        u64::from_le_bytes(out[at..at + 8].try_into().expect("8 bytes"))
+    };
+    let (mut w, mut bits) = (0, word_at(out, 0));
+    let mut kept = 0;
+    view.for_each_in_chunks(chunks, |k, v| {
+        while bits == 0 {
+            w += 1;
+            bits = word_at(out, w);
+        }
+        let bit = bits & bits.wrapping_neg();
+        bits &= bits - 1;
+        if live(v) {
+            write(out, k, v);
+            kept += 1;
+        } else {
+            let at = bitmap.start + w * 8;
+            let cleared = word_at(out, w) & !bit;
+            out[at..at + 8].copy_from_slice(&cleared.to_le_bytes());
+        }
+    });
+    if kept == 0 {
+        out.clear();
     }
 }
 
@@ -294,6 +380,30 @@ where
             (self.write)(&mut one, k, v);
         }
         one.len() * self.view.len()
+    }
+
+    fn is_table(&self) -> bool {
+        true
+    }
+
+    fn serialize_table_part(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) {
+        let per_entry = self.estimated_bytes() / self.len().max(1);
+        serialize_table_block(
+            &self.view,
+            chunks,
+            out,
+            per_entry,
+            self.expiry.map(|_| |v: &VV| self.live(v)),
+            self.write,
+        );
+    }
+
+    fn table_tracking(&self) -> Option<TableTracking> {
+        Some(table_tracking(&self.view))
+    }
+
+    fn serialize_table_delta(&self, chunks: std::ops::Range<usize>, out: &mut Vec<u8>) -> u64 {
+        serialize_table_delta(&self.view, chunks, out, |v| self.live(v), self.write)
     }
 
     fn serialize_part(

@@ -32,27 +32,74 @@ fn config(ttl_ms: u64, renew: bool) -> StateTtlConfig {
     })
 }
 
-/// Every entry of `state` serialized per key group (all 128 in one
-/// range), checked to lie in its primary key's group, and fed to `sink`.
+/// Every entry of `state` serialized as the snapshot writer does (table
+/// blocks of two parts for a table, else per key group, all 128 in one
+/// range), each checked to lie in its primary key's group (and, in a
+/// table block, to fill exactly the slots its occupancy marks), and fed
+/// to `sink`; a table's blocks per key group (an older version's layout)
+/// must hold the same entries.
 fn round_trip<F: FrozenKeyedState, S: RestoreSink>(frozen: &F, sink: &mut S) {
+    use crate::checkpoint::table_block::TableBlock;
     const MAX_PARALLELISM: u32 = 128;
     let range = KeyGroupRange::new(0, MAX_PARALLELISM);
-    let mut out = Vec::new();
+    let decode_into = |bytes: &[u8], group: Option<u32>, sink: &mut S| {
+        let mut at = 0;
+        let mut entries = 0;
+        while at < bytes.len() {
+            let (entry, n) = S::decode(&bytes[at..]).expect("a written entry decodes");
+            let hash = S::group_hash(&entry);
+            if let Some(group) = group {
+                assert_eq!(key_group_for_hash(hash, MAX_PARALLELISM), group);
+            }
+            sink.insert(entry, hash);
+            at += n;
+            entries += 1;
+        }
+        entries
+    };
+    // Each entry's bytes, from `bytes` holding whole entries.
+    let split = |mut bytes: &[u8], into: &mut Vec<Vec<u8>>| {
+        while !bytes.is_empty() {
+            let (_, n) = S::decode(bytes).expect("a written entry decodes");
+            into.push(bytes[..n].to_vec());
+            bytes = &bytes[n..];
+        }
+    };
+    let (mut in_tables, mut in_groups) = (Vec::new(), Vec::new());
     // Two parts, as a writer serializing a large state does.
     let half = frozen.chunk_count() / 2;
     for chunks in [0..half, half..frozen.chunk_count()] {
-        frozen.serialize_part(MAX_PARALLELISM, range, chunks, &mut out);
+        // Per key group: how every kind was written before the composite
+        // kinds' tables became table blocks, which restores still read.
+        let mut out = Vec::new();
+        frozen.serialize_part(MAX_PARALLELISM, range, chunks.clone(), &mut out);
         for (i, block) in out.iter().enumerate() {
-            let mut at = 0;
-            while at < block.len() {
-                let (entry, n) = S::decode(&block[at..]).expect("a written entry decodes");
-                let hash = S::group_hash(&entry);
-                assert_eq!(key_group_for_hash(hash, MAX_PARALLELISM), i as u32);
-                sink.insert(entry, hash);
-                at += n;
+            if frozen.is_table() {
+                split(block, &mut in_groups);
+            } else {
+                decode_into(block, Some(i as u32), sink);
             }
         }
+        if frozen.is_table() {
+            let mut out = Vec::new();
+            frozen.serialize_table_part(chunks, &mut out);
+            if out.is_empty() {
+                continue;
+            }
+            let block = TableBlock::parse(&out).expect("a written table block parses");
+            let used = block.positions().count();
+            assert!(used > 0, "a table block of no entry was written");
+            assert_eq!(decode_into(block.entries, None, sink), used);
+            split(block.entries, &mut in_tables);
+        }
     }
+    // Both layouts hold the same entries.
+    in_tables.sort();
+    in_groups.sort();
+    assert_eq!(
+        in_tables, in_groups,
+        "table blocks and blocks per key group differ"
+    );
     sink.finish();
 }
 

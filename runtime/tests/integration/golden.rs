@@ -431,8 +431,11 @@ fn job() -> JobGraph {
 /// FNV-1a (64-bit) of the final checkpoint's segment `w000.seg`. Changed
 /// on purpose when value tables went from blocks of 32 arena chunks to
 /// blocks of 8 (`TABLE_BLOCK_CHUNKS`; the same entries in more, smaller
-/// blocks, which restores of either layout read).
-const SEGMENT_FNV1A: u64 = 0x0033_947f_25e0_7c25;
+/// blocks, which restores of either layout read), and when the composite
+/// kinds' tables (map, list, reducing, aggregating, TTL) went from blocks
+/// per key group to table blocks, so that they can be written
+/// incrementally (the same entries in slot order; restores read both).
+const SEGMENT_FNV1A: u64 = 0x2187_4382_307d_6c10;
 
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {

@@ -1,7 +1,8 @@
 //! The keyed state codecs through the snapshot writer: a value table as
-//! table blocks in slot order, written in place or serialized, and the
-//! composite kinds in parts, one block per key group and part; in
-//! [`chain`], a value table's incremental chains restored.
+//! table blocks in slot order, written in place or serialized, a
+//! composite kind's table as table blocks without its expired entries,
+//! and a state that is no table in parts, one block per key group and
+//! part; in [`chain`], incremental chains restored.
 
 mod chain;
 
@@ -98,49 +99,94 @@ fn entry(bytes: &mut &[u8]) -> (u64, (u64, u64)) {
     (k, v)
 }
 
-/// A `ValueState` is written as table blocks of at most
-/// `TABLE_BLOCK_CHUNKS` chunks: the slots in table order with their
-/// occupancy, together exactly the frozen entries, each block's slots
-/// following the last block's.
+/// Checks that `extents` are table blocks of at most `TABLE_BLOCK_CHUNKS`
+/// chunks of a table of `len` entries, written in at least `n` parts: the
+/// slots in table order with their occupancy, together exactly `want`,
+/// each block's slots following the last block's up to the capacity.
+fn check_table_blocks(
+    want: &HashMap<u64, (u64, u64)>,
+    len: usize,
+    extents: &[Extent],
+    reader: &SegmentReader,
+    n: usize,
+) {
+    let mut got = HashMap::new();
+    let mut next_slot = 0;
+    assert!(extents.len() >= n, "{} blocks for {n} parts", extents.len());
+    for e in extents {
+        assert_eq!(e.kind, BlockKind::KeyedTable);
+        assert_eq!(e.key_groups, KeyGroupRange::new(0, 64));
+        let payload = reader.read_block(e).unwrap();
+        let table = TableBlock::parse(payload).unwrap();
+        assert_eq!(table.header.table_len, len as u64);
+        assert_eq!(table.header.first_slot, next_slot);
+        let most = (TABLE_BLOCK_CHUNKS * weir_state::arena::CHUNK_LEN) as u64;
+        assert!(table.header.slot_count <= most);
+        next_slot += table.header.slot_count;
+        let mut bytes = table.entries;
+        let mut last = None;
+        for pos in table.positions() {
+            assert!(last < Some(pos));
+            last = Some(pos);
+            let (k, v) = entry(&mut bytes);
+            assert!(got.insert(k, v).is_none(), "key {k} twice");
+        }
+        assert!(bytes.is_empty());
+    }
+    assert_eq!(
+        next_slot,
+        1 << extents.first().map_or(0, |e| {
+            TableBlock::parse(reader.read_block(e).unwrap())
+                .unwrap()
+                .header
+                .log2_capacity
+        })
+    );
+    assert_eq!(&got, want);
+}
+
+/// A `ValueState` is written as table blocks in slot order.
 #[test]
 fn a_value_state_is_written_as_table_blocks_in_slot_order() {
     write_in_parts(
         "table",
         |live| Box::new(live.freeze()),
-        |want, extents, reader, n| {
-            let mut got = HashMap::new();
-            let mut next_slot = 0;
-            assert!(extents.len() >= n, "{} blocks for {n} parts", extents.len());
-            for e in extents {
-                assert_eq!(e.kind, BlockKind::KeyedTable);
-                assert_eq!(e.key_groups, KeyGroupRange::new(0, 64));
-                let payload = reader.read_block(e).unwrap();
-                let table = TableBlock::parse(payload).unwrap();
-                assert_eq!(table.header.table_len, want.len() as u64);
-                assert_eq!(table.header.first_slot, next_slot);
-                let most = (TABLE_BLOCK_CHUNKS * weir_state::arena::CHUNK_LEN) as u64;
-                assert!(table.header.slot_count <= most);
-                next_slot += table.header.slot_count;
-                let mut bytes = table.entries;
-                let mut last = None;
-                for pos in table.positions() {
-                    assert!(last < Some(pos));
-                    last = Some(pos);
-                    let (k, v) = entry(&mut bytes);
-                    assert!(got.insert(k, v).is_none(), "key {k} twice");
-                }
-                assert!(bytes.is_empty());
-            }
-            assert_eq!(
-                next_slot,
-                1 << extents.first().map_or(0, |e| {
-                    TableBlock::parse(reader.read_block(e).unwrap())
-                        .unwrap()
-                        .header
-                        .log2_capacity
-                })
-            );
-            assert_eq!(&got, want);
+        |want, extents, reader, n| check_table_blocks(want, want.len(), extents, reader, n),
+    );
+}
+
+/// The table of a composite state kind (map, list, reducing, aggregating)
+/// is written as table blocks too, each entry as the kind writes it; with
+/// a TTL, the entries expired when it was frozen are left out and their
+/// slots marked empty.
+#[test]
+fn a_composite_states_table_is_written_as_table_blocks_without_expired_entries() {
+    fn write(buf: &mut Vec<u8>, k: &u64, v: &(u64, u64)) {
+        crate::core::wire::append_wire(buf, k);
+        crate::core::wire::append_wire(buf, v);
+    }
+    // An entry's stamp is its `i % 4`: at 2 with a TTL of 1, those of
+    // stamp 0 and 1 have expired, half of them, spread over every block.
+    let stamp = |v: &(u64, u64)| v.0 % 4;
+    write_in_parts(
+        "composite-table",
+        move |live| {
+            Box::new(FrozenTable::new(
+                live.freeze(),
+                |k| k.key_hash(),
+                write,
+                stamp,
+                Some((2, 1)),
+            ))
+        },
+        move |want, extents, reader, n| {
+            let live: HashMap<u64, (u64, u64)> = want
+                .iter()
+                .filter(|(_, v)| stamp(v) >= 2)
+                .map(|(k, v)| (*k, *v))
+                .collect();
+            assert!(live.len() * 3 < want.len() * 2 && live.len() * 3 > want.len());
+            check_table_blocks(&live, want.len(), extents, reader, n);
         },
     );
 }
@@ -222,7 +268,39 @@ fn a_table_of_variable_size_entries_has_no_in_place_layout() {
     assert!(TableBlock::parse(&bytes).is_ok());
 }
 
-/// The other state kinds are written as one block per key group and
+/// A frozen state written per key group (as window panes and timers
+/// are): `.0`'s entries, whatever `.0` says of tables.
+struct PerKeyGroup(Box<dyn FrozenKeyedState>);
+
+impl FrozenKeyedState for PerKeyGroup {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn chunk_count(&self) -> usize {
+        self.0.chunk_count()
+    }
+
+    fn estimated_bytes(&self) -> usize {
+        self.0.estimated_bytes()
+    }
+
+    fn serialize_part(
+        &self,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        chunks: std::ops::Range<usize>,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        self.0.serialize_part(max_parallelism, range, chunks, out);
+    }
+
+    fn release_chunks(&mut self, chunks: std::ops::Range<usize>) {
+        self.0.release_chunks(chunks);
+    }
+}
+
+/// A state that is no table is written as one block per key group and
 /// part, each block holding only its key group's entries.
 #[test]
 fn a_state_written_in_parts_is_one_block_per_key_group_and_part() {
@@ -233,13 +311,13 @@ fn a_state_written_in_parts_is_one_block_per_key_group_and_part() {
     write_in_parts(
         "groups",
         |live| {
-            Box::new(FrozenTable::new(
+            Box::new(PerKeyGroup(Box::new(FrozenTable::new(
                 live.freeze(),
                 |k| k.key_hash(),
                 write,
                 |_| 0,
                 None,
-            ))
+            ))))
         },
         |want, extents, reader, n| {
             let groups = KeyGroupAssigner::new(128, 1);

@@ -1,5 +1,6 @@
 //! The chain restore (`checkpoint::chain_restore`) of value tables, into
-//! their sink, against a model: value tables changed over a full
+//! their sink, and of a composite state kind's table (with a TTL, into a
+//! sink that inserts every entry), against a model: tables changed over a full
 //! checkpoint and the deltas after it (puts of new keys, updates,
 //! removes), written as the snapshot writer writes them, are restored at
 //! the same and at other parallelisms: each new subtask must hold exactly
@@ -21,10 +22,11 @@ use weir_state::{KeyGroupAssigner, KeyGroupRange, KeyHash};
 
 use crate::checkpoint::error::RestoreError;
 use crate::checkpoint::keyed_restore::restore_entries;
+use crate::checkpoint::keyed_restore::RestoreSink;
 use crate::checkpoint::RestoredCheckpoint;
 use crate::core::snapshot::FrozenKeyedState;
 use crate::core::SubtaskInfo;
-use crate::state::codec::ValueSink;
+use crate::state::codec::{FrozenTable, ValueSink};
 
 const MAX_PARALLELISM: u32 = 128;
 const STATE: &str = "totals";
@@ -51,11 +53,76 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// How the checkpoints are written: arena chunks per full table block
 /// and per delta block (the writer's differ: a full checkpoint's blocks
-/// end at its parts' bounds).
+/// end at its parts' bounds), and whether the table is a composite
+/// state kind's ([`FrozenTable`], restored by insertion, not slot for
+/// slot), with a TTL under which the entries of the first
+/// [`EXPIRED_BELOW`] key indices have expired.
 #[derive(Clone, Copy, Debug)]
 struct Layout {
     full_chunks: usize,
     delta_chunks: usize,
+    composite: bool,
+}
+
+/// A composite table's entry `(key, (value, key index))` has the key
+/// index as its TTL stamp; at "now" 200 with a TTL of 100, entries of an
+/// index below 101 have expired.
+const EXPIRED_BELOW: u64 = 101;
+
+/// The TTL cutoff `(now, ttl)` of [`EXPIRED_BELOW`].
+const EXPIRY: (u64, u64) = (200, 100);
+
+/// Whether a composite table's snapshot keeps `v`.
+fn live(v: &(u64, u64)) -> bool {
+    v.1 >= EXPIRED_BELOW
+}
+
+/// A table's view as `layout` says it is written.
+fn frozen(table: &Table, layout: Layout) -> Box<dyn FrozenKeyedState> {
+    fn write(buf: &mut Vec<u8>, k: &u64, v: &(u64, u64)) {
+        crate::core::wire::append_wire(buf, k);
+        crate::core::wire::append_wire(buf, v);
+    }
+    let view = table.freeze();
+    if layout.composite {
+        Box::new(FrozenTable::new(
+            view,
+            |k| k.key_hash(),
+            write,
+            |v| v.1,
+            Some(EXPIRY),
+        ))
+    } else {
+        Box::new(view)
+    }
+}
+
+/// A restore target that inserts every entry, as a map's or a list's
+/// does (they are never placed slot for slot).
+struct Inserting<'t>(ValueSink<'t, u64, (u64, u64)>);
+
+impl RestoreSink for Inserting<'_> {
+    type Entry = (u64, (u64, u64));
+
+    fn decode(bytes: &[u8]) -> Result<(Self::Entry, usize), weir_net::DecodeError> {
+        ValueSink::<u64, (u64, u64)>::decode(bytes)
+    }
+
+    fn group_hash(entry: &Self::Entry) -> u64 {
+        ValueSink::<u64, (u64, u64)>::group_hash(entry)
+    }
+
+    fn reserve(&mut self, entries: usize) {
+        self.0.reserve(entries);
+    }
+
+    fn insert(&mut self, entry: Self::Entry, hash: u64) {
+        self.0.insert(entry, hash);
+    }
+
+    fn entry_count(&self) -> usize {
+        self.0.entry_count()
+    }
 }
 
 /// A checkpoint directory being written: every checkpoint's blocks in
@@ -130,12 +197,14 @@ impl Written {
         self.checkpoints += 1;
         for (i, (table, _, chain)) in self.subtasks.iter_mut().enumerate() {
             let range = KeyGroupRange::for_subtask(MAX_PARALLELISM, self.old, i as u32);
-            let view = table.freeze();
+            let view = frozen(table, layout);
             let path = self.dir.join(format!("c{}-s{i}.seg", self.checkpoints));
             let mut segment = SegmentWriter::create(&path).unwrap();
             let mut buf = Vec::new();
-            let chunks = FrozenKeyedState::chunk_count(&view);
-            let delta = view.is_tracked() && !chain.is_empty();
+            let chunks = view.chunk_count();
+            // Asking starts the table's tracking from its next freeze on.
+            let tracking = view.table_tracking().expect("a table tracks its writes");
+            let delta = tracking.tracked && !chain.is_empty();
             if !delta {
                 chain.clear();
             }
@@ -161,9 +230,6 @@ impl Written {
                 chain.push(segment.append_block(kind, range, STATE, &buf).unwrap());
             }
             segment.finish().unwrap();
-            if !delta {
-                view.request_tracking();
-            }
         }
     }
 
@@ -215,8 +281,13 @@ impl Drop for Written {
 }
 
 /// Restores subtask `index` of `parallelism` from the checkpoint in
-/// `dir` into a fresh table.
-fn restore(dir: &Path, index: usize, parallelism: usize) -> Result<Table, RestoreError> {
+/// `dir` into a fresh table (by insertion if `composite`).
+fn restore(
+    dir: &Path,
+    index: usize,
+    parallelism: usize,
+    composite: bool,
+) -> Result<Table, RestoreError> {
     let restored = RestoredCheckpoint::open(dir, JOB, MAX_PARALLELISM).unwrap();
     let info = SubtaskInfo {
         index,
@@ -227,7 +298,11 @@ fn restore(dir: &Path, index: usize, parallelism: usize) -> Result<Table, Restor
     let scope = restored.scope(UID, &info);
     assert!(!scope.keyed_chains(STATE).is_empty(), "a chain restore");
     let mut table = Table::new(STATE);
-    restore_entries(&scope, STATE, &mut ValueSink(&mut table))?;
+    if composite {
+        restore_entries(&scope, STATE, &mut Inserting(ValueSink(&mut table)))?;
+    } else {
+        restore_entries(&scope, STATE, &mut ValueSink(&mut table))?;
+    }
     Ok(table)
 }
 
@@ -256,16 +331,17 @@ fn check_chains(old: u32, new: u32, rounds: &[Vec<Vec<Op>>], layout: Layout) {
     let groups = KeyGroupAssigner::new(MAX_PARALLELISM, 1);
     for j in 0..new {
         let range = KeyGroupRange::for_subtask(MAX_PARALLELISM, new, j);
-        let table = restore(&dir, j as usize, new as usize).unwrap();
+        let table = restore(&dir, j as usize, new as usize, layout.composite).unwrap();
         let want: Model = w
             .subtasks
             .iter()
             .flat_map(|(_, model, _)| model.iter())
             .filter(|(k, _)| range.contains(groups.key_group(k.key_hash())))
+            .filter(|(_, v)| !layout.composite || live(v))
             .map(|(k, v)| (*k, *v))
             .collect();
         assert_eq!(entries(&table), want, "subtask {j} of {new} from {old}");
-        if new == old {
+        if new == old && !layout.composite {
             // The newest table, slot for slot.
             let (live, _, _) = &w.subtasks[j as usize];
             assert_eq!(table.capacity(), live.capacity());
@@ -294,12 +370,13 @@ proptest! {
         rounds in prop::collection::vec(round(), 2..6),
         full_chunks in 1usize..4,
         delta_chunks in 1usize..4,
+        composite in any::<bool>(),
     ) {
         let fill: Vec<Vec<Op>> =
             (0..3).map(|_| first.iter().map(|&(k, v)| Op::Put(k, v)).collect()).collect();
         let mut all = vec![fill, Vec::new()];
         all.extend(rounds);
-        check_chains(old, new, &all, Layout { full_chunks, delta_chunks });
+        check_chains(old, new, &all, Layout { full_chunks, delta_chunks, composite });
     }
 }
 
@@ -320,8 +397,13 @@ fn the_newest_record_of_a_slot_decides_it() {
     ];
     for old in 1..=3 {
         for new in 1..=3 {
-            for layout in [(1, 1), (3, 2), (2, 3)] {
-                let (full_chunks, delta_chunks) = layout;
+            for (full_chunks, delta_chunks, composite) in [
+                (1, 1, false),
+                (3, 2, false),
+                (2, 3, false),
+                (1, 1, true),
+                (3, 2, true),
+            ] {
                 check_chains(
                     old,
                     new,
@@ -329,6 +411,7 @@ fn the_newest_record_of_a_slot_decides_it() {
                     Layout {
                         full_chunks,
                         delta_chunks,
+                        composite,
                     },
                 );
             }
@@ -342,6 +425,7 @@ fn written(test: &str) -> Written {
     let layout = Layout {
         full_chunks: 1,
         delta_chunks: 1,
+        composite: false,
     };
     for (r, n) in [400usize, 0, 30, 30].into_iter().enumerate() {
         for i in 0..2 {
@@ -373,7 +457,7 @@ fn a_corrupt_delta_block_is_refused_naming_its_segment() {
     // A byte of the first record's entry.
     bytes[delta.offset as usize + BLOCK_HEADER_LEN + 50] ^= 0x10;
     std::fs::write(&path, bytes).unwrap();
-    let e = restore(&dir, 0, 2).unwrap_err();
+    let e = restore(&dir, 0, 2, false).unwrap_err();
     assert!(e.unusable(), "{e}");
     assert!(e.to_string().contains(&delta.segment), "{e}");
 }
@@ -391,7 +475,7 @@ fn blocks_out_of_slot_order_are_refused() {
         assert!(tables >= 2, "{tables} table blocks");
         chains[0].swap(0, 1);
     });
-    let e = restore(&dir, 0, 2).unwrap_err();
+    let e = restore(&dir, 0, 2, false).unwrap_err();
     assert!(e.unusable(), "{e}");
     assert!(e.to_string().contains("out of slot order"), "{e}");
 }

@@ -352,6 +352,39 @@ fn killed_and_restored_commits_duckdbs_result(
     weir: &str,
     duck: &str,
 ) {
+    killed_and_restored(name, per_file, sink, (weir, duck), None);
+}
+
+/// The checkpoints checkpoint `chk` refers to (its incremental chain),
+/// from `weir checkpoints describe --json`; `None` if that failed.
+fn references(chk: &Path) -> Option<Vec<u64>> {
+    let out = Command::new(WEIR)
+        .args(["checkpoints", "describe", "--json"])
+        .arg(chk)
+        .output()
+        .expect("run weir checkpoints describe");
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    Some(
+        d["incremental"]["references"]
+            .as_array()?
+            .iter()
+            .filter_map(serde_json::Value::as_u64)
+            .collect(),
+    )
+}
+
+/// As [`killed_and_restored_commits_duckdbs_result`]; with `incremental`
+/// (the start of names of states the job keeps), incremental checkpoints,
+/// the kill after the first complete checkpoint that refers to earlier
+/// ones (it wrote deltas, of such a state among them), and the restore
+/// from that chain.
+fn killed_and_restored(
+    name: &str,
+    per_file: u64,
+    sink: &str,
+    (weir, duck): (&str, &str),
+    incremental: Option<&str>,
+) {
     let s = Scratch::new("sql-duckdb", name);
     let d = Data::write(&s, per_file);
     let script = s.join(&format!("{name}.sql"));
@@ -359,11 +392,14 @@ fn killed_and_restored_commits_duckdbs_result(
         &script,
         format!(
             "SET 'execution.checkpointing.interval' = '100ms';
+             SET 'execution.checkpointing.incremental' = '{}';
+             SET 'state.checkpoints.num-retained' = '100';
              SET 'state.checkpoints.dir' = '{}';
              {}
              CREATE TABLE totals ({sink})
              WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
              INSERT INTO totals {weir};",
+            incremental.is_some(),
             s.join("chk").display(),
             d.weir_tables(),
             s.join("totals").display()
@@ -376,15 +412,28 @@ fn killed_and_restored_commits_duckdbs_result(
         c.arg("sql")
             .arg(&script)
             .args(["--workers", "2", "--set", "weir.worker.pin-cores=false"]);
+        if incremental.is_some() {
+            // The writer says which states it wrote as deltas, the
+            // restore which path it took.
+            c.env("RUST_LOG", "info,weir::checkpoint=debug");
+        }
         c
     };
+    let chk = s.join("chk");
     let mut first = Proc::spawn(&s, "first", cmd());
+    let ready = |chk: &Path| match complete_checkpoints(chk).last() {
+        None => false,
+        Some(_) if incremental.is_none() => true,
+        Some(&id) => references(&chk.join(format!("chk-{id}"))).is_some_and(|r| !r.is_empty()),
+    };
     assert!(
-        first.wait_until("a complete checkpoint", || !complete_checkpoints(
-            &s.join("chk")
-        )
-        .is_empty()),
-        "{name}: the first run ended before its first checkpoint: give it more input\n{}",
+        first.wait_until("a complete checkpoint", || ready(&chk)),
+        "{name}: the first run ended before its first checkpoint{}: give it more input\n{}",
+        if incremental.is_some() {
+            " with deltas"
+        } else {
+            ""
+        },
         first.stderr()
     );
     assert!(
@@ -401,6 +450,24 @@ fn killed_and_restored_commits_duckdbs_result(
         "{name}: the second run did not restore: {}",
         second.stderr()
     );
+    if let Some(state) = incremental {
+        let wrote = first.stderr();
+        assert!(
+            wrote.lines().any(|l| l.contains("writer: state written")
+                && l.contains(&format!("state=\"{state}"))
+                && l.contains("delta=true")),
+            "{name}: no state `{state}…` was written as a delta:\n{wrote}"
+        );
+        assert!(
+            second
+                .stderr()
+                .lines()
+                .any(|l| l.contains("from incremental chains")
+                    && l.contains(&format!("state=\"{state}"))),
+            "{name}: no state `{state}…` was restored from a chain:\n{}",
+            second.stderr()
+        );
+    }
     // The sink's CSV: NULL is an empty field.
     let mut committed = Vec::new();
     for (line, _) in support::committed_lines(&s.join("totals")) {
@@ -467,6 +534,23 @@ fn an_outer_interval_join_killed_and_restored_commits_duckdbs_result_exactly_onc
         "SELECT o.order_id, s.ship_id FROM orders o
          LEFT JOIN shipments s ON o.order_id = s.order_id
            AND s.ts BETWEEN o.ts AND o.ts + INTERVAL 3 MINUTE",
+    );
+}
+
+/// A regular join (each side's rows in list state, one table per side)
+/// with incremental checkpoints, killed once a checkpoint wrote its state
+/// as deltas over earlier ones and restored from that chain: every
+/// joined row committed exactly once.
+#[test]
+fn a_regular_join_restored_from_incremental_checkpoints_commits_duckdbs_result_exactly_once() {
+    let query = "SELECT o.order_id, s.ship_id, o.amount FROM orders o
+                 JOIN shipments s ON o.order_id = s.order_id";
+    killed_and_restored(
+        "crash-incremental-join",
+        50_000,
+        "order_id BIGINT, ship_id BIGINT, amount DECIMAL(38, 2)",
+        (query, query),
+        Some("join-"),
     );
 }
 

@@ -25,7 +25,14 @@
 //!   bytes are at most half of its full checkpoint's (so a restore reads
 //!   at most ten deltas, and at most a third of the chain's bytes is
 //!   superseded: the compaction scheme is "write it in full again");
-//! - at most 1/[`MAX_DIRTY_SHARE`] of the slots changed.
+//! - the delta is estimated at most 1/[`MAX_DELTA_SHARE`] of the chain's
+//!   full write: its changed slots, each a record of [`RECORD_BYTES`]
+//!   and an entry of the full write's mean size per entry (so a table
+//!   of small entries, W1's, takes a delta up to about 1/7 of its slots
+//!   changed, and one of larger entries, a SQL join's rows, up to more:
+//!   each changed slot costs less against its full write). With the
+//!   rule above, a chain then holds at least two deltas before it is
+//!   written in full again.
 //!
 //! Savepoints are always full and self-contained, and never a chain's base.
 //! Window panes and slices, timers, operator and channel state are written
@@ -48,10 +55,13 @@ use crate::core::snapshot::{FrozenKeyedState, TableTracking};
 /// Deltas a chain may hold before the table is written in full again.
 pub const MAX_INCREMENTS: usize = 10;
 
-/// A delta is written only if at most `capacity / MAX_DIRTY_SHARE` slots
-/// changed (a delta record costs 5 bytes more than a slot of a full
-/// table block, whose empty slots cost a bit).
-pub const MAX_DIRTY_SHARE: usize = 16;
+/// A delta is written only if it is estimated at most
+/// `full bytes / MAX_DELTA_SHARE`.
+pub const MAX_DELTA_SHARE: u64 = 4;
+
+/// What a delta record costs besides its entry: the slot's offset and
+/// its flag (a slot of a full table block costs its entry and a bit).
+pub const RECORD_BYTES: u64 = 5;
 
 /// Bytes of delta blocks written between two turns given to the reactor
 /// (`writer::PART_BYTES`, the full writer's cadence).
@@ -68,11 +78,23 @@ struct Chain {
     freeze_id: u64,
     log2_capacity: u8,
     full_bytes: u64,
+    /// Entries of the full write.
+    full_entries: u64,
     delta_bytes: u64,
     increments: usize,
     /// The chain's blocks, oldest first, with the checkpoint whose segment
     /// holds each.
     extents: Vec<(u64, Extent)>,
+}
+
+impl Chain {
+    /// The bytes of a delta of `dirty` changed slots: a record each, with
+    /// an entry of the full write's mean size (its bytes, bitmap and
+    /// headers included, per entry: a slight overestimate).
+    fn delta_estimate(&self, dirty: usize) -> u64 {
+        let per_entry = self.full_bytes / self.full_entries.max(1);
+        (dirty as u64).saturating_mul(RECORD_BYTES + per_entry)
+    }
 }
 
 /// The chains of one worker's tables.
@@ -94,7 +116,7 @@ impl Chains {
             && c.log2_capacity == t.log2_capacity
             && c.increments < MAX_INCREMENTS
             && c.delta_bytes <= c.full_bytes / 2
-            && t.dirty_slots <= t.capacity / MAX_DIRTY_SHARE
+            && c.delta_estimate(t.dirty_slots) <= c.full_bytes / MAX_DELTA_SHARE
     }
 
     /// Starts the chain of `key` at its full write in checkpoint `id`.
@@ -106,6 +128,7 @@ impl Chains {
                 freeze_id: t.freeze.id,
                 log2_capacity: t.log2_capacity,
                 full_bytes: written.iter().map(|e| e.length).sum(),
+                full_entries: t.entries as u64,
                 delta_bytes: 0,
                 increments: 0,
                 extents: written.iter().map(|e| (id, e.clone())).collect(),
@@ -187,4 +210,59 @@ pub async fn write_table_delta(
         }
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A view of a table of 2^17 slots and `entries` entries, of the
+    /// freeze after freeze 1, with `dirty` changed slots.
+    fn tracking(entries: usize, dirty: usize) -> TableTracking {
+        TableTracking {
+            freeze: weir_state::FreezeIds { id: 2, since: 1 },
+            log2_capacity: 17,
+            dirty_slots: dirty,
+            capacity: 1 << 17,
+            entries,
+            tracked: true,
+        }
+    }
+
+    /// The chain of a table whose full write in checkpoint 1 (freeze 1)
+    /// was `bytes` for `entries` entries.
+    fn chains(entries: usize, bytes: u64) -> (Chains, TableKey) {
+        let key: TableKey = ("op".into(), 0, "state".into());
+        let mut chains = Chains::default();
+        let mut full = tracking(entries, 0);
+        full.freeze = weir_state::FreezeIds { id: 1, since: 0 };
+        let extent = Extent {
+            segment: "w000.seg".into(),
+            kind: BlockKind::KeyedTable,
+            key_groups: KeyGroupRange::new(0, 64),
+            state: "state".into(),
+            offset: 0,
+            length: bytes,
+            payload_crc32c: 0,
+        };
+        chains.record_full(key.clone(), 1, &full, &[extent]);
+        (chains, key)
+    }
+
+    /// A delta is taken while it is estimated at most a quarter of the
+    /// full write: for small entries about 1/7 of the slots, for large
+    /// ones more.
+    #[test]
+    fn a_delta_is_taken_while_it_is_small_against_the_full_write() {
+        // 95,000 entries of 24 bytes: ~19,800 changed slots at most.
+        let (c, key) = chains(95_000, 95_000 * 24 + (1 << 14));
+        assert!(c.can_delta(&key, &tracking(95_000, 19_000), 1));
+        assert!(!c.can_delta(&key, &tracking(95_000, 21_000), 1));
+        // 95,000 rows of 200 bytes: up to ~23,200.
+        let (c, key) = chains(95_000, 95_000 * 200 + (1 << 14));
+        assert!(c.can_delta(&key, &tracking(95_000, 22_500), 1));
+        assert!(!c.can_delta(&key, &tracking(95_000, 24_000), 1));
+        // Never after a checkpoint other than the chain's last.
+        assert!(!c.can_delta(&key, &tracking(95_000, 10), 2));
+    }
 }

@@ -365,6 +365,8 @@ async fn write_job(
                 entries = frozen.len(),
                 bytes = written,
                 delta = delta.is_some(),
+                dirty_slots = tracking.map_or(0, |t| t.dirty_slots),
+                slots = tracking.map_or(0, |t| t.capacity),
                 elapsed = ?t0.elapsed(),
                 "writer: state written"
             );

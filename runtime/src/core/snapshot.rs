@@ -138,6 +138,8 @@ pub struct TableTracking {
     pub log2_capacity: u8,
     /// Slots written or emptied since the previous freeze.
     pub dirty_slots: usize,
+    /// Entries in the table.
+    pub entries: usize,
     /// Slots of the table.
     pub capacity: usize,
     /// `dirty_slots` is complete: the table tracked its writes since the

@@ -135,6 +135,7 @@ where
         freeze: view.freeze_ids(),
         log2_capacity: view.log2_capacity() as u8,
         dirty_slots: view.dirty_count(0..view.capacity()),
+        entries: view.len(),
         capacity: view.capacity(),
         tracked,
     }

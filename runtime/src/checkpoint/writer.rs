@@ -441,9 +441,9 @@ async fn write_job(
 /// table blocks of [`TABLE_BLOCK_CHUNKS`] arena chunks (its slots in table
 /// order, see [`super::table_block`]), every other kind (window panes and
 /// slices, timers) as blocks of one key group each, a key group having
-/// one block per part that holds any of its entries. After appending a part's blocks the writer lets the
-/// executor submit their writes before it serializes the next part, so
-/// serialization and the device overlap. Returns the bytes written;
+/// one block per part that holds any of its entries. After appending a
+/// part's blocks the writer lets the executor submit their writes before
+/// it serializes the next part, so serialization and the device overlap. Returns the bytes written;
 /// pushes the extents.
 pub(crate) async fn write_keyed_state(
     file: &mut SegmentFile,

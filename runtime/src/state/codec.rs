@@ -160,13 +160,7 @@ where
     use crate::checkpoint::table_delta;
     out.clear();
     let slots = view.chunk_slots(chunks);
-    let header = TableHeader {
-        log2_capacity: view.log2_capacity() as u8,
-        table_len: view.len() as u64,
-        first_slot: slots.start as u64,
-        slot_count: slots.len() as u64,
-    };
-    table_delta::start(&header, out);
+    table_delta::start(&table_header(view, &slots), out);
     let mut records = 0;
     let first = slots.start;
     view.for_each_dirty(slots, |pos, entry| {
@@ -252,14 +246,23 @@ where
 {
     out.clear();
     let slots = view.chunk_slots(chunks);
+    table_header(view, &slots).write(out);
+    view.occupancy(slots, out)
+}
+
+/// The header of a table or delta block of the positions `slots` of
+/// `view`.
+fn table_header<K, V>(view: &FrozenValueState<K, V>, slots: &std::ops::Range<usize>) -> TableHeader
+where
+    K: StateKey,
+    V: StateValue,
+{
     TableHeader {
         log2_capacity: view.log2_capacity() as u8,
         table_len: view.len() as u64,
         first_slot: slots.start as u64,
         slot_count: slots.len() as u64,
     }
-    .write(out);
-    view.occupancy(slots, out)
 }
 
 /// Bytes each key group's buffer should reserve for serializing the

@@ -91,6 +91,13 @@ fn write_in_parts(
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Appends one `(u64, (u64, u64))` entry, as a composite kind's table
+/// writes its entries (the writer [`FrozenTable`] is given).
+fn write(buf: &mut Vec<u8>, k: &u64, v: &(u64, u64)) {
+    crate::core::wire::append_wire(buf, k);
+    crate::core::wire::append_wire(buf, v);
+}
+
 /// Reads one `(u64, (u64, u64))` entry from the front of `bytes`.
 fn entry(bytes: &mut &[u8]) -> (u64, (u64, u64)) {
     let (k, a) = u64::read(bytes).unwrap();
@@ -161,10 +168,6 @@ fn a_value_state_is_written_as_table_blocks_in_slot_order() {
 /// slots marked empty.
 #[test]
 fn a_composite_states_table_is_written_as_table_blocks_without_expired_entries() {
-    fn write(buf: &mut Vec<u8>, k: &u64, v: &(u64, u64)) {
-        crate::core::wire::append_wire(buf, k);
-        crate::core::wire::append_wire(buf, v);
-    }
     // An entry's stamp is its `i % 4`: at 2 with a TTL of 1, those of
     // stamp 0 and 1 have expired, half of them, spread over every block.
     let stamp = |v: &(u64, u64)| v.0 % 4;
@@ -304,10 +307,6 @@ impl FrozenKeyedState for PerKeyGroup {
 /// part, each block holding only its key group's entries.
 #[test]
 fn a_state_written_in_parts_is_one_block_per_key_group_and_part() {
-    fn write(buf: &mut Vec<u8>, k: &u64, v: &(u64, u64)) {
-        crate::core::wire::append_wire(buf, k);
-        crate::core::wire::append_wire(buf, v);
-    }
     write_in_parts(
         "groups",
         |live| {
